@@ -1,0 +1,1 @@
+"""Identical queries to both sides: predictor protocol and registry, runner, experiments, CLI."""

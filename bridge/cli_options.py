@@ -1,0 +1,12 @@
+"""Options shared by several `kbc` commands."""
+
+from __future__ import annotations
+
+import click
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
+)

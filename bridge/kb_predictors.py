@@ -1,0 +1,10 @@
+"""Factories for the KB-side predictors."""
+
+from __future__ import annotations
+
+from bridge.registry import PredictorContext
+from kb.freq import FreqPredictor
+
+
+def make_freq(name: str, ctx: PredictorContext) -> FreqPredictor:
+    return FreqPredictor(ctx.corpus.facts)

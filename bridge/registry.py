@@ -1,0 +1,70 @@
+"""Predictors by name. Entries import lazily, so `kbc` starts fast and optional parts stay optional.
+
+A name is looked up in `ENTRIES` first; otherwise each resolver in `RESOLVERS` may claim it
+(e.g. a Hugging Face model id or a local model path).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bridge.predictor import Predictor
+    from eval.lama import Corpus
+    from kb.store import GraphStore
+
+
+@dataclass
+class PredictorContext:
+    """What a factory may use to build a predictor for one corpus."""
+
+    corpus: Corpus
+    store: GraphStore
+    cache_dir: Path
+    data_dir: Path
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 32
+    options: dict[str, str] = field(default_factory=dict)
+
+
+Factory = Callable[[str, PredictorContext], "Predictor"]
+
+# name -> ("module:function", one-line help)
+ENTRIES: dict[str, tuple[str, str]] = {
+    "freq": ("bridge.kb_predictors:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
+}
+# "module:function" taking a name and returning a Factory, or None if the name is not theirs
+RESOLVERS: list[str] = []
+
+
+def _load(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def resolve(name: str) -> Factory:
+    if name in ENTRIES:
+        return _load(ENTRIES[name][0])
+    for target in RESOLVERS:
+        factory = _load(target)(name)
+        if factory is not None:
+            return factory
+    close = difflib.get_close_matches(name, ENTRIES, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(f"unknown predictor {name!r}; {hint}known: {', '.join(sorted(ENTRIES))} (see `kbc ls`)")
+
+
+def available() -> dict[str, str]:
+    return {name: help_ for name, (_, help_) in sorted(ENTRIES.items())}
+
+
+def build(name: str, ctx: PredictorContext) -> Predictor:
+    return resolve(name)(name, ctx)

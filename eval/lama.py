@@ -1,0 +1,262 @@
+"""Loaders for the LAMA corpora: T-REx, Google-RE, SQuAD and ConceptNet.
+
+Identity rule: facts are identified by Wikidata ids where present. Two rows are duplicates
+when their ids are identical, or when their labels are identical and no id tells them apart
+(one side lacks an id). So T-REx keeps rows that share labels but not ids (two "BMW 3 Series"
+entities), and Google-RE place-of-death loses one of its two "John Flavel -> Exeter" rows
+(one subject has no Wikidata id), giving the paper's 765 facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval.datadir import fingerprint, resolve_data_dir
+from eval.errors import DataError
+from eval.jsonl import read_jsonl
+from eval.relations import load_relations, select_relations
+from eval.report_counts import LoadReport
+from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
+
+CORPORA = ("trex", "google_re", "squad", "conceptnet")
+MASK = "[MASK]"
+
+# LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
+GOOGLE_RE_RELATIONS = {
+    "place_of_birth": Relation("place_of_birth", "birth-place", "[X] was born in [Y] .", "N-1"),
+    "date_of_birth": Relation("date_of_birth", "birth-date", "[X] (born [Y]).", "N-1"),
+    "place_of_death": Relation("place_of_death", "death-place", "[X] died in [Y] .", "N-1"),
+}
+SQUAD_RELATION = Relation("squad", "SQuAD cloze", f"{OBJECT_SLOT}", None)
+
+
+@dataclass
+class Corpus:
+    name: str
+    relations: dict[str, Relation]
+    facts: list[Fact]
+    reports: list[LoadReport] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def by_relation(self) -> dict[str, list[Fact]]:
+        grouped: dict[str, list[Fact]] = {r: [] for r in self.relations}
+        for fact in self.facts:
+            grouped[fact.relation].append(fact)
+        return grouped
+
+    @property
+    def version(self) -> str:
+        return fingerprint(self.files)
+
+    def summary(self, verbose: bool = False) -> str:
+        """One total line, then the sources that dropped rows or carry notes (all if verbose)."""
+        read = sum(r.read for r in self.reports)
+        dropped = sum(r.n_dropped for r in self.reports)
+        lines = [f"{self.name}: {len(self.relations)} relations, read {read}, kept {len(self.facts)}, "
+                 f"dropped {dropped}"]
+        lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
+        return "\n".join(lines)
+
+
+class _Deduper:
+    """Applies the identity rule of the module docstring within one relation."""
+
+    def __init__(self) -> None:
+        self._ids: set[tuple[str, str]] = set()
+        self._labels: dict[tuple[str, str], list[tuple[str | None, str | None]]] = {}
+
+    def seen(self, sub: Entity, obj: Entity) -> bool:
+        if sub.id and obj.id and (sub.id, obj.id) in self._ids:
+            return True
+        for sid, oid in self._labels.get((sub.label, obj.label), []):
+            if _compatible(sid, sub.id) and _compatible(oid, obj.id):
+                return True
+        if sub.id and obj.id:
+            self._ids.add((sub.id, obj.id))
+        self._labels.setdefault((sub.label, obj.label), []).append((sub.id, obj.id))
+        return False
+
+
+def _compatible(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
+
+
+def _label(row: dict, key: str, where: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"{where}: field {key!r} is missing or empty")
+    return value
+
+
+def _trex_file(root: Path, rel: str) -> Path | None:
+    for sub in ("TREx", "TREx_reconstructed"):
+        path = root / sub / f"{rel}.jsonl"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
+    """T-REx from `TREx/` (the official layout) with `TREx_reconstructed/` for files it lacks."""
+    root = resolve_data_dir(data_dir)
+    rel_path = root / "relations.jsonl"
+    all_rel = load_relations(rel_path)
+    with_data = {r: p for r in all_rel if (p := _trex_file(root, r))}
+    if not with_data:
+        raise DataError(f"{root}: no T-REx files (expected TREx/<relation>.jsonl)")
+    wanted = select_relations({r: all_rel[r] for r in with_data}, list(relations or []), "T-REx")
+    corpus = Corpus("trex", {r: all_rel[r] for r in wanted}, [], files=[rel_path])
+    no_data = sorted(set(all_rel) - set(with_data))
+    for rel in wanted:
+        path = with_data[rel]
+        corpus.files.append(path)
+        report = LoadReport(f"trex/{rel} ({path.parent.name}/{path.name})")
+        dedup = _Deduper()
+        for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
+            report.read += 1
+            where = f"{path}:{lineno}"
+            pred = row.get("predicate_id", rel)
+            if pred != rel:
+                raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
+            sub = Entity(_label(row, "sub_label", where), row.get("sub_uri") or None)
+            obj = Entity(_label(row, "obj_label", where), row.get("obj_uri") or None)
+            if dedup.seen(sub, obj):
+                report.drop("duplicate rows (same ids)")
+                continue
+            evidences = tuple(
+                Evidence(
+                    text=ev["masked_sentence"].replace(MASK, ev.get("obj_surface") or obj.label),
+                    masked=ev["masked_sentence"],
+                    sub_surface=ev.get("sub_surface"),
+                    obj_surface=ev.get("obj_surface"),
+                )
+                for ev in row.get("evidences") or ()
+                if isinstance(ev, dict) and ev.get("masked_sentence")
+            )
+            uid = row.get("uuid") or f"{rel}:{lineno}"
+            corpus.facts.append(Fact(uid, "trex", rel, sub, obj, evidences))
+            report.kept += 1
+        corpus.reports.append(report)
+    if no_data and not relations:
+        note = LoadReport("trex relations.jsonl")
+        note.notes.append(f"{len(no_data)} relations have no data file: {', '.join(no_data)}")
+        corpus.reports.append(note)
+    return corpus
+
+
+def _majority_no(row: dict) -> bool:
+    votes = [j.get("judgment") for j in row.get("judgments") or () if isinstance(j, dict)]
+    return votes.count("no") > votes.count("yes")
+
+
+def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
+    """Google-RE with LAMA's templates; facts rated "no" by most judges are dropped."""
+    root = resolve_data_dir(data_dir)
+    wanted = select_relations(GOOGLE_RE_RELATIONS, list(relations or []), "Google-RE")
+    corpus = Corpus("google_re", {r: GOOGLE_RE_RELATIONS[r] for r in wanted}, [])
+    for rel in wanted:
+        path = root / "Google_RE" / f"{rel}_test.jsonl"
+        corpus.files.append(path)
+        report = LoadReport(f"google_re/{rel}")
+        dedup = _Deduper()
+        for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
+            report.read += 1
+            where = f"{path}:{lineno}"
+            if _majority_no(row):
+                report.drop("judged wrong by most raters")
+                continue
+            sub = Entity(_label(row, "sub_label", where), row.get("sub_w") or None,
+                         tuple(row.get("sub_aliases") or ()))
+            obj = Entity(_label(row, "obj_label", where), row.get("obj_w") or None,
+                         tuple(row.get("obj_aliases") or ()))
+            if dedup.seen(sub, obj):
+                report.drop("duplicates (same labels, no Wikidata id tells them apart)")
+                continue
+            evidences = tuple(
+                Evidence(text=ev["snippet"], url=ev.get("url"))
+                for ev in row.get("evidences") or ()
+                if isinstance(ev, dict) and ev.get("snippet")
+            )
+            uid = row.get("uuid") or f"{rel}:{lineno}"
+            corpus.facts.append(Fact(uid, "google_re", rel, sub, obj, evidences))
+            report.kept += 1
+        corpus.reports.append(report)
+    return corpus
+
+
+def _cloze(row: dict, where: str) -> str:
+    sentences = row.get("masked_sentences")
+    if not isinstance(sentences, list) or not sentences or not isinstance(sentences[0], str):
+        raise DataError(f"{where}: field 'masked_sentences' is missing or empty")
+    sentence = sentences[0]
+    if MASK not in sentence:
+        raise DataError(f"{where}: masked sentence has no {MASK}: {sentence!r}")
+    return sentence.replace(MASK, OBJECT_SLOT, 1)
+
+
+def load_squad(data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
+    """SQuAD cloze questions: the masked sentence is the prompt; there is no subject id."""
+    root = resolve_data_dir(data_dir)
+    select_relations({"squad": SQUAD_RELATION}, list(relations or []), "SQuAD")
+    path = root / "Squad" / "test.jsonl"
+    corpus = Corpus("squad", {"squad": SQUAD_RELATION}, [], files=[path])
+    report = LoadReport("squad")
+    for lineno, row in read_jsonl(path, required=("obj_label", "masked_sentences")):
+        report.read += 1
+        where = f"{path}:{lineno}"
+        cloze = _cloze(row, where)
+        uid = row.get("id") or row.get("uuid") or f"squad:{lineno}"
+        obj = Entity(_label(row, "obj_label", where))
+        corpus.facts.append(Fact(uid, "squad", "squad", Entity(row.get("sub_label") or "Squad"), obj, cloze=cloze))
+        report.kept += 1
+    corpus.reports.append(report)
+    return corpus
+
+
+def load_conceptnet(data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+                    path: Path | None = None) -> Corpus:
+    """ConceptNet (LAMA format: sub, obj, pred, masked_sentences); one relation per `pred`."""
+    root = None if path else resolve_data_dir(data_dir)
+    path = path or root / "ConceptNet" / "test.jsonl"
+    if not path.is_file():
+        raise DataError(
+            f"{path}: ConceptNet file not found (the LAMA release has it at ConceptNet/test.jsonl; "
+            "run `kbc data download`)"
+        )
+    facts: list[Fact] = []
+    relations_seen: dict[str, Relation] = {}
+    report = LoadReport("conceptnet")
+    for lineno, row in read_jsonl(path, required=("pred", "masked_sentences")):
+        report.read += 1
+        where = f"{path}:{lineno}"
+        rel = row["pred"]
+        relations_seen.setdefault(rel, Relation(rel, rel, OBJECT_SLOT, None))
+        sub = Entity(row.get("sub_label") or _label(row, "sub", where))
+        obj = Entity(row.get("obj_label") or _label(row, "obj", where))
+        uid = str(row.get("uuid") or f"conceptnet:{lineno}")
+        facts.append(Fact(uid, "conceptnet", rel, sub, obj, cloze=_cloze(row, where)))
+        report.kept += 1
+    wanted = select_relations(relations_seen, list(relations or []), "ConceptNet")
+    facts = [f for f in facts if f.relation in wanted]
+    if len(facts) < report.kept:
+        report.drop("not in the selected relations", report.kept - len(facts))
+        report.kept = len(facts)
+    return Corpus("conceptnet", {r: relations_seen[r] for r in wanted}, facts, [report], [path])
+
+
+LOADERS = {
+    "trex": load_trex,
+    "google_re": load_google_re,
+    "squad": load_squad,
+    "conceptnet": load_conceptnet,
+}
+
+
+def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
+    try:
+        loader = LOADERS[name]
+    except KeyError:
+        raise DataError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}") from None
+    return loader(data_dir, relations)

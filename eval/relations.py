@@ -1,0 +1,53 @@
+"""Relation definitions (`relations.jsonl`) with the template checks every prompt relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval.errors import DataError
+from eval.jsonl import read_jsonl
+from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
+
+
+def check_template(template: str, where: str) -> None:
+    missing = [s for s in (SUBJECT_SLOT, OBJECT_SLOT) if s not in template]
+    if missing:
+        raise DataError(f"{where}: template {template!r} lacks {' and '.join(missing)}")
+
+
+def load_relations(path: Path) -> dict[str, Relation]:
+    relations: dict[str, Relation] = {}
+    for lineno, row in read_jsonl(path, required=("relation", "template")):
+        where = f"{path}:{lineno}"
+        check_template(row["template"], where)
+        rtype = row.get("type")
+        if rtype is not None and rtype not in RELATION_TYPES:
+            raise DataError(f"{where}: unknown relation type {rtype!r} (expected one of {RELATION_TYPES})")
+        rel = Relation(
+            id=row["relation"],
+            label=row.get("label", row["relation"]),
+            template=row["template"],
+            type=rtype,
+            description=row.get("description", ""),
+        )
+        if rel.id in relations:
+            raise DataError(f"{where}: relation {rel.id} defined twice")
+        relations[rel.id] = rel
+    return relations
+
+
+def select_relations(available: dict[str, Relation], wanted: list[str] | None, where: str) -> list[str]:
+    """The wanted relation ids in order, or all; unknown ids are an error with a suggestion."""
+    if not wanted:
+        return list(available)
+    unknown = [r for r in wanted if r not in available]
+    if unknown:
+        import difflib
+
+        hints = [difflib.get_close_matches(u, available, n=1) for u in unknown]
+        hint = "; ".join(f"{u}: did you mean {h[0]}?" for u, h in zip(unknown, hints) if h)
+        raise DataError(
+            f"unknown relation id(s) {', '.join(unknown)} in {where}"
+            + (f" ({hint})" if hint else f"; known: {', '.join(sorted(available))}")
+        )
+    return list(wanted)

@@ -1,0 +1,39 @@
+"""What a loader read, kept and dropped, and why: printed by the CLI and stored in run configs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LoadReport:
+    source: str
+    read: int = 0
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        self.dropped[reason] += n
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def summary(self) -> str:
+        if not self.read and self.notes:
+            return f"{self.source}: " + "; ".join(self.notes)
+        text = f"{self.source}: read {self.read}, kept {self.kept}, dropped {self.n_dropped}"
+        if self.dropped:
+            text += " (" + "; ".join(f"{n} {why}" for why, n in sorted(self.dropped.items())) + ")"
+        return text
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "read": self.read,
+            "kept": self.kept,
+            "dropped": dict(self.dropped),
+            "notes": list(self.notes),
+        }

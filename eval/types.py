@@ -1,0 +1,99 @@
+"""The shared vocabulary: every predictor, KB or LM, takes `Query`s and returns `Prediction`s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Slot = Literal["object", "subject"]
+RELATION_TYPES = ("1-1", "N-1", "N-M")
+SUBJECT_SLOT = "[X]"
+OBJECT_SLOT = "[Y]"
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A KB entity; `id` is a Wikidata id (Q...) where known, else another stable id or None."""
+
+    label: str
+    id: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Identity used for grouping: the id where present, else the label."""
+        return self.id if self.id else f"label:{self.label}"
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    id: str
+    label: str
+    template: str
+    type: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A Wikipedia sentence or snippet aligned to a fact; `masked` has the object as [MASK]."""
+
+    text: str
+    masked: str | None = None
+    sub_surface: str | None = None
+    obj_surface: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    uid: str
+    corpus: str
+    relation: str
+    subject: Entity
+    object: Entity
+    evidences: tuple[Evidence, ...] = ()
+    cloze: str | None = None  # a given cloze sentence with [Y] (SQuAD, ConceptNet) instead of a template
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One fact asked one way. `template` holds [X] (subject) and/or [Y] (object) as in LAMA."""
+
+    uid: str
+    fact_uid: str
+    corpus: str
+    relation: str
+    known: Entity
+    slot: Slot
+    template: str
+    context: str | None = None
+
+    @property
+    def asked(self) -> str:
+        return OBJECT_SLOT if self.slot == "object" else SUBJECT_SLOT
+
+    @property
+    def given(self) -> str:
+        return SUBJECT_SLOT if self.slot == "object" else OBJECT_SLOT
+
+    def text(self, mask: str) -> str:
+        """The prompt with the known entity filled in and `mask` at the asked slot."""
+        return self.template.replace(self.given, self.known.label).replace(self.asked, mask)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    label: str
+    score: float
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Ranked answers, best first. `lowercased` marks answers from an uncased model."""
+
+    query_uid: str
+    answers: tuple[Answer, ...]
+    lowercased: bool = False
+    extra: dict = field(default_factory=dict, compare=False)

@@ -1,0 +1,1 @@
+"""The symbolic side: triple store, graph analytics, text index and KB baselines."""

@@ -1,0 +1,1 @@
+"""The neural side: masked-LM and causal-LM probing, E-BERT, entity embeddings, ensembles."""

@@ -1,0 +1,56 @@
+"""Shared fixtures. Tests that need the LAMA data read it from $KBC_DATA.
+
+Without KBC_DATA they skip with a visible reason; with KBC_DATA set (as `.ci/run` does) a
+missing or broken data directory is an error, so CI can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def lama_dir() -> Path:
+    value = os.environ.get("KBC_DATA")
+    if not value:
+        pytest.skip("needs the LAMA data: set KBC_DATA (e.g. KBC_DATA=../shared/data/lama)")
+    from eval.datadir import resolve_data_dir
+
+    return resolve_data_dir(value)  # raises (fails the test) when KBC_DATA is set but wrong
+
+
+@pytest.fixture(scope="session")
+def shared_data(lama_dir: Path) -> Path:
+    """The folder holding lama/, tokenizers/, wikipedia/ ... (the parent of the LAMA dir)."""
+    return lama_dir.parent
+
+
+@pytest.fixture(scope="session")
+def trex(lama_dir):
+    from eval.lama import load_trex
+
+    return load_trex(lama_dir)
+
+
+@pytest.fixture(scope="session")
+def google_re(lama_dir):
+    from eval.lama import load_google_re
+
+    return load_google_re(lama_dir)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With KBC_DATA set, a skipped data test is a failure (CI must run them all)."""
+    if not os.environ.get("KBC_DATA"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    data_skips = [r for r in skipped if "KBC_DATA" in str(r.longrepr)]
+    if data_skips:
+        reporter.write_line(f"error: {len(data_skips)} data test(s) skipped although KBC_DATA is set")
+        session.exitstatus = 1
