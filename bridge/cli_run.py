@@ -52,7 +52,8 @@ def run_lama(corpora, predictors, data_dir, out, relations, depth, limit, device
     Example:
       kbc run lama --corpus trex --corpus google_re --predictors freq --data-dir ../shared/data/lama
     """
-    from bridge.runner import RunConfig, run_lama as run_
+    from bridge.runner import RunConfig
+    from bridge.runner import run_lama as run_
     from eval.report import table
 
     cfg = RunConfig(

@@ -190,7 +190,7 @@ def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict 
                     chunk = rest[start:start + CHUNK]
                     preds = list(predictor.predict([q for q, _ in chunk], depth))
                     if len(preds) != len(chunk):
-                        raise ConfigError(f"predictor {spec} returned {len(preds)} predictions for {len(chunk)} queries")
+                        raise ConfigError(f"predictor {spec} gave {len(preds)} predictions for {len(chunk)} queries")
                     for (query, fact), pred in zip(chunk, preds):
                         write_jsonl_line(handle, _record(query, fact, pred, rel_valid))
                     handle.flush()

@@ -1,0 +1,57 @@
+"""Exact metric values on small hand-made rankings."""
+
+import pytest
+
+from eval.metrics import Ranked, gold_rank, mean_reciprocal_rank, pk_curve, precision_at, summarize
+from eval.types import Answer
+
+
+def answers(*labels):
+    return tuple(Answer(label, -i) for i, label in enumerate(labels))
+
+
+def test_gold_rank_raw_and_filtered_change_the_answer():
+    # Subject has two valid objects, Paris and Lyon; the fact asks for Lyon.
+    ranked = answers("Paris", "Lyon", "Nice")
+    assert gold_rank(ranked, "Lyon") == 2
+    assert gold_rank(ranked, "Lyon", exclude={"Paris", "Lyon"}) == 1  # the gold itself is never removed
+    assert gold_rank(ranked, "Marseille") is None
+    assert gold_rank(answers("paris", "lyon"), "Lyon", lowercased=True) == 2
+
+
+def test_precision_and_mrr_exact():
+    ranks = [1, 2, None, 11]
+    assert precision_at(ranks, 1) == 25.0
+    assert precision_at(ranks, 10) == 50.0
+    assert precision_at(ranks, 11) == 75.0
+    assert mean_reciprocal_rank(ranks) == pytest.approx((1 + 0.5 + 0 + 1 / 11) / 4)
+    assert precision_at([], 1) == 0.0
+
+
+def test_macro_average_over_relations_and_types():
+    rows = [
+        Ranked("P1", 1, 1), Ranked("P1", 3, 1),  # P1: raw p@1 50, filtered 100
+        Ranked("P2", 1, 1), Ranked("P2", 1, 1), Ranked("P2", None, 2), Ranked("P2", 2, 2),  # P2: 50 / 50
+        Ranked("P3", None, None),  # P3: 0
+    ]
+    out = summarize(rows, {"P1": "1-1", "P2": "N-M", "P3": "N-M"}, metrics=("p@1", "mrr"))
+    get = {(r["setting"], r["group"], r["metric"]): r for r in out}
+    assert get[("raw", "P1", "p@1")]["value"] == 50.0
+    assert get[("filtered", "P1", "p@1")]["value"] == 100.0
+    # macro: every relation counts once, not every fact
+    assert get[("raw", "all", "p@1")]["value"] == pytest.approx((50 + 50 + 0) / 3)
+    assert get[("raw", "all", "p@1")]["n_facts"] == 7
+    assert get[("filtered", "N-M", "p@1")]["value"] == pytest.approx((50 + 0) / 2)
+    assert get[("raw", "P2", "mrr")]["value"] == pytest.approx((1 + 1 + 0 + 0.5) / 4)
+    assert get[("filtered", "1-1", "mrr")]["value"] == 1.0
+
+
+def test_pk_curve_is_monotone_and_exact():
+    rows = [Ranked("P1", 1, 1), Ranked("P1", 5, 2), Ranked("P2", 100, 50), Ranked("P2", None, None)]
+    curve = {(r["setting"], r["k"]): r["value"] for r in pk_curve(rows)}
+    assert curve[("raw", 1)] == pytest.approx((50 + 0) / 2)
+    assert curve[("raw", 5)] == pytest.approx((100 + 0) / 2)
+    assert curve[("raw", 100)] == pytest.approx((100 + 50) / 2)
+    assert curve[("filtered", 2)] == pytest.approx(50.0)
+    values = [curve[("raw", k)] for k in range(1, 101)]
+    assert values == sorted(values)

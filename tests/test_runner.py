@@ -1,0 +1,87 @@
+"""The runner: outputs, resume after an interruption, refusal of incompatible reruns."""
+
+import json
+
+import pytest
+
+from bridge import registry
+from bridge.runner import CHUNK, RunConfig, run_lama
+from eval.errors import ConfigError
+from kb.freq import FreqPredictor
+
+CALLS = []
+
+
+class Flaky(FreqPredictor):
+    """Freq that is interrupted after its first chunk, the first time it runs."""
+
+    name = "flaky"
+
+    def predict(self, queries, depth):
+        CALLS.append(len(queries))
+        if len(CALLS) == 2:
+            raise KeyboardInterrupt
+        return super().predict(queries, depth)
+
+
+def make_flaky(name, ctx):
+    return Flaky(ctx.corpus.facts)
+
+
+@pytest.fixture
+def flaky(monkeypatch):
+    CALLS.clear()
+    monkeypatch.setitem(registry.ENTRIES, "flaky", (f"{__name__}:make_flaky", "test"))
+
+
+def _cfg(tmp_path, lama_dir, **kw):
+    return RunConfig(["trex"], ["flaky"], tmp_path / "out", str(lama_dir), relations=["P19", "P47"],
+                     cache_dir=tmp_path / "cache", **kw)
+
+
+def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
+    with pytest.raises(KeyboardInterrupt):
+        run_lama(_cfg(tmp_path, lama_dir), progress=False)
+    p19 = tmp_path / "out" / "predictions" / "trex" / "flaky" / "P19.jsonl"
+    assert len(p19.read_text().splitlines()) == CHUNK  # the finished chunk was kept
+    with p19.open("a") as handle:  # a torn line, as a crash mid-write leaves it
+        handle.write('{"uid": "torn')
+    rows = run_lama(_cfg(tmp_path, lama_dir), progress=False)
+    # resumed: only the remaining 944 - 256 queries of P19 and all 922 of P47 were asked
+    assert CALLS[2:] == [CHUNK, CHUNK, 944 - 3 * CHUNK, CHUNK, CHUNK, CHUNK, 922 - 3 * CHUNK]
+    lines = [json.loads(x) for x in p19.read_text().splitlines()]
+    assert len(lines) == 944 and len({x["uid"] for x in lines}) == 944
+    get = {(r["setting"], r["group"], r["metric"]): r["value"] for r in rows}
+    fresh = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "fresh", str(lama_dir), relations=["P19", "P47"],
+                               cache_dir=tmp_path / "cache"), progress=False)
+    assert get == {(r["setting"], r["group"], r["metric"]): r["value"] for r in fresh}
+    CALLS.clear()
+    run_lama(_cfg(tmp_path, lama_dir), progress=False)
+    assert CALLS == []  # everything done: nothing recomputed
+
+
+def test_outputs(tmp_path, lama_dir):
+    out = tmp_path / "out"
+    run_lama(RunConfig(["google_re"], ["freq"], out, str(lama_dir), cache_dir=tmp_path / "cache"), progress=False)
+    config = json.loads((out / "config.json").read_text())
+    assert config["predictors"] == ["freq"] and config["data_versions"]["google_re"]
+    assert config["predictor_configs"]["google_re"]["freq"]["ties"] == "first occurrence in the data"
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary[0]) == {"corpus", "predictor", "setting", "group", "metric", "value", "n_facts"}
+    assert {r["metric"] for r in summary} == {"p@1", "p@10", "mrr"}
+    curves = json.loads((out / "curves.json").read_text())
+    assert [r["k"] for r in curves if r["setting"] == "raw"] == list(range(1, 101))
+    record = json.loads((out / "predictions/google_re/freq/place_of_birth.jsonl").open().readline())
+    assert record["prompt"] == "Khatchig Mouradian was born in [MASK] ."
+    assert record["gold"] == "Lebanon" and len(record["answers"]) == 10
+    assert record["answers"][0][0] == "London"
+    assert "| google_re | Total | 5527 |" in (out / "summary.md").read_text()
+
+
+def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
+    cfg = RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
+                    relations=["place_of_death"])
+    run_lama(cfg, progress=False)
+    cfg.depth = 50
+    with pytest.raises(ConfigError, match="other settings"):
+        run_lama(cfg, progress=False)
