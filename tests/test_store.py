@@ -1,27 +1,17 @@
 """The graph store: SPARQL look-ups, persistence, named graphs; the networkx view."""
 
-from eval.types import Entity, Fact
+from tests_support_facts import toy_facts
+
+from eval.types import Entity
 from kb.graph_view import compare_types, shape
 from kb.store import GraphStore, entity_iri, entity_key
-
-
-def _facts():
-    paris, lyon, france = Entity("Paris", "Q90"), Entity("Lyon", "Q456"), Entity("France", "Q142")
-    return [
-        Fact("1", "toy", "P131", paris, france),
-        Fact("2", "toy", "P131", lyon, france),
-        Fact("3", "toy", "P47", Entity("Spain", "Q29"), france),
-        Fact("4", "toy", "P47", france, Entity("Spain", "Q29")),
-        Fact("5", "toy", "P47", france, Entity("Italy", "Q38")),
-        Fact("6", "toy", "date_of_birth", Entity("Nobody"), Entity("1941")),
-    ]
 
 
 def test_lookups_and_persistence(tmp_path):
     path = tmp_path / "store"
     with GraphStore.open(path) as store:
-        assert store.ensure_facts(_facts(), "toy@1") is True
-        assert store.ensure_facts(_facts(), "toy@1") is False  # recorded in the meta graph
+        assert store.ensure_facts(toy_facts(), "toy@1") is True
+        assert store.ensure_facts(toy_facts(), "toy@1") is False  # recorded in the meta graph
         assert store.objects(Entity("Paris", "Q90"), "P131") == [Entity("France", "Q142")]
         assert sorted(e.label for e in store.subjects("P131", Entity("France", "Q142"))) == ["Lyon", "Paris"]
         assert store.valid_objects("P47") == {"Q29": {"France"}, "Q142": {"Spain", "Italy"}}
