@@ -18,6 +18,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "data": ("bridge.cli_data:data", "Get, locate and describe the evaluation data."),
     "kb": ("bridge.cli_kb:kb", "The graph store: load facts, relation statistics and types."),
     "ls": ("bridge.cli_run:ls", "List the registered predictors."),
+    "index": ("bridge.cli_index:index", "Wikipedia text index (tantivy or Elasticsearch): build, stats, search."),
+    "cooccur": ("bridge.cli_index:cooccur", "Paragraphs mentioning A, B and both (PMI) in a text index."),
 }
 
 

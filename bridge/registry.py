@@ -40,6 +40,7 @@ Factory = Callable[[str, PredictorContext], "Predictor"]
 # name -> ("module:function", one-line help)
 ENTRIES: dict[str, tuple[str, str]] = {
     "freq": ("bridge.kb_predictors:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
+    "retrieval": ("bridge.text_predictors:make_retrieval", "LAMA DrQA row: BM25 paragraphs + offline reader"),
 }
 # "module:function" taking a name and returning a Factory, or None if the name is not theirs
 RESOLVERS: list[str] = []

@@ -1,0 +1,66 @@
+"""Factory for the `retrieval` predictor (BM25 over a text index, then a reader).
+
+Options (`--set KEY=VALUE`):
+  index=PATH|NAME   an existing index (default: the LAMA evidence index in the cache, built on
+                    first use); for Elasticsearch, the index name
+  backend=tantivy|elasticsearch, es_url=URL (default $KBC_ES_URL)
+  k=5               paragraphs read per query
+  reader=vocab|entities|qa, model=PATH (qa), vocab=PATH (default: LAMA's common cased vocabulary)
+  exclude_gold=0|1  drop the queried fact's own evidence paragraphs (leak-free number)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bridge.registry import PredictorContext
+from eval.errors import ConfigError
+
+OPTIONS = ("index", "backend", "es_url", "k", "reader", "model", "vocab", "exclude_gold", "context_bonus")
+EVIDENCE_INDEX = "lama-evidence"
+
+
+def _int(options: dict, key: str, default: int) -> int:
+    try:
+        value = int(options.get(key, default))
+    except ValueError:
+        raise ConfigError(f"--set {key}= expects an integer, got {options[key]!r}") from None
+    if value < 1 and key == "k":
+        raise ConfigError("--set k= must be at least 1")
+    return value
+
+
+def make_retrieval(name: str, ctx: PredictorContext):
+    from kb.text.evidence import evidence_index
+    from kb.text.index import check_backend, open_index
+    from kb.text.retrieval import EntityReader, QAReader, RetrievalPredictor, VocabReader, load_vocab
+
+    opts = ctx.options
+    backend = check_backend(opts.get("backend", "tantivy"))
+    es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
+    if "index" in opts:
+        index = open_index(backend, opts["index"], es_url)
+    else:
+        location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
+        index = evidence_index(location, ctx.data_dir, backend, es_url, progress=True)
+    reader_name = opts.get("reader", "vocab")
+    vocab_path = Path(opts.get("vocab") or ctx.data_dir / "common_vocab_cased.txt")
+    if reader_name == "vocab":
+        try:
+            bonus = float(opts.get("context_bonus", 1.0))
+        except ValueError:
+            raise ConfigError(f"--set context_bonus= expects a number, got {opts['context_bonus']!r}") from None
+        reader = VocabReader(load_vocab(vocab_path), index, bonus)
+    elif reader_name == "entities":
+        reader = EntityReader()
+    elif reader_name == "qa":
+        if "model" not in opts:
+            raise ConfigError("--set reader=qa needs --set model=PATH_OR_HF_ID (an extractive QA model)")
+        reader = QAReader(opts["model"], load_vocab(vocab_path), device=ctx.device)
+    else:
+        raise ConfigError(f"--set reader={reader_name!r}: choose vocab, entities or qa")
+    exclude = opts.get("exclude_gold", "0").lower() in ("1", "true", "yes")
+    stats = index.stats()
+    info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
+    return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)

@@ -1,0 +1,239 @@
+"""The Elasticsearch backend, through the official `elasticsearch` client.
+
+One shard (so BM25 statistics are global and scores equal tantivy's), the shared pattern
+analyzer, bulk indexing, `match_phrase` for mentions, `_count`/`_msearch` for counts and
+`search_after` paging for result sets of any size. `location` is an alias: a build fills a new
+concrete index and swaps the alias in one `_aliases` call, so readers never see a half index.
+An unreachable server gives one clear line, after the client's retries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from eval.errors import ConfigError, DataError, KbcError
+from kb.text.analyzer import NAME as ANALYZER
+from kb.text.analyzer import PATTERN, es_analysis, term_counts
+from kb.text.index import Hit, Mention
+from kb.text.paragraphs import Paragraph
+
+PAGE = 5_000
+BULK_CHUNK = 1_000
+MSEARCH_CHUNK = 200
+MAPPINGS = {
+    "dynamic": "strict",
+    "properties": {
+        "pid": {"type": "keyword"},
+        "title": {"type": "keyword"},
+        "para": {"type": "integer"},
+        "text": {"type": "text", "analyzer": ANALYZER},
+        "links": {"type": "keyword"},
+        "facts": {"type": "keyword", "index": False},
+    },
+}
+
+
+class ESUnavailable(KbcError):
+    """The Elasticsearch server cannot be reached."""
+
+
+def connect(url: str, timeout: float = 30.0, retries: int = 3):
+    """A client for `url`, checked with one request so an unreachable server fails here, clearly."""
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(url, request_timeout=timeout, max_retries=retries, retry_on_timeout=True)
+    _call(url, client.info)
+    return client
+
+
+def _call(url: str, fn, *args, **kwargs):
+    """Run one client call, turning transport and API failures into one-line errors."""
+    from elastic_transport import ConnectionError as TransportConnectionError
+    from elastic_transport import ConnectionTimeout
+    from elasticsearch import ApiError
+
+    try:
+        return fn(*args, **kwargs)
+    except (TransportConnectionError, ConnectionTimeout) as exc:
+        raise ESUnavailable(
+            f"Elasticsearch at {url} is unreachable ({type(exc).__name__}); start one with "
+            "`docker compose -f docker/docker-compose.yml up -d elasticsearch` or pass another --es-url"
+        ) from None
+    except ApiError as exc:
+        reason = _reason(exc)
+        if "media_type_header" in reason or "compatible-with" in reason:
+            raise ConfigError(f"Elasticsearch at {url} rejects this client's version ({reason}); install the "
+                              "elasticsearch client with the server's major version") from None
+        raise KbcError(f"Elasticsearch at {url}: {reason}") from None
+
+
+def _reason(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            return f"{err.get('type')}: {err.get('reason')}"
+        if err:
+            return str(err)
+    return f"{getattr(exc, 'meta', None) and exc.meta.status} {exc}"
+
+
+def _mention_query(mention: Mention) -> dict:
+    should: list[dict] = [{"match_phrase": {"text": " ".join(p)}} for p in mention.token_phrases()]
+    if mention.link:
+        should.append({"term": {"links": mention.link}})
+    if not should:
+        return {"match_none": {}}
+    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+def _all_of(mentions: Sequence[Mention]) -> dict:
+    if not mentions:
+        return {"match_all": {}}
+    if len(mentions) == 1:
+        return _mention_query(mentions[0])
+    return {"bool": {"filter": [_mention_query(m) for m in mentions]}}
+
+
+class ESIndex:
+    backend = "elasticsearch"
+
+    def __init__(self, client, url: str, name: str) -> None:
+        self._es = client
+        self.url = url
+        self.name = name
+        concrete = self._concrete()
+        if not concrete:
+            raise DataError(f"no text index {name!r} at {url}; build it with "
+                            f"`kbc index build --backend elasticsearch --es-url {url} --out {name} ...`")
+        self.concrete = concrete[0]
+        mapping = _call(url, self._es.indices.get_mapping, index=self.concrete)
+        self.meta = mapping[self.concrete]["mappings"].get("_meta", {})
+
+    def _concrete(self) -> list[str]:
+        if not _call(self.url, self._es.indices.exists_alias, name=self.name):
+            return []
+        return sorted(_call(self.url, self._es.indices.get_alias, name=self.name))
+
+    @classmethod
+    def open(cls, url: str, name: str) -> ESIndex:
+        return cls(connect(url), url, name)
+
+    @classmethod
+    def build(cls, paragraphs: Iterable[Paragraph], url: str, name: str, meta: dict | None = None,
+              progress: bool = False) -> ESIndex:
+        from elasticsearch import helpers
+        from tqdm import tqdm
+
+        es = connect(url)
+        if _call(url, es.indices.exists, index=name) and not _call(url, es.indices.exists_alias, name=name):
+            raise ConfigError(f"{url}: {name!r} is a concrete index, not an alias this tool manages; "
+                              "choose another name or delete it")
+        concrete = f"{name}-{time.time_ns()}"
+        info = {"backend": "elasticsearch", "analyzer": PATTERN, "built_at": time.time(), **(meta or {})}
+        _call(url, es.indices.create, index=concrete, mappings={**MAPPINGS, "_meta": info},
+              settings={"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1",
+                        "analysis": es_analysis()})
+        start = time.perf_counter()
+        try:
+            n = 0
+
+            def actions():
+                nonlocal n
+                for p in tqdm(paragraphs, desc="indexing", unit="para", disable=not progress):
+                    n += 1
+                    yield {"_index": concrete, "_id": p.pid, "_op_type": "create", "pid": p.pid,
+                           "title": p.title, "para": p.para, "text": p.text, "links": list(p.links),
+                           "facts": list(p.facts)}
+
+            for ok, item in _call(url, lambda: list(helpers.streaming_bulk(
+                    es, actions(), chunk_size=BULK_CHUNK, raise_on_error=False, max_retries=3))):
+                if not ok:
+                    error = next(iter(item.values()))
+                    if "version_conflict" in str(error.get("error")):
+                        raise DataError(f"duplicate paragraph id {error.get('_id')!r}; paragraph ids must be unique")
+                    raise DataError(f"{url}: indexing paragraph {error.get('_id')!r} failed: {error.get('error')}")
+            _call(url, es.indices.put_settings, index=concrete, settings={"refresh_interval": "1s"})
+            _call(url, es.indices.refresh, index=concrete)
+            count = _call(url, es.count, index=concrete)["count"]
+            if count != n:
+                raise DataError(f"{url}: {n} paragraphs sent but {count} indexed (duplicate paragraph ids?)")
+            info.update(paragraphs=n, build_seconds=round(time.perf_counter() - start, 3))
+            _call(url, es.indices.put_mapping, index=concrete, meta=info)
+            old = sorted(_call(url, es.indices.get_alias, name=name)) if _call(
+                url, es.indices.exists_alias, name=name) else []
+            actions_ = [{"remove": {"index": o, "alias": name}} for o in old]
+            actions_.append({"add": {"index": concrete, "alias": name}})
+            _call(url, es.indices.update_aliases, actions=actions_)
+        except BaseException:
+            _call(url, es.indices.delete, index=concrete, ignore_unavailable=True)
+            raise
+        for o in old:
+            _call(url, es.indices.delete, index=o, ignore_unavailable=True)
+        return cls(es, url, name)
+
+    # -- queries --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return _call(self.url, self._es.count, index=self.name)["count"]
+
+    def search(self, text: str, k: int = 10) -> list[Hit]:
+        terms = term_counts(text)
+        if not terms or k <= 0:
+            return []
+        should = [{"term": {"text": {"value": t, "boost": float(c)}}} for t, c in terms.items()]
+        resp = _call(self.url, self._es.search, index=self.name, query={"bool": {"should": should}}, size=k,
+                     track_total_hits=False)
+        return [Hit(h["_score"], self._paragraph(h["_source"])) for h in resp["hits"]["hits"]]
+
+    @staticmethod
+    def _paragraph(src: dict) -> Paragraph:
+        return Paragraph(src["pid"], src["title"], src["para"], src["text"], tuple(src.get("links") or ()),
+                         tuple(src.get("facts") or ()))
+
+    def count(self, *mentions: Mention) -> int:
+        return _call(self.url, self._es.count, index=self.name, query=_all_of(mentions))["count"]
+
+    def count_many(self, groups: Sequence[Sequence[Mention]]) -> list[int]:
+        out: list[int] = []
+        for start in range(0, len(groups), MSEARCH_CHUNK):
+            body: list[dict] = []
+            for g in groups[start:start + MSEARCH_CHUNK]:
+                body += [{"index": self.name}, {"size": 0, "track_total_hits": True, "query": _all_of(g)}]
+            resp = _call(self.url, self._es.msearch, searches=body)
+            for r in resp["responses"]:
+                if "error" in r:
+                    raise KbcError(f"Elasticsearch at {self.url}: {r['error']}")
+                out.append(r["hits"]["total"]["value"])
+        return out
+
+    def matching(self, *mentions: Mention) -> Iterator[str]:
+        after = None
+        while True:
+            extra = {"search_after": after} if after is not None else {}
+            resp = _call(self.url, self._es.search, index=self.name, query=_all_of(mentions), size=PAGE,
+                         sort=[{"pid": "asc"}], source=False, track_total_hits=False, **extra)
+            hits = resp["hits"]["hits"]
+            for h in hits:
+                yield h["_id"]
+            if len(hits) < PAGE:
+                return
+            after = hits[-1]["sort"]
+
+    def doc_freq(self, term: str) -> int:
+        return _call(self.url, self._es.count, index=self.name, query={"term": {"text": term}})["count"]
+
+    def stats(self) -> dict:
+        st = _call(self.url, self._es.indices.stats, index=self.concrete)["_all"]["primaries"]
+        return {**self.meta, "backend": "elasticsearch", "location": f"{self.url}/{self.name}",
+                "index": self.concrete, "paragraphs": st["docs"]["count"],
+                "size_bytes": st.get("store", {}).get("size_in_bytes")}
+
+    def close(self) -> None:
+        self._es.close()
+
+    def __enter__(self) -> ESIndex:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,206 @@
+"""The embedded default backend: an on-disk tantivy index (Lucene-style BM25, phrase queries).
+
+Layout of an index directory: `CURRENT` names the live generation folder; each generation
+holds the tantivy files and `kbc-meta.json`. A build writes a new generation and replaces
+`CURRENT` atomically, so a crash mid-build leaves the previous index in use.
+
+Two tantivy traps are avoided here: `search(limit=0)` and a one-term `phrase_query` panic with
+an exception derived from `BaseException`, so counts use `count=True` with limit 1 and
+one-word phrases become term queries; the custom tokenizer is registered on every open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from eval.errors import DataError
+from kb.text.analyzer import NAME as ANALYZER
+from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
+from kb.text.index import Hit, Mention
+from kb.text.paragraphs import Paragraph
+
+CURRENT = "CURRENT"
+META = "kbc-meta.json"
+HEAP = 256 * 1024 * 1024
+PAGE = 10_000
+
+
+def _schema():
+    import tantivy
+
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("pid", stored=True, tokenizer_name="raw")
+    sb.add_text_field("title", stored=True, tokenizer_name="raw")
+    sb.add_unsigned_field("para", stored=True)
+    sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER, index_option="position")
+    sb.add_text_field("links", stored=True, tokenizer_name="raw")
+    sb.add_text_field("facts", stored=True, tokenizer_name="raw")
+    return sb.build()
+
+
+def _dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+class TantivyIndex:
+    backend = "tantivy"
+
+    def __init__(self, root: Path, generation: Path) -> None:
+        import tantivy
+
+        self.root = root
+        self.generation = generation
+        self.meta = json.loads((generation / META).read_text())
+        self._schema = _schema()
+        self._index = tantivy.Index(self._schema, path=str(generation), reuse=True)
+        self._index.register_tokenizer(ANALYZER, tantivy_analyzer())
+        self._searcher = self._index.searcher()
+        self._q = tantivy.Query
+        self._occur = tantivy.Occur
+
+    # -- opening and building -------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: Path) -> TantivyIndex:
+        pointer = root / CURRENT
+        if not pointer.is_file():
+            raise DataError(f"{root}: no text index there; build one with `kbc index build --out {root} ...`")
+        generation = root / pointer.read_text().strip()
+        if not (generation / META).is_file():
+            raise DataError(f"{generation}: the index named by {pointer} is missing or incomplete; rebuild it")
+        return cls(root, generation)
+
+    @classmethod
+    def build(cls, paragraphs: Iterable[Paragraph], root: Path, meta: dict | None = None,
+              progress: bool = False, threads: int = 1) -> TantivyIndex:
+        import tantivy
+        from tqdm import tqdm
+
+        root.mkdir(parents=True, exist_ok=True)
+        name = f"gen-{time.time_ns()}"
+        generation = root / f"{name}.building"
+        generation.mkdir()
+        writer = index = None
+        try:
+            schema = _schema()
+            index = tantivy.Index(schema, path=str(generation))
+            index.register_tokenizer(ANALYZER, tantivy_analyzer())
+            writer = index.writer(heap_size=HEAP, num_threads=threads)
+            n = 0
+            seen: set[str] = set()
+            start = time.perf_counter()
+            for p in tqdm(paragraphs, desc="indexing", unit="para", disable=not progress):
+                if p.pid in seen:
+                    raise DataError(f"duplicate paragraph id {p.pid!r}; paragraph ids must be unique")
+                seen.add(p.pid)
+                doc = tantivy.Document()
+                doc.add_text("pid", p.pid)
+                doc.add_text("title", p.title)
+                doc.add_unsigned("para", p.para)
+                doc.add_text("text", p.text)
+                for link in p.links:
+                    doc.add_text("links", link)
+                for fact in p.facts:
+                    doc.add_text("facts", fact)
+                writer.add_document(doc)
+                n += 1
+            writer.commit()
+            writer.wait_merging_threads()
+            seconds = time.perf_counter() - start
+            info = {"backend": "tantivy", "paragraphs": n, "analyzer": PATTERN, "built_at": time.time(),
+                    "build_seconds": round(seconds, 3), **(meta or {})}
+            (generation / META).write_text(json.dumps(info, indent=1, ensure_ascii=False))
+            final = root / name
+            os.replace(generation, final)
+            tmp = root / f"{CURRENT}.tmp"
+            tmp.write_text(name)
+            os.replace(tmp, root / CURRENT)
+        except BaseException:
+            if writer is not None:
+                try:
+                    writer.rollback()
+                except Exception:  # the writer may already be unusable; the folder goes anyway
+                    pass
+            writer = index = None
+            shutil.rmtree(generation, ignore_errors=True)
+            raise
+        for old in root.iterdir():
+            if old.is_dir() and old.name.startswith("gen-") and old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        return cls(root, final)
+
+    # -- queries --------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._searcher.num_docs
+
+    def _term(self, field: str, value: str):
+        return self._q.term_query(self._schema, field, value)
+
+    def _mention_query(self, mention: Mention):
+        clauses = []
+        for phrase in mention.token_phrases():
+            q = self._term("text", phrase[0]) if len(phrase) == 1 else \
+                self._q.phrase_query(self._schema, "text", list(phrase))
+            clauses.append((self._occur.Should, q))
+        if mention.link:
+            clauses.append((self._occur.Should, self._term("links", mention.link)))
+        if not clauses:
+            return self._q.empty_query()
+        return clauses[0][1] if len(clauses) == 1 else self._q.boolean_query(clauses)
+
+    def _all_of(self, mentions: Sequence[Mention]):
+        if not mentions:
+            return self._q.all_query()
+        if len(mentions) == 1:
+            return self._mention_query(mentions[0])
+        return self._q.boolean_query([(self._occur.Must, self._mention_query(m)) for m in mentions])
+
+    def search(self, text: str, k: int = 10) -> list[Hit]:
+        terms = term_counts(text)
+        if not terms or k <= 0:
+            return []
+        clauses = [(self._occur.Should, self._q.boost_query(self._term("text", t), float(c)) if c > 1
+                    else self._term("text", t)) for t, c in terms.items()]
+        query = self._q.boolean_query(clauses)
+        result = self._searcher.search(query, k, count=False)
+        return [Hit(score, self._paragraph(addr)) for score, addr in result.hits]
+
+    def _paragraph(self, addr) -> Paragraph:
+        d = self._searcher.doc(addr)
+        return Paragraph(d.get_first("pid"), d.get_first("title"), d.get_first("para"), d.get_first("text"),
+                         tuple(d.get_all("links")), tuple(d.get_all("facts")))
+
+    def count(self, *mentions: Mention) -> int:
+        return self._searcher.search(self._all_of(mentions), 1, count=True).count
+
+    def count_many(self, groups: Sequence[Sequence[Mention]]) -> list[int]:
+        return [self.count(*g) for g in groups]
+
+    def matching(self, *mentions: Mention) -> Iterator[str]:
+        query = self._all_of(mentions)
+        total = self.count(*mentions)
+        for offset in range(0, total, PAGE):
+            result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
+                                           order_by_field=None)
+            for _, addr in result.hits:
+                yield self._searcher.doc(addr).get_first("pid")
+
+    def doc_freq(self, term: str) -> int:
+        return self._searcher.doc_freq("text", term)
+
+    def stats(self) -> dict:
+        return {**self.meta, "backend": "tantivy", "location": str(self.root), "paragraphs": len(self),
+                "size_bytes": _dir_size(self.generation), "segments": self._searcher.num_segments}
+
+    def close(self) -> None:
+        self._searcher = None
+
+    def __enter__(self) -> TantivyIndex:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
