@@ -66,3 +66,8 @@ def types(corpus, data_dir, store, as_json) -> None:
     bad = sum(not r["agree"] for r in rows)
     click.echo(f"{bad} of {len(rows)} relations disagree with relations.jsonl (test data holds <= 1,000 "
                "sampled facts per relation, so computed types see only part of each relation)")
+
+
+from bridge.cli_kb_re import register as _register_re  # noqa: E402
+
+_register_re(kb)

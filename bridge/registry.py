@@ -41,6 +41,8 @@ Factory = Callable[[str, PredictorContext], "Predictor"]
 ENTRIES: dict[str, tuple[str, str]] = {
     "freq": ("bridge.kb_predictors:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
     "retrieval": ("bridge.text_predictors:make_retrieval", "LAMA DrQA row: BM25 paragraphs + offline reader"),
+    "re-naive": ("bridge.re_predictors:make_re_naive", "LAMA RE_n: relation-extraction KB, exact-label linking"),
+    "re-oracle": ("bridge.re_predictors:make_re_oracle", "LAMA RE_o: relation-extraction KB, oracle linking"),
 }
 # "module:function" taking a name and returning a Factory, or None if the name is not theirs
 RESOLVERS: list[str] = []

@@ -120,6 +120,23 @@ class GraphStore:
         self._commit()
         return len(quads) // 3
 
+    def add_quads(self, quads: list[tuple]) -> None:
+        """Add (s, p, o, graph IRI) quads as they are (for graphs that are not plain facts)."""
+        self.dataset.addN(quads)
+        self._commit()
+
+    def mark_loaded(self, tag: str, graph: str) -> None:
+        self.dataset.graph(graph_iri("meta")).add((graph_iri(graph), LOADED, Literal(tag)))
+        self._commit()
+
+    def drop_graph(self, name: str) -> None:
+        """Remove a named graph and its load markers (so the next `ensure_*` rebuilds it)."""
+        self.dataset.update(
+            f"DROP SILENT GRAPH <{graph_iri(name)}> ; "
+            f"DELETE WHERE {{ GRAPH <{GRAPH_NS}meta> {{ <{graph_iri(name)}> <{LOADED}> ?v }} }}"
+        )
+        self._commit()
+
     def _commit(self) -> None:
         try:
             self.dataset.commit()
