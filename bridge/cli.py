@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("bridge.cli_run:ls", "List the registered predictors."),
     "index": ("bridge.cli_index:index", "Wikipedia text index (tantivy or Elasticsearch): build, stats, search."),
     "cooccur": ("bridge.cli_index:cooccur", "Paragraphs mentioning A, B and both (PMI) in a text index."),
+    "entities": ("bridge.cli_entities:entities", "wikipedia2vec entities: train, E-BERT map, link-stats, search."),
 }
 
 

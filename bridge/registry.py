@@ -43,9 +43,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "retrieval": ("bridge.text_predictors:make_retrieval", "LAMA DrQA row: BM25 paragraphs + offline reader"),
     "re-naive": ("bridge.re_predictors:make_re_naive", "LAMA RE_n: relation-extraction KB, exact-label linking"),
     "re-oracle": ("bridge.re_predictors:make_re_oracle", "LAMA RE_o: relation-extraction KB, oracle linking"),
+    "bert": ("bridge.entity_predictors:make_bert", "The masked LM of --set model=PATH (E-BERT's BERT baseline)"),
+    "ebert": ("bridge.entity_predictors:make_ebert", "E-BERT REPLACE: subject pieces -> mapped wikipedia2vec entity"),
+    "ebert-concat": ("bridge.entity_predictors:make_ebert", "E-BERT CONCAT ensemble input: 'Entity / word pieces'"),
+    "ebert-avg": ("bridge.entity_predictors:make_ebert", "E-BERT AVG ensemble: mean of BERT and E-BERT probabilities"),
+    "ebert-entity": ("bridge.entity_predictors:make_ebert", "E-BERT input, entity-level answers (multi-token objects)"),
+    "bert-entity": ("bridge.entity_predictors:make_ebert", "BERT input, entity-level answers (multi-token objects)"),
 }
 # "module:function" taking a name and returning a Factory, or None if the name is not theirs
-RESOLVERS: list[str] = []
+RESOLVERS: list[str] = [
+    "bridge.lm_predictors:resolve_model",  # local model dirs, HF ids (bert-base-cased, gpt2, org/name)
+]
 
 
 def _load(target: str):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,6 +180,16 @@ def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict 
         _log(f"{corpus} / {spec}: all {sum(len(p) for p in queries.values())} queries done, skipped")
         return None
     predictor = build(spec, ctx)
+    todo, gone = _drop_unsupported(predictor, todo)
+    for rel, items in gone.items():
+        path = predictions_path(cfg.out, corpus, spec, rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            for query, fact, reason in items:
+                write_jsonl_line(handle, _dropped_record(query, fact, reason))
+    if gone:
+        _log(_dropped_line(f"{corpus} / {spec}", {r: Counter(x[2] for x in items) for r, items in gone.items()}))
+    total = sum(len(rest) for _, rest, _ in todo)
     bar = tqdm(total=total, desc=f"{corpus} {spec}", unit="fact", disable=not progress, file=sys.stderr)
     try:
         for rel, rest, path in todo:
@@ -197,7 +208,59 @@ def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict 
                     bar.update(len(chunk))
     finally:
         bar.close()
-    return predictor.describe()
+    described = predictor.describe()
+    dropped = dropped_counts(cfg.out, corpus, spec, list(queries))
+    if dropped:
+        described = {**described, "dropped_facts": dropped}
+    return described
+
+
+def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Split off facts a predictor cannot answer (optional `filter_facts(facts) -> (kept, {reason: n})`).
+
+    Returns the remaining work and, per relation, (query, fact, reason) of each dropped fact. The
+    runner writes dropped facts as records too, so a rerun skips them and the counts stay exact.
+    """
+    filter_facts = getattr(predictor, "filter_facts", None)
+    if filter_facts is None:
+        return todo, {}
+    kept_todo, gone = [], {}
+    for rel, rest, path in todo:
+        kept, reasons = filter_facts([f for _, f in rest])
+        keep = {id(f) for f in kept}
+        dropped = [(q, f) for q, f in rest if id(f) not in keep]
+        if dropped:
+            # one reason per fact; asked one by one only for the (few) dropped facts
+            gone[rel] = [(q, f, next(iter(filter_facts([f])[1]), "unsupported")) for q, f in dropped]
+        rest = [(q, f) for q, f in rest if id(f) in keep]
+        if rest:
+            kept_todo.append((rel, rest, path))
+    return kept_todo, gone
+
+
+def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
+    reasons: Counter = Counter()
+    for counts in dropped.values():
+        reasons.update(counts)
+    per_rel = ", ".join(f"{rel} {sum(c.values())}" for rel, c in dropped.items())
+    why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
+    return f"{where}: dropped {sum(reasons.values())} facts it cannot answer ({why}); per relation: {per_rel}"
+
+
+def _dropped_record(query, fact, reason: str) -> dict:
+    return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
+            "gold": fact.object.label, "dropped": reason}
+
+
+def dropped_counts(out: Path, corpus: str, spec: str, relations: list[str]) -> dict[str, dict[str, int]]:
+    """Per relation, dropped facts by reason, as recorded in the prediction files."""
+    counts: dict[str, dict[str, int]] = {}
+    for rel in relations:
+        reasons = Counter(r["dropped"] for r in read_done(predictions_path(out, corpus, spec, rel)).values()
+                          if "dropped" in r)
+        if reasons:
+            counts[rel] = dict(reasons)
+    return counts
 
 
 def _record(query, fact, pred, rel_valid: dict[str, set[str]]) -> dict:
@@ -225,6 +288,7 @@ def collect(out: Path, corpora: list[str], predictors: list[str], loaded: dict[s
     """Score every prediction file of the directory and write the summaries."""
     rows: list[dict] = []
     curves: list[dict] = []
+    dropped: list[dict] = []
     for corpus_name in corpora:
         corpus = loaded.get(corpus_name)
         for spec in predictors:
@@ -232,9 +296,12 @@ def collect(out: Path, corpora: list[str], predictors: list[str], loaded: dict[s
             types: dict[str, str | None] = {}
             rels = corpus.relations if corpus else {}
             for rel in rels:
-                path = predictions_path(out, corpus_name, spec, rel)
-                ranked += [to_ranked(r) for r in read_done(path).values()]
+                records = read_done(predictions_path(out, corpus_name, spec, rel)).values()
+                ranked += [to_ranked(r) for r in records if "dropped" not in r]
                 types[rel] = rels[rel].type
+                reasons = Counter(r["dropped"] for r in records if "dropped" in r)
+                dropped += [{"corpus": corpus_name, "predictor": spec, "relation": rel, "reason": why, "n": n}
+                            for why, n in reasons.items()]
             if not ranked:
                 continue
             for row in summarize(ranked, types):
@@ -243,8 +310,18 @@ def collect(out: Path, corpora: list[str], predictors: list[str], loaded: dict[s
                 curves.append({"corpus": corpus_name, "predictor": spec, **row})
     _write_json(out / "summary.json", rows)
     _write_json(out / "curves.json", curves)
-    (out / "summary.md").write_text(markdown(rows))
+    _write_json(out / "dropped.json", dropped)
+    (out / "summary.md").write_text(markdown(rows) + _dropped_markdown(dropped))
     return rows
+
+
+def _dropped_markdown(dropped: list[dict]) -> str:
+    if not dropped:
+        return ""
+    lines = ["## Facts a predictor could not answer (not scored)", "",
+             "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
+    lines += [f"| {d['corpus']} | {d['predictor']} | {d['relation']} | {d['reason']} | {d['n']} |" for d in dropped]
+    return "\n".join(lines) + "\n"
 
 
 def _write_json(path: Path, obj) -> None:

@@ -1,0 +1,130 @@
+"""`kbc entities train|map|link-stats|search`: wikipedia2vec vectors and the E-BERT map from the shell."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from bridge.cli_options import data_dir_option
+from eval.errors import ConfigError
+
+
+@click.group()
+def entities() -> None:
+    """Entity embeddings: train wikipedia2vec, fit the E-BERT map, link subjects, search entities."""
+
+
+@entities.command("train")
+@click.argument("dump", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file (.pkl); side files beside it.")
+@click.option("--dim", type=int, default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
+@click.option("--iterations", type=int, default=5, show_default=True)
+@click.option("--window", type=int, default=5, show_default=True)
+@click.option("--negative", type=int, default=5, show_default=True)
+@click.option("--word-neg-power", type=float, default=0.75, show_default=True,
+              help="0 = uniform negative table (seconds instead of minutes on small dumps).")
+@click.option("--entity-neg-power", type=float, default=0.0, show_default=True)
+@click.option("--min-word-count", type=int, default=5, show_default=True)
+@click.option("--min-entity-count", type=int, default=5, show_default=True,
+              help="Use 1 on small sample dumps (the library fails otherwise).")
+@click.option("--lowercase/--no-lowercase", default=False, show_default=True, help="E-BERT uses cased words.")
+@click.option("--link-graph/--no-link-graph", default=True, show_default=True)
+@click.option("--pool-size", type=int, default=None, help="Worker processes (default: all cores).")
+def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_neg_power, min_word_count,
+          min_entity_count, lowercase, link_graph, pool_size) -> None:
+    """Train wikipedia2vec on a bz2 Wikipedia DUMP (resumes: finished steps are skipped)."""
+    from lm.entities.embeddings import load_embeddings
+    from lm.entities.train import TrainSettings
+    from lm.entities.train import train as train_
+
+    settings = TrainSettings(dim=dim, iterations=iterations, window=window, negative=negative,
+                             word_neg_power=word_neg_power, entity_neg_power=entity_neg_power,
+                             min_word_count=min_word_count, min_entity_count=min_entity_count,
+                             lowercase=lowercase, link_graph=link_graph)
+    if pool_size:
+        settings.pool_size = pool_size
+    path = train_(dump, out, settings)
+    click.echo(f"wrote {path}: {json.dumps(load_embeddings(path).describe())}")
+
+
+@entities.command("map")
+@click.option("--model", required=True, help="Masked LM (local directory or hub id).")
+@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
+@click.option("--kind", type=click.Choice(["lstsq", "procrustes"]), default="lstsq", show_default=True)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to save the map (.npz).")
+def map_(model, w2v, kind, out) -> None:
+    """Fit the E-BERT map W on words that are whole tokens in both vocabularies; report R²."""
+    from lm.entities.embeddings import load_embeddings
+    from lm.entities.mapping import fit_to_embeddings
+    from lm.entities.model import load_masked_lm
+
+    lm = load_masked_lm(model)
+    emb = load_embeddings(w2v)
+    lmap = fit_to_embeddings(emb.word_vectors, emb.words, emb.lowercase, lm.tokenizer.get_vocab(),
+                             lm.input_embeddings(), kind, {"model": model, "wikipedia2vec": w2v})
+    lmap.save(out)
+    click.echo(f"{kind} map {lmap.W.shape[0]}->{lmap.W.shape[1]} on {lmap.n_words} shared words: "
+               f"R2={lmap.r2:.4f}; saved {out}")
+
+
+@entities.command("link-stats")
+@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
+@click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
+@data_dir_option
+@click.option("--titles", type=click.Path(dir_okay=False), help="Q-id<TAB>title TSV.")
+@click.option("--redirects", type=click.Path(dir_okay=False), help="Dump DB or source<TAB>target TSV.")
+@click.option("--mentions", type=click.Path(dir_okay=False), help="wikipedia2vec mention DB (.pkl).")
+def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
+    """Subjects of each corpus with an entity vector, by linking method (E-BERT: Google-RE 54%, T-REx >98%)."""
+    from bridge.entity_predictors import _linker
+    from eval.datadir import resolve_data_dir
+    from eval.lama import load_corpus
+    from lm.entities.embeddings import load_embeddings
+    from lm.entities.linking import coverage
+
+    emb = load_embeddings(w2v)
+    opts = {k: v for k, v in {"titles": titles, "redirects": redirects, "mentions": mentions}.items() if v}
+    linker = _linker(_Options(opts), emb, w2v)
+    root = resolve_data_dir(data_dir)
+    for name in _split(corpora):
+        corpus = load_corpus(name, root)
+        cov = coverage(linker, (f.subject for f in corpus.facts)).to_dict()
+        click.echo(f"{name}: {cov['linked']}/{cov['subjects']} subjects linked ({cov['coverage_percent']}%) "
+                   + " ".join(f"{k}={cov[k]}" for k in ("wikidata", "title", "redirect", "mention")))
+
+
+@entities.command("search")
+@click.argument("title")
+@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
+@click.option("--map", "map_path", type=click.Path(dir_okay=False), help="Search mapped vectors (LM space).")
+@click.option("--index", "kind", type=click.Choice(["flat", "ivf", "hnsw"]), default="flat", show_default=True)
+@click.option("-k", type=int, default=10, show_default=True)
+def search(title, w2v, map_path, kind, k) -> None:
+    """Nearest entities to TITLE by inner product (wikipedia2vec space, or LM space with --map)."""
+    from lm.entities.embeddings import load_embeddings
+    from lm.entities.entity_answers import mapped_entities
+    from lm.entities.faiss_index import EntityIndex, IndexSpec
+    from lm.entities.mapping import LinearMap
+
+    emb = load_embeddings(w2v)
+    row = emb.entity_row(title)
+    if row is None:
+        raise ConfigError(f"{title!r} is not an entity of {w2v} (titles are Wikipedia page titles)")
+    vectors = emb.entity_vectors if not map_path else mapped_entities(emb.entity_vectors, LinearMap.load(map_path).W)
+    index = EntityIndex.build(vectors, IndexSpec(kind))
+    scores, rows = index.search(vectors[row], k + 1)
+    for score, r in zip(scores[0], rows[0]):
+        if r >= 0 and r != row:
+            click.echo(f"{score:10.4f}  {emb.titles[r]}")
+
+
+class _Options:
+    """The part of a predictor context the linker reads."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+
+
+def _split(values) -> list[str]:
+    return list(dict.fromkeys(v for value in values for v in value.split()))

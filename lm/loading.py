@@ -1,0 +1,190 @@
+"""Loading Hugging Face models by id or local path, with user-facing errors instead of tracebacks.
+
+A hub id is only tried when the hub answers: an unreachable hub would otherwise cost half a
+minute of retries before the same failure, so we probe it first and say to pass a local path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from eval.errors import ConfigError, KbcError
+
+Kind = str  # "masked" | "causal"
+
+CAUSAL_TYPES = {
+    "gpt2", "gpt_neo", "gpt_neox", "gptj", "opt", "llama", "mistral", "bloom", "falcon", "pythia", "qwen2",
+    "phi", "gemma", "codegen", "ctrl", "transfo-xl", "xglm", "mpt", "olmo", "smollm",
+}
+MASKED_TYPES = {
+    "bert", "roberta", "distilbert", "albert", "electra", "xlm-roberta", "camembert", "deberta", "deberta-v2",
+    "mpnet", "xlm", "megatron-bert", "modernbert", "ernie", "data2vec-text", "flaubert", "big_bird",
+}
+NAME_HINTS_CAUSAL = ("gpt", "opt-", "llama", "pythia", "bloom", "falcon", "mistral", "qwen", "phi-", "gemma", "smollm")
+NAME_HINTS_MASKED = ("bert", "roberta", "albert", "electra", "deberta", "mpnet", "xlm")
+
+
+@dataclass(frozen=True)
+class Loaded:
+    model: object  # a transformers PreTrainedModel in eval mode
+    tokenizer: object
+    name: str
+    fingerprint: str
+    device: str
+    dtype: str
+
+
+def resolve_device(device: str):
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ConfigError(f"--device {device!r} is not a torch device (use cpu, cuda or cuda:N)") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
+    return dev
+
+
+def resolve_dtype(dtype: str):
+    import torch
+
+    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16}
+    if dtype not in table:
+        raise ConfigError(f"--dtype {dtype!r} is not supported; use float32 or bfloat16")
+    return table[dtype]
+
+
+def local_config(name: str) -> dict | None:
+    """The config.json of a local model directory, or None when `name` is not one."""
+    path = Path(name).expanduser()
+    config = path / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        return json.loads(config.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise KbcError(f"{config}: not valid JSON ({exc})") from exc
+
+
+def kind_from_config(config: dict) -> Kind | None:
+    """masked or causal, from `architectures` first and `model_type` second."""
+    for arch in config.get("architectures") or ():
+        if arch.endswith("ForMaskedLM"):
+            return "masked"
+        if arch.endswith(("ForCausalLM", "LMHeadModel")) and "ForMaskedLM" not in arch:
+            return "causal"
+    model_type = config.get("model_type", "")
+    if model_type in MASKED_TYPES:
+        return "masked"
+    if model_type in CAUSAL_TYPES:
+        return "causal"
+    return None
+
+
+def kind_from_name(name: str) -> Kind | None:
+    """A guess for hub ids (nothing can be read before download): by well-known family names."""
+    base = name.rsplit("/", 1)[-1].lower()
+    if any(h in base for h in NAME_HINTS_MASKED):
+        return "masked"
+    if any(base.startswith(h) or f"-{h}" in base for h in NAME_HINTS_CAUSAL):
+        return "causal"
+    return None
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face endpoint accepts a TCP connection (honours HF_HUB_OFFLINE)."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _no_hub(name: str, why: str) -> KbcError:
+    short = name.rsplit("/", 1)[-1]
+    return KbcError(
+        f"cannot load model {name!r}: {why}; pass a local model directory instead "
+        f"(a folder with config.json, weights and tokenizer files, e.g. --predictors /path/to/{short})"
+    )
+
+
+def _fingerprint(name: str, model) -> str:
+    """Identity of the weights for the result cache: local files by path, size and mtime; hub ids by commit."""
+    digest = hashlib.sha256()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        digest.update(str(path.resolve()).encode())
+        for file in sorted(path.iterdir()):
+            if file.is_file():
+                stat = file.stat()
+                digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    else:
+        digest.update(name.encode())
+        digest.update(str(getattr(model.config, "_commit_hash", None)).encode())
+    return digest.hexdigest()[:16]
+
+
+def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> Loaded:
+    """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`."""
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype)
+    local = Path(name).expanduser()
+    if local.exists() and not local.is_dir():
+        raise KbcError(f"{local} is a file; pass the model directory that holds config.json")
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise KbcError(f"{local} is not a model directory (no config.json)")
+    is_local = local.is_dir()
+    source = str(local) if is_local else name
+    offline = False
+    if not is_local and not hub_reachable():
+        if _try_cached(name) is None:
+            raise _no_hub(name, "the Hugging Face hub is not reachable from here")
+        offline = True  # in the local HF cache: load it without retrying the network
+    auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # "weights not used" notes for base checkpoints are not ours to show
+    hf_logging.disable_progress_bar()  # the run has its own progress bar
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
+        model = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline)
+    except (OSError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if is_local:
+            raise KbcError(f"cannot load {kind} LM from {local}: {first}") from exc
+        raise _no_hub(name, first) from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.to(dev)
+    model.eval()
+    return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
+
+
+def _try_cached(name: str) -> str | None:
+    """A hub id already in the local HF cache loads without network; None if it is not there."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(name, "config.json")
+    except Exception:  # malformed ids are reported by the real load
+        return None
+    return hit if isinstance(hit, str) and os.path.isfile(hit) else None

@@ -1,0 +1,301 @@
+"""Masked-LM probing (LAMA §4.2): the log-probability of each candidate token at the mask.
+
+Exactness: the prompt is the relation template with the subject at [X] and the model's own mask
+token at [Y], tokenized by the model's tokenizer exactly as `pipeline("fill-mask")` does, and
+scores are log-softmax over the *whole* output vocabulary, then restricted to the candidates
+(LAMA's `log_probs[:, vocab_subset]`). `normalize="candidates"` renormalizes over the candidate
+rows instead (same ranking, head restricted to those rows).
+
+Speed: identical prompts run once; prompts are grouped by exact token length so batches carry no
+padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the MLM head
+runs only at mask positions, in float32 even when the encoder runs in bfloat16.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from eval.errors import KbcError
+from eval.types import Answer, Fact, Prediction, Query
+from lm.cache import ResultCache
+from lm.vocab import AnswerSpace, CandidateSet, drop_reason, normalize
+
+# Architectures whose head we split into encoder -> transform -> decoder (the fast path).
+HEAD_TRANSFORMS: dict[str, Callable] = {
+    "bert": lambda m: m.cls.predictions.transform,
+    "roberta": lambda m: _seq(m.lm_head.dense, _gelu(), m.lm_head.layer_norm),
+    "xlm-roberta": lambda m: _seq(m.lm_head.dense, _gelu(), m.lm_head.layer_norm),
+    "camembert": lambda m: _seq(m.lm_head.dense, _gelu(), m.lm_head.layer_norm),
+    "distilbert": lambda m: _seq(m.vocab_transform, m.activation, m.vocab_layer_norm),
+    "albert": lambda m: _seq(m.predictions.dense, m.predictions.activation, m.predictions.LayerNorm),
+    "electra": lambda m: m.generator_predictions,
+}
+MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
+
+
+def _seq(*mods):
+    import torch
+
+    return torch.nn.Sequential(*mods)
+
+
+def _gelu():
+    from transformers.activations import ACT2FN
+
+    return ACT2FN["gelu"]  # the exact (erf) GELU that RoBERTa's head applies
+
+
+@dataclass
+class Scored:
+    """Top candidates of one prompt: positions into the candidate set, log-probs, prompt length."""
+
+    pos: np.ndarray
+    logp: np.ndarray
+    n_tokens: int
+
+
+class MaskedLMScorer:
+    """Scores prompts holding one mask token; independent of queries and relations."""
+
+    def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
+                 normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None) -> None:
+        import torch
+
+        if normalize not in ("full", "candidates"):
+            raise KbcError(f"normalize={normalize!r}: use full or candidates")
+        if tokenizer.mask_token is None:
+            raise KbcError(f"the tokenizer of {fingerprint} has no mask token: not a masked LM")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.fingerprint = fingerprint
+        self.dtype = dtype
+        self.batch_size = max(1, int(batch_size))
+        self.normalize = normalize
+        self.cache = cache
+        self.device = next(model.parameters()).device
+        limit = getattr(model.config, "max_position_embeddings", 512) or 512
+        if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            limit -= 2  # positions start after the padding index
+        self.max_length = min(max_length or limit, limit, getattr(tokenizer, "model_max_length", limit) or limit)
+        self.mask_id = tokenizer.mask_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        out = model.get_output_embeddings()
+        self.vocab_size = out.weight.shape[0]
+        self.path = "full-model"
+        self.encoder = None
+        self.transform = None
+        build = HEAD_TRANSFORMS.get(getattr(model.config, "model_type", ""))
+        if build is not None and isinstance(out, torch.nn.Linear):
+            self.encoder = model.base_model
+            transform = build(model)
+            # the head runs in float32 whatever the encoder dtype: it is cheap at mask positions only
+            self.transform = copy.deepcopy(transform).float()
+            self.weight = out.weight.detach().float()
+            self.bias = out.bias.detach().float() if out.bias is not None else None
+            if not self._fast_path_agrees():
+                self.encoder = self.transform = None
+            else:
+                self.path = "encoder+head-at-mask"
+        self.forward_calls = 0
+
+    # --- model execution -------------------------------------------------------------------------
+    def _fast_path_agrees(self) -> bool:
+        """Check the split head against the model's own forward on one prompt (guards architecture drift)."""
+        import torch
+
+        text = f"Paris is the capital of {self.tokenizer.mask_token} ."
+        enc = self.tokenizer([text], return_tensors="pt").to(self.device)
+        pos = int((enc["input_ids"][0] == self.mask_id).nonzero()[0, 0])
+        with torch.inference_mode():
+            ref = self.model(**enc).logits[0, pos].float()
+            got = self._head(self.encoder(input_ids=enc["input_ids"]).last_hidden_state[0, pos:pos + 1].float())[0]
+        tol = 1e-3 if self.dtype == "float32" else 0.5
+        return bool(torch.allclose(ref, got, atol=tol, rtol=0))
+
+    def _head(self, hidden):
+        """Logits over all rows for hidden states at mask positions ([N, H] float32)."""
+        import torch
+
+        h = self.transform(hidden)
+        logits = h @ self.weight.T
+        if self.bias is not None:
+            logits = logits + self.bias
+        return logits if logits.dtype == torch.float32 else logits.float()
+
+    def _mask_logits(self, input_ids, attention_mask, mask_pos, rows=None):
+        """Logits at the mask position of each row ([B, V], or [B, len(rows)] for candidate rows)."""
+        import torch
+
+        self.forward_calls += 1
+        if self.encoder is None:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+            logits = out[torch.arange(len(mask_pos)), mask_pos].float()
+            return logits if rows is None else logits[:, rows]
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        h = self.transform(hidden[torch.arange(len(mask_pos)), mask_pos].float())
+        if rows is None:
+            logits = h @ self.weight.T
+            return logits + self.bias if self.bias is not None else logits
+        logits = h @ self.weight[rows].T
+        return logits + self.bias[rows] if self.bias is not None else logits
+
+    # --- tokenization and batching ---------------------------------------------------------------
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length,
+                             return_attention_mask=False, return_token_type_ids=False)
+        ids = enc["input_ids"]
+        for text, row in zip(texts, ids):
+            n = row.count(self.mask_id)
+            if n != 1:
+                where = "was cut off by truncation" if n == 0 and self.tokenizer.mask_token in text else "appears"
+                raise KbcError(f"prompt needs exactly one {self.tokenizer.mask_token} but it {where} {n} times: "
+                               f"{text[:200]!r}")
+        return ids
+
+    def batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices grouped by exact length (no padding); small groups merged with their neighbours."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        groups: list[list[int]] = []
+        for i in order:
+            if groups and lengths[groups[-1][-1]] == lengths[i]:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        small = max(1, self.batch_size // MIN_BUCKET_FRACTION)
+        batches: list[list[int]] = []
+        pending: list[int] = []
+        for group in groups:
+            if len(group) < small:
+                pending += group
+                if len(pending) >= self.batch_size:
+                    batches.append(pending[:self.batch_size])
+                    pending = pending[self.batch_size:]
+                continue
+            for start in range(0, len(group), self.batch_size):
+                batches.append(group[start:start + self.batch_size])
+        if pending:
+            batches.append(pending)
+        return batches
+
+    # --- scoring ---------------------------------------------------------------------------------
+    def score(self, texts: Sequence[str], candidates: CandidateSet, depth: int) -> list[Scored]:
+        """Top-`depth` candidates for each text (identical texts scored once, cache consulted first)."""
+        import torch
+
+        depth = min(depth, len(candidates))
+        unique = list(dict.fromkeys(texts))
+        keys = [self._key(t, candidates) for t in unique]
+        found = self.cache.get_many(keys, depth) if self.cache is not None else {}
+        results: dict[str, Scored] = {t: Scored(*found[k]) for t, k in zip(unique, keys) if k in found}
+        todo = [t for t in unique if t not in results]
+        if todo:
+            ids = self.encode(todo)
+            rows = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+            new = []
+            with torch.inference_mode():
+                for batch in self.batches([len(r) for r in ids]):
+                    width = max(len(ids[i]) for i in batch)
+                    padded = any(len(ids[i]) != width for i in batch)
+                    input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+                    attention = torch.zeros((len(batch), width), dtype=torch.long) if padded else None
+                    for j, i in enumerate(batch):
+                        input_ids[j, :len(ids[i])] = torch.tensor(ids[i])
+                        if attention is not None:
+                            attention[j, :len(ids[i])] = 1
+                    mask_pos = (input_ids == self.mask_id).int().argmax(dim=1)
+                    input_ids = input_ids.to(self.device)
+                    attention = attention.to(self.device) if attention is not None else None
+                    if self.normalize == "full":
+                        logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
+                    else:
+                        logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
+                    top = torch.topk(logp, depth, dim=-1)
+                    pos_np = top.indices.cpu().numpy().astype(np.int32)
+                    val_np = top.values.cpu().numpy().astype(np.float32)
+                    for j, i in enumerate(batch):
+                        scored = Scored(pos_np[j], val_np[j], len(ids[i]))
+                        results[todo[i]] = scored
+                        new.append((self._key(todo[i], candidates), scored.pos, scored.logp, scored.n_tokens))
+            if self.cache is not None:
+                self.cache.put_many(new)
+        return [results[t] for t in texts]
+
+    def _key(self, text: str, candidates: CandidateSet) -> str:
+        return ResultCache.key("masked", self.fingerprint, self.dtype, str(self.device.type), self.normalize,
+                               candidates.fingerprint, text)
+
+
+class MaskedLMPredictor:
+    """The Predictor protocol over a MaskedLMScorer and an answer space (LAMA's candidate vocabulary)."""
+
+    def __init__(self, name: str, scorer: MaskedLMScorer, space: AnswerSpace, describe_extra: dict | None = None):
+        self.name = name
+        self.scorer = scorer
+        self.space = space
+        self.uncased = space.labels.uncased
+        self._extra = describe_extra or {}
+        self._gold: dict[str, str] = {}  # fact uid -> gold object label, learnt in filter_facts
+
+    def describe(self) -> dict:
+        return {
+            "kind": "masked-lm",
+            "model": self.name,
+            "fingerprint": self.scorer.fingerprint,
+            "dtype": self.scorer.dtype,
+            "device": str(self.scorer.device),
+            "normalize": self.scorer.normalize,
+            "lowercased": self.uncased,
+            "max_length": self.scorer.max_length,
+            "path": self.scorer.path,
+            **self.space.describe(),
+            **self._extra,
+        }
+
+    def prompt(self, query: Query) -> str:
+        """LAMA prompt: subject at [X], the model's mask at [Y], evidence context after it (coherency §3.4)."""
+        mask = self.scorer.tokenizer.mask_token
+        text = query.text(mask)
+        if self.uncased:
+            text = mask.join(part.lower() for part in text.split(mask))
+        if query.context:
+            context = query.context.lower() if self.uncased else query.context
+            text = f"{text} {context}"
+        return text
+
+    def filter_facts(self, facts: Sequence[Fact]) -> tuple[list[Fact], dict[str, int]]:
+        """Facts whose gold object is one candidate token; the rest counted by reason."""
+        kept, dropped = [], {}
+        for fact in facts:
+            reason = drop_reason(fact.object.label, self.space.for_relation(fact.relation), self.space.labels)
+            if reason is None:
+                kept.append(fact)
+                self._gold[fact.uid] = normalize(fact.object.label, self.uncased)
+            else:
+                dropped[reason] = dropped.get(reason, 0) + 1
+        return kept, dropped
+
+    def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
+        by_rel: dict[str, list[int]] = {}
+        for i, q in enumerate(queries):
+            by_rel.setdefault(q.relation, []).append(i)
+        out: list[Prediction | None] = [None] * len(queries)
+        for rel, idx in by_rel.items():
+            cands = self.space.for_relation(rel)
+            if not len(cands):
+                for i in idx:
+                    out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0})
+                continue
+            texts = [self.prompt(queries[i]) for i in idx]
+            for i, scored in zip(idx, self.scorer.score(texts, cands, depth)):
+                answers = tuple(Answer(cands.labels[p], float(s)) for p, s in zip(scored.pos, scored.logp))
+                extra = {"n_tokens": scored.n_tokens}
+                gold = self._gold.get(queries[i].fact_uid)
+                hit = next((a.score for a in answers if a.label == gold), None) if gold else None
+                if hit is not None:
+                    extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it; known when within depth
+                out[i] = Prediction(queries[i].uid, answers, self.uncased, extra)
+        return out  # type: ignore[return-value]

@@ -1,0 +1,178 @@
+"""E-BERT end to end on a tiny random BERT with the real bert-base-cased vocabulary and wikipedia2vec
+trained on the real sample dump: inputs (REPLACE, CONCAT), fallback, AVG, and `kbc run lama`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from test_entities_support import tiny_bert, trained_w2v
+
+from bridge.registry import PredictorContext, build
+from eval.types import Entity, Query
+from lm.entities.ebert import InputBuilder, MaskedScorer, render, top_candidates
+from lm.entities.model import candidates, load_masked_lm
+
+NATIVE = "The native language of [X] is [Y] ."
+
+
+def _query(label: str, template: str = NATIVE, uid: str = "q") -> Query:
+    return Query(uid, uid, "trex", "P103", Entity(label), "object", template)
+
+
+@pytest.fixture(scope="module")
+def bert_dir(shared_data):
+    return tiny_bert(shared_data)
+
+
+@pytest.fixture(scope="module")
+def lm(bert_dir):
+    return load_masked_lm(str(bert_dir))
+
+
+@pytest.fixture(scope="module")
+def ctx(shared_data, lama_dir, bert_dir, tmp_path_factory):
+    from eval.lama import load_trex
+
+    corpus = load_trex(lama_dir, ["P36"])
+    options = {"model": str(bert_dir), "wikipedia2vec": str(trained_w2v(shared_data))}
+    return PredictorContext(corpus, None, tmp_path_factory.mktemp("cache"), lama_dir, batch_size=8, options=options)
+
+
+def test_render_spans_with_the_mask_first():
+    text, spans = render(_query("France", "[Y] is the capital of [X] ."), "[MASK]")
+    assert text == "[MASK] is the capital of France ."
+    assert [text[a:b] for a, b in spans] == ["France"]
+
+
+def test_replace_and_concat_ids(lm):
+    tok = lm.tokenizer
+    builder = InputBuilder(tok)
+    plain = builder.plain(_query("Jean Marais"))
+    pieces = tok.convert_ids_to_tokens(plain.ids)
+    assert pieces == ["[CLS]", "The", "native", "language", "of", "Jean", "Mara", "##is", "is", "[MASK]", ".",
+                      "[SEP]"]  # E-BERT §3's example segmentation
+    assert plain.subject_span == (5, 8) and plain.mask_pos == 9
+    rep = builder.build(_query("Jean Marais"), "replace", 7)
+    assert rep.ids == plain.ids[:5] + (tok.unk_token_id,) + plain.ids[8:]
+    assert (rep.entity_pos, rep.entity_row, rep.mask_pos) == (5, 7, 7)
+    con = builder.build(_query("Jean Marais"), "concat", 7)
+    assert tok.convert_ids_to_tokens(con.ids[5:10]) == ["[UNK]", "/", "Jean", "Mara", "##is"]
+    assert con.entity_pos == 5 and con.mask_pos == 11
+    assert builder.build(_query("Jean Marais"), "replace", None) == plain  # no vector: plain BERT
+    no_subject = Query("c", "c", "squad", "x", Entity("Jean Marais"), "object", "Paris is in [Y] .")
+    assert builder.build(no_subject, "replace", 7) == builder.plain(no_subject)
+
+
+def test_replace_changes_input_embeddings_only_at_the_subject_span(lm):
+    tok = lm.tokenizer
+    builder = InputBuilder(tok)
+    mapped = np.random.default_rng(0).normal(size=(10, lm.model.config.hidden_size)).astype(np.float32)
+    scorer = MaskedScorer(lm.model, mapped, tok.pad_token_id)
+    plain = builder.plain(_query("Jean Marais"))
+    rep = builder.build(_query("Jean Marais"), "replace", 3)
+    _, att, emb = scorer.embed([plain, rep])
+    a, b = plain.subject_span
+    n = len(rep.ids)
+    assert torch.equal(emb[1, :a], emb[0, :a])
+    assert torch.allclose(emb[1, a], torch.from_numpy(mapped[3]))
+    assert torch.equal(emb[1, a + 1:n], emb[0, b:len(plain.ids)])
+    assert att[1].sum().item() == n == len(plain.ids) - (b - a) + 1
+    word = lm.model.get_input_embeddings().weight
+    assert torch.equal(emb[0, :len(plain.ids)], word[list(plain.ids)])
+    # the inputs_embeds path computes exactly what the input_ids path does
+    with torch.inference_mode():
+        by_ids = lm.model(input_ids=torch.tensor([plain.ids])).logits
+    probs, _ = scorer.run([plain])
+    assert np.allclose(probs[0], torch.softmax(by_ids[0, plain.mask_pos], -1).numpy(), atol=1e-6)
+
+
+def test_candidates_cover_the_lama_vocabulary(lm, lama_dir):
+    ids, labels, missing = candidates(lm.tokenizer, lama_dir / "common_vocab_cased.txt")
+    # E-BERT App. B: the cased BERT vocabulary is a superset of LAMA's 21,018 common words
+    assert (len(ids), missing) == (21018, 0)
+    assert lm.tokenizer.convert_ids_to_tokens(ids[labels.index("Paris")]) == "Paris"
+
+
+def test_top_candidates_order():
+    probs = np.array([[0.1, 0.5, 0.2, 0.2]])
+    (top,) = top_candidates(probs, [0, 1, 2], ["a", "b", "c"], 2)
+    assert [lab for lab, _ in top] == ["b", "c"]
+    assert [s for _, s in top] == pytest.approx([0.5, 0.2])
+
+
+def test_predictors_fallback_and_avg(ctx):
+    linked, unlinked = _query("Alaska", uid="a"), _query("Nobody Knows This Name", uid="b")
+    ebert = build("ebert", ctx)
+    preds = ebert.predict([linked, unlinked], 10)
+    assert preds[0].extra == {"entity": "Alaska", "link": "title"}
+    assert preds[1].extra == {"entity": None, "link": "fallback"}
+    bert_probs = ebert.scorer.run([ebert.builder.plain(q) for q in (linked, unlinked)])[0]
+    bert_top = top_candidates(bert_probs, ebert.cand_ids, ebert.labels, 10)
+    assert [a.label for a in preds[1].answers] == [lab for lab, _ in bert_top[1]]  # fallback is BERT
+    ebert_probs = ebert.scorer.run([ebert.builder.build(linked, "replace", ebert.links(linked.known).row)])[0]
+    assert not np.allclose(ebert_probs[0], bert_probs[0])
+    avg = build("ebert-avg", ctx).predict([linked], 10)[0]
+    expected = top_candidates(0.5 * (bert_probs[:1] + ebert_probs), ebert.cand_ids, ebert.labels, 10)[0]
+    assert [a.label for a in avg.answers] == [lab for lab, _ in expected]
+    assert np.allclose([a.score for a in avg.answers], [s for _, s in expected], rtol=1e-5)
+    concat = build("ebert-concat", ctx).predict([linked], 5)[0]
+    assert len(concat.answers) == 5 and concat.extra["entity"] == "Alaska"
+    described = ebert.describe()
+    assert described["coverage"]["subjects"] == len({f.subject.key for f in ctx.corpus.facts})
+    assert described["map"]["n_words"] > 1000 and described["candidates"] == 21018
+
+
+def test_missing_options_are_config_errors(ctx):
+    from eval.errors import ConfigError
+
+    bare = PredictorContext(ctx.corpus, None, ctx.cache_dir, ctx.data_dir, options={"model": "x"})
+    with pytest.raises(ConfigError, match="wikipedia2vec=PATH"):
+        build("ebert", bare)
+
+
+def test_kbc_run_lama_with_ebert_predictors(ctx, lama_dir, tmp_path, monkeypatch, capsys):
+    from bridge.cli import main
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    main(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "ebert", "ebert-avg", "ebert-concat",
+          "bert-entity", "ebert-entity", "--relations", "P36", "place_of_birth", "--limit", "4", "--quiet",
+          "--data-dir", str(lama_dir), "--out", str(out), "--set", f"model={ctx.options['model']}",
+          "--set", f"wikipedia2vec={ctx.options['wikipedia2vec']}", "--batch-size", "4"])
+    rows = json.loads((out / "summary.json").read_text())
+    seen = {(r["corpus"], r["predictor"]) for r in rows}
+    names = ("ebert", "ebert-avg", "ebert-concat", "bert-entity", "ebert-entity")
+    assert seen == {(c, p) for c in ("trex", "google_re") for p in names}
+    config = json.loads((out / "config.json").read_text())
+    cov = config["predictor_configs"]["google_re"]["ebert"]["coverage"]
+    assert cov["subjects"] == 4 and set(cov) >= {"linked", "coverage_percent", "title", "mention"}
+    record = json.loads((out / "predictions/trex/ebert-entity/P36.jsonl").read_text().splitlines()[0])
+    assert len(record["answers"]) > 0 and "extra" in record
+
+
+def test_token_predictors_drop_what_bert_drops_entity_predictors_keep_all(ctx):
+    from eval.types import Fact
+    from lm.vocab import NOT_CANDIDATE, NOT_SINGLE_TOKEN
+
+    def fact(obj: str) -> Fact:
+        return Fact(obj, "trex", "P36", Entity("Alaska"), Entity(obj))
+
+    facts = [fact("Paris"), fact("Barack Obama"), fact("fifteen")]  # "fifteen": one token, not a LAMA word
+    kept, dropped = build("ebert", ctx).filter_facts(facts)
+    assert [f.object.label for f in kept] == ["Paris"]
+    assert dropped == {NOT_SINGLE_TOKEN: 1, NOT_CANDIDATE: 1}
+    assert build("ebert-entity", ctx).filter_facts(facts) == (facts, {})
+
+
+def test_results_are_cached_on_disk(ctx):
+    ebert = build("ebert-concat", ctx)
+    queries = [_query("Alaska", uid="a"), _query("Nobody Knows This Name", uid="b")]
+    first = ebert.predict(queries, 7)
+    hits = ebert.cache.hits
+    again = ebert.predict(queries, 7)
+    assert ebert.cache.hits == hits + 2
+    assert [p.answers for p in again] == [p.answers for p in first]
+    assert [p.answers for p in ebert.predict(queries, 3)] == [p.answers[:3] for p in first]

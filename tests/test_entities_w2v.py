@@ -1,0 +1,150 @@
+"""wikipedia2vec trained on the real 206-page sample dump: loading (.pkl, word2vec text), training
+errors and resume, linking of subjects by title, redirect and mention dictionary, and the CLI."""
+
+from __future__ import annotations
+
+import bz2
+import os
+
+import numpy as np
+import pytest
+from test_entities_support import DUMP, W2V_DIM, trained_w2v
+
+from eval.errors import DataError
+from eval.types import Entity
+from lm.entities.embeddings import load_embeddings, save_text
+from lm.entities.linking import Link, Linker, coverage, mention_lookup_from_pkl, read_redirects, read_title_map
+from lm.entities.train import check_dump
+
+
+@pytest.fixture(scope="module")
+def w2v(shared_data):
+    return trained_w2v(shared_data)
+
+
+@pytest.fixture(scope="module")
+def emb(w2v):
+    return load_embeddings(w2v)
+
+
+def test_pkl_loads_every_word_and_entity(w2v, emb):
+    from wikipedia2vec import Wikipedia2Vec
+
+    model = Wikipedia2Vec.load(str(w2v))
+    dic = model.dictionary
+    assert (len(emb.words), len(emb.titles), emb.dim) == (dic.word_size, dic.entity_size, W2V_DIM)
+    assert emb.lowercase is False  # E-BERT trains cased
+    for title in ("Alaska", emb.titles[-1]):
+        assert np.array_equal(emb.entity_vectors[emb.entity_row(title)], model.get_entity_vector(title))
+    word = emb.words[5]
+    assert np.array_equal(emb.word_vectors[emb.word_row(word)], model.get_word_vector(word))
+
+
+def test_word2vec_text_round_trip(w2v, emb, tmp_path):
+    from wikipedia2vec import Wikipedia2Vec
+
+    ours = tmp_path / "ours.txt"
+    save_text(emb, ours)
+    back = load_embeddings(ours)
+    assert back.titles == emb.titles and back.words == emb.words
+    assert np.allclose(back.entity_vectors, emb.entity_vectors, atol=1e-6)
+    published = tmp_path / "lib.txt"  # the library's own writer, the format the project publishes
+    Wikipedia2Vec.load(str(w2v)).save_text(str(published), out_format="word2vec")
+    lib = load_embeddings(published)
+    assert sorted(lib.titles) == sorted(emb.titles)
+    row = lib.entity_row("Alaska")
+    assert np.allclose(lib.entity_vectors[row], emb.entity_vectors[emb.entity_row("Alaska")], atol=1e-3)
+
+
+def test_bad_text_and_missing_files(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2 3\nfoo 1 2 3\nENTITY/Bar 1 2\n")
+    with pytest.raises(DataError, match=r"bad.txt:3: expected 3 numbers"):
+        load_embeddings(bad)
+    with pytest.raises(DataError, match="no such wikipedia2vec model"):
+        load_embeddings(tmp_path / "none.pkl")
+
+
+def test_check_dump_rejects_unusable_dumps(shared_data, tmp_path):
+    assert check_dump(shared_data / DUMP) == "en"
+    plain = tmp_path / "plain.xml"
+    plain.write_text("<mediawiki>")
+    with pytest.raises(DataError, match="not a bz2"):
+        check_dump(plain)
+    nolang = tmp_path / "nolang.xml.bz2"
+    nolang.write_bytes(bz2.compress(b"<mediawiki>\n<page/>\n"))
+    with pytest.raises(DataError, match="xml:lang"):
+        check_dump(nolang)
+
+
+def test_train_cli_resumes_without_redoing_steps(shared_data, w2v, capsys):
+    from bridge.cli import main
+
+    before = os.path.getmtime(w2v)
+    main(["entities", "train", str(shared_data / DUMP), "--out", str(w2v), "--dim", str(W2V_DIM),
+          "--word-neg-power", "0", "--min-entity-count", "1"])
+    assert os.path.getmtime(w2v) == before
+    assert f'"dim": {W2V_DIM}' in capsys.readouterr().out
+
+
+def test_linker_order_of_evidence():
+    rows = {"Douglas Adams": 0, "Paris": 1, "Barack Obama": 2}
+    linker = Linker(rows.get, {"Q42": "Douglas_Adams"}, {"Obama": "Barack Obama"},
+                    lambda text: [("Paris", 0.2), ("Barack Obama", 0.7)] if text == "the president" else [])
+    assert linker.link(Entity("D. Adams", "Q42")).method == "wikidata"
+    assert linker.link(Entity("paris")).title == "Paris"  # first letter upper-cased, as Wikipedia titles
+    assert linker.link(Entity("Obama")).method == "redirect"
+    found = linker.link(Entity("the president"))
+    assert (found.title, found.method) == ("Barack Obama", "mention")  # highest commonness wins
+    assert linker.link(Entity("Nobody")) is None
+    cov = coverage(linker, [Entity("Paris"), Entity("Paris"), Entity("Obama"), Entity("Nobody")])
+    assert cov.to_dict() == {"subjects": 3, "linked": 2, "coverage_percent": 66.67, "wikidata": 0, "title": 1,
+                             "redirect": 1, "mention": 0}
+
+
+def test_title_map_file(tmp_path):
+    path = tmp_path / "titles.tsv"
+    path.write_text("item\ttitle\nQ42\tDouglas_Adams\nQ90\tParis\n")
+    assert read_title_map(path) == {"Q42": "Douglas Adams", "Q90": "Paris"}
+    path.write_text("Q42\tDouglas Adams\nnonsense\n")
+    with pytest.raises(DataError, match="titles.tsv:2"):
+        read_title_map(path)
+
+
+def test_real_redirects_and_mentions(w2v, emb):
+    stem = w2v.parent / w2v.stem
+    redirects = read_redirects(f"{stem}.db")
+    assert redirects["ANOVA"] == "Analysis of variance"
+    mentions = mention_lookup_from_pkl(f"{stem}_mention.pkl", w2v)
+    linker = Linker(emb.entity_row, {}, redirects, mentions)
+    source, target = next((s, t) for s, t in sorted(redirects.items()) if emb.entity_row(t) is not None
+                          and emb.entity_row(s) is None and emb.entity_row(s[:1].upper() + s[1:]) is None)
+    assert linker.link(Entity(source)) == Link(emb.entity_row(target), target, "redirect")
+    assert mentions("alaska")[0][0] == "Alaska"
+    assert mentions("no such mention text") == []
+
+
+def test_corpus_coverage_on_trex_and_link_stats_cli(w2v, trex, lama_dir, capsys):
+    from bridge.cli import main
+
+    main(["entities", "link-stats", "--wikipedia2vec", str(w2v), "--corpus", "trex", "--data-dir", str(lama_dir)])
+    line = capsys.readouterr().out.strip()
+    subjects = len({f.subject.key for f in trex.facts})
+    assert line.startswith("trex: ") and f"/{subjects} subjects linked" in line
+    linked = int(line.split()[1].split("/")[0])
+    assert 0 < linked < subjects  # a 206-page sample covers only a few subjects
+    counts = dict(part.split("=") for part in line.split(") ")[1].split())
+    assert sum(int(v) for v in counts.values()) == linked and int(counts["title"]) > 0
+
+
+def test_search_cli(w2v, emb, capsys):
+    from bridge.cli import main
+
+    main(["entities", "search", "Alaska", "--wikipedia2vec", str(w2v), "-k", "3"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3
+    v = emb.entity_vectors
+    scores = v @ v[emb.entity_row("Alaska")]
+    scores[emb.entity_row("Alaska")] = -np.inf
+    best = emb.titles[int(np.argmax(scores))]
+    assert lines[0].split(None, 1)[1] == best
