@@ -34,14 +34,7 @@ def trained_w2v(shared_data: Path) -> Path:
 @functools.cache
 def tiny_bert(shared_data: Path, hidden: int = W2V_DIM) -> Path:
     """A 2-layer random BertForMaskedLM over the real cased vocabulary, saved like a checkpoint."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+    from lm_fixtures import tiny_model_dir
 
-    out = _workdir() / f"tiny-bert-{hidden}"
-    tokenizer = BertTokenizer.from_pretrained(shared_data / "tokenizers/bert-base-cased", do_lower_case=False)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
-    BertForMaskedLM(config).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return tiny_model_dir("bert-cased", _workdir() / f"h{hidden}", hidden_size=hidden, intermediate_size=2 * hidden,
+                          initializer_range=0.02, max_position_embeddings=128)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.errors import ConfigError, DataError
+from eval.errors import ConfigError
 
 DTYPES = ("float32", "bfloat16")
 
@@ -54,23 +54,15 @@ def candidates(tokenizer, vocab_file: str | Path | None) -> tuple[list[int], lis
     """Candidate answer tokens: LAMA's common vocabulary words that are single tokens of the model.
 
     Returns (token ids, labels, number of vocabulary words that are not single tokens). With no
-    vocabulary file every whole-word token of the model is a candidate.
+    vocabulary file every whole-word token of the model is a candidate. The sets are the LM
+    engine's (`lm.vocab`), so BERT and E-BERT rank the same candidates.
     """
+    from lm.vocab import from_words, read_vocab_file, token_labels
+
+    labels = token_labels(tokenizer)
     if vocab_file is None:
-        vocab = tokenizer.get_vocab()
-        pairs = sorted((i, t) for t, i in vocab.items()
-                       if not t.startswith("##") and not (t.startswith("[") and t.endswith("]")))
-        return [i for i, _ in pairs], [t for _, t in pairs], 0
-    path = Path(vocab_file)
-    if not path.exists():
-        raise DataError(f"{path}: no such candidate vocabulary (LAMA's common_vocab_cased.txt)")
-    words = list(dict.fromkeys(w.strip() for w in path.read_text(encoding="utf-8").split("\n") if w.strip()))
-    encoded = tokenizer([" " + w for w in words], add_special_tokens=False)["input_ids"]
-    ids, labels, missing = [], [], 0
-    for word, pieces in zip(words, encoded):
-        if len(pieces) != 1:
-            missing += 1
-            continue
-        ids.append(int(pieces[0]))
-        labels.append(word)
-    return ids, labels, missing
+        pairs = sorted((i, w) for w, i in labels.words.items())
+        return [i for i, _ in pairs], [w for _, w in pairs], 0
+    words = list(dict.fromkeys(read_vocab_file(vocab_file)))
+    chosen = from_words(labels, words, str(vocab_file))
+    return list(chosen.ids), list(chosen.labels), len(words) - len(chosen)
