@@ -29,7 +29,7 @@ from eval.queries import make_queries
 from eval.report import markdown
 from kb.store import GraphStore
 
-CHUNK = 256
+CHUNK = 512  # queries per predict call: the unit of progress, flushing and resuming
 
 
 def default_cache_dir() -> Path:

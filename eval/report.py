@@ -40,11 +40,12 @@ def table(rows: list[dict], metric: str = "p@1", settings: tuple[str, ...] = ("r
     for corpus in corpora:
         for group in _groups(rows, corpus):
             cells = []
-            n = ""
+            n_facts = 0  # predictors that drop facts (LMs: multi-token objects) score fewer
             for p, s in cols:
                 row = idx.get((corpus, p, s, group, metric))
                 cells.append(_fmt(row["value"], metric) if row else "-")
-                n = n or (str(row["n_facts"]) if row else "")
+                n_facts = max(n_facts, row["n_facts"] if row else 0)
+            n = str(n_facts) if n_facts else ""
             lines.append("| " + " | ".join([corpus, "Total" if group == "all" else group, n, *cells]) + " |")
     return "\n".join(lines)
 

@@ -279,12 +279,13 @@ class MaskedLMPredictor:
         return kept, dropped
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        by_rel: dict[str, list[int]] = {}
+        # queries sharing a candidate set are scored together: bigger length buckets, less padding
+        groups: dict[int, tuple[CandidateSet, list[int]]] = {}
         for i, q in enumerate(queries):
-            by_rel.setdefault(q.relation, []).append(i)
+            cands = self.space.for_relation(q.relation)
+            groups.setdefault(id(cands), (cands, []))[1].append(i)
         out: list[Prediction | None] = [None] * len(queries)
-        for rel, idx in by_rel.items():
-            cands = self.space.for_relation(rel)
+        for cands, idx in groups.values():
             if not len(cands):
                 for i in idx:
                     out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0})
