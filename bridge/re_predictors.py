@@ -17,7 +17,7 @@ from kb.store import entity_iri
 
 def _make(name: str, ctx: PredictorContext, graph: str) -> ExtractedKBPredictor:
     full = load_corpus(ctx.corpus.name, ctx.data_dir)
-    report = ensure_re_kb(ctx.store, full, ctx.cache_dir)
+    report = ensure_re_kb(ctx.store, full, ctx.cache_dir, progress=ctx.progress)
     if report.get("built"):
         print(f"{ctx.corpus.name}: extracted KB built in {report.get('seconds_total')} s "
               f"(extraction {report.get('seconds_extract')} s)", file=sys.stderr, flush=True)

@@ -33,6 +33,7 @@ class PredictorContext:
     dtype: str = "float32"
     batch_size: int = 32
     options: dict[str, str] = field(default_factory=dict)
+    progress: bool = True  # whether set-up work (index or KB builds) may show progress bars
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

@@ -126,7 +126,7 @@ def run_lama(cfg: RunConfig, progress: bool = True) -> list[dict]:
             queries = make_queries(corpus)
             for spec in cfg.predictors:
                 ctx = PredictorContext(corpus, store, cache, data_dir, cfg.device, cfg.dtype, cfg.batch_size,
-                                       dict(cfg.options))
+                                       dict(cfg.options), progress)
                 described = _run_one(spec, ctx, queries, valid, cfg, progress)
                 if described is not None:
                     config["predictor_configs"].setdefault(name, {})[spec] = described

@@ -43,7 +43,7 @@ def make_retrieval(name: str, ctx: PredictorContext):
         index = open_index(backend, opts["index"], es_url)
     else:
         location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
-        index = evidence_index(location, ctx.data_dir, backend, es_url, progress=True)
+        index = evidence_index(location, ctx.data_dir, backend, es_url, progress=ctx.progress)
     reader_name = opts.get("reader", "vocab")
     vocab_path = Path(opts.get("vocab") or ctx.data_dir / "common_vocab_cased.txt")
     if reader_name == "vocab":

@@ -58,8 +58,8 @@ def _run(command: str, args: list[str]) -> None:
         cli.main(args=[command, *args], prog_name="wikipedia2vec", standalone_mode=False)
     except IndexError as exc:
         raise DataError(
-            f"wikipedia2vec {command} failed ({exc}); on small dumps use --min-entity-count 1 "
-            "(the link graph and the dictionary disagree otherwise)"
+            f"wikipedia2vec {command} failed ({exc}): on small dumps its link graph and dictionary can "
+            "disagree; use --min-entity-count 1, and if it still fails, --no-link-graph"
         ) from exc
 
 
