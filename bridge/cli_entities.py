@@ -27,7 +27,7 @@ def entities() -> None:
 @click.option("--entity-neg-power", type=float, default=0.0, show_default=True)
 @click.option("--min-word-count", type=int, default=5, show_default=True)
 @click.option("--min-entity-count", type=int, default=5, show_default=True,
-              help="Use 1 on small sample dumps (the library fails otherwise).")
+              help="Entities with fewer links are left out (1 keeps every entity of a small dump).")
 @click.option("--lowercase/--no-lowercase", default=False, show_default=True, help="E-BERT uses cased words.")
 @click.option("--link-graph/--no-link-graph", default=True, show_default=True)
 @click.option("--pool-size", type=int, default=None, help="Worker processes (default: all cores).")

@@ -148,3 +148,47 @@ def test_search_cli(w2v, emb, capsys):
     scores[emb.entity_row("Alaska")] = -np.inf
     best = emb.titles[int(np.argmax(scores))]
     assert lines[0].split(None, 1)[1] == best
+
+
+@pytest.mark.parametrize("kind", ["lstsq", "procrustes"])
+def test_map_cli_fits_saves_and_reloads(w2v, emb, shared_data, tmp_path, capsys, kind):
+    from test_entities_support import tiny_bert
+
+    from bridge.cli import main
+    from lm.entities.mapping import LinearMap
+
+    out = tmp_path / f"{kind}.npz"
+    main(["entities", "map", "--model", str(tiny_bert(shared_data)), "--wikipedia2vec", str(w2v), "--kind", kind,
+          "--out", str(out)])
+    line = capsys.readouterr().out.strip()
+    lmap = LinearMap.load(out)
+    assert line.startswith(f"{kind} map {W2V_DIM}->{W2V_DIM} on {lmap.n_words} shared words: R2=")
+    assert 1000 < lmap.n_words <= len(emb.words)
+    if kind == "procrustes":
+        assert np.allclose(lmap.W.T @ lmap.W, np.eye(W2V_DIM), atol=1e-4)
+
+
+def test_link_graph_has_a_row_for_every_entity(w2v, tmp_path):
+    """The library drops the rows of trailing unlinked entities; training then fails at random."""
+    import shutil
+
+    from wikipedia2vec.dictionary import Dictionary
+    from wikipedia2vec.link_graph import LinkGraph
+
+    from lm.entities.train import _complete_link_graph
+
+    stem = w2v.parent / w2v.stem
+    dictionary = Dictionary.load(f"{stem}_dic.pkl")
+    graph = LinkGraph.load(f"{stem}_lg.pkl", dictionary, mmap=False)
+    n = dictionary.entity_size
+    assert len(graph._indptr) == n + 1  # completed during training
+    short = tmp_path / "lg.pkl"
+    LinkGraph(dictionary, graph._indices, graph._indptr[: n - 2], graph.build_params, graph.uuid).save(str(short))
+    shutil.copy(f"{stem}_dic.pkl", tmp_path / "dic.pkl")
+    _complete_link_graph(short, tmp_path / "dic.pkl")
+    fixed = LinkGraph.load(str(short), dictionary, mmap=False)
+    assert len(fixed._indptr) == n + 1
+    last = dictionary.entity_offset + n - 1
+    assert len(fixed.neighbor_indices(last)) == 0
+    first = dictionary.entity_offset
+    assert list(fixed.neighbor_indices(first)) == list(graph.neighbor_indices(first))

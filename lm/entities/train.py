@@ -58,9 +58,31 @@ def _run(command: str, args: list[str]) -> None:
         cli.main(args=[command, *args], prog_name="wikipedia2vec", standalone_mode=False)
     except IndexError as exc:
         raise DataError(
-            f"wikipedia2vec {command} failed ({exc}): on small dumps its link graph and dictionary can "
-            "disagree; use --min-entity-count 1, and if it still fails, --no-link-graph"
+            f"wikipedia2vec {command} failed ({exc}); if it is about the link graph, retry with "
+            "--no-link-graph"
         ) from exc
+
+
+def _complete_link_graph(lg: Path, dic: Path) -> None:
+    """Give every dictionary entity a row in the link graph.
+
+    wikipedia2vec sizes the graph's sparse matrix by the highest entity index that has a link, so
+    when the last entities of the dictionary have none (common on small dumps) their rows are
+    missing and training fails at random in `LinkGraph.neighbor_indices` (IndexError). Empty rows
+    are what those entities should have; the graph is rewritten with them.
+    """
+    import numpy as np
+    from wikipedia2vec.dictionary import Dictionary
+    from wikipedia2vec.link_graph import LinkGraph
+
+    dictionary = Dictionary.load(str(dic))
+    graph = LinkGraph.load(str(lg), dictionary, mmap=False)
+    indptr = np.asarray(graph._indptr, dtype=np.int32)
+    missing = dictionary.entity_size + 1 - len(indptr)
+    if missing > 0:
+        indptr = np.concatenate([indptr, np.full(missing, indptr[-1], dtype=np.int32)])
+        LinkGraph(dictionary, np.asarray(graph._indices, dtype=np.int32), indptr, graph.build_params,
+                  graph.uuid).save(str(lg))
 
 
 def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = None) -> Path:
@@ -83,6 +105,8 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
                                   "--min-entity-count", str(s.min_entity_count), *pool])
     if s.link_graph and not lg.exists():
         _run("build-link-graph", [str(db), str(dic), str(lg), *pool])
+    if s.link_graph:
+        _complete_link_graph(lg, dic)
     if not mention.exists():
         _run("build-mention-db", [str(db), str(dic), str(mention), *pool])
     if not out.exists():
