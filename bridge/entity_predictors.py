@@ -8,7 +8,7 @@ Options (`--set KEY=VALUE`):
   titles=PATH         `Q-id<TAB>title` TSV, to link subjects by Wikidata id
   redirects=PATH      dump DB (`<model>.db`) or TSV; default: the `.db` beside a `.pkl`
   mentions=PATH       wikipedia2vec mention DB; default: `<model>_mention.pkl` beside a `.pkl`
-  vocab=PATH          candidate vocabulary; default LAMA's common_vocab_cased.txt
+  vocab=PATH          candidate vocabulary; default LAMA's common vocabulary (lowercased for uncased models)
   index=flat|ivf|hnsw entity index of the entity-level predictors                     default flat
   cache=on|off        on-disk cache of token-level results (keyed by model, map, mode, input)  default on
 Heavy parts (model, vectors, map, linker, index) are loaded once per process and shared.
@@ -146,8 +146,11 @@ class EBertPredictor:
         self.name = name
         self.mode = mode
         self.res = res
+        from lm.vocab import is_uncased
+
         self.cand_ids, self.labels, self.missing = cand_ids, labels, missing
         self._label_set = set(labels)
+        self.uncased = is_uncased(res.lm.tokenizer)  # uncased models: candidates and gold compared lower-cased
         self.coverage = coverage
         self.links = links
         self.builder = InputBuilder(res.lm.tokenizer)
@@ -161,11 +164,11 @@ class EBertPredictor:
     def filter_facts(self, facts):
         """As the BERT predictors: only facts whose object is one candidate token can be scored."""
         from lm.entities.model import token_for_word
-        from lm.vocab import NOT_CANDIDATE, NOT_SINGLE_TOKEN
+        from lm.vocab import NOT_CANDIDATE, NOT_SINGLE_TOKEN, normalize
 
         kept, dropped = [], {}
         for fact in facts:
-            label = fact.object.label
+            label = normalize(fact.object.label, self.uncased)
             if label in self._label_set:
                 kept.append(fact)
                 continue
@@ -220,7 +223,8 @@ class EBertPredictor:
         out = []
         for q, k, x in zip(queries, keys, extras):
             pos, val, _ = found[k]
-            out.append(Prediction(q.uid, tuple(Answer(self.labels[p], float(v)) for p, v in zip(pos, val)), extra=x))
+            answers = tuple(Answer(self.labels[p], float(v)) for p, v in zip(pos, val))
+            out.append(Prediction(q.uid, answers, lowercased=self.uncased, extra=x))
         return out
 
 
@@ -288,7 +292,9 @@ def make_ebert(name: str, ctx: PredictorContext):
     if name not in MODES:
         raise ConfigError(f"unknown E-BERT predictor {name!r}; known: {', '.join(MODES)}")
     res = resources(ctx)
-    vocab = ctx.options.get("vocab") or str(Path(ctx.data_dir) / "common_vocab_cased.txt")
+    from lm.vocab import common_vocab_path, is_uncased
+
+    vocab = ctx.options.get("vocab") or str(common_vocab_path(ctx.data_dir, is_uncased(res.lm.tokenizer)))
     cand = _cached(("cand", res.lm.name, vocab), lambda: candidates(res.lm.tokenizer, vocab))
     links = _cached(("links", id(res.linker)), lambda: LinkCache(res.linker))
     coverage = _corpus_coverage(ctx, links)

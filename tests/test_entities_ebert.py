@@ -176,3 +176,21 @@ def test_results_are_cached_on_disk(ctx):
     assert ebert.cache.hits == hits + 2
     assert [p.answers for p in again] == [p.answers for p in first]
     assert [p.answers for p in ebert.predict(queries, 3)] == [p.answers[:3] for p in first]
+
+
+def test_uncased_bert_compares_lowercased_answers(shared_data, lama_dir, tmp_path):
+    import lm_fixtures
+
+    from eval.lama import load_trex
+
+    bert = lm_fixtures.tiny_model_dir("bert-uncased", tmp_path)
+    corpus = load_trex(lama_dir, ["P36"])
+    options = {"model": str(bert), "wikipedia2vec": str(trained_w2v(shared_data))}
+    ebert = build("ebert", PredictorContext(corpus, None, tmp_path / "cache", lama_dir, batch_size=8,
+                                            options=options))
+    assert ebert.uncased and all(label == label.lower() for label in ebert.labels)
+    facts = [f for f in corpus.facts if f.object.label in ("Paris", "Berlin")]
+    kept, dropped = ebert.filter_facts(facts)
+    assert kept == facts and dropped == {}  # "Paris" is answerable as "paris"
+    (pred,) = ebert.predict([_query("France", "[X] has the capital [Y] .")], 5)
+    assert pred.lowercased and len(pred.answers) == 5
