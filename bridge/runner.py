@@ -159,7 +159,7 @@ def _limit(corpus: Corpus, n: int) -> list:
 
 def _valid_objects(store: GraphStore, corpus: Corpus) -> dict[str, dict[str, set[str]]]:
     """Per relation, subject key -> all valid object labels (from the gold graph, by SPARQL)."""
-    if any(f.cloze for f in corpus.facts[:1]):
+    if corpus.facts and corpus.facts[0].cloze:
         return {}  # cloze corpora (SQuAD, ConceptNet) have no subject identity to filter by
     store.ensure_facts(corpus.facts, f"{corpus.name}@{corpus.version}")
     return {rel: store.valid_objects(rel) for rel in corpus.relations}
@@ -168,15 +168,17 @@ def _valid_objects(store: GraphStore, corpus: Corpus) -> dict[str, dict[str, set
 def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict | None:
     corpus = ctx.corpus.name
     todo: list[tuple[str, list, Path]] = []
-    total = 0
+    dropped: dict[str, Counter] = {}  # per relation, dropped facts by reason (earlier runs and this one)
     for rel, pairs in queries.items():
         path = predictions_path(cfg.out, corpus, spec, rel)
         done = read_done(path)
+        earlier = Counter(r["dropped"] for r in done.values() if "dropped" in r)
+        if earlier:
+            dropped[rel] = earlier
         rest = [(q, f) for q, f in pairs if q.uid not in done]
         if rest:
             todo.append((rel, rest, path))
-            total += len(rest)
-    if not total:
+    if not todo:
         _log(f"{corpus} / {spec}: all {sum(len(p) for p in queries.values())} queries done, skipped")
         return None
     predictor = build(spec, ctx)
@@ -187,8 +189,11 @@ def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict 
         with path.open("a", encoding="utf-8") as handle:
             for query, fact, reason in items:
                 write_jsonl_line(handle, _dropped_record(query, fact, reason))
-    if gone:
-        _log(_dropped_line(f"{corpus} / {spec}", {r: Counter(x[2] for x in items) for r, items in gone.items()}))
+    now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
+    if now:
+        _log(_dropped_line(f"{corpus} / {spec}", now))
+    for rel, counts in now.items():
+        dropped.setdefault(rel, Counter()).update(counts)
     total = sum(len(rest) for _, rest, _ in todo)
     bar = tqdm(total=total, desc=f"{corpus} {spec}", unit="fact", disable=not progress, file=sys.stderr)
     try:
@@ -209,9 +214,8 @@ def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict 
     finally:
         bar.close()
     described = predictor.describe()
-    dropped = dropped_counts(cfg.out, corpus, spec, list(queries))
     if dropped:
-        described = {**described, "dropped_facts": dropped}
+        described = {**described, "dropped_facts": {rel: dict(c) for rel, c in dropped.items()}}
     return described
 
 
@@ -250,17 +254,6 @@ def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
 def _dropped_record(query, fact, reason: str) -> dict:
     return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
             "gold": fact.object.label, "dropped": reason}
-
-
-def dropped_counts(out: Path, corpus: str, spec: str, relations: list[str]) -> dict[str, dict[str, int]]:
-    """Per relation, dropped facts by reason, as recorded in the prediction files."""
-    counts: dict[str, dict[str, int]] = {}
-    for rel in relations:
-        reasons = Counter(r["dropped"] for r in read_done(predictions_path(out, corpus, spec, rel)).values()
-                          if "dropped" in r)
-        if reasons:
-            counts[rel] = dict(reasons)
-    return counts
 
 
 def _record(query, fact, pred, rel_valid: dict[str, set[str]]) -> dict:

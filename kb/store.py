@@ -104,8 +104,7 @@ class GraphStore:
         if tag in self.loaded_versions(graph):
             return False
         self.add_facts(facts, graph)
-        self.dataset.graph(graph_iri("meta")).add((graph_iri(graph), LOADED, Literal(tag)))
-        self._commit()
+        self.mark_loaded(tag, graph)
         return True
 
     def add_facts(self, facts: Iterable[Fact], graph: str = "gold") -> int:
@@ -116,8 +115,7 @@ class GraphStore:
             quads.append((s, relation_iri(fact.relation), o, g))
             quads.append((s, RDFS.label, Literal(fact.subject.label), g))
             quads.append((o, RDFS.label, Literal(fact.object.label), g))
-        self.dataset.addN(quads)
-        self._commit()
+        self.add_quads(quads)
         return len(quads) // 3
 
     def add_quads(self, quads: list[tuple]) -> None:
