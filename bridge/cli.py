@@ -1,11 +1,13 @@
 """The `kbc` command line. Subcommand groups load lazily from `SUBCOMMANDS`.
 
-User errors (`KbcError`) print one line and exit with status 2; Ctrl-C keeps what was written.
+User errors (`KbcError`), usage errors and operating-system failures (a permission denied, a
+full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 
 import click
@@ -21,6 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "index": ("bridge.cli_index:index", "Wikipedia text index (tantivy or Elasticsearch): build, stats, search."),
     "cooccur": ("bridge.cli_index:cooccur", "Paragraphs mentioning A, B and both (PMI) in a text index."),
     "entities": ("bridge.cli_entities:entities", "wikipedia2vec entities: train, E-BERT map, link-stats, search."),
+    "compare": ("bridge.cli_compare:compare", "Two predictors of a run fact by fact: counts, McNemar, bootstrap CI."),
+    "show": ("bridge.cli_compare:show", "One fact of a run across every predictor: answers and gold ranks."),
 }
 
 
@@ -40,10 +44,28 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+class StderrHandler(logging.Handler):
+    """Messages to whatever `sys.stderr` is when they are emitted (progress bars share it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(record.getMessage(), file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kbcompare")
-def cli() -> None:
+@click.option("-v", "--verbose", count=True, help="More messages (-vv: debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
+def cli(verbose: int, quiet: bool) -> None:
     """kbcompare: knowledge bases and language models side by side on the same factual queries."""
+    level = logging.WARNING if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+    logger = logging.getLogger("kbc")
+    logger.setLevel(level)
+    if not logger.handlers:
+        logger.addHandler(StderrHandler())
+        logger.propagate = False
 
 
 # Options that take several space-separated values: `--corpus trex google_re`.
@@ -51,31 +73,58 @@ MULTI_VALUE = {"--corpus", "--predictors", "--relations"}
 
 
 def expand_multi(argv: list[str]) -> list[str]:
-    """Rewrite `--opt a b` as `--opt a --opt b` (click options take one value per occurrence)."""
+    """Rewrite `--opt a b` and `--opt=a b` as `--opt a --opt b` (click options take one value each)."""
     out: list[str] = []
-    current = None
+    current, took = None, False
     for arg in argv:
-        if arg in MULTI_VALUE:
-            current = arg
+        flag, eq, value = arg.partition("=")
+        if arg in MULTI_VALUE or (eq and flag in MULTI_VALUE):
+            if current and not took:
+                out.append(current)  # a flag with no value: let click report it
+            current, took = flag, bool(eq)
+            if eq:
+                out += [flag, value]
             continue
         if current and not arg.startswith("-"):
             out += [current, arg]
+            took = True
             continue
-        if current and arg == current:
-            continue
+        if current and not took:
+            out.append(current)
         current = None
         out.append(arg)
-    if current:
-        out.append(current)  # dangling option: let click report the missing value
+    if current and not took:
+        out.append(current)
     return out
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def usage_error_line(exc: click.UsageError) -> str:
+    """Click's message with a pointer to the command's help, as one line."""
+    hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else " (see `kbc --help`)"
+    return f"error: {_one_line(exc.format_message())}{hint}"
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating-system failure (permissions, full disk, read-only file system) that reached the top."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    reason = exc.strerror or _one_line(str(exc)) or type(exc).__name__
+    return f"error: {reason}" + (f": {' -> '.join(paths)}" if paths else "")
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Run kbc: user errors, usage errors and operating-system failures end as one `error:` line, status 2."""
     argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
     try:
         cli.main(args=argv, prog_name="kbc", standalone_mode=False)
     except KbcError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
+        sys.exit(2)
+    except click.UsageError as exc:
+        click.echo(usage_error_line(exc), err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
@@ -84,10 +133,13 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
+        sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        click.echo(os_error_line(exc), err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""`kbc entities train|map|link-stats|search`: wikipedia2vec vectors and the E-BERT map from the shell."""
+"""`kbc entities train|convert|map|link-stats|search`: wikipedia2vec vectors and the E-BERT map from the shell.
+
+Vectors are read from `.npz` or word2vec text only: a `.pkl` is a pickle, which runs any code it
+holds when loaded, so it is refused with a pointer to `kbc entities convert --trust-pickle`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import json
 
 import click
 
+from bridge.cli_index import MAX_K
 from bridge.cli_options import data_dir_option
 from eval.errors import ConfigError
 
@@ -17,7 +22,8 @@ def entities() -> None:
 
 @entities.command("train")
 @click.argument("dump", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Model file (.pkl); side files beside it.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Model file (.pkl, the library's pickle; the .npz to use is written beside it).")
 @click.option("--dim", type=int, default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
 @click.option("--iterations", type=int, default=5, show_default=True)
 @click.option("--window", type=int, default=5, show_default=True)
@@ -44,8 +50,28 @@ def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_n
                              lowercase=lowercase, link_graph=link_graph)
     if pool_size:
         settings.pool_size = pool_size
+    if not out.endswith((".pkl", ".npz")):
+        raise ConfigError(f"--out {out}: name the model file .pkl (the .npz is written beside it)")
     path = train_(dump, out, settings)
     click.echo(f"wrote {path}: {json.dumps(load_embeddings(path).describe())}")
+
+
+@entities.command("convert")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="The .npz to write (default: MODEL with .npz instead of .pkl).")
+@click.option("--trust-pickle", is_flag=True,
+              help="Load MODEL although it is a pickle (it can run any code it holds): only for files you trust.")
+def convert(model, out, trust_pickle) -> None:
+    """Convert a wikipedia2vec .pkl (and the .db and _mention.pkl beside it) into the .npz the tools read."""
+    from lm.entities.convert import convert as convert_
+    from lm.entities.embeddings import load_embeddings
+
+    path = convert_(model, out, trust_pickle=trust_pickle)
+    emb = load_embeddings(path)
+    links = emb.links
+    extra = f", {len(links.redirects)} redirects, {len(links.mentions)} mention texts" if links else ""
+    click.echo(f"wrote {path}: {len(emb.words)} words, {len(emb.titles)} entities, dim {emb.dim}{extra}")
 
 
 @entities.command("map")
@@ -59,8 +85,8 @@ def map_(model, w2v, kind, out) -> None:
     from lm.entities.mapping import fit_to_embeddings
     from lm.entities.model import load_masked_lm
 
-    lm = load_masked_lm(model)
     emb = load_embeddings(w2v)
+    lm = load_masked_lm(model)
     lmap = fit_to_embeddings(emb.word_vectors, emb.words, emb.lowercase, lm.tokenizer.get_vocab(),
                              lm.input_embeddings(), kind, {"model": model, "wikipedia2vec": w2v})
     lmap.save(out)
@@ -74,18 +100,17 @@ def map_(model, w2v, kind, out) -> None:
 @data_dir_option
 @click.option("--titles", type=click.Path(dir_okay=False), help="Q-id<TAB>title TSV.")
 @click.option("--redirects", type=click.Path(dir_okay=False), help="Dump DB or source<TAB>target TSV.")
-@click.option("--mentions", type=click.Path(dir_okay=False), help="wikipedia2vec mention DB (.pkl).")
+@click.option("--mentions", type=click.Path(dir_okay=False),
+              help="text<TAB>title<TAB>commonness TSV (default: the table in the .npz).")
 def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
     """Subjects of each corpus with an entity vector, by linking method (E-BERT: Google-RE 54%, T-REx >98%)."""
-    from bridge.entity_predictors import _linker
     from eval.datadir import resolve_data_dir
     from eval.lama import load_corpus
     from lm.entities.embeddings import load_embeddings
-    from lm.entities.linking import coverage
+    from lm.entities.linking import build_linker, coverage
 
     emb = load_embeddings(w2v)
-    opts = {k: v for k, v in {"titles": titles, "redirects": redirects, "mentions": mentions}.items() if v}
-    linker = _linker(_Options(opts), emb, w2v)
+    linker = build_linker(emb, titles, redirects, mentions)
     root = resolve_data_dir(data_dir)
     for name in _split(corpora):
         corpus = load_corpus(name, root)
@@ -99,7 +124,7 @@ def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
 @click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), help="Search mapped vectors (LM space).")
 @click.option("--index", "kind", type=click.Choice(["flat", "ivf", "hnsw"]), default="flat", show_default=True)
-@click.option("-k", type=int, default=10, show_default=True)
+@click.option("-k", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
 def search(title, w2v, map_path, kind, k) -> None:
     """Nearest entities to TITLE by inner product (wikipedia2vec space, or LM space with --map)."""
     from lm.entities.embeddings import load_embeddings
@@ -117,13 +142,6 @@ def search(title, w2v, map_path, kind, k) -> None:
     for score, r in zip(scores[0], rows[0]):
         if r >= 0 and r != row:
             click.echo(f"{score:10.4f}  {emb.titles[r]}")
-
-
-class _Options:
-    """The part of a predictor context the linker reads."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
 
 
 def _split(values) -> list[str]:

@@ -11,6 +11,7 @@ from bridge.cli_options import data_dir_option
 from eval.errors import ConfigError
 
 DEFAULT_NAME = "lama-evidence"
+MAX_K = 10_000  # results per query; tantivy allocates room for k hits up front
 
 backend_option = click.option("--backend", type=click.Choice(["tantivy", "elasticsearch"]), default="tantivy",
                               show_default=True, help="Embedded tantivy index or an Elasticsearch server.")
@@ -94,7 +95,7 @@ def stats(location, backend, es_url) -> None:
 
 @index.command("search")
 @click.argument("query")
-@click.option("-k", type=int, default=10, show_default=True)
+@click.option("-k", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
 @index_option
 @backend_option
 @es_url_option

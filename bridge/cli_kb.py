@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -11,15 +12,43 @@ from eval.lama import load_corpus
 
 
 def _store(path: str | None):
-    from bridge.runner import default_cache_dir
-    from kb.store import GraphStore
+    """The store named by `--store` (with `--store-update` and `--store-timeout` of this command)."""
+    from kb.store import open_store
 
-    if path and path.startswith(("http://", "https://")):
-        return GraphStore.remote(path)
-    return GraphStore.open(path or default_cache_dir() / "store")
+    if path is None:
+        from bridge.runner import default_cache_dir
+
+        default = default_cache_dir() / "store"
+    else:
+        default = Path(path)
+    meta = click.get_current_context().meta
+    return open_store(path, meta.get(_UPDATE_KEY), default, timeout=meta.get(_TIMEOUT_KEY, 30.0))
 
 
-store_option = click.option("--store", default=None, help="Graph store path (default: the cache), or a SPARQL URL.")
+_UPDATE_KEY, _TIMEOUT_KEY = "kbc.store_update", "kbc.store_timeout"
+
+
+def _remember(key: str):
+    def callback(ctx: click.Context, _param: click.Parameter, value):
+        if value is not None:
+            ctx.meta[key] = value
+        return value
+    return callback
+
+
+def store_option(func):
+    """`--store`, plus `--store-update` and `--store-timeout`, which `_store` reads from the context.
+
+    The last two do not reach the command's arguments, so commands take a single `store` argument.
+    """
+    func = click.option("--store-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+                        show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
+                        help="Seconds to wait for a SPARQL endpoint before giving up.")(func)
+    func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
+                        callback=_remember(_UPDATE_KEY),
+                        help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
+    return click.option("--store", default=None,
+                        help="Graph store path (default: the cache), or a SPARQL query URL.")(func)
 
 
 @click.group()
@@ -32,13 +61,16 @@ def kb() -> None:
 @data_dir_option
 @store_option
 def load(corpora, data_dir, store) -> None:
-    """Load corpora into the `gold` named graph (skipped when already there)."""
+    """Load each corpus into its own named graph `gold-<corpus>` (skipped when already there).
+
+    A graph holding another version of the corpus is replaced, never merged.
+    """
     with _store(store) as st:
         for name in corpora:
             corpus = load_corpus(name, data_dir)
-            added = st.ensure_facts(corpus.facts, f"{name}@{corpus.version}")
-            click.echo(f"{name}: {len(corpus.facts)} facts {'loaded' if added else 'already in the store'}")
-        click.echo(f"gold graph: {st.count()} triples in {st.location}")
+            graph, added = st.sync_corpus(corpus.name, corpus.version, corpus.facts)
+            click.echo(f"{name}: {len(corpus.facts)} facts {'loaded' if added else 'already in the store'} "
+                       f"(graph {graph}: {st.count(graph)} triples in {st.location})")
 
 
 @kb.command("types")
@@ -52,8 +84,8 @@ def types(corpus, data_dir, store, as_json) -> None:
 
     c = load_corpus(corpus, data_dir)
     with _store(store) as st:
-        st.ensure_facts(c.facts, f"{corpus}@{c.version}")
-        shapes = [shape(rel, ((s, o) for s, o, _ in st.pairs(rel))) for rel in c.relations]
+        graph = st.ensure_corpus(c.name, c.version, c.facts)
+        shapes = [shape(rel, ((s, o) for s, o, _ in st.pairs(rel, graph))) for rel in c.relations]
     rows = compare_types(shapes, {r: rel.type for r, rel in c.relations.items()})
     if as_json:
         click.echo(json.dumps(rows, indent=1))

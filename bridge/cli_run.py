@@ -2,23 +2,79 @@
 
 from __future__ import annotations
 
+import json
+import tomllib
 from pathlib import Path
 
 import click
 
 from bridge.cli_options import data_dir_option
-from bridge.registry import available
 from eval.errors import ConfigError
 from eval.lama import CORPORA
 
+# click parameter -> keys accepted in a --config file (flags given on the command line win)
+FILE_KEYS = {
+    "corpora": ("corpus", "corpora"), "predictors": ("predictors",), "data_dir": ("data_dir",), "out": ("out",),
+    "relations": ("relations",), "depth": ("depth",), "limit": ("limit",), "seed": ("seed",),
+    "device": ("device",), "dtype": ("dtype",), "batch_size": ("batch_size",), "store": ("store",),
+    "store_update": ("store_update",), "store_timeout": ("store_timeout",), "sets": ("set",),
+    "compat": ("compat",), "setting": ("setting",),
+}
 
-def _parse_sets(values: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        out[key] = value
+
+def read_run_file(path: Path) -> dict:
+    """A run file (TOML, or YAML by suffix) as flag values: lists for multi-value flags, `NAME.KEY=V` sets."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        else:
+            data = tomllib.loads(text)
+    except OSError as exc:
+        raise ConfigError(f"--config {path}: {exc.strerror}") from None
+    except Exception as exc:  # TOML and YAML parsers raise their own error types
+        raise ConfigError(f"--config {path}: not valid {path.suffix.lstrip('.') or 'TOML'} "
+                          f"({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a table of settings")
+    known = {k for keys in FILE_KEYS.values() for k in keys}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        raise ConfigError(f"--config {path}: unknown key {unknown[0]!r}"
+                          + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}"))
+    out: dict = {}
+    for param, keys in FILE_KEYS.items():
+        for key in keys:
+            if key in data:
+                out[param] = data[key]
+    preds, sets = out.get("predictors"), []
+    if isinstance(preds, dict):  # {name: spec} or {name: {spec: ..., option: value}}
+        items = []
+        for name, value in preds.items():
+            if isinstance(value, dict):
+                value = dict(value)
+                spec = value.pop("spec", None)
+                if not spec:
+                    raise ConfigError(f"--config {path}: predictor {name!r} needs spec = \"...\"")
+                sets += [f"{name}.{k}={v}" for k, v in value.items()]
+                value = spec
+            items.append(f"{name}={value}")
+        out["predictors"] = items
+    raw_sets = out.get("sets", {})
+    if isinstance(raw_sets, dict):
+        sets += [f"{k}={v}" for k, v in raw_sets.items()]
+    elif isinstance(raw_sets, list):
+        sets += [str(s) for s in raw_sets]
+    if sets:
+        out["sets"] = sets
+    for param in ("corpora", "predictors", "relations", "sets"):
+        if isinstance(out.get(param), str):
+            out[param] = out[param].split()
     return out
 
 
@@ -28,53 +84,107 @@ def run() -> None:
 
 
 @run.command("lama")
-@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA), required=True,
-              help="Corpora to probe (repeat the option or list several values).")
-@click.option("--predictors", multiple=True, required=True,
-              help="Predictor names (`kbc ls`), Hugging Face model ids or local model paths.")
+@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+              help="Corpora to probe (several values after one flag, or the flag repeated).")
+@click.option("--predictors", multiple=True,
+              help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; NAME is the column.")
 @data_dir_option
 @click.option("--out", type=click.Path(file_okay=False), default="runs/lama", show_default=True,
-              help="Output directory; rerunning into it resumes.")
-@click.option("--relations", multiple=True, help="Only these relation ids.")
-@click.option("--depth", type=int, default=100, show_default=True, help="Answers ranked per query.")
-@click.option("--limit", type=int, default=None, help="At most this many facts per relation.")
+              help="Output directory; rerunning into it resumes and adds predictors, corpora, relations.")
+@click.option("--relations", multiple=True, help="Only these relation ids (each must exist in a chosen corpus).")
+@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True, help="Answers ranked per query.")
+@click.option("--limit", type=click.IntRange(min=1), default=None,
+              help="A seeded sample of at most N facts per relation (answer spaces stay whole).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --limit sample.")
 @click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors).")
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
-@click.option("--batch-size", type=int, default=32, show_default=True)
-@click.option("--store", default=None, help="Graph store path, or a SPARQL endpoint URL.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Predictor option (repeatable).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL.")
+@click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store.")
+@click.option("--store-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Seconds a remote store may take per request.")
+@click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
+              help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys).")
+@click.option("--compat", type=click.Choice(["lama"]), default=None,
+              help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off).")
+@click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
+              help="Setting shown in the printed table and summary.md (summary.json holds both).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
+              help="TOML or YAML file with the same settings as the flags (flags win).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def run_lama(corpora, predictors, data_dir, out, relations, depth, limit, device, dtype, batch_size, store,
-             sets, quiet) -> None:
-    """The LAMA probe: every predictor on the same queries, P@k raw and filtered.
+@click.pass_context
+def run_lama(ctx: click.Context, config_file, quiet, **params) -> None:
+    """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
 
     \b
     Example:
-      kbc run lama --corpus trex --corpus google_re --predictors freq --data-dir ../shared/data/lama
+      kbc run lama --corpus trex google_re --predictors freq bert=/models/bert-base-cased \\
+        --set bert.candidates=common --data-dir ../shared/data/lama --out runs/lama
     """
     from bridge.runner import RunConfig
     from bridge.runner import run_lama as run_
     from eval.report import table
 
+    if config_file:
+        for param, value in read_run_file(Path(config_file)).items():
+            if ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT:
+                params[param] = value
+    for required in ("corpora", "predictors"):
+        if not params[required]:
+            flag = "--corpus" if required == "corpora" else "--predictors"
+            raise ConfigError(f"missing {flag} (on the command line or in --config)")
+    from bridge.options import parse_sets
+
     cfg = RunConfig(
-        corpora=_split(corpora), predictors=_split(predictors), out=Path(out), data_dir=data_dir,
-        relations=_split(relations), depth=depth, device=device, dtype=dtype, batch_size=batch_size,
-        options=_parse_sets(sets), store=store, limit=limit,
+        corpora=_split(params["corpora"]), predictors=_split(params["predictors"]), out=Path(params["out"]),
+        data_dir=params["data_dir"], relations=_split(params["relations"]), depth=int(params["depth"]),
+        device=params["device"], dtype=params["dtype"], batch_size=int(params["batch_size"]),
+        options=parse_sets(params["sets"]), store=params["store"], store_update=params["store_update"],
+        store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
+        compat=params["compat"],
     )
-    rows = run_(cfg, progress=not quiet)
-    click.echo("P@1 (%), LAMA Table 2 layout")
-    click.echo(table(rows, "p@1"))
-    click.echo(f"\nwritten: {out}/summary.json, {out}/summary.md, {out}/curves.json, {out}/predictions/")
+    setting = params["setting"]
+    rows = run_(cfg, progress=not quiet, setting=setting)
+    click.echo(f"P@1 (%), setting {setting}, facts every predictor answered (LAMA Table 2 layout)")
+    click.echo(table(rows, "p@1", setting, "shared"))
+    out = params["out"]
+    click.echo(f"\nwritten: {out}/summary.md (own and shared scopes), {out}/summary.json, {out}/instances.parquet, "
+               f"{out}/predictions/")
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    """Accept both `--x a --x b` and `--x "a b"`, keeping order."""
-    return list(dict.fromkeys(v for value in values for v in value.split()))
+def _split(values) -> list[str]:
+    """Accept `--x a --x b`, `--x "a b"` and lists from a run file, keeping order."""
+    if isinstance(values, str):
+        values = [values]
+    return list(dict.fromkeys(v for value in values for v in str(value).split()))
 
 
 @click.command()
-def ls() -> None:
-    """List the registered predictors."""
-    for name, help_ in available().items():
-        click.echo(f"{name:16s} {help_}")
-    click.echo("(any Hugging Face model id or local model directory is accepted as well)")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def ls(name: str | None, as_json: bool) -> None:
+    """List the registered predictors, or the options one accepts (NAME: a registry name or model path)."""
+    from bridge.options import accepted
+    from bridge.registry import available, resolve
+
+    if name is None:
+        entries = available()
+        if as_json:
+            click.echo(json.dumps(entries, indent=1))
+            return
+        for entry, help_ in entries.items():
+            click.echo(f"{entry:16s} {help_}")
+        click.echo("(any Hugging Face model id or local model directory is accepted as well; `kbc ls NAME` shows "
+                   "its options)")
+        return
+    factory = resolve(name)
+    options = accepted(factory)
+    if as_json:
+        click.echo(json.dumps({k: o.describe() for k, o in options.items()}, indent=1))
+        return
+    click.echo(f"{name}: {available().get(name, 'language model (' + factory.__name__.removeprefix('make_') + ')')}")
+    if not options:
+        click.echo("  takes no options")
+    for opt in options.values():
+        required = " [required]" if opt.required else ""
+        click.echo(f"  --set {name}.{opt.describe()}{required}")

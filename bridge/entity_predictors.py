@@ -2,14 +2,14 @@
 
 Options (`--set KEY=VALUE`):
   model=PATH          a BERT-family masked LM (local directory or hub id)            required
-  wikipedia2vec=PATH  wikipedia2vec model, `.pkl` or word2vec text                   required
+  wikipedia2vec=PATH  wikipedia2vec model, `.npz` or word2vec text (a `.pkl` is refused)  required
   map=PATH            a saved map (`kbc entities map`); else fitted and cached
   map_kind=lstsq|procrustes                                                           default lstsq
   titles=PATH         `Q-id<TAB>title` TSV, to link subjects by Wikidata id
-  redirects=PATH      dump DB (`<model>.db`) or TSV; default: the `.db` beside a `.pkl`
-  mentions=PATH       wikipedia2vec mention DB; default: `<model>_mention.pkl` beside a `.pkl`
-  vocab=PATH          candidate vocabulary; default LAMA's common vocabulary (lowercased for uncased models)
-  index=flat|ivf|hnsw entity index of the entity-level predictors                     default flat
+  redirects=PATH      dump DB (`<model>.db`) or TSV; default: the table stored in the `.npz`
+  mentions=PATH       TSV `text<TAB>title<TAB>commonness`; default: the table stored in the `.npz`
+  vocab_file=PATH     candidate vocabulary; default LAMA's common vocabulary (lowercased for uncased models)
+  entity_index=flat|ivf|hnsw  entity index of the entity-level predictors             default flat
   cache=on|off        on-disk cache of token-level results (keyed by model, map, mode, input)  default on
 Heavy parts (model, vectors, map, linker, index) are loaded once per process and shared.
 Token-level predictors drop facts whose object is not one candidate token, as the BERT
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bridge.lm_predictors import CACHE_OPTION, MASKED_OPTIONS
+from bridge.options import Option, declares
 from bridge.registry import PredictorContext
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Prediction, Query
@@ -45,7 +47,7 @@ def _require(ctx: PredictorContext, key: str) -> str:
     value = ctx.options.get(key)
     if not value:
         raise ConfigError(f"E-BERT predictors need --set {key}=PATH (e.g. --set model=models/bert-base-cased "
-                          "--set wikipedia2vec=models/enwiki.pkl)")
+                          "--set wikipedia2vec=models/enwiki.npz)")
     return value
 
 
@@ -57,11 +59,6 @@ class Resources:
     mapped: np.ndarray
     linker: object
     coverage: dict = field(default_factory=dict)
-
-
-def _side_file(w2v: Path, suffix: str) -> Path | None:
-    path = w2v.parent / f"{w2v.stem}{suffix}"
-    return path if w2v.suffix == ".pkl" and path.exists() else None
 
 
 def _map_for(ctx: PredictorContext, lm, emb, model: str, w2v: str):
@@ -81,15 +78,9 @@ def _map_for(ctx: PredictorContext, lm, emb, model: str, w2v: str):
 
 
 def _linker(ctx: PredictorContext, emb, w2v: str):
-    from lm.entities.linking import Linker, mention_lookup_from_pkl, read_redirects, read_title_map
+    from lm.entities.linking import build_linker
 
-    path = Path(w2v)
-    titles = read_title_map(ctx.options["titles"]) if ctx.options.get("titles") else {}
-    red = ctx.options.get("redirects") or _side_file(path, ".db")
-    redirects = read_redirects(red) if red else {}
-    men = ctx.options.get("mentions") or _side_file(path, "_mention.pkl")
-    mentions = mention_lookup_from_pkl(men, path) if men and path.suffix == ".pkl" else None
-    return Linker(emb.entity_row, titles, redirects, mentions)
+    return build_linker(emb, *(ctx.options.get(k) for k in ("titles", "redirects", "mentions")))
 
 
 def resources(ctx: PredictorContext) -> Resources:
@@ -98,8 +89,8 @@ def resources(ctx: PredictorContext) -> Resources:
     from lm.entities.model import load_masked_lm
 
     model, w2v = _require(ctx, "model"), _require(ctx, "wikipedia2vec")
-    lm = _cached(("lm", model, ctx.device, ctx.dtype), lambda: load_masked_lm(model, ctx.device, ctx.dtype))
     emb = _cached(("w2v", w2v), lambda: load_embeddings(w2v))
+    lm = _cached(("lm", model, ctx.device, ctx.dtype), lambda: load_masked_lm(model, ctx.device, ctx.dtype))
     keys = tuple(sorted((k, v) for k, v in ctx.options.items() if k in {"map", "map_kind"}))
     lmap = _cached(("map", model, w2v, keys), lambda: _map_for(ctx, lm, emb, model, w2v))
     if lmap.W.shape != (emb.dim, lm.model.get_input_embeddings().weight.shape[1]):
@@ -137,7 +128,12 @@ def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
 
 
 class EBertPredictor:
-    """E-BERT (REPLACE), the CONCAT input, or the AVG ensemble of BERT and E-BERT probabilities."""
+    """E-BERT (REPLACE), the CONCAT input, or the AVG ensemble of BERT and E-BERT probabilities.
+
+    Every candidate token is scored: `Query.targets` get exact ranks (ties by candidate position).
+    """
+
+    ranks = "exact"
 
     def __init__(self, name: str, mode: str, res: Resources, cand_ids, labels, missing: int,
                  coverage: dict, links: LinkCache, batch_size: int, device: str, cache=None) -> None:
@@ -149,7 +145,9 @@ class EBertPredictor:
         from lm.vocab import is_uncased
 
         self.cand_ids, self.labels, self.missing = cand_ids, labels, missing
+        self.answer_space_size = lambda relation: len(self.labels)
         self._label_set = set(labels)
+        self._pos_of = {label: i for i, label in enumerate(labels)}
         self.uncased = is_uncased(res.lm.tokenizer)  # uncased models: candidates and gold compared lower-cased
         self.coverage = coverage
         self.links = links
@@ -180,7 +178,7 @@ class EBertPredictor:
         return {"predictor": self.name, "mode": self.mode, "model": self.res.lm.name,
                 "wikipedia2vec": self.res.emb.describe(), "map": self.res.lmap.describe(),
                 "candidates": len(self.cand_ids), "vocab_words_not_single_tokens": self.missing,
-                "coverage": self.coverage}
+                "coverage": self.coverage, "ranks": self.ranks, "ties": "candidate order (vocabulary file order)"}
 
     def _inputs(self, queries: Sequence[Query], mode: str):
         encoded, extras = [], []
@@ -200,40 +198,65 @@ class EBertPredictor:
         return "-" if row is None else hashlib.sha256(self.res.mapped[row].tobytes()).hexdigest()[:16]
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
+        """Top `depth` candidates and exact target ranks; the cache holds both, keyed with the targets."""
         from lm.cache import ResultCache
-        from lm.entities.ebert import top_positions
+        from lm.entities.ebert import candidate_ranks, top_positions
+        from lm.vocab import normalize
 
         depth = min(depth, len(self.cand_ids))
         enc, extras = self._inputs(queries, "replace" if self.mode == "avg" else self.mode)
-        keys = [ResultCache.key("ebert", self.mode, self._fingerprint, str(e.ids), str(e.entity_pos),
-                                self._vector_digest(e.entity_row)) for e in enc]
-        found = self.cache.get_many(list(dict.fromkeys(keys)), depth) if self.cache is not None else {}
-        todo = [i for i, k in enumerate(keys) if k not in found]
+        where = [{t: p for t in q.targets if (p := self._pos_of.get(normalize(t, self.uncased))) is not None}
+                 for q in queries]
+        wanted = [tuple(sorted(set(w.values()))) for w in where]
+        keys = [ResultCache.key("ebert-v2", self.mode, self._fingerprint, str(e.ids), str(e.entity_pos),
+                                self._vector_digest(e.entity_row), ",".join(map(str, t))) for e, t in zip(enc, wanted)]
+        found: dict[str, tuple] = {}
+        if self.cache is not None:
+            by_size: dict[int, list[str]] = {}
+            for k, t in zip(keys, wanted):
+                by_size.setdefault(len(t), []).append(k)
+            for size, group in by_size.items():
+                found.update(self.cache.get_many(list(dict.fromkeys(group)), size + depth))
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}  # each key computed once
+        todo = sorted(i for k, i in first.items() if k not in found)
         if todo:
             probs = self.scorer.run([enc[i] for i in todo])[0]
             if self.mode == "avg":
                 plain = self.scorer.run([self.builder.build(queries[i], "bert", None) for i in todo])[0]
                 probs = 0.5 * (plain + probs)
+            tops = top_positions(probs, self.cand_ids, depth)
+            asked = candidate_ranks(probs, self.cand_ids, [wanted[i] for i in todo])
             new = []
-            for i, (pos, val) in zip(todo, top_positions(probs, self.cand_ids, depth)):
-                found[keys[i]] = (pos, val, 0)
-                new.append((keys[i], pos, val, 0))
+            for i, (pos, val), (ranks, scores) in zip(todo, tops, asked):
+                row = (np.concatenate([np.asarray(ranks, np.int32), pos]),
+                       np.concatenate([np.asarray(scores, np.float32), val]), 0)
+                found[keys[i]] = row
+                new.append((keys[i], *row))
             if self.cache is not None:
                 self.cache.put_many(new)
         out = []
-        for q, k, x in zip(queries, keys, extras):
-            pos, val, _ = found[k]
-            answers = tuple(Answer(self.labels[p], float(v)) for p, v in zip(pos, val))
-            out.append(Prediction(q.uid, answers, lowercased=self.uncased, extra=x))
+        for q, k, x, t, w in zip(queries, keys, extras, wanted, where):
+            packed, values, _ = found[k]
+            n = len(t)
+            rank_of = dict(zip(t, packed[:n].tolist()))
+            answers = tuple(Answer(self.labels[p], float(v)) for p, v in zip(packed[n:], values[n:]))
+            out.append(Prediction(q.uid, answers, lowercased=self.uncased, extra=x,
+                                  target_ranks={label: rank_of[p] for label, p in w.items()}))
         return out
 
 
 class EntityLevelPredictor(EBertPredictor):
-    """Answers are entities (title, Wikidata id where known), ranked by the [MASK] output (entity_answers)."""
+    """Answers are entities (title, Wikidata id where known), ranked by the [MASK] output (entity_answers).
+
+    Ranks count within the returned list only (the entity index returns its top entities).
+    """
+
+    ranks = "list"
 
     def __init__(self, *args, answerer, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.answerer = answerer
+        self.answer_space_size = lambda relation: int(answerer.index.size)
 
     def filter_facts(self, facts):
         """Entity-level answers keep every fact, multi-token objects included."""
@@ -241,7 +264,8 @@ class EntityLevelPredictor(EBertPredictor):
 
     def describe(self) -> dict:
         d = super().describe()
-        d.update({"answers": "entities", "entities": self.answerer.index.size,
+        d.update({"answers": "entities", "ranks": self.ranks, "ties": "entity row",
+                  "entities": self.answerer.index.size,
                   "index": self.answerer.index.spec.kind})
         return d
 
@@ -285,6 +309,23 @@ def _result_cache(ctx: PredictorContext):
     return _cached(("cache", str(ctx.cache_dir)), lambda: ResultCache(Path(ctx.cache_dir) / "lm" / "ebert.sqlite"))
 
 
+MODEL_OPTION = Option("model", "a BERT-family masked LM: local model directory (or hub id)", "model", required=True)
+EBERT_OPTIONS = (
+    MODEL_OPTION,
+    Option("wikipedia2vec", "wikipedia2vec entity vectors", "path", required=True),
+    Option("map", "a saved E-BERT map (`kbc entities map`); default: fitted and cached", "path"),
+    Option("map_kind", "how the map is fitted", "choice", ("lstsq", "procrustes"), "lstsq"),
+    Option("titles", "`Q-id<TAB>title` TSV, to link subjects by Wikidata id", "path"),
+    Option("redirects", "redirect table (dump DB or TSV)", "path"),
+    Option("mentions", "wikipedia2vec mention DB", "path"),
+    Option("vocab_file", "candidate vocabulary, one word per line", "path", default="LAMA's common vocabulary"),
+    Option("entity_index", "entity index of the entity-level predictors", "choice", ("flat", "ivf", "hnsw"),
+           "flat"),
+    CACHE_OPTION,
+)
+
+
+@declares(*EBERT_OPTIONS, settings=("dtype",))
 def make_ebert(name: str, ctx: PredictorContext):
     from lm.entities.faiss_index import EntityIndex, IndexSpec
     from lm.entities.model import candidates
@@ -294,7 +335,7 @@ def make_ebert(name: str, ctx: PredictorContext):
     res = resources(ctx)
     from lm.vocab import common_vocab_path, is_uncased
 
-    vocab = ctx.options.get("vocab") or str(common_vocab_path(ctx.data_dir, is_uncased(res.lm.tokenizer)))
+    vocab = ctx.options.get("vocab_file") or str(common_vocab_path(ctx.data_dir, is_uncased(res.lm.tokenizer)))
     cand = _cached(("cand", res.lm.name, vocab), lambda: candidates(res.lm.tokenizer, vocab))
     links = _cached(("links", id(res.linker)), lambda: LinkCache(res.linker))
     coverage = _corpus_coverage(ctx, links)
@@ -305,12 +346,13 @@ def make_ebert(name: str, ctx: PredictorContext):
     if name in ("ebert-entity", "bert-entity"):
         from lm.entities.entity_answers import EntityAnswerer
 
-        kind = ctx.options.get("index", "flat")
+        kind = ctx.options.get("entity_index", "flat")
         index = _cached(("index", id(res.mapped), kind), lambda: EntityIndex.build(res.mapped, IndexSpec(kind)))
         return EntityLevelPredictor(*args, answerer=EntityAnswerer(index, _labeler(ctx, res.emb)))
     return EBertPredictor(*args)
 
 
+@declares(MODEL_OPTION, *MASKED_OPTIONS, settings=("dtype",))
 def make_bert(name: str, ctx: PredictorContext):
     """Plain BERT on the same `--set model=PATH` as the E-BERT predictors (the paper's baseline)."""
     from bridge.lm_predictors import make_masked

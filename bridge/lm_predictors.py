@@ -2,15 +2,17 @@
 
 Claimed names: a local model directory (kind read from its config.json), a path that should be
 one (reported clearly when it is not), and Hugging Face ids (`bert-base-cased`, `gpt2`,
-`org/name`). Options come from `--set KEY=VALUE`:
+`org/name`). Options come from `--set [NAME.]KEY=VALUE`:
 
-  vocab=common|full|relation   masked LMs: LAMA common vocabulary (default), whole vocabulary,
+  candidates=common|full|relation   masked LMs: LAMA common vocabulary (default), whole vocabulary,
                                or each relation's own objects
   vocab_file=PATH              candidate words, one per line (masked and causal LMs)
   normalize=full|candidates    masked LMs: log-softmax over the whole vocabulary (default, LAMA)
                                or over the candidates only
   max_length=N                 truncate prompts (with context) to N tokens
   cache=on|off                 the on-disk result cache under the cache dir (default on)
+`PredictorContext.compat == "lama"` (`--compat lama`) makes masked LMs tokenize around the mask
+as LAMA's BERT connector does (WordPiece models only; see `lm.masked`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bridge.options import Option, declares
 from bridge.registry import Factory, PredictorContext
 from eval.errors import ConfigError, KbcError
 
@@ -51,10 +54,21 @@ def resolve_model(name: str) -> Factory | None:
 
 
 def _fails(message: str) -> Factory:
-    def factory(name: str, ctx: PredictorContext):
-        raise KbcError(message)
+    raise KbcError(message)
 
-    return factory
+
+CACHE_OPTION = Option("cache", "on-disk result cache (never changes answers)", "choice", ("on", "off"), "on",
+                      identity=False)
+VOCAB_FILE = Option("vocab_file", "candidate answers, one word per line (instead of the default set)", "path")
+MASKED_OPTIONS = (
+    Option("candidates", "answer space: LAMA common vocabulary, whole vocabulary, or each relation's objects",
+           "choice", VOCABS, "common"),
+    VOCAB_FILE,
+    Option("normalize", "log-softmax over the whole vocabulary (LAMA) or over the candidates only", "choice",
+           ("full", "candidates"), "full"),
+    Option("max_length", "truncate prompts (with context) to this many tokens", "int", minimum=8),
+    CACHE_OPTION,
+)
 
 
 def _cache(ctx: PredictorContext):
@@ -76,19 +90,20 @@ def _int_option(ctx: PredictorContext, key: str) -> int | None:
         raise ConfigError(f"--set {key}={value}: expected an integer") from exc
 
 
+@declares(*MASKED_OPTIONS, settings=("dtype",))
 def make_masked(name: str, ctx: PredictorContext):
     from lm.loading import load
     from lm.masked import MaskedLMPredictor, MaskedLMScorer
     from lm.vocab import AnswerSpace, common_vocab_path, from_words, full_vocab, read_vocab_file, token_labels
 
-    vocab = ctx.options.get("vocab", "common")
+    vocab = ctx.options.get("candidates", "common")
     if vocab not in VOCABS:
-        raise ConfigError(f"--set vocab={vocab}: use one of {', '.join(VOCABS)}")
+        raise ConfigError(f"--set candidates={vocab}: use one of {', '.join(VOCABS)}")
     normalize = ctx.options.get("normalize", "full")
     loaded = load(name, "masked", ctx.device, ctx.dtype)
     scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
                             batch_size=ctx.batch_size, normalize=normalize, cache=_cache(ctx),
-                            max_length=_int_option(ctx, "max_length"))
+                            max_length=_int_option(ctx, "max_length"), compat=getattr(ctx, "compat", None))
     labels = token_labels(loaded.tokenizer, scorer.vocab_size)
     extra = {}
     if ctx.options.get("vocab_file"):
@@ -105,6 +120,7 @@ def make_masked(name: str, ctx: PredictorContext):
     return MaskedLMPredictor(name, scorer, space, extra)
 
 
+@declares(VOCAB_FILE, CACHE_OPTION, settings=("dtype",))
 def make_causal(name: str, ctx: PredictorContext):
     from lm.causal import CausalLMScorer, CausalTypedPredictor
     from lm.loading import load

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from bridge.options import declares
 from bridge.registry import PredictorContext
 from eval.lama import load_corpus
 from kb.extraction.kb_build import ensure_re_kb
@@ -29,9 +30,11 @@ def _make(name: str, ctx: PredictorContext, graph: str) -> ExtractedKBPredictor:
     return ExtractedKBPredictor(name, ctx.store, graph, labels, info)
 
 
+@declares()
 def make_re_naive(name: str, ctx: PredictorContext) -> ExtractedKBPredictor:
     return _make(name, ctx, "re-naive")
 
 
+@declares()
 def make_re_oracle(name: str, ctx: PredictorContext) -> ExtractedKBPredictor:
     return _make(name, ctx, "re-oracle")

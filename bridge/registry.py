@@ -34,6 +34,7 @@ class PredictorContext:
     batch_size: int = 32
     options: dict[str, str] = field(default_factory=dict)
     progress: bool = True  # whether set-up work (index or KB builds) may show progress bars
+    compat: str | None = None  # "lama": behave as LAMA's released code (tokenization around the mask)
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

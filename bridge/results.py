@@ -12,7 +12,7 @@ TOP_SAVED = 10
 
 
 def slug(name: str) -> str:
-    """A file-system-safe name for a predictor (model paths contain slashes)."""
+    """A file-system-safe relation id (predictor names are checked to be safe already)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
 
 
@@ -43,4 +43,5 @@ def read_done(path: Path) -> dict[str, dict]:
 
 
 def to_ranked(record: dict) -> Ranked:
-    return Ranked(record["relation"], record["rank_raw"], record["rank_filtered"])
+    return Ranked(record["relation"], record["rank_raw"], record["rank_filtered"],
+                  record.get("rank_exact_raw"), record.get("rank_exact_filtered"))

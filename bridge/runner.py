@@ -1,222 +1,217 @@
-"""Runs predictors over LAMA corpora: resumable, written as produced, scored raw and filtered.
+"""Runs named predictors over LAMA corpora: validated first, resumable, written as produced.
 
 Layout of an output directory:
-  config.json                           everything needed to rerun (and data versions)
-  predictions/<corpus>/<predictor>/<relation>.jsonl   one line per query, appended as produced
-  summary.json / summary.md / curves.json             rebuilt from the prediction files
-A rerun of the same command skips every query already in the prediction files.
+  config.json                                       what ran, with which identity, data versions, timings
+  predictions/<corpus>/<name>/<relation>.jsonl      one line per query, appended as produced
+  summary.json / summary.md / curves.json / dropped.json / instances.parquet   rebuilt from all files
+A rerun skips every query already written; a rerun with more predictors, corpora or relations adds them.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import dataclasses
+import errno
+import logging
 import sys
+import time
 from collections import Counter
-from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
 
-from bridge.registry import PredictorContext, build, resolve
-from bridge.results import TOP_SAVED, predictions_path, read_done, to_ranked
+from bridge.registry import PredictorContext
+from bridge.results import TOP_SAVED, predictions_path, read_done
+from bridge.run_config import (
+    Plan,
+    PlannedPredictor,
+    RunConfig,
+    default_cache_dir,
+    merge_config,
+    plan_run,
+    read_config,
+)
+from bridge.summaries import collect, write_json
 from eval.datadir import resolve_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
-from eval.lama import Corpus, load_corpus
-from eval.metrics import gold_rank, pk_curve, summarize
+from eval.lama import Corpus
+from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
-from eval.report import markdown
-from kb.store import GraphStore
+from kb.store import GraphStore, open_store
 
-CHUNK = 512  # queries per predict call: the unit of progress, flushing and resuming
+__all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_lama"]
 
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("KBC_CACHE", Path.home() / ".cache" / "kbcompare"))
+CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk_size`)
+log = logging.getLogger("kbc")
 
 
-@dataclass
-class RunConfig:
-    corpora: list[str]
-    predictors: list[str]
-    out: Path
-    data_dir: str | None = None
-    relations: list[str] = field(default_factory=list)
-    depth: int = 100
-    device: str = "cpu"
-    dtype: str = "float32"
-    batch_size: int = 32
-    options: dict[str, str] = field(default_factory=dict)
-    cache_dir: Path | None = None
-    store: str | None = None  # graph store path, or a SPARQL endpoint URL
-    limit: int | None = None  # at most this many facts per relation (quick looks)
+class RunLock:
+    """One writer per output directory: a second run into it is refused, not interleaved."""
 
-    def settings(self) -> dict:
-        """The settings that change answers; a rerun into the same directory must match them."""
-        return {
-            "depth": self.depth,
-            "dtype": self.dtype,
-            "relations": self.relations,
-            "options": self.options,
-            "limit": self.limit,
-        }
+    def __init__(self, out: Path) -> None:
+        self.path = out / ".kbc.lock"
+        self.handle = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+
+        self.handle = self.path.open("a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self.handle.close()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConfigError(f"another kbc run is writing to {self.path.parent}; wait for it or use another --out"
+                                  ) from None
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
 
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _open_store(cfg: RunConfig, cache: Path) -> GraphStore:
-    if cfg.store and cfg.store.startswith(("http://", "https://")):
-        return GraphStore.remote(cfg.store)
-    return GraphStore.open(cfg.store or cache / "store")
+def package_versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for name in ("kbcompare", "torch", "transformers", "rdflib", "pyoxigraph", "tantivy"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
-def _check_config(cfg: RunConfig, path: Path, versions: dict[str, str]) -> dict:
-    """Merge with an existing config of the same directory, refusing incompatible reruns."""
-    config = {"settings": cfg.settings(), "corpora": [], "predictors": [], "data_versions": {}, "runs": []}
-    if path.exists():
-        old = json.loads(path.read_text())
-        if old.get("settings") != cfg.settings():
-            raise ConfigError(
-                f"{path.parent} holds results made with other settings ({old.get('settings')}); "
-                "use another --out or the same settings"
-            )
-        for corpus, version in versions.items():
-            seen = old.get("data_versions", {}).get(corpus)
-            if seen and seen != version:
-                raise ConfigError(
-                    f"{path.parent} holds {corpus} results from other data (version {seen}, now {version}); "
-                    "use another --out"
-                )
-        config = old
-    return config
-
-
-def run_lama(cfg: RunConfig, progress: bool = True) -> list[dict]:
-    out = cfg.out
-    for spec in cfg.predictors:
-        resolve(spec)  # unknown names fail before any data is loaded
+def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> list[dict]:
+    """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
     data_dir = resolve_data_dir(cfg.data_dir)
+    plan = plan_run(cfg, data_dir)
+    for name, corpus in plan.corpora.items():
+        asked = len(plan.asked[name])
+        sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
+        log.info("%s%s", corpus.summary(), sampled)
+    out = cfg.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
     cache = cfg.cache_dir or default_cache_dir()
-    corpora: dict[str, Corpus] = {}
-    for name in cfg.corpora:
-        corpus = load_corpus(name, data_dir, _relations_for(cfg, name))
-        if cfg.limit:
-            corpus.facts = _limit(corpus, cfg.limit)
-        _log(corpus.summary())
-        corpora[name] = corpus
-    versions = {name: c.version for name, c in corpora.items()}
-    out.mkdir(parents=True, exist_ok=True)
-    config_path = out / "config.json"
-    config = _check_config(cfg, config_path, versions)
-    config["corpora"] = list(dict.fromkeys(config["corpora"] + cfg.corpora))
-    config["predictors"] = list(dict.fromkeys(config["predictors"] + cfg.predictors))
-    config["data_versions"].update(versions)
-    config["data_dir"] = str(data_dir)
-    config["load_reports"] = {n: [r.to_dict() for r in c.reports] for n, c in corpora.items()}
-    config["runs"].append({"argv": sys.argv, "device": cfg.device, "batch_size": cfg.batch_size})
-    config.setdefault("predictor_configs", {})
-    _write_json(config_path, config)
-
-    with _open_store(cfg, cache) as store:
-        for name, corpus in corpora.items():
-            valid = _valid_objects(store, corpus)
-            queries = make_queries(corpus)
-            for spec in cfg.predictors:
-                ctx = PredictorContext(corpus, store, cache, data_dir, cfg.device, cfg.dtype, cfg.batch_size,
-                                       dict(cfg.options), progress)
-                described = _run_one(spec, ctx, queries, valid, cfg, progress)
-                if described is not None:
-                    config["predictor_configs"].setdefault(name, {})[spec] = described
-                    _write_json(config_path, config)
-    rows = collect(out, config["corpora"], config["predictors"], corpora)
-    return rows
+    with RunLock(out):
+        config_path = out / "config.json"
+        config = merge_config(read_config(config_path), cfg, plan)
+        run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
+               "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
+               "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+        config["runs"].append(run)
+        config["data_dir"] = str(data_dir)
+        config.setdefault("load_reports", {}).update(
+            {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
+        write_json(config_path, config)
+        try:
+            with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
+                for name, corpus in plan.corpora.items():
+                    valid = _valid_objects(store, corpus, plan.versions[name])
+                    queries = _queries(corpus, plan, valid)
+                    for p in plan.predictors:
+                        _run_one(p, corpus, queries, valid, cfg, store, cache, data_dir, config, progress)
+                        write_json(config_path, config)
+        finally:
+            run["finished"] = _now()
+            write_json(config_path, config)
+        return collect(out, setting)
 
 
-def _relations_for(cfg: RunConfig, corpus: str) -> list[str] | None:
-    """`--relations` applies to the corpora that know those ids (T-REx P-ids, Google-RE names)."""
-    if not cfg.relations:
-        return None
-    from eval.lama import GOOGLE_RE_RELATIONS
-
-    if corpus == "google_re":
-        return [r for r in cfg.relations if r in GOOGLE_RE_RELATIONS] or None
-    if corpus == "trex":
-        return [r for r in cfg.relations if r not in GOOGLE_RE_RELATIONS] or None
-    return None
-
-
-def _limit(corpus: Corpus, n: int) -> list:
-    kept, count = [], {}
-    for fact in corpus.facts:
-        count[fact.relation] = count.get(fact.relation, 0) + 1
-        if count[fact.relation] <= n:
-            kept.append(fact)
-    return kept
-
-
-def _valid_objects(store: GraphStore, corpus: Corpus) -> dict[str, dict[str, set[str]]]:
-    """Per relation, subject key -> all valid object labels (from the gold graph, by SPARQL)."""
+def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+    """Per relation, subject key -> all valid object labels, from a graph holding exactly that relation's data."""
     if corpus.facts and corpus.facts[0].cloze:
         return {}  # cloze corpora (SQuAD, ConceptNet) have no subject identity to filter by
-    store.ensure_facts(corpus.facts, f"{corpus.name}@{corpus.version}")
-    return {rel: store.valid_objects(rel) for rel in corpus.relations}
+    by_rel = corpus.by_relation()
+    valid = {}
+    for rel, facts in by_rel.items():
+        graph = store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
+        valid[rel] = store.valid_objects(rel, graph)
+    return valid
 
 
-def _run_one(spec, ctx, queries, valid, cfg: RunConfig, progress: bool) -> dict | None:
-    corpus = ctx.corpus.name
+def _queries(corpus: Corpus, plan: Plan, valid: dict) -> dict[str, list[tuple]]:
+    """Queries of the asked facts, uids as in the full corpus; targets = gold, then the other valid objects."""
+    asked = {id(f) for f in plan.asked[corpus.name]}
+    out = {}
+    for rel, pairs in make_queries(corpus).items():
+        rel_valid = valid.get(rel, {})
+        out[rel] = [(dataclasses.replace(q, targets=_targets(f, rel_valid)), f) for q, f in pairs if id(f) in asked]
+    return out
+
+
+def _targets(fact, rel_valid: dict[str, set[str]]) -> tuple[str, ...]:
+    gold = fact.object.label
+    return (gold, *sorted(rel_valid.get(fact.subject.key, set()) - {gold}))
+
+
+def _run_one(p: PlannedPredictor, corpus: Corpus, queries: dict, valid: dict, cfg: RunConfig, store, cache: Path,
+             data_dir: Path, config: dict, progress: bool) -> None:
     todo: list[tuple[str, list, Path]] = []
-    dropped: dict[str, Counter] = {}  # per relation, dropped facts by reason (earlier runs and this one)
     for rel, pairs in queries.items():
-        path = predictions_path(cfg.out, corpus, spec, rel)
+        path = predictions_path(cfg.out, corpus.name, p.name, rel)
         done = read_done(path)
-        earlier = Counter(r["dropped"] for r in done.values() if "dropped" in r)
-        if earlier:
-            dropped[rel] = earlier
         rest = [(q, f) for q, f in pairs if q.uid not in done]
         if rest:
             todo.append((rel, rest, path))
     if not todo:
-        _log(f"{corpus} / {spec}: all {sum(len(p) for p in queries.values())} queries done, skipped")
-        return None
-    predictor = build(spec, ctx)
+        log.info("%s / %s: all %d queries done, skipped", corpus.name, p.name, sum(len(x) for x in queries.values()))
+        return
+    started = time.monotonic()
+    ctx = PredictorContext(corpus, store, cache, data_dir, cfg.device, cfg.dtype, cfg.batch_size, dict(p.options),
+                           progress, cfg.compat)
+    predictor = p.factory(p.spec, ctx)
+    described = predictor.describe()
+    configs = config["predictor_configs"].setdefault(corpus.name, {})
+    spaces = config["answer_space"].setdefault(corpus.name, {}).setdefault(p.name, {})
+    size = getattr(predictor, "answer_space_size", None)
+    for rel in corpus.relations:
+        spaces[rel] = size(rel) if size else None
     todo, gone = _drop_unsupported(predictor, todo)
     for rel, items in gone.items():
-        path = predictions_path(cfg.out, corpus, spec, rel)
+        path = predictions_path(cfg.out, corpus.name, p.name, rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as handle:
             for query, fact, reason in items:
                 write_jsonl_line(handle, _dropped_record(query, fact, reason))
-    now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
-    if now:
-        _log(_dropped_line(f"{corpus} / {spec}", now))
-    for rel, counts in now.items():
-        dropped.setdefault(rel, Counter()).update(counts)
+    if gone:
+        now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
+        log.info(_dropped_line(f"{corpus.name} / {p.name}", now))
     total = sum(len(rest) for _, rest, _ in todo)
-    bar = tqdm(total=total, desc=f"{corpus} {spec}", unit="fact", disable=not progress, file=sys.stderr)
+    cost = getattr(predictor, "cost", None)
+    if cost and total:
+        log.info("%s / %s: %s", corpus.name, p.name, cost([q for _, rest, _ in todo for q, _ in rest]))
+    chunk_size = getattr(predictor, "chunk_size", CHUNK)
+    bar = tqdm(total=total, desc=f"{corpus.name} {p.name}", unit="query", disable=not progress, file=sys.stderr)
     try:
         for rel, rest, path in todo:
             rel_valid = valid.get(rel, {})
             depth = cfg.depth + max((len(v) for v in rel_valid.values()), default=0)
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as handle:
-                for start in range(0, len(rest), CHUNK):
-                    chunk = rest[start:start + CHUNK]
-                    preds = list(predictor.predict([q for q, _ in chunk], depth))
-                    if len(preds) != len(chunk):
-                        raise ConfigError(f"predictor {spec} gave {len(preds)} predictions for {len(chunk)} queries")
-                    for (query, fact), pred in zip(chunk, preds):
+                for start in range(0, len(rest), chunk_size):
+                    chunk = rest[start:start + chunk_size]
+                    n = 0
+                    for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], depth)):
                         write_jsonl_line(handle, _record(query, fact, pred, rel_valid))
-                    handle.flush()
-                    bar.update(len(chunk))
+                        handle.flush()
+                        bar.update(1)
+                        n += 1
+                    if n != len(chunk):
+                        raise ConfigError(f"predictor {p.name} gave {n} predictions for {len(chunk)} queries")
     finally:
         bar.close()
-    described = predictor.describe()
-    if dropped:
-        described = {**described, "dropped_facts": {rel: dict(c) for rel, c in dropped.items()}}
-    return described
+        seconds = config["seconds"].setdefault(corpus.name, {})
+        seconds[p.name] = round(seconds.get(p.name, 0.0) + time.monotonic() - started, 3)
+        configs[p.name] = described
 
 
 def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
@@ -230,7 +225,7 @@ def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
         return todo, {}
     kept_todo, gone = [], {}
     for rel, rest, path in todo:
-        kept, reasons = filter_facts([f for _, f in rest])
+        kept, _reasons = filter_facts([f for _, f in rest])
         keep = {id(f) for f in kept}
         dropped = [(q, f) for q, f in rest if id(f) not in keep]
         if dropped:
@@ -253,7 +248,7 @@ def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
 
 def _dropped_record(query, fact, reason: str) -> dict:
     return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
-            "gold": fact.object.label, "dropped": reason}
+            "subject_id": fact.subject.id, "gold": fact.object.label, "gold_id": fact.object.id, "dropped": reason}
 
 
 def _record(query, fact, pred, rel_valid: dict[str, set[str]]) -> dict:
@@ -272,52 +267,10 @@ def _record(query, fact, pred, rel_valid: dict[str, set[str]]) -> dict:
         "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased),
         "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]],
     }
+    if pred.target_ranks is not None:
+        record["rank_exact_raw"] = pred.target_ranks.get(gold)
+        record["rank_exact_filtered"] = filtered_exact_rank(pred.target_ranks, gold, others, pred.lowercased)
     if pred.extra:
         record["extra"] = pred.extra
     return record
 
-
-def collect(out: Path, corpora: list[str], predictors: list[str], loaded: dict[str, Corpus]) -> list[dict]:
-    """Score every prediction file of the directory and write the summaries."""
-    rows: list[dict] = []
-    curves: list[dict] = []
-    dropped: list[dict] = []
-    for corpus_name in corpora:
-        corpus = loaded.get(corpus_name)
-        for spec in predictors:
-            ranked = []
-            types: dict[str, str | None] = {}
-            rels = corpus.relations if corpus else {}
-            for rel in rels:
-                records = read_done(predictions_path(out, corpus_name, spec, rel)).values()
-                ranked += [to_ranked(r) for r in records if "dropped" not in r]
-                types[rel] = rels[rel].type
-                reasons = Counter(r["dropped"] for r in records if "dropped" in r)
-                dropped += [{"corpus": corpus_name, "predictor": spec, "relation": rel, "reason": why, "n": n}
-                            for why, n in reasons.items()]
-            if not ranked:
-                continue
-            for row in summarize(ranked, types):
-                rows.append({"corpus": corpus_name, "predictor": spec, **row})
-            for row in pk_curve(ranked):
-                curves.append({"corpus": corpus_name, "predictor": spec, **row})
-    _write_json(out / "summary.json", rows)
-    _write_json(out / "curves.json", curves)
-    _write_json(out / "dropped.json", dropped)
-    (out / "summary.md").write_text(markdown(rows) + _dropped_markdown(dropped))
-    return rows
-
-
-def _dropped_markdown(dropped: list[dict]) -> str:
-    if not dropped:
-        return ""
-    lines = ["## Facts a predictor could not answer (not scored)", "",
-             "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
-    lines += [f"| {d['corpus']} | {d['predictor']} | {d['relation']} | {d['reason']} | {d['n']} |" for d in dropped]
-    return "\n".join(lines) + "\n"
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str))
-    os.replace(tmp, path)

@@ -1,11 +1,11 @@
 """Factory for the `retrieval` predictor (BM25 over a text index, then a reader).
 
 Options (`--set KEY=VALUE`):
-  index=PATH|NAME   an existing index (default: the LAMA evidence index in the cache, built on
+  text_index=PATH|NAME   an existing index (default: the LAMA evidence index in the cache, built on
                     first use); for Elasticsearch, the index name
   backend=tantivy|elasticsearch, es_url=URL (default $KBC_ES_URL)
   k=5               paragraphs read per query
-  reader=vocab|entities|qa, model=PATH (qa), vocab=PATH (default: LAMA's common cased vocabulary)
+  reader=vocab|entities|qa, model=PATH (qa), vocab_file=PATH (default: LAMA's common cased vocabulary)
   exclude_gold=0|1  drop the queried fact's own evidence paragraphs (leak-free number)
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bridge.options import Option, declares, truthy
 from bridge.registry import PredictorContext
 from eval.errors import ConfigError
 
-OPTIONS = ("index", "backend", "es_url", "k", "reader", "model", "vocab", "exclude_gold", "context_bonus")
 EVIDENCE_INDEX = "lama-evidence"
 
 
@@ -31,6 +31,18 @@ def _int(options: dict, key: str, default: int) -> int:
     return value
 
 
+@declares(
+    Option("text_index", "an existing text index (path, or index name for Elasticsearch)",
+           default="the LAMA evidence index in the cache"),
+    Option("backend", "text index backend", "choice", ("tantivy", "elasticsearch"), "tantivy"),
+    Option("es_url", "Elasticsearch URL", default="$KBC_ES_URL"),
+    Option("k", "paragraphs read per query", "int", default="5", minimum=1),
+    Option("reader", "how answers are read from the paragraphs", "choice", ("vocab", "entities", "qa"), "vocab"),
+    Option("model", "extractive QA model (reader=qa): local directory or hub id"),
+    Option("vocab_file", "answer vocabulary, one word per line", "path", default="LAMA's common cased vocabulary"),
+    Option("exclude_gold", "drop the queried fact's own evidence paragraphs (leak-free)", "bool", default="0"),
+    Option("context_bonus", "weight of matching words around the slot (reader=vocab)", "float", default="1.0"),
+)
 def make_retrieval(name: str, ctx: PredictorContext):
     from kb.text.evidence import evidence_index
     from kb.text.index import check_backend, open_index
@@ -39,13 +51,13 @@ def make_retrieval(name: str, ctx: PredictorContext):
     opts = ctx.options
     backend = check_backend(opts.get("backend", "tantivy"))
     es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
-    if "index" in opts:
-        index = open_index(backend, opts["index"], es_url)
+    if "text_index" in opts:
+        index = open_index(backend, opts["text_index"], es_url)
     else:
         location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
         index = evidence_index(location, ctx.data_dir, backend, es_url, progress=ctx.progress)
     reader_name = opts.get("reader", "vocab")
-    vocab_path = Path(opts.get("vocab") or ctx.data_dir / "common_vocab_cased.txt")
+    vocab_path = Path(opts.get("vocab_file") or ctx.data_dir / "common_vocab_cased.txt")
     if reader_name == "vocab":
         try:
             bonus = float(opts.get("context_bonus", 1.0))
@@ -60,7 +72,7 @@ def make_retrieval(name: str, ctx: PredictorContext):
         reader = QAReader(opts["model"], load_vocab(vocab_path), device=ctx.device)
     else:
         raise ConfigError(f"--set reader={reader_name!r}: choose vocab, entities or qa")
-    exclude = opts.get("exclude_gold", "0").lower() in ("1", "true", "yes")
+    exclude = truthy(opts.get("exclude_gold"))
     stats = index.stats()
     info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
     return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -17,6 +18,21 @@ LAMA_URL = "https://dl.fbaipublicfiles.com/LAMA/data.zip"
 LAMA_SHA256: str | None = None  # pass --sha256 to pin; the digest is always printed and stored
 
 
+def check_url(url: str) -> str:
+    """`url` if urllib can fetch it (http, https, ftp with a host; file); a DataError otherwise."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range)
+    except ValueError as exc:
+        raise DataError(f"--url {url!r} is not a valid URL ({exc})") from None
+    if parts.scheme == "file" and parts.path:
+        return url
+    if parts.scheme not in ("http", "https", "ftp") or not parts.hostname:
+        raise DataError(f"--url {url!r} is not a URL to download from; expected e.g. {LAMA_URL} "
+                        "(or file:///path/to/data.zip for a local copy)")
+    return url
+
+
 def _fetch(url: str, target: Path) -> str:
     digest = hashlib.sha256()
     try:
@@ -27,7 +43,7 @@ def _fetch(url: str, target: Path) -> str:
                     out.write(block)
                     digest.update(block)
                     bar.update(len(block))
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # urllib raises ValueError for URLs it cannot open
         raise DataError(f"cannot download {url}: {exc}; check the network or fetch it by hand") from None
     return digest.hexdigest()
 
@@ -38,6 +54,10 @@ def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LA
     final = dest / "lama"
     if (final / "relations.jsonl").is_file():
         return final
+    check_url(url)
+    if final.exists():
+        raise DataError(f"{final} exists but holds no relations.jsonl (an unfinished copy?); "
+                        "remove it or choose another --dest")
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
         archive = Path(tmp) / "data.zip"

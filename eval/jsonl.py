@@ -1,23 +1,58 @@
-"""JSONL reading that names the file and line of anything malformed."""
+"""JSONL reading that names the file and line of anything malformed, and typed field access.
+
+Every failure a data file can cause (not UTF-8, unreadable, a directory, malformed JSON, a field of
+the wrong JSON type) is a DataError naming the file and, where there is one, the line.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from eval.errors import DataError
+
+_JSON_TYPES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array",
+               dict: "an object", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def open_binary(path: Path, what: str = "file"):
+    """`path` opened for reading; a missing, unreadable or directory path is a one-line DataError."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path}: is a directory, expected a {what}") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object); blank lines are skipped, bad lines raise DataError."""
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
+    handle = open_binary(path, "JSONL file")
     empty = True
     with handle:
-        for lineno, line in enumerate(handle, 1):
+        lineno = 0
+        while True:
+            try:
+                raw = handle.readline()
+            except OSError as exc:
+                raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+            if not raw:
+                break
+            lineno += 1
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column "
+                                f"{exc.start + 1})") from None
             if not line.strip():
                 continue
             empty = False
@@ -25,14 +60,52 @@ def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+            except RecursionError:
+                raise DataError(f"{path}:{lineno}: malformed JSON (nested too deeply)") from None
             if not isinstance(row, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {json_type(row)}")
             missing = [k for k in required if k not in row]
             if missing:
                 raise DataError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
             yield lineno, row
     if empty:
         raise DataError(f"{path}: file is empty")
+
+
+def opt_str(row: dict, key: str, where: str) -> str | None:
+    """A string field that may be absent, null or empty (then None); any other type is a DataError."""
+    value = row.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{where}: field {key!r} must be a string, got {json_type(value)}")
+    return value
+
+
+def req_str(row: dict, key: str, where: str) -> str:
+    """A string field that must be present and not blank."""
+    value = row.get(key)
+    if not isinstance(value, str) or not value.strip():
+        got = "missing" if key not in row else "empty" if isinstance(value, str) else json_type(value)
+        raise DataError(f"{where}: field {key!r} must be a non-empty string, got {got}")
+    return value
+
+
+def opt_list(row: dict, key: str, where: str, item: type = str) -> list:
+    """A list field whose entries are all of type `item` (str or dict); absent or null gives []."""
+    value = row.get(key)
+    if value is None:
+        return []
+    name = "strings" if item is str else "objects"
+    if not isinstance(value, list):
+        raise DataError(f"{where}: field {key!r} must be an array of {name}, got {json_type(value)}")
+    bad = next((v for v in value if not isinstance(v, item)), _NOTHING)
+    if bad is not _NOTHING:
+        raise DataError(f"{where}: field {key!r} must be an array of {name}, got an entry that is {json_type(bad)}")
+    return value
+
+
+_NOTHING = object()
 
 
 def write_jsonl_line(handle, row: dict) -> None:

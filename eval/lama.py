@@ -15,7 +15,7 @@ from pathlib import Path
 
 from eval.datadir import fingerprint, resolve_data_dir
 from eval.errors import DataError
-from eval.jsonl import read_jsonl
+from eval.jsonl import opt_list, opt_str, read_jsonl, req_str
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
@@ -120,22 +120,13 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             pred = row.get("predicate_id", rel)
             if pred != rel:
                 raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
-            sub = Entity(_label(row, "sub_label", where), row.get("sub_uri") or None)
-            obj = Entity(_label(row, "obj_label", where), row.get("obj_uri") or None)
+            sub = Entity(_label(row, "sub_label", where), opt_str(row, "sub_uri", where))
+            obj = Entity(_label(row, "obj_label", where), opt_str(row, "obj_uri", where))
             if dedup.seen(sub, obj):
                 report.drop("duplicate rows (same ids)")
                 continue
-            evidences = tuple(
-                Evidence(
-                    text=ev["masked_sentence"].replace(MASK, ev.get("obj_surface") or obj.label),
-                    masked=ev["masked_sentence"],
-                    sub_surface=ev.get("sub_surface"),
-                    obj_surface=ev.get("obj_surface"),
-                )
-                for ev in row.get("evidences") or ()
-                if isinstance(ev, dict) and ev.get("masked_sentence")
-            )
-            uid = row.get("uuid") or f"{rel}:{lineno}"
+            evidences = _trex_evidences(row, obj.label, where)
+            uid = opt_str(row, "uuid", where) or f"{rel}:{lineno}"
             corpus.facts.append(Fact(uid, "trex", rel, sub, obj, evidences))
             report.kept += 1
         corpus.reports.append(report)
@@ -146,13 +137,34 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
     return corpus
 
 
-def _majority_no(row: dict) -> bool:
+def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ...]:
+    """T-REx evidence sentences with [MASK] restored from `obj_surface` (else the object label)."""
+    out = []
+    for i, ev in enumerate(opt_list(row, "evidences", where, dict), 1):
+        at = f"{where}: evidence {i}"
+        masked = opt_str(ev, "masked_sentence", at)
+        if masked:
+            surface = opt_str(ev, "obj_surface", at)
+            out.append(Evidence(text=masked.replace(MASK, surface or obj_label), masked=masked,
+                                sub_surface=opt_str(ev, "sub_surface", at), obj_surface=surface))
+    return tuple(out)
+
+
+def _majority_no(row: dict, compat: str | None = None) -> bool:
+    """More "no" than "yes" votes; under compat "lama" every vote other than "yes" is a "no"."""
     votes = [j.get("judgment") for j in row.get("judgments") or () if isinstance(j, dict)]
-    return votes.count("no") > votes.count("yes")
+    yes = votes.count("yes")
+    no = len(votes) - yes if compat == "lama" else votes.count("no")
+    return no > yes
 
 
-def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
-    """Google-RE with LAMA's templates; facts rated "no" by most judges are dropped."""
+def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+                   compat: str | None = None) -> Corpus:
+    """Google-RE with LAMA's templates; facts rated "no" by most judges are dropped.
+
+    `compat="lama"`: LAMA's released rule, any judgment other than "yes" (e.g. "skip") counts as
+    "no" (it drops no row of the staged data).
+    """
     root = resolve_data_dir(data_dir)
     wanted = select_relations(GOOGLE_RE_RELATIONS, list(relations or []), "Google-RE")
     corpus = Corpus("google_re", {r: GOOGLE_RE_RELATIONS[r] for r in wanted}, [])
@@ -164,22 +176,23 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
         for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
             report.read += 1
             where = f"{path}:{lineno}"
-            if _majority_no(row):
+            opt_list(row, "judgments", where, dict)
+            if _majority_no(row, compat):
                 report.drop("judged wrong by most raters")
                 continue
-            sub = Entity(_label(row, "sub_label", where), row.get("sub_w") or None,
-                         tuple(row.get("sub_aliases") or ()))
-            obj = Entity(_label(row, "obj_label", where), row.get("obj_w") or None,
-                         tuple(row.get("obj_aliases") or ()))
+            sub = Entity(_label(row, "sub_label", where), opt_str(row, "sub_w", where),
+                         tuple(opt_list(row, "sub_aliases", where)))
+            obj = Entity(_label(row, "obj_label", where), opt_str(row, "obj_w", where),
+                         tuple(opt_list(row, "obj_aliases", where)))
             if dedup.seen(sub, obj):
                 report.drop("duplicates (same labels, no Wikidata id tells them apart)")
                 continue
             evidences = tuple(
-                Evidence(text=ev["snippet"], url=ev.get("url"))
-                for ev in row.get("evidences") or ()
-                if isinstance(ev, dict) and ev.get("snippet")
+                Evidence(text=snippet, url=opt_str(ev, "url", f"{where}: evidence {i}"))
+                for i, ev in enumerate(opt_list(row, "evidences", where, dict), 1)
+                if (snippet := opt_str(ev, "snippet", f"{where}: evidence {i}"))
             )
-            uid = row.get("uuid") or f"{rel}:{lineno}"
+            uid = opt_str(row, "uuid", where) or f"{rel}:{lineno}"
             corpus.facts.append(Fact(uid, "google_re", rel, sub, obj, evidences))
             report.kept += 1
         corpus.reports.append(report)
@@ -207,9 +220,10 @@ def load_squad(data_dir: str | Path | None = None, relations: Iterable[str] | No
         report.read += 1
         where = f"{path}:{lineno}"
         cloze = _cloze(row, where)
-        uid = row.get("id") or row.get("uuid") or f"squad:{lineno}"
+        uid = opt_str(row, "id", where) or opt_str(row, "uuid", where) or f"squad:{lineno}"
         obj = Entity(_label(row, "obj_label", where))
-        corpus.facts.append(Fact(uid, "squad", "squad", Entity(row.get("sub_label") or "Squad"), obj, cloze=cloze))
+        sub = Entity(opt_str(row, "sub_label", where) or "Squad")
+        corpus.facts.append(Fact(uid, "squad", "squad", sub, obj, cloze=cloze))
         report.kept += 1
     corpus.reports.append(report)
     return corpus
@@ -231,10 +245,10 @@ def load_conceptnet(data_dir: str | Path | None = None, relations: Iterable[str]
     for lineno, row in read_jsonl(path, required=("pred", "masked_sentences")):
         report.read += 1
         where = f"{path}:{lineno}"
-        rel = row["pred"]
+        rel = req_str(row, "pred", where)
         relations_seen.setdefault(rel, Relation(rel, rel, OBJECT_SLOT, None))
-        sub = Entity(row.get("sub_label") or _label(row, "sub", where))
-        obj = Entity(row.get("obj_label") or _label(row, "obj", where))
+        sub = Entity(opt_str(row, "sub_label", where) or _label(row, "sub", where))
+        obj = Entity(opt_str(row, "obj_label", where) or _label(row, "obj", where))
         uid = str(row.get("uuid") or f"conceptnet:{lineno}")
         facts.append(Fact(uid, "conceptnet", rel, sub, obj, cloze=_cloze(row, where)))
         report.kept += 1
@@ -254,9 +268,13 @@ LOADERS = {
 }
 
 
-def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
+def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+                compat: str | None = None) -> Corpus:
+    """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`)."""
     try:
         loader = LOADERS[name]
     except KeyError:
         raise DataError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}") from None
+    if name == "google_re":
+        return loader(data_dir, relations, compat=compat)
     return loader(data_dir, relations)

@@ -3,19 +3,39 @@
 Two settings side by side: `raw` ranks the gold object among all answers (LAMA's released
 code); `filtered` first removes the other valid objects of the same subject and relation
 (the LAMA paper, after Bordes et al. 2013). Answers match gold by label, as LAMA compares tokens.
+
+Two kinds of rank per query. The *list* rank is the gold's position in the predictor's answer
+list (at most the answer depth; None below it); P@k always uses it. The *exact* rank is the
+gold's rank among all candidates a predictor scored (`Prediction.target_ranks`, from predictors
+that score every candidate: masked LMs, causal typed querying, E-BERT token level); MRR uses it
+when present, so a gold object below the answer depth still counts 1/rank. The two agree for
+every rank within the depth. MRR has no cut-off by default; `mrr_cutoff=LAMA_MRR_CUTOFF` counts
+1/rank only for ranks <= 10,000 and 0 below, as LAMA's released code does (its
+`evaluation_metrics.get_ranking` looks the gold up among `torch.topk(log_probs, k=10000)` over
+the common vocabulary; the gold's position there + 1 is the rank, and a gold outside gives 0).
+
+Ties (every predictor): candidates with equal scores are ordered by the predictor's fixed
+candidate order (the vocabulary file order for LMs; each predictor documents its order), so
+    rank(c) = 1 + #{candidates scoring strictly higher than c}
+                + #{candidates scoring exactly as c that come before c in the candidate order},
+which is also c's position in the answer list. LAMA's `torch.topk` leaves the order of exact ties
+unspecified.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from eval.types import Answer
 
 SETTINGS = ("raw", "filtered")
 METRICS = ("p@1", "p@10", "mrr")
 CURVE_KS = tuple(range(1, 101))
+LAMA_MRR_CUTOFF = 10_000  # LAMA's released code: get_ranking(..., topk=10000)
 
 
 def _norm(label: str, lowercased: bool) -> str:
@@ -39,16 +59,72 @@ def gold_rank(
     return None
 
 
+def filtered_exact_rank(
+    target_ranks: Mapping[str, int] | None, gold: str, others: Iterable[str], lowercased: bool = False
+) -> int | None:
+    """The gold's exact rank after removing the other valid objects ranked above it.
+
+    `target_ranks` is a prediction's label -> exact rank map (it holds every target that is a
+    candidate); an other valid object absent from it is no candidate and removes nothing. Labels
+    equal to the gold after normalisation are the gold itself. None when the gold has no exact rank.
+    """
+    if target_ranks is None:
+        return None
+    gold_n = _norm(gold, lowercased)
+    rank = target_ranks.get(gold)
+    if rank is None:
+        rank = next((r for label, r in target_ranks.items() if _norm(label, lowercased) == gold_n), None)
+    if rank is None:
+        return None
+    skip = {_norm(o, lowercased) for o in others} - {gold_n}
+    # distinct candidates have distinct ranks: counting ranks counts each candidate once
+    above = {r for label, r in target_ranks.items() if r < rank and _norm(label, lowercased) in skip}
+    return rank - len(above)
+
+
+def exact_rank(scores: np.ndarray, pos: int) -> int:
+    """Rank of candidate `pos` among all `scores` under the tie rule of the module docstring."""
+    scores = np.asarray(scores)
+    s = scores[pos]
+    return 1 + int(np.count_nonzero(scores > s)) + int(np.count_nonzero(scores[:pos] == s))
+
+
+def top_order(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the `k` best scores, best first, ties by position (the module's tie rule)."""
+    scores = np.asarray(scores)
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < len(scores):
+        kth = np.partition(-scores, k - 1)[k - 1]
+        cand = np.flatnonzero(-scores <= kth)  # every position that can be in the top k, ties included
+    else:
+        cand = np.arange(len(scores))
+    order = cand[np.lexsort((cand, -scores[cand]))]
+    return order[:k]
+
+
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """One scored query: what every metric needs, and all a predictions file must keep."""
+    """One scored query: what every metric needs, and all a predictions file must keep.
+
+    `rank_*` are list ranks (P@k); `exact_*` are exact ranks among all candidates where the
+    predictor reports them (MRR), else None.
+    """
 
     relation: str
     rank_raw: int | None
     rank_filtered: int | None
+    exact_raw: int | None = None
+    exact_filtered: int | None = None
 
     def rank(self, setting: str) -> int | None:
         return self.rank_raw if setting == "raw" else self.rank_filtered
+
+    def mrr_rank(self, setting: str) -> int | None:
+        """The exact rank where known, else the list rank."""
+        exact = self.exact_raw if setting == "raw" else self.exact_filtered
+        return exact if exact is not None else self.rank(setting)
 
 
 def precision_at(ranks: Sequence[int | None], k: int) -> float:
@@ -58,22 +134,23 @@ def precision_at(ranks: Sequence[int | None], k: int) -> float:
     return 100.0 * sum(1 for r in ranks if r is not None and r <= k) / len(ranks)
 
 
-def mean_reciprocal_rank(ranks: Sequence[int | None]) -> float:
+def mean_reciprocal_rank(ranks: Sequence[int | None], cutoff: int | None = None) -> float:
+    """Mean of 1/rank (0 for None); with `cutoff`, ranks above it count 0 (LAMA: 10,000)."""
     if not ranks:
         return 0.0
-    return sum(1.0 / r for r in ranks if r) / len(ranks)
+    return sum(1.0 / r for r in ranks if r and (cutoff is None or r <= cutoff)) / len(ranks)
 
 
-def _metric(name: str, ranks: Sequence[int | None]) -> float:
+def _metric(name: str, rows: Sequence[Ranked], setting: str, mrr_cutoff: int | None) -> float:
     if name == "mrr":
-        return mean_reciprocal_rank(ranks)
-    return precision_at(ranks, int(name.split("@")[1]))
+        return mean_reciprocal_rank([r.mrr_rank(setting) for r in rows], mrr_cutoff)
+    return precision_at([r.rank(setting) for r in rows], int(name.split("@")[1]))
 
 
-def _by_relation(rows: Iterable[Ranked], setting: str) -> dict[str, list[int | None]]:
-    grouped: dict[str, list[int | None]] = defaultdict(list)
+def _by_relation(rows: Iterable[Ranked]) -> dict[str, list[Ranked]]:
+    grouped: dict[str, list[Ranked]] = defaultdict(list)
     for row in rows:
-        grouped[row.relation].append(row.rank(setting))
+        grouped[row.relation].append(row)
     return grouped
 
 
@@ -82,17 +159,18 @@ def summarize(
     relation_types: dict[str, str | None],
     metrics: Sequence[str] = METRICS,
     settings: Sequence[str] = SETTINGS,
+    mrr_cutoff: int | None = None,
 ) -> list[dict]:
     """Tidy rows {setting, group, metric, value, n_facts}: per relation, per type, and `all`.
 
-    Type and `all` values are macro averages over relations (each relation counts once).
+    Type and `all` values are macro averages over relations (each relation counts once). MRR uses
+    exact ranks where rows have them; `mrr_cutoff` (e.g. LAMA_MRR_CUTOFF) zeroes ranks beyond it.
     """
-    rows = list(rows)
+    per_rel = _by_relation(rows)
     out: list[dict] = []
     for setting in settings:
-        per_rel = _by_relation(rows, setting)
         for metric in metrics:
-            values = {rel: _metric(metric, ranks) for rel, ranks in per_rel.items()}
+            values = {rel: _metric(metric, group, setting, mrr_cutoff) for rel, group in per_rel.items()}
             groups: dict[str, list[str]] = {"all": list(values)}
             for rel in values:
                 rtype = relation_types.get(rel)
@@ -111,13 +189,12 @@ def _row(setting: str, group: str, metric: str, value: float, n: int) -> dict:
 
 
 def pk_curve(rows: Iterable[Ranked], ks: Sequence[int] = CURVE_KS, settings: Sequence[str] = SETTINGS) -> list[dict]:
-    """Macro-averaged P@k for k = 1..100 (LAMA Fig. 2), per setting."""
-    rows = list(rows)
+    """Macro-averaged P@k for k = 1..100 (LAMA Fig. 2), per setting, from list ranks."""
+    per_rel = _by_relation(rows)
     out = []
     for setting in settings:
-        per_rel = _by_relation(rows, setting)
         for k in ks:
-            vals = [precision_at(r, k) for r in per_rel.values()]
+            vals = [precision_at([r.rank(setting) for r in group], k) for group in per_rel.values()]
             out.append({"setting": setting, "group": "all", "k": k,
                         "value": sum(vals) / len(vals) if vals else 0.0})
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.errors import DataError
-from eval.jsonl import read_jsonl
+from eval.jsonl import opt_str, read_jsonl, req_str
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 
@@ -19,16 +19,18 @@ def load_relations(path: Path) -> dict[str, Relation]:
     relations: dict[str, Relation] = {}
     for lineno, row in read_jsonl(path, required=("relation", "template")):
         where = f"{path}:{lineno}"
-        check_template(row["template"], where)
-        rtype = row.get("type")
+        rel_id = req_str(row, "relation", where)
+        template = req_str(row, "template", where)
+        check_template(template, where)
+        rtype = opt_str(row, "type", where)
         if rtype is not None and rtype not in RELATION_TYPES:
             raise DataError(f"{where}: unknown relation type {rtype!r} (expected one of {RELATION_TYPES})")
         rel = Relation(
-            id=row["relation"],
-            label=row.get("label", row["relation"]),
-            template=row["template"],
+            id=rel_id,
+            label=opt_str(row, "label", where) or rel_id,
+            template=template,
             type=rtype,
-            description=row.get("description", ""),
+            description=opt_str(row, "description", where) or "",
         )
         if rel.id in relations:
             raise DataError(f"{where}: relation {rel.id} defined twice")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -9,6 +10,7 @@ Slot = Literal["object", "subject"]
 RELATION_TYPES = ("1-1", "N-1", "N-M")
 SUBJECT_SLOT = "[X]"
 OBJECT_SLOT = "[Y]"
+_SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,9 @@ class Query:
     slot: Slot
     template: str
     context: str | None = None
+    # labels whose exact rank among all candidates the predictor should report (gold first, then
+    # the other valid objects); set by the runner, ignored by predictors that return short lists
+    targets: tuple[str, ...] = ()
 
     @property
     def asked(self) -> str:
@@ -78,8 +83,15 @@ class Query:
         return SUBJECT_SLOT if self.slot == "object" else OBJECT_SLOT
 
     def text(self, mask: str) -> str:
-        """The prompt with the known entity filled in and `mask` at the asked slot."""
-        return self.template.replace(self.given, self.known.label).replace(self.asked, mask)
+        """The prompt with the known entity filled in and `mask` at the asked slot.
+
+        Both slots are filled in one pass over the template, so a label that itself contains
+        `[X]`, `[Y]` or a mask token is inserted as plain text and never read as a slot.
+        """
+        fill = {self.given: self.known.label, self.asked: mask}
+        parts = _SLOTS.split(self.template)
+        # re.split with one capture group puts the slot markers at the odd positions
+        return "".join(fill[part] if i % 2 else part for i, part in enumerate(parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +109,6 @@ class Prediction:
     answers: tuple[Answer, ...]
     lowercased: bool = False
     extra: dict = field(default_factory=dict, compare=False)
+    # exact 1-based rank among all scored candidates of each `Query.targets` label it holds
+    # (None: the predictor only returns a short list, ranks count within `answers`)
+    target_ranks: dict[str, int] | None = field(default=None, compare=False)

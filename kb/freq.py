@@ -4,6 +4,7 @@ Counts run over the test facts of each relation (every row, by object label, as 
 labels). Ties are broken by first occurrence in the data file, so the ranking is deterministic
 and equals LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a relation gets
 the same ranking; the filtered setting then removes that subject's other valid objects.
+Ranks count within the returned list (`ranks = "list"`); the list holds every object of the relation.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from eval.types import Answer, Fact, Prediction, Query
 
 class FreqPredictor:
     name = "freq"
+    ranks = "list"
 
     def __init__(self, facts: Iterable[Fact]) -> None:
         counts: dict[str, Counter] = {}
@@ -30,7 +32,10 @@ class FreqPredictor:
         }
 
     def describe(self) -> dict:
-        return {"predictor": "freq", "ties": "first occurrence in the data"}
+        return {"predictor": "freq", "ties": "first occurrence in the data", "ranks": self.ranks}
+
+    def answer_space_size(self, relation: str) -> int:
+        return len(self._ranked.get(relation, ()))
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         return [Prediction(q.uid, self._ranked.get(q.relation, ())[:depth]) for q in queries]

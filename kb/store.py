@@ -1,68 +1,344 @@
 """The graph store: facts as RDF with Wikidata IRIs and labels, in named graphs, asked by SPARQL.
 
 Embedded default: rdflib on an on-disk Oxigraph store. The same class works against any
-SPARQL 1.1 endpoint (rdflib `SPARQLStore`, or `SPARQLUpdateStore` when an update URL is given).
-Named graphs are `urn:kbc:graph:<name>` (`gold`; extraction and inference add their own); a
-`meta` graph records which corpus versions each graph holds, so loads happen once.
+SPARQL 1.1 endpoint (query URL, plus an update URL to write), through `SparqlEndpoint`.
+Named graphs are `urn:kbc:graph:<name>`: `gold-<corpus>` holds exactly the facts of one corpus
+version (`ensure_corpus`); extraction and inference add their own. A `meta` graph records what
+each graph holds (corpus version and a digest of its triples), so loads happen once and a graph
+never mixes versions or holds a sample marked as the whole corpus.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import http.client
+import re
+import socket
+import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from io import BytesIO
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.error import HTTPError, URLError
+from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.request import Request, urlopen
 
 from rdflib import RDFS, Dataset, Literal, URIRef
+from rdflib.query import Result
 
-from eval.errors import KbcError
+from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
 FREEBASE = "http://rdf.freebase.com/ns/"
+ENTITY_NS = "urn:kbc:entity:"
 LABEL_NS = "urn:kbc:label:"
 REL_NS = "urn:kbc:relation:"
 GRAPH_NS = "urn:kbc:graph:"
-LOADED = URIRef("urn:kbc:loaded")
+LOADED = URIRef("urn:kbc:loaded")  # graph -> "corpus@version" it holds
+CONTENT = URIRef("urn:kbc:content")  # graph -> "corpus@version <digest of its triples>"
+LOADING = URIRef("urn:kbc:loading")  # graph -> "corpus@version" being written (left behind by a crash)
 PREFIXES = f"PREFIX rdfs: <{RDFS}>\nPREFIX wdt: <{WDT}>\n"
+
+_WIKIDATA_ITEM = re.compile(r"Q[0-9]+")
+_WIKIDATA_PROPERTY = re.compile(r"P[0-9]+")
+
+
+def _enc(text: str) -> str:
+    """Percent-encode everything but unreserved ASCII, so any id fits in an IRI and in SPARQL."""
+    return quote(text, safe="", errors="surrogatepass")
+
+
+def _dec(text: str) -> str:
+    return unquote(text, errors="surrogatepass")
 
 
 def entity_iri(entity: Entity) -> URIRef:
+    """Wikidata IRIs for Q ids, Freebase IRIs for `/m/` ids, else `urn:kbc:` IRIs (label when no id)."""
+    return URIRef(_entity_iri_text(entity))
+
+
+def _entity_iri_text(entity: Entity) -> str:
     eid = entity.id
-    if eid and eid[0] == "Q" and eid[1:].isdigit():
-        return URIRef(WD + eid)
+    if eid and _WIKIDATA_ITEM.fullmatch(eid):
+        return WD + eid
     if eid and eid.startswith("/m/"):
-        return URIRef(FREEBASE + "m." + eid[3:])
+        return FREEBASE + "m." + _enc(eid[3:])
     if eid:
-        return URIRef("urn:kbc:entity:" + quote(eid, safe=""))
-    return URIRef(LABEL_NS + quote(entity.label, safe=""))
+        return ENTITY_NS + _enc(eid)
+    return LABEL_NS + _enc(entity.label)
 
 
 def entity_key(iri: str) -> str:
-    """The `Entity.key` of an IRI made by `entity_iri`."""
+    """The `Entity.key` of an IRI made by `entity_iri` (its exact inverse); other IRIs as they are."""
     if iri.startswith(WD):
         return iri[len(WD):]
     if iri.startswith(FREEBASE + "m."):
-        return "/m/" + iri[len(FREEBASE) + 2:]
+        return "/m/" + _dec(iri[len(FREEBASE) + 2:])
+    if iri.startswith(ENTITY_NS):
+        return _dec(iri[len(ENTITY_NS):])
     if iri.startswith(LABEL_NS):
-        return "label:" + unquote(iri[len(LABEL_NS):])
-    return unquote(iri.rsplit(":", 1)[-1])
+        return "label:" + _dec(iri[len(LABEL_NS):])
+    return iri
 
 
 def relation_iri(relation: str) -> URIRef:
-    if relation[:1] == "P" and relation[1:].isdigit():
-        return URIRef(WDT + relation)
-    return URIRef(REL_NS + quote(relation, safe=""))
+    return URIRef(_relation_iri_text(relation))
+
+
+def _relation_iri_text(relation: str) -> str:
+    if _WIKIDATA_PROPERTY.fullmatch(relation):
+        return WDT + relation
+    return REL_NS + _enc(relation)
+
+
+def relation_key(iri: str) -> str:
+    """The relation id of an IRI made by `relation_iri`."""
+    if iri.startswith(WDT):
+        return iri[len(WDT):]
+    if iri.startswith(REL_NS):
+        return _dec(iri[len(REL_NS):])
+    return iri
 
 
 def graph_iri(name: str) -> URIRef:
-    return URIRef(GRAPH_NS + name)
+    return URIRef(GRAPH_NS + _enc(name))
+
+
+def corpus_graph(corpus: str) -> str:
+    """The graph that holds one corpus's facts, and nothing else."""
+    return f"gold-{corpus}"
+
+
+def fact_quads(facts: Iterable[Fact], graph: str) -> list[tuple]:
+    """The (s, p, o, graph IRI) quads that store `facts`: the triple and both labels."""
+    g = graph_iri(graph)
+    quads = []
+    for fact in facts:
+        s, o = entity_iri(fact.subject), entity_iri(fact.object)
+        quads.append((s, relation_iri(fact.relation), o, g))
+        quads.append((s, RDFS.label, Literal(fact.subject.label), g))
+        quads.append((o, RDFS.label, Literal(fact.object.label), g))
+    return quads
+
+
+def facts_digest(facts: Iterable[Fact]) -> str:
+    """A digest of what `fact_quads` writes: equal digests, equal graphs (order and duplicates aside).
+
+    Computed from the facts, not the quads, so checking a loaded corpus stays cheap.
+    """
+    rows = {repr((_entity_iri_text(f.subject), _relation_iri_text(f.relation), _entity_iri_text(f.object),
+                  f.subject.label, f.object.label)) for f in facts}
+    return "sha256:" + hashlib.sha256("\n".join(sorted(rows)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _corpus_of(tag: str) -> str:
+    return tag.split("@", 1)[0]
+
+
+def open_store(location: str | None, update_url: str | None, default_path: Path,
+               timeout: float = 30.0) -> GraphStore:
+    """The store a command names: an http(s) URL is a SPARQL endpoint, else an on-disk Oxigraph path."""
+    if timeout <= 0:
+        raise ConfigError(f"--store-timeout must be positive, not {timeout}")
+    if location and location.startswith(("http://", "https://")):
+        if update_url and not update_url.startswith(("http://", "https://")):
+            raise ConfigError(f"--store-update must be an http(s) URL, not {update_url!r}")
+        return GraphStore.remote(location, update_url, timeout=timeout)
+    if update_url:
+        raise ConfigError("--store-update needs --store URL (a SPARQL query endpoint); "
+                          f"{location or default_path} is an embedded store")
+    return GraphStore.open(Path(location) if location else default_path)
+
+
+class _Embedded:
+    """rdflib Dataset on Oxigraph: each `add_quads` is one Oxigraph transaction."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    def select(self, sparql: str) -> list[tuple]:
+        return [tuple(row) for row in self.dataset.query(sparql)]
+
+    def update(self, sparql: str) -> None:
+        self.dataset.update(sparql)
+        self._commit()
+
+    def add_quads(self, quads: list[tuple]) -> None:
+        self.dataset.addN(quads)
+        self._commit()
+
+    def _commit(self) -> None:
+        try:
+            self.dataset.commit()
+        except Exception:  # stores without transactions
+            pass
+
+    def close(self) -> None:
+        self.dataset.close()
+
+
+_RESULT_TYPES = {
+    "application/sparql-results+json": "json",
+    "application/json": "json",
+    "application/sparql-results+xml": "xml",
+    "application/xml": "xml",
+    "text/csv": "csv",
+    "text/tab-separated-values": "tsv",
+}
+_TRANSIENT_STATUS = {502, 503, 504}
+_TRANSIENT_ERRORS = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
+
+
+@dataclass
+class SparqlEndpoint:
+    """A SPARQL 1.1 Protocol client (query by POST form, update by POST `application/sparql-update`).
+
+    rdflib's own SPARQL connector has no timeout and reports HTTP errors as a generic ValueError;
+    this one bounds every socket operation by `timeout`, retries transient failures (connection
+    reset, HTTP 502/503/504) with exponential backoff, and reports every other failure as a
+    one-line `KbcError` that names the endpoint.
+    """
+
+    query_url: str
+    update_url: str | None = None
+    timeout: float = 30.0
+    retries: int = 3
+    backoff: float = 0.5
+    batch: int = 5000  # triples per INSERT DATA request
+    requests: int = field(default=0, init=False)  # HTTP requests sent (attempts included)
+    _headers: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """`user:password@` in a URL becomes HTTP Basic authentication (urllib would take it for the host)."""
+        self.query_url, auth = _split_userinfo(self.query_url)
+        if self.update_url:
+            self.update_url, update_auth = _split_userinfo(self.update_url)
+            auth = auth or update_auth
+        if auth:
+            self._headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode("ascii")
+
+    def select(self, sparql: str) -> list[tuple]:
+        ctype, body = self._post(self.query_url, urlencode({"query": sparql}).encode(),
+                                 "application/x-www-form-urlencoded",
+                                 "application/sparql-results+json, application/sparql-results+xml;q=0.9")
+        return self._parse(ctype, body)
+
+    def update(self, sparql: str) -> None:
+        if not self.update_url:
+            raise KbcError(f"the SPARQL endpoint {self.query_url} is read-only here and this needs to "
+                           "write: pass --store-update URL (its SPARQL 1.1 Update endpoint, e.g. "
+                           "http://HOST:7878/update for Oxigraph server)")
+        self._post(self.update_url, sparql.encode("utf-8"), "application/sparql-update; charset=utf-8", "*/*")
+
+    def add_quads(self, quads: list[tuple]) -> None:
+        """INSERT DATA in requests of `batch` triples (one request per triple would take hours)."""
+        for start in range(0, len(quads), self.batch):
+            by_graph: dict[object, list[str]] = {}
+            for s, p, o, *g in quads[start:start + self.batch]:
+                by_graph.setdefault(g[0] if g else None, []).append(f"{s.n3()} {p.n3()} {o.n3()} .")
+            parts = [("\n".join(lines) if g is None else f"GRAPH {g.n3()} {{\n" + "\n".join(lines) + "\n}")
+                     for g, lines in by_graph.items()]
+            self.update("INSERT DATA {\n" + "\n".join(parts) + "\n}")
+
+    def close(self) -> None:
+        pass
+
+    def _post(self, url: str, data: bytes, content_type: str, accept: str) -> tuple[str, bytes]:
+        """(Content-Type, body) of a successful answer, after retrying transient failures."""
+        where = f"SPARQL endpoint {url}"
+        for attempt in range(self.retries + 1):
+            transient = attempt < self.retries
+            self.requests += 1
+            request = Request(url, data=data, method="POST",
+                              headers={"Content-Type": content_type, "Accept": accept, **self._headers})
+            try:
+                with urlopen(request, timeout=self.timeout) as answer:
+                    return answer.headers.get("Content-Type", ""), answer.read()
+            except HTTPError as exc:
+                if exc.code in _TRANSIENT_STATUS and transient:
+                    self._wait(attempt)
+                    continue
+                detail = _one_line(_read_quietly(exc))
+                tries = f" (after {attempt + 1} tries)" if attempt else ""
+                raise KbcError(f"{where} answered HTTP {exc.code} {exc.reason}{tries}"
+                               + (f": {detail}" if detail else "")) from None
+            except URLError as exc:
+                reason = exc.reason
+                if isinstance(reason, _TRANSIENT_ERRORS) and transient:
+                    self._wait(attempt)
+                    continue
+                raise KbcError(_network_message(where, url, reason, self.timeout, attempt + 1)) from None
+            except _TRANSIENT_ERRORS as exc:  # includes http.client.RemoteDisconnected
+                if transient:
+                    self._wait(attempt)
+                    continue
+                raise KbcError(_network_message(where, url, exc, self.timeout, attempt + 1)) from None
+            except (TimeoutError, OSError, http.client.HTTPException) as exc:
+                raise KbcError(_network_message(where, url, exc, self.timeout)) from None
+        raise AssertionError("unreachable")
+
+    def _wait(self, attempt: int) -> None:
+        time.sleep(self.backoff * 2 ** attempt)
+
+    def _parse(self, ctype: str, body: bytes) -> list[tuple]:
+        base = ctype.split(";")[0].strip().lower()
+        fmt = _RESULT_TYPES.get(base)
+        bad = f"the SPARQL endpoint {self.query_url} did not answer with SPARQL results"
+        if fmt is None:
+            raise KbcError(f"{bad} (Content-Type {base or 'missing'}: {_one_line(body, 80)}); "
+                           "is it the query URL of a SPARQL endpoint?")
+        try:
+            result = Result.parse(BytesIO(body), format=fmt)
+            if result.type != "SELECT":
+                raise ValueError(f"a {result.type} result")
+            return [tuple(row) for row in result]
+        except Exception as exc:
+            raise KbcError(f"{bad} (unreadable {base}: {_one_line(str(exc).encode(), 120)})") from None
+
+
+def _read_quietly(exc: HTTPError) -> bytes:
+    try:
+        return exc.read()
+    except Exception:
+        return b""
+
+
+def _one_line(body: bytes, limit: int = 200) -> str:
+    text = " ".join(re.sub(r"<[^>]*>", " ", body.decode("utf-8", "replace")).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """(URL without `user:password@`, "user:password" or None)."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=host)), unquote(parts.username) + ":" + unquote(parts.password or "")
+
+
+def _network_message(where: str, url: str, reason: object, timeout: float, tries: int = 1) -> str:
+    host = urlsplit(url).hostname or url
+    if isinstance(reason, socket.gaierror):
+        return f"{where}: unknown host {host}"
+    if isinstance(reason, ConnectionRefusedError):
+        return f"{where}: connection refused (is the server running on {urlsplit(url).netloc}?)"
+    if isinstance(reason, TimeoutError):
+        return f"{where}: no answer within {timeout:g} s (raise --store-timeout for slow servers)"
+    if isinstance(reason, _TRANSIENT_ERRORS):
+        return f"{where}: connection lost ({type(reason).__name__})" + (f" (after {tries} tries)" if tries > 1 else "")
+    text = _one_line(str(reason).encode(), 160) or type(reason).__name__
+    return f"{where}: {text}"
 
 
 class GraphStore:
-    def __init__(self, dataset: Dataset, location: str) -> None:
-        self.dataset = dataset
+    def __init__(self, backend: _Embedded | SparqlEndpoint, location: str) -> None:
+        self.backend = backend
         self.location = location
+        self.dataset: Dataset | None = backend.dataset if isinstance(backend, _Embedded) else None
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> GraphStore:
@@ -75,18 +351,17 @@ class GraphStore:
                 ds.open(str(path))
             except OSError as exc:
                 raise KbcError(f"cannot open graph store at {path}: {exc} (is another kbc using it?)") from None
-        return cls(ds, str(path) if path else ":memory:")
+        return cls(_Embedded(ds), str(path) if path else ":memory:")
 
     @classmethod
-    def remote(cls, query_url: str, update_url: str | None = None) -> GraphStore:
+    def remote(cls, query_url: str, update_url: str | None = None, timeout: float = 30.0,
+               retries: int = 3, backoff: float = 0.5) -> GraphStore:
         """The same API against a SPARQL 1.1 endpoint (read-only without `update_url`)."""
-        from rdflib.plugins.stores.sparqlstore import SPARQLStore, SPARQLUpdateStore
-
-        store = SPARQLUpdateStore(query_url, update_url) if update_url else SPARQLStore(query_url)
-        return cls(Dataset(store=store), query_url)
+        endpoint = SparqlEndpoint(query_url, update_url, timeout, retries, backoff)
+        return cls(endpoint, endpoint.query_url)
 
     def close(self) -> None:
-        self.dataset.close()
+        self.backend.close()
 
     def __enter__(self) -> GraphStore:
         return self
@@ -94,56 +369,83 @@ class GraphStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # --- writing -------------------------------------------------------------------------
+    # --- what graphs hold ----------------------------------------------------------------
+    def _meta(self, graph: str) -> dict[str, set[str]]:
+        rows = self.select(f"SELECT ?p ?v WHERE {{ GRAPH <{graph_iri('meta')}> {{ <{graph_iri(graph)}> ?p ?v }} }}")
+        meta: dict[str, set[str]] = {str(LOADED): set(), str(CONTENT): set(), str(LOADING): set()}
+        for p, v in rows:
+            meta.setdefault(str(p), set()).add(str(v))
+        return meta
+
     def loaded_versions(self, graph: str = "gold") -> set[str]:
-        rows = self.select(f"SELECT ?v WHERE {{ GRAPH <{GRAPH_NS}meta> {{ <{graph_iri(graph)}> <{LOADED}> ?v }} }}")
-        return {str(r[0]) for r in rows}
+        return self._meta(graph)[str(LOADED)]
+
+    def mark_loaded(self, tag: str, graph: str) -> None:
+        self.add_quads([(graph_iri(graph), LOADED, Literal(tag), graph_iri("meta"))])
+
+    def drop_graph(self, name: str) -> None:
+        """Remove a named graph and all it records about it (so the next `ensure_*` rebuilds it)."""
+        self.update(
+            f"DROP SILENT GRAPH <{graph_iri(name)}> ; "
+            f"DELETE WHERE {{ GRAPH <{graph_iri('meta')}> {{ <{graph_iri(name)}> ?p ?v }} }}"
+        )
+
+    # --- writing -------------------------------------------------------------------------
+    def ensure_corpus(self, corpus: str, version: str, facts: list[Fact]) -> str:
+        """The graph holding exactly `facts` (the whole corpus at `version`), (re)loaded if needed.
+
+        Another version, a different fact set under the same version (a sample) or a load cut
+        short replaces the graph's content; the graph is marked only once fully written.
+        """
+        return self.sync_corpus(corpus, version, facts)[0]
+
+    def sync_corpus(self, corpus: str, version: str, facts: list[Fact]) -> tuple[str, bool]:
+        """`ensure_corpus`, also saying whether it had to (re)load the graph."""
+        graph = corpus_graph(corpus)
+        return graph, self._ensure(graph, f"{corpus}@{version}", facts, exclusive=True)
 
     def ensure_facts(self, facts: list[Fact], tag: str, graph: str = "gold") -> bool:
-        """Load `facts` into `graph` unless `tag` (corpus@version) is already there."""
-        if tag in self.loaded_versions(graph):
+        """Load `facts` under `tag` (corpus@version) into a graph that may hold several corpora.
+
+        Loaded unless the same facts are there under `tag`. A graph holding another version or
+        another fact set of the same corpus, or a load cut short, is dropped first, with every
+        corpus in it (those reload on their next `ensure_facts`). `ensure_corpus` gives each
+        corpus its own graph and avoids that.
+        """
+        return self._ensure(graph, tag, facts, exclusive=False)
+
+    def _ensure(self, graph: str, tag: str, facts: list[Fact], exclusive: bool) -> bool:
+        content = f"{tag} {facts_digest(facts)}"
+        meta = self._meta(graph)
+        loaded, contents, loading = meta[str(LOADED)], meta[str(CONTENT)], meta[str(LOADING)]
+        if tag in loaded and content in contents and not loading:
             return False
-        self.add_facts(facts, graph)
-        self.mark_loaded(tag, graph)
+        corpus = _corpus_of(tag)
+        if exclusive or loading or any(_corpus_of(v) == corpus for v in loaded):
+            self.drop_graph(graph)
+        meta_graph, g = graph_iri("meta"), graph_iri(graph)
+        self.add_quads([(g, LOADING, Literal(tag), meta_graph)])
+        self.add_quads(fact_quads(facts, graph))
+        self.add_quads([(g, LOADED, Literal(tag), meta_graph), (g, CONTENT, Literal(content), meta_graph)])
+        self.update(f"DELETE WHERE {{ GRAPH <{meta_graph}> {{ <{g}> <{LOADING}> ?v }} }}")
         return True
 
     def add_facts(self, facts: Iterable[Fact], graph: str = "gold") -> int:
-        g = graph_iri(graph)
-        quads = []
-        for fact in facts:
-            s, o = entity_iri(fact.subject), entity_iri(fact.object)
-            quads.append((s, relation_iri(fact.relation), o, g))
-            quads.append((s, RDFS.label, Literal(fact.subject.label), g))
-            quads.append((o, RDFS.label, Literal(fact.object.label), g))
+        quads = fact_quads(facts, graph)
         self.add_quads(quads)
         return len(quads) // 3
 
     def add_quads(self, quads: list[tuple]) -> None:
         """Add (s, p, o, graph IRI) quads as they are (for graphs that are not plain facts)."""
-        self.dataset.addN(quads)
-        self._commit()
+        self.backend.add_quads(quads)
 
-    def mark_loaded(self, tag: str, graph: str) -> None:
-        self.dataset.graph(graph_iri("meta")).add((graph_iri(graph), LOADED, Literal(tag)))
-        self._commit()
-
-    def drop_graph(self, name: str) -> None:
-        """Remove a named graph and its load markers (so the next `ensure_*` rebuilds it)."""
-        self.dataset.update(
-            f"DROP SILENT GRAPH <{graph_iri(name)}> ; "
-            f"DELETE WHERE {{ GRAPH <{GRAPH_NS}meta> {{ <{graph_iri(name)}> <{LOADED}> ?v }} }}"
-        )
-        self._commit()
-
-    def _commit(self) -> None:
-        try:
-            self.dataset.commit()
-        except Exception:  # stores without transactions
-            pass
+    def update(self, sparql: str) -> None:
+        """A SPARQL 1.1 Update request."""
+        self.backend.update(PREFIXES + sparql)
 
     # --- reading -------------------------------------------------------------------------
     def select(self, sparql: str) -> list[tuple]:
-        return [tuple(row) for row in self.dataset.query(PREFIXES + sparql)]
+        return self.backend.select(PREFIXES + sparql)
 
     def objects(self, subject: Entity, relation: str, graph: str = "gold") -> list[Entity]:
         """Objects of (subject, relation), with labels."""
@@ -186,13 +488,13 @@ class GraphStore:
             f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
             f"FILTER(?p != rdfs:label) }} GROUP BY ?p"
         )
-        return {entity_key(str(p)) if not str(p).startswith(WDT) else str(p)[len(WDT):]: int(n) for p, n in rows}
+        return {relation_key(str(p)): int(n) for p, n in rows}
 
 
 def _entities(rows: list[tuple]) -> list[Entity]:
     out = []
     for iri, label in rows:
         key = entity_key(str(iri))
-        eid = None if key.startswith("label:") else key
+        eid = None if str(iri).startswith(LABEL_NS) else key
         out.append(Entity(str(label) if label is not None else key, eid))
     return out

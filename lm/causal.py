@@ -4,6 +4,10 @@ A causal LM cannot fill a blank, so each candidate entity is put into the slot a
 sentence is scored by its log-likelihood, sum over tokens of log p(token | BOS, earlier tokens).
 Candidates may span several tokens; the most likely sentence gives the answer. Sentences are
 deduplicated, grouped by token length (little padding) and batched; results go to the cache.
+
+Every candidate is scored, so `Query.targets` get exact ranks (`Prediction.target_ranks`). Ties
+follow `eval.metrics`: equal log-likelihoods are ordered by candidate order (the relation's objects
+in corpus order, or the vocabulary file order), in the answer list and in exact ranks alike.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ class CausalLMScorer:
 class CausalTypedPredictor:
     """Ranks each relation's candidate entities by the log-likelihood of the filled template."""
 
+    ranks = "exact"  # every candidate is scored: Prediction.target_ranks holds exact ranks
+
     def __init__(self, name: str, scorer: CausalLMScorer, candidates: dict[str, list[str]],
                  source: str, describe_extra: dict | None = None) -> None:
         self.name = name
@@ -100,8 +106,20 @@ class CausalTypedPredictor:
             "device": str(self.scorer.device),
             "candidates": self.source,
             "candidates_per_relation": {rel: len(c) for rel, c in sorted(self.candidates.items())},
+            "ranks": self.ranks,
+            "ties": "candidate order",
             **self._extra,
         }
+
+    chunk_size = 8  # queries per call: each scores every candidate sentence, so work is kept often
+
+    def answer_space_size(self, relation: str) -> int:
+        return len(self.candidates.get(relation, ()))
+
+    def cost(self, queries: Sequence[Query]) -> str:
+        """Said before starting: typed querying scores one sentence per candidate and query."""
+        n = sum(len(self.candidates.get(q.relation, ())) for q in queries)
+        return f"typed querying will score {n:,} sentences ({len(queries):,} queries x their relation's candidates)"
 
     def filter_facts(self, facts: Sequence[Fact]) -> tuple[list[Fact], dict[str, int]]:
         kept, dropped = [], {}
@@ -126,7 +144,11 @@ class CausalTypedPredictor:
         out = []
         for q, (start, cands) in zip(queries, spans):
             ll = np.array([s for s, _ in scores[start:start + len(cands)]], dtype=np.float64)
-            order = np.argsort(-ll, kind="stable")[:depth]
-            answers = tuple(Answer(cands[i], float(ll[i])) for i in order)
-            out.append(Prediction(q.uid, answers, False, {"n_candidates": len(cands)}))
+            order = np.argsort(-ll, kind="stable")  # ties: candidate order
+            rank = np.empty(len(cands), dtype=np.int64)
+            rank[order] = np.arange(1, len(cands) + 1)
+            where = {c: i for i, c in enumerate(cands)}
+            targets = {t: int(rank[where[t]]) for t in q.targets if t in where}
+            answers = tuple(Answer(cands[i], float(ll[i])) for i in order[:depth])
+            out.append(Prediction(q.uid, answers, False, {"n_candidates": len(cands)}, targets))
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +70,19 @@ def local_config(name: str) -> dict | None:
     if not config.is_file():
         return None
     try:
-        return json.loads(config.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise KbcError(f"{config}: not valid JSON ({exc})") from exc
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except ValueError as exc:  # malformed JSON, or not UTF-8
+        raise KbcError(f"{config}: not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise KbcError(f"{config}: cannot read it ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise KbcError(f"{config}: expected a JSON object, got {type(data).__name__}")
+    archs = data.get("architectures")
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        raise KbcError(f"{config}: 'architectures' must be a list of class names")
+    if not isinstance(data.get("model_type", ""), str):
+        raise KbcError(f"{config}: 'model_type' must be a string")
+    return data
 
 
 def kind_from_config(config: dict) -> Kind | None:
@@ -140,6 +151,8 @@ def _fingerprint(name: str, model) -> str:
 
 def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> Loaded:
     """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`."""
+    from huggingface_hub.errors import StrictDataclassError
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -151,6 +164,8 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     if local.is_dir() and not (local / "config.json").is_file():
         raise KbcError(f"{local} is not a model directory (no config.json)")
     is_local = local.is_dir()
+    if is_local:
+        local_config(str(local))  # a config that is not a JSON object fails here, in one line
     source = str(local) if is_local else name
     offline = False
     if not is_local and not hub_reachable():
@@ -165,8 +180,11 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
         model = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline)
-    except (OSError, ValueError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    except (OSError, ValueError, KeyError, RuntimeError, pickle.UnpicklingError, SafetensorError,
+            StrictDataclassError) as exc:
+        # damaged or mismatched files: truncated weights, a config field of the wrong type, ...
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        first = text if len(text) <= 300 else text[:300] + "..."
         if is_local:
             raise KbcError(f"cannot load {kind} LM from {local}: {first}") from exc
         raise _no_hub(name, first) from exc

@@ -6,6 +6,23 @@ scores are log-softmax over the *whole* output vocabulary, then restricted to th
 (LAMA's `log_probs[:, vocab_subset]`). `normalize="candidates"` renormalizes over the candidate
 rows instead (same ranking, head restricted to those rows).
 
+Exact ranks: `Query.targets` (gold first, then the other valid objects) get their exact rank among
+all candidates, whatever the answer depth (`Prediction.target_ranks`). Ties follow
+`eval.metrics`: equal scores are ordered by candidate position (the vocabulary file order), in the
+answer list and in exact ranks alike, so a target's exact rank is its position in the list.
+
+`compat="lama"` tokenizes as LAMA's BERT connector (`CustomBaseTokenizer`): the prompt is split on
+whitespace; a whitespace token holding `[MASK]` becomes `[MASK]` followed by the rest of that token
+as one word (characters before the mask too; no punctuation split, no lower-casing), and every other
+token goes through BERT's basic tokenizer; all words are then cut into WordPieces. Google-RE's
+`[X] (born [MASK]).` thus ends in `[MASK] ) ##.` where BERT's own tokenizer gives `[MASK] ) .`.
+The template and the subject label are `strip()`ped as LAMA's `parse_template` does. WordPiece
+models only (LAMA's BERT connector).
+
+Cache: an entry is keyed by model, dtype, scoring mode, compat mode, candidate set, prompt and the
+candidate positions of the targets; it holds the targets' exact ranks and log-probs followed by the
+top candidates, all from one forward pass, so a cached result equals the fresh one it stores.
+
 Speed: identical prompts run once; prompts are grouped by exact token length so batches carry no
 padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the last
 transformer layer runs only at mask positions (its keys and values still see every token), and so
@@ -16,14 +33,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
-from lm.vocab import AnswerSpace, CandidateSet, drop_reason, normalize
+from lm.vocab import AnswerSpace, CandidateSet, drop_reason, normalize, target_positions
 
 # Architectures whose head we split into encoder -> transform -> decoder (the fast path).
 HEAD_TRANSFORMS: dict[str, Callable] = {
@@ -36,6 +54,7 @@ HEAD_TRANSFORMS: dict[str, Callable] = {
     "electra": lambda m: m.generator_predictions,
 }
 MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
+CACHE_VERSION = "masked-v2"  # v2: deterministic ties, exact target ranks, compat mode in the key
 
 
 def _seq(*mods):
@@ -101,18 +120,124 @@ def _last_layer_at(layer, hidden, mask_pos, attention_mask):
 
 @dataclass
 class Scored:
-    """Top candidates of one prompt: positions into the candidate set, log-probs, prompt length."""
+    """Top candidates of one prompt (positions into the candidate set, log-probs), prompt length,
+    and the exact rank and log-prob of each target candidate position."""
 
     pos: np.ndarray
     logp: np.ndarray
     n_tokens: int
+    ranks: dict[int, int] = field(default_factory=dict)
+    target_logp: dict[int, float] = field(default_factory=dict)
+
+
+class LamaBertTokenization:
+    """LAMA's BERT connector tokenization (`CustomBaseTokenizer` + WordPiece) for a WordPiece tokenizer."""
+
+    def __init__(self, tokenizer) -> None:
+        from tokenizers import normalizers
+
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        model = getattr(backend, "model", None)
+        if type(model).__name__ != "WordPiece" or backend.normalizer is None or backend.pre_tokenizer is None:
+            raise KbcError(f"--compat lama reproduces LAMA's BERT tokenization, which needs a WordPiece "
+                           f"tokenizer; {type(tokenizer).__name__} is not one")
+        self.backend = backend
+        self.model = model
+        self.mask = tokenizer.mask_token
+        self.mask_id = int(tokenizer.mask_token_id)
+        self.cls_id = int(tokenizer.cls_token_id)
+        self.sep_id = int(tokenizer.sep_token_id)
+        # BERT's _clean_text and _tokenize_chinese_chars, which run on the whole text first
+        self.clean = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False,
+                                                lowercase=False)
+        self._pieces: dict[tuple[str, bool], tuple[tuple[str, int], ...]] = {}  # memo: tokens repeat a lot
+
+    def _token_pieces(self, token: str, basic: bool) -> tuple[tuple[str, int], ...]:
+        """(WordPiece, id) pairs of one whitespace token: through BERT's basic tokenizer when `basic`
+        (lower-casing and accent stripping for uncased models, punctuation split), else as one word."""
+        key = (token, basic)
+        if key not in self._pieces:
+            if basic:
+                normalized = self.backend.normalizer.normalize_str(token)
+                words = [w for w, _ in self.backend.pre_tokenizer.pre_tokenize_str(normalized)]
+            else:
+                words = [token]
+            self._pieces[key] = tuple((t.value, t.id) for w in words for t in self.model.tokenize(w))
+        return self._pieces[key]
+
+    def pieces(self, text: str) -> list[tuple[str, int]]:
+        """(WordPiece, id) pairs of `text` without [CLS]/[SEP], in LAMA's order."""
+        out: list[tuple[str, int]] = []
+        for token in self.clean.normalize_str(text).split():
+            if self.mask in token:
+                out.append((self.mask, self.mask_id))
+                rest = token.replace(self.mask, "").strip()
+                if rest:
+                    out += self._token_pieces(rest, basic=False)
+            else:
+                out += self._token_pieces(token, basic=True)
+        return out
+
+    def tokens(self, text: str) -> list[str]:
+        """WordPiece tokens without [CLS]/[SEP] (for inspection and tests)."""
+        return [piece for piece, _ in self.pieces(text)]
+
+    def encode(self, text: str, max_length: int) -> list[int]:
+        ids = [self.cls_id] + [i for _, i in self.pieces(text)]
+        if len(ids) + 1 > max_length:
+            ids = ids[:max_length - 1]
+        return ids + [self.sep_id]
+
+
+def _top_with_ties(logp, depth: int):
+    """torch.topk, with exact ties ordered by candidate position (rows with ties are fully sorted)."""
+    import torch
+
+    top = torch.topk(logp, depth, dim=-1)
+    values, indices = top.values, top.indices
+    tied = (logp >= values[:, -1:]).sum(dim=-1) > depth
+    if depth > 1:
+        tied |= (values[:, 1:] == values[:, :-1]).any(dim=-1)
+    if bool(tied.any()):
+        rows = tied.nonzero().flatten()
+        s = torch.sort(logp[rows], dim=-1, descending=True, stable=True)
+        values, indices = values.clone(), indices.clone()
+        values[rows] = s.values[:, :depth]
+        indices[rows] = s.indices[:, :depth]
+    return values, indices
+
+
+def _exact_ranks(logp, rows: Sequence[int],
+                 positions: Sequence[Sequence[int]]) -> list[tuple[list[int], list[float]]]:
+    """For each (row of `logp` [B, C], candidate positions): exact ranks (the eval.metrics tie rule) and scores."""
+    import torch
+
+    width = max((len(p) for p in positions), default=0)
+    if width == 0:
+        return [([], []) for _ in positions]
+    out: list[tuple[list[int], list[float]]] = []
+    n_cand = logp.shape[1]
+    step = max(1, (1 << 25) // max(1, width * n_cand))  # rows per chunk: bounds the [rows, width, C] masks
+    order = torch.arange(n_cand, device=logp.device)
+    for start in range(0, len(positions), step):
+        asked = positions[start:start + step]
+        pos = torch.tensor([list(p) + [0] * (width - len(p)) for p in asked], dtype=torch.long, device=logp.device)
+        block = logp[torch.tensor(rows[start:start + step], dtype=torch.long, device=logp.device)]
+        scores = block.gather(1, pos)  # [R, W]
+        higher = (block[:, None, :] > scores[:, :, None]).sum(dim=-1)
+        tied = ((block[:, None, :] == scores[:, :, None]) & (order[None, None, :] < pos[:, :, None])).sum(dim=-1)
+        ranks = (1 + higher + tied).cpu().tolist()
+        values = scores.float().cpu().tolist()
+        out += [(r[:len(p)], v[:len(p)]) for p, r, v in zip(asked, ranks, values)]
+    return out
 
 
 class MaskedLMScorer:
     """Scores prompts holding one mask token; independent of queries and relations."""
 
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
-                 normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None) -> None:
+                 normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None,
+                 compat: str | None = None) -> None:
         import torch
 
         if normalize not in ("full", "candidates"):
@@ -126,6 +251,8 @@ class MaskedLMScorer:
         self.batch_size = max(1, int(batch_size))
         self.normalize = normalize
         self.cache = cache
+        self.compat = check_compat(compat)
+        self.lama = LamaBertTokenization(tokenizer) if self.compat == "lama" else None
         self.device = next(model.parameters()).device
         limit = getattr(model.config, "max_position_embeddings", 512) or 512
         if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
@@ -211,9 +338,12 @@ class MaskedLMScorer:
 
     # --- tokenization and batching ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length,
-                             return_attention_mask=False, return_token_type_ids=False)
-        ids = enc["input_ids"]
+        if self.lama is not None:
+            ids = [self.lama.encode(t, self.max_length) for t in texts]
+        else:
+            enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length,
+                                 return_attention_mask=False, return_token_type_ids=False)
+            ids = enc["input_ids"]
         for text, row in zip(texts, ids):
             n = row.count(self.mask_id)
             if n != 1:
@@ -248,55 +378,87 @@ class MaskedLMScorer:
         return batches
 
     # --- scoring ---------------------------------------------------------------------------------
-    def score(self, texts: Sequence[str], candidates: CandidateSet, depth: int) -> list[Scored]:
-        """Top-`depth` candidates for each text (identical texts scored once, cache consulted first)."""
+    def score(self, texts: Sequence[str], candidates: CandidateSet, depth: int,
+              targets: Sequence[Sequence[int]] | None = None) -> list[Scored]:
+        """Top-`depth` candidates for each text, and the exact ranks of its `targets` (candidate positions).
+
+        Identical texts run once; the cache is consulted first (per text and target positions).
+        """
+        depth = min(depth, len(candidates))
+        wanted = [tuple(sorted(set(t))) for t in targets] if targets is not None else [()] * len(texts)
+        units = list(dict.fromkeys(zip(texts, wanted)))
+        keys = {u: self._key(u[0], candidates, u[1]) for u in units}
+        results: dict[tuple[str, tuple[int, ...]], Scored] = {}
+        if self.cache is not None:
+            by_size: dict[int, list] = {}
+            for u in units:
+                by_size.setdefault(len(u[1]), []).append(u)
+            for size, group in by_size.items():
+                found = self.cache.get_many([keys[u] for u in group], size + depth)
+                for u in group:
+                    if keys[u] in found:
+                        pos, logp, n = found[keys[u]]
+                        results[u] = Scored(pos[size:], logp[size:], n, dict(zip(u[1], pos[:size].tolist())),
+                                            dict(zip(u[1], logp[:size].tolist())))
+        todo = [u for u in units if u not in results]
+        if todo:
+            new = self._run(todo, candidates, depth, results)
+            if self.cache is not None:
+                self.cache.put_many([(keys[u], *new[u]) for u in todo])
+        return [results[u] for u in zip(texts, wanted)]
+
+    def _run(self, todo: list[tuple[str, tuple[int, ...]]], candidates: CandidateSet, depth: int,
+             results: dict) -> dict:
+        """Forward passes for the texts of `todo` (each once); fills `results`, returns cache rows."""
         import torch
 
-        depth = min(depth, len(candidates))
-        unique = list(dict.fromkeys(texts))
-        keys = [self._key(t, candidates) for t in unique]
-        found = self.cache.get_many(keys, depth) if self.cache is not None else {}
-        results: dict[str, Scored] = {t: Scored(*found[k]) for t, k in zip(unique, keys) if k in found}
-        todo = [t for t in unique if t not in results]
-        if todo:
-            ids = self.encode(todo)
-            rows = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
-            new = []
-            with torch.inference_mode():
-                for batch in self.batches([len(r) for r in ids]):
-                    width = max(len(ids[i]) for i in batch)
-                    padded = any(len(ids[i]) != width for i in batch)
-                    input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-                    attention = torch.zeros((len(batch), width), dtype=torch.long) if padded else None
-                    for j, i in enumerate(batch):
-                        input_ids[j, :len(ids[i])] = torch.tensor(ids[i])
-                        if attention is not None:
-                            attention[j, :len(ids[i])] = 1
-                    mask_pos = (input_ids == self.mask_id).int().argmax(dim=1)
-                    input_ids = input_ids.to(self.device)
-                    attention = attention.to(self.device) if attention is not None else None
-                    if self.normalize == "full":
-                        logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
-                    else:
-                        logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
-                    top = torch.topk(logp, depth, dim=-1)
-                    pos_np = top.indices.cpu().numpy().astype(np.int32)
-                    val_np = top.values.cpu().numpy().astype(np.float32)
-                    for j, i in enumerate(batch):
-                        scored = Scored(pos_np[j], val_np[j], len(ids[i]))
-                        results[todo[i]] = scored
-                        new.append((self._key(todo[i], candidates), scored.pos, scored.logp, scored.n_tokens))
-            if self.cache is not None:
-                self.cache.put_many(new)
-        return [results[t] for t in texts]
+        texts = list(dict.fromkeys(t for t, _ in todo))
+        units_of: dict[str, list[tuple[int, ...]]] = {}
+        for text, tgt in todo:
+            units_of.setdefault(text, []).append(tgt)
+        ids = self.encode(texts)
+        rows = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+        new: dict = {}
+        with torch.inference_mode():
+            for batch in self.batches([len(r) for r in ids]):
+                width = max(len(ids[i]) for i in batch)
+                padded = any(len(ids[i]) != width for i in batch)
+                input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+                attention = torch.zeros((len(batch), width), dtype=torch.long) if padded else None
+                for j, i in enumerate(batch):
+                    input_ids[j, :len(ids[i])] = torch.tensor(ids[i])
+                    if attention is not None:
+                        attention[j, :len(ids[i])] = 1
+                mask_pos = (input_ids == self.mask_id).int().argmax(dim=1)
+                input_ids = input_ids.to(self.device)
+                attention = attention.to(self.device) if attention is not None else None
+                if self.normalize == "full":
+                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
+                else:
+                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
+                logp = logp.float()
+                values, indices = _top_with_ties(logp, depth)
+                pos_np = indices.cpu().numpy().astype(np.int32)
+                val_np = values.cpu().numpy().astype(np.float32)
+                units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
+                asked = _exact_ranks(logp, [j for j, _, _ in units], [tgt for _, _, tgt in units])
+                for (j, text, tgt), (ranks, scores) in zip(units, asked):
+                    n = len(ids[batch[j]])
+                    results[(text, tgt)] = Scored(pos_np[j], val_np[j], n, dict(zip(tgt, ranks)),
+                                                  dict(zip(tgt, scores)))
+                    new[(text, tgt)] = (np.concatenate([np.asarray(ranks, np.int32), pos_np[j]]),
+                                        np.concatenate([np.asarray(scores, np.float32), val_np[j]]), n)
+        return new
 
-    def _key(self, text: str, candidates: CandidateSet) -> str:
-        return ResultCache.key("masked", self.fingerprint, self.dtype, str(self.device.type), self.normalize,
-                               candidates.fingerprint, text)
+    def _key(self, text: str, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
+        return ResultCache.key(CACHE_VERSION, self.fingerprint, self.dtype, str(self.device.type), self.normalize,
+                               self.compat or "-", candidates.fingerprint, text, ",".join(map(str, targets)))
 
 
 class MaskedLMPredictor:
     """The Predictor protocol over a MaskedLMScorer and an answer space (LAMA's candidate vocabulary)."""
+
+    ranks = "exact"  # every candidate is scored: Prediction.target_ranks holds exact ranks
 
     def __init__(self, name: str, scorer: MaskedLMScorer, space: AnswerSpace, describe_extra: dict | None = None):
         self.name = name
@@ -305,6 +467,9 @@ class MaskedLMPredictor:
         self.uncased = space.labels.uncased
         self._extra = describe_extra or {}
         self._gold: dict[str, str] = {}  # fact uid -> gold object label, learnt in filter_facts
+
+    def answer_space_size(self, relation: str) -> int:
+        return len(self.space.for_relation(relation))
 
     def describe(self) -> dict:
         return {
@@ -317,6 +482,9 @@ class MaskedLMPredictor:
             "lowercased": self.uncased,
             "max_length": self.scorer.max_length,
             "path": self.scorer.path,
+            "compat": self.scorer.compat,
+            "ranks": self.ranks,
+            "ties": "candidate order (vocabulary file order)",
             **self.space.describe(),
             **self._extra,
         }
@@ -324,7 +492,10 @@ class MaskedLMPredictor:
     def prompt(self, query: Query) -> str:
         """LAMA prompt: subject at [X], the model's mask at [Y], evidence context after it (coherency §3.4)."""
         mask = self.scorer.tokenizer.mask_token
-        text = query.text(mask)
+        if self.scorer.compat == "lama":
+            text = lama_prompt(query.template, query.known.label, mask, query.slot)
+        else:
+            text = query.text(mask)
         if self.uncased:
             text = mask.join(part.lower() for part in text.split(mask))
         if query.context:
@@ -335,8 +506,12 @@ class MaskedLMPredictor:
     def filter_facts(self, facts: Sequence[Fact]) -> tuple[list[Fact], dict[str, int]]:
         """Facts whose gold object is one candidate token; the rest counted by reason."""
         kept, dropped = [], {}
+        mask = self.scorer.tokenizer.mask_token
         for fact in facts:
             reason = drop_reason(fact.object.label, self.space.for_relation(fact.relation), self.space.labels)
+            if reason is None and fact.cloze is None and mask in fact.subject.label:
+                # the label's mask would become a second mask in the prompt
+                reason = f"subject label contains the mask token {mask}"
             if reason is None:
                 kept.append(fact)
                 self._gold[fact.uid] = normalize(fact.object.label, self.uncased)
@@ -354,15 +529,22 @@ class MaskedLMPredictor:
         for cands, idx in groups.values():
             if not len(cands):
                 for i in idx:
-                    out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0})
+                    out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0}, {})
                 continue
             texts = [self.prompt(queries[i]) for i in idx]
-            for i, scored in zip(idx, self.scorer.score(texts, cands, depth)):
+            where = [target_positions(queries[i].targets, cands, self.uncased) for i in idx]
+            for i, tpos, scored in zip(idx, where, self.scorer.score(texts, cands, depth,
+                                                                      [tuple(t.values()) for t in where])):
                 answers = tuple(Answer(cands.labels[p], float(s)) for p, s in zip(scored.pos, scored.logp))
                 extra = {"n_tokens": scored.n_tokens}
                 gold = self._gold.get(queries[i].fact_uid)
-                hit = next((a.score for a in answers if a.label == gold), None) if gold else None
+                gpos = cands.index.get(gold) if gold else None
+                if gpos is not None and gpos in scored.target_logp:
+                    hit = scored.target_logp[gpos]
+                else:
+                    hit = next((a.score for a in answers if a.label == gold), None) if gold else None
                 if hit is not None:
-                    extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it; known when within depth
-                out[i] = Prediction(queries[i].uid, answers, self.uncased, extra)
+                    extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
+                ranks = {label: scored.ranks[p] for label, p in tpos.items()}
+                out[i] = Prediction(queries[i].uid, answers, self.uncased, extra, ranks)
         return out  # type: ignore[return-value]

@@ -147,6 +147,16 @@ def common_vocab_path(data_dir: Path, uncased: bool) -> Path:
     return path
 
 
+def target_positions(targets: Iterable[str], candidates: CandidateSet, uncased: bool) -> dict[str, int]:
+    """Each target label that is a candidate (compared as gold objects are) -> its candidate position."""
+    out: dict[str, int] = {}
+    for label in targets:
+        pos = candidates.index.get(normalize(label, uncased))
+        if pos is not None:
+            out[label] = pos
+    return out
+
+
 def drop_reason(gold: str, candidates: CandidateSet, labels: TokenLabels) -> str | None:
     """Why a fact with this gold object cannot be scored over `candidates`; None when it can."""
     word = normalize(gold, labels.uncased)

@@ -17,8 +17,8 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
     code, out, err = run_kbc(["run", "lama", "--corpus", "google_re", "squad", "--predictors", "freq",
                           "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"), "--quiet"], capsys)
     assert code == 0
-    assert "| google_re | place_of_death | 765 | 6.80 | 6.80 |" in out
-    assert "| squad | Total | 305 |" in out
+    assert "| google_re | freq | 372 | 5527 | 4.63 | 1.86 | 6.80 | 4.43 |" in out
+    assert "| squad | freq | 303 | 305 | 0.66 |" in out
     assert "google_re: 3 relations, read 5528, kept 5527, dropped 1" in err
 
 
@@ -40,7 +40,7 @@ def test_bad_relations_file(tmp_path, capsys, content, message):
 def test_unknown_relation_and_predictor(tmp_path, lama_dir, capsys):
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--relations", "P9999",
                         "--data-dir", str(lama_dir), "--out", str(tmp_path / "o")], capsys)
-    assert code == 2 and "unknown relation id(s) P9999" in err
+    assert code == 2 and "--relations P9999: no chosen corpus (trex) has this relation" in err
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "frq", "--data-dir", str(lama_dir)],
                        capsys)
     assert code == 2 and "did you mean 'freq'" in err

@@ -148,7 +148,11 @@ def test_kbc_run_lama_with_ebert_predictors(ctx, lama_dir, tmp_path, monkeypatch
     assert seen == {(c, p) for c in ("trex", "google_re") for p in names}
     config = json.loads((out / "config.json").read_text())
     cov = config["predictor_configs"]["google_re"]["ebert"]["coverage"]
-    assert cov["subjects"] == 4 and set(cov) >= {"linked", "coverage_percent", "title", "mention"}
+    # coverage is over the subjects of the corpus (its chosen relations), not only the --limit sample
+    from eval.lama import load_corpus
+
+    subjects = {f.subject.key for f in load_corpus("google_re", lama_dir, ["place_of_birth"]).facts}
+    assert cov["subjects"] == len(subjects) and set(cov) >= {"linked", "coverage_percent", "title", "mention"}
     record = json.loads((out / "predictions/trex/ebert-entity/P36.jsonl").read_text().splitlines()[0])
     assert len(record["answers"]) > 0 and "extra" in record
 

@@ -1,5 +1,6 @@
-"""wikipedia2vec trained on the real 206-page sample dump: loading (.pkl, word2vec text), training
-errors and resume, linking of subjects by title, redirect and mention dictionary, and the CLI."""
+"""wikipedia2vec trained on the real 206-page sample dump: loading (.npz converted from the library's
+.pkl, word2vec text), training errors and resume, linking of subjects by title, redirect and mention
+dictionary, and the CLI."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from test_entities_support import DUMP, W2V_DIM, trained_w2v
 from eval.errors import DataError
 from eval.types import Entity
 from lm.entities.embeddings import load_embeddings, save_text
-from lm.entities.linking import Link, Linker, coverage, mention_lookup_from_pkl, read_redirects, read_title_map
+from lm.entities.linking import Link, Linker, coverage, read_mentions, read_redirects, read_title_map
 from lm.entities.train import check_dump
 
 
@@ -27,10 +28,11 @@ def emb(w2v):
     return load_embeddings(w2v)
 
 
-def test_pkl_loads_every_word_and_entity(w2v, emb):
+def test_npz_holds_every_word_and_entity_of_the_pkl(w2v, emb):
     from wikipedia2vec import Wikipedia2Vec
 
-    model = Wikipedia2Vec.load(str(w2v))
+    assert w2v.suffix == ".npz"
+    model = Wikipedia2Vec.load(str(w2v.with_suffix(".pkl")))
     dic = model.dictionary
     assert (len(emb.words), len(emb.titles), emb.dim) == (dic.word_size, dic.entity_size, W2V_DIM)
     assert emb.lowercase is False  # E-BERT trains cased
@@ -49,7 +51,7 @@ def test_word2vec_text_round_trip(w2v, emb, tmp_path):
     assert back.titles == emb.titles and back.words == emb.words
     assert np.allclose(back.entity_vectors, emb.entity_vectors, atol=1e-6)
     published = tmp_path / "lib.txt"  # the library's own writer, the format the project publishes
-    Wikipedia2Vec.load(str(w2v)).save_text(str(published), out_format="word2vec")
+    Wikipedia2Vec.load(str(w2v.with_suffix(".pkl"))).save_text(str(published), out_format="word2vec")
     lib = load_embeddings(published)
     assert sorted(lib.titles) == sorted(emb.titles)
     row = lib.entity_row("Alaska")
@@ -62,7 +64,7 @@ def test_bad_text_and_missing_files(tmp_path):
     with pytest.raises(DataError, match=r"bad.txt:3: expected 3 numbers"):
         load_embeddings(bad)
     with pytest.raises(DataError, match="no such wikipedia2vec model"):
-        load_embeddings(tmp_path / "none.pkl")
+        load_embeddings(tmp_path / "none.npz")
 
 
 def test_check_dump_rejects_unusable_dumps(shared_data, tmp_path):
@@ -115,13 +117,23 @@ def test_real_redirects_and_mentions(w2v, emb):
     stem = w2v.parent / w2v.stem
     redirects = read_redirects(f"{stem}.db")
     assert redirects["ANOVA"] == "Analysis of variance"
-    mentions = mention_lookup_from_pkl(f"{stem}_mention.pkl", w2v)
+    assert emb.links.redirects == redirects  # stored in the .npz when training converted the .pkl
+    mentions = emb.links.mention_lookup
     linker = Linker(emb.entity_row, {}, redirects, mentions)
     source, target = next((s, t) for s, t in sorted(redirects.items()) if emb.entity_row(t) is not None
                           and emb.entity_row(s) is None and emb.entity_row(s[:1].upper() + s[1:]) is None)
     assert linker.link(Entity(source)) == Link(emb.entity_row(target), target, "redirect")
     assert mentions("alaska")[0][0] == "Alaska"
     assert mentions("no such mention text") == []
+
+
+def test_mention_tsv(tmp_path):
+    path = tmp_path / "mentions.tsv"
+    path.write_text("the president\tBarack_Obama\t0.7\nthe president\tParis\t0.2\n")
+    assert read_mentions(path)("The President") == [("Barack Obama", 0.7), ("Paris", 0.2)]
+    path.write_text("the president\tBarack Obama\n")
+    with pytest.raises(DataError, match=r"mentions.tsv:1: expected"):
+        read_mentions(path)
 
 
 def test_corpus_coverage_on_trex_and_link_stats_cli(w2v, trex, lama_dir, capsys):

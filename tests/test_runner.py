@@ -71,15 +71,16 @@ def test_outputs(tmp_path, lama_dir):
     assert config["predictors"] == ["freq"] and config["data_versions"]["google_re"]
     assert config["predictor_configs"]["google_re"]["freq"]["ties"] == "first occurrence in the data"
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary[0]) == {"corpus", "predictor", "setting", "group", "metric", "value", "n_facts"}
-    assert {r["metric"] for r in summary} == {"p@1", "p@10", "mrr"}
+    assert set(summary[0]) == {"corpus", "predictor", "setting", "scope", "group", "metric", "value", "n_facts"}
+    assert {r["metric"] for r in summary} == {"p@1", "p@10", "mrr", "answer_space"}
+    assert {r["scope"] for r in summary} == {"own", "shared"}
     curves = json.loads((out / "curves.json").read_text())
-    assert [r["k"] for r in curves if r["setting"] == "raw"] == list(range(1, 101))
+    assert [r["k"] for r in curves if r["setting"] == "raw" and r["scope"] == "own"] == list(range(1, 101))
     record = json.loads((out / "predictions/google_re/freq/place_of_birth.jsonl").open().readline())
     assert record["prompt"] == "Khatchig Mouradian was born in [MASK] ."
     assert record["gold"] == "Lebanon" and len(record["answers"]) == 10
     assert record["answers"][0][0] == "London"
-    assert "| google_re | Total | 5527 |" in (out / "summary.md").read_text()
+    assert "| google_re | freq | 372 | 5527 | 4.63 | 1.86 | 6.80 | 4.43 |" in (out / "summary.md").read_text()
 
 
 def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
@@ -87,5 +88,5 @@ def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
                     relations=["place_of_death"])
     run_lama(cfg, progress=False)
     cfg.depth = 50
-    with pytest.raises(ConfigError, match="other settings"):
+    with pytest.raises(ConfigError, match="predictor 'freq' was run as"):
         run_lama(cfg, progress=False)

@@ -26,6 +26,8 @@ def test_lookups_and_persistence(tmp_path):
 def test_iri_round_trip():
     for ent in (Entity("x", "Q5"), Entity("x", "/m/047fprg"), Entity("Saint-Denis, Réunion")):
         assert entity_key(str(entity_iri(ent))) == ent.key
+    assert str(entity_iri(Entity("x", "Q5"))) == "http://www.wikidata.org/entity/Q5"
+    assert str(entity_iri(Entity("x", "/m/047fprg"))) == "http://rdf.freebase.com/ns/m.047fprg"
 
 
 def test_shapes_and_symmetry():
@@ -39,8 +41,8 @@ def test_shapes_and_symmetry():
 
 def test_types_on_trex(trex, tmp_path):
     with GraphStore.open(tmp_path / "s") as store:
-        store.ensure_facts(trex.facts, "trex")
-        shapes = {rel: shape(rel, ((s, o) for s, o, _ in store.pairs(rel))) for rel in trex.relations}
+        graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
+        shapes = {rel: shape(rel, ((s, o) for s, o, _ in store.pairs(rel, graph))) for rel in trex.relations}
     assert shapes["P19"].n_triples == 944
     assert shapes["P19"].type == "N-1"  # many people per birth place, one birth place per person
     # the sampled data shows reverse pairs only for the symmetric relations (borders, diplomacy, twin cities)

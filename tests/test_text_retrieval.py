@@ -138,7 +138,7 @@ def test_every_trex_fact_with_evidences_retrieves_its_own_sentence(lama_index, t
 
 
 def test_retrieval_predictor_from_the_registry(lama_index, trex, lama_dir, tmp_path):
-    ctx = PredictorContext(trex, None, tmp_path, lama_dir, options={"index": str(lama_index.root), "k": "5"})
+    ctx = PredictorContext(trex, None, tmp_path, lama_dir, options={"text_index": str(lama_index.root), "k": "5"})
     predictor = build("retrieval", ctx)
     assert predictor.describe()["index"]["paragraphs"] == len(lama_index)
     facts = [f for f in trex.facts if f.relation == "P19"][:50]
@@ -153,9 +153,10 @@ def test_retrieval_predictor_from_the_registry(lama_index, trex, lama_dir, tmp_p
                      ({"reader": "qa"}, "needs --set model"), ({"backend": "solr"}, "unknown index backend")]:
         with pytest.raises(ConfigError, match=msg):
             build("retrieval", PredictorContext(trex, None, tmp_path, lama_dir,
-                                                options={"index": str(lama_index.root), **bad}))
+                                                options={"text_index": str(lama_index.root), **bad}))
     with pytest.raises(DataError, match="no text index there"):
-        build("retrieval", PredictorContext(trex, None, tmp_path, lama_dir, options={"index": str(tmp_path / "x")}))
+        build("retrieval", PredictorContext(trex, None, tmp_path, lama_dir,
+                                            options={"text_index": str(tmp_path / "x")}))
 
 
 def test_qa_reader_with_a_tiny_random_model(tiny, shared_data, tmp_path):

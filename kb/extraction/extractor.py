@@ -130,6 +130,10 @@ class PairClassifier:
 def hash_features(sentences: Sequence[Sentence], pairs: Sequence[list[tuple[int, int]]], progress: bool):
     """One sparse row per candidate pair, sentence by sentence."""
     hasher = FeatureHasher(N_FEATURES, input_type="string", alternate_sign=False, dtype=np.float32)
+    if not any(pairs):  # FeatureHasher cannot take an empty input
+        from scipy.sparse import csr_matrix
+
+        return csr_matrix((0, N_FEATURES), dtype=np.float32)
     rows = (
         pair_features(s, i, j)
         for s, ps in tqdm(zip(sentences, pairs), total=len(sentences), desc="pair features", unit="sent",

@@ -63,6 +63,10 @@ def extract(corpus: Corpus, settings: Settings | None = None, progress: bool = T
     else:
         gazetteer = cand.Gazetteer(cand.entity_names(facts, aliases=True))
         sentences, dropped = cand.snippet_sentences(facts, gazetteer)
+    if not sentences:
+        raise DataError(f"{corpus.name}: none of the {len(facts)} facts of relations "
+                        f"{', '.join(corpus.relations)} has an evidence sentence to extract from; "
+                        "relation extraction needs the aligned evidences of the LAMA data")
     extraction = kfold_extract(sentences, facts, settings, progress)
     naive = naive_triples(extraction.triples, sentences, LabelIndex(facts))
     oracle = merge(naive, oracle_triples(extraction.triples, sentences, facts))

@@ -1,8 +1,9 @@
 """Answers from an extracted KB: objects of (subject, relation) ranked by the extractor's confidence.
 
 One SPARQL query per relation reads the reified statements of the graph; answers are ranked by
-confidence (ties by label), one answer per label. A subject the graph knows nothing about gets
-an empty answer list, which scores as wrong, as LAMA's RE baselines do.
+confidence (ties by label, ascending: the candidate order of `eval.metrics`'s tie rule), one
+answer per label. A subject the graph knows nothing about gets an empty answer list, which scores
+as wrong, as LAMA's RE baselines do. Ranks count within that list (`ranks = "list"`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ SELECT ?s ?o ?sl ?ol ?c WHERE {{ GRAPH <{graph}> {{
 
 
 class ExtractedKBPredictor:
+    ranks = "list"  # only the objects the extractor found for the subject are answers
+
     def __init__(self, name: str, store: GraphStore, graph: str, labels: dict[str, str] | None = None,
                  info: dict | None = None) -> None:
         self.name = name
@@ -34,7 +37,7 @@ class ExtractedKBPredictor:
 
     def describe(self) -> dict:
         return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc",
-                **self._info}
+                "ranks": self.ranks, **self._info}
 
     def ranking(self, relation: str, slot: str = "object") -> dict[str, tuple[Answer, ...]]:
         """Known entity IRI -> answers for the asked slot, best first."""

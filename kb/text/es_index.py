@@ -38,11 +38,31 @@ class ESUnavailable(KbcError):
     """The Elasticsearch server cannot be reached."""
 
 
+def check_url(url: str) -> str:
+    """`url` if it is an http(s) URL with a host; a ConfigError naming the expected form otherwise."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range)
+    except ValueError as exc:
+        raise ConfigError(f"Elasticsearch URL {url!r} is not valid ({exc}); "
+                          "expected e.g. http://127.0.0.1:9200") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"Elasticsearch URL {url!r} is not an http(s) URL with a host; "
+                          "expected e.g. http://127.0.0.1:9200")
+    return url
+
+
 def connect(url: str, timeout: float = 30.0, retries: int = 3):
     """A client for `url`, checked with one request so an unreachable server fails here, clearly."""
     from elasticsearch import Elasticsearch
 
-    client = Elasticsearch(url, request_timeout=timeout, max_retries=retries, retry_on_timeout=True)
+    check_url(url)
+    try:
+        client = Elasticsearch(url, request_timeout=timeout, max_retries=retries, retry_on_timeout=True)
+    except ValueError as exc:
+        raise ConfigError(f"Elasticsearch URL {url!r} is not valid ({exc})") from None
     _call(url, client.info)
     return client
 
@@ -50,11 +70,13 @@ def connect(url: str, timeout: float = 30.0, retries: int = 3):
 def _call(url: str, fn, *args, **kwargs):
     """Run one client call, turning transport and API failures into one-line errors."""
     from elastic_transport import ConnectionError as TransportConnectionError
-    from elastic_transport import ConnectionTimeout
-    from elasticsearch import ApiError
+    from elastic_transport import ConnectionTimeout, TransportError
+    from elasticsearch import ApiError, UnsupportedProductError
 
     try:
         return fn(*args, **kwargs)
+    except UnsupportedProductError:
+        raise KbcError(f"the server at {url} is not Elasticsearch; pass the URL of an Elasticsearch server") from None
     except (TransportConnectionError, ConnectionTimeout) as exc:
         raise ESUnavailable(
             f"Elasticsearch at {url} is unreachable ({type(exc).__name__}); start one with "
@@ -66,17 +88,28 @@ def _call(url: str, fn, *args, **kwargs):
             raise ConfigError(f"Elasticsearch at {url} rejects this client's version ({reason}); install the "
                               "elasticsearch client with the server's major version") from None
         raise KbcError(f"Elasticsearch at {url}: {reason}") from None
+    except TransportError as exc:  # an answer the client cannot read (not JSON, TLS failure, ...)
+        raise KbcError(f"Elasticsearch at {url}: {type(exc).__name__}: {_short(str(exc))}") from None
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _reason(exc) -> str:
     body = getattr(exc, "body", None)
+    status = getattr(getattr(exc, "meta", None), "status", None)
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict):
-            return f"{err.get('type')}: {err.get('reason')}"
+            return _short(f"{err.get('type')}: {err.get('reason')}")
         if err:
-            return str(err)
-    return f"{getattr(exc, 'meta', None) and exc.meta.status} {exc}"
+            return _short(str(err))
+    if isinstance(body, str | bytes) and body:
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return _short(f"HTTP {status}: {text}")
+    return _short(f"HTTP {status}: {getattr(exc, 'message', exc)}")
 
 
 def _mention_query(mention: Mention) -> dict:

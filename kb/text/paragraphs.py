@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.errors import DataError
-from eval.jsonl import read_jsonl
+from eval.jsonl import json_type, read_jsonl
 from kb.text.analyzer import tokens
 
 ARTICLE_NAMESPACE = 0
@@ -141,6 +141,7 @@ def read_dump(path: str | Path, report: IngestReport | None = None, min_words: i
               progress: bool = False) -> Iterator[Paragraph]:
     """Stream the article paragraphs of a MediaWiki XML dump (`.xml`, `.xml.bz2`, `.xml.gz`)."""
     import mwxml
+    from mwxml.errors import MalformedXML
     from tqdm import tqdm
 
     path = Path(path)
@@ -150,7 +151,8 @@ def read_dump(path: str | Path, report: IngestReport | None = None, min_words: i
     try:
         try:
             dump = mwxml.Dump.from_file(handle)
-        except (ET.ParseError, AssertionError, ValueError, KeyError, AttributeError, TypeError) as exc:
+        except (ET.ParseError, MalformedXML, AssertionError, ValueError, KeyError, AttributeError,
+                TypeError) as exc:
             raise DataError(f"{path}: not a MediaWiki XML dump ({type(exc).__name__}: {exc})") from None
         pages = iter(dump)
         while True:
@@ -179,7 +181,7 @@ def read_dump(path: str | Path, report: IngestReport | None = None, min_words: i
                 yield paragraph
     except (EOFError, OSError) as exc:
         raise DataError(f"{path}: the compressed dump is truncated or corrupt ({exc}); download it again") from None
-    except ET.ParseError as exc:
+    except (ET.ParseError, MalformedXML) as exc:
         raise DataError(f"{path}: malformed XML ({exc}); the dump is truncated or not a MediaWiki export") from None
     finally:
         bar.close()
@@ -189,6 +191,15 @@ def read_dump(path: str | Path, report: IngestReport | None = None, min_words: i
 def _drain(page) -> None:
     for _ in page:
         pass
+
+
+def _id_text(value, where: str) -> str | None:
+    """An id given as a string or an integer, as text; None when absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise DataError(f"{where} must be a string or an integer, got {json_type(value)}")
+    return str(value)
 
 
 def read_paragraph_jsonl(path: str | Path, report: IngestReport | None = None) -> Iterator[Paragraph]:
@@ -208,8 +219,13 @@ def read_paragraph_jsonl(path: str | Path, report: IngestReport | None = None) -
         para = row.get("para")
         if para is None:
             para = numbers.get(title, 0)
-        if not isinstance(para, int) or para < 0:
+        if not isinstance(para, int) or isinstance(para, bool) or para < 0:
             raise DataError(f"{where}: 'para' must be a non-negative integer")
+        pid = _id_text(row.get("id"), f"{where}: 'id'")
+        facts = row.get("facts") or []
+        if not isinstance(facts, list):
+            raise DataError(f"{where}: 'facts' must be a list of ids, got {json_type(facts)}")
+        facts = [_id_text(f, f"{where}: 'facts'") for f in facts]
         numbers[title] = para + 1
         if title not in titles:
             titles.add(title)
@@ -218,8 +234,7 @@ def read_paragraph_jsonl(path: str | Path, report: IngestReport | None = None) -
             report.skip("empty paragraphs")
             continue
         report.paragraphs += 1
-        yield Paragraph(str(row.get("id") or f"{title}#{para}"), title, para, text, tuple(links),
-                        tuple(str(f) for f in row.get("facts") or ()))
+        yield Paragraph(pid or f"{title}#{para}", title, para, text, tuple(links), tuple(f for f in facts if f))
 
 
 def evidence_paragraphs(corpora: Iterable, report: IngestReport | None = None) -> list[Paragraph]:

@@ -10,6 +10,10 @@ sentence. Readers rank single-token candidates, as LAMA constrained DrQA to sing
 - `EntityReader`: candidates are the link targets of the retrieved paragraphs (entity names).
 - `QAReader`: a Hugging Face extractive question-answering model for users with weights.
 
+Ties (`eval.metrics`): equal scores are ordered by the reader's candidate order: vocabulary file
+order (`VocabReader`), first appearance in the retrieved paragraphs (`EntityReader`, `QAReader`).
+Ranks count within the returned list only (`ranks = "list"`).
+
 Leakage: on the LAMA evidence corpus each T-REx / Google-RE fact's own evidence sentence is in
 the index, so the plain number measures reading the aligned sentence (like LAMA's RE baselines,
 which were given those sentences). `exclude_gold=True` drops the paragraphs aligned to the
@@ -203,7 +207,7 @@ class QAReader:
                 if self.vocab is not None and label not in self.vocab:
                     continue
                 scores[label] += weight * float(p_start[first] * p_end[last])
-        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1])  # stable: ties by first appearance
         return [Answer(label, score) for label, score in ranked[:depth]]
 
 
@@ -211,6 +215,7 @@ class RetrievalPredictor:
     """BM25 retrieval of `k` paragraphs per query, then `reader`."""
 
     name = "retrieval"
+    ranks = "list"  # readers return a short list of candidates found in the paragraphs
 
     def __init__(self, index: TextIndex, reader: Reader, k: int = 5, exclude_gold: bool = False,
                  index_info: dict | None = None) -> None:
@@ -222,7 +227,7 @@ class RetrievalPredictor:
 
     def describe(self) -> dict:
         return {"predictor": "retrieval", "k": self.k, "exclude_gold": self.exclude_gold,
-                "index": self.index_info, **self.reader.describe()}
+                "index": self.index_info, "ranks": self.ranks, **self.reader.describe()}
 
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.exclude_gold:

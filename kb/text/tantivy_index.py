@@ -7,6 +7,12 @@ holds the tantivy files and `kbc-meta.json`. A build writes a new generation and
 Two tantivy traps are avoided here: `search(limit=0)` and a one-term `phrase_query` panic with
 an exception derived from `BaseException`, so counts use `count=True` with limit 1 and
 one-word phrases become term queries; the custom tokenizer is registered on every open.
+
+A damaged index is an error that says how to rebuild it, never an empty index: tantivy itself
+would create a fresh empty index where its `meta.json` is gone, and reports damaged segment files
+only when it reads them (as a ValueError, or a Rust panic), so opening checks the layout and
+every read turns tantivy's failures into a DataError. `search` never asks for more hits than
+there are paragraphs (tantivy allocates the requested size up front, and aborts when it cannot).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from eval.errors import DataError
@@ -26,6 +33,7 @@ from kb.text.paragraphs import Paragraph
 
 CURRENT = "CURRENT"
 META = "kbc-meta.json"
+TANTIVY_META = "meta.json"
 HEAP = 256 * 1024 * 1024
 PAGE = 10_000
 
@@ -47,6 +55,45 @@ def _dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _rebuild_command(root: Path, meta: dict | None) -> str:
+    """The build command that recreates this index, as precise as its metadata allows."""
+    source = meta.get("source") if isinstance(meta, dict) else None
+    if source == "lama-evidences":
+        return f"kbc index build --out {root}"
+    if isinstance(source, str) and source.partition(":")[0] in ("dump", "jsonl"):
+        kind, _, path = source.partition(":")
+        return f"kbc index build --source {kind} --input {path} --out {root}"
+    return f"kbc index build --out {root} ..."
+
+
+def damaged(root: Path, why: str, meta: dict | None = None) -> DataError:
+    return DataError(f"{root}: the text index is damaged ({why}); rebuild it with "
+                     f"`{_rebuild_command(root, meta)}`")
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _is_tantivy_failure(exc: BaseException) -> bool:
+    """tantivy reports bad files as ValueError or OSError, and some as a Rust panic (a BaseException)."""
+    return isinstance(exc, (ValueError, OSError)) or type(exc).__name__ == "PanicException"
+
+
+def _read_meta(root: Path, generation: Path) -> dict:
+    path = generation / META
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise damaged(root, f"{path.name} is missing in {generation.name}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise damaged(root, f"{path} is unreadable: {_one_line(exc)}") from None
+    if not isinstance(meta, dict):
+        raise damaged(root, f"{path} holds a JSON {type(meta).__name__}, not an object")
+    return meta
+
+
 class TantivyIndex:
     backend = "tantivy"
 
@@ -55,7 +102,7 @@ class TantivyIndex:
 
         self.root = root
         self.generation = generation
-        self.meta = json.loads((generation / META).read_text())
+        self.meta = _read_meta(root, generation)
         self._schema = _schema()
         self._index = tantivy.Index(self._schema, path=str(generation), reuse=True)
         self._index.register_tokenizer(ANALYZER, tantivy_analyzer())
@@ -66,13 +113,43 @@ class TantivyIndex:
     # -- opening and building -------------------------------------------------------------------
     @classmethod
     def open(cls, root: Path) -> TantivyIndex:
+        """The live generation of `root`, checked: a damaged index is a DataError, not an empty index."""
         pointer = root / CURRENT
-        if not pointer.is_file():
+        if not pointer.exists():
             raise DataError(f"{root}: no text index there; build one with `kbc index build --out {root} ...`")
-        generation = root / pointer.read_text().strip()
-        if not (generation / META).is_file():
-            raise DataError(f"{generation}: the index named by {pointer} is missing or incomplete; rebuild it")
-        return cls(root, generation)
+        if not pointer.is_file():
+            raise damaged(root, f"{pointer} is not a file")
+        try:
+            name = pointer.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise damaged(root, f"{pointer} is unreadable: {_one_line(exc)}") from None
+        if not name or Path(name).name != name or name in (".", ".."):
+            raise damaged(root, f"{pointer} names no index folder ({name!r})")
+        generation = root / name
+        if not generation.is_dir():
+            raise damaged(root, f"the folder {name} named by {pointer} is missing")
+        meta = _read_meta(root, generation)
+        if not (generation / TANTIVY_META).is_file():
+            raise damaged(root, f"tantivy's {TANTIVY_META} is missing in {name}", meta)
+        try:
+            index = cls(root, generation)
+        except BaseException as exc:
+            if not _is_tantivy_failure(exc):
+                raise
+            raise damaged(root, f"tantivy cannot open it: {_one_line(exc)}", meta) from None
+        expected = meta.get("paragraphs")
+        if isinstance(expected, int) and expected != len(index):
+            raise damaged(root, f"{expected} paragraphs were built but tantivy finds {len(index)}", meta)
+        return index
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException as exc:
+            if not _is_tantivy_failure(exc):
+                raise
+            raise damaged(self.root, f"tantivy cannot read it: {_one_line(exc)}", self.meta) from None
 
     @classmethod
     def build(cls, paragraphs: Iterable[Paragraph], root: Path, meta: dict | None = None,
@@ -80,6 +157,8 @@ class TantivyIndex:
         import tantivy
         from tqdm import tqdm
 
+        if root.exists() and not root.is_dir():
+            raise DataError(f"{root} is a file; pass a directory (new or holding a text index) as --out")
         root.mkdir(parents=True, exist_ok=True)
         name = f"gen-{time.time_ns()}"
         generation = root / f"{name}.building"
@@ -166,8 +245,12 @@ class TantivyIndex:
         clauses = [(self._occur.Should, self._q.boost_query(self._term("text", t), float(c)) if c > 1
                     else self._term("text", t)) for t, c in terms.items()]
         query = self._q.boolean_query(clauses)
-        result = self._searcher.search(query, k, count=False)
-        return [Hit(score, self._paragraph(addr)) for score, addr in result.hits]
+        k = min(k, len(self))
+        if k <= 0:
+            return []
+        with self._reading():
+            result = self._searcher.search(query, k, count=False)
+            return [Hit(score, self._paragraph(addr)) for score, addr in result.hits]
 
     def _paragraph(self, addr) -> Paragraph:
         d = self._searcher.doc(addr)
@@ -175,7 +258,9 @@ class TantivyIndex:
                          tuple(d.get_all("links")), tuple(d.get_all("facts")))
 
     def count(self, *mentions: Mention) -> int:
-        return self._searcher.search(self._all_of(mentions), 1, count=True).count
+        query = self._all_of(mentions)
+        with self._reading():
+            return self._searcher.search(query, 1, count=True).count
 
     def count_many(self, groups: Sequence[Sequence[Mention]]) -> list[int]:
         return [self.count(*g) for g in groups]
@@ -184,13 +269,15 @@ class TantivyIndex:
         query = self._all_of(mentions)
         total = self.count(*mentions)
         for offset in range(0, total, PAGE):
-            result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
-                                           order_by_field=None)
-            for _, addr in result.hits:
-                yield self._searcher.doc(addr).get_first("pid")
+            with self._reading():
+                result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
+                                               order_by_field=None)
+                pids = [self._searcher.doc(addr).get_first("pid") for _, addr in result.hits]
+            yield from pids
 
     def doc_freq(self, term: str) -> int:
-        return self._searcher.doc_freq("text", term)
+        with self._reading():
+            return self._searcher.doc_freq("text", term)
 
     def stats(self) -> dict:
         return {**self.meta, "backend": "tantivy", "location": str(self.root), "paragraphs": len(self),

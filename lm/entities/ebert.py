@@ -6,6 +6,10 @@ CONCAT: the entity, a slash, then the original word pieces:  `Jean_Marais / Jean
 Other positions keep the model's own word-piece embeddings; positions and segments are added by
 the model as usual (`inputs_embeds`), and neither the encoder nor the output layer is changed.
 A subject without an entity vector is asked as plain BERT (the paper's fallback).
+
+Token-level answers rank every candidate token: ties follow `eval.metrics` (equal probabilities
+ordered by candidate position, the vocabulary file order), in the answer list and in the exact
+ranks of `candidate_ranks` alike.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.errors import DataError
+from eval.metrics import exact_rank, top_order
 from eval.types import Query
 
 MODES = ("bert", "replace", "concat")
@@ -178,12 +183,19 @@ def top_candidates(probs: np.ndarray, cand_ids: Sequence[int], labels: Sequence[
 
 
 def top_positions(probs: np.ndarray, cand_ids: Sequence[int], depth: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per row, candidate positions and probabilities of the `depth` best candidates, best first."""
+    """Per row, candidate positions and probabilities of the `depth` best candidates, best first
+    (exact ties by candidate position)."""
     sub = probs[:, np.asarray(cand_ids)]
-    k = min(depth, sub.shape[1])
-    top = np.argpartition(-sub, k - 1, axis=1)[:, :k]
     out = []
     for r in range(len(sub)):
-        order = top[r][np.argsort(-sub[r, top[r]], kind="stable")]
+        order = top_order(sub[r], depth)
         out.append((order.astype(np.int32), sub[r, order].astype(np.float32)))
     return out
+
+
+def candidate_ranks(probs: np.ndarray, cand_ids: Sequence[int],
+                    positions: Sequence[Sequence[int]]) -> list[tuple[list[int], list[float]]]:
+    """Per row, the exact rank among all candidates and the probability of each candidate position asked."""
+    sub = probs[:, np.asarray(cand_ids)]
+    return [([exact_rank(sub[r], p) for p in pos], [float(sub[r, p]) for p in pos])
+            for r, pos in enumerate(positions)]

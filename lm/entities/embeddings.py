@@ -1,23 +1,46 @@
-"""wikipedia2vec word and entity vectors, loaded from the library's `.pkl` or the word2vec text format.
+"""wikipedia2vec word and entity vectors, loaded from `.npz` or the word2vec text format.
 
 Both formats end up as one `EntityEmbeddings`: plain NumPy matrices plus title/word lookups, so the
 rest of the package never depends on how the vectors were stored. The text format is what the
 wikipedia2vec project publishes (`enwiki_20180420_300d.txt`): a `N D` header line, then one
 `token v1 … vD` line per item, entities written `ENTITY/Title_with_underscores`.
+
+The library's own `.pkl` is a pickle: loading one runs whatever code it holds, so it is never
+loaded here. `kbc entities convert` (`lm.entities.convert`) turns a pickle the user trusts into the
+`.npz` format once; `kbc entities train` writes both. The `.npz` holds plain arrays only (read with
+`allow_pickle=False`): the vectors, names as one UTF-8 blob per list (newline-separated, compact
+where fixed-width string arrays would pad every name to the longest title), and, when known, the
+redirect and mention tables the linker uses.
 """
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from eval.errors import DataError
+from eval.errors import ConfigError, DataError
 
 ENTITY_PREFIX = "ENTITY/"
+NPZ_FORMAT = "kbc-wikipedia2vec/1"
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+
+
+@dataclass
+class LinkTables:
+    """Redirects (source -> target title) and the mention dictionary (text -> [(title, commonness)])."""
+
+    redirects: dict[str, str] = field(default_factory=dict)
+    mentions: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    case_sensitive: bool = False
+
+    def mention_lookup(self, text: str) -> list[tuple[str, float]]:
+        return self.mentions.get(text if self.case_sensitive else text.lower(), [])
 
 
 @dataclass
@@ -30,6 +53,7 @@ class EntityEmbeddings:
     entity_vectors: np.ndarray
     lowercase: bool
     source: str = ""
+    links: LinkTables | None = None
     _word_row: dict[str, int] = field(default_factory=dict, repr=False)
     _title_row: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -54,35 +78,120 @@ class EntityEmbeddings:
                 "lowercase": self.lowercase}
 
 
+def refuse_pickle(path: Path, what: str = "wikipedia2vec model") -> ConfigError:
+    """The one-line refusal for a pickle given where vectors are read."""
+    return ConfigError(
+        f"{path} is a pickle; loading one runs any code it holds, so a {what} is only read as .npz or "
+        f"word2vec text: convert a file you trust once with `kbc entities convert {path} --out "
+        f"{path.with_suffix('.npz')} --trust-pickle` and pass the .npz"
+    )
+
+
 def load_embeddings(path: str | Path) -> EntityEmbeddings:
-    """Load a wikipedia2vec model: `.pkl` (the library's format) or word2vec text (`.txt`, `.gz`, `.bz2`)."""
+    """Load wikipedia2vec vectors: `.npz` (see the module docstring) or word2vec text (`.txt`, `.gz`, `.bz2`)."""
     path = Path(path)
+    if path.suffix in PICKLE_SUFFIXES:
+        raise refuse_pickle(path)
     if not path.exists():
         raise DataError(f"{path}: no such wikipedia2vec model (train one with `kbc entities train DUMP`)")
-    if path.suffix == ".pkl":
-        return load_pkl(path)
-    return load_text(path)
-
-
-def load_pkl(path: Path) -> EntityEmbeddings:
-    """The library's joblib pickle: words are rows [0, word_size), entities follow at `entity_offset`."""
-    from wikipedia2vec import Wikipedia2Vec
-
+    if path.is_dir():
+        raise DataError(f"{path} is a directory; pass the model file (.npz or word2vec text)")
+    if path.suffix == ".npz":
+        return load_npz(path)
     try:
-        model = Wikipedia2Vec.load(str(path))
-    except Exception as exc:  # joblib/pickle raise many types for a foreign or truncated file
-        raise DataError(f"{path}: not a wikipedia2vec .pkl model ({type(exc).__name__}: {exc})") from exc
-    dic = model.dictionary
-    syn0 = np.asarray(model.syn0, dtype=np.float32)
-    words = [""] * dic.word_size
-    for word in dic.words():
-        words[word.index] = word.text
-    titles = [""] * dic.entity_size
-    offset = dic.entity_offset
-    for ent in dic.entities():
-        titles[ent.index - offset] = ent.title
-    return EntityEmbeddings(words, syn0[:offset].copy(), titles, syn0[offset:offset + dic.entity_size].copy(),
-                            lowercase=bool(dic.lowercase), source=str(path))
+        return load_text(path)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 word2vec text ({exc.reason} at byte {exc.start}); "
+                        "pass a .npz or word2vec text model") from None
+    except (OSError, EOFError) as exc:  # unreadable, or a damaged .gz / .bz2
+        raise DataError(f"{path}: cannot read it ({exc})") from None
+
+
+def _blob(names: list[str], what: str) -> np.ndarray:
+    bad = next((n for n in names if "\n" in n), None)
+    if bad is not None:
+        raise DataError(f"{what} {bad!r} contains a newline; it cannot be stored")
+    return np.frombuffer("\n".join(names).encode("utf-8"), dtype=np.uint8)
+
+
+def _names(data, key: str, n: int, path: Path) -> list[str]:
+    blob = data[key]
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        raise DataError(f"{path}: array {key!r} is not a UTF-8 blob")
+    names = blob.tobytes().decode("utf-8").split("\n") if n else []
+    if len(names) != n:
+        raise DataError(f"{path}: {key!r} holds {len(names)} names for {n} rows")
+    return names
+
+
+def save_npz(emb: EntityEmbeddings, path: str | Path) -> Path:
+    """Write `emb` (with its link tables) as plain arrays; atomic (a temporary file, then a rename)."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {
+        "format": np.array(NPZ_FORMAT),
+        "words": _blob(emb.words, "word"),
+        "word_vectors": np.asarray(emb.word_vectors, dtype=np.float32),
+        "titles": _blob(emb.titles, "title"),
+        "entity_vectors": np.asarray(emb.entity_vectors, dtype=np.float32),
+        "lowercase": np.array(bool(emb.lowercase)),
+    }
+    if emb.links is not None:
+        sources = list(emb.links.redirects)
+        texts = [t for t, found in emb.links.mentions.items() for _ in found]
+        pairs = [pair for found in emb.links.mentions.values() for pair in found]
+        arrays.update(
+            redirect_sources=_blob(sources, "redirect"),
+            redirect_targets=_blob([emb.links.redirects[s] for s in sources], "redirect target"),
+            n_redirects=np.array(len(sources)),
+            mention_texts=_blob(texts, "mention"),
+            mention_titles=_blob([t for t, _ in pairs], "mention title"),
+            mention_commonness=np.array([c for _, c in pairs], dtype=np.float32),
+            mentions_case_sensitive=np.array(bool(emb.links.case_sensitive)),
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with tmp.open("wb") as handle:
+        np.savez(handle, **arrays)
+    os.replace(tmp, path)
+    return path
+
+
+def load_npz(path: Path) -> EntityEmbeddings:
+    """The `.npz` format, read with `allow_pickle=False`: a file holding pickled objects is refused."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if "format" not in data.files:
+                raise DataError(f"{path}: not a wikipedia2vec .npz of this tool (arrays: {', '.join(data.files)}); "
+                                "convert a wikipedia2vec .pkl with `kbc entities convert`")
+            if str(data["format"]) != NPZ_FORMAT:
+                raise DataError(f"{path}: format {str(data['format'])!r}, expected {NPZ_FORMAT!r}")
+            word_vectors = np.asarray(data["word_vectors"], dtype=np.float32)
+            entity_vectors = np.asarray(data["entity_vectors"], dtype=np.float32)
+            if word_vectors.ndim != 2 or entity_vectors.ndim != 2 or word_vectors.shape[1] != entity_vectors.shape[1]:
+                raise DataError(f"{path}: vector arrays of shapes {word_vectors.shape} and {entity_vectors.shape}")
+            words = _names(data, "words", len(word_vectors), path)
+            titles = _names(data, "titles", len(entity_vectors), path)
+            links = None
+            if "n_redirects" in data:
+                n = int(data["n_redirects"])
+                commonness = data["mention_commonness"].astype(float)
+                sources = _names(data, "redirect_sources", n, path)
+                targets = _names(data, "redirect_targets", n, path)
+                texts = _names(data, "mention_texts", len(commonness), path)
+                found = _names(data, "mention_titles", len(commonness), path)
+                mentions: dict[str, list[tuple[str, float]]] = {}
+                for text, title, c in zip(texts, found, commonness):
+                    mentions.setdefault(text, []).append((title, float(c)))
+                links = LinkTables(dict(zip(sources, targets)), mentions, bool(data["mentions_case_sensitive"]))
+            lowercase = bool(data["lowercase"])
+    except KeyError as exc:
+        raise DataError(f"{path}: damaged wikipedia2vec .npz ({exc.args[0] if exc.args else exc}); convert the "
+                        "model again with `kbc entities convert`") from None
+    except (ValueError, OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        # np.load raises ValueError for pickled content with allow_pickle=False
+        raise DataError(f"{path}: not a readable wikipedia2vec .npz ({type(exc).__name__}: {exc})") from None
+    return EntityEmbeddings(words, word_vectors, titles, entity_vectors, lowercase=lowercase, source=str(path),
+                            links=links)
 
 
 def _open_text(path: Path):
@@ -114,7 +223,10 @@ def load_text(path: Path) -> EntityEmbeddings:
                 token, _, rest = line.partition("\t")
             else:
                 token, _, rest = line.partition(" ")
-            vec = np.array(rest.split(), dtype=np.float32) if rest else np.zeros(0, np.float32)
+            try:
+                vec = np.array(rest.split(), dtype=np.float32) if rest else np.zeros(0, np.float32)
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: the vector of {token!r} holds a non-number") from None
             if dim is None:
                 dim = len(vec)
             if len(vec) != dim or dim == 0:

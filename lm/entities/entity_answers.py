@@ -7,6 +7,9 @@ multi-token object such as "Barack Obama" is answerable as one item. This is new
 LAMA, E-BERT and ERNIE, which rank single word pieces only: the numbers it gives measure whether
 the model's [MASK] output points at the right entity in wikipedia2vec space, over all entities
 of the index, not whether it can spell the object.
+
+Ranks count within the returned list only. Ties (`eval.metrics`): entities with equal scores are
+ordered by entity row; which of several entities tied at the cut are returned is the index's choice.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ class EntityAnswerer:
         for i in range(len(outputs)):
             skip = exclude[i] if exclude is not None else None
             answers = []
-            for score, row in zip(scores[i], rows[i]):
+            hits = sorted(zip(scores[i].tolist(), rows[i].tolist()), key=lambda h: (-h[0], h[1]))
+            for score, row in hits:
                 if row < 0 or row == skip:
                     continue
                 label, ident = self.labeler(int(row))

@@ -8,14 +8,14 @@ often links to). Every link records how it was found, so coverage can be reporte
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.errors import DataError
 from eval.types import Entity
+from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables, refuse_pickle
 
 METHODS = ("wikidata", "title", "redirect", "mention")
 MentionLookup = Callable[[str], list[tuple[str, float]]]
@@ -28,61 +28,80 @@ class Link:
     method: str
 
 
+def _tsv_rows(path: Path, what: str, example: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of a UTF-8 TSV file; unreadable files are one-line DataErrors."""
+    if path.suffix in PICKLE_SUFFIXES:
+        raise refuse_pickle(path, what)
+    if not path.exists():
+        raise DataError(f"{path}: no such {what} (expected lines `{example}`)")
+    if not path.is_file():
+        raise DataError(f"{path}: not a file; pass a {what} TSV (lines `{example}`)")
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            for lineno, line in enumerate(handle, 1):
+                yield lineno, line.rstrip("\r\n").split("\t")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
 def read_title_map(path: str | Path) -> dict[str, str]:
     """A two-column TSV `Q-id<TAB>title` (header optional); a title may use underscores."""
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such title map (expected lines `Q42<TAB>Douglas Adams`)")
     out: dict[str, str] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), 1):
-            if not row or (lineno == 1 and not row[0].startswith("Q")):
-                continue
-            if len(row) < 2 or not row[0].startswith("Q"):
-                raise DataError(f"{path}:{lineno}: expected `Q-id<TAB>title`, got {row!r}")
-            out[row[0]] = row[1].replace("_", " ")
+    for lineno, row in _tsv_rows(path, "title map", "Q42<TAB>Douglas Adams"):
+        if row == [""] or (lineno == 1 and not row[0].startswith("Q")):
+            continue
+        if len(row) < 2 or not row[0].startswith("Q"):
+            raise DataError(f"{path}:{lineno}: expected `Q-id<TAB>title`, got {row!r}")
+        out[row[0]] = row[1].replace("_", " ")
     return out
 
 
 def read_redirects(path: str | Path) -> dict[str, str]:
-    """Redirects from a wikipedia2vec dump DB (`<model>.db`) or a TSV `source<TAB>target`."""
+    """Redirects from a wikipedia2vec dump DB (`<model>.db`, LMDB; titles are plain strings) or a TSV."""
     path = Path(path)
     if path.suffix == ".db":
         from wikipedia2vec.dump_db import DumpDB
 
+        if not path.is_file():
+            raise DataError(f"{path}: no such wikipedia2vec dump DB")
         try:
             return dict(DumpDB(str(path)).redirects())
         except Exception as exc:  # lmdb raises its own error types
-            raise DataError(f"{path}: not a wikipedia2vec dump DB ({exc})") from exc
+            raise DataError(f"{path}: not a wikipedia2vec dump DB ({exc})") from None
     out = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 2:
-                raise DataError(f"{path}:{lineno}: expected `source<TAB>target`")
-            out[parts[0].replace("_", " ")] = parts[1].replace("_", " ")
+    for lineno, parts in _tsv_rows(path, "redirect table", "source<TAB>target"):
+        if len(parts) != 2:
+            raise DataError(f"{path}:{lineno}: expected `source<TAB>target`")
+        out[parts[0].replace("_", " ")] = parts[1].replace("_", " ")
     return out
 
 
-def mention_lookup_from_pkl(mention_file: str | Path, model_file: str | Path) -> MentionLookup:
-    """The library's mention DB (needs the dictionary of the `.pkl` model it was built with)."""
-    from wikipedia2vec import Wikipedia2Vec
-    from wikipedia2vec.mention_db import MentionDB
-
-    dictionary = Wikipedia2Vec.load(str(model_file)).dictionary
-    try:
-        db = MentionDB.load(str(mention_file), dictionary)
-    except RuntimeError as exc:
-        raise DataError(f"{mention_file}: built with another dictionary than {model_file}") from exc
-
-    def lookup(text: str) -> list[tuple[str, float]]:
+def read_mentions(path: str | Path) -> MentionLookup:
+    """A mention dictionary as TSV `text<TAB>title<TAB>commonness` (texts matched case-insensitively)."""
+    path = Path(path)
+    table: dict[str, list[tuple[str, float]]] = {}
+    for lineno, parts in _tsv_rows(path, "mention dictionary", "text<TAB>title<TAB>commonness"):
         try:
-            found = db.query(text)
-        except KeyError:
-            return []
-        return [(m.entity.title, float(m.commonness)) for m in found]
+            text, title, commonness = parts
+            table.setdefault(text.lower(), []).append((title.replace("_", " "), float(commonness)))
+        except ValueError:
+            raise DataError(f"{path}:{lineno}: expected `text<TAB>title<TAB>commonness`") from None
+    return LinkTables(mentions=table).mention_lookup
 
-    return lookup
+
+def build_linker(emb: EntityEmbeddings, titles: str | Path | None = None, redirects: str | Path | None = None,
+                 mentions: str | Path | None = None) -> Linker:
+    """A linker over `emb`; redirects and mentions default to the tables stored with the vectors."""
+    tables = emb.links or LinkTables()
+    return Linker(
+        emb.entity_row,
+        read_title_map(titles) if titles else {},
+        read_redirects(redirects) if redirects else tables.redirects,
+        read_mentions(mentions) if mentions else (tables.mention_lookup if tables.mentions else None),
+    )
 
 
 def _upper_first(label: str) -> str:

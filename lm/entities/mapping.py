@@ -9,6 +9,7 @@ entity space and needs no more than a rotation (a semi-orthogonal W when the dim
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,9 +51,14 @@ class LinearMap:
         try:
             with np.load(path, allow_pickle=False) as data:
                 W, meta = data["W"], json.loads(str(data["meta"]))
-        except (OSError, KeyError, ValueError) as exc:
-            raise DataError(f"{path}: not a saved entity map (make one with `kbc entities map`): {exc}") from exc
-        return cls(W.astype(np.float32), meta["kind"], float(meta["r2"]), int(meta["n_words"]), meta["info"])
+            if W.ndim != 2 or not isinstance(meta, dict):
+                raise ValueError("W is not a matrix or meta is not an object")
+            return cls(W.astype(np.float32), str(meta["kind"]), float(meta["r2"]), int(meta["n_words"]),
+                       dict(meta.get("info") or {}))
+        except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
+            # np.load raises ValueError for pickled content with allow_pickle=False
+            raise DataError(f"{path}: not a saved entity map (make one with `kbc entities map`): "
+                            f"{type(exc).__name__}: {exc}") from None
 
 
 def r_squared(pred: np.ndarray, target: np.ndarray) -> float:

@@ -86,9 +86,16 @@ def _complete_link_graph(lg: Path, dic: Path) -> None:
 
 
 def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = None) -> Path:
-    """Build every artefact next to `out` (`<stem>.db`, `_dic.pkl`, `_lg.pkl`, `_mention.pkl`); return `out`."""
+    """Build every artefact next to `out` (`<stem>.db`, `_dic.pkl`, `_lg.pkl`, `_mention.pkl`, `.pkl`).
+
+    Returns the `.npz` beside them (vectors, redirects and mentions), the file the rest of the
+    package reads. The `.pkl` files are the library's pickles; training trusts them as its own
+    outputs (written by this run, or by the earlier run it resumes), as the library itself does.
+    """
     s = settings or TrainSettings()
     dump, out = Path(dump), Path(out)
+    if out.suffix == ".npz":
+        out = out.with_suffix(".pkl")
     check_dump(dump)
     out.parent.mkdir(parents=True, exist_ok=True)
     stem = out.parent / out.stem
@@ -116,7 +123,12 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
         if s.link_graph:
             args += ["--link-graph", str(lg)]
         _run("train-embedding", args)
-    return out
+    safe = out.with_suffix(".npz")
+    if not safe.exists() or safe.stat().st_mtime < out.stat().st_mtime:
+        from lm.entities.convert import convert
+
+        convert(out, safe, trust_pickle=True)
+    return safe
 
 
 def describe(settings: TrainSettings) -> dict:

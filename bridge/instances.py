@@ -1,0 +1,90 @@
+"""`RUN/instances.parquet`: every prediction record of a run as one long table.
+
+One row per (corpus, predictor, fact), so any per-fact question is a pandas one-liner instead of
+a walk over JSONL folders. Dropped facts are rows too (with their reason, no ranks, and null
+`correct_*`), so that averaging `correct_raw` per relation gives the P@1 the summaries report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from bridge.run_dir import open_run
+
+FILENAME = "instances.parquet"
+
+COLUMNS: dict[str, str] = {
+    "corpus": "string",
+    "predictor": "string",
+    "relation": "string",
+    "uid": "string",
+    "subject": "string",
+    "subject_id": "string",
+    "gold": "string",
+    "gold_id": "string",
+    "prompt": "string",
+    "dropped": "string",
+    "rank_raw": "Int64",
+    "rank_filtered": "Int64",
+    "rank_exact_raw": "Int64",
+    "rank_exact_filtered": "Int64",
+    "correct_raw": "boolean",
+    "correct_filtered": "boolean",
+    "top1": "string",
+    "answers": "string",
+}
+
+
+def _row(corpus: str, predictor: str, record: dict) -> dict:
+    dropped = record.get("dropped")
+    answers = record.get("answers")
+    row = {
+        "corpus": corpus,
+        "predictor": predictor,
+        "relation": record["relation"],
+        "uid": record["uid"],
+        "subject": record.get("subject"),
+        "subject_id": record.get("subject_id"),
+        "gold": record.get("gold"),
+        "gold_id": record.get("gold_id"),
+        "prompt": record.get("prompt"),
+        "dropped": dropped,
+        "top1": answers[0][0] if answers else None,
+        "answers": None if dropped is not None else json.dumps(answers or [], ensure_ascii=False),
+    }
+    for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered"):
+        row[name] = record.get(name)
+    for setting in ("raw", "filtered"):
+        row[f"correct_{setting}"] = None if dropped is not None else record.get(f"rank_{setting}") == 1
+    return row
+
+
+def instances_frame(run_dir: Path) -> pd.DataFrame:
+    """The long table of a run directory (what `write_instances` stores)."""
+    run = open_run(run_dir)
+    rows = [
+        _row(corpus, predictor, record)
+        for corpus in run.corpora
+        for predictor in run.predictors
+        for record in run.records(corpus, predictor)
+    ]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return frame.astype(COLUMNS)
+
+
+def write_instances(run_dir: Path) -> Path:
+    """Write `RUN/instances.parquet` atomically (a reader never sees half a file); returns its path."""
+    run_dir = Path(run_dir)
+    frame = instances_frame(run_dir)
+    target = run_dir / FILENAME
+    tmp = run_dir / f".{FILENAME}.{os.getpid()}.tmp"
+    try:
+        frame.to_parquet(tmp, index=False, engine="pyarrow")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

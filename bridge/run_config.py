@@ -1,0 +1,214 @@
+"""What a run is asked to do, checked in full before any work: predictors, options, corpora, relations.
+
+A run directory accumulates: each predictor name keeps the identity it was first run with (the
+spec and the settings that change its answers), each relation the data version its facts came
+from. A rerun that adds predictors, corpora or relations works; one that would mix answers of a
+different identity or data under the same name is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
+from bridge.registry import Factory, resolve
+from eval.errors import ConfigError, DataError
+from eval.lama import CORPORA, Corpus, load_corpus
+from eval.types import Fact
+
+COMPAT = ("lama",)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("KBC_CACHE", Path.home() / ".cache" / "kbcompare"))
+
+
+@dataclass
+class RunConfig:
+    corpora: list[str]
+    predictors: list[str]  # NAME=SPEC or SPEC
+    out: Path
+    data_dir: str | None = None
+    relations: list[str] = field(default_factory=list)
+    depth: int = 100
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 32
+    options: dict[str, str] = field(default_factory=dict)  # KEY or NAME.KEY -> value
+    cache_dir: Path | None = None
+    store: str | None = None  # graph store path, or a SPARQL endpoint URL
+    store_update: str | None = None  # SPARQL 1.1 Update endpoint of a remote store
+    store_timeout: float = 30.0
+    limit: int | None = None  # a seeded sample of at most this many facts per relation
+    seed: int = 0
+    compat: str | None = None  # "lama": as LAMA's released code
+
+    def check_values(self) -> None:
+        for key, value, low in (("--depth", self.depth, 1), ("--batch-size", self.batch_size, 1),
+                                ("--limit", self.limit, 1)):
+            if value is not None and value < low:
+                raise ConfigError(f"{key} {value}: must be at least {low}")
+        if self.store_timeout <= 0:
+            raise ConfigError(f"--store-timeout {self.store_timeout}: must be positive")
+        if self.compat not in (None, *COMPAT):
+            raise ConfigError(f"--compat {self.compat}: use one of {', '.join(COMPAT)}")
+        unknown = [c for c in self.corpora if c not in CORPORA]
+        if unknown:
+            raise ConfigError(f"unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}")
+        if not self.corpora:
+            raise ConfigError("no corpus given (--corpus trex google_re ...)")
+        if not self.predictors:
+            raise ConfigError("no predictor given (--predictors freq bert=/models/bert-base-cased ...)")
+
+
+@dataclass
+class PlannedPredictor:
+    name: str
+    spec: str
+    factory: Factory
+    options: dict[str, str]
+    declared: dict[str, Option]
+
+    def identity(self, cfg: RunConfig) -> dict:
+        """Everything that changes this predictor's answers; a rerun under the same name must match it."""
+        ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        if "dtype" in getattr(self.factory, "settings", ()):
+            ident["dtype"] = cfg.dtype
+        if cfg.compat:
+            ident["compat"] = cfg.compat
+        return ident
+
+
+@dataclass
+class Plan:
+    predictors: list[PlannedPredictor]
+    corpora: dict[str, Corpus]  # full corpora restricted to the chosen relations
+    asked: dict[str, list[Fact]]  # per corpus, the facts asked (all, or the --limit sample)
+    versions: dict[str, dict[str, str]]  # corpus -> relation -> data version
+
+
+def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
+    specs: list[NamedSpec] = parse_predictors(cfg.predictors)
+    factories = {p.name: resolve(p.spec) for p in specs}
+    declared = {name: accepted(f) for name, f in factories.items()}
+    scope_options(cfg.options, specs, declared)
+    return [PlannedPredictor(p.name, p.spec, factories[p.name], p.options, declared[p.name]) for p in specs]
+
+
+def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
+    """Validate everything and load the data; no predictor is built and nothing is scored yet."""
+    cfg.check_values()
+    predictors = plan_predictors(cfg)
+    loaded = {name: load_corpus(name, data_dir, compat=cfg.compat) if cfg.compat else load_corpus(name, data_dir)
+              for name in cfg.corpora}
+    corpora = {name: _restrict(c, cfg.relations, loaded) for name, c in loaded.items()}
+    if cfg.compat == "lama":
+        from eval.compat import lama_dedup
+
+        for corpus in corpora.values():
+            if not corpus.facts or corpus.facts[0].cloze:
+                continue
+            corpus.facts, _removed = lama_dedup(corpus.facts)
+    asked = {name: sample(c.facts, cfg.limit, cfg.seed) for name, c in corpora.items()}
+    versions = {name: relation_versions(c) for name, c in corpora.items()}
+    return Plan(predictors, corpora, asked, versions)
+
+
+def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
+    """The corpus limited to the `--relations` it has; an id no chosen corpus has is an error."""
+    if not relations:
+        return corpus
+    known = {rel for c in loaded.values() for rel in c.relations}
+    unknown = [r for r in relations if r not in known]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"--relations {unknown[0]}: no chosen corpus ({', '.join(loaded)}) has this relation{hint}")
+    mine = [r for r in relations if r in corpus.relations]
+    if not mine:
+        raise ConfigError(f"--relations names no relation of corpus {corpus.name}; drop --corpus {corpus.name} or "
+                          f"add one of its relations (e.g. {next(iter(corpus.relations), '?')})")
+    corpus.relations = {r: corpus.relations[r] for r in mine}
+    corpus.facts = [f for f in corpus.facts if f.relation in corpus.relations]
+    return corpus
+
+
+def sample(facts: list[Fact], limit: int | None, seed: int) -> list[Fact]:
+    """At most `limit` facts per relation, drawn with `seed`, kept in data order."""
+    if not limit:
+        return facts
+    by_rel: dict[str, list[int]] = {}
+    for i, fact in enumerate(facts):
+        by_rel.setdefault(fact.relation, []).append(i)
+    keep: set[int] = set()
+    for rel, idx in by_rel.items():
+        rng = random.Random(f"{seed}:{rel}")
+        keep.update(idx if len(idx) <= limit else rng.sample(idx, limit))
+    return [f for i, f in enumerate(facts) if i in keep]
+
+
+def relation_versions(corpus: Corpus) -> dict[str, str]:
+    """A content hash per relation (its template and facts), so one edited file changes one version."""
+    digests = {rel: hashlib.sha256(f"{r.template}\x1f{r.type}".encode()) for rel, r in corpus.relations.items()}
+    for f in corpus.facts:
+        digests[f.relation].update(
+            f"\x1e{f.uid}\x1f{f.subject.label}\x1f{f.subject.id}\x1f{f.object.label}\x1f{f.object.id}"
+            f"\x1f{f.cloze}".encode())
+    return {rel: d.hexdigest()[:16] for rel, d in digests.items()}
+
+
+def read_config(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not a readable run config ({exc}); move the directory aside or use another --out"
+                        ) from None
+    if not isinstance(config, dict) or not isinstance(config.get("predictor_specs", {}), dict):
+        raise DataError(f"{path}: not a kbc run config; use another --out")
+    return config
+
+
+def merge_config(old: dict | None, cfg: RunConfig, plan: Plan) -> dict:
+    """The directory's config with this run added; refuses a name or relation whose results would mix."""
+    config = old or {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {},
+                     "relation_types": {}, "runs": [], "predictor_configs": {}, "answer_space": {},
+                     "seconds": {}, "settings": {}}
+    if old and "predictor_specs" not in old:
+        raise ConfigError(f"{cfg.out} holds results of an older kbc layout; use another --out")
+    settings = {"compat": cfg.compat}  # changes which facts exist (label deduplication): one per directory
+    if config["settings"] and config["settings"] != settings:
+        raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}; "
+                          "use another --out or the same settings")
+    config["settings"] = settings
+    for p in plan.predictors:
+        ident = p.identity(cfg)
+        seen = config["predictor_specs"].get(p.name)
+        if seen and seen != ident:
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
+                              f"give it another name (NAME=SPEC) or use another --out")
+        config["predictor_specs"][p.name] = ident
+    for corpus, versions in plan.versions.items():
+        seen = config["data_versions"].setdefault(corpus, {})
+        changed = [r for r, v in versions.items() if seen.get(r) not in (None, v)]
+        if changed:
+            raise ConfigError(f"{cfg.out} holds {corpus} results of other data for {', '.join(changed[:5])} "
+                              "(the data files changed); use another --out")
+        seen.update(versions)
+        types = config["relation_types"].setdefault(corpus, {})
+        types.update({r: rel.type for r, rel in plan.corpora[corpus].relations.items()})
+    config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
+    config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
+    return config
+
+
+def _fmt(obj: dict) -> str:
+    return json.dumps(obj, sort_keys=True)

@@ -1,0 +1,414 @@
+"""Every failure a user can cause ends as one `error:` line and exit status 2, never a traceback.
+
+Each case damages one input (a copy of a few real LAMA rows, a model directory, a text index, an
+embedding file, the command line itself) and runs `kbc` on it. Commands that load data first
+print their loader report on stderr; for them the error must be the one `error:` line and the last.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import lm_fixtures
+import pytest
+from cli_support import run_kbc
+
+tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
+
+W2V_TEXT = "2 3\nParis 1 2 3\nENTITY/Paris 1 2 3\n"
+PARAGRAPHS = [{"title": "Dante", "text": "Dante was born in Florence"},
+              {"title": "Dante", "text": "Dante died in Ravenna"}]
+
+
+@dataclass
+class Ctx:
+    """Where a case builds its inputs: `data` is a small LAMA-layout copy it may damage."""
+
+    tmp: Path
+    data: Path
+    models: Callable[[str], Path]
+
+    def rows(self, rel: str) -> Path:
+        return {"trex": self.data / "TREx" / "P19.jsonl", "google_re": self.data / "Google_RE" /
+                "place_of_death_test.jsonl", "squad": self.data / "Squad" / "test.jsonl",
+                "relations": self.data / "relations.jsonl"}[rel]
+
+    def edit_first_row(self, rel: str, edit: Callable[[dict], None]) -> None:
+        path = self.rows(rel)
+        lines = path.read_text().splitlines()
+        row = json.loads(lines[0])
+        edit(row)
+        lines[0] = json.dumps(row)
+        path.write_text("\n".join(lines) + "\n")
+
+    def set_field(self, rel: str, key: str, value: object) -> None:
+        self.edit_first_row(rel, lambda row: row.__setitem__(key, value))
+
+    def stats(self, corpus: str) -> list[str]:
+        return ["data", "stats", "--corpus", corpus, "--data-dir", str(self.data)]
+
+    def run_freq(self, corpus: str = "trex", relation: str = "P19") -> list[str]:
+        return ["run", "lama", "--corpus", corpus, "--relations", relation, "--predictors", "freq",
+                "--data-dir", str(self.data), "--out", str(self.tmp / "run"), "--quiet"]
+
+    def w2v(self, text: str = W2V_TEXT) -> Path:
+        path = self.tmp / "w2v.txt"
+        path.write_text(text)
+        return path
+
+    def index(self) -> Path:
+        from kb.text.index import build_index
+        from kb.text.paragraphs import read_paragraph_jsonl
+
+        src = self.tmp / "paragraphs.jsonl"
+        src.write_text("".join(json.dumps(p) + "\n" for p in PARAGRAPHS))
+        root = self.tmp / "idx"
+        build_index(read_paragraph_jsonl(src), "tantivy", root).close()
+        return root
+
+    def generation(self, root: Path) -> Path:
+        return root / (root / "CURRENT").read_text().strip()
+
+    def model(self) -> Path:
+        """A private copy of a tiny BERT directory, to damage."""
+        path = self.tmp / "model"
+        if not path.exists():
+            shutil.copytree(self.models("bert-cased"), path)
+        return path
+
+
+def _lama_copy(src: Path, dest: Path) -> Path:
+    """relations.jsonl with P19 only, and the first rows of T-REx P19, Google-RE and SQuAD."""
+    first_rows = {"TREx/P19.jsonl": 10, "Squad/test.jsonl": 10}
+    first_rows.update({f"Google_RE/{n}_test.jsonl": 10 for n in ("place_of_birth", "date_of_birth", "place_of_death")})
+    for name, n in first_rows.items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        with (src / name).open(encoding="utf-8") as handle:
+            (dest / name).write_text("".join(line for _, line in zip(range(n), handle)))
+    relations = (src / "relations.jsonl").read_text(encoding="utf-8").splitlines()
+    (dest / "relations.jsonl").write_text(next(r for r in relations if '"P19"' in r) + "\n")
+    return dest
+
+
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[Ctx], list[str]]  # builds the damaged input, returns the kbc argv
+    expected: str  # text the error line must contain
+    after_report: bool = False  # the command prints a loader report before failing
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(name: str, expected: str, after_report: bool = False) -> Callable[[Callable[[Ctx], list[str]]], Callable]:
+    def register(make: Callable[[Ctx], list[str]]) -> Callable[[Ctx], list[str]]:
+        CASES[name] = Case(make, expected, after_report)
+        return make
+    return register
+
+
+# -- relations.jsonl and data rows: encodings, JSON shapes, wrong field types --------------------
+@case("relations not UTF-8", "relations.jsonl:1: not UTF-8 text")
+def _(c: Ctx) -> list[str]:
+    c.rows("relations").write_bytes(b'{"relation": "P19", "template": "[X] \xff [Y] ."}\n')
+    return c.stats("trex")
+
+
+@case("relations template is a number", "field 'template' must be a non-empty string, got a number")
+def _(c: Ctx) -> list[str]:
+    c.set_field("relations", "template", 5)
+    return c.stats("trex")
+
+
+@case("relations id is a list", "field 'relation' must be a non-empty string, got an array")
+def _(c: Ctx) -> list[str]:
+    c.set_field("relations", "relation", ["P19"])
+    return c.stats("trex")
+
+
+@case("relations label is a list", "field 'label' must be a string, got an array")
+def _(c: Ctx) -> list[str]:
+    c.set_field("relations", "label", ["place of birth"])
+    return c.stats("trex")
+
+
+@case("relations line is an array", "relations.jsonl:1: expected a JSON object, got an array")
+def _(c: Ctx) -> list[str]:
+    c.rows("relations").write_text('["P19"]\n')
+    return c.stats("trex")
+
+
+@case("relations file empty", "relations.jsonl: file is empty")
+def _(c: Ctx) -> list[str]:
+    c.rows("relations").write_text("")
+    return c.stats("trex")
+
+
+@case("T-REx not UTF-8", "P19.jsonl:1: not UTF-8 text")
+def _(c: Ctx) -> list[str]:
+    c.rows("trex").write_bytes(b"\xff" + c.rows("trex").read_bytes())
+    return c.stats("trex")
+
+
+@case("T-REx blank lines only", "P19.jsonl: file is empty")
+def _(c: Ctx) -> list[str]:
+    c.rows("trex").write_text("\n \n")
+    return c.stats("trex")
+
+
+@case("T-REx id is a list", "P19.jsonl:1: field 'sub_uri' must be a string, got an array")
+def _(c: Ctx) -> list[str]:
+    c.set_field("trex", "sub_uri", ["Q1"])
+    return c.stats("trex")
+
+
+@case("T-REx id is a number", "field 'obj_uri' must be a string, got a number")
+def _(c: Ctx) -> list[str]:
+    c.set_field("trex", "obj_uri", 90)
+    return c.stats("trex")
+
+
+@case("T-REx evidences is a string", "field 'evidences' must be an array of objects, got a string")
+def _(c: Ctx) -> list[str]:
+    c.set_field("trex", "evidences", "a sentence")
+    return c.stats("trex")
+
+
+@case("T-REx sentence is a number", "evidence 1: field 'masked_sentence' must be a string, got a number")
+def _(c: Ctx) -> list[str]:
+    c.edit_first_row("trex", lambda row: row["evidences"][0].update(masked_sentence=7))
+    return c.stats("trex")
+
+
+@case("T-REx uuid is a number, in a run", "P19.jsonl:1: field 'uuid' must be a string, got a number",
+      after_report=True)
+def _(c: Ctx) -> list[str]:
+    c.set_field("trex", "uuid", 12)
+    return c.run_freq()
+
+
+@case("Google-RE judgments is a number", "field 'judgments' must be an array of objects, got a number")
+def _(c: Ctx) -> list[str]:
+    c.set_field("google_re", "judgments", 3)
+    return c.stats("google_re")
+
+
+@case("Google-RE aliases hold numbers", "field 'sub_aliases' must be an array of strings")
+def _(c: Ctx) -> list[str]:
+    c.set_field("google_re", "sub_aliases", [1])
+    return c.stats("google_re")
+
+
+@case("Google-RE file is a directory", "place_of_death_test.jsonl: is a directory")
+def _(c: Ctx) -> list[str]:
+    c.rows("google_re").unlink()
+    c.rows("google_re").mkdir()
+    return c.stats("google_re")
+
+
+@case("SQuAD subject is a number", "test.jsonl:1: field 'sub_label' must be a string, got a number")
+def _(c: Ctx) -> list[str]:
+    c.set_field("squad", "sub_label", 5)
+    return c.stats("squad")
+
+
+# -- models --------------------------------------------------------------------------------------
+@case("truncated model.safetensors", "cannot load masked LM from")
+def _(c: Ctx) -> list[str]:
+    weights = c.model() / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    return ["entities", "map", "--model", str(c.model()), "--wikipedia2vec", str(c.w2v()), "--out", str(c.tmp / "m")]
+
+
+@case("config.json is an array", "config.json: expected a JSON object")
+def _(c: Ctx) -> list[str]:
+    (c.model() / "config.json").write_text("[]")
+    return ["entities", "map", "--model", str(c.model()), "--wikipedia2vec", str(c.w2v()), "--out", str(c.tmp / "m")]
+
+
+# -- text indexes --------------------------------------------------------------------------------
+@case("index meta.json missing", "the text index is damaged (tantivy's meta.json is missing")
+def _(c: Ctx) -> list[str]:
+    root = c.index()
+    (c.generation(root) / "meta.json").unlink()
+    return ["index", "stats", "--index", str(root)]
+
+
+@case("kbc-meta.json is an array", "kbc-meta.json holds a JSON list, not an object")
+def _(c: Ctx) -> list[str]:
+    root = c.index()
+    (c.generation(root) / "kbc-meta.json").write_text("[]")
+    return ["index", "search", "Dante", "--index", str(root)]
+
+
+@case("index --out is a file", "is a file; pass a directory")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "f").write_text("x")
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "f"), "--out", str(c.tmp / "f")]
+
+
+@case("paragraph facts is a number", "p.jsonl:1: 'facts' must be a list of ids, got a number")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "p.jsonl").write_text('{"title": "A", "text": "a b c", "facts": 5}\n')
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.tmp / "i"),
+            "--quiet"]
+
+
+@case("dump cut off", "d.xml: not a MediaWiki XML dump")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "d.xml").write_text("<mediawiki><page><title>A</title>")
+    return ["index", "build", "--source", "dump", "--input", str(c.tmp / "d.xml"), "--out", str(c.tmp / "i"),
+            "--quiet"]
+
+
+@case("malformed Elasticsearch URL", "is not an http(s) URL")
+def _(c: Ctx) -> list[str]:
+    return ["index", "stats", "--backend", "elasticsearch", "--es-url", "localhost:9200"]
+
+
+# -- relation extraction, downloads --------------------------------------------------------------
+@case("build-re without evidences", "has an evidence sentence to extract from")
+def _(c: Ctx) -> list[str]:
+    rows = [json.loads(line) for line in c.rows("trex").read_text().splitlines()]
+    c.rows("trex").write_text("".join(json.dumps({**row, "evidences": []}) + "\n" for row in rows))
+    return ["kb", "build-re", "--corpus", "trex", "--data-dir", str(c.data), "--store", str(c.tmp / "store"),
+            "--quiet"]
+
+
+@case("download --url not a URL", "--url 'data.zip' is not a URL to download from")
+def _(c: Ctx) -> list[str]:
+    return ["data", "download", "--dest", str(c.tmp / "dl"), "--url", "data.zip"]
+
+
+# -- entity files --------------------------------------------------------------------------------
+@case("wikipedia2vec .pkl", "kbc entities convert")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.tmp / "m.pkl")]
+
+
+@case("wikipedia2vec= .pkl in a run", "kbc entities convert", after_report=True)
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "m.pkl").write_bytes(b"x")
+    return ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "ebert", "--set",
+            f"model={c.models('bert-cased')}", "--set", f"wikipedia2vec={c.tmp / 'm.pkl'}", "--data-dir",
+            str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
+@case("convert without --trust-pickle", "refusing to unpickle")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "convert", str(c.tmp / "m.pkl")]
+
+
+@case("mentions .pkl", "a mention dictionary is only read as .npz or word2vec text")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "link-stats", "--wikipedia2vec", str(c.w2v()), "--mentions", str(c.tmp / "m_mention.pkl"),
+            "--corpus", "squad", "--data-dir", str(c.data)]
+
+
+@case("word2vec text with a word", "w2v.txt:2: the vector of 'Paris' holds a non-number")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("2 3\nParis 1 two 3\n"))]
+
+
+@case("word2vec file not UTF-8", "not UTF-8")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "b.txt").write_bytes(b"\xff\xfe\x00")
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.tmp / "b.txt")]
+
+
+@case("title map not UTF-8", "t.tsv: not UTF-8 text")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "t.tsv").write_bytes(b"Q1\t\xff\n")
+    return ["entities", "link-stats", "--wikipedia2vec", str(c.w2v()), "--titles", str(c.tmp / "t.tsv"),
+            "--corpus", "squad", "--data-dir", str(c.data)]
+
+
+@case("E-BERT map file is not a map", "map.npz: not a saved entity map")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "map.npz").write_bytes(b"PK\x03\x04junk")
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v()), "--map", str(c.tmp / "map.npz")]
+
+
+# -- the command line itself ---------------------------------------------------------------------
+@case("missing option", "Missing option '--wikipedia2vec'. (see `kbc entities search --help`)")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris"]
+
+
+@case("bad choice", "'solr' is not one of 'tantivy', 'elasticsearch'")
+def _(c: Ctx) -> list[str]:
+    return ["index", "search", "x", "--backend", "solr"]
+
+
+@case("unknown command", "No such command 'indx'")
+def _(c: Ctx) -> list[str]:
+    return ["indx"]
+
+
+@case("k out of range", "1<=x<=10000")
+def _(c: Ctx) -> list[str]:
+    return ["index", "search", "x", "-k", "100000000000"]
+
+
+@case("not an integer", "'many' is not a valid integer")
+def _(c: Ctx) -> list[str]:
+    return ["index", "build", "--min-words", "many"]
+
+
+@pytest.fixture
+def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = _lama_copy(lama_dir, tmp_path / "lama")
+    tiny_models("bert-cased")  # built (once per session) before any case captures stderr
+    return Ctx(tmp_path, data, tiny_models)
+
+
+def _assert_one_error_line(code: int, err: str, expected: str, after_report: bool) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert "Traceback" not in err, err
+    assert code == 2, (code, err)
+    assert len(errors) == 1 and lines[-1] == errors[0], err
+    assert after_report or len(lines) == 1, err
+    assert expected in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_failure_is_one_error_line(ctx, capsys, name):
+    this = CASES[name]
+    code, _, err = run_kbc(this.make(ctx), capsys)
+    _assert_one_error_line(code, err, this.expected, this.after_report)
+
+
+def test_unreadable_file_is_one_error_line(ctx, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("running as root: chmod 000 does not block reads (a directory in place of a file "
+                    "is the case 'Google-RE file is a directory')")
+    ctx.rows("trex").chmod(0)
+    try:
+        code, _, err = run_kbc(ctx.stats("trex"), capsys)
+    finally:
+        ctx.rows("trex").chmod(0o644)
+    _assert_one_error_line(code, err, "P19.jsonl: cannot read it (Permission denied)", False)
+
+
+@pytest.mark.parametrize("number,reason", [(errno.EROFS, "Read-only file system"),
+                                           (errno.ENOSPC, "No space left on device"),
+                                           (errno.EACCES, "Permission denied")])
+def test_operating_system_failures_name_the_path(ctx, capsys, monkeypatch, number, reason):
+    """A failure the commands do not anticipate still ends as one line that names the path."""
+    def refuse(self: Path, *args, **kwargs) -> None:
+        raise OSError(number, os.strerror(number), str(self))
+
+    src = ctx.tmp / "p.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in PARAGRAPHS))
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    code, _, err = run_kbc(["index", "build", "--source", "jsonl", "--input", str(src), "--out",
+                            str(ctx.tmp / "i"), "--quiet"], capsys)
+    _assert_one_error_line(code, err, f"error: {reason}: {ctx.tmp / 'i'}", False)

@@ -1,0 +1,261 @@
+"""`kbc compare` and the per-fact table on a hand-made run directory with known answers.
+
+The run (predictors alpha and beta, and gamma that never ran) holds two T-REx relations:
+  P19: both p19-1 p19-2 | only alpha p19-3 | only beta p19-4 p19-5 p19-6 | neither p19-7
+       (alpha ranks p19-7's gold 2nd raw, 1st filtered) | p19-8: beta dropped it
+  P36: both p36-1 | only beta p36-2 p36-3 p36-4 | neither p36-5 p36-6
+       | p36-7: beta never wrote it | p36-8: alpha dropped it; beta's file ends in a torn line
+Pooled: both 3, only alpha 1, only beta 6, neither 3; McNemar p = 2 * (1 + 7) / 2**7 = 0.125.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from cli_support import run_kbc
+from scipy.stats import binomtest
+
+from bridge.instances import write_instances
+from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact
+
+SUBJECTS = {"p19-1": ("Ada Lovelace", "Q7259")}
+
+
+def record(uid: str, rel: str, raw: int | None, filtered: int | None = "same", **extra) -> dict:
+    """A prediction record whose answer list puts the gold where the ranks say."""
+    filtered = raw if filtered == "same" else filtered
+    gold = f"gold-{uid}"
+    answers = [[f"wrong-{uid}-{i}", round(-1.0 - i / 10, 6), None] for i in range(10)]
+    other_valid = []
+    if raw is not None:
+        answers.insert(raw - 1, [gold, -0.5, f"Q{uid[-1]}"])
+        if filtered is not None and filtered < raw:
+            other_valid = [answers[0][0]]
+    subject, subject_id = SUBJECTS.get(uid, (f"subject {uid}", f"Q9{uid[-1]}"))
+    out = {"uid": uid, "relation": rel, "subject": subject, "subject_id": subject_id, "gold": gold,
+           "gold_id": f"Q{uid[-1]}", "prompt": f"{subject} relates to [MASK] .", "other_valid": other_valid,
+           "rank_raw": raw, "rank_filtered": filtered, "answers": answers[:10]}
+    out.update(extra)
+    return out
+
+
+def dropped(uid: str, rel: str, reason: str) -> dict:
+    return {"uid": uid, "relation": rel, "subject": f"subject {uid}", "gold": f"gold-{uid}", "dropped": reason}
+
+
+ALPHA = {
+    "P19": [record("p19-1", "P19", 1, rank_exact_raw=1, rank_exact_filtered=1), record("p19-2", "P19", 1),
+            record("p19-3", "P19", 1), record("p19-4", "P19", 3), record("p19-5", "P19", None),
+            record("p19-6", "P19", 4), record("p19-7", "P19", 2, 1), record("p19-8", "P19", 1)],
+    "P36": [record("p36-1", "P36", 1), record("p36-2", "P36", 2), record("p36-3", "P36", None),
+            record("p36-4", "P36", 5), record("p36-5", "P36", 2), record("p36-6", "P36", None),
+            record("p36-7", "P36", 1), dropped("p36-8", "P36", "object not in vocabulary")],
+}
+BETA = {
+    "P19": [record("p19-1", "P19", 1), record("p19-2", "P19", 1), record("p19-3", "P19", 2),
+            record("p19-4", "P19", 1), record("p19-5", "P19", 1), record("p19-6", "P19", 1),
+            record("p19-7", "P19", None), dropped("p19-8", "P19", "multi-token object")],
+    "P36": [record("p36-1", "P36", 1), record("p36-2", "P36", 1), record("p36-3", "P36", 1),
+            record("p36-4", "P36", 1), record("p36-5", "P36", 3), record("p36-6", "P36", None),
+            record("p36-8", "P36", 1)],
+}
+
+
+def make_run(root: Path) -> Path:
+    """The hand-made run directory described in the module docstring."""
+    run = root / "run"
+    config = {"corpora": ["trex"], "predictors": ["alpha", "beta", "gamma"], "settings": {"depth": 100}}
+    (run / "predictions").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config))
+    for name, files in (("alpha", ALPHA), ("beta", BETA)):
+        for rel, records in files.items():
+            path = run / "predictions" / "trex" / name / f"{rel}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with (run / "predictions" / "trex" / "beta" / "P36.jsonl").open("a") as handle:
+        handle.write('{"uid": "p36-7", "relation": "P3')  # torn: a crash mid-write
+    return run
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return make_run(tmp_path)
+
+
+def _compare(run_dir: Path, capsys, *args: str) -> dict:
+    code, out, err = run_kbc(["compare", str(run_dir), "alpha", "beta", "--json", *args], capsys)
+    assert code == 0, err
+    return json.loads(out)["corpora"]["trex"]
+
+
+def _cells(counts: dict) -> tuple[int, int, int, int]:
+    return counts["both"], counts["only_a"], counts["only_b"], counts["neither"]
+
+
+def test_counts_per_relation_and_overall(run_dir, capsys):
+    res = _compare(run_dir, capsys)
+    assert _cells(res["relations"]["P19"]) == (2, 1, 3, 1)
+    assert _cells(res["relations"]["P36"]) == (1, 0, 3, 2)
+    assert _cells(res["overall"]) == (3, 1, 6, 3)
+    assert res["overall"]["n"] == 13
+    assert res["left_out"] == {"answered_by_a_only": 2, "answered_by_b_only": 1}  # p19-8, p36-7 | p36-8
+    assert res["macro_p1_a"] == pytest.approx((300 / 7 + 100 / 6) / 2)
+    assert res["macro_p1_b"] == pytest.approx((500 / 7 + 400 / 6) / 2)
+
+
+def test_filtered_setting_uses_filtered_ranks(run_dir, capsys):
+    res = _compare(run_dir, capsys, "--setting", "filtered")
+    assert _cells(res["relations"]["P19"]) == (2, 2, 3, 0)  # p19-7: alpha right once p19-7's other object is removed
+    assert _cells(res["overall"]) == (3, 2, 6, 2)
+
+
+def test_mcnemar_exact_p_values(run_dir, capsys):
+    res = _compare(run_dir, capsys)
+    assert res["overall"]["p_value"] == pytest.approx(0.125)
+    assert res["overall"]["p_value"] == pytest.approx(binomtest(1, 7, 0.5).pvalue)
+    assert res["relations"]["P19"]["p_value"] == pytest.approx(binomtest(1, 4, 0.5).pvalue)  # = 0.625
+    assert res["relations"]["P19"]["p_value"] == pytest.approx(0.625)
+    assert res["relations"]["P36"]["p_value"] == pytest.approx(0.25)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_bootstrap_is_seeded_and_covers_the_observed_difference(run_dir, capsys):
+    first = _compare(run_dir, capsys, "--seed", "7")
+    again = _compare(run_dir, capsys, "--seed", "7")
+    other = _compare(run_dir, capsys, "--seed", "8", "--bootstrap", "500")
+    observed = ((300 - 500) / 7 + (100 - 400) / 6) / 2
+    assert first["difference"] == pytest.approx(observed)
+    assert first["ci"] == again["ci"]
+    assert other["bootstrap"] == 500 and other["seed"] == 8
+    low, high = first["ci"]
+    assert low <= observed <= high
+    assert -100 <= low < high <= 0  # beta never loses a discordant pair in P36 and wins 3 of 4 in P19
+    assert _compare(run_dir, capsys, "--bootstrap", "0")["ci"] is None
+
+
+def test_bootstrap_resamples_within_relations():
+    """A relation where A and B always agree contributes a constant; the interval is the other's."""
+    agree = Counts(both=5, neither=5)
+    split = Counts(only_a=10, only_b=10)
+    low, high = bootstrap_difference({"x": agree, "y": split}, n_boot=2000, seed=1)
+    alone = bootstrap_difference({"y": split}, n_boot=2000, seed=1)
+    assert (low, high) == pytest.approx((alone[0] / 2, alone[1] / 2))
+    assert bootstrap_difference({"x": agree}, n_boot=100, seed=0) == (0.0, 0.0)
+    big = {"r": Counts(both=300, only_a=120, only_b=95, neither=485), "s": Counts(only_a=40, only_b=61, neither=99)}
+    assert bootstrap_difference(big, seed=5) == bootstrap_difference(big, seed=5)
+    assert bootstrap_difference(big, seed=5) != bootstrap_difference(big, seed=6)
+
+
+def test_compare_pure_function_lists():
+    pairs = [Pair("r", "u1", True, False), Pair("r", "u2", False, True), Pair("s", "u3", True, True)]
+    res = compare(pairs, n_boot=50, seed=3)
+    assert res.lists == {"both": ["u3"], "only_a": ["u1"], "only_b": ["u2"], "neither": []}
+    assert list(res.by_relation) == ["r", "s"] and res.difference == 0.0
+
+
+def test_table_output(run_dir, capsys):
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys)
+    assert code == 0
+    assert "trex: 13 facts answered by both" in out
+    rows = {line.split()[0]: line.split()[1:6] for line in out.splitlines() if line.startswith(("P19", "P36", "all"))}
+    assert rows == {"P19": ["7", "2", "1", "3", "1"], "P36": ["6", "1", "0", "3", "2"],
+                    "all": ["13", "3", "1", "6", "3"]}
+    assert "0.125" in out and "95% CI [" in out and "-39.29 points" in out
+
+
+def test_list_only_a_and_only_b(run_dir, capsys):
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta", "--list", "only-a"], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split("\t") == ["corpus", "relation", "uid", "subject", "gold", "alpha top1", "beta top1"]
+    assert [line.split("\t") for line in lines[1:]] == [
+        ["trex", "P19", "p19-3", "subject p19-3", "gold-p19-3", "gold-p19-3", "wrong-p19-3-0"]]
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta", "--list", "only-b"], capsys)
+    assert [line.split("\t")[2] for line in out.splitlines()[1:]] == ["p19-4", "p19-5", "p19-6", "p36-2", "p36-3",
+                                                                       "p36-4"]
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta", "--list", "neither", "--json"], capsys)
+    assert [f["uid"] for f in json.loads(out)["list"]["facts"]] == ["p19-7", "p36-5", "p36-6"]
+
+
+def _one_error(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_unknown_predictor_suggests_a_name(run_dir, capsys):
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "bta"], capsys))
+    assert "'bta'" in line and "did you mean 'beta'" in line
+
+
+def test_missing_run_dir(tmp_path, capsys):
+    line = _one_error(*run_kbc(["compare", str(tmp_path / "nope"), "alpha", "beta"], capsys))
+    assert "does not exist" in line
+
+
+def test_corrupt_or_missing_config(run_dir, capsys):
+    (run_dir / "config.json").write_text('{"corpora": ["trex"], "predictors": ')
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys))
+    assert "config.json is not valid JSON" in line
+    (run_dir / "config.json").unlink()
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys))
+    assert "no config.json" in line
+
+
+def test_unknown_corpus_and_nothing_in_common(run_dir, capsys):
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta", "--corpus", "trx", "--json"], capsys))
+    assert "did you mean 'trex'" in line
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "gamma"], capsys))
+    assert "no answered fact in common" in line
+
+
+def test_reading_leaves_a_torn_line_in_place(run_dir, capsys):
+    path = run_dir / "predictions" / "trex" / "beta" / "P36.jsonl"
+    before = path.read_bytes()
+    run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys)
+    assert path.read_bytes() == before
+
+
+def test_write_instances_round_trips_through_pandas(run_dir):
+    path = write_instances(run_dir)
+    assert path == run_dir / "instances.parquet"
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    df = pd.read_parquet(path)
+    assert len(df) == 16 + 15  # alpha 8 + 8, beta 8 + 7 (torn line not read), gamma none
+    assert df.groupby("predictor").size().to_dict() == {"alpha": 16, "beta": 15}
+    assert list(df.columns) == ["corpus", "predictor", "relation", "uid", "subject", "subject_id", "gold", "gold_id",
+                                "prompt", "dropped", "rank_raw", "rank_filtered", "rank_exact_raw",
+                                "rank_exact_filtered", "correct_raw", "correct_filtered", "top1", "answers"]
+    assert str(df["rank_raw"].dtype) == "Int64" and str(df["correct_raw"].dtype) == "boolean"
+    row = df[(df.predictor == "alpha") & (df.uid == "p19-7")].iloc[0]
+    assert (row.rank_raw, row.rank_filtered, row.correct_raw, row.correct_filtered) == (2, 1, False, True)
+    assert row.top1 == "wrong-p19-7-0" and row.prompt == "subject p19-7 relates to [MASK] ."
+    assert pd.isna(row.dropped) and pd.isna(row.rank_exact_raw)
+    answers = json.loads(row.answers)
+    assert len(answers) == 10 and answers[1] == ["gold-p19-7", -0.5, "Q7"]
+    exact = df[(df.predictor == "alpha") & (df.uid == "p19-1")].iloc[0]
+    assert (exact.rank_exact_raw, exact.rank_exact_filtered, exact.subject_id) == (1, 1, "Q7259")
+    gone = df[(df.predictor == "beta") & (df.uid == "p19-8")].iloc[0]
+    assert gone.dropped == "multi-token object"
+    assert pd.isna(gone.rank_raw) and pd.isna(gone.correct_raw) and pd.isna(gone.answers) and pd.isna(gone.top1)
+    assert bool(df[(df.predictor == "beta") & (df.uid == "p19-5")].iloc[0].correct_raw)
+    absent = df[(df.predictor == "alpha") & (df.uid == "p19-5")].iloc[0]
+    assert pd.isna(absent.rank_raw) and not bool(absent.correct_raw)  # gold not in the answers: wrong, not null
+    # mean of correct_raw per relation = P@1 over answered facts (dropped ones are null, skipped)
+    p1 = df.groupby(["predictor", "relation"])["correct_raw"].mean()
+    assert p1["alpha", "P36"] == pytest.approx(2 / 7) and p1["beta", "P19"] == pytest.approx(5 / 7)
+
+
+def test_write_instances_replaces_and_handles_empty_runs(tmp_path):
+    run = tmp_path / "empty"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"corpora": ["trex"], "predictors": ["freq"]}))
+    first = pd.read_parquet(write_instances(run))
+    assert len(first) == 0 and str(first["rank_raw"].dtype) == "Int64"
+    (run / "predictions" / "trex" / "freq").mkdir(parents=True)
+    (run / "predictions" / "trex" / "freq" / "P19.jsonl").write_text(json.dumps(record("p19-1", "P19", 1)) + "\n")
+    assert len(pd.read_parquet(write_instances(run))) == 1

@@ -1,0 +1,62 @@
+"""Runs whose scores must not depend on what ran before on the same cache or into the same directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bridge.runner import RunConfig, run_lama
+from eval.errors import ConfigError
+
+
+def _p1(rows: list[dict], setting: str, group: str = "all") -> float:
+    return next(r["value"] for r in rows if r["setting"] == setting and r["group"] == group and r["metric"] == "p@1"
+                and r["scope"] == "own")
+
+
+def _cfg(out, data, cache, **kw) -> RunConfig:
+    return RunConfig(["trex"], ["freq"], out, str(data), relations=["P19", "P530"], cache_dir=cache, **kw)
+
+
+def test_a_limited_run_does_not_change_later_filtered_scores(lama_dir, tmp_path):
+    cache = tmp_path / "cache"
+    run_lama(_cfg(tmp_path / "sample", lama_dir, cache, limit=2), progress=False)
+    shared_cache = run_lama(_cfg(tmp_path / "full", lama_dir, cache), progress=False)
+    fresh = run_lama(_cfg(tmp_path / "fresh", lama_dir, tmp_path / "other-cache"), progress=False)
+    assert _p1(shared_cache, "filtered", "P530") == _p1(fresh, "filtered", "P530")
+    assert _p1(shared_cache, "filtered") == _p1(fresh, "filtered")
+    assert _p1(fresh, "filtered", "P530") > _p1(fresh, "raw", "P530")  # the filter matters on this relation
+
+
+def _copy_data(lama_dir, dest):
+    dest.mkdir()
+    shutil.copy(lama_dir / "relations.jsonl", dest / "relations.jsonl")
+    (dest / "TREx").mkdir()
+    for rel in ("P19", "P530"):
+        src = lama_dir / "TREx" / f"{rel}.jsonl"
+        if not src.exists():
+            src = lama_dir / "TREx_reconstructed" / f"{rel}.jsonl"
+        shutil.copy(src, dest / "TREx" / f"{rel}.jsonl")
+    return dest
+
+
+def test_edited_data_leaves_no_stale_valid_objects(lama_dir, tmp_path):
+    data = _copy_data(lama_dir, tmp_path / "data")
+    cache = tmp_path / "cache"
+    run_lama(_cfg(tmp_path / "before", data, cache), progress=False)
+    path = data / "TREx" / "P530.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    subject = rows[0]["sub_uri"]
+    for row in rows:  # the first subject's neighbours all become one new country
+        if row["sub_uri"] == subject:
+            row["obj_label"], row["obj_uri"] = "Atlantis", "Q999999999"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    after = run_lama(_cfg(tmp_path / "after", data, cache), progress=False)
+    fresh = run_lama(_cfg(tmp_path / "fresh", data, tmp_path / "other-cache"), progress=False)
+    assert _p1(after, "filtered", "P530") == _p1(fresh, "filtered", "P530")
+    record = json.loads((tmp_path / "after" / "predictions/trex/freq/P530.jsonl").read_text().splitlines()[0])
+    assert record["other_valid"] == []  # only Atlantis is valid for that subject now
+    with pytest.raises(ConfigError, match="other data"):  # results of the old data are never mixed in
+        run_lama(_cfg(tmp_path / "before", data, cache), progress=False)
