@@ -56,12 +56,12 @@ def register(kb: click.Group) -> None:
     @kb.command("stats")
     @store_option
     def stats(store) -> None:
-        """Triples per relation in each extracted graph (and the gold graph)."""
+        """Triples per relation in each gold graph (one per corpus, or corpus and relation) and extracted graph."""
         from kb.extraction.kb_build import GRAPHS
         from kb.store import REL_NS, graph_iri
 
         with _store(store) as st:
-            for graph in ("gold", *GRAPHS):
+            for graph in (*st.graph_names("gold"), *GRAPHS):
                 rows = st.select(
                     f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
                     f"FILTER(STRSTARTS(STR(?p), STR(wdt:)) || STRSTARTS(STR(?p), \"{REL_NS}\")) }} "

@@ -29,6 +29,7 @@ class Option:
     choices: tuple[str, ...] = ()
     default: str | None = None
     minimum: float | None = None
+    maximum: float | None = None
     identity: bool = True
     required: bool = False
 
@@ -48,6 +49,8 @@ class Option:
                                   ) from None
             if self.minimum is not None and number < self.minimum:
                 raise ConfigError(f"{where}={value}: must be at least {self.minimum:g}")
+            if self.maximum is not None and number > self.maximum:
+                raise ConfigError(f"{where}={value}: must be at most {self.maximum:g}")
         if self.kind == "bool" and value.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
             raise ConfigError(f"{where}={value}: expected 0 or 1")
         if self.kind == "model":

@@ -90,6 +90,7 @@ class Plan:
     corpora: dict[str, Corpus]  # full corpora restricted to the chosen relations
     asked: dict[str, list[Fact]]  # per corpus, the facts asked (all, or the --limit sample)
     versions: dict[str, dict[str, str]]  # corpus -> relation -> data version
+    removed: dict[str, dict[str, int]] = field(default_factory=dict)  # --compat lama: label duplicates per relation
 
 
 def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
@@ -107,16 +108,18 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
     loaded = {name: load_corpus(name, data_dir, compat=cfg.compat) if cfg.compat else load_corpus(name, data_dir)
               for name in cfg.corpora}
     corpora = {name: _restrict(c, cfg.relations, loaded) for name, c in loaded.items()}
+    removed: dict[str, dict[str, int]] = {}
     if cfg.compat == "lama":
         from eval.compat import lama_dedup
 
-        for corpus in corpora.values():
-            if not corpus.facts or corpus.facts[0].cloze:
-                continue
-            corpus.facts, _removed = lama_dedup(corpus.facts)
+        for name, corpus in corpora.items():
+            corpus.facts, removed[name] = lama_dedup(corpus.facts)
     asked = {name: sample(c.facts, cfg.limit, cfg.seed) for name, c in corpora.items()}
     versions = {name: relation_versions(c) for name, c in corpora.items()}
-    return Plan(predictors, corpora, asked, versions)
+    cache = cfg.cache_dir or default_cache_dir()
+    if cache.exists() and not cache.is_dir():
+        raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")
+    return Plan(predictors, corpora, asked, versions, removed)
 
 
 def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:

@@ -95,6 +95,10 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
         log.info("%s%s", corpus.summary(), sampled)
+        if plan.removed.get(name):
+            per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
+            log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
+                     sum(plan.removed[name].values()), per_rel)
     out = cfg.out
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -109,6 +113,8 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
                "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
         config["runs"].append(run)
         config["data_dir"] = str(data_dir)
+        if cfg.compat:
+            config.setdefault("compat_removed", {}).update(plan.removed)
         config.setdefault("load_reports", {}).update(
             {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
         write_json(config_path, config)

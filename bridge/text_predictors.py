@@ -36,7 +36,7 @@ def _int(options: dict, key: str, default: int) -> int:
            default="the LAMA evidence index in the cache"),
     Option("backend", "text index backend", "choice", ("tantivy", "elasticsearch"), "tantivy"),
     Option("es_url", "Elasticsearch URL", default="$KBC_ES_URL"),
-    Option("k", "paragraphs read per query", "int", default="5", minimum=1),
+    Option("k", "paragraphs read per query", "int", default="5", minimum=1, maximum=10_000),
     Option("reader", "how answers are read from the paragraphs", "choice", ("vocab", "entities", "qa"), "vocab"),
     Option("model", "extractive QA model (reader=qa): local directory or hub id"),
     Option("vocab_file", "answer vocabulary, one word per line", "path", default="LAMA's common cased vocabulary"),

@@ -479,6 +479,12 @@ class GraphStore:
             valid.setdefault(s, set()).add(label)
         return valid
 
+    def graph_names(self, prefix: str = "") -> list[str]:
+        """Names of the named graphs that hold triples (`gold-trex`, `re-oracle`, ...), sorted."""
+        rows = self.select("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        names = [_dec(str(g)[len(GRAPH_NS):]) for (g,) in rows if str(g).startswith(GRAPH_NS)]
+        return sorted(n for n in names if n != "meta" and n.startswith(prefix))
+
     def count(self, graph: str = "gold") -> int:
         rows = self.select(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} }}")
         return int(rows[0][0])

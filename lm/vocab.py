@@ -130,9 +130,17 @@ def normalize(label: str, uncased: bool) -> str:
 def read_vocab_file(path: str | Path) -> list[str]:
     """One token per line (LAMA's common vocabulary format); blank lines are ignored."""
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise DataError(f"vocabulary file {path} is a directory; pass a file with one word per line")
     if not path.is_file():
         raise DataError(f"vocabulary file {path} does not exist")
-    words = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"vocabulary file {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"vocabulary file {path}: cannot read it ({exc.strerror})") from None
+    words = [line.strip() for line in text.splitlines()]
     words = [w for w in words if w]
     if not words:
         raise DataError(f"vocabulary file {path} is empty")

@@ -170,6 +170,8 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
           if r["group"] == "all" and r["metric"] == "p@1"}
     assert p1 == {("re-naive", "raw"): 75.0, ("re-naive", "filtered"): 75.0,
                   ("re-oracle", "raw"): 100.0, ("re-oracle", "filtered"): 100.0}
+    code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
+    assert code == 0 and "gold-trex-P19: 40 triples, 1 relations" in out, out + err
 
 
 def test_cli_rejects_corpus_without_evidence(tmp_path, capsys, monkeypatch, lama_dir):

@@ -170,3 +170,36 @@ def test_open_store(tmp_path):
         open_store(str(tmp_path / "p"), "http://127.0.0.1:1/update", tmp_path)
     with pytest.raises(KbcError, match="--store-timeout must be positive"):
         open_store("http://127.0.0.1:1/query", None, tmp_path, timeout=0)
+
+
+def test_lama_probe_against_the_server_equals_embedded(oxigraph, lama_dir, tmp_path):
+    from bridge.runner import RunConfig, run_lama
+
+    query, update = oxigraph
+
+    def p1(rows):
+        return {(r["setting"], r["group"]): r["value"] for r in rows if r["metric"] == "p@1" and r["scope"] == "own"}
+
+    remote = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "remote", str(lama_dir), relations=["P530"],
+                                cache_dir=tmp_path / "c", store=query, store_update=update, store_timeout=10),
+                      progress=False)
+    embedded = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "embedded", str(lama_dir), relations=["P530"],
+                                  cache_dir=tmp_path / "c"), progress=False)
+    assert p1(remote) == p1(embedded)
+    assert p1(remote)[("filtered", "P530")] > p1(remote)[("raw", "P530")]  # the remote valid objects were used
+
+
+def test_a_server_that_never_answers_ends_the_run_within_the_timeout(lama_dir, tmp_path, capsys):
+    from cli_support import run_kbc
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/query"
+        started = time.monotonic()
+        code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_death",
+                                "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"),
+                                "--store", url, "--store-update", url, "--store-timeout", "1", "--quiet"], capsys)
+    assert code == 2 and time.monotonic() - started < 30
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
