@@ -16,8 +16,10 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
 
 
-def predictions_path(out: Path, corpus: str, predictor: str, relation: str) -> Path:
-    return out / "predictions" / corpus / slug(predictor) / f"{slug(relation)}.jsonl"
+def predictions_path(out: Path, corpus: str, predictor: str, relation: str, stage: str = "") -> Path:
+    """`predictions/<corpus>/<predictor>/[<stage>/]<relation>.jsonl` (one-stage experiments have no stage folder)."""
+    folder = out / "predictions" / corpus / slug(predictor)
+    return (folder / stage if stage else folder) / f"{slug(relation)}.jsonl"
 
 
 def read_done(path: Path) -> dict[str, dict]:

@@ -180,13 +180,16 @@ def read_config(path: Path) -> dict | None:
     return config
 
 
-def merge_config(old: dict | None, cfg: RunConfig, plan: Plan) -> dict:
+def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama") -> dict:
     """The directory's config with this run added; refuses a name or relation whose results would mix."""
     config = old or {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {},
                      "relation_types": {}, "runs": [], "predictor_configs": {}, "answer_space": {},
-                     "seconds": {}, "settings": {}}
+                     "seconds": {}, "settings": {}, "experiment": experiment}
     if old and "predictor_specs" not in old:
         raise ConfigError(f"{cfg.out} holds results of an older kbc layout; use another --out")
+    if config.get("experiment", "lama") != experiment:
+        raise ConfigError(f"{cfg.out} holds results of `kbc run {config['experiment']}`; use another --out "
+                          f"for `kbc run {experiment}`")
     settings = {"compat": cfg.compat}  # changes which facts exist (label deduplication): one per directory
     if config["settings"] and config["settings"] != settings:
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}; "

@@ -9,21 +9,21 @@ A rerun skips every query already written; a rerun with more predictors, corpora
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import logging
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
 
+from bridge.experiments.base import Experiment, StageInput, StageRecords
 from bridge.registry import PredictorContext
-from bridge.results import TOP_SAVED, predictions_path, read_done
+from bridge.results import predictions_path, read_done
 from bridge.run_config import (
-    Plan,
     PlannedPredictor,
     RunConfig,
     default_cache_dir,
@@ -36,11 +36,10 @@ from eval.datadir import resolve_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
-from eval.metrics import filtered_exact_rank, gold_rank
-from eval.queries import make_queries
+from eval.types import Fact, Query
 from kb.store import GraphStore, open_store
 
-__all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_lama"]
+__all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
 
 CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk_size`)
 log = logging.getLogger("kbc")
@@ -88,6 +87,13 @@ def package_versions() -> dict[str, str | None]:
 
 
 def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> list[dict]:
+    """The LAMA probe (see `bridge.experiments.lama`)."""
+    from bridge.experiments.lama import LamaExperiment
+
+    return run_experiment(cfg, LamaExperiment(), progress, setting)
+
+
+def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True, setting: str = "raw") -> list[dict]:
     """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
     data_dir = resolve_data_dir(cfg.data_dir)
     plan = plan_run(cfg, data_dir)
@@ -107,7 +113,7 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
     cache = cfg.cache_dir or default_cache_dir()
     with RunLock(out):
         config_path = out / "config.json"
-        config = merge_config(read_config(config_path), cfg, plan)
+        config = merge_config(read_config(config_path), cfg, plan, experiment.name)
         run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
@@ -122,9 +128,9 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
             with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
                 for name, corpus in plan.corpora.items():
                     valid = _valid_objects(store, corpus, plan.versions[name])
-                    queries = _queries(corpus, plan, valid)
                     for p in plan.predictors:
-                        _run_one(p, corpus, queries, valid, cfg, store, cache, data_dir, config, progress)
+                        job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress)
+                        job.run(experiment)
                         write_json(config_path, config)
         finally:
             run["finished"] = _now()
@@ -144,80 +150,101 @@ def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) 
     return valid
 
 
-def _queries(corpus: Corpus, plan: Plan, valid: dict) -> dict[str, list[tuple]]:
-    """Queries of the asked facts, uids as in the full corpus; targets = gold, then the other valid objects."""
-    asked = {id(f) for f in plan.asked[corpus.name]}
-    out = {}
-    for rel, pairs in make_queries(corpus).items():
-        rel_valid = valid.get(rel, {})
-        out[rel] = [(dataclasses.replace(q, targets=_targets(f, rel_valid)), f) for q, f in pairs if id(f) in asked]
-    return out
+@dataclass
+class Job:
+    """One predictor over one corpus: every stage of the experiment, built lazily, resumed per query."""
 
+    p: PlannedPredictor
+    corpus: Corpus
+    facts: list[Fact]
+    valid: dict[str, dict[str, set[str]]]
+    cfg: RunConfig
+    store: GraphStore
+    cache: Path
+    data_dir: Path
+    config: dict
+    progress: bool
+    predictor: object = None
 
-def _targets(fact, rel_valid: dict[str, set[str]]) -> tuple[str, ...]:
-    gold = fact.object.label
-    return (gold, *sorted(rel_valid.get(fact.subject.key, set()) - {gold}))
+    def run(self, experiment: Experiment) -> None:
+        started = time.monotonic()
+        try:
+            earlier: StageRecords = {}
+            for stage in experiment.stages:
+                given = StageInput(self.corpus, self.facts, self.valid, earlier)
+                queries = experiment.queries(stage, given)
+                self._stage(experiment, stage, queries)
+                if stage != experiment.stages[-1]:
+                    earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
+        finally:
+            if self.predictor is not None:
+                seconds = self.config["seconds"].setdefault(self.corpus.name, {})
+                seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
 
+    def _path(self, rel: str, stage: str) -> Path:
+        return predictions_path(self.cfg.out, self.corpus.name, self.p.name, rel, stage)
 
-def _run_one(p: PlannedPredictor, corpus: Corpus, queries: dict, valid: dict, cfg: RunConfig, store, cache: Path,
-             data_dir: Path, config: dict, progress: bool) -> None:
-    todo: list[tuple[str, list, Path]] = []
-    for rel, pairs in queries.items():
-        path = predictions_path(cfg.out, corpus.name, p.name, rel)
-        done = read_done(path)
-        rest = [(q, f) for q, f in pairs if q.uid not in done]
-        if rest:
-            todo.append((rel, rest, path))
-    if not todo:
-        log.info("%s / %s: all %d queries done, skipped", corpus.name, p.name, sum(len(x) for x in queries.values()))
-        return
-    started = time.monotonic()
-    ctx = PredictorContext(corpus, store, cache, data_dir, cfg.device, cfg.dtype, cfg.batch_size, dict(p.options),
-                           progress, cfg.compat)
-    predictor = p.factory(p.spec, ctx)
-    described = predictor.describe()
-    configs = config["predictor_configs"].setdefault(corpus.name, {})
-    spaces = config["answer_space"].setdefault(corpus.name, {}).setdefault(p.name, {})
-    size = getattr(predictor, "answer_space_size", None)
-    for rel in corpus.relations:
-        spaces[rel] = size(rel) if size else None
-    todo, gone = _drop_unsupported(predictor, todo)
-    for rel, items in gone.items():
-        path = predictions_path(cfg.out, corpus.name, p.name, rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            for query, fact, reason in items:
-                write_jsonl_line(handle, _dropped_record(query, fact, reason))
-    if gone:
-        now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
-        log.info(_dropped_line(f"{corpus.name} / {p.name}", now))
-    total = sum(len(rest) for _, rest, _ in todo)
-    cost = getattr(predictor, "cost", None)
-    if cost and total:
-        log.info("%s / %s: %s", corpus.name, p.name, cost([q for _, rest, _ in todo for q, _ in rest]))
-    chunk_size = getattr(predictor, "chunk_size", CHUNK)
-    bar = tqdm(total=total, desc=f"{corpus.name} {p.name}", unit="query", disable=not progress, file=sys.stderr)
-    try:
-        for rel, rest, path in todo:
-            rel_valid = valid.get(rel, {})
-            depth = cfg.depth + max((len(v) for v in rel_valid.values()), default=0)
+    def _build(self):
+        """The predictor, made once per corpus and only when some query is left to ask."""
+        if self.predictor is None:
+            cfg = self.cfg
+            ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
+                                   cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
+            self.predictor = self.p.factory(self.p.spec, ctx)
+            self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = self.predictor.describe()
+            size = getattr(self.predictor, "answer_space_size", None)
+            spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
+            spaces[self.p.name] = {rel: size(rel) if size else None for rel in self.corpus.relations}
+        return self.predictor
+
+    def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]]) -> None:
+        where = f"{self.corpus.name} / {self.p.name}" + (f" / {stage}" if stage else "")
+        todo: list[tuple[str, list, Path]] = []
+        for rel, pairs in queries.items():
+            path = self._path(rel, stage)
+            done = read_done(path)
+            rest = [(q, f) for q, f in pairs if q.uid not in done]
+            if rest:
+                todo.append((rel, rest, path))
+        if not todo:
+            log.info("%s: all %d queries done, skipped", where, sum(len(x) for x in queries.values()))
+            return
+        predictor = self._build()
+        todo, gone = _drop_unsupported(predictor, todo)
+        for rel, items in gone.items():
+            path = self._path(rel, stage)
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as handle:
-                for start in range(0, len(rest), chunk_size):
-                    chunk = rest[start:start + chunk_size]
-                    n = 0
-                    for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], depth)):
-                        write_jsonl_line(handle, _record(query, fact, pred, rel_valid))
-                        handle.flush()
-                        bar.update(1)
-                        n += 1
-                    if n != len(chunk):
-                        raise ConfigError(f"predictor {p.name} gave {n} predictions for {len(chunk)} queries")
-    finally:
-        bar.close()
-        seconds = config["seconds"].setdefault(corpus.name, {})
-        seconds[p.name] = round(seconds.get(p.name, 0.0) + time.monotonic() - started, 3)
-        configs[p.name] = described
+                for query, fact, reason in items:
+                    write_jsonl_line(handle, _dropped_record(query, fact, reason))
+        if gone:
+            now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
+            log.info(_dropped_line(where, now))
+        total = sum(len(rest) for _, rest, _ in todo)
+        cost = getattr(predictor, "cost", None)
+        if cost and total:
+            log.info("%s: %s", where, cost([q for _, rest, _ in todo for q, _ in rest]))
+        chunk_size = getattr(predictor, "chunk_size", CHUNK)
+        bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
+                   file=sys.stderr)
+        try:
+            for rel, rest, path in todo:
+                rel_valid = self.valid.get(rel, {})
+                depth = self.cfg.depth + max((len(v) for v in rel_valid.values()), default=0)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as handle:
+                    for start in range(0, len(rest), chunk_size):
+                        chunk = rest[start:start + chunk_size]
+                        n = 0
+                        for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], depth)):
+                            write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
+                            handle.flush()
+                            bar.update(1)
+                            n += 1
+                        if n != len(chunk):
+                            raise ConfigError(f"predictor {self.p.name} gave {n} predictions for {len(chunk)} queries")
+        finally:
+            bar.close()
 
 
 def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
@@ -255,28 +282,3 @@ def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
 def _dropped_record(query, fact, reason: str) -> dict:
     return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
             "subject_id": fact.subject.id, "gold": fact.object.label, "gold_id": fact.object.id, "dropped": reason}
-
-
-def _record(query, fact, pred, rel_valid: dict[str, set[str]]) -> dict:
-    gold = fact.object.label
-    others = rel_valid.get(fact.subject.key, set())
-    record = {
-        "uid": query.uid,
-        "relation": query.relation,
-        "subject": fact.subject.label,
-        "subject_id": fact.subject.id,
-        "gold": gold,
-        "gold_id": fact.object.id,
-        "prompt": query.text("[MASK]"),
-        "other_valid": sorted(others - {gold}),
-        "rank_raw": gold_rank(pred.answers, gold, (), pred.lowercased),
-        "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased),
-        "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]],
-    }
-    if pred.target_ranks is not None:
-        record["rank_exact_raw"] = pred.target_ranks.get(gold)
-        record["rank_exact_filtered"] = filtered_exact_rank(pred.target_ranks, gold, others, pred.lowercased)
-    if pred.extra:
-        record["extra"] = pred.extra
-    return record
-

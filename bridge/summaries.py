@@ -11,9 +11,9 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from bridge.results import predictions_path, read_done, to_ranked
+from bridge.results import predictions_path, read_done
 from eval.errors import DataError
-from eval.metrics import LAMA_MRR_CUTOFF, Ranked, pk_curve, summarize
+from eval.metrics import LAMA_MRR_CUTOFF
 from eval.report import markdown
 
 SCOPES = ("own", "shared")
@@ -34,40 +34,44 @@ def _read_config(out: Path) -> dict:
 
 def collect(out: Path, setting: str = "raw") -> list[dict]:
     """Score every prediction file of `out`; write summary.json/md, curves.json, dropped.json, instances."""
+    from bridge.experiments import get
+
     config = _read_config(out)
-    kwargs = {"mrr_cutoff": LAMA_MRR_CUTOFF} if config.get("settings", {}).get("compat") == "lama" else {}
+    experiment = get(config.get("experiment", "lama"))
+    cutoff = LAMA_MRR_CUTOFF if config.get("settings", {}).get("compat") == "lama" else None
     rows: list[dict] = []
     curves: list[dict] = []
     dropped: list[dict] = []
     shared_n: dict[str, int] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
-        ranked: dict[str, dict[str, Ranked]] = {}
+        answered: dict[str, dict[str, dict]] = {}
         for name in config["predictors"]:
-            mine: dict[str, Ranked] = {}
-            for rel in types:
-                reasons: Counter = Counter()
-                for uid, record in read_done(predictions_path(out, corpus, name, rel)).items():
-                    if "dropped" in record:
-                        reasons[record["dropped"]] += 1
-                    else:
-                        mine[uid] = to_ranked(record)
-                dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
-                            for why, n in reasons.items()]
+            records = {stage: {uid: r for rel in types
+                               for uid, r in read_done(predictions_path(out, corpus, name, rel, stage)).items()}
+                       for stage in experiment.stages}
+            units = experiment.instances(records)
+            reasons: Counter = Counter()
+            for unit in units.values():
+                if "dropped" in unit:
+                    reasons[(unit["relation"], unit["dropped"])] += 1
+            dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
+                        for (rel, why), n in sorted(reasons.items())]
+            mine = {uid: u for uid, u in units.items() if "dropped" not in u}
             if mine:
-                ranked[name] = mine
-        shared = set.intersection(*(set(m) for m in ranked.values())) if ranked else set()
+                answered[name] = mine
+        shared = set.intersection(*(set(m) for m in answered.values())) if answered else set()
         shared_n[corpus] = len(shared)
         spaces = config.get("answer_space", {}).get(corpus, {})
-        for name, mine in ranked.items():
+        for name, mine in answered.items():
             for scope, items in (("own", list(mine.values())), ("shared", [mine[u] for u in sorted(shared)])):
                 if not items:
                     continue
                 head = {"corpus": corpus, "predictor": name}
-                scored = summarize(items, types, **kwargs)
+                scored, curve = experiment.summarize(items, types, cutoff)
                 rows += [{**head, "scope": scope, **row} for row in scored]
                 rows += _space_rows(head, scope, scored, spaces.get(name, {}), types)
-                curves += [{**head, "scope": scope, **row} for row in pk_curve(items)]
+                curves += [{**head, "scope": scope, **row} for row in curve]
     write_json(out / "summary.json", rows)
     write_json(out / "curves.json", curves)
     write_json(out / "dropped.json", dropped)

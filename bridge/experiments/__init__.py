@@ -1,0 +1,19 @@
+"""Experiments by name: each says which queries to ask and how to score them; the runner runs them all."""
+
+from __future__ import annotations
+
+import importlib
+
+from bridge.experiments.base import Experiment
+from eval.errors import ConfigError
+
+EXPERIMENTS: dict[str, str] = {
+    "lama": "bridge.experiments.lama:LamaExperiment",
+}
+
+
+def get(name: str, **options) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ConfigError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    module, attr = EXPERIMENTS[name].split(":")
+    return getattr(importlib.import_module(module), attr)(**options)

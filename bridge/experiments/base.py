@@ -1,0 +1,52 @@
+"""What an experiment says; the runner does the rest (validation, batching, resuming, scopes, files).
+
+An experiment asks its questions in one or more stages. A stage's queries may depend on the same
+predictor's answers in earlier stages (coherency asks back with the first answer). Each stage is
+written to its own prediction files, so every stage resumes on its own. At summary time the
+records of all stages become one instance record per unit (a fact, a fact and prompt, a
+coherency instance), and `summarize` turns instance records into tidy rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from eval.lama import Corpus
+from eval.types import Fact, Prediction, Query
+
+Records = dict[str, dict]  # uid -> record
+StageRecords = dict[str, Records]  # stage -> uid -> record
+
+
+@dataclass
+class StageInput:
+    """What a stage may use to build its queries for one corpus and one predictor."""
+
+    corpus: Corpus
+    facts: list[Fact]  # the facts asked (all, or the --limit sample), in data order
+    valid: dict[str, dict[str, set[str]]]  # relation -> subject key -> valid object labels
+    earlier: StageRecords  # this predictor's records of the earlier stages
+
+
+class Experiment(Protocol):
+    name: str
+    stages: tuple[str, ...]  # "" for a single-stage experiment (files directly under the predictor folder)
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        """Per relation, (query, fact) pairs; query uids unique within the corpus and stage."""
+
+    def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
+        """The JSON record of one answered query (it must hold `uid` and `relation`)."""
+
+    def instances(self, records: StageRecords) -> Records:
+        """One record per scored unit, from the records of all stages (dropped units carry `dropped`)."""
+
+    def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        """Tidy rows `{setting, group, metric, value, n_facts}` and curve rows for these instances."""
+
+
+def single_stage(records: StageRecords) -> Records:
+    """The instances of a one-stage experiment are its records."""
+    return next(iter(records.values()), {})
