@@ -83,48 +83,58 @@ def run() -> None:
     """Run experiments."""
 
 
-@run.command("lama")
-@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
-              help="Corpora to probe (several values after one flag, or the flag repeated).")
-@click.option("--predictors", multiple=True,
-              help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; NAME is the column.")
-@data_dir_option
-@click.option("--out", type=click.Path(file_okay=False), default="runs/lama", show_default=True,
-              help="Output directory; rerunning into it resumes and adds predictors, corpora, relations.")
-@click.option("--relations", multiple=True, help="Only these relation ids (each must exist in a chosen corpus).")
-@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True, help="Answers ranked per query.")
-@click.option("--limit", type=click.IntRange(min=1), default=None,
-              help="A seeded sample of at most N facts per relation (answer spaces stay whole).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --limit sample.")
-@click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors).")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL.")
-@click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store.")
-@click.option("--store-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
-              help="Seconds a remote store may take per request.")
-@click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
-              help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys).")
-@click.option("--compat", type=click.Choice(["lama"]), default=None,
-              help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off).")
-@click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
-              help="Setting shown in the printed table and summary.md (summary.json holds both).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
-              help="TOML or YAML file with the same settings as the flags (flags win).")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
-@click.pass_context
-def run_lama(ctx: click.Context, config_file, quiet, **params) -> None:
-    """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
+def run_options(default_out: str):
+    """The options every experiment takes (one place, so `kbc run X` commands agree)."""
+    options = [
+        click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+                     help="Corpora to probe (several values after one flag, or the flag repeated)."),
+        click.option("--predictors", multiple=True,
+                     help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
+                          "NAME is the column."),
+        data_dir_option,
+        click.option("--out", type=click.Path(file_okay=False), default=default_out, show_default=True,
+                     help="Output directory; rerunning into it resumes and adds predictors, corpora, relations."),
+        click.option("--relations", multiple=True,
+                     help="Only these relation ids (each must exist in a chosen corpus)."),
+        click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
+                     help="Answers ranked per query."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --limit sample."),
+        click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors)."),
+        click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True),
+        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
+        click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL."),
+        click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store."),
+        click.option("--store-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+                     help="Seconds a remote store may take per request."),
+        click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
+                     help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys)."),
+        click.option("--compat", type=click.Choice(["lama"]), default=None,
+                     help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off)."),
+        click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
+                     help="Setting shown in the printed table and summary.md (summary.json holds both)."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
+                     help="TOML or YAML file with the same settings as the flags (flags win)."),
+        click.option("--quiet", is_flag=True, help="No progress bars."),
+        click.pass_context,
+    ]
 
-    \b
-    Example:
-      kbc run lama --corpus trex google_re --predictors freq bert=/models/bert-base-cased \\
-        --set bert.candidates=common --data-dir ../shared/data/lama --out runs/lama
-    """
-    from bridge.runner import RunConfig
-    from bridge.runner import run_lama as run_
+    def wrap(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return wrap
+
+
+def execute(ctx: click.Context, experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
+    """Merge a run file into the flags, run the experiment, print the headline table."""
+    from bridge.options import parse_sets
+    from bridge.runner import RunConfig, run_experiment
     from eval.report import table
 
+    config_file, quiet = params.pop("config_file"), params.pop("quiet")
     if config_file:
         for param, value in read_run_file(Path(config_file)).items():
             if ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT:
@@ -133,8 +143,6 @@ def run_lama(ctx: click.Context, config_file, quiet, **params) -> None:
         if not params[required]:
             flag = "--corpus" if required == "corpora" else "--predictors"
             raise ConfigError(f"missing {flag} (on the command line or in --config)")
-    from bridge.options import parse_sets
-
     cfg = RunConfig(
         corpora=_split(params["corpora"]), predictors=_split(params["predictors"]), out=Path(params["out"]),
         data_dir=params["data_dir"], relations=_split(params["relations"]), depth=int(params["depth"]),
@@ -144,12 +152,29 @@ def run_lama(ctx: click.Context, config_file, quiet, **params) -> None:
         compat=params["compat"],
     )
     setting = params["setting"]
-    rows = run_(cfg, progress=not quiet, setting=setting)
-    click.echo(f"P@1 (%), setting {setting}, facts every predictor answered (LAMA Table 2 layout)")
-    click.echo(table(rows, "p@1", setting, "shared"))
+    rows = run_experiment(cfg, experiment, progress=not quiet, setting=setting)
+    metric, title = headline
+    click.echo(f"{title}, setting {setting}, facts every predictor answered")
+    click.echo(table(rows, metric, setting, "shared"))
     out = params["out"]
     click.echo(f"\nwritten: {out}/summary.md (own and shared scopes), {out}/summary.json, {out}/instances.parquet, "
                f"{out}/predictions/")
+    return rows
+
+
+@run.command("lama")
+@run_options("runs/lama")
+def run_lama(ctx: click.Context, **params) -> None:
+    """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
+
+    \b
+    Example:
+      kbc run lama --corpus trex google_re --predictors freq bert=/models/bert-base-cased \\
+        --set bert.candidates=common --data-dir ../shared/data/lama --out runs/lama
+    """
+    from bridge.experiments.lama import LamaExperiment
+
+    execute(ctx, LamaExperiment(), params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
 
 def _split(values) -> list[str]:
