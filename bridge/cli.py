@@ -69,7 +69,7 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 # Options that take several space-separated values: `--corpus trex google_re`.
-MULTI_VALUE = {"--corpus", "--predictors", "--relations"}
+MULTI_VALUE = {"--corpus", "--predictors", "--relations", "--filters"}
 
 
 def expand_multi(argv: list[str]) -> list[str]:

@@ -1,6 +1,9 @@
-"""`kbc data download|stats`."""
+"""`kbc data download|stats|uhn`."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import click
 
@@ -37,3 +40,65 @@ def stats(corpora, data_dir) -> None:
         click.echo(f"# {name}: {len(corpus.facts)} facts, {len(corpus.relations)} relations, "
                    f"version {corpus.version}")
         click.echo(corpus.summary(verbose=True))
+
+
+UHN_MODEL_ENV = "KBC_UHN_MODEL"
+
+
+def uhn_name_ranker(model: str | None = None, device: str = "cpu", dtype: str = "float32", batch_size: int = 32):
+    """The masked LM that LAMA-UHN's person-name filter asks (`eval.uhn.ScorerNameRanker`), or None.
+
+    `model` (a local model directory or hub id), else `$KBC_UHN_MODEL`; with neither, None: the
+    `-uhn` corpora then apply the string-match filter only.
+    """
+    model = model or os.environ.get(UHN_MODEL_ENV) or None
+    if not model:
+        return None
+    from eval.uhn import ScorerNameRanker
+    from lm.loading import load
+    from lm.masked import MaskedLMScorer
+    from lm.vocab import full_vocab, token_labels
+
+    loaded = load(model, "masked", device, dtype)
+    scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=dtype,
+                            batch_size=batch_size)
+    labels = token_labels(loaded.tokenizer, scorer.vocab_size)
+    return ScorerNameRanker(scorer, full_vocab(labels), labels.uncased)
+
+
+@data.command("uhn")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the filtered data set (LAMA layout, plus deletions.json).")
+@click.option("--filters", multiple=True, type=click.Choice(["string", "name"]), default=None,
+              help="Filters, applied string first (several values after one flag; default: string, "
+                   "plus name when a model is given).")
+@click.option("--model", default=None,
+              help=f"Masked LM for the person-name filter (local dir or hub id; default: ${UHN_MODEL_ENV}).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Person-name filter: delete when the gold object is in the top k for a name token.")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@data_dir_option
+def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:
+    """LAMA-UHN (E-BERT §2.1): delete facts whose subject name gives the answer away."""
+    from eval.errors import ConfigError
+    from eval.uhn import build_uhn, check_filters, deletion_rates
+
+    chosen = tuple(dict.fromkeys(filters or ()))
+    if chosen and "name" not in chosen and model:
+        raise ConfigError("--model is only used by the name filter; add --filters name")
+    ranker = uhn_name_ranker(model, device, dtype, batch_size) if not chosen or "name" in chosen else None
+    if not chosen:
+        chosen = ("string", "name") if ranker is not None else ("string",)
+    check_filters(chosen, ranker)
+    deletions = build_uhn(data_dir, Path(out), chosen, ranker, top_k)
+    string_rate = deletion_rates(deletions, "deleted_string")
+    name_rate = deletion_rates(deletions, "deleted_name")
+    click.echo(f"{'relation':<16} {'facts':>6} {'string':>7} {'name':>6} {'kept':>6}")
+    for rel, d in deletions.items():
+        click.echo(f"{rel:<16} {d['n']:>6} {d['deleted_string']:>7} {d['deleted_name']:>6} {d['kept']:>6}"
+                   f"   ({string_rate.get(rel, 0):.0f}% / {name_rate.get(rel, 0):.0f}%)")
+    total = sum(d["n"] for d in deletions.values())
+    kept = sum(d["kept"] for d in deletions.values())
+    click.echo(f"LAMA-UHN ({', '.join(chosen)}) in {out}: kept {kept} of {total} facts; use --data-dir {out}")

@@ -18,7 +18,8 @@ FILE_KEYS = {
     "relations": ("relations",), "depth": ("depth",), "limit": ("limit",), "seed": ("seed",),
     "device": ("device",), "dtype": ("dtype",), "batch_size": ("batch_size",), "store": ("store",),
     "store_update": ("store_update",), "store_timeout": ("store_timeout",), "sets": ("set",),
-    "compat": ("compat",), "setting": ("setting",),
+    "compat": ("compat",), "setting": ("setting",), "prompts": ("prompts",), "context": ("context",),
+    "prompt_draws": ("prompt_draws",),
 }
 
 
@@ -110,6 +111,14 @@ def run_options(default_out: str):
                      help="Seconds a remote store may take per request."),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
                      help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys)."),
+        click.option("--prompts", default="lama", show_default=True,
+                     help="Prompt set: lama, pararel, autoprompt:MODEL, lpaqa:MODEL, ... or a JSONL file; "
+                          "several prompts per relation ask each fact once per prompt."),
+        click.option("--context", default="none", show_default=True,
+                     help="Evidence given with each prompt: none, gold (the fact's own evidence, object hidden) "
+                          "or retrieved[:K] (BM25 paragraphs, the fact's own excluded)."),
+        click.option("--prompt-draws", type=click.IntRange(min=1), default=10, show_default=True,
+                     help="Seeded draws of one random prompt per relation (min/avg/max P@1)."),
         click.option("--compat", type=click.Choice(["lama"]), default=None,
                      help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off)."),
         click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
@@ -128,8 +137,11 @@ def run_options(default_out: str):
     return wrap
 
 
-def execute(ctx: click.Context, experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
-    """Merge a run file into the flags, run the experiment, print the headline table."""
+def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
+    """Merge a run file into the flags, run the experiment, print the headline table.
+
+    `make_experiment(params)` builds the experiment from the merged flags.
+    """
     from bridge.options import parse_sets
     from bridge.runner import RunConfig, run_experiment
     from eval.report import table
@@ -151,6 +163,7 @@ def execute(ctx: click.Context, experiment, params: dict, headline: tuple[str, s
         store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
         compat=params["compat"],
     )
+    experiment = make_experiment(params)
     setting = params["setting"]
     rows = run_experiment(cfg, experiment, progress=not quiet, setting=setting)
     metric, title = headline
@@ -174,7 +187,10 @@ def run_lama(ctx: click.Context, **params) -> None:
     """
     from bridge.experiments.lama import LamaExperiment
 
-    execute(ctx, LamaExperiment(), params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
+    def make(p: dict) -> LamaExperiment:
+        return LamaExperiment(p["prompts"], p["context"], p["prompt_draws"], p["seed"])
+
+    execute(ctx, make, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
 
 def _split(values) -> list[str]:
@@ -213,3 +229,44 @@ def ls(name: str | None, as_json: bool) -> None:
     for opt in options.values():
         required = " [required]" if opt.required else ""
         click.echo(f"  --set {name}.{opt.describe()}{required}")
+
+
+@run.command("coherency")
+@run_options("runs/coherency")
+def run_coherency(ctx: click.Context, **params) -> None:
+    """Factual coherency (Algorithm 1): ask the object, ask back for the subject (and the reverse).
+
+    \b
+    Example:
+      kbc run coherency --corpus trex --predictors freq gold re-oracle bert=/models/bert-base-uncased \\
+        gpt2=/models/gpt2 --data-dir ../shared/data/lama --out runs/coherency
+    """
+    from bridge.experiments.coherency import CoherencyExperiment
+
+    execute(ctx, lambda p: CoherencyExperiment(p["prompts"], p["context"]), params,
+            ("coherency", "Coherency (%), mean of both rounds"))
+
+
+
+@run.command("kmir")
+@run_options("runs/kmir")
+@click.option("--questions-per-relation", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Asked facts drawn per relation (and derived facts per axiom) to build questions from.")
+@click.option("--axioms", type=click.Path(dir_okay=False), default=None,
+              help="Turtle file of OWL 2 property axioms for the derived facts (default: kb/axioms.ttl).")
+@click.option("--instance-of", type=click.Path(dir_okay=False), default=None,
+              help="X-FACTR instance-of lists for entity types (default: <data>/../xfactr/TREx_instanceof.txt).")
+def run_kmir(ctx: click.Context, **params) -> None:
+    """KMIR-style questions: triple completion, statement checking, entity distinction, predicate reasoning.
+
+    \b
+    Example:
+      kbc run kmir --corpus trex --predictors freq kb kb-inferred bert=/models/bert-base-cased \\
+        gpt2=/models/gpt2 --data-dir ../shared/data/lama --out runs/kmir
+    """
+    from bridge.experiments.kmir import KmirExperiment
+
+    def make(p: dict) -> KmirExperiment:
+        return KmirExperiment(p["questions_per_relation"], p["axioms"], p["instance_of"], p["seed"])
+
+    execute(ctx, make, params, ("f1", "F1 (%) of KMIR-style questions per kind"))

@@ -1,8 +1,8 @@
 """Factories for language-model predictors, and the resolver that claims model names and paths.
 
-Claimed names: a local model directory (kind read from its config.json), a path that should be
-one (reported clearly when it is not), and Hugging Face ids (`bert-base-cased`, `gpt2`,
-`org/name`). Options come from `--set [NAME.]KEY=VALUE`:
+Claimed names: a local model directory (kind read from its config.json: masked, causal or
+seq2seq), a path that should be one (reported clearly when it is not), and Hugging Face ids
+(`bert-base-cased`, `gpt2`, `t5-base`, `org/name`). Options come from `--set [NAME.]KEY=VALUE`:
 
   candidates=common|full|relation   masked LMs: LAMA common vocabulary (default), whole vocabulary,
                                or each relation's own objects
@@ -11,6 +11,11 @@ one (reported clearly when it is not), and Hugging Face ids (`bert-base-cased`, 
                                or over the candidates only
   max_length=N                 truncate prompts (with context) to N tokens
   cache=on|off                 the on-disk result cache under the cache dir (default on)
+  prompt=lama|extended         causal LMs: LAMA templates, or the coherency paper's templates with the
+                               asked entity at the very end (prompt_file=PATH to give that file)
+  beams=N, max_new_tokens=N    seq2seq LMs (T5): beam search width (default 10) and span length
+Subject queries (coherency) use the same rules: `candidates=relation` and causal typed querying
+rank each relation's subjects.
 `PredictorContext.compat == "lama"` (`--compat lama`) makes masked LMs tokenize around the mask
 as LAMA's BERT connector does (WordPiece models only; see `lm.masked`).
 """
@@ -36,9 +41,9 @@ def resolve_model(name: str) -> Factory | None:
     if config is not None:
         kind = kind_from_config(config)
         if kind is None:
-            return _fails(f"{name}: config.json names neither a masked nor a causal LM "
+            return _fails(f"{name}: config.json names neither a masked nor a causal LM nor a seq2seq LM "
                           f"(architectures={config.get('architectures')}, model_type={config.get('model_type')!r})")
-        return make_masked if kind == "masked" else make_causal
+        return {"masked": make_masked, "seq2seq": make_seq2seq}.get(kind, make_causal)
     if name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists():
         return _fails(f"{name}: not a model directory (no config.json there); pass the folder that holds "
                       "config.json, the weights and the tokenizer files")
@@ -48,6 +53,8 @@ def resolve_model(name: str) -> Factory | None:
             return make_masked
         if kind == "causal":
             return make_causal
+        if kind == "seq2seq":
+            return make_seq2seq
         if "/" in name:
             return make_masked
     return None
@@ -106,6 +113,7 @@ def make_masked(name: str, ctx: PredictorContext):
                             max_length=_int_option(ctx, "max_length"), compat=getattr(ctx, "compat", None))
     labels = token_labels(loaded.tokenizer, scorer.vocab_size)
     extra = {}
+    subjects = None  # subject queries: the same vocabulary, or each relation's subjects
     if ctx.options.get("vocab_file"):
         path = Path(ctx.options["vocab_file"]).expanduser()
         space = AnswerSpace(labels, fixed=from_words(labels, read_vocab_file(path), f"file:{path.name}"))
@@ -117,30 +125,75 @@ def make_masked(name: str, ctx: PredictorContext):
         space = AnswerSpace(labels, fixed=full_vocab(labels))
     else:
         space = AnswerSpace(labels, per_relation=_objects(ctx))
-    return MaskedLMPredictor(name, scorer, space, extra)
+        subjects = AnswerSpace(labels, per_relation=_objects(ctx, "subject"))
+    return MaskedLMPredictor(name, scorer, space, extra, subject_space=subjects)
 
 
-@declares(VOCAB_FILE, CACHE_OPTION, settings=("dtype",))
+PROMPT_OPTIONS = (
+    Option("prompt", "LAMA templates, or the coherency paper's with the asked entity at the very end", "choice",
+           ("lama", "extended"), "lama"),
+    Option("prompt_file", "templates for prompt=extended (JSONL: relation, template_obj, template_sub)", "path"),
+)
+EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
+
+
+@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, settings=("dtype",))
 def make_causal(name: str, ctx: PredictorContext):
-    from lm.causal import CausalLMScorer, CausalTypedPredictor
+    from lm.causal import CausalLMScorer, CausalTypedPredictor, read_extended_templates
     from lm.loading import load
     from lm.vocab import read_vocab_file
 
+    templates, extra = {}, {}
+    if ctx.options.get("prompt", "lama") == "extended":
+        path = Path(ctx.options["prompt_file"]) if ctx.options.get("prompt_file") else _extended_file(ctx)
+        templates = {k: t for k, t in read_extended_templates(path).items() if k[0] in ctx.corpus.relations}
+        extra = {"prompt": "extended", "prompt_file": str(path),
+                 "lama_templates": sorted(r for r in ctx.corpus.relations if (r, "object") not in templates)}
     loaded = load(name, "causal", ctx.device, ctx.dtype)
     scorer = CausalLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
                             batch_size=ctx.batch_size, cache=_cache(ctx))
     if ctx.options.get("vocab_file"):
         words = read_vocab_file(ctx.options["vocab_file"])
-        candidates = {rel: words for rel in ctx.corpus.relations}
+        candidates = subjects = {rel: words for rel in ctx.corpus.relations}
         source = f"file:{ctx.options['vocab_file']}"
     else:
-        candidates, source = _objects(ctx), "objects of the relation in the corpus"
-    return CausalTypedPredictor(name, scorer, candidates, source)
+        candidates, subjects = _objects(ctx), _objects(ctx, "subject")
+        source = "entities of the relation in the corpus (objects, or subjects for subject queries)"
+    return CausalTypedPredictor(name, scorer, candidates, source, extra, subject_candidates=subjects,
+                                templates=templates)
 
 
-def _objects(ctx: PredictorContext) -> dict[str, list[str]]:
-    """Each relation's distinct object labels in corpus order (the typed-querying answer space)."""
+def _extended_file(ctx: PredictorContext) -> Path:
+    """The coherency templates shipped beside the LAMA data (`<data>/../prompts/coherency/...`)."""
+    for root in (Path(ctx.data_dir), Path(ctx.data_dir).parent):
+        if (root / EXTENDED_FILE).is_file():
+            return root / EXTENDED_FILE
+    raise ConfigError(f"prompt=extended: {EXTENDED_FILE} not found next to the data directory {ctx.data_dir}; "
+                      "pass --set prompt_file=PATH")
+
+
+SEQ2SEQ_OPTIONS = (
+    Option("beams", "beam search width; every beam gives one answer (the coherency paper: 10)", "int", default="10",
+           minimum=1, maximum=64),
+    Option("max_new_tokens", "longest span written, in tokens", "int", default="24", minimum=1),
+)
+
+
+@declares(*SEQ2SEQ_OPTIONS, settings=("dtype",))
+def make_seq2seq(name: str, ctx: PredictorContext):
+    from lm.loading import load
+    from lm.seq2seq import Seq2SeqSpanPredictor
+
+    loaded = load(name, "seq2seq", ctx.device, ctx.dtype)
+    return Seq2SeqSpanPredictor(name, loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint,
+                                dtype=ctx.dtype, beams=_int_option(ctx, "beams") or 10,
+                                max_new_tokens=_int_option(ctx, "max_new_tokens") or 24,
+                                batch_size=ctx.batch_size)
+
+
+def _objects(ctx: PredictorContext, slot: str = "object") -> dict[str, list[str]]:
+    """Each relation's distinct object (or subject) labels in corpus order (the typed-querying answer space)."""
     out: dict[str, list[str]] = {rel: [] for rel in ctx.corpus.relations}
     for fact in ctx.corpus.facts:
-        out.setdefault(fact.relation, []).append(fact.object.label)
+        out.setdefault(fact.relation, []).append((fact.object if slot == "object" else fact.subject).label)
     return {rel: list(dict.fromkeys(objs)) for rel, objs in out.items()}

@@ -42,6 +42,10 @@ Factory = Callable[[str, PredictorContext], "Predictor"]
 # name -> ("module:function", one-line help)
 ENTRIES: dict[str, tuple[str, str]] = {
     "freq": ("bridge.kb_predictors:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
+    "gold": ("bridge.kb_predictors:make_gold", "The gold KB: every valid answer from the graph store (SPARQL)"),
+    "kb": ("bridge.kb_kmir_predictors:make_kb", "The gold graphs answering KMIR-style questions (lookups)"),
+    "kb-inferred": ("bridge.kb_kmir_predictors:make_kb_inferred",
+                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl), answering by lookups"),
     "retrieval": ("bridge.text_predictors:make_retrieval", "LAMA DrQA row: BM25 paragraphs + offline reader"),
     "re-naive": ("bridge.re_predictors:make_re_naive", "LAMA RE_n: relation-extraction KB, exact-label linking"),
     "re-oracle": ("bridge.re_predictors:make_re_oracle", "LAMA RE_o: relation-extraction KB, oracle linking"),

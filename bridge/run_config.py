@@ -91,6 +91,9 @@ class Plan:
     asked: dict[str, list[Fact]]  # per corpus, the facts asked (all, or the --limit sample)
     versions: dict[str, dict[str, str]]  # corpus -> relation -> data version
     removed: dict[str, dict[str, int]] = field(default_factory=dict)  # --compat lama: label duplicates per relation
+    # where the filtered setting's other valid objects come from, when not the corpus itself: a LAMA-UHN
+    # corpus filters facts out of the questions, never out of what counts as a right answer
+    valid_sources: dict[str, tuple[Corpus, dict[str, str]]] = field(default_factory=dict)
 
 
 def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
@@ -105,8 +108,7 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
     """Validate everything and load the data; no predictor is built and nothing is scored yet."""
     cfg.check_values()
     predictors = plan_predictors(cfg)
-    loaded = {name: load_corpus(name, data_dir, compat=cfg.compat) if cfg.compat else load_corpus(name, data_dir)
-              for name in cfg.corpora}
+    loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
     corpora = {name: _restrict(c, cfg.relations, loaded) for name, c in loaded.items()}
     removed: dict[str, dict[str, int]] = {}
     if cfg.compat == "lama":
@@ -119,7 +121,21 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
     cache = cfg.cache_dir or default_cache_dir()
     if cache.exists() and not cache.is_dir():
         raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")
-    return Plan(predictors, corpora, asked, versions, removed)
+    sources = {}
+    for name, corpus in corpora.items():
+        if name.endswith("-uhn"):
+            base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations))
+            sources[name] = (base, relation_versions(base))
+    return Plan(predictors, corpora, asked, versions, removed, sources)
+
+
+def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
+    kwargs: dict = {"compat": cfg.compat} if cfg.compat else {}
+    if name.endswith("-uhn"):
+        from bridge.cli_data import uhn_name_ranker
+
+        kwargs["name_ranker"] = uhn_name_ranker(None, cfg.device, cfg.dtype, cfg.batch_size)
+    return load_corpus(name, data_dir, **kwargs)
 
 
 def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
@@ -180,7 +196,8 @@ def read_config(path: Path) -> dict | None:
     return config
 
 
-def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama") -> dict:
+def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama",
+                 questions: dict | None = None) -> dict:
     """The directory's config with this run added; refuses a name or relation whose results would mix."""
     config = old or {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {},
                      "relation_types": {}, "runs": [], "predictor_configs": {}, "answer_space": {},
@@ -190,7 +207,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     if config.get("experiment", "lama") != experiment:
         raise ConfigError(f"{cfg.out} holds results of `kbc run {config['experiment']}`; use another --out "
                           f"for `kbc run {experiment}`")
-    settings = {"compat": cfg.compat}  # changes which facts exist (label deduplication): one per directory
+    # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
+    settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}; "
                           "use another --out or the same settings")

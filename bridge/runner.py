@@ -36,7 +36,7 @@ from eval.datadir import resolve_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
-from eval.types import Fact, Query
+from eval.types import Fact, Prediction, Query
 from kb.store import GraphStore, open_store
 
 __all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
@@ -97,6 +97,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
     data_dir = resolve_data_dir(cfg.data_dir)
     plan = plan_run(cfg, data_dir)
+    check = getattr(experiment, "check", None)
+    if check is not None:
+        check(plan.corpora, data_dir)  # the experiment's own inputs (prompt files, ...) before any work
     for name, corpus in plan.corpora.items():
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
@@ -113,7 +116,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     cache = cfg.cache_dir or default_cache_dir()
     with RunLock(out):
         config_path = out / "config.json"
-        config = merge_config(read_config(config_path), cfg, plan, experiment.name)
+        config = merge_config(read_config(config_path), cfg, plan, experiment.name,
+                              getattr(experiment, "settings", {}))
         run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
@@ -127,7 +131,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         try:
             with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
                 for name, corpus in plan.corpora.items():
-                    valid = _valid_objects(store, corpus, plan.versions[name])
+                    source, versions = plan.valid_sources.get(name, (corpus, plan.versions[name]))
+                    valid = _valid_objects(store, source, versions)
                     for p in plan.predictors:
                         job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress)
                         job.run(experiment)
@@ -171,7 +176,7 @@ class Job:
         try:
             earlier: StageRecords = {}
             for stage in experiment.stages:
-                given = StageInput(self.corpus, self.facts, self.valid, earlier)
+                given = StageInput(self.corpus, self.facts, self.valid, earlier, self.data_dir, self.cache, self.store)
                 queries = experiment.queries(stage, given)
                 self._stage(experiment, stage, queries)
                 if stage != experiment.stages[-1]:
@@ -210,6 +215,18 @@ class Job:
             log.info("%s: all %d queries done, skipped", where, sum(len(x) for x in queries.values()))
             return
         predictor = self._build()
+        todo, empty = _unanswerable(predictor, todo)
+        for rel, pairs in empty.items():
+            path = self._path(rel, stage)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                for query, fact in pairs:
+                    write_jsonl_line(handle, experiment.record(stage, query, fact, Prediction(query.uid, ()),
+                                                               self.valid.get(rel, {})))
+        if empty:
+            slots = sorted({q.slot for pairs in empty.values() for q, _ in pairs})
+            log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
+                        " or ".join(slots), sum(len(p) for p in empty.values()))
         todo, gone = _drop_unsupported(predictor, todo)
         for rel, items in gone.items():
             path = self._path(rel, stage)
@@ -256,18 +273,39 @@ def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
     filter_facts = getattr(predictor, "filter_facts", None)
     if filter_facts is None:
         return todo, {}
+
+    def check(facts: list, slot: str):
+        # object queries use the plain call, which every predictor with the hook takes
+        return filter_facts(facts) if slot == "object" else filter_facts(facts, slot=slot)
+
     kept_todo, gone = [], {}
     for rel, rest, path in todo:
-        kept, _reasons = filter_facts([f for _, f in rest])
-        keep = {id(f) for f in kept}
-        dropped = [(q, f) for q, f in rest if id(f) not in keep]
+        keep: set[tuple[int, str]] = set()
+        for slot in dict.fromkeys(q.slot for q, _ in rest):
+            kept, _reasons = check([f for q, f in rest if q.slot == slot], slot)
+            keep.update((id(f), slot) for f in kept)
+        dropped = [(q, f) for q, f in rest if (id(f), q.slot) not in keep]
         if dropped:
             # one reason per fact; asked one by one only for the (few) dropped facts
-            gone[rel] = [(q, f, next(iter(filter_facts([f])[1]), "unsupported")) for q, f in dropped]
-        rest = [(q, f) for q, f in rest if id(f) in keep]
+            gone[rel] = [(q, f, next(iter(check([f], q.slot)[1]), "unsupported")) for q, f in dropped]
+        rest = [(q, f) for q, f in rest if (id(f), q.slot) in keep]
         if rest:
             kept_todo.append((rel, rest, path))
     return kept_todo, gone
+
+
+def _unanswerable(predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Queries for a slot the predictor does not answer: they get no answers (scored wrong, not hidden)."""
+    slots = getattr(predictor, "slots", ("object",))
+    kept_todo, empty = [], {}
+    for rel, rest, path in todo:
+        none = [(q, f) for q, f in rest if q.slot not in slots]
+        if none:
+            empty[rel] = none
+        rest = [(q, f) for q, f in rest if q.slot in slots]
+        if rest:
+            kept_todo.append((rel, rest, path))
+    return kept_todo, empty
 
 
 def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:

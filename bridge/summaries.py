@@ -76,8 +76,10 @@ def collect(out: Path, setting: str = "raw") -> list[dict]:
     write_json(out / "curves.json", curves)
     write_json(out / "dropped.json", dropped)
     _record_dropped(out, config, dropped)
-    notes = _notes(config, shared_n)
-    (out / "summary.md").write_text(markdown(rows, setting, dropped, notes), encoding="utf-8")
+    notes = _notes(config, shared_n, experiment)
+    metrics = getattr(experiment, "metrics", ("p@1", "p@10", "mrr"))
+    title = getattr(experiment, "title", "LAMA probe")
+    (out / "summary.md").write_text(markdown(rows, setting, dropped, notes, title, metrics), encoding="utf-8")
     from bridge.instances import write_instances
 
     write_instances(out)
@@ -117,11 +119,12 @@ def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int
     return out
 
 
-def _notes(config: dict, shared_n: dict[str, int]) -> list[str]:
+def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
     counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
     notes = [f"Scope `shared`: the facts every predictor of this directory answered ({counts}); "
              "`own`: the facts each predictor answered."]
-    for corpus, configs in config.get("predictor_configs", {}).items():
+    ranked = getattr(experiment, "metrics", ("mrr",))
+    for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():
         listed = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "list")
         if listed:
             notes.append(f"{corpus}: MRR of {', '.join(listed)} counts ranks within the answer list they return "

@@ -20,7 +20,7 @@ from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
 
-CORPORA = ("trex", "google_re", "squad", "conceptnet")
+CORPORA = ("trex", "google_re", "squad", "conceptnet", "trex-uhn", "google_re-uhn")  # -uhn: eval.uhn
 MASK = "[MASK]"
 
 # LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
@@ -269,8 +269,17 @@ LOADERS = {
 
 
 def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
-                compat: str | None = None) -> Corpus:
-    """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`)."""
+                compat: str | None = None, name_ranker=None) -> Corpus:
+    """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`).
+
+    `trex-uhn` / `google_re-uhn` are LAMA-UHN (`eval.uhn`), built on first use into the cache: the
+    string-match filter, plus the person-name filter when `name_ranker` (an `eval.uhn.NameRanker`) is given.
+    """
+    if name.endswith("-uhn"):
+        from eval.uhn import UHN_CORPORA, load_uhn_corpus
+
+        if name in UHN_CORPORA:
+            return load_uhn_corpus(name, data_dir, relations, compat, name_ranker)
     try:
         loader = LOADERS[name]
     except KeyError:

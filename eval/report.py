@@ -9,12 +9,15 @@ from __future__ import annotations
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
-METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR"}
+METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency": "Coherency (%)",
+                "coherency_round1": "Coherency round 1 (%)", "coherency_round2": "Coherency round 2 (%)",
+                "c1": "c1: first step of round 1 right (%)", "c2": "c2: first step of round 2 right (%)",
+                "all_correct": "All four steps right (%)", "f1": "Token F1 (%)", "em": "Exact match (%)"}
 
 
 def _index(rows: list[dict]) -> dict:
     return {(r["corpus"], r["predictor"], r["setting"], r.get("scope", "own"), r["group"], r["metric"]): r
-            for r in rows}
+            for r in rows if not r.get("prompt")}
 
 
 def _groups(rows: list[dict], corpus: str) -> list[str]:
@@ -61,7 +64,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
 
 def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared") -> str:
     """One row per (corpus, relation), one column per predictor."""
-    picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting
+    picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
               and r.get("scope", "own") == scope and r["group"] not in TYPE_ORDER]
     predictors = list(dict.fromkeys(r["predictor"] for r in picked))
     by: dict[tuple[str, str], dict[str, dict]] = {}
@@ -76,19 +79,47 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     return "\n".join(lines)
 
 
+PROMPT_METRICS = ("consistency", "group_accuracy", "p@1_random_prompt_min", "p@1_random_prompt_avg",
+                  "p@1_random_prompt_max")
+
+
+def prompt_table(rows: list[dict]) -> str:
+    """Consistency, group accuracy and the random-prompt draws, one row per (corpus, predictor)."""
+    picked = {(r["corpus"], r["predictor"], r["metric"]): r for r in rows
+              if r["metric"] in PROMPT_METRICS and r["group"] == "all" and r.get("scope") == "shared"}
+    if not picked:
+        return ""
+    names = ["consistency", "group accuracy", "P@1 random prompt min", "avg", "max"]
+    lines = ["| corpus | predictor | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(names))]
+    for corpus, predictor in dict.fromkeys((c, p) for c, p, _ in picked):
+        cells = [f"{picked[(corpus, predictor, m)]['value']:.2f}" if (corpus, predictor, m) in picked else "-"
+                 for m in PROMPT_METRICS]
+        lines.append(f"| {corpus} | {predictor} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None = None,
-             notes: list[str] | None = None, title: str = "LAMA probe") -> str:
+             notes: list[str] | None = None, title: str = "LAMA probe",
+             metrics: tuple[str, ...] = ("p@1", "p@10", "mrr")) -> str:
     other = "filtered" if setting == "raw" else "raw"
-    parts = [f"# {title}", "",
-             f"Setting `{setting}` (summary.json also holds `{other}`). `answers`: the size of the answer space "
-             "each predictor ranked (mean over relations; `open` for KBs that answer from their own triples).", ""]
+    intro = f"Setting `{setting}`"
+    if any(r["setting"] == other for r in rows):
+        intro += f" (summary.json also holds `{other}`)"
+    intro += (". `answers`: the size of the answer space each predictor ranked (mean over relations; `open` "
+              "where it is not a fixed list, e.g. KBs answering from their own triples).")
+    parts = [f"# {title}", "", intro, ""]
     parts += [f"- {n}" for n in notes or []]
     for scope in ("shared", "own"):
-        for metric in ("p@1", "p@10", "mrr"):
+        for metric in metrics:
             body = table(rows, metric, setting, scope)
             if body:
-                parts += ["", f"## {METRIC_NAMES[metric]}, {scope} facts", "", body]
-    parts += ["", "## P@1 per relation, shared facts", "", per_relation(rows, "p@1", setting, "shared"), ""]
+                parts += ["", f"## {METRIC_NAMES.get(metric, metric)}, {scope} facts", "", body]
+    head = metrics[0]
+    parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, shared facts", "",
+              per_relation(rows, head, setting, "shared"), ""]
+    agreement = prompt_table(rows)
+    if agreement:
+        parts += ["## Across prompts (raw, shared facts)", "", agreement, ""]
     if dropped:
         parts += ["## Facts a predictor could not answer (not scored)", "",
                   "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]

@@ -73,6 +73,7 @@ class Query:
     # labels whose exact rank among all candidates the predictor should report (gold first, then
     # the other valid objects); set by the runner, ignored by predictors that return short lists
     targets: tuple[str, ...] = ()
+    prompt: str = "lama"  # id of the prompt the template came from (a prompt set may give several)
 
     @property
     def asked(self) -> str:

@@ -4,6 +4,7 @@ Counts run over the test facts of each relation (every row, by object label, as 
 labels). Ties are broken by first occurrence in the data file, so the ranking is deterministic
 and equals LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a relation gets
 the same ranking; the filtered setting then removes that subject's other valid objects.
+Subject queries (coherency's second direction) get the relation's subjects ranked the same way.
 Ranks count within the returned list (`ranks = "list"`); the list holds every object of the relation.
 """
 
@@ -15,27 +16,32 @@ from collections.abc import Iterable, Sequence
 from eval.types import Answer, Fact, Prediction, Query
 
 
+def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], str | None]) -> dict[str, tuple[Answer, ...]]:
+    # Counter.most_common is a stable sort on insertion order: first occurrence wins ties.
+    return {rel: tuple(Answer(label, float(n), ids[(rel, label)]) for label, n in c.most_common())
+            for rel, c in counts.items()}
+
+
 class FreqPredictor:
     name = "freq"
     ranks = "list"
+    slots = ("object", "subject")
 
     def __init__(self, facts: Iterable[Fact]) -> None:
-        counts: dict[str, Counter] = {}
-        ids: dict[tuple[str, str], str | None] = {}
+        counts: dict[str, dict[str, Counter]] = {"object": {}, "subject": {}}
+        ids: dict[str, dict[tuple[str, str], str | None]] = {"object": {}, "subject": {}}
         for fact in facts:
-            counts.setdefault(fact.relation, Counter())[fact.object.label] += 1
-            ids.setdefault((fact.relation, fact.object.label), fact.object.id)
-        # Counter.most_common is a stable sort on insertion order: first occurrence wins ties.
-        self._ranked = {
-            rel: tuple(Answer(label, float(n), ids[(rel, label)]) for label, n in c.most_common())
-            for rel, c in counts.items()
-        }
+            for slot, entity in (("object", fact.object), ("subject", fact.subject)):
+                counts[slot].setdefault(fact.relation, Counter())[entity.label] += 1
+                ids[slot].setdefault((fact.relation, entity.label), entity.id)
+        self._ranked = {slot: _ranking(counts[slot], ids[slot]) for slot in self.slots}
 
     def describe(self) -> dict:
-        return {"predictor": "freq", "ties": "first occurrence in the data", "ranks": self.ranks}
+        return {"predictor": "freq", "ties": "first occurrence in the data", "ranks": self.ranks,
+                "slots": list(self.slots)}
 
-    def answer_space_size(self, relation: str) -> int:
-        return len(self._ranked.get(relation, ()))
+    def answer_space_size(self, relation: str, slot: str = "object") -> int:
+        return len(self._ranked[slot].get(relation, ()))
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        return [Prediction(q.uid, self._ranked.get(q.relation, ())[:depth]) for q in queries]
+        return [Prediction(q.uid, self._ranked[q.slot].get(q.relation, ())[:depth]) for q in queries]

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from eval.errors import ConfigError, KbcError
 
-Kind = str  # "masked" | "causal"
+Kind = str  # "masked" | "causal" | "seq2seq"
 
 CAUSAL_TYPES = {
     "gpt2", "gpt_neo", "gpt_neox", "gptj", "opt", "llama", "mistral", "bloom", "falcon", "pythia", "qwen2",
@@ -27,6 +27,8 @@ MASKED_TYPES = {
     "bert", "roberta", "distilbert", "albert", "electra", "xlm-roberta", "camembert", "deberta", "deberta-v2",
     "mpnet", "xlm", "megatron-bert", "modernbert", "ernie", "data2vec-text", "flaubert", "big_bird",
 }
+SEQ2SEQ_TYPES = {"t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus", "led", "plbart"}
+NAME_HINTS_SEQ2SEQ = ("t5", "bart", "pegasus")
 NAME_HINTS_CAUSAL = ("gpt", "opt-", "llama", "pythia", "bloom", "falcon", "mistral", "qwen", "phi-", "gemma", "smollm")
 NAME_HINTS_MASKED = ("bert", "roberta", "albert", "electra", "deberta", "mpnet", "xlm")
 
@@ -86,13 +88,20 @@ def local_config(name: str) -> dict | None:
 
 
 def kind_from_config(config: dict) -> Kind | None:
-    """masked or causal, from `architectures` first and `model_type` second."""
-    for arch in config.get("architectures") or ():
+    """masked, causal or seq2seq, from `architectures` first and `model_type` second.
+
+    Encoder-decoder text models come first: old T5 checkpoints name `T5WithLMHeadModel`.
+    """
+    model_type = config.get("model_type", "")
+    archs = config.get("architectures") or ()
+    if model_type in SEQ2SEQ_TYPES or (config.get("is_encoder_decoder") and any(
+            a.endswith(("ForConditionalGeneration", "WithLMHeadModel")) for a in archs)):
+        return "seq2seq"
+    for arch in archs:
         if arch.endswith("ForMaskedLM"):
             return "masked"
         if arch.endswith(("ForCausalLM", "LMHeadModel")) and "ForMaskedLM" not in arch:
             return "causal"
-    model_type = config.get("model_type", "")
     if model_type in MASKED_TYPES:
         return "masked"
     if model_type in CAUSAL_TYPES:
@@ -105,6 +114,8 @@ def kind_from_name(name: str) -> Kind | None:
     base = name.rsplit("/", 1)[-1].lower()
     if any(h in base for h in NAME_HINTS_MASKED):
         return "masked"
+    if any(h in base for h in NAME_HINTS_SEQ2SEQ):
+        return "seq2seq"
     if any(base.startswith(h) or f"-{h}" in base for h in NAME_HINTS_CAUSAL):
         return "causal"
     return None
@@ -153,7 +164,7 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`."""
     from huggingface_hub.errors import StrictDataclassError
     from safetensors import SafetensorError
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     dev = resolve_device(device)
@@ -172,7 +183,7 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
         if _try_cached(name) is None:
             raise _no_hub(name, "the Hugging Face hub is not reachable from here")
         offline = True  # in the local HF cache: load it without retrying the network
-    auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+    auto = {"masked": AutoModelForMaskedLM, "seq2seq": AutoModelForSeq2SeqLM}.get(kind, AutoModelForCausalLM)
     verbosity = hf_logging.get_verbosity()
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # "weights not used" notes for base checkpoints are not ours to show

@@ -11,6 +11,10 @@ all candidates, whatever the answer depth (`Prediction.target_ranks`). Ties foll
 `eval.metrics`: equal scores are ordered by candidate position (the vocabulary file order), in the
 answer list and in exact ranks alike, so a target's exact rank is its position in the list.
 
+Context (coherency §3.4): a query with a context is read as a sentence pair, `context [SEP] prompt`
+with the model's own special tokens (BERT `[CLS] c [SEP] p [SEP]`, RoBERTa `<s> c </s></s> p </s>`;
+segment ids left at 0), the context cut from its end to fit the maximum length: the prompt is never cut.
+
 `compat="lama"` tokenizes as LAMA's BERT connector (`CustomBaseTokenizer`): the prompt is split on
 whitespace; a whitespace token holding `[MASK]` becomes `[MASK]` followed by the rest of that token
 as one word (characters before the mask too; no punctuation split, no lower-casing), and every other
@@ -32,6 +36,7 @@ does the MLM head, in float32 even when the encoder runs in bfloat16.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -53,6 +58,7 @@ HEAD_TRANSFORMS: dict[str, Callable] = {
     "albert": lambda m: _seq(m.predictions.dense, m.predictions.activation, m.predictions.LayerNorm),
     "electra": lambda m: m.generator_predictions,
 }
+Text = str | tuple[str, str]  # a prompt, or (context, prompt): read as `context [SEP] prompt`
 MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
 CACHE_VERSION = "masked-v2"  # v2: deterministic ties, exact target ranks, compat mode in the key
 
@@ -337,19 +343,65 @@ class MaskedLMScorer:
         return logits + self.bias[rows] if self.bias is not None else logits
 
     # --- tokenization and batching ---------------------------------------------------------------
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+    def _plain(self, texts: list[str]) -> list[list[int]]:
         if self.lama is not None:
-            ids = [self.lama.encode(t, self.max_length) for t in texts]
-        else:
-            enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=self.max_length,
-                                 return_attention_mask=False, return_token_type_ids=False)
-            ids = enc["input_ids"]
+            return [self.lama.encode(t, self.max_length) for t in texts]
+        enc = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length,
+                             return_attention_mask=False, return_token_type_ids=False)
+        return enc["input_ids"]
+
+    def _pieces(self, texts: list[str]) -> list[list[int]]:
+        """Token ids without special tokens."""
+        if self.lama is not None:
+            return [[i for _, i in self.lama.pieces(t)] for t in texts]
+        return self.tokenizer(texts, add_special_tokens=False, return_attention_mask=False,
+                              return_token_type_ids=False)["input_ids"]
+
+    def _pairs(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
+        """`context [SEP] prompt` with the model's own special tokens (a sentence pair), cut to
+        `max_length` by shortening the context only; a prompt that leaves no room goes alone.
+        A mask token in the context is removed first, so the input holds the prompt's mask only."""
+        mask = self.tokenizer.mask_token
+        contexts = [re.sub(re.escape(mask), " ", c, flags=re.IGNORECASE) for c, _ in pairs]
+        prompts = [p for _, p in pairs]
+        lengths = [len(ids) for ids in self._pieces(prompts)]
+        n_special = 3 if self.lama is not None else self.tokenizer.num_special_tokens_to_add(pair=True)
+        fits = [n + n_special < self.max_length for n in lengths]
+        out: list[list[int]] = [[] for _ in pairs]
+        alone = [i for i, ok in enumerate(fits) if not ok]
+        for i, row in zip(alone, self._plain([prompts[i] for i in alone]) if alone else []):
+            out[i] = row
+        both = [i for i, ok in enumerate(fits) if ok]
+        if not both:
+            return out
+        if self.lama is not None:
+            for i in both:
+                c = [t for _, t in self.lama.pieces(contexts[i])][:self.max_length - n_special - lengths[i]]
+                p = [t for _, t in self.lama.pieces(prompts[i])]
+                out[i] = [self.lama.cls_id, *c, self.lama.sep_id, *p, self.lama.sep_id]
+            return out
+        enc = self.tokenizer([contexts[i] for i in both], [prompts[i] for i in both], truncation="only_first",
+                             max_length=self.max_length, return_attention_mask=False, return_token_type_ids=False)
+        for i, row in zip(both, enc["input_ids"]):
+            out[i] = row
+        return out
+
+    def encode(self, texts: Sequence[Text]) -> list[list[int]]:
+        """Token ids of prompts, or of (context, prompt) pairs (see `_pairs`)."""
+        plain = [i for i, t in enumerate(texts) if isinstance(t, str)]
+        paired = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+        ids: list[list[int]] = [[] for _ in texts]
+        for i, row in zip(plain, self._plain([texts[i] for i in plain]) if plain else []):
+            ids[i] = row
+        for i, row in zip(paired, self._pairs([texts[i] for i in paired]) if paired else []):
+            ids[i] = row
         for text, row in zip(texts, ids):
+            prompt = text if isinstance(text, str) else text[1]
             n = row.count(self.mask_id)
             if n != 1:
-                where = "was cut off by truncation" if n == 0 and self.tokenizer.mask_token in text else "appears"
+                where = "was cut off by truncation" if n == 0 and self.tokenizer.mask_token in prompt else "appears"
                 raise KbcError(f"prompt needs exactly one {self.tokenizer.mask_token} but it {where} {n} times: "
-                               f"{text[:200]!r}")
+                               f"{prompt[:200]!r}")
         return ids
 
     def batches(self, lengths: Sequence[int]) -> list[list[int]]:
@@ -378,7 +430,7 @@ class MaskedLMScorer:
         return batches
 
     # --- scoring ---------------------------------------------------------------------------------
-    def score(self, texts: Sequence[str], candidates: CandidateSet, depth: int,
+    def score(self, texts: Sequence[Text], candidates: CandidateSet, depth: int,
               targets: Sequence[Sequence[int]] | None = None) -> list[Scored]:
         """Top-`depth` candidates for each text, and the exact ranks of its `targets` (candidate positions).
 
@@ -407,7 +459,7 @@ class MaskedLMScorer:
                 self.cache.put_many([(keys[u], *new[u]) for u in todo])
         return [results[u] for u in zip(texts, wanted)]
 
-    def _run(self, todo: list[tuple[str, tuple[int, ...]]], candidates: CandidateSet, depth: int,
+    def _run(self, todo: list[tuple[Text, tuple[int, ...]]], candidates: CandidateSet, depth: int,
              results: dict) -> dict:
         """Forward passes for the texts of `todo` (each once); fills `results`, returns cache rows."""
         import torch
@@ -450,26 +502,34 @@ class MaskedLMScorer:
                                         np.concatenate([np.asarray(scores, np.float32), val_np[j]]), n)
         return new
 
-    def _key(self, text: str, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
+    def _key(self, text: Text, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
+        text = text if isinstance(text, str) else "\x1e".join(("context [SEP] prompt", *text))
         return ResultCache.key(CACHE_VERSION, self.fingerprint, self.dtype, str(self.device.type), self.normalize,
                                self.compat or "-", candidates.fingerprint, text, ",".join(map(str, targets)))
 
 
 class MaskedLMPredictor:
-    """The Predictor protocol over a MaskedLMScorer and an answer space (LAMA's candidate vocabulary)."""
+    """The Predictor protocol over a MaskedLMScorer and an answer space (LAMA's candidate vocabulary).
+
+    Subject queries put the mask at [X] and the object at [Y]; their candidates come from
+    `subject_space` (default: the object space, e.g. the common vocabulary).
+    """
 
     ranks = "exact"  # every candidate is scored: Prediction.target_ranks holds exact ranks
+    slots = ("object", "subject")
 
-    def __init__(self, name: str, scorer: MaskedLMScorer, space: AnswerSpace, describe_extra: dict | None = None):
+    def __init__(self, name: str, scorer: MaskedLMScorer, space: AnswerSpace, describe_extra: dict | None = None,
+                 subject_space: AnswerSpace | None = None):
         self.name = name
         self.scorer = scorer
         self.space = space
+        self.spaces = {"object": space, "subject": subject_space or space}
         self.uncased = space.labels.uncased
         self._extra = describe_extra or {}
-        self._gold: dict[str, str] = {}  # fact uid -> gold object label, learnt in filter_facts
+        self._gold: dict[tuple[str, str], str] = {}  # (fact uid, slot) -> gold label, learnt in filter_facts
 
-    def answer_space_size(self, relation: str) -> int:
-        return len(self.space.for_relation(relation))
+    def answer_space_size(self, relation: str, slot: str = "object") -> int:
+        return len(self.spaces[slot].for_relation(relation))
 
     def describe(self) -> dict:
         return {
@@ -485,12 +545,15 @@ class MaskedLMPredictor:
             "compat": self.scorer.compat,
             "ranks": self.ranks,
             "ties": "candidate order (vocabulary file order)",
+            "slots": list(self.slots),
+            **({"subject_space": self.spaces["subject"].describe()} if self.spaces["subject"] is not self.space
+               else {}),
             **self.space.describe(),
             **self._extra,
         }
 
     def prompt(self, query: Query) -> str:
-        """LAMA prompt: subject at [X], the model's mask at [Y], evidence context after it (coherency §3.4)."""
+        """LAMA prompt: subject at [X], the model's mask at [Y] (lower-cased for uncased models)."""
         mask = self.scorer.tokenizer.mask_token
         if self.scorer.compat == "lama":
             text = lama_prompt(query.template, query.known.label, mask, query.slot)
@@ -498,23 +561,32 @@ class MaskedLMPredictor:
             text = query.text(mask)
         if self.uncased:
             text = mask.join(part.lower() for part in text.split(mask))
-        if query.context:
-            context = query.context.lower() if self.uncased else query.context
-            text = f"{text} {context}"
         return text
 
-    def filter_facts(self, facts: Sequence[Fact]) -> tuple[list[Fact], dict[str, int]]:
-        """Facts whose gold object is one candidate token; the rest counted by reason."""
+    def model_input(self, query: Query) -> Text:
+        """The prompt, or (context, prompt) when the query has a context (coherency §3.4): the model
+        reads `context [SEP] prompt`, the context cut to fit its maximum length, never the prompt."""
+        if not query.context:
+            return self.prompt(query)
+        return (query.context.lower() if self.uncased else query.context), self.prompt(query)
+
+    def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
+        """Facts whose asked entity (the object, or the subject for `slot="subject"`) is one candidate
+        token; the rest counted by reason."""
         kept, dropped = [], {}
         mask = self.scorer.tokenizer.mask_token
+        space = self.spaces[slot]
         for fact in facts:
-            reason = drop_reason(fact.object.label, self.space.for_relation(fact.relation), self.space.labels)
-            if reason is None and fact.cloze is None and mask in fact.subject.label:
+            asked, known = (fact.object, fact.subject) if slot == "object" else (fact.subject, fact.object)
+            reason = drop_reason(asked.label, space.for_relation(fact.relation), space.labels)
+            if reason is not None and slot == "subject":
+                reason = reason.replace("object", "subject", 1)
+            if reason is None and fact.cloze is None and mask in known.label:
                 # the label's mask would become a second mask in the prompt
-                reason = f"subject label contains the mask token {mask}"
+                reason = f"{'subject' if slot == 'object' else 'object'} label contains the mask token {mask}"
             if reason is None:
                 kept.append(fact)
-                self._gold[fact.uid] = normalize(fact.object.label, self.uncased)
+                self._gold[(fact.uid, slot)] = normalize(asked.label, self.uncased)
             else:
                 dropped[reason] = dropped.get(reason, 0) + 1
         return kept, dropped
@@ -523,7 +595,7 @@ class MaskedLMPredictor:
         # queries sharing a candidate set are scored together: bigger length buckets, less padding
         groups: dict[int, tuple[CandidateSet, list[int]]] = {}
         for i, q in enumerate(queries):
-            cands = self.space.for_relation(q.relation)
+            cands = self.spaces[q.slot].for_relation(q.relation)
             groups.setdefault(id(cands), (cands, []))[1].append(i)
         out: list[Prediction | None] = [None] * len(queries)
         for cands, idx in groups.values():
@@ -531,13 +603,13 @@ class MaskedLMPredictor:
                 for i in idx:
                     out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0}, {})
                 continue
-            texts = [self.prompt(queries[i]) for i in idx]
+            texts = [self.model_input(queries[i]) for i in idx]
             where = [target_positions(queries[i].targets, cands, self.uncased) for i in idx]
             for i, tpos, scored in zip(idx, where, self.scorer.score(texts, cands, depth,
                                                                       [tuple(t.values()) for t in where])):
                 answers = tuple(Answer(cands.labels[p], float(s)) for p, s in zip(scored.pos, scored.logp))
                 extra = {"n_tokens": scored.n_tokens}
-                gold = self._gold.get(queries[i].fact_uid)
+                gold = self._gold.get((queries[i].fact_uid, queries[i].slot))
                 gpos = cands.index.get(gold) if gold else None
                 if gpos is not None and gpos in scored.target_logp:
                     hit = scored.target_logp[gpos]

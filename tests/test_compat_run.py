@@ -16,7 +16,8 @@ def test_compat_lama_run(lama_dir, trex, tmp_path, capsys, monkeypatch):
     assert code == 0, err
     assert "--compat lama removed 9 facts with the labels of an earlier fact (P176 9)" in err
     config = json.loads((out / "config.json").read_text())
-    assert config["compat_removed"] == {"trex": {"P176": 9}} and config["settings"] == {"compat": "lama"}
+    assert config["compat_removed"] == {"trex": {"P176": 9}}
+    assert config["settings"] == {"compat": "lama", "prompts": "lama", "context": "none"}
     rows = json.loads((out / "summary.json").read_text())
     n = {r["group"]: r["n_facts"] for r in rows if r["metric"] == "p@1" and r["scope"] == "own"}
     assert n["P176"] == sum(f.relation == "P176" for f in trex.facts) - 9

@@ -148,10 +148,13 @@ def test_runner_hook_skips_and_counts_unsupported_facts():
             kept = [f for f in facts if f != "bad"]
             return kept, ({"odd object": len(facts) - len(kept)} if len(kept) < len(facts) else {})
 
-    todo = [("P1", [("q1", "ok"), ("q2", "bad")], "p1"), ("P2", [("q3", "bad")], "p2"), ("P3", [("q4", "ok")], "p3")]
+    from types import SimpleNamespace
+
+    q1, q2, q3, q4 = (SimpleNamespace(uid=f"q{i}", slot="object") for i in range(1, 5))
+    todo = [("P1", [(q1, "ok"), (q2, "bad")], "p1"), ("P2", [(q3, "bad")], "p2"), ("P3", [(q4, "ok")], "p3")]
     kept, gone = _drop_unsupported(Picky(), todo)
-    assert kept == [("P1", [("q1", "ok")], "p1"), ("P3", [("q4", "ok")], "p3")]
-    assert gone == {"P1": [("q2", "bad", "odd object")], "P2": [("q3", "bad", "odd object")]}
+    assert kept == [("P1", [(q1, "ok")], "p1"), ("P3", [(q4, "ok")], "p3")]
+    assert gone == {"P1": [(q2, "bad", "odd object")], "P2": [(q3, "bad", "odd object")]}
     dropped = {"P1": Counter({"odd object": 1}), "P2": Counter({"odd object": 1})}
     assert _dropped_line("trex / m", dropped) == ("trex / m: dropped 2 facts it cannot answer (odd object: 2); "
                                                   "per relation: P1 1, P2 1")

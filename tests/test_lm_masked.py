@@ -122,7 +122,8 @@ def test_prompts_follow_lama(tiny_models):
     assert uncased.predict([q], 3)[0].lowercased is True
     with_context = Query("u", "f", "trex", "P19", Entity("Dante"), "object", "[X] was born in [Y] .",
                          context="Dante was born in Florence.")
-    assert cased.prompt(with_context) == "Dante was born in [MASK] . Dante was born in Florence."
+    assert cased.model_input(with_context) == ("Dante was born in Florence.", "Dante was born in [MASK] .")
+    assert uncased.model_input(with_context) == ("dante was born in florence.", "dante was born in [MASK] .")
 
 
 def test_identical_prompts_run_once_and_cache_serves_reruns(tiny_models, tmp_path):

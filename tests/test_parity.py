@@ -273,10 +273,13 @@ def test_causal_and_ebert_ties_follow_candidate_order():
     from lm.entities.ebert import candidate_ranks, top_positions
 
     class FlatScorer:
-        fingerprint, dtype, device = "flat", "float32", "cpu"
+        fingerprint, dtype, device, path = "flat", "float32", "cpu", "full sentences"
 
         def loglik(self, texts):
             return [(-1.0 if "Rome" in t or "Oslo" in t else -2.0, 3) for t in texts]
+
+        def loglik_groups(self, groups):
+            return [self.loglik(g) for g in groups]
 
     pred = CausalTypedPredictor("flat", FlatScorer(), {"P1": ["Lima", "Rome", "Kyiv", "Oslo"]}, "test")
     q = Query("q", "f", "trex", "P1", Entity("A"), "object", "[X] is in [Y] .", targets=("Oslo", "Kyiv", "Bern"))

@@ -67,11 +67,11 @@ def test_named_predictors_scopes_and_adding_a_predictor(tiny_models, shared_data
     assert "| trex | bert | 21,018 |" in stdout
 
     md = (out / "summary.md").read_text()
-    per_rel = md.split("## P@1 per relation")[1].split("##")[0]
+    per_rel = md.split("## P@1 (%) per relation")[1].split("##")[0]
     keys = re.findall(r"^\| (\w+) \| (\w+) \|", per_rel, flags=re.M)
     body = [k for k in keys if k[0] != "corpus"]
     assert sorted(body) == sorted(set(body)) and len(body) == 3  # one row per (corpus, relation)
-    tables = [t for t in md.split("\n## ")[1:] if t.startswith(("P@1 (%)", "P@10", "MRR"))]
+    tables = [t for t in md.split("\n## ")[1:] if t.startswith(("P@1 (%)", "P@10", "MRR")) and "per relation" not in t]
     assert len(tables) == 6  # 3 metrics x 2 scopes
     for table in tables:  # one row per (corpus, predictor), groups as columns
         pairs = [p for p in re.findall(r"^\| (\w+) \| ([\w.-]+) \|", table, flags=re.M) if p[1] != "predictor"]

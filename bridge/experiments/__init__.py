@@ -9,6 +9,8 @@ from eval.errors import ConfigError
 
 EXPERIMENTS: dict[str, str] = {
     "lama": "bridge.experiments.lama:LamaExperiment",
+    "coherency": "bridge.experiments.coherency:CoherencyExperiment",
+    "kmir": "bridge.experiments.kmir:KmirExperiment",
 }
 
 

@@ -10,10 +10,12 @@ coherency instance), and `summarize` turns instance records into tidy rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from eval.lama import Corpus
 from eval.types import Fact, Prediction, Query
+from kb.store import GraphStore
 
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record
@@ -27,6 +29,9 @@ class StageInput:
     facts: list[Fact]  # the facts asked (all, or the --limit sample), in data order
     valid: dict[str, dict[str, set[str]]]  # relation -> subject key -> valid object labels
     earlier: StageRecords  # this predictor's records of the earlier stages
+    data_dir: Path | None = None  # the LAMA data folder (prompt sets live beside it)
+    cache_dir: Path | None = None  # for indexes an experiment builds (retrieved contexts)
+    store: GraphStore | None = None  # the run's graph store (gold graphs loaded, facts an experiment derives)
 
 
 class Experiment(Protocol):

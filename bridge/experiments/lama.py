@@ -1,4 +1,9 @@
-"""The LAMA probe as an experiment: each fact asked once for its object, ranked raw and filtered."""
+"""The LAMA probe as an experiment: each fact asked for its object, ranked raw and filtered.
+
+Variants: a prompt set asks each fact with each of its relation's prompts (uids `<fact>@<prompt>`),
+scored per prompt and for agreement across prompts; a context (the fact's own evidence with the
+gold object hidden, or BM25-retrieved paragraphs) is given to the model with each prompt.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,26 @@ import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.results import TOP_SAVED, to_ranked
+from eval.errors import ConfigError
 from eval.metrics import filtered_exact_rank, gold_rank, pk_curve, summarize
 from eval.queries import make_queries
 from eval.types import Fact, Prediction, Query
+
+CONTEXTS = ("none", "gold", "retrieved")
+
+
+def parse_context(spec: str) -> tuple[str, int]:
+    """`none`, `gold` or `retrieved[:K]` as (kind, K)."""
+    kind, _, k = spec.partition(":")
+    if kind not in CONTEXTS or (k and kind != "retrieved"):
+        raise ConfigError(f"--context {spec}: use none, gold or retrieved[:K]")
+    try:
+        n = int(k) if k else 1
+    except ValueError:
+        raise ConfigError(f"--context {spec}: K must be a whole number") from None
+    if n < 1 or n > 100:
+        raise ConfigError(f"--context {spec}: K must be between 1 and 100")
+    return kind, n
 
 
 def targets(fact: Fact, rel_valid: dict[str, set[str]]) -> tuple[str, ...]:
@@ -47,17 +69,87 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
     if pred.target_ranks is not None:
         record["rank_exact_raw"] = pred.target_ranks.get(gold)
         record["rank_exact_filtered"] = filtered_exact_rank(pred.target_ranks, gold, others, pred.lowercased)
+    if query.prompt != "lama":
+        record["fact_uid"], record["prompt_id"] = query.fact_uid, query.prompt
+    if query.context is not None:
+        record["context"] = query.context
     if pred.extra:
         record["extra"] = pred.extra
     return record
+
+
+def with_prompts(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
+                 ) -> dict[str, list[tuple[Query, Fact]]]:
+    """Each query once per prompt of its relation (cloze corpora keep their sentence)."""
+    from eval.prompts import load_prompts
+
+    templated = {rel: r for rel, r in given.corpus.relations.items()
+                 if queries.get(rel) and not queries[rel][0][1].cloze}
+    if not templated:
+        return queries
+    prompts = load_prompts(spec, given.data_dir, templated)
+    out = dict(queries)
+    for rel, options in prompts.items():
+        out[rel] = [(dataclasses.replace(q, uid=f"{q.uid}@{p.id}", template=p.template, prompt=p.id), f)
+                    for q, f in queries[rel] for p in options]
+    return out
+
+
+def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
+                 ) -> dict[str, list[tuple[Query, Fact]]]:
+    """The same queries with the evidence context of `spec` (see `parse_context`)."""
+    from eval.contexts import gold_context, retrieved_context
+
+    kind, k = parse_context(spec)
+    if kind == "none":
+        return queries
+    index = None
+    if kind == "retrieved":
+        index = evidence_index(given)
+    out = {}
+    for rel, pairs in queries.items():
+        out[rel] = [(dataclasses.replace(q, context=gold_context(f) if kind == "gold"
+                                         else retrieved_context(index, q, k, exclude_gold=True)), f)
+                    for q, f in pairs]
+    return out
+
+
+def evidence_index(given: StageInput):
+    """The LAMA evidence index in the cache (built once, as the retrieval baseline does)."""
+    from kb.text.evidence import evidence_index as build
+
+    if given.cache_dir is None or given.data_dir is None:
+        raise ConfigError("retrieved contexts need a text index; build one with `kbc index build`")
+    return build(given.cache_dir / "index" / "lama-evidence", given.data_dir, "tantivy", None, progress=False)
 
 
 class LamaExperiment:
     name = "lama"
     stages = ("",)
 
+    def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0) -> None:
+        parse_context(context)
+        self.prompts, self.context, self.draws, self.seed = prompts, context, draws, seed
+        # what changes the questions: one value per output directory
+        self.settings = {"prompts": prompts, "context": context}
+
+    def check(self, corpora: dict, data_dir) -> None:
+        """Prompt sets are read (and their errors reported) before anything runs."""
+        if self.prompts == "lama":
+            return
+        from eval.prompts import load_prompts
+
+        for corpus in corpora.values():
+            templated = {rel: r for rel, r in corpus.relations.items()
+                         if not any(f.cloze for f in corpus.facts if f.relation == rel)}
+            if templated:
+                load_prompts(self.prompts, data_dir, templated)
+
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
-        return object_queries(given)
+        queries = object_queries(given)
+        if self.prompts != "lama":
+            queries = with_prompts(queries, self.prompts, given)
+        return with_context(queries, self.context, given)
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         return ranked_record(query, fact, pred, rel_valid)
@@ -69,4 +161,46 @@ class LamaExperiment:
                   ) -> tuple[list[dict], list[dict]]:
         ranked = [to_ranked(r) for r in instances]
         kwargs = {"mrr_cutoff": mrr_cutoff} if mrr_cutoff else {}
-        return summarize(ranked, relation_types, **kwargs), pk_curve(ranked)
+        rows = summarize(ranked, relation_types, **kwargs)
+        if any("prompt_id" in r for r in instances):
+            rows += prompt_rows(instances, self.draws, self.seed)
+        return rows, pk_curve(ranked)
+
+
+def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
+    """Per-prompt P@1, consistency, group accuracy and the random-prompt draws, as tidy rows (setting raw)."""
+    from eval.consistency import (
+        consistency,
+        group_accuracy,
+        outcomes_from_records,
+        prompt_accuracy,
+        random_prompt_draws,
+    )
+
+    flat = [{"relation": r["relation"], "uid": r.get("fact_uid", r["uid"]), "prompt": r.get("prompt_id", "lama"),
+             "top1": r["answers"][0][0] if r["answers"] else None, "correct": r["rank_raw"] == 1}
+            for r in instances]
+    outcomes = outcomes_from_records(flat)
+    rows = []
+    for metric, scores in (("consistency", consistency(outcomes)), ("group_accuracy", group_accuracy(outcomes))):
+        for rel, value in scores.per_relation.items():
+            rows.append({"setting": "raw", "group": rel, "metric": metric, "value": 100.0 * value,
+                         "n_facts": scores.counts.get(rel, 0)})
+        if scores.macro is not None:
+            rows.append({"setting": "raw", "group": "all", "metric": metric, "value": 100.0 * scores.macro,
+                         "n_facts": sum(scores.counts.values())})
+    per_prompt = {rel: {pid: 100.0 * v for pid, v in by.items()} for rel, by in prompt_accuracy(outcomes).items()}
+    counts: dict[tuple[str, str], int] = {}
+    for r in flat:
+        counts[(r["relation"], r["prompt"])] = counts.get((r["relation"], r["prompt"]), 0) + 1
+    for rel, by_prompt in per_prompt.items():
+        for pid, value in by_prompt.items():
+            rows.append({"setting": "raw", "group": rel, "metric": "p@1", "prompt": pid, "value": value,
+                         "n_facts": counts.get((rel, pid), 0)})
+    drawn = random_prompt_draws(per_prompt, draws, seed)
+    n = len({(r["relation"], r["uid"]) for r in flat})
+    for stat in ("min", "avg", "max"):
+        value = drawn.min if stat == "min" else drawn.max if stat == "max" else drawn.mean
+        rows.append({"setting": "raw", "group": "all", "metric": f"p@1_random_prompt_{stat}", "value": value,
+                     "n_facts": n})
+    return rows

@@ -25,6 +25,7 @@ SELECT ?s ?o ?sl ?ol ?c WHERE {{ GRAPH <{graph}> {{
 
 class ExtractedKBPredictor:
     ranks = "list"  # only the objects the extractor found for the subject are answers
+    slots = ("object", "subject")
 
     def __init__(self, name: str, store: GraphStore, graph: str, labels: dict[str, str] | None = None,
                  info: dict | None = None) -> None:
@@ -34,10 +35,11 @@ class ExtractedKBPredictor:
         self._labels = labels or {}  # entity IRI -> label in the asking corpus (labels differ across corpora)
         self._info = info or {}
         self._ranked: dict[tuple[str, str], dict[str, tuple[Answer, ...]]] = {}
+        self._by_label: dict[tuple[str, str], dict[str, list[str]]] = {}  # (relation, slot) -> label -> known IRIs
 
     def describe(self) -> dict:
         return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc",
-                "ranks": self.ranks, **self._info}
+                "ranks": self.ranks, "slots": list(self.slots), **self._info}
 
     def ranking(self, relation: str, slot: str = "object") -> dict[str, tuple[Answer, ...]]:
         """Known entity IRI -> answers for the asked slot, best first."""
@@ -46,8 +48,14 @@ class ExtractedKBPredictor:
             rows = self.store.select(RANKING_QUERY.format(
                 graph=graph_iri(self.graph), relation=relation_iri(relation), confidence=CONFIDENCE))
             best: dict[str, dict[str, tuple[float, str]]] = {}  # known -> label -> (-confidence, IRI)
+            by_label: dict[str, list[str]] = {}
             for s, o, s_label, o_label, conf in rows:
                 known, asked, asked_label = (s, o, o_label) if slot == "object" else (o, s, s_label)
+                known_label = self._labels.get(str(known)) or (s_label if slot == "object" else o_label)
+                if known_label is not None:
+                    iris = by_label.setdefault(str(known_label), [])
+                    if str(known) not in iris:
+                        iris.append(str(known))
                 label = self._labels.get(str(asked)) or (str(asked_label) if asked_label is not None else str(asked))
                 answers = best.setdefault(str(known), {})
                 cand = (-float(conf), str(asked))
@@ -58,14 +66,26 @@ class ExtractedKBPredictor:
                          for label, (neg, iri) in sorted(v.items(), key=lambda kv: (kv[1][0], kv[0])))
                 for k, v in best.items()
             }
+            self._by_label[key] = by_label
         return self._ranked[key]
 
+    def answers(self, query: Query) -> tuple[Answer, ...]:
+        ranked = self.ranking(query.relation, query.slot)
+        exact = ranked.get(str(entity_iri(query.known)))
+        if exact is not None or query.known.id is not None:
+            return exact or ()
+        iris = self._by_label[(query.relation, query.slot)].get(query.known.label, [])
+        if len(iris) <= 1:
+            return ranked.get(iris[0], ()) if iris else ()
+        merged: dict[str, Answer] = {}  # several entities share the label: best confidence per answer label
+        for iri in iris:
+            for a in ranked.get(iri, ()):
+                if a.label not in merged or a.score > merged[a.label].score:
+                    merged[a.label] = a
+        return tuple(sorted(merged.values(), key=lambda a: (-a.score, a.label)))
+
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        out = []
-        for q in queries:
-            answers = self.ranking(q.relation, q.slot).get(str(entity_iri(q.known)), ())
-            out.append(Prediction(q.uid, answers[:depth]))
-        return out
+        return [Prediction(q.uid, self.answers(q)[:depth]) for q in queries]
 
 
 def _wikidata_id(iri: str) -> str | None:

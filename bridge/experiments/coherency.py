@@ -1,0 +1,139 @@
+"""Factual coherency (Algorithm 1 of the coherency paper) as an experiment of the shared runner.
+
+Stage `first` asks every instance twice: the object given the subject (round 1) and the subject
+given the object (round 2). Stage `second` asks back from each first top answer, with every
+answer that is correct in the data for it excluded except the ground truth; its record is the
+scored round (`eval.coherency.score_instance`). A unit is one (fact, round); a predictor that does
+not answer a slot gets no answers there, so it scores 0 on that round instead of disappearing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bridge.experiments.base import Records, StageInput, StageRecords
+from bridge.results import TOP_SAVED
+from eval.coherency import (
+    ROUNDS,
+    CorrectAnswers,
+    correct_answers,
+    filter_instances,
+    first_step_query,
+    partial_match,
+    score_instance,
+    second_step_query,
+    summarize_coherency,
+    symmetric_relations,
+)
+from eval.types import Answer, Fact, Prediction, Query
+
+
+def _round(uid: str) -> int:
+    return int(uid.rsplit(":r", 1)[1][0])
+
+
+def _unit(fact_uid: str, round_: int) -> str:
+    return f"{fact_uid}:r{round_}"
+
+
+class CoherencyExperiment:
+    name = "coherency"
+    title = "Factual coherency (Algorithm 1)"
+    stages = ("first", "second")
+    metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
+
+    def __init__(self, prompts: str = "lama", context: str = "none") -> None:
+        from bridge.experiments.lama import parse_context
+
+        parse_context(context)
+        self.prompts, self.context = prompts, context
+        self.settings = {"prompts": prompts, "context": context}
+        self._correct: CorrectAnswers | None = None
+        self._symmetric: set[str] = set()
+        self._corpus: str | None = None  # the corpus the two above were computed for
+
+    def _templates(self, given: StageInput) -> dict[str, str]:
+        templates = {rel: r.template for rel, r in given.corpus.relations.items()}
+        if self.prompts != "lama":
+            from eval.prompts import load_prompts
+
+            for rel, prompts in load_prompts(self.prompts, given.data_dir, given.corpus.relations).items():
+                templates[rel] = prompts[0].template
+        return templates
+
+    def _prepare(self, given: StageInput) -> list[Fact]:
+        """The instances (facts whose labels differ and do not contain each other) and what is correct.
+
+        Correct answers come from every fact of the corpus ("present in the data"), not only the
+        instances: a second step must not be wrong for naming another true subject.
+        """
+        instances, _ = filter_instances(f for f in given.facts if not f.cloze)
+        if self._corpus != given.corpus.name:
+            self._correct = correct_answers(f for f in given.corpus.facts if not f.cloze)
+            self._symmetric = symmetric_relations(given.corpus.facts)
+            self._corpus = given.corpus.name
+        return instances
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        from bridge.experiments.lama import with_context
+
+        instances = self._prepare(given)
+        templates = self._templates(given)
+        out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+        for fact in instances:
+            template = templates[fact.relation]
+            for round_ in ROUNDS:
+                if stage == "first":
+                    query = first_step_query(fact, round_, template)
+                else:
+                    first = given.earlier.get("first", {}).get(first_step_query(fact, round_, template).uid)
+                    if not first or "dropped" in first or not first["answers"]:
+                        continue
+                    top = first["answers"][0]
+                    query = second_step_query(fact, round_, [Answer(top[0], top[1], top[2])], template)
+                    if query is None:
+                        continue
+                out[fact.relation].append((dataclasses.replace(query, prompt=self.prompts), fact))
+        return with_context(out, self.context, given)
+
+    def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
+        answers = [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]
+        round_ = _round(query.uid)
+        if stage == "first":
+            truth = fact.object.label if query.slot == "object" else fact.subject.label
+            return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
+                    "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
+                    "truth": truth, "answers": answers,
+                    "correct": bool(pred.answers) and partial_match(pred.answers[0].label, truth),
+                    "symmetric": fact.relation in self._symmetric}
+        if self._correct is None or self._corpus != fact.corpus:
+            raise RuntimeError("coherency records are made after the queries of their corpus")
+        scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
+        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": query.text("[MASK]"),
+                "answers": answers, "symmetric": fact.relation in self._symmetric, **scored}
+
+    def instances(self, records: StageRecords) -> Records:
+        """One record per (fact, round): the scored second step, or the first step when nothing followed."""
+        seconds = {r["unit"]: r for r in records.get("second", {}).values() if "unit" in r}
+        out: Records = {}
+        for first in records.get("first", {}).values():
+            if "dropped" in first:
+                uid = first["uid"]
+                out[_unit(uid.split(":coherency:")[0], _round(uid))] = first
+                continue
+            unit = first["unit"]
+            second = seconds.get(unit)
+            if second is not None and "dropped" not in second:
+                out[unit] = {**second, "first_correct": first["correct"]}
+            else:
+                out[unit] = {"uid": unit, "fact_uid": first["fact_uid"], "relation": first["relation"],
+                             "round": first["round"], "first_answer": first["answers"][0][0] if first["answers"]
+                             else None, "first_correct": first["correct"], "second_answer": None,
+                             "second_correct": False, "coherent": False, "symmetric": first["symmetric"],
+                             **({"second_dropped": second["dropped"]} if second else {})}
+        return out
+
+    def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        symmetric = {r["relation"] for r in instances if r.get("symmetric")}
+        return summarize_coherency(instances, relation_types, symmetric), []

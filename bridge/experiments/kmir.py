@@ -1,0 +1,237 @@
+"""KMIR-style questions (KMIR §3–4) as an experiment of the shared runner: KBs and LMs on the same questions.
+
+One stage. For each corpus the questions are generated (`eval.kmir.generate`, seeded) from the
+asked facts, with every fact of the corpus as the KB around them (alternatives, corrupted
+statements, distractors) and the facts the axioms (`--axioms`, default `kb/axioms.ttl`) derive
+from the corpus's gold graphs in the store (`kb.reasoning.ensure_inferred`). Types for entity
+distinction come from X-FACTR's instance-of lists (`--instance-of`, default
+`<data>/../xfactr/TREx_instanceof.txt` when present), also written to the store for the KB side.
+
+Each question is one query (`KmirQuery`: uid = question id, `fact_uid` = its Q-set, the question
+itself attached); a reasoning question's uid is `<question id>@<Q-set>`, as its id does not name the
+Q-set (the fact it rests on) the way the other kinds' ids do. Prediction files are grouped by the
+relation of the Q-set's fact, so a reasoning question about a derived relation (P1376 from P36)
+lives with the facts it rests on.
+
+How a prediction becomes an answer:
+- triple completion (open): the top answer, asked with the relation's template ([X] = subject);
+- choice kinds (statement checking, entity distinction, predicate reasoning): asked as a cloze
+  whose answer slot is [Y] (the question text, or for predicate reasoning the relation's template),
+  with the choices as the query's targets. The answer is the best-ranked choice: by the exact
+  ranks the predictor reports when it ranks every choice, else the first of its ranked answers
+  that shares a token with a choice (the choice with the highest token F1 to it). The `kb`
+  predictors look the question up (`choose`) and return the chosen label.
+A question without an answer scores F1 0 and counts as unanswered; a question the predictor
+cannot answer at all (the runner drops it: e.g. a masked LM whose answer is not one candidate
+token) is scored the same way, with the reason kept, never left out. Rows per kind and `all`:
+`f1`, `em`, the Q-set robustness shares of KMIR Table 5, and `answered` (% of questions given an
+answer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
+from bridge.results import TOP_SAVED
+from eval.errors import ConfigError
+from eval.f1 import f1_score
+from eval.kmir import (
+    ENTITY_DISTINCTION,
+    KINDS,
+    KNOWLEDGE_TYPES,
+    MASK,
+    PREDICATE_REASONING,
+    STATEMENT_CHECKING,
+    TRIPLE_COMPLETION,
+    KmirQuestion,
+    generate,
+    load_instance_of,
+    score,
+    summarize_kmir,
+)
+from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
+
+DEFAULT_PER_RELATION = 20
+INSTANCE_OF_FILE = Path("xfactr") / "TREx_instanceof.txt"
+PREFIXES = {"tc": TRIPLE_COMPLETION, "sc+": STATEMENT_CHECKING, "sc-": STATEMENT_CHECKING,
+            "ed": ENTITY_DISTINCTION, "pr": PREDICATE_REASONING}
+
+
+@dataclasses.dataclass(frozen=True)
+class KmirQuery(Query):
+    """A query that carries its KMIR question (predictors that look questions up read it)."""
+
+    question: KmirQuestion | None = None
+
+
+def kind_of(uid: str) -> str:
+    """The question kind from a query uid (`tc:`, `sc+:`, `sc-:`, `ed:`, `pr:`)."""
+    return PREFIXES.get(uid.split(":", 1)[0], "")
+
+
+def query_uid(question: KmirQuestion) -> str:
+    """The question id; for a reasoning question with its Q-set appended (`@<Q-set>`)."""
+    return f"{question.id}@{question.qset_id}" if question.kind == PREDICATE_REASONING else question.id
+
+
+def qset_of(uid: str) -> str:
+    """The Q-set of a query uid (see `query_uid`)."""
+    return uid.rsplit("@", 1)[1] if kind_of(uid) == PREDICATE_REASONING else uid.split(":", 1)[1]
+
+
+def pick_choice(pred: Prediction, choices: tuple[str, ...]) -> str | None:
+    """The best-ranked choice of a prediction (see the module docstring); None when no answer names one."""
+    if not choices:
+        return None
+    ranks = pred.target_ranks or {}
+    if all(c in ranks for c in choices):
+        return min(choices, key=lambda c: ranks[c])  # ties: choice order
+    for answer in pred.answers:
+        overlap = [f1_score(answer.label, c) for c in choices]
+        best = max(overlap)
+        if best > 0:
+            return choices[overlap.index(best)]
+    return None
+
+
+def to_query(question: KmirQuestion, source: Fact) -> tuple[KmirQuery, Fact]:
+    """The query of a question, and the fact the runner hands predictors (its object: the answer)."""
+    if question.kind in (STATEMENT_CHECKING, ENTITY_DISTINCTION):
+        template = question.text.replace(MASK, OBJECT_SLOT)
+    else:
+        template = question.template
+    if question.kind == TRIPLE_COMPLETION:
+        answer = source.object
+    elif question.kind == ENTITY_DISTINCTION and question.subject is not None:
+        answer = question.subject
+    else:
+        answer = next((e for e in question.entities if e.label == question.answer), Entity(question.answer))
+    subject = question.subject or source.subject
+    query = KmirQuery(query_uid(question), question.qset_id, source.corpus, question.relation, subject, "object",
+                      template, targets=question.choices, prompt="kmir", question=question)
+    fact = dataclasses.replace(source, uid=query.uid, relation=question.relation, subject=subject, object=answer,
+                               evidences=())
+    return query, fact
+
+
+class KmirExperiment:
+    name = "kmir"
+    title = "KMIR-style questions"
+    stages = ("",)
+    metrics = ("f1", "em")
+
+    def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
+                 instance_of: str | None = None, seed: int = 0) -> None:
+        from kb.reasoning import load_axioms
+
+        if per_relation < 1:
+            raise ConfigError(f"--questions-per-relation {per_relation}: must be at least 1")
+        self.per_relation, self.seed = per_relation, seed
+        self.axioms_path, self.instance_of_path = axioms, instance_of
+        self.ontology = load_axioms(axioms)
+        self.settings = {"questions_per_relation": per_relation, "axioms": self.ontology.digest,
+                         "instance_of": instance_of or "default", "question_seed": seed}
+        self._instance_of: dict | None = None
+        self._questions: dict[str, KmirQuestion] = {}
+        self._made: dict[tuple, dict[str, list[tuple[Query, Fact]]]] = {}
+
+    def check(self, corpora: dict, data_dir) -> None:
+        """Corpora with subjects and relations only; the instance-of file read before any work."""
+        for name, corpus in corpora.items():
+            if corpus.facts and corpus.facts[0].cloze:
+                raise ConfigError(f"kmir questions need facts with subjects and relations; corpus {name} has cloze "
+                                  "sentences only (use trex or google_re)")
+        self._types(data_dir)
+
+    def _types(self, data_dir) -> dict:
+        if self._instance_of is None:
+            if self.instance_of_path:
+                self._instance_of = load_instance_of(self.instance_of_path)
+            else:
+                found = [root / INSTANCE_OF_FILE for root in (Path(data_dir), Path(data_dir).parent)
+                         if data_dir is not None and (root / INSTANCE_OF_FILE).is_file()]
+                self._instance_of = load_instance_of(found[0]) if found else {}
+        return self._instance_of
+
+    def questions(self, given: StageInput) -> list[KmirQuestion]:
+        """The corpus's questions over the asked facts (deterministic for the same inputs and seed)."""
+        from bridge.kb_kmir_predictors import corpus_graphs, known_relations
+        from eval.relations import load_relations
+        from kb.kmir_answer import ensure_instance_of
+        from kb.reasoning import ensure_inferred, read_inferred
+
+        store = given.store
+        if store is None:
+            raise ConfigError("kmir questions need the run's graph store")
+        sources = corpus_graphs(store, given.corpus)
+        ensure_inferred(store, self.ontology, sources, known_relations=known_relations(given.corpus, given.data_dir))
+        inferred = read_inferred(store, sources)
+        instance_of = self._types(given.data_dir)
+        if instance_of:
+            ensure_instance_of(store, instance_of)
+        relations = {}
+        lama_relations = Path(given.data_dir) / "relations.jsonl" if given.data_dir is not None else None
+        if lama_relations is not None and lama_relations.is_file():
+            relations.update(load_relations(lama_relations))
+        relations.update(given.corpus.relations)
+        relations.update(self.ontology.relations())
+        return generate(given.corpus.facts, inferred, instance_of, seed=self.seed, per_relation=self.per_relation,
+                        relations=relations, asked=[f.uid for f in given.facts])
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        key = (given.corpus.name, tuple(f.uid for f in given.facts))
+        if key not in self._made:
+            by_uid = {f.uid: f for f in given.corpus.facts}
+            out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+            for question in self.questions(given):
+                source = by_uid[question.qset_id]
+                self._questions[query_uid(question)] = question
+                out.setdefault(source.relation, []).append(to_query(question, source))
+            self._made[key] = out
+        return self._made[key]
+
+    def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
+        question = getattr(query, "question", None) or self._questions[query.uid]
+        if question.choices:
+            given = pick_choice(pred, question.choices)
+        else:
+            given = pred.answers[0].label if pred.answers else None
+        scored = score(question, given)
+        out = {"uid": query.uid, "question_id": question.id, "relation": question.relation,
+               "kind": question.kind, "knowledge_type": question.knowledge_type, "qset_id": question.qset_id,
+               "question": question.text,
+               "answer": given, "gold": question.answer, "f1": scored.f1, "em": scored.em,
+               "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]}
+        if question.alternatives:
+            out["alternatives"] = list(question.alternatives)
+        if question.choices:
+            out["choices"] = list(question.choices)
+        if question.axiom:
+            out["axiom"] = question.axiom
+        return out
+
+    def instances(self, records: StageRecords) -> Records:
+        """The records; a question the predictor could not be asked is scored as unanswered, its reason kept."""
+        out: Records = {}
+        for uid, r in single_stage(records).items():
+            if "dropped" not in r:
+                out[uid] = r
+                continue
+            kind = kind_of(uid)
+            out[uid] = {"uid": uid, "relation": r.get("relation"), "kind": kind,
+                        "knowledge_type": KNOWLEDGE_TYPES.get(kind, ""), "qset_id": qset_of(uid), "answer": None,
+                        "gold": r.get("gold"), "f1": 0.0, "em": 0.0, "unanswered": r["dropped"]}
+        return out
+
+    def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        rows = summarize_kmir(instances)
+        groups = [k for k in KINDS if any(r["kind"] == k for r in instances)]
+        for group in [*groups, "all"] if instances else []:
+            chosen = [r for r in instances if group == "all" or r["kind"] == group]
+            n = len({str(r["qset_id"]) for r in chosen})
+            answered = 100.0 * sum(r.get("answer") is not None for r in chosen) / len(chosen)
+            rows.append({"setting": "raw", "group": group, "metric": "answered", "value": answered, "n_facts": n})
+        return rows, []

@@ -1,0 +1,49 @@
+"""`kbc run coherency` on the shared runner: KBs and LMs, both rounds, a predictor without the subject slot."""
+
+from __future__ import annotations
+
+import json
+
+import lm_fixtures
+from cli_support import run_kbc
+
+from bridge import registry
+from kb.freq import FreqPredictor
+
+tiny_models = lm_fixtures.tiny_models
+
+
+class ObjectsOnly(FreqPredictor):
+    slots = ("object",)
+
+
+def make_objects_only(name, ctx):
+    return ObjectsOnly(ctx.corpus.facts)
+
+
+def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(registry.ENTRIES, "objects-only", (f"{__name__}:make_objects_only", "test"))
+    out = tmp_path / "run"
+    argv = ["run", "coherency", "--corpus", "trex", "google_re", "--relations", "P36", "P47", "place_of_death",
+            "--limit", "8", "--predictors", "freq", "gold", "objects-only", f"bert={tiny_models('bert-cased')}",
+            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
+    code, stdout, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "objects-only / first: does not answer the subject slot" in err
+    rows = json.loads((out / "summary.json").read_text())
+    get = {(r["corpus"], r["predictor"], r["scope"], r["group"], r["metric"]): r["value"] for r in rows}
+    for corpus in ("trex", "google_re"):  # the gold KB is coherent on every instance it holds
+        assert get[(corpus, "gold", "own", "all", "coherency")] == 100.0
+    assert get[("trex", "gold", "own", "symmetric", "coherency")] == 100.0  # P47 is symmetric in the data
+    # round 2 starts from the subject slot: a predictor without it scores 0 there, reported, not hidden
+    assert get[("trex", "objects-only", "own", "all", "coherency_round2")] == 0.0
+    assert get[("trex", "objects-only", "own", "all", "c2")] == 0.0
+    assert ("trex", "objects-only", "own", "all", "c1") in get
+    n = {r["n_facts"] for r in rows if r["scope"] == "shared" and r["group"] == "all" and r["corpus"] == "trex"
+         and r["metric"] == "coherency"}
+    assert len(n) == 1  # the same instances for every predictor in the shared scope
+    record = json.loads((out / "predictions/trex/gold/second/P36.jsonl").read_text().splitlines()[0])
+    assert {"first_answer", "second_answer", "excluded", "coherent", "round"} <= set(record)
+    code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
+    assert code == 0 and err.count("queries done, skipped") == 2 * 2 * 4

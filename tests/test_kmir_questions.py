@@ -1,0 +1,274 @@
+"""KMIR questions: SQuAD F1/EM, Q-set robustness, seeded generation, and the KB answering with and without inference."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from eval.errors import DataError
+from eval.f1 import best_over_golds, exact_match, f1_score, normalize_answer
+from eval.kmir import (
+    ENTITY_DISTINCTION,
+    KINDS,
+    NO,
+    PREDICATE_REASONING,
+    STATEMENT_CHECKING,
+    TRIPLE_COMPLETION,
+    TYPE_ASPECT,
+    YES,
+    generate,
+    load_instance_of,
+    outlier,
+    score,
+    summarize_kmir,
+)
+from eval.types import Entity, Fact, Relation
+from kb.kmir_answer import TYPES_GRAPH, ensure_instance_of, kb_for, setting_graphs
+from kb.reasoning import ensure_inferred, load_axioms, read_inferred
+from kb.store import GraphStore
+
+
+# --- F1 and exact match -------------------------------------------------------------------------
+def test_squad_normalisation():
+    assert normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
+    assert normalize_answer("  A Tale of Two Cities. ") == "tale of two cities"
+    assert normalize_answer("Theatre an der Wien") == "theatre der wien"  # "an" is an article to SQuAD
+
+
+@pytest.mark.parametrize("prediction,gold,f1,em", [
+    ("the Eiffel Tower", "Eiffel Tower in Paris", 2 / 3, 0.0),
+    ("Paris, France", "France", 2 / 3, 0.0),
+    ("new new york", "New York", 0.8, 0.0),
+    ("The United States.", "united states", 1.0, 1.0),
+    ("york new", "New York", 1.0, 0.0),
+    ("Lyon", "Paris", 0.0, 0.0),
+    ("a", "the", 1.0, 1.0),
+    ("the", "Paris", 0.0, 0.0),
+    ("", "Paris", 0.0, 0.0),
+])
+def test_f1_and_exact_match(prediction, gold, f1, em):
+    assert f1_score(prediction, gold) == pytest.approx(f1, abs=1e-12)
+    assert exact_match(prediction, gold) == em
+
+
+def test_best_over_golds():
+    assert best_over_golds("Paris", ["Lyon", "paris"]) == (1.0, 1.0)
+    assert best_over_golds("Paris France", ["France", "Lyon"]) == (pytest.approx(2 / 3), 0.0)
+    with pytest.raises(ValueError):
+        best_over_golds("Paris", [])
+
+
+def test_summary_rows_and_robustness_are_exact():
+    records = [  # Q-set A: all right; B: partly; C: all wrong
+        {"qset_id": "A", "kind": TRIPLE_COMPLETION, "f1": 1.0, "em": 1.0},
+        {"qset_id": "A", "kind": STATEMENT_CHECKING, "f1": 1.0, "em": 1.0},
+        {"qset_id": "B", "kind": TRIPLE_COMPLETION, "f1": 0.5, "em": 0.0},
+        {"qset_id": "B", "kind": STATEMENT_CHECKING, "f1": 1.0, "em": 1.0},
+        {"qset_id": "C", "kind": TRIPLE_COMPLETION, "f1": 0.0, "em": 0.0},
+        {"qset_id": "C", "kind": STATEMENT_CHECKING, "f1": 0.0, "em": 0.0},
+    ]
+    rows = {(r["group"], r["metric"]): (r["value"], r["n_facts"]) for r in summarize_kmir(records)}
+    assert {g for g, _ in rows} == {TRIPLE_COMPLETION, STATEMENT_CHECKING, "all"}
+    assert rows[("all", "f1")] == (pytest.approx(350 / 6), 3)
+    assert rows[("all", "em")] == (pytest.approx(50.0), 3)
+    assert rows[("all", "robust_all")][0] == pytest.approx(100 / 3)
+    assert rows[("all", "robust_partial")][0] == pytest.approx(100 / 3)
+    assert rows[("all", "robust_none")][0] == pytest.approx(100 / 3)
+    assert rows[(TRIPLE_COMPLETION, "f1")][0] == pytest.approx(50.0)
+    assert rows[(TRIPLE_COMPLETION, "robust_partial")][0] == 0.0  # one question per Q-set: never partly
+    assert rows[(TRIPLE_COMPLETION, "robust_none")][0] == pytest.approx(200 / 3)
+    assert rows[(STATEMENT_CHECKING, "f1")][0] == pytest.approx(200 / 3)
+    assert all(r["setting"] == "raw" for r in summarize_kmir(records))
+    assert summarize_kmir([]) == []
+
+
+def test_outlier_needs_a_single_member_lacking_what_the_others_share():
+    assert outlier([{"human"}, {"human"}, {"human"}, {"org"}]) == 3
+    assert outlier([{"a", "b"}, {"a"}, {"a", "b"}, {"b"}]) is None  # two members lack a shared category
+    assert outlier([{"a"}, {"b"}, {"c"}, {"d"}]) is None
+
+
+# --- instance-of data ------------------------------------------------------------------------------
+def test_load_instance_of(tmp_path):
+    path = tmp_path / "io.txt"
+    path.write_text("Q16\tQ6256,country\tQ3624078,sovereign state\nQ44\t\nQ5\tQ1,a, b\n")
+    assert load_instance_of(path) == {"Q16": (("Q6256", "country"), ("Q3624078", "sovereign state")),
+                                      "Q44": (), "Q5": (("Q1", "a, b"),)}
+    path.write_text("Q16\tQ6256,country\nQ17\tQ6256\n")
+    with pytest.raises(DataError, match=r"io.txt:2: type 'Q6256' is not 'TYPE_ID,label'"):
+        load_instance_of(path)
+
+
+# --- a hand-made KB ------------------------------------------------------------------------------------
+AXIOMS = """@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
+@prefix wdt: <http://www.wikidata.org/prop/direct/> .
+@prefix kbc: <urn:kbc:relation:> .
+@prefix kbcv: <urn:kbc:> .
+wdt:P47 a owl:SymmetricProperty .
+kbc:country_of_birth a owl:ObjectProperty ; rdfs:label "country of birth" ;
+    kbcv:template "[X] was born in the country [Y] ." ;
+    owl:propertyChainAxiom ( wdt:P19 wdt:P17 ) .
+"""
+PEOPLE = {"Q1001": "Ada", "Q1002": "Bert", "Q1003": "Cleo", "Q1004": "Dora", "Q1005": "Emil"}
+CITIES = {"Q90": "Paris", "Q456": "Lyon", "Q64": "Berlin", "Q1726": "Munich", "Q220": "Rome", "Q1741": "Vienna"}
+COUNTRIES = {"Q142": "France", "Q183": "Germany", "Q38": "Italy", "Q29": "Spain", "Q40": "Austria"}
+OTHER = {"Q2000": "Team X", "Q2001": "League", "Q2002": "chemist", "Q2003": "poet"}
+LABELS = {**PEOPLE, **CITIES, **COUNTRIES, **OTHER}
+FACTS = [("P19", "Q1001", "Q90"), ("P19", "Q1002", "Q456"), ("P19", "Q1003", "Q64"), ("P19", "Q1004", "Q1726"),
+         ("P19", "Q1005", "Q220"),
+         ("P17", "Q90", "Q142"), ("P17", "Q456", "Q142"), ("P17", "Q64", "Q183"), ("P17", "Q1726", "Q183"),
+         ("P17", "Q220", "Q38"), ("P17", "Q1741", "Q40"),
+         ("P47", "Q142", "Q29"), ("P47", "Q142", "Q183"), ("P47", "Q38", "Q142"),
+         ("P463", "Q1001", "Q2001"), ("P463", "Q1002", "Q2001"), ("P463", "Q1003", "Q2001"),
+         ("P463", "Q2000", "Q2001"),
+         ("P106", "Q1001", "Q2002"), ("P106", "Q1002", "Q2002"), ("P106", "Q1003", "Q2002"),
+         ("P106", "Q1004", "Q2003")]
+INSTANCE_OF = {**{q: (("Q5", "human"),) for q in PEOPLE}, **{q: (("Q515", "city"),) for q in CITIES},
+               **{q: (("Q6256", "country"),) for q in COUNTRIES}, "Q2000": (("Q43229", "organization"),)}
+RELATIONS = {
+    "P19": Relation("P19", "place of birth", "[X] was born in [Y] ."),
+    "P17": Relation("P17", "country", "[X] is located in [Y] ."),
+    "P47": Relation("P47", "shares border with", "[X] shares border with [Y] ."),
+    "P463": Relation("P463", "member of", "[X] is a member of [Y] ."),
+    "P106": Relation("P106", "occupation", "[X] works as a [Y] ."),
+}
+
+
+def uid(rel: str, s: str, o: str) -> str:
+    return f"{rel}-{s}-{o}"
+
+
+def toy_facts() -> list[Fact]:
+    return [Fact(uid(r, s, o), "toy", r, Entity(LABELS[s], s), Entity(LABELS[o], o)) for r, s, o in FACTS]
+
+
+@pytest.fixture()
+def toy_kb(tmp_path):
+    """(store, questions): the toy facts, their inferred facts and the questions over both."""
+    path = tmp_path / "axioms.ttl"
+    path.write_text(AXIOMS)
+    onto = load_axioms(path)
+    store = GraphStore.open(None)
+    graph = store.ensure_corpus("toy", "v1", toy_facts())
+    report = ensure_inferred(store, onto, [graph])
+    assert report.counts == {"symmetric:P47": 3, "chain:P19/P17:country_of_birth": 5}
+    ensure_instance_of(store, INSTANCE_OF)
+    inferred = read_inferred(store, [graph])
+    questions = generate(toy_facts(), inferred, INSTANCE_OF, seed=7, relations={**RELATIONS, **onto.relations()})
+    yield store, questions, inferred
+    store.close()
+
+
+def test_generation_is_seeded_and_deterministic(toy_kb):
+    store, questions, inferred = toy_kb
+    again = generate(toy_facts(), inferred, INSTANCE_OF, seed=7, relations=RELATIONS)
+    assert [q.id for q in again] == [q.id for q in questions]
+    kinds = Counter(q.kind for q in questions)
+    # 22 facts: a completion and a true statement each; a corrupted one where the relation has another object
+    # (P463 has only League); entity distinctions for Team X (by type) and Dora (by occupation); 7 of the 8
+    # inferred facts have three distractors (France-Italy has none left: France borders every other country)
+    assert kinds == {TRIPLE_COMPLETION: 22, STATEMENT_CHECKING: 40, ENTITY_DISTINCTION: 2, PREDICATE_REASONING: 7}
+    assert {q.knowledge_type for q in questions} == {"memorization", "identification", "reasoning"}
+    assert len({q.id for q in questions}) == len(questions)
+
+
+def test_question_contents(toy_kb):
+    _, questions, _ = toy_kb
+    by_id = {q.id: q for q in questions}
+    ada = uid("P19", "Q1001", "Q90")
+    tc = by_id[f"tc:{ada}"]
+    assert tc.text == "Ada was born in [MASK] ." and tc.answer == "Paris" and tc.template == "[X] was born in [Y] ."
+    assert tc.qset_id == ada and tc.source_facts == (ada,)
+    true, false = by_id[f"sc+:{ada}"], by_id[f"sc-:{ada}"]
+    assert true.answer == YES and "Ada was born in Paris" in true.text and true.object.label == "Paris"
+    assert false.answer == NO and false.object.label in {"Lyon", "Berlin", "Munich", "Rome"}
+    assert false.choices == (YES, NO)
+
+    team = by_id[f"ed:{uid('P463', 'Q2000', 'Q2001')}"]
+    assert team.aspect == TYPE_ASPECT and team.answer == "Team X"
+    assert set(team.choices) == {"Ada", "Bert", "Cleo", "Team X"} and "[MASK]" in team.text
+    dora = by_id[f"ed:{uid('P106', 'Q1004', 'Q2003')}"]
+    assert dora.aspect == "occupation" and dora.answer == "Dora"
+    assert set(dora.choices) == {"Ada", "Bert", "Cleo", "Dora"}
+
+    reasoning = {q.id: q for q in questions if q.kind == PREDICATE_REASONING}
+    cob = reasoning["pr:chain:P19/P17:country_of_birth:Q1001:country_of_birth:Q142"]
+    assert cob.text.startswith("Ada was born in the country [MASK] . Choices: ") and cob.answer == "France"
+    # France, Germany and Italy are the relation's objects; Spain and Austria come in as countries
+    assert set(cob.choices) - {"France"} <= {"Germany", "Italy", "Spain", "Austria"} and len(set(cob.choices)) == 4
+    assert cob.source_facts == (ada, uid("P17", "Q90", "Q142")) and cob.qset_id == ada
+    assert cob.axiom == "chain:P19/P17:country_of_birth"
+    spain = reasoning["pr:symmetric:P47:Q29:P47:Q142"]
+    assert spain.answer == "France" and "Spain" not in spain.choices and spain.qset_id == uid("P47", "Q142", "Q29")
+    assert all(q.answer in q.choices and len(q.choices) == 4 for q in reasoning.values())
+
+
+def test_kb_inferred_answers_reasoning_questions_the_gold_kb_cannot(toy_kb):
+    store, questions, _ = toy_kb
+    assert setting_graphs(store, "kb", "toy") == ["gold-toy"]
+    assert setting_graphs(store, "kb-inferred", "toy") == ["gold-toy", "inferred"]
+    assert TYPES_GRAPH in store.graph_names()
+    summaries = {}
+    for setting in ("kb", "kb-inferred"):
+        kb = kb_for(store, setting, "toy")
+        records = [score(q, kb.answer(q)) for q in questions]
+        summaries[setting] = {(r["group"], r["metric"]): r["value"] for r in summarize_kmir(records)}
+    gold, inferred = summaries["kb"], summaries["kb-inferred"]
+    for kind in (TRIPLE_COMPLETION, STATEMENT_CHECKING, ENTITY_DISTINCTION):
+        assert gold[(kind, "f1")] == inferred[(kind, "f1")] == 100.0
+    assert gold[(PREDICATE_REASONING, "f1")] == 0.0
+    assert inferred[(PREDICATE_REASONING, "f1")] == 100.0
+    # every Q-set holding a reasoning question is partly right for `kb`, all right for `kb-inferred`
+    qsets = {q.qset_id for q in questions}
+    with_reasoning = {q.qset_id for q in questions if q.kind == PREDICATE_REASONING}
+    assert gold[("all", "robust_partial")] == pytest.approx(100 * len(with_reasoning) / len(qsets))
+    assert inferred[("all", "robust_all")] == 100.0
+    assert gold[("all", "f1")] == pytest.approx(100 * (len(questions) - 7) / len(questions))
+
+
+def test_unknown_setting_is_a_config_error(toy_kb):
+    from eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown KB setting 'kb-magic'"):
+        kb_for(toy_kb[0], "kb-magic")
+
+
+# --- the real T-REx facts -------------------------------------------------------------------------------
+def test_trex_questions(trex, shared_data):
+    instance_of = load_instance_of(shared_data / "xfactr" / "TREx_instanceof.txt")
+    assert len(instance_of) == 35131
+    store = GraphStore.open(None)
+    graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
+    onto = load_axioms()
+    ensure_inferred(store, onto, [graph], known_relations=trex.relations)
+    inferred = read_inferred(store, [graph])
+    relations = {**trex.relations, **onto.relations()}
+    questions = generate(trex.facts, inferred, instance_of, seed=0, per_relation=3, relations=relations)
+    assert questions == generate(trex.facts, inferred, instance_of, seed=0, per_relation=3, relations=relations)
+    other_seed = generate(trex.facts, inferred, instance_of, seed=1, per_relation=3, relations=relations)
+    assert {q.qset_id for q in other_seed} != {q.qset_id for q in questions}
+    kinds = Counter(q.kind for q in questions)
+    assert set(kinds) == set(KINDS)
+    assert kinds[PREDICATE_REASONING] == 36  # 3 per axiom, 12 axioms
+
+    facts = {f.uid: f for f in trex.facts}
+    held = defaultdict(set)
+    objects = defaultdict(set)
+    for f in trex.facts:
+        held[(f.subject.key, f.relation)].add(f.object.key)
+        objects[f.relation].add(f.object.key)
+    for i in inferred:
+        held[(i.subject.key, i.relation)].add(i.object.key)
+    for q in questions:
+        assert q.qset_id in facts and set(q.source_facts) <= set(facts)
+        if q.kind == STATEMENT_CHECKING and q.answer == NO:
+            assert q.object.key in objects[q.relation] and q.object.key not in held[(q.subject.key, q.relation)]
+        if q.kind == ENTITY_DISTINCTION and q.aspect == TYPE_ASPECT:
+            types = [{t for t, _ in instance_of.get(e.id or "", ())} | held[(e.key, "P31")] for e in q.entities]
+            assert q.entities[outlier(types)].label == q.answer == facts[q.qset_id].subject.label
+        if q.kind == PREDICATE_REASONING:
+            assert len(set(q.choices)) == 4 and q.answer in q.choices
+            distractors = [e for e in q.entities if e.label != q.answer]
+            assert not any(e.key in held[(q.subject.key, q.relation)] for e in distractors)

@@ -1,0 +1,89 @@
+"""`kbc run lama` with prompt sets (per-prompt P@1, consistency, group accuracy, random-prompt draws) and contexts."""
+
+from __future__ import annotations
+
+import json
+
+import lm_fixtures
+import pytest
+from cli_support import run_kbc
+
+tiny_models = lm_fixtures.tiny_models
+
+
+def _rows(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def _records(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_pararel_prompts_for_freq_and_a_tiny_bert(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P140", "--limit", "5",
+                            "--predictors", "freq", f"bert={tiny_models('bert-cased')}", "--prompts", "pararel",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--set", "cache=off"], capsys)
+    assert code == 0, err
+    rows = [r for r in _rows(out) if r["scope"] == "own"]
+    records = _records(out / "predictions/trex/freq/P19.jsonl")
+    prompts = sorted({r["prompt_id"] for r in records})
+    assert len(prompts) > 1 and len(records) == 5 * len(prompts)
+    assert all(r["uid"] == f"{r['fact_uid']}@{r['prompt_id']}" for r in records)
+    per_prompt = [r for r in rows if r.get("prompt") and r["predictor"] == "bert" and r["group"] == "P19"]
+    assert sorted(r["prompt"] for r in per_prompt) == prompts
+    get = {(r["predictor"], r["group"], r["metric"]): r["value"] for r in rows if not r.get("prompt")}
+    # Freq ignores the wording: every prompt gives the same answer, and group accuracy is its P@1
+    assert get[("freq", "P19", "consistency")] == 100.0 and get[("freq", "all", "consistency")] == 100.0
+    assert get[("freq", "P19", "group_accuracy")] == get[("freq", "P19", "p@1")]
+    for stat in ("min", "avg", "max"):
+        assert ("bert", "all", f"p@1_random_prompt_{stat}") in get
+    assert get[("bert", "all", "p@1_random_prompt_min")] <= get[("bert", "all", "p@1_random_prompt_max")]
+    assert "## Across prompts" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("context", ["gold", "retrieved:3"])
+def test_contexts_for_a_tiny_bert_and_gpt2(tiny_models, lama_dir, tmp_path, capsys, monkeypatch, context):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P140", "--limit", "4",
+                            "--predictors", f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}",
+                            "--context", context, "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+                            "--set", "cache=off"], capsys)
+    assert code == 0, err
+    for name in ("bert", "gpt2"):
+        records = [r for r in _records(out / f"predictions/trex/{name}/P140.jsonl") if "dropped" not in r]
+        assert records and all(r.get("context") for r in records)
+        if context == "gold":
+            assert all(r["gold"].lower() not in r["context"].lower() for r in records)
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["context"] == context
+
+
+def test_bad_prompt_and_context_input(lama_dir, tmp_path, capsys):
+    bad_slots = tmp_path / "slots.jsonl"
+    bad_slots.write_text('{"relation": "P19", "template": "[X] was born somewhere ."}\n')
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"relation": "P99999", "template": "[X] likes [Y] ."}\n')
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "freq", "--data-dir",
+            str(lama_dir), "--out", str(tmp_path / "o"), "--quiet"]
+    for extra, message in ((["--prompts", str(bad_slots)], "[Y]"), (["--prompts", str(unknown)], "P99999"),
+                           (["--prompts", "paraphrases"], "prompt set"), (["--context", "retrieved:x"], "K must"),
+                           (["--context", "wiki"], "use none, gold or retrieved")):
+        code, _, err = run_kbc(base + extra, capsys)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (extra, err)
+        assert not (tmp_path / "o").exists()
+
+
+def test_uhn_corpus_run(lama_dir, tmp_path, capsys, monkeypatch):
+    """LAMA-UHN asks only the facts the string filter keeps (P176: 191 of 982), built on first use."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("KBC_UHN_MODEL", raising=False)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex-uhn", "--relations", "P176", "--predictors", "freq",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    n = {r["n_facts"] for r in _rows(out) if r["group"] == "P176" and r["metric"] == "p@1"}
+    assert n == {982 - 791}
