@@ -12,7 +12,9 @@ sentence log-likelihood between the paths. The paths run alternately, query by q
 `--repeat` rounds, and each keeps its fastest time per query (shared cores drift). Because the
 queries are a uniform sample, time per query x 34,039 estimates full T-REx typed querying here.
 
-    python bench/causal_typed.py [--n 8] [--repeat 2] [--seed 0] [--batch-size 32] [--data-dir ../shared/data/lama]
+    python bench/causal_typed.py [--n 8] [--repeat 2] [--threads N] [--seed 0] [--batch-size 32]
+
+On shared cores, `--threads 1` keeps other processes from stalling torch's thread barriers.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=8, help="queries (each ranks all its relation's objects)")
     parser.add_argument("--repeat", type=int, default=2, help="rounds; each path keeps its fastest")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--data-dir", default=os.environ.get("KBC_DATA", str(SHARED / "lama")))
@@ -68,6 +71,8 @@ def main() -> None:
     from eval.datadir import resolve_data_dir
     from lm.causal import read_extended_templates
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     tokenizer = GPT2Tokenizer.from_pretrained(SHARED / "tokenizers" / "gpt2")
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,

@@ -76,10 +76,21 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
     return frame.astype(COLUMNS)
 
 
-def write_instances(run_dir: Path) -> Path:
-    """Write `RUN/instances.parquet` atomically (a reader never sees half a file); returns its path."""
+def units_frame(units: list[dict]) -> pd.DataFrame:
+    """The scored units of an experiment other than LAMA (coherency rounds, KMIR questions), one row each;
+    nested values (answer lists, excluded answers) as JSON text."""
+    rows = [{k: json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for k, v in u.items()}
+            for u in units]
+    return pd.DataFrame(rows)
+
+
+def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
+    """Write `RUN/instances.parquet` atomically (a reader never sees half a file); returns its path.
+
+    `units`: the experiment's scored units (for experiments whose records are not LAMA queries).
+    """
     run_dir = Path(run_dir)
-    frame = instances_frame(run_dir)
+    frame = instances_frame(run_dir) if units is None else units_frame(units)
     target = run_dir / FILENAME
     tmp = run_dir / f".{FILENAME}.{os.getpid()}.tmp"
     try:

@@ -244,6 +244,14 @@ class Job:
         chunk_size = getattr(predictor, "chunk_size", CHUNK)
         bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
                    file=sys.stderr)
+        moved = [0]  # bar steps already made inside the current chunk by the scorer's own batches
+        scorer = getattr(predictor, "scorer", None)
+        if scorer is not None and hasattr(scorer, "on_batch"):
+            def step(n: int) -> None:
+                moved[0] += n
+                bar.update(n)
+
+            scorer.on_batch = step
         try:
             for rel, rest, path in todo:
                 rel_valid = self.valid.get(rel, {})
@@ -253,15 +261,19 @@ class Job:
                     for start in range(0, len(rest), chunk_size):
                         chunk = rest[start:start + chunk_size]
                         n = 0
+                        moved[0] = 0
                         for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], depth)):
                             write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
                             handle.flush()
-                            bar.update(1)
                             n += 1
+                            if n > moved[0]:  # batches count distinct prompts: the rest moves per record
+                                bar.update(1)
                         if n != len(chunk):
                             raise ConfigError(f"predictor {self.p.name} gave {n} predictions for {len(chunk)} queries")
         finally:
             bar.close()
+            if scorer is not None and hasattr(scorer, "on_batch"):
+                scorer.on_batch = None
 
 
 def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:

@@ -42,6 +42,7 @@ def collect(out: Path, setting: str = "raw") -> list[dict]:
     rows: list[dict] = []
     curves: list[dict] = []
     dropped: list[dict] = []
+    all_units: list[dict] = []
     shared_n: dict[str, int] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
@@ -51,6 +52,7 @@ def collect(out: Path, setting: str = "raw") -> list[dict]:
                                for uid, r in read_done(predictions_path(out, corpus, name, rel, stage)).items()}
                        for stage in experiment.stages}
             units = experiment.instances(records)
+            all_units += [{"corpus": corpus, "predictor": name, **u} for u in units.values()]
             reasons: Counter = Counter()
             for unit in units.values():
                 if "dropped" in unit:
@@ -82,7 +84,7 @@ def collect(out: Path, setting: str = "raw") -> list[dict]:
     (out / "summary.md").write_text(markdown(rows, setting, dropped, notes, title, metrics), encoding="utf-8")
     from bridge.instances import write_instances
 
-    write_instances(out)
+    write_instances(out, None if experiment.name == "lama" else all_units)
     return rows
 
 

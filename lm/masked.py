@@ -290,6 +290,7 @@ class MaskedLMScorer:
                 else:
                     self.encoder = self.transform = None
         self.forward_calls = 0
+        self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
 
     # --- model execution -------------------------------------------------------------------------
     def _fast_path_agrees(self) -> bool:
@@ -500,6 +501,8 @@ class MaskedLMScorer:
                                                   dict(zip(tgt, scores)))
                     new[(text, tgt)] = (np.concatenate([np.asarray(ranks, np.int32), pos_np[j]]),
                                         np.concatenate([np.asarray(scores, np.float32), val_np[j]]), n)
+                if self.on_batch is not None:
+                    self.on_batch(len(batch))
         return new
 
     def _key(self, text: Text, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:

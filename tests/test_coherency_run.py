@@ -45,5 +45,10 @@ def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert len(n) == 1  # the same instances for every predictor in the shared scope
     record = json.loads((out / "predictions/trex/gold/second/P36.jsonl").read_text().splitlines()[0])
     assert {"first_answer", "second_answer", "excluded", "coherent", "round"} <= set(record)
+    import pandas as pd
+
+    table = pd.read_parquet(out / "instances.parquet")  # one row per (corpus, predictor, fact, round)
+    gold = table[(table.predictor == "gold") & (table.corpus == "google_re")]
+    assert len(gold) == 2 * 8 and gold["coherent"].all()
     code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
     assert code == 0 and err.count("queries done, skipped") == 2 * 2 * 4

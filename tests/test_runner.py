@@ -90,3 +90,30 @@ def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
     cfg.depth = 50
     with pytest.raises(ConfigError, match="predictor 'freq' was run as"):
         run_lama(cfg, progress=False)
+
+
+def test_progress_moves_per_batch_inside_a_chunk(tmp_path, lama_dir, monkeypatch):
+    """A masked LM's bar moves as its batches finish, not once per 512-query chunk; it ends at the total."""
+    import lm_fixtures
+
+    from bridge import runner
+
+    steps: list[int] = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            self.total = total
+
+        def update(self, n):
+            steps.append(n)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(runner, "tqdm", Bar)
+    bert = lm_fixtures.tiny_model_dir("bert-cased", tmp_path)
+    run_lama(RunConfig(["trex"], [f"bert={bert}"], tmp_path / "out", str(lama_dir), relations=["P140"], limit=40,
+                       batch_size=4, cache_dir=tmp_path / "cache", options={"cache": "off"}), progress=True)
+    answered = [json.loads(x) for x in (tmp_path / "out/predictions/trex/bert/P140.jsonl").read_text().splitlines()]
+    asked = [r for r in answered if "dropped" not in r]
+    assert sum(steps) == len(asked) and len(steps) >= len(asked) // 4 and max(steps) <= 4
