@@ -208,6 +208,14 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
 
 
+def check_available(name: str) -> None:
+    """Fail now, not after other predictors' work, when a hub id can neither be fetched nor found cached."""
+    if Path(name).expanduser().is_dir():
+        return
+    if not hub_reachable() and _try_cached(name) is None:
+        raise _no_hub(name, "the Hugging Face hub is not reachable from here")
+
+
 def _try_cached(name: str) -> str | None:
     """A hub id already in the local HF cache loads without network; None if it is not there."""
     from huggingface_hub import try_to_load_from_cache

@@ -206,3 +206,17 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
     rows = _summary(out)
     assert {r["predictor"] for r in rows} == {"freq", "re-oracle", "bert", "gpt2"}
     _assert_shared_counts_equal(rows)
+
+
+def test_an_unreachable_hub_model_fails_before_any_work(lama_dir, tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "o"
+    for extra in (["freq", "bert-base-cased"], ["freq", "ebert", "--set", "ebert.model=bert-base-cased",
+                                                "--set", f"ebert.wikipedia2vec={lama_dir / 'relations.jsonl'}"]):
+        code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--data-dir", str(lama_dir), "--out",
+                                str(out), "--quiet", "--predictors", *extra], capsys)
+        assert code == 2 and "cannot load model 'bert-base-cased'" in err, err
+        assert not out.exists() and not (tmp_path / "cache" / "store").exists()
