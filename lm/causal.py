@@ -194,15 +194,14 @@ class CausalLMScorer:
                 out[text] = (head_ll[j] + first, len(ids) - 1)
                 if len(ids) - p > 1:
                     rows.append((j, text, ids[p:]))
-        rows.sort(key=lambda r: len(r[2]))
-        batch: list[tuple[int, str, list[int]]] = []
-        for row in rows:
-            if batch and (len(batch) + 1) * (len(row[2]) - 1) > CONTINUATION_TOKENS:
-                self._continue(batch, past, prefix_mask, [prefix_len[g] for g in members], out)
-                batch = []
-            batch.append(row)
-        if batch:
-            self._continue(batch, past, prefix_mask, [prefix_len[g] for g in members], out)
+        by_width: dict[int, list[tuple[int, str, list[int]]]] = {}
+        for row in rows:  # one width per pass: padding would cost as much as real tokens
+            by_width.setdefault(len(row[2]) - 1, []).append(row)
+        lengths = [prefix_len[g] for g in members]
+        for width, same in sorted(by_width.items()):
+            step = max(1, CONTINUATION_TOKENS // width)
+            for start in range(0, len(same), step):
+                self._continue(same[start:start + step], past, prefix_mask, lengths, out)
 
     def _continue(self, batch: list[tuple[int, str, list[int]]], past: list, prefix_mask, prefix_len: list[int],
                   out: dict[str, tuple[float, int]]) -> None:
