@@ -41,12 +41,12 @@ def resolve_model(name: str) -> Factory | None:
     if config is not None:
         kind = kind_from_config(config)
         if kind is None:
-            return _fails(f"{name}: config.json names neither a masked nor a causal LM nor a seq2seq LM "
-                          f"(architectures={config.get('architectures')}, model_type={config.get('model_type')!r})")
+            raise KbcError(f"{name}: config.json names neither a masked nor a causal LM nor a seq2seq LM "
+                           f"(architectures={config.get('architectures')}, model_type={config.get('model_type')!r})")
         return {"masked": make_masked, "seq2seq": make_seq2seq}.get(kind, make_causal)
     if name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists():
-        return _fails(f"{name}: not a model directory (no config.json there); pass the folder that holds "
-                      "config.json, the weights and the tokenizer files")
+        raise KbcError(f"{name}: not a model directory (no config.json there); pass the folder that holds "
+                       "config.json, the weights and the tokenizer files")
     if HUB_ID.match(name):
         kind = kind_from_name(name)
         if kind == "masked":
@@ -58,10 +58,6 @@ def resolve_model(name: str) -> Factory | None:
         if "/" in name:
             return make_masked
     return None
-
-
-def _fails(message: str) -> Factory:
-    raise KbcError(message)
 
 
 CACHE_OPTION = Option("cache", "on-disk result cache (never changes answers)", "choice", ("on", "off"), "on",

@@ -16,8 +16,6 @@ from eval.errors import DataError
 from eval.metrics import LAMA_MRR_CUTOFF
 from eval.report import markdown
 
-SCOPES = ("own", "shared")
-
 
 def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")

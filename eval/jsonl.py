@@ -34,6 +34,16 @@ def open_binary(path: Path, what: str = "file"):
         raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
+def read_text(path: Path, where: str) -> str:
+    """A whole UTF-8 text file; bytes that are not UTF-8 or an unreadable file are a DataError naming `where`."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{where}: cannot read it ({exc.strerror or exc})") from None
+
+
 def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
     """Yield (line number, object); blank lines are skipped, bad lines raise DataError."""
     handle = open_binary(path, "JSONL file")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.errors import ConfigError, DataError
-from eval.jsonl import read_jsonl, req_str
+from eval.jsonl import read_jsonl, read_text, req_str
 from eval.relations import load_relations
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Relation
 
@@ -157,12 +157,7 @@ def _read_per_relation(folder: Path, suffix: str, field: str | None, source: str
 
 
 def _text_lines(path: Path) -> list[tuple[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    text = read_text(path, str(path))
     lines = [(i, line.strip()) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         raise DataError(f"{path}: file is empty")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.errors import DataError
+from eval.jsonl import read_text
 
 COMMON_CASED = "common_vocab_cased.txt"
 COMMON_LOWER = "common_vocab_lowercased.txt"
@@ -134,13 +135,7 @@ def read_vocab_file(path: str | Path) -> list[str]:
         raise DataError(f"vocabulary file {path} is a directory; pass a file with one word per line")
     if not path.is_file():
         raise DataError(f"vocabulary file {path} does not exist")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"vocabulary file {path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"vocabulary file {path}: cannot read it ({exc.strerror})") from None
-    words = [line.strip() for line in text.splitlines()]
+    words = [line.strip() for line in read_text(path, f"vocabulary file {path}").splitlines()]
     words = [w for w in words if w]
     if not words:
         raise DataError(f"vocabulary file {path} is empty")
