@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "entities": ("bridge.cli_entities:entities", "wikipedia2vec entities: train, E-BERT map, link-stats, search."),
     "compare": ("bridge.cli_compare:compare", "Two predictors of a run fact by fact: counts, McNemar, bootstrap CI."),
     "show": ("bridge.cli_compare:show", "One fact of a run across every predictor: answers and gold ranks."),
+    "analyze": ("bridge.cli_analyze:analyze", "Per-fact statistics, correlations and evidence-rank variation."),
+    "report": ("bridge.cli_report:report", "One HTML page (and Markdown) with a run's tables and figures."),
 }
 
 

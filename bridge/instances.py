@@ -90,7 +90,12 @@ def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
     `units`: the experiment's scored units (for experiments whose records are not LAMA queries).
     """
     run_dir = Path(run_dir)
-    frame = instances_frame(run_dir) if units is None else units_frame(units)
+    if units is None:
+        from bridge.analysis.stats import with_fact_stats
+
+        frame = with_fact_stats(instances_frame(run_dir), run_dir)
+    else:
+        frame = units_frame(units)
     target = run_dir / FILENAME
     tmp = run_dir / f".{FILENAME}.{os.getpid()}.tmp"
     try:

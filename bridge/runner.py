@@ -227,7 +227,7 @@ class Job:
             slots = sorted({q.slot for pairs in empty.values() for q, _ in pairs})
             log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
                         " or ".join(slots), sum(len(p) for p in empty.values()))
-        todo, gone = _drop_unsupported(predictor, todo)
+        todo, gone = _drop_unsupported(predictor, todo, getattr(experiment, "instance_slots", ()))
         for rel, items in gone.items():
             path = self._path(rel, stage)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -276,31 +276,48 @@ class Job:
                 scorer.on_batch = None
 
 
-def _drop_unsupported(predictor, todo: list) -> tuple[list, dict[str, list]]:
+def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = ()) -> tuple[list, dict[str, list]]:
     """Split off facts a predictor cannot answer (optional `filter_facts(facts) -> (kept, {reason: n})`).
 
-    Returns the remaining work and, per relation, (query, fact, reason) of each dropped fact. The
-    runner writes dropped facts as records too, so a rerun skips them and the counts stay exact.
+    A query is kept when the predictor can answer its fact in the query's slot and, for an
+    experiment whose instance spans several slots (coherency asks both ways), in each of those it
+    answers: one instance set for every round. Returns the remaining work and, per relation,
+    (query, fact, reason) of each dropped fact. The runner writes dropped facts as records too, so a
+    rerun skips them and the counts stay exact.
     """
     filter_facts = getattr(predictor, "filter_facts", None)
     if filter_facts is None:
         return todo, {}
+    answered = getattr(predictor, "slots", ("object",))
 
     def check(facts: list, slot: str):
         # object queries use the plain call, which every predictor with the hook takes
         return filter_facts(facts) if slot == "object" else filter_facts(facts, slot=slot)
 
+    def needed(query) -> list[str]:
+        return list(dict.fromkeys([query.slot, *(s for s in instance_slots if s in answered)]))
+
+    def reason(query, fact) -> str:
+        for slot in needed(query):
+            why = next(iter(check([fact], slot)[1]), None)
+            if why:
+                return why
+        return "unsupported"
+
     kept_todo, gone = [], {}
     for rel, rest, path in todo:
         keep: set[tuple[int, str]] = set()
-        for slot in dict.fromkeys(q.slot for q, _ in rest):
-            kept, _reasons = check([f for q, f in rest if q.slot == slot], slot)
+        for slot in dict.fromkeys(s for q, _ in rest for s in needed(q)):
+            facts = list({id(f): f for q, f in rest if slot in needed(q)}.values())
+            kept, _reasons = check(facts, slot)
             keep.update((id(f), slot) for f in kept)
-        dropped = [(q, f) for q, f in rest if (id(f), q.slot) not in keep]
+
+        fits = [all((id(f), slot) in keep for slot in needed(q)) for q, f in rest]
+        dropped = [pair for pair, fit in zip(rest, fits) if not fit]
         if dropped:
             # one reason per fact; asked one by one only for the (few) dropped facts
-            gone[rel] = [(q, f, next(iter(check([f], q.slot)[1]), "unsupported")) for q, f in dropped]
-        rest = [(q, f) for q, f in rest if (id(f), q.slot) in keep]
+            gone[rel] = [(q, f, reason(q, f)) for q, f in dropped]
+        rest = [pair for pair, fit in zip(rest, fits) if fit]
         if rest:
             kept_todo.append((rel, rest, path))
     return kept_todo, gone

@@ -84,3 +84,19 @@ def tiny_models(tmp_path_factory):
     """kind -> directory of a tiny model, built once per test session."""
     root = tmp_path_factory.mktemp("tiny_models")
     return lambda kind, seed=0: tiny_model_dir(kind, root, seed)
+
+
+def tiny_t5_dir(root, extra_ids: int = 125):
+    import torch
+    from transformers import ByT5Tokenizer, T5Config, T5ForConditionalGeneration
+
+    out = root / f"tiny-t5-{extra_ids}"
+    if (out / "config.json").is_file():
+        return out
+    tokenizer = ByT5Tokenizer(extra_ids=extra_ids)
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=384, d_model=32, d_ff=64, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=2,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, initializer_factor=2.0)
+    T5ForConditionalGeneration(config).eval().save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out

@@ -45,6 +45,14 @@ def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert len(n) == 1  # the same instances for every predictor in the shared scope
     record = json.loads((out / "predictions/trex/gold/second/P36.jsonl").read_text().splitlines()[0])
     assert {"first_answer", "second_answer", "excluded", "coherent", "round"} <= set(record)
+    # a masked LM keeps an instance only when both its ends are single tokens: one instance set per round
+    fates: dict[str, set] = {}
+    for name in ("P36", "P47"):
+        for line in (out / f"predictions/trex/bert/first/{name}.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            fates.setdefault(r["uid"].split(":coherency:")[0], set()).add("dropped" in r)
+    assert fates and all(len(f) == 1 for f in fates.values())
+    assert {True, False} <= set().union(*fates.values())  # some kept, some dropped
     import pandas as pd
 
     table = pd.read_parquet(out / "instances.parquet")  # one row per (corpus, predictor, fact, round)

@@ -208,6 +208,29 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
     assert {r["predictor"] for r in rows} == {"freq", "re-oracle", "bert", "gpt2"}
     _assert_shared_counts_equal(rows)
 
+    # coherency over the same store and cache: the extraction KB is reused, not rebuilt
+    coherent = tmp_path / "coherency"
+    code, _, err = run_kbc([
+        "run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "P47", "--limit", "6",
+        "--data-dir", str(lama_dir), "--out", str(coherent), "--store", str(tmp_path / "store"), "--quiet",
+        "--predictors", "freq", "gold", "re-oracle", f"bert={tiny_models('bert-cased')}",
+        f"gpt2={tiny_models('gpt2')}", f"t5={lm_fixtures.tiny_t5_dir(tmp_path)}"], capsys)
+    assert code == 0, err
+    rows = _summary(coherent)
+    names = {"freq", "gold", "re-oracle", "bert", "gpt2", "t5"}
+    metrics = {"coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct", "n_instances"}
+    for name in names:
+        own = {(r["group"], r["metric"]) for r in rows if r["predictor"] == name and r["scope"] == "own"}
+        held = {r["group"] for r in rows if r["predictor"] == name and r["scope"] == "own"
+                and r["metric"] == "n_instances" and r["value"] > 0}
+        # a masked LM holds only the instances whose two ends are single tokens; the others hold them all
+        assert "all" in held and (name == "bert" or {"N-1", "N-M", "symmetric"} <= held), name
+        assert {(group, m) for group in held for m in metrics} <= own, name
+    get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r["value"] for r in rows}
+    assert get[("gold", "own", "all", "coherency")] == 100.0
+    assert get[("gold", "own", "all", "all_correct")] == 100.0
+    _assert_shared_counts_equal(rows)
+
 
 def test_an_unreachable_hub_model_fails_before_any_work(lama_dir, tmp_path, capsys, monkeypatch):
     from huggingface_hub import constants

@@ -11,6 +11,7 @@ EXPERIMENTS: dict[str, str] = {
     "lama": "bridge.experiments.lama:LamaExperiment",
     "coherency": "bridge.experiments.coherency:CoherencyExperiment",
     "kmir": "bridge.experiments.kmir:KmirExperiment",
+    "evidence": "bridge.experiments.evidence:EvidenceExperiment",
 }
 
 

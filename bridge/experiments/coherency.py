@@ -40,6 +40,7 @@ class CoherencyExperiment:
     name = "coherency"
     title = "Factual coherency (Algorithm 1)"
     stages = ("first", "second")
+    instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
 
     def __init__(self, prompts: str = "lama", context: str = "none") -> None:

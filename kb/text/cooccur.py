@@ -115,7 +115,8 @@ class ScanIndex:
     backend = "scan"
 
     def __init__(self, paragraphs: Iterable[Paragraph]) -> None:
-        self._rows = [(p.pid, tuple(tokens(p.text)), frozenset(p.links)) for p in paragraphs]
+        self._paragraphs = list(paragraphs)
+        self._rows = [(p.pid, tuple(tokens(p.text)), frozenset(p.links)) for p in self._paragraphs]
         self._sets = [frozenset(toks) for _, toks, _ in self._rows]
 
     def __len__(self) -> int:
@@ -140,6 +141,12 @@ class ScanIndex:
         for i, (pid, _, _) in enumerate(self._rows):
             if all(self._matches(i, m, ph) for m, ph in prepared):
                 yield pid
+
+    def matching_paragraphs(self, *mentions: Mention) -> Iterator[Paragraph]:
+        prepared = [(m, m.token_phrases()) for m in mentions]
+        for i, p in enumerate(self._paragraphs):
+            if all(self._matches(i, m, ph) for m, ph in prepared):
+                yield p
 
     def count(self, *mentions: Mention) -> int:
         return sum(1 for _ in self.matching(*mentions))

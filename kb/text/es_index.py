@@ -253,6 +253,20 @@ class ESIndex:
                 return
             after = hits[-1]["sort"]
 
+    def matching_paragraphs(self, *mentions: Mention) -> Iterator[Paragraph]:
+        """The paragraphs themselves (text and links) of `matching`, in the same order."""
+        after = None
+        while True:
+            extra = {"search_after": after} if after is not None else {}
+            resp = _call(self.url, self._es.search, index=self.name, query=_all_of(mentions), size=PAGE,
+                         sort=[{"pid": "asc"}], track_total_hits=False, **extra)
+            hits = resp["hits"]["hits"]
+            for h in hits:
+                yield self._paragraph(h["_source"])
+            if len(hits) < PAGE:
+                return
+            after = hits[-1]["sort"]
+
     def doc_freq(self, term: str) -> int:
         return _call(self.url, self._es.count, index=self.name, query={"term": {"text": term}})["count"]
 

@@ -66,6 +66,9 @@ class TextIndex(Protocol):
     def matching(self, *mentions: Mention) -> Iterator[str]:
         """Ids of all paragraphs matching every mention (paged, any number of results)."""
 
+    def matching_paragraphs(self, *mentions: Mention) -> Iterator[Paragraph]:
+        """The paragraphs of `matching` with their text (for counts below the paragraph, e.g. sentences)."""
+
     def doc_freq(self, term: str) -> int:
         """Paragraphs containing the analyzed term."""
 

@@ -275,6 +275,17 @@ class TantivyIndex:
                 pids = [self._searcher.doc(addr).get_first("pid") for _, addr in result.hits]
             yield from pids
 
+    def matching_paragraphs(self, *mentions: Mention) -> Iterator[Paragraph]:
+        """The paragraphs themselves (text and links) of `matching`, in the same order."""
+        query = self._all_of(mentions)
+        total = self.count(*mentions)
+        for offset in range(0, total, PAGE):
+            with self._reading():
+                result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
+                                               order_by_field=None)
+                found = [self._paragraph(addr) for _, addr in result.hits]
+            yield from found
+
     def doc_freq(self, term: str) -> int:
         with self._reading():
             return self._searcher.doc_freq("text", term)

@@ -1,0 +1,1 @@
+"""Per-fact statistics joined to a run, and the analyses over them (`kbc analyze`)."""

@@ -1,0 +1,276 @@
+"""Per-fact statistics of a run (LAMA Fig. 3), stored in `RUN/analysis/fact_stats.parquet`.
+
+Per (corpus, fact): SM, OM and co-occurrence from a text index (`kb.text.fact_stats`); ST, the
+subject's whitespace tokens; SWP, its word pieces under a tokenizer; SOCS, the cosine of the
+subject and object vectors (mean input embeddings of a masked LM's word pieces, or wikipedia2vec
+entity vectors, falling back to their words). Per (corpus, predictor, fact): LPFP, the score of
+the first answer, only for predictors whose scores are log-probabilities (LMs); KB and
+retrieval scores are counts or BM25 and would correlate as something else, so they stay null.
+
+`instances.parquet` carries these columns whenever `fact_stats.parquet` exists (`with_fact_stats`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from eval.errors import ConfigError, DataError
+from eval.types import Fact
+
+ANALYSIS = "analysis"
+FACT_STATS = "fact_stats.parquet"
+TEXT_STATS = ("sm", "om", "cooc_paragraphs", "cooc_sentences")
+OTHER_STATS = ("st", "swp", "socs")
+FACT_COLUMNS: dict[str, str] = {"corpus": "string", "uid": "string", "relation": "string",
+                                **{s: "Int64" for s in TEXT_STATS}, "st": "Int64", "swp": "Int64",
+                                "socs": "Float64"}
+STATISTICS = (*TEXT_STATS, *OTHER_STATS, "lpfp")
+LOG_PROB_KINDS = ("masked-lm", "causal-lm-typed", "seq2seq-span")
+Note = Callable[[str], None]
+
+
+def analysis_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / ANALYSIS
+
+
+def fact_uid(uid: str) -> str:
+    """The fact a unit asks about (`<fact>@<prompt>` units of a prompt set share their fact's stats)."""
+    return uid.split("@", 1)[0]
+
+
+def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
+    try:
+        frame.to_parquet(tmp, index=False, engine="pyarrow")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def atomic_json(obj, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+# -- the run's facts ---------------------------------------------------------------------------
+def run_instances(run_dir: Path) -> pd.DataFrame:
+    """The run's per-fact table (`instances.parquet`, or rebuilt from the predictions when absent)."""
+    from bridge.instances import FILENAME, instances_frame
+
+    path = Path(run_dir) / FILENAME
+    frame = pd.read_parquet(path) if path.exists() else instances_frame(Path(run_dir))
+    if frame.empty or "uid" not in frame.columns or "corpus" not in frame.columns:
+        raise DataError(f"{run_dir} holds no predictions yet; run `kbc run lama ... --out {run_dir}` first")
+    return frame
+
+
+def run_facts(run_dir: Path, frame: pd.DataFrame, data_dir: str | Path | None) -> dict[str, list[Fact]]:
+    """Per corpus, the facts of the data the run asked about, in data order."""
+    from bridge.run_dir import open_run
+    from eval.lama import load_corpus
+
+    run = open_run(run_dir)
+    data_dir = data_dir or run.config.get("data_dir")
+    compat = run.config.get("settings", {}).get("compat")
+    out = {}
+    for corpus in run.corpora:
+        mine = frame[frame["corpus"] == corpus]
+        asked = {fact_uid(u) for u in mine["uid"]}
+        if not asked:
+            continue
+        loaded = load_corpus(corpus, data_dir, sorted(set(mine["relation"])), compat=compat)
+        out[corpus] = [f for f in loaded.facts if f.uid in asked]
+    return out
+
+
+# -- statistics --------------------------------------------------------------------------------
+def subject_tokens(label: str) -> int:
+    return len(label.split())
+
+
+def load_tokenizer(path: str | Path):
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError(f"--tokenizer {path}: not a folder with tokenizer files")
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError):
+        from transformers import BertTokenizer
+
+        if (path / "vocab.txt").is_file():
+            return BertTokenizer.from_pretrained(str(path), do_lower_case="uncased" in path.name)
+        raise ConfigError(f"--tokenizer {path}: no tokenizer files transformers can read") from None
+
+
+def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | None:
+    """The first masked LM of the run, else bert-base-cased from the shared tokenizers beside the data."""
+    for configs in run_config.get("predictor_configs", {}).values():
+        for described in configs.values():
+            if isinstance(described, dict) and described.get("kind") == "masked-lm" and described.get("path"):
+                if Path(described["path"]).is_dir():
+                    return Path(described["path"])
+    data = data_dir or run_config.get("data_dir")
+    if data:
+        candidate = Path(data).resolve().parent / "tokenizers" / "bert-base-cased"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+class InputEmbeddings:
+    """Mean input embedding of a label's word pieces in a masked LM (LAMA's SOCS)."""
+
+    def __init__(self, path: str | Path) -> None:
+        from transformers import AutoModelForMaskedLM
+
+        path = Path(path)
+        if not path.is_dir():
+            raise ConfigError(f"--embeddings {path}: not a model folder (a masked LM saved with save_pretrained)")
+        self.tokenizer = load_tokenizer(path)
+        model = AutoModelForMaskedLM.from_pretrained(str(path))
+        self.matrix = model.get_input_embeddings().weight.detach().float().numpy()
+
+    def vector(self, label: str):
+        ids = self.tokenizer(label, add_special_tokens=False)["input_ids"]
+        return self.matrix[ids].mean(axis=0) if ids else None
+
+
+class Wikipedia2vecVectors:
+    """An entity's wikipedia2vec vector by its title, else the mean of its words' vectors."""
+
+    def __init__(self, path: str | Path) -> None:
+        from lm.entities.embeddings import load_embeddings
+
+        self.emb = load_embeddings(path)
+
+    def vector(self, label: str):
+        row = self.emb.entity_row(label)
+        if row is not None:
+            return self.emb.entity_vectors[row]
+        rows = [r for w in label.split() if (r := self.emb.word_row(w)) is not None]
+        return self.emb.word_vectors[rows].mean(axis=0) if rows else None
+
+
+def cosine(a, b) -> float | None:
+    import numpy as np
+
+    if a is None or b is None:
+        return None
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0 or nb == 0:
+        return None
+    value = float(np.dot(a, b) / (na * nb))
+    return value if math.isfinite(value) else None
+
+
+def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, vectors=None,
+                     progress: bool = False) -> pd.DataFrame:
+    """`FACT_COLUMNS` for every fact; a statistic whose source is None is left null."""
+    from kb.text.fact_stats import fact_text_stats
+
+    rows = []
+    cache: dict[str, object] = {}
+
+    def vec(label: str):
+        if label not in cache:
+            cache[label] = vectors.vector(label)
+        return cache[label]
+
+    for corpus, items in facts.items():
+        text = fact_text_stats(items, index, progress=progress) if index is not None else [{} for _ in items]
+        for f, t in zip(items, text):
+            rows.append({
+                "corpus": corpus, "uid": f.uid, "relation": f.relation,
+                **{s: t.get(s) for s in TEXT_STATS},
+                "st": subject_tokens(f.subject.label),
+                "swp": len(tokenizer.tokenize(f.subject.label)) if tokenizer is not None else None,
+                "socs": cosine(vec(f.subject.label), vec(f.object.label)) if vectors is not None else None,
+            })
+    return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
+
+
+def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
+    path = analysis_dir(run_dir) / FACT_STATS
+    if not path.exists():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: unreadable ({exc}); delete it and run `kbc analyze stats` again") from None
+
+
+# -- joining to the per-fact table ---------------------------------------------------------------
+def log_prob_predictors(run_config: dict) -> dict[str, set[str]]:
+    """Per corpus, the predictors whose answer scores are log-probabilities."""
+    out: dict[str, set[str]] = {}
+    for corpus, configs in run_config.get("predictor_configs", {}).items():
+        out[corpus] = {name for name, d in configs.items() if isinstance(d, dict) and d.get("kind") in LOG_PROB_KINDS}
+    return out
+
+
+def lpfp_column(frame: pd.DataFrame, run_config: dict) -> pd.Series:
+    """Log-probability of the first prediction, for log-probability predictors only."""
+    out = pd.Series(pd.NA, index=frame.index, dtype="Float64")
+    pairs = [(c, p) for c, names in log_prob_predictors(run_config).items() for p in names]
+    if frame.empty or not pairs:
+        return out
+    keys = pd.Series(list(zip(frame["corpus"], frame["predictor"])), index=frame.index)
+    rows = keys.isin(pairs) & frame["answers"].notna()
+
+    def first(text: str) -> float | None:
+        answers = json.loads(text)
+        return float(answers[0][1]) if answers else None
+
+    out[rows] = [first(a) for a in frame.loc[rows, "answers"]]
+    return out
+
+
+def with_fact_stats(frame: pd.DataFrame, run_dir: Path, run_config: dict | None = None) -> pd.DataFrame:
+    """The per-fact table with the statistic columns (and LPFP) when `fact_stats.parquet` exists."""
+    stats = read_fact_stats(run_dir)
+    if stats is None:
+        return frame
+    if run_config is None:
+        from bridge.run_dir import open_run
+
+        run_config = open_run(run_dir).config
+    base = frame.drop(columns=[c for c in (*TEXT_STATS, *OTHER_STATS, "lpfp") if c in frame.columns])
+    keyed = stats.drop(columns=["relation"]).rename(columns={"uid": "_fact"})
+    base = base.assign(_fact=base["uid"].map(fact_uid) if len(base) else base["uid"])
+    joined = base.merge(keyed, how="left", on=["corpus", "_fact"]).drop(columns=["_fact"])
+    joined.index = frame.index
+    joined["lpfp"] = lpfp_column(joined, run_config)
+    return joined
+
+
+def refresh_instances(run_dir: Path) -> Path:
+    """Rewrite `instances.parquet` with the current statistics."""
+    from bridge.instances import FILENAME
+
+    frame = run_instances(run_dir)
+    return atomic_parquet(with_fact_stats(frame, Path(run_dir)), Path(run_dir) / FILENAME)
+
+
+def available(frame: pd.DataFrame, statistics: Sequence[str] = STATISTICS) -> list[str]:
+    return [s for s in statistics if s in frame.columns and frame[s].notna().any()]
+
+
+def covers(stats: pd.DataFrame | None, frame: pd.DataFrame) -> bool:
+    """Whether `stats` has a row for every fact of the run (a run extended later needs them again)."""
+    if stats is None:
+        return False
+    have = set(zip(stats["corpus"], stats["uid"]))
+    return all(key in have for key in zip(frame["corpus"], frame["uid"].map(fact_uid)))

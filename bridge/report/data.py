@@ -1,0 +1,306 @@
+"""What a report reads from a run directory: summaries, curves, per-fact rows and analysis files.
+
+Everything is read, nothing is written into the run. Missing optional parts (analysis files, the
+per-fact table) are `None`, so the page can say what is missing instead of failing; a directory
+without predictions or summaries is a user error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from bridge.run_dir import RunDir, open_run
+from eval.errors import ConfigError, DataError
+from eval.types import RELATION_TYPES
+
+ANALYSIS = "analysis"
+KB_MODULES = ("bridge.kb_predictors", "bridge.kb_kmir_predictors", "bridge.text_predictors", "bridge.re_predictors")
+GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
+
+
+def _json(path: Path) -> list | dict | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path} is not valid JSON ({exc})") from None
+
+
+def _rows(path: Path, needs: tuple[str, ...]) -> list[dict] | None:
+    """A JSON list of row objects with at least the columns `needs`, or None when the file is absent."""
+    rows = _json(path)
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError(f"{path} must hold a JSON list of rows")
+    for i, row in enumerate(rows):
+        missing = [k for k in needs if k not in row]
+        if missing:
+            raise DataError(f"{path}: row {i} lacks {', '.join(missing)}")
+    return rows
+
+
+def _parquet(path: Path, needs: tuple[str, ...]) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several kinds for a damaged file
+        raise DataError(f"{path} cannot be read as parquet ({type(exc).__name__}: {exc})") from None
+    missing = [c for c in needs if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path} lacks the columns {', '.join(missing)}")
+    return frame
+
+
+@dataclass
+class Analysis:
+    """The files `kbc analyze` writes under `RUN/analysis/` (each None when absent)."""
+
+    fact_stats: pd.DataFrame | None = None
+    correlation: list[dict] | None = None
+    bins: list[dict] | None = None
+    evidence: pd.DataFrame | None = None
+    evidence_summary: list[dict] | None = None
+
+
+def read_analysis(run_dir: Path) -> Analysis:
+    folder = run_dir / ANALYSIS
+    return Analysis(
+        fact_stats=_parquet(folder / "fact_stats.parquet", ("corpus", "uid", "relation")),
+        correlation=_rows(folder / "correlation.json",
+                          ("corpus", "predictor", "setting", "statistic", "target", "method", "coefficient",
+                           "p_value", "n")),
+        bins=_rows(folder / "bins.json", ("corpus", "predictor", "setting", "statistic", "bin", "n", "p@1")),
+        evidence=_parquet(folder / "evidence.parquet", ("corpus", "predictor", "relation", "uid", "rank")),
+        evidence_summary=_rows(folder / "evidence_summary.json",
+                               ("corpus", "predictor", "relation", "n_facts", "median_rank", "mean_rank_std")),
+    )
+
+
+@dataclass
+class RunData:
+    """One run as the report sees it."""
+
+    run: RunDir
+    label: str
+    summary: list[dict]
+    curves: list[dict]
+    dropped: list[dict]
+    analysis: Analysis = field(default_factory=Analysis)
+    _instances: pd.DataFrame | None = None
+    _read_instances: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    @property
+    def config(self) -> dict:
+        return self.run.config
+
+    @property
+    def experiment(self) -> str:
+        return str(self.config.get("experiment", "lama"))
+
+    @property
+    def corpora(self) -> list[str]:
+        return self.run.corpora
+
+    @property
+    def predictors(self) -> list[str]:
+        return self.run.predictors
+
+    @property
+    def instances(self) -> pd.DataFrame | None:
+        """The per-fact table (`instances.parquet`), read once on first use."""
+        if not self._read_instances:
+            self._instances = _parquet(self.path / "instances.parquet", ())
+            self._read_instances = True
+        return self._instances
+
+    def relation_type(self, corpus: str, relation: str) -> str | None:
+        return (self.config.get("relation_types", {}).get(corpus) or {}).get(relation)
+
+    def seconds(self) -> dict[str, dict[str, float]]:
+        """Seconds per corpus and predictor, as the runner recorded them (empty when it did not)."""
+        found = self.config.get("seconds")
+        return found if isinstance(found, dict) else {}
+
+
+def _has_predictions(run: RunDir) -> bool:
+    folder = run.path / "predictions"
+    return folder.is_dir() and any(folder.rglob("*.jsonl"))
+
+
+def load_run(path: str | Path, label: str | None = None) -> RunData:
+    """A run directory with predictions and summaries, or a one-line error saying what it lacks."""
+    run = open_run(path)
+    if not _has_predictions(run):
+        raise DataError(f"{run.path} has no predictions (predictions/<corpus>/<predictor>/*.jsonl): "
+                        "nothing to report; run `kbc run` into it first")
+    summary = _rows(run.path / "summary.json", ("corpus", "predictor", "setting", "group", "metric", "value"))
+    if summary is None:
+        raise DataError(f"{run.path} has predictions but no summary.json: the run has not finished; "
+                        "rerun the same `kbc run` command to complete it")
+    curves = _rows(run.path / "curves.json", ("corpus", "predictor", "setting", "group", "k", "value")) or []
+    dropped = _rows(run.path / "dropped.json", ()) or []
+    name = label or run.path.resolve().name
+    return RunData(run, name, summary, curves, dropped, read_analysis(run.path))
+
+
+def check_comparable(a: RunData, b: RunData) -> None:
+    """Two runs compare only over the same corpora and the same experiment."""
+    if sorted(a.corpora) != sorted(b.corpora):
+        raise ConfigError(f"--compare needs runs over the same corpora: {a.path} has {', '.join(a.corpora)}, "
+                          f"{b.path} has {', '.join(b.corpora)}")
+    if a.experiment != b.experiment:
+        raise ConfigError(f"--compare needs runs of the same experiment: {a.path} is {a.experiment}, "
+                          f"{b.path} is {b.experiment}")
+
+
+def side(config: dict, predictor: str) -> str:
+    """"kb" or "lm": which side of the comparison a predictor of the run stands on."""
+    from bridge.registry import ENTRIES
+
+    spec = (config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor)
+    entry = ENTRIES.get(spec)
+    return "kb" if entry and entry[0].split(":")[0] in KB_MODULES else "lm"
+
+
+def relation_labels(config: dict) -> dict[str, str]:
+    """Relation id -> label from the run's data folder (empty when it cannot be read)."""
+    data_dir = config.get("data_dir")
+    if not data_dir:
+        return {}
+    path = Path(data_dir) / "relations.jsonl"
+    labels: dict[str, str] = {}
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and row.get("relation") and row.get("label"):
+                    labels[str(row["relation"])] = str(row["label"])
+    except OSError:
+        return {}
+    return labels
+
+
+@dataclass
+class View:
+    """One run, or two runs side by side with each predictor named `<run>:<predictor>`."""
+
+    runs: list[RunData]
+    setting: str
+    predictors: list[str]
+    sides: dict[str, str]
+    summary: list[dict]
+    curves: list[dict]
+    dropped: list[dict]
+    analysis: Analysis
+    origin: dict[str, tuple[RunData, str]]  # shown name -> (run, the run's own predictor name)
+
+    @property
+    def main(self) -> RunData:
+        return self.runs[0]
+
+    @property
+    def experiment(self) -> str:
+        return self.main.experiment
+
+    @property
+    def corpora(self) -> list[str]:
+        return self.main.corpora
+
+    def seconds(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for shown, (run, name) in self.origin.items():
+            for corpus, per in run.seconds().items():
+                if isinstance(per, dict) and name in per:
+                    out.setdefault(corpus, {})[shown] = per[name]
+        return out
+
+
+def _renamed_rows(rows: list[dict] | None, names: dict[str, str]) -> list[dict] | None:
+    if rows is None:
+        return None
+    return [{**r, "predictor": names.get(r["predictor"], r["predictor"])} for r in rows if "predictor" in r]
+
+
+def _renamed_frame(frame: pd.DataFrame | None, names: dict[str, str]) -> pd.DataFrame | None:
+    if frame is None or "predictor" not in frame.columns:
+        return frame
+    return frame.assign(predictor=frame["predictor"].astype(str).map(lambda p: names.get(p, p)))
+
+
+def _concat_rows(parts: list[list[dict] | None]) -> list[dict] | None:
+    present = [p for p in parts if p is not None]
+    return [r for p in present for r in p] if present else None
+
+
+def _concat_frames(parts: list[pd.DataFrame | None]) -> pd.DataFrame | None:
+    present = [p for p in parts if p is not None]
+    return pd.concat(present, ignore_index=True) if present else None
+
+
+def combine(runs: list[RunData], setting: str) -> View:
+    """The view the report draws: one run as it is, or two with run-qualified predictor names."""
+    if len(runs) == 2 and runs[0].label == runs[1].label:
+        runs[0].label, runs[1].label = f"A ({runs[0].label})", f"B ({runs[1].label})"
+    renames: list[dict[str, str]] = []
+    origin: dict[str, tuple[RunData, str]] = {}
+    for run in runs:
+        names = {p: (p if len(runs) == 1 else f"{run.label}:{p}") for p in run.predictors}
+        renames.append(names)
+        origin.update({shown: (run, p) for p, shown in names.items()})
+    sides = {shown: side(run.config, p) for shown, (run, p) in origin.items()}
+    analysis = Analysis(
+        fact_stats=runs[0].analysis.fact_stats,
+        correlation=_concat_rows([_renamed_rows(r.analysis.correlation, n) for r, n in zip(runs, renames)]),
+        bins=_concat_rows([_renamed_rows(r.analysis.bins, n) for r, n in zip(runs, renames)]),
+        evidence=_concat_frames([_renamed_frame(r.analysis.evidence, n) for r, n in zip(runs, renames)]),
+        evidence_summary=_concat_rows([_renamed_rows(r.analysis.evidence_summary, n) for r, n in zip(runs, renames)]),
+    )
+    return View(
+        runs=runs, setting=setting, predictors=list(origin), sides=sides,
+        summary=[r for run, n in zip(runs, renames) for r in _renamed_rows(run.summary, n) or []],
+        curves=[r for run, n in zip(runs, renames) for r in _renamed_rows(run.curves, n) or []],
+        dropped=[r for run, n in zip(runs, renames) for r in _renamed_rows(run.dropped, n) or []],
+        analysis=analysis, origin=origin,
+    )
+
+
+def delta_pairs(view: View, wanted: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """Which predictors the per-relation delta figure compares, as (baseline, other) shown names.
+
+    Default, one run: every KB against every LM (at most four pairs), else the first two predictors.
+    Two runs: the same predictor name in both, else each run's predictors side by side.
+    """
+    if len(view.runs) == 2:
+        first, second = view.runs
+        shown = {(run.label, p): name for name, (run, p) in view.origin.items()}
+        if wanted:
+            a, b = first.run.predictor(wanted[0]), second.run.predictor(wanted[1])
+            return [(shown[(first.label, a)], shown[(second.label, b)])]
+        common = [p for p in first.predictors if p in second.predictors]
+        pairs = [(p, p) for p in common] or list(zip(first.predictors, second.predictors))
+        return [(shown[(first.label, a)], shown[(second.label, b)]) for a, b in pairs]
+    run = view.main.run
+    if wanted:
+        a, b = run.predictor(wanted[0]), run.predictor(wanted[1])
+        if a == b:
+            raise ConfigError(f"--delta {a} {b}: name two different predictors")
+        return [(a, b)]
+    kbs = [p for p in view.predictors if view.sides[p] == "kb"]
+    lms = [p for p in view.predictors if view.sides[p] == "lm"]
+    if kbs and lms:
+        return [(k, m) for k in kbs for m in lms][:4]
+    return [tuple(view.predictors[:2])] if len(view.predictors) >= 2 else []

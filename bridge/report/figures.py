@@ -1,0 +1,258 @@
+"""The report's figures, drawn with matplotlib (Agg) and saved twice: PNG for the page, SVG to zoom.
+
+Each function draws one figure from plain rows and returns the paths it wrote. A predictor has the
+same colour in every figure; panels are one per corpus so numbers over different fact sets never
+share an axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+matplotlib.rcParams.update({"svg.hashsalt": "kbcompare", "font.size": 9, "axes.titlesize": 10,
+                            "axes.spines.top": False, "axes.spines.right": False})
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+DPI = 110
+STAT_TICKS = {"sm": "SM", "om": "OM", "cooc_paragraphs": "co-occ.\nparagraphs", "cooc_sentences": "co-occ.\nsentences",
+              "st": "ST", "swp": "SWP", "socs": "SOCS", "lpfp": "LPFP"}
+MAX_WIDTH = 26.0
+
+
+def colours(predictors: Sequence[str]) -> dict[str, str]:
+    return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(predictors)}
+
+
+def save(fig, out: Path, key: str) -> list[Path]:
+    """PNG and SVG of `fig` under `out`, without timestamps (the same data draws the same files)."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{key}.png", out / f"{key}.svg"]
+    fig.savefig(paths[0], dpi=DPI, metadata={"Software": None})
+    fig.savefig(paths[1], metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    return paths
+
+
+def _row_of_panels(sizes: list[int], per_group: float, height: float):
+    """One panel per corpus side by side, each as wide as its number of groups."""
+    width = max(5.5, min(MAX_WIDTH, 1.2 + 0.9 * len(sizes) + per_group * sum(max(n, 2) for n in sizes)))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(width, height), squeeze=False,
+                             gridspec_kw={"width_ratios": [max(n, 2) for n in sizes]})
+    return fig, list(axes[0])
+
+
+def _short(text: str, limit: int = 26) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _legend(fig, names: list[str], colour: dict[str, str]) -> None:
+    """One legend for a row of panels, in a strip above them (colours are the same in every panel)."""
+    from matplotlib.patches import Patch
+
+    names = list(dict.fromkeys(names))
+    strip = 0.32 / fig.get_figheight()
+    fig.legend(handles=[Patch(color=colour[n], label=n) for n in names], fontsize=8, frameon=False,
+               ncol=min(len(names), 6), loc="upper right", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 1 - strip))
+
+
+def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[str, str], out: Path,
+           key: str = "p_at_k") -> list[Path]:
+    """LAMA Fig. 2: macro P@k against k (log scale), one line per predictor, one panel per corpus."""
+    corpora = list(curves)
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.6 * len(corpora), 3.4), squeeze=False)
+    for ax, corpus in zip(axes[0], corpora):
+        for predictor, points in curves[corpus].items():
+            ks, values = zip(*sorted(points))
+            ax.plot(ks, values, label=predictor, color=colour[predictor], linewidth=1.8)
+        ax.set_xscale("log")
+        top = max(k for points in curves[corpus].values() for k, _ in points)
+        ticks = [k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if k <= top]
+        ax.set_xticks(ticks, [str(k) for k in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("k")
+        ax.set_ylabel("mean P@k (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(corpus)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return save(fig, out, key)
+
+
+def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[str, str], ylabel: str, out: Path,
+                 key: str, labels: dict[str, str] | None = None, ylim: float | None = 100.0) -> list[Path]:
+    """Bars per group (relation, type, kind), predictors side by side, one panel per corpus.
+
+    `panels`: corpus -> group -> predictor -> value, groups in the order to draw.
+    """
+    labels = labels or {}
+    n_pred = max((len({p for v in groups.values() for p in v}) for groups in panels.values()), default=1)
+    long_labels = any(len(labels.get(g, g)) > 6 for groups in panels.values() for g in groups)
+    fig, axes = _row_of_panels([len(g) for g in panels.values()], 0.2 * n_pred + 0.25, 4.4 if long_labels else 3.2)
+    for ax, (corpus, groups) in zip(axes, panels.items()):
+        names = list(dict.fromkeys(p for values in groups.values() for p in values))
+        step = 0.8 / max(len(names), 1)
+        for i, predictor in enumerate(names):
+            xs = [g + (i - (len(names) - 1) / 2) * step for g in range(len(groups))]
+            ys = [values.get(predictor, math.nan) for values in groups.values()]
+            ax.bar(xs, ys, width=step, label=predictor, color=colour[predictor])
+        ax.set_xticks(range(len(groups)))
+        ticks = [_short(f"{g} {labels[g]}" if g in labels else g) for g in groups]
+        ax.set_xticklabels(ticks, rotation=60 if long_labels else 0, ha="right" if long_labels else "center",
+                           fontsize=8)
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        if ylim is not None:
+            ax.set_ylim(0, ylim)
+        ax.set_ylabel(ylabel)
+        ax.set_title(corpus, loc="left")
+        ax.grid(axis="y", alpha=0.3)
+    _legend(fig, [p for groups in panels.values() for v in groups.values() for p in v], colour)
+    return save(fig, out, key)
+
+
+def deltas(panels: dict[str, list[tuple[str, float, float | None]]], baseline: str, other: str, out: Path,
+           key: str, labels: dict[str, str] | None = None) -> list[Path]:
+    """E-BERT Fig. 2: P@1 of `other` minus `baseline` per relation (sorted), with the share of facts whose
+    object name is a substring of the subject name as crosses (top axis)."""
+    labels = labels or {}
+    sizes = [max(len(rows), 2) for rows in panels.values()]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.4, 1.1 * len(sizes) + 0.24 * sum(sizes)), squeeze=False,
+                             gridspec_kw={"height_ratios": sizes})
+    for ax, (corpus, rows) in zip(axes[:, 0], panels.items()):
+        rows = sorted(rows, key=lambda r: r[1])
+        ys = range(len(rows))
+        values = [r[1] for r in rows]
+        ax.barh(ys, values, color=["#2ca02c" if v >= 0 else "#d62728" for v in values], height=0.7)
+        ax.axvline(0, color="#333333", linewidth=0.8)
+        ax.set_yticks(list(ys))
+        ax.set_yticklabels([_short(f"{r[0]} {labels[r[0]]}" if r[0] in labels else r[0]) for r in rows], fontsize=8)
+        ax.set_xlabel(f"P@1 {other} − {baseline} (points)")
+        bound = max([abs(v) for v in values] + [5.0])
+        ax.set_xlim(-bound * 1.08, bound * 1.08)
+        ax.set_title(corpus, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        shares = [(y, r[2]) for y, r in zip(ys, rows) if r[2] is not None]
+        if shares:
+            top = ax.twiny()
+            top.scatter([s for _, s in shares], [y for y, _ in shares], marker="x", color="#333333", s=18,
+                        label="object name in subject name (%)")
+            top.set_xlim(0, 100)
+            top.set_xlabel("× facts whose object name is in the subject name (%)", fontsize=8)
+            top.spines["right"].set_visible(False)
+    fig.tight_layout()
+    return save(fig, out, key)
+
+
+def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | None]]], colour: dict[str, str],
+                     out: Path, key: str = "correlation") -> list[Path]:
+    """LAMA Fig. 3: correlation of per-fact P@1 with each statistic, bars per predictor.
+
+    `panels`: (corpus, method) -> statistic -> predictor -> coefficient (None: undefined, drawn as a gap).
+    """
+    keys = list(panels)
+    corpora = list(dict.fromkeys(c for c, _ in keys))
+    methods = list(dict.fromkeys(m for _, m in keys))
+    fig, axes = plt.subplots(len(corpora), len(methods), figsize=(4.8 * len(methods), 3.0 * len(corpora)),
+                             squeeze=False)
+    for r, corpus in enumerate(corpora):
+        for c, method in enumerate(methods):
+            ax = axes[r][c]
+            stats = panels.get((corpus, method), {})
+            names = list(dict.fromkeys(p for v in stats.values() for p in v))
+            step = 0.8 / max(len(names), 1)
+            for i, predictor in enumerate(names):
+                xs = [s + (i - (len(names) - 1) / 2) * step for s in range(len(stats))]
+                ys = [math.nan if v.get(predictor) is None else v[predictor] for v in stats.values()]
+                ax.bar(xs, ys, width=step, label=predictor, color=colour[predictor])
+            ax.axhline(0, color="#333333", linewidth=0.8)
+            ax.set_xticks(range(len(stats)))
+            ax.set_xticklabels([STAT_TICKS.get(s, s) for s in stats], fontsize=8)
+            ax.set_ylim(-1, 1)
+            ax.set_ylabel(f"{method.capitalize()} r with P@1")
+            ax.set_title(f"{corpus}, {method}")
+            ax.grid(axis="y", alpha=0.3)
+            if names:
+                ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return save(fig, out, key)
+
+
+def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | None]]]], colour: dict[str, str],
+           out: Path, key: str = "cooccurrence_bins") -> list[Path]:
+    """KMIR Fig. 2: P@1 per bin of a count statistic, a line per predictor, facts per bin above the axis.
+
+    `panels`: (corpus, statistic) -> predictor -> [(bin label, facts, P@1 or None)], bins in order.
+    """
+    keys = list(panels)
+    cols = min(2, len(keys))
+    rows_n = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.4 * cols, 3.4 * rows_n), squeeze=False)
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, (corpus, statistic) in zip(axes.flat, keys):
+        lines = panels[(corpus, statistic)]
+        bins = list(dict.fromkeys(b for points in lines.values() for b, _, _ in points))
+        for predictor, points in lines.items():
+            at = {b: (n, v) for b, n, v in points}
+            ys = [math.nan if at.get(b, (0, None))[1] is None else at[b][1] for b in bins]
+            ax.plot(range(len(bins)), ys, marker="o", markersize=3.5, label=predictor, color=colour[predictor])
+        counts = {b: max((n for points in lines.values() for bb, n, _ in points if bb == b), default=0) for b in bins}
+        crowded = len(bins) > 10
+        for x, b in enumerate(bins):
+            if counts[b]:
+                ax.annotate(str(counts[b]), (x, 1.01), xycoords=("data", "axes fraction"), ha="center", va="bottom",
+                            fontsize=6.5, color="#555555", rotation=90 if crowded else 0)
+        ax.set_xticks(range(len(bins)))
+        ax.set_xticklabels(bins, fontsize=7, rotation=45, ha="right")
+        ax.set_ylim(0, 100)
+        ax.set_xlabel(statistic)
+        ax.set_ylabel("P@1 (%)")
+        ax.set_title(f"{corpus}: {statistic} (facts per bin above)", pad=22, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return save(fig, out, key)
+
+
+def rank_boxes(panels: dict[str, dict[str, dict[str, list[float]]]], colour: dict[str, str], out: Path,
+               key: str = "rank_variation", labels: dict[str, str] | None = None) -> list[Path]:
+    """LAMA Fig. 4: distribution of the gold rank over a fact's evidence sentences, per relation and predictor.
+
+    `panels`: corpus -> relation -> predictor -> ranks (log scale; one value per fact: its mean rank).
+    """
+    labels = labels or {}
+    n_pred = max((len({p for v in rels.values() for p in v}) for rels in panels.values()), default=1)
+    fig, axes = _row_of_panels([len(r) for r in panels.values()], 0.3 * n_pred + 0.3, 4.4)
+    for ax, (corpus, rels) in zip(axes, panels.items()):
+        names = list(dict.fromkeys(p for v in rels.values() for p in v))
+        step = 0.8 / max(len(names), 1)
+        for i, predictor in enumerate(names):
+            data = [(g, values[predictor]) for g, values in enumerate(rels.values()) if values.get(predictor)]
+            if not data:
+                continue
+            positions = [g + (i - (len(names) - 1) / 2) * step for g, _ in data]
+            box = ax.boxplot([v for _, v in data], positions=positions, widths=step * 0.85, patch_artist=True,
+                             showfliers=False, manage_ticks=False)
+            for patch in box["boxes"]:
+                patch.set_facecolor(colour[predictor])
+                patch.set_alpha(0.75)
+            for median in box["medians"]:
+                median.set_color("#222222")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(rels)))
+        ax.set_xticklabels([_short(f"{r} {labels[r]}" if r in labels else r) for r in rels], rotation=60, ha="right",
+                           fontsize=8)
+        ax.set_xlim(-0.6, len(rels) - 0.4)
+        ax.set_ylabel("gold rank over evidences")
+        ax.set_title(corpus, loc="left")
+        ax.grid(axis="y", alpha=0.3)
+    _legend(fig, [p for rels in panels.values() for v in rels.values() for p in v], colour)
+    return save(fig, out, key)

@@ -1,0 +1,1 @@
+"""`kbc serve`: the side-by-side explorer (web page and JSON API)."""

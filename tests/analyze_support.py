@@ -1,0 +1,88 @@
+"""A small real run for the analysis tests: freq, retrieval and a tiny BERT (real vocabulary, random
+weights) over a few relations, with a text index over the LAMA evidence paragraphs of those
+relations (built here, in seconds).
+
+    from analyze_support import small_run  # noqa: F401  (pytest finds the fixture by name)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cli_support import run_kbc
+
+RELATIONS = {"trex": ("P463", "P108"), "google_re": ("place_of_death",)}
+
+
+@dataclass
+class SmallRun:
+    run: Path
+    index: Path
+    paragraphs: list
+    facts: dict  # corpus -> facts of RELATIONS
+    argv: list[str]
+    model: Path  # the tiny BERT of the run (predictor `bert`)
+    store: Path
+
+
+def call_kbc(argv: list[str]) -> tuple[int, str]:
+    """(exit status, stdout + stderr) of `kbc ARGV`, for fixtures wider than one test (no capsys)."""
+    import contextlib
+    import io
+
+    from bridge.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    return code, buffer.getvalue()
+
+
+def _subset(corpus, relations):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=corpus.name, facts=[f for f in corpus.facts if f.relation in relations])
+
+
+_BUILT: dict[str, SmallRun] = {}
+
+
+@pytest.fixture(scope="session")
+def small_run(lama_dir, tmp_path_factory) -> SmallRun:
+    """Built once per session, whichever test module asks first (each module imports the fixture)."""
+    if "run" not in _BUILT:
+        _BUILT["run"] = _build(lama_dir, tmp_path_factory)
+    return _BUILT["run"]
+
+
+def _build(lama_dir, tmp_path_factory) -> SmallRun:
+    from eval.lama import load_corpus
+    from kb.text.index import build_index
+    from kb.text.paragraphs import evidence_paragraphs
+
+    root = tmp_path_factory.mktemp("analyze")
+    subsets = [_subset(load_corpus(name, lama_dir, rels), rels) for name, rels in RELATIONS.items()]
+    paragraphs = evidence_paragraphs(subsets)
+    index = root / "index"
+    build_index(paragraphs, "tantivy", index).close()
+    from lm_fixtures import tiny_model_dir
+
+    model = tiny_model_dir("bert-cased", root)
+    run = root / "run"
+    argv = ["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", "retrieval", f"bert={model}",
+            "--relations", *[r for rels in RELATIONS.values() for r in rels], "--limit", "25",
+            "--set", f"retrieval.text_index={index}", "--set", "bert.cache=off", "--store", str(root / "store"),
+            "--data-dir", str(lama_dir),
+            "--out", str(run), "--quiet"]
+    code, err = call_kbc(argv)
+    assert code == 0, err
+    return SmallRun(run, index, paragraphs, {s.name: s.facts for s in subsets}, argv, model, root / "store")
+
+
+__all__ = ["small_run", "run_kbc", "call_kbc", "SmallRun"]

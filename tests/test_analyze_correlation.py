@@ -1,0 +1,68 @@
+"""`kbc analyze correlation`: coefficients equal scipy's on the run's own per-fact table; bins count every fact."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+from analyze_support import call_kbc, small_run  # noqa: F401
+from scipy import stats as sps
+
+
+@pytest.fixture(scope="module")
+def analyzed(small_run):  # noqa: F811
+    code, out = call_kbc(["analyze", "correlation", str(small_run.run), "--index", str(small_run.index), "--quiet"])
+    assert code == 0, out
+    folder = small_run.run / "analysis"
+    rows = json.loads((folder / "correlation.json").read_text())
+    bins = json.loads((folder / "bins.json").read_text())
+    return small_run, out, rows, bins
+
+
+def test_coefficients_equal_scipy_on_the_instances_table(analyzed):
+    small, out, rows, _ = analyzed
+    table = pd.read_parquet(small.run / "instances.parquet")
+    table = table[table["dropped"].isna()]
+    checked = 0
+    for row in rows:
+        mine = table[(table["corpus"] == row["corpus"]) & (table["predictor"] == row["predictor"])]
+        mine = mine[mine[row["statistic"]].notna()]
+        rank = mine[f"rank_{row['setting']}"].astype("Float64")
+        y = ((rank == 1).fillna(False) if row["target"] == "p@1" else (1.0 / rank).fillna(0.0)).astype(float)
+        x = mine[row["statistic"]].astype(float)
+        assert row["n"] == len(mine)
+        if x.nunique() < 2 or y.nunique() < 2:
+            assert row["coefficient"] is None and row["p_value"] is None
+            continue
+        fn = sps.pearsonr if row["method"] == "pearson" else sps.spearmanr
+        r, p = fn(x.to_numpy(), y.to_numpy())
+        assert row["coefficient"] == pytest.approx(float(r), abs=1e-9)
+        assert row["p_value"] == pytest.approx(float(p), rel=1e-6, abs=1e-12)
+        checked += 1
+    assert checked > 50
+    keys = {(r["corpus"], r["predictor"], r["statistic"]) for r in rows}
+    for corpus in ("trex", "google_re"):
+        for predictor in ("freq", "retrieval"):
+            for stat in ("sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp"):
+                assert (corpus, predictor, stat) in keys
+    assert "pearson" in out and "spearman" in out
+
+
+def test_bins_are_log_spaced_and_count_every_answered_fact(analyzed):
+    small, _, _, bins = analyzed
+    table = pd.read_parquet(small.run / "instances.parquet")
+    answered = table[table["dropped"].isna()]
+    for (corpus, predictor, setting, stat), group in pd.DataFrame(bins).groupby(
+            ["corpus", "predictor", "setting", "statistic"]):
+        expected = answered[(answered["corpus"] == corpus) & (answered["predictor"] == predictor)]
+        assert group["n"].sum() == expected[stat].notna().sum()
+        first = group.iloc[0]
+        assert (first["low"], first["high"], first["bin"]) == (0, 0, "0")
+        for _, b in group.iloc[1:].iterrows():
+            assert b["high"] == 2 * b["low"] and math.log2(b["low"]).is_integer()
+        zero = expected[expected[stat] == 0]
+        if len(zero):
+            hit = (zero[f"rank_{setting}"] == 1).fillna(False).mean() * 100
+            assert first["p@1"] == pytest.approx(hit)

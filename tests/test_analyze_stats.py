@@ -1,0 +1,142 @@
+"""Per-fact statistics: co-occurrence counts against a brute-force scan of the paragraphs, the same
+counts from tantivy and the Elasticsearch-API emulator, and the columns joined to `instances.parquet`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from analyze_support import call_kbc, small_run  # noqa: F401
+from test_text_contract import emulator_url  # noqa: F401
+
+from kb.text.analyzer import tokens
+from kb.text.cooccur import ScanIndex, mention_of
+from kb.text.fact_stats import fact_text_stats, sentences
+from kb.text.index import build_index, open_index
+
+STAT_COLUMNS = ["corpus", "uid", "relation", "sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs"]
+
+
+def _twenty(small) -> list:
+    """20 real facts of T-REx and Google-RE."""
+    return small.facts["trex"][::40][:15] + small.facts["google_re"][::100][:5]
+
+
+def _has(toks: list[str], phrase: tuple[str, ...]) -> bool:
+    return any(tuple(toks[i:i + len(phrase)]) == phrase for i in range(len(toks)))
+
+
+def _brute(paragraphs, fact) -> dict:
+    """Scan every paragraph and every sentence of `paragraphs` (pairs of token lists), no index."""
+    a, b = mention_of(fact.subject).token_phrases(), mention_of(fact.object).token_phrases()
+    sm = om = both = sent = 0
+    for toks, sentence_tokens in paragraphs:
+        has_a, has_b = any(_has(toks, x) for x in a), any(_has(toks, x) for x in b)
+        sm, om, both = sm + has_a, om + has_b, both + (has_a and has_b)
+        if has_a and has_b:
+            sent += sum(any(_has(st, x) for x in a) and any(_has(st, x) for x in b) for st in sentence_tokens)
+    return {"sm": sm, "om": om, "cooc_paragraphs": both, "cooc_sentences": sent}
+
+
+def test_counts_equal_a_brute_force_scan_for_20_facts(small_run):  # noqa: F811
+    facts = _twenty(small_run)
+    index = open_index("tantivy", small_run.index)
+    got = fact_text_stats(facts, index)
+    scanned = fact_text_stats(facts, ScanIndex(small_run.paragraphs))
+    assert len(got) == 20
+    tokenized = [(tokens(p.text), [tokens(x) for x in sentences(p.text)]) for p in small_run.paragraphs]
+    for fact, row, scan_row in zip(facts, got, scanned):
+        expected = _brute(tokenized, fact)
+        assert {k: row[k] for k in expected} == expected, fact.uid
+        assert scan_row == row
+    assert sum(r["cooc_paragraphs"] > 0 for r in got) >= 10
+
+
+def test_sentences_split_between_sentences_only():
+    assert sentences("Dante was born in Florence. He died in Ravenna! Was he? 1300 was a year") == [
+        "Dante was born in Florence.", "He died in Ravenna!", "Was he?", "1300 was a year"]
+    assert sentences("The U.S. Army and Mr. Smith left. J. R. R. Tolkien wrote.") == [
+        "The U.S. Army and Mr. Smith left.", "J. R. R. Tolkien wrote."]
+
+
+def test_tantivy_and_the_elasticsearch_emulator_count_the_same(small_run, emulator_url, tmp_path):  # noqa: F811
+    facts = _twenty(small_run)
+    wanted = {f.uid for f in facts}
+    paragraphs = [p for p in small_run.paragraphs if wanted & set(p.facts)]
+    paragraphs += [p for p in small_run.paragraphs if not wanted & set(p.facts)][:80]
+    tantivy = build_index(paragraphs, "tantivy", tmp_path / "t")
+    es = build_index(paragraphs, "elasticsearch", "kbc-fact-stats", es_url=emulator_url)
+    try:
+        a, b = fact_text_stats(facts, tantivy), fact_text_stats(facts, es)
+    finally:
+        es.close()
+    assert a == b
+    assert sum(r["cooc_sentences"] for r in a) > 0
+
+
+def test_missing_elasticsearch_index_says_how_to_build_it(small_run, emulator_url):  # noqa: F811
+    code, out = call_kbc(["analyze", "stats", str(small_run.run), "--backend", "elasticsearch", "--es-url",
+                          emulator_url, "--index", "kbc-no-such-index", "--quiet"])
+    assert code == 2, out
+    assert out.strip().splitlines()[-1].startswith("error: ")
+    assert "kbc index build --out kbc-no-such-index --backend elasticsearch" in out
+
+
+def test_stats_command_writes_the_columns_and_joins_them(small_run, tmp_path):  # noqa: F811
+    code, out = call_kbc(["analyze", "stats", str(small_run.run), "--index", str(small_run.index), "--quiet"])
+    assert code == 0, out
+    assert "facts in" in out and "SOCS left out" in out and "LPFP" not in out
+    stats = pd.read_parquet(small_run.run / "analysis" / "fact_stats.parquet")
+    assert list(stats.columns) == STAT_COLUMNS
+    assert stats["swp"].notna().all() and stats["socs"].isna().all()
+    table = pd.read_parquet(small_run.run / "instances.parquet")
+    for column in (*STAT_COLUMNS[3:], "lpfp"):
+        assert column in table.columns
+    kb = table[table["predictor"].isin(["freq", "retrieval"])]
+    assert kb["lpfp"].isna().all()  # their scores are counts and BM25, not log-probabilities
+    lm = table[(table["predictor"] == "bert") & table["dropped"].isna()]
+    first = lm["answers"].map(lambda a: json.loads(a)[0][1])
+    assert (lm["lpfp"] == first).all() and (lm["lpfp"] < 0).all()
+    row = table[table["uid"] == stats["uid"].iloc[0]].iloc[0]
+    assert row["sm"] == stats["sm"].iloc[0]
+    # the end of every `kbc run` (a rerun included) rewrites the table; the columns stay
+    from bridge.summaries import collect
+
+    collect(small_run.run)
+    assert "cooc_sentences" in pd.read_parquet(small_run.run / "instances.parquet").columns
+
+
+def test_socs_from_a_masked_lms_input_embeddings(small_run, tmp_path):  # noqa: F811
+    from bridge.analysis.stats import InputEmbeddings, cosine
+
+    emb = InputEmbeddings(small_run.model)
+    a, b = emb.vector("Paris"), emb.vector("France")
+    assert cosine(a, a) == pytest.approx(1.0)
+    assert -1.0 <= cosine(a, b) <= 1.0
+    run = tmp_path / "run"
+    shutil.copytree(small_run.run, run)
+    code, out = call_kbc(["analyze", "stats", str(run), "--index", str(small_run.index),
+                          "--embeddings", str(small_run.model), "--quiet"])
+    assert code == 0, out
+    stats = pd.read_parquet(run / "analysis" / "fact_stats.parquet")
+    assert stats["socs"].notna().all() and stats["socs"].between(-1, 1).all()
+    fact = next(f for f in small_run.facts["trex"] if f.uid in set(stats["uid"]))
+    expected = cosine(emb.vector(fact.subject.label), emb.vector(fact.object.label))
+    assert stats.set_index("uid").loc[fact.uid, "socs"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_socs_from_wikipedia2vec_vectors(tmp_path):
+    import numpy as np
+
+    from bridge.analysis.stats import Wikipedia2vecVectors, cosine
+    from lm.entities.embeddings import EntityEmbeddings, save_npz
+
+    words = np.array([[1.0, 0.0], [0.0, 1.0]])
+    entities = np.array([[1.0, 1.0]])
+    save_npz(EntityEmbeddings(["new", "york"], words, ["Paris"], entities, lowercase=True), tmp_path / "w.npz")
+    vectors = Wikipedia2vecVectors(tmp_path / "w.npz")
+    assert cosine(vectors.vector("Paris"), vectors.vector("New York")) == pytest.approx(1.0)
+    assert cosine(vectors.vector("Paris"), vectors.vector("New")) == pytest.approx(2 ** -0.5)
+    assert vectors.vector("Atlantis") is None
