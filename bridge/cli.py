@@ -27,6 +27,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "show": ("bridge.cli_compare:show", "One fact of a run across every predictor: answers and gold ranks."),
     "analyze": ("bridge.cli_analyze:analyze", "Per-fact statistics, correlations and evidence-rank variation."),
     "report": ("bridge.cli_report:report", "One HTML page (and Markdown) with a run's tables and figures."),
+    "serve": ("bridge.cli_serve:serve", "The side-by-side explorer: a web page and JSON API over KBs, LMs and runs."),
 }
 
 

@@ -1,0 +1,151 @@
+"""The FastAPI app: HTML pages and the JSON API over one `Explorer` (and the runs it browses).
+
+Pages and API render the same objects (`sides.answer_many`, `runs.fact_page`). User errors become 4xx
+JSON `{"detail": "..."}` (400 bad input, 404 unknown run or fact). Answering runs on the explorer's
+own thread, whatever thread the request came in on; queries arriving together are answered as one
+batch (`batching.Batcher`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from bridge.serve import runs as run_views
+from bridge.serve.batching import Batcher
+from bridge.serve.explorer import Explorer
+from bridge.serve.runs import Runs
+from bridge.serve.sides import K_MAX, Ask, answer_many, check, suggest
+from eval.errors import KbcError
+
+HERE = Path(__file__).resolve().parent
+
+
+def _detail(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())[1:]) or "request"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
+    app = FastAPI(title="kbcompare explorer", version="1",
+                  description="Every KB and LM answer to one factual query, side by side; and finished runs.")
+    app.state.explorer = explorer
+    app.state.runs = runs or Runs([])
+    batcher = Batcher(explorer, lambda asks: answer_many(explorer, asks))
+    templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html
+    templates.env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    templates.env.filters["short"] = lambda spec: "/".join(str(spec).rstrip("/").split("/")[-2:])
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.exception_handler(KbcError)
+    async def _user_error(request: Request, exc: KbcError):
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(LookupError)
+    async def _not_found(request: Request, exc: LookupError):
+        return JSONResponse({"detail": str(exc.args[0]) if exc.args else "not found"}, status_code=404)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        return JSONResponse({"detail": _detail(exc)}, status_code=422)
+
+    def ask(subject: str, relation: str, cloze: str, k: int) -> dict:
+        checked = check(Ask(subject=subject, relation=relation, cloze=cloze, k=k), explorer)
+        return batcher.ask(checked)
+
+    # --- JSON API -------------------------------------------------------------------------------
+    @app.get("/api/query", summary="Every side's answers to one query")
+    def api_query(subject: str = "", relation: str = "", cloze: str = "", k: int = 10) -> dict:
+        """`subject` + `relation` (a relation id such as P19), or `cloze` with one [MASK]; `k` answers per side."""
+        return ask(subject, relation, cloze, k)
+
+    @app.get("/api/suggest", summary="Subject labels of the gold KB starting with a prefix")
+    def api_suggest(prefix: str = "", limit: int = 10) -> dict:
+        if not 1 <= limit <= 50:
+            raise KbcError(f"limit={limit}: must be between 1 and 50")
+        return {"prefix": prefix, "labels": explorer.call(suggest, explorer, prefix, limit)}
+
+    @app.get("/api/relations", summary="The relations a query can ask")
+    def api_relations() -> dict:
+        return {"corpus": explorer.corpus.name,
+                "relations": [{"id": r.id, "label": r.label, "template": r.template, "type": r.type}
+                              for r in explorer.relations.values()]}
+
+    @app.get("/api/status", summary="What is configured")
+    def api_status() -> dict:
+        return {**explorer.describe(), "runs": list(app.state.runs.runs)}
+
+    @app.get("/api/runs", summary="The runs being browsed")
+    def api_runs() -> dict:
+        return {"runs": app.state.runs.listing()}
+
+    @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
+    def api_run(name: str, setting: str = "raw") -> dict:
+        return run_views.overview(app.state.runs.get(name), _setting(setting))
+
+    @app.get("/api/runs/{name}/facts", summary="One page of a run's facts, filtered by relation and outcome")
+    def api_run_facts(name: str, relation: str = "", outcome: str = "all", a: str = "", b: str = "",
+                      page: int = 1, per_page: int = 50) -> dict:
+        return run_views.fact_page(app.state.runs.get(name), relation or None, outcome, a or None, b or None,
+                                   page, per_page)
+
+    @app.get("/api/runs/{name}/facts/{uid}", summary="One fact of a run across every predictor")
+    def api_run_fact(name: str, uid: str) -> dict:
+        return run_views.fact_detail(app.state.runs.get(name), uid)
+
+    # --- pages ----------------------------------------------------------------------------------
+    def page(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
+        return templates.TemplateResponse(request, template, {"explorer": explorer, "runs": app.state.runs,
+                                                              "k_max": K_MAX, **context}, status_code=status)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: int = 10):
+        form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k}
+        if not (subject or cloze or relation):
+            return page(request, "index.html", form=form, result=None, error=None)
+        try:
+            result = ask(subject, relation, cloze, k)
+        except KbcError as exc:
+            return page(request, "index.html", 400, form=form, result=None, error=str(exc))
+        return page(request, "index.html", form=form, result=result, error=None)
+
+    @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)
+    def runs_page(request: Request):
+        return page(request, "runs.html", listing=app.state.runs.listing())
+
+    @app.get("/runs/{name}", response_class=HTMLResponse, include_in_schema=False)
+    def run_page(request: Request, name: str, relation: str = "", outcome: str = "all", a: str = "",
+                 b: str = "", page_no: int = Query(1, alias="page"), per_page: int = 50,
+                 setting: str = "raw"):
+        loaded = app.state.runs.get(name)
+        filters = {"relation": relation, "outcome": outcome, "a": a, "b": b, "per_page": per_page,
+                   "setting": setting}
+        try:
+            info = run_views.overview(loaded, _setting(setting))
+            facts = run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
+        except KbcError as exc:
+            return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
+                        name=name)
+        return page(request, "run.html", info=info, facts=facts, filters=filters, error=None, name=name)
+
+    @app.get("/runs/{name}/facts/{uid}", response_class=HTMLResponse, include_in_schema=False)
+    def fact_page(request: Request, name: str, uid: str):
+        fact = run_views.fact_detail(app.state.runs.get(name), uid)
+        return page(request, "fact.html", fact=fact, name=name)
+
+    return app
+
+
+def _setting(value: str) -> str:
+    if value not in ("raw", "filtered"):
+        raise KbcError(f"setting={value!r}: use raw or filtered")
+    return value

@@ -1,0 +1,162 @@
+"""What the explorer holds from start-up to shutdown: corpus, graph store, the gold KB and every predictor.
+
+Everything is built once, through the same registry, options and graph store `kbc run` uses, so an
+answer on the page is the answer a run would record. A part that cannot be built is kept as a
+message in its column: the page still serves every other side.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.registry import ENTRIES, PredictorContext
+from bridge.run_config import RunConfig, default_cache_dir, plan_predictors
+from eval.datadir import resolve_data_dir
+from eval.errors import ConfigError, KbcError
+from eval.lama import load_corpus
+from eval.types import Entity, Fact
+from kb.store import GraphStore, open_store
+
+log = logging.getLogger("kbc")
+LM_ENTRIES = ("bert", "ebert", "ebert-concat", "ebert-avg", "ebert-entity", "bert-entity")
+
+
+@dataclass
+class ExplorerConfig:
+    data_dir: str | None = None
+    corpus: str = "trex"
+    relations: list[str] = field(default_factory=list)
+    predictors: list[str] = field(default_factory=list)  # NAME=SPEC or SPEC, as `kbc run --predictors`
+    options: dict[str, str] = field(default_factory=dict)  # --set [NAME.]KEY=VALUE
+    cache_dir: Path | None = None
+    store: str | None = None
+    text_index: str | None = None  # "lama" (the cached evidence index, built on first use) or a tantivy path
+    coherency: str | None = None  # the predictor whose round trip is shown
+    runs: list[Path] = field(default_factory=list)
+    device: str = "cpu"
+    batch_size: int = 32
+
+
+@dataclass
+class Column:
+    """One configured predictor: built (`predictor`) or failed at start-up (`error`)."""
+
+    name: str
+    spec: str
+    kind: str  # "kb" or "lm"
+    predictor: object = None
+    error: str | None = None
+
+
+class Explorer:
+    """Built and asked on one worker thread: the LM result caches (SQLite) and the store stay on the thread
+    that opened them, and queries never interleave inside a predictor."""
+
+    worker: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def start(cls, cfg: ExplorerConfig) -> Explorer:
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbc-serve")
+        try:
+            explorer = worker.submit(cls, cfg).result()
+        except BaseException:
+            worker.shutdown(wait=False)
+            raise
+        explorer.worker = worker
+        return explorer
+
+    def call(self, fn: Callable, *args):
+        """`fn(*args)` on the explorer's thread (directly when it has none)."""
+        return self.submit(fn, *args).result()
+
+    def submit(self, fn: Callable, *args) -> Future:
+        if self.worker is not None:
+            return self.worker.submit(fn, *args)
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+    def __init__(self, cfg: ExplorerConfig) -> None:
+        started = time.perf_counter()
+        self.cfg = cfg
+        self.data_dir = resolve_data_dir(cfg.data_dir)
+        self.cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+        run_cfg = RunConfig(corpora=[cfg.corpus], predictors=list(cfg.predictors), out=Path("."),
+                            data_dir=str(self.data_dir), relations=list(cfg.relations), device=cfg.device,
+                            batch_size=cfg.batch_size, options=dict(cfg.options), cache_dir=self.cache,
+                            store=cfg.store)
+        planned = plan_predictors(run_cfg)
+        names = [p.name for p in planned]
+        if cfg.coherency and cfg.coherency not in names:
+            raise ConfigError(f"--coherency {cfg.coherency}: no predictor of --predictors is named so "
+                              f"(predictors: {', '.join(names) or 'none'})")
+        corpus = load_corpus(cfg.corpus, self.data_dir, cfg.relations or None)
+        self.corpus = corpus
+        self.relations = corpus.relations
+        self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
+        ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
+                               {}, progress=True)
+        from bridge.kb_predictors import make_gold
+
+        self.gold = make_gold("gold", ctx)
+        self.gold_graphs = sorted(self.gold.graphs.values())
+        self.columns: list[Column] = []
+        for p in planned:
+            column = Column(p.name, p.spec, "kb" if p.spec in ENTRIES and p.spec not in LM_ENTRIES else "lm")
+            try:
+                column.predictor = p.factory(p.spec, PredictorContext(
+                    corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
+                    dict(p.options), progress=True))
+            except KbcError as exc:
+                column.error = str(exc)
+                log.warning("predictor %s (%s) not available: %s", p.name, p.spec, exc)
+            self.columns.append(column)
+        self.index = self._open_index(cfg.text_index)
+        self.has_inferred = "inferred" in self.store.graph_names("inferred")
+        self.subjects: dict[str, list[Entity]] = {}  # label -> the corpus's subjects carrying it
+        self.by_subject: dict[str, list[Fact]] = {}  # subject label -> its facts (evidence sentences)
+        for fact in corpus.facts:
+            known = self.subjects.setdefault(fact.subject.label, [])
+            if fact.subject not in known:
+                known.append(fact.subject)
+            self.by_subject.setdefault(fact.subject.label, []).append(fact)
+        self.startup_seconds = round(time.perf_counter() - started, 2)
+
+    def _open_index(self, location: str | None):
+        if not location:
+            return None
+        from kb.text.evidence import evidence_index
+        from kb.text.index import open_index
+
+        if location == "lama":
+            from bridge.text_predictors import EVIDENCE_INDEX
+
+            return evidence_index(self.cache / "index" / EVIDENCE_INDEX, self.data_dir, progress=True)
+        return open_index("tantivy", location)
+
+    def close(self) -> None:
+        def shut() -> None:
+            if self.index is not None:
+                self.index.close()
+            self.store.close()
+
+        self.call(shut)
+        if self.worker is not None:
+            self.worker.shutdown(wait=True)
+            self.worker = None
+
+    def describe(self) -> dict:
+        return {"corpus": self.corpus.name, "relations": len(self.relations), "facts": len(self.corpus.facts),
+                "store": self.store.location, "gold_graphs": len(self.gold_graphs),
+                "inferred": self.has_inferred, "text_index": self.cfg.text_index,
+                "coherency": self.cfg.coherency, "startup_seconds": self.startup_seconds,
+                "predictors": [{"name": c.name, "spec": c.spec, "kind": c.kind, "error": c.error}
+                               for c in self.columns]}

@@ -1,0 +1,223 @@
+"""The run browser: a finished `kbc run` as summary, per-relation scores and a paginated, filterable fact table.
+
+The fact table is the run's `instances.parquet` (built from the prediction files when missing),
+pivoted once per run to one row per fact with each predictor's top answer and whether it was
+right; a page is then a slice of that frame, so 34,039 facts cost one load, not one per request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from bridge.instances import FILENAME, instances_frame
+from bridge.registry import ENTRIES
+from bridge.run_dir import RunDir, did_you_mean, open_run
+from bridge.serve.explorer import LM_ENTRIES
+from eval.errors import ConfigError, DataError
+
+OUTCOMES = ("all", "a-right-b-wrong", "b-right-a-wrong", "both-right", "both-wrong")
+PER_PAGE_MAX = 500
+
+
+def is_kb(spec: str) -> bool:
+    return spec in ENTRIES and spec not in LM_ENTRIES
+
+
+@dataclass
+class LoadedRun:
+    name: str
+    run: RunDir
+    _facts: pd.DataFrame | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def specs(self) -> dict[str, str]:
+        return {name: (ident or {}).get("spec", name)
+                for name, ident in (self.run.config.get("predictor_specs") or {}).items()}
+
+    def sides(self) -> dict[str, str]:
+        specs = self.specs
+        return {p: "kb" if is_kb(specs.get(p, p)) else "lm" for p in self.run.predictors}
+
+    def default_pair(self) -> tuple[str, str]:
+        """A KB predictor and an LM predictor of the run where it has both, else its first two."""
+        sides = self.sides()
+        kb = [p for p, s in sides.items() if s == "kb"]
+        lm = [p for p, s in sides.items() if s == "lm"]
+        preds = self.run.predictors
+        a = kb[0] if kb else preds[0]
+        b = lm[0] if lm else next((p for p in preds if p != a), a)
+        return a, b
+
+    def summary(self) -> list[dict]:
+        path = self.run.path / "summary.json"
+        if not path.exists():
+            return []
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise DataError(f"{path}: not valid JSON ({exc})") from None
+        return rows if isinstance(rows, list) else rows.get("rows", [])
+
+    def facts(self) -> pd.DataFrame:
+        with self._lock:
+            if self._facts is None:
+                self._facts = _pivot(self._instances())
+            return self._facts
+
+    def _instances(self) -> pd.DataFrame:
+        experiment = self.run.config.get("experiment", "lama")
+        if experiment != "lama":
+            raise DataError(f"run {self.name} is a `kbc run {experiment}` run: its scored units are not facts; "
+                            "the fact table reads `kbc run lama` runs (see its summary, or `kbc report`)")
+        path = self.run.path / FILENAME
+        frame = pd.read_parquet(path) if path.exists() else instances_frame(self.run.path)
+        missing = {"corpus", "uid", "predictor", "relation", "top1", "correct_raw"} - set(frame.columns)
+        if missing:
+            raise DataError(f"{path}: not a per-fact table of `kbc run lama` (no {', '.join(sorted(missing))})")
+        return frame
+
+
+def _pivot(long: pd.DataFrame) -> pd.DataFrame:
+    """One row per (corpus, uid): subject, relation, gold, and per predictor `top1:<p>` and `correct:<p>`."""
+    keys = ["corpus", "uid"]
+    if long.empty:
+        return pd.DataFrame(columns=[*keys, "relation", "subject", "gold"])
+    base = long.drop_duplicates(keys)[[*keys, "relation", "subject", "subject_id", "gold", "prompt"]]
+    top = long.pivot_table(index=keys, columns="predictor", values="top1", aggfunc="first", dropna=False)
+    top.columns = [f"top1:{c}" for c in top.columns]
+    right = long.assign(correct=long["correct_raw"].astype("object")).pivot_table(
+        index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
+    right.columns = [f"correct:{c}" for c in right.columns]
+    out = base.set_index(keys).join(top).join(right).reset_index()
+    return out.sort_values(["corpus", "relation", "uid"], kind="stable").reset_index(drop=True)
+
+
+class Runs:
+    def __init__(self, paths: list[Path]) -> None:
+        self.runs: dict[str, LoadedRun] = {}
+        for path in paths:
+            run = open_run(path)
+            name = Path(path).resolve().name
+            if name in self.runs:
+                raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
+            self.runs[name] = LoadedRun(name, run)
+
+    def get(self, name: str) -> LoadedRun:
+        if name not in self.runs:
+            raise LookupError(f"no run {name!r}{did_you_mean(name, list(self.runs))}")
+        return self.runs[name]
+
+    def listing(self) -> list[dict]:
+        return [{"name": n, "path": str(r.run.path), "corpora": r.run.corpora, "predictors": r.run.predictors,
+                 "experiment": r.run.config.get("experiment", "lama")} for n, r in self.runs.items()]
+
+
+def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
+    """The summary table (all facts and relation-type groups) and per-relation scores of one setting.
+
+    Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with."""
+    relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
+    rows = [r for r in loaded.summary() if r.get("setting", setting) == setting and r.get("scope", "own") == "own"]
+    overall = [r for r in rows if r.get("group") not in relations]  # "all" and the relation-type groups
+    per_relation = [r for r in rows if r.get("group") in relations]
+    a, b = loaded.default_pair()
+    groups = [g for g in ("all", "1-1", "N-1", "N-M") if any(r.get("group") == g for r in overall)]
+    table = []  # one row per (corpus, predictor): P@1 per group, then P@10 and MRR over all facts
+    for corpus in loaded.run.corpora:
+        for pred in loaded.run.predictors:
+            mine = {(r.get("metric"), r.get("group")): r for r in overall
+                    if r.get("corpus") == corpus and r.get("predictor") == pred}
+            if not mine:
+                continue
+            facts = mine.get(("p@1", "all"), {}).get("n_facts")
+            table.append({"corpus": corpus, "predictor": pred, "side": loaded.sides().get(pred), "facts": facts,
+                          "p@1": {g: mine.get(("p@1", g), {}).get("value") for g in groups},
+                          "p@10": mine.get(("p@10", "all"), {}).get("value"),
+                          "mrr": mine.get(("mrr", "all"), {}).get("value")})
+    by_relation: dict[tuple[str, str], dict[str, float]] = {}
+    for r in per_relation:
+        if r.get("metric") == "p@1":
+            by_relation.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r.get("value")
+    relation_table = [{"corpus": c, "relation": rel, "p@1": values} for (c, rel), values in sorted(by_relation.items())]
+    return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
+            "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
+            "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
+            "table": table, "relation_table": relation_table,
+            "relations": relations,
+            "outcomes": list(OUTCOMES)}
+
+
+def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,
+              b: str | None = None, page: int = 1, per_page: int = 50) -> dict:
+    """One page of the fact table, filtered by relation and by who was right (A vs B)."""
+    if outcome not in OUTCOMES:
+        raise ConfigError(f"outcome={outcome!r}: use one of {', '.join(OUTCOMES)}")
+    if page < 1:
+        raise ConfigError(f"page={page}: must be at least 1")
+    if not 1 <= per_page <= PER_PAGE_MAX:
+        raise ConfigError(f"per_page={per_page}: must be between 1 and {PER_PAGE_MAX}")
+    default_a, default_b = loaded.default_pair()
+    a = loaded.run.predictor(a) if a else default_a
+    b = loaded.run.predictor(b) if b else default_b
+    frame = loaded.facts()
+    if relation:
+        known = set(frame["relation"].dropna())
+        if relation not in known:
+            raise ConfigError(f"the run has no relation {relation!r}{did_you_mean(relation, sorted(known))}")
+        frame = frame[frame["relation"] == relation]
+    if outcome != "all":
+        ra = frame.get(f"correct:{a}", pd.Series(None, index=frame.index)).astype("object")
+        rb = frame.get(f"correct:{b}", pd.Series(None, index=frame.index)).astype("object")
+        wa, wb = ra.eq(True), rb.eq(True)
+        la, lb = ra.eq(False), rb.eq(False)
+        mask = {"a-right-b-wrong": wa & lb, "b-right-a-wrong": la & wb, "both-right": wa & wb,
+                "both-wrong": la & lb}[outcome]
+        frame = frame[mask]
+    total = len(frame)
+    chunk = frame.iloc[(page - 1) * per_page: page * per_page]
+    preds = loaded.run.predictors
+    rows = []
+    for rec in chunk.to_dict("records"):
+        row = {k: _plain(rec.get(k)) for k in ("corpus", "uid", "relation", "subject", "subject_id", "gold")}
+        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}"))}
+                             for p in preds}
+        rows.append(row)
+    return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
+            "per_page": per_page, "total": total, "pages": max(1, -(-total // per_page)), "predictors": preds,
+            "facts": rows}
+
+
+def fact_detail(loaded: LoadedRun, uid: str) -> dict:
+    """One fact across every predictor of the run (what `kbc show --json` prints)."""
+    from bridge.cli_compare import _fact_json, find_facts
+
+    relation = _relation_of(loaded, uid)
+    found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []
+    if not found:
+        raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}")
+    return _fact_json(loaded.run, found[0])
+
+
+def _relation_of(loaded: LoadedRun, uid: str) -> str | None:
+    frame = loaded.facts()
+    hit = frame.loc[frame["uid"] == uid, "relation"]
+    return str(hit.iloc[0]) if len(hit) else None
+
+
+def _plain(value):
+    if value is None or value is pd.NA:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        return value.item()
+    return value

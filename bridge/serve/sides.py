@@ -1,0 +1,320 @@
+"""Every side's answers to one query, as the JSON objects the page renders and the API returns.
+
+A column is `{"side", "name", "status": "ok" | "not configured" | "not applicable" | "error",
+"message", "answers": [...]}`; answers carry `label`, `score`, `id` and `gold` (whether the gold KB
+holds that answer). One failing side becomes an `error` column; it never fails the whole query.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+import uuid
+from dataclasses import dataclass
+
+from rdflib import RDF, RDFS, Literal
+
+from bridge.serve.explorer import Column, Explorer
+from eval.errors import ConfigError, KbcError
+from eval.lama import MASK
+from eval.types import OBJECT_SLOT, Answer, Entity, Query
+from kb.store import GRAPH_NS, entity_key, graph_iri, relation_iri
+
+log = logging.getLogger("kbc")
+K_MAX = 100
+EVIDENCE_K = 5
+NOT_CONFIGURED = "not configured"
+SENTENCE_CHARS = 240
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One query as the user typed it: subject + relation, or a cloze with one [MASK]."""
+
+    subject: str = ""
+    relation: str = ""
+    cloze: str = ""
+    k: int = 10
+
+
+def check(ask: Ask, explorer: Explorer) -> Ask:
+    """The query cleaned, or a ConfigError naming what is wrong (the API answers it with 400)."""
+    if not 1 <= ask.k <= K_MAX:
+        raise ConfigError(f"k={ask.k}: must be between 1 and {K_MAX}")
+    cloze = ask.cloze.strip()
+    if cloze:
+        if cloze.count(MASK) != 1:
+            raise ConfigError(f"a cloze needs exactly one {MASK} (it has {cloze.count(MASK)}), "
+                              f"e.g. 'Paris is the capital of {MASK} .'")
+        return Ask(cloze=cloze, k=ask.k)
+    subject = ask.subject.strip()
+    if not subject:
+        raise ConfigError("empty subject: type a subject and pick a relation, or write a cloze with [MASK]")
+    if not ask.relation:
+        raise ConfigError("no relation: pick one (e.g. P19) or write a cloze with [MASK]")
+    if ask.relation not in explorer.relations:
+        import difflib
+
+        close = difflib.get_close_matches(ask.relation, explorer.relations, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown relation {ask.relation!r}{hint}")
+    return Ask(subject=subject, relation=ask.relation, k=ask.k)
+
+
+def make_query(ask: Ask, explorer: Explorer) -> Query:
+    uid = f"serve-{uuid.uuid4().hex[:12]}"
+    if ask.cloze:
+        template = ask.cloze.replace(MASK, OBJECT_SLOT)
+        return Query(uid, uid, explorer.corpus.name, "cloze", Entity(""), "object", template)
+    relation = explorer.relations[ask.relation]
+    known = explorer.subjects.get(ask.subject, [Entity(ask.subject)])
+    # an id where the label names exactly one subject of the corpus; else the gold KB merges by label
+    entity = known[0] if len(known) == 1 else Entity(ask.subject)
+    return Query(uid, uid, explorer.corpus.name, ask.relation, entity, "object", relation.template)
+
+
+def _answer(a: Answer, gold: set[str], lowercased: bool = False, prob: bool = False) -> dict:
+    folded = {g.casefold() for g in gold} if lowercased else gold
+    out = {"label": a.label, "score": a.score, "id": a.id,
+           "gold": (a.label.casefold() if lowercased else a.label) in folded}
+    if prob and a.score <= 0:
+        out["probability"] = math.exp(a.score)
+    return out
+
+
+def _column(side: str, name: str, status: str = "ok", message: str = "", answers: list | None = None,
+            **extra) -> dict:
+    return {"side": side, "name": name, "status": status, "message": message, "answers": answers or [], **extra}
+
+
+def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
+    if query.relation == "cloze":
+        return _column("gold", "gold KB", "not applicable", "a cloze has no subject and relation to look up"), set()
+    answers = explorer.gold.answers(query)
+    gold = {a.label for a in answers}
+    graph = explorer.gold.graphs.get(query.relation)
+    message = "" if answers else "the gold KB holds no object for this subject and relation"
+    return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
+                   graph=graph, sparql="SPARQL over the graph " + str(graph)), gold
+
+
+def entity_iris(explorer: Explorer, label: str) -> list[str]:
+    """IRIs carrying `label` in the gold graphs; the label goes into SPARQL only as an escaped literal."""
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
+    if not allowed:
+        return []
+    rows = explorer.store.select(f"SELECT DISTINCT ?e WHERE {{ GRAPH ?g {{ ?e rdfs:label {Literal(label).n3()} }} "
+                                 f"FILTER(?g IN ({allowed})) }}")
+    return sorted(str(e) for (e,) in rows)
+
+
+def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
+    """Subject labels of the gold graphs starting with `prefix` (case-insensitive), shortest first."""
+    prefix = prefix.strip()
+    if not prefix or not explorer.gold_graphs:
+        return []
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
+    rows = explorer.store.select(
+        f"SELECT DISTINCT ?l WHERE {{ GRAPH ?g {{ ?s ?p ?o . ?s rdfs:label ?l }} FILTER(?g IN ({allowed})) "
+        f"FILTER(?p != rdfs:label) FILTER(STRSTARTS(LCASE(STR(?l)), LCASE({Literal(prefix).n3()}))) }} "
+        f"ORDER BY STRLEN(STR(?l)) ?l LIMIT {int(limit)}")
+    return [str(label) for (label,) in rows]
+
+
+INFERRED_QUERY = """
+SELECT DISTINCT ?o ?name ?ol WHERE {{ GRAPH <{prov}> {{
+  ?d <{axiom}> ?a ; <{conclusion}> ?st . ?a <{label}> ?name .
+  ?st <{rdf_subject}> <{subject}> ; <{rdf_predicate}> <{relation}> ; <{rdf_object}> ?o }}
+  OPTIONAL {{ GRAPH ?g {{ ?o <{label}> ?ol }} FILTER(STRSTARTS(STR(?g), "{graph_ns}gold")) }}
+}}
+"""
+
+
+def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
+    if not explorer.has_inferred:
+        return _column("inferred", "inferred graph", NOT_CONFIGURED,
+                       "no inferred graph in the store (build it with `kbc kb infer`)")
+    if query.relation == "cloze":
+        return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
+    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE
+
+    found: dict[str, dict] = {}
+    for iri in entity_iris(explorer, query.known.label):
+        rows = explorer.store.select(INFERRED_QUERY.format(
+            prov=graph_iri(PROVENANCE), axiom=AXIOM, conclusion=CONCLUSION, label=RDFS.label,
+            rdf_subject=RDF.subject, rdf_predicate=RDF.predicate, rdf_object=RDF.object, subject=iri,
+            relation=relation_iri(query.relation), graph_ns=GRAPH_NS))
+        for o, name, o_label in rows:
+            label = str(o_label) if o_label is not None else entity_key(str(o))
+            entry = found.setdefault(label, {**_answer(Answer(label, 1.0, entity_key(str(o))), gold), "axioms": []})
+            if str(name) not in entry["axioms"]:
+                entry["axioms"].append(str(name))
+    answers = sorted(found.values(), key=lambda a: a["label"])
+    return _column("inferred", "inferred graph", "ok", "" if answers else "no derived object for this query", answers)
+
+
+def _sentence(explorer: Explorer, subject: str, obj: str) -> str | None:
+    """An aligned evidence sentence of the subject's facts that names the object (what extraction read)."""
+    for fact in explorer.by_subject.get(subject, []):
+        for ev in fact.evidences:
+            if obj in ev.text:
+                return _window(ev.text, obj)
+    return None
+
+
+def _window(text: str, phrase: str, width: int = SENTENCE_CHARS) -> str:
+    """At most `width` characters of `text` around the first `phrase`."""
+    if len(text) <= width:
+        return text
+    at = text.find(phrase)
+    start = max(0, min(at - width // 2, len(text) - width))
+    return ("…" if start else "") + text[start:start + width] + ("…" if start + width < len(text) else "")
+
+
+def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], ks: list[int],
+                      golds: list[set[str]]) -> list[dict]:
+    """One predictor's column for each of several queries, asked in one `predict` call (one LM batch)."""
+    side = column.kind
+    if column.error:
+        return [_column(side, column.name, "error", column.error, spec=column.spec) for _ in queries]
+    out: list[dict | None] = [None] * len(queries)
+    asked = []
+    for i, query in enumerate(queries):
+        if query.relation == "cloze" and side == "kb":
+            out[i] = _column(side, column.name, "not applicable", "a KB side needs a subject and a relation",
+                             spec=column.spec)
+        else:
+            asked.append(i)
+    if not asked:
+        return out
+    started = time.perf_counter()
+    try:
+        preds = list(column.predictor.predict([queries[i] for i in asked], max(ks[i] for i in asked)))
+    except Exception as exc:  # one broken side must not take the page down
+        if len(asked) > 1:  # one query of the batch may be the cause: ask each alone
+            for i in asked:
+                out[i] = predictor_columns(explorer, column, [queries[i]], [ks[i]], [golds[i]])[0]
+            return out
+        if not isinstance(exc, KbcError):
+            log.exception("predictor %s failed on %d queries", column.name, len(asked))
+        message = str(exc) if isinstance(exc, KbcError) else f"{type(exc).__name__}: {exc}"
+        for i in asked:
+            out[i] = _column(side, column.name, "error", message, spec=column.spec)
+        return out
+    seconds = round(time.perf_counter() - started, 4)
+    for i, pred in zip(asked, preds):
+        answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm") for a in pred.answers[:ks[i]]]
+        if column.spec in ("re-naive", "re-oracle"):
+            for a in answers:
+                a["confidence"] = a["score"]
+                a["sentence"] = _sentence(explorer, queries[i].known.label, a["label"])
+        out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
+                         seconds=seconds, batch=len(asked))
+    return out
+
+
+def _marks(text: str, phrases: dict[str, str]) -> list[dict]:
+    """The text as segments, each phrase occurrence marked with its role (rendered escaped, never as HTML)."""
+    wanted = {p: role for p, role in phrases.items() if p.strip()}
+    if not wanted:
+        return [{"text": text, "mark": None}]
+    pattern = re.compile("|".join(re.escape(p) for p in sorted(wanted, key=len, reverse=True)))
+    out, pos = [], 0
+    for m in pattern.finditer(text):
+        if m.start() > pos:
+            out.append({"text": text[pos:m.start()], "mark": None})
+        out.append({"text": m.group(0), "mark": wanted[m.group(0)]})
+        pos = m.end()
+    if pos < len(text):
+        out.append({"text": text[pos:], "mark": None})
+    return out
+
+
+def evidence_column(explorer: Explorer, query: Query, gold: set[str], columns: list[dict]) -> dict:
+    if explorer.index is None:
+        return _column("evidence", "retrieved evidence", NOT_CONFIGURED,
+                       "no text index (start with --text-index lama or --text-index PATH)")
+    from kb.text.cooccur import Cooccur, mention_of
+    from kb.text.retrieval import retrieval_text
+
+    hits = explorer.index.search(retrieval_text(query), EVIDENCE_K)
+    objects = list(dict.fromkeys([*sorted(gold), *(c["answers"][0]["label"] for c in columns
+                                                   if c["status"] == "ok" and c["answers"])]))[:8]
+    phrases = {o: "object" for o in objects}
+    if query.known.label:
+        phrases[query.known.label] = "subject"
+    paragraphs = [{"title": h.paragraph.title, "score": round(h.score, 3),
+                   "segments": _marks(h.paragraph.text, phrases)} for h in hits]
+    counts = []
+    if query.known.label:
+        cooccur = Cooccur(explorer.index)
+        subject = mention_of(query.known)
+        for o in objects:
+            c = cooccur.pair(subject, mention_of(Entity(o)))
+            counts.append({"subject": query.known.label, "object": o, "gold": o in gold, **c.to_dict()})
+    return _column("evidence", "retrieved evidence", "ok", "" if hits else "no paragraph matches",
+                   paragraphs=paragraphs, cooccurrence=counts)
+
+
+def coherency_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
+    name = explorer.cfg.coherency
+    if not name:
+        return _column("coherency", "coherency round trip", NOT_CONFIGURED,
+                       "start with --coherency NAME to ask one predictor there and back")
+    if query.relation == "cloze":
+        return _column("coherency", name, "not applicable", "a cloze has no subject to ask back for")
+    column = next(c for c in explorer.columns if c.name == name)
+    if column.error:
+        return _column("coherency", name, "error", column.error)
+    predictor = column.predictor
+    (first,) = list(predictor.predict([query], 1))
+    if not first.answers:
+        return _column("coherency", name, "ok", "no object answer to ask back from")
+    obj = first.answers[0]
+    if "subject" not in getattr(predictor, "slots", ("object",)):
+        return _column("coherency", name, "not applicable", f"{name} does not answer subject queries")
+    back = Query(query.uid + "-back", query.fact_uid, query.corpus, query.relation, Entity(obj.label, obj.id),
+                 "subject", query.template)
+    (second,) = list(predictor.predict([back], 1))
+    subject = second.answers[0].label if second.answers else None
+    return _column("coherency", name, "ok", "", object=_answer(obj, gold, first.lowercased),
+                   subject_back=subject, asked_subject=query.known.label,
+                   coherent=obj.label in gold and subject == query.known.label,
+                   round_trip=subject == query.known.label)
+
+
+def answer(explorer: Explorer, ask: Ask) -> dict:
+    """Every side's answers to one (checked) query."""
+    return answer_many(explorer, [ask])[0]
+
+
+def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
+    """Every side's answers to each of several (checked) queries; each predictor is asked once for all."""
+    started = time.perf_counter()
+    queries = [make_query(ask, explorer) for ask in asks]
+    firsts = [gold_column(explorer, q) for q in queries]
+    golds = [gold for _, gold in firsts]
+    by_column = [predictor_columns(explorer, c, queries, [a.k for a in asks], golds) for c in explorer.columns]
+    out = []
+    for i, (ask, query) in enumerate(zip(asks, queries)):
+        gold_col, gold = firsts[i]
+        columns = [gold_col, inferred_column(explorer, query, gold), *(cols[i] for cols in by_column)]
+        relation = explorer.relations.get(query.relation)
+        out.append({
+            "query": {"subject": ask.subject or None, "relation": ask.relation or None, "cloze": ask.cloze or None,
+                      "k": ask.k, "relation_label": relation.label if relation else None,
+                      "template": query.template, "prompt": query.text(MASK)},
+            "subject": {"label": query.known.label, "id": query.known.id,
+                        "ids": [e.id for e in explorer.subjects.get(query.known.label, []) if e.id]},
+            "gold": sorted(gold),
+            "columns": columns,
+            "evidence": evidence_column(explorer, query, gold, columns),
+            "coherency": coherency_column(explorer, query, gold),
+            "batch": len(asks),
+        })
+    seconds = round(time.perf_counter() - started, 4)
+    for body in out:
+        body["seconds"] = seconds
+    return out

@@ -1,0 +1,77 @@
+"""Session fixtures of the explorer tests: one explorer (gold KB, Freq, a tiny BERT) and one real run.
+
+The explorer asks T-REx P19 and P36 (two relations keep start-up short); the run is a real
+`kbc run lama` of Freq, the gold KB and the same tiny BERT over a sample of the same relations.
+Test modules import these fixtures by name; pytest registers them once per module, so what is
+costly is built once per session here (`_once`) and shared by every module that asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import lm_fixtures
+import pytest
+
+RELATIONS = ["P19", "P36"]
+_BUILT: dict[str, object] = {}
+
+
+def _once(request, key: str, make: Callable[[], object], close: Callable[[object], None] | None = None):
+    if key not in _BUILT:
+        _BUILT[key] = make()
+        if close is not None:
+            request.session.addfinalizer(lambda: close(_BUILT.pop(key)))
+    return _BUILT[key]
+
+
+def _tiny_bert(request) -> str:
+    def make():
+        return str(lm_fixtures.tiny_model_dir("bert-cased", request.getfixturevalue("tmp_path_factory").mktemp("tb")))
+
+    return _once(request, "tiny-bert", make)
+
+
+@pytest.fixture(scope="session")
+def serve_explorer(request, lama_dir, tmp_path_factory):
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+
+    def make():
+        cfg = ExplorerConfig(data_dir=str(lama_dir), relations=RELATIONS, coherency="freq",
+                             cache_dir=tmp_path_factory.mktemp("serve-cache"),
+                             predictors=["freq", f"bert={_tiny_bert(request)}"])
+        return Explorer.start(cfg)
+
+    return _once(request, "explorer", make, lambda e: e.close())
+
+
+@pytest.fixture(scope="session")
+def serve_run(request, lama_dir, tmp_path_factory):
+    """Its own cache: the explorer holds the lock of its graph store while it serves."""
+    from bridge.runner import RunConfig, run_lama
+
+    def make():
+        root = tmp_path_factory.mktemp("serve-run")
+        out = root / "lama-small"
+        cfg = RunConfig(corpora=["trex"], predictors=["freq", "gold", f"bert={_tiny_bert(request)}"], out=out,
+                        data_dir=str(lama_dir), relations=RELATIONS, limit=60, cache_dir=root / "cache")
+        run_lama(cfg, progress=False)
+        return out
+
+    return _once(request, "run", make)
+
+
+@pytest.fixture(scope="session")
+def serve_app(serve_explorer, serve_run):
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    return create_app(serve_explorer, Runs([serve_run]))
+
+
+@pytest.fixture(scope="session")
+def client(serve_app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(serve_app) as c:
+        yield c

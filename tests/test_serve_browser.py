@@ -1,0 +1,113 @@
+"""The explorer in a real browser: headless Chromium (Debian's, driven by Playwright) asks a query,
+reads the rendered columns, and filters a run. Fails, never skips, when the browser is missing."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import serve_support
+
+from eval.lama import load_corpus
+
+# the session fixtures shared by the explorer tests
+client = serve_support.client
+serve_app = serve_support.serve_app
+serve_explorer = serve_support.serve_explorer
+serve_run = serve_support.serve_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def base_url(serve_app):
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(serve_app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver "
+                    "(apt-get install -y chromium chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def test_side_by_side_page(browser, base_url, lama_dir, tmp_path):
+    facts = load_corpus("trex", lama_dir, ["P19"]).facts
+    counts = Counter(f.subject.label for f in facts)
+    fact = next(f for f in facts if counts[f.subject.label] == 1 and len(f.subject.label) > 6)
+    top = Counter(f.object.label for f in facts).most_common(1)[0][0]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(base_url + "/")
+    page.fill("#subject", fact.subject.label[:5])
+    page.wait_for_function("document.querySelectorAll('#subject-suggestions option').length > 0", timeout=10_000)
+    options = page.eval_on_selector_all("#subject-suggestions option", "els => els.map(e => e.value)")
+    assert all(o.lower().startswith(fact.subject.label[:5].lower()) for o in options)
+    page.fill("#subject", fact.subject.label)
+    page.select_option("#relation", "P19")
+    page.fill("#k", "5")
+    page.click("#go")
+    page.wait_for_selector("#result")
+    assert page.inner_text("#prompt") == f"{fact.subject.label} was born in [MASK] ."
+    gold = page.locator('.column[data-name="gold KB"] li')
+    assert gold.count() == 1 and fact.object.label in gold.first.inner_text() and "gold" in gold.first.inner_text()
+    assert page.locator('.column[data-name="freq"] li .label').first.inner_text() == top
+    assert page.locator('.column[data-name="bert"] li').count() == 5
+    assert page.locator('.column[data-name="bert"]').get_attribute("data-status") == "ok"
+    assert "not configured" in page.inner_text('.column[data-name="inferred graph"]')
+    assert f"subject={fact.subject.label.split()[0]}" in page.url  # the view is its URL
+    shot = tmp_path / "serve.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    again = browser.new_page()
+    again.goto(page.url)  # a shared URL renders the same view
+    assert again.locator('.column[data-name="gold KB"] li').first.inner_text() == gold.first.inner_text()
+
+
+def test_run_page_filters(browser, base_url, serve_run):
+    frame = pd.read_parquet(serve_run / "instances.parquet")
+    right = frame[frame["relation"] == "P36"].pivot_table(index="uid", columns="predictor", values="correct_raw",
+                                                          aggfunc="first")
+    expected = int(((right["gold"] == True) & (right["bert"] == False)).sum())  # noqa: E712
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(base_url + "/runs/lama-small")
+    assert page.locator("#summary tr").count() > 1
+    page.select_option("#f-relation", "P36")
+    page.select_option("#f-a", "gold")
+    page.select_option("#f-b", "bert")
+    page.select_option("#f-outcome", "a-right-b-wrong")
+    page.click("#f-go")
+    page.wait_for_url("**outcome=a-right-b-wrong**")
+    assert page.inner_text("#fact-count").startswith(f"{expected} facts")
+    rows = page.locator("#facts tr[data-relation]")
+    assert rows.count() == min(expected, 50) and expected > 0
+    assert set(rows.evaluate_all("rs => rs.map(r => r.dataset.relation)")) == {"P36"}
+    rows.first.locator("td a").first.click()
+    page.wait_for_selector("#result")
+    assert "[MASK]" in page.inner_text("#prompt")

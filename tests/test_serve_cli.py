@@ -1,0 +1,61 @@
+"""`kbc serve` as a user starts it: prints the URL, answers, stops cleanly on Ctrl-C; bad options exit 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+from cli_support import run_kbc
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_starts_prints_the_url_and_stops_on_ctrl_c(lama_dir, tmp_path):
+    port = _port()
+    env = {**os.environ, "KBC_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--data-dir",
+                             str(lama_dir), "--relations", "P36", "--predictors", "freq"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(f"open http://127.0.0.1:{port}/"), (line, proc.stderr.read() if proc.poll() else "")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=5).json()
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        assert status["relations"] == 1 and [p["name"] for p in status["predictors"]] == ["freq"]
+        body = httpx.get(f"http://127.0.0.1:{port}/api/query", params={"subject": "France", "relation": "P36"}).json()
+        assert body["gold"] == ["Paris"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, proc.stderr.read()
+    assert "Traceback" not in proc.stderr.read()
+
+
+def test_serve_rejects_bad_options_with_one_line(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    for argv, needle in ((["--coherency", "nobody", "--predictors", "freq"], "--coherency nobody"),
+                         (["--relations", "P999"], "unknown relation id(s) P999"),
+                         (["--run", str(tmp_path / "missing")], "does not exist"),
+                         (["--predictors", "frq"], "did you mean 'freq'")):
+        code, out, err = run_kbc(["serve", "--data-dir", str(lama_dir), *argv], capsys)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
