@@ -5,12 +5,16 @@ with the real gpt2 tokenizer (speed does not depend on the weights). Queries: T-
 uniformly at random (seeded), each ranking every object of its relation in the corpus, as
 `kbc run lama` does. Both scoring paths get the same sentences, result cache off:
   full_sentence: every candidate sentence run whole (batched by length);
-  prefix_cache:  the query's shared token prefix run once, candidates continue from its keys/values.
+  prefix_cache:  the query's shared token prefix run once, the candidates (and any text after the slot)
+                 as a token tree on it, in one attention-masked pass (see `lm.causal`).
 Two prompt kinds: LAMA's templates (text after the slot: "[X] was born in [Y] .") and the coherency
 paper's extended ones (the entity at the very end). max_abs_diff is the largest difference of a
-sentence log-likelihood between the paths. The paths run alternately, query by query, for
-`--repeat` rounds, and each keeps its fastest time per query (shared cores drift). Because the
-queries are a uniform sample, time per query x 34,039 estimates full T-REx typed querying here.
+sentence log-likelihood between the paths. Exact scoring cannot run fewer tokens than the prefix
+plus the tree nodes that have children, and every token costs the same model pass on either path:
+"tokens run" (stderr) is that ratio, which bounds the speedup. The paths run alternately, query by
+query, for `--repeat` rounds, and each keeps its fastest time per query (shared cores drift).
+Because the queries are a uniform sample, time per query x 34,039 estimates full T-REx typed
+querying here.
 
     python bench/causal_typed.py [--n 8] [--repeat 2] [--threads N] [--seed 0] [--batch-size 32]
 

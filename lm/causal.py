@@ -5,20 +5,25 @@ sentence is scored by its log-likelihood, sum over tokens of log p(token | BOS, 
 Candidates may span several tokens; the most likely sentence gives the answer. Both slots can be
 asked: object queries rank the relation's objects, subject queries its subjects.
 
-Shared prefix: the sentences of one query differ only from the slot on, so the tokens before it
-are run once and every candidate continues from their cached keys and values
-(`past_key_values`). The prefix is found on token ids: each sentence is tokenized whole (BPE
-merges across the slot boundary stay as the model sees them) and the prefix is the longest run
-of ids all of the query's sentences share. A sentence's log-likelihood is then the prefix's own
-log-likelihood, plus its first token after the prefix read from the prefix's last position,
-plus the rest from one batched pass over the continuations. This equals scoring each sentence
-whole (float32: within 1e-4, `tests/test_causal_prefix.py`) while running the model over a
-fraction of the tokens. Models whose cache cannot be reused that way fall back to whole sentences.
+Shared prefix: the sentences of one query differ only from the slot on. The prefix is found on
+token ids: each sentence is tokenized whole (BPE merges across the slot boundary stay as the model
+sees them) and the prefix is the longest run of ids all of the query's sentences share. What follows
+it (the candidate and any text after the slot) forms a token tree: candidates sharing leading tokens
+share those nodes. The prefix and the tree's nodes that have children run as one sequence, with a
+4-D attention mask under which a node sees the prefix and its own ancestors only and a position id
+equal to its place in the whole sentence, so each node's hidden state is the one it has in its own
+sentence; logits are computed only where a next token is read. Several queries' prefixes and trees
+are packed into the rows of one pass (a tree too long for a row is split, the later part repeating
+the prefix and the ancestors it needs). A sentence's log-likelihood is the prefix's own, plus its
+first token after the prefix read from the prefix's last position, plus one read per tree edge on
+its path. This equals scoring each sentence whole (float32: within 1e-4, `tests/test_causal_prefix.py`)
+while running the model over a fraction of the tokens. Models that do not honour such masks and
+position ids fall back to whole sentences (checked against them when the scorer is built).
 
 `prompt=extended` (the paper's templates for autoregressive models, "extended so that the
 entity appears at the very end"): object queries use `template_obj` ("[X] was born in [Y]"),
-subject queries `template_sub` ("[Y] is the birth place of [X]"); then a one-token candidate needs
-no model pass of its own.
+subject queries `template_sub` ("[Y] is the birth place of [X]"); then a one-token candidate is a
+leaf of the tree and is read from the prefix's last position alone.
 
 Every candidate is scored, so `Query.targets` get exact ranks (`Prediction.target_ranks`). Ties
 follow `eval.metrics`: equal log-likelihoods are ordered by candidate order (the relation's
@@ -41,8 +46,8 @@ from lm.cache import ResultCache
 
 NOT_IN_SET = "object is not in the candidate set"
 SUBJECT_NOT_IN_SET = "subject is not in the candidate set"
-CONTINUATION_TOKENS = 512  # candidate tokens per continuation pass (bounds the [tokens, vocab] logits)
-PREFIX_TOKENS = 2048  # prefix tokens per prefix pass (long evidence contexts get fewer groups per pass)
+ROW_TOKENS = 256  # tokens per packed row: attention within a row costs its length squared
+FORWARD_TOKENS = 1024  # tokens per pass: bounds the [tokens, vocab] logits, amortises reading the weights
 CHECK_TEXTS = ("Paris is the capital of France .", "Paris is the capital of Ulaanbaatar Province .",
                "Paris is the capital of")
 
@@ -134,109 +139,89 @@ class CausalLMScorer:
         return out
 
     def _run_shared(self, groups: list[list[str]]) -> dict[str, tuple[float, int]]:
-        """Prefix passes (groups batched), then continuation passes (candidates batched) on the cached prefix."""
-        import torch
-
+        """Each group's prefix and candidate token tree, packed into rows of one attention-masked pass."""
         out: dict[str, tuple[float, int]] = {}
-        texts: list[list[str]] = []
-        encoded: list[list[list[int]]] = []
+        jobs: list[tuple[list[str], list[list[int]]]] = []
         for group in groups:
             rows = [(t, ids) for t, ids in zip(group, self.encode(group))]
             out.update({t: (0.0, 0) for t, ids in rows if len(ids) <= 1})  # BOS alone: nothing to predict
             rows = [(t, ids) for t, ids in rows if len(ids) > 1]
             if rows and _shared_length([ids for _, ids in rows]) == 0:
-                rows_split = [[row] for row in rows]  # no BOS and different first tokens: nothing is shared
+                parts = [[row] for row in rows]  # no BOS and different first tokens: nothing is shared
             else:
-                rows_split = [rows] if rows else []
-            for part in rows_split:
-                texts.append([t for t, _ in part])
-                encoded.append([ids for _, ids in part])
-        groups = texts
-        prefix_len = [_shared_length(ids) for ids in encoded]
+                parts = [rows] if rows else []
+            jobs.extend(([t for t, _ in part], [ids for _, ids in part]) for part in parts)
+        trees = [_Tree(ids) for _, ids in jobs]
+        segments = [seg for q, tree in enumerate(trees) for seg in tree.segments(q)]
+        packed: list[list[_Segment]] = []
+        for seg in segments:  # several short segments share a row: little padding
+            if packed and sum(len(s.ids) for s in packed[-1]) + len(seg.ids) <= ROW_TOKENS:
+                packed[-1].append(seg)
+            else:
+                packed.append([seg])
+        import torch
+
         with torch.inference_mode():
-            order = sorted(range(len(groups)), key=lambda g: prefix_len[g])  # similar lengths: little padding
-            members: list[int] = []
-            for g in order:
-                if members and (len(members) >= self.batch_size or (len(members) + 1) * prefix_len[g] > PREFIX_TOKENS):
-                    self._score_block(members, groups, encoded, prefix_len, out)
-                    members = []
-                members.append(g)
-            if members:
-                self._score_block(members, groups, encoded, prefix_len, out)
+            batch: list[list[_Segment]] = []
+            for row in packed:
+                width = max([sum(len(s.ids) for s in r) for r in batch + [row]])
+                if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * width > FORWARD_TOKENS):
+                    self._forward(batch, trees)
+                    batch = []
+                batch.append(row)
+            if batch:
+                self._forward(batch, trees)
+        for (texts, ids), tree in zip(jobs, trees):
+            for text, row in zip(texts, ids):
+                out[text] = (tree.loglik(row), len(row) - 1)
         return out
 
-    def _score_block(self, members: list[int], groups: list[list[str]], encoded: list[list[list[int]]],
-                     prefix_len: list[int], out: dict[str, tuple[float, int]]) -> None:
+    def _forward(self, rows: list[list[_Segment]], trees: list[_Tree]) -> None:
+        """One pass over packed segments; each token sees its own prefix and tree ancestors only."""
         import torch
 
+        width = max(sum(len(s.ids) for s in row) for row in rows)
+        n = len(rows)
+        input_ids = np.full((n, width), self.pad_id, dtype=np.int64)
+        positions = np.zeros((n, width), dtype=np.int64)
+        allowed = np.zeros((n, width, width), dtype=bool)
+        keep = np.zeros((n, width), dtype=bool)
+        reads: list[tuple[int, int, int, _Segment, int]] = []  # (row, position, target, segment, read index)
+        for r, row in enumerate(rows):
+            at = 0
+            for seg in row:
+                k = len(seg.ids)
+                input_ids[r, at:at + k] = seg.ids
+                positions[r, at:at + k] = seg.positions
+                allowed[r, at:at + k, at:at + k] = seg.mask()
+                for i, (local, target) in enumerate(seg.reads):
+                    keep[r, at + local] = True
+                    reads.append((r, at + local, target, seg, i))
+                at += k
+            allowed[r, np.arange(at, width), np.arange(at, width)] = True  # padding sees itself: no empty softmax
         dev = self.device
-        width = max(prefix_len[g] for g in members)
-        prefix_ids = torch.full((len(members), width), self.pad_id, dtype=torch.long)
-        prefix_mask = torch.zeros((len(members), width), dtype=torch.long)
-        for j, g in enumerate(members):
-            prefix_ids[j, :prefix_len[g]] = torch.tensor(encoded[g][0][:prefix_len[g]])
-            prefix_mask[j, :prefix_len[g]] = 1
+        dtype = next(self.model.parameters()).dtype
+        mask = torch.zeros((n, 1, width, width), dtype=dtype)
+        mask.masked_fill_(~torch.from_numpy(allowed).unsqueeze(1), torch.finfo(dtype).min)
+        keep_t = torch.from_numpy(keep).to(dev)
         self.forward_calls += 1
-        self.tokens_run += int(prefix_mask.sum())
-        result = self.model(input_ids=prefix_ids.to(dev), attention_mask=prefix_mask.to(dev), use_cache=True)
-        logits = result.logits.float()
-        norm = torch.logsumexp(logits, dim=-1)  # log-softmax where it is read, not over the whole [B, T, V]
-        past = [(layer.keys, layer.values) for layer in result.past_key_values.layers]
-        head = logits[:, :-1].gather(-1, prefix_ids[:, 1:].to(dev).unsqueeze(-1)).squeeze(-1) - norm[:, :-1]
-        head_ll = (head * prefix_mask[:, 1:].to(dev)).sum(dim=1).cpu().tolist()
-        at = (torch.arange(len(members)), torch.tensor([prefix_len[g] - 1 for g in members]))
-        last = logits[at] - norm[at].unsqueeze(-1)
-        rows: list[tuple[int, str, list[int]]] = []  # (block row, text, continuation ids)
-        for j, g in enumerate(members):
-            p = prefix_len[g]
-            firsts = last[j, torch.tensor([ids[p] for ids in encoded[g]])].cpu().tolist()
-            for text, ids, first in zip(groups[g], encoded[g], firsts):
-                out[text] = (head_ll[j] + first, len(ids) - 1)
-                if len(ids) - p > 1:
-                    rows.append((j, text, ids[p:]))
-        by_width: dict[int, list[tuple[int, str, list[int]]]] = {}
-        for row in rows:  # one width per pass: padding would cost as much as real tokens
-            by_width.setdefault(len(row[2]) - 1, []).append(row)
-        lengths = [prefix_len[g] for g in members]
-        for width, same in sorted(by_width.items()):
-            step = max(1, CONTINUATION_TOKENS // width)
-            for start in range(0, len(same), step):
-                self._continue(same[start:start + step], past, prefix_mask, lengths, out)
-
-    def _continue(self, batch: list[tuple[int, str, list[int]]], past: list, prefix_mask, prefix_len: list[int],
-                  out: dict[str, tuple[float, int]]) -> None:
-        """Adds log p(continuation tokens after the first) to `out` for each row, from the cached prefix."""
-        import torch
-        from transformers import DynamicCache
-
-        dev = self.device
-        width = max(len(ids) for _, _, ids in batch) - 1
-        n = len(batch)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        targets = torch.full((n, width), self.pad_id, dtype=torch.long)
-        valid = torch.zeros((n, width), dtype=torch.long)
-        positions = torch.zeros((n, width), dtype=torch.long)
-        for i, (j, _, ids) in enumerate(batch):
-            k = len(ids) - 1
-            input_ids[i, :k] = torch.tensor(ids[:-1])
-            targets[i, :k] = torch.tensor(ids[1:])
-            valid[i, :k] = 1
-            positions[i] = prefix_len[j] + torch.arange(width)
-        index = torch.tensor([j for j, _, _ in batch], device=dev)
-        cache = DynamicCache(ddp_cache_data=[(k.index_select(0, index), v.index_select(0, index)) for k, v in past])
-        attention = torch.cat([prefix_mask.to(dev).index_select(0, index), valid.to(dev)], dim=1)
-        self.forward_calls += 1
-        self.tokens_run += int(valid.sum())
-        logits = self.model(input_ids=input_ids.to(dev), attention_mask=attention, position_ids=positions.to(dev),
-                            past_key_values=cache, use_cache=True).logits.float()
-        picked = logits.gather(-1, targets.to(dev).unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-        tok = picked * valid.to(dev)
-        for (_, text, _), extra in zip(batch, tok.sum(dim=1).cpu().tolist()):
-            ll, n_tok = out[text]
-            out[text] = (ll + extra, n_tok)
+        self.tokens_run += sum(len(s.ids) for row in rows for s in row)
+        logits = self.model(input_ids=torch.from_numpy(input_ids).to(dev), attention_mask=mask.to(dev),
+                            position_ids=torch.from_numpy(positions).to(dev), logits_to_keep=keep_t,
+                            use_cache=False).logits
+        if logits.dim() == 3:  # the model ignored logits_to_keep
+            logits = logits[keep_t]
+        logits = logits.float()
+        flat = np.cumsum(keep.reshape(-1)) - 1  # row-major index among the kept positions
+        rows_at = torch.tensor([flat[r * width + p] for r, p, _, _, _ in reads], device=dev)
+        targets = torch.tensor([t for _, _, t, _, _ in reads], device=dev)
+        picked = (logits[rows_at, targets] - torch.logsumexp(logits, dim=-1)[rows_at]).cpu().tolist()
+        for (_, _, _, seg, i), value in zip(reads, picked):
+            trees[seg.query].store(seg.keys[i], value)
 
     def _shared_prefix_agrees(self) -> bool:
-        """Whether this model's cache can be continued as `_run_shared` does (checked against whole sentences)."""
+        """Whether this model honours the tree masks and position ids of `_run_shared` (checked against whole
+        sentences)."""
         try:
             import torch
 
@@ -277,6 +262,86 @@ def _shared_length(ids: Sequence[Sequence[int]]) -> int:
     while n < shortest - 1 and all(row[n] == first[n] for row in ids):
         n += 1
     return n if n or len(ids) > 1 else shortest - 1
+
+
+class _Segment:
+    """A query's prefix and some of its tree nodes, as one stretch of a packed row."""
+
+    __slots__ = ("query", "prefix", "ids", "positions", "parents", "reads", "keys")
+
+    def __init__(self, query: int, prefix: list[int]) -> None:
+        self.query = query
+        self.prefix = len(prefix)
+        self.ids = list(prefix)
+        self.positions = list(range(len(prefix)))
+        self.parents = list(range(-1, len(prefix) - 1))
+        self.reads: list[tuple[int, int]] = []  # (local position, token whose log-probability is read there)
+        self.keys: list[tuple | None] = []  # what each read is stored under in the query's tree (None: the prefix)
+
+    def add(self, node: tuple[int, ...], parent: int, targets: Sequence[int] = ()) -> int:
+        self.ids.append(node[-1])
+        self.positions.append(self.prefix + len(node) - 1)  # where the token sits in the whole sentence
+        self.parents.append(parent)
+        at = len(self.ids) - 1
+        self.reads.extend((at, t) for t in targets)
+        self.keys.extend((node, t) for t in targets)
+        return at
+
+    def mask(self) -> np.ndarray:
+        """Causal over the prefix; a tree node sees the prefix, its ancestors and itself (its own sentence)."""
+        n, p = len(self.ids), self.prefix
+        out = np.zeros((n, n), dtype=bool)
+        out[:p, :p] = np.tril(np.ones((p, p), dtype=bool))
+        for i in range(p, n):
+            out[i] = out[self.parents[i]]
+            out[i, i] = True
+        return out
+
+
+class _Tree:
+    """One query's sentences: their shared token prefix, then a trie of what follows it (candidate and any text
+    after the slot). Candidates sharing leading tokens share those nodes; only nodes with children are run."""
+
+    def __init__(self, ids: Sequence[Sequence[int]]) -> None:
+        self.p = _shared_length(ids)
+        self.prefix = list(ids[0][:self.p])
+        self.children: dict[tuple[int, ...], dict[int, None]] = {}
+        for row in ids:
+            cont = tuple(row[self.p:])
+            for d in range(len(cont)):
+                self.children.setdefault(cont[:d], {})[cont[d]] = None
+        self.head = 0.0  # the prefix's own log-likelihood
+        self.values: dict[tuple, float] = {}  # (node, next token) -> log p(next token | prefix, node)
+
+    def segments(self, query: int) -> list[_Segment]:
+        """The prefix with all nodes, split where a row would grow past ROW_TOKENS (a later segment repeats
+        the prefix and the ancestors it needs, reading nothing from them)."""
+        p = self.p
+        cap = max(ROW_TOKENS - p, p)
+        seg = _Segment(query, self.prefix)
+        seg.reads = [(i, self.prefix[i + 1]) for i in range(p - 1)] + [(p - 1, t) for t in self.children[()]]
+        seg.keys = [None] * (p - 1) + [((), t) for t in self.children[()]]
+        out, local = [seg], {}
+        for node in sorted(n for n in self.children if n):  # preorder: parents first
+            missing = [node[:d] for d in range(1, len(node)) if node[:d] not in local]
+            if len(seg.ids) - p + len(missing) + 1 > cap and len(seg.ids) > p:
+                seg, local = _Segment(query, self.prefix), {}
+                out.append(seg)
+                missing = [node[:d] for d in range(1, len(node))]
+            for anc in missing:
+                local[anc] = seg.add(anc, local.get(anc[:-1], p - 1))
+            local[node] = seg.add(node, local.get(node[:-1], p - 1), list(self.children[node]))
+        return out
+
+    def store(self, key: tuple | None, value: float) -> None:
+        if key is None:
+            self.head += value
+        else:
+            self.values[key] = value
+
+    def loglik(self, ids: Sequence[int]) -> float:
+        cont = tuple(ids[self.p:])
+        return self.head + sum(self.values[(cont[:d], cont[d])] for d in range(len(cont)))
 
 
 def read_extended_templates(path: str | Path) -> dict[tuple[str, str], str]:

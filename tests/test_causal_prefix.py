@@ -60,6 +60,43 @@ def test_shared_prefix_equals_whole_sentences(gpt2, whole, batch_size):
     assert shared.tokens_run < full_tokens / 2
 
 
+TREE_NAMES = ["New", "New York", "New York City", "New York Mills", "New Zealand", "Newark", "Saint",
+              "Saint-Denis", "Saint-Denis, Réunion", "Florence"]
+TREE_TEMPLATES = [
+    "[X] was born in [Y] .",  # LAMA: text after the slot
+    "[X] was born in [Y], Italy .",  # several tokens after the slot
+    "[X] was born in [Y]",  # extended (coherency): the entity at the very end
+    "[Y] is the birth place of [X]",  # extended, subject slot
+]
+
+
+@pytest.mark.parametrize("row_tokens", [8, 20, 256])
+def test_candidate_tree_equals_whole_sentences(gpt2, monkeypatch, row_tokens):
+    """Candidates sharing leading tokens share tree nodes; some are token prefixes of others. Short rows split
+    a tree into segments that repeat the prefix and the ancestors they need."""
+    import lm.causal
+    from lm.causal import _Tree
+
+    monkeypatch.setattr(lm.causal, "ROW_TOKENS", row_tokens)
+    cases = [[t.replace("[X]", s).replace("[Y]", c) for c in TREE_NAMES]
+             for t in TREE_TEMPLATES for s in ("Dante", "Xi Jinping")]
+    ids = scorer(gpt2).encode(cases[4])  # "Dante was born in [Y]": New York is a token prefix of New York City
+    york, city = ids[TREE_NAMES.index("New York")], ids[TREE_NAMES.index("New York City")]
+    assert city[:len(york)] == york and len(city) > len(york)
+    for batch_size in (1, 32):
+        shared = scorer(gpt2, batch_size=batch_size)
+        got = shared.loglik_groups(cases)
+        full = scorer(gpt2, shared_prefix=False)
+        want = [full.loglik(g) for g in cases]
+        assert max(abs(a - b) for gs, gf in zip(got, want) for (a, _), (b, _) in zip(gs, gf)) <= 1e-4
+        assert [[n for _, n in g] for g in got] == [[n for _, n in g] for g in want]
+    if row_tokens == 256:  # one segment per tree: the prefix once, then each tree node with children once
+        trees = [_Tree(shared.encode(g)) for g in cases]
+        assert shared.tokens_run == sum(t.p + sum(1 for n in t.children if n) for t in trees)
+        per_sentence = sum(len(row) - t.p - 1 for t, g in zip(trees, cases) for row in shared.encode(g))
+        assert sum(1 for t in trees for n in t.children if n) < per_sentence  # shared leading tokens run once
+
+
 def test_bpe_merges_across_the_slot_are_kept(gpt2):
     """The shared prefix is found on the whole sentence's ids, never by tokenizing pieces apart."""
     tok = gpt2.tokenizer
