@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bridge.experiments.base import Experiment, StageInput, StageRecords
+from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for
 from bridge.registry import PredictorContext
 from bridge.results import predictions_path, read_done
 from bridge.run_config import (
@@ -262,7 +262,8 @@ class Job:
                         chunk = rest[start:start + chunk_size]
                         n = 0
                         moved[0] = 0
-                        for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], depth)):
+                        asked = depth_for(experiment, stage, chunk, depth)
+                        for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], asked)):
                             write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
                             handle.flush()
                             n += 1

@@ -60,3 +60,19 @@ def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert len(gold) == 2 * 8 and gold["coherent"].all()
     code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
     assert code == 0 and err.count("queries done, skipped") == 2 * 2 * 4
+
+
+def test_second_step_asks_past_every_excluded_answer(lama_dir, tmp_path, capsys, monkeypatch):
+    """Antarctica has hundreds of T-REx subjects: all are excluded but the truth, which must still be reached."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "--limit", "4",
+                            "--predictors", "gold", "--depth", "10", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    excluded = [len(json.loads(line)["excluded"]) for name in ("P30", "P140")
+                for line in (out / f"predictions/trex/gold/second/{name}.jsonl").read_text().splitlines()]
+    assert max(excluded) > 100  # far more than --depth answers are barred
+    rows = json.loads((out / "summary.json").read_text())
+    got = {r["metric"]: r["value"] for r in rows if r["group"] == "all" and r["scope"] == "own"}
+    assert got["coherency"] == got["coherency_round1"] == got["coherency_round2"] == 100.0

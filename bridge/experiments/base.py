@@ -52,6 +52,13 @@ class Experiment(Protocol):
         """Tidy rows `{setting, group, metric, value, n_facts}` and curve rows for these instances."""
 
 
+def depth_for(experiment, stage: str, pairs: list[tuple[Query, Fact]], base: int) -> int:
+    """How many answers to ask for: `base`, or more where the experiment skips some (optional
+    `depth(stage, query, fact, base)`; coherency's second step skips every excluded answer)."""
+    depth = getattr(experiment, "depth", None)
+    return base if depth is None else max((depth(stage, q, f, base) for q, f in pairs), default=base)
+
+
 def single_stage(records: StageRecords) -> Records:
     """The instances of a one-stage experiment are its records."""
     return next(iter(records.values()), {})

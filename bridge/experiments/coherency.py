@@ -17,6 +17,7 @@ from eval.coherency import (
     ROUNDS,
     CorrectAnswers,
     correct_answers,
+    excluded_answers,
     filter_instances,
     first_step_query,
     partial_match,
@@ -96,6 +97,13 @@ class CoherencyExperiment:
                         continue
                 out[fact.relation].append((dataclasses.replace(query, prompt=self.prompts), fact))
         return with_context(out, self.context, given)
+
+    def depth(self, stage: str, query: Query, fact: Fact, base: int) -> int:
+        """The second step skips every excluded answer, so it asks for that many more: the truth
+        must not fall off the end behind answers that are correct but barred (a KB lists them all)."""
+        if stage != "second" or self._correct is None:
+            return base
+        return base + len(excluded_answers(fact, _round(query.uid), query.known.label, self._correct))
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         answers = [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]
