@@ -16,7 +16,7 @@ from eval.errors import KbcError
 
 # name -> ("module:attribute", help); each is a click command or group
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("bridge.cli_run:run", "Run experiments (LAMA probe) over KB and LM predictors."),
+    "run": ("bridge.cli_run:run", "Run experiments (LAMA probe, coherency, KMIR) over KB and LM predictors."),
     "data": ("bridge.cli_data:data", "Get, locate and describe the evaluation data."),
     "kb": ("bridge.cli_kb:kb", "The graph store: load facts, relation statistics and types."),
     "ls": ("bridge.cli_run:ls", "List the registered predictors."),
