@@ -24,10 +24,12 @@ def write_json(path: Path, obj) -> None:
 
 
 def _read_config(out: Path) -> dict:
-    try:
-        return json.loads((out / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{out / 'config.json'}: cannot read the run config ({exc})") from None
+    from bridge.run_config import read_config
+
+    config = read_config(out / "config.json")
+    if config is None:
+        raise DataError(f"{out}: no config.json; not a kbc run directory")
+    return config
 
 
 def collect(out: Path, setting: str = "raw") -> list[dict]:
