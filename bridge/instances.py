@@ -96,8 +96,13 @@ def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
         frame = with_fact_stats(instances_frame(run_dir), run_dir)
     else:
         frame = units_frame(units)
-    target = run_dir / FILENAME
-    tmp = run_dir / f".{FILENAME}.{os.getpid()}.tmp"
+    return atomic_parquet(frame, run_dir / FILENAME)
+
+
+def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
+    """Write `frame` aside, then switch it in: a reader never sees half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     try:
         frame.to_parquet(tmp, index=False, engine="pyarrow")
         os.replace(tmp, target)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bridge.instances import atomic_parquet
 from eval.errors import ConfigError, DataError
 from eval.types import Fact
 
@@ -42,17 +43,6 @@ def analysis_dir(run_dir: Path) -> Path:
 def fact_uid(uid: str) -> str:
     """The fact a unit asks about (`<fact>@<prompt>` units of a prompt set share their fact's stats)."""
     return uid.split("@", 1)[0]
-
-
-def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    try:
-        frame.to_parquet(tmp, index=False, engine="pyarrow")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
 
 
 def atomic_json(obj, target: Path) -> Path:

@@ -265,26 +265,23 @@ class TantivyIndex:
     def count_many(self, groups: Sequence[Sequence[Mention]]) -> list[int]:
         return [self.count(*g) for g in groups]
 
-    def matching(self, *mentions: Mention) -> Iterator[str]:
+    def _pages(self, mentions: Sequence[Mention], read) -> Iterator:
+        """`read(addr)` of every paragraph holding all `mentions`, a page at a time."""
         query = self._all_of(mentions)
         total = self.count(*mentions)
         for offset in range(0, total, PAGE):
             with self._reading():
                 result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
                                                order_by_field=None)
-                pids = [self._searcher.doc(addr).get_first("pid") for _, addr in result.hits]
-            yield from pids
+                found = [read(addr) for _, addr in result.hits]
+            yield from found
+
+    def matching(self, *mentions: Mention) -> Iterator[str]:
+        return self._pages(mentions, lambda addr: self._searcher.doc(addr).get_first("pid"))
 
     def matching_paragraphs(self, *mentions: Mention) -> Iterator[Paragraph]:
         """The paragraphs themselves (text and links) of `matching`, in the same order."""
-        query = self._all_of(mentions)
-        total = self.count(*mentions)
-        for offset in range(0, total, PAGE):
-            with self._reading():
-                result = self._searcher.search(query, min(PAGE, total - offset), count=False, offset=offset,
-                                               order_by_field=None)
-                found = [self._paragraph(addr) for _, addr in result.hits]
-            yield from found
+        return self._pages(mentions, self._paragraph)
 
     def doc_freq(self, term: str) -> int:
         with self._reading():
