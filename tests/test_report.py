@@ -239,3 +239,29 @@ def test_coherency_run_gets_the_coherency_table(runs, capsys):
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "| corpus | predictor | round 1 | round 2 | coherency | c1 | c2 | all correct | instances |" in md
     assert f"| trex | gold | {gold['value']:.2f} |" in md
+
+
+def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "kmir"
+    kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "kb",
+         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"),
+         "--quiet", "--out", str(run)])
+    capsys.readouterr()
+    code, out, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    page = parse(Path(out.strip()))
+    assert "kmir" not in page.skipped and "coherency" in page.skipped
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    rows = json.loads((run / "summary.json").read_text())
+    for metric, caption in (("f1", "*Token F1 (%) per question kind*"), ("em", "*Exact match (%) per question kind*")):
+        table = md.split(caption, 1)[1].strip().split("\n\n", 1)[0].splitlines()
+        header = [c.strip() for c in table[0].strip("|").split("|")]
+        assert header[:2] == ["corpus", "predictor"] and header[-1] == "all" and len(header) == 7
+        body = {line.split("|")[2].strip(): [c.strip() for c in line.strip("|").split("|")] for line in table[2:]}
+        assert set(body) == {"freq", "kb"}
+        for predictor, cells in body.items():
+            for kind, cell in zip(header[2:], cells[2:]):
+                want = [r["value"] for r in rows if r["predictor"] == predictor and r["group"] == kind
+                        and r["metric"] == metric and r["scope"] == "own" and r["setting"] == "raw"]
+                assert cell == f"{want[0]:.2f}", (metric, predictor, kind)

@@ -42,6 +42,23 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text.replace("@", "_at_")).strip("_").lower() or "x"
 
 
+class _Grid:
+    """Summary rows keyed by (corpus, predictor, group, metric), for the experiment tables."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.idx = {(r["corpus"], r["predictor"], r["group"], r["metric"]): r for r in rows}
+        self.keys = list(dict.fromkeys((r["corpus"], r["predictor"]) for r in rows))
+        self.groups = list(dict.fromkeys(r["group"] for r in rows))
+
+    def cell(self, corpus: str, predictor: str, group: str, metric: str) -> str:
+        row = self.idx.get((corpus, predictor, group, metric))
+        return _fmt(row["value"]) if row else "-"
+
+    def count(self, corpus: str, predictor: str, group: str, metric: str) -> str:
+        row = self.idx.get((corpus, predictor, group, metric))
+        return str(row.get("n_facts", "-")) if row else "-"
+
+
 class Builder:
     """Draws the figures into `out/figures` and assembles the sections of one view."""
 
@@ -377,20 +394,16 @@ class Builder:
         s = Section("coherency", "Coherency", "coherency paper Tables 1, 4 and 5")
         if self.view.experiment != "coherency":
             return self._not_experiment(s, "coherency")
-        idx = {(r["corpus"], r["predictor"], r["group"], r["metric"]): r for r in self.rows}
-        keys = list(dict.fromkeys((r["corpus"], r["predictor"]) for r in self.rows))
-        overall = [[c, p, *[_fmt(idx[(c, p, "all", m)]["value"]) if (c, p, "all", m) in idx else "-"
-                            for m in COHERENCY_METRICS],
-                    str(idx[(c, p, "all", "coherency")].get("n_facts", "-")) if (c, p, "all", "coherency") in idx
-                    else "-"] for c, p in keys]
+        grid = _Grid(self.rows)
+        overall = [[c, p, *[grid.cell(c, p, "all", m) for m in COHERENCY_METRICS],
+                    grid.count(c, p, "all", "coherency")] for c, p in grid.keys]
         s.tables.append(Table(["corpus", "predictor", "round 1", "round 2", "coherency", "c1", "c2", "all correct",
                                "instances"], overall,
                               "Coherency per round and their mean (Table 1); c1/c2: first step of round 1/2 right, "
                               "all correct: all four steps right (Table 4); %, macro over relations"))
-        types = [t for t in (*RELATION_TYPES, "all") if any(k[2] == t for k in idx)]
-        per_type = [[c, p, self._metric_name(m), *[_fmt(idx[(c, p, t, m)]["value"]) if (c, p, t, m) in idx else "-"
-                                                   for t in types]]
-                    for c, p in keys for m in COHERENCY_METRICS]
+        types = [t for t in (*RELATION_TYPES, "all") if t in grid.groups]
+        per_type = [[c, p, self._metric_name(m), *[grid.cell(c, p, t, m) for t in types]]
+                    for c, p in grid.keys for m in COHERENCY_METRICS]
         s.tables.append(Table(["corpus", "predictor", "metric", *types], per_type, "Per relation type (Table 5)"))
         return s
 
@@ -398,17 +411,14 @@ class Builder:
         s = Section("kmir", "KMIR-style questions", "KMIR Tables 4 and 5")
         if self.view.experiment != "kmir":
             return self._not_experiment(s, "kmir")
-        idx = {(r["corpus"], r["predictor"], r["group"], r["metric"]): r for r in self.rows}
-        keys = list(dict.fromkeys((r["corpus"], r["predictor"]) for r in self.rows))
-        kinds = list(dict.fromkeys(r["group"] for r in self.rows if r["group"] != "all")) + ["all"]
+        grid = _Grid(self.rows)
+        kinds = [g for g in grid.groups if g != "all"] + ["all"]
         for metric in ("f1", "em"):
             s.tables.append(Table(["corpus", "predictor", *kinds],
-                                  [[c, p, *[_fmt(idx[(c, p, k, metric)]["value"]) if (c, p, k, metric) in idx else "-"
-                                            for k in kinds]] for c, p in keys],
+                                  [[c, p, *[grid.cell(c, p, k, metric) for k in kinds]] for c, p in grid.keys],
                                   f"{self._metric_name(metric)} per question kind"))
         s.tables.append(Table(["corpus", "predictor", "all questions right", "some right", "none right", "answered"],
-                              [[c, p, *[_fmt(idx[(c, p, "all", m)]["value"]) if (c, p, "all", m) in idx else "-"
-                                        for m in KMIR_ROBUSTNESS]] for c, p in keys],
+                              [[c, p, *[grid.cell(c, p, "all", m) for m in KMIR_ROBUSTNESS]] for c, p in grid.keys],
                               "Q-set robustness (% of Q-sets, Table 5) and % of questions answered"))
         return s
 
