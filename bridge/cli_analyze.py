@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from bridge.cli_index import backend_option, es_url_option, index_option
-from bridge.cli_options import data_dir_option
+from bridge.cli_options import data_dir_option, show_progress
 from eval.errors import ConfigError, DataError, KbcError
 
 
@@ -46,7 +46,7 @@ def stat_options(command):
                      help="Tokenizer folder for SWP (default: the run's first masked LM, else "
                           "bert-base-cased from the shared tokenizers beside the data)."),
         click.option("--embeddings", type=click.Path(file_okay=False), default=None,
-                     help="A masked LM folder: SOCS from its input embeddings."),
+                     help="A language model folder (masked or causal): SOCS from its input embeddings."),
         click.option("--wikipedia2vec", type=click.Path(dir_okay=False), default=None,
                      help="wikipedia2vec vectors (.npz or text): SOCS from entity vectors."),
         click.option("--quiet", is_flag=True, help="No progress bars."),
@@ -63,23 +63,22 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     from bridge.run_dir import open_run
 
     frame = st.run_instances(run_dir)
-    index = _text_index(location, backend, es_url)
     config = open_run(run_dir).config
-    tok = None
-    tok_path = Path(tokenizer) if tokenizer else st.default_tokenizer(config, data_dir)
-    if tok_path is None:
-        click.echo("note: SWP left out: no tokenizer found; pass --tokenizer DIR", err=True)
-    else:
-        tok = st.load_tokenizer(tok_path)
     if embeddings and wikipedia2vec:
         raise ConfigError("--embeddings and --wikipedia2vec both give SOCS; pass one")
+    # the models first, so a wrong --tokenizer or --embeddings fails before the index is opened
+    tok_path = Path(tokenizer) if tokenizer else st.default_tokenizer(config, data_dir)
+    tok = st.load_tokenizer(tok_path) if tok_path is not None else None
     vectors = st.InputEmbeddings(embeddings) if embeddings else \
         st.Wikipedia2vecVectors(wikipedia2vec) if wikipedia2vec else None
+    index = _text_index(location, backend, es_url)
+    if tok_path is None:
+        click.echo("note: SWP left out: no tokenizer found; pass --tokenizer DIR", err=True)
     if vectors is None:
         click.echo("note: SOCS left out: pass --embeddings MODEL_DIR or --wikipedia2vec VECTORS", err=True)
     start = time.perf_counter()
     facts = st.run_facts(run_dir, frame, data_dir)
-    stats = st.fact_stats_frame(facts, index, tok, vectors, progress=not quiet)
+    stats = st.fact_stats_frame(facts, index, tok, vectors, progress=show_progress(quiet))
     seconds = time.perf_counter() - start
     index.close()
     st.atomic_parquet(stats, st.analysis_dir(run_dir) / st.FACT_STATS)
@@ -104,7 +103,7 @@ def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embedding
 
     \b
     Example:
-      kbc index build --out ~/.cache/kbcompare/index/lama-evidence
+      kbc index build
       kbc analyze stats runs/lama --tokenizer ../shared/data/tokenizers/bert-base-cased
     """
     from bridge.analysis.stats import FACT_STATS, analysis_dir
@@ -264,7 +263,7 @@ def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max
                     out=analysis_dir(run_dir) / ev.RUN_FOLDER, data_dir=data_dir or run.config.get("data_dir"),
                     relations=asked, device=device,
                     batch_size=batch_size, options=options, store=store, limit=limit, seed=seed)
-    run_experiment(cfg, EvidenceExperiment(min_evidences, max_evidences), progress=not quiet)
+    run_experiment(cfg, EvidenceExperiment(min_evidences, max_evidences), progress=show_progress(quiet))
     frame = ev.evidence_frame(cfg.out)
     rows = ev.summary_rows(frame)
     out = analysis_dir(run_dir)

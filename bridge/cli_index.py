@@ -7,7 +7,7 @@ import os
 
 import click
 
-from bridge.cli_options import data_dir_option
+from bridge.cli_options import data_dir_option, show_progress
 from eval.errors import ConfigError
 
 DEFAULT_NAME = "lama-evidence"
@@ -51,7 +51,7 @@ def index() -> None:
               help="The dump (.xml, .xml.bz2, .xml.gz) or JSONL file (for --source dump|jsonl).")
 @click.option("--out", "location", default=None,
               help="Index directory (tantivy) or index name (Elasticsearch); default as for --index.")
-@click.option("--min-words", type=int, default=3, show_default=True,
+@click.option("--min-words", type=click.IntRange(min=1), default=3, show_default=True,
               help="Dump paragraphs shorter than this are skipped.")
 @backend_option
 @es_url_option
@@ -66,16 +66,16 @@ def build(source, input_path, location, min_words, backend, es_url, data_dir, qu
     if source == "lama":
         from kb.text.evidence import evidence_index
 
-        idx = evidence_index(location, data_dir, backend, es_url, progress=not quiet)
+        idx = evidence_index(location, data_dir, backend, es_url, progress=show_progress(quiet))
         click.echo(idx.stats().get("ingest", ""))
     else:
         if not input_path:
             raise ConfigError(f"--source {source} needs --input FILE")
         report = IngestReport(input_path)
-        paragraphs = read_dump(input_path, report, min_words, progress=not quiet) if source == "dump" \
+        paragraphs = read_dump(input_path, report, min_words, progress=show_progress(quiet)) if source == "dump" \
             else read_paragraph_jsonl(input_path, report)
         idx = build_index(paragraphs, backend, location, es_url, meta={"source": f"{source}:{input_path}"},
-                          progress=not quiet)
+                          progress=show_progress(quiet))
         click.echo(report.summary())
     stats = idx.stats()
     click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bridge.cli_options import data_dir_option
+from bridge.cli_options import data_dir_option, show_progress
 from eval.lama import load_corpus
 
 
@@ -48,7 +48,7 @@ def register(kb: click.Group) -> None:
         with _store(store) as st:
             for name in corpora:
                 corpus = load_corpus(name, data_dir)
-                report = ensure_re_kb(st, corpus, default_cache_dir(), progress=not quiet, force=force)
+                report = ensure_re_kb(st, corpus, default_cache_dir(), progress=show_progress(quiet), force=force)
                 if not report.get("built"):
                     click.echo(f"{name}: already built ({report.get('tag')}); --force rebuilds")
                 _print_report(report)

@@ -10,3 +10,10 @@ data_dir_option = click.option(
     default=None,
     help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
 )
+
+
+def show_progress(quiet: bool) -> bool:
+    """Progress bars unless the command's `--quiet` or the global `kbc -q` (warnings and errors only)."""
+    import logging
+
+    return not quiet and logging.getLogger("kbc").getEffectiveLevel() <= logging.INFO

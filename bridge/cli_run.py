@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from bridge.cli_options import data_dir_option
+from bridge.cli_options import data_dir_option, show_progress
 from eval.errors import ConfigError
 from eval.lama import CORPORA
 
@@ -21,6 +21,82 @@ FILE_KEYS = {
     "compat": ("compat",), "setting": ("setting",), "prompts": ("prompts",), "context": ("context",),
     "prompt_draws": ("prompt_draws",),
 }
+
+
+# the type each --config value must have (a file skips click's conversion, so it is checked here)
+INT_KEYS = {"depth": 1, "limit": 1, "seed": None, "batch_size": 1, "prompt_draws": 1}  # key -> least value
+FLOAT_KEYS = {"store_timeout": 0.1}
+STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context")
+CHOICE_KEYS = {"dtype": ("float32", "bfloat16"), "compat": ("lama",), "setting": ("raw", "filtered")}
+LIST_KEYS = ("corpora", "relations")  # a list of strings, or one string of space-separated values
+NULLABLE = ("limit", "data_dir", "store", "store_update", "compat")  # may be null (YAML `~`): the default
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, (dict, list)):
+        return f"a {'table' if isinstance(value, dict) else 'list'} ({json.dumps(value, default=str)[:60]})"
+    return repr(value)
+
+
+def check_file_value(path: Path, key: str, param: str, value):
+    """`value` of `key` in a run file, checked as the flag would be; a one-line ConfigError otherwise."""
+
+    def bad(expected: str):
+        return ConfigError(f"--config {path}: {key}: expected {expected}, got {_shown(value)}")
+
+    if value is None:
+        if param in NULLABLE:
+            return None
+        raise bad("an integer" if param in INT_KEYS else "a number" if param in FLOAT_KEYS else
+                  "a list of strings" if param in LIST_KEYS else "a value")
+    if param in INT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        low = INT_KEYS[param]
+        if low is not None and value < low:
+            raise bad(f"an integer of at least {low}")
+    elif param in FLOAT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        if not value >= FLOAT_KEYS[param] or value == float("inf"):  # also refuses nan
+            raise bad(f"a finite number of at least {FLOAT_KEYS[param]}")
+        value = float(value)
+    elif param in STR_KEYS:
+        if not isinstance(value, str):
+            raise bad("a string")
+    elif param in CHOICE_KEYS:
+        if not isinstance(value, str) or value not in CHOICE_KEYS[param]:
+            raise bad("one of " + ", ".join(repr(c) for c in CHOICE_KEYS[param]))
+    elif param in LIST_KEYS:
+        if not isinstance(value, (str, list)) or isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise bad("a list of strings")
+    elif param == "predictors":
+        if isinstance(value, dict):
+            for name, spec in value.items():
+                if not isinstance(spec, (str, dict)):
+                    raise ConfigError(f"--config {path}: predictors.{name}: expected a spec string or a table "
+                                      f"with spec = \"...\", got {_shown(spec)}")
+                for option, v in (spec.items() if isinstance(spec, dict) else ()):
+                    if isinstance(v, (dict, list)) or v is None:
+                        raise ConfigError(f"--config {path}: predictors.{name}.{option}: expected a string, "
+                                          f"number or boolean, got {_shown(v)}")
+        elif not isinstance(value, (str, list)) or isinstance(value, list) and not all(
+                isinstance(v, str) for v in value):
+            raise bad("a list of NAME=SPEC strings or a table of name = spec")
+    elif param == "sets":
+        items = value.items() if isinstance(value, dict) else None
+        if items is None and not isinstance(value, str) and not (
+                isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise bad("a table of KEY = value or a list of \"[NAME.]KEY=VALUE\" strings")
+        for option, v in items or ():
+            if isinstance(v, (dict, list)) or v is None:
+                raise ConfigError(f"--config {path}: {key}.{option}: expected a string, number or boolean, "
+                                  f"got {_shown(v)}")
+    return value
 
 
 def read_run_file(path: Path) -> dict:
@@ -52,7 +128,9 @@ def read_run_file(path: Path) -> dict:
     for param, keys in FILE_KEYS.items():
         for key in keys:
             if key in data:
-                out[param] = data[key]
+                value = check_file_value(path, key, param, data[key])
+                if value is not None or param in NULLABLE:
+                    out[param] = value
     preds, sets = out.get("predictors"), []
     if isinstance(preds, dict):  # {name: spec} or {name: {spec: ..., option: value}}
         items = []
@@ -165,7 +243,7 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     )
     experiment = make_experiment(params)
     setting = params["setting"]
-    rows = run_experiment(cfg, experiment, progress=not quiet, setting=setting)
+    rows = run_experiment(cfg, experiment, progress=show_progress(quiet), setting=setting)
     metric, title = headline
     click.echo(f"{title}, setting {setting}, facts every predictor answered")
     click.echo(table(rows, metric, setting, "shared"))
@@ -205,7 +283,7 @@ def _split(values) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def ls(name: str | None, as_json: bool) -> None:
     """List the registered predictors, or the options one accepts (NAME: a registry name or model path)."""
-    from bridge.options import accepted
+    from bridge.options import accepted, default_name
     from bridge.registry import available, resolve
 
     if name is None:
@@ -226,9 +304,10 @@ def ls(name: str | None, as_json: bool) -> None:
     click.echo(f"{name}: {available().get(name, 'language model (' + factory.__name__.removeprefix('make_') + ')')}")
     if not options:
         click.echo("  takes no options")
+    key = default_name(name)
     for opt in options.values():
         required = " [required]" if opt.required else ""
-        click.echo(f"  --set {name}.{opt.describe()}{required}")
+        click.echo(f"  --set {key}.{opt.describe()}{required}")
 
 
 @run.command("coherency")

@@ -2,9 +2,39 @@
 
 from __future__ import annotations
 
+import errno
+import socket
+
 import click
 
 from bridge.cli_options import data_dir_option
+from eval.errors import ConfigError
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (not yet listening), or a one-line error saying why it cannot be.
+
+    Bound before the models load and before the URL is printed, and then handed to the server, so a
+    port in use is reported at once and nothing can take it in between.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} is in use; pass --port with a free port (--port 0 picks one) "
+                              "or stop what listens there") from None
+        if exc.errno == errno.EACCES:
+            raise ConfigError(f"port {port} needs administrator rights on this system; pass --port 1024 or "
+                              "higher") from None
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({reason}); pass --host 127.0.0.1 "
+                          "or an address of this machine") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 @click.command("serve")
@@ -53,14 +83,26 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     cfg = ExplorerConfig(data_dir=data_dir, corpus=corpus, relations=rels, predictors=split,
                          options=parse_sets(sets), store=store, text_index=text_index, coherency=coherency,
                          runs=[Path(r) for r in runs], device=device, batch_size=batch_size)
-    browsed = Runs(cfg.runs)
-    explorer = Explorer.start(cfg)
+    sock = listen_socket(host, port)
+    port = sock.getsockname()[1]  # the port chosen when --port 0
+    try:
+        browsed = Runs(cfg.runs)
+        explorer = Explorer.start(cfg)
+    except BaseException:
+        sock.close()
+        raise
     app = create_app(explorer, browsed)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kbc serve: {explorer.corpus.name}, {len(explorer.relations)} relations, "
                f"{len(explorer.columns)} predictors, ready in {explorer.startup_seconds} s", err=True)
     click.echo(f"open http://{shown}:{port}/  (API: http://{shown}:{port}/docs; Ctrl-C stops)")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled once it has shut down
+        pass
     finally:
         explorer.close()
+        sock.close()
+    if not server.started:
+        raise SystemExit(3)

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from eval.errors import DataError
 from eval.metrics import Ranked
 
 TOP_SAVED = 10
@@ -22,6 +23,40 @@ def predictions_path(out: Path, corpus: str, predictor: str, relation: str, stag
     return (folder / stage if stage else folder) / f"{slug(relation)}.jsonl"
 
 
+# fields the scorers compute with, and the types they must have
+_INT_OR_NULL = ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered", "round")
+_BOOLS = ("symmetric", "first_correct", "second_correct", "same_as_first", "coherent", "correct")
+_LISTS = ("answers", "excluded", "other_valid")
+_NUMBERS = ("f1", "em")
+
+
+def parse_record(path: Path, lineno: int, raw: bytes) -> dict | None:
+    """One complete line of a predictions file, checked; None for a torn last line (no newline yet).
+
+    A complete line that does not parse, or whose fields have the wrong types, is damage, not a
+    crash mid-write: scoring around it would change the numbers, so it is an error naming the line.
+    """
+    if not raw.endswith(b"\n"):
+        return None
+    where = f"{path}:{lineno}"
+    fix = "delete that line (or the file) and rerun to recompute it"
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise DataError(f"{where}: malformed JSON ({exc.__class__.__name__}); {fix}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("uid"), str) \
+            or not isinstance(record.get("relation"), str):
+        raise DataError(f"{where}: a prediction record needs string 'uid' and 'relation'; {fix}")
+    for key, ok in [*((k, lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)))
+                      for k in _INT_OR_NULL),
+                    *((k, lambda v: isinstance(v, bool)) for k in _BOOLS),
+                    *((k, lambda v: isinstance(v, list)) for k in _LISTS),
+                    *((k, lambda v: isinstance(v, int | float) and not isinstance(v, bool)) for k in _NUMBERS)]:
+        if key in record and not ok(record[key]):
+            raise DataError(f"{where}: field {key!r} has the wrong type ({record[key]!r}); {fix}")
+    return record
+
+
 def read_done(path: Path) -> dict[str, dict]:
     """Records already written, by query uid. A torn last line (crash mid-write) is cut off."""
     done: dict[str, dict] = {}
@@ -29,12 +64,9 @@ def read_done(path: Path) -> dict[str, dict]:
         return done
     good_bytes = 0
     with path.open("rb") as handle:
-        for raw in handle:
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                break
-            if not raw.endswith(b"\n"):
+        for lineno, raw in enumerate(handle, 1):
+            record = parse_record(path, lineno, raw)
+            if record is None:
                 break
             done[record["uid"]] = record
             good_bytes += len(raw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -50,9 +51,16 @@ class RunConfig:
 
     def check_values(self) -> None:
         for key, value, low in (("--depth", self.depth, 1), ("--batch-size", self.batch_size, 1),
-                                ("--limit", self.limit, 1)):
-            if value is not None and value < low:
+                                ("--limit", self.limit, 1), ("--seed", self.seed, None)):
+            if value is None and key == "--limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{key} {value!r}: expected an integer")
+            if low is not None and value < low:
                 raise ConfigError(f"{key} {value}: must be at least {low}")
+        timeout = self.store_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+            raise ConfigError(f"--store-timeout {timeout!r}: expected a number of seconds")
         if self.store_timeout <= 0:
             raise ConfigError(f"--store-timeout {self.store_timeout}: must be positive")
         if self.compat not in (None, *COMPAT):
@@ -165,6 +173,7 @@ def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -
                           f"add one of its relations (e.g. {next(iter(corpus.relations), '?')})")
     corpus.relations = {r: corpus.relations[r] for r in mine}
     corpus.facts = [f for f in corpus.facts if f.relation in corpus.relations]
+    corpus.reports = [r for r in corpus.reports if r.relation is None or r.relation in corpus.relations]
     return corpus
 
 

@@ -1,8 +1,8 @@
 """Reading a finished (or running) run directory: its config and its per-query prediction records.
 
 Analyses read runs while the runner may still append to them, so reading never writes: a torn
-or unreadable line ends a file's records here exactly as it does for the runner's scoring
-(`bridge.results.read_done`), but the file is left as it is.
+last line ends a file's records here exactly as it does for the runner's scoring
+(`bridge.results.read_done`), but the file is left as it is; a damaged line is an error.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.results import slug
+from bridge.results import parse_record, slug
 from eval.errors import ConfigError, DataError
 
 
@@ -24,14 +24,9 @@ def read_records(path: Path) -> list[dict]:
     by_uid: dict[str, dict] = {}
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, 1):
-            if not raw.endswith(b"\n"):
+            record = parse_record(path, lineno, raw)
+            if record is None:
                 break
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                break
-            if not isinstance(record, dict) or not isinstance(record.get("uid"), str) or "relation" not in record:
-                raise DataError(f"{path}:{lineno}: a prediction record needs 'uid' and 'relation'")
             by_uid[record["uid"]] = record
     return list(by_uid.values())
 

@@ -196,10 +196,12 @@ class Job:
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
             self.predictor = self.p.factory(self.p.spec, ctx)
-            self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = self.predictor.describe()
+            described = {**self.predictor.describe(), "slots": list(getattr(self.predictor, "slots", ("object",)))}
+            self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
             size = getattr(self.predictor, "answer_space_size", None)
             spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
-            spaces[self.p.name] = {rel: size(rel) if size else None for rel in self.corpus.relations}
+            spaces.setdefault(self.p.name, {}).update({rel: size(rel) if size else None
+                                                       for rel in self.corpus.relations})
         return self.predictor
 
     def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]]) -> None:
@@ -228,6 +230,9 @@ class Job:
             log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
                         " or ".join(slots), sum(len(p) for p in empty.values()))
         todo, gone = _drop_unsupported(predictor, todo, getattr(experiment, "instance_slots", ()))
+        todo, unsuited = _drop_unsuitable(experiment, predictor, todo)
+        for rel, items in unsuited.items():
+            gone.setdefault(rel, []).extend(items)
         for rel, items in gone.items():
             path = self._path(rel, stage)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -235,7 +240,8 @@ class Job:
                 for query, fact, reason in items:
                     write_jsonl_line(handle, _dropped_record(query, fact, reason))
         if gone:
-            now = {rel: Counter(reason for _, _, reason in items) for rel, items in gone.items()}
+            # per fact, not per query: coherency asks each fact in two rounds
+            now = {rel: Counter({f.uid: why for _, f, why in items}.values()) for rel, items in gone.items()}
             log.info(_dropped_line(where, now))
         total = sum(len(rest) for _, rest, _ in todo)
         cost = getattr(predictor, "cost", None)
@@ -319,6 +325,23 @@ def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = (
             # one reason per fact; asked one by one only for the (few) dropped facts
             gone[rel] = [(q, f, reason(q, f)) for q, f in dropped]
         rest = [pair for pair, fit in zip(rest, fits) if fit]
+        if rest:
+            kept_todo.append((rel, rest, path))
+    return kept_todo, gone
+
+
+def _drop_unsuitable(experiment, predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Facts an experiment leaves out for this predictor (optional `unsuitable(predictor, fact) -> reason`)."""
+    check = getattr(experiment, "unsuitable", None)
+    if check is None:
+        return todo, {}
+    kept_todo, gone = [], {}
+    for rel, rest, path in todo:
+        reasons = [check(predictor, fact) for _, fact in rest]
+        dropped = [(q, f, why) for (q, f), why in zip(rest, reasons) if why]
+        if dropped:
+            gone[rel] = dropped
+        rest = [pair for pair, why in zip(rest, reasons) if not why]
         if rest:
             kept_todo.append((rel, rest, path))
     return kept_todo, gone

@@ -123,8 +123,9 @@ def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int
 
 def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
     counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
-    notes = [f"Scope `shared`: the facts every predictor of this directory answered ({counts}); "
-             "`own`: the facts each predictor answered."]
+    unit = getattr(experiment, "unit", "facts")
+    notes = [f"Scope `shared`: the {unit} every predictor of this directory answered ({counts}); "
+             f"`own`: the {unit} each predictor answered."]
     ranked = getattr(experiment, "metrics", ("mrr",))
     for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():
         listed = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "list")

@@ -54,7 +54,8 @@ class Corpus:
         """One total line, then the sources that dropped rows or carry notes (all if verbose)."""
         read = sum(r.read for r in self.reports)
         dropped = sum(r.n_dropped for r in self.reports)
-        lines = [f"{self.name}: {len(self.relations)} relations, read {read}, kept {len(self.facts)}, "
+        n = len(self.relations)
+        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, kept {len(self.facts)}, "
                  f"dropped {dropped}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)
@@ -112,7 +113,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
     for rel in wanted:
         path = with_data[rel]
         corpus.files.append(path)
-        report = LoadReport(f"trex/{rel} ({path.parent.name}/{path.name})")
+        report = LoadReport(f"trex/{rel} ({path.parent.name}/{path.name})", relation=rel)
         dedup = _Deduper()
         for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
             report.read += 1
@@ -171,7 +172,7 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
     for rel in wanted:
         path = root / "Google_RE" / f"{rel}_test.jsonl"
         corpus.files.append(path)
-        report = LoadReport(f"google_re/{rel}")
+        report = LoadReport(f"google_re/{rel}", relation=rel)
         dedup = _Deduper()
         for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
             report.read += 1

@@ -13,6 +13,7 @@ class LoadReport:
     kept: int = 0
     dropped: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    relation: str | None = None  # the relation whose rows these are (None: the whole corpus)
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] += n

@@ -373,6 +373,19 @@ def read_extended_templates(path: str | Path) -> dict[tuple[str, str], str]:
     return out
 
 
+def _check_tokens(name: str, tokenizer, by_slot: Mapping[str, Mapping[str, Sequence[str]]]) -> None:
+    """Every candidate must give tokens: one that gives none would score as the bare template, the same for all
+    such candidates (a broken tokenizer gives every candidate 0.0, ranked in candidate order)."""
+    words = list(dict.fromkeys(c for table in by_slot.values() for cands in table.values() for c in cands))
+    if not words:
+        return
+    ids = tokenizer([" " + w for w in words], add_special_tokens=False, return_attention_mask=False)["input_ids"]
+    empty = [w for w, row in zip(words, ids) if not row]
+    if empty:
+        raise DataError(f"{name}: the tokenizer gives candidate {empty[0]!r} no tokens ({len(empty):,} of "
+                        f"{len(words):,} candidates); is the model's tokenizer complete?")
+
+
 class CausalTypedPredictor:
     """Ranks each relation's candidate entities by the log-likelihood of the filled template."""
 
@@ -391,6 +404,9 @@ class CausalTypedPredictor:
         self.by_slot = {"object": self.candidates,
                         "subject": {rel: list(dict.fromkeys(c)) for rel, c in subjects.items()}}
         self._sets = {slot: {rel: set(c) for rel, c in table.items()} for slot, table in self.by_slot.items()}
+        tokenizer = getattr(scorer, "tokenizer", None)
+        if tokenizer is not None:
+            _check_tokens(name, tokenizer, self.by_slot)
         self.source = source
         self.templates = dict(templates or {})  # (relation, slot) -> template replacing the query's own
         self._extra = describe_extra or {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from eval.errors import ConfigError, KbcError
+from eval.errors import ConfigError, DataError, KbcError
 
 Kind = str  # "masked" | "causal" | "seq2seq"
 
@@ -31,6 +31,12 @@ SEQ2SEQ_TYPES = {"t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "
 NAME_HINTS_SEQ2SEQ = ("t5", "bart", "pegasus")
 NAME_HINTS_CAUSAL = ("gpt", "opt-", "llama", "pythia", "bloom", "falcon", "mistral", "qwen", "phi-", "gemma", "smollm")
 NAME_HINTS_MASKED = ("bert", "roberta", "albert", "electra", "deberta", "mpnet", "xlm")
+# what a model directory holds when its tokenizer was saved with it (any one of them will do; ByT5 saves only
+# tokenizer_config.json, there being no vocabulary to store)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
+                   "sentencepiece.bpe.model", "tokenizer.model", "special_tokens_map.json", "added_tokens.json")
+HEADS = {"masked": ("masked-LM head", "a masked LM"), "causal": ("causal-LM head", "a causal LM"),
+         "seq2seq": ("sequence-to-sequence LM head", "an encoder-decoder LM")}
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,7 @@ def _no_hub(name: str, why: str) -> KbcError:
     short = name.rsplit("/", 1)[-1]
     return KbcError(
         f"cannot load model {name!r}: {why}; pass a local model directory instead "
-        f"(a folder with config.json, weights and tokenizer files, e.g. --predictors /path/to/{short})"
+        f"(a folder with config.json, weights and tokenizer files, e.g. /path/to/{short})"
     )
 
 
@@ -177,6 +183,10 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     is_local = local.is_dir()
     if is_local:
         local_config(str(local))  # a config that is not a JSON object fails here, in one line
+        if not _has_tokenizer_files(local):
+            # transformers would build an empty tokenizer from the config alone, and every word would go missing
+            raise DataError(f"{local}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); copy the model's "
+                            "tokenizer into it (tokenizer.save_pretrained(DIR))")
     source = str(local) if is_local else name
     offline = False
     if not is_local and not hub_reachable():
@@ -190,7 +200,8 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     hf_logging.disable_progress_bar()  # the run has its own progress bar
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
-        model = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline)
+        model, info = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline,
+                                           output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError, pickle.UnpicklingError, SafetensorError,
             StrictDataclassError) as exc:
         # damaged or mismatched files: truncated weights, a config field of the wrong type, ...
@@ -203,9 +214,34 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+    if info.get("missing_keys"):
+        # transformers fills weights missing from the checkpoint with random values: answers would be noise
+        raise _missing_weights(str(local) if is_local else name, kind, model, info["missing_keys"])
     model.to(dev)
     model.eval()
     return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
+
+
+def _has_tokenizer_files(path: Path) -> bool:
+    return any((path / f).is_file() for f in TOKENIZER_FILES) or any(path.glob("*.tiktoken"))
+
+
+def _missing_weights(where: str, kind: Kind, model, missing) -> DataError:
+    """The one-line error for a checkpoint lacking weights (after tied weights are filled from their twins)."""
+    keys = sorted(missing, key=lambda k: (not k.endswith(".weight"), k))
+    names = ", ".join(keys[:3]) + (f", ... ({len(keys)} in all)" if len(keys) > 3 else "")
+    head, what = HEADS.get(kind, HEADS["causal"])
+    prefix = getattr(model, "base_model_prefix", "")
+    if getattr(model, "base_model", model) is not model and prefix:
+        in_head = [not k.startswith(prefix + ".") for k in keys]  # the task head: what is outside the base model
+    else:  # the model is its own base (T5): its head is the output projection
+        out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        top = {name.split(".")[0] for name, module in model.named_modules() if module is out and name}
+        in_head = [k.split(".")[0] in top for k in keys]
+    if all(in_head):
+        return DataError(f"{where}: the checkpoint lacks weights of the {head} ({names}); is it {what}?")
+    return DataError(f"{where}: the checkpoint lacks weights of the model ({names}); they would be random, "
+                     "so the folder cannot be scored (is the checkpoint complete?)")
 
 
 def check_available(name: str) -> None:

@@ -22,6 +22,16 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
     assert "google_re: 3 relations, read 5528, kept 5527, dropped 1" in err
 
 
+def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--predictors", "freq",
+            "--limit", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store")]
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "a")], capsys)
+    assert code == 0 and "5/5" in err and "google_re: 1 relation, read 766, kept 765, dropped 1\n" in err
+    code, _, err = run_kbc(["-q", *argv, "--out", str(tmp_path / "b")], capsys)
+    assert code == 0 and err == ""  # warnings and errors only: no info lines, no bars
+
+
 @pytest.mark.parametrize("content,message", [
     ('{"relation": "P19", "template": "[X] was born in [Y] ."}\n{bad\n', "relations.jsonl:2: malformed JSON"),
     ('{"relation": "P19", "template": "[X] was born ."}\n', "lacks [Y]"),

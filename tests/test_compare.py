@@ -220,6 +220,21 @@ def test_reading_leaves_a_torn_line_in_place(run_dir, capsys):
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("damage,message", [
+    (b"{garbage\n", ":3: malformed JSON"),
+    (json.dumps(record("p19-3", "P19", 1) | {"rank_raw": "one"}).encode() + b"\n",
+     ":3: field 'rank_raw' has the wrong type ('one')"),
+    (b'{"relation": "P19"}\n', ":3: a prediction record needs string 'uid' and 'relation'"),
+])
+def test_a_damaged_line_is_an_error_not_the_end_of_the_file(run_dir, capsys, damage, message):
+    path = run_dir / "predictions" / "trex" / "alpha" / "P19.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2] + [damage] + lines[3:]))
+    for argv in (["compare", str(run_dir), "alpha", "beta"], ["show", str(run_dir), "--uid", "p19-6"]):
+        line = _one_error(*run_kbc(argv, capsys))
+        assert f"{path}{message}" in line and "delete that line" in line, argv
+
+
 def test_write_instances_round_trips_through_pandas(run_dir):
     path = write_instances(run_dir)
     assert path == run_dir / "instances.parquet"

@@ -6,7 +6,7 @@ import pytest
 
 from bridge import registry
 from bridge.runner import CHUNK, RunConfig, run_lama
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 from kb.freq import FreqPredictor
 
 CALLS = []
@@ -70,6 +70,7 @@ def test_outputs(tmp_path, lama_dir):
     config = json.loads((out / "config.json").read_text())
     assert config["predictors"] == ["freq"] and config["data_versions"]["google_re"]
     assert config["predictor_configs"]["google_re"]["freq"]["ties"] == "first occurrence in the data"
+    assert config["predictor_configs"]["google_re"]["freq"]["slots"] == ["object", "subject"]
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary[0]) == {"corpus", "predictor", "setting", "scope", "group", "metric", "value", "n_facts"}
     assert {r["metric"] for r in summary} == {"p@1", "p@10", "mrr", "answer_space"}
@@ -90,6 +91,33 @@ def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
     cfg.depth = 50
     with pytest.raises(ConfigError, match="predictor 'freq' was run as"):
         run_lama(cfg, progress=False)
+
+
+def test_a_damaged_line_stops_the_rerun_and_is_kept(tmp_path, lama_dir):
+    cfg = RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
+                    relations=["place_of_death"], limit=5)
+    run_lama(cfg, progress=False)
+    path = tmp_path / "out" / "predictions" / "google_re" / "freq" / "place_of_death.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    damaged = b"".join(lines[:1] + [b'{"uid": "x", "relation": "place_of_death", "coherent": "false"}\n'] + lines[1:])
+    path.write_bytes(damaged)
+    with pytest.raises(DataError, match=r"place_of_death.jsonl:2: field 'coherent' has the wrong type"):
+        run_lama(cfg, progress=False)
+    assert path.read_bytes() == damaged  # nothing cut off or rewritten
+
+
+def test_relations_added_later_keep_the_earlier_answer_spaces(tmp_path, lama_dir):
+    def run(*relations):
+        return run_lama(RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
+                                  relations=list(relations)), progress=False)
+
+    run("place_of_birth")
+    rows = run("place_of_death")
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert set(config["answer_space"]["google_re"]["freq"]) == {"place_of_birth", "place_of_death"}
+    together = run_lama(RunConfig(["google_re"], ["freq"], tmp_path / "both", str(lama_dir), cache_dir=tmp_path / "c",
+                                  relations=["place_of_birth", "place_of_death"]), progress=False)
+    assert rows == together
 
 
 def test_progress_moves_per_batch_inside_a_chunk(tmp_path, lama_dir, monkeypatch):

@@ -153,7 +153,7 @@ def test_ls_shows_each_predictors_options(tiny_models, capsys):
     code, out, _ = run_kbc(["ls", "retrieval"], capsys)
     assert code == 0 and "--set retrieval.text_index=" in out and "--set retrieval.k=INT" in out
     code, out, _ = run_kbc(["ls", str(tiny_models("bert-cased"))], capsys)
-    assert code == 0 and "candidates=common|full|relation" in out
+    assert code == 0 and "--set tiny-bert-cased-0.candidates=common|full|relation" in out
     code, out, _ = run_kbc(["ls", "ebert"], capsys)
     assert "wikipedia2vec=PATH" in out and "[required]" in out and "entity_index=flat|ivf|hnsw" in out
 

@@ -89,12 +89,13 @@ def subject_tokens(label: str) -> int:
     return len(label.split())
 
 
-def load_tokenizer(path: str | Path):
+def load_tokenizer(path: str | Path, option: str = "--tokenizer"):
+    """The tokenizer in `path`; `option` is the flag named in the error when there is none."""
     from transformers import AutoTokenizer
 
     path = Path(path)
     if not path.is_dir():
-        raise ConfigError(f"--tokenizer {path}: not a folder with tokenizer files")
+        raise ConfigError(f"{option} {path}: not a folder with tokenizer files")
     try:
         return AutoTokenizer.from_pretrained(str(path))
     except (OSError, ValueError):
@@ -102,7 +103,7 @@ def load_tokenizer(path: str | Path):
 
         if (path / "vocab.txt").is_file():
             return BertTokenizer.from_pretrained(str(path), do_lower_case="uncased" in path.name)
-        raise ConfigError(f"--tokenizer {path}: no tokenizer files transformers can read") from None
+        raise ConfigError(f"{option} {path}: no tokenizer files transformers can read") from None
 
 
 def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | None:
@@ -121,21 +122,56 @@ def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | N
 
 
 class InputEmbeddings:
-    """Mean input embedding of a label's word pieces in a masked LM (LAMA's SOCS)."""
+    """Mean input embedding of a label's word pieces in a language model (LAMA's SOCS).
+
+    LAMA takes them from BERT; SOCS only needs the static input embedding matrix and the model's own
+    tokenizer, which a causal (GPT-2) or encoder-decoder LM has as well, so any of them is accepted.
+    """
 
     def __init__(self, path: str | Path) -> None:
-        from transformers import AutoModelForMaskedLM
-
         path = Path(path)
+        what = "a language model folder saved with save_pretrained (config.json, weights, tokenizer files)"
         if not path.is_dir():
-            raise ConfigError(f"--embeddings {path}: not a model folder (a masked LM saved with save_pretrained)")
-        self.tokenizer = load_tokenizer(path)
-        model = AutoModelForMaskedLM.from_pretrained(str(path))
-        self.matrix = model.get_input_embeddings().weight.detach().float().numpy()
+            raise ConfigError(f"--embeddings {path}: not a folder; pass {what}")
+        if not (path / "config.json").is_file():
+            found = "tokenizer files but no model" if any(
+                (path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json")
+            ) else "no model"
+            raise ConfigError(f"--embeddings {path}: {found} (no config.json); pass {what}")
+        self.tokenizer = load_tokenizer(path, "--embeddings")
+        self.matrix = _input_embeddings(path)
 
     def vector(self, label: str):
         ids = self.tokenizer(label, add_special_tokens=False)["input_ids"]
         return self.matrix[ids].mean(axis=0) if ids else None
+
+
+def _input_embeddings(path: Path):
+    """The input embedding matrix of the model in `path` (masked, causal or encoder-decoder), as float32."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
+
+    try:
+        config = AutoConfig.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--embeddings {path}: config.json is not a model transformers knows "
+                          f"({str(exc).splitlines()[0][:120]})") from None
+    model = None
+    for auto in (AutoModelForMaskedLM, AutoModelForCausalLM, AutoModel):
+        try:
+            model = auto.from_pretrained(str(path), config=config)
+            break
+        except ValueError as exc:  # this architecture has no head of that kind: try the next
+            if "Unrecognized configuration class" not in str(exc):
+                raise ConfigError(f"--embeddings {path}: the model cannot be loaded "
+                                  f"({str(exc).splitlines()[0][:160]})") from None
+        except Exception as exc:  # weights missing (OSError) or damaged (the safetensors and torch errors)
+            raise ConfigError(f"--embeddings {path}: no model weights transformers can read "
+                              f"({str(exc).splitlines()[0][:160]})") from None
+    embeddings = model.get_input_embeddings() if model is not None else None
+    if embeddings is None or not hasattr(embeddings, "weight"):
+        raise ConfigError(f"--embeddings {path}: a {config.model_type} model has no input embeddings to take SOCS "
+                          "from; pass a masked or causal language model")
+    return embeddings.weight.detach().float().numpy()
 
 
 class Wikipedia2vecVectors:

@@ -120,6 +120,7 @@ class KmirExperiment:
     name = "kmir"
     title = "KMIR-style questions"
     stages = ("",)
+    unit = "questions"  # what the summary's scopes count
     metrics = ("f1", "em")
 
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,

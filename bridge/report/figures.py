@@ -20,6 +20,9 @@ matplotlib.rcParams.update({"svg.hashsalt": "kbcompare", "font.size": 9, "axes.t
                             "axes.spines.top": False, "axes.spines.right": False})
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
+# for labels the view does not list (predictors of another run joined by `kbc analyze --compare`)
+PALETTE_MORE = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d",
+                "#9edae5")
 DPI = 110
 STAT_TICKS = {"sm": "SM", "om": "OM", "cooc_paragraphs": "co-occ.\nparagraphs", "cooc_sentences": "co-occ.\nsentences",
               "st": "ST", "swp": "SWP", "socs": "SOCS", "lpfp": "LPFP"}
@@ -28,6 +31,18 @@ MAX_WIDTH = 26.0
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:
     return {p: PALETTE[i % len(PALETTE)] for i, p in enumerate(predictors)}
+
+
+def complete(colour: dict[str, str], names) -> dict[str, str]:
+    """`colour` plus a colour for each of `names` it lacks, unused colours first, so no label is undrawable."""
+    missing = [n for n in dict.fromkeys(names) if n not in colour]
+    if not missing:
+        return colour
+    out = dict(colour)
+    free = [c for c in (*PALETTE, *PALETTE_MORE) if c not in set(colour.values())] or list(PALETTE_MORE)
+    for i, name in enumerate(missing):
+        out[name] = free[i % len(free)]
+    return out
 
 
 def save(fig, out: Path, key: str) -> list[Path]:
@@ -67,6 +82,7 @@ def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[s
            key: str = "p_at_k") -> list[Path]:
     """LAMA Fig. 2: macro P@k against k (log scale), one line per predictor, one panel per corpus."""
     corpora = list(curves)
+    colour = complete(colour, [p for lines in curves.values() for p in lines])
     fig, axes = plt.subplots(1, len(corpora), figsize=(4.6 * len(corpora), 3.4), squeeze=False)
     for ax, corpus in zip(axes[0], corpora):
         for predictor, points in curves[corpus].items():
@@ -94,6 +110,7 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
     `panels`: corpus -> group -> predictor -> value, groups in the order to draw.
     """
     labels = labels or {}
+    colour = complete(colour, [p for groups in panels.values() for v in groups.values() for p in v])
     n_pred = max((len({p for v in groups.values() for p in v}) for groups in panels.values()), default=1)
     long_labels = any(len(labels.get(g, g)) > 6 for groups in panels.values() for g in groups)
     fig, axes = _row_of_panels([len(g) for g in panels.values()], 0.2 * n_pred + 0.25, 4.4 if long_labels else 3.2)
@@ -158,6 +175,7 @@ def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | N
     `panels`: (corpus, method) -> statistic -> predictor -> coefficient (None: undefined, drawn as a gap).
     """
     keys = list(panels)
+    colour = complete(colour, [p for stats in panels.values() for v in stats.values() for p in v])
     corpora = list(dict.fromkeys(c for c, _ in keys))
     methods = list(dict.fromkeys(m for _, m in keys))
     fig, axes = plt.subplots(len(corpora), len(methods), figsize=(4.8 * len(methods), 3.0 * len(corpora)),
@@ -192,6 +210,7 @@ def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | 
     `panels`: (corpus, statistic) -> predictor -> [(bin label, facts, P@1 or None)], bins in order.
     """
     keys = list(panels)
+    colour = complete(colour, [p for lines in panels.values() for p in lines])
     cols = min(2, len(keys))
     rows_n = math.ceil(len(keys) / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(5.4 * cols, 3.4 * rows_n), squeeze=False)
@@ -229,6 +248,7 @@ def rank_boxes(panels: dict[str, dict[str, dict[str, list[float]]]], colour: dic
     `panels`: corpus -> relation -> predictor -> ranks (log scale; one value per fact: its mean rank).
     """
     labels = labels or {}
+    colour = complete(colour, [p for rels in panels.values() for v in rels.values() for p in v])
     n_pred = max((len({p for v in rels.values() for p in v}) for rels in panels.values()), default=1)
     fig, axes = _row_of_panels([len(r) for r in panels.values()], 0.3 * n_pred + 0.3, 4.4)
     for ax, (corpus, rels) in zip(axes, panels.items()):

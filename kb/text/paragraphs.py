@@ -153,7 +153,9 @@ def read_dump(path: str | Path, report: IngestReport | None = None, min_words: i
             dump = mwxml.Dump.from_file(handle)
         except (ET.ParseError, MalformedXML, AssertionError, ValueError, KeyError, AttributeError,
                 TypeError) as exc:
-            raise DataError(f"{path}: not a MediaWiki XML dump ({type(exc).__name__}: {exc})") from None
+            why = f" ({exc})" if str(exc) else ""
+            raise DataError(f"{path}: not a MediaWiki XML dump (expected <mediawiki> with <siteinfo> and <page>)"
+                            f"{why}") from None
         pages = iter(dump)
         while True:
             try:
