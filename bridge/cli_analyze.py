@@ -28,8 +28,8 @@ def _text_index(location: str | None, backend: str, es_url: str | None):
     try:
         index = open_index(backend, where, es_url)
         len(index)
-    except DataError as exc:
-        raise ConfigError(f"the co-occurrence statistics need a text index: {exc}; {hint}") from None
+    except DataError as exc:  # a damaged index: its message already names the command that rebuilds it
+        raise ConfigError(f"the co-occurrence statistics need a text index: {exc}") from None
     except KbcError as exc:
         text = str(exc).lower()
         if "not_found" not in text and "no such index" not in text:

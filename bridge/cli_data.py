@@ -96,9 +96,13 @@ def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None
     string_rate = deletion_rates(deletions, "deleted_string")
     name_rate = deletion_rates(deletions, "deleted_name")
     click.echo(f"{'relation':<16} {'facts':>6} {'string':>7} {'name':>6} {'kept':>6}")
+    ran = {"string": "string" in chosen, "name": "name" in chosen}  # a filter not run shows "-", not 0
     for rel, d in deletions.items():
-        click.echo(f"{rel:<16} {d['n']:>6} {d['deleted_string']:>7} {d['deleted_name']:>6} {d['kept']:>6}"
-                   f"   ({string_rate.get(rel, 0):.0f}% / {name_rate.get(rel, 0):.0f}%)")
+        name = str(d["deleted_name"]) if ran["name"] else "-"
+        rates = " / ".join(f"{rate.get(rel, 0):.0f}%" if ran[f] else "-"
+                           for f, rate in (("string", string_rate), ("name", name_rate)))
+        string = str(d["deleted_string"]) if ran["string"] else "-"
+        click.echo(f"{rel:<16} {d['n']:>6} {string:>7} {name:>6} {d['kept']:>6}   ({rates})")
     total = sum(d["n"] for d in deletions.values())
     kept = sum(d["kept"] for d in deletions.values())
     click.echo(f"LAMA-UHN ({', '.join(chosen)}) in {out}: kept {kept} of {total} facts; use --data-dir {out}")

@@ -69,6 +69,8 @@ def register(kb: click.Group) -> None:
                 )
                 versions = sorted(st.loaded_versions(graph))
                 total = sum(int(n) for _, n in rows)
-                click.echo(f"{graph}: {total} triples, {len(rows)} relations; built from {', '.join(versions) or '-'}")
+                n_rel = f"{len(rows)} relation{'' if len(rows) == 1 else 's'}"
+                click.echo(f"{graph}: {total} fact triples, {n_rel} (labels and provenance not counted); "
+                           f"built from {', '.join(versions) or '-'}")
                 for p, n in rows:
                     click.echo(f"  {str(p).rsplit('/', 1)[-1].rsplit(':', 1)[-1]:16s} {int(n):7d}")

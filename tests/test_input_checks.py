@@ -279,6 +279,15 @@ def test_embeddings_folders_that_hold_no_model(freq_run, tmp_path, capsys):
     assert not (freq_run / "analysis" / "fact_stats.parquet").exists()
 
 
+def test_a_damaged_index_names_one_rebuild_command(freq_run, tmp_path, capsys):
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "CURRENT").write_text("garbage")
+    code, _, err = run_kbc(["analyze", "stats", str(freq_run), "--index", str(index), "--quiet"], capsys)
+    line = _one_error(code, err, f"{index}: the text index is damaged")
+    assert line.count("kbc index build") == 1 and f"kbc index build --out {index}" in line
+
+
 # -- 4. kbc serve on a port in use ------------------------------------------------------------------------------
 def test_serve_on_a_port_in_use_is_one_line_before_any_url(lama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -161,7 +161,7 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
     assert p19 == ["P19", "100.0", "100.0", "40", "40", "40", "40"]  # P, R, pairs, facts, with evidence, in RE_o
     code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
     assert code == 0, err
-    assert "re-naive: 90 triples, 3 relations" in out and "re-oracle: 120 triples, 3 relations" in out
+    assert "re-naive: 90 fact triples, 3 relations" in out and "re-oracle: 120 fact triples, 3 relations" in out
     code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "re-naive", "re-oracle", "--quiet",
                               "--out", str(tmp_path / "run"), *common], capsys)
     assert code == 0, err
@@ -171,7 +171,7 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
     assert p1 == {("re-naive", "raw"): 75.0, ("re-naive", "filtered"): 75.0,
                   ("re-oracle", "raw"): 100.0, ("re-oracle", "filtered"): 100.0}
     code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
-    assert code == 0 and "gold-trex-P19: 40 triples, 1 relations" in out, out + err
+    assert code == 0 and "gold-trex-P19: 40 fact triples, 1 relation " in out, out + err
 
 
 def test_cli_rejects_corpus_without_evidence(tmp_path, capsys, monkeypatch, lama_dir):

@@ -179,8 +179,11 @@ def test_kbc_data_uhn_writes_the_lama_layout_atomically(lama_dir, tmp_path, caps
     assert kept == {c: sum(d["kept"] for d in deletions.values() if d["corpus"] == c) for c in kept}
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".uhn")]  # no temporary folder left
     # a rerun replaces the earlier build; string only now
-    code, _, _ = run_kbc(["data", "uhn", "--filters", "string", "--data-dir", str(root), "--out", str(out)], capsys)
+    code, stdout, _ = run_kbc(["data", "uhn", "--filters", "string", "--data-dir", str(root), "--out", str(out)],
+                              capsys)
     assert code == 0
+    p176 = next(line.split() for line in stdout.splitlines() if line.startswith("P176 "))
+    assert p176[3] == "-" and p176[-1] == "-)"  # the name filter did not run: no count, no rate
     assert all(d["deleted_name"] == 0 for d in json.loads((out / "deletions.json").read_text()).values())
     # errors are one line: no model for the name filter, an --out that is something else
     os.environ.pop("KBC_UHN_MODEL", None)
