@@ -81,7 +81,8 @@ def test_missing_elasticsearch_index_says_how_to_build_it(small_run, emulator_ur
                           emulator_url, "--index", "kbc-no-such-index", "--quiet"])
     assert code == 2, out
     assert out.strip().splitlines()[-1].startswith("error: ")
-    assert "kbc index build --out kbc-no-such-index --backend elasticsearch" in out
+    assert f"kbc index build --backend elasticsearch --es-url {emulator_url} --out kbc-no-such-index" in out
+    assert out.count("kbc index build") == 1
 
 
 def test_stats_command_writes_the_columns_and_joins_them(small_run, tmp_path):  # noqa: F811
