@@ -11,8 +11,9 @@ Two prompt kinds: LAMA's templates (text after the slot: "[X] was born in [Y] ."
 paper's extended ones (the entity at the very end). max_abs_diff is the largest difference of a
 sentence log-likelihood between the paths. Exact scoring cannot run fewer tokens than the prefix
 plus the tree nodes that have children, and every token costs the same model pass on either path:
-"tokens run" (stderr) is that ratio, which bounds the speedup. The paths run alternately, query by
-query, for `--repeat` rounds, and each keeps its fastest time per query (shared cores drift).
+"tokens run" (stderr, and `tokens_ratio` on stdout) is that ratio, which bounds the speedup.
+The paths run alternately, query by query, for `--repeat` rounds, and each keeps its fastest
+time per query (shared cores drift).
 Because the queries are a uniform sample, time per query x 34,039 estimates full T-REx typed
 querying here.
 
@@ -114,7 +115,7 @@ def main() -> None:
               f"({tok_full / tok_pref:.1f}x fewer); full T-REx ({n_queries:,} queries, {n_sentences:,} "
               f"sentences) estimate: full_sentence {est_full:.1f} h, prefix_cache {est_pref:.1f} h", file=sys.stderr)
         lines.append(f"prompt={kind} full_sentence_qps={len(qs) / t_full:.3f} prefix_cache_qps={len(qs) / t_pref:.3f} "
-                     f"speedup={t_full / t_pref:.2f} max_abs_diff={diff:.2e} "
+                     f"speedup={t_full / t_pref:.2f} tokens_ratio={tok_full / tok_pref:.2f} max_abs_diff={diff:.2e} "
                      f"trex_estimate_h_full={est_full:.1f} trex_estimate_h_prefix={est_pref:.1f}")
         if diff > TOL:
             print(f"warning: max_abs_diff {diff:.2e} above {TOL:g}", file=sys.stderr)
