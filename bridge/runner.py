@@ -121,6 +121,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+        _note_other_samples(config["runs"], cfg)
         config["runs"].append(run)
         config["data_dir"] = str(data_dir)
         if cfg.compat:
@@ -141,6 +142,16 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             run["finished"] = _now()
             write_json(config_path, config)
         return collect(out, setting)
+
+
+def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
+    """Reruns add to a directory: say so when an earlier run asked another sample, as the scores then
+    cover the union of the samples rather than one seeded sample."""
+    other = sorted({(r.get("limit"), r.get("seed")) for r in runs} - {(cfg.limit, cfg.seed)}, key=str)
+    if other and (cfg.limit or any(limit for limit, _ in other)):
+        shown = ", ".join(f"--limit {limit or 'none'} --seed {seed}" for limit, seed in other)
+        log.warning("%s also holds facts asked with %s: its scores cover every fact asked so far; use another "
+                    "--out for one sample alone", cfg.out, shown)
 
 
 def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) -> dict[str, dict[str, set[str]]]:

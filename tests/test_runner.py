@@ -106,6 +106,21 @@ def test_a_damaged_line_stops_the_rerun_and_is_kept(tmp_path, lama_dir):
     assert path.read_bytes() == damaged  # nothing cut off or rewritten
 
 
+def test_a_rerun_with_another_sample_says_the_scores_cover_both(tmp_path, lama_dir, caplog):
+    def run(limit, seed):
+        cfg = RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
+                        relations=["place_of_death"], limit=limit, seed=seed)
+        caplog.clear()
+        rows = run_lama(cfg, progress=False)
+        return next(r["n_facts"] for r in rows if r["metric"] == "p@1" and r["scope"] == "own"
+                    and r["group"] == "all"), [m for m in caplog.messages if "also holds facts asked with" in m]
+
+    assert run(5, 0) == (5, [])
+    assert run(5, 0) == (5, [])  # the same sample again: nothing to say
+    n, notes = run(5, 1)
+    assert 5 < n <= 10 and len(notes) == 1 and "--limit 5 --seed 0" in notes[0]
+
+
 def test_relations_added_later_keep_the_earlier_answer_spaces(tmp_path, lama_dir):
     def run(*relations):
         return run_lama(RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
