@@ -207,7 +207,7 @@ class Job:
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
             self.predictor = self.p.factory(self.p.spec, ctx)
-            described = {**self.predictor.describe(), "slots": list(getattr(self.predictor, "slots", ("object",)))}
+            described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
             size = getattr(self.predictor, "answer_space_size", None)
             spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
@@ -233,11 +233,11 @@ class Job:
             path = self._path(rel, stage)
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as handle:
-                for query, fact in pairs:
+                for query, fact, _ in pairs:
                     write_jsonl_line(handle, experiment.record(stage, query, fact, Prediction(query.uid, ()),
                                                                self.valid.get(rel, {})))
         if empty:
-            slots = sorted({q.slot for pairs in empty.values() for q, _ in pairs})
+            slots = sorted({q.slot for pairs in empty.values() for q, _, _ in pairs})
             log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
                         " or ".join(slots), sum(len(p) for p in empty.values()))
         todo, gone = _drop_unsupported(predictor, todo, getattr(experiment, "instance_slots", ()))
@@ -306,7 +306,7 @@ def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = (
     filter_facts = getattr(predictor, "filter_facts", None)
     if filter_facts is None:
         return todo, {}
-    answered = getattr(predictor, "slots", ("object",))
+    answered = _slots(predictor)
 
     def check(facts: list, slot: str):
         # object queries use the plain call, which every predictor with the hook takes
@@ -322,54 +322,46 @@ def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = (
                 return why
         return "unsupported"
 
-    kept_todo, gone = [], {}
-    for rel, rest, path in todo:
-        keep: set[tuple[int, str]] = set()
+    keep: set[tuple[int, str]] = set()  # (fact, slot) pairs the predictor can answer, asked a relation at a time
+    for _rel, rest, _path in todo:
         for slot in dict.fromkeys(s for q, _ in rest for s in needed(q)):
             facts = list({id(f): f for q, f in rest if slot in needed(q)}.values())
             kept, _reasons = check(facts, slot)
             keep.update((id(f), slot) for f in kept)
-
-        fits = [all((id(f), slot) in keep for slot in needed(q)) for q, f in rest]
-        dropped = [pair for pair, fit in zip(rest, fits) if not fit]
-        if dropped:
-            # one reason per fact; asked one by one only for the (few) dropped facts
-            gone[rel] = [(q, f, reason(q, f)) for q, f in dropped]
-        rest = [pair for pair, fit in zip(rest, fits) if fit]
-        if rest:
-            kept_todo.append((rel, rest, path))
-    return kept_todo, gone
+    # one reason per fact; asked one by one only for the (few) dropped facts
+    return _split(todo, lambda q, f: None if all((id(f), s) in keep for s in needed(q)) else reason(q, f))
 
 
 def _drop_unsuitable(experiment, predictor, todo: list) -> tuple[list, dict[str, list]]:
     """Facts an experiment leaves out for this predictor (optional `unsuitable(predictor, fact) -> reason`)."""
     check = getattr(experiment, "unsuitable", None)
-    if check is None:
-        return todo, {}
+    return _split(todo, lambda q, f: check(predictor, f)) if check is not None else (todo, {})
+
+
+def _unanswerable(predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Queries for a slot the predictor does not answer: they get no answers (scored wrong, not hidden)."""
+    slots = _slots(predictor)
+    return _split(todo, lambda q, f: None if q.slot in slots else f"does not answer the {q.slot} slot")
+
+
+def _split(todo: list, reason_of) -> tuple[list, dict[str, list]]:
+    """The work left once `reason_of(query, fact)` (None: keep it) takes some queries out, and per relation
+    the (query, fact, reason) of those taken."""
     kept_todo, gone = [], {}
     for rel, rest, path in todo:
-        reasons = [check(predictor, fact) for _, fact in rest]
-        dropped = [(q, f, why) for (q, f), why in zip(rest, reasons) if why]
-        if dropped:
-            gone[rel] = dropped
+        reasons = [reason_of(q, f) for q, f in rest]
+        taken = [(q, f, why) for (q, f), why in zip(rest, reasons) if why]
+        if taken:
+            gone[rel] = taken
         rest = [pair for pair, why in zip(rest, reasons) if not why]
         if rest:
             kept_todo.append((rel, rest, path))
     return kept_todo, gone
 
 
-def _unanswerable(predictor, todo: list) -> tuple[list, dict[str, list]]:
-    """Queries for a slot the predictor does not answer: they get no answers (scored wrong, not hidden)."""
-    slots = getattr(predictor, "slots", ("object",))
-    kept_todo, empty = [], {}
-    for rel, rest, path in todo:
-        none = [(q, f) for q, f in rest if q.slot not in slots]
-        if none:
-            empty[rel] = none
-        rest = [(q, f) for q, f in rest if q.slot in slots]
-        if rest:
-            kept_todo.append((rel, rest, path))
-    return kept_todo, empty
+def _slots(predictor) -> tuple[str, ...]:
+    """The slots a predictor answers; one that does not say answers the object only."""
+    return tuple(getattr(predictor, "slots", ("object",)))
 
 
 def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:

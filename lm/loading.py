@@ -183,7 +183,7 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     is_local = local.is_dir()
     if is_local:
         local_config(str(local))  # a config that is not a JSON object fails here, in one line
-        if not _has_tokenizer_files(local):
+        if not has_tokenizer_files(local):
             # transformers would build an empty tokenizer from the config alone, and every word would go missing
             raise DataError(f"{local}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); copy the model's "
                             "tokenizer into it (tokenizer.save_pretrained(DIR))")
@@ -222,7 +222,8 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
 
 
-def _has_tokenizer_files(path: Path) -> bool:
+def has_tokenizer_files(path: Path) -> bool:
+    """Whether a model folder holds its tokenizer (transformers would otherwise build an empty one)."""
     return any((path / f).is_file() for f in TOKENIZER_FILES) or any(path.glob("*.tiktoken"))
 
 

@@ -86,3 +86,25 @@ def _build(lama_dir, tmp_path_factory) -> SmallRun:
 
 
 __all__ = ["small_run", "run_kbc", "call_kbc", "SmallRun"]
+
+
+def check_socs_column(small: SmallRun, model: Path, tmp_path: Path) -> None:
+    """`kbc analyze stats --embeddings MODEL` on a copy of the run: every fact's SOCS is the cosine of the
+    mean input embeddings of its subject and object, as `InputEmbeddings` computes them."""
+    import shutil
+
+    import pandas as pd
+
+    from bridge.analysis.stats import InputEmbeddings, cosine
+
+    run = tmp_path / "run"
+    shutil.copytree(small.run, run)
+    code, out = call_kbc(["analyze", "stats", str(run), "--index", str(small.index), "--embeddings", str(model),
+                          "--quiet"])
+    assert code == 0, out
+    stats = pd.read_parquet(run / "analysis" / "fact_stats.parquet")
+    assert stats["socs"].notna().all() and stats["socs"].between(-1, 1).all()
+    emb = InputEmbeddings(model)
+    fact = next(f for f in small.facts["trex"] if f.uid in set(stats["uid"]))
+    expected = cosine(emb.vector(fact.subject.label), emb.vector(fact.object.label))
+    assert stats.set_index("uid").loc[fact.uid, "socs"] == pytest.approx(expected, rel=1e-5)

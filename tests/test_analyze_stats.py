@@ -4,11 +4,10 @@ counts from tantivy and the Elasticsearch-API emulator, and the columns joined t
 from __future__ import annotations
 
 import json
-import shutil
 
 import pandas as pd
 import pytest
-from analyze_support import call_kbc, small_run  # noqa: F401
+from analyze_support import call_kbc, check_socs_column, small_run  # noqa: F401
 from test_text_contract import emulator_url  # noqa: F401
 
 from kb.text.analyzer import tokens
@@ -116,16 +115,7 @@ def test_socs_from_a_masked_lms_input_embeddings(small_run, tmp_path):  # noqa: 
     a, b = emb.vector("Paris"), emb.vector("France")
     assert cosine(a, a) == pytest.approx(1.0)
     assert -1.0 <= cosine(a, b) <= 1.0
-    run = tmp_path / "run"
-    shutil.copytree(small_run.run, run)
-    code, out = call_kbc(["analyze", "stats", str(run), "--index", str(small_run.index),
-                          "--embeddings", str(small_run.model), "--quiet"])
-    assert code == 0, out
-    stats = pd.read_parquet(run / "analysis" / "fact_stats.parquet")
-    assert stats["socs"].notna().all() and stats["socs"].between(-1, 1).all()
-    fact = next(f for f in small_run.facts["trex"] if f.uid in set(stats["uid"]))
-    expected = cosine(emb.vector(fact.subject.label), emb.vector(fact.object.label))
-    assert stats.set_index("uid").loc[fact.uid, "socs"] == pytest.approx(expected, rel=1e-5)
+    check_socs_column(small_run, small_run.model, tmp_path)
 
 
 def test_socs_from_wikipedia2vec_vectors(tmp_path):

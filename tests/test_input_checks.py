@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from analyze_support import small_run  # noqa: F401  (pytest finds the fixture by name)
+from analyze_support import check_socs_column, small_run  # noqa: F401  (pytest finds the fixture by name)
 from cli_support import run_kbc
 
 from eval.errors import ConfigError
@@ -212,22 +212,13 @@ def test_embeddings_from_a_causal_lm(small_run, tmp_path, capsys):  # noqa: F811
     from lm_fixtures import tiny_model_dir
     from transformers import GPT2LMHeadModel
 
-    from bridge.analysis.stats import InputEmbeddings, cosine
+    from bridge.analysis.stats import InputEmbeddings
 
     gpt2 = tiny_model_dir("gpt2", tmp_path)
     emb = InputEmbeddings(gpt2)
     weights = GPT2LMHeadModel.from_pretrained(str(gpt2)).transformer.wte.weight.detach()
     assert torch.equal(torch.from_numpy(emb.matrix), weights.float())
-    run = tmp_path / "run"
-    shutil.copytree(small_run.run, run)
-    code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--embeddings",
-                              str(gpt2), "--quiet"], capsys)
-    assert code == 0, err
-    stats = pd.read_parquet(run / "analysis" / "fact_stats.parquet")
-    assert stats["socs"].notna().all() and stats["socs"].between(-1, 1).all()
-    fact = next(f for f in small_run.facts["trex"] if f.uid in set(stats["uid"]))
-    expected = cosine(emb.vector(fact.subject.label), emb.vector(fact.object.label))
-    assert stats.set_index("uid").loc[fact.uid, "socs"] == pytest.approx(expected, rel=1e-5)
+    check_socs_column(small_run, gpt2, tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -134,9 +134,9 @@ class InputEmbeddings:
         if not path.is_dir():
             raise ConfigError(f"--embeddings {path}: not a folder; pass {what}")
         if not (path / "config.json").is_file():
-            found = "tokenizer files but no model" if any(
-                (path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json")
-            ) else "no model"
+            from lm.loading import has_tokenizer_files
+
+            found = "tokenizer files but no model" if has_tokenizer_files(path) else "no model"
             raise ConfigError(f"--embeddings {path}: {found} (no config.json); pass {what}")
         self.tokenizer = load_tokenizer(path, "--embeddings")
         self.matrix = _input_embeddings(path)
