@@ -83,8 +83,11 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     index.close()
     st.atomic_parquet(stats, st.analysis_dir(run_dir) / st.FACT_STATS)
     st.refresh_instances(run_dir)
-    logp = st.log_prob_predictors(config)
-    if not any(logp.values()):
+    unrecorded = st.unrecorded_predictors(frame, config)
+    if unrecorded:
+        click.echo(f"note: LPFP is null for {', '.join(unrecorded)}: the run has not finished (its config.json "
+                   "does not record what kind of predictor it is); rerun the same `kbc run` to finish it", err=True)
+    elif not any(st.log_prob_predictors(config).values()):
         click.echo("note: LPFP is null for every predictor: none scores answers by log-probability (LMs do)",
                    err=True)
     return seconds, len(stats)
@@ -116,11 +119,14 @@ def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embedding
 
 
 def _check_compared(run_dir: Path, compare: tuple[str, ...]) -> None:
+    from bridge.analysis.stats import check_lama_run
     from bridge.run_dir import open_run
 
     run = open_run(run_dir)
+    check_lama_run(run_dir, run.config)
     for other_dir in compare:
         other = open_run(other_dir)
+        check_lama_run(Path(other_dir), other.config, "--compare")
         if sorted(other.corpora) != sorted(run.corpora):
             raise ConfigError(f"--compare {other_dir}: its corpora ({', '.join(other.corpora)}) differ from "
                               f"{run_dir}'s ({', '.join(run.corpora)}); compare runs over the same corpora")

@@ -1,17 +1,21 @@
 """`kbc compare` (two predictors fact by fact) and `kbc show` (one fact across every predictor).
 
-Both read a run directory written by `kbc run`; neither writes to it.
+Both read a run directory written by `kbc run`; neither writes to it. `compare` judges each unit the
+way its experiment scores it: a LAMA fact is right when the gold is ranked 1st (raw or filtered), a
+KMIR question when its answer matches the gold exactly (its `em`), grouped by question kind. Other
+experiments (coherency asks each instance in two rounds and four steps) are refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import click
 
 from bridge.run_dir import RunDir, did_you_mean, open_run
-from eval.compare import Comparison, Pair
+from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
 
@@ -24,8 +28,65 @@ def _top1(record: dict) -> str:
     return str(answers[0][0]) if answers else ""
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """How one experiment's records are judged: right or wrong, the group a unit counts in, what it answered."""
+
+    unit: str  # "facts", "questions"
+    group: str  # "relation", "question kind"
+    metric: str  # the column name of the share right
+    rule: str  # said above the table
+    right: Callable[[dict, str], bool]
+    group_of: Callable[[dict], str]
+    top: Callable[[dict], str]
+    settings: tuple[str, ...] = ("raw", "filtered")
+    pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
+
+
+SCORINGS = {
+    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st",
+                    lambda r, setting: r.get(f"rank_{setting}") == 1, lambda r: str(r["relation"]), _top1),
+    "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
+                    "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
+                    lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
+                    pooled=True),
+}
+
+
+def scoring_for(run: RunDir, setting: str) -> Scoring:
+    """The run's experiment's own correctness, or a clear refusal."""
+    experiment = str(run.config.get("experiment", "lama"))
+    scoring = SCORINGS.get(experiment)
+    if scoring is None:
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc compare judges LAMA facts and KMIR "
+                          f"questions one by one, not {experiment} instances; compare its summaries with "
+                          f"`kbc report {run.path}`")
+    if setting not in scoring.settings:
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run, scored only in the raw setting; drop "
+                          f"--setting {setting}")
+    return scoring
+
+
 def _correct(record: dict, setting: str) -> bool:
-    return record.get(f"rank_{setting}") == 1
+    return SCORINGS["lama"].right(record, setting)
+
+
+class Resamples(click.ParamType):
+    """A number of bootstrap resamples: 0 (no interval) up to `MAX_BOOTSTRAP`; `1e4` is read as 10000."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value).replace(",", "").replace("_", ""))
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number of resamples", param, ctx)
+        if not number.is_integer() or not 0 <= number <= MAX_BOOTSTRAP:
+            self.fail(f"{value}: give a whole number from 0 (no interval) to {MAX_BOOTSTRAP:,}", param, ctx)
+        return int(number)
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
@@ -33,11 +94,13 @@ def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
     return [run.corpus(c) for c in wanted] if wanted else run.corpora
 
 
-def paired(run: RunDir, corpus: str, a: str, b: str, setting: str) -> tuple[list[Pair], dict, dict, dict[str, int]]:
-    """Pairs for the facts both predictors answered (matched by uid), the records, and what was left out."""
+def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scoring | None = None
+           ) -> tuple[list[Pair], dict, dict, dict[str, int]]:
+    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out."""
+    scoring = scoring or SCORINGS["lama"]
     rec_a = {u: r for u, r in run.by_uid(corpus, a).items() if "dropped" not in r}
     rec_b = {u: r for u, r in run.by_uid(corpus, b).items() if "dropped" not in r}
-    pairs = [Pair(r["relation"], uid, _correct(r, setting), _correct(rec_b[uid], setting))
+    pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting))
              for uid, r in rec_a.items() if uid in rec_b]
     left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
                 "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
@@ -48,11 +111,14 @@ def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int]) -> list[str]:
+def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int],
+           scoring: Scoring | None = None) -> list[str]:
+    sc = scoring or SCORINGS["lama"]
     o = res.overall
-    lines = [f"{corpus}: {o.n} facts answered by both (left out: {left_out['answered_by_a_only']} answered only "
+    lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
              f"by {a}, {left_out['answered_by_b_only']} only by {b})"]
-    head = ["relation", "facts", "both", "only A", "only B", "neither", "P@1 A", "P@1 B", "p McNemar"]
+    head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
+            f"{sc.metric} B", "p McNemar"]
     body = [[rel, c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}", _fmt_p(c.p_value)]
             for rel, c in res.by_relation.items()]
     body.append(["all", o.n, o.both, o.only_a, o.only_b, o.neither, f"{res.macro_p1_a:.2f}",
@@ -62,10 +128,13 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     for row in cells:
         padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(padded))
-    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over facts within relations, "
+    groups = f"{sc.group}s"
+    over = f"over all {sc.unit}" if sc.pooled else f"macro over {groups}"
+    within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
+    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
           f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
-    lines.append(f"P@1 {a} - {b}, macro over relations: {res.difference:+.2f} points, {ci}")
-    lines.append("(`all` row: P@1 macro over relations, as the summaries; McNemar on the pooled facts)")
+    lines.append(f"{sc.metric} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
+    lines.append(f"(`all` row: {sc.metric} {over}, as the summaries' Total; McNemar on the pooled {sc.unit})")
     return lines
 
 
@@ -78,8 +147,8 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
 @click.option("--list", "list_", type=click.Choice(list(LISTS)), default=None,
               help="Print the facts of one cell of the 2x2 table instead of the table (tab-separated).")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples for the interval of the P@1 difference (0: none).")
+@click.option("--bootstrap", "n_boot", type=Resamples(), default=1000, show_default=True,
+              help=f"Bootstrap resamples for the interval of the P@1 difference (0: none; at most {MAX_BOOTSTRAP:,}).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> None:
@@ -95,6 +164,7 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
       kbc compare runs/lama freq re-oracle --list only-a --corpus trex
     """
     run = open_run(run_dir)
+    scoring = scoring_for(run, setting)
     a, b = run.predictor(a), run.predictor(b)
     if a == b:
         raise ConfigError("compare needs two different predictors")
@@ -102,21 +172,22 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
     listed: list[dict] = []
     text: list[str] = []
     for corpus in _corpora(run, corpora):
-        pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting)
+        pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
         if not pairs:
             text.append(f"{corpus}: no facts answered by both {a} and {b}")
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
             continue
-        res = compare_pairs(pairs, n_boot=n_boot, seed=seed)
+        res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
-        text += _table(corpus, a, b, res, left_out) + [""]
+        text += _table(corpus, a, b, res, left_out, scoring) + [""]
         if list_:
             for uid in res.lists[LISTS[list_]]:
                 ra = rec_a[uid]
-                listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid, "subject": ra.get("subject"),
-                               "gold": ra.get("gold"), "top_a": _top1(ra), "top_b": _top1(rec_b[uid])})
+                listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
+                               "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
+                               "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
-        raise DataError(f"{a} and {b} have no answered fact in common in {run.path}")
+        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {run.path}")
     if list_:
         result["list"] = {"cell": list_, "facts": listed}
     if as_json:
@@ -127,7 +198,7 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
             click.echo("\t".join(str(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
                                                               "top_a", "top_b")))
     else:
-        click.echo(f"{run.path}: A = {a}, B = {b}, setting {setting}; a fact is right when the gold is ranked 1st")
+        click.echo(f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}")
         click.echo("\n".join(text).rstrip())
 
 

@@ -43,7 +43,7 @@ def store_option(func):
     """
     func = click.option("--store-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
                         show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
-                        help="Seconds to wait for a SPARQL endpoint before giving up.")(func)
+                        help="Seconds one request to a SPARQL endpoint may take in all (answer included).")(func)
     func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
                         callback=_remember(_UPDATE_KEY),
                         help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
@@ -109,25 +109,40 @@ def types(corpus, data_dir, store, as_json) -> None:
 @click.option("--force", is_flag=True, help="Recompute even when graph `inferred` is up to date.")
 @click.option("--owlrl", "with_owlrl", is_flag=True,
               help="Also time owlrl's OWL-RL closure of the same facts and compare its new facts.")
-def infer(axioms, corpus, data_dir, store, force, with_owlrl) -> None:
+@click.option("--max-derived", type=click.IntRange(min=1), default=None,
+              help="Stop with an error when the axioms derive more new facts than this "
+                   "(default: 10 per input fact, at least 10,000).")
+def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> None:
     """Apply property axioms (KMIR Table 3) to a corpus; new facts go to graph `inferred`.
 
     Each new fact is recorded with the axiom and premises that derive it (graph
     `inferred-provenance`). Counts: the new facts each axiom derives.
     """
-    from kb.reasoning import INFERRED, PROVENANCE, ensure_inferred, inferred_triples, load_axioms, owlrl_new_facts
+    from kb.reasoning import (
+        INFERRED,
+        PROVENANCE,
+        ensure_inferred,
+        inferred_triples,
+        load_axioms,
+        owlrl_new_facts,
+        stored_coverage,
+    )
     from kb.store import fact_quads
 
     ontology = load_axioms(axioms)
     c = load_corpus(corpus, data_dir)
     with _store(store) as st:
         graph = st.ensure_corpus(c.name, c.version, c.facts)
-        report = ensure_inferred(st, ontology, [graph], known_relations=c.relations, force=force)
+        report = ensure_inferred(st, ontology, [graph], known_relations=c.relations, force=force,
+                                 max_derived=max_derived)
         click.echo(f"{ontology.path}: {len(ontology.axioms)} axioms over {graph} ({len(c.facts)} facts)")
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
             click.echo(f"  {report.kinds.get(name, ''):16s} {name:44s} {n:9d}")
         click.echo(f"  {report.facts} distinct new facts in graph {INFERRED} (derivations in {PROVENANCE})")
+        coverage = stored_coverage(st)
+        if coverage is not None:
+            click.echo(f"  graph {INFERRED} {coverage.describe()}")
         if report.built:
             click.echo(f"  time: closure {report.seconds_closure:.2f} s ({report.rounds} rounds of SPARQL rules), "
                        f"provenance {report.seconds_provenance:.2f} s")

@@ -56,12 +56,15 @@ def register(kb: click.Group) -> None:
     @kb.command("stats")
     @store_option
     def stats(store) -> None:
-        """Triples per relation in each gold graph (one per corpus, or corpus and relation) and extracted graph."""
+        """Triples per relation in each gold graph (one per corpus, or corpus and relation), extracted and
+        inferred graph; for `inferred`, the relations and axioms it was computed from."""
         from kb.extraction.kb_build import GRAPHS
+        from kb.reasoning import INFERRED, stored_coverage
         from kb.store import REL_NS, graph_iri
 
         with _store(store) as st:
-            for graph in (*st.graph_names("gold"), *GRAPHS):
+            inferred = [INFERRED] if INFERRED in st.graph_names(INFERRED) else []
+            for graph in (*st.graph_names("gold"), *GRAPHS, *inferred):
                 rows = st.select(
                     f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
                     f"FILTER(STRSTARTS(STR(?p), STR(wdt:)) || STRSTARTS(STR(?p), \"{REL_NS}\")) }} "
@@ -72,5 +75,10 @@ def register(kb: click.Group) -> None:
                 n_rel = f"{len(rows)} relation{'' if len(rows) == 1 else 's'}"
                 click.echo(f"{graph}: {total} fact triples, {n_rel} (labels and provenance not counted); "
                            f"built from {', '.join(versions) or '-'}")
+                if graph == INFERRED:
+                    coverage = stored_coverage(st)
+                    click.echo(f"  {coverage.describe()}: {' '.join(sorted(coverage.relations))}" if coverage else
+                               "  coverage unknown (cut short, or built by an older kbcompare): rebuild it with "
+                               "`kbc kb infer --force`")
                 for p, n in rows:
                     click.echo(f"  {str(p).rsplit('/', 1)[-1].rsplit(':', 1)[-1]:16s} {int(n):7d}")

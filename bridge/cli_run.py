@@ -30,6 +30,7 @@ STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "co
 CHOICE_KEYS = {"dtype": ("float32", "bfloat16"), "compat": ("lama",), "setting": ("raw", "filtered")}
 LIST_KEYS = ("corpora", "relations")  # a list of strings, or one string of space-separated values
 NULLABLE = ("limit", "data_dir", "store", "store_update", "compat")  # may be null (YAML `~`): the default
+MAX_RUN_FILE = 1 << 20  # bytes: settings, not data
 
 
 def _shown(value) -> str:
@@ -37,9 +38,11 @@ def _shown(value) -> str:
         return "nothing (null)"
     if isinstance(value, bool):
         return f"{str(value).lower()} (a boolean)"
-    if isinstance(value, (dict, list)):
-        return f"a {'table' if isinstance(value, dict) else 'list'} ({json.dumps(value, default=str)[:60]})"
-    return repr(value)
+    if isinstance(value, (dict, list)):  # never serialized whole: a value may be large
+        kind, unit = ("table", "keys") if isinstance(value, dict) else ("list", "items")
+        return f"a {kind} ({len(value)} {unit})"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_file_value(path: Path, key: str, param: str, value):
@@ -99,18 +102,40 @@ def check_file_value(path: Path, key: str, param: str, value):
     return value
 
 
+def _load_yaml(text: str, path: Path):
+    """YAML without aliases: `*alias` can repeat a node so often that a few lines expand beyond any memory."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise ConfigError(f"--config {path}:{mark.line + 1}: YAML aliases (*name) are not accepted in run "
+                                  "files; write the value out")
+            return super().compose_node(parent, index)
+
+    loader = NoAliases(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def read_run_file(path: Path) -> dict:
     """A run file (TOML, or YAML by suffix) as flag values: lists for multi-value flags, `NAME.KEY=V` sets."""
     try:
+        if path.stat().st_size > MAX_RUN_FILE:
+            raise ConfigError(f"--config {path}: {path.stat().st_size} bytes; a run file holds at most "
+                              f"{MAX_RUN_FILE // 1024} KiB of settings")
         text = path.read_text(encoding="utf-8")
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text) or {}
+            data = _load_yaml(text, path) or {}
         else:
             data = tomllib.loads(text)
     except OSError as exc:
         raise ConfigError(f"--config {path}: {exc.strerror}") from None
+    except ConfigError:
+        raise
     except Exception as exc:  # TOML and YAML parsers raise their own error types
         raise ConfigError(f"--config {path}: not valid {path.suffix.lstrip('.') or 'TOML'} "
                           f"({str(exc).splitlines()[0]})") from None
@@ -346,6 +371,12 @@ def run_kmir(ctx: click.Context, **params) -> None:
     from bridge.experiments.kmir import KmirExperiment
 
     def make(p: dict) -> KmirExperiment:
-        return KmirExperiment(p["questions_per_relation"], p["axioms"], p["instance_of"], p["seed"])
+        return KmirExperiment(p["questions_per_relation"], p["axioms"], p["instance_of"], p["seed"],
+                              prompts=p["prompts"], context=p["context"], prompt_draws=p["prompt_draws"])
 
     execute(ctx, make, params, ("f1", "F1 (%) of KMIR-style questions per kind"))
+
+
+for _option in run_kmir.params:  # KMIR questions carry their own wording: refused there, so not advertised
+    if _option.name in ("prompts", "context", "prompt_draws"):
+        _option.hidden = True

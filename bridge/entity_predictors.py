@@ -31,6 +31,7 @@ from bridge.options import Option, declares
 from bridge.registry import PredictorContext
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Prediction, Query
+from lm.finite import NonFiniteScores
 
 _CACHE: dict[tuple, object] = {}
 MODES = {"ebert": "replace", "ebert-concat": "concat", "ebert-avg": "avg", "ebert-entity": "replace",
@@ -224,6 +225,7 @@ class EBertPredictor:
             if self.mode == "avg":
                 plain = self.scorer.run([self.builder.build(queries[i], "bert", None) for i in todo])[0]
                 probs = 0.5 * (plain + probs)
+            self._check_finite(probs, [queries[i] for i in todo])
             tops = top_positions(probs, self.cand_ids, depth)
             asked = candidate_ranks(probs, self.cand_ids, [wanted[i] for i in todo])
             new = []
@@ -243,6 +245,14 @@ class EBertPredictor:
             out.append(Prediction(q.uid, answers, lowercased=self.uncased, extra=x,
                                   target_ranks={label: rank_of[p] for label, p in w.items()}))
         return out
+
+    def _check_finite(self, rows: np.ndarray, queries: Sequence[Query]) -> None:
+        """NaN or infinity in a row is an error naming the model or the fact (`lm.finite`), never a rank."""
+        finite = np.isfinite(rows).all(axis=1) if len(rows) else np.ones(0, bool)
+        if not finite.all():
+            bad = [q for q, ok in zip(queries, finite) if not ok]
+            exc = NonFiniteScores(self.res.lm.name, [q.uid for q in bad], len(queries))
+            raise exc.for_fact(f"{bad[0].fact_uid} ({bad[0].relation})")
 
 
 class EntityLevelPredictor(EBertPredictor):
@@ -272,6 +282,7 @@ class EntityLevelPredictor(EBertPredictor):
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         enc, extras = self._inputs(queries, self.mode)
         _, hidden = self.scorer.run(enc, want_hidden=True)
+        self._check_finite(hidden, queries)
         exclude = [link.row if (link := self.links(q.known)) else None for q in queries]
         ranked = self.answerer.answer(hidden, depth, exclude)
         return [Prediction(q.uid, tuple(r), extra=x) for q, r, x in zip(queries, ranked, extras)]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bridge.results import complete_records
 from bridge.run_dir import open_run
 
 FILENAME = "instances.parquet"
@@ -39,41 +40,37 @@ COLUMNS: dict[str, str] = {
 }
 
 
-def _row(corpus: str, predictor: str, record: dict) -> dict:
-    dropped = record.get("dropped")
-    answers = record.get("answers")
-    row = {
-        "corpus": corpus,
-        "predictor": predictor,
-        "relation": record["relation"],
-        "uid": record["uid"],
-        "subject": record.get("subject"),
-        "subject_id": record.get("subject_id"),
-        "gold": record.get("gold"),
-        "gold_id": record.get("gold_id"),
-        "prompt": record.get("prompt"),
-        "dropped": dropped,
-        "top1": answers[0][0] if answers else None,
-        "answers": None if dropped is not None else json.dumps(answers or [], ensure_ascii=False),
-    }
-    for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered"):
-        row[name] = record.get(name)
-    for setting in ("raw", "filtered"):
-        row[f"correct_{setting}"] = None if dropped is not None else record.get(f"rank_{setting}") == 1
-    return row
-
-
 def instances_frame(run_dir: Path) -> pd.DataFrame:
-    """The long table of a run directory (what `write_instances` stores)."""
+    """The long table of a run directory (what `write_instances` stores), built column by column."""
     run = open_run(run_dir)
-    rows = [
-        _row(corpus, predictor, record)
-        for corpus in run.corpora
-        for predictor in run.predictors
-        for record in run.records(corpus, predictor)
-    ]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    return frame.astype(COLUMNS)
+    owners: list[tuple[str, str]] = []
+    records: list[dict] = []
+    for corpus in run.corpora:
+        for predictor in run.predictors:
+            for path in run.relation_files(corpus, predictor):
+                mine = complete_records(path).values()  # parsed once per command, shared with the scoring
+                records += mine
+                owners += [(corpus, predictor)] * len(mine)
+
+    def field(name: str) -> list:
+        return [r.get(name) for r in records]
+
+    dropped, answers = field("dropped"), field("answers")
+    columns = {
+        "corpus": [c for c, _ in owners],
+        "predictor": [p for _, p in owners],
+        "relation": [r["relation"] for r in records],
+        "uid": [r["uid"] for r in records],
+        **{name: field(name) for name in ("subject", "subject_id", "gold", "gold_id", "prompt")},
+        "dropped": dropped,
+        **{name: field(name) for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered")},
+        **{f"correct_{s}": [None if d is not None else r.get(f"rank_{s}") == 1 for d, r in zip(dropped, records)]
+           for s in ("raw", "filtered")},
+        "top1": [a[0][0] if a else None for a in answers],
+        "answers": [None if d is not None else json.dumps(a or [], ensure_ascii=False)
+                    for d, a in zip(dropped, answers)],
+    }
+    return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
 
 
 def units_frame(units: list[dict]) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 Both read the run's per-relation gold graphs (`gold-<corpus>-<relation>`); `kb-inferred` reads
 the graph `inferred` as well (`kb.reasoning.ensure_inferred` over those gold graphs: `kbc run kmir`
 reasons with its `--axioms` before any predictor is built; elsewhere, when the store holds no
-inferred facts yet, the shipped axioms are applied once).
+inferred graph computed from these facts, the shipped axioms are applied).
 
 Object queries get the objects the graphs hold for (subject, relation), by label. Queries that
 carry a KMIR question with choices (`bridge.experiments.kmir.KmirQuery`) are answered by
@@ -83,11 +83,12 @@ def make_kb(name: str, ctx: PredictorContext) -> KmirKBPredictor:
 @declares()
 def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
     """The gold graphs of the corpus and the graph `inferred`."""
-    from kb.reasoning import ensure_inferred, load_axioms
+    from kb.reasoning import coverage_problem, ensure_inferred, load_axioms
 
     graphs = corpus_graphs(ctx.store, ctx.corpus)
-    if graphs and not ctx.store.loaded_versions(INFERRED):
-        ensure_inferred(ctx.store, load_axioms(), graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir))
+    if graphs and coverage_problem(ctx.store, graphs):  # none, or computed from other facts: never answer from it
+        ensure_inferred(ctx.store, load_axioms(), graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir),
+                        force=True)
     return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)))
 
 

@@ -42,11 +42,16 @@ Factory = Callable[[str, PredictorContext], "Predictor"]
 # name -> ("module:function", one-line help)
 ENTRIES: dict[str, tuple[str, str]] = {
     "freq": ("bridge.kb_predictors:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
+    "random": ("bridge.random_predictor:make_random",
+               "Chance: a question's choices, or the relation's entities, ranked uniformly at random (seeded)"),
     "gold": ("bridge.kb_predictors:make_gold", "The gold KB: every valid answer from the graph store (SPARQL)"),
     "kb": ("bridge.kb_kmir_predictors:make_kb", "The gold graphs answering KMIR-style questions (lookups)"),
     "kb-inferred": ("bridge.kb_kmir_predictors:make_kb_inferred",
                     "The gold graphs and the facts the axioms derive (kb/axioms.ttl), answering by lookups"),
-    "retrieval": ("bridge.text_predictors:make_retrieval", "LAMA DrQA row: BM25 paragraphs + offline reader"),
+    "retrieval": ("bridge.text_predictors:make_retrieval",
+                  "LAMA DrQA row: BM25 paragraphs + offline reader, the fact's own evidence left out"),
+    "retrieval-oracle": ("bridge.text_predictors:make_retrieval_oracle",
+                         "Upper bound: retrieval that also reads the fact's own evidence paragraphs (gold leak)"),
     "re-naive": ("bridge.re_predictors:make_re_naive", "LAMA RE_n: relation-extraction KB, exact-label linking"),
     "re-oracle": ("bridge.re_predictors:make_re_oracle", "LAMA RE_o: relation-extraction KB, oracle linking"),
     "bert": ("bridge.entity_predictors:make_bert", "The masked LM of --set model=PATH (E-BERT's BERT baseline)"),

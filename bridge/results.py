@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -30,6 +31,30 @@ _LISTS = ("answers", "excluded", "other_valid")
 _NUMBERS = ("f1", "em")
 
 
+def _int_or_null(v) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+_CHECKS = {**dict.fromkeys(_INT_OR_NULL, _int_or_null), **dict.fromkeys(_BOOLS, lambda v: isinstance(v, bool)),
+           **dict.fromkeys(_LISTS, lambda v: isinstance(v, list)), **dict.fromkeys(_NUMBERS, _number)}
+_CHECKED = frozenset(_CHECKS)
+
+
+class _NonFinite(ValueError):
+    """A bare NaN, Infinity or -Infinity (Python's json reads them; they are not JSON)."""
+
+
+def _no_constant(name: str) -> float:
+    raise _NonFinite(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # one for all lines: `json.loads` would build one each
+
+
 def parse_record(path: Path, lineno: int, raw: bytes) -> dict | None:
     """One complete line of a predictions file, checked; None for a torn last line (no newline yet).
 
@@ -38,30 +63,44 @@ def parse_record(path: Path, lineno: int, raw: bytes) -> dict | None:
     """
     if not raw.endswith(b"\n"):
         return None
-    where = f"{path}:{lineno}"
     fix = "delete that line (or the file) and rerun to recompute it"
     try:
-        record = json.loads(raw)
+        record = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
+    except _NonFinite:
+        raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {fix}") from None
     except ValueError as exc:
-        raise DataError(f"{where}: malformed JSON ({exc.__class__.__name__}); {fix}") from None
+        raise DataError(f"{path}:{lineno}: malformed JSON ({exc.__class__.__name__}); {fix}") from None
     if not isinstance(record, dict) or not isinstance(record.get("uid"), str) \
             or not isinstance(record.get("relation"), str):
-        raise DataError(f"{where}: a prediction record needs string 'uid' and 'relation'; {fix}")
-    for key, ok in [*((k, lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)))
-                      for k in _INT_OR_NULL),
-                    *((k, lambda v: isinstance(v, bool)) for k in _BOOLS),
-                    *((k, lambda v: isinstance(v, list)) for k in _LISTS),
-                    *((k, lambda v: isinstance(v, int | float) and not isinstance(v, bool)) for k in _NUMBERS)]:
-        if key in record and not ok(record[key]):
-            raise DataError(f"{where}: field {key!r} has the wrong type ({record[key]!r}); {fix}")
+        raise DataError(f"{path}:{lineno}: a prediction record needs string 'uid' and 'relation'; {fix}")
+    wrong = [key for key in _CHECKED.intersection(record) if not _CHECKS[key](record[key])]
+    if wrong:
+        key = min(wrong, key=list(_CHECKS).index)  # the first in the order above, whatever the set order
+        raise DataError(f"{path}:{lineno}: field {key!r} has the wrong type ({record[key]!r}); {fix}")
     return record
 
 
-def read_done(path: Path) -> dict[str, dict]:
-    """Records already written, by query uid. A torn last line (crash mid-write) is cut off."""
+# path -> (what os.stat said, records by uid, bytes of complete lines): a command reads each predictions
+# file once, however many steps (resume, scoring, the instances table) look at it; any write changes the
+# stat and the file is parsed again
+_PARSED: dict[str, tuple[tuple[int, int, int, int], dict[str, dict], int]] = {}
+_PARSED_MAX_RECORDS = 1_000_000  # a long-lived process (kbc serve) forgets them all past this
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
+    """(records by uid, bytes of complete lines, file size); ({}, 0, -1) when there is no file."""
+    try:
+        key = _stat_key(path.stat())
+    except FileNotFoundError:
+        return {}, 0, -1
+    cached = _PARSED.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1], cached[2], key[1]
     done: dict[str, dict] = {}
-    if not path.exists():
-        return done
     good_bytes = 0
     with path.open("rb") as handle:
         for lineno, raw in enumerate(handle, 1):
@@ -70,10 +109,28 @@ def read_done(path: Path) -> dict[str, dict]:
                 break
             done[record["uid"]] = record
             good_bytes += len(raw)
-    if good_bytes < path.stat().st_size:
+    if sum(len(v[1]) for v in _PARSED.values()) + len(done) > _PARSED_MAX_RECORDS:
+        _PARSED.clear()
+    _PARSED[str(path)] = (key, done, good_bytes)
+    return done, good_bytes, key[1]
+
+
+def complete_records(path: Path) -> dict[str, dict]:
+    """The complete records of a predictions file by uid (later lines win), read without changing it.
+
+    Parsed once per version of the file and shared between callers, who must not modify them.
+    """
+    return _parsed(path)[0]
+
+
+def read_done(path: Path) -> dict[str, dict]:
+    """Records already written, by query uid. A torn last line (crash mid-write) is cut off."""
+    done, good_bytes, size = _parsed(path)
+    if good_bytes < size:
         with path.open("r+b") as handle:
             handle.truncate(good_bytes)
-    return done
+        _PARSED[str(path)] = (_stat_key(path.stat()), done, good_bytes)
+    return dict(done)
 
 
 def to_ranked(record: dict) -> Ranked:

@@ -85,11 +85,32 @@ class PlannedPredictor:
     def identity(self, cfg: RunConfig) -> dict:
         """Everything that changes this predictor's answers; a rerun under the same name must match it."""
         ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        for key in getattr(self.factory, "pinned", ()):  # defaults that once differed: a rerun must match them
+            ident["options"].setdefault(key, self.declared[key].default)
+        files = self.files()
+        if files:
+            ident["files"] = files
         if "dtype" in getattr(self.factory, "settings", ()):
             ident["dtype"] = cfg.dtype
         if cfg.compat:
             ident["compat"] = cfg.compat
         return ident
+
+
+    def files(self) -> dict[str, str]:
+        """Fingerprints of the local files it reads (model folders, vocabularies, maps): weights replaced at the
+        same path change its identity, checked on every rerun without loading anything. Hub ids have none."""
+        from bridge.registry import ENTRIES
+        from lm.loading import files_fingerprint
+
+        out: dict[str, str] = {}
+        if self.spec not in ENTRIES and Path(self.spec).expanduser().exists():
+            out["spec"] = files_fingerprint(self.spec)
+        for key, value in sorted(self.options.items()):
+            opt = self.declared.get(key)
+            if opt is not None and opt.identity and opt.kind in ("model", "path") and Path(value).expanduser().exists():
+                out[key] = files_fingerprint(value)
+        return out
 
 
 @dataclass
@@ -102,6 +123,7 @@ class Plan:
     # where the filtered setting's other valid objects come from, when not the corpus itself: a LAMA-UHN
     # corpus filters facts out of the questions, never out of what counts as a right answer
     valid_sources: dict[str, tuple[Corpus, dict[str, str]]] = field(default_factory=dict)
+    data_dir: Path | None = None  # where the corpora (and named prompt sets, instance-of lists) were read
 
 
 def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
@@ -143,7 +165,7 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
         if name.endswith("-uhn"):
             base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations))
             sources[name] = (base, relation_versions(base))
-    return Plan(predictors, corpora, asked, versions, removed, sources)
+    return Plan(predictors, corpora, asked, versions, removed, sources, data_dir)
 
 
 def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
@@ -226,14 +248,27 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         raise ConfigError(f"{cfg.out} holds results of `kbc run {config['experiment']}`; use another --out "
                           f"for `kbc run {experiment}`")
     # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
+    # input files (prompt sets, instance-of lists) by a digest of their content, not their path
+    from bridge.run_inputs import question_identity
+
+    questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
-        raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}; "
+        edited = [what for key, what in (("prompts_digest", "prompt"), ("instance_of", "instance-of"))
+                  if config["settings"].get(key) not in (None, settings.get(key))]
+        why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
+        raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings
     for p in plan.predictors:
         ident = p.identity(cfg)
         seen = config["predictor_specs"].get(p.name)
+        before = (seen or {}).get("files", {})
+        changed = [k for k, v in ident.get("files", {}).items() if before.get(k) not in (None, v)]
+        if changed and {**seen, "files": {}} == {**ident, "files": {}}:
+            where = ", ".join(p.spec if k == "spec" else f"{k}={p.options[k]}" for k in changed)
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} (they were "
+                              "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
         if seen and seen != ident:
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")

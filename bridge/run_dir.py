@@ -107,3 +107,32 @@ def open_run(path: str | Path) -> RunDir:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise DataError(f"{config_path} needs {key!r} as a list of names")
     return RunDir(path, config)
+
+
+def unfinished(run: RunDir) -> list[str]:
+    """What a run lacks before its scores can be shown: summaries, a recorded end, rows for every predictor."""
+    missing: list[str] = []
+    runs = run.config.get("runs") or []
+    open_runs = [r for r in runs if isinstance(r, dict) and not r.get("finished")]
+    if open_runs:
+        missing.append(f"the run started {open_runs[-1].get('started', '?')} recorded no end (still running, or "
+                       "killed)")
+    path = run.path / "summary.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (ValueError, UnicodeDecodeError, OSError) as exc:
+        raise DataError(f"{path}: not readable JSON ({exc})") from None
+    if rows is None:
+        missing.append("summary.json")
+        return missing
+    if isinstance(rows, dict):
+        rows = rows.get("rows", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError(f"{path} must hold a JSON list of rows")
+    scored = {(r.get("corpus"), r.get("predictor")) for r in rows}
+    absent = [f"{c}/{p}" for c in run.corpora for p in run.predictors if (c, p) not in scored]
+    if absent:
+        missing.append(f"summary rows of {', '.join(absent[:5])}" + (f" and {len(absent) - 5} more"
+                                                                      if len(absent) > 5 else ""))
+    return missing
+

@@ -36,8 +36,8 @@ from eval.datadir import resolve_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
-from eval.types import Fact, Prediction, Query
-from kb.store import GraphStore, open_store
+from eval.types import Entity, Fact, Prediction, Query
+from kb.store import GraphStore, entity_iri, open_store
 
 __all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
 
@@ -96,6 +96,7 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
 def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True, setting: str = "raw") -> list[dict]:
     """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
     data_dir = resolve_data_dir(cfg.data_dir)
+    check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir)
     check = getattr(experiment, "check", None)
     if check is not None:
@@ -144,6 +145,24 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         return collect(out, setting)
 
 
+def check_relations(cfg: RunConfig, data_dir: Path) -> None:
+    """`--relations` ids checked against the corpora's relation lists before any corpus is parsed (the same
+    check and message as after loading; skipped where only the facts tell which relations a corpus has)."""
+    if not cfg.relations:
+        return
+    from bridge.run_config import _restrict
+    from eval.lama import CORPORA, relation_ids
+
+    if any(name not in CORPORA for name in cfg.corpora):
+        return  # an unknown corpus: the loader names it
+    found = {name: relation_ids(name, data_dir) for name in cfg.corpora}
+    if any(rels is None for rels in found.values()):
+        return
+    outlines = {name: Corpus(name, dict(rels), []) for name, rels in found.items()}
+    for outline in outlines.values():
+        _restrict(outline, list(cfg.relations), outlines)
+
+
 def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
     """Reruns add to a directory: say so when an earlier run asked another sample, as the scores then
     cover the union of the samples rather than one seeded sample."""
@@ -161,8 +180,30 @@ def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) 
     by_rel = corpus.by_relation()
     valid = {}
     for rel, facts in by_rel.items():
-        graph = store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
-        valid[rel] = store.valid_objects(rel, graph)
+        store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
+        valid[rel] = valid_objects_of(facts)  # what the graph now holds, without asking it back
+    return valid
+
+
+def valid_objects_of(facts: list[Fact]) -> dict[str, set[str]]:
+    """`GraphStore.valid_objects` of a graph holding exactly `facts`, computed from the facts themselves.
+
+    The graph gives an object IRI every label it has there, as a subject or an object of any fact, so
+    the labels are gathered per IRI, as the store does. Entity keys name IRIs one to one, unless an id
+    itself looks like a label key (`label:...`): then the IRIs are spelt out.
+    """
+    spelt = any(e.id and e.id.startswith("label:") for f in facts for e in (f.subject, f.object))
+
+    def ident(entity: Entity) -> str:
+        return str(entity_iri(entity)) if spelt else entity.key
+
+    labels: dict[str, set[str]] = {}
+    for fact in facts:
+        labels.setdefault(ident(fact.subject), set()).add(fact.subject.label)
+        labels.setdefault(ident(fact.object), set()).add(fact.object.label)
+    valid: dict[str, set[str]] = {}
+    for fact in facts:
+        valid.setdefault(fact.subject.key, set()).update(labels[ident(fact.object)])
     return valid
 
 

@@ -19,8 +19,13 @@ from eval.report import markdown
 
 def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _read_config(out: Path) -> dict:

@@ -6,16 +6,20 @@ to the fact in the other direction. Two rounds per fact, each two inference step
   round 2: S' = model(t(O, R), subject slot); O'' = model(t(S', R), object slot);  coherent if O'' ~ O
 In the second step every answer that is correct in the data for the first-step answer is
 excluded, except the ground truth (the paper, after Bordes et al. 2013: otherwise an N-M relation
-could never be coherent). `~` is partial match: one label lower-cased contained in the other.
-As in the paper's released code, a second answer equal to the first-step answer does not count
-as coherent. "Correct in the data" (`correct_answers`) is built from the instances by default, as
-that code builds its exclusion lists; `correct_answers(corpus.facts)` counts every fact of the
-corpus instead (the gold KB is then 99.9% coherent on T-REx, against 88.8% with the instances).
+could never be coherent). `~` compares Wikidata ids where both sides have one (KB answers do:
+"Punjab" of Pakistan is not "Punjab" of India, "Brussels" and "City of Brussels" are both Q239),
+else partial match: one label lower-cased contained in the other. As in the paper's released
+code, a second answer that is the first-step answer (same id, else same label) is not coherent.
+"Correct in the data" (`correct_answers`) is built from the instances by default, as that code
+builds its exclusion lists; `correct_answers(corpus.facts)` counts every fact of the corpus
+instead (what `kbc run coherency` does).
 
 Per relation the score is the mean over both rounds of all its instances, then macro-averaged over
 relations; types, symmetric relations and `all` are means over their relations. Correctness
 (Appendix A): c1 = first step of round 1 right, c2 = first step of round 2 right, all_correct =
-all four steps right; "right" is partial match with the ground truth.
+all four steps right; "right" is `~` with the ground truth. A KB whose answers are equally true at
+equal score (`Prediction.shared_ties`) has its first step right when the truth is among its tied top
+answers: a label order does not make it wrong.
 
 Instances (§3.2 and the released code): facts whose subject and object labels differ and neither
 contains the other (lower-cased for uncased models: "easy" facts), and for BERT-style models only
@@ -112,25 +116,53 @@ def coherency_instances(facts: Iterable[Fact], tokenizer=None, *, vocab: Collect
     return filter_instances(facts, tokenizer, vocab=vocab, lowercase=lowercase)[0]
 
 
+def _norm(label: str) -> str:
+    return label.strip().lower()
+
+
+def same_entity(a: Entity, b: Entity) -> bool:
+    """One entity: equal ids where both have one, else equal labels (stripped, lower-cased)."""
+    if a.id is not None and b.id is not None:
+        return a.id == b.id
+    return _norm(a.label) == _norm(b.label)
+
+
+def matches(answer: Entity, truth: Entity) -> bool:
+    """An answer names the truth: equal ids where both have one, else partial match of the labels."""
+    if answer.id is not None and truth.id is not None:
+        return answer.id == truth.id
+    return partial_match(answer.label, truth.label)
+
+
 @dataclass(frozen=True)
 class CorrectAnswers:
-    """What the data says is correct: per (relation, slot asked, known label lower-cased), the answer labels.
+    """What the data says is correct: per (relation, slot asked, known entity), the answer entities.
 
-    Built from the instances, as the paper's code builds its exclusion lists from the evaluated facts.
+    The known entity is looked up by its id where it has one (a KB's answer), else by its label
+    lower-cased (a language model's answer: every entity of that label).
     """
 
-    answers: Mapping[tuple[str, str, str], frozenset[str]]
+    by_label: Mapping[tuple[str, str, str], frozenset[Entity]]
+    by_id: Mapping[tuple[str, str, str], frozenset[Entity]]
 
-    def of(self, relation: str, slot: Slot, known: str) -> frozenset[str]:
-        return self.answers.get((relation, slot, known.strip().lower()), frozenset())
+    def of(self, relation: str, slot: Slot, known: Entity | str) -> frozenset[Entity]:
+        known = known if isinstance(known, Entity) else Entity(known)
+        if known.id is not None and (relation, slot, known.id) in self.by_id:
+            return self.by_id[(relation, slot, known.id)]
+        return self.by_label.get((relation, slot, _norm(known.label)), frozenset())
 
 
 def correct_answers(instances: Iterable[Fact]) -> CorrectAnswers:
-    table: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    by_label: dict[tuple[str, str, str], set[Entity]] = defaultdict(set)
+    by_id: dict[tuple[str, str, str], set[Entity]] = defaultdict(set)
     for f in instances:
-        table[(f.relation, "object", f.subject.label.strip().lower())].add(f.object.label)
-        table[(f.relation, "subject", f.object.label.strip().lower())].add(f.subject.label)
-    return CorrectAnswers({k: frozenset(v) for k, v in table.items()})
+        for slot, known, answer in (("object", f.subject, f.object), ("subject", f.object, f.subject)):
+            entry = Entity(answer.label, answer.id)
+            by_label[(f.relation, slot, _norm(known.label))].add(entry)
+            if known.id is not None:
+                by_id[(f.relation, slot, known.id)].add(entry)
+    return CorrectAnswers({k: frozenset(v) for k, v in by_label.items()},
+                          {k: frozenset(v) for k, v in by_id.items()})
 
 
 def symmetric_relations(facts: Iterable[Fact], threshold: float = SYMMETRIC_FRACTION) -> set[str]:
@@ -167,11 +199,40 @@ def first_step_query(fact: Fact, round_: int, template: str) -> Query:
     return Query(query_uid(fact, round_, 1), fact.uid, fact.corpus, fact.relation, known, slot, template)
 
 
-def excluded_answers(fact: Fact, round_: int, first_label: str, correct: CorrectAnswers) -> frozenset[str]:
-    """Lower-cased labels barred from the second step: correct for the first answer, but not the truth."""
+def _truth(fact: Fact, slot: Slot) -> Entity:
+    return fact.subject if slot == "subject" else fact.object
+
+
+def excluded_answers(fact: Fact, round_: int, first: Entity | str, correct: CorrectAnswers) -> frozenset[Entity]:
+    """Entities barred from the second step: correct for the first answer, but not the truth."""
     slot = STEPS[round_][1]
-    truth = (fact.subject if slot == "subject" else fact.object).label.strip().lower()
-    return frozenset(a.strip().lower() for a in correct.of(fact.relation, slot, first_label)) - {truth}
+    truth = _truth(fact, slot)
+    return frozenset(e for e in correct.of(fact.relation, slot, first) if not same_entity(e, truth))
+
+
+def is_excluded(answer: Answer, excluded: frozenset[Entity], truth: Entity) -> bool:
+    """An answer with an id is barred by id (or by the label of a barred entity without one); an
+    answer without an id by label, unless its label is the truth's."""
+    if answer.id is not None:
+        return any(e.id == answer.id if e.id is not None else _norm(e.label) == _norm(answer.label)
+                   for e in excluded)
+    label = _norm(answer.label)
+    return label != _norm(truth.label) and any(_norm(e.label) == label for e in excluded)
+
+
+def tied_top(given: Answers) -> tuple[Answer, ...]:
+    """The first answer, and every answer tied with it where ties are shared (`Prediction.shared_ties`)."""
+    answers = _answers(given)
+    if not answers:
+        return ()
+    if not (isinstance(given, Prediction) and given.shared_ties):
+        return answers[:1]
+    return tuple(a for a in answers if a.score == answers[0].score)
+
+
+def first_step_correct(given: Answers, truth: Entity) -> bool:
+    """The first step names the truth (any of the tied top answers of a KB that shares ties)."""
+    return any(matches(Entity(a.label, a.id), truth) for a in tied_top(given))
 
 
 def second_step_query(fact: Fact, round_: int, first_answers: Answers, template: str) -> Query | None:
@@ -191,39 +252,37 @@ def second_step_depth(fact: Fact, round_: int, first_answers: Answers, correct: 
                       depth: int = 1) -> int:
     """Answers to ask for in the second step so that `depth` remain after the exclusions."""
     top = _answers(first_answers)
-    return depth + (len(excluded_answers(fact, round_, top[0].label, correct)) if top else 0)
+    return depth + (len(excluded_answers(fact, round_, Entity(top[0].label, top[0].id), correct)) if top else 0)
 
 
-def _pick(answers: Sequence[Answer], excluded: frozenset[str]) -> Answer | None:
-    return next((a for a in answers if a.label.strip().lower() not in excluded), None)
+def _pick(answers: Sequence[Answer], excluded: frozenset[Entity], truth: Entity) -> Answer | None:
+    return next((a for a in answers if not is_excluded(a, excluded, truth)), None)
 
 
 def score_instance(fact: Fact, round_: int, first_answers: Answers, second_answers: Answers,
                    correct: CorrectAnswers) -> dict:
     """One round of one fact: both steps' answers, what was excluded, correctness and coherency."""
     first_slot, second_slot = STEPS[round_]
-    first_truth = (fact.object if first_slot == "object" else fact.subject).label
-    second_truth = (fact.subject if second_slot == "subject" else fact.object).label
+    first_truth, second_truth = _truth(fact, first_slot), _truth(fact, second_slot)
     first = _answers(first_answers)
-    first_label = first[0].label if first else None
-    excluded = excluded_answers(fact, round_, first_label, correct) if first_label is not None else frozenset()
-    second = _pick(_answers(second_answers), excluded) if first_label is not None else None
-    second_label = second.label if second is not None else None
-    same = (second_label is not None and first_label is not None
-            and second_label.strip().lower() == first_label.strip().lower())
-    second_correct = second_label is not None and partial_match(second_label, second_truth)
+    known = Entity(first[0].label, first[0].id) if first else None
+    excluded = excluded_answers(fact, round_, known, correct) if known is not None else frozenset()
+    second = _pick(_answers(second_answers), excluded, second_truth) if known is not None else None
+    said = Entity(second.label, second.id) if second is not None else None
+    same = said is not None and known is not None and same_entity(said, known)
+    second_correct = said is not None and matches(said, second_truth)
     return {
         "fact_uid": fact.uid,
         "relation": fact.relation,
         "round": round_,
         "first_slot": first_slot,
-        "first_truth": first_truth,
-        "first_answer": first_label,
-        "first_correct": first_label is not None and partial_match(first_label, first_truth),
-        "excluded": sorted(excluded),
+        "first_truth": first_truth.label,
+        "first_answer": known.label if known is not None else None,
+        "first_correct": first_step_correct(first_answers, first_truth),
+        "excluded": sorted({_norm(e.label) for e in excluded}),
         "second_slot": second_slot,
-        "second_truth": second_truth,
-        "second_answer": second_label,
+        "second_truth": second_truth.label,
+        "second_answer": said.label if said is not None else None,
         "second_correct": second_correct,
         "same_as_first": same,
         "coherent": second_correct and not same,

@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import binomtest
+
+from eval.errors import ConfigError
 
 CATEGORIES = ("both", "only_a", "only_b", "neither")
+MAX_BOOTSTRAP = 1_000_000  # resamples: the interval is stable long before; memory grows with the count
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     n = only_a + only_b
     if n == 0:
         return 1.0
+    from scipy.stats import binomtest  # a second of imports, paid only where a p-value is asked
+
     return float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
 
 
@@ -108,6 +112,8 @@ def bootstrap_difference(
     multinomial draw with the observed proportions, which is the same distribution as drawing
     the facts one by one, at a cost independent of n. None when there is nothing to resample.
     """
+    if n_boot > MAX_BOOTSTRAP:
+        raise ConfigError(f"{n_boot:,} bootstrap resamples: at most {MAX_BOOTSTRAP:,}")
     rels = [c for c in by_relation.values() if c.n]
     if n_boot <= 0 or not rels:
         return None
@@ -139,11 +145,13 @@ class Comparison:
     seed: int
     level: float = 0.95
     lists: dict[str, list[str]] = field(default_factory=dict)
+    total: str = "macro"  # how the total, its difference and interval average: "macro" over groups, or "pooled"
 
     def to_dict(self) -> dict:
         return {
             "relations": {rel: c.to_dict() for rel, c in self.by_relation.items()},
             "overall": self.overall.to_dict(),
+            "total": self.total,
             "macro_p1_a": self.macro_p1_a,
             "macro_p1_b": self.macro_p1_b,
             "difference": self.difference,
@@ -154,24 +162,31 @@ class Comparison:
         }
 
 
-def compare(pairs: Sequence[Pair], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Comparison:
-    """Counts per relation (sorted) and pooled, pooled McNemar, macro P@1s and the bootstrap interval."""
+def compare(pairs: Sequence[Pair], n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            pooled: bool = False) -> Comparison:
+    """Counts per relation (sorted) and pooled, pooled McNemar, P@1s and the bootstrap interval.
+
+    The totals (`macro_p1_a/b`, `difference`, `ci`) are macro over relations, as LAMA's summaries; with
+    `pooled`, over every pair at once (resampled as one group), as summaries that average over units.
+    """
     grouped: dict[str, list[Pair]] = {}
     for pair in pairs:
         grouped.setdefault(pair.relation, []).append(pair)
     by_relation = {rel: count(grouped[rel]) for rel in sorted(grouped)}
-    macro_a = sum(c.p1_a for c in by_relation.values()) / len(by_relation) if by_relation else 0.0
-    macro_b = sum(c.p1_b for c in by_relation.values()) / len(by_relation) if by_relation else 0.0
+    totals = {"all": count(pairs)} if pooled else by_relation
+    macro_a = sum(c.p1_a for c in totals.values()) / len(totals) if totals else 0.0
+    macro_b = sum(c.p1_b for c in totals.values()) / len(totals) if totals else 0.0
     lists = {cat: [p.uid for p in pairs if p.category == cat] for cat in CATEGORIES}
     return Comparison(
         by_relation=by_relation,
         overall=count(pairs),
         macro_p1_a=macro_a,
         macro_p1_b=macro_b,
-        difference=macro_difference(by_relation),
-        ci=bootstrap_difference(by_relation, n_boot, seed, level),
+        difference=macro_difference(totals),
+        ci=bootstrap_difference(totals, n_boot, seed, level),
         n_boot=n_boot,
         seed=seed,
         level=level,
         lists=lists,
+        total="pooled" if pooled else "macro",
     )

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eval.errors import DataError
+from eval.errors import DataError, KbcError
 
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array",
                dict: "an object", type(None): "null"}
@@ -119,4 +119,11 @@ _NOTHING = object()
 
 
 def write_jsonl_line(handle, row: dict) -> None:
-    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    """One JSON line; NaN and infinity are refused (bare `NaN` is not JSON and would be no score)."""
+    try:
+        text = json.dumps(row, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        into = f" into {handle.name}" if isinstance(getattr(handle, "name", None), str) else ""
+        raise KbcError(f"cannot write a record holding NaN or infinity{into} (uid {row.get('uid')!r}); "
+                       "it is not JSON") from None
+    handle.write(text + "\n")

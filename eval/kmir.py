@@ -29,6 +29,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.f1 import best_over_golds
+from eval.jsonl import read_text
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Entity, Fact, Relation
 
 TRIPLE_COMPLETION = "triple_completion"
@@ -138,23 +139,23 @@ def load_instance_of(path: str | Path) -> dict[str, tuple[tuple[str, str], ...]]
     if not path.is_file():
         raise DataError(f"{path}: no such instance-of file (X-FACTR's TREx_instanceof.txt)")
     types: dict[str, tuple[tuple[str, str], ...]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            parts = line.rstrip("\n").split("\t")
-            entity = parts[0].strip()
-            if not entity:
-                if len(parts) == 1:
-                    continue
-                raise DataError(f"{path}:{lineno}: no entity id before the types")
-            pairs = []
-            for part in parts[1:]:
-                if not part:
-                    continue
-                tid, sep, label = part.partition(",")
-                if not sep or not tid or not label:
-                    raise DataError(f"{path}:{lineno}: type {part!r} is not 'TYPE_ID,label'")
-                pairs.append((tid, label))
-            types[entity] = tuple(pairs)
+    text = read_text(path, f"instance-of file {path}")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        parts = line.rstrip("\r").split("\t")
+        entity = parts[0].strip()
+        if not entity:
+            if len(parts) == 1:
+                continue
+            raise DataError(f"{path}:{lineno}: no entity id before the types")
+        pairs = []
+        for part in parts[1:]:
+            if not part:
+                continue
+            tid, sep, label = part.partition(",")
+            if not sep or not tid or not label:
+                raise DataError(f"{path}:{lineno}: type {part!r} is not 'TYPE_ID,label'")
+            pairs.append((tid, label))
+        types[entity] = tuple(pairs)
     if not types:
         raise DataError(f"{path}: no entities")
     return types
@@ -173,6 +174,8 @@ class _Kb:
         self.subjects_of: dict[str, dict[str, Entity]] = defaultdict(dict)
         self.objects_of: dict[str, dict[str, Entity]] = defaultdict(dict)
         self.holders: dict[tuple[str, str], set[str]] = defaultdict(set)  # (r, o) -> subject keys
+        self.linked: dict[str, set[str]] = defaultdict(set)  # entity key -> keys of entities it has a fact with
+        self.linked_labels: dict[str, set[str]] = defaultdict(set)  # entity key -> their labels
         self.gold_objects_of: dict[str, dict[str, Entity]] = defaultdict(dict)
         for f in facts:
             self.uid.setdefault((f.subject.key, f.relation, f.object.key), f.uid)
@@ -231,6 +234,10 @@ class _Kb:
         self.subjects_of[r].setdefault(s.key, s)
         self.objects_of[r].setdefault(o.key, o)
         self.holders[(r, o.key)].add(s.key)
+        self.linked[s.key].add(o.key)
+        self.linked[o.key].add(s.key)
+        self.linked_labels[s.key].add(o.label)
+        self.linked_labels[o.key].add(s.label)
 
     def roots(self, key: FactKey, seen: frozenset = frozenset()) -> list[str]:
         """Uids of the gold facts an inferred fact rests on, premises in order, depth first."""
@@ -333,12 +340,19 @@ def _triple_completion(fact: Fact, kb: _Kb, relations: Mapping[str, Relation]) -
 
 def _statement_checks(fact: Fact, kb: _Kb, relations: Mapping[str, Relation],
                       rng: random.Random) -> list[KmirQuestion]:
-    """The true triple, and the triple with another gold object of the relation that the KB (gold and
-    inferred) does not hold for the subject."""
+    """The true triple, and the triple with another gold object of the relation, of a type the true object
+    has, that the KB (gold and inferred) does not hold for the subject.
+
+    Sharing a type keeps the false statement plausible (a city for a city, never a person); an object
+    without types in the data gets no corrupted statement.
+    """
     template = _template(relations, fact.relation)
     held = kb.objects[(fact.subject.key, fact.relation)]
     held_labels = kb.object_labels[(fact.subject.key, fact.relation)]
-    wrong = [o for o in kb.pool("gold-object", fact.relation) if o.key not in held and o.label not in held_labels]
+    typed = kb.typed("gold-object", fact.relation)
+    same_type = {e.key: e for t in sorted(kb.types(fact.object)) for e in typed.get(t, [])}
+    wrong = [same_type[k] for k in sorted(same_type)
+             if k not in held and same_type[k].label not in held_labels]
     out = []
     for sign, obj, answer in (("+", fact.object, YES), ("-", rng.choice(wrong) if wrong else None, NO)):
         if obj is None:
@@ -429,17 +443,20 @@ def _distinct_labels(entities: list[Entity], rng: random.Random, n: int = 3) -> 
 
 def _predicate_reasoning(fact: InferredFact, kb: _Kb, relations: Mapping[str, Relation],
                          rng: random.Random) -> KmirQuestion | None:
-    """The inferred fact's object among three distractors the KB (gold and inferred) does not relate to the subject.
+    """The inferred fact's object among three distractors the KB (gold and inferred) does not link to the subject.
 
     Distractors are objects of the same relation; where it has too few, entities sharing a type
-    with the object. Four choices make the answer unique (KMIR §4.3).
+    with the object. A distractor has no fact with the subject under any relation, either way
+    round (gold or inferred): the axioms tie relations together (inverse, sub-property, chains), so
+    an entity the subject is linked to at all might be a second right answer. Four choices make the
+    answer unique (KMIR §4.3).
     """
     s, rel, o = fact.subject, fact.relation, fact.object
-    held = kb.objects[(s.key, rel)]
-    held_labels = kb.object_labels[(s.key, rel)]
+    linked, linked_labels = kb.linked[s.key], kb.linked_labels[s.key]
 
     def usable(pool: Iterable[Entity]) -> list[Entity]:
-        return [e for e in pool if e.key not in held and e.label not in held_labels and e.key != s.key]
+        return [e for e in pool if e.key not in linked and e.label not in linked_labels and e.key != s.key
+                and e.label != s.label]
 
     candidates = usable(kb.pool("object", rel))
     if len({e.label for e in candidates}) < 3:
@@ -495,8 +512,9 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
     Groups: each question kind present, and `all`. Metrics, in percent: `f1` and `em` (means
     over the group's questions) and the Q-set robustness shares of KMIR Table 5 (`robust_all`:
     every question of the fact's Q-set exactly right; `robust_partial`: some; `robust_none`:
-    none), a Q-set restricted to the group's questions. `n_facts`: the Q-sets (source facts)
-    in the group.
+    none), a Q-set restricted to the group's questions, and `chance` (mean of the records'
+    `chance`, the exact match a uniform guess expects: 50 for yes/no; only when every record has
+    one). `n_facts`: the Q-sets (source facts) in the group.
     """
     rows = [r.as_record() if isinstance(r, KmirScore) else dict(r) for r in records]
     groups = [k for k in KINDS if any(r["kind"] == k for r in rows)]
@@ -516,5 +534,7 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
             "robust_partial": 100.0 * sum(0 < k < m for k, m in zip(right, sizes)) / n,
             "robust_none": 100.0 * sum(k == 0 for k in right) / n,
         }
+        if all(r.get("chance") is not None for r in chosen):
+            values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
         out += [{"setting": "raw", "group": group, "metric": m, "value": v, "n_facts": n} for m, v in values.items()]
     return out

@@ -288,3 +288,17 @@ def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterab
     if name == "google_re":
         return loader(data_dir, relations, compat=compat)
     return loader(data_dir, relations)
+
+
+def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Relation] | None:
+    """The relations a whole corpus holds, read without parsing its facts (T-REx: the `relations.jsonl`
+    entries that have a data file); None where only the facts tell (ConceptNet, LAMA-UHN)."""
+    root = resolve_data_dir(data_dir)
+    if name == "trex":
+        all_rel = load_relations(root / "relations.jsonl")
+        return {r: rel for r, rel in all_rel.items() if _trex_file(root, r)}
+    if name == "google_re":
+        return dict(GOOGLE_RE_RELATIONS)
+    if name == "squad":
+        return {"squad": SQUAD_RELATION}
+    return None

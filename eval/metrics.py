@@ -19,7 +19,9 @@ candidate order (the vocabulary file order for LMs; each predictor documents its
     rank(c) = 1 + #{candidates scoring strictly higher than c}
                 + #{candidates scoring exactly as c that come before c in the candidate order},
 which is also c's position in the answer list. LAMA's `torch.topk` leaves the order of exact ties
-unspecified.
+unspecified. A KB's answers of equal score are equally true (`Prediction.shared_ties`: the gold
+KB, the relation-extraction KBs): there the gold ranks 1 + #{answers scoring strictly higher}, so
+a label order never turns a correct answer into a wrong one.
 """
 
 from __future__ import annotations
@@ -43,19 +45,27 @@ def _norm(label: str, lowercased: bool) -> str:
 
 
 def gold_rank(
-    answers: Sequence[Answer], gold: str, exclude: Iterable[str] = (), lowercased: bool = False
+    answers: Sequence[Answer], gold: str, exclude: Iterable[str] = (), lowercased: bool = False,
+    shared_ties: bool = False,
 ) -> int | None:
-    """1-based rank of `gold` among `answers` after dropping labels in `exclude`; None if absent."""
+    """1-based rank of `gold` among `answers` after dropping labels in `exclude`; None if absent.
+
+    `shared_ties` (a KB's answers, held equally true at equal score): the gold takes the first
+    position of its tie group, 1 + the answers scoring strictly higher.
+    """
     gold_n = _norm(gold, lowercased)
     skip = {_norm(e, lowercased) for e in exclude} - {gold_n}
     rank = 0
+    group_start, group_score = 0, None
     for ans in answers:
         label = _norm(ans.label, lowercased)
         if label in skip:
             continue
         rank += 1
+        if ans.score != group_score:
+            group_start, group_score = rank, ans.score
         if label == gold_n:
-            return rank
+            return group_start if shared_ties else rank
     return None
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from eval.errors import ConfigError, DataError
 from eval.jsonl import read_jsonl, read_text, req_str
-from eval.relations import load_relations
-from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Relation
+from eval.relations import check_template, load_relations
+from eval.types import Relation
 
 FALLBACK = "lama-fallback"
 METAINFO = Path("prompts") / "optiprompt_relation_metainfo"
@@ -56,12 +56,8 @@ class Prompt:
 
 
 def check_prompt_template(template: str, where: str) -> None:
-    """Exactly one [X] and one [Y]: a second [Y] would be a second mask."""
-    for slot in (SUBJECT_SLOT, OBJECT_SLOT):
-        n = template.count(slot)
-        if n != 1:
-            what = "lacks" if n == 0 else f"has {n} times"
-            raise DataError(f"{where}: template {template!r} {what} {slot}")
+    """Exactly one [X] and one [Y] (`eval.relations.check_template`): a second [Y] would be a second mask."""
+    check_template(template, where)
 
 
 def _bases(data_root: Path) -> list[Path]:

@@ -10,9 +10,16 @@ from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 
 def check_template(template: str, where: str) -> None:
+    """Exactly one [X] and one [Y]: a missing slot leaves the fact unasked, a second [Y] becomes a second mask
+    (or a second copy of the candidate) and a second [X] a second copy of the subject."""
     missing = [s for s in (SUBJECT_SLOT, OBJECT_SLOT) if s not in template]
     if missing:
         raise DataError(f"{where}: template {template!r} lacks {' and '.join(missing)}")
+    for slot in (SUBJECT_SLOT, OBJECT_SLOT):
+        n = template.count(slot)
+        if n > 1:
+            raise DataError(f"{where}: template {template!r} holds {slot} {n} times; a template holds [X] and [Y] "
+                            "once each")
 
 
 def load_relations(path: Path) -> dict[str, Relation]:
@@ -49,7 +56,7 @@ def select_relations(available: dict[str, Relation], wanted: list[str] | None, w
         hints = [difflib.get_close_matches(u, available, n=1) for u in unknown]
         hint = "; ".join(f"{u}: did you mean {h[0]}?" for u, h in zip(unknown, hints) if h)
         raise DataError(
-            f"unknown relation id(s) {', '.join(unknown)} in {where}"
-            + (f" ({hint})" if hint else f"; known: {', '.join(sorted(available))}")
+            f"unknown relation id(s) {', '.join(unknown)} in {where}" + (f" ({hint})" if hint else "")
+            + f"; known: {', '.join(sorted(available))}"
         )
     return list(wanted)

@@ -34,6 +34,10 @@ class Relation:
     template: str
     type: str | None = None
     description: str = ""
+    # a closed answer space (BEAR): every fact of the relation is asked to rank exactly these objects
+    answer_space: tuple[Entity, ...] = ()
+    templates: tuple[str, ...] = ()  # all templates a corpus gives the relation (`template` is the one asked)
+    domains: tuple[str, ...] = ()  # knowledge domains (BEAR's relation_info.json), a summary group
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,24 @@ class Fact:
     object: Entity
     evidences: tuple[Evidence, ...] = ()
     cloze: str | None = None  # a given cloze sentence with [Y] (SQuAD, ConceptNet) instead of a template
+    answer_idx: int | None = None  # the gold's position in its relation's `answer_space` (BEAR)
+
+
+@dataclass(frozen=True, slots=True)
+class SetFact:
+    """A subject and relation whose gold is a *set* of objects (LM-KBC): zero, one or many.
+
+    `objects` are scored by id; `labels` are the data's surface forms of the whole set (not aligned
+    with `objects`), against which an answer no id was found for can still match by exact label.
+    """
+
+    uid: str
+    corpus: str
+    relation: str
+    subject: Entity
+    objects: tuple[Entity, ...]
+    labels: tuple[str, ...] = ()
+    cloze: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +135,6 @@ class Prediction:
     # exact 1-based rank among all scored candidates of each `Query.targets` label it holds
     # (None: the predictor only returns a short list, ranks count within `answers`)
     target_ranks: dict[str, int] | None = field(default=None, compare=False)
+    # answers of equal score are equally true (a KB's answers): a gold answer counts at the first
+    # position of its tie group (`eval.metrics.gold_rank`), never behind an equal by label order
+    shared_ties: bool = False

@@ -4,9 +4,9 @@ It is the symbolic side at its best, an upper bound for every other predictor on
 queries: objects of (subject, relation) for object queries, subjects of (relation, object) for
 subject queries, read by one SPARQL query per relation from the graph holding exactly that
 relation's facts (the graph the runner filters by). Every answer is correct, so they all score
-1.0 and come in label order (the candidate order of `eval.metrics`'s tie rule). A known entity is
-found by its IRI; one without an id that the graph lacks under its label IRI (a language model's
-answer fed back in coherency's second step) is found by its label.
+1.0 and come in label order; the tie is shared (`Prediction.shared_ties`): a gold among them
+ranks 1. A known entity is found by its IRI; one without an id that the graph lacks under its
+label IRI (a language model's answer fed back in coherency's second step) is found by its label.
 Ranks count within the returned list (`ranks = "list"`).
 """
 
@@ -39,7 +39,7 @@ class GoldKBPredictor:
 
     def describe(self) -> dict:
         return {"predictor": self.name, "kind": "gold-kb", "graphs": dict(sorted(self.graphs.items())),
-                "ranking": "every valid answer, score 1, label order", "ranks": self.ranks,
+                "ranking": "every valid answer, score 1, label order", "ties": "shared", "ranks": self.ranks,
                 "slots": list(self.slots)}
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
@@ -82,7 +82,7 @@ class GoldKBPredictor:
         return tuple(sorted(merged.values(), key=lambda a: (a.label, a.id or "")))
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        return [Prediction(q.uid, self.answers(q)[:depth]) for q in queries]
+        return [Prediction(q.uid, self.answers(q)[:depth], shared_ties=True) for q in queries]
 
 
 def _id(iri: str) -> str | None:

@@ -23,10 +23,15 @@ How the closure is computed. Both candidates were timed on all 34,039 T-REx fact
 Both give the same new facts (`bench/reasoning.py` compares the sets on T-REx; a test does on a
 hand-made graph). owlrl also adds OWL-RL's generic triples (`owl:sameAs` for every resource,
 property typing), which have to be filtered away, and needs the whole graph in Python memory.
-The SPARQL rules run where the facts already are (any SPARQL 1.1 store, embedded or remote), so
-they are the engine here; `owlrl_new_facts` keeps owlrl as the reference. On the on-disk store
-`kbc kb infer` takes ~1.1 s for the closure; recording the provenance adds ~3 s (0.5 s of
-SELECTs, the rest writing 88,300 quads).
+The SPARQL rules need only the facts of the axioms' properties, not the whole graph in Python
+objects, so they are the engine here; `owlrl_new_facts` keeps owlrl as the reference. `infer` runs
+them in an in-memory Oxigraph store holding a copy of those facts (from any store, embedded or
+remote), bounded by
+`max_derived`, and writes only the result to the store (~7 s on the on-disk store for T-REx,
+mostly writing the 88,300 provenance quads).
+
+The store records what `inferred` was computed from (`record_coverage`): readers over other
+facts (`coverage_problem`) rebuild it or refuse, never answer from a partial closure.
 """
 
 from __future__ import annotations
@@ -286,12 +291,22 @@ def _tag(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> str:
     return "inferred@sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+DERIVED_PER_FACT = 10  # default bound of the closure: this many new facts per input fact ...
+MIN_MAX_DERIVED = 10_000  # ... and never fewer than this
+
+
+def default_max_derived(input_facts: int) -> int:
+    return max(DERIVED_PER_FACT * input_facts, MIN_MAX_DERIVED)
+
+
 def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str],
-                    known_relations: Iterable[str] | None = None, force: bool = False) -> InferenceReport:
+                    known_relations: Iterable[str] | None = None, force: bool = False,
+                    max_derived: int | None = None) -> InferenceReport:
     """The graph `inferred` for `sources` under `ontology`: computed unless already there for both.
 
     `known_relations` (relation ids) are the relations axioms may name besides the declared
-    ones; default: those with triples in `sources`.
+    ones; default: those with triples in `sources`. `max_derived` bounds the new facts (default:
+    `default_max_derived` of the input facts); a closure growing past it is a `DataError`.
     """
     sources = sorted(set(sources))
     if not sources:
@@ -302,24 +317,47 @@ def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str
         counts = stored_counts(store, ontology)
         return InferenceReport(counts, store.count(INFERRED), sources, built=False,
                                kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
-    report = infer(store, ontology, sources)
+    report = infer(store, ontology, sources, max_derived)
+    record_coverage(store, ontology, sources)
     store.mark_loaded(tag, INFERRED)
     return report
 
 
-def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> InferenceReport:
-    """Recompute `inferred` and its provenance from `sources` (SPARQL rules to a fixpoint)."""
+def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str],
+          max_derived: int | None = None) -> InferenceReport:
+    """Recompute `inferred` and its provenance from `sources` (SPARQL rules to a fixpoint).
+
+    The closure runs in an in-memory store holding the facts of the axioms' properties, and only
+    its result is written to `store`: an exploding or interrupted closure leaves nothing behind
+    there (a large deleted graph would slow every later query of an on-disk store).
+    """
     store.drop_graph(INFERRED)
     store.drop_graph(PROVENANCE)
-    start = time.perf_counter()
-    rounds = close(store, ontology, sources)
-    closed = time.perf_counter()
-    derivations = derive(store, ontology, sources)
+    with GraphStore.open(None) as work:
+        given = copy_facts(store, work, ontology, sources)
+        bound = max_derived if max_derived is not None else default_max_derived(given)
+        start = time.perf_counter()
+        rounds = close(work, ontology, sources, max_derived=bound, input_facts=given)
+        closed = time.perf_counter()
+        derivations = derive(work, ontology, sources)
+        new = sorted(inferred_triples(work))
+    g = graph_iri(INFERRED)
+    store.add_quads([(URIRef(s), URIRef(p), URIRef(o), g) for s, p, o in new])
     store.add_quads(provenance_quads(ontology, derivations))
     done = time.perf_counter()
     counts = {a.name: len(derivations.get(a.name, {})) for a in ontology.axioms}
-    return InferenceReport(counts, store.count(INFERRED), list(sources), True, rounds,
+    return InferenceReport(counts, len(new), list(sources), True, rounds,
                            closed - start, done - closed, {a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
+
+
+def copy_facts(store: GraphStore, work: GraphStore, ontology: Ontology, sources: Sequence[str]) -> int:
+    """Copy the source facts of the properties the axioms name into `work` (same graphs); how many."""
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in sources)
+    props = ", ".join(f"<{p}>" for p in sorted(ontology.properties()))
+    rows = store.select(f"SELECT ?g ?s ?p ?o WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER(?g IN ({allowed})) "
+                        f"FILTER(?p IN ({props})) }}")
+    work.add_quads([(s, p, o, g) for g, s, p, o in rows])
+    return len(rows)
 
 
 def _term(var_or_iri: str) -> str:
@@ -330,11 +368,14 @@ def _pattern(p: Pattern) -> str:
     return f"{_term(p[0])} {_term(p[1])} {_term(p[2])}"
 
 
-def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], max_rounds: int = 100) -> int:
+def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], max_rounds: int = 100,
+          max_derived: int | None = None, input_facts: int = 0) -> int:
     """Apply every rule until a round adds nothing; each rule is one INSERT over gold + inferred.
 
     `USING` makes the merge of the source graphs and `inferred` the rule's default graph, so a
-    rule joins facts across graphs and never re-adds one a gold graph holds. Returns the rounds.
+    rule joins facts across graphs and never re-adds one a gold graph holds. Each INSERT adds at
+    most what is left below `max_derived` (+1), so an exploding closure stops within one rule and
+    the error names the axioms still deriving. Returns the rounds.
     """
     inferred = graph_iri(INFERRED)
     using = " ".join(f"USING <{graph_iri(g)}>" for g in [*sources, INFERRED])
@@ -343,17 +384,110 @@ def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], max_rou
         for rule in axiom.rules():
             body = " . ".join(_pattern(p) for p in rule.premises)
             head = _pattern(rule.conclusion)
-            updates.append(f"INSERT {{ GRAPH <{inferred}> {{ {head} }} }} {using} "
-                           f"WHERE {{ {body} . FILTER NOT EXISTS {{ {head} }} }}")
+            variables = " ".join(sorted({f"?{v}" for v in (rule.conclusion[0], rule.conclusion[2])}))
+            select = f"SELECT DISTINCT {variables} WHERE {{ {body} . FILTER NOT EXISTS {{ {head} }} }}"
+            updates.append((axiom.name, f"INSERT {{ GRAPH <{inferred}> {{ {head} }} }} {using} WHERE {{ {select}"
+                                        " LIMIT {limit} }"))
     before = store.count(INFERRED)
     for rounds in range(1, max_rounds + 1):
-        for update in updates:
-            store.update(update)
+        added: dict[str, int] = {}
+        start = store.count(INFERRED)
+        for name, update in updates:
+            limit = max_derived - start + 1 if max_derived is not None else 10**12
+            store.update(update.replace("{limit}", str(max(limit, 1))))
+            now = store.count(INFERRED)
+            added[name] = added.get(name, 0) + now - start
+            start = now
+            if max_derived is not None and now > max_derived:
+                raise _exploded(ontology, added, max_derived, input_facts, rounds)
         after = store.count(INFERRED)
         if after == before:
             return rounds
         before = after
-    raise DataError(f"the axioms did not reach a fixpoint in {max_rounds} rounds")
+    raise DataError(f"{ontology.path}: the axioms did not reach a fixpoint in {max_rounds} rounds")
+
+
+def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input_facts: int, rounds: int) -> DataError:
+    growing = sorted((n, name) for name, n in added.items() if n)
+    names = ", ".join(f"{name} (+{n:,})" for n, name in reversed(growing[-8:]))
+    more = f" and {len(growing) - 8} more" if len(growing) > 8 else ""
+    return DataError(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from {input_facts:,} "
+                     f"input facts in round {rounds}; the axioms still deriving: {names}{more}. Check these axioms "
+                     "(e.g. a property declared symmetric and transitive, or many properties declared equivalent "
+                     "to it), or raise --max-derived")
+
+
+# --- what an inferred graph covers --------------------------------------------------------------------
+COVERS = URIRef("urn:kbc:covers")  # inferred -> "<relation id>=<facts>" of each relation of its sources
+NAMES = URIRef("urn:kbc:axiomRelation")  # inferred -> each relation id its axioms name
+AXIOMS_FILE = URIRef("urn:kbc:axiomsFile")  # inferred -> "<axioms file> <sha256 digest>"
+SOURCE = URIRef("urn:kbc:source")  # inferred -> each gold graph it was computed from
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a complete `inferred` graph was computed from: facts per relation, axioms and source graphs."""
+
+    relations: dict[str, int]
+    named: frozenset[str]
+    axioms: str
+    sources: tuple[str, ...]
+
+    def describe(self) -> str:
+        facts = sum(self.relations.values())
+        graphs = self.sources[0] if len(self.sources) == 1 else f"{len(self.sources)} gold graphs"
+        return (f"covers {len(self.relations)} relation{'' if len(self.relations) == 1 else 's'} "
+                f"({facts} facts of {graphs}), axioms {self.axioms}")
+
+
+def source_counts(store: GraphStore, graphs: Sequence[str]) -> dict[str, int]:
+    """Facts per relation id in `graphs` (labels not counted)."""
+    counts: dict[str, int] = {}
+    for g in graphs:
+        for r, n in store.relations(g).items():
+            counts[r] = counts.get(r, 0) + n
+    return counts
+
+
+def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> None:
+    meta, g = graph_iri("meta"), graph_iri(INFERRED)
+    quads = [(g, COVERS, Literal(f"{r}={n}"), meta) for r, n in sorted(source_counts(store, sources).items())]
+    quads += [(g, NAMES, Literal(relation_key(p)), meta) for p in sorted(ontology.properties())]
+    quads += [(g, SOURCE, Literal(name), meta) for name in sources]
+    quads.append((g, AXIOMS_FILE, Literal(f"{ontology.path} {ontology.digest}"), meta))
+    store.add_quads(quads)
+
+
+def stored_coverage(store: GraphStore) -> Coverage | None:
+    """The coverage of the `inferred` graph, or None when it has none (cut short, or from an older kbcompare)."""
+    meta = store.meta(INFERRED)
+    covers = meta.get(str(COVERS), set())
+    if not store.loaded_versions(INFERRED) or not covers or not meta.get(str(AXIOMS_FILE)):
+        return None
+    relations = {r: int(n) for r, _, n in (v.rpartition("=") for v in covers)}
+    return Coverage(relations, frozenset(meta.get(str(NAMES), set())), sorted(meta[str(AXIOMS_FILE)])[0],
+                    tuple(sorted(meta.get(str(SOURCE), set()))))
+
+
+def coverage_problem(store: GraphStore, graphs: Sequence[str]) -> str | None:
+    """Why `inferred` cannot stand for the closure of the facts in `graphs`, or None when it can.
+
+    It can when, for every relation of `graphs` its axioms name, it was computed from the same
+    number of facts of that relation. A graph computed from a subset of the relations (a run over
+    a few of them) would miss the facts the others derive.
+    """
+    if INFERRED not in store.graph_names(INFERRED):
+        return "the store holds no inferred graph"
+    coverage = stored_coverage(store)
+    if coverage is None:
+        return "the inferred graph records no coverage (its build was cut short, or an older kbcompare built it)"
+    have = source_counts(store, graphs)
+    missing = [r for r in sorted(have) if r in coverage.named and coverage.relations.get(r) != have[r]]
+    if not missing:
+        return None
+    shown = ", ".join(f"{r} ({coverage.relations.get(r, 0)} of {have[r]} facts)" for r in missing[:6])
+    more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+    return f"the inferred graph is partial here: it {coverage.describe()}, and lacks the facts of {shown}{more}"
 
 
 Triple = tuple[str, str, str]

@@ -15,6 +15,7 @@ import hashlib
 import http.client
 import re
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from io import BytesIO
 from pathlib import Path
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
-from urllib.request import Request, urlopen
+from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, Request, build_opener
 
 from rdflib import RDFS, Dataset, Literal, URIRef
 from rdflib.query import Result
@@ -150,7 +151,29 @@ def open_store(location: str | None, update_url: str | None, default_path: Path,
     if update_url:
         raise ConfigError("--store-update needs --store URL (a SPARQL query endpoint); "
                           f"{location or default_path} is an embedded store")
-    return GraphStore.open(Path(location) if location else default_path)
+    return GraphStore.open(store_path(location) if location else default_path)
+
+
+def store_path(location: str) -> Path:
+    """The directory of an embedded store: a path or a `file://` URL, never inside a LAMA data directory.
+
+    The store writes its database files into that directory, and data directories are inputs.
+    """
+    if "://" in location or location.startswith("file:"):
+        parts = urlsplit(location)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise ConfigError(f"--store {location}: use a directory path, a file:///absolute/path URL or an "
+                              "http(s):// SPARQL endpoint URL")
+        location = unquote(parts.path)
+    path = Path(location).expanduser()
+    resolved = path.resolve()
+    inside = next((d for d in (resolved, *resolved.parents) if (d / "relations.jsonl").is_file()), None)
+    holds = next((resolved / sub for sub in ("lama", "data") if (resolved / sub / "relations.jsonl").is_file()), None)
+    if inside is not None or holds is not None:
+        where = f"is inside the LAMA data directory {inside}" if inside else f"holds the LAMA data directory {holds}"
+        raise ConfigError(f"--store {location} {where}, and a store writes its database files into its directory; "
+                          "pass a directory outside the data, or leave --store out to use the cache")
+    return path
 
 
 class _Embedded:
@@ -197,9 +220,9 @@ class SparqlEndpoint:
     """A SPARQL 1.1 Protocol client (query by POST form, update by POST `application/sparql-update`).
 
     rdflib's own SPARQL connector has no timeout and reports HTTP errors as a generic ValueError;
-    this one bounds every socket operation by `timeout`, retries transient failures (connection
-    reset, HTTP 502/503/504) with exponential backoff, and reports every other failure as a
-    one-line `KbcError` that names the endpoint.
+    this one bounds each request as a whole (connecting, sending, reading the answer) by `timeout`,
+    retries transient failures (connection reset, HTTP 502/503/504) with exponential backoff, and
+    reports every other failure as a one-line `KbcError` that names the endpoint.
     """
 
     query_url: str
@@ -255,8 +278,7 @@ class SparqlEndpoint:
             request = Request(url, data=data, method="POST",
                               headers={"Content-Type": content_type, "Accept": accept, **self._headers})
             try:
-                with urlopen(request, timeout=self.timeout) as answer:
-                    return answer.headers.get("Content-Type", ""), answer.read()
+                return self._attempt(request)
             except HTTPError as exc:
                 if exc.code in _TRANSIENT_STATUS and transient:
                     self._wait(attempt)
@@ -280,6 +302,24 @@ class SparqlEndpoint:
                 raise KbcError(_network_message(where, url, exc, self.timeout)) from None
         raise AssertionError("unreachable")
 
+    def _attempt(self, request: Request) -> tuple[str, bytes]:
+        """One request, from connecting to the last byte, within `timeout` seconds (`TimeoutError` past it).
+
+        A socket timeout bounds each read only, so a server that sends a byte now and then would
+        never time out: a timer shuts the connection down when the whole request is late.
+        """
+        deadline = _Deadline(self.timeout)
+        try:
+            with deadline, deadline.opener().open(request, timeout=self.timeout) as answer:
+                ctype, body = answer.headers.get("Content-Type", ""), answer.read()
+        except Exception:
+            if deadline.expired:
+                raise TimeoutError from None
+            raise
+        if deadline.expired:  # the shutdown may end a body without a length early: never return part of it
+            raise TimeoutError
+        return ctype, body
+
     def _wait(self, attempt: int) -> None:
         time.sleep(self.backoff * 2 ** attempt)
 
@@ -297,6 +337,70 @@ class SparqlEndpoint:
             return [tuple(row) for row in result]
         except Exception as exc:
             raise KbcError(f"{bad} (unreadable {base}: {_one_line(str(exc).encode(), 120)})") from None
+
+
+class _Deadline:
+    """Shuts down the sockets of one request once `seconds` have passed since it started (`with`)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Deadline:
+        self._timer = threading.Timer(self.seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def opener(self) -> OpenerDirector:
+        """A urllib opener whose connections report their sockets to this deadline."""
+        deadline = self
+
+        class Http(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class Https(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                deadline.watch(self.sock)
+
+        class HttpHandler(HTTPHandler):
+            def http_open(self, req):
+                return self.do_open(Http, req)
+
+        class HttpsHandler(HTTPSHandler):
+            def https_open(self, req):
+                return self.do_open(Https, req, context=self._context)
+
+        return build_opener(HttpHandler, HttpsHandler)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _read_quietly(exc: HTTPError) -> bytes:
@@ -376,6 +480,10 @@ class GraphStore:
         for p, v in rows:
             meta.setdefault(str(p), set()).add(str(v))
         return meta
+
+    def meta(self, graph: str) -> dict[str, set[str]]:
+        """What the `meta` graph records about `graph`: predicate IRI -> values."""
+        return self._meta(graph)
 
     def loaded_versions(self, graph: str = "gold") -> set[str]:
         return self._meta(graph)[str(LOADED)]

@@ -41,8 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from eval.errors import DataError
+from eval.relations import check_template
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
+from lm.finite import NonFiniteScores
 
 NOT_IN_SET = "object is not in the candidate set"
 SUBJECT_NOT_IN_SET = "subject is not in the candidate set"
@@ -54,7 +56,8 @@ CHECK_TEXTS = ("Paris is the capital of France .", "Paris is the capital of Ulaa
 
 class CausalLMScorer:
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
-                 cache: ResultCache | None = None, shared_prefix: bool = True) -> None:
+                 cache: ResultCache | None = None, shared_prefix: bool = True, name: str | None = None) -> None:
+        self.name = name or getattr(model, "name_or_path", None) or fingerprint  # errors name the model's path
         self.model = model
         self.tokenizer = tokenizer
         self.fingerprint = fingerprint
@@ -72,6 +75,16 @@ class CausalLMScorer:
     @property
     def path(self) -> str:
         return "shared-prefix" if self.shared_prefix else "full-sentence"
+
+    @property
+    def max_positions(self) -> int | None:
+        """Positions the model has (GPT-2: 1,024): a longer input has no position embedding; None: no limit named."""
+        config = getattr(self.model, "config", None)
+        for key in ("n_positions", "max_position_embeddings"):
+            value = getattr(config, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with BOS first, so the first word is scored too (GPT-2's <|endoftext|>)."""
@@ -232,6 +245,8 @@ class CausalLMScorer:
             return False
         finally:
             self.forward_calls = self.tokens_run = 0
+        if not all(np.isfinite(full[t][0]) for t in CHECK_TEXTS):
+            raise NonFiniteScores(self.name, list(CHECK_TEXTS), len(CHECK_TEXTS), check=True)
         tol = 1e-3 if self.dtype in ("float32", "fp32") else 0.5
         return all(abs(shared[t][0] - full[t][0]) <= tol and shared[t][1] == full[t][1] for t in CHECK_TEXTS)
 
@@ -241,12 +256,16 @@ class CausalLMScorer:
         keys = [ResultCache.key(kind, self.fingerprint, self.dtype, self.device.type, t) for t in unique]
         key_of = dict(zip(unique, keys))
         found = self.cache.get_many(keys, 1) if self.cache is not None else {}
+        found = {k: hit for k, hit in found.items() if np.isfinite(hit[1][0])}  # never serve a NaN
         out: dict[str, tuple[float, int]] = {t: (float(found[k][1][0]), found[k][2])
                                               for t, k in zip(unique, keys) if k in found}
         todo = [t for t in unique if t not in out]
         if todo:
             # float32, as the cache stores them: a cached result equals the fresh one
             new = {t: (float(np.float32(ll)), n) for t, (ll, n) in run(todo).items()}
+            bad = [t for t in todo if not np.isfinite(new[t][0])]
+            if bad:
+                raise NonFiniteScores(self.name, bad, len(todo))
             out.update(new)
             if self.cache is not None:
                 self.cache.put_many([(key_of[t], np.array([0]), np.array([new[t][0]]), new[t][1]) for t in todo])
@@ -365,8 +384,9 @@ def read_extended_templates(path: str | Path) -> dict[tuple[str, str], str]:
                             f"({exc})") from None
         for slot, template, end in (("object", obj, OBJECT_SLOT), ("subject", sub, SUBJECT_SLOT)):
             other = SUBJECT_SLOT if end == OBJECT_SLOT else OBJECT_SLOT
-            if not template.rstrip().endswith(end) or other not in template:
+            if not isinstance(template, str) or not template.rstrip().endswith(end) or other not in template:
                 raise DataError(f"{path}:{n}: {rel} template {template!r} must hold {other} and end with {end}")
+            check_template(template, f"{path}:{n}")
             out[(rel, slot)] = template.rstrip()
     if not out:
         raise DataError(f"extended templates file {path} is empty")
@@ -435,7 +455,7 @@ class CausalTypedPredictor:
 
     def cost(self, queries: Sequence[Query]) -> str:
         """Said before starting: typed querying scores one sentence per candidate and query."""
-        n = sum(len(self.by_slot[q.slot].get(q.relation, ())) for q in queries)
+        n = sum(len(self._candidates(q)) for q in queries)
         return (f"typed querying will score {n:,} sentences ({len(queries):,} queries x their relation's candidates; "
                 f"{self.scorer.path})")
 
@@ -444,26 +464,69 @@ class CausalTypedPredictor:
         kept, dropped = [], {}
         for fact in facts:
             asked = fact.object if slot == "object" else fact.subject
-            if asked.label in self._sets[slot].get(fact.relation, ()):
+            if getattr(fact, "choices", ()) or asked.label in self._sets[slot].get(fact.relation, ()):
                 kept.append(fact)
             else:
                 dropped[reason] = dropped.get(reason, 0) + 1
         return kept, dropped
 
+    def _candidates(self, query: Query) -> list[str]:
+        """A closed question's own choices (any text is a sentence to score), else the relation's candidates."""
+        choices = getattr(query, "choices", ())
+        return list(dict.fromkeys(choices)) if choices else self.by_slot[query.slot].get(query.relation, [])
+
     def sentence(self, query: Query, candidate: str) -> str:
-        template = self.templates.get((query.relation, query.slot))
+        # a closed question keeps its own wording; only relation prompts are swapped for the extended templates
+        template = None if getattr(query, "choices", ()) else self.templates.get((query.relation, query.slot))
         filled = dataclasses.replace(query, template=template) if template else query
         text = filled.text(candidate)
         return f"{query.context} {text}" if query.context else text
 
+    def sentences(self, query: Query) -> list[str]:
+        """The query's sentence for each candidate; a context is cut from its end so that every sentence fits the
+        model's positions (as masked LMs cut theirs), and a prompt that cannot fit on its own is refused."""
+        cands = self._candidates(query)
+        out = [self.sentence(query, c) for c in cands]
+        limit = getattr(self.scorer, "max_positions", None)
+        if not limit or not out or max(len(s.encode("utf-8")) for s in out) + 3 <= limit:
+            return out  # a token covers at least one byte: these fit without tokenizing twice
+        if max(len(row) for row in self.scorer.encode(out)) <= limit:
+            return out
+        bare = dataclasses.replace(query, context=None)
+        prompts = [self.sentence(bare, c) for c in cands]
+        lengths = [len(row) for row in self.scorer.encode(prompts)]
+        longest = max(lengths)
+        if longest > limit:
+            at = lengths.index(longest)
+            template = self.templates.get((query.relation, query.slot)) or query.template
+            shown = repr(template) if len(template) <= 80 else f"{template[:60]!r}... ({len(template):,} characters)"
+            raise DataError(f"{self.name}: template {shown} of {query.relation} cannot fit the model's {limit:,} "
+                            f"positions: with {query.known.label[:80]!r} and candidate {cands[at][:80]!r} it is "
+                            f"{longest:,} tokens; shorten the template")
+        tokenizer = self.scorer.tokenizer
+        ids = tokenizer(query.context or "", add_special_tokens=False)["input_ids"]
+        keep = min(len(ids), limit - longest - 1)
+        while keep > 0:
+            cut = tokenizer.decode(ids[:keep]).strip()
+            trial = [f"{cut} {p}" for p in prompts]
+            over = max(len(row) for row in self.scorer.encode(trial)) - limit
+            if over <= 0:
+                return trial
+            keep -= over
+        return prompts
+
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         groups = []
         for q in queries:
-            groups.append([self.sentence(q, c) for c in self.by_slot[q.slot].get(q.relation, [])])
-        scored = self.scorer.loglik_groups(groups)
+            groups.append(self.sentences(q))
+        try:
+            scored = self.scorer.loglik_groups(groups)
+        except NonFiniteScores as exc:
+            asked = next((q for q, g in zip(queries, groups) if exc.bad[0] in g), None)
+            raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
         out = []
         for q, scores in zip(queries, scored):
-            cands = self.by_slot[q.slot].get(q.relation, [])
+            cands = self._candidates(q)
             ll = np.array([s for s, _ in scores], dtype=np.float64)
             order = np.argsort(-ll, kind="stable")  # ties: candidate order
             rank = np.empty(len(cands), dtype=np.int64)

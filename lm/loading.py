@@ -176,17 +176,8 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
     local = Path(name).expanduser()
-    if local.exists() and not local.is_dir():
-        raise KbcError(f"{local} is a file; pass the model directory that holds config.json")
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise KbcError(f"{local} is not a model directory (no config.json)")
+    check_folder(local)
     is_local = local.is_dir()
-    if is_local:
-        local_config(str(local))  # a config that is not a JSON object fails here, in one line
-        if not has_tokenizer_files(local):
-            # transformers would build an empty tokenizer from the config alone, and every word would go missing
-            raise DataError(f"{local}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); copy the model's "
-                            "tokenizer into it (tokenizer.save_pretrained(DIR))")
     source = str(local) if is_local else name
     offline = False
     if not is_local and not hub_reachable():
@@ -222,6 +213,50 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
 
 
+FINGERPRINT_EDGE = 1 << 20  # bytes hashed at each end of a file
+
+
+def files_fingerprint(path: str | Path) -> str:
+    """What a file or model folder holds, without loading it: per file its name, size, mtime and a hash of its
+    first and last MiB, so weights replaced at the same path (even by equally sized ones) change it. Files of
+    up to 2 MiB are hashed whole and known by content alone; hidden files (VCS and tool caches) are left out."""
+    root = Path(path).expanduser()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(root).parts)) if root.is_dir() else [root]
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            stat = file.stat()
+            with file.open("rb") as handle:
+                head = handle.read(FINGERPRINT_EDGE)
+                if stat.st_size > 2 * FINGERPRINT_EDGE:
+                    handle.seek(-FINGERPRINT_EDGE, os.SEEK_END)
+                tail = handle.read(FINGERPRINT_EDGE)
+        except OSError as exc:
+            raise DataError(f"{file}: cannot read it ({exc.strerror or exc})") from None
+        name = file.relative_to(root).as_posix() if root.is_dir() else ""
+        # a file hashed whole is known by its content; a larger one by its ends, size and mtime too
+        mtime = stat.st_mtime_ns if stat.st_size > 2 * FINGERPRINT_EDGE else 0
+        digest.update(f"{name}\x1f{stat.st_size}\x1f{mtime}\x1f".encode())
+        digest.update(hashlib.sha256(head + tail).digest())
+    return "files:" + digest.hexdigest()[:16]
+
+
+def check_folder(local: Path) -> None:
+    """What can be known of a local model folder without loading it (a path that does not exist is a hub id)."""
+    if local.exists() and not local.is_dir():
+        raise KbcError(f"{local} is a file; pass the model directory that holds config.json")
+    if not local.is_dir():
+        return
+    if not (local / "config.json").is_file():
+        raise KbcError(f"{local} is not a model directory (no config.json)")
+    local_config(str(local))  # a config that is not a JSON object fails here, in one line
+    if not has_tokenizer_files(local):
+        # transformers would build an empty tokenizer from the config alone, and every word would go missing
+        raise DataError(f"{local}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...); copy the model's "
+                        "tokenizer into it (tokenizer.save_pretrained(DIR))")
+
+
 def has_tokenizer_files(path: Path) -> bool:
     """Whether a model folder holds its tokenizer (transformers would otherwise build an empty one)."""
     return any((path / f).is_file() for f in TOKENIZER_FILES) or any(path.glob("*.tiktoken"))
@@ -246,8 +281,10 @@ def _missing_weights(where: str, kind: Kind, model, missing) -> DataError:
 
 
 def check_available(name: str) -> None:
-    """Fail now, not after other predictors' work, when a hub id can neither be fetched nor found cached."""
-    if Path(name).expanduser().is_dir():
+    """Fail now, not after other predictors' work, when a model folder is incomplete (`check_folder`) or a hub id
+    can neither be fetched nor found cached."""
+    if Path(name).expanduser().exists():
+        check_folder(Path(name).expanduser())
         return
     if not hub_reachable() and _try_cached(name) is None:
         raise _no_hub(name, "the Hugging Face hub is not reachable from here")

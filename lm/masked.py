@@ -46,7 +46,8 @@ from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
-from lm.vocab import AnswerSpace, CandidateSet, drop_reason, normalize, target_positions
+from lm.finite import NonFiniteScores, text_of
+from lm.vocab import AnswerSpace, CandidateSet, drop_reason, full_vocab, normalize, target_positions
 
 # Architectures whose head we split into encoder -> transform -> decoder (the fast path).
 HEAD_TRANSFORMS: dict[str, Callable] = {
@@ -61,6 +62,7 @@ HEAD_TRANSFORMS: dict[str, Callable] = {
 Text = str | tuple[str, str]  # a prompt, or (context, prompt): read as `context [SEP] prompt`
 MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
 CACHE_VERSION = "masked-v2"  # v2: deterministic ties, exact target ranks, compat mode in the key
+NOT_SINGLE_TOKEN_CHOICE = "a choice is not a single token of the model"
 
 
 def _seq(*mods):
@@ -243,13 +245,15 @@ class MaskedLMScorer:
 
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
                  normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None,
-                 compat: str | None = None) -> None:
+                 compat: str | None = None, name: str | None = None) -> None:
         import torch
 
+        # errors name the model as the user gave it (its path), not the cache fingerprint
+        self.name = name or getattr(model, "name_or_path", None) or fingerprint
         if normalize not in ("full", "candidates"):
             raise KbcError(f"normalize={normalize!r}: use full or candidates")
         if tokenizer.mask_token is None:
-            raise KbcError(f"the tokenizer of {fingerprint} has no mask token: not a masked LM")
+            raise KbcError(f"{self.name}: the tokenizer has no mask token, so this is not a masked LM")
         self.model = model
         self.tokenizer = tokenizer
         self.fingerprint = fingerprint
@@ -303,6 +307,8 @@ class MaskedLMScorer:
         ids = enc["input_ids"]
         with torch.inference_mode():
             ref = self.model(**enc).logits[0, pos].float()
+            if not bool(torch.isfinite(ref).all()):
+                raise NonFiniteScores(self.name, [text], 1, check=True)
             got = self._head(self._mask_hidden(ids, None, torch.tensor([pos])).float())[0]
         tol = 1e-3 if self.dtype == "float32" else 0.5
         return bool(torch.allclose(ref, got, atol=tol, rtol=0))
@@ -449,7 +455,7 @@ class MaskedLMScorer:
             for size, group in by_size.items():
                 found = self.cache.get_many([keys[u] for u in group], size + depth)
                 for u in group:
-                    if keys[u] in found:
+                    if keys[u] in found and np.isfinite(found[keys[u]][1]).all():  # never serve a NaN
                         pos, logp, n = found[keys[u]]
                         results[u] = Scored(pos[size:], logp[size:], n, dict(zip(u[1], pos[:size].tolist())),
                                             dict(zip(u[1], logp[:size].tolist())))
@@ -490,6 +496,10 @@ class MaskedLMScorer:
                 else:
                     logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
                 logp = logp.float()
+                finite = torch.isfinite(logp).all(dim=-1).cpu().tolist()
+                if not all(finite):
+                    raise NonFiniteScores(self.name, [text_of(texts[i]) for i, ok in zip(batch, finite) if not ok],
+                                          len(batch))
                 values, indices = _top_with_ties(logp, depth)
                 pos_np = indices.cpu().numpy().astype(np.int32)
                 val_np = values.cpu().numpy().astype(np.float32)
@@ -530,9 +540,16 @@ class MaskedLMPredictor:
         self.uncased = space.labels.uncased
         self._extra = describe_extra or {}
         self._gold: dict[tuple[str, str], str] = {}  # (fact uid, slot) -> gold label, learnt in filter_facts
+        self._full: CandidateSet | None = None  # the whole vocabulary, for closed questions (`choices`)
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self.spaces[slot].for_relation(relation))
+
+    def _choice_space(self) -> CandidateSet:
+        """Every token of the model: a closed question is never limited to a vocabulary its choices are not in."""
+        if self._full is None:
+            self._full = full_vocab(self.space.labels)
+        return self._full
 
     def describe(self) -> dict:
         return {
@@ -581,12 +598,20 @@ class MaskedLMPredictor:
         space = self.spaces[slot]
         for fact in facts:
             asked, known = (fact.object, fact.subject) if slot == "object" else (fact.subject, fact.object)
-            reason = drop_reason(asked.label, space.for_relation(fact.relation), space.labels)
+            choices = getattr(fact, "choices", ())
+            if choices:  # a closed question: its choices are ranked over the whole vocabulary
+                whole = all(normalize(c, self.uncased) in space.labels.words for c in choices)
+                reason = None if whole else NOT_SINGLE_TOKEN_CHOICE
+            else:
+                reason = drop_reason(asked.label, space.for_relation(fact.relation), space.labels)
             if reason is not None and slot == "subject":
                 reason = reason.replace("object", "subject", 1)
             if reason is None and fact.cloze is None and mask in known.label:
                 # the label's mask would become a second mask in the prompt
                 reason = f"{'subject' if slot == 'object' else 'object'} label contains the mask token {mask}"
+            if reason is None and fact.cloze is not None and mask in fact.cloze:
+                # a cloze sentence masking more than its slot (SQuAD has three): the prompt would hold two masks
+                reason = f"cloze sentence holds the mask token {mask} besides its slot"
             if reason is None:
                 kept.append(fact)
                 self._gold[(fact.uid, slot)] = normalize(asked.label, self.uncased)
@@ -598,7 +623,7 @@ class MaskedLMPredictor:
         # queries sharing a candidate set are scored together: bigger length buckets, less padding
         groups: dict[int, tuple[CandidateSet, list[int]]] = {}
         for i, q in enumerate(queries):
-            cands = self.spaces[q.slot].for_relation(q.relation)
+            cands = self._choice_space() if getattr(q, "choices", ()) else self.spaces[q.slot].for_relation(q.relation)
             groups.setdefault(id(cands), (cands, []))[1].append(i)
         out: list[Prediction | None] = [None] * len(queries)
         for cands, idx in groups.values():
@@ -608,8 +633,12 @@ class MaskedLMPredictor:
                 continue
             texts = [self.model_input(queries[i]) for i in idx]
             where = [target_positions(queries[i].targets, cands, self.uncased) for i in idx]
-            for i, tpos, scored in zip(idx, where, self.scorer.score(texts, cands, depth,
-                                                                      [tuple(t.values()) for t in where])):
+            try:
+                results = self.scorer.score(texts, cands, depth, [tuple(t.values()) for t in where])
+            except NonFiniteScores as exc:
+                asked = next((queries[i] for i, t in zip(idx, texts) if text_of(t) in exc.bad), None)
+                raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
+            for i, tpos, scored in zip(idx, where, results):
                 answers = tuple(Answer(cands.labels[p], float(s)) for p, s in zip(scored.pos, scored.logp))
                 extra = {"n_tokens": scored.n_tokens}
                 gold = self._gold.get((queries[i].fact_uid, queries[i].slot))

@@ -15,11 +15,13 @@ way and is refused with one line.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
 from eval.errors import KbcError
 from eval.types import Answer, Prediction, Query
+from lm.finite import NonFiniteScores
 
 SENTINEL = "<extra_id_{}>"
 MAX_SENTINELS = 100
@@ -115,6 +117,10 @@ class Seq2SeqSpanPredictor:
                     do_sample=False, output_scores=True, return_dict_in_generate=True)
                 seqs = result.sequences.cpu().tolist()
                 scores = result.sequences_scores.float().cpu().tolist()
+                bad = [unique[i] for j, i in enumerate(batch)
+                       if not all(math.isfinite(scores[r]) for r in range(j * self.beams, (j + 1) * self.beams))]
+                if bad:
+                    raise NonFiniteScores(self.name, bad, len(batch))
                 for j, i in enumerate(batch):
                     rows = range(j * self.beams, (j + 1) * self.beams)
                     out[unique[i]] = [(self.span(seqs[r]), float(scores[r])) for r in rows]
@@ -122,7 +128,11 @@ class Seq2SeqSpanPredictor:
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         prompts = [self.prompt(q) for q in queries]
-        beams = self.generate(prompts)
+        try:
+            beams = self.generate(prompts)
+        except NonFiniteScores as exc:
+            asked = next((q for q, p in zip(queries, prompts) if p in exc.bad), None)
+            raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
         out = []
         for q, prompt in zip(queries, prompts):
             seen: dict[str, Answer] = {}

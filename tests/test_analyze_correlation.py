@@ -30,7 +30,8 @@ def test_coefficients_equal_scipy_on_the_instances_table(analyzed):
         mine = table[(table["corpus"] == row["corpus"]) & (table["predictor"] == row["predictor"])]
         mine = mine[mine[row["statistic"]].notna()]
         rank = mine[f"rank_{row['setting']}"].astype("Float64")
-        y = ((rank == 1).fillna(False) if row["target"] == "p@1" else (1.0 / rank).fillna(0.0)).astype(float)
+        exact = mine[f"rank_exact_{row['setting']}"].astype("Float64").fillna(rank)  # MRR's rank: exact where known
+        y = ((rank == 1).fillna(False) if row["target"] == "p@1" else (1.0 / exact).fillna(0.0)).astype(float)
         x = mine[row["statistic"]].astype(float)
         assert row["n"] == len(mine)
         if x.nunique() < 2 or y.nunique() < 2:
@@ -48,6 +49,20 @@ def test_coefficients_equal_scipy_on_the_instances_table(analyzed):
             for stat in ("sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp"):
                 assert (corpus, predictor, stat) in keys
     assert "pearson" in out and "spearman" in out
+
+
+def test_reciprocal_rank_uses_the_exact_ranks_of_a_masked_lm(analyzed):
+    """The tiny BERT ranks no gold within its answer list, but reports each gold's exact rank: `rr` is
+    1/exact rank on every answered fact, so its coefficients are defined."""
+    small, _, rows, _ = analyzed
+    table = pd.read_parquet(small.run / "instances.parquet")
+    bert = table[(table["predictor"] == "bert") & (table["corpus"] == "trex") & table["dropped"].isna()]
+    assert bert["rank_raw"].isna().all() and bert["rank_exact_raw"].notna().all()
+    got = {(r["method"]): r for r in rows if (r["corpus"], r["predictor"], r["setting"], r["statistic"],
+                                              r["target"]) == ("trex", "bert", "raw", "st", "rr")}
+    expected = sps.spearmanr(bert["st"].astype(float), 1.0 / bert["rank_exact_raw"].astype(float))
+    assert got["spearman"]["n"] == len(bert)
+    assert got["spearman"]["coefficient"] == pytest.approx(float(expected[0]), abs=1e-9)
 
 
 def test_bins_are_log_spaced_and_count_every_answered_fact(analyzed):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 
-from analyze_support import run_kbc, small_run  # noqa: F401
+import pandas as pd
+import pytest
+from analyze_support import call_kbc, run_kbc, small_run  # noqa: F401
 
 
 def _one_error(code: int, err: str) -> str:
@@ -46,3 +48,60 @@ def test_compare_with_a_run_over_other_corpora(small_run, tmp_path, capsys):  # 
     line = _one_error(*run_kbc(["analyze", "correlation", str(small_run.run), "--compare", str(other),
                                 "--index", str(small_run.index), "--quiet"], capsys)[::2])
     assert "--compare" in line and "corpora" in line
+
+
+def _copy(small, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(small.run, run)
+    return run
+
+
+def test_truncated_instances_table(small_run, tmp_path, capsys):  # noqa: F811
+    run = _copy(small_run, tmp_path)
+    table = run / "instances.parquet"
+    table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
+    line = _one_error(*run_kbc(["analyze", "correlation", str(run), "--index", str(small_run.index), "--quiet"],
+                               capsys)[::2])
+    assert f"{table}: unreadable" in line and "delete it" in line
+
+
+@pytest.fixture(scope="module")
+def coherency_run(lama_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("coherency")
+    argv = ["run", "coherency", "--corpus", "trex", "google_re", "--relations", "P463", "place_of_death", "--limit",
+            "3", "--predictors", "freq", "--store", str(root / "store"), "--data-dir", str(lama_dir), "--out",
+            str(root / "run"), "--quiet"]
+    code, out = call_kbc(argv)
+    assert code == 0, out
+    return root / "run"
+
+
+def test_correlation_and_compare_refuse_runs_of_other_experiments(small_run, coherency_run, capsys):  # noqa: F811
+    line = _one_error(*run_kbc(["analyze", "correlation", str(coherency_run), "--index", str(small_run.index),
+                                "--quiet"], capsys)[::2])
+    assert f"{coherency_run} is a `kbc run coherency` run" in line and "`kbc run lama`" in line
+    line = _one_error(*run_kbc(["analyze", "correlation", str(small_run.run), "--compare", str(coherency_run),
+                                "--index", str(small_run.index), "--quiet"], capsys)[::2])
+    assert f"--compare {coherency_run} is a `kbc run coherency` run" in line
+
+
+def test_stats_of_an_unfinished_run(small_run, tmp_path, capsys):  # noqa: F811
+    """A run stopped before it built a predictor for a corpus: LPFP comes from what the run recorded in
+    another corpus; a predictor it never recorded is named as unfinished, not as one without log-probabilities."""
+    run = _copy(small_run, tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    del config["predictor_configs"]["google_re"]
+    (run / "config.json").write_text(json.dumps(config))
+    code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
+    assert code == 0, err
+    assert "LPFP is null" not in err
+    table = pd.read_parquet(run / "instances.parquet")
+    bert = table[(table["predictor"] == "bert") & (table["corpus"] == "google_re") & table["dropped"].isna()]
+    first = [json.loads(a)[0][1] for a in bert["answers"]]
+    assert len(bert) > 0 and bert["lpfp"].tolist() == pytest.approx(first)
+    del config["predictor_configs"]
+    (run / "config.json").write_text(json.dumps(config))
+    code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
+    assert code == 0, err
+    assert "note: LPFP is null for bert, freq, retrieval: the run has not finished" in err
+    assert "none scores answers by log-probability" not in err

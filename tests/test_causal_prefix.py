@@ -166,3 +166,10 @@ def test_bad_extended_templates_file(tmp_path):
         read_extended_templates(bad)
     with pytest.raises(DataError, match="does not exist"):
         read_extended_templates(tmp_path / "missing.jsonl")
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"relation": "P19", "template_obj": "[X] was born in [Y]", "template_sub": "[Y] is where [X] was '
+                     'born, [X]"}\n')
+    with pytest.raises(DataError) as exc:
+        read_extended_templates(twice)
+    assert str(exc.value) == (f"{twice}:1: template '[Y] is where [X] was born, [X]' holds [X] 2 times; a template "
+                              "holds [X] and [Y] once each")

@@ -150,6 +150,18 @@ def _(c: Ctx) -> list[str]:
     return c.stats("trex")
 
 
+@case("relations template with two [Y]", "relations.jsonl:1: template '[X] or [Y] or [Y] .' holds [Y] 2 times")
+def _(c: Ctx) -> list[str]:
+    c.set_field("relations", "template", "[X] or [Y] or [Y] .")
+    return c.run_freq()
+
+
+@case("relations template with two [X]", "relations.jsonl:1: template '[X] and [X] live in [Y] .' holds [X] 2 times")
+def _(c: Ctx) -> list[str]:
+    c.set_field("relations", "template", "[X] and [X] live in [Y] .")
+    return c.stats("trex")
+
+
 @case("T-REx not UTF-8", "P19.jsonl:1: not UTF-8 text")
 def _(c: Ctx) -> list[str]:
     c.rows("trex").write_bytes(b"\xff" + c.rows("trex").read_bytes())
@@ -232,6 +244,18 @@ def _(c: Ctx) -> list[str]:
     return ["entities", "map", "--model", str(c.model()), "--wikipedia2vec", str(c.w2v()), "--out", str(c.tmp / "m")]
 
 
+@case("google_re relation id misspelled", "unknown relation id(s) place_of_brith in Google-RE (place_of_brith: did you "
+      "mean place_of_birth?); known: date_of_birth, place_of_birth, place_of_death", after_report=False)
+def _(c: Ctx) -> list[str]:
+    return ["serve", "--corpus", "google_re", "--relations", "place_of_brith", "--data-dir", str(c.data),
+            "--store", str(c.tmp / "store")]
+
+
+@case("store inside the data directory", "is inside the LAMA data directory")
+def _(c: Ctx) -> list[str]:
+    return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.data / "store")]
+
+
 # -- text indexes --------------------------------------------------------------------------------
 @case("index meta.json missing", "the text index is damaged (tantivy's meta.json is missing")
 def _(c: Ctx) -> list[str]:
@@ -270,6 +294,22 @@ def _(c: Ctx) -> list[str]:
 @case("malformed Elasticsearch URL", "is not an http(s) URL")
 def _(c: Ctx) -> list[str]:
     return ["index", "stats", "--backend", "elasticsearch", "--es-url", "localhost:9200"]
+
+
+# -- coherency -----------------------------------------------------------------------------------
+@case("coherency with two prompts for a relation", "2 prompts for P19; coherency asks one prompt per relation",
+      after_report=True)
+def _(c: Ctx) -> list[str]:
+    rows = [{"relation": "P19", "template": t} for t in ("[X] was born in [Y] .", "[X] is from [Y] .")]
+    (c.tmp / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return ["run", "coherency", "--corpus", "trex", "--predictors", "freq", "--prompts", str(c.tmp / "p.jsonl"),
+            "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
+@case("coherency on SQuAD", "coherency cannot run on squad: its facts are cloze sentences", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return ["run", "coherency", "--corpus", "squad", "--predictors", "freq", "--data-dir", str(c.data),
+            "--out", str(c.tmp / "run"), "--quiet"]
 
 
 # -- relation extraction, downloads --------------------------------------------------------------
@@ -316,6 +356,12 @@ def _(c: Ctx) -> list[str]:
     return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("2 3\nParis 1 two 3\n"))]
 
 
+@case("word2vec header promises more vectors", "w2v.txt: the header (line 1) promises 3 vectors but the file holds 2 "
+      "(lines 2-3); is it cut off? Copy or convert it again")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("3 3\nParis 1 2 3\nENTITY/Paris 1 2 3\n"))]
+
+
 @case("word2vec file not UTF-8", "not UTF-8")
 def _(c: Ctx) -> list[str]:
     (c.tmp / "b.txt").write_bytes(b"\xff\xfe\x00")
@@ -333,6 +379,64 @@ def _(c: Ctx) -> list[str]:
 def _(c: Ctx) -> list[str]:
     (c.tmp / "map.npz").write_bytes(b"PK\x03\x04junk")
     return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v()), "--map", str(c.tmp / "map.npz")]
+
+
+# -- run files, run directories -----------------------------------------------------------------
+@case("YAML alias bomb in --config", "run.yaml:3: YAML aliases (*name) are not accepted in run files; write the "
+      "value out")
+def _(c: Ctx) -> list[str]:
+    # each level repeats the one before 8 times: 10 * 8**6 labels once expanded, from one short line
+    levels = ["&a [" + ", ".join(["P19"] * 10) + "]"] + [f"&{n} [" + ", ".join([f"*{p}"] * 8) + "]"
+                                                           for p, n in zip("abcdef", "bcdefg")]
+    (c.tmp / "run.yaml").write_text(f"corpus: [trex]\npredictors: [freq]\nrelations: [{', '.join(levels)}]\n")
+    return ["run", "lama", "--config", str(c.tmp / "run.yaml"), "--data-dir", str(c.data), "--out",
+            str(c.tmp / "r")]
+
+
+@case("summary.json value is a string", "summary.json: row 0: 'value' must be a number, got str \"22.0\"")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    rows = json.loads((run / "summary.json").read_text())
+    rows[0]["value"] = "22.0"
+    (run / "summary.json").write_text(json.dumps(rows))
+    return ["report", str(run)]
+
+
+@case("serve --run of an unfinished run", "is not a finished run: it lacks summary.json; rerun the same `kbc run`")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    (run / "summary.json").unlink()
+    # an unknown relation stops the server from starting should the run be let through
+    return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
+
+
+@case("prediction record holds NaN", "P19.jsonl:2: holds NaN or infinity, which is no score (and not JSON); delete "
+      "that line (or the file) and rerun to recompute it")
+def _(c: Ctx) -> list[str]:
+    path = _finished_run(c) / "predictions" / "trex" / "freq" / "P19.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["answers"][0][1] = float("nan")
+    lines[1] = json.dumps(record)  # Python's json writes a bare NaN unless told not to
+    path.write_text("\n".join(lines) + "\n")
+    return ["show", str(path.parents[3]), "--uid", record["uid"], "--json"]
+
+
+def _finished_run(c: Ctx) -> Path:
+    """A finished Freq run over the copy's P19, made quietly (the case's stderr holds only the command's)."""
+    import logging
+
+    from bridge.runner import RunConfig, run_lama
+
+    cfg = RunConfig(["trex"], ["freq"], c.tmp / "done", str(c.data), relations=["P19"], cache_dir=c.tmp / "cache")
+    log = logging.getLogger("kbc")
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        run_lama(cfg, progress=False)
+    finally:
+        log.setLevel(level)
+    return cfg.out
 
 
 # -- the command line itself ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ from scipy.stats import binomtest
 
 from bridge.instances import write_instances
 from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact
+from eval.errors import ConfigError
 
 SUBJECTS = {"p19-1": ("Ada Lovelace", "Q7259")}
 
@@ -274,3 +275,44 @@ def test_write_instances_replaces_and_handles_empty_runs(tmp_path):
     (run / "predictions" / "trex" / "freq").mkdir(parents=True)
     (run / "predictions" / "trex" / "freq" / "P19.jsonl").write_text(json.dumps(record("p19-1", "P19", 1)) + "\n")
     assert len(pd.read_parquet(write_instances(run))) == 1
+
+
+def test_bootstrap_count_is_bounded(run_dir, capsys):
+    for value in ("1e11", "100000000000", "-1", "2.5", "nan", "many"):
+        line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta", "--bootstrap", value], capsys))
+        assert line.startswith("error: Invalid value for '--bootstrap'") and "--help" in line, line
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta", "--bootstrap", "1e11"], capsys))
+    assert "1e11: give a whole number from 0 (no interval) to 1,000,000" in line
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta", "--json", "--bootstrap", "1e3"], capsys)
+    assert code == 0 and json.loads(out)["corpora"]["trex"]["bootstrap"] == 1000
+    with pytest.raises(ConfigError, match="at most 1,000,000"):
+        bootstrap_difference({"P19": Counts(1, 2, 3, 4)}, n_boot=10**11)
+
+
+def test_coherency_runs_are_refused(run_dir, capsys):
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "experiment": "coherency"}))
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys))
+    assert line.startswith(f"error: {run_dir} is a `kbc run coherency` run: kbc compare judges LAMA facts and KMIR "
+                           "questions one by one")
+
+
+def test_kmir_runs_are_judged_by_exact_match(run_dir, capsys):
+    """A KMIR run's records carry no ranks: a question is right when its answer matches exactly (em)."""
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "experiment": "kmir"}))
+    folder = run_dir / "predictions" / "trex"
+    for name, ems in (("alpha", (1.0, 1.0, 0.0, 1.0)), ("beta", (1.0, 0.0, 0.0, 0.0))):
+        for rel in ("P19", "P36"):
+            (folder / name / f"{rel}.jsonl").unlink()
+        kinds = ("statement_checking", "statement_checking", "triple_completion", "triple_completion")
+        records = [{"uid": f"q{i}", "relation": "P19", "kind": kind, "answer": "yes", "gold": "yes", "em": em,
+                    "f1": em} for i, (kind, em) in enumerate(zip(kinds, ems))]
+        (folder / name / "P19.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = _compare(run_dir, capsys, "--bootstrap", "0")
+    assert result["total"] == "pooled"
+    assert result["overall"] == {**result["overall"], "n": 4, "both": 1, "only_a": 2, "only_b": 0, "neither": 1}
+    assert result["macro_p1_a"] == 75.0 and result["macro_p1_b"] == 25.0 and result["difference"] == 50.0
+    assert result["relations"]["triple_completion"]["p1_a"] == 50.0
+    line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta", "--setting", "filtered"], capsys))
+    assert "scored only in the raw setting" in line

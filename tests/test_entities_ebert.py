@@ -198,3 +198,24 @@ def test_uncased_bert_compares_lowercased_answers(shared_data, lama_dir, tmp_pat
     assert kept == facts and dropped == {}  # "Paris" is answerable as "paris"
     (pred,) = ebert.predict([_query("France", "[X] has the capital [Y] .")], 5)
     assert pred.lowercased and len(pred.answers) == 5
+
+
+def test_non_finite_probabilities_name_the_fact(ctx, tmp_path):
+    from eval.errors import KbcError
+
+    fresh = PredictorContext(ctx.corpus, None, tmp_path / "cache", ctx.data_dir, batch_size=8, options=ctx.options)
+    ebert = build("ebert", fresh)
+    (token,) = ebert.builder.tokenizer("Nobody", add_special_tokens=False)["input_ids"]
+
+    def nan_at_token(module, args, output):  # as a NaN row of an untied embedding matrix would
+        return output.masked_fill((args[0] == token).unsqueeze(-1), float("nan"))
+
+    handle = ebert.scorer.model.get_input_embeddings().register_forward_hook(nan_at_token)
+    try:
+        with pytest.raises(KbcError) as exc:
+            ebert.predict([_query("Alaska", uid="a"), _query("Nobody Knows This Name", uid="b")], 10)
+    finally:
+        handle.remove()
+    assert str(exc.value) == (f"{ctx.options['model']}: non-finite score (NaN or infinity) for fact b (P103) (1 of 2 "
+                              "inputs scored together); no rank can be given to it (check the checkpoint, or use "
+                              "--dtype float32)")

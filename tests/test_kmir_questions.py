@@ -17,6 +17,7 @@ from eval.kmir import (
     TRIPLE_COMPLETION,
     TYPE_ASPECT,
     YES,
+    InferredFact,
     generate,
     load_instance_of,
     outlier,
@@ -167,9 +168,10 @@ def test_generation_is_seeded_and_deterministic(toy_kb):
     assert [q.id for q in again] == [q.id for q in questions]
     kinds = Counter(q.kind for q in questions)
     # 22 facts: a completion and a true statement each; a corrupted one where the relation has another object
-    # (P463 has only League); entity distinctions for Team X (by type) and Dora (by occupation); 7 of the 8
-    # inferred facts have three distractors (France-Italy has none left: France borders every other country)
-    assert kinds == {TRIPLE_COMPLETION: 22, STATEMENT_CHECKING: 40, ENTITY_DISTINCTION: 2, PREDICATE_REASONING: 7}
+    # of the same type (P463 has only League; chemist and poet have no type); entity distinctions for Team X
+    # (by type) and Dora (by occupation); 7 of the 8 inferred facts have three distractors (France-Italy has
+    # none left: France borders every other country)
+    assert kinds == {TRIPLE_COMPLETION: 22, STATEMENT_CHECKING: 36, ENTITY_DISTINCTION: 2, PREDICATE_REASONING: 7}
     assert {q.knowledge_type for q in questions} == {"memorization", "identification", "reasoning"}
     assert len({q.id for q in questions}) == len(questions)
 
@@ -265,6 +267,8 @@ def test_trex_questions(trex, shared_data):
         assert q.qset_id in facts and set(q.source_facts) <= set(facts)
         if q.kind == STATEMENT_CHECKING and q.answer == NO:
             assert q.object.key in objects[q.relation] and q.object.key not in held[(q.subject.key, q.relation)]
+            true_types = {t for t, _ in instance_of.get(facts[q.qset_id].object.id or "", ())}
+            assert true_types & {t for t, _ in instance_of.get(q.object.id or "", ())}, q.text
         if q.kind == ENTITY_DISTINCTION and q.aspect == TYPE_ASPECT:
             types = [{t for t, _ in instance_of.get(e.id or "", ())} | held[(e.key, "P31")] for e in q.entities]
             assert q.entities[outlier(types)].label == q.answer == facts[q.qset_id].subject.label
@@ -272,3 +276,44 @@ def test_trex_questions(trex, shared_data):
             assert len(set(q.choices)) == 4 and q.answer in q.choices
             distractors = [e for e in q.entities if e.label != q.answer]
             assert not any(e.key in held[(q.subject.key, q.relation)] for e in distractors)
+
+
+# --- plausible negatives and distractors ------------------------------------------------------------------
+def _facts(rows: list[tuple[str, str, str]], labels: dict[str, str]) -> list[Fact]:
+    return [Fact(uid(r, s, o), "toy", r, Entity(labels[s], s), Entity(labels[o], o)) for r, s, o in rows]
+
+
+def test_corrupted_statements_keep_the_type_of_the_true_object():
+    labels = {"Q1": "Forbidden City", "Q2": "Louvre", "Q3": "Mindanao", "Q4": "Sicily", "Q5": "noise",
+              "Q10": "Beijing", "Q11": "Paris", "Q12": "Philippines", "Q13": "Italy", "Q14": "sound"}
+    rows = [("P361", "Q1", "Q10"), ("P361", "Q2", "Q11"), ("P361", "Q3", "Q12"), ("P361", "Q4", "Q13"),
+            ("P361", "Q5", "Q14")]
+    types = {"Q10": (("Q515", "city"),), "Q11": (("Q515", "city"),), "Q12": (("Q6256", "country"),),
+             "Q13": (("Q6256", "country"),)}
+    questions = generate(_facts(rows, labels), [], types, seed=0,
+                         relations={"P361": Relation("P361", "part of", "[X] is part of [Y] .")})
+    negatives = {q.subject.label: q.object.label for q in questions if q.kind == STATEMENT_CHECKING and q.answer == NO}
+    # a city for a city, a country for a country; "sound" has no type, so "noise" gets no false statement
+    assert negatives == {"Forbidden City": "Paris", "Louvre": "Beijing", "Mindanao": "Italy", "Sicily": "Philippines"}
+
+
+def test_reasoning_distractors_have_no_fact_with_the_subject():
+    labels = {"Q1001": "Ada", "Q1002": "Bert", "Q1003": "Cleo", "Q90": "Paris", "Q64": "Berlin", "Q220": "Rome",
+              "Q1741": "Vienna", "Q597": "Lisbon", "Q142": "France", "Q183": "Germany", "Q38": "Italy",
+              "Q40": "Austria", "Q45": "Portugal", "Q29": "Spain"}
+    rows = [("P19", "Q1001", "Q90"), ("P19", "Q1002", "Q64"), ("P19", "Q1003", "Q220"),
+            ("P17", "Q90", "Q142"), ("P17", "Q64", "Q183"), ("P17", "Q220", "Q38"), ("P17", "Q1741", "Q40"),
+            ("P17", "Q597", "Q45"),
+            ("P27", "Q1001", "Q183"),  # Ada is a citizen of Germany
+            ("P6", "Q29", "Q1001")]  # Spain names Ada, the other way round
+    facts = _facts(rows, labels)
+    types = {q: (("Q6256", "country"),) for q in ("Q142", "Q183", "Q38", "Q40", "Q45", "Q29")}
+    cob = "country_of_birth"
+    inferred = [InferredFact(Entity(labels[p], p), cob, Entity(labels[c], c), "chain:P19/P17:" + cob,
+                             (("Q" + p[1:], "P19", city), (city, "P17", c)))
+                for p, city, c in (("Q1001", "Q90", "Q142"), ("Q1002", "Q64", "Q183"), ("Q1003", "Q220", "Q38"))]
+    relations = {cob: Relation(cob, "country of birth", "[X] was born in the country [Y] .")}
+    questions = generate(facts, inferred, types, seed=0, relations=relations)
+    ada = next(q for q in questions if q.kind == PREDICATE_REASONING and q.subject.label == "Ada")
+    # Germany (Ada's citizenship) and Spain (a fact naming Ada) would be second right answers in the data
+    assert ada.answer == "France" and set(ada.choices) == {"France", "Italy", "Austria", "Portugal"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import lm_fixtures
+import pytest
 from cli_support import run_kbc
 
 from bridge.experiments.kmir import pick_choice
@@ -18,39 +19,35 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     # P47 is symmetric; P36 is the inverse of P1376: both give predicate-reasoning questions
     argv = ["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
-            "--questions-per-relation", "4", "--predictors", "freq", "kb", "kb-inferred",
+            "--questions-per-relation", "4", "--predictors", "freq", "kb", "kb-inferred", "random",
             f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}",
             "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
     code, stdout, err = run_kbc(argv, capsys)
     assert code == 0, err
-    assert "| triple_completion |" in stdout and "predicate_reasoning" in stdout
+    assert "| triple_completion |" in stdout and "statement_checking" in stdout
     rows = json.loads((out / "summary.json").read_text())
     get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r for r in rows}
     # the symbolic side derives the facts the reasoning questions ask; the gold graphs alone do not hold them
     assert get[("kb-inferred", "own", "predicate_reasoning", "f1")]["value"] == 100.0
     assert get[("kb", "own", "predicate_reasoning", "f1")]["value"] == 0.0
-    assert get[("kb", "own", "predicate_reasoning", "answered")]["value"] == 0.0
     for name in ("kb", "kb-inferred"):
         for kind in ("triple_completion", "statement_checking"):
             assert get[(name, "own", kind, "f1")]["value"] == 100.0
     groups = {"triple_completion", "entity_distinction", "statement_checking", "predicate_reasoning", "all"}
-    for name in ("freq", "kb", "kb-inferred", "bert", "gpt2"):
+    for name in ("freq", "kb", "kb-inferred", "random", "gpt2"):
         assert {g for (p, s, g, m) in get if p == name and s == "own" and m == "f1"} == groups, name
         assert {m for (p, s, g, m) in get if p == name and g == "all"} >= {"f1", "em", "answered", "robust_all"}
-    # every predictor is scored on every question: none is left out of the shared scope
-    n = {r["n_facts"] for r in rows if r["group"] == "all" and r["metric"] == "f1" and r["scope"] == "shared"}
-    assert len(n) == 1
-    assert {r["predictor"] for r in rows if r["scope"] == "shared"} == {"freq", "kb", "kb-inferred", "bert", "gpt2"}
-    # a question the masked LM cannot be asked (answer not one token) is scored 0, with its reason
     bert = [json.loads(line) for p in (out / "predictions/trex/bert").glob("*.jsonl")
             for line in p.read_text().splitlines()]
     assert {r["uid"].split(":")[0] for r in bert} >= {"tc", "sc+", "sc-", "ed", "pr"}
-    record = next(r for r in bert if r["uid"].startswith("pr:") and "dropped" not in r)
-    assert record["kind"] == "predicate_reasoning" and record["qset_id"] and "choices" in record
+    # a question whose choices are not all tokens of the masked LM is dropped, with its reason, never guessed
+    dropped = json.loads((out / "dropped.json").read_text())
+    assert {(d["predictor"], d["reason"]) for d in dropped} == {("bert", "a choice is not a single token of the model")}
+    assert sum(d["n"] for d in dropped) == 19
 
     code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
     assert code == 0, err
-    assert err.count("queries done, skipped") == 5
+    assert err.count("queries done, skipped") == 6
 
     bad = tmp_path / "bad.ttl"
     bad.write_text("@prefix owl: <http://www.w3.org/2002/07/owl#> .\nthis is not turtle\n")
@@ -59,6 +56,50 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "bad.ttl" in lines[0]
 
+    # choice questions are ranked over the whole vocabulary (BERT: "no" is not in LAMA's common vocabulary) or
+    # by the sentence of each choice (GPT-2): every statement check is answered, against a 50% chance level
+    for name in ("bert", "gpt2", "random"):
+        assert get[(name, "own", "statement_checking", "answered")]["value"] == 100.0
+    assert get[("gpt2", "own", "all", "answered")]["value"] == 100.0
+    assert get[("bert", "own", "all", "answered")]["value"] == pytest.approx(100 * 33 / 52)
+    for scope in ("own", "shared"):
+        assert get[("bert", scope, "statement_checking", "chance")]["value"] == 50.0
+    assert get[("gpt2", "own", "entity_distinction", "chance")]["value"] == 25.0
+    assert get[("gpt2", "own", "predicate_reasoning", "chance")]["value"] == 25.0
+    # random: seeded, so its scores are exact; 8 of the 22 yes/no questions right
+    assert get[("random", "own", "statement_checking", "em")]["value"] == pytest.approx(100 * 8 / 22)
+    gpt2 = [json.loads(line) for p in (out / "predictions/trex/gpt2").glob("*.jsonl")
+            for line in p.read_text().splitlines()]
+    no = [r for r in gpt2 if r["uid"].startswith("sc-:")]
+    assert len(no) == 11 and all(r["answer"] in ("yes", "no") for r in no)
+
+    # the shared scope is the questions every predictor answered, and `answered` agrees with it
+    summary = (out / "summary.md").read_text()
+    assert "the questions every predictor of this directory answered (trex 33)" in summary
+    assert get[("gpt2", "shared", "all", "answered")]["value"] == pytest.approx(100 * 33 / 52)
+    assert ("gpt2", "shared", "entity_distinction", "f1") not in get  # bert answered none of them
+    for heading in ("## answered, shared facts", "## robust_all, own facts", "## chance, shared facts",
+                    "Total: the mean over every question, not over kinds or relations"):
+        assert heading in summary
+
+    # kbc compare judges each question as the summaries do (EM), and its total is theirs
+    code, stdout, err = run_kbc(["compare", str(out), "kb", "gpt2", "--json"], capsys)
+    assert code == 0, err
+    trex = json.loads(stdout)["corpora"]["trex"]
+    assert trex["total"] == "pooled" and trex["overall"]["n"] == 52
+    assert set(trex["relations"]) == {"triple_completion", "entity_distinction", "statement_checking",
+                                      "predicate_reasoning"}
+    assert trex["macro_p1_a"] == pytest.approx(100 * 44 / 52) == get[("kb", "own", "all", "em")]["value"]
+    assert trex["macro_p1_b"] == pytest.approx(get[("gpt2", "own", "all", "em")]["value"])
+    assert trex["relations"]["statement_checking"]["p1_a"] == 100.0
+
+    # the report says how its total averages, as summary.md does
+    code, stdout, err = run_kbc(["report", str(out)], capsys)
+    assert code == 0, err
+    report = (out / "report" / "report.md").read_text(encoding="utf-8")
+    assert "Token F1 (%) per kind (mean over the questions of each kind; `all`: over every question)" in report
+    assert "macro over relations" not in report
+
 
 def test_pick_choice():
     choices = ("Paris", "New York City", "yes")
@@ -66,7 +107,9 @@ def test_pick_choice():
     assert pick_choice(Prediction("q", (), target_ranks={"Paris": 3, "New York City": 1, "yes": 9}), choices) \
         == "New York City"
     # otherwise the first ranked answer sharing a token with a choice
-    ranked = Prediction("q", (Answer("London", 0.0), Answer("York", 0.0), Answer("Paris", 0.0)),
-                        target_ranks={"Paris": 3})
-    assert pick_choice(ranked, choices) == "New York City"
+    listed = Prediction("q", (Answer("London", 0.0), Answer("York", 0.0), Answer("Paris", 0.0)))
+    assert pick_choice(listed, choices) == "New York City"
     assert pick_choice(Prediction("q", (Answer("London", 0.0),)), choices) is None
+    # exact ranks that miss a choice: no guess among the others
+    partial = Prediction("q", listed.answers, target_ranks={"Paris": 3})
+    assert pick_choice(partial, choices) is None

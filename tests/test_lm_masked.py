@@ -266,3 +266,18 @@ def test_last_layer_at_mask_equals_the_full_model_on_a_padded_batch(tiny_models)
             got = scorer._mask_logits(enc["input_ids"], enc["attention_mask"], pos)
         assert enc["attention_mask"][0].sum() < enc["attention_mask"][1].sum()  # the first row is padded
         assert torch.allclose(ref, got, atol=1e-4, rtol=0)
+
+
+def test_cloze_sentences_masking_more_than_their_slot_are_dropped(tiny_models, lama_dir):
+    """Three real SQuAD sentences hold [MASK] twice: their prompt would hold two masks, so they are dropped and counted
+    (the run used to stop at the first with an error)."""
+    from eval.lama import load_squad
+
+    pred, _ = _predictor(tiny_models("bert-cased"))
+    squad = load_squad(lama_dir)
+    kept, dropped = pred.filter_facts(squad.facts)
+    reason = "cloze sentence holds the mask token [MASK] besides its slot"
+    assert dropped[reason] == 3
+    gone = {f.object.label for f in squad.facts if f not in kept and "[MASK]" in f.cloze}
+    assert gone == {"Christ", "Islam", "Chinese"}
+    assert pred.predict([Query(f.uid, f.uid, "squad", "squad", f.subject, "object", f.cloze) for f in kept[:3]], 5)

@@ -19,6 +19,16 @@ def test_gold_rank_raw_and_filtered_change_the_answer():
     assert gold_rank(answers("paris", "lyon"), "Lyon", lowercased=True) == 2
 
 
+def test_shared_ties_rank_the_gold_first_in_its_tie_group():
+    """A KB's equally true answers (equal score) are one tie group: label order does not demote the gold."""
+    tied = (Answer("mathematics", 0.9), Answer("physics", 0.9), Answer("astronomy", 0.5), Answer("optics", 0.5))
+    assert gold_rank(tied, "physics") == 2  # the candidate-order rule, as for language models
+    assert gold_rank(tied, "physics", shared_ties=True) == 1
+    assert gold_rank(tied, "optics", shared_ties=True) == 3
+    assert gold_rank(tied, "optics", exclude={"mathematics"}, shared_ties=True) == 2
+    assert gold_rank(tied, "chemistry", shared_ties=True) is None
+
+
 def test_precision_and_mrr_exact():
     ranks = [1, 2, None, 11]
     assert precision_at(ranks, 1) == 25.0

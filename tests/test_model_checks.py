@@ -212,3 +212,34 @@ def test_a_model_folder_without_tokenizer_files_is_refused(kind, tmp_path, tiny_
     assert str(exc.value) == want
     code, errors = run_lm(model, tmp_path, lama_dir, capsys, monkeypatch)
     assert code == 2 and errors == [f"error: {want}"]
+
+
+def test_every_model_folder_is_checked_before_any_predictor_runs(tmp_path, tiny_models, lama_dir, capsys,
+                                                                 monkeypatch):
+    """A later predictor's incomplete folder is refused before an earlier predictor scores anything."""
+    broken = copy_without(tiny_models("gpt2"), tmp_path / "gpt2-no-tokenizer", "tokenizer.json",
+                          "tokenizer_config.json")
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "5", "--predictors",
+                            f"good={tiny_models('bert-cased')}", f"broken={broken}", "--data-dir", str(lama_dir),
+                            "--out", str(tmp_path / "out"), "--store", str(tmp_path / "store"), "--quiet"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        f"error: {broken}: no tokenizer files (tokenizer.json, tokenizer_config.json, vocab.txt, ...); copy the "
+        "model's tokenizer into it (tokenizer.save_pretrained(DIR))"]
+    assert not (tmp_path / "out" / "predictions").exists()
+
+
+# --- 4. a masked-LM config with a tokenizer that has no mask token ----------------------------------
+
+def test_a_tokenizer_without_mask_token_names_the_model_folder(tmp_path, lama_dir, capsys, monkeypatch):
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    model = tmp_path / "bert-with-gpt2-tokenizer"
+    tokenizer = tokenizer_for("gpt2")
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **SIZE)).save_pretrained(model)
+    tokenizer.save_pretrained(model)
+    code, errors = run_lm(model, tmp_path, lama_dir, capsys, monkeypatch)
+    assert code == 2 and errors == [f"error: {model}: the tokenizer has no mask token, so this is not a masked LM"]

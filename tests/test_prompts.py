@@ -71,7 +71,7 @@ def test_prompt_file(tmp_path, relations, shared_data):
 @pytest.mark.parametrize("rows, message", [
     ([{"relation": "P19", "template": "[X] was born ."}], r"mine.jsonl:1: template '\[X\] was born \.' lacks \[Y\]"),
     ([{"relation": "P19", "template": "ok [X] [Y] ."}, {"relation": "P19", "template": "[X] in [Y] or [Y]"}],
-     r"mine.jsonl:2: .* has 2 times \[Y\]"),
+     r"mine.jsonl:2: .* holds \[Y\] 2 times"),
     ([{"relation": "P1999", "template": "[X] [Y]"}], r"mine.jsonl:1: unknown relation 'P1999' \(did you mean P19\?\)"),
     ([{"relation": "P19"}], r"mine.jsonl:1: missing field\(s\) template"),
     (["{not json"], r"mine.jsonl:1: malformed JSON"),

@@ -164,3 +164,49 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_printed():
         assert seen == [("/sparql", "Basic YW5uOnMzY3JldA==")]  # base64 of ann:s3cret
     assert message == f"SPARQL endpoint {url} answered HTTP 500 Internal Server Error: no"
     assert store.location == url
+
+
+class _Dribbling(BaseHTTPRequestHandler):
+    """Sends a valid SPARQL answer one byte a `pause`, headers included: each read is quick, the whole is not."""
+
+    pause = 0.2
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/sparql-results+json\r\n"
+                f"Content-Length: {len(RESULTS)}\r\n\r\n").encode()
+        try:
+            for i in range(len(head + RESULTS)):
+                self.wfile.write((head + RESULTS)[i:i + 1])
+                self.wfile.flush()
+                time.sleep(self.pause)
+        except OSError:
+            pass  # the client gave up
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_server_sending_a_byte_at_a_time_is_timed_out_as_a_whole():
+    server = _QuietServer(("127.0.0.1", 0), _Dribbling)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/sparql"
+    try:
+        started = time.monotonic()
+        message = one_line_error(lambda: remote(url, timeout=1.0).count(), "no answer within 1 s")
+        assert 0.9 < time.monotonic() - started < 3.0  # the answer would take ~60 s
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert message == f"SPARQL endpoint {url}: no answer within 1 s (raise --store-timeout for slow servers)"
+
+
+def test_a_slow_but_timely_answer_is_read_whole():
+    handler = type("Quick", (_Dribbling,), {"pause": 0.0005})
+    server = _QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert remote(f"http://127.0.0.1:{server.server_address[1]}/sparql", timeout=10.0).count() == 7
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -51,6 +51,19 @@ def _overwrite_middle(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _set_byte(path: Path, offset: int, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] = value
+    path.write_bytes(bytes(data))
+
+
+def _edit_kbc_meta(root: Path, edit: Callable[[dict], None]) -> None:
+    path = _generation(root) / "kbc-meta.json"
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta))
+
+
 def _edit_tantivy_meta(root: Path, edit: Callable[[dict], None]) -> None:
     path = _generation(root) / "meta.json"
     meta = json.loads(path.read_text())
@@ -60,17 +73,23 @@ def _edit_tantivy_meta(root: Path, edit: Callable[[dict], None]) -> None:
 
 DAMAGE: dict[str, tuple[Callable[[Path], object], str]] = {
     "tantivy meta.json missing": (lambda r: (_generation(r) / "meta.json").unlink(), "meta.json is missing"),
-    "tantivy meta.json empty": (lambda r: (_generation(r) / "meta.json").write_text(""), "cannot open it"),
+    "tantivy meta.json empty": (lambda r: (_generation(r) / "meta.json").write_text(""),
+                                "its file meta.json has 0 bytes, not the"),
     "kbc-meta.json missing": (lambda r: (_generation(r) / "kbc-meta.json").unlink(), "kbc-meta.json is missing"),
     "kbc-meta.json malformed": (lambda r: (_generation(r) / "kbc-meta.json").write_text("{oops"), "unreadable"),
     "kbc-meta.json an array": (lambda r: (_generation(r) / "kbc-meta.json").write_text("[1]"), "JSON list"),
     "kbc-meta.json not UTF-8": (lambda r: (_generation(r) / "kbc-meta.json").write_bytes(b"\xff\xfe"), "unreadable"),
-    "segment store missing": (lambda r: _segment_file(r, "store").unlink(), "FileDoesNotExist"),
-    "segment terms missing": (lambda r: _segment_file(r, "term").unlink(), "FileDoesNotExist"),
-    "segment file truncated": (lambda r: _segment_file(r, "idx").write_bytes(b"\0" * 10), "cannot open it"),
-    "positions overwritten": (lambda r: _overwrite_middle(_segment_file(r, "pos")), "cannot open it"),
+    "segment store missing": (lambda r: _segment_file(r, "store").unlink(), ".store is missing"),
+    "segment terms missing": (lambda r: _segment_file(r, "term").unlink(), ".term is missing"),
+    "segment file truncated": (lambda r: _segment_file(r, "idx").write_bytes(b"\0" * 10), ".idx has 10 bytes, not"),
+    "positions overwritten": (lambda r: _overwrite_middle(_segment_file(r, "pos")),
+                              ".pos differs from the one it was built with: SHA-256 mismatch"),
+    "norms overwritten": (lambda r: _set_byte(_segment_file(r, "fieldnorm"), 6, 0x0A),
+                          ".fieldnorm differs from the one it was built with: SHA-256 mismatch"),
     "document count changed": (lambda r: _edit_tantivy_meta(r, lambda m: m["segments"][0].update(max_doc=99)),
-                               "3 paragraphs were built but tantivy finds 99"),
+                               "its file meta.json"),
+    "no checksums recorded": (lambda r: _edit_kbc_meta(r, lambda m: m.pop("files")),
+                              "it records no file checksums (built by an older kbcompare)"),
     "CURRENT names a missing folder": (lambda r: (r / "CURRENT").write_text("gen-gone"), "folder gen-gone"),
     "CURRENT empty": (lambda r: (r / "CURRENT").write_text(""), "names no index folder"),
     "CURRENT points outside": (lambda r: (r / "CURRENT").write_text("/etc"), "names no index folder"),
@@ -102,7 +121,7 @@ def test_damaged_index_is_an_error_with_the_rebuild_command(damaged, kind):
     assert DAMAGE[kind][1] in message
     assert message.startswith(f"{root}: the text index is damaged") and "\n" not in message
     assert "rebuild it with `kbc index build " in message and f"--out {root}" in message
-    if kind.startswith(("tantivy", "segment", "document", "positions")):  # kbc-meta.json still readable
+    if not kind.startswith(("kbc-meta", "CURRENT")):  # kbc-meta.json still readable
         assert "--source jsonl --input paragraphs.jsonl" in message  # the exact command, from the metadata
 
 
@@ -112,6 +131,35 @@ def test_intact_copy_opens_and_answers(built, tmp_path):
     with open_index("tantivy", root) as idx:
         assert len(idx) == 3 and [h.paragraph.pid for h in idx.search("born Florence", 2)] == ["Dante#0",
                                                                                             "Florence#0"]
+
+
+def test_damaged_norms_would_change_scores_silently(built, damaged, monkeypatch):
+    """tantivy reads a norms file with one length changed without complaint: only the checksums catch it."""
+    from kb.text import tantivy_index
+
+    with open_index("tantivy", built) as idx:
+        intact = [(round(h.score, 4), h.paragraph.pid) for h in idx.search("Dante Florence", 3)]
+    assert intact == [(0.94, "Dante#0"), (0.5119, "Dante#1"), (0.4345, "Florence#0")]
+    root = damaged("norms overwritten")
+    monkeypatch.setattr(tantivy_index, "check_files", lambda generation, recorded: None)
+    with open_index("tantivy", root) as idx:
+        assert [(round(h.score, 4), h.paragraph.pid) for h in idx.search("Dante Florence", 3)] == [
+            (0.6671, "Dante#0"), (0.5119, "Dante#1"), (0.4345, "Florence#0")]
+
+
+def test_an_unchanged_index_opens_without_hashing_again(built, tmp_path, monkeypatch):
+    from kb.text import integrity
+
+    root = tmp_path / "copy"
+    shutil.copytree(built, root, copy_function=shutil.copy)  # new times: the first open hashes, and remembers
+    hashed: list[str] = []
+    real = integrity._sha256
+    monkeypatch.setattr(integrity, "_sha256", lambda path: hashed.append(path.name) or real(path))
+    open_index("tantivy", root).close()
+    first = len(hashed)
+    open_index("tantivy", root).close()
+    assert first == len(json.loads((_generation(root) / "kbc-meta.json").read_text())["files"]) > 0
+    assert len(hashed) == first
 
 
 def test_rebuilding_a_damaged_index_repairs_it(damaged):

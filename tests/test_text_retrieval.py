@@ -147,8 +147,7 @@ def test_retrieval_predictor_from_the_registry(lama_index, trex, lama_dir, tmp_p
     assert len(preds) == 50 and all(len(p.answers) <= 10 for p in preds)
     vocab = set((lama_dir / "common_vocab_cased.txt").read_text().split())
     assert all(a.label in vocab for p in preds for a in p.answers)
-    hits = sum(p.answers[0].label == f.object.label for p, f in zip(preds, facts) if p.answers)
-    assert hits >= 10  # own evidence sentences are in this index: reading them finds many objects
+    assert predictor.describe()["exclude_gold"] is True  # the leak-free number by default
     for bad, msg in [({"k": "0"}, "at least 1"), ({"reader": "neural"}, "choose vocab"),
                      ({"reader": "qa"}, "needs --set model"), ({"backend": "solr"}, "unknown index backend")]:
         with pytest.raises(ConfigError, match=msg):
@@ -157,6 +156,50 @@ def test_retrieval_predictor_from_the_registry(lama_index, trex, lama_dir, tmp_p
     with pytest.raises(DataError, match="no text index there"):
         build("retrieval", PredictorContext(trex, None, tmp_path, lama_dir,
                                             options={"text_index": str(tmp_path / "x")}))
+
+
+def test_the_oracle_reads_the_gold_evidence_and_the_default_does_not(lama_index, trex, lama_dir, tmp_path):
+    """On the LAMA evidence index, reading the fact's own sentence finds far more objects: an upper bound."""
+    facts = [f for f in trex.facts if f.relation == "P19"][:50]
+    queries = [Query(f.uid, f.uid, "trex", "P19", f.subject, "object", "[X] was born in [Y] .") for f in facts]
+    right = {}
+    for name, options in (("retrieval", {}), ("retrieval-oracle", {}), ("retrieval", {"exclude_gold": "0"}),
+                          ("retrieval-oracle", {"exclude_gold": "1"})):
+        ctx = PredictorContext(trex, None, tmp_path, lama_dir, options={"text_index": str(lama_index.root), **options})
+        preds = build(name, ctx).predict(queries, 10)
+        right[name, options.get("exclude_gold")] = sum(
+            bool(p.answers) and p.answers[0].label == f.object.label for p, f in zip(preds, facts))
+    assert right == {("retrieval", None): 3, ("retrieval-oracle", None): 27, ("retrieval", "0"): 27,
+                     ("retrieval-oracle", "1"): 3}
+
+
+def test_retrieval_identity_records_exclude_gold(tmp_path):
+    """A run directory of `retrieval` from when it read the gold evidence by default ({} options) is refused."""
+    from bridge.run_config import PlannedPredictor, RunConfig
+    from bridge.text_predictors import make_retrieval, make_retrieval_oracle
+
+    cfg = RunConfig(corpora=["trex"], predictors=["retrieval"], out=tmp_path)
+    for factory, options, expected in ((make_retrieval, {}, {"exclude_gold": "1"}),
+                                       (make_retrieval, {"exclude_gold": "0"}, {"exclude_gold": "0"}),
+                                       (make_retrieval_oracle, {}, {"exclude_gold": "0"})):
+        planned = PlannedPredictor("retrieval", "retrieval", factory, options, factory.options)
+        assert planned.identity(cfg)["options"] == expected
+
+
+def test_kbc_ls_labels_the_oracle_an_upper_bound(capsys):
+    from cli_support import run_kbc
+
+    code, out, _ = run_kbc(["ls"], capsys)
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("retrieval")}
+    assert code == 0 and set(lines) == {"retrieval", "retrieval-oracle"}
+    assert "the fact's own evidence left out" in lines["retrieval"]
+    assert "Upper bound" in lines["retrieval-oracle"] and "gold leak" in lines["retrieval-oracle"]
+    code, out, _ = run_kbc(["ls", "retrieval"], capsys)
+    assert "  --set retrieval.exclude_gold=BOOL: drop the queried fact's own evidence paragraphs (0: an upper bound " \
+           "that reads them) (default 1)\n" in out
+    code, out, _ = run_kbc(["ls", "retrieval-oracle"], capsys)
+    assert "  --set retrieval-oracle.exclude_gold=BOOL: drop the queried fact's own evidence paragraphs (1: the " \
+           "leak-free retrieval) (default 0)\n" in out
 
 
 def test_qa_reader_with_a_tiny_random_model(tiny, shared_data, tmp_path):

@@ -1,8 +1,10 @@
 """Per-fact accuracy against per-fact statistics: LAMA Fig. 3 (correlations) and KMIR Fig. 2 (bins).
 
-Targets per fact: P@1 (the gold ranked first, 0/1) and the reciprocal rank (0 when the gold is
-not among the answers). Only answered facts count (dropped facts have no rank). Coefficients
-are null where they are undefined: fewer than 3 facts, or a constant statistic or target.
+Targets per fact: P@1 (the gold ranked first, 0/1) and the reciprocal rank, of the exact rank
+among all candidates where the predictor reports one (`rank_exact_*`, as MRR uses it), else of the
+rank in the answer list (0 when the gold is not among the answers). Only answered facts count
+(dropped facts have no rank). Coefficients are null where they are undefined: fewer than 3 facts,
+or a constant statistic or target.
 Bins for the count statistics are log-spaced (powers of two: 1, 2-3, 4-7, ...), with zero
 counts in a bin of their own (`low = high = 0`); `high` is exclusive otherwise.
 """
@@ -25,11 +27,13 @@ BINNED = TEXT_STATS
 
 
 def targets(frame: pd.DataFrame, setting: str) -> pd.DataFrame:
-    """`p@1` and `rr` columns for the answered rows of `frame`."""
+    """`p@1` (list rank) and `rr` (exact rank where known, else list rank) for the answered rows of `frame`."""
     answered = frame[frame["dropped"].isna()] if "dropped" in frame.columns else frame
     rank = answered[f"rank_{setting}"].astype("Float64")
+    exact = f"rank_exact_{setting}"
+    mrr_rank = answered[exact].astype("Float64").fillna(rank) if exact in answered.columns else rank
     return answered.assign(**{"p@1": (rank == 1).fillna(False).astype(float),
-                              "rr": (1.0 / rank).fillna(0.0).astype(float)})
+                              "rr": (1.0 / mrr_rank).fillna(0.0).astype(float)})
 
 
 def _finite(value) -> float | None:

@@ -54,12 +54,35 @@ def atomic_json(obj, target: Path) -> Path:
 
 
 # -- the run's facts ---------------------------------------------------------------------------
+def check_lama_run(run_dir: Path, run_config: dict, option: str = "") -> None:
+    """The statistics are per LAMA fact (one object query per fact): other experiments' units are not facts."""
+    experiment = run_config.get("experiment", "lama")
+    if experiment != "lama":
+        where = f"{option} {run_dir}" if option else str(run_dir)
+        raise ConfigError(f"{where} is a `kbc run {experiment}` run: per-fact statistics and correlations need a "
+                          "`kbc run lama` run (one ranked object query per fact)")
+
+
+def read_instances(path: Path) -> pd.DataFrame:
+    """`instances.parquet`, or a one-line error saying how to get a sound one back."""
+    import pyarrow as pa
+
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise DataError(f"{path}: unreadable ({first}); delete it: `kbc analyze` rebuilds it from the "
+                        "run's predictions") from None
+
+
 def run_instances(run_dir: Path) -> pd.DataFrame:
     """The run's per-fact table (`instances.parquet`, or rebuilt from the predictions when absent)."""
     from bridge.instances import FILENAME, instances_frame
+    from bridge.run_dir import open_run
 
+    check_lama_run(Path(run_dir), open_run(run_dir).config)
     path = Path(run_dir) / FILENAME
-    frame = pd.read_parquet(path) if path.exists() else instances_frame(Path(run_dir))
+    frame = read_instances(path) if path.exists() else instances_frame(Path(run_dir))
     if frame.empty or "uid" not in frame.columns or "corpus" not in frame.columns:
         raise DataError(f"{run_dir} holds no predictions yet; run `kbc run lama ... --out {run_dir}` first")
     return frame
@@ -239,12 +262,28 @@ def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
 
 
 # -- joining to the per-fact table ---------------------------------------------------------------
+def predictor_kinds(run_config: dict) -> dict[str, str | None]:
+    """Each predictor's kind (None: it names none) as the run recorded it when the predictor was built,
+    in any corpus: a run stopped early has it only for the corpora it reached."""
+    kinds: dict[str, str | None] = {}
+    for configs in run_config.get("predictor_configs", {}).values():
+        for name, d in configs.items():
+            if isinstance(d, dict) and (d.get("kind") or name not in kinds):
+                kinds[name] = d.get("kind") or kinds.get(name)
+    return kinds
+
+
 def log_prob_predictors(run_config: dict) -> dict[str, set[str]]:
-    """Per corpus, the predictors whose answer scores are log-probabilities."""
-    out: dict[str, set[str]] = {}
-    for corpus, configs in run_config.get("predictor_configs", {}).items():
-        out[corpus] = {name for name, d in configs.items() if isinstance(d, dict) and d.get("kind") in LOG_PROB_KINDS}
-    return out
+    """Per corpus of the run, the predictors whose answer scores are log-probabilities."""
+    logp = {name for name, kind in predictor_kinds(run_config).items() if kind in LOG_PROB_KINDS}
+    corpora = set(run_config.get("corpora") or []) | set(run_config.get("predictor_configs", {}))
+    return {corpus: set(logp) for corpus in corpora}
+
+
+def unrecorded_predictors(frame: pd.DataFrame, run_config: dict) -> list[str]:
+    """Predictors with rows whose kind the run never recorded (stopped before they were built)."""
+    kinds = predictor_kinds(run_config)
+    return sorted({p for p in frame["predictor"].dropna().unique() if p not in kinds})
 
 
 def lpfp_column(frame: pd.DataFrame, run_config: dict) -> pd.Series:

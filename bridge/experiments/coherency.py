@@ -5,6 +5,7 @@ given the object (round 2). Stage `second` asks back from each first top answer,
 answer that is correct in the data for it excluded except the ground truth; its record is the
 scored round (`eval.coherency.score_instance`). A unit is one (fact, round); a predictor that does
 not answer a slot gets no answers there, so it scores 0 on that round instead of disappearing.
+A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from eval.coherency import (
     correct_answers,
     excluded_answers,
     filter_instances,
+    first_step_correct,
     first_step_query,
-    partial_match,
     score_instance,
     second_step_query,
     summarize_coherency,
     symmetric_relations,
 )
-from eval.types import Answer, Fact, Prediction, Query
+from eval.errors import ConfigError
+from eval.types import Answer, Entity, Fact, Prediction, Query
 
 
 def _round(uid: str) -> int:
@@ -42,7 +44,7 @@ class CoherencyExperiment:
     name = "coherency"
     title = "Factual coherency (Algorithm 1)"
     stages = ("first", "second")
-    unit = "(instance, round) pairs"  # what the summary's scopes count
+    unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
 
@@ -55,6 +57,23 @@ class CoherencyExperiment:
         self._correct: CorrectAnswers | None = None
         self._symmetric: set[str] = set()
         self._corpus: str | None = None  # the corpus the two above were computed for
+
+    def check(self, corpora: dict, data_dir) -> None:
+        """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
+        back for) and prompt sets with several prompts for a relation (one round trip per fact)."""
+        for name, corpus in corpora.items():
+            if corpus.facts and all(f.cloze for f in corpus.facts):
+                raise ConfigError(f"coherency cannot run on {name}: its facts are cloze sentences without subject "
+                                  "and object entities to ask back for; use trex or google_re")
+        if self.prompts == "lama":
+            return
+        from eval.prompts import load_prompts
+
+        for corpus in corpora.values():
+            for rel, prompts in load_prompts(self.prompts, data_dir, corpus.relations).items():
+                if len(prompts) > 1:
+                    raise ConfigError(f"--prompts {self.prompts}: {len(prompts)} prompts for {rel}; coherency asks "
+                                      "one prompt per relation: pass a prompt file with one prompt per relation")
 
     def _templates(self, given: StageInput) -> dict[str, str]:
         templates = {rel: r.template for rel, r in given.corpus.relations.items()}
@@ -109,21 +128,24 @@ class CoherencyExperiment:
         return with_context(out, self.context, given)
 
     def depth(self, stage: str, query: Query, fact: Fact, base: int) -> int:
-        """The second step skips every excluded answer, so it asks for that many more: the truth
-        must not fall off the end behind answers that are correct but barred (a KB lists them all)."""
-        if stage != "second" or self._correct is None:
+        """Deep enough that the truth never falls off the end behind answers that are correct too (a KB
+        lists them all): a first step asking the subject asks for as many more as the object has
+        subjects (`base` covers a subject's objects); the second step skips every excluded answer."""
+        if self._correct is None:
             return base
-        return base + len(excluded_answers(fact, _round(query.uid), query.known.label, self._correct))
+        if stage == "first":
+            extra = self._correct.of(fact.relation, "subject", query.known) if query.slot == "subject" else ()
+            return base + len(extra)
+        return base + len(excluded_answers(fact, _round(query.uid), query.known, self._correct))
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         answers = [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]
         round_ = _round(query.uid)
         if stage == "first":
-            truth = fact.object.label if query.slot == "object" else fact.subject.label
+            truth: Entity = fact.object if query.slot == "object" else fact.subject
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
-                    "truth": truth, "answers": answers,
-                    "correct": bool(pred.answers) and partial_match(pred.answers[0].label, truth),
+                    "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
                     "symmetric": fact.relation in self._symmetric}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
@@ -132,13 +154,16 @@ class CoherencyExperiment:
                 "answers": answers, "symmetric": fact.relation in self._symmetric, **scored}
 
     def instances(self, records: StageRecords) -> Records:
-        """One record per (fact, round): the scored second step, or the first step when nothing followed."""
+        """One record per (fact, round): the scored second step, or the first step when nothing followed.
+
+        A dropped fact is one record (keyed by the fact), so dropped counts are facts, not rounds.
+        """
         seconds = {r["unit"]: r for r in records.get("second", {}).values() if "unit" in r}
         out: Records = {}
         for first in records.get("first", {}).values():
             if "dropped" in first:
-                uid = first["uid"]
-                out[_unit(uid.split(":coherency:")[0], _round(uid))] = first
+                fact_uid = first["uid"].split(":coherency:")[0]
+                out[fact_uid] = {**first, "uid": fact_uid, "fact_uid": fact_uid}
                 continue
             unit = first["unit"]
             second = seconds.get(unit)

@@ -17,20 +17,25 @@ How a prediction becomes an answer:
 - triple completion (open): the top answer, asked with the relation's template ([X] = subject);
 - choice kinds (statement checking, entity distinction, predicate reasoning): asked as a cloze
   whose answer slot is [Y] (the question text, or for predicate reasoning the relation's template),
-  with the choices as the query's targets. The answer is the best-ranked choice: by the exact
-  ranks the predictor reports when it ranks every choice, else the first of its ranked answers
-  that shares a token with a choice (the choice with the highest token F1 to it). The `kb`
-  predictors look the question up (`choose`) and return the chosen label.
-A question without an answer scores F1 0 and counts as unanswered; a question the predictor
-cannot answer at all (the runner drops it: e.g. a masked LM whose answer is not one candidate
-token) is scored the same way, with the reason kept, never left out. Rows per kind and `all`:
-`f1`, `em`, the Q-set robustness shares of KMIR Table 5, and `answered` (% of questions given an
-answer).
+  with the choices as the query's `choices` and targets. A closed question is never limited to a
+  vocabulary its answers are not in: a masked LM ranks the choices over its whole vocabulary (a
+  question with a choice that is not one token of the model is dropped), a causal LM scores the
+  sentence of each choice. The answer is the best-ranked choice: by the exact ranks the predictor
+  reports (a predictor with exact ranks that lacks one for a choice gives no answer), else the first
+  of its ranked answers that shares a token with a choice. The `kb` predictors look the question up.
+A question without an answer scores F1 0. A question the runner drops for a predictor (it cannot
+take it) is not scored for it and is listed with its reason, as dropped facts are: `own` holds the
+questions a predictor answered, `shared` those every predictor answered. Rows per kind and `all`
+(`all`: the mean over every question, not over kinds or relations): `f1`, `em`, the Q-set
+robustness shares of KMIR Table 5, `answered` (% of the predictor's questions in the scope) and
+`chance` (the exact match a uniform guess expects: 1 / choices; for an open question the golds
+among the relation's objects, which the `random` predictor ranks).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
@@ -43,6 +48,7 @@ from eval.kmir import (
     KNOWLEDGE_TYPES,
     MASK,
     PREDICATE_REASONING,
+    ROBUSTNESS,
     STATEMENT_CHECKING,
     TRIPLE_COMPLETION,
     KmirQuestion,
@@ -61,9 +67,18 @@ PREFIXES = {"tc": TRIPLE_COMPLETION, "sc+": STATEMENT_CHECKING, "sc-": STATEMENT
 
 @dataclasses.dataclass(frozen=True)
 class KmirQuery(Query):
-    """A query that carries its KMIR question (predictors that look questions up read it)."""
+    """A query that carries its KMIR question (predictors that look questions up read it) and, for a closed
+    question, its choices: language models rank exactly these."""
 
     question: KmirQuestion | None = None
+    choices: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class KmirFact(Fact):
+    """The fact handed to predictors for one question; `choices` marks a closed question (see `KmirQuery`)."""
+
+    choices: tuple[str, ...] = ()
 
 
 def kind_of(uid: str) -> str:
@@ -85,8 +100,10 @@ def pick_choice(pred: Prediction, choices: tuple[str, ...]) -> str | None:
     """The best-ranked choice of a prediction (see the module docstring); None when no answer names one."""
     if not choices:
         return None
-    ranks = pred.target_ranks or {}
-    if all(c in ranks for c in choices):
+    ranks = pred.target_ranks
+    if ranks is not None:
+        if not all(c in ranks for c in choices):
+            return None  # ranked exactly, but not every choice: no guess among the rest
         return min(choices, key=lambda c: ranks[c])  # ties: choice order
     for answer in pred.answers:
         overlap = [f1_score(answer.label, c) for c in choices]
@@ -110,25 +127,31 @@ def to_query(question: KmirQuestion, source: Fact) -> tuple[KmirQuery, Fact]:
         answer = next((e for e in question.entities if e.label == question.answer), Entity(question.answer))
     subject = question.subject or source.subject
     query = KmirQuery(query_uid(question), question.qset_id, source.corpus, question.relation, subject, "object",
-                      template, targets=question.choices, prompt="kmir", question=question)
-    fact = dataclasses.replace(source, uid=query.uid, relation=question.relation, subject=subject, object=answer,
-                               evidences=())
+                      template, targets=question.choices, prompt="kmir", question=question, choices=question.choices)
+    fact = KmirFact(query.uid, source.corpus, question.relation, subject, answer, cloze=source.cloze,
+                    choices=question.choices)
     return query, fact
 
 
 class KmirExperiment:
     name = "kmir"
-    title = "KMIR-style questions"
     stages = ("",)
+    title = "KMIR-style questions (Total: the mean over every question, not over kinds or relations)"
     unit = "questions"  # what the summary's scopes count
-    metrics = ("f1", "em")
+    metrics = ("f1", "em", "answered", "chance", *ROBUSTNESS)
 
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
-                 instance_of: str | None = None, seed: int = 0) -> None:
+                 instance_of: str | None = None, seed: int = 0, prompts: str | None = None,
+                 context: str | None = None, prompt_draws: int | None = None) -> None:
         from kb.reasoning import load_axioms
 
         if per_relation < 1:
             raise ConfigError(f"--questions-per-relation {per_relation}: must be at least 1")
+        for flag, value, default in (("--prompts", prompts, "lama"), ("--context", context, "none"),
+                                     ("--prompt-draws", prompt_draws, 10)):
+            if value not in (None, default):
+                raise ConfigError(f"kbc run kmir does not take {flag} {value}: KMIR questions carry their own "
+                                  "wording and no evidence (use kbc run lama or kbc run coherency)")
         self.per_relation, self.seed = per_relation, seed
         self.axioms_path, self.instance_of_path = axioms, instance_of
         self.ontology = load_axioms(axioms)
@@ -137,6 +160,7 @@ class KmirExperiment:
         self._instance_of: dict | None = None
         self._questions: dict[str, KmirQuestion] = {}
         self._made: dict[tuple, dict[str, list[tuple[Query, Fact]]]] = {}
+        self._chance: dict[str, float] = {}  # query uid -> exact match a uniform guess expects
 
     def check(self, corpora: dict, data_dir) -> None:
         """Corpora with subjects and relations only; the instance-of file read before any work."""
@@ -186,9 +210,13 @@ class KmirExperiment:
         if key not in self._made:
             by_uid = {f.uid: f for f in given.corpus.facts}
             out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+            objects: dict[str, set[str]] = {}
+            for f in given.corpus.facts:
+                objects.setdefault(f.relation, set()).add(f.object.label)
             for question in self.questions(given):
                 source = by_uid[question.qset_id]
                 self._questions[query_uid(question)] = question
+                self._chance[query_uid(question)] = chance(question, objects.get(question.relation, set()))
                 out.setdefault(source.relation, []).append(to_query(question, source))
             self._made[key] = out
         return self._made[key]
@@ -211,28 +239,44 @@ class KmirExperiment:
             out["choices"] = list(question.choices)
         if question.axiom:
             out["axiom"] = question.axiom
+        if query.uid in self._chance:
+            out["chance"] = self._chance[query.uid]
         return out
 
     def instances(self, records: StageRecords) -> Records:
-        """The records; a question the predictor could not be asked is scored as unanswered, its reason kept."""
+        """The records, each knowing how many questions of its kind the predictor was given (for `answered`).
+
+        A question the runner dropped (the predictor cannot take it) stays dropped, with its kind and
+        Q-set: it is listed with its reason and left out of both scopes, as a dropped fact is.
+        """
         out: Records = {}
+        given = Counter(kind_of(uid) for uid in single_stage(records))
         for uid, r in single_stage(records).items():
-            if "dropped" not in r:
-                out[uid] = r
-                continue
             kind = kind_of(uid)
-            out[uid] = {"uid": uid, "relation": r.get("relation"), "kind": kind,
-                        "knowledge_type": KNOWLEDGE_TYPES.get(kind, ""), "qset_id": qset_of(uid), "answer": None,
-                        "gold": r.get("gold"), "f1": 0.0, "em": 0.0, "unanswered": r["dropped"]}
+            if "dropped" in r:
+                out[uid] = {**r, "kind": kind, "knowledge_type": KNOWLEDGE_TYPES.get(kind, ""),
+                            "qset_id": qset_of(uid), "answer": None}
+                continue
+            out[uid] = {**r, "questions_of_kind": given[kind], "questions": sum(given.values())}
         return out
 
     def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
+        """`summarize_kmir`'s rows, and `answered`: the scope's share of the questions the predictor was given."""
         rows = summarize_kmir(instances)
         groups = [k for k in KINDS if any(r["kind"] == k for r in instances)]
         for group in [*groups, "all"] if instances else []:
             chosen = [r for r in instances if group == "all" or r["kind"] == group]
+            total = chosen[0]["questions" if group == "all" else "questions_of_kind"]
             n = len({str(r["qset_id"]) for r in chosen})
-            answered = 100.0 * sum(r.get("answer") is not None for r in chosen) / len(chosen)
-            rows.append({"setting": "raw", "group": group, "metric": "answered", "value": answered, "n_facts": n})
+            rows.append({"setting": "raw", "group": group, "metric": "answered", "value": 100.0 * len(chosen) / total,
+                         "n_facts": n})
         return rows, []
+
+
+def chance(question: KmirQuestion, objects: set[str]) -> float:
+    """The exact match a uniform guess expects: 1 / choices, or for an open question the share of the
+    relation's objects (what `random` ranks) that are right answers."""
+    if question.choices:
+        return 1.0 / len(question.choices)
+    return len(set(question.golds) & objects) / len(objects) if objects else 0.0

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from bridge.results import TOP_SAVED, to_ranked
+from bridge.results import TOP_SAVED
 from eval.errors import ConfigError
-from eval.metrics import filtered_exact_rank, gold_rank, pk_curve, summarize
+from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
+from eval.rank_table import RankTable, curve_table, summarize_table
 from eval.types import Fact, Prediction, Query
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -62,8 +63,8 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "gold_id": fact.object.id,
         "prompt": query.text("[MASK]"),
         "other_valid": sorted(others - {gold}),
-        "rank_raw": gold_rank(pred.answers, gold, (), pred.lowercased),
-        "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased),
+        "rank_raw": gold_rank(pred.answers, gold, (), pred.lowercased, pred.shared_ties),
+        "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased, pred.shared_ties),
         "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]],
     }
     if pred.target_ranks is not None:
@@ -159,12 +160,11 @@ class LamaExperiment:
 
     def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
-        ranked = [to_ranked(r) for r in instances]
-        kwargs = {"mrr_cutoff": mrr_cutoff} if mrr_cutoff else {}
-        rows = summarize(ranked, relation_types, **kwargs)
+        table = RankTable.from_records(instances)  # the numbers of eval.metrics.summarize / pk_curve, columnar
+        rows = summarize_table(table, relation_types, mrr_cutoff=mrr_cutoff or None)
         if any("prompt_id" in r for r in instances):
             rows += prompt_rows(instances, self.draws, self.seed)
-        return rows, pk_curve(ranked)
+        return rows, curve_table(table)
 
 
 def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:

@@ -31,6 +31,9 @@ def _json(path: Path) -> list | dict | None:
         raise DataError(f"{path} is not valid JSON ({exc})") from None
 
 
+NUMBERS = ("value", "k", "n_facts")  # summary and curve columns every figure and table computes with
+
+
 def _rows(path: Path, needs: tuple[str, ...]) -> list[dict] | None:
     """A JSON list of row objects with at least the columns `needs`, or None when the file is absent."""
     rows = _json(path)
@@ -42,6 +45,11 @@ def _rows(path: Path, needs: tuple[str, ...]) -> list[dict] | None:
         missing = [k for k in needs if k not in row]
         if missing:
             raise DataError(f"{path}: row {i} lacks {', '.join(missing)}")
+        for key in NUMBERS:
+            value = row.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise DataError(f"{path}: row {i}: {key!r} must be a number, got {type(value).__name__} "
+                                f"{json.dumps(value)[:40]}; rerun the `kbc run` command to rewrite it")
     return rows
 
 

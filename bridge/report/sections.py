@@ -206,8 +206,10 @@ class Builder:
             s.skipped = "summary.json has no rows per relation type."
             return s
         key = f"{_slug(metric)}_{'kind' if kmir else 'type'}"
+        averaged = ("mean over the questions of each kind; `all`: over every question" if kmir else
+                    "macro over relations; `all`: over every relation")
         s.figures.append(self._figure(key, f"{self._metric_name(metric)} per {'kind' if kmir else 'type'} "
-                                      f"(macro over relations; `all`: over every relation), {self.view.setting}.",
+                                      f"({averaged}), {self.view.setting}.",
                                       lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k)))
         n = self._n_facts(metric)
         for corpus, groups in panels.items():

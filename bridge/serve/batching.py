@@ -3,7 +3,8 @@
 Every request adds its item to the pending list; the first one into an empty list schedules a
 drain on the explorer's thread, and the drain answers whatever is pending by then (at most
 `limit`, the rest in the next drain). Alone, a query is answered at once; under load, the wait
-grows with the batch, not with the queue.
+grows with the batch, not with the queue. A batch that fails is answered again one item at a time,
+so a failure reaches only the request that caused it, never one that happened to share its batch.
 """
 
 from __future__ import annotations
@@ -44,9 +45,24 @@ class Batcher(Generic[T, R]):
             self.explorer.submit(self._drain)
         try:
             results = self.answer_many([item for item, _ in batch])
+        except Exception as exc:
+            if len(batch) == 1:
+                batch[0][1].set_exception(exc)
+                return
+            for item, future in batch:
+                self._alone(item, future)
+            return
         except BaseException as exc:
             for _, future in batch:
                 future.set_exception(exc)
             return
         for (_, future), result in zip(batch, results):
+            future.set_result(result)
+
+    def _alone(self, item: T, future: Future) -> None:
+        try:
+            (result,) = self.answer_many([item])
+        except Exception as exc:
+            future.set_exception(exc)
+        else:
             future.set_result(result)

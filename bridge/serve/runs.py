@@ -16,7 +16,7 @@ import pandas as pd
 
 from bridge.instances import FILENAME, instances_frame
 from bridge.registry import ENTRIES
-from bridge.run_dir import RunDir, did_you_mean, open_run
+from bridge.run_dir import RunDir, did_you_mean, open_run, unfinished
 from bridge.serve.explorer import LM_ENTRIES
 from eval.errors import ConfigError, DataError
 
@@ -103,6 +103,10 @@ class Runs:
         self.runs: dict[str, LoadedRun] = {}
         for path in paths:
             run = open_run(path)
+            missing = unfinished(run)
+            if missing:
+                raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; rerun the same "
+                                "`kbc run` command to complete it (or wait for it to end)")
             name = Path(path).resolve().name
             if name in self.runs:
                 raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")

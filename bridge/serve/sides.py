@@ -27,6 +27,10 @@ K_MAX = 100
 EVIDENCE_K = 5
 NOT_CONFIGURED = "not configured"
 SENTENCE_CHARS = 240
+# longest subject and cloze taken: far above any corpus label, far below what a model's input must cut
+MAX_SUBJECT_CHARS = 300
+MAX_CLOZE_CHARS = 1000
+MASK_SPELLINGS = (MASK, "<mask>", "<MASK>")  # BERT's and RoBERTa's mask tokens
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
         raise ConfigError(f"k={ask.k}: must be between 1 and {K_MAX}")
     cloze = ask.cloze.strip()
     if cloze:
+        if len(cloze) > MAX_CLOZE_CHARS:
+            raise ConfigError(f"the cloze has {len(cloze)} characters; at most {MAX_CLOZE_CHARS} are taken")
         if cloze.count(MASK) != 1:
             raise ConfigError(f"a cloze needs exactly one {MASK} (it has {cloze.count(MASK)}), "
                               f"e.g. 'Paris is the capital of {MASK} .'")
@@ -52,6 +58,11 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
     subject = ask.subject.strip()
     if not subject:
         raise ConfigError("empty subject: type a subject and pick a relation, or write a cloze with [MASK]")
+    if len(subject) > MAX_SUBJECT_CHARS:
+        raise ConfigError(f"the subject has {len(subject)} characters; at most {MAX_SUBJECT_CHARS} are taken")
+    if any(mask in subject for mask in MASK_SPELLINGS):
+        raise ConfigError(f"the subject holds a mask token ({', '.join(MASK_SPELLINGS)}); the mask marks the answer "
+                          "slot only (write a cloze to place it yourself)")
     if not ask.relation:
         raise ConfigError("no relation: pick one (e.g. P19) or write a cloze with [MASK]")
     if ask.relation not in explorer.relations:
@@ -138,7 +149,15 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                        "no inferred graph in the store (build it with `kbc kb infer`)")
     if query.relation == "cloze":
         return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
-    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE
+    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem
+
+    if not hasattr(explorer, "inferred_problem"):  # checked once: a partial graph must not answer as complete
+        problem = coverage_problem(explorer.store, explorer.gold_graphs)
+        store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""
+        explorer.inferred_problem = problem and (
+            f"{problem}; build it for this corpus: kbc kb infer --corpus {explorer.corpus.name}{store}")
+    if explorer.inferred_problem:
+        return _column("inferred", "inferred graph", "error", explorer.inferred_problem)
 
     found: dict[str, dict] = {}
     for iri in entity_iris(explorer, query.known.label):
@@ -290,6 +309,17 @@ def answer(explorer: Explorer, ask: Ask) -> dict:
     return answer_many(explorer, [ask])[0]
 
 
+def _own(side: str, name: str, make, *args) -> dict:
+    """One query's column, or its own error column: a side failing on one query never reaches the others
+    answered with it."""
+    try:
+        return make(*args)
+    except Exception as exc:
+        if not isinstance(exc, KbcError):
+            log.exception("%s failed on one query", name)
+        return _column(side, name, "error", str(exc) if isinstance(exc, KbcError) else type(exc).__name__)
+
+
 def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
     """Every side's answers to each of several (checked) queries; each predictor is asked once for all."""
     started = time.perf_counter()
@@ -300,7 +330,8 @@ def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
     out = []
     for i, (ask, query) in enumerate(zip(asks, queries)):
         gold_col, gold = firsts[i]
-        columns = [gold_col, inferred_column(explorer, query, gold), *(cols[i] for cols in by_column)]
+        columns = [gold_col, _own("inferred", "inferred graph", inferred_column, explorer, query, gold),
+                   *(cols[i] for cols in by_column)]
         relation = explorer.relations.get(query.relation)
         out.append({
             "query": {"subject": ask.subject or None, "relation": ask.relation or None, "cloze": ask.cloze or None,
@@ -310,8 +341,9 @@ def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
                         "ids": [e.id for e in explorer.subjects.get(query.known.label, []) if e.id]},
             "gold": sorted(gold),
             "columns": columns,
-            "evidence": evidence_column(explorer, query, gold, columns),
-            "coherency": coherency_column(explorer, query, gold),
+            "evidence": _own("evidence", "retrieved evidence", evidence_column, explorer, query, gold, columns),
+            "coherency": _own("coherency", explorer.cfg.coherency or "coherency round trip", coherency_column,
+                              explorer, query, gold),
             "batch": len(asks),
         })
     seconds = round(time.perf_counter() - started, 4)

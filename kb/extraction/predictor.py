@@ -1,9 +1,10 @@
 """Answers from an extracted KB: objects of (subject, relation) ranked by the extractor's confidence.
 
 One SPARQL query per relation reads the reified statements of the graph; answers are ranked by
-confidence (ties by label, ascending: the candidate order of `eval.metrics`'s tie rule), one
-answer per label. A subject the graph knows nothing about gets an empty answer list, which scores
-as wrong, as LAMA's RE baselines do. Ranks count within that list (`ranks = "list"`).
+confidence (listed by label, ascending, at equal confidence; the tie is shared,
+`Prediction.shared_ties`: a gold among equally confident answers ranks first), one answer per
+label. A subject the graph knows nothing about gets an empty answer list, which scores as wrong,
+as LAMA's RE baselines do. Ranks count within that list (`ranks = "list"`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class ExtractedKBPredictor:
         self._by_label: dict[tuple[str, str], dict[str, list[str]]] = {}  # (relation, slot) -> label -> known IRIs
 
     def describe(self) -> dict:
-        return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc",
+        return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc", "ties": "shared",
                 "ranks": self.ranks, "slots": list(self.slots), **self._info}
 
     def ranking(self, relation: str, slot: str = "object") -> dict[str, tuple[Answer, ...]]:
@@ -85,7 +86,7 @@ class ExtractedKBPredictor:
         return tuple(sorted(merged.values(), key=lambda a: (-a.score, a.label)))
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        return [Prediction(q.uid, self.answers(q)[:depth]) for q in queries]
+        return [Prediction(q.uid, self.answers(q)[:depth], shared_ties=True) for q in queries]
 
 
 def _wikidata_id(iri: str) -> str | None:

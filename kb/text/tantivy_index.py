@@ -11,7 +11,9 @@ one-word phrases become term queries; the custom tokenizer is registered on ever
 A damaged index is an error that says how to rebuild it, never an empty index: tantivy itself
 would create a fresh empty index where its `meta.json` is gone, and reports damaged segment files
 only when it reads them (as a ValueError, or a Rust panic), so opening checks the layout and
-every read turns tantivy's failures into a DataError. `search` never asks for more hits than
+every read turns tantivy's failures into a DataError. tantivy reads some damaged files (norms,
+postings) without complaint and scores differently, so opening also checks every file against
+the checksums recorded at build time (`kb.text.integrity`). `search` never asks for more hits than
 there are paragraphs (tantivy allocates the requested size up front, and aborts when it cannot).
 """
 
@@ -29,6 +31,7 @@ from eval.errors import DataError
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
 from kb.text.index import Hit, Mention
+from kb.text.integrity import check_files, file_digests, record_verified
 from kb.text.paragraphs import Paragraph
 
 CURRENT = "CURRENT"
@@ -131,6 +134,9 @@ class TantivyIndex:
         meta = _read_meta(root, generation)
         if not (generation / TANTIVY_META).is_file():
             raise damaged(root, f"tantivy's {TANTIVY_META} is missing in {name}", meta)
+        mismatch = check_files(generation, meta.get("files"))
+        if mismatch:
+            raise damaged(root, mismatch, meta)
         try:
             index = cls(root, generation)
         except BaseException as exc:
@@ -190,9 +196,11 @@ class TantivyIndex:
             writer.commit()
             writer.wait_merging_threads()
             seconds = time.perf_counter() - start
+            files = file_digests(generation)
             info = {"backend": "tantivy", "paragraphs": n, "analyzer": PATTERN, "built_at": time.time(),
-                    "build_seconds": round(seconds, 3), **(meta or {})}
+                    "build_seconds": round(seconds, 3), **(meta or {}), "files": files}
             (generation / META).write_text(json.dumps(info, indent=1, ensure_ascii=False))
+            record_verified(generation, files)
             final = root / name
             os.replace(generation, final)
             tmp = root / f"{CURRENT}.tmp"
@@ -288,7 +296,8 @@ class TantivyIndex:
             return self._searcher.doc_freq("text", term)
 
     def stats(self) -> dict:
-        return {**self.meta, "backend": "tantivy", "location": str(self.root), "paragraphs": len(self),
+        meta = {k: v for k, v in self.meta.items() if k != "files"}  # the checksums are for `open`
+        return {**meta, "backend": "tantivy", "location": str(self.root), "paragraphs": len(self),
                 "size_bytes": _dir_size(self.generation), "segments": self._searcher.num_segments}
 
     def close(self) -> None:

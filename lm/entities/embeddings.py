@@ -209,6 +209,8 @@ def load_text(path: Path) -> EntityEmbeddings:
     word_vecs: list[np.ndarray] = []
     ent_vecs: list[np.ndarray] = []
     dim = None
+    promised = None  # the word2vec header's vector count
+    lineno = 0
     with _open_text(path) as handle:
         for lineno, line in enumerate(handle, 1):
             line = line.rstrip("\n")
@@ -217,7 +219,7 @@ def load_text(path: Path) -> EntityEmbeddings:
             if lineno == 1:
                 head = line.split()
                 if len(head) == 2 and all(p.isdigit() for p in head):
-                    dim = int(head[1])
+                    promised, dim = int(head[0]), int(head[1])
                     continue
             if "\t" in line:
                 token, _, rest = line.partition("\t")
@@ -239,6 +241,11 @@ def load_text(path: Path) -> EntityEmbeddings:
                 word_vecs.append(vec)
     if dim is None:
         raise DataError(f"{path}: empty embedding file")
+    held = len(words) + len(titles)
+    if promised is not None and held != promised:
+        # a file cut off in a copy loses its last entities silently: they would be "not linked", not missing
+        raise DataError(f"{path}: the header (line 1) promises {promised:,} vectors but the file holds {held:,} "
+                        f"(lines 2-{lineno}); is it cut off? Copy or convert it again")
     lowercase = not any(w != w.lower() for w in words)
     empty = np.zeros((0, dim), np.float32)
     return EntityEmbeddings(words, np.vstack(word_vecs) if word_vecs else empty, titles,

@@ -1,7 +1,8 @@
 """Train wikipedia2vec on a Wikipedia dump, step by step and resumably.
 
 The library's own pipeline (dump DB, dictionary, link graph, mention DB, embeddings) runs here one
-step at a time; a step whose output exists is skipped, so an interrupted run resumes. Defaults
+step at a time; a step whose output this training wrote (its SHA-256 recorded, `lm.entities.manifest`)
+is skipped, so an interrupted run resumes. Defaults
 follow E-BERT §4 (cased words, link graph on, the library's negative-sampling powers). Building
 the default negative tables takes over a minute even for a tiny dump: `word_neg_power=0` and
 `entity_neg_power=0` (uniform tables) make small test runs take seconds.
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from eval.errors import DataError
+from lm.entities.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +91,10 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
     """Build every artefact next to `out` (`<stem>.db`, `_dic.pkl`, `_lg.pkl`, `_mention.pkl`, `.pkl`).
 
     Returns the `.npz` beside them (vectors, redirects and mentions), the file the rest of the
-    package reads. The `.pkl` files are the library's pickles; training trusts them as its own
-    outputs (written by this run, or by the earlier run it resumes), as the library itself does.
+    package reads. The `.pkl` files (and the pages inside the `.db`) are the library's pickles: a
+    step's output is reused only when its SHA-256 is the one `<stem>_manifest.json` recorded when
+    training wrote it (`lm.entities.manifest`); one without a record is rebuilt, never loaded, and
+    so is every step after a rebuilt one.
     """
     s = settings or TrainSettings()
     dump, out = Path(dump), Path(out)
@@ -100,34 +104,51 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
     out.parent.mkdir(parents=True, exist_ok=True)
     stem = out.parent / out.stem
     db, dic, lg, mention = (Path(f"{stem}{suffix}") for suffix in (".db", "_dic.pkl", "_lg.pkl", "_mention.pkl"))
+    manifest = Manifest(Path(f"{stem}_manifest.json"))
+    rebuilt = False  # once a step is rebuilt, the later ones are too: their inputs changed
+
+    def reuse(path: Path) -> bool:
+        nonlocal rebuilt
+        if not rebuilt and manifest.verified(path):
+            return True
+        if path.exists():
+            log.info("%s: not recorded in %s, so it is rebuilt (never loaded)", path, manifest.path)
+        manifest.forget(path)
+        rebuilt = True
+        return False
+
     pool = ["--pool-size", str(s.pool_size)]
     case = ["--lowercase" if s.lowercase else "--no-lowercase"]
-    if not db.exists():
+    if not reuse(db):
         part = Path(f"{db}.part")
         _run("build-dump-db", [str(dump), str(part), *pool])
         os.replace(part, db)
         Path(f"{part}-lock").unlink(missing_ok=True)
-    if not dic.exists():
+        manifest.record(db)
+    if not reuse(dic):
         _run("build-dictionary", [str(db), str(dic), *case, "--min-word-count", str(s.min_word_count),
                                   "--min-entity-count", str(s.min_entity_count), *pool])
-    if s.link_graph and not lg.exists():
+        manifest.record(dic)
+    if s.link_graph and not reuse(lg):
         _run("build-link-graph", [str(db), str(dic), str(lg), *pool])
-    if s.link_graph:
         _complete_link_graph(lg, dic)
-    if not mention.exists():
+        manifest.record(lg)
+    if not reuse(mention):
         _run("build-mention-db", [str(db), str(dic), str(mention), *pool])
-    if not out.exists():
+        manifest.record(mention)
+    if not reuse(out):
         args = [str(db), str(dic), str(out), "--mention-db", str(mention), "--dim-size", str(s.dim),
                 "--iteration", str(s.iterations), "--window", str(s.window), "--negative", str(s.negative),
                 "--word-neg-power", str(s.word_neg_power), "--entity-neg-power", str(s.entity_neg_power), *pool]
         if s.link_graph:
             args += ["--link-graph", str(lg)]
         _run("train-embedding", args)
+        manifest.record(out)
     safe = out.with_suffix(".npz")
-    if not safe.exists() or safe.stat().st_mtime < out.stat().st_mtime:
+    if rebuilt or not safe.exists() or safe.stat().st_mtime < out.stat().st_mtime:
         from lm.entities.convert import convert
 
-        convert(out, safe, trust_pickle=True)
+        convert(out, safe, trust_pickle=True)  # every file it reads was verified or written just now
     return safe
 
 

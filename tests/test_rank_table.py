@@ -1,0 +1,50 @@
+"""Columnar P@k / MRR / curves give exactly the numbers of eval.metrics, row for row and bit for bit."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bridge.results import to_ranked
+from eval.metrics import LAMA_MRR_CUTOFF, pk_curve, summarize
+from eval.rank_table import RankTable, curve_table, summarize_table
+
+
+def _records(seed: int) -> list[dict]:
+    """Queries of several relations with ranks from 1 to beyond the cut-off, missing ranks and exact ranks."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(3000):
+        rel = rng.choice(["P19", "P1376", "P30", "date_of_birth", "P140"])
+        listed = {s: rng.choice([None, *range(1, 120)]) for s in ("raw", "filtered")}
+        record = {"uid": str(i), "relation": rel, "rank_raw": listed["raw"], "rank_filtered": listed["filtered"]}
+        if rel != "P30":  # some predictors report exact ranks, some do not
+            for s in ("raw", "filtered"):
+                record[f"rank_exact_{s}"] = rng.choice([None, listed[s] or rng.randrange(100, 30000)])
+        out.append(record)
+    return out
+
+
+@pytest.mark.parametrize("cutoff", [None, LAMA_MRR_CUTOFF])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_columnar_rows_equal_the_reference(seed, cutoff):
+    records = _records(seed)
+    types = {"P19": "N-1", "P1376": "1-1", "P30": "N-1", "P140": "N-M", "date_of_birth": None}
+    ranked = [to_ranked(r) for r in records]
+    table = RankTable.from_records(records)
+    reference = summarize(ranked, types, mrr_cutoff=cutoff) if cutoff else summarize(ranked, types)
+    assert summarize_table(table, types, mrr_cutoff=cutoff) == reference
+    assert curve_table(table) == pk_curve(ranked)
+    assert len(reference) == 2 * 3 * (5 + 4) and reference[0]["group"] in types  # relations, 3 types and `all`
+
+
+def test_one_query_per_relation_and_float_order():
+    records = [{"uid": "a", "relation": "P1", "rank_raw": 3, "rank_filtered": 1},
+               {"uid": "b", "relation": "P2", "rank_raw": None, "rank_filtered": None,
+                "rank_exact_raw": 7, "rank_exact_filtered": 6}]
+    rows = summarize_table(RankTable.from_records(records), {"P1": "1-1", "P2": "1-1"})
+    got = {(r["setting"], r["group"], r["metric"]): r["value"] for r in rows}
+    assert got[("raw", "P1", "mrr")] == 1 / 3 and got[("raw", "P2", "mrr")] == 1 / 7
+    assert got[("raw", "all", "mrr")] == (1 / 3 + 1 / 7) / 2
+    assert got[("filtered", "1-1", "p@1")] == 50.0 and got[("raw", "P2", "p@10")] == 0.0

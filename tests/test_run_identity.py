@@ -1,0 +1,132 @@
+"""A rerun's identity covers what its files hold: model weights replaced at the same path, a prompt file or an
+instance-of list edited between reruns are refused; the same content from another path is the same input."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+
+import lm_fixtures
+import pytest
+from cli_support import run_kbc
+
+from eval.errors import ConfigError
+
+tiny_models = lm_fixtures.tiny_models
+
+
+def _one_error(code: int, err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err and lines[-1].startswith("error:"), err
+    return lines[-1]
+
+
+def _run(out: Path, lama_dir: Path, *args: str) -> list[str]:
+    return ["run", "lama", "--corpus", "trex", "--limit", "3", "--data-dir", str(lama_dir), "--out", str(out),
+            "--quiet", *args]
+
+
+def test_weights_replaced_at_the_same_path_are_refused(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "bert"
+    shutil.copytree(tiny_models("bert-cased"), model)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", f"bert={model}"), capsys)
+    assert code == 0, err
+    before = json.loads((out / "config.json").read_text())["predictor_specs"]["bert"]
+    shutil.copy(tiny_models("bert-cased", 1) / "model.safetensors", model / "model.safetensors")
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "--predictors", f"bert={model}"), capsys)
+    assert _one_error(code, err) == (f"error: {out}: predictor 'bert' was run with other files at {model} (they were "
+                                     "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
+    assert json.loads((out / "config.json").read_text())["predictor_specs"]["bert"] == before
+    assert not (out / "predictions" / "trex" / "bert" / "P36.jsonl").exists()
+    assert before["files"]["spec"].startswith("files:")
+
+
+def test_hub_ids_and_registry_names_have_no_file_fingerprint(tmp_path):
+    from bridge.options import Option
+    from bridge.run_config import PlannedPredictor, RunConfig
+
+    cfg = RunConfig(["trex"], ["x"], tmp_path)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("Paris\nRome\n")
+    declared = {"vocab_file": Option("vocab_file", "", "path"), "model": Option("model", "", "model")}
+    hub = PlannedPredictor("b", "bert-base-cased", None, {"model": "bert-base-cased"}, declared)
+    assert hub.identity(cfg) == {"spec": "bert-base-cased", "options": {"model": "bert-base-cased"}, "depth": 100}
+    local = PlannedPredictor("b", "bert-base-cased", None, {"vocab_file": str(vocab)}, declared)
+    first = local.identity(cfg)["files"]
+    vocab.write_text("Paris\nRoma\n")
+    assert list(first) == ["vocab_file"] and local.identity(cfg)["files"] != first
+
+
+def _prompt_file(path: Path, template: str) -> Path:
+    path.write_text(json.dumps({"relation": "P19", "template": template, "id": "born"}) + "\n")
+    return path
+
+
+def test_prompt_file_edited_between_reruns_is_refused(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    prompts = _prompt_file(tmp_path / "p.jsonl", "[X] was born in [Y] .")
+    argv = _run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "--prompts", str(prompts))
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    moved = tmp_path / "elsewhere" / "same.jsonl"
+    moved.parent.mkdir()
+    shutil.copy(prompts, moved)  # same prompts from another path: the same input, nothing new to ask
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "--prompts",
+                                str(moved)), capsys)
+    assert code == 0, err
+    assert len((out / "predictions" / "trex" / "freq" / "P19.jsonl").read_text().splitlines()) == 3
+    _prompt_file(prompts, "[X] is a native of [Y] .")
+    code, _, err = run_kbc(argv, capsys)
+    line = _one_error(code, err)
+    assert line.startswith(f"error: {out} holds results made with ") and line.endswith(
+        "(the content of the prompt file changed since); use another --out or the same settings")
+    settings = json.loads((out / "config.json").read_text())["settings"]
+    assert settings["prompts"] == "file" and settings["prompts_digest"].startswith("sha256:")
+
+
+def test_instance_of_file_edited_between_reruns_is_refused(lama_dir, tmp_path):
+    from bridge.experiments.kmir import KmirExperiment
+    from bridge.run_config import merge_config, plan_run
+    from bridge.runner import RunConfig
+
+    types = tmp_path / "types.txt"
+    types.write_text("Q90\tQ515,city\n")
+    cfg = RunConfig(["trex"], ["freq"], tmp_path / "run", str(lama_dir), relations=["P19"], limit=2)
+    plan = plan_run(cfg, lama_dir)
+
+    def merged(old):
+        experiment = KmirExperiment(2, None, str(types))
+        return merge_config(old, cfg, plan, "kmir", experiment.settings)
+
+    first = merged(None)
+    assert first["settings"]["instance_of"] == "sha256:" + __import__("hashlib").sha256(
+        b"Q90\tQ515,city\n").hexdigest()[:16]
+    assert merged(json.loads(json.dumps(first)))["settings"] == first["settings"]
+    types.write_text("Q90\tQ6256,country\n")
+    with pytest.raises(ConfigError, match=r"\(the content of the instance-of file changed since\)"):
+        merged(json.loads(json.dumps(first)))
+
+
+def test_a_full_disk_names_config_json_and_leaves_no_tmp_file(lama_dir, tmp_path, monkeypatch, capsys):
+    """The disk fills while config.json is written: one line naming it, and no config.json.tmp behind."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    real = Path.write_text
+
+    def full(self: Path, *args, **kwargs):
+        if self.name == "config.json.tmp":
+            with self.open("w") as handle:
+                handle.write("{")  # a partial copy, as a full disk leaves it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
+    assert _one_error(code, err) == f"error: No space left on device: {out / 'config.json'}"
+    assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []

@@ -1,0 +1,46 @@
+"""Start-up cost: commands load only the libraries they use, and the collector does not walk long-lived data."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "transformers", "faiss", "pandas", "scipy", "sklearn", "rdflib", "pyoxigraph", "tantivy")
+
+
+def _imported(args: list[str]) -> list[str]:
+    code = ("import json, sys\nfrom bridge.cli import main\ntry:\n    main(sys.argv[1:])\n"
+            "except SystemExit:\n    pass\n"
+            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["--help"], ["ls"], ["data", "stats", "--help"], ["show", "--help"]])
+def test_light_commands_import_no_heavy_library(args):
+    assert _imported(args) == []
+
+
+def test_show_of_a_run_imports_no_heavy_library(tmp_path):
+    run = tmp_path / "run"
+    (run / "predictions" / "trex" / "freq").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"corpora": ["trex"], "predictors": ["freq"]}))
+    (run / "predictions" / "trex" / "freq" / "P19.jsonl").write_text(json.dumps(
+        {"uid": "u1", "relation": "P19", "subject": "A", "gold": "B", "rank_raw": 1, "rank_filtered": 1,
+         "answers": [["B", 1.0, None]]}) + "\n")
+    assert _imported(["show", str(run), "--uid", "u1"]) == []
+
+
+def test_the_collector_runs_less_often_during_a_command():
+    from bridge.cli import main
+
+    before = gc.get_threshold()
+    try:
+        main(["--version"])
+        assert gc.get_threshold() == (100_000, 50, 20)
+    finally:
+        gc.set_threshold(*before)
