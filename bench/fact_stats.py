@@ -12,8 +12,8 @@ import argparse
 import time
 from pathlib import Path
 
+from eval.corpora import load_corpus
 from eval.datadir import resolve_data_dir
-from eval.lama import load_corpus
 from kb.text.evidence import evidence_index
 from kb.text.fact_stats import fact_text_stats
 

@@ -56,7 +56,7 @@ def start_server(args) -> tuple[str, object]:
 
 def sample(data_dir: str, relations: list[str], n: int) -> list[tuple[str, str, str]]:
     """(subject, relation, gold object) of n facts, round-robin over the relations (deterministic)."""
-    from eval.lama import load_corpus
+    from eval.corpora import load_corpus
 
     corpus = load_corpus("trex", data_dir, relations or None)
     by_rel = corpus.by_relation()

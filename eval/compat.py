@@ -18,13 +18,13 @@ from collections.abc import Iterable
 from eval.errors import ConfigError
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Fact
 
-COMPAT_MODES = ("lama",)
+COMPAT_MODES = ("lama", "lm-pub-quiz")  # lm-pub-quiz: statement scoring's templating (`lm.statement`)
 
 
 def check_compat(compat: str | None) -> str | None:
     """The compat mode, validated (None: this project's own rules)."""
     if compat is not None and compat not in COMPAT_MODES:
-        raise ConfigError(f"--compat {compat!r}: the only mode is {', '.join(COMPAT_MODES)}")
+        raise ConfigError(f"--compat {compat!r}: use one of {', '.join(COMPAT_MODES)}")
     return compat
 
 

@@ -9,6 +9,7 @@ entities), and Google-RE place-of-death loses one of its two "John Flavel -> Exe
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
 
-CORPORA = ("trex", "google_re", "squad", "conceptnet", "trex-uhn", "google_re-uhn")  # -uhn: eval.uhn
+LAMA_CORPORA = ("trex", "google_re", "squad", "conceptnet")  # every corpus: eval.corpora
 MASK = "[MASK]"
 
 # LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
@@ -269,30 +270,11 @@ LOADERS = {
 }
 
 
-def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
-                compat: str | None = None, name_ranker=None) -> Corpus:
-    """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`).
-
-    `trex-uhn` / `google_re-uhn` are LAMA-UHN (`eval.uhn`), built on first use into the cache: the
-    string-match filter, plus the person-name filter when `name_ranker` (an `eval.uhn.NameRanker`) is given.
-    """
-    if name.endswith("-uhn"):
-        from eval.uhn import UHN_CORPORA, load_uhn_corpus
-
-        if name in UHN_CORPORA:
-            return load_uhn_corpus(name, data_dir, relations, compat, name_ranker)
-    try:
-        loader = LOADERS[name]
-    except KeyError:
-        raise DataError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}") from None
-    if name == "google_re":
-        return loader(data_dir, relations, compat=compat)
-    return loader(data_dir, relations)
-
-
 def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Relation] | None:
     """The relations a whole corpus holds, read without parsing its facts (T-REx: the `relations.jsonl`
-    entries that have a data file); None where only the facts tell (ConceptNet, LAMA-UHN)."""
+    entries that have a data file); None where only the facts tell (ConceptNet, LAMA-UHN) or for other corpora."""
+    if name not in LOADERS:
+        return None
     root = resolve_data_dir(data_dir)
     if name == "trex":
         all_rel = load_relations(root / "relations.jsonl")
@@ -302,3 +284,17 @@ def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Rel
     if name == "squad":
         return {"squad": SQUAD_RELATION}
     return None
+
+
+def relation_versions(corpus: Corpus) -> dict[str, str]:
+    """A content hash per relation (its template and facts), so one edited file changes one version."""
+    digests = {rel: hashlib.sha256(f"{r.template}\x1f{r.type}".encode()) for rel, r in corpus.relations.items()}
+    for rel, r in corpus.relations.items():
+        if r.answer_space or r.templates:  # a closed answer space and the other templates (BEAR) change answers too
+            digests[rel].update("\x1e".join([*r.templates, *(f"{e.label}\x1f{e.id}" for e in r.answer_space)]).encode())
+    for f in corpus.facts:
+        objects = getattr(f, "objects", None)  # a gold set (LM-KBC `SetFact`), else the one gold object
+        gold = ("\x1d".join(f"{o.label}\x1f{o.id}" for o in objects) if objects is not None
+                else f"{f.object.label}\x1f{f.object.id}")
+        digests[f.relation].update(f"\x1e{f.uid}\x1f{f.subject.label}\x1f{f.subject.id}\x1f{gold}\x1f{f.cloze}".encode())
+    return {rel: d.hexdigest()[:16] for rel, d in digests.items()}

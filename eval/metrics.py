@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eval.relations import summary_groups
 from eval.types import Answer
 
 SETTINGS = ("raw", "filtered")
@@ -183,9 +184,8 @@ def summarize(
             values = {rel: _metric(metric, group, setting, mrr_cutoff) for rel, group in per_rel.items()}
             groups: dict[str, list[str]] = {"all": list(values)}
             for rel in values:
-                rtype = relation_types.get(rel)
-                if rtype:
-                    groups.setdefault(rtype, []).append(rel)
+                for group in summary_groups(relation_types.get(rel)):
+                    groups.setdefault(group, []).append(rel)
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, len(per_rel[rel])))
             for group, rels in groups.items():

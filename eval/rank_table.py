@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.metrics import CURVE_KS, METRICS, SETTINGS
+from eval.relations import summary_groups
 
 
 @dataclass
@@ -61,6 +62,22 @@ class RankTable:
             out.append(sum(terms) / int(sizes[code]))
         return out
 
+    def unit_scores(self, setting: str, metric: str, cutoff: int | None = None) -> np.ndarray:
+        """Per query, what its relation's value averages: 100 for a hit within k (P@k), else 1/rank (MRR)."""
+        if metric != "mrr":
+            with np.errstate(invalid="ignore"):
+                return np.where(self.list_ranks[setting] <= int(metric.split("@")[1]), 100.0, 0.0)
+        ranks = self.mrr_ranks[setting]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            keep = ~np.isnan(ranks) & (ranks != 0)
+            if cutoff is not None:
+                keep &= ranks <= cutoff
+            return np.where(keep, 1.0 / ranks, 0.0)
+
+    def by_relation(self, scores: np.ndarray) -> dict[str, np.ndarray]:
+        """`scores` split by relation, relations in order of first appearance."""
+        return {rel: scores[self.codes == code] for code, rel in enumerate(self.relations)}
+
     def curve_counts(self, setting: str, ks: Sequence[int]) -> np.ndarray:
         """[relation, k] -> how many queries of the relation have the gold within the top k."""
         ranks = self.list_ranks[setting]
@@ -91,9 +108,8 @@ def summarize_table(table: RankTable, relation_types: dict[str, str | None], met
             values = dict(zip(table.relations, per_rel))
             groups: dict[str, list[str]] = {"all": list(values)}
             for rel in values:
-                rtype = relation_types.get(rel)
-                if rtype:
-                    groups.setdefault(rtype, []).append(rel)
+                for group in summary_groups(relation_types.get(rel)):
+                    groups.setdefault(group, []).append(rel)
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, n_of[rel]))
             for group, rels in groups.items():

@@ -60,3 +60,20 @@ def select_relations(available: dict[str, Relation], wanted: list[str] | None, w
             + f"; known: {', '.join(sorted(available))}"
         )
     return list(wanted)
+
+
+DOMAIN_PREFIX = "domain:"
+GROUP_SEP = "|"
+
+
+def stored_type(relation: Relation) -> str | None:
+    """What a run stores as a relation's type: its cardinality type, else its knowledge domains (BEAR) as
+    summary groups `domain:<name>` joined by `|` (a relation may have several)."""
+    if relation.type or not relation.domains:
+        return relation.type
+    return GROUP_SEP.join(f"{DOMAIN_PREFIX}{d}" for d in relation.domains)
+
+
+def summary_groups(stored: str | None) -> list[str]:
+    """The summary groups (besides `all`) a relation counts in, from its stored type."""
+    return stored.split(GROUP_SEP) if stored else []

@@ -6,6 +6,8 @@ Groups are relation types for large corpora (T-REx, as LAMA Table 2) and relatio
 
 from __future__ import annotations
 
+import re
+
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
@@ -20,11 +22,33 @@ def _index(rows: list[dict]) -> dict:
             for r in rows if not r.get("prompt")}
 
 
-def _groups(rows: list[dict], corpus: str) -> list[str]:
+RelationInfo = dict[str, dict[str, tuple[str | None, str | None]]]  # corpus -> relation -> (label, type)
+
+
+def relation_order(rels: list[str], info: dict[str, tuple[str | None, str | None]] | None = None) -> list[str]:
+    """Relations by cardinality type (1-1, N-1, N-M, untyped), then by id with numbers compared as numbers."""
+    info = info or {}
+
+    def key(rel: str) -> tuple:
+        rtype = info.get(rel, (None, None))[1]
+        match = re.fullmatch(r"(\D*)(\d+)", rel)
+        ident = (match.group(1), int(match.group(2)), "") if match else (rel, -1, rel)
+        return (TYPE_ORDER.index(rtype) if rtype in TYPE_ORDER else len(TYPE_ORDER), ident)
+
+    return sorted(rels, key=key)
+
+
+def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | None = None) -> str:
+    """`P19 place of birth`: the id and, where there is one, the label."""
+    label = (info or {}).get(rel, (None, None))[0]
+    return f"{rel} {label}" if label and label != rel else rel
+
+
+def _groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
     """Relations for small corpora (Google-RE), relation types for large ones (T-REx)."""
     groups = list(dict.fromkeys(r["group"] for r in rows if r["corpus"] == corpus))
     types = [g for g in TYPE_ORDER if g in groups and g != "all"]
-    relations = [g for g in groups if g not in TYPE_ORDER]
+    relations = relation_order([g for g in groups if g not in TYPE_ORDER], info)
     shown = relations if 1 < len(relations) <= 5 else types
     return [g for g in shown if g != "all"] + ["all"]
 
@@ -35,47 +59,84 @@ def _fmt(value: float, metric: str) -> str:
     return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
 
 
+def _cell(row: dict, metric: str) -> str:
+    """`22.03 ± 0.23`: the value and its standard error (the value alone where it has none)."""
+    value = _fmt(row["value"], metric)
+    return value if row.get("stderr") is None else f"{value} ± {_fmt(row['stderr'], metric)}"
+
+
+def _ci(row: dict | None, metric: str) -> str:
+    if row is None or row.get("ci_low") is None:
+        return "-"
+    return f"[{_fmt(row['ci_low'], metric)}, {_fmt(row['ci_high'], metric)}]"
+
+
+def _n(counts: set[int]) -> str:
+    return f"n={min(counts)}" if len(counts) == 1 else f"n={min(counts)}–{max(counts)}"
+
+
 def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
-          corpus: str | None = None) -> str:
-    """One row per (corpus, predictor): answer-space size, facts scored, then each group and the total."""
+          corpus: str | None = None, relations: RelationInfo | None = None,
+          open_spaces: set[tuple[str, str]] | None = None) -> str:
+    """One row per (corpus, predictor): answer-space size, facts scored, each group, the total and its interval.
+
+    `open_spaces`: the (corpus, predictor) pairs that answer from an open set (a KB's own triples); a
+    predictor with no recorded answer space and not listed shows `-`.
+    """
     idx = _index(rows)
     corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
     lines = []
     for c in corpora:
-        groups = _groups(rows, c)
-        head = ["corpus", "predictor", "answers", "#facts", *["Total" if g == "all" else g for g in groups]]
+        info = (relations or {}).get(c, {})
+        groups = _groups(rows, c, info)
+        predictors = [p for p in dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c)
+                      if (c, p, setting, scope, "all", metric) in idx]
+        if not predictors:
+            continue
+        head = ["corpus", "predictor", "answer space", "#facts"]
+        for g in groups:
+            counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
+                      if (c, p, setting, scope, g, metric) in idx}
+            name = "Total" if g == "all" else relation_name(g, info)
+            counted = counts and (g in info or g in TYPE_ORDER) and g != "all"  # relations and types, not kinds
+            head.append(f"{name} ({_n(counts)})" if counted else name)
+        head.append("Total 95% CI")
         if lines:
             lines.append("")
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        predictors = list(dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c))
         for p in predictors:
-            total = idx.get((c, p, setting, scope, "all", metric))
-            if total is None:
-                continue
+            total = idx[(c, p, setting, scope, "all", metric)]
             space = idx.get((c, p, setting, scope, "all", "answer_space"))
             cells = []
             for g in groups:
                 row = idx.get((c, p, setting, scope, g, metric))
-                cells.append(_fmt(row["value"], metric) if row else "-")
-            answers = _fmt(space["value"], "answer_space") if space else "open"
-            lines.append("| " + " | ".join([c, p, answers, str(total["n_facts"]), *cells]) + " |")
+                cells.append(_cell(row, metric) if row else "-")
+            answers = _fmt(space["value"], "answer_space") if space else \
+                "open" if (c, p) in (open_spaces or set()) else "-"
+            lines.append("| " + " | ".join([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]) + " |")
     return "\n".join(lines)
 
 
-def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared") -> str:
-    """One row per (corpus, relation), one column per predictor."""
+def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
+                 relations: RelationInfo | None = None) -> str:
+    """One row per (corpus, relation), relations by type then id, one column per predictor."""
     picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
               and r.get("scope", "own") == scope and r["group"] not in TYPE_ORDER]
     predictors = list(dict.fromkeys(r["predictor"] for r in picked))
-    by: dict[tuple[str, str], dict[str, dict]] = {}
+    by: dict[str, dict[str, dict[str, dict]]] = {}
     for r in picked:
-        by.setdefault((r["corpus"], r["group"]), {})[r["predictor"]] = r
-    lines = ["| corpus | relation | #facts | " + " | ".join(predictors) + " |", "|" + "---|" * (3 + len(predictors))]
-    for (corpus, rel), cells in by.items():
-        counts = sorted({r["n_facts"] for r in cells.values()})
-        n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-        vals = [_fmt(cells[p]["value"], metric) if p in cells else "-" for p in predictors]
-        lines.append(f"| {corpus} | {rel} | {n} | " + " | ".join(vals) + " |")
+        by.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = r
+    lines = ["| corpus | relation | type | #facts | " + " | ".join(predictors) + " |",
+             "|" + "---|" * (4 + len(predictors))]
+    for corpus, per_rel in by.items():
+        info = (relations or {}).get(corpus, {})
+        for rel in relation_order(list(per_rel), info):
+            cells = per_rel[rel]
+            counts = sorted({r["n_facts"] for r in cells.values()})
+            n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+            vals = [_cell(cells[p], metric) if p in cells else "-" for p in predictors]
+            rtype = info.get(rel, (None, None))[1] or "-"
+            lines.append(f"| {corpus} | {relation_name(rel, info)} | {rtype} | {n} | " + " | ".join(vals) + " |")
     return "\n".join(lines)
 
 
@@ -100,23 +161,27 @@ def prompt_table(rows: list[dict]) -> str:
 
 def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None = None,
              notes: list[str] | None = None, title: str = "LAMA probe",
-             metrics: tuple[str, ...] = ("p@1", "p@10", "mrr")) -> str:
+             metrics: tuple[str, ...] = ("p@1", "p@10", "mrr"), relations: RelationInfo | None = None,
+             open_spaces: set[tuple[str, str]] | None = None) -> str:
     other = "filtered" if setting == "raw" else "raw"
     intro = f"Setting `{setting}`"
     if any(r["setting"] == other for r in rows):
         intro += f" (summary.json also holds `{other}`)"
-    intro += (". `answers`: the size of the answer space each predictor ranked (mean over relations; `open` "
-              "where it is not a fixed list, e.g. KBs answering from their own triples).")
+    intro += (". `answer space`: how many answers each predictor ranked (mean over relations; `open` where "
+              "it answers from an open set, e.g. a KB's own triples; `-`: not recorded). Cells: value ± standard error "
+              "(per relation: of its mean over facts; types and Total: of the mean over relations, or over every "
+              "question where the Total says so); `Total 95% CI`: a seeded percentile bootstrap interval, facts "
+              "resampled within each relation (summary.json holds every cell's `stderr`, `ci_low`, `ci_high`).")
     parts = [f"# {title}", "", intro, ""]
     parts += [f"- {n}" for n in notes or []]
     for scope in ("shared", "own"):
         for metric in metrics:
-            body = table(rows, metric, setting, scope)
+            body = table(rows, metric, setting, scope, relations=relations, open_spaces=open_spaces)
             if body:
                 parts += ["", f"## {METRIC_NAMES.get(metric, metric)}, {scope} facts", "", body]
     head = metrics[0]
     parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, shared facts", "",
-              per_relation(rows, head, setting, "shared"), ""]
+              per_relation(rows, head, setting, "shared", relations), ""]
     agreement = prompt_table(rows)
     if agreement:
         parts += ["## Across prompts (raw, shared facts)", "", agreement, ""]

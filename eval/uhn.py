@@ -15,7 +15,7 @@ fact it belongs to is kept; filtered data sets hold the original rows (judged-wr
 rows pass through and are dropped again by the loader). Deletions are counted over facts
 (after the loader's deduplication).
 
-`trex-uhn` / `google_re-uhn` (`eval.lama.load_corpus`) are built on first use into
+`trex-uhn` / `google_re-uhn` (`eval.corpora.load_corpus`) are built on first use into
 `$KBC_CACHE/uhn/<version>/` (default cache `~/.cache/kbcompare`), where the version hashes the
 source files, the filters, this module's `UHN_VERSION` and the name ranker's model fingerprint,
 so edited data or another model builds anew. Without a name ranker only the string filter runs.

@@ -62,7 +62,7 @@ def small_run(lama_dir, tmp_path_factory) -> SmallRun:
 
 
 def _build(lama_dir, tmp_path_factory) -> SmallRun:
-    from eval.lama import load_corpus
+    from eval.corpora import load_corpus
     from kb.text.index import build_index
     from kb.text.paragraphs import evidence_paragraphs
 

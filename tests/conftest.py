@@ -54,3 +54,9 @@ def pytest_sessionfinish(session, exitstatus):
     if data_skips:
         reporter.write_line(f"error: {len(data_skips)} data test(s) skipped although KBC_DATA is set")
         session.exitstatus = 1
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Heavy end-to-end runs first: with `-n 2` they start at once beside the many quick tests instead of
+    lengthening the tail of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

@@ -48,7 +48,7 @@ def serve_explorer(request, lama_dir, tmp_path_factory):
 @pytest.fixture(scope="session")
 def serve_run(request, lama_dir, tmp_path_factory):
     """Its own cache: the explorer holds the lock of its graph store while it serves."""
-    from bridge.runner import RunConfig, run_lama
+    from bridge.run.runner import RunConfig, run_lama
 
     def make():
         root = tmp_path_factory.mktemp("serve-run")

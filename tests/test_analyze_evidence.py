@@ -11,9 +11,9 @@ from analyze_support import run_kbc, small_run  # noqa: F401
 
 def test_evidence_ranks_per_sentence(small_run, lama_dir, tmp_path, capsys):  # noqa: F811
     from bridge.experiments.evidence import evidence_templates
-    from bridge.lm_predictors import make_masked
-    from bridge.registry import PredictorContext
-    from eval.lama import load_corpus
+    from bridge.predictors.lm import make_masked
+    from bridge.predictors.registry import PredictorContext
+    from eval.corpora import load_corpus
     from eval.types import Query
 
     run, model = small_run.run, small_run.model

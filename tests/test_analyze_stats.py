@@ -102,7 +102,7 @@ def test_stats_command_writes_the_columns_and_joins_them(small_run, tmp_path):  
     row = table[table["uid"] == stats["uid"].iloc[0]].iloc[0]
     assert row["sm"] == stats["sm"].iloc[0]
     # the end of every `kbc run` (a rerun included) rewrites the table; the columns stay
-    from bridge.summaries import collect
+    from bridge.run.summaries import collect
 
     collect(small_run.run)
     assert "cooc_sentences" in pd.read_parquet(small_run.run / "instances.parquet").columns

@@ -426,7 +426,7 @@ def _finished_run(c: Ctx) -> Path:
     """A finished Freq run over the copy's P19, made quietly (the case's stderr holds only the command's)."""
     import logging
 
-    from bridge.runner import RunConfig, run_lama
+    from bridge.run.runner import RunConfig, run_lama
 
     cfg = RunConfig(["trex"], ["freq"], c.tmp / "done", str(c.data), relations=["P19"], cache_dir=c.tmp / "cache")
     log = logging.getLogger("kbc")

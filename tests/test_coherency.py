@@ -185,9 +185,9 @@ def test_a_run_keeps_the_paper_instances_minus_labels_the_model_cannot_spell(tre
 
     from bridge.experiments.base import StageInput
     from bridge.experiments.coherency import CoherencyExperiment
-    from bridge.lm_predictors import make_masked
-    from bridge.registry import PredictorContext
-    from bridge.runner import _drop_unsuitable, _drop_unsupported
+    from bridge.predictors.lm import make_masked
+    from bridge.predictors.registry import PredictorContext
+    from bridge.run.runner import _drop_unsuitable, _drop_unsupported
 
     path = lm_fixtures.tiny_model_dir("bert-uncased", tmp_path)
     ctx = PredictorContext(trex, None, tmp_path, lama_dir, options={"candidates": "full", "cache": "off"})

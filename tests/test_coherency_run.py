@@ -7,7 +7,7 @@ import json
 import lm_fixtures
 from cli_support import run_kbc
 
-from bridge import registry
+from bridge.predictors import registry
 from kb.freq import FreqPredictor
 
 tiny_models = lm_fixtures.tiny_models

@@ -18,7 +18,7 @@ import pytest
 from cli_support import run_kbc
 from scipy.stats import binomtest
 
-from bridge.instances import write_instances
+from bridge.run.instances import write_instances
 from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact
 from eval.errors import ConfigError
 

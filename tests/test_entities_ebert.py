@@ -10,7 +10,7 @@ import pytest
 import torch
 from test_entities_support import tiny_bert, trained_w2v
 
-from bridge.registry import PredictorContext, build
+from bridge.predictors.registry import PredictorContext, build
 from eval.types import Entity, Query
 from lm.entities.ebert import InputBuilder, MaskedScorer, render, top_candidates
 from lm.entities.model import candidates, load_masked_lm
@@ -149,7 +149,7 @@ def test_kbc_run_lama_with_ebert_predictors(ctx, lama_dir, tmp_path, monkeypatch
     config = json.loads((out / "config.json").read_text())
     cov = config["predictor_configs"]["google_re"]["ebert"]["coverage"]
     # coverage is over the subjects of the corpus (its chosen relations), not only the --limit sample
-    from eval.lama import load_corpus
+    from eval.corpora import load_corpus
 
     subjects = {f.subject.key for f in load_corpus("google_re", lama_dir, ["place_of_birth"]).facts}
     assert cov["subjects"] == len(subjects) and set(cov) >= {"linked", "coverage_percent", "title", "mention"}

@@ -24,7 +24,7 @@ def test_ties_go_to_first_occurrence():
 
 
 def test_freq_reproduces_lama_table2(tmp_path, lama_dir):
-    from bridge.runner import RunConfig, run_lama
+    from bridge.run.runner import RunConfig, run_lama
 
     rows = run_lama(RunConfig(["trex", "google_re"], ["freq"], tmp_path / "out", str(lama_dir),
                               cache_dir=tmp_path / "cache"), progress=False)

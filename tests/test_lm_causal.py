@@ -79,8 +79,8 @@ def test_typed_querying_ranks_multi_token_candidates(gpt2):
 
 
 def test_factory_uses_the_relation_objects(gpt2, tiny_models, tmp_path):
-    from bridge.lm_predictors import make_causal
-    from bridge.registry import PredictorContext
+    from bridge.predictors.lm import make_causal
+    from bridge.predictors.registry import PredictorContext
 
     rel = Relation("P36", "capital", "The capital of [X] is [Y] .", "1-1")
     facts = [Fact("1", "trex", "P36", Entity("Italy"), Entity("Rome")),

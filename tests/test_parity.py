@@ -84,7 +84,8 @@ def test_trex_scored_facts_after_lama_dedup_and_single_token_filter(tiny_models,
 
 
 def test_google_re_compat_judgments_and_dedup(google_re, lama_dir, tmp_path):
-    from eval.lama import load_corpus, load_google_re
+    from eval.corpora import load_corpus
+    from eval.lama import load_google_re
 
     compat = load_google_re(lama_dir, compat="lama")
     assert len(compat.facts) == len(google_re.facts) == 5527  # LAMA's rule drops no staged row
@@ -309,7 +310,7 @@ def test_entity_answers_order_ties_by_entity_row():
 
 
 def test_every_predictor_says_whether_its_ranks_are_exact():
-    from bridge.entity_predictors import EBertPredictor, EntityLevelPredictor
+    from bridge.predictors.entities import EBertPredictor, EntityLevelPredictor
     from kb.extraction.predictor import ExtractedKBPredictor
     from kb.freq import FreqPredictor
     from kb.text.retrieval import RetrievalPredictor
@@ -331,7 +332,7 @@ def test_ebert_token_level_exact_ranks_cache_and_ties(tiny_models, lama_dir, tmp
     """E-BERT's token-level predictor (subjects without entity vectors: its plain-BERT fallback)."""
     from types import SimpleNamespace
 
-    from bridge.entity_predictors import EBertPredictor, LinkCache, Resources
+    from bridge.predictors.entities import EBertPredictor, LinkCache, Resources
     from lm.cache import ResultCache
     from lm.entities.model import candidates, load_masked_lm
     from lm.vocab import common_vocab_path

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bridge.experiments.kmir import KmirFact, KmirQuery
-from bridge.random_predictor import RandomPredictor
+from bridge.predictors.random_baseline import RandomPredictor
 from eval.types import Entity, Fact, Query
 
 CITIES = ("Paris", "Lyon", "Rome", "Berlin", "Vienna")

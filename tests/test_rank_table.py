@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bridge.results import to_ranked
+from bridge.run.results import to_ranked
 from eval.metrics import LAMA_MRR_CUTOFF, pk_curve, summarize
 from eval.rank_table import RankTable, curve_table, summarize_table
 

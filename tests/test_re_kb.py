@@ -8,7 +8,7 @@ import os
 import pytest
 from cli_support import run_kbc
 
-from eval.lama import load_corpus
+from eval.corpora import load_corpus
 from eval.types import Entity, Fact, Query
 from kb.extraction.candidates import Sentence, tokenize
 from kb.extraction.extractor import Extracted

@@ -6,7 +6,7 @@ from collections import Counter
 
 from cli_support import run_kbc
 
-import bridge.results
+import bridge.run.results
 
 
 def test_a_rerun_parses_every_prediction_line_once(lama_dir, tmp_path, capsys, monkeypatch):
@@ -17,14 +17,14 @@ def test_a_rerun_parses_every_prediction_line_once(lama_dir, tmp_path, capsys, m
             "--store", str(tmp_path / "store"), "--quiet"]
     assert run_kbc(argv, capsys)[0] == 0
     parsed: Counter = Counter()
-    real = bridge.results.parse_record
+    real = bridge.run.results.parse_record
 
     def counting(path, lineno, raw):
         parsed[(str(path), lineno)] += 1
         return real(path, lineno, raw)
 
-    monkeypatch.setattr(bridge.results, "parse_record", counting)
-    monkeypatch.setattr(bridge.results, "_PARSED", {})  # a new command: nothing parsed yet
+    monkeypatch.setattr(bridge.run.results, "parse_record", counting)
+    monkeypatch.setattr(bridge.run.results, "_PARSED", {})  # a new command: nothing parsed yet
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     files = sorted((out / "predictions").rglob("*.jsonl"))

@@ -35,13 +35,13 @@ RELATIONS = ["P47", "P190"]
 
 @pytest.fixture(scope="module")
 def borders(lama_dir):
-    from eval.lama import load_corpus
+    from eval.corpora import load_corpus
 
     return load_corpus("trex", lama_dir, RELATIONS)
 
 
 def _graphs(store: GraphStore, corpus) -> dict[str, str]:
-    from bridge.run_config import relation_versions
+    from eval.lama import relation_versions
 
     versions = relation_versions(corpus)
     return {rel: store.ensure_corpus(f"trex-{rel}", versions[rel], facts)
@@ -99,8 +99,8 @@ def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
 
 
 def test_kb_inferred_rebuilds_a_partial_graph(borders, lama_dir, tmp_path):
-    from bridge.kb_kmir_predictors import make_kb_inferred
-    from bridge.registry import PredictorContext
+    from bridge.predictors.kmir import make_kb_inferred
+    from bridge.predictors.registry import PredictorContext
 
     axioms = tmp_path / "twins.ttl"
     axioms.write_text(TWINS)
@@ -128,7 +128,7 @@ def test_kb_stats_lists_the_inferred_graph_and_its_coverage(tmp_path, lama_dir, 
 
 
 def _trex_relations(lama_dir) -> list[str]:
-    from eval.lama import load_corpus
+    from eval.corpora import load_corpus
 
     return list(load_corpus("trex", lama_dir).relations)
 

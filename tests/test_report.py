@@ -7,14 +7,21 @@ import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
+import lm_fixtures
 import pandas as pd
 import pytest
 from cli_support import run_kbc
 
 from bridge.cli import main
+from bridge.report import figures
+from bridge.report.sections import merge_bins
+
+tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
 
 VOID = {"meta", "img", "br", "hr", "link", "input", "source", "wbr"}
-LAMA_FIGURES = {"p_at_k", "p_at_1_relation", "p_at_1_type", "delta_gold_vs_freq"}
+LAMA_FIGURES = {"p_at_k", "p_at_1_relation", "p_at_1_type", "delta_vs_freq"}
+LAMA_SECTIONS = ["overview", "scores", "p_at_k", "by_relation", "by_type", "deltas", "correlation", "bins",
+                 "rank_variation"]
 ANALYSIS_FIGURES = {"correlation", "cooccurrence_bins", "rank_variation"}
 
 
@@ -123,7 +130,7 @@ def write_analysis(run: Path) -> None:
                         corr.append({"corpus": corpus, "predictor": predictor, "setting": setting, "statistic": stat,
                                      "target": target, "method": method,
                                      "coefficient": None if undefined else round(0.1 * i - 0.2, 2),
-                                     "p_value": None if undefined else 0.01 * (i + 1), "n": 8})
+                                     "p_value": None if undefined else 0.005 * (i + 1), "n": 8})
             for stat in ("cooc_paragraphs", "cooc_sentences"):
                 for low, high, label, hits in ((0, 0, "0", 0.0), (1, 2, "1", 25.0), (2, 4, "2-3", 50.0),
                                                (4, 8, "4-7", None)):
@@ -143,15 +150,16 @@ def write_analysis(run: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(lama_dir, tmp_path_factory):
-    """A LAMA run of freq and the gold KB (T-REx and Google-RE) and a coherency run (T-REx)."""
+def runs(lama_dir, tmp_path_factory, tiny_models):
+    """A LAMA run of freq, the gold KB and two tiny BERTs (T-REx and Google-RE) and a coherency run (T-REx)."""
     root = tmp_path_factory.mktemp("report")
     mp = pytest.MonkeyPatch()
     mp.setenv("KBC_CACHE", str(root / "cache"))
     common = ["--data-dir", str(lama_dir), "--store", str(root / "store"), "--quiet", "--limit", "8"]
     try:
         kbc(["run", "lama", "--corpus", "trex", "google_re", "--relations", "P19", "P36", "P101", "place_of_birth",
-             "--predictors", "freq", "gold", "--out", str(root / "lama"), *common])
+             "--predictors", "freq", "gold", f"bert={tiny_models('bert-cased')}",
+             f"bert2={tiny_models('bert-cased', 1)}", "--out", str(root / "lama"), *common])
         kbc(["run", "coherency", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "gold",
              "--out", str(root / "coherency"), *common])
     finally:
@@ -170,16 +178,14 @@ def test_report_has_every_figure_and_valid_html(runs, capsys):
     assert out.strip() == str(html_path)
     page = parse(html_path)
     assert check_figures(html_path, page) == LAMA_FIGURES | ANALYSIS_FIGURES
-    assert page.sections == ["overview", "scores", "p_at_k", "by_relation", "by_type", "deltas", "correlation",
-                             "bins", "rank_variation", "coherency", "kmir"]
-    assert set(page.skipped) == {"coherency", "kmir"}
-    assert "kbc run coherency" in page.skipped["coherency"]
+    assert page.sections == LAMA_SECTIONS
+    assert set(page.skipped) == set()
     text = html_path.read_text(encoding="utf-8")
     assert "Spearman ρ" in text and "seconds" in text.lower()
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     for name in LAMA_FIGURES | ANALYSIS_FIGURES:
         assert f"(figures/{name}.png)" in md and f"(figures/{name}.svg)" in md
-    assert "| corpus | predictor | answers | #facts |" in md
+    assert "| corpus | predictor | answer space | #facts |" in md
 
 
 def test_missing_analysis_files_give_notes_not_errors(runs, capsys):
@@ -190,7 +196,7 @@ def test_missing_analysis_files_give_notes_not_errors(runs, capsys):
     html_path = Path(out.strip())
     page = parse(html_path)
     assert check_figures(html_path, page) == LAMA_FIGURES
-    assert set(page.skipped) == {"correlation", "bins", "rank_variation", "coherency", "kmir"}
+    assert set(page.skipped) == {"correlation", "bins", "rank_variation"}
     assert f"kbc analyze correlation {run}" in page.skipped["correlation"]
     assert f"kbc analyze evidence {run}" in page.skipped["rank_variation"]
     assert not (run / "report").exists()
@@ -231,8 +237,11 @@ def test_coherency_run_gets_the_coherency_table(runs, capsys):
     assert code == 0, err
     html_path = Path(out.strip())
     page = parse(html_path)
-    assert check_figures(html_path, page) == {"coherency_relation", "coherency_type", "delta_gold_vs_freq"}
-    assert "coherency" not in page.skipped and "p_at_k" in page.skipped and "kmir" in page.skipped
+    assert check_figures(html_path, page) == {"coherency_relation", "coherency_type"}
+    assert page.sections == ["overview", "scores", "coherency", "by_relation", "by_type"] and not page.skipped
+    text = html_path.read_text(encoding="utf-8")
+    assert "LAMA Table 2" not in text and "coherency paper Table 1" in text and "−" not in text
+    assert text.count("gold (100 by construction) is left out.") == 4  # two figures: alt text and caption
     summary = json.loads((run / "summary.json").read_text())
     gold = next(r for r in summary if r["predictor"] == "gold" and r["group"] == "all" and r["scope"] == "shared"
                 and r["setting"] == "raw" and r["metric"] == "coherency_round1")
@@ -251,7 +260,8 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
     code, out, err = run_kbc(["report", str(run)], capsys)
     assert code == 0, err
     page = parse(Path(out.strip()))
-    assert "kmir" not in page.skipped and "coherency" in page.skipped
+    assert page.sections == ["overview", "scores", "by_type", "kmir"] and not page.skipped
+    assert "LAMA Table 2" not in Path(out.strip()).read_text(encoding="utf-8")
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     rows = json.loads((run / "summary.json").read_text())
     for metric, caption in (("f1", "*Token F1 (%) per question kind*"), ("em", "*Exact match (%) per question kind*")):
@@ -265,3 +275,111 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
                 want = [r["value"] for r in rows if r["predictor"] == predictor and r["group"] == kind
                         and r["metric"] == metric and r["scope"] == "own" and r["setting"] == "raw"]
                 assert cell == f"{want[0]:.2f}", (metric, predictor, kind)
+
+
+def shared_values(run: Path, metric: str = "p@1") -> dict[tuple[str, str, str], float]:
+    rows = json.loads((run / "summary.json").read_text())
+    return {(r["corpus"], r["group"], r["predictor"]): r["value"] for r in rows
+            if r["metric"] == metric and r["setting"] == "raw" and r["scope"] == "shared"}
+
+
+def md_table(md: str, caption: str) -> list[list[str]]:
+    block = md.split(f"*{caption}*", 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    return [[c.strip() for c in line.strip("|").split("|")] for line in block if not line.startswith("|---")]
+
+
+def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, capsys):
+    run = runs / "lama"
+    code, out, err = run_kbc(["report", str(run), "--out", str(runs / "delta-report")], capsys)
+    assert code == 0, err
+    md = (runs / "delta-report" / "report.md").read_text(encoding="utf-8")
+    figs = sorted(p.name for p in (runs / "delta-report" / "figures").glob("delta_*.png"))
+    assert figs == ["delta_vs_freq.png"]  # one figure, both LMs, freq (the best KB but gold) as the baseline
+    table = md_table(md, "P@1 deltas against freq")
+    assert table[0] == ["corpus", "relation", "#facts (freq)", "freq", "bert − freq", "bert2 − freq",
+                        "object in subject (%)"]
+    values = shared_values(run)
+    assert [r[1] for r in table[1:]] == ["P101", "P19", "P36"]  # Google-RE has one relation: no panel
+    for row in table[1:]:
+        rel = row[1]
+        assert row[3] == f"{values[('trex', rel, 'freq')]:.2f}"
+        assert row[4] == f"{values[('trex', rel, 'bert')] - values[('trex', rel, 'freq')]:+.2f}"
+        assert row[5] == f"{values[('trex', rel, 'bert2')] - values[('trex', rel, 'freq')]:+.2f}"
+    assert "gold −" not in md and "− gold" not in md
+
+
+def test_correlation_is_a_compact_matrix_with_the_full_table_as_csv(runs, capsys):
+    run = runs / "lama"
+    code, out, err = run_kbc(["report", str(run), "--out", str(runs / "corr-report")], capsys)
+    assert code == 0, err
+    md = (runs / "corr-report" / "report.md").read_text(encoding="utf-8")
+    caption = ("trex: Spearman ρ between a fact's P@1 (0/1) and each statistic; * p < 0.01; -: undefined (constant "
+               "values or under 3 facts); left out (P@1 constant, ρ undefined): gold")
+    table = md_table(md, caption)
+    assert table[0] == ["predictor", "sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs", "n"]
+    # write_analysis: coefficient 0.1 i - 0.2, p 0.005 (i + 1): only the first statistic is under 0.01
+    expected = ["-0.200*", "-0.100", "+0.000", "+0.100", "+0.200", "+0.300", "+0.400", "8"]
+    assert table[1:] == [["freq", *expected], ["bert", *expected], ["bert2", *expected]]
+    assert "[correlation.csv](correlation.csv)" in md
+    full = pd.read_csv(runs / "corr-report" / "correlation.csv")
+    assert len(full) == 4 * 7 * 2 * 2  # predictors x statistics x targets x methods, raw
+    assert full.columns.tolist() == ["corpus", "predictor", "statistic", "target", "method", "coefficient",
+                                     "p_value", "n"]
+
+
+def test_small_cooccurrence_bins_are_merged():
+    lines = {"a": [("0", 30, 10.0), ("1", 5, 20.0), ("2-3", 10, 50.0), ("4-7", 25, 40.0), ("8-15", 3, 100.0)],
+             "b": [("0", 30, 0.0), ("1", 5, None), ("2-3", 10, 0.0), ("4-7", 25, 0.0), ("8-15", 3, 0.0)]}
+    merged = merge_bins(lines)
+    assert merged["a"] == [("0", 30, 10.0), ("1-15", 43, pytest.approx(100 * (1 + 5 + 10 + 3) / 43))]
+    assert merged["b"][1][:2] == ("1-15", 43) and merged["b"][1][2] == 0.0
+
+
+def test_report_page_shows_merged_bins(runs, capsys):
+    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(runs / "bins-report")], capsys)
+    assert code == 0, err
+    md = (runs / "bins-report" / "report.md").read_text(encoding="utf-8")
+    # write_analysis: bins 0, 1, 2-3 of 3 facts each (P@1 0, 25, 50) and 4-7 empty: under 20 facts in all
+    assert md_table(md, "trex, `cooc_paragraphs`: P@1 (%) per bin") == [
+        ["bin", "facts", "freq", "gold", "bert", "bert2"], ["0-7", "9", "25.00", "25.00", "25.00", "25.00"]]
+
+
+def test_figures_have_no_empty_axes_and_legends_outside(runs, capsys, monkeypatch):
+    drawn: dict[str, tuple[list, int, int]] = {}
+    legends: dict[str, list[str]] = {}
+    real = figures.save
+
+    def audit(fig, out, key):
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        empty = [ax.get_title() for ax in axes
+                 if not (ax.lines or ax.patches or ax.collections or ax.images) and ax.get_xlabel() != ""
+                 and not any(other is not ax and other.bbox.bounds == ax.bbox.bounds for other in axes)]
+        inside = sum(ax.get_legend() is not None for ax in axes)
+        drawn[key] = (empty, inside, len(fig.legends))
+        legends[key] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        return real(fig, out, key)
+
+    monkeypatch.setattr(figures, "save", audit)
+    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(runs / "audit-report")], capsys)
+    assert code == 0, err
+    assert set(drawn) == LAMA_FIGURES | ANALYSIS_FIGURES
+    for key, (empty, inside, outside) in drawn.items():
+        assert empty == [] and inside == 0 and outside == 1, key
+    for key in LAMA_FIGURES:  # gold scores 100 by construction: tables only
+        assert legends[key] == ["freq", "bert", "bert2"] if key != "delta_vs_freq" else ["bert", "bert2"], key
+    assert len(figures.plt.get_fignums()) == 0
+
+
+def test_upper_bounds_are_marked(runs, capsys):
+    run = runs / "oracle"
+    shutil.copytree(runs / "bare", run)
+    config = json.loads((run / "config.json").read_text())
+    config["predictor_specs"]["freq"]["spec"] = "re-oracle"  # the labelling reads the spec a predictor was built from
+    (run / "config.json").write_text(json.dumps(config))
+    code, out, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "| freq † | KB (upper bound) | re-oracle |" in md
+    assert "| gold | KB (reference: 100 by construction) | gold |" in md
+    assert "| trex | freq † | " in md
+    assert md.count("† upper bound, not a baseline: `freq` extracts from the test facts' own sentences") >= 2

@@ -47,8 +47,8 @@ def test_weights_replaced_at_the_same_path_are_refused(tiny_models, lama_dir, tm
 
 
 def test_hub_ids_and_registry_names_have_no_file_fingerprint(tmp_path):
-    from bridge.options import Option
-    from bridge.run_config import PlannedPredictor, RunConfig
+    from bridge.run.config import PlannedPredictor, RunConfig
+    from bridge.run.options import Option
 
     cfg = RunConfig(["trex"], ["x"], tmp_path)
     vocab = tmp_path / "vocab.txt"
@@ -92,8 +92,8 @@ def test_prompt_file_edited_between_reruns_is_refused(lama_dir, tmp_path, monkey
 
 def test_instance_of_file_edited_between_reruns_is_refused(lama_dir, tmp_path):
     from bridge.experiments.kmir import KmirExperiment
-    from bridge.run_config import merge_config, plan_run
-    from bridge.runner import RunConfig
+    from bridge.run.config import merge_config, plan_run
+    from bridge.run.runner import RunConfig
 
     types = tmp_path / "types.txt"
     types.write_text("Q90\tQ515,city\n")

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bridge.runner import RunConfig, run_lama
+from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError
 
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from bridge import registry
-from bridge.runner import CHUNK, RunConfig, run_lama
+from bridge.predictors import registry
+from bridge.run.runner import CHUNK, RunConfig, run_lama
 from eval.errors import ConfigError, DataError
 from kb.freq import FreqPredictor
 
@@ -72,7 +72,8 @@ def test_outputs(tmp_path, lama_dir):
     assert config["predictor_configs"]["google_re"]["freq"]["ties"] == "first occurrence in the data"
     assert config["predictor_configs"]["google_re"]["freq"]["slots"] == ["object", "subject"]
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary[0]) == {"corpus", "predictor", "setting", "scope", "group", "metric", "value", "n_facts"}
+    assert set(summary[0]) == {"corpus", "predictor", "setting", "scope", "group", "metric", "value", "n_facts",
+                               "stderr", "ci_low", "ci_high"}
     assert {r["metric"] for r in summary} == {"p@1", "p@10", "mrr", "answer_space"}
     assert {r["scope"] for r in summary} == {"own", "shared"}
     curves = json.loads((out / "curves.json").read_text())
@@ -81,7 +82,8 @@ def test_outputs(tmp_path, lama_dir):
     assert record["prompt"] == "Khatchig Mouradian was born in [MASK] ."
     assert record["gold"] == "Lebanon" and len(record["answers"]) == 10
     assert record["answers"][0][0] == "London"
-    assert "| google_re | freq | 372 | 5527 | 4.63 | 1.86 | 6.80 | 4.43 |" in (out / "summary.md").read_text()
+    assert "| google_re | freq | 372 | 5527 | 1.86 ± 0.32 | 4.63 ± 0.39 | 6.80 ± 0.91 | 4.43 ± 0.35 | [3.76, 5.13] |" \
+        in (out / "summary.md").read_text()
 
 
 def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
@@ -139,7 +141,7 @@ def test_progress_moves_per_batch_inside_a_chunk(tmp_path, lama_dir, monkeypatch
     """A masked LM's bar moves as its batches finish, not once per 512-query chunk; it ends at the total."""
     import lm_fixtures
 
-    from bridge import runner
+    from bridge.run import runner
 
     steps: list[int] = []
 

@@ -32,7 +32,7 @@ def predictor(loaded, **kw):
 
 
 def test_resolver_claims_seq2seq_models(t5_dir, tmp_path):
-    from bridge.lm_predictors import make_causal, make_masked, make_seq2seq, resolve_model
+    from bridge.predictors.lm import make_causal, make_masked, make_seq2seq, resolve_model
     from lm.loading import kind_from_config
 
     assert resolve_model(str(t5_dir)) is make_seq2seq
@@ -96,7 +96,7 @@ def test_run_lama_matches_multi_token_spans_by_label(t5_dir, tmp_path, lama_dir,
     import torch
     from transformers import T5ForConditionalGeneration
 
-    from bridge.runner import RunConfig, run_lama
+    from bridge.run.runner import RunConfig, run_lama
 
     gold = {f.subject.label: f.object.label for f in trex.facts if f.relation == "P1412"}
 

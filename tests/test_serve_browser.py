@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import serve_support
 
-from eval.lama import load_corpus
+from eval.corpora import load_corpus
 
 # the session fixtures shared by the explorer tests
 client = serve_support.client
@@ -111,3 +111,28 @@ def test_run_page_filters(browser, base_url, serve_run):
     rows.first.locator("td a").first.click()
     page.wait_for_selector("#result")
     assert "[MASK]" in page.inner_text("#prompt")
+
+
+def _no_overflow(page) -> None:
+    width = page.evaluate("document.documentElement.clientWidth")
+    wide = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e => {
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && r.right > document.documentElement.clientWidth + 1 && !e.closest('.scroll');
+    }).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className)""")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, wide
+    assert wide == []
+
+
+def test_narrow_window_has_no_horizontal_overflow(browser, base_url, serve_run, tmp_path):
+    frame = pd.read_parquet(serve_run / "instances.parquet")
+    row = frame[(frame["relation"] == "P36") & (frame["predictor"] == "bert")].iloc[0]
+    page = browser.new_page(viewport={"width": 380, "height": 800})
+    page.goto(base_url + "/?" + f"subject={row['subject']}&relation=P36&k=5".replace(" ", "+"))
+    page.wait_for_selector("#result")
+    assert "gold rank" in page.inner_text('.column[data-name="bert"]')
+    _no_overflow(page)
+    page.screenshot(path=str(tmp_path / "serve-narrow.png"), full_page=True)  # as docs/serve-narrow.png
+    page.goto(base_url + "/runs/lama-small")
+    assert "shared facts" in page.inner_text("#scopes")
+    _no_overflow(page)
+    assert (tmp_path / "serve-narrow.png").stat().st_size > 10_000

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import serve_support
 
-from eval.lama import load_corpus
+from eval.corpora import load_corpus
 
 serve_explorer = serve_support.serve_explorer
 serve_run = serve_support.serve_run

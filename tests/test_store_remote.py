@@ -148,7 +148,7 @@ def test_bad_query_is_one_line(oxigraph):
 
 
 def test_cli_load_into_a_remote_store(oxigraph, lama_dir):
-    from bridge.cli_kb import kb
+    from bridge.cli.kb import kb
 
     query_url, update_url = oxigraph
     args = ["load", "--corpus", "google_re", "--data-dir", str(lama_dir), "--store", query_url]
@@ -173,7 +173,7 @@ def test_open_store(tmp_path):
 
 
 def test_lama_probe_against_the_server_equals_embedded(oxigraph, lama_dir, tmp_path):
-    from bridge.runner import RunConfig, run_lama
+    from bridge.run.runner import RunConfig, run_lama
 
     query, update = oxigraph
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import lm_fixtures
 import pytest
 
-from bridge.registry import PredictorContext
+from bridge.predictors.registry import PredictorContext
 from eval.lama import Corpus
 from eval.queries import make_queries
 from eval.types import Entity, Fact, Query, Relation
@@ -46,9 +46,9 @@ def test_freq_ranks_the_relations_subjects():
 
 
 def test_gold_reads_the_runners_graphs(tmp_path):
-    from bridge.kb_predictors import make_gold
-    from bridge.run_config import relation_versions
-    from bridge.runner import _valid_objects
+    from bridge.predictors.kb import make_gold
+    from bridge.run.runner import _valid_objects
+    from eval.lama import relation_versions
     from kb.gold import NO_GRAPH
     from kb.store import GraphStore
 
@@ -98,7 +98,7 @@ def test_extracted_kb_answers_subjects_by_sparql():
 def test_masked_lm_puts_the_mask_at_the_subject(tiny_models, tmp_path, lama_dir):
     import torch
 
-    from bridge.lm_predictors import make_masked
+    from bridge.predictors.lm import make_masked
     from lm.vocab import NOT_SINGLE_TOKEN
 
     path = str(tiny_models("bert-cased"))
@@ -129,7 +129,7 @@ def test_masked_lm_puts_the_mask_at_the_subject(tiny_models, tmp_path, lama_dir)
 
 
 def test_causal_factory_ranks_subjects_with_extended_templates(tiny_models, tmp_path, shared_data):
-    from bridge.lm_predictors import make_causal
+    from bridge.predictors.lm import make_causal
 
     ctx = PredictorContext(CORPUS, None, tmp_path, shared_data / "lama",
                            options={"cache": "off", "prompt": "extended"})

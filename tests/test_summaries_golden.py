@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.summaries import collect
+from bridge.run.summaries import collect
 
 GOLDEN = Path(__file__).parent / "golden"
 

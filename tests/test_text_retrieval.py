@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.registry import PredictorContext, build
+from bridge.predictors.registry import PredictorContext, build
 from eval.errors import ConfigError, DataError
 from eval.types import Entity, Evidence, Fact, Query
 from kb.text.evidence import attach_gold, attach_retrieved, evidence_index, gold_context
@@ -175,8 +175,8 @@ def test_the_oracle_reads_the_gold_evidence_and_the_default_does_not(lama_index,
 
 def test_retrieval_identity_records_exclude_gold(tmp_path):
     """A run directory of `retrieval` from when it read the gold evidence by default ({} options) is refused."""
-    from bridge.run_config import PlannedPredictor, RunConfig
-    from bridge.text_predictors import make_retrieval, make_retrieval_oracle
+    from bridge.predictors.text import make_retrieval, make_retrieval_oracle
+    from bridge.run.config import PlannedPredictor, RunConfig
 
     cfg = RunConfig(corpora=["trex"], predictors=["retrieval"], out=tmp_path)
     for factory, options, expected in ((make_retrieval, {}, {"exclude_gold": "1"}),

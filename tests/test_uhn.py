@@ -12,8 +12,8 @@ import pytest
 from cli_support import run_kbc
 from lm_fixtures import build_model, tokenizer_for
 
+from eval.corpora import load_corpus
 from eval.errors import ConfigError
-from eval.lama import load_corpus
 from eval.types import Entity, Fact
 from eval.uhn import (
     PLACE_NOUNS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.runner import valid_objects_of
+from bridge.run.runner import valid_objects_of
 from eval.types import Entity, Fact
 from kb.store import GraphStore
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.run_dir import open_run
+from bridge.run.directory import open_run
 
 EVIDENCE = "evidence.parquet"
 SUMMARY = "evidence_summary.json"

@@ -20,29 +20,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.instances import atomic_parquet
+from bridge.run.fact_columns import (
+    OTHER_STATS,
+    TEXT_STATS,
+    fact_uid,
+    predictor_kinds,
+    with_fact_stats,
+)
+from bridge.run.instances import atomic_parquet
 from eval.errors import ConfigError, DataError
 from eval.types import Fact
 
-ANALYSIS = "analysis"
-FACT_STATS = "fact_stats.parquet"
-TEXT_STATS = ("sm", "om", "cooc_paragraphs", "cooc_sentences")
-OTHER_STATS = ("st", "swp", "socs")
 FACT_COLUMNS: dict[str, str] = {"corpus": "string", "uid": "string", "relation": "string",
                                 **{s: "Int64" for s in TEXT_STATS}, "st": "Int64", "swp": "Int64",
                                 "socs": "Float64"}
 STATISTICS = (*TEXT_STATS, *OTHER_STATS, "lpfp")
-LOG_PROB_KINDS = ("masked-lm", "causal-lm-typed", "seq2seq-span")
 Note = Callable[[str], None]
-
-
-def analysis_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / ANALYSIS
-
-
-def fact_uid(uid: str) -> str:
-    """The fact a unit asks about (`<fact>@<prompt>` units of a prompt set share their fact's stats)."""
-    return uid.split("@", 1)[0]
 
 
 def atomic_json(obj, target: Path) -> Path:
@@ -77,8 +70,8 @@ def read_instances(path: Path) -> pd.DataFrame:
 
 def run_instances(run_dir: Path) -> pd.DataFrame:
     """The run's per-fact table (`instances.parquet`, or rebuilt from the predictions when absent)."""
-    from bridge.instances import FILENAME, instances_frame
-    from bridge.run_dir import open_run
+    from bridge.run.directory import open_run
+    from bridge.run.instances import FILENAME, instances_frame
 
     check_lama_run(Path(run_dir), open_run(run_dir).config)
     path = Path(run_dir) / FILENAME
@@ -90,8 +83,8 @@ def run_instances(run_dir: Path) -> pd.DataFrame:
 
 def run_facts(run_dir: Path, frame: pd.DataFrame, data_dir: str | Path | None) -> dict[str, list[Fact]]:
     """Per corpus, the facts of the data the run asked about, in data order."""
-    from bridge.run_dir import open_run
-    from eval.lama import load_corpus
+    from bridge.run.directory import open_run
+    from eval.corpora import load_corpus
 
     run = open_run(run_dir)
     data_dir = data_dir or run.config.get("data_dir")
@@ -251,79 +244,15 @@ def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, v
     return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
 
 
-def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
-    path = analysis_dir(run_dir) / FACT_STATS
-    if not path.exists():
-        return None
-    try:
-        return pd.read_parquet(path)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: unreadable ({exc}); delete it and run `kbc analyze stats` again") from None
-
-
-# -- joining to the per-fact table ---------------------------------------------------------------
-def predictor_kinds(run_config: dict) -> dict[str, str | None]:
-    """Each predictor's kind (None: it names none) as the run recorded it when the predictor was built,
-    in any corpus: a run stopped early has it only for the corpora it reached."""
-    kinds: dict[str, str | None] = {}
-    for configs in run_config.get("predictor_configs", {}).values():
-        for name, d in configs.items():
-            if isinstance(d, dict) and (d.get("kind") or name not in kinds):
-                kinds[name] = d.get("kind") or kinds.get(name)
-    return kinds
-
-
-def log_prob_predictors(run_config: dict) -> dict[str, set[str]]:
-    """Per corpus of the run, the predictors whose answer scores are log-probabilities."""
-    logp = {name for name, kind in predictor_kinds(run_config).items() if kind in LOG_PROB_KINDS}
-    corpora = set(run_config.get("corpora") or []) | set(run_config.get("predictor_configs", {}))
-    return {corpus: set(logp) for corpus in corpora}
-
-
 def unrecorded_predictors(frame: pd.DataFrame, run_config: dict) -> list[str]:
     """Predictors with rows whose kind the run never recorded (stopped before they were built)."""
     kinds = predictor_kinds(run_config)
     return sorted({p for p in frame["predictor"].dropna().unique() if p not in kinds})
 
 
-def lpfp_column(frame: pd.DataFrame, run_config: dict) -> pd.Series:
-    """Log-probability of the first prediction, for log-probability predictors only."""
-    out = pd.Series(pd.NA, index=frame.index, dtype="Float64")
-    pairs = [(c, p) for c, names in log_prob_predictors(run_config).items() for p in names]
-    if frame.empty or not pairs:
-        return out
-    keys = pd.Series(list(zip(frame["corpus"], frame["predictor"])), index=frame.index)
-    rows = keys.isin(pairs) & frame["answers"].notna()
-
-    def first(text: str) -> float | None:
-        answers = json.loads(text)
-        return float(answers[0][1]) if answers else None
-
-    out[rows] = [first(a) for a in frame.loc[rows, "answers"]]
-    return out
-
-
-def with_fact_stats(frame: pd.DataFrame, run_dir: Path, run_config: dict | None = None) -> pd.DataFrame:
-    """The per-fact table with the statistic columns (and LPFP) when `fact_stats.parquet` exists."""
-    stats = read_fact_stats(run_dir)
-    if stats is None:
-        return frame
-    if run_config is None:
-        from bridge.run_dir import open_run
-
-        run_config = open_run(run_dir).config
-    base = frame.drop(columns=[c for c in (*TEXT_STATS, *OTHER_STATS, "lpfp") if c in frame.columns])
-    keyed = stats.drop(columns=["relation"]).rename(columns={"uid": "_fact"})
-    base = base.assign(_fact=base["uid"].map(fact_uid) if len(base) else base["uid"])
-    joined = base.merge(keyed, how="left", on=["corpus", "_fact"]).drop(columns=["_fact"])
-    joined.index = frame.index
-    joined["lpfp"] = lpfp_column(joined, run_config)
-    return joined
-
-
 def refresh_instances(run_dir: Path) -> Path:
     """Rewrite `instances.parquet` with the current statistics."""
-    from bridge.instances import FILENAME
+    from bridge.run.instances import FILENAME
 
     frame = run_instances(run_dir)
     return atomic_parquet(with_fact_stats(frame, Path(run_dir)), Path(run_dir) / FILENAME)

@@ -12,6 +12,8 @@ EXPERIMENTS: dict[str, str] = {
     "coherency": "bridge.experiments.coherency:CoherencyExperiment",
     "kmir": "bridge.experiments.kmir:KmirExperiment",
     "evidence": "bridge.experiments.evidence:EvidenceExperiment",
+    "lmkbc": "bridge.experiments.lmkbc:LmkbcExperiment",
+    "negated": "bridge.experiments.negated:NegatedExperiment",
 }
 
 

@@ -9,7 +9,7 @@ coherency instance), and `summarize` turns instance records into tidy rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +32,7 @@ class StageInput:
     data_dir: Path | None = None  # the LAMA data folder (prompt sets live beside it)
     cache_dir: Path | None = None  # for indexes an experiment builds (retrieved contexts)
     store: GraphStore | None = None  # the run's graph store (gold graphs loaded, facts an experiment derives)
+    options: dict[str, str] = field(default_factory=dict)  # the predictor's own options (`--set NAME.KEY=VALUE`)
 
 
 class Experiment(Protocol):

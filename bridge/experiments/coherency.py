@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords
-from bridge.results import TOP_SAVED
+from bridge.run.results import TOP_SAVED
 from eval.coherency import (
     CONTAINED,
     ROUNDS,

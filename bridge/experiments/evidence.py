@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.experiments.lama import ranked_record, targets
-from bridge.results import to_ranked
+from bridge.run.results import to_ranked
 from eval.lama import MASK
 from eval.metrics import pk_curve, summarize
 from eval.types import OBJECT_SLOT, Fact, Prediction, Query

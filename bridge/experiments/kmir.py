@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from bridge.results import TOP_SAVED
+from bridge.run.results import TOP_SAVED
 from eval.errors import ConfigError
 from eval.f1 import f1_score
 from eval.kmir import (
@@ -182,7 +182,7 @@ class KmirExperiment:
 
     def questions(self, given: StageInput) -> list[KmirQuestion]:
         """The corpus's questions over the asked facts (deterministic for the same inputs and seed)."""
-        from bridge.kb_kmir_predictors import corpus_graphs, known_relations
+        from bridge.predictors.kmir import corpus_graphs, known_relations
         from eval.relations import load_relations
         from kb.kmir_answer import ensure_instance_of
         from kb.reasoning import ensure_inferred, read_inferred

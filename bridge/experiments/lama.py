@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from bridge.results import TOP_SAVED
+from bridge.run.results import TOP_SAVED
 from eval.errors import ConfigError
 from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
@@ -81,19 +81,27 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
 
 def with_prompts(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
                  ) -> dict[str, list[tuple[Query, Fact]]]:
-    """Each query once per prompt of its relation (cloze corpora keep their sentence)."""
-    from eval.prompts import load_prompts
+    """Each query once per prompt of its relation (cloze corpora keep their sentence); `TEMPLATES_SET`: the
+    relation's own templates (BEAR's three, prompt ids `t0`, `t1`, `t2`)."""
+    from eval.prompts import Prompt, load_prompts
 
     templated = {rel: r for rel, r in given.corpus.relations.items()
                  if queries.get(rel) and not queries[rel][0][1].cloze}
     if not templated:
         return queries
-    prompts = load_prompts(spec, given.data_dir, templated)
+    if spec == TEMPLATES_SET:
+        prompts = {rel: [Prompt(f"t{i}", t, TEMPLATES_SET) for i, t in enumerate(r.templates or (r.template,))]
+                   for rel, r in templated.items()}
+    else:
+        prompts = load_prompts(spec, given.data_dir, templated)
     out = dict(queries)
     for rel, options in prompts.items():
         out[rel] = [(dataclasses.replace(q, uid=f"{q.uid}@{p.id}", template=p.template, prompt=p.id), f)
                     for q, f in queries[rel] for p in options]
     return out
+
+
+TEMPLATES_SET = "templates"  # `--template all`: each relation's own templates as a prompt set
 
 
 def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
@@ -136,7 +144,7 @@ class LamaExperiment:
 
     def check(self, corpora: dict, data_dir) -> None:
         """Prompt sets are read (and their errors reported) before anything runs."""
-        if self.prompts == "lama":
+        if self.prompts in ("lama", TEMPLATES_SET):
             return
         from eval.prompts import load_prompts
 

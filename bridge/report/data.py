@@ -13,13 +13,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.run_dir import RunDir, open_run
+from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
+from eval.relations import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 ANALYSIS = "analysis"
-KB_MODULES = ("bridge.kb_predictors", "bridge.kb_kmir_predictors", "bridge.text_predictors", "bridge.re_predictors")
+KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
+              "bridge.predictors.extraction")
 GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
+
+
+def is_relation(group: str) -> bool:
+    """A summary group that is one relation (not a type, a BEAR domain `domain:...` or `all`)."""
+    return group not in GROUPS_NOT_RELATIONS and not group.startswith(DOMAIN_PREFIX)
 
 
 def _json(path: Path) -> list | dict | None:
@@ -172,13 +179,24 @@ def check_comparable(a: RunData, b: RunData) -> None:
                           f"{b.path} is {b.experiment}")
 
 
+def spec_of(config: dict, predictor: str) -> str:
+    """The registry name or model path a predictor of the run was built from."""
+    return str((config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor))
+
+
 def side(config: dict, predictor: str) -> str:
     """"kb" or "lm": which side of the comparison a predictor of the run stands on."""
-    from bridge.registry import ENTRIES
+    from bridge.predictors.registry import ENTRIES
 
-    spec = (config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor)
-    entry = ENTRIES.get(spec)
+    entry = ENTRIES.get(spec_of(config, predictor))
     return "kb" if entry and entry[0].split(":")[0] in KB_MODULES else "lm"
+
+
+def upper_bound(config: dict, predictor: str) -> str | None:
+    """Why a predictor is an upper bound rather than a baseline (it reads the gold evidence), else None."""
+    from bridge.predictors.registry import UPPER_BOUNDS
+
+    return UPPER_BOUNDS.get(spec_of(config, predictor))
 
 
 def relation_labels(config: dict) -> dict[str, str]:
@@ -215,6 +233,7 @@ class View:
     dropped: list[dict]
     analysis: Analysis
     origin: dict[str, tuple[RunData, str]]  # shown name -> (run, the run's own predictor name)
+    upper: dict[str, str] = field(default_factory=dict)  # shown name -> why it is an upper bound
 
     @property
     def main(self) -> RunData:
@@ -283,13 +302,34 @@ def combine(runs: list[RunData], setting: str) -> View:
         curves=[r for run, n in zip(runs, renames) for r in _renamed_rows(run.curves, n) or []],
         dropped=[r for run, n in zip(runs, renames) for r in _renamed_rows(run.dropped, n) or []],
         analysis=analysis, origin=origin,
+        upper={shown: why for shown, (run, p) in origin.items() if (why := upper_bound(run.config, p))},
     )
 
 
-def delta_pairs(view: View, wanted: tuple[str, str] | None) -> list[tuple[str, str]]:
+REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
+
+
+def best_kb(view: View, metric: str) -> str | None:
+    """The KB predictor with the best `metric` over all facts (mean over corpora), gold left out and upper
+    bounds only when no other KB predictor was run."""
+    rows = [r for r in view.summary if r["setting"] == view.setting and r["group"] == "all" and r["metric"] == metric
+            and not r.get("prompt")]
+    scope = "shared" if any(r.get("scope") == "shared" for r in rows) else "own"
+    scores: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("scope", "own") == scope:
+            scores.setdefault(r["predictor"], []).append(float(r["value"]))
+    kbs = [p for p in view.predictors if view.sides[p] == "kb" and p in scores
+           and spec_of(view.origin[p][0].config, view.origin[p][1]) != REFERENCE]
+    honest = [p for p in kbs if p not in view.upper] or kbs
+    return max(honest, key=lambda p: sum(scores[p]) / len(scores[p]), default=None)
+
+
+def delta_pairs(view: View, wanted: tuple[str, str] | None, metric: str = "p@1") -> list[tuple[str, str]]:
     """Which predictors the per-relation delta figure compares, as (baseline, other) shown names.
 
-    Default, one run: every KB against every LM (at most four pairs), else the first two predictors.
+    Default, one LAMA run: every LM against the best KB predictor (not gold, 100 by construction), none when
+    the run lacks either side; coherency and KMIR runs draw deltas only when asked (`--delta A B`).
     Two runs: the same predictor name in both, else each run's predictors side by side.
     """
     if len(view.runs) == 2:
@@ -307,8 +347,8 @@ def delta_pairs(view: View, wanted: tuple[str, str] | None) -> list[tuple[str, s
         if a == b:
             raise ConfigError(f"--delta {a} {b}: name two different predictors")
         return [(a, b)]
-    kbs = [p for p in view.predictors if view.sides[p] == "kb"]
+    if view.experiment != "lama":
+        return []
+    base = best_kb(view, metric)
     lms = [p for p in view.predictors if view.sides[p] == "lm"]
-    if kbs and lms:
-        return [(k, m) for k in kbs for m in lms][:4]
-    return [tuple(view.predictors[:2])] if len(view.predictors) >= 2 else []
+    return [(base, m) for m in lms] if base else []

@@ -8,7 +8,7 @@ share an axis.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -67,23 +67,29 @@ def _short(text: str, limit: int = 26) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _legend(fig, names: list[str], colour: dict[str, str]) -> None:
-    """One legend for a row of panels, in a strip above them (colours are the same in every panel)."""
+def legend_label(name: str, upper: Collection[str] = ()) -> str:
+    """A predictor's name in a legend, marked when it is an upper bound (it reads the gold evidence)."""
+    return f"{name} (upper bound)" if name in upper else name
+
+
+def _legend(fig, names: list[str], colour: dict[str, str], upper: Collection[str] = ()) -> None:
+    """One legend for all panels, in a strip above them, so it never covers a bar, line or point."""
     from matplotlib.patches import Patch
 
     names = list(dict.fromkeys(names))
-    strip = 0.32 / fig.get_figheight()
-    fig.legend(handles=[Patch(color=colour[n], label=n) for n in names], fontsize=8, frameon=False,
-               ncol=min(len(names), 6), loc="upper right", bbox_to_anchor=(1.0, 1.0))
+    ncol = min(len(names), 6)
+    strip = (0.3 * math.ceil(len(names) / max(ncol, 1)) + 0.05) / fig.get_figheight()
+    fig.legend(handles=[Patch(color=colour[n], label=legend_label(n, upper)) for n in names], fontsize=8,
+               frameon=False, ncol=max(ncol, 1), loc="upper right", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout(rect=(0, 0, 1, 1 - strip))
 
 
 def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[str, str], out: Path,
-           key: str = "p_at_k") -> list[Path]:
+           key: str = "p_at_k", upper: Collection[str] = ()) -> list[Path]:
     """LAMA Fig. 2: macro P@k against k (log scale), one line per predictor, one panel per corpus."""
     corpora = list(curves)
     colour = complete(colour, [p for lines in curves.values() for p in lines])
-    fig, axes = plt.subplots(1, len(corpora), figsize=(4.6 * len(corpora), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(corpora), figsize=(4.6 * len(corpora), 3.8), squeeze=False)
     for ax, corpus in zip(axes[0], corpora):
         for predictor, points in curves[corpus].items():
             ks, values = zip(*sorted(points))
@@ -98,17 +104,20 @@ def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[s
         ax.set_ylim(0, 100)
         ax.set_title(corpus)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
+    _legend(fig, [p for lines in curves.values() for p in lines], colour, upper)
     return save(fig, out, key)
 
 
 def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[str, str], ylabel: str, out: Path,
-                 key: str, labels: dict[str, str] | None = None, ylim: float | None = 100.0) -> list[Path]:
+                 key: str, labels: dict[str, str] | None = None, ylim: float | None = 100.0,
+                 upper: Collection[str] = (),
+                 intervals: dict[tuple[str, str, str], tuple[float, float]] | None = None) -> list[Path]:
     """Bars per group (relation, type, kind), predictors side by side, one panel per corpus.
 
-    `panels`: corpus -> group -> predictor -> value, groups in the order to draw.
+    `panels`: corpus -> group -> predictor -> value, groups in the order to draw; `intervals`:
+    (corpus, group, predictor) -> (low, high), drawn as error bars where the summary has them.
     """
+    intervals = intervals or {}
     labels = labels or {}
     colour = complete(colour, [p for groups in panels.values() for v in groups.values() for p in v])
     n_pred = max((len({p for v in groups.values() for p in v}) for groups in panels.values()), default=1)
@@ -121,6 +130,11 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
             xs = [g + (i - (len(names) - 1) / 2) * step for g in range(len(groups))]
             ys = [values.get(predictor, math.nan) for values in groups.values()]
             ax.bar(xs, ys, width=step, label=predictor, color=colour[predictor])
+            ci = [intervals.get((corpus, g, predictor)) for g in groups]
+            if any(ci):
+                lo = [y - c[0] if c else 0.0 for y, c in zip(ys, ci)]
+                hi = [c[1] - y if c else 0.0 for y, c in zip(ys, ci)]
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="#333333", elinewidth=0.8, capsize=1.5)
         ax.set_xticks(range(len(groups)))
         ticks = [_short(f"{g} {labels[g]}" if g in labels else g) for g in groups]
         ax.set_xticklabels(ticks, rotation=60 if long_labels else 0, ha="right" if long_labels else "center",
@@ -131,27 +145,42 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
         ax.set_ylabel(ylabel)
         ax.set_title(corpus, loc="left")
         ax.grid(axis="y", alpha=0.3)
-    _legend(fig, [p for groups in panels.values() for v in groups.values() for p in v], colour)
+    _legend(fig, [p for groups in panels.values() for v in groups.values() for p in v], colour, upper)
     return save(fig, out, key)
 
 
-def deltas(panels: dict[str, list[tuple[str, float, float | None]]], baseline: str, other: str, out: Path,
-           key: str, labels: dict[str, str] | None = None) -> list[Path]:
-    """E-BERT Fig. 2: P@1 of `other` minus `baseline` per relation (sorted), with the share of facts whose
-    object name is a substring of the subject name as crosses (top axis)."""
+def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], baseline: str, colour: dict[str, str],
+           out: Path, key: str, labels: dict[str, str] | None = None, metric: str = "P@1",
+           upper: Collection[str] = ()) -> list[Path]:
+    """E-BERT Fig. 2: `metric` of each predictor minus `baseline` per relation, relations sorted by the mean
+    delta; bars for one predictor, a point per predictor for several; the share of facts whose object name
+    is a substring of the subject name as crosses (top axis).
+
+    `panels`: corpus -> [(relation, predictor -> delta, share or None)].
+    """
     labels = labels or {}
+    others = list(dict.fromkeys(p for rows in panels.values() for _, d, _ in rows for p in d))
+    colour = complete(colour, others)
     sizes = [max(len(rows), 2) for rows in panels.values()]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(6.4, 1.1 * len(sizes) + 0.24 * sum(sizes)), squeeze=False,
-                             gridspec_kw={"height_ratios": sizes})
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 1.3 * len(sizes) + 0.24 * sum(sizes) + 0.4),
+                             squeeze=False, gridspec_kw={"height_ratios": sizes})
     for ax, (corpus, rows) in zip(axes[:, 0], panels.items()):
-        rows = sorted(rows, key=lambda r: r[1])
-        ys = range(len(rows))
-        values = [r[1] for r in rows]
-        ax.barh(ys, values, color=["#2ca02c" if v >= 0 else "#d62728" for v in values], height=0.7)
+        rows = sorted(rows, key=lambda r: sum(r[1].values()) / max(len(r[1]), 1))
+        ys = list(range(len(rows)))
+        values = [v for r in rows for v in r[1].values()]
+        if len(others) == 1:
+            one = [r[1].get(others[0], math.nan) for r in rows]
+            ax.barh(ys, one, color=["#2ca02c" if v >= 0 else "#d62728" for v in one], height=0.7)
+        else:
+            for i, other in enumerate(others):
+                offset = (i - (len(others) - 1) / 2) * min(0.7 / len(others), 0.18)
+                points = [(y + offset, r[1][other]) for y, r in zip(ys, rows) if other in r[1]]
+                ax.scatter([v for _, v in points], [y for y, _ in points], color=colour[other], s=16, zorder=3)
         ax.axvline(0, color="#333333", linewidth=0.8)
-        ax.set_yticks(list(ys))
+        ax.set_yticks(ys)
         ax.set_yticklabels([_short(f"{r[0]} {labels[r[0]]}" if r[0] in labels else r[0]) for r in rows], fontsize=8)
-        ax.set_xlabel(f"P@1 {other} − {baseline} (points)")
+        subject = others[0] if len(others) == 1 else "predictor"
+        ax.set_xlabel(f"{metric}: {subject} − {legend_label(baseline, upper)} (points)")
         bound = max([abs(v) for v in values] + [5.0])
         ax.set_xlim(-bound * 1.08, bound * 1.08)
         ax.set_title(corpus, loc="left")
@@ -159,17 +188,19 @@ def deltas(panels: dict[str, list[tuple[str, float, float | None]]], baseline: s
         shares = [(y, r[2]) for y, r in zip(ys, rows) if r[2] is not None]
         if shares:
             top = ax.twiny()
-            top.scatter([s for _, s in shares], [y for y, _ in shares], marker="x", color="#333333", s=18,
-                        label="object name in subject name (%)")
+            top.scatter([s for _, s in shares], [y for y, _ in shares], marker="x", color="#333333", s=18)
             top.set_xlim(0, 100)
             top.set_xlabel("× facts whose object name is in the subject name (%)", fontsize=8)
             top.spines["right"].set_visible(False)
-    fig.tight_layout()
+    if len(others) > 1:
+        _legend(fig, others, colour, upper)
+    else:
+        fig.tight_layout()
     return save(fig, out, key)
 
 
 def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | None]]], colour: dict[str, str],
-                     out: Path, key: str = "correlation") -> list[Path]:
+                     out: Path, key: str = "correlation", upper: Collection[str] = ()) -> list[Path]:
     """LAMA Fig. 3: correlation of per-fact P@1 with each statistic, bars per predictor.
 
     `panels`: (corpus, method) -> statistic -> predictor -> coefficient (None: undefined, drawn as a gap).
@@ -178,7 +209,7 @@ def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | N
     colour = complete(colour, [p for stats in panels.values() for v in stats.values() for p in v])
     corpora = list(dict.fromkeys(c for c, _ in keys))
     methods = list(dict.fromkeys(m for _, m in keys))
-    fig, axes = plt.subplots(len(corpora), len(methods), figsize=(4.8 * len(methods), 3.0 * len(corpora)),
+    fig, axes = plt.subplots(len(corpora), len(methods), figsize=(4.8 * len(methods), 3.0 * len(corpora) + 0.4),
                              squeeze=False)
     for r, corpus in enumerate(corpora):
         for c, method in enumerate(methods):
@@ -197,14 +228,12 @@ def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | N
             ax.set_ylabel(f"{method.capitalize()} r with P@1")
             ax.set_title(f"{corpus}, {method}")
             ax.grid(axis="y", alpha=0.3)
-            if names:
-                ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    _legend(fig, [p for stats in panels.values() for v in stats.values() for p in v], colour, upper)
     return save(fig, out, key)
 
 
 def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | None]]]], colour: dict[str, str],
-           out: Path, key: str = "cooccurrence_bins") -> list[Path]:
+           out: Path, key: str = "cooccurrence_bins", upper: Collection[str] = ()) -> list[Path]:
     """KMIR Fig. 2: P@1 per bin of a count statistic, a line per predictor, facts per bin above the axis.
 
     `panels`: (corpus, statistic) -> predictor -> [(bin label, facts, P@1 or None)], bins in order.
@@ -213,7 +242,7 @@ def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | 
     colour = complete(colour, [p for lines in panels.values() for p in lines])
     cols = min(2, len(keys))
     rows_n = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows_n, cols, figsize=(5.4 * cols, 3.4 * rows_n), squeeze=False)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.4 * cols, 3.4 * rows_n + 0.4), squeeze=False)
     for ax in axes.flat[len(keys):]:
         ax.set_visible(False)
     for ax, (corpus, statistic) in zip(axes.flat, keys):
@@ -236,13 +265,13 @@ def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | 
         ax.set_ylabel("P@1 (%)")
         ax.set_title(f"{corpus}: {statistic} (facts per bin above)", pad=22, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    _legend(fig, [p for lines in panels.values() for p in lines], colour, upper)
     return save(fig, out, key)
 
 
 def rank_boxes(panels: dict[str, dict[str, dict[str, list[float]]]], colour: dict[str, str], out: Path,
-               key: str = "rank_variation", labels: dict[str, str] | None = None) -> list[Path]:
+               key: str = "rank_variation", labels: dict[str, str] | None = None,
+               upper: Collection[str] = ()) -> list[Path]:
     """LAMA Fig. 4: distribution of the gold rank over a fact's evidence sentences, per relation and predictor.
 
     `panels`: corpus -> relation -> predictor -> ranks (log scale; one value per fact: its mean rank).
@@ -274,5 +303,5 @@ def rank_boxes(panels: dict[str, dict[str, dict[str, list[float]]]], colour: dic
         ax.set_ylabel("gold rank over evidences")
         ax.set_title(corpus, loc="left")
         ax.grid(axis="y", alpha=0.3)
-    _legend(fig, [p for rels in panels.values() for v in rels.values() for p in v], colour)
+    _legend(fig, [p for rels in panels.values() for v in rels.values() for p in v], colour, upper)
     return save(fig, out, key)

@@ -37,6 +37,8 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     skipped: str | None = None  # why the section is empty, and the command that fills it
+    links: list[tuple[str, Path]] = field(default_factory=list)  # files beside the page: (what it holds, path)
+    footnotes: list[str] = field(default_factory=list)  # below the tables (what a † means)
 
 
 def tables_from_markdown(text: str, caption: str = "") -> list[Table]:
@@ -88,6 +90,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:12px 0 20px;background:#fff;border:1px solid #e3e7eb;padding:8px;overflow-x:auto}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.86em;color:#3b444d;margin-top:6px}
+.footnote{color:#3b444d;font-size:.86em;margin-top:-6px}
 .skipped{background:#fff8e5;border-left:4px solid #e0a800;padding:8px 12px;font-size:.92em}
 code{background:#eef1f4;padding:1px 4px;border-radius:3px;font-size:.92em}
 """
@@ -133,6 +136,9 @@ def render_html(title: str, meta: list[str], sections: list[Section], base: Path
                        f"<figcaption>{_inline(fig.caption)} "
                        f'(<a href="{html.escape(svg)}">SVG</a>)</figcaption></figure>')
         out += [_html_table(t) for t in s.tables]
+        out += [f'<p class="download"><a href="{html.escape(_rel(path, base))}">{html.escape(path.name)}</a>: '
+                f"{_inline(what)}</p>" for what, path in s.links]
+        out += [f'<p class="footnote">{_inline(n)}</p>' for n in s.footnotes]
         out.append("</section>")
     out += ["</main>", "</body>", "</html>", ""]
     return "\n".join(out)
@@ -161,4 +167,8 @@ def render_markdown(title: str, meta: list[str], sections: list[Section], base: 
                     ""]
         for t in s.tables:
             out += _md_table(t)
+        for what, path in s.links:
+            out += [f"[{path.name}]({_rel(path, base)}): {what}", ""]
+        for n in s.footnotes:
+            out += [n, ""]
     return "\n".join(out).rstrip() + "\n"

@@ -6,18 +6,23 @@ produces the data, so a reader knows the difference between "not measured" and "
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 from bridge.report import figures
-from bridge.report.data import GROUPS_NOT_RELATIONS, View, relation_labels
+from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
+from bridge.run.summaries import open_spaces, relation_info
 from eval.report import METRIC_NAMES, per_relation, table
 from eval.types import RELATION_TYPES
 
 HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1"}
+SCORES_SOURCE = {"lama": "LAMA Table 2", "coherency": "coherency paper Table 1", "kmir": "KMIR Table 4"}
+SIGNIFICANT = 0.01  # the correlation matrix marks coefficients with p below this
+MIN_BIN = 20  # co-occurrence bins with fewer facts are merged with their neighbours
 STAT_ORDER = ("sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs", "lpfp")
 STAT_NAMES = {"sm": "subject mentions", "om": "object mentions", "cooc_paragraphs": "paragraphs with both",
               "cooc_sentences": "sentences with both", "st": "subject tokens", "swp": "subject word pieces",
@@ -72,6 +77,10 @@ class Builder:
         self.rows = [r for r in view.summary if r["setting"] == view.setting and r.get("scope", "own") == self.scope
                      and not r.get("prompt")]
         self.path = view.main.path
+        self.upper = view.upper
+        reference = {p for p, (run, name) in view.origin.items() if spec_of(run.config, name) == REFERENCE}
+        # the gold KB scores 100 by construction: kept in the tables, left out of the figures
+        self.hidden = reference if view.experiment != "kmir" and len(reference) < len(view.predictors) else set()
 
     # helpers -----------------------------------------------------------------------------------
     def _figure(self, key: str, caption: str, draw: Callable[[Path, str], list[Path]]) -> Figure:
@@ -86,9 +95,44 @@ class Builder:
                 out.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = float(r["value"])
         return out
 
+    def _drawn(self, metric: str) -> dict[str, dict[str, dict[str, float]]]:
+        """`_values` without the predictors the figures leave out (the gold reference)."""
+        return {c: {g: {p: v for p, v in per.items() if p not in self.hidden} for g, per in groups.items()}
+                for c, groups in self._values(metric).items()}
+
+    def _hidden_note(self) -> str:
+        return f" {', '.join(sorted(self.hidden))} (100 by construction) is left out." if self.hidden else ""
+
     def _n_facts(self, metric: str) -> dict[tuple[str, str, str], int]:
         return {(r["corpus"], r["group"], r["predictor"]): int(r.get("n_facts") or 0)
                 for r in self.rows if r["metric"] == metric}
+
+    def _intervals(self, metric: str) -> dict[tuple[str, str, str], tuple[float, float]]:
+        """(corpus, group, predictor) -> (ci_low, ci_high) where the summary rows carry an interval."""
+        out = {}
+        for r in self.rows:
+            low, high = r.get("ci_low"), r.get("ci_high")
+            if r["metric"] == metric and isinstance(low, (int, float)) and isinstance(high, (int, float)):
+                out[(r["corpus"], r["group"], r["predictor"])] = (float(low), float(high))
+        return out
+
+    def _mark(self, name: str) -> str:
+        """A predictor's name in a table, with † when it is an upper bound."""
+        return f"{name} †" if name in self.upper else name
+
+    def _mark_tables(self, tables: list[Table]) -> list[Table]:
+        for t in tables:
+            if "predictor" in t.head:
+                at = t.head.index("predictor")
+                for row in t.rows:
+                    row[at] = self._mark(row[at])
+        return tables
+
+    def _footnote(self, section: Section, names) -> None:
+        marked = [n for n in dict.fromkeys(names) if n in self.upper]
+        if marked:
+            section.footnotes.append("† upper bound, not a baseline: " + "; ".join(
+                f"`{n}` {self.upper[n]}" for n in marked) + ".")
 
     def _metric_name(self, metric: str) -> str:
         return METRIC_NAMES.get(metric, metric)
@@ -109,10 +153,13 @@ class Builder:
         head = ["predictor", "side", "spec", "run"] if len(view.runs) > 1 else ["predictor", "side", "spec"]
         rows = []
         for shown, (run, name) in origin.items():
-            spec = (run.config.get("predictor_specs", {}).get(name) or {}).get("spec", name)
-            row = [shown, view.sides[shown].upper(), str(spec)]
+            spec = spec_of(run.config, name)
+            role = (" (upper bound)" if shown in self.upper else
+                    " (reference: 100 by construction)" if spec == REFERENCE and view.experiment != "kmir" else "")
+            row = [self._mark(shown), view.sides[shown].upper() + role, spec]
             rows.append([*row, str(run.path)] if len(view.runs) > 1 else row)
         s.tables.append(Table(head, rows, "Predictors (KB: symbolic side; LM: language model side)"))
+        self._footnote(s, view.predictors)
         seconds = view.seconds()
         if seconds:
             corpora = list(seconds)
@@ -133,11 +180,16 @@ class Builder:
         return s
 
     def scores(self) -> Section:
-        s = Section("scores", f"Scores ({self.scope} facts)", "LAMA Table 2")
+        title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
+        s = Section("scores", f"{title} ({self.scope} facts)", SCORES_SOURCE.get(self.view.experiment, ""))
         metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em")}.get(self.view.experiment, (self.metric,))
+        config = self.view.main.config
         for metric in metrics:
-            s.tables += tables_from_markdown(table(self.view.summary, metric, self.view.setting, self.scope),
-                                             f"{self._metric_name(metric)}, setting {self.view.setting}")
+            s.tables += self._mark_tables(tables_from_markdown(
+                table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
+                      open_spaces=open_spaces(config)),
+                f"{self._metric_name(metric)}, setting {self.view.setting}"))
+        self._footnote(s, self.view.predictors)
         if self.scope == "shared":
             s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
                           "same queries.")
@@ -157,13 +209,16 @@ class Builder:
             return s
         curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
         for c in picked:
-            curves.setdefault(c["corpus"], {}).setdefault(c["predictor"], []).append((int(c["k"]), float(c["value"])))
+            if c["predictor"] not in self.hidden:
+                curves.setdefault(c["corpus"], {}).setdefault(c["predictor"], []).append(
+                    (int(c["k"]), float(c["value"])))
         s.figures.append(self._figure("p_at_k", f"Mean P@k (macro over relations) for k = 1..100, setting "
-                                      f"{self.view.setting}, {self.scope} facts; log-scale k.",
-                                      lambda out, key: figures.p_at_k(curves, self.colour, out, key)))
+                                      f"{self.view.setting}, {self.scope} facts; log-scale k.{self._hidden_note()}",
+                                      lambda out, key: figures.p_at_k(curves, self.colour, out, key, self.upper)))
         at = {(c["corpus"], c["predictor"], int(c["k"])): float(c["value"]) for c in picked}
         ks = [k for k in (1, 10, 100) if any(key[2] == k for key in at)]
-        rows = [[corpus, p, *[_fmt(at.get((corpus, p, k))) for k in ks]] for corpus in curves for p in curves[corpus]]
+        rows = [[corpus, self._mark(p), *[_fmt(at.get((corpus, p, k))) for k in ks]]
+                for corpus in curves for p in curves[corpus]]
         s.tables.append(Table(["corpus", "predictor", *[f"P@{k}" for k in ks]], rows))
         return s
 
@@ -171,11 +226,11 @@ class Builder:
         metric = self.metric
         name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
         s = Section("by_relation", f"{name} by relation", "LAMA per-relation results" if metric == "p@1" else "")
-        values = self._values(metric)
-        panels = {c: {g: v for g, v in groups.items() if g not in GROUPS_NOT_RELATIONS}
+        values = self._drawn(metric)
+        panels = {c: {g: v for g, v in groups.items() if is_relation(g)}
                   for c, groups in values.items()}
         panels = {c: dict(sorted(g.items(), key=lambda kv: (-sum(kv[1].values()) / len(kv[1]), kv[0])))
-                  for c, g in panels.items() if g}
+                  for c, g in panels.items() if len(g) > 1}  # one relation: its bar is the corpus's total
         if not panels or self.view.experiment == "kmir":
             s.skipped = ("this run has no per-relation scores" if self.view.experiment != "kmir" else
                          "KMIR questions are scored per question kind (see the next section and the KMIR table).")
@@ -183,9 +238,10 @@ class Builder:
         key = f"{_slug(metric)}_relation"
         s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by side, "
                                       f"relations sorted by their mean over predictors ({self.view.setting}, "
-                                      f"{self.scope} facts).",
+                                      f"{self.scope} facts).{self._hidden_note()}",
                                       lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
-                                                                          self.labels)))
+                                                                          self.labels, upper=self.upper,
+                                                                          intervals=self._intervals(metric))))
         s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope))
         return s
 
@@ -194,8 +250,10 @@ class Builder:
         kmir = self.view.experiment == "kmir"
         name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
         s = Section("by_type", f"{name} by {'question kind' if kmir else 'relation type'}",
-                    "KMIR Table 4" if kmir else "LAMA Table 2; coherency Table 5")
-        values = self._values(metric)
+                    {"kmir": "KMIR Table 4", "coherency": "coherency paper Table 5"}.get(self.view.experiment,
+                                                                                       "LAMA Table 2"))
+        values = self._drawn(metric)
+        ci = self._intervals(metric)
         order = [*RELATION_TYPES, "all"]
         panels = {}
         for corpus, groups in values.items():
@@ -209,16 +267,25 @@ class Builder:
         averaged = ("mean over the questions of each kind; `all`: over every question" if kmir else
                     "macro over relations; `all`: over every relation")
         s.figures.append(self._figure(key, f"{self._metric_name(metric)} per {'kind' if kmir else 'type'} "
-                                      f"({averaged}), {self.view.setting}.",
-                                      lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k)))
+                                      f"({averaged}), {self.view.setting}.{self._hidden_note()}",
+                                      lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
+                                                                          upper=self.upper, intervals=ci)))
         n = self._n_facts(metric)
         for corpus, groups in panels.items():
             head = ["predictor", *groups, "#facts"]
             predictors = list(dict.fromkeys(p for v in groups.values() for p in v))
-            rows = [[p, *[_fmt(groups[g].get(p)) for g in groups], str(n.get((corpus, "all", p), "-"))]
-                    for p in predictors]
-            s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}"))
+            rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
+                     str(n.get((corpus, "all", p), "-"))] for p in predictors]
+            s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}"
+                                  + (" [95% interval]" if ci else "")))
+        self._footnote(s, self.view.predictors)
         return s
+
+    @staticmethod
+    def _cell(value: float | None, interval: tuple[float, float] | None) -> str:
+        if interval is None or value is None:
+            return _fmt(value)
+        return f"{_fmt(value)} [{_fmt(interval[0])}, {_fmt(interval[1])}]"
 
     def _object_in_subject(self) -> dict[tuple[str, str], float]:
         """Per (corpus, relation), % of facts whose object label is a substring of the subject label."""
@@ -235,42 +302,49 @@ class Builder:
 
     def deltas(self) -> Section:
         metric = self.metric
-        s = Section("deltas", "Per-relation deltas between two predictors", "E-BERT Fig. 2")
-        if self.view.experiment == "kmir":
-            s.skipped = "KMIR questions are scored per question kind, not per relation."
-            return s
+        name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
+        s = Section("deltas", "Per-relation deltas against the best KB predictor", "E-BERT Fig. 2")
         if not self.pairs:
-            s.skipped = "the run has one predictor; a delta needs two (`kbc report RUN --delta A B`)."
+            s.skipped = ("a default delta needs a KB predictor other than gold and an LM predictor; name two with "
+                         "`kbc report RUN --delta A B`.")
             return s
         values = self._values(metric)
         n = self._n_facts(metric)
         shares = self._object_in_subject() if metric == "p@1" else {}
+        by_base: dict[str, list[str]] = {}
         for base, other in self.pairs:
-            panels: dict[str, list[tuple[str, float, float | None]]] = {}
+            by_base.setdefault(base, []).append(other)
+        for base, others in by_base.items():
+            panels: dict[str, list[tuple[str, dict[str, float], float | None]]] = {}
             rows = []
             for corpus, groups in values.items():
-                for rel, v in groups.items():
-                    if rel in GROUPS_NOT_RELATIONS or base not in v or other not in v:
+                relations = {rel: v for rel, v in groups.items() if is_relation(rel) and base in v}
+                if len(relations) < 2:  # one relation: its delta is the corpus total, shown in the scores
+                    continue
+                for rel, v in relations.items():
+                    diff = {o: v[o] - v[base] for o in others if o in v}
+                    if not diff:
                         continue
-                    delta = v[other] - v[base]
                     share = shares.get((corpus, rel))
-                    panels.setdefault(corpus, []).append((rel, delta, share))
-                    rows.append([corpus, rel, str(n.get((corpus, rel, base), "-")), _fmt(v[base]), _fmt(v[other]),
-                                 f"{delta:+.2f}", _fmt(share, 1)])
+                    panels.setdefault(corpus, []).append((rel, diff, share))
+                    rows.append([corpus, rel, str(n.get((corpus, rel, base), "-")), _fmt(v[base]),
+                                 *[f"{diff[o]:+.2f}" if o in diff else "-" for o in others], _fmt(share, 1)])
             if not panels:
-                s.text.append(f"{base} and {other} share no relation with scores.")
+                s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more scored relations.")
                 continue
-            key = f"delta_{_slug(other)}_vs_{_slug(base)}"
+            key = f"delta_{_slug(others[0])}_vs_{_slug(base)}" if len(others) == 1 else f"delta_vs_{_slug(base)}"
             crosses = "crosses: % of facts whose object name is a substring of the subject name. " if shares else ""
-            caption = (f"{self._metric_name(metric)} of {other} minus {base} per relation (points, sorted); "
-                       f"{crosses}Setting {self.view.setting}.")
-            s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base, o=other:
-                                          figures.deltas(p, b, o, out, k, self.labels)))
-            rows.sort(key=lambda r: (r[0], -float(r[5])))
-            s.tables.append(Table(["corpus", "relation", f"#facts ({base})", base, other, "delta",
-                                   "object in subject (%)"], rows, f"{other} − {base}"))
+            caption = (f"{self._metric_name(metric)} of {', '.join(others)} minus {self._mark(base)} per relation "
+                       f"(points; relations sorted by the mean delta); {crosses}Setting {self.view.setting}.")
+            s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base:
+                                          figures.deltas(p, b, self.colour, out, k, self.labels, name, self.upper)))
+            rows.sort(key=lambda r: (r[0], r[1]))
+            s.tables.append(Table(["corpus", "relation", f"#facts ({base})", self._mark(base),
+                                   *[f"{self._mark(o)} − {base}" for o in others], "object in subject (%)"], rows,
+                                  f"{name} deltas against {self._mark(base)}"))
+        self._footnote(s, [b for b, _ in self.pairs] + [o for _, o in self.pairs])
         if not s.figures:
-            s.skipped = s.skipped or "no relation has scores of both predictors."
+            s.skipped = s.skipped or "no corpus has two or more relations scored by both sides of a delta."
         return s
 
     def correlation(self) -> Section:
@@ -286,40 +360,73 @@ class Builder:
         stats = [st for st in STAT_ORDER if any(r["statistic"] == st for r in rows)]
         stats += sorted({r["statistic"] for r in rows} - set(stats))
         panels: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
+        defined = {r["predictor"] for r in rows if r["target"] == "p@1" and r["coefficient"] is not None}
         for r in rows:
-            if r["target"] == "p@1":
+            if r["target"] == "p@1" and r["predictor"] in defined:
                 panel = panels.setdefault((r["corpus"], r["method"]), {st: {} for st in stats})
                 panel[r["statistic"]][r["predictor"]] = r["coefficient"]
         if panels:
             s.figures.append(self._figure("correlation", "Pearson and Spearman correlation between a fact's P@1 (0/1) "
                                           "and each statistic, per predictor; gaps: undefined (constant values or "
-                                          "under 3 facts).",
-                                          lambda out, k: figures.correlation_bars(panels, self.colour, out, k)))
-        by: dict[tuple, dict[str, dict]] = {}
-        for r in rows:
-            by.setdefault((r["corpus"], r["predictor"], r["statistic"], r["target"]), {})[r["method"]] = r
-        table_rows = []
-        corpora, predictors = self.view.corpora, self.view.predictors
-
-        def order(key: tuple) -> tuple:
-            corpus, predictor, stat, target = key
-            return (corpora.index(corpus) if corpus in corpora else len(corpora), corpus,
-                    predictors.index(predictor) if predictor in predictors else len(predictors), predictor,
-                    stats.index(stat), target)
-
-        for (corpus, predictor, stat, target), methods in sorted(by.items(), key=lambda kv: order(kv[0])):
-            pear, spear = methods.get("pearson", {}), methods.get("spearman", {})
-            n = pear.get("n", spear.get("n"))
-            table_rows.append([corpus, predictor, stat, target, _fmt(pear.get("coefficient"), 3),
-                               _fmt_p(pear.get("p_value")), _fmt(spear.get("coefficient"), 3),
-                               _fmt_p(spear.get("p_value")), str(n)])
-        s.tables.append(Table(["corpus", "predictor", "statistic", "target", "Pearson r", "p", "Spearman ρ", "p", "n"],
-                              table_rows, "Targets: `p@1` (gold ranked first, 0/1) and `rr` (reciprocal rank)"))
+                                          "under 3 facts); predictors whose P@1 is constant are left out.",
+                                          lambda out, k: figures.correlation_bars(panels, self.colour, out, k,
+                                                                                  self.upper)))
+        s.tables += self._correlation_matrix(rows, stats)
+        csv_path = self._correlation_csv(rows, stats)
+        s.links.append(("every coefficient (Pearson and Spearman, targets p@1 and rr, p-values, n) as CSV", csv_path))
         s.text.append("Statistics: " + "; ".join(f"`{st}` {STAT_NAMES[st]}" for st in stats if st in STAT_NAMES) + ".")
         stats_frame = self.view.analysis.fact_stats
         if stats_frame is not None:
             s.tables.append(self._fact_stats_table(stats_frame))
         return s
+
+    def _correlation_matrix(self, rows: list[dict], stats: list[str]) -> list[Table]:
+        """Per corpus, predictor × statistic: Spearman ρ of per-fact P@1, * where p < 0.01; predictors whose
+        P@1 is constant (every coefficient undefined) are left out and named below the table."""
+        at = {(r["corpus"], r["predictor"], r["statistic"]): r for r in rows
+              if r["target"] == "p@1" and r["method"] == "spearman"}
+        tables = []
+        for corpus in dict.fromkeys(c for c, _, _ in at):
+            shown = [st for st in stats if any((corpus, p, st) in at for p in self.view.predictors)]
+            body, undefined = [], []
+            for p in dict.fromkeys([*self.view.predictors, *(q for c, q, _ in at if c == corpus)]):
+                cells = [at.get((corpus, p, st)) for st in shown]
+                if not any(cells):
+                    continue
+                if all(c is None or c.get("coefficient") is None for c in cells):
+                    undefined.append(p)
+                    continue
+                n = max((int(c.get("n") or 0) for c in cells if c), default=0)
+                body.append([self._mark(p), *[self._rho(c) for c in cells], str(n)])
+            if not body:
+                continue
+            caption = (f"{corpus}: Spearman ρ between a fact's P@1 (0/1) and each statistic; * p < {SIGNIFICANT}; "
+                       "-: undefined (constant values or under 3 facts)")
+            if undefined:
+                caption += f"; left out (P@1 constant, ρ undefined): {', '.join(undefined)}"
+            tables.append(Table(["predictor", *shown, "n"], body, caption))
+        return tables
+
+    @staticmethod
+    def _rho(row: dict | None) -> str:
+        if row is None or row.get("coefficient") is None:
+            return "-"
+        p = row.get("p_value")
+        return f"{row['coefficient']:+.3f}" + ("*" if p is not None and p < SIGNIFICANT else "")
+
+    def _correlation_csv(self, rows: list[dict], stats: list[str]) -> Path:
+        """The full correlation table (every method, target, p-value and n) beside the page."""
+        path = self.out / "correlation.csv"
+        fields = ["corpus", "predictor", "statistic", "target", "method", "coefficient", "p_value", "n"]
+        order = {st: i for i, st in enumerate(stats)}
+        ordered = sorted(rows, key=lambda r: (str(r["corpus"]), str(r["predictor"]), order.get(r["statistic"], 99),
+                                              str(r["target"]), str(r["method"])))
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(fields)
+            for r in ordered:
+                writer.writerow(["" if r.get(f) is None else r[f] for f in fields])
+        return path
 
     def _fact_stats_table(self, frame) -> Table:
         rows = []
@@ -352,16 +459,19 @@ class Builder:
                         value = None if r["p@1"] is None else float(r["p@1"])
                         panels.setdefault((corpus, st), {}).setdefault(r["predictor"], []).append(
                             (str(r["bin"]), int(r["n"] or 0), value))
+        panels = {key: merge_bins(lines) for key, lines in panels.items()}
         s.figures.append(self._figure("cooccurrence_bins", "P@1 per bin of each count statistic (log-spaced bins; "
-                                      "`0`: never seen), a line per predictor; above each panel: facts per bin.",
-                                      lambda out, k: figures.binned(panels, self.colour, out, k)))
+                                      f"`0`: never seen; neighbouring bins with under {MIN_BIN} facts merged), a line "
+                                      "per predictor; above each panel: facts per bin.",
+                                      lambda out, k: figures.binned(panels, self.colour, out, k, self.upper)))
         for (corpus, st), lines in panels.items():
             bins = list(dict.fromkeys(b for pts in lines.values() for b, _, _ in pts))
             at = {(p, b): (n, v) for p, pts in lines.items() for b, n, v in pts}
             predictors = list(lines)
             table_rows = [[b, str(max(at.get((p, b), (0, None))[0] for p in predictors)),
                            *[_fmt(at.get((p, b), (0, None))[1]) for p in predictors]] for b in bins]
-            s.tables.append(Table(["bin", "facts", *predictors], table_rows, f"{corpus}, `{st}`: P@1 (%) per bin"))
+            s.tables.append(Table(["bin", "facts", *map(self._mark, predictors)], table_rows,
+                                  f"{corpus}, `{st}`: P@1 (%) per bin"))
         return s
 
     def rank_variation(self) -> Section:
@@ -382,7 +492,8 @@ class Builder:
         s.figures.append(self._figure("rank_variation", "Gold rank when the fact is asked through each of its evidence "
                                       "sentences, pooled per relation (boxes: quartiles; whiskers: 1.5 IQR; log "
                                       "scale). Evidences where the gold was not ranked are left out.",
-                                      lambda out, k: figures.rank_boxes(panels, self.colour, out, k, self.labels)))
+                                      lambda out, k: figures.rank_boxes(panels, self.colour, out, k, self.labels,
+                                                                        self.upper)))
         summary = self.view.analysis.evidence_summary
         if summary:
             s.tables.append(Table(["corpus", "predictor", "relation", "facts", "median rank", "mean rank std"],
@@ -425,5 +536,39 @@ class Builder:
         return s
 
     def sections(self) -> list[Section]:
+        """The sections that fit the run's experiment: a coherency or KMIR run has no P@k curves or fact
+        statistics, and deltas there are drawn only when asked for."""
+        if self.view.experiment == "coherency":
+            parts = [self.overview(), self.scores(), self.coherency(), self.by_relation(), self.by_type()]
+            return [*parts, self.deltas()] if self.pairs else parts
+        if self.view.experiment == "kmir":
+            return [self.overview(), self.scores(), self.by_type(), self.kmir()]
         return [self.overview(), self.scores(), self.p_at_k(), self.by_relation(), self.by_type(), self.deltas(),
-                self.correlation(), self.bins(), self.rank_variation(), self.coherency(), self.kmir()]
+                self.correlation(), self.bins(), self.rank_variation()]
+
+
+def merge_bins(lines: dict[str, list[tuple[str, int, float | None]]]) -> dict[str, list[tuple[str, int, float | None]]]:
+    """Neighbouring bins merged until each holds at least `MIN_BIN` facts (a last short bin joins the one before):
+    P@1 over a handful of facts swings by tens of points. The same bins for every predictor; a merged bin's
+    P@1 is over all its facts."""
+    bins = list(dict.fromkeys(b for points in lines.values() for b, _, _ in points))
+    at = {(p, b): (n, v) for p, points in lines.items() for b, n, v in points}
+    size = {b: max(at.get((p, b), (0, None))[0] for p in lines) for b in bins}
+    groups: list[list[str]] = []
+    for b in bins:
+        if groups and sum(size[x] for x in groups[-1]) < MIN_BIN:
+            groups[-1].append(b)
+        else:
+            groups.append([b])
+    if len(groups) > 1 and sum(size[x] for x in groups[-1]) < MIN_BIN:
+        last = groups.pop()
+        groups[-1] += last
+    out: dict[str, list[tuple[str, int, float | None]]] = {}
+    for p in lines:
+        for group in groups:
+            n = sum(at.get((p, b), (0, None))[0] for b in group)
+            hits = sum(at[(p, b)][0] * at[(p, b)][1] / 100.0 for b in group
+                       if (p, b) in at and at[(p, b)][1] is not None)
+            label = group[0] if len(group) == 1 else f"{group[0].split('-')[0]}-{group[-1].split('-')[-1]}"
+            out.setdefault(p, []).append((label, n, 100.0 * hits / n if n else None))
+    return out

@@ -88,6 +88,10 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     def api_runs() -> dict:
         return {"runs": app.state.runs.listing()}
 
+    @app.get("/api/leaderboard", summary="Every predictor of every browsed run, best first, with intervals")
+    def api_leaderboard(corpus: str = "", metric: str = "", setting: str = "raw", scope: str = "shared") -> dict:
+        return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope)
+
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
         return run_views.overview(app.state.runs.get(name), _setting(setting))
@@ -122,6 +126,15 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     def runs_page(request: Request):
         return page(request, "runs.html", listing=app.state.runs.listing())
 
+    @app.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
+    def leaderboard_page(request: Request, corpus: str = "", metric: str = "", setting: str = "raw",
+                         scope: str = "shared"):
+        try:
+            board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope)
+        except KbcError as exc:
+            return page(request, "leaderboard.html", 400, board=None, error=str(exc))
+        return page(request, "leaderboard.html", board=board, error=None)
+
     @app.get("/runs/{name}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(request: Request, name: str, relation: str = "", outcome: str = "all", a: str = "",
                  b: str = "", page_no: int = Query(1, alias="page"), per_page: int = 50,
@@ -131,7 +144,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
                    "setting": setting}
         try:
             info = run_views.overview(loaded, _setting(setting))
-            facts = run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
+            facts = (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
+                     if info["has_facts"] else None)
         except KbcError as exc:
             return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
                         name=name)

@@ -14,11 +14,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.registry import ENTRIES, PredictorContext
-from bridge.run_config import RunConfig, default_cache_dir, plan_predictors
+from bridge.predictors.registry import ENTRIES, PredictorContext
+from bridge.run.config import RunConfig, default_cache_dir, plan_predictors
+from eval.corpora import load_corpus
 from eval.datadir import resolve_data_dir
 from eval.errors import ConfigError, KbcError
-from eval.lama import load_corpus
 from eval.types import Entity, Fact
 from kb.store import GraphStore, open_store
 
@@ -104,7 +104,7 @@ class Explorer:
         self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
                                {}, progress=True)
-        from bridge.kb_predictors import make_gold
+        from bridge.predictors.kb import make_gold
 
         self.gold = make_gold("gold", ctx)
         self.gold_graphs = sorted(self.gold.graphs.values())
@@ -137,7 +137,7 @@ class Explorer:
         from kb.text.index import open_index
 
         if location == "lama":
-            from bridge.text_predictors import EVIDENCE_INDEX
+            from bridge.predictors.text import EVIDENCE_INDEX
 
             return evidence_index(self.cache / "index" / EVIDENCE_INDEX, self.data_dir, progress=True)
         return open_index("tantivy", location)

@@ -14,13 +14,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.instances import FILENAME, instances_frame
-from bridge.registry import ENTRIES
-from bridge.run_dir import RunDir, did_you_mean, open_run, unfinished
+from bridge.predictors.registry import ENTRIES, UPPER_BOUNDS
+from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
+from bridge.run.instances import FILENAME, instances_frame
 from bridge.serve.explorer import LM_ENTRIES
 from eval.errors import ConfigError, DataError
+from eval.types import RELATION_TYPES
+
+TYPE_GROUPS = (*RELATION_TYPES, "all")
 
 OUTCOMES = ("all", "a-right-b-wrong", "b-right-a-wrong", "both-right", "both-wrong")
+# per experiment: the metric shown per group, the metrics shown over all facts beside it
+METRICS = {"lama": ("p@1", ("p@10", "mrr")), "coherency": ("coherency", ("coherency_round1", "coherency_round2")),
+           "kmir": ("f1", ("em",))}
 PER_PAGE_MAX = 500
 
 
@@ -43,6 +49,15 @@ class LoadedRun:
     def sides(self) -> dict[str, str]:
         specs = self.specs
         return {p: "kb" if is_kb(specs.get(p, p)) else "lm" for p in self.run.predictors}
+
+    @property
+    def experiment(self) -> str:
+        return str(self.run.config.get("experiment", "lama"))
+
+    def upper_bounds(self) -> dict[str, str]:
+        """Predictor -> why it is an upper bound (it reads the gold evidence)."""
+        specs = self.specs
+        return {p: UPPER_BOUNDS[specs.get(p, p)] for p in self.run.predictors if specs.get(p, p) in UPPER_BOUNDS}
 
     def default_pair(self) -> tuple[str, str]:
         """A KB predictor and an LM predictor of the run where it has both, else its first two."""
@@ -101,6 +116,8 @@ def _pivot(long: pd.DataFrame) -> pd.DataFrame:
 class Runs:
     def __init__(self, paths: list[Path]) -> None:
         self.runs: dict[str, LoadedRun] = {}
+        self.boards: dict[tuple, list[dict]] = {}  # leaderboards already computed
+        self.lock = threading.Lock()
         for path in paths:
             run = open_run(path)
             missing = unfinished(run)
@@ -122,39 +139,82 @@ class Runs:
                  "experiment": r.run.config.get("experiment", "lama")} for n, r in self.runs.items()]
 
 
-def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
-    """The summary table (all facts and relation-type groups) and per-relation scores of one setting.
+def _interval(row: dict) -> list[float] | None:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    return [low, high] if isinstance(low, (int, float)) and isinstance(high, (int, float)) else None
 
-    Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with."""
+
+def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
+    """The summary table (all facts and relation-type groups or question kinds) and per-relation scores of one
+    setting, in the metrics of the run's experiment (P@1, coherency or token F1).
+
+    Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
+    headline over `shared` facts (those every predictor answered), each with its number of facts."""
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
-    rows = [r for r in loaded.summary() if r.get("setting", setting) == setting and r.get("scope", "own") == "own"]
-    overall = [r for r in rows if r.get("group") not in relations]  # "all" and the relation-type groups
+    metric, extra = METRICS.get(loaded.experiment, METRICS["lama"])
+    every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
+    rows = [r for r in every if r.get("scope", "own") == "own"]
+    shared = {(r.get("corpus"), r.get("predictor")): r for r in every
+              if r.get("scope") == "shared" and r.get("group") == "all" and r.get("metric") == metric}
+    overall = [r for r in rows if r.get("group") not in relations]  # "all", relation types or question kinds
     per_relation = [r for r in rows if r.get("group") in relations]
     a, b = loaded.default_pair()
-    groups = [g for g in ("all", "1-1", "N-1", "N-M") if any(r.get("group") == g for r in overall)]
-    table = []  # one row per (corpus, predictor): P@1 per group, then P@10 and MRR over all facts
+    found = list(dict.fromkeys(r.get("group") for r in overall if r.get("metric") == metric))
+    groups = [g for g in ("all", "1-1", "N-1", "N-M") if g in found] + [g for g in found if g not in TYPE_GROUPS]
+    upper = loaded.upper_bounds()
+    table = []  # one row per (corpus, predictor): the metric per group, then the others over all facts
     for corpus in loaded.run.corpora:
         for pred in loaded.run.predictors:
             mine = {(r.get("metric"), r.get("group")): r for r in overall
                     if r.get("corpus") == corpus and r.get("predictor") == pred}
             if not mine:
                 continue
-            facts = mine.get(("p@1", "all"), {}).get("n_facts")
-            table.append({"corpus": corpus, "predictor": pred, "side": loaded.sides().get(pred), "facts": facts,
-                          "p@1": {g: mine.get(("p@1", g), {}).get("value") for g in groups},
-                          "p@10": mine.get(("p@10", "all"), {}).get("value"),
-                          "mrr": mine.get(("mrr", "all"), {}).get("value")})
+            both = shared.get((corpus, pred), {})
+            table.append({"corpus": corpus, "predictor": pred, "side": loaded.sides().get(pred),
+                          "facts": mine.get((metric, "all"), {}).get("n_facts"),
+                          metric: {g: mine.get((metric, g), {}).get("value") for g in groups},
+                          "ci": {g: _interval(mine.get((metric, g), {})) for g in groups},
+                          **{m: mine.get((m, "all"), {}).get("value") for m in extra},
+                          "shared": {"value": both.get("value"), "facts": both.get("n_facts"),
+                                     "ci": _interval(both)} if both else None,
+                          "upper_bound": upper.get(pred)})
     by_relation: dict[tuple[str, str], dict[str, float]] = {}
     for r in per_relation:
-        if r.get("metric") == "p@1":
+        if r.get("metric") == metric:
             by_relation.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r.get("value")
-    relation_table = [{"corpus": c, "relation": rel, "p@1": values} for (c, rel), values in sorted(by_relation.items())]
+    relation_table = [{"corpus": c, "relation": rel, metric: values}
+                      for (c, rel), values in sorted(by_relation.items())]
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
+            "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
+            "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
             "table": table, "relation_table": relation_table,
             "relations": relations,
             "outcomes": list(OUTCOMES)}
+
+
+def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
+                scope: str = "shared") -> dict:
+    """Every predictor of every browsed run in one table, best first, each total with its stderr and interval
+    (`kbc leaderboard`); shared scope scores all of them on the facts every one answered. Computed once per
+    choice of corpus, metric, setting and scope."""
+    from bridge.run.leaderboard import leaderboard_rows
+
+    if not runs.runs:
+        raise ConfigError("no run is browsed: start with --run RUN_DIR")
+    experiment = next(iter(runs.runs.values())).experiment
+    metric = metric or METRICS.get(experiment, METRICS["lama"])[0]
+    key = (corpus, metric, setting, scope)
+    with runs.lock:
+        if key not in runs.boards:
+            rows = leaderboard_rows([r.run.path for r in runs.runs.values()], corpus, metric, setting, scope)
+            names = {str(r.run.path): n for n, r in runs.runs.items()}
+            upper = {(n, p): why for n, r in runs.runs.items() for p, why in r.upper_bounds().items()}
+            runs.boards[key] = [{**row, "run": names.get(row["run"], row["run"]),
+                                 "upper_bound": upper.get((names.get(row["run"]), row["predictor"]))} for row in rows]
+    return {"experiment": experiment, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
+            "rows": runs.boards[key]}
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,
@@ -199,7 +259,7 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
     """One fact across every predictor of the run (what `kbc show --json` prints)."""
-    from bridge.cli_compare import _fact_json, find_facts
+    from bridge.cli.compare import _fact_json, find_facts
 
     relation = _relation_of(loaded, uid)
     found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []

@@ -7,18 +7,21 @@ holds that answer). One failing side becomes an `error` column; it never fails t
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rdflib import RDF, RDFS, Literal
 
+from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.serve.explorer import Column, Explorer
 from eval.errors import ConfigError, KbcError
 from eval.lama import MASK
+from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
 from kb.store import GRAPH_NS, entity_key, graph_iri, relation_iri
 
@@ -74,6 +77,29 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
     return Ask(subject=subject, relation=ask.relation, k=ask.k)
 
 
+SUGGESTIONS = 5
+
+
+def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
+    """The corpus's own spelling of a typed subject (matched case-insensitively), and close labels to suggest
+    when the corpus has no subject of that name."""
+    if typed in explorer.subjects:
+        return typed, []
+    folded = getattr(explorer, "folded_subjects", None)
+    if folded is None:
+        folded = {}
+        for label in explorer.subjects:
+            folded.setdefault(label.casefold(), []).append(label)
+        explorer.folded_subjects = folded
+    same = folded.get(typed.casefold(), [])
+    if len(same) == 1:
+        return same[0], []
+    if same:
+        return typed, sorted(same)
+    close = difflib.get_close_matches(typed.casefold(), list(folded), n=SUGGESTIONS, cutoff=0.75)
+    return typed, [label for c in close for label in folded[c]][:SUGGESTIONS]
+
+
 def make_query(ask: Ask, explorer: Explorer) -> Query:
     uid = f"serve-{uuid.uuid4().hex[:12]}"
     if ask.cloze:
@@ -86,13 +112,36 @@ def make_query(ask: Ask, explorer: Explorer) -> Query:
     return Query(uid, uid, explorer.corpus.name, ask.relation, entity, "object", relation.template)
 
 
-def _answer(a: Answer, gold: set[str], lowercased: bool = False, prob: bool = False) -> dict:
+def _answer(a: Answer, gold: set[str], lowercased: bool = False, prob: bool = False, causal: bool = False) -> dict:
+    """An answer as the page shows it. A masked LM's score is the log-probability of one token among its
+    vocabulary: shown as a probability. A causal LM's is the log-likelihood of a whole sentence, a probability
+    far below 0.0001: shown as the log-probability itself."""
     folded = {g.casefold() for g in gold} if lowercased else gold
     out = {"label": a.label, "score": a.score, "id": a.id,
            "gold": (a.label.casefold() if lowercased else a.label) in folded}
-    if prob and a.score <= 0:
+    if causal and a.score <= 0:
+        out["log_probability"] = a.score
+    elif prob and a.score <= 0:
         out["probability"] = math.exp(a.score)
     return out
+
+
+def is_causal(column: Column) -> bool:
+    """Whether a column's scores are sentence log-likelihoods (causal typed querying)."""
+    return type(column.predictor).__name__.startswith("Causal")
+
+
+def gold_rank_of(pred, gold: set[str]) -> dict | None:
+    """The best rank of a gold object: exact where the predictor ranked every candidate (`target_ranks`), else
+    its place in the answers returned (`exact` false; None there: not among them)."""
+    if not gold:
+        return None
+    exact = [r for label, r in (pred.target_ranks or {}).items() if label in gold and r is not None]
+    if exact:
+        return {"rank": min(exact), "exact": True, "of": None}
+    ranks = [r for g in gold if (r := gold_rank(pred.answers, g, (), pred.lowercased, pred.shared_ties)) is not None]
+    return {"rank": min(ranks) if ranks else None, "exact": pred.target_ranks is not None and bool(ranks),
+            "of": len(pred.answers)}
 
 
 def _column(side: str, name: str, status: str = "ok", message: str = "", answers: list | None = None,
@@ -158,6 +207,8 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
             f"{problem}; build it for this corpus: kbc kb infer --corpus {explorer.corpus.name}{store}")
     if explorer.inferred_problem:
         return _column("inferred", "inferred graph", "error", explorer.inferred_problem)
+    if not hasattr(explorer, "inferred_note"):
+        explorer.inferred_note = _coverage_note(explorer)
 
     found: dict[str, dict] = {}
     for iri in entity_iris(explorer, query.known.label):
@@ -171,7 +222,26 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
             if str(name) not in entry["axioms"]:
                 entry["axioms"].append(str(name))
     answers = sorted(found.values(), key=lambda a: a["label"])
-    return _column("inferred", "inferred graph", "ok", "" if answers else "no derived object for this query", answers)
+    message = "; ".join(m for m in (explorer.inferred_note, "" if answers else "no derived object for this query")
+                        if m)
+    return _column("inferred", "inferred graph", "ok", message, answers)
+
+
+def _coverage_note(explorer: Explorer) -> str:
+    """What the inferred graph lacks when it was built from fewer relations than the corpus has ("" when none):
+    objects the other relations would derive are missing, so "no derived object" is not "none exists"."""
+    from eval.lama import relation_ids
+    from kb.reasoning import stored_coverage
+
+    coverage = stored_coverage(explorer.store)
+    corpus = relation_ids(explorer.corpus.name, explorer.data_dir) or explorer.relations
+    if coverage is None or len(coverage.relations) >= len(corpus):
+        return ""
+    lacking = sorted(r for r in corpus if r in coverage.named and r not in coverage.relations)
+    named = f"; its axioms also name {', '.join(lacking)}, whose facts it lacks" if lacking else ""
+    return (f"the inferred graph was built from {len(coverage.relations)} of the corpus's {len(corpus)} relations "
+            f"({', '.join(sorted(coverage.relations))}){named}: objects the other relations derive are not in it "
+            f"(kbc kb infer --corpus {explorer.corpus.name} builds it from all)")
 
 
 def _sentence(explorer: Explorer, subject: str, obj: str) -> str | None:
@@ -223,14 +293,18 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
             out[i] = _column(side, column.name, "error", message, spec=column.spec)
         return out
     seconds = round(time.perf_counter() - started, 4)
+    causal = is_causal(column)
     for i, pred in zip(asked, preds):
-        answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm") for a in pred.answers[:ks[i]]]
+        answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm", causal=causal)
+                   for a in pred.answers[:ks[i]]]
         if column.spec in ("re-naive", "re-oracle"):
             for a in answers:
                 a["confidence"] = a["score"]
                 a["sentence"] = _sentence(explorer, queries[i].known.label, a["label"])
         out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
-                         seconds=seconds, batch=len(asked))
+                         seconds=seconds, batch=len(asked), gold_rank=gold_rank_of(pred, golds[i]),
+                         scores="log-probability" if causal else "probability" if side == "lm" else "score",
+                         upper_bound=UPPER_BOUNDS.get(column.spec))
     return out
 
 
@@ -323,9 +397,14 @@ def _own(side: str, name: str, make, *args) -> dict:
 def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
     """Every side's answers to each of several (checked) queries; each predictor is asked once for all."""
     started = time.perf_counter()
+    typed = [a.subject for a in asks]
+    looked_up = [subject_label(explorer, a.subject) if a.subject else (a.subject, []) for a in asks]
+    asks = [replace(a, subject=label) for a, (label, _) in zip(asks, looked_up)]
     queries = [make_query(ask, explorer) for ask in asks]
     firsts = [gold_column(explorer, q) for q in queries]
     golds = [gold for _, gold in firsts]
+    # the gold objects as targets: predictors that rank every candidate report their exact rank
+    queries = [replace(q, targets=tuple(sorted(g))) if q.relation != "cloze" else q for q, g in zip(queries, golds)]
     by_column = [predictor_columns(explorer, c, queries, [a.k for a in asks], golds) for c in explorer.columns]
     out = []
     for i, (ask, query) in enumerate(zip(asks, queries)):
@@ -337,7 +416,8 @@ def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
             "query": {"subject": ask.subject or None, "relation": ask.relation or None, "cloze": ask.cloze or None,
                       "k": ask.k, "relation_label": relation.label if relation else None,
                       "template": query.template, "prompt": query.text(MASK)},
-            "subject": {"label": query.known.label, "id": query.known.id,
+            "subject": {"label": query.known.label, "id": query.known.id, "typed": typed[i] or None,
+                        "in_corpus": query.known.label in explorer.subjects, "suggestions": looked_up[i][1],
                         "ids": [e.id for e in explorer.subjects.get(query.known.label, []) if e.id]},
             "gold": sorted(gold),
             "columns": columns,

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from eval.errors import ConfigError, DataError, KbcError
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, es_analysis, term_counts
-from kb.text.index import Hit, Mention
+from kb.text.base import Hit, Mention
 from kb.text.paragraphs import Paragraph
 
 PAGE = 5_000

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.lama import MASK, load_corpus
+from eval.corpora import load_corpus
+from eval.lama import MASK
 from eval.types import Fact, Query
 from kb.text.index import TextIndex, build_index, open_index
 from kb.text.paragraphs import IngestReport, evidence_paragraphs

@@ -30,7 +30,7 @@ from pathlib import Path
 from eval.errors import DataError
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
-from kb.text.index import Hit, Mention
+from kb.text.base import Hit, Mention
 from kb.text.integrity import check_files, file_digests, record_verified
 from kb.text.paragraphs import Paragraph
 

@@ -1,0 +1,139 @@
+"""Statement scoring (BEAR): lm-pub-quiz 0.3.3 against kbcompare's scorer, same instances and model, one process.
+
+Models: a bert-base-sized masked LM (12 layers, hidden 768, 12 heads, the real bert-base-cased tokenizer)
+and a gpt2-sized causal LM (12 layers, hidden 768, the real gpt2 tokenizer), randomly initialised (speed
+does not depend on the weights); `--size tiny` uses the test suite's 2-layer, 32-wide models instead.
+Instances: BEAR instances drawn uniformly at random (seeded), each ranking its relation's whole answer
+space under one template. lm-pub-quiz runs `evaluate_instance` per instance (`--lpq-batch-size`, default 1,
+its own default in `evaluate_dataset`); kbcompare scores all instances at once (`lm.statement`). Both use
+lm-pub-quiz's templating (`compat="lm-pub-quiz"`), float32 and `--threads` torch threads.
+
+Prints, per model: `speedup=` (lm-pub-quiz seconds / kbcompare seconds over the same instances),
+`max_abs_diff=` (largest difference of an option's score) and `same_predictions=` (predicted options equal).
+
+    python bench/statement_scoring.py [--model bert gpt2] [--n 3] [--threads 2] [--size base|tiny]
+        [--pll within_word_l2r] [--reduction sum] [--template 0] [--seed 0] [--lpq-batch-size 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+# bert-base's shape and its initialiser (the test models' wide 0.2 gives float32 sums no real model has)
+BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+        "initializer_range": 0.02}
+
+
+def build(kind: str, size: str):
+    """(model, tokenizer for kbcompare, tokenizer for lm-pub-quiz): separate tokenizers, lm-pub-quiz edits its own."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from lm_fixtures import build_model, tokenizer_for
+
+    name = "bert-cased" if kind == "bert" else "gpt2"
+    tokenizer = tokenizer_for(name)
+    if size == "tiny":
+        model = build_model(name, tokenizer)
+    elif kind == "bert":
+        model = build_model(name, tokenizer, **BASE)
+    else:
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=768, n_layer=12, n_head=12,
+                                           n_positions=1024, bos_token_id=tokenizer.bos_token_id,
+                                           eos_token_id=tokenizer.eos_token_id))
+    return model.eval(), tokenizer, tokenizer_for(name)
+
+
+def sample(n: int, seed: int, template: int):
+    from eval.bear import load_bear
+
+    corpus = load_bear("bear", SHARED / "bear")
+    facts = random.Random(seed).sample(corpus.facts, n)
+    out = []
+    for fact in facts:
+        rel = corpus.relations[fact.relation]
+        out.append((fact, rel.templates[template], [e.label for e in rel.answer_space]))
+    return out
+
+
+def run_lpq(model, tokenizer, kind: str, cases, args) -> tuple[float, list[list[float]]]:
+    from lm_pub_quiz import Evaluator
+
+    logging.getLogger("lm_pub_quiz").setLevel(logging.ERROR)
+    kw = {"pll_metric": args.pll} if kind == "bert" else {}
+    evaluator = Evaluator.from_model(model, model_type="MLM" if kind == "bert" else "CLM", tokenizer=tokenizer, **kw)
+    start = time.perf_counter()
+    scores = [evaluator.evaluate_instance(template=t, answers=a, subject=f.subject.label, reduction=args.reduction,
+                                          batch_size=args.lpq_batch_size) for f, t, a in cases]
+    return time.perf_counter() - start, scores
+
+
+def run_ours(model, tokenizer, kind: str, cases, args) -> tuple[float, list[list[float]]]:
+    from lm.statement import CausalStatementScorer, MaskedStatementScorer, fill
+
+    start = time.perf_counter()  # building the scorer (its self-checks) counts too
+    groups = [[fill(t, f.subject.label, a, "lm-pub-quiz") for a in answers] for f, t, answers in cases]
+    if kind == "bert":
+        from lm.masked import MaskedLMScorer
+
+        scorer = MaskedStatementScorer(MaskedLMScorer(model, tokenizer, fingerprint="bench"), args.pll)
+        flat = scorer.score([s for g in groups for s in g], args.reduction)
+        scores, at = [], 0
+        for g in groups:
+            scores.append(flat[at:at + len(g)])
+            at += len(g)
+        print(f"  masked copies: {scorer.copies_asked} needed, {scorer.copies_run} run", file=sys.stderr)
+    else:
+        from lm.causal import CausalLMScorer
+
+        scorer = CausalStatementScorer(CausalLMScorer(model, tokenizer, fingerprint="bench"))
+        scores = scorer.score_groups(groups, args.reduction)
+        print(f"  tokens run: {scorer.scorer.tokens_run} ({scorer.scorer.path})", file=sys.stderr)
+    return time.perf_counter() - start, scores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", nargs="+", choices=("bert", "gpt2"), default=["bert", "gpt2"])
+    parser.add_argument("--n", type=int, default=3, help="BEAR instances")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--size", choices=("base", "tiny"), default="base")
+    parser.add_argument("--pll", default="within_word_l2r")
+    parser.add_argument("--reduction", default="sum", choices=("sum", "mean"))
+    parser.add_argument("--template", type=int, default=0, choices=(0, 1, 2))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lpq-batch-size", type=int, default=1)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(args.threads)
+    cases = sample(args.n, args.seed, args.template)
+    n_options = sum(len(a) for _, _, a in cases)
+    print(f"instances={args.n} options={n_options} relations={','.join(f.relation for f, _, _ in cases)} "
+          f"threads={args.threads} size={args.size} pll={args.pll} reduction={args.reduction} "
+          f"lpq_batch_size={args.lpq_batch_size}")
+    for kind in args.model:
+        model, ours_tok, lpq_tok = build(kind, args.size)
+        ours_s, ours = run_ours(model, ours_tok, kind, cases, args)
+        print(f"  kbcompare: {ours_s:.2f} s", file=sys.stderr, flush=True)
+        lpq_s, ref = run_lpq(model, lpq_tok, kind, cases, args)
+        diff = max(float(np.max(np.abs(np.asarray(r) - np.asarray(g)))) for r, g in zip(ref, ours))
+        same = all(list(r).index(max(r)) == list(g).index(max(g)) for r, g in zip(ref, ours))
+        print(f"model={kind} lpq_s={lpq_s:.2f} ours_s={ours_s:.2f} lpq_s_per_instance={lpq_s / args.n:.2f} "
+              f"ours_s_per_instance={ours_s / args.n:.2f} speedup={lpq_s / ours_s:.1f} max_abs_diff={diff:.2e} "
+              f"same_predictions={same}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

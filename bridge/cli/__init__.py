@@ -1,0 +1,156 @@
+"""The `kbc` command line. Subcommand groups load lazily from `SUBCOMMANDS`.
+
+User errors (`KbcError`), usage errors and operating-system failures (a permission denied, a
+full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import logging
+import sys
+
+import click
+
+from eval.errors import KbcError
+
+# name -> ("module:attribute", help); each is a click command or group
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("bridge.cli.run:run", "Run experiments (LAMA probe, coherency, KMIR) over KB and LM predictors."),
+    "data": ("bridge.cli.data:data", "Get, locate and describe the evaluation data."),
+    "kb": ("bridge.cli.kb:kb", "The graph store: load facts, relation statistics and types."),
+    "ls": ("bridge.cli.run:ls", "List the registered predictors."),
+    "index": ("bridge.cli.index:index", "Wikipedia text index (tantivy or Elasticsearch): build, stats, search."),
+    "cooccur": ("bridge.cli.index:cooccur", "Paragraphs mentioning A, B and both (PMI) in a text index."),
+    "entities": ("bridge.cli.entities:entities", "wikipedia2vec entities: train, E-BERT map, link-stats, search."),
+    "compare": ("bridge.cli.compare:compare", "Two predictors of a run fact by fact: counts, McNemar, bootstrap CI."),
+    "leaderboard": ("bridge.cli.leaderboard:leaderboard",
+                    "Every predictor of several runs ranked on one metric, with intervals (md, csv, json)."),
+    "show": ("bridge.cli.compare:show", "One fact of a run across every predictor: answers and gold ranks."),
+    "analyze": ("bridge.cli.analyze:analyze", "Per-fact statistics, correlations and evidence-rank variation."),
+    "report": ("bridge.cli.report:report", "One HTML page (and Markdown) with a run's tables and figures."),
+    "serve": ("bridge.cli.serve:serve", "The side-by-side explorer: a web page and JSON API over KBs, LMs and runs."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module, attr = SUBCOMMANDS[name][0].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+class StderrHandler(logging.Handler):
+    """Messages to whatever `sys.stderr` is when they are emitted (progress bars share it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(record.getMessage(), file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kbcompare")
+@click.option("-v", "--verbose", count=True, help="More messages (-vv: debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
+def cli(verbose: int, quiet: bool) -> None:
+    """kbcompare: knowledge bases and language models side by side on the same factual queries."""
+    level = logging.WARNING if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+    logger = logging.getLogger("kbc")
+    logger.setLevel(level)
+    if not logger.handlers:
+        logger.addHandler(StderrHandler())
+        logger.propagate = False
+
+
+# Options that take several space-separated values: `--corpus trex google_re`.
+MULTI_VALUE = {"--corpus", "--predictors", "--relations", "--filters"}
+
+
+def expand_multi(argv: list[str]) -> list[str]:
+    """Rewrite `--opt a b` and `--opt=a b` as `--opt a --opt b` (click options take one value each)."""
+    out: list[str] = []
+    current, took = None, False
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if arg in MULTI_VALUE or (eq and flag in MULTI_VALUE):
+            if current and not took:
+                out.append(current)  # a flag with no value: let click report it
+            current, took = flag, bool(eq)
+            if eq:
+                out += [flag, value]
+            continue
+        if current and not arg.startswith("-"):
+            out += [current, arg]
+            took = True
+            continue
+        if current and not took:
+            out.append(current)
+        current = None
+        out.append(arg)
+    if current and not took:
+        out.append(current)
+    return out
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def usage_error_line(exc: click.UsageError) -> str:
+    """Click's message with a pointer to the command's help, as one line."""
+    hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else " (see `kbc --help`)"
+    return f"error: {_one_line(exc.format_message())}{hint}"
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating-system failure (permissions, full disk, read-only file system) that reached the top."""
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    reason = exc.strerror or _one_line(str(exc)) or type(exc).__name__
+    return f"error: {reason}" + (f": {' -> '.join(paths)}" if paths else "")
+
+
+# Loading a corpus and a run's records makes millions of objects that live until the command ends; with
+# Python's default thresholds the cycle collector walks them over and over (seconds per command). Cycles
+# are still collected, only less often.
+GC_THRESHOLD = (100_000, 50, 20)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run kbc: user errors, usage errors and operating-system failures end as one `error:` line, status 2."""
+    gc.set_threshold(*GC_THRESHOLD)
+    argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
+    try:
+        cli.main(args=argv, prog_name="kbc", standalone_mode=False)
+    except KbcError as exc:
+        click.echo(f"error: {_one_line(str(exc))}", err=True)
+        sys.exit(2)
+    except click.UsageError as exc:
+        click.echo(usage_error_line(exc), err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except OSError as exc:
+        click.echo(os_error_line(exc), err=True)
+        sys.exit(2)
+

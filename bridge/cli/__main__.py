@@ -1,0 +1,5 @@
+"""`python -m bridge.cli`: the `kbc` command."""
+
+from bridge.cli import main
+
+main()

@@ -1,0 +1,339 @@
+"""`kbc compare` (two predictors fact by fact) and `kbc show` (one fact across every predictor).
+
+Both read a run directory written by `kbc run`; neither writes to it. `compare` judges each unit the
+way its experiment scores it: a LAMA fact is right when the gold is ranked 1st (raw or filtered), a
+KMIR question when its answer matches the gold exactly (its `em`), grouped by question kind. Other
+experiments (coherency asks each instance in two rounds and four steps) are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import click
+
+from bridge.run.directory import RunDir, did_you_mean, open_run
+from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
+from eval.compare import compare as compare_pairs
+from eval.errors import ConfigError, DataError
+
+LISTS = {"only-a": "only_a", "only-b": "only_b", "both": "both", "neither": "neither"}
+SHOW_TOP = 5
+
+
+def _top1(record: dict) -> str:
+    answers = record.get("answers") or []
+    return str(answers[0][0]) if answers else ""
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How one experiment's records are judged: right or wrong, the group a unit counts in, what it answered."""
+
+    unit: str  # "facts", "questions"
+    group: str  # "relation", "question kind"
+    metric: str  # the column name of the share right
+    rule: str  # said above the table
+    right: Callable[[dict, str], bool]
+    group_of: Callable[[dict], str]
+    top: Callable[[dict], str]
+    settings: tuple[str, ...] = ("raw", "filtered")
+    pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
+
+
+SCORINGS = {
+    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st",
+                    lambda r, setting: r.get(f"rank_{setting}") == 1, lambda r: str(r["relation"]), _top1),
+    "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
+                    "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
+                    lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
+                    pooled=True),
+}
+
+
+def scoring_for(run: RunDir, setting: str) -> Scoring:
+    """The run's experiment's own correctness, or a clear refusal."""
+    experiment = str(run.config.get("experiment", "lama"))
+    scoring = SCORINGS.get(experiment)
+    if scoring is None:
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc compare judges LAMA facts and KMIR "
+                          f"questions one by one, not {experiment} instances; compare its summaries with "
+                          f"`kbc report {run.path}`")
+    if setting not in scoring.settings:
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run, scored only in the raw setting; drop "
+                          f"--setting {setting}")
+    return scoring
+
+
+def _correct(record: dict, setting: str) -> bool:
+    return SCORINGS["lama"].right(record, setting)
+
+
+class Resamples(click.ParamType):
+    """A number of bootstrap resamples: 0 (no interval) up to `MAX_BOOTSTRAP`; `1e4` is read as 10000."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            number = float(value)
+        else:
+            try:
+                number = float(str(value).replace(",", "").replace("_", ""))
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number of resamples", param, ctx)
+        if not number.is_integer() or not 0 <= number <= MAX_BOOTSTRAP:
+            self.fail(f"{value}: give a whole number from 0 (no interval) to {MAX_BOOTSTRAP:,}", param, ctx)
+        return int(number)
+
+
+def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
+    wanted = list(dict.fromkeys(v for value in wanted for v in value.split()))
+    return [run.corpus(c) for c in wanted] if wanted else run.corpora
+
+
+def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scoring | None = None
+           ) -> tuple[list[Pair], dict, dict, dict[str, int]]:
+    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out."""
+    scoring = scoring or SCORINGS["lama"]
+    rec_a = {u: r for u, r in run.by_uid(corpus, a).items() if "dropped" not in r}
+    rec_b = {u: r for u, r in run.by_uid(corpus, b).items() if "dropped" not in r}
+    pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting))
+             for uid, r in rec_a.items() if uid in rec_b]
+    left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
+                "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
+    return pairs, rec_a, rec_b, left_out
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int],
+           scoring: Scoring | None = None) -> list[str]:
+    sc = scoring or SCORINGS["lama"]
+    o = res.overall
+    lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
+             f"by {a}, {left_out['answered_by_b_only']} only by {b})"]
+    head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
+            f"{sc.metric} B", "p McNemar"]
+    body = [[rel, c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}", _fmt_p(c.p_value)]
+            for rel, c in res.by_relation.items()]
+    body.append(["all", o.n, o.both, o.only_a, o.only_b, o.neither, f"{res.macro_p1_a:.2f}",
+                 f"{res.macro_p1_b:.2f}", _fmt_p(o.p_value)])
+    cells = [[str(x) for x in row] for row in [head, *body]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    for row in cells:
+        padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(padded))
+    groups = f"{sc.group}s"
+    over = f"over all {sc.unit}" if sc.pooled else f"macro over {groups}"
+    within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
+    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
+          f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
+    lines.append(f"{sc.metric} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
+    lines.append(f"(`all` row: {sc.metric} {over}, as the summaries' Total; McNemar on the pooled {sc.unit})")
+    return lines
+
+
+@click.command("compare")
+@click.argument("run_dir")
+@click.argument("a")
+@click.argument("b")
+@click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
+              help="Which gold rank counts: raw, or with the other valid objects removed.")
+@click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
+@click.option("--list", "list_", type=click.Choice(list(LISTS)), default=None,
+              help="Print the facts of one cell of the 2x2 table instead of the table (tab-separated).")
+@click.option("--bootstrap", "n_boot", type=Resamples(), default=1000, show_default=True,
+              help=f"Bootstrap resamples for the interval of the P@1 difference (0: none; at most {MAX_BOOTSTRAP:,}).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> None:
+    """Predictors A and B on the facts both answered: right for both, only A, only B, neither.
+
+    Per relation and overall, per corpus; McNemar's exact test on the facts where they disagree,
+    and a bootstrap interval of the macro P@1 difference A - B. Facts one of them dropped (or did
+    not run) are left out, and counted.
+
+    \b
+    Examples:
+      kbc compare runs/lama freq re-oracle
+      kbc compare runs/lama freq re-oracle --list only-a --corpus trex
+    """
+    run = open_run(run_dir)
+    scoring = scoring_for(run, setting)
+    a, b = run.predictor(a), run.predictor(b)
+    if a == b:
+        raise ConfigError("compare needs two different predictors")
+    result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
+    listed: list[dict] = []
+    text: list[str] = []
+    for corpus in _corpora(run, corpora):
+        pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
+        if not pairs:
+            text.append(f"{corpus}: no facts answered by both {a} and {b}")
+            result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
+            continue
+        res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
+        result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
+        text += _table(corpus, a, b, res, left_out, scoring) + [""]
+        if list_:
+            for uid in res.lists[LISTS[list_]]:
+                ra = rec_a[uid]
+                listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
+                               "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
+                               "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
+    if not any(c["overall"]["n"] for c in result["corpora"].values()):
+        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {run.path}")
+    if list_:
+        result["list"] = {"cell": list_, "facts": listed}
+    if as_json:
+        click.echo(json.dumps(result, indent=1, ensure_ascii=False))
+    elif list_:
+        click.echo("\t".join(["corpus", "relation", "uid", "subject", "gold", f"{a} top1", f"{b} top1"]))
+        for row in listed:
+            click.echo("\t".join(str(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
+                                                              "top_a", "top_b")))
+    else:
+        click.echo(f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}")
+        click.echo("\n".join(text).rstrip())
+
+
+def _matches_subject(record: dict, subject: str) -> bool:
+    wanted = subject.casefold()
+    return any(str(record.get(k) or "").casefold() == wanted for k in ("subject", "subject_id"))
+
+
+def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | None,
+               relation: str | None) -> list[dict]:
+    """Every fact matching the uid (or subject + relation), with each predictor's record or None."""
+    found: dict[tuple[str, str], dict] = {}
+    for corpus in corpora:
+        rel = relation
+        for name in run.predictors:
+            for record in run.records(corpus, name, rel):
+                if uid is not None and record["uid"] != uid:
+                    continue
+                if subject is not None and not _matches_subject(record, subject):
+                    continue
+                if relation is not None and record["relation"] != relation:
+                    continue
+                fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
+                                                                  "records": {}})
+                fact["records"][name] = record
+                if uid is not None:
+                    rel = record["relation"]  # the other predictors need only this relation's file
+                    break  # a uid is one fact of its corpus
+    return list(found.values())
+
+
+def _fact_json(run: RunDir, fact: dict) -> dict:
+    records = fact["records"]
+    full = next((r for r in records.values() if "dropped" not in r), next(iter(records.values())))
+    out = {"corpus": fact["corpus"], "relation": full["relation"], "uid": fact["uid"]}
+    for key in ("subject", "subject_id", "gold", "gold_id", "prompt"):
+        out[key] = full.get(key)
+    out["other_valid"] = full.get("other_valid")
+    out["predictors"] = {}
+    for name in run.predictors:
+        record = records.get(name)
+        if record is None:
+            out["predictors"][name] = {"status": "not run"}
+        elif "dropped" in record:
+            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
+        else:
+            entry = {"status": "answered", "rank_raw": record.get("rank_raw"),
+                     "rank_filtered": record.get("rank_filtered")}
+            for key in ("rank_exact_raw", "rank_exact_filtered", "extra"):
+                if key in record:
+                    entry[key] = record[key]
+            entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
+                                for ans in record.get("answers") or []]
+            out["predictors"][name] = entry
+    return out
+
+
+def _rank(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _fact_text(fact: dict) -> list[str]:
+    def with_id(label, id_) -> str:
+        return f"{label} ({id_})" if id_ else str(label)
+
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}",
+             f"  subject:     {with_id(fact['subject'], fact['subject_id'])}",
+             f"  prompt:      {fact['prompt'] or '-'}",
+             f"  gold:        {with_id(fact['gold'], fact['gold_id'])}",
+             f"  other valid: {', '.join(fact['other_valid'] or []) or '-'}"]
+    width = max(len(name) for name in fact["predictors"])
+    for name, entry in fact["predictors"].items():
+        if entry["status"] == "not run":
+            lines.append(f"  {name.ljust(width)}  not run")
+            continue
+        if entry["status"] == "dropped":
+            lines.append(f"  {name.ljust(width)}  dropped: {entry['reason']}")
+            continue
+        if entry["rank_raw"] is None and entry["rank_filtered"] is None:
+            ranks = "gold not among the answers"
+        else:
+            ranks = f"gold rank raw {_rank(entry['rank_raw'])}, filtered {_rank(entry['rank_filtered'])}"
+        if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
+            ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
+                      f"filtered {_rank(entry.get('rank_exact_filtered'))}")
+        lines.append(f"  {name.ljust(width)}  {ranks}")
+        every = (entry.get("extra") or {}).get("scoring") == "statement"  # a closed answer space: every option
+        answers = entry["answers"] if every else entry["answers"][:SHOW_TOP]
+        if not answers:
+            lines.append(f"  {' ' * width}    (no answers)")
+        for i, ans in enumerate(answers, 1):
+            score = ans["score"]
+            score = f"{score:.4g}" if isinstance(score, (int, float)) else str(score)
+            mark = "  <- gold" if ans["label"] == fact["gold"] else ""
+            lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
+    return lines
+
+
+@click.command("show")
+@click.argument("run_dir")
+@click.option("--uid", default=None, help="The fact's uid (as in the prediction files).")
+@click.option("--subject", default=None, help="Subject label or Wikidata id (with --relation).")
+@click.option("--relation", default=None, help="Relation id, e.g. P19 (with --subject).")
+@click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (all saved answers, not only the top 5).")
+def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
+    """One fact across every predictor of a run: prompt, gold, other valid objects, top answers, ranks.
+
+    \b
+    Examples:
+      kbc show runs/lama --uid 9b7c0b0e-...
+      kbc show runs/lama --subject "Allan Peiper" --relation P19
+    """
+    if (uid is None) == (subject is None):
+        raise ConfigError("show needs --uid, or --subject with --relation")
+    if subject is not None and relation is None:
+        raise ConfigError("--subject needs --relation (e.g. --relation P19)")
+    run = open_run(run_dir)
+    if run.config.get("experiment") == "lmkbc":  # set answers: no gold rank, no single gold object to show
+        raise ConfigError(f"{run.path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked "
+                          "objects and predicted set are one line of predictions/<corpus>/<predictor>/<relation>.jsonl "
+                          "and of instances.parquet")
+    corpus_list = _corpora(run, corpora)
+    facts = find_facts(run, corpus_list, uid, subject, relation)
+    if not facts:
+        where = f"{run.path} (corpora {', '.join(corpus_list) or 'none'})"
+        if uid is not None:
+            raise DataError(f"no fact with uid {uid!r} in {where}")
+        known = sorted({p.stem for c in corpus_list for name in run.predictors for p in run.relation_files(c, name)})
+        if relation not in known:
+            raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
+        raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
+    shown = [_fact_json(run, fact) for fact in facts]
+    if as_json:
+        click.echo(json.dumps({"run": str(run.path), "facts": shown}, indent=1, ensure_ascii=False))
+        return
+    click.echo("\n\n".join("\n".join(_fact_text(fact)) for fact in shown))
+

@@ -1,0 +1,86 @@
+"""`kbc data download|stats|uhn`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bridge.cli.options import data_dir_option
+from eval.corpora import CORPORA, load_corpus
+from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
+
+
+@click.group()
+def data() -> None:
+    """Get and describe the evaluation data."""
+
+
+@data.command("download")
+@click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
+              help="Directory to unpack into (the LAMA files land in DEST/lama).")
+@click.option("--url", default=None, help="Override the release URL.")
+@click.option("--sha256", default=None, help="Expected SHA-256 of the archive (default: the known release).")
+def download(dest, url, sha256) -> None:
+    """Fetch the official LAMA release (data.zip), verify it and unpack it atomically."""
+    from eval.download import LAMA_SHA256, LAMA_URL, download_lama
+
+    path = download_lama(dest, url or LAMA_URL, sha256 or LAMA_SHA256)
+    click.echo(f"LAMA data ready in {path}; use --data-dir {path} or export KBC_DATA={path}")
+
+
+@data.command("stats")
+@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+              default=("trex", "google_re", "squad"), show_default=True)
+@data_dir_option
+def stats(corpora, data_dir) -> None:
+    """Rows read, kept and dropped per relation, and the data version."""
+    for name in corpora:
+        corpus = load_corpus(name, data_dir)
+        click.echo(f"# {name}: {len(corpus.facts)} facts, {len(corpus.relations)} relations, "
+                   f"version {corpus.version}")
+        click.echo(corpus.summary(verbose=True))
+
+
+
+
+@data.command("uhn")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder for the filtered data set (LAMA layout, plus deletions.json).")
+@click.option("--filters", multiple=True, type=click.Choice(["string", "name"]), default=None,
+              help="Filters, applied string first (several values after one flag; default: string, "
+                   "plus name when a model is given).")
+@click.option("--model", default=None,
+              help=f"Masked LM for the person-name filter (local dir or hub id; default: ${UHN_MODEL_ENV}).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Person-name filter: delete when the gold object is in the top k for a name token.")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@data_dir_option
+def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:
+    """LAMA-UHN (E-BERT §2.1): delete facts whose subject name gives the answer away."""
+    from eval.errors import ConfigError
+    from eval.uhn import build_uhn, check_filters, deletion_rates
+
+    chosen = tuple(dict.fromkeys(filters or ()))
+    if chosen and "name" not in chosen and model:
+        raise ConfigError("--model is only used by the name filter; add --filters name")
+    ranker = uhn_name_ranker(model, device, dtype, batch_size) if not chosen or "name" in chosen else None
+    if not chosen:
+        chosen = ("string", "name") if ranker is not None else ("string",)
+    check_filters(chosen, ranker)
+    deletions = build_uhn(data_dir, Path(out), chosen, ranker, top_k)
+    string_rate = deletion_rates(deletions, "deleted_string")
+    name_rate = deletion_rates(deletions, "deleted_name")
+    click.echo(f"{'relation':<16} {'facts':>6} {'string':>7} {'name':>6} {'kept':>6}")
+    ran = {"string": "string" in chosen, "name": "name" in chosen}  # a filter not run shows "-", not 0
+    for rel, d in deletions.items():
+        name = str(d["deleted_name"]) if ran["name"] else "-"
+        rates = " / ".join(f"{rate.get(rel, 0):.0f}%" if ran[f] else "-"
+                           for f, rate in (("string", string_rate), ("name", name_rate)))
+        string = str(d["deleted_string"]) if ran["string"] else "-"
+        click.echo(f"{rel:<16} {d['n']:>6} {string:>7} {name:>6} {d['kept']:>6}   ({rates})")
+    total = sum(d["n"] for d in deletions.values())
+    kept = sum(d["kept"] for d in deletions.values())
+    click.echo(f"LAMA-UHN ({', '.join(chosen)}) in {out}: kept {kept} of {total} facts; use --data-dir {out}")

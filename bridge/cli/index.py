@@ -1,0 +1,135 @@
+"""`kbc index build|stats|search` and `kbc cooccur A B`: the Wikipedia text index from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from bridge.cli.options import data_dir_option, show_progress
+from eval.errors import ConfigError
+
+DEFAULT_NAME = "lama-evidence"
+MAX_K = 10_000  # results per query; tantivy allocates room for k hits up front
+
+backend_option = click.option("--backend", type=click.Choice(["tantivy", "elasticsearch"]), default="tantivy",
+                              show_default=True, help="Embedded tantivy index or an Elasticsearch server.")
+es_url_option = click.option("--es-url", default=lambda: os.environ.get("KBC_ES_URL"),
+                             help="Elasticsearch URL (default: $KBC_ES_URL).")
+index_option = click.option("--index", "location", default=None,
+                            help="Index directory (tantivy) or index name (Elasticsearch); "
+                                 f"default: <cache>/index/{DEFAULT_NAME}, or {DEFAULT_NAME!r} on Elasticsearch.")
+
+
+def _location(location: str | None, backend: str) -> str:
+    if location:
+        return location
+    if backend == "elasticsearch":
+        return DEFAULT_NAME
+    from bridge.run.runner import default_cache_dir
+
+    return str(default_cache_dir() / "index" / DEFAULT_NAME)
+
+
+def _open(location, backend, es_url):
+    from kb.text.index import open_index
+
+    return open_index(backend, _location(location, backend), es_url)
+
+
+@click.group()
+def index() -> None:
+    """Build and query the text index (tantivy by default, or Elasticsearch)."""
+
+
+@index.command("build")
+@click.option("--source", type=click.Choice(["lama", "dump", "jsonl"]), default="lama", show_default=True,
+              help="lama: the LAMA evidence text (T-REx, Google-RE); dump: a MediaWiki XML dump; "
+                   "jsonl: paragraphs.")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False), default=None,
+              help="The dump (.xml, .xml.bz2, .xml.gz) or JSONL file (for --source dump|jsonl).")
+@click.option("--out", "location", default=None,
+              help="Index directory (tantivy) or index name (Elasticsearch); default as for --index.")
+@click.option("--min-words", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Dump paragraphs shorter than this are skipped.")
+@backend_option
+@es_url_option
+@data_dir_option
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def build(source, input_path, location, min_words, backend, es_url, data_dir, quiet) -> None:
+    """Index paragraphs; the new index replaces the old one only once complete."""
+    from kb.text.index import build_index
+    from kb.text.paragraphs import IngestReport, read_dump, read_paragraph_jsonl
+
+    location = _location(location, backend)
+    if source == "lama":
+        from kb.text.evidence import evidence_index
+
+        idx = evidence_index(location, data_dir, backend, es_url, progress=show_progress(quiet))
+        click.echo(idx.stats().get("ingest", ""))
+    else:
+        if not input_path:
+            raise ConfigError(f"--source {source} needs --input FILE")
+        report = IngestReport(input_path)
+        paragraphs = read_dump(input_path, report, min_words, progress=show_progress(quiet)) if source == "dump" \
+            else read_paragraph_jsonl(input_path, report)
+        idx = build_index(paragraphs, backend, location, es_url, meta={"source": f"{source}:{input_path}"},
+                          progress=show_progress(quiet))
+        click.echo(report.summary())
+    stats = idx.stats()
+    click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend})")
+    idx.close()
+
+
+@index.command("stats")
+@index_option
+@backend_option
+@es_url_option
+def stats(location, backend, es_url) -> None:
+    """Paragraph count, size and build metadata of an index."""
+    idx = _open(location, backend, es_url)
+    click.echo(json.dumps(idx.stats(), indent=1, ensure_ascii=False))
+    idx.close()
+
+
+@index.command("search")
+@click.argument("query")
+@click.option("-k", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
+@index_option
+@backend_option
+@es_url_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
+def search(query, k, location, backend, es_url, as_json) -> None:
+    """BM25 top-k paragraphs for QUERY."""
+    idx = _open(location, backend, es_url)
+    for rank, hit in enumerate(idx.search(query, k), 1):
+        p = hit.paragraph
+        if as_json:
+            click.echo(json.dumps({"rank": rank, "score": hit.score, **p.to_dict()}, ensure_ascii=False))
+        else:
+            click.echo(f"{rank:3d} {hit.score:8.3f} {p.pid}: {p.text[:160]}")
+    idx.close()
+
+
+@click.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--alias-a", multiple=True, help="Another name of A (repeatable).")
+@click.option("--alias-b", multiple=True, help="Another name of B (repeatable).")
+@click.option("--by-link", is_flag=True, help="Also count paragraphs linking to the page titled A / B.")
+@index_option
+@backend_option
+@es_url_option
+def cooccur(a, b, alias_a, alias_b, by_link, location, backend, es_url) -> None:
+    """Paragraphs mentioning A, B and both, with PMI."""
+    from kb.text.cooccur import Cooccur
+    from kb.text.index import Mention
+
+    idx = _open(location, backend, es_url)
+    c = Cooccur(idx).pair(Mention.of(a, alias_a, a if by_link else None),
+                          Mention.of(b, alias_b, b if by_link else None))
+    pmi = "n/a" if c.pmi is None else f"{c.pmi:.3f}"
+    npmi = "n/a" if c.npmi is None else f"{c.npmi:.3f}"
+    click.echo(f"A={a!r}: {c.a}  B={b!r}: {c.b}  both: {c.both}  of {c.total} paragraphs  pmi={pmi}  npmi={npmi}")
+    idx.close()

@@ -1,0 +1,83 @@
+"""`kbc kb build-re` and `kbc kb stats`: the relation-extraction KB from the command line."""
+
+from __future__ import annotations
+
+import click
+
+from bridge.cli.options import data_dir_option, open_cli_store, show_progress, store_option
+from eval.corpora import load_corpus
+
+
+def _print_report(report: dict) -> None:
+    from kb.extraction.kb_build import held_out_table
+
+    click.echo(f"{report.get('tag')}: {report.get('sentences')} sentences, {report.get('mentions')} mentions, "
+               f"{report.get('labelled_pairs')} labelled pairs, {report.get('train_rows')} training rows "
+               f"(all folds), {report.get('extracted')} held-out extractions")
+    for reason, n in (report.get("dropped") or {}).items():
+        if n:
+            click.echo(f"  dropped: {n} {reason}")
+    click.echo(f"  {'relation':16s} {'P':>6s} {'R':>6s} {'pairs':>6s} {'facts':>6s} {'w/ evid':>7s} {'in RE_o':>7s}")
+    for row in held_out_table(report):
+        click.echo(f"  {row['relation']:16s} {row['precision']:6.1f} {row['recall']:6.1f} {row['gold_pairs']:6d} "
+                   f"{row['facts']:6d} {row['with_evidence']:7d} {row['in_oracle_kb']:7d}")
+    if report.get("seconds_total") is not None:
+        click.echo(f"  time: extraction (features, {report['settings']['folds']}-fold training, extraction, linking) "
+                   f"{report.get('seconds_extract')} s, store writing {report.get('seconds_write')} s, "
+                   f"total {report.get('seconds_total')} s")
+
+
+def register(kb: click.Group) -> None:
+
+    @kb.command("build-re")
+    @click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
+    @data_dir_option
+    @store_option
+    @click.option("--force", is_flag=True, help="Retrain and rewrite even when this data version is built.")
+    @click.option("--quiet", is_flag=True, help="No progress bars.")
+    def build_re(corpora, data_dir, store, force, quiet) -> None:
+        """Train the extractor (k-fold by subject) and write graphs `re-naive` and `re-oracle`.
+
+        P/R are held-out pair-level precision and recall per relation; `facts`, `w/ evid` and
+        `in RE_o` count the test facts, those with evidence sentences, and those the RE_o graph holds.
+        """
+        from bridge.run.runner import default_cache_dir
+        from kb.extraction.kb_build import ensure_re_kb
+
+        with open_cli_store(store) as st:
+            for name in corpora:
+                corpus = load_corpus(name, data_dir)
+                report = ensure_re_kb(st, corpus, default_cache_dir(), progress=show_progress(quiet), force=force)
+                if not report.get("built"):
+                    click.echo(f"{name}: already built ({report.get('tag')}); --force rebuilds")
+                _print_report(report)
+
+    @kb.command("stats")
+    @store_option
+    def stats(store) -> None:
+        """Triples per relation in each gold graph (one per corpus, or corpus and relation), extracted and
+        inferred graph; for `inferred`, the relations and axioms it was computed from."""
+        from kb.extraction.kb_build import GRAPHS
+        from kb.reasoning import INFERRED, stored_coverage
+        from kb.store import REL_NS, graph_iri
+
+        with open_cli_store(store) as st:
+            inferred = [INFERRED] if INFERRED in st.graph_names(INFERRED) else []
+            for graph in (*st.graph_names("gold"), *GRAPHS, *inferred):
+                rows = st.select(
+                    f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
+                    f"FILTER(STRSTARTS(STR(?p), STR(wdt:)) || STRSTARTS(STR(?p), \"{REL_NS}\")) }} "
+                    "GROUP BY ?p ORDER BY ?p"
+                )
+                versions = sorted(st.loaded_versions(graph))
+                total = sum(int(n) for _, n in rows)
+                n_rel = f"{len(rows)} relation{'' if len(rows) == 1 else 's'}"
+                click.echo(f"{graph}: {total} fact triples, {n_rel} (labels and provenance not counted); "
+                           f"built from {', '.join(versions) or '-'}")
+                if graph == INFERRED:
+                    coverage = stored_coverage(st)
+                    click.echo(f"  {coverage.describe()}: {' '.join(sorted(coverage.relations))}" if coverage else
+                               "  coverage unknown (cut short, or built by an older kbcompare): rebuild it with "
+                               "`kbc kb infer --force`")
+                for p, n in rows:
+                    click.echo(f"  {str(p).rsplit('/', 1)[-1].rsplit(':', 1)[-1]:16s} {int(n):7d}")

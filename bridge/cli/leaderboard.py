@@ -1,0 +1,86 @@
+"""`kbc leaderboard`: every predictor of several run directories in one table, with intervals."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import click
+
+from eval.corpora import CORPORA
+from eval.errors import ConfigError
+from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
+
+
+def _fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
+
+
+def markdown(rows: list[dict]) -> str:
+    """One pipe table per corpus: rank, run, predictor, value ± stderr, 95% CI, facts."""
+    lines: list[str] = []
+    for corpus in dict.fromkeys(r["corpus"] for r in rows):
+        mine = [r for r in rows if r["corpus"] == corpus]
+        m = mine[0]["metric"]
+        if lines:
+            lines.append("")
+        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "",
+                  "| rank | run | predictor | value ± stderr | 95% CI | #facts |", "|---|---|---|---|---|---|"]
+        for r in mine:
+            value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
+            ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"
+            cells = [str(r["rank"]), Path(r["run"]).name, r["predictor"], value, ci, str(r["n_facts"])]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def as_csv(rows: list[dict]) -> str:
+    from bridge.run.leaderboard import FIELDS
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+@click.command("leaderboard")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+              help="Only these corpora (default: every corpus of the first run; each run must hold them).")
+@click.option("--metric", default="p@1", show_default=True, help="p@1, p@10, mrr; coherency, c1, ...; f1, em.")
+@click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
+@click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
+              help="shared: the facts every predictor of every run answered; own: each predictor's.")
+@click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
+@click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
+              show_default=True, help="Resamples behind each 95% interval (0: stderr only).")
+@click.option("--bootstrap-seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to this file, not stdout.")
+def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap, bootstrap_seed, out) -> None:
+    """Every predictor of RUN_DIR... ranked on one metric, with stderr and 95% bootstrap interval.
+
+    \b
+    Example:
+      kbc leaderboard runs/kb runs/bert runs/gpt2 --corpus trex --metric p@1 --format csv --out board.csv
+    """
+    from bridge.run.leaderboard import leaderboard_rows
+
+    if len(corpora) > 1:
+        raise ConfigError("--corpus: name one corpus (or none for every corpus of the runs)")
+    rows = leaderboard_rows(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap,
+                            bootstrap_seed, sort)
+    text = {"md": markdown, "csv": as_csv, "json": lambda r: json.dumps(r, indent=1) + "\n"}[fmt](rows)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(out).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write --out {out}: {exc.strerror}") from None
+    click.echo(f"written: {out}", err=True)

@@ -1,0 +1,61 @@
+"""Options shared by several `kbc` commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
+)
+
+
+def show_progress(quiet: bool) -> bool:
+    """Progress bars unless the command's `--quiet` or the global `kbc -q` (warnings and errors only)."""
+    import logging
+
+    return not quiet and logging.getLogger("kbc").getEffectiveLevel() <= logging.INFO
+
+
+def open_cli_store(path: str | None):
+    """The store named by `--store` (with `--store-update` and `--store-timeout` of this command)."""
+    from kb.store import open_store
+
+    if path is None:
+        from bridge.run.runner import default_cache_dir
+
+        default = default_cache_dir() / "store"
+    else:
+        default = Path(path)
+    meta = click.get_current_context().meta
+    return open_store(path, meta.get(_UPDATE_KEY), default, timeout=meta.get(_TIMEOUT_KEY, 30.0))
+
+
+_UPDATE_KEY, _TIMEOUT_KEY = "kbc.store_update", "kbc.store_timeout"
+
+
+def _remember(key: str):
+    def callback(ctx: click.Context, _param: click.Parameter, value):
+        if value is not None:
+            ctx.meta[key] = value
+        return value
+    return callback
+
+
+def store_option(func):
+    """`--store`, plus `--store-update` and `--store-timeout`, which `open_cli_store` reads from the context.
+
+    The last two do not reach the command's arguments, so commands take a single `store` argument.
+    """
+    func = click.option("--store-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+                        show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
+                        help="Seconds one request to a SPARQL endpoint may take in all (answer included).")(func)
+    func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
+                        callback=_remember(_UPDATE_KEY),
+                        help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
+    return click.option("--store", default=None,
+                        help="Graph store path (default: the cache), or a SPARQL query URL.")(func)

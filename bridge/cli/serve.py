@@ -1,0 +1,108 @@
+"""`kbc serve`: the side-by-side explorer (web page and JSON API) on loopback by default."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import click
+
+from bridge.cli.options import data_dir_option
+from eval.errors import ConfigError
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (not yet listening), or a one-line error saying why it cannot be.
+
+    Bound before the models load and before the URL is printed, and then handed to the server, so a
+    port in use is reported at once and nothing can take it in between.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} is in use; pass --port with a free port (--port 0 picks one) "
+                              "or stop what listens there") from None
+        if exc.errno == errno.EACCES:
+            raise ConfigError(f"port {port} needs administrator rights on this system; pass --port 1024 or "
+                              "higher") from None
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({reason}); pass --host 127.0.0.1 "
+                          "or an address of this machine") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback by default; 0.0.0.0 exposes it to the network).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@data_dir_option
+@click.option("--corpus", default="trex", show_default=True, help="The corpus whose relations and gold KB are asked.")
+@click.option("--relations", multiple=True, help="Only these relations (faster start-up).")
+@click.option("--predictors", multiple=True, metavar="NAME=SPEC",
+              help="Predictors shown beside the gold KB, as for `kbc run` (freq re-oracle bert=/models/bert ...).")
+@click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE", help="Predictor option (repeatable).")
+@click.option("--run", "runs", multiple=True, type=click.Path(file_okay=False),
+              help="A finished `kbc run` directory to browse (repeatable).")
+@click.option("--text-index", default=None,
+              help="Evidence paragraphs: 'lama' (the LAMA evidence index, built on first use) or a tantivy index path.")
+@click.option("--coherency", default=None, metavar="NAME",
+              help="Show this predictor's round trip (the object, then the subject asked back).")
+@click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL.")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store, device,
+          batch_size) -> None:
+    """Every KB and LM answer to one query side by side, and the runs you finished, in the browser.
+
+    Models load once at start-up; then each query asks the gold KB (SPARQL), the inferred graph,
+    every predictor, the text index and the coherency round trip. API: /api/query, /api/runs,
+    /openapi.json (and /docs).
+
+    \b
+    Examples:
+      kbc serve --predictors freq re-oracle bert=/models/bert-base-cased
+      kbc serve --run runs/lama --text-index lama
+    """
+    from pathlib import Path
+
+    import uvicorn
+
+    from bridge.run.options import parse_sets
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs
+
+    split = [v for value in predictors for v in value.split()]
+    rels = [v for value in relations for v in value.split()]
+    cfg = ExplorerConfig(data_dir=data_dir, corpus=corpus, relations=rels, predictors=split,
+                         options=parse_sets(sets), store=store, text_index=text_index, coherency=coherency,
+                         runs=[Path(r) for r in runs], device=device, batch_size=batch_size)
+    sock = listen_socket(host, port)
+    port = sock.getsockname()[1]  # the port chosen when --port 0
+    try:
+        browsed = Runs(cfg.runs)
+        explorer = Explorer.start(cfg)
+    except BaseException:
+        sock.close()
+        raise
+    app = create_app(explorer, browsed)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"kbc serve: {explorer.corpus.name}, {len(explorer.relations)} relations, "
+               f"{len(explorer.columns)} predictors, ready in {explorer.startup_seconds} s", err=True)
+    click.echo(f"open http://{shown}:{port}/  (API: http://{shown}:{port}/docs; Ctrl-C stops)")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled once it has shut down
+        pass
+    finally:
+        explorer.close()
+        sock.close()
+    if not server.started:
+        raise SystemExit(3)

@@ -1,0 +1,122 @@
+"""LM-KBC 2024 as an experiment: each subject and relation asked once, answered with a set, scored as the
+challenge scores it (`eval.set_metrics`).
+
+A predictor's ranked answers become objects (ids through the label index, numbers for numeric relations)
+and its `set=` rule cuts them (`eval.set_rules`; without one, as for the gold KB, the set is every object
+it answers). `set=threshold-tuned` first asks the train split (stage `train`) and tunes one threshold per
+relation there; every other rule asks nothing of train. Scores are probabilities (an LM's log-probabilities
+exponentiated, `eval.set_answers`). Each predictor's val answers are also written in the challenge's
+submission format, `submission/<predictor>.jsonl`: unresolved answers stay strings there, as the challenge's
+baseline leaves them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.experiments.base import Records, StageInput, StageRecords
+from eval.disambiguate import LabelIndex
+from eval.jsonl import write_jsonl_line
+from eval.lmkbc import CORPUS, NUMERIC, load_lmkbc, object_labels, read_rows, resolve_lmkbc_dir
+from eval.set_answers import as_probabilities, ranked_objects
+from eval.set_metrics import METRICS, pair_from_record, tidy_rows
+from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
+from eval.types import Prediction, Query, SetFact
+
+SAVED = 100  # ranked objects kept per record: what threshold tuning and `kbc show` read
+
+
+def set_queries(facts: list[SetFact], relations: dict, prefix: str = "") -> dict[str, list[tuple[Query, SetFact]]]:
+    """One object query per pair, with the relation's template; uids `<prefix><relation>:<subject id>`."""
+    out: dict[str, list[tuple[Query, SetFact]]] = {rel: [] for rel in relations}
+    for fact in facts:
+        if fact.relation in out:
+            query = Query(prefix + fact.uid, fact.uid, fact.corpus, fact.relation, fact.subject, "object",
+                          relations[fact.relation].template)
+            out[fact.relation].append((query, fact))
+    return out
+
+
+class LmkbcExperiment:
+    name = "lmkbc"
+    stages = ("train", "")
+    title = "LM-KBC 2024 (set-valued answers)"
+    metrics = METRICS
+    set_valued = True
+
+    def __init__(self) -> None:
+        self.settings: dict = {}
+        self._rule: SetRule | None = None
+        self._tuned: dict[str, float] = {}
+        self._index: LabelIndex | None = None
+
+    def _labels(self, data_dir: Path | None) -> LabelIndex:
+        if self._index is None:
+            root = resolve_lmkbc_dir(data_dir)
+            rows = [r for split in ("train", "val") if (root / f"{split}.jsonl").is_file()
+                    for _, r in read_rows(root / f"{split}.jsonl")]
+            self._index = LabelIndex(object_labels(rows))
+        return self._index
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, SetFact]]]:
+        spec = given.options.get("set")
+        self._rule = parse_set_rule(spec) if spec else None
+        self._labels(given.data_dir)
+        tuned = self._rule is not None and self._rule.kind == "threshold-tuned"
+        if stage == "train":
+            if not tuned:
+                return {}
+            train = load_lmkbc(given.data_dir, "train", list(given.corpus.relations))
+            return set_queries(train.facts, given.corpus.relations, "train:")
+        if tuned:
+            self._tuned = tune_per_relation(given.earlier.get("train", {}))
+        asked = {id(f) for f in given.facts}
+        return {rel: [(q, f) for q, f in pairs if id(f) in asked]
+                for rel, pairs in set_queries(given.corpus.facts, given.corpus.relations).items()}
+
+    def record(self, stage: str, query: Query, fact: SetFact, pred: Prediction, rel_valid: dict) -> dict:
+        ranked = as_probabilities(ranked_objects(pred, self._labels(None), fact.relation in NUMERIC))
+        threshold = self._tuned.get(fact.relation) if stage == "" else None
+        record = {
+            "uid": query.uid, "relation": fact.relation, "subject": fact.subject.label, "subject_id": fact.subject.id,
+            "prompt": query.text("[MASK]"), "gold": [o.id for o in fact.objects], "gold_labels": list(fact.labels),
+            # full precision: a threshold tuned on these scores must cut the val scores exactly as it cut these
+            "ranked": [[item, score] for item, score in ranked[:SAVED]],
+            "set_rule": str(self._rule) if self._rule else "all answers",
+        }
+        if stage == "train":  # read only to tune the threshold
+            return record
+        if threshold is not None:
+            record["threshold"] = threshold
+        record["predicted"] = (apply_rule(self._rule, ranked, threshold) if self._rule
+                               else [item for item, _ in ranked])
+        return record
+
+    def instances(self, records: StageRecords) -> Records:
+        return records.get("", {})
+
+    def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        return tidy_rows([pair_from_record(r) for r in instances]), []
+
+    def write_outputs(self, out: Path, corpus: str, predictor: str, units: Records) -> None:
+        """The challenge's submission file of one predictor: one line per pair asked."""
+        if corpus != CORPUS:
+            return
+        path = out / "submission" / f"{predictor}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as handle:
+            for unit in units.values():
+                if "dropped" not in unit:
+                    write_jsonl_line(handle, {"SubjectEntityID": unit["subject_id"], "SubjectEntity": unit["subject"],
+                                              "Relation": unit["relation"], "ObjectEntitiesID": unit["predicted"]})
+
+
+def tune_per_relation(train: Records) -> dict[str, float]:
+    """Per relation, the threshold of highest macro F1 on the train records."""
+    by_rel: dict[str, list[TuningPair]] = {}
+    for record in train.values():
+        if "dropped" not in record:
+            by_rel.setdefault(record["relation"], []).append(TuningPair(
+                [tuple(x) for x in record["ranked"]], tuple(record["gold"]), tuple(record["gold_labels"])))
+    return {rel: tune_threshold(pairs) for rel, pairs in by_rel.items()}

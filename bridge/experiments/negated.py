@@ -1,0 +1,111 @@
+"""Negated and misprimed LAMA (Kassner & Schütze 2020) as an experiment: each fact asked three ways.
+
+Per fact the positive cloze, the negated one ("[X] was not born in [Y] .", where the data has one) and the
+misprimed one ("Kabul? [X] was born in [Y] .", misprimes drawn `high_ranked`, `low_ranked` or `random`) are
+three queries (`<uid>`, `<uid>:negated`, `<uid>:misprimed`). A unit is the fact with the three top answers;
+rows per relation and `all` (macro over relations): `p@1` of the positive query, `overlap` (% of facts whose
+negated query puts the same answer first), `became-prime` and `p@1-drop` (`eval.negated`). The Spearman
+correlation of the two full score vectors needs every candidate's score and is not computed here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from bridge.experiments.base import Records, StageInput, StageRecords
+from bridge.experiments.lama import ranked_record
+from eval.errors import ConfigError, DataError
+from eval.negated import VARIANTS, MisprimeOutcome, load_probes, summarize_misprimes, summarize_negation
+from eval.types import Fact, Prediction, Query
+
+KINDS = ("negated", "misprimed")
+
+
+class NegatedExperiment:
+    name = "negated"
+    stages = ("",)
+    title = "Negated and misprimed LAMA"
+    metrics = ("p@1", "overlap", "became-prime", "p@1-drop")
+    probes = True
+
+    def __init__(self, misprimes: str = "random") -> None:
+        if misprimes not in VARIANTS:
+            raise ConfigError(f"--misprimes {misprimes}: use one of {', '.join(VARIANTS)}")
+        self.misprimes = misprimes
+        self.settings = {"misprimes": misprimes}
+        self._primes: dict[str, str] = {}
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        corpus = given.corpus.name.removeprefix("negated-")
+        probes = {p.fact.uid: p for p in load_probes(given.data_dir, corpus, self.misprimes,
+                                                     list(given.corpus.relations)).facts}
+        out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+        for fact in given.facts:
+            probe = probes.get(fact.uid)
+            if probe is None or probe.fact != fact:
+                raise DataError(f"negated/misprimed {corpus}: fact {fact.uid} differs between the random and the "
+                                f"{self.misprimes} files")
+            base = Query(fact.uid, fact.uid, fact.corpus, fact.relation, fact.subject, "object", fact.cloze or "",
+                         targets=(fact.object.label,))
+            out[fact.relation].append((base, fact))
+            for kind, template in (("negated", probe.negated), ("misprimed", probe.misprimed)):
+                if template is not None:
+                    out[fact.relation].append((dataclasses.replace(base, uid=f"{fact.uid}:{kind}", template=template,
+                                                                   prompt=kind), fact))
+            if probe.misprimed:
+                self._primes[fact.uid] = probe.prime
+        return out
+
+    def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict) -> dict:
+        record = ranked_record(query, fact, pred, {})
+        record["probe"] = query.prompt if query.prompt in KINDS else "positive"
+        if record["probe"] == "misprimed":
+            record["prime"] = self._primes[fact.uid]
+        record["lowercased"] = pred.lowercased
+        return record
+
+    def instances(self, records: StageRecords) -> Records:
+        """One unit per fact: its positive record with the top answers of the other two queries."""
+        done = records.get("", {})
+        units: Records = {}
+        for uid, record in done.items():
+            if record.get("probe", "positive") != "positive":
+                continue
+            unit = dict(record)
+            for kind in KINDS:
+                other = done.get(f"{uid}:{kind}")
+                if other is not None and "dropped" not in other:
+                    unit[f"top_{kind}"] = other["answers"][0][0] if other["answers"] else None
+                    if kind == "misprimed":
+                        unit["prime"] = other["prime"]
+            units[uid] = unit
+        return units
+
+    def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        rows: list[dict] = []
+        by_rel: dict[str, list[dict]] = {}
+        for unit in instances:
+            by_rel.setdefault(unit["relation"], []).append(unit)
+        p1 = {rel: 100.0 * sum(u["rank_raw"] == 1 for u in units) / len(units) for rel, units in by_rel.items()}
+        rows += [{"setting": "raw", "group": rel, "metric": "p@1", "value": v, "n_facts": len(by_rel[rel])}
+                 for rel, v in p1.items()]
+        if p1:
+            rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": sum(p1.values()) / len(p1),
+                         "n_facts": len(instances)})
+        top = [(u, u["answers"][0][0] if u["answers"] else "") for u in instances]
+        negated = [(u["relation"], t == u["top_negated"], math.nan) for u, t in top if u.get("top_negated")]
+        if negated:
+            rows += _rows(summarize_negation(negated), ("overlap",))
+        lowered = any(u.get("lowercased") for u in instances)
+        primed = [MisprimeOutcome(u["relation"], t, u["top_misprimed"], u["gold"], u["prime"])
+                  for u, t in top if u.get("top_misprimed")]
+        if primed:
+            rows += _rows(summarize_misprimes(primed, lowered), ("became-prime", "p@1-drop"))
+        return rows, []
+
+
+def _rows(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> list[dict]:
+    return [{"setting": "raw", "group": group, "metric": metric, "value": row[metric], "n_facts": int(row["n"])}
+            for group, row in table.items() for metric in metrics if metric in row]

@@ -1,0 +1,105 @@
+"""`kb` and `kb-inferred`: the graph store as a predictor, without and with the facts the axioms derive.
+
+Both read the run's per-relation gold graphs (`gold-<corpus>-<relation>`); `kb-inferred` reads
+the graph `inferred` as well (`kb.reasoning.ensure_inferred` over those gold graphs: `kbc run kmir`
+reasons with its `--axioms` before any predictor is built; elsewhere, when the store holds no
+inferred graph computed from these facts, the shipped axioms are applied).
+
+Object queries get the objects the graphs hold for (subject, relation), by label. Queries that
+carry a KMIR question with choices (`bridge.experiments.kmir.KmirQuery`) are answered by
+`choose`, which looks the question up in the graphs (`kb.kmir_answer.KmirKB.answer`); the chosen
+label is the prediction's only answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bridge.predictors.registry import PredictorContext
+from bridge.run.options import declares
+from eval.lama import Corpus
+from eval.types import Answer, Prediction, Query
+from kb.kmir_answer import TYPES_GRAPH, KmirKB
+from kb.reasoning import INFERRED
+from kb.store import GraphStore
+
+
+def corpus_graphs(store: GraphStore, corpus: Corpus) -> list[str]:
+    """The corpus's per-relation gold graphs as the runner loads them (loading any that is missing)."""
+    from eval.lama import relation_versions
+
+    if corpus.facts and corpus.facts[0].cloze:
+        return []
+    versions = relation_versions(corpus)
+    return sorted(store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
+                  for rel, facts in corpus.by_relation().items())
+
+
+class KmirKBPredictor:
+    """Answers from fixed graphs of the store; `setting` is `kb` or `kb-inferred`."""
+
+    ranks = "list"
+    slots = ("object",)
+
+    def __init__(self, name: str, setting: str, kb: KmirKB) -> None:
+        self.name, self.setting, self.kb = name, setting, kb
+
+    def describe(self) -> dict:
+        return {"predictor": self.setting, "graphs": self.kb.graphs, "ranks": self.ranks, "slots": list(self.slots),
+                "choices": "looked up in the graphs (closed world)"}
+
+    def choose(self, queries: Sequence[Query]) -> list[str | None]:
+        """The choice the graphs support for each query's question (None: no question, or no choice held)."""
+        out: list[str | None] = []
+        for q in queries:
+            question = getattr(q, "question", None)
+            out.append((self.kb.answer(question) or None) if question is not None else None)
+        return out
+
+    def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
+        out = []
+        for q in queries:
+            question = getattr(q, "question", None)
+            if question is not None and question.choices:
+                chosen = self.choose([q])[0]
+                out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else ()))
+                continue
+            objects = sorted(label for _, label in self.kb.objects(q.known, q.relation) if label)
+            out.append(Prediction(q.uid, tuple(Answer(label, 1.0) for label in objects[:depth])))
+        return out
+
+
+def _types(store: GraphStore) -> list[str]:
+    return [TYPES_GRAPH] if TYPES_GRAPH in store.graph_names(TYPES_GRAPH) else []
+
+
+@declares()
+def make_kb(name: str, ctx: PredictorContext) -> KmirKBPredictor:
+    """The gold graphs of the corpus."""
+    graphs = corpus_graphs(ctx.store, ctx.corpus)
+    return KmirKBPredictor(name, "kb", KmirKB(ctx.store, graphs, _types(ctx.store)))
+
+
+@declares()
+def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
+    """The gold graphs of the corpus and the graph `inferred`."""
+    from kb.reasoning import coverage_problem, ensure_inferred, load_axioms
+
+    graphs = corpus_graphs(ctx.store, ctx.corpus)
+    if graphs and coverage_problem(ctx.store, graphs):  # none, or computed from other facts: never answer from it
+        ensure_inferred(ctx.store, load_axioms(), graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir),
+                        force=True)
+    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)))
+
+
+def known_relations(corpus: Corpus, data_dir) -> set[str]:
+    """Relation ids axioms may name: the corpus's and every LAMA relation (`relations.jsonl`)."""
+    from pathlib import Path
+
+    from eval.relations import load_relations
+
+    known = set(corpus.relations)
+    path = Path(data_dir) / "relations.jsonl" if data_dir is not None else None
+    if path is not None and path.is_file():
+        known |= set(load_relations(path))
+    return known

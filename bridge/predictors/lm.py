@@ -1,0 +1,247 @@
+"""Factories for language-model predictors, and the resolver that claims model names and paths.
+
+Claimed names: a local model directory (kind read from its config.json: masked, causal or
+seq2seq), a path that should be one (reported clearly when it is not), and Hugging Face ids
+(`bert-base-cased`, `gpt2`, `t5-base`, `org/name`). Options come from `--set [NAME.]KEY=VALUE`:
+
+  candidates=common|full|relation   masked LMs: LAMA common vocabulary (default), whole vocabulary,
+                               or each relation's own objects
+  vocab_file=PATH              candidate words, one per line (masked and causal LMs)
+  normalize=full|candidates    masked LMs: log-softmax over the whole vocabulary (default, LAMA)
+                               or over the candidates only
+  max_length=N                 truncate prompts (with context) to N tokens
+  cache=on|off                 the on-disk result cache under the cache dir (default on)
+  prompt=lama|extended         causal LMs: LAMA templates, or the coherency paper's templates with the
+                               asked entity at the very end (prompt_file=PATH to give that file)
+  beams=N, max_new_tokens=N    seq2seq LMs (T5): beam search width (default 10) and span length
+  scoring=slot|statement       statement: rank each relation's answer space by the score of the whole
+                               filled statement (`lm.statement`; the default on BEAR corpora)
+  pll=VARIANT, reduction=sum|mean   statement scoring: masked LMs' pseudo-log-likelihood variant and
+                               the reduction of token scores
+Subject queries (coherency) use the same rules: `candidates=relation` and causal typed querying
+rank each relation's subjects.
+`PredictorContext.compat == "lama"` (`--compat lama`) makes masked LMs tokenize around the mask
+as LAMA's BERT connector does (WordPiece models only; see `lm.masked`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bridge.predictors.registry import Factory, PredictorContext
+from bridge.run.options import SET_OPTION, Option, declares
+from eval.errors import ConfigError, KbcError
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+VOCABS = ("common", "full", "relation")
+
+
+def resolve_model(name: str) -> Factory | None:
+    """A factory for `name` when it names a model (dir or hub id); None when it is not ours."""
+    from lm.loading import kind_from_config, kind_from_name, local_config
+
+    config = local_config(name)
+    if config is not None:
+        kind = kind_from_config(config)
+        if kind is None:
+            raise KbcError(f"{name}: config.json names neither a masked nor a causal LM nor a seq2seq LM "
+                           f"(architectures={config.get('architectures')}, model_type={config.get('model_type')!r})")
+        return {"masked": make_masked, "seq2seq": make_seq2seq}.get(kind, make_causal)
+    if name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists():
+        raise KbcError(f"{name}: not a model directory (no config.json there); pass the folder that holds "
+                       "config.json, the weights and the tokenizer files")
+    if HUB_ID.match(name):
+        kind = kind_from_name(name)
+        if kind == "masked":
+            return make_masked
+        if kind == "causal":
+            return make_causal
+        if kind == "seq2seq":
+            return make_seq2seq
+        if "/" in name:
+            return make_masked
+    return None
+
+
+CACHE_OPTION = Option("cache", "on-disk result cache (never changes answers)", "choice", ("on", "off"), "on",
+                      identity=False)
+VOCAB_FILE = Option("vocab_file", "candidate answers, one word per line (instead of the default set)", "path")
+MASKED_OPTIONS = (
+    Option("candidates", "answer space: LAMA common vocabulary, whole vocabulary, or each relation's objects",
+           "choice", VOCABS, "common"),
+    VOCAB_FILE,
+    Option("normalize", "log-softmax over the whole vocabulary (LAMA) or over the candidates only", "choice",
+           ("full", "candidates"), "full"),
+    Option("max_length", "truncate prompts (with context) to this many tokens", "int", minimum=8),
+    CACHE_OPTION,
+)
+
+
+STATEMENT_OPTIONS = (
+    Option("scoring", "slot: the answer at the mask (one token) or typed sentences; statement: every option put "
+           "in the template and the whole statement scored (default for BEAR, else slot)", "choice",
+           ("slot", "statement")),
+    Option("pll", "statement scoring of masked LMs: lm-pub-quiz's pseudo-log-likelihood variant", "choice",
+           ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r"), "within_word_l2r"),
+    Option("reduction", "statement scoring: sum or mean of the token scores", "choice", ("sum", "mean"), "sum"),
+)
+
+
+def _statement(ctx: PredictorContext) -> bool:
+    """Statement scoring when asked, or by default on BEAR corpora (closed answer spaces)."""
+    from eval.bear import BEAR_CORPORA
+
+    value = ctx.options.get("scoring")
+    return value == "statement" if value else ctx.corpus.name in BEAR_CORPORA
+
+
+def _statement_predictor(name: str, ctx: PredictorContext, scorer, extra: dict | None = None):
+    """Each relation's answer space (the corpus's own, e.g. BEAR's, else the relation's objects: a typed space)."""
+    from lm.statement_predictor import StatementPredictor
+
+    rels = ctx.corpus.relations
+    if rels and all(r.answer_space for r in rels.values()):
+        answers = {rel: [e.label for e in r.answer_space] for rel, r in rels.items()}
+        source = "the answer space of each relation (the corpus's)"
+    else:
+        answers, source = _objects(ctx), "objects of each relation in the corpus (typed answer space)"
+    return StatementPredictor(name, scorer, answers, reduction=ctx.options.get("reduction", "sum"),
+                              compat=ctx.compat if ctx.compat == "lm-pub-quiz" else None, source=source,
+                              describe_extra=extra)
+
+
+def _cache(ctx: PredictorContext):
+    from lm.cache import ResultCache
+
+    value = ctx.options.get("cache", "on")
+    if value not in ("on", "off"):
+        raise ConfigError(f"--set cache={value}: use on or off")
+    return ResultCache(Path(ctx.cache_dir) / "lm" / "results.sqlite") if value == "on" else None
+
+
+def _int_option(ctx: PredictorContext, key: str) -> int | None:
+    value = ctx.options.get(key)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ConfigError(f"--set {key}={value}: expected an integer") from exc
+
+
+@declares(*MASKED_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
+def make_masked(name: str, ctx: PredictorContext):
+    from lm.loading import load
+    from lm.masked import MaskedLMPredictor, MaskedLMScorer
+    from lm.vocab import AnswerSpace, common_vocab_path, from_words, full_vocab, read_vocab_file, token_labels
+
+    vocab = ctx.options.get("candidates", "common")
+    if vocab not in VOCABS:
+        raise ConfigError(f"--set candidates={vocab}: use one of {', '.join(VOCABS)}")
+    normalize = ctx.options.get("normalize", "full")
+    loaded = load(name, "masked", ctx.device, ctx.dtype)
+    scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
+                            batch_size=ctx.batch_size, normalize=normalize, cache=_cache(ctx),
+                            max_length=_int_option(ctx, "max_length"), compat=getattr(ctx, "compat", None))
+    if _statement(ctx):
+        from lm.statement import MaskedStatementScorer
+
+        pll = MaskedStatementScorer(scorer, ctx.options.get("pll", "within_word_l2r"), batch_size=None)
+        return _statement_predictor(name, ctx, pll, {"path": scorer.path, "device": str(scorer.device)})
+    labels = token_labels(loaded.tokenizer, scorer.vocab_size)
+    extra = {}
+    subjects = None  # subject queries: the same vocabulary, or each relation's subjects
+    if ctx.options.get("vocab_file"):
+        path = Path(ctx.options["vocab_file"]).expanduser()
+        space = AnswerSpace(labels, fixed=from_words(labels, read_vocab_file(path), f"file:{path.name}"))
+        extra["vocab_file"] = str(path)
+    elif vocab == "common":
+        path = common_vocab_path(ctx.data_dir, labels.uncased)
+        space = AnswerSpace(labels, fixed=from_words(labels, read_vocab_file(path), f"common:{path.name}"))
+    elif vocab == "full":
+        space = AnswerSpace(labels, fixed=full_vocab(labels))
+    else:
+        space = AnswerSpace(labels, per_relation=_objects(ctx))
+        subjects = AnswerSpace(labels, per_relation=_objects(ctx, "subject"))
+    return MaskedLMPredictor(name, scorer, space, extra, subject_space=subjects)
+
+
+PROMPT_OPTIONS = (
+    Option("prompt", "LAMA templates, or the coherency paper's with the asked entity at the very end", "choice",
+           ("lama", "extended"), "lama"),
+    Option("prompt_file", "templates for prompt=extended (JSONL: relation, template_obj, template_sub)", "path"),
+)
+EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
+
+
+@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, settings=("dtype",))
+def make_causal(name: str, ctx: PredictorContext):
+    from lm.causal import CausalLMScorer, CausalTypedPredictor, read_extended_templates
+    from lm.loading import load
+    from lm.vocab import read_vocab_file
+
+    templates, extra = {}, {}
+    if ctx.options.get("prompt", "lama") == "extended":
+        path = Path(ctx.options["prompt_file"]) if ctx.options.get("prompt_file") else _extended_file(ctx)
+        templates = {k: t for k, t in read_extended_templates(path).items() if k[0] in ctx.corpus.relations}
+        extra = {"prompt": "extended", "prompt_file": str(path),
+                 "lama_templates": sorted(r for r in ctx.corpus.relations if (r, "object") not in templates)}
+    loaded = load(name, "causal", ctx.device, ctx.dtype)
+    scorer = CausalLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
+                            batch_size=ctx.batch_size, cache=_cache(ctx))
+    if _statement(ctx):
+        from lm.statement import CausalStatementScorer
+
+        return _statement_predictor(name, ctx, CausalStatementScorer(scorer),
+                                    {"path": scorer.path, "device": str(scorer.device)})
+    if ctx.options.get("vocab_file"):
+        words = read_vocab_file(ctx.options["vocab_file"])
+        candidates = subjects = {rel: words for rel in ctx.corpus.relations}
+        source = f"file:{ctx.options['vocab_file']}"
+    else:
+        candidates, subjects = _objects(ctx), _objects(ctx, "subject")
+        source = "entities of the relation in the corpus (objects, or subjects for subject queries)"
+    return CausalTypedPredictor(name, scorer, candidates, source, extra, subject_candidates=subjects,
+                                templates=templates)
+
+
+def _extended_file(ctx: PredictorContext) -> Path:
+    """The coherency templates shipped beside the LAMA data (`<data>/../prompts/coherency/...`)."""
+    for root in (Path(ctx.data_dir), Path(ctx.data_dir).parent):
+        if (root / EXTENDED_FILE).is_file():
+            return root / EXTENDED_FILE
+    raise ConfigError(f"prompt=extended: {EXTENDED_FILE} not found next to the data directory {ctx.data_dir}; "
+                      "pass --set prompt_file=PATH")
+
+
+SEQ2SEQ_OPTIONS = (
+    Option("beams", "beam search width; every beam gives one answer (the coherency paper: 10)", "int", default="10",
+           minimum=1, maximum=64),
+    Option("max_new_tokens", "longest span written, in tokens", "int", default="24", minimum=1),
+)
+
+
+@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, settings=("dtype",))
+def make_seq2seq(name: str, ctx: PredictorContext):
+    from lm.loading import load
+    from lm.seq2seq import Seq2SeqSpanPredictor
+
+    loaded = load(name, "seq2seq", ctx.device, ctx.dtype)
+    if _statement(ctx):
+        from lm.statement import Seq2SeqStatementScorer
+
+        scorer = Seq2SeqStatementScorer(loaded.model, loaded.tokenizer, name=name, batch_size=ctx.batch_size)
+        return _statement_predictor(name, ctx, scorer, {"fingerprint": loaded.fingerprint, "dtype": ctx.dtype})
+    return Seq2SeqSpanPredictor(name, loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint,
+                                dtype=ctx.dtype, beams=_int_option(ctx, "beams") or 10,
+                                max_new_tokens=_int_option(ctx, "max_new_tokens") or 24,
+                                batch_size=ctx.batch_size)
+
+
+def _objects(ctx: PredictorContext, slot: str = "object") -> dict[str, list[str]]:
+    """Each relation's distinct object (or subject) labels in corpus order (the typed-querying answer space)."""
+    out: dict[str, list[str]] = {rel: [] for rel in ctx.corpus.relations}
+    for fact in ctx.corpus.facts:
+        out.setdefault(fact.relation, []).append((fact.object if slot == "object" else fact.subject).label)
+    return {rel: list(dict.fromkeys(objs)) for rel, objs in out.items()}

@@ -1,0 +1,109 @@
+"""Predictors by name. Entries import lazily, so `kbc` starts fast and optional parts stay optional.
+
+A name is looked up in `ENTRIES` first; otherwise each resolver in `RESOLVERS` may claim it
+(e.g. a Hugging Face model id or a local model path).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bridge.predictors.base import Predictor
+    from eval.lama import Corpus
+    from kb.store import GraphStore
+
+
+@dataclass
+class PredictorContext:
+    """What a factory may use to build a predictor for one corpus."""
+
+    corpus: Corpus
+    store: GraphStore
+    cache_dir: Path
+    data_dir: Path
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 32
+    options: dict[str, str] = field(default_factory=dict)
+    progress: bool = True  # whether set-up work (index or KB builds) may show progress bars
+    compat: str | None = None  # "lama": behave as LAMA's released code (tokenization around the mask)
+
+
+Factory = Callable[[str, PredictorContext], "Predictor"]
+
+# name -> ("module:function", one-line help)
+ENTRIES: dict[str, tuple[str, str]] = {
+    "freq": ("bridge.predictors.kb:make_freq", "LAMA Freq baseline: objects ranked by frequency in the relation"),
+    "random": ("bridge.predictors.random_baseline:make_random",
+               "Chance: a question's choices, or the relation's entities, ranked uniformly at random (seeded)"),
+    "gold": ("bridge.predictors.kb:make_gold", "The gold KB: every valid answer from the graph store (SPARQL)"),
+    "kb": ("bridge.predictors.kmir:make_kb", "The gold graphs answering KMIR-style questions (lookups)"),
+    "kb-inferred": ("bridge.predictors.kmir:make_kb_inferred",
+                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl), answering by lookups"),
+    "retrieval": ("bridge.predictors.text:make_retrieval",
+                  "LAMA DrQA row: BM25 paragraphs + offline reader, the fact's own evidence left out"),
+    "retrieval-oracle": ("bridge.predictors.text:make_retrieval_oracle",
+                         "Upper bound: retrieval that also reads the fact's own evidence paragraphs (gold leak)"),
+    "re-naive": ("bridge.predictors.extraction:make_re_naive",
+                 "LAMA RE_n: relation-extraction KB, exact-label linking"),
+    "re-oracle": ("bridge.predictors.extraction:make_re_oracle", "LAMA RE_o: relation-extraction KB, oracle linking"),
+    "bert": ("bridge.predictors.entities:make_bert", "The masked LM of --set model=PATH (E-BERT's BERT baseline)"),
+    "ebert": ("bridge.predictors.entities:make_ebert", "E-BERT REPLACE: subject pieces -> mapped wikipedia2vec entity"),
+    "ebert-concat": ("bridge.predictors.entities:make_ebert", "E-BERT CONCAT ensemble input: 'Entity / word pieces'"),
+    "ebert-avg": ("bridge.predictors.entities:make_ebert",
+                  "E-BERT AVG ensemble: mean of BERT and E-BERT probabilities"),
+    "ebert-entity": ("bridge.predictors.entities:make_ebert",
+                     "E-BERT input, entity-level answers (multi-token objects)"),
+    "bert-entity": ("bridge.predictors.entities:make_ebert", "BERT input, entity-level answers (multi-token objects)"),
+}
+# predictors that read the gold evidence (or learn from the test facts' own sentences): upper bounds, not baselines
+UPPER_BOUNDS: dict[str, str] = {
+    "retrieval-oracle": "reads the fact's own evidence paragraphs",
+    "re-oracle": "extracts from the test facts' own sentences with oracle entity linking",
+}
+
+
+def upper_bound_note(config: dict) -> str | None:
+    """A footnote naming the predictors of a run (its `config.json`) that are upper bounds, or None."""
+    specs = {name: (ident or {}).get("spec", name) for name, ident in (config.get("predictor_specs") or {}).items()}
+    marked = [f"`{name}` {UPPER_BOUNDS[spec]}" for name, spec in specs.items() if spec in UPPER_BOUNDS]
+    return "Upper bounds, not baselines: " + "; ".join(marked) + "." if marked else None
+
+
+# "module:function" taking a name and returning a Factory, or None if the name is not theirs
+RESOLVERS: list[str] = [
+    "bridge.predictors.lm:resolve_model",  # local model dirs, HF ids (bert-base-cased, gpt2, org/name)
+]
+
+
+def _load(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def resolve(name: str) -> Factory:
+    if name in ENTRIES:
+        return _load(ENTRIES[name][0])
+    for target in RESOLVERS:
+        factory = _load(target)(name)
+        if factory is not None:
+            return factory
+    close = difflib.get_close_matches(name, ENTRIES, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(f"unknown predictor {name!r}; {hint}known: {', '.join(sorted(ENTRIES))} (see `kbc ls`)")
+
+
+def available() -> dict[str, str]:
+    return {name: help_ for name, (_, help_) in sorted(ENTRIES.items())}
+
+
+def build(name: str, ctx: PredictorContext) -> Predictor:
+    return resolve(name)(name, ctx)

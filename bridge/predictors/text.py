@@ -1,0 +1,101 @@
+"""Factories for `retrieval` and `retrieval-oracle` (BM25 over a text index, then a reader).
+
+`retrieval` leaves out the queried fact's own evidence paragraphs (the leak-free number);
+`retrieval-oracle` reads them too, an upper bound: on the LAMA evidence index it reads the gold
+evidence.
+
+Options (`--set KEY=VALUE`):
+  text_index=PATH|NAME   an existing index (default: the LAMA evidence index in the cache, built on
+                    first use); for Elasticsearch, the index name
+  backend=tantivy|elasticsearch, es_url=URL (default $KBC_ES_URL)
+  k=5               paragraphs read per query
+  reader=vocab|entities|qa, model=PATH (qa), vocab_file=PATH (default: LAMA's common cased vocabulary)
+  exclude_gold=0|1  drop the queried fact's own evidence paragraphs (default 1; retrieval-oracle: 0)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from bridge.predictors.registry import PredictorContext
+from bridge.run.options import Option, declares, truthy
+from eval.errors import ConfigError
+
+EVIDENCE_INDEX = "lama-evidence"
+
+
+def _int(options: dict, key: str, default: int) -> int:
+    try:
+        value = int(options.get(key, default))
+    except ValueError:
+        raise ConfigError(f"--set {key}= expects an integer, got {options[key]!r}") from None
+    if value < 1 and key == "k":
+        raise ConfigError("--set k= must be at least 1")
+    return value
+
+
+@declares(
+    Option("text_index", "an existing text index (path, or index name for Elasticsearch)",
+           default="the LAMA evidence index in the cache"),
+    Option("backend", "text index backend", "choice", ("tantivy", "elasticsearch"), "tantivy"),
+    Option("es_url", "Elasticsearch URL", default="$KBC_ES_URL"),
+    Option("k", "paragraphs read per query", "int", default="5", minimum=1, maximum=10_000),
+    Option("reader", "how answers are read from the paragraphs", "choice", ("vocab", "entities", "qa"), "vocab"),
+    Option("model", "extractive QA model (reader=qa): local directory or hub id"),
+    Option("vocab_file", "answer vocabulary, one word per line", "path", default="LAMA's common cased vocabulary"),
+    Option("exclude_gold", "drop the queried fact's own evidence paragraphs (0: an upper bound that reads them)",
+           "bool", default="1"),
+    Option("context_bonus", "weight of matching words around the slot (reader=vocab)", "float", default="1.0"),
+)
+def make_retrieval(name: str, ctx: PredictorContext):
+    """Leak-free unless `exclude_gold=0`."""
+    return _retrieval(ctx, default_exclude=True)
+
+
+@declares(*[o for o in make_retrieval.options.values() if o.key != "exclude_gold"],
+          Option("exclude_gold", "drop the queried fact's own evidence paragraphs (1: the leak-free retrieval)",
+                 "bool", default="0"))
+def make_retrieval_oracle(name: str, ctx: PredictorContext):
+    """Reads the fact's own evidence paragraphs unless `exclude_gold=1`: an upper bound, not a baseline."""
+    return _retrieval(ctx, default_exclude=False)
+
+
+# `exclude_gold` is part of the identity even when left at its default, which once was 0 for `retrieval`:
+# a rerun into a directory of the leaky default is refused instead of mixing both.
+make_retrieval.pinned = make_retrieval_oracle.pinned = ("exclude_gold",)
+
+
+def _retrieval(ctx: PredictorContext, default_exclude: bool):
+    from kb.text.evidence import evidence_index
+    from kb.text.index import check_backend, open_index
+    from kb.text.retrieval import EntityReader, QAReader, RetrievalPredictor, VocabReader, load_vocab
+
+    opts = ctx.options
+    backend = check_backend(opts.get("backend", "tantivy"))
+    es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
+    if "text_index" in opts:
+        index = open_index(backend, opts["text_index"], es_url)
+    else:
+        location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
+        index = evidence_index(location, ctx.data_dir, backend, es_url, progress=ctx.progress)
+    reader_name = opts.get("reader", "vocab")
+    vocab_path = Path(opts.get("vocab_file") or ctx.data_dir / "common_vocab_cased.txt")
+    if reader_name == "vocab":
+        try:
+            bonus = float(opts.get("context_bonus", 1.0))
+        except ValueError:
+            raise ConfigError(f"--set context_bonus= expects a number, got {opts['context_bonus']!r}") from None
+        reader = VocabReader(load_vocab(vocab_path), index, bonus)
+    elif reader_name == "entities":
+        reader = EntityReader()
+    elif reader_name == "qa":
+        if "model" not in opts:
+            raise ConfigError("--set reader=qa needs --set model=PATH_OR_HF_ID (an extractive QA model)")
+        reader = QAReader(opts["model"], load_vocab(vocab_path), device=ctx.device)
+    else:
+        raise ConfigError(f"--set reader={reader_name!r}: choose vocab, entities or qa")
+    exclude = truthy(opts.get("exclude_gold", "1" if default_exclude else "0"))
+    stats = index.stats()
+    info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
+    return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)

@@ -1,0 +1,294 @@
+"""What a run is asked to do, checked in full before any work: predictors, options, corpora, relations.
+
+A run directory accumulates: each predictor name keeps the identity it was first run with (the
+spec and the settings that change its answers), each relation the data version its facts came
+from. A rerun that adds predictors, corpora or relations works; one that would mix answers of a
+different identity or data under the same name is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.predictors.registry import Factory, resolve
+from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
+from eval.bear import BEAR_CORPORA
+from eval.corpora import CORPORA, load_corpus
+from eval.errors import ConfigError, DataError
+from eval.lama import Corpus, relation_versions
+from eval.relations import stored_type
+from eval.types import Fact
+
+COMPAT = ("lama", "lm-pub-quiz")
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("KBC_CACHE", Path.home() / ".cache" / "kbcompare"))
+
+
+@dataclass
+class RunConfig:
+    corpora: list[str]
+    predictors: list[str]  # NAME=SPEC or SPEC
+    out: Path
+    data_dir: str | None = None
+    relations: list[str] = field(default_factory=list)
+    depth: int = 100
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 32
+    options: dict[str, str] = field(default_factory=dict)  # KEY or NAME.KEY -> value
+    cache_dir: Path | None = None
+    store: str | None = None  # graph store path, or a SPARQL endpoint URL
+    store_update: str | None = None  # SPARQL 1.1 Update endpoint of a remote store
+    store_timeout: float = 30.0
+    limit: int | None = None  # a seeded sample of at most this many facts per relation
+    seed: int = 0
+    compat: str | None = None  # "lama": as LAMA's released code
+    template: str = "0"  # BEAR corpora: the template asked (0, 1, 2), or "all" (each relation's three, a prompt set)
+    bootstrap: int = 1000  # resamples behind each summary cell's 95% interval (0: standard errors only)
+    bootstrap_seed: int = 0
+
+    def check_values(self) -> None:
+        for key, value, low in (("--depth", self.depth, 1), ("--batch-size", self.batch_size, 1),
+                                ("--limit", self.limit, 1), ("--seed", self.seed, None)):
+            if value is None and key == "--limit":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{key} {value!r}: expected an integer")
+            if low is not None and value < low:
+                raise ConfigError(f"{key} {value}: must be at least {low}")
+        timeout = self.store_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or math.isnan(timeout):
+            raise ConfigError(f"--store-timeout {timeout!r}: expected a number of seconds")
+        if self.store_timeout <= 0:
+            raise ConfigError(f"--store-timeout {self.store_timeout}: must be positive")
+        if self.compat not in (None, *COMPAT):
+            raise ConfigError(f"--compat {self.compat}: use one of {', '.join(COMPAT)}")
+        if self.template not in ("0", "1", "2", "all"):
+            raise ConfigError(f"--template {self.template}: use 0, 1, 2 or all")
+        if self.template != "0" and not any(c in BEAR_CORPORA for c in self.corpora):
+            raise ConfigError(f"--template {self.template} picks a BEAR template; add --corpus bear or bear-big")
+        unknown = [c for c in self.corpora if c not in CORPORA]
+        if unknown:
+            raise ConfigError(f"unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}")
+        if not self.corpora:
+            raise ConfigError("no corpus given (--corpus trex google_re ...)")
+        if not self.predictors:
+            raise ConfigError("no predictor given (--predictors freq bert=/models/bert-base-cased ...)")
+
+
+@dataclass
+class PlannedPredictor:
+    name: str
+    spec: str
+    factory: Factory
+    options: dict[str, str]
+    declared: dict[str, Option]
+
+    def identity(self, cfg: RunConfig) -> dict:
+        """Everything that changes this predictor's answers; a rerun under the same name must match it."""
+        ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        for key in getattr(self.factory, "pinned", ()):  # defaults that once differed: a rerun must match them
+            ident["options"].setdefault(key, self.declared[key].default)
+        files = self.files()
+        if files:
+            ident["files"] = files
+        if "dtype" in getattr(self.factory, "settings", ()):
+            ident["dtype"] = cfg.dtype
+        if cfg.compat:
+            ident["compat"] = cfg.compat
+        return ident
+
+
+    def files(self) -> dict[str, str]:
+        """Fingerprints of the local files it reads (model folders, vocabularies, maps): weights replaced at the
+        same path change its identity, checked on every rerun without loading anything. Hub ids have none."""
+        from bridge.predictors.registry import ENTRIES
+        from lm.loading import files_fingerprint
+
+        out: dict[str, str] = {}
+        if self.spec not in ENTRIES and Path(self.spec).expanduser().exists():
+            out["spec"] = files_fingerprint(self.spec)
+        for key, value in sorted(self.options.items()):
+            opt = self.declared.get(key)
+            if opt is not None and opt.identity and opt.kind in ("model", "path") and Path(value).expanduser().exists():
+                out[key] = files_fingerprint(value)
+        return out
+
+
+@dataclass
+class Plan:
+    predictors: list[PlannedPredictor]
+    corpora: dict[str, Corpus]  # full corpora restricted to the chosen relations
+    asked: dict[str, list[Fact]]  # per corpus, the facts asked (all, or the --limit sample)
+    versions: dict[str, dict[str, str]]  # corpus -> relation -> data version
+    removed: dict[str, dict[str, int]] = field(default_factory=dict)  # --compat lama: label duplicates per relation
+    # where the filtered setting's other valid objects come from, when not the corpus itself: a LAMA-UHN
+    # corpus filters facts out of the questions, never out of what counts as a right answer
+    valid_sources: dict[str, tuple[Corpus, dict[str, str]]] = field(default_factory=dict)
+    data_dir: Path | None = None  # where the corpora (and named prompt sets, instance-of lists) were read
+
+
+def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
+    specs: list[NamedSpec] = parse_predictors(cfg.predictors)
+    factories = {p.name: resolve(p.spec) for p in specs}
+    declared = {name: accepted(f) for name, f in factories.items()}
+    scope_options(cfg.options, specs, declared)
+    from bridge.predictors.registry import ENTRIES
+
+    for p in specs:  # models named by hub id: reachable or cached, checked before any predictor runs
+        models = [p.spec] if p.spec not in ENTRIES else []
+        models += [v for k, v in p.options.items() if declared[p.name].get(k) and declared[p.name][k].kind == "model"]
+        for model in models:
+            from lm.loading import check_available
+
+            check_available(model)
+    return [PlannedPredictor(p.name, p.spec, factories[p.name], p.options, declared[p.name]) for p in specs]
+
+
+def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
+    """Validate everything and load the data; no predictor is built and nothing is scored yet."""
+    cfg.check_values()
+    predictors = plan_predictors(cfg)
+    loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
+    corpora = {name: _restrict(c, cfg.relations, loaded) for name, c in loaded.items()}
+    removed: dict[str, dict[str, int]] = {}
+    if cfg.compat == "lama":
+        from eval.compat import lama_dedup
+
+        for name, corpus in corpora.items():
+            corpus.facts, removed[name] = lama_dedup(corpus.facts)
+    asked = {name: sample(c.facts, cfg.limit, cfg.seed) for name, c in corpora.items()}
+    versions = {name: relation_versions(c) for name, c in corpora.items()}
+    cache = cfg.cache_dir or default_cache_dir()
+    if cache.exists() and not cache.is_dir():
+        raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")
+    sources = {}
+    for name, corpus in corpora.items():
+        if name.endswith("-uhn"):
+            base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations))
+            sources[name] = (base, relation_versions(base))
+    return Plan(predictors, corpora, asked, versions, removed, sources, data_dir)
+
+
+def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
+    kwargs: dict = {"compat": cfg.compat} if cfg.compat else {}
+    if name in BEAR_CORPORA and cfg.template in ("1", "2"):
+        kwargs["template"] = int(cfg.template)
+    if name.endswith("-uhn"):
+        from lm.name_ranker import uhn_name_ranker
+
+        kwargs["name_ranker"] = uhn_name_ranker(None, cfg.device, cfg.dtype, cfg.batch_size)
+    return load_corpus(name, data_dir, **kwargs)
+
+
+def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
+    """The corpus limited to the `--relations` it has; an id no chosen corpus has is an error."""
+    if not relations:
+        return corpus
+    known = {rel for c in loaded.values() for rel in c.relations}
+    unknown = [r for r in relations if r not in known]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"--relations {unknown[0]}: no chosen corpus ({', '.join(loaded)}) has this relation{hint}")
+    mine = [r for r in relations if r in corpus.relations]
+    if not mine:
+        raise ConfigError(f"--relations names no relation of corpus {corpus.name}; drop --corpus {corpus.name} or "
+                          f"add one of its relations (e.g. {next(iter(corpus.relations), '?')})")
+    corpus.relations = {r: corpus.relations[r] for r in mine}
+    corpus.facts = [f for f in corpus.facts if f.relation in corpus.relations]
+    corpus.reports = [r for r in corpus.reports if r.relation is None or r.relation in corpus.relations]
+    return corpus
+
+
+def sample(facts: list[Fact], limit: int | None, seed: int) -> list[Fact]:
+    """At most `limit` facts per relation, drawn with `seed`, kept in data order."""
+    if not limit:
+        return facts
+    by_rel: dict[str, list[int]] = {}
+    for i, fact in enumerate(facts):
+        by_rel.setdefault(fact.relation, []).append(i)
+    keep: set[int] = set()
+    for rel, idx in by_rel.items():
+        rng = random.Random(f"{seed}:{rel}")
+        keep.update(idx if len(idx) <= limit else rng.sample(idx, limit))
+    return [f for i, f in enumerate(facts) if i in keep]
+
+
+def read_config(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not a readable run config ({exc}); move the directory aside or use another --out"
+                        ) from None
+    if not isinstance(config, dict) or not isinstance(config.get("predictor_specs", {}), dict):
+        raise DataError(f"{path}: not a kbc run config; use another --out")
+    return config
+
+
+def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama",
+                 questions: dict | None = None) -> dict:
+    """The directory's config with this run added; refuses a name or relation whose results would mix."""
+    config = old or {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {},
+                     "relation_types": {}, "runs": [], "predictor_configs": {}, "answer_space": {},
+                     "seconds": {}, "settings": {}, "experiment": experiment}
+    if old and "predictor_specs" not in old:
+        raise ConfigError(f"{cfg.out} holds results of an older kbc layout; use another --out")
+    if config.get("experiment", "lama") != experiment:
+        raise ConfigError(f"{cfg.out} holds results of `kbc run {config['experiment']}`; use another --out "
+                          f"for `kbc run {experiment}`")
+    # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
+    # input files (prompt sets, instance-of lists) by a digest of their content, not their path
+    from bridge.run.inputs import question_identity
+
+    questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
+    settings = {"compat": cfg.compat, **(questions or {})}
+    if config["settings"] and config["settings"] != settings:
+        edited = [what for key, what in (("prompts_digest", "prompt"), ("instance_of", "instance-of"))
+                  if config["settings"].get(key) not in (None, settings.get(key))]
+        why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
+        raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
+                          "use another --out or the same settings")
+    config["settings"] = settings
+    for p in plan.predictors:
+        ident = p.identity(cfg)
+        seen = config["predictor_specs"].get(p.name)
+        before = (seen or {}).get("files", {})
+        changed = [k for k, v in ident.get("files", {}).items() if before.get(k) not in (None, v)]
+        if changed and {**seen, "files": {}} == {**ident, "files": {}}:
+            where = ", ".join(p.spec if k == "spec" else f"{k}={p.options[k]}" for k in changed)
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} (they were "
+                              "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
+        if seen and seen != ident:
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
+                              f"give it another name (NAME=SPEC) or use another --out")
+        config["predictor_specs"][p.name] = ident
+    for corpus, versions in plan.versions.items():
+        seen = config["data_versions"].setdefault(corpus, {})
+        changed = [r for r, v in versions.items() if seen.get(r) not in (None, v)]
+        if changed:
+            raise ConfigError(f"{cfg.out} holds {corpus} results of other data for {', '.join(changed[:5])} "
+                              "(the data files changed); use another --out")
+        seen.update(versions)
+        types = config["relation_types"].setdefault(corpus, {})
+        types.update({r: stored_type(rel) for r, rel in plan.corpora[corpus].relations.items()})
+        labels = config.setdefault("relation_labels", {}).setdefault(corpus, {})
+        labels.update({r: rel.label for r, rel in plan.corpora[corpus].relations.items()})
+    config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
+    config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
+    return config
+
+
+def _fmt(obj: dict) -> str:
+    return json.dumps(obj, sort_keys=True)

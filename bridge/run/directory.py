@@ -1,0 +1,138 @@
+"""Reading a finished (or running) run directory: its config and its per-query prediction records.
+
+Analyses read runs while the runner may still append to them, so reading never writes: a torn
+last line ends a file's records here exactly as it does for the runner's scoring
+(`bridge.run.results.read_done`), but the file is left as it is; a damaged line is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.run.results import parse_record, slug
+from eval.errors import ConfigError, DataError
+
+
+def read_records(path: Path) -> list[dict]:
+    """The complete records of one predictions file, in file order (later duplicates win by uid)."""
+    if not path.exists():
+        return []
+    by_uid: dict[str, dict] = {}
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            record = parse_record(path, lineno, raw)
+            if record is None:
+                break
+            by_uid[record["uid"]] = record
+    return list(by_uid.values())
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """A hint for error messages: the closest known name, and the known names."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (known: {', '.join(known) or 'none'})"
+
+
+@dataclass
+class RunDir:
+    """A run directory: `config.json` plus `predictions/<corpus>/<predictor>/<relation>.jsonl`."""
+
+    path: Path
+    config: dict
+
+    @property
+    def corpora(self) -> list[str]:
+        return list(self.config.get("corpora") or [])
+
+    @property
+    def predictors(self) -> list[str]:
+        return list(self.config.get("predictors") or [])
+
+    def predictor(self, name: str) -> str:
+        """The run's name for a predictor given by name or folder name; a clear error otherwise."""
+        if name in self.predictors:
+            return name
+        for known in self.predictors:
+            if slug(known) == name:
+                return known
+        raise ConfigError(f"{self.path} has no predictor {name!r}{did_you_mean(name, self.predictors)}")
+
+    def corpus(self, name: str) -> str:
+        if name in self.corpora:
+            return name
+        raise ConfigError(f"{self.path} has no corpus {name!r}{did_you_mean(name, self.corpora)}")
+
+    def folder(self, corpus: str, predictor: str) -> Path:
+        return self.path / "predictions" / corpus / slug(predictor)
+
+    def relation_files(self, corpus: str, predictor: str) -> list[Path]:
+        folder = self.folder(corpus, predictor)
+        return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+    def records(self, corpus: str, predictor: str, relation: str | None = None) -> Iterator[dict]:
+        """Records of one predictor on one corpus (one relation, or all in file-name order)."""
+        if relation is not None:
+            yield from read_records(self.folder(corpus, predictor) / f"{slug(relation)}.jsonl")
+            return
+        for path in self.relation_files(corpus, predictor):
+            yield from read_records(path)
+
+    def by_uid(self, corpus: str, predictor: str, relation: str | None = None) -> dict[str, dict]:
+        return {r["uid"]: r for r in self.records(corpus, predictor, relation)}
+
+
+def open_run(path: str | Path) -> RunDir:
+    """Open a run directory, or say exactly what is wrong with it."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"run directory {path} does not exist")
+    if not path.is_dir():
+        raise DataError(f"{path} is not a directory (expected a run directory from `kbc run`)")
+    config_path = path / "config.json"
+    if not config_path.exists():
+        raise DataError(f"{path} has no config.json: not a run directory written by `kbc run`")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{config_path} is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{config_path} must hold a JSON object")
+    for key in ("corpora", "predictors"):
+        value = config.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise DataError(f"{config_path} needs {key!r} as a list of names")
+    return RunDir(path, config)
+
+
+def unfinished(run: RunDir) -> list[str]:
+    """What a run lacks before its scores can be shown: summaries, a recorded end, rows for every predictor."""
+    missing: list[str] = []
+    runs = run.config.get("runs") or []
+    open_runs = [r for r in runs if isinstance(r, dict) and not r.get("finished")]
+    if open_runs:
+        missing.append(f"the run started {open_runs[-1].get('started', '?')} recorded no end (still running, or "
+                       "killed)")
+    path = run.path / "summary.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (ValueError, UnicodeDecodeError, OSError) as exc:
+        raise DataError(f"{path}: not readable JSON ({exc})") from None
+    if rows is None:
+        missing.append("summary.json")
+        return missing
+    if isinstance(rows, dict):
+        rows = rows.get("rows", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError(f"{path} must hold a JSON list of rows")
+    scored = {(r.get("corpus"), r.get("predictor")) for r in rows}
+    absent = [f"{c}/{p}" for c in run.corpora for p in run.predictors if (c, p) not in scored]
+    if absent:
+        missing.append(f"summary rows of {', '.join(absent[:5])}" + (f" and {len(absent) - 5} more"
+                                                                      if len(absent) > 5 else ""))
+    return missing
+

@@ -1,0 +1,108 @@
+"""`RUN/instances.parquet`: every prediction record of a run as one long table.
+
+One row per (corpus, predictor, fact), so any per-fact question is a pandas one-liner instead of
+a walk over JSONL folders. Dropped facts are rows too (with their reason, no ranks, and null
+`correct_*`), so that averaging `correct_raw` per relation gives the P@1 the summaries report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from bridge.run.directory import open_run
+from bridge.run.results import complete_records
+
+FILENAME = "instances.parquet"
+
+COLUMNS: dict[str, str] = {
+    "corpus": "string",
+    "predictor": "string",
+    "relation": "string",
+    "uid": "string",
+    "subject": "string",
+    "subject_id": "string",
+    "gold": "string",
+    "gold_id": "string",
+    "prompt": "string",
+    "dropped": "string",
+    "rank_raw": "Int64",
+    "rank_filtered": "Int64",
+    "rank_exact_raw": "Int64",
+    "rank_exact_filtered": "Int64",
+    "correct_raw": "boolean",
+    "correct_filtered": "boolean",
+    "top1": "string",
+    "answers": "string",
+}
+
+
+def instances_frame(run_dir: Path) -> pd.DataFrame:
+    """The long table of a run directory (what `write_instances` stores), built column by column."""
+    run = open_run(run_dir)
+    owners: list[tuple[str, str]] = []
+    records: list[dict] = []
+    for corpus in run.corpora:
+        for predictor in run.predictors:
+            for path in run.relation_files(corpus, predictor):
+                mine = complete_records(path).values()  # parsed once per command, shared with the scoring
+                records += mine
+                owners += [(corpus, predictor)] * len(mine)
+
+    def field(name: str) -> list:
+        return [r.get(name) for r in records]
+
+    dropped, answers = field("dropped"), field("answers")
+    columns = {
+        "corpus": [c for c, _ in owners],
+        "predictor": [p for _, p in owners],
+        "relation": [r["relation"] for r in records],
+        "uid": [r["uid"] for r in records],
+        **{name: field(name) for name in ("subject", "subject_id", "gold", "gold_id", "prompt")},
+        "dropped": dropped,
+        **{name: field(name) for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered")},
+        **{f"correct_{s}": [None if d is not None else r.get(f"rank_{s}") == 1 for d, r in zip(dropped, records)]
+           for s in ("raw", "filtered")},
+        "top1": [a[0][0] if a else None for a in answers],
+        "answers": [None if d is not None else json.dumps(a or [], ensure_ascii=False)
+                    for d, a in zip(dropped, answers)],
+    }
+    return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
+
+
+def units_frame(units: list[dict]) -> pd.DataFrame:
+    """The scored units of an experiment other than LAMA (coherency rounds, KMIR questions), one row each;
+    nested values (answer lists, excluded answers) as JSON text."""
+    rows = [{k: json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for k, v in u.items()}
+            for u in units]
+    return pd.DataFrame(rows)
+
+
+def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
+    """Write `RUN/instances.parquet` atomically (a reader never sees half a file); returns its path.
+
+    `units`: the experiment's scored units (for experiments whose records are not LAMA queries).
+    """
+    run_dir = Path(run_dir)
+    if units is None:
+        from bridge.run.fact_columns import with_fact_stats
+
+        frame = with_fact_stats(instances_frame(run_dir), run_dir)
+    else:
+        frame = units_frame(units)
+    return atomic_parquet(frame, run_dir / FILENAME)
+
+
+def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
+    """Write `frame` aside, then switch it in: a reader never sees half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
+    try:
+        frame.to_parquet(tmp, index=False, engine="pyarrow")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

@@ -1,0 +1,109 @@
+"""The stderr and 95% bootstrap interval of each summary row, from the per-unit scores behind its value.
+
+Rows average unit scores: LAMA a fact's P@k hit (100 or 0) or reciprocal rank per relation, types and
+`all` macro over relations; coherency a (fact, round) unit's verdict per relation (`all_correct`: a
+fact's), macro likewise; KMIR a question's F1 / exact match per kind, `all` pooled over every
+question. Rows without such a mean (answer_space, n_instances, robustness shares, prompt agreement,
+per-prompt rows) get null fields.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from eval.rank_table import RankTable
+from eval.relations import summary_groups
+from eval.uncertainty import UNDEFINED, Interval, intervals, rng_for
+
+# (setting, metric) -> (cells, macro groups, pooled groups)
+UnitSets = dict[tuple[str, str], tuple[dict[str, np.ndarray], dict[str, list[str]], dict[str, list[str]]]]
+FIELDS = ("stderr", "ci_low", "ci_high")
+
+
+def unit_sets(experiment: str, items: list[dict], types: dict[str, str | None], cutoff: int | None,
+              metrics: tuple[str, ...] = ("p@1", "p@10", "mrr")) -> UnitSets:
+    """The unit scores behind each (setting, metric) of an experiment's rows (empty for unknown experiments)."""
+    if not items:
+        return {}
+    if experiment == "lama":
+        return _lama(items, types, cutoff, metrics)
+    if experiment == "coherency":
+        return _coherency(items, types)
+    if experiment == "kmir":
+        return _kmir(items)
+    return {}
+
+
+def _type_groups(rels: list[str], types: dict[str, str | None], extra: dict[str, set[str]] | None = None
+                 ) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {"all": list(rels)}
+    for rel in rels:
+        for group in summary_groups(types.get(rel)):
+            groups.setdefault(group, []).append(rel)
+    for name, members in (extra or {}).items():
+        chosen = [r for r in rels if r in members]
+        if chosen:
+            groups[name] = chosen
+    return groups
+
+
+def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, metrics: tuple[str, ...]) -> UnitSets:
+    table = RankTable.from_records(items)
+    groups = _type_groups(table.relations, types)
+    out: UnitSets = {}
+    for setting in table.list_ranks:
+        for metric in metrics:
+            out[(setting, metric)] = (table.by_relation(table.unit_scores(setting, metric, cutoff)), groups, {})
+    return out
+
+
+def _coherency(items: list[dict], types: dict[str, str | None]) -> UnitSets:
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    facts: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in sorted(items, key=lambda r: r["relation"]):
+        per["coherency"][r["relation"]].append(100.0 * bool(r["coherent"]))
+        per[f"coherency_round{r['round']}"][r["relation"]].append(100.0 * bool(r["coherent"]))
+        per[f"c{r['round']}"][r["relation"]].append(100.0 * bool(r["first_correct"]))
+        facts[r["relation"]][r["fact_uid"]].append(r)
+    rounds = {r["round"] for r in items}
+    for rel, by_fact in facts.items():
+        for recs in by_fact.values():
+            if {r["round"] for r in recs} == rounds and len(rounds) == 2:
+                per["all_correct"][rel].append(100.0 * all(r["first_correct"] and r["second_correct"] for r in recs))
+    symmetric = {"symmetric": {r["relation"] for r in items if r.get("symmetric")}}
+    out: UnitSets = {}
+    for metric, cells in per.items():
+        rels = sorted(cells)
+        out[("raw", metric)] = ({rel: np.array(cells[rel]) for rel in rels}, _type_groups(rels, types, symmetric), {})
+    return out
+
+
+def _kmir(items: list[dict]) -> UnitSets:
+    out: UnitSets = {}
+    for metric in ("f1", "em"):
+        cells: dict[str, list[float]] = defaultdict(list)
+        for r in items:
+            cells[r["kind"]].append(100.0 * float(r[metric]))
+        out[("raw", metric)] = ({k: np.array(v) for k, v in cells.items()}, {}, {"all": list(cells)})
+    return out
+
+
+Found = dict[tuple[str, str], dict[str, Interval]]  # (setting, metric) -> group -> interval
+
+
+def interval_table(sets: UnitSets, n_boot: int, seed: int, key: str) -> Found:
+    """Every group's interval; each (setting, metric) draws from its own generator, seeded by `seed` and `key`."""
+    return {(setting, metric): intervals(cells, macro, pooled, n_boot, rng_for(seed, f"{key}/{setting}/{metric}"))
+            for (setting, metric), (cells, macro, pooled) in sets.items()}
+
+
+def with_intervals(rows: list[dict], found: Found) -> list[dict]:
+    """`rows` with `stderr`, `ci_low`, `ci_high` (null where the row is no mean of unit scores)."""
+    out = []
+    for row in rows:
+        cell = UNDEFINED if row.get("prompt") else found.get((row["setting"], row["metric"]), {}).get(row["group"],
+                                                                                                    UNDEFINED)
+        out.append({**row, **cell.fields()})
+    return out

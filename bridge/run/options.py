@@ -1,0 +1,207 @@
+"""Named predictors and their own options: `--predictors NAME=SPEC`, `--set NAME.KEY=VALUE`.
+
+Each factory declares the option keys it accepts (`declares(...)`), with one line of help each,
+so that a misspelled or misplaced key fails before any work, and `kbc ls NAME` can list them.
+An unscoped `--set KEY=VALUE` applies to every predictor of the run that declares KEY.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval.errors import ConfigError
+from eval.set_rules import parse_set_rule
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One accepted `--set` key. `identity=False` marks keys that never change answers (caching)."""
+
+    key: str
+    help: str
+    kind: str = "str"  # str | int | float | path | choice | bool
+    choices: tuple[str, ...] = ()
+    default: str | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    identity: bool = True
+    required: bool = False
+
+    def check(self, value: str, where: str) -> str:
+        """The value as stored (paths expanded), or a one-line error naming the key and the fix."""
+        if value == "":
+            raise ConfigError(f"{where}: empty value; give {self.key}=VALUE")
+        if self.kind == "choice" and value not in self.choices:
+            close = difflib.get_close_matches(value, self.choices, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{where}={value}: use one of {', '.join(self.choices)}{hint}")
+        if self.kind in ("int", "float"):
+            try:
+                number = int(value) if self.kind == "int" else float(value)
+            except ValueError:
+                raise ConfigError(f"{where}={value}: expected {'an integer' if self.kind == 'int' else 'a number'}"
+                                  ) from None
+            if self.minimum is not None and number < self.minimum:
+                raise ConfigError(f"{where}={value}: must be at least {self.minimum:g}")
+            if self.maximum is not None and number > self.maximum:
+                raise ConfigError(f"{where}={value}: must be at most {self.maximum:g}")
+        if self.kind == "bool" and value.lower() not in ("0", "1", "true", "false", "yes", "no", "on", "off"):
+            raise ConfigError(f"{where}={value}: expected 0 or 1")
+        if self.kind == "set-rule":
+            try:
+                parse_set_rule(value)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}={value}: {str(exc).partition(': ')[2]}") from None
+        if self.kind == "model":
+            return check_model(value, where)
+        if self.kind == "path":
+            path = Path(value).expanduser()
+            if not path.exists():
+                raise ConfigError(f"{where}={value}: no such file or directory")
+            return str(path)
+        return value
+
+    def describe(self) -> str:
+        kind = "|".join(self.choices) if self.kind == "choice" else self.kind.upper()
+        default = f" (default {self.default})" if self.default is not None else ""
+        return f"{self.key}={kind}: {self.help}{default}"
+
+
+SET_OPTION = Option("set", "LM-KBC (kbc run lmkbc): how ranked answers become a set: threshold:X (probability above "
+                    "X), top:K or threshold-tuned (per relation on the train split)", "set-rule")
+
+
+def check_model(value: str, where: str) -> str:
+    """A local model directory (with config.json) or something shaped like a hub id."""
+    path = Path(value).expanduser()
+    if value.startswith(("/", "./", "../", "~")) or path.exists():
+        if not (path / "config.json").is_file():
+            what = "no such directory" if not path.exists() else "not a model directory (no config.json)"
+            raise ConfigError(f"{where}={value}: {what}; pass the folder that holds config.json, weights and "
+                              "tokenizer files")
+        return str(path)
+    if not HUB_ID.match(value):
+        raise ConfigError(f"{where}={value}: neither a local model directory nor a hub id")
+    return value
+
+
+def truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes", "on")
+
+
+def declares(*options: Option, settings: tuple[str, ...] = ()) -> Callable:
+    """Attach accepted options (and the run settings that change answers, e.g. dtype) to a factory."""
+
+    def wrap(factory: Callable) -> Callable:
+        factory.options = {o.key: o for o in options}
+        factory.settings = settings
+        return factory
+
+    return wrap
+
+
+def accepted(factory: Callable) -> dict[str, Option]:
+    return getattr(factory, "options", {})
+
+
+@dataclass
+class NamedSpec:
+    """A predictor of a run: its column name and what it is (registry name, model path or hub id)."""
+
+    name: str
+    spec: str
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def default_name(spec: str) -> str:
+    """A registry name as it is; a model path by its last folder (`/m/bert-base-cased` -> bert-base-cased)."""
+    base = spec.rstrip("/").rsplit("/", 1)[-1] if ("/" in spec or spec.startswith("~")) else spec
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._") or "predictor"
+
+
+def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
+    """`NAME=SPEC` or `SPEC` items; names must be unique and usable as folder names."""
+    out: list[NamedSpec] = []
+    for item in values:
+        name, sep, spec = item.partition("=")
+        if sep:
+            if not name or not spec:
+                raise ConfigError(f"--predictors {item!r}: expected NAME=SPEC with both parts "
+                                  "(e.g. bert=/models/bert-base-cased)")
+            if not NAME.match(name):
+                raise ConfigError(f"--predictors {item!r}: a name may hold letters, digits, '.', '_' and '-' "
+                                  "and must start with a letter or digit")
+        else:
+            spec, name = item, default_name(item)
+        out.append(NamedSpec(name, spec))
+    seen: dict[str, str] = {}
+    for p in out:
+        folded = p.name.lower()  # case-insensitive file systems would merge Bert and bert
+        if folded in seen:
+            raise ConfigError(f"--predictors: two predictors are named {p.name!r} ({seen[folded]} and {p.spec}); "
+                              f"name them apart with NAME=SPEC")
+        seen[folded] = p.spec
+    return out
+
+
+def parse_sets(items: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects KEY=VALUE or NAME.KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
+                  declared: dict[str, dict[str, Option]]) -> None:
+    """Give each predictor its own validated options (fills `NamedSpec.options`).
+
+    `declared` maps predictor name -> its accepted options. Scoped keys win over unscoped ones.
+    """
+    names = {p.name: p for p in predictors}
+    unscoped = {k: v for k, v in sets.items() if "." not in k or k.rsplit(".", 1)[0] not in names}
+    for key, value in unscoped.items():
+        if "." in key:
+            prefix = key.rsplit(".", 1)[0]
+            close = difflib.get_close_matches(prefix, names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"--set {key}: no predictor of this run is named {prefix!r}; {hint}"
+                              f"predictors: {', '.join(names)}")
+        takers = [p for p in predictors if key in declared[p.name]]
+        if not takers:
+            every = sorted({k for opts in declared.values() for k in opts})
+            close = difflib.get_close_matches(key, every, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"--set {key}: no predictor of this run takes this option; {hint}"
+                              f"accepted: {', '.join(every) or 'none'} (see `kbc ls NAME`)")
+        for p in takers:
+            p.options[key] = declared[p.name][key].check(value, f"--set {key}")
+    for key, value in sets.items():
+        if key in unscoped:
+            continue
+        name, opt = key.rsplit(".", 1)
+        accepts = declared[name]
+        if opt not in accepts:
+            close = difflib.get_close_matches(opt, accepts, n=1)
+            hint = f"did you mean {name}.{close[0]}? " if close else ""
+            raise ConfigError(f"--set {key}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
+                              f"it takes: {', '.join(sorted(accepts)) or 'no options'}")
+        names[name].options[opt] = accepts[opt].check(value, f"--set {key}")
+    for p in predictors:
+        for opt in declared[p.name].values():
+            if opt.required and opt.key not in p.options:
+                raise ConfigError(f"predictor {p.name} ({p.spec}) needs --set {p.name}.{opt.key}=... ({opt.help})")
+
+
+def identity_options(options: dict[str, str], declared: dict[str, Option]) -> dict[str, str]:
+    """The options that change a predictor's answers (part of what a rerun must match)."""
+    return {k: v for k, v in sorted(options.items()) if declared.get(k, Option(k, "")).identity}

@@ -1,0 +1,451 @@
+"""Runs named predictors over LAMA corpora: validated first, resumable, written as produced.
+
+Layout of an output directory:
+  config.json                                       what ran, with which identity, data versions, timings
+  predictions/<corpus>/<name>/<relation>.jsonl      one line per query, appended as produced
+  summary.json / summary.md / curves.json / dropped.json / instances.parquet   rebuilt from all files
+A rerun skips every query already written; a rerun with more predictors, corpora or relations adds them.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for
+from bridge.predictors.registry import PredictorContext
+from bridge.run.config import (
+    PlannedPredictor,
+    RunConfig,
+    default_cache_dir,
+    merge_config,
+    plan_run,
+    read_config,
+)
+from bridge.run.results import predictions_path, read_done
+from bridge.run.summaries import collect, write_json
+from eval.corpora import resolve_run_data_dir
+from eval.errors import ConfigError
+from eval.jsonl import write_jsonl_line
+from eval.lama import Corpus
+from eval.types import Entity, Fact, Prediction, Query
+from kb.store import GraphStore, entity_iri, open_store
+
+__all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
+
+CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk_size`)
+log = logging.getLogger("kbc")
+
+
+class RunLock:
+    """One writer per output directory: a second run into it is refused, not interleaved."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / ".kbc.lock"
+        self.handle = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+
+        self.handle = self.path.open("a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            self.handle.close()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConfigError(f"another kbc run is writing to {self.path.parent}; wait for it or use another --out"
+                                  ) from None
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for name in ("kbcompare", "torch", "transformers", "rdflib", "pyoxigraph", "tantivy"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> list[dict]:
+    """The LAMA probe (see `bridge.experiments.lama`)."""
+    from bridge.experiments.lama import LamaExperiment
+
+    return run_experiment(cfg, LamaExperiment(), progress, setting)
+
+
+def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True, setting: str = "raw") -> list[dict]:
+    """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
+    check_set_corpora(cfg.corpora, experiment)
+    data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
+    check_relations(cfg, data_dir)
+    plan = plan_run(cfg, data_dir)
+    with_rule = [p.name for p in plan.predictors if "set" in p.options]
+    if with_rule and not getattr(experiment, "set_valued", False):
+        raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`) only")
+    no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
+    if no_sets and getattr(experiment, "set_valued", False):
+        able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
+        raise ConfigError(f"predictor {no_sets[0].name} ({no_sets[0].spec}) gives no set answers; `kbc run "
+                          f"{experiment.name}` takes gold, freq and masked LMs (here: {able})")
+    check = getattr(experiment, "check", None)
+    if check is not None:
+        check(plan.corpora, data_dir)  # the experiment's own inputs (prompt files, ...) before any work
+    for name, corpus in plan.corpora.items():
+        asked = len(plan.asked[name])
+        sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
+        log.info("%s%s", corpus.summary(), sampled)
+        if plan.removed.get(name):
+            per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
+            log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
+                     sum(plan.removed[name].values()), per_rel)
+    out = cfg.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
+    cache = cfg.cache_dir or default_cache_dir()
+    with RunLock(out):
+        config_path = out / "config.json"
+        config = merge_config(read_config(config_path), cfg, plan, experiment.name,
+                              getattr(experiment, "settings", {}))
+        run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
+               "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
+               "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+        _note_other_samples(config["runs"], cfg)
+        config["runs"].append(run)
+        config["data_dir"] = str(data_dir)
+        if cfg.compat:
+            config.setdefault("compat_removed", {}).update(plan.removed)
+        config.setdefault("load_reports", {}).update(
+            {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
+        write_json(config_path, config)
+        try:
+            with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
+                for name, corpus in plan.corpora.items():
+                    source, versions = plan.valid_sources.get(name, (corpus, plan.versions[name]))
+                    valid = _valid_objects(store, source, versions)
+                    for p in plan.predictors:
+                        job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress)
+                        job.run(experiment)
+                        write_json(config_path, config)
+        finally:
+            run["finished"] = _now()
+            write_json(config_path, config)
+        return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+
+
+def check_relations(cfg: RunConfig, data_dir: Path) -> None:
+    """`--relations` ids checked against the corpora's relation lists before any corpus is parsed (the same
+    check and message as after loading; skipped where only the facts tell which relations a corpus has)."""
+    if not cfg.relations:
+        return
+    from bridge.run.config import _restrict
+    from eval.corpora import CORPORA
+    from eval.lama import relation_ids
+
+    if any(name not in CORPORA for name in cfg.corpora):
+        return  # an unknown corpus: the loader names it
+    found = {name: relation_ids(name, data_dir) for name in cfg.corpora}
+    if any(rels is None for rels in found.values()):
+        return
+    outlines = {name: Corpus(name, dict(rels), []) for name, rels in found.items()}
+    for outline in outlines.values():
+        _restrict(outline, list(cfg.relations), outlines)
+
+
+def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
+    """Reruns add to a directory: say so when an earlier run asked another sample, as the scores then
+    cover the union of the samples rather than one seeded sample."""
+    other = sorted({(r.get("limit"), r.get("seed")) for r in runs} - {(cfg.limit, cfg.seed)}, key=str)
+    if other and (cfg.limit or any(limit for limit, _ in other)):
+        shown = ", ".join(f"--limit {limit or 'none'} --seed {seed}" for limit, seed in other)
+        log.warning("%s also holds facts asked with %s: its scores cover every fact asked so far; use another "
+                    "--out for one sample alone", cfg.out, shown)
+
+
+def check_set_corpora(corpora: list[str], experiment: Experiment) -> None:
+    """Corpora asked one way only go with their experiment, and it with them alone: set-valued corpora (LM-KBC)
+    with the one scoring sets (`set_valued`), negated/misprimed LAMA with the one asking probes (`probes`)."""
+    from eval.corpora import SET_CORPORA
+    from eval.negated import PROBE_CORPORA
+
+    for names, flag, command, what in ((SET_CORPORA, "set_valued", "lmkbc", "has set-valued answers (zero, one or "
+                                        "many objects)"),
+                                       (PROBE_CORPORA, "probes", "negated", "is negated/misprimed LAMA")):
+        mine = getattr(experiment, flag, False)
+        wrong = [c for c in corpora if (c in names) != mine]
+        if wrong and mine:
+            raise ConfigError(f"--corpus {wrong[0]}: `kbc run {experiment.name}` asks {', '.join(names)} only")
+        if wrong and any(c in names for c in corpora):
+            raise ConfigError(f"--corpus {next(c for c in corpora if c in names)} {what}: run it with "
+                              f"`kbc run {command}`")
+
+
+def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+    """Per relation, subject key -> all valid object labels, from a graph holding exactly that relation's data."""
+    if corpus.facts and (corpus.facts[0].cloze or getattr(corpus.facts[0], "objects", None) is not None):
+        return {}  # cloze corpora (SQuAD, ConceptNet) have no subject identity to filter by; set corpora hold theirs
+    by_rel = corpus.by_relation()
+    valid = {}
+    for rel, facts in by_rel.items():
+        store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
+        valid[rel] = valid_objects_of(facts)  # what the graph now holds, without asking it back
+    return valid
+
+
+def valid_objects_of(facts: list[Fact]) -> dict[str, set[str]]:
+    """`GraphStore.valid_objects` of a graph holding exactly `facts`, computed from the facts themselves.
+
+    The graph gives an object IRI every label it has there, as a subject or an object of any fact, so
+    the labels are gathered per IRI, as the store does. Entity keys name IRIs one to one, unless an id
+    itself looks like a label key (`label:...`): then the IRIs are spelt out.
+    """
+    spelt = any(e.id and e.id.startswith("label:") for f in facts for e in (f.subject, f.object))
+
+    def ident(entity: Entity) -> str:
+        return str(entity_iri(entity)) if spelt else entity.key
+
+    labels: dict[str, set[str]] = {}
+    for fact in facts:
+        labels.setdefault(ident(fact.subject), set()).add(fact.subject.label)
+        labels.setdefault(ident(fact.object), set()).add(fact.object.label)
+    valid: dict[str, set[str]] = {}
+    for fact in facts:
+        valid.setdefault(fact.subject.key, set()).update(labels[ident(fact.object)])
+    return valid
+
+
+@dataclass
+class Job:
+    """One predictor over one corpus: every stage of the experiment, built lazily, resumed per query."""
+
+    p: PlannedPredictor
+    corpus: Corpus
+    facts: list[Fact]
+    valid: dict[str, dict[str, set[str]]]
+    cfg: RunConfig
+    store: GraphStore
+    cache: Path
+    data_dir: Path
+    config: dict
+    progress: bool
+    predictor: object = None
+
+    def run(self, experiment: Experiment) -> None:
+        started = time.monotonic()
+        try:
+            earlier: StageRecords = {}
+            for stage in experiment.stages:
+                given = StageInput(self.corpus, self.facts, self.valid, earlier, self.data_dir, self.cache, self.store,
+                                   dict(self.p.options))
+                queries = experiment.queries(stage, given)
+                self._stage(experiment, stage, queries)
+                if stage != experiment.stages[-1]:
+                    earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
+        finally:
+            if self.predictor is not None:
+                seconds = self.config["seconds"].setdefault(self.corpus.name, {})
+                seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
+
+    def _path(self, rel: str, stage: str) -> Path:
+        return predictions_path(self.cfg.out, self.corpus.name, self.p.name, rel, stage)
+
+    def _build(self):
+        """The predictor, made once per corpus and only when some query is left to ask."""
+        if self.predictor is None:
+            cfg = self.cfg
+            ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
+                                   cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
+            self.predictor = self.p.factory(self.p.spec, ctx)
+            described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
+            self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
+            size = getattr(self.predictor, "answer_space_size", None)
+            spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
+            spaces.setdefault(self.p.name, {}).update({rel: size(rel) if size else None
+                                                       for rel in self.corpus.relations})
+        return self.predictor
+
+    def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]]) -> None:
+        where = f"{self.corpus.name} / {self.p.name}" + (f" / {stage}" if stage else "")
+        todo: list[tuple[str, list, Path]] = []
+        for rel, pairs in queries.items():
+            path = self._path(rel, stage)
+            done = read_done(path)
+            rest = [(q, f) for q, f in pairs if q.uid not in done]
+            if rest:
+                todo.append((rel, rest, path))
+        if not todo:
+            log.info("%s: all %d queries done, skipped", where, sum(len(x) for x in queries.values()))
+            return
+        predictor = self._build()
+        todo, empty = _unanswerable(predictor, todo)
+        for rel, pairs in empty.items():
+            path = self._path(rel, stage)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                for query, fact, _ in pairs:
+                    write_jsonl_line(handle, experiment.record(stage, query, fact, Prediction(query.uid, ()),
+                                                               self.valid.get(rel, {})))
+        if empty:
+            slots = sorted({q.slot for pairs in empty.values() for q, _, _ in pairs})
+            log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
+                        " or ".join(slots), sum(len(p) for p in empty.values()))
+        if getattr(experiment, "set_valued", False):  # no single gold object to check: every pair is asked
+            gone: dict[str, list] = {}
+        else:
+            todo, gone = _drop_unsupported(predictor, todo, getattr(experiment, "instance_slots", ()))
+        todo, unsuited = _drop_unsuitable(experiment, predictor, todo)
+        for rel, items in unsuited.items():
+            gone.setdefault(rel, []).extend(items)
+        for rel, items in gone.items():
+            path = self._path(rel, stage)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as handle:
+                for query, fact, reason in items:
+                    write_jsonl_line(handle, _dropped_record(query, fact, reason))
+        if gone:
+            # per fact, not per query: coherency asks each fact in two rounds
+            now = {rel: Counter({f.uid: why for _, f, why in items}.values()) for rel, items in gone.items()}
+            log.info(_dropped_line(where, now))
+        total = sum(len(rest) for _, rest, _ in todo)
+        cost = getattr(predictor, "cost", None)
+        if cost and total:
+            log.info("%s: %s", where, cost([q for _, rest, _ in todo for q, _ in rest]))
+        chunk_size = getattr(predictor, "chunk_size", CHUNK)
+        bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
+                   file=sys.stderr)
+        moved = [0]  # bar steps already made inside the current chunk by the scorer's own batches
+        scorer = getattr(predictor, "scorer", None)
+        if scorer is not None and hasattr(scorer, "on_batch"):
+            def step(n: int) -> None:
+                moved[0] += n
+                bar.update(n)
+
+            scorer.on_batch = step
+        try:
+            for rel, rest, path in todo:
+                rel_valid = self.valid.get(rel, {})
+                depth = self.cfg.depth + max((len(v) for v in rel_valid.values()), default=0)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as handle:
+                    for start in range(0, len(rest), chunk_size):
+                        chunk = rest[start:start + chunk_size]
+                        n = 0
+                        moved[0] = 0
+                        asked = depth_for(experiment, stage, chunk, depth)
+                        for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], asked)):
+                            write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
+                            handle.flush()
+                            n += 1
+                            if n > moved[0]:  # batches count distinct prompts: the rest moves per record
+                                bar.update(1)
+                        if n != len(chunk):
+                            raise ConfigError(f"predictor {self.p.name} gave {n} predictions for {len(chunk)} queries")
+        finally:
+            bar.close()
+            if scorer is not None and hasattr(scorer, "on_batch"):
+                scorer.on_batch = None
+
+
+def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = ()) -> tuple[list, dict[str, list]]:
+    """Split off facts a predictor cannot answer (optional `filter_facts(facts) -> (kept, {reason: n})`).
+
+    A query is kept when the predictor can answer its fact in the query's slot and, for an
+    experiment whose instance spans several slots (coherency asks both ways), in each of those it
+    answers: one instance set for every round. Returns the remaining work and, per relation,
+    (query, fact, reason) of each dropped fact. The runner writes dropped facts as records too, so a
+    rerun skips them and the counts stay exact.
+    """
+    filter_facts = getattr(predictor, "filter_facts", None)
+    if filter_facts is None:
+        return todo, {}
+    answered = _slots(predictor)
+
+    def check(facts: list, slot: str):
+        # object queries use the plain call, which every predictor with the hook takes
+        return filter_facts(facts) if slot == "object" else filter_facts(facts, slot=slot)
+
+    def needed(query) -> list[str]:
+        return list(dict.fromkeys([query.slot, *(s for s in instance_slots if s in answered)]))
+
+    def reason(query, fact) -> str:
+        for slot in needed(query):
+            why = next(iter(check([fact], slot)[1]), None)
+            if why:
+                return why
+        return "unsupported"
+
+    keep: set[tuple[int, str]] = set()  # (fact, slot) pairs the predictor can answer, asked a relation at a time
+    for _rel, rest, _path in todo:
+        for slot in dict.fromkeys(s for q, _ in rest for s in needed(q)):
+            facts = list({id(f): f for q, f in rest if slot in needed(q)}.values())
+            kept, _reasons = check(facts, slot)
+            keep.update((id(f), slot) for f in kept)
+    # one reason per fact; asked one by one only for the (few) dropped facts
+    return _split(todo, lambda q, f: None if all((id(f), s) in keep for s in needed(q)) else reason(q, f))
+
+
+def _drop_unsuitable(experiment, predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Facts an experiment leaves out for this predictor (optional `unsuitable(predictor, fact) -> reason`)."""
+    check = getattr(experiment, "unsuitable", None)
+    return _split(todo, lambda q, f: check(predictor, f)) if check is not None else (todo, {})
+
+
+def _unanswerable(predictor, todo: list) -> tuple[list, dict[str, list]]:
+    """Queries for a slot the predictor does not answer: they get no answers (scored wrong, not hidden)."""
+    slots = _slots(predictor)
+    return _split(todo, lambda q, f: None if q.slot in slots else f"does not answer the {q.slot} slot")
+
+
+def _split(todo: list, reason_of) -> tuple[list, dict[str, list]]:
+    """The work left once `reason_of(query, fact)` (None: keep it) takes some queries out, and per relation
+    the (query, fact, reason) of those taken."""
+    kept_todo, gone = [], {}
+    for rel, rest, path in todo:
+        reasons = [reason_of(q, f) for q, f in rest]
+        taken = [(q, f, why) for (q, f), why in zip(rest, reasons) if why]
+        if taken:
+            gone[rel] = taken
+        rest = [pair for pair, why in zip(rest, reasons) if not why]
+        if rest:
+            kept_todo.append((rel, rest, path))
+    return kept_todo, gone
+
+
+def _slots(predictor) -> tuple[str, ...]:
+    """The slots a predictor answers; one that does not say answers the object only."""
+    return tuple(getattr(predictor, "slots", ("object",)))
+
+
+def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
+    reasons: Counter = Counter()
+    for counts in dropped.values():
+        reasons.update(counts)
+    per_rel = ", ".join(f"{rel} {sum(c.values())}" for rel, c in dropped.items())
+    why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
+    return f"{where}: dropped {sum(reasons.values())} facts it cannot answer ({why}); per relation: {per_rel}"
+
+
+def _dropped_record(query, fact, reason: str) -> dict:
+    return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
+            "subject_id": fact.subject.id, "gold": fact.object.label, "gold_id": fact.object.id, "dropped": reason}

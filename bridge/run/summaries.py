@@ -1,0 +1,211 @@
+"""Summaries of a whole run directory, rebuilt from every prediction file it holds.
+
+Two scopes: `own` scores each predictor on the facts it answered; `shared` on the facts every
+predictor of the directory answered in that corpus, so KB and LM numbers are over the same queries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
+from bridge.run.results import predictions_path, read_done
+from eval.errors import DataError
+from eval.lama import GOOGLE_RE_RELATIONS
+from eval.metrics import LAMA_MRR_CUTOFF
+from eval.relations import summary_groups
+from eval.report import markdown
+from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
+
+
+def write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_config(out: Path) -> dict:
+    """A run directory's config.json; a directory without one is no run."""
+    from bridge.run.config import read_config
+
+    config = read_config(out / "config.json")
+    if config is None:
+        raise DataError(f"{out}: no config.json; not a kbc run directory")
+    return config
+
+
+def answered_units(out: Path, config: dict, experiment, corpus: str
+                   ) -> tuple[dict[str, dict[str, dict]], list[dict], list[dict]]:
+    """Per predictor of `corpus`: its scored units by uid; the dropped tallies; every unit (dropped ones too)."""
+    types: dict[str, str | None] = config["relation_types"].get(corpus, {})
+    answered: dict[str, dict[str, dict]] = {}
+    dropped: list[dict] = []
+    all_units: list[dict] = []
+    for name in config["predictors"]:
+        records = {stage: {uid: r for rel in types
+                           for uid, r in read_done(predictions_path(out, corpus, name, rel, stage)).items()}
+                   for stage in experiment.stages}
+        units = experiment.instances(records)
+        all_units += [{"corpus": corpus, "predictor": name, **u} for u in units.values()]
+        reasons: Counter = Counter()
+        for unit in units.values():
+            if "dropped" in unit:
+                reasons[(unit["relation"], unit["dropped"])] += 1
+        dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
+                    for (rel, why), n in sorted(reasons.items())]
+        mine = {uid: u for uid, u in units.items() if "dropped" not in u}
+        if mine:
+            answered[name] = mine
+    return answered, dropped, all_units
+
+
+def mrr_cutoff(config: dict) -> int | None:
+    return LAMA_MRR_CUTOFF if config.get("settings", {}).get("compat") == "lama" else None
+
+
+def scored_rows(experiment, head: dict, items: list[dict], types: dict[str, str | None], cutoff: int | None,
+                bootstrap: int, seed: int, found: Found | None = None) -> tuple[list[dict], list[dict], Found]:
+    """An experiment's rows for `items` with their stderr and bootstrap interval, its curve rows, the intervals.
+
+    Resamples are seeded by `seed`, corpus and predictor; `found` reuses the intervals of the same facts."""
+    scored, curve = experiment.summarize(items, types, cutoff)
+    if found is None:
+        metrics = tuple(getattr(experiment, "metrics", ("p@1", "p@10", "mrr")))
+        ordered = sorted(items, key=lambda u: str(u.get("uid", "")))  # the draws depend on the facts, not their order
+        sets = unit_sets(experiment.name, ordered, types, cutoff, metrics)
+        found = interval_table(sets, bootstrap, seed, f"{head['corpus']}/{head['predictor']}")
+    return with_intervals(scored, found), curve, found
+
+
+def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> list[dict]:
+    """Score every prediction file of `out`; write summary.json/md, curves.json, dropped.json, instances.
+
+    Every mean gets its stderr and a seeded 95% bootstrap interval of `bootstrap` resamples (0: none).
+    """
+    from bridge.experiments import get
+
+    config = run_config(out)
+    experiment = get(config.get("experiment", "lama"))
+    cutoff = mrr_cutoff(config)
+    rows: list[dict] = []
+    curves: list[dict] = []
+    dropped: list[dict] = []
+    all_units: list[dict] = []
+    shared_n: dict[str, int] = {}
+    for corpus in config["corpora"]:
+        types: dict[str, str | None] = config["relation_types"].get(corpus, {})
+        answered, lost, units = answered_units(out, config, experiment, corpus)
+        dropped += lost
+        all_units += units
+        shared = set.intersection(*(set(m) for m in answered.values())) if answered else set()
+        shared_n[corpus] = len(shared)
+        write_outputs = getattr(experiment, "write_outputs", None)  # files of an experiment's own (submissions)
+        if write_outputs is not None:
+            for name, mine in answered.items():
+                write_outputs(out, corpus, name, mine)
+        spaces = config.get("answer_space", {}).get(corpus, {})
+        for name, mine in answered.items():
+            head = {"corpus": corpus, "predictor": name}
+            found = None
+            for scope, items in (("own", list(mine.values())), ("shared", [mine[u] for u in sorted(shared)])):
+                if not items:
+                    continue
+                same = found if scope == "shared" and len(shared) == len(mine) else None  # same facts, same interval
+                scored, curve, found = scored_rows(experiment, head, items, types, cutoff, bootstrap, seed, same)
+                rows += [{**head, "scope": scope, **row} for row in scored]
+                rows += _space_rows(head, scope, scored, spaces.get(name, {}), types)
+                curves += [{**head, "scope": scope, **row} for row in curve]
+    write_json(out / "summary.json", rows)
+    write_json(out / "curves.json", curves)
+    write_json(out / "dropped.json", dropped)
+    config["summary"] = {"bootstrap": bootstrap, "seed": seed}
+    _record_dropped(out, config, dropped)
+    notes = _notes(config, shared_n, experiment)
+    metrics = getattr(experiment, "metrics", ("p@1", "p@10", "mrr"))
+    title = getattr(experiment, "title", "LAMA probe")
+    md = markdown(rows, setting, dropped, notes, title, metrics, relation_info(config), open_spaces(config))
+    (out / "summary.md").write_text(md, encoding="utf-8")
+    from bridge.run.instances import write_instances
+
+    write_instances(out, None if experiment.name == "lama" else all_units)
+    return rows
+
+
+def relation_info(config: dict) -> dict[str, dict[str, tuple[str | None, str | None]]]:
+    """Per corpus, each relation's label (as the run recorded it; Google-RE's from the loader) and type."""
+    labels = config.get("relation_labels", {})
+    out = {}
+    for corpus, types in config.get("relation_types", {}).items():
+        known = labels.get(corpus) or ({r: rel.label for r, rel in GOOGLE_RE_RELATIONS.items()}
+                                       if corpus == "google_re" else {})
+        out[corpus] = {rel: (known.get(rel), rtype) for rel, rtype in types.items()}
+    return out
+
+
+def open_spaces(config: dict) -> set[tuple[str, str]]:
+    """(corpus, predictor) pairs that rank no fixed list: every relation's answer space recorded as null."""
+    return {(corpus, name) for corpus, per in config.get("answer_space", {}).items() for name, sizes in per.items()
+            if sizes and all(v is None for v in sizes.values())}
+
+
+def _record_dropped(out: Path, config: dict, dropped: list[dict]) -> None:
+    """Each predictor's dropped facts per relation and reason, also in config.json beside its configuration."""
+    tally: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    for d in dropped:
+        tally.setdefault((d["corpus"], d["predictor"]), {}).setdefault(d["relation"], {})[d["reason"]] = d["n"]
+    configs = config.setdefault("predictor_configs", {})
+    for (corpus, name), per_rel in tally.items():
+        described = configs.setdefault(corpus, {}).setdefault(name, {})
+        if isinstance(described, dict):
+            described["dropped_facts"] = per_rel
+    write_json(out / "config.json", config)
+
+
+def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int | None],
+                types: dict[str, str | None]) -> list[dict]:
+    """`answer_space` rows: how many answers each relation was ranked over (groups: the mean), beside the scores."""
+    rels = sorted({r["group"] for r in scored if r["group"] in types})
+    members: dict[str, list[str]] = {rel: [rel] for rel in rels}
+    members["all"] = rels
+    for rel in rels:
+        for group in summary_groups(types[rel]):
+            members.setdefault(group, []).append(rel)
+    out = []
+    for row in scored:
+        if row["metric"] != "p@1":
+            continue
+        values = [sizes[r] for r in members.get(row["group"], []) if sizes.get(r) is not None]
+        if values:
+            out.append({**head, "scope": scope, "setting": row["setting"], "group": row["group"],
+                        "metric": "answer_space", "value": sum(values) / len(values), "n_facts": row["n_facts"],
+                        **UNDEFINED.fields()})
+    return out
+
+
+def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
+    counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
+    unit = getattr(experiment, "unit", "facts")
+    notes = [f"Scope `shared`: the {unit} every predictor of this directory answered ({counts}); "
+             f"`own`: the {unit} each predictor answered."]
+    ranked = getattr(experiment, "metrics", ("mrr",))
+    for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():
+        listed = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "list")
+        if listed:
+            notes.append(f"{corpus}: MRR of {', '.join(listed)} counts ranks within the answer list they return "
+                         f"(depth {config.get('predictor_specs', {}).get(listed[0], {}).get('depth')}); other "
+                         "predictors rank every candidate exactly.")
+    if config.get("settings", {}).get("compat") == "lama":
+        notes.append("`--compat lama`: facts deduplicated by labels, LAMA's tokenization, MRR counts ranks "
+                     f"within the top {LAMA_MRR_CUTOFF:,}.")
+    from bridge.predictors.registry import upper_bound_note
+
+    upper = upper_bound_note(config)
+    return [*notes, upper] if upper else notes

@@ -1,0 +1,202 @@
+"""Loader for BEAR and BEAR-big (lm-pub-quiz's probe): closed answer spaces, three templates per relation.
+
+Layout: `<root>/BEAR/` (or `BEAR-big/`) holds `P*.jsonl` (`sub_id, sub_label, sub_aliases, obj_id,
+obj_label[, answer_idx]`) and `metadata_relations.json` (per relation: `templates` with [X]/[Y], and for
+BEAR `answer_space_labels`/`answer_space_ids`); `<root>/relation_info.json` gives each relation's
+knowledge domains. Where the metadata names no answer space (BEAR-big), it is built as lm-pub-quiz does:
+the relation's objects by id in order of first appearance, and `answer_idx` is the gold's place in it.
+
+Every row is one fact (lm-pub-quiz scores every row); its uid is `<relation>:<row index>`, the row index
+counting from 0 as lm-pub-quiz's `instance_index`. Bad input (an `answer_idx` out of range or naming
+another object than the row's, a template without [X] or [Y], an empty answer space, duplicate answer
+labels) is a DataError naming the file and, where there is one, the line, before anything is scored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from eval.errors import DataError
+from eval.jsonl import json_type, opt_list, opt_str, read_jsonl, read_text, req_str
+from eval.lama import Corpus
+from eval.relations import check_template, select_relations
+from eval.report_counts import LoadReport
+from eval.types import Entity, Fact, Relation
+
+BEAR_CORPORA = {"bear": "BEAR", "bear-big": "BEAR-big"}
+ENV_VAR = "KBC_BEAR"
+METADATA = "metadata_relations.json"
+RELATION_INFO = "relation_info.json"
+
+
+def resolve_bear_dir(corpus: str, data_dir: str | Path | None = None) -> Path:
+    """The folder holding `corpus`'s relation files: `--data-dir` (the BEAR root, the corpus folder itself, or
+    a LAMA copy with `bear/` beside or inside it), else `$KBC_BEAR`, else `bear/` beside `$KBC_DATA`."""
+    sub = _subfolder(corpus)
+    given = [Path(d).expanduser() for d in (data_dir, os.environ.get(ENV_VAR)) if d]
+    lama = os.environ.get("KBC_DATA")
+    roots = given + ([Path(lama).expanduser()] if lama and not given else [])
+    for root in roots:
+        for cand in (root / sub, root / "bear" / sub, root.parent / "bear" / sub, root):
+            if (cand / METADATA).is_file() and (cand is not root or root.name.lower() == sub.lower()):
+                return cand.resolve()
+    if not roots:
+        raise DataError(f"no BEAR data: point --data-dir or {ENV_VAR} at the folder holding {sub}/")
+    raise DataError(f"no {sub}/{METADATA} under {', '.join(str(r) for r in roots)}; point --data-dir or {ENV_VAR} "
+                    f"at the folder holding {sub}/ (the lm-pub-quiz BEAR data)")
+
+
+def _subfolder(corpus: str) -> str:
+    try:
+        return BEAR_CORPORA[corpus]
+    except KeyError:
+        raise DataError(f"unknown BEAR corpus {corpus!r}; choose from {', '.join(BEAR_CORPORA)}") from None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(read_text(path, str(path)))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object, got {json_type(data)}")
+    return data
+
+
+def _domains(root: Path) -> dict[str, tuple[str, ...]]:
+    """Per relation, its knowledge domains (`relation_info.json` beside the corpus folders; absent: none)."""
+    path = root.parent / RELATION_INFO
+    if not path.is_file():
+        return {}
+    out = {}
+    for rel, info in _read_json(path).items():
+        if not isinstance(info, dict):
+            raise DataError(f"{path}: relation {rel}: expected an object, got {json_type(info)}")
+        out[rel] = tuple(opt_list(info, "domains", f"{path}: relation {rel}"))
+    return out
+
+
+def _answer_space(meta: dict, where: str) -> tuple[Entity, ...] | None:
+    """The metadata's answer space (None where it names none); empty, ragged or duplicate labels are refused."""
+    if "answer_space_labels" not in meta and "answer_space_ids" not in meta:
+        return None
+    labels = opt_list(meta, "answer_space_labels", where)
+    ids = opt_list(meta, "answer_space_ids", where)
+    if not labels:
+        raise DataError(f"{where}: the answer space is empty (answer_space_labels)")
+    if len(ids) != len(labels):
+        raise DataError(f"{where}: {len(labels)} answer_space_labels but {len(ids)} answer_space_ids")
+    space = tuple(Entity(label, oid or None) for label, oid in zip(labels, ids))
+    _check_unique(space, where)
+    return space
+
+
+def _check_unique(space: Iterable[Entity], where: str) -> None:
+    """Answers match gold by label: two answers with one label could never be told apart."""
+    seen: dict[str, int] = {}
+    for i, ent in enumerate(space):
+        if ent.label in seen:
+            raise DataError(f"{where}: answer label {ent.label!r} appears twice in the answer space "
+                            f"(positions {seen[ent.label]} and {i})")
+        seen[ent.label] = i
+
+
+def _templates(meta: dict, where: str) -> tuple[str, ...]:
+    templates = opt_list(meta, "templates", where)
+    if not templates:
+        raise DataError(f"{where}: no templates")
+    for i, template in enumerate(templates):
+        check_template(template, f"{where}: template {i}")
+    return tuple(templates)
+
+
+def _rows(path: Path) -> list[tuple[str, dict]]:
+    rows = []
+    for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
+        where = f"{path}:{lineno}"
+        if not isinstance(row["sub_label"], str):  # may be empty: lm-pub-quiz scores such rows too
+            raise DataError(f"{where}: field 'sub_label' must be a string, got {json_type(row['sub_label'])}")
+        req_str(row, "obj_label", where)
+        rows.append((where, row))
+    return rows
+
+
+def _space_from_rows(rows: list[tuple[str, dict]], where: str) -> tuple[Entity, ...]:
+    """lm-pub-quiz's answer space for a relation without one: objects by id, first appearance, first label."""
+    first: dict[str, Entity] = {}
+    for at, row in rows:
+        oid = opt_str(row, "obj_id", at) or f"label:{row['obj_label']}"
+        first.setdefault(oid, Entity(row["obj_label"], opt_str(row, "obj_id", at)))
+    space = tuple(first.values())
+    _check_unique(space, where)
+    return space
+
+
+def _gold_index(row: dict, at: str, space: tuple[Entity, ...], position: dict[str, int]) -> int:
+    """The row's `answer_idx`, checked against the answer space and the row's own object."""
+    label, oid = row["obj_label"], opt_str(row, "obj_id", at)
+    if "answer_idx" not in row:
+        key = oid or f"label:{label}"
+        if key not in position:
+            raise DataError(f"{at}: object {label!r} ({oid}) is not in the relation's answer space")
+        return position[key]
+    idx = row["answer_idx"]
+    if not isinstance(idx, int) or isinstance(idx, bool):
+        raise DataError(f"{at}: answer_idx must be a whole number, got {json_type(idx)}")
+    if not 0 <= idx < len(space):
+        raise DataError(f"{at}: answer_idx {idx} is out of range (the answer space has {len(space)} answers, "
+                        f"0 to {len(space) - 1})")
+    gold = space[idx]
+    if gold.label != label or (oid and gold.id and gold.id != oid):
+        raise DataError(f"{at}: answer_idx {idx} names {gold.label!r} ({gold.id}) but the row's object is "
+                        f"{label!r} ({oid})")
+    return idx
+
+
+def load_bear(corpus: str = "bear", data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+              template: int = 0) -> Corpus:
+    """BEAR or BEAR-big; each relation's `template` is its `template`-th (0, 1 or 2), `templates` all three."""
+    root = resolve_bear_dir(corpus, data_dir)
+    meta_path = root / METADATA
+    metadata = _read_json(meta_path)
+    files = {p.stem: p for p in sorted(root.glob("*.jsonl"))}
+    missing = sorted(set(files) - set(metadata))
+    if missing:
+        raise DataError(f"{meta_path}: no entry for relation file(s) {', '.join(missing)}")
+    available = [r for r in metadata if r in files]  # lm-pub-quiz reads the relations that have a file
+    if not available:
+        raise DataError(f"{root}: no relation files (expected <relation>.jsonl beside {METADATA})")
+    domains = _domains(root)
+    stub = {r: Relation(r, r, "[X] [Y]") for r in available}
+    wanted = select_relations(stub, list(relations or []), corpus)
+    out = Corpus(corpus, {}, [], files=[meta_path])
+    for rel in wanted:
+        where = f"{meta_path}: relation {rel}"
+        meta = metadata[rel]
+        if not isinstance(meta, dict):
+            raise DataError(f"{where}: expected an object, got {json_type(meta)}")
+        templates = _templates(meta, where)
+        if not 0 <= template < len(templates):
+            raise DataError(f"{where}: has {len(templates)} templates, no template {template}")
+        path = files[rel]
+        rows = _rows(path)
+        space = _answer_space(meta, where) or _space_from_rows(rows, f"{path} (answer space from its objects)")
+        position = {e.key: i for i, e in enumerate(space)}
+        out.relations[rel] = Relation(rel, rel, templates[template], answer_space=space, templates=templates,
+                                      domains=domains.get(rel, ()))
+        out.files.append(path)
+        report = LoadReport(f"{corpus}/{rel}", relation=rel)
+        for i, (at, row) in enumerate(rows):
+            report.read += 1
+            idx = _gold_index(row, at, space, position)
+            sub = Entity(row["sub_label"], opt_str(row, "sub_id", at), tuple(opt_list(row, "sub_aliases", at)))
+            out.facts.append(Fact(f"{rel}:{i}", corpus, rel, sub, space[idx], answer_idx=idx))
+            report.kept += 1
+        blank = sum(1 for _, row in rows if not row["sub_label"].strip())
+        if blank:
+            report.notes.append(f"{blank} fact(s) with an empty subject label, asked as lm-pub-quiz does")
+        out.reports.append(report)
+    return out

@@ -1,0 +1,63 @@
+"""Every corpus by name: LAMA's (`eval.lama`), those derived from them (LAMA-UHN, `eval.uhn`), BEAR (`eval.bear`) and
+LM-KBC 2024 (`eval.lmkbc`: set-valued answers, asked by `kbc run lmkbc` only) and negated/misprimed LAMA
+(`eval.negated`, asked by `kbc run negated` only).
+
+The one place a corpus name is resolved, so each loader module stays below it and none imports another's dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from eval.bear import BEAR_CORPORA, load_bear, resolve_bear_dir
+from eval.datadir import resolve_data_dir
+from eval.errors import DataError
+from eval.lama import LAMA_CORPORA, LOADERS, Corpus
+from eval.lmkbc import CORPUS as LMKBC
+from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
+from eval.negated import PROBE_CORPORA, probe_corpus, resolve_negated_dir
+from eval.uhn import UHN_CORPORA, load_uhn_corpus
+
+CORPORA = (*LAMA_CORPORA, *UHN_CORPORA, *BEAR_CORPORA, LMKBC, *PROBE_CORPORA)
+SET_CORPORA = (LMKBC,)  # a gold *set* per subject and relation (`SetFact`), scored by set P/R/F1
+
+
+def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = None) -> Path:
+    """The data directory of a run: the LAMA copy, or for runs of BEAR corpora alone the folder holding them
+    (so `--data-dir` may point at the BEAR data itself)."""
+    names = list(corpora)
+    if names and all(n in BEAR_CORPORA for n in names):
+        return resolve_bear_dir(names[0], data_dir).parent
+    if names and all(n in SET_CORPORA or n in PROBE_CORPORA for n in names):
+        try:  # the LAMA copy beside it, where LMs find the common vocabulary
+            return resolve_data_dir(data_dir)
+        except DataError:
+            root = resolve_negated_dir(data_dir) if names[0] in PROBE_CORPORA else resolve_lmkbc_dir(data_dir)
+            return root.parent
+    return resolve_data_dir(data_dir)
+
+
+def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+                compat: str | None = None, name_ranker=None, template: int = 0) -> Corpus:
+    """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`).
+
+    `trex-uhn` / `google_re-uhn` are LAMA-UHN (`eval.uhn`), built on first use into the cache: the
+    string-match filter, plus the person-name filter when `name_ranker` (an `eval.uhn.NameRanker`) is given.
+    `bear` / `bear-big` (`eval.bear`) ask each relation's `template`-th template.
+    """
+    if name in UHN_CORPORA:
+        return load_uhn_corpus(name, data_dir, relations, compat, name_ranker)
+    if name in BEAR_CORPORA:
+        return load_bear(name, data_dir, relations, template)
+    if name == LMKBC:
+        return load_lmkbc(data_dir, "val", relations)
+    if name in PROBE_CORPORA:
+        return probe_corpus(name, data_dir, relations)
+    try:
+        loader = LOADERS[name]
+    except KeyError:
+        raise DataError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}") from None
+    if name == "google_re":
+        return loader(data_dir, relations, compat=compat)
+    return loader(data_dir, relations)

@@ -1,0 +1,58 @@
+"""From an answer's surface form to a Wikidata id, so that set answers are scored by id as LM-KBC scores them.
+
+An answer maps to the one id whose label it equals; failing that, to the one id with such an alias; then
+the same ignoring case (an uncased model writes "france"). At the first of these steps that finds ids,
+one id is the answer and several leave it open. An answer that names no id, or several, is kept as it
+is and can only match a gold label exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from eval.errors import DataError
+from eval.jsonl import read_text
+
+_QID = re.compile(r"Q[1-9][0-9]*")
+
+
+class LabelIndex:
+    """Labels and aliases of known entities: labels before aliases, exact before ignoring case."""
+
+    def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
+        self._tables: list[tuple[dict[str, set[str]], bool]] = []
+        alias_forms = {qid: [a for a in forms if a and a != labels.get(qid)] for qid, forms in (aliases or {}).items()}
+        for folded in (False, True):
+            for names in ({qid: [label] for qid, label in labels.items()}, alias_forms):
+                table: dict[str, set[str]] = {}
+                for qid, forms in names.items():
+                    for form in forms:
+                        table.setdefault(form.casefold() if folded else form, set()).add(qid)
+                self._tables.append((table, folded))
+
+    def resolve(self, text: str) -> str:
+        """The one id `text` names, else `text` itself."""
+        text = text.strip()
+        for table, folded in self._tables:
+            ids = table.get(text.casefold() if folded else text)
+            if ids:
+                return next(iter(ids)) if len(ids) == 1 else text
+        return text
+
+
+def load_aliases(path: Path, keep: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """A tab-separated alias list (`QID<TAB>alias<TAB>alias...`, as X-FACTR's `alias/TREx/en.txt`), limited to
+    the ids in `keep` when given; a line without a Wikidata id first is a DataError with file:line."""
+    wanted = set(keep) if keep is not None else None
+    out: dict[str, list[str]] = {}
+    for lineno, line in enumerate(read_text(path, str(path)).splitlines(), 1):
+        if not line.strip():
+            continue
+        qid, *forms = line.split("\t")
+        if not _QID.fullmatch(qid):
+            raise DataError(f"{path}:{lineno}: expected a Wikidata id (Q...) then tab-separated aliases, got {qid!r}")
+        if wanted is None or qid in wanted:
+            out.setdefault(qid, []).extend(f.strip() for f in forms if f.strip())
+    return out

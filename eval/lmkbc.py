@@ -1,0 +1,199 @@
+"""LM-KBC 2024 (set-valued answers): the train/val JSONL, its prompt templates, labels and submissions.
+
+Each line is one subject and relation with its gold set, possibly empty: `SubjectEntityID`,
+`SubjectEntity`, `Relation`, `ObjectEntitiesID` (Wikidata ids; numbers for seriesHasNumberOfEpisodes)
+and `ObjectEntities` (surface forms). The two lists are not aligned: their orders differ and some labels
+were split at commas ("Washington", "D.C." for Q61), so a label is tied to an id only where the data
+decides it (`object_labels`); every other id keeps its id as label and is matched by id alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from eval.datadir import ENV_VAR
+from eval.errors import DataError
+from eval.jsonl import json_type, read_jsonl, read_text, req_str, write_jsonl_line
+from eval.lama import Corpus
+from eval.relations import check_template, select_relations
+from eval.report_counts import LoadReport
+from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Entity, Relation, SetFact
+
+CORPUS = "lmkbc2024"
+SPLITS = ("train", "val")
+NUMERIC = frozenset({"seriesHasNumberOfEpisodes"})
+RELATIONS = ("countryLandBordersCountry", "personHasCityOfDeath", "seriesHasNumberOfEpisodes", "awardWonBy",
+             "companyTradesAtStockExchange")
+TEMPLATES = Path("prompt_templates") / "masked_prompts.csv"
+FIELDS = ("SubjectEntityID", "SubjectEntity", "Relation", "ObjectEntitiesID", "ObjectEntities")
+_QID = re.compile(r"Q[1-9][0-9]*")
+_NUMBER = re.compile(r"0|[1-9][0-9]*")
+
+
+def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
+    """The folder holding `train.jsonl`/`val.jsonl`: `data_dir` itself, its `lmkbc2024/`, or the
+    `lmkbc2024/` beside the LAMA data of `$KBC_DATA`."""
+    given = data_dir or os.environ.get(ENV_VAR)
+    if not given:
+        raise DataError(f"no LM-KBC data: pass --data-dir (the folder holding train.jsonl and val.jsonl) or set "
+                        f"{ENV_VAR}")
+    root = Path(given).expanduser()
+    for cand in (root, root / CORPUS, root.parent / CORPUS):
+        if any((cand / f"{split}.jsonl").is_file() for split in SPLITS):
+            return cand.resolve()
+    raise DataError(f"{root} holds no LM-KBC data (expected train.jsonl / val.jsonl there or in {CORPUS}/)")
+
+
+def load_templates(path: Path) -> dict[str, Relation]:
+    """The challenge's `Relation,PromptTemplate` CSV as relations with LAMA-style [X]/[Y] templates."""
+    text = read_text(path, str(path)) if path.is_file() else None
+    if text is None:
+        raise DataError(f"{path}: prompt template file not found (the challenge's data has it at {TEMPLATES})")
+    rows = csv.reader(io.StringIO(text))
+    header = next(rows, None)
+    if header != ["Relation", "PromptTemplate"]:
+        raise DataError(f"{path}:1: expected the header Relation,PromptTemplate, got {','.join(header or [])!r}")
+    out: dict[str, Relation] = {}
+    for lineno, row in enumerate(rows, 2):
+        where = f"{path}:{lineno}"
+        if not row:
+            continue
+        if len(row) != 2 or not row[0].strip():
+            raise DataError(f"{where}: expected two fields, Relation and PromptTemplate")
+        rel, raw = row[0].strip(), row[1]
+        if rel in out:
+            raise DataError(f"{where}: relation {rel} has a second template")
+        template = raw.replace("{subject_entity}", SUBJECT_SLOT).replace("{mask_token}", OBJECT_SLOT)
+        check_template(template, where)
+        out[rel] = Relation(rel, rel, template)
+    return out
+
+
+def _objects_field(row: dict, key: str, where: str) -> list[str]:
+    value = row[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        got = json_type(value) if not isinstance(value, list) else "an array holding a non-string"
+        raise DataError(f"{where}: field {key!r} must be an array of strings (empty for no object), got {got}")
+    return value
+
+
+def _check_ids(ids: list[str], relation: str, where: str) -> list[str]:
+    pattern, what = (_NUMBER, "a whole number") if relation in NUMERIC else (_QID, "a Wikidata id (Q...)")
+    for value in ids:
+        if not pattern.fullmatch(value):
+            raise DataError(f"{where}: ObjectEntitiesID holds {value!r}; each object of {relation} is {what}")
+    return list(dict.fromkeys(ids))
+
+
+def read_rows(path: Path) -> list[tuple[int, dict]]:
+    """The rows of one split file, every field checked; a bad line is a DataError with file:line."""
+    out, seen = [], {}
+    for lineno, row in read_jsonl(path, required=FIELDS):
+        where = f"{path}:{lineno}"
+        sid = req_str(row, "SubjectEntityID", where)
+        if not _QID.fullmatch(sid):
+            raise DataError(f"{where}: SubjectEntityID {sid!r} is not a Wikidata id (Q...)")
+        req_str(row, "SubjectEntity", where)
+        rel = req_str(row, "Relation", where)
+        if rel not in RELATIONS:
+            hint = difflib.get_close_matches(rel, RELATIONS, n=1)
+            raise DataError(f"{where}: unknown relation {rel!r}" + (f" (did you mean {hint[0]}?)" if hint else "")
+                            + f"; LM-KBC 2024 has {', '.join(RELATIONS)}")
+        ids = _check_ids(_objects_field(row, "ObjectEntitiesID", where), rel, where)
+        labels = _objects_field(row, "ObjectEntities", where)
+        if bool(ids) != bool(labels):
+            raise DataError(f"{where}: ObjectEntitiesID has {len(ids)} objects but ObjectEntities {len(labels)}; "
+                            "both are empty for a subject with no object")
+        if (sid, rel) in seen:
+            raise DataError(f"{where}: subject {sid} and relation {rel} again (first at line {seen[sid, rel]})")
+        seen[sid, rel] = lineno
+        out.append((lineno, {**row, "ObjectEntitiesID": ids}))
+    return out
+
+
+def object_labels(rows: Iterable[dict]) -> dict[str, str]:
+    """Each entity id with the one label the data ties to it; ids it leaves open are absent.
+
+    Subjects are certain (id and label side by side). An object id's label must be in the label list of
+    every row holding it whose two lists have equal lengths, and not be a label another id of the row
+    already has; this is repeated until nothing changes.
+    """
+    rows = [r for r in rows if r["Relation"] not in NUMERIC]
+    known = {r["SubjectEntityID"]: r["SubjectEntity"] for r in rows}
+    even = [r for r in rows if len(r["ObjectEntitiesID"]) == len(set(r["ObjectEntities"]))]
+    cands: dict[str, set[str]] = {}
+    for r in even:
+        for qid in r["ObjectEntitiesID"]:
+            if qid not in known:
+                cands[qid] = cands.get(qid, set(r["ObjectEntities"])) & set(r["ObjectEntities"])
+    changed = True
+    while changed:
+        changed = False
+        for r in even:
+            taken = {known[q] for q in r["ObjectEntitiesID"] if q in known}
+            taken |= {next(iter(cands[q])) for q in r["ObjectEntitiesID"] if len(cands.get(q, ())) == 1}
+            for qid in r["ObjectEntitiesID"]:
+                options = cands.get(qid)
+                if options and len(options) > 1 and options & taken:
+                    cands[qid] = options - taken
+                    changed = True
+    return known | {q: next(iter(c)) for q, c in cands.items() if len(c) == 1}
+
+
+def load_lmkbc(data_dir: str | Path | None = None, split: str = "val", relations: Iterable[str] | None = None,
+               labels: Mapping[str, str] | None = None) -> Corpus:
+    """One split as a corpus of `SetFact`s; `labels` (id -> label) defaults to `object_labels` over both splits."""
+    if split not in SPLITS:
+        raise DataError(f"unknown LM-KBC split {split!r}; choose from {', '.join(SPLITS)}")
+    root = resolve_lmkbc_dir(data_dir)
+    templates = load_templates(root / TEMPLATES)
+    wanted = select_relations(templates, list(relations or []), "LM-KBC 2024")
+    path = root / f"{split}.jsonl"
+    rows = read_rows(path)
+    if labels is None:
+        others = [root / f"{s}.jsonl" for s in SPLITS if s != split and (root / f"{s}.jsonl").is_file()]
+        labels = object_labels([r for _, r in rows] + [r for p in others for _, r in read_rows(p)])
+    corpus = Corpus(CORPUS, {r: templates[r] for r in wanted}, [], files=[path, root / TEMPLATES])
+    report = LoadReport(f"{CORPUS}/{split}")
+    unlabelled = 0
+    for lineno, row in rows:
+        report.read += 1
+        rel = row["Relation"]
+        if rel not in corpus.relations:
+            if rel not in templates:
+                raise DataError(f"{path}:{lineno}: relation {rel} has no template in {root / TEMPLATES}")
+            report.drop("not in the selected relations")
+            continue
+        ids = row["ObjectEntitiesID"]
+        if rel in NUMERIC:
+            objects = tuple(Entity(value, value) for value in ids)
+        else:
+            objects = tuple(Entity(labels.get(qid, qid), qid) for qid in ids)
+            unlabelled += sum(1 for qid in ids if qid not in labels)
+        subject = Entity(row["SubjectEntity"], row["SubjectEntityID"])
+        corpus.facts.append(SetFact(f"{rel}:{subject.id}", CORPUS, rel, subject, objects, tuple(row["ObjectEntities"])))
+        report.kept += 1
+    if unlabelled:
+        report.notes.append(f"{unlabelled} object ids have no label the data ties to them: they match by id only")
+    corpus.reports.append(report)
+    return corpus
+
+
+def submission_rows(facts: Sequence[SetFact], predicted: Mapping[str, Sequence[str]]) -> list[dict]:
+    """The challenge's prediction format, one row per gold pair: subject id and label, relation, object ids."""
+    return [{"SubjectEntityID": f.subject.id, "SubjectEntity": f.subject.label, "Relation": f.relation,
+             "ObjectEntitiesID": list(dict.fromkeys(predicted.get(f.uid, ())))} for f in facts]
+
+
+def write_submission(path: Path, facts: Sequence[SetFact], predicted: Mapping[str, Sequence[str]]) -> None:
+    """Write `submission_rows` as JSONL, ready to submit or to score with the challenge's `evaluate.py`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in submission_rows(facts, predicted):
+            write_jsonl_line(handle, row)

@@ -1,0 +1,261 @@
+"""Negated and misprimed LAMA (Kassner & Schütze 2020): loaders and the measures the paper reports.
+
+The data (`TREx/`, `GoogleRE/`, `ConceptNet/`, `SQUAD/`, each in `high_ranked/`, `low_ranked/`, `random/`,
+the three ways the misprime was drawn) gives per fact the positive cloze (`masked_sentences`), the negated
+one (`masked_negations`: "[X] was not born in [MASK] .") and the misprimed one (`masked_misprimed`:
+"Kabul? [X] was born in [MASK] ."; the prime is what stands before the final "? ", a stray "?" of its own
+dropped). A negation equal to the positive sentence (all of T-REx P159) is no
+negated query: that fact is left out of the negation measures and counted.
+
+Negation (per fact, over one candidate vocabulary, as LAMA's `get_negation_metric`): the Spearman rank
+correlation between the positive and the negated query's scores of every candidate, and whether both put
+the same candidate first (top-1 overlap); per relation, means over its facts (overlap in percent).
+Misprime (per fact): whether the misprimed query's top answer is the prime; per relation the share in
+percent (`became-prime`), and over the facts whose positive query ranks the gold first, the share whose
+misprimed query no longer does (`p@1-drop`, the drop from 100%). Groups of relations are macro means.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from eval.datadir import ENV_VAR
+from eval.errors import DataError, KbcError
+from eval.jsonl import json_type, read_jsonl, req_str
+from eval.lama import MASK, Corpus
+from eval.report_counts import LoadReport
+from eval.types import OBJECT_SLOT, Entity, Fact, Relation
+
+FOLDER = "negated_misprimed_lama"
+CORPORA = {"trex": "TREx", "google_re": "GoogleRE", "conceptnet": "ConceptNet", "squad": "SQUAD"}
+PROBE_CORPORA = tuple(f"negated-{c}" for c in CORPORA)  # the runner's names: the positive facts, asked three ways
+VARIANTS = ("high_ranked", "low_ranked", "random")
+PRIME_SEP = "? "
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFact:
+    """A fact with its positive, negated (None: not given) and misprimed cloze, each holding [Y] once."""
+
+    fact: Fact
+    negated: str | None
+    misprimed: str
+    prime: str
+
+
+@dataclass
+class ProbeCorpus:
+    name: str
+    variant: str
+    facts: list[ProbeFact]
+    reports: list[LoadReport]
+    files: list[Path]
+
+
+def resolve_negated_dir(data_dir: str | Path | None = None) -> Path:
+    """The folder holding `TREx/`, `GoogleRE/` ...: `data_dir`, its `negated_misprimed_lama/`, or the one
+    beside the LAMA data of `$KBC_DATA`."""
+    given = data_dir or os.environ.get(ENV_VAR)
+    if not given:
+        raise DataError(f"no negated/misprimed LAMA data: pass --data-dir or set {ENV_VAR}")
+    root = Path(given).expanduser()
+    for cand in (root, root / FOLDER, root.parent / FOLDER):
+        if any((cand / folder / variant).is_dir() for folder in CORPORA.values() for variant in VARIANTS):
+            return cand.resolve()
+    raise DataError(f"{root} holds no negated/misprimed LAMA data (expected {', '.join(CORPORA.values())} "
+                    f"there or in {FOLDER}/)")
+
+
+def _first_cloze(row: dict, key: str, where: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, list) or not value or not isinstance(value[0], str):
+        got = "missing" if key not in row else json_type(value) if not isinstance(value, list) else "not a string"
+        raise DataError(f"{where}: field {key!r} must be a non-empty array of sentences, got {got}")
+    sentence = value[0]
+    if sentence.count(MASK) != 1:
+        raise DataError(f"{where}: {key} sentence holds {MASK} {sentence.count(MASK)} times, expected once: "
+                        f"{sentence!r}")
+    return sentence
+
+
+def _files(root: Path, corpus: str, variant: str) -> list[tuple[str, Path]]:
+    """(relation id, file) pairs of one corpus and variant; ConceptNet's relation comes from each row."""
+    folder = root / CORPORA[corpus] / variant
+    if not folder.is_dir():
+        have = sorted(p.name for p in (root / CORPORA[corpus]).glob("*") if p.is_dir())
+        raise DataError(f"{folder}: not found; {corpus} has the misprime variants {', '.join(have) or 'none'}")
+    out = []
+    for path in sorted(folder.glob("*.jsonl")):
+        stem = path.stem.removesuffix("_random")
+        out.append(({"squad": "squad", "conceptnet": ""}.get(corpus, stem), path))
+    if not out:
+        raise DataError(f"{folder}: no .jsonl files")
+    return out
+
+
+def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", variant: str = "random",
+                relations: Iterable[str] | None = None) -> ProbeCorpus:
+    """One corpus and misprime variant; every line checked, a bad one is a DataError with file:line."""
+    if corpus not in CORPORA:
+        raise DataError(f"unknown negated/misprimed corpus {corpus!r}; choose from {', '.join(CORPORA)}")
+    if variant not in VARIANTS:
+        raise DataError(f"unknown misprime variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    root = resolve_negated_dir(data_dir)
+    wanted = set(relations or ())
+    out = ProbeCorpus(f"negated-{corpus}", variant, [], [], [])
+    seen_rel: set[str] = set()
+    for rel, path in _files(root, corpus, variant):
+        report = LoadReport(f"{corpus}/{variant}/{path.name}", relation=rel or None)
+        uids: set[str] = set()
+        no_negation = 0
+        for lineno, row in read_jsonl(path, required=("obj_label", "masked_sentences", "masked_misprimed")):
+            where = f"{path}:{lineno}"
+            relation = req_str(row, "pred", where) if corpus == "conceptnet" else rel
+            seen_rel.add(relation)
+            report.read += 1
+            if wanted and relation not in wanted:
+                report.drop("not in the selected relations")
+                continue
+            probe = _probe(row, corpus, relation, where, lineno, uids)
+            no_negation += probe.negated is None
+            out.facts.append(probe)
+            report.kept += 1
+        if no_negation:
+            report.notes.append(f"{no_negation} facts have no negated sentence (it equals the positive one)")
+        out.reports.append(report)
+        out.files.append(path)
+    unknown = sorted(wanted - seen_rel)
+    if unknown:
+        raise DataError(f"unknown relation id(s) {', '.join(unknown)} in negated/misprimed {corpus}; "
+                        f"known: {', '.join(sorted(seen_rel))}")
+    return out
+
+
+def _probe(row: dict, corpus: str, relation: str, where: str, lineno: int, uids: set[str]) -> ProbeFact:
+    positive = _first_cloze(row, "masked_sentences", where)
+    negated = _first_cloze(row, "masked_negations", where)
+    misprimed = _first_cloze(row, "masked_misprimed", where)
+    prime = misprimed.removesuffix(PRIME_SEP + positive).rstrip("? ")
+    if len(prime) == len(misprimed) or not prime:
+        raise DataError(f"{where}: masked_misprimed {misprimed!r} is not '<prime>{PRIME_SEP}' followed by the "
+                        "positive sentence")
+    uuid = row.get("uuid")
+    if uuid is not None and (isinstance(uuid, bool) or not isinstance(uuid, (str, int))):
+        raise DataError(f"{where}: field 'uuid' must be a string or a number, got {json_type(uuid)}")
+    uid = f"{corpus}/{relation}:{uuid}" if uuid is not None else f"{corpus}/{relation}:line{lineno}"
+    if uid in uids:
+        uid = f"{corpus}/{relation}:line{lineno}"
+    uids.add(uid)
+    subject, obj = Entity(req_str(row, "sub_label", where)), Entity(req_str(row, "obj_label", where))
+    fact = Fact(uid, f"negated-{corpus}", relation, subject, obj,
+                cloze=positive.replace(MASK, OBJECT_SLOT))
+    neg = None if negated == positive else negated.replace(MASK, OBJECT_SLOT)
+    return ProbeFact(fact, neg, misprimed.replace(MASK, OBJECT_SLOT), prime)
+
+
+def _top(scores: Mapping[str, float]) -> str:
+    """The first candidate of highest score, in candidate order (the project's tie rule)."""
+    best, best_label = -math.inf, ""
+    for label, score in scores.items():
+        if score > best:
+            best, best_label = score, label
+    return best_label
+
+
+def negation_pair(positive: Mapping[str, float], negated: Mapping[str, float]) -> tuple[bool, float]:
+    """(same top-1 candidate, Spearman's rho of the two score vectors) over one candidate vocabulary.
+
+    Both maps must score the same candidates; rho is NaN when either vector is constant (no ranking).
+    """
+    if positive.keys() != negated.keys():
+        raise KbcError("the positive and the negated query must be scored over the same candidates "
+                       f"({len(positive)} vs {len(negated)})")
+    if len(positive) < 2:
+        raise KbcError("a rank correlation needs at least two candidates")
+    labels = list(positive)
+    pos = [positive[k] for k in labels]
+    neg = [negated[k] for k in labels]
+    if len(set(pos)) == 1 or len(set(neg)) == 1:
+        rho = math.nan
+    else:
+        from scipy import stats
+
+        rho = float(stats.spearmanr(pos, neg).statistic)
+    return _top(positive) == _top(negated), rho
+
+
+@dataclass(frozen=True, slots=True)
+class MisprimeOutcome:
+    """One fact: top answers of the positive and the misprimed query, the gold and the prime."""
+
+    relation: str
+    top_positive: str
+    top_misprimed: str
+    gold: str
+    prime: str
+
+
+def _norm(text: str, lowercased: bool) -> str:
+    return text.lower() if lowercased else text
+
+
+def summarize_negation(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dict[str, float]]:
+    """Per relation (relation, overlap, rho) means: `overlap` in percent, `spearman`, and `n` facts;
+    `all` is the mean over relations. Facts whose rho is NaN are left out of `spearman` (`n-spearman`)."""
+    groups: dict[str, list[tuple[bool, float]]] = {}
+    for rel, overlap, rho in rows:
+        groups.setdefault(rel, []).append((overlap, rho))
+    table = {}
+    for rel, items in groups.items():
+        rhos = [r for _, r in items if not math.isnan(r)]
+        row = {"overlap": 100.0 * sum(o for o, _ in items) / len(items), "n": float(len(items)),
+               "n-spearman": float(len(rhos))}
+        if rhos:
+            row["spearman"] = sum(rhos) / len(rhos)
+        table[rel] = row
+    return _with_all(table, ("overlap", "spearman"))
+
+
+def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = False) -> dict[str, dict[str, float]]:
+    """Per relation `became-prime` (% of facts whose misprimed top answer is the prime), `p@1-drop` (% of the
+    facts right without the prime that the prime makes wrong; absent when none was right), `n`, `n-right`;
+    `all` is the mean over relations. Gold labels match exactly (lower-cased for an uncased model); primes
+    match whatever the case, since the data writes them sentence-cased ("Ibm? Steve Ballmer works for ...")."""
+    groups: dict[str, list[MisprimeOutcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.relation, []).append(o)
+    table = {}
+    for rel, items in groups.items():
+        became = sum(1 for o in items if o.top_misprimed.casefold() == o.prime.casefold())
+        right = [o for o in items if _norm(o.top_positive, lowercased) == _norm(o.gold, lowercased)]
+        lost = sum(1 for o in right if _norm(o.top_misprimed, lowercased) != _norm(o.gold, lowercased))
+        row = {"became-prime": 100.0 * became / len(items), "n": float(len(items)), "n-right": float(len(right))}
+        if right:
+            row["p@1-drop"] = 100.0 * lost / len(right)
+        table[rel] = row
+    return _with_all(table, ("became-prime", "p@1-drop"))
+
+
+def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    if not table:
+        raise KbcError("no fact to summarize")
+    overall: dict[str, float] = {"n": sum(row["n"] for row in table.values())}
+    for metric in metrics:
+        values = [row[metric] for row in table.values() if metric in row]
+        if values:
+            overall[metric] = sum(values) / len(values)
+    return {**table, "all": overall}
+
+
+def probe_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
+                 variant: str = "random") -> Corpus:
+    """`negated-<corpus>` as a corpus of its positive facts (cloze sentences), for the runner; the negated and
+    misprimed sentences are read again by `load_probes` where they are asked."""
+    probes = load_probes(data_dir, name.removeprefix("negated-"), variant, relations)
+    rels = dict.fromkeys(p.fact.relation for p in probes.facts)
+    return Corpus(name, {r: Relation(r, r, OBJECT_SLOT) for r in rels}, [p.fact for p in probes.facts],
+                  probes.reports, probes.files)

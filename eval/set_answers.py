@@ -1,0 +1,46 @@
+"""A predictor's answer to a set-valued question: its ranked answers made objects, then cut by a set rule.
+
+An answer with an id (a KB's, an entity-level answer) keeps it; one without goes through the label index
+(`eval.disambiguate`), or, for a numeric relation, becomes the number it holds. Without a rule the set is
+every object answered: what a KB holds (the gold graph, a relation-extraction KB). With one, the rule
+of `eval.set_rules` cuts the ranked objects (`threshold-tuned` with the relation's tuned threshold).
+Set rules read probabilities: a list holding a negative score is a list of log-probabilities (an LM's) and is
+exponentiated; scores in [0, 1] (Freq's shares, the gold KB's 1) are taken as they are.
+"""
+
+from __future__ import annotations
+
+import math
+
+from eval.disambiguate import LabelIndex
+from eval.set_rules import SetRule, apply_rule, parse_number
+from eval.types import Prediction
+
+
+def ranked_objects(pred: Prediction, index: LabelIndex, numeric: bool = False) -> list[tuple[str, float]]:
+    """(object, score) best first, distinct objects, each at its first answer; numbers for a numeric relation."""
+    out: dict[str, float] = {}
+    for answer in pred.answers:
+        if numeric:
+            item = parse_number(answer.label)
+        else:
+            item = answer.id or index.resolve(answer.label)
+        if item is not None and item not in out:
+            out[item] = answer.score
+    return list(out.items())
+
+
+def as_probabilities(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Log-probabilities (any score below 0) exponentiated; probabilities unchanged."""
+    if any(score < 0 for _, score in ranked):
+        return [(item, math.exp(score)) for item, score in ranked]
+    return ranked
+
+
+def set_answer(pred: Prediction, index: LabelIndex, rule: SetRule | None = None, numeric: bool = False,
+               tuned: float | None = None) -> list[str]:
+    """The predicted set: every object answered (no rule), or the objects the rule keeps."""
+    ranked = as_probabilities(ranked_objects(pred, index, numeric))
+    if rule is None:
+        return [item for item, _ in ranked]
+    return apply_rule(rule, ranked, tuned)

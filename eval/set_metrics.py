@@ -1,0 +1,131 @@
+"""Set-valued scoring exactly as the LM-KBC 2024 challenge's evaluation (`evaluate.py` of lm-kbc/dataset2024).
+
+Per subject-relation pair, over distinct objects (Wikidata ids, or numbers):
+    precision = tp / #predicted, and 1 when nothing is predicted (whatever the gold);
+    recall    = tp / #gold,      and 1 when the gold is empty (whatever is predicted);
+    F1        = 2PR / (P + R),   and 0 when P + R = 0.
+So both empty scores 1/1/1, an empty prediction for a non-empty gold 1/0/0 and a non-empty prediction
+for an empty gold 0/1/0. Per relation: macro P/R/F1 are means over its pairs; micro P/R are summed tp
+over summed predictions (1 when the relation has none) and over summed gold objects (1 when it has
+none), micro F1 their harmonic mean; `avg-preds` is predictions per pair and `empty-preds` the pairs
+predicted empty. The all-relations row (`ALL`) averages over every pair, not over relations, and
+sums tp, predictions and gold objects over every pair.
+
+Pairs are keyed by subject id (the challenge's script keys them by subject label; no relation of the
+staged data has two subjects of one label, so both give the same pairs).
+
+A predicted item no id was found for (a label kept as a string) matches only a gold label equal to it
+(`SetFact.labels`); items matching an id count first, and tp never exceeds the gold's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from eval.errors import KbcError
+from eval.types import SetFact
+
+ALL = "all"
+METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
+
+
+@dataclass(frozen=True, slots=True)
+class PairScore:
+    """One subject-relation pair's score and the counts the micro averages sum."""
+
+    relation: str
+    subject: str
+    p: float
+    r: float
+    f1: float
+    tp: int
+    n_pred: int
+    n_gold: int
+
+
+def f1(p: float, r: float) -> float:
+    """Harmonic mean; 0 when both are 0 (the challenge's ZeroDivisionError branch)."""
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def distinct(items: Iterable[str]) -> list[str]:
+    """Items in first-seen order without repeats: the challenge scores `set(ObjectEntitiesID)`."""
+    return list(dict.fromkeys(items))
+
+
+def true_positives(pred: Sequence[str], gold_ids: Iterable[str], gold_labels: Iterable[str] = ()) -> int:
+    """Distinct predictions among the gold ids, then unmatched ones equal to a gold label; at most #gold."""
+    gold = set(gold_ids)
+    by_id = sum(1 for item in pred if item in gold)
+    labels = set(gold_labels) - gold
+    by_label = sum(1 for item in pred if item not in gold and item in labels)
+    return min(by_id + by_label, len(gold))
+
+
+def score_pair(relation: str, subject: str, pred: Iterable[str], gold_ids: Iterable[str],
+               gold_labels: Iterable[str] = ()) -> PairScore:
+    """The challenge's per-pair precision, recall and F1 (conventions in the module docstring)."""
+    pred, gold = distinct(pred), distinct(gold_ids)
+    tp = true_positives(pred, gold, gold_labels)
+    p = min(tp / len(pred), 1.0) if pred else 1.0
+    r = min(tp / len(gold), 1.0) if gold else 1.0
+    return PairScore(relation, subject, p, r, f1(p, r), tp, len(pred), len(gold))
+
+
+def score_facts(facts: Iterable[SetFact], predicted: Mapping[str, Iterable[str]]) -> list[PairScore]:
+    """Every gold pair scored against `predicted[fact.uid]`; a gold pair with no prediction is an error."""
+    out = []
+    for fact in facts:
+        if fact.uid not in predicted:
+            raise KbcError(f"no prediction for {fact.subject.label} ({fact.subject.id}), {fact.relation}: "
+                           "every subject-relation pair of the gold needs one (an empty list is an answer)")
+        out.append(score_pair(fact.relation, fact.subject.id or fact.subject.label, predicted[fact.uid],
+                              (o.id or o.label for o in fact.objects), fact.labels))
+    return out
+
+
+def _row(pairs: Sequence[PairScore]) -> dict[str, float]:
+    n = len(pairs)
+    tp = sum(s.tp for s in pairs)
+    n_pred = sum(s.n_pred for s in pairs)
+    n_gold = sum(s.n_gold for s in pairs)
+    micro_p = tp / n_pred if n_pred else 1.0
+    micro_r = tp / n_gold if n_gold else 1.0
+    return {
+        "macro-p": sum(s.p for s in pairs) / n,
+        "macro-r": sum(s.r for s in pairs) / n,
+        "macro-f1": sum(s.f1 for s in pairs) / n,
+        "micro-p": micro_p,
+        "micro-r": micro_r,
+        "micro-f1": f1(micro_p, micro_r),
+        "avg-preds": n_pred / n,
+        "empty-preds": float(sum(1 for s in pairs if s.n_pred == 0)),
+    }
+
+
+def summarize(pairs: Sequence[PairScore]) -> dict[str, dict[str, float]]:
+    """Per relation (in first-seen order) and `ALL`, the challenge's table: METRICS -> value."""
+    if not pairs:
+        raise KbcError("no subject-relation pair to score")
+    groups: dict[str, list[PairScore]] = {}
+    for s in pairs:
+        groups.setdefault(s.relation, []).append(s)
+    table = {rel: _row(group) for rel, group in groups.items()}
+    table[ALL] = _row(pairs)
+    return table
+
+
+def tidy_rows(pairs: Sequence[PairScore], setting: str = "raw") -> list[dict]:
+    """`summarize` as the runner's tidy rows: `{setting, group, metric, value, n_facts}`, n_facts the pairs."""
+    counts: dict[str, int] = {ALL: len(pairs)}
+    for s in pairs:
+        counts[s.relation] = counts.get(s.relation, 0) + 1
+    return [{"setting": setting, "group": group, "metric": metric, "value": value, "n_facts": counts[group]}
+            for group, row in summarize(pairs).items() for metric, value in row.items()]
+
+
+def pair_from_record(record: dict) -> PairScore:
+    """The score a set record holds (`relation`, `subject_id`, `predicted`, `gold`, `gold_labels`), recomputed."""
+    return score_pair(record["relation"], record.get("subject_id") or record.get("subject", ""), record["predicted"],
+                      record["gold"], record.get("gold_labels", ()))

@@ -1,0 +1,259 @@
+"""Statement scoring (BEAR, lm-pub-quiz): each candidate is put into the template and the whole statement is
+scored, so answers of any number of tokens are ranked alike and the rank is exact over the answer space.
+
+Masked LMs: pseudo-log-likelihood, the sum (or mean) over the statement's non-special tokens of
+log p(token | the statement with that token masked), with lm-pub-quiz's masking variants:
+`original` masks the token alone; `within_word_l2r` (the default) also masks the rest of its word to the
+right; `sentence_l2r` masks everything from the token to the end of the input (the closing special token
+too); `answer_l2r+word_l2r` masks the rest of the answer for an answer token and acts as `within_word_l2r`
+elsewhere. Words and the answer's tokens come from the fast tokenizer's word ids and character offsets,
+as lm-pub-quiz reads them.
+
+Causal LMs: the summed log-probability of the statement's tokens after BOS (lm/causal.py's token-tree
+scorer: statements sharing leading tokens share those positions, across candidates and instances).
+
+Speed, with the same numbers: every masked copy is built once however many statements need it (copies
+with the whole answer masked are the same for answers of one length); copies run in batches of one exact
+length (no padding); the last layer and the vocabulary projection run only at the scored position.
+
+Templating: lm-pub-quiz upper-cases the first character of every statement, which rewrites an answer or
+subject label that opens the sentence ("[Y] served as ..." with "de Gaulle" gives "De Gaulle"). kbcompare
+keeps labels as they are and upper-cases only template text that opens a statement. lm-pub-quiz also puts
+labels in verbatim, so a label with a leading space (BEAR's P175 subject " Crazy") opens the statement with
+a space or leaves two inside it, which tokenizers read differently; kbcompare strips labels.
+`compat="lm-pub-quiz"` does both as lm-pub-quiz does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from eval.errors import ConfigError, KbcError
+from eval.types import OBJECT_SLOT, SUBJECT_SLOT
+
+PLL_VARIANTS = ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r")
+REDUCTIONS = ("sum", "mean")
+COMPAT = "lm-pub-quiz"
+_SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
+COPY_TOKENS = 8192  # tokens per forward pass of masked copies: bounds activations, amortises the weights
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A filled template and where its answer sits (character span, for `answer_l2r+word_l2r`)."""
+
+    text: str
+    answer: tuple[int, int]
+
+
+def check_options(pll: str, reduction: str) -> None:
+    if pll not in PLL_VARIANTS:
+        raise ConfigError(f"pll={pll!r}: use one of {', '.join(PLL_VARIANTS)}")
+    if reduction not in REDUCTIONS:
+        raise ConfigError(f"reduction={reduction!r}: use one of {', '.join(REDUCTIONS)}")
+
+
+def fill(template: str, subject: str, answer: str, compat: str | None = None) -> Statement:
+    """The statement with the subject at [X] and the answer at [Y], filled in one pass (a label holding a
+    slot marker stays text); the opening character is upper-cased and labels are stripped of surrounding
+    spaces (lm-pub-quiz keeps them; see the module docstring)."""
+    if compat != COMPAT:
+        subject, answer = subject.strip(), answer.strip()
+    text, span = "", (0, 0)
+    parts = _SLOTS.split(template)
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            text += part
+            continue
+        value = subject if part == SUBJECT_SLOT else answer
+        if part == OBJECT_SLOT:
+            span = (len(text), len(text) + len(value))
+        text += value
+    opens_with_template = bool(parts[0])
+    if text and (compat == COMPAT or opens_with_template):
+        text = text[0].upper() + text[1:]
+    return Statement(text, span)
+
+
+def reduce(scores: Sequence[float], reduction: str) -> float:
+    """Sum or mean of token scores, accumulated in float64 over float32 values as lm-pub-quiz does."""
+    total = sum(float(s) for s in scores)
+    if reduction == "mean":
+        return total / len(scores) if len(scores) else float("nan")
+    return total
+
+
+class MaskedStatementScorer:
+    """Pseudo-log-likelihood of statements under a masked LM (an `lm.masked.MaskedLMScorer`'s model)."""
+
+    def __init__(self, scorer, pll: str = "within_word_l2r", batch_size: int | None = None) -> None:
+        check_options(pll, "sum")
+        if not getattr(scorer.tokenizer, "is_fast", False):
+            raise KbcError(f"{scorer.name}: statement scoring reads word boundaries from a fast tokenizer; "
+                           "this model's tokenizer is not one")
+        self.scorer = scorer
+        self.tokenizer = scorer.tokenizer
+        self.pll = pll
+        self.batch_size = batch_size
+        self.copies_run = 0  # masked copies sent through the model (after sharing)
+        self.copies_asked = 0  # masked copies the statements needed
+
+    def _copies(self, ids: list[int], scored: list[int], word: list[int | None], answer: list[int],
+                mask_id: int) -> list[tuple[tuple[int, ...], int]]:
+        """(masked input ids, scored position) for each scored token of one statement."""
+        out = []
+        for k, pos in enumerate(scored):
+            masked = [pos]
+            if self.pll == "sentence_l2r":
+                masked = list(range(pos, len(ids)))
+            elif self.pll == "answer_l2r+word_l2r" and pos in answer:
+                masked = [a for a in answer if a >= pos]
+            elif self.pll != "original" and word[pos] is not None:
+                for right in scored[k + 1:]:
+                    if word[right] != word[pos]:
+                        break  # a word is contiguous: the tokens after it belong to other words
+                    masked.append(right)
+            copy = list(ids)
+            for m in masked:
+                copy[m] = mask_id
+            out.append((tuple(copy), pos))
+        return out
+
+    def token_scores(self, statements: Sequence[Statement]) -> list[list[float]]:
+        """Per statement, log p of each scored (non-special) token, in order."""
+        import torch
+
+        enc = self.tokenizer([s.text for s in statements], add_special_tokens=True, return_special_tokens_mask=True,
+                             return_attention_mask=False, return_token_type_ids=False)
+        mask_id = self.scorer.mask_id
+        limit = self.scorer.max_length
+        # (copy, position) -> (statement, token index, the token read there): statements whose masked copies
+        # are equal (answers of one length with the answer masked) share the pass, each reading its own token
+        units: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
+        out: list[list[float]] = []
+        for i, statement in enumerate(statements):
+            ids = enc["input_ids"][i]
+            if len(ids) > limit:
+                raise KbcError(f"{self.scorer.name}: statement of {len(ids)} tokens exceeds the model's {limit}: "
+                               f"{statement.text[:200]!r}")
+            scored = [p for p, special in enumerate(enc["special_tokens_mask"][i]) if not special]
+            answer = _answer_tokens(enc, i, statement.answer) if self.pll == "answer_l2r+word_l2r" else []
+            for k, unit in enumerate(self._copies(ids, scored, enc.word_ids(i), answer, mask_id)):
+                units.setdefault(unit, []).append((i, k, ids[unit[1]]))
+            out.append([0.0] * len(scored))
+            self.copies_asked += len(scored)
+        keys = list(units)
+        self.copies_run += len(keys)
+        by_length: dict[int, list[int]] = {}
+        for j, (copy, _) in enumerate(keys):
+            by_length.setdefault(len(copy), []).append(j)
+        with torch.inference_mode():
+            for length, members in sorted(by_length.items()):
+                step = self.batch_size or max(1, COPY_TOKENS // length)
+                for start in range(0, len(members), step):
+                    batch = members[start:start + step]
+                    input_ids = torch.tensor([keys[j][0] for j in batch], dtype=torch.long, device=self.scorer.device)
+                    pos = torch.tensor([keys[j][1] for j in batch], dtype=torch.long)
+                    logp = torch.log_softmax(self.scorer._mask_logits(input_ids, None, pos).float(), dim=-1)
+                    reads = [(row, i, k, token) for row, j in enumerate(batch) for i, k, token in units[keys[j]]]
+                    rows = torch.tensor([r for r, _, _, _ in reads], dtype=torch.long, device=logp.device)
+                    tokens = torch.tensor([t for _, _, _, t in reads], dtype=torch.long, device=logp.device)
+                    for (_, i, k, _), value in zip(reads, logp[rows, tokens].cpu().tolist()):
+                        out[i][k] = value
+        bad = [statements[i].text for i, row in enumerate(out) if not np.isfinite(row).all()]
+        if bad:
+            from lm.finite import NonFiniteScores
+
+            raise NonFiniteScores(self.scorer.name, bad, len(statements))
+        return out
+
+    def score(self, statements: Sequence[Statement], reduction: str = "sum") -> list[float]:
+        check_options(self.pll, reduction)
+        return [reduce(row, reduction) for row in self.token_scores(statements)]
+
+
+def _answer_tokens(enc, i: int, span: tuple[int, int]) -> list[int]:
+    """Token positions covering the answer's characters: first to last token met in the span (lm-pub-quiz)."""
+    start, end = span
+    first = next((t for c in range(start, end) if (t := enc.char_to_token(i, c)) is not None), None)
+    last = next((t for c in reversed(range(start, end)) if (t := enc.char_to_token(i, c)) is not None), None)
+    if first is None or last is None:
+        return []
+    return list(range(first, last + 1))
+
+
+class CausalStatementScorer:
+    """Summed log-probability of statements under a causal LM, via `lm.causal.CausalLMScorer`'s token tree."""
+
+    def __init__(self, scorer) -> None:
+        self.scorer = scorer
+
+    def score_groups(self, groups: Sequence[Sequence[Statement]], reduction: str = "sum") -> list[list[float]]:
+        """Scores of each group's statements; statements of one group share one token tree (put the statements
+        that share leading text, e.g. one relation and template, in one group)."""
+        check_options("original", reduction)
+        texts = [[s.text for s in g] for g in groups]
+        scored = self.scorer.loglik_groups(texts)
+        if reduction == "sum":
+            return [[ll for ll, _ in row] for row in scored]
+        return [[ll / n if n else float("nan") for ll, n in row] for row in scored]
+
+    def score(self, statements: Sequence[Statement], reduction: str = "sum") -> list[float]:
+        return self.score_groups([statements], reduction)[0]
+
+
+class Seq2SeqStatementScorer:
+    """Log-likelihood of statements as an encoder-decoder LM's decoder writes them from an empty input.
+
+    The encoder reads the empty text once (its output is the same for every statement); the decoder is
+    teacher-forced on the statement's tokens (no special tokens) and each token's log-probability summed,
+    or averaged under `mean`.
+    """
+
+    def __init__(self, model, tokenizer, *, name: str = "seq2seq", batch_size: int = 32) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        self.batch_size = max(1, int(batch_size))
+        self.device = next(model.parameters()).device
+
+    def token_scores(self, statements: Sequence[Statement]) -> list[list[float]]:
+        import torch
+
+        ids = self.tokenizer([s.text for s in statements], add_special_tokens=False)["input_ids"]
+        source = self.tokenizer([""], return_tensors="pt")["input_ids"].to(self.device)
+        start = self.model.config.decoder_start_token_id
+        out: list[list[float]] = [[] for _ in statements]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        with torch.inference_mode():
+            encoded = self.model.get_encoder()(input_ids=source).last_hidden_state
+            for at in range(0, len(order), self.batch_size):
+                batch = [i for i in order[at:at + self.batch_size] if ids[i]]
+                if not batch:
+                    continue
+                width = max(len(ids[i]) for i in batch)
+                labels = torch.zeros((len(batch), width), dtype=torch.long)
+                keep = torch.zeros((len(batch), width), dtype=torch.bool)
+                for j, i in enumerate(batch):
+                    labels[j, :len(ids[i])] = torch.tensor(ids[i])
+                    keep[j, :len(ids[i])] = True
+                decoder_in = torch.cat([torch.full((len(batch), 1), start, dtype=torch.long), labels[:, :-1]], dim=1)
+                logits = self.model(encoder_outputs=(encoded.expand(len(batch), -1, -1),),
+                                    decoder_input_ids=decoder_in.to(self.device)).logits.float()
+                logp = torch.log_softmax(logits, dim=-1).gather(-1, labels.to(self.device)[..., None])[..., 0].cpu()
+                for j, i in enumerate(batch):
+                    out[i] = logp[j, keep[j]].tolist()
+        bad = [statements[i].text for i, row in enumerate(out) if not np.isfinite(row).all()]
+        if bad:
+            from lm.finite import NonFiniteScores
+
+            raise NonFiniteScores(self.name, bad, len(statements))
+        return out
+
+    def score(self, statements: Sequence[Statement], reduction: str = "sum") -> list[float]:
+        check_options("original", reduction)
+        return [reduce(row, reduction) for row in self.token_scores(statements)]

@@ -1,0 +1,145 @@
+"""`kbc run lama --corpus bear`: statement scoring by default, P@1 as lm-pub-quiz's predictions give it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_support import run_kbc
+from lm_fixtures import tiny_models  # noqa: F401  (fixture)
+
+from eval.bear import load_bear
+
+BEAR = Path(__file__).resolve().parents[2] / "shared" / "data" / "bear"
+
+
+@pytest.fixture
+def bear_root():
+    if not (BEAR / "BEAR" / "metadata_relations.json").is_file():
+        pytest.fail(f"BEAR data not staged at {BEAR}")
+    return BEAR
+
+
+def _p1(out: Path, predictor: str) -> dict[str, float]:
+    rows = json.loads((out / "summary.json").read_text())
+    return {r["group"]: r["value"] for r in rows if r["predictor"] == predictor and r["metric"] == "p@1"
+            and r["scope"] == "own" and r["setting"] == "raw"}
+
+
+def _lpq_p1(model_dir: Path, kind: str, out: Path, predictor: str) -> dict[str, float]:
+    """P@1 per relation and macro over relations, from lm-pub-quiz's scores of the facts the run asked."""
+    from lm_pub_quiz import Evaluator
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    loader = AutoModelForCausalLM if kind == "CLM" else AutoModelForMaskedLM
+    evaluator = Evaluator.from_model(loader.from_pretrained(model_dir).eval(), model_type=kind,
+                                     tokenizer=AutoTokenizer.from_pretrained(model_dir))
+    corpus = load_bear("bear", BEAR, ["P30", "P412"])
+    facts = {f.uid: f for f in corpus.facts}
+    per_rel = {}
+    for rel_id, rel in corpus.relations.items():
+        lines = (out / "predictions" / "bear" / predictor / f"{rel_id}.jsonl").read_text().splitlines()
+        asked = [facts[json.loads(line)["uid"]] for line in lines]
+        hits = []
+        for fact in asked:
+            scores = evaluator.evaluate_instance(template=rel.template, answers=[e.label for e in rel.answer_space],
+                                                 subject=fact.subject.label, reduction="sum", batch_size=64)
+            hits.append(scores.index(max(scores)) == fact.answer_idx)
+        per_rel[rel_id] = 100 * sum(hits) / len(hits)
+    per_rel["all"] = sum(per_rel.values()) / len(per_rel)
+    return per_rel
+
+
+def test_bear_run_matches_lm_pub_quiz(tiny_models, bear_root, tmp_path, monkeypatch, capsys):  # noqa: F811
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    bert, gpt = tiny_models("bert-cased"), tiny_models("gpt2")
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "bear", "--relations", "P30", "P412", "--predictors",
+                            f"bert={bert}", f"gpt={gpt}", "--limit", "4", "--data-dir", str(bear_root), "--out",
+                            str(out), "--compat", "lm-pub-quiz", "--quiet"], capsys)
+    assert code == 0, err
+    assert json.loads((out / "dropped.json").read_text()) == []
+    config = json.loads((out / "config.json").read_text())
+    described = json.dumps(config)
+    assert '"scoring": "statement"' in described and '"pll": "within_word_l2r"' in described
+    for name, path, kind in (("bert", bert, "MLM"), ("gpt", gpt, "CLM")):
+        got = {g: v for g, v in _p1(out, name).items() if not g.startswith("domain:")}
+        expected = _lpq_p1(path, kind, out, name)
+        assert got == pytest.approx(expected, abs=1e-9), name
+    rows = json.loads((out / "summary.json").read_text())
+    space = {r["group"]: r["value"] for r in rows if r["predictor"] == "bert" and r["metric"] == "answer_space"}
+    assert space.get("P30") == 6 and space.get("P412") == 6
+    uid = json.loads((out / "predictions" / "bear" / "bert" / "P30.jsonl").read_text().splitlines()[0])["uid"]
+    code, shown, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+    assert code == 0, err
+    block = shown.split("  bert  ")[1].split("  gpt  ")[0]
+    assert [line.split(".")[0].strip() for line in block.splitlines()[1:]] == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_bad_bear_data_is_one_error_line(bear_root, tmp_path, capsys):
+    root = tmp_path / "bear" / "BEAR"
+    root.mkdir(parents=True)
+    meta = json.loads((bear_root / "BEAR" / "metadata_relations.json").read_text())
+    (root / "metadata_relations.json").write_text(json.dumps({"P30": meta["P30"]}))
+    lines = (bear_root / "BEAR" / "P30.jsonl").read_text().splitlines()
+    row = json.loads(lines[0])
+    row["answer_idx"] = -1
+    (root / "P30.jsonl").write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+    shutil.copy(bear_root / "relation_info.json", tmp_path / "bear" / "relation_info.json")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "bear", "--predictors", "freq", "--data-dir",
+                            str(tmp_path / "bear"), "--out", str(tmp_path / "run")], capsys)
+    assert code == 2
+    assert err.strip() == (f"error: {root / 'P30.jsonl'}:1: answer_idx -1 is out of range (the answer space has 6 "
+                           "answers, 0 to 5)")
+
+
+def test_domain_groups_and_templates(bear_root, tmp_path, monkeypatch, capsys, tiny_models):  # noqa: F811
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "bear", "--relations", "P30", "P6", "P19", "--predictors",
+                            "freq", "--limit", "3", "--data-dir", str(bear_root), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    p1 = _p1(out, "freq")
+    rows = json.loads((out / "summary.json").read_text())
+    n = {r["group"]: r["n_facts"] for r in rows if r["predictor"] == "freq" and r["metric"] == "p@1"}
+    # relation_info.json: P30 Geographic; P6 Political, Biographical, Historical; P19 Biographical
+    assert p1["domain:Biographical"] == pytest.approx((p1["P6"] + p1["P19"]) / 2)
+    assert p1["domain:Geographic"] == p1["P30"] and p1["domain:Political"] == p1["P6"]
+    assert (n["domain:Biographical"], n["domain:Geographic"], n["all"]) == (6, 3, 9)
+
+    bert = tiny_models("bert-cased")
+    for template, expected in (("1", {"P30:0": "Nile is a part of [MASK]."}),
+                               ("all", {"P30:0@t0": "Nile is located in [MASK].",
+                                        "P30:0@t2": "Nile is situated in [MASK]."})):
+        run = tmp_path / f"run-{template}"
+        code, _, err = run_kbc(["run", "lama", "--corpus", "bear", "--relations", "P30", "--predictors",
+                                f"bert={bert}", "--data-dir", str(bear_root), "--out", str(run), "--template",
+                                template, "--quiet"], capsys)
+        assert code == 0, err
+        lines = (run / "predictions" / "bear" / "bert" / "P30.jsonl").read_text().splitlines()
+        prompts = {r["uid"]: r["prompt"] for r in map(json.loads, lines)}
+        assert len(prompts) == 150 * (3 if template == "all" else 1)
+        assert {u: prompts[u] for u in expected} == expected
+    groups = {r["metric"] for r in json.loads((tmp_path / "run-all" / "summary.json").read_text())}
+    assert "consistency" in groups
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--template", "1",
+                            "--data-dir", str(bear_root.parent / "lama"), "--out", str(tmp_path / "x")], capsys)
+    assert (code, err.strip()) == (2, "error: --template 1 picks a BEAR template; add --corpus bear or bear-big")
+
+
+def test_kmir_choices_are_answered_by_statements(tiny_models, bear_root, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """A masked LM drops KMIR choices of several tokens under slot scoring; statement scoring answers them."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    bert = tiny_models("bert-cased")
+    out = tmp_path / "kmir"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "--predictors", f"slot={bert}",
+                            f"stmt={bert}", "--set", "stmt.scoring=statement", "--limit", "3", "--data-dir",
+                            str(bear_root.parent / "lama"), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    dropped = json.loads((out / "dropped.json").read_text())
+    assert {(d["predictor"], d["relation"], d["n"]) for d in dropped} == {("slot", "P36", 3), ("slot", "P1376", 3)}
+    answered = [json.loads(line) for p in (out / "predictions" / "trex" / "stmt").glob("*.jsonl")
+                for line in p.read_text().splitlines()]
+    assert len(answered) == 15

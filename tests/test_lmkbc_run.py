@@ -1,0 +1,110 @@
+"""`kbc run lmkbc`: the staged LM-KBC 2024 val split through the runner, set rules as predictor options, the
+challenge's submission files; the figures are the ones the challenge's evaluate.py prints for those files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_support import run_kbc
+from lm_fixtures import tiny_models  # noqa: F401  (fixture)
+
+
+def _all_rows(out, predictor):
+    rows = json.loads((out / "summary.json").read_text())
+    return {r["metric"]: r["value"] for r in rows
+            if r["predictor"] == predictor and r["scope"] == "own" and r["group"] == "all"}
+
+
+def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, stdout, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "freq", "tuned=freq", "--set",
+                                 "freq.set=top:1", "--set", "tuned.set=threshold-tuned", "--data-dir", str(lama_dir),
+                                 "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert "lmkbc2024: 5 relations, read 378, kept 378, dropped 0" in err
+    gold = _all_rows(out, "gold")
+    assert gold["macro-f1"] == 1.0 and gold["micro-f1"] == 1.0 and gold["empty-preds"] == 97.0
+    # Freq's most frequent train object of each relation, for every val subject
+    freq = _all_rows(out, "freq")
+    assert freq["macro-f1"] == pytest.approx(0.06402116402116403, abs=1e-15)
+    assert freq["micro-p"] == pytest.approx(28 / 378, abs=1e-15)
+    assert freq["avg-preds"] == 1.0
+    # thresholds tuned on train: every val personHasCityOfDeath answer is empty (0.45 of them are)
+    tuned = _all_rows(out, "tuned")
+    assert tuned["macro-f1"] == pytest.approx(0.2708901146614042, abs=1e-15)
+    assert tuned["macro-p"] == pytest.approx(0.7208994708994709, abs=1e-15)
+    assert (tuned["avg-preds"], tuned["empty-preds"]) == (pytest.approx(280 / 378, abs=1e-15), 268.0)
+    records = [json.loads(line) for line in
+               (out / "predictions" / "lmkbc2024" / "tuned" / "personHasCityOfDeath.jsonl").read_text().splitlines()]
+    assert {r["threshold"] for r in records} == {0.03} and all(r["predicted"] == [] for r in records)
+    assert "| lmkbc2024 | tuned | - | 378 | 0.01 | 0.35 | 0.25 | 0.45 | 0.05 | 0.27 | - |" in stdout
+
+    # the challenge's submission format, one line per val pair
+    lines = [json.loads(x) for x in (out / "submission" / "freq.jsonl").read_text().splitlines()]
+    assert len(lines) == 378
+    assert lines[0] == {"SubjectEntityID": "Q115", "SubjectEntity": "Ethiopia", "Relation": "countryLandBordersCountry",
+                        "ObjectEntitiesID": ["Q148"]}
+
+    # a rerun asks nothing and scores the same
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "freq", "tuned=freq", "--set", "freq.set=top:1",
+                            "--set", "tuned.set=threshold-tuned", "--data-dir", str(lama_dir), "--out", str(out)],
+                           capsys)
+    assert code == 0 and _all_rows(out, "tuned") == tuned
+
+    # commands that read LAMA-style records refuse a set run instead of showing ranks it has not
+    code, _, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115"], capsys)
+    assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: its answers are sets")
+    code, _, err = run_kbc(["compare", str(out), "freq", "gold"], capsys)
+    assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: kbc compare judges LAMA facts")
+
+
+def test_masked_lm_set_rules(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """A random tiny BERT never names a city of death: top:2 answers two objects per subject and gets none right;
+    the threshold tuned on train predicts nothing, right exactly for the 45 val subjects with no city."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    bert = tiny_models("bert-cased")
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "personHasCityOfDeath", "--predictors", f"top={bert}",
+                            f"tuned={bert}", "--set", "top.set=top:2", "--set", "tuned.set=threshold-tuned",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    top = _all_rows(out, "top")
+    assert (top["avg-preds"], top["empty-preds"], top["micro-p"], top["macro-p"]) == (2.0, 0.0, 0.0, 0.0)
+    assert top["macro-r"] == 0.45  # an empty gold has recall 1 whatever is predicted
+    tuned = _all_rows(out, "tuned")
+    assert (tuned["macro-f1"], tuned["empty-preds"], tuned["macro-p"]) == (0.45, 100.0, 1.0)
+    train = out / "predictions" / "lmkbc2024" / "tuned" / "train" / "personHasCityOfDeath.jsonl"
+    assert len(train.read_text().splitlines()) == 100
+    assert not (out / "predictions" / "lmkbc2024" / "top" / "train").exists()
+
+
+def test_predictor_without_set_answers_is_refused(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):  # noqa: F811
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt = tiny_models("gpt2")
+    capsys.readouterr()  # building the model writes a progress bar
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", f"g={gpt}", "--data-dir", str(lama_dir), "--out",
+                            str(tmp_path / "run")], capsys)
+    assert (code, err) == (2, f"error: predictor g ({gpt}) gives no set answers; `kbc run lmkbc` takes gold, freq and "
+                              "masked LMs (here: freq)\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "lama", "--corpus", "lmkbc2024", "--predictors", "freq"],
+     "error: --corpus lmkbc2024 has set-valued answers (zero, one or many objects): run it with `kbc run lmkbc`\n"),
+    (["run", "lmkbc", "--corpus", "trex", "--predictors", "freq"],
+     "error: --corpus trex: `kbc run lmkbc` asks lmkbc2024 only\n"),
+    (["run", "lmkbc", "--predictors", "freq", "--set", "freq.set=top:0"],
+     "error: --set freq.set=top:0: expected one of threshold:X, top:K, threshold-tuned (X a probability in [0, 1], "
+     "K a whole number >= 1)\n"),
+    (["run", "lama", "--corpus", "google_re", "--predictors", "freq", "--set", "set=top:1"],
+     "error: --set freq.set: a set rule applies to set-valued answers (`kbc run lmkbc`) only\n"),
+    (["run", "lmkbc", "--predictors", "freq", "--prompts", "pararel"],
+     "error: --prompts does not apply to `kbc run lmkbc`: each relation is asked with the challenge's own template\n"),
+])
+def test_refusals(lama_dir, tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc([*argv, "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], capsys)
+    assert (code, err) == (2, message)
+    assert not (tmp_path / "run" / "summary.json").exists()

@@ -1,0 +1,127 @@
+"""The explorer fits what it shows: subjects found whatever their case, each predictor's gold rank, upper bounds
+marked, causal scores as log-probabilities, and run pages for every experiment with their scopes labelled."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pandas as pd
+import pytest
+import serve_support
+
+from bridge.serve.sides import _answer
+from eval.corpora import load_corpus
+from eval.types import Answer
+
+client = serve_support.client
+serve_app = serve_support.serve_app
+serve_explorer = serve_support.serve_explorer
+serve_run = serve_support.serve_run
+
+
+def _col(body: dict, name: str) -> dict:
+    return next(c for c in body["columns"] if c["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def unique_fact(lama_dir):
+    """A P19 fact whose subject label is the only one of its spelling, whatever the case."""
+    facts = load_corpus("trex", lama_dir, ["P19"]).facts
+    folded = Counter(f.subject.label.casefold() for f in facts)
+    return next(f for f in facts if folded[f.subject.label.casefold()] == 1 and f.subject.label.lower()
+                != f.subject.label and len(f.subject.label) > 8)
+
+
+def test_subject_is_looked_up_case_insensitively(client, unique_fact):
+    typed = unique_fact.subject.label.lower()
+    body = client.get("/api/query", params={"subject": typed, "relation": "P19", "k": 3}).json()
+    assert body["subject"]["label"] == unique_fact.subject.label and body["subject"]["typed"] == typed
+    assert body["gold"] == [unique_fact.object.label]
+    assert body["query"]["prompt"] == f"{unique_fact.subject.label} was born in [MASK] ."
+    page = client.get("/", params={"subject": typed, "relation": "P19", "k": 3}).text
+    assert "the corpus&#39;s spelling" in page or "the corpus's spelling" in page
+
+
+def test_unknown_subject_gets_suggestions(client, unique_fact):
+    typed = unique_fact.subject.label[:-1]  # one letter short
+    body = client.get("/api/query", params={"subject": typed, "relation": "P19", "k": 3}).json()
+    assert body["subject"]["in_corpus"] is False and body["gold"] == []
+    assert unique_fact.subject.label in body["subject"]["suggestions"]
+    page = client.get("/", params={"subject": typed, "relation": "P19", "k": 3}).text
+    assert 'class="suggestion"' in page and "did you mean" in page
+
+
+def test_live_gold_rank_is_the_rank_the_run_recorded(client, serve_run):
+    frame = pd.read_parquet(serve_run / "instances.parquet")
+    bert = frame[(frame["predictor"] == "bert") & frame["rank_exact_raw"].notna()]
+    per_subject = frame[frame["predictor"] == "gold"].groupby(["relation", "subject"]).size()
+    labels = frame.drop_duplicates("uid").groupby("subject")["subject_id"].nunique()
+    row = next(r for r in bert.itertuples() if per_subject[(r.relation, r.subject)] == 1 and labels[r.subject] == 1)
+    body = client.get("/api/query", params={"subject": row.subject, "relation": row.relation, "k": 5}).json()
+    assert body["gold"] == [row.gold]
+    assert _col(body, "bert")["gold_rank"] == {"rank": int(row.rank_exact_raw), "exact": True, "of": None}
+    recorded = frame[(frame["predictor"] == "freq") & (frame["uid"] == row.uid)].iloc[0]
+    freq = _col(body, "freq")["gold_rank"]
+    exact = recorded["rank_exact_raw"]
+    want = int(exact) if pd.notna(exact) else (None if pd.isna(recorded["rank_raw"]) else int(recorded["rank_raw"]))
+    assert freq["rank"] == want and freq["exact"] is pd.notna(exact)
+    assert _col(body, "bert")["scores"] == "probability" and _col(body, "bert")["upper_bound"] is None
+
+
+def test_causal_scores_are_log_probabilities():
+    sentence = Answer("Paris", -31.25)
+    assert _answer(sentence, {"Paris"}, prob=True, causal=True) == {
+        "label": "Paris", "score": -31.25, "id": None, "gold": True, "log_probability": -31.25}
+    token = _answer(Answer("Paris", -0.5), set(), prob=True)
+    assert "log_probability" not in token and token["probability"] == pytest.approx(0.60653066)
+
+
+def test_coherency_run_page_is_browsed(serve_explorer, serve_run, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    other = tmp_path / "coh"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({
+        "experiment": "coherency", "corpora": ["trex"], "predictors": ["freq", "oracle"],
+        "predictor_specs": {"oracle": {"spec": "re-oracle"}},
+        "relation_types": {"trex": {"P19": "N-1", "P36": "1-1"}}}))
+    rows = [{"corpus": "trex", "predictor": p, "scope": scope, "setting": "raw", "group": g, "metric": m,
+             "value": v, "n_facts": n}
+            for p, base in (("freq", 10.0), ("oracle", 40.0))
+            for scope, n in (("own", 8), ("shared", 6))
+            for g in ("all", "N-1", "P19")
+            for m, v in (("coherency", base), ("coherency_round1", base + 1), ("coherency_round2", base - 1))]
+    rows[0] = {**rows[0], "ci_low": 5.0, "ci_high": 15.0}
+    (other / "summary.json").write_text(json.dumps(rows))
+    with TestClient(create_app(serve_explorer, Runs([serve_run, other]))) as c:
+        body = c.get("/api/runs/coh").json()
+        assert body["metric"] == "coherency" and body["groups"] == ["all", "N-1"]
+        table = {r["predictor"]: r for r in body["table"]}
+        assert table["freq"]["coherency"] == {"all": 10.0, "N-1": 10.0}
+        assert table["freq"]["ci"]["all"] == [5.0, 15.0] and table["freq"]["shared"]["facts"] == 6
+        assert table["oracle"]["upper_bound"] and table["freq"]["upper_bound"] is None
+        page = c.get("/runs/coh")
+        assert page.status_code == 200
+        text = page.text
+        assert "shared facts" in text and "own facts" in text and 'id="no-facts"' in text
+        assert text.count("upper bound</span>") == 1 and "[5.0, 15.0]" in text
+        assert c.get("/api/runs/coh/facts").status_code == 400  # the per-fact table stays a LAMA view
+
+
+def test_leaderboard_of_the_browsed_runs(client, serve_run):
+    summary = json.loads((serve_run / "summary.json").read_text())
+    want = {r["predictor"]: r for r in summary if r["scope"] == "shared" and r["setting"] == "raw"
+            and r["group"] == "all" and r["metric"] == "p@1" and not r.get("prompt")}
+    body = client.get("/api/leaderboard").json()
+    assert body["metric"] == "p@1" and body["scope"] == "shared"
+    assert [r["predictor"] for r in body["rows"]] == sorted(want, key=lambda p: (-want[p]["value"], p))
+    for row in body["rows"]:
+        assert row["run"] == "lama-small" and row["value"] == pytest.approx(want[row["predictor"]]["value"])
+        assert row["n_facts"] == want[row["predictor"]]["n_facts"]
+    page = client.get("/leaderboard")
+    assert page.status_code == 200 and 'id="leaderboard"' in page.text and "shared facts" in page.text
+    assert client.get("/api/leaderboard", params={"scope": "both"}).status_code == 400

@@ -1,0 +1,121 @@
+"""Standard errors and bootstrap intervals: against scipy, a brute-force stratified bootstrap, pinned runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats as st
+from cli_support import run_kbc
+
+from bridge.run.intervals import interval_table, unit_sets, with_intervals
+from bridge.run.summaries import collect
+from eval.uncertainty import intervals, replicate_means
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_cell_stderr_is_scipy_sem_and_interval_matches_scipy_bootstrap():
+    x = np.random.default_rng(3).exponential(size=50)
+    got = intervals({"a": x}, n_boot=20_000, rng=np.random.default_rng(5))["a"]
+    assert got.stderr == pytest.approx(st.sem(x), rel=1e-12)
+    ref = st.bootstrap((x,), np.mean, n_resamples=20_000, method="percentile", random_state=1).confidence_interval
+    assert got.ci_low == pytest.approx(ref.low, abs=0.01) and got.ci_high == pytest.approx(ref.high, abs=0.01)
+    hits = np.array([100.0] * 12 + [0.0] * 28)  # P@1 of 40 facts: the binomial draw
+    got = intervals({"a": hits}, n_boot=20_000, rng=np.random.default_rng(5))["a"]
+    ref = st.bootstrap((hits,), np.mean, n_resamples=20_000, method="percentile", random_state=1).confidence_interval
+    assert (got.ci_low, got.ci_high) == (ref.low, ref.high) == (17.5, 45.0)
+    assert got.stderr == pytest.approx(st.sem(hits), rel=1e-12)
+
+
+def test_macro_interval_resamples_within_relations():
+    rng = np.random.default_rng(7)
+    cells = {"P1": np.where(rng.random(30) < 0.2, 100.0, 0.0), "P2": rng.exponential(size=12),
+             "P3": np.where(rng.random(80) < 0.6, 100.0, 0.0)}
+    got = intervals(cells, {"all": list(cells)}, n_boot=20_000, rng=np.random.default_rng(1))["all"]
+    assert got.stderr == pytest.approx(np.sqrt(sum(st.sem(v) ** 2 for v in cells.values())) / 3, rel=1e-12)
+    brute = np.random.default_rng(2)  # explicit indices, relation by relation
+    reps = np.mean([v[brute.integers(0, len(v), size=(20_000, len(v)))].mean(axis=1) for v in cells.values()], axis=0)
+    low, high = np.percentile(reps, [2.5, 97.5])
+    assert got.ci_low == pytest.approx(low, abs=0.3) and got.ci_high == pytest.approx(high, abs=0.3)
+
+
+def test_replicates_of_a_constant_cell_and_undefined_below_two_units():
+    assert replicate_means(np.array([0.5] * 4), 3, np.random.default_rng(0)).tolist() == [0.5] * 3
+    out = intervals({"one": np.array([100.0]), "two": np.array([0.0, 100.0])}, {"all": ["one", "two"]}, n_boot=10)
+    assert out["one"].stderr is None and out["all"].ci_low is None
+    assert out["two"].stderr == 50.0
+
+
+def test_coherency_and_kmir_units():
+    recs = [{"relation": "P1", "round": k, "coherent": c, "first_correct": f, "second_correct": True, "fact_uid": u}
+            for u, k, c, f in (("a", 1, True, True), ("a", 2, False, True), ("b", 1, False, False),
+                               ("b", 2, True, True))]
+    sets = unit_sets("coherency", recs, {"P1": "N-1"}, None)
+    assert sets[("raw", "coherency")][0]["P1"].tolist() == [100.0, 0.0, 0.0, 100.0]
+    assert sets[("raw", "all_correct")][0]["P1"].tolist() == [100.0, 0.0]
+    questions = [{"kind": k, "f1": f, "em": float(f == 1.0)} for k, f in (("a", 1.0), ("a", 0.5), ("b", 0.0))]
+    rows = [{"setting": "raw", "group": g, "metric": "f1", "value": 0.0, "n_facts": 1} for g in ("a", "b", "all")]
+    out = with_intervals(rows, interval_table(unit_sets("kmir", questions, {}, None), 0, 0, "k"))
+    assert [r["stderr"] for r in out] == [25.0, None, pytest.approx(st.sem([100.0, 50.0, 0.0]))]
+
+
+def _golden_run(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "lama_run", run)
+    return run
+
+
+def test_summary_rows_carry_stderr_and_seeded_intervals(tmp_path):
+    run = _golden_run(tmp_path)
+    rows = collect(run)
+    by = {(r["corpus"], r["predictor"], r["scope"], r["setting"], r["group"], r["metric"]): r for r in rows}
+    cell = by[("trex", "freq", "own", "raw", "P19", "p@1")]  # 1 of 12 right
+    assert (cell["value"], cell["stderr"], cell["ci_low"], cell["ci_high"]) == \
+        (pytest.approx(100 / 12), pytest.approx(100 / 12), 0.0, 25.0)
+    total = by[("trex", "freq", "own", "raw", "all", "p@1")]
+    assert total["stderr"] == pytest.approx(5.403538870336026, rel=1e-12)
+    assert by[("trex", "freq", "own", "raw", "all", "answer_space")]["stderr"] is None
+    first = (run / "summary.json").read_bytes()
+    collect(run)
+    assert (run / "summary.json").read_bytes() == first  # seeded: identical files
+    rows = collect(run, bootstrap=0)
+    total = next(r for r in rows if r["predictor"] == "freq" and r["group"] == "all" and r["metric"] == "p@1")
+    assert total["stderr"] is not None and total["ci_low"] is None
+    assert "| trex | freq | 140 | 48 | 0.00 ± 0.00 | 8.33 ± 8.33 |" in (run / "summary.md").read_text()
+
+
+def test_run_bootstrap_option(lama_dir, tmp_path, capsys):
+    argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P30", "--limit", "20", "--predictors", "freq",
+            "--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "bad"), "--bootstrap", "-1"], capsys)
+    assert code == 2 and "--bootstrap" in err and "Traceback" not in err
+    code, out, err = run_kbc([*argv, "--out", str(tmp_path / "run"), "--bootstrap", "500", "--bootstrap-seed", "3"],
+                             capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    total = next(r for r in rows if r["scope"] == "shared" and r["setting"] == "raw" and r["group"] == "all"
+                 and r["metric"] == "p@1")
+    assert total["ci_low"] <= total["value"] <= total["ci_high"] and total["stderr"] > 0
+    assert "P19 place of birth (n=20)" in out and "answer space" in out
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["summary"] == {"bootstrap": 500, "seed": 3}
+
+
+def test_relation_labels_order_and_answer_space(tmp_path):
+    from eval.report import per_relation, table
+
+    run = _golden_run(tmp_path)
+    rows = collect(run)
+    md = (run / "summary.md").read_text()
+    assert ("| corpus | predictor | answer space | #facts | P1376 capital of (n=12) | P19 place of birth (n=10) | "
+            "P30 continent (n=11) | P140 religion (n=12) | Total | Total 95% CI |") in md
+    assert "| trex | gold | open | 45 |" in md and "| trex | bert | 21,018 | 45 |" in md
+    lines = per_relation(rows, relations={"google_re": {"date_of_birth": ("birth-date", "N-1")}}).splitlines()
+    assert [ln.split(" | ")[1:3] for ln in lines[2:]] == [  # by type (untyped last), then id as a number
+        ["P19", "-"], ["P30", "-"], ["P140", "-"], ["P1376", "-"], ["date_of_birth birth-date", "N-1"],
+        ["place_of_death", "-"]]
+    assert "| trex | gold | - | 45 |" in table(rows, corpus="trex")  # no record of an open answer space: `-`
