@@ -168,10 +168,14 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     if any(r["setting"] == other for r in rows):
         intro += f" (summary.json also holds `{other}`)"
     intro += (". `answer space`: how many answers each predictor ranked (mean over relations; `open` where "
-              "it answers from an open set, e.g. a KB's own triples; `-`: not recorded). Cells: value ± standard error "
-              "(per relation: of its mean over facts; types and Total: of the mean over relations, or over every "
-              "question where the Total says so); `Total 95% CI`: a seeded percentile bootstrap interval, facts "
-              "resampled within each relation (summary.json holds every cell's `stderr`, `ci_low`, `ci_high`).")
+              "it answers from an open set, e.g. a KB's own triples; `-`: not recorded). ")
+    if any(r.get("stderr") is not None for r in rows if r["setting"] == setting):
+        intro += ("Cells: value ± standard error (per relation: of its mean over facts; types and Total: of the mean "
+                  "over relations, or over every question where the Total says so); `Total 95% CI`: a seeded "
+                  "percentile bootstrap interval, facts resampled within each relation (summary.json holds every "
+                  "cell's `stderr`, `ci_low`, `ci_high`).")
+    else:  # never describe uncertainty the rows do not carry
+        intro += "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)."
     parts = [f"# {title}", "", intro, ""]
     parts += [f"- {n}" for n in notes or []]
     for scope in ("shared", "own"):

@@ -9,6 +9,12 @@ cell and takes the mean of the cell means. A pooled group (a mean over all its u
 is treated as one cell of all its units. Intervals are 95% percentile intervals over the replicates.
 Undefined (None) where a cell has fewer than two units.
 
+Units that are not independent (a fact asked with k prompts gives k units) are resampled as clusters:
+a cell's value is still the mean over its units, but the interval draws whole clusters with
+replacement and the stderr is the cluster-robust one, sqrt(C / (C - 1) * sum_c (S_c - m N_c)^2) / N
+(C clusters, S_c and N_c a cluster's score sum and size, m the mean, N the units), which is the plain
+one when every cluster holds one unit.
+
 Resampling n units with replacement matters only through how often each distinct score is drawn,
 so a cell of hits and misses draws the number of hits, Binomial(n, hits / n): the same distribution
 as drawing n indices, at a fraction of the cost. Other cells draw indices.
@@ -17,7 +23,7 @@ as drawing n indices, at a fraction of the cost. Other cells draw indices.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +80,37 @@ def replicate_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -
     return out
 
 
+def _cluster_sums(values: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster (in order of its label): the sum of its units' scores and its size."""
+    _, inverse = np.unique(labels, return_inverse=True)
+    return np.bincount(inverse, weights=values), np.bincount(inverse).astype(float)
+
+
+def cluster_stderr(values: np.ndarray, labels: np.ndarray) -> float | None:
+    """Cluster-robust stderr of the mean of `values` (units sharing a label are one draw); None below two
+    clusters."""
+    sums, sizes = _cluster_sums(np.asarray(values, dtype=float), np.asarray(labels))
+    c = len(sums)
+    if c < 2:
+        return None
+    mean = sums.sum() / sizes.sum()
+    return float(np.sqrt(c / (c - 1) * np.sum((sums - mean * sizes) ** 2)) / sizes.sum())
+
+
+def cluster_replicate_means(values: np.ndarray, labels: np.ndarray, n_boot: int,
+                            rng: np.random.Generator) -> np.ndarray:
+    """`n_boot` means over the units of clusters resampled with replacement (as many clusters as there are)."""
+    sums, sizes = _cluster_sums(np.asarray(values, dtype=float), np.asarray(labels))
+    c = len(sums)
+    out = np.empty(n_boot)
+    step = max(1, _CHUNK // c)
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        drawn = rng.integers(0, c, size=(stop - start, c))
+        out[start:stop] = sums[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
+    return out
+
+
 def _percentiles(replicates: np.ndarray) -> tuple[float, float]:
     tail = (100.0 - LEVEL) / 2
     low, high = np.percentile(replicates, [tail, 100.0 - tail])
@@ -82,23 +119,31 @@ def _percentiles(replicates: np.ndarray) -> tuple[float, float]:
 
 def intervals(cells: Mapping[str, np.ndarray], macro: Mapping[str, Sequence[str]] | None = None,
               pooled: Mapping[str, Sequence[str]] | None = None, n_boot: int = DEFAULT_BOOTSTRAP,
-              rng: np.random.Generator | None = None) -> dict[str, Interval]:
+              rng: np.random.Generator | Callable[[str], np.random.Generator] | None = None,
+              clusters: Mapping[str, np.ndarray] | None = None) -> dict[str, Interval]:
     """Intervals of every cell, of each `macro` group (mean of its cells' means) and each `pooled` group.
 
-    `n_boot` 0 gives standard errors only. Cells are drawn in the order given.
+    `n_boot` 0 gives standard errors only. `rng` is one generator (cells drawn in the order given) or a
+    function giving each cell and pooled group its own, so equal scores get equal intervals whatever else
+    is drawn. `clusters` gives a cell's units labels: units sharing one are drawn together.
     """
-    rng = rng if rng is not None else np.random.default_rng(0)
+    shared = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(0)
+    rng_of: Callable[[str], np.random.Generator] = rng if callable(rng) else (lambda _name: shared)
     out: dict[str, Interval] = {}
     reps: dict[str, np.ndarray] = {}
     errs: dict[str, float | None] = {}
+    clusters = clusters or {}
     for name, values in cells.items():
         values = np.asarray(values, dtype=float)
-        errs[name] = mean_stderr(values)
+        labels = clusters.get(name)
+        grouped = labels is not None and len(np.unique(labels)) < len(values)
+        errs[name] = cluster_stderr(values, labels) if grouped else mean_stderr(values)
         if errs[name] is None:
             out[name] = UNDEFINED
             continue
         if n_boot:
-            reps[name] = replicate_means(values, n_boot, rng)
+            reps[name] = (cluster_replicate_means(values, labels, n_boot, rng_of(name)) if grouped
+                          else replicate_means(values, n_boot, rng_of(name)))
             out[name] = Interval(errs[name], *_percentiles(reps[name]))
         else:
             out[name] = Interval(errs[name], None, None)
@@ -116,7 +161,7 @@ def intervals(cells: Mapping[str, np.ndarray], macro: Mapping[str, Sequence[str]
         if stderr is None:
             out[group] = UNDEFINED
             continue
-        ci = _percentiles(replicate_means(values, n_boot, rng)) if n_boot else (None, None)
+        ci = _percentiles(replicate_means(values, n_boot, rng_of(group))) if n_boot else (None, None)
         out[group] = Interval(stderr, *ci)
     return out
 

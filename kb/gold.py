@@ -12,12 +12,15 @@ Ranks count within the returned list (`ranks = "list"`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from eval.negated import PROBE_CORPORA
 from eval.types import Answer, Fact, Prediction, Query
 from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri
 
 NO_GRAPH = "no gold graph for this relation (cloze corpora have no subject to look up)"
+PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers no probes"
 
 PAIRS_QUERY = """
 SELECT ?s ?o ?sl ?ol WHERE {{ GRAPH <{graph}> {{
@@ -44,8 +47,9 @@ class GoldKBPredictor:
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         kept = [f for f in facts if f.relation in self.graphs and f.cloze is None]
-        n = len(facts) - len(kept)
-        return kept, ({NO_GRAPH: n} if n else {})
+        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else NO_GRAPH
+                       for f in facts if not (f.relation in self.graphs and f.cloze is None))
+        return kept, dict(gone)
 
     def _table(self, relation: str, slot: str) -> tuple[dict[str, tuple[Answer, ...]], dict[str, list[str]]]:
         key = (relation, slot)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import lm_fixtures
 import pytest
@@ -35,15 +36,19 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
             assert get[(name, "own", kind, "f1")]["value"] == 100.0
     groups = {"triple_completion", "entity_distinction", "statement_checking", "predicate_reasoning", "all"}
     for name in ("freq", "kb", "kb-inferred", "random", "gpt2"):
-        assert {g for (p, s, g, m) in get if p == name and s == "own" and m == "f1"} == groups, name
+        kinds = groups - {"statement_checking"} if name == "freq" else groups
+        assert {g for (p, s, g, m) in get if p == name and s == "own" and m == "f1"} == kinds, name
         assert {m for (p, s, g, m) in get if p == name and g == "all"} >= {"f1", "em", "answered", "robust_all"}
     bert = [json.loads(line) for p in (out / "predictions/trex/bert").glob("*.jsonl")
             for line in p.read_text().splitlines()]
     assert {r["uid"].split(":")[0] for r in bert} >= {"tc", "sc+", "sc-", "ed", "pr"}
     # a question whose choices are not all tokens of the masked LM is dropped, with its reason, never guessed
     dropped = json.loads((out / "dropped.json").read_text())
-    assert {(d["predictor"], d["reason"]) for d in dropped} == {("bert", "a choice is not a single token of the model")}
-    assert sum(d["n"] for d in dropped) == 19
+    reasons = Counter()
+    for d in dropped:
+        reasons[(d["predictor"], d["reason"])] += d["n"]
+    assert reasons == {("bert", "a choice is not a single token of the model"): 19,
+                       ("freq", "ranks none of the choices"): 36}
 
     code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
     assert code == 0, err
@@ -62,8 +67,8 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
         assert get[(name, "own", "statement_checking", "answered")]["value"] == 100.0
     assert get[("gpt2", "own", "all", "answered")]["value"] == 100.0
     assert get[("bert", "own", "all", "answered")]["value"] == pytest.approx(100 * 33 / 52)
-    for scope in ("own", "shared"):
-        assert get[("bert", scope, "statement_checking", "chance")]["value"] == 50.0
+    assert get[("bert", "own", "statement_checking", "chance")]["value"] == 50.0
+    assert ("bert", "shared", "statement_checking", "chance") not in get  # freq ranks no yes/no choice
     assert get[("gpt2", "own", "entity_distinction", "chance")]["value"] == 25.0
     assert get[("gpt2", "own", "predicate_reasoning", "chance")]["value"] == 25.0
     # random: seeded, so its scores are exact; 8 of the 22 yes/no questions right
@@ -73,10 +78,11 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     no = [r for r in gpt2 if r["uid"].startswith("sc-:")]
     assert len(no) == 11 and all(r["answer"] in ("yes", "no") for r in no)
 
-    # the shared scope is the questions every predictor answered, and `answered` agrees with it
+    # the shared scope is the questions every predictor answered (bert's 33 less the 22 yes/no questions freq
+    # ranks no choice of), and `answered` agrees with it
     summary = (out / "summary.md").read_text()
-    assert "the questions every predictor of this directory answered (trex 33)" in summary
-    assert get[("gpt2", "shared", "all", "answered")]["value"] == pytest.approx(100 * 33 / 52)
+    assert "the questions every predictor of this directory answered (trex 11)" in summary
+    assert get[("gpt2", "shared", "all", "answered")]["value"] == pytest.approx(100 * 11 / 52)
     assert ("gpt2", "shared", "entity_distinction", "f1") not in get  # bert answered none of them
     for heading in ("## answered, shared facts", "## robust_all, own facts", "## chance, shared facts",
                     "Total: the mean over every question, not over kinds or relations"):
@@ -113,3 +119,28 @@ def test_pick_choice():
     # exact ranks that miss a choice: no guess among the others
     partial = Prediction("q", listed.answers, target_ranks={"Paris": 3})
     assert pick_choice(partial, choices) is None
+
+
+def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, capsys, monkeypatch):
+    # Freq ranks a relation's objects (London, Paris, ...): never "yes" or "no". Such questions are dropped
+    # with their reason, not scored 0 below the 50% chance floor; the KB still answers every yes/no by lookup.
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--predictors", "freq", "kb", "--relations", "P19",
+                            "P47", "--questions-per-relation", "10", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    dropped = json.loads((out / "dropped.json").read_text())
+    assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
+        ("freq", "P19", "ranks none of the choices", 59), ("freq", "P47", "ranks none of the choices", 54),
+        ("freq", "http://schema.org/birthPlace", "ranks none of the choices", 10)]
+    get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r["value"]
+           for r in json.loads((out / "summary.json").read_text())}
+    assert ("freq", "own", "statement_checking", "f1") not in get
+    assert get[("freq", "own", "entity_distinction", "answered")] == 20.0
+    assert get[("kb", "own", "statement_checking", "f1")] == 100.0
+    assert get[("kb", "own", "statement_checking", "answered")] == 100.0
+    assert get[("kb", "own", "predicate_reasoning", "f1")] == 0.0  # closed world: no choice held, scored 0
+    records = [json.loads(line) for p in (out / "predictions/trex/freq").glob("*.jsonl")
+               for line in p.read_text().splitlines()]
+    assert not [r for r in records if r["uid"].startswith("sc") and "dropped" not in r]

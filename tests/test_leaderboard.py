@@ -23,7 +23,7 @@ def runs(tmp_path: Path) -> tuple[Path, Path]:
     for name in ("a", "b"):
         shutil.copytree(GOLDEN / "lama_run", tmp_path / name)
         out.append(tmp_path / name)
-    collect(out[0])
+        collect(out[-1])
     return out[0], out[1]
 
 
@@ -51,8 +51,8 @@ def test_two_runs_ranked_with_csv_and_json(runs, capsys):
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["rank"], Path(r["run"]).name, r["predictor"], r["value"][:5]) for r in rows] == [
-        ("1", "a", "gold", "97.91"), ("2", "b", "gold", "97.91"), ("3", "a", "freq", "33.18"),
-        ("4", "b", "freq", "33.18"), ("5", "a", "bert", "0.0"), ("6", "b", "bert", "0.0")]
+        ("1", "a", "gold", "97.91"), ("1", "b", "gold", "97.91"), ("3", "a", "freq", "33.18"),
+        ("3", "b", "freq", "33.18"), ("5", "a", "bert", "0.0"), ("5", "b", "bert", "0.0")]
     assert {r["n_facts"] for r in rows} == {"45"}
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
@@ -60,7 +60,7 @@ def test_two_runs_ranked_with_csv_and_json(runs, capsys):
     assert [r["n_facts"] for r in got if r["corpus"] == "google_re"] == [24, 24, 23, 23, 24, 24]
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "google_re"], capsys)
     assert code == 0, err
-    assert "| 3 | a | freq | 8.71 ± 6.17 | [0.00, 21.97] | 23 |" in out
+    assert f"| 3 | {a} | freq | 8.71 ± 6.17 | [0.00, 21.59] | 23 |" in out
 
 
 def test_runs_that_measure_other_things_are_refused(runs, capsys):
@@ -70,7 +70,70 @@ def test_runs_that_measure_other_things_are_refused(runs, capsys):
     (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
     code, _, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex"], capsys)
     assert code == 2 and err.startswith("error:") and "trex data versions" in err and "Traceback" not in err
-    code, _, err = run_kbc(["leaderboard", str(a), "--metric", "p@5"], capsys)
-    assert code == 2 and "no p@5 (raw) total" in err and "p@1" in err
+    for scope in ("shared", "own"):
+        code, _, err = run_kbc(["leaderboard", str(a), "--metric", "p@5", "--scope", scope], capsys)
+        assert code == 2 and "no p@5 (raw) total" in err and "p@1" in err and "Traceback" not in err, scope
     code, _, err = run_kbc(["leaderboard", str(a), str(a.parent)], capsys)
     assert code == 2 and "no config.json" in err
+
+
+def test_rank_is_by_value_whatever_the_sort(runs, capsys):
+    a, b = runs
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--metric", "mrr", "--sort",
+                              "predictor", "--format", "json"], capsys)
+    assert code == 0, err
+    got = [(r["rank"], Path(r["run"]).name, r["predictor"], round(r["value"], 4)) for r in json.loads(out)]
+    assert got == [(5, "a", "bert", 0.0002), (5, "b", "bert", 0.0002), (3, "a", "freq", 0.435),
+                   (3, "b", "freq", 0.435), (1, "a", "gold", 0.9896), (1, "b", "gold", 0.9896)]
+    rows = leaderboard_rows([a], "trex", "mrr", scope="own", sort="run")
+    assert [(r["rank"], r["predictor"]) for r in rows] == [(3, "bert"), (2, "freq"), (1, "gold")]
+
+
+def test_own_scope_keeps_the_runs_bootstrap_setting(runs, capsys):
+    a, b = runs
+    collect(a, bootstrap=0)
+    collect(b, bootstrap=0)
+    for scope in ("own", "shared"):  # own: summary.json as written; shared: the runs' recorded 0 resamples
+        rows = leaderboard_rows([a, b], "trex", scope=scope)
+        assert [(r["predictor"], r["stderr"] is None, r["ci_low"], r["ci_high"]) for r in rows][:3] == [
+            ("gold", False, None, None), ("gold", False, None, None), ("freq", False, None, None)], scope
+    row = leaderboard_rows([a, b], "trex", scope="shared", bootstrap=200)[0]
+    assert row["ci_low"] is not None and row["ci_low"] <= row["value"] <= row["ci_high"]
+    collect(b, bootstrap=1000)  # runs that disagree: the default, 1000 resamples, seed 0
+    shared = leaderboard_rows([a, b], "trex", scope="shared")
+    want = _totals(b, "shared", "p@1")[("trex", "gold")]
+    assert [(r["ci_low"], r["ci_high"]) for r in shared[:2]] == [(want["ci_low"], want["ci_high"])] * 2
+    (a / "summary.json").unlink()
+    code, _, err = run_kbc(["leaderboard", str(a), "--scope", "own"], capsys)
+    assert code == 2 and err.startswith("error:") and "summary.json: missing" in err and "Traceback" not in err
+
+
+def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys):
+    a, b = runs
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    config["predictor_specs"]["gold"]["spec"] = "re-oracle"
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex"], capsys)
+    assert code == 0, err
+    assert f"| 1 | {a} | gold | 97.92 ± 2.08 |" in out and f"| 1 | {b} | gold † | 97.92 ± 2.08 |" in out
+    assert out.rstrip().endswith("† upper bound, not a baseline: it reads the gold evidence of each fact.")
+    for fmt in ("csv", "json"):
+        code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", fmt], capsys)
+        assert code == 0, err
+        rows = list(csv.DictReader(io.StringIO(out))) if fmt == "csv" else json.loads(out)
+        flags = {(r["run"], r["predictor"]): str(r["upper_bound"]) for r in rows}
+        assert flags == {(str(a), "gold"): "False", (str(b), "gold"): "True", (str(a), "freq"): "False",
+                         (str(b), "freq"): "False", (str(a), "bert"): "False", (str(b), "bert"): "False"}, fmt
+
+
+def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "kmir"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
+                            "--questions-per-relation", "4", "--predictors", "freq", "kb", "--data-dir", str(lama_dir),
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    code, text, err = run_kbc(["leaderboard", str(out), "--scope", "own", "--format", "json"], capsys)
+    assert code == 0, err
+    assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in json.loads(text)] \
+        == [(1, "kb", "f1", 84.62, 11), (2, "freq", "f1", 12.5, 11)]

@@ -59,6 +59,21 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     code, _, err = run_kbc(["compare", str(out), "freq", "gold"], capsys)
     assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: kbc compare judges LAMA facts")
 
+    # kbc report, which compare points to, shows the set metrics per relation and over all pairs
+    code, _, err = run_kbc(["report", str(out)], capsys)
+    assert code == 0, err
+    md = (out / "report" / "report.md").read_text(encoding="utf-8")
+    assert "Skipped" not in md and "## LM-KBC set answers (shared pairs)" in md
+    assert "| lmkbc2024 | tuned | all | 0.72 | 0.28 | 0.27 | 0.04 | 0.01 | 0.01 | 0.74 | 268.00 |" in md
+    assert md.count("| lmkbc2024 | freq | ") == 6  # five relations and all
+
+    # summary.md describes no uncertainty its rows lack, and says what its Total averages over
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("# LM-KBC 2024 (set-valued answers; Total: over every (subject, relation) pair, not a "
+                              "mean over relations)\n")
+    assert "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)." in summary
+    assert "± standard error" not in summary and " ± " not in summary
+
 
 def test_masked_lm_set_rules(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):  # noqa: F811
     """A random tiny BERT never names a city of death: top:2 answers two objects per subject and gets none right;

@@ -28,6 +28,9 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
     assert freq["date_of_birth", "p@1"] == 32.0  # 8 of 25
     assert freq["place_of_death", "p@1"] == pytest.approx(1500 / 88, abs=1e-12)  # 15 of 88
     assert (freq["all", "overlap"], freq["all", "p@1-drop"]) == (100.0, 0.0)
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)." in summary
+    assert "± standard error" not in summary and " ± " not in summary
 
     # every measure of both predictors, recomputed from the prediction files
     for name in ("freq", "bert"):
@@ -64,3 +67,20 @@ def test_refusals(lama_dir, tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     code, _, err = run_kbc([*argv, "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], capsys)
     assert (code, err) == (2, message)
+
+
+def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P159", "P19",
+                            "--predictors", "freq", "gold", "--misprimes", "high_ranked", "--data-dir", str(lama_dir),
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert ("  trex/P159 positive facts (from random/P159_random.jsonl; every --misprimes variant holds the same "
+            "facts): read 336, kept 336, dropped 0\n") in err
+    assert err.count("negated-trex: negated and misprimed sentences from TREx/high_ranked/\n") == 1
+    dropped = json.loads((out / "dropped.json").read_text())
+    reason = ("a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers "
+              "no probes")
+    assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
+        ("gold", "P159", reason, 672), ("gold", "P19", reason, 630)]

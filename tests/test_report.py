@@ -267,13 +267,14 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
     for metric, caption in (("f1", "*Token F1 (%) per question kind*"), ("em", "*Exact match (%) per question kind*")):
         table = md.split(caption, 1)[1].strip().split("\n\n", 1)[0].splitlines()
         header = [c.strip() for c in table[0].strip("|").split("|")]
-        assert header[:2] == ["corpus", "predictor"] and header[-1] == "all" and len(header) == 7
+        # the shared scope: freq ranks no choice of the yes/no and reasoning questions, so they are dropped for it
+        assert header == ["corpus", "predictor", "triple_completion", "entity_distinction", "all"]
         body = {line.split("|")[2].strip(): [c.strip() for c in line.strip("|").split("|")] for line in table[2:]}
         assert set(body) == {"freq", "kb"}
         for predictor, cells in body.items():
             for kind, cell in zip(header[2:], cells[2:]):
                 want = [r["value"] for r in rows if r["predictor"] == predictor and r["group"] == kind
-                        and r["metric"] == metric and r["scope"] == "own" and r["setting"] == "raw"]
+                        and r["metric"] == metric and r["scope"] == "shared" and r["setting"] == "raw"]
                 assert cell == f"{want[0]:.2f}", (metric, predictor, kind)
 
 
@@ -383,3 +384,18 @@ def test_upper_bounds_are_marked(runs, capsys):
     assert "| gold | KB (reference: 100 by construction) | gold |" in md
     assert "| trex | freq † | " in md
     assert md.count("† upper bound, not a baseline: `freq` extracts from the test facts' own sentences") >= 2
+
+
+def test_random_is_a_baseline_never_an_lm_in_deltas(runs, capsys):
+    run = runs / "random"
+    shutil.copytree(runs / "bare", run)
+    config = json.loads((run / "config.json").read_text())
+    config["predictor_specs"]["bert2"]["spec"] = "random"  # the side reads the spec a predictor was built from
+    (run / "config.json").write_text(json.dumps(config))
+    code, out, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "| bert2 | BASELINE | random |" in md and "| bert | LM |" in md
+    assert md_table(md, "P@1 deltas against freq")[0] == ["corpus", "relation", "#facts (freq)", "freq",
+                                                          "bert − freq", "object in subject (%)"]
+    assert "bert2 − freq" not in md

@@ -119,3 +119,48 @@ def test_relation_labels_order_and_answer_space(tmp_path):
         ["P19", "-"], ["P30", "-"], ["P140", "-"], ["P1376", "-"], ["date_of_birth birth-date", "N-1"],
         ["place_of_death", "-"]]
     assert "| trex | gold | - | 45 |" in table(rows, corpus="trex")  # no record of an open answer space: `-`
+
+
+def test_identical_unit_scores_get_identical_intervals_whatever_the_metric():
+    hits = [("a", 1.0)] * 8 + [("a", 0.0)] * 22 + [("b", 1.0)] * 7 + [("b", 0.0)] * 13
+    questions = [{"kind": k, "f1": h, "em": h} for k, h in hits]  # every answer all right or all wrong: F1 = EM
+    found = interval_table(unit_sets("kmir", questions, {}, None), 1000, 0, "trex/kb")
+    got = {metric: {g: (i.ci_low, i.ci_high) for g, i in found[("raw", metric)].items()} for metric in ("f1", "em")}
+    assert got["f1"] == got["em"] == {"a": (pytest.approx(40 / 3), pytest.approx(130 / 3)), "b": (15.0, 55.0),
+                                      "all": (18.0, 44.0)}
+
+
+def test_raw_and_filtered_of_the_same_facts_share_their_intervals(tmp_path):
+    rows = collect(_golden_run(tmp_path))
+    by = {(r["corpus"], r["predictor"], r["scope"], r["setting"], r["group"], r["metric"]): r for r in rows}
+    for setting in ("raw", "filtered"):  # Freq's gold ranks are the same in both settings of these facts
+        total = by[("trex", "freq", "own", setting, "all", "mrr")]
+        assert (total["value"], total["ci_low"], total["ci_high"]) == \
+            (pytest.approx(0.4320079247043552), pytest.approx(0.3684482083433778), pytest.approx(0.496627194481622))
+
+
+def test_prompts_of_one_fact_are_resampled_together():
+    facts = np.array([100.0, 0.0, 0.0, 100.0, 0.0])
+    units, labels = np.repeat(facts, 3), np.repeat(np.arange(5), 3)  # each fact asked with three prompts
+    got = intervals({"P1": units}, {"all": ["P1"]}, n_boot=20_000, rng=np.random.default_rng(5),
+                    clusters={"P1": labels})
+    assert got["P1"].stderr == got["all"].stderr == pytest.approx(st.sem(facts), rel=1e-12)  # 24.49, not 13.09
+    ref = st.bootstrap((facts,), np.mean, n_resamples=20_000, method="percentile", random_state=1).confidence_interval
+    assert (got["P1"].ci_low, got["P1"].ci_high) == (ref.low, ref.high) == (0.0, 80.0)
+    alone = intervals({"P1": units}, n_boot=0, clusters={"P1": np.arange(15)})["P1"]  # one unit per fact: as before
+    assert alone.stderr == pytest.approx(st.sem(units), rel=1e-12)
+
+
+def test_prompt_set_stderr_counts_facts_not_prompts(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P30", "--limit", "30",
+                            "--predictors", "freq", "--prompts", "pararel", "--data-dir", str(lama_dir),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    got = {r["group"]: (r["n_facts"], r["value"], r["stderr"], r["ci_low"], r["ci_high"]) for r in rows
+           if r["scope"] == "own" and r["setting"] == "raw" and r["metric"] == "p@1" and not r.get("prompt")}
+    # Freq answers alike under every prompt: 1 of P19's 30 facts (13 prompts each), 23 of P30's 30 (4 prompts)
+    assert got["P19"] == (390, pytest.approx(100 / 30), pytest.approx(st.sem([100.0] + [0.0] * 29)), 0.0, 10.0)
+    assert got["all"][:3] == (510, pytest.approx(40.0), pytest.approx(4.266055990780607))
+    assert (got["all"][3], got["all"][4]) == (pytest.approx(31.666666666666668), pytest.approx(48.333333333333336))

@@ -305,7 +305,7 @@ def _fact_text(fact: dict) -> list[str]:
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (all saved answers, not only the top 5).")
 def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
-    """One fact across every predictor of a run: prompt, gold, other valid objects, top answers, ranks.
+    """One fact across every predictor of a `kbc run lama` run: prompt, gold, other valid objects, top answers, ranks.
 
     \b
     Examples:
@@ -317,10 +317,15 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     if subject is not None and relation is None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
     run = open_run(run_dir)
-    if run.config.get("experiment") == "lmkbc":  # set answers: no gold rank, no single gold object to show
+    experiment = str(run.config.get("experiment", "lama"))
+    if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
         raise ConfigError(f"{run.path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked "
                           "objects and predicted set are one line of predictions/<corpus>/<predictor>/<relation>.jsonl "
                           "and of instances.parquet")
+    if experiment != "lama":  # questions, rounds and negations have no single gold rank per fact to show
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
+                          f"gold rank); each {experiment} record is one line of "
+                          "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")
     corpus_list = _corpora(run, corpora)
     facts = find_facts(run, corpus_list, uid, subject, relation)
     if not facts:

@@ -21,7 +21,7 @@ def _fmt(value: float | None, metric: str) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    """One pipe table per corpus: rank, run, predictor, value ± stderr, 95% CI, facts."""
+    """One pipe table per corpus: rank, run, predictor, value ± stderr, 95% CI, facts; † marks upper bounds."""
     lines: list[str] = []
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
@@ -33,8 +33,11 @@ def markdown(rows: list[dict]) -> str:
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
             ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"
-            cells = [str(r["rank"]), Path(r["run"]).name, r["predictor"], value, ci, str(r["n_facts"])]
+            name = r["predictor"] + (" †" if r.get("upper_bound") else "")
+            cells = [str(r["rank"]), r["run"], name, value, ci, str(r["n_facts"])]
             lines.append("| " + " | ".join(cells) + " |")
+    if any(r.get("upper_bound") for r in rows):
+        lines += ["", "† upper bound, not a baseline: it reads the gold evidence of each fact."]
     return "\n".join(lines) + "\n"
 
 
@@ -52,15 +55,17 @@ def as_csv(rows: list[dict]) -> str:
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
               help="Only these corpora (default: every corpus of the first run; each run must hold them).")
-@click.option("--metric", default="p@1", show_default=True, help="p@1, p@10, mrr; coherency, c1, ...; f1, em.")
+@click.option("--metric", default=None, help="p@1, p@10, mrr; coherency, c1, ...; f1, em; macro-f1, ... "
+              "[default: the experiment's headline: p@1, coherency, f1 (kmir), macro-f1 (lmkbc)]")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
 @click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
               help="shared: the facts every predictor of every run answered; own: each predictor's.")
 @click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
-@click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
-              show_default=True, help="Resamples behind each 95% interval (0: stderr only).")
-@click.option("--bootstrap-seed", type=int, default=0, show_default=True)
+@click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=None,
+              help=f"Resamples behind each shared-scope 95% interval (0: stderr only) [default: the runs' own "
+              f"setting where they agree, else {DEFAULT_BOOTSTRAP}]; --scope own reads each run's summary.json.")
+@click.option("--bootstrap-seed", type=int, default=None, help="[default: the runs' own where they agree, else 0]")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to this file, not stdout.")
 def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap, bootstrap_seed, out) -> None:
     """Every predictor of RUN_DIR... ranked on one metric, with stderr and 95% bootstrap interval.

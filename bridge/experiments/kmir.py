@@ -23,7 +23,11 @@ How a prediction becomes an answer:
   sentence of each choice. The answer is the best-ranked choice: by the exact ranks the predictor
   reports (a predictor with exact ranks that lacks one for a choice gives no answer), else the first
   of its ranked answers that shares a token with a choice. The `kb` predictors look the question up.
-A question without an answer scores F1 0. A question the runner drops for a predictor (it cannot
+A choice question whose predictor ranks none of the choices (Freq's relation objects on a yes/no
+question) is dropped for it with the reason `ranks none of the choices`: scoring it 0 would put the
+predictor below the chance floor for a question it never took. A KB that looks a question up and holds
+none of its choices answers nothing, which scores 0 (closed world); so does an open question without
+an answer. A question the runner drops for a predictor (it cannot
 take it) is not scored for it and is listed with its reason, as dropped facts are: `own` holds the
 questions a predictor answered, `shared` those every predictor answered. Rows per kind and `all`
 (`all`: the mean over every question, not over kinds or relations): `f1`, `em`, the Q-set
@@ -60,6 +64,7 @@ from eval.kmir import (
 from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
 
 DEFAULT_PER_RELATION = 20
+NO_CHOICE = "ranks none of the choices"
 INSTANCE_OF_FILE = Path("xfactr") / "TREx_instanceof.txt"
 PREFIXES = {"tc": TRIPLE_COMPLETION, "sc+": STATEMENT_CHECKING, "sc-": STATEMENT_CHECKING,
             "ed": ENTITY_DISTINCTION, "pr": PREDICATE_REASONING}
@@ -222,9 +227,15 @@ class KmirExperiment:
         return self._made[key]
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
+        from bridge.predictors.kmir import CLOSED_WORLD
+
         question = getattr(query, "question", None) or self._questions[query.uid]
         if question.choices:
             given = pick_choice(pred, question.choices)
+            if given is None and not pred.extra.get(CLOSED_WORLD):
+                return {"uid": query.uid, "relation": question.relation, "subject": fact.subject.label,
+                        "subject_id": fact.subject.id, "gold": question.answer, "dropped": NO_CHOICE,
+                        "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]}
         else:
             given = pred.answers[0].label if pred.answers else None
         scored = score(question, given)

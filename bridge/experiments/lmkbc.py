@@ -40,7 +40,7 @@ def set_queries(facts: list[SetFact], relations: dict, prefix: str = "") -> dict
 class LmkbcExperiment:
     name = "lmkbc"
     stages = ("train", "")
-    title = "LM-KBC 2024 (set-valued answers)"
+    title = "LM-KBC 2024 (set-valued answers; Total: over every (subject, relation) pair, not a mean over relations)"
     metrics = METRICS
     set_valued = True
 

@@ -11,6 +11,7 @@ correlation of the two full score vectors needs every candidate's score and is n
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 from bridge.experiments.base import Records, StageInput, StageRecords
@@ -20,6 +21,7 @@ from eval.negated import VARIANTS, MisprimeOutcome, load_probes, summarize_mispr
 from eval.types import Fact, Prediction, Query
 
 KINDS = ("negated", "misprimed")
+log = logging.getLogger("kbc")
 
 
 class NegatedExperiment:
@@ -35,11 +37,16 @@ class NegatedExperiment:
         self.misprimes = misprimes
         self.settings = {"misprimes": misprimes}
         self._primes: dict[str, str] = {}
+        self._said: set[str] = set()
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         corpus = given.corpus.name.removeprefix("negated-")
-        probes = {p.fact.uid: p for p in load_probes(given.data_dir, corpus, self.misprimes,
-                                                     list(given.corpus.relations)).facts}
+        loaded = load_probes(given.data_dir, corpus, self.misprimes, list(given.corpus.relations))
+        folders = dict.fromkeys(f"{p.parent.parent.name}/{p.parent.name}/" for p in loaded.files)
+        if given.corpus.name not in self._said:  # once per corpus, not per predictor
+            self._said.add(given.corpus.name)
+            log.info("%s: negated and misprimed sentences from %s", given.corpus.name, ", ".join(folders))
+        probes = {p.fact.uid: p for p in loaded.facts}
         out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
         for fact in given.facts:
             probe = probes.get(fact.uid)

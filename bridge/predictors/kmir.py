@@ -23,6 +23,8 @@ from kb.kmir_answer import TYPES_GRAPH, KmirKB
 from kb.reasoning import INFERRED
 from kb.store import GraphStore
 
+CLOSED_WORLD = "closed_world"  # `Prediction.extra` key: the question was looked up, so no answer means no choice holds
+
 
 def corpus_graphs(store: GraphStore, corpus: Corpus) -> list[str]:
     """The corpus's per-relation gold graphs as the runner loads them (loading any that is missing)."""
@@ -62,7 +64,7 @@ class KmirKBPredictor:
             question = getattr(q, "question", None)
             if question is not None and question.choices:
                 chosen = self.choose([q])[0]
-                out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else ()))
+                out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else (), extra={CLOSED_WORLD: True}))
                 continue
             objects = sorted(label for _, label in self.kb.objects(q.known, q.relation) if label)
             out.append(Prediction(q.uid, tuple(Answer(label, 1.0) for label in objects[:depth])))

@@ -21,6 +21,7 @@ from eval.types import RELATION_TYPES
 ANALYSIS = "analysis"
 KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
               "bridge.predictors.extraction")
+BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM
 GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
 
 
@@ -185,11 +186,12 @@ def spec_of(config: dict, predictor: str) -> str:
 
 
 def side(config: dict, predictor: str) -> str:
-    """"kb" or "lm": which side of the comparison a predictor of the run stands on."""
+    """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor's side."""
     from bridge.predictors.registry import ENTRIES
 
     entry = ENTRIES.get(spec_of(config, predictor))
-    return "kb" if entry and entry[0].split(":")[0] in KB_MODULES else "lm"
+    module = entry[0].split(":")[0] if entry else ""
+    return "kb" if module in KB_MODULES else "baseline" if module in BASELINE_MODULES else "lm"
 
 
 def upper_bound(config: dict, predictor: str) -> str | None:

@@ -29,6 +29,7 @@ STAT_NAMES = {"sm": "subject mentions", "om": "object mentions", "cooc_paragraph
               "socs": "subject-object cosine", "lpfp": "log prob of first prediction"}
 COHERENCY_METRICS = ("coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct")
 KMIR_ROBUSTNESS = ("robust_all", "robust_partial", "robust_none", "answered")
+LMKBC_METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -158,7 +159,8 @@ class Builder:
                     " (reference: 100 by construction)" if spec == REFERENCE and view.experiment != "kmir" else "")
             row = [self._mark(shown), view.sides[shown].upper() + role, spec]
             rows.append([*row, str(run.path)] if len(view.runs) > 1 else row)
-        s.tables.append(Table(head, rows, "Predictors (KB: symbolic side; LM: language model side)"))
+        s.tables.append(Table(head, rows,
+                              "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))
         self._footnote(s, view.predictors)
         seconds = view.seconds()
         if seconds:
@@ -535,6 +537,21 @@ class Builder:
                               "Q-set robustness (% of Q-sets, Table 5) and % of questions answered"))
         return s
 
+    def lmkbc(self) -> Section:
+        """LM-KBC's set metrics per relation and over all (subject, relation) pairs: no ranks, so no P@k."""
+        s = Section("lmkbc", f"LM-KBC set answers ({self.scope} pairs)", "LM-KBC 2024 evaluation script")
+        grid = _Grid(self.rows)
+        relations = sorted(g for g in grid.groups if g != "all")
+        rows = [[c, p, g, *[grid.cell(c, p, g, m) for m in LMKBC_METRICS]]
+                for c, p in grid.keys for g in [*relations, "all"] if (c, p, g, "macro-f1") in grid.idx]
+        if not rows:
+            s.skipped = f"summary.json has no `{self.view.setting}` LM-KBC rows."
+            return s
+        s.tables.append(Table(["corpus", "predictor", "relation", *LMKBC_METRICS], rows,
+                              "Precision, recall and F1 (0-1; macro: mean over a group's (subject, relation) pairs, "
+                              "micro: over their pooled objects), mean predicted objects and pairs predicted empty"))
+        return s
+
     def sections(self) -> list[Section]:
         """The sections that fit the run's experiment: a coherency or KMIR run has no P@k curves or fact
         statistics, and deltas there are drawn only when asked for."""
@@ -543,6 +560,8 @@ class Builder:
             return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "kmir":
             return [self.overview(), self.scores(), self.by_type(), self.kmir()]
+        if self.view.experiment == "lmkbc":
+            return [self.overview(), self.lmkbc()]
         return [self.overview(), self.scores(), self.p_at_k(), self.by_relation(), self.by_type(), self.deltas(),
                 self.correlation(), self.bins(), self.rank_variation()]
 

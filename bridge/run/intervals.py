@@ -17,8 +17,9 @@ from eval.rank_table import RankTable
 from eval.relations import summary_groups
 from eval.uncertainty import UNDEFINED, Interval, intervals, rng_for
 
-# (setting, metric) -> (cells, macro groups, pooled groups)
-UnitSets = dict[tuple[str, str], tuple[dict[str, np.ndarray], dict[str, list[str]], dict[str, list[str]]]]
+# (setting, metric) -> (cells, macro groups, pooled groups, per cell the fact of each unit where prompts repeat it)
+UnitSets = dict[tuple[str, str], tuple[dict[str, np.ndarray], dict[str, list[str]], dict[str, list[str]],
+                                       dict[str, np.ndarray]]]
 FIELDS = ("stderr", "ci_low", "ci_high")
 
 
@@ -52,10 +53,13 @@ def _type_groups(rels: list[str], types: dict[str, str | None], extra: dict[str,
 def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, metrics: tuple[str, ...]) -> UnitSets:
     table = RankTable.from_records(items)
     groups = _type_groups(table.relations, types)
+    facts = np.array([str(r.get("fact_uid") or r["uid"]) for r in items], dtype=object)  # a fact's prompts: one draw
+    clusters = table.by_relation(facts) if any(r.get("fact_uid") for r in items) else {}
     out: UnitSets = {}
     for setting in table.list_ranks:
         for metric in metrics:
-            out[(setting, metric)] = (table.by_relation(table.unit_scores(setting, metric, cutoff)), groups, {})
+            cells = table.by_relation(table.unit_scores(setting, metric, cutoff))
+            out[(setting, metric)] = (cells, groups, {}, clusters)
     return out
 
 
@@ -76,7 +80,8 @@ def _coherency(items: list[dict], types: dict[str, str | None]) -> UnitSets:
     out: UnitSets = {}
     for metric, cells in per.items():
         rels = sorted(cells)
-        out[("raw", metric)] = ({rel: np.array(cells[rel]) for rel in rels}, _type_groups(rels, types, symmetric), {})
+        out[("raw", metric)] = ({rel: np.array(cells[rel]) for rel in rels}, _type_groups(rels, types, symmetric), {},
+                                {})
     return out
 
 
@@ -86,7 +91,7 @@ def _kmir(items: list[dict]) -> UnitSets:
         cells: dict[str, list[float]] = defaultdict(list)
         for r in items:
             cells[r["kind"]].append(100.0 * float(r[metric]))
-        out[("raw", metric)] = ({k: np.array(v) for k, v in cells.items()}, {}, {"all": list(cells)})
+        out[("raw", metric)] = ({k: np.array(v) for k, v in cells.items()}, {}, {"all": list(cells)}, {})
     return out
 
 
@@ -94,9 +99,13 @@ Found = dict[tuple[str, str], dict[str, Interval]]  # (setting, metric) -> group
 
 
 def interval_table(sets: UnitSets, n_boot: int, seed: int, key: str) -> Found:
-    """Every group's interval; each (setting, metric) draws from its own generator, seeded by `seed` and `key`."""
-    return {(setting, metric): intervals(cells, macro, pooled, n_boot, rng_for(seed, f"{key}/{setting}/{metric}"))
-            for (setting, metric), (cells, macro, pooled) in sets.items()}
+    """Every group's interval; each cell and pooled group draws from its own generator, seeded by `seed`, `key`
+    and the group alone, so identical unit scores (KMIR's F1 and EM, raw and filtered) get identical intervals."""
+    def rng_of(group: str) -> np.random.Generator:
+        return rng_for(seed, f"{key}/{group}")
+
+    return {(setting, metric): intervals(cells, macro, pooled, n_boot, rng_of, clusters)
+            for (setting, metric), (cells, macro, pooled, clusters) in sets.items()}
 
 
 def with_intervals(rows: list[dict], found: Found) -> list[dict]:

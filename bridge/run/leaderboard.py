@@ -2,22 +2,68 @@
 
 Runs must be of one experiment, with the same relations, data versions and question settings, so their
 numbers measure the same thing. Scope `shared` scores every predictor on the units that every
-predictor of every run answered (matched by uid); `own` on the units each answered, which gives the
-very numbers (and intervals) of the run's own summary.json.
+predictor of every run answered (matched by uid), with the runs' own bootstrap settings where they agree;
+`own` reads each run's summary.json, so its numbers and intervals are exactly the run's. Rank is by value,
+best first, whatever the order of the rows.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
-          "n_facts")
+          "n_facts", "upper_bound")
 SORTS = ("value", "predictor", "run")
+HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1"}  # else p@1
+VALUES = ("value", "stderr", "ci_low", "ci_high", "n_facts")
+
+
+def headline_metric(experiment: str) -> str:
+    """The metric a leaderboard of `experiment` runs shows when none is asked for."""
+    return HEADLINE.get(experiment, "p@1")
+
+
+def upper_bound(config: dict, predictor: str) -> bool:
+    """Whether a run's predictor is an upper bound (reads gold evidence), not a baseline."""
+    ident = (config.get("predictor_specs") or {}).get(predictor) or {}
+    return ident.get("spec", predictor) in UPPER_BOUNDS
+
+
+def _ranked(board: list[dict]) -> list[int]:
+    """Competition ranks by value, best first: equal values share a rank (1, 2, 2, 4)."""
+    return [1 + sum(other["value"] > row["value"] for other in board) for row in board]
+
+
+def _recorded(configs: dict[Path, dict], key: str, given: int | None, default: int) -> int:
+    """`given`, else the runs' recorded summary setting where they all agree, else `default`."""
+    if given is not None:
+        return given
+    found = {(c.get("summary") or {}).get(key) for c in configs.values()}
+    return found.pop() if len(found) == 1 and None not in found else default
+
+
+def _summary_totals(run: Path, corpus: str, setting: str) -> dict[tuple[str, str], dict]:
+    """Per (predictor, metric), the `own` `all` row in a run's summary.json."""
+    path = run / "summary.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: missing; --scope own reads each run's summary (finish or rerun the run)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: unreadable summary ({exc}); rerun the run to rewrite it") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError(f"{path}: not a list of summary rows; rerun the run to rewrite it")
+    return {(r.get("predictor"), r.get("metric")): r for r in rows
+            if r.get("corpus") == corpus and r.get("scope") == "own" and r.get("group") == "all"
+            and r.get("setting") == setting and not r.get("prompt")}
 
 
 def _same(configs: dict[Path, dict], what: str, get) -> None:
@@ -39,13 +85,15 @@ def _corpora(configs: dict[Path, dict], corpus: str | None) -> list[str]:
     return wanted
 
 
-def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str = "p@1",
-                     setting: str = "raw", scope: str = "shared", bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
-                     sort: str = "value") -> list[dict]:
+def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str | None = None,
+                     setting: str = "raw", scope: str = "shared", bootstrap: int | None = None,
+                     seed: int | None = None, sort: str = "value") -> list[dict]:
     """Rows of `FIELDS`, one per (run, predictor, corpus): the `all` value of `metric` and its uncertainty.
 
-    Sorted best first (`sort="value"`; ties by run and predictor), or by predictor or run name;
-    `rank` numbers the rows within each corpus in that order.
+    `metric` None: the experiment's headline metric. `bootstrap`/`seed` None (scope `shared`): the runs'
+    recorded summary settings where they agree, else the defaults; scope `own` takes each run's summary.json.
+    `rank` is by value within each corpus, best first, equal values sharing a rank; rows are sorted best
+    first (`sort="value"`; ties by run and predictor), or by predictor or run name.
     """
     from bridge.experiments import get
 
@@ -65,32 +113,45 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
         _same(configs, f"{c} data versions", lambda cfg, c=c: cfg["data_versions"].get(c, {}))
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
+    metric = metric or headline_metric(experiment.name)
     cutoff = mrr_cutoff(first)
+    bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
+    seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
     for c in corpora:
         types = first["relation_types"].get(c, {})
         units = {(run, name): mine for run, config in configs.items()
                  for name, mine in answered_units(run, config, experiment, c)[0].items()}
         shared = set.intersection(*(set(m) for m in units.values())) if units else set()
+        totals = {run: _summary_totals(run, c, setting) for run in runs} if scope == "own" else {}
         board = []
         for (run, name), mine in units.items():
             items = [mine[u] for u in sorted(shared)] if scope == "shared" else list(mine.values())
             if not items:
                 continue
-            head = {"corpus": c, "predictor": name}
-            scored, _, _ = scored_rows(experiment, head, items, types, cutoff, bootstrap, seed)
-            row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric
-                        and r["setting"] == setting and not r.get("prompt")), None)
+            if scope == "own":
+                row = totals[run].get((name, metric))
+                held = sorted({m for p, m in totals[run] if p == name and m})
+                known = f"{run / 'summary.json'} metrics: {', '.join(held) or 'none (rerun the run)'}"
+            else:
+                scored, _, _ = scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff,
+                                           bootstrap, seed)
+                row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric
+                            and r["setting"] == setting and not r.get("prompt")), None)
+                known = "metrics: " + ", ".join(sorted({r["metric"] for r in scored
+                                                         if r["group"] == "all" and not r.get("prompt")}))
             if row is None:
-                known = sorted({r["metric"] for r in scored if r["group"] == "all" and not r.get("prompt")})
-                raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; metrics: "
-                                  f"{', '.join(known)}")
+                raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+            if not isinstance(row.get("value"), (int, float)) or not math.isfinite(row["value"]):
+                raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} value {row.get('value')!r} is no "
+                                f"number; rerun the run to rewrite it")
             board.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
-                          "metric": metric, **{k: row[k] for k in ("value", "stderr", "ci_low", "ci_high",
-                                                                   "n_facts")}})
+                          "metric": metric, **{k: row.get(k) for k in VALUES},
+                          "upper_bound": upper_bound(configs[run], name)})
         if scope == "shared" and not board:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
-        key = {"value": lambda r: (-r["value"], r["run"], r["predictor"]),
+        board = [{"rank": rank, **r} for rank, r in zip(_ranked(board), board)]
+        key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
-        out += [{"rank": i, **r} for i, r in enumerate(sorted(board, key=key), 1)]
+        out += sorted(board, key=key)
     return out
