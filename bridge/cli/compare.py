@@ -291,7 +291,7 @@ def _fact_text(fact: dict) -> list[str]:
             lines.append(f"  {' ' * width}    (no answers)")
         for i, ans in enumerate(answers, 1):
             score = ans["score"]
-            score = f"{score:.4g}" if isinstance(score, (int, float)) else str(score)
+            score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
             mark = "  <- gold" if ans["label"] == fact["gold"] else ""
             lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
     return lines

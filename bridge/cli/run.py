@@ -430,7 +430,8 @@ for _option in run_negated.params:
 @run.command("kmir")
 @run_options("runs/kmir")
 @click.option("--questions-per-relation", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Asked facts drawn per relation (and derived facts per axiom) to build questions from.")
+              help="Asked facts drawn per relation (and derived facts per axiom) to build questions from; "
+                   "reasoning questions add the facts they rest on, so a relation may hold more.")
 @click.option("--axioms", type=click.Path(dir_okay=False), default=None,
               help="Turtle file of OWL 2 property axioms for the derived facts (default: kb/axioms.ttl).")
 @click.option("--instance-of", type=click.Path(dir_okay=False), default=None,
