@@ -188,6 +188,23 @@ def negation_pair(positive: Mapping[str, float], negated: Mapping[str, float]) -
     return _top(positive) == _top(negated), rho
 
 
+def shared_top_spearman(positive: Sequence[Sequence], negated: Sequence[Sequence]) -> float:
+    """Spearman's rho over the candidates both saved top-answer lists (`[label, score, ...]`) hold, as
+    `negation_pair` computes it over a whole vocabulary; NaN when they share fewer than two or either is constant.
+
+    A label's first entry counts (a KB may list one label under several ids).
+    """
+    pos: dict[str, float] = {}
+    neg: dict[str, float] = {}
+    for answers, scores in ((positive, pos), (negated, neg)):
+        for answer in answers:
+            scores.setdefault(answer[0], float(answer[1]))
+    shared = [label for label in pos if label in neg]
+    if len(shared) < 2:
+        return math.nan
+    return negation_pair({k: pos[k] for k in shared}, {k: neg[k] for k in shared})[1]
+
+
 @dataclass(frozen=True, slots=True)
 class MisprimeOutcome:
     """One fact: top answers of the positive and the misprimed query, the gold and the prime."""

@@ -1,13 +1,15 @@
 """Readable tables from tidy summary rows: predictors as rows, groups as columns, one setting at a time.
 
-Groups are relation types for large corpora (T-REx, as LAMA Table 2) and relations for small ones
-(Google-RE). Each table is one corpus, one metric, one setting and one scope.
+Groups are relations for small corpora or runs (Google-RE, `--relations P19`), relation types for large ones
+(T-REx, as LAMA Table 2) and knowledge domains for BEAR. Each table is one corpus, one metric, one setting and
+one scope.
 """
 
 from __future__ import annotations
 
 import re
 
+from eval.relations import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
@@ -45,11 +47,13 @@ def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | Non
 
 
 def _groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
-    """Relations for small corpora (Google-RE), relation types for large ones (T-REx)."""
+    """The columns: every relation (and other group, e.g. `symmetric`) where there are one to five, else the
+    relation types (T-REx, as LAMA Table 2), else BEAR's knowledge domains; then `all`."""
     groups = list(dict.fromkeys(r["group"] for r in rows if r["corpus"] == corpus))
     types = [g for g in TYPE_ORDER if g in groups and g != "all"]
-    relations = relation_order([g for g in groups if g not in TYPE_ORDER], info)
-    shown = relations if 1 < len(relations) <= 5 else types
+    domains = sorted(g for g in groups if g.startswith(DOMAIN_PREFIX))
+    relations = relation_order([g for g in groups if g not in TYPE_ORDER and g not in domains], info)
+    shown = relations if 1 <= len(relations) <= 5 else types or domains
     return [g for g in shown if g != "all"] + ["all"]
 
 
@@ -98,7 +102,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
                       if (c, p, setting, scope, g, metric) in idx}
             name = "Total" if g == "all" else relation_name(g, info)
-            counted = counts and (g in info or g in TYPE_ORDER) and g != "all"  # relations and types, not kinds
+            counted = counts and (g in info or g in TYPE_ORDER or g.startswith(DOMAIN_PREFIX)) and g != "all"
             head.append(f"{name} ({_n(counts)})" if counted else name)
         head.append("Total 95% CI")
         if lines:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from eval.disambiguate import LabelIndex
+from eval.set_metrics import distinct
 from eval.set_rules import SetRule, apply_rule, parse_number
 from eval.types import Prediction
 
@@ -44,3 +45,22 @@ def set_answer(pred: Prediction, index: LabelIndex, rule: SetRule | None = None,
     if rule is None:
         return [item for item, _ in ranked]
     return apply_rule(rule, ranked, tuned)
+
+
+def label_set(pred: Prediction, rule: SetRule | None = None) -> list[str]:
+    """A ranked LAMA answer as a set of labels: the labels `rule` keeps (scores as probabilities), else a KB's
+    answers tied at its top score when it holds them equally true (`shared_ties`: every object it holds for the
+    subject), else the top answer alone (`top:1`)."""
+    if rule is not None:
+        first: dict[str, float] = {}
+        for answer in pred.answers:  # best first: a repeated label keeps its first score
+            first.setdefault(answer.label, answer.score)
+        if rule.kind == "top":  # a cut by rank reads no probabilities (Freq's scores are counts)
+            return list(first)[:int(rule.value)]
+        return apply_rule(rule, as_probabilities(list(first.items())))
+    if not pred.answers:
+        return []
+    if pred.shared_ties:
+        best = pred.answers[0].score
+        return distinct(a.label for a in pred.answers if a.score == best)
+    return [pred.answers[0].label]

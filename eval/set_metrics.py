@@ -129,3 +129,21 @@ def pair_from_record(record: dict) -> PairScore:
     """The score a set record holds (`relation`, `subject_id`, `predicted`, `gold`, `gold_labels`), recomputed."""
     return score_pair(record["relation"], record.get("subject_id") or record.get("subject", ""), record["predicted"],
                       record["gold"], record.get("gold_labels", ()))
+
+
+def macro_rows(pairs: Sequence[PairScore], groups: Mapping[str, Sequence[str]], names: Mapping[str, str],
+               scale: float = 100.0) -> list[dict]:
+    """Tidy rows of macro P/R/F1 (`names`: e.g. `macro-p` -> `set-p`): per relation the mean over its pairs,
+    per group the mean over its relations' values (LAMA's macro over relations), times `scale`."""
+    table = summarize(pairs)
+    counts: dict[str, int] = {}
+    for s in pairs:
+        counts[s.relation] = counts.get(s.relation, 0) + 1
+    rows = [{"group": rel, "metric": name, "value": scale * table[rel][key], "n_facts": counts[rel]}
+            for rel in counts for key, name in names.items()]
+    for group, rels in groups.items():
+        rels = [r for r in rels if r in counts]
+        if rels:
+            rows += [{"group": group, "metric": name, "value": scale * sum(table[r][key] for r in rels) / len(rels),
+                      "n_facts": sum(counts[r] for r in rels)} for key, name in names.items()]
+    return rows

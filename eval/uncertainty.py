@@ -7,7 +7,9 @@ group (a mean over relations, each counting once): stderr = sqrt(sum of the cell
 cells being independent samples; each bootstrap replicate resamples every cell's units within that
 cell and takes the mean of the cell means. A pooled group (a mean over all its units, KMIR's `all`)
 is treated as one cell of all its units. Intervals are 95% percentile intervals over the replicates.
-Undefined (None) where a cell has fewer than two units.
+Undefined (None) where a cell has fewer than two units (or clusters); in a macro group such a cell
+counts as a constant (stderr 0, its mean in every replicate), so the group is undefined only when all
+its cells are.
 
 Units that are not independent (a fact asked with k prompts gives k units) are resampled as clusters:
 a cell's value is still the mean over its units, but the interval draws whole clusters with
@@ -140,6 +142,8 @@ def intervals(cells: Mapping[str, np.ndarray], macro: Mapping[str, Sequence[str]
         errs[name] = cluster_stderr(values, labels) if grouped else mean_stderr(values)
         if errs[name] is None:
             out[name] = UNDEFINED
+            if len(values):  # a macro group still varies with its other cells: this one is a constant there
+                reps[name] = np.full(n_boot, float(values.mean()))
             continue
         if n_boot:
             reps[name] = (cluster_replicate_means(values, labels, n_boot, rng_of(name)) if grouped
@@ -149,10 +153,10 @@ def intervals(cells: Mapping[str, np.ndarray], macro: Mapping[str, Sequence[str]
             out[name] = Interval(errs[name], None, None)
     for group, members in (macro or {}).items():
         members = list(members)
-        if not members or any(errs.get(m) is None for m in members):
+        if not any(errs.get(m) is not None for m in members):
             out[group] = UNDEFINED
             continue
-        stderr = float(np.sqrt(sum(errs[m] ** 2 for m in members)) / len(members))
+        stderr = float(np.sqrt(sum((errs[m] or 0.0) ** 2 for m in members)) / len(members))
         ci = _percentiles(np.mean([reps[m] for m in members], axis=0)) if n_boot else (None, None)
         out[group] = Interval(stderr, *ci)
     for group, members in (pooled or {}).items():

@@ -59,7 +59,9 @@ def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     gold = table[(table.predictor == "gold") & (table.corpus == "google_re")]
     assert len(gold) == 2 * 8 and gold["coherent"].all()
     code, _, err = run_kbc(argv, capsys)  # a rerun asks nothing again
-    assert code == 0 and err.count("queries done, skipped") == 2 * 2 * 4
+    assert code == 0 and err.count("queries done, skipped") == 2 * 2 * 4 - 1
+    # the tiny model drops every Google-RE instance: its second step asks nothing and says nothing
+    assert "google_re / bert / first: all 16 queries done, skipped" in err and "google_re / bert / second" not in err
 
 
 def test_second_step_asks_past_every_excluded_answer(lama_dir, tmp_path, capsys, monkeypatch):
@@ -76,3 +78,25 @@ def test_second_step_asks_past_every_excluded_answer(lama_dir, tmp_path, capsys,
     rows = json.loads((out / "summary.json").read_text())
     got = {r["metric"]: r["value"] for r in rows if r["group"] == "all" and r["scope"] == "own"}
     assert got["coherency"] == got["coherency_round1"] == got["coherency_round2"] == 100.0
+
+
+def test_one_fact_relations_have_no_interval_and_every_row_names_its_fact(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--predictors", "gold", "freq", "--relations",
+                            "P19", "P47", "--limit", "1", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                           capsys)
+    assert code == 0, err
+    rows = json.loads((out / "summary.json").read_text())
+    assert all(r["stderr"] is None and r["ci_low"] is None for r in rows)  # one fact (two rounds) per relation
+    md = (out / "summary.md").read_text()
+    assert "| trex | gold | open | 2 | 100.00 | 100.00 | 100.00 | 100.00 | - |" in md
+    import pandas as pd
+
+    table = pd.read_parquet(out / "instances.parquet")
+    gold = table[table.predictor == "gold"]
+    assert gold[["relation", "round", "subject", "subject_id", "gold", "gold_id"]].values.tolist() == [
+        ["P19", 1, "W. T. Cosgrave", "Q465770", "Dublin", "Q1761"],
+        ["P19", 2, "W. T. Cosgrave", "Q465770", "Dublin", "Q1761"],
+        ["P47", 1, "Regional Municipality of Peel", "Q50811", "Toronto", "Q172"],
+        ["P47", 2, "Regional Municipality of Peel", "Q50811", "Toronto", "Q172"]]

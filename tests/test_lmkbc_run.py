@@ -52,6 +52,10 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
                             "--set", "tuned.set=threshold-tuned", "--data-dir", str(lama_dir), "--out", str(out)],
                            capsys)
     assert code == 0 and _all_rows(out, "tuned") == tuned
+    # only threshold tuning asks the train split: no line for a stage that asks a predictor nothing
+    assert [line for line in err.splitlines() if "queries done" in line] == [
+        "lmkbc2024 / gold: all 378 queries done, skipped", "lmkbc2024 / freq: all 378 queries done, skipped",
+        "lmkbc2024 / tuned / train: all 377 queries done, skipped", "lmkbc2024 / tuned: all 378 queries done, skipped"]
 
     # commands that read LAMA-style records refuse a set run instead of showing ranks it has not
     code, _, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115"], capsys)
@@ -114,7 +118,8 @@ def test_predictor_without_set_answers_is_refused(tiny_models, lama_dir, tmp_pat
      "error: --set freq.set=top:0: expected one of threshold:X, top:K, threshold-tuned (X a probability in [0, 1], "
      "K a whole number >= 1)\n"),
     (["run", "lama", "--corpus", "google_re", "--predictors", "freq", "--set", "set=top:1"],
-     "error: --set freq.set: a set rule applies to set-valued answers (`kbc run lmkbc`) only\n"),
+     "error: --set freq.set: a set rule applies to set-valued answers (`kbc run lmkbc`, `kbc run lama --answers set`) "
+     "only\n"),
     (["run", "lmkbc", "--predictors", "freq", "--prompts", "pararel"],
      "error: --prompts does not apply to `kbc run lmkbc`: each relation is asked with the challenge's own template\n"),
 ])

@@ -7,6 +7,9 @@ import json
 import pytest
 from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (fixture)
+from scipy import stats
+
+from bridge.experiments.negated import NegatedExperiment
 
 
 def _rows(out, predictor):
@@ -28,6 +31,9 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
     assert freq["date_of_birth", "p@1"] == 32.0  # 8 of 25
     assert freq["place_of_death", "p@1"] == pytest.approx(1500 / 88, abs=1e-12)  # 15 of 88
     assert (freq["all", "overlap"], freq["all", "p@1-drop"]) == (100.0, 0.0)
+    # the negated query gets the very same scores: the two top-10 lists correlate perfectly
+    assert (freq["date_of_birth", "spearman"], freq["place_of_death", "spearman"], freq["all", "spearman"]) == (
+        1.0, 1.0, 1.0)
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)." in summary
     assert "± standard error" not in summary and " ± " not in summary
@@ -42,6 +48,8 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
         assert len(facts) == 25 + 88 and len(records) == 3 * (25 + 88)
         top = {uid: r["answers"][0][0] for uid, r in records.items()}
         got = _rows(out, name)
+        counts = {(r["group"], r["metric"]): r["n_facts"] for r in json.loads((out / "summary.json").read_text())
+                  if r["predictor"] == name and r["scope"] == "own"}
         for rel in ("date_of_birth", "place_of_death"):
             mine = [r for r in facts if r["relation"] == rel]
             same = sum(top[r["uid"]] == top[f"{r['uid']}:negated"] for r in mine)
@@ -49,11 +57,52 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
                          for r in mine)
             assert got[rel, "overlap"] == pytest.approx(100 * same / len(mine), abs=1e-12)
             assert got[rel, "became-prime"] == pytest.approx(100 * primed / len(mine), abs=1e-12)
+            rhos = [_shared_rho(r["answers"], records[f"{r['uid']}:negated"]["answers"]) for r in mine]
+            rhos = [rho for rho in rhos if rho is not None]
+            assert got[rel, "spearman"] == pytest.approx(sum(rhos) / len(rhos), abs=1e-12)
+            assert counts[rel, "spearman"] == len(rhos)
         assert got["all", "overlap"] == pytest.approx(
             (got["date_of_birth", "overlap"] + got["place_of_death", "overlap"]) / 2, abs=1e-12)
     assert freq["date_of_birth", "became-prime"] == 4.0 and freq["place_of_death", "became-prime"] == 0.0
     assert records["google_re/place_of_death:4:misprimed"]["prompt"].endswith("? Honoré Tournély died in the city of "
                                                                              "[MASK] .")
+
+
+def _shared_rho(positive, negated):
+    """Spearman's rho (scipy) over the labels both top lists hold; None where it is undefined."""
+    pos, neg = {}, {}
+    for answers, scores in ((positive, pos), (negated, neg)):
+        for label, score, *_ in answers:
+            scores.setdefault(label, score)
+    shared = [k for k in pos if k in neg]
+    if len(shared) < 2 or len({pos[k] for k in shared}) == 1 or len({neg[k] for k in shared}) == 1:
+        return None
+    return float(stats.spearmanr([pos[k] for k in shared], [neg[k] for k in shared]).statistic)
+
+
+def test_spearman_row_over_the_shared_top_answers():
+    """Hand-computed: fact 1 shares a, b, c (ranks 1 2 3 vs 3 1 2: rho = 1 - 6*6/24 = -0.5), fact 2 shares x, y
+    in the same order (rho 1), fact 3 shares one answer only (no rho); R1's mean 0.25, R2 has none."""
+    exp = NegatedExperiment()
+    done = {
+        "f1": {"uid": "f1", "relation": "R1", "probe": "positive", "rank_raw": 1, "gold": "a",
+               "answers": [["a", -0.1, None], ["b", -0.2, None], ["c", -0.3, None], ["d", -0.4, None]]},
+        "f1:negated": {"probe": "negated", "answers": [["b", -0.1, None], ["c", -0.2, None], ["a", -0.3, None],
+                                                       ["e", -0.4, None]]},
+        "f2": {"uid": "f2", "relation": "R1", "probe": "positive", "rank_raw": 2, "gold": "y",
+               "answers": [["x", -1.0, None], ["y", -2.0, None]]},
+        "f2:negated": {"probe": "negated", "answers": [["z", -0.5, None], ["x", -1.5, None], ["y", -2.5, None]]},
+        "f3": {"uid": "f3", "relation": "R2", "probe": "positive", "rank_raw": 1, "gold": "p",
+               "answers": [["p", -1.0, None], ["q", -2.0, None]]},
+        "f3:negated": {"probe": "negated", "answers": [["p", -1.0, None], ["s", -2.0, None]]},
+    }
+    rows, _ = exp.summarize(list(exp.instances({"": done}).values()), {}, None)
+    got = {(r["group"], r["metric"]): r["value"] for r in rows}
+    n_facts = {(r["group"], r["metric"]): r["n_facts"] for r in rows}
+    assert (n_facts["R1", "spearman"], n_facts["all", "spearman"], n_facts["all", "overlap"]) == (2, 2, 3)
+    assert got["R1", "spearman"] == pytest.approx(0.25, abs=1e-12) and ("R2", "spearman") not in got
+    assert got["all", "spearman"] == pytest.approx(0.25, abs=1e-12)
+    assert (got["R1", "overlap"], got["R2", "overlap"], got["all", "overlap"]) == (0.0, 100.0, 50.0)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

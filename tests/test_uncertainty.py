@@ -46,8 +46,9 @@ def test_macro_interval_resamples_within_relations():
 def test_replicates_of_a_constant_cell_and_undefined_below_two_units():
     assert replicate_means(np.array([0.5] * 4), 3, np.random.default_rng(0)).tolist() == [0.5] * 3
     out = intervals({"one": np.array([100.0]), "two": np.array([0.0, 100.0])}, {"all": ["one", "two"]}, n_boot=10)
-    assert out["one"].stderr is None and out["all"].ci_low is None
-    assert out["two"].stderr == 50.0
+    assert out["one"].stderr is None and out["two"].stderr == 50.0
+    assert out["all"].stderr == 25.0 and (out["all"].ci_low, out["all"].ci_high) == (50.0, 100.0)  # "one" constant
+    assert intervals({"one": np.array([1.0])}, {"all": ["one"]}, n_boot=10)["all"].stderr is None
 
 
 def test_coherency_and_kmir_units():
@@ -164,3 +165,37 @@ def test_prompt_set_stderr_counts_facts_not_prompts(lama_dir, tmp_path, capsys, 
     assert got["P19"] == (390, pytest.approx(100 / 30), pytest.approx(st.sem([100.0] + [0.0] * 29)), 0.0, 10.0)
     assert got["all"][:3] == (510, pytest.approx(40.0), pytest.approx(4.266055990780607))
     assert (got["all"][3], got["all"][4]) == (pytest.approx(31.666666666666668), pytest.approx(48.333333333333336))
+
+
+def test_coherency_rounds_of_a_fact_are_one_draw_and_a_one_fact_relation_is_a_constant_in_the_total():
+    units = (("P1", "a", 1, True), ("P1", "a", 2, True), ("P1", "b", 1, False), ("P1", "b", 2, True),
+             ("P2", "c", 1, True), ("P2", "c", 2, False))
+    recs = [{"relation": rel, "round": k, "coherent": c, "first_correct": c, "second_correct": c, "fact_uid": u}
+            for rel, u, k, c in units]
+    found = interval_table(unit_sets("coherency", recs, {"P1": "N-1", "P2": "N-1"}, None), 1000, 0, "t")
+    got = found[("raw", "coherency")]
+    assert got["P2"].fields() == {"stderr": None, "ci_low": None, "ci_high": None}  # one fact, two rounds
+    assert got["P1"].stderr == 25.0  # cluster-robust: sqrt(2 * (50² + 50²)) / 4
+    # P1's replicates are 50, 75 or 100; P2 adds its 50 to each: the Total varies with P1 alone
+    assert (got["all"].stderr, got["all"].ci_low, got["all"].ci_high) == (12.5, 50.0, 75.0)
+    assert found[("raw", "c1")]["all"].stderr == 25.0  # P1's c1 [100, 0] over two relations
+
+
+def test_table_columns_one_relation_and_bear_domains(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, stdout, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "freq",
+                                 "--limit", "30", "--data-dir", str(lama_dir), "--out", str(tmp_path / "one"),
+                                 "--quiet"], capsys)
+    assert code == 0, err
+    assert "| corpus | predictor | answer space | #facts | P19 place of birth (n=30) | Total | Total 95% CI |" in stdout
+    assert "| trex | freq | 325 | 30 | 3.33 ± 3.33 | 3.33 ± 3.33 | [0.00, 10.00] |" in stdout
+    code, stdout, err = run_kbc(["run", "lama", "--corpus", "bear", "--predictors", "freq", "--limit", "2",
+                                 "--data-dir", str(lama_dir.parent / "bear"), "--out", str(tmp_path / "bear"),
+                                 "--quiet"], capsys)
+    assert code == 0, err
+    head = stdout.splitlines()[1]  # 60 relations, no cardinality types: the nine knowledge domains
+    assert head == ("| corpus | predictor | answer space | #facts | domain:Arts (n=24) | domain:Biographical (n=44) | "
+                    "domain:Economic (n=16) | domain:Geographic (n=26) | domain:Historical (n=12) | domain:Movies "
+                    "(n=18) | domain:Political (n=8) | domain:Scientific (n=6) | domain:Sports (n=10) | Total | "
+                    "Total 95% CI |")
+    assert "| bear | freq | 32 | 120 | 8.33 ± 5.89 | 4.55 ± 3.21 | 0.00 ± 0.00 | 11.54 ± 6.66 | " in stdout

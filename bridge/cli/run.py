@@ -299,6 +299,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
 
 @run.command("lama")
 @run_options("runs/lama")
+@click.option("--answers", type=click.Choice(["ranked", "set"]), default="ranked", show_default=True,
+              help="set: also score N-M relations set against set (set-p, set-r, set-f1 over every valid object).")
 def run_lama(ctx: click.Context, **params) -> None:
     """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
 
@@ -315,7 +317,7 @@ def run_lama(ctx: click.Context, **params) -> None:
             if prompts != "lama":
                 raise ConfigError(f"--template all asks each BEAR relation's own templates; drop --prompts {prompts}")
             prompts = TEMPLATES_SET
-        return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"])
+        return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
 
     execute(ctx, make, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 

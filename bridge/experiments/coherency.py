@@ -31,6 +31,13 @@ from eval.coherency import (
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Fact, Prediction, Query
 
+FACT_FIELDS = ("subject", "subject_id", "gold", "gold_id")  # every instance row names its fact, as dropped rows do
+
+
+def _fact_fields(fact: Fact) -> dict[str, str | None]:
+    return {"subject": fact.subject.label, "subject_id": fact.subject.id, "gold": fact.object.label,
+            "gold_id": fact.object.id}
+
 
 def _round(uid: str) -> int:
     return int(uid.rsplit(":r", 1)[1][0])
@@ -146,7 +153,7 @@ class CoherencyExperiment:
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
-                    "symmetric": fact.relation in self._symmetric}
+                    "symmetric": fact.relation in self._symmetric, **_fact_fields(fact)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
@@ -167,10 +174,11 @@ class CoherencyExperiment:
                 continue
             unit = first["unit"]
             second = seconds.get(unit)
+            named = {k: first.get(k) for k in FACT_FIELDS}
             if second is not None and "dropped" not in second:
-                out[unit] = {**second, "first_correct": first["correct"]}
+                out[unit] = {**second, "first_correct": first["correct"], **named}
             else:
-                out[unit] = {"uid": unit, "fact_uid": first["fact_uid"], "relation": first["relation"],
+                out[unit] = {"uid": unit, "fact_uid": first["fact_uid"], "relation": first["relation"], **named,
                              "round": first["round"], "first_answer": first["answers"][0][0] if first["answers"]
                              else None, "first_correct": first["correct"], "second_answer": None,
                              "second_correct": False, "coherent": False, "symmetric": first["symmetric"],

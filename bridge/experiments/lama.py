@@ -3,6 +3,9 @@
 Variants: a prompt set asks each fact with each of its relation's prompts (uids `<fact>@<prompt>`),
 scored per prompt and for agreement across prompts; a context (the fact's own evidence with the
 gold object hidden, or BM25-retrieved paragraphs) is given to the model with each prompt.
+With `answers="set"` each N-M relation is also scored set against set (`set_rows`): a fact's gold set is
+every valid object of its subject, the answer what the predictor's `set=` rule keeps of its ranking, else a
+KB's equally true top answers, else the top answer.
 """
 
 from __future__ import annotations
@@ -15,9 +18,15 @@ from eval.errors import ConfigError
 from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
 from eval.rank_table import RankTable, curve_table, summarize_table
+from eval.set_answers import label_set
+from eval.set_metrics import distinct, macro_rows, score_pair
+from eval.set_rules import SetRule, parse_set_rule
 from eval.types import Fact, Prediction, Query
 
 CONTEXTS = ("none", "gold", "retrieved")
+ANSWERS = ("ranked", "set")
+SET_METRICS = {"macro-p": "set-p", "macro-r": "set-r", "macro-f1": "set-f1"}
+SET_TYPES = ("N-M",)  # the relations whose subjects hold several objects
 
 
 def parse_context(spec: str) -> tuple[str, int]:
@@ -136,11 +145,15 @@ class LamaExperiment:
     name = "lama"
     stages = ("",)
 
-    def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0) -> None:
+    def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0,
+                 answers: str = "ranked") -> None:
         parse_context(context)
-        self.prompts, self.context, self.draws, self.seed = prompts, context, draws, seed
-        # what changes the questions: one value per output directory
-        self.settings = {"prompts": prompts, "context": context}
+        if answers not in ANSWERS:
+            raise ConfigError(f"--answers {answers}: use one of {', '.join(ANSWERS)}")
+        self.prompts, self.context, self.draws, self.seed, self.answers = prompts, context, draws, seed, answers
+        # what changes the questions or the records: one value per output directory
+        self.settings = {"prompts": prompts, "context": context} | ({"answers": answers} if answers == "set" else {})
+        self._rule: SetRule | None = None
 
     def check(self, corpora: dict, data_dir) -> None:
         """Prompt sets are read (and their errors reported) before anything runs."""
@@ -154,14 +167,29 @@ class LamaExperiment:
             if templated:
                 load_prompts(self.prompts, data_dir, templated)
 
+    @property
+    def set_rules(self) -> bool:
+        """Whether predictors may take a `set=` rule (the runner refuses one otherwise)."""
+        return self.answers == "set"
+
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        spec = given.options.get("set") if self.answers == "set" else None
+        self._rule = parse_set_rule(spec) if spec else None
+        if self._rule is not None and self._rule.kind == "threshold-tuned":
+            raise ConfigError("set=threshold-tuned needs a train split (`kbc run lmkbc`); LAMA takes top:K or "
+                              "threshold:X")
         queries = object_queries(given)
         if self.prompts != "lama":
             queries = with_prompts(queries, self.prompts, given)
         return with_context(queries, self.context, given)
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
-        return ranked_record(query, fact, pred, rel_valid)
+        record = ranked_record(query, fact, pred, rel_valid)
+        if self.answers == "set":
+            gold = [record["gold"], *record["other_valid"]]
+            record["set"] = label_set(pred, self._rule)
+            record["set_gold"] = distinct(g.lower() for g in gold) if pred.lowercased else gold
+        return record
 
     def instances(self, records: StageRecords) -> Records:
         return single_stage(records)
@@ -172,7 +200,23 @@ class LamaExperiment:
         rows = summarize_table(table, relation_types, mrr_cutoff=mrr_cutoff or None)
         if any("prompt_id" in r for r in instances):
             rows += prompt_rows(instances, self.draws, self.seed)
+        if any("set" in r for r in instances):  # a directory run with --answers set (its records hold the sets)
+            rows += set_rows(instances, relation_types)
         return rows, curve_table(table)
+
+
+def set_rows(instances: list[dict], relation_types: dict[str, str | None]) -> list[dict]:
+    """`set-p`, `set-r`, `set-f1` (percent) of the N-M relations: per relation the mean over its facts (LM-KBC's
+    per-pair conventions), per type and `all` the mean over relations; one value for both settings, since the
+    gold set already holds every valid object."""
+    pairs = [score_pair(r["relation"], r["uid"], r["set"], r["set_gold"]) for r in instances
+             if "set" in r and relation_types.get(r["relation"]) in SET_TYPES]
+    if not pairs:
+        return []
+    rels = list(dict.fromkeys(s.relation for s in pairs))
+    groups = {t: [r for r in rels if relation_types.get(r) == t] for t in SET_TYPES} | {"all": rels}
+    rows = macro_rows(pairs, groups, SET_METRICS)
+    return [{"setting": setting, **row} for setting in ("raw", "filtered") for row in rows]
 
 
 def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:

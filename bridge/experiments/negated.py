@@ -4,20 +4,27 @@ Per fact the positive cloze, the negated one ("[X] was not born in [Y] .", where
 misprimed one ("Kabul? [X] was born in [Y] .", misprimes drawn `high_ranked`, `low_ranked` or `random`) are
 three queries (`<uid>`, `<uid>:negated`, `<uid>:misprimed`). A unit is the fact with the three top answers;
 rows per relation and `all` (macro over relations): `p@1` of the positive query, `overlap` (% of facts whose
-negated query puts the same answer first), `became-prime` and `p@1-drop` (`eval.negated`). The Spearman
-correlation of the two full score vectors needs every candidate's score and is not computed here.
+negated query puts the same answer first), `spearman` (rank correlation of the two queries' scores over the
+candidates both saved top-answer lists hold; records keep the top answers only), `became-prime` and `p@1-drop`
+(`eval.negated`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 
 from bridge.experiments.base import Records, StageInput, StageRecords
 from bridge.experiments.lama import ranked_record
 from eval.errors import ConfigError, DataError
-from eval.negated import VARIANTS, MisprimeOutcome, load_probes, summarize_misprimes, summarize_negation
+from eval.negated import (
+    VARIANTS,
+    MisprimeOutcome,
+    load_probes,
+    shared_top_spearman,
+    summarize_misprimes,
+    summarize_negation,
+)
 from eval.types import Fact, Prediction, Query
 
 KINDS = ("negated", "misprimed")
@@ -28,7 +35,7 @@ class NegatedExperiment:
     name = "negated"
     stages = ("",)
     title = "Negated and misprimed LAMA"
-    metrics = ("p@1", "overlap", "became-prime", "p@1-drop")
+    metrics = ("p@1", "overlap", "spearman", "became-prime", "p@1-drop")
     probes = True
 
     def __init__(self, misprimes: str = "random") -> None:
@@ -84,6 +91,8 @@ class NegatedExperiment:
                 other = done.get(f"{uid}:{kind}")
                 if other is not None and "dropped" not in other:
                     unit[f"top_{kind}"] = other["answers"][0][0] if other["answers"] else None
+                    if kind == "negated":
+                        unit["answers_negated"] = other["answers"]
                     if kind == "misprimed":
                         unit["prime"] = other["prime"]
             units[uid] = unit
@@ -102,9 +111,12 @@ class NegatedExperiment:
             rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": sum(p1.values()) / len(p1),
                          "n_facts": len(instances)})
         top = [(u, u["answers"][0][0] if u["answers"] else "") for u in instances]
-        negated = [(u["relation"], t == u["top_negated"], math.nan) for u, t in top if u.get("top_negated")]
+        negated = [(u["relation"], t == u["top_negated"], shared_top_spearman(u["answers"], u["answers_negated"]))
+                   for u, t in top if u.get("top_negated")]
         if negated:
-            rows += _rows(summarize_negation(negated), ("overlap",))
+            table = summarize_negation(negated)
+            table["all"]["n-spearman"] = sum(row["n-spearman"] for group, row in table.items() if group != "all")
+            rows += _rows(table, ("overlap", "spearman"))
         lowered = any(u.get("lowercased") for u in instances)
         primed = [MisprimeOutcome(u["relation"], t, u["top_misprimed"], u["gold"], u["prime"])
                   for u, t in top if u.get("top_misprimed")]
@@ -114,5 +126,6 @@ class NegatedExperiment:
 
 
 def _rows(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> list[dict]:
-    return [{"setting": "raw", "group": group, "metric": metric, "value": row[metric], "n_facts": int(row["n"])}
+    return [{"setting": "raw", "group": group, "metric": metric, "value": row[metric],
+             "n_facts": int(row.get(f"n-{metric}", row["n"]))}  # spearman: the facts that have one
             for group, row in table.items() for metric in metrics if metric in row]

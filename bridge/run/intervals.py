@@ -66,8 +66,10 @@ def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, m
 def _coherency(items: list[dict], types: dict[str, str | None]) -> UnitSets:
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     facts: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    units_of: dict[str, list[str]] = defaultdict(list)  # the fact of each `coherency` unit: its rounds are one draw
     for r in sorted(items, key=lambda r: r["relation"]):
         per["coherency"][r["relation"]].append(100.0 * bool(r["coherent"]))
+        units_of[r["relation"]].append(r["fact_uid"])
         per[f"coherency_round{r['round']}"][r["relation"]].append(100.0 * bool(r["coherent"]))
         per[f"c{r['round']}"][r["relation"]].append(100.0 * bool(r["first_correct"]))
         facts[r["relation"]][r["fact_uid"]].append(r)
@@ -77,11 +79,12 @@ def _coherency(items: list[dict], types: dict[str, str | None]) -> UnitSets:
             if {r["round"] for r in recs} == rounds and len(rounds) == 2:
                 per["all_correct"][rel].append(100.0 * all(r["first_correct"] and r["second_correct"] for r in recs))
     symmetric = {"symmetric": {r["relation"] for r in items if r.get("symmetric")}}
+    clusters = {rel: np.array(uids, dtype=object) for rel, uids in units_of.items()}
     out: UnitSets = {}
     for metric, cells in per.items():
         rels = sorted(cells)
         out[("raw", metric)] = ({rel: np.array(cells[rel]) for rel in rels}, _type_groups(rels, types, symmetric), {},
-                                {})
+                                clusters if metric == "coherency" else {})
     return out
 
 

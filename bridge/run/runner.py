@@ -100,8 +100,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir)
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
-    if with_rule and not getattr(experiment, "set_valued", False):
-        raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`) only")
+    if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
+        raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
+                          "`kbc run lama --answers set`) only")
     no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
@@ -295,7 +296,9 @@ class Job:
             if rest:
                 todo.append((rel, rest, path))
         if not todo:
-            log.info("%s: all %d queries done, skipped", where, sum(len(x) for x in queries.values()))
+            asked = sum(len(x) for x in queries.values())
+            if asked:  # a stage that asks this predictor nothing (LM-KBC's train without tuning) says nothing
+                log.info("%s: all %d queries done, skipped", where, asked)
             return
         predictor = self._build()
         todo, empty = _unanswerable(predictor, todo)
