@@ -13,22 +13,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.run.results import parse_record, slug
+from bridge.run.results import complete_records, slug
 from eval.errors import ConfigError, DataError
 
 
 def read_records(path: Path) -> list[dict]:
-    """The complete records of one predictions file, in file order (later duplicates win by uid)."""
-    if not path.exists():
-        return []
-    by_uid: dict[str, dict] = {}
-    with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            record = parse_record(path, lineno, raw)
-            if record is None:
-                break
-            by_uid[record["uid"]] = record
-    return list(by_uid.values())
+    """The complete records of one predictions file, in file order (later duplicates win by uid); the file is
+    parsed once per command (`bridge.run.results`), however many readers ask."""
+    return list(complete_records(path).values())
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
