@@ -9,7 +9,18 @@ its own default in `evaluate_dataset`); kbcompare scores all instances at once (
 lm-pub-quiz's templating (`compat="lm-pub-quiz"`), float32 and `--threads` torch threads.
 
 Prints, per model: `speedup=` (lm-pub-quiz seconds / kbcompare seconds over the same instances),
-`max_abs_diff=` (largest difference of an option's score) and `same_predictions=` (predicted options equal).
+`max_abs_diff=` (largest difference of an option's score), `same_predictions=` (predicted options equal) and
+`cpu_speedup=` (the same ratio of process CPU seconds: steadier than wall time when other work shares the cores);
+for the masked LM also `flop_ratio=`, lm-pub-quiz's multiply-accumulates over kbcompare's for the same PLL.
+
+Why the masked speed-up is bounded: exact PLL needs one full encoder pass per scored token (a bidirectional
+encoder shares no prefix), and BEAR's answers rarely share masked copies (4 instances, seed 0: 1,062 copies
+needed, 1,012 distinct). What lm-pub-quiz adds on top is the vocabulary projection of every position, so for a
+bert-base-sized model the FLOP ratio is 1.30 (3,030 against 2,323 GFLOP; the encoder is 77% of lm-pub-quiz's
+work and all of kbcompare's). Measured at load ~2: kbcompare 8.4 s (~283 GFLOP/s, ~74% of the two AVX-512
+cores' fp32 peak; copy batches of 512 to 32,768 tokens within 6%), lm-pub-quiz 70.4 s at batch size 1
+(43 GFLOP/s): 8.4x. Beyond the FLOP ratio only batching helps, which is why the ratio falls to 1.5x against
+`--lpq-batch-size 32`; 10x would need kbcompare above ~340 GFLOP/s on these cores.
 
     python bench/statement_scoring.py [--model bert gpt2] [--n 3] [--threads 2] [--size base|tiny]
         [--pll within_word_l2r] [--reduction sum] [--template 0] [--seed 0] [--lpq-batch-size 1]
@@ -65,40 +76,71 @@ def sample(n: int, seed: int, template: int):
     return out
 
 
-def run_lpq(model, tokenizer, kind: str, cases, args) -> tuple[float, list[list[float]]]:
+def run_lpq(model, tokenizer, kind: str, cases, args) -> tuple[float, float, list[list[float]]]:
     from lm_pub_quiz import Evaluator
 
     logging.getLogger("lm_pub_quiz").setLevel(logging.ERROR)
     kw = {"pll_metric": args.pll} if kind == "bert" else {}
     evaluator = Evaluator.from_model(model, model_type="MLM" if kind == "bert" else "CLM", tokenizer=tokenizer, **kw)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     scores = [evaluator.evaluate_instance(template=t, answers=a, subject=f.subject.label, reduction=args.reduction,
                                           batch_size=args.lpq_batch_size) for f, t, a in cases]
-    return time.perf_counter() - start, scores
+    return time.perf_counter() - start, time.process_time() - cpu, scores
 
 
-def run_ours(model, tokenizer, kind: str, cases, args) -> tuple[float, list[list[float]]]:
+def encoder_macs(config, length: int) -> float:
+    """Multiply-accumulates of one BERT pass over `length` tokens through every layer (projections, attention
+    scores and values, feed-forward), without the output head."""
+    h, i = config.hidden_size, config.intermediate_size
+    return config.num_hidden_layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
+
+
+def flop_bound(model, tokenizer, cases, copies_asked: int, copies_run: int) -> float:
+    """lm-pub-quiz's MACs over kbcompare's for the same PLL: lm-pub-quiz runs every masked copy (`copies_asked`) and
+    projects every position onto the vocabulary; kbcompare runs the distinct copies (`copies_run`) and projects only
+    the scored position (its last layer at that position only is left out here: the bound is generous to it).
+    Batching and threads aside, this is the speed-up exact PLL allows."""
+    from lm.statement import fill
+
+    config = model.config
+    h, v = config.hidden_size, config.vocab_size
+    lpq = ours = 0.0
+    for fact, template, answers in cases:
+        for answer in answers:
+            text = fill(template, fact.subject.label, answer, "lm-pub-quiz").text
+            n = len(tokenizer(text)["input_ids"])
+            scored = n - 2  # [CLS] and [SEP] are not scored
+            lpq += scored * (encoder_macs(config, n) + n * (h * h + h * v))
+            ours += scored * (encoder_macs(config, n) + h * h + h * v)
+    return lpq / (ours * copies_run / copies_asked)
+
+
+def run_ours(model, tokenizer, kind: str, cases, args) -> tuple[float, float, list[list[float]]]:
     from lm.statement import CausalStatementScorer, MaskedStatementScorer, fill
 
-    start = time.perf_counter()  # building the scorer (its self-checks) counts too
+    start, cpu = time.perf_counter(), time.process_time()  # building the scorer (its self-checks) counts too
     groups = [[fill(t, f.subject.label, a, "lm-pub-quiz") for a in answers] for f, t, answers in cases]
     if kind == "bert":
         from lm.masked import MaskedLMScorer
 
         scorer = MaskedStatementScorer(MaskedLMScorer(model, tokenizer, fingerprint="bench"), args.pll)
         flat = scorer.score([s for g in groups for s in g], args.reduction)
+        elapsed = time.perf_counter() - start, time.process_time() - cpu
         scores, at = [], 0
         for g in groups:
             scores.append(flat[at:at + len(g)])
             at += len(g)
-        print(f"  masked copies: {scorer.copies_asked} needed, {scorer.copies_run} run", file=sys.stderr)
+        print(f"  masked copies: {scorer.copies_asked} needed, {scorer.copies_run} run; exact-PLL bound "
+              f"flop_ratio={flop_bound(model, tokenizer, cases, scorer.copies_asked, scorer.copies_run):.2f}",
+              file=sys.stderr)
+        return *elapsed, scores
     else:
         from lm.causal import CausalLMScorer
 
         scorer = CausalStatementScorer(CausalLMScorer(model, tokenizer, fingerprint="bench"))
         scores = scorer.score_groups(groups, args.reduction)
         print(f"  tokens run: {scorer.scorer.tokens_run} ({scorer.scorer.path})", file=sys.stderr)
-    return time.perf_counter() - start, scores
+    return time.perf_counter() - start, time.process_time() - cpu, scores
 
 
 def main() -> None:
@@ -125,14 +167,14 @@ def main() -> None:
           f"lpq_batch_size={args.lpq_batch_size}")
     for kind in args.model:
         model, ours_tok, lpq_tok = build(kind, args.size)
-        ours_s, ours = run_ours(model, ours_tok, kind, cases, args)
+        ours_s, ours_cpu, ours = run_ours(model, ours_tok, kind, cases, args)
         print(f"  kbcompare: {ours_s:.2f} s", file=sys.stderr, flush=True)
-        lpq_s, ref = run_lpq(model, lpq_tok, kind, cases, args)
+        lpq_s, lpq_cpu, ref = run_lpq(model, lpq_tok, kind, cases, args)
         diff = max(float(np.max(np.abs(np.asarray(r) - np.asarray(g)))) for r, g in zip(ref, ours))
         same = all(list(r).index(max(r)) == list(g).index(max(g)) for r, g in zip(ref, ours))
         print(f"model={kind} lpq_s={lpq_s:.2f} ours_s={ours_s:.2f} lpq_s_per_instance={lpq_s / args.n:.2f} "
               f"ours_s_per_instance={ours_s / args.n:.2f} speedup={lpq_s / ours_s:.1f} max_abs_diff={diff:.2e} "
-              f"same_predictions={same}", flush=True)
+              f"same_predictions={same} cpu_speedup={lpq_cpu / ours_cpu:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,16 +7,18 @@ The one place a corpus name is resolved, so each loader module stays below it an
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
 from eval.bear import BEAR_CORPORA, load_bear, resolve_bear_dir
 from eval.datadir import resolve_data_dir
 from eval.errors import DataError
-from eval.lama import LAMA_CORPORA, LOADERS, Corpus
+from eval.lama import LAMA_CORPORA, LOADERS, Corpus, source_files
 from eval.lmkbc import CORPUS as LMKBC
 from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
 from eval.negated import PROBE_CORPORA, probe_corpus, resolve_negated_dir
+from eval.snapshot import cached_corpus, cached_outline
 from eval.uhn import UHN_CORPORA, load_uhn_corpus
 
 CORPORA = (*LAMA_CORPORA, *UHN_CORPORA, *BEAR_CORPORA, LMKBC, *PROBE_CORPORA)
@@ -57,7 +59,28 @@ def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterab
     try:
         loader = LOADERS[name]
     except KeyError:
-        raise DataError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}") from None
-    if name == "google_re":
-        return loader(data_dir, relations, compat=compat)
-    return loader(data_dir, relations)
+        raise DataError(f"unknown corpus {name!r}{close_hint(name, CORPORA)}; choose from {', '.join(CORPORA)}"
+                        ) from None
+    options = {"compat": compat} if name == "google_re" and compat else {}
+    if relations:
+        return loader(data_dir, relations, **options)
+    root = resolve_data_dir(data_dir)  # a whole LAMA corpus: from its snapshot when the data files are unchanged
+    return cached_corpus(name, root, options, lambda: source_files(name, root), lambda: loader(root, None, **options))
+
+
+def corpus_outline(name: str, data_dir: str | Path | None = None) -> tuple[Corpus, int]:
+    """A whole corpus less its facts (relations, load reports, files, version) and its number of facts: read from
+    its snapshot without decoding the facts where there is a current one, else loaded in full."""
+    if name in LOADERS:
+        root = resolve_data_dir(data_dir)
+        found = cached_outline(name, root, {}, lambda: source_files(name, root))
+        if found is not None:
+            return found
+    corpus = load_corpus(name, data_dir)
+    return corpus, len(corpus.facts)
+
+
+def close_hint(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the known name closest to a mistyped one, else nothing."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

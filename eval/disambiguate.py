@@ -3,7 +3,9 @@
 An answer maps to the one id whose label it equals; failing that, to the one id with such an alias; then
 the same ignoring case (an uncased model writes "france"). At the first of these steps that finds ids,
 one id is the answer and several leave it open. An answer that names no id, or several, is kept as it
-is and can only match a gold label exactly.
+is and can only match a gold label exactly. Short aliases (at most `SHORT` characters: Wikidata's country
+codes "CA", "IT") match only as written, and lower-case ones ("no" for Norway, "it" for Italy, "can" for
+Canada) not at all: they are everyday words an LM writes for other reasons.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from eval.errors import DataError
 from eval.jsonl import read_text
 
 _QID = re.compile(r"Q[1-9][0-9]*")
+SHORT = 3
 
 
 class LabelIndex:
@@ -23,12 +26,15 @@ class LabelIndex:
 
     def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
         self._tables: list[tuple[dict[str, set[str]], bool]] = []
-        alias_forms = {qid: [a for a in forms if a and a != labels.get(qid)] for qid, forms in (aliases or {}).items()}
+        alias_forms = {qid: [a for a in forms if a and a != labels.get(qid) and not (len(a) <= SHORT and a.islower())]
+                       for qid, forms in (aliases or {}).items()}
         for folded in (False, True):
-            for names in ({qid: [label] for qid, label in labels.items()}, alias_forms):
+            for is_alias, names in ((False, {qid: [label] for qid, label in labels.items()}), (True, alias_forms)):
                 table: dict[str, set[str]] = {}
                 for qid, forms in names.items():
                     for form in forms:
+                        if folded and is_alias and len(form) <= SHORT:
+                            continue
                         table.setdefault(form.casefold() if folded else form, set()).add(qid)
                 self._tables.append((table, folded))
 

@@ -49,14 +49,20 @@ class Corpus:
 
     @property
     def version(self) -> str:
+        known = getattr(self, "_version", None)  # (files, version) where a snapshot read them already
+        if known is not None and known[0] == tuple(self.files):
+            return known[1]
         return fingerprint(self.files)
 
-    def summary(self, verbose: bool = False) -> str:
-        """One total line, then the sources that dropped rows or carry notes (all if verbose)."""
+    def summary(self, verbose: bool = False, n_facts: int | None = None) -> str:
+        """One total line, then the sources that dropped rows or carry notes (all if verbose).
+
+        `n_facts`: the number of facts, for an outline that holds none (`eval.corpora.corpus_outline`)."""
         read = sum(r.read for r in self.reports)
         dropped = sum(r.n_dropped for r in self.reports)
         n = len(self.relations)
-        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, kept {len(self.facts)}, "
+        kept = len(self.facts) if n_facts is None else n_facts
+        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, kept {kept}, "
                  f"dropped {dropped}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)
@@ -268,6 +274,17 @@ LOADERS = {
     "squad": load_squad,
     "conceptnet": load_conceptnet,
 }
+
+
+def source_files(name: str, root: Path) -> list[Path]:
+    """The data files the loader of corpus `name` reads for all its relations, found without parsing them
+    (T-REx: `relations.jsonl` and the file of each relation that has one)."""
+    if name == "trex":
+        return [root / "relations.jsonl", *(p for r in load_relations(root / "relations.jsonl")
+                                            if (p := _trex_file(root, r)))]
+    if name == "google_re":
+        return [root / "Google_RE" / f"{rel}_test.jsonl" for rel in GOOGLE_RE_RELATIONS]
+    return [root / ("Squad/test.jsonl" if name == "squad" else "ConceptNet/test.jsonl")]
 
 
 def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Relation] | None:

@@ -31,6 +31,8 @@ NUMERIC = frozenset({"seriesHasNumberOfEpisodes"})
 RELATIONS = ("countryLandBordersCountry", "personHasCityOfDeath", "seriesHasNumberOfEpisodes", "awardWonBy",
              "companyTradesAtStockExchange")
 TEMPLATES = Path("prompt_templates") / "masked_prompts.csv"
+# Wikidata aliases of the LAMA T-REx entities (X-FACTR's `alias/TREx/en.txt`), beside the LM-KBC folder
+ALIASES = Path("xfactr") / "alias_TREx_en.txt"
 FIELDS = ("SubjectEntityID", "SubjectEntity", "Relation", "ObjectEntitiesID", "ObjectEntities")
 _QID = re.compile(r"Q[1-9][0-9]*")
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
@@ -197,3 +199,22 @@ def write_submission(path: Path, facts: Sequence[SetFact], predicted: Mapping[st
     with path.open("w", encoding="utf-8") as handle:
         for row in submission_rows(facts, predicted):
             write_jsonl_line(handle, row)
+
+
+def alias_file(root: Path) -> Path | None:
+    """The alias list in the LM-KBC folder or beside it (`xfactr/alias_TREx_en.txt`), if there is one."""
+    for cand in (root / ALIASES, root.parent / ALIASES):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
+    """The aliases the alias list gives the objects of `rows` (numbers have none); empty without a list."""
+    from eval.disambiguate import load_aliases
+
+    path = alias_file(root)
+    if path is None:
+        return {}
+    ids = {q for r in rows if r["Relation"] not in NUMERIC for q in r["ObjectEntitiesID"]}
+    return load_aliases(path, keep=ids)

@@ -28,6 +28,9 @@ from eval.types import SetFact
 
 ALL = "all"
 METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
+# LAMA's `--answers set` rows: the macro scores under their row names, and the relation types they cover
+LAMA_SET_METRICS = {"macro-p": "set-p", "macro-r": "set-r", "macro-f1": "set-f1"}
+LAMA_SET_TYPES = ("N-M",)  # the relations whose subjects hold several objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +150,21 @@ def macro_rows(pairs: Sequence[PairScore], groups: Mapping[str, Sequence[str]], 
             rows += [{"group": group, "metric": name, "value": scale * sum(table[r][key] for r in rels) / len(rels),
                       "n_facts": sum(counts[r] for r in rels)} for key, name in names.items()]
     return rows
+
+
+def lama_set_pairs(records: Iterable[dict], relation_types: Mapping[str, str | None]) -> list[PairScore]:
+    """LAMA set records (`set`, `set_gold`) of the set-valued relation types, one pair per record (keyed by uid)."""
+    return [score_pair(r["relation"], r["uid"], r["set"], r["set_gold"]) for r in records
+            if "set" in r and relation_types.get(r["relation"]) in LAMA_SET_TYPES]
+
+
+def unit_scores(pairs: Sequence[PairScore], names: Mapping[str, str], scale: float = 100.0
+                ) -> dict[str, dict[str, list[float]]]:
+    """Per row name (`names`: `macro-p` -> `set-p`), each relation's pair scores times `scale`: the units whose
+    mean is the relation's macro value, for its standard error and bootstrap interval."""
+    fields = {"macro-p": "p", "macro-r": "r", "macro-f1": "f1"}
+    out: dict[str, dict[str, list[float]]] = {name: {} for name in names.values()}
+    for s in pairs:
+        for key, name in names.items():
+            out[name].setdefault(s.relation, []).append(scale * getattr(s, fields[key]))
+    return out

@@ -23,6 +23,18 @@ from eval.set_metrics import true_positives
 
 Ranked = Sequence[tuple[str, float]]
 SET_RULES = ("threshold:X", "top:K", "threshold-tuned")
+# `Prediction.extra` key of LMs whose log scores are no distribution (causal typed querying, seq2seq beams):
+# log of the sum of exp(score) over every answer ranked, so that exp(score - it) sums to 1 over them
+LOG_NORM = "log_norm"
+
+
+def log_norm(scores: Sequence[float]) -> float | None:
+    """log(sum(exp(scores))), computed stably; None for no scores."""
+    values = np.asarray(scores, dtype=np.float64)
+    if not len(values):
+        return None
+    top = values.max()
+    return float(top + np.log(np.exp(values - top).sum()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,15 @@
 One SQLite file per cache directory. A key is the hash of everything that determines the result
 (model fingerprint, dtype, scoring mode, candidate set, prompt); the value is the top-`depth`
 candidate positions and log-probabilities. A stored entry serves any request of equal or smaller depth.
+Statement scoring stores whole rows (`get_rows`/`put_rows`): a statement's per-token log-probabilities,
+keyed by the model, the PLL variant and the statement (`lm.statement`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +61,22 @@ class ResultCache:
                 "extra=excluded.extra WHERE excluded.depth > results.depth",
                 rows,
             )
+
+    def get_rows(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """Whole stored score rows (statement scoring's per-token scores), whatever their length: key -> scores."""
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, score in self._db.execute(f"SELECT key, score FROM results WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(score, dtype=np.float32)
+        self.hits += len(found)
+        self.misses += len(keys) - len(found)
+        return found
+
+    def put_rows(self, items: Iterable[tuple[str, Sequence[float]]]) -> None:
+        """Store whole score rows as float32 (statement token scores are float32 values: stored exactly)."""
+        self.put_many((k, np.zeros(0, dtype=np.int32), np.asarray(v, dtype=np.float32), len(v)) for k, v in items)
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0]

@@ -42,6 +42,7 @@ import numpy as np
 
 from eval.errors import DataError
 from eval.relations import check_template
+from eval.set_rules import LOG_NORM, log_norm
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
@@ -534,5 +535,7 @@ class CausalTypedPredictor:
             where = {c: i for i, c in enumerate(cands)}
             targets = {t: int(rank[where[t]]) for t in q.targets if t in where}
             answers = tuple(Answer(cands[i], float(ll[i])) for i in order[:depth])
-            out.append(Prediction(q.uid, answers, False, {"n_candidates": len(cands)}, targets))
+            # a sentence log-likelihood is no distribution over the candidates: set rules read their softmax
+            extra = {"n_candidates": len(cands), LOG_NORM: log_norm(ll)}
+            out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

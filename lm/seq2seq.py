@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from eval.errors import KbcError
+from eval.set_rules import LOG_NORM, log_norm
 from eval.types import Answer, Prediction, Query
 from lm.finite import NonFiniteScores
 
@@ -140,5 +141,8 @@ class Seq2SeqSpanPredictor:
                 if label and label not in seen:
                     seen[label] = Answer(label, score)
             answers = tuple(seen.values())[:depth]
-            out.append(Prediction(q.uid, answers, False, {"beams": [[s, round(v, 6)] for s, v in beams[prompt]]}))
+            extra = {"beams": [[s, round(v, 6)] for s, v in beams[prompt]]}
+            if seen:  # beam scores are no distribution over the spans: set rules read their softmax over them
+                extra[LOG_NORM] = log_norm([a.score for a in seen.values()])
+            out.append(Prediction(q.uid, answers, False, extra))
         return out

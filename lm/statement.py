@@ -40,6 +40,7 @@ REDUCTIONS = ("sum", "mean")
 COMPAT = "lm-pub-quiz"
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 COPY_TOKENS = 8192  # tokens per forward pass of masked copies: bounds activations, amortises the weights
+STATEMENT_CACHE = "statement-pll-v1"  # bump when token scores of a statement would change
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +58,11 @@ def check_options(pll: str, reduction: str) -> None:
         raise ConfigError(f"reduction={reduction!r}: use one of {', '.join(REDUCTIONS)}")
 
 
-def fill(template: str, subject: str, answer: str, compat: str | None = None) -> Statement:
+def fill(template: str, subject: str, answer: str, compat: str | None = None, asked: str = OBJECT_SLOT) -> Statement:
     """The statement with the subject at [X] and the answer at [Y], filled in one pass (a label holding a
     slot marker stays text); the opening character is upper-cased and labels are stripped of surrounding
-    spaces (lm-pub-quiz keeps them; see the module docstring)."""
+    spaces (lm-pub-quiz keeps them; see the module docstring). The span is the `asked` slot's: [Y] for
+    object queries, [X] when the subject is asked (coherency's way back)."""
     if compat != COMPAT:
         subject, answer = subject.strip(), answer.strip()
     text, span = "", (0, 0)
@@ -70,7 +72,7 @@ def fill(template: str, subject: str, answer: str, compat: str | None = None) ->
             text += part
             continue
         value = subject if part == SUBJECT_SLOT else answer
-        if part == OBJECT_SLOT:
+        if part == asked:
             span = (len(text), len(text) + len(value))
         text += value
     opens_with_template = bool(parts[0])
@@ -123,8 +125,30 @@ class MaskedStatementScorer:
             out.append((tuple(copy), pos))
         return out
 
+    def _key(self, statement: Statement) -> str:
+        from lm.cache import ResultCache
+
+        s = self.scorer
+        return ResultCache.key(STATEMENT_CACHE, s.fingerprint or "-", str(s.dtype), str(s.device.type), self.pll,
+                               statement.text, f"{statement.answer[0]}:{statement.answer[1]}")
+
     def token_scores(self, statements: Sequence[Statement]) -> list[list[float]]:
-        """Per statement, log p of each scored (non-special) token, in order."""
+        """Per statement, log p of each scored (non-special) token, in order; from the engine's result cache where
+        it holds them (keyed by model fingerprint, dtype, device, PLL variant and the statement), so a rerun does
+        no forward pass. The reduction is applied afterwards, so one entry serves `sum` and `mean`."""
+        cache = getattr(self.scorer, "cache", None)
+        if cache is None or not self.scorer.fingerprint:
+            return self._run(statements)
+        keys = [self._key(s) for s in statements]
+        found = cache.get_rows(list(dict.fromkeys(keys)))
+        todo = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
+        fresh = dict(zip((keys[i] for i in todo), self._run([statements[i] for i in todo]))) if todo else {}
+        if fresh:
+            cache.put_rows(fresh.items())
+        return [fresh[k] if k in fresh else found[k].tolist() for k in keys]
+
+    def _run(self, statements: Sequence[Statement]) -> list[list[float]]:
+        """Per statement, log p of each scored token, computed."""
         import torch
 
         enc = self.tokenizer([s.text for s in statements], add_special_tokens=True, return_special_tokens_mask=True,

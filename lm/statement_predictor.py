@@ -1,6 +1,7 @@
 """The Predictor protocol over statement scoring: each query ranks a closed answer space (BEAR's, a relation's
 objects, or a closed question's choices) by the score of the filled statement, exactly, whatever each
-answer's number of tokens.
+answer's number of tokens. Given each relation's subjects too, it asks subjects the same way (the
+statement with the candidate at [X] and the known object at [Y]), as coherency's way back needs.
 
 Ties follow `eval.metrics`: equal scores are ordered by answer-space order, in the answer list and in the
 exact ranks alike. Causal LMs score the statements of one relation and template as one token tree, so
@@ -13,11 +14,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from eval.types import Answer, Fact, Prediction, Query
+from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.finite import NonFiniteScores
 from lm.statement import CausalStatementScorer, MaskedStatementScorer, Statement, check_options, fill
 
 NOT_IN_SPACE = "object is not in the answer space"
+SUBJECT_NOT_IN_SPACE = "subject is not in the answer space"
 
 
 class StatementPredictor:
@@ -29,12 +31,17 @@ class StatementPredictor:
 
     def __init__(self, name: str, scorer: MaskedStatementScorer | CausalStatementScorer,
                  answers: Mapping[str, Sequence[str]], *, reduction: str = "sum", compat: str | None = None,
-                 source: str = "answer space", describe_extra: dict | None = None) -> None:
+                 source: str = "answer space", describe_extra: dict | None = None,
+                 subjects: Mapping[str, Sequence[str]] | None = None) -> None:
         check_options(getattr(scorer, "pll", "within_word_l2r"), reduction)
         self.name = name
         self.scorer = scorer
         self.answers = {rel: list(dict.fromkeys(a)) for rel, a in answers.items()}
-        self._sets = {rel: set(a) for rel, a in self.answers.items()}
+        self.subjects = {rel: list(dict.fromkeys(a)) for rel, a in (subjects or {}).items()}
+        self._spaces = {"object": self.answers, "subject": self.subjects}
+        self._sets = {slot: {rel: set(a) for rel, a in space.items()} for slot, space in self._spaces.items()}
+        if subjects is not None:
+            self.slots = ("object", "subject")
         self.reduction = reduction
         self.compat = compat
         self.source = source
@@ -52,6 +59,8 @@ class StatementPredictor:
             "compat": self.compat,
             "candidates": self.source,
             "candidates_per_relation": {rel: len(a) for rel, a in sorted(self.answers.items())},
+            **({"subject_candidates_per_relation": {rel: len(a) for rel, a in sorted(self.subjects.items())}}
+               if "subject" in self.slots else {}),
             "ranks": self.ranks,
             "ties": "answer-space order",
             "slots": list(self.slots),
@@ -62,7 +71,7 @@ class StatementPredictor:
         return out
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
-        return len(self.answers.get(relation, ()))
+        return len(self._spaces.get(slot, {}).get(relation, ()))
 
     def cost(self, queries: Sequence[Query]) -> str:
         n = sum(len(self._options(q)) for q in queries)
@@ -70,20 +79,25 @@ class StatementPredictor:
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         kept, dropped = [], {}
+        space, reason = self._sets.get(slot, {}), NOT_IN_SPACE if slot == "object" else SUBJECT_NOT_IN_SPACE
         for fact in facts:
-            if getattr(fact, "choices", ()) or fact.object.label in self._sets.get(fact.relation, ()):
+            asked = fact.object if slot == "object" else fact.subject
+            if getattr(fact, "choices", ()) or asked.label in space.get(fact.relation, ()):
                 kept.append(fact)
             else:
-                dropped[NOT_IN_SPACE] = dropped.get(NOT_IN_SPACE, 0) + 1
+                dropped[reason] = dropped.get(reason, 0) + 1
         return kept, dropped
 
     def _options(self, query: Query) -> list[str]:
         choices = getattr(query, "choices", ())
-        return list(dict.fromkeys(choices)) if choices else self.answers.get(query.relation, [])
+        return list(dict.fromkeys(choices)) if choices else self._spaces.get(query.slot, {}).get(query.relation, [])
 
     def statements(self, query: Query) -> list[Statement]:
         """The query's statement for each option; a context is read before it (coherency)."""
-        out = [fill(query.template, query.known.label, o, self.compat) for o in self._options(query)]
+        if query.slot == "subject":
+            out = [fill(query.template, o, query.known.label, self.compat, SUBJECT_SLOT) for o in self._options(query)]
+        else:
+            out = [fill(query.template, query.known.label, o, self.compat, OBJECT_SLOT) for o in self._options(query)]
         if not query.context:
             return out
         shift = len(query.context) + 1
@@ -113,7 +127,7 @@ class StatementPredictor:
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         groups = [self.statements(q) for q in queries]
         try:
-            scored = self._scores(groups, [(q.relation, q.template, q.context is None) for q in queries])
+            scored = self._scores(groups, [(q.relation, q.template, q.slot, q.context is None) for q in queries])
         except NonFiniteScores as exc:
             asked = next((q for q, g in zip(queries, groups) if any(s.text in exc.bad for s in g)), None)
             raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from bridge.run.directory import RunDir, did_you_mean, open_run
+from bridge.run.freshness import fresh_instances
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
@@ -107,6 +109,25 @@ def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scor
     return pairs, rec_a, rec_b, left_out
 
 
+def table_pairs(path: Path, corpus: str, a: str, b: str, setting: str) -> tuple[list[Pair], dict[str, int]]:
+    """`paired` for a LAMA run read from its per-fact table, where that was written from the prediction files
+    there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order, without the records."""
+    import pyarrow.parquet as pq
+
+    columns = ("corpus", "predictor", "relation", "uid", "dropped", f"rank_{setting}")
+    table = pq.read_table(path, columns=list(columns))
+    rows = zip(*(table.column(c).to_pylist() for c in columns))
+    answered: dict[str, dict[str, tuple[str, bool]]] = {a: {}, b: {}}
+    for c, name, relation, uid, dropped, rank in rows:
+        if c == corpus and name in answered and dropped is None:
+            answered[name][uid] = (relation, rank == 1)
+    rec_a, rec_b = answered[a], answered[b]
+    pairs = [Pair(rel, uid, right, rec_b[uid][1]) for uid, (rel, right) in rec_a.items() if uid in rec_b]
+    left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
+                "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
+    return pairs, left_out
+
+
 def _fmt_p(p: float) -> str:
     return f"{p:.3g}" if p >= 1e-4 else f"{p:.1e}"
 
@@ -171,8 +192,12 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
     result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
     listed: list[dict] = []
     text: list[str] = []
+    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ else None
     for corpus in _corpora(run, corpora):
-        pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
+        if table is not None:
+            pairs, left_out = table_pairs(table, corpus, a, b, setting)
+        else:
+            pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
         if not pairs:
             text.append(f"{corpus}: no facts answered by both {a} and {b}")
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}

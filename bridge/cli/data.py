@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.choices import NamedChoice
 from bridge.cli.options import data_dir_option
-from eval.corpora import CORPORA, load_corpus
+from eval.corpora import CORPORA, corpus_outline
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
 
 
@@ -30,16 +31,15 @@ def download(dest, url, sha256) -> None:
 
 
 @data.command("stats")
-@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+@click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
               default=("trex", "google_re", "squad"), show_default=True)
 @data_dir_option
 def stats(corpora, data_dir) -> None:
     """Rows read, kept and dropped per relation, and the data version."""
     for name in corpora:
-        corpus = load_corpus(name, data_dir)
-        click.echo(f"# {name}: {len(corpus.facts)} facts, {len(corpus.relations)} relations, "
-                   f"version {corpus.version}")
-        click.echo(corpus.summary(verbose=True))
+        corpus, n_facts = corpus_outline(name, data_dir)  # the counts, without decoding the facts of a snapshot
+        click.echo(f"# {name}: {n_facts} facts, {len(corpus.relations)} relations, version {corpus.version}")
+        click.echo(corpus.summary(verbose=True, n_facts=n_facts))
 
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.choices import NamedChoice
 from bridge.cli.options import data_dir_option, show_progress
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
@@ -21,19 +22,21 @@ FILE_KEYS = {
     "store_update": ("store_update",), "store_timeout": ("store_timeout",), "sets": ("set",),
     "compat": ("compat",), "setting": ("setting",), "prompts": ("prompts",), "context": ("context",),
     "prompt_draws": ("prompt_draws",), "template": ("template",), "bootstrap": ("bootstrap",),
-    "bootstrap_seed": ("bootstrap_seed",),
+    "bootstrap_seed": ("bootstrap_seed",), "executor": ("executor",), "ray_address": ("ray_address",),
+    "workers": ("workers",), "gpus_per_worker": ("gpus_per_worker",), "threads_per_worker": ("threads_per_worker",),
 }
 
 
 # the type each --config value must have (a file skips click's conversion, so it is checked here)
 INT_KEYS = {"depth": 1, "limit": 1, "seed": None, "batch_size": 1, "prompt_draws": 1, "bootstrap": 0,
-            "bootstrap_seed": None}  # key -> least value
-FLOAT_KEYS = {"store_timeout": 0.1}
-STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context")
+            "bootstrap_seed": None, "workers": 1, "threads_per_worker": 1}  # key -> least value
+FLOAT_KEYS = {"store_timeout": 0.1, "gpus_per_worker": 0.0}
+STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context", "ray_address")
 CHOICE_KEYS = {"dtype": ("float32", "bfloat16"), "compat": ("lama", "lm-pub-quiz"), "setting": ("raw", "filtered"),
-               "template": ("0", "1", "2", "all")}
+               "template": ("0", "1", "2", "all"), "executor": ("local", "ray")}
 LIST_KEYS = ("corpora", "relations")  # a list of strings, or one string of space-separated values
-NULLABLE = ("limit", "data_dir", "store", "store_update", "compat")  # may be null (YAML `~`): the default
+# may be null (YAML `~`): the default
+NULLABLE = ("limit", "data_dir", "store", "store_update", "compat", "ray_address", "workers")
 MAX_RUN_FILE = 1 << 20  # bytes: settings, not data
 
 
@@ -194,7 +197,7 @@ def run() -> None:
 def run_options(default_out: str):
     """The options every experiment takes (one place, so `kbc run X` commands agree)."""
     options = [
-        click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+        click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
                      help="Corpora to probe (several values after one flag, or the flag repeated)."),
         click.option("--predictors", multiple=True,
                      help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
@@ -238,6 +241,18 @@ def run_options(default_out: str):
         click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
                      show_default=True, help="Resamples behind each summary cell's 95% interval (0: stderr only)."),
         click.option("--bootstrap-seed", type=int, default=0, show_default=True, help="Seed of those resamples."),
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="Where chunks of queries are answered: this process, or Ray actors (pip install "
+                          "'kbcompare[ray]'); the files written are the same."),
+        click.option("--ray-address", default=None,
+                     help="Ray cluster: auto (a running one), HOST:PORT or ray://HOST:PORT; default: RAY_ADDRESS, "
+                          "else a cluster started for this run."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Ray actors per predictor (default: as many as the cluster's CPUs, or GPUs, hold)."),
+        click.option("--gpus-per-worker", type=click.FloatRange(min=0), default=0.0, show_default=True,
+                     help="GPUs each Ray actor of a language model holds (fractions share a GPU)."),
+        click.option("--threads-per-worker", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="CPU threads (and Ray CPUs) each actor takes."),
         click.option("--quiet", is_flag=True, help="No progress bars."),
         click.pass_context,
     ]
@@ -258,8 +273,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     from bridge.run.config import read_config
     from bridge.run.options import parse_sets
     from bridge.run.runner import RunConfig, run_experiment
-    from bridge.run.summaries import open_spaces, relation_info
-    from eval.report import table
+    from bridge.run.summaries import open_spaces, relation_info, shown_extra
+    from eval.report import METRIC_NAMES, table
 
     config_file, quiet = params.pop("config_file"), params.pop("quiet")
     if config_file:
@@ -281,11 +296,19 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     )
     experiment = make_experiment(params)
     setting = params["setting"]
-    rows = run_experiment(cfg, experiment, progress=show_progress(quiet), setting=setting)
+    from bridge.run.executors import ExecutorSettings
+
+    executor = ExecutorSettings(params["executor"], params["ray_address"], params["workers"],
+                                float(params["gpus_per_worker"]), int(params["threads_per_worker"]))
+    rows = run_experiment(cfg, experiment, progress=show_progress(quiet), setting=setting, executor=executor)
     metric, title = headline
     click.echo(f"{title}, setting {setting}, facts every predictor answered")
     config = read_config(Path(params["out"]) / "config.json") or {}
     click.echo(table(rows, metric, setting, "shared", relations=relation_info(config), open_spaces=open_spaces(config)))
+    for extra in shown_extra(experiment, rows):
+        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, facts every predictor answered")
+        click.echo(table(rows, extra, setting, "shared", relations=relation_info(config),
+                         open_spaces=open_spaces(config)))
     from bridge.predictors.registry import upper_bound_note
 
     upper = upper_bound_note(config)

@@ -19,14 +19,14 @@ from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
 from eval.rank_table import RankTable, curve_table, summarize_table
 from eval.set_answers import label_set
-from eval.set_metrics import distinct, macro_rows, score_pair
+from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
 from eval.types import Fact, Prediction, Query
 
 CONTEXTS = ("none", "gold", "retrieved")
 ANSWERS = ("ranked", "set")
-SET_METRICS = {"macro-p": "set-p", "macro-r": "set-r", "macro-f1": "set-f1"}
-SET_TYPES = ("N-M",)  # the relations whose subjects hold several objects
+SET_METRICS = LAMA_SET_METRICS
+SET_TYPES = LAMA_SET_TYPES
 
 
 def parse_context(spec: str) -> tuple[str, int]:
@@ -144,6 +144,7 @@ def evidence_index(given: StageInput):
 class LamaExperiment:
     name = "lama"
     stages = ("",)
+    optional_metrics = tuple(SET_METRICS.values())  # summary.md and the printed table show them where rows hold them
 
     def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0,
                  answers: str = "ranked") -> None:
@@ -209,8 +210,7 @@ def set_rows(instances: list[dict], relation_types: dict[str, str | None]) -> li
     """`set-p`, `set-r`, `set-f1` (percent) of the N-M relations: per relation the mean over its facts (LM-KBC's
     per-pair conventions), per type and `all` the mean over relations; one value for both settings, since the
     gold set already holds every valid object."""
-    pairs = [score_pair(r["relation"], r["uid"], r["set"], r["set_gold"]) for r in instances
-             if "set" in r and relation_types.get(r["relation"]) in SET_TYPES]
+    pairs = lama_set_pairs(instances, relation_types)
     if not pairs:
         return []
     rels = list(dict.fromkeys(s.relation for s in pairs))

@@ -5,9 +5,9 @@ A predictor's ranked answers become objects (ids through the label index, number
 and its `set=` rule cuts them (`eval.set_rules`; without one, as for the gold KB, the set is every object
 it answers). `set=threshold-tuned` first asks the train split (stage `train`) and tunes one threshold per
 relation there; every other rule asks nothing of train. Scores are probabilities (an LM's log-probabilities
-exponentiated, `eval.set_answers`). Each predictor's val answers are also written in the challenge's
-submission format, `submission/<predictor>.jsonl`: unresolved answers stay strings there, as the challenge's
-baseline leaves them.
+exponentiated, or its log scores normalised over the answers it ranked, `eval.set_answers`). Each predictor's
+val answers are also written in the challenge's submission format, `submission/<predictor>.jsonl`: unresolved
+answers stay strings there, as the challenge's baseline leaves them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 from bridge.experiments.base import Records, StageInput, StageRecords
 from eval.disambiguate import LabelIndex
 from eval.jsonl import write_jsonl_line
-from eval.lmkbc import CORPUS, NUMERIC, load_lmkbc, object_labels, read_rows, resolve_lmkbc_dir
-from eval.set_answers import as_probabilities, ranked_objects
+from eval.lmkbc import CORPUS, NUMERIC, load_lmkbc, object_aliases, object_labels, read_rows, resolve_lmkbc_dir
+from eval.set_answers import as_probabilities, normaliser, ranked_objects
 from eval.set_metrics import METRICS, pair_from_record, tidy_rows
+from eval.set_report import with_lmkbc_table
 from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
 from eval.types import Prediction, Query, SetFact
 
@@ -50,12 +51,20 @@ class LmkbcExperiment:
         self._tuned: dict[str, float] = {}
         self._index: LabelIndex | None = None
 
+    def check(self, corpora: dict, data_dir: Path | None) -> None:
+        """The alias list shapes every record's ids, so its content is part of the run's identity."""
+        from eval.datadir import fingerprint
+        from eval.lmkbc import alias_file
+
+        aliases = alias_file(resolve_lmkbc_dir(data_dir))
+        self.settings["aliases"] = fingerprint([aliases]) if aliases is not None else None
+
     def _labels(self, data_dir: Path | None) -> LabelIndex:
         if self._index is None:
             root = resolve_lmkbc_dir(data_dir)
             rows = [r for split in ("train", "val") if (root / f"{split}.jsonl").is_file()
                     for _, r in read_rows(root / f"{split}.jsonl")]
-            self._index = LabelIndex(object_labels(rows))
+            self._index = LabelIndex(object_labels(rows), object_aliases(root, rows))
         return self._index
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, SetFact]]]:
@@ -75,7 +84,8 @@ class LmkbcExperiment:
                 for rel, pairs in set_queries(given.corpus.facts, given.corpus.relations).items()}
 
     def record(self, stage: str, query: Query, fact: SetFact, pred: Prediction, rel_valid: dict) -> dict:
-        ranked = as_probabilities(ranked_objects(pred, self._labels(None), fact.relation in NUMERIC))
+        ranked = as_probabilities(ranked_objects(pred, self._labels(None), fact.relation in NUMERIC),
+                                  normaliser(pred))
         threshold = self._tuned.get(fact.relation) if stage == "" else None
         record = {
             "uid": query.uid, "relation": fact.relation, "subject": fact.subject.label, "subject_id": fact.subject.id,
@@ -98,6 +108,10 @@ class LmkbcExperiment:
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
         return tidy_rows([pair_from_record(r) for r in instances]), []
+
+    def summary_section(self, md: str, rows: list[dict], setting: str) -> str:
+        """summary.md opens with the challenge's own table (`eval.set_report`)."""
+        return with_lmkbc_table(md, rows, setting)
 
     def write_outputs(self, out: Path, corpus: str, predictor: str, units: Records) -> None:
         """The challenge's submission file of one predictor: one line per pair asked."""

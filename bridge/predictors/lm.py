@@ -14,6 +14,9 @@ seq2seq), a path that should be one (reported clearly when it is not), and Huggi
   prompt=lama|extended         causal LMs: LAMA templates, or the coherency paper's templates with the
                                asked entity at the very end (prompt_file=PATH to give that file)
   beams=N, max_new_tokens=N    seq2seq LMs (T5): beam search width (default 10) and span length
+  set=threshold:X|top:K|threshold-tuned   set-valued answers (`kbc run lmkbc`, `kbc run lama --answers set`):
+                               masked LMs cut their probabilities, causal and seq2seq LMs the softmax of their
+                               scores over the answers they rank (`eval.set_answers`)
   scoring=slot|statement       statement: rank each relation's answer space by the score of the whole
                                filled statement (`lm.statement`; the default on BEAR corpora)
   pll=VARIANT, reduction=sum|mean   statement scoring: masked LMs' pseudo-log-likelihood variant and
@@ -101,14 +104,16 @@ def _statement_predictor(name: str, ctx: PredictorContext, scorer, extra: dict |
     from lm.statement_predictor import StatementPredictor
 
     rels = ctx.corpus.relations
+    subjects = None  # a closed answer space has no subject counterpart: subject queries stay unanswered
     if rels and all(r.answer_space for r in rels.values()):
         answers = {rel: [e.label for e in r.answer_space] for rel, r in rels.items()}
         source = "the answer space of each relation (the corpus's)"
     else:
-        answers, source = _objects(ctx), "objects of each relation in the corpus (typed answer space)"
+        answers, subjects = _objects(ctx), _objects(ctx, "subject")
+        source = "entities of each relation in the corpus (objects, or subjects for subject queries: typed)"
     return StatementPredictor(name, scorer, answers, reduction=ctx.options.get("reduction", "sum"),
                               compat=ctx.compat if ctx.compat == "lm-pub-quiz" else None, source=source,
-                              describe_extra=extra)
+                              describe_extra=extra, subjects=subjects)
 
 
 def _cache(ctx: PredictorContext):
@@ -175,7 +180,7 @@ PROMPT_OPTIONS = (
 EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
 
 
-@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, settings=("dtype",))
+@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
 def make_causal(name: str, ctx: PredictorContext):
     from lm.causal import CausalLMScorer, CausalTypedPredictor, read_extended_templates
     from lm.loading import load
@@ -222,7 +227,7 @@ SEQ2SEQ_OPTIONS = (
 )
 
 
-@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, settings=("dtype",))
+@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
 def make_seq2seq(name: str, ctx: PredictorContext):
     from lm.loading import load
     from lm.seq2seq import Seq2SeqSpanPredictor
@@ -241,7 +246,27 @@ def make_seq2seq(name: str, ctx: PredictorContext):
 
 def _objects(ctx: PredictorContext, slot: str = "object") -> dict[str, list[str]]:
     """Each relation's distinct object (or subject) labels in corpus order (the typed-querying answer space)."""
+    from bridge.predictors.kb import is_set_corpus
+
+    if slot == "object" and is_set_corpus(ctx.corpus):
+        return _set_objects(ctx)
     out: dict[str, list[str]] = {rel: [] for rel in ctx.corpus.relations}
     for fact in ctx.corpus.facts:
         out.setdefault(fact.relation, []).append((fact.object if slot == "object" else fact.subject).label)
     return {rel: list(dict.fromkeys(objs)) for rel, objs in out.items()}
+
+
+def _set_objects(ctx: PredictorContext) -> dict[str, list[str]]:
+    """A set-valued corpus (LM-KBC): each relation's objects in its train split, then in the corpus, as the data
+    writes them (each object's label where the data ties one to its id, and the rows' surface forms), so that
+    every gold object can be ranked and an answer maps back to an id through the labels."""
+    from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
+
+    facts = list(ctx.corpus.facts)
+    if (resolve_lmkbc_dir(ctx.data_dir) / "train.jsonl").is_file():
+        facts = [*load_lmkbc(ctx.data_dir, "train", list(ctx.corpus.relations)).facts, *facts]
+    out: dict[str, list[str]] = {rel: [] for rel in ctx.corpus.relations}
+    for fact in facts:
+        labelled = [o.label for o in fact.objects if o.label != o.id or not (o.id or "").startswith("Q")]
+        out.setdefault(fact.relation, []).extend([*labelled, *fact.labels])
+    return {rel: [o for o in dict.fromkeys(objs) if o.strip()] for rel, objs in out.items()}

@@ -11,6 +11,11 @@ Options (`--set KEY=VALUE`):
   k=5               paragraphs read per query
   reader=vocab|entities|qa, model=PATH (qa), vocab_file=PATH (default: LAMA's common cased vocabulary)
   exclude_gold=0|1  drop the queried fact's own evidence paragraphs (default 1; retrieval-oracle: 0)
+
+On a corpus with closed answer spaces (BEAR) the LAMA evidence index and vocabulary come from the LAMA copy
+(`eval.answer_space.lama_data_for`) and the answers are cut to each relation's answer space; leaving out the
+gold evidence then leaves out every paragraph that is evidence of a LAMA fact with the asked fact's subject and
+object (by Wikidata id), since BEAR facts are not the index's facts.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares, truthy
+from eval.answer_space import AnswerSpacePredictor, lama_data_for
 from eval.errors import ConfigError
 
 EVIDENCE_INDEX = "lama-evidence"
@@ -66,21 +72,52 @@ def make_retrieval_oracle(name: str, ctx: PredictorContext):
 make_retrieval.pinned = make_retrieval_oracle.pinned = ("exclude_gold",)
 
 
+def _same_entities(corpus, data_dir: Path) -> dict[str, frozenset[str]]:
+    """Fact uid -> uids of the LAMA evidence facts with the same subject and object ids (any relation)."""
+    from eval.corpora import load_corpus
+    from kb.text.evidence import EVIDENCE_CORPORA
+
+    lama: dict[tuple[str, str], set[str]] = {}
+    for name in EVIDENCE_CORPORA:
+        for fact in load_corpus(name, data_dir).facts:
+            if fact.subject.id and fact.object.id:
+                lama.setdefault((fact.subject.id, fact.object.id), set()).add(fact.uid)
+    return {f.uid: frozenset(lama.get((f.subject.id, f.object.id), ())) for f in corpus.facts}
+
+
+def _closed_retrieval(base: type, same: dict[str, frozenset[str]]):
+    """`base` whose leak-free retrieval leaves out the evidence of the LAMA facts matching the asked one."""
+    from kb.text.retrieval import retrieval_text
+
+    class ClosedRetrieval(base):
+        def retrieve(self, query):
+            if not self.exclude_gold:
+                return super().retrieve(query)
+            gold = same.get(query.fact_uid, frozenset()) | {query.fact_uid}
+            hits = self.index.search(retrieval_text(query), self.k * 3 + 10)
+            return [h for h in hits if not gold.intersection(h.paragraph.facts)][:self.k]
+
+    return ClosedRetrieval
+
+
 def _retrieval(ctx: PredictorContext, default_exclude: bool):
     from kb.text.evidence import evidence_index
     from kb.text.index import check_backend, open_index
     from kb.text.retrieval import EntityReader, QAReader, RetrievalPredictor, VocabReader, load_vocab
 
     opts = ctx.options
+    rels = ctx.corpus.relations
+    closed = bool(rels) and all(r.answer_space for r in rels.values())
+    data_dir = lama_data_for(ctx.data_dir) if closed else ctx.data_dir
     backend = check_backend(opts.get("backend", "tantivy"))
     es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
     if "text_index" in opts:
         index = open_index(backend, opts["text_index"], es_url)
     else:
         location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
-        index = evidence_index(location, ctx.data_dir, backend, es_url, progress=ctx.progress)
+        index = evidence_index(location, data_dir, backend, es_url, progress=ctx.progress)
     reader_name = opts.get("reader", "vocab")
-    vocab_path = Path(opts.get("vocab_file") or ctx.data_dir / "common_vocab_cased.txt")
+    vocab_path = Path(opts.get("vocab_file") or data_dir / "common_vocab_cased.txt")
     if reader_name == "vocab":
         try:
             bonus = float(opts.get("context_bonus", 1.0))
@@ -98,4 +135,8 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     exclude = truthy(opts.get("exclude_gold", "1" if default_exclude else "0"))
     stats = index.stats()
     info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
-    return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)
+    if not closed:
+        return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)
+    info["text"] = "LAMA evidences (the corpus has no evidence sentences)"
+    kind = _closed_retrieval(RetrievalPredictor, _same_entities(ctx.corpus, data_dir))
+    return AnswerSpacePredictor(kind(index, reader, _int(opts, "k", 5), exclude, info), rels)

@@ -18,7 +18,7 @@ from pathlib import Path
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
-from eval.corpora import CORPORA, load_corpus
+from eval.corpora import CORPORA, close_hint, load_corpus
 from eval.errors import ConfigError, DataError
 from eval.lama import Corpus, relation_versions
 from eval.relations import stored_type
@@ -76,7 +76,8 @@ class RunConfig:
             raise ConfigError(f"--template {self.template} picks a BEAR template; add --corpus bear or bear-big")
         unknown = [c for c in self.corpora if c not in CORPORA]
         if unknown:
-            raise ConfigError(f"unknown corpus {unknown[0]!r}; choose from {', '.join(CORPORA)}")
+            raise ConfigError(f"unknown corpus {unknown[0]!r}{close_hint(unknown[0], CORPORA)}; choose from "
+                              f"{', '.join(CORPORA)}")
         if not self.corpora:
             raise ConfigError("no corpus given (--corpus trex google_re ...)")
         if not self.predictors:
@@ -157,7 +158,7 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
     cfg.check_values()
     predictors = plan_predictors(cfg)
     loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
-    corpora = {name: _restrict(c, cfg.relations, loaded) for name, c in loaded.items()}
+    corpora = {name: restrict_relations(c, cfg.relations, loaded) for name, c in loaded.items()}
     removed: dict[str, dict[str, int]] = {}
     if cfg.compat == "lama":
         from eval.compat import lama_dedup
@@ -188,7 +189,7 @@ def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
     return load_corpus(name, data_dir, **kwargs)
 
 
-def _restrict(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
+def restrict_relations(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
     """The corpus limited to the `--relations` it has; an id no chosen corpus has is an error."""
     if not relations:
         return corpus
@@ -255,7 +256,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
-        edited = [what for key, what in (("prompts_digest", "prompt"), ("instance_of", "instance-of"))
+        edited = [what for key, what in (("prompts_digest", "prompt"), ("instance_of", "instance-of"),
+                                                ("aliases", "alias"))
                   if config["settings"].get(key) not in (None, settings.get(key))]
         why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from eval.errors import DataError
+
+if TYPE_CHECKING:  # pandas loads on use: where a run's tables are read, not where their paths are named
+    import pandas as pd
 
 ANALYSIS = "analysis"
 FACT_STATS = "fact_stats.parquet"
@@ -33,6 +35,8 @@ def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
     path = analysis_dir(run_dir) / FACT_STATS
     if not path.exists():
         return None
+    import pandas as pd
+
     try:
         return pd.read_parquet(path)
     except (OSError, ValueError) as exc:
@@ -60,6 +64,8 @@ def log_prob_predictors(run_config: dict) -> dict[str, set[str]]:
 
 def lpfp_column(frame: pd.DataFrame, run_config: dict) -> pd.Series:
     """Log-probability of the first prediction, for log-probability predictors only."""
+    import pandas as pd
+
     out = pd.Series(pd.NA, index=frame.index, dtype="Float64")
     pairs = [(c, p) for c, names in log_prob_predictors(run_config).items() for p in names]
     if frame.empty or not pairs:

@@ -1,10 +1,10 @@
 """The stderr and 95% bootstrap interval of each summary row, from the per-unit scores behind its value.
 
 Rows average unit scores: LAMA a fact's P@k hit (100 or 0) or reciprocal rank per relation, types and
-`all` macro over relations; coherency a (fact, round) unit's verdict per relation (`all_correct`: a
-fact's), macro likewise; KMIR a question's F1 / exact match per kind, `all` pooled over every
-question. Rows without such a mean (answer_space, n_instances, robustness shares, prompt agreement,
-per-prompt rows) get null fields.
+`all` macro over relations (`--answers set`: a fact's set P/R/F1 per N-M relation, likewise); coherency a
+(fact, round) unit's verdict per relation (`all_correct`: a fact's), macro likewise; KMIR a question's F1 /
+exact match per kind, `all` pooled over every question. Rows without such a mean (answer_space, n_instances,
+robustness shares, prompt agreement, per-prompt rows) get null fields.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from eval.rank_table import RankTable
 from eval.relations import summary_groups
+from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, lama_set_pairs, unit_scores
 from eval.uncertainty import UNDEFINED, Interval, intervals, rng_for
 
 # (setting, metric) -> (cells, macro groups, pooled groups, per cell the fact of each unit where prompts repeat it)
@@ -60,6 +61,27 @@ def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, m
         for metric in metrics:
             cells = table.by_relation(table.unit_scores(setting, metric, cutoff))
             out[(setting, metric)] = (cells, groups, {}, clusters)
+    return out | _lama_sets(items, types)
+
+
+def _lama_sets(items: list[dict], types: dict[str, str | None]) -> UnitSets:
+    """`--answers set` rows: a unit's set P/R/F1 per N-M relation, macro over relations; one value for both
+    settings, so both share one entry (and one interval)."""
+    pairs = lama_set_pairs(items, types)
+    if not pairs:
+        return {}
+    fact_of = {str(r["uid"]): str(r.get("fact_uid") or r["uid"]) for r in items}
+    labels: dict[str, list[str]] = defaultdict(list)
+    for s in pairs:
+        labels[s.relation].append(fact_of[str(s.subject)])
+    rels = list(labels)
+    groups = {t: [r for r in rels if types.get(r) == t] for t in LAMA_SET_TYPES} | {"all": rels}
+    clusters = {rel: np.array(u, dtype=object) for rel, u in labels.items()} if any(
+        r.get("fact_uid") for r in items) else {}
+    out: UnitSets = {}
+    for metric, cells in unit_scores(pairs, LAMA_SET_METRICS).items():
+        entry = ({rel: np.array(v) for rel, v in cells.items()}, groups, {}, clusters)
+        out[("raw", metric)] = out[("filtered", metric)] = entry
     return out
 
 
@@ -107,8 +129,14 @@ def interval_table(sets: UnitSets, n_boot: int, seed: int, key: str) -> Found:
     def rng_of(group: str) -> np.random.Generator:
         return rng_for(seed, f"{key}/{group}")
 
-    return {(setting, metric): intervals(cells, macro, pooled, n_boot, rng_of, clusters)
-            for (setting, metric), (cells, macro, pooled, clusters) in sets.items()}
+    done: dict[int, dict[str, Interval]] = {}  # one entry under two keys (settings that agree) is drawn once
+    out: Found = {}
+    for (setting, metric), entry in sets.items():
+        if id(entry) not in done:
+            cells, macro, pooled, clusters = entry
+            done[id(entry)] = intervals(cells, macro, pooled, n_boot, rng_of, clusters)
+        out[(setting, metric)] = done[id(entry)]
+    return out
 
 
 def with_intervals(rows: list[dict], found: Found) -> list[dict]:

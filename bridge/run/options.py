@@ -161,6 +161,15 @@ def parse_sets(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+RUN_FLAGS = ("depth", "batch-size", "device", "dtype", "limit", "seed")  # `kbc run` flags, not predictor options
+
+
+def run_flag_hint(key: str) -> str:
+    """`did you mean the run flag --depth? ` for a `--set` key close to a flag of `kbc run` itself."""
+    close = difflib.get_close_matches(key.replace("_", "-"), RUN_FLAGS, n=1)
+    return f"did you mean the run flag --{close[0]}? " if close else ""
+
+
 def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
                   declared: dict[str, dict[str, Option]]) -> None:
     """Give each predictor its own validated options (fills `NamedSpec.options`).
@@ -180,7 +189,7 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
         if not takers:
             every = sorted({k for opts in declared.values() for k in opts})
             close = difflib.get_close_matches(key, every, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = f"did you mean {close[0]!r}? " if close else run_flag_hint(key)
             raise ConfigError(f"--set {key}: no predictor of this run takes this option; {hint}"
                               f"accepted: {', '.join(every) or 'none'} (see `kbc ls NAME`)")
         for p in takers:
@@ -192,7 +201,7 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
         accepts = declared[name]
         if opt not in accepts:
             close = difflib.get_close_matches(opt, accepts, n=1)
-            hint = f"did you mean {name}.{close[0]}? " if close else ""
+            hint = f"did you mean {name}.{close[0]}? " if close else run_flag_hint(opt)
             raise ConfigError(f"--set {key}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
                               f"it takes: {', '.join(sorted(accepts)) or 'no options'}")
         names[name].options[opt] = accepts[opt].check(value, f"--set {key}")

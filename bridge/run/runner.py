@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from bridge.run.config import (
     plan_run,
     read_config,
 )
+from bridge.run.executors import ExecutorSettings, LocalExecutor
 from bridge.run.results import predictions_path, read_done
 from bridge.run.summaries import collect, write_json
 from eval.corpora import resolve_run_data_dir
@@ -93,8 +94,13 @@ def run_lama(cfg: RunConfig, progress: bool = True, setting: str = "raw") -> lis
     return run_experiment(cfg, LamaExperiment(), progress, setting)
 
 
-def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True, setting: str = "raw") -> list[dict]:
-    """Validate, run what is not done yet, and rebuild the summaries of the whole directory."""
+def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True, setting: str = "raw",
+                   executor: ExecutorSettings | None = None) -> list[dict]:
+    """Validate, run what is not done yet, and rebuild the summaries of the whole directory.
+
+    `executor` says where chunks are answered (default: here); it never changes what is written."""
+    if executor is not None:
+        executor.check()
     check_set_corpora(cfg.corpora, experiment)
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
     check_relations(cfg, data_dir)
@@ -107,7 +113,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
         raise ConfigError(f"predictor {no_sets[0].name} ({no_sets[0].spec}) gives no set answers; `kbc run "
-                          f"{experiment.name}` takes gold, freq and masked LMs (here: {able})")
+                          f"{experiment.name}` takes gold, freq and language models (here: {able})")
     check = getattr(experiment, "check", None)
     if check is not None:
         check(plan.corpora, data_dir)  # the experiment's own inputs (prompt files, ...) before any work
@@ -119,40 +125,53 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
             log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
                      sum(plan.removed[name].values()), per_rel)
-    out = cfg.out
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
-    cache = cfg.cache_dir or default_cache_dir()
-    with RunLock(out):
-        config_path = out / "config.json"
-        config = merge_config(read_config(config_path), cfg, plan, experiment.name,
-                              getattr(experiment, "settings", {}))
-        run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
-               "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
-               "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
-        _note_other_samples(config["runs"], cfg)
-        config["runs"].append(run)
-        config["data_dir"] = str(data_dir)
-        if cfg.compat:
-            config.setdefault("compat_removed", {}).update(plan.removed)
-        config.setdefault("load_reports", {}).update(
-            {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
-        write_json(config_path, config)
+    # the cluster is joined before anything is written: an unreachable one stops the run with one line
+    with open_executor(executor) as pool:
+        out = cfg.out
         try:
-            with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
-                for name, corpus in plan.corpora.items():
-                    source, versions = plan.valid_sources.get(name, (corpus, plan.versions[name]))
-                    valid = _valid_objects(store, source, versions)
-                    for p in plan.predictors:
-                        job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress)
-                        job.run(experiment)
-                        write_json(config_path, config)
-        finally:
-            run["finished"] = _now()
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
+        cache = cfg.cache_dir or default_cache_dir()
+        with RunLock(out):
+            config_path = out / "config.json"
+            config = merge_config(read_config(config_path), cfg, plan, experiment.name,
+                                  getattr(experiment, "settings", {}))
+            run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
+                   "executor": (executor or ExecutorSettings()).describe(),
+                   "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
+                   "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+            _note_other_samples(config["runs"], cfg)
+            config["runs"].append(run)
+            config["data_dir"] = str(data_dir)
+            if cfg.compat:
+                config.setdefault("compat_removed", {}).update(plan.removed)
+            config.setdefault("load_reports", {}).update(
+                {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
             write_json(config_path, config)
-        return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+            try:
+                with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
+                    for name, corpus in plan.corpora.items():
+                        source, versions = plan.valid_sources.get(name, (corpus, plan.versions[name]))
+                        valid = _valid_objects(store, source, versions)
+                        for p in plan.predictors:
+                            job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress,
+                                      pool)
+                            job.run(experiment)
+                            write_json(config_path, config)
+            finally:
+                run["finished"] = _now()
+                write_json(config_path, config)
+            return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+
+
+def open_executor(settings: ExecutorSettings | None):
+    """The executor asked for; Ray is imported (and the cluster joined) only for `--executor ray`."""
+    if settings is None or settings.kind == "local":
+        return LocalExecutor()
+    from bridge.run.ray_executor import RayExecutor
+
+    return RayExecutor.connect(settings)
 
 
 def check_relations(cfg: RunConfig, data_dir: Path) -> None:
@@ -160,7 +179,7 @@ def check_relations(cfg: RunConfig, data_dir: Path) -> None:
     check and message as after loading; skipped where only the facts tell which relations a corpus has)."""
     if not cfg.relations:
         return
-    from bridge.run.config import _restrict
+    from bridge.run.config import restrict_relations
     from eval.corpora import CORPORA
     from eval.lama import relation_ids
 
@@ -171,7 +190,7 @@ def check_relations(cfg: RunConfig, data_dir: Path) -> None:
         return
     outlines = {name: Corpus(name, dict(rels), []) for name, rels in found.items()}
     for outline in outlines.values():
-        _restrict(outline, list(cfg.relations), outlines)
+        restrict_relations(outline, list(cfg.relations), outlines)
 
 
 def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
@@ -250,6 +269,7 @@ class Job:
     data_dir: Path
     config: dict
     progress: bool
+    executor: object = field(default_factory=LocalExecutor)
     predictor: object = None
 
     def run(self, experiment: Experiment) -> None:
@@ -265,6 +285,7 @@ class Job:
                     earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
         finally:
             if self.predictor is not None:
+                self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
 
@@ -277,7 +298,7 @@ class Job:
             cfg = self.cfg
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
-            self.predictor = self.p.factory(self.p.spec, ctx)
+            self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
             size = getattr(self.predictor, "answer_space_size", None)
@@ -345,18 +366,23 @@ class Job:
                 bar.update(n)
 
             scorer.on_batch = step
+        chunks = {rel: [rest[start:start + chunk_size] for start in range(0, len(rest), chunk_size)]
+                  for rel, rest, _ in todo}
+        depths = {rel: self.cfg.depth + max((len(v) for v in self.valid.get(rel, {}).values()), default=0)
+                  for rel, _, _ in todo}
+        # every chunk of the stage, in file order: an executor may answer several at once, handing them back in order
+        answers = self.executor.map(predictor, ((
+            [q for q, _ in chunk], depth_for(experiment, stage, chunk, depths[rel]))
+            for rel, _, _ in todo for chunk in chunks[rel]))
         try:
-            for rel, rest, path in todo:
+            for rel, _rest, path in todo:
                 rel_valid = self.valid.get(rel, {})
-                depth = self.cfg.depth + max((len(v) for v in rel_valid.values()), default=0)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with path.open("a", encoding="utf-8") as handle:
-                    for start in range(0, len(rest), chunk_size):
-                        chunk = rest[start:start + chunk_size]
+                    for chunk in chunks[rel]:
                         n = 0
                         moved[0] = 0
-                        asked = depth_for(experiment, stage, chunk, depth)
-                        for (query, fact), pred in zip(chunk, predictor.predict([q for q, _ in chunk], asked)):
+                        for (query, fact), pred in zip(chunk, next(answers)):
                             write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
                             handle.flush()
                             n += 1
@@ -365,6 +391,7 @@ class Job:
                         if n != len(chunk):
                             raise ConfigError(f"predictor {self.p.name} gave {n} predictions for {len(chunk)} queries")
         finally:
+            answers.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()
             if scorer is not None and hasattr(scorer, "on_batch"):
                 scorer.on_batch = None

@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rdflib import RDF, RDFS, XSD, Literal, URIRef
 from tqdm import tqdm
@@ -28,9 +29,11 @@ from eval.errors import DataError
 from eval.lama import Corpus
 from eval.types import Entity
 from kb.extraction import candidates as cand
-from kb.extraction.extractor import Settings, kfold_extract, precision_recall
 from kb.extraction.linking import LabelIndex, ScoredTriple, merge, naive_triples, oracle_triples
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
+
+if TYPE_CHECKING:  # scikit-learn loads where extraction runs, not where the graphs are named
+    from kb.extraction.extractor import Settings
 
 METHOD_VERSION = "re-1"
 GRAPHS = ("re-naive", "re-oracle")
@@ -51,6 +54,8 @@ def statement_iri(graph: str, s: URIRef, p: URIRef, o: URIRef) -> URIRef:
 
 def extract(corpus: Corpus, settings: Settings | None = None, progress: bool = True) -> dict:
     """Candidates, k-fold extraction and both linkings of one corpus, as a JSON-able result."""
+    from kb.extraction.extractor import Settings, kfold_extract
+
     settings = settings or Settings()
     if corpus.name not in SUPPORTED:
         raise DataError(f"relation extraction needs aligned evidence sentences: corpus {corpus.name!r} has none "
@@ -143,6 +148,8 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
     A graph holding another version of the same corpus is dropped (with every corpus in it; those
     rebuild on their next use), so stale confidences never mix with new ones.
     """
+    from kb.extraction.extractor import Settings
+
     settings = settings or Settings()
     tag = build_tag(corpus)
     path = cache_path(cache_dir, corpus)
@@ -177,6 +184,8 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
 
 def held_out_table(report: dict) -> list[dict]:
     """Per relation: held-out precision/recall of pairs and coverage of facts."""
+    from kb.extraction.extractor import precision_recall
+
     pr = precision_recall(report.get("scores", {}))
     rows = []
     for rel, cov in report.get("coverage", {}).items():

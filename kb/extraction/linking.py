@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eval.types import Entity, Fact
 from kb.extraction.candidates import Sentence
-from kb.extraction.extractor import Extracted
+
+if TYPE_CHECKING:  # a type only: scikit-learn loads where extraction runs
+    from kb.extraction.extractor import Extracted
 
 TripleKey = tuple[str, str, str]
 

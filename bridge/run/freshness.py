@@ -1,0 +1,130 @@
+"""Whether a run directory's summaries already are what scoring its files would give.
+
+A rerun with nothing left to ask would rebuild the same summaries; instead `bridge.run.summaries.collect` reads
+them back when nothing they come from changed: every byte under `predictions/` and of the per-fact statistics,
+the run config (less its log of runs and timings), the scoring arguments, the code and the numeric libraries.
+The outputs themselves must be the bytes written then, else they are rebuilt too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import cache
+from pathlib import Path
+
+STAMP = ".kbc-summaries"  # beside `.kbc.lock`: the digests of the last scoring's inputs and outputs
+OUTPUTS = ("summary.json", "summary.md", "curves.json", "dropped.json", "instances.parquet")
+VOLATILE = ("runs", "seconds")  # config entries no summary reads: each run appends to them
+LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow")
+PACKAGES = ("eval", "kb", "lm", "bridge")
+
+
+def _file_digest(digest, path: Path) -> None:
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+
+@cache
+def code_identity() -> tuple:
+    """Every source file of the project (path, size, mtime) and the numeric libraries' versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    root = Path(__file__).resolve().parents[2]
+    files = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            st = path.stat()
+            files.append((str(path.relative_to(root)), st.st_size, st.st_mtime_ns))
+    versions = []
+    for name in LIBRARIES:
+        try:
+            versions.append((name, version(name)))
+        except PackageNotFoundError:
+            versions.append((name, None))
+    return tuple(files), tuple(versions)
+
+
+def files_digest(out: Path) -> str:
+    """A digest of every file the summaries of `out` read: the prediction records and the per-fact statistics.
+
+    Taken before they are read, so a file that changes while they are scored changes the digest next time."""
+    from bridge.run.fact_columns import FACT_STATS, analysis_dir
+
+    digest = hashlib.sha256()
+    predictions = out / "predictions"
+    files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
+    stats = analysis_dir(out) / FACT_STATS
+    for path in [*files, *([stats] if stats.is_file() else [])]:
+        digest.update(f"\x00{path.relative_to(out)}\x00".encode())
+        _file_digest(digest, path)
+    return digest.hexdigest()
+
+
+def inputs_digest(config: dict, args: tuple, files: str) -> str:
+    """The digest of everything a scoring reads: the run config (less its volatile log), `args` (setting,
+    resamples, seed), the code, and the files (`files_digest`)."""
+    kept = {k: v for k, v in config.items() if k not in VOLATILE}
+    text = json.dumps([kept, list(args), code_identity(), files], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def outputs_digest(out: Path) -> str | None:
+    """A digest of the summary files as they are now; None when one is missing."""
+    digest = hashlib.sha256()
+    for name in OUTPUTS:
+        path = out / name
+        if not path.is_file():
+            return None
+        digest.update(f"\x00{name}\x00".encode())
+        _file_digest(digest, path)
+    return digest.hexdigest()
+
+
+def _stamp(out: Path) -> dict | None:
+    try:
+        stamp = json.loads((out / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def code_digest() -> str:
+    return hashlib.sha256(json.dumps(code_identity()).encode()).hexdigest()
+
+
+def fresh_rows(out: Path, inputs: str) -> list[dict] | None:
+    """The rows of `summary.json` when the stamp says they were scored from exactly `inputs` and every output
+    is as written then; else None (score again)."""
+    stamp = _stamp(out)
+    if stamp is None or stamp.get("inputs") != inputs or stamp.get("outputs") != outputs_digest(out):
+        return None
+    try:
+        rows = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rows if isinstance(rows, list) else None
+
+
+def fresh_instances(out: Path) -> Path | None:
+    """`instances.parquet` when it was written, by this code, from exactly the prediction files there now."""
+    stamp = _stamp(out)
+    if stamp is None or stamp.get("code") != code_digest() or stamp.get("files") != files_digest(out) \
+            or stamp.get("outputs") != outputs_digest(out):
+        return None
+    return out / "instances.parquet"
+
+
+def write_stamp(out: Path, inputs: str, files: str) -> None:
+    """Record what the summaries just written were scored from (the last step of scoring)."""
+    outputs = outputs_digest(out)
+    path = out / STAMP
+    if outputs is None:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    stamp = {"inputs": inputs, "files": files, "code": code_digest(), "outputs": outputs}
+    tmp.write_text(json.dumps(stamp), encoding="utf-8")
+    os.replace(tmp, path)

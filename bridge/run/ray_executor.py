@@ -1,0 +1,341 @@
+"""`--executor ray`: chunks of queries answered by Ray actors that each build the predictor once.
+
+Each predictor that needs no graph store (language models, Freq, random) runs on a pool of actors
+(`--workers`, each with `--gpus-per-worker` GPUs and `--threads-per-worker` CPU threads); the others, which
+query the run's open store, stay in the driver. The driver keeps a bounded number of chunks in flight (two
+per actor), gets the predictions back and hands them to the runner in submission order, so it alone writes,
+in the same order as a local run. A chunk whose actor dies is given to a fresh actor; Ctrl-C cancels what is
+in flight and leaves every written record, so a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import fields, replace
+
+from bridge.run.executors import ExecutorSettings, Work
+from eval.errors import ConfigError, KbcError
+from eval.types import Answer, Prediction
+
+try:
+    import ray
+    from ray.exceptions import RayActorError, RayTaskError
+except ImportError:  # pragma: no cover - the optional extra
+    raise ConfigError("--executor ray needs Ray: pip install 'kbcompare[ray]'") from None
+
+log = logging.getLogger("kbc")
+
+# factories whose predictors need no graph store: they can be built away from the driver
+REMOTE_FACTORIES = frozenset({
+    "bridge.predictors.lm:make_masked", "bridge.predictors.lm:make_causal", "bridge.predictors.lm:make_seq2seq",
+    "bridge.predictors.kb:make_freq", "bridge.predictors.random_baseline:make_random",
+})
+IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
+MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
+PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads off a predictor besides methods
+PREDICTION_FIELDS = tuple(f.name for f in fields(Prediction))
+ANSWER_FIELDS = tuple(f.name for f in fields(Answer))
+
+
+def pack(predictions: Iterable[Prediction]) -> list[tuple]:
+    """Predictions as plain tuples: pickling a chunk's ~100 answers per query as dataclasses costs more
+    than scoring them with a small model."""
+    out = []
+    for p in predictions:
+        row = [getattr(p, name) for name in PREDICTION_FIELDS]
+        row[PREDICTION_FIELDS.index("answers")] = [tuple(getattr(a, n) for n in ANSWER_FIELDS) for a in p.answers]
+        out.append(tuple(row))
+    return out
+
+
+def unpack(rows: list[tuple]) -> list[Prediction]:
+    at = PREDICTION_FIELDS.index("answers")
+    return [Prediction(*row[:at], tuple(Answer(*a) for a in row[at]), *row[at + 1:]) for row in rows]
+
+
+class PredictorWorker:
+    """One actor: the predictor built once from (factory, spec, context), answering chunks."""
+
+    def __init__(self, factory, spec: str, ctx, threads: int) -> None:
+        if factory.__module__ == "bridge.predictors.lm":  # Freq and random need no torch
+            import torch
+
+            torch.set_num_threads(threads)
+        self.predictor = factory(spec, ctx)
+        self.relations = list(ctx.corpus.relations)
+
+    def info(self) -> dict:
+        p = self.predictor
+        size = getattr(p, "answer_space_size", None)
+        return {"describe": p.describe(), "attributes": {k: getattr(p, k) for k in PLAIN_ATTRIBUTES if hasattr(p, k)},
+                "sizes": {rel: size(rel) for rel in self.relations} if size else None,
+                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost")}
+
+    def predict(self, queries: list, depth: int) -> list[tuple]:
+        return pack(self.predictor.predict(queries, depth))
+
+    def filter_facts(self, facts: list, slot: str | None) -> tuple[list[int], dict]:
+        """Positions of the kept facts (the driver maps them back to its own objects) and the reasons."""
+        kept, reasons = (self.predictor.filter_facts(facts) if slot is None
+                         else self.predictor.filter_facts(facts, slot=slot))
+        where = {id(f): i for i, f in enumerate(facts)}
+        return [where[id(f)] for f in kept], dict(reasons)
+
+    def cost(self, queries: list) -> str:
+        return self.predictor.cost(queries)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+RemoteWorker = ray.remote(PredictorWorker)
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """A predictor's own error (a KbcError keeps its one-line message); anything else named by its type."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, KbcError):
+        return cause
+    if cause is not None:
+        return KbcError(f"a Ray worker failed: {type(cause).__name__}: {cause}")
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return KbcError(f"a Ray worker failed: {lines[-1] if lines else type(exc).__name__}")
+
+
+class ActorPool:
+    """Actors of one predictor; chunks go to the least loaded one and come back in submission order."""
+
+    def __init__(self, name: str, factory, spec: str, ctx, settings: ExecutorSettings, n: int, gpus: float) -> None:
+        self.name = name
+        self.ctx = ray.put(ctx)  # the corpus travels once, not once per actor
+        self.factory, self.spec, self.settings, self.gpus = factory, spec, settings, gpus
+        self.tag = f"kbc-{uuid.uuid4().hex[:12]}"
+        self.made = 0
+        self.told: list[tuple[str, tuple]] = []  # calls that teach a predictor (filter_facts), replayed on new actors
+        self.actors = [self._new() for _ in range(n)]
+
+    def _new(self):
+        threads = self.settings.threads_per_worker
+        self.made += 1
+        actor = RemoteWorker.options(num_cpus=threads, num_gpus=self.gpus, max_restarts=0,
+                                     name=f"{self.tag}-{self.made}").remote(self.factory, self.spec, self.ctx, threads)
+        for method, args in self.told:  # an actor runs one caller's calls in order: taught before it answers
+            getattr(actor, method).remote(*args)
+        return actor
+
+    def ready(self) -> None:
+        try:
+            ray.get([actor.pid.remote() for actor in self.actors])
+        except (RayTaskError, RayActorError) as exc:
+            raise _cause(exc) from None
+
+    def tell(self, method: str, *args):
+        """A call that may change what the predictor answers later: made on every actor, now and to come."""
+        self.told.append((method, args))
+        refs = [(slot, actor, getattr(actor, method).remote(*args)) for slot, actor in enumerate(self.actors)]
+        answers, lost = [], None
+        for slot, actor, ref in refs:
+            try:
+                answers.append(ray.get(ref))
+            except RayTaskError as exc:
+                raise _cause(exc) from None
+            except RayActorError as exc:  # its replacement is told on creation
+                lost = exc
+                if self.actors[slot] is actor:
+                    self.actors[slot] = self._new()
+        if not answers:
+            return self.call(method, *args) if lost is not None else None
+        return answers[0]
+
+    def call(self, method: str, *args):
+        """One call on a live actor (the first), replacing it while it dies."""
+        for _ in range(MAX_ATTEMPTS):
+            actor = self.actors[0]
+            try:
+                return ray.get(getattr(actor, method).remote(*args))
+            except RayTaskError as exc:
+                raise _cause(exc) from None
+            except RayActorError as exc:
+                lost = exc
+                if self.actors[0] is actor:
+                    self.actors[0] = self._new()
+        raise _cause(lost)
+
+    def map(self, work: Iterable[Work]) -> Iterator[list[Prediction]]:
+        """Predictions per chunk in submission order, at most two chunks per actor in flight or waiting."""
+        work = iter(work)
+        window = IN_FLIGHT_PER_WORKER * len(self.actors)
+        inflight: dict = {}  # ObjectRef -> (index, slot, actor, chunk, attempt)
+        done: dict[int, list[Prediction]] = {}
+        load = [0] * len(self.actors)
+        submitted = following = 0
+        exhausted = False
+
+        def submit(index: int, chunk: Work, attempt: int) -> None:
+            slot = min(range(len(self.actors)), key=load.__getitem__)
+            actor = self.actors[slot]
+            inflight[actor.predict.remote(*chunk)] = (index, slot, actor, chunk, attempt)
+            load[slot] += 1
+
+        try:
+            while True:
+                while not exhausted and len(inflight) + len(done) < window:
+                    chunk = next(work, None)
+                    if chunk is None:
+                        exhausted = True
+                        break
+                    submit(submitted, chunk, 1)
+                    submitted += 1
+                if following in done:
+                    yield done.pop(following)
+                    following += 1
+                    continue
+                if not inflight:
+                    return
+                (ref,), _ = ray.wait(list(inflight), num_returns=1)
+                index, slot, actor, chunk, attempt = inflight.pop(ref)
+                load[slot] -= 1
+                try:
+                    done[index] = unpack(ray.get(ref))
+                except RayTaskError as exc:
+                    raise _cause(exc) from None
+                except RayActorError as exc:
+                    if attempt >= MAX_ATTEMPTS:
+                        raise KbcError(f"{self.name}: a chunk of {len(chunk[0])} queries lost its Ray worker "
+                                       f"{attempt} times; last: {_cause(exc)}") from None
+                    if self.actors[slot] is actor:
+                        self.actors[slot] = self._new()
+                    log.warning("%s: a Ray worker was lost; its chunk of %d queries is redone on a fresh worker",
+                                self.name, len(chunk[0]))
+                    submit(index, chunk, attempt + 1)
+        finally:
+            for ref in inflight:
+                ray.cancel(ref)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
+
+
+class RemotePredictor:
+    """The driver's stand-in for a predictor living in actors: what the runner reads, asked once."""
+
+    def __init__(self, pool: ActorPool) -> None:
+        self.pool = pool
+        info = pool.call("info")
+        pool.ready()  # every actor holds the model before the first chunk: a load error stops the run here
+        self._describe = info["describe"]
+        for key, value in info["attributes"].items():
+            setattr(self, key, value)
+        if info["sizes"] is not None:
+            self.answer_space_size = info["sizes"].get
+        if info["filter"]:
+            self.filter_facts = self._filter_facts
+        if info["cost"]:
+            self.cost = lambda queries: pool.call("cost", queries)
+
+    def describe(self) -> dict:
+        return self._describe
+
+    def predict(self, queries: list, depth: int) -> list[Prediction]:
+        return next(self.pool.map([(queries, depth)]))
+
+    def _filter_facts(self, facts: list, slot: str | None = None):
+        kept, reasons = self.pool.tell("filter_facts", facts, slot)
+        return [facts[i] for i in kept], reasons
+
+
+class RayExecutor:
+    """Pools of actors per predictor on a Ray cluster joined (or started here) once per run."""
+
+    def __init__(self, settings: ExecutorSettings, owns: bool) -> None:
+        self.settings = settings
+        self.owns = owns  # whether this run started the Ray session (and so ends it)
+        self.pools: dict[int, ActorPool] = {}
+
+    @classmethod
+    def connect(cls, settings: ExecutorSettings) -> RayExecutor:
+        address = settings.address
+        if ray.is_initialized():
+            return cls(settings, owns=False).checked()
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        except ConnectionError as exc:
+            hint = "start one with `ray start --head`, or drop --ray-address to start one for this run"
+            raise ConfigError(f"--ray-address {address}: {str(exc).split('.')[0]}; {hint}") from None
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None
+        return cls(settings, owns=True).checked()
+
+    def checked(self) -> RayExecutor:
+        """Refuse, before any work, workers the cluster cannot hold (their actors would wait forever)."""
+        try:
+            self._workers(self.settings.gpus_per_worker)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _workers(self, gpus: float) -> int:
+        """How many actors: as asked, else as many as the cluster's CPUs (or GPUs) hold; more is refused."""
+        have = ray.cluster_resources()
+        cpus, threads = have.get("CPU", 0.0), self.settings.threads_per_worker
+        fits = int(cpus // threads)
+        if gpus:
+            fits = min(fits, int(have.get("GPU", 0.0) // gpus))
+        asked = self.settings.workers
+        if fits < 1 or (asked and asked > fits):
+            need = f"{asked or 1} worker(s) of {threads} CPU(s)" + (f" and {gpus:g} GPU(s)" if gpus else "")
+            raise ConfigError(f"--executor ray: the cluster has {cpus:g} CPUs and {have.get('GPU', 0.0):g} GPUs, "
+                              f"too few for {need}; lower --workers/--gpus-per-worker/--threads-per-worker or add "
+                              "nodes")
+        return asked or fits
+
+    def build(self, factory, spec: str, ctx, name: str | None = None):
+        """A stand-in answering from actors, or, for predictors that read the run's store, the predictor here."""
+        target = f"{getattr(factory, '__module__', '')}:{getattr(factory, '__qualname__', '')}"
+        if target not in REMOTE_FACTORIES:
+            log.info("%s: runs in the driver (it reads the run's graph store)", name or spec)
+            return factory(spec, ctx)
+        lm = target.startswith("bridge.predictors.lm:")
+        gpus = self.settings.gpus_per_worker if lm else 0.0
+        device = ctx.device if not gpus or ctx.device != "cpu" else "cuda"
+        remote_ctx = replace(ctx, store=None, progress=False, device=device)
+        pool = ActorPool(name or spec, factory, spec, remote_ctx, self.settings, self._workers(gpus), gpus)
+        try:
+            predictor = RemotePredictor(pool)
+        except BaseException:
+            pool.close()
+            raise
+        self.pools[id(predictor)] = pool
+        return predictor
+
+    def map(self, predictor, work: Iterable[Work]) -> Iterator[Iterable[Prediction]]:
+        pool = self.pools.get(id(predictor))
+        if pool is None:  # kept in the driver
+            for queries, depth in work:
+                yield predictor.predict(queries, depth)
+            return
+        yield from pool.map(work)
+
+    def release(self, predictor) -> None:
+        pool = self.pools.pop(id(predictor), None)
+        if pool is not None:
+            pool.close()
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        self.pools.clear()
+        if self.owns and ray.is_initialized():
+            ray.shutdown()
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

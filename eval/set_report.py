@@ -1,0 +1,49 @@
+"""LM-KBC's own table in summary.md: per predictor, one row per relation and one over all pairs, the columns
+of the challenge's `evaluate.py` (macro and micro P/R/F1, `avg. #preds`, `#empty preds`), so a reader compares
+a run with published figures at a glance."""
+
+from __future__ import annotations
+
+from eval.report import relation_order
+from eval.set_metrics import ALL, METRICS
+
+HEADS = {"avg-preds": "avg. #preds", "empty-preds": "#empty preds"}
+
+
+def _fmt(metric: str, value: float) -> str:
+    return f"{value:.0f}" if metric == "empty-preds" else f"{value:.3f}"
+
+
+def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared") -> str:
+    """The challenge's table for every (corpus, predictor) of `rows` (LM-KBC tidy rows); '' when there are none."""
+    idx = {(r["corpus"], r["predictor"], r["group"], r["metric"]): r for r in rows
+           if r["setting"] == setting and r.get("scope", "own") == scope and r["metric"] in METRICS}
+    keys = list(dict.fromkeys((c, p) for c, p, g, m in idx if g == ALL and m == "macro-f1"))
+    if not keys:
+        return ""
+    lines = ["| corpus | predictor | relation | #pairs | " + " | ".join(HEADS.get(m, m) for m in METRICS) + " |",
+             "|" + "---|" * (4 + len(METRICS))]
+    for corpus, predictor in keys:
+        groups = relation_order([g for c, p, g, m in idx if (c, p) == (corpus, predictor) and m == "macro-f1"
+                                 and g != ALL])
+        for group in [*groups, ALL]:
+            cells = [_fmt(m, idx[(corpus, predictor, group, m)]["value"]) if (corpus, predictor, group, m) in idx
+                     else "-" for m in METRICS]
+            n = idx[(corpus, predictor, group, "macro-f1")]["n_facts"]
+            name = "all (over pairs)" if group == ALL else group
+            lines.append(f"| {corpus} | {predictor} | {name} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def with_lmkbc_table(md: str, rows: list[dict], setting: str = "raw") -> str:
+    """`md` (a summary.md) with the challenge's table as its first section, over the pairs every predictor
+    answered."""
+    body = lmkbc_table(rows, setting, "shared")
+    if not body:
+        return md
+    section = ("## LM-KBC evaluation table, shared pairs\n\n"
+               "The challenge's `evaluate.py` columns: macro P/R/F1 are means over a relation's (subject, relation) "
+               "pairs, micro ones over their pooled objects; `all (over pairs)` averages over every pair, not over "
+               "relations. The tables below give each metric per relation and scope.\n\n" + body + "\n")
+    head, sep, rest = md.partition("\n## ")
+    return f"{head}\n{section}{sep}{rest}" if sep else f"{md}\n{section}"

@@ -1,0 +1,252 @@
+"""Parsed corpora kept in the cache, so a command does not parse the same JSONL again.
+
+`$KBC_CACHE/snapshots/<corpus>-<key>.json` (the key names the data directory and the loader's options) holds
+three lines of plain JSON: a header, the corpus less its facts, its facts as columns; never pickle, so reading one
+runs no code. The header
+names the schema, the size and CRC-32 of the lines that follow, and each data file the corpus was parsed from: its path,
+size, mtime and SHA-256. A snapshot is used only when the files the loader would read now are those files with
+those exact bytes; any other data, a damaged or truncated snapshot or another schema is parsed again (and the
+snapshot rewritten), so a snapshot gives the facts, relations, load reports and version that parsing gives.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import logging
+import os
+import zlib
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from eval.errors import KbcError
+from eval.lama import MASK, Corpus
+from eval.report_counts import LoadReport
+from eval.types import Entity, Evidence, Fact, Relation
+
+SCHEMA = 2
+log = logging.getLogger("kbc")
+
+Sources = list[tuple[str, int, int, str]]  # (path, size, mtime_ns, sha256) per data file, in path order
+_EVIDENCE = ("text", "masked", "sub_surface", "obj_surface", "url")
+COLUMNS = ("uid", "relation", "subject_label", "subject_id", "subject_aliases", "object_label", "object_id",
+           "object_aliases", "cloze", "answer_idx", "evidences", *_EVIDENCE)
+
+
+def cache_root() -> Path:
+    """`$KBC_CACHE`, else `~/.cache/kbcompare` (as every other cache of the project)."""
+    return Path(os.environ.get("KBC_CACHE") or Path.home() / ".cache" / "kbcompare").expanduser()
+
+
+def snapshot_path(name: str, root: Path, options: dict) -> Path:
+    key = hashlib.sha256(json.dumps([str(root), options], sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "snapshots" / f"{name}-{key}.json"
+
+
+def read_sources(files: list[Path]) -> tuple[Sources, str]:
+    """Each file's identity, and the corpus version (`eval.datadir.fingerprint`) from the same single read."""
+    version = hashlib.sha256()
+    sources: Sources = []
+    for path in sorted(files):
+        st = path.stat()
+        data = path.read_bytes()
+        version.update(path.name.encode())
+        version.update(data)
+        sources.append((str(path), st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest()))
+    return sources, version.hexdigest()[:16]
+
+
+def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list[Path]],
+                  parse: Callable[[], Corpus]) -> Corpus:
+    """The corpus `parse()` gives, from its snapshot where that was made from the same bytes of `files()`."""
+    path = snapshot_path(name, root, options)
+    try:
+        wanted = files()
+        found = _current(path, wanted)
+        if found is not None:
+            corpus = _decode_body(path, found[0], name, facts=True)
+            if corpus is not None:
+                corpus._version = (tuple(corpus.files), found[1])
+                return corpus
+        before = read_sources(wanted)
+    except (OSError, KbcError):
+        return parse()  # a missing, unreadable or broken file: parsing names it
+    corpus = parse()
+    try:
+        after = read_sources(corpus.files)
+    except OSError:
+        return corpus
+    if [s[0] for s in after[0]] == [s[0] for s in before[0]] and after == before:
+        corpus._version = (tuple(corpus.files), after[1])  # the bytes parsed are the bytes hashed
+        _write(path, corpus, after[0])
+    return corpus
+
+
+def cached_outline(name: str, root: Path, options: dict, files: Callable[[], list[Path]]) -> tuple[Corpus, int] | None:
+    """A corpus from a current snapshot without its facts (relations, load reports, files, version) and how many
+    facts it has; None where there is no current snapshot."""
+    path = snapshot_path(name, root, options)
+    try:
+        found = _current(path, files())
+    except (OSError, KbcError):
+        return None
+    outline = _decode_body(path, found[0], name, facts=False) if found is not None else None
+    if outline is None:
+        return None
+    corpus, n_facts = outline
+    corpus._version = (tuple(corpus.files), found[1])
+    return corpus, n_facts
+
+
+def _current(path: Path, wanted: list[Path]) -> tuple[bytes, str] | None:
+    """The content of the snapshot at `path` (after its header) and the data version, where it was made from the
+    bytes `wanted` hold and its content has the size and CRC its header names."""
+    stats = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(wanted)]
+    read = _read(path)
+    if read is None or [s[:3] for s in read[0]["sources"]] != stats:
+        return None
+    sources, version = read_sources(wanted)
+    return (read[1], version) if read[0]["sources"] == sources else None
+
+
+def _read(path: Path) -> tuple[dict, bytes] | None:
+    """The header (its sources as tuples) and the content of a snapshot, read at once; None (and a warning where
+    it is damaged) when there is none of this schema."""
+    try:
+        head, _, body = path.read_bytes().partition(b"\n")
+        header = json.loads(head)
+        if not isinstance(header, dict) or header.get("schema") != SCHEMA:
+            return None  # another schema: rewritten, as for other data
+        sources = [tuple(s) for s in header["sources"]]
+        if not all(len(s) == 4 and isinstance(s[0], str) and isinstance(s[3], str) for s in sources):
+            raise ValueError("its list of data files is malformed")
+        if zlib.crc32(body) != header["crc32"] or len(body) != header["size"]:
+            raise ValueError("its content does not match its size and CRC (damaged or truncated)")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: unreadable snapshot (%s); parsing the data again", path, exc)
+        return None
+    return {**header, "sources": sources}, body
+
+
+def _decode_body(path: Path, body: bytes, name: str, facts: bool):
+    """The corpus of a snapshot's checked content (without facts: the corpus less its facts, and their number);
+    None (and a warning) where it does not decode."""
+    try:
+        meta, _, cols = body.partition(b"\n")
+        meta = json.loads(meta)
+        if not facts:
+            return _decode(meta, None, name), meta["n_facts"]
+        collecting = gc.isenabled()
+        gc.disable()  # hundreds of thousands of new objects and no cycle among them: nothing for the collector
+        try:
+            return _decode(meta, json.loads(cols), name)
+        finally:
+            if collecting:
+                gc.enable()
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        log.warning("%s: unreadable snapshot (%s); parsing the data again", path, exc)
+        return None
+
+
+def _entity(e: Entity) -> list:
+    return [e.label, e.id, list(e.aliases)]
+
+
+def _entities(entities: list[Entity], prefix: str) -> dict[str, list]:
+    """Entities as three columns: labels, ids, and aliases (null for none)."""
+    return {f"{prefix}_label": [e.label for e in entities], f"{prefix}_id": [e.id for e in entities],
+            f"{prefix}_aliases": [list(e.aliases) if e.aliases else None for e in entities]}
+
+
+def _entities_of(cols: dict, prefix: str) -> list[Entity]:
+    return list(map(Entity, cols[f"{prefix}_label"], cols[f"{prefix}_id"],
+                    (tuple(a) if a else () for a in cols[f"{prefix}_aliases"])))
+
+
+def _filled(masked: str | None, surface: str | None, obj_label: str) -> str | None:
+    """The sentence a masked one stands for (as the T-REx loader restores it): stored only where it differs."""
+    return masked.replace(MASK, surface or obj_label) if masked is not None else None
+
+
+def _relation(r: Relation) -> list:
+    return [r.id, r.label, r.template, r.type, r.description, [_entity(e) for e in r.answer_space],
+            list(r.templates), list(r.domains)]
+
+
+def _encode(corpus: Corpus) -> tuple[dict, dict] | None:
+    """The corpus less its facts, and its facts as JSON columns; None for one holding other kinds of facts (they
+    are not kept)."""
+    facts = corpus.facts
+    if any(type(f) is not Fact or f.corpus != corpus.name for f in facts):
+        return None
+    evidences = [(ev, f.object.label) for f in facts for ev in f.evidences]
+    cols = {
+        "uid": [f.uid for f in facts], "relation": [f.relation for f in facts],
+        **_entities([f.subject for f in facts], "subject"), **_entities([f.object for f in facts], "object"),
+        "cloze": [f.cloze for f in facts], "answer_idx": [f.answer_idx for f in facts],
+        "evidences": [len(f.evidences) for f in facts],
+        **{k: [getattr(ev, k) for ev, _ in evidences] for k in _EVIDENCE if k != "text"},
+        "text": [None if ev.text == _filled(ev.masked, ev.obj_surface, label) else ev.text for ev, label in evidences],
+    }
+    reports = [{**r.to_dict(), "relation": r.relation} for r in corpus.reports]
+    meta = {"name": corpus.name, "relations": [_relation(r) for r in corpus.relations.values()], "reports": reports,
+            "files": [str(p) for p in corpus.files], "n_facts": len(facts)}
+    return meta, cols
+
+
+def _decode(meta: dict, cols: dict | None, name: str) -> Corpus:
+    """The corpus of a snapshot's parts; without `cols`, without its facts."""
+    if meta["name"] != name:
+        raise ValueError(f"it holds corpus {meta['name']!r}")
+    relations = {}
+    for rid, label, template, rtype, description, space, templates, domains in meta["relations"]:
+        space = tuple(Entity(lb, i, tuple(a)) for lb, i, a in space)
+        relations[rid] = Relation(rid, label, template, rtype, description, space, tuple(templates), tuple(domains))
+    reports = [LoadReport(r["source"], r["read"], r["kept"], Counter(r["dropped"]), list(r["notes"]), r["relation"])
+               for r in meta["reports"]]
+    files = [Path(p) for p in meta["files"]]
+    if cols is None:
+        return Corpus(name, relations, [], reports, files)
+    n = len(cols["uid"])
+    counts = cols["evidences"]
+    lengths = {k: len(v) for k, v in cols.items()}
+    if any(lengths[k] != (sum(counts) if k in _EVIDENCE else n) for k in lengths) or len(lengths) != len(COLUMNS):
+        raise ValueError("its columns differ in length")
+    subjects, objects = _entities_of(cols, "subject"), _entities_of(cols, "object")
+    owner = [o.label for o, k in zip(objects, counts) for _ in range(k)]  # each evidence's gold label
+    texts = [t if t is not None else _filled(m, s, lb)
+             for t, m, s, lb in zip(cols["text"], cols["masked"], cols["obj_surface"], owner)]
+    evidences = list(map(Evidence, texts, *(cols[k] for k in _EVIDENCE[1:])))
+    facts = []
+    start = 0
+    for uid, rel, sub, obj, cloze, idx, k in zip(cols["uid"], cols["relation"], subjects, objects, cols["cloze"],
+                                                 cols["answer_idx"], counts):
+        facts.append(Fact(uid, name, rel, sub, obj, tuple(evidences[start:start + k]) if k else (), cloze, idx))
+        start += k
+    if n != meta["n_facts"]:
+        raise ValueError("it holds another number of facts than it says")
+    return Corpus(name, relations, facts, reports, files)
+
+
+def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
+    """Write the snapshot aside, then switch it in; a cache that cannot be written is skipped, not an error."""
+    parts = _encode(corpus)
+    if parts is None:
+        return
+    body = b"\n".join(json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode() for part in parts)
+    header = {"schema": SCHEMA, "size": len(body), "crc32": zlib.crc32(body), "sources": sources}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tmp.open("wb") as handle:
+            handle.write(json.dumps(header).encode() + b"\n")
+            handle.write(body)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("%s: snapshot not written (%s)", path, exc)
+    finally:
+        tmp.unlink(missing_ok=True)

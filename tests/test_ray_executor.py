@@ -1,0 +1,210 @@
+"""`--executor ray` on a local Ray cluster: the same prediction records as a local run, through lost workers,
+Ctrl-C and resumes across executors; one `error:` line for a cluster that cannot be used."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import lm_fixtures
+import pytest
+import ray
+from cli_support import run_kbc
+
+from bridge.experiments.lama import LamaExperiment
+from bridge.run.executors import ExecutorSettings
+from bridge.run.runner import RunConfig, run_experiment
+
+pytestmark = pytest.mark.heavy
+tiny_models = lm_fixtures.tiny_models
+RELATIONS = ["P36", "P47", "P19", "P101", "P103", "P138", "P17", "P27"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _records(out: Path) -> dict[str, list[dict]]:
+    return {str(p.relative_to(out)): [json.loads(line) for line in p.read_text().splitlines()]
+            for p in sorted((out / "predictions").rglob("*.jsonl"))}
+
+
+def _same(a, b, where: str) -> None:
+    """Equal records: scores within 1e-6, everything else (uids, order, ranks, answers) exactly."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert b == pytest.approx(a, abs=1e-6), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+def _assert_same_run(local: Path, remote: Path) -> int:
+    mine, theirs = _records(local), _records(remote)
+    assert list(mine) == list(theirs)
+    for path, lines in mine.items():
+        _same(lines, theirs[path], path)
+    assert json.loads((local / "dropped.json").read_text()) == json.loads((remote / "dropped.json").read_text())
+    return sum(len(lines) for lines in mine.values())
+
+
+def _both(argv: list[str], tmp_path: Path, capsys, monkeypatch, ray_flags: tuple[str, ...] = ("--workers", "2")
+          ) -> tuple[Path, Path, str]:
+    outs = []
+    err = ""
+    for name, flags in (("local", ()), ("ray", ("--executor", "ray", *ray_flags))):
+        monkeypatch.setenv("KBC_CACHE", str(tmp_path / f"cache-{name}"))
+        out = tmp_path / name
+        code, _, err = run_kbc([*argv, "--out", str(out), "--quiet", *flags], capsys)
+        assert code == 0, err
+        outs.append(out)
+    return outs[0], outs[1], err
+
+
+def test_lama_on_ray_writes_the_local_records(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    argv = ["run", "lama", "--corpus", "trex", "--relations", *RELATIONS[:4], "--limit", "6", "--predictors", "freq",
+            f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir)]
+    local, remote, _ = _both(argv, tmp_path, capsys, monkeypatch, ("--workers", "1"))
+    assert _assert_same_run(local, remote) == 2 * 4 * 6
+    runs = json.loads((remote / "config.json").read_text())["runs"]
+    assert runs[-1]["executor"] == {"kind": "ray", "address": None, "workers": 1, "gpus_per_worker": 0.0,
+                                    "threads_per_worker": 1}
+    assert json.loads((local / "config.json").read_text())["runs"][-1]["executor"] == {"kind": "local"}
+    assert not [a for a in ray.util.list_named_actors() if a.startswith("kbc-")]  # every pool released
+
+
+def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    argv = ["run", "coherency", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "8", "--predictors",
+            "gold", f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir)]
+    local, remote, err = _both(argv, tmp_path, capsys, monkeypatch)
+    assert _assert_same_run(local, remote) == 90  # gold and bert, both stages, both rounds of every instance
+    assert "gold: runs in the driver" in err
+    second = _records(remote)["predictions/trex/bert/second/P36.jsonl"]
+    assert any("first_answer" in r for r in second)
+
+
+def test_kmir_on_ray(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    argv = ["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
+            "--questions-per-relation", "4", "--predictors", "kb", f"gpt2={tiny_models('gpt2')}",
+            "--data-dir", str(lama_dir)]
+    local, remote, _ = _both(argv, tmp_path, capsys, monkeypatch, ("--workers", "1"))
+    assert _assert_same_run(local, remote) > 0
+    assert json.loads((local / "summary.json").read_text()) == json.loads((remote / "summary.json").read_text())
+
+
+class Hooked(LamaExperiment):
+    """LAMA, calling `hook(n)` before the n-th record it writes (1-based)."""
+
+    def __init__(self, hook) -> None:
+        super().__init__()
+        self.hook, self.n = hook, 0
+
+    def record(self, *args, **kwargs) -> dict:
+        self.n += 1
+        self.hook(self.n)
+        return super().record(*args, **kwargs)
+
+
+def _cfg(tmp_path: Path, lama_dir: Path, name: str, model: Path) -> RunConfig:
+    return RunConfig(corpora=["trex"], predictors=[f"bert={model}"], out=tmp_path / name, data_dir=str(lama_dir),
+                     relations=RELATIONS, limit=5, options={"cache": "off"}, cache_dir=tmp_path / f"cache-{name}",
+                     bootstrap=0)
+
+
+def _watch(caplog_records: list) -> logging.Handler:
+    handler = logging.Handler()
+    handler.emit = caplog_records.append
+    logging.getLogger("kbc").addHandler(handler)
+    return handler
+
+
+def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path):
+    model = tiny_models("bert-cased")
+    run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
+
+    def kill(n: int) -> None:
+        if n == 1:  # the first chunk is back; later chunks go to this actor too, and must be redone elsewhere
+            name = sorted(a for a in ray.util.list_named_actors() if a.startswith("kbc-"))[0]
+            ray.kill(ray.get_actor(name))
+
+    seen: list[logging.LogRecord] = []
+    handler = _watch(seen)
+    try:
+        run_experiment(_cfg(tmp_path, lama_dir, "ray", model), Hooked(kill), progress=False,
+                       executor=ExecutorSettings("ray", workers=2))
+    finally:
+        logging.getLogger("kbc").removeHandler(handler)
+    assert any("a Ray worker was lost" in r.getMessage() for r in seen)
+    assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == len(RELATIONS) * 5
+
+
+def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir, tmp_path):
+    model = tiny_models("bert-cased")
+    run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
+
+    def interrupt(n: int) -> None:
+        if n == 12:
+            raise KeyboardInterrupt
+
+    on_ray = ExecutorSettings("ray", workers=1)
+    for name, first, then in (("ray", on_ray, None), ("mixed", None, on_ray)):
+        cfg = _cfg(tmp_path, lama_dir, name, model)
+        with pytest.raises(KeyboardInterrupt):
+            run_experiment(cfg, Hooked(interrupt), progress=False, executor=first)
+        written = sum(len(lines) for lines in _records(cfg.out).values())
+        assert written == 11  # every record before the interrupt stays, flushed
+        run_experiment(cfg, LamaExperiment(), progress=False, executor=then)  # the identity is the same: resumed
+        assert _assert_same_run(tmp_path / "local", cfg.out) == len(RELATIONS) * 5
+    assert not [a for a in ray.util.list_named_actors() if a.startswith("kbc-")]
+
+
+def test_cluster_problems_are_one_error_line(tiny_models, lama_dir, tmp_path, capsys):
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P36", "--limit", "2", "--predictors",
+            f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet"]
+    cases = [
+        (["--executor", "ray", "--ray-address", "127.0.0.1:1"],
+         "error: --ray-address 127.0.0.1:1: cannot reach a Ray cluster at 127.0.0.1:1"),
+        (["--executor", "ray", "--gpus-per-worker", "1"],
+         "error: --executor ray: the cluster has 2 CPUs and 0 GPUs, too few for 1 worker(s) of 1 CPU(s) and 1 GPU(s)"),
+        (["--executor", "ray", "--workers", "3"], "error: --executor ray: the cluster has 2 CPUs and 0 GPUs, too few "
+                                                  "for 3 worker(s) of 1 CPU(s)"),
+        (["--ray-address", "auto"], "error: --ray-address applies to --executor ray only"),
+    ]
+    for i, (flags, message) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        code, _, err = run_kbc([*base, "--out", str(out), *flags], capsys)
+        assert code == 2, err
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and errors[0].startswith(message) and "Traceback" not in err, err
+        assert not (out / "predictions").exists()
+
+
+def test_ray_is_imported_only_when_asked():
+    code = ("import sys, bridge.cli, bridge.cli.run, bridge.run.runner, bridge.run.executors; "
+            "print('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_predictions_travel_whole():
+    from bridge.run.ray_executor import pack, unpack
+    from eval.types import Answer, Prediction
+
+    sent = [Prediction("u1", (Answer("Paris", -0.5), Answer("Lyon", -1.25, "Q456")), True, {"n_tokens": 7},
+                       {"Paris": 1}, True), Prediction("u2", ())]
+    got = unpack(pack(sent))
+    assert got == sent
+    assert [(p.extra, p.target_ranks, p.shared_ties) for p in got] == [({"n_tokens": 7}, {"Paris": 1}, True),
+                                                                       ({}, None, False)]

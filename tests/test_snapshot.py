@@ -1,0 +1,166 @@
+"""Parsed-corpus snapshots: the same corpus as parsing, never the facts of other bytes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from eval import lama
+from eval.corpora import load_corpus
+from eval.snapshot import SCHEMA, snapshot_path
+
+RELATIONS = [{"relation": "P19", "template": "[X] was born in [Y] .", "label": "place of birth", "type": "N-1"},
+             {"relation": "P36", "template": "The capital of [X] is [Y] .", "label": "capital", "type": "1-1"}]
+P19 = [{"uuid": "u1", "sub_label": "Ada", "sub_uri": "Q1", "obj_label": "Paris", "obj_uri": "Q90",
+        "evidences": [{"masked_sentence": "Ada was born in [MASK] .", "obj_surface": "Paris", "sub_surface": "Ada"}]},
+       {"uuid": "u2", "sub_label": "Bob", "sub_uri": "Q2", "obj_label": "Rome", "obj_uri": "Q220",
+        "evidences": [{"masked_sentence": "Bob, born in [MASK]", "obj_surface": "the Eternal City"}]},
+       {"uuid": "u3", "sub_label": "Bob", "sub_uri": "Q2", "obj_label": "Rome", "obj_uri": "Q220"}]  # a duplicate
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "lama"
+    _write_jsonl(root / "relations.jsonl", RELATIONS)
+    _write_jsonl(root / "TREx" / "P19.jsonl", P19)
+    return root
+
+
+def _same(a, b) -> None:
+    assert a.facts == b.facts
+    assert a.relations == b.relations
+    assert [(r.to_dict(), r.relation) for r in a.reports] == [(r.to_dict(), r.relation) for r in b.reports]
+    assert a.files == b.files and a.version == b.version
+
+
+def _snapshot(root: Path, name: str = "trex") -> Path:
+    return snapshot_path(name, root.resolve(), {})
+
+
+def test_the_snapshot_gives_what_parsing_gives(data):
+    first = load_corpus("trex", data)
+    path = _snapshot(data)
+    assert path.is_file()
+    header = json.loads(path.read_bytes().split(b"\n", 1)[0])
+    assert header["schema"] == SCHEMA
+    assert [Path(s[0]).name for s in header["sources"]] == ["P19.jsonl", "relations.jsonl"]
+    again = load_corpus("trex", data)
+    _same(again, lama.load_trex(data))
+    _same(again, first)
+    assert [f.uid for f in again.facts] == ["u1", "u2"]
+    assert again.facts[1].evidences[0].text == "Bob, born in the Eternal City"
+    report = next(r for r in again.reports if r.relation == "P19")
+    assert (report.read, report.kept, dict(report.dropped)) == (3, 2, {"duplicate rows (same ids)": 1})
+    assert again.reports[-1].notes == ["1 relations have no data file: P36"]
+
+
+def test_the_snapshot_is_used(data, monkeypatch):
+    load_corpus("trex", data)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    version = lama.load_trex(data).version
+    monkeypatch.setitem(lama.LOADERS, "trex", refuse)
+    monkeypatch.setattr(lama, "fingerprint", refuse)  # the version comes from the one read that checked the bytes
+    corpus = load_corpus("trex", data)
+    assert [f.object.label for f in corpus.facts] == ["Paris", "Rome"]
+    assert corpus.version == version
+
+
+def test_a_changed_data_file_is_parsed_again(data):
+    load_corpus("trex", data)
+    path = data / "TREx" / "P19.jsonl"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b'"Paris"', b'"Pariz"'))  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime: the bytes still differ
+    assert path.stat().st_size == st.st_size
+    corpus = load_corpus("trex", data)
+    assert [f.object.label for f in corpus.facts] == ["Pariz", "Rome"]
+    _same(corpus, lama.load_trex(data))
+
+
+def test_a_data_file_added_beside_is_read(data):
+    load_corpus("trex", data)
+    _write_jsonl(data / "TREx" / "P36.jsonl", [{"sub_label": "France", "obj_label": "Paris"}])
+    corpus = load_corpus("trex", data)
+    assert list(corpus.relations) == ["P19", "P36"]
+    assert [f.uid for f in corpus.facts] == ["u1", "u2", "P36:1"]
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated", "header", "sources", "schema"])
+def test_a_damaged_snapshot_is_parsed_again_and_rewritten(data, damage, caplog):
+    load_corpus("trex", data)
+    path = _snapshot(data)
+    raw = path.read_bytes()
+    head, body = raw.split(b"\n", 1)
+    if damage == "flipped":  # still JSON, still the same size: another label
+        raw = head + b"\n" + body.replace(b'"Paris"', b'"Pariz"')
+    elif damage == "truncated":
+        raw = raw[: len(raw) - 40]
+    elif damage == "header":
+        raw = b"{not json\n" + body
+    elif damage == "sources":
+        raw = json.dumps({**json.loads(head), "sources": [5]}).encode() + b"\n" + body
+    else:
+        raw = json.dumps({**json.loads(head), "schema": SCHEMA + 1}).encode() + b"\n" + body
+    path.write_bytes(raw)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        corpus = load_corpus("trex", data)
+    assert [f.object.label for f in corpus.facts] == ["Paris", "Rome"]
+    _same(corpus, lama.load_trex(data))
+    if damage != "schema":
+        assert f"{path}: unreadable snapshot" in caplog.text
+    assert path.read_bytes() != raw  # rewritten
+
+
+def test_a_snapshot_is_plain_json(data):
+    load_corpus("trex", data)
+    head, meta, facts = _snapshot(data).read_bytes().split(b"\n")
+    json.loads(head)
+    assert json.loads(meta)["n_facts"] == 2
+    assert json.loads(facts)["uid"] == ["u1", "u2"]
+
+
+def test_real_corpora_from_their_snapshots(lama_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path))
+    for name, facts in (("google_re", 5527), ("squad", 305)):
+        load_corpus(name, lama_dir)
+        assert _snapshot(lama_dir, name).is_file()
+        again = load_corpus(name, lama_dir)
+        _same(again, lama.LOADERS[name](lama_dir))
+        assert len(again.facts) == facts
+
+
+def test_bad_data_still_names_the_line(data):
+    (data / "TREx" / "P19.jsonl").write_text('{"sub_label": "A", "obj_label": "B"}\n{oops\n', encoding="utf-8")
+    from eval.errors import DataError
+
+    with pytest.raises(DataError, match=r"P19.jsonl:2: malformed JSON"):
+        load_corpus("trex", data)
+    assert not _snapshot(data).exists()
+
+
+def test_the_outline_counts_without_the_facts(data):
+    from eval.corpora import corpus_outline
+
+    parsed, n = corpus_outline("trex", data)  # no snapshot yet: loaded in full, and one written
+    assert n == 2 and len(parsed.facts) == 2
+    outline, n = corpus_outline("trex", data)
+    full = lama.load_trex(data)
+    assert outline.facts == [] and n == 2
+    assert outline.summary(verbose=True, n_facts=n) == full.summary(verbose=True) == (
+        "trex: 1 relation, read 3, kept 2, dropped 1\n"
+        "  trex/P19 (TREx/P19.jsonl): read 3, kept 2, dropped 1 (1 duplicate rows (same ids))\n"
+        "  trex relations.jsonl: 1 relations have no data file: P36")
+    assert (outline.relations, outline.files, outline.version) == (full.relations, full.files, full.version)
