@@ -13,14 +13,19 @@ Prints, per model: `speedup=` (lm-pub-quiz seconds / kbcompare seconds over the 
 `cpu_speedup=` (the same ratio of process CPU seconds: steadier than wall time when other work shares the cores);
 for the masked LM also `flop_ratio=`, lm-pub-quiz's multiply-accumulates over kbcompare's for the same PLL.
 
-Why the masked speed-up is bounded: exact PLL needs one full encoder pass per scored token (a bidirectional
-encoder shares no prefix), and BEAR's answers rarely share masked copies (4 instances, seed 0: 1,062 copies
-needed, 1,012 distinct). What lm-pub-quiz adds on top is the vocabulary projection of every position, so for a
-bert-base-sized model the FLOP ratio is 1.30 (3,030 against 2,323 GFLOP; the encoder is 77% of lm-pub-quiz's
-work and all of kbcompare's). Measured at load ~2: kbcompare 8.4 s (~283 GFLOP/s, ~74% of the two AVX-512
-cores' fp32 peak; copy batches of 512 to 32,768 tokens within 6%), lm-pub-quiz 70.4 s at batch size 1
-(43 GFLOP/s): 8.4x. Beyond the FLOP ratio only batching helps, which is why the ratio falls to 1.5x against
-`--lpq-batch-size 32`; 10x would need kbcompare above ~340 GFLOP/s on these cores.
+Why the masked speed-up is bounded: exact PLL needs one encoder pass per scored token (a bidirectional
+encoder shares no prefix), and BEAR's answers rarely share masked copies (seed 0: 3 instances need 708 copies,
+680 distinct; 4 instances 1,062 and 1,012). kbcompare leaves out only what no scored token reads: the vocabulary
+projection of the other positions and, in the last layer, everything but the keys and values of the other
+positions (queries, attention, output projection and feed-forward run at the scored row only; other
+architectures than BERT's run their last layer whole). For a bert-base-sized model that is `flop_ratio=1.38` on
+3 instances (1,793 against 1,302 GFLOP) and 1.39 on 4 (3,030 against 2,177). Measured on an idle machine, 3
+instances: kbcompare 5.31 s (~245 GFLOP/s on the two AVX-512 cores), lm-pub-quiz 50.35 s (~36 GFLOP/s): 9.5x,
+max_abs_diff 6.7e-06; 4 instances at load ~2: 8.4 s (~259 GFLOP/s) against 70.4 s (43 GFLOP/s): 8.4x. Copy
+batches of 512 to 32,768 tokens are within 6%. Beyond the FLOP ratio only batching helps, which is why the ratio
+falls to 1.5x against `--lpq-batch-size 32`. The one exact cut left is the first layer's queries, keys and
+values, which depend only on a token, its position and segment, so could be computed once per distinct one: 2.2% of
+kbcompare's FLOPs. 10x on the 3 instances needs kbcompare at 5.03 s (~259 GFLOP/s).
 
     python bench/statement_scoring.py [--model bert gpt2] [--n 3] [--threads 2] [--size base|tiny]
         [--pll within_word_l2r] [--reduction sum] [--template 0] [--seed 0] [--lpq-batch-size 1]
@@ -88,30 +93,31 @@ def run_lpq(model, tokenizer, kind: str, cases, args) -> tuple[float, float, lis
     return time.perf_counter() - start, time.process_time() - cpu, scores
 
 
-def encoder_macs(config, length: int) -> float:
-    """Multiply-accumulates of one BERT pass over `length` tokens through every layer (projections, attention
-    scores and values, feed-forward), without the output head."""
+def layer_macs(config, length: int, rows: int | None = None) -> float:
+    """Multiply-accumulates of one BERT layer over `length` tokens whose output is kept at `rows` of them (all by
+    default): keys and values for every token; queries, attention, output projection and feed-forward at `rows`."""
     h, i = config.hidden_size, config.intermediate_size
-    return config.num_hidden_layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
+    rows = length if rows is None else rows
+    return length * 2 * h * h + rows * (2 * h * h + 2 * h * i + 2 * length * h)
 
 
 def flop_bound(model, tokenizer, cases, copies_asked: int, copies_run: int) -> float:
-    """lm-pub-quiz's MACs over kbcompare's for the same PLL: lm-pub-quiz runs every masked copy (`copies_asked`) and
-    projects every position onto the vocabulary; kbcompare runs the distinct copies (`copies_run`) and projects only
-    the scored position (its last layer at that position only is left out here: the bound is generous to it).
+    """lm-pub-quiz's MACs over kbcompare's for the same PLL: lm-pub-quiz runs every masked copy (`copies_asked`)
+    through every layer and projects every position onto the vocabulary; kbcompare runs the distinct copies
+    (`copies_run`), its last layer and the vocabulary projection at the scored position only.
     Batching and threads aside, this is the speed-up exact PLL allows."""
     from lm.statement import fill
 
     config = model.config
-    h, v = config.hidden_size, config.vocab_size
+    h, v, layers = config.hidden_size, config.vocab_size, config.num_hidden_layers
     lpq = ours = 0.0
     for fact, template, answers in cases:
         for answer in answers:
             text = fill(template, fact.subject.label, answer, "lm-pub-quiz").text
             n = len(tokenizer(text)["input_ids"])
             scored = n - 2  # [CLS] and [SEP] are not scored
-            lpq += scored * (encoder_macs(config, n) + n * (h * h + h * v))
-            ours += scored * (encoder_macs(config, n) + h * h + h * v)
+            lpq += scored * (layers * layer_macs(config, n) + n * (h * h + h * v))
+            ours += scored * ((layers - 1) * layer_macs(config, n) + layer_macs(config, n, 1) + h * h + h * v)
     return lpq / (ours * copies_run / copies_asked)
 
 

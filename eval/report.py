@@ -18,7 +18,9 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "c1": "c1: first step of round 1 right (%)", "c2": "c2: first step of round 2 right (%)",
                 "all_correct": "All four steps right (%)", "f1": "Token F1 (%)", "em": "Exact match (%)",
                 "set-p": "Set precision, N-M relations (%)", "set-r": "Set recall, N-M relations (%)",
-                "set-f1": "Set F1, N-M relations (%)"}
+                "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
+                "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
+                "p@1-drop": "Misprimed, P@1 drop (points)"}
 
 
 def _index(rows: list[dict]) -> dict:

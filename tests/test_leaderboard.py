@@ -137,3 +137,13 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     assert code == 0, err
     assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in json.loads(text)] \
         == [(1, "kb", "f1", 84.62, 11), (2, "freq", "f1", 12.5, 11)]
+
+
+def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
+    a, b = runs
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    config["settings"]["answers"] = "set"  # as `kbc run lama --answers set` records it
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = run_kbc(["leaderboard", str(a), str(b)], capsys)
+    assert (code, err) == (2, f"error: {b} and {a} differ in question settings (--answers set vs not given); a "
+                              "leaderboard needs runs asked the same questions\n")

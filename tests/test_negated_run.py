@@ -132,4 +132,22 @@ def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, 
     reason = ("a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers "
               "no probes")
     assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
-        ("gold", "P159", reason, 672), ("gold", "P19", reason, 630)]
+        ("gold", "P159", reason, 336), ("gold", "P19", reason, 210)]
+
+
+def test_dropped_facts_count_once_not_per_query(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):  # noqa: F811
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "P36", "P101",
+                            "--predictors", f"bert={tiny_models('bert-uncased')}", "--misprimes", "high_ranked",
+                            "--limit", "10", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    dropped = json.loads((out / "dropped.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    counts = [(d["relation"], d["n"]) for d in dropped]
+    assert counts == [("P19", 3), ("P36", 3)]  # one per fact, though each fact is three dropped queries
+    assert "dropped 6 facts it cannot answer (object is not in the candidate vocabulary: 6); per relation: P19 3, " \
+        "P36 3" in err
+    why = "object is not in the candidate vocabulary"
+    assert config["predictor_configs"]["negated-trex"]["bert"]["dropped_facts"] == {"P19": {why: 3}, "P36": {why: 3}}
+    assert f"| negated-trex | bert | P19 | {why} | 3 |" in (out / "summary.md").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -203,8 +204,60 @@ def test_predictions_travel_whole():
     from eval.types import Answer, Prediction
 
     sent = [Prediction("u1", (Answer("Paris", -0.5), Answer("Lyon", -1.25, "Q456")), True, {"n_tokens": 7},
-                       {"Paris": 1}, True), Prediction("u2", ())]
-    got = unpack(pack(sent))
+                       {"Paris": 1}, True), Prediction("u2", ()),
+            Prediction("u3", (Answer("Lyon", -0.75), Answer("Paris", -2.0))),
+            Prediction("u4", (Answer("Paris", 3), Answer("Rome", 1)), shared_ties=True)]  # counts stay ints
+    labels, rows = pack(sent)
+    assert labels == ["Paris", "Lyon", "Rome"]  # each label once per chunk, answers point into the table
+    got = unpack((labels, rows))
     assert got == sent
-    assert [(p.extra, p.target_ranks, p.shared_ties) for p in got] == [({"n_tokens": 7}, {"Paris": 1}, True),
-                                                                       ({}, None, False)]
+    assert [(p.extra, p.target_ranks, p.shared_ties) for p in got] == [
+        ({"n_tokens": 7}, {"Paris": 1}, True), ({}, None, False), ({}, None, False), ({}, None, True)]
+    assert [[(type(a.score), a.id) for a in p.answers] for p in got] == [
+        [(float, None), (float, "Q456")], [], [(float, None), (float, None)], [(int, None), (int, None)]]
+
+
+def test_a_cluster_started_for_the_run_keeps_the_driver_priority():
+    code = ("import os, ray; from bridge.run.executors import ExecutorSettings; "
+            "from bridge.run.ray_executor import RayExecutor\n"
+            "with RayExecutor.connect(ExecutorSettings('ray', workers=1)):\n"
+            "    f = ray.remote(num_cpus=1)(lambda: os.nice(0))\n"
+            "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ)")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    mine = os.nice(0)
+    assert done.stdout.split() == [str(mine), str(mine), "False"]  # Ray alone would give its workers niceness 15
+
+
+def test_a_port_that_is_not_ray_is_one_error_line(monkeypatch):
+    """Ray retries any port for minutes: a web server (the dashboard's port, say) or a silent listener is told
+    apart by its answer to an HTTP/2 preface, as gRPC (Ray's GCS and client server) speaks it."""
+    import http.server
+    import socket
+    import socketserver
+    import threading
+    import time
+
+    import bridge.run.executors as executors
+    from eval.errors import ConfigError
+
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 0.5)
+    web = socketserver.TCPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    try:
+        for port in (web.server_address[1], silent.getsockname()[1]):
+            started = time.monotonic()
+            with pytest.raises(ConfigError) as err:
+                executors.ExecutorSettings("ray", f"127.0.0.1:{port}").check()
+            assert str(err.value) == (f"--ray-address 127.0.0.1:{port}: 127.0.0.1:{port} answers, but not as a Ray "
+                                      "cluster (its GCS port, 6379 by default, or its client port, 10001; not the "
+                                      "dashboard's 8265)")
+            assert time.monotonic() - started < 5
+        executors.ExecutorSettings("ray", ray.get_runtime_context().gcs_address).check()  # the real thing passes
+    finally:
+        web.shutdown()
+        silent.close()

@@ -1,4 +1,4 @@
-"""A command parses each prediction file once, however many steps (resume, scores, instances) read it."""
+"""A command parses each prediction file at most once, however many steps (resume, scores, instances) read it."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def test_a_rerun_parses_every_prediction_line_once(lama_dir, tmp_path, capsys, m
 
     monkeypatch.setattr(bridge.run.results, "parse_record", counting)
     monkeypatch.setattr(bridge.run.results, "_PARSED", {})  # a new command: nothing parsed yet
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert not parsed  # nothing to ask and the summaries current: the records are not read at all
+    (out / ".kbc-summaries").unlink()  # summaries to rebuild: every record is read, once
+    monkeypatch.setattr(bridge.run.results, "_PARSED", {})
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     files = sorted((out / "predictions").rglob("*.jsonl"))

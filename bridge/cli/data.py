@@ -8,7 +8,9 @@ import click
 
 from bridge.cli.choices import NamedChoice
 from bridge.cli.options import data_dir_option
+from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
+from eval.errors import DataError
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
 
 
@@ -37,9 +39,29 @@ def download(dest, url, sha256) -> None:
 def stats(corpora, data_dir) -> None:
     """Rows read, kept and dropped per relation, and the data version."""
     for name in corpora:
-        corpus, n_facts = corpus_outline(name, data_dir)  # the counts, without decoding the facts of a snapshot
-        click.echo(f"# {name}: {n_facts} facts, {len(corpus.relations)} relations, version {corpus.version}")
+        try:
+            corpus, n_facts = corpus_outline(name, data_dir)  # the counts, without decoding the facts of a snapshot
+        except DataError as exc:
+            hint = _bear_hint(name, data_dir)
+            if hint is None:
+                raise
+            raise DataError(f"{exc.args[0].split('; ')[0]}; {hint}") from None
+        n_rel = len(corpus.relations)
+        click.echo(f"# {name}: {n_facts} facts, {n_rel} relation{'' if n_rel == 1 else 's'}, version {corpus.version}")
         click.echo(corpus.summary(verbose=True, n_facts=n_facts))
+
+
+def _bear_hint(name: str, data_dir: str | None) -> str | None:
+    """When a non-BEAR corpus is asked of a folder that holds BEAR data: the flag that reads it."""
+    if name in BEAR_CORPORA or not data_dir:
+        return None
+    for bear in BEAR_CORPORA:
+        try:
+            resolve_bear_dir(bear, data_dir)
+        except DataError:
+            continue
+        return f"it holds BEAR data: add --corpus {bear}"
+    return None
 
 
 

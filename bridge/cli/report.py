@@ -71,7 +71,8 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
                    "run, B of the second).")
 def report(run_dir: str, compare: str | None, out: str | None, setting: str, delta: tuple[str, str] | None) -> None:
     """One HTML page (and Markdown) with a run's tables and figures: P@k curves, P@1 by relation and type,
-    per-relation deltas, correlations, co-occurrence bins, rank variation, coherency and KMIR tables.
+    per-relation deltas, correlations, co-occurrence bins, rank variation, coherency and KMIR tables; a negated
+    run shows P@1, overlap, Spearman, became-prime and P@1 drop.
 
     Sections whose data the run lacks are kept with a note naming the command that produces it
     (e.g. `kbc analyze correlation RUN_DIR`). Prints the path of the HTML page.

@@ -246,7 +246,7 @@ def run_options(default_out: str):
                           "'kbcompare[ray]'); the files written are the same."),
         click.option("--ray-address", default=None,
                      help="Ray cluster: auto (a running one), HOST:PORT or ray://HOST:PORT; default: RAY_ADDRESS, "
-                          "else a cluster started for this run."),
+                          "else the one `ray start` left on this machine, else a cluster started for this run."),
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Ray actors per predictor (default: as many as the cluster's CPUs, or GPUs, hold)."),
         click.option("--gpus-per-worker", type=click.FloatRange(min=0), default=0.0, show_default=True,

@@ -28,6 +28,7 @@ from eval.negated import (
 from eval.types import Fact, Prediction, Query
 
 KINDS = ("negated", "misprimed")
+PROBE_SUFFIXES = tuple(f":{kind}" for kind in KINDS)
 log = logging.getLogger("kbc")
 
 
@@ -80,15 +81,21 @@ class NegatedExperiment:
         return record
 
     def instances(self, records: StageRecords) -> Records:
-        """One unit per fact: its positive record with the top answers of the other two queries."""
+        """One unit per fact: its positive record with the top answers of the other two queries.
+
+        Dropped records carry no `probe`, so the kind is read off the uid; a fact counts once in the dropped
+        tallies: as dropped when its positive query is, else under `part_dropped` when a probe of it is.
+        """
         done = records.get("", {})
         units: Records = {}
         for uid, record in done.items():
-            if record.get("probe", "positive") != "positive":
+            if uid.endswith(PROBE_SUFFIXES):
                 continue
             unit = dict(record)
             for kind in KINDS:
                 other = done.get(f"{uid}:{kind}")
+                if other is not None and "dropped" in other and "dropped" not in unit:
+                    unit.setdefault("part_dropped", other["dropped"])
                 if other is not None and "dropped" not in other:
                     unit[f"top_{kind}"] = other["answers"][0][0] if other["answers"] else None
                     if kind == "negated":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.predictors.lm import CACHE_OPTION, MASKED_OPTIONS
+from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares
 from eval.errors import ConfigError
@@ -363,7 +363,7 @@ def make_ebert(name: str, ctx: PredictorContext):
     return EBertPredictor(*args)
 
 
-@declares(MODEL_OPTION, *MASKED_OPTIONS, settings=("dtype",))
+@declares(MODEL_OPTION, *MASKED_LM_OPTIONS, settings=("dtype",))
 def make_bert(name: str, ctx: PredictorContext):
     """Plain BERT on the same `--set model=PATH` as the E-BERT predictors (the paper's baseline)."""
     from bridge.predictors.lm import make_masked

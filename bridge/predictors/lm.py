@@ -135,7 +135,11 @@ def _int_option(ctx: PredictorContext, key: str) -> int | None:
         raise ConfigError(f"--set {key}={value}: expected an integer") from exc
 
 
-@declares(*MASKED_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
+# every option of a masked LM, however it is named (a path, a hub id, or the registry's `bert` with model=)
+MASKED_LM_OPTIONS = (*MASKED_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION)
+
+
+@declares(*MASKED_LM_OPTIONS, settings=("dtype",))
 def make_masked(name: str, ctx: PredictorContext):
     from lm.loading import load
     from lm.masked import MaskedLMPredictor, MaskedLMScorer

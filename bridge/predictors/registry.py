@@ -71,6 +71,21 @@ UPPER_BOUNDS: dict[str, str] = {
 }
 
 
+# predictors whose scores on single-answer corpora (LAMA) are no probabilities: a `set=threshold...` rule
+# would cut them meaninglessly, so it is refused before anything runs (set-valued corpora score fractions)
+NOT_PROBABILITIES: dict[str, str] = {
+    "freq": "Freq scores objects by their counts in the relation",
+}
+
+
+def threshold_refusal(name: str, spec: str, rule: str, set_valued: bool) -> str | None:
+    """Why predictor `name` (of `spec`) cannot take set rule `rule` in this experiment, or None."""
+    if set_valued or spec not in NOT_PROBABILITIES or not rule.startswith("threshold:"):
+        return None
+    return (f"--set {name}.set={rule}: {NOT_PROBABILITIES[spec]}, not probabilities, so no threshold applies; "
+            f"use {name}.set=top:K (e.g. top:1)")
+
+
 def upper_bound_note(config: dict) -> str | None:
     """A footnote naming the predictors of a run (its `config.json`) that are upper bounds, or None."""
     specs = {name: (ident or {}).get("spec", name) for name, ident in (config.get("predictor_specs") or {}).items()}

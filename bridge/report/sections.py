@@ -27,6 +27,7 @@ STAT_ORDER = ("sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp", "soc
 STAT_NAMES = {"sm": "subject mentions", "om": "object mentions", "cooc_paragraphs": "paragraphs with both",
               "cooc_sentences": "sentences with both", "st": "subject tokens", "swp": "subject word pieces",
               "socs": "subject-object cosine", "lpfp": "log prob of first prediction"}
+NEGATED_METRICS = ("p@1", "overlap", "spearman", "became-prime", "p@1-drop")
 COHERENCY_METRICS = ("coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct")
 KMIR_ROBUSTNESS = ("robust_all", "robust_partial", "robust_none", "answered")
 LMKBC_METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
@@ -184,7 +185,8 @@ class Builder:
     def scores(self) -> Section:
         title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
         s = Section("scores", f"{title} ({self.scope} facts)", SCORES_SOURCE.get(self.view.experiment, ""))
-        metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em")}.get(self.view.experiment, (self.metric,))
+        metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"),
+                   "negated": NEGATED_METRICS}.get(self.view.experiment, (self.metric,))
         config = self.view.main.config
         for metric in metrics:
             s.tables += self._mark_tables(tables_from_markdown(
@@ -562,6 +564,8 @@ class Builder:
             return [self.overview(), self.scores(), self.by_type(), self.kmir()]
         if self.view.experiment == "lmkbc":
             return [self.overview(), self.lmkbc()]
+        if self.view.experiment == "negated":  # its rows are per relation already; LAMA's fact analyses do not apply
+            return [self.overview(), self.scores()]
         return [self.overview(), self.scores(), self.p_at_k(), self.by_relation(), self.by_type(), self.deltas(),
                 self.correlation(), self.bins(), self.rank_variation()]
 

@@ -238,6 +238,15 @@ def read_config(path: Path) -> dict | None:
     return config
 
 
+def has_records(out: Path, name: str) -> bool:
+    """Whether predictor `name` wrote any complete record in `out`: a name whose earlier attempt wrote none
+    (it failed first) does not hold the directory to that attempt's settings."""
+    from bridge.run.results import slug
+
+    files = (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl")
+    return any(b"\n" in f.read_bytes() for f in files if f.is_file())
+
+
 def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama",
                  questions: dict | None = None) -> dict:
     """The directory's config with this run added; refuses a name or relation whose results would mix."""
@@ -272,7 +281,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             where = ", ".join(p.spec if k == "spec" else f"{k}={p.options[k]}" for k in changed)
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} (they were "
                               "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
-        if seen and seen != ident:
+        if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
         config["predictor_specs"][p.name] = ident

@@ -67,10 +67,35 @@ def check_reachable(address: str) -> None:
     if not host:
         raise ConfigError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
     try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        conn = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
         raise ConfigError(f"--ray-address {address}: cannot reach a Ray cluster at {host}:{port} "
                           f"({exc.strerror or exc}); start one with `ray start --head` or fix the address") from None
+    with conn:
+        if not speaks_grpc(conn):
+            raise ConfigError(f"--ray-address {address}: {host}:{port} answers, but not as a Ray cluster (its GCS "
+                              "port, 6379 by default, or its client port, 10001; not the dashboard's 8265)") from None
+
+
+# what every HTTP/2 client sends first; an HTTP/2 (gRPC) server answers with a SETTINGS frame (type 4)
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def speaks_grpc(conn: socket.socket) -> bool:
+    """Whether the peer talks HTTP/2, as Ray's GCS and client server (gRPC) do: Ray itself retries any other
+    port for minutes, where a web server or a silent port is told apart here within seconds."""
+    try:
+        conn.settimeout(CONNECT_TIMEOUT_S)
+        conn.sendall(_PREFACE)
+        head = b""
+        while len(head) < 9:
+            part = conn.recv(9 - len(head))
+            if not part:
+                return False
+            head += part
+    except OSError:
+        return False
+    return head[3] == 4  # a frame header: 3 bytes of length, then the type
 
 
 class LocalExecutor:

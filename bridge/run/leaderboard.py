@@ -74,6 +74,27 @@ def _same(configs: dict[Path, dict], what: str, get) -> None:
                               f"{what}")
 
 
+# run settings recorded under another name than their flag
+SETTING_FLAGS = {"prompts_digest": "--prompts file content", "instance_of": "instance-of file content",
+                 "aliases": "alias file content"}
+
+
+def _same_settings(configs: dict[Path, dict]) -> None:
+    """Runs asked the same questions: else name each setting that differs, as the flag that sets it."""
+    (first, mine), *rest = [(run, c.get("settings", {})) for run, c in configs.items()]
+    for run, theirs in rest:
+        keys = [k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k)]
+        if keys:
+            diff = "; ".join(f"{SETTING_FLAGS.get(k, '--' + k.replace('_', '-'))} {_shown(theirs.get(k))} vs "
+                             f"{_shown(mine.get(k))}" for k in keys)
+            raise ConfigError(f"{run} and {first} differ in question settings ({diff}); a leaderboard needs runs "
+                              "asked the same questions")
+
+
+def _shown(value) -> str:
+    return "not given" if value is None else str(value)
+
+
 def _corpora(configs: dict[Path, dict], corpus: str | None) -> list[str]:
     wanted = [corpus] if corpus else next(iter(configs.values()))["corpora"]
     for run, config in configs.items():
@@ -106,7 +127,7 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
         raise ConfigError(f"scope {scope!r} / sort {sort!r}: use shared or own / one of {', '.join(SORTS)}")
     configs = {run: run_config(run) for run in runs}
     _same(configs, "experiment", lambda c: c.get("experiment", "lama"))
-    _same(configs, "question settings (--compat, --prompts, --context)", lambda c: c.get("settings", {}))
+    _same_settings(configs)
     corpora = _corpora(configs, corpus)
     for c in corpora:
         _same(configs, f"{c} relations", lambda cfg, c=c: sorted(cfg["relation_types"].get(c, {})))

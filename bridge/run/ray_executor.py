@@ -13,8 +13,11 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from array import array
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import fields, replace
+from itertools import repeat
 
 from bridge.run.executors import ExecutorSettings, Work
 from eval.errors import ConfigError, KbcError
@@ -37,23 +40,41 @@ IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on t
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
 PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads off a predictor besides methods
 PREDICTION_FIELDS = tuple(f.name for f in fields(Prediction))
-ANSWER_FIELDS = tuple(f.name for f in fields(Answer))
+ANSWERS_AT = PREDICTION_FIELDS.index("answers")
+NICENESS_VARIABLE = "RAY_worker_niceness"  # read by the raylet a cluster started here spawns
 
 
-def pack(predictions: Iterable[Prediction]) -> list[tuple]:
-    """Predictions as plain tuples: pickling a chunk's ~100 answers per query as dataclasses costs more
-    than scoring them with a small model."""
-    out = []
+def pack(predictions: Iterable[Prediction]) -> tuple[list, list[tuple]]:
+    """A chunk's predictions as columns: the chunk's distinct answer labels once, then per prediction the
+    label positions and the scores as arrays. Building and pickling ~100 `Answer`s per query costs more
+    than scoring them with a small model; scores travel as doubles only where every one is a float, so
+    a record reads the same as a local run's."""
+    table: dict = {}
+    index = table.setdefault
+    rows = []
     for p in predictions:
+        answers = p.answers
+        labels = [a.label for a in answers]
+        scores = [a.score for a in answers]
+        ids = [a.id for a in answers]
+        floats = all(type(s) is float for s in scores)
+        strings = all(type(label) is str for label in labels)
         row = [getattr(p, name) for name in PREDICTION_FIELDS]
-        row[PREDICTION_FIELDS.index("answers")] = [tuple(getattr(a, n) for n in ANSWER_FIELDS) for a in p.answers]
-        out.append(tuple(row))
+        row[ANSWERS_AT] = (array("i", [index(label, len(table)) for label in labels]) if strings else labels,
+                           array("d", scores) if floats else scores, ids if any(i is not None for i in ids) else None)
+        rows.append(tuple(row))
+    return list(table), rows
+
+
+def unpack(packed: tuple[list, list[tuple]]) -> list[Prediction]:
+    labels, rows = packed
+    out = []
+    for row in rows:
+        where, scores, ids = row[ANSWERS_AT]
+        names = [labels[i] for i in where] if isinstance(where, array) else where
+        answers = tuple(map(Answer, names, scores, ids if ids is not None else repeat(None, len(names))))
+        out.append(Prediction(*row[:ANSWERS_AT], answers, *row[ANSWERS_AT + 1:]))
     return out
-
-
-def unpack(rows: list[tuple]) -> list[Prediction]:
-    at = PREDICTION_FIELDS.index("answers")
-    return [Prediction(*row[:at], tuple(Answer(*a) for a in row[at]), *row[at + 1:]) for row in rows]
 
 
 class PredictorWorker:
@@ -74,7 +95,7 @@ class PredictorWorker:
                 "sizes": {rel: size(rel) for rel in self.relations} if size else None,
                 "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost")}
 
-    def predict(self, queries: list, depth: int) -> list[tuple]:
+    def predict(self, queries: list, depth: int) -> tuple[list, list[tuple]]:
         return pack(self.predictor.predict(queries, depth))
 
     def filter_facts(self, facts: list, slot: str | None) -> tuple[list[int], dict]:
@@ -249,6 +270,21 @@ class RemotePredictor:
         return [facts[i] for i in kept], reasons
 
 
+@contextmanager
+def _workers_at_driver_priority() -> Iterator[None]:
+    """A cluster started here runs its workers at this process's priority: Ray's default lowers theirs
+    (niceness 15), so on a busy machine every actor would get less CPU than the same work done locally.
+    `RAY_worker_niceness` set by the user wins; a cluster already running keeps its own setting."""
+    if NICENESS_VARIABLE in os.environ:
+        yield
+        return
+    os.environ[NICENESS_VARIABLE] = str(os.nice(0))
+    try:
+        yield
+    finally:
+        os.environ.pop(NICENESS_VARIABLE, None)
+
+
 class RayExecutor:
     """Pools of actors per predictor on a Ray cluster joined (or started here) once per run."""
 
@@ -263,12 +299,16 @@ class RayExecutor:
         if ray.is_initialized():
             return cls(settings, owns=False).checked()
         try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            with _workers_at_driver_priority():
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         except ConnectionError as exc:
             hint = "start one with `ray start --head`, or drop --ray-address to start one for this run"
-            raise ConfigError(f"--ray-address {address}: {str(exc).split('.')[0]}; {hint}") from None
+            raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0].rstrip('.')}; {hint}") from None
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None
+        have = ray.cluster_resources()  # said, as `auto` joins whichever cluster this machine runs
+        log.info("Ray: %s the cluster at %s (%g CPUs, %g GPUs)", "joined" if address else "started",
+                 ray.get_runtime_context().gcs_address, have.get("CPU", 0.0), have.get("GPU", 0.0))
         return cls(settings, owns=True).checked()
 
     def checked(self) -> RayExecutor:

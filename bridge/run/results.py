@@ -133,6 +133,38 @@ def read_done(path: Path) -> dict[str, dict]:
     return dict(done)
 
 
+_UID_HEAD = b'{"uid": "'  # how every record the runner writes begins (`write_jsonl_line` keeps key order)
+
+
+def done_uids(path: Path) -> set[str]:
+    """The uids `read_done` would give, read off each line's head without parsing the records (a rerun with
+    nothing left to ask needs no more). A line this cannot read plainly (another head, an escaped uid) has the
+    whole file parsed as `read_done` does; a torn last line is cut off the same way. Damage further into a
+    line is left to the scoring, which reads every record and names the line."""
+    cached = _PARSED.get(str(path))
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return set()
+    if cached is not None and cached[0] == _stat_key(st):
+        return set(read_done(path))
+    uids: set[str] = set()
+    good_bytes = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break
+            end = raw.find(b'"', len(_UID_HEAD))
+            if not raw.startswith(_UID_HEAD) or end < 0 or b"\\" in raw[len(_UID_HEAD):end] \
+                    or not raw.rstrip().endswith(b"}"):
+                return set(read_done(path))
+            uids.add(raw[len(_UID_HEAD):end].decode("utf-8", "surrogatepass"))
+            good_bytes += len(raw)
+    if good_bytes < st.st_size:
+        return set(read_done(path))  # the torn last line: cut off there, as a resume always did
+    return uids
+
+
 def to_ranked(record: dict) -> Ranked:
     return Ranked(record["relation"], record["rank_raw"], record["rank_filtered"],
                   record.get("rank_exact_raw"), record.get("rank_exact_filtered"))

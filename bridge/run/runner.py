@@ -21,7 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for
-from bridge.predictors.registry import PredictorContext
+from bridge.predictors.registry import PredictorContext, threshold_refusal
 from bridge.run.config import (
     PlannedPredictor,
     RunConfig,
@@ -31,7 +31,7 @@ from bridge.run.config import (
     read_config,
 )
 from bridge.run.executors import ExecutorSettings, LocalExecutor
-from bridge.run.results import predictions_path, read_done
+from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect, write_json
 from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError
@@ -109,6 +109,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
         raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
                           "`kbc run lama --answers set`) only")
+    for p in plan.predictors:
+        why = threshold_refusal(p.name, p.spec, p.options.get("set", ""), getattr(experiment, "set_valued", False))
+        if why:
+            raise ConfigError(why)
     no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
@@ -312,7 +316,7 @@ class Job:
         todo: list[tuple[str, list, Path]] = []
         for rel, pairs in queries.items():
             path = self._path(rel, stage)
-            done = read_done(path)
+            done = done_uids(path)
             rest = [(q, f) for q, f in pairs if q.uid not in done]
             if rest:
                 todo.append((rel, rest, path))

@@ -14,6 +14,7 @@ from pathlib import Path
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
+from eval.bear import BEAR_CORPORA
 from eval.errors import DataError
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
@@ -57,9 +58,10 @@ def answered_units(out: Path, config: dict, experiment, corpus: str
         units = experiment.instances(records)
         all_units += [{"corpus": corpus, "predictor": name, **u} for u in units.values()]
         reasons: Counter = Counter()
-        for unit in units.values():
-            if "dropped" in unit:
-                reasons[(unit["relation"], unit["dropped"])] += 1
+        for unit in units.values():  # a unit scored with a part dropped (`part_dropped`) is tallied too
+            why = unit.get("dropped", unit.get("part_dropped"))
+            if why is not None:
+                reasons[(unit["relation"], why)] += 1
         dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
                     for (rel, why), n in sorted(reasons.items())]
         mine = {uid: u for uid, u in units.items() if "dropped" not in u}
@@ -140,6 +142,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     notes = _notes(config, shared_n, experiment)
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
+    if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
+        title = "BEAR probe"  # BEAR is asked through the LAMA experiment
     md = markdown(rows, setting, dropped, notes, title, metrics, relation_info(config), open_spaces(config))
     first = getattr(experiment, "summary_section", None)  # an experiment's own table (LM-KBC's evaluate.py)
     if first is not None:
