@@ -28,6 +28,11 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     raise DataError(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")
 
 
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """`cache_dir`, else `$KBC_CACHE`, else `~/.cache/kbcompare`: one root for every cache the project keeps."""
+    return Path(cache_dir or os.environ.get("KBC_CACHE") or Path.home() / ".cache" / "kbcompare").expanduser()
+
+
 def fingerprint(paths: list[Path]) -> str:
     """A short content hash of the data files a run read, stored in its config."""
     digest = hashlib.sha256()

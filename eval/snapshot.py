@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from eval.datadir import cache_root
 from eval.errors import KbcError
 from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
@@ -33,11 +34,6 @@ Sources = list[tuple[str, int, int, str]]  # (path, size, mtime_ns, sha256) per 
 _EVIDENCE = ("text", "masked", "sub_surface", "obj_surface", "url")
 COLUMNS = ("uid", "relation", "subject_label", "subject_id", "subject_aliases", "object_label", "object_id",
            "object_aliases", "cloze", "answer_idx", "evidences", *_EVIDENCE)
-
-
-def cache_root() -> Path:
-    """`$KBC_CACHE`, else `~/.cache/kbcompare` (as every other cache of the project)."""
-    return Path(os.environ.get("KBC_CACHE") or Path.home() / ".cache" / "kbcompare").expanduser()
 
 
 def snapshot_path(name: str, root: Path, options: dict) -> Path:

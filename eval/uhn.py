@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from eval.datadir import fingerprint, resolve_data_dir
+from eval.datadir import cache_root, fingerprint, resolve_data_dir
 from eval.errors import ConfigError, DataError
 from eval.report_counts import LoadReport
 from eval.types import Fact
@@ -231,10 +231,6 @@ def _write_filtered(src: Path, dst: Path, relation: str, chosen: tuple[str, ...]
             out.write(raw if raw.endswith(b"\n") else raw + b"\n")
 
 
-def _cache_root(cache_dir: str | Path | None) -> Path:
-    return Path(cache_dir or os.environ.get("KBC_CACHE") or Path.home() / ".cache" / "kbcompare").expanduser()
-
-
 def _replace_dir(tmp: Path, out: Path) -> None:
     """Put the finished `tmp` at `out`; a previous build there is swapped out, then removed."""
     if out.exists():
@@ -303,7 +299,7 @@ def uhn_data_dir(data_dir: str | Path | None = None, ranker: NameRanker | None =
     key = "\x1f".join([UHN_VERSION, source_version(root), ",".join(filters), str(k),
                        getattr(ranker, "fingerprint", "") or ""])
     version = hashlib.sha256(key.encode()).hexdigest()[:16]
-    out = _cache_root(cache_dir) / "uhn" / version
+    out = cache_root(cache_dir) / "uhn" / version
     if not (out / META_FILE).is_file():
         build_uhn(root, out, filters, ranker, k, replace_existing=False)
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
 from eval.corpora import CORPORA, close_hint, load_corpus
+from eval.datadir import cache_root
 from eval.errors import ConfigError, DataError
 from eval.lama import Corpus, relation_versions
 from eval.relations import stored_type
@@ -28,7 +28,7 @@ COMPAT = ("lama", "lm-pub-quiz")
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("KBC_CACHE", Path.home() / ".cache" / "kbcompare"))
+    return cache_root()
 
 
 @dataclass
@@ -243,8 +243,11 @@ def has_records(out: Path, name: str) -> bool:
     (it failed first) does not hold the directory to that attempt's settings."""
     from bridge.run.results import slug
 
-    files = (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl")
-    return any(b"\n" in f.read_bytes() for f in files if f.is_file())
+    def complete_line(path: Path) -> bool:
+        with path.open("rb") as handle:
+            return handle.readline().endswith(b"\n")  # the first line: only a torn last line lacks one
+
+    return any(complete_line(f) for f in (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl") if f.is_file())
 
 
 def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama",
@@ -265,8 +268,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
-        edited = [what for key, what in (("prompts_digest", "prompt"), ("instance_of", "instance-of"),
-                                                ("aliases", "alias"))
+        edited = [what for key, what in (
+            ("prompts_digest", "prompt"), ("instance_of", "instance-of"), ("aliases", "alias"))
                   if config["settings"].get(key) not in (None, settings.get(key))]
         why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
