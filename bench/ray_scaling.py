@@ -7,7 +7,7 @@ process; on Ray (`ray.init(num_cpus=2)`), each actor one CPU and one thread, at 
 when `kbc run --executor ray` starts its own cluster; Ray's default lowers its workers' priority). Throughput
 is answered queries per second of the predictor's time in `config.json` (model loading and actor start-up
 included; data loading, the same for every run, left out), and per second of scoring (from the predictor
-ready, every actor holding the model, to the last record). The three configurations run alternately
+ready, every actor holding the model, to the last record written). The three configurations run alternately
 `--repeat` times, each keeping its fastest. The records of every run are compared with the first (scores
 within 1e-6, and byte for byte).
 
@@ -52,7 +52,7 @@ def run(root: Path, name: str, model: Path, data_dir: str, limit: int, executor)
     from bridge.run import runner
 
     stamps: dict[str, float] = {}
-    build = runner.Job._build
+    build, stage = runner.Job._build, runner.Job._stage
 
     def timed_build(job):
         done = job.predictor is not None
@@ -61,19 +61,18 @@ def run(root: Path, name: str, model: Path, data_dir: str, limit: int, executor)
             stamps["ready"] = time.perf_counter()
         return predictor
 
-    class Timed(LamaExperiment):
-        def record(self, *a, **k):
-            stamps["last"] = time.perf_counter()
-            return super().record(*a, **k)
+    def timed_stage(job, *a, **k):  # records may be made on a worker: the stage ends with the last one written
+        stage(job, *a, **k)
+        stamps["last"] = time.perf_counter()
 
     out = root / name
     cfg = runner.RunConfig(corpora=["trex"], predictors=[f"bert={model}"], out=out, data_dir=data_dir, limit=limit,
                            options={"cache": "off"}, cache_dir=root / f"cache-{name}", bootstrap=0)
-    runner.Job._build = timed_build
+    runner.Job._build, runner.Job._stage = timed_build, timed_stage
     try:
-        runner.run_experiment(cfg, Timed(), progress=False, executor=executor)
+        runner.run_experiment(cfg, LamaExperiment(), progress=False, executor=executor)
     finally:
-        runner.Job._build = build
+        runner.Job._build, runner.Job._stage = build, stage
     seconds = json.loads((out / "config.json").read_text())["seconds"]["trex"]["bert"]
     files = {str(p.relative_to(out)): p.read_bytes() for p in sorted((out / "predictions").rglob("*.jsonl"))}
     records = {path: [json.loads(line) for line in text.splitlines()] for path, text in files.items()}

@@ -41,15 +41,17 @@ def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = N
 
 
 def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
-                compat: str | None = None, name_ranker=None, template: int = 0) -> Corpus:
+                compat: str | None = None, name_ranker=None, template: int = 0,
+                cache_dir: str | Path | None = None) -> Corpus:
     """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`).
 
     `trex-uhn` / `google_re-uhn` are LAMA-UHN (`eval.uhn`), built on first use into the cache: the
     string-match filter, plus the person-name filter when `name_ranker` (an `eval.uhn.NameRanker`) is given.
-    `bear` / `bear-big` (`eval.bear`) ask each relation's `template`-th template.
+    `bear` / `bear-big` (`eval.bear`) ask each relation's `template`-th template. Snapshots and LAMA-UHN data go
+    under `cache_dir` (a run's), else the default cache root.
     """
     if name in UHN_CORPORA:
-        return load_uhn_corpus(name, data_dir, relations, compat, name_ranker)
+        return load_uhn_corpus(name, data_dir, relations, compat, name_ranker, cache_dir)
     if name in BEAR_CORPORA:
         return load_bear(name, data_dir, relations, template)
     if name == LMKBC:
@@ -65,7 +67,8 @@ def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterab
     if relations:
         return loader(data_dir, relations, **options)
     root = resolve_data_dir(data_dir)  # a whole LAMA corpus: from its snapshot when the data files are unchanged
-    return cached_corpus(name, root, options, lambda: source_files(name, root), lambda: loader(root, None, **options))
+    return cached_corpus(name, root, options, lambda: source_files(name, root), lambda: loader(root, None, **options),
+                         cache_dir)
 
 
 def corpus_outline(name: str, data_dir: str | Path | None = None) -> tuple[Corpus, int]:

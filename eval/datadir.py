@@ -35,10 +35,22 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 
 def fingerprint(paths: list[Path]) -> str:
     """A short content hash of the data files a run read, stored in its config."""
+    return hash_files(paths)[0]
+
+
+def hash_files(paths: list[Path], each: bool = False) -> tuple[str, list[str]]:
+    """The `fingerprint` of `paths` (file names and bytes, in path order) and, with `each`, every file's own
+    SHA-256 in that order, from one streamed read of each file."""
     digest = hashlib.sha256()
+    digests: list[str] = []
     for path in sorted(paths):
         digest.update(path.name.encode())
+        mine = hashlib.sha256() if each else None
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    return digest.hexdigest()[:16]
+                if mine is not None:
+                    mine.update(block)
+        if mine is not None:
+            digests.append(mine.hexdigest())
+    return digest.hexdigest()[:16], digests

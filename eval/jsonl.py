@@ -118,12 +118,17 @@ def opt_list(row: dict, key: str, where: str, item: type = str) -> list:
 _NOTHING = object()
 
 
-def write_jsonl_line(handle, row: dict) -> None:
-    """One JSON line; NaN and infinity are refused (bare `NaN` is not JSON and would be no score)."""
+def jsonl_text(row: dict, into: str | None = None) -> str:
+    """One JSON line with its newline; NaN and infinity are refused (bare `NaN` is not JSON and would be no
+    score). `into` names the file it is meant for."""
     try:
-        text = json.dumps(row, ensure_ascii=False, allow_nan=False)
+        return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"
     except ValueError:
-        into = f" into {handle.name}" if isinstance(getattr(handle, "name", None), str) else ""
-        raise KbcError(f"cannot write a record holding NaN or infinity{into} (uid {row.get('uid')!r}); "
+        where = f" into {into}" if into else ""
+        raise KbcError(f"cannot write a record holding NaN or infinity{where} (uid {row.get('uid')!r}); "
                        "it is not JSON") from None
-    handle.write(text + "\n")
+
+
+def write_jsonl_line(handle, row: dict) -> None:
+    name = getattr(handle, "name", None)
+    handle.write(jsonl_text(row, name if isinstance(name, str) else None))

@@ -31,6 +31,7 @@ GOOGLE_RE_RELATIONS = {
     "place_of_death": Relation("place_of_death", "death-place", "[X] died in [Y] .", "N-1"),
 }
 SQUAD_RELATION = Relation("squad", "SQuAD cloze", f"{OBJECT_SLOT}", None)
+NO_DATA_SOURCE = "trex relations.jsonl"  # the report listing relations that have no data file
 
 
 @dataclass
@@ -46,6 +47,15 @@ class Corpus:
         for fact in self.facts:
             grouped[fact.relation].append(fact)
         return grouped
+
+    def keep_relations(self, relations: list[str]) -> None:
+        """Only `relations` (all of this corpus), as its loader gives them when asked for them: their facts and
+        reports and the corpus-wide reports, less the note on relations without a data file, which concerns none
+        of them (a relation without a data file is no relation of the corpus)."""
+        self.relations = {r: self.relations[r] for r in relations}
+        self.facts = [f for f in self.facts if f.relation in self.relations]
+        self.reports = [r for r in self.reports if r.relation in self.relations
+                        or (r.relation is None and r.source != NO_DATA_SOURCE)]
 
     @property
     def version(self) -> str:
@@ -139,7 +149,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             report.kept += 1
         corpus.reports.append(report)
     if no_data and not relations:
-        note = LoadReport("trex relations.jsonl")
+        note = LoadReport(NO_DATA_SOURCE)
         note.notes.append(f"{len(no_data)} relations have no data file: {', '.join(no_data)}")
         corpus.reports.append(note)
     return corpus

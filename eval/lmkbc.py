@@ -30,6 +30,11 @@ SPLITS = ("train", "val")
 NUMERIC = frozenset({"seriesHasNumberOfEpisodes"})
 RELATIONS = ("countryLandBordersCountry", "personHasCityOfDeath", "seriesHasNumberOfEpisodes", "awardWonBy",
              "companyTradesAtStockExchange")
+# Each relation as the Wikidata property a KB holds it under, and the slot asked: awardWonBy names the award,
+# the object of its winners' P166 (award received), so the winners are the subjects of P166
+WIKIDATA = {"countryLandBordersCountry": ("P47", "object"), "personHasCityOfDeath": ("P20", "object"),
+            "seriesHasNumberOfEpisodes": ("P1113", "object"), "awardWonBy": ("P166", "subject"),
+            "companyTradesAtStockExchange": ("P414", "object")}
 TEMPLATES = Path("prompt_templates") / "masked_prompts.csv"
 # Wikidata aliases of the LAMA T-REx entities (X-FACTR's `alias/TREx/en.txt`), beside the LM-KBC folder
 ALIASES = Path("xfactr") / "alias_TREx_en.txt"

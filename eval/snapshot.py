@@ -1,12 +1,12 @@
 """Parsed corpora kept in the cache, so a command does not parse the same JSONL again.
 
-`$KBC_CACHE/snapshots/<corpus>-<key>.json` (the key names the data directory and the loader's options) holds
-three lines of plain JSON: a header, the corpus less its facts, its facts as columns; never pickle, so reading one
-runs no code. The header
-names the schema, the size and CRC-32 of the lines that follow, and each data file the corpus was parsed from: its path,
-size, mtime and SHA-256. A snapshot is used only when the files the loader would read now are those files with
-those exact bytes; any other data, a damaged or truncated snapshot or another schema is parsed again (and the
-snapshot rewritten), so a snapshot gives the facts, relations, load reports and version that parsing gives.
+`<cache>/snapshots/<corpus>-<key>.json` (`<cache>`: a run's cache dir, else `eval.datadir.cache_root`; the key
+names the data directory and the loader's options) holds three lines of plain JSON: a header, the corpus less its
+facts, its facts as columns; never pickle, so reading one runs no code. The header names the schema, the size and
+CRC-32 of the lines that follow, and each data file the corpus was parsed from: its path, size, mtime and SHA-256.
+A snapshot is used only when the files the loader would read now are those files with those exact bytes; any other
+data, a damaged or truncated snapshot or another schema is parsed again (and the snapshot rewritten), so a snapshot
+gives the facts, relations, load reports and version that parsing gives.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from eval.datadir import cache_root
+from eval.datadir import cache_root, hash_files
 from eval.errors import KbcError
 from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
@@ -36,28 +36,24 @@ COLUMNS = ("uid", "relation", "subject_label", "subject_id", "subject_aliases", 
            "object_aliases", "cloze", "answer_idx", "evidences", *_EVIDENCE)
 
 
-def snapshot_path(name: str, root: Path, options: dict) -> Path:
+def snapshot_path(name: str, root: Path, options: dict, cache_dir: str | Path | None = None) -> Path:
     key = hashlib.sha256(json.dumps([str(root), options], sort_keys=True).encode()).hexdigest()[:16]
-    return cache_root() / "snapshots" / f"{name}-{key}.json"
+    return cache_root(cache_dir) / "snapshots" / f"{name}-{key}.json"
 
 
 def read_sources(files: list[Path]) -> tuple[Sources, str]:
     """Each file's identity, and the corpus version (`eval.datadir.fingerprint`) from the same single read."""
-    version = hashlib.sha256()
-    sources: Sources = []
-    for path in sorted(files):
-        st = path.stat()
-        data = path.read_bytes()
-        version.update(path.name.encode())
-        version.update(data)
-        sources.append((str(path), st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest()))
-    return sources, version.hexdigest()[:16]
+    ordered = sorted(files)
+    stats = [path.stat() for path in ordered]
+    version, digests = hash_files(ordered, each=True)
+    return [(str(p), st.st_size, st.st_mtime_ns, d) for p, st, d in zip(ordered, stats, digests)], version
 
 
 def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list[Path]],
-                  parse: Callable[[], Corpus]) -> Corpus:
-    """The corpus `parse()` gives, from its snapshot where that was made from the same bytes of `files()`."""
-    path = snapshot_path(name, root, options)
+                  parse: Callable[[], Corpus], cache_dir: str | Path | None = None) -> Corpus:
+    """The corpus `parse()` gives, from its snapshot (under `cache_dir`, else the default cache) where that was made
+    from the same bytes of `files()`."""
+    path = snapshot_path(name, root, options, cache_dir)
     try:
         wanted = files()
         found = _current(path, wanted)
@@ -80,10 +76,11 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
     return corpus
 
 
-def cached_outline(name: str, root: Path, options: dict, files: Callable[[], list[Path]]) -> tuple[Corpus, int] | None:
+def cached_outline(name: str, root: Path, options: dict, files: Callable[[], list[Path]],
+                   cache_dir: str | Path | None = None) -> tuple[Corpus, int] | None:
     """A corpus from a current snapshot without its facts (relations, load reports, files, version) and how many
     facts it has; None where there is no current snapshot."""
-    path = snapshot_path(name, root, options)
+    path = snapshot_path(name, root, options, cache_dir)
     try:
         found = _current(path, files())
     except (OSError, KbcError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 Slot = Literal["object", "subject"]
@@ -13,8 +13,25 @@ OBJECT_SLOT = "[Y]"
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 
 
+class _Pickled:
+    """Pickled as the constructor and its field values: a slotted dataclass's own state methods look its
+    fields up for every object, which made shipping a corpus to a worker several times slower."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        cls = type(self)
+        names = _INIT_FIELDS.get(cls)
+        if names is None:  # a subclass's own __slots__ name only its own fields: ask the dataclass once
+            names = _INIT_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.init)
+        return cls, tuple(getattr(self, name) for name in names)
+
+
+_INIT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 @dataclass(frozen=True, slots=True)
-class Entity:
+class Entity(_Pickled):
     """A KB entity; `id` is a Wikidata id (Q...) where known, else another stable id or None."""
 
     label: str
@@ -28,7 +45,7 @@ class Entity:
 
 
 @dataclass(frozen=True, slots=True)
-class Relation:
+class Relation(_Pickled):
     id: str
     label: str
     template: str
@@ -41,7 +58,7 @@ class Relation:
 
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class Evidence(_Pickled):
     """A Wikipedia sentence or snippet aligned to a fact; `masked` has the object as [MASK]."""
 
     text: str
@@ -52,7 +69,7 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
+class Fact(_Pickled):
     uid: str
     corpus: str
     relation: str
@@ -64,7 +81,7 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class SetFact:
+class SetFact(_Pickled):
     """A subject and relation whose gold is a *set* of objects (LM-KBC): zero, one or many.
 
     `objects` are scored by id; `labels` are the data's surface forms of the whole set (not aligned
@@ -81,7 +98,7 @@ class SetFact:
 
 
 @dataclass(frozen=True, slots=True)
-class Query:
+class Query(_Pickled):
     """One fact asked one way. `template` holds [X] (subject) and/or [Y] (object) as in LAMA."""
 
     uid: str
@@ -118,14 +135,14 @@ class Query:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(_Pickled):
     label: str
     score: float
     id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Prediction:
+class Prediction(_Pickled):
     """Ranked answers, best first. `lowercased` marks answers from an uncased model."""
 
     query_uid: str

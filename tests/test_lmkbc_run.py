@@ -111,10 +111,10 @@ def test_masked_lm_set_rules(tiny_models, lama_dir, tmp_path, monkeypatch, capsy
 
 def test_predictor_without_set_answers_is_refused(lama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "re-naive", "--data-dir", str(lama_dir), "--out",
-                            str(tmp_path / "run")], capsys)
-    assert (code, err) == (2, "error: predictor re-naive (re-naive) gives no set answers; `kbc run lmkbc` takes gold, "
-                              "freq and language models (here: freq)\n")
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "re-naive", "retrieval", "--data-dir",
+                            str(lama_dir), "--out", str(tmp_path / "run")], capsys)
+    assert (code, err) == (2, "error: predictor retrieval (retrieval) gives no set answers; `kbc run lmkbc` takes "
+                              "gold, freq, re-naive, re-oracle and language models (here: freq, re-naive)\n")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -105,17 +105,26 @@ def test_kmir_on_ray(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert json.loads((local / "summary.json").read_text()) == json.loads((remote / "summary.json").read_text())
 
 
-class Hooked(LamaExperiment):
-    """LAMA, calling `hook(n)` before the n-th record it writes (1-based)."""
+def hooked(monkeypatch, hook) -> None:
+    """Calls `hook(n)` in the driver before the n-th record line it writes (1-based), whichever executor made
+    it: records are made beside the predictor, so the hook sits where the lines reach the runner."""
+    from bridge.run.executors import LocalExecutor
+    from bridge.run.ray_executor import RayExecutor
 
-    def __init__(self, hook) -> None:
-        super().__init__()
-        self.hook, self.n = hook, 0
+    written = [0]
 
-    def record(self, *args, **kwargs) -> dict:
-        self.n += 1
-        self.hook(self.n)
-        return super().record(*args, **kwargs)
+    def calling(lines):
+        for line in lines:
+            written[0] += 1
+            hook(written[0])
+            yield line
+
+    for cls in (LocalExecutor, RayExecutor):
+        def map_(self, predictor, chunks, recorder, _original=cls.map):
+            for lines in _original(self, predictor, chunks, recorder):
+                yield calling(lines)
+
+        monkeypatch.setattr(cls, "map", map_)
 
 
 def _cfg(tmp_path: Path, lama_dir: Path, name: str, model: Path) -> RunConfig:
@@ -131,7 +140,7 @@ def _watch(caplog_records: list) -> logging.Handler:
     return handler
 
 
-def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path):
+def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path, monkeypatch):
     model = tiny_models("bert-cased")
     run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
 
@@ -142,8 +151,9 @@ def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path):
 
     seen: list[logging.LogRecord] = []
     handler = _watch(seen)
+    hooked(monkeypatch, kill)
     try:
-        run_experiment(_cfg(tmp_path, lama_dir, "ray", model), Hooked(kill), progress=False,
+        run_experiment(_cfg(tmp_path, lama_dir, "ray", model), LamaExperiment(), progress=False,
                        executor=ExecutorSettings("ray", workers=2))
     finally:
         logging.getLogger("kbc").removeHandler(handler)
@@ -151,7 +161,7 @@ def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path):
     assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == len(RELATIONS) * 5
 
 
-def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir, tmp_path):
+def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir, tmp_path, monkeypatch):
     model = tiny_models("bert-cased")
     run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
 
@@ -162,8 +172,9 @@ def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir
     on_ray = ExecutorSettings("ray", workers=1)
     for name, first, then in (("ray", on_ray, None), ("mixed", None, on_ray)):
         cfg = _cfg(tmp_path, lama_dir, name, model)
-        with pytest.raises(KeyboardInterrupt):
-            run_experiment(cfg, Hooked(interrupt), progress=False, executor=first)
+        with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+            hooked(patch, interrupt)
+            run_experiment(cfg, LamaExperiment(), progress=False, executor=first)
         written = sum(len(lines) for lines in _records(cfg.out).values())
         assert written == 11  # every record before the interrupt stays, flushed
         run_experiment(cfg, LamaExperiment(), progress=False, executor=then)  # the identity is the same: resumed

@@ -82,7 +82,7 @@ def test_outputs(tmp_path, lama_dir):
     assert record["prompt"] == "Khatchig Mouradian was born in [MASK] ."
     assert record["gold"] == "Lebanon" and len(record["answers"]) == 10
     assert record["answers"][0][0] == "London"
-    assert "| google_re | freq | 372 | 5527 | 1.86 ± 0.32 | 4.63 ± 0.39 | 6.80 ± 0.91 | 4.43 ± 0.35 | [3.75, 5.16] |" \
+    assert "| google_re | freq | 372 | 5527 | 1.86 ± 0.32 | 4.63 ± 0.39 | 6.80 ± 0.91 | 4.43 ± 0.35 | [3.74, 5.12] |" \
         in (out / "summary.md").read_text()
 
 

@@ -4,19 +4,32 @@ The KB is always built from the whole corpus of the data version (not the `--rel
 `--limit` subset of a run), so every run over the same data reads the same graphs. A corpus with closed
 answer spaces (BEAR) has no evidence sentences: its facts are asked of the KB extracted from LAMA's T-REx
 (`eval.answer_space.lama_data_for`), by Wikidata id, and the answers are cut to each relation's answer space.
+LM-KBC (sets, no text either) asks the same KB each relation's Wikidata property (`eval.lmkbc.WIKIDATA`); a
+property the KB holds no triple of (one outside LAMA's T-REx relations, or one whose T-REx facts have no evidence
+sentences) answers empty sets there, which the run log says once.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from pathlib import Path
 
+from bridge.predictors.kb import is_set_corpus
 from bridge.predictors.registry import PredictorContext
-from bridge.run.options import declares
+from bridge.run.options import SET_OPTION, declares
 from eval.answer_space import AnswerSpacePredictor, lama_data_for
 from eval.corpora import load_corpus
+from eval.datadir import resolve_data_dir
+from eval.errors import DataError
+from eval.lmkbc import WIKIDATA
 from kb.extraction.kb_build import ensure_re_kb
 from kb.extraction.predictor import ExtractedKBPredictor
+from kb.set_predictors import ExtractedSetPredictor
 from kb.store import entity_iri
+
+log = logging.getLogger("kbc")
+Made = ExtractedKBPredictor | AnswerSpacePredictor | ExtractedSetPredictor
 
 
 def _closed(ctx: PredictorContext) -> bool:
@@ -25,9 +38,28 @@ def _closed(ctx: PredictorContext) -> bool:
     return bool(rels) and all(r.answer_space for r in rels.values())
 
 
-def _make(name: str, ctx: PredictorContext, graph: str) -> ExtractedKBPredictor | AnswerSpacePredictor:
-    closed = _closed(ctx)
-    full = load_corpus("trex", lama_data_for(ctx.data_dir)) if closed else load_corpus(ctx.corpus.name, ctx.data_dir)
+def _lama_for_sets(ctx: PredictorContext, name: str) -> Path:
+    """The LAMA copy whose T-REx sentences the KB of an LM-KBC run is extracted from: the run's data folder when
+    it is one (LM-KBC beside it), else one beside it or in $KBC_DATA."""
+    try:
+        return resolve_data_dir(ctx.data_dir)
+    except DataError:
+        pass
+    try:
+        return lama_data_for(ctx.data_dir)
+    except DataError:
+        raise DataError(f"{name} on {ctx.corpus.name} asks the KB extracted from LAMA T-REx: no LAMA data in "
+                        f"{ctx.data_dir}, beside it or in $KBC_DATA; pass --data-dir the LAMA copy (with "
+                        f"{ctx.corpus.name}/ beside it)") from None
+
+
+def _make(name: str, ctx: PredictorContext, graph: str) -> Made:
+    sets = is_set_corpus(ctx.corpus)
+    closed = not sets and _closed(ctx)
+    if sets or closed:
+        full = load_corpus("trex", _lama_for_sets(ctx, name) if sets else lama_data_for(ctx.data_dir))
+    else:
+        full = load_corpus(ctx.corpus.name, ctx.data_dir)
     report = ensure_re_kb(ctx.store, full, ctx.cache_dir, progress=ctx.progress)
     if report.get("built"):
         print(f"{ctx.corpus.name}: extracted KB built in {report.get('seconds_total')} s "
@@ -37,17 +69,27 @@ def _make(name: str, ctx: PredictorContext, graph: str) -> ExtractedKBPredictor 
         labels.setdefault(str(entity_iri(fact.subject)), fact.subject.label)
         labels.setdefault(str(entity_iri(fact.object)), fact.object.label)
     info = {"build": report.get("tag"), "extractor": report.get("settings")}
-    if closed:
+    if sets or closed:
         info["text"] = "LAMA T-REx (the corpus has no evidence sentences)"
-        return AnswerSpacePredictor(ExtractedKBPredictor(name, ctx.store, graph, labels, info), ctx.corpus.relations)
-    return ExtractedKBPredictor(name, ctx.store, graph, labels, info)
+    kb = ExtractedKBPredictor(name, ctx.store, graph, labels, info)
+    if sets:
+        # what the graph holds, not what T-REx lists: a relation without evidence sentences yields no triple
+        predictor = ExtractedSetPredictor(kb, WIKIDATA, ctx.store.relations(graph))
+        uncovered = predictor.uncovered(ctx.corpus.relations)
+        if uncovered:
+            log.warning("%s / %s: the KB extracted from LAMA T-REx holds no %s: %s answer empty sets",
+                        ctx.corpus.name, name, ", ".join(WIKIDATA[rel][0] for rel in uncovered), ", ".join(uncovered))
+        return predictor
+    return AnswerSpacePredictor(kb, ctx.corpus.relations) if closed else kb
 
 
-@declares()
-def make_re_naive(name: str, ctx: PredictorContext) -> ExtractedKBPredictor | AnswerSpacePredictor:
+@declares(SET_OPTION)
+def make_re_naive(name: str, ctx: PredictorContext) -> Made:
+    """LAMA's RE_n; on a set-valued corpus (LM-KBC), every object its graph holds for the pair."""
     return _make(name, ctx, "re-naive")
 
 
-@declares()
-def make_re_oracle(name: str, ctx: PredictorContext) -> ExtractedKBPredictor | AnswerSpacePredictor:
+@declares(SET_OPTION)
+def make_re_oracle(name: str, ctx: PredictorContext) -> Made:
+    """LAMA's RE_o; on a set-valued corpus (LM-KBC), every object its graph holds for the pair."""
     return _make(name, ctx, "re-oracle")

@@ -173,13 +173,14 @@ def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
     sources = {}
     for name, corpus in corpora.items():
         if name.endswith("-uhn"):
-            base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations))
+            base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations), cache_dir=cfg.cache_dir)
             sources[name] = (base, relation_versions(base))
     return Plan(predictors, corpora, asked, versions, removed, sources, data_dir)
 
 
 def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
     kwargs: dict = {"compat": cfg.compat} if cfg.compat else {}
+    kwargs["cache_dir"] = cfg.cache_dir  # snapshots and LAMA-UHN data go where the run's other caches go
     if name in BEAR_CORPORA and cfg.template in ("1", "2"):
         kwargs["template"] = int(cfg.template)
     if name.endswith("-uhn"):
@@ -205,9 +206,7 @@ def restrict_relations(corpus: Corpus, relations: list[str], loaded: dict[str, C
     if not mine:
         raise ConfigError(f"--relations names no relation of corpus {corpus.name}; drop --corpus {corpus.name} or "
                           f"add one of its relations (e.g. {next(iter(corpus.relations), '?')})")
-    corpus.relations = {r: corpus.relations[r] for r in mine}
-    corpus.facts = [f for f in corpus.facts if f.relation in corpus.relations]
-    corpus.reports = [r for r in corpus.reports if r.relation is None or r.relation in corpus.relations]
+    corpus.keep_relations(mine)
     return corpus
 
 

@@ -1,8 +1,10 @@
 """Where a run's chunks of queries are answered: in this process (the default) or on a Ray cluster.
 
 The runner cuts each predictor's work into chunks and is the only writer of the run directory. An executor
-only builds predictors and answers chunks, handing the predictions back in the order the chunks were given,
-so a run's files do not depend on where it ran: the executor is never part of a predictor's identity.
+only builds predictors and answers chunks, handing each chunk's record lines back in the order the chunks
+were given, so a run's files do not depend on where it ran: the executor is never part of a predictor's
+identity. Records are made beside the predictor (`Recorder`), so a remote worker sends finished lines and the
+driver only writes them.
 """
 
 from __future__ import annotations
@@ -13,12 +15,40 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
 from eval.errors import ConfigError
-from eval.types import Prediction, Query
+from eval.jsonl import jsonl_text
+from eval.types import Fact, Prediction, Query
 
 KINDS = ("local", "ray")
 CONNECT_TIMEOUT_S = 5.0
 
-Work = tuple[list[Query], int]  # one chunk of queries and the depth asked for it
+@dataclass(frozen=True)
+class Chunk:
+    """Queries of one relation answered together, with their facts and the file their records go to."""
+
+    relation: str
+    queries: list[Query]
+    facts: list[Fact]
+    depth: int
+    path: str
+
+
+class Recorder:
+    """A stage's records of a chunk's predictions, as the lines the runner appends.
+
+    Holds the experiment as its `queries()` left it (records only read that state) and the valid objects of
+    the stage's relations; a remote worker receives it once per stage."""
+
+    def __init__(self, experiment, stage: str, valid: dict, predictor: str) -> None:
+        self.experiment, self.stage, self.valid, self.predictor = experiment, stage, valid, predictor
+
+    def lines(self, chunk: Chunk, predictions: Iterable[Prediction]) -> list[str]:
+        predictions = list(predictions)
+        if len(predictions) != len(chunk.queries):
+            raise ConfigError(f"predictor {self.predictor} gave {len(predictions)} predictions for "
+                              f"{len(chunk.queries)} queries")
+        valid, record = self.valid.get(chunk.relation, {}), self.experiment.record
+        return [jsonl_text(record(self.stage, q, f, p, valid), chunk.path)
+                for q, f, p in zip(chunk.queries, chunk.facts, predictions)]
 
 
 @dataclass(frozen=True)
@@ -106,9 +136,9 @@ class LocalExecutor:
     def build(self, factory, spec: str, ctx, name: str | None = None):
         return factory(spec, ctx)
 
-    def map(self, predictor, work: Iterable[Work]) -> Iterator[Iterable[Prediction]]:
-        for queries, depth in work:
-            yield predictor.predict(queries, depth)
+    def map(self, predictor, chunks: Iterable[Chunk], recorder: Recorder) -> Iterator[list[str]]:
+        for chunk in chunks:
+            yield recorder.lines(chunk, predictor.predict(chunk.queries, chunk.depth))
 
     def release(self, predictor) -> None:
         """Nothing held beyond the predictor object itself."""

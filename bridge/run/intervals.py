@@ -125,7 +125,9 @@ Found = dict[tuple[str, str], dict[str, Interval]]  # (setting, metric) -> group
 
 def interval_table(sets: UnitSets, n_boot: int, seed: int, key: str) -> Found:
     """Every group's interval; each cell and pooled group draws from its own generator, seeded by `seed`, `key`
-    and the group alone, so identical unit scores (KMIR's F1 and EM, raw and filtered) get identical intervals."""
+    (the corpus, never the predictor) and the group alone, so identical unit scores get identical intervals: two
+    predictors answering alike, KMIR's F1 and EM, raw and filtered. Every predictor of a corpus thus draws the same
+    random numbers for a group, which pairs their resamples."""
     def rng_of(group: str) -> np.random.Generator:
         return rng_for(seed, f"{key}/{group}")
 

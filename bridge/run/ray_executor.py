@@ -3,9 +3,11 @@
 Each predictor that needs no graph store (language models, Freq, random) runs on a pool of actors
 (`--workers`, each with `--gpus-per-worker` GPUs and `--threads-per-worker` CPU threads); the others, which
 query the run's open store, stay in the driver. The driver keeps a bounded number of chunks in flight (two
-per actor), gets the predictions back and hands them to the runner in submission order, so it alone writes,
-in the same order as a local run. A chunk whose actor dies is given to a fresh actor; Ctrl-C cancels what is
-in flight and leaves every written record, so a rerun resumes.
+per actor). An actor makes the chunk's records itself (the stage's `Recorder` travels once per stage) and
+sends back finished lines, which the driver hands to the runner in submission order, so it alone writes, in
+the same order as a local run, and spends its time writing, not decoding answers. A chunk whose actor dies
+is given to a fresh actor; Ctrl-C cancels what is in flight and leaves every written record, so a rerun
+resumes.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import logging
 import os
 import uuid
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from itertools import repeat
 
-from bridge.run.executors import ExecutorSettings, Work
+from bridge.run.executors import Chunk, ExecutorSettings, Recorder
 from eval.errors import ConfigError, KbcError
 from eval.types import Answer, Prediction
 
@@ -87,6 +90,7 @@ class PredictorWorker:
             torch.set_num_threads(threads)
         self.predictor = factory(spec, ctx)
         self.relations = list(ctx.corpus.relations)
+        self.recorder: tuple[str, Recorder] | None = None  # the current stage's, fetched once
 
     def info(self) -> dict:
         p = self.predictor
@@ -98,12 +102,24 @@ class PredictorWorker:
     def predict(self, queries: list, depth: int) -> tuple[list, list[tuple]]:
         return pack(self.predictor.predict(queries, depth))
 
-    def filter_facts(self, facts: list, slot: str | None) -> tuple[list[int], dict]:
-        """Positions of the kept facts (the driver maps them back to its own objects) and the reasons."""
-        kept, reasons = (self.predictor.filter_facts(facts) if slot is None
-                         else self.predictor.filter_facts(facts, slot=slot))
+    def lines(self, token: str, recorder: list, chunk: Chunk) -> list[str]:
+        """The chunk's record lines. `recorder` holds the stage's Recorder reference inside a list, so Ray
+        hands over the reference and this actor fetches the object once per stage, not once per chunk."""
+        if self.recorder is None or self.recorder[0] != token:
+            self.recorder = (token, ray.get(recorder[0]))
+        return self.recorder[1].lines(chunk, self.predictor.predict(chunk.queries, chunk.depth))
+
+    def filter_facts(self, facts: list, slot: str | None) -> tuple[list[int], dict, dict[int, str]]:
+        """Positions of the kept facts (the driver maps them back to its own objects), the reasons, and each
+        dropped fact's reason, asked here so that the driver needs no round trip per dropped fact."""
+        def ask(some: list):
+            return self.predictor.filter_facts(some) if slot is None else self.predictor.filter_facts(some, slot=slot)
+
+        kept, reasons = ask(facts)
         where = {id(f): i for i, f in enumerate(facts)}
-        return [where[id(f)] for f in kept], dict(reasons)
+        positions = [where[id(f)] for f in kept]
+        left = set(range(len(facts))) - set(positions)
+        return positions, dict(reasons), {i: next(iter(ask([facts[i]])[1]), "unsupported") for i in sorted(left)}
 
     def cost(self, queries: list) -> str:
         return self.predictor.cost(queries)
@@ -185,8 +201,9 @@ class ActorPool:
                     self.actors[0] = self._new()
         raise _cause(lost)
 
-    def map(self, work: Iterable[Work]) -> Iterator[list[Prediction]]:
-        """Predictions per chunk in submission order, at most two chunks per actor in flight or waiting."""
+    def map(self, work: Iterable[tuple], method: str = "predict", decode=unpack, lead: tuple = ()) -> Iterator:
+        """`method(*lead, *chunk)` of each chunk on some actor, decoded, in submission order; at most two
+        chunks per actor in flight or waiting."""
         work = iter(work)
         window = IN_FLIGHT_PER_WORKER * len(self.actors)
         inflight: dict = {}  # ObjectRef -> (index, slot, actor, chunk, attempt)
@@ -195,10 +212,10 @@ class ActorPool:
         submitted = following = 0
         exhausted = False
 
-        def submit(index: int, chunk: Work, attempt: int) -> None:
+        def submit(index: int, chunk: tuple, attempt: int) -> None:
             slot = min(range(len(self.actors)), key=load.__getitem__)
             actor = self.actors[slot]
-            inflight[actor.predict.remote(*chunk)] = (index, slot, actor, chunk, attempt)
+            inflight[getattr(actor, method).remote(*lead, *chunk)] = (index, slot, actor, chunk, attempt)
             load[slot] += 1
 
         try:
@@ -220,17 +237,17 @@ class ActorPool:
                 index, slot, actor, chunk, attempt = inflight.pop(ref)
                 load[slot] -= 1
                 try:
-                    done[index] = unpack(ray.get(ref))
+                    done[index] = decode(ray.get(ref))
                 except RayTaskError as exc:
                     raise _cause(exc) from None
                 except RayActorError as exc:
                     if attempt >= MAX_ATTEMPTS:
-                        raise KbcError(f"{self.name}: a chunk of {len(chunk[0])} queries lost its Ray worker "
+                        raise KbcError(f"{self.name}: a chunk of {_size(chunk)} queries lost its Ray worker "
                                        f"{attempt} times; last: {_cause(exc)}") from None
                     if self.actors[slot] is actor:
                         self.actors[slot] = self._new()
                     log.warning("%s: a Ray worker was lost; its chunk of %d queries is redone on a fresh worker",
-                                self.name, len(chunk[0]))
+                                self.name, _size(chunk))
                     submit(index, chunk, attempt + 1)
         finally:
             for ref in inflight:
@@ -240,6 +257,23 @@ class ActorPool:
         for actor in self.actors:
             ray.kill(actor)
         self.actors = []
+
+
+def _without_text(corpus):
+    """The corpus as an actor needs it: the predictors built on actors (REMOTE_FACTORIES) never read evidence
+    sentences, which are most of a corpus's bytes."""
+    if not any(getattr(f, "evidences", ()) for f in corpus.facts):
+        return corpus
+    light = replace(corpus, facts=[replace(f, evidences=()) if getattr(f, "evidences", ()) else f
+                                   for f in corpus.facts])
+    light.__dict__.update({k: v for k, v in vars(corpus).items() if k not in vars(light)})  # a known version
+    return light
+
+
+def _size(chunk: tuple) -> int:
+    """Queries in a chunk as `map` was given it: (Chunk,) or (queries, depth)."""
+    first = chunk[0]
+    return len(first.queries) if isinstance(first, Chunk) else len(first)
 
 
 class RemotePredictor:
@@ -255,6 +289,7 @@ class RemotePredictor:
         if info["sizes"] is not None:
             self.answer_space_size = info["sizes"].get
         if info["filter"]:
+            self._dropped: dict[tuple[int, str | None], str] = {}  # (fact, slot) -> why it was dropped
             self.filter_facts = self._filter_facts
         if info["cost"]:
             self.cost = lambda queries: pool.call("cost", queries)
@@ -266,7 +301,13 @@ class RemotePredictor:
         return next(self.pool.map([(queries, depth)]))
 
     def _filter_facts(self, facts: list, slot: str | None = None):
-        kept, reasons = self.pool.tell("filter_facts", facts, slot)
+        """Asked of every actor (a predictor may remember what it kept); facts known to be dropped, as the
+        runner asks them one by one for their reason, are answered here."""
+        known = [self._dropped.get((id(f), slot)) for f in facts]
+        if facts and all(known):
+            return [], dict(Counter(known))
+        kept, reasons, dropped = self.pool.tell("filter_facts", facts, slot)
+        self._dropped.update({(id(facts[i]), slot): why for i, why in dropped.items()})
         return [facts[i] for i in kept], reasons
 
 
@@ -344,7 +385,7 @@ class RayExecutor:
         lm = target.startswith("bridge.predictors.lm:")
         gpus = self.settings.gpus_per_worker if lm else 0.0
         device = ctx.device if not gpus or ctx.device != "cpu" else "cuda"
-        remote_ctx = replace(ctx, store=None, progress=False, device=device)
+        remote_ctx = replace(ctx, corpus=_without_text(ctx.corpus), store=None, progress=False, device=device)
         pool = ActorPool(name or spec, factory, spec, remote_ctx, self.settings, self._workers(gpus), gpus)
         try:
             predictor = RemotePredictor(pool)
@@ -354,13 +395,14 @@ class RayExecutor:
         self.pools[id(predictor)] = pool
         return predictor
 
-    def map(self, predictor, work: Iterable[Work]) -> Iterator[Iterable[Prediction]]:
+    def map(self, predictor, chunks: Iterable[Chunk], recorder: Recorder) -> Iterator[list[str]]:
         pool = self.pools.get(id(predictor))
         if pool is None:  # kept in the driver
-            for queries, depth in work:
-                yield predictor.predict(queries, depth)
+            for chunk in chunks:
+                yield recorder.lines(chunk, predictor.predict(chunk.queries, chunk.depth))
             return
-        yield from pool.map(work)
+        token = uuid.uuid4().hex
+        yield from pool.map(((chunk,) for chunk in chunks), "lines", list, (token, [ray.put(recorder)]))
 
     def release(self, predictor) -> None:
         pool = self.pools.pop(id(predictor), None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from eval.errors import DataError
@@ -91,6 +92,16 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
+def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Each complete line of a predictions file with its number, up to a torn last line (no newline: a crash
+    mid-write), which readers cut off."""
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if not raw.endswith(b"\n"):
+                return
+            yield lineno, raw
+
+
 def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
     """(records by uid, bytes of complete lines, file size); ({}, 0, -1) when there is no file."""
     try:
@@ -102,13 +113,11 @@ def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
         return cached[1], cached[2], key[1]
     done: dict[str, dict] = {}
     good_bytes = 0
-    with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            record = parse_record(path, lineno, raw)
-            if record is None:
-                break
+    for lineno, raw in _complete_lines(path):
+        record = parse_record(path, lineno, raw)
+        if record is not None:  # always: the line is complete
             done[record["uid"]] = record
-            good_bytes += len(raw)
+        good_bytes += len(raw)
     if sum(len(v[1]) for v in _PARSED.values()) + len(done) > _PARSED_MAX_RECORDS:
         _PARSED.clear()
     _PARSED[str(path)] = (key, done, good_bytes)
@@ -150,16 +159,13 @@ def done_uids(path: Path) -> set[str]:
         return set(read_done(path))
     uids: set[str] = set()
     good_bytes = 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            if not raw.endswith(b"\n"):
-                break
-            end = raw.find(b'"', len(_UID_HEAD))
-            if not raw.startswith(_UID_HEAD) or end < 0 or b"\\" in raw[len(_UID_HEAD):end] \
-                    or not raw.rstrip().endswith(b"}"):
-                return set(read_done(path))
-            uids.add(raw[len(_UID_HEAD):end].decode("utf-8", "surrogatepass"))
-            good_bytes += len(raw)
+    for _, raw in _complete_lines(path):
+        end = raw.find(b'"', len(_UID_HEAD))
+        if not raw.startswith(_UID_HEAD) or end < 0 or b"\\" in raw[len(_UID_HEAD):end] \
+                or not raw.rstrip().endswith(b"}"):
+            return set(read_done(path))
+        uids.add(raw[len(_UID_HEAD):end].decode("utf-8", "surrogatepass"))
+        good_bytes += len(raw)
     if good_bytes < st.st_size:
         return set(read_done(path))  # the torn last line: cut off there, as a resume always did
     return uids

@@ -30,7 +30,7 @@ from bridge.run.config import (
     plan_run,
     read_config,
 )
-from bridge.run.executors import ExecutorSettings, LocalExecutor
+from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect, write_json
 from eval.corpora import resolve_run_data_dir
@@ -117,7 +117,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
         raise ConfigError(f"predictor {no_sets[0].name} ({no_sets[0].spec}) gives no set answers; `kbc run "
-                          f"{experiment.name}` takes gold, freq and language models (here: {able})")
+                          f"{experiment.name}` takes gold, freq, re-naive, re-oracle and language models "
+                          f"(here: {able})")
     check = getattr(experiment, "check", None)
     if check is not None:
         check(plan.corpora, data_dir)  # the experiment's own inputs (prompt files, ...) before any work
@@ -374,28 +375,25 @@ class Job:
                   for rel, rest, _ in todo}
         depths = {rel: self.cfg.depth + max((len(v) for v in self.valid.get(rel, {}).values()), default=0)
                   for rel, _, _ in todo}
+        recorder = Recorder(experiment, stage, {rel: self.valid.get(rel, {}) for rel, _, _ in todo}, self.p.name)
         # every chunk of the stage, in file order: an executor may answer several at once, handing them back in order
-        answers = self.executor.map(predictor, ((
-            [q for q, _ in chunk], depth_for(experiment, stage, chunk, depths[rel]))
-            for rel, _, _ in todo for chunk in chunks[rel]))
+        lines = self.executor.map(predictor, (
+            Chunk(rel, [q for q, _ in chunk], [f for _, f in chunk], depth_for(experiment, stage, chunk, depths[rel]),
+                  str(path))
+            for rel, _, path in todo for chunk in chunks[rel]), recorder)
         try:
             for rel, _rest, path in todo:
-                rel_valid = self.valid.get(rel, {})
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with path.open("a", encoding="utf-8") as handle:
-                    for chunk in chunks[rel]:
-                        n = 0
+                    for _chunk in chunks[rel]:
                         moved[0] = 0
-                        for (query, fact), pred in zip(chunk, next(answers)):
-                            write_jsonl_line(handle, experiment.record(stage, query, fact, pred, rel_valid))
-                            handle.flush()
-                            n += 1
+                        for n, line in enumerate(next(lines), 1):
+                            handle.write(line)
                             if n > moved[0]:  # batches count distinct prompts: the rest moves per record
                                 bar.update(1)
-                        if n != len(chunk):
-                            raise ConfigError(f"predictor {self.p.name} gave {n} predictions for {len(chunk)} queries")
+                        handle.flush()  # a chunk's records are made together: each chunk is on disk as it comes
         finally:
-            answers.close()  # chunks still in flight are cancelled; every record written stays
+            lines.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()
             if scorer is not None and hasattr(scorer, "on_batch"):
                 scorer.on_batch = None
@@ -429,12 +427,11 @@ def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = (
                 return why
         return "unsupported"
 
-    keep: set[tuple[int, str]] = set()  # (fact, slot) pairs the predictor can answer, asked a relation at a time
-    for _rel, rest, _path in todo:
-        for slot in dict.fromkeys(s for q, _ in rest for s in needed(q)):
-            facts = list({id(f): f for q, f in rest if slot in needed(q)}.values())
-            kept, _reasons = check(facts, slot)
-            keep.update((id(f), slot) for f in kept)
+    keep: set[tuple[int, str]] = set()  # (fact, slot) pairs the predictor can answer, asked once per slot
+    pairs = [pair for _rel, rest, _path in todo for pair in rest]
+    for slot in dict.fromkeys(s for q, _ in pairs for s in needed(q)):
+        kept, _reasons = check(list({id(f): f for q, f in pairs if slot in needed(q)}.values()), slot)
+        keep.update((id(f), slot) for f in kept)
     # one reason per fact; asked one by one only for the (few) dropped facts
     return _split(todo, lambda q, f: None if all((id(f), s) in keep for s in needed(q)) else reason(q, f))
 

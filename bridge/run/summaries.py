@@ -78,13 +78,13 @@ def scored_rows(experiment, head: dict, items: list[dict], types: dict[str, str 
                 bootstrap: int, seed: int, found: Found | None = None) -> tuple[list[dict], list[dict], Found]:
     """An experiment's rows for `items` with their stderr and bootstrap interval, its curve rows, the intervals.
 
-    Resamples are seeded by `seed`, corpus and predictor; `found` reuses the intervals of the same facts."""
+    Resamples are seeded by `seed` and corpus (`interval_table`); `found` reuses the intervals of the same facts."""
     scored, curve = experiment.summarize(items, types, cutoff)
     if found is None:
         metrics = tuple(getattr(experiment, "metrics", ("p@1", "p@10", "mrr")))
         ordered = sorted(items, key=lambda u: str(u.get("uid", "")))  # the draws depend on the facts, not their order
         sets = unit_sets(experiment.name, ordered, types, cutoff, metrics)
-        found = interval_table(sets, bootstrap, seed, f"{head['corpus']}/{head['predictor']}")
+        found = interval_table(sets, bootstrap, seed, head["corpus"])
     return with_intervals(scored, found), curve, found
 
 

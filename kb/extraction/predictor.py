@@ -37,6 +37,7 @@ class ExtractedKBPredictor:
         self._info = info or {}
         self._ranked: dict[tuple[str, str], dict[str, tuple[Answer, ...]]] = {}
         self._by_label: dict[tuple[str, str], dict[str, list[str]]] = {}  # (relation, slot) -> label -> known IRIs
+        self._held: dict[tuple[str, str], dict[str, tuple[Answer, ...]]] = {}
 
     def describe(self) -> dict:
         return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc", "ties": "shared",
@@ -69,6 +70,28 @@ class ExtractedKBPredictor:
             }
             self._by_label[key] = by_label
         return self._ranked[key]
+
+    def held(self, relation: str, slot: str = "object") -> dict[str, tuple[Answer, ...]]:
+        """Known entity IRI -> every entity the graph holds in the asked slot, best confidence first.
+
+        One answer per entity, not per label: two entities of one label both belong to a set."""
+        key = (relation, slot)
+        if key not in self._held:
+            best: dict[str, dict[str, float]] = {}  # known -> asked IRI -> confidence
+            labels: dict[str, str] = {}
+            rows = self.store.select(RANKING_QUERY.format(
+                graph=graph_iri(self.graph), relation=relation_iri(relation), confidence=CONFIDENCE))
+            for s, o, s_label, o_label, conf in rows:
+                known, asked, asked_label = (str(s), str(o), o_label) if slot == "object" else (str(o), str(s), s_label)
+                labels[asked] = self._labels.get(asked) or (str(asked_label) if asked_label is not None else asked)
+                answers = best.setdefault(known, {})
+                answers[asked] = max(answers.get(asked, 0.0), float(conf))
+            self._held[key] = {
+                k: tuple(Answer(labels[iri], conf, _wikidata_id(iri))
+                         for iri, conf in sorted(v.items(), key=lambda kv: (-kv[1], labels[kv[0]], kv[0])))
+                for k, v in best.items()
+            }
+        return self._held[key]
 
     def answers(self, query: Query) -> tuple[Answer, ...]:
         ranked = self.ranking(query.relation, query.slot)

@@ -1,0 +1,29 @@
+"""The shared types travel to Ray workers by pickle: every field comes back, subclasses' included."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from bridge.experiments.kmir import KmirFact, KmirQuery
+from eval.types import Answer, Entity, Evidence, Fact, Prediction, Query, Relation, SetFact
+
+
+def test_every_shared_type_and_subclass_round_trips():
+    paris, france = Entity("Paris", "Q90", ("City of Light",)), Entity("France", "Q142")
+    fact = Fact("u1", "trex", "P1376", paris, france, (Evidence("Paris is in France.", "Paris is in [MASK]."),),
+                None, 3)
+    objects = [
+        paris, Relation("P1376", "capital of", "[X] is the capital of [Y] .", "N-1", "d", (france,), ("t",), ("geo",)),
+        fact, SetFact("s1", "lmkbc2024", "r", paris, (france, paris), ("France",), "c"),
+        Query("q1", "u1", "trex", "P1376", paris, "object", "[X] is the capital of [Y] .", "ctx", ("France",), "p2"),
+        Answer("France", -0.5, "Q142"),
+        Prediction("q1", (Answer("France", -0.5, "Q142"),), True, {"k": 1}, {"France": 1}, True),
+        KmirFact("u1", "trex", "P1376", paris, france, (), None, None, ("yes", "no")),
+        KmirQuery("q2", "u1", "trex", "P1376", paris, "object", "[X] ? [Y]", None, (), "lama", None, ("yes", "no")),
+    ]
+    for obj in objects:
+        back = pickle.loads(pickle.dumps(obj))
+        assert type(back) is type(obj) and repr(back) == repr(obj)
+        assert copy.deepcopy(obj) == obj
+    assert pickle.loads(pickle.dumps(objects[-2])).choices == ("yes", "no")
