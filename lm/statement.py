@@ -34,6 +34,7 @@ import numpy as np
 
 from eval.errors import ConfigError, KbcError
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT
+from lm.batches import map_passes
 
 PLL_VARIANTS = ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r")
 REDUCTIONS = ("sum", "mean")
@@ -175,19 +176,26 @@ class MaskedStatementScorer:
         by_length: dict[int, list[int]] = {}
         for j, (copy, _) in enumerate(keys):
             by_length.setdefault(len(copy), []).append(j)
-        with torch.inference_mode():
-            for length, members in sorted(by_length.items()):
-                step = self.batch_size or max(1, COPY_TOKENS // length)
-                for start in range(0, len(members), step):
-                    batch = members[start:start + step]
-                    input_ids = torch.tensor([keys[j][0] for j in batch], dtype=torch.long, device=self.scorer.device)
-                    pos = torch.tensor([keys[j][1] for j in batch], dtype=torch.long)
-                    logp = torch.log_softmax(self.scorer._mask_logits(input_ids, None, pos).float(), dim=-1)
-                    reads = [(row, i, k, token) for row, j in enumerate(batch) for i, k, token in units[keys[j]]]
-                    rows = torch.tensor([r for r, _, _, _ in reads], dtype=torch.long, device=logp.device)
-                    tokens = torch.tensor([t for _, _, _, t in reads], dtype=torch.long, device=logp.device)
-                    for (_, i, k, _), value in zip(reads, logp[rows, tokens].cpu().tolist()):
-                        out[i][k] = value
+        batches = [members[start:start + step] for length, members in sorted(by_length.items())
+                   for step in [self.batch_size or max(1, COPY_TOKENS // length)]
+                   for start in range(0, len(members), step)]
+        # the largest first: passes run side by side (`map_passes`) end together rather than one running alone
+        batches.sort(key=lambda batch: -len(batch) * len(keys[batch[0]][0]))
+
+        def run(batch: list[int]) -> list[tuple[int, int, float]]:
+            """(statement, token index, log p) of every token read in one batch of copies of one length."""
+            with torch.inference_mode():
+                input_ids = torch.tensor([keys[j][0] for j in batch], dtype=torch.long, device=self.scorer.device)
+                pos = torch.tensor([keys[j][1] for j in batch], dtype=torch.long)
+                logp = torch.log_softmax(self.scorer._mask_logits(input_ids, None, pos).float(), dim=-1)
+                reads = [(row, i, k, token) for row, j in enumerate(batch) for i, k, token in units[keys[j]]]
+                rows = torch.tensor([r for r, _, _, _ in reads], dtype=torch.long, device=logp.device)
+                tokens = torch.tensor([t for _, _, _, t in reads], dtype=torch.long, device=logp.device)
+                return [(i, k, value) for (_, i, k, _), value in zip(reads, logp[rows, tokens].cpu().tolist())]
+
+        for read in map_passes(run, batches, self.scorer.device):
+            for i, k, value in read:
+                out[i][k] = value
         bad = [statements[i].text for i, row in enumerate(out) if not np.isfinite(row).all()]
         if bad:
             from lm.finite import NonFiniteScores
