@@ -140,6 +140,9 @@ def test_extracted_kbs_answer_lmkbc_with_sets(data, tmp_path, capsys):
     described = json.loads((out / "config.json").read_text())["predictor_configs"]["lmkbc2024"]["re-naive"]
     assert described["properties"]["awardWonBy"] == {"property": "P166", "slot": "subject"}
     assert described["uncovered"] == ["seriesHasNumberOfEpisodes", "awardWonBy", "companyTradesAtStockExchange"]
+    # the oracle reads LAMA's sentences here, not the asked facts' own: the footnote says so
+    assert ("Upper bounds, not baselines: `re-oracle` extracts with oracle entity linking from another corpus's "
+            "sentences: LAMA T-REx (the corpus has no evidence sentences).") in (out / "summary.md").read_text()
 
     # a set rule cuts the confidences; relations LAMA covers alone: no warning
     out = tmp_path / "top"

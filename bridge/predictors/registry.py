@@ -86,10 +86,27 @@ def threshold_refusal(name: str, spec: str, rule: str, set_valued: bool) -> str 
             f"use {name}.set=top:K (e.g. top:1)")
 
 
+# how an oracle reads on a corpus without text of its own (BEAR, LM-KBC): not the asked facts' own sentences
+BORROWED_TEXT: dict[str, str] = {
+    "re-oracle": "extracts with oracle entity linking from another corpus's sentences",
+}
+
+
+def upper_bound_text(config: dict, predictor: str, spec: str) -> str | None:
+    """Why a predictor of a run (its `config.json`) is an upper bound rather than a baseline, else None."""
+    if spec not in UPPER_BOUNDS:
+        return None
+    borrowed = next((c[predictor]["text"] for c in (config.get("predictor_configs") or {}).values()
+                     if isinstance((c or {}).get(predictor), dict) and c[predictor].get("text")), None)
+    if borrowed is not None and spec in BORROWED_TEXT:
+        return f"{BORROWED_TEXT[spec]}: {borrowed}"
+    return UPPER_BOUNDS[spec]
+
+
 def upper_bound_note(config: dict) -> str | None:
     """A footnote naming the predictors of a run (its `config.json`) that are upper bounds, or None."""
     specs = {name: (ident or {}).get("spec", name) for name, ident in (config.get("predictor_specs") or {}).items()}
-    marked = [f"`{name}` {UPPER_BOUNDS[spec]}" for name, spec in specs.items() if spec in UPPER_BOUNDS]
+    marked = [f"`{name}` {why}" for name, spec in specs.items() if (why := upper_bound_text(config, name, spec))]
     return "Upper bounds, not baselines: " + "; ".join(marked) + "." if marked else None
 
 

@@ -196,9 +196,9 @@ def side(config: dict, predictor: str) -> str:
 
 def upper_bound(config: dict, predictor: str) -> str | None:
     """Why a predictor is an upper bound rather than a baseline (it reads the gold evidence), else None."""
-    from bridge.predictors.registry import UPPER_BOUNDS
+    from bridge.predictors.registry import upper_bound_text
 
-    return UPPER_BOUNDS.get(spec_of(config, predictor))
+    return upper_bound_text(config, predictor, spec_of(config, predictor))
 
 
 def relation_labels(config: dict) -> dict[str, str]:
