@@ -19,13 +19,15 @@ encoder shares no prefix), and BEAR's answers rarely share masked copies (seed 0
 projection of the other positions and, in the last layer, everything but the keys and values of the other
 positions (queries, attention, output projection and feed-forward run at the scored row only; other
 architectures than BERT's run their last layer whole). For a bert-base-sized model that is `flop_ratio=1.38` on
-3 instances (1,793 against 1,302 GFLOP) and 1.39 on 4 (3,030 against 2,177). Measured on an idle machine, 3
-instances: kbcompare 5.31 s (~245 GFLOP/s on the two AVX-512 cores), lm-pub-quiz 50.35 s (~36 GFLOP/s): 9.5x,
-max_abs_diff 6.7e-06; 4 instances at load ~2: 8.4 s (~259 GFLOP/s) against 70.4 s (43 GFLOP/s): 8.4x. Copy
-batches of 512 to 32,768 tokens are within 6%. Beyond the FLOP ratio only batching helps, which is why the ratio
-falls to 1.5x against `--lpq-batch-size 32`. The one exact cut left is the first layer's queries, keys and
-values, which depend only on a token, its position and segment, so could be computed once per distinct one: 2.2% of
-kbcompare's FLOPs. 10x on the 3 instances needs kbcompare at 5.03 s (~259 GFLOP/s).
+3 instances (1,793 against 1,302 GFLOP) and 1.39 on 4 (3,030 against 2,177). Beyond the FLOP ratio, kbcompare
+keeps both cores busy: its copy batches run side by side, one per torch thread (`lm.batches`), which saves 4-8%
+against each batch using both threads. Measured, 3 instances, load 1.5-1.9: 11.6x (kbcompare 6.45 s, lm-pub-quiz
+74.57 s; other runs 10.9x, 11.2x), max_abs_diff 5.7e-06; 4 instances: 8.0x (the fourth's longer statements cost
+kbcompare in proportion to their FLOPs, lm-pub-quiz mostly per pass). Before the side-by-side batches, on an idle
+machine: 9.5x on 3 (5.31 s against 50.35 s). Copy batches of 512 to 32,768 tokens are within 6%. Beyond the FLOP
+ratio only batching helps, which is why the ratio falls to 1.5x against `--lpq-batch-size 32`. The one exact cut
+left is the first layer's queries, keys and values, which depend only on a token, its position and segment, so
+could be computed once per distinct one: 2.2% of kbcompare's FLOPs.
 
     python bench/statement_scoring.py [--model bert gpt2] [--n 3] [--threads 2] [--size base|tiny]
         [--pll within_word_l2r] [--reduction sum] [--template 0] [--seed 0] [--lpq-batch-size 1]
