@@ -14,6 +14,8 @@ import lm_fixtures
 import pytest
 import ray
 from cli_support import run_kbc
+from ray_support import assert_same_run as _assert_same_run
+from ray_support import records as _records
 
 from bridge.experiments.lama import LamaExperiment
 from bridge.run.executors import ExecutorSettings
@@ -29,36 +31,6 @@ def cluster():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
-
-
-def _records(out: Path) -> dict[str, list[dict]]:
-    return {str(p.relative_to(out)): [json.loads(line) for line in p.read_text().splitlines()]
-            for p in sorted((out / "predictions").rglob("*.jsonl"))}
-
-
-def _same(a, b, where: str) -> None:
-    """Equal records: scores within 1e-6, everything else (uids, order, ranks, answers) exactly."""
-    if isinstance(a, float) or isinstance(b, float):
-        assert b == pytest.approx(a, abs=1e-6), where
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and a.keys() == b.keys(), where
-        for key in a:
-            _same(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
-
-
-def _assert_same_run(local: Path, remote: Path) -> int:
-    mine, theirs = _records(local), _records(remote)
-    assert list(mine) == list(theirs)
-    for path, lines in mine.items():
-        _same(lines, theirs[path], path)
-    assert json.loads((local / "dropped.json").read_text()) == json.loads((remote / "dropped.json").read_text())
-    return sum(len(lines) for lines in mine.values())
 
 
 def _both(argv: list[str], tmp_path: Path, capsys, monkeypatch, ray_flags: tuple[str, ...] = ("--workers", "2")

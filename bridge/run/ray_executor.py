@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+import warnings
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -45,6 +46,7 @@ PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads o
 PREDICTION_FIELDS = tuple(f.name for f in fields(Prediction))
 ANSWERS_AT = PREDICTION_FIELDS.index("answers")
 NICENESS_VARIABLE = "RAY_worker_niceness"  # read by the raylet a cluster started here spawns
+AUTH_MODE_VARIABLE = "RAY_AUTH_MODE"  # a ray:// client sends the cluster's token only when it is `token`
 
 
 def pack(predictions: Iterable[Prediction]) -> tuple[list, list[tuple]]:
@@ -340,10 +342,15 @@ class RayExecutor:
         if ray.is_initialized():
             return cls(settings, owns=False).checked()
         try:
-            with _workers_at_driver_priority():
+            with _workers_at_driver_priority(), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: the error below says it
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
         except ConnectionError as exc:
             hint = "start one with `ray start --head`, or drop --ray-address to start one for this run"
+            if str(address).startswith("ray://") and not os.environ.get(AUTH_MODE_VARIABLE):
+                hint += (f"; a cluster with token authentication (Ray turns it on for clusters `ray start` starts) "
+                         f"also needs {AUTH_MODE_VARIABLE}=token here, with its token (`ray get-auth-token` on the "
+                         "head) in RAY_AUTH_TOKEN or ~/.ray/auth_token")
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0].rstrip('.')}; {hint}") from None
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None

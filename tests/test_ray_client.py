@@ -1,0 +1,88 @@
+"""`--ray-address ray://HOST:PORT`: a run driven through Ray Client against a cluster started with `ray start`,
+token authentication on, writes the records of a local run; without the auth mode the error names the fix."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import lm_fixtures
+import pytest
+from ray_support import assert_same_run
+
+pytestmark = pytest.mark.heavy
+tiny_models = lm_fixtures.tiny_models
+RAY = Path(sys.executable).with_name("ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def head():
+    """(ray:// address, the environment a client needs): a head of 2 CPUs with its own token and temp dir,
+    stopped with its whole process group at the end."""
+    token = secrets.token_hex(16)
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": token}
+    port, client = _free_port(), _free_port()
+    temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
+                             f"--ray-client-server-port={client}", "--num-cpus=2", "--include-dashboard=false",
+                             "--disable-usage-stats", f"--temp-dir={temp}"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", client)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
+            time.sleep(0.5)
+        yield f"ray://127.0.0.1:{client}", env
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kbc(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bridge.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path):
+    address, env = head
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "5", "--predictors", "freq",
+            f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet"]
+    local = _kbc([*base, "--out", str(tmp_path / "local")], {**env, "KBC_CACHE": str(tmp_path / "c1")})
+    assert local.returncode == 0, local.stderr
+    remote = _kbc([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", address,
+                   "--workers", "2"], {**env, "KBC_CACHE": str(tmp_path / "c2")})
+    assert remote.returncode == 0, remote.stderr
+    assert assert_same_run(tmp_path / "local", tmp_path / "ray") == 2 * 2 * 5
+
+
+def test_without_the_auth_mode_the_error_names_it(head, tiny_models, lama_dir, tmp_path):
+    address, env = head
+    bare = {k: v for k, v in env.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    done = _kbc(["run", "lama", "--corpus", "trex", "--relations", "P36", "--limit", "2", "--predictors",
+                 f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet", "--out",
+                 str(tmp_path / "out"), "--executor", "ray", "--ray-address", address], bare)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert errors[0].startswith(f"error: --ray-address {address}: ray client connection timeout")
+    assert "also needs RAY_AUTH_MODE=token here" in errors[0]
