@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -56,6 +57,7 @@ def head():
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)  # its ray_current_cluster too: no later ray.init finds it
 
 
 def _kbc(args: list[str], env: dict) -> subprocess.CompletedProcess:
