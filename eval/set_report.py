@@ -32,7 +32,28 @@ def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared") -
             n = idx[(corpus, predictor, group, "macro-f1")]["n_facts"]
             name = "all (over pairs)" if group == ALL else group
             lines.append(f"| {corpus} | {predictor} | {name} | {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    notes = empty_notes(rows, setting, scope)
+    return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def empty_notes(rows: list[dict], setting: str = "raw", scope: str = "shared") -> list[str]:
+    """One line per predictor that predicted an empty set for every pair of some relation: its scores there come
+    only from the challenge's conventions (an empty gold scores 1/1/1, any other pair precision 1, recall 0), which
+    a table alone would show as if it had answered."""
+    empty = {(r["corpus"], r["predictor"], r["group"]): r for r in rows if r["metric"] == "empty-preds"
+             and r["setting"] == setting and r.get("scope", "own") == scope}
+    notes = []
+    for corpus, predictor in dict.fromkeys((c, p) for c, p, _ in empty):
+        silent = [g for (c, p, g), r in empty.items() if (c, p) == (corpus, predictor) and g != ALL
+                  and r["n_facts"] and r["value"] == r["n_facts"]]
+        every = empty.get((corpus, predictor, ALL))
+        if every is not None and every["n_facts"] and every["value"] == every["n_facts"]:
+            notes.append(f"`{predictor}` ({corpus}) predicted an empty set for every pair: its scores come only from "
+                         "the pairs whose gold set is empty.")
+        elif silent:
+            notes.append(f"`{predictor}` ({corpus}) predicted an empty set for every pair of "
+                         f"{', '.join(relation_order(silent))}.")
+    return notes
 
 
 def with_lmkbc_table(md: str, rows: list[dict], setting: str = "raw") -> str:

@@ -36,9 +36,16 @@ class FreqPredictor:
                 ids[slot].setdefault((fact.relation, entity.label), entity.id)
         self._ranked = {slot: _ranking(counts[slot], ids[slot]) for slot in self.slots}
 
+    def flat_relations(self) -> list[str]:
+        """Relations of more than one object where every object is equally frequent (BEAR balances its answers):
+        there Freq's ranking is the data file's order, a chance-level baseline rather than a prior."""
+        return [rel for rel, ranked in self._ranked["object"].items()
+                if len(ranked) > 1 and ranked[0].score == ranked[-1].score]
+
     def describe(self) -> dict:
+        flat = self.flat_relations()
         return {"predictor": "freq", "ties": "first occurrence in the data", "ranks": self.ranks,
-                "slots": list(self.slots)}
+                "slots": list(self.slots), **({"all_tied": flat} if flat else {})}
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self._ranked[slot].get(relation, ()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (fixture)
@@ -39,7 +40,18 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     records = [json.loads(line) for line in
                (out / "predictions" / "lmkbc2024" / "tuned" / "personHasCityOfDeath.jsonl").read_text().splitlines()]
     assert {r["threshold"] for r in records} == {0.03} and all(r["predicted"] == [] for r in records)
-    assert "| lmkbc2024 | tuned | - | 378 | 0.01 | 0.35 | 0.25 | 0.45 | 0.05 | 0.27 | - |" in stdout
+    assert "| lmkbc2024 | tuned | - | 378 | 0.01 ± 0.00 | 0.35 ± 0.05 | 0.25 ± 0.05 | 0.45 ± 0.05 | 0.05 ± 0.02 | " \
+           "0.27 ± 0.02 | [0.23, 0.31] |" in stdout
+    # the macro over pairs is a mean of pair scores: its stderr is theirs, recomputed here from the records
+    from eval.set_metrics import pair_from_record
+
+    pairs = [pair_from_record(json.loads(line)) for path in sorted((out / "predictions" / "lmkbc2024" / "tuned").glob(
+        "*.jsonl")) for line in path.read_text().splitlines()]
+    row = next(r for r in json.loads((out / "summary.json").read_text()) if r["predictor"] == "tuned"
+               and r["scope"] == "own" and r["group"] == "all" and r["metric"] == "macro-f1")
+    f1 = np.array([p.f1 for p in pairs])
+    assert len(f1) == 378 and row["stderr"] == pytest.approx(f1.std(ddof=1) / np.sqrt(len(f1)), rel=1e-9)
+    assert row["ci_low"] < row["value"] < row["ci_high"]
 
     # the challenge's submission format, one line per val pair
     lines = [json.loads(x) for x in (out / "submission" / "freq.jsonl").read_text().splitlines()]
@@ -75,8 +87,7 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# LM-KBC 2024 (set-valued answers; Total: over every (subject, relation) pair, not a "
                               "mean over relations)\n")
-    assert "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)." in summary
-    assert "± standard error" not in summary and " ± " not in summary
+    assert "Cells: value ± standard error" in summary and "| 0.27 ± 0.02 | [0.23, 0.31] |" in summary
     # it opens with the challenge's own table: evaluate.py's columns per relation and over all pairs
     first = summary.split("\n## ")[1]
     assert first.startswith("LM-KBC evaluation table, shared pairs\n")
@@ -96,9 +107,13 @@ def test_masked_lm_set_rules(tiny_models, lama_dir, tmp_path, monkeypatch, capsy
     bert = tiny_models("bert-cased")
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lmkbc", "--relations", "personHasCityOfDeath", "--predictors", f"top={bert}",
-                            f"tuned={bert}", "--set", "top.set=top:2", "--set", "tuned.set=threshold-tuned",
-                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+                            f"tuned={bert}", f"every={bert}", "--set", "top.set=top:2", "--set",
+                            "tuned.set=threshold-tuned", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                           capsys)
     assert code == 0, err
+    warned = [line for line in err.splitlines() if "no set rule" in line]
+    assert len(warned) == 1 and "every: no set rule (--set every.set=threshold:X" in warned[0], err
+    assert _all_rows(out, "every")["avg-preds"] > 2.0
     top = _all_rows(out, "top")
     assert (top["avg-preds"], top["empty-preds"], top["micro-p"], top["macro-p"]) == (2.0, 0.0, 0.0, 0.0)
     assert top["macro-r"] == 0.45  # an empty gold has recall 1 whatever is predicted

@@ -104,3 +104,19 @@ def test_data_versions_and_file_digests_come_from_one_hashing(lama_dir):
     sources, again = read_sources(files)
     assert again == version
     assert sources == [(str(p), p.stat().st_size, p.stat().st_mtime_ns, d) for p, d in zip(ordered, digests)]
+
+
+def test_freq_names_relations_where_every_object_is_equally_frequent():
+    """BEAR balances its answers: Freq's order there is the file's, which a run must say."""
+    from eval.types import Entity, Fact
+    from kb.freq import FreqPredictor
+
+    def fact(i: int, rel: str, obj: str) -> Fact:
+        return Fact(f"u{i}", "c", rel, Entity(f"s{i}"), Entity(obj))
+
+    facts = [fact(0, "P1", "a"), fact(1, "P1", "b"), fact(2, "P1", "a"), fact(3, "P1", "b"),
+             fact(4, "P2", "a"), fact(5, "P2", "a"), fact(6, "P2", "b"), fact(7, "P3", "a")]
+    freq = FreqPredictor(facts)
+    assert freq.flat_relations() == ["P1"]  # P2 has a most frequent object; P3 a single one
+    assert freq.describe()["all_tied"] == ["P1"]
+    assert "all_tied" not in FreqPredictor(facts[4:]).describe()

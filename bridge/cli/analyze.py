@@ -5,6 +5,7 @@ Everything is written under `RUN/analysis/`; the prediction files of the run are
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import click
 
 from bridge.cli.index import backend_option, es_url_option, index_option
 from bridge.cli.options import data_dir_option, show_progress
+from eval.datadir import ENV_VAR
 from eval.errors import ConfigError, DataError, KbcError
 
 
@@ -22,6 +24,8 @@ def _text_index(location: str | None, backend: str, es_url: str | None):
 
     where = _location(location, backend)
     build = f"kbc index build --out {where}" + (" --backend elasticsearch" if backend == "elasticsearch" else "")
+    if not os.environ.get(ENV_VAR):  # without it the build reads ./data/lama
+        build += " --data-dir LAMA_DATA_FOLDER"
     hint = f"build it with `{build}` (the LAMA evidence paragraphs) or pass --index"
     if backend == "tantivy" and not (Path(where) / "CURRENT").exists():
         raise ConfigError(f"the co-occurrence statistics need a text index and there is none at {where}; {hint}")

@@ -314,6 +314,11 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     upper = upper_bound_note(config)
     if upper:
         click.echo(upper)
+    if getattr(experiment, "set_valued", False):
+        from eval.set_report import empty_notes
+
+        for note in empty_notes(rows, setting):
+            click.echo(note)
     out = params["out"]
     click.echo(f"\nwritten: {out}/summary.md (own and shared scopes), {out}/summary.json, {out}/instances.parquet, "
                f"{out}/predictions/")

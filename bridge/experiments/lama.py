@@ -74,7 +74,9 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "other_valid": sorted(others - {gold}),
         "rank_raw": gold_rank(pred.answers, gold, (), pred.lowercased, pred.shared_ties),
         "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased, pred.shared_ties),
-        "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]],
+        # a closed answer space (BEAR) is kept whole: `kbc show` lists every option's score
+        "answers": [[a.label, round(a.score, 6), a.id]
+                    for a in (pred.answers if fact.answer_idx is not None else pred.answers[:TOP_SAVED])],
     }
     if pred.target_ranks is not None:
         record["rank_exact_raw"] = pred.target_ranks.get(gold)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, declares
 from eval.lmkbc import load_lmkbc
@@ -9,13 +11,22 @@ from kb.freq import FreqPredictor
 from kb.gold import GoldKBPredictor
 from kb.set_predictors import FreqSetPredictor, GoldSetPredictor
 
+log = logging.getLogger("kbc")
+
 
 @declares(SET_OPTION)
 def make_freq(name: str, ctx: PredictorContext) -> FreqPredictor | FreqSetPredictor:
     """LAMA's Freq; on a set-valued corpus (LM-KBC), Freq over its train split."""
     if is_set_corpus(ctx.corpus):
         return FreqSetPredictor(load_lmkbc(ctx.data_dir, "train", list(ctx.corpus.relations)).facts)
-    return FreqPredictor(ctx.corpus.facts)
+    predictor = FreqPredictor(ctx.corpus.facts)
+    closed = bool(ctx.corpus.relations) and all(r.answer_space for r in ctx.corpus.relations.values())
+    flat = predictor.flat_relations() if closed else []  # on LAMA, ties in file order are Freq's own definition
+    if flat:
+        log.warning("%s / %s: in %d of %d relations every object is equally frequent (%s): Freq's ranking there is "
+                    "the data file's order, a chance-level baseline, not a frequency prior", ctx.corpus.name, name,
+                    len(flat), len(ctx.corpus.relations), ", ".join(flat[:5]) + (", ..." if len(flat) > 5 else ""))
+    return predictor
 
 
 def is_set_corpus(corpus) -> bool:

@@ -86,21 +86,18 @@ def threshold_refusal(name: str, spec: str, rule: str, set_valued: bool) -> str 
             f"use {name}.set=top:K (e.g. top:1)")
 
 
-# how an oracle reads on a corpus without text of its own (BEAR, LM-KBC): not the asked facts' own sentences
-BORROWED_TEXT: dict[str, str] = {
-    "re-oracle": "extracts with oracle entity linking from another corpus's sentences",
-}
+# oracles whose oracle part (linking to the asked facts) is lost on a corpus without text of its own (BEAR,
+# LM-KBC): they then read another corpus's sentences and bound nothing of the asked one
+BORROWS_TEXT = frozenset({"re-oracle"})
 
 
 def upper_bound_text(config: dict, predictor: str, spec: str) -> str | None:
     """Why a predictor of a run (its `config.json`) is an upper bound rather than a baseline, else None."""
     if spec not in UPPER_BOUNDS:
         return None
-    borrowed = next((c[predictor]["text"] for c in (config.get("predictor_configs") or {}).values()
-                     if isinstance((c or {}).get(predictor), dict) and c[predictor].get("text")), None)
-    if borrowed is not None and spec in BORROWED_TEXT:
-        return f"{BORROWED_TEXT[spec]}: {borrowed}"
-    return UPPER_BOUNDS[spec]
+    borrowed = any(isinstance((c or {}).get(predictor), dict) and c[predictor].get("text")
+                   for c in (config.get("predictor_configs") or {}).values())
+    return None if borrowed and spec in BORROWS_TEXT else UPPER_BOUNDS[spec]
 
 
 def upper_bound_note(config: dict) -> str | None:

@@ -9,9 +9,11 @@ driver only writes them.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from eval.errors import ConfigError
@@ -19,6 +21,7 @@ from eval.jsonl import jsonl_text
 from eval.types import Fact, Prediction, Query
 
 KINDS = ("local", "ray")
+ADDRESS_VARIABLE = "RAY_ADDRESS"
 CONNECT_TIMEOUT_S = 5.0
 
 @dataclass(frozen=True)
@@ -78,16 +81,53 @@ class ExecutorSettings:
             raise ConfigError(f"--gpus-per-worker {self.gpus_per_worker:g}: must not be negative")
         if self.threads_per_worker < 1:
             raise ConfigError(f"--threads-per-worker {self.threads_per_worker}: must be at least 1")
+        if self.kind != "ray":
+            return
         if self.address and self.address != "auto":
             check_reachable(self.address)
+            return
+        found = implicit_cluster()
+        if found is None:
+            if self.address == "auto":
+                raise ConfigError(f"--ray-address auto: no Ray cluster runs on this machine (none in "
+                                  f"{ADDRESS_VARIABLE} or {current_cluster_file()}); start one with `ray start "
+                                  "--head`, or drop --ray-address to start one for this run")
+            return
+        where, address = found
+        if where == ADDRESS_VARIABLE:
+            check_reachable(address, f"{ADDRESS_VARIABLE}={address}:",
+                            f"unset {ADDRESS_VARIABLE} to start one for this run, or fix it")
+        else:
+            check_reachable(address, f"{where} (left by `ray start`) names {address}:",
+                            f"`ray stop` (or remove {where}) to start one for this run, or pass --ray-address")
 
     def describe(self) -> dict:
         """What `config.json` records of each run (never part of an identity)."""
         return {"kind": "local"} if self.kind == "local" else asdict(self)
 
 
-def check_reachable(address: str) -> None:
-    """A concrete address answers within seconds, or the run stops with one line (Ray itself waits minutes)."""
+def current_cluster_file() -> Path:
+    """Where `ray start` notes the cluster it started, which `ray.init()` without an address joins."""
+    return Path(os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp") / "ray" / "ray_current_cluster"
+
+
+def implicit_cluster() -> tuple[str, str] | None:
+    """(where it is named, address) of the cluster Ray joins when no address is given: `RAY_ADDRESS`, else the
+    one `ray start` left on this machine; None when Ray would start one."""
+    env = os.environ.get(ADDRESS_VARIABLE, "").strip()
+    if env and env not in ("auto", "local"):
+        return ADDRESS_VARIABLE, env
+    path = current_cluster_file()
+    try:
+        noted = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return (str(path), noted) if noted else None
+
+
+def check_reachable(address: str, what: str | None = None, fix: str | None = None) -> None:
+    """A concrete address answers within seconds, or the run stops with one line (Ray itself waits minutes).
+    `what` and `fix` word the line for an address the user did not type (`RAY_ADDRESS`, a file `ray start` left)."""
     parts = urlsplit(address if "://" in address else f"ray://{address}")
     default = 10001 if address.startswith("ray://") else 6379
     try:
@@ -96,15 +136,16 @@ def check_reachable(address: str) -> None:
         host = None
     if not host:
         raise ConfigError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
+    what = what or f"--ray-address {address}:"
     try:
         conn = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
-        raise ConfigError(f"--ray-address {address}: cannot reach a Ray cluster at {host}:{port} "
-                          f"({exc.strerror or exc}); start one with `ray start --head` or fix the address") from None
+        raise ConfigError(f"{what} cannot reach a Ray cluster at {host}:{port} ({exc.strerror or exc}); "
+                          f"{fix or 'start one with `ray start --head` or fix the address'}") from None
     with conn:
         if not speaks_grpc(conn):
-            raise ConfigError(f"--ray-address {address}: {host}:{port} answers, but not as a Ray cluster (its GCS "
-                              "port, 6379 by default, or its client port, 10001; not the dashboard's 8265)") from None
+            raise ConfigError(f"{what} {host}:{port} answers, but not as a Ray cluster (its GCS port, 6379 by "
+                              "default, or its client port, 10001; not the dashboard's 8265)") from None
 
 
 # what every HTTP/2 client sends first; an HTTP/2 (gRPC) server answers with a SETTINGS frame (type 4)

@@ -15,7 +15,7 @@ import numpy as np
 
 from eval.rank_table import RankTable
 from eval.relations import summary_groups
-from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, lama_set_pairs, unit_scores
+from eval.set_metrics import ALL, LAMA_SET_METRICS, LAMA_SET_TYPES, lama_set_pairs, pair_from_record, unit_scores
 from eval.uncertainty import UNDEFINED, Interval, intervals, rng_for
 
 # (setting, metric) -> (cells, macro groups, pooled groups, per cell the fact of each unit where prompts repeat it)
@@ -35,6 +35,8 @@ def unit_sets(experiment: str, items: list[dict], types: dict[str, str | None], 
         return _coherency(items, types)
     if experiment == "kmir":
         return _kmir(items)
+    if experiment == "lmkbc":
+        return _lmkbc(items)
     return {}
 
 
@@ -117,6 +119,15 @@ def _kmir(items: list[dict]) -> UnitSets:
         for r in items:
             cells[r["kind"]].append(100.0 * float(r[metric]))
         out[("raw", metric)] = ({k: np.array(v) for k, v in cells.items()}, {}, {"all": list(cells)}, {})
+    return out
+
+
+def _lmkbc(items: list[dict]) -> UnitSets:
+    """LM-KBC's macro P/R/F1: per relation the mean over its pairs, `all` the mean over every pair (pooled)."""
+    pairs = [pair_from_record(r) for r in items if "dropped" not in r]
+    out: UnitSets = {}
+    for metric, cells in unit_scores(pairs, {m: m for m in ("macro-p", "macro-r", "macro-f1")}, 1.0).items():
+        out[("raw", metric)] = ({rel: np.array(v) for rel, v in cells.items()}, {}, {ALL: list(cells)}, {})
     return out
 
 

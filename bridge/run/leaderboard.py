@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from bridge.predictors.registry import UPPER_BOUNDS
+from bridge.predictors.registry import upper_bound_text
 from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
 from eval.errors import ConfigError, DataError
 from eval.uncertainty import DEFAULT_BOOTSTRAP
@@ -34,7 +34,7 @@ def headline_metric(experiment: str) -> str:
 def upper_bound(config: dict, predictor: str) -> bool:
     """Whether a run's predictor is an upper bound (reads gold evidence), not a baseline."""
     ident = (config.get("predictor_specs") or {}).get(predictor) or {}
-    return ident.get("spec", predictor) in UPPER_BOUNDS
+    return upper_bound_text(config, predictor, ident.get("spec", predictor)) is not None
 
 
 def _ranked(board: list[dict]) -> list[int]:

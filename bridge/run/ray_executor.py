@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from itertools import repeat
 
-from bridge.run.executors import Chunk, ExecutorSettings, Recorder
+from bridge.run.executors import Chunk, ExecutorSettings, Recorder, implicit_cluster
 from eval.errors import ConfigError, KbcError
 from eval.types import Answer, Prediction
 
@@ -341,6 +341,7 @@ class RayExecutor:
         address = settings.address
         if ray.is_initialized():
             return cls(settings, owns=False).checked()
+        joins = bool(address) or implicit_cluster() is not None  # without an address Ray joins one it finds
         try:
             with _workers_at_driver_priority(), warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: the error below says it
@@ -355,7 +356,7 @@ class RayExecutor:
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None
         have = ray.cluster_resources()  # said, as `auto` joins whichever cluster this machine runs
-        log.info("Ray: %s the cluster at %s (%g CPUs, %g GPUs)", "joined" if address else "started",
+        log.info("Ray: %s the cluster at %s (%g CPUs, %g GPUs)", "joined" if joins else "started",
                  ray.get_runtime_context().gcs_address, have.get("CPU", 0.0), have.get("GPU", 0.0))
         return cls(settings, owns=True).checked()
 

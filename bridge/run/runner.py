@@ -113,6 +113,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         why = threshold_refusal(p.name, p.spec, p.options.get("set", ""), getattr(experiment, "set_valued", False))
         if why:
             raise ConfigError(why)
+        if (getattr(experiment, "set_valued", False) and "set" not in p.options
+                and getattr(p.factory, "__module__", "") == "bridge.predictors.lm"):
+            log.warning("%s: no set rule (--set %s.set=threshold:X, top:K or threshold-tuned): every answer it ranks "
+                        "counts", p.name, p.name)
     no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.predictors.registry import ENTRIES, UPPER_BOUNDS
+from bridge.predictors.registry import ENTRIES, upper_bound_text
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.serve.explorer import LM_ENTRIES
@@ -57,7 +57,8 @@ class LoadedRun:
     def upper_bounds(self) -> dict[str, str]:
         """Predictor -> why it is an upper bound (it reads the gold evidence)."""
         specs = self.specs
-        return {p: UPPER_BOUNDS[specs.get(p, p)] for p in self.run.predictors if specs.get(p, p) in UPPER_BOUNDS}
+        bounds = {p: upper_bound_text(self.run.config, p, specs.get(p, p)) for p in self.run.predictors}
+        return {p: why for p, why in bounds.items() if why}
 
     def default_pair(self) -> tuple[str, str]:
         """A KB predictor and an LM predictor of the run where it has both, else its first two."""
