@@ -261,13 +261,17 @@ class ActorPool:
         self.actors = []
 
 
+def _light(facts: list) -> list:
+    """Facts as an actor needs them: neither the predictors built on actors (REMOTE_FACTORIES) nor the
+    experiments' records read evidence sentences, which are most of a fact's bytes."""
+    return [replace(f, evidences=()) if getattr(f, "evidences", ()) else f for f in facts]
+
+
 def _without_text(corpus):
-    """The corpus as an actor needs it: the predictors built on actors (REMOTE_FACTORIES) never read evidence
-    sentences, which are most of a corpus's bytes."""
+    """The corpus as an actor needs it (`_light`)."""
     if not any(getattr(f, "evidences", ()) for f in corpus.facts):
         return corpus
-    light = replace(corpus, facts=[replace(f, evidences=()) if getattr(f, "evidences", ()) else f
-                                   for f in corpus.facts])
+    light = replace(corpus, facts=_light(corpus.facts))
     light.__dict__.update({k: v for k, v in vars(corpus).items() if k not in vars(light)})  # a known version
     return light
 
@@ -308,7 +312,7 @@ class RemotePredictor:
         known = [self._dropped.get((id(f), slot)) for f in facts]
         if facts and all(known):
             return [], dict(Counter(known))
-        kept, reasons, dropped = self.pool.tell("filter_facts", facts, slot)
+        kept, reasons, dropped = self.pool.tell("filter_facts", _light(facts), slot)
         self._dropped.update({(id(facts[i]), slot): why for i, why in dropped.items()})
         return [facts[i] for i in kept], reasons
 
@@ -410,7 +414,8 @@ class RayExecutor:
                 yield recorder.lines(chunk, predictor.predict(chunk.queries, chunk.depth))
             return
         token = uuid.uuid4().hex
-        yield from pool.map(((chunk,) for chunk in chunks), "lines", list, (token, [ray.put(recorder)]))
+        yield from pool.map(((replace(chunk, facts=_light(chunk.facts)),) for chunk in chunks), "lines", list,
+                            (token, [ray.put(recorder)]))
 
     def release(self, predictor) -> None:
         pool = self.pools.pop(id(predictor), None)
