@@ -19,6 +19,11 @@ from eval.types import Answer, Entity, Prediction, Query, Relation
 UNBOUNDED = 1 << 30  # the inner predictor's whole list: options may sit behind answers outside the space
 
 
+def has_closed_spaces(relations: Mapping[str, Relation]) -> bool:
+    """Every relation has its own answer space (BEAR): its facts are multiple choices."""
+    return bool(relations) and all(r.answer_space for r in relations.values())
+
+
 class AnswerSpacePredictor:
     """`inner`'s answers restricted to each relation's `answer_space`, in `inner`'s order."""
 

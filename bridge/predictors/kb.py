@@ -6,6 +6,7 @@ import logging
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, declares
+from eval.answer_space import has_closed_spaces
 from eval.lmkbc import load_lmkbc
 from kb.freq import FreqPredictor
 from kb.gold import GoldKBPredictor
@@ -20,8 +21,8 @@ def make_freq(name: str, ctx: PredictorContext) -> FreqPredictor | FreqSetPredic
     if is_set_corpus(ctx.corpus):
         return FreqSetPredictor(load_lmkbc(ctx.data_dir, "train", list(ctx.corpus.relations)).facts)
     predictor = FreqPredictor(ctx.corpus.facts)
-    closed = bool(ctx.corpus.relations) and all(r.answer_space for r in ctx.corpus.relations.values())
-    flat = predictor.flat_relations() if closed else []  # on LAMA, ties in file order are Freq's own definition
+    # on LAMA, ties broken by file order are Freq's own definition; on closed answer spaces they are all it has
+    flat = predictor.flat_relations() if has_closed_spaces(ctx.corpus.relations) else []
     if flat:
         log.warning("%s / %s: in %d of %d relations every object is equally frequent (%s): Freq's ranking there is "
                     "the data file's order, a chance-level baseline, not a frequency prior", ctx.corpus.name, name,

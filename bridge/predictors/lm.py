@@ -101,11 +101,12 @@ def _statement(ctx: PredictorContext) -> bool:
 
 def _statement_predictor(name: str, ctx: PredictorContext, scorer, extra: dict | None = None):
     """Each relation's answer space (the corpus's own, e.g. BEAR's, else the relation's objects: a typed space)."""
+    from eval.answer_space import has_closed_spaces
     from lm.statement_predictor import StatementPredictor
 
     rels = ctx.corpus.relations
     subjects = None  # a closed answer space has no subject counterpart: subject queries stay unanswered
-    if rels and all(r.answer_space for r in rels.values()):
+    if has_closed_spaces(rels):
         answers = {rel: [e.label for e in r.answer_space] for rel, r in rels.items()}
         source = "the answer space of each relation (the corpus's)"
     else:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares, truthy
-from eval.answer_space import AnswerSpacePredictor, lama_data_for
+from eval.answer_space import AnswerSpacePredictor, has_closed_spaces, lama_data_for
 from eval.errors import ConfigError
 
 EVIDENCE_INDEX = "lama-evidence"
@@ -106,8 +106,7 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     from kb.text.retrieval import EntityReader, QAReader, RetrievalPredictor, VocabReader, load_vocab
 
     opts = ctx.options
-    rels = ctx.corpus.relations
-    closed = bool(rels) and all(r.answer_space for r in rels.values())
+    closed = has_closed_spaces(ctx.corpus.relations)
     data_dir = lama_data_for(ctx.data_dir) if closed else ctx.data_dir
     backend = check_backend(opts.get("backend", "tantivy"))
     es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
@@ -139,4 +138,4 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
         return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)
     info["text"] = "LAMA evidences (the corpus has no evidence sentences)"
     kind = _closed_retrieval(RetrievalPredictor, _same_entities(ctx.corpus, data_dir))
-    return AnswerSpacePredictor(kind(index, reader, _int(opts, "k", 5), exclude, info), rels)
+    return AnswerSpacePredictor(kind(index, reader, _int(opts, "k", 5), exclude, info), ctx.corpus.relations)

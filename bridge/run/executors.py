@@ -24,6 +24,7 @@ KINDS = ("local", "ray")
 ADDRESS_VARIABLE = "RAY_ADDRESS"
 CONNECT_TIMEOUT_S = 5.0
 
+
 @dataclass(frozen=True)
 class Chunk:
     """Queries of one relation answered together, with their facts and the file their records go to."""

@@ -56,14 +56,12 @@ def _no_constant(name: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)  # one for all lines: `json.loads` would build one each
 
 
-def parse_record(path: Path, lineno: int, raw: bytes) -> dict | None:
-    """One complete line of a predictions file, checked; None for a torn last line (no newline yet).
+def parse_record(path: Path, lineno: int, raw: bytes) -> dict:
+    """One complete line of a predictions file (`_complete_lines` leaves out a torn last one), checked.
 
     A complete line that does not parse, or whose fields have the wrong types, is damage, not a
     crash mid-write: scoring around it would change the numbers, so it is an error naming the line.
     """
-    if not raw.endswith(b"\n"):
-        return None
     fix = "delete that line (or the file) and rerun to recompute it"
     try:
         record = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
@@ -115,8 +113,7 @@ def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
     good_bytes = 0
     for lineno, raw in _complete_lines(path):
         record = parse_record(path, lineno, raw)
-        if record is not None:  # always: the line is complete
-            done[record["uid"]] = record
+        done[record["uid"]] = record
         good_bytes += len(raw)
     if sum(len(v[1]) for v in _PARSED.values()) + len(done) > _PARSED_MAX_RECORDS:
         _PARSED.clear()

@@ -9,7 +9,7 @@ as LAMA's RE baselines do. Ranks count within that list (`ranks = "list"`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from eval.types import Answer, Prediction, Query
 from kb.extraction.kb_build import CONFIDENCE
@@ -43,24 +43,34 @@ class ExtractedKBPredictor:
         return {"predictor": self.name, "graph": self.graph, "ranking": "confidence desc, label asc", "ties": "shared",
                 "ranks": self.ranks, "slots": list(self.slots), **self._info}
 
+    def _rows(self, relation: str, slot: str) -> Iterator[tuple[str, str, str | None, str, float]]:
+        """(known IRI, asked IRI, known label or None, asked label, confidence) of each triple of the relation: the
+        labels the asking corpus gives, else the graph's (the asked entity's IRI where it has none)."""
+        rows = self.store.select(RANKING_QUERY.format(
+            graph=graph_iri(self.graph), relation=relation_iri(relation), confidence=CONFIDENCE))
+        for s, o, s_label, o_label, conf in rows:
+            if slot == "object":
+                known, asked, known_label, asked_label = s, o, s_label, o_label
+            else:
+                known, asked, known_label, asked_label = o, s, o_label, s_label
+            known, asked = str(known), str(asked)
+            known_label = self._labels.get(known) or known_label
+            label = self._labels.get(asked) or (str(asked_label) if asked_label is not None else asked)
+            yield known, asked, None if known_label is None else str(known_label), label, float(conf)
+
     def ranking(self, relation: str, slot: str = "object") -> dict[str, tuple[Answer, ...]]:
         """Known entity IRI -> answers for the asked slot, best first."""
         key = (relation, slot)
         if key not in self._ranked:
-            rows = self.store.select(RANKING_QUERY.format(
-                graph=graph_iri(self.graph), relation=relation_iri(relation), confidence=CONFIDENCE))
             best: dict[str, dict[str, tuple[float, str]]] = {}  # known -> label -> (-confidence, IRI)
             by_label: dict[str, list[str]] = {}
-            for s, o, s_label, o_label, conf in rows:
-                known, asked, asked_label = (s, o, o_label) if slot == "object" else (o, s, s_label)
-                known_label = self._labels.get(str(known)) or (s_label if slot == "object" else o_label)
+            for known, asked, known_label, label, conf in self._rows(relation, slot):
                 if known_label is not None:
-                    iris = by_label.setdefault(str(known_label), [])
-                    if str(known) not in iris:
-                        iris.append(str(known))
-                label = self._labels.get(str(asked)) or (str(asked_label) if asked_label is not None else str(asked))
-                answers = best.setdefault(str(known), {})
-                cand = (-float(conf), str(asked))
+                    iris = by_label.setdefault(known_label, [])
+                    if known not in iris:
+                        iris.append(known)
+                answers = best.setdefault(known, {})
+                cand = (-conf, asked)
                 if label not in answers or cand < answers[label]:
                     answers[label] = cand  # one answer per label: its best entity, ties to the smaller IRI
             self._ranked[key] = {
@@ -79,13 +89,10 @@ class ExtractedKBPredictor:
         if key not in self._held:
             best: dict[str, dict[str, float]] = {}  # known -> asked IRI -> confidence
             labels: dict[str, str] = {}
-            rows = self.store.select(RANKING_QUERY.format(
-                graph=graph_iri(self.graph), relation=relation_iri(relation), confidence=CONFIDENCE))
-            for s, o, s_label, o_label, conf in rows:
-                known, asked, asked_label = (str(s), str(o), o_label) if slot == "object" else (str(o), str(s), s_label)
-                labels[asked] = self._labels.get(asked) or (str(asked_label) if asked_label is not None else asked)
+            for known, asked, _known_label, label, conf in self._rows(relation, slot):
+                labels[asked] = label
                 answers = best.setdefault(known, {})
-                answers[asked] = max(answers.get(asked, 0.0), float(conf))
+                answers[asked] = max(answers.get(asked, 0.0), conf)
             self._held[key] = {
                 k: tuple(Answer(labels[iri], conf, _wikidata_id(iri))
                          for iri, conf in sorted(v.items(), key=lambda kv: (-kv[1], labels[kv[0]], kv[0])))
