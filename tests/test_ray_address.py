@@ -1,5 +1,6 @@
 """The cluster Ray would join without an address (`RAY_ADDRESS`, the file `ray start` leaves) is checked like a
-typed one: a dead one is one `error:` line within seconds, not minutes of Ray retrying."""
+typed one: a dead one is one `error:` line within seconds, not minutes of Ray retrying. A `ray://` client that
+times out names the token authentication it may lack."""
 
 from __future__ import annotations
 
@@ -51,3 +52,31 @@ def test_auto_with_no_cluster(no_cluster, tmp_path, capsys, lama_dir):
     assert line == (f"error: --ray-address auto: no Ray cluster runs on this machine (none in RAY_ADDRESS or "
                     f"{no_cluster}); start one with `ray start --head`, or drop --ray-address to start one for this "
                     "run")
+
+
+@pytest.mark.parametrize("mode", [None, "token"])
+def test_a_ray_client_timeout_names_the_auth_mode_it_lacks(mode, no_cluster, monkeypatch, tmp_path, capsys, lama_dir):
+    """What Ray's client raises when a token-authenticated head ignores it (no `RAY_AUTH_MODE=token` here: it
+    sends no token and waits 30 s); with the mode set, the hint would mislead and is left out."""
+    import ray
+
+    import bridge.run.executors as executors
+
+    def times_out(*args, **kwargs):
+        raise ConnectionError("ray client connection timeout")
+
+    monkeypatch.setattr(executors, "check_reachable", lambda *a, **k: None)  # the port answers, as a head's does
+    monkeypatch.setattr(ray, "init", times_out)
+    if mode:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    else:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    address = "ray://127.0.0.1:10001"
+    line = _error([*BASE, "--ray-address", address, "--data-dir", str(lama_dir), "--out", str(tmp_path / "out")],
+                  capsys)
+    head = (f"error: --ray-address {address}: ray client connection timeout; start one with `ray start --head`, or "
+            "drop --ray-address to start one for this run")
+    hint = ("; a cluster with token authentication (Ray turns it on for clusters `ray start` starts) also needs "
+            "RAY_AUTH_MODE=token here, with its token (`ray get-auth-token` on the head) in RAY_AUTH_TOKEN or "
+            "~/.ray/auth_token")
+    assert line == (head if mode else head + hint)
