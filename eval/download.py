@@ -1,10 +1,19 @@
-"""`kbc data download`: the official LAMA release, checksummed and unpacked atomically."""
+"""`kbc data download`: every corpus of `eval.sources`, checksummed, resumable, put in place atomically.
+
+Each file is fetched into `DEST/.download/` (a broken transfer resumes from there with an HTTP range request),
+checked against its pinned size and SHA-256, and only then renamed to where the loaders look; a file that fails
+the check is deleted, so nothing unverified is ever in place. LAMA's release archive is unpacked beside its final
+folder and renamed into place whole.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import shutil
+import http.client
+import os
+import re
 import tempfile
+import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -12,44 +21,168 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from eval.datadir import hash_files
 from eval.errors import DataError
+from eval.sources import BY_NAME, LAMA_URL, PinnedFile, Source
 
-LAMA_URL = "https://dl.fbaipublicfiles.com/LAMA/data.zip"
 LAMA_SHA256: str | None = None  # pass --sha256 to pin; the digest is always printed and stored
+PARTIAL = ".download"  # under DEST: unfinished transfers, resumed on the next run
 
 
-def check_url(url: str) -> str:
+LAMA_EXAMPLE = f"{LAMA_URL} (or file:///path/to/data.zip for a local copy)"
+MIRROR_EXAMPLE = "http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it"
+
+
+def check_url(url: str, option: str = "--url", example: str = LAMA_EXAMPLE) -> str:
     """`url` if urllib can fetch it (http, https, ftp with a host; file); a DataError otherwise."""
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError for a port out of range)
     except ValueError as exc:
-        raise DataError(f"--url {url!r} is not a valid URL ({exc})") from None
+        raise DataError(f"{option} {url!r} is not a valid URL ({exc})") from None
     if parts.scheme == "file" and parts.path:
         return url
     if parts.scheme not in ("http", "https", "ftp") or not parts.hostname:
-        raise DataError(f"--url {url!r} is not a URL to download from; expected e.g. {LAMA_URL} "
-                        "(or file:///path/to/data.zip for a local copy)")
+        raise DataError(f"{option} {url!r} is not a URL to download from; expected e.g. {example}")
     return url
 
 
-def _fetch(url: str, target: Path) -> str:
-    digest = hashlib.sha256()
+def mirrored(url: str, mirror: str | None) -> str:
+    """`url` on `mirror`, which holds each upstream file at `HOST/PATH` (e.g. raw.githubusercontent.com/OWNER/...)."""
+    if not mirror:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    return f"{mirror.rstrip('/')}/{parts.hostname}{parts.path}"
+
+
+def sha256_file(path: Path) -> str:
+    return hash_files([path], each=True)[1][0]
+
+
+def _fetch(url: str, part: Path, bar: tqdm) -> str:
+    """Fetch `url` into `part`, continuing a partial `part` where the server honours a range; the SHA-256 of all
+    of `part`."""
+    have = part.stat().st_size if part.is_file() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
-        with urllib.request.urlopen(url, timeout=60) as resp, target.open("wb") as out:
-            total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc="LAMA data.zip") as bar:
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            start = _range_start(resp) if have else None
+            if start is not None and start != have:  # not the range asked for: start over without one
+                part.unlink()
+                return _fetch(url, part, bar)
+            length = resp.headers.get("Content-Length")
+            if bar.total is None and length:  # an archive: its size is known once the server answers
+                bar.total = (have if start == have else 0) + int(length)
+            digest = hashlib.sha256()
+            if start == have:  # resumed: the kept bytes count towards the digest
+                with part.open("rb") as kept:
+                    for block in iter(lambda: kept.read(1 << 20), b""):
+                        digest.update(block)
+                bar.update(have)
+            with part.open("ab" if start == have else "wb") as out:
                 for block in iter(lambda: resp.read(1 << 20), b""):
                     out.write(block)
                     digest.update(block)
                     bar.update(len(block))
-    except (OSError, ValueError) as exc:  # urllib raises ValueError for URLs it cannot open
-        raise DataError(f"cannot download {url}: {exc}; check the network or fetch it by hand") from None
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and have:  # the kept part is not a prefix the server knows: start over
+            part.unlink()
+            return _fetch(url, part, bar)
+        raise DataError(f"cannot download {url}: HTTP {exc.code} {exc.reason}") from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a URL urllib cannot open
+        kept = part.stat().st_size if part.is_file() else 0
+        reason = str(exc) or type(exc).__name__
+        raise DataError(f"cannot download {url}: {reason}; {kept} bytes are kept in {part.parent}: "
+                        "rerun the same command to resume") from None
     return digest.hexdigest()
 
 
-def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LAMA_SHA256) -> Path:
-    """Download into a temporary directory beside `dest`, verify, unpack, then rename into place."""
+def _range_start(resp) -> int | None:
+    """Where a 206 answer's bytes start (None for a whole-file answer)."""
+    if getattr(resp, "status", None) != 206:
+        return None
+    match = re.match(r"bytes (\d+)-", resp.headers.get("Content-Range") or "")
+    return int(match.group(1)) if match else None
+
+
+def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm) -> None:
+    """Fetch one pinned file, verify its size and SHA-256, then rename it into place."""
+    final = dest / pinned.dest
+    part = dest / PARTIAL / f"{pinned.dest}.part"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    url = mirrored(pinned.url, mirror)
+    if part.is_file() and part.stat().st_size > pinned.size:
+        part.unlink()
+    if part.is_file() and part.stat().st_size == pinned.size:
+        got = sha256_file(part)
+        bar.update(pinned.size)
+    else:
+        got = _fetch(url, part, bar)
+    size = part.stat().st_size
+    if size < pinned.size:
+        raise DataError(f"cannot download {url}: the transfer ended after {size} of {pinned.size} bytes; "
+                        f"they are kept in {part.parent}: rerun the same command to resume")
+    if size != pinned.size or got != pinned.sha256:
+        part.unlink()
+        raise DataError(f"{url} is not the pinned file (SHA-256 {got}, {size} bytes; expected {pinned.sha256}, "
+                        f"{pinned.size} bytes); nothing was put in place: check the source or the mirror")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(part, final)
+
+
+def _check_present(pinned: PinnedFile, dest: Path) -> bool:
+    """True when the file is in place with its pinned bytes; a DataError when something else is there."""
+    final = dest / pinned.dest
+    if not final.exists():
+        return False
+    if final.is_file() and final.stat().st_size == pinned.size and sha256_file(final) == pinned.sha256:
+        return True
+    raise DataError(f"{final} is not the pinned file (expected SHA-256 {pinned.sha256}, {pinned.size} bytes): "
+                    "it was changed or damaged; remove it and rerun to download it again")
+
+
+def _prune(dest: Path) -> None:
+    """Remove the empty folders of finished transfers (the partial folder itself when nothing is left)."""
+    root = dest / PARTIAL
+    if not root.is_dir():
+        return
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if not any(root.iterdir()):
+        root.rmdir()
+
+
+def download_files(source: Source, dest: str | Path, mirror: str | None = None, progress: bool = True) -> Path:
+    """The pinned files of `source` under `dest` (those already in place are verified, not fetched again)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    todo = [f for f in source.files() if not _check_present(f, dest)]
+    try:
+        with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=source.name,
+                  disable=not progress or not todo) as bar:
+            for pinned in todo:
+                _install(pinned, dest, mirror, bar)
+    finally:
+        _prune(dest)
+    return dest / source.where
+
+
+def download_corpus(name: str, dest: str | Path, mirror: str | None = None, progress: bool = True,
+                    lama_url: str | None = None, lama_sha256: str | None = None) -> Path:
+    """Download the corpus `name` (see `eval.sources.SOURCES`) into `dest`; the folder that holds it."""
+    if mirror:
+        check_url(mirror, "--mirror", MIRROR_EXAMPLE)
+    source = BY_NAME[name]
+    if source.archive is not None:
+        url = lama_url or mirrored(source.archive.url, mirror)
+        download_lama(dest, url, lama_sha256 or source.archive.sha256 or LAMA_SHA256, progress)
+    return download_files(source, dest, mirror, progress)
+
+
+def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LAMA_SHA256,
+                  progress: bool = True) -> Path:
+    """Download into `DEST/.download` (resumable), verify, unpack beside `dest/lama`, then rename into place."""
     dest = Path(dest)
     final = dest / "lama"
     if (final / "relations.jsonl").is_file():
@@ -58,22 +191,48 @@ def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LA
     if final.exists():
         raise DataError(f"{final} exists but holds no relations.jsonl (an unfinished copy?); "
                         "remove it or choose another --dest")
-    dest.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
-        archive = Path(tmp) / "data.zip"
-        got = _fetch(url, archive)
+    part = dest / PARTIAL / "lama-data.zip.part"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with tqdm(unit="B", unit_scale=True, desc="LAMA data.zip", disable=not progress) as bar:
+            got = _fetch(url, part, bar)
         if sha256 and got != sha256:
+            part.unlink()
             raise DataError(f"checksum mismatch for {url}: expected {sha256}, got {got}")
-        (Path(tmp) / "SHA256").write_text(got + "\n")
-        try:
-            with zipfile.ZipFile(archive) as zf:
-                zf.extractall(Path(tmp) / "unpacked")
-        except zipfile.BadZipFile:
-            raise DataError(f"{url} is not a valid zip archive") from None
-        roots = list((Path(tmp) / "unpacked").rglob("relations.jsonl"))
-        if not roots:
-            raise DataError(f"{url}: archive holds no relations.jsonl")
-        staged = roots[0].parent
-        shutil.copy(Path(tmp) / "SHA256", staged / "SHA256")
-        staged.rename(final)
+        with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
+            try:
+                with zipfile.ZipFile(part) as zf:
+                    zf.extractall(Path(tmp) / "unpacked")
+            except zipfile.BadZipFile:
+                part.unlink()
+                raise DataError(f"{url} is not a valid zip archive") from None
+            roots = list((Path(tmp) / "unpacked").rglob("relations.jsonl"))
+            if not roots:
+                part.unlink()
+                raise DataError(f"{url}: archive holds no relations.jsonl")
+            staged = roots[0].parent
+            (staged / "SHA256").write_text(got + "\n")
+            staged.rename(final)
+        part.unlink()
+    finally:
+        _prune(dest)
     return final
+
+
+def status(source: Source, dest: str | Path) -> str:
+    """`present` (every file in place with its pinned bytes), `partial`, `missing`, or `changed` (a file in place
+    that is not the pinned one)."""
+    dest = Path(dest)
+    files = source.files()
+    try:
+        found = sum(_check_present(pinned, dest) for pinned in files)
+    except DataError:
+        return "changed"
+    total = len(files)
+    if source.archive:
+        total += 1
+        found += (dest / source.archive.dest / source.archive.marker).is_file()
+    if found == total:
+        return "present"
+    started = any((dest / PARTIAL / f"{f.dest}.part").is_file() for f in files)
+    return "partial" if found or started else "missing"

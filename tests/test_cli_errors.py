@@ -465,6 +465,22 @@ def _(c: Ctx) -> list[str]:
     return ["index", "build", "--min-words", "many"]
 
 
+# -- corpus downloads ----------------------------------------------------------------------------
+@case("download --mirror not a URL", "--mirror 'mirror.example' is not a URL to download from")
+def _(c: Ctx) -> list[str]:
+    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "mirror.example"]
+
+
+@case("download --url without lama", "--url and --sha256 are for LAMA's release archive; add lama to the names")
+def _(c: Ctx) -> list[str]:
+    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--url", "https://example.org/data.zip"]
+
+
+@case("download unknown corpus", "'bera' is not one of")
+def _(c: Ctx) -> list[str]:
+    return ["data", "download", "bera", "--dest", str(c.tmp / "dl")]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

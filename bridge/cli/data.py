@@ -7,11 +7,14 @@ from pathlib import Path
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.cli.options import data_dir_option
+from bridge.cli.options import data_dir_option, show_progress
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
-from eval.errors import DataError
+from eval.errors import ConfigError, DataError
+from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
+
+SOURCE_NAMES = tuple(s.name for s in SOURCES)
 
 
 @click.group()
@@ -20,16 +23,50 @@ def data() -> None:
 
 
 @data.command("download")
+@click.argument("names", nargs=-1, type=NamedChoice([*SOURCE_NAMES, "all"]))
 @click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
-              help="Directory to unpack into (the LAMA files land in DEST/lama).")
-@click.option("--url", default=None, help="Override the release URL.")
-@click.option("--sha256", default=None, help="Expected SHA-256 of the archive (default: the known release).")
-def download(dest, url, sha256) -> None:
-    """Fetch the official LAMA release (data.zip), verify it and unpack it atomically."""
-    from eval.download import LAMA_SHA256, LAMA_URL, download_lama
+              help="Data folder to lay the corpora out in (LAMA lands in DEST/lama, BEAR in DEST/bear, ...).")
+@click.option("--mirror", envvar=MIRROR_ENV, default=None, show_envvar=True,
+              help="Base URL of a mirror holding each upstream file at HOST/PATH (e.g. raw.githubusercontent.com/...).")
+@click.option("--url", default=None, help="Override LAMA's release URL.")
+@click.option("--sha256", default=None, help="Expected SHA-256 of LAMA's release archive.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def download(names, dest, mirror, url, sha256, quiet) -> None:
+    """Fetch corpora by NAME (`all` for every one; default: lama), each pinned to an upstream commit and SHA-256,
+    into where the loaders look; `kbc data list` names them."""
+    from eval.download import download_corpus
 
-    path = download_lama(dest, url or LAMA_URL, sha256 or LAMA_SHA256)
-    click.echo(f"LAMA data ready in {path}; use --data-dir {path} or export KBC_DATA={path}")
+    chosen = list(dict.fromkeys(SOURCE_NAMES if "all" in names else names or ("lama",)))
+    if (url or sha256) and "lama" not in chosen:
+        raise ConfigError("--url and --sha256 are for LAMA's release archive; add lama to the names")
+    for name in chosen:
+        path = download_corpus(name, dest, mirror, show_progress(quiet), url, sha256)
+        n = len(BY_NAME[name].files())
+        click.echo(f"{name}: ready in {path} ({n} file{'' if n == 1 else 's'}, SHA-256 checked"
+                   + (", and LAMA's release archive" if BY_NAME[name].archive else "") + ")")
+    if "lama" in chosen:
+        lama = Path(dest) / "lama"
+        click.echo(f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it")
+
+
+@data.command("list")
+@click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
+              help="Data folder to look in.")
+def list_sources(dest) -> None:
+    """Every corpus `kbc data download` fetches: its size, whether it is in DEST, where, its licence, what it is."""
+    from eval.download import status
+
+    rows = [(s.name, _size(s.size) + ("+zip" if s.archive else ""), status(s, dest), str(Path(dest) / s.where),
+             s.licence, s.what) for s in SOURCES]
+    head = ("name", "size", "status", "where", "licence", "what")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    for row in [head, *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + f"  {row[4]}: {row[5]}")
+    click.echo(f"total {_size(sum(s.size for s in SOURCES))} in {len(SOURCES)} corpora, plus LAMA's release archive")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
 
 
 @data.command("stats")

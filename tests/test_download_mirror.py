@@ -1,0 +1,222 @@
+"""`kbc data download` and `kbc data list` against a real HTTP server on localhost that serves the staged files
+at their upstream paths (`HOST/OWNER/REPO/COMMIT/PATH`), as a mirror of GitHub and of LAMA's release host would."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import re
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from cli_support import run_kbc
+
+from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
+
+SMALL = ("lmkbc2024", "pararel", "coherency-prompts", "bear")
+USED = (*SMALL, "lama", "xfactr", "fewrel")
+
+
+class MirrorHandler(http.server.BaseHTTPRequestHandler):
+    """GET with single `bytes=N-` ranges; `server.cut` ends a file's answer early, `server.tampered` serves other
+    bytes for a path, and `server.ranges` records the range asked for each path."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        data = self.server.tampered.get(self.path)
+        if data is None:
+            path = self.server.root / self.path.lstrip("/")
+            if not path.is_file():
+                self.send_error(404)
+                return
+            data = path.read_bytes()
+        asked = self.headers.get("Range")
+        self.server.ranges.append((self.path, asked))
+        start = int(re.fullmatch(r"bytes=(\d+)-", asked).group(1)) if asked else 0
+        self.send_response(206 if asked else 200)
+        if asked:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(data) - start))
+        self.end_headers()
+        cut = self.server.cut.get(self.path)
+        self.wfile.write(data[start:cut])
+        if cut is not None:
+            self.close_connection = True
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, shared_data):
+    """A server over links to the staged copies of the corpora these tests fetch, at their upstream paths, plus a
+    LAMA release archive."""
+    root = tmp_path_factory.mktemp("mirror")
+    for f in {f for name in USED for f in BY_NAME[name].files()}:  # a file two corpora share is served once
+        link = root / f.url.removeprefix("https://")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared_data / f.dest)
+    archive = root / "dl.fbaipublicfiles.com" / "LAMA" / "data.zip"
+    archive.parent.mkdir(parents=True)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name in ("relations.jsonl", "TREx/P108.jsonl"):
+            zf.write(shared_data / "lama" / name, f"data/{name}")
+    archive.write_bytes(buf.getvalue())
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), MirrorHandler)
+    server.root = root
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def mirror(server, monkeypatch):
+    """The server, serving every file whole and untouched, named by `KBC_DATA_MIRROR`."""
+    server.cut, server.tampered, server.ranges = {}, {}, []
+    monkeypatch.setenv(MIRROR_ENV, f"http://127.0.0.1:{server.server_address[1]}")
+    return server
+
+
+def _path(name: str, dest: str) -> str:
+    """The server path of a pinned file."""
+    pinned = next(f for f in BY_NAME[name].files() if f.dest == dest)
+    return "/" + pinned.url.removeprefix("https://")
+
+
+def _same_as_staged(dest: Path, shared: Path, names) -> int:
+    n = 0
+    for name in names:
+        for f in BY_NAME[name].files():
+            assert (dest / f.dest).read_bytes() == (shared / f.dest).read_bytes(), f.dest
+            n += 1
+    return n
+
+
+def test_download_lays_out_what_the_loaders_read(mirror, tmp_path, shared_data, capsys, monkeypatch):
+    dest = tmp_path / "data"
+    code, out, err = run_kbc(["data", "download", *SMALL, "--dest", str(dest), "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"lmkbc2024: ready in {dest / 'lmkbc2024'} (4 files, SHA-256 checked)",
+        f"pararel: ready in {dest / 'pararel/patterns'} (39 files, SHA-256 checked)",
+        f"coherency-prompts: ready in {dest / 'prompts/coherency'} (1 file, SHA-256 checked)",
+        f"bear: ready in {dest / 'bear'} (64 files, SHA-256 checked)",
+    ]
+    assert _same_as_staged(dest, shared_data, SMALL) == 108
+    assert sorted(p.name for p in dest.iterdir()) == ["bear", "lmkbc2024", "pararel", "prompts"]  # no leftovers
+
+    from eval.bear import load_bear
+    from eval.lama import load_relations
+    from eval.lmkbc import load_lmkbc
+    from eval.prompts import load_prompts
+    from lm.causal import read_extended_templates
+
+    # as a user who then sets KBC_DATA to the LAMA folder the download lays out beside them
+    monkeypatch.setenv("KBC_DATA", str(dest / "lama"))
+    assert len(load_lmkbc().facts) == 378
+    bear = load_bear("bear")
+    assert (len(bear.relations), len(bear.facts)) == (60, 7731)
+    relations = load_relations(shared_data / "lama" / "relations.jsonl")
+    prompts = load_prompts("pararel", dest / "lama", {r: relations[r] for r in ("P19", "P101")})
+    assert (len(prompts["P19"]), len(prompts["P101"])) == (13, 13)  # the lines of each patterns file
+    assert len(read_extended_templates(dest / "prompts" / "coherency" / "relations_autregressive.jsonl")) == 92
+
+    # a second run verifies what is in place and fetches nothing
+    asked = len(mirror.ranges)
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    assert (code, len(mirror.ranges)) == (0, asked)
+
+
+def test_lama_release_and_vocabularies_from_the_mirror(mirror, tmp_path, shared_data, capsys):
+    dest = tmp_path / "data"
+    code, out, err = run_kbc(["data", "download", "--dest", str(dest), "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    lama = dest / "lama"
+    assert out.splitlines() == [
+        f"lama: ready in {lama} (3 files, SHA-256 checked, and LAMA's release archive)",
+        f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it"]
+    assert _same_as_staged(dest, shared_data, ["lama"]) == 3
+    digest = hashlib.sha256((mirror.root / "dl.fbaipublicfiles.com/LAMA/data.zip").read_bytes()).hexdigest()
+    assert (lama / "SHA256").read_text() == digest + "\n"
+    from eval.lama import load_trex
+
+    assert len(load_trex(lama).relations) == 1
+
+
+def test_a_tampered_file_is_one_error_line_and_never_put_in_place(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    val = _path("lmkbc2024", "lmkbc2024/val.jsonl")
+    good = (mirror.root / val.lstrip("/")).read_bytes()
+    mirror.tampered[val] = good.replace(b"Germany", b"Germanz", 1)
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(f"error: {mirror_url(mirror)}{val} is not the pinned file")
+    assert "nothing was put in place" in err
+    assert not (dest / "lmkbc2024" / "val.jsonl").exists()
+    assert not (dest / ".download").exists()
+
+    del mirror.tampered[val]  # the mirror is repaired: the next run completes
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 0 and (dest / "lmkbc2024" / "val.jsonl").read_bytes() == good
+
+
+def mirror_url(server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def test_an_interrupted_transfer_resumes(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    val = _path("lmkbc2024", "lmkbc2024/val.jsonl")
+    good = (mirror.root / val.lstrip("/")).read_bytes()
+    mirror.cut[val] = 40_000
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    kept = dest / ".download" / "lmkbc2024"
+    assert (code, err) == (2, f"error: cannot download {mirror_url(mirror)}{val}: the transfer ended after 40000 "
+                              f"of 111459 bytes; they are kept in {kept}: rerun the same command to resume\n")
+    part = dest / ".download" / "lmkbc2024" / "val.jsonl.part"
+    assert part.read_bytes() == good[:40_000]
+    assert not (dest / "lmkbc2024" / "val.jsonl").exists()
+
+    del mirror.cut[val]
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 0
+    assert [r for p, r in mirror.ranges if p == val] == [None, "bytes=40000-"]
+    assert (dest / "lmkbc2024" / "val.jsonl").read_bytes() == good
+    assert not (dest / ".download").exists()
+
+
+def test_a_changed_file_in_place_is_refused_not_overwritten(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    assert run_kbc(["data", "download", "pararel", "--dest", str(dest), "--quiet"], capsys)[0] == 0
+    edited = dest / "pararel" / "patterns" / "P19.jsonl"
+    edited.write_text("{}\n")
+    code, out, err = run_kbc(["data", "download", "pararel", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: {edited} is not the pinned file") and "remove it and rerun" in err
+    assert edited.read_text() == "{}\n"
+
+
+def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    assert run_kbc(["data", "download", "lmkbc2024", "xfactr", "--dest", str(dest), "--quiet"], capsys)[0] == 0
+    (dest / "xfactr" / "TREx_multi_rel.txt").write_text("edited\n")
+    mirror.cut[_path("fewrel", "fewrel/val_wiki.json")] = 1000
+    assert run_kbc(["data", "download", "fewrel", "--dest", str(dest), "--quiet"], capsys)[0] == 2
+    code, out, err = run_kbc(["data", "list", "--dest", str(dest)], capsys)
+    assert code == 0
+    rows = {line.split()[0]: re.split(r"\s{2,}", line, maxsplit=4) for line in out.splitlines()[1:-1]}
+    assert list(rows) == [s.name for s in SOURCES]
+    assert rows["lmkbc2024"] == ["lmkbc2024", "0.2 MB", "present", str(dest / "lmkbc2024"),
+                                 "CC BY 4.0: LM-KBC 2024: set-valued facts of 5 relations, train and val, "
+                                 "with prompt templates"]
+    assert rows["xfactr"][2] == "changed"
+    assert rows["fewrel"][1:4] == ["3.6 MB", "partial", str(dest / "fewrel")]
+    assert rows["lama"][1:4] == ["0.5 MB+zip", "missing", str(dest / "lama")]
+    assert {r[2] for n, r in rows.items() if n not in ("lmkbc2024", "xfactr", "fewrel")} == {"missing"}
+    assert out.splitlines()[0].split() == ["name", "size", "status", "where", "licence:", "what"]
+    assert out.splitlines()[-1] == "total 33.2 MB in 14 corpora, plus LAMA's release archive"
