@@ -476,7 +476,7 @@ def _(c: Ctx) -> list[str]:
     return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--url", "https://example.org/data.zip"]
 
 
-@case("download unknown corpus", "'bera' is not one of")
+@case("download unknown corpus", "(did you mean 'bear'?)")
 def _(c: Ctx) -> list[str]:
     return ["data", "download", "bera", "--dest", str(c.tmp / "dl")]
 

@@ -211,12 +211,12 @@ def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, 
     assert code == 0
     rows = {line.split()[0]: re.split(r"\s{2,}", line, maxsplit=4) for line in out.splitlines()[1:-1]}
     assert list(rows) == [s.name for s in SOURCES]
-    assert rows["lmkbc2024"] == ["lmkbc2024", "0.2 MB", "present", str(dest / "lmkbc2024"),
+    assert rows["lmkbc2024"] == ["lmkbc2024", "200 kB", "present", str(dest / "lmkbc2024"),
                                  "CC BY 4.0: LM-KBC 2024: set-valued facts of 5 relations, train and val, "
                                  "with prompt templates"]
     assert rows["xfactr"][2] == "changed"
     assert rows["fewrel"][1:4] == ["3.6 MB", "partial", str(dest / "fewrel")]
-    assert rows["lama"][1:4] == ["0.5 MB+zip", "missing", str(dest / "lama")]
+    assert rows["lama"][1:4] == ["459 kB+zip", "missing", str(dest / "lama")]
     assert {r[2] for n, r in rows.items() if n not in ("lmkbc2024", "xfactr", "fewrel")} == {"missing"}
     assert out.splitlines()[0].split() == ["name", "size", "status", "where", "licence:", "what"]
     assert out.splitlines()[-1] == "total 33.2 MB in 14 corpora, plus LAMA's release archive"

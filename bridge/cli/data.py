@@ -23,7 +23,7 @@ def data() -> None:
 
 
 @data.command("download")
-@click.argument("names", nargs=-1, type=NamedChoice([*SOURCE_NAMES, "all"]))
+@click.argument("names", nargs=-1, metavar="[NAME]...", type=NamedChoice([*SOURCE_NAMES, "all"]))
 @click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
               help="Data folder to lay the corpora out in (LAMA lands in DEST/lama, BEAR in DEST/bear, ...).")
 @click.option("--mirror", envvar=MIRROR_ENV, default=None, show_envvar=True,
@@ -66,7 +66,7 @@ def list_sources(dest) -> None:
 
 
 def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 @data.command("stats")
