@@ -219,4 +219,4 @@ def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, 
     assert rows["lama"][1:4] == ["459 kB+zip", "missing", str(dest / "lama")]
     assert {r[2] for n, r in rows.items() if n not in ("lmkbc2024", "xfactr", "fewrel")} == {"missing"}
     assert out.splitlines()[0].split() == ["name", "size", "status", "where", "licence:", "what"]
-    assert out.splitlines()[-1] == "total 33.2 MB in 14 corpora, plus LAMA's release archive"
+    assert out.splitlines()[-1] == "total 33.2 MB in 577 files of 14 corpora, plus LAMA's release archive"

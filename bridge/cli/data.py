@@ -62,7 +62,9 @@ def list_sources(dest) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     for row in [head, *rows]:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + f"  {row[4]}: {row[5]}")
-    click.echo(f"total {_size(sum(s.size for s in SOURCES))} in {len(SOURCES)} corpora, plus LAMA's release archive")
+    files = {f for s in SOURCES for f in s.files()}  # a file two corpora share counts once
+    click.echo(f"total {_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
+               "plus LAMA's release archive")
 
 
 def _size(n: int) -> str:
