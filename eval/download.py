@@ -27,8 +27,6 @@ from eval.sources import BY_NAME, LAMA_URL, PinnedFile, Source
 
 LAMA_SHA256: str | None = None  # pass --sha256 to pin; the digest is always printed and stored
 PARTIAL = ".download"  # under DEST: unfinished transfers, resumed on the next run
-
-
 LAMA_EXAMPLE = f"{LAMA_URL} (or file:///path/to/data.zip for a local copy)"
 MIRROR_EXAMPLE = "http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it"
 
@@ -56,36 +54,42 @@ def mirrored(url: str, mirror: str | None) -> str:
 
 
 def sha256_file(path: Path) -> str:
+    """The SHA-256 of one file, streamed."""
     return hash_files([path], each=True)[1][0]
 
 
 def _fetch(url: str, part: Path, bar: tqdm) -> str:
     """Fetch `url` into `part`, continuing a partial `part` where the server honours a range; the SHA-256 of all
-    of `part`."""
+    of `part`. An answer shorter than its Content-Length leaves `part` for the next run to resume."""
     have = part.stat().st_size if part.is_file() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
         with urllib.request.urlopen(request, timeout=60) as resp:
-            start = _range_start(resp) if have else None
-            if start is not None and start != have:  # not the range asked for: start over without one
+            start = _range_start(resp) if have else 0
+            if start != have and start != 0:  # not the range asked for: start over without one
                 part.unlink()
                 return _fetch(url, part, bar)
             length = resp.headers.get("Content-Length")
-            if bar.total is None and length:  # an archive: its size is known once the server answers
-                bar.total = (have if start == have else 0) + int(length)
+            total = start + int(length) if length else None
+            if bar.total is None and total:  # an archive: its size is known once the server answers
+                bar.total = total
             digest = hashlib.sha256()
-            if start == have:  # resumed: the kept bytes count towards the digest
+            if start:  # resumed: the kept bytes count towards the digest
                 with part.open("rb") as kept:
                     for block in iter(lambda: kept.read(1 << 20), b""):
                         digest.update(block)
-                bar.update(have)
-            with part.open("ab" if start == have else "wb") as out:
+                bar.update(start)
+            with part.open("ab" if start else "wb") as out:
                 for block in iter(lambda: resp.read(1 << 20), b""):
                     out.write(block)
                     digest.update(block)
                     bar.update(len(block))
+                got = out.tell()
     except urllib.error.HTTPError as exc:
-        if exc.code == 416 and have:  # the kept part is not a prefix the server knows: start over
+        if exc.code == 416 and have:  # nothing after the kept bytes: whole if the server's size is theirs
+            if (exc.headers.get("Content-Range") or "") == f"bytes */{have}":
+                bar.update(have)
+                return sha256_file(part)
             part.unlink()
             return _fetch(url, part, bar)
         raise DataError(f"cannot download {url}: HTTP {exc.code} {exc.reason}") from None
@@ -94,15 +98,22 @@ def _fetch(url: str, part: Path, bar: tqdm) -> str:
         reason = str(exc) or type(exc).__name__
         raise DataError(f"cannot download {url}: {reason}; {kept} bytes are kept in {part.parent}: "
                         "rerun the same command to resume") from None
+    if total is not None and got < total:
+        raise DataError(_ended(url, part, got, total))
     return digest.hexdigest()
 
 
-def _range_start(resp) -> int | None:
-    """Where a 206 answer's bytes start (None for a whole-file answer)."""
+def _ended(url: str, part: Path, got: int, total: int) -> str:
+    return (f"cannot download {url}: the transfer ended after {got} of {total} bytes; they are kept in "
+            f"{part.parent}: rerun the same command to resume")
+
+
+def _range_start(resp) -> int:
+    """Where a 206 answer's bytes start (0 for a whole-file answer)."""
     if getattr(resp, "status", None) != 206:
-        return None
+        return 0
     match = re.match(r"bytes (\d+)-", resp.headers.get("Content-Range") or "")
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if match else -1
 
 
 def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm) -> None:
@@ -119,9 +130,8 @@ def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm) -> N
     else:
         got = _fetch(url, part, bar)
     size = part.stat().st_size
-    if size < pinned.size:
-        raise DataError(f"cannot download {url}: the transfer ended after {size} of {pinned.size} bytes; "
-                        f"they are kept in {part.parent}: rerun the same command to resume")
+    if size < pinned.size:  # a server that gave no Content-Length
+        raise DataError(_ended(url, part, size, pinned.size))
     if size != pinned.size or got != pinned.sha256:
         part.unlink()
         raise DataError(f"{url} is not the pinned file (SHA-256 {got}, {size} bytes; expected {pinned.sha256}, "

@@ -21,7 +21,7 @@ USED = (*SMALL, "lama", "xfactr", "fewrel")
 
 
 class MirrorHandler(http.server.BaseHTTPRequestHandler):
-    """GET with single `bytes=N-` ranges; `server.cut` ends a file's answer early, `server.tampered` serves other
+    """GET with single `bytes=N-` ranges (416 past the end); `server.cut` ends a file's answer early, `server.tampered` serves other
     bytes for a path, and `server.ranges` records the range asked for each path."""
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -35,6 +35,11 @@ class MirrorHandler(http.server.BaseHTTPRequestHandler):
         asked = self.headers.get("Range")
         self.server.ranges.append((self.path, asked))
         start = int(re.fullmatch(r"bytes=(\d+)-", asked).group(1)) if asked else 0
+        if start >= len(data) > 0:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{len(data)}")
+            self.end_headers()
+            return
         self.send_response(206 if asked else 200)
         if asked:
             self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
@@ -146,6 +151,35 @@ def test_lama_release_and_vocabularies_from_the_mirror(mirror, tmp_path, shared_
     from eval.lama import load_trex
 
     assert len(load_trex(lama).relations) == 1
+
+
+def test_an_interrupted_release_archive_resumes(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    zip_path = "/dl.fbaipublicfiles.com/LAMA/data.zip"
+    whole = (mirror.root / zip_path.lstrip("/")).read_bytes()
+    mirror.cut[zip_path] = 100_000
+    code, out, err = run_kbc(["data", "download", "lama", "--dest", str(dest), "--quiet"], capsys)
+    kept = dest / ".download"
+    assert (code, err) == (2, f"error: cannot download {mirror_url(mirror)}{zip_path}: the transfer ended after "
+                              f"100000 of {len(whole)} bytes; they are kept in {kept}: rerun the same command to "
+                              "resume\n")
+    assert not (dest / "lama").exists()
+
+    del mirror.cut[zip_path]
+    code, out, err = run_kbc(["data", "download", "lama", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 0
+    assert [r for p, r in mirror.ranges if p == zip_path] == [None, "bytes=100000-"]
+    assert (dest / "lama" / "SHA256").read_text() == hashlib.sha256(whole).hexdigest() + "\n"
+    assert sorted(p.name for p in dest.iterdir()) == ["lama"]
+
+    # a kept archive that is already whole: the server has nothing after it (416) and it is used as it is
+    again = tmp_path / "again"
+    (again / ".download").mkdir(parents=True)
+    (again / ".download" / "lama-data.zip.part").write_bytes(whole)
+    code, out, err = run_kbc(["data", "download", "lama", "--dest", str(again), "--quiet"], capsys)
+    assert code == 0
+    assert [r for p, r in mirror.ranges if p == zip_path][2:] == [f"bytes={len(whole)}-"]
+    assert (again / "lama" / "relations.jsonl").read_bytes() == (dest / "lama" / "relations.jsonl").read_bytes()
 
 
 def test_a_tampered_file_is_one_error_line_and_never_put_in_place(mirror, tmp_path, capsys):
