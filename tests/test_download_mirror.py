@@ -21,8 +21,8 @@ USED = (*SMALL, "lama", "xfactr", "fewrel")
 
 
 class MirrorHandler(http.server.BaseHTTPRequestHandler):
-    """GET with single `bytes=N-` ranges (416 past the end); `server.cut` ends a file's answer early, `server.tampered` serves other
-    bytes for a path, and `server.ranges` records the range asked for each path."""
+    """GET with single `bytes=N-` ranges (416 past the end); `server.cut` ends a file's answer early,
+    `server.tampered` serves other bytes for a path, and `server.ranges` records the range asked for each path."""
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         data = self.server.tampered.get(self.path)
