@@ -50,7 +50,7 @@ def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | Non
     return f"{rel} {label}" if label and label != rel else rel
 
 
-def _groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
+def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
     """The columns: every relation (and other group, e.g. `symmetric`) where there are one to five, else the
     relation types (T-REx, as LAMA Table 2), else BEAR's knowledge domains; then `all`."""
     groups = list(dict.fromkeys(r["group"] for r in rows if r["corpus"] == corpus))
@@ -96,7 +96,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
     lines = []
     for c in corpora:
         info = (relations or {}).get(c, {})
-        groups = _groups(rows, c, info)
+        groups = table_groups(rows, c, info)
         predictors = [p for p in dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c)
                       if (c, p, setting, scope, "all", metric) in idx]
         if not predictors:

@@ -159,6 +159,43 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     return lines
 
 
+def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[str] = (), list_: str | None = None,
+               n_boot: int = 1000, seed: int = 0) -> tuple[dict, list[str], list[dict]]:
+    """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`."""
+    run = open_run(run_dir)
+    scoring = scoring_for(run, setting)
+    a, b = run.predictor(a), run.predictor(b)
+    if a == b:
+        raise ConfigError("compare needs two different predictors")
+    result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
+    listed: list[dict] = []
+    text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}"]
+    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ else None
+    for corpus in _corpora(run, corpora):
+        if table is not None:
+            pairs, left_out = table_pairs(table, corpus, a, b, setting)
+        else:
+            pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
+        if not pairs:
+            text.append(f"{corpus}: no facts answered by both {a} and {b}")
+            result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
+            continue
+        res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
+        result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
+        text += _table(corpus, a, b, res, left_out, scoring) + [""]
+        if list_:
+            for uid in res.lists[LISTS[list_]]:
+                ra = rec_a[uid]
+                listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
+                               "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
+                               "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
+    if not any(c["overall"]["n"] for c in result["corpora"].values()):
+        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {run.path}")
+    if list_:
+        result["list"] = {"cell": list_, "facts": listed}
+    return result, text, listed
+
+
 @click.command("compare")
 @click.argument("run_dir")
 @click.argument("a")
@@ -184,37 +221,8 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
       kbc compare runs/lama freq re-oracle
       kbc compare runs/lama freq re-oracle --list only-a --corpus trex
     """
-    run = open_run(run_dir)
-    scoring = scoring_for(run, setting)
-    a, b = run.predictor(a), run.predictor(b)
-    if a == b:
-        raise ConfigError("compare needs two different predictors")
-    result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
-    listed: list[dict] = []
-    text: list[str] = []
-    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ else None
-    for corpus in _corpora(run, corpora):
-        if table is not None:
-            pairs, left_out = table_pairs(table, corpus, a, b, setting)
-        else:
-            pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
-        if not pairs:
-            text.append(f"{corpus}: no facts answered by both {a} and {b}")
-            result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
-            continue
-        res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
-        result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
-        text += _table(corpus, a, b, res, left_out, scoring) + [""]
-        if list_:
-            for uid in res.lists[LISTS[list_]]:
-                ra = rec_a[uid]
-                listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
-                               "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
-                               "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
-    if not any(c["overall"]["n"] for c in result["corpora"].values()):
-        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {run.path}")
-    if list_:
-        result["list"] = {"cell": list_, "facts": listed}
+    result, text, listed = comparison(run_dir, a, b, setting, corpora, list_, n_boot, seed)
+    a, b = result["a"], result["b"]
     if as_json:
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
     elif list_:
@@ -223,7 +231,6 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
             click.echo("\t".join(str(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
                                                               "top_a", "top_b")))
     else:
-        click.echo(f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}")
         click.echo("\n".join(text).rstrip())
 
 

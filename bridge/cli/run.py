@@ -265,6 +265,11 @@ def run_options(default_out: str):
     return wrap
 
 
+# a key of the command's `ctx.meta`: when present, `execute` puts the summary rows and the output directory there
+# instead of printing tables, so that the Python API runs exactly what `kbc run NAME` runs
+ROWS_ONLY = "kbc.rows_only"
+
+
 def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
     """Merge a run file into the flags, run the experiment, print the headline table.
 
@@ -301,6 +306,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     executor = ExecutorSettings(params["executor"], params["ray_address"], params["workers"],
                                 float(params["gpus_per_worker"]), int(params["threads_per_worker"]))
     rows = run_experiment(cfg, experiment, progress=show_progress(quiet), setting=setting, executor=executor)
+    if ROWS_ONLY in ctx.meta:  # a caller from Python (`kbcompare.run`) takes the rows; the tables are for people
+        ctx.meta[ROWS_ONLY] = (rows, Path(params["out"]))
+        return rows
     metric, title = headline
     click.echo(f"{title}, setting {setting}, facts every predictor answered")
     config = read_config(Path(params["out"]) / "config.json") or {}

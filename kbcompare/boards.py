@@ -1,0 +1,54 @@
+"""Comparing and ranking runs as DataFrames: what `kbc compare` and `kbc leaderboard` report, computed by the same
+functions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+COMPARE_COLUMNS = ("corpus", "group", "n", "both", "only_a", "only_b", "neither", "p1_a", "p1_b", "p_value",
+                   "difference", "ci_low", "ci_high")
+
+
+def _path(run) -> Path:
+    """A run given as a `Run` or as its directory."""
+    return Path(getattr(run, "run_dir", run))
+
+
+def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable[str] = (), bootstrap: int = 1000,
+            seed: int = 0) -> pd.DataFrame:
+    """Predictors `a` and `b` of one run on the units both answered, as `kbc compare RUN A B`: per corpus one row
+    per group (relation, or question kind) with the 2x2 counts, each one's share right (`p1_a`, `p1_b`, in
+    percent) and McNemar's p, then the `all` row whose shares are the run's total (macro over groups, as the
+    summaries) with the difference A - B in points and its bootstrap interval."""
+    from bridge.cli.compare import comparison
+
+    corpora = [corpus] if isinstance(corpus, str) else list(corpus)
+    result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed)
+    rows = []
+    for name, found in result["corpora"].items():
+        if not found["overall"]["n"]:
+            continue
+        for group, counts in found["relations"].items():
+            rows.append({"corpus": name, "group": group, **counts})
+        ci = found["ci"] or (None, None)
+        rows.append({"corpus": name, "group": "all", **found["overall"], "p1_a": found["macro_p1_a"],
+                     "p1_b": found["macro_p1_b"], "difference": found["difference"], "ci_low": ci[0],
+                     "ci_high": ci[1]})
+    frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
+    frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"]})
+    return frame
+
+
+def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
+                scope: str = "shared", bootstrap: int | None = None, seed: int | None = None,
+                sort: str = "value") -> pd.DataFrame:
+    """Every predictor of these runs ranked on one metric with its stderr and 95% interval, as `kbc leaderboard`:
+    one row per (run, predictor, corpus), best first. `metric` None: the experiment's headline."""
+    from bridge.run.leaderboard import FIELDS, leaderboard_rows
+
+    paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
+    rows = leaderboard_rows(paths, corpus, metric, setting, scope, bootstrap, seed, sort)
+    return pd.DataFrame(rows, columns=list(FIELDS))

@@ -1,0 +1,217 @@
+"""Experiments from Python: `run` runs exactly what `kbc run NAME` runs and hands back its tables as DataFrames.
+
+The options are the command's own (same defaults, same checks, same messages), so a run started here and one
+started from the shell write the same run directory, share the same caches and can resume each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from eval.corpora import close_hint
+from eval.errors import ConfigError
+
+# keyword -> the command's parameter name, where the two differ
+ALIASES = {"corpus": "corpora", "settings": "sets", "config": "config_file"}
+HIDDEN = ("quiet",)  # `progress=` says it
+
+
+def experiments() -> list[str]:
+    """The experiments `run` takes: the subcommands of `kbc run`."""
+    from bridge.cli.run import run as group
+
+    return sorted(group.commands)
+
+
+def _command(experiment: str) -> click.Command:
+    from bridge.cli.run import run as group
+
+    command = group.commands.get(experiment)
+    if command is None:
+        raise ConfigError(f"unknown experiment {experiment!r}{close_hint(experiment, group.commands)}; known: "
+                          f"{', '.join(sorted(group.commands))}")
+    return command
+
+
+def _option_text(value) -> str:
+    """A value as `--set` and run files spell it (booleans lower-case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def predictor_items(predictors) -> tuple[list[str], list[str]]:
+    """`NAME=SPEC` items and `NAME.KEY=VALUE` options of a list, or of a mapping of name -> spec or
+    name -> {"spec": ..., option: value} (as a run file's predictors table)."""
+    if not isinstance(predictors, Mapping):
+        return ([predictors] if isinstance(predictors, str | Path) else [str(p) for p in predictors]), []
+    items, sets = [], []
+    for name, value in predictors.items():
+        if isinstance(value, Mapping):
+            value = dict(value)
+            spec = value.pop("spec", None)
+            if not spec:
+                raise ConfigError(f"predictor {name!r} needs a 'spec'")
+            sets += [f"{name}.{k}={_option_text(v)}" for k, v in value.items()]
+            value = spec
+        items.append(f"{name}={value}")
+    return items, sets
+
+
+def settings_items(settings) -> list[str]:
+    """`[NAME.]KEY=VALUE` items of a mapping {"bert.candidates": "common"} or a list of such strings."""
+    if isinstance(settings, Mapping):
+        return [f"{k}={_option_text(v)}" for k, v in settings.items()]
+    return [settings] if isinstance(settings, str) else list(settings)
+
+
+def command_context(experiment: str, options: dict) -> tuple[click.Command, click.Context]:
+    """The `kbc run EXPERIMENT` command and its context with `options` (keyword names of the flags) converted and
+    checked as the flags are; a ConfigError with click's message for a bad value."""
+    from bridge.cli.run import ROWS_ONLY
+
+    command = _command(experiment)
+    ctx = command.make_context(f"kbc run {experiment}", [])
+    params = {p.name: p for p in command.params if p.name not in HIDDEN}
+    known = sorted({*params, *ALIASES} - set(ALIASES.values()))
+    for key, value in options.items():
+        name = ALIASES.get(key, key)
+        param = params.get(name)
+        if param is None:
+            raise ConfigError(f"kbc run {experiment} has no option {key!r}{close_hint(key, known)}; known: "
+                              f"{', '.join(known)}")
+        if getattr(param, "multiple", False) and isinstance(value, str | Path):
+            value = [value]
+        try:
+            ctx.params[name] = param.process_value(ctx, value)
+        except click.UsageError as exc:
+            raise ConfigError(" ".join(exc.format_message().split())) from None
+        ctx.set_parameter_source(name, click.core.ParameterSource.COMMANDLINE)
+    ctx.meta[ROWS_ONLY] = None
+    return command, ctx
+
+
+def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None, predictors=None,
+        data_dir: str | Path | None = None, out: str | Path | None = None, settings=None,
+        progress: bool = False, **options) -> Run:
+    """Run `kbc run EXPERIMENT` with these options and return its run directory as DataFrames.
+
+    `predictors`: ["freq", "bert=/models/bert"] or {"bert": "/models/bert"} or {"bert": {"spec": ..., KEY: V}};
+    `settings`: predictor options as `--set` takes them, {"bert.candidates": "common"} or ["bert.candidates=common"].
+    Every other flag of the command is a keyword of the same name (`relations=["P19"]`, `limit=100`,
+    `config="run.toml"`, `answers="set"`, ...); the defaults are the command's (`out`: runs/EXPERIMENT).
+    Errors are `KbcError`s with the command's one-line messages.
+    """
+    given = {k: v for k, v in options.items() if v is not None}
+    if predictors is not None:
+        items, extra = predictor_items(predictors)
+        given["predictors"] = items
+        if extra:
+            given["settings"] = extra
+    if settings is not None:
+        given["settings"] = [*given.get("settings", []), *settings_items(settings)]
+    for key, value in (("corpus", corpus), ("data_dir", data_dir), ("out", out)):
+        if value is not None:
+            given[key] = [str(v) for v in value] if key == "corpus" and not isinstance(value, str) else str(value)
+    command, ctx = command_context(experiment, given)
+    ctx.params["quiet"] = not progress
+    from bridge.cli.run import ROWS_ONLY
+
+    try:
+        with ctx:
+            command.invoke(ctx)
+    except click.UsageError as exc:
+        raise ConfigError(" ".join(exc.format_message().split())) from None
+    _rows, run_dir = ctx.meta[ROWS_ONLY]
+    return load_run(run_dir)
+
+
+def load_run(path: str | Path) -> Run:
+    """A finished run directory (from `run` or `kbc run`), or a DataError saying what it lacks."""
+    from bridge.report.data import load_run as report_run
+
+    return Run(report_run(path))
+
+
+class Run:
+    """One run directory: its summaries, per-fact table and headline tables as pandas DataFrames."""
+
+    def __init__(self, data) -> None:
+        self._data = data  # bridge.report.data.RunData: what `kbc report` reads, with the same checks
+
+    def __repr__(self) -> str:
+        return (f"Run({str(self.run_dir)!r}: {self.experiment}, corpora {', '.join(self.corpora)}; predictors "
+                f"{', '.join(self.predictors)})")
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self._data.path)
+
+    @property
+    def config(self) -> dict:
+        """`config.json`: what ran, with which options, data versions and timings."""
+        return self._data.config
+
+    @property
+    def experiment(self) -> str:
+        return self._data.experiment
+
+    @property
+    def corpora(self) -> list[str]:
+        return self._data.corpora
+
+    @property
+    def predictors(self) -> list[str]:
+        return self._data.predictors
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """Every row of `summary.json` (corpus, predictor, setting, scope, group, metric, value, n_facts, ...)."""
+        return pd.DataFrame(self._data.summary)
+
+    @cached_property
+    def facts(self) -> pd.DataFrame:
+        """The per-fact table `instances.parquet`: one row per corpus, predictor and scored unit (a LAMA fact,
+        a coherency instance, a KMIR question), dropped ones with their reason."""
+        from eval.errors import DataError
+
+        frame = self._data.instances
+        if frame is None:
+            raise DataError(f"{self.run_dir / 'instances.parquet'}: missing; rerun the same `kbc run` command to "
+                            "write it")
+        return frame
+
+    def table(self, metric: str | None = None, setting: str = "raw", scope: str = "shared",
+              corpus: str | None = None) -> pd.DataFrame:
+        """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
+        for small runs, relation types for large ones) and `all`; values as in summary.json.
+
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1)."""
+        from bridge.run.leaderboard import headline_metric
+        from bridge.run.summaries import relation_info
+        from eval.report import table_groups
+
+        metric = metric or headline_metric(self.experiment)
+        rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
+                and r.get("scope", "own") == scope and not r.get("prompt")]
+        if not rows:
+            held = sorted({r.get("metric") for r in self._data.summary if r.get("metric")})
+            raise ConfigError(f"{self.run_dir / 'summary.json'} has no {metric} ({setting}, {scope}) rows; metrics: "
+                              f"{', '.join(held) or 'none'}")
+        corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
+        info = relation_info(self.config)
+        frames = []
+        for c in corpora:
+            mine = [r for r in rows if r["corpus"] == c]
+            if not mine:
+                raise ConfigError(f"{self.run_dir} has no corpus {c!r} (it has {', '.join(self.corpora)})")
+            groups = table_groups(mine, c, info.get(c, {}))
+            frame = pd.DataFrame(mine).pivot_table(index=["corpus", "predictor"], columns="group", values="value",
+                                                   aggfunc="first", sort=False)
+            frames.append(frame.reindex(columns=groups))
+        out = pd.concat(frames)
+        out.columns.name = metric
+        return out

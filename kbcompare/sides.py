@@ -1,0 +1,100 @@
+"""One query asked of the gold KB and of every predictor side by side, as `kbc serve` shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+ANSWER_COLUMNS = ("side", "name", "status", "rank", "label", "score", "id", "gold")
+
+
+class Answers:
+    """Every side's answers to one query: `.frame` (one row per answer, and one per side that gave none),
+    `.gold` (what the gold KB holds), `.columns` and `.body` (the explorer's JSON object)."""
+
+    def __init__(self, body: dict) -> None:
+        self.body = body
+
+    @property
+    def columns(self) -> list[dict]:
+        return self.body["columns"]
+
+    @property
+    def gold(self) -> list[str]:
+        return self.body["gold"]
+
+    @property
+    def prompt(self) -> str:
+        return self.body["query"]["prompt"]
+
+    def side(self, name: str) -> dict:
+        """One side's column by its name ("gold KB", "freq", "bert", ...)."""
+        for column in self.columns:
+            if column["name"] == name:
+                return column
+        from eval.errors import ConfigError
+
+        raise ConfigError(f"no side {name!r}; sides: {', '.join(c['name'] for c in self.columns)}")
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        rows = []
+        for c in self.columns:
+            head = {"side": c["side"], "name": c["name"], "status": c["status"]}
+            rows += [{**head, "rank": i, **{k: a.get(k) for k in ("label", "score", "id", "gold")}}
+                     for i, a in enumerate(c["answers"], 1)] or [head]
+        return pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
+
+    def __repr__(self) -> str:
+        return f"Answers({self.prompt!r}: gold {self.gold}; sides {', '.join(c['name'] for c in self.columns)})"
+
+
+class Sides:
+    """The gold KB of a corpus and a set of predictors, built once (models load once) and asked many times.
+
+    The options are `kbc serve`'s: `predictors` as `kbc run --predictors` (["freq", "bert=/models/bert"]),
+    `settings` as `--set` ({"bert.candidates": "common"}). Use as a context manager, or call `close()`."""
+
+    def __init__(self, predictors=(), *, corpus: str = "trex", relations=(), data_dir: str | Path | None = None,
+                 settings=None, store: str | None = None, text_index: str | None = None,
+                 coherency: str | None = None, device: str = "cpu", batch_size: int = 32,
+                 cache_dir: str | Path | None = None) -> None:
+        from bridge.run.options import parse_sets
+        from bridge.serve.explorer import Explorer, ExplorerConfig
+        from kbcompare.runs import predictor_items, settings_items
+
+        items, extra = predictor_items(predictors)
+        sets = parse_sets([*extra, *settings_items(settings or {})])
+        cfg = ExplorerConfig(data_dir=None if data_dir is None else str(data_dir), corpus=corpus,
+                             relations=[relations] if isinstance(relations, str) else list(relations),
+                             predictors=items, options=sets, cache_dir=None if cache_dir is None else Path(cache_dir),
+                             store=store, text_index=text_index, coherency=coherency, device=device,
+                             batch_size=batch_size)
+        self.explorer = Explorer.start(cfg)
+
+    def ask(self, subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10) -> Answers:
+        """Ask `subject` + `relation` (e.g. "Dante", "P19"), or a cloze with one [MASK], of every side."""
+        from bridge.serve.sides import Ask, answer, check
+
+        asked = check(Ask(subject=subject, relation=relation, cloze=cloze, k=k), self.explorer)
+        return Answers(self.explorer.call(answer, self.explorer, asked))
+
+    def close(self) -> None:
+        self.explorer.close()
+
+    def __enter__(self) -> Sides:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def ask(subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10, predictors=(), **options) -> Answers:
+    """One query asked of the gold KB and of `predictors` side by side (`Sides` takes the other options; keep a
+    `Sides` open to ask many queries without loading the models each time)."""
+    relations = options.pop("relations", None)
+    if relations is None and relation and not cloze:
+        relations = [relation]  # only the asked relation's facts are loaded
+    with Sides(predictors, relations=relations or (), **options) as sides:
+        return sides.ask(subject, relation, cloze=cloze, k=k)
