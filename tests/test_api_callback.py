@@ -16,6 +16,7 @@ def _mrr(result) -> float:
     return float(found["value"].iloc[0])
 
 
+@pytest.mark.heavy
 def test_probe_scores_reach_the_log_history_and_equal_a_probe_of_the_same_weights(lama_dir, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from transformers import AutoModelForMaskedLM, AutoTokenizer, Trainer, TrainingArguments
