@@ -13,6 +13,8 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from bridge.cli.run import ROWS_ONLY
+from bridge.cli.run import run as run_group
 from eval.corpora import close_hint
 from eval.errors import ConfigError
 
@@ -23,18 +25,14 @@ HIDDEN = ("quiet",)  # `progress=` says it
 
 def experiments() -> list[str]:
     """The experiments `run` takes: the subcommands of `kbc run`."""
-    from bridge.cli.run import run as group
-
-    return sorted(group.commands)
+    return sorted(run_group.commands)
 
 
 def _command(experiment: str) -> click.Command:
-    from bridge.cli.run import run as group
-
-    command = group.commands.get(experiment)
+    command = run_group.commands.get(experiment)
     if command is None:
-        raise ConfigError(f"unknown experiment {experiment!r}{close_hint(experiment, group.commands)}; known: "
-                          f"{', '.join(sorted(group.commands))}")
+        raise ConfigError(f"unknown experiment {experiment!r}{close_hint(experiment, run_group.commands)}; known: "
+                          f"{', '.join(experiments())}")
     return command
 
 
@@ -71,8 +69,6 @@ def settings_items(settings) -> list[str]:
 def command_context(experiment: str, options: dict) -> tuple[click.Command, click.Context]:
     """The `kbc run EXPERIMENT` command and its context with `options` (keyword names of the flags) converted and
     checked as the flags are; a ConfigError with click's message for a bad value."""
-    from bridge.cli.run import ROWS_ONLY
-
     command = _command(experiment)
     ctx = command.make_context(f"kbc run {experiment}", [])
     params = {p.name: p for p in command.params if p.name not in HIDDEN}
@@ -118,8 +114,6 @@ def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None, 
             given[key] = [str(v) for v in value] if key == "corpus" and not isinstance(value, str) else str(value)
     command, ctx = command_context(experiment, given)
     ctx.params["quiet"] = not progress
-    from bridge.cli.run import ROWS_ONLY
-
     try:
         with ctx:
             command.invoke(ctx)

@@ -17,7 +17,7 @@ def test_example_notebook_runs(lama_dir, tmp_path, monkeypatch):
 
     monkeypatch.setenv("KBC_DATA", str(lama_dir))
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this checkout, whatever else is installed
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()  # a failing cell raises here
