@@ -63,11 +63,11 @@ def files_digest(out: Path) -> str:
     return digest.hexdigest()
 
 
-def inputs_digest(config: dict, args: tuple, files: str) -> str:
+def inputs_digest(config: dict, args: tuple, files: str, code: str | None = None) -> str:
     """The digest of everything a scoring reads: the run config (less its volatile log), `args` (setting,
-    resamples, seed), the code, and the files (`files_digest`)."""
+    resamples, seed), the code (`code_digest`, this code's unless given), and the files (`files_digest`)."""
     kept = {k: v for k, v in config.items() if k not in VOLATILE}
-    text = json.dumps([kept, list(args), code_identity(), files], sort_keys=True, default=str)
+    text = json.dumps([kept, list(args), code or code_digest(), files], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -115,6 +115,38 @@ def fresh_instances(out: Path) -> Path | None:
             or stamp.get("outputs") != outputs_digest(out):
         return None
     return out / "instances.parquet"
+
+
+def unscored_change(out: Path, config: dict) -> str | None:
+    """What changed in `out` since its summaries were written, None when nothing did: its prediction files, its
+    config or the summary files themselves, checked against the digests its last scoring recorded (whatever code
+    scored it). Readers of `summary.json` other than the runner refuse a run that says something here."""
+    stamp = _stamp(out)
+    if stamp is None or not all(isinstance(stamp.get(k), str) for k in ("inputs", "files", "code", "outputs")):
+        return f"it holds no record ({STAMP}) of what its summaries were scored from"
+    files = files_digest(out)
+    if files != stamp["files"]:
+        return "its prediction files changed since its summaries were written (cut, edited or added)"
+    missing = next((name for name in OUTPUTS if not (out / name).is_file()), None)
+    if missing:
+        return f"its {missing} is missing"
+    if outputs_digest(out) != stamp["outputs"]:
+        return f"its summary files ({', '.join(OUTPUTS)}) are not the ones its scoring wrote (edited or replaced)"
+    summary = config.get("summary") if isinstance(config.get("summary"), dict) else {}
+    scored = {inputs_digest(config, (setting, summary.get("bootstrap"), summary.get("seed")), files, stamp["code"])
+              for setting in ("raw", "filtered")}
+    if stamp["inputs"] not in scored:
+        return "its config.json changed since its summaries were written"
+    return None
+
+
+def check_scored(out: Path, config: dict) -> None:
+    """Refuse a run whose summaries are not what scoring its files gave (`unscored_change`), in one line."""
+    from eval.errors import DataError
+
+    why = unscored_change(out, config)
+    if why:
+        raise DataError(f"{out}: {why}; rerun the same `kbc run` command to rescore it")
 
 
 def write_stamp(out: Path, inputs: str, files: str) -> None:
