@@ -273,5 +273,6 @@ def test_relation_labels_from_data_stay_one_markdown_cell(runs):
     assert not any(line.startswith("there") for line in md.splitlines())
     tables = tables_from_markdown(md)
     assert tables and all(len(row) == len(t.head) for t in tables for row in t.rows)
-    per_relation = [row for t in tables for row in t.rows if row[:2] == ["google_re", "place_of_death died|in <b>x</b> there"]]
+    label = "place_of_death died|in <b>x</b> there"
+    per_relation = [row for t in tables for row in t.rows if row[:2] == ["google_re", label]]
     assert len(per_relation) == 1

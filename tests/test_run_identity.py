@@ -152,13 +152,15 @@ def _tampered(config: dict, edit: str) -> object:
     return config
 
 
-@pytest.mark.parametrize("edit,why", [
+EDITS = [
     ("empty", "no 'corpora' list"), ("no predictor_specs", "no 'predictor_specs' dict"),
     ("no identity for freq", "predictor 'freq' has no identity in 'predictor_specs'"),
     ("identity is a string", "predictor_specs['freq'] is no identity with a 'spec'"),
     ("settings empty", "'settings' is empty"), ("data_versions a list", "'data_versions' is list, not dict"),
-    ("no experiment", "no 'experiment' str")])
-def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, monkeypatch, capsys, edit, why):
+    ("no experiment", "no 'experiment' str")]
+
+
+def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, monkeypatch, capsys):
     """`{}` (or any config missing an entry the identity check reads) is no licence to mix: another predictor
     under an existing name is refused, and nothing is written."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
@@ -166,13 +168,15 @@ def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, mon
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "--predictors", "freq"), capsys)
     assert code == 0, err
     config = out / "config.json"
-    config.write_text(json.dumps(_tampered(json.loads(config.read_text()), edit)))
+    written = json.loads(config.read_text())
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts}
-    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors", "freq=random"),
-                           capsys)
-    assert _one_error(code, err) == (f"error: {config}: not a kbc run config ({why}); move the directory aside or "
-                                     "use another --out")
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
+    for edit, why in EDITS:
+        config.write_text(json.dumps(_tampered(written, edit)))
+        code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors",
+                                    "freq=random"), capsys)
+        assert _one_error(code, err) == (f"error: {config}: not a kbc run config ({why}); move the directory aside "
+                                         "or use another --out"), edit
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
 
 
 def test_records_without_a_recorded_identity_or_version_are_refused(lama_dir, tmp_path, monkeypatch, capsys):
