@@ -493,6 +493,16 @@ def _(c: Ctx) -> list[str]:
     return ["report", str(run)]
 
 
+@case("serve --run of a run whose summary.json was edited", "are not the ones its scoring wrote")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    rows = json.loads((run / "summary.json").read_text())
+    rows[0]["value"] = 99.9
+    (run / "summary.json").write_text(json.dumps(rows))
+    # an unknown relation stops the server from starting should the run be let through
+    return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
+
+
 @case("leaderboard --out a run's summary.json", "is inside the run directory")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
