@@ -149,6 +149,8 @@ def _tampered(config: dict, edit: str) -> object:
         config["data_versions"] = []
     elif edit == "no experiment":
         del config["experiment"]
+    elif edit == "labels a list":
+        config["relation_labels"]["trex"] = ["place of birth"]
     return config
 
 
@@ -157,7 +159,7 @@ EDITS = [
     ("no identity for freq", "predictor 'freq' has no identity in 'predictor_specs'"),
     ("identity is a string", "predictor_specs['freq'] is no identity with a 'spec'"),
     ("settings empty", "'settings' is empty"), ("data_versions a list", "'data_versions' is list, not dict"),
-    ("no experiment", "no 'experiment' str")]
+    ("no experiment", "no 'experiment' str"), ("labels a list", "relation_labels['trex'] is no map")]
 
 
 def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, monkeypatch, capsys):

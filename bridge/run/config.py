@@ -231,6 +231,11 @@ def new_config(experiment: str = "lama") -> dict:
             "experiment": experiment}
 
 
+# entries of a run config that map each corpus to a map (relation or predictor -> ...)
+PER_CORPUS = ("data_versions", "relation_types", "relation_labels", "predictor_configs", "answer_space", "seconds",
+              "compat_removed")
+
+
 def _config_gap(config) -> str | None:
     """What a run config lacks that the identity checks need (each entry of `new_config`, of its type), else None.
 
@@ -254,13 +259,19 @@ def _config_gap(config) -> str | None:
     if unrecorded:
         return f"predictor {unrecorded[0]!r} has no identity in 'predictor_specs'"
     for key in ("data_versions", "relation_types"):
-        per = config[key]
-        bad = next((c for c in config["corpora"] if not isinstance(per.get(c), dict)), None)
+        bad = next((c for c in config["corpora"] if c not in config[key]), None)
         if bad is not None:
             return f"{key!r} has no entry for corpus {bad!r}"
-        if key == "data_versions" and not all(isinstance(v, str) for c in per.values() if isinstance(c, dict)
-                                              for v in c.values()):
-            return "'data_versions' holds a version that is no string"
+    for key in PER_CORPUS:  # corpus -> {...}: the runner adds to each
+        per = config.get(key, {})
+        bad = next((c for c, inner in per.items() if not isinstance(inner, dict)), None) if isinstance(per, dict) \
+            else key
+        if bad is not None:
+            return f"{key!r} is no map of corpora to maps" if bad == key else f"{key}[{bad!r}] is no map"
+    if not isinstance(config.get("load_reports", {}), dict):
+        return "'load_reports' is no map of corpora"
+    if not all(isinstance(v, str) for c in config["data_versions"].values() for v in c.values()):
+        return "'data_versions' holds a version that is no string"
     if config["corpora"] and not config["settings"]:
         return "'settings' is empty"
     return None
