@@ -165,20 +165,28 @@ EDITS = [
 def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, monkeypatch, capsys):
     """`{}` (or any config missing an entry the identity check reads) is no licence to mix: another predictor
     under an existing name is refused, and nothing is written."""
+    from bridge.run.config import read_config
+    from eval.errors import DataError
+
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "--predictors", "freq"), capsys)
     assert code == 0, err
     config = out / "config.json"
     written = json.loads(config.read_text())
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts}
     for edit, why in EDITS:
         config.write_text(json.dumps(_tampered(written, edit)))
-        code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors",
-                                    "freq=random"), capsys)
-        assert _one_error(code, err) == (f"error: {config}: not a kbc run config ({why}); move the directory aside "
-                                         "or use another --out"), edit
-        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
+        with pytest.raises(DataError) as refused:
+            read_config(config)
+        assert str(refused.value) == f"{config}: not a kbc run config ({why}); move the directory aside or use " \
+            "another --out", edit
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts}
+    config.write_text("{}")
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors", "freq=random"),
+                           capsys)
+    assert _one_error(code, err) == (f"error: {config}: not a kbc run config (no 'corpora' list); move the "
+                                     "directory aside or use another --out")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
 
 
 def test_records_without_a_recorded_identity_or_version_are_refused(lama_dir, tmp_path, monkeypatch, capsys):
