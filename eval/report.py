@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from eval.cells import md_row
 from eval.relations import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
@@ -111,7 +112,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         head.append("Total 95% CI")
         if lines:
             lines.append("")
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [md_row(head), "|" + "---|" * len(head)]
         for p in predictors:
             total = idx[(c, p, setting, scope, "all", metric)]
             space = idx.get((c, p, setting, scope, "all", "answer_space"))
@@ -121,7 +122,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
                 cells.append(_cell(row, metric) if row else "-")
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
-            lines.append("| " + " | ".join([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]) + " |")
+            lines.append(md_row([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]))
     return "\n".join(lines)
 
 
@@ -134,8 +135,7 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     by: dict[str, dict[str, dict[str, dict]]] = {}
     for r in picked:
         by.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = r
-    lines = ["| corpus | relation | type | #facts | " + " | ".join(predictors) + " |",
-             "|" + "---|" * (4 + len(predictors))]
+    lines = [md_row(["corpus", "relation", "type", "#facts", *predictors]), "|" + "---|" * (4 + len(predictors))]
     for corpus, per_rel in by.items():
         info = (relations or {}).get(corpus, {})
         for rel in relation_order(list(per_rel), info):
@@ -144,7 +144,7 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
             n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
             vals = [_cell(cells[p], metric) if p in cells else "-" for p in predictors]
             rtype = info.get(rel, (None, None))[1] or "-"
-            lines.append(f"| {corpus} | {relation_name(rel, info)} | {rtype} | {n} | " + " | ".join(vals) + " |")
+            lines.append(md_row([corpus, relation_name(rel, info), rtype, n, *vals]))
     return "\n".join(lines)
 
 
@@ -163,7 +163,7 @@ def prompt_table(rows: list[dict]) -> str:
     for corpus, predictor in dict.fromkeys((c, p) for c, p, _ in picked):
         cells = [f"{picked[(corpus, predictor, m)]['value']:.2f}" if (corpus, predictor, m) in picked else "-"
                  for m in PROMPT_METRICS]
-        lines.append(f"| {corpus} | {predictor} | " + " | ".join(cells) + " |")
+        lines.append(md_row([corpus, predictor, *cells]))
     return "\n".join(lines)
 
 
@@ -200,7 +200,6 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     if dropped:
         parts += ["## Facts a predictor could not answer (not scored)", "",
                   "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
-        parts += [f"| {d['corpus']} | {d['predictor']} | {d['relation']} | {d['reason']} | {d['n']} |"
-                  for d in dropped]
+        parts += [md_row([d["corpus"], d["predictor"], d["relation"], d["reason"], d["n"]]) for d in dropped]
         parts.append("")
     return "\n".join(parts)

@@ -4,6 +4,7 @@ a run with published figures at a glance."""
 
 from __future__ import annotations
 
+from eval.cells import md_row
 from eval.report import relation_order
 from eval.set_metrics import ALL, METRICS
 
@@ -31,7 +32,7 @@ def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared") -
                      else "-" for m in METRICS]
             n = idx[(corpus, predictor, group, "macro-f1")]["n_facts"]
             name = "all (over pairs)" if group == ALL else group
-            lines.append(f"| {corpus} | {predictor} | {name} | {n} | " + " | ".join(cells) + " |")
+            lines.append(md_row([corpus, predictor, name, n, *cells]))
     notes = empty_notes(rows, setting, scope)
     return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "")
 

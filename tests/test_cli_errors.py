@@ -481,6 +481,50 @@ def _(c: Ctx) -> list[str]:
     return ["data", "download", "bera", "--dest", str(c.tmp / "dl")]
 
 
+# -- run directories read back: config identity, summary digests, leaderboard outputs ----------------
+@case("run into a directory whose config.json is {}", "config.json: not a kbc run config (no 'corpora' list); move "
+      "the directory aside or use another --out", after_report=True)
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    (run / "config.json").write_text("{}")
+    return ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "freq=random", "--data-dir",
+            str(c.data), "--out", str(run), "--quiet"]
+
+
+@case("leaderboard of a hand-edited summary.json", "are not the ones its scoring wrote (edited or replaced); rerun the "
+      "same `kbc run` command to rescore it")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    rows = json.loads((run / "summary.json").read_text())
+    rows[0]["stderr"] = "0.5"
+    (run / "summary.json").write_text(json.dumps(rows))
+    return ["leaderboard", str(run), "--scope", "own"]
+
+
+@case("report of a run cut after it finished", "its prediction files changed since its summaries were written")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    path = run / "predictions" / "trex" / "freq" / "P19.jsonl"
+    path.write_text(path.read_text().splitlines(keepends=True)[0])
+    return ["report", str(run)]
+
+
+@case("serve --run of a run whose summary.json was edited", "are not the ones its scoring wrote")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    rows = json.loads((run / "summary.json").read_text())
+    rows[0]["value"] = 99.9
+    (run / "summary.json").write_text(json.dumps(rows))
+    # an unknown relation stops the server from starting should the run be let through
+    return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
+
+
+@case("leaderboard --out a run's summary.json", "is inside the run directory")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    return ["leaderboard", str(run), "--out", str(run / "summary.json")]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -105,7 +105,8 @@ def test_own_scope_keeps_the_runs_bootstrap_setting(runs, capsys):
     assert [(r["ci_low"], r["ci_high"]) for r in shared[:2]] == [(want["ci_low"], want["ci_high"])] * 2
     (a / "summary.json").unlink()
     code, _, err = run_kbc(["leaderboard", str(a), "--scope", "own"], capsys)
-    assert code == 2 and err.startswith("error:") and "summary.json: missing" in err and "Traceback" not in err
+    assert (code, err) == (2, f"error: {a}: its summary.json is missing; rerun the same `kbc run` command to rescore "
+                              "it\n")
 
 
 def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys):
@@ -113,6 +114,7 @@ def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys)
     config = json.loads((b / "config.json").read_text(encoding="utf-8"))
     config["predictor_specs"]["gold"]["spec"] = "re-oracle"
     (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    collect(b)  # as a run of re-oracle scores it
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex"], capsys)
     assert code == 0, err
     assert f"| 1 | {a} | gold | 97.92 ± 2.08 |" in out and f"| 1 | {b} | gold † | 97.92 ± 2.08 |" in out
@@ -147,3 +149,130 @@ def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
     code, _, err = run_kbc(["leaderboard", str(a), str(b)], capsys)
     assert (code, err) == (2, f"error: {b} and {a} differ in question settings (--answers set vs not given); a "
                               "leaderboard needs runs asked the same questions\n")
+
+
+def _copy_run(runs, dest: Path) -> Path:
+    shutil.copytree(runs[0], dest, symlinks=True)
+    return dest
+
+
+def test_cells_from_run_names_are_escaped(runs, tmp_path, monkeypatch, capsys):
+    """Run folder names reach CSV and Markdown as text: never a spreadsheet formula, an extra column or HTML."""
+    names = ["=1+2", "@cmd", '=HYPERLINK("x","y")', "-2+3", "a|b", "<img src=x onerror=alert(1)>",
+             "new\nline"]
+    for name in names:
+        _copy_run(runs, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--format", "csv", "--scope", "own", "--", *names],
+                             capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert sorted({r["run"] for r in rows}) == sorted(["'=1+2", "'@cmd", "'=HYPERLINK(\"x\",\"y\")", "'-2+3",
+                                                       "a|b", "<img src=x onerror=alert(1)>", "new\nline"])
+    code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--scope", "own", "--", *names], capsys)
+    assert code == 0, err
+    table = [line for line in out.splitlines() if line.startswith("| ") and "gold" in line]
+    assert len(table) == len(names)  # one line per run: no row split by a newline
+    assert sorted(line.split(" | ")[1] for line in table) == sorted(
+        ["=1+2", "@cmd", '=HYPERLINK("x","y")', "-2+3", "a\\|b", "&lt;img src=x onerror=alert(1)&gt;",
+         "new line"])
+    assert "<img" not in out
+
+
+def test_csv_cells_keep_numbers_and_markdown_cells_read_back():
+    from eval.cells import csv_cell, md_cells, md_row, tsv_cell
+
+    assert [csv_cell(v) for v in ("-2.5", "-1e-3", "+3", "-", "-x", "\tx", "\rx", "x=1", -2.5, 3)] == \
+        ["-2.5", "-1e-3", "+3", "'-", "'-x", "'\tx", "'\rx", "x=1", -2.5, 3]
+    assert tsv_cell("=a\tb\nc") == "'=a b c"
+    cells = ["a|b", "x\\|y", "<i>&</i>", "two\nlines", "12.5"]
+    row = md_row(cells)
+    assert row == "| a\\|b | x\\\\\\|y | &lt;i&gt;&amp;&lt;/i&gt; | two lines | 12.5 |"
+    assert md_cells(row) == ["a|b", "x\\|y", "<i>&</i>", "two lines", "12.5"]
+
+
+def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
+    """summary.json edited, a string stderr, a prediction file cut after the run: the digests its scoring recorded
+    no longer match, so no board is made from them (either scope)."""
+    a, b = runs
+    path = a / "summary.json"
+    original = path.read_text(encoding="utf-8")
+    rows = json.loads(original)
+    for edit in ({"value": 99.9}, {"stderr": "0.5"}):
+        edited = [{**r, **edit} if r["predictor"] == "freq" and r["group"] == "all" else r for r in rows]
+        path.write_text(json.dumps(edited, indent=1, ensure_ascii=False), encoding="utf-8")
+        code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)
+        assert (code, err) == (2, f"error: {a}: its summary files (summary.json, summary.md, curves.json, "
+                                  "dropped.json, instances.parquet) are not the ones its scoring wrote (edited or "
+                                  "replaced); rerun the same `kbc run` command to rescore it\n"), edit
+    path.write_text(original, encoding="utf-8")
+    assert run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)[0] == 0
+    cut = b / "predictions" / "trex" / "freq" / "P19.jsonl"
+    cut.write_text("".join(cut.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]), encoding="utf-8")
+    for scope in ("shared", "own"):
+        code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", scope], capsys)
+        assert (code, err) == (2, f"error: {b}: its prediction files changed since its summaries were written (cut, "
+                                  "edited or added); rerun the same `kbc run` command to rescore it\n"), scope
+    collect(b)  # rescored: the board reads the run again, over the facts left
+    rows = leaderboard_rows([a, b], "trex", "p@1", scope="own")
+    assert {(Path(r["run"]).name, r["predictor"]): r["n_facts"] for r in rows if r["predictor"] == "freq"} == \
+        {("a", "freq"): 48, ("b", "freq"): 45}
+    config = json.loads((a / "config.json").read_text(encoding="utf-8"))
+    config["relation_types"]["trex"]["P19"] = "1-1"
+    (a / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = run_kbc(["leaderboard", str(a), "--scope", "own"], capsys)
+    assert (code, err) == (2, f"error: {a}: its config.json changed since its summaries were written; rerun the same "
+                              "`kbc run` command to rescore it\n")
+
+
+def test_out_never_overwrites_a_run_or_a_foreign_file(runs, tmp_path, capsys):
+    a, b = runs
+    summary = (a / "summary.json").read_bytes()
+    code, _, err = run_kbc(["leaderboard", str(a), "--out", str(a / "summary.json")], capsys)
+    assert (code, err) == (2, f"error: --out {a / 'summary.json'} is inside the run directory {a.resolve()}; write the "
+                              "leaderboard elsewhere\n")
+    assert (a / "summary.json").read_bytes() == summary
+    code, _, err = run_kbc(["leaderboard", str(a), "--out", str(a / "board.md")], capsys)
+    assert code == 2 and not (a / "board.md").exists()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    code, _, err = run_kbc(["leaderboard", str(a), "--out", str(notes)], capsys)
+    assert (code, err) == (2, f"error: --out {notes} exists and is not a leaderboard; `kbc leaderboard` overwrites "
+                              "only its own outputs: name a new file\n")
+    assert notes.read_text() == "mine\n"
+    for fmt in ("md", "csv", "json"):  # a board written before is overwritten, in any format
+        board = tmp_path / f"board.{fmt}"
+        for _ in range(2):
+            code, _, err = run_kbc(["leaderboard", str(a), str(b), "--format", fmt, "--out", str(board)], capsys)
+            assert code == 0, (fmt, err)
+
+
+def test_one_run_under_several_spellings_is_listed_once(runs, tmp_path, capsys):
+    a, _ = runs
+    link = tmp_path / "link"
+    link.symlink_to(a)
+    code, out, err = run_kbc(["leaderboard", str(a), f"{a}/../{a.name}/", str(link), "--corpus", "trex",
+                              "--format", "json"], capsys)
+    assert code == 0, err
+    assert [(r["run"], r["predictor"]) for r in json.loads(out)] == [(str(a), "gold"), (str(a), "freq"),
+                                                                      (str(a), "bert")]
+
+
+def test_relation_labels_from_data_stay_one_markdown_cell(runs):
+    """A label holding `|`, HTML and a line break: summary.md keeps one row per relation, and the report reads
+    the same label back from it."""
+    from bridge.report.page import tables_from_markdown
+
+    a, _ = runs
+    config = json.loads((a / "config.json").read_text(encoding="utf-8"))
+    config["relation_labels"]["google_re"]["place_of_death"] = "died|in <b>x</b>\nthere"
+    (a / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    collect(a)
+    md = (a / "summary.md").read_text(encoding="utf-8")
+    assert "<b>" not in md and "place_of_death died\\|in &lt;b&gt;x&lt;/b&gt; there" in md
+    assert not any(line.startswith("there") for line in md.splitlines())
+    tables = tables_from_markdown(md)
+    assert tables and all(len(row) == len(t.head) for t in tables for row in t.rows)
+    label = "place_of_death died|in <b>x</b> there"
+    per_relation = [row for t in tables for row in t.rows if row[:2] == ["google_re", label]]
+    assert len(per_relation) == 1

@@ -15,6 +15,7 @@ from cli_support import run_kbc
 from bridge.cli import main
 from bridge.report import figures
 from bridge.report.sections import merge_bins
+from bridge.run.summaries import collect
 
 tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
 
@@ -377,6 +378,7 @@ def test_upper_bounds_are_marked(runs, capsys):
     config = json.loads((run / "config.json").read_text())
     config["predictor_specs"]["freq"]["spec"] = "re-oracle"  # the labelling reads the spec a predictor was built from
     (run / "config.json").write_text(json.dumps(config))
+    collect(run)  # scored as a run of that spec is
     code, out, err = run_kbc(["report", str(run)], capsys)
     assert code == 0, err
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
@@ -392,6 +394,7 @@ def test_random_is_a_baseline_never_an_lm_in_deltas(runs, capsys):
     config = json.loads((run / "config.json").read_text())
     config["predictor_specs"]["bert2"]["spec"] = "random"  # the side reads the spec a predictor was built from
     (run / "config.json").write_text(json.dumps(config))
+    collect(run)  # scored as a run of that spec is
     code, out, err = run_kbc(["report", str(run)], capsys)
     assert code == 0, err
     md = (run / "report" / "report.md").read_text(encoding="utf-8")

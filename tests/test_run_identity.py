@@ -130,3 +130,79 @@ def test_a_full_disk_names_config_json_and_leaves_no_tmp_file(lama_dir, tmp_path
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
     assert _one_error(code, err) == f"error: No space left on device: {out / 'config.json'}"
     assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def _tampered(config: dict, edit: str) -> object:
+    """`config` with one thing the identity checks need taken away or given the wrong type."""
+    config = json.loads(json.dumps(config))
+    if edit == "empty":
+        return {}
+    if edit == "no predictor_specs":
+        del config["predictor_specs"]
+    elif edit == "no identity for freq":
+        del config["predictor_specs"]["freq"]
+    elif edit == "identity is a string":
+        config["predictor_specs"]["freq"] = "freq"
+    elif edit == "settings empty":
+        config["settings"] = {}
+    elif edit == "data_versions a list":
+        config["data_versions"] = []
+    elif edit == "no experiment":
+        del config["experiment"]
+    elif edit == "labels a list":
+        config["relation_labels"]["trex"] = ["place of birth"]
+    return config
+
+
+EDITS = [
+    ("empty", "no 'corpora' list"), ("no predictor_specs", "no 'predictor_specs' dict"),
+    ("no identity for freq", "predictor 'freq' has no identity in 'predictor_specs'"),
+    ("identity is a string", "predictor_specs['freq'] is no identity with a 'spec'"),
+    ("settings empty", "'settings' is empty"), ("data_versions a list", "'data_versions' is list, not dict"),
+    ("no experiment", "no 'experiment' str"), ("labels a list", "relation_labels['trex'] is no map")]
+
+
+def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, monkeypatch, capsys):
+    """`{}` (or any config missing an entry the identity check reads) is no licence to mix: another predictor
+    under an existing name is refused, and nothing is written."""
+    from bridge.run.config import read_config
+    from eval.errors import DataError
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "--predictors", "freq"), capsys)
+    assert code == 0, err
+    config = out / "config.json"
+    written = json.loads(config.read_text())
+    for edit, why in EDITS:
+        config.write_text(json.dumps(_tampered(written, edit)))
+        with pytest.raises(DataError) as refused:
+            read_config(config)
+        assert str(refused.value) == f"{config}: not a kbc run config ({why}); move the directory aside or use " \
+            "another --out", edit
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts}
+    config.write_text("{}")
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors", "freq=random"),
+                           capsys)
+    assert _one_error(code, err) == (f"error: {config}: not a kbc run config (no 'corpora' list); move the "
+                                     "directory aside or use another --out")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
+
+
+def test_records_without_a_recorded_identity_or_version_are_refused(lama_dir, tmp_path, monkeypatch, capsys):
+    """A name (or relation) with records but no entry in config.json: the records' identity is unknown."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "kb=gold"), capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    edited = {**config, "predictors": ["kb"], "predictor_specs": {"kb": config["predictor_specs"]["kb"]}}
+    (out / "config.json").write_text(json.dumps(edited))
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq=random"), capsys)
+    assert _one_error(code, err) == (f"error: {out}: predictor 'freq' has results there but config.json records no "
+                                     "identity for it; give it another name (NAME=SPEC) or use another --out")
+    edited = {**config, "data_versions": {"trex": {}}}
+    (out / "config.json").write_text(json.dumps(edited))
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
+    assert _one_error(code, err) == (f"error: {out} holds trex results for P19 but config.json records no data "
+                                     "version for them; use another --out")

@@ -264,6 +264,7 @@ def test_a_run_of_another_experiment_is_browsed_without_facts(serve_explorer, se
     (other / "summary.json").write_text(json.dumps([
         {"corpus": "trex", "predictor": "freq", "scope": "own", "setting": "raw", "group": "all",
          "metric": "coherency", "value": 12.5, "n_facts": 8}]))
+    serve_support.seal(other)
     with TestClient(create_app(serve_explorer, Runs([serve_run, other]))) as c:
         assert [r["name"] for r in c.get("/api/runs").json()["runs"]] == ["lama-small", "coh"]
         body = c.get("/api/runs/coh").json()

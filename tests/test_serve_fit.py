@@ -97,6 +97,7 @@ def test_coherency_run_page_is_browsed(serve_explorer, serve_run, tmp_path):
             for m, v in (("coherency", base), ("coherency_round1", base + 1), ("coherency_round2", base - 1))]
     rows[0] = {**rows[0], "ci_low": 5.0, "ci_high": 15.0}
     (other / "summary.json").write_text(json.dumps(rows))
+    serve_support.seal(other)
     with TestClient(create_app(serve_explorer, Runs([serve_run, other]))) as c:
         body = c.get("/api/runs/coh").json()
         assert body["metric"] == "coherency" and body["groups"] == ["all", "N-1"]
@@ -125,3 +126,39 @@ def test_leaderboard_of_the_browsed_runs(client, serve_run):
     page = client.get("/leaderboard")
     assert page.status_code == 200 and 'id="leaderboard"' in page.text and "shared facts" in page.text
     assert client.get("/api/leaderboard", params={"scope": "both"}).status_code == 400
+
+
+def test_runs_of_other_experiments_get_their_own_board_and_lmkbc_pages_show_set_scores(
+        serve_explorer, serve_run, lama_dir, tmp_path, monkeypatch, capsys):
+    from cli_support import run_kbc
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    lmkbc = tmp_path / "sets"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "personHasCityOfDeath", "--predictors", "gold", "freq",
+                            "--set", "freq.set=top:1", "--data-dir", str(lama_dir), "--out", str(lmkbc), "--quiet"],
+                           capsys)
+    assert code == 0, err
+    summary = json.loads((lmkbc / "summary.json").read_text())
+    want = {r["predictor"]: r["value"] for r in summary if r["scope"] == "own" and r["setting"] == "raw"
+            and r["group"] == "all" and r["metric"] == "macro-f1"}
+    with TestClient(create_app(serve_explorer, Runs([serve_run, lmkbc, tmp_path / "." / "sets"]))) as c:
+        assert [r["name"] for r in c.get("/api/runs").json()["runs"]] == ["lama-small", "sets"]
+        page = c.get("/leaderboard")  # the first run's experiment, with a link to the other's board
+        assert page.status_code == 200 and 'id="leaderboard"' in page.text
+        assert 'id="experiments"' in page.text and '<a href="?experiment=lmkbc">lmkbc</a>' in page.text
+        body = c.get("/api/leaderboard", params={"experiment": "lmkbc", "scope": "own"}).json()
+        assert body["experiments"] == {"lama": ["lama-small"], "lmkbc": ["sets"]} and body["metric"] == "macro-f1"
+        assert {r["predictor"]: r["value"] for r in body["rows"]} == want
+        assert c.get("/leaderboard", params={"experiment": "lmkbc"}).status_code == 200
+        bad = c.get("/api/leaderboard", params={"experiment": "kmir"})
+        assert bad.status_code == 400 and "no browsed run is of it" in bad.json()["detail"]
+        info = c.get("/api/runs/sets").json()
+        assert info["metric"] == "macro-f1" and info["extra_metrics"] == ["macro-p", "macro-r", "micro-f1"]
+        assert {r["predictor"]: r["macro-f1"]["all"] for r in info["table"]} == want
+        text = c.get("/runs/sets").text
+        assert "macro F1 all" in text and "(subject, relation) pairs by their answer sets" in text
+        assert "round trips" not in text and f"{want['gold']:.3f}" in text and f"{want['freq']:.3f}" in text

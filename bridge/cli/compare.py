@@ -17,6 +17,7 @@ import click
 
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
+from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
@@ -226,10 +227,11 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
     if as_json:
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
     elif list_:
-        click.echo("\t".join(["corpus", "relation", "uid", "subject", "gold", f"{a} top1", f"{b} top1"]))
+        click.echo("\t".join(tsv_cell(c) for c in ["corpus", "relation", "uid", "subject", "gold", f"{a} top1",
+                                                      f"{b} top1"]))
         for row in listed:
-            click.echo("\t".join(str(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
-                                                              "top_a", "top_b")))
+            click.echo("\t".join(tsv_cell(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
+                                                                   "top_a", "top_b")))
     else:
         click.echo("\n".join(text).rstrip())
 

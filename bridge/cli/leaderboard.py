@@ -9,9 +9,12 @@ from pathlib import Path
 
 import click
 
+from eval.cells import csv_cell, md_row
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
+
+MD_HEAD = "| rank | run | predictor | value ± stderr | 95% CI | #facts |"
 
 
 def _fmt(value: float | None, metric: str) -> str:
@@ -28,14 +31,14 @@ def markdown(rows: list[dict]) -> str:
         m = mine[0]["metric"]
         if lines:
             lines.append("")
-        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "",
-                  "| rank | run | predictor | value ± stderr | 95% CI | #facts |", "|---|---|---|---|---|---|"]
+        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "", MD_HEAD,
+                  "|---|---|---|---|---|---|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
             ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"
             name = r["predictor"] + (" †" if r.get("upper_bound") else "")
             cells = [str(r["rank"]), r["run"], name, value, ci, str(r["n_facts"])]
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(md_row(cells))
     if any(r.get("upper_bound") for r in rows):
         lines += ["", "† upper bound, not a baseline: it reads the gold evidence of each fact."]
     return "\n".join(lines) + "\n"
@@ -47,8 +50,40 @@ def as_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     return buf.getvalue()
+
+
+def _is_board(text: str) -> bool:
+    """Whether `text` is a leaderboard this command wrote, in any of its formats."""
+    from bridge.run.leaderboard import FIELDS
+
+    lines = text.splitlines()
+    if lines[:1] == [",".join(FIELDS)] or MD_HEAD in lines[2:3]:
+        return True
+    try:
+        rows = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) == list(FIELDS) for r in rows)
+
+
+def check_out(out: Path) -> None:
+    """`--out` may be a new file or a leaderboard written before, never a file of a run directory or any other
+    file: the command owns only its own outputs."""
+    from bridge.run.directory import run_dir_holding
+
+    holder = run_dir_holding(out)
+    if holder is not None:
+        raise ConfigError(f"--out {out} is inside the run directory {holder}; write the leaderboard elsewhere")
+    if out.exists():
+        try:
+            ours = _is_board(out.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            ours = False
+        if not ours:
+            raise ConfigError(f"--out {out} exists and is not a leaderboard; `kbc leaderboard` overwrites only its "
+                              "own outputs: name a new file")
 
 
 @click.command("leaderboard")
@@ -78,6 +113,8 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap,
 
     if len(corpora) > 1:
         raise ConfigError("--corpus: name one corpus (or none for every corpus of the runs)")
+    if out is not None:
+        check_out(Path(out))
     rows = leaderboard_rows(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap,
                             bootstrap_seed, sort)
     text = {"md": markdown, "csv": as_csv, "json": lambda r: json.dumps(r, indent=1) + "\n"}[fmt](rows)

@@ -166,6 +166,9 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
                         "rerun the same `kbc run` command to complete it")
     curves = _rows(run.path / "curves.json", ("corpus", "predictor", "setting", "group", "k", "value")) or []
     dropped = _rows(run.path / "dropped.json", ()) or []
+    from bridge.run.freshness import check_scored
+
+    check_scored(run.path, run.config)  # the summaries drawn are what scoring its files gave
     name = label or run.path.resolve().name
     return RunData(run, name, summary, curves, dropped, read_analysis(run.path))
 

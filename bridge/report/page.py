@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.cells import md_cells, md_row
+
 
 @dataclass
 class Table:
@@ -48,7 +50,7 @@ def tables_from_markdown(text: str, caption: str = "") -> list[Table]:
     for line in [*text.splitlines(), ""]:
         line = line.strip()
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
+            cells = md_cells(line)
             if not all(set(c) <= {"-", ":"} and c for c in cells):
                 block.append(cells)
             continue
@@ -65,10 +67,6 @@ def _inline(text: str) -> str:
     """HTML of a line of Markdown-ish text: escaped, with `code` spans."""
     parts = CODE.split(text)
     return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(parts))
-
-
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _numeric(cell: str) -> bool:
@@ -146,9 +144,9 @@ def render_html(title: str, meta: list[str], sections: list[Section], base: Path
 
 def _md_table(table: Table) -> list[str]:
     lines = [f"*{table.caption}*", ""] if table.caption else []
-    lines.append("| " + " | ".join(_md_cell(h) for h in table.head) + " |")
+    lines.append(md_row(table.head))
     lines.append("|" + "---|" * len(table.head))
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    lines += [md_row(row) for row in table.rows]
     return [*lines, ""]
 
 

@@ -16,6 +16,7 @@ from bridge.report import figures
 from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.run.summaries import open_spaces, relation_info
+from eval.cells import csv_cell
 from eval.report import METRIC_NAMES, per_relation, table
 from eval.types import RELATION_TYPES
 
@@ -429,7 +430,7 @@ class Builder:
             writer = csv.writer(handle)
             writer.writerow(fields)
             for r in ordered:
-                writer.writerow(["" if r.get(f) is None else r[f] for f in fields])
+                writer.writerow(["" if r.get(f) is None else csv_cell(r[f]) for f in fields])
         return path
 
     def _fact_stats_table(self, frame) -> Table:

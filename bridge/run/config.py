@@ -224,7 +224,62 @@ def sample(facts: list[Fact], limit: int | None, seed: int) -> list[Fact]:
     return [f for i, f in enumerate(facts) if i in keep]
 
 
+def new_config(experiment: str = "lama") -> dict:
+    """The config of an empty run directory: every entry a rerun's identity checks and the runner fills."""
+    return {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {}, "relation_types": {},
+            "runs": [], "predictor_configs": {}, "answer_space": {}, "seconds": {}, "settings": {},
+            "experiment": experiment}
+
+
+# entries of a run config that map each corpus to a map (relation or predictor -> ...)
+PER_CORPUS = ("data_versions", "relation_types", "relation_labels", "predictor_configs", "answer_space", "seconds",
+              "compat_removed")
+
+
+def _config_gap(config) -> str | None:
+    """What a run config lacks that the identity checks need (each entry of `new_config`, of its type), else None.
+
+    A config missing any of them cannot say what its results were made with, so it is refused, never read as
+    "no constraints"."""
+    if not isinstance(config, dict):
+        return "not a JSON object"
+    for key, empty in new_config().items():
+        if not isinstance(config.get(key), type(empty)):
+            return f"no {key!r} {type(empty).__name__}" if key not in config else \
+                f"{key!r} is {type(config[key]).__name__}, not {type(empty).__name__}"
+    for key in ("corpora", "predictors"):
+        if not all(isinstance(v, str) for v in config[key]):
+            return f"{key!r} holds a non-name"
+    specs = config["predictor_specs"]
+    bad = next((n for n, ident in specs.items() if not isinstance(ident, dict) or not isinstance(ident.get("spec"), str)
+                or not isinstance(ident.get("files", {}), dict)), None)
+    if bad is not None:
+        return f"predictor_specs[{bad!r}] is no identity with a 'spec'"
+    unrecorded = [n for n in config["predictors"] if n not in specs]
+    if unrecorded:
+        return f"predictor {unrecorded[0]!r} has no identity in 'predictor_specs'"
+    for key in ("data_versions", "relation_types"):
+        bad = next((c for c in config["corpora"] if c not in config[key]), None)
+        if bad is not None:
+            return f"{key!r} has no entry for corpus {bad!r}"
+    for key in PER_CORPUS:  # corpus -> {...}: the runner adds to each
+        per = config.get(key, {})
+        bad = next((c for c, inner in per.items() if not isinstance(inner, dict)), None) if isinstance(per, dict) \
+            else key
+        if bad is not None:
+            return f"{key!r} is no map of corpora to maps" if bad == key else f"{key}[{bad!r}] is no map"
+    if not isinstance(config.get("load_reports", {}), dict):
+        return "'load_reports' is no map of corpora"
+    if not all(isinstance(v, str) for c in config["data_versions"].values() for v in c.values()):
+        return "'data_versions' holds a version that is no string"
+    if config["corpora"] and not config["settings"]:
+        return "'settings' is empty"
+    return None
+
+
 def read_config(path: Path) -> dict | None:
+    """A run directory's config.json (None when there is none); one that lacks what the identity checks need
+    is refused."""
     if not path.exists():
         return None
     try:
@@ -232,9 +287,15 @@ def read_config(path: Path) -> dict | None:
     except (ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: not a readable run config ({exc}); move the directory aside or use another --out"
                         ) from None
-    if not isinstance(config, dict) or not isinstance(config.get("predictor_specs", {}), dict):
-        raise DataError(f"{path}: not a kbc run config; use another --out")
+    gap = _config_gap(config)
+    if gap:
+        raise DataError(f"{path}: not a kbc run config ({gap}); move the directory aside or use another --out")
     return config
+
+
+def _complete_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.readline().endswith(b"\n")  # the first line: only a torn last line lacks one
 
 
 def has_records(out: Path, name: str) -> bool:
@@ -242,22 +303,22 @@ def has_records(out: Path, name: str) -> bool:
     (it failed first) does not hold the directory to that attempt's settings."""
     from bridge.run.results import slug
 
-    def complete_line(path: Path) -> bool:
-        with path.open("rb") as handle:
-            return handle.readline().endswith(b"\n")  # the first line: only a torn last line lacks one
+    return any(_complete_line(f) for f in (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl") if f.is_file())
 
-    return any(complete_line(f) for f in (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl") if f.is_file())
+
+def relation_has_records(out: Path, corpus: str, relation: str) -> bool:
+    """Whether any predictor wrote a complete record of `relation` of `corpus` in `out`."""
+    from bridge.run.results import slug
+
+    return any(_complete_line(f) for f in (out / "predictions" / corpus).glob(f"*/**/{slug(relation)}.jsonl")
+               if f.is_file())
 
 
 def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str = "lama",
                  questions: dict | None = None) -> dict:
     """The directory's config with this run added; refuses a name or relation whose results would mix."""
-    config = old or {"corpora": [], "predictors": [], "predictor_specs": {}, "data_versions": {},
-                     "relation_types": {}, "runs": [], "predictor_configs": {}, "answer_space": {},
-                     "seconds": {}, "settings": {}, "experiment": experiment}
-    if old and "predictor_specs" not in old:
-        raise ConfigError(f"{cfg.out} holds results of an older kbc layout; use another --out")
-    if config.get("experiment", "lama") != experiment:
+    config = old if old is not None else new_config(experiment)
+    if config["experiment"] != experiment:
         raise ConfigError(f"{cfg.out} holds results of `kbc run {config['experiment']}`; use another --out "
                           f"for `kbc run {experiment}`")
     # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
@@ -283,12 +344,19 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             where = ", ".join(p.spec if k == "spec" else f"{k}={p.options[k]}" for k in changed)
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} (they were "
                               "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
+        if seen is None and has_records(cfg.out, p.name):
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
+                              "identity for it; give it another name (NAME=SPEC) or use another --out")
         if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
         config["predictor_specs"][p.name] = ident
     for corpus, versions in plan.versions.items():
         seen = config["data_versions"].setdefault(corpus, {})
+        unrecorded = [r for r in versions if r not in seen and relation_has_records(cfg.out, corpus, r)]
+        if unrecorded:
+            raise ConfigError(f"{cfg.out} holds {corpus} results for {', '.join(unrecorded[:5])} but config.json "
+                              "records no data version for them; use another --out")
         changed = [r for r, v in versions.items() if seen.get(r) not in (None, v)]
         if changed:
             raise ConfigError(f"{cfg.out} holds {corpus} results of other data for {', '.join(changed[:5])} "

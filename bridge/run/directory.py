@@ -78,6 +78,17 @@ class RunDir:
         return {r["uid"]: r for r in self.records(corpus, predictor, relation)}
 
 
+def run_dir_holding(path: Path) -> Path | None:
+    """The run directory `path` is in (or is), else None: a folder with `config.json` beside `predictions/` or
+    `summary.json`, as `kbc run` leaves it; symlinks are followed."""
+    resolved = Path(path).resolve()
+    for folder in (resolved, *resolved.parents):
+        if (folder / "config.json").is_file() and ((folder / "predictions").is_dir()
+                                                  or (folder / "summary.json").is_file()):
+            return folder
+    return None
+
+
 def open_run(path: str | Path) -> RunDir:
     """Open a run directory, or say exactly what is wrong with it."""
     path = Path(path)

@@ -47,8 +47,9 @@ def code_identity() -> tuple:
     return tuple(files), tuple(versions)
 
 
-def files_digest(out: Path) -> str:
-    """A digest of every file the summaries of `out` read: the prediction records and the per-fact statistics.
+def files_digest(out: Path, stats: bool = True) -> str:
+    """A digest of every file the summaries of `out` read: the prediction records and (`stats`) the per-fact
+    statistics.
 
     Taken before they are read, so a file that changes while they are scored changes the digest next time."""
     from bridge.run.fact_columns import FACT_STATS, analysis_dir
@@ -56,18 +57,18 @@ def files_digest(out: Path) -> str:
     digest = hashlib.sha256()
     predictions = out / "predictions"
     files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
-    stats = analysis_dir(out) / FACT_STATS
-    for path in [*files, *([stats] if stats.is_file() else [])]:
+    table = analysis_dir(out) / FACT_STATS
+    for path in [*files, *([table] if stats and table.is_file() else [])]:
         digest.update(f"\x00{path.relative_to(out)}\x00".encode())
         _file_digest(digest, path)
     return digest.hexdigest()
 
 
-def inputs_digest(config: dict, args: tuple, files: str) -> str:
+def inputs_digest(config: dict, args: tuple, files: str, code: str | None = None) -> str:
     """The digest of everything a scoring reads: the run config (less its volatile log), `args` (setting,
-    resamples, seed), the code, and the files (`files_digest`)."""
+    resamples, seed), the code (`code_digest`, this code's unless given), and the files (`files_digest`)."""
     kept = {k: v for k, v in config.items() if k not in VOLATILE}
-    text = json.dumps([kept, list(args), code_identity(), files], sort_keys=True, default=str)
+    text = json.dumps([kept, list(args), code or code_digest(), files], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -117,6 +118,38 @@ def fresh_instances(out: Path) -> Path | None:
     return out / "instances.parquet"
 
 
+def unscored_change(out: Path, config: dict) -> str | None:
+    """What changed in `out` since its summaries were written, None when nothing did: its prediction files, its
+    config or the summary files themselves, checked against the digests its last scoring recorded (whatever code
+    scored it). Readers of `summary.json` other than the runner refuse a run that says something here."""
+    stamp = _stamp(out)
+    if stamp is None or not all(isinstance(stamp.get(k), str)
+                                for k in ("inputs", "files", "predictions", "code", "outputs")):
+        return f"it holds no record ({STAMP}) of what its summaries were scored from"
+    if files_digest(out, stats=False) != stamp["predictions"]:  # per-fact statistics added later change no score
+        return "its prediction files changed since its summaries were written (cut, edited or added)"
+    missing = next((name for name in OUTPUTS if not (out / name).is_file()), None)
+    if missing:
+        return f"its {missing} is missing"
+    if outputs_digest(out) != stamp["outputs"]:
+        return f"its summary files ({', '.join(OUTPUTS)}) are not the ones its scoring wrote (edited or replaced)"
+    summary = config.get("summary") if isinstance(config.get("summary"), dict) else {}
+    scored = {inputs_digest(config, (setting, summary.get("bootstrap"), summary.get("seed")), stamp["files"],
+                            stamp["code"]) for setting in ("raw", "filtered")}
+    if stamp["inputs"] not in scored:
+        return "its config.json changed since its summaries were written"
+    return None
+
+
+def check_scored(out: Path, config: dict) -> None:
+    """Refuse a run whose summaries are not what scoring its files gave (`unscored_change`), in one line."""
+    from eval.errors import DataError
+
+    why = unscored_change(out, config)
+    if why:
+        raise DataError(f"{out}: {why}; rerun the same `kbc run` command to rescore it")
+
+
 def write_stamp(out: Path, inputs: str, files: str) -> None:
     """Record what the summaries just written were scored from (the last step of scoring)."""
     outputs = outputs_digest(out)
@@ -125,6 +158,7 @@ def write_stamp(out: Path, inputs: str, files: str) -> None:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_name(path.name + ".tmp")
-    stamp = {"inputs": inputs, "files": files, "code": code_digest(), "outputs": outputs}
+    stamp = {"inputs": inputs, "files": files, "predictions": files_digest(out, stats=False), "code": code_digest(),
+             "outputs": outputs}
     tmp.write_text(json.dumps(stamp), encoding="utf-8")
     os.replace(tmp, path)

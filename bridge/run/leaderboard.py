@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge.predictors.registry import upper_bound_text
+from bridge.run.freshness import check_scored
 from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
 from eval.errors import ConfigError, DataError
 from eval.uncertainty import DEFAULT_BOOTSTRAP
@@ -48,6 +49,17 @@ def _recorded(configs: dict[Path, dict], key: str, given: int | None, default: i
         return given
     found = {(c.get("summary") or {}).get(key) for c in configs.values()}
     return found.pop() if len(found) == 1 and None not in found else default
+
+
+def distinct_runs(run_dirs: Sequence[Path | str]) -> list[Path]:
+    """The run directories named, each once however it was spelled (`runs/a`, `runs/../runs/a/`, a symlink to
+    it), in the order first named."""
+    if not run_dirs:
+        raise ConfigError("name at least one run directory")
+    seen: dict[Path, Path] = {}
+    for run in map(Path, run_dirs):
+        seen.setdefault(run.resolve(), run)
+    return list(seen.values())
 
 
 def _summary_totals(run: Path, corpus: str, setting: str) -> dict[tuple[str, str], dict]:
@@ -118,11 +130,7 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
     """
     from bridge.experiments import get
 
-    runs = [Path(r) for r in run_dirs]
-    if not runs:
-        raise ConfigError("name at least one run directory")
-    if len(set(runs)) != len(runs):
-        raise ConfigError("a run directory is named twice")
+    runs = distinct_runs(run_dirs)
     if scope not in ("shared", "own") or sort not in SORTS:
         raise ConfigError(f"scope {scope!r} / sort {sort!r}: use shared or own / one of {', '.join(SORTS)}")
     configs = {run: run_config(run) for run in runs}
@@ -132,6 +140,8 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
     for c in corpora:
         _same(configs, f"{c} relations", lambda cfg, c=c: sorted(cfg["relation_types"].get(c, {})))
         _same(configs, f"{c} data versions", lambda cfg, c=c: cfg["data_versions"].get(c, {}))
+    for run, config in configs.items():  # what is read below is what each run scored, or no board
+        check_scored(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
     metric = metric or headline_metric(experiment.name)
@@ -163,9 +173,13 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
                                                          if r["group"] == "all" and not r.get("prompt")}))
             if row is None:
                 raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
-            if not isinstance(row.get("value"), (int, float)) or not math.isfinite(row["value"]):
-                raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} value {row.get('value')!r} is no "
-                                f"number; rerun the run to rewrite it")
+            for key in VALUES:
+                value = row.get(key)
+                if (value is None and key != "value") or (not isinstance(value, bool) and isinstance(
+                        value, (int, float)) and math.isfinite(value)):
+                    continue
+                raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} {key} {value!r} is no number; "
+                                "rerun the run to rewrite it")
             board.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
                           "metric": metric, **{k: row.get(k) for k in VALUES},
                           "upper_bound": upper_bound(configs[run], name)})

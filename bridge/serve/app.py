@@ -89,8 +89,11 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         return {"runs": app.state.runs.listing()}
 
     @app.get("/api/leaderboard", summary="Every predictor of every browsed run, best first, with intervals")
-    def api_leaderboard(corpus: str = "", metric: str = "", setting: str = "raw", scope: str = "shared") -> dict:
-        return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope)
+    def api_leaderboard(corpus: str = "", metric: str = "", setting: str = "raw", scope: str = "shared",
+                        experiment: str = "") -> dict:
+        """Runs of one experiment (`experiment`, else the first run's); `experiments` lists each one's runs."""
+        return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
+                                     experiment or None)
 
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
@@ -128,12 +131,16 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(request: Request, corpus: str = "", metric: str = "", setting: str = "raw",
-                         scope: str = "shared"):
+                         scope: str = "shared", experiment: str = ""):
+        experiments = list(dict.fromkeys(r.experiment for r in app.state.runs.runs.values()))
         try:
-            board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope)
+            board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
+                                          experiment or None)
         except KbcError as exc:
-            return page(request, "leaderboard.html", 400, board=None, error=str(exc))
-        return page(request, "leaderboard.html", board=board, error=None)
+            return page(request, "leaderboard.html", 400, board=None, error=str(exc), experiments=experiments,
+                        chosen=experiment)
+        return page(request, "leaderboard.html", board=board, error=None, experiments=experiments,
+                    chosen=board["experiment"])
 
     @app.get("/runs/{name}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(request: Request, name: str, relation: str = "", outcome: str = "all", a: str = "",

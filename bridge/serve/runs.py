@@ -16,6 +16,7 @@ import pandas as pd
 
 from bridge.predictors.registry import ENTRIES, upper_bound_text
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
+from bridge.run.freshness import check_scored
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.serve.explorer import LM_ENTRIES
 from eval.errors import ConfigError, DataError
@@ -26,7 +27,10 @@ TYPE_GROUPS = (*RELATION_TYPES, "all")
 OUTCOMES = ("all", "a-right-b-wrong", "b-right-a-wrong", "both-right", "both-wrong")
 # per experiment: the metric shown per group, the metrics shown over all facts beside it
 METRICS = {"lama": ("p@1", ("p@10", "mrr")), "coherency": ("coherency", ("coherency_round1", "coherency_round2")),
-           "kmir": ("f1", ("em",))}
+           "kmir": ("f1", ("em",)), "lmkbc": ("macro-f1", ("macro-p", "macro-r", "micro-f1"))}
+# per experiment: what it scores instead of single facts (the run page says so where it has no fact table)
+UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, relation) pairs by their answer sets",
+         "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts"}
 PER_PAGE_MAX = 500
 
 
@@ -125,7 +129,10 @@ class Runs:
             if missing:
                 raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; rerun the same "
                                 "`kbc run` command to complete it (or wait for it to end)")
+            check_scored(run.path, run.config)  # the summaries shown are what scoring its files gave
             name = Path(path).resolve().name
+            if any(r.run.path.resolve() == Path(path).resolve() for r in self.runs.values()):
+                continue  # the same run under another spelling
             if name in self.runs:
                 raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
             self.runs[name] = LoadedRun(name, run)
@@ -188,6 +195,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
             "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
             "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
+            "unit": UNITS.get(loaded.experiment, "units"),
+            "digits": 3 if loaded.experiment == "lmkbc" else 2,  # LM-KBC's scores are fractions, as its evaluate.py
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
             "table": table, "relation_table": relation_table,
@@ -196,26 +205,33 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
 
 
 def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
-                scope: str = "shared") -> dict:
-    """Every predictor of every browsed run in one table, best first, each total with its stderr and interval
-    (`kbc leaderboard`); shared scope scores all of them on the facts every one answered. Computed once per
-    choice of corpus, metric, setting and scope."""
-    from bridge.run.leaderboard import leaderboard_rows
+                scope: str = "shared", experiment: str | None = None) -> dict:
+    """Every predictor of the browsed runs of one experiment (`experiment`, else the first run's) in one table,
+    best first, each total with its stderr and interval (`kbc leaderboard`); shared scope scores all of them on
+    the facts every one answered. `experiments` lists each experiment's runs: runs of different experiments
+    measure different things, so each has its own board. Computed once per choice."""
+    from bridge.run.leaderboard import headline_metric, leaderboard_rows
 
     if not runs.runs:
         raise ConfigError("no run is browsed: start with --run RUN_DIR")
-    experiment = next(iter(runs.runs.values())).experiment
-    metric = metric or METRICS.get(experiment, METRICS["lama"])[0]
-    key = (corpus, metric, setting, scope)
+    groups: dict[str, list[LoadedRun]] = {}
+    for loaded in runs.runs.values():
+        groups.setdefault(loaded.experiment, []).append(loaded)
+    experiment = experiment or next(iter(groups))
+    if experiment not in groups:
+        raise ConfigError(f"experiment={experiment!r}: no browsed run is of it{did_you_mean(experiment, list(groups))}")
+    mine = groups[experiment]
+    metric = metric or headline_metric(experiment)
+    key = (experiment, corpus, metric, setting, scope)
     with runs.lock:
         if key not in runs.boards:
-            rows = leaderboard_rows([r.run.path for r in runs.runs.values()], corpus, metric, setting, scope)
-            names = {str(r.run.path): n for n, r in runs.runs.items()}
-            upper = {(n, p): why for n, r in runs.runs.items() for p, why in r.upper_bounds().items()}
+            rows = leaderboard_rows([r.run.path for r in mine], corpus, metric, setting, scope)
+            names = {str(r.run.path): r.name for r in mine}
+            upper = {(r.name, p): why for r in mine for p, why in r.upper_bounds().items()}
             runs.boards[key] = [{**row, "run": names.get(row["run"], row["run"]),
                                  "upper_bound": upper.get((names.get(row["run"]), row["predictor"]))} for row in rows]
-    return {"experiment": experiment, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
-            "rows": runs.boards[key]}
+    return {"experiment": experiment, "experiments": {e: [r.name for r in g] for e, g in groups.items()},
+            "corpus": corpus, "metric": metric, "setting": setting, "scope": scope, "rows": runs.boards[key]}
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,

@@ -1,0 +1,48 @@
+"""Cells of the tables the tool writes (CSV, TSV, Markdown) from strings it does not control: run folder names,
+predictor names, relation labels and subjects from the data.
+
+A spreadsheet runs a CSV cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return as a formula, so such
+a cell gets a leading `'` (OWASP's advice for CSV injection); a negative number stays a number. A Markdown table
+cell is one line without a bare `|`, and its HTML shows as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def csv_cell(value):
+    """`value` as a spreadsheet shows it, never as a formula: strings that would start one get a leading `'`."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def tsv_cell(value) -> str:
+    """A tab-separated cell: `csv_cell`, with tabs and line breaks (which would split the row) as spaces."""
+    text = "" if value is None else str(value)
+    return str(csv_cell(re.sub(r"[\t\r\n]+", " ", text)))
+
+
+def md_cell(value) -> str:
+    """A Markdown table cell: one line, `|` escaped, `&`, `<` and `>` as entities (HTML shows as text)."""
+    text = html.escape(re.sub(r"[\r\n]+", " ", str(value)), quote=False)
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def md_row(cells) -> str:
+    """`| a | b |` from cells, each escaped by `md_cell`."""
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+
+def md_cells(line: str) -> list[str]:
+    """The cells of a table row `md_row` wrote, as they were before escaping."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [html.unescape(c.strip().replace("\\|", "|").replace("\\\\", "\\")) for c in UNESCAPED_PIPE.split(inner)]
