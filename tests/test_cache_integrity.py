@@ -400,3 +400,15 @@ def test_run_of_an_earlier_fingerprint_is_refused_as_such(bert, lama_dir, tmp_pa
         f"error: {out}: predictor 'bert' was run with other files at {bert} (recorded by an earlier kbc version, "
         "which did not hash every byte: whether they changed cannot be known); give it another name (NAME=SPEC) "
         "or use another --out")
+
+
+def test_model_changed_while_loading_is_refused(bert, monkeypatch):
+    from eval.errors import KbcError
+    from lm import loading
+
+    seen = iter(["sha256:before", "sha256:after"])
+    monkeypatch.setattr(loading, "files_fingerprint", lambda path: next(seen))
+    with pytest.raises(KbcError) as info:
+        loading.load(str(bert), "masked")
+    assert str(info.value) == (f"{bert}: its files changed while the model was loaded; load it again once they "
+                               "are written")
