@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -81,11 +82,16 @@ class ResultCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
             self._db.execute("PRAGMA journal_mode=WAL")
-            with self._db:
+            self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
+            try:
                 self._db.execute(SCHEMA)
                 if owned in ("new", "earlier"):
                     self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                    self._db.execute(f"PRAGMA user_version={FORMAT}")
+                self._db.execute(f"PRAGMA user_version={FORMAT}")
+                self._db.commit()
+            finally:
+                if self._db.in_transaction:
+                    self._db.rollback()
         except sqlite3.OperationalError as exc:
             if _cannot_write(exc):
                 self._open_read_only(exc)
@@ -179,7 +185,7 @@ class ResultCache:
 
     def _damaged(self, exc: Exception) -> None:
         """The file is kbc's (it was opened as one) but SQLite cannot read it: start it again, empty."""
-        if not self.writable:
+        if not (self.writable and os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
             raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({exc}); {FIX}")
         log.warning("%s: damaged result cache (%s); dropped and rebuilt, its results are computed again",
                     self.path, exc)

@@ -412,3 +412,21 @@ def test_model_changed_while_loading_is_refused(bert, monkeypatch):
         loading.load(str(bert), "masked")
     assert str(info.value) == (f"{bert}: its files changed while the model was loaded; load it again once they "
                                "are written")
+
+
+def test_damaged_read_only_cache_is_one_error(tmp_path, monkeypatch):
+    from eval.errors import DataError
+
+    path = tmp_path / "results.sqlite"
+    cache = ResultCache(path)
+    cache.put_many((ResultCache.key(str(i)), np.arange(5), np.zeros(5), 1) for i in range(3000))
+    cache.close()
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    real_access = os.access
+    monkeypatch.setattr("lm.cache.os.access", lambda p, mode: mode != os.W_OK and real_access(p, mode))
+    with pytest.raises(DataError) as info:
+        ResultCache(path).get_many([ResultCache.key(str(i)) for i in range(3000)], 1)
+    assert str(info.value).startswith(f"{path}: a damaged result cache that cannot be rebuilt here (")
+    assert str(info.value).endswith("); delete it to start an empty cache, set KBC_CACHE to another folder, or run "
+                                    "with --set cache=off")
