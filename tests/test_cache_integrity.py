@@ -430,3 +430,33 @@ def test_damaged_read_only_cache_is_one_error(tmp_path, monkeypatch):
     assert str(info.value).startswith(f"{path}: a damaged result cache that cannot be rebuilt here (")
     assert str(info.value).endswith("); delete it to start an empty cache, set KBC_CACHE to another folder, or run "
                                     "with --set cache=off")
+
+
+def test_edited_cached_entity_map_is_fitted_again(tmp_path, caplog):
+    from types import SimpleNamespace
+
+    from bridge.predictors.entities import _map_for
+
+    words = ["paris", "rome", "city", "river", "north"]
+    rng = np.random.default_rng(0)
+    emb = SimpleNamespace(word_vectors=rng.normal(size=(5, 3)).astype(np.float32), words=words, lowercase=True)
+    inputs = rng.normal(size=(5, 4)).astype(np.float32)
+    lm = SimpleNamespace(fingerprint="sha256:tiny", tokenizer=SimpleNamespace(get_vocab=lambda: {w: i for i, w in
+                                                                                                 enumerate(words)}),
+                         input_embeddings=lambda: inputs)
+    w2v = tmp_path / "w2v.txt"
+    w2v.write_text("vectors\n")
+    ctx = SimpleNamespace(options={}, cache_dir=tmp_path / "cache")
+    fresh = _map_for(ctx, lm, emb, "m", str(w2v))
+    [path] = (tmp_path / "cache" / "entities").iterdir()
+    with np.load(path) as data:
+        meta = str(data["meta"])
+    np.savez(path, W=np.zeros_like(fresh.W), meta=np.array(meta))  # values edited, the archive itself valid
+    caplog.clear()
+    again = _map_for(ctx, lm, emb, "m", str(w2v))
+    assert again.W.tolist() == fresh.W.tolist()
+    assert caplog.messages == [f"{path}: a cached entity map that is damaged, edited or of an earlier kbc version; "
+                               "fitted again"]
+    w2v.write_text("other vectors\n")  # other vector files: another map, never the cached one
+    _map_for(ctx, lm, emb, "m", str(w2v))
+    assert len(list((tmp_path / "cache" / "entities").iterdir())) == 2

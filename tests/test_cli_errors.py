@@ -496,8 +496,10 @@ def _(c: Ctx) -> list[str]:
     def make(path: Path) -> None:
         import sqlite3
 
-        with sqlite3.connect(path) as db:
+        db = sqlite3.connect(path)
+        with db:
             db.execute("CREATE TABLE notes (text TEXT)")
+        db.close()
     return _run_bert_on_cache(c, make)
 
 
