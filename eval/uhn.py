@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import uuid as uuidlib
@@ -33,11 +34,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+from eval.checked_json import read_checked, write_checked
 from eval.datadir import cache_root, fingerprint, resolve_data_dir
 from eval.errors import ConfigError, DataError
+from eval.file_digests import file_sha256
 from eval.report_counts import LoadReport
 from eval.types import Fact
 
+log = logging.getLogger("kbc")
 UHN_VERSION = "uhn-v1"  # bump when a filter's rule changes: cached data sets then rebuild
 FILTERS = ("string", "name")
 TOP_K = 3
@@ -55,6 +59,7 @@ PLACE_NOUNS = {
 UHN_CORPORA = {"trex-uhn": "trex", "google_re-uhn": "google_re"}
 DELETIONS_FILE = "deletions.json"
 META_FILE = "uhn.json"
+MANIFEST_FILE = "files.sha256.json"  # every other file's SHA-256, checked before a cached build is used
 COPIED = ("common_vocab_cased.txt", "common_vocab_lowercased.txt", "common_vocab_cased_be_ro_al.txt")
 
 
@@ -283,6 +288,7 @@ def build_uhn(data_dir: str | Path | None, out: str | Path, filters: Iterable[st
                 "filters": list(chosen), "top_k": k, "name_model": getattr(ranker, "fingerprint", None),
                 "name_ranks_of_deleted": deleted}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+        write_checked(tmp / MANIFEST_FILE, _digests(tmp))
         if replace_existing or not (out / META_FILE).is_file():
             _replace_dir(tmp, out)
     finally:
@@ -302,7 +308,30 @@ def uhn_data_dir(data_dir: str | Path | None = None, ranker: NameRanker | None =
     out = cache_root(cache_dir) / "uhn" / version
     if not (out / META_FILE).is_file():
         build_uhn(root, out, filters, ranker, k, replace_existing=False)
+    elif not _intact(out):
+        build_uhn(root, out, filters, ranker, k)
     return out
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """Relative path -> SHA-256 of every file of a UHN folder but its manifest."""
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != MANIFEST_FILE}
+
+
+def _intact(folder: Path) -> bool:
+    """Whether a cached UHN folder holds exactly the bytes it was built with (warning where it does not)."""
+    if not (folder / MANIFEST_FILE).is_file():
+        log.warning("%s: a LAMA-UHN data set of an earlier kbc version (no checksums); built again", folder)
+        return False
+    recorded = read_checked(folder / MANIFEST_FILE, "LAMA-UHN data set")
+    if recorded is None:
+        return False
+    if recorded != _digests(folder):
+        log.warning("%s: files differ from those it was built with (edited or damaged); the LAMA-UHN data set is "
+                    "built again", folder)
+        return False
+    return True
 
 
 def read_deletions(folder: str | Path) -> dict[str, dict]:

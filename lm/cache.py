@@ -5,71 +5,272 @@ One SQLite file per cache directory. A key is the hash of everything that determ
 candidate positions and log-probabilities. A stored entry serves any request of equal or smaller depth.
 Statement scoring stores whole rows (`get_rows`/`put_rows`): a statement's per-token log-probabilities,
 keyed by the model, the PLL variant and the statement (`lm.statement`).
+
+A cache must never change a number, so every row carries a SHA-256 over its key and value, checked on each
+read: a row that fails it is never served but recomputed and replaced. The file is marked as kbc's (SQLite's
+application id) with its format; a marked file that is damaged, or a cache of an earlier format, is dropped and
+rebuilt with a warning. A file that is not a kbc cache is refused with one error line. A cache that cannot be
+written (a read-only file or folder, a full disk) is still read; new results are computed without being stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, depth INTEGER, pos BLOB, score BLOB, extra INTEGER)"
+from eval.errors import DataError
+
+log = logging.getLogger("kbc")
+
+APPLICATION_ID = 0x6B626372  # "kbcr": marks a file as kbc's result cache
+FORMAT = 2  # SQLite user_version; 2: a checksum per row. Bump when rows change meaning: older files are rebuilt
+SCHEMA = ("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, depth INTEGER, pos BLOB, score BLOB, "
+          "extra INTEGER, checksum BLOB)")
+EARLIER_COLUMNS = (["key", "depth", "pos", "score", "extra"],)  # the tables of earlier formats, rebuilt on sight
+SQLITE_MAGIC = b"SQLite format 3\x00"
+FIX = "delete it to start an empty cache, set KBC_CACHE to another folder, or run with --set cache=off"
+
+
+def row_checksum(key: str, depth: int, pos: bytes, score: bytes, extra: int) -> bytes:
+    """SHA-256 over a row's key and value, each part length-prefixed so no two rows share one."""
+    digest = hashlib.sha256()
+    for part in (key.encode("utf-8"), str(depth).encode(), pos, score, str(extra).encode()):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.digest()
+
+
+def _intact(key: object, depth: object, pos: object, score: object, extra: object, checksum: object) -> bool:
+    """Whether a stored row is the one written under its key (types first: an edited cell may change its type)."""
+    if not (isinstance(key, str) and isinstance(depth, int) and isinstance(extra, int)
+            and isinstance(pos, bytes) and isinstance(score, bytes) and isinstance(checksum, bytes)):
+        return False
+    if len(pos) % 4 or len(score) % 4 or depth > len(score) // 4:
+        return False
+    return row_checksum(key, depth, pos, score, extra) == checksum
+
+
+def _cannot_write(exc: sqlite3.OperationalError) -> bool:
+    """A failure to write (permissions, a full disk, a lock held too long), not a damaged file."""
+    return any(why in str(exc) for why in ("readonly", "unable to open", "locked", "full", "disk I/O"))
 
 
 class ResultCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(SCHEMA)
-        self._db.commit()
         self.hits = 0
         self.misses = 0
+        self.writable = True
+        self._warned_damage = False
+        self._db: sqlite3.Connection | None = None
+        self._open()
 
+    # --- opening ---------------------------------------------------------------------------------
+    def _open(self) -> None:
+        """Connect, refusing a file that is not kbc's and rebuilding one of an earlier format."""
+        owned = self._owner()
+        if owned == "earlier":
+            log.warning("%s: a result cache of an earlier kbc version; dropped and rebuilt", self.path)
+            self._drop()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=60)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
+            try:
+                self._db.execute(SCHEMA)
+                if owned in ("new", "earlier"):
+                    self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self._db.execute(f"PRAGMA user_version={FORMAT}")
+                self._db.commit()
+            finally:
+                if self._db.in_transaction:
+                    self._db.rollback()
+        except sqlite3.OperationalError as exc:
+            if _cannot_write(exc):
+                self._open_read_only(exc)
+            else:
+                self._damaged(exc)
+        except OSError as exc:
+            self._no_store(exc.strerror or str(exc))
+            if self.path.is_file():
+                self._open_read_only(exc)
+        except sqlite3.DatabaseError as exc:
+            self._damaged(exc)
+
+    def _owner(self) -> str:
+        """"new" (absent or empty), "ours", "earlier" (a kbc cache of an earlier format); else an error."""
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(100)
+        except FileNotFoundError:
+            return "new"
+        except IsADirectoryError:
+            raise DataError(f"{self.path}: is a folder, not a result cache; {FIX}") from None
+        except OSError as exc:
+            raise DataError(f"{self.path}: cannot read the result cache ({exc.strerror or exc}); {FIX}") from None
+        if not head:
+            return "new"
+        if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+            raise DataError(f"{self.path}: not a kbc result cache (not an SQLite database); {FIX}")
+        try:  # through SQLite: the header of a cache in use may still be in its write-ahead log
+            app, version, tables = self._describe()
+        except sqlite3.DatabaseError as exc:
+            if int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+                return "ours"  # kbc's, but unreadable: opening it decides whether it is rebuilt
+            raise DataError(f"{self.path}: not a readable kbc result cache ({exc}); {FIX}") from None
+        if app == APPLICATION_ID:
+            return "ours" if version == FORMAT else "earlier"
+        if not tables:
+            return "new"
+        if app == 0 and list(tables) == ["results"] and tables["results"] in EARLIER_COLUMNS:
+            return "earlier"
+        raise DataError(f"{self.path}: an SQLite database that is not a kbc result cache "
+                        f"(tables: {', '.join(sorted(tables))}); {FIX}")
+
+    def _describe(self) -> tuple[int, int, dict[str, list[str]]]:
+        """Application id, format and tables (with their columns) of the file, read without writing."""
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+        try:
+            app = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info({name})")]
+                      for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            db.close()
+        return app, version, tables
+
+    def _open_read_only(self, exc: Exception) -> None:
+        """A cache kbc may not write: read what it holds (immutable where SQLite cannot even keep its lock file)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._no_store(str(exc))
+        if not self.path.is_file():
+            return
+        for mode in ("mode=ro", "immutable=1"):
+            try:
+                db = sqlite3.connect(f"file:{self.path}?{mode}", uri=True, timeout=60)
+                db.execute("SELECT COUNT(*) FROM results").fetchone()
+            except sqlite3.OperationalError:
+                continue
+            except sqlite3.DatabaseError as err:
+                raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({err}); "
+                                f"{FIX}") from None
+            self._db = db
+            return
+
+    def _no_store(self, why: str) -> None:
+        if self.writable:
+            log.warning("%s: cannot write the result cache (%s); results are computed without being stored "
+                        "(make it writable, or set KBC_CACHE to a writable folder)", self.path, why)
+        self.writable = False
+
+    def _drop(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            except OSError as exc:
+                raise DataError(f"{self.path}: cannot replace the result cache ({exc.strerror or exc}); "
+                                f"{FIX}") from None
+
+    def _damaged(self, exc: Exception) -> None:
+        """The file is kbc's (it was opened as one) but SQLite cannot read it: start it again, empty."""
+        if not (self.writable and os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+            raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({exc}); {FIX}")
+        log.warning("%s: damaged result cache (%s); dropped and rebuilt, its results are computed again",
+                    self.path, exc)
+        self._drop()
+        self._open()
+
+    def _run(self, action, fallback):
+        """`action(db)`, or `fallback` where the file is damaged (then rebuilt) or cannot be written."""
+        if self._db is None:
+            return fallback
+        try:
+            return action(self._db)
+        except sqlite3.OperationalError as exc:
+            if _cannot_write(exc):
+                self._no_store(str(exc))
+            else:
+                self._damaged(exc)
+        except sqlite3.DatabaseError as exc:
+            self._damaged(exc)
+        return fallback
+
+    # --- rows ------------------------------------------------------------------------------------
     @staticmethod
     def key(*parts: str) -> str:
         return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
+    def _select(self, keys: list[str], where: str = "", args: tuple = ()) -> list[tuple]:
+        """Intact rows for `keys`; rows failing their checksum are left out (and deleted where writable)."""
+        def read(db: sqlite3.Connection) -> list[tuple]:
+            rows = []
+            for start in range(0, len(keys), 500):
+                chunk = keys[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += db.execute(f"SELECT key, depth, pos, score, extra, checksum FROM results "
+                                   f"WHERE key IN ({marks}){where}", (*chunk, *args)).fetchall()
+            return rows
+
+        rows = self._run(read, [])
+        bad = [r[0] for r in rows if not _intact(*r)]
+        if bad:
+            self._forget(bad)
+            rows = [r for r in rows if _intact(*r)]
+        return rows
+
+    def _forget(self, keys: list) -> None:
+        if not self._warned_damage:
+            log.warning("%s: cached results failed their integrity check (a damaged or edited cache); they are "
+                        "not used but computed again", self.path)
+            self._warned_damage = True
+        if self.writable:
+            def delete(db: sqlite3.Connection) -> None:
+                with db:
+                    db.executemany("DELETE FROM results WHERE key = ?", [(k,) for k in keys])
+            self._run(delete, None)
+
     def get_many(self, keys: list[str], depth: int) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
         """Entries at least `depth` deep, cut to `depth`: key -> (positions, log-probs, n_tokens)."""
-        found: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT key, depth, pos, score, extra FROM results WHERE key IN ({marks}) AND depth >= ?",
-                (*chunk, depth),
-            )
-            for key, _, pos, score, extra in rows:
-                found[key] = (np.frombuffer(pos, dtype=np.int32)[:depth],
-                              np.frombuffer(score, dtype=np.float32)[:depth], int(extra))
+        found = {key: (np.frombuffer(pos, dtype=np.int32)[:depth], np.frombuffer(score, dtype=np.float32)[:depth],
+                       extra)
+                 for key, _, pos, score, extra, _ in self._select(keys, " AND depth >= ?", (depth,))}
         self.hits += len(found)
         self.misses += len(keys) - len(found)
         return found
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray, np.ndarray, int]]) -> None:
-        rows = [(k, len(p), np.asarray(p, dtype=np.int32).tobytes(), np.asarray(s, dtype=np.float32).tobytes(), int(n))
-                for k, p, s, n in items]
-        with self._db:
-            self._db.executemany(
-                "INSERT INTO results (key, depth, pos, score, extra) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET depth=excluded.depth, pos=excluded.pos, score=excluded.score, "
-                "extra=excluded.extra WHERE excluded.depth > results.depth",
-                rows,
-            )
+        rows = []
+        for k, p, s, n in items:
+            pos, score = np.asarray(p, dtype=np.int32).tobytes(), np.asarray(s, dtype=np.float32).tobytes()
+            rows.append((k, len(p), pos, score, int(n), row_checksum(k, len(p), pos, score, int(n))))
+        if not self.writable or not rows:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            with db:
+                db.executemany(
+                    "INSERT INTO results (key, depth, pos, score, extra, checksum) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET depth=excluded.depth, pos=excluded.pos, score=excluded.score, "
+                    "extra=excluded.extra, checksum=excluded.checksum WHERE excluded.depth > results.depth",
+                    rows,
+                )
+        self._run(write, None)
 
     def get_rows(self, keys: list[str]) -> dict[str, np.ndarray]:
         """Whole stored score rows (statement scoring's per-token scores), whatever their length: key -> scores."""
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, score in self._db.execute(f"SELECT key, score FROM results WHERE key IN ({marks})", chunk):
-                found[key] = np.frombuffer(score, dtype=np.float32)
+        found = {key: np.frombuffer(score, dtype=np.float32) for key, _, _, score, _, _ in self._select(keys)}
         self.hits += len(found)
         self.misses += len(keys) - len(found)
         return found
@@ -79,7 +280,8 @@ class ResultCache:
         self.put_many((k, np.zeros(0, dtype=np.int32), np.asarray(v, dtype=np.float32), len(v)) for k, v in items)
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        return self._run(lambda db: db.execute("SELECT COUNT(*) FROM results").fetchone()[0], 0)
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()

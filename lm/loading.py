@@ -39,6 +39,9 @@ HEADS = {"masked": ("masked-LM head", "a masked LM"), "causal": ("causal-LM head
          "seq2seq": ("sequence-to-sequence LM head", "an encoder-decoder LM")}
 
 
+FILES_PREFIX = "sha256:"  # files fingerprints of every byte; earlier versions wrote "files:" (ends and mtime only)
+
+
 @dataclass(frozen=True)
 class Loaded:
     model: object  # a transformers PreTrainedModel in eval mode
@@ -151,18 +154,14 @@ def _no_hub(name: str, why: str) -> KbcError:
 
 
 def _fingerprint(name: str, model) -> str:
-    """Identity of the weights for the result cache: local files by path, size and mtime; hub ids by commit."""
-    digest = hashlib.sha256()
+    """Identity of the weights for the result cache: a local folder by what its files hold (`files_fingerprint`),
+    a hub id by its commit."""
     path = Path(name).expanduser()
     if path.is_dir():
-        digest.update(str(path.resolve()).encode())
-        for file in sorted(path.iterdir()):
-            if file.is_file():
-                stat = file.stat()
-                digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    else:
-        digest.update(name.encode())
-        digest.update(str(getattr(model.config, "_commit_hash", None)).encode())
+        return files_fingerprint(path)
+    digest = hashlib.sha256()
+    digest.update(name.encode())
+    digest.update(str(getattr(model.config, "_commit_hash", None)).encode())
     return digest.hexdigest()[:16]
 
 
@@ -179,6 +178,7 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     check_folder(local)
     is_local = local.is_dir()
     source = str(local) if is_local else name
+    before = files_fingerprint(local) if is_local else None  # compared after loading: the files read were these
     offline = False
     if not is_local and not hub_reachable():
         if _try_cached(name) is None:
@@ -210,36 +210,30 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
         raise _missing_weights(str(local) if is_local else name, kind, model, info["missing_keys"])
     model.to(dev)
     model.eval()
-    return Loaded(model, tokenizer, name, _fingerprint(source, model), str(dev), dtype)
-
-
-FINGERPRINT_EDGE = 1 << 20  # bytes hashed at each end of a file
+    fingerprint = _fingerprint(source, model)
+    if is_local and fingerprint != before:
+        raise KbcError(f"{local}: its files changed while the model was loaded; load it again once they are written")
+    return Loaded(model, tokenizer, name, fingerprint, str(dev), dtype)
 
 
 def files_fingerprint(path: str | Path) -> str:
-    """What a file or model folder holds, without loading it: per file its name, size, mtime and a hash of its
-    first and last MiB, so weights replaced at the same path (even by equally sized ones) change it. Files of
-    up to 2 MiB are hashed whole and known by content alone; hidden files (VCS and tool caches) are left out."""
+    """What a file or model folder holds, without loading it: per file its name and the SHA-256 of all its bytes,
+    so no edit keeps it (and a copy elsewhere is the same input). Digests are remembered per file state
+    (`eval.file_digests`), so an unchanged checkpoint is read once. Hidden files (VCS, tool caches) are left out."""
+    from eval.file_digests import file_sha256
+
     root = Path(path).expanduser()
     files = sorted(p for p in root.rglob("*") if p.is_file() and not any(
         part.startswith(".") for part in p.relative_to(root).parts)) if root.is_dir() else [root]
     digest = hashlib.sha256()
     for file in files:
         try:
-            stat = file.stat()
-            with file.open("rb") as handle:
-                head = handle.read(FINGERPRINT_EDGE)
-                if stat.st_size > 2 * FINGERPRINT_EDGE:
-                    handle.seek(-FINGERPRINT_EDGE, os.SEEK_END)
-                tail = handle.read(FINGERPRINT_EDGE)
+            content = file_sha256(file)
         except OSError as exc:
             raise DataError(f"{file}: cannot read it ({exc.strerror or exc})") from None
         name = file.relative_to(root).as_posix() if root.is_dir() else ""
-        # a file hashed whole is known by its content; a larger one by its ends, size and mtime too
-        mtime = stat.st_mtime_ns if stat.st_size > 2 * FINGERPRINT_EDGE else 0
-        digest.update(f"{name}\x1f{stat.st_size}\x1f{mtime}\x1f".encode())
-        digest.update(hashlib.sha256(head + tail).digest())
-    return "files:" + digest.hexdigest()[:16]
+        digest.update(f"{name}\x1f{content}\x1f".encode())
+    return FILES_PREFIX + digest.hexdigest()[:16]
 
 
 def check_folder(local: Path) -> None:

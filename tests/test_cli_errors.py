@@ -525,6 +525,49 @@ def _(c: Ctx) -> list[str]:
     return ["leaderboard", str(run), "--out", str(run / "summary.json")]
 
 
+# -- LM result cache: a file in its place that is not kbc's -----------------------------------------
+def _run_bert_on_cache(c: Ctx, make: Callable[[Path], None]) -> list[str]:
+    """A tiny-BERT run whose result cache (`$KBC_CACHE/lm/results.sqlite`) `make` puts in place first."""
+    path = c.tmp / "cache" / "lm" / "results.sqlite"
+    path.parent.mkdir(parents=True)
+    make(path)
+    return ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", f"bert={c.models('bert-cased')}",
+            "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
+CACHE_FIX = "delete it to start an empty cache, set KBC_CACHE to another folder, or run with --set cache=off"
+
+
+@case("result cache not a database", f"results.sqlite: not a kbc result cache (not an SQLite database); {CACHE_FIX}",
+      after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _run_bert_on_cache(c, lambda path: path.write_bytes(b"these are notes, not a cache\n" * 8))
+
+
+@case("result cache shorter than a header", "results.sqlite: not a kbc result cache (not an SQLite database)",
+      after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _run_bert_on_cache(c, lambda path: path.write_bytes(b"SQLite format 3\x00" + b"\x00" * 20))
+
+
+@case("result cache another SQLite database", "results.sqlite: an SQLite database that is not a kbc result cache "
+      f"(tables: notes); {CACHE_FIX}", after_report=True)
+def _(c: Ctx) -> list[str]:
+    def make(path: Path) -> None:
+        import sqlite3
+
+        db = sqlite3.connect(path)
+        with db:
+            db.execute("CREATE TABLE notes (text TEXT)")
+        db.close()
+    return _run_bert_on_cache(c, make)
+
+
+@case("result cache is a folder", f"results.sqlite: is a folder, not a result cache; {CACHE_FIX}", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _run_bert_on_cache(c, lambda path: path.mkdir())
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -43,7 +43,7 @@ def test_weights_replaced_at_the_same_path_are_refused(tiny_models, lama_dir, tm
                                      "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
     assert json.loads((out / "config.json").read_text())["predictor_specs"]["bert"] == before
     assert not (out / "predictions" / "trex" / "bert" / "P36.jsonl").exists()
-    assert before["files"]["spec"].startswith("files:")
+    assert before["files"]["spec"].startswith("sha256:")
 
 
 def test_hub_ids_and_registry_names_have_no_file_fingerprint(tmp_path):

@@ -19,6 +19,7 @@ predictors do (the runner counts them); entity-level predictors keep every fact.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,11 @@ import numpy as np
 from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 from eval.types import Answer, Entity, Prediction, Query
 from lm.finite import NonFiniteScores
 
+log = logging.getLogger("kbc")
 _CACHE: dict[tuple, object] = {}
 MODES = {"ebert": "replace", "ebert-concat": "concat", "ebert-avg": "avg", "ebert-entity": "replace",
          "bert-entity": "bert"}
@@ -64,14 +66,20 @@ class Resources:
 
 def _map_for(ctx: PredictorContext, lm, emb, model: str, w2v: str):
     from lm.entities.mapping import LinearMap, fit_to_embeddings
+    from lm.loading import files_fingerprint
 
     if ctx.options.get("map"):
         return LinearMap.load(ctx.options["map"])
     kind = ctx.options.get("map_kind", "lstsq")
-    digest = hashlib.sha1(f"{Path(model).resolve()}|{Path(w2v).resolve()}|{kind}".encode()).hexdigest()[:16]
+    # keyed by what the model and the vectors hold, so a map of edited or replaced files is never reused
+    digest = hashlib.sha256(f"{lm.fingerprint}|{files_fingerprint(w2v)}|{kind}".encode()).hexdigest()[:16]
     path = Path(ctx.cache_dir) / "entities" / f"map-{digest}.npz"
     if path.exists():
-        return LinearMap.load(path)
+        try:
+            return LinearMap.load(path, checked=True)
+        except DataError:
+            log.warning("%s: a cached entity map that is damaged, edited or of an earlier kbc version; fitted "
+                        "again", path)
     lmap = fit_to_embeddings(emb.word_vectors, emb.words, emb.lowercase, lm.tokenizer.get_vocab(),
                              lm.input_embeddings(), kind, {"model": model, "wikipedia2vec": w2v})
     lmap.save(path)

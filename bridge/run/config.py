@@ -342,8 +342,13 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         changed = [k for k, v in ident.get("files", {}).items() if before.get(k) not in (None, v)]
         if changed and {**seen, "files": {}} == {**ident, "files": {}}:
             where = ", ".join(p.spec if k == "spec" else f"{k}={p.options[k]}" for k in changed)
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} (they were "
-                              "replaced or edited since); give it another name (NAME=SPEC) or use another --out")
+            from lm.loading import FILES_PREFIX
+
+            why = ("they were replaced or edited since" if all(before[k].startswith(FILES_PREFIX) for k in changed)
+                   else "recorded by an earlier kbc version, which did not hash every byte: whether they changed "
+                   "cannot be known")
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with other files at {where} ({why}); give it "
+                              "another name (NAME=SPEC) or use another --out")
         if seen is None and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
                               "identity for it; give it another name (NAME=SPEC) or use another --out")

@@ -12,9 +12,7 @@ so an interrupted build resumes at the store-writing step.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import sys
 import time
 from collections import Counter
@@ -25,6 +23,7 @@ from typing import TYPE_CHECKING
 from rdflib import RDF, RDFS, XSD, Literal, URIRef
 from tqdm import tqdm
 
+from eval.checked_json import read_checked, write_checked
 from eval.errors import DataError
 from eval.lama import Corpus
 from eval.types import Entity
@@ -156,14 +155,14 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
     done = all(tag in store.loaded_versions(g) for g in GRAPHS)
     if done and not force:
         report_file = cache_path(cache_dir, corpus, "report")
-        report = _read(report_file) if report_file.exists() else {"tag": tag}
+        report = read_checked(report_file, "build report") or {"tag": tag}
         report["built"] = False
         return report
     started = time.perf_counter()
-    result = None if force else _read(path) if path.exists() else None
+    result = None if force else read_checked(path, "extraction")
     if result is None:
         result = extract(corpus, settings, progress)
-        _write(path, result)
+        write_checked(path, result)
     for graph in GRAPHS:
         stale = [v for v in store.loaded_versions(graph) if v.startswith(f"{corpus.name}@") and v != tag]
         if stale or force:
@@ -178,7 +177,7 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
     report = {k: v for k, v in result.items() if k != "graphs"}
     report["triples"] = counts
     report["built"] = True
-    _write(cache_path(cache_dir, corpus, "report"), report)
+    write_checked(cache_path(cache_dir, corpus, "report"), report)
     return report
 
 
@@ -193,22 +192,3 @@ def held_out_table(report: dict) -> list[dict]:
         rows.append({"relation": rel, "precision": p, "recall": r, **cov,
                      "gold_pairs": report.get("scores", {}).get(rel, {}).get("gold", 0)})
     return rows
-
-
-def _read(path: Path) -> dict:
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: unreadable extraction cache ({exc}); delete it to rebuild") from None
-
-
-def _write(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(tmp, "wt", encoding="utf-8") as handle:
-        json.dump(obj, handle, ensure_ascii=False)
-    tmp.replace(path)
-

@@ -8,6 +8,7 @@ entity space and needs no more than a rotation (a semi-orthogonal W when the dim
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from dataclasses import dataclass
@@ -40,25 +41,39 @@ class LinearMap:
     def save(self, path: str | Path) -> None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        meta = json.dumps({"kind": self.kind, "r2": self.r2, "n_words": self.n_words, "info": self.info})
+        fields = {"kind": self.kind, "r2": self.r2, "n_words": self.n_words, "info": self.info}
+        meta = json.dumps({**fields, "sha256": _checksum(self.W, fields)})
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez(tmp, W=self.W, meta=np.array(meta))
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: str | Path) -> LinearMap:
+    def load(cls, path: str | Path, checked: bool = False) -> LinearMap:
+        """A saved map; its checksum (written since maps carry one) must match, and with `checked` must exist."""
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as data:
                 W, meta = data["W"], json.loads(str(data["meta"]))
             if W.ndim != 2 or not isinstance(meta, dict):
                 raise ValueError("W is not a matrix or meta is not an object")
-            return cls(W.astype(np.float32), str(meta["kind"]), float(meta["r2"]), int(meta["n_words"]),
+            fields = {k: meta[k] for k in ("kind", "r2", "n_words", "info") if k in meta}
+            lmap = cls(W.astype(np.float32), str(meta["kind"]), float(meta["r2"]), int(meta["n_words"]),
                        dict(meta.get("info") or {}))
         except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
             # np.load raises ValueError for pickled content with allow_pickle=False
             raise DataError(f"{path}: not a saved entity map (make one with `kbc entities map`): "
                             f"{type(exc).__name__}: {exc}") from None
+        if (checked or "sha256" in meta) and meta.get("sha256") != _checksum(W, fields):
+            raise DataError(f"{path}: the map does not match its checksum (damaged or edited); make it again with "
+                            "`kbc entities map`")
+        return lmap
+
+
+def _checksum(W: np.ndarray, fields: dict) -> str:
+    """SHA-256 over the matrix (shape, dtype, bytes) and the other fields of a saved map."""
+    digest = hashlib.sha256(json.dumps([list(W.shape), str(W.dtype), fields], sort_keys=True).encode())
+    digest.update(np.ascontiguousarray(W).tobytes())
+    return digest.hexdigest()
 
 
 def r_squared(pred: np.ndarray, target: np.ndarray) -> float:
