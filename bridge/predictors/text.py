@@ -104,7 +104,8 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     data_dir = lama_data_for(ctx.data_dir) if closed else ctx.data_dir
     backend = check_backend(opts.get("backend", "tantivy"))
     es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
-    es_timeout = number_option(opts, "es_timeout", ES_TIMEOUT, strict_float)
+    es_timeout = number_option(opts, "es_timeout", ES_TIMEOUT, strict_float, minimum=0.1)
+    top_k = number_option(opts, "k", 5, minimum=1)
     if "text_index" in opts:
         index = open_index(backend, opts["text_index"], es_url, es_timeout)
     else:
@@ -127,7 +128,7 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     stats = index.stats()
     info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
     if not closed:
-        return RetrievalPredictor(index, reader, number_option(opts, "k", 5), exclude, info)
+        return RetrievalPredictor(index, reader, top_k, exclude, info)
     info["text"] = "LAMA evidences (the corpus has no evidence sentences)"
     kind = _closed_retrieval(RetrievalPredictor, _same_entities(ctx.corpus, data_dir))
-    return AnswerSpacePredictor(kind(index, reader, number_option(opts, "k", 5), exclude, info), ctx.corpus.relations)
+    return AnswerSpacePredictor(kind(index, reader, top_k, exclude, info), ctx.corpus.relations)

@@ -93,7 +93,8 @@ def check_model(value: str, where: str) -> str:
     return value
 
 
-def number_option(options: dict[str, str], key: str, default: float | None = None, parse=strict_int):
+def number_option(options: dict[str, str], key: str, default: float | None = None, parse=strict_int,
+                  minimum: float | None = None):
     """The number an option holds (`parse`: `strict_int` or `strict_float`), `default` when it is not given.
 
     `Option.check` has accepted the text already; a factory reads it with the same strict parser.
@@ -102,10 +103,13 @@ def number_option(options: dict[str, str], key: str, default: float | None = Non
     if value is None:
         return default
     try:
-        return parse(value)
+        number = parse(value)
     except ValueError:
         kind = "an integer" if parse is strict_int else "a number"
         raise ConfigError(f"--set {key}={value}: expected {kind} in ASCII digits") from None
+    if minimum is not None and number < minimum:
+        raise ConfigError(f"--set {key}={value}: must be at least {minimum:g}")
+    return number
 
 
 def truthy(value: str | None) -> bool:
