@@ -541,6 +541,16 @@ def _(c: Ctx) -> list[str]:
     return ["index", "stats", "--index", ""]
 
 
+@case("empty --store", "Invalid value for '--store': '' is no path")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--store", ""]
+
+
+@case("empty --prompts", "unknown prompt set ''; choose from")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--prompts", ""]
+
+
 @case("LM-KBC alias list is a directory", "alias_TREx_en.txt: the alias list is a directory; put the file there or "
       "remove it")
 def _(c: Ctx) -> list[str]:

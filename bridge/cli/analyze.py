@@ -240,7 +240,7 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 @data_dir_option
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
-@click.option("--store", default=None, help="Graph store path (default: the cache's).")
+@click.option("--store", type=PathType(), default=None, metavar="PATH", help="Graph store path (default: the cache's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:

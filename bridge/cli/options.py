@@ -61,7 +61,7 @@ def store_option(func):
     func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
                         callback=_remember(_UPDATE_KEY),
                         help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
-    return click.option("--store", default=None,
+    return click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                         help="Graph store path (default: the cache), or a SPARQL query URL.")(func)
 
 

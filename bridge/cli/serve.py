@@ -54,7 +54,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
               help="Evidence paragraphs: 'lama' (the LAMA evidence index, built on first use) or a tantivy index path.")
 @click.option("--coherency", default=None, metavar="NAME",
               help="Show this predictor's round trip (the object, then the subject asked back).")
-@click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL.")
+@click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
+              help="Graph store path, or a SPARQL query endpoint URL.")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
 def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store, device,
