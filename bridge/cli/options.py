@@ -75,5 +75,6 @@ def es_url_option(func):
 
 
 def es_timeout() -> float:
-    """This command's `--es-timeout`."""
-    return click.get_current_context().meta.get(_ES_TIMEOUT_KEY, ES_TIMEOUT)
+    """This command's `--es-timeout` (the default outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_ES_TIMEOUT_KEY, ES_TIMEOUT) if ctx is not None else ES_TIMEOUT
