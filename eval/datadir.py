@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from eval.errors import DataError
@@ -26,6 +27,21 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     if not root.exists():
         raise DataError(f"LAMA data directory {root} does not exist; {HOW_TO_GET}")
     raise DataError(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")
+
+
+def optional_file(candidates: Iterable[Path], what: str) -> Path | None:
+    """The first of `candidates` that is a file, or None when none exists.
+
+    One that exists but is no file (a folder, a dangling link) is a DataError: taking it for "no
+    file" would quietly run without what it should hold.
+    """
+    for cand in candidates:
+        if cand.is_file():
+            return cand
+        if cand.exists() or cand.is_symlink():
+            kind = "a directory" if cand.is_dir() else "a dangling link" if not cand.exists() else "not a regular file"
+            raise DataError(f"{cand}: the {what} is {kind}; put the file there or remove it")
+    return None
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:

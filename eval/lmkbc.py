@@ -208,10 +208,9 @@ def write_submission(path: Path, facts: Sequence[SetFact], predicted: Mapping[st
 
 def alias_file(root: Path) -> Path | None:
     """The alias list in the LM-KBC folder or beside it (`xfactr/alias_TREx_en.txt`), if there is one."""
-    for cand in (root / ALIASES, root.parent / ALIASES):
-        if cand.is_file():
-            return cand
-    return None
+    from eval.datadir import optional_file
+
+    return optional_file((root / ALIASES, root.parent / ALIASES), "alias list")
 
 
 def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:

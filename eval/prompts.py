@@ -200,7 +200,7 @@ def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] |
         found = _read_per_relation(folder, suffix, field, spec, wanted)
     else:
         path = Path(spec).expanduser()
-        if not path.exists():
+        if not spec.strip() or not path.exists():
             raise ConfigError(_unknown(spec, [s for s in SETS if ":" not in s], "prompt set")
                               + f"; choose from {', '.join(SETS)}, or give a JSONL file")
         found = _read_rows(path, f"file:{path.name}", wanted, known, path.stem)

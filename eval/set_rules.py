@@ -20,6 +20,7 @@ import numpy as np
 
 from eval.errors import ConfigError
 from eval.set_metrics import true_positives
+from eval.user_values import strict_float
 
 Ranked = Sequence[tuple[str, float]]
 SET_RULES = ("threshold:X", "top:K", "threshold-tuned")
@@ -52,14 +53,14 @@ class SetRule:
 
 def parse_set_rule(text: str) -> SetRule:
     """`threshold:0.1`, `top:3` or `threshold-tuned`; anything else is a ConfigError naming the forms."""
-    kind, _, arg = text.strip().partition(":")
+    kind, _, arg = text.partition(":")
     bad = ConfigError(f"set={text!r}: expected one of {', '.join(SET_RULES)} (X a probability in [0, 1], "
                       "K a whole number >= 1)")
     if kind == "threshold-tuned" and not arg:
         return SetRule("threshold-tuned")
     if kind == "threshold":
         try:
-            value = float(arg)
+            value = strict_float(arg)
         except ValueError:
             raise bad from None
         if not 0.0 <= value <= 1.0:  # also refuses NaN

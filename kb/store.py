@@ -15,7 +15,6 @@ import hashlib
 import http.client
 import re
 import socket
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from rdflib.query import Result
 
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
+from kb.deadline import Deadline, watching
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -306,11 +306,11 @@ class SparqlEndpoint:
         """One request, from connecting to the last byte, within `timeout` seconds (`TimeoutError` past it).
 
         A socket timeout bounds each read only, so a server that sends a byte now and then would
-        never time out: a timer shuts the connection down when the whole request is late.
+        never time out: the `Deadline` shuts the connection down when the whole request is late.
         """
-        deadline = _Deadline(self.timeout)
+        deadline = Deadline(self.timeout)
         try:
-            with deadline, deadline.opener().open(request, timeout=self.timeout) as answer:
+            with deadline, _OPENER.open(request, timeout=self.timeout) as answer:
                 ctype, body = answer.headers.get("Content-Type", ""), answer.read()
         except Exception:
             if deadline.expired:
@@ -339,68 +339,22 @@ class SparqlEndpoint:
             raise KbcError(f"{bad} (unreadable {base}: {_one_line(str(exc).encode(), 120)})") from None
 
 
-class _Deadline:
-    """Shuts down the sockets of one request once `seconds` have passed since it started (`with`)."""
+def _opener() -> OpenerDirector:
+    """A urllib opener whose connections report their sockets to the request's `Deadline`."""
+    http_conn, https_conn = watching(http.client.HTTPConnection), watching(http.client.HTTPSConnection)
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+    class HttpHandler(HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(http_conn, req)
 
-    def __enter__(self) -> _Deadline:
-        self._timer = threading.Timer(self.seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
+    class HttpsHandler(HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(https_conn, req, context=self._context)
 
-    def __exit__(self, *exc) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            if self.expired:
-                _shut(sock)
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            for sock in self._sockets:
-                _shut(sock)
-
-    def opener(self) -> OpenerDirector:
-        """A urllib opener whose connections report their sockets to this deadline."""
-        deadline = self
-
-        class Http(http.client.HTTPConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
-
-        class Https(http.client.HTTPSConnection):
-            def connect(self) -> None:
-                super().connect()
-                deadline.watch(self.sock)
-
-        class HttpHandler(HTTPHandler):
-            def http_open(self, req):
-                return self.do_open(Http, req)
-
-        class HttpsHandler(HTTPSHandler):
-            def https_open(self, req):
-                return self.do_open(Https, req, context=self._context)
-
-        return build_opener(HttpHandler, HttpsHandler)
+    return build_opener(HttpHandler, HttpsHandler)
 
 
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
+_OPENER = _opener()
 
 
 def _read_quietly(exc: HTTPError) -> bytes:

@@ -568,6 +568,118 @@ def _(c: Ctx) -> list[str]:
     return _run_bert_on_cache(c, lambda path: path.mkdir())
 
 
+# -- numbers and paths typed by users: ASCII digits only, no empty path, no folder for a file ------
+@case("--context retrieved:K with a space", "--context retrieved: 3: K must be a whole number in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--context", "retrieved: 3"]
+
+
+@case("--context retrieved:K with an underscore", "--context retrieved:1_0: K must be a whole number in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--context", "retrieved:1_0"]
+
+
+@case("--context retrieved:K in Arabic-Indic digits",
+      "--context retrieved:\u0663: K must be a whole number in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--context", "retrieved:\u0663"]
+
+
+@case("--context retrieved: without K", "--context retrieved:: K must be a whole number in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--context", "retrieved:"]
+
+
+@case("integer flag with a space", "Invalid value for '--depth': ' 3' is not a valid integer; write it in ASCII "
+      "digits, e.g. 3")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--depth", " 3"]
+
+
+@case("integer flag in Unicode digits", "Invalid value for '--seed': '\u0663' is not a valid integer")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--seed", "\u0663"]
+
+
+@case("number flag nan", "Invalid value for '--store-timeout': 'nan' is not a valid number; write it in ASCII "
+      "digits, e.g. 0.5")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--store-timeout", "nan"]
+
+
+@case("--es-timeout inf", "Invalid value for '--es-timeout': 'inf' is not a valid number")
+def _(c: Ctx) -> list[str]:
+    return ["index", "stats", "--backend", "elasticsearch", "--es-url", "http://127.0.0.1:9", "--es-timeout", "inf"]
+
+
+@case("--set integer with an underscore", "--set k=1_0: expected an integer in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return _run(c, "retrieval", "--set", "k=1_0")
+
+
+@case("--set number in Unicode digits", "--set context_bonus=\u0661.5: expected a number in ASCII digits")
+def _(c: Ctx) -> list[str]:
+    return _run(c, "retrieval", "--set", "context_bonus=\u0661.5")
+
+
+@case("--set threshold in Unicode digits", "--set set=threshold:\u0660.\u0665: expected one of")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--set", "set=threshold:\u0660.\u0665"]
+
+
+@case("--bootstrap with an underscore inside a number", "'1_0' is not a whole number of resamples")
+def _(c: Ctx) -> list[str]:
+    return ["compare", str(_finished_run(c)), "freq", "freq", "--bootstrap", "1_0"]
+
+
+@case("empty --out", "Invalid value for '--out': '' is no path; give a file or folder name")
+def _(c: Ctx) -> list[str]:
+    argv = c.run_freq()
+    argv[argv.index("--out") + 1] = ""
+    return argv
+
+
+@case("empty --index", "Invalid value for '--index': '' is no path")
+def _(c: Ctx) -> list[str]:
+    return ["index", "stats", "--index", ""]
+
+
+@case("empty --store", "Invalid value for '--store': '' is no path")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--store", ""]
+
+
+@case("empty --prompts", "unknown prompt set ''; choose from")
+def _(c: Ctx) -> list[str]:
+    return c.run_freq() + ["--prompts", ""]
+
+
+@case("LM-KBC alias list is a directory", "alias_TREx_en.txt: the alias list is a directory; put the file there or "
+      "remove it")
+def _(c: Ctx) -> list[str]:
+    from lmkbc_fixtures import write_lmkbc
+
+    root = write_lmkbc(c.tmp / "lmkbc2024")  # beside the LAMA copy, as in the shared data
+    (root / "xfactr" / "alias_TREx_en.txt").mkdir(parents=True)
+    return ["run", "lmkbc", "--predictors", "freq", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
+@case("X-FACTR instance-of list is a dangling link", "TREx_instanceof.txt: the instance-of list is a dangling link")
+def _(c: Ctx) -> list[str]:
+    (c.data / "xfactr").mkdir()
+    (c.data / "xfactr" / "TREx_instanceof.txt").symlink_to(c.tmp / "gone.txt")
+    argv = c.run_freq()
+    argv[1] = "kmir"
+    return argv
+
+
+def _run(c: Ctx, predictor: str, *extra: str) -> list[str]:
+    """`run_freq` with another predictor in place of freq, and `extra` flags."""
+    argv = c.run_freq()
+    argv[argv.index("freq")] = predictor
+    return argv + list(extra)
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

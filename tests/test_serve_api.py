@@ -104,6 +104,9 @@ def test_unknown_subject_gives_empty_gold_not_an_error(client):
     ({"subject": "Dante", "relation": "P19", "k": 0}, 400, "k=0"),
     ({"subject": "Dante", "relation": "P19", "k": 101}, 400, "k=101"),
     ({"subject": "Dante", "relation": "P19", "k": "ten"}, 422, "k:"),
+    ({"subject": "Dante", "relation": "P19", "k": " 3"}, 422, "k: Value error, not a whole number: ' 3'"),
+    ({"subject": "Dante", "relation": "P19", "k": "1_0"}, 422, "k: Value error, not a whole number: '1_0'"),
+    ({"subject": "Dante", "relation": "P19", "k": "+3"}, 422, "k: Value error, not a whole number: '+3'"),
 ])
 def test_bad_query_is_4xx_with_a_message(client, params, status, needle):
     r = client.get("/api/query", params=params)
@@ -211,6 +214,8 @@ def test_run_fact_detail(client, instances):
     ("/api/runs/lama-small/facts?outcome=kb-wins", 400, "outcome="),
     ("/api/runs/lama-small/facts?page=0", 400, "page=0"),
     ("/api/runs/lama-small/facts?per_page=100000", 400, "per_page="),
+    ("/api/runs/lama-small/facts?per_page=1_0", 422, "per_page: Value error, not a whole number: '1_0'"),
+    ("/runs/lama-small?page=%203", 422, "page: Value error, not a whole number: ' 3'"),
     ("/api/runs/lama-small/facts?relation=P999", 400, "no relation 'P999'"),
     ("/api/runs/lama-small/facts?a=nobody", 400, "no predictor 'nobody'"),
     ("/api/runs/lama-small?setting=both", 400, "setting="),

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
-from bridge.cli.index import backend_option, es_url_option, index_option
-from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.index import backend_option, index_option
+from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_progress
+from bridge.cli.value_types import Int, IntRange, PathType
 from eval.datadir import ENV_VAR
 from eval.errors import ConfigError, DataError, KbcError
 
@@ -30,7 +31,7 @@ def _text_index(location: str | None, backend: str, es_url: str | None):
     if backend == "tantivy" and not (Path(where) / "CURRENT").exists():
         raise ConfigError(f"the co-occurrence statistics need a text index and there is none at {where}; {hint}")
     try:
-        index = open_index(backend, where, es_url)
+        index = open_index(backend, where, es_url, es_timeout())
         len(index)
     except DataError as exc:  # a damaged index: its message already names the command that rebuilds it
         raise ConfigError(f"the co-occurrence statistics need a text index: {exc}") from None
@@ -46,12 +47,12 @@ def _text_index(location: str | None, backend: str, es_url: str | None):
 def stat_options(command):
     options = [
         index_option, backend_option, es_url_option, data_dir_option,
-        click.option("--tokenizer", type=click.Path(file_okay=False), default=None,
+        click.option("--tokenizer", type=PathType(file_okay=False), default=None,
                      help="Tokenizer folder for SWP (default: the run's first masked LM, else "
                           "bert-base-cased from the shared tokenizers beside the data)."),
-        click.option("--embeddings", type=click.Path(file_okay=False), default=None,
+        click.option("--embeddings", type=PathType(file_okay=False), default=None,
                      help="A language model folder (masked or causal): SOCS from its input embeddings."),
-        click.option("--wikipedia2vec", type=click.Path(dir_okay=False), default=None,
+        click.option("--wikipedia2vec", type=PathType(dir_okay=False), default=None,
                      help="wikipedia2vec vectors (.npz or text): SOCS from entity vectors."),
         click.option("--quiet", is_flag=True, help="No progress bars."),
     ]
@@ -104,7 +105,7 @@ def analyze() -> None:
 
 
 @analyze.command("stats")
-@click.argument("run_dir", type=click.Path())
+@click.argument("run_dir", type=PathType())
 @stat_options
 def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings, wikipedia2vec, quiet) -> None:
     """SM, OM, co-occurrence (paragraphs, sentences), ST, SWP, SOCS per fact; LPFP per LM prediction.
@@ -166,14 +167,14 @@ def _fmt(value, p) -> str:
 
 
 @analyze.command("correlation")
-@click.argument("run_dir", type=click.Path())
+@click.argument("run_dir", type=PathType())
 @click.option("--statistic", "statistics", multiple=True,
               help="Only these statistics (sm om cooc_paragraphs cooc_sentences st swp socs lpfp).")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
               help="Setting printed (both are written).")
 @click.option("--target", type=click.Choice(["p@1", "rr"]), default="p@1", show_default=True,
               help="Target printed (both are written).")
-@click.option("--compare", multiple=True, type=click.Path(),
+@click.option("--compare", multiple=True, type=PathType(),
               help="Other run directories over the same corpora whose predictors join the table.")
 @click.option("--recompute", is_flag=True, help="Compute the statistics again even if they exist.")
 @stat_options
@@ -226,20 +227,20 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 
 
 @analyze.command("evidence")
-@click.argument("run_dir", type=click.Path())
+@click.argument("run_dir", type=PathType())
 @click.option("--predictors", multiple=True,
               help="Only these predictors of the run (default: all; KB predictors ignore the wording).")
 @click.option("--relations", multiple=True, help="Only these relations.")
-@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+@click.option("--limit", type=IntRange(min=1), default=100, show_default=True,
               help="A seeded sample of at most N facts per relation (LAMA Fig. 4: 100); facts with fewer "
                    "than --min-evidences sentences are then left out.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--min-evidences", type=click.IntRange(min=2), default=2, show_default=True)
-@click.option("--max-evidences", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--seed", type=Int(), default=0, show_default=True)
+@click.option("--min-evidences", type=IntRange(min=2), default=2, show_default=True)
+@click.option("--max-evidences", type=IntRange(min=2), default=10, show_default=True)
 @data_dir_option
 @click.option("--device", default="cpu", show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--store", default=None, help="Graph store path (default: the cache's).")
+@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
+@click.option("--store", type=PathType(), default=None, metavar="PATH", help="Graph store path (default: the cache's).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:

@@ -9,18 +9,21 @@ experiments (coherency asks each instance in two rounds and four steps) are refu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
+from bridge.cli.value_types import Int
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.user_values import strict_float
 
 LISTS = {"only-a": "only_a", "only-b": "only_b", "both": "both", "neither": "neither"}
 SHOW_TOP = 5
@@ -75,7 +78,7 @@ def _correct(record: dict, setting: str) -> bool:
 
 
 class Resamples(click.ParamType):
-    """A number of bootstrap resamples: 0 (no interval) up to `MAX_BOOTSTRAP`; `1e4` is read as 10000."""
+    """A number of bootstrap resamples: 0 (no interval) up to `MAX_BOOTSTRAP`; `1e4` and `10,000` are 10000."""
 
     name = "N"
 
@@ -83,8 +86,11 @@ class Resamples(click.ParamType):
         if isinstance(value, int):
             number = float(value)
         else:
+            text = str(value)
+            if re.fullmatch(r"[0-9]{1,3}([,_])[0-9]{3}(\1[0-9]{3})*", text):  # thousands, grouped by 3
+                text = re.sub(r"[,_]", "", text)
             try:
-                number = float(str(value).replace(",", "").replace("_", ""))
+                number = strict_float(text)
             except ValueError:
                 self.fail(f"{value!r} is not a whole number of resamples", param, ctx)
         if not number.is_integer() or not 0 <= number <= MAX_BOOTSTRAP:
@@ -208,7 +214,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
               help="Print the facts of one cell of the 2x2 table instead of the table (tab-separated).")
 @click.option("--bootstrap", "n_boot", type=Resamples(), default=1000, show_default=True,
               help=f"Bootstrap resamples for the interval of the P@1 difference (0: none; at most {MAX_BOOTSTRAP:,}).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> None:
     """Predictors A and B on the facts both answered: right for both, only A, only B, neither.

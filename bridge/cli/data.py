@@ -8,6 +8,7 @@ import click
 
 from bridge.cli.choices import NamedChoice
 from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
 from eval.errors import ConfigError, DataError
@@ -24,7 +25,7 @@ def data() -> None:
 
 @data.command("download")
 @click.argument("names", nargs=-1, metavar="[NAME]...", type=NamedChoice([*SOURCE_NAMES, "all"]))
-@click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
+@click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
               help="Data folder to lay the corpora out in (LAMA lands in DEST/lama, BEAR in DEST/bear, ...).")
 @click.option("--mirror", envvar=MIRROR_ENV, default=None, show_envvar=True,
               help="Base URL of a mirror holding each upstream file at HOST/PATH (e.g. raw.githubusercontent.com/...).")
@@ -50,7 +51,7 @@ def download(names, dest, mirror, url, sha256, quiet) -> None:
 
 
 @data.command("list")
-@click.option("--dest", type=click.Path(file_okay=False), default="data", show_default=True,
+@click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
               help="Data folder to look in.")
 def list_sources(dest) -> None:
     """Every corpus `kbc data download` fetches: its size, whether it is in DEST, where, its licence, what it is."""
@@ -106,18 +107,18 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
 
 
 @data.command("uhn")
-@click.option("--out", required=True, type=click.Path(file_okay=False),
+@click.option("--out", required=True, type=PathType(file_okay=False),
               help="Folder for the filtered data set (LAMA layout, plus deletions.json).")
 @click.option("--filters", multiple=True, type=click.Choice(["string", "name"]), default=None,
               help="Filters, applied string first (several values after one flag; default: string, "
                    "plus name when a model is given).")
 @click.option("--model", default=None,
               help=f"Masked LM for the person-name filter (local dir or hub id; default: ${UHN_MODEL_ENV}).")
-@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--top-k", type=IntRange(min=1), default=3, show_default=True,
               help="Person-name filter: delete when the gold object is in the top k for a name token.")
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
 @data_dir_option
 def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:
     """LAMA-UHN (E-BERT §2.1): delete facts whose subject name gives the answer away."""

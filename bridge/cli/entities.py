@@ -12,6 +12,7 @@ import click
 
 from bridge.cli.index import MAX_K
 from bridge.cli.options import data_dir_option
+from bridge.cli.value_types import Float, Int, IntRange, PathType
 from eval.errors import ConfigError
 
 
@@ -21,22 +22,22 @@ def entities() -> None:
 
 
 @entities.command("train")
-@click.argument("dump", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.argument("dump", type=PathType(dir_okay=False))
+@click.option("--out", required=True, type=PathType(dir_okay=False),
               help="Model file (.pkl, the library's pickle; the .npz to use is written beside it).")
-@click.option("--dim", type=int, default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
-@click.option("--iterations", type=int, default=5, show_default=True)
-@click.option("--window", type=int, default=5, show_default=True)
-@click.option("--negative", type=int, default=5, show_default=True)
-@click.option("--word-neg-power", type=float, default=0.75, show_default=True,
+@click.option("--dim", type=Int(), default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
+@click.option("--iterations", type=Int(), default=5, show_default=True)
+@click.option("--window", type=Int(), default=5, show_default=True)
+@click.option("--negative", type=Int(), default=5, show_default=True)
+@click.option("--word-neg-power", type=Float(), default=0.75, show_default=True,
               help="0 = uniform negative table (seconds instead of minutes on small dumps).")
-@click.option("--entity-neg-power", type=float, default=0.0, show_default=True)
-@click.option("--min-word-count", type=int, default=5, show_default=True)
-@click.option("--min-entity-count", type=int, default=5, show_default=True,
+@click.option("--entity-neg-power", type=Float(), default=0.0, show_default=True)
+@click.option("--min-word-count", type=Int(), default=5, show_default=True)
+@click.option("--min-entity-count", type=Int(), default=5, show_default=True,
               help="Entities with fewer links are left out (1 keeps every entity of a small dump).")
 @click.option("--lowercase/--no-lowercase", default=False, show_default=True, help="E-BERT uses cased words.")
 @click.option("--link-graph/--no-link-graph", default=True, show_default=True)
-@click.option("--pool-size", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--pool-size", type=Int(), default=None, help="Worker processes (default: all cores).")
 def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_neg_power, min_word_count,
           min_entity_count, lowercase, link_graph, pool_size) -> None:
     """Train wikipedia2vec on a bz2 Wikipedia DUMP (resumes: finished steps are skipped)."""
@@ -57,8 +58,8 @@ def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_n
 
 
 @entities.command("convert")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
+@click.argument("model", type=PathType(dir_okay=False))
+@click.option("--out", type=PathType(dir_okay=False), default=None,
               help="The .npz to write (default: MODEL with .npz instead of .pkl).")
 @click.option("--trust-pickle", is_flag=True,
               help="Load MODEL although it is a pickle (it can run any code it holds): only for files you trust.")
@@ -76,9 +77,9 @@ def convert(model, out, trust_pickle) -> None:
 
 @entities.command("map")
 @click.option("--model", required=True, help="Masked LM (local directory or hub id).")
-@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
+@click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
 @click.option("--kind", type=click.Choice(["lstsq", "procrustes"]), default="lstsq", show_default=True)
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Where to save the map (.npz).")
+@click.option("--out", required=True, type=PathType(dir_okay=False), help="Where to save the map (.npz).")
 def map_(model, w2v, kind, out) -> None:
     """Fit the E-BERT map W on words that are whole tokens in both vocabularies; report R²."""
     from lm.entities.embeddings import load_embeddings
@@ -95,12 +96,12 @@ def map_(model, w2v, kind, out) -> None:
 
 
 @entities.command("link-stats")
-@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
+@click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
 @click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
 @data_dir_option
-@click.option("--titles", type=click.Path(dir_okay=False), help="Q-id<TAB>title TSV.")
-@click.option("--redirects", type=click.Path(dir_okay=False), help="Dump DB or source<TAB>target TSV.")
-@click.option("--mentions", type=click.Path(dir_okay=False),
+@click.option("--titles", type=PathType(dir_okay=False), help="Q-id<TAB>title TSV.")
+@click.option("--redirects", type=PathType(dir_okay=False), help="Dump DB or source<TAB>target TSV.")
+@click.option("--mentions", type=PathType(dir_okay=False),
               help="text<TAB>title<TAB>commonness TSV (default: the table in the .npz).")
 def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
     """Subjects of each corpus with an entity vector, by linking method (E-BERT: Google-RE 54%, T-REx >98%)."""
@@ -121,10 +122,10 @@ def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
 
 @entities.command("search")
 @click.argument("title")
-@click.option("--wikipedia2vec", "w2v", required=True, type=click.Path(dir_okay=False))
-@click.option("--map", "map_path", type=click.Path(dir_okay=False), help="Search mapped vectors (LM space).")
+@click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
+@click.option("--map", "map_path", type=PathType(dir_okay=False), help="Search mapped vectors (LM space).")
 @click.option("--index", "kind", type=click.Choice(["flat", "ivf", "hnsw"]), default="flat", show_default=True)
-@click.option("-k", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
+@click.option("-k", type=IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
 def search(title, w2v, map_path, kind, k) -> None:
     """Nearest entities to TITLE by inner product (wikipedia2vec space, or LM space with --map)."""
     from lm.entities.embeddings import load_embeddings

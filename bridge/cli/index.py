@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
-from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_progress
+from bridge.cli.value_types import IntRange, PathType
 from eval.errors import ConfigError
 
 DEFAULT_NAME = "lama-evidence"
@@ -15,9 +15,7 @@ MAX_K = 10_000  # results per query; tantivy allocates room for k hits up front
 
 backend_option = click.option("--backend", type=click.Choice(["tantivy", "elasticsearch"]), default="tantivy",
                               show_default=True, help="Embedded tantivy index or an Elasticsearch server.")
-es_url_option = click.option("--es-url", default=lambda: os.environ.get("KBC_ES_URL"),
-                             help="Elasticsearch URL (default: $KBC_ES_URL).")
-index_option = click.option("--index", "location", default=None,
+index_option = click.option("--index", "location", type=PathType(), default=None, metavar="DIR|NAME",
                             help="Index directory (tantivy) or index name (Elasticsearch); "
                                  f"default: <cache>/index/{DEFAULT_NAME}, or {DEFAULT_NAME!r} on Elasticsearch.")
 
@@ -35,7 +33,7 @@ def _location(location: str | None, backend: str) -> str:
 def _open(location, backend, es_url):
     from kb.text.index import open_index
 
-    return open_index(backend, _location(location, backend), es_url)
+    return open_index(backend, _location(location, backend), es_url, es_timeout())
 
 
 @click.group()
@@ -47,11 +45,11 @@ def index() -> None:
 @click.option("--source", type=click.Choice(["lama", "dump", "jsonl"]), default="lama", show_default=True,
               help="lama: the LAMA evidence text (T-REx, Google-RE); dump: a MediaWiki XML dump; "
                    "jsonl: paragraphs.")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--input", "input_path", type=PathType(dir_okay=False), default=None,
               help="The dump (.xml, .xml.bz2, .xml.gz) or JSONL file (for --source dump|jsonl).")
-@click.option("--out", "location", default=None,
+@click.option("--out", "location", type=PathType(), default=None, metavar="DIR|NAME",
               help="Index directory (tantivy) or index name (Elasticsearch); default as for --index.")
-@click.option("--min-words", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--min-words", type=IntRange(min=1), default=3, show_default=True,
               help="Dump paragraphs shorter than this are skipped.")
 @backend_option
 @es_url_option
@@ -66,7 +64,8 @@ def build(source, input_path, location, min_words, backend, es_url, data_dir, qu
     if source == "lama":
         from kb.text.evidence import evidence_index
 
-        idx = evidence_index(location, data_dir, backend, es_url, progress=show_progress(quiet))
+        idx = evidence_index(location, data_dir, backend, es_url, progress=show_progress(quiet),
+                             es_timeout=es_timeout())
         click.echo(idx.stats().get("ingest", ""))
     else:
         if not input_path:
@@ -75,7 +74,7 @@ def build(source, input_path, location, min_words, backend, es_url, data_dir, qu
         paragraphs = read_dump(input_path, report, min_words, progress=show_progress(quiet)) if source == "dump" \
             else read_paragraph_jsonl(input_path, report)
         idx = build_index(paragraphs, backend, location, es_url, meta={"source": f"{source}:{input_path}"},
-                          progress=show_progress(quiet))
+                          progress=show_progress(quiet), es_timeout=es_timeout())
         click.echo(report.summary())
     stats = idx.stats()
     click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend})")
@@ -95,7 +94,7 @@ def stats(location, backend, es_url) -> None:
 
 @index.command("search")
 @click.argument("query")
-@click.option("-k", type=click.IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
+@click.option("-k", type=IntRange(1, MAX_K), default=10, show_default=True, help="Number of results.")
 @index_option
 @backend_option
 @es_url_option

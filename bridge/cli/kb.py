@@ -7,6 +7,7 @@ import json
 import click
 
 from bridge.cli.options import data_dir_option, open_cli_store, store_option
+from bridge.cli.value_types import IntRange, PathType
 from eval.corpora import load_corpus
 
 
@@ -60,7 +61,7 @@ def types(corpus, data_dir, store, as_json) -> None:
 
 
 @kb.command("infer")
-@click.option("--axioms", type=click.Path(dir_okay=False), default=None,
+@click.option("--axioms", type=PathType(dir_okay=False), default=None,
               help="Turtle file of OWL 2 property axioms (default: the shipped kb/axioms.ttl).")
 @click.option("--corpus", default="trex", show_default=True)
 @data_dir_option
@@ -68,7 +69,7 @@ def types(corpus, data_dir, store, as_json) -> None:
 @click.option("--force", is_flag=True, help="Recompute even when graph `inferred` is up to date.")
 @click.option("--owlrl", "with_owlrl", is_flag=True,
               help="Also time owlrl's OWL-RL closure of the same facts and compare its new facts.")
-@click.option("--max-derived", type=click.IntRange(min=1), default=None,
+@click.option("--max-derived", type=IntRange(min=1), default=None,
               help="Stop with an error when the axioms derive more new facts than this "
                    "(default: 10 per input fact, at least 10,000).")
 def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> None:

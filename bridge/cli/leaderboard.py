@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.value_types import Int, IntRange, PathType
 from eval.cells import csv_cell, md_row
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
@@ -87,7 +88,7 @@ def check_out(out: Path) -> None:
 
 
 @click.command("leaderboard")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dirs", nargs=-1, required=True, type=PathType(exists=True, file_okay=False))
 @click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
               help="Only these corpora (default: every corpus of the first run; each run must hold them).")
 @click.option("--metric", default=None, help="p@1, p@10, mrr; coherency, c1, ...; f1, em; macro-f1, ... "
@@ -97,11 +98,11 @@ def check_out(out: Path) -> None:
               help="shared: the facts every predictor of every run answered; own: each predictor's.")
 @click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
-@click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=None,
+@click.option("--bootstrap", type=IntRange(min=0, max=MAX_BOOTSTRAP), default=None,
               help=f"Resamples behind each shared-scope 95% interval (0: stderr only) [default: the runs' own "
               f"setting where they agree, else {DEFAULT_BOOTSTRAP}]; --scope own reads each run's summary.json.")
-@click.option("--bootstrap-seed", type=int, default=None, help="[default: the runs' own where they agree, else 0]")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to this file, not stdout.")
+@click.option("--bootstrap-seed", type=Int(), default=None, help="[default: the runs' own where they agree, else 0]")
+@click.option("--out", type=PathType(dir_okay=False), default=None, help="Write to this file, not stdout.")
 def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap, bootstrap_seed, out) -> None:
     """Every predictor of RUN_DIR... ranked on one metric, with stderr and 95% bootstrap interval.
 

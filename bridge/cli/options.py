@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
+from bridge.cli.value_types import FloatRange, PathType
+from kb.text.index import ES_TIMEOUT
+
 data_dir_option = click.option(
     "--data-dir",
-    type=click.Path(file_okay=False),
+    type=PathType(file_okay=False),
     default=None,
     help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
 )
@@ -35,7 +39,7 @@ def open_cli_store(path: str | None):
     return open_store(path, meta.get(_UPDATE_KEY), default, timeout=meta.get(_TIMEOUT_KEY, 30.0))
 
 
-_UPDATE_KEY, _TIMEOUT_KEY = "kbc.store_update", "kbc.store_timeout"
+_UPDATE_KEY, _TIMEOUT_KEY, _ES_TIMEOUT_KEY = "kbc.store_update", "kbc.store_timeout", "kbc.es_timeout"
 
 
 def _remember(key: str):
@@ -51,11 +55,26 @@ def store_option(func):
 
     The last two do not reach the command's arguments, so commands take a single `store` argument.
     """
-    func = click.option("--store-timeout", type=click.FloatRange(min=0, min_open=True), default=30.0,
+    func = click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=30.0,
                         show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
                         help="Seconds one request to a SPARQL endpoint may take in all (answer included).")(func)
     func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
                         callback=_remember(_UPDATE_KEY),
                         help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
-    return click.option("--store", default=None,
+    return click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                         help="Graph store path (default: the cache), or a SPARQL query URL.")(func)
+
+
+def es_url_option(func):
+    """`--es-url`, plus `--es-timeout`, which `es_timeout` reads from the context (commands take `es_url` only)."""
+    func = click.option("--es-timeout", type=FloatRange(min=0, min_open=True), default=ES_TIMEOUT, show_default=True,
+                        expose_value=False, callback=_remember(_ES_TIMEOUT_KEY),
+                        help="Seconds one request to Elasticsearch may take in all (answer included).")(func)
+    return click.option("--es-url", default=lambda: os.environ.get("KBC_ES_URL"),
+                        help="Elasticsearch URL (default: $KBC_ES_URL).")(func)
+
+
+def es_timeout() -> float:
+    """This command's `--es-timeout` (the default outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_ES_TIMEOUT_KEY, ES_TIMEOUT) if ctx is not None else ES_TIMEOUT

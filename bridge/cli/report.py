@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.value_types import PathType
 from eval.errors import ConfigError
 
 
@@ -63,7 +64,8 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
 @click.argument("run_dir")
 @click.option("--compare", "compare", default=None, metavar="RUN_DIR2",
               help="A second run over the same corpora, drawn beside the first (predictors named RUN:PREDICTOR).")
-@click.option("--out", default=None, metavar="DIR", help="Where to write (default: RUN_DIR/report).")
+@click.option("--out", type=PathType(file_okay=False), default=None, metavar="DIR",
+              help="Where to write (default: RUN_DIR/report).")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
               help="Which gold rank counts: raw, or with the other valid objects removed.")
 @click.option("--delta", nargs=2, default=None, metavar="A B",

@@ -10,6 +10,7 @@ import click
 
 from bridge.cli.choices import NamedChoice
 from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.value_types import FloatRange, Int, IntRange, PathType
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, check_bootstrap
@@ -183,7 +184,7 @@ def read_run_file(path: Path) -> dict:
         sets += [str(s) for s in raw_sets]
     if sets:
         out["sets"] = sets
-    for param in ("corpora", "predictors", "relations", "sets"):
+    for param in ("corpora", "relations", "sets"):  # predictors: `predictor_items` splits them
         if isinstance(out.get(param), str):
             out[param] = out[param].split()
     return out
@@ -203,21 +204,22 @@ def run_options(default_out: str):
                      help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
                           "NAME is the column."),
         data_dir_option,
-        click.option("--out", type=click.Path(file_okay=False), default=default_out, show_default=True,
+        click.option("--out", type=PathType(file_okay=False), default=default_out, show_default=True,
                      help="Output directory; rerunning into it resumes and adds predictors, corpora, relations."),
         click.option("--relations", multiple=True,
                      help="Only these relation ids (each must exist in a chosen corpus)."),
-        click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True,
+        click.option("--depth", type=IntRange(min=1), default=100, show_default=True,
                      help="Answers ranked per query."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
+        click.option("--limit", type=IntRange(min=1), default=None,
                      help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --limit sample."),
+        click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),
         click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors)."),
         click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True),
-        click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True),
-        click.option("--store", default=None, help="Graph store path, or a SPARQL query endpoint URL."),
+        click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True),
+        click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
+                     help="Graph store path, or a SPARQL query endpoint URL."),
         click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store."),
-        click.option("--store-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+        click.option("--store-timeout", type=FloatRange(min=0.1), default=30.0, show_default=True,
                      help="Seconds a remote store may take per request."),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
                      help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys)."),
@@ -229,29 +231,29 @@ def run_options(default_out: str):
                           "or retrieved[:K] (BM25 paragraphs, the fact's own excluded)."),
         click.option("--template", type=click.Choice(["0", "1", "2", "all"]), default="0", show_default=True,
                      help="BEAR corpora: the template each relation is asked with, or all three (a prompt set)."),
-        click.option("--prompt-draws", type=click.IntRange(min=1), default=10, show_default=True,
+        click.option("--prompt-draws", type=IntRange(min=1), default=10, show_default=True,
                      help="Seeded draws of one random prompt per relation (min/avg/max P@1)."),
         click.option("--compat", type=click.Choice(["lama", "lm-pub-quiz"]), default=None,
                      help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off), or "
                           "as lm-pub-quiz (statement scoring: labels verbatim, the first character upper-cased)."),
         click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True,
                      help="Setting shown in the printed table and summary.md (summary.json holds both)."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True),
+        click.option("--config", "config_file", type=PathType(dir_okay=False, exists=True),
                      help="TOML or YAML file with the same settings as the flags (flags win)."),
-        click.option("--bootstrap", type=click.IntRange(min=0, max=MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
+        click.option("--bootstrap", type=IntRange(min=0, max=MAX_BOOTSTRAP), default=DEFAULT_BOOTSTRAP,
                      show_default=True, help="Resamples behind each summary cell's 95% interval (0: stderr only)."),
-        click.option("--bootstrap-seed", type=int, default=0, show_default=True, help="Seed of those resamples."),
+        click.option("--bootstrap-seed", type=Int(), default=0, show_default=True, help="Seed of those resamples."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                      help="Where chunks of queries are answered: this process, or Ray actors (pip install "
                           "'kbcompare[ray]'); the files written are the same."),
         click.option("--ray-address", default=None,
                      help="Ray cluster: auto (a running one), HOST:PORT or ray://HOST:PORT; default: RAY_ADDRESS, "
                           "else the one `ray start` left on this machine, else a cluster started for this run."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
+        click.option("--workers", type=IntRange(min=1), default=None,
                      help="Ray actors per predictor (default: as many as the cluster's CPUs, or GPUs, hold)."),
-        click.option("--gpus-per-worker", type=click.FloatRange(min=0), default=0.0, show_default=True,
+        click.option("--gpus-per-worker", type=FloatRange(min=0), default=0.0, show_default=True,
                      help="GPUs each Ray actor of a language model holds (fractions share a GPU)."),
-        click.option("--threads-per-worker", type=click.IntRange(min=1), default=1, show_default=True,
+        click.option("--threads-per-worker", type=IntRange(min=1), default=1, show_default=True,
                      help="CPU threads (and Ray CPUs) each actor takes."),
         click.option("--quiet", is_flag=True, help="No progress bars."),
         click.pass_context,
@@ -276,7 +278,7 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     `make_experiment(params)` builds the experiment from the merged flags.
     """
     from bridge.run.config import read_config
-    from bridge.run.options import parse_sets
+    from bridge.run.options import parse_sets, predictor_items
     from bridge.run.runner import RunConfig, run_experiment
     from bridge.run.summaries import open_spaces, relation_info, shown_extra
     from eval.report import METRIC_NAMES, table
@@ -291,7 +293,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
             flag = "--corpus" if required == "corpora" else "--predictors"
             raise ConfigError(f"missing {flag} (on the command line or in --config)")
     cfg = RunConfig(
-        corpora=_split(params["corpora"]), predictors=_split(params["predictors"]), out=Path(params["out"]),
+        corpora=_split(params["corpora"]), predictors=predictor_items(_values(params["predictors"])),
+        out=Path(params["out"]),
         data_dir=params["data_dir"], relations=_split(params["relations"]), depth=int(params["depth"]),
         device=params["device"], dtype=params["dtype"], batch_size=int(params["batch_size"]),
         options=parse_sets(params["sets"]), store=params["store"], store_update=params["store_update"],
@@ -358,11 +361,14 @@ def run_lama(ctx: click.Context, **params) -> None:
     execute(ctx, make, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
 
+def _values(values) -> list[str]:
+    """A flag's values: the flag repeated, or a list or one string from a run file."""
+    return [values] if isinstance(values, str) else [str(v) for v in values]
+
+
 def _split(values) -> list[str]:
     """Accept `--x a --x b`, `--x "a b"` and lists from a run file, keeping order."""
-    if isinstance(values, str):
-        values = [values]
-    return list(dict.fromkeys(v for value in values for v in str(value).split()))
+    return list(dict.fromkeys(v for value in _values(values) for v in value.split()))
 
 
 @click.command()
@@ -467,12 +473,12 @@ for _option in run_negated.params:
 
 @run.command("kmir")
 @run_options("runs/kmir")
-@click.option("--questions-per-relation", type=click.IntRange(min=1), default=20, show_default=True,
+@click.option("--questions-per-relation", type=IntRange(min=1), default=20, show_default=True,
               help="Asked facts drawn per relation (and derived facts per axiom) to build questions from; "
                    "reasoning questions add the facts they rest on, so a relation may hold more.")
-@click.option("--axioms", type=click.Path(dir_okay=False), default=None,
+@click.option("--axioms", type=PathType(dir_okay=False), default=None,
               help="Turtle file of OWL 2 property axioms for the derived facts (default: kb/axioms.ttl).")
-@click.option("--instance-of", type=click.Path(dir_okay=False), default=None,
+@click.option("--instance-of", type=PathType(dir_okay=False), default=None,
               help="X-FACTR instance-of lists for entity types (default: <data>/../xfactr/TREx_instanceof.txt).")
 def run_kmir(ctx: click.Context, **params) -> None:
     """KMIR-style questions: triple completion, statement checking, entity distinction, predicate reasoning.

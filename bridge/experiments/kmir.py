@@ -66,6 +66,18 @@ from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
 INSTANCE_OF_FILE = Path("xfactr") / "TREx_instanceof.txt"
+
+
+def default_instance_of(data_dir: str | Path | None) -> Path | None:
+    """X-FACTR's instance-of list in the data folder or beside it, if there is one."""
+    from eval.datadir import optional_file
+
+    if data_dir is None:
+        return None
+    return optional_file([root / INSTANCE_OF_FILE for root in (Path(data_dir), Path(data_dir).parent)],
+                         "instance-of list")
+
+
 PREFIXES = {"tc": TRIPLE_COMPLETION, "sc+": STATEMENT_CHECKING, "sc-": STATEMENT_CHECKING,
             "ed": ENTITY_DISTINCTION, "pr": PREDICATE_REASONING}
 
@@ -180,9 +192,8 @@ class KmirExperiment:
             if self.instance_of_path:
                 self._instance_of = load_instance_of(self.instance_of_path)
             else:
-                found = [root / INSTANCE_OF_FILE for root in (Path(data_dir), Path(data_dir).parent)
-                         if data_dir is not None and (root / INSTANCE_OF_FILE).is_file()]
-                self._instance_of = load_instance_of(found[0]) if found else {}
+                found = default_instance_of(data_dir)
+                self._instance_of = load_instance_of(found) if found else {}
         return self._instance_of
 
     def questions(self, given: StageInput) -> list[KmirQuestion]:

@@ -22,6 +22,7 @@ from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
 from eval.types import Fact, Prediction, Query
+from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
 ANSWERS = ("ranked", "set")
@@ -31,13 +32,13 @@ SET_TYPES = LAMA_SET_TYPES
 
 def parse_context(spec: str) -> tuple[str, int]:
     """`none`, `gold` or `retrieved[:K]` as (kind, K)."""
-    kind, _, k = spec.partition(":")
-    if kind not in CONTEXTS or (k and kind != "retrieved"):
+    kind, colon, k = spec.partition(":")
+    if kind not in CONTEXTS or (colon and kind != "retrieved"):
         raise ConfigError(f"--context {spec}: use none, gold or retrieved[:K]")
     try:
-        n = int(k) if k else 1
+        n = strict_int(k) if colon else 1
     except ValueError:
-        raise ConfigError(f"--context {spec}: K must be a whole number") from None
+        raise ConfigError(f"--context {spec}: K must be a whole number in ASCII digits, e.g. retrieved:3") from None
     if n < 1 or n > 100:
         raise ConfigError(f"--context {spec}: K must be between 1 and 100")
     return kind, n

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 from bridge.predictors.registry import Factory, PredictorContext
-from bridge.run.options import SET_OPTION, Option, declares
+from bridge.run.options import SET_OPTION, Option, declares, number_option
 from eval.errors import ConfigError, KbcError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
@@ -126,16 +126,6 @@ def _cache(ctx: PredictorContext):
     return ResultCache(Path(ctx.cache_dir) / "lm" / "results.sqlite") if value == "on" else None
 
 
-def _int_option(ctx: PredictorContext, key: str) -> int | None:
-    value = ctx.options.get(key)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise ConfigError(f"--set {key}={value}: expected an integer") from exc
-
-
 # every option of a masked LM, however it is named (a path, a hub id, or the registry's `bert` with model=)
 MASKED_LM_OPTIONS = (*MASKED_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION)
 
@@ -153,7 +143,7 @@ def make_masked(name: str, ctx: PredictorContext):
     loaded = load(name, "masked", ctx.device, ctx.dtype)
     scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
                             batch_size=ctx.batch_size, normalize=normalize, cache=_cache(ctx),
-                            max_length=_int_option(ctx, "max_length"), compat=getattr(ctx, "compat", None))
+                            max_length=number_option(ctx.options, "max_length"), compat=getattr(ctx, "compat", None))
     if _statement(ctx):
         from lm.statement import MaskedStatementScorer
 
@@ -244,8 +234,8 @@ def make_seq2seq(name: str, ctx: PredictorContext):
         scorer = Seq2SeqStatementScorer(loaded.model, loaded.tokenizer, name=name, batch_size=ctx.batch_size)
         return _statement_predictor(name, ctx, scorer, {"fingerprint": loaded.fingerprint, "dtype": ctx.dtype})
     return Seq2SeqSpanPredictor(name, loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint,
-                                dtype=ctx.dtype, beams=_int_option(ctx, "beams") or 10,
-                                max_new_tokens=_int_option(ctx, "max_new_tokens") or 24,
+                                dtype=ctx.dtype, beams=number_option(ctx.options, "beams", 10),
+                                max_new_tokens=number_option(ctx.options, "max_new_tokens", 24),
                                 batch_size=ctx.batch_size)
 
 

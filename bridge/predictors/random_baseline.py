@@ -16,7 +16,7 @@ import random
 from collections.abc import Iterable, Sequence
 
 from bridge.predictors.registry import PredictorContext
-from bridge.run.options import Option, declares
+from bridge.run.options import Option, declares, number_option
 from eval.types import Answer, Fact, Prediction, Query
 
 NOT_IN_SET = "object is not an entity of the relation"
@@ -76,4 +76,4 @@ class RandomPredictor:
 
 @declares(SEED)
 def make_random(name: str, ctx: PredictorContext) -> RandomPredictor:
-    return RandomPredictor(ctx.corpus.facts, int(ctx.options.get("seed", "0")))
+    return RandomPredictor(ctx.corpus.facts, number_option(ctx.options, "seed", 0))

@@ -7,7 +7,7 @@ evidence.
 Options (`--set KEY=VALUE`):
   text_index=PATH|NAME   an existing index (default: the LAMA evidence index in the cache, built on
                     first use); for Elasticsearch, the index name
-  backend=tantivy|elasticsearch, es_url=URL (default $KBC_ES_URL)
+  backend=tantivy|elasticsearch, es_url=URL (default $KBC_ES_URL), es_timeout=SECONDS (default 30)
   k=5               paragraphs read per query
   reader=vocab|entities|qa, model=PATH (qa), vocab_file=PATH (default: LAMA's common cased vocabulary)
   exclude_gold=0|1  drop the queried fact's own evidence paragraphs (default 1; retrieval-oracle: 0)
@@ -24,21 +24,13 @@ import os
 from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
-from bridge.run.options import Option, declares, truthy
+from bridge.run.options import Option, declares, number_option, truthy
 from eval.answer_space import AnswerSpacePredictor, has_closed_spaces, lama_data_for
 from eval.errors import ConfigError
+from eval.user_values import strict_float
+from kb.text.index import ES_TIMEOUT
 
 EVIDENCE_INDEX = "lama-evidence"
-
-
-def _int(options: dict, key: str, default: int) -> int:
-    try:
-        value = int(options.get(key, default))
-    except ValueError:
-        raise ConfigError(f"--set {key}= expects an integer, got {options[key]!r}") from None
-    if value < 1 and key == "k":
-        raise ConfigError("--set k= must be at least 1")
-    return value
 
 
 @declares(
@@ -46,6 +38,8 @@ def _int(options: dict, key: str, default: int) -> int:
            default="the LAMA evidence index in the cache"),
     Option("backend", "text index backend", "choice", ("tantivy", "elasticsearch"), "tantivy"),
     Option("es_url", "Elasticsearch URL", default="$KBC_ES_URL"),
+    Option("es_timeout", "seconds one Elasticsearch request may take in all (answer included)", "float",
+           default=f"{ES_TIMEOUT:g}", minimum=0.1, identity=False),
     Option("k", "paragraphs read per query", "int", default="5", minimum=1, maximum=10_000),
     Option("reader", "how answers are read from the paragraphs", "choice", ("vocab", "entities", "qa"), "vocab"),
     Option("model", "extractive QA model (reader=qa): local directory or hub id"),
@@ -110,18 +104,17 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     data_dir = lama_data_for(ctx.data_dir) if closed else ctx.data_dir
     backend = check_backend(opts.get("backend", "tantivy"))
     es_url = opts.get("es_url") or os.environ.get("KBC_ES_URL")
+    es_timeout = number_option(opts, "es_timeout", ES_TIMEOUT, strict_float, minimum=0.1)
+    top_k = number_option(opts, "k", 5, minimum=1)
     if "text_index" in opts:
-        index = open_index(backend, opts["text_index"], es_url)
+        index = open_index(backend, opts["text_index"], es_url, es_timeout)
     else:
         location = EVIDENCE_INDEX if backend == "elasticsearch" else ctx.cache_dir / "index" / EVIDENCE_INDEX
-        index = evidence_index(location, data_dir, backend, es_url, progress=ctx.progress)
+        index = evidence_index(location, data_dir, backend, es_url, progress=ctx.progress, es_timeout=es_timeout)
     reader_name = opts.get("reader", "vocab")
     vocab_path = Path(opts.get("vocab_file") or data_dir / "common_vocab_cased.txt")
     if reader_name == "vocab":
-        try:
-            bonus = float(opts.get("context_bonus", 1.0))
-        except ValueError:
-            raise ConfigError(f"--set context_bonus= expects a number, got {opts['context_bonus']!r}") from None
+        bonus = number_option(opts, "context_bonus", 1.0, strict_float)
         reader = VocabReader(load_vocab(vocab_path), index, bonus)
     elif reader_name == "entities":
         reader = EntityReader()
@@ -135,7 +128,7 @@ def _retrieval(ctx: PredictorContext, default_exclude: bool):
     stats = index.stats()
     info = {k: stats.get(k) for k in ("backend", "location", "paragraphs", "source", "data_versions")}
     if not closed:
-        return RetrievalPredictor(index, reader, _int(opts, "k", 5), exclude, info)
+        return RetrievalPredictor(index, reader, top_k, exclude, info)
     info["text"] = "LAMA evidences (the corpus has no evidence sentences)"
     kind = _closed_retrieval(RetrievalPredictor, _same_entities(ctx.corpus, data_dir))
-    return AnswerSpacePredictor(kind(index, reader, _int(opts, "k", 5), exclude, info), ctx.corpus.relations)
+    return AnswerSpacePredictor(kind(index, reader, top_k, exclude, info), ctx.corpus.relations)

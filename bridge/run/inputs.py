@@ -51,12 +51,10 @@ def question_identity(settings: dict, data_dir: Path) -> dict:
     if isinstance(spec, str) and spec not in ("lama", "templates"):  # templates: the corpus's own (its version)
         out.update(prompts_identity(spec, data_dir))
     if "instance_of" in settings:
-        from bridge.experiments.kmir import INSTANCE_OF_FILE
+        from bridge.experiments.kmir import default_instance_of
 
         given = settings["instance_of"]
         if given in (None, "default"):
-            found = [root / INSTANCE_OF_FILE for root in (Path(data_dir), Path(data_dir).parent)
-                     if (root / INSTANCE_OF_FILE).is_file()]
-            given = found[0] if found else None
+            given = default_instance_of(data_dir)
         out["instance_of"] = file_identity(given)
     return out

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eval.errors import ConfigError
 from eval.set_rules import parse_set_rule
+from eval.user_values import strict_float, strict_int
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
@@ -44,10 +45,10 @@ class Option:
             raise ConfigError(f"{where}={value}: use one of {', '.join(self.choices)}{hint}")
         if self.kind in ("int", "float"):
             try:
-                number = int(value) if self.kind == "int" else float(value)
+                number = strict_int(value) if self.kind == "int" else strict_float(value)
             except ValueError:
-                raise ConfigError(f"{where}={value}: expected {'an integer' if self.kind == 'int' else 'a number'}"
-                                  ) from None
+                raise ConfigError(f"{where}={value}: expected {'an integer' if self.kind == 'int' else 'a number'} "
+                                  "in ASCII digits") from None
             if self.minimum is not None and number < self.minimum:
                 raise ConfigError(f"{where}={value}: must be at least {self.minimum:g}")
             if self.maximum is not None and number > self.maximum:
@@ -92,6 +93,25 @@ def check_model(value: str, where: str) -> str:
     return value
 
 
+def number_option(options: dict[str, str], key: str, default: float | None = None, parse=strict_int,
+                  minimum: float | None = None):
+    """The number an option holds (`parse`: `strict_int` or `strict_float`), `default` when it is not given.
+
+    `Option.check` has accepted the text already; a factory reads it with the same strict parser.
+    """
+    value = options.get(key)
+    if value is None:
+        return default
+    try:
+        number = parse(value)
+    except ValueError:
+        kind = "an integer" if parse is strict_int else "a number"
+        raise ConfigError(f"--set {key}={value}: expected {kind} in ASCII digits") from None
+    if minimum is not None and number < minimum:
+        raise ConfigError(f"--set {key}={value}: must be at least {minimum:g}")
+    return number
+
+
 def truthy(value: str | None) -> bool:
     return (value or "").lower() in ("1", "true", "yes", "on")
 
@@ -126,8 +146,25 @@ def default_name(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-._") or "predictor"
 
 
+def predictor_items(values: Iterable[str]) -> list[str]:
+    """The predictors that `--predictors` values name, in order, each once.
+
+    A `NAME=SPEC` value, or the path of an existing folder, is one predictor whatever it holds (a
+    model folder whose path has spaces); any other value may list several, separated by spaces.
+    """
+    out: list[str] = []
+    for value in values:
+        name, sep, _ = value.partition("=")
+        if (sep and NAME.match(name)) or (value.strip() and Path(value).expanduser().exists()):
+            out.append(value)
+        else:
+            out += value.split()
+    return list(dict.fromkeys(out))
+
+
 def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
-    """`NAME=SPEC` or `SPEC` items; names must be unique and usable as folder names."""
+    """`NAME=SPEC` (split at the first `=`: SPEC may be any path) or `SPEC` items; names must be unique
+    and usable as folder names."""
     out: list[NamedSpec] = []
     for item in values:
         name, sep, spec = item.partition("=")

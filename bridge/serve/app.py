@@ -9,6 +9,7 @@ batch (`batching.Batcher`).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, Query, Request
@@ -16,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from pydantic import BeforeValidator
 
 from bridge.serve import runs as run_views
 from bridge.serve.batching import Batcher
@@ -23,8 +25,17 @@ from bridge.serve.explorer import Explorer
 from bridge.serve.runs import Runs
 from bridge.serve.sides import K_MAX, Ask, answer_many, check, suggest
 from eval.errors import KbcError
+from eval.user_values import strict_int
 
 HERE = Path(__file__).resolve().parent
+
+
+def _whole(value):
+    """A number in a query string read as `kbc` reads numbers: ASCII digits only (not ` 3`, `1_0`, `+3`)."""
+    return strict_int(value) if isinstance(value, str) else value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
 
 
 def _detail(exc: RequestValidationError) -> str:
@@ -64,12 +75,12 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     # --- JSON API -------------------------------------------------------------------------------
     @app.get("/api/query", summary="Every side's answers to one query")
-    def api_query(subject: str = "", relation: str = "", cloze: str = "", k: int = 10) -> dict:
+    def api_query(subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10) -> dict:
         """`subject` + `relation` (a relation id such as P19), or `cloze` with one [MASK]; `k` answers per side."""
         return ask(subject, relation, cloze, k)
 
     @app.get("/api/suggest", summary="Subject labels of the gold KB starting with a prefix")
-    def api_suggest(prefix: str = "", limit: int = 10) -> dict:
+    def api_suggest(prefix: str = "", limit: WholeNumber = 10) -> dict:
         if not 1 <= limit <= 50:
             raise KbcError(f"limit={limit}: must be between 1 and 50")
         return {"prefix": prefix, "labels": explorer.call(suggest, explorer, prefix, limit)}
@@ -101,7 +112,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/api/runs/{name}/facts", summary="One page of a run's facts, filtered by relation and outcome")
     def api_run_facts(name: str, relation: str = "", outcome: str = "all", a: str = "", b: str = "",
-                      page: int = 1, per_page: int = 50) -> dict:
+                      page: WholeNumber = 1, per_page: WholeNumber = 50) -> dict:
         return run_views.fact_page(app.state.runs.get(name), relation or None, outcome, a or None, b or None,
                                    page, per_page)
 
@@ -115,7 +126,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
                                                               "k_max": K_MAX, **context}, status_code=status)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: int = 10):
+    def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10):
         form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k}
         if not (subject or cloze or relation):
             return page(request, "index.html", form=form, result=None, error=None)
@@ -144,7 +155,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/runs/{name}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(request: Request, name: str, relation: str = "", outcome: str = "all", a: str = "",
-                 b: str = "", page_no: int = Query(1, alias="page"), per_page: int = 50,
+                 b: str = "", page_no: Annotated[WholeNumber, Query(alias="page")] = 1, per_page: WholeNumber = 50,
                  setting: str = "raw"):
         loaded = app.state.runs.get(name)
         filters = {"relation": relation, "outcome": outcome, "a": a, "b": b, "per_page": per_page,

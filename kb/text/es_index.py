@@ -4,7 +4,8 @@ One shard (so BM25 statistics are global and scores equal tantivy's), the shared
 analyzer, bulk indexing, `match_phrase` for mentions, `_count`/`_msearch` for counts and
 `search_after` paging for result sets of any size. `location` is an alias: a build fills a new
 concrete index and swaps the alias in one `_aliases` call, so readers never see a half index.
-An unreachable server gives one clear line, after the client's retries.
+An unreachable server gives one clear line, after the client's retries; every request ends
+within its timeout, answer included (`kb.deadline`), however slowly a server trickles bytes.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from eval.errors import ConfigError, DataError, KbcError
+from kb.deadline import Deadline, watching
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, es_analysis, term_counts
 from kb.text.base import Hit, Mention
+from kb.text.index import ES_TIMEOUT as TIMEOUT
 from kb.text.paragraphs import Paragraph
 
 PAGE = 5_000
 BULK_CHUNK = 1_000
 MSEARCH_CHUNK = 200
+TIMEOUT_HINT = "raise --es-timeout, or --set es_timeout=SECONDS in `kbc run`, for slow servers"
 MAPPINGS = {
     "dynamic": "strict",
     "properties": {
@@ -36,6 +40,47 @@ MAPPINGS = {
 
 class ESUnavailable(KbcError):
     """The Elasticsearch server cannot be reached."""
+
+
+class _Late(Exception):
+    """A request outlived its deadline (no transport error: the client must not retry it)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def _node_class():
+    """The client's default node, with each request (connecting to the last byte) bounded by its timeout.
+
+    urllib3's read timeout bounds each read only: a server sending a byte a second would hold a
+    request forever.
+    """
+    from elastic_transport import Urllib3HttpNode
+    from elastic_transport.client_utils import DEFAULT
+
+    class DeadlineNode(Urllib3HttpNode):
+        def __init__(self, config) -> None:
+            super().__init__(config)
+            self.pool.ConnectionCls = watching(self.pool.ConnectionCls)
+
+        def perform_request(self, method, target, body=None, headers=None, request_timeout=DEFAULT):
+            seconds = self.config.request_timeout if request_timeout is DEFAULT else request_timeout
+            if seconds is None:
+                return super().perform_request(method, target, body, headers, request_timeout)
+            deadline = Deadline(seconds)
+            try:
+                with deadline:
+                    response = super().perform_request(method, target, body, headers, request_timeout)
+            except Exception:
+                if deadline.expired:
+                    raise _Late(seconds) from None
+                raise
+            if deadline.expired:  # a body without a length may end early at the shutdown: never use part of it
+                raise _Late(seconds)
+            return response
+
+    return DeadlineNode
 
 
 def check_url(url: str) -> str:
@@ -54,13 +99,17 @@ def check_url(url: str) -> str:
     return url
 
 
-def connect(url: str, timeout: float = 30.0, retries: int = 3):
-    """A client for `url`, checked with one request so an unreachable server fails here, clearly."""
+def connect(url: str, timeout: float = TIMEOUT, retries: int = 3):
+    """A client for `url`, checked with one request so an unreachable server fails here, clearly.
+
+    Connection failures are retried; a request past `timeout` is not (the bound holds in all).
+    """
     from elasticsearch import Elasticsearch
 
     check_url(url)
     try:
-        client = Elasticsearch(url, request_timeout=timeout, max_retries=retries, retry_on_timeout=True)
+        client = Elasticsearch(url, request_timeout=timeout, max_retries=retries, retry_on_timeout=False,
+                               node_class=_node_class())
     except ValueError as exc:
         raise ConfigError(f"Elasticsearch URL {url!r} is not valid ({exc})") from None
     _call(url, client.info)
@@ -75,6 +124,8 @@ def _call(url: str, fn, *args, **kwargs):
 
     try:
         return fn(*args, **kwargs)
+    except _Late as exc:
+        raise ESUnavailable(f"Elasticsearch at {url}: no answer within {exc.seconds:g} s ({TIMEOUT_HINT})") from None
     except UnsupportedProductError:
         raise KbcError(f"the server at {url} is not Elasticsearch; pass the URL of an Elasticsearch server") from None
     except (TransportConnectionError, ConnectionTimeout) as exc:
@@ -150,16 +201,16 @@ class ESIndex:
         return sorted(_call(self.url, self._es.indices.get_alias, name=self.name))
 
     @classmethod
-    def open(cls, url: str, name: str) -> ESIndex:
-        return cls(connect(url), url, name)
+    def open(cls, url: str, name: str, timeout: float = TIMEOUT) -> ESIndex:
+        return cls(connect(url, timeout), url, name)
 
     @classmethod
     def build(cls, paragraphs: Iterable[Paragraph], url: str, name: str, meta: dict | None = None,
-              progress: bool = False) -> ESIndex:
+              progress: bool = False, timeout: float = TIMEOUT) -> ESIndex:
         from elasticsearch import helpers
         from tqdm import tqdm
 
-        es = connect(url)
+        es = connect(url, timeout)
         if _call(url, es.indices.exists, index=name) and not _call(url, es.indices.exists_alias, name=name):
             raise ConfigError(f"{url}: {name!r} is a concrete index, not an alias this tool manages; "
                               "choose another name or delete it")

@@ -18,7 +18,7 @@ from pathlib import Path
 from eval.corpora import load_corpus
 from eval.lama import MASK
 from eval.types import Fact, Query
-from kb.text.index import TextIndex, build_index, open_index
+from kb.text.index import ES_TIMEOUT, TextIndex, build_index, open_index
 from kb.text.paragraphs import IngestReport, evidence_paragraphs
 from kb.text.retrieval import retrieval_text
 
@@ -73,7 +73,7 @@ def attach_retrieved(queries: Sequence[Query], index: TextIndex, k: int = 1,
 
 def evidence_index(location: str | Path, data_dir: str | Path | None, backend: str = "tantivy",
                    es_url: str | None = None, progress: bool = False,
-                   corpora: Sequence[str] = EVIDENCE_CORPORA) -> TextIndex:
+                   corpora: Sequence[str] = EVIDENCE_CORPORA, es_timeout: float = ES_TIMEOUT) -> TextIndex:
     """The LAMA evidence index at `location`, built (aside, then switched in) when missing or stale.
 
     Stale means built from other data files: the data versions are kept in the index metadata.
@@ -81,7 +81,7 @@ def evidence_index(location: str | Path, data_dir: str | Path | None, backend: s
     loaded = [load_corpus(name, data_dir) for name in corpora]
     versions = {c.name: c.version for c in loaded}
     try:
-        index = open_index(backend, location, es_url)
+        index = open_index(backend, location, es_url, es_timeout)
         if index.stats().get("source") == SOURCE and index.stats().get("data_versions") == versions:
             return index
         index.close()
@@ -93,4 +93,4 @@ def evidence_index(location: str | Path, data_dir: str | Path | None, backend: s
     report = IngestReport("LAMA evidences")
     paragraphs = evidence_paragraphs(loaded, report)
     meta = {"source": SOURCE, "data_versions": versions, "ingest": report.summary()}
-    return build_index(paragraphs, backend, location, es_url, meta=meta, progress=progress)
+    return build_index(paragraphs, backend, location, es_url, meta=meta, progress=progress, es_timeout=es_timeout)

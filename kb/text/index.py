@@ -25,6 +25,7 @@ __all__ = ["BACKENDS", "Hit", "Mention", "TextIndex", "build_index", "check_back
 REGISTRY: dict[str, str] = {"tantivy": "kb.text.tantivy_index:TantivyIndex",
                             "elasticsearch": "kb.text.es_index:ESIndex"}
 BACKENDS = tuple(REGISTRY)
+ES_TIMEOUT = 30.0  # seconds one Elasticsearch request may take in all, the whole answer included
 
 
 def check_backend(backend: str) -> str:
@@ -33,21 +34,25 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def open_index(backend: str, location: str | Path, es_url: str | None = None) -> TextIndex:
-    """An existing index: a directory for tantivy, an index (alias) name for Elasticsearch."""
+def open_index(backend: str, location: str | Path, es_url: str | None = None,
+               es_timeout: float = ES_TIMEOUT) -> TextIndex:
+    """An existing index: a directory for tantivy, an index (alias) name for Elasticsearch.
+
+    `es_timeout`: seconds each Elasticsearch request may take in all (answer included).
+    """
     cls = _backend(backend)
     if backend == "tantivy":
         return cls.open(Path(location))
-    return cls.open(_need_url(es_url), str(location))
+    return cls.open(_need_url(es_url), str(location), timeout=es_timeout)
 
 
 def build_index(paragraphs: Iterable[Paragraph], backend: str, location: str | Path, es_url: str | None = None,
-                meta: dict | None = None, progress: bool = False) -> TextIndex:
+                meta: dict | None = None, progress: bool = False, es_timeout: float = ES_TIMEOUT) -> TextIndex:
     """Index `paragraphs` aside, then switch `location` to the new index; returns it opened."""
     cls = _backend(backend)
     if backend == "tantivy":
         return cls.build(paragraphs, Path(location), meta=meta, progress=progress)
-    return cls.build(paragraphs, _need_url(es_url), str(location), meta=meta, progress=progress)
+    return cls.build(paragraphs, _need_url(es_url), str(location), meta=meta, progress=progress, timeout=es_timeout)
 
 
 def _backend(backend: str):
