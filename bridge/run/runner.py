@@ -114,6 +114,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         if why:
             raise ConfigError(why)
         if (getattr(experiment, "set_valued", False) and "set" not in p.options
+                and p.options.get("answer") != "generate"
                 and getattr(p.factory, "__module__", "") == "bridge.predictors.lm"):
             log.warning("%s: no set rule (--set %s.set=threshold:X, top:K or threshold-tuned): every answer it ranks "
                         "counts", p.name, p.name)
@@ -294,6 +295,9 @@ class Job:
                     earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
         finally:
             if self.predictor is not None:
+                report = getattr(self.predictor, "report", None)  # what a predictor asking a model cost
+                if report is not None:
+                    log.info("%s / %s: %s", self.corpus.name, self.p.name, report())
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
