@@ -9,6 +9,10 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from lm.local_server import free_port
+
+__all__ = ["Scripted", "completion", "free_port"]
+
 Reply = tuple[int, object]  # (HTTP status, a JSON-able body or raw bytes)
 
 
@@ -64,12 +68,3 @@ class Scripted:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def free_port() -> int:
-    """A localhost port nothing listens on (bound, then released)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
