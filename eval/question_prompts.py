@@ -15,15 +15,12 @@ relation's other facts), seeded by the query's uid, never the asked fact and nev
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.errors import DataError
-from eval.jsonl import read_text
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Query
 
 STYLES = ("lama", "question", "lmkbc2024")
@@ -59,22 +56,13 @@ class Prompt:
 
 def read_questions(path: Path) -> dict[str, str]:
     """A question file: `Relation,PromptTemplate` rows, each question holding `{subject_entity}` once."""
-    text = read_text(path, str(path)) if path.is_file() else None
-    if text is None:
-        raise DataError(f"{path}: question file not found")
-    rows = csv.reader(io.StringIO(text))
-    header = next(rows, None)
-    if header != ["Relation", "PromptTemplate"]:
-        raise DataError(f"{path}:1: expected the header Relation,PromptTemplate, got {','.join(header or [])!r}")
+    from eval.lmkbc import template_rows
+
     out: dict[str, str] = {}
-    for lineno, row in enumerate(rows, 2):
-        if not row:
-            continue
-        if len(row) != 2 or not row[0].strip():
-            raise DataError(f"{path}:{lineno}: expected two fields, Relation and PromptTemplate")
-        if row[1].count("{subject_entity}") != 1:
-            raise DataError(f"{path}:{lineno}: the question must hold {{subject_entity}} once, got {row[1]!r}")
-        out[row[0].strip()] = row[1]
+    for where, rel, question in template_rows(path, "question file not found"):
+        if question.count("{subject_entity}") != 1:
+            raise DataError(f"{where}: the question must hold {{subject_entity}} once, got {question!r}")
+        out[rel] = question
     return out
 
 
