@@ -33,7 +33,7 @@ def serve_command() -> list[str]:
 
 
 class LocalServer:
-    """A `transformers serve --force-model DIR` child process; `url` is its API root (…/v1)."""
+    """A `transformers serve DIR` child process (pinned to that model); `url` is its API root (…/v1)."""
 
     def __init__(self, model: str | Path, port: int | None = None, timeout: float = 120.0) -> None:
         self.model = str(model)
@@ -42,7 +42,7 @@ class LocalServer:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         self.log = open(os.devnull, "wb")  # noqa: SIM115  (kept open as long as the child runs)
         self.process = subprocess.Popen(
-            [*serve_command(), "--force-model", self.model, "--host", "127.0.0.1", "--port", str(self.port),
+            [*serve_command(), self.model, "--host", "127.0.0.1", "--port", str(self.port),
              "--device", "cpu", "--log-level", "error"], stdout=self.log, stderr=subprocess.PIPE, env=env)
         self._wait(timeout)
 
@@ -51,7 +51,7 @@ class LocalServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 err = self.process.stderr.read().decode("utf-8", "replace").strip().splitlines()
-                raise KbcError(f"transformers serve stopped: {err[-1] if err else 'no message'}")
+                raise KbcError(f"transformers serve stopped: {' / '.join(err[-3:]) if err else 'no message'}")
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as response:
                     json.loads(response.read())

@@ -45,6 +45,7 @@ def run(lama_dir, tmp_path, capsys, spec: str, out_name: str, *sets: str) -> lis
             "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0", "--batch-size", "3"]
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
+    assert "google_re / llm: requests sent 4, cached 0, failed 0" in err  # each side asked its model itself
     path = out / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
