@@ -506,6 +506,13 @@ def _(c: Ctx) -> list[str]:
     return _served(c, "http://127.0.0.1:9/v1", "llm.model=tiny", "llm.api=completions", "llm.chat=on")
 
 
+@case("generation in an experiment that ranks", "predictor llm answers by generation, which `kbc run coherency` "
+      "cannot score (it needs ranked answers)", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return ["run", "coherency", "--corpus", "trex", "--relations", "P19", "--predictors", "llm=http://127.0.0.1:9/v1",
+            "--set", "llm.model=tiny", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
