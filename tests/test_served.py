@@ -200,3 +200,35 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
     assert rows["abstain"] == pytest.approx(sum(a == "None" for a in answered.values()) / 12, abs=1e-12)
     submission = [json.loads(line) for line in (out / "submission" / "llm.jsonl").read_text().splitlines()]
     assert len(submission) == 12
+
+
+def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve, lama_dir, google_re, tmp_path,
+                                                                          capsys, monkeypatch):
+    import pandas as pd
+
+    from bridge.cli.compare import paired, table_pairs
+    from bridge.run.directory import open_run
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gold = {f.subject.label: f.object.label for f in google_re.facts if f.relation == "place_of_birth"}
+
+    def script(path, body, n):
+        subject = body["messages"][-1]["content"].removeprefix("Fill in the blank: ").split(" was born in")[0]
+        return 200, completion(gold[subject] if n % 2 else "Atlantis", "chat")
+
+    server = serve(script)
+    out = tmp_path / "run"
+    argv = lama_args(server.url, lama_dir, out)
+    code, _, err = run_kbc([*argv[:7], "freq", *argv[7:]], capsys)
+    assert code == 0, err
+    recs = {r["uid"]: r for r in map(json.loads, (out / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl")
+                                     .read_text().splitlines())}
+    frame = pd.read_parquet(out / "instances.parquet")
+    mine = frame[frame.predictor == "llm"].set_index("uid")
+    assert {u: bool(mine.loc[u, "correct_raw"]) for u in recs} == {u: r["em_raw"] for u, r in recs.items()}
+    assert (mine["generation"] == pd.Series({u: r["generation"] for u, r in recs.items()})).all()
+    pairs, _, _, _ = paired(open_run(out), "google_re", "freq", "llm", "raw")
+    assert {p.uid: p.b for p in pairs} == {u: r["em_raw"] for u, r in recs.items()}
+    from_table = table_pairs(out / "instances.parquet", "google_re", "freq", "llm", "raw")[0]
+    assert [(p.uid, p.a, p.b) for p in from_table] == [(p.uid, p.a, p.b) for p in pairs]
+    assert sum(r["em_raw"] for r in recs.values()) == 5  # the gold for requests 1, 3, 5, 7, 9

@@ -17,6 +17,7 @@ import click
 
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
+from bridge.run.results import right
 from eval.answer_text import GENERATED
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
@@ -47,8 +48,8 @@ class Scoring:
 
 
 SCORINGS = {
-    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st",
-                    lambda r, setting: r.get(f"rank_{setting}") == 1, lambda r: str(r["relation"]), _top1),
+    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st (answered by generation: "
+                    "when its answer is the gold)", right, lambda r: str(r["relation"]), _top1),
     "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
                     "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
@@ -115,13 +116,13 @@ def table_pairs(path: Path, corpus: str, a: str, b: str, setting: str) -> tuple[
     there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order, without the records."""
     import pyarrow.parquet as pq
 
-    columns = ("corpus", "predictor", "relation", "uid", "dropped", f"rank_{setting}")
+    columns = ("corpus", "predictor", "relation", "uid", "dropped", f"correct_{setting}")
     table = pq.read_table(path, columns=list(columns))
     rows = zip(*(table.column(c).to_pylist() for c in columns))
     answered: dict[str, dict[str, tuple[str, bool]]] = {a: {}, b: {}}
-    for c, name, relation, uid, dropped, rank in rows:
+    for c, name, relation, uid, dropped, correct in rows:
         if c == corpus and name in answered and dropped is None:
-            answered[name][uid] = (relation, rank == 1)
+            answered[name][uid] = (relation, bool(correct))
     rec_a, rec_b = answered[a], answered[b]
     pairs = [Pair(rel, uid, right, rec_b[uid][1]) for uid, (rel, right) in rec_a.items() if uid in rec_b]
     left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
