@@ -153,3 +153,31 @@ def test_generation_options_without_answer_generate_are_refused(gpt2_dir, lama_d
                             "--store", str(tmp_path / "s")], capsys)
     assert code == 2
     assert f"error: --set shots applies to generation; add --set NAME.answer=generate for the model {gpt2_dir}\n" in err
+
+
+def test_the_lmkbc2024_baseline_prompt_without_a_chat_template(gpt2_dir, lama_dir, tmp_path, capsys):
+    """A model without a chat template gets the baseline's plain prompt: train examples "question answers", one a
+    line, then the question; the set is what the first line lists."""
+    from cli_support import run_kbc
+
+    from eval.lmkbc import load_lmkbc
+
+    rel = "personHasCityOfDeath"
+    train = {f"train:{f.uid}": f for f in load_lmkbc(lama_dir, "train", [rel]).facts}
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", rel, "--predictors", f"llm={gpt2_dir}", "--set",
+                            "llm.answer=generate", "--set", "llm.prompt=lmkbc2024", "--set", "llm.shots=2", "--set",
+                            "llm.max_new_tokens=6", "--limit", "2", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    recs = [json.loads(line) for line in (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text()
+            .splitlines()]
+    assert len(recs) == 2
+    for r in recs:
+        shown = [train[uid] for uid in r["shots"]]
+        assert len(shown) == 2 and all(f.subject.label != r["subject"] for f in shown)
+        assert r["prompt"] == "\n".join([*(f"In which city did {f.subject.label} die? {', '.join(f.labels) or 'None'}"
+                                           for f in shown), f"In which city did {r['subject']} die?"])
+        assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 6)
+        assert r["parsed"] == list(parse_generation(r["generation"], many=True).items)
+    assert "lmkbc2024 / llm: requests sent 2, cached 0, failed 0" in err
