@@ -67,6 +67,7 @@ class ServedGenerator:
                 raise ServerError(f"key_env={settings.key_env}: that environment variable is not set; export it with "
                                   "the server's API key")
         self.sent = self.failed = self.retried = 0
+        self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
 
     @property
     def fingerprint(self) -> str:

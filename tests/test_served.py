@@ -232,3 +232,18 @@ def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve,
     from_table = table_pairs(out / "instances.parquet", "google_re", "freq", "llm", "raw")[0]
     assert [(p.uid, p.a, p.b) for p in from_table] == [(p.uid, p.a, p.b) for p in pairs]
     assert sum(r["em_raw"] for r in recs.values()) == 5  # the gold for requests 1, 3, 5, 7, 9
+
+
+def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve, lama_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (400, {"error": "context too long"}) if n == 6 else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and err.splitlines()[-1].startswith("error: ") and "HTTP 400" in err
+    assert "google_re / llm: requests sent 6, cached 0, failed 1" in err
+    # slices of 4 requests are cached as they come: the first is kept, the one the failure cut short is asked again
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "google_re / llm: requests sent 5, cached 4, failed 0" in err and len(server.bodies) == 11

@@ -175,10 +175,11 @@ class GenerationPredictor:
                     found[key] = hit
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.counts["cached"] += sum(1 for k in keys if k in found)
-        if missing:
-            first = {k: s for k, s in zip(keys, sent)}
-            answers = self.backend.generate([first[k] for k in missing], self.params)
-            for key, response in zip(missing, answers):
+        first = {k: s for k, s in zip(keys, sent)}
+        step = self.backend.slice  # each slice cached before the next is sent: a failure loses one slice at most
+        for start in range(0, len(missing), step):
+            part = missing[start:start + step]
+            for key, response in zip(part, self.backend.generate([first[k] for k in part], self.params)):
                 found[key] = response
                 self.counts["sent"] += 1
                 self.counts["prompt_tokens"] += response.prompt_tokens
@@ -215,9 +216,10 @@ class GenerationPredictor:
         """Requests sent, cached, failed and tokens used (printed when the run is done with this predictor)."""
         c = self.counts
         failed = getattr(self.backend, "failed", 0)
+        sent = getattr(self.backend, "sent", c["sent"])  # a server's: every HTTP request, retries and failures too
         damaged = getattr(self.cache, "damaged", 0)
         note = f", {damaged} damaged cache rows asked again" if damaged else ""
-        return (f"requests sent {c['sent']}, cached {c['cached']}, failed {failed}; tokens used "
+        return (f"requests sent {sent}, cached {c['cached']}, failed {failed}; tokens used "
                 f"{c['prompt_tokens']} prompt + {c['completion_tokens']} completion{note}")
 
 
@@ -233,6 +235,7 @@ class LocalBackend:
     def __init__(self, generator) -> None:
         self.generator = generator
         self.fingerprint = generator.fingerprint
+        self.slice = 4 * generator.batch_size
         self.rendered: dict[str, str] = {}
 
     def generate(self, prompts: Sequence, params: GenerationParams) -> list[Generated]:
