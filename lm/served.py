@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -67,7 +68,12 @@ class ServedGenerator:
                 raise ServerError(f"key_env={settings.key_env}: that environment variable is not set; export it with "
                                   "the server's API key")
         self.sent = self.failed = self.retried = 0
+        self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
 
     @property
     def fingerprint(self) -> str:
@@ -82,7 +88,7 @@ class ServedGenerator:
         data = json.dumps(body).encode()
         for attempt in range(s.retries + 1):
             request = urllib.request.Request(endpoint, data=data, headers=headers, method="POST")
-            self.sent += 1
+            self._count("sent")
             try:
                 with urllib.request.urlopen(request, timeout=s.timeout) as response:
                     raw = response.read()
@@ -90,28 +96,28 @@ class ServedGenerator:
             except urllib.error.HTTPError as exc:
                 detail = exc.read()[:200].decode("utf-8", "replace").strip()
                 if exc.code in RETRY_STATUS and attempt < s.retries:
-                    self.retried += 1
+                    self._count("retried")
                     self.sleep(s.backoff * 2 ** attempt)
                     continue
-                self.failed += 1
+                self._count("failed")
                 raise ServerError(_http_message(endpoint, exc.code, detail, s)) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
                     if attempt < s.retries:
-                        self.retried += 1
+                        self._count("retried")
                         self.sleep(s.backoff * 2 ** attempt)
                         continue
-                    self.failed += 1
+                    self._count("failed")
                     raise ServerError(f"{endpoint}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
                                       "--set timeout=SECONDS or ask a less busy server") from None
-                self.failed += 1
+                self._count("failed")
                 raise ServerError(f"{endpoint}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
             return json.loads(raw)
         except ValueError:
-            self.failed += 1
+            self._count("failed")
             raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
 
@@ -132,7 +138,7 @@ class ServedGenerator:
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
-            self.failed += 1
+            self._count("failed")
             raise ServerError(f"{s.url}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         usage = answer.get("usage") or {}
