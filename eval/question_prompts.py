@@ -104,10 +104,11 @@ class Prompter:
     def describe(self) -> dict:
         return {"prompt": self.style, "shots": self.shots, "shots_seed": self.seed, "chat": self.chat}
 
-    def question(self, relation: str, subject: str) -> str:
+    def question(self, relation: str, subject: str, template: str | None = None) -> str:
+        """The relation's question about `subject`, else its template (`template`: the one asked) with a blank."""
         if relation in self.questions:
             return self.questions[relation].replace("{subject_entity}", subject)
-        return f"Fill in the blank: {_statement(self.templates[relation], subject, BLANK)}"
+        return f"Fill in the blank: {_statement(template or self.templates[relation], subject, BLANK)}"
 
     def _examples(self, query: Query) -> list[Example]:
         if not self.shots:
@@ -121,10 +122,11 @@ class Prompter:
     def prompt(self, query: Query) -> Prompt:
         examples = self._examples(query)
         uids = tuple(e.uid for e in examples)
-        rel, subject = query.relation, query.known.label
-        if self.style == "lama" and _stem(self.templates[rel]) is not None:
-            lines = [_statement(self.templates[e.relation], e.subject, ", ".join(e.answers)) for e in examples]
-            text = "\n".join([*lines, _fill(_stem(self.templates[rel]) or "", subject, "")])
+        rel, subject, template = query.relation, query.known.label, query.template  # a prompt set's own template
+        if self.style == "lama" and _stem(template) is not None:
+            lines = [_statement(template if e.relation == rel else self.templates[e.relation], e.subject,
+                                ", ".join(e.answers)) for e in examples]
+            text = "\n".join([*lines, _fill(_stem(template) or "", subject, "")])
             return Prompt(text, ({"role": "user", "content": text},) if self.chat else None, uids)
         if self.style == "lmkbc2024":
             answer = [", ".join(e.answers) if e.answers else "None" for e in examples]
@@ -137,12 +139,13 @@ class Prompter:
                           {"role": "assistant", "content": a}]
             turns.append({"role": "user", "content": self.question(rel, subject)})
             return Prompt(self.question(rel, subject), tuple(turns), uids)
-        asked = self.question(rel, subject)
+        asked = self.question(rel, subject, template)
         if self.chat:
             turns = []
             for e in examples:
-                turns += [{"role": "user", "content": self.question(e.relation, e.subject)},
+                turns += [{"role": "user", "content": self.question(e.relation, e.subject, template)},
                           {"role": "assistant", "content": ", ".join(e.answers) or "None"}]
             return Prompt(asked, (*turns, {"role": "user", "content": asked}), uids)
-        shown = [f"Q: {self.question(e.relation, e.subject)}\nA: {', '.join(e.answers) or 'None'}" for e in examples]
+        shown = [f"Q: {self.question(e.relation, e.subject, template)}\nA: {', '.join(e.answers) or 'None'}"
+                 for e in examples]
         return Prompt("\n\n".join([*shown, f"Q: {asked}\nA:"]), None, uids)

@@ -75,3 +75,13 @@ def test_bad_question_files_and_styles_are_one_line_errors(tmp_path):
         Prompter("lmkbc2024", TEMPLATES, questions={"P19": "Where was {subject_entity} born?"})
     with pytest.raises(DataError, match="use one of lama, question, lmkbc2024"):
         Prompter("cloze", TEMPLATES)
+
+
+def test_a_prompt_set_asks_with_its_own_template():
+    import dataclasses
+
+    asked = dataclasses.replace(query("P19", "Alan Turing", "Q7251"), template="[X] is a native of [Y] .")
+    assert Prompter("lama", TEMPLATES).prompt(asked).text == "Alan Turing is a native of"
+    assert Prompter("question", TEMPLATES, shots=1, pool=POOL[1:2]).prompt(asked).text == (
+        "Q: Fill in the blank: Goethe is a native of ___.\nA: Frankfurt\n\n"
+        "Q: Fill in the blank: Alan Turing is a native of ___.\nA:")
