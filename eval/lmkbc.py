@@ -234,3 +234,12 @@ def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
         return {}
     ids = {q for r in rows if r["Relation"] not in NUMERIC for q in r["ObjectEntitiesID"]}
     return load_aliases(path, keep=ids)
+
+
+def label_index(data_dir: str | Path | None = None):
+    """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits."""
+    from eval.disambiguate import LabelIndex
+
+    root = resolve_lmkbc_dir(data_dir)
+    rows = [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
+    return LabelIndex(object_labels(rows), object_aliases(root, rows))

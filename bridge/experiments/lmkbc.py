@@ -19,7 +19,7 @@ from eval.answer_text import GENERATED
 from eval.disambiguate import LabelIndex
 from eval.generated_scores import is_generated, pooled_rate_rows
 from eval.jsonl import write_jsonl_line
-from eval.lmkbc import CORPUS, NUMERIC, load_lmkbc, object_aliases, object_labels, read_rows, resolve_lmkbc_dir
+from eval.lmkbc import CORPUS, NUMERIC, label_index, load_lmkbc, resolve_lmkbc_dir
 from eval.set_answers import as_probabilities, normaliser, ranked_objects
 from eval.set_metrics import METRICS, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
@@ -64,10 +64,7 @@ class LmkbcExperiment:
 
     def _labels(self, data_dir: Path | None) -> LabelIndex:
         if self._index is None:
-            root = resolve_lmkbc_dir(data_dir)
-            rows = [r for split in ("train", "val") if (root / f"{split}.jsonl").is_file()
-                    for _, r in read_rows(root / f"{split}.jsonl")]
-            self._index = LabelIndex(object_labels(rows), object_aliases(root, rows))
+            self._index = label_index(data_dir)
         return self._index
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, SetFact]]]:

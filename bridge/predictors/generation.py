@@ -10,7 +10,6 @@ prompt, the raw generation and what was parsed, linked and left unlinked. Respon
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,8 +23,6 @@ from eval.question_prompts import STYLES, Example, Prompt, Prompter, read_questi
 from eval.set_rules import parse_number
 from eval.types import Answer, Prediction, Query
 from lm.generation import Generated, GenerationParams
-
-log = logging.getLogger("kbc")
 
 GENERATION_OPTIONS = (
     Option("shots", "examples shown before the question (k-shot), drawn per query, seeded", "int", default="0",
@@ -120,13 +117,11 @@ def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
 def label_index(ctx: PredictorContext) -> LabelIndex:
     """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label."""
     from bridge.predictors.kb import is_set_corpus
-    from eval.lmkbc import alias_file, object_aliases, object_labels, read_rows, resolve_lmkbc_dir
+    from eval.lmkbc import alias_file
+    from eval.lmkbc import label_index as lmkbc_index
 
     if is_set_corpus(ctx.corpus):
-        root = resolve_lmkbc_dir(ctx.data_dir)
-        rows = [r for split in ("train", "val") if (root / f"{split}.jsonl").is_file()
-                for _, r in read_rows(root / f"{split}.jsonl")]
-        return LabelIndex(object_labels(rows), object_aliases(root, rows))
+        return lmkbc_index(ctx.data_dir)
     labels: dict[str, str] = {}
     aliases: dict[str, list[str]] = {}
     for fact in ctx.corpus.facts:
