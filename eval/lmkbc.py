@@ -57,25 +57,36 @@ def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
     raise DataError(f"{root} holds no LM-KBC data (expected train.jsonl / val.jsonl there or in {CORPUS}/)")
 
 
-def load_templates(path: Path) -> dict[str, Relation]:
-    """The challenge's `Relation,PromptTemplate` CSV as relations with LAMA-style [X]/[Y] templates."""
+def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
+    """(file:line, relation, template) of a `Relation,PromptTemplate` CSV (the challenge's prompt files); a missing
+    file is one error saying `missing`, a bad header or row one naming its line."""
     text = read_text(path, str(path)) if path.is_file() else None
     if text is None:
-        raise DataError(f"{path}: prompt template file not found (the challenge's data has it at {TEMPLATES})")
+        raise DataError(f"{path}: {missing}")
     rows = csv.reader(io.StringIO(text))
     header = next(rows, None)
     if header != ["Relation", "PromptTemplate"]:
         raise DataError(f"{path}:1: expected the header Relation,PromptTemplate, got {','.join(header or [])!r}")
-    out: dict[str, Relation] = {}
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
     for lineno, row in enumerate(rows, 2):
         where = f"{path}:{lineno}"
         if not row:
             continue
         if len(row) != 2 or not row[0].strip():
             raise DataError(f"{where}: expected two fields, Relation and PromptTemplate")
-        rel, raw = row[0].strip(), row[1]
-        if rel in out:
-            raise DataError(f"{where}: relation {rel} has a second template")
+        if row[0].strip() in seen:
+            raise DataError(f"{where}: relation {row[0].strip()} has a second template")
+        seen.add(row[0].strip())
+        out.append((where, row[0].strip(), row[1]))
+    return out
+
+
+def load_templates(path: Path) -> dict[str, Relation]:
+    """The challenge's `Relation,PromptTemplate` CSV as relations with LAMA-style [X]/[Y] templates."""
+    out: dict[str, Relation] = {}
+    for where, rel, raw in template_rows(path, "prompt template file not found (the challenge's data has it at "
+                                               f"{TEMPLATES})"):
         template = raw.replace("{subject_entity}", SUBJECT_SLOT).replace("{mask_token}", OBJECT_SLOT)
         check_template(template, where)
         out[rel] = Relation(rel, rel, template)
@@ -222,3 +233,12 @@ def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
         return {}
     ids = {q for r in rows if r["Relation"] not in NUMERIC for q in r["ObjectEntitiesID"]}
     return load_aliases(path, keep=ids)
+
+
+def label_index(data_dir: str | Path | None = None):
+    """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits."""
+    from eval.disambiguate import LabelIndex
+
+    root = resolve_lmkbc_dir(data_dir)
+    rows = [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
+    return LabelIndex(object_labels(rows), object_aliases(root, rows))

@@ -21,7 +21,8 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "set-p": "Set precision, N-M relations (%)", "set-r": "Set recall, N-M relations (%)",
                 "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
-                "p@1-drop": "Misprimed, P@1 drop (points)"}
+                "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (generated answers)",
+                "unlinked": "Answers linked to no entity (generated answers)"}
 
 
 def _index(rows: list[dict]) -> dict:

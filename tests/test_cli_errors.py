@@ -680,9 +680,58 @@ def _run(c: Ctx, predictor: str, *extra: str) -> list[str]:
     return argv + list(extra)
 
 
+# -- servers asked by generation ----------------------------------------------------------------
+def _served(c: Ctx, url: str, *sets: str) -> list[str]:
+    return ["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors", f"llm={url}",
+            *[x for s in sets for x in ("--set", s)], "--limit", "2", "--data-dir", str(c.data), "--out",
+            str(c.tmp / "run"), "--quiet"]
+
+
+@case("server down", "cannot reach the server", after_report=True)
+def _(c: Ctx) -> list[str]:
+    from served_support import free_port
+
+    return _served(c, f"http://127.0.0.1:{free_port()}/v1", "llm.model=tiny")
+
+
+@case("server refuses the key", "the server refuses the request (HTTP 401); check the key in $KBC_TEST_KEY",
+      after_report=True)
+def _(c: Ctx) -> list[str]:
+    from served_support import Scripted
+
+    os.environ["KBC_TEST_KEY"] = "wrong"  # the fixture's monkeypatch puts the environment back
+    server = Scripted(lambda path, body, n: (401, {"error": "invalid key"}))
+    return _served(c, server.url, "llm.model=tiny", "llm.key_env=KBC_TEST_KEY")
+
+
+@case("server answers garbage", "the answer is not JSON", after_report=True)
+def _(c: Ctx) -> list[str]:
+    from served_support import Scripted
+
+    return _served(c, Scripted(lambda path, body, n: (200, b"<html>")).url, "llm.model=tiny")
+
+
+@case("server without model name", "predictor llm (http://127.0.0.1:9/v1) needs --set llm.model=...")
+def _(c: Ctx) -> list[str]:
+    return _served(c, "http://127.0.0.1:9/v1")
+
+
+@case("chat turns over the completions api", "--set chat=on needs api=chat", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _served(c, "http://127.0.0.1:9/v1", "llm.model=tiny", "llm.api=completions", "llm.chat=on")
+
+
+@case("generation in an experiment that ranks", "predictor llm answers by generation, which `kbc run coherency` "
+      "cannot score (it needs ranked answers)", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return ["run", "coherency", "--corpus", "trex", "--relations", "P19", "--predictors", "llm=http://127.0.0.1:9/v1",
+            "--set", "llm.model=tiny", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("KBC_TEST_KEY", raising=False)  # restored after a case sets it
     data = _lama_copy(lama_dir, tmp_path / "lama")
     tiny_models("bert-cased")  # built (once per session) before any case captures stderr
     return Ctx(tmp_path, data, tiny_models)

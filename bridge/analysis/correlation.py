@@ -27,13 +27,19 @@ BINNED = TEXT_STATS
 
 
 def targets(frame: pd.DataFrame, setting: str) -> pd.DataFrame:
-    """`p@1` (list rank) and `rr` (exact rank where known, else list rank) for the answered rows of `frame`."""
+    """`p@1` (list rank; an answer written by generation: exact match) and `rr` (exact rank where known, else list
+    rank; undefined, NaN, for a written answer) for the answered rows of `frame`."""
     answered = frame[frame["dropped"].isna()] if "dropped" in frame.columns else frame
     rank = answered[f"rank_{setting}"].astype("Float64")
     exact = f"rank_exact_{setting}"
     mrr_rank = answered[exact].astype("Float64").fillna(rank) if exact in answered.columns else rank
-    return answered.assign(**{"p@1": (rank == 1).fillna(False).astype(float),
-                              "rr": (1.0 / mrr_rank).fillna(0.0).astype(float)})
+    p1 = (rank == 1).fillna(False).astype(float)
+    rr = (1.0 / mrr_rank).fillna(0.0).astype(float)
+    if "generation" in answered.columns and f"correct_{setting}" in answered.columns:
+        written = answered["generation"].notna().to_numpy()
+        p1 = p1.where(~written, answered[f"correct_{setting}"].fillna(False).astype(float))
+        rr = rr.where(~written, float("nan"))
+    return answered.assign(**{"p@1": p1, "rr": rr})
 
 
 def _finite(value) -> float | None:

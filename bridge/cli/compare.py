@@ -19,6 +19,8 @@ import click
 from bridge.cli.value_types import Int
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
+from bridge.run.results import right
+from eval.answer_text import GENERATED
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
@@ -50,8 +52,8 @@ class Scoring:
 
 
 SCORINGS = {
-    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st",
-                    lambda r, setting: r.get(f"rank_{setting}") == 1, lambda r: str(r["relation"]), _top1),
+    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st (answered by generation: "
+                    "when its answer is the gold)", right, lambda r: str(r["relation"]), _top1),
     "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
                     "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
@@ -121,13 +123,13 @@ def table_pairs(path: Path, corpus: str, a: str, b: str, setting: str) -> tuple[
     there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order, without the records."""
     import pyarrow.parquet as pq
 
-    columns = ("corpus", "predictor", "relation", "uid", "dropped", f"rank_{setting}")
+    columns = ("corpus", "predictor", "relation", "uid", "dropped", f"correct_{setting}")
     table = pq.read_table(path, columns=list(columns))
     rows = zip(*(table.column(c).to_pylist() for c in columns))
     answered: dict[str, dict[str, tuple[str, bool]]] = {a: {}, b: {}}
-    for c, name, relation, uid, dropped, rank in rows:
+    for c, name, relation, uid, dropped, correct in rows:
         if c == corpus and name in answered and dropped is None:
-            answered[name][uid] = (relation, rank == 1)
+            answered[name][uid] = (relation, bool(correct))
     rec_a, rec_b = answered[a], answered[b]
     pairs = [Pair(rel, uid, right, rec_b[uid][1]) for uid, (rel, right) in rec_a.items() if uid in rec_b]
     left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
@@ -272,7 +274,9 @@ def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
 
 def _fact_json(run: RunDir, fact: dict) -> dict:
     records = fact["records"]
-    full = next((r for r in records.values() if "dropped" not in r), next(iter(records.values())))
+    # the fact's prompt is a template's (a ranking predictor's); a generated record's own prompt is shown with it
+    full = next((r for r in records.values() if "dropped" not in r and GENERATED not in r),
+                next((r for r in records.values() if "dropped" not in r), next(iter(records.values()))))
     out = {"corpus": fact["corpus"], "relation": full["relation"], "uid": fact["uid"]}
     for key in ("subject", "subject_id", "gold", "gold_id", "prompt"):
         out[key] = full.get(key)
@@ -287,7 +291,10 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
         else:
             entry = {"status": "answered", "rank_raw": record.get("rank_raw"),
                      "rank_filtered": record.get("rank_filtered")}
-            for key in ("rank_exact_raw", "rank_exact_filtered", "extra"):
+            for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
+                        "parsed", "unlinked", "abstained", "em_raw", "em_filtered"):
+                if key == "prompt" and GENERATED not in record:
+                    continue
                 if key in record:
                     entry[key] = record[key]
             entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
@@ -306,7 +313,7 @@ def _fact_text(fact: dict) -> list[str]:
 
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}",
              f"  subject:     {with_id(fact['subject'], fact['subject_id'])}",
-             f"  prompt:      {fact['prompt'] or '-'}",
+             f"  prompt:      {fact['prompt'] if isinstance(fact['prompt'], str) else '-'}",
              f"  gold:        {with_id(fact['gold'], fact['gold_id'])}",
              f"  other valid: {', '.join(fact['other_valid'] or []) or '-'}"]
     width = max(len(name) for name in fact["predictors"])
@@ -316,6 +323,9 @@ def _fact_text(fact: dict) -> list[str]:
             continue
         if entry["status"] == "dropped":
             lines.append(f"  {name.ljust(width)}  dropped: {entry['reason']}")
+            continue
+        if GENERATED in entry:
+            lines += _generated_text(name, entry, width, fact["gold"])
             continue
         if entry["rank_raw"] is None and entry["rank_filtered"] is None:
             ranks = "gold not among the answers"
@@ -334,6 +344,27 @@ def _fact_text(fact: dict) -> list[str]:
             score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
             mark = "  <- gold" if ans["label"] == fact["gold"] else ""
             lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
+    return lines
+
+
+def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
+    """A generated answer: exact match, the exact prompt sent, the raw generation, the linked answer."""
+    pad = " " * (width + 4)
+    yes = {True: "yes", False: "no"}
+    verdict = "abstained" if entry.get("abstained") else (
+        f"exact match raw {yes[bool(entry.get('em_raw'))]}, filtered {yes[bool(entry.get('em_filtered'))]}")
+    prompt = entry.get("prompt")
+    shown = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
+    lines = [f"  {name.ljust(width)}  {verdict} (answered by generation)"]
+    lines += [f"{pad}prompt:     {line}" if i == 0 else f"{pad}            {line}"
+              for i, line in enumerate(shown.split("\n"))]
+    lines += [f"{pad}generation: {line}" if i == 0 else f"{pad}            {line}"
+              for i, line in enumerate((entry[GENERATED] or "").split("\n"))]
+    for i, ans in enumerate(entry["answers"], 1):
+        linked = f" ({ans['id']})" if ans.get("id") else ""
+        lines.append(f"{pad}{i}. {ans['label']}{linked}{'  <- gold' if ans['label'] == gold else ''}")
+    if entry.get("unlinked"):
+        lines.append(f"{pad}unlinked:   {', '.join(entry['unlinked'])}")
     return lines
 
 

@@ -313,9 +313,12 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         ctx.meta[ROWS_ONLY] = (rows, Path(params["out"]))
         return rows
     metric, title = headline
-    click.echo(f"{title}, setting {setting}, facts every predictor answered")
     config = read_config(Path(params["out"]) / "config.json") or {}
-    click.echo(table(rows, metric, setting, "shared", relations=relation_info(config), open_spaces=open_spaces(config)))
+    headline_table = table(rows, metric, setting, "shared", relations=relation_info(config),
+                           open_spaces=open_spaces(config))
+    if headline_table:  # none when every predictor answered by generation (no ranking: exact match below)
+        click.echo(f"{title}, setting {setting}, facts every predictor answered")
+        click.echo(headline_table)
     for extra in shown_extra(experiment, rows):
         click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, facts every predictor answered")
         click.echo(table(rows, extra, setting, "shared", relations=relation_info(config),

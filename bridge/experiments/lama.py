@@ -14,7 +14,9 @@ import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.run.results import TOP_SAVED
+from eval.answer_text import GENERATED
 from eval.errors import ConfigError
+from eval.generated_scores import GENERATED_METRICS, answer_hits, generated_rows, is_generated
 from eval.metrics import filtered_exact_rank, gold_rank
 from eval.queries import make_queries
 from eval.rank_table import RankTable, curve_table, summarize_table
@@ -91,6 +93,29 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
     return record
 
 
+def generated_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
+    """An answer written by generation: the exact prompt and raw generation, the parsed and linked answer, exact
+    match raw and filtered (`eval.generated_scores`); no gold rank, for there is no ranking."""
+    gold = fact.object.label
+    others = rel_valid.get(fact.subject.key, set()) - {gold}
+    answers = [[a.label, a.score, a.id] for a in pred.answers]
+    raw, filtered = answer_hits(answers[0], gold, fact.object.id, others) if answers else (False, False)
+    extra = pred.extra
+    record = {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
+              "subject_id": fact.subject.id, "gold": gold, "gold_id": fact.object.id, "other_valid": sorted(others),
+              "prompt": extra["prompt"], GENERATED: extra[GENERATED], "parsed": extra["parsed"],
+              "answers": answers, "unlinked": extra["unlinked"], "abstained": extra["abstained"],
+              "em_raw": raw, "em_filtered": filtered, "rank_raw": None, "rank_filtered": None}
+    for key in ("prompt_text", "shots"):
+        if key in extra:
+            record[key] = extra[key]
+    if query.prompt != "lama":
+        record["fact_uid"], record["prompt_id"] = query.fact_uid, query.prompt
+    if query.context is not None:
+        record["context"] = query.context
+    return record
+
+
 def with_prompts(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
                  ) -> dict[str, list[tuple[Query, Fact]]]:
     """Each query once per prompt of its relation (cloze corpora keep their sentence); `TEMPLATES_SET`: the
@@ -147,7 +172,8 @@ def evidence_index(given: StageInput):
 class LamaExperiment:
     name = "lama"
     stages = ("",)
-    optional_metrics = tuple(SET_METRICS.values())  # summary.md and the printed table show them where rows hold them
+    # summary.md and the printed table show them where rows hold them
+    optional_metrics = (*GENERATED_METRICS, *SET_METRICS.values())
 
     def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0,
                  answers: str = "ranked") -> None:
@@ -188,7 +214,7 @@ class LamaExperiment:
         return with_context(queries, self.context, given)
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
-        record = ranked_record(query, fact, pred, rel_valid)
+        record = (generated_record if GENERATED in pred.extra else ranked_record)(query, fact, pred, rel_valid)
         if self.answers == "set":
             gold = [record["gold"], *record["other_valid"]]
             record["set"] = label_set(pred, self._rule)
@@ -200,6 +226,11 @@ class LamaExperiment:
 
     def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
+        if is_generated(instances):  # no ranking: exact match and its rates instead of P@k and MRR
+            rows = generated_rows(instances, relation_types)
+            if any("set" in r for r in instances):
+                rows += set_rows(instances, relation_types)
+            return rows, []
         table = RankTable.from_records(instances)  # the numbers of eval.metrics.summarize / pk_curve, columnar
         rows = summarize_table(table, relation_types, mrr_cutoff=mrr_cutoff or None)
         if any("prompt_id" in r for r in instances):
@@ -233,7 +264,8 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
     )
 
     flat = [{"relation": r["relation"], "uid": r.get("fact_uid", r["uid"]), "prompt": r.get("prompt_id", "lama"),
-             "top1": r["answers"][0][0] if r["answers"] else None, "correct": r["rank_raw"] == 1}
+             "top1": r["answers"][0][0] if r["answers"] else None,
+             "correct": r["em_raw"] if GENERATED in r else r["rank_raw"] == 1}
             for r in instances]
     outcomes = outcomes_from_records(flat)
     rows = []

@@ -15,9 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords
+from eval.answer_text import GENERATED
 from eval.disambiguate import LabelIndex
+from eval.generated_scores import is_generated, pooled_rate_rows
 from eval.jsonl import write_jsonl_line
-from eval.lmkbc import CORPUS, NUMERIC, load_lmkbc, object_aliases, object_labels, read_rows, resolve_lmkbc_dir
+from eval.lmkbc import CORPUS, NUMERIC, label_index, load_lmkbc, resolve_lmkbc_dir
 from eval.set_answers import as_probabilities, normaliser, ranked_objects
 from eval.set_metrics import METRICS, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
@@ -43,6 +45,7 @@ class LmkbcExperiment:
     stages = ("train", "")
     title = "LM-KBC 2024 (set-valued answers; Total: over every (subject, relation) pair, not a mean over relations)"
     metrics = METRICS
+    optional_metrics = ("abstain", "unlinked")
     set_valued = True
 
     def __init__(self) -> None:
@@ -61,10 +64,7 @@ class LmkbcExperiment:
 
     def _labels(self, data_dir: Path | None) -> LabelIndex:
         if self._index is None:
-            root = resolve_lmkbc_dir(data_dir)
-            rows = [r for split in ("train", "val") if (root / f"{split}.jsonl").is_file()
-                    for _, r in read_rows(root / f"{split}.jsonl")]
-            self._index = LabelIndex(object_labels(rows), object_aliases(root, rows))
+            self._index = label_index(data_dir)
         return self._index
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, SetFact]]]:
@@ -94,6 +94,11 @@ class LmkbcExperiment:
             "ranked": [[item, score] for item, score in ranked[:SAVED]],
             "set_rule": str(self._rule) if self._rule else "all answers",
         }
+        if GENERATED in pred.extra:  # written by generation: the exact prompt, the raw text, what was not linked
+            extra = pred.extra
+            record.update({"prompt": extra["prompt"], GENERATED: extra[GENERATED], "parsed": extra["parsed"],
+                           "unlinked": extra["unlinked"], "abstained": extra["abstained"]})
+            record.update({k: extra[k] for k in ("prompt_text", "shots") if k in extra})
         if stage == "train":  # read only to tune the threshold
             return record
         if threshold is not None:
@@ -107,7 +112,10 @@ class LmkbcExperiment:
 
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
-        return tidy_rows([pair_from_record(r) for r in instances]), []
+        rows = tidy_rows([pair_from_record(r) for r in instances])
+        if is_generated(instances):  # answers written by generation: how often it abstained or named no entity
+            rows += pooled_rate_rows(instances)
+        return rows, []
 
     def summary_section(self, md: str, rows: list[dict], setting: str) -> str:
         """summary.md opens with the challenge's own table (`eval.set_report`)."""

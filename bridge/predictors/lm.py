@@ -14,6 +14,8 @@ seq2seq), a path that should be one (reported clearly when it is not), and Huggi
   prompt=lama|extended         causal LMs: LAMA templates, or the coherency paper's templates with the
                                asked entity at the very end (prompt_file=PATH to give that file)
   beams=N, max_new_tokens=N    seq2seq LMs (T5): beam search width (default 10) and span length
+  answer=rank|generate         causal and seq2seq LMs: rank candidates (default) or write the answer with
+                               `generate` (`bridge.predictors.generation`: prompt=lama|question|lmkbc2024, shots=K)
   set=threshold:X|top:K|threshold-tuned   set-valued answers (`kbc run lmkbc`, `kbc run lama --answers set`):
                                masked LMs cut their probabilities, causal and seq2seq LMs the softmax of their
                                scores over the answers they rank (`eval.set_answers`)
@@ -32,6 +34,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bridge.predictors.generation import GEN_PROMPT, GENERATION_OPTIONS
 from bridge.predictors.registry import Factory, PredictorContext
 from bridge.run.options import SET_OPTION, Option, declares, number_option
 from eval.errors import ConfigError, KbcError
@@ -168,19 +171,45 @@ def make_masked(name: str, ctx: PredictorContext):
 
 
 PROMPT_OPTIONS = (
-    Option("prompt", "LAMA templates, or the coherency paper's with the asked entity at the very end", "choice",
-           ("lama", "extended"), "lama"),
+    Option("prompt", "ranking: LAMA templates, or the coherency paper's with the asked entity at the very end; "
+           "answer=generate: a prompt style (lama, question, lmkbc2024; default question)", "choice",
+           ("lama", "extended", "question", "lmkbc2024"), "lama"),
     Option("prompt_file", "templates for prompt=extended (JSONL: relation, template_obj, template_sub)", "path"),
 )
 EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
 
 
-@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
+ANSWER_OPTION = Option("answer", "rank: score candidates (default); generate: write the answer with `generate`, parse "
+                       "it and link it to the corpus's entities", "choice", ("rank", "generate"), "rank")
+GENERATE_LENGTH = Option("max_new_tokens", "answer=generate (and seq2seq spans): longest text written, in tokens",
+                         "int", minimum=1)
+GENERATE_BEAMS = Option("beams", "answer=generate: beam search width (default 1, greedy)", "int", minimum=1, maximum=64)
+
+
+def _generate(name: str, ctx: PredictorContext, kind: str):
+    """The predictor of `answer=generate`, or None when the model ranks (and a generation style is refused)."""
+    if ctx.options.get("answer", "rank") == "generate":
+        from bridge.predictors.generation import make_local
+
+        return make_local(name, ctx, kind)
+    given = [o.key for o in GENERATION_OPTIONS if o.key in ctx.options]
+    if ctx.options.get("prompt") in ("question", "lmkbc2024") or given:
+        what = f"prompt={ctx.options['prompt']}" if ctx.options.get("prompt") in ("question", "lmkbc2024") \
+            else given[0]
+        raise ConfigError(f"--set {what} applies to generation; add --set NAME.answer=generate for the model {name}")
+    return None
+
+
+@declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, SET_OPTION, ANSWER_OPTION, GENERATE_LENGTH,
+          GENERATE_BEAMS, *GENERATION_OPTIONS, settings=("dtype",))
 def make_causal(name: str, ctx: PredictorContext):
     from lm.causal import CausalLMScorer, CausalTypedPredictor, read_extended_templates
     from lm.loading import load
     from lm.vocab import read_vocab_file
 
+    generating = _generate(name, ctx, "causal")
+    if generating is not None:
+        return generating
     templates, extra = {}, {}
     if ctx.options.get("prompt", "lama") == "extended":
         path = Path(ctx.options["prompt_file"]) if ctx.options.get("prompt_file") else _extended_file(ctx)
@@ -222,11 +251,15 @@ SEQ2SEQ_OPTIONS = (
 )
 
 
-@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, settings=("dtype",))
+@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, ANSWER_OPTION, GEN_PROMPT, *GENERATION_OPTIONS,
+          settings=("dtype",))
 def make_seq2seq(name: str, ctx: PredictorContext):
     from lm.loading import load
     from lm.seq2seq import Seq2SeqSpanPredictor
 
+    generating = _generate(name, ctx, "seq2seq")
+    if generating is not None:
+        return generating
     loaded = load(name, "seq2seq", ctx.device, ctx.dtype)
     if _statement(ctx):
         from lm.statement import Seq2SeqStatementScorer

@@ -109,6 +109,7 @@ def upper_bound_note(config: dict) -> str | None:
 
 # "module:function" taking a name and returning a Factory, or None if the name is not theirs
 RESOLVERS: list[str] = [
+    "bridge.predictors.generation:resolve_server",  # http(s):// URLs: OpenAI-compatible servers
     "bridge.predictors.lm:resolve_model",  # local model dirs, HF ids (bert-base-cased, gpt2, org/name)
 ]
 

@@ -141,10 +141,11 @@ def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
     factories = {p.name: resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
     scope_options(cfg.options, specs, declared)
+    from bridge.predictors.generation import is_server
     from bridge.predictors.registry import ENTRIES
 
     for p in specs:  # models named by hub id: reachable or cached, checked before any predictor runs
-        models = [p.spec] if p.spec not in ENTRIES else []
+        models = [p.spec] if p.spec not in ENTRIES and not is_server(p.spec) else []
         models += [v for k, v in p.options.items() if declared[p.name].get(k) and declared[p.name][k].kind == "model"]
         for model in models:
             from lm.loading import check_available

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.run.directory import open_run
-from bridge.run.results import complete_records
+from bridge.run.results import complete_records, right
 
 FILENAME = "instances.parquet"
 
@@ -37,6 +37,7 @@ COLUMNS: dict[str, str] = {
     "correct_filtered": "boolean",
     "top1": "string",
     "answers": "string",
+    "generation": "string",  # the raw text of an answer written by generation (null for a ranking)
 }
 
 
@@ -61,14 +62,17 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
         "predictor": [p for _, p in owners],
         "relation": [r["relation"] for r in records],
         "uid": [r["uid"] for r in records],
-        **{name: field(name) for name in ("subject", "subject_id", "gold", "gold_id", "prompt")},
+        **{name: field(name) for name in ("subject", "subject_id", "gold", "gold_id")},
+        "prompt": [p if p is None or isinstance(p, str) else json.dumps(p, ensure_ascii=False)  # chat turns: JSON
+                   for p in field("prompt")],
         "dropped": dropped,
         **{name: field(name) for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered")},
-        **{f"correct_{s}": [None if d is not None else r.get(f"rank_{s}") == 1 for d, r in zip(dropped, records)]
+        **{f"correct_{s}": [None if d is not None else right(r, s) for d, r in zip(dropped, records)]
            for s in ("raw", "filtered")},
         "top1": [a[0][0] if a else None for a in answers],
         "answers": [None if d is not None else json.dumps(a or [], ensure_ascii=False)
                     for d, a in zip(dropped, answers)],
+        "generation": field("generation"),
     }
     return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
 

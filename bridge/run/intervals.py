@@ -13,6 +13,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from eval.generated_scores import groups_of, is_generated, rate_cells
+from eval.generated_scores import unit_scores as generated_units
 from eval.rank_table import RankTable
 from eval.relations import summary_groups
 from eval.set_metrics import ALL, LAMA_SET_METRICS, LAMA_SET_TYPES, lama_set_pairs, pair_from_record, unit_scores
@@ -54,6 +56,14 @@ def _type_groups(rels: list[str], types: dict[str, str | None], extra: dict[str,
 
 
 def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, metrics: tuple[str, ...]) -> UnitSets:
+    if is_generated(items):  # answers written by generation: exact match and its rates, no ranks
+        rels = list(dict.fromkeys(r["relation"] for r in items))
+        facts = np.array([str(r.get("fact_uid") or r["uid"]) for r in items], dtype=object)
+        codes = np.array([r["relation"] for r in items], dtype=object)
+        clusters = {rel: facts[codes == rel] for rel in rels} if any(r.get("fact_uid") for r in items) else {}
+        groups = groups_of(rels, types)
+        return {key: (cells, groups, {}, clusters) for key, cells in generated_units(items).items()} | _lama_sets(
+            items, types)
     table = RankTable.from_records(items)
     groups = _type_groups(table.relations, types)
     facts = np.array([str(r.get("fact_uid") or r["uid"]) for r in items], dtype=object)  # a fact's prompts: one draw
@@ -126,7 +136,10 @@ def _lmkbc(items: list[dict]) -> UnitSets:
     """LM-KBC's macro P/R/F1: per relation the mean over its pairs, `all` the mean over every pair (pooled)."""
     pairs = [pair_from_record(r) for r in items if "dropped" not in r]
     out: UnitSets = {}
-    for metric, cells in unit_scores(pairs, {m: m for m in ("macro-p", "macro-r", "macro-f1")}, 1.0).items():
+    cells_of = unit_scores(pairs, {m: m for m in ("macro-p", "macro-r", "macro-f1")}, 1.0)
+    if is_generated(items):
+        cells_of |= rate_cells(items, 1.0)
+    for metric, cells in cells_of.items():
         out[("raw", metric)] = ({rel: np.array(v) for rel, v in cells.items()}, {}, {ALL: list(cells)}, {})
     return out
 

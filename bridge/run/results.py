@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
 
@@ -171,3 +172,8 @@ def done_uids(path: Path) -> set[str]:
 def to_ranked(record: dict) -> Ranked:
     return Ranked(record["relation"], record["rank_raw"], record["rank_filtered"],
                   record.get("rank_exact_raw"), record.get("rank_exact_filtered"))
+
+
+def right(record: dict, setting: str) -> bool:
+    """A fact answered right: the gold ranked 1st, or (an answer written by generation) the answer is the gold."""
+    return bool(record.get(f"em_{setting}")) if GENERATED in record else record.get(f"rank_{setting}") == 1

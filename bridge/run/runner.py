@@ -105,6 +105,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir)
+    check_generation(plan.predictors, experiment.name)
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
         raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
@@ -114,6 +115,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         if why:
             raise ConfigError(why)
         if (getattr(experiment, "set_valued", False) and "set" not in p.options
+                and p.options.get("answer") != "generate"
                 and getattr(p.factory, "__module__", "") == "bridge.predictors.lm"):
             log.warning("%s: no set rule (--set %s.set=threshold:X, top:K or threshold-tuned): every answer it ranks "
                         "counts", p.name, p.name)
@@ -172,6 +174,23 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 run["finished"] = _now()
                 write_json(config_path, config)
             return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+
+
+GENERATION_EXPERIMENTS = ("lama", "lmkbc")  # experiments that score a written answer (exact match, sets)
+
+
+def check_generation(predictors: list[PlannedPredictor], experiment: str) -> None:
+    """A predictor answering by generation has no ranking and answers the object slot only: experiments that rank,
+    ask back by subject or compare scores are refused rather than scored wrong."""
+    from bridge.predictors.generation import is_server
+
+    if experiment in GENERATION_EXPERIMENTS:
+        return
+    for p in predictors:
+        if p.options.get("answer") == "generate" or is_server(p.spec):
+            raise ConfigError(f"predictor {p.name} answers by generation, which `kbc run {experiment}` cannot score "
+                              f"(it needs ranked answers); generation answers `kbc run lama` and "
+                              "`kbc run lmkbc`")
 
 
 def open_executor(settings: ExecutorSettings | None):
@@ -294,6 +313,9 @@ class Job:
                     earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
         finally:
             if self.predictor is not None:
+                report = getattr(self.predictor, "report", None)  # what a predictor asking a model cost
+                if report is not None:
+                    log.info("%s / %s: %s", self.corpus.name, self.p.name, report())
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)

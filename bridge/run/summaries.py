@@ -225,6 +225,11 @@ def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
             notes.append(f"{corpus}: MRR of {', '.join(listed)} counts ranks within the answer list they return "
                          f"(depth {config.get('predictor_specs', {}).get(listed[0], {}).get('depth')}); other "
                          "predictors rank every candidate exactly.")
+    for corpus, configs in config.get("predictor_configs", {}).items():
+        written = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
+        if written and "mrr" in ranked:
+            notes.append(f"{corpus}: P@k and MRR are not applicable to {', '.join(written)} (answers written by "
+                         "generation, no ranking); see exact match, abstention and unlinked rates.")
     if config.get("settings", {}).get("compat") == "lama":
         notes.append("`--compat lama`: facts deduplicated by labels, LAMA's tokenization, MRR counts ranks "
                      f"within the top {LAMA_MRR_CUTOFF:,}.")

@@ -1,0 +1,303 @@
+"""Predictors that answer by generation: a local causal or seq2seq LM (`--set NAME.answer=generate`) or any
+OpenAI-compatible server (a spec that is an `http://` or `https://` URL, `--set NAME.model=NAME`).
+
+Each query's prompt is built by `eval.question_prompts`, the response is read by `eval.answer_text` (one answer,
+or a set on set-valued corpora) and each answer is linked to an entity of the corpus by label and alias. The
+`Prediction` holds the linked answers in the order written (score 1.0: no ranking), and its `extra` the exact
+prompt, the raw generation and what was parsed, linked and left unlinked. Responses are cached
+(`lm.response_cache`) unless `cache=off`; the run prints requests sent, cached, failed and tokens used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from bridge.predictors.registry import PredictorContext
+from bridge.run.options import SET_OPTION, Option, declares
+from eval.answer_text import GENERATED, link_items, parse_generation
+from eval.disambiguate import LabelIndex
+from eval.errors import ConfigError
+from eval.lmkbc import NUMERIC
+from eval.question_prompts import STYLES, Example, Prompt, Prompter, read_questions
+from eval.set_rules import parse_number
+from eval.types import Answer, Prediction, Query
+from lm.generation import Generated, GenerationParams
+
+GENERATION_OPTIONS = (
+    Option("shots", "examples shown before the question (k-shot), drawn per query, seeded", "int", default="0",
+           minimum=0, maximum=64),
+    Option("shots_seed", "seed of the example draws", "int", default="0"),
+    Option("chat", "send chat turns (the tokenizer's chat template; a server's chat API): auto uses them for "
+           "question styles where the model has a template", "choice", ("auto", "on", "off"), "auto"),
+    Option("question_file", "questions per relation (CSV Relation,PromptTemplate with {subject_entity})", "path"),
+    Option("temperature", "sampling temperature (0: greedy)", "float", default="0", minimum=0),
+    Option("top_p", "nucleus sampling mass", "float", default="1", minimum=0, maximum=1),
+    Option("stop", "stop sequences, separated by |", "str"),
+    Option("seed", "sampling seed", "int", default="0"),
+)
+GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see README)", "choice", STYLES,
+                    "question")
+CACHE = Option("cache", "on-disk response cache (never changes answers)", "choice", ("on", "off"), "on",
+               identity=False)
+SERVER_OPTIONS = (
+    Option("model", "the model name the server serves", "str", required=True),
+    Option("api", "chat: /v1/chat/completions; completions: /v1/completions", "choice", ("chat", "completions"),
+           "chat"),
+    Option("key_env", "environment variable holding the API key (the key is never written anywhere)", "str",
+           identity=False),
+    Option("timeout", "seconds to wait for one response", "float", default="60", minimum=0.1, identity=False),
+    Option("concurrency", "requests in flight at once", "int", default="4", minimum=1, maximum=256, identity=False),
+    Option("retries", "retries of a request answered 429 or 5xx or timed out, with exponential backoff", "int",
+           default="3", minimum=0, maximum=20, identity=False),
+    Option("max_new_tokens", "longest answer, in tokens", "int", default="64", minimum=1),
+)
+
+
+def is_server(spec: str) -> bool:
+    return spec.startswith(("http://", "https://"))
+
+
+def resolve_server(name: str):
+    """The served-model factory for a URL spec; None for anything else."""
+    return make_served if is_server(name) else None
+
+
+def params_of(ctx: PredictorContext, default_tokens: int) -> GenerationParams:
+    o = ctx.options
+    stop = tuple(s.encode().decode("unicode_escape") for s in o["stop"].split("|")) if o.get("stop") else ()
+    return GenerationParams(max_new_tokens=int(o.get("max_new_tokens", default_tokens)),
+                            beams=int(o.get("beams", 1)) if o.get("answer") == "generate" else 1,
+                            temperature=float(o.get("temperature", 0)), top_p=float(o.get("top_p", 1)),
+                            stop=stop, seed=int(o.get("seed", 0)))
+
+
+def _set_rule_check(ctx: PredictorContext) -> None:
+    rule = ctx.options.get("set", "")
+    if rule.startswith("threshold"):
+        raise ConfigError(f"--set set={rule}: a generated answer has no probabilities to cut; leave set= out (every "
+                          "answer written counts) or use top:K")
+
+
+def prompter_of(ctx: PredictorContext, chat: bool) -> Prompter:
+    """The prompt style, questions and example pool of this corpus."""
+    from bridge.predictors.kb import is_set_corpus
+
+    style = ctx.options.get("prompt", "question")
+    if style not in STYLES:  # a ranking style (extended) asked with answer=generate
+        raise ConfigError(f"--set prompt={style}: generation takes one of {', '.join(STYLES)}")
+    set_corpus = is_set_corpus(ctx.corpus)
+    questions: dict[str, str] = {}
+    if ctx.options.get("question_file"):
+        questions = read_questions(Path(ctx.options["question_file"]))
+    elif set_corpus or style == "lmkbc2024":
+        from eval.lmkbc import resolve_lmkbc_dir
+        from eval.question_prompts import QUESTIONS
+
+        questions = read_questions(resolve_lmkbc_dir(ctx.data_dir) / QUESTIONS)
+    templates = {rel: r.template for rel, r in ctx.corpus.relations.items()}
+    shots = int(ctx.options.get("shots", 0))
+    pool = _pool(ctx, set_corpus) if shots else []
+    return Prompter(style, templates, shots=shots, seed=int(ctx.options.get("shots_seed", 0)), chat=chat,
+                    questions={r: q for r, q in questions.items() if r in templates}, pool=pool)
+
+
+def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
+    """Solved examples the run does not score: LM-KBC's train split; on LAMA the relation's facts (the asked fact
+    and its subject's facts are left out per query)."""
+    if set_corpus:
+        from eval.lmkbc import load_lmkbc
+
+        train = load_lmkbc(ctx.data_dir, "train", list(ctx.corpus.relations))
+        return [Example(f.relation, f.subject.label, f.subject.key, tuple(f.labels), f"train:{f.uid}")
+                for f in train.facts]
+    return [Example(f.relation, f.subject.label, f.subject.key, (f.object.label,), f.uid) for f in ctx.corpus.facts]
+
+
+def label_index(ctx: PredictorContext) -> LabelIndex:
+    """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label."""
+    from bridge.predictors.kb import is_set_corpus
+    from eval.lmkbc import alias_file
+    from eval.lmkbc import label_index as lmkbc_index
+
+    if is_set_corpus(ctx.corpus):
+        return lmkbc_index(ctx.data_dir)
+    labels: dict[str, str] = {}
+    aliases: dict[str, list[str]] = {}
+    for fact in ctx.corpus.facts:
+        for e in (fact.subject, fact.object):
+            labels.setdefault(e.key, e.label)
+            if e.aliases:
+                aliases.setdefault(e.key, []).extend(e.aliases)
+    path = alias_file(Path(ctx.data_dir))
+    if path is not None:
+        from eval.disambiguate import load_aliases
+
+        for qid, forms in load_aliases(path, keep=labels).items():
+            aliases.setdefault(qid, []).extend(forms)
+    return LabelIndex(labels, aliases)
+
+
+class GenerationPredictor:
+    """Asks each query by generation and links what it writes; the backend is local or a server."""
+
+    ranks = "none"  # no ranking: rank-based metrics do not apply
+    slots = ("object",)
+
+    def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
+                 many: bool, params: GenerationParams, model: str, cache=None, extra: dict | None = None) -> None:
+        self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
+        self.many, self.params, self.model, self.cache = many, params, model, cache
+        self.extra = extra or {}
+        self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+    def describe(self) -> dict:
+        return {"kind": "generation", "model": self.model, "fingerprint": self.backend.fingerprint, "ranks": self.ranks,
+                "answers": "a set" if self.many else "one answer", **self.prompter.describe(),
+                **self.params.describe(), **self.extra}
+
+    def _ask(self, prompts: Sequence[Prompt]) -> list[Generated]:
+        """The responses, from the cache where it has them; the rest asked in one call."""
+        from lm.response_cache import response_key
+
+        sent = [p.sent() for p in prompts]
+        keys = [response_key(self.backend.fingerprint, self.model, s, self.params) for s in sent]
+        found: dict[str, Generated] = {}
+        if self.cache is not None:
+            for key in dict.fromkeys(keys):
+                hit = self.cache.get(key)
+                if hit is not None:
+                    found[key] = hit
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        self.counts["cached"] += sum(1 for k in keys if k in found)
+        first = {k: s for k, s in zip(keys, sent)}
+        step = self.backend.slice  # each slice cached before the next is sent: a failure loses one slice at most
+        for start in range(0, len(missing), step):
+            part = missing[start:start + step]
+            for key, response in zip(part, self.backend.generate([first[k] for k in part], self.params)):
+                found[key] = response
+                self.counts["sent"] += 1
+                self.counts["prompt_tokens"] += response.prompt_tokens
+                self.counts["completion_tokens"] += response.completion_tokens
+                if self.cache is not None:
+                    self.cache.put(key, response)
+        return [found[k] for k in keys]
+
+    def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
+        prompts = [self.prompter.prompt(q) for q in queries]
+        responses = self._ask(prompts)
+        out = []
+        for q, prompt, response in zip(queries, prompts, responses):
+            parsed = parse_generation(response.text, self.many)
+            if q.relation in NUMERIC:  # a count is no entity: the number it states is the answer
+                linked = [(item, parse_number(item)) for item in parsed.items]
+                answers = tuple(Answer(item, 1.0) for item, number in linked if number is not None)
+            else:
+                linked = link_items(parsed.items, self.index)
+                answers = tuple(Answer(self.labels.get(key, item) if key else item, 1.0,
+                                       key if key and not key.startswith("label:") else None) for item, key in linked)
+            extra = {"prompt": prompt.sent(), GENERATED: response.text, "parsed": list(parsed.items),
+                     "linked": [[item, key] for item, key in linked], "abstained": parsed.abstained,
+                     "unlinked": [item for item, key in linked if key is None]}
+            if prompt.shots:
+                extra["shots"] = list(prompt.shots)
+            rendered = getattr(self.backend, "rendered", {}).get(_as_key(prompt.sent()))
+            if rendered is not None:
+                extra["prompt_text"] = rendered
+            out.append(Prediction(q.uid, answers, False, extra))
+        return out
+
+    def report(self) -> str:
+        """Requests sent, cached, failed and tokens used (printed when the run is done with this predictor)."""
+        c = self.counts
+        failed = getattr(self.backend, "failed", 0)
+        sent = getattr(self.backend, "sent", c["sent"])  # a server's: every HTTP request, retries and failures too
+        damaged = getattr(self.cache, "damaged", 0)
+        note = f", {damaged} damaged cache rows asked again" if damaged else ""
+        return (f"requests sent {sent}, cached {c['cached']}, failed {failed}; tokens used "
+                f"{c['prompt_tokens']} prompt + {c['completion_tokens']} completion{note}")
+
+
+def _as_key(prompt) -> str:
+    import json
+
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+
+
+class LocalBackend:
+    """`lm.generation.LocalGenerator` behind the backend interface: chat turns rendered by the chat template."""
+
+    def __init__(self, generator) -> None:
+        self.generator = generator
+        self.fingerprint = generator.fingerprint
+        self.slice = 4 * generator.batch_size
+        self.rendered: dict[str, str] = {}
+
+    def generate(self, prompts: Sequence, params: GenerationParams) -> list[Generated]:
+        texts = []
+        for p in prompts:
+            text = p if isinstance(p, str) else self.generator.render(p)
+            if not isinstance(p, str):
+                self.rendered[_as_key(p)] = text
+            texts.append(text)
+        done = self.generator.generate(texts, params)
+        return [done[t] for t in texts]
+
+
+def _cache(ctx: PredictorContext):
+    from lm.response_cache import ResponseCache
+
+    return ResponseCache(Path(ctx.cache_dir) / "lm" / "responses.sqlite") if ctx.options.get("cache", "on") == "on" \
+        else None
+
+
+def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
+    from bridge.predictors.kb import is_set_corpus
+
+    if is_set_corpus(index_ctx.corpus):
+        return {}
+    return {e.key: e.label for f in index_ctx.corpus.facts for e in (f.subject, f.object)}
+
+
+def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, default_tokens: int,
+          extra: dict) -> GenerationPredictor:
+    from bridge.predictors.kb import is_set_corpus
+
+    _set_rule_check(ctx)
+    return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
+                               many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
+                               cache=_cache(ctx), extra=extra)
+
+
+def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
+    """A local causal or seq2seq LM answering by `generate` (`--set NAME.answer=generate`)."""
+    from lm.generation import LocalGenerator
+    from lm.loading import load
+
+    loaded = load(name, kind, ctx.device, ctx.dtype)
+    generator = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name=name,
+                               seq2seq=kind == "seq2seq", batch_size=ctx.batch_size)
+    wanted = ctx.options.get("chat", "auto")
+    if wanted == "on" and not generator.has_chat_template:
+        raise ConfigError(f"--set chat=on: {name} has no chat template in its tokenizer; use chat=off")
+    style = ctx.options.get("prompt", "question")
+    chat = wanted == "on" or (wanted == "auto" and style != "lama" and generator.has_chat_template)
+    return build(name, ctx, LocalBackend(generator), chat=chat, model=name, default_tokens=32,
+                 extra={"backend": "local", "device": str(generator.device), "dtype": ctx.dtype})
+
+
+@declares(*SERVER_OPTIONS, GEN_PROMPT, *GENERATION_OPTIONS, CACHE, SET_OPTION)
+def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
+    """A model behind an OpenAI-compatible server; `name` is the server's URL."""
+    from lm.served import ServedGenerator, ServerSettings, api_root
+
+    o = ctx.options
+    api = o.get("api", "chat")
+    if o.get("chat") == "on" and api != "chat":
+        raise ConfigError("--set chat=on needs api=chat (the server renders the chat template)")
+    settings = ServerSettings(api_root(name), o["model"], api=api, key_env=o.get("key_env"),
+                              timeout=float(o.get("timeout", 60)), concurrency=int(o.get("concurrency", 4)),
+                              retries=int(o.get("retries", 3)))
+    chat = api == "chat" and o.get("chat", "auto") != "off"
+    return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
+                 extra={"backend": "server", **settings.describe()})

@@ -1,0 +1,122 @@
+"""Text written by a local Hugging Face model with `generate`: the second way an LM answers, beside ranking.
+
+Greedy decoding by default (`beams` > 1: beam search; `temperature` > 0: sampling, seeded per prompt so a
+rerun writes the same text). Causal LMs are fed left-padded batches and only the new tokens are decoded;
+seq2seq LMs decode their output. Chat turns are rendered with the tokenizer's chat template (the text
+rendered is what the model reads). Stop sequences cut the text at the first one written. Identical prompts
+are generated once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from eval.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """What changes a generation (part of each cached response's key)."""
+
+    max_new_tokens: int = 32
+    beams: int = 1
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+    def describe(self) -> dict:
+        return {"max_new_tokens": self.max_new_tokens, "beams": self.beams, "temperature": self.temperature,
+                "top_p": self.top_p, "stop": list(self.stop), "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Generated:
+    """One response: the text (cut at the first stop sequence) and the tokens it cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """`text` up to the first stop sequence it holds (OpenAI servers leave the stop sequence out too)."""
+    ends = [text.find(s) for s in stop if s and s in text]
+    return text[:min(ends)] if ends else text
+
+
+def prompt_seed(seed: int, prompt: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}\0{prompt}".encode()).digest()[:4], "big")
+
+
+class LocalGenerator:
+    """Batched `generate` on one loaded model (causal or seq2seq) on its device."""
+
+    def __init__(self, model, tokenizer, *, fingerprint: str, name: str, seq2seq: bool, batch_size: int = 8) -> None:
+        self.model, self.tokenizer, self.fingerprint, self.name = model, tokenizer, fingerprint, name
+        self.seq2seq = seq2seq
+        self.batch_size = max(1, int(batch_size))
+        self.device = next(model.parameters()).device
+        self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        if self.pad is None:
+            raise ConfigError(f"{name}: its tokenizer has neither a pad nor an end-of-text token; generation cannot "
+                              "batch it")
+
+    @property
+    def has_chat_template(self) -> bool:
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def render(self, messages: Sequence[dict]) -> str:
+        """Chat turns as the text the model reads (its chat template, with the assistant's turn opened)."""
+        if not self.has_chat_template:
+            raise ConfigError(f"{self.name}: its tokenizer has no chat template; use --set chat=off")
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+    def generate(self, prompts: Sequence[str], params: GenerationParams) -> dict[str, Generated]:
+        """Prompt -> its response; identical prompts once, batched by length."""
+        import torch
+
+        unique = list(dict.fromkeys(prompts))
+        special = self.seq2seq or not self.has_chat_template  # a rendered chat template holds its own specials
+        enc = [self.tokenizer(p, add_special_tokens=special)["input_ids"] for p in unique]
+        order = sorted(range(len(unique)), key=lambda i: len(enc[i]))
+        sampled = params.temperature > 0
+        per_prompt = sampled  # sampling draws per prompt alone, so that a text never depends on its batch
+        size = 1 if per_prompt else self.batch_size
+        out: dict[str, Generated] = {}
+        with torch.inference_mode():
+            for start in range(0, len(order), size):
+                batch = order[start:start + size]
+                width = max(len(enc[i]) for i in batch)
+                ids = torch.full((len(batch), width), self.pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for j, i in enumerate(batch):
+                    n = len(enc[i])
+                    if self.seq2seq:  # the encoder reads right-padded input
+                        ids[j, :n], mask[j, :n] = torch.tensor(enc[i]), 1
+                    else:  # a causal LM continues from the last position: pad on the left
+                        ids[j, width - n:], mask[j, width - n:] = torch.tensor(enc[i]), 1
+                kwargs = {"max_new_tokens": params.max_new_tokens, "num_beams": params.beams, "do_sample": sampled,
+                          "pad_token_id": self.pad}
+                if sampled:
+                    kwargs.update(temperature=params.temperature, top_p=params.top_p)
+                    torch.manual_seed(prompt_seed(params.seed, unique[batch[0]]))
+                result = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                             **kwargs)
+                rows = result.cpu().tolist()
+                for j, i in enumerate(batch):
+                    new = rows[j] if self.seq2seq else rows[j][width:]
+                    used = _until_end(new, self.tokenizer.eos_token_id, self.pad, self.seq2seq)
+                    text = self.tokenizer.decode(used, skip_special_tokens=True)
+                    out[unique[i]] = Generated(cut_at_stop(text, params.stop), len(enc[i]), len(used))
+        return out
+
+
+def _until_end(ids: list[int], eos: int | None, pad: int, seq2seq: bool) -> list[int]:
+    """The generated tokens before the end-of-text token (and without a seq2seq decoder's start token)."""
+    if seq2seq and ids and ids[0] == pad:
+        ids = ids[1:]
+    end = next((k for k, t in enumerate(ids) if t == eos), len(ids))
+    return ids[:end]

@@ -1,0 +1,168 @@
+"""A client of any OpenAI-compatible server (vLLM, TGI, llama.cpp, Ollama, `transformers serve`, OpenAI).
+
+`/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
+`concurrency` at a time), each with a timeout; 429 and 5xx answers are retried with exponential backoff. A
+server that cannot be reached, refuses the key (401/403), does not know the model (404) or answers something
+that is not a completion stops the run with one `ServerError` line naming the URL and the fix. The key is read
+from the environment variable named by the user and only ever sent in the Authorization header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from eval.errors import KbcError
+from lm.generation import Generated, GenerationParams, cut_at_stop
+
+APIS = ("chat", "completions")
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class ServerError(KbcError):
+    """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    url: str  # the API root, e.g. http://127.0.0.1:8000/v1
+    model: str
+    api: str = "chat"
+    key_env: str | None = None
+    timeout: float = 60.0
+    concurrency: int = 4
+    retries: int = 3
+    backoff: float = 1.0  # seconds before the first retry, doubled each time
+
+    def describe(self) -> dict:  # never the key itself
+        return {"url": self.url, "model": self.model, "api": self.api, "key_env": self.key_env,
+                "timeout": self.timeout, "concurrency": self.concurrency, "retries": self.retries}
+
+
+def api_root(url: str) -> str:
+    """`http://host:port/v1` from the root or any endpoint under it."""
+    url = url.rstrip("/")
+    for tail in ("/chat/completions", "/completions"):
+        if url.endswith(tail):
+            url = url[: -len(tail)]
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class ServedGenerator:
+    """Sends prompts (text or chat turns) to one server and model; counts what it sent and what it cost."""
+
+    def __init__(self, settings: ServerSettings, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings = settings
+        self.sleep = sleep
+        self.key = None
+        if settings.key_env:
+            self.key = os.environ.get(settings.key_env)
+            if not self.key:
+                raise ServerError(f"key_env={settings.key_env}: that environment variable is not set; export it with "
+                                  "the server's API key")
+        self.sent = self.failed = self.retried = 0
+        self._lock = threading.Lock()  # the counters are bumped from the request threads
+        self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.settings.url}|{self.settings.api}"
+
+    def _post(self, body: dict) -> dict:
+        s = self.settings
+        endpoint = f"{s.url}/{'chat/completions' if s.api == 'chat' else 'completions'}"
+        headers = {"Content-Type": "application/json"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        data = json.dumps(body).encode()
+        for attempt in range(s.retries + 1):
+            request = urllib.request.Request(endpoint, data=data, headers=headers, method="POST")
+            self._count("sent")
+            try:
+                with urllib.request.urlopen(request, timeout=s.timeout) as response:
+                    raw = response.read()
+                break
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:200].decode("utf-8", "replace").strip()
+                if exc.code in RETRY_STATUS and attempt < s.retries:
+                    self._count("retried")
+                    self.sleep(s.backoff * 2 ** attempt)
+                    continue
+                self._count("failed")
+                raise ServerError(_http_message(endpoint, exc.code, detail, s)) from None
+            except (TimeoutError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+                    if attempt < s.retries:
+                        self._count("retried")
+                        self.sleep(s.backoff * 2 ** attempt)
+                        continue
+                    self._count("failed")
+                    raise ServerError(f"{endpoint}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
+                                      "--set timeout=SECONDS or ask a less busy server") from None
+                self._count("failed")
+                raise ServerError(f"{endpoint}: cannot reach the server ({reason}); start it, or check the URL"
+                                  ) from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            self._count("failed")
+            raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
+                              "server?") from None
+
+    def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
+        s = self.settings
+        body: dict = {"model": s.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
+                      "top_p": params.top_p, "seed": params.seed}
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if s.api == "chat":
+            body["messages"] = list(prompt) if not isinstance(prompt, str) else [{"role": "user", "content": prompt}]
+        else:
+            body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
+        answer = self._post(body)
+        try:
+            choice = answer["choices"][0]
+            text = choice["message"]["content"] if s.api == "chat" else choice["text"]
+            if not isinstance(text, str):
+                raise TypeError(type(text).__name__)
+        except (KeyError, IndexError, TypeError) as exc:
+            self._count("failed")
+            raise ServerError(f"{s.url}: the answer holds no completion text ({exc!r} missing in "
+                              f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
+        usage = answer.get("usage") or {}
+        return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
+                         int(usage.get("completion_tokens") or 0))
+
+    def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams) -> list[Generated]:
+        """One response per prompt, in order, asked at most `concurrency` at a time."""
+        if self.settings.concurrency <= 1 or len(prompts) <= 1:
+            return [self._one(p, params) for p in prompts]
+        with ThreadPoolExecutor(self.settings.concurrency) as pool:
+            return list(pool.map(lambda p: self._one(p, params), prompts))
+
+
+def _plain(messages: Sequence[dict]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> str:
+    if code in (401, 403):
+        fix = (f"check the key in ${s.key_env}" if s.key_env else
+               "give the key's environment variable with --set key_env=NAME")
+        return f"{endpoint}: the server refuses the request (HTTP {code}); {fix}"
+    if code == 404:
+        return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
+                f"--set model={s.model}")
+    return f"{endpoint}: HTTP {code} ({detail or 'no detail'})"

@@ -1,0 +1,70 @@
+"""A small scripted OpenAI-compatible HTTP server on localhost, for the cases a real server will not produce on
+demand (refusals, garbage, slowness, 429s) and for answers chosen by the test."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from lm.local_server import free_port
+
+__all__ = ["Scripted", "completion", "free_port"]
+
+Reply = tuple[int, object]  # (HTTP status, a JSON-able body or raw bytes)
+
+
+def completion(text: str, api: str, prompt_tokens: int = 3, completion_tokens: int = 2) -> dict:
+    """An OpenAI response body holding `text`."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}} if api == "chat" else \
+        {"index": 0, "text": text}
+    return {"id": "x", "object": "chat.completion" if api == "chat" else "text_completion", "choices": [choice],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+
+
+class Scripted:
+    """Answers each POST with `script(path, body, n)` (n: the request's number, from 1); records every body."""
+
+    def __init__(self, script: Callable[[str, dict, int], Reply], delay: float = 0.0) -> None:
+        self.script, self.delay, self.bodies = script, delay, []
+        self.lock = threading.Lock()
+        self.active = self.peak = 0  # requests being answered now, and the most at once
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                body["_auth"] = self.headers.get("Authorization")
+                with owner.lock:
+                    owner.bodies.append(body)
+                    n = len(owner.bodies)
+                    owner.active += 1
+                    owner.peak = max(owner.peak, owner.active)
+                if owner.delay:
+                    time.sleep(owner.delay)
+                status, reply = owner.script(self.path, body, n)
+                with owner.lock:
+                    owner.active -= 1
+                data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout case)
+                    pass
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

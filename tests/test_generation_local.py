@@ -1,0 +1,183 @@
+"""Local models answering by `generate`: batched left-padded generation, exact prompts in the records, exact match
+instead of P@k, and a rerun that asks the model nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lm_fixtures import tiny_model_dir, tiny_t5_dir
+
+from eval.answer_text import parse_generation
+from lm.generation import GenerationParams, LocalGenerator
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    return tiny_model_dir("gpt2", tmp_path_factory.mktemp("gpt2"))
+
+
+@pytest.fixture(scope="module")
+def t5_dir(tmp_path_factory):
+    return tiny_t5_dir(tmp_path_factory.mktemp("t5"))
+
+
+def direct(path, kind: str, prompt: str, max_new_tokens: int) -> str:
+    """What the model writes for one prompt alone, unpadded, straight from transformers."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = (AutoModelForCausalLM if kind == "causal" else AutoModelForSeq2SeqLM).from_pretrained(path).eval()
+    ids = tok(prompt, return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids, max_new_tokens=max_new_tokens, do_sample=False,
+                             pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    new = out[0].tolist() if kind == "seq2seq" else out[0, ids.shape[1]:].tolist()
+    return tok.decode(new, skip_special_tokens=True)
+
+
+@pytest.fixture(autouse=True)
+def own_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
+def test_batched_generation_equals_one_prompt_at_a_time(kind, gpt2_dir, t5_dir):
+    from lm.loading import load
+
+    path = gpt2_dir if kind == "causal" else t5_dir
+    loaded = load(str(path), kind)
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m",
+                         seq2seq=kind == "seq2seq", batch_size=3)
+    prompts = ["Dante was born in", "The capital of the Republic of France is the city of", "Rome", "Dante was born in"]
+    out = gen.generate(prompts, GenerationParams(max_new_tokens=6))
+    assert sorted(out) == sorted(prompts[:3])  # identical prompts once
+    for prompt in prompts[:3]:
+        assert out[prompt].text == direct(path, kind, prompt, 6)
+        assert out[prompt].completion_tokens <= 6 and out[prompt].prompt_tokens > 0
+    text = out[prompts[0]].text
+    stop = text[2:4]
+    cut = gen.generate(prompts[:1], GenerationParams(max_new_tokens=6, stop=(stop,)))[prompts[0]].text
+    assert cut == text[:text.find(stop)]
+
+
+def run_generate(lama_dir, tmp_path, model, out, extra=(), corpus="google_re", relations=("place_of_birth",),
+                 limit=4):
+    import os
+
+    from bridge.cli import main
+
+    os.environ["KBC_CACHE"] = str(tmp_path / "cache")  # each test's own cache (monkeypatched by `own_cache`)
+
+    argv = ["run", "lama", "--corpus", corpus, "--relations", *relations, "--predictors", f"llm={model}",
+            "--set", "llm.answer=generate", "--set", "llm.max_new_tokens=5", *extra, "--limit", str(limit),
+            "--data-dir", str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"), "--quiet",
+            "--bootstrap", "50"]
+    try:
+        main(argv)
+    except SystemExit as exc:
+        assert exc.code in (0, None), exc
+
+
+def records(out, corpus="google_re", rel="place_of_birth", name="llm"):
+    path = out / "predictions" / corpus / name / f"{rel}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(gpt2_dir, lama_dir, tmp_path,
+                                                                               capsys):
+    out = tmp_path / "run"
+    run_generate(lama_dir, tmp_path, gpt2_dir, out, ["--set", "llm.prompt=lama"])
+    err = capsys.readouterr().err
+    recs = records(out)
+    assert len(recs) == 4
+    for r in recs:
+        assert r["prompt"] == f"{r['subject']} was born in"
+        assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 5)
+        assert r["parsed"] == list(parse_generation(r["generation"], many=False).items)
+        assert r["rank_raw"] is None and r["rank_filtered"] is None
+        assert r["em_raw"] == bool(r["answers"] and (r["answers"][0][2] == r["gold_id"] if r["answers"][0][2]
+                                                     else r["answers"][0][0] == r["gold"]))
+    assert "google_re / llm: requests sent 4, cached 0, failed 0; tokens used" in err
+    rows = json.loads((out / "summary.json").read_text())
+    mine = {(r["metric"], r["setting"], r["scope"]) for r in rows if r["predictor"] == "llm" and r["group"] == "all"}
+    assert mine == {(m, s, sc) for m in ("em", "abstain", "unlinked") for s in ("raw", "filtered")
+                    for sc in ("own", "shared")}  # no P@k, no MRR: there is no ranking
+    em = next(r for r in rows if r["metric"] == "em" and r["setting"] == "raw" and r["group"] == "place_of_birth"
+              and r["scope"] == "own")
+    assert em["value"] == 100.0 * sum(r["em_raw"] for r in recs) / 4 and em["n_facts"] == 4
+    unlinked = next(r for r in rows if r["metric"] == "unlinked" and r["setting"] == "raw" and r["group"] == "all"
+                    and r["scope"] == "own")
+    assert unlinked["value"] == 100.0 * sum(len(r["unlinked"]) / len(r["parsed"]) for r in recs if r["parsed"]) / 4
+    assert unlinked["stderr"] is not None or len({bool(r["unlinked"]) for r in recs}) == 1
+    md = (out / "summary.md").read_text()
+    assert "P@k and MRR are not applicable to llm (answers written by generation, no ranking)" in md
+    assert "## Exact match (%), shared facts" in md
+    # a rerun into another directory asks the model nothing: every response comes from the cache
+    run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "again", ["--set", "llm.prompt=lama"])
+    assert "requests sent 0, cached 4, failed 0; tokens used 0 prompt + 0 completion" in capsys.readouterr().err
+    assert records(tmp_path / "again") == recs
+
+
+def test_a_damaged_cache_row_is_asked_again_not_served(gpt2_dir, lama_dir, tmp_path, capsys):
+    import sqlite3
+
+    run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "one", ["--set", "llm.prompt=lama"], limit=2)
+    db = sqlite3.connect(tmp_path / "cache" / "lm" / "responses.sqlite")
+    db.execute("UPDATE responses SET value = replace(value, '\"text\": \"', '\"text\": \"X') WHERE rowid = 1")
+    db.commit()
+    db.close()
+    capsys.readouterr()
+    run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "two", ["--set", "llm.prompt=lama"], limit=2)
+    err = capsys.readouterr().err
+    assert "requests sent 1, cached 1, failed 0" in err and "1 damaged cache rows asked again" in err
+    assert records(tmp_path / "two") == records(tmp_path / "one")
+
+
+def test_t5_answers_trex_by_generation_with_the_question_style(t5_dir, lama_dir, tmp_path):
+    out = tmp_path / "t5"
+    run_generate(lama_dir, tmp_path, t5_dir, out, ["--set", "llm.prompt=question"], corpus="trex", relations=["P19"],
+                 limit=3)
+    recs = records(out, "trex", "P19")
+    for r in recs:
+        assert r["prompt"] == f"Q: Fill in the blank: {r['subject']} was born in ___.\nA:"
+        assert r["generation"] == direct(t5_dir, "seq2seq", r["prompt"], 5)
+
+
+def test_generation_options_without_answer_generate_are_refused(gpt2_dir, lama_dir, tmp_path, capsys):
+    from cli_support import run_kbc
+
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--predictors", f"llm={gpt2_dir}", "--set",
+                            "llm.shots=2", "--limit", "1", "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"),
+                            "--store", str(tmp_path / "s")], capsys)
+    assert code == 2
+    assert f"error: --set shots applies to generation; add --set NAME.answer=generate for the model {gpt2_dir}\n" in err
+
+
+def test_the_lmkbc2024_baseline_prompt_without_a_chat_template(gpt2_dir, lama_dir, tmp_path, capsys):
+    """A model without a chat template gets the baseline's plain prompt: train examples "question answers", one a
+    line, then the question; the set is what the first line lists."""
+    from cli_support import run_kbc
+
+    from eval.lmkbc import load_lmkbc
+
+    rel = "personHasCityOfDeath"
+    train = {f"train:{f.uid}": f for f in load_lmkbc(lama_dir, "train", [rel]).facts}
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", rel, "--predictors", f"llm={gpt2_dir}", "--set",
+                            "llm.answer=generate", "--set", "llm.prompt=lmkbc2024", "--set", "llm.shots=2", "--set",
+                            "llm.max_new_tokens=6", "--limit", "2", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    recs = [json.loads(line) for line in (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text()
+            .splitlines()]
+    assert len(recs) == 2
+    for r in recs:
+        shown = [train[uid] for uid in r["shots"]]
+        assert len(shown) == 2 and all(f.subject.label != r["subject"] for f in shown)
+        assert r["prompt"] == "\n".join([*(f"In which city did {f.subject.label} die? {', '.join(f.labels) or 'None'}"
+                                           for f in shown), f"In which city did {r['subject']} die?"])
+        assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 6)
+        assert r["parsed"] == list(parse_generation(r["generation"], many=True).items)
+    assert "lmkbc2024 / llm: requests sent 2, cached 0, failed 0" in err

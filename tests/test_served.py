@@ -1,0 +1,249 @@
+"""The OpenAI-compatible client against a scripted localhost server: retries, refusals, garbage, timeouts,
+bounded concurrency, and whole runs whose answers the test chooses (exact match and LM-KBC scores)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_support import run_kbc
+from served_support import Scripted, completion, free_port
+
+from lm.generation import GenerationParams
+from lm.served import ServedGenerator, ServerError, ServerSettings
+
+PARAMS = GenerationParams(max_new_tokens=8)
+
+
+def ok(text: str = "Paris", api: str = "chat"):
+    return lambda path, body, n: (200, completion(text, api))
+
+
+@pytest.fixture
+def serve():
+    started = []
+
+    def start(script, delay: float = 0.0) -> Scripted:
+        started.append(Scripted(script, delay))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def client(url: str, sleeps: list | None = None, **kw) -> ServedGenerator:
+    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=(sleeps.append if sleeps is not None else None))
+
+
+def test_chat_and_completions_requests_and_usage(serve):
+    server = serve(lambda path, body, n: (200, completion(f"{path} {n}", "chat" if "chat" in path else "c", 5, 1)))
+    chat = client(server.url).generate([[{"role": "user", "content": "Q?"}]], PARAMS)
+    plain = client(server.url, api="completions").generate(["Dante was born in"],
+                                                            GenerationParams(max_new_tokens=4, stop=("\n",)))
+    assert [(g.text, g.prompt_tokens, g.completion_tokens) for g in chat + plain] == [
+        ("/v1/chat/completions 1", 5, 1), ("/v1/completions 2", 5, 1)]
+    first, second = server.bodies
+    assert first["messages"] == [{"role": "user", "content": "Q?"}] and first["model"] == "tiny"
+    assert (first["max_tokens"], first["temperature"], first["_auth"]) == (8, 0.0, None)
+    assert second["prompt"] == "Dante was born in" and second["stop"] == ["\n"] and second["max_tokens"] == 4
+
+
+def test_429_and_5xx_are_retried_with_backoff(serve):
+    server = serve(lambda path, body, n: (429, {"error": "slow down"}) if n < 3 else (200, completion("Rome", "chat")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=3)
+    assert [g.text for g in gen.generate(["q"], PARAMS)] == ["Rome"]
+    assert sleeps == [1.0, 2.0] and (gen.sent, gen.retried, gen.failed) == (3, 2, 0)
+    broken = serve(lambda path, body, n: (503, {"error": "down for maintenance"}))
+    gen = client(broken.url, [], retries=2)
+    with pytest.raises(ServerError, match=r"/v1/chat/completions: HTTP 503 \(\{\"error\": \"down for maintenance"):
+        gen.generate(["q"], PARAMS)
+    assert len(broken.bodies) == 3 and gen.failed == 1
+
+
+@pytest.mark.parametrize(("status", "reply", "message"), [
+    (401, {"error": "bad key"}, r"the server refuses the request \(HTTP 401\); give the key's environment variable "
+                                r"with --set key_env=NAME"),
+    (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: \{\"detail\": \"no model tiny\"\}\); check the URL"),
+    (200, b"<html>hello</html>", r"the answer is not JSON \(b'<html>hello</html>'\); is this an OpenAI-compatible"),
+    (200, {"object": "list", "data": []}, r"the answer holds no completion text \(KeyError\('choices'\) missing"),
+    (200, {"choices": [{"message": {"content": None}}]}, r"holds no completion text \(TypeError\('NoneType'\)"),
+])
+def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message):
+    server = serve(lambda path, body, n: (status, reply))
+    with pytest.raises(ServerError, match=message):
+        client(server.url, []).generate(["q"], PARAMS)
+    assert len(server.bodies) == 1  # never retried
+
+
+def test_a_server_that_is_down_or_too_slow(serve):
+    with pytest.raises(ServerError, match=r"cannot reach the server \(.*\); start it, or check the URL"):
+        client(f"http://127.0.0.1:{free_port()}/v1", []).generate(["q"], PARAMS)
+    slow = serve(ok(), delay=1.0)
+    with pytest.raises(ServerError, match=r"no answer within 0.2 s \(2 tries\); raise --set timeout=SECONDS"):
+        client(slow.url, [], timeout=0.2, retries=1).generate(["q"], PARAMS)
+
+
+def test_the_key_comes_from_the_environment_and_a_missing_one_is_named(serve, monkeypatch):
+    server = serve(ok())
+    monkeypatch.setenv("TINY_KEY", "sk-secret")
+    client(server.url, key_env="TINY_KEY").generate(["q"], PARAMS)
+    assert server.bodies[0]["_auth"] == "Bearer sk-secret"
+    monkeypatch.delenv("TINY_KEY")
+    with pytest.raises(ServerError, match="key_env=TINY_KEY: that environment variable is not set"):
+        client(server.url, key_env="TINY_KEY")
+
+
+def test_concurrency_is_bounded_and_answers_keep_their_order(serve):
+    server = serve(lambda path, body, n: (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.3)
+    gen = client(server.url, concurrency=3)
+    prompts = [f"q{i}" for i in range(7)]
+    assert [g.text for g in gen.generate(prompts, PARAMS)] == [p.upper() for p in prompts]
+    assert server.peak == 3
+
+
+def lama_args(url: str, lama_dir, out, *extra) -> list[str]:
+    return ["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors", f"llm={url}",
+            "--set", "llm.model=tiny", "--limit", "9", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+            "--bootstrap", "50", *extra]
+
+
+def test_a_lama_run_scores_exact_match_abstention_and_unlinked_answers(serve, lama_dir, google_re, tmp_path, capsys,
+                                                                        monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gold = {f.subject.label: f.object for f in google_re.facts if f.relation == "place_of_birth"}
+    keys_of: dict[str, set[str]] = {}
+    for f in google_re.facts:
+        for e in (f.subject, f.object):
+            keys_of.setdefault(e.label, set()).add(e.key)
+    plan: dict[str, str] = {}
+
+    def script(path, body, n):
+        subject = body["messages"][-1]["content"].removeprefix("Fill in the blank: ").split(" was born in")[0]
+        kind = ("gold", "alias", "abstain", "unknown-place")[len(plan) % 4] if subject not in plan else plan[subject]
+        plan[subject] = kind
+        obj = gold[subject]
+        text = {"gold": f"{obj.label}.", "alias": obj.aliases[0] if obj.aliases else obj.label,
+                "abstain": "I don't know", "unknown-place": "Atlantis"}[kind]
+        return 200, completion(text + "\nQ: more", "chat")
+
+    server = serve(script)
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    assert "google_re / llm: requests sent 9, cached 0, failed 0; tokens used 27 prompt + 18 completion" in err
+    recs = [json.loads(line) for line in
+            (tmp_path / "run" / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl").read_text().splitlines()]
+    assert len(recs) == 9 and len(plan) == 9
+    for r in recs:
+        assert r["prompt"] == [{"role": "user", "content": f"Fill in the blank: {r['subject']} was born in ___."}]
+        kind = plan[r["subject"]]
+        assert r["abstained"] == (kind == "abstain")
+        assert r["em_raw"] == (kind in ("gold", "alias")), (kind, r)
+        if kind == "unknown-place":
+            assert r["unlinked"] == ["Atlantis"]
+        elif r["unlinked"]:  # a label several entities of the corpus carry names none of them: kept as text
+            assert kind == "gold" and r["unlinked"] == [r["gold"]] and len(keys_of[r["gold"]]) > 1
+    rows = {(r["metric"], r["setting"]): r for r in json.loads((tmp_path / "run" / "summary.json").read_text())
+            if r["scope"] == "own" and r["group"] == "all"}
+    kinds = list(plan.values())
+    assert rows[("em", "raw")]["value"] == 100.0 * sum(k in ("gold", "alias") for k in kinds) / 9
+    assert rows[("abstain", "raw")]["value"] == 100.0 * kinds.count("abstain") / 9
+    assert rows[("unlinked", "raw")]["value"] == 100.0 * sum(len(r["unlinked"]) for r in recs) / 9
+    assert rows[("em", "raw")]["ci_low"] < rows[("em", "raw")]["value"] < rows[("em", "raw")]["ci_high"]
+    assert not any(m in ("p@1", "p@10", "mrr") for m, _ in rows)
+    # the rerun sends nothing; `kbc show` prints the prompt and the raw generation
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "again"), capsys)
+    assert code == 0 and "requests sent 0, cached 9, failed 0" in err and len(server.bodies) == 9
+    code, shown, _ = run_kbc(["show", str(tmp_path / "run"), "--uid", recs[0]["uid"]], capsys)
+    assert code == 0
+    assert f"prompt:     [user] Fill in the blank: {recs[0]['subject']} was born in ___." in shown
+    assert f"generation: {recs[0]['generation'].splitlines()[0]}" in shown
+
+
+def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    from eval.lmkbc import load_lmkbc
+    from eval.question_prompts import LMKBC_SYSTEM
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    rel = "companyTradesAtStockExchange"
+    val = {f.subject.label: f for f in load_lmkbc(lama_dir, "val", [rel]).facts}
+    answered: dict[str, str] = {}
+
+    def script(path, body, n):
+        subject = body["messages"][-1]["content"].removeprefix("Where do shares of ").removesuffix(" trade?")
+        labels = val[subject].labels
+        plain = labels and not any("," in x for x in labels) and len(answered) % 3 != 2
+        answered[subject] = ", ".join(labels) if plain else "None"
+        return 200, completion(answered[subject], "chat")
+
+    server = serve(script)
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", rel, "--predictors", f"llm={server.url}", "--set",
+                            "llm.model=tiny", "--set", "llm.prompt=lmkbc2024", "--set", "llm.shots=5", "--limit", "12",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    recs = [json.loads(line) for line in (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text()
+            .splitlines()]
+    assert len(recs) == 12
+    for r in recs:
+        turns = r["prompt"]
+        assert turns[0] == {"role": "system", "content": LMKBC_SYSTEM} and len(turns) == 12
+        assert turns[-1] == {"role": "user", "content": f"Where do shares of {r['subject']} trade?"}
+        assert all(t["content"].startswith("Where do shares of ") for t in turns[1:-1:2])
+        assert len(r["shots"]) == 5 and all(s.startswith("train:") for s in r["shots"])
+        assert r["abstained"] == (answered[r["subject"]] == "None")
+    expected = [1.0 if answered[s] != "None" or not val[s].objects else 0.0 for s in answered]
+    rows = {r["metric"]: r["value"] for r in json.loads((out / "summary.json").read_text())
+            if r["scope"] == "own" and r["group"] == "all"}
+    assert rows["macro-f1"] == pytest.approx(sum(expected) / 12, abs=1e-12)
+    assert rows["abstain"] == pytest.approx(sum(a == "None" for a in answered.values()) / 12, abs=1e-12)
+    submission = [json.loads(line) for line in (out / "submission" / "llm.jsonl").read_text().splitlines()]
+    assert len(submission) == 12
+
+
+def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve, lama_dir, google_re, tmp_path,
+                                                                          capsys, monkeypatch):
+    import pandas as pd
+
+    from bridge.cli.compare import paired, table_pairs
+    from bridge.run.directory import open_run
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gold = {f.subject.label: f.object.label for f in google_re.facts if f.relation == "place_of_birth"}
+
+    def script(path, body, n):
+        subject = body["messages"][-1]["content"].removeprefix("Fill in the blank: ").split(" was born in")[0]
+        return 200, completion(gold[subject] if n % 2 else "Atlantis", "chat")
+
+    server = serve(script)
+    out = tmp_path / "run"
+    argv = lama_args(server.url, lama_dir, out)
+    code, _, err = run_kbc([*argv[:7], "freq", *argv[7:]], capsys)
+    assert code == 0, err
+    recs = {r["uid"]: r for r in map(json.loads, (out / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl")
+                                     .read_text().splitlines())}
+    frame = pd.read_parquet(out / "instances.parquet")
+    mine = frame[frame.predictor == "llm"].set_index("uid")
+    assert {u: bool(mine.loc[u, "correct_raw"]) for u in recs} == {u: r["em_raw"] for u, r in recs.items()}
+    assert (mine["generation"] == pd.Series({u: r["generation"] for u, r in recs.items()})).all()
+    pairs, _, _, _ = paired(open_run(out), "google_re", "freq", "llm", "raw")
+    assert {p.uid: p.b for p in pairs} == {u: r["em_raw"] for u, r in recs.items()}
+    from_table = table_pairs(out / "instances.parquet", "google_re", "freq", "llm", "raw")[0]
+    assert [(p.uid, p.a, p.b) for p in from_table] == [(p.uid, p.a, p.b) for p in pairs]
+    assert sum(r["em_raw"] for r in recs.values()) == 5  # the gold for requests 1, 3, 5, 7, 9
+
+
+def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve, lama_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (400, {"error": "context too long"}) if n == 6 else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and err.splitlines()[-1].startswith("error: ") and "HTTP 400" in err
+    assert "google_re / llm: requests sent 6, cached 0, failed 1" in err
+    # slices of 4 requests are cached as they come: the first is kept, the one the failure cut short is asked again
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "google_re / llm: requests sent 5, cached 4, failed 0" in err and len(server.bodies) == 11

@@ -1,0 +1,75 @@
+"""A real `transformers serve` on a localhost port, serving a tiny GPT-2: its records equal the local `generate`
+predictor's on the same model and prompts, over `/v1/completions` (the model as it is) and `/v1/chat/completions`
+(the fixture gives the tokenizer a chat template)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from cli_support import run_kbc
+from lm_fixtures import tiny_model_dir
+
+pytestmark = pytest.mark.heavy
+
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_gpt2(tmp_path_factory):
+    """The tiny GPT-2 with a chat template in its tokenizer files."""
+    from transformers import AutoTokenizer
+
+    path = tmp_path_factory.mktemp("chat") / "tiny-gpt2-chat"
+    shutil.copytree(tiny_model_dir("gpt2", tmp_path_factory.mktemp("gpt2")), path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(chat_gpt2):
+    from lm.local_server import LocalServer
+
+    with LocalServer(chat_gpt2) as running:
+        yield running
+
+
+def run(lama_dir, tmp_path, capsys, spec: str, out_name: str, *sets: str) -> list[dict]:
+    out = tmp_path / out_name
+    argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors", f"llm={spec}",
+            "--set", "llm.max_new_tokens=6", *[x for s in sets for x in ("--set", s)], "--limit", "4",
+            "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0", "--batch-size", "3"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "google_re / llm: requests sent 4, cached 0, failed 0" in err  # each side asked its model itself
+    path = out / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_completions_records_equal_the_local_generate_predictor(server, chat_gpt2, lama_dir, tmp_path, capsys,
+                                                                 monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    local = run(lama_dir, tmp_path, capsys, str(chat_gpt2), "local", "llm.answer=generate", "llm.prompt=lama",
+                "llm.chat=off")
+    served = run(lama_dir, tmp_path, capsys, server.url, "served", f"llm.model={chat_gpt2}", "llm.api=completions",
+                 "llm.prompt=lama")
+    assert served == local
+    assert [r["prompt"] for r in served] == [f"{r['subject']} was born in" for r in served]
+    assert any(r["generation"].strip() for r in served)
+
+
+def test_chat_records_equal_the_local_generate_predictor_with_its_chat_template(server, chat_gpt2, lama_dir, tmp_path,
+                                                                               capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    local = run(lama_dir, tmp_path, capsys, str(chat_gpt2), "local", "llm.answer=generate", "llm.prompt=question")
+    served = run(lama_dir, tmp_path, capsys, server.url, "served", f"llm.model={chat_gpt2}", "llm.api=chat",
+                 "llm.prompt=question")
+    for r in local:  # the local record also keeps the text its chat template rendered
+        question = f"Fill in the blank: {r['subject']} was born in ___."
+        assert r["prompt"] == [{"role": "user", "content": question}]
+        assert r.pop("prompt_text") == f"user: {question}\nassistant:"
+    assert served == local
