@@ -47,6 +47,9 @@ _ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|MANIFEST-[0-9]
                       r"|[0-9]+\.(sst|log|blob)")
 
 
+_NOT_DAMAGE = ("No space left on device", "Permission denied", "Read-only file system", "Disk quota exceeded")
+
+
 def writer_wait() -> float:
     """Seconds a writer waits for another one: `$KBC_STORE_WAIT`, else 600."""
     text = os.environ.get(WAIT_ENV)
@@ -62,7 +65,7 @@ def writer_wait() -> float:
     return value
 
 
-def _one_line(exc: object, limit: int = 200) -> str:
+def _one_line(exc: object, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -118,14 +121,20 @@ class StoreFolder:
         try:
             if (self.root / MARK).is_file():
                 return
-            try:
-                old = ox.Store.read_only(str(self.root))
-                graphs = [g.value for g in old.named_graphs()]
+            try:  # looked at read-only first: a database kbc did not write is left as it is
+                graphs = [g.value for g in ox.Store.read_only(str(self.root)).named_graphs()]
             except (OSError, RuntimeError) as exc:
                 raise self.damaged(exc) from None
             if not all(g.startswith(GRAPH_NS) for g in graphs):
                 raise ConfigError(f"--store {self.root} holds an Oxigraph database that kbc did not write; pass "
                                   "another --store DIR, or another cache with KBC_CACHE=DIR")
+            try:  # read-write: a checkpoint of a read-only database would leave out its write-ahead log
+                old = ox.Store(str(self.root))
+            except OSError as exc:
+                raise KbcError(f"cannot open the graph store {self.root}: {_one_line(exc)} (is a kbc of an earlier "
+                               "version using it?)") from None
+            except RuntimeError as exc:
+                raise self.damaged(exc) from None
             first = self.root / f"gen-{time.time_ns()}"
             try:
                 old.backup(str(first))
@@ -144,7 +153,10 @@ class StoreFolder:
             self._release()
 
     def damaged(self, why: object) -> KbcError:
-        return DataError(f"the graph store {self.root} is damaged ({_one_line(why)}); it is a cache: delete the "
+        text = _one_line(why)
+        if any(reason in text for reason in _NOT_DAMAGE):  # the disk or its permissions, not the store's files
+            return KbcError(f"the graph store {self.root}: {text}")
+        return DataError(f"the graph store {self.root} is damaged ({text}); it is a cache: delete the "
                          f"folder {self.root} and kbc rebuilds what it needs from the data")
 
     # -- reading -------------------------------------------------------------------------------------
@@ -259,6 +271,7 @@ class StoreFolder:
                 self.writer, self._copy = None, None
                 generation = self.root / f"gen-{time.time_ns()}"
                 try:
+                    writer.flush()  # into table files: a later copy is taken from a read-only database
                     writer.backup(str(generation))  # a checkpoint: whatever still holds the copy, it stays out
                 except (OSError, RuntimeError) as exc:
                     shutil.rmtree(generation, ignore_errors=True)
