@@ -37,7 +37,7 @@ WRITER_LOCK = "writer.lock"
 WRITER_INFO = "writer.json"
 READERS = "kbc-readers"
 WAIT_ENV = "KBC_STORE_WAIT"
-DEFAULT_WAIT = 600.0
+DEFAULT_WAIT = 1800.0  # a first relation-extraction build holds the lock for minutes
 _GENERATION = re.compile(r"gen-[0-9]+")
 _WORK = re.compile(r"work-[0-9]+")
 _OURS = re.compile(rf"{re.escape(MARK)}|{LIVE}(\.tmp)?|{re.escape(WRITER_LOCK)}|{re.escape(WRITER_INFO)}"
@@ -51,7 +51,7 @@ _NOT_DAMAGE = ("No space left on device", "Permission denied", "Read-only file s
 
 
 def writer_wait() -> float:
-    """Seconds a writer waits for another one: `$KBC_STORE_WAIT`, else 600."""
+    """Seconds a writer waits for another one: `$KBC_STORE_WAIT`, else 1800."""
     text = os.environ.get(WAIT_ENV)
     if text is None:
         return DEFAULT_WAIT
