@@ -271,8 +271,9 @@ class StoreFolder:
                 self.writer, self._copy = None, None
                 generation = self.root / f"gen-{time.time_ns()}"
                 try:
-                    writer.flush()  # into table files: a later copy is taken from a read-only database
-                    writer.backup(str(generation))  # a checkpoint: whatever still holds the copy, it stays out
+                    # a checkpoint (it flushes the write-ahead log into table files first, so the read-only
+                    # copies taken from it later miss nothing); whatever still holds the work copy stays out
+                    writer.backup(str(generation))
                 except (OSError, RuntimeError) as exc:
                     shutil.rmtree(generation, ignore_errors=True)
                     raise self.damaged(exc) from None
