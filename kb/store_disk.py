@@ -117,17 +117,22 @@ class StoreFolder:
         """Move a store of the earlier layout (one RocksDB folder) into a first generation, once."""
         from kb.store import GRAPH_NS
 
+        try:  # looked at read-only first: a database kbc did not write is left as it is
+            seen = ox.Store.read_only(str(self.root))
+            graphs = [g.value for g in seen.named_graphs()]
+            default = bool(seen.query("ASK { ?s ?p ?o }"))
+        except (OSError, RuntimeError) as exc:
+            raise ConfigError(f"--store {self.root} holds a database kbc cannot read ({_one_line(exc)}); if an "
+                              "earlier kbc made it, delete the folder (a cache: it is rebuilt from the data), "
+                              "else pass another --store DIR") from None
+        del seen
+        if default or not all(g.startswith(GRAPH_NS) for g in graphs):
+            raise ConfigError(f"--store {self.root} holds an Oxigraph database that kbc did not write; pass "
+                              "another --store DIR, or another cache with KBC_CACHE=DIR")
         self.claim(refresh=False)
         try:
             if (self.root / MARK).is_file():
                 return
-            try:  # looked at read-only first: a database kbc did not write is left as it is
-                graphs = [g.value for g in ox.Store.read_only(str(self.root)).named_graphs()]
-            except (OSError, RuntimeError) as exc:
-                raise self.damaged(exc) from None
-            if not all(g.startswith(GRAPH_NS) for g in graphs):
-                raise ConfigError(f"--store {self.root} holds an Oxigraph database that kbc did not write; pass "
-                                  "another --store DIR, or another cache with KBC_CACHE=DIR")
             try:  # read-write: a checkpoint of a read-only database would leave out its write-ahead log
                 old = ox.Store(str(self.root))
             except OSError as exc:

@@ -533,6 +533,16 @@ def _(c: Ctx) -> list[str]:
     return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.tmp / "run")]
 
 
+@case("store folder of an unreadable database", "holds a database kbc cannot read (Corruption: CURRENT file "
+      "corrupted); if an earlier kbc made it, delete the folder (a cache: it is rebuilt from the data), else pass "
+      "another --store DIR")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "old").mkdir()
+    (c.tmp / "old" / "CURRENT").write_text("garbage\n")
+    (c.tmp / "old" / "IDENTITY").write_text("x\n")
+    return ["kb", "stats", "--store", str(c.tmp / "old")]
+
+
 @case("store into the folder holding the data", "holds the LAMA data directory")
 def _(c: Ctx) -> list[str]:
     return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.tmp)]
