@@ -140,14 +140,8 @@ class StoreFolder:
                                "version using it?)") from None
             except RuntimeError as exc:
                 raise self.damaged(exc) from None
-            first = self.root / f"gen-{time.time_ns()}"
-            try:
-                old.backup(str(first))
-            except (OSError, RuntimeError) as exc:
-                shutil.rmtree(first, ignore_errors=True)
-                raise self.damaged(exc) from None
+            first = self._checkpoint(old)
             del old
-            self._publish_folder(first)
             self._mark()
             for path in self.root.iterdir():
                 if path.is_file() and _ROCKSDB.fullmatch(path.name):
@@ -274,28 +268,33 @@ class StoreFolder:
             if self.writer is not None:
                 work, writer = self._copy, self.writer
                 self.writer, self._copy = None, None
-                generation = self.root / f"gen-{time.time_ns()}"
-                try:
-                    # a checkpoint (it flushes the write-ahead log into table files first, so the read-only
-                    # copies taken from it later miss nothing); whatever still holds the work copy stays out
-                    writer.backup(str(generation))
-                except (OSError, RuntimeError) as exc:
-                    shutil.rmtree(generation, ignore_errors=True)
-                    raise self.damaged(exc) from None
+                try:  # whatever still holds the work copy, the published checkpoint stays out of its reach
+                    self._checkpoint(writer)
                 finally:
                     del writer
                     shutil.rmtree(work, ignore_errors=True)
-                self._publish_folder(generation)
                 self._open_live()
                 self._collect()
         finally:
             self._release()
 
-    def _publish_folder(self, generation: Path) -> None:
+    def _checkpoint(self, writer: ox.Store) -> Path:
+        """Publish a checkpoint of a read-write database as the live generation.
+
+        A checkpoint flushes the write-ahead log into table files first, so the read-only copies
+        taken from it later miss nothing (those of a read-only database would leave the log out).
+        """
+        generation = self.root / f"gen-{time.time_ns()}"
+        try:
+            writer.backup(str(generation))
+        except (OSError, RuntimeError) as exc:
+            shutil.rmtree(generation, ignore_errors=True)
+            raise self.damaged(exc) from None
         (generation / READERS).touch()
         tmp = self.root / f"{LIVE}.tmp"
         tmp.write_text(generation.name, encoding="utf-8")
         os.replace(tmp, self.root / LIVE)
+        return generation
 
     def abandon(self) -> None:
         """Drop what was written since `claim` (a failed write never reaches readers)."""
