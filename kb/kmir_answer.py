@@ -44,17 +44,18 @@ def ensure_instance_of(store: GraphStore, instance_of: Mapping[str, Sequence[tup
     rows = sorted((e, t, label) for e, types in instance_of.items() for t, label in types)
     digest = hashlib.sha256("\n".join("\t".join(r) for r in rows).encode("utf-8", "surrogatepass")).hexdigest()
     version = f"{tag}@sha256:{digest}"
-    if version in store.loaded_versions(TYPES_GRAPH):
-        return False
-    store.drop_graph(TYPES_GRAPH)
-    g, p31 = graph_iri(TYPES_GRAPH), relation_iri(INSTANCE_OF)
-    quads: list[tuple] = []
-    for e, t, label in rows:
-        type_iri = entity_iri(Entity(label, t))
-        quads += [(entity_iri(Entity(e, e)), p31, type_iri, g), (type_iri, RDFS.label, Literal(label), g)]
-    store.add_quads(quads)
-    store.mark_loaded(version, TYPES_GRAPH)
-    return True
+    with store.filling(lambda: version in store.loaded_versions(TYPES_GRAPH)) as needed:
+        if not needed:
+            return False
+        store.drop_graph(TYPES_GRAPH)
+        g, p31 = graph_iri(TYPES_GRAPH), relation_iri(INSTANCE_OF)
+        quads: list[tuple] = []
+        for e, t, label in rows:
+            type_iri = entity_iri(Entity(label, t))
+            quads += [(entity_iri(Entity(e, e)), p31, type_iri, g), (type_iri, RDFS.label, Literal(label), g)]
+        store.add_quads(quads)
+        store.mark_loaded(version, TYPES_GRAPH)
+        return True
 
 
 def setting_graphs(store: GraphStore, setting: str, corpus: str | None = None) -> list[str]:

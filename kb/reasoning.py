@@ -313,14 +313,15 @@ def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str
         raise DataError("no gold graphs to reason over (load a corpus first: kbc kb load)")
     ontology.check(known_relations if known_relations is not None else data_relations(store, sources))
     tag = _tag(store, ontology, sources)
-    if not force and tag in store.loaded_versions(INFERRED):
-        counts = stored_counts(store, ontology)
-        return InferenceReport(counts, store.count(INFERRED), sources, built=False,
-                               kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
-    report = infer(store, ontology, sources, max_derived)
-    record_coverage(store, ontology, sources)
-    store.mark_loaded(tag, INFERRED)
-    return report
+    with store.filling(lambda: not force and tag in store.loaded_versions(INFERRED)) as needed:
+        if not needed:
+            counts = stored_counts(store, ontology)
+            return InferenceReport(counts, store.count(INFERRED), sources, built=False,
+                                   kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
+        report = infer(store, ontology, sources, max_derived)
+        record_coverage(store, ontology, sources)
+        store.mark_loaded(tag, INFERRED)
+        return report
 
 
 def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str],

@@ -15,8 +15,10 @@ import hashlib
 import http.client
 import re
 import socket
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -24,12 +26,14 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, Request, build_opener
 
+from oxrdflib import OxigraphStore
 from rdflib import RDFS, Dataset, Literal, URIRef
 from rdflib.query import Result
 
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
 from kb.deadline import Deadline, watching
+from kb.store_disk import StoreFolder
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -177,7 +181,7 @@ def store_path(location: str) -> Path:
 
 
 class _Embedded:
-    """rdflib Dataset on Oxigraph: each `add_quads` is one Oxigraph transaction."""
+    """rdflib Dataset on an in-memory Oxigraph store (scratch work such as a closure)."""
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
@@ -187,20 +191,91 @@ class _Embedded:
 
     def update(self, sparql: str) -> None:
         self.dataset.update(sparql)
-        self._commit()
 
     def add_quads(self, quads: list[tuple]) -> None:
         self.dataset.addN(quads)
-        self._commit()
-
-    def _commit(self) -> None:
-        try:
-            self.dataset.commit()
-        except Exception:  # stores without transactions
-            pass
 
     def close(self) -> None:
         self.dataset.close()
+
+
+class _OnDisk:
+    """The embedded store on disk (`kb.store_disk`): reads the published generation; writes go into a
+    copy published when the outermost `writing()` block ends (each write outside one is its own block)."""
+
+    def __init__(self, folder: StoreFolder) -> None:
+        self.folder = folder
+        self._depth = 0
+        self._lock = threading.RLock()  # the explorer asks from several threads
+        self._dataset: Dataset | None = None
+        self._dataset_of: object = None
+
+    @property
+    def dataset(self) -> Dataset:
+        store = self.folder.current()
+        if self._dataset_of is not store:
+            self._forget()
+            self._dataset, self._dataset_of = Dataset(store=OxigraphStore(store=store)), store
+        return self._dataset
+
+    def select(self, sparql: str) -> list[tuple]:
+        with self._lock, self._damage():
+            return [tuple(row) for row in self.dataset.query(sparql)]
+
+    def update(self, sparql: str) -> None:
+        with self.writing(), self._damage():
+            self.claim()
+            self.folder.writable()
+            self.dataset.update(sparql)
+
+    def add_quads(self, quads: list[tuple]) -> None:
+        with self.writing(), self._damage():
+            self.claim()
+            self.folder.writable()
+            self.dataset.addN(quads)
+
+    def claim(self) -> None:
+        self.folder.claim()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._lock:
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if not self._depth:
+                    self._forget()
+                    self.folder.abandon()
+                raise
+            self._depth -= 1
+            if not self._depth:
+                self._forget()
+                with self._damage():
+                    self.folder.publish()
+
+    def _forget(self) -> None:
+        """Let go of the database the rdflib wrapper holds (rdflib's own reference cycles would keep a
+        written copy open after it is published)."""
+        if self._dataset is not None:
+            self._dataset.close()
+        self._dataset = self._dataset_of = None
+
+    @contextmanager
+    def _damage(self) -> Iterator[None]:
+        """RocksDB's complaints about its files (a file missing or corrupted) name the store and the fix."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            text = str(exc)
+            if isinstance(exc, OSError) or "Corruption" in text or "IO error" in text:
+                raise self.folder.damaged(exc) from None
+            raise
+
+    def close(self) -> None:
+        self._forget()
+        self.folder.close()
 
 
 _RESULT_TYPES = {
@@ -393,23 +468,24 @@ def _network_message(where: str, url: str, reason: object, timeout: float, tries
 
 
 class GraphStore:
-    def __init__(self, backend: _Embedded | SparqlEndpoint, location: str) -> None:
+    def __init__(self, backend: _Embedded | _OnDisk | SparqlEndpoint, location: str) -> None:
         self.backend = backend
         self.location = location
-        self.dataset: Dataset | None = backend.dataset if isinstance(backend, _Embedded) else None
+
+    @property
+    def dataset(self) -> Dataset | None:
+        """The rdflib Dataset read now (None for a SPARQL endpoint)."""
+        return getattr(self.backend, "dataset", None)
 
     @classmethod
     def open(cls, path: str | Path | None = None) -> GraphStore:
-        """An Oxigraph store on disk at `path` (created if missing), or in memory if None."""
-        ds = Dataset(store="Oxigraph")
-        if path is not None:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                ds.open(str(path))
-            except OSError as exc:
-                raise KbcError(f"cannot open graph store at {path}: {exc} (is another kbc using it?)") from None
-        return cls(_Embedded(ds), str(path) if path else ":memory:")
+        """An Oxigraph store on disk at `path` (created if missing), or in memory if None.
+
+        On disk, any number of processes read and write it at once (`kb.store_disk`).
+        """
+        if path is None:
+            return cls(_Embedded(Dataset(store="Oxigraph")), ":memory:")
+        return cls(_OnDisk(StoreFolder(Path(path))), str(path))
 
     @classmethod
     def remote(cls, query_url: str, update_url: str | None = None, timeout: float = 30.0,
@@ -420,6 +496,29 @@ class GraphStore:
 
     def close(self) -> None:
         self.backend.close()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Writes inside are one transaction: other processes see all of them, once the block ends, or none."""
+        block = getattr(self.backend, "writing", None)
+        with block() if block else nullcontext():
+            yield
+
+    @contextmanager
+    def filling(self, done: Callable[[], bool]) -> Iterator[bool]:
+        """A `writing()` block that yields whether to write: not when `done()` holds.
+
+        `done()` is asked again once this process holds the writer lock, so of processes filling
+        the same graphs at once one writes and the others then read what it wrote.
+        """
+        if done():
+            yield False
+            return
+        with self.writing():
+            claim = getattr(self.backend, "claim", None)
+            if claim is not None:
+                claim()
+            yield not done()
 
     def __enter__(self) -> GraphStore:
         return self
@@ -461,6 +560,13 @@ class GraphStore:
         """
         return self.sync_corpus(corpus, version, facts)[0]
 
+    def ensure_relations(self, corpus: str, versions: dict[str, str],
+                         by_relation: dict[str, list[Fact]]) -> dict[str, str]:
+        """`ensure_corpus` of each relation's facts (graph `gold-<corpus>-<relation>`), in one transaction."""
+        with self.writing():
+            return {rel: self.ensure_corpus(f"{corpus}-{rel}", versions[rel], facts)
+                    for rel, facts in by_relation.items()}
+
     def sync_corpus(self, corpus: str, version: str, facts: list[Fact]) -> tuple[str, bool]:
         """`ensure_corpus`, also saying whether it had to (re)load the graph."""
         graph = corpus_graph(corpus)
@@ -478,19 +584,25 @@ class GraphStore:
 
     def _ensure(self, graph: str, tag: str, facts: list[Fact], exclusive: bool) -> bool:
         content = f"{tag} {facts_digest(facts)}"
-        meta = self._meta(graph)
-        loaded, contents, loading = meta[str(LOADED)], meta[str(CONTENT)], meta[str(LOADING)]
-        if tag in loaded and content in contents and not loading:
-            return False
-        corpus = _corpus_of(tag)
-        if exclusive or loading or any(_corpus_of(v) == corpus for v in loaded):
-            self.drop_graph(graph)
-        meta_graph, g = graph_iri("meta"), graph_iri(graph)
-        self.add_quads([(g, LOADING, Literal(tag), meta_graph)])
-        self.add_quads(fact_quads(facts, graph))
-        self.add_quads([(g, LOADED, Literal(tag), meta_graph), (g, CONTENT, Literal(content), meta_graph)])
-        self.update(f"DELETE WHERE {{ GRAPH <{meta_graph}> {{ <{g}> <{LOADING}> ?v }} }}")
-        return True
+
+        def held() -> bool:
+            meta = self._meta(graph)
+            return tag in meta[str(LOADED)] and content in meta[str(CONTENT)] and not meta[str(LOADING)]
+
+        with self.filling(held) as needed:
+            if not needed:
+                return False
+            meta = self._meta(graph)
+            loaded, loading = meta[str(LOADED)], meta[str(LOADING)]
+            corpus = _corpus_of(tag)
+            if exclusive or loading or any(_corpus_of(v) == corpus for v in loaded):
+                self.drop_graph(graph)
+            meta_graph, g = graph_iri("meta"), graph_iri(graph)
+            self.add_quads([(g, LOADING, Literal(tag), meta_graph)])
+            self.add_quads(fact_quads(facts, graph))
+            self.add_quads([(g, LOADED, Literal(tag), meta_graph), (g, CONTENT, Literal(content), meta_graph)])
+            self.update(f"DELETE WHERE {{ GRAPH <{meta_graph}> {{ <{g}> <{LOADING}> ?v }} }}")
+            return True
 
     def add_facts(self, facts: Iterable[Fact], graph: str = "gold") -> int:
         quads = fact_quads(facts, graph)

@@ -47,7 +47,7 @@ def serve_explorer(request, lama_dir, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def serve_run(request, lama_dir, tmp_path_factory):
-    """Its own cache: the explorer holds the lock of its graph store while it serves."""
+    """A real run, in its own cache."""
     from bridge.run.runner import RunConfig, run_lama
 
     def make():

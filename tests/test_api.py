@@ -154,7 +154,7 @@ def test_facts_refuse_a_run_without_its_table(runs, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(runs[0], copy)
     (copy / "instances.parquet").unlink()
-    with pytest.raises(kbcompare.DataError, match=r"its instances.parquet is missing; rerun the same `kbc run` command"):
+    with pytest.raises(kbcompare.DataError, match=r"its instances.parquet is missing; rerun the same `kbc run`"):
         kbcompare.load_run(copy)
     write_json(copy / "summary.json", {"rows": "no"})
     with pytest.raises(kbcompare.DataError, match=r"summary.json must hold a JSON list of rows"):

@@ -728,6 +728,88 @@ def _(c: Ctx) -> list[str]:
             "--set", "llm.model=tiny", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
 
 
+
+# -- graph stores: damaged ones, and folders kbc did not make ------------------------------------
+def _store(c: Ctx) -> Path:
+    """A graph store holding a few facts, and its live generation (the RocksDB folder)."""
+    from tests_support_facts import toy_facts
+
+    from kb.store import GraphStore
+
+    with GraphStore.open(c.tmp / "store") as store:
+        store.ensure_facts(toy_facts(), "toy@1")
+    return c.tmp / "store" / (c.tmp / "store" / "LIVE").read_text()
+
+
+def _stats(c: Ctx) -> list[str]:
+    return ["kb", "stats", "--store", str(c.tmp / "store")]
+
+
+@case("graph store CURRENT damaged", "is damaged (Corruption: CURRENT file corrupted); it is a cache: delete the "
+      "folder")
+def _(c: Ctx) -> list[str]:
+    (_store(c) / "CURRENT").write_text("garbage\n")
+    return _stats(c)
+
+
+@case("graph store .sst missing", "is damaged (Corruption: Corruption: IO error: No such file or directory: While open "
+      "a file for random read")
+def _(c: Ctx) -> list[str]:
+    max(_store(c).glob("*.sst"), key=lambda p: p.stat().st_size).unlink()
+    return _stats(c)
+
+
+@case("graph store MANIFEST damaged", "is damaged (Corruption: no log_file_number, next_file_number, last_sequence "
+      "entry in MANIFEST")
+def _(c: Ctx) -> list[str]:
+    with next(_store(c).glob("MANIFEST-*")).open("r+b") as handle:
+        handle.write(b"\xff" * 40)
+    return _stats(c)
+
+
+@case("graph store generation missing", "whose kbc-readers file is missing); it is a cache: delete the folder")
+def _(c: Ctx) -> list[str]:
+    shutil.rmtree(_store(c))
+    return _stats(c)
+
+
+@case("index --out into a graph store", "is not empty (LIVE, kbc-store.json, writer.lock) and is not a text index")
+def _(c: Ctx) -> list[str]:
+    _store(c)
+    (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.tmp / "store")]
+
+
+@case("index --out into the data folder", "is not empty (Google_RE, Squad, TREx, ...) and is not a text index; an "
+      "index is built only into a new or empty folder or over an index built before: pass another --out")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data)]
+
+
+@case("store into a run directory", "is not empty (config.json, summary.json) and holds no kbc graph store "
+      "(kbc-store.json is missing); kbc writes a store only into a new or empty folder or one it made")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "run").mkdir()
+    (c.tmp / "run" / "config.json").write_text("{}")
+    (c.tmp / "run" / "summary.json").write_text("[]")
+    return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.tmp / "run")]
+
+
+@case("store folder of an unreadable database", "holds a database kbc cannot read (Corruption: CURRENT file "
+      "corrupted); if an earlier kbc made it, delete the folder (a cache: it is rebuilt from the data), else pass "
+      "another --store DIR")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "old").mkdir()
+    (c.tmp / "old" / "CURRENT").write_text("garbage\n")
+    (c.tmp / "old" / "IDENTITY").write_text("x\n")
+    return ["kb", "stats", "--store", str(c.tmp / "old")]
+
+
+@case("store into the folder holding the data", "holds the LAMA data directory")
+def _(c: Ctx) -> list[str]:
+    return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.tmp)]
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

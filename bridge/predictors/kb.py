@@ -47,6 +47,5 @@ def make_gold(name: str, ctx: PredictorContext) -> GoldKBPredictor | GoldSetPred
     if corpus.facts and corpus.facts[0].cloze:
         return GoldKBPredictor(name, ctx.store, {})
     versions = relation_versions(corpus)
-    graphs = {rel: ctx.store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
-              for rel, facts in corpus.by_relation().items()}
+    graphs = ctx.store.ensure_relations(corpus.name, versions, corpus.by_relation())
     return GoldKBPredictor(name, ctx.store, graphs)

@@ -33,8 +33,7 @@ def corpus_graphs(store: GraphStore, corpus: Corpus) -> list[str]:
     if corpus.facts and corpus.facts[0].cloze:
         return []
     versions = relation_versions(corpus)
-    return sorted(store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
-                  for rel, facts in corpus.by_relation().items())
+    return sorted(store.ensure_relations(corpus.name, versions, corpus.by_relation()).values())
 
 
 class KmirKBPredictor:

@@ -254,11 +254,8 @@ def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) 
     if corpus.facts and (corpus.facts[0].cloze or getattr(corpus.facts[0], "objects", None) is not None):
         return {}  # cloze corpora (SQuAD, ConceptNet) have no subject identity to filter by; set corpora hold theirs
     by_rel = corpus.by_relation()
-    valid = {}
-    for rel, facts in by_rel.items():
-        store.ensure_corpus(f"{corpus.name}-{rel}", versions[rel], facts)
-        valid[rel] = valid_objects_of(facts)  # what the graph now holds, without asking it back
-    return valid
+    store.ensure_relations(corpus.name, versions, by_rel)
+    return {rel: valid_objects_of(facts) for rel, facts in by_rel.items()}  # what the graphs now hold
 
 
 def valid_objects_of(facts: list[Fact]) -> dict[str, set[str]]:

@@ -152,12 +152,17 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
     settings = settings or Settings()
     tag = build_tag(corpus)
     path = cache_path(cache_dir, corpus)
-    done = all(tag in store.loaded_versions(g) for g in GRAPHS)
-    if done and not force:
-        report_file = cache_path(cache_dir, corpus, "report")
-        report = read_checked(report_file, "build report") or {"tag": tag}
-        report["built"] = False
-        return report
+    with store.filling(lambda: not force and all(tag in store.loaded_versions(g) for g in GRAPHS)) as needed:
+        if not needed:
+            report_file = cache_path(cache_dir, corpus, "report")
+            report = read_checked(report_file, "build report") or {"tag": tag}
+            report["built"] = False
+            return report
+        return _build_re_kb(store, corpus, settings, tag, path, cache_dir, progress, force)
+
+
+def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str, path: Path, cache_dir: Path,
+                 progress: bool, force: bool) -> dict:
     started = time.perf_counter()
     result = None if force else read_checked(path, "extraction")
     if result is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +36,7 @@ from kb.text.integrity import check_files, file_digests, record_verified
 from kb.text.paragraphs import Paragraph
 
 CURRENT = "CURRENT"
+_GENERATION = re.compile(r"gen-[0-9]+(\.building)?")
 META = "kbc-meta.json"
 TANTIVY_META = "meta.json"
 HEAP = 256 * 1024 * 1024
@@ -95,6 +97,19 @@ def _read_meta(root: Path, generation: Path) -> dict:
     if not isinstance(meta, dict):
         raise damaged(root, f"{path} holds a JSON {type(meta).__name__}, not an object")
     return meta
+
+
+def _check_own(root: Path) -> None:
+    """A build writes only into a new or empty folder or an index folder (`CURRENT` and `gen-*` folders):
+    its `CURRENT` would replace another tool's file of that name, and old generations are deleted."""
+    if not root.is_dir():
+        return
+    foreign = sorted(p.name for p in root.iterdir()
+                     if not (p.name in (CURRENT, f"{CURRENT}.tmp") or p.is_dir() and _GENERATION.fullmatch(p.name)))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise DataError(f"--out {root} is not empty ({shown}) and is not a text index; an index is built only "
+                        "into a new or empty folder or over an index built before: pass another --out")
 
 
 class TantivyIndex:
@@ -165,6 +180,7 @@ class TantivyIndex:
 
         if root.exists() and not root.is_dir():
             raise DataError(f"{root} is a file; pass a directory (new or holding a text index) as --out")
+        _check_own(root)
         root.mkdir(parents=True, exist_ok=True)
         name = f"gen-{time.time_ns()}"
         generation = root / f"{name}.building"

@@ -1,0 +1,338 @@
+"""The embedded graph store's folder, shared by every kbc process on a machine.
+
+RocksDB (under Oxigraph) lets one process open a folder to write, and others open it read-only only
+while nobody writes. So a store folder holds generations: `LIVE` names the published one, which is
+never written again. Readers open it read-only and hold a shared lock on its `kbc-readers` file,
+which keeps it on disk while they use it. A writer takes `writer.lock` (waiting a bounded time, and
+naming the holder from `writer.json`), checkpoints the live generation into a work folder (hard
+links), writes there, checkpoints that into a new generation and publishes it by replacing `LIVE`.
+A writer cut short leaves only a work folder, which the next writer deletes: no reader ever sees a
+half-written store.
+`kbc-store.json` marks a folder as a graph store made by kbc; no other folder is written into.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyoxigraph as ox
+
+from eval.errors import ConfigError, DataError, KbcError
+
+log = logging.getLogger("kbc")
+
+MARK = "kbc-store.json"
+LIVE = "LIVE"
+WRITER_LOCK = "writer.lock"
+WRITER_INFO = "writer.json"
+READERS = "kbc-readers"
+WAIT_ENV = "KBC_STORE_WAIT"
+DEFAULT_WAIT = 1800.0  # a first relation-extraction build holds the lock for minutes
+_GENERATION = re.compile(r"gen-[0-9]+")
+_WORK = re.compile(r"work-[0-9]+")
+_OURS = re.compile(rf"{re.escape(MARK)}|{LIVE}(\.tmp)?|{re.escape(WRITER_LOCK)}|{re.escape(WRITER_INFO)}"
+                   r"|(gen|work)-[0-9]+")
+# the files RocksDB keeps in a database folder: a store of the earlier one-folder layout holds only these
+_ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|MANIFEST-[0-9]+|OPTIONS-[0-9]+(\.dbtmp)?"
+                      r"|[0-9]+\.(sst|log|blob)")
+
+
+_NOT_DAMAGE = ("No space left on device", "Permission denied", "Read-only file system", "Disk quota exceeded")
+
+
+def writer_wait() -> float:
+    """Seconds a writer waits for another one: `$KBC_STORE_WAIT`, else 1800."""
+    text = os.environ.get(WAIT_ENV)
+    if text is None:
+        return DEFAULT_WAIT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{WAIT_ENV}={text!r}: give the seconds a command waits for another one writing the "
+                          "graph store (a number, 0 or more)")
+    return value
+
+
+def _one_line(exc: object, limit: int = 300) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class StoreFolder:
+    """One store folder: the published generation to read, and the writer's lock and copy."""
+
+    def __init__(self, root: Path, wait: float | None = None) -> None:
+        self.root = Path(root)
+        self.wait = writer_wait() if wait is None else wait
+        self.live: str | None = None  # the generation read
+        self.view: ox.Store = ox.Store()
+        self.writer: ox.Store | None = None  # the copy being written, once a write started
+        self._copy: Path | None = None
+        self._reader_fd: int | None = None
+        self._writer_fd: int | None = None
+        self._claim_folder()
+        self._open_live()
+
+    # -- the folder ----------------------------------------------------------------------------------
+    def _claim_folder(self) -> None:
+        """Mark a new or empty folder as a store; refuse a folder holding anything else."""
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise ConfigError(f"--store {root} is a file; pass a directory (new, empty, or a kbc graph store)")
+        root.mkdir(parents=True, exist_ok=True)
+        if (root / MARK).is_file():
+            return
+        entries = sorted(p.name for p in root.iterdir())
+        if entries and not (root / MARK).is_file():  # the mark is the first file a new store gets
+            if "CURRENT" in entries and all(_ROCKSDB.fullmatch(n) or _OURS.fullmatch(n) for n in entries):
+                self._migrate()
+                return
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise ConfigError(f"--store {root} is not empty ({shown}) and holds no kbc graph store ({MARK} is "
+                              "missing); kbc writes a store only into a new or empty folder or one it made: pass "
+                              "another --store DIR, or another cache with KBC_CACHE=DIR")
+        self._mark()
+
+    def _mark(self) -> None:
+        try:
+            fd = os.open(self.root / MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"what": "kbc graph store", "layout": "generations named by LIVE"}, handle)
+
+    def _migrate(self) -> None:
+        """Move a store of the earlier layout (one RocksDB folder) into a first generation, once."""
+        from kb.store import GRAPH_NS
+
+        try:  # looked at read-only first: a database kbc did not write is left as it is
+            seen = ox.Store.read_only(str(self.root))
+            graphs = [g.value for g in seen.named_graphs()]
+            default = bool(seen.query("ASK { ?s ?p ?o }"))
+        except (OSError, RuntimeError) as exc:
+            raise ConfigError(f"--store {self.root} holds a database kbc cannot read ({_one_line(exc)}); if an "
+                              "earlier kbc made it, delete the folder (a cache: it is rebuilt from the data), "
+                              "else pass another --store DIR") from None
+        del seen
+        if default or not all(g.startswith(GRAPH_NS) for g in graphs):
+            raise ConfigError(f"--store {self.root} holds an Oxigraph database that kbc did not write; pass "
+                              "another --store DIR, or another cache with KBC_CACHE=DIR")
+        self.claim(refresh=False)
+        try:
+            if (self.root / MARK).is_file():
+                return
+            try:  # read-write: a checkpoint of a read-only database would leave out its write-ahead log
+                old = ox.Store(str(self.root))
+            except OSError as exc:
+                raise KbcError(f"cannot open the graph store {self.root}: {_one_line(exc)} (is a kbc of an earlier "
+                               "version using it?)") from None
+            except RuntimeError as exc:
+                raise self.damaged(exc) from None
+            first = self._checkpoint(old)
+            del old
+            self._mark()
+            for path in self.root.iterdir():
+                if path.is_file() and _ROCKSDB.fullmatch(path.name):
+                    path.unlink()
+            log.info("graph store %s: moved into its first generation %s (readers no longer lock it)",
+                     self.root, first.name)
+        finally:
+            self._release()
+
+    def damaged(self, why: object) -> KbcError:
+        text = _one_line(why)
+        if any(reason in text for reason in _NOT_DAMAGE):  # the disk or its permissions, not the store's files
+            return KbcError(f"the graph store {self.root}: {text}")
+        return DataError(f"the graph store {self.root} is damaged ({text}); it is a cache: delete the "
+                         f"folder {self.root} and kbc rebuilds what it needs from the data")
+
+    # -- reading -------------------------------------------------------------------------------------
+    def _live_name(self) -> str | None:
+        pointer = self.root / LIVE
+        try:
+            name = pointer.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self.damaged(f"{pointer} is unreadable: {_one_line(exc)}") from None
+        if not _GENERATION.fullmatch(name):
+            raise self.damaged(f"{pointer} names no generation ({name[:40]!r})")
+        return name
+
+    def _open_live(self) -> None:
+        """Read the published generation (an empty store before the first one)."""
+        self._close_view()
+        for _ in range(1000):  # a writer may publish (and delete the old one) between our steps
+            name = self._live_name()
+            if name is None:
+                return
+            try:
+                fd = os.open(self.root / name / READERS, os.O_RDONLY)
+            except FileNotFoundError:
+                if self._live_name() == name:
+                    raise self.damaged(f"{LIVE} names {name}, whose {READERS} file is missing") from None
+                continue
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if self._live_name() != name:
+                os.close(fd)
+                continue
+            try:
+                self.view = ox.Store.read_only(str(self.root / name))
+            except (OSError, RuntimeError) as exc:
+                os.close(fd)
+                raise self.damaged(exc) from None
+            self.live, self._reader_fd = name, fd
+            return
+        raise KbcError(f"the graph store {self.root}: its published generation kept changing while opening it")
+
+    def _close_view(self) -> None:
+        self.view = ox.Store()
+        self.live = None
+        if self._reader_fd is not None:
+            os.close(self._reader_fd)
+            self._reader_fd = None
+
+    def current(self) -> ox.Store:
+        """The store to read: the writer's copy while one is written, else the published generation."""
+        return self.writer if self.writer is not None else self.view
+
+    # -- writing -------------------------------------------------------------------------------------
+    def claim(self, refresh: bool = True) -> None:
+        """Take the writer lock (waiting for another writer at most `wait` seconds), then read the newest
+        generation, so that checks made from here on see what every other process wrote."""
+        if self._writer_fd is not None:
+            return
+        fd = os.open(self.root / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline, told = time.monotonic() + self.wait, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise KbcError(f"the graph store {self.root} is being written by {self._holder()}, still after "
+                                   f"{self.wait:g} s; wait for it to finish, or give this command its own store: "
+                                   "KBC_CACHE=DIR kbc ... (another cache) or --store DIR") from None
+                if not told:
+                    log.warning("the graph store %s is being written by %s; waiting up to %g s ($%s) for it "
+                                "(or use another cache: KBC_CACHE=DIR, or --store DIR)", self.root, self._holder(),
+                                self.wait, WAIT_ENV)
+                    told = True
+                time.sleep(0.1)
+        self._writer_fd = fd
+        info = {"pid": os.getpid(), "command": " ".join(["kbc", *sys.argv[1:]]),
+                "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        (self.root / WRITER_INFO).write_text(json.dumps(info), encoding="utf-8")
+        if refresh and self._live_name() != self.live:
+            self._open_live()
+
+    def _holder(self) -> str:
+        try:
+            info = json.loads((self.root / WRITER_INFO).read_text(encoding="utf-8"))
+            return f"process {int(info['pid'])} (`{info['command']}`, since {info['since']})"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another process"
+
+    def writable(self) -> ox.Store:
+        """The writer's copy of the published generation, made on the first write after `claim`."""
+        if self._writer_fd is None:
+            raise RuntimeError("claim() the store before writing")
+        if self.writer is None:
+            copy = self.root / f"work-{time.time_ns()}"
+            try:
+                if self.live is not None:
+                    self.view.backup(str(copy))
+                self.writer = ox.Store(str(copy))
+            except (OSError, RuntimeError) as exc:
+                shutil.rmtree(copy, ignore_errors=True)
+                raise self.damaged(exc) from None
+            self._copy = copy
+        return self.writer
+
+    def publish(self) -> None:
+        """Publish what was written (if anything) as the live generation, and let other writers in."""
+        try:
+            if self.writer is not None:
+                work, writer = self._copy, self.writer
+                self.writer, self._copy = None, None
+                try:  # whatever still holds the work copy, the published checkpoint stays out of its reach
+                    self._checkpoint(writer)
+                finally:
+                    del writer
+                    shutil.rmtree(work, ignore_errors=True)
+                self._open_live()
+                self._collect()
+        finally:
+            self._release()
+
+    def _checkpoint(self, writer: ox.Store) -> Path:
+        """Publish a checkpoint of a read-write database as the live generation.
+
+        A checkpoint flushes the write-ahead log into table files first, so the read-only copies
+        taken from it later miss nothing (those of a read-only database would leave the log out).
+        """
+        generation = self.root / f"gen-{time.time_ns()}"
+        try:
+            writer.backup(str(generation))
+        except (OSError, RuntimeError) as exc:
+            shutil.rmtree(generation, ignore_errors=True)
+            raise self.damaged(exc) from None
+        (generation / READERS).touch()
+        tmp = self.root / f"{LIVE}.tmp"
+        tmp.write_text(generation.name, encoding="utf-8")
+        os.replace(tmp, self.root / LIVE)
+        return generation
+
+    def abandon(self) -> None:
+        """Drop what was written since `claim` (a failed write never reaches readers)."""
+        try:
+            copy, self.writer, self._copy = self._copy, None, None
+            if copy is not None:
+                shutil.rmtree(copy, ignore_errors=True)
+        finally:
+            self._release()
+
+    def _collect(self) -> None:
+        """Delete generations no process reads any more, and copies of writers that were cut short."""
+        for generation in self.root.iterdir():
+            if _WORK.fullmatch(generation.name):  # we hold the writer lock: its writer is gone
+                shutil.rmtree(generation, ignore_errors=True)
+            if generation.name == self.live or not _GENERATION.fullmatch(generation.name):
+                continue
+            try:
+                fd = os.open(generation / READERS, os.O_RDONLY)
+            except OSError:  # never published: a writer was cut short before `LIVE` named it
+                shutil.rmtree(generation, ignore_errors=True)
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue  # still read
+            shutil.rmtree(generation, ignore_errors=True)
+            os.close(fd)
+
+    def _release(self) -> None:
+        if self._writer_fd is not None:
+            (self.root / WRITER_INFO).unlink(missing_ok=True)
+            os.close(self._writer_fd)
+            self._writer_fd = None
+
+    def close(self) -> None:
+        if self.writer is not None or self._copy is not None:
+            self.abandon()
+        self._release()
+        self._close_view()
