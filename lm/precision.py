@@ -68,3 +68,15 @@ def warn_if_slow(dtype: str, device: str) -> bool:
     log.warning("--dtype %s on a CPU without %s instructions: torch emulates %s there and scoring is usually "
                 "several times slower than with --dtype float32, the faster choice here", dtype, flags, name)
     return True
+
+
+def agreement_tolerance(dtype, reference) -> float:
+    """Largest difference two computations of the same scores (`reference`, a tensor) may show when the model
+    runs in torch `dtype`: 1e-3 in float32; in a reduced precision 32 units in the last place at the scores'
+    scale (a few roundings per layer, accumulated), so a check passes in bfloat16 for the reason it would in
+    float32 and still fails on a real difference of computation."""
+    import torch
+
+    if dtype == torch.float32 or not dtype.is_floating_point:
+        return 1e-3
+    return max(1e-3, 32 * torch.finfo(dtype).eps * float(reference.abs().max()))

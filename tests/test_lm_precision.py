@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from lm_fixtures import tiny_models  # noqa: F401
+from lm_fixtures import kbc_log, tiny_models  # noqa: F401
 
 from lm import precision
 from lm.loading import load
@@ -29,23 +29,8 @@ def cpuinfo(tmp_path, monkeypatch):
     return write
 
 
-@pytest.fixture
-def warned():
-    """Warnings the "kbc" logger gives while the test runs (whatever handlers the CLI set up before)."""
-    seen: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.levelno == logging.WARNING:
-                seen.append(record.getMessage())
-
-    logger = logging.getLogger("kbc")
-    handler, level = Keep(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield seen
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+def warnings_in(records: list[tuple[int, str]]) -> list[str]:
+    return [message for level, message in records if level == logging.WARNING]
 
 
 def test_flags_decide_not_the_vendor(cpuinfo):
@@ -61,22 +46,22 @@ def test_flags_decide_not_the_vendor(cpuinfo):
     assert precision.cpu_has_fast("fp16") is True
 
 
-def test_warns_once_per_dtype_on_cpu_only(cpuinfo, warned):
+def test_warns_once_per_dtype_on_cpu_only(cpuinfo, kbc_log):  # noqa: F811
     cpuinfo(NO_BF16)
     assert precision.warn_if_slow("bfloat16", "cpu") is True
     assert precision.warn_if_slow("bf16", "cpu") is False  # the same dtype by another name
     assert precision.warn_if_slow("float32", "cpu") is False
     assert precision.warn_if_slow("float16", "cuda") is False
     assert precision.warn_if_slow("float16", "cpu") is True
-    assert len(warned) == 2
-    assert warned[0].startswith("--dtype bfloat16 on a CPU without avx512_bf16 or amx_bf16 instructions")
-    assert warned[1].startswith("--dtype float16 on a CPU without avx512_fp16 or amx_fp16 instructions")
+    first, second = warnings_in(kbc_log)
+    assert first.startswith("--dtype bfloat16 on a CPU without avx512_bf16 or amx_bf16 instructions")
+    assert second.startswith("--dtype float16 on a CPU without avx512_fp16 or amx_fp16 instructions")
 
 
-def test_no_warning_where_the_cpu_has_the_instructions(cpuinfo, warned):
+def test_no_warning_where_the_cpu_has_the_instructions(cpuinfo, kbc_log):  # noqa: F811
     cpuinfo(WITH_BF16)
     assert precision.warn_if_slow("bfloat16", "cpu") is False
-    assert warned == []
+    assert warnings_in(kbc_log) == []
 
 
 def test_unreadable_flags_ask_torch(cpuinfo, monkeypatch):
@@ -87,10 +72,10 @@ def test_unreadable_flags_ask_torch(cpuinfo, monkeypatch):
     assert precision.cpu_has_fast("float16") is False
 
 
-def test_loading_twice_in_bfloat16_warns_once(cpuinfo, warned, tiny_models):  # noqa: F811
+def test_loading_twice_in_bfloat16_warns_once(cpuinfo, kbc_log, tiny_models):  # noqa: F811
     cpuinfo(NO_BF16)
     path = str(tiny_models("bert-cased"))
     load(path, "masked", "cpu", "bfloat16")
     load(path, "masked", "cpu", "bfloat16")
     load(path, "masked", "cpu", "float32")
-    assert len(warned) == 1
+    assert len(warnings_in(kbc_log)) == 1
