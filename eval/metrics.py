@@ -56,18 +56,19 @@ def gold_rank(
     """
     gold_n = _norm(gold, lowercased)
     skip = {_norm(e, lowercased) for e in exclude} - {gold_n}
-    rank = 0
-    group_start, group_score = 0, None
-    for ans in answers:
-        label = _norm(ans.label, lowercased)
-        if label in skip:
-            continue
-        rank += 1
-        if ans.score != group_score:
-            group_start, group_score = rank, ans.score
-        if label == gold_n:
-            return group_start if shared_ties else rank
-    return None
+    labels = [a.label.lower() for a in answers] if lowercased else [a.label for a in answers]
+    if skip:
+        kept = [i for i, label in enumerate(labels) if label not in skip]
+        answers, labels = [answers[i] for i in kept], [labels[i] for i in kept]
+    try:
+        at = labels.index(gold_n)
+    except ValueError:
+        return None
+    if shared_ties:  # the first place of the run of equal scores holding the gold
+        score = answers[at].score
+        while at > 0 and answers[at - 1].score == score:
+            at -= 1
+    return at + 1
 
 
 def filtered_exact_rank(

@@ -46,11 +46,13 @@ from eval.set_rules import LOG_NORM, log_norm
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
+from lm.precision import agreement_tolerance
 
 NOT_IN_SET = "object is not in the candidate set"
 SUBJECT_NOT_IN_SET = "subject is not in the candidate set"
 ROW_TOKENS = 256  # tokens per packed row: attention within a row costs its length squared
 FORWARD_TOKENS = 1024  # tokens per pass: bounds the [tokens, vocab] logits, amortises reading the weights
+GPU_FORWARD_TOKENS = 32768  # on a GPU: enough rows per pass to fill the card (the logits stay on it)
 CHECK_TEXTS = ("Paris is the capital of France .", "Paris is the capital of Ulaanbaatar Province .",
                "Paris is the capital of")
 
@@ -71,6 +73,8 @@ class CausalLMScorer:
         self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
         self.forward_calls = 0
         self.tokens_run = 0  # token positions sent through the model (both paths)
+        self.forward_tokens = FORWARD_TOKENS if self.device.type == "cpu" else GPU_FORWARD_TOKENS
+        self.check_gap: float | None = None  # largest shared-prefix vs whole-sentence difference in the check
         self.shared_prefix = shared_prefix and self._shared_prefix_agrees()
 
     @property
@@ -107,19 +111,18 @@ class CausalLMScorer:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 batch = order[start:start + self.batch_size]
-                width = max(len(ids[i]) for i in batch)
-                input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-                attention = torch.zeros((len(batch), width), dtype=torch.long)
-                for j, i in enumerate(batch):
-                    input_ids[j, :len(ids[i])] = torch.tensor(ids[i])
-                    attention[j, :len(ids[i])] = 1
+                lengths = np.array([len(ids[i]) for i in batch])
+                keep = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+                array = np.full(keep.shape, self.pad_id, dtype=np.int64)
+                array[keep] = np.fromiter((t for i in batch for t in ids[i]), dtype=np.int64,
+                                          count=int(lengths.sum()))
+                input_ids = torch.from_numpy(array).to(self.device)
+                attention = torch.from_numpy(keep.astype(np.int64)).to(self.device)
                 self.forward_calls += 1
-                self.tokens_run += int(attention.sum())
-                logits = self.model(input_ids=input_ids.to(self.device),
-                                    attention_mask=attention.to(self.device)).logits.float()
+                self.tokens_run += int(lengths.sum())
+                logits = self.model(input_ids=input_ids, attention_mask=attention).logits.float()
                 logp = torch.log_softmax(logits[:, :-1], dim=-1)
-                target = input_ids[:, 1:].to(self.device)
-                tok = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * attention[:, 1:].to(self.device)
+                tok = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1) * attention[:, 1:]
                 sums = tok.sum(dim=1).cpu().numpy()
                 for j, i in enumerate(batch):
                     out[todo[i]] = (float(sums[j]), len(ids[i]) - 1)
@@ -179,7 +182,7 @@ class CausalLMScorer:
             batch: list[list[_Segment]] = []
             for row in packed:
                 width = max([sum(len(s.ids) for s in r) for r in batch + [row]])
-                if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * width > FORWARD_TOKENS):
+                if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * width > self.forward_tokens):
                     self._forward(batch, trees)
                     batch = []
                 batch.append(row)
@@ -248,8 +251,10 @@ class CausalLMScorer:
             self.forward_calls = self.tokens_run = 0
         if not all(np.isfinite(full[t][0]) for t in CHECK_TEXTS):
             raise NonFiniteScores(self.name, list(CHECK_TEXTS), len(CHECK_TEXTS), check=True)
-        tol = 1e-3 if self.dtype in ("float32", "fp32") else 0.5
-        return all(abs(shared[t][0] - full[t][0]) <= tol and shared[t][1] == full[t][1] for t in CHECK_TEXTS)
+        reference = torch.tensor([full[t][0] for t in CHECK_TEXTS])
+        tol = agreement_tolerance(next(self.model.parameters()).dtype, reference)
+        self.check_gap = max(abs(shared[t][0] - full[t][0]) for t in CHECK_TEXTS)
+        return self.check_gap <= tol and all(shared[t][1] == full[t][1] for t in CHECK_TEXTS)
 
     # --- cache -----------------------------------------------------------------------------------
     def _cached(self, texts: Sequence[str], kind: str, run) -> list[tuple[float, int]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from eval.errors import ConfigError, DataError, KbcError
+from lm.precision import warn_if_slow
 
 Kind = str  # "masked" | "causal" | "seq2seq"
 
@@ -174,6 +175,7 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
 
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
+    warn_if_slow(dtype, dev.type)
     local = Path(name).expanduser()
     check_folder(local)
     is_local = local.is_dir()

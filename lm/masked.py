@@ -36,6 +36,7 @@ does the MLM head, in float32 even when the encoder runs in bfloat16.
 from __future__ import annotations
 
 import copy
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
+from lm.precision import agreement_tolerance
 from lm.vocab import AnswerSpace, CandidateSet, drop_reason, full_vocab, normalize, target_positions
 
 # Architectures whose head we split into encoder -> transform -> decoder (the fast path).
@@ -63,6 +65,8 @@ Text = str | tuple[str, str]  # a prompt, or (context, prompt): read as `context
 MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
 CACHE_VERSION = "masked-v2"  # v2: deterministic ties, exact target ranks, compat mode in the key
 NOT_SINGLE_TOKEN_CHOICE = "a choice is not a single token of the model"
+log = logging.getLogger("kbc")
+_PATHS_SAID: set[tuple[str, str, str, str]] = set()  # each model's scoring path is said once per process
 
 
 def _seq(*mods):
@@ -198,50 +202,60 @@ class LamaBertTokenization:
 
 
 def _top_with_ties(logp, depth: int):
-    """torch.topk, with exact ties ordered by candidate position (rows with ties are fully sorted)."""
+    """torch.topk, with exact ties ordered by candidate position.
+
+    The top `depth + 1` fix the top-`depth` set unless the last two are equal; rows where they are get a
+    full stable sort. Within the set, equal scores are put in candidate order by two small stable sorts.
+    """
     import torch
 
-    top = torch.topk(logp, depth, dim=-1)
-    values, indices = top.values, top.indices
-    tied = (logp >= values[:, -1:]).sum(dim=-1) > depth
-    if depth > 1:
-        tied |= (values[:, 1:] == values[:, :-1]).any(dim=-1)
-    if bool(tied.any()):
-        rows = tied.nonzero().flatten()
-        s = torch.sort(logp[rows], dim=-1, descending=True, stable=True)
+    n = logp.shape[-1]
+    if depth >= n:
+        s = torch.sort(logp, dim=-1, descending=True, stable=True)
+        return s.values[:, :depth], s.indices[:, :depth]
+    top = torch.topk(logp, depth + 1, dim=-1)
+    boundary = top.values[:, depth - 1] == top.values[:, depth]
+    by_pos = torch.sort(top.indices[:, :depth], dim=-1, stable=True)
+    values = top.values[:, :depth].gather(1, by_pos.indices)
+    s = torch.sort(values, dim=-1, descending=True, stable=True)
+    values, indices = s.values, by_pos.values.gather(1, s.indices)
+    if bool(boundary.any()):
+        rows = boundary.nonzero().flatten()
+        full = torch.sort(logp[rows], dim=-1, descending=True, stable=True)
         values, indices = values.clone(), indices.clone()
-        values[rows] = s.values[:, :depth]
-        indices[rows] = s.indices[:, :depth]
+        values[rows] = full.values[:, :depth]
+        indices[rows] = full.indices[:, :depth]
     return values, indices
 
 
-def _exact_ranks(logp, rows: Sequence[int],
-                 positions: Sequence[Sequence[int]]) -> list[tuple[list[int], list[float]]]:
-    """For each (row of `logp` [B, C], candidate positions): exact ranks (the eval.metrics tie rule) and scores."""
+def _exact_ranks(logp, rows, positions):
+    """Exact ranks (the eval.metrics tie rule) and scores of candidate `positions` in `rows` of `logp` [B, C].
+
+    `rows` and `positions` are flat long tensors, one entry per (row, target) pair: no padding, no loop per row.
+    """
     import torch
 
-    width = max((len(p) for p in positions), default=0)
-    if width == 0:
-        return [([], []) for _ in positions]
-    out: list[tuple[list[int], list[float]]] = []
+    ranks, scores = [], []
     n_cand = logp.shape[1]
-    step = max(1, (1 << 25) // max(1, width * n_cand))  # rows per chunk: bounds the [rows, width, C] masks
+    step = max(1, (1 << 25) // max(1, n_cand))  # pairs per chunk: bounds the [pairs, C] comparisons
     order = torch.arange(n_cand, device=logp.device)
-    for start in range(0, len(positions), step):
-        asked = positions[start:start + step]
-        pos = torch.tensor([list(p) + [0] * (width - len(p)) for p in asked], dtype=torch.long, device=logp.device)
-        block = logp[torch.tensor(rows[start:start + step], dtype=torch.long, device=logp.device)]
-        scores = block.gather(1, pos)  # [R, W]
-        higher = (block[:, None, :] > scores[:, :, None]).sum(dim=-1)
-        tied = ((block[:, None, :] == scores[:, :, None]) & (order[None, None, :] < pos[:, :, None])).sum(dim=-1)
-        ranks = (1 + higher + tied).cpu().tolist()
-        values = scores.float().cpu().tolist()
-        out += [(r[:len(p)], v[:len(p)]) for p, r, v in zip(asked, ranks, values)]
-    return out
+    for start in range(0, len(rows), step):
+        block = logp[rows[start:start + step]]
+        pos = positions[start:start + step]
+        score = block.gather(1, pos[:, None])  # [P, 1]
+        higher = (block > score).sum(dim=-1)
+        tied = ((block == score) & (order[None, :] < pos[:, None])).sum(dim=-1)
+        ranks.append(1 + higher + tied)
+        scores.append(score[:, 0])
+    if not ranks:
+        return rows.new_zeros(0), logp.new_zeros(0)
+    return torch.cat(ranks), torch.cat(scores)
 
 
 class MaskedLMScorer:
     """Scores prompts holding one mask token; independent of queries and relations."""
+
+    bucketing = False  # pad into full batches (see `batches`): set on a GPU
 
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
                  normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None,
@@ -264,6 +278,7 @@ class MaskedLMScorer:
         self.compat = check_compat(compat)
         self.lama = LamaBertTokenization(tokenizer) if self.compat == "lama" else None
         self.device = next(model.parameters()).device
+        self.bucketing = self.device.type == "cuda"
         limit = getattr(model.config, "max_position_embeddings", 512) or 512
         if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
             limit -= 2  # positions start after the padding index
@@ -295,10 +310,17 @@ class MaskedLMScorer:
                     self.encoder = self.transform = None
         self.forward_calls = 0
         self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
+        said = (self.name, dtype, str(self.device), self.path)
+        if said not in _PATHS_SAID:
+            _PATHS_SAID.add(said)
+            log.info("%s: masked-LM scoring path %s (%s on %s)", self.name, self.path, dtype, self.device)
 
     # --- model execution -------------------------------------------------------------------------
     def _fast_path_agrees(self) -> bool:
-        """Check the split head against the model's own forward on one prompt (guards architecture drift)."""
+        """Check the split head against the model's own forward on one prompt (guards architecture drift).
+
+        In a reduced precision the model's own forward rounds where the split head (float32) does not: the
+        two are compared within what that precision allows (`agreement_tolerance`), not float32's."""
         import torch
 
         text = f"Paris is the capital of {self.tokenizer.mask_token} ."
@@ -309,8 +331,8 @@ class MaskedLMScorer:
             ref = self.model(**enc).logits[0, pos].float()
             if not bool(torch.isfinite(ref).all()):
                 raise NonFiniteScores(self.name, [text], 1, check=True)
-            got = self._head(self._mask_hidden(ids, None, torch.tensor([pos])).float())[0]
-        tol = 1e-3 if self.dtype == "float32" else 0.5
+            got = self._head(self._mask_hidden(ids, None, torch.tensor([pos], device=self.device)).float())[0]
+        tol = agreement_tolerance(next(self.model.parameters()).dtype, ref)
         return bool(torch.allclose(ref, got, atol=tol, rtol=0))
 
     def _head(self, hidden):
@@ -412,8 +434,13 @@ class MaskedLMScorer:
         return ids
 
     def batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        """Indices grouped by exact length (no padding); small groups merged with their neighbours."""
+        """Indices grouped by exact length (no padding); small groups merged with their neighbours.
+
+        With `bucketing` (on a GPU, where a few full batches beat many small exact-length ones) the indices
+        sorted by length are cut into full batches, each padded to its longest row under an attention mask."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        if self.bucketing:
+            return [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
         groups: list[list[int]] = []
         for i in order:
             if groups and lengths[groups[-1][-1]] == lengths[i]:
@@ -480,40 +507,68 @@ class MaskedLMScorer:
         new: dict = {}
         with torch.inference_mode():
             for batch in self.batches([len(r) for r in ids]):
-                width = max(len(ids[i]) for i in batch)
-                padded = any(len(ids[i]) != width for i in batch)
-                input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-                attention = torch.zeros((len(batch), width), dtype=torch.long) if padded else None
-                for j, i in enumerate(batch):
-                    input_ids[j, :len(ids[i])] = torch.tensor(ids[i])
-                    if attention is not None:
-                        attention[j, :len(ids[i])] = 1
-                mask_pos = (input_ids == self.mask_id).int().argmax(dim=1)
-                input_ids = input_ids.to(self.device)
-                attention = attention.to(self.device) if attention is not None else None
+                input_ids, attention, mask_pos = self._pack([ids[i] for i in batch])
                 if self.normalize == "full":
                     logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
                 else:
                     logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
-                logp = logp.float()
-                finite = torch.isfinite(logp).all(dim=-1).cpu().tolist()
-                if not all(finite):
-                    raise NonFiniteScores(self.name, [text_of(texts[i]) for i, ok in zip(batch, finite) if not ok],
-                                          len(batch))
-                values, indices = _top_with_ties(logp, depth)
-                pos_np = indices.cpu().numpy().astype(np.int32)
-                val_np = values.cpu().numpy().astype(np.float32)
                 units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
-                asked = _exact_ranks(logp, [j for j, _, _ in units], [tgt for _, _, tgt in units])
-                for (j, text, tgt), (ranks, scores) in zip(units, asked):
+                pairs = [(j, p) for j, _, tgt in units for p in tgt]
+                top, pos, ranks, scores = self._extract(logp.float(), depth, pairs, [text_of(texts[i]) for i in batch])
+                at = 0
+                for j, text, tgt in units:
+                    k = len(tgt)
+                    rank, score = ranks[at:at + k], scores[at:at + k]
+                    at += k
                     n = len(ids[batch[j]])
-                    results[(text, tgt)] = Scored(pos_np[j], val_np[j], n, dict(zip(tgt, ranks)),
-                                                  dict(zip(tgt, scores)))
-                    new[(text, tgt)] = (np.concatenate([np.asarray(ranks, np.int32), pos_np[j]]),
-                                        np.concatenate([np.asarray(scores, np.float32), val_np[j]]), n)
+                    results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank.tolist())),
+                                                  dict(zip(tgt, score.tolist())))
+                    new[(text, tgt)] = (np.concatenate([rank.astype(np.int32), pos[j]]),
+                                        np.concatenate([score, top[j]]), n)
                 if self.on_batch is not None:
                     self.on_batch(len(batch))
         return new
+
+    def _pack(self, rows: list[list[int]]):
+        """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device."""
+        import torch
+
+        width = max(len(r) for r in rows)
+        if all(len(r) == width for r in rows):
+            array = np.array(rows, dtype=np.int64)
+            attention = None
+        else:
+            array = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+            lengths = np.array([len(r) for r in rows])
+            keep = np.arange(width)[None, :] < lengths[:, None]
+            array[keep] = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+            attention = torch.from_numpy(keep.astype(np.int64)).to(self.device)
+        mask_pos = torch.from_numpy((array == self.mask_id).argmax(axis=1))
+        return torch.from_numpy(array).to(self.device), attention, mask_pos.to(self.device)
+
+    def _extract(self, logp, depth: int, pairs: list[tuple[int, int]], inputs: list[str]):
+        """Top `depth` (log-probs, candidate positions) per row and the exact rank and log-prob of each
+        (row, candidate position) pair, brought to the host in one transfer.
+
+        Non-finite rows are found from row sums (a NaN or infinity makes the sum non-finite) and confirmed
+        element by element before anything is refused."""
+        import torch
+
+        batch = logp.shape[0]
+        values, indices = _top_with_ties(logp, depth)
+        where = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2).to(self.device)
+        ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
+        sums = logp.sum(dim=-1)
+        flat = torch.cat([values.double().flatten(), indices.double().flatten(), ranks.double(), scores.double(),
+                          torch.isfinite(sums).double()]).cpu().numpy()
+        cut = np.cumsum([batch * depth, batch * depth, len(pairs), len(pairs)])
+        top, pos, rank, score, finite = np.split(flat, cut)
+        if not finite.all():
+            bad = [j for j in np.flatnonzero(finite == 0).tolist() if not bool(torch.isfinite(logp[j]).all())]
+            if bad:
+                raise NonFiniteScores(self.name, [inputs[j] for j in bad], batch)
+        return (top.astype(np.float32).reshape(batch, depth), pos.astype(np.int32).reshape(batch, depth),
+                rank.astype(np.int64), score.astype(np.float32))
 
     def _key(self, text: Text, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
         text = text if isinstance(text, str) else "\x1e".join(("context [SEP] prompt", *text))
@@ -639,7 +694,8 @@ class MaskedLMPredictor:
                 asked = next((queries[i] for i, t in zip(idx, texts) if text_of(t) in exc.bad), None)
                 raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
             for i, tpos, scored in zip(idx, where, results):
-                answers = tuple(Answer(cands.labels[p], float(s)) for p, s in zip(scored.pos, scored.logp))
+                labels = [cands.labels[p] for p in scored.pos.tolist()]
+                answers = tuple(map(Answer, labels, scored.logp.tolist()))
                 extra = {"n_tokens": scored.n_tokens}
                 gold = self._gold.get((queries[i].fact_uid, queries[i].slot))
                 gpos = cands.index.get(gold) if gold else None

@@ -100,3 +100,23 @@ def tiny_t5_dir(root, extra_ids: int = 125):
     T5ForConditionalGeneration(config).eval().save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+@pytest.fixture
+def kbc_log():
+    """(level, message) of each record the "kbc" logger gives while a test runs, whatever handlers the CLI set."""
+    import logging
+
+    seen: list[tuple[int, str]] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.levelno, record.getMessage()))
+
+    logger = logging.getLogger("kbc")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield seen
+    logger.removeHandler(handler)
+    logger.setLevel(level)

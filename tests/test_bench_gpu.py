@@ -1,0 +1,34 @@
+"""bench/gpu.py runs end to end on a CPU with tiny models (`--smoke`) and prints its one-line summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE_KEYS = {
+    "device", "masked_raw_fp32_qps", "masked_raw_bf16_qps", "masked_fp32_qps", "masked_fp32_path", "masked_bf16_qps",
+    "masked_bf16_path", "masked_fp16_qps", "masked_fp16_path", "masked_bf16_vs_fp32", "trex_fp32_s",
+    "causal_raw_fp32_sps", "causal_fp32_sps", "causal_fp32_path", "causal_raw_bf16_sps", "causal_bf16_sps",
+    "causal_bf16_path", "statement_bert_bf16_vs_fp32", "statement_bert_vs_lpq", "statement_gpt2_bf16_vs_fp32",
+    "statement_gpt2_vs_lpq", "top1_agreement_bf16", "total_s",
+}
+
+
+@pytest.mark.heavy
+def test_smoke_run_prints_every_line_of_the_summary(capsys):
+    sys.path.insert(0, str(ROOT))
+    from bench import gpu
+
+    summary = gpu.main(["--device", "cpu", "--smoke"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    printed = dict(item.split("=", 1) for item in last.split(" "))
+    assert set(printed) == set(summary) == SMOKE_KEYS
+    assert printed["device"] == "cpu"
+    assert printed["masked_fp32_path"] == printed["masked_bf16_path"] == "last-layer+head-at-mask"
+    assert printed["causal_fp32_path"] == printed["causal_bf16_path"] == "shared-prefix"
+    assert printed["statement_bert_vs_lpq"] == printed["statement_gpt2_vs_lpq"] == "skipped"
+    assert 0.0 <= float(printed["top1_agreement_bf16"]) <= 1.0
+    assert all(float(printed[k]) > 0 for k in SMOKE_KEYS if k.endswith(("_qps", "_sps", "_s")))

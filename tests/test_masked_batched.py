@@ -1,0 +1,147 @@
+"""The masked engine's batched extraction (top with ties, exact ranks), its GPU-shaped length buckets and its
+scoring path in reduced precision, against the definitions in eval.metrics and exact-length batches."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import lm_fixtures
+import numpy as np
+import pytest
+
+from eval.metrics import exact_rank, gold_rank, top_order
+from eval.types import Answer
+
+tiny_models = lm_fixtures.tiny_models
+kbc_log = lm_fixtures.kbc_log
+TOL = 1e-5
+TEXTS = ["Rome is in [MASK] .", "The city of Rome lies in the country of [MASK] .", "[MASK] .",
+         "Paris is the capital of [MASK] .", "Dante was born in [MASK] .", "The river [MASK] flows through Vienna .",
+         "[MASK] is a city .", "The Eiffel Tower is in [MASK] , the capital of France .", "Berlin is in [MASK] ."]
+
+
+def _scores(seed: int, rows: int, n: int):
+    """Scores with many exact ties (few distinct values), as float32 tensors."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randint(0, 7, (rows, n), generator=gen) / 4.0 - 3.0).float()
+
+
+@pytest.mark.parametrize("depth", [1, 3, 10, 40])
+def test_top_with_ties_is_the_metrics_order(depth):
+    import torch
+
+    from lm.masked import _top_with_ties
+
+    logp = _scores(depth, 6, 40)
+    logp[0] = -torch.arange(40).float()  # no ties at all
+    values, indices = _top_with_ties(logp, depth)
+    for row in range(6):
+        want = top_order(logp[row].numpy(), depth)
+        assert indices[row].tolist() == want.tolist()
+        assert values[row].tolist() == logp[row].numpy()[want].tolist()
+
+
+def test_exact_ranks_are_the_metrics_ranks():
+    import torch
+
+    from lm.masked import _exact_ranks
+
+    logp = _scores(1, 5, 30)
+    pairs = [(r, p) for r in range(5) for p in random.Random(2).sample(range(30), 7)]
+    where = torch.tensor(pairs)
+    ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
+    assert ranks.tolist() == [exact_rank(logp[r].numpy(), p) for r, p in pairs]
+    assert scores.tolist() == [float(logp[r, p]) for r, p in pairs]
+    none = _exact_ranks(logp, where[:0, 0], where[:0, 1])
+    assert none[0].tolist() == [] and none[1].tolist() == []
+
+
+def _gold_rank_by_definition(answers, gold, exclude, lowercased, shared_ties):
+    norm = (lambda s: s.lower()) if lowercased else (lambda s: s)
+    kept = [a for a in answers if norm(a.label) == norm(gold) or norm(a.label) not in {norm(e) for e in exclude}]
+    for i, a in enumerate(kept):
+        if norm(a.label) == norm(gold):
+            if shared_ties:
+                return 1 + sum(b.score > a.score for b in kept[:i])  # scores are sorted best first
+            return i + 1
+    return None
+
+
+def test_gold_rank_follows_its_definition():
+    rng = random.Random(3)
+    words = ["Paris", "paris", "Rome", "Berlin", "Vienna", "Lyon", "Oslo"]
+    for _ in range(300):
+        labels = rng.sample(words, rng.randint(0, len(words)))
+        scores = sorted((rng.choice([-1.0, -2.0, -3.0]) for _ in labels), reverse=True)
+        answers = [Answer(label, score) for label, score in zip(labels, scores)]
+        gold, exclude = rng.choice(words), rng.sample(words, rng.randint(0, 3))
+        for lowercased in (False, True):
+            for shared in (False, True):
+                assert gold_rank(answers, gold, exclude, lowercased, shared) == \
+                    _gold_rank_by_definition(answers, gold, exclude, lowercased, shared)
+    tied = [Answer("a", -1.0), Answer("b", -2.0), Answer("c", -2.0), Answer("d", -2.0)]
+    assert gold_rank(tied, "d") == 4
+    assert gold_rank(tied, "d", shared_ties=True) == 2
+    assert gold_rank(tied, "d", exclude=["b"], shared_ties=False) == 3
+    assert gold_rank(tied, "e") is None
+
+
+def _scorer(path, batch_size, bucketing, dtype="float32"):
+    from lm.loading import load
+    from lm.masked import MaskedLMScorer
+
+    loaded = load(str(path), "masked", "cpu", dtype)
+    scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=dtype,
+                            batch_size=batch_size)
+    scorer.bucketing = bucketing
+    return scorer, loaded
+
+
+@pytest.mark.parametrize("kind", ["bert-cased", "roberta"])
+def test_length_buckets_equal_exact_length_batches(tiny_models, kind):
+    from lm.vocab import full_vocab, token_labels
+
+    texts = [t.replace("[MASK]", "<mask>") for t in TEXTS] if kind == "roberta" else TEXTS
+    exact, loaded = _scorer(tiny_models(kind), 1, bucketing=False)  # one prompt per pass: no padding at all
+    padded, _ = _scorer(tiny_models(kind), 4, bucketing=True)
+    lengths = [len(ids) for ids in padded.encode(texts)]
+    batches = padded.batches(lengths)
+    assert [len(b) for b in batches] == [4, 4, 1]
+    assert sum(len({lengths[i] for i in b}) > 1 for b in batches) >= 2  # rows of different lengths share a pass
+    cands = full_vocab(token_labels(loaded.tokenizer, exact.vocab_size))
+    targets = [(3, 17, 2000 + i) for i in range(len(texts))]
+    want = exact.score(texts, cands, 10, targets)
+    got = padded.score(texts, cands, 10, targets)
+    assert padded.forward_calls == 3 and exact.forward_calls == len(texts)
+    for a, b in zip(want, got):
+        assert list(a.pos) == list(b.pos)
+        assert float(np.max(np.abs(a.logp - b.logp))) < TOL
+        assert a.ranks == b.ranks
+        assert max(abs(a.target_logp[p] - b.target_logp[p]) for p in a.target_logp) < TOL
+
+
+def test_bfloat16_keeps_the_fast_path_and_says_which_once(tiny_models, kbc_log):
+    from lm import masked
+
+    path = tiny_models("bert-cased")
+    masked._PATHS_SAID.clear()
+    first, _ = _scorer(path, 8, False, dtype="bfloat16")
+    again, _ = _scorer(path, 8, False, dtype="bfloat16")
+    assert first.path == again.path == "last-layer+head-at-mask"
+    said = [m for level, m in kbc_log if level == logging.INFO and "scoring path" in m]
+    assert said == [f"{path}: masked-LM scoring path last-layer+head-at-mask (bfloat16 on cpu)"]
+
+
+def test_agreement_tolerance_follows_the_dtype():
+    import torch
+
+    from lm.precision import agreement_tolerance
+
+    ref = torch.tensor([-10.0, 4.0])
+    assert agreement_tolerance(torch.float32, ref) == 1e-3
+    assert agreement_tolerance(torch.bfloat16, ref) == 32 * 2 ** -7 * 10.0
+    assert agreement_tolerance(torch.float16, ref) == 32 * 2 ** -10 * 10.0
+    assert agreement_tolerance(torch.bfloat16, torch.zeros(2)) == 1e-3
