@@ -34,10 +34,7 @@ def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = N
     if names and all(n in BEAR_CORPORA for n in names):
         return resolve_bear_dir(names[0], data_dir).parent
     if names and all(n == FEWREL for n in names):
-        try:  # the LAMA copy beside it, whose T-REx graphs the KB classifier asks
-            return resolve_data_dir(data_dir)
-        except DataError:
-            return resolve_fewrel_dir(data_dir)
+        return resolve_fewrel_dir(data_dir)
     if names and all(n in SET_CORPORA or n in PROBE_CORPORA for n in names):
         try:  # the LAMA copy beside it, where LMs find the common vocabulary
             return resolve_data_dir(data_dir)

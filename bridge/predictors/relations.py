@@ -224,11 +224,14 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
     from eval.errors import DataError
     from kb.relations_between import relations_between
 
-    try:
-        lama = resolve_data_dir(ctx.data_dir)
+    try:  # the LAMA copy beside the FewRel folder, else KBC_DATA's
+        lama = resolve_data_dir(Path(ctx.data_dir).parent)
     except DataError:
-        raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
-                          "relations.jsonl) beside fewrel/") from None
+        try:
+            lama = resolve_data_dir(None)
+        except DataError:
+            raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
+                              "relations.jsonl) beside fewrel/") from None
     trex = load_corpus("trex", lama, cache_dir=ctx.cache_dir)
     inner = (make_kb_inferred if spec == "kb-inferred" else make_kb)(spec, replace(ctx, corpus=trex, data_dir=lama))
     graphs = list(inner.kb.graphs)
