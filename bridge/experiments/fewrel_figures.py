@@ -9,15 +9,18 @@ import numpy as np
 
 
 def write_confusion(stem: Path, predictor: str, labels: list[str], matrix: np.ndarray) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """The counts always; the figure where matplotlib is installed (`pip install kbcompare[report]`)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(
         {"predictor": predictor, "gold": labels, "predicted": [*labels, "none"], "counts": matrix.tolist()},
         indent=1), encoding="utf-8")
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     size = 2 + 0.45 * len(labels)
     fig, ax = plt.subplots(figsize=(size + 1, size))
     shown = ax.imshow(matrix, cmap="Blues")
