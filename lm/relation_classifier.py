@@ -84,13 +84,9 @@ class Batcher:
 
     def __call__(self, batch: Sequence[RelationInput]):
         torch = _torch()
-        width = max(len(x.ids) for x in batch)
-        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        att = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, x in enumerate(batch):
-            ids[i, :len(x.ids)] = torch.tensor(x.ids)
-            att[i, :len(x.ids)] = 1
-        ids, att = ids.to(self.device), att.to(self.device)
+        from lm.entities.ebert import padded
+
+        ids, att = padded([x.ids for x in batch], self.pad_id, self.device)
         embeds = self.encoder.get_input_embeddings()(ids)
         spliced = [(i, pos, row) for i, x in enumerate(batch) for pos, row in x.entities]
         if spliced:
