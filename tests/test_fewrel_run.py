@@ -29,7 +29,8 @@ def run(shared_data, tmp_path_factory):
     folder = fewrel_slice(shared_data, root / "data", per_relation=10)
     model = tiny_model_dir("bert-cased", root)
     w2v = entity_vectors(folder, root, AutoTokenizer.from_pretrained(model).get_vocab())
-    argv = ["run", "fewrel", "--predictors", "bert", "ebert", "ebert-avg", "ebert-concat", "--set", f"model={model}",
+    argv = ["run", "fewrel", "--predictors", "bert", "ebert", "ebert-avg", f"ebert-concat={model}", "--set",
+            f"bert.model={model}", "--set", f"ebert.model={model}", "--set", f"ebert-avg.model={model}",
             "--set", f"wikipedia2vec={w2v}", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "train_batch=8",
             "--data-dir", str(folder), "--out", str(root / "out"), "--quiet", "--bootstrap", "50"]
     return root, argv

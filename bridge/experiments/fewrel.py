@@ -40,10 +40,10 @@ class FewrelExperiment:
         self.settings["fewrel"] = {"data": fingerprint([resolve_fewrel_dir(data_dir) / DATA_FILE]),
                                    "split": dict(SPLIT), "split_seed": SPLIT_SEED}
 
-    def resolve(self, spec: str):
+    def resolve(self, name: str, spec: str):
         from bridge.predictors.relations import resolve_factory
 
-        return resolve_factory(spec, self.out)
+        return resolve_factory(name, spec, self.out)
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}

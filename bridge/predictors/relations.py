@@ -242,17 +242,32 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
     return KbPredictor(spec, held, graphs, classes_of(parts))
 
 
-def resolve_factory(spec: str, out: Path | None):
-    """The factory `kbc run fewrel` builds predictor `spec` with, or a one-line refusal."""
+def _options(spec: str) -> tuple[Option, ...]:
+    if spec not in FORMS or spec == "bert":
+        return (MODEL_OPTION, *TRAIN_OPTIONS)
+    return (*(o for o in EBERT_OPTIONS if o.key in ("model", *ENTITY_KEYS)), *TRAIN_OPTIONS)
+
+
+def resolve_factory(name: str, spec: str, out: Path | None):
+    """The factory `kbc run fewrel` builds predictor `name` (`spec`) with, or a one-line refusal.
+
+    `ebert=PATH`, `ebert-concat=PATH`, `ebert-avg=PATH`: that E-BERT form on the model at PATH."""
     if spec in KB_SPECS:
         return declares()(make_kb_classifier)
     from bridge.predictors.registry import ENTRIES
 
+    if name in FORMS and name != "bert" and spec not in FORMS and spec not in ENTRIES:
+        model = spec
+
+        @declares(*(replace(o, required=False) if o.key == "model" else o for o in _options(name)))
+        def named(_spec: str, ctx: PredictorContext) -> ClassifierPredictor:
+            return make_classifier(name, replace(ctx, options={**ctx.options, "model": model}), out)
+
+        return named
     if spec in ENTRIES and spec not in FORMS:
         raise ConfigError(f"predictor {spec} does not classify sentences; `kbc run fewrel` takes "
                           f"{', '.join([*FORMS, *KB_SPECS])} or a model path / hub id (BERT on that model)")
-    options = (MODEL_OPTION, *TRAIN_OPTIONS) if spec not in FORMS or spec == "bert" else \
-        (*(o for o in EBERT_OPTIONS if o.key in ("model", *ENTITY_KEYS)), *TRAIN_OPTIONS)
+    options = _options(spec)
     if spec not in FORMS:
         options = tuple(replace(o, required=False) if o.key == "model" else o for o in options)
 

@@ -137,9 +137,9 @@ class Plan:
 
 
 def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
-    """`resolver(spec)`: an experiment's own factory for a spec (None: the registry's)."""
+    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's)."""
     specs: list[NamedSpec] = parse_predictors(cfg.predictors)
-    factories = {p.name: (resolver(p.spec) if resolver else None) or resolve(p.spec) for p in specs}
+    factories = {p.name: (resolver(p.name, p.spec) if resolver else None) or resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
     scope_options(cfg.options, specs, declared)
     from bridge.predictors.registry import ENTRIES
