@@ -11,6 +11,7 @@ from cli_support import run_kbc
 from fewrel_fixtures import entity_vectors, fewrel_slice
 from lm_fixtures import tiny_model_dir
 
+from bridge.experiments.fewrel import METRICS
 from eval.classification import macro_scores
 
 
@@ -42,7 +43,7 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
     code, stdout, err = run_kbc(argv, capsys)
     assert code == 0, err
     out = root / "out"
-    assert "FewRel macro F1" in stdout
+    assert "FewRel F1 (%) (Total: macro over relations)" in stdout
     assert "marked entities with an entity vector" in err
     rows = json.loads((out / "summary.json").read_text())
     classes = ["P177", "P364", "P2094"]
@@ -57,7 +58,7 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
                                 [r["predicted"] for r in records.values()], classes)
         for metric, value in expected.items():
             row = next(x for x in rows if x["predictor"] == name and x["scope"] == "own" and x["group"] == "all"
-                       and x["metric"] == metric)
+                       and x["metric"] == METRICS[metric])
             assert row["value"] == pytest.approx(value) and row["n_facts"] == 3
             assert row["ci_low"] is not None and row["ci_low"] <= row["value"] <= row["ci_high"]
     avg, bert, ebert = _records(out, "ebert-avg"), _records(out, "bert"), _records(out, "ebert")

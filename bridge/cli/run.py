@@ -458,7 +458,8 @@ def run_fewrel(ctx: click.Context, **params) -> None:
     for key, default in (("prompts", "lama"), ("context", "none"), ("template", "0")):
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run fewrel`: each sentence is the input")
-    execute(ctx, lambda p: FewrelExperiment(p["out"]), params, ("f1", "FewRel macro F1 (%) over relations"))
+    execute(ctx, lambda p: FewrelExperiment(p["out"]), params,
+            ("f1-macro", "FewRel F1 (%) (Total: macro over relations)"))
 
 
 for _option in run_fewrel.params:

@@ -91,6 +91,10 @@ class ClassifierPredictor:
     def describe(self) -> dict:
         return self.described
 
+    def answer_space_size(self, relation: str) -> int:
+        """Every sentence is ranked over all classes."""
+        return len(self.classes)
+
     def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
         from lm.relation_classifier import Batcher, predict_proba
 
