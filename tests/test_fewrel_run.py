@@ -132,3 +132,23 @@ def test_the_kb_answers_the_relations_t_rex_holds_between_the_ids(shared_data, t
     rows = json.loads((tmp_path / "out" / "summary.json").read_text())
     coverage = next(r for r in rows if r["scope"] == "own" and r["group"] == "all" and r["metric"] == "coverage")
     assert coverage["value"] == pytest.approx(100 * answered / 60)
+
+
+def test_several_learning_rates_keep_the_best_on_dev(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = argv[argv.index("--set") + 1].partition("=")[2]
+    out = root / "grid"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=1e-3,1e-6", "--set",
+                            "epochs=1", "--set", "train_batch=8", "--data-dir", argv[argv.index("--data-dir") + 1],
+                            "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["bert"]["models"]["bert"]
+    by_lr = described["dev_f1_by_lr"]
+    assert set(by_lr) == {"0.001", "1e-06"} and len(list((out / "models").iterdir())) == 2
+    best = max(by_lr.values())
+    assert by_lr[str(described["lr"])] == best
+    assert described["lr"] == (0.001 if by_lr["0.001"] == best else 1e-6)
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=fast", "--data-dir",
+                            argv[argv.index("--data-dir") + 1], "--out", str(root / "bad-lr")], capsys)
+    assert code == 2 and "--set lr=fast: expected a number or comma-separated numbers" in err
