@@ -183,6 +183,9 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
     if done.is_file():
         info = json.loads(done.read_text(encoding="utf-8"))
         _check_identity(folder, info.get("identity"), identity)
+        if info.get("weights") != _weights(folder):
+            raise DataError(f"{folder}: the saved weights changed since training selected them; delete the folder "
+                            "to retrain")
         return load_classifier(folder, device)
     index = {c: i for i, c in enumerate(classes)}
     x_train, y_train = train[0], torch.tensor([index[c] for c in train[1]])
@@ -254,13 +257,20 @@ def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, 
     tokenizer.save_pretrained(folder / "encoder")
     _atomic_save(head.state_dict(), folder / "head.pt")
     info = {"identity": identity, "classes": classes, "history": history, "best": best, "finished": True,
-            "dropout": identity["settings"]["dropout"]}
+            "dropout": identity["settings"]["dropout"], "weights": _weights(folder)}
     tmp = folder / (DONE + ".tmp")
     tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
     os.replace(tmp, folder / DONE)
     for name in (CHECKPOINT, "best.pt"):
         (folder / name).unlink(missing_ok=True)
     return Trained(encoder, head, tokenizer, classes, info)
+
+
+def _weights(folder: Path) -> str:
+    """What the saved model's files hold (a run reusing its own model checks it was not replaced)."""
+    from lm.loading import files_fingerprint
+
+    return files_fingerprint(folder / "encoder") + ":" + files_fingerprint(folder / "head.pt")
 
 
 def _check_identity(folder: Path, found: dict | None, wanted: dict) -> None:

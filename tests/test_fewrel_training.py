@@ -69,12 +69,17 @@ def test_the_embeddings_stay_fixed_and_the_encoder_learns(setup):
     assert not torch.equal(before.state_dict()[q], trained.encoder.state_dict()[q])
 
 
-def test_a_folder_of_another_training_is_refused(setup):
-    from eval.errors import ConfigError
+def test_a_folder_of_another_training_or_with_replaced_weights_is_refused(setup):
+    from eval.errors import ConfigError, DataError
 
     _train(setup, "other")
     with pytest.raises(ConfigError, match="trained otherwise .*settings"):
         _train(setup, "other", TrainSettings(lr=5e-4, batch_size=8, epochs=2))
+    head = setup[0] / "other" / "head.pt"
+    state = torch.load(head)
+    torch.save({k: v + 1 for k, v in state.items()}, head)
+    with pytest.raises(DataError, match="the saved weights changed since training selected them"):
+        _train(setup, "other")
 
 
 @pytest.mark.heavy
