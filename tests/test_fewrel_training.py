@@ -91,3 +91,20 @@ def test_dev_f1_beats_the_majority_class(setup):
     assert majority == pytest.approx(100 / 6)
     assert macro_scores(dev_gold, pred, trained.classes)["f1"] > majority
     assert trained.info["best"]["f1"] == pytest.approx(max(h["f1"] for h in trained.info["history"]), abs=1e-4)
+
+
+def test_entity_slots_read_the_mapped_vector_and_other_positions_their_word_pieces(setup):
+    from lm.relation_classifier import load_encoder
+    from lm.relation_inputs import RelationInput
+
+    encoder = load_encoder(setup[1])
+    mapped = np.random.default_rng(0).normal(size=(4, encoder.config.hidden_size)).astype(np.float32)
+    batcher = Batcher(encoder, mapped, 0, "cpu")
+    plain = RelationInput((101, 7, 8, 102))
+    spliced = RelationInput((101, 100, 8, 9, 102), ((1, 3),))
+    att, embeds = batcher([plain, spliced])
+    words = encoder.get_input_embeddings().weight
+    assert att.tolist() == [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
+    assert torch.equal(embeds[1, 1], torch.from_numpy(mapped[3]))
+    assert torch.equal(embeds[1, 2], words[8]) and torch.equal(embeds[0, 1], words[7])
+    assert torch.equal(embeds[0, 4], words[0])  # padding
