@@ -14,6 +14,8 @@ from pathlib import Path
 from eval.bear import BEAR_CORPORA, load_bear, resolve_bear_dir
 from eval.datadir import resolve_data_dir
 from eval.errors import DataError
+from eval.fewrel import CORPUS as FEWREL
+from eval.fewrel import load_fewrel, resolve_fewrel_dir
 from eval.lama import LAMA_CORPORA, LOADERS, Corpus, source_files
 from eval.lmkbc import CORPUS as LMKBC
 from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
@@ -21,7 +23,7 @@ from eval.negated import PROBE_CORPORA, probe_corpus, resolve_negated_dir
 from eval.snapshot import cached_corpus, cached_outline
 from eval.uhn import UHN_CORPORA, load_uhn_corpus
 
-CORPORA = (*LAMA_CORPORA, *UHN_CORPORA, *BEAR_CORPORA, LMKBC, *PROBE_CORPORA)
+CORPORA = (*LAMA_CORPORA, *UHN_CORPORA, *BEAR_CORPORA, LMKBC, *PROBE_CORPORA, FEWREL)
 SET_CORPORA = (LMKBC,)  # a gold *set* per subject and relation (`SetFact`), scored by set P/R/F1
 
 
@@ -31,6 +33,8 @@ def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = N
     names = list(corpora)
     if names and all(n in BEAR_CORPORA for n in names):
         return resolve_bear_dir(names[0], data_dir).parent
+    if names and all(n == FEWREL for n in names):
+        return resolve_fewrel_dir(data_dir)
     if names and all(n in SET_CORPORA or n in PROBE_CORPORA for n in names):
         try:  # the LAMA copy beside it, where LMs find the common vocabulary
             return resolve_data_dir(data_dir)
@@ -58,6 +62,11 @@ def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterab
         return load_lmkbc(data_dir, "val", relations)
     if name in PROBE_CORPORA:
         return probe_corpus(name, data_dir, relations)
+    if name == FEWREL:
+        corpus = load_fewrel(data_dir)
+        if relations:
+            corpus.keep_relations(list(relations))
+        return corpus
     try:
         loader = LOADERS[name]
     except KeyError:

@@ -17,7 +17,10 @@ TYPE_ORDER = (*RELATION_TYPES, "all")
 METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency": "Coherency (%)",
                 "coherency_round1": "Coherency round 1 (%)", "coherency_round2": "Coherency round 2 (%)",
                 "c1": "c1: first step of round 1 right (%)", "c2": "c2: first step of round 2 right (%)",
-                "all_correct": "All four steps right (%)", "f1": "Token F1 (%)", "em": "Exact match (%)",
+                "all_correct": "All four steps right (%)",
+                "f1": "Token F1 (%)", "em": "Exact match (%)",
+                "f1-macro": "F1 (%), Total: macro over relations", "precision-macro": "Precision (%), Total: macro "
+                "over relations", "recall-macro": "Recall (%), Total: macro over relations",
                 "set-p": "Set precision, N-M relations (%)", "set-r": "Set recall, N-M relations (%)",
                 "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",

@@ -810,6 +810,43 @@ def _(c: Ctx) -> list[str]:
 def _(c: Ctx) -> list[str]:
     return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.tmp)]
 
+
+
+# -- FewRel relation classification ------------------------------------------------------------
+def _fewrel(c: Ctx, rows: list) -> str:
+    folder = c.tmp / "fewrel"
+    folder.mkdir(exist_ok=True)
+    (folder / "val_wiki.json").write_text(json.dumps({"P177": rows}))
+    return str(folder)
+
+
+FEWREL_ROW = {"tokens": ["A", "crosses", "B"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[2]]]}
+
+
+@case("fewrel position outside the sentence", "val_wiki.json: relation P177, row 1, t: positions [7] are not word "
+      "positions 0..2")
+def _(c: Ctx) -> list[str]:
+    bad = {**FEWREL_ROW, "t": ["b", "Q2", [[7]]]}
+    return ["run", "fewrel", "--predictors", "kb", "--data-dir", _fewrel(c, [FEWREL_ROW, bad]), "--out",
+            str(c.tmp / "out")]
+
+
+@case("fewrel data not found", "FewRel data not found (looked for val_wiki.json in")
+def _(c: Ctx) -> list[str]:
+    return ["run", "fewrel", "--predictors", "bert", "--data-dir", str(c.tmp / "nowhere"), "--out", str(c.tmp / "out")]
+
+
+@case("fewrel E-BERT without vectors", "predictor ebert (ebert) needs --set ebert.wikipedia2vec=...")
+def _(c: Ctx) -> list[str]:
+    return ["run", "fewrel", "--predictors", "ebert", "--set", f"model={c.models('bert-cased')}", "--data-dir",
+            _fewrel(c, [FEWREL_ROW] * 10), "--out", str(c.tmp / "out"), "--quiet"]
+
+
+@case("fewrel corpus in the LAMA probe", "--corpus fewrel is relation classification: run it with `kbc run fewrel`")
+def _(c: Ctx) -> list[str]:
+    return ["run", "lama", "--corpus", "fewrel", "--predictors", "freq", "--data-dir", str(c.data), "--out",
+            str(c.tmp / "out")]
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -11,7 +11,7 @@ from eval.errors import ConfigError
 from eval.lama import Corpus
 
 CHOICES = ("'trex', 'google_re', 'squad', 'conceptnet', 'trex-uhn', 'google_re-uhn', 'bear', 'bear-big', 'lmkbc2024', "
-           "'negated-trex', 'negated-google_re', 'negated-conceptnet', 'negated-squad'")
+           "'negated-trex', 'negated-google_re', 'negated-conceptnet', 'negated-squad', 'fewrel'")
 
 
 def _error(argv: list[str], capsys) -> str:

@@ -393,7 +393,7 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError(f"{run.path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked "
                           "objects and predicted set are one line of predictions/<corpus>/<predictor>/<relation>.jsonl "
                           "and of instances.parquet")
-    if experiment != "lama":  # questions, rounds and negations have no single gold rank per fact to show
+    if experiment not in ("lama", "fewrel"):  # no single gold rank per fact to show
         raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
                           f"gold rank); each {experiment} record is one line of "
                           "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")

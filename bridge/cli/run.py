@@ -449,6 +449,33 @@ for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no
         _option.hidden = True
 
 
+@run.command("fewrel")
+@run_options("runs/fewrel")
+def run_fewrel(ctx: click.Context, **params) -> None:
+    """FewRel relation classification (E-BERT Table 2): fine-tuned BERT, E-BERT, AVG and CONCAT, and the KB.
+
+    \b
+    Example:
+      kbc run fewrel --predictors bert ebert ebert-avg ebert-concat kb --set model=/models/bert-base-cased \\
+        --set wikipedia2vec=/models/enwiki.npz --set titles=/models/qid_titles.tsv --device cuda \\
+        --data-dir ../shared/data --out runs/fewrel
+    """
+    from bridge.experiments.fewrel import FewrelExperiment
+
+    if not params["corpora"]:
+        params["corpora"] = ("fewrel",)
+    for key, default in (("prompts", "lama"), ("context", "none"), ("template", "0")):
+        if str(params.get(key, default)) != default:
+            raise ConfigError(f"--{key} does not apply to `kbc run fewrel`: each sentence is the input")
+    execute(ctx, lambda p: FewrelExperiment(p["out"]), params,
+            ("f1-macro", "FewRel F1 (%) (Total: macro over relations)"))
+
+
+for _option in run_fewrel.params:
+    if _option.name in ("prompts", "context", "prompt_draws", "template", "compat", "depth"):
+        _option.hidden = True
+
+
 @run.command("negated")
 @run_options("runs/negated")
 @click.option("--misprimes", type=click.Choice(["high_ranked", "low_ranked", "random"]), default="random",

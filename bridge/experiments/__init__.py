@@ -14,6 +14,7 @@ EXPERIMENTS: dict[str, str] = {
     "evidence": "bridge.experiments.evidence:EvidenceExperiment",
     "lmkbc": "bridge.experiments.lmkbc:LmkbcExperiment",
     "negated": "bridge.experiments.negated:NegatedExperiment",
+    "fewrel": "bridge.experiments.fewrel:FewrelExperiment",
 }
 
 

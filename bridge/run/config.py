@@ -136,9 +136,10 @@ class Plan:
     data_dir: Path | None = None  # where the corpora (and named prompt sets, instance-of lists) were read
 
 
-def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
+def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
+    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's)."""
     specs: list[NamedSpec] = parse_predictors(cfg.predictors)
-    factories = {p.name: resolve(p.spec) for p in specs}
+    factories = {p.name: (resolver(p.name, p.spec) if resolver else None) or resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
     scope_options(cfg.options, specs, declared)
     from bridge.predictors.generation import is_server
@@ -154,10 +155,10 @@ def plan_predictors(cfg: RunConfig) -> list[PlannedPredictor]:
     return [PlannedPredictor(p.name, p.spec, factories[p.name], p.options, declared[p.name]) for p in specs]
 
 
-def plan_run(cfg: RunConfig, data_dir: Path) -> Plan:
+def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
     """Validate everything and load the data; no predictor is built and nothing is scored yet."""
     cfg.check_values()
-    predictors = plan_predictors(cfg)
+    predictors = plan_predictors(cfg, resolver)
     loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
     corpora = {name: restrict_relations(c, cfg.relations, loaded) for name, c in loaded.items()}
     removed: dict[str, dict[str, int]] = {}

@@ -104,7 +104,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_set_corpora(cfg.corpora, experiment)
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
     check_relations(cfg, data_dir)
-    plan = plan_run(cfg, data_dir)
+    plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_generation(plan.predictors, experiment.name)
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
@@ -234,12 +234,13 @@ def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
 def check_set_corpora(corpora: list[str], experiment: Experiment) -> None:
     """Corpora asked one way only go with their experiment, and it with them alone: set-valued corpora (LM-KBC)
     with the one scoring sets (`set_valued`), negated/misprimed LAMA with the one asking probes (`probes`)."""
-    from eval.corpora import SET_CORPORA
+    from eval.corpora import FEWREL, SET_CORPORA
     from eval.negated import PROBE_CORPORA
 
     for names, flag, command, what in ((SET_CORPORA, "set_valued", "lmkbc", "has set-valued answers (zero, one or "
                                         "many objects)"),
-                                       (PROBE_CORPORA, "probes", "negated", "is negated/misprimed LAMA")):
+                                       (PROBE_CORPORA, "probes", "negated", "is negated/misprimed LAMA"),
+                                       ((FEWREL,), "classifies", "fewrel", "is relation classification")):
         mine = getattr(experiment, flag, False)
         wrong = [c for c in corpora if (c in names) != mine]
         if wrong and mine:

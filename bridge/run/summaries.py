@@ -80,6 +80,9 @@ def scored_rows(experiment, head: dict, items: list[dict], types: dict[str, str 
 
     Resamples are seeded by `seed` and corpus (`interval_table`); `found` reuses the intervals of the same facts."""
     scored, curve = experiment.summarize(items, types, cutoff)
+    own = getattr(experiment, "intervals", None)  # scores that are no means of unit scores (macro F1)
+    if found is None and own is not None:
+        found = own(items, types, bootstrap, seed, head["corpus"])
     if found is None:
         metrics = tuple(getattr(experiment, "metrics", ("p@1", "p@10", "mrr")))
         ordered = sorted(items, key=lambda u: str(u.get("uid", "")))  # the draws depend on the facts, not their order

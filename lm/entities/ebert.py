@@ -98,6 +98,19 @@ class InputBuilder:
         return Encoded(new, new.index(self.mask_id), a, entity_row, base.subject_span)
 
 
+def padded(sequences: Sequence[Sequence[int]], pad_id: int, device: str = "cpu"):
+    """(ids, attention mask) tensors of token id sequences, padded on the right to the longest."""
+    import torch
+
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    att = torch.zeros((len(sequences), width), dtype=torch.long)
+    for i, s in enumerate(sequences):
+        ids[i, :len(s)] = torch.tensor(s)
+        att[i, :len(s)] = 1
+    return ids.to(device), att.to(device)
+
+
 class MaskedScorer:
     """Batched forward passes with entity vectors spliced into `inputs_embeds`.
 
@@ -122,15 +135,7 @@ class MaskedScorer:
 
     def embed(self, batch: Sequence[Encoded]):
         """(ids, attention mask, inputs_embeds) for one batch, padded on the right."""
-        import torch
-
-        width = max(len(e.ids) for e in batch)
-        ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-        att = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, e in enumerate(batch):
-            ids[i, :len(e.ids)] = torch.tensor(e.ids)
-            att[i, :len(e.ids)] = 1
-        ids, att = ids.to(self.device), att.to(self.device)
+        ids, att = padded([e.ids for e in batch], self.pad_id, self.device)
         embeds = self.model.get_input_embeddings()(ids)
         for i, e in enumerate(batch):
             if e.entity_pos is not None:

@@ -1,0 +1,128 @@
+"""FewRel relation classification as an experiment (E-BERT §4, Table 2): each test sentence of the seeded split
+classified by fine-tuned BERT, E-BERT, their AVG and CONCAT ensembles, and by the KB (the relations the graph
+store holds between the head and tail ids), scored by macro precision, recall and F1 over relations, accuracy
+and coverage (the share of sentences with an answer).
+
+Each record holds the sentence's `uid`, its gold `relation`, the `predicted` one (null: no answer) and the class
+distribution, so the tables can be recomputed from the prediction files alone. Intervals: a seeded bootstrap of
+sentences within each gold relation (`eval.classification`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
+from eval.classification import MACRO, bootstrap_intervals, confusion, macro_scores, per_class
+from eval.types import Fact, Prediction, Query
+from eval.uncertainty import rng_for
+
+TEMPLATE = "[X] [Y]"  # no prompt: the sentence is the input (`Fact.cloze`)
+# summary metric ids: a relation's own score in its column, the macro mean over relations in Total
+METRICS = {"f1": "f1-macro", "precision": "precision-macro", "recall": "recall-macro", "accuracy": "accuracy",
+           "coverage": "coverage"}
+
+
+class FewrelExperiment:
+    name = "fewrel"
+    stages = ("",)
+    title = "FewRel relation classification (Total: macro over relations, as E-BERT Table 2; accuracy over sentences)"
+    metrics = tuple(METRICS[m] for m in MACRO)
+    unit = "sentences"
+    classifies = True  # asks the FewRel corpus only, and it is asked by no other experiment
+
+    def __init__(self, out: str | Path | None = None) -> None:
+        self.out = Path(out) if out is not None else None
+        self.settings: dict = {}
+
+    def check(self, corpora: dict, data_dir: Path | None) -> None:
+        """The whole file (train and dev parts too) shapes every fine-tuned model: part of the run's identity."""
+        from eval.datadir import fingerprint
+        from eval.fewrel import DATA_FILE, SPLIT, SPLIT_SEED, resolve_fewrel_dir
+
+        self.settings["fewrel"] = {"data": fingerprint([resolve_fewrel_dir(data_dir) / DATA_FILE]),
+                                   "split": dict(SPLIT), "split_seed": SPLIT_SEED}
+
+    def resolve(self, name: str, spec: str):
+        from bridge.predictors.relations import resolve_factory
+
+        return resolve_factory(name, spec, self.out)
+
+    def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
+        out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+        for f in given.facts:
+            out[f.relation].append((Query(f.uid, f.uid, f.corpus, f.relation, f.subject, "object", TEMPLATE), f))
+        return {rel: pairs for rel, pairs in out.items() if pairs}
+
+    def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict) -> dict:
+        labels = [a.label for a in pred.answers]
+        rank = labels.index(fact.relation) + 1 if fact.relation in labels else None
+        record = {"uid": query.uid, "relation": fact.relation, "subject": fact.subject.label,
+                  "subject_id": fact.subject.id, "object": fact.object.label, "object_id": fact.object.id,
+                  "gold": fact.relation, "gold_id": None, "sentence": fact.cloze,
+                  "prompt": pred.extra.get("input", fact.cloze), "predicted": labels[0] if labels else None,
+                  "distribution": {a.label: a.score for a in pred.answers},
+                  "answers": [[a.label, a.score] for a in pred.answers], "rank_raw": rank, "rank_filtered": rank}
+        for key in ("fallback", "kb_relations"):
+            if key in pred.extra:
+                record[key] = pred.extra[key]
+        return record
+
+    def instances(self, records: StageRecords) -> Records:
+        return single_stage(records)
+
+    def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
+                  ) -> tuple[list[dict], list[dict]]:
+        labels = list(relation_types)
+        gold = [r["relation"] for r in instances]
+        pred = [r["predicted"] for r in instances]
+        rows = [{"setting": "raw", "group": "all", "metric": METRICS[m], "value": v, "n_facts": len(gold)}
+                for m, v in macro_scores(gold, pred, labels).items()]
+        for rel, c in per_class(gold, pred, labels).items():
+            if not c.support:
+                continue
+            answered = sum(1 for g, p in zip(gold, pred) if g == rel and p is not None)
+            values = {"f1": c.f1, "precision": c.precision, "recall": c.recall, "accuracy": c.recall,
+                      "coverage": 100.0 * answered / c.support}
+            rows += [{"setting": "raw", "group": rel, "metric": METRICS[m], "value": values[m], "n_facts": c.support}
+                     for m in MACRO]
+        return rows, []
+
+    def intervals(self, items: list[dict], types: dict, bootstrap: int, seed: int, key: str) -> dict:
+        """The bootstrap intervals of `summarize`'s rows, in the runner's (setting, metric) -> group layout."""
+        ordered = sorted(items, key=lambda r: str(r["uid"]))  # the draws depend on the sentences, not their order
+        found = bootstrap_intervals([r["relation"] for r in ordered], [r["predicted"] for r in ordered], list(types),
+                                    bootstrap, rng_for(seed, f"{key}/fewrel"))
+        out: dict = {}
+        for group, per_metric in found.items():
+            for metric, interval in per_metric.items():
+                out.setdefault(("raw", METRICS[metric]), {})[group] = interval
+        return out
+
+    def write_outputs(self, out: Path, corpus: str, predictor: str, units: Records) -> None:
+        """Each predictor's confusion matrix (gold x predicted, a last column for no answer), as JSON and figure."""
+        from bridge.experiments.fewrel_figures import write_confusion
+
+        labels = sorted({u["relation"] for u in units.values()} | {u["predicted"] for u in units.values()
+                                                                   if u.get("predicted")})
+        gold = [u["relation"] for u in units.values()]
+        matrix = confusion(gold, [u.get("predicted") for u in units.values()], labels)
+        write_confusion(out / "figures" / f"confusion-{predictor}", predictor, labels, matrix)
+
+    def summary_section(self, md: str, rows: list[dict], setting: str) -> str:
+        """A per-relation F1 table (predictors as columns) and links to the confusion matrices."""
+        shared = [r for r in rows if r["scope"] == "shared" and r["metric"] == "f1-macro" and r["setting"] == "raw"]
+        names = list(dict.fromkeys(r["predictor"] for r in shared))
+        rels = sorted({r["group"] for r in shared if r["group"] != "all"})
+        if not names:
+            return md
+        cell = {(r["predictor"], r["group"]): r for r in shared}
+        lines = ["", "## F1 per relation (shared sentences)", "",
+                 "| relation | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        for rel in [*rels, "all"]:
+            n = next((cell[(p, rel)]["n_facts"] for p in names if (p, rel) in cell), 0)
+            values = [f"{cell[(p, rel)]['value']:.2f}" if (p, rel) in cell else "-" for p in names]
+            lines.append(f"| {'macro' if rel == 'all' else rel} | {n} | " + " | ".join(values) + " |")
+        lines += ["", "Confusion matrices (gold rows, predicted columns, a last column for no answer): "
+                  + ", ".join(f"[{p}](figures/confusion-{p}.png)" for p in names), ""]
+        return md.rstrip("\n") + "\n" + "\n".join(lines)

@@ -1,0 +1,39 @@
+"""The confusion matrix of one relation classifier: `<stem>.json` (the counts) and `<stem>.png` (a heat map)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def write_confusion(stem: Path, predictor: str, labels: list[str], matrix: np.ndarray) -> None:
+    """The counts always; the figure where matplotlib is installed (`pip install kbcompare[report]`)."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(
+        {"predictor": predictor, "gold": labels, "predicted": [*labels, "none"], "counts": matrix.tolist()},
+        indent=1), encoding="utf-8")
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    size = 2 + 0.45 * len(labels)
+    fig, ax = plt.subplots(figsize=(size + 1, size))
+    shown = ax.imshow(matrix, cmap="Blues")
+    ax.set_xticks(range(len(labels) + 1), [*labels, "none"], rotation=90)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title(f"{predictor}: confusion matrix")
+    for (i, j), n in np.ndenumerate(matrix):
+        if n:
+            ax.text(j, i, str(n), ha="center", va="center", fontsize=6,
+                    color="white" if n > matrix.max() / 2 else "black")
+    fig.colorbar(shown, ax=ax, fraction=0.04)
+    fig.tight_layout()
+    fig.savefig(stem.with_suffix(".png"), dpi=100)
+    plt.close(fig)

@@ -1,0 +1,296 @@
+"""Relation classifiers for `kbc run fewrel`: fine-tuned BERT, E-BERT, the CONCAT and AVG ensembles, and the KB.
+
+Specs (`--predictors NAME=SPEC`): `bert` (or a model path / hub id: BERT on that model), `ebert` (entity vectors
+in place of the marked entities' word pieces), `ebert-concat` (`entity / word pieces`), `ebert-avg` (the mean of
+BERT's and E-BERT's class distributions, from the two fine-tuned models), `kb` / `kb-inferred` (the relations the
+graph store holds between the head and tail ids). The E-BERT forms take the same `model`, `wikipedia2vec`, `map`
+and linking options as the probing E-BERT predictors (`bridge.predictors.entities`), whose mapping they reuse.
+
+Each fine-tuned model lives in `<out>/models/<form>-<digest>/` (the digest: everything it was trained from), so
+a rerun resumes it, AVG reuses the BERT and E-BERT models of the same settings, and a user can load it with
+`lm.relation_classifier.load_classifier`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from bridge.predictors.entities import EBERT_OPTIONS, MODEL_OPTION
+from bridge.predictors.registry import PredictorContext
+from bridge.run.options import Option, declares
+from eval.errors import ConfigError
+from eval.fewrel import Sentence, load_split, resolve_fewrel_dir
+from eval.types import Answer, Entity, Prediction, Query
+
+FORMS = {"bert": ("bert",), "ebert": ("ebert",), "ebert-concat": ("concat",), "ebert-avg": ("bert", "ebert")}
+KB_SPECS = ("kb", "kb-inferred")
+TRAIN_OPTIONS = (
+    Option("lr", "learning rate, or several comma-separated (Zhang et al.'s range: 5e-5,3e-5,2e-5): one model each, "
+           "the best dev macro F1 kept", default="2e-5"),
+    Option("train_batch", "training batch size (Zhang et al.: 32)", "int", default="32", minimum=1),
+    Option("epochs", "training epochs (E-BERT fixes 10; fewer for a quick look)", "int", default="10", minimum=1),
+    Option("train_seed", "seed of initialisation, dropout and data order", "int", default="0"),
+)
+ENTITY_KEYS = ("wikipedia2vec", "map", "map_kind", "titles", "redirects", "mentions")
+_SPLITS: dict[str, dict[str, list[Sentence]]] = {}
+
+
+def _split(data_dir) -> dict[str, list[Sentence]]:
+    root = str(resolve_fewrel_dir(data_dir))
+    if root not in _SPLITS:
+        _SPLITS[root] = load_split(root)
+    return _SPLITS[root]
+
+
+def classes_of(parts: dict[str, list[Sentence]]) -> list[str]:
+    """Every relation of the file, in file order: the classifier's classes."""
+    return list(dict.fromkeys(s.relation for part in parts.values() for s in part))
+
+
+def _settings(ctx: PredictorContext) -> list:
+    """One `TrainSettings` per learning rate asked."""
+    from lm.relation_classifier import TrainSettings
+
+    o = ctx.options
+    try:
+        rates = [float(x) for x in o.get("lr", "2e-5").split(",")]
+    except ValueError:
+        raise ConfigError(f"--set lr={o['lr']}: expected a number or comma-separated numbers (e.g. 5e-5,3e-5,2e-5)"
+                          ) from None
+    if any(not r > 0 for r in rates):
+        raise ConfigError(f"--set lr={o['lr']}: learning rates must be positive")
+    return [TrainSettings(lr=r, batch_size=int(o.get("train_batch", "32")), epochs=int(o.get("epochs", "10")),
+                          seed=int(o.get("train_seed", "0"))) for r in dict.fromkeys(rates)]
+
+
+def _fingerprint(value: str) -> str:
+    from lm.loading import files_fingerprint
+
+    return files_fingerprint(value) if Path(value).expanduser().exists() else value
+
+
+@dataclass
+class FormModel:
+    """One fine-tuned classifier and the input builder of its form."""
+
+    form: str
+    trained: object
+    builder: object
+    mapped: np.ndarray | None
+    titles: list[str]
+
+
+class ClassifierPredictor:
+    """Answers each sentence with every class, ranked by the (averaged) class probabilities."""
+
+    ranks = "list"
+    slots = ("object",)
+
+    def __init__(self, name: str, models: list[FormModel], sentences: dict[str, Sentence], classes: list[str],
+                 described: dict, batch_size: int) -> None:
+        self.name, self.models, self.sentences, self.classes = name, models, sentences, classes
+        self.described, self.batch_size = described, batch_size
+
+    def describe(self) -> dict:
+        return self.described
+
+    def answer_space_size(self, relation: str) -> int:
+        """Every sentence is ranked over all classes."""
+        return len(self.classes)
+
+    def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
+        from lm.relation_classifier import Batcher, predict_proba
+
+        sentences = [self.sentences[q.fact_uid] for q in queries]
+        total = np.zeros((len(queries), len(self.classes)), dtype=np.float64)
+        fallback = np.zeros(len(queries), dtype=np.int64)
+        shown: list[str] = []
+        for m in self.models:
+            inputs = m.builder.build(sentences, m.form)
+            t = m.trained
+            batcher = Batcher(t.encoder, m.mapped, int(t.tokenizer.pad_token_id), str(t.encoder.device))
+            total += predict_proba(t.encoder, t.head, batcher, inputs, self.batch_size)
+            fallback += [x.fallback for x in inputs]
+            if not shown:
+                shown = [" ".join(m.builder.view(x, m.titles)) for x in inputs]
+        total /= len(self.models)
+        out = []
+        for k, q in enumerate(queries):
+            order = sorted(range(len(self.classes)), key=lambda c: (-total[k, c], c))
+            answers = tuple(Answer(self.classes[c], float(total[k, c])) for c in order)
+            out.append(Prediction(q.uid, answers, extra={"input": shown[k], "fallback": int(fallback[k])}))
+        return out
+
+
+def _entity_side(ctx: PredictorContext, model: str):
+    """The probing E-BERT's resources (map W∘F, linker) for this model, and a cached link by entity."""
+    from bridge.predictors.entities import resources
+
+    res = resources(replace(ctx, options={**ctx.options, "model": model}))
+    seen: dict[str, int | None] = {}
+
+    def link(entity: Entity) -> int | None:
+        if entity.key not in seen:
+            found = res.linker.link(entity)
+            seen[entity.key] = None if found is None else int(found.row)
+        return seen[entity.key]
+
+    return res, link
+
+
+def make_classifier(spec: str, ctx: PredictorContext, out: Path | None) -> ClassifierPredictor:
+    from lm.relation_classifier import train_classifier
+    from lm.relation_inputs import RelationInputBuilder
+
+    forms = FORMS.get(spec, ("bert",))
+    model = ctx.options.get("model") or (spec if spec not in FORMS else None)
+    if not model:
+        raise ConfigError(f"{spec} needs --set model=PATH (a BERT-family masked LM, e.g. models/bert-base-cased)")
+    if any(f != "bert" for f in forms) and not ctx.options.get("wikipedia2vec"):
+        raise ConfigError(f"{spec} needs --set wikipedia2vec=PATH (the entity vectors E-BERT maps into BERT's space)")
+    if out is None:
+        raise ConfigError("fine-tuned classifiers are trained inside a run directory (kbc run fewrel --out DIR)")
+    parts = _split(ctx.data_dir)
+    classes = classes_of(parts)
+    grid = _settings(ctx)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    base = {"model": _fingerprint(model), "split": {k: len(v) for k, v in parts.items()},
+            "data": hashlib.sha256("\n".join(s.uid + "\x1f" + s.text for p in parts.values() for s in p)
+                                   .encode()).hexdigest()[:16]}
+    models: list[FormModel] = []
+    described: dict = {"predictor": "relation-classifier", "spec": spec, "forms": list(forms), "model": model,
+                       "settings": [s.__dict__ for s in grid], "classes": classes, "ranks": "list", "slots": ["object"],
+                       "models": {}}
+    for form in forms:
+        mapped, titles, link, identity = None, [], None, {**base, "form": form}
+        if form != "bert":
+            res, link = _entity_side(ctx, model)
+            mapped, titles = res.mapped, list(res.emb.titles)
+            identity["entities"] = {k: _fingerprint(ctx.options[k]) for k in ENTITY_KEYS if ctx.options.get(k)}
+        builder = RelationInputBuilder(tokenizer, link)
+        train_in = builder.build(parts["train"], form)
+        dev_in = builder.build(parts["dev"], form)
+        coverage = _coverage(form, {"train": train_in, "dev": dev_in, "test": builder.build(parts["test"], form)})
+        if coverage:
+            print(f"fewrel {spec} ({form}): marked entities with an entity vector: " + ", ".join(
+                f"{part} {c['with_vector']}/{c['entities']}" for part, c in coverage.items())
+                + "; the rest keep their word pieces", file=sys.stderr)
+        tried = []
+        for settings in grid:
+            digest = hashlib.sha256(json.dumps({**identity, "settings": settings.__dict__}, sort_keys=True)
+                                    .encode()).hexdigest()[:10]
+            folder = Path(out) / "models" / f"{form}-{digest}"
+            trained = train_classifier(folder, model, tokenizer, identity, classes,
+                                       (train_in, [s.relation for s in parts["train"]]),
+                                       (dev_in, [s.relation for s in parts["dev"]]), mapped, settings, ctx.device,
+                                       ctx.progress)
+            tried.append((trained.info["best"]["f1"], -len(tried), trained, folder, settings))
+        _, _, trained, folder, settings = max(tried, key=lambda t: t[:2])  # ties: the rate listed first
+        models.append(FormModel(form, trained, builder, mapped, titles))
+        described["models"][form] = {"folder": str(folder), "lr": settings.lr, "best": trained.info.get("best"),
+                                     "dev": trained.info.get("history"), "entity_coverage": coverage or None,
+                                     "dev_f1_by_lr": {str(s.lr): round(f1, 4) for f1, _, _, _, s in tried}}
+    sentences = {s.uid: s for s in parts["test"]}
+    return ClassifierPredictor(spec, models, sentences, classes, described, ctx.batch_size)
+
+
+def _coverage(form: str, built: dict[str, list]) -> dict[str, dict[str, int]]:
+    """Per part, marked entities and how many got an entity vector (the rest fell back to word pieces)."""
+    if form == "bert":
+        return {}
+    return {part: {"entities": 2 * len(items), "with_vector": 2 * len(items) - sum(x.fallback for x in items),
+                   "fallback": sum(x.fallback for x in items)} for part, items in built.items()}
+
+
+class KbPredictor:
+    """The relations the graph store holds from a sentence's head to its tail (its classes first, file order)."""
+
+    ranks = "list"
+    slots = ("object",)
+
+    def __init__(self, spec: str, held: dict[str, list[str]], graphs: list[str], classes: list[str]) -> None:
+        self.spec, self.held, self.graphs, self.classes = spec, held, graphs, classes
+
+    def describe(self) -> dict:
+        answered = sum(1 for rels in self.held.values() if set(rels) & set(self.classes))
+        return {"predictor": self.spec, "graphs": self.graphs, "ranks": "list", "slots": ["object"],
+                "coverage": {"sentences": len(self.held), "with_a_class": answered}}
+
+    def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
+        out = []
+        for q in queries:
+            rels = self.held[q.fact_uid]
+            ranked = [r for r in self.classes if r in rels]
+            out.append(Prediction(q.uid, tuple(Answer(r, 1.0) for r in ranked),
+                                  extra={"kb_relations": sorted(rels)}))
+        return out
+
+
+def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
+    """T-REx's gold graphs (and with `kb-inferred` the facts the axioms derive), asked per head/tail pair."""
+    from bridge.predictors.kmir import make_kb, make_kb_inferred
+    from eval.corpora import load_corpus
+    from eval.datadir import resolve_data_dir
+    from eval.errors import DataError
+    from kb.relations_between import relations_between
+
+    try:  # the LAMA copy beside the FewRel folder, else KBC_DATA's
+        lama = resolve_data_dir(Path(ctx.data_dir).parent)
+    except DataError:
+        try:
+            lama = resolve_data_dir(None)
+        except DataError:
+            raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
+                              "relations.jsonl) beside fewrel/") from None
+    trex = load_corpus("trex", lama, cache_dir=ctx.cache_dir)
+    inner = (make_kb_inferred if spec == "kb-inferred" else make_kb)(spec, replace(ctx, corpus=trex, data_dir=lama))
+    graphs = list(inner.kb.graphs)
+    parts = _split(ctx.data_dir)
+    test = parts["test"]
+    found = relations_between(ctx.store, [(s.head, s.tail) for s in test], graphs)
+    held = {s.uid: sorted(found[(s.head.key, s.tail.key)]) for s in test}
+    return KbPredictor(spec, held, graphs, classes_of(parts))
+
+
+def _options(spec: str) -> tuple[Option, ...]:
+    if spec not in FORMS or spec == "bert":
+        return (MODEL_OPTION, *TRAIN_OPTIONS)
+    return (*(o for o in EBERT_OPTIONS if o.key in ("model", *ENTITY_KEYS)), *TRAIN_OPTIONS)
+
+
+def resolve_factory(name: str, spec: str, out: Path | None):
+    """The factory `kbc run fewrel` builds predictor `name` (`spec`) with, or a one-line refusal.
+
+    `ebert=PATH`, `ebert-concat=PATH`, `ebert-avg=PATH`: that E-BERT form on the model at PATH."""
+    if spec in KB_SPECS:
+        return declares()(make_kb_classifier)
+    from bridge.predictors.registry import ENTRIES
+
+    if name in FORMS and name != "bert" and spec not in FORMS and spec not in ENTRIES:
+        model = spec
+
+        @declares(*(replace(o, required=False) if o.key == "model" else o for o in _options(name)))
+        def named(_spec: str, ctx: PredictorContext) -> ClassifierPredictor:
+            return make_classifier(name, replace(ctx, options={**ctx.options, "model": model}), out)
+
+        return named
+    if spec in ENTRIES and spec not in FORMS:
+        raise ConfigError(f"predictor {spec} does not classify sentences; `kbc run fewrel` takes "
+                          f"{', '.join([*FORMS, *KB_SPECS])} or a model path / hub id (BERT on that model)")
+    options = _options(spec)
+    if spec not in FORMS:
+        options = tuple(replace(o, required=False) if o.key == "model" else o for o in options)
+
+    @declares(*options)
+    def factory(name: str, ctx: PredictorContext) -> ClassifierPredictor:
+        return make_classifier(name, ctx, out)
+
+    return factory

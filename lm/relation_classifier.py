@@ -1,0 +1,299 @@
+"""Fine-tuning a BERT-family encoder as a relation classifier (E-BERT Appendix A, Zhang et al.'s setup).
+
+The `[CLS]` vector of the last layer feeds one linear layer (after dropout). Every parameter is trained except
+the embedding tables (word pieces, positions, segments): E-BERT's entity vectors live in the word-piece space,
+so that space stays fixed. Defaults are ERNIE's FewRel settings (learning rate 2e-5 from the range {5e-5, 3e-5,
+2e-5}, batch 32, linear warm-up over the first 10% of steps) with 10 epochs, as E-BERT fixes them. The epoch of
+best dev macro F1 is the model kept.
+
+A training folder holds `checkpoint.pt` (the last finished epoch: weights, optimizer, schedule, random states,
+dev history), so an interrupted run resumes where it stopped and ends with the same weights as an uninterrupted
+one; and, once done, the selected model: `encoder/` (`save_pretrained`, with its tokenizer), `head.pt` and
+`classifier.json` (classes, input form, settings, dev history), which `load_classifier` reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval.classification import macro_scores
+from eval.errors import ConfigError, DataError
+from lm.relation_inputs import RelationInput
+
+CHECKPOINT = "checkpoint.pt"
+DONE = "classifier.json"
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    lr: float = 2e-5
+    batch_size: int = 32
+    epochs: int = 10
+    seed: int = 0
+    warmup: float = 0.1
+    dropout: float = 0.1
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def build_model(encoder_path: str, n_classes: int, dropout: float, device: str):
+    """The encoder (any `AutoModel`, e.g. a masked LM checkpoint without its head) and a fresh linear head."""
+    torch = _torch()
+
+    encoder = load_encoder(encoder_path)
+    head = torch.nn.Sequential(torch.nn.Dropout(dropout), torch.nn.Linear(encoder.config.hidden_size, n_classes))
+    for emb in _embedding_tables(encoder):
+        emb.weight.requires_grad_(False)
+    return encoder.to(device), head.to(device)
+
+
+def load_encoder(path: str | Path):
+    """The encoder of a checkpoint (a masked LM's without its head; BERT's without the unused pooler)."""
+    from transformers import AutoConfig, AutoModel
+
+    if AutoConfig.from_pretrained(path).model_type == "bert":
+        return AutoModel.from_pretrained(path, add_pooling_layer=False)
+    return AutoModel.from_pretrained(path)
+
+
+def _embedding_tables(encoder) -> list:
+    torch = _torch()
+    return [m for m in encoder.embeddings.modules() if isinstance(m, torch.nn.Embedding)]
+
+
+class Batcher:
+    """Padded ids, attention masks and `inputs_embeds` with entity vectors spliced in."""
+
+    def __init__(self, encoder, mapped: np.ndarray | None, pad_id: int, device: str) -> None:
+        torch = _torch()
+        self.encoder = encoder
+        self.pad_id = pad_id
+        self.device = device
+        self.mapped = None if mapped is None else torch.as_tensor(np.asarray(mapped, np.float32))
+
+    def __call__(self, batch: Sequence[RelationInput]):
+        torch = _torch()
+        from lm.entities.ebert import padded
+
+        ids, att = padded([x.ids for x in batch], self.pad_id, self.device)
+        embeds = self.encoder.get_input_embeddings()(ids)
+        spliced = [(i, pos, row) for i, x in enumerate(batch) for pos, row in x.entities]
+        if spliced:
+            if self.mapped is None:
+                raise DataError("an entity input needs mapped entity vectors")
+            embeds = embeds.clone()
+            rows = torch.tensor([r for _, _, r in spliced])
+            embeds[[i for i, _, _ in spliced], [p for _, p, _ in spliced]] = \
+                self.mapped[rows].to(device=self.device, dtype=embeds.dtype)
+        return att, embeds
+
+
+def _autocast(device: str):
+    torch = _torch()
+    import contextlib
+
+    if str(device).startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def logits_of(encoder, head, batcher: Batcher, batch: Sequence[RelationInput]):
+    att, embeds = batcher(batch)
+    with _autocast(batcher.device):
+        hidden = encoder(inputs_embeds=embeds, attention_mask=att).last_hidden_state[:, 0]
+        return head(hidden).float()
+
+
+def predict_proba(encoder, head, batcher: Batcher, inputs: Sequence[RelationInput], batch_size: int = 64
+                  ) -> np.ndarray:
+    """Class probabilities (n, C), batched by length; eval mode, no gradients."""
+    torch = _torch()
+    encoder.eval()
+    head.eval()
+    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i].ids))
+    out = np.zeros((len(inputs), head[-1].out_features), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            probs = torch.softmax(logits_of(encoder, head, batcher, [inputs[i] for i in idx]), dim=-1)
+            out[idx] = probs.cpu().numpy()
+    return out
+
+
+@dataclass
+class Trained:
+    """A selected classifier: its modules, classes, and what training recorded."""
+
+    encoder: object
+    head: object
+    tokenizer: object
+    classes: list[str]
+    info: dict
+
+
+def _atomic_save(obj, path: Path) -> None:
+    torch = _torch()
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _rng_state() -> dict:
+    torch = _torch()
+    state = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch = _torch()
+    torch.set_rng_state(state["cpu"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict, classes: list[str],
+                     train: tuple[list[RelationInput], list[str]], dev: tuple[list[RelationInput], list[str]],
+                     mapped: np.ndarray | None, settings: TrainSettings, device: str = "cpu",
+                     progress: bool = True, stop_after: int | None = None) -> Trained:
+    """Fine-tune (or resume, or load the finished model of) one classifier in `folder`.
+
+    `identity` says what the model is trained from (model, input form, data, vectors): a folder holding another
+    model's training is refused, never continued. `stop_after` ends after that many epochs this call (tests of
+    resuming)."""
+    torch = _torch()
+    from tqdm import tqdm
+    from transformers import get_linear_schedule_with_warmup
+
+    folder.mkdir(parents=True, exist_ok=True)
+    identity = {**identity, "settings": asdict(settings), "classes": classes}
+    done = folder / DONE
+    if done.is_file():
+        info = json.loads(done.read_text(encoding="utf-8"))
+        _check_identity(folder, info.get("identity"), identity)
+        if info.get("weights") != _weights(folder):
+            raise DataError(f"{folder}: the saved weights changed since training selected them; delete the folder "
+                            "to retrain")
+        return load_classifier(folder, device)
+    index = {c: i for i, c in enumerate(classes)}
+    x_train, y_train = train[0], torch.tensor([index[c] for c in train[1]])
+    torch.manual_seed(settings.seed)
+    encoder, head = build_model(encoder_path, len(classes), settings.dropout, device)
+    params = [p for p in [*encoder.parameters(), *head.parameters()] if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.01)
+    steps_per_epoch = -(-len(x_train) // settings.batch_size)
+    total = steps_per_epoch * settings.epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
+    history: list[dict] = []
+    best: dict = {"epoch": 0, "f1": -1.0}
+    start = 0
+    ckpt = folder / CHECKPOINT
+    if ckpt.is_file():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        _check_identity(folder, state.get("identity"), identity)
+        encoder.load_state_dict(state["encoder"])
+        head.load_state_dict(state["head"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        _set_rng_state(state["rng"])
+        history, best, start = state["history"], state["best"], state["epoch"]
+    batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device)
+    ran = 0
+    for epoch in range(start, settings.epochs):
+        if stop_after is not None and ran >= stop_after:
+            break
+        encoder.train()
+        head.train()
+        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
+        bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
+                   disable=not progress, file=sys.stderr, unit="batch")
+        for s in range(steps_per_epoch):
+            idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
+            logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
+            loss = torch.nn.functional.cross_entropy(logits, y_train[idx].to(device))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+        bar.close()
+        probs = predict_proba(encoder, head, batcher, dev[0])
+        scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
+        history.append({"epoch": epoch + 1, **{k: round(v, 4) for k, v in scores.items()}})
+        if scores["f1"] > best["f1"]:
+            best = {"epoch": epoch + 1, "f1": scores["f1"]}
+            _atomic_save({"encoder": encoder.state_dict(), "head": head.state_dict()}, folder / "best.pt")
+        _atomic_save({"identity": identity, "encoder": encoder.state_dict(), "head": head.state_dict(),
+                      "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
+                      "history": history, "best": best, "epoch": epoch + 1}, ckpt)
+        ran += 1
+    if not history or history[-1]["epoch"] < settings.epochs:
+        return Trained(encoder, head, tokenizer, classes, {"identity": identity, "history": history, "best": best,
+                                                           "finished": False})
+    return _finish(folder, encoder, head, tokenizer, classes, identity, history, best, device)
+
+
+def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, best, device) -> Trained:
+    """Keep the best dev epoch as the model (`encoder/`, `head.pt`, `classifier.json`); drop the checkpoints."""
+    torch = _torch()
+    state = torch.load(folder / "best.pt", map_location=device, weights_only=False)
+    encoder.load_state_dict(state["encoder"])
+    head.load_state_dict(state["head"])
+    encoder.save_pretrained(folder / "encoder")
+    tokenizer.save_pretrained(folder / "encoder")
+    _atomic_save(head.state_dict(), folder / "head.pt")
+    info = {"identity": identity, "classes": classes, "history": history, "best": best, "finished": True,
+            "dropout": identity["settings"]["dropout"], "weights": _weights(folder)}
+    tmp = folder / (DONE + ".tmp")
+    tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
+    os.replace(tmp, folder / DONE)
+    for name in (CHECKPOINT, "best.pt"):
+        (folder / name).unlink(missing_ok=True)
+    return Trained(encoder, head, tokenizer, classes, info)
+
+
+def _weights(folder: Path) -> str:
+    """What the saved model's files hold (a run reusing its own model checks it was not replaced)."""
+    from lm.loading import files_fingerprint
+
+    return files_fingerprint(folder / "encoder") + ":" + files_fingerprint(folder / "head.pt")
+
+
+def _check_identity(folder: Path, found: dict | None, wanted: dict) -> None:
+    if found != wanted:
+        diff = sorted(k for k in set(found or {}) | set(wanted) if (found or {}).get(k) != wanted.get(k))
+        raise ConfigError(f"{folder} holds a classifier trained otherwise (differs in {', '.join(diff) or 'all'}); "
+                          "delete that folder to retrain, or use another --out")
+
+
+def load_classifier(folder: str | Path, device: str = "cpu") -> Trained:
+    """A finished classifier folder, ready for `predict_proba` (the model a run selected on its dev part)."""
+    torch = _torch()
+    from transformers import AutoTokenizer
+
+    folder = Path(folder)
+    path = folder / DONE
+    if not path.is_file():
+        raise DataError(f"{folder}: no {DONE}; not a finished classifier (its training may still be running)")
+    info = json.loads(path.read_text(encoding="utf-8"))
+    encoder = load_encoder(folder / "encoder").to(device)
+    head = torch.nn.Sequential(torch.nn.Dropout(info["dropout"]),
+                               torch.nn.Linear(encoder.config.hidden_size, len(info["classes"]))).to(device)
+    head.load_state_dict(torch.load(folder / "head.pt", map_location=device, weights_only=True))
+    tokenizer = AutoTokenizer.from_pretrained(folder / "encoder")
+    return Trained(encoder, head, tokenizer, list(info["classes"]), info)
+

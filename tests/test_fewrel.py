@@ -1,0 +1,138 @@
+"""FewRel relation classification: the staged file and its split, E-BERT Appendix A's three input forms, the macro
+scores (against scikit-learn), fine-tuning with resuming, the AVG ensemble, and the KB's relations between ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fewrel_fixtures import fewrel_slice
+
+from eval.classification import bootstrap_intervals, confusion, macro_scores, per_class
+from eval.errors import DataError
+from eval.fewrel import load_fewrel, load_split, read_sentences, resolve_fewrel_dir, split
+from eval.types import Entity
+from lm.relation_inputs import RelationInputBuilder
+
+TOKENIZERS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tokenizers"
+
+
+@pytest.fixture(scope="module")
+def fast_cased():
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast.from_pretrained(TOKENIZERS / "bert-base-cased", do_lower_case=False)
+
+
+def _appendix_sentence():
+    from eval.fewrel import Sentence
+
+    words = "Tangier 's Ibn Battouta Airport is the busiest airport in the region .".split()
+    return Sentence("P931:0", "P931", tuple(words), Entity("Ibn Battouta Airport", "Q1"), (2, 5),
+                    Entity("Tangier", "Q2"), (0, 1))
+
+
+def test_the_three_input_forms_are_the_appendix_example(fast_cased):
+    titles = ["Tangier", "Tangier Ibn Battouta Airport"]
+    rows = {"Q2": 0, "Q1": 1}
+    builder = RelationInputBuilder(fast_cased, lambda e: rows.get(e.id))
+    s = _appendix_sentence()
+    bert, ebert, concat = (builder.build([s], form)[0] for form in ("bert", "ebert", "concat"))
+    tail = ["is", "the", "busiest", "airport", "in", "the", "region", ".", "[SEP]"]
+    assert builder.view(bert, titles) == ["[CLS]", "$", "Tang", "##ier", "$", "'", "s", "#", "Ibn", "Bat", "##to",
+                                          "##uta", "Airport", "#", *tail]
+    assert builder.view(ebert, titles) == ["[CLS]", "$", "Tangier", "$", "'", "s", "#",
+                                           "Tangier_Ibn_Battouta_Airport", "#", *tail]
+    assert builder.view(concat, titles) == ["[CLS]", "$", "Tangier", "/", "Tang", "##ier", "$", "'", "s", "#",
+                                            "Tangier_Ibn_Battouta_Airport", "/", "Ibn", "Bat", "##to", "##uta",
+                                            "Airport", "#", *tail]
+    assert ebert.entities == ((2, 0), (7, 1)) and concat.entities == ((2, 0), (10, 1))
+    assert ebert.ids[2] == fast_cased.unk_token_id and (bert.fallback, ebert.fallback) == (0, 0)
+
+
+def test_an_entity_without_a_vector_keeps_its_word_pieces(fast_cased):
+    builder = RelationInputBuilder(fast_cased, lambda e: 0 if e.id == "Q1" else None)
+    s = _appendix_sentence()
+    ebert = builder.build([s], "ebert")[0]
+    assert builder.view(ebert, ["Tangier_Ibn_Battouta_Airport"])[:8] == [
+        "[CLS]", "$", "Tang", "##ier", "$", "'", "s", "#"]
+    assert ebert.fallback == 1 and ebert.entities == ((8, 0),)
+
+
+def test_the_staged_file_splits_8_1_1_per_relation_seeded(shared_data):
+    parts = load_split(shared_data / "fewrel")
+    assert {k: len(v) for k, v in parts.items()} == {"train": 8960, "dev": 1120, "test": 1120}
+    uids = [s.uid for p in parts.values() for s in p]
+    assert len(set(uids)) == 11200
+    assert sum(1 for s in parts["test"] if s.relation == "P177") == 70
+    again = load_split(shared_data / "fewrel")
+    assert [s.uid for s in again["test"]] == [s.uid for s in parts["test"]]
+    corpus = load_fewrel(shared_data)
+    assert len(corpus.relations) == 16 and len(corpus.facts) == 1120
+    assert corpus.relations["P177"].label == "crosses"
+    first = corpus.facts[0]
+    assert (first.subject.id, first.object.id, first.relation) == (parts["test"][0].head.id,
+                                                                   parts["test"][0].tail.id, "P177")
+    assert resolve_fewrel_dir(shared_data / "lama") == shared_data / "fewrel"
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[5]]]}, "row 1, t: positions [5]"),
+    ({"tokens": ["a", "b", "c"], "h": ["a", "Q1", [[0, 2]]], "t": ["b", "Q2", [[1]]]},
+     "row 1, h: positions [0, 2] are not consecutive"),
+    ({"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]]}, "row 1: expected an object with tokens, h and t"),
+    ({"tokens": ["a", "b"], "h": ["a", "Q1", [[0, 1]]], "t": ["b", "Q2", [[1]]]},
+     "row 1: head and tail mentions overlap"),
+])
+def test_a_bad_row_is_one_error_naming_it(tmp_path, row, message):
+    good = {"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[1]]]}
+    path = tmp_path / "val_wiki.json"
+    path.write_text(json.dumps({"P1": [good, row]}))
+    with pytest.raises(DataError, match="relation P1, " + message.replace("[", r"\[").replace("]", r"\]")):
+        read_sentences(path)
+
+
+def test_split_keeps_file_order_within_parts(shared_data, tmp_path):
+    folder = fewrel_slice(shared_data, tmp_path, 20)
+    parts = split(read_sentences(folder / "val_wiki.json"))
+    assert {k: len(v) for k, v in parts.items()} == {"train": 48, "dev": 6, "test": 6}
+    for part in parts.values():
+        rows = [(s.relation, int(s.uid.split(":")[1])) for s in part]
+        assert rows == sorted(rows, key=lambda r: (["P177", "P364", "P2094"].index(r[0]), r[1]))
+
+
+def test_macro_scores_match_scikit_learn():
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
+    rng = np.random.default_rng(3)
+    labels = ["P1", "P2", "P3", "P4"]
+    gold = [labels[i] for i in rng.integers(0, 4, 200)]
+    pred = [labels[i] if i < 4 else None for i in rng.integers(0, 5, 200)]  # some without an answer
+    pred[:5] = ["P9"] * 5  # a class outside the list counts for none of them
+    mine = macro_scores(gold, pred, labels)
+    as_str = [p if p is not None else "none" for p in pred]
+    p, r, f, _ = precision_recall_fscore_support(gold, as_str, labels=labels, average="macro", zero_division=0)
+    assert mine["precision"] == pytest.approx(100 * p, abs=1e-9)
+    assert mine["recall"] == pytest.approx(100 * r, abs=1e-9)
+    assert mine["f1"] == pytest.approx(100 * f, abs=1e-9)
+    assert mine["accuracy"] == pytest.approx(100 * accuracy_score(gold, as_str), abs=1e-9)
+    assert mine["coverage"] == pytest.approx(100 * sum(x is not None for x in pred) / 200, abs=1e-9)
+    each = precision_recall_fscore_support(gold, as_str, labels=labels, zero_division=0)
+    assert [per_class(gold, pred, labels)[x].f1 for x in labels] == pytest.approx(list(100 * each[2]), abs=1e-9)
+
+
+def test_exact_scores_and_confusion_on_a_hand_made_case():
+    gold = ["A", "A", "B", "B", "C"]
+    pred = ["A", "B", "B", None, "A"]
+    scores = macro_scores(gold, pred, ["A", "B", "C"])
+    # A: P 1/2 R 1/2; B: P 1/2 R 1/2; C: P 0 R 0
+    assert scores == pytest.approx({"f1": 100 / 3, "precision": 100 / 3, "recall": 100 / 3, "accuracy": 40.0,
+                                    "coverage": 80.0})
+    assert confusion(gold, pred, ["A", "B", "C"]).tolist() == [[1, 1, 0, 0], [0, 1, 0, 1], [1, 0, 0, 0]]
+    found = bootstrap_intervals(gold, pred, ["A", "B", "C"], 200, np.random.default_rng(0))
+    low, high = found["all"]["f1"].ci_low, found["all"]["f1"].ci_high
+    assert 0.0 <= low <= scores["f1"] <= high <= 100.0
+    again = bootstrap_intervals(gold, pred, ["A", "B", "C"], 200, np.random.default_rng(0))
+    assert again["all"]["f1"] == found["all"]["f1"]

@@ -1,0 +1,154 @@
+"""`kbc run fewrel` end to end on a FewRel slice with a tiny BERT and wikipedia2vec vectors for most entities:
+the records, the summary rows against the records, resuming, the AVG ensemble, `kbc show`, the KB's relations."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from cli_support import run_kbc
+from fewrel_fixtures import entity_vectors, fewrel_slice
+from lm_fixtures import tiny_model_dir
+
+from bridge.experiments.fewrel import METRICS
+from eval.classification import macro_scores
+
+
+def _records(out, name):
+    rows = []
+    for path in sorted((out / "predictions" / "fewrel" / name).glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text().splitlines()]
+    return {r["uid"]: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def run(shared_data, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    root = tmp_path_factory.mktemp("fewrel-run")
+    folder = fewrel_slice(shared_data, root / "data", per_relation=10)
+    model = tiny_model_dir("bert-cased", root)
+    w2v = entity_vectors(folder, root, AutoTokenizer.from_pretrained(model).get_vocab())
+    argv = ["run", "fewrel", "--predictors", "bert", "ebert", "ebert-avg", f"ebert-concat={model}", "--set",
+            f"bert.model={model}", "--set", f"ebert.model={model}", "--set", f"ebert-avg.model={model}",
+            "--set", f"wikipedia2vec={w2v}", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "train_batch=8",
+            "--data-dir", str(folder), "--out", str(root / "out"), "--quiet", "--bootstrap", "50"]
+    return root, argv
+
+
+def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    code, stdout, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    out = root / "out"
+    assert "FewRel F1 (%) (Total: macro over relations)" in stdout
+    assert "marked entities with an entity vector" in err
+    rows = json.loads((out / "summary.json").read_text())
+    classes = ["P177", "P364", "P2094"]
+    for name in ("bert", "ebert", "ebert-avg", "ebert-concat"):
+        records = _records(out, name)
+        assert len(records) == 3  # one test sentence per relation (10 -> 8:1:1)
+        for r in records.values():
+            assert set(r["distribution"]) == set(classes)
+            assert r["predicted"] == max(r["distribution"], key=r["distribution"].get)
+            assert sum(r["distribution"].values()) == pytest.approx(1.0, abs=1e-5)
+        expected = macro_scores([r["relation"] for r in records.values()],
+                                [r["predicted"] for r in records.values()], classes)
+        for metric, value in expected.items():
+            row = next(x for x in rows if x["predictor"] == name and x["scope"] == "own" and x["group"] == "all"
+                       and x["metric"] == METRICS[metric])
+            assert row["value"] == pytest.approx(value) and row["n_facts"] == 3
+            assert row["ci_low"] is not None and row["ci_low"] <= row["value"] <= row["ci_high"]
+    avg, bert, ebert = _records(out, "ebert-avg"), _records(out, "bert"), _records(out, "ebert")
+    for uid, r in avg.items():  # AVG: the mean of BERT's and E-BERT's distributions, from the same two models
+        for rel, p in r["distribution"].items():
+            assert p == pytest.approx((bert[uid]["distribution"][rel] + ebert[uid]["distribution"][rel]) / 2,
+                                      abs=1e-6)
+    models = sorted(p.name.split("-")[0] for p in (out / "models").iterdir())
+    assert models == ["bert", "concat", "ebert"]  # AVG trained nothing of its own
+    config = json.loads((out / "config.json").read_text())
+    coverage = config["predictor_configs"]["fewrel"]["ebert"]["models"]["ebert"]["entity_coverage"]
+    assert coverage["test"]["entities"] == 6 and 0 < coverage["test"]["fallback"] < 6
+    summary = (out / "summary.md").read_text()
+    assert "## F1 per relation (shared sentences)" in summary
+    assert (out / "figures" / "confusion-bert.png").is_file()
+    matrix = json.loads((out / "figures" / "confusion-bert.json").read_text())
+    assert int(np.sum(matrix["counts"])) == 3
+
+
+def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    out = root / "out"
+    if not (out / "summary.json").is_file():
+        assert run_kbc(argv, capsys)[0] == 0
+    before = json.loads((out / "summary.json").read_text())
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "all 3 queries done, skipped" in err
+    assert json.loads((out / "summary.json").read_text()) == before
+    code, stdout, err = run_kbc(["show", str(out), "--uid", next(iter(_records(out, "bert")))], capsys)
+    assert code == 0, err
+    assert "<- gold" in stdout and " $ " in stdout and " # " in stdout
+
+
+def test_a_predictor_that_classifies_nothing_is_refused(run, capsys, monkeypatch):
+    root, argv = run
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "freq", "--data-dir", argv[argv.index("--data-dir") + 1],
+                            "--out", str(root / "refused")], capsys)
+    assert code == 2 and err.strip() == ("error: predictor freq does not classify sentences; `kbc run fewrel` takes "
+                                         "bert, ebert, ebert-concat, ebert-avg, kb, kb-inferred or a model path / hub "
+                                         "id (BERT on that model)")
+
+
+@pytest.mark.heavy
+def test_the_kb_answers_the_relations_t_rex_holds_between_the_ids(shared_data, tmp_path, capsys, monkeypatch):
+    from eval.fewrel import load_split
+    from eval.lama import load_trex
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    fewrel_slice(shared_data, data, per_relation=200, relations=("P364", "P361", "P463"))
+    (data / "lama").symlink_to(shared_data / "lama")
+    code, stdout, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out",
+                                 str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    trex = load_trex(shared_data / "lama", None)
+    held: dict[tuple[str, str], set[str]] = {}
+    for f in trex.facts:
+        held.setdefault((f.subject.id, f.object.id), set()).add(f.relation)
+    records = _records(tmp_path / "out", "kb")
+    test = load_split(data / "fewrel")["test"]
+    assert len(records) == len(test) == 60
+    answered = 0
+    for s in test:
+        want = held.get((s.head.id, s.tail.id), set())
+        assert records[s.uid]["kb_relations"] == sorted(want)
+        in_classes = [r for r in ("P364", "P361", "P463") if r in want]
+        assert records[s.uid]["predicted"] == (in_classes[0] if in_classes else None)
+        answered += bool(in_classes)
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())
+    coverage = next(r for r in rows if r["scope"] == "own" and r["group"] == "all" and r["metric"] == "coverage")
+    assert coverage["value"] == pytest.approx(100 * answered / 60)
+
+
+def test_several_learning_rates_keep_the_best_on_dev(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = argv[argv.index("--set") + 1].partition("=")[2]
+    out = root / "grid"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=1e-3,1e-6", "--set",
+                            "epochs=1", "--set", "train_batch=8", "--data-dir", argv[argv.index("--data-dir") + 1],
+                            "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["bert"]["models"]["bert"]
+    by_lr = described["dev_f1_by_lr"]
+    assert set(by_lr) == {"0.001", "1e-06"} and len(list((out / "models").iterdir())) == 2
+    best = max(by_lr.values())
+    assert by_lr[str(described["lr"])] == best
+    assert described["lr"] == (0.001 if by_lr["0.001"] == best else 1e-6)
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=fast", "--data-dir",
+                            argv[argv.index("--data-dir") + 1], "--out", str(root / "bad-lr")], capsys)
+    assert code == 2 and "--set lr=fast: expected a number or comma-separated numbers" in err
