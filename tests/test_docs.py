@@ -28,7 +28,8 @@ def nav_pages(nav) -> list[str]:
 
 def test_site_builds_strict(tmp_path):
     site = tmp_path / "site"
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+    # no --quiet: it hides the warnings that --strict turns into a failure
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                            "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
