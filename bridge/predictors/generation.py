@@ -36,8 +36,8 @@ GENERATION_OPTIONS = (
     Option("stop", "stop sequences, separated by |", "str"),
     Option("seed", "sampling seed", "int", default="0"),
 )
-GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see README)", "choice", STYLES,
-                    "question")
+GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
+                    STYLES, "question")
 CACHE = Option("cache", "on-disk response cache (never changes answers)", "choice", ("on", "off"), "on",
                identity=False)
 SERVER_OPTIONS = (
