@@ -33,7 +33,7 @@ from rdflib.query import Result
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
 from kb.deadline import Deadline, watching
-from kb.store_disk import StoreFolder
+from kb.store_disk import GRAPH_NS, StoreFolder
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -41,7 +41,6 @@ FREEBASE = "http://rdf.freebase.com/ns/"
 ENTITY_NS = "urn:kbc:entity:"
 LABEL_NS = "urn:kbc:label:"
 REL_NS = "urn:kbc:relation:"
-GRAPH_NS = "urn:kbc:graph:"
 LOADED = URIRef("urn:kbc:loaded")  # graph -> "corpus@version" it holds
 CONTENT = URIRef("urn:kbc:content")  # graph -> "corpus@version <digest of its triples>"
 LOADING = URIRef("urn:kbc:loading")  # graph -> "corpus@version" being written (left behind by a crash)

@@ -29,6 +29,8 @@ import pyoxigraph as ox
 
 from eval.errors import ConfigError, DataError, KbcError
 
+GRAPH_NS = "urn:kbc:graph:"  # every graph kbc writes is named under it
+
 log = logging.getLogger("kbc")
 
 MARK = "kbc-store.json"
@@ -115,8 +117,6 @@ class StoreFolder:
 
     def _migrate(self) -> None:
         """Move a store of the earlier layout (one RocksDB folder) into a first generation, once."""
-        from kb.store import GRAPH_NS
-
         try:  # looked at read-only first: a database kbc did not write is left as it is
             seen = ox.Store.read_only(str(self.root))
             graphs = [g.value for g in seen.named_graphs()]
