@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from bridge.cli.run import ROWS_ONLY
+from bridge.cli.run import ROWS_ONLY, option_text, predictor_table
 from bridge.cli.run import run as run_group
 from eval.corpora import close_hint
 from eval.errors import ConfigError
@@ -36,33 +36,18 @@ def _command(experiment: str) -> click.Command:
     return command
 
 
-def _option_text(value) -> str:
-    """A value as `--set` and run files spell it (booleans lower-case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def predictor_items(predictors) -> tuple[list[str], list[str]]:
     """`NAME=SPEC` items and `NAME.KEY=VALUE` options of a list, or of a mapping of name -> spec or
     name -> {"spec": ..., option: value} (as a run file's predictors table)."""
     if not isinstance(predictors, Mapping):
         return ([predictors] if isinstance(predictors, str | Path) else [str(p) for p in predictors]), []
-    items, sets = [], []
-    for name, value in predictors.items():
-        if isinstance(value, Mapping):
-            value = dict(value)
-            spec = value.pop("spec", None)
-            if not spec:
-                raise ConfigError(f"predictor {name!r} needs a 'spec'")
-            sets += [f"{name}.{k}={_option_text(v)}" for k, v in value.items()]
-            value = spec
-        items.append(f"{name}={value}")
-    return items, sets
+    return predictor_table(predictors, "predictor {name!r} needs a 'spec'")
 
 
 def settings_items(settings) -> list[str]:
     """`[NAME.]KEY=VALUE` items of a mapping {"bert.candidates": "common"} or a list of such strings."""
     if isinstance(settings, Mapping):
-        return [f"{k}={_option_text(v)}" for k, v in settings.items()]
+        return [f"{k}={option_text(v)}" for k, v in settings.items()]
     return [settings] if isinstance(settings, str) else list(settings)
 
 

@@ -81,7 +81,7 @@ def test_a_writer_waits_then_names_the_holder_and_other_caches(tmp_path, capsys,
                                 "--store", str(path)], capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2
-    command = "kbc " + " ".join(sys.argv[1:])
+    command = " ".join(["kbc", *sys.argv[1:]])  # empty under xdist workers
     assert lines[-2] == (f"the graph store {path} is being written by process {os.getpid()} (`{command}`, "
                          f"since {since}); waiting up to 0.3 s ($KBC_STORE_WAIT) for it (or use another cache: "
                          "KBC_CACHE=DIR, or --store DIR)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -166,20 +167,10 @@ def read_run_file(path: Path) -> dict:
                     out[param] = value
     preds, sets = out.get("predictors"), []
     if isinstance(preds, dict):  # {name: spec} or {name: {spec: ..., option: value}}
-        items = []
-        for name, value in preds.items():
-            if isinstance(value, dict):
-                value = dict(value)
-                spec = value.pop("spec", None)
-                if not spec:
-                    raise ConfigError(f"--config {path}: predictor {name!r} needs spec = \"...\"")
-                sets += [f"{name}.{k}={v}" for k, v in value.items()]
-                value = spec
-            items.append(f"{name}={value}")
-        out["predictors"] = items
+        out["predictors"], sets = predictor_table(preds, f"--config {path}: predictor {{name!r}} needs spec = \"...\"")
     raw_sets = out.get("sets", {})
     if isinstance(raw_sets, dict):
-        sets += [f"{k}={v}" for k, v in raw_sets.items()]
+        sets += [f"{k}={option_text(v)}" for k, v in raw_sets.items()]
     elif isinstance(raw_sets, list):
         sets += [str(s) for s in raw_sets]
     if sets:
@@ -188,6 +179,27 @@ def read_run_file(path: Path) -> dict:
         if isinstance(out.get(param), str):
             out[param] = out[param].split()
     return out
+
+
+def option_text(value: object) -> str:
+    """A value as `--set` and run files spell it (booleans lower-case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def predictor_table(preds: Mapping, no_spec: str) -> tuple[list[str], list[str]]:
+    """`NAME=SPEC` items and `NAME.KEY=VALUE` options of a table of name -> spec or name -> {"spec": ..., option:
+    value}, as run files and the API give predictors; `no_spec` (with `{name!r}`) is the error for a missing spec."""
+    items, sets = [], []
+    for name, value in preds.items():
+        if isinstance(value, Mapping):
+            value = dict(value)
+            spec = value.pop("spec", None)
+            if not spec:
+                raise ConfigError(no_spec.format(name=name))
+            sets += [f"{name}.{k}={option_text(v)}" for k, v in value.items()]
+            value = spec
+        items.append(f"{name}={value}")
+    return items, sets
 
 
 @click.group()
