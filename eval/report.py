@@ -123,7 +123,33 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
             lines.append(md_row([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]))
+        if scope == "shared":
+            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info)
     return "\n".join(lines)
+
+
+def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,
+                 info: dict) -> list[str]:
+    """Below a shared-facts table, why a column is `-` for every predictor, and the own-facts totals beside
+    where the shared facts are less than half of what was asked: a table never hides most of a result."""
+    notes = []
+    for g in groups:
+        if g == "all" or any((corpus, p, setting, "shared", g, metric) in idx for p in predictors):
+            continue
+        none = [p for p in predictors if (corpus, p, setting, "own", g, metric) not in idx]
+        some = [p for p in predictors if p not in none]
+        notes.append(f"`-` under {relation_name(g, info)} for every predictor: no unit of it was answered by every "
+                     f"predictor ({', '.join(none) or 'each answered other ones'} answered none"
+                     f"{'; ' + ', '.join(some) + ' did: see the own-facts table' if some else ''}).")
+    shared = max((idx[(corpus, p, setting, "shared", "all", metric)]["n_facts"] for p in predictors), default=0)
+    own = {p: idx[key]["n_facts"] for p in predictors if (key := (corpus, p, setting, "own", "all", metric)) in idx}
+    asked = max(own.values(), default=0)
+    if 2 * shared < asked:
+        totals = ", ".join(f"{p} {_cell(idx[(corpus, p, setting, 'own', 'all', metric)], metric)} ({n})"
+                           for p, n in own.items())
+        notes.append(f"The shared facts keep {shared} of the {asked} asked (less than half); own-facts Totals "
+                     f"(#facts): {totals}.")
+    return ["", *(f"- {n}" for n in notes)] if notes else []
 
 
 def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",

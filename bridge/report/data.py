@@ -13,15 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from bridge.predictors.registry import side_of
 from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 ANALYSIS = "analysis"
-KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
-              "bridge.predictors.extraction")
-BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM
 GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
 
 
@@ -188,15 +186,6 @@ def spec_of(config: dict, predictor: str) -> str:
     return str((config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor))
 
 
-def side(config: dict, predictor: str) -> str:
-    """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor's side."""
-    from bridge.predictors.registry import ENTRIES
-
-    entry = ENTRIES.get(spec_of(config, predictor))
-    module = entry[0].split(":")[0] if entry else ""
-    return "kb" if module in KB_MODULES else "baseline" if module in BASELINE_MODULES else "lm"
-
-
 def upper_bound(config: dict, predictor: str) -> str | None:
     """Why a predictor is an upper bound rather than a baseline (it reads the gold evidence), else None."""
     from bridge.predictors.registry import upper_bound_text
@@ -293,7 +282,7 @@ def combine(runs: list[RunData], setting: str) -> View:
         names = {p: (p if len(runs) == 1 else f"{run.label}:{p}") for p in run.predictors}
         renames.append(names)
         origin.update({shown: (run, p) for p, shown in names.items()})
-    sides = {shown: side(run.config, p) for shown, (run, p) in origin.items()}
+    sides = {shown: side_of(run.config, p) for shown, (run, p) in origin.items()}
     analysis = Analysis(
         fact_stats=runs[0].analysis.fact_stats,
         correlation=_concat_rows([_renamed_rows(r.analysis.correlation, n) for r, n in zip(runs, renames)]),

@@ -46,6 +46,19 @@ CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk
 log = logging.getLogger("kbc")
 
 
+def parameter_count(predictor) -> int | None:
+    """The number of weights of the model a predictor asks (its scorer's `model`, or its own), else None."""
+    for holder in (getattr(predictor, "scorer", None), getattr(getattr(predictor, "scorer", None), "scorer", None),
+                   predictor):
+        model = getattr(holder, "model", None)
+        if callable(getattr(model, "parameters", None)):
+            try:
+                return int(sum(p.numel() for p in model.parameters()))
+            except (TypeError, AttributeError):
+                return None
+    return None
+
+
 class RunLock:
     """One writer per output directory: a second run into it is refused, not interleaved."""
 
@@ -309,6 +322,9 @@ class Job:
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
+            count = parameter_count(self.predictor)
+            if count is not None:  # what a leaderboard lists beside the model
+                described.setdefault("parameters", count)
             self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
             size = getattr(self.predictor, "answer_space_size", None)
             spaces = self.config["answer_space"].setdefault(self.corpus.name, {})

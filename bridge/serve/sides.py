@@ -271,7 +271,7 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
     out: list[dict | None] = [None] * len(queries)
     asked = []
     for i, query in enumerate(queries):
-        if query.relation == "cloze" and side == "kb":
+        if query.relation == "cloze" and side != "lm":
             out[i] = _column(side, column.name, "not applicable", "a KB side needs a subject and a relation",
                              spec=column.spec)
         else:
