@@ -365,8 +365,7 @@ def _fact_text(fact: dict) -> list[str]:
             ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
                       f"filtered {_rank(entry.get('rank_exact_filtered'))}")
         lines.append(f"  {name.ljust(width)}  {ranks}")
-        every = (entry.get("extra") or {}).get("scoring") == "statement"  # a closed answer space: every option
-        answers = entry["answers"] if every else entry["answers"][:SHOW_TOP]
+        answers = entry["answers"][:SHOW_TOP]
         if not answers:
             lines.append(f"  {' ' * width}    (no answers)")
         for i, ans in enumerate(answers, 1):
@@ -374,6 +373,8 @@ def _fact_text(fact: dict) -> list[str]:
             score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
             mark = "  <- gold" if ans["label"] == fact["gold"] else ""
             lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
+        if len(entry["answers"]) > SHOW_TOP:
+            lines.append(f"  {' ' * width}    ({len(entry['answers']) - SHOW_TOP} more; --json shows every answer)")
     return lines
 
 

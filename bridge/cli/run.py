@@ -333,10 +333,26 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     return rows
 
 
+ANSWERS = click.option("--answers", type=click.Choice(["ranked", "set"]), default="ranked", show_default=True,
+                       help="set: also score N-M relations set against set (set-p, set-r, set-f1 over every valid "
+                       "object).")
+
+
+def lama_experiment(p: dict):
+    """The LAMA experiment of `kbc run lama` and `kbc run bear` (BEAR is asked through it) from their flags."""
+    from bridge.experiments.lama import TEMPLATES_SET, LamaExperiment
+
+    prompts = p["prompts"]
+    if str(p.get("template", "0")) == "all":
+        if prompts != "lama":
+            raise ConfigError(f"--template all asks each BEAR relation's own templates; drop --prompts {prompts}")
+        prompts = TEMPLATES_SET
+    return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
+
+
 @run.command("lama")
 @run_options("runs/lama")
-@click.option("--answers", type=click.Choice(["ranked", "set"]), default="ranked", show_default=True,
-              help="set: also score N-M relations set against set (set-p, set-r, set-f1 over every valid object).")
+@ANSWERS
 def run_lama(ctx: click.Context, **params) -> None:
     """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
 
@@ -345,17 +361,30 @@ def run_lama(ctx: click.Context, **params) -> None:
       kbc run lama --corpus trex google_re --predictors freq bert=/models/bert-base-cased \\
         --set bert.candidates=common --data-dir ../shared/data/lama --out runs/lama
     """
-    from bridge.experiments.lama import TEMPLATES_SET, LamaExperiment
+    execute(ctx, lama_experiment, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
-    def make(p: dict) -> LamaExperiment:
-        prompts = p["prompts"]
-        if str(p.get("template", "0")) == "all":
-            if prompts != "lama":
-                raise ConfigError(f"--template all asks each BEAR relation's own templates; drop --prompts {prompts}")
-            prompts = TEMPLATES_SET
-        return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
 
-    execute(ctx, make, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
+@run.command("bear")
+@run_options("runs/bear")
+@ANSWERS
+def run_bear(ctx: click.Context, **params) -> None:
+    """BEAR (lm-pub-quiz): each fact's answer options ranked, accuracy per relation; the same run as
+    `kbc run lama --corpus bear` (default corpus: bear; bear-big also).
+
+    \b
+    Example:
+      kbc run bear --predictors freq random bert=/models/bert-base-cased --set bert.scoring=statement \\
+        --data-dir ../shared/data --out runs/bear
+    """
+    from eval.bear import BEAR_CORPORA
+
+    corpora = _split(params["corpora"]) or ["bear"]
+    other = [c for c in corpora if c not in BEAR_CORPORA]
+    if other:
+        raise ConfigError(f"--corpus {' '.join(other)}: `kbc run bear` asks {' or '.join(BEAR_CORPORA)}; use "
+                          f"`kbc run lama --corpus {' '.join(other)}` for other corpora")
+    params["corpora"] = tuple(corpora)
+    execute(ctx, lama_experiment, params, ("p@1", "BEAR accuracy (%): the right option ranked first"))
 
 
 def _split(values) -> list[str]:
