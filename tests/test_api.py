@@ -137,7 +137,8 @@ def test_errors_carry_the_cli_message(env, capsys, tmp_path):
             kbcompare.run("lama", corpus="trex", data_dir=env["data"], out=tmp_path / "x", **options)
         assert str(caught.value) == cli
     assert not (tmp_path / "x").exists()  # refused before anything was written
-    assert kbcompare.experiments() == ["bear", "coherency", "kmir", "lama", "lmkbc", "negated"]  # the `kbc run` commands
+    # the `kbc run` commands
+    assert kbcompare.experiments() == ["bear", "coherency", "kmir", "lama", "lmkbc", "negated"]
     with pytest.raises(kbcompare.ConfigError, match=r"^unknown experiment 'lamma' \(did you mean 'lama'\?\); known: "):
         kbcompare.run("lamma")
     with pytest.raises(kbcompare.ConfigError, match=r"^kbc run lama has no option 'deph' \(did you mean 'depth'\?\)"):
