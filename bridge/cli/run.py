@@ -270,7 +270,7 @@ def run_options(default_out: str):
 ROWS_ONLY = "kbc.rows_only"
 
 
-def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
+def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str], **extra) -> list[dict]:
     """Merge a run file into the flags, run the experiment, print the headline table.
 
     `make_experiment(params)` builds the experiment from the merged flags.
@@ -297,7 +297,7 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         options=parse_sets(params["sets"]), store=params["store"], store_update=params["store_update"],
         store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
         compat=params["compat"], template=str(params.get("template", "0")),
-        bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]),
+        bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]), **extra,
     )
     experiment = make_experiment(params)
     setting = params["setting"]
@@ -310,6 +310,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         ctx.meta[ROWS_ONLY] = (rows, Path(params["out"]))
         return rows
     metric, title = headline
+    if not rows:  # a split without gold objects (LM-KBC's test file): answered, nothing to score
+        click.echo(f"nothing scored: the split asked has no gold objects; the answers are in {params['out']}")
+        return rows
     click.echo(f"{title}, setting {setting}, facts every predictor answered")
     config = read_config(Path(params["out"]) / "config.json") or {}
     click.echo(table(rows, metric, setting, "shared", relations=relation_info(config), open_spaces=open_spaces(config)))
@@ -445,6 +448,9 @@ def run_coherency(ctx: click.Context, **params) -> None:
 
 @run.command("lmkbc")
 @run_options("runs/lmkbc")
+@click.option("--split", default="val", show_default=True,
+              help="The split asked: train, val, or a split file of the challenge's format; one without objects "
+              "(the test file) is answered and written to submission/<predictor>.jsonl, and scores nothing.")
 def run_lmkbc(ctx: click.Context, **params) -> None:
     """LM-KBC 2024: each subject's set of objects (possibly empty), scored as the challenge (macro/micro P, R, F1).
 
@@ -461,7 +467,9 @@ def run_lmkbc(ctx: click.Context, **params) -> None:
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run lmkbc`: each relation is asked with the challenge's "
                               "own template")
-    execute(ctx, lambda p: LmkbcExperiment(), params, ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)"))
+    split = params.pop("split")
+    headline = ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)")
+    execute(ctx, lambda p: LmkbcExperiment(split), params, headline, split=split)
 
 
 for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no evidence, no prompt sets
