@@ -123,6 +123,15 @@ class RunData:
         return str(self.config.get("experiment", "lama"))
 
     @property
+    def command(self) -> str:
+        """The `kbc run` command the run is known by: `bear` for the LAMA experiment over BEAR corpora alone."""
+        from eval.bear import BEAR_CORPORA
+
+        if self.experiment == "lama" and self.corpora and all(c in BEAR_CORPORA for c in self.corpora):
+            return "bear"
+        return self.experiment
+
+    @property
     def corpora(self) -> list[str]:
         return self.run.corpora
 
@@ -303,6 +312,12 @@ def combine(runs: list[RunData], setting: str) -> View:
 REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
 
 
+def chance_kbs(run: RunData) -> tuple[str, ...]:
+    """KB specs that are chance level in this run, never "the best KB": Freq over BEAR's answer spaces, where
+    objects are (nearly) equally frequent and the run warns its ranking is the data file's order."""
+    return ("freq",) if run.command == "bear" else ()
+
+
 def best_kb(view: View, metric: str) -> str | None:
     """The KB predictor with the best `metric` over all facts (mean over corpora), gold left out and upper
     bounds only when no other KB predictor was run."""
@@ -314,7 +329,7 @@ def best_kb(view: View, metric: str) -> str | None:
         if r.get("scope", "own") == scope:
             scores.setdefault(r["predictor"], []).append(float(r["value"]))
     kbs = [p for p in view.predictors if view.sides[p] == "kb" and p in scores
-           and spec_of(view.origin[p][0].config, view.origin[p][1]) != REFERENCE]
+           and spec_of(view.origin[p][0].config, view.origin[p][1]) not in (REFERENCE, *chance_kbs(view.origin[p][0]))]
     honest = [p for p in kbs if p not in view.upper] or kbs
     return max(honest, key=lambda p: sum(scores[p]) / len(scores[p]), default=None)
 

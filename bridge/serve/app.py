@@ -121,8 +121,9 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: int = 10):
         form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k}
-        if not (subject or cloze or relation):
-            return page(request, "index.html", form=form, result=None, error=None)
+        if not (subject or cloze or relation):  # a landing page with somewhere to go: examples and the runs
+            return page(request, "index.html", form=form, result=None, error=None, examples=explorer.examples(),
+                        listing=app.state.runs.listing())
         try:
             result = ask(subject, relation, cloze, k)
         except KbcError as exc:

@@ -152,6 +152,18 @@ class Explorer:
             self.worker.shutdown(wait=True)
             self.worker = None
 
+    def examples(self, n: int = 4) -> list[dict]:
+        """A query per relation (its first fact's subject) for the landing page, so the first click answers."""
+        first: dict[str, Fact] = {}
+        for fact in self.corpus.facts:
+            if fact.relation in self.relations and fact.relation not in first:
+                first[fact.relation] = fact
+                if len(first) == n:
+                    break
+        return [{"subject": f.subject.label, "relation": rel, "label": self.relations[rel].label,
+                 "prompt": self.relations[rel].template.replace("[X]", f.subject.label).replace("[Y]", "…")}
+                for rel, f in first.items()]
+
     def describe(self) -> dict:
         return {"corpus": self.corpus.name, "relations": len(self.relations), "facts": len(self.corpus.facts),
                 "store": self.store.location, "gold_graphs": len(self.gold_graphs),
