@@ -189,3 +189,21 @@ def test_a_column_of_dashes_says_why_and_a_thin_shared_scope_gives_own_totals():
         "- The shared facts keep 10 of the 60 asked (less than half); own-facts Totals (#facts): kb 96.00 (60), "
         "freq 20.00 (10)."]
     assert "\n- " not in table(rows, "f1", scope="own")
+
+
+def test_run_page_links_to_the_live_view_only_the_relations_it_asks(two_runs, serve_explorer):
+    """Run b holds P36 and P101; the live view asks T-REx P19 and P36: a P101 subject is text, never a link that
+    answers "unknown relation"."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    _, b = two_runs
+    with TestClient(create_app(serve_explorer, Runs([b]))) as c:
+        page = c.get("/runs/b", params={"per_page": 50}).text
+    rows = re.findall(r'<tr data-relation="(P\d+)"><td>P\d+</td>\s*<td>(<a href="/\?[^"]+">|<span)', page)
+    assert sorted({(rel, cell.startswith("<a")) for rel, cell in rows}) == [("P101", False), ("P36", True)]
+    assert len(rows) == 2 * LIMIT
