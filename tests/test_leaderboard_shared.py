@@ -207,3 +207,32 @@ def test_run_page_links_to_the_live_view_only_the_relations_it_asks(two_runs, se
     rows = re.findall(r'<tr data-relation="(P\d+)"><td>P\d+</td>\s*<td>(<a href="/\?[^"]+">|<span)', page)
     assert sorted({(rel, cell.startswith("<a")) for rel, cell in rows}) == [("P101", False), ("P36", True)]
     assert len(rows) == 2 * LIMIT
+
+
+def test_compare_lists_relations_in_number_order_with_labels(two_runs, capsys):
+    _, b = two_runs
+    code, out, err = run_kbc(["compare", str(b), "freq", "random"], capsys)
+    assert code == 0, err
+    rows = [line.split("  ")[0] for line in out.splitlines() if line.startswith(("P36", "P101"))]
+    assert rows == ["P36 capital", "P101 field of work"]  # 36 < 101, not "P101" < "P36"
+
+
+def test_data_stats_lists_relations_in_number_order_with_labels(lama_dir, capsys):
+    import re
+
+    from eval.report import relation_order
+
+    code, out, err = run_kbc(["data", "stats", "--corpus", "trex", "--data-dir", str(lama_dir)], capsys)
+    assert code == 0, err
+    ids = re.findall(r"^  trex/(P\d+) ", out, flags=re.M)
+    assert len(ids) == 41 and ids == relation_order(ids) and ids.index("P19") < ids.index("P101")
+    assert "  trex/P19 place of birth (TREx/P19.jsonl): read 944, kept 944, dropped 0" in out.splitlines()
+
+
+def test_csv_cells_carry_no_float_noise():
+    from eval.cells import csv_cell, parameters_text
+
+    assert csv_cell(28.37499999999996) == 28.375 and csv_cell(100 / 3) == 33.3333333333
+    assert csv_cell(-0.1 - 0.2) == -0.3 and csv_cell(7) == 7 and csv_cell("=1") == "'=1"
+    assert [parameters_text(n) for n in (None, 950, 4_386, 109_514_298, 1_300_000_000)] == [
+        "-", "950", "4.39K", "110M", "1.3B"]

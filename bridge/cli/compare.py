@@ -17,6 +17,7 @@ import click
 
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
+from bridge.run.summaries import relation_info
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
 from eval.compare import compare as compare_pairs
@@ -142,15 +143,19 @@ def _fmt_p(p: float) -> str:
 
 
 def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int],
-           scoring: Scoring | None = None) -> list[str]:
+           scoring: Scoring | None = None, info: dict | None = None) -> list[str]:
+    """The text table: one row per group, relations in report order (P19 before P101) with their labels."""
+    from eval.report import relation_name, relation_order
+
     sc = scoring or SCORINGS["lama"]
     o = res.overall
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
              f"by {a}, {left_out['answered_by_b_only']} only by {b})"]
     head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
             f"{sc.metric} B", "p McNemar"]
-    body = [[rel, c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}", _fmt_p(c.p_value)]
-            for rel, c in res.by_relation.items()]
+    body = [[relation_name(rel, info), c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}",
+             _fmt_p(c.p_value)] for rel in relation_order(list(res.by_relation), info)
+            for c in [res.by_relation[rel]]]
     body.append(["all", o.n, o.both, o.only_a, o.only_b, o.neither, f"{res.macro_p1_a:.2f}",
                  f"{res.macro_p1_b:.2f}", _fmt_p(o.p_value)])
     cells = [[str(x) for x in row] for row in [head, *body]]
@@ -224,7 +229,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             continue
         res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
-        text += _table(corpus, a, b, res, left_out, scoring) + [""]
+        text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus)) + [""]
         if list_:
             for uid in res.lists[LISTS[list_]]:
                 ra = rec_a[uid]
