@@ -373,9 +373,10 @@ class Job:
                 for query, fact, reason in items:
                     write_jsonl_line(handle, _dropped_record(query, fact, reason))
         if gone:
-            # per fact, not per query: coherency asks each fact in two rounds
+            # per fact, and the queries beside where a fact is asked several ways (prompt sets, coherency rounds):
+            # the summary's table of dropped units counts those
             now = {rel: Counter({f.uid: why for _, f, why in items}.values()) for rel, items in gone.items()}
-            log.info(_dropped_line(where, now))
+            log.info(_dropped_line(where, now, sum(len(items) for items in gone.values())))
         total = sum(len(rest) for _, rest, _ in todo)
         cost = getattr(predictor, "cost", None)
         if cost and total:
@@ -488,13 +489,17 @@ def _slots(predictor) -> tuple[str, ...]:
     return tuple(getattr(predictor, "slots", ("object",)))
 
 
-def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
+def _dropped_line(where: str, dropped: dict[str, Counter], queries: int | None = None) -> str:
+    """The log line of the facts a predictor cannot answer, per reason and per relation, in facts; `queries`:
+    how many queries they are, said beside when a fact was asked more than once (one prompt of a set each)."""
     reasons: Counter = Counter()
     for counts in dropped.values():
         reasons.update(counts)
     per_rel = ", ".join(f"{rel} {sum(c.values())}" for rel, c in dropped.items())
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
-    return f"{where}: dropped {sum(reasons.values())} facts it cannot answer ({why}); per relation: {per_rel}"
+    facts = sum(reasons.values())
+    asked = f" ({queries} queries)" if queries is not None and queries != facts else ""
+    return f"{where}: dropped {facts} facts{asked} it cannot answer ({why}); per relation: {per_rel}"
 
 
 def _dropped_record(query, fact, reason: str) -> dict:
