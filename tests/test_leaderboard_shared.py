@@ -50,7 +50,7 @@ def _group(run: Path, predictor: str, group: str, metric: str = "p@1") -> dict:
 def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_runs, capsys):
     a, b = two_runs
     found = board([a, b])
-    assert found.notes == ["trex: scored over the 1 relations every run holds: P36",
+    assert found.notes == ["trex: scored over the 1 relation every run holds: P36",
                            f"trex: left out P19 of {a} (not held by every run)",
                            f"trex: left out P101 of {b} (not held by every run)"]
     got = {(Path(r["run"]).name, r["predictor"]): r for r in found.rows}
@@ -101,14 +101,14 @@ def test_compare_across_runs_pairs_the_shared_relation(two_runs, capsys):
     code, out, err = run_kbc(["compare", str(a), "gold", "freq", "--b-run", str(b), "--json"], capsys)
     assert code == 0, err
     result = json.loads(out)
-    assert result["b_run"] == str(b) and result["notes"][0] == "trex: scored over the 1 relations every run holds: P36"
+    assert result["b_run"] == str(b) and result["notes"][0] == "trex: scored over the 1 relation every run holds: P36"
     trex = result["corpora"]["trex"]
     assert list(trex["relations"]) == ["P36"] and trex["overall"]["n"] == LIMIT
     assert trex["macro_p1_a"] == 100.0 and trex["macro_p1_b"] == _group(b, "freq", "P36")["value"]
     code, out, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     assert code == 0, err
     assert out.splitlines()[:2] == [f"A = freq of {a}, B = freq of {b}, setting raw; a fact is right when the gold "
-                                    "is ranked 1st", "note: trex: scored over the 1 relations every run holds: P36"]
+                                    "is ranked 1st", "note: trex: scored over the 1 relation every run holds: P36"]
 
 
 def test_explorer_board_of_runs_over_different_relations(two_runs, serve_explorer, browser, tmp_path):
@@ -121,7 +121,7 @@ def test_explorer_board_of_runs_over_different_relations(two_runs, serve_explore
     with serve_support.served(create_app(serve_explorer, Runs([a, b]))) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(url + "/leaderboard")
-        assert page.inner_text("#board-note-1") == "trex: scored over the 1 relations every run holds: P36"
+        assert page.inner_text("#board-note-1") == "trex: scored over the 1 relation every run holds: P36"
         assert page.inner_text("#board-note-2") == "trex: left out P19 of a (not held by every run)"
         rows = page.locator("#leaderboard tr").all_inner_texts()[1:]
         assert [r.split("\t")[2:5] for r in rows][0] == ["a", "gold", "kb"]

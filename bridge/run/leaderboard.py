@@ -150,8 +150,8 @@ def shared_relations(configs: dict[Path, dict], corpus: str) -> tuple[list[str],
     notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
              for run, h in held.items() if (extra := [r for r in h if r not in shared])]
     if notes:
-        notes.insert(0, f"{corpus}: scored over the {len(shared)} relations every run holds: "
-                        f"{', '.join(relation_order(shared))}")
+        notes.insert(0, f"{corpus}: scored over the {len(shared)} relation{'' if len(shared) == 1 else 's'} every "
+                        f"run holds: {', '.join(relation_order(shared))}")
     return relation_order(shared), notes
 
 
