@@ -45,10 +45,24 @@ def relation_order(rels: list[str], info: dict[str, tuple[str | None, str | None
     return sorted(rels, key=key)
 
 
+# namespaces of relations an axioms file names (kb/axioms.ttl), shown as prefixed ids in tables
+IRI_PREFIXES = (("http://www.wikidata.org/prop/direct/", ""), ("http://schema.org/", "schema:"),
+                ("https://schema.org/", "schema:"))
+
+
+def relation_id(rel: str) -> str:
+    """A relation as a table shows it: its id, a relation named by IRI in an axioms file as a prefixed name
+    (`schema:birthPlace`, never `http://schema.org/birthPlace`)."""
+    for namespace, prefix in IRI_PREFIXES:
+        if rel.startswith(namespace) and len(rel) > len(namespace):
+            return prefix + rel[len(namespace):]
+    return rel
+
+
 def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | None = None) -> str:
     """`P19 place of birth`: the id and, where there is one, the label."""
     label = (info or {}).get(rel, (None, None))[0]
-    return f"{rel} {label}" if label and label != rel else rel
+    return f"{relation_id(rel)} {label}" if label and label != rel else relation_id(rel)
 
 
 def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
@@ -226,6 +240,7 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     if dropped:
         parts += ["## Facts a predictor could not answer (not scored)", "",
                   "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
-        parts += [md_row([d["corpus"], d["predictor"], d["relation"], d["reason"], d["n"]]) for d in dropped]
+        parts += [md_row([d["corpus"], d["predictor"], relation_id(d["relation"]), d["reason"], d["n"]])
+                  for d in dropped]
         parts.append("")
     return "\n".join(parts)

@@ -37,6 +37,7 @@ from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
+from eval.report import relation_id
 from eval.types import Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
 
@@ -495,7 +496,7 @@ def _dropped_line(where: str, dropped: dict[str, Counter], queries: int | None =
     reasons: Counter = Counter()
     for counts in dropped.values():
         reasons.update(counts)
-    per_rel = ", ".join(f"{rel} {sum(c.values())}" for rel, c in dropped.items())
+    per_rel = ", ".join(f"{relation_id(rel)} {sum(c.values())}" for rel, c in dropped.items())
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
     facts = sum(reasons.values())
     asked = f" ({queries} queries)" if queries is not None and queries != facts else ""
