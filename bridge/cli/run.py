@@ -270,7 +270,7 @@ def run_options(default_out: str):
 ROWS_ONLY = "kbc.rows_only"
 
 
-def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str], **extra) -> list[dict]:
+def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
     """Merge a run file into the flags, run the experiment, print the headline table.
 
     `make_experiment(params)` builds the experiment from the merged flags.
@@ -297,7 +297,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         options=parse_sets(params["sets"]), store=params["store"], store_update=params["store_update"],
         store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
         compat=params["compat"], template=str(params.get("template", "0")),
-        bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]), **extra,
+        bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]),
+        split=str(params.get("split", "val")),  # LM-KBC's split (its command's flag, or its run file's)
     )
     experiment = make_experiment(params)
     setting = params["setting"]
@@ -467,9 +468,8 @@ def run_lmkbc(ctx: click.Context, **params) -> None:
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run lmkbc`: each relation is asked with the challenge's "
                               "own template")
-    split = params.pop("split")
     headline = ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)")
-    execute(ctx, lambda p: LmkbcExperiment(split), params, headline, split=split)
+    execute(ctx, lambda p: LmkbcExperiment(str(p["split"])), params, headline)
 
 
 for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no evidence, no prompt sets
