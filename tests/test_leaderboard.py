@@ -246,6 +246,14 @@ def test_out_never_overwrites_a_run_or_a_foreign_file(runs, tmp_path, capsys):
         for _ in range(2):
             code, _, err = run_kbc(["leaderboard", str(a), str(b), "--format", fmt, "--out", str(board)], capsys)
             assert code == 0, (fmt, err)
+    fields = "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound"
+    earlier = {"md": "trex, p@1 (raw, shared facts)\n\n| rank | run | predictor | value ± stderr | 95% CI | #facts |\n",
+               "csv": fields + "\n", "json": json.dumps([dict.fromkeys(fields.split(","))])}
+    for fmt, text in earlier.items():  # one written before the model columns is the command's own too
+        board = tmp_path / f"earlier.{fmt}"
+        board.write_text(text, encoding="utf-8")
+        code, _, err = run_kbc(["leaderboard", str(a), "--format", fmt, "--out", str(board)], capsys)
+        assert code == 0 and board.read_text(encoding="utf-8") != text, (fmt, err)
 
 
 def test_one_run_under_several_spellings_is_listed_once(runs, tmp_path, capsys):

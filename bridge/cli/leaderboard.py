@@ -16,6 +16,9 @@ from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 
 MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | #facts |"
 OWN_HEAD = " own scope (#facts) |"
+# the heads of leaderboards written before the model columns: `--out` may overwrite those too
+EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |",
+                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound")
 
 
 def _fmt(value: float | None, metric: str) -> str:
@@ -72,13 +75,14 @@ def _is_board(text: str) -> bool:
     from bridge.run.leaderboard import FIELDS
 
     lines = text.splitlines()
-    if lines[:1] == [",".join(FIELDS)] or any(line.startswith(MD_HEAD) for line in lines):
+    if lines[:1] == [",".join(FIELDS)] or any(line.startswith(MD_HEAD) or line in EARLIER_HEADS for line in lines):
         return True
     try:
         rows = json.loads(text)
     except ValueError:
         return False
-    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) == list(FIELDS) for r in rows)
+    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) in (list(FIELDS), EARLIER_HEADS[1].split(","))
+                                          for r in rows)
 
 
 def check_out(out: Path) -> None:
