@@ -236,3 +236,27 @@ def test_csv_cells_carry_no_float_noise():
     assert csv_cell(-0.1 - 0.2) == -0.3 and csv_cell(7) == 7 and csv_cell("=1") == "'=1"
     assert [parameters_text(n) for n in (None, 950, 4_386, 109_514_298, 1_300_000_000)] == [
         "-", "950", "4.39K", "110M", "1.3B"]
+
+
+def test_run_page_says_when_the_shared_scope_keeps_under_half(serve_explorer, lama_dir, tmp_path, monkeypatch,
+                                                              capsys):
+    """Freq asked 20 P36 facts, the gold KB 6 of them (a rerun with a smaller --limit): the run page says the
+    shared facts are 6 of 20 beside its own columns."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "thin"
+    for predictor, limit in (("freq", 20), ("gold", LIMIT)):
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P36", "--predictors", predictor,
+                                "--limit", str(limit), "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                               capsys)
+        assert code == 0, err
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        body = c.get("/api/runs/thin").json()
+        page = c.get("/runs/thin").text
+    note = f"trex: the shared facts are {LIMIT} of the 20 a predictor answered (less than half): read the own " \
+           "columns beside them"
+    assert body["notes"] == [note] and f'<p class="note" id="scope-note-1">{note}</p>' in page

@@ -181,6 +181,14 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
                           "shared": {"value": both.get("value"), "facts": both.get("n_facts"),
                                      "ci": _interval(both)} if both else None,
                           "upper_bound": upper.get(pred)})
+    notes = []  # a shared scope under half of what was asked is said, never left to the numbers
+    for corpus in loaded.run.corpora:
+        mine = [r for r in table if r["corpus"] == corpus]
+        asked = max((r["facts"] or 0 for r in mine), default=0)
+        kept = max((r["shared"]["facts"] or 0 for r in mine if r["shared"]), default=0)
+        if 2 * kept < asked:
+            notes.append(f"{corpus}: the shared facts are {kept} of the {asked} a predictor answered (less than "
+                         "half): read the own columns beside them")
     by_relation: dict[tuple[str, str], dict[str, float]] = {}
     for r in per_relation:
         if r.get("metric") == metric:
@@ -194,7 +202,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "digits": 3 if loaded.experiment == "lmkbc" else 2,  # LM-KBC's scores are fractions, as its evaluate.py
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
-            "table": table, "relation_table": relation_table,
+            "table": table, "relation_table": relation_table, "notes": notes,
             "relations": relations,
             "outcomes": list(OUTCOMES)}
 
