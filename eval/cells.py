@@ -16,11 +16,27 @@ NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
+SIGNIFICANT = 12  # digits a CSV float keeps: sums of percentages carry noise past them (28.37499999999996)
+
+
 def csv_cell(value):
-    """`value` as a spreadsheet shows it, never as a formula: strings that would start one get a leading `'`."""
+    """`value` as a spreadsheet shows it, never as a formula: strings that would start one get a leading `'`;
+    a float keeps `SIGNIFICANT` digits, so float noise (28.37499999999996) is written as the number (28.375)."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT}g}")
     if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
         return "'" + value
     return value
+
+
+def parameters_text(n: int | None) -> str:
+    """A parameter count as people say it: 110M, 1.3B, 4.4K; "-" where none was recorded."""
+    if n is None:
+        return "-"
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return str(n)
 
 
 def tsv_cell(value) -> str:

@@ -46,20 +46,20 @@ def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = N
 
 def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,
                 compat: str | None = None, name_ranker=None, template: int = 0,
-                cache_dir: str | Path | None = None) -> Corpus:
+                cache_dir: str | Path | None = None, split: str = "val") -> Corpus:
     """Load a corpus; `compat="lama"` applies LAMA's Google-RE judgment rule (see `load_google_re`).
 
     `trex-uhn` / `google_re-uhn` are LAMA-UHN (`eval.uhn`), built on first use into the cache: the
     string-match filter, plus the person-name filter when `name_ranker` (an `eval.uhn.NameRanker`) is given.
     `bear` / `bear-big` (`eval.bear`) ask each relation's `template`-th template. Snapshots and LAMA-UHN data go
-    under `cache_dir` (a run's), else the default cache root.
+    under `cache_dir` (a run's), else the default cache root. `split`: LM-KBC's (train, val or a file).
     """
     if name in UHN_CORPORA:
         return load_uhn_corpus(name, data_dir, relations, compat, name_ranker, cache_dir)
     if name in BEAR_CORPORA:
         return load_bear(name, data_dir, relations, template)
     if name == LMKBC:
-        return load_lmkbc(data_dir, "val", relations)
+        return load_lmkbc(data_dir, split, relations)
     if name in PROBE_CORPORA:
         return probe_corpus(name, data_dir, relations)
     if name == FEWREL:

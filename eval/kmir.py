@@ -117,17 +117,38 @@ class KmirQuestion:
         return (self.answer, *self.alternatives)
 
 
+_ARTICLE_A = re.compile(r"(^|\s)([Aa])(\s+)$")
+
+
 def fill(template: str, subject: str, obj: str) -> str:
-    """The template with [X] and [Y] filled in one pass (labels holding `[X]` stay plain text)."""
+    """The template with [X] and [Y] filled in one pass (labels holding `[X]` stay plain text); "a" before a
+    label that starts with a vowel becomes "an" ("is an actor", never "is a actor")."""
     values = {SUBJECT_SLOT: subject, OBJECT_SLOT: obj}
-    parts = _SLOTS.split(template)
-    return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
+    out: list[str] = []
+    for i, part in enumerate(_SLOTS.split(template)):
+        if i % 2:
+            value = values[part]
+            if value[:1].lower() in "aeiou" and value and out and _ARTICLE_A.search(out[-1]):
+                out[-1] = _ARTICLE_A.sub(lambda m: f"{m.group(1)}{m.group(2)}n{m.group(3)}", out[-1])
+            out.append(value)
+        else:
+            out.append(part)
+    return "".join(out)
 
 
 def statement(template: str, subject: str, obj: str) -> str:
     """The filled template as a statement: LAMA's trailing " ." removed."""
     text = fill(template, subject, obj).strip()
     return text[:-1].rstrip() if text.endswith(".") else text
+
+
+def in_sentence(form: str, template: str, text: str) -> str:
+    """A statement placed in a question form: where it does not open the sentence and begins with the
+    template's own word ("The capital of ..."), that word is lower-cased; a label that opens it stays as written."""
+    opens = form.startswith("{statement}") or "\u201c{statement}" in form
+    if opens or template.lstrip().startswith((SUBJECT_SLOT, OBJECT_SLOT)):
+        return text
+    return text[:1].lower() + text[1:]
 
 
 def load_instance_of(path: str | Path) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -351,8 +372,9 @@ def _statement_checks(fact: Fact, kb: _Kb, relations: Mapping[str, Relation],
     held_labels = kb.object_labels[(fact.subject.key, fact.relation)]
     typed = kb.typed("gold-object", fact.relation)
     same_type = {e.key: e for t in sorted(kb.types(fact.object)) for e in typed.get(t, [])}
-    wrong = [same_type[k] for k in sorted(same_type)
-             if k not in held and same_type[k].label not in held_labels]
+    wrong = [same_type[k] for k in sorted(same_type)  # never the subject itself ("Essex shares border with Essex")
+             if k not in held and same_type[k].label not in held_labels and k != fact.subject.key
+             and same_type[k].label != fact.subject.label]
     out = []
     for sign, obj, answer in (("+", fact.object, YES), ("-", rng.choice(wrong) if wrong else None, NO)):
         if obj is None:
@@ -360,7 +382,8 @@ def _statement_checks(fact: Fact, kb: _Kb, relations: Mapping[str, Relation],
         form = rng.choice(STATEMENT_TEMPLATES)
         out.append(KmirQuestion(
             f"sc{sign}:{fact.uid}", fact.uid, STATEMENT_CHECKING, KNOWLEDGE_TYPES[STATEMENT_CHECKING],
-            fact.relation, form.format(statement=statement(template, fact.subject.label, obj.label)), template,
+            fact.relation, form.format(statement=in_sentence(form, template, statement(
+                template, fact.subject.label, obj.label))), template,
             answer, (fact.uid,), choices=(YES, NO), subject=fact.subject, object=obj))
     return out
 

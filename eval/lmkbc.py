@@ -109,30 +109,69 @@ def _check_ids(ids: list[str], relation: str, where: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def read_rows(path: Path) -> list[tuple[int, dict]]:
-    """The rows of one split file, every field checked; a bad line is a DataError with file:line."""
+def read_rows(path: Path, objects: bool = True) -> list[tuple[int, dict]]:
+    """The rows of one split file, every field checked; a bad line is a DataError with file:line.
+
+    `objects` False: a split without objects (the challenge's test file): no row may hold them."""
+    if not objects:
+        return _rows_without_objects(path)
     out, seen = [], {}
     for lineno, row in read_jsonl(path, required=FIELDS):
         where = f"{path}:{lineno}"
-        sid = req_str(row, "SubjectEntityID", where)
-        if not _QID.fullmatch(sid):
-            raise DataError(f"{where}: SubjectEntityID {sid!r} is not a Wikidata id (Q...)")
-        req_str(row, "SubjectEntity", where)
-        rel = req_str(row, "Relation", where)
-        if rel not in RELATIONS:
-            hint = difflib.get_close_matches(rel, RELATIONS, n=1)
-            raise DataError(f"{where}: unknown relation {rel!r}" + (f" (did you mean {hint[0]}?)" if hint else "")
-                            + f"; LM-KBC 2024 has {', '.join(RELATIONS)}")
+        _subject_row(row, where, seen)
+        rel = row["Relation"]
         ids = _check_ids(_objects_field(row, "ObjectEntitiesID", where), rel, where)
         labels = _objects_field(row, "ObjectEntities", where)
         if bool(ids) != bool(labels):
             raise DataError(f"{where}: ObjectEntitiesID has {len(ids)} objects but ObjectEntities {len(labels)}; "
                             "both are empty for a subject with no object")
-        if (sid, rel) in seen:
-            raise DataError(f"{where}: subject {sid} and relation {rel} again (first at line {seen[sid, rel]})")
-        seen[sid, rel] = lineno
         out.append((lineno, {**row, "ObjectEntitiesID": ids}))
     return out
+
+
+def _subject_row(row: dict, where: str, seen: dict) -> None:
+    """A row's subject and relation checked, and not seen before in the file."""
+    sid = req_str(row, "SubjectEntityID", where)
+    if not _QID.fullmatch(sid):
+        raise DataError(f"{where}: SubjectEntityID {sid!r} is not a Wikidata id (Q...)")
+    req_str(row, "SubjectEntity", where)
+    rel = req_str(row, "Relation", where)
+    if rel not in RELATIONS:
+        hint = difflib.get_close_matches(rel, RELATIONS, n=1)
+        raise DataError(f"{where}: unknown relation {rel!r}" + (f" (did you mean {hint[0]}?)" if hint else "")
+                        + f"; LM-KBC 2024 has {', '.join(RELATIONS)}")
+    if (sid, rel) in seen:
+        raise DataError(f"{where}: subject {sid} and relation {rel} again (first at line {seen[sid, rel]})")
+    seen[sid, rel] = where.rsplit(":", 1)[1]
+
+
+def _rows_without_objects(path: Path) -> list[tuple[int, dict]]:
+    out, seen = [], {}
+    for lineno, row in read_jsonl(path, required=FIELDS[:3]):
+        where = f"{path}:{lineno}"
+        held = [k for k in FIELDS[3:] if k in row]
+        if held:
+            raise DataError(f"{where}: {held[0]} here, but the file's first line has no objects; a split is "
+                            "either with objects on every line or without them on every line")
+        _subject_row(row, where, seen)
+        out.append((lineno, {**row, "ObjectEntitiesID": [], "ObjectEntities": []}))
+    return out
+
+
+def has_objects(path: Path) -> bool:
+    """Whether a split file holds gold objects (train, val) or not (the challenge's test file), by its first row."""
+    first = next(read_jsonl(path), None)
+    return first is None or any(k in first[1] for k in FIELDS[3:])
+
+
+def split_path(root: Path, split: str) -> Path:
+    """The file of `split`: `train`/`val` in the LM-KBC folder, else a path to a split file of one's own."""
+    if split in SPLITS:
+        return root / f"{split}.jsonl"
+    path = Path(split).expanduser()
+    if not path.is_file():
+        raise DataError(f"--split {split}: not train, val or a readable split file")
+    return path
 
 
 def object_labels(rows: Iterable[dict]) -> dict[str, str]:
@@ -166,19 +205,22 @@ def object_labels(rows: Iterable[dict]) -> dict[str, str]:
 
 def load_lmkbc(data_dir: str | Path | None = None, split: str = "val", relations: Iterable[str] | None = None,
                labels: Mapping[str, str] | None = None) -> Corpus:
-    """One split as a corpus of `SetFact`s; `labels` (id -> label) defaults to `object_labels` over both splits."""
-    if split not in SPLITS:
-        raise DataError(f"unknown LM-KBC split {split!r}; choose from {', '.join(SPLITS)}")
+    """One split as a corpus of `SetFact`s; `labels` (id -> label) defaults to `object_labels` over both splits.
+
+    `split`: train, val, or the path of a split file of one's own; one without objects (the challenge's test
+    file) gives facts that are asked and never scored (`SetFact.scored` False)."""
     root = resolve_lmkbc_dir(data_dir)
     templates = load_templates(root / TEMPLATES)
     wanted = select_relations(templates, list(relations or []), "LM-KBC 2024")
-    path = root / f"{split}.jsonl"
-    rows = read_rows(path)
+    path = split_path(root, split)
+    scored = has_objects(path)
+    rows = read_rows(path, scored)
     if labels is None:
-        others = [root / f"{s}.jsonl" for s in SPLITS if s != split and (root / f"{s}.jsonl").is_file()]
+        others = [root / f"{s}.jsonl" for s in SPLITS if (root / f"{s}.jsonl").is_file()
+                  and (root / f"{s}.jsonl").resolve() != path.resolve()]
         labels = object_labels([r for _, r in rows] + [r for p in others for _, r in read_rows(p)])
     corpus = Corpus(CORPUS, {r: templates[r] for r in wanted}, [], files=[path, root / TEMPLATES])
-    report = LoadReport(f"{CORPUS}/{split}")
+    report = LoadReport(f"{CORPUS}/{split if split in SPLITS else path.name}")
     unlabelled = 0
     for lineno, row in rows:
         report.read += 1
@@ -195,7 +237,8 @@ def load_lmkbc(data_dir: str | Path | None = None, split: str = "val", relations
             objects = tuple(Entity(labels.get(qid, qid), qid) for qid in ids)
             unlabelled += sum(1 for qid in ids if qid not in labels)
         subject = Entity(row["SubjectEntity"], row["SubjectEntityID"])
-        corpus.facts.append(SetFact(f"{rel}:{subject.id}", CORPUS, rel, subject, objects, tuple(row["ObjectEntities"])))
+        corpus.facts.append(SetFact(f"{rel}:{subject.id}", CORPUS, rel, subject, objects, tuple(row["ObjectEntities"]),
+                                    scored=scored))
         report.kept += 1
     if unlabelled:
         report.notes.append(f"{unlabelled} object ids have no label the data ties to them: they match by id only")

@@ -49,10 +49,24 @@ def relation_order(rels: list[str], info: dict[str, tuple[str | None, str | None
     return sorted(rels, key=key)
 
 
+# namespaces of relations an axioms file names (kb/axioms.ttl), shown as prefixed ids in tables
+IRI_PREFIXES = (("http://www.wikidata.org/prop/direct/", ""), ("http://schema.org/", "schema:"),
+                ("https://schema.org/", "schema:"))
+
+
+def relation_id(rel: str) -> str:
+    """A relation as a table shows it: its id, a relation named by IRI in an axioms file as a prefixed name
+    (`schema:birthPlace`, never `http://schema.org/birthPlace`)."""
+    for namespace, prefix in IRI_PREFIXES:
+        if rel.startswith(namespace) and len(rel) > len(namespace):
+            return prefix + rel[len(namespace):]
+    return rel
+
+
 def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | None = None) -> str:
     """`P19 place of birth`: the id and, where there is one, the label."""
     label = (info or {}).get(rel, (None, None))[0]
-    return f"{rel} {label}" if label and label != rel else rel
+    return f"{relation_id(rel)} {label}" if label and label != rel else relation_id(rel)
 
 
 def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
@@ -127,7 +141,33 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
             lines.append(md_row([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]))
+        if scope == "shared":
+            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info)
     return "\n".join(lines)
+
+
+def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,
+                 info: dict) -> list[str]:
+    """Below a shared-facts table, why a column is `-` for every predictor, and the own-facts totals beside
+    where the shared facts are less than half of what was asked: a table never hides most of a result."""
+    notes = []
+    for g in groups:
+        if g == "all" or any((corpus, p, setting, "shared", g, metric) in idx for p in predictors):
+            continue
+        none = [p for p in predictors if (corpus, p, setting, "own", g, metric) not in idx]
+        some = [p for p in predictors if p not in none]
+        notes.append(f"`-` under {relation_name(g, info)} for every predictor: no unit of it was answered by every "
+                     f"predictor ({', '.join(none) or 'each answered other ones'} answered none"
+                     f"{'; ' + ', '.join(some) + ' did: see the own-facts table' if some else ''}).")
+    shared = max((idx[(corpus, p, setting, "shared", "all", metric)]["n_facts"] for p in predictors), default=0)
+    own = {p: idx[key]["n_facts"] for p in predictors if (key := (corpus, p, setting, "own", "all", metric)) in idx}
+    asked = max(own.values(), default=0)
+    if 2 * shared < asked:
+        totals = ", ".join(f"{p} {_cell(idx[(corpus, p, setting, 'own', 'all', metric)], metric)} ({n})"
+                           for p, n in own.items())
+        notes.append(f"The shared facts keep {shared} of the {asked} asked (less than half); own-facts Totals "
+                     f"(#facts): {totals}.")
+    return ["", *(f"- {n}" for n in notes)] if notes else []
 
 
 def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
@@ -204,6 +244,7 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     if dropped:
         parts += ["## Facts a predictor could not answer (not scored)", "",
                   "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
-        parts += [md_row([d["corpus"], d["predictor"], d["relation"], d["reason"], d["n"]]) for d in dropped]
+        parts += [md_row([d["corpus"], d["predictor"], relation_id(d["relation"]), d["reason"], d["n"]])
+                  for d in dropped]
         parts.append("")
     return "\n".join(parts)

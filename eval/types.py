@@ -86,6 +86,7 @@ class SetFact(_Pickled):
 
     `objects` are scored by id; `labels` are the data's surface forms of the whole set (not aligned
     with `objects`), against which an answer no id was found for can still match by exact label.
+    `scored` False: a split without objects (the challenge's test file): asked and submitted, never scored.
     """
 
     uid: str
@@ -95,6 +96,7 @@ class SetFact(_Pickled):
     objects: tuple[Entity, ...]
     labels: tuple[str, ...] = ()
     cloze: str | None = None
+    scored: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,17 @@ def _path(run) -> Path:
 
 
 def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable[str] = (), bootstrap: int = 1000,
-            seed: int = 0) -> pd.DataFrame:
+            seed: int = 0, b_run=None) -> pd.DataFrame:
     """Predictors `a` and `b` of one run on the units both answered, as `kbc compare RUN A B`: per corpus one row
     per group (relation, or question kind) with the 2x2 counts, each one's share right (`p1_a`, `p1_b`, in
     percent) and McNemar's p, then the `all` row whose shares are the run's total (macro over groups, as the
-    summaries) with the difference A - B in points and its bootstrap interval."""
+    summaries) with the difference A - B in points and its bootstrap interval. `b_run`: B is a predictor of that
+    other run, compared over the relations both runs hold (`.attrs["notes"]` says what was left out)."""
     from bridge.cli.compare import comparison
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
-    result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed)
+    result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed,
+                                        None if b_run is None else _path(b_run))
     rows = []
     for name, found in result["corpora"].items():
         if not found["overall"]["n"]:
@@ -38,7 +40,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
                      "p1_b": found["macro_p1_b"], "difference": found["difference"], "ci_low": ci[0],
                      "ci_high": ci[1]})
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
-    frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"]})
+    frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"],
+                        "b_run": result.get("b_run", result["run"]), "notes": result.get("notes", [])})
     return frame
 
 
@@ -46,9 +49,15 @@ def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, set
                 scope: str = "shared", bootstrap: int | None = None, seed: int | None = None,
                 sort: str = "value") -> pd.DataFrame:
     """Every predictor of these runs ranked on one metric with its stderr and 95% interval, as `kbc leaderboard`:
-    one row per (run, predictor, corpus), best first. `metric` None: the experiment's headline."""
-    from bridge.run.leaderboard import FIELDS, leaderboard_rows
+    one row per (run, predictor, corpus), best first, with what each predictor is (side, spec, parameters, dtype,
+    device). `metric` None: the experiment's headline. Runs over different relations are scored over those all
+    hold; `.attrs["notes"]` says what was left out."""
+    from bridge.run.leaderboard import FIELDS, META, board
 
     paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
-    rows = leaderboard_rows(paths, corpus, metric, setting, scope, bootstrap, seed, sort)
-    return pd.DataFrame(rows, columns=list(FIELDS))
+    found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort)
+    frame = pd.DataFrame(found.rows, columns=list(FIELDS))
+    for column in (*META, "own_value", "own_n_facts"):  # None stays None (a KB has no parameter count), never NaN
+        frame[column] = pd.Series([r[column] for r in found.rows], index=frame.index, dtype=object)
+    frame.attrs["notes"] = found.notes
+    return frame

@@ -8,12 +8,20 @@ costly is built once per session here (`_once`) and shared by every module that 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import lm_fixtures
 import pytest
 
 RELATIONS = ["P19", "P36"]
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 _BUILT: dict[str, object] = {}
 
 
@@ -90,3 +98,39 @@ def seal(out) -> None:
     config = json.loads((out / "config.json").read_text())
     files = files_digest(out)
     write_stamp(out, inputs_digest(config, ("raw", None, None), files), files)
+
+
+@contextmanager
+def served(app) -> Iterator[str]:
+    """`app` served by uvicorn on a free local port for the block; yields its base URL."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium driven by Playwright; a missing browser fails the test, never skips it."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver "
+                    "(apt-get install -y chromium chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()

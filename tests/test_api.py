@@ -96,6 +96,12 @@ def test_leaderboard_and_compare_match_the_commands(runs, capsys):
     board = kbcompare.leaderboard(cli_out, result)
     assert board.to_dict("records") == json.loads(out)
     assert list(board["predictor"]) == [r["predictor"] for r in json.loads(out)]
+    from transformers import AutoModelForMaskedLM
+
+    spec = json.loads((cli_out / "config.json").read_text())["predictor_specs"]["bert"]["spec"]
+    weights = sum(p.numel() for p in AutoModelForMaskedLM.from_pretrained(spec).parameters())
+    what = {(r["predictor"], r["side"], r["parameters"], r["dtype"], r["device"]) for r in json.loads(out)}
+    assert what == {("freq", "kb", None, None, None), ("bert", "lm", weights, "float32", "cpu")}
     code, out, err = run_kbc(["compare", str(cli_out), "freq", "bert", "--json"], capsys)
     assert code == 0, err
     expected = json.loads(out)["corpora"]["trex"]
@@ -137,7 +143,8 @@ def test_errors_carry_the_cli_message(env, capsys, tmp_path):
             kbcompare.run("lama", corpus="trex", data_dir=env["data"], out=tmp_path / "x", **options)
         assert str(caught.value) == cli
     assert not (tmp_path / "x").exists()  # refused before anything was written
-    assert kbcompare.experiments() == ["coherency", "fewrel", "kmir", "lama", "lmkbc", "negated"]  # `kbc run` commands
+    # the `kbc run` commands
+    assert kbcompare.experiments() == ["bear", "coherency", "fewrel", "kmir", "lama", "lmkbc", "negated"]
     with pytest.raises(kbcompare.ConfigError, match=r"^unknown experiment 'lamma' \(did you mean 'lama'\?\); known: "):
         kbcompare.run("lamma")
     with pytest.raises(kbcompare.ConfigError, match=r"^kbc run lama has no option 'deph' \(did you mean 'depth'\?\)"):

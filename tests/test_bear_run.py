@@ -75,7 +75,24 @@ def test_bear_run_matches_lm_pub_quiz(tiny_models, bear_root, tmp_path, monkeypa
     code, shown, err = run_kbc(["show", str(out), "--uid", uid], capsys)
     assert code == 0, err
     block = shown.split("  bert  ")[1].split("  gpt  ")[0]
-    assert [line.split(".")[0].strip() for line in block.splitlines()[1:]] == ["1", "2", "3", "4", "5", "6"]
+    assert [line.split(".")[0].strip() for line in block.splitlines()[1:]] == ["1", "2", "3", "4", "5",
+                                                                               "(1 more; --json shows every answer)"]
+
+
+def test_run_bear_is_run_lama_on_bear(bear_root, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    tail = ["--relations", "P30", "--predictors", "freq", "random", "--limit", "4", "--data-dir", str(bear_root),
+            "--quiet"]
+    code, _, err = run_kbc(["run", "bear", *tail, "--out", str(tmp_path / "bear")], capsys)
+    assert code == 0, err
+    code, _, err = run_kbc(["run", "lama", "--corpus", "bear", *tail, "--out", str(tmp_path / "lama")], capsys)
+    assert code == 0, err
+    summaries = [json.loads((tmp_path / name / "summary.json").read_text()) for name in ("bear", "lama")]
+    assert summaries[0] == summaries[1] and {r["corpus"] for r in summaries[0]} == {"bear"}
+    assert json.loads((tmp_path / "bear" / "config.json").read_text())["experiment"] == "lama"
+    code, _, err = run_kbc(["run", "bear", "--corpus", "trex", *tail, "--out", str(tmp_path / "t")], capsys)
+    assert (code, err) == (2, "error: --corpus trex: `kbc run bear` asks bear or bear-big; use `kbc run lama --corpus "
+                              "trex` for other corpora\n")
 
 
 def test_bad_bear_data_is_one_error_line(bear_root, tmp_path, capsys):

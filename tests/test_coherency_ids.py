@@ -109,7 +109,7 @@ def test_dropped_facts_and_units_are_counted_and_labelled_alike(tiny_models, lam
                             "--predictors", "gold", f"bert={tiny_models('bert-cased')}", "--set", "bert.cache=off",
                             "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
-    assert "trex / bert / first: dropped 11 facts it cannot answer" in err
+    assert "trex / bert / first: dropped 11 facts (22 queries) it cannot answer" in err  # two rounds each
     dropped = json.loads((out / "dropped.json").read_text())
     assert [(d["predictor"], d["relation"], d["n"]) for d in dropped] == [("bert", "P36", 5), ("bert", "P47", 6)]
     summary = (out / "summary.md").read_text()

@@ -170,8 +170,11 @@ def test_generation_is_seeded_and_deterministic(toy_kb):
     # 22 facts: a completion and a true statement each; a corrupted one where the relation has another object
     # of the same type (P463 has only League; chemist and poet have no type); entity distinctions for Team X
     # (by type) and Dora (by occupation); 7 of the 8 inferred facts have three distractors (France-Italy has
-    # none left: France borders every other country)
-    assert kinds == {TRIPLE_COMPLETION: 22, STATEMENT_CHECKING: 36, ENTITY_DISTINCTION: 2, PREDICATE_REASONING: 7}
+    # none left: France borders every other country). France's two P47 facts get no corrupted statement: the only
+    # other country among P47's objects is France itself, never its own distractor
+    assert kinds == {TRIPLE_COMPLETION: 22, STATEMENT_CHECKING: 34, ENTITY_DISTINCTION: 2, PREDICATE_REASONING: 7}
+    false = [q for q in questions if q.kind == STATEMENT_CHECKING and q.answer == "no"]
+    assert false and all(q.object.key != q.subject.key for q in false)
     assert {q.knowledge_type for q in questions} == {"memorization", "identification", "reasoning"}
     assert len({q.id for q in questions}) == len(questions)
 
@@ -317,3 +320,22 @@ def test_reasoning_distractors_have_no_fact_with_the_subject():
     ada = next(q for q in questions if q.kind == PREDICATE_REASONING and q.subject.label == "Ada")
     # Germany (Ada's citizenship) and Spain (a fact naming Ada) would be second right answers in the data
     assert ada.answer == "France" and set(ada.choices) == {"France", "Italy", "Austria", "Portugal"}
+
+
+def test_articles_and_capitals_read_as_english():
+    """"an" before a vowel ("is an actor", never "a actor"); a statement that does not open the question and
+    starts with the template's own word is lower-cased there; a label that starts it stays as written."""
+    from eval.kmir import fill, in_sentence, statement
+
+    assert fill("[X] is a [Y] by profession .", "Tom Hanks", "actor") == "Tom Hanks is an actor by profession ."
+    assert fill("[X] is a [Y] .", "Ada", "chemist") == "Ada is a chemist ."
+    assert fill("A [Y] is where [X] lives .", "Ada", "island") == "An island is where Ada lives ."
+    template = "The capital of [X] is [Y] ."
+    text = statement(template, "France", "Paris")
+    assert in_sentence("Is this true, {statement}? [MASK].", template, text) == \
+        "the capital of France is Paris"
+    assert in_sentence("{statement}, is this true? [MASK].", template, text) == "The capital of France is Paris"
+    assert in_sentence("Is the statement \u201c{statement}\u201d true? [MASK].", template, text) == \
+        "The capital of France is Paris"
+    assert in_sentence("Is this true, {statement}? [MASK].", "[X] was born in [Y] .", "Ada was born in Paris") == \
+        "Ada was born in Paris"

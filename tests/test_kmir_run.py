@@ -134,6 +134,8 @@ def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, 
     assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
         ("freq", "P19", "ranks none of the choices", 59), ("freq", "P47", "ranks none of the choices", 54),
         ("freq", "http://schema.org/birthPlace", "ranks none of the choices", 10)]
+    # tables show a relation an axioms file names by IRI as its prefixed id
+    assert "| trex | freq | schema:birthPlace | ranks none of the choices | 10 |" in (out / "summary.md").read_text()
     get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r["value"]
            for r in json.loads((out / "summary.json").read_text())}
     assert ("freq", "own", "statement_checking", "f1") not in get

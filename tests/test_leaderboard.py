@@ -60,7 +60,7 @@ def test_two_runs_ranked_with_csv_and_json(runs, capsys):
     assert [r["n_facts"] for r in got if r["corpus"] == "google_re"] == [24, 24, 23, 23, 24, 24]
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "google_re"], capsys)
     assert code == 0, err
-    assert f"| 3 | {a} | freq | 8.71 ± 6.17 | [0.00, 21.97] | 23 |" in out
+    assert f"| 3 | {a} | freq | kb | freq | - | - | - | 8.71 ± 6.17 | [0.00, 21.97] | 23 |" in out
 
 
 def test_runs_that_measure_other_things_are_refused(runs, capsys):
@@ -117,7 +117,8 @@ def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys)
     collect(b)  # as a run of re-oracle scores it
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex"], capsys)
     assert code == 0, err
-    assert f"| 1 | {a} | gold | 97.92 ± 2.08 |" in out and f"| 1 | {b} | gold † | 97.92 ± 2.08 |" in out
+    assert f"| 1 | {a} | gold | kb | gold | - | - | - | 97.92 ± 2.08 |" in out
+    assert f"| 1 | {b} | gold † | kb | re-oracle | - | - | - | 97.92 ± 2.08 |" in out
     assert out.rstrip().endswith("† upper bound, not a baseline: it reads the gold evidence of each fact.")
     for fmt in ("csv", "json"):
         code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", fmt], capsys)
@@ -171,7 +172,7 @@ def test_cells_from_run_names_are_escaped(runs, tmp_path, monkeypatch, capsys):
                                                        "a|b", "<img src=x onerror=alert(1)>", "new\nline"])
     code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--scope", "own", "--", *names], capsys)
     assert code == 0, err
-    table = [line for line in out.splitlines() if line.startswith("| ") and "gold" in line]
+    table = [line for line in out.splitlines() if line.startswith("| ") and "| gold | kb |" in line]
     assert len(table) == len(names)  # one line per run: no row split by a newline
     assert sorted(line.split(" | ")[1] for line in table) == sorted(
         ["=1+2", "@cmd", '=HYPERLINK("x","y")', "-2+3", "a\\|b", "&lt;img src=x onerror=alert(1)&gt;",
@@ -245,6 +246,14 @@ def test_out_never_overwrites_a_run_or_a_foreign_file(runs, tmp_path, capsys):
         for _ in range(2):
             code, _, err = run_kbc(["leaderboard", str(a), str(b), "--format", fmt, "--out", str(board)], capsys)
             assert code == 0, (fmt, err)
+    fields = "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound"
+    earlier = {"md": "trex, p@1 (raw, shared facts)\n\n| rank | run | predictor | value ± stderr | 95% CI | #facts |\n",
+               "csv": fields + "\n", "json": json.dumps([dict.fromkeys(fields.split(","))])}
+    for fmt, text in earlier.items():  # one written before the model columns is the command's own too
+        board = tmp_path / f"earlier.{fmt}"
+        board.write_text(text, encoding="utf-8")
+        code, _, err = run_kbc(["leaderboard", str(a), "--format", fmt, "--out", str(board)], capsys)
+        assert code == 0 and board.read_text(encoding="utf-8") != text, (fmt, err)
 
 
 def test_one_run_under_several_spellings_is_listed_once(runs, tmp_path, capsys):

@@ -158,4 +158,8 @@ def test_runner_hook_skips_and_counts_unsupported_facts():
     dropped = {"P1": Counter({"odd object": 1}), "P2": Counter({"odd object": 1})}
     assert _dropped_line("trex / m", dropped) == ("trex / m: dropped 2 facts it cannot answer (odd object: 2); "
                                                   "per relation: P1 1, P2 1")
+    # a prompt set asks each fact once per prompt: the queries the summary's table counts are said beside
+    assert _dropped_line("trex / m", dropped, 2) == _dropped_line("trex / m", dropped)
+    assert _dropped_line("trex / m", dropped, 9) == ("trex / m: dropped 2 facts (9 queries) it cannot answer (odd "
+                                                     "object: 2); per relation: P1 1, P2 1")
     assert _drop_unsupported(object(), todo) == (todo, {})  # predictors without the hook answer everything

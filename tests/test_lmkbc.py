@@ -153,7 +153,7 @@ def test_bad_template_line(tmp_path):
 
 
 def test_unknown_split(tmp_path):
-    with pytest.raises(DataError, match="unknown LM-KBC split 'test'; choose from train, val"):
+    with pytest.raises(DataError, match="^--split test: not train, val or a readable split file$"):
         load_lmkbc(write_lmkbc(tmp_path), "test")
 
 

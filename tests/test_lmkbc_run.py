@@ -151,3 +151,40 @@ def test_refusals(lama_dir, tmp_path, monkeypatch, capsys, argv, message):
     code, _, err = run_kbc([*argv, "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], capsys)
     assert (code, err) == (2, message)
     assert not (tmp_path / "run" / "summary.json").exists()
+
+
+def test_split_without_objects_writes_a_complete_submission_and_scores_nothing(lama_dir, tmp_path, monkeypatch,
+                                                                                capsys):
+    """The challenge's test file has no objects: every pair is answered and submitted, nothing is scored; the
+    answers are those the same predictor gives on val, whose file it was made from. `--limit` writes its part
+    under `.partial.jsonl`, never under the submission name."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    val = (lama_dir.parent / "lmkbc2024" / "val.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in val if line.strip()]
+    test = tmp_path / "test.jsonl"
+    test.write_text("".join(json.dumps({k: r[k] for k in ("SubjectEntityID", "SubjectEntity", "Relation")}) + "\n"
+                            for r in rows))
+    base = ["run", "lmkbc", "--predictors", "freq", "--set", "freq.set=top:1", "--data-dir", str(lama_dir), "--quiet"]
+    code, stdout, err = run_kbc([*base, "--split", str(test), "--out", str(tmp_path / "test")], capsys)
+    assert code == 0, err
+    assert stdout.strip() == ("nothing scored: the split asked has no gold objects; the answers are in "
+                              f"{tmp_path / 'test'}")
+    assert json.loads((tmp_path / "test" / "summary.json").read_text()) == []
+    code, _, err = run_kbc([*base, "--out", str(tmp_path / "val")], capsys)
+    assert code == 0, err
+    submitted = (tmp_path / "test" / "submission" / "freq.jsonl").read_text().splitlines()
+    assert len(submitted) == len(rows) == 378
+    assert submitted == (tmp_path / "val" / "submission" / "freq.jsonl").read_text().splitlines()
+    code, _, err = run_kbc([*base, "--limit", "3", "--out", str(tmp_path / "part")], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "part" / "submission").iterdir()) == ["freq.partial.jsonl"]
+    assert len((tmp_path / "part" / "submission" / "freq.partial.jsonl").read_text().splitlines()) == 15
+    code, _, err = run_kbc([*base, "--split", "train", "--out", str(tmp_path / "val")], capsys)
+    last = err.splitlines()[-1]  # a rerun into the val directory with another split is refused
+    assert code == 2 and last.startswith(f"error: {tmp_path / 'val'} holds results made with") and \
+        last.endswith('"split": "train"}; use another --out or the same settings')
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(test.read_text().splitlines()[0] + "\n" + val[1] + "\n")
+    code, _, err = run_kbc([*base, "--split", str(mixed), "--out", str(tmp_path / "mixed")], capsys)
+    assert (code, err) == (2, f"error: {mixed}:2: ObjectEntitiesID here, but the file's first line has no objects; "
+                              "a split is either with objects on every line or without them on every line\n")

@@ -146,8 +146,8 @@ def test_dropped_facts_count_once_not_per_query(tiny_models, lama_dir, tmp_path,
     config = json.loads((out / "config.json").read_text())
     counts = [(d["relation"], d["n"]) for d in dropped]
     assert counts == [("P19", 3), ("P36", 3)]  # one per fact, though each fact is three dropped queries
-    assert "dropped 6 facts it cannot answer (object is not in the candidate vocabulary: 6); per relation: P19 3, " \
-        "P36 3" in err
+    assert "dropped 6 facts (18 queries) it cannot answer (object is not in the candidate vocabulary: 6); per " \
+        "relation: P19 3, P36 3" in err
     why = "object is not in the candidate vocabulary"
     assert config["predictor_configs"]["negated-trex"]["bert"]["dropped_facts"] == {"P19": {why: 3}, "P36": {why: 3}}
     assert f"| negated-trex | bert | P19 | {why} | 3 |" in (out / "summary.md").read_text()

@@ -88,11 +88,10 @@ def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
 
     Explorer.start(cfg).close()  # loads the gold graphs
     partial = inferred_column(["P47"])
-    assert partial["status"] == "error" and partial["answers"] == []
+    assert partial["status"] == "partial" and partial["answers"] == []  # a note, not an error; no digest shown
     assert partial["message"] == (
-        f"the inferred graph is partial here: it covers 1 relation (922 facts of gold-trex-P47), axioms {axioms} "
-        f"{load_axioms(axioms).digest}, and lacks the facts of P190 (0 of 995 facts); build it for this corpus: "
-        f"kbc kb infer --corpus trex --store {tmp_path / 'store'}")
+        "the inferred graph is partial here: it covers 1 relation (922 facts of gold-trex-P47), and lacks the facts "
+        f"of P190 (0 of 995 facts); build it for this corpus: kbc kb infer --corpus trex --store {tmp_path / 'store'}")
     full = inferred_column(RELATIONS)
     assert full["status"] == "ok" and len(full["answers"]) == 20  # twinned with Moscow, not the reverse
     assert {"Madrid", "Sofia", "Uzhhorod"} <= {a["label"] for a in full["answers"]}

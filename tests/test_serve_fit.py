@@ -162,3 +162,21 @@ def test_runs_of_other_experiments_get_their_own_board_and_lmkbc_pages_show_set_
         text = c.get("/runs/sets").text
         assert "macro F1 all" in text and "(subject, relation) pairs by their answer sets" in text
         assert "round trips" not in text and f"{want['gold']:.3f}" in text and f"{want['freq']:.3f}" in text
+
+
+def test_landing_page_offers_examples_and_the_runs(client, lama_dir):
+    """The first page is somewhere to go: one example query per relation (its first fact's subject), each a link
+    that answers, and the finished runs being browsed."""
+    import html
+    import re
+
+    page = client.get("/")
+    assert page.status_code == 200
+    facts = load_corpus("trex", lama_dir, serve_support.RELATIONS).facts
+    first = {rel: next(f for f in facts if f.relation == rel) for rel in serve_support.RELATIONS}
+    links = re.findall(r'<li><a href="/\?([^"]+)">([^<]+)</a>', page.text.split('id="examples"')[1].split("</ul>")[0])
+    assert [html.unescape(text) for _, text in links] == [
+        f"{first['P19'].subject.label} was born in … .", f"The capital of {first['P36'].subject.label} is … ."]
+    answered = client.get("/?" + html.unescape(links[0][0]))
+    assert answered.status_code == 200 and 'id="result"' in answered.text
+    assert '<ul id="recent-runs"><li><a href="/runs/lama-small">lama-small</a>' in page.text

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import click
 
-from bridge.cli.value_types import Int
+from bridge.cli.value_types import Int, PathType
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
 from bridge.run.results import right
+from bridge.run.summaries import relation_info
 from eval.answer_text import GENERATED
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
@@ -105,12 +106,20 @@ def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
     return [run.corpus(c) for c in wanted] if wanted else run.corpora
 
 
-def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scoring | None = None
+def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scoring | None = None,
+           run_b: RunDir | None = None, relations: Iterable[str] | None = None
            ) -> tuple[list[Pair], dict, dict, dict[str, int]]:
-    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out."""
+    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out.
+
+    `run_b`: B is a predictor of that run; `relations`: only units of these relations (those both runs hold)."""
     scoring = scoring or SCORINGS["lama"]
-    rec_a = {u: r for u, r in run.by_uid(corpus, a).items() if "dropped" not in r}
-    rec_b = {u: r for u, r in run.by_uid(corpus, b).items() if "dropped" not in r}
+    keep = None if relations is None else set(relations)
+
+    def answered(source: RunDir, name: str) -> dict:
+        return {u: r for u, r in source.by_uid(corpus, name).items()
+                if "dropped" not in r and (keep is None or r["relation"] in keep)}
+
+    rec_a, rec_b = answered(run, a), answered(run_b or run, b)
     pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting))
              for uid, r in rec_a.items() if uid in rec_b]
     left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
@@ -142,15 +151,19 @@ def _fmt_p(p: float) -> str:
 
 
 def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int],
-           scoring: Scoring | None = None) -> list[str]:
+           scoring: Scoring | None = None, info: dict | None = None) -> list[str]:
+    """The text table: one row per group, relations in report order (P19 before P101) with their labels."""
+    from eval.report import relation_name, relation_order
+
     sc = scoring or SCORINGS["lama"]
     o = res.overall
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
              f"by {a}, {left_out['answered_by_b_only']} only by {b})"]
     head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
             f"{sc.metric} B", "p McNemar"]
-    body = [[rel, c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}", _fmt_p(c.p_value)]
-            for rel, c in res.by_relation.items()]
+    body = [[relation_name(rel, info), c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}",
+             _fmt_p(c.p_value)] for rel in relation_order(list(res.by_relation), info)
+            for c in [res.by_relation[rel]]]
     body.append(["all", o.n, o.both, o.only_a, o.only_b, o.neither, f"{res.macro_p1_a:.2f}",
                  f"{res.macro_p1_b:.2f}", _fmt_p(o.p_value)])
     cells = [[str(x) for x in row] for row in [head, *body]]
@@ -168,30 +181,63 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     return lines
 
 
+def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tuple[dict[str, list[str]], list[str]]:
+    """Two runs compare over the relations both hold, of the same data, asked the same questions: per corpus
+    those relations, and the notes on what was left out."""
+    from bridge.run.leaderboard import same_settings, shared_relations
+
+    if run.config.get("experiment", "lama") != run_b.config.get("experiment", "lama"):
+        raise ConfigError(f"{run.path} and {run_b.path} are runs of different experiments; compare runs of one")
+    scoring_for(run_b, setting)
+    configs = {run.path: run.config, run_b.path: run_b.config}
+    same_settings(configs)
+    relations, notes = {}, []
+    for corpus in corpora:
+        if corpus not in run_b.corpora:
+            raise ConfigError(f"{run_b.path} holds no {corpus} results (it has {', '.join(run_b.corpora)}); "
+                              "pick a corpus both runs hold with --corpus")
+        relations[corpus], left = shared_relations(configs, corpus)
+        notes += left
+    return relations, notes
+
+
 def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[str] = (), list_: str | None = None,
-               n_boot: int = 1000, seed: int = 0) -> tuple[dict, list[str], list[dict]]:
-    """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`."""
+               n_boot: int = 1000, seed: int = 0, b_run=None) -> tuple[dict, list[str], list[dict]]:
+    """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`.
+
+    `b_run`: B is a predictor of that run directory, compared over the relations both runs hold."""
     run = open_run(run_dir)
     scoring = scoring_for(run, setting)
-    a, b = run.predictor(a), run.predictor(b)
-    if a == b:
+    other = open_run(b_run) if b_run is not None else None
+    if other is not None and other.path.resolve() == run.path.resolve():
+        other = None
+    a, b = run.predictor(a), (other or run).predictor(b)
+    if a == b and other is None:
         raise ConfigError("compare needs two different predictors")
+    wanted = _corpora(run, corpora)
+    relations, notes = _across(run, other, wanted, setting) if other is not None else ({}, [])
     result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
     listed: list[dict] = []
-    text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}"]
-    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ else None
-    for corpus in _corpora(run, corpora):
+    if other is not None:
+        result.update({"b_run": str(other.path), "notes": notes})
+        text = [f"A = {a} of {run.path}, B = {b} of {other.path}, setting {setting}; {scoring.rule}",
+                *(f"note: {n}" for n in notes)]
+    else:
+        text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}"]
+    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ and other is None else None
+    for corpus in wanted:
         if table is not None:
             pairs, left_out = table_pairs(table, corpus, a, b, setting)
         else:
-            pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring)
+            pairs, rec_a, rec_b, left_out = paired(run, corpus, a, b, setting, scoring, other,
+                                                   relations.get(corpus))
         if not pairs:
             text.append(f"{corpus}: no facts answered by both {a} and {b}")
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
             continue
         res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
-        text += _table(corpus, a, b, res, left_out, scoring) + [""]
+        text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus)) + [""]
         if list_:
             for uid in res.lists[LISTS[list_]]:
                 ra = rec_a[uid]
@@ -199,7 +245,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
                                "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
-        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {run.path}")
+        where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
+        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {where}")
     if list_:
         result["list"] = {"cell": list_, "facts": listed}
     return result, text, listed
@@ -217,8 +264,11 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
 @click.option("--bootstrap", "n_boot", type=Resamples(), default=1000, show_default=True,
               help=f"Bootstrap resamples for the interval of the P@1 difference (0: none; at most {MAX_BOOTSTRAP:,}).")
 @click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--b-run", "b_run", type=PathType(exists=True, file_okay=False), default=None,
+              help="B is a predictor of this other run directory (one run per model): the two are compared on the "
+              "relations both runs hold, and what was left out is said.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> None:
+def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json) -> None:
     """Predictors A and B on the facts both answered: right for both, only A, only B, neither.
 
     Per relation and overall, per corpus; McNemar's exact test on the facts where they disagree,
@@ -229,8 +279,9 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, as_json) -> No
     Examples:
       kbc compare runs/lama freq re-oracle
       kbc compare runs/lama freq re-oracle --list only-a --corpus trex
+      kbc compare runs/bert bert gpt2 --b-run runs/gpt2
     """
-    result, text, listed = comparison(run_dir, a, b, setting, corpora, list_, n_boot, seed)
+    result, text, listed = comparison(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run)
     a, b = result["a"], result["b"]
     if as_json:
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
@@ -335,8 +386,7 @@ def _fact_text(fact: dict) -> list[str]:
             ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
                       f"filtered {_rank(entry.get('rank_exact_filtered'))}")
         lines.append(f"  {name.ljust(width)}  {ranks}")
-        every = (entry.get("extra") or {}).get("scoring") == "statement"  # a closed answer space: every option
-        answers = entry["answers"] if every else entry["answers"][:SHOW_TOP]
+        answers = entry["answers"][:SHOW_TOP]
         if not answers:
             lines.append(f"  {' ' * width}    (no answers)")
         for i, ans in enumerate(answers, 1):
@@ -344,6 +394,8 @@ def _fact_text(fact: dict) -> list[str]:
             score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
             mark = "  <- gold" if ans["label"] == fact["gold"] else ""
             lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
+        if len(entry["answers"]) > SHOW_TOP:
+            lines.append(f"  {' ' * width}    ({len(entry['answers']) - SHOW_TOP} more; --json shows every answer)")
     return lines
 
 

@@ -88,7 +88,29 @@ def stats(corpora, data_dir) -> None:
             raise DataError(f"{exc.args[0].split('; ')[0]}; {hint}") from None
         n_rel = len(corpus.relations)
         click.echo(f"# {name}: {n_facts} facts, {n_rel} relation{'' if n_rel == 1 else 's'}, version {corpus.version}")
-        click.echo(corpus.summary(verbose=True, n_facts=n_facts))
+        click.echo(corpus.summary(n_facts=n_facts).splitlines()[0])
+        for report in _in_relation_order(corpus):
+            click.echo("  " + report.summary())
+
+
+def _in_relation_order(corpus) -> list:
+    """The corpus's load reports, per-relation ones in report order (P19 before P101), each relation's label
+    after its id ("trex/P19 place of birth (TREx/P19.jsonl)"); reports of the whole corpus first."""
+    from dataclasses import replace
+
+    from eval.report import relation_order
+
+    labels = {rel: r.label for rel, r in corpus.relations.items()}
+    whole = [r for r in corpus.reports if r.relation is None]
+    per = {r.relation: r for r in corpus.reports if r.relation is not None}
+    named = []
+    for rel in relation_order(list(per)):
+        report = per[rel]
+        label = labels.get(rel)
+        if label and label != rel and f"/{rel} " in report.source + " ":
+            report = replace(report, source=report.source.replace(f"/{rel}", f"/{rel} {label}", 1))
+        named.append(report)
+    return [*whole, *named]
 
 
 def _bear_hint(name: str, data_dir: str | None) -> str | None:

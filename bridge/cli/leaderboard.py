@@ -10,12 +10,16 @@ from pathlib import Path
 import click
 
 from bridge.cli.value_types import Int, IntRange, PathType
-from eval.cells import csv_cell, md_row
+from eval.cells import csv_cell, md_row, parameters_text
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 
-MD_HEAD = "| rank | run | predictor | value ± stderr | 95% CI | #facts |"
+MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | #facts |"
+OWN_HEAD = " own scope (#facts) |"
+# the heads of leaderboards written before the model columns: `--out` may overwrite those too
+EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |",
+                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound")
 
 
 def _fmt(value: float | None, metric: str) -> str:
@@ -24,21 +28,33 @@ def _fmt(value: float | None, metric: str) -> str:
     return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
 
 
-def markdown(rows: list[dict]) -> str:
-    """One pipe table per corpus: rank, run, predictor, value ± stderr, 95% CI, facts; † marks upper bounds."""
-    lines: list[str] = []
+def _short(row: dict) -> bool:
+    """A row whose shared-scope facts are less than half of the facts it answered."""
+    return row.get("own_n_facts") is not None and 2 * row["n_facts"] < row["own_n_facts"]
+
+
+def markdown(rows: list[dict], notes: list[str] = ()) -> str:
+    """The notes (what the scope left out), then one pipe table per corpus: rank, run, predictor, what it is,
+    value ± stderr, 95% CI, facts, and the own-scope value where the shared scope kept less than half of a
+    predictor's facts; † marks upper bounds."""
+    lines: list[str] = [f"note: {n}" for n in notes] + ([""] if notes else [])
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
         m = mine[0]["metric"]
-        if lines:
+        own = any(_short(r) for r in mine)
+        if len(lines) > len(notes) + bool(notes):
             lines.append("")
-        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "", MD_HEAD,
-                  "|---|---|---|---|---|---|"]
+        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "",
+                  MD_HEAD + (OWN_HEAD if own else ""), "|---" * (11 + own) + "|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
             ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"
             name = r["predictor"] + (" †" if r.get("upper_bound") else "")
-            cells = [str(r["rank"]), r["run"], name, value, ci, str(r["n_facts"])]
+            cells = [str(r["rank"]), r["run"], name, r["side"], r["spec"], parameters_text(r["parameters"]),
+                     r["dtype"] or "-", r["device"] or "-", value, ci, str(r["n_facts"])]
+            if own:
+                cells.append(f"{_fmt(r['own_value'], m)} ({r['own_n_facts']})" if r["own_n_facts"] is not None
+                             else "-")
             lines.append(md_row(cells))
     if any(r.get("upper_bound") for r in rows):
         lines += ["", "† upper bound, not a baseline: it reads the gold evidence of each fact."]
@@ -60,13 +76,14 @@ def _is_board(text: str) -> bool:
     from bridge.run.leaderboard import FIELDS
 
     lines = text.splitlines()
-    if lines[:1] == [",".join(FIELDS)] or MD_HEAD in lines[2:3]:
+    if lines[:1] == [",".join(FIELDS)] or any(line.startswith(MD_HEAD) or line in EARLIER_HEADS for line in lines):
         return True
     try:
         rows = json.loads(text)
     except ValueError:
         return False
-    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) == list(FIELDS) for r in rows)
+    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) in (list(FIELDS), EARLIER_HEADS[1].split(","))
+                                          for r in rows)
 
 
 def check_out(out: Path) -> None:
@@ -90,12 +107,13 @@ def check_out(out: Path) -> None:
 @click.command("leaderboard")
 @click.argument("run_dirs", nargs=-1, required=True, type=PathType(exists=True, file_okay=False))
 @click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
-              help="Only these corpora (default: every corpus of the first run; each run must hold them).")
+              help="Only this corpus (default: every corpus all runs hold).")
 @click.option("--metric", default=None, help="p@1, p@10, mrr; coherency, c1, ...; f1, em; macro-f1, ... "
               "[default: the experiment's headline: p@1, coherency, f1 (kmir), macro-f1 (lmkbc)]")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
 @click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
-              help="shared: the facts every predictor of every run answered; own: each predictor's.")
+              help="shared: the facts every predictor of every run answered (of the relations every run holds), each "
+              "predictor's own beside it where that keeps less than half; own: each predictor's.")
 @click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
 @click.option("--bootstrap", type=IntRange(min=0, max=MAX_BOOTSTRAP), default=None,
@@ -110,15 +128,19 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap,
     Example:
       kbc leaderboard runs/kb runs/bert runs/gpt2 --corpus trex --metric p@1 --format csv --out board.csv
     """
-    from bridge.run.leaderboard import leaderboard_rows
+    from bridge.run.leaderboard import board
 
     if len(corpora) > 1:
         raise ConfigError("--corpus: name one corpus (or none for every corpus of the runs)")
     if out is not None:
         check_out(Path(out))
-    rows = leaderboard_rows(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap,
-                            bootstrap_seed, sort)
-    text = {"md": markdown, "csv": as_csv, "json": lambda r: json.dumps(r, indent=1) + "\n"}[fmt](rows)
+    found = board(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap, bootstrap_seed, sort)
+    if fmt == "md":
+        text = markdown(found.rows, found.notes)
+    else:
+        text = as_csv(found.rows) if fmt == "csv" else json.dumps(found.rows, indent=1) + "\n"
+        for note in found.notes:  # the table stays one table; what it left out goes to stderr
+            click.echo(f"note: {note}", err=True)
     if out is None:
         click.echo(text, nl=False)
         return

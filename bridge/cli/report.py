@@ -50,7 +50,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
         if stale not in written:
             stale.unlink()
     title = f"kbcompare report: {runs[0].label}" + (f" vs {runs[1].label}" if len(runs) > 1 else "")
-    meta = [f"Run `{r.path}`: experiment `{r.experiment}`, corpora {', '.join(r.corpora)}, predictors "
+    meta = [f"Run `{r.path}`: experiment `{r.command}`, corpora {', '.join(r.corpora)}, predictors "
             f"{', '.join(r.predictors)}" for r in runs]
     meta.append(f"Setting `{setting}`; written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by "
                 f"`kbc report`.")

@@ -313,6 +313,7 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
         compat=params["compat"], template=str(params.get("template", "0")),
         bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]),
+        split=str(params.get("split", "val")),  # LM-KBC's split (its command's flag, or its run file's)
     )
     experiment = make_experiment(params)
     setting = params["setting"]
@@ -325,6 +326,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         ctx.meta[ROWS_ONLY] = (rows, Path(params["out"]))
         return rows
     metric, title = headline
+    if not rows:  # a split without gold objects (LM-KBC's test file): answered, nothing to score
+        click.echo(f"nothing scored: the split asked has no gold objects; the answers are in {params['out']}")
+        return rows
     config = read_config(Path(params["out"]) / "config.json") or {}
     headline_table = table(rows, metric, setting, "shared", relations=relation_info(config),
                            open_spaces=open_spaces(config))
@@ -351,10 +355,26 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     return rows
 
 
+ANSWERS = click.option("--answers", type=click.Choice(["ranked", "set"]), default="ranked", show_default=True,
+                       help="set: also score N-M relations set against set (set-p, set-r, set-f1 over every valid "
+                       "object).")
+
+
+def lama_experiment(p: dict):
+    """The LAMA experiment of `kbc run lama` and `kbc run bear` (BEAR is asked through it) from their flags."""
+    from bridge.experiments.lama import TEMPLATES_SET, LamaExperiment
+
+    prompts = p["prompts"]
+    if str(p.get("template", "0")) == "all":
+        if prompts != "lama":
+            raise ConfigError(f"--template all asks each BEAR relation's own templates; drop --prompts {prompts}")
+        prompts = TEMPLATES_SET
+    return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
+
+
 @run.command("lama")
 @run_options("runs/lama")
-@click.option("--answers", type=click.Choice(["ranked", "set"]), default="ranked", show_default=True,
-              help="set: also score N-M relations set against set (set-p, set-r, set-f1 over every valid object).")
+@ANSWERS
 def run_lama(ctx: click.Context, **params) -> None:
     """The LAMA probe: every predictor on the same queries, P@k raw and filtered, own and shared facts.
 
@@ -363,17 +383,30 @@ def run_lama(ctx: click.Context, **params) -> None:
       kbc run lama --corpus trex google_re --predictors freq bert=/models/bert-base-cased \\
         --set bert.candidates=common --data-dir ../shared/data/lama --out runs/lama
     """
-    from bridge.experiments.lama import TEMPLATES_SET, LamaExperiment
+    execute(ctx, lama_experiment, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
-    def make(p: dict) -> LamaExperiment:
-        prompts = p["prompts"]
-        if str(p.get("template", "0")) == "all":
-            if prompts != "lama":
-                raise ConfigError(f"--template all asks each BEAR relation's own templates; drop --prompts {prompts}")
-            prompts = TEMPLATES_SET
-        return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
 
-    execute(ctx, make, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
+@run.command("bear")
+@run_options("runs/bear")
+@ANSWERS
+def run_bear(ctx: click.Context, **params) -> None:
+    """BEAR (lm-pub-quiz): each fact's answer options ranked, accuracy per relation; the same run as
+    `kbc run lama --corpus bear` (default corpus: bear; bear-big also).
+
+    \b
+    Example:
+      kbc run bear --predictors freq random bert=/models/bert-base-cased --set bert.scoring=statement \\
+        --data-dir ../shared/data --out runs/bear
+    """
+    from eval.bear import BEAR_CORPORA
+
+    corpora = _split(params["corpora"]) or ["bear"]
+    other = [c for c in corpora if c not in BEAR_CORPORA]
+    if other:
+        raise ConfigError(f"--corpus {' '.join(other)}: `kbc run bear` asks {' or '.join(BEAR_CORPORA)}; use "
+                          f"`kbc run lama --corpus {' '.join(other)}` for other corpora")
+    params["corpora"] = tuple(corpora)
+    execute(ctx, lama_experiment, params, ("p@1", "BEAR accuracy (%): the right option ranked first"))
 
 
 def _values(values) -> list[str]:
@@ -437,6 +470,9 @@ def run_coherency(ctx: click.Context, **params) -> None:
 
 @run.command("lmkbc")
 @run_options("runs/lmkbc")
+@click.option("--split", default="val", show_default=True,
+              help="The split asked: train, val, or a split file of the challenge's format; one without objects "
+              "(the test file) is answered and written to submission/<predictor>.jsonl, and scores nothing.")
 def run_lmkbc(ctx: click.Context, **params) -> None:
     """LM-KBC 2024: each subject's set of objects (possibly empty), scored as the challenge (macro/micro P, R, F1).
 
@@ -453,7 +489,8 @@ def run_lmkbc(ctx: click.Context, **params) -> None:
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run lmkbc`: each relation is asked with the challenge's "
                               "own template")
-    execute(ctx, lambda p: LmkbcExperiment(), params, ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)"))
+    headline = ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)")
+    execute(ctx, lambda p: LmkbcExperiment(str(p["split"])), params, headline)
 
 
 for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no evidence, no prompt sets

@@ -6,8 +6,11 @@ and its `set=` rule cuts them (`eval.set_rules`; without one, as for the gold KB
 it answers). `set=threshold-tuned` first asks the train split (stage `train`) and tunes one threshold per
 relation there; every other rule asks nothing of train. Scores are probabilities (an LM's log-probabilities
 exponentiated, or its log scores normalised over the answers it ranked, `eval.set_answers`). Each predictor's
-val answers are also written in the challenge's submission format, `submission/<predictor>.jsonl`: unresolved
-answers stay strings there, as the challenge's baseline leaves them.
+answers to the split asked (`--split`: val, train, or a split file such as the challenge's test file, which has
+no objects and is not scored) are also written in the challenge's submission format,
+`submission/<predictor>.jsonl`, once every pair of the split is answered; a part (`--limit`, `--relations`)
+goes to `submission/<predictor>.partial.jsonl`, never under the submission name. Unresolved answers stay
+strings there, as the challenge's baseline leaves them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from eval.answer_text import GENERATED
 from eval.disambiguate import LabelIndex
 from eval.generated_scores import is_generated, pooled_rate_rows
 from eval.jsonl import write_jsonl_line
-from eval.lmkbc import CORPUS, NUMERIC, label_index, load_lmkbc, resolve_lmkbc_dir
+from eval.lmkbc import (
+    CORPUS,
+    NUMERIC,
+    SPLITS,
+    label_index,
+    load_lmkbc,
+    resolve_lmkbc_dir,
+    split_path,
+)
 from eval.set_answers import as_probabilities, normaliser, ranked_objects
 from eval.set_metrics import METRICS, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
@@ -48,8 +59,10 @@ class LmkbcExperiment:
     optional_metrics = ("abstain", "unlinked")
     set_valued = True
 
-    def __init__(self) -> None:
+    def __init__(self, split: str = "val") -> None:
+        self.split = split
         self.settings: dict = {}
+        self._split_pairs = 0
         self._rule: SetRule | None = None
         self._tuned: dict[str, float] = {}
         self._index: LabelIndex | None = None
@@ -59,8 +72,12 @@ class LmkbcExperiment:
         from eval.datadir import fingerprint
         from eval.lmkbc import alias_file
 
-        aliases = alias_file(resolve_lmkbc_dir(data_dir))
+        root = resolve_lmkbc_dir(data_dir)
+        aliases = alias_file(root)
         self.settings["aliases"] = fingerprint([aliases]) if aliases is not None else None
+        if self.split != "val":  # the split asked is part of what the directory holds (val: as before)
+            self.settings["split"] = self.split if self.split in SPLITS else \
+                f"file {fingerprint([split_path(root, self.split)])}"
 
     def _labels(self, data_dir: Path | None) -> LabelIndex:
         if self._index is None:
@@ -79,6 +96,7 @@ class LmkbcExperiment:
             return set_queries(train.facts, given.corpus.relations, "train:")
         if tuned:
             self._tuned = tune_per_relation(given.earlier.get("train", {}))
+        self._split_pairs = sum(r.read for r in given.corpus.reports)
         asked = {id(f) for f in given.facts}
         return {rel: [(q, f) for q, f in pairs if id(f) in asked]
                 for rel, pairs in set_queries(given.corpus.facts, given.corpus.relations).items()}
@@ -89,7 +107,10 @@ class LmkbcExperiment:
         threshold = self._tuned.get(fact.relation) if stage == "" else None
         record = {
             "uid": query.uid, "relation": fact.relation, "subject": fact.subject.label, "subject_id": fact.subject.id,
-            "prompt": query.text("[MASK]"), "gold": [o.id for o in fact.objects], "gold_labels": list(fact.labels),
+            "prompt": query.text("[MASK]"),
+            # a split without objects (the test file) has no gold: None, never an empty set scored as one
+            "gold": [o.id for o in fact.objects] if fact.scored else None,
+            "gold_labels": list(fact.labels) if fact.scored else None,
             # full precision: a threshold tuned on these scores must cut the val scores exactly as it cut these
             "ranked": [[item, score] for item, score in ranked[:SAVED]],
             "set_rule": str(self._rule) if self._rule else "all answers",
@@ -101,6 +122,7 @@ class LmkbcExperiment:
             record.update({k: extra[k] for k in ("prompt_text", "shots") if k in extra})
         if stage == "train":  # read only to tune the threshold
             return record
+        record["split_pairs"] = self._split_pairs  # a submission is complete when it holds this many pairs
         if threshold is not None:
             record["threshold"] = threshold
         record["predicted"] = (apply_rule(self._rule, ranked, threshold) if self._rule
@@ -110,11 +132,17 @@ class LmkbcExperiment:
     def instances(self, records: StageRecords) -> Records:
         return records.get("", {})
 
+    @staticmethod
+    def scores(unit: dict) -> bool:
+        """A pair of a split without objects (the test file) is answered and submitted, never scored."""
+        return unit.get("gold") is not None
+
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
-        rows = tidy_rows([pair_from_record(r) for r in instances])
-        if is_generated(instances):  # answers written by generation: how often it abstained or named no entity
-            rows += pooled_rate_rows(instances)
+        scored = [r for r in instances if self.scores(r)]
+        rows = tidy_rows([pair_from_record(r) for r in scored])
+        if is_generated(scored):  # answers written by generation: how often it abstained or named no entity
+            rows += pooled_rate_rows(scored)
         return rows, []
 
     def summary_section(self, md: str, rows: list[dict], setting: str) -> str:
@@ -125,8 +153,12 @@ class LmkbcExperiment:
         """The challenge's submission file of one predictor: one line per pair asked."""
         if corpus != CORPUS:
             return
-        path = out / "submission" / f"{predictor}.jsonl"
+        complete = out / "submission" / f"{predictor}.jsonl"
+        partial = complete.with_suffix(".partial.jsonl")
+        whole = bool(units) and all(len(units) == u.get("split_pairs") for u in units.values())
+        path, stale = (complete, partial) if whole else (partial, complete)
         path.parent.mkdir(parents=True, exist_ok=True)
+        stale.unlink(missing_ok=True)
         with path.open("w", encoding="utf-8") as handle:
             for unit in units.values():
                 if "dropped" not in unit:

@@ -107,6 +107,20 @@ def upper_bound_note(config: dict) -> str | None:
     return "Upper bounds, not baselines: " + "; ".join(marked) + "." if marked else None
 
 
+KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
+              "bridge.predictors.extraction")
+BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM
+
+
+def side_of(config: dict, predictor: str) -> str:
+    """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor of a run (its
+    `config.json`), by the registry entry it was built from; a model path or id is an LM."""
+    spec = str(((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor))
+    entry = ENTRIES.get(spec)
+    module = entry[0].split(":")[0] if entry else ""
+    return "kb" if module in KB_MODULES else "baseline" if module in BASELINE_MODULES else "lm"
+
+
 # "module:function" taking a name and returning a Factory, or None if the name is not theirs
 RESOLVERS: list[str] = [
     "bridge.predictors.generation:resolve_server",  # http(s):// URLs: OpenAI-compatible servers

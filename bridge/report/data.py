@@ -13,15 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from bridge.predictors.registry import side_of
 from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 ANALYSIS = "analysis"
-KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
-              "bridge.predictors.extraction")
-BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM
 GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
 
 
@@ -125,6 +123,15 @@ class RunData:
         return str(self.config.get("experiment", "lama"))
 
     @property
+    def command(self) -> str:
+        """The `kbc run` command the run is known by: `bear` for the LAMA experiment over BEAR corpora alone."""
+        from eval.bear import BEAR_CORPORA
+
+        if self.experiment == "lama" and self.corpora and all(c in BEAR_CORPORA for c in self.corpora):
+            return "bear"
+        return self.experiment
+
+    @property
     def corpora(self) -> list[str]:
         return self.run.corpora
 
@@ -186,15 +193,6 @@ def check_comparable(a: RunData, b: RunData) -> None:
 def spec_of(config: dict, predictor: str) -> str:
     """The registry name or model path a predictor of the run was built from."""
     return str((config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor))
-
-
-def side(config: dict, predictor: str) -> str:
-    """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor's side."""
-    from bridge.predictors.registry import ENTRIES
-
-    entry = ENTRIES.get(spec_of(config, predictor))
-    module = entry[0].split(":")[0] if entry else ""
-    return "kb" if module in KB_MODULES else "baseline" if module in BASELINE_MODULES else "lm"
 
 
 def upper_bound(config: dict, predictor: str) -> str | None:
@@ -293,7 +291,7 @@ def combine(runs: list[RunData], setting: str) -> View:
         names = {p: (p if len(runs) == 1 else f"{run.label}:{p}") for p in run.predictors}
         renames.append(names)
         origin.update({shown: (run, p) for p, shown in names.items()})
-    sides = {shown: side(run.config, p) for shown, (run, p) in origin.items()}
+    sides = {shown: side_of(run.config, p) for shown, (run, p) in origin.items()}
     analysis = Analysis(
         fact_stats=runs[0].analysis.fact_stats,
         correlation=_concat_rows([_renamed_rows(r.analysis.correlation, n) for r, n in zip(runs, renames)]),
@@ -314,6 +312,12 @@ def combine(runs: list[RunData], setting: str) -> View:
 REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
 
 
+def chance_kbs(run: RunData) -> tuple[str, ...]:
+    """KB specs that are chance level in this run, never "the best KB": Freq over BEAR's answer spaces, where
+    objects are (nearly) equally frequent and the run warns its ranking is the data file's order."""
+    return ("freq",) if run.command == "bear" else ()
+
+
 def best_kb(view: View, metric: str) -> str | None:
     """The KB predictor with the best `metric` over all facts (mean over corpora), gold left out and upper
     bounds only when no other KB predictor was run."""
@@ -325,7 +329,7 @@ def best_kb(view: View, metric: str) -> str | None:
         if r.get("scope", "own") == scope:
             scores.setdefault(r["predictor"], []).append(float(r["value"]))
     kbs = [p for p in view.predictors if view.sides[p] == "kb" and p in scores
-           and spec_of(view.origin[p][0].config, view.origin[p][1]) != REFERENCE]
+           and spec_of(view.origin[p][0].config, view.origin[p][1]) not in (REFERENCE, *chance_kbs(view.origin[p][0]))]
     honest = [p for p in kbs if p not in view.upper] or kbs
     return max(honest, key=lambda p: sum(scores[p]) / len(scores[p]), default=None)
 

@@ -63,6 +63,22 @@ def _row_of_panels(sizes: list[int], per_group: float, height: float):
     return fig, list(axes[0])
 
 
+ROW_GROUPS = 16  # groups one row of bars holds: more wrap into rows below, so a page-wide figure stays readable
+
+
+def _wrapped(panels: dict[str, dict]) -> list[tuple[str, str, dict]]:
+    """(title, corpus, groups) per panel: a corpus with more than `ROW_GROUPS` groups split into even parts."""
+    out = []
+    for corpus, groups in panels.items():
+        items = list(groups.items())
+        parts = max(1, -(-len(items) // ROW_GROUPS))
+        size = -(-len(items) // parts) if items else 0
+        for i in range(parts):
+            title = corpus if parts == 1 else f"{corpus} ({i + 1} of {parts})"
+            out.append((title, corpus, dict(items[i * size:(i + 1) * size])))
+    return out
+
+
 def _short(text: str, limit: int = 26) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -122,8 +138,16 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
     colour = complete(colour, [p for groups in panels.values() for v in groups.values() for p in v])
     n_pred = max((len({p for v in groups.values() for p in v}) for groups in panels.values()), default=1)
     long_labels = any(len(labels.get(g, g)) > 6 for groups in panels.values() for g in groups)
-    fig, axes = _row_of_panels([len(g) for g in panels.values()], 0.2 * n_pred + 0.25, 4.4 if long_labels else 3.2)
-    for ax, (corpus, groups) in zip(axes, panels.items()):
+    height = 4.4 if long_labels else 3.2
+    wrapped = _wrapped(panels)
+    if sum(len(g) for g in panels.values()) <= ROW_GROUPS:  # side by side: the panels fit one row
+        fig, axes = _row_of_panels([len(g) for g in panels.values()], 0.2 * n_pred + 0.25, height)
+    else:  # one panel per row, each part of a corpus as wide as the widest
+        widest = max(max(len(g), 2) for _, _, g in wrapped)
+        width = max(5.5, min(MAX_WIDTH, 1.2 + (0.2 * n_pred + 0.25) * widest))
+        fig, grid = plt.subplots(len(wrapped), 1, figsize=(width, height * len(wrapped) + 0.4), squeeze=False)
+        axes = list(grid[:, 0])
+    for ax, (title, corpus, groups) in zip(axes, wrapped):
         names = list(dict.fromkeys(p for values in groups.values() for p in values))
         step = 0.8 / max(len(names), 1)
         for i, predictor in enumerate(names):
@@ -143,7 +167,7 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
         if ylim is not None:
             ax.set_ylim(0, ylim)
         ax.set_ylabel(ylabel)
-        ax.set_title(corpus, loc="left")
+        ax.set_title(title, loc="left")
         ax.grid(axis="y", alpha=0.3)
     _legend(fig, [p for groups in panels.values() for v in groups.values() for p in v], colour, upper)
     return save(fig, out, key)
@@ -154,7 +178,7 @@ def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], 
            upper: Collection[str] = ()) -> list[Path]:
     """E-BERT Fig. 2: `metric` of each predictor minus `baseline` per relation, relations sorted by the mean
     delta; bars for one predictor, a point per predictor for several; the share of facts whose object name
-    is a substring of the subject name as crosses (top axis).
+    is a substring of the subject name as crosses, in a narrow panel beside with its own x-axis.
 
     `panels`: corpus -> [(relation, predictor -> delta, share or None)].
     """
@@ -162,9 +186,11 @@ def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], 
     others = list(dict.fromkeys(p for rows in panels.values() for _, d, _ in rows for p in d))
     colour = complete(colour, others)
     sizes = [max(len(rows), 2) for rows in panels.values()]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 1.3 * len(sizes) + 0.24 * sum(sizes) + 0.4),
-                             squeeze=False, gridspec_kw={"height_ratios": sizes})
-    for ax, (corpus, rows) in zip(axes[:, 0], panels.items()):
+    crossed = any(r[2] is not None for rows in panels.values() for r in rows)
+    fig, axes = plt.subplots(len(panels), 2 if crossed else 1, sharey="row", squeeze=False,
+                             figsize=(8.4 if crossed else 6.8, 1.3 * len(sizes) + 0.24 * sum(sizes) + 0.4),
+                             gridspec_kw={"height_ratios": sizes, **({"width_ratios": [4, 1]} if crossed else {})})
+    for ax, side, (corpus, rows) in zip(axes[:, 0], axes[:, -1], panels.items()):
         rows = sorted(rows, key=lambda r: sum(r[1].values()) / max(len(r[1]), 1))
         ys = list(range(len(rows)))
         values = [v for r in rows for v in r[1].values()]
@@ -185,13 +211,13 @@ def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], 
         ax.set_xlim(-bound * 1.08, bound * 1.08)
         ax.set_title(corpus, loc="left")
         ax.grid(axis="x", alpha=0.3)
-        shares = [(y, r[2]) for y, r in zip(ys, rows) if r[2] is not None]
-        if shares:
-            top = ax.twiny()
-            top.scatter([s for _, s in shares], [y for y, _ in shares], marker="x", color="#333333", s=18)
-            top.set_xlim(0, 100)
-            top.set_xlabel("× facts whose object name is in the subject name (%)", fontsize=8)
-            top.spines["right"].set_visible(False)
+        if crossed:  # a panel of its own beside, with its own x-axis: never a second axis on the deltas
+            shares = [(y, r[2]) for y, r in zip(ys, rows) if r[2] is not None]
+            side.scatter([s for _, s in shares], [y for y, _ in shares], marker="x", color="#333333", s=18)
+            side.set_xlim(-4, 104)  # a cross at 0 or 100 drawn whole
+            side.set_xlabel("object in subject (% of facts)", fontsize=8)
+            side.grid(axis="x", alpha=0.3)
+            side.tick_params(axis="y", left=False, labelleft=False)
     if len(others) > 1:
         _legend(fig, others, colour, upper)
     else:

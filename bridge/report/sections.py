@@ -190,10 +190,12 @@ class Builder:
                    "negated": NEGATED_METRICS}.get(self.view.experiment, (self.metric,))
         config = self.view.main.config
         for metric in metrics:
+            text = table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
+                         open_spaces=open_spaces(config))
             s.tables += self._mark_tables(tables_from_markdown(
-                table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
-                      open_spaces=open_spaces(config)),
-                f"{self._metric_name(metric)}, setting {self.view.setting}"))
+                text, f"{self._metric_name(metric)}, setting {self.view.setting}"))
+            # why a column is `-` for everyone, and the own totals where the shared facts are under half
+            s.text += [line[2:] for line in text.splitlines() if line.startswith("- ") and line[2:] not in s.text]
         self._footnote(s, self.view.predictors)
         if self.scope == "shared":
             s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
@@ -247,7 +249,8 @@ class Builder:
                                       lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
                                                                           self.labels, upper=self.upper,
                                                                           intervals=self._intervals(metric))))
-        s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope))
+        s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope,
+                                                      relation_info(self.view.main.config)))
         return s
 
     def by_type(self) -> Section:
@@ -310,8 +313,10 @@ class Builder:
         name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
         s = Section("deltas", "Per-relation deltas against the best KB predictor", "E-BERT Fig. 2")
         if not self.pairs:
-            s.skipped = ("a default delta needs a KB predictor other than gold and an LM predictor; name two with "
-                         "`kbc report RUN --delta A B`.")
+            chance = " (Freq is chance level on BEAR: its ranking there is the data file's order)" if \
+                self.view.main.command == "bear" else ""
+            s.skipped = (f"a default delta needs a KB predictor other than gold{chance} and an LM predictor; name two "
+                         "with `kbc report RUN --delta A B`.")
             return s
         values = self._values(metric)
         n = self._n_facts(metric)
@@ -550,10 +555,41 @@ class Builder:
         if not rows:
             s.skipped = f"summary.json has no `{self.view.setting}` LM-KBC rows."
             return s
+        values = self._values("macro-f1")
+        panels = {c: {g: {p: 100.0 * v for p, v in per.items()} for g, per in groups.items() if g != "all"}
+                  for c, groups in values.items()}
+        panels = {c: dict(sorted(g.items())) for c, g in panels.items() if g}
+        if panels:
+            s.figures.append(self._figure("macro_f1_relation", f"Macro F1 per relation (as %, {self.scope} pairs), "
+                                          "predictors side by side.",
+                                          lambda out, k: figures.grouped_bars(panels, self.colour, "macro F1 (%)", out,
+                                                                              k, upper=self.upper)))
+        s.text += self._set_rules()
         s.tables.append(Table(["corpus", "predictor", "relation", *LMKBC_METRICS], rows,
                               "Precision, recall and F1 (0-1; macro: mean over a group's (subject, relation) pairs, "
                               "micro: over their pooled objects), mean predicted objects and pairs predicted empty"))
         return s
+
+    def _set_rules(self) -> list[str]:
+        """Per predictor, the rule that cut its ranked answers to a set, and the thresholds `threshold-tuned`
+        chose on train per relation (read from its records)."""
+        run = self.view.main.run
+        lines = []
+        for corpus in run.corpora:
+            for name in run.predictors:
+                rules, chosen = set(), {}
+                for record in run.records(corpus, name):
+                    rules.add(str(record.get("set_rule", "all answers")))
+                    if record.get("threshold") is not None:
+                        chosen[record["relation"]] = record["threshold"]
+                if not rules:
+                    continue
+                text = f"`{name}`: set rule `{', '.join(sorted(rules))}`"
+                if chosen:
+                    text += "; thresholds tuned on train (best macro F1 per relation): " + ", ".join(
+                        f"{rel} {value:g}" for rel, value in sorted(chosen.items()))
+                lines.append(text + ".")
+        return lines
 
     def sections(self) -> list[Section]:
         """The sections that fit the run's experiment: a coherency or KMIR run has no P@k curves or fact

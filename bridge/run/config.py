@@ -17,7 +17,7 @@ from pathlib import Path
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
-from eval.corpora import CORPORA, close_hint, load_corpus
+from eval.corpora import CORPORA, LMKBC, close_hint, load_corpus
 from eval.datadir import cache_root
 from eval.errors import ConfigError, DataError
 from eval.lama import Corpus, relation_versions
@@ -53,6 +53,7 @@ class RunConfig:
     template: str = "0"  # BEAR corpora: the template asked (0, 1, 2), or "all" (each relation's three, a prompt set)
     bootstrap: int = 1000  # resamples behind each summary cell's 95% interval (0: standard errors only)
     bootstrap_seed: int = 0
+    split: str = "val"  # LM-KBC: the split asked (train, val, or a split file; one without objects is not scored)
 
     def check_values(self) -> None:
         for key, value, low in (("--depth", self.depth, 1), ("--batch-size", self.batch_size, 1),
@@ -183,6 +184,8 @@ def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
 def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
     kwargs: dict = {"compat": cfg.compat} if cfg.compat else {}
     kwargs["cache_dir"] = cfg.cache_dir  # snapshots and LAMA-UHN data go where the run's other caches go
+    if name == LMKBC:
+        kwargs["split"] = cfg.split
     if name in BEAR_CORPORA and cfg.template in ("1", "2"):
         kwargs["template"] = int(cfg.template)
     if name.endswith("-uhn"):

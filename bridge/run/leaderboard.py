@@ -1,10 +1,12 @@
 """One table of every predictor of several run directories: a metric's total with its stderr and interval.
 
-Runs must be of one experiment, with the same relations, data versions and question settings, so their
-numbers measure the same thing. Scope `shared` scores every predictor on the units that every
-predictor of every run answered (matched by uid), with the runs' own bootstrap settings where they agree;
-`own` reads each run's summary.json, so its numbers and intervals are exactly the run's. Rank is by value,
-best first, whatever the order of the rows.
+Runs must be of one experiment and question settings, with the same data versions of the relations they
+share, so their numbers measure the same thing. Runs over different relations (one `--relations` subset per
+model) are compared over the relations every run holds, and the board's notes say what was left out.
+Scope `shared` scores every predictor on the units that every predictor of every run answered (matched by
+uid), with the runs' own bootstrap settings where they agree, and gives each predictor's own-scope value
+beside it; `own` reads each run's summary.json, so its numbers and intervals are exactly the run's. Rank is
+by value, best first, whatever the order of the rows.
 """
 
 from __future__ import annotations
@@ -12,16 +14,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.predictors.registry import upper_bound_text
+from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
 from eval.errors import ConfigError, DataError
+from eval.report import relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
-          "n_facts", "upper_bound")
+          "n_facts", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype", "device")
+META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
 HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1"}  # else p@1
 VALUES = ("value", "stderr", "ci_low", "ci_high", "n_facts")
@@ -91,7 +96,7 @@ SETTING_FLAGS = {"prompts_digest": "--prompts file content", "instance_of": "ins
                  "aliases": "alias file content"}
 
 
-def _same_settings(configs: dict[Path, dict]) -> None:
+def same_settings(configs: dict[Path, dict]) -> None:
     """Runs asked the same questions: else name each setting that differs, as the flag that sets it."""
     (first, mine), *rest = [(run, c.get("settings", {})) for run, c in configs.items()]
     for run, theirs in rest:
@@ -107,26 +112,89 @@ def _shown(value) -> str:
     return "not given" if value is None else str(value)
 
 
-def _corpora(configs: dict[Path, dict], corpus: str | None) -> list[str]:
-    wanted = [corpus] if corpus else next(iter(configs.values()))["corpora"]
+def _corpora(configs: dict[Path, dict], corpus: str | None) -> tuple[list[str], list[str]]:
+    """The corpora of the board (`corpus`, else every corpus all runs hold) and a note for those left out."""
+    held = [set(config["corpora"]) for config in configs.values()]
+    if corpus:
+        for run, config in configs.items():
+            if corpus not in config["corpora"]:
+                raise ConfigError(f"{run} holds no {corpus} results (it has {', '.join(config['corpora'])})")
+        return [corpus], []
+    first = next(iter(configs.values()))["corpora"]
+    every = sorted(set.union(*held), key=lambda c: (c not in first, c))
+    wanted = [c for c in every if all(c in h for h in held)]
+    if not wanted:
+        listed = "; ".join(f"{run}: {', '.join(c['corpora']) or 'none'}" for run, c in configs.items())
+        raise ConfigError(f"no corpus is held by every run ({listed}); pick runs of one corpus")
+    left = [c for c in every if c not in wanted]
+    return wanted, [f"left out: {', '.join(left)} (not held by every run)"] if left else []
+
+
+def shared_relations(configs: dict[Path, dict], corpus: str) -> tuple[list[str], list[str]]:
+    """The relations of `corpus` every run holds (in report order), and a note per run on what it held besides.
+
+    Their data versions must agree: the same relation of other data is not the same question."""
+    held = {run: config["relation_types"].get(corpus, {}) for run, config in configs.items()}
+    shared = [r for r in next(iter(held.values())) if all(r in h for h in held.values())]
+    if not shared:
+        listed = "; ".join(f"{run}: {', '.join(relation_order(list(h))) or 'none'}" for run, h in held.items())
+        raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); a leaderboard compares runs "
+                          "over the relations they share")
+    first_run, first = next(iter(configs.items()))
     for run, config in configs.items():
-        missing = [c for c in wanted if c not in config["corpora"]]
-        if missing:
-            hint = "" if corpus else "; pick one held by every run with --corpus"
-            raise ConfigError(f"{run} holds no {', '.join(missing)} results (it has {', '.join(config['corpora'])})"
-                              f"{hint}")
-    return wanted
+        theirs, mine = config["data_versions"].get(corpus, {}), first["data_versions"].get(corpus, {})
+        differ = [r for r in shared if theirs.get(r) != mine.get(r)]
+        if differ:
+            raise ConfigError(f"{run} and {first_run} differ in {corpus} data versions ({', '.join(differ[:5])}); "
+                              "a leaderboard needs runs of the same data")
+    notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
+             for run, h in held.items() if (extra := [r for r in h if r not in shared])]
+    if notes:
+        notes.insert(0, f"{corpus}: scored over the {len(shared)} relation{'' if len(shared) == 1 else 's'} every "
+                        f"run holds: {', '.join(relation_order(shared))}")
+    return relation_order(shared), notes
+
+
+def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
+    """`META` of one predictor of a run: its side (kb, lm, baseline), spec, parameter count, dtype and device
+    (None where the run recorded none, as for a KB)."""
+    described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
+    spec = ((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor)
+    return {"side": side_of(config, predictor), "spec": spec, "parameters": described.get("parameters"),
+            "dtype": described.get("dtype"), "device": described.get("device")}
+
+
+@dataclass
+class Board:
+    """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table."""
+
+    rows: list[dict]
+    notes: list[str] = field(default_factory=list)
+
+
+def _restricted(config: dict, corpus: str, relations: list[str]) -> dict:
+    """`config` as if the run held only `relations` of `corpus`: its units are then read for those alone."""
+    types = config["relation_types"][corpus]
+    return {**config, "relation_types": {**config["relation_types"], corpus: {r: types[r] for r in relations}}}
 
 
 def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str | None = None,
                      setting: str = "raw", scope: str = "shared", bootstrap: int | None = None,
                      seed: int | None = None, sort: str = "value") -> list[dict]:
+    """The rows of `board`."""
+    return board(run_dirs, corpus, metric, setting, scope, bootstrap, seed, sort).rows
+
+
+def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str | None = None,
+          setting: str = "raw", scope: str = "shared", bootstrap: int | None = None,
+          seed: int | None = None, sort: str = "value") -> Board:
     """Rows of `FIELDS`, one per (run, predictor, corpus): the `all` value of `metric` and its uncertainty.
 
     `metric` None: the experiment's headline metric. `bootstrap`/`seed` None (scope `shared`): the runs'
     recorded summary settings where they agree, else the defaults; scope `own` takes each run's summary.json.
     `rank` is by value within each corpus, best first, equal values sharing a rank; rows are sorted best
-    first (`sort="value"`; ties by run and predictor), or by predictor or run name.
+    first (`sort="value"`; ties by run and predictor), or by predictor or run name. Only the relations every
+    run holds are scored (`shared_relations`); the notes say what was left out.
     """
     from bridge.experiments import get
 
@@ -135,11 +203,12 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
         raise ConfigError(f"scope {scope!r} / sort {sort!r}: use shared or own / one of {', '.join(SORTS)}")
     configs = {run: run_config(run) for run in runs}
     _same(configs, "experiment", lambda c: c.get("experiment", "lama"))
-    _same_settings(configs)
-    corpora = _corpora(configs, corpus)
+    same_settings(configs)
+    corpora, notes = _corpora(configs, corpus)
+    relations = {}
     for c in corpora:
-        _same(configs, f"{c} relations", lambda cfg, c=c: sorted(cfg["relation_types"].get(c, {})))
-        _same(configs, f"{c} data versions", lambda cfg, c=c: cfg["data_versions"].get(c, {}))
+        relations[c], left = shared_relations(configs, c)
+        notes += left
     for run, config in configs.items():  # what is read below is what each run scored, or no board
         check_scored(run, config)
     first = next(iter(configs.values()))
@@ -150,17 +219,21 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
     for c in corpora:
-        types = first["relation_types"].get(c, {})
+        types = {r: first["relation_types"][c][r] for r in relations[c]}
         units = {(run, name): mine for run, config in configs.items()
-                 for name, mine in answered_units(run, config, experiment, c)[0].items()}
+                 for name, mine in answered_units(run, _restricted(config, c, relations[c]), experiment, c)[0].items()}
         shared = set.intersection(*(set(m) for m in units.values())) if units else set()
-        totals = {run: _summary_totals(run, c, setting) for run in runs} if scope == "own" else {}
-        board = []
+        # own scope reads each run's summary, unless a run holds relations left out: its total would count them
+        from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
+                                              for cfg in configs.values())
+        totals = {run: _summary_totals(run, c, setting) for run in runs} if from_summary else {}
+        rows = []
         for (run, name), mine in units.items():
             items = [mine[u] for u in sorted(shared)] if scope == "shared" else list(mine.values())
             if not items:
                 continue
-            if scope == "own":
+            own = {"own_value": None, "own_n_facts": None}
+            if from_summary:
                 row = totals[run].get((name, metric))
                 held = sorted({m for p, m in totals[run] if p == name and m})
                 known = f"{run / 'summary.json'} metrics: {', '.join(held) or 'none (rerun the run)'}"
@@ -171,6 +244,8 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
                             and r["setting"] == setting and not r.get("prompt")), None)
                 known = "metrics: " + ", ".join(sorted({r["metric"] for r in scored
                                                          if r["group"] == "all" and not r.get("prompt")}))
+                if scope == "shared":
+                    own = _own_total(experiment, name, list(mine.values()), types, cutoff, metric, setting)
             if row is None:
                 raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
             for key in VALUES:
@@ -180,13 +255,46 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
                     continue
                 raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} {key} {value!r} is no number; "
                                 "rerun the run to rewrite it")
-            board.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
-                          "metric": metric, **{k: row.get(k) for k in VALUES},
-                          "upper_bound": upper_bound(configs[run], name)})
-        if scope == "shared" and not board:
+            rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
+                         "metric": metric, **{k: row.get(k) for k in VALUES}, **own,
+                         "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
+        if scope == "shared" and not rows:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
-        board = [{"rank": rank, **r} for rank, r in zip(_ranked(board), board)]
+        if scope == "shared":
+            notes += _shared_notes(c, shared, units, experiment)
+        rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
-        out += sorted(board, key=key)
-    return out
+        out += sorted(rows, key=key)
+    return Board(out, notes)
+
+
+def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: int | None, metric: str,
+               setting: str) -> dict:
+    """A predictor's value over every unit it answered of the shared relations (no interval: shown beside)."""
+    scored, _ = experiment.summarize(items, types, cutoff)
+    row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric and r["setting"] == setting
+                and not r.get("prompt")), None)
+    return {"own_value": None if row is None else row.get("value"), "own_n_facts": None if row is None
+            else row.get("n_facts")}
+
+
+def _shared_notes(corpus: str, shared: set, units: dict, experiment) -> list[str]:
+    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and,
+    when that is more than half of what one asked, a line saying so (the own-scope value is then shown)."""
+    held = {key: len(mine) for key, mine in units.items()}
+    every = len(set().union(*(set(m) for m in units.values())))
+    unit = UNIT_NAMES.get(experiment.name, "facts")
+    notes = []
+    if every > len(shared):
+        notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every predictor of every run; "
+                     f"the rest are left out of the shared scope")
+    short = [f"{run}/{name} ({len(shared)} of {n})" for (run, name), n in held.items() if 2 * len(shared) < n]
+    if short:
+        notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(short)} answered; "
+                     "their own-scope values are shown beside")
+    return notes
+
+
+UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs"}
+

@@ -37,6 +37,7 @@ from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
+from eval.report import relation_id
 from eval.types import Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
 
@@ -44,6 +45,19 @@ __all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment
 
 CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk_size`)
 log = logging.getLogger("kbc")
+
+
+def parameter_count(predictor) -> int | None:
+    """The number of weights of the model a predictor asks (its scorer's `model`, or its own), else None."""
+    for holder in (getattr(predictor, "scorer", None), getattr(getattr(predictor, "scorer", None), "scorer", None),
+                   predictor):
+        model = getattr(holder, "model", None)
+        if callable(getattr(model, "parameters", None)):
+            try:
+                return int(sum(p.numel() for p in model.parameters()))
+            except (TypeError, AttributeError):
+                return None
+    return None
 
 
 class RunLock:
@@ -329,6 +343,9 @@ class Job:
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
+            count = parameter_count(self.predictor)
+            if count is not None:  # what a leaderboard lists beside the model
+                described.setdefault("parameters", count)
             self.config["predictor_configs"].setdefault(self.corpus.name, {})[self.p.name] = described
             size = getattr(self.predictor, "answer_space_size", None)
             spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
@@ -377,9 +394,10 @@ class Job:
                 for query, fact, reason in items:
                     write_jsonl_line(handle, _dropped_record(query, fact, reason))
         if gone:
-            # per fact, not per query: coherency asks each fact in two rounds
+            # per fact, and the queries beside where a fact is asked several ways (prompt sets, coherency rounds):
+            # the summary's table of dropped units counts those
             now = {rel: Counter({f.uid: why for _, f, why in items}.values()) for rel, items in gone.items()}
-            log.info(_dropped_line(where, now))
+            log.info(_dropped_line(where, now, sum(len(items) for items in gone.values())))
         total = sum(len(rest) for _, rest, _ in todo)
         cost = getattr(predictor, "cost", None)
         if cost and total:
@@ -492,13 +510,17 @@ def _slots(predictor) -> tuple[str, ...]:
     return tuple(getattr(predictor, "slots", ("object",)))
 
 
-def _dropped_line(where: str, dropped: dict[str, Counter]) -> str:
+def _dropped_line(where: str, dropped: dict[str, Counter], queries: int | None = None) -> str:
+    """The log line of the facts a predictor cannot answer, per reason and per relation, in facts; `queries`:
+    how many queries they are, said beside when a fact was asked more than once (one prompt of a set each)."""
     reasons: Counter = Counter()
     for counts in dropped.values():
         reasons.update(counts)
-    per_rel = ", ".join(f"{rel} {sum(c.values())}" for rel, c in dropped.items())
+    per_rel = ", ".join(f"{relation_id(rel)} {sum(c.values())}" for rel, c in dropped.items())
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
-    return f"{where}: dropped {sum(reasons.values())} facts it cannot answer ({why}); per relation: {per_rel}"
+    facts = sum(reasons.values())
+    asked = f" ({queries} queries)" if queries is not None and queries != facts else ""
+    return f"{where}: dropped {facts} facts{asked} it cannot answer ({why}); per relation: {per_rel}"
 
 
 def _dropped_record(query, fact, reason: str) -> dict:

@@ -44,9 +44,17 @@ def run_config(out: Path) -> dict:
     return config
 
 
-def answered_units(out: Path, config: dict, experiment, corpus: str
+def scorable(experiment, units: dict[str, dict]) -> dict[str, dict]:
+    """The units an experiment can score: not those of a split without gold (LM-KBC's test file), which are
+    answered and submitted but never scored."""
+    check = getattr(experiment, "scores", None)
+    return units if check is None else {uid: u for uid, u in units.items() if check(u)}
+
+
+def answered_units(out: Path, config: dict, experiment, corpus: str, unscored: bool = False
                    ) -> tuple[dict[str, dict[str, dict]], list[dict], list[dict]]:
-    """Per predictor of `corpus`: its scored units by uid; the dropped tallies; every unit (dropped ones too)."""
+    """Per predictor of `corpus`: its scored units by uid (`unscored`: with those no gold scores); the dropped
+    tallies; every unit (dropped ones too)."""
     types: dict[str, str | None] = config["relation_types"].get(corpus, {})
     answered: dict[str, dict[str, dict]] = {}
     dropped: list[dict] = []
@@ -65,6 +73,7 @@ def answered_units(out: Path, config: dict, experiment, corpus: str
         dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
                     for (rel, why), n in sorted(reasons.items())]
         mine = {uid: u for uid, u in units.items() if "dropped" not in u}
+        mine = mine if unscored else scorable(experiment, mine)
         if mine:
             answered[name] = mine
     return answered, dropped, all_units
@@ -116,15 +125,16 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     shared_n: dict[str, int] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
-        answered, lost, units = answered_units(out, config, experiment, corpus)
+        answered, lost, units = answered_units(out, config, experiment, corpus, unscored=True)
         dropped += lost
         all_units += units
-        shared = set.intersection(*(set(m) for m in answered.values())) if answered else set()
-        shared_n[corpus] = len(shared)
         write_outputs = getattr(experiment, "write_outputs", None)  # files of an experiment's own (submissions)
         if write_outputs is not None:
             for name, mine in answered.items():
                 write_outputs(out, corpus, name, mine)
+        answered = {name: kept for name, mine in answered.items() if (kept := scorable(experiment, mine))}
+        shared = set.intersection(*(set(m) for m in answered.values())) if answered else set()
+        shared_n[corpus] = len(shared)
         spaces = config.get("answer_space", {}).get(corpus, {})
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}

@@ -24,6 +24,7 @@ from bridge.serve.batching import Batcher
 from bridge.serve.explorer import Explorer
 from bridge.serve.runs import Runs
 from bridge.serve.sides import K_MAX, Ask, answer_many, check, suggest
+from eval.cells import parameters_text
 from eval.errors import KbcError
 from eval.user_values import strict_int
 
@@ -54,6 +55,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     batcher = Batcher(explorer, lambda asks: answer_many(explorer, asks))
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html
     templates.env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    templates.env.filters["params"] = parameters_text
     templates.env.filters["short"] = lambda spec: "/".join(str(spec).rstrip("/").split("/")[-2:])
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -101,10 +103,11 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/api/leaderboard", summary="Every predictor of every browsed run, best first, with intervals")
     def api_leaderboard(corpus: str = "", metric: str = "", setting: str = "raw", scope: str = "shared",
-                        experiment: str = "") -> dict:
-        """Runs of one experiment (`experiment`, else the first run's); `experiments` lists each one's runs."""
+                        experiment: str = "", run: Annotated[list[str] | None, Query()] = None) -> dict:
+        """Runs of one experiment (`experiment`, else the first run's; `run`: only these); `experiments` lists
+        each one's runs; `notes` says what the scope left out."""
         return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
-                                     experiment or None)
+                                     experiment or None, run)
 
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
@@ -128,8 +131,9 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10):
         form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k}
-        if not (subject or cloze or relation):
-            return page(request, "index.html", form=form, result=None, error=None)
+        if not (subject or cloze or relation):  # a landing page with somewhere to go: examples and the runs
+            return page(request, "index.html", form=form, result=None, error=None, examples=explorer.examples(),
+                        listing=app.state.runs.listing())
         try:
             result = ask(subject, relation, cloze, k)
         except KbcError as exc:
@@ -142,16 +146,22 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(request: Request, corpus: str = "", metric: str = "", setting: str = "raw",
-                         scope: str = "shared", experiment: str = ""):
-        experiments = list(dict.fromkeys(r.experiment for r in app.state.runs.runs.values()))
+                         scope: str = "shared", experiment: str = "", run: Annotated[list[str] | None, Query()] = None):
+        run = run or []
+        form = {"corpus": corpus, "metric": metric, "setting": setting, "scope": scope, "run": run}
         try:
             board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
-                                          experiment or None)
+                                          experiment or None, run)
         except KbcError as exc:
-            return page(request, "leaderboard.html", 400, board=None, error=str(exc), experiments=experiments,
-                        chosen=experiment)
-        return page(request, "leaderboard.html", board=board, error=None, experiments=experiments,
-                    chosen=board["experiment"])
+            choices = None  # the pickers stay where they can, so another choice is one click away
+            for wanted in dict.fromkeys((experiment or None, None)):
+                try:
+                    choices = run_views.board_choices(app.state.runs, wanted)
+                    break
+                except KbcError:
+                    continue
+            return page(request, "leaderboard.html", 400, board=None, error=str(exc), choices=choices, form=form)
+        return page(request, "leaderboard.html", board=board, error=None, choices=board, form=form)
 
     @app.get("/runs/{name}", response_class=HTMLResponse, include_in_schema=False)
     def run_page(request: Request, name: str, relation: str = "", outcome: str = "all", a: str = "",

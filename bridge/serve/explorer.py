@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.predictors.registry import ENTRIES, PredictorContext
+from bridge.predictors.registry import PredictorContext, side_of
 from bridge.run.config import RunConfig, default_cache_dir, plan_predictors
 from eval.corpora import load_corpus
 from eval.datadir import resolve_data_dir
@@ -23,7 +23,6 @@ from eval.types import Entity, Fact
 from kb.store import GraphStore, open_store
 
 log = logging.getLogger("kbc")
-LM_ENTRIES = ("bert", "ebert", "ebert-concat", "ebert-avg", "ebert-entity", "bert-entity")
 
 
 @dataclass
@@ -48,7 +47,7 @@ class Column:
 
     name: str
     spec: str
-    kind: str  # "kb" or "lm"
+    kind: str  # "kb", "lm" or "baseline" (a chance floor)
     predictor: object = None
     error: str | None = None
 
@@ -110,7 +109,7 @@ class Explorer:
         self.gold_graphs = sorted(self.gold.graphs.values())
         self.columns: list[Column] = []
         for p in planned:
-            column = Column(p.name, p.spec, "kb" if p.spec in ENTRIES and p.spec not in LM_ENTRIES else "lm")
+            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name))
             try:
                 column.predictor = p.factory(p.spec, PredictorContext(
                     corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
@@ -152,6 +151,18 @@ class Explorer:
         if self.worker is not None:
             self.worker.shutdown(wait=True)
             self.worker = None
+
+    def examples(self, n: int = 4) -> list[dict]:
+        """A query per relation (its first fact's subject) for the landing page, so the first click answers."""
+        first: dict[str, Fact] = {}
+        for fact in self.corpus.facts:
+            if fact.relation in self.relations and fact.relation not in first:
+                first[fact.relation] = fact
+                if len(first) == n:
+                    break
+        return [{"subject": f.subject.label, "relation": rel, "label": self.relations[rel].label,
+                 "prompt": self.relations[rel].template.replace("[X]", f.subject.label).replace("[Y]", "…")}
+                for rel, f in first.items()]
 
     def describe(self) -> dict:
         return {"corpus": self.corpus.name, "relations": len(self.relations), "facts": len(self.corpus.facts),

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.predictors.registry import ENTRIES, upper_bound_text
+from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
 from bridge.run.freshness import check_scored
 from bridge.run.instances import FILENAME, instances_frame
-from bridge.serve.explorer import LM_ENTRIES
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
 
@@ -34,10 +33,6 @@ UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, re
 PER_PAGE_MAX = 500
 
 
-def is_kb(spec: str) -> bool:
-    return spec in ENTRIES and spec not in LM_ENTRIES
-
-
 @dataclass
 class LoadedRun:
     name: str
@@ -51,8 +46,8 @@ class LoadedRun:
                 for name, ident in (self.run.config.get("predictor_specs") or {}).items()}
 
     def sides(self) -> dict[str, str]:
-        specs = self.specs
-        return {p: "kb" if is_kb(specs.get(p, p)) else "lm" for p in self.run.predictors}
+        """Predictor -> "kb", "lm" or "baseline", as reports and leaderboards say."""
+        return {p: side_of(self.run.config, p) for p in self.run.predictors}
 
     @property
     def experiment(self) -> str:
@@ -121,7 +116,7 @@ def _pivot(long: pd.DataFrame) -> pd.DataFrame:
 class Runs:
     def __init__(self, paths: list[Path]) -> None:
         self.runs: dict[str, LoadedRun] = {}
-        self.boards: dict[tuple, list[dict]] = {}  # leaderboards already computed
+        self.boards: dict[tuple, dict] = {}  # leaderboards already computed
         self.lock = threading.Lock()
         for path in paths:
             run = open_run(path)
@@ -186,6 +181,14 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
                           "shared": {"value": both.get("value"), "facts": both.get("n_facts"),
                                      "ci": _interval(both)} if both else None,
                           "upper_bound": upper.get(pred)})
+    notes = []  # a shared scope under half of what was asked is said, never left to the numbers
+    for corpus in loaded.run.corpora:
+        mine = [r for r in table if r["corpus"] == corpus]
+        asked = max((r["facts"] or 0 for r in mine), default=0)
+        kept = max((r["shared"]["facts"] or 0 for r in mine if r["shared"]), default=0)
+        if 2 * kept < asked:
+            notes.append(f"{corpus}: the shared facts are {kept} of the {asked} a predictor answered (less than "
+                         "half): read the own columns beside them")
     by_relation: dict[tuple[str, str], dict[str, float]] = {}
     for r in per_relation:
         if r.get("metric") == metric:
@@ -199,19 +202,14 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "digits": 3 if loaded.experiment == "lmkbc" else 2,  # LM-KBC's scores are fractions, as its evaluate.py
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
-            "table": table, "relation_table": relation_table,
+            "table": table, "relation_table": relation_table, "notes": notes,
             "relations": relations,
             "outcomes": list(OUTCOMES)}
 
 
-def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
-                scope: str = "shared", experiment: str | None = None) -> dict:
-    """Every predictor of the browsed runs of one experiment (`experiment`, else the first run's) in one table,
-    best first, each total with its stderr and interval (`kbc leaderboard`); shared scope scores all of them on
-    the facts every one answered. `experiments` lists each experiment's runs: runs of different experiments
-    measure different things, so each has its own board. Computed once per choice."""
-    from bridge.run.leaderboard import headline_metric, leaderboard_rows
-
+def board_choices(runs: Runs, experiment: str | None = None) -> dict:
+    """What the leaderboard page can pick: the experiment (runs of different ones measure different things, so
+    each has its own board), its runs, and the corpora they hold."""
     if not runs.runs:
         raise ConfigError("no run is browsed: start with --run RUN_DIR")
     groups: dict[str, list[LoadedRun]] = {}
@@ -221,17 +219,41 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     if experiment not in groups:
         raise ConfigError(f"experiment={experiment!r}: no browsed run is of it{did_you_mean(experiment, list(groups))}")
     mine = groups[experiment]
+    return {"experiment": experiment, "experiments": {e: [r.name for r in g] for e, g in groups.items()},
+            "runs": [r.name for r in mine], "corpora": list(dict.fromkeys(c for r in mine for c in r.run.corpora))}
+
+
+def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
+                scope: str = "shared", experiment: str | None = None, chosen: list[str] | None = None) -> dict:
+    """Every predictor of the browsed runs of one experiment (`experiment`, else the first run's; `chosen`: only
+    these runs) in one table, best first, each total with its stderr and interval (`kbc leaderboard`): runs over
+    different relations are scored over those they share, and `notes` says what was left out. Computed once per
+    choice."""
+    from bridge.run.leaderboard import board, headline_metric
+
+    choices = board_choices(runs, experiment)
+    experiment = choices["experiment"]
+    names = list(dict.fromkeys(chosen or choices["runs"]))
+    unknown = [n for n in names if n not in choices["runs"]]
+    if unknown:
+        raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
+                          f"{did_you_mean(unknown[0], choices['runs'])}")
+    mine = [runs.runs[n] for n in names]
     metric = metric or headline_metric(experiment)
-    key = (experiment, corpus, metric, setting, scope)
+    key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
         if key not in runs.boards:
-            rows = leaderboard_rows([r.run.path for r in mine], corpus, metric, setting, scope)
-            names = {str(r.run.path): r.name for r in mine}
+            found = board([r.run.path for r in mine], corpus, metric, setting, scope)
+            shown = {str(r.run.path): r.name for r in mine}
             upper = {(r.name, p): why for r in mine for p, why in r.upper_bounds().items()}
-            runs.boards[key] = [{**row, "run": names.get(row["run"], row["run"]),
-                                 "upper_bound": upper.get((names.get(row["run"]), row["predictor"]))} for row in rows]
-    return {"experiment": experiment, "experiments": {e: [r.name for r in g] for e, g in groups.items()},
-            "corpus": corpus, "metric": metric, "setting": setting, "scope": scope, "rows": runs.boards[key]}
+            notes = found.notes
+            for path, name in shown.items():
+                notes = [n.replace(path, name) for n in notes]
+            rows = [{**row, "run": shown.get(row["run"], row["run"]),
+                     "upper_bound": upper.get((shown.get(row["run"]), row["predictor"]))} for row in found.rows]
+            runs.boards[key] = {"rows": rows, "notes": notes}
+    return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
+            **runs.boards[key]}
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,

@@ -29,6 +29,7 @@ log = logging.getLogger("kbc")
 K_MAX = 100
 EVIDENCE_K = 5
 NOT_CONFIGURED = "not configured"
+PARTIAL = "partial"  # the inferred graph was built from fewer relations than asked: said, never answered from
 SENTENCE_CHARS = 240
 # longest subject and cloze taken: far above any corpus label, far below what a model's input must cut
 MAX_SUBJECT_CHARS = 300
@@ -198,15 +199,18 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                        "no inferred graph in the store (build it with `kbc kb infer`)")
     if query.relation == "cloze":
         return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
-    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem
+    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem, stored_coverage
 
     if not hasattr(explorer, "inferred_problem"):  # checked once: a partial graph must not answer as complete
         problem = coverage_problem(explorer.store, explorer.gold_graphs)
+        coverage = stored_coverage(explorer.store) if problem else None
+        if coverage is not None:  # the axioms file's digest is for the build's record, not for this note
+            problem = problem.replace(f", axioms {coverage.axioms}", "")
         store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""
         explorer.inferred_problem = problem and (
             f"{problem}; build it for this corpus: kbc kb infer --corpus {explorer.corpus.name}{store}")
-    if explorer.inferred_problem:
-        return _column("inferred", "inferred graph", "error", explorer.inferred_problem)
+    if explorer.inferred_problem:  # an expected state after a run over a few relations: a note, not an error
+        return _column("inferred", "inferred graph", PARTIAL, explorer.inferred_problem)
     if not hasattr(explorer, "inferred_note"):
         explorer.inferred_note = _coverage_note(explorer)
 
@@ -271,7 +275,7 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
     out: list[dict | None] = [None] * len(queries)
     asked = []
     for i, query in enumerate(queries):
-        if query.relation == "cloze" and side == "kb":
+        if query.relation == "cloze" and side != "lm":
             out[i] = _column(side, column.name, "not applicable", "a KB side needs a subject and a relation",
                              spec=column.spec)
         else:
