@@ -8,7 +8,12 @@ costly is built once per session here (`_once`) and shared by every module that 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import lm_fixtures
 import pytest
@@ -90,3 +95,44 @@ def seal(out) -> None:
     config = json.loads((out / "config.json").read_text())
     files = files_digest(out)
     write_stamp(out, inputs_digest(config, ("raw", None, None), files), files)
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@contextmanager
+def live_server(app) -> Iterator[str]:
+    """The app served by uvicorn on a free localhost port (its base URL), for a real browser."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, driven by Playwright); fails, never skips, when it is missing."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver "
+                    "(apt-get install -y chromium chromium-driver)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()

@@ -3,11 +3,7 @@ reads the rendered columns, and filters a run. Fails, never skips, when the brow
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -21,41 +17,13 @@ serve_app = serve_support.serve_app
 serve_explorer = serve_support.serve_explorer
 serve_run = serve_support.serve_run
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+browser = serve_support.browser
 
 
 @pytest.fixture(scope="module")
 def base_url(serve_app):
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(serve_app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium and chromium-driver "
-                    "(apt-get install -y chromium chromium-driver)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
+    with serve_support.live_server(serve_app) as url:
+        yield url
 
 
 def test_side_by_side_page(browser, base_url, lama_dir, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 import pytest
+import serve_support
 from lm_fixtures import tiny_model_dir
 from served_support import Scripted, completion
 
@@ -42,8 +43,9 @@ def world(lama_dir, tmp_path_factory):
                        limit=6, cache_dir=root / "run-cache", options=dict(options), bootstrap=50), progress=False)
     explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P19"], predictors=predictors,
                                              options=dict(options), cache_dir=root / "cache"))
-    with TestClient(create_app(explorer, Runs([out]))) as client:
-        yield {"client": client, "server": server, "gpt2": gpt2, "explorer": explorer}
+    app = create_app(explorer, Runs([out]))
+    with TestClient(app) as client:
+        yield {"client": client, "server": server, "gpt2": gpt2, "explorer": explorer, "app": app}
     explorer.close()
     server.close()
 
@@ -112,3 +114,20 @@ def test_a_runs_fact_page_shows_each_generation_escaped(world):
             assert html.escape(text, quote=False) in page, text
         assert "exact match raw" in page and "generation" in detail["predictors"]["srv"]
         assert "generation" not in detail["predictors"]["freq"]
+
+
+browser = serve_support.browser
+
+
+def test_a_browser_shows_the_generation_as_text(world, browser):
+    """Chromium renders the hostile generation as text: no script element is made of it."""
+    with serve_support.live_server(world["app"]) as url:
+        page = browser.new_page()
+        page.goto(url + "/?" + f"subject={ASKED}&relation=P19".replace(" ", "+"))
+        column = '.column[data-name="srv"]'
+        assert page.text_content(f"{column} pre.generation") == f"Alexandra\n{SCRIPT} & more"
+        assert page.text_content(f"{column} li .label") == "Alexandra"
+        assert page.eval_on_selector_all("main script", "els => els.length") == 0
+        page.click(f"{column} details.prompt summary")
+        assert ASKED in page.inner_text(f"{column} details.prompt")
+        page.close()
