@@ -873,6 +873,12 @@ def _(c: Ctx) -> list[str]:
     return _generating(c, "coherency", "llm.prompt=lmkbc2024")
 
 
+@case("generation asked with an evidence context", "predictor llm answers by generation, whose prompt holds no "
+      "evidence context; leave --context gold out", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return [*_generating(c, "coherency"), "--context", "gold"]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -105,7 +105,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
-    check_generation(plan.predictors, experiment.name)
+    check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
         raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
@@ -179,9 +179,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
 GENERATION_EXPERIMENTS = ("lama", "lmkbc", "coherency", "kmir")  # experiments that score a written answer
 
 
-def check_generation(predictors: list[PlannedPredictor], experiment: str) -> None:
+def check_generation(predictors: list[PlannedPredictor], experiment: str, context: str = "none") -> None:
     """A predictor answering by generation has no ranking: experiments that compare scores are refused rather
-    than scored wrong, and so are prompts an experiment cannot word its questions in."""
+    than scored wrong, and so are prompts an experiment cannot word its questions in and evidence contexts (its
+    prompt holds none: the run would be labelled with a context it never saw)."""
     from bridge.predictors.generation import is_server
 
     for p in predictors:
@@ -191,6 +192,9 @@ def check_generation(predictors: list[PlannedPredictor], experiment: str) -> Non
             raise ConfigError(f"predictor {p.name} answers by generation, which `kbc run {experiment}` cannot score "
                               f"(it needs ranked answers); generation answers `kbc run "
                               f"{'`, `kbc run '.join(GENERATION_EXPERIMENTS)}`")
+        if context != "none":
+            raise ConfigError(f"predictor {p.name} answers by generation, whose prompt holds no evidence context; "
+                              f"leave --context {context} out")
         style = p.options.get("prompt", "question")
         if experiment == "kmir" and (style != "question" or int(p.options.get("shots", 0) or 0)
                                      or p.options.get("question_file")):
