@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from eval.disambiguate import LabelIndex
 
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
+# what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
+GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")
+_YES, _NO = frozenset({"yes", "true", "correct"}), frozenset({"no", "false", "incorrect"})
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 _PREFIX = re.compile(r"^\s*(?:the\s+)?answers?\b\s*(?:is|are)?\s*[:=-]?\s*", re.IGNORECASE)
 _NONE = frozenset({"none", "unknown", "n/a", "na", "no answer", "no answers", "nobody", "nothing", "empty",
@@ -75,6 +78,19 @@ def parse_generation(text: str, many: bool) -> Parsed:
     if not many:
         items = items[:1]
     return Parsed(tuple(dict.fromkeys(items)), abstained=not items and all(is_abstention(p) for p in parts))
+
+
+def parse_yes_no(text: str) -> str | None:
+    """"yes" or "no" as the first word of a generation's answer says it ("Yes, it is.", "False"); None when it
+    says neither."""
+    lines = answer_lines(text)
+    word = re.match(r"\W*([A-Za-z]*)", lines[0]).group(1).lower() if lines else ""
+    return "yes" if word in _YES else "no" if word in _NO else None
+
+
+def generation_fields(extra: dict) -> dict:
+    """The fields of `GENERATION_FIELDS` a generating predictor's `Prediction.extra` holds (none for a ranking one)."""
+    return {key: extra[key] for key in GENERATION_FIELDS if key in extra} if GENERATED in extra else {}
 
 
 def link_items(items: tuple[str, ...] | list[str], index: LabelIndex) -> list[tuple[str, str | None]]:

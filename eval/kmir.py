@@ -120,6 +120,19 @@ class KmirQuestion:
 _ARTICLE_A = re.compile(r"(^|\s)([Aa])(\s+)$")
 
 
+def question_prompt(text: str) -> str:
+    """A question's text as a model asked by generation reads it: one that ends in its answer slot ("... true?
+    [MASK].") without the slot, any other with the slot as a blank to fill ("Fill in the blank: Dante was born in
+    ___.")."""
+    from eval.question_prompts import BLANK
+
+    head, _, tail = text.partition(MASK)
+    if head.rstrip().endswith("?") and tail.strip() in ("", "."):
+        return head.rstrip()
+    text = text.replace(MASK, BLANK).strip()
+    return "Fill in the blank: " + (text[:-2] + "." if text.endswith(" .") else text)
+
+
 def fill(template: str, subject: str, obj: str) -> str:
     """The template with [X] and [Y] filled in one pass (labels holding `[X]` stay plain text); "a" before a
     label that starts with a vowel becomes "an" ("is an actor", never "is a actor")."""

@@ -119,10 +119,22 @@ class Prompter:
         rng = random.Random(f"{self.seed}:{query.uid}")
         return rng.sample(fit, min(self.shots, len(fit)))
 
-    def prompt(self, query: Query) -> Prompt:
+    def prompt(self, query: Query, asked: str | None = None) -> Prompt:
+        """The prompt of a query; `asked`: a question worded by the experiment (KMIR's), sent as written,
+        zero-shot. A subject-slot query (asked back, as coherency does) is the template with the object in
+        place and a blank for the subject, in the `question` form whatever the style."""
+        if asked is not None:
+            return self._qa(asked, [], ())
         examples = self._examples(query)
         uids = tuple(e.uid for e in examples)
         rel, subject, template = query.relation, query.known.label, query.template  # a prompt set's own template
+        if query.slot == "subject":
+            if self.style == "lmkbc2024" or rel in self.questions:
+                raise DataError(f"{rel}: a question about a subject cannot ask for the subject; asking a subject "
+                                "back takes prompt=question or prompt=lama without a question file")
+            pairs = [(_blank_subject(template if e.relation == rel else self.templates[e.relation],
+                                     ", ".join(e.answers)), e.subject) for e in examples]
+            return self._qa(_blank_subject(template, subject), pairs, uids)
         if self.style == "lama" and _stem(template) is not None:
             lines = [_statement(template if e.relation == rel else self.templates[e.relation], e.subject,
                                 ", ".join(e.answers)) for e in examples]
@@ -139,13 +151,20 @@ class Prompter:
                           {"role": "assistant", "content": a}]
             turns.append({"role": "user", "content": self.question(rel, subject)})
             return Prompt(self.question(rel, subject), tuple(turns), uids)
-        asked = self.question(rel, subject, template)
+        pairs = [(self.question(e.relation, e.subject, template), ", ".join(e.answers) or "None") for e in examples]
+        return self._qa(self.question(rel, subject, template), pairs, uids)
+
+    def _qa(self, asked: str, pairs: list[tuple[str, str]], uids: tuple[str, ...]) -> Prompt:
+        """A question after solved (question, answer) pairs: as chat turns, or as "Q: …\nA: …" blocks."""
         if self.chat:
             turns = []
-            for e in examples:
-                turns += [{"role": "user", "content": self.question(e.relation, e.subject, template)},
-                          {"role": "assistant", "content": ", ".join(e.answers) or "None"}]
+            for q, a in pairs:
+                turns += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
             return Prompt(asked, (*turns, {"role": "user", "content": asked}), uids)
-        shown = [f"Q: {self.question(e.relation, e.subject, template)}\nA: {', '.join(e.answers) or 'None'}"
-                 for e in examples]
+        shown = [f"Q: {q}\nA: {a}" for q, a in pairs]
         return Prompt("\n\n".join([*shown, f"Q: {asked}\nA:"]), None, uids)
+
+
+def _blank_subject(template: str, obj: str) -> str:
+    """The question asking a template's subject, its object given."""
+    return f"Fill in the blank: {_statement(template, BLANK, obj)}"

@@ -721,11 +721,16 @@ def _(c: Ctx) -> list[str]:
     return _served(c, "http://127.0.0.1:9/v1", "llm.model=tiny", "llm.api=completions", "llm.chat=on")
 
 
-@case("generation in an experiment that ranks", "predictor llm answers by generation, which `kbc run coherency` "
+@case("generation in an experiment that ranks", "predictor llm answers by generation, which `kbc run negated` "
       "cannot score (it needs ranked answers)", after_report=True)
 def _(c: Ctx) -> list[str]:
-    return ["run", "coherency", "--corpus", "trex", "--relations", "P19", "--predictors", "llm=http://127.0.0.1:9/v1",
-            "--set", "llm.model=tiny", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
+    from eval.datadir import resolve_data_dir
+
+    negated = "negated_misprimed_lama"  # the shared data's, beside the LAMA folder, linked into the copy
+    (c.data / negated).symlink_to(resolve_data_dir(os.environ["KBC_DATA"]).parent / negated)
+    return ["run", "negated", "--corpus", "negated-google_re", "--relations", "place_of_death", "--predictors",
+            "llm=http://127.0.0.1:9/v1", "--set", "llm.model=tiny", "--data-dir", str(c.data), "--out",
+            str(c.tmp / "run"), "--quiet"]
 
 
 
@@ -846,6 +851,33 @@ def _(c: Ctx) -> list[str]:
 def _(c: Ctx) -> list[str]:
     return ["run", "lama", "--corpus", "fewrel", "--predictors", "freq", "--data-dir", str(c.data), "--out",
             str(c.tmp / "out")]
+
+
+# -- generation in coherency and KMIR: prompts they cannot word their questions in ------------------
+def _generating(c: Ctx, experiment: str, *sets: str) -> list[str]:
+    return ["run", experiment, "--corpus", "trex", "--relations", "P19", "--predictors", "llm=http://127.0.0.1:9/v1",
+            "--set", "llm.model=tiny", *[x for s in sets for x in ("--set", s)], "--data-dir", str(c.data), "--out",
+            str(c.tmp / "run"), "--quiet"]
+
+
+@case("generation asked kmir with shots", "predictor llm: `kbc run kmir` asks each question as written, zero-shot; "
+      "leave llm.prompt, llm.shots and llm.question_file unset", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _generating(c, "kmir", "llm.shots=2")
+
+
+@case("generation asked coherency with the lmkbc2024 prompt", "predictor llm: `kbc run coherency` asks subjects "
+      "back, which a question about the subject cannot word; use llm.prompt=question or lama without a question "
+      "file", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return _generating(c, "coherency", "llm.prompt=lmkbc2024")
+
+
+@case("generation asked with an evidence context", "predictor llm answers by generation, whose prompt holds no "
+      "evidence context; leave --context gold out", after_report=True)
+def _(c: Ctx) -> list[str]:
+    return [*_generating(c, "coherency"), "--context", "gold"]
+
 
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:

@@ -6,6 +6,9 @@ answer that is correct in the data for it excluded except the ground truth; its 
 scored round (`eval.coherency.score_instance`). A unit is one (fact, round); a predictor that does
 not answer a slot gets no answers there, so it scores 0 on that round instead of disappearing.
 A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts.
+A predictor answering by generation answers each step with its one parsed and linked answer (a subject asked
+with a blank in its place); its records keep the exact prompt and the raw generation. With no second answer to
+fall back to, a second step whose one answer is excluded has no answer (not coherent).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords
 from bridge.run.results import TOP_SAVED
+from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
     ROUNDS,
@@ -153,12 +157,14 @@ class CoherencyExperiment:
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
-                    "symmetric": fact.relation in self._symmetric, **_fact_fields(fact)}
+                    "symmetric": fact.relation in self._symmetric, **_fact_fields(fact),
+                    **generation_fields(pred.extra)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
         return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": query.text("[MASK]"),
-                "answers": answers, "symmetric": fact.relation in self._symmetric, **scored}
+                "answers": answers, "symmetric": fact.relation in self._symmetric, **scored,
+                **generation_fields(pred.extra)}
 
     def instances(self, records: StageRecords) -> Records:
         """One record per (fact, round): the scored second step, or the first step when nothing followed.

@@ -23,6 +23,9 @@ How a prediction becomes an answer:
   sentence of each choice. The answer is the best-ranked choice: by the exact ranks the predictor
   reports (a predictor with exact ranks that lacks one for a choice gives no answer), else the first
   of its ranked answers that shares a token with a choice. The `kb` predictors look the question up.
+A predictor answering by generation is asked each question as written (`eval.kmir.question_prompt`,
+zero-shot): statement checking scores the yes or no its answer starts with (anything else scores 0), every
+other kind the parsed and linked answer itself, by the same token F1.
 A choice question whose predictor ranks none of the choices (Freq's relation objects on a yes/no
 question) is dropped for it with the reason `ranks none of the choices`: scoring it 0 would put the
 predictor below the chance floor for a question it never took. A KB that looks a question up and holds
@@ -44,6 +47,7 @@ from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.run.results import TOP_SAVED
+from eval.answer_text import GENERATED, generation_fields, parse_yes_no
 from eval.errors import ConfigError
 from eval.f1 import f1_score
 from eval.kmir import (
@@ -58,6 +62,7 @@ from eval.kmir import (
     KmirQuestion,
     generate,
     load_instance_of,
+    question_prompt,
     score,
     summarize_kmir,
 )
@@ -89,6 +94,11 @@ class KmirQuery(Query):
 
     question: KmirQuestion | None = None
     choices: tuple[str, ...] = ()
+
+    @property
+    def question_text(self) -> str | None:
+        """The question as a generating predictor is asked it (`eval.kmir.question_prompt`)."""
+        return question_prompt(self.question.text) if self.question is not None else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,7 +251,11 @@ class KmirExperiment:
         from bridge.predictors.kmir import CLOSED_WORLD
 
         question = getattr(query, "question", None) or self._questions[query.uid]
-        if question.choices:
+        generated = generation_fields(pred.extra)
+        if generated:  # a written answer: read as yes/no for a statement, else the (linked) text itself
+            given = parse_yes_no(generated[GENERATED]) if question.kind == STATEMENT_CHECKING else \
+                pred.answers[0].label if pred.answers else None
+        elif question.choices:
             given = pick_choice(pred, question.choices)
             if given is None and not pred.extra.get(CLOSED_WORLD):
                 return {"uid": query.uid, "relation": question.relation, "subject": fact.subject.label,
@@ -263,7 +277,7 @@ class KmirExperiment:
             out["axiom"] = question.axiom
         if query.uid in self._chance:
             out["chance"] = self._chance[query.uid]
-        return out
+        return {**out, **generated}
 
     def instances(self, records: StageRecords) -> Records:
         """The records, each knowing how many questions of its kind the predictor was given (for `answered`).

@@ -142,7 +142,7 @@ class GenerationPredictor:
     """Asks each query by generation and links what it writes; the backend is local or a server."""
 
     ranks = "none"  # no ranking: rank-based metrics do not apply
-    slots = ("object",)
+    slots = ("object", "subject")  # a subject is asked with a blank in its place (`Prompter.prompt`)
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, extra: dict | None = None) -> None:
@@ -184,7 +184,8 @@ class GenerationPredictor:
         return [found[k] for k in keys]
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        prompts = [self.prompter.prompt(q) for q in queries]
+        # a query carrying its own wording (a KMIR question) is asked as written
+        prompts = [self.prompter.prompt(q, getattr(q, "question_text", None)) for q in queries]
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):

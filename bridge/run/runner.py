@@ -119,7 +119,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
-    check_generation(plan.predictors, experiment.name)
+    check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
         raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
@@ -190,21 +190,33 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
 
 
-GENERATION_EXPERIMENTS = ("lama", "lmkbc")  # experiments that score a written answer (exact match, sets)
+GENERATION_EXPERIMENTS = ("lama", "lmkbc", "coherency", "kmir")  # experiments that score a written answer
 
 
-def check_generation(predictors: list[PlannedPredictor], experiment: str) -> None:
-    """A predictor answering by generation has no ranking and answers the object slot only: experiments that rank,
-    ask back by subject or compare scores are refused rather than scored wrong."""
+def check_generation(predictors: list[PlannedPredictor], experiment: str, context: str = "none") -> None:
+    """A predictor answering by generation has no ranking: experiments that compare scores are refused rather
+    than scored wrong, and so are prompts an experiment cannot word its questions in and evidence contexts (its
+    prompt holds none: the run would be labelled with a context it never saw)."""
     from bridge.predictors.generation import is_server
 
-    if experiment in GENERATION_EXPERIMENTS:
-        return
     for p in predictors:
-        if p.options.get("answer") == "generate" or is_server(p.spec):
+        if not (p.options.get("answer") == "generate" or is_server(p.spec)):
+            continue
+        if experiment not in GENERATION_EXPERIMENTS:
             raise ConfigError(f"predictor {p.name} answers by generation, which `kbc run {experiment}` cannot score "
-                              f"(it needs ranked answers); generation answers `kbc run lama` and "
-                              "`kbc run lmkbc`")
+                              f"(it needs ranked answers); generation answers `kbc run "
+                              f"{'`, `kbc run '.join(GENERATION_EXPERIMENTS)}`")
+        if context != "none":
+            raise ConfigError(f"predictor {p.name} answers by generation, whose prompt holds no evidence context; "
+                              f"leave --context {context} out")
+        style = p.options.get("prompt", "question")
+        if experiment == "kmir" and (style != "question" or int(p.options.get("shots", 0) or 0)
+                                     or p.options.get("question_file")):
+            raise ConfigError(f"predictor {p.name}: `kbc run kmir` asks each question as written, zero-shot; "
+                              f"leave {p.name}.prompt, {p.name}.shots and {p.name}.question_file unset")
+        if experiment == "coherency" and (style == "lmkbc2024" or p.options.get("question_file")):
+            raise ConfigError(f"predictor {p.name}: `kbc run coherency` asks subjects back, which a question about "
+                              f"the subject cannot word; use {p.name}.prompt=question or lama without a question file")
 
 
 def open_executor(settings: ExecutorSettings | None):

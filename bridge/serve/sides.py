@@ -19,6 +19,7 @@ from rdflib import RDF, RDFS, Literal
 
 from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.serve.explorer import Column, Explorer
+from eval.answer_text import generation_fields
 from eval.errors import ConfigError, KbcError
 from eval.lama import MASK
 from eval.metrics import gold_rank
@@ -299,6 +300,13 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
     seconds = round(time.perf_counter() - started, 4)
     causal = is_causal(column)
     for i, pred in zip(asked, preds):
+        generated = generation_fields(pred.extra or {})
+        if generated:  # a written answer has no score and no rank: the exact prompt and the raw text instead
+            answers = [{**_answer(a, golds[i], pred.lowercased), "score": None} for a in pred.answers[:ks[i]]]
+            out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
+                             seconds=seconds, batch=len(asked), gold_rank=None, scores="none",
+                             generated=generated, upper_bound=UPPER_BOUNDS.get(column.spec))
+            continue
         answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm", causal=causal)
                    for a in pred.answers[:ks[i]]]
         if column.spec in ("re-naive", "re-oracle"):

@@ -1,0 +1,133 @@
+"""A generating predictor in the explorer: the exact prompt and the raw generation beside the parsed and linked
+answers, live (side by side with the gold KB and Freq) and on a run's fact page, every text HTML-escaped."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+import serve_support
+from lm_fixtures import tiny_model_dir
+from served_support import Scripted, completion
+
+from eval.answer_text import parse_generation
+
+SCRIPT = '<script>alert("x")</script>'
+ASKED = "Allan Peiper"  # T-REx P19: born in Alexandra (Q2643563)
+
+
+def reply(path: str, body: dict, n: int):
+    """Alexandra (linked, gold) for Allan Peiper, then a hostile line; for anyone else a hostile first line."""
+    asked = body["messages"][-1]["content"] if "messages" in body else body["prompt"]
+    first = "Alexandra" if ASKED in asked else SCRIPT
+    return 200, completion(f"{first}\n{SCRIPT} & more", "chat" if "chat" in path else "completions")
+
+
+@pytest.fixture(scope="module")
+def world(lama_dir, tmp_path_factory):
+    """A scripted server, the tiny GPT-2 asked by generate, an explorer over T-REx P19 and a finished run."""
+    from fastapi.testclient import TestClient
+
+    from bridge.run.runner import RunConfig, run_lama
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs
+
+    root = tmp_path_factory.mktemp("serve-gen")
+    gpt2 = str(tiny_model_dir("gpt2", root / "gpt2"))
+    server = Scripted(reply)
+    predictors = ["freq", f"llm={gpt2}", f"srv={server.url}"]
+    options = {"llm.answer": "generate", "llm.max_new_tokens": "5", "srv.model": "tiny"}
+    out = root / "gen-run"
+    run_lama(RunConfig(corpora=["trex"], predictors=predictors, out=out, data_dir=str(lama_dir), relations=["P19"],
+                       limit=6, cache_dir=root / "run-cache", options=dict(options), bootstrap=50), progress=False)
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P19"], predictors=predictors,
+                                             options=dict(options), cache_dir=root / "cache"))
+    app = create_app(explorer, Runs([out]))
+    with TestClient(app) as client:
+        yield {"client": client, "server": server, "gpt2": gpt2, "explorer": explorer, "app": app}
+    explorer.close()
+    server.close()
+
+
+def shown(page: str) -> str:
+    """The page with quotes as the escaped texts compare them (markupsafe also escapes quotes)."""
+    return page.replace("&#34;", '"').replace("&#39;", "'")
+
+
+def columns(body: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in body["columns"]}
+
+
+def test_live_columns_show_the_prompt_sent_and_the_raw_generation(world):
+    client, server = world["client"], world["server"]
+    body = client.get("/api/query", params={"subject": ASKED, "relation": "P19"}).json()
+    cols = columns(body)
+    assert body["gold"] == ["Alexandra"]
+    assert "generated" not in cols["freq"] and "generated" not in cols["gold KB"]
+    srv = cols["srv"]
+    sent = next(b for b in server.bodies if ASKED in b["messages"][-1]["content"])
+    assert srv["generated"] == {"prompt": sent["messages"], "generation": f"Alexandra\n{SCRIPT} & more",
+                                "parsed": ["Alexandra"], "unlinked": [], "abstained": False}
+    assert srv["answers"] == [{"label": "Alexandra", "score": None, "id": "Q2643563", "gold": True}]
+    assert srv["gold_rank"] is None and srv["scores"] == "none"
+
+    from lm.generation import GenerationParams, LocalGenerator
+    from lm.loading import load
+
+    llm = cols["llm"]["generated"]
+    loaded = load(world["gpt2"], "causal")
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=False)
+    written = gen.generate([llm["prompt"]], GenerationParams(max_new_tokens=5))[llm["prompt"]].text
+    assert isinstance(llm["prompt"], str) and ASKED in llm["prompt"]
+    assert llm["generation"] == written
+    assert llm["parsed"] == list(parse_generation(written, False).items)
+    assert [a["label"] for a in cols["llm"]["answers"]] == llm["parsed"][:1]
+
+
+def test_live_page_escapes_generations_prompts_and_unlinked_answers(world):
+    client = world["client"]
+    subject = next(s for s in world["explorer"].subjects if s != ASKED)
+    page = shown(client.get("/", params={"subject": subject, "relation": "P19"}).text)
+    assert SCRIPT not in page
+    assert page.count(html.escape(SCRIPT, quote=False)) >= 3  # the answer, the generation, the unlinked item
+    assert '<span class="unlinked">&lt;script&gt;' in page
+    escaped = html.escape(SCRIPT, quote=False)
+    assert f'<pre class="generation">{escaped}\n{escaped} &amp; more' in page
+    assert html.escape(subject, quote=False) in page  # inside the prompt turns
+
+
+def test_a_runs_fact_page_shows_each_generation_escaped(world):
+    client = world["client"]
+    run = client.get("/api/runs").json()["runs"][0]["name"]
+    facts = client.get(f"/api/runs/{run}/facts", params={"per_page": 50}).json()["facts"]
+    assert len(facts) == 6
+    for f in facts:
+        detail = client.get(f"/api/runs/{run}/facts/{f['uid']}").json()
+        srv, llm = detail["predictors"]["srv"], detail["predictors"]["llm"]
+        first = "Alexandra" if f["subject"] == ASKED else SCRIPT
+        assert srv["generation"] == f"{first}\n{SCRIPT} & more" and srv["parsed"] == [first]
+        assert f["predictors"]["srv"]["top1"] == first
+        page = shown(client.get(f"/runs/{run}/facts/{f['uid']}").text)
+        assert SCRIPT not in page
+        for text in (llm["generation"], llm["prompt"], srv["generation"], *(m["content"] for m in srv["prompt"])):
+            assert html.escape(text, quote=False) in page, text
+        assert "exact match raw" in page and "generation" in detail["predictors"]["srv"]
+        assert "generation" not in detail["predictors"]["freq"]
+
+
+browser = serve_support.browser
+
+
+def test_a_browser_shows_the_generation_as_text(world, browser):
+    """Chromium renders the hostile generation as text: no script element is made of it."""
+    with serve_support.served(world["app"]) as url:
+        page = browser.new_page()
+        page.goto(url + "/?" + f"subject={ASKED}&relation=P19".replace(" ", "+"))
+        column = '.column[data-name="srv"]'
+        assert page.text_content(f"{column} pre.generation") == f"Alexandra\n{SCRIPT} & more"
+        assert page.text_content(f"{column} li .label") == "Alexandra"
+        assert page.eval_on_selector_all("main script", "els => els.length") == 0
+        page.click(f"{column} details.prompt summary")
+        assert ASKED in page.inner_text(f"{column} details.prompt")
+        page.close()
