@@ -6,8 +6,8 @@ full stop, with an `Answer:` prefix removed. A set splits that line on commas an
 splits on ", " and drops a leading "and "); a single answer keeps the line whole. A text that says none,
 unknown, n/a or "I don't know" is an abstention: an empty set where the experiment asks for a set, no answer
 where it asks for one. Items are linked to entities by label and alias (`eval.disambiguate.LabelIndex`); an
-item naming no entity, or several, stays a string and is counted as unlinked. An item "A and B" that names no
-entity is split once more where both halves do.
+item naming no entity, or several, stays a string and is counted as unlinked, and so is a first line that holds
+no answer at all ("::::"). An item "A and B" that names no entity is split once more where both halves do.
 """
 
 from __future__ import annotations
@@ -77,7 +77,10 @@ def parse_generation(text: str, many: bool) -> Parsed:
     items = [c for c in (_clean(p) for p in parts) if c and not is_abstention(c)]
     if not many:
         items = items[:1]
-    return Parsed(tuple(dict.fromkeys(items)), abstained=not items and all(is_abstention(p) for p in parts))
+    abstained = not items and all(is_abstention(p) for p in parts)
+    if not items and not abstained:  # text that is no answer ("::::"): an answer naming no entity, counted as such
+        items = [lines[0].strip()]
+    return Parsed(tuple(dict.fromkeys(items)), abstained=abstained)
 
 
 def parse_yes_no(text: str) -> str | None:

@@ -40,3 +40,12 @@ def test_linking_by_label_then_alias_then_case_and_and_splits():
     assert link_items(items, index) == [("France", "Q142"), ("USA", "Q30"), ("federal republic of germany", "Q183"),
                                         ("Trinidad and Tobago", "Q754"), ("France", "Q142"), ("Germany", "Q183"),
                                         ("Atlantis", None), ("Atlantis and France", None)]
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_text_that_holds_no_answer_is_an_answer_naming_no_entity(many):
+    """"::::" is neither an abstention nor nothing: it is kept as the answer, so the unlinked rate counts it."""
+    parsed = parse_generation("::::::::\n", many=many)
+    assert parsed == Parsed(("::::::::",), abstained=False)
+    index = LabelIndex({"Q90": "Paris"}, {})
+    assert link_items(parsed.items, index) == [("::::::::", None)]

@@ -198,7 +198,7 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
             if r["scope"] == "own" and r["group"] == "all"}
     assert rows["macro-f1"] == pytest.approx(sum(expected) / 12, abs=1e-12)
     assert rows["abstain"] == pytest.approx(sum(a == "None" for a in answered.values()) / 12, abs=1e-12)
-    submission = [json.loads(line) for line in (out / "submission" / "llm.jsonl").read_text().splitlines()]
+    submission = [json.loads(line) for line in (out / "submission" / "llm.partial.jsonl").read_text().splitlines()]
     assert len(submission) == 12
 
 
