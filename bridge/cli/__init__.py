@@ -17,7 +17,8 @@ from eval.errors import KbcError
 
 # name -> ("module:attribute", help); each is a click command or group
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("bridge.cli.run:run", "Run experiments (LAMA probe, coherency, KMIR) over KB and LM predictors."),
+    "run": ("bridge.cli.run:run", "Run experiments over KB and LM predictors (LAMA, BEAR, LM-KBC, negated, "
+                                  "coherency, KMIR, FewRel)."),
     "data": ("bridge.cli.data:data", "Get, locate and describe the evaluation data."),
     "kb": ("bridge.cli.kb:kb", "The graph store: load facts, relation statistics and types."),
     "ls": ("bridge.cli.run:ls", "List the registered predictors."),
