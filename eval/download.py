@@ -96,8 +96,9 @@ def _fetch(url: str, part: Path, bar: tqdm) -> str:
     except (OSError, ValueError, http.client.HTTPException) as exc:  # ValueError: a URL urllib cannot open
         kept = part.stat().st_size if part.is_file() else 0
         reason = str(exc) or type(exc).__name__
-        raise DataError(f"cannot download {url}: {reason}; {kept} bytes are kept in {part.parent}: "
-                        "rerun the same command to resume") from None
+        then = (f"{kept} bytes are kept in {part.parent}: rerun the same command to resume" if kept else
+                "check the connection, or name a copy of the upstream files with --mirror URL (or KBC_DATA_MIRROR)")
+        raise DataError(f"cannot download {url}: {reason}; {then}") from None
     if total is not None and got < total:
         raise DataError(_ended(url, part, got, total))
     return digest.hexdigest()

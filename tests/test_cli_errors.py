@@ -481,6 +481,12 @@ def _(c: Ctx) -> list[str]:
     return ["data", "download", "bera", "--dest", str(c.tmp / "dl")]
 
 
+@case("download from a host that does not answer", "check the connection, or name a copy of the upstream files with "
+      "--mirror URL (or KBC_DATA_MIRROR)")
+def _(c: Ctx) -> list[str]:
+    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "http://127.0.0.1:9", "--quiet"]
+
+
 # -- run directories read back: config identity, summary digests, leaderboard outputs ----------------
 @case("run into a directory whose config.json is {}", "config.json: not a kbc run config (no 'corpora' list); move "
       "the directory aside or use another --out", after_report=True)
