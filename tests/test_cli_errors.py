@@ -393,6 +393,13 @@ def _(c: Ctx) -> list[str]:
             str(c.tmp / "r")]
 
 
+@case("empty store path in --config", "run.yaml: store: expected a path (leave the key out for the default), got")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "run.yaml").write_text("corpus: [trex]\npredictors: [freq]\nrelations: [P19]\nstore: ''\n")
+    return ["run", "lama", "--config", str(c.tmp / "run.yaml"), "--data-dir", str(c.data), "--out",
+            str(c.tmp / "r")]
+
+
 @case("summary.json value is a string", "summary.json: row 0: 'value' must be a number, got str \"22.0\"")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)

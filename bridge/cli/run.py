@@ -34,6 +34,7 @@ INT_KEYS = {"depth": 1, "limit": 1, "seed": None, "batch_size": 1, "prompt_draws
             "bootstrap_seed": None, "workers": 1, "threads_per_worker": 1}  # key -> least value
 FLOAT_KEYS = {"store_timeout": 0.1, "gpus_per_worker": 0.0}
 STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context", "ray_address")
+PATH_KEYS = ("data_dir", "out", "store", "store_update")
 CHOICE_KEYS = {"dtype": ("float32", "bfloat16"), "compat": ("lama", "lm-pub-quiz"), "setting": ("raw", "filtered"),
                "template": ("0", "1", "2", "all"), "executor": ("local", "ray")}
 LIST_KEYS = ("corpora", "relations")  # a list of strings, or one string of space-separated values
@@ -80,6 +81,8 @@ def check_file_value(path: Path, key: str, param: str, value):
     elif param in STR_KEYS:
         if not isinstance(value, str):
             raise bad("a string")
+        if not value.strip() and param in PATH_KEYS:  # "" would mean the current folder, or quietly the default
+            raise bad("a path (leave the key out for the default)")
     elif param in CHOICE_KEYS:
         if not isinstance(value, str) or value not in CHOICE_KEYS[param]:
             raise bad("one of " + ", ".join(repr(c) for c in CHOICE_KEYS[param]))
