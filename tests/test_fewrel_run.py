@@ -94,6 +94,26 @@ def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
     assert "<- gold" in stdout and " $ " in stdout and " # " in stdout
 
 
+def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    out = root / "out"
+    if not (out / "summary.json").is_file():
+        assert run_kbc(argv, capsys)[0] == 0
+    rows = json.loads((out / "summary.json").read_text())
+    code, stdout, err = run_kbc(["leaderboard", str(out), "--format", "json"], capsys)
+    assert code == 0, err
+    board = {r["predictor"]: r for r in json.loads(stdout)}
+    for name, row in board.items():
+        assert row["metric"] == "f1-macro"
+        want = next(x for x in rows if x["predictor"] == name and x["metric"] == "f1-macro" and x["group"] == "all"
+                    and x["scope"] == "shared" and x["setting"] == "raw")
+        assert row["value"] == pytest.approx(want["value"], abs=1e-9)
+    from bridge.serve.runs import METRICS as PAGE_METRICS
+
+    assert PAGE_METRICS["fewrel"][0] == "f1-macro"
+
+
 def test_a_predictor_that_classifies_nothing_is_refused(run, capsys, monkeypatch):
     root, argv = run
     code, _, err = run_kbc(["run", "fewrel", "--predictors", "freq", "--data-dir", argv[argv.index("--data-dir") + 1],

@@ -28,7 +28,8 @@ FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "v
           "n_facts", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype", "device")
 META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
-HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1"}  # else p@1
+# else p@1
+HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1", "fewrel": "f1-macro"}
 VALUES = ("value", "stderr", "ci_low", "ci_high", "n_facts")
 
 
@@ -296,5 +297,5 @@ def _shared_notes(corpus: str, shared: set, units: dict, experiment) -> list[str
     return notes
 
 
-UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs"}
+UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs", "fewrel": "sentences"}
 

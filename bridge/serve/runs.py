@@ -26,10 +26,12 @@ TYPE_GROUPS = (*RELATION_TYPES, "all")
 OUTCOMES = ("all", "a-right-b-wrong", "b-right-a-wrong", "both-right", "both-wrong")
 # per experiment: the metric shown per group, the metrics shown over all facts beside it
 METRICS = {"lama": ("p@1", ("p@10", "mrr")), "coherency": ("coherency", ("coherency_round1", "coherency_round2")),
-           "kmir": ("f1", ("em",)), "lmkbc": ("macro-f1", ("macro-p", "macro-r", "micro-f1"))}
+           "kmir": ("f1", ("em",)), "lmkbc": ("macro-f1", ("macro-p", "macro-r", "micro-f1")),
+           "fewrel": ("f1-macro", ("precision-macro", "recall-macro", "accuracy"))}
 # per experiment: what it scores instead of single facts (the run page says so where it has no fact table)
 UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, relation) pairs by their answer sets",
-         "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts"}
+         "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts",
+         "fewrel": "sentences classified by relation"}
 PER_PAGE_MAX = 500
 
 
