@@ -108,7 +108,8 @@ def test_compare_across_runs_pairs_the_shared_relation(two_runs, capsys):
     code, out, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     assert code == 0, err
     assert out.splitlines()[:2] == [f"A = freq of {a}, B = freq of {b}, setting raw; a fact is right when the gold "
-                                    "is ranked 1st", "note: trex: scored over the 1 relation every run holds: P36"]
+                                    "is ranked 1st (answered by generation: when its answer is the gold)",
+                                    "note: trex: scored over the 1 relation every run holds: P36"]
 
 
 def test_explorer_board_of_runs_over_different_relations(two_runs, serve_explorer, browser, tmp_path):

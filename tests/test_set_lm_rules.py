@@ -80,7 +80,7 @@ def test_causal_and_seq2seq_lms_answer_sets(tiny_models, lama_dir, tmp_path, mon
             assert sum(p for _, p in record["ranked"]) == pytest.approx(1.0, abs=1e-9)
         assert record["predicted"] == [item for item, p in record["ranked"] if p > 0.2]
     assert t["McAfee, LLC"]["ranked"][0][1] == pytest.approx(0.193, abs=1e-3)
-    lines = [json.loads(x) for x in (out / "submission" / "t.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (out / "submission" / "t.partial.jsonl").read_text().splitlines()]
     assert [x["ObjectEntitiesID"] for x in lines] == [t[x["SubjectEntity"]]["predicted"] for x in lines]
 
 
