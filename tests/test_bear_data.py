@@ -46,7 +46,7 @@ def test_bear_big_counts_and_derived_answer_space():
 def test_template_choice_and_lama_sibling(monkeypatch):
     monkeypatch.delenv("KBC_BEAR", raising=False)
     monkeypatch.setenv("KBC_DATA", str(BEAR.parent / "lama"))
-    assert resolve_bear_dir("bear") == BEAR / "BEAR"
+    assert resolve_bear_dir("bear").resolve() == (BEAR / "BEAR").resolve()  # ../shared may be a link
     corpus = load_bear("bear", None, ["P6"], template=1)
     assert corpus.relations["P6"].template == "[Y] served as the head of government for [X]."
     assert len(corpus.facts) == 60
