@@ -154,17 +154,10 @@ def raw_masked(model, ids: list[list[int]], batch: int, device, pad: int) -> flo
     """Queries/s of the model's own forward (all positions, all logits) over padded length-sorted batches."""
     import torch
 
+    from lm.entities.ebert import padded
+
     order = sorted(ids, key=len)
-    batches = []
-    for start in range(0, len(order), batch):
-        rows = order[start:start + batch]
-        width = max(len(r) for r in rows)
-        x = torch.full((len(rows), width), pad, dtype=torch.long)
-        m = torch.zeros((len(rows), width), dtype=torch.long)
-        for j, r in enumerate(rows):
-            x[j, :len(r)] = torch.tensor(r)
-            m[j, :len(r)] = 1
-        batches.append((x.to(device), m.to(device)))
+    batches = [padded(order[start:start + batch], pad, device) for start in range(0, len(order), batch)]
     with torch.inference_mode():
         model(input_ids=batches[0][0], attention_mask=batches[0][1])  # warm-up: kernels chosen, memory taken
         with Clock(device) as clock:
@@ -177,16 +170,12 @@ def raw_causal(model, ids: list[list[int]], batch: int, device, pad: int) -> flo
     """Sentences/s of a full-sequence forward with a full-vocabulary log-softmax and the tokens' log-probs."""
     import torch
 
+    from lm.entities.ebert import padded
+
     order = sorted(ids, key=len)
     with torch.inference_mode():
         def run(rows):
-            width = max(len(r) for r in rows)
-            x = torch.full((len(rows), width), pad, dtype=torch.long)
-            m = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, r in enumerate(rows):
-                x[j, :len(r)] = torch.tensor(r)
-                m[j, :len(r)] = 1
-            x, m = x.to(device), m.to(device)
+            x, m = padded(rows, pad, device)
             logp = torch.log_softmax(model(input_ids=x, attention_mask=m).logits[:, :-1].float(), dim=-1)
             return (logp.gather(-1, x[:, 1:, None])[..., 0] * m[:, 1:]).sum(dim=1)
 
