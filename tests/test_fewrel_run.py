@@ -22,6 +22,16 @@ def _records(out, name):
     return {r["uid"]: r for r in rows}
 
 
+def _finished(run, capsys, monkeypatch):
+    """(argv, out) of the module's run, run to the end first where an earlier test did not."""
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    out = root / "out"
+    if not (out / "summary.json").is_file():
+        assert run_kbc(argv, capsys)[0] == 0
+    return argv, out
+
+
 @pytest.fixture(scope="module")
 def run(shared_data, tmp_path_factory):
     from transformers import AutoTokenizer
@@ -79,11 +89,7 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
 
 
 def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
-    root, argv = run
-    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
-    out = root / "out"
-    if not (out / "summary.json").is_file():
-        assert run_kbc(argv, capsys)[0] == 0
+    argv, out = _finished(run, capsys, monkeypatch)
     before = json.loads((out / "summary.json").read_text())
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
@@ -95,11 +101,7 @@ def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
 
 
 def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypatch):
-    root, argv = run
-    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
-    out = root / "out"
-    if not (out / "summary.json").is_file():
-        assert run_kbc(argv, capsys)[0] == 0
+    _, out = _finished(run, capsys, monkeypatch)
     rows = json.loads((out / "summary.json").read_text())
     code, stdout, err = run_kbc(["leaderboard", str(out), "--format", "json"], capsys)
     assert code == 0, err
