@@ -8,6 +8,19 @@ from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
+# namespaces of relations an axioms file names (kb/axioms.ttl), held and shown as prefixed ids
+IRI_PREFIXES = (("http://www.wikidata.org/prop/direct/", ""), ("http://schema.org/", "schema:"),
+                ("https://schema.org/", "schema:"))
+
+
+def relation_id(rel: str) -> str:
+    """A relation's id, as records hold it and tables show it: a relation named by IRI in an axioms file as a
+    prefixed name (`schema:birthPlace`, never `http://schema.org/birthPlace`; `P19` for a Wikidata property)."""
+    for namespace, prefix in IRI_PREFIXES:
+        if rel.startswith(namespace) and len(rel) > len(namespace):
+            return prefix + rel[len(namespace):]
+    return rel
+
 
 def check_template(template: str, where: str) -> None:
     """Exactly one [X] and one [Y]: a missing slot leaves the fact unasked, a second [Y] becomes a second mask

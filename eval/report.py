@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from eval.cells import md_row
-from eval.relations import DOMAIN_PREFIX
+from eval.relations import DOMAIN_PREFIX, relation_id
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
@@ -47,20 +47,6 @@ def relation_order(rels: list[str], info: dict[str, tuple[str | None, str | None
         return (TYPE_ORDER.index(rtype) if rtype in TYPE_ORDER else len(TYPE_ORDER), ident)
 
     return sorted(rels, key=key)
-
-
-# namespaces of relations an axioms file names (kb/axioms.ttl), shown as prefixed ids in tables
-IRI_PREFIXES = (("http://www.wikidata.org/prop/direct/", ""), ("http://schema.org/", "schema:"),
-                ("https://schema.org/", "schema:"))
-
-
-def relation_id(rel: str) -> str:
-    """A relation as a table shows it: its id, a relation named by IRI in an axioms file as a prefixed name
-    (`schema:birthPlace`, never `http://schema.org/birthPlace`)."""
-    for namespace, prefix in IRI_PREFIXES:
-        if rel.startswith(namespace) and len(rel) > len(namespace):
-            return prefix + rel[len(namespace):]
-    return rel
 
 
 def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | None = None) -> str:
@@ -211,6 +197,13 @@ def prompt_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def counted_unit(dropped: list[dict]) -> str | None:
+    """What dropped tallies count (`dropped.json`'s `unit`: facts, queries, questions, pairs; facts where
+    it names none); None where tallies of several runs count different things."""
+    units = {d.get("unit") or "facts" for d in dropped}
+    return units.pop() if len(units) == 1 else None
+
+
 def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None = None,
              notes: list[str] | None = None, title: str = "LAMA probe",
              metrics: tuple[str, ...] = ("p@1", "p@10", "mrr"), relations: RelationInfo | None = None,
@@ -242,8 +235,9 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     if agreement:
         parts += ["## Across prompts (raw, shared facts)", "", agreement, ""]
     if dropped:
-        parts += ["## Facts a predictor could not answer (not scored)", "",
-                  "| corpus | predictor | relation | reason | facts |", "|---|---|---|---|---|"]
+        unit = counted_unit(dropped) or "facts"  # one run's tallies share their unit
+        parts += [f"## {unit.capitalize()} a predictor could not answer (not scored)", "",
+                  f"| corpus | predictor | relation | reason | {unit} |", "|---|---|---|---|---|"]
         parts += [md_row([d["corpus"], d["predictor"], relation_id(d["relation"]), d["reason"], d["n"]])
                   for d in dropped]
         parts.append("")

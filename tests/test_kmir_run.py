@@ -10,6 +10,7 @@ import pytest
 from cli_support import run_kbc
 
 from bridge.experiments.kmir import pick_choice
+from bridge.run.summaries import collect
 from eval.types import Answer, Prediction
 
 tiny_models = lm_fixtures.tiny_models
@@ -133,9 +134,26 @@ def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, 
     dropped = json.loads((out / "dropped.json").read_text())
     assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
         ("freq", "P19", "ranks none of the choices", 59), ("freq", "P47", "ranks none of the choices", 54),
-        ("freq", "http://schema.org/birthPlace", "ranks none of the choices", 10)]
+        ("freq", "schema:birthPlace", "ranks none of the choices", 10)]
+    assert {d["unit"] for d in dropped} == {"questions"}  # one record per question, several per fact
+    # records hold the relation's id where an axioms file names it by IRI, as tables show it
+    files = sorted((out / "predictions/trex").glob("*/*.jsonl"))
+    held = Counter(json.loads(line)["relation"] for p in files for line in p.read_text().splitlines())
+    assert held == {"P19": 158, "P47": 180, "schema:birthPlace": 20}
+    # records that hold the full IRI (as this version wrote them before) are scored and tallied alike
+    scored = {name: (out / name).read_text() for name in ("summary.json", "dropped.json", "summary.md")}
+    for p in files:
+        p.write_text(p.read_text().replace('"relation": "schema:birthPlace"',
+                                           '"relation": "http://schema.org/birthPlace"'))
+    collect(out)
+    assert {name: (out / name).read_text() for name in scored} == scored
+    summary = (out / "summary.md").read_text()
+    assert "## Questions a predictor could not answer (not scored)" in summary
+    assert "| corpus | predictor | relation | reason | questions |" in summary
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]["freq"]
+    assert sum(described["dropped_questions"]["P19"].values()) == 59 and "dropped_facts" not in described
     # tables show a relation an axioms file names by IRI as its prefixed id
-    assert "| trex | freq | schema:birthPlace | ranks none of the choices | 10 |" in (out / "summary.md").read_text()
+    assert "| trex | freq | schema:birthPlace | ranks none of the choices | 10 |" in summary
     get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r["value"]
            for r in json.loads((out / "summary.json").read_text())}
     assert ("freq", "own", "statement_checking", "f1") not in get

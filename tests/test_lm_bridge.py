@@ -155,11 +155,15 @@ def test_runner_hook_skips_and_counts_unsupported_facts():
     kept, gone = _drop_unsupported(Picky(), todo)
     assert kept == [("P1", [(q1, "ok")], "p1"), ("P3", [(q4, "ok")], "p3")]
     assert gone == {"P1": [(q2, "bad", "odd object")], "P2": [(q3, "bad", "odd object")]}
-    dropped = {"P1": Counter({"odd object": 1}), "P2": Counter({"odd object": 1})}
-    assert _dropped_line("trex / m", dropped) == ("trex / m: dropped 2 facts it cannot answer (odd object: 2); "
-                                                  "per relation: P1 1, P2 1")
-    # a prompt set asks each fact once per prompt: the queries the summary's table counts are said beside
-    assert _dropped_line("trex / m", dropped, 2) == _dropped_line("trex / m", dropped)
-    assert _dropped_line("trex / m", dropped, 9) == ("trex / m: dropped 2 facts (9 queries) it cannot answer (odd "
-                                                     "object: 2); per relation: P1 1, P2 1")
+    fact = SimpleNamespace(uid="f1")
+    assert _dropped_line("trex / m", {"P1": [(q2, fact, "odd object")], "P2": [(q3, SimpleNamespace(uid="f2"),
+                                                                                "odd object")]}, "facts") == (
+        "trex / m: dropped 2 facts it cannot answer (odd object: 2); per relation: P1 1, P2 1")
+    # one fact asked three ways: it counts once as a fact and three times as queries, the other count beside
+    asked = {"P1": [(q, fact, "odd object") for q in (q1, q2, q3)]}
+    assert _dropped_line("trex / m", asked, "facts") == ("trex / m: dropped 1 facts (3 queries) it cannot answer "
+                                                         "(odd object: 1); per relation: P1 1")
+    assert _dropped_line("trex / m", asked, "queries") == ("trex / m: dropped 3 queries (1 facts) it cannot "
+                                                           "answer (odd object: 3); per relation: P1 3")
+    assert _dropped_line("trex / m", asked, "questions").startswith("trex / m: dropped 3 questions (1 facts) ")
     assert _drop_unsupported(object(), todo) == (todo, {})  # predictors without the hook answer everything

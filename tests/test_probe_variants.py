@@ -87,3 +87,27 @@ def test_uhn_corpus_run(lama_dir, tmp_path, capsys, monkeypatch):
     assert code == 0, err
     n = {r["n_facts"] for r in _rows(out) if r["group"] == "P176" and r["metric"] == "p@1"}
     assert n == {982 - 791}
+
+
+def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_table(tiny_models, lama_dir, tmp_path,
+                                                                                 capsys, monkeypatch):
+    """Each fact is asked once per prompt, one record per query: the log line, dropped.json, summary.md's table
+    and config.json count queries and say so, with the facts they are beside."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P131", "P19", "--limit", "20",
+                            "--predictors", f"bert={tiny_models('bert-cased')}", "--prompts", "pararel",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--set", "cache=off"], capsys)
+    assert code == 0, err
+    assert ("trex / bert: dropped 3 queries (1 facts) it cannot answer (object is not a single token of the model: "
+            "3); per relation: P131 3") in err
+    assert json.loads((out / "dropped.json").read_text()) == [
+        {"corpus": "trex", "predictor": "bert", "relation": "P131",
+         "reason": "object is not a single token of the model", "n": 3, "unit": "queries"}]
+    summary = (out / "summary.md").read_text()
+    assert ("## Queries a predictor could not answer (not scored)\n\n| corpus | predictor | relation | reason | "
+            "queries |\n|---|---|---|---|---|\n| trex | bert | P131 | object is not a single token of the model | 3 |"
+            ) in summary
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]["bert"]
+    assert described["dropped_queries"] == {"P131": {"object is not a single token of the model": 3}}
+    assert "dropped_facts" not in described

@@ -63,3 +63,10 @@ def depth_for(experiment, stage: str, pairs: list[tuple[Query, Fact]], base: int
 def single_stage(records: StageRecords) -> Records:
     """The instances of a one-stage experiment are its records."""
     return next(iter(records.values()), {})
+
+
+def dropped_unit(experiment, settings: dict) -> str:
+    """What an experiment's dropped tallies count, as the runner's log line and summary.md's table name them
+    (optional `dropped_unit(settings) -> str`: queries, questions, pairs); facts by default."""
+    unit = getattr(experiment, "dropped_unit", None)
+    return unit(settings) if unit is not None else "facts"

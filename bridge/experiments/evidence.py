@@ -72,6 +72,11 @@ class EvidenceExperiment:
         record["n_evidences"] = self._n.get(fact.uid)
         return record
 
+    @staticmethod
+    def dropped_unit(settings: dict) -> str:
+        """One record per (fact, evidence sentence) query."""
+        return "queries"
+
     def instances(self, records: StageRecords) -> Records:
         return single_stage(records)
 

@@ -66,6 +66,7 @@ from eval.kmir import (
     score,
     summarize_kmir,
 )
+from eval.relations import relation_id
 from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
 
 DEFAULT_PER_RELATION = 20
@@ -258,13 +259,13 @@ class KmirExperiment:
         elif question.choices:
             given = pick_choice(pred, question.choices)
             if given is None and not pred.extra.get(CLOSED_WORLD):
-                return {"uid": query.uid, "relation": question.relation, "subject": fact.subject.label,
+                return {"uid": query.uid, "relation": relation_id(question.relation), "subject": fact.subject.label,
                         "subject_id": fact.subject.id, "gold": question.answer, "dropped": NO_CHOICE,
                         "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]}
         else:
             given = pred.answers[0].label if pred.answers else None
         scored = score(question, given)
-        out = {"uid": query.uid, "question_id": question.id, "relation": question.relation,
+        out = {"uid": query.uid, "question_id": question.id, "relation": relation_id(question.relation),
                "kind": question.kind, "knowledge_type": question.knowledge_type, "qset_id": question.qset_id,
                "question": question.text,
                "answer": given, "gold": question.answer, "f1": scored.f1, "em": scored.em,
@@ -278,6 +279,11 @@ class KmirExperiment:
         if query.uid in self._chance:
             out["chance"] = self._chance[query.uid]
         return {**out, **generated}
+
+    @staticmethod
+    def dropped_unit(settings: dict) -> str:
+        """One record per question, several questions per fact."""
+        return "questions"
 
     def instances(self, records: StageRecords) -> Records:
         """The records, each knowing how many questions of its kind the predictor was given (for `answered`).

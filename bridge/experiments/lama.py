@@ -221,6 +221,11 @@ class LamaExperiment:
             record["set_gold"] = distinct(g.lower() for g in gold) if pred.lowercased else gold
         return record
 
+    @staticmethod
+    def dropped_unit(settings: dict) -> str:
+        """A prompt set asks each fact several ways, one record per query: its dropped tallies count queries."""
+        return "facts" if settings.get("prompts", "lama") == "lama" else "queries"
+
     def instances(self, records: StageRecords) -> Records:
         return single_stage(records)
 

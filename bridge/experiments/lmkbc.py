@@ -129,6 +129,11 @@ class LmkbcExperiment:
                                else [item for item, _ in ranked])
         return record
 
+    @staticmethod
+    def dropped_unit(settings: dict) -> str:
+        """One record per (subject, relation) pair and its gold set."""
+        return "pairs"
+
     def instances(self, records: StageRecords) -> Records:
         return records.get("", {})
 

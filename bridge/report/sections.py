@@ -17,7 +17,7 @@ from bridge.report.data import REFERENCE, View, is_relation, relation_labels, sp
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.run.summaries import open_spaces, relation_info
 from eval.cells import csv_cell
-from eval.report import METRIC_NAMES, per_relation, table
+from eval.report import METRIC_NAMES, counted_unit, per_relation, table
 from eval.types import RELATION_TYPES
 
 HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1"}
@@ -173,14 +173,16 @@ class Builder:
                                   "Seconds each predictor took, as the runner recorded them (set-up included)"))
         else:
             s.text.append("The run's config.json records no seconds per predictor.")
-        dropped: dict[tuple[str, str, str], int] = {}
+        unit = counted_unit(view.dropped)  # runs side by side may count different things: each cell says
+        dropped: dict[tuple[str, str, str, str], int] = {}
         for d in view.dropped:
-            key = (d.get("corpus", ""), d.get("predictor", ""), d.get("reason", ""))
+            key = (d.get("corpus", ""), d.get("predictor", ""), d.get("reason", ""), d.get("unit") or "facts")
             dropped[key] = dropped.get(key, 0) + int(d.get("n") or 0)
         if dropped:
-            s.tables.append(Table(["corpus", "predictor", "reason", "facts"],
-                                  [[c, p, why, str(n)] for (c, p, why), n in dropped.items()],
-                                  "Facts a predictor could not answer (not scored)"))
+            s.tables.append(Table(["corpus", "predictor", "reason", unit or "dropped"],
+                                  [[c, p, why, str(n) if unit else f"{n} {u}"]
+                                   for (c, p, why, u), n in dropped.items()],
+                                  f"{(unit or 'what').capitalize()} a predictor could not answer (not scored)"))
         return s
 
     def scores(self) -> Section:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for
+from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for, dropped_unit
 from bridge.predictors.registry import PredictorContext, threshold_refusal
 from bridge.run.config import (
     PlannedPredictor,
@@ -37,7 +37,7 @@ from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError
 from eval.jsonl import write_jsonl_line
 from eval.lama import Corpus
-from eval.report import relation_id
+from eval.relations import relation_id
 from eval.types import Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
 
@@ -405,11 +405,8 @@ class Job:
             with path.open("a", encoding="utf-8") as handle:
                 for query, fact, reason in items:
                     write_jsonl_line(handle, _dropped_record(query, fact, reason))
-        if gone:
-            # per fact, and the queries beside where a fact is asked several ways (prompt sets, coherency rounds):
-            # the summary's table of dropped units counts those
-            now = {rel: Counter({f.uid: why for _, f, why in items}.values()) for rel, items in gone.items()}
-            log.info(_dropped_line(where, now, sum(len(items) for items in gone.values())))
+        if gone:  # in the unit summary.md's table of dropped units counts, the other count beside
+            log.info(_dropped_line(where, gone, dropped_unit(experiment, getattr(experiment, "settings", {}))))
         total = sum(len(rest) for _, rest, _ in todo)
         cost = getattr(predictor, "cost", None)
         if cost and total:
@@ -522,19 +519,28 @@ def _slots(predictor) -> tuple[str, ...]:
     return tuple(getattr(predictor, "slots", ("object",)))
 
 
-def _dropped_line(where: str, dropped: dict[str, Counter], queries: int | None = None) -> str:
-    """The log line of the facts a predictor cannot answer, per reason and per relation, in facts; `queries`:
-    how many queries they are, said beside when a fact was asked more than once (one prompt of a set each)."""
+def _dropped_line(where: str, gone: dict[str, list], unit: str) -> str:
+    """The log line of what a predictor cannot answer, per reason and per relation, in `unit` (a fact asked
+    several ways counts once as a fact, once per query otherwise), with facts or queries beside where they differ."""
+    def tally(items: list) -> Counter:
+        if unit == "facts":
+            return Counter({f.uid: why for _, f, why in items}.values())
+        return Counter(why for _, _, why in items)
+
+    per_rel = {rel: tally(items) for rel, items in gone.items()}
     reasons: Counter = Counter()
-    for counts in dropped.values():
+    for counts in per_rel.values():
         reasons.update(counts)
-    per_rel = ", ".join(f"{relation_id(rel)} {sum(c.values())}" for rel, c in dropped.items())
+    listed = ", ".join(f"{relation_id(rel)} {sum(c.values())}" for rel, c in per_rel.items())
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
-    facts = sum(reasons.values())
-    asked = f" ({queries} queries)" if queries is not None and queries != facts else ""
-    return f"{where}: dropped {facts} facts{asked} it cannot answer ({why}); per relation: {per_rel}"
+    n = sum(reasons.values())
+    queries = sum(len(items) for items in gone.values())
+    facts = len({f.uid for items in gone.values() for _, f, _ in items})
+    other, named = (queries, "queries") if unit == "facts" else (facts, "facts")
+    beside = f" ({other} {named})" if other != n else ""
+    return f"{where}: dropped {n} {unit}{beside} it cannot answer ({why}); per relation: {listed}"
 
 
 def _dropped_record(query, fact, reason: str) -> dict:
-    return {"uid": query.uid, "relation": query.relation, "subject": fact.subject.label,
+    return {"uid": query.uid, "relation": relation_id(query.relation), "subject": fact.subject.label,
             "subject_id": fact.subject.id, "gold": fact.object.label, "gold_id": fact.object.id, "dropped": reason}

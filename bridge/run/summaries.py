@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from bridge.experiments.base import dropped_unit
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
@@ -18,7 +19,7 @@ from eval.bear import BEAR_CORPORA
 from eval.errors import DataError
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
-from eval.relations import summary_groups
+from eval.relations import relation_id, summary_groups
 from eval.report import markdown
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
 
@@ -54,8 +55,9 @@ def scorable(experiment, units: dict[str, dict]) -> dict[str, dict]:
 def answered_units(out: Path, config: dict, experiment, corpus: str, unscored: bool = False
                    ) -> tuple[dict[str, dict[str, dict]], list[dict], list[dict]]:
     """Per predictor of `corpus`: its scored units by uid (`unscored`: with those no gold scores); the dropped
-    tallies; every unit (dropped ones too)."""
+    tallies (each names its `unit`: facts, queries, questions, pairs); every unit (dropped ones too)."""
     types: dict[str, str | None] = config["relation_types"].get(corpus, {})
+    counted = dropped_unit(experiment, config.get("settings", {}))
     answered: dict[str, dict[str, dict]] = {}
     dropped: list[dict] = []
     all_units: list[dict] = []
@@ -69,8 +71,8 @@ def answered_units(out: Path, config: dict, experiment, corpus: str, unscored: b
         for unit in units.values():  # a unit scored with a part dropped (`part_dropped`) is tallied too
             why = unit.get("dropped", unit.get("part_dropped"))
             if why is not None:
-                reasons[(unit["relation"], why)] += 1
-        dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n}
+                reasons[(relation_id(unit["relation"]), why)] += 1  # records written with full IRIs too
+        dropped += [{"corpus": corpus, "predictor": name, "relation": rel, "reason": why, "n": n, "unit": counted}
                     for (rel, why), n in sorted(reasons.items())]
         mine = {uid: u for uid, u in units.items() if "dropped" not in u}
         mine = mine if unscored else scorable(experiment, mine)
@@ -193,15 +195,19 @@ def open_spaces(config: dict) -> set[tuple[str, str]]:
 
 
 def _record_dropped(out: Path, config: dict, dropped: list[dict]) -> None:
-    """Each predictor's dropped facts per relation and reason, also in config.json beside its configuration."""
-    tally: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    """Each predictor's dropped units per relation and reason, also in config.json beside its configuration,
+    under a key that names what they count (`dropped_facts`, `dropped_queries`, ...)."""
+    tally: dict[tuple[str, str, str], dict[str, dict[str, int]]] = {}
     for d in dropped:
-        tally.setdefault((d["corpus"], d["predictor"]), {}).setdefault(d["relation"], {})[d["reason"]] = d["n"]
+        per_rel = tally.setdefault((d["corpus"], d["predictor"], d["unit"]), {})
+        per_rel.setdefault(d["relation"], {})[d["reason"]] = d["n"]
     configs = config.setdefault("predictor_configs", {})
-    for (corpus, name), per_rel in tally.items():
+    for (corpus, name, unit), per_rel in tally.items():
         described = configs.setdefault(corpus, {}).setdefault(name, {})
         if isinstance(described, dict):
-            described["dropped_facts"] = per_rel
+            for key in [k for k in described if k.startswith("dropped_")]:  # an earlier scoring's, in another unit
+                del described[key]
+            described[f"dropped_{unit}"] = per_rel
     write_json(out / "config.json", config)
 
 
