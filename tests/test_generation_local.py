@@ -118,6 +118,13 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "again", ["--set", "llm.prompt=lama"])
     assert "requests sent 0, cached 4, failed 0; tokens used 0 prompt + 0 completion" in capsys.readouterr().err
     assert records(tmp_path / "again") == recs
+    # kbc compare says how a written answer is judged, since a compared predictor answered by generation
+    from cli_support import run_kbc
+
+    code, text, err = run_kbc(["compare", str(out), "llm", "llm", "--b-run", str(tmp_path / "again")], capsys)
+    assert code == 0, err
+    assert text.splitlines()[0] == (f"A = llm of {out}, B = llm of {tmp_path / 'again'}, setting raw; a fact is right "
+                                    "when the gold is ranked 1st (answered by generation: when its answer is the gold)")
 
 
 def test_a_damaged_cache_row_is_asked_again_not_served(gpt2_dir, lama_dir, tmp_path, capsys):

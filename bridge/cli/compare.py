@@ -20,7 +20,7 @@ from bridge.cli.value_types import Int, PathType
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import fresh_instances
 from bridge.run.results import right
-from bridge.run.summaries import relation_info
+from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
@@ -50,11 +50,16 @@ class Scoring:
     top: Callable[[dict], str]
     settings: tuple[str, ...] = ("raw", "filtered")
     pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
+    generated: str = ""  # said after the rule when a compared predictor answered by generation
+
+    def rule_for(self, generates: bool) -> str:
+        return f"{self.rule} {self.generated}" if generates and self.generated else self.rule
 
 
 SCORINGS = {
-    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st (answered by generation: "
-                    "when its answer is the gold)", right, lambda r: str(r["relation"]), _top1),
+    "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st", right,
+                    lambda r: str(r["relation"]), _top1,
+                    generated="(answered by generation: when its answer is the gold)"),
     "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
                     "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
@@ -218,12 +223,15 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     relations, notes = _across(run, other, wanted, setting) if other is not None else ({}, [])
     result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
     listed: list[dict] = []
+    generates = any(name in generating(source.config, corpus) for source, name in ((run, a), (other or run, b))
+                    for corpus in wanted)
+    rule = scoring.rule_for(generates)
     if other is not None:
         result.update({"b_run": str(other.path), "notes": notes})
-        text = [f"A = {a} of {run.path}, B = {b} of {other.path}, setting {setting}; {scoring.rule}",
+        text = [f"A = {a} of {run.path}, B = {b} of {other.path}, setting {setting}; {rule}",
                 *(f"note: {n}" for n in notes)]
     else:
-        text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {scoring.rule}"]
+        text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {rule}"]
     table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ and other is None else None
     for corpus in wanted:
         if table is not None:

@@ -232,6 +232,12 @@ def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int
     return out
 
 
+def generating(config: dict, corpus: str) -> list[str]:
+    """The predictors of `corpus` that answered by generation (their recorded configuration ranks nothing)."""
+    configs = config.get("predictor_configs", {}).get(corpus) or {}
+    return sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
+
+
 def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
     counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
@@ -244,8 +250,8 @@ def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
             notes.append(f"{corpus}: MRR of {', '.join(listed)} counts ranks within the answer list they return "
                          f"(depth {config.get('predictor_specs', {}).get(listed[0], {}).get('depth')}); other "
                          "predictors rank every candidate exactly.")
-    for corpus, configs in config.get("predictor_configs", {}).items():
-        written = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
+    for corpus in config.get("predictor_configs", {}):
+        written = generating(config, corpus)
         if written and "mrr" in ranked:
             notes.append(f"{corpus}: P@k and MRR are not applicable to {', '.join(written)} (answers written by "
                          "generation, no ranking); see exact match, abstention and unlinked rates.")
