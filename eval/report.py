@@ -132,6 +132,14 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
     return "\n".join(lines)
 
 
+def unshared_note(column: str, none: list[str], some: list[str]) -> str:
+    """Why a shared-scope column is `-` for every predictor: `none` answered nothing of it, `some` answered units
+    of it that not every predictor did."""
+    return (f"`-` under {column} for every predictor: no unit of it was answered by every predictor "
+            f"({', '.join(none) or 'each answered other ones'} answered none"
+            f"{'; ' + ', '.join(some) + ' did: see the own-facts table' if some else ''}).")
+
+
 def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,
                  info: dict) -> list[str]:
     """Below a shared-facts table, why a column is `-` for every predictor, and the own-facts totals beside
@@ -142,9 +150,7 @@ def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str
             continue
         none = [p for p in predictors if (corpus, p, setting, "own", g, metric) not in idx]
         some = [p for p in predictors if p not in none]
-        notes.append(f"`-` under {relation_name(g, info)} for every predictor: no unit of it was answered by every "
-                     f"predictor ({', '.join(none) or 'each answered other ones'} answered none"
-                     f"{'; ' + ', '.join(some) + ' did: see the own-facts table' if some else ''}).")
+        notes.append(unshared_note(relation_name(g, info), none, some))
     shared = max((idx[(corpus, p, setting, "shared", "all", metric)]["n_facts"] for p in predictors), default=0)
     own = {p: idx[key]["n_facts"] for p in predictors if (key := (corpus, p, setting, "own", "all", metric)) in idx}
     asked = max(own.values(), default=0)

@@ -131,3 +131,29 @@ def test_a_browser_shows_the_generation_as_text(world, browser):
         page.click(f"{column} details.prompt summary")
         assert ASKED in page.inner_text(f"{column} details.prompt")
         page.close()
+
+
+def test_a_run_page_says_why_a_column_is_dash_for_every_predictor(world, lama_dir, tmp_path):
+    """A run whose only predictor answered by generation has no P@k or MRR: the run page says why those columns
+    are `-`, in summary.md's words."""
+    from fastapi.testclient import TestClient
+
+    from bridge.run.runner import RunConfig, run_lama
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    out = tmp_path / "written"
+    run_lama(RunConfig(corpora=["trex"], predictors=[f"srv={world['server'].url}"], out=out, data_dir=str(lama_dir),
+                       relations=["P19"], limit=3, cache_dir=tmp_path / "cache", options={"srv.model": "tiny"},
+                       bootstrap=0), progress=False)
+    why = ("trex: P@k and MRR are not applicable to srv (answers written by generation, no ranking); see exact "
+           "match, abstention and unlinked rates.")
+    assert f"- {why}" in (out / "summary.md").read_text()
+    with TestClient(create_app(world["explorer"], Runs([out]))) as c:
+        body = c.get("/api/runs/written").json()
+        page = shown(c.get("/runs/written").text)
+    note = f"`-` under P@10 own, MRR own, P@1 all shared for every predictor: {why}"
+    assert body["notes"] == [note]
+    assert f'<p class="note" id="scope-note-1">{html.escape(note, quote=False)}</p>' in page
+    row = body["table"][0]
+    assert (row["p@10"], row["mrr"], row["shared"]) == (None, None, None)

@@ -238,6 +238,12 @@ def generating(config: dict, corpus: str) -> list[str]:
     return sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
 
 
+def unranked_note(corpus: str, written: list[str]) -> str:
+    """Why P@k and MRR are `-` for predictors that answered by generation."""
+    return (f"{corpus}: P@k and MRR are not applicable to {', '.join(written)} (answers written by generation, no "
+            "ranking); see exact match, abstention and unlinked rates.")
+
+
 def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
     counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
@@ -253,8 +259,7 @@ def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
     for corpus in config.get("predictor_configs", {}):
         written = generating(config, corpus)
         if written and "mrr" in ranked:
-            notes.append(f"{corpus}: P@k and MRR are not applicable to {', '.join(written)} (answers written by "
-                         "generation, no ranking); see exact match, abstention and unlinked rates.")
+            notes.append(unranked_note(corpus, written))
     if config.get("settings", {}).get("compat") == "lama":
         notes.append("`--compat lama`: facts deduplicated by labels, LAMA's tokenization, MRR counts ranks "
                      f"within the top {LAMA_MRR_CUTOFF:,}.")

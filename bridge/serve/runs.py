@@ -33,6 +33,11 @@ UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, re
          "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts",
          "fewrel": "sentences classified by relation"}
 PER_PAGE_MAX = 500
+# the run page's names of the metrics its summary table shows
+COLUMN_NAMES = {"p@1": "P@1", "p@10": "P@10", "mrr": "MRR", "coherency": "coherency", "coherency_round1": "round 1",
+                "coherency_round2": "round 2", "f1": "F1", "em": "EM", "macro-f1": "macro F1", "macro-p": "macro P",
+                "macro-r": "macro R", "micro-f1": "micro F1"}
+RANKED = ("p@1", "p@10", "mrr")  # what an answer written by generation has no value of
 
 
 @dataclass
@@ -191,6 +196,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
         if 2 * kept < asked:
             notes.append(f"{corpus}: the shared facts are {kept} of the {asked} a predictor answered (less than "
                          "half): read the own columns beside them")
+    notes += _dash_notes(loaded, table, metric, groups, extra)
     by_relation: dict[tuple[str, str], dict[str, float]] = {}
     for r in per_relation:
         if r.get("metric") == metric:
@@ -205,8 +211,38 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
             "table": table, "relation_table": relation_table, "notes": notes,
-            "relations": relations,
+            "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES)}
+
+
+def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[str], extra: tuple[str, ...]
+                ) -> list[str]:
+    """Why a column of the summary table is `-` for every predictor of a corpus, in the words summary.md uses:
+    answers written by generation have no ranking; no unit was answered by every predictor."""
+    from bridge.run.summaries import generating, unranked_note
+    from eval.report import unshared_note
+
+    name = COLUMN_NAMES.get(metric, metric)
+    notes = []
+    for corpus in loaded.run.corpora:
+        mine = [r for r in table if r["corpus"] == corpus]
+        columns = [(metric, f"{name} {g} own", [r[metric][g] for r in mine]) for g in groups]
+        columns += [(e, f"{COLUMN_NAMES.get(e, e)} own", [r[e] for r in mine]) for e in extra]
+        shared = (metric, f"{name} all shared", [r["shared"]["value"] if r["shared"] else None for r in mine])
+        empty = [(m, label) for m, label, values in [*columns, shared] if mine and all(v is None for v in values)]
+        written = generating(loaded.run.config, corpus)
+        unranked = [label for m, label in empty if m in RANKED and all(r["predictor"] in written for r in mine)]
+        if unranked:
+            notes.append(f"`-` under {', '.join(unranked)} for every predictor: {unranked_note(corpus, written)}")
+        rest = [label for _, label in empty if label not in unranked]
+        if shared[1] in rest:
+            none = [r["predictor"] for r in mine if not r["facts"]]
+            some = [r["predictor"] for r in mine if r["predictor"] not in none]
+            notes.append(f"{corpus}: {unshared_note(shared[1], none, some)}")
+            rest.remove(shared[1])
+        if rest:  # a group none of the corpus's relations is in
+            notes.append(f"{corpus}: `-` under {', '.join(rest)} for every predictor: no fact of it was asked")
+    return notes
 
 
 def board_choices(runs: Runs, experiment: str | None = None) -> dict:
