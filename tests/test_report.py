@@ -277,6 +277,16 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
                 want = [r["value"] for r in rows if r["predictor"] == predictor and r["group"] == kind
                         and r["metric"] == metric and r["scope"] == "shared" and r["setting"] == "raw"]
                 assert cell == f"{want[0]:.2f}", (metric, predictor, kind)
+    # on the page, each table's scope notes sit directly under it, never in the section's text above the tables
+    html_text = Path(out.strip()).read_text(encoding="utf-8")
+    section = html_text.split('<section id="scores">', 1)[1].split("</section>", 1)[0]
+    before, *after = section.split("</tbody></table>")
+    notes = [f'<p class="tnote"><code>-</code> under {kind} for every predictor: no unit of it was answered by '
+             "every predictor (freq answered none; kb did: see the own-facts table).</p>"
+             for kind in ("predicate_reasoning", "statement_checking")]
+    assert len(after) == 2 and "for every predictor" not in before
+    for following in after:  # the F1 table, then the EM table
+        assert following.split("<p class=\"tcap\">", 1)[0].strip().splitlines()[:2] == notes
 
 
 def shared_values(run: Path, metric: str = "p@1") -> dict[tuple[str, str, str], float]:

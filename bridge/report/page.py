@@ -20,6 +20,7 @@ class Table:
     head: list[str]
     rows: list[list[str]]
     caption: str = ""
+    notes: list[str] = field(default_factory=list)  # shown directly under the table (why a column is `-`)
 
 
 @dataclass
@@ -44,7 +45,8 @@ class Section:
 
 
 def tables_from_markdown(text: str, caption: str = "") -> list[Table]:
-    """Pipe tables (as `eval.report` writes them) back into rows, one Table per block."""
+    """Pipe tables (as `eval.report` writes them) back into rows, one Table per block; the `- ` lines that
+    follow a block are its notes."""
     out: list[Table] = []
     block: list[list[str]] = []
     for line in [*text.splitlines(), ""]:
@@ -57,6 +59,8 @@ def tables_from_markdown(text: str, caption: str = "") -> list[Table]:
         if block:
             out.append(Table(block[0], block[1:], caption if not out else ""))
             block = []
+        if line.startswith("- ") and out:
+            out[-1].notes.append(line[2:])
     return out
 
 
@@ -84,7 +88,7 @@ nav ol{columns:2;font-size:.92em;padding-left:20px}
 table{border-collapse:collapse;margin:10px 0 16px;font-size:.86em;background:#fff}
 th,td{border:1px solid #d9dee4;padding:3px 8px;text-align:left}th{background:#eef1f4}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-.tcap{color:#56606b;margin:14px 0 -6px;font-size:.86em}
+.tcap{color:#56606b;margin:14px 0 -6px;font-size:.86em}.tnote{color:#3b444d;font-size:.86em;margin:-10px 0 12px}
 figure{margin:12px 0 20px;background:#fff;border:1px solid #e3e7eb;padding:8px;overflow-x:auto}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.86em;color:#3b444d;margin-top:6px}
@@ -104,6 +108,7 @@ def _html_table(table: Table) -> str:
                         for c in row)
         parts.append(f"<tr>{cells}</tr>")
     parts.append("</tbody></table>")
+    parts += [f'<p class="tnote">{_inline(n)}</p>' for n in table.notes]
     return "\n".join(parts)
 
 
@@ -147,6 +152,7 @@ def _md_table(table: Table) -> list[str]:
     lines.append(md_row(table.head))
     lines.append("|" + "---|" * len(table.head))
     lines += [md_row(row) for row in table.rows]
+    lines += ["", *(f"- {n}" for n in table.notes)] if table.notes else []
     return [*lines, ""]
 
 

@@ -194,10 +194,10 @@ class Builder:
         for metric in metrics:
             text = table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
                          open_spaces=open_spaces(config))
+            # each table with its notes under it: why a column is `-` for everyone, the own totals where the shared
+            # facts are under half
             s.tables += self._mark_tables(tables_from_markdown(
                 text, f"{self._metric_name(metric)}, setting {self.view.setting}"))
-            # why a column is `-` for everyone, and the own totals where the shared facts are under half
-            s.text += [line[2:] for line in text.splitlines() if line.startswith("- ") and line[2:] not in s.text]
         self._footnote(s, self.view.predictors)
         if self.scope == "shared":
             s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
