@@ -157,3 +157,35 @@ def test_a_run_page_says_why_a_column_is_dash_for_every_predictor(world, lama_di
     assert f'<p class="note" id="scope-note-1">{html.escape(note, quote=False)}</p>' in page
     row = body["table"][0]
     assert (row["p@10"], row["mrr"], row["shared"]) == (None, None, None)
+
+
+def test_the_coherency_round_trip_of_a_generating_predictor_shows_both_prompts_and_generations(world, lama_dir,
+                                                                                               tmp_path):
+    """Asked there and back by generation: the box shows each way's exact prompt and raw generation, escaped."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+
+    server = world["server"]
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P19"],
+                                             predictors=[f"srv={server.url}"], options={"srv.model": "tiny"},
+                                             cache_dir=tmp_path / "cache", coherency="srv"))
+    try:
+        with TestClient(create_app(explorer)) as c:
+            co = c.get("/api/query", params={"subject": ASKED, "relation": "P19"}).json()["coherency"]
+            page = shown(c.get("/", params={"subject": ASKED, "relation": "P19"}).text)
+    finally:
+        explorer.close()
+    there, back = co["generated"], co["generated_back"]
+    sent = [b["messages"] for b in server.bodies if b.get("messages") and ASKED in b["messages"][-1]["content"]]
+    assert there["prompt"] == sent[-1] and there["generation"] == f"Alexandra\n{SCRIPT} & more"
+    assert co["object"]["label"] == "Alexandra" and co["subject_back"] == SCRIPT
+    assert "Alexandra" in back["prompt"][-1]["content"] and back["generation"] == f"{SCRIPT}\n{SCRIPT} & more"
+    assert SCRIPT not in page
+    escaped = html.escape(SCRIPT, quote=False)
+    box = page.split('data-side="coherency"', 1)[1]
+    assert '<div class="way" id="coherency-there">' in box and '<div class="way" id="coherency-back">' in box
+    assert f'<pre class="generation">Alexandra\n{escaped} &amp; more</pre>' in box.split('id="coherency-back"')[0]
+    assert f'<pre class="generation">{escaped}\n{escaped} &amp; more</pre>' in box.split('id="coherency-back"')[1]
+    assert html.escape(ASKED, quote=False) in box.split('id="coherency-back"')[0]  # the prompt sent there

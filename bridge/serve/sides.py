@@ -375,8 +375,10 @@ def coherency_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
         return _column("coherency", name, "error", column.error)
     predictor = column.predictor
     (first,) = list(predictor.predict([query], 1))
+    # a predictor answering by generation: each way's exact prompt and raw text, as its own column shows them
+    there = {"generated": written} if (written := generation_fields(first.extra or {})) else {}
     if not first.answers:
-        return _column("coherency", name, "ok", "no object answer to ask back from")
+        return _column("coherency", name, "ok", "no object answer to ask back from", **there)
     obj = first.answers[0]
     if "subject" not in getattr(predictor, "slots", ("object",)):
         return _column("coherency", name, "not applicable", f"{name} does not answer subject queries")
@@ -384,10 +386,12 @@ def coherency_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                  "subject", query.template)
     (second,) = list(predictor.predict([back], 1))
     subject = second.answers[0].label if second.answers else None
+    if written := generation_fields(second.extra or {}):
+        there["generated_back"] = written
     return _column("coherency", name, "ok", "", object=_answer(obj, gold, first.lowercased),
                    subject_back=subject, asked_subject=query.known.label,
                    coherent=obj.label in gold and subject == query.known.label,
-                   round_trip=subject == query.known.label)
+                   round_trip=subject == query.known.label, **there)
 
 
 def answer(explorer: Explorer, ask: Ask) -> dict:
