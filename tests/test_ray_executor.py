@@ -93,6 +93,23 @@ def test_kmir_on_ray(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert json.loads((local / "summary.json").read_text()) == json.loads((remote / "summary.json").read_text())
 
 
+def test_generation_on_ray_prints_what_asking_cost(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    """The requests and tokens counted in the actor come back to the driver: the same line as a local run."""
+    argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--limit", "3", "--predictors",
+            f"llm={tiny_models('gpt2')}", "--set", "llm.answer=generate", "--set", "llm.max_new_tokens=4",
+            "--data-dir", str(lama_dir)]
+    lines = {}
+    for name, flags in (("local", ()), ("ray", ("--executor", "ray", "--workers", "1"))):
+        monkeypatch.setenv("KBC_CACHE", str(tmp_path / f"cache-{name}"))
+        with actor_threads():
+            code, _, err = run_kbc([*argv, "--out", str(tmp_path / name), "--quiet", *flags], capsys)
+        assert code == 0, err
+        lines[name] = [line for line in err.splitlines() if line.startswith("google_re / llm: requests sent")]
+    assert lines["local"] == lines["ray"] and len(lines["ray"]) == 1
+    assert lines["ray"][0].startswith("google_re / llm: requests sent 3, cached 0, failed 0; tokens used ")
+    assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == 3
+
+
 def hooked(monkeypatch, hook) -> None:
     """Calls `hook(n)` in the driver before the n-th record line it writes (1-based), whichever executor made
     it: records are made beside the predictor, so the hook sits where the lines reach the runner."""

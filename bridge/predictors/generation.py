@@ -208,15 +208,24 @@ class GenerationPredictor:
             out.append(Prediction(q.uid, answers, False, extra))
         return out
 
+    def tally(self) -> dict[str, int]:
+        """What asking cost so far: requests sent, cached and failed, tokens used, damaged cache rows."""
+        c = self.counts
+        return {"sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
+                "cached": c["cached"], "failed": getattr(self.backend, "failed", 0),
+                "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
+                "damaged": getattr(self.cache, "damaged", 0)}
+
+    @staticmethod
+    def report_line(tally: dict[str, int]) -> str:
+        """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share)."""
+        note = f", {tally['damaged']} damaged cache rows asked again" if tally["damaged"] else ""
+        return (f"requests sent {tally['sent']}, cached {tally['cached']}, failed {tally['failed']}; tokens used "
+                f"{tally['prompt_tokens']} prompt + {tally['completion_tokens']} completion{note}")
+
     def report(self) -> str:
         """Requests sent, cached, failed and tokens used (printed when the run is done with this predictor)."""
-        c = self.counts
-        failed = getattr(self.backend, "failed", 0)
-        sent = getattr(self.backend, "sent", c["sent"])  # a server's: every HTTP request, retries and failures too
-        damaged = getattr(self.cache, "damaged", 0)
-        note = f", {damaged} damaged cache rows asked again" if damaged else ""
-        return (f"requests sent {sent}, cached {c['cached']}, failed {failed}; tokens used "
-                f"{c['prompt_tokens']} prompt + {c['completion_tokens']} completion{note}")
+        return self.report_line(self.tally())
 
 
 def _as_key(prompt) -> str:

@@ -99,7 +99,7 @@ class PredictorWorker:
         size = getattr(p, "answer_space_size", None)
         return {"describe": p.describe(), "attributes": {k: getattr(p, k) for k in PLAIN_ATTRIBUTES if hasattr(p, k)},
                 "sizes": {rel: size(rel) for rel in self.relations} if size else None,
-                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost")}
+                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost"), "tally": hasattr(p, "tally")}
 
     def predict(self, queries: list, depth: int) -> tuple[list, list[tuple]]:
         return pack(self.predictor.predict(queries, depth))
@@ -125,6 +125,12 @@ class PredictorWorker:
 
     def cost(self, queries: list) -> str:
         return self.predictor.cost(queries)
+
+    def tally(self) -> dict[str, int]:
+        return self.predictor.tally()
+
+    def report_line(self, tally: dict[str, int]) -> str:
+        return self.predictor.report_line(tally)
 
     def pid(self) -> int:
         return os.getpid()
@@ -202,6 +208,18 @@ class ActorPool:
                 if self.actors[0] is actor:
                     self.actors[0] = self._new()
         raise _cause(lost)
+
+    def every(self, method: str) -> list:
+        """`method()` of every live actor (one that died took what it alone knew with it)."""
+        out = []
+        for actor in self.actors:
+            try:
+                out.append(ray.get(getattr(actor, method).remote()))
+            except RayTaskError as exc:
+                raise _cause(exc) from None
+            except RayActorError:
+                continue
+        return out
 
     def map(self, work: Iterable[tuple], method: str = "predict", decode=unpack, lead: tuple = ()) -> Iterator:
         """`method(*lead, *chunk)` of each chunk on some actor, decoded, in submission order; at most two
@@ -299,6 +317,14 @@ class RemotePredictor:
             self.filter_facts = self._filter_facts
         if info["cost"]:
             self.cost = lambda queries: pool.call("cost", queries)
+        if info["tally"]:  # what asking cost (a generating predictor's requests and tokens), summed over the actors
+            self.report = self._report
+
+    def _report(self) -> str:
+        total: Counter = Counter()
+        for tally in self.pool.every("tally"):
+            total.update(tally)
+        return self.pool.call("report_line", dict(total))
 
     def describe(self) -> dict:
         return self._describe
