@@ -189,3 +189,25 @@ def test_the_coherency_round_trip_of_a_generating_predictor_shows_both_prompts_a
     assert f'<pre class="generation">Alexandra\n{escaped} &amp; more</pre>' in box.split('id="coherency-back"')[0]
     assert f'<pre class="generation">{escaped}\n{escaped} &amp; more</pre>' in box.split('id="coherency-back"')[1]
     assert html.escape(ASKED, quote=False) in box.split('id="coherency-back"')[0]  # the prompt sent there
+
+
+def test_a_run_page_says_why_a_relation_type_is_dash_for_one_corpus(world, lama_dir, tmp_path, capsys, monkeypatch):
+    """T-REx P36 is 1-1, Google-RE has no 1-1 relation: its rows' 1-1 column is `-`, and the page says why."""
+    from cli_support import run_kbc
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "two"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", "--limit", "3",
+                            "--relations", "P19", "P36", "place_of_birth", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet"], capsys)
+    assert code == 0, err
+    with TestClient(create_app(world["explorer"], Runs([out]))) as c:
+        body = c.get("/api/runs/two").json()
+    assert body["groups"] == ["all", "1-1", "N-1"]
+    assert [r["p@1"]["1-1"] is None for r in body["table"]] == [False, True]
+    assert body["notes"] == ["google_re: `-` under P@1 1-1 own for every predictor: no relation of google_re is in "
+                             "that group"]

@@ -405,7 +405,7 @@ class Job:
             with path.open("a", encoding="utf-8") as handle:
                 for query, fact, reason in items:
                     write_jsonl_line(handle, _dropped_record(query, fact, reason))
-        if gone:  # in the unit summary.md's table of dropped units counts, the other count beside
+        if gone:  # counted in the unit of summary.md's table of dropped units, with the other count beside
             log.info(_dropped_line(where, gone, dropped_unit(experiment, getattr(experiment, "settings", {}))))
         total = sum(len(rest) for _, rest, _ in todo)
         cost = getattr(predictor, "cost", None)

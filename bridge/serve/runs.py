@@ -240,8 +240,13 @@ def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[
             some = [r["predictor"] for r in mine if r["predictor"] not in none]
             notes.append(f"{corpus}: {unshared_note(shared[1], none, some)}")
             rest.remove(shared[1])
-        if rest:  # a group none of the corpus's relations is in
-            notes.append(f"{corpus}: `-` under {', '.join(rest)} for every predictor: no fact of it was asked")
+        grouped = [label for label in rest if label in [c[1] for c in columns[:len(groups)]]]
+        if grouped:  # a relation type (or question kind) that another corpus of the run has
+            notes.append(f"{corpus}: `-` under {', '.join(grouped)} for every predictor: no relation of {corpus} "
+                         "is in that group")
+        if len(grouped) < len(rest):
+            notes.append(f"{corpus}: `-` under {', '.join(x for x in rest if x not in grouped)} for every "
+                         "predictor: summary.json holds no score of it")
     return notes
 
 
