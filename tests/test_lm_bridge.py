@@ -161,9 +161,10 @@ def test_runner_hook_skips_and_counts_unsupported_facts():
         "trex / m: dropped 2 facts it cannot answer (odd object: 2); per relation: P1 1, P2 1")
     # one fact asked three ways: it counts once as a fact and three times as queries, the other count beside
     asked = {"P1": [(q, fact, "odd object") for q in (q1, q2, q3)]}
-    assert _dropped_line("trex / m", asked, "facts") == ("trex / m: dropped 1 facts (3 queries) it cannot answer "
+    assert _dropped_line("trex / m", asked, "facts") == ("trex / m: dropped 1 fact (3 queries) it cannot answer "
                                                          "(odd object: 1); per relation: P1 1")
-    assert _dropped_line("trex / m", asked, "queries") == ("trex / m: dropped 3 queries (1 facts) it cannot "
+    assert _dropped_line("trex / m", asked, "queries") == ("trex / m: dropped 3 queries (1 fact) it cannot "
                                                            "answer (odd object: 3); per relation: P1 3")
-    assert _dropped_line("trex / m", asked, "questions").startswith("trex / m: dropped 3 questions (1 facts) ")
+    assert _dropped_line("trex / m", asked, "questions").startswith("trex / m: dropped 3 questions (1 fact) ")
+    assert _dropped_line("trex / m", {"P1": asked["P1"][:1]}, "queries").startswith("trex / m: dropped 1 query it ")
     assert _drop_unsupported(object(), todo) == (todo, {})  # predictors without the hook answer everything

@@ -99,7 +99,7 @@ def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_tabl
                             "--predictors", f"bert={tiny_models('bert-cased')}", "--prompts", "pararel",
                             "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--set", "cache=off"], capsys)
     assert code == 0, err
-    assert ("trex / bert: dropped 3 queries (1 facts) it cannot answer (object is not a single token of the model: "
+    assert ("trex / bert: dropped 3 queries (1 fact) it cannot answer (object is not a single token of the model: "
             "3); per relation: P131 3") in err
     assert json.loads((out / "dropped.json").read_text()) == [
         {"corpus": "trex", "predictor": "bert", "relation": "P131",

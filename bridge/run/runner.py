@@ -537,8 +537,15 @@ def _dropped_line(where: str, gone: dict[str, list], unit: str) -> str:
     queries = sum(len(items) for items in gone.values())
     facts = len({f.uid for items in gone.values() for _, f, _ in items})
     other, named = (queries, "queries") if unit == "facts" else (facts, "facts")
-    beside = f" ({other} {named})" if other != n else ""
-    return f"{where}: dropped {n} {unit}{beside} it cannot answer ({why}); per relation: {listed}"
+    beside = f" ({_count(other, named)})" if other != n else ""
+    return f"{where}: dropped {_count(n, unit)}{beside} it cannot answer ({why}); per relation: {listed}"
+
+
+def _count(n: int, unit: str) -> str:
+    """'1 fact', '2 queries': a count with its unit (facts, queries, questions, pairs) in the right number."""
+    if n != 1:
+        return f"{n} {unit}"
+    return f"1 {unit[:-3]}y" if unit.endswith("ies") else f"1 {unit[:-1]}"
 
 
 def _dropped_record(query, fact, reason: str) -> dict:
