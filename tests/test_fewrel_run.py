@@ -4,6 +4,7 @@ the records, the summary rows against the records, resuming, the AVG ensemble, `
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -174,3 +175,23 @@ def test_several_learning_rates_keep_the_best_on_dev(run, capsys, monkeypatch):
     code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=fast", "--data-dir",
                             argv[argv.index("--data-dir") + 1], "--out", str(root / "bad-lr")], capsys)
     assert code == 2 and "--set lr=fast: expected a number or comma-separated numbers" in err
+
+
+def test_bf16_autocast_trains_a_model_of_its_own(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = argv[argv.index("--set") + 1].partition("=")[2]
+    out = root / "bf16"
+    asked = ["run", "fewrel", "--predictors", f"bert={model}", "--set", "epochs=1", "--set", "lr=1e-3", "--set",
+             "train_batch=8", "--data-dir", argv[argv.index("--data-dir") + 1], "--out", str(out), "--quiet",
+             "--bootstrap", "0"]
+    code, _, err = run_kbc([*asked, "--dtype", "bfloat16"], capsys)
+    assert code == 0, err
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["bert"]
+    assert [s["dtype"] for s in described["settings"]] == ["bfloat16"]
+    folder = Path(described["models"]["bert"]["folder"])
+    assert [p.name for p in (out / "models").iterdir()] == [folder.name]
+    assert json.loads((folder / "classifier.json").read_text())["identity"]["settings"]["dtype"] == "bfloat16"
+    code, _, err = run_kbc(asked, capsys)  # float32 under the same name would mix two models' answers
+    assert code == 2 and '"dtype": "bfloat16"' in err and '"dtype": "float32"' in err
+    assert err.rstrip().endswith("give it another name (NAME=SPEC) or use another --out")
