@@ -195,3 +195,44 @@ def test_bf16_autocast_trains_a_model_of_its_own(run, capsys, monkeypatch):
     code, _, err = run_kbc(asked, capsys)  # float32 under the same name would mix two models' answers
     assert code == 2 and '"dtype": "bfloat16"' in err and '"dtype": "float32"' in err
     assert err.rstrip().endswith("give it another name (NAME=SPEC) or use another --out")
+
+
+def _trex_rows(folder, relation: str, rows: list[tuple[str, str, str, str]]) -> None:
+    """`folder/TREx/<relation>.jsonl` holding (subject id, subject label, object id, object label) facts."""
+    (folder / "TREx").mkdir(parents=True, exist_ok=True)
+    (folder / "TREx" / f"{relation}.jsonl").write_text("".join(
+        json.dumps({"uuid": f"{relation}-{i}", "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol,
+                    "predicate_id": relation}) + "\n" for i, (s, sl, o, ol) in enumerate(rows)), encoding="utf-8")
+
+
+def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_path, capsys, monkeypatch):
+    """A slice of three test sentences and a T-REx of two facts: the gold graph holds Millais member of (P463) the
+    Pre-Raphaelite Brotherhood, and island of Hawaii has part (P527) Pāhoa, whose inverse (`kb/axioms.ttl`: P361
+    owl:inverseOf P527) puts Pāhoa part of (P361) island of Hawaii in the inferred graph only."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
+    lama = data / "lama"
+    lama.mkdir()
+    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    _trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
+    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--data-dir", str(data), "--out",
+                            str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    found = {name: {uid: (r["predicted"], r["kb_relations"]) for uid, r in _records(tmp_path / "out", name).items()}
+             for name in ("kb", "kb-inferred")}
+    assert found == {"kb": {"P361:1": (None, []), "P364:6": (None, []), "P463:2": ("P463", ["P463"])},
+                     "kb-inferred": {"P361:1": ("P361", ["P361"]), "P364:6": (None, []),
+                                     "P463:2": ("P463", ["P463"])}}
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())
+    total = {(r["predictor"], r["metric"]): r["value"] for r in rows
+             if r["scope"] == "own" and r["group"] == "all" and r["setting"] == "raw"}
+    for metric in ("coverage", "accuracy", "f1-macro", "precision-macro", "recall-macro"):  # one and two of 3 right
+        assert total[("kb", metric)] == pytest.approx(100 / 3)
+        assert total[("kb-inferred", metric)] == pytest.approx(200 / 3)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())["predictor_configs"]["fewrel"]
+    assert config["kb"]["coverage"] == {"sentences": 3, "with_a_class": 1}
+    assert config["kb-inferred"]["coverage"] == {"sentences": 3, "with_a_class": 2}
+    assert "inferred" in config["kb-inferred"]["graphs"] and "inferred" not in config["kb"]["graphs"]
