@@ -8,12 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import serve_support
 from cli_support import run_kbc
 from fewrel_fixtures import entity_vectors, fewrel_slice
 from lm_fixtures import tiny_model_dir
 
 from bridge.experiments.fewrel import METRICS
 from eval.classification import macro_scores
+
+serve_explorer = serve_support.serve_explorer
 
 
 def _records(out, name):
@@ -96,9 +99,12 @@ def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
     assert code == 0, err
     assert "all 3 queries done, skipped" in err
     assert json.loads((out / "summary.json").read_text()) == before
-    code, stdout, err = run_kbc(["show", str(out), "--uid", next(iter(_records(out, "bert")))], capsys)
+    record = next(iter(_records(out, "bert").values()))
+    code, stdout, err = run_kbc(["show", str(out), "--uid", record["uid"]], capsys)
     assert code == 0, err
     assert "<- gold" in stdout and " $ " in stdout and " # " in stdout
+    assert f"/ uid {record['uid']}\n" in stdout and f"  gold:        {record['relation']}\n" in stdout
+    assert stdout.count(f"predicted: {record['predicted']}\n") >= 1 and stdout.count("predicted: ") == 4
 
 
 def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypatch):
@@ -112,9 +118,49 @@ def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypa
         want = next(x for x in rows if x["predictor"] == name and x["metric"] == "f1-macro" and x["group"] == "all"
                     and x["scope"] == "shared" and x["setting"] == "raw")
         assert row["value"] == pytest.approx(want["value"], abs=1e-9)
-    from bridge.serve.runs import METRICS as PAGE_METRICS
 
-    assert PAGE_METRICS["fewrel"][0] == "f1-macro"
+
+def test_the_explorer_shows_the_summary_and_each_sentence(run, capsys, monkeypatch, serve_explorer):
+    """The run page's macro F1, P, R and accuracy are the summary's, in the API exactly and on the page as printed
+    to two decimals; a sentence's page names its uid, gold relation and each classifier's predicted one."""
+    import html
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    _, out = _finished(run, capsys, monkeypatch)
+    own = {(r["predictor"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+           if r["scope"] == "own" and r["group"] == "all" and r["setting"] == "raw"}
+    bert = _records(out, "bert")
+    uid = sorted(bert)[0]
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        body = c.get("/api/runs/out").json()
+        page = c.get("/runs/out").text
+        sentence = c.get(f"/runs/out/facts/{uid}").text
+        assert c.get("/api/runs/out/facts/P177:999").status_code == 404
+    names = ["bert", "ebert", "ebert-avg", "ebert-concat"]
+    assert body["metric"] == "f1-macro" and body["extra_metrics"] == ["precision-macro", "recall-macro", "accuracy"]
+    assert [r["predictor"] for r in body["table"]] == names
+    cells = dict(re.findall(r"<tr><td>fewrel</td><td>([\w-]+)</td><td>lm</td>(.*?)</tr>", page))
+    assert list(cells) == names
+    for row in body["table"]:
+        name = row["predictor"]
+        f1 = own[(name, "f1-macro")]
+        assert row["f1-macro"] == {"all": f1["value"]} and row["ci"] == {"all": [f1["ci_low"], f1["ci_high"]]}
+        assert [row[m] for m in body["extra_metrics"]] == [own[(name, m)]["value"] for m in body["extra_metrics"]]
+        shown = re.findall(r"<td>([^<]*)", cells[name])
+        assert shown[:5] == [f"{f1['value']:.2f} ", *(f"{own[(name, m)]['value']:.2f}" for m in body["extra_metrics"]),
+                             "3"]
+        assert f'<small class="ci">[{f1["ci_low"]:.1f}, {f1["ci_high"]:.1f}]</small>' in cells[name]
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", sentence)).split())
+    assert f"fewrel / {bert[uid]['relation']} / {uid} " in text and f" gold {bert[uid]['relation']} " in text
+    for name in names:
+        assert f"predicted {_records(out, name)[uid]['predicted']} " in text
+    assert text.count("predicted ") == len(names)
+    assert "Each sentence's page is /runs/out/facts/UID" in html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
 def test_a_predictor_that_classifies_nothing_is_refused(run, capsys, monkeypatch):
