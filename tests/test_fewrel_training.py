@@ -113,28 +113,28 @@ def test_entity_slots_read_the_mapped_vector_and_other_positions_their_word_piec
     assert torch.equal(embeds[0, 4], words[0])  # padding
 
 
-BF16 = TrainSettings(lr=3e-3, batch_size=8, epochs=4, seed=0, dtype="bfloat16")
+BF16 = TrainSettings(lr=3e-3, batch_size=8, epochs=2, seed=0, dtype="bfloat16")
 
 
 def test_bf16_autocast_trains_on_the_cpu_agrees_with_float32_and_resumes(setup):
     """`dtype="bfloat16"` runs the forward passes under bf16 autocast on the CPU as on a GPU. The agreement count
-    depends neither on the CPU nor on the thread count: each float32 prediction leads its runner-up by more than 0.2
-    in probability (0.29 measured; at the selected epoch the tiny model gives every sentence the same class), while
-    bf16 moves a probability by under 0.004 (measured with AVX-512-bf16, AVX2 and plain kernels, one thread or two;
-    the kernels differ from each other by under 0.0033); the test checks both bounds before it counts."""
+    depends neither on the CPU nor on the thread count: each float32 prediction leads its runner-up by more than
+    0.15 in probability (0.209 measured; at the selected epoch the tiny model gives every sentence the same class),
+    while bf16 moves a probability by under 0.004 (measured with AVX-512-bf16, AVX2 and plain kernels, on one thread
+    and two, which differ from each other by as much); the test checks both bounds before it counts."""
     half = _train(setup, "bf16", BF16)
     full = _train(setup, "bf16-fp32", replace(BF16, dtype="float32"))
     assert half.dtype == "bfloat16" and full.dtype == "float32"
     assert load_classifier(setup[0] / "bf16").dtype == "bfloat16"  # a reloaded model predicts as it was selected
     losses = [h["loss"] for h in half.info["history"]]
-    assert len(losses) == 4 and all(math.isfinite(x) for x in losses)
+    assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
     assert max(abs(a - b["loss"]) for a, b in zip(losses, full.info["history"])) < 0.01
     data = setup[3]
     inputs = [x for part in ("train", "dev", "test") for x in data[part][0]]
     p16, p32 = _probs(half, inputs), _probs(full, inputs)
     assert not np.array_equal(p16, p32)  # autocast took effect
     top = np.sort(p32, axis=1)
-    assert (top[:, -1] - top[:, -2]).min() > 0.2 and np.abs(p16 - p32).max() < 0.01
+    assert (top[:, -1] - top[:, -2]).min() > 0.15 and np.abs(p16 - p32).max() < 0.01
     assert len(inputs) == 60 and int((p16.argmax(1) == p32.argmax(1)).sum()) == 60
     _train(setup, "bf16-resumed", BF16, stop_after=1)
     resumed = _train(setup, "bf16-resumed", BF16)
