@@ -3,7 +3,8 @@ prediction, on bert-base-cased's architecture randomly initialised (speed does n
 the real bert-base-cased tokenizer. Prints sentences per second and the projected time of E-BERT's 10 epochs over
 the whole split (8,960 train sentences, 1,120 dev sentences scored after each epoch).
 
-    python bench/fewrel_epoch.py [--n 512] [--device cuda] [--batch 32] [--data-dir ../shared/data/fewrel]
+    python bench/fewrel_epoch.py [--n 512] [--device cuda] [--dtype bfloat16] [--batch 32]
+        [--data-dir ../shared/data/fewrel]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=512, help="training sentences timed")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="bfloat16: under autocast")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data" / "fewrel"))
     args = ap.parse_args()
@@ -50,13 +52,13 @@ def main() -> None:
             torch.cuda.synchronize()
         started = time.perf_counter()
         train_classifier(Path(tmp) / "run", str(model), tokenizer, {"bench": True}, classes, inputs, dev_in, None,
-                         TrainSettings(batch_size=args.batch, epochs=1), args.device, progress=False)
+                         TrainSettings(batch_size=args.batch, epochs=1, dtype=args.dtype), args.device, progress=False)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         seconds = time.perf_counter() - started
     rate = (len(train) + len(dev)) / seconds
     full = 10 * (len(parts["train"]) + len(parts["dev"])) / rate
-    print(f"device {args.device}, threads {torch.get_num_threads()}, batch {args.batch}")
+    print(f"device {args.device}, {args.dtype}, threads {torch.get_num_threads()}, batch {args.batch}")
     print(f"inputs: {len(train) + len(dev)} sentences tokenized in {built:.2f} s")
     print(f"one epoch of {len(train)} train + {len(dev)} dev sentences (model load and save included): "
           f"{seconds:.1f} s, {rate:.1f} sentences/s")

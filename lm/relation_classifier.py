@@ -4,7 +4,9 @@ The `[CLS]` vector of the last layer feeds one linear layer (after dropout). Eve
 the embedding tables (word pieces, positions, segments): E-BERT's entity vectors live in the word-piece space,
 so that space stays fixed. Defaults are ERNIE's FewRel settings (learning rate 2e-5 from the range {5e-5, 3e-5,
 2e-5}, batch 32, linear warm-up over the first 10% of steps) with 10 epochs, as E-BERT fixes them. The epoch of
-best dev macro F1 is the model kept.
+best dev macro F1 is the model kept. `dtype="bfloat16"` computes the forward passes (training and prediction)
+under bf16 autocast on any device; weights, gradients and optimizer state stay float32, so a checkpoint resumes
+the same way in either precision.
 
 A training folder holds `checkpoint.pt` (the last finished epoch: weights, optimizer, schedule, random states,
 dev history), so an interrupted run resumes where it stopped and ends with the same weights as an uninterrupted
@@ -29,6 +31,7 @@ from lm.relation_inputs import RelationInput
 
 CHECKPOINT = "checkpoint.pt"
 DONE = "classifier.json"
+DTYPES = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class TrainSettings:
     seed: int = 0
     warmup: float = 0.1
     dropout: float = 0.1
+    dtype: str = "float32"  # or "bfloat16": forward passes under bf16 autocast
 
 
 def _torch():
@@ -75,11 +79,14 @@ def _embedding_tables(encoder) -> list:
 class Batcher:
     """Padded ids, attention masks and `inputs_embeds` with entity vectors spliced in."""
 
-    def __init__(self, encoder, mapped: np.ndarray | None, pad_id: int, device: str) -> None:
+    def __init__(self, encoder, mapped: np.ndarray | None, pad_id: int, device: str, dtype: str = "float32") -> None:
         torch = _torch()
+        if dtype not in DTYPES:
+            raise ConfigError(f"dtype {dtype!r}: use one of {', '.join(DTYPES)}")
         self.encoder = encoder
         self.pad_id = pad_id
         self.device = device
+        self.dtype = dtype
         self.mapped = None if mapped is None else torch.as_tensor(np.asarray(mapped, np.float32))
 
     def __call__(self, batch: Sequence[RelationInput]):
@@ -99,18 +106,19 @@ class Batcher:
         return att, embeds
 
 
-def _autocast(device: str):
+def _autocast(device: str, dtype: str):
+    """bf16 autocast on the device's type (cuda, cpu, ...) when asked; float32 computes in full precision."""
     torch = _torch()
     import contextlib
 
-    if str(device).startswith("cuda"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    if dtype == "bfloat16":
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
 def logits_of(encoder, head, batcher: Batcher, batch: Sequence[RelationInput]):
     att, embeds = batcher(batch)
-    with _autocast(batcher.device):
+    with _autocast(batcher.device, batcher.dtype):
         hidden = encoder(inputs_embeds=embeds, attention_mask=att).last_hidden_state[:, 0]
         return head(hidden).float()
 
@@ -140,6 +148,15 @@ class Trained:
     tokenizer: object
     classes: list[str]
     info: dict
+
+    @property
+    def dtype(self) -> str:
+        """The precision it was trained in; its predictions keep it (dev selection saw them so)."""
+        return self.info["identity"]["settings"].get("dtype", "float32")
+
+    def batcher(self, mapped: np.ndarray | None = None) -> Batcher:
+        """The batcher its predictions need (entity vectors `mapped` for the E-BERT forms)."""
+        return Batcher(self.encoder, mapped, int(self.tokenizer.pad_token_id), str(self.encoder.device), self.dtype)
 
 
 def _atomic_save(obj, path: Path) -> None:
@@ -209,7 +226,7 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])
         history, best, start = state["history"], state["best"], state["epoch"]
-    batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device)
+    batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device, settings.dtype)
     ran = 0
     for epoch in range(start, settings.epochs):
         if stop_after is not None and ran >= stop_after:
@@ -219,21 +236,28 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
         bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
                    disable=not progress, file=sys.stderr, unit="batch")
+        losses = []
         for s in range(steps_per_epoch):
             idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
             logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
             loss = torch.nn.functional.cross_entropy(logits, y_train[idx].to(device))
+            losses.append(loss.item())
+            if not np.isfinite(losses[-1]):
+                fix = "lower --set lr=" + (" or train in float32" if settings.dtype != "float32" else "")
+                raise DataError(f"{folder}: the training loss is {losses[-1]} at epoch {epoch + 1}, step {s + 1} "
+                                f"(learning rate {settings.lr:g}, {settings.dtype}); {fix}")
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.4f}")
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
         bar.close()
         probs = predict_proba(encoder, head, batcher, dev[0])
         scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
-        history.append({"epoch": epoch + 1, **{k: round(v, 4) for k, v in scores.items()}})
+        history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
+                        **{k: round(v, 4) for k, v in scores.items()}})
         if scores["f1"] > best["f1"]:
             best = {"epoch": epoch + 1, "f1": scores["f1"]}
             _atomic_save({"encoder": encoder.state_dict(), "head": head.state_dict()}, folder / "best.pt")

@@ -892,6 +892,18 @@ def _(c: Ctx) -> list[str]:
     return [*_generating(c, "coherency"), "--context", "gold"]
 
 
+
+# -- FewRel training whose loss stops being finite ---------------------------------------------
+@case("fewrel training that diverges", "the training loss is nan at epoch 1, step 2 (learning rate 1e+30, bfloat16); "
+      "lower --set lr= or train in float32", after_report=True)
+def _(c: Ctx) -> list[str]:
+    folder = Path(_fewrel(c, []))
+    (folder / "val_wiki.json").write_text(json.dumps({"P177": [FEWREL_ROW] * 10, "P364": [FEWREL_ROW] * 10}))
+    return ["run", "fewrel", "--predictors", "bert", "--set", f"model={c.models('bert-cased')}", "--set", "lr=1e30",
+            "--set", "epochs=1", "--set", "train_batch=4", "--dtype", "bfloat16", "--data-dir", str(folder), "--out",
+            str(c.tmp / "out"), "--quiet"]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

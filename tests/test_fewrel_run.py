@@ -4,15 +4,19 @@ the records, the summary rows against the records, resuming, the AVG ensemble, `
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import serve_support
 from cli_support import run_kbc
 from fewrel_fixtures import entity_vectors, fewrel_slice
 from lm_fixtures import tiny_model_dir
 
 from bridge.experiments.fewrel import METRICS
 from eval.classification import macro_scores
+
+serve_explorer = serve_support.serve_explorer
 
 
 def _records(out, name):
@@ -95,9 +99,12 @@ def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
     assert code == 0, err
     assert "all 3 queries done, skipped" in err
     assert json.loads((out / "summary.json").read_text()) == before
-    code, stdout, err = run_kbc(["show", str(out), "--uid", next(iter(_records(out, "bert")))], capsys)
+    record = next(iter(_records(out, "bert").values()))
+    code, stdout, err = run_kbc(["show", str(out), "--uid", record["uid"]], capsys)
     assert code == 0, err
     assert "<- gold" in stdout and " $ " in stdout and " # " in stdout
+    assert f"/ uid {record['uid']}\n" in stdout and f"  gold:        {record['relation']}\n" in stdout
+    assert stdout.count(f"predicted: {record['predicted']}\n") >= 1 and stdout.count("predicted: ") == 4
 
 
 def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypatch):
@@ -111,9 +118,49 @@ def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypa
         want = next(x for x in rows if x["predictor"] == name and x["metric"] == "f1-macro" and x["group"] == "all"
                     and x["scope"] == "shared" and x["setting"] == "raw")
         assert row["value"] == pytest.approx(want["value"], abs=1e-9)
-    from bridge.serve.runs import METRICS as PAGE_METRICS
 
-    assert PAGE_METRICS["fewrel"][0] == "f1-macro"
+
+def test_the_explorer_shows_the_summary_and_each_sentence(run, capsys, monkeypatch, serve_explorer):
+    """The run page's macro F1, P, R and accuracy are the summary's, in the API exactly and on the page as printed
+    to two decimals; a sentence's page names its uid, gold relation and each classifier's predicted one."""
+    import html
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    _, out = _finished(run, capsys, monkeypatch)
+    own = {(r["predictor"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+           if r["scope"] == "own" and r["group"] == "all" and r["setting"] == "raw"}
+    bert = _records(out, "bert")
+    uid = sorted(bert)[0]
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        body = c.get("/api/runs/out").json()
+        page = c.get("/runs/out").text
+        sentence = c.get(f"/runs/out/facts/{uid}").text
+        assert c.get("/api/runs/out/facts/P177:999").status_code == 404
+    names = ["bert", "ebert", "ebert-avg", "ebert-concat"]
+    assert body["metric"] == "f1-macro" and body["extra_metrics"] == ["precision-macro", "recall-macro", "accuracy"]
+    assert [r["predictor"] for r in body["table"]] == names
+    cells = dict(re.findall(r"<tr><td>fewrel</td><td>([\w-]+)</td><td>lm</td>(.*?)</tr>", page))
+    assert list(cells) == names
+    for row in body["table"]:
+        name = row["predictor"]
+        f1 = own[(name, "f1-macro")]
+        assert row["f1-macro"] == {"all": f1["value"]} and row["ci"] == {"all": [f1["ci_low"], f1["ci_high"]]}
+        assert [row[m] for m in body["extra_metrics"]] == [own[(name, m)]["value"] for m in body["extra_metrics"]]
+        shown = re.findall(r"<td>([^<]*)", cells[name])
+        assert shown[:5] == [f"{f1['value']:.2f} ", *(f"{own[(name, m)]['value']:.2f}" for m in body["extra_metrics"]),
+                             "3"]
+        assert f'<small class="ci">[{f1["ci_low"]:.1f}, {f1["ci_high"]:.1f}]</small>' in cells[name]
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", sentence)).split())
+    assert f"fewrel / {bert[uid]['relation']} / {uid} " in text and f" gold {bert[uid]['relation']} " in text
+    for name in names:
+        assert f"predicted {_records(out, name)[uid]['predicted']} " in text
+    assert text.count("predicted ") == len(names)
+    assert "Each sentence's page is /runs/out/facts/UID" in html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
 def test_a_predictor_that_classifies_nothing_is_refused(run, capsys, monkeypatch):
@@ -174,3 +221,64 @@ def test_several_learning_rates_keep_the_best_on_dev(run, capsys, monkeypatch):
     code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=fast", "--data-dir",
                             argv[argv.index("--data-dir") + 1], "--out", str(root / "bad-lr")], capsys)
     assert code == 2 and "--set lr=fast: expected a number or comma-separated numbers" in err
+
+
+def test_bf16_autocast_trains_a_model_of_its_own(run, capsys, monkeypatch):
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = argv[argv.index("--set") + 1].partition("=")[2]
+    out = root / "bf16"
+    asked = ["run", "fewrel", "--predictors", f"bert={model}", "--set", "epochs=1", "--set", "lr=1e-3", "--set",
+             "train_batch=8", "--data-dir", argv[argv.index("--data-dir") + 1], "--out", str(out), "--quiet",
+             "--bootstrap", "0"]
+    code, _, err = run_kbc([*asked, "--dtype", "bfloat16"], capsys)
+    assert code == 0, err
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["bert"]
+    assert [s["dtype"] for s in described["settings"]] == ["bfloat16"]
+    folder = Path(described["models"]["bert"]["folder"])
+    assert [p.name for p in (out / "models").iterdir()] == [folder.name]
+    assert json.loads((folder / "classifier.json").read_text())["identity"]["settings"]["dtype"] == "bfloat16"
+    code, _, err = run_kbc(asked, capsys)  # float32 under the same name would mix two models' answers
+    assert code == 2 and '"dtype": "bfloat16"' in err and '"dtype": "float32"' in err
+    assert err.rstrip().endswith("give it another name (NAME=SPEC) or use another --out")
+
+
+def _trex_rows(folder, relation: str, rows: list[tuple[str, str, str, str]]) -> None:
+    """`folder/TREx/<relation>.jsonl` holding (subject id, subject label, object id, object label) facts."""
+    (folder / "TREx").mkdir(parents=True, exist_ok=True)
+    (folder / "TREx" / f"{relation}.jsonl").write_text("".join(
+        json.dumps({"uuid": f"{relation}-{i}", "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol,
+                    "predicate_id": relation}) + "\n" for i, (s, sl, o, ol) in enumerate(rows)), encoding="utf-8")
+
+
+def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_path, capsys, monkeypatch):
+    """A slice of three test sentences and a T-REx of two facts: the gold graph holds Millais member of (P463) the
+    Pre-Raphaelite Brotherhood, and island of Hawaii has part (P527) Pāhoa, whose inverse (`kb/axioms.ttl`: P361
+    owl:inverseOf P527) puts Pāhoa part of (P361) island of Hawaii in the inferred graph only."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
+    lama = data / "lama"
+    lama.mkdir()
+    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    _trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
+    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--data-dir", str(data), "--out",
+                            str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    found = {name: {uid: (r["predicted"], r["kb_relations"]) for uid, r in _records(tmp_path / "out", name).items()}
+             for name in ("kb", "kb-inferred")}
+    assert found == {"kb": {"P361:1": (None, []), "P364:6": (None, []), "P463:2": ("P463", ["P463"])},
+                     "kb-inferred": {"P361:1": ("P361", ["P361"]), "P364:6": (None, []),
+                                     "P463:2": ("P463", ["P463"])}}
+    rows = json.loads((tmp_path / "out" / "summary.json").read_text())
+    total = {(r["predictor"], r["metric"]): r["value"] for r in rows
+             if r["scope"] == "own" and r["group"] == "all" and r["setting"] == "raw"}
+    for metric in ("coverage", "accuracy", "f1-macro", "precision-macro", "recall-macro"):  # one and two of 3 right
+        assert total[("kb", metric)] == pytest.approx(100 / 3)
+        assert total[("kb-inferred", metric)] == pytest.approx(200 / 3)
+    config = json.loads((tmp_path / "out" / "config.json").read_text())["predictor_configs"]["fewrel"]
+    assert config["kb"]["coverage"] == {"sentences": 3, "with_a_class": 1}
+    assert config["kb-inferred"]["coverage"] == {"sentences": 3, "with_a_class": 2}
+    assert "inferred" in config["kb-inferred"]["graphs"] and "inferred" not in config["kb"]["graphs"]

@@ -351,7 +351,7 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
             entry = {"status": "answered", "rank_raw": record.get("rank_raw"),
                      "rank_filtered": record.get("rank_filtered")}
             for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
-                        "parsed", "unlinked", "abstained", "em_raw", "em_filtered"):
+                        "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
                 if key == "prompt" and GENERATED not in record:
                     continue
                 if key in record:
@@ -394,6 +394,8 @@ def _fact_text(fact: dict) -> list[str]:
             ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
                       f"filtered {_rank(entry.get('rank_exact_filtered'))}")
         lines.append(f"  {name.ljust(width)}  {ranks}")
+        if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
+            lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
         answers = entry["answers"][:SHOW_TOP]
         if not answers:
             lines.append(f"  {' ' * width}    (no answers)")

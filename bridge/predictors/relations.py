@@ -5,6 +5,8 @@ in place of the marked entities' word pieces), `ebert-concat` (`entity / word pi
 BERT's and E-BERT's class distributions, from the two fine-tuned models), `kb` / `kb-inferred` (the relations the
 graph store holds between the head and tail ids). The E-BERT forms take the same `model`, `wikipedia2vec`, `map`
 and linking options as the probing E-BERT predictors (`bridge.predictors.entities`), whose mapping they reuse.
+`--dtype bfloat16` trains and predicts under bf16 autocast on any `--device` (a model of its own: the precision is
+part of what a model is trained from).
 
 Each fine-tuned model lives in `<out>/models/<form>-<digest>/` (the digest: everything it was trained from), so
 a rerun resumes it, AVG reuses the BERT and E-BERT models of the same settings, and a user can load it with
@@ -66,7 +68,7 @@ def _settings(ctx: PredictorContext) -> list:
     if any(not r > 0 for r in rates):
         raise ConfigError(f"--set lr={o['lr']}: learning rates must be positive")
     return [TrainSettings(lr=r, batch_size=int(o.get("train_batch", "32")), epochs=int(o.get("epochs", "10")),
-                          seed=int(o.get("train_seed", "0"))) for r in dict.fromkeys(rates)]
+                          seed=int(o.get("train_seed", "0")), dtype=ctx.dtype) for r in dict.fromkeys(rates)]
 
 
 def _fingerprint(value: str) -> str:
@@ -105,7 +107,7 @@ class ClassifierPredictor:
         return len(self.classes)
 
     def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
-        from lm.relation_classifier import Batcher, predict_proba
+        from lm.relation_classifier import predict_proba
 
         sentences = [self.sentences[q.fact_uid] for q in queries]
         total = np.zeros((len(queries), len(self.classes)), dtype=np.float64)
@@ -114,8 +116,7 @@ class ClassifierPredictor:
         for m in self.models:
             inputs = m.builder.build(sentences, m.form)
             t = m.trained
-            batcher = Batcher(t.encoder, m.mapped, int(t.tokenizer.pad_token_id), str(t.encoder.device))
-            total += predict_proba(t.encoder, t.head, batcher, inputs, self.batch_size)
+            total += predict_proba(t.encoder, t.head, t.batcher(m.mapped), inputs, self.batch_size)
             fallback += [x.fallback for x in inputs]
             if not shown:
                 shown = [" ".join(m.builder.view(x, m.titles)) for x in inputs]
@@ -129,10 +130,11 @@ class ClassifierPredictor:
 
 
 def _entity_side(ctx: PredictorContext, model: str):
-    """The probing E-BERT's resources (map W∘F, linker) for this model, and a cached link by entity."""
+    """The probing E-BERT's resources (map W∘F, linker) for this model, and a cached link by entity. The map is fit
+    on the float32 embeddings the classifier holds, whatever precision it computes in."""
     from bridge.predictors.entities import resources
 
-    res = resources(replace(ctx, options={**ctx.options, "model": model}))
+    res = resources(replace(ctx, options={**ctx.options, "model": model}, dtype="float32"))
     seen: dict[str, int | None] = {}
 
     def link(entity: Entity) -> int | None:
@@ -277,7 +279,8 @@ def resolve_factory(name: str, spec: str, out: Path | None):
     if name in FORMS and name != "bert" and spec not in FORMS and spec not in ENTRIES:
         model = spec
 
-        @declares(*(replace(o, required=False) if o.key == "model" else o for o in _options(name)))
+        @declares(*(replace(o, required=False) if o.key == "model" else o for o in _options(name)),
+                  settings=("dtype",))
         def named(_spec: str, ctx: PredictorContext) -> ClassifierPredictor:
             return make_classifier(name, replace(ctx, options={**ctx.options, "model": model}), out)
 
@@ -289,7 +292,7 @@ def resolve_factory(name: str, spec: str, out: Path | None):
     if spec not in FORMS:
         options = tuple(replace(o, required=False) if o.key == "model" else o for o in options)
 
-    @declares(*options)
+    @declares(*options, settings=("dtype",))
     def factory(name: str, ctx: PredictorContext) -> ClassifierPredictor:
         return make_classifier(name, ctx, out)
 

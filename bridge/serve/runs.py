@@ -340,11 +340,14 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
 
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
-    """One fact across every predictor of the run (what `kbc show --json` prints)."""
+    """One fact (or a FewRel run's sentence) across every predictor of the run (what `kbc show --json` prints)."""
     from bridge.cli.compare import _fact_json, find_facts
 
-    relation = _relation_of(loaded, uid)
-    found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []
+    if loaded.experiment == "fewrel":  # no fact table: the sentence is looked up in its records, as `kbc show` does
+        found = find_facts(loaded.run, loaded.run.corpora, uid, None, None)
+    else:
+        relation = _relation_of(loaded, uid)
+        found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []
     if not found:
         raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}")
     return _fact_json(loaded.run, found[0])
