@@ -507,11 +507,7 @@ class MaskedLMScorer:
         new: dict = {}
         with torch.inference_mode():
             for batch in self.batches([len(r) for r in ids]):
-                input_ids, attention, mask_pos = self._pack([ids[i] for i in batch])
-                if self.normalize == "full":
-                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
-                else:
-                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
+                logp = self._candidate_logp(*self._pack([ids[i] for i in batch]), rows)
                 units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
                 pairs = [(j, p) for j, _, tgt in units for p in tgt]
                 top, pos, ranks, scores = self._extract(logp.float(), depth, pairs, [text_of(texts[i]) for i in batch])
@@ -528,6 +524,15 @@ class MaskedLMScorer:
                 if self.on_batch is not None:
                     self.on_batch(len(batch))
         return new
+
+    def _candidate_logp(self, input_ids, attention, mask_pos, rows):
+        """Log-probs of the candidate `rows` at each mask ([B, len(rows)]): log-softmax over the whole vocabulary,
+        or over the candidates alone (`normalize="candidates"`)."""
+        import torch
+
+        if self.normalize == "full":
+            return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
+        return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
 
     def _pack(self, rows: list[list[int]]):
         """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device."""
