@@ -68,7 +68,7 @@ class StageClock:
         if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
             return  # not imported, or being imported right now
         cuda = getattr(torch, "cuda", None)
-        if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        if cuda is not None and cuda.is_initialized():  # a CUDA device is in use
             cuda.synchronize()
 
     def _charge(self) -> None:
@@ -119,10 +119,11 @@ def run_kbc(argv: list[str]) -> int:
     clock = StageClock()
     clock.install()  # the stage modules' own imports are charged to `imports` as in a plain run
     status = 0
+    sys.argv = ["kbc", *argv]
     try:
         from bridge.cli import main
 
-        main(argv)
+        main()  # as the `kbc` command runs it (it also ends the process as `kbc` does)
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
     print(PREFIX + json.dumps(clock.report()), flush=True)

@@ -309,6 +309,7 @@ class MaskedLMScorer:
                 else:
                     self.encoder = self.transform = None
         self.forward_calls = 0
+        self._rows: dict[tuple[str, str, int], object] = {}  # candidate set -> its ids on the device
         self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
         said = (self.name, dtype, str(self.device), self.path)
         if said not in _PATHS_SAID:
@@ -503,7 +504,7 @@ class MaskedLMScorer:
         for text, tgt in todo:
             units_of.setdefault(text, []).append(tgt)
         ids = self.encode(texts)
-        rows = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+        rows = self._candidate_rows(candidates)
         new: dict = {}
         with torch.inference_mode():
             for batch in self.batches([len(r) for r in ids]):
@@ -524,6 +525,16 @@ class MaskedLMScorer:
                 if self.on_batch is not None:
                     self.on_batch(len(batch))
         return new
+
+    def _candidate_rows(self, candidates: CandidateSet):
+        """The candidates' vocabulary ids as a tensor on the device, made once per candidate set (a chunk of
+        queries asks the same set again)."""
+        import torch
+
+        key = (candidates.name, candidates.fingerprint, len(candidates))
+        if key not in self._rows:
+            self._rows[key] = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+        return self._rows[key]
 
     def _candidate_logp(self, input_ids, attention, mask_pos, rows):
         """Log-probs of the candidate `rows` at each mask ([B, len(rows)]): log-softmax over the whole vocabulary,
