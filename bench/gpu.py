@@ -26,7 +26,8 @@ What runs, each line of the GPU target table and the card's limit for the same w
   masked_*        the masked engine (common vocabulary, top 10, exact ranks of the gold) over the T-REx sample at
                   each batch size; the best batch size's queries/s per precision, and the scoring path it took;
   trex_*_s        `kbc run lama --corpus trex` end to end on bert-base (model load, graph store, records and
-                  summaries included; a fresh cache), float32 and bfloat16;
+                  summaries included; a fresh cache), float32 and bfloat16; its line gives each stage's seconds
+                  (`bench/stages.py`: imports, data, store, model_load, forward, extract, predict_host, records, ...);
   causal_raw_*    gpt2-sized full-sequence forward with a full-vocabulary log-softmax (sentences/s);
   causal_*        typed querying on T-REx P36, P1376 and P138 (each query ranks its relation's objects), sentences/s;
   statement_*     BEAR statement scoring against lm-pub-quiz at its best batch size (skipped, with the reason, where
