@@ -125,7 +125,7 @@ def run_kbc(argv: list[str]) -> int:
 
         main()  # as the `kbc` command runs it (it also ends the process as `kbc` does)
     except SystemExit as exc:
-        status = exc.code if isinstance(exc.code, int) else 1
+        status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     print(PREFIX + json.dumps(clock.report()), flush=True)
     return status
 
