@@ -26,7 +26,8 @@ What runs, each line of the GPU target table and the card's limit for the same w
   masked_*        the masked engine (common vocabulary, top 10, exact ranks of the gold) over the T-REx sample at
                   each batch size; the best batch size's queries/s per precision, and the scoring path it took;
   trex_*_s        `kbc run lama --corpus trex` end to end on bert-base (model load, graph store, records and
-                  summaries included; a fresh cache), float32 and bfloat16;
+                  summaries included; a fresh cache), float32 and bfloat16; its line gives each stage's seconds
+                  (`bench/stages.py`: imports, data, store, model_load, forward, extract, predict_host, records, ...);
   causal_raw_*    gpt2-sized full-sequence forward with a full-vocabulary log-softmax (sentences/s);
   causal_*        typed querying on T-REx P36, P1376 and P138 (each query ranks its relation's objects), sentences/s;
   statement_*     BEAR statement scoring against lm-pub-quiz at its best batch size (skipped, with the reason, where
@@ -38,8 +39,6 @@ Models have random weights (speed does not depend on them) and the real tokenize
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -232,25 +231,22 @@ def masked_lines(out: dict, args, cfg, data: Path, bert_dir: str, device) -> Non
 
 
 def trex_lines(out: dict, cfg, data: Path, bert_dir: str, device) -> None:
-    """`kbc run lama --corpus trex` end to end, as a user runs it (a fresh cache: the graph store is filled too)."""
+    """`kbc run lama --corpus trex` end to end, as a user runs it (a fresh cache: the graph store is filled too),
+    with the seconds of each of its stages (`bench/stages.py`)."""
+    from bench.fixed_cost import kbc_env, timed_kbc
+
     for name in cfg.trex_dtypes:
         dtype = {"fp32": "float32", "bf16": "bfloat16"}[name]
         with tempfile.TemporaryDirectory(prefix="kbc_gpu_trex_") as tmp:
-            cmd = [sys.executable, "-c", "from bridge.cli import main; main()", "run", "lama", "--corpus", "trex",
-                   "--predictors", f"bert={bert_dir}", "--device", str(device), "--dtype", dtype, "--batch-size",
-                   str(max(cfg.batches)), "--data-dir", str(data / "lama"), "--out", f"{tmp}/run", "--quiet",
-                   *cfg.trex]
-            env = {**os.environ, "KBC_CACHE": f"{tmp}/cache", "PYTHONPATH": os.pathsep.join(
-                [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-            start = time.perf_counter()
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            seconds = time.perf_counter() - start
-            if done.returncode != 0:
-                raise SystemExit(f"kbc run lama failed ({done.returncode}):\n{done.stderr[-3000:]}")
+            seconds, stages = timed_kbc(
+                ["run", "lama", "--corpus", "trex", "--predictors", f"bert={bert_dir}", "--device", str(device),
+                 "--dtype", dtype, "--batch-size", str(max(cfg.batches)), "--data-dir", str(data / "lama"), "--out",
+                 f"{tmp}/run", "--quiet", *cfg.trex], kbc_env(Path(tmp) / "cache"))
             facts = sum(1 for f in Path(f"{tmp}/run/predictions/trex/bert").glob("*.jsonl")
                         for _ in f.open(encoding="utf-8"))
         out[f"trex_{name}_s"] = round(seconds, 1)
-        print(f"trex end to end {name}: {seconds:.1f} s for {facts:,} facts", flush=True)
+        shown = " ".join(f"{stage}={s:.2f}" for stage, s in stages.items())
+        print(f"trex end to end {name}: {seconds:.1f} s for {facts:,} facts; seconds per stage: {shown}", flush=True)
 
 
 def causal_lines(out: dict, cfg, data: Path, gpt2, tokenizer, device) -> None:

@@ -82,6 +82,9 @@ class ResultCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # no disk sync per write (a run writes once per chunk): a power cut may lose the last rows, which are
+            # computed again, and never corrupts the file in WAL mode
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
             try:
                 self._db.execute(SCHEMA)

@@ -309,6 +309,7 @@ class MaskedLMScorer:
                 else:
                     self.encoder = self.transform = None
         self.forward_calls = 0
+        self._rows: dict[tuple[str, str, int], object] = {}  # candidate set -> its ids on the device
         self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
         said = (self.name, dtype, str(self.device), self.path)
         if said not in _PATHS_SAID:
@@ -503,15 +504,11 @@ class MaskedLMScorer:
         for text, tgt in todo:
             units_of.setdefault(text, []).append(tgt)
         ids = self.encode(texts)
-        rows = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+        rows = self._candidate_rows(candidates)
         new: dict = {}
         with torch.inference_mode():
             for batch in self.batches([len(r) for r in ids]):
-                input_ids, attention, mask_pos = self._pack([ids[i] for i in batch])
-                if self.normalize == "full":
-                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
-                else:
-                    logp = torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
+                logp = self._candidate_logp(*self._pack([ids[i] for i in batch]), rows)
                 units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
                 pairs = [(j, p) for j, _, tgt in units for p in tgt]
                 top, pos, ranks, scores = self._extract(logp.float(), depth, pairs, [text_of(texts[i]) for i in batch])
@@ -528,6 +525,25 @@ class MaskedLMScorer:
                 if self.on_batch is not None:
                     self.on_batch(len(batch))
         return new
+
+    def _candidate_rows(self, candidates: CandidateSet):
+        """The candidates' vocabulary ids as a tensor on the device, made once per candidate set (a chunk of
+        queries asks the same set again)."""
+        import torch
+
+        key = (candidates.name, candidates.fingerprint, len(candidates))
+        if key not in self._rows:
+            self._rows[key] = torch.tensor(candidates.ids, dtype=torch.long, device=self.device)
+        return self._rows[key]
+
+    def _candidate_logp(self, input_ids, attention, mask_pos, rows):
+        """Log-probs of the candidate `rows` at each mask ([B, len(rows)]): log-softmax over the whole vocabulary,
+        or over the candidates alone (`normalize="candidates"`)."""
+        import torch
+
+        if self.normalize == "full":
+            return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
+        return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
 
     def _pack(self, rows: list[list[int]]):
         """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device."""

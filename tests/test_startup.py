@@ -44,3 +44,21 @@ def test_the_collector_runs_less_often_during_a_command():
         assert gc.get_threshold() == (100_000, 50, 20)
     finally:
         gc.set_threshold(*before)
+
+
+def test_only_the_kbc_process_itself_leaves_its_objects_to_the_exit(monkeypatch):
+    """`kbc` ends without the collector walking every object it made; a caller passing arguments keeps its
+    collector as it was."""
+    from bridge.cli import main
+
+    before = gc.get_threshold()
+    try:
+        main(["ls"])
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        monkeypatch.setattr(sys, "argv", ["kbc", "ls"])
+        main()
+        assert not gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        gc.set_threshold(*before)
