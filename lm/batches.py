@@ -63,3 +63,14 @@ def length_batches(lengths: Sequence[int], rows: int, tokens: int | None = None)
         else:
             out.append([i])
     return out
+
+
+def to_device(array: np.ndarray, device):
+    """A host array as a tensor on `device`. To a GPU the copy goes through pinned memory without waiting, so the
+    host prepares the next pass while the card still runs the last; on a CPU the tensor shares the array."""
+    import torch
+
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if getattr(device, "type", str(device)) == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)

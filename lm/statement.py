@@ -36,7 +36,8 @@ import numpy as np
 
 from eval.errors import ConfigError, KbcError
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT
-from lm.batches import length_batches, map_passes, pad_rows
+from lm.batches import length_batches, map_passes, pad_rows, to_device
+from lm.token_ids import encodings
 
 PLL_VARIANTS = ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r")
 REDUCTIONS = ("sum", "mean")
@@ -159,8 +160,7 @@ class MaskedStatementScorer:
 
         if not statements:
             return []
-        enc = self.tokenizer([s.text for s in statements], add_special_tokens=True, return_special_tokens_mask=True,
-                             return_attention_mask=False, return_token_type_ids=False)
+        encoded = encodings(self.tokenizer, [s.text for s in statements], add_special_tokens=True)
         mask_id = self.scorer.mask_id
         limit = self.scorer.max_length
         # statements whose masked copies are equal (answers of one length with the answer masked) share the copy,
@@ -169,14 +169,14 @@ class MaskedStatementScorer:
         copy_of: list[int] = []  # per read: the copy it is read from
         read_token: list[int] = []  # per read: the token whose log p is read
         sizes: list[int] = []  # scored tokens per statement
-        for i, statement in enumerate(statements):
-            ids = enc["input_ids"][i]
+        for statement, enc in zip(statements, encoded):
+            ids = enc.ids
             if len(ids) > limit:
                 raise KbcError(f"{self.scorer.name}: statement of {len(ids)} tokens exceeds the model's {limit}: "
                                f"{statement.text[:200]!r}")
-            scored = [p for p, special in enumerate(enc["special_tokens_mask"][i]) if not special]
-            answer = _answer_tokens(enc, i, statement.answer) if self.pll == "answer_l2r+word_l2r" else []
-            for unit in self._copies(ids, scored, enc.word_ids(i), answer, mask_id):
+            scored = [p for p, special in enumerate(enc.special_tokens_mask) if not special]
+            answer = _answer_tokens(enc, statement.answer) if self.pll == "answer_l2r+word_l2r" else []
+            for unit in self._copies(ids, scored, enc.word_ids, answer, mask_id):
                 copy_of.append(index.setdefault(unit, len(index)))
                 read_token.append(ids[unit[1]])
             sizes.append(len(scored))
@@ -232,16 +232,13 @@ class MaskedStatementScorer:
         token_ends = np.cumsum([array.size for array, _ in packed]).tolist()
         row_ends = np.cumsum([len(batch) for batch in batches]).tolist()
 
-        def upload(array: np.ndarray):
-            return torch.from_numpy(np.ascontiguousarray(array)).to(device)
-
-        ids = upload(np.concatenate([array.ravel() for array, _ in packed]))
+        ids = to_device(np.concatenate([array.ravel() for array, _ in packed]), device)
         padded = any(k is not None for _, k in packed)
-        keep = upload(np.concatenate([(np.ones(array.shape, dtype=bool) if k is None else k).ravel()
-                                      for array, k in packed]).astype(np.int64)) if padded else None
-        positions = upload(np.array([keys[j][1] for batch in batches for j in batch], dtype=np.int64))
-        rows = upload(row_of[copy_of[order]])
-        tokens = upload(read_token[order])
+        keep = to_device(np.concatenate([(np.ones(array.shape, dtype=bool) if k is None else k).ravel()
+                                         for array, k in packed]).astype(np.int64), device) if padded else None
+        positions = to_device(np.array([keys[j][1] for batch in batches for j in batch], dtype=np.int64), device)
+        rows = to_device(row_of[copy_of[order]], device)
+        tokens = to_device(read_token[order], device)
 
         def run(b: int):
             """The reads of pass `b`, on the device."""
@@ -265,11 +262,11 @@ class MaskedStatementScorer:
         return [reduce(row, reduction) for row in self.token_scores(statements)]
 
 
-def _answer_tokens(enc, i: int, span: tuple[int, int]) -> list[int]:
+def _answer_tokens(enc, span: tuple[int, int]) -> list[int]:
     """Token positions covering the answer's characters: first to last token met in the span (lm-pub-quiz)."""
     start, end = span
-    first = next((t for c in range(start, end) if (t := enc.char_to_token(i, c)) is not None), None)
-    last = next((t for c in reversed(range(start, end)) if (t := enc.char_to_token(i, c)) is not None), None)
+    first = next((t for c in range(start, end) if (t := enc.char_to_token(c)) is not None), None)
+    last = next((t for c in reversed(range(start, end)) if (t := enc.char_to_token(c)) is not None), None)
     if first is None or last is None:
         return []
     return list(range(first, last + 1))
