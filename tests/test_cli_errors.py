@@ -892,6 +892,19 @@ def _(c: Ctx) -> list[str]:
     return [*_generating(c, "coherency"), "--context", "gold"]
 
 
+# -- precision: --dtype on the command line and in a run file -------------------------------------
+@case("dtype not offered", "'float64' is not one of 'float32', 'bfloat16', 'float16'")
+def _(c: Ctx) -> list[str]:
+    return [*c.run_freq(), "--dtype", "float64"]
+
+
+@case("dtype alias in --config", "run.yaml: dtype: expected one of 'float32', 'bfloat16', 'float16', got 'fp16'")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "run.yaml").write_text("corpus: [trex]\npredictors: [freq]\nrelations: [P19]\ndtype: fp16\n")
+    return ["run", "lama", "--config", str(c.tmp / "run.yaml"), "--data-dir", str(c.data), "--out",
+            str(c.tmp / "r")]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
