@@ -45,7 +45,7 @@ from eval.errors import DataError
 from eval.relations import check_template
 from eval.set_rules import LOG_NORM, log_norm
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
-from lm.batches import to_device
+from lm.batches import pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
 from lm.precision import agreement_tolerance
@@ -113,15 +113,12 @@ class CausalLMScorer:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 batch = order[start:start + self.batch_size]
-                lengths = np.array([len(ids[i]) for i in batch])
-                keep = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
-                array = np.full(keep.shape, self.pad_id, dtype=np.int64)
-                array[keep] = np.fromiter((t for i in batch for t in ids[i]), dtype=np.int64,
-                                          count=int(lengths.sum()))
+                array, keep = pad_rows([ids[i] for i in batch], self.pad_id)
+                keep = np.ones(array.shape, dtype=bool) if keep is None else keep
                 input_ids = torch.from_numpy(array).to(self.device)
                 attention = torch.from_numpy(keep.astype(np.int64)).to(self.device)
                 self.forward_calls += 1
-                self.tokens_run += int(lengths.sum())
+                self.tokens_run += int(keep.sum())
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits.float()
                 logp = torch.log_softmax(logits[:, :-1], dim=-1)
                 tok = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1) * attention[:, 1:]
