@@ -121,7 +121,7 @@ def _last_layer_at(layer, hidden, mask_pos, attention_mask):
     att = layer.attention.self
     batch, length, _ = hidden.shape
     heads, size = att.num_attention_heads, att.attention_head_size
-    at_mask = hidden[torch.arange(batch), mask_pos]
+    at_mask = hidden[torch.arange(batch, device=hidden.device), mask_pos]
     q = att.query(at_mask).view(batch, heads, 1, size)
     k = att.key(hidden).view(batch, length, heads, size).transpose(1, 2)
     v = att.value(hidden).view(batch, length, heads, size).transpose(1, 2)
@@ -354,7 +354,7 @@ class MaskedLMScorer:
             hidden = self.trunk(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             return _last_layer_at(self.last_layer, hidden, mask_pos.to(hidden.device), attention_mask)
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return hidden[torch.arange(len(mask_pos)), mask_pos]
+        return hidden[torch.arange(len(mask_pos), device=hidden.device), mask_pos.to(hidden.device)]
 
     def _mask_logits(self, input_ids, attention_mask, mask_pos, rows=None):
         """Logits at the mask position of each row ([B, V], or [B, len(rows)] for candidate rows)."""
@@ -363,7 +363,7 @@ class MaskedLMScorer:
         self.forward_calls += 1
         if self.encoder is None:
             out = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-            logits = out[torch.arange(len(mask_pos)), mask_pos].float()
+            logits = out[torch.arange(len(mask_pos), device=out.device), mask_pos.to(out.device)].float()
             return logits if rows is None else logits[:, rows]
         h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())
         if rows is None:
