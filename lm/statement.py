@@ -157,7 +157,6 @@ class MaskedStatementScorer:
 
     def _run(self, statements: Sequence[Statement]) -> list[list[float]]:
         """Per statement, log p of each scored token, computed."""
-
         if not statements:
             return []
         encoded = encodings(self.tokenizer, [s.text for s in statements], add_special_tokens=True)
