@@ -18,7 +18,9 @@ the prefix and the ancestors it needs). A sentence's log-likelihood is the prefi
 first token after the prefix read from the prefix's last position, plus one read per tree edge on
 its path. This equals scoring each sentence whole (float32: within 1e-4, `tests/test_causal_prefix.py`)
 while running the model over a fraction of the tokens. Models that do not honour such masks and
-position ids fall back to whole sentences (checked against them when the scorer is built).
+position ids fall back to whole sentences (checked against them when the scorer is built). The sentences of
+a call are tokenized at once, each pass reads its log-probabilities on the device by index arrays, and all
+passes are queued before their values come back in one transfer (a GPU does not wait on the host between them).
 
 `prompt=extended` (the paper's templates for autoregressive models, "extended so that the
 entity appears at the very end"): object queries use `template_obj` ("[X] was born in [Y]"),
@@ -355,7 +357,7 @@ class _Tree:
                 path.append(edge)
             self.paths.append(path)
         self.head = 0.0  # the prefix's own log-likelihood
-        self.values = np.zeros(n)  # edge -> log p(its token | prefix, the node above it)
+        self.values = np.full(n, np.nan)  # edge -> log p(its token | prefix, node above it); NaN until read
 
     def segments(self, query: int) -> list[_Segment]:
         """The prefix with all nodes, split where a row would grow past ROW_TOKENS (a later segment repeats
