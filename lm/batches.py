@@ -1,8 +1,11 @@
-"""Independent forward passes spread over the CPU threads torch was given, one thread each.
+"""How token id rows become forward passes: padded arrays, length-sorted batches, and passes spread over the CPU
+threads torch was given, one thread each.
 
-On a few CPU cores, one pass at a time with every core inside each operation loses time to the cores
-waiting on each other around every small operation (layer norms, activations, attention reshapes); the
-same passes run side by side, each on one core, keep the cores busy. Each pass's numbers come from one
+On a GPU a few full batches beat many small exact-length ones: rows sorted by length are cut into batches
+(`length_batches`) and padded on the right under an attention mask (`pad_rows`); right padding changes no
+position of a real token. On a few CPU cores, one pass at a time with every core inside each operation loses
+time to the cores waiting on each other around every small operation (layer norms, activations, attention
+reshapes); the same passes run side by side, each on one core, keep the cores busy. Each pass's numbers come from one
 thread whatever the order the passes finish in, so a result does not depend on scheduling.
 """
 
@@ -11,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -30,3 +35,42 @@ def map_passes(fn: Callable[[T], R], items: Sequence[T], device) -> Iterator[R]:
             yield from pool.map(fn, items)
     finally:
         torch.set_num_threads(threads)
+
+
+def pad_rows(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(ids [B, L] int64, which entries are real tokens [B, L] bool, or None when no row is padded): the rows
+    padded on the right to the longest, built in one pass over the tokens."""
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max())
+    if (lengths == width).all():
+        return np.array(rows, dtype=np.int64).reshape(len(rows), width), None
+    keep = np.arange(width)[None, :] < lengths[:, None]
+    array = np.full((len(rows), width), pad_id, dtype=np.int64)
+    array[keep] = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
+    return array, keep
+
+
+def length_batches(lengths: Sequence[int], rows: int, tokens: int | None = None) -> list[list[int]]:
+    """Indices sorted by length (stable), cut into batches of at most `rows` rows and, when `tokens` is given,
+    at most `tokens` padded tokens (rows x the batch's longest row; a row longer than that goes alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    if tokens is None:
+        return [order[start:start + rows] for start in range(0, len(order), rows)]
+    out: list[list[int]] = []
+    for i in order:
+        if out and len(out[-1]) < rows and (len(out[-1]) + 1) * lengths[i] <= tokens:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def to_device(array: np.ndarray, device):
+    """A host array as a tensor on `device`. To a GPU the copy goes through pinned memory without waiting, so the
+    host prepares the next pass while the card still runs the last; on a CPU the tensor shares the array."""
+    import torch
+
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if getattr(device, "type", str(device)) == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)

@@ -18,7 +18,9 @@ the prefix and the ancestors it needs). A sentence's log-likelihood is the prefi
 first token after the prefix read from the prefix's last position, plus one read per tree edge on
 its path. This equals scoring each sentence whole (float32: within 1e-4, `tests/test_causal_prefix.py`)
 while running the model over a fraction of the tokens. Models that do not honour such masks and
-position ids fall back to whole sentences (checked against them when the scorer is built).
+position ids fall back to whole sentences (checked against them when the scorer is built). The sentences of
+a call are tokenized at once, each pass reads its log-probabilities on the device by index arrays, and all
+passes are queued before their values come back in one transfer (a GPU does not wait on the host between them).
 
 `prompt=extended` (the paper's templates for autoregressive models, "extended so that the
 entity appears at the very end"): object queries use `template_obj` ("[X] was born in [Y]"),
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -44,9 +47,11 @@ from eval.errors import DataError
 from eval.relations import check_template
 from eval.set_rules import LOG_NORM, log_norm
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from lm.batches import pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
 from lm.precision import agreement_tolerance
+from lm.token_ids import token_ids
 
 NOT_IN_SET = "object is not in the candidate set"
 SUBJECT_NOT_IN_SET = "subject is not in the candidate set"
@@ -93,9 +98,8 @@ class CausalLMScorer:
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with BOS first, so the first word is scored too (GPT-2's <|endoftext|>)."""
-        enc = self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False)["input_ids"]
         head = [self.bos_id] if self.bos_id is not None else []
-        return [head + row for row in enc]
+        return [head + row for row in token_ids(self.tokenizer, texts)]
 
     # --- whole sentences -------------------------------------------------------------------------
     def loglik(self, texts: Sequence[str]) -> list[tuple[float, int]]:
@@ -111,15 +115,12 @@ class CausalLMScorer:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 batch = order[start:start + self.batch_size]
-                lengths = np.array([len(ids[i]) for i in batch])
-                keep = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
-                array = np.full(keep.shape, self.pad_id, dtype=np.int64)
-                array[keep] = np.fromiter((t for i in batch for t in ids[i]), dtype=np.int64,
-                                          count=int(lengths.sum()))
+                array, keep = pad_rows([ids[i] for i in batch], self.pad_id)
+                keep = np.ones(array.shape, dtype=bool) if keep is None else keep
                 input_ids = torch.from_numpy(array).to(self.device)
                 attention = torch.from_numpy(keep.astype(np.int64)).to(self.device)
                 self.forward_calls += 1
-                self.tokens_run += int(lengths.sum())
+                self.tokens_run += int(keep.sum())
                 logits = self.model(input_ids=input_ids, attention_mask=attention).logits.float()
                 logp = torch.log_softmax(logits[:, :-1], dim=-1)
                 tok = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1) * attention[:, 1:]
@@ -159,8 +160,9 @@ class CausalLMScorer:
         """Each group's prefix and candidate token tree, packed into rows of one attention-masked pass."""
         out: dict[str, tuple[float, int]] = {}
         jobs: list[tuple[list[str], list[list[int]]]] = []
+        encoded = iter(self.encode([t for g in groups for t in g]))  # one tokenizer call for every group
         for group in groups:
-            rows = [(t, ids) for t, ids in zip(group, self.encode(group))]
+            rows = [(t, next(encoded)) for t in group]
             out.update({t: (0.0, 0) for t, ids in rows if len(ids) <= 1})  # BOS alone: nothing to predict
             rows = [(t, ids) for t, ids in rows if len(ids) > 1]
             if rows and _shared_length([ids for _, ids in rows]) == 0:
@@ -178,23 +180,34 @@ class CausalLMScorer:
                 packed.append([seg])
         import torch
 
-        with torch.inference_mode():
-            batch: list[list[_Segment]] = []
-            for row in packed:
-                width = max([sum(len(s.ids) for s in r) for r in batch + [row]])
-                if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * width > self.forward_tokens):
-                    self._forward(batch, trees)
-                    batch = []
-                batch.append(row)
-            if batch:
-                self._forward(batch, trees)
+        passes: list[list[list[_Segment]]] = []
+        batch: list[list[_Segment]] = []
+        widest = 0
+        for row in packed:
+            width = max(widest, sum(len(s.ids) for s in row))
+            if batch and (len(batch) >= self.batch_size or (len(batch) + 1) * width > self.forward_tokens):
+                passes.append(batch)
+                batch, width = [], sum(len(s.ids) for s in row)
+            batch.append(row)
+            widest = width
+        if batch:
+            passes.append(batch)
+        with torch.inference_mode():  # every pass is queued before any value is read back: no wait between them
+            picked = [self._forward(rows) for rows in passes]
+            values = torch.cat(picked).cpu().numpy().astype(np.float64) if picked else np.zeros(0)
+        at = 0
+        for segment in (s for rows in passes for row in rows for s in row):
+            n = len(segment.edges)
+            trees[segment.query].store(segment.edges, values[at:at + n])
+            at += n
         for (texts, ids), tree in zip(jobs, trees):
-            for text, row in zip(texts, ids):
-                out[text] = (tree.loglik(row), len(row) - 1)
+            for text, ll, row in zip(texts, tree.logliks(), ids):
+                out[text] = (ll, len(row) - 1)
         return out
 
-    def _forward(self, rows: list[list[_Segment]], trees: list[_Tree]) -> None:
-        """One pass over packed segments; each token sees its own prefix and tree ancestors only."""
+    def _forward(self, rows: list[list[_Segment]]):
+        """One pass over packed segments, each token seeing its own prefix and tree ancestors only: the log p of
+        every read, segment by segment in `rows` order, left on the device."""
         import torch
 
         width = max(sum(len(s.ids) for s in row) for row in rows)
@@ -203,7 +216,7 @@ class CausalLMScorer:
         positions = np.zeros((n, width), dtype=np.int64)
         allowed = np.zeros((n, width, width), dtype=bool)
         keep = np.zeros((n, width), dtype=bool)
-        reads: list[tuple[int, int, int, _Segment, int]] = []  # (row, position, target, segment, read index)
+        read_at, read_token = [], []  # flat position (row * width + column) and token of each read
         for r, row in enumerate(rows):
             at = 0
             for seg in row:
@@ -211,30 +224,27 @@ class CausalLMScorer:
                 input_ids[r, at:at + k] = seg.ids
                 positions[r, at:at + k] = seg.positions
                 allowed[r, at:at + k, at:at + k] = seg.mask()
-                for i, (local, target) in enumerate(seg.reads):
-                    keep[r, at + local] = True
-                    reads.append((r, at + local, target, seg, i))
+                read_at.append(np.asarray(seg.read_at, dtype=np.int64) + (r * width + at))
+                read_token.append(np.asarray(seg.read_token, dtype=np.int64))
                 at += k
             allowed[r, np.arange(at, width), np.arange(at, width)] = True  # padding sees itself: no empty softmax
+        where = np.concatenate(read_at)
+        keep.reshape(-1)[where] = True
+        kept = (np.cumsum(keep.reshape(-1)) - 1)[where]  # each read's place among the kept positions
         dev = self.device
         dtype = next(self.model.parameters()).dtype
-        mask = torch.zeros((n, 1, width, width), dtype=dtype)
-        mask.masked_fill_(~torch.from_numpy(allowed).unsqueeze(1), torch.finfo(dtype).min)
-        keep_t = torch.from_numpy(keep).to(dev)
+        mask = torch.zeros((n, 1, width, width), dtype=dtype, device=dev)
+        mask.masked_fill_(~to_device(allowed, dev).unsqueeze(1), torch.finfo(dtype).min)
+        keep_t = to_device(keep, dev)
         self.forward_calls += 1
         self.tokens_run += sum(len(s.ids) for row in rows for s in row)
-        logits = self.model(input_ids=torch.from_numpy(input_ids).to(dev), attention_mask=mask.to(dev),
-                            position_ids=torch.from_numpy(positions).to(dev), logits_to_keep=keep_t,
-                            use_cache=False).logits
+        logits = self.model(input_ids=to_device(input_ids, dev), attention_mask=mask,
+                            position_ids=to_device(positions, dev), logits_to_keep=keep_t, use_cache=False).logits
         if logits.dim() == 3:  # the model ignored logits_to_keep
             logits = logits[keep_t]
         logits = logits.float()
-        flat = np.cumsum(keep.reshape(-1)) - 1  # row-major index among the kept positions
-        rows_at = torch.tensor([flat[r * width + p] for r, p, _, _, _ in reads], device=dev)
-        targets = torch.tensor([t for _, _, t, _, _ in reads], device=dev)
-        picked = (logits[rows_at, targets] - torch.logsumexp(logits, dim=-1)[rows_at]).cpu().tolist()
-        for (_, _, _, seg, i), value in zip(reads, picked):
-            trees[seg.query].store(seg.keys[i], value)
+        rows_at, targets = to_device(kept, dev), to_device(np.concatenate(read_token), dev)
+        return logits[rows_at, targets] - torch.logsumexp(logits, dim=-1)[rows_at]
 
     def _shared_prefix_agrees(self) -> bool:
         """Whether this model honours the tree masks and position ids of `_run_shared` (checked against whole
@@ -259,9 +269,12 @@ class CausalLMScorer:
     # --- cache -----------------------------------------------------------------------------------
     def _cached(self, texts: Sequence[str], kind: str, run) -> list[tuple[float, int]]:
         unique = list(dict.fromkeys(texts))
-        keys = [ResultCache.key(kind, self.fingerprint, self.dtype, self.device.type, t) for t in unique]
+        if self.cache is None:
+            keys, found = [""] * len(unique), {}
+        else:
+            keys = [ResultCache.key(kind, self.fingerprint, self.dtype, self.device.type, t) for t in unique]
+            found = self.cache.get_many(keys, 1)
         key_of = dict(zip(unique, keys))
-        found = self.cache.get_many(keys, 1) if self.cache is not None else {}
         found = {k: hit for k, hit in found.items() if np.isfinite(hit[1][0])}  # never serve a NaN
         out: dict[str, tuple[float, int]] = {t: (float(found[k][1][0]), found[k][2])
                                               for t, k in zip(unique, keys) if k in found}
@@ -282,17 +295,15 @@ def _shared_length(ids: Sequence[Sequence[int]]) -> int:
     """Length of the token prefix all rows share, leaving every row at least one token after it
     (0 when their first tokens differ; a single row shares all but its last token with itself)."""
     shortest = min(len(row) for row in ids)
-    first = ids[0]
-    n = 0
-    while n < shortest - 1 and all(row[n] == first[n] for row in ids):
-        n += 1
+    # the prefix all rows share is the one the lexicographically first and last share
+    n = min(len(os.path.commonprefix(list(ids))), shortest - 1)
     return n if n or len(ids) > 1 else shortest - 1
 
 
 class _Segment:
     """A query's prefix and some of its tree nodes, as one stretch of a packed row."""
 
-    __slots__ = ("query", "prefix", "ids", "positions", "parents", "reads", "keys")
+    __slots__ = ("query", "prefix", "ids", "positions", "parents", "read_at", "read_token", "edges")
 
     def __init__(self, query: int, prefix: list[int]) -> None:
         self.query = query
@@ -300,16 +311,20 @@ class _Segment:
         self.ids = list(prefix)
         self.positions = list(range(len(prefix)))
         self.parents = list(range(-1, len(prefix) - 1))
-        self.reads: list[tuple[int, int]] = []  # (local position, token whose log-probability is read there)
-        self.keys: list[tuple | None] = []  # what each read is stored under in the query's tree (None: the prefix)
+        self.read_at: list[int] = []  # per read: the local position it is read at
+        self.read_token: list[int] = []  # per read: the token whose log-probability is read there
+        self.edges: list[int] = []  # per read: the tree edge it is stored under (-1: the prefix's own)
 
-    def add(self, node: tuple[int, ...], parent: int, targets: Sequence[int] = ()) -> int:
+    def add(self, node: tuple[int, ...], parent: int, edges: Mapping[int, int] | None = None) -> int:
+        """Add a tree node (reading the tokens after it: token -> edge); its local position."""
         self.ids.append(node[-1])
         self.positions.append(self.prefix + len(node) - 1)  # where the token sits in the whole sentence
         self.parents.append(parent)
         at = len(self.ids) - 1
-        self.reads.extend((at, t) for t in targets)
-        self.keys.extend((node, t) for t in targets)
+        if edges:
+            self.read_at.extend([at] * len(edges))
+            self.read_token.extend(edges)
+            self.edges.extend(edges.values())
         return at
 
     def mask(self) -> np.ndarray:
@@ -330,13 +345,19 @@ class _Tree:
     def __init__(self, ids: Sequence[Sequence[int]]) -> None:
         self.p = _shared_length(ids)
         self.prefix = list(ids[0][:self.p])
-        self.children: dict[tuple[int, ...], dict[int, None]] = {}
+        self.children: dict[tuple[int, ...], dict[int, int]] = {}  # node -> {next token: edge number}
+        self.paths: list[list[int]] = []  # per row: the edges from the prefix to its end
+        n = 0
         for row in ids:
             cont = tuple(row[self.p:])
+            path = []
             for d in range(len(cont)):
-                self.children.setdefault(cont[:d], {})[cont[d]] = None
+                edge = self.children.setdefault(cont[:d], {}).setdefault(cont[d], n)
+                n += edge == n
+                path.append(edge)
+            self.paths.append(path)
         self.head = 0.0  # the prefix's own log-likelihood
-        self.values: dict[tuple, float] = {}  # (node, next token) -> log p(next token | prefix, node)
+        self.values = np.full(n, np.nan)  # edge -> log p(its token | prefix, node above it); NaN until read
 
     def segments(self, query: int) -> list[_Segment]:
         """The prefix with all nodes, split where a row would grow past ROW_TOKENS (a later segment repeats
@@ -344,29 +365,37 @@ class _Tree:
         p = self.p
         cap = max(ROW_TOKENS - p, p)
         seg = _Segment(query, self.prefix)
-        seg.reads = [(i, self.prefix[i + 1]) for i in range(p - 1)] + [(p - 1, t) for t in self.children[()]]
-        seg.keys = [None] * (p - 1) + [((), t) for t in self.children[()]]
+        seg.read_at, seg.read_token, seg.edges = list(range(p - 1)), self.prefix[1:p], [-1] * (p - 1)
+        first = self.children[()]
+        seg.read_at += [p - 1] * len(first)
+        seg.read_token += list(first)
+        seg.edges += list(first.values())
         out, local = [seg], {}
         for node in sorted(n for n in self.children if n):  # preorder: parents first
-            missing = [node[:d] for d in range(1, len(node)) if node[:d] not in local]
+            # a parent already in this segment brings its ancestors; after a split, they come again
+            missing = [] if len(node) == 1 or node[:-1] in local else \
+                [node[:d] for d in range(1, len(node)) if node[:d] not in local]
             if len(seg.ids) - p + len(missing) + 1 > cap and len(seg.ids) > p:
                 seg, local = _Segment(query, self.prefix), {}
                 out.append(seg)
                 missing = [node[:d] for d in range(1, len(node))]
             for anc in missing:
                 local[anc] = seg.add(anc, local.get(anc[:-1], p - 1))
-            local[node] = seg.add(node, local.get(node[:-1], p - 1), list(self.children[node]))
+            local[node] = seg.add(node, local.get(node[:-1], p - 1), self.children[node])
         return out
 
-    def store(self, key: tuple | None, value: float) -> None:
-        if key is None:
+    def store(self, edges: Sequence[int], values: np.ndarray) -> None:
+        """A segment's reads: the prefix's own (edge -1) add up in order, the others are kept by edge."""
+        edges = np.asarray(edges, dtype=np.int64)
+        own = edges < 0
+        for value in values[own].tolist():
             self.head += value
-        else:
-            self.values[key] = value
+        self.values[edges[~own]] = values[~own]
 
-    def loglik(self, ids: Sequence[int]) -> float:
-        cont = tuple(ids[self.p:])
-        return self.head + sum(self.values[(cont[:d], cont[d])] for d in range(len(cont)))
+    def logliks(self) -> list[float]:
+        """Each row's log-likelihood: the prefix's, then its edges' in order."""
+        values = self.values.tolist()
+        return [self.head + sum(values[e] for e in path) for path in self.paths]
 
 
 def read_extended_templates(path: str | Path) -> dict[tuple[str, str], str]:

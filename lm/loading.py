@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from eval.errors import ConfigError, DataError, KbcError
-from lm.precision import warn_if_slow
+from lm.precision import DTYPES, warn_if_slow
 
 Kind = str  # "masked" | "causal" | "seq2seq"
 
@@ -71,7 +71,7 @@ def resolve_dtype(dtype: str):
     table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
              "float16": torch.float16, "fp16": torch.float16}
     if dtype not in table:
-        raise ConfigError(f"--dtype {dtype!r} is not supported; use float32 or bfloat16")
+        raise ConfigError(f"--dtype {dtype!r} is not supported; use {', '.join(DTYPES)}")
     return table[dtype]
 
 

@@ -46,6 +46,7 @@ import numpy as np
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query
+from lm.batches import length_batches, pad_rows
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
 from lm.precision import agreement_tolerance
@@ -120,7 +121,7 @@ def _last_layer_at(layer, hidden, mask_pos, attention_mask):
     att = layer.attention.self
     batch, length, _ = hidden.shape
     heads, size = att.num_attention_heads, att.attention_head_size
-    at_mask = hidden[torch.arange(batch), mask_pos]
+    at_mask = hidden[torch.arange(batch, device=hidden.device), mask_pos]
     q = att.query(at_mask).view(batch, heads, 1, size)
     k = att.key(hidden).view(batch, length, heads, size).transpose(1, 2)
     v = att.value(hidden).view(batch, length, heads, size).transpose(1, 2)
@@ -354,7 +355,7 @@ class MaskedLMScorer:
             hidden = self.trunk(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             return _last_layer_at(self.last_layer, hidden, mask_pos.to(hidden.device), attention_mask)
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return hidden[torch.arange(len(mask_pos)), mask_pos]
+        return hidden[torch.arange(len(mask_pos), device=hidden.device), mask_pos.to(hidden.device)]
 
     def _mask_logits(self, input_ids, attention_mask, mask_pos, rows=None):
         """Logits at the mask position of each row ([B, V], or [B, len(rows)] for candidate rows)."""
@@ -363,7 +364,7 @@ class MaskedLMScorer:
         self.forward_calls += 1
         if self.encoder is None:
             out = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-            logits = out[torch.arange(len(mask_pos)), mask_pos].float()
+            logits = out[torch.arange(len(mask_pos), device=out.device), mask_pos.to(out.device)].float()
             return logits if rows is None else logits[:, rows]
         h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())
         if rows is None:
@@ -439,9 +440,9 @@ class MaskedLMScorer:
 
         With `bucketing` (on a GPU, where a few full batches beat many small exact-length ones) the indices
         sorted by length are cut into full batches, each padded to its longest row under an attention mask."""
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
         if self.bucketing:
-            return [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+            return length_batches(lengths, self.batch_size)
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
         groups: list[list[int]] = []
         for i in order:
             if groups and lengths[groups[-1][-1]] == lengths[i]:
@@ -549,16 +550,8 @@ class MaskedLMScorer:
         """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device."""
         import torch
 
-        width = max(len(r) for r in rows)
-        if all(len(r) == width for r in rows):
-            array = np.array(rows, dtype=np.int64)
-            attention = None
-        else:
-            array = np.full((len(rows), width), self.pad_id, dtype=np.int64)
-            lengths = np.array([len(r) for r in rows])
-            keep = np.arange(width)[None, :] < lengths[:, None]
-            array[keep] = np.fromiter((t for r in rows for t in r), dtype=np.int64, count=int(lengths.sum()))
-            attention = torch.from_numpy(keep.astype(np.int64)).to(self.device)
+        array, keep = pad_rows(rows, self.pad_id)
+        attention = None if keep is None else torch.from_numpy(keep.astype(np.int64)).to(self.device)
         mask_pos = torch.from_numpy((array == self.mask_id).argmax(axis=1))
         return torch.from_numpy(array).to(self.device), attention, mask_pos.to(self.device)
 

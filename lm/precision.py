@@ -16,6 +16,7 @@ from pathlib import Path
 log = logging.getLogger("kbc")
 
 CPUINFO = Path("/proc/cpuinfo")
+DTYPES = ("float32", "bfloat16", "float16")  # what `--dtype` accepts (aliases below aside)
 REDUCED = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
 # CPU flags (as /proc/cpuinfo names them) that give each dtype native arithmetic
 FAST_FLAGS = {"bfloat16": ("avx512_bf16", "amx_bf16"), "float16": ("avx512_fp16", "amx_fp16")}

@@ -13,8 +13,10 @@ Causal LMs: the summed log-probability of the statement's tokens after BOS (lm/c
 scorer: statements sharing leading tokens share those positions, across candidates and instances).
 
 Speed, with the same numbers: every masked copy is built once however many statements need it (copies
-with the whole answer masked are the same for answers of one length); copies run in batches of one exact
-length (no padding); the last layer and the vocabulary projection run only at the scored position.
+with the whole answer masked are the same for answers of one length); on a CPU copies run in batches of one
+exact length (no padding), on a GPU sorted by length and padded into a few full batches under an attention
+mask; the last layer and the vocabulary projection run only at the scored position; every log p is gathered
+on the device and comes back in one transfer per call.
 
 Templating: lm-pub-quiz upper-cases the first character of every statement, which rewrites an answer or
 subject label that opens the sentence ("[Y] served as ..." with "de Gaulle" gives "De Gaulle"). kbcompare
@@ -34,13 +36,15 @@ import numpy as np
 
 from eval.errors import ConfigError, KbcError
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT
-from lm.batches import map_passes
+from lm.batches import length_batches, map_passes, pad_rows, to_device
+from lm.token_ids import encodings
 
 PLL_VARIANTS = ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r")
 REDUCTIONS = ("sum", "mean")
 COMPAT = "lm-pub-quiz"
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 COPY_TOKENS = 8192  # tokens per forward pass of masked copies: bounds activations, amortises the weights
+GPU_COPY_TOKENS = 32768  # on a GPU, padded tokens per pass: enough rows to fill the card
 STATEMENT_CACHE = "statement-pll-v1"  # bump when token scores of a statement would change
 
 
@@ -93,7 +97,8 @@ def reduce(scores: Sequence[float], reduction: str) -> float:
 class MaskedStatementScorer:
     """Pseudo-log-likelihood of statements under a masked LM (an `lm.masked.MaskedLMScorer`'s model)."""
 
-    def __init__(self, scorer, pll: str = "within_word_l2r", batch_size: int | None = None) -> None:
+    def __init__(self, scorer, pll: str = "within_word_l2r", batch_size: int | None = None,
+                 bucketing: bool | None = None) -> None:
         check_options(pll, "sum")
         if not getattr(scorer.tokenizer, "is_fast", False):
             raise KbcError(f"{scorer.name}: statement scoring reads word boundaries from a fast tokenizer; "
@@ -102,6 +107,8 @@ class MaskedStatementScorer:
         self.tokenizer = scorer.tokenizer
         self.pll = pll
         self.batch_size = batch_size
+        # pad copies of different lengths into a few full batches (the engine's choice: on a GPU) or not
+        self.bucketing = bool(getattr(scorer, "bucketing", False)) if bucketing is None else bucketing
         self.copies_run = 0  # masked copies sent through the model (after sharing)
         self.copies_asked = 0  # masked copies the statements needed
 
@@ -150,69 +157,115 @@ class MaskedStatementScorer:
 
     def _run(self, statements: Sequence[Statement]) -> list[list[float]]:
         """Per statement, log p of each scored token, computed."""
-        import torch
-
-        enc = self.tokenizer([s.text for s in statements], add_special_tokens=True, return_special_tokens_mask=True,
-                             return_attention_mask=False, return_token_type_ids=False)
+        if not statements:
+            return []
+        encoded = encodings(self.tokenizer, [s.text for s in statements], add_special_tokens=True)
         mask_id = self.scorer.mask_id
         limit = self.scorer.max_length
-        # (copy, position) -> (statement, token index, the token read there): statements whose masked copies
-        # are equal (answers of one length with the answer masked) share the pass, each reading its own token
-        units: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
-        out: list[list[float]] = []
-        for i, statement in enumerate(statements):
-            ids = enc["input_ids"][i]
+        # statements whose masked copies are equal (answers of one length with the answer masked) share the copy,
+        # each reading its own token: one read per scored token, statement by statement
+        index: dict[tuple[tuple[int, ...], int], int] = {}  # (copy, scored position) -> copy number
+        copy_of: list[int] = []  # per read: the copy it is read from
+        read_token: list[int] = []  # per read: the token whose log p is read
+        sizes: list[int] = []  # scored tokens per statement
+        for statement, enc in zip(statements, encoded):
+            ids = enc.ids
             if len(ids) > limit:
                 raise KbcError(f"{self.scorer.name}: statement of {len(ids)} tokens exceeds the model's {limit}: "
                                f"{statement.text[:200]!r}")
-            scored = [p for p, special in enumerate(enc["special_tokens_mask"][i]) if not special]
-            answer = _answer_tokens(enc, i, statement.answer) if self.pll == "answer_l2r+word_l2r" else []
-            for k, unit in enumerate(self._copies(ids, scored, enc.word_ids(i), answer, mask_id)):
-                units.setdefault(unit, []).append((i, k, ids[unit[1]]))
-            out.append([0.0] * len(scored))
-            self.copies_asked += len(scored)
-        keys = list(units)
-        self.copies_run += len(keys)
-        by_length: dict[int, list[int]] = {}
-        for j, (copy, _) in enumerate(keys):
-            by_length.setdefault(len(copy), []).append(j)
-        batches = [members[start:start + step] for length, members in sorted(by_length.items())
-                   for step in [self.batch_size or max(1, COPY_TOKENS // length)]
-                   for start in range(0, len(members), step)]
-        # the largest first: passes run side by side (`map_passes`) end together rather than one running alone
-        batches.sort(key=lambda batch: -len(batch) * len(keys[batch[0]][0]))
-
-        def run(batch: list[int]) -> list[tuple[int, int, float]]:
-            """(statement, token index, log p) of every token read in one batch of copies of one length."""
-            with torch.inference_mode():
-                input_ids = torch.tensor([keys[j][0] for j in batch], dtype=torch.long, device=self.scorer.device)
-                pos = torch.tensor([keys[j][1] for j in batch], dtype=torch.long)
-                logp = torch.log_softmax(self.scorer._mask_logits(input_ids, None, pos).float(), dim=-1)
-                reads = [(row, i, k, token) for row, j in enumerate(batch) for i, k, token in units[keys[j]]]
-                rows = torch.tensor([r for r, _, _, _ in reads], dtype=torch.long, device=logp.device)
-                tokens = torch.tensor([t for _, _, _, t in reads], dtype=torch.long, device=logp.device)
-                return [(i, k, value) for (_, i, k, _), value in zip(reads, logp[rows, tokens].cpu().tolist())]
-
-        for read in map_passes(run, batches, self.scorer.device):
-            for i, k, value in read:
-                out[i][k] = value
-        bad = [statements[i].text for i, row in enumerate(out) if not np.isfinite(row).all()]
+            scored = [p for p, special in enumerate(enc.special_tokens_mask) if not special]
+            answer = _answer_tokens(enc, statement.answer) if self.pll == "answer_l2r+word_l2r" else []
+            for unit in self._copies(ids, scored, enc.word_ids, answer, mask_id):
+                copy_of.append(index.setdefault(unit, len(index)))
+                read_token.append(ids[unit[1]])
+            sizes.append(len(scored))
+        self.copies_asked += len(copy_of)
+        self.copies_run += len(index)
+        flat = self._forward(list(index), np.array(copy_of, dtype=np.int64), np.array(read_token, dtype=np.int64))
+        owner = np.repeat(np.arange(len(statements)), sizes)
+        bad = [statements[i].text for i in np.unique(owner[~np.isfinite(flat)]).tolist()]
         if bad:
             from lm.finite import NonFiniteScores
 
             raise NonFiniteScores(self.scorer.name, bad, len(statements))
-        return out
+        values, ends = flat.tolist(), np.cumsum(sizes).tolist()
+        return [values[end - n:end] for n, end in zip(sizes, ends)]
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Copy numbers per forward pass. Exact-length batches (no padding) on a CPU, the largest first so that
+        passes side by side (`map_passes`) end together; with `bucketing`, copies sorted by length cut into a few
+        full batches padded under an attention mask."""
+        if self.bucketing:
+            if self.batch_size:
+                return length_batches(lengths, self.batch_size)
+            budget = COPY_TOKENS if self.scorer.device.type == "cpu" else GPU_COPY_TOKENS
+            return length_batches(lengths, len(lengths), budget)
+        by_length: dict[int, list[int]] = {}
+        for j, length in enumerate(lengths):
+            by_length.setdefault(length, []).append(j)
+        batches = [members[start:start + step] for length, members in sorted(by_length.items())
+                   for step in [self.batch_size or max(1, COPY_TOKENS // length)]
+                   for start in range(0, len(members), step)]
+        batches.sort(key=lambda batch: -len(batch) * lengths[batch[0]])
+        return batches
+
+    def _forward(self, keys: list[tuple[tuple[int, ...], int]], copy_of: np.ndarray, read_token: np.ndarray):
+        """log p of each read (`copy_of[r]`'s copy at its scored position, token `read_token[r]`), float32.
+
+        Index arrays are built once per call and sent to the device in one transfer each; each pass gathers its
+        reads on the device, and the values come back in one transfer at the end (no wait between passes)."""
+        import torch
+
+        if not keys:
+            return np.zeros(0, dtype=np.float32)
+        device = self.scorer.device
+        batches = self._batches([len(copy) for copy, _ in keys])
+        packed = [pad_rows([keys[j][0] for j in batch], self.scorer.pad_id) for batch in batches]
+        batch_of = np.empty(len(keys), dtype=np.int64)
+        row_of = np.empty(len(keys), dtype=np.int64)
+        for b, batch in enumerate(batches):
+            batch_of[batch] = b
+            row_of[batch] = np.arange(len(batch))
+        order = np.argsort(batch_of[copy_of], kind="stable")  # reads, pass by pass
+        read_ends = np.cumsum(np.bincount(batch_of[copy_of], minlength=len(batches))).tolist()
+        token_ends = np.cumsum([array.size for array, _ in packed]).tolist()
+        row_ends = np.cumsum([len(batch) for batch in batches]).tolist()
+
+        ids = to_device(np.concatenate([array.ravel() for array, _ in packed]), device)
+        padded = any(k is not None for _, k in packed)
+        keep = to_device(np.concatenate([(np.ones(array.shape, dtype=bool) if k is None else k).ravel()
+                                         for array, k in packed]).astype(np.int64), device) if padded else None
+        positions = to_device(np.array([keys[j][1] for batch in batches for j in batch], dtype=np.int64), device)
+        rows = to_device(row_of[copy_of[order]], device)
+        tokens = to_device(read_token[order], device)
+
+        def run(b: int):
+            """The reads of pass `b`, on the device."""
+            with torch.inference_mode():
+                t0, t1 = (token_ends[b - 1] if b else 0), token_ends[b]
+                r0, r1 = (row_ends[b - 1] if b else 0), row_ends[b]
+                shape = packed[b][0].shape
+                attention = None if packed[b][1] is None else keep[t0:t1].view(shape)
+                logits = self.scorer._mask_logits(ids[t0:t1].view(shape), attention, positions[r0:r1])
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                a, z = (read_ends[b - 1] if b else 0), read_ends[b]
+                return logp[rows[a:z], tokens[a:z]]
+
+        values = torch.cat(list(map_passes(run, range(len(batches)), device))).cpu().numpy()
+        flat = np.empty(len(copy_of), dtype=np.float32)
+        flat[order] = values
+        return flat
 
     def score(self, statements: Sequence[Statement], reduction: str = "sum") -> list[float]:
         check_options(self.pll, reduction)
         return [reduce(row, reduction) for row in self.token_scores(statements)]
 
 
-def _answer_tokens(enc, i: int, span: tuple[int, int]) -> list[int]:
+def _answer_tokens(enc, span: tuple[int, int]) -> list[int]:
     """Token positions covering the answer's characters: first to last token met in the span (lm-pub-quiz)."""
     start, end = span
-    first = next((t for c in range(start, end) if (t := enc.char_to_token(i, c)) is not None), None)
-    last = next((t for c in reversed(range(start, end)) if (t := enc.char_to_token(i, c)) is not None), None)
+    first = next((t for c in range(start, end) if (t := enc.char_to_token(c)) is not None), None)
+    last = next((t for c in reversed(range(start, end)) if (t := enc.char_to_token(c)) is not None), None)
     if first is None or last is None:
         return []
     return list(range(first, last + 1))

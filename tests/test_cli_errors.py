@@ -892,7 +892,6 @@ def _(c: Ctx) -> list[str]:
     return [*_generating(c, "coherency"), "--context", "gold"]
 
 
-
 # -- FewRel training whose loss stops being finite ---------------------------------------------
 @case("fewrel training that diverges", "the training loss is nan at epoch 1, step 2 (learning rate 1e+30, bfloat16); "
       "lower --set lr= or train in float32", after_report=True)
@@ -902,6 +901,19 @@ def _(c: Ctx) -> list[str]:
     return ["run", "fewrel", "--predictors", "bert", "--set", f"model={c.models('bert-cased')}", "--set", "lr=1e30",
             "--set", "epochs=1", "--set", "train_batch=4", "--dtype", "bfloat16", "--data-dir", str(folder), "--out",
             str(c.tmp / "out"), "--quiet"]
+
+
+# -- precision: --dtype on the command line and in a run file -------------------------------------
+@case("dtype not offered", "'float64' is not one of 'float32', 'bfloat16', 'float16'")
+def _(c: Ctx) -> list[str]:
+    return [*c.run_freq(), "--dtype", "float64"]
+
+
+@case("dtype alias in --config", "run.yaml: dtype: expected one of 'float32', 'bfloat16', 'float16', got 'fp16'")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "run.yaml").write_text("corpus: [trex]\npredictors: [freq]\nrelations: [P19]\ndtype: fp16\n")
+    return ["run", "lama", "--config", str(c.tmp / "run.yaml"), "--data-dir", str(c.data), "--out",
+            str(c.tmp / "r")]
 
 
 @pytest.fixture

@@ -1,10 +1,13 @@
-"""--dtype bfloat16/float16 on a CPU without instructions for them warns once, decided by the CPU's flags."""
+"""--dtype bfloat16/float16 on a CPU without instructions for them warns once, decided by the CPU's flags; `kbc run`
+takes either."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
+from cli_support import run_kbc
 from lm_fixtures import kbc_log, tiny_models  # noqa: F401
 
 from lm import precision
@@ -79,3 +82,18 @@ def test_loading_twice_in_bfloat16_warns_once(cpuinfo, kbc_log, tiny_models):  #
     load(path, "masked", "cpu", "bfloat16")
     load(path, "masked", "cpu", "float32")
     assert len(warnings_in(kbc_log)) == 1
+
+
+def test_run_in_float16_warns_once_and_records_it(cpuinfo, tiny_models, lama_dir, tmp_path, monkeypatch,  # noqa: F811
+                                                  capsys):
+    cpuinfo(NO_BF16)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    path = str(tiny_models("bert-cased"))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "5", "--predictors",
+                            f"bert={path}", f"bert16={path}", "--dtype", "float16", "--data-dir", str(lama_dir),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    assert err.count("--dtype float16 on a CPU without avx512_fp16 or amx_fp16 instructions") == 1
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    described = [c for by_corpus in config["predictor_configs"].values() for c in by_corpus.values()]
+    assert [c["dtype"] for c in described] == ["float16", "float16"]

@@ -14,6 +14,7 @@ from eval.corpora import CORPORA, corpus_outline
 from eval.errors import ConfigError, DataError
 from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
+from lm.precision import DTYPES
 
 SOURCE_NAMES = tuple(s.name for s in SOURCES)
 
@@ -139,7 +140,7 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
 @click.option("--top-k", type=IntRange(min=1), default=3, show_default=True,
               help="Person-name filter: delete when the gold object is in the top k for a name token.")
 @click.option("--device", default="cpu", show_default=True)
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
 @click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
 @data_dir_option
 def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:

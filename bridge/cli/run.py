@@ -15,6 +15,7 @@ from bridge.cli.value_types import FloatRange, Int, IntRange, PathType
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, check_bootstrap
+from lm.precision import DTYPES
 
 # click parameter -> keys accepted in a --config file (flags given on the command line win)
 FILE_KEYS = {
@@ -35,7 +36,7 @@ INT_KEYS = {"depth": 1, "limit": 1, "seed": None, "batch_size": 1, "prompt_draws
 FLOAT_KEYS = {"store_timeout": 0.1, "gpus_per_worker": 0.0}
 STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context", "ray_address")
 PATH_KEYS = ("data_dir", "out", "store", "store_update")
-CHOICE_KEYS = {"dtype": ("float32", "bfloat16"), "compat": ("lama", "lm-pub-quiz"), "setting": ("raw", "filtered"),
+CHOICE_KEYS = {"dtype": DTYPES, "compat": ("lama", "lm-pub-quiz"), "setting": ("raw", "filtered"),
                "template": ("0", "1", "2", "all"), "executor": ("local", "ray")}
 LIST_KEYS = ("corpora", "relations")  # a list of strings, or one string of space-separated values
 # may be null (YAML `~`): the default
@@ -229,7 +230,9 @@ def run_options(default_out: str):
                      help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
         click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),
         click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors)."),
-        click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32", show_default=True),
+        click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
+                     help="LM predictors' precision; bfloat16 and float16 are fast on GPUs and CPUs with "
+                          "instructions for them (warned otherwise)."),
         click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True),
         click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                      help="Graph store path, or a SPARQL query endpoint URL."),
