@@ -197,29 +197,40 @@ def test_second_run_into_the_same_out_is_refused(lama_dir, tmp_path):
 
 @pytest.mark.heavy
 def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
-    """The full line-up of the issue: freq, re-oracle (its KB built from the whole corpus), a BERT and a GPT-2."""
+    """The full line-up: freq, re-oracle (its KB built from the whole Google-RE corpus), a BERT and a GPT-2;
+    then coherency over the same store and cache, where the extraction KB is read, not built again."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet", "--limit", "6"]
+    models = [f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}"]
     out = tmp_path / "run"
-    code, _, err = run_kbc(_base(lama_dir, tmp_path, out) + [
-        "--predictors", "freq", "re-oracle", f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}"],
-        capsys)
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "date_of_birth", "place_of_birth",
+                            "--out", str(out), *store, "--predictors", "freq", "re-oracle", *models], capsys)
     assert code == 0, err
+    assert "google_re: extracted KB built in" in err
     rows = _summary(out)
     assert {r["predictor"] for r in rows} == {"freq", "re-oracle", "bert", "gpt2"}
     _assert_shared_counts_equal(rows)
 
-    # coherency over the same store and cache: the extraction KB is reused, not rebuilt
+    t5 = f"t5={lm_fixtures.tiny_t5_dir(tmp_path)}"
     coherent = tmp_path / "coherency"
-    code, _, err = run_kbc([
-        "run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "P47", "--limit", "6",
-        "--data-dir", str(lama_dir), "--out", str(coherent), "--store", str(tmp_path / "store"), "--quiet",
-        "--predictors", "freq", "gold", "re-oracle", f"bert={tiny_models('bert-cased')}",
-        f"gpt2={tiny_models('gpt2')}", f"t5={lm_fixtures.tiny_t5_dir(tmp_path)}"], capsys)
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "google_re", "--out", str(coherent), *store,
+                            "--predictors", "freq", "gold", "re-oracle", t5], capsys)
+    assert code == 0, err
+    assert "extracted KB built" not in err  # read from the store the run above filled
+    rows = _summary(coherent)
+    assert {r["predictor"] for r in rows} == {"freq", "gold", "re-oracle", "t5"}
+    get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r["value"] for r in rows}
+    assert get[("gold", "own", "all", "coherency")] == 100.0
+    _assert_shared_counts_equal(rows)
+
+    # coherency's relation groups over T-REx, every kind of predictor
+    coherent = tmp_path / "coherency-trex"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "P47", "--out",
+                            str(coherent), *store, "--predictors", "freq", "gold", *models, t5], capsys)
     assert code == 0, err
     rows = _summary(coherent)
-    names = {"freq", "gold", "re-oracle", "bert", "gpt2", "t5"}
     metrics = {"coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct", "n_instances"}
-    for name in names:
+    for name in ("freq", "gold", "bert", "gpt2", "t5"):
         own = {(r["group"], r["metric"]) for r in rows if r["predictor"] == name and r["scope"] == "own"}
         held = {r["group"] for r in rows if r["predictor"] == name and r["scope"] == "own"
                 and r["metric"] == "n_instances" and r["value"] > 0}
