@@ -300,5 +300,10 @@ def test_trex_owlrl_agrees(trex):
     store = GraphStore.open(None)
     graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
     ensure_inferred(store, onto, [graph], known_relations=trex.relations)
-    new, _ = owlrl_new_facts((q[:3] for q in fact_quads(trex.facts, graph)), onto)
+    # owlrl is given the facts of the properties the axioms name: with no class, domain or sameAs axioms,
+    # OWL-RL derives nothing from the others, and its closure over 34K triples is what makes this test slow
+    named = onto.properties()
+    quads = [q for q in fact_quads(trex.facts, graph) if str(q[1]) in named]
+    assert 0 < len(quads) < len(trex.facts)
+    new, _ = owlrl_new_facts((q[:3] for q in quads), onto)
     assert new == inferred_triples(store)
