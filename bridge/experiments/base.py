@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from eval.lama import Corpus
 from eval.types import Fact, Prediction, Query
-from kb.store import GraphStore
+
+if TYPE_CHECKING:  # the store's libraries load where a run opens one, not where summaries are read
+    from kb.store import GraphStore
 
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record
