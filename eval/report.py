@@ -135,9 +135,11 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
 def unshared_note(column: str, none: list[str], some: list[str]) -> str:
     """Why a shared-scope column is `-` for every predictor: `none` answered nothing of it, `some` answered units
     of it that not every predictor did."""
-    return (f"`-` under {column} for every predictor: no unit of it was answered by every predictor "
-            f"({', '.join(none) or 'each answered other ones'} answered none"
-            f"{'; ' + ', '.join(some) + ' did: see the own-facts table' if some else ''}).")
+    if not none:
+        why = "each predictor answered other units of it: see the own-facts table"
+    else:
+        why = f"{', '.join(none)} answered none" + (f"; {', '.join(some)} did: see the own-facts table" if some else "")
+    return f"`-` under {column} for every predictor: no unit of it was answered by every predictor ({why})."
 
 
 def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,

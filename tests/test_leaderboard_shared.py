@@ -262,3 +262,13 @@ def test_run_page_says_when_the_shared_scope_keeps_under_half(serve_explorer, la
     note = f"trex: the shared facts are {LIMIT} of the 20 a predictor answered (less than half): read the own " \
            "columns beside them"
     assert body["notes"] == [note] and f'<p class="note" id="scope-note-1">{note}</p>' in page
+
+
+def test_a_column_every_predictor_answered_apart_is_explained_as_such():
+    from eval.report import unshared_note
+
+    assert unshared_note("entity_distinction", [], ["freq", "gold"]) == (
+        "`-` under entity_distinction for every predictor: no unit of it was answered by every predictor (each "
+        "predictor answered other units of it: see the own-facts table).")
+    assert unshared_note("x", ["freq"], []) == (
+        "`-` under x for every predictor: no unit of it was answered by every predictor (freq answered none).")
