@@ -19,7 +19,8 @@ from eval.negated import PROBE_CORPORA
 from eval.types import Answer, Fact, Prediction, Query
 from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri
 
-NO_GRAPH = "no gold graph for this relation (cloze corpora have no subject to look up)"
+NO_GRAPH = "no gold graph of this run holds this relation"
+CLOZE = "a cloze fact has no subject to look up"
 PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers no probes"
 
 PAIRS_QUERY = """
@@ -47,7 +48,7 @@ class GoldKBPredictor:
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         kept = [f for f in facts if f.relation in self.graphs and f.cloze is None]
-        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else NO_GRAPH
+        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else CLOZE if f.cloze is not None else NO_GRAPH
                        for f in facts if not (f.relation in self.graphs and f.cloze is None))
         return kept, dict(gone)
 
