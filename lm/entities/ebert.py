@@ -23,6 +23,7 @@ import numpy as np
 from eval.errors import DataError
 from eval.metrics import exact_rank, top_order
 from eval.types import Query
+from lm.batches import pad_rows
 
 MODES = ("bert", "replace", "concat")
 
@@ -102,13 +103,9 @@ def padded(sequences: Sequence[Sequence[int]], pad_id: int, device: str = "cpu")
     """(ids, attention mask) tensors of token id sequences, padded on the right to the longest."""
     import torch
 
-    width = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
-    att = torch.zeros((len(sequences), width), dtype=torch.long)
-    for i, s in enumerate(sequences):
-        ids[i, :len(s)] = torch.tensor(s)
-        att[i, :len(s)] = 1
-    return ids.to(device), att.to(device)
+    array, keep = pad_rows(sequences, pad_id)
+    att = np.ones(array.shape, dtype=np.int64) if keep is None else keep.astype(np.int64)
+    return torch.from_numpy(array).to(device), torch.from_numpy(att).to(device)
 
 
 class MaskedScorer:
