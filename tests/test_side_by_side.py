@@ -200,11 +200,12 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
     """The full line-up: freq, re-oracle (its KB built from the whole Google-RE corpus), a BERT and a GPT-2;
     then coherency over the same store and cache, where the extraction KB is read, not built again."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet", "--limit", "6"]
+    store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
     models = [f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}"]
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "date_of_birth", "place_of_birth",
-                            "--out", str(out), *store, "--predictors", "freq", "re-oracle", *models], capsys)
+                            "--out", str(out), *store, "--limit", "6", "--predictors", "freq", "re-oracle", *models],
+                           capsys)
     assert code == 0, err
     assert "google_re: extracted KB built in" in err
     rows = _summary(out)
@@ -213,7 +214,7 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
 
     t5 = f"t5={lm_fixtures.tiny_t5_dir(tmp_path)}"
     coherent = tmp_path / "coherency"
-    code, _, err = run_kbc(["run", "coherency", "--corpus", "google_re", "--out", str(coherent), *store,
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "google_re", "--out", str(coherent), *store, "--limit", "6",
                             "--predictors", "freq", "gold", "re-oracle", t5], capsys)
     assert code == 0, err
     assert "extracted KB built" not in err  # read from the store the run above filled
@@ -223,10 +224,12 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
     assert get[("gold", "own", "all", "coherency")] == 100.0
     _assert_shared_counts_equal(rows)
 
-    # coherency's relation groups over T-REx, every kind of predictor
+    # coherency's relation groups over T-REx, every kind of predictor (two facts a relation: typed querying ranks
+    # every subject of P30 and P140 in the second round, every object of P47 in both)
     coherent = tmp_path / "coherency-trex"
     code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "P47", "--out",
-                            str(coherent), *store, "--predictors", "freq", "gold", *models, t5], capsys)
+                            str(coherent), *store, "--limit", "2", "--predictors", "freq", "gold", *models, t5],
+                           capsys)
     assert code == 0, err
     rows = _summary(coherent)
     metrics = {"coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct", "n_instances"}
