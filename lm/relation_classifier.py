@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -184,12 +184,14 @@ def _set_rng_state(state: dict) -> None:
 def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict, classes: list[str],
                      train: tuple[list[RelationInput], list[str]], dev: tuple[list[RelationInput], list[str]],
                      mapped: np.ndarray | None, settings: TrainSettings, device: str = "cpu",
-                     progress: bool = True, stop_after: int | None = None) -> Trained:
+                     progress: bool = True, stop_after: int | None = None,
+                     after_epoch: Callable[[dict], bool] | None = None) -> Trained:
     """Fine-tune (or resume, or load the finished model of) one classifier in `folder`.
 
     `identity` says what the model is trained from (model, input form, data, vectors): a folder holding another
     model's training is refused, never continued. `stop_after` ends after that many epochs this call (tests of
-    resuming)."""
+    resuming); `after_epoch` gets each finished epoch's dev row once its checkpoint is saved, and a true answer
+    ends training there as `stop_after` does (a bench's time budget)."""
     torch = _torch()
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
@@ -265,6 +267,8 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
                       "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
                       "history": history, "best": best, "epoch": epoch + 1}, ckpt)
         ran += 1
+        if after_epoch is not None and after_epoch(history[-1]):
+            break
     if not history or history[-1]["epoch"] < settings.epochs:
         return Trained(encoder, head, tokenizer, classes, {"identity": identity, "history": history, "best": best,
                                                            "finished": False})

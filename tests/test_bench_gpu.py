@@ -13,7 +13,8 @@ SMOKE_KEYS = {
     "masked_bf16_path", "masked_fp16_qps", "masked_fp16_path", "masked_bf16_vs_fp32", "trex_fp32_s",
     "causal_raw_fp32_sps", "causal_fp32_sps", "causal_fp32_path", "causal_raw_bf16_sps", "causal_bf16_sps",
     "causal_bf16_path", "statement_bert_bf16_vs_fp32", "statement_bert_vs_lpq", "statement_gpt2_bf16_vs_fp32",
-    "statement_gpt2_vs_lpq", "top1_agreement_bf16", "total_s",
+    "statement_gpt2_vs_lpq", "top1_agreement_bf16", "fewrel_epoch_s", "fewrel_epochs", "fewrel_10ep_s",
+    "fewrel_all_10", "total_s",
 }
 
 
@@ -31,4 +32,7 @@ def test_smoke_run_prints_every_line_of_the_summary(capsys):
     assert printed["causal_fp32_path"] == printed["causal_bf16_path"] == "shared-prefix"
     assert printed["statement_bert_vs_lpq"] == printed["statement_gpt2_vs_lpq"] == "skipped"
     assert 0.0 <= float(printed["top1_agreement_bf16"]) <= 1.0
+    # the smoke run trains its two epochs over a slice, so the 10 epochs over the split are a projection
+    assert printed["fewrel_epochs"] == "2" and printed["fewrel_all_10"] == "no"
+    assert float(printed["fewrel_10ep_s"]) > float(printed["fewrel_epoch_s"]) > 0
     assert all(float(printed[k]) > 0 for k in SMOKE_KEYS if k.endswith(("_qps", "_sps", "_s")))

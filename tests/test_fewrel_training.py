@@ -60,6 +60,15 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(setup):
     assert not (setup[0] / "whole" / "checkpoint.pt").exists()
 
 
+def test_after_epoch_sees_each_epochs_dev_row_and_a_true_answer_stops_there_as_stop_after_does(setup):
+    rows = []
+    first = _train(setup, "hooked", after_epoch=lambda row: rows.append(row) or True)
+    assert first.info["finished"] is False and rows == first.info["history"] and [r["epoch"] for r in rows] == [1]
+    resumed = _train(setup, "hooked", after_epoch=lambda row: rows.append(row) or False)
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert resumed.info["finished"] is True and resumed.info["history"] == _train(setup, "whole").info["history"]
+
+
 def test_the_embeddings_stay_fixed_and_the_encoder_learns(setup):
     from lm.relation_classifier import load_encoder
 
