@@ -199,6 +199,31 @@ def test_a_tampered_file_is_one_error_line_and_never_put_in_place(mirror, tmp_pa
     assert code == 0 and (dest / "lmkbc2024" / "val.jsonl").read_bytes() == good
 
 
+def test_a_failed_download_into_a_new_folder_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, "http://127.0.0.1:9")  # nothing listens on the discard port
+    dest = tmp_path / "data"
+    code, _, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(dest), "--quiet"], capsys)
+    assert code == 2 and err.startswith("error: cannot download http://127.0.0.1:9/") and err.count("\n") == 1
+    assert not dest.exists()
+
+
+def test_a_corpus_that_fails_leaves_the_others_downloaded(mirror, tmp_path, capsys):
+    dest = tmp_path / "data"
+    val = _path("lmkbc2024", "lmkbc2024/val.jsonl")
+    mirror.tampered[val] = b"{}\n"
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "coherency-prompts", "--dest", str(dest), "--quiet"],
+                             capsys)
+    assert code == 2
+    assert out == f"coherency-prompts: ready in {dest / 'prompts/coherency'} (1 file, SHA-256 checked)\n"
+    failed, last = err.splitlines()
+    assert failed.startswith(f"lmkbc2024: not downloaded: cannot download {mirror_url(mirror)}{val}: the transfer "
+                             "ended after 3 of 111459 bytes")
+    assert last == ("error: 1 of 2 corpora could not be downloaded (lmkbc2024: why is said above); the other 1 are "
+                    "ready; rerun the same command to fetch what is missing (what is in place is checked, not fetched "
+                    "again)")
+    assert not (dest / "lmkbc2024" / "val.jsonl").exists() and (dest / "prompts" / "coherency").is_dir()
+
+
 def mirror_url(server) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 

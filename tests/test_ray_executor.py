@@ -86,7 +86,7 @@ def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tm
 
 def test_kmir_on_ray(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     argv = ["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
-            "--questions-per-relation", "4", "--predictors", "kb", f"gpt2={tiny_models('gpt2')}",
+            "--questions-per-relation", "4", "--predictors", "kb", f"bert={tiny_models('bert-cased')}",
             "--data-dir", str(lama_dir)]
     local, remote, _ = _both(argv, tmp_path, capsys, monkeypatch, ("--workers", "1"))
     assert _assert_same_run(local, remote) > 0

@@ -41,14 +41,40 @@ def download(names, dest, mirror, url, sha256, quiet) -> None:
     chosen = list(dict.fromkeys(SOURCE_NAMES if "all" in names else names or ("lama",)))
     if (url or sha256) and "lama" not in chosen:
         raise ConfigError("--url and --sha256 are for LAMA's release archive; add lama to the names")
+    created = not Path(dest).exists()
+    failed: list[str] = []
     for name in chosen:
-        path = download_corpus(name, dest, mirror, show_progress(quiet), url, sha256)
+        try:
+            path = download_corpus(name, dest, mirror, show_progress(quiet), url, sha256)
+        except DataError as exc:
+            if len(chosen) == 1:
+                _remove_if_empty(Path(dest), created)
+                raise
+            failed.append(name)  # the others are still worth having: each corpus is checked on its own
+            click.echo(f"{name}: not downloaded: {exc}", err=True)
+            continue
         n = len(BY_NAME[name].files())
         click.echo(f"{name}: ready in {path} ({n} file{'' if n == 1 else 's'}, SHA-256 checked"
                    + (", and LAMA's release archive" if BY_NAME[name].archive else "") + ")")
+    if failed:
+        _remove_if_empty(Path(dest), created)
+        ready = len(chosen) - len(failed)
+        raise DataError(f"{len(failed)} of {len(chosen)} corpora could not be downloaded ({', '.join(failed)}: "
+                        f"why is said above); {'the other ' + str(ready) + ' are ready' if ready else 'none is ready'}"
+                        "; rerun the same command to fetch what is missing (what is in place is checked, not fetched "
+                        "again)")
     if "lama" in chosen:
         lama = Path(dest) / "lama"
         click.echo(f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it")
+
+
+def _remove_if_empty(dest: Path, created: bool) -> None:
+    """A `--dest` this command created and left without a file is removed: a failed download leaves no trace."""
+    if not created or not dest.is_dir() or any(p.is_file() for p in dest.rglob("*")):
+        return
+    for folder in sorted((p for p in dest.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        folder.rmdir()
+    dest.rmdir()
 
 
 @data.command("list")
