@@ -146,15 +146,16 @@ class Ontology:
             out[key] = Relation(key, label, template or f"[X] {label} [Y] .")
         return out
 
+    def unknown(self, known_relations: Iterable[str]) -> list[tuple[Axiom, str]]:
+        """(axiom, property IRI) for each named property that is neither a relation of the data nor declared."""
+        known = {str(property_iri(r)) for r in known_relations} | set(self.declared)
+        return [(axiom, prop) for axiom in self.axioms for prop in axiom.named if prop not in known]
+
     def check(self, known_relations: Iterable[str]) -> None:
         """Every named property is a relation of the data or declared; else a one-line `DataError`."""
-        known = {str(property_iri(r)) for r in known_relations} | set(self.declared)
-        for axiom in self.axioms:
-            for prop in axiom.named:
-                if prop not in known:
-                    raise DataError(
-                        f"{self._where(prop)}: axiom {axiom.name} names {relation_key(prop)} ({prop}), which is "
-                        "neither a relation of the data nor declared `a owl:ObjectProperty` in the file")
+        for axiom, prop in self.unknown(known_relations)[:1]:
+            raise DataError(f"{self._where(prop)}: axiom {axiom.name} names {relation_key(prop)} ({prop}), which is "
+                            "neither a relation of the data nor declared `a owl:ObjectProperty` in the file")
 
     def _where(self, iri: str) -> str:
         line = _line_of(self.text, iri)

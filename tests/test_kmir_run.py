@@ -108,6 +108,18 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert "macro over relations" not in report
 
 
+def test_default_axioms_over_a_corpus_without_their_relations_is_refused_before_any_file(lama_dir, tmp_path, capsys,
+                                                                                            monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "bear", "--predictors", "freq", "--data-dir", str(lama_dir),
+                            "--out", str(out), "--quiet"], capsys)
+    assert (code, err) == (2, "error: kmir on bear: the default axioms (kb/axioms.ttl, over T-REx's relations) name "
+                              "P47, P530, P279, P361, P527, P17, which bear does not hold; pass --axioms FILE with "
+                              "axioms over bear's relations, or ask trex\n")
+    assert not out.exists()
+
+
 def test_pick_choice():
     choices = ("Paris", "New York City", "yes")
     # exact ranks of every choice win

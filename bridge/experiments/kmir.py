@@ -196,7 +196,23 @@ class KmirExperiment:
             if corpus.facts and corpus.facts[0].cloze:
                 raise ConfigError(f"kmir questions need facts with subjects and relations; corpus {name} has cloze "
                                   "sentences only (use trex or google_re)")
+            self._check_axioms(name, corpus, data_dir)
         self._types(data_dir)
+
+    def _check_axioms(self, name: str, corpus, data_dir) -> None:
+        """The axioms name relations the corpus holds (or declare them), checked before anything is written."""
+        from bridge.predictors.kmir import known_relations
+        from kb.store import relation_key
+
+        if self.axioms_path is not None:  # the user's own file: its line is the place to fix
+            self.ontology.check(known_relations(corpus, data_dir))
+            return
+        missing = list(dict.fromkeys(relation_key(p) for _, p in self.ontology.unknown(known_relations(corpus,
+                                                                                                       data_dir))))
+        if missing:
+            raise ConfigError(f"kmir on {name}: the default axioms (kb/axioms.ttl, over T-REx's relations) name "
+                              f"{', '.join(missing)}, which {name} does not hold; pass --axioms FILE with axioms over "
+                              f"{name}'s relations, or ask trex")
 
     def _types(self, data_dir) -> dict:
         if self._instance_of is None:
