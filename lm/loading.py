@@ -11,6 +11,8 @@ import json
 import os
 import pickle
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -166,12 +168,29 @@ def _fingerprint(name: str, model) -> str:
     return digest.hexdigest()[:16]
 
 
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' own notes and bars off while it loads or saves weights: "weights not used" notes for base
+    checkpoints are not ours to show, and a run has its own progress bar."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> Loaded:
     """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`."""
     from huggingface_hub.errors import StrictDataclassError
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
 
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
@@ -187,14 +206,11 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
             raise _no_hub(name, "the Hugging Face hub is not reachable from here")
         offline = True  # in the local HF cache: load it without retrying the network
     auto = {"masked": AutoModelForMaskedLM, "seq2seq": AutoModelForSeq2SeqLM}.get(kind, AutoModelForCausalLM)
-    verbosity = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # "weights not used" notes for base checkpoints are not ours to show
-    hf_logging.disable_progress_bar()  # the run has its own progress bar
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
-        model, info = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline,
-                                           output_loading_info=True)
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=offline)
+            model, info = auto.from_pretrained(source, dtype=torch_dtype, local_files_only=offline,
+                                               output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError, pickle.UnpicklingError, SafetensorError,
             StrictDataclassError) as exc:
         # damaged or mismatched files: truncated weights, a config field of the wrong type, ...
@@ -203,10 +219,6 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
         if is_local:
             raise KbcError(f"cannot load {kind} LM from {local}: {first}") from exc
         raise _no_hub(name, first) from exc
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
     if info.get("missing_keys"):
         # transformers fills weights missing from the checkpoint with random values: answers would be noise
         raise _missing_weights(str(local) if is_local else name, kind, model, info["missing_keys"])

@@ -66,9 +66,12 @@ def load_encoder(path: str | Path):
     """The encoder of a checkpoint (a masked LM's without its head; BERT's without the unused pooler)."""
     from transformers import AutoConfig, AutoModel
 
-    if AutoConfig.from_pretrained(path).model_type == "bert":
-        return AutoModel.from_pretrained(path, add_pooling_layer=False)
-    return AutoModel.from_pretrained(path)
+    from lm.loading import quiet_transformers
+
+    with quiet_transformers():  # a masked LM's head is left out on purpose: transformers' note on it is noise
+        if AutoConfig.from_pretrained(path).model_type == "bert":
+            return AutoModel.from_pretrained(path, add_pooling_layer=False)
+        return AutoModel.from_pretrained(path)
 
 
 def _embedding_tables(encoder) -> list:
@@ -281,8 +284,11 @@ def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, 
     state = torch.load(folder / "best.pt", map_location=device, weights_only=False)
     encoder.load_state_dict(state["encoder"])
     head.load_state_dict(state["head"])
-    encoder.save_pretrained(folder / "encoder")
-    tokenizer.save_pretrained(folder / "encoder")
+    from lm.loading import quiet_transformers
+
+    with quiet_transformers():
+        encoder.save_pretrained(folder / "encoder")
+        tokenizer.save_pretrained(folder / "encoder")
     _atomic_save(head.state_dict(), folder / "head.pt")
     info = {"identity": identity, "classes": classes, "history": history, "best": best, "finished": True,
             "dropout": identity["settings"]["dropout"], "weights": _weights(folder)}
