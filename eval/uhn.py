@@ -38,6 +38,7 @@ from eval.checked_json import read_checked, write_checked
 from eval.datadir import cache_root, fingerprint, resolve_data_dir
 from eval.errors import ConfigError, DataError
 from eval.file_digests import file_sha256
+from eval.out_folders import check_own_folder
 from eval.report_counts import LoadReport
 from eval.types import Fact
 
@@ -260,8 +261,7 @@ def build_uhn(data_dir: str | Path | None, out: str | Path, filters: Iterable[st
     chosen = check_filters(filters, ranker)
     root = resolve_data_dir(data_dir)
     out = Path(out).expanduser()
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / META_FILE).is_file())):
-        raise ConfigError(f"{out} exists and is not a LAMA-UHN folder; choose another --out or remove it")
+    check_own_folder(out, META_FILE, f"{out} exists and is not a LAMA-UHN folder; choose another --out or remove it")
     files = _source_files(root)
     facts: list[Fact] = list(load_trex(root).facts)
     if any(name.startswith("Google_RE/") for name in files):

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from analyze_support import call_kbc, check_socs_column, small_run  # noqa: F401
+from analyze_support import call_kbc, check_socs_column, run_kbc, small_run  # noqa: F401
 from test_text_contract import emulator_url  # noqa: F401
 
 from kb.text.analyzer import tokens
@@ -131,3 +131,89 @@ def test_socs_from_wikipedia2vec_vectors(tmp_path):
     assert cosine(vectors.vector("Paris"), vectors.vector("New York")) == pytest.approx(1.0)
     assert cosine(vectors.vector("Paris"), vectors.vector("New")) == pytest.approx(2 ** -0.5)
     assert vectors.vector("Atlantis") is None
+
+
+def _refusal(run) -> str:
+    return (f"{run}: its summary files (summary.json, summary.md, curves.json, dropped.json, instances.parquet) are "
+            "not the ones its scoring wrote (edited or replaced); rerun the same `kbc run` command to rescore it")
+
+
+def _readers(run, capsys) -> tuple[str, str]:
+    """What `kbc leaderboard`, `kbc report`, `kbc serve --run` and `kbcompare.load_run` make of the run: the board
+    and the report's score table; any refusal raises (the CLI's as its error line)."""
+    from bridge.serve.runs import Runs
+    from kbcompare import load_run
+
+    code, board, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    Runs([run])
+    table = load_run(run).table(scope="own").to_csv()
+    return board, md[md.index("| corpus | predictor |"):].split("\n\n")[0] + table
+
+
+def test_analysing_a_run_keeps_it_readable_and_tampering_refused(small_run, tmp_path, capsys,  # noqa: F811
+                                                                  monkeypatch):
+    """`kbc analyze stats` rewrites the per-fact table with its columns and records it as scoring does: every reader
+    still reads the run, with the same scores, and a rerun reads the summaries back; a table edited after is
+    refused by all of them."""
+    import shutil
+
+    import bridge.run.summaries as summaries
+    from bridge.run.summaries import collect
+    from eval.errors import DataError
+    from kbcompare import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run.run, run, ignore=shutil.ignore_patterns("analysis", "report"))
+    summary = (run / "summary.json").read_bytes()
+    before = _readers(run, capsys)
+    scored = pd.read_parquet(run / "instances.parquet")
+    scored = scored[[c for c in scored.columns if c not in (*STAT_COLUMNS[3:], "lpfp")]]
+    code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
+    assert code == 0, err
+    assert f"written: {run / 'analysis' / 'fact_stats.parquet'}, {run / 'instances.parquet'} (stat columns)" in out
+    table = pd.read_parquet(run / "instances.parquet")
+    assert table["sm"].notna().all()
+    pd.testing.assert_frame_equal(table[list(scored.columns)], scored)
+    assert _readers(run, capsys) == before
+    assert (run / "summary.json").read_bytes() == summary
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("scored again")
+
+    with monkeypatch.context() as patch:  # the record is true: a rerun reads the summaries back
+        patch.setattr(summaries, "scored_rows", refuse)
+        assert collect(run) == json.loads(summary)
+
+    table.loc[0, "correct_raw"] = not table.loc[0, "correct_raw"]
+    table.to_parquet(run / "instances.parquet", index=False)
+    for argv in (["leaderboard", str(run)], ["report", str(run)]):
+        code, _, err = run_kbc(argv, capsys)
+        assert (code, err) == (2, f"error: {_refusal(run)}\n"), argv
+    with pytest.raises(DataError) as refused:
+        load_run(run)
+    assert str(refused.value) == _refusal(run)
+
+
+def test_analysing_a_tampered_run_leaves_it_refused(small_run, tmp_path, capsys):  # noqa: F811
+    """A run whose summary was edited before the analysis: its table is left as it was, and the run stays refused
+    (an analysis never makes a changed run look scored)."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run.run, run, ignore=shutil.ignore_patterns("analysis", "report"))
+    rows = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    rows[0]["value"] = 99.9
+    (run / "summary.json").write_text(json.dumps(rows), encoding="utf-8")
+    table = (run / "instances.parquet").read_bytes()
+    stamp = (run / ".kbc-summaries").read_bytes()
+    code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
+    assert code == 0, err
+    assert f"note: {run / 'instances.parquet'} is left without the statistic columns: its summary files" in err
+    assert f"written: {run / 'analysis' / 'fact_stats.parquet'}\n" in out
+    assert (run / "instances.parquet").read_bytes() == table and (run / ".kbc-summaries").read_bytes() == stamp
+    code, _, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert (code, err) == (2, f"error: {_refusal(run)}\n")

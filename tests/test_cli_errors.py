@@ -916,6 +916,22 @@ def _(c: Ctx) -> list[str]:
             str(c.tmp / "r")]
 
 
+# -- report --out: only folders the report owns -------------------------------------------------
+@case("report --out a folder of the user's files", "holds files `kbc report` did not write; name a new or empty folder")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "results").mkdir()
+    (c.tmp / "results" / "my_table.csv").write_text("a,b\n")
+    return ["report", str(_finished_run(c)), "--out", str(c.tmp / "results")]
+
+
+@case("report --out a new folder in another run", "is inside the run directory")
+def _(c: Ctx) -> list[str]:
+    run = _finished_run(c)
+    other = c.tmp / "other"
+    shutil.copytree(run, other)
+    return ["report", str(run), "--out", str(other / "figures")]
+
+
 @pytest.fixture
 def ctx(tmp_path, lama_dir, tiny_models, monkeypatch) -> Ctx:
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -412,3 +412,66 @@ def test_random_is_a_baseline_never_an_lm_in_deltas(runs, capsys):
     assert md_table(md, "P@1 deltas against freq")[0] == ["corpus", "relation", "#facts (freq)", "freq",
                                                           "bert − freq", "object in subject (%)"]
     assert "bert2 − freq" not in md
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_out_refuses_folders_it_does_not_own(runs, tmp_path, capsys):
+    """A folder of the user's files (a table, a figure, a draft report), a run directory and a data folder: one
+    error line, nothing written, nothing removed."""
+    results = tmp_path / "results"
+    (results / "figures").mkdir(parents=True)
+    (results / "my_table.csv").write_text("a,b\n")
+    (results / "figures" / "mine.png").write_bytes(b"png")
+    (results / "report.md").write_text("my draft\n")
+    data = tmp_path / "data" / "lmkbc2024"
+    data.mkdir(parents=True)
+    (data / "train.jsonl").write_text("{}\n")
+    other = runs / "coherency"
+    for target, expected in (
+        (results, f"error: --out {results} holds files `kbc report` did not write; name a new or empty folder (the "
+                  "report writes only into folders of its own)\n"),
+        (data, f"error: --out {data} holds files `kbc report` did not write; name a new or empty folder (the report "
+               "writes only into folders of its own)\n"),
+        (other, f"error: --out {other} is inside the run directory {other.resolve()}; write the report to a new "
+                f"folder, or leave --out out (it writes {runs / 'lama' / 'report'})\n"),
+        (other / "report", f"error: --out {other / 'report'} is inside the run directory {other.resolve()}; write the "
+                           f"report to a new folder, or leave --out out (it writes {runs / 'lama' / 'report'})\n"),
+    ):
+        watched = other if target.is_relative_to(other) else target
+        kept = _files(watched)
+        code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(target)], capsys)
+        assert (code, out, err) == (2, "", expected)
+        assert _files(watched) == kept
+
+
+def test_out_cleans_only_what_the_report_wrote(runs, tmp_path, capsys):
+    """A second report into a folder of its own removes the figures and tables of the first that it does not draw,
+    and keeps every file it did not write; so does a report into the run's own `report/` folder."""
+    folder = tmp_path / "mine"
+    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(folder)], capsys)
+    assert code == 0, err
+    assert {"figures/correlation.png", "correlation.csv"} <= set(_files(folder))
+    (folder / "notes.md").write_text("keep\n")
+    (folder / "figures" / "mine.svg").write_text("<svg/>")
+    (folder / "extra.csv").write_text("x\n")
+    code, out, err = run_kbc(["report", str(runs / "bare"), "--out", str(folder)], capsys)
+    assert code == 0, err
+    names = set(_files(folder))
+    assert {"notes.md", "figures/mine.svg", "extra.csv", "report.html", "report.md"} <= names
+    assert not names & {"figures/correlation.png", "figures/correlation.svg", "correlation.csv"}
+    assert {f"figures/{n}.{x}" for n in LAMA_FIGURES for x in ("png", "svg")} <= names
+    own = json.loads((folder / ".kbc-report.json").read_text())["files"]
+    assert own == sorted(names - {"notes.md", "figures/mine.svg", "extra.csv", ".kbc-report.json"})
+    run = tmp_path / "run"
+    shutil.copytree(runs / "bare", run, ignore=shutil.ignore_patterns("report"))
+    (run / "report" / "figures").mkdir(parents=True)
+    (run / "report" / "figures" / "mine.png").write_bytes(b"png")
+    (run / "report" / "table.csv").write_text("a,b\n")
+    for _ in range(2):
+        code, out, err = run_kbc(["report", str(run)], capsys)
+        assert (code, out) == (0, f"{run / 'report' / 'report.html'}\n"), err
+        assert (run / "report" / "figures" / "mine.png").read_bytes() == b"png"
+        assert (run / "report" / "table.csv").read_text() == "a,b\n"

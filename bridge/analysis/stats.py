@@ -7,7 +7,8 @@ entity vectors, falling back to their words). Per (corpus, predictor, fact): LPF
 the first answer, only for predictors whose scores are log-probabilities (LMs); KB and
 retrieval scores are counts or BM25 and would correlate as something else, so they stay null.
 
-`instances.parquet` carries these columns whenever `fact_stats.parquet` exists (`with_fact_stats`).
+`instances.parquet` carries these columns (`with_fact_stats`) from the scoring after them, or from
+`write_fact_stats` when the run's record allows it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.run.fact_columns import (
+    FACT_STATS,
     OTHER_STATS,
     TEXT_STATS,
+    analysis_dir,
     fact_uid,
     predictor_kinds,
-    with_fact_stats,
 )
 from bridge.run.instances import atomic_parquet
 from eval.errors import ConfigError, DataError
@@ -250,12 +252,21 @@ def unrecorded_predictors(frame: pd.DataFrame, run_config: dict) -> list[str]:
     return sorted({p for p in frame["predictor"].dropna().unique() if p not in kinds})
 
 
-def refresh_instances(run_dir: Path) -> Path:
-    """Rewrite `instances.parquet` with the current statistics."""
-    from bridge.run.instances import FILENAME
+def write_fact_stats(run_dir: Path, stats: pd.DataFrame) -> str | None:
+    """Write `fact_stats.parquet`, then `instances.parquet` again with its columns, by the writer scoring uses and
+    recorded as scoring records it (`bridge.run.freshness.rewrite_recorded`): the run stays readable, and a table
+    or summary edited by hand is still refused. Returns why the table was left as it was, else None.
 
-    frame = run_instances(run_dir)
-    return atomic_parquet(with_fact_stats(frame, Path(run_dir)), Path(run_dir) / FILENAME)
+    Under the run's lock: a `kbc run` writing into it meanwhile is refused, not interleaved."""
+    from bridge.run.directory import open_run
+    from bridge.run.freshness import rewrite_recorded
+    from bridge.run.instances import write_instances
+    from bridge.run.runner import RunLock
+
+    run_dir = Path(run_dir)
+    with RunLock(run_dir):
+        atomic_parquet(stats, analysis_dir(run_dir) / FACT_STATS)
+        return rewrite_recorded(run_dir, open_run(run_dir).config, lambda: write_instances(run_dir))
 
 
 def available(frame: pd.DataFrame, statistics: Sequence[str] = STATISTICS) -> list[str]:

@@ -62,8 +62,9 @@ def stat_options(command):
 
 
 def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer, embeddings, wikipedia2vec,
-                  quiet: bool) -> tuple[float, int]:
-    """Write `fact_stats.parquet` and refresh `instances.parquet`; (seconds, facts)."""
+                  quiet: bool) -> tuple[float, int, bool]:
+    """Write `fact_stats.parquet` and refresh `instances.parquet` (`write_fact_stats`); (seconds, facts, whether
+    the table was written)."""
     from bridge.analysis import stats as st
     from bridge.run import fact_columns as fc
     from bridge.run.directory import open_run
@@ -87,8 +88,10 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     stats = st.fact_stats_frame(facts, index, tok, vectors, progress=show_progress(quiet))
     seconds = time.perf_counter() - start
     index.close()
-    st.atomic_parquet(stats, fc.analysis_dir(run_dir) / fc.FACT_STATS)
-    st.refresh_instances(run_dir)
+    kept = st.write_fact_stats(run_dir, stats)
+    if kept is not None:
+        click.echo(f"note: {run_dir / 'instances.parquet'} is left without the statistic columns: {kept}; rerun the "
+                   "same `kbc run` command to score it again (with them)", err=True)
     unrecorded = st.unrecorded_predictors(frame, config)
     if unrecorded:
         click.echo(f"note: LPFP is null for {', '.join(unrecorded)}: the run has not finished (its config.json "
@@ -96,7 +99,7 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     elif not any(fc.log_prob_predictors(config).values()):
         click.echo("note: LPFP is null for every predictor: none scores answers by log-probability (LMs do)",
                    err=True)
-    return seconds, len(stats)
+    return seconds, len(stats), kept is None
 
 
 @click.group()
@@ -118,10 +121,11 @@ def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embedding
     from bridge.run.fact_columns import FACT_STATS, analysis_dir
 
     run_dir = Path(run_dir)
-    seconds, n = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings, wikipedia2vec,
-                               quiet)
+    seconds, n, table = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings,
+                                      wikipedia2vec, quiet)
     click.echo(f"{n} facts in {seconds:.1f} s ({n / max(seconds, 1e-9):.0f} facts/s)")
-    click.echo(f"written: {analysis_dir(run_dir) / FACT_STATS}, {run_dir / 'instances.parquet'} (stat columns)")
+    click.echo(f"written: {analysis_dir(run_dir) / FACT_STATS}"
+               + (f", {run_dir / 'instances.parquet'} (stat columns)" if table else ""))
 
 
 def _check_compared(run_dir: Path, compare: tuple[str, ...]) -> None:
@@ -142,8 +146,9 @@ def _with_compared(run_dir: Path, frame, compare: tuple[str, ...]):
     """The run's table plus the predictors of other runs over the same corpora, with this run's statistics."""
     import pandas as pd
 
-    from bridge.analysis.stats import run_instances, with_fact_stats
+    from bridge.analysis.stats import run_instances
     from bridge.run.directory import open_run
+    from bridge.run.fact_columns import with_fact_stats
 
     if not compare:
         return frame
@@ -198,8 +203,8 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
     frame = st.run_instances(run_dir)
     _check_compared(run_dir, tuple(compare))
     if recompute or not st.covers(fc.read_fact_stats(run_dir), frame):
-        seconds, n = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings,
-                                   wikipedia2vec, quiet)
+        seconds, n, _ = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings,
+                                      wikipedia2vec, quiet)
         click.echo(f"statistics: {n} facts in {seconds:.1f} s", err=True)
     frame = fc.with_fact_stats(st.run_instances(run_dir), run_dir)
     frame = _with_compared(run_dir, frame, tuple(compare))

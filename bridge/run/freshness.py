@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -133,11 +134,39 @@ def unscored_change(out: Path, config: dict) -> str | None:
         return f"its {missing} is missing"
     if outputs_digest(out) != stamp["outputs"]:
         return f"its summary files ({', '.join(OUTPUTS)}) are not the ones its scoring wrote (edited or replaced)"
-    summary = config.get("summary") if isinstance(config.get("summary"), dict) else {}
-    scored = {inputs_digest(config, (setting, summary.get("bootstrap"), summary.get("seed")), stamp["files"],
-                            stamp["code"]) for setting in ("raw", "filtered")}
-    if stamp["inputs"] not in scored:
+    if _scored_args(config, stamp) is None:
         return "its config.json changed since its summaries were written"
+    return None
+
+
+def _scored_args(config: dict, stamp: dict) -> tuple | None:
+    """The scoring arguments (setting, resamples, seed) the stamp's inputs digest was taken with, None when the
+    config with either setting gives another digest."""
+    summary = config.get("summary") if isinstance(config.get("summary"), dict) else {}
+    for setting in ("raw", "filtered"):
+        args = (setting, summary.get("bootstrap"), summary.get("seed"))
+        if inputs_digest(config, args, stamp["files"], stamp["code"]) == stamp["inputs"]:
+            return args
+    return None
+
+
+def rewrite_recorded(out: Path, config: dict, rewrite: Callable[[], object]) -> str | None:
+    """Run `rewrite` (the per-fact table written again with the statistics `kbc analyze` just added) and record its
+    result, so that readers go on trusting the run; returns why nothing was written, else None.
+
+    Done only when the record says the summaries are what this code's scoring gave from the files there now: the
+    new record then says the same with the new statistics and table. A run changed since (or scored by other code)
+    is left as it is, still refused where it was."""
+    why = unscored_change(out, config)
+    stamp = _stamp(out)
+    if why is None and stamp["code"] != code_digest():
+        why = "it was scored by another version of the code"
+    if why is not None:
+        return why
+    args = _scored_args(config, stamp)
+    rewrite()
+    files = files_digest(out)
+    write_stamp(out, inputs_digest(config, args, files), files)
     return None
 
 

@@ -1,0 +1,78 @@
+"""Where `kbc report` may write, and which files there are its own.
+
+The report writes into a folder it made (or an empty one, or one it wrote before), never into a folder of other
+files, a data folder or a run directory other than its run's own `report/`. It lists what it wrote in `MARKER`,
+and removes only files of that list that a later report no longer writes (a figure of a predictor left out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from eval.errors import ConfigError
+from eval.out_folders import check_own_folder
+
+MARKER = ".kbc-report.json"
+PAGES = ("report.html", "report.md")
+
+
+def check_out(target: Path, run: Path) -> None:
+    """Refuse a `target` the report does not own: inside a run directory (but `run`'s own `report/`), or holding
+    files it did not write."""
+    from bridge.run.directory import run_dir_holding
+
+    default = run / "report"
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"--out {target}: exists and is not a directory")
+    if target.resolve() == default.resolve():
+        return  # the run's own report folder
+    holder = run_dir_holding(target)
+    if holder is not None:
+        raise ConfigError(f"--out {target} is inside the run directory {holder}; write the report to a new folder, "
+                          f"or leave --out out (it writes {default})")
+    check_own_folder(target, MARKER, f"--out {target} holds files `kbc report` did not write; name a new or empty "
+                                     "folder (the report writes only into folders of its own)")
+
+
+def _own(name: object) -> bool:
+    """Whether `name` (from the marker) is a file the report writes: a page or CSV beside it, a figure."""
+    if not isinstance(name, str) or "\\" in name:
+        return False
+    parts = Path(name).parts
+    if any(p in ("", ".", "..") for p in parts) or Path(name).is_absolute():
+        return False
+    if len(parts) == 1:
+        return name in PAGES or name.endswith(".csv")
+    return len(parts) == 2 and parts[0] == "figures" and name.endswith((".png", ".svg"))
+
+
+def written_before(target: Path) -> set[str]:
+    """The files (relative to `target`) the last report there wrote, as its marker lists them."""
+    try:
+        listed = json.loads((target / MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {name for name in listed if _own(name)} if isinstance(listed, list) else set()
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write aside, then switch in: a reader never sees half a page."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def record(target: Path, files: set[str]) -> None:
+    """List `files` (relative to `target`) as the report's own."""
+    write_text(target / MARKER, json.dumps({"written_by": "kbc report", "files": sorted(files)}, indent=1) + "\n")
+
+
+def remove_stale(target: Path, before: set[str], written: set[str]) -> None:
+    """Remove the files an earlier report wrote there that this one did not."""
+    for name in sorted(before - written):
+        (target / name).unlink(missing_ok=True)
