@@ -100,6 +100,24 @@ def none_rows(corpus: str, silent: dict[str, dict[str, int]], settings: list[str
             for name, reasons in silent.items() for setting in settings]
 
 
+def silent_in(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per corpus, the predictors whose summary rows say they answered nothing (`none_rows`), with the reasons."""
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for r in rows:
+        if r.get("metric") == NONE_ANSWERED and isinstance(r.get("dropped"), dict):
+            found.setdefault(str(r.get("corpus")), {})[str(r.get("predictor"))] = r["dropped"]
+    return found
+
+
+def read_silent(out: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """`silent_in` of a run directory's summary.json (empty where it has none that reads)."""
+    try:
+        rows = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return silent_in([r for r in rows if isinstance(r, dict)]) if isinstance(rows, list) else {}
+
+
 def silent_note(corpus: str, silent: dict[str, dict[str, int]], unit: str, tail: str = "it has no score") -> list[str]:
     """A line per predictor that answered none of its `unit`, with the reasons they were dropped."""
     return [f"{corpus}: {name} answered none of its {unit} ({sum(why.values())} dropped: "
