@@ -236,7 +236,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             silent.update({f"{run}/{name}": why for name, why in answered_none(lost, answered).items()})
             units.update({(run, name): kept for name, mine in answered.items() if (kept := scorable(experiment, mine))})
         shared = set.intersection(*(set(m) for m in units.values())) if units and not silent else set()
-        notes += silent_note(c, silent, UNIT_NAMES.get(experiment.name, "facts"), "not ranked (no score)")
+        notes += silent_note(c, silent, "not ranked (no score)")
         # own scope reads each run's summary, unless a run holds relations left out: its total would count them
         from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
                                               for cfg in configs.values())

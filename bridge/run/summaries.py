@@ -118,9 +118,9 @@ def read_silent(out: Path) -> dict[str, dict[str, dict[str, int]]]:
     return silent_in([r for r in rows if isinstance(r, dict)]) if isinstance(rows, list) else {}
 
 
-def silent_note(corpus: str, silent: dict[str, dict[str, int]], unit: str, tail: str = "it has no score") -> list[str]:
-    """A line per predictor that answered none of its `unit`, with the reasons they were dropped."""
-    return [f"{corpus}: {name} answered none of its {unit} ({sum(why.values())} dropped: "
+def silent_note(corpus: str, silent: dict[str, dict[str, int]], tail: str = "it has no score") -> list[str]:
+    """A line per predictor that answered nothing, with the reasons its units were dropped."""
+    return [f"{corpus}: {name} answered nothing ({sum(why.values())} dropped: "
             f"{'; '.join(f'{reason} {n}' for reason, n in why.items())}); {tail}" for name, why in silent.items()]
 
 
@@ -202,10 +202,9 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_json(out / "dropped.json", dropped)
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
-    notes = _notes(config, shared_n, experiment) + [
-        line for corpus, names in silent.items()
-        for line in silent_note(corpus, names, dropped_unit(experiment, config.get("settings", {})),
-                                "it has no score (`-`, #facts 0) and no unit is answered by every predictor.")]
+    tail = "it has no score (`-`, #facts 0) and no unit is answered by every predictor."
+    notes = _notes(config, shared_n, experiment) + [line for corpus, names in silent.items()
+                                                    for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
