@@ -26,6 +26,7 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
                 "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (generated answers)",
                 "unlinked": "Answers linked to no entity (generated answers)"}
+NONE_ANSWERED = "units_answered"  # the metric of the row of a predictor that answered nothing: value 0, no score
 
 
 def _index(rows: list[dict]) -> dict:
@@ -102,8 +103,13 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
     for c in corpora:
         info = (relations or {}).get(c, {})
         groups = table_groups(rows, c, info)
-        predictors = [p for p in dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c)
-                      if (c, p, setting, scope, "all", metric) in idx]
+        every = list(dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c))
+        silent = [p for p in every if (c, p, setting, "own", "all", NONE_ANSWERED) in idx]
+        if silent:  # no score, no unit shared: beside those with an own score, every table shows them at 0 facts
+            scored = [p for p in every if (c, p, setting, "own", "all", metric) in idx]
+            predictors = [p for p in every if p in scored or p in silent] if scored else []
+        else:
+            predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx]
         if not predictors:
             continue
         head = ["corpus", "predictor", "answer space", "#facts"]
@@ -118,7 +124,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             lines.append("")
         lines += [md_row(head), "|" + "---|" * len(head)]
         for p in predictors:
-            total = idx[(c, p, setting, scope, "all", metric)]
+            total = idx.get((c, p, setting, scope, "all", metric))
             space = idx.get((c, p, setting, scope, "all", "answer_space"))
             cells = []
             for g in groups:
@@ -126,7 +132,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
                 cells.append(_cell(row, metric) if row else "-")
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
-            lines.append(md_row([c, p, answers, str(total["n_facts"]), *cells, _ci(total, metric)]))
+            lines.append(md_row([c, p, answers, str(total["n_facts"] if total else 0), *cells, _ci(total, metric)]))
         if scope == "shared":
             lines += _scope_notes(idx, c, predictors, groups, setting, metric, info)
     return "\n".join(lines)
@@ -148,12 +154,13 @@ def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str
     where the shared facts are less than half of what was asked: a table never hides most of a result."""
     notes = []
     for g in groups:
-        if g == "all" or any((corpus, p, setting, "shared", g, metric) in idx for p in predictors):
+        if any((corpus, p, setting, "shared", g, metric) in idx for p in predictors):
             continue
         none = [p for p in predictors if (corpus, p, setting, "own", g, metric) not in idx]
         some = [p for p in predictors if p not in none]
-        notes.append(unshared_note(relation_name(g, info), none, some))
-    shared = max((idx[(corpus, p, setting, "shared", "all", metric)]["n_facts"] for p in predictors), default=0)
+        notes.append(unshared_note("Total" if g == "all" else relation_name(g, info), none, some))
+    shared = max((idx[key]["n_facts"] for p in predictors
+                  if (key := (corpus, p, setting, "shared", "all", metric)) in idx), default=0)
     own = {p: idx[key]["n_facts"] for p in predictors if (key := (corpus, p, setting, "own", "all", metric)) in idx}
     asked = max(own.values(), default=0)
     if 2 * shared < asked:

@@ -168,18 +168,22 @@ class Run:
         """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
         for small runs, relation types for large ones) and `all`; values as in summary.json.
 
-        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1)."""
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1). A predictor that answered nothing
+        has a row of no values (NaN), and `.attrs["notes"]` says why."""
         from bridge.run.leaderboard import headline_metric
-        from bridge.run.summaries import relation_info
+        from bridge.run.summaries import relation_info, silent_in, silent_note
         from eval.report import table_groups
 
         metric = metric or headline_metric(self.experiment)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
                 and r.get("scope", "own") == scope and not r.get("prompt")]
+        silent = silent_in(self._data.summary)
         if not rows:
             held = sorted({r.get("metric") for r in self._data.summary if r.get("metric")})
+            why = "".join(f"; {line}" for c, names in silent.items()
+                          for line in silent_note(c, names, "no unit is answered by every predictor (scope='own')"))
             raise ConfigError(f"{self.run_dir / 'summary.json'} has no {metric} ({setting}, {scope}) rows; metrics: "
-                              f"{', '.join(held) or 'none'}")
+                              f"{', '.join(held) or 'none'}{why}")
         corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
         info = relation_info(self.config)
         frames = []
@@ -190,7 +194,9 @@ class Run:
             groups = table_groups(mine, c, info.get(c, {}))
             frame = pd.DataFrame(mine).pivot_table(index=["corpus", "predictor"], columns="group", values="value",
                                                    aggfunc="first", sort=False)
-            frames.append(frame.reindex(columns=groups))
+            none = pd.MultiIndex.from_tuples([(c, p) for p in silent.get(c, {})], names=frame.index.names)
+            frames.append(frame.reindex(index=frame.index.append(none), columns=groups))
         out = pd.concat(frames)
         out.columns.name = metric
+        out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))]
         return out

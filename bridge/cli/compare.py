@@ -206,6 +206,15 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
     return relations, notes
 
 
+def _silent(run: RunDir, other: RunDir | None, corpus: str, a: str, b: str) -> list[str]:
+    """Of A and B, those whose run's summaries say they answered nothing of `corpus`, with the reasons."""
+    from bridge.run.summaries import read_silent, silent_note
+
+    found = {name: why for source, name in ((run, a), (other or run, b))
+             if (why := read_silent(source.path).get(corpus, {}).get(name))}
+    return silent_note(corpus, found)
+
+
 def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[str] = (), list_: str | None = None,
                n_boot: int = 1000, seed: int = 0, b_run=None) -> tuple[dict, list[str], list[dict]]:
     """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`.
@@ -241,6 +250,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                                    relations.get(corpus))
         if not pairs:
             text.append(f"{corpus}: no facts answered by both {a} and {b}")
+            text += _silent(run, other, corpus, a, b)
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
             continue
         res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
@@ -254,7 +264,9 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
         where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
-        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {where}")
+        why = "; ".join(line for corpus in wanted for line in _silent(run, other, corpus, a, b))
+        raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {where}"
+                        + (f" ({why})" if why else ""))
     if list_:
         result["list"] = {"cell": list_, "facts": listed}
     return result, text, listed

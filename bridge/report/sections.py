@@ -199,6 +199,10 @@ class Builder:
             s.tables += self._mark_tables(tables_from_markdown(
                 text, f"{self._metric_name(metric)}, setting {self.view.setting}"))
         self._footnote(s, self.view.predictors)
+        from bridge.run.summaries import silent_in, silent_note
+
+        s.text += [line for corpus, names in silent_in(self.view.summary).items()
+                   for line in silent_note(corpus, names, "it has no score (`-`, #facts 0)")]
         if self.scope == "shared":
             s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
                           "same queries.")

@@ -19,7 +19,15 @@ from pathlib import Path
 
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
-from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
+from bridge.run.summaries import (
+    answered_none,
+    answered_units,
+    mrr_cutoff,
+    run_config,
+    scorable,
+    scored_rows,
+    silent_note,
+)
 from eval.errors import ConfigError, DataError
 from eval.report import relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
@@ -221,9 +229,14 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     out: list[dict] = []
     for c in corpora:
         types = {r: first["relation_types"][c][r] for r in relations[c]}
-        units = {(run, name): mine for run, config in configs.items()
-                 for name, mine in answered_units(run, _restricted(config, c, relations[c]), experiment, c)[0].items()}
-        shared = set.intersection(*(set(m) for m in units.values())) if units else set()
+        units: dict[tuple[Path, str], dict[str, dict]] = {}
+        silent: dict[str, dict[str, int]] = {}  # `run/predictor` that answered nothing: never ranked, named in notes
+        for run, config in configs.items():
+            answered, lost, _ = answered_units(run, _restricted(config, c, relations[c]), experiment, c, unscored=True)
+            silent.update({f"{run}/{name}": why for name, why in answered_none(lost, answered).items()})
+            units.update({(run, name): kept for name, mine in answered.items() if (kept := scorable(experiment, mine))})
+        shared = set.intersection(*(set(m) for m in units.values())) if units and not silent else set()
+        notes += silent_note(c, silent, "not ranked (no score)")
         # own scope reads each run's summary, unless a run holds relations left out: its total would count them
         from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
                                               for cfg in configs.values())
@@ -259,9 +272,12 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
                          "metric": metric, **{k: row.get(k) for k in VALUES}, **own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
-        if scope == "shared" and not rows:
+        if scope == "shared" and not rows and silent:
+            notes.append(f"{c}: no {UNIT_NAMES.get(experiment.name, 'facts')[:-1]} is answered by every predictor, so "
+                         "the shared scope ranks none; try --scope own")
+        elif scope == "shared" and not rows:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
-        if scope == "shared":
+        if scope == "shared" and rows:
             notes += _shared_notes(c, shared, units, experiment)
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),

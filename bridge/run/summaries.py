@@ -1,7 +1,9 @@
 """Summaries of a whole run directory, rebuilt from every prediction file it holds.
 
 Two scopes: `own` scores each predictor on the facts it answered; `shared` on the facts every
-predictor of the directory answered in that corpus, so KB and LM numbers are over the same queries.
+predictor of the directory answered in that corpus, so KB and LM numbers are over the same queries. A predictor
+that answered none of what it was asked has no score: one `NONE_ANSWERED` row says so, with its reasons, and the
+shared scope of that corpus is empty.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from eval.errors import DataError
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
 from eval.relations import relation_id, summary_groups
-from eval.report import markdown
+from eval.report import NONE_ANSWERED, markdown
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
 
 
@@ -81,6 +83,47 @@ def answered_units(out: Path, config: dict, experiment, corpus: str, unscored: b
     return answered, dropped, all_units
 
 
+def answered_none(dropped: list[dict], answered: dict[str, dict]) -> dict[str, dict[str, int]]:
+    """Per predictor that was asked units and answered none of them (all dropped), its dropped units by reason:
+    it has no score, and no unit is answered by every predictor."""
+    reasons: dict[str, Counter] = {}
+    for d in dropped:
+        if d["predictor"] not in answered:
+            reasons.setdefault(d["predictor"], Counter())[d["reason"]] += d["n"]
+    return {name: dict(sorted(counts.items())) for name, counts in reasons.items()}
+
+
+def none_rows(corpus: str, silent: dict[str, dict[str, int]], settings: list[str]) -> list[dict]:
+    """The `own` rows of the predictors of `corpus` that answered nothing: 0 units answered, the dropped reasons."""
+    return [{"corpus": corpus, "predictor": name, "scope": "own", "setting": setting, "group": "all",
+             "metric": NONE_ANSWERED, "value": 0, "n_facts": 0, **UNDEFINED.fields(), "dropped": reasons}
+            for name, reasons in silent.items() for setting in settings]
+
+
+def silent_in(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per corpus, the predictors whose summary rows say they answered nothing (`none_rows`), with the reasons."""
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for r in rows:
+        if r.get("metric") == NONE_ANSWERED and isinstance(r.get("dropped"), dict):
+            found.setdefault(str(r.get("corpus")), {})[str(r.get("predictor"))] = r["dropped"]
+    return found
+
+
+def read_silent(out: Path) -> dict[str, dict[str, dict[str, int]]]:
+    """`silent_in` of a run directory's summary.json (empty where it has none that reads)."""
+    try:
+        rows = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return silent_in([r for r in rows if isinstance(r, dict)]) if isinstance(rows, list) else {}
+
+
+def silent_note(corpus: str, silent: dict[str, dict[str, int]], tail: str = "it has no score") -> list[str]:
+    """A line per predictor that answered nothing, with the reasons its units were dropped."""
+    return [f"{corpus}: {name} answered nothing ({sum(why.values())} dropped: "
+            f"{'; '.join(f'{reason} {n}' for reason, n in why.items())}); {tail}" for name, why in silent.items()]
+
+
 def mrr_cutoff(config: dict) -> int | None:
     return LAMA_MRR_CUTOFF if config.get("settings", {}).get("compat") == "lama" else None
 
@@ -125,9 +168,11 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     dropped: list[dict] = []
     all_units: list[dict] = []
     shared_n: dict[str, int] = {}
+    silent: dict[str, dict[str, dict[str, int]]] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
         answered, lost, units = answered_units(out, config, experiment, corpus, unscored=True)
+        silent[corpus] = answered_none(lost, answered)
         dropped += lost
         all_units += units
         write_outputs = getattr(experiment, "write_outputs", None)  # files of an experiment's own (submissions)
@@ -135,7 +180,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
             for name, mine in answered.items():
                 write_outputs(out, corpus, name, mine)
         answered = {name: kept for name, mine in answered.items() if (kept := scorable(experiment, mine))}
-        shared = set.intersection(*(set(m) for m in answered.values())) if answered else set()
+        shared = set.intersection(*(set(m) for m in answered.values())) if answered and not silent[corpus] else set()
         shared_n[corpus] = len(shared)
         spaces = config.get("answer_space", {}).get(corpus, {})
         for name, mine in answered.items():
@@ -149,12 +194,17 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                 rows += [{**head, "scope": scope, **row} for row in scored]
                 rows += _space_rows(head, scope, scored, spaces.get(name, {}), types)
                 curves += [{**head, "scope": scope, **row} for row in curve]
+    settings = list(dict.fromkeys([*(r["setting"] for r in rows), setting]))
+    for corpus, names in silent.items():
+        rows += none_rows(corpus, names, settings)
     write_json(out / "summary.json", rows)
     write_json(out / "curves.json", curves)
     write_json(out / "dropped.json", dropped)
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
-    notes = _notes(config, shared_n, experiment)
+    tail = "it has no score (`-`, #facts 0) and no unit is answered by every predictor."
+    notes = _notes(config, shared_n, experiment) + [line for corpus, names in silent.items()
+                                                    for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):

@@ -160,6 +160,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
 
     Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
     headline over `shared` facts (those every predictor answered), each with its number of facts."""
+    from bridge.run.summaries import silent_in, silent_note
+
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
     metric, extra = METRICS.get(loaded.experiment, METRICS["lama"])
     every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
@@ -172,6 +174,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     found = list(dict.fromkeys(r.get("group") for r in overall if r.get("metric") == metric))
     groups = [g for g in ("all", "1-1", "N-1", "N-M") if g in found] + [g for g in found if g not in TYPE_GROUPS]
     upper = loaded.upper_bounds()
+    silent = silent_in(every)  # predictors that answered nothing: a row of 0 facts, no score, their reasons
     table = []  # one row per (corpus, predictor): the metric per group, then the others over all facts
     for corpus in loaded.run.corpora:
         for pred in loaded.run.predictors:
@@ -180,15 +183,19 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             if not mine:
                 continue
             both = shared.get((corpus, pred), {})
+            dropped = silent.get(corpus, {}).get(pred)
             table.append({"corpus": corpus, "predictor": pred, "side": loaded.sides().get(pred),
-                          "facts": mine.get((metric, "all"), {}).get("n_facts"),
+                          "facts": 0 if dropped else mine.get((metric, "all"), {}).get("n_facts"),
+                          "answered_none": dropped,
                           metric: {g: mine.get((metric, g), {}).get("value") for g in groups},
                           "ci": {g: _interval(mine.get((metric, g), {})) for g in groups},
                           **{m: mine.get((m, "all"), {}).get("value") for m in extra},
                           "shared": {"value": both.get("value"), "facts": both.get("n_facts"),
                                      "ci": _interval(both)} if both else None,
                           "upper_bound": upper.get(pred)})
-    notes = []  # a shared scope under half of what was asked is said, never left to the numbers
+    notes = [line for corpus, names in silent.items() for line in
+             silent_note(corpus, names, "it has no score (`-`, facts 0)")]
+    # a shared scope under half of what was asked is said, never left to the numbers
     for corpus in loaded.run.corpora:
         mine = [r for r in table if r["corpus"] == corpus]
         asked = max((r["facts"] or 0 for r in mine), default=0)
