@@ -331,3 +331,10 @@ def test_what_a_server_lists_of_its_model(serve):
     assert gen.listed() == gen.listed() and server.listed == 1 and gen.sent == 0  # asked once, never counted
     assert ServedGenerator(ServerSettings(server.url, "absent")).listed() is None
     assert client(serve(ok()).url).listed() is None  # no GET /v1/models: 404
+
+
+def test_kbc_ls_says_what_the_response_cache_of_a_server_keeps(capsys):
+    code, out, _ = run_kbc(["ls", "http://127.0.0.1:8766/v1"], capsys)
+    line = next(x for x in out.splitlines() if ".cache=" in x)
+    assert code == 0 and line.startswith("  --set v1.cache=on|shared|off: on-disk response cache. on: this run's own")
+    assert "never changes answers" not in line and line.endswith("off: none (default on)")

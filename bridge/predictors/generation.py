@@ -44,10 +44,10 @@ GENERATION_OPTIONS = (
 GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
                     STYLES, "question")
 CACHE = Option("cache", "on-disk response cache. on: this run's own (a resumed run asks nothing twice; another --out "
-               "asks again). shared: also across runs, keyed by the URL, the model name, its GET /v1/models entry and "
-               "the system_fingerprint of a first request asked again each run; a server that reports nothing of "
-               "its weights there (transformers serve) gets answers of whatever weights it had when they were cached. "
-               "off: none", "choice", ("on", "shared", "off"), "on", identity=False)
+               "asks again). shared: across runs too, keyed by the URL, the API, the model name, its GET /v1/models "
+               "entry and the system_fingerprint of a first question asked again each run; where a server reports "
+               "nothing there that changes with its weights (transformers serve), a row cached from earlier weights "
+               "is served. off: none", "choice", ("on", "shared", "off"), "on", identity=False)
 SERVER_OPTIONS = (
     Option("model", "the model name the server serves", "str", required=True),
     Option("api", "chat: /v1/chat/completions; completions: /v1/completions", "choice", ("chat", "completions"),
