@@ -287,6 +287,7 @@ def test_a_new_run_asks_a_server_again_whose_weights_were_swapped_under_the_same
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv1"), capsys)
     assert code == 0 and "requests sent" not in err and len(server.bodies) == 18
     assert [r["generation"] for r in records(tmp_path / "sv1")] == ["Rome"] * 9
+    assert server.listed == 0  # a run's own cache needs nothing the server says of itself
 
 
 @pytest.mark.parametrize("says", ["system_fingerprint", "created"])
@@ -311,6 +312,7 @@ def test_the_shared_cache_is_keyed_by_what_the_server_says_of_its_model(serve, l
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "c", *shared), capsys)
     assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
     assert [r["generation"] for r in records(tmp_path / "c")] == ["Paris"] * 9
+    assert server.listed == 3  # once a run
 
 
 def test_a_shared_cache_of_a_server_that_says_nothing_of_its_weights_is_named_in_a_warning(serve, lama_dir, tmp_path,

@@ -43,7 +43,7 @@ GENERATION_OPTIONS = (
 )
 GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
                     STYLES, "question")
-CACHE = Option("cache", "on-disk response cache. on: this run's own (a resumed run asks nothing twice; another --out "
+CACHE = Option("cache", "on-disk response cache. on: this run's own (a resumed run reads it back; another --out "
                "asks again). shared: across runs too, keyed by the URL, the API, the model name, its GET /v1/models "
                "entry and the system_fingerprint of a first question asked again each run; where a server reports "
                "nothing there that changes with its weights (transformers serve), a row cached from earlier weights "
@@ -173,16 +173,17 @@ class GenerationPredictor:
         self.counts["completion_tokens"] += response.completion_tokens
 
     def _settle(self, first) -> Generated | None:
-        """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API, what
-        its model list says of the model, and this run's token (cache=on) or the system_fingerprint of `first`, asked
-        now whatever the cache holds (cache=shared: that is all a server can say of the weights answering now).
-        Returns the response it asked, if any."""
+        """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API with
+        this run's token (cache=on), or (cache=shared) with what its model list says of the model and the
+        system_fingerprint of `first`, asked now whatever the cache holds: all a server can say of the weights
+        answering now. Returns the response it asked, if any."""
         if self.scope is None:
             self.key_base = self.backend.fingerprint
             return None
-        what = {"server": self.backend.fingerprint, "listed": self.backend.listed()}
+        what: dict = {"server": self.backend.fingerprint}
         asked = None
         if self.scope == "shared":
+            what["listed"] = self.backend.listed()
             asked = self.backend.generate([first], self.params)[0]
             self._count(asked)
             what["system_fingerprint"] = asked.system_fingerprint
