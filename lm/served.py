@@ -4,7 +4,9 @@
 `concurrency` at a time), each with a timeout; 429 and 5xx answers are retried with exponential backoff. A
 server that cannot be reached, refuses the key (401/403), does not know the model (404) or answers something
 that is not a completion stops the run with one `ServerError` line naming the URL and the fix. The key is read
-from the environment variable named by the user and only ever sent in the Authorization header.
+from the environment variable named by the user and only ever sent in the Authorization header. What a server says
+of a model (its `GET /v1/models` entry) and of the weights that answered (a response's `system_fingerprint`) is read
+for a response cache shared across runs; many servers say nothing there that changes with the weights.
 """
 
 from __future__ import annotations
