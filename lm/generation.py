@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eval.errors import ConfigError
 
@@ -34,11 +34,13 @@ class GenerationParams:
 
 @dataclass(frozen=True)
 class Generated:
-    """One response: the text (cut at the first stop sequence) and the tokens it cost."""
+    """One response: the text (cut at the first stop sequence), the tokens it cost and, from a server that sends
+    one, its `system_fingerprint` (what it says of the weights and settings that answered; never cached)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    system_fingerprint: str | None = field(default=None, compare=False)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -1,8 +1,10 @@
 """Generated responses kept on disk, so that a rerun or a resumed run asks a model nothing it already answered.
 
-A response is keyed by the SHA-256 of (server or model fingerprint, model name, prompt, generation parameters)
-and stored with a SHA-256 of its key and text: a row whose digest does not match (a damaged or edited file) is
-never served; it is deleted and asked again, and counted as damaged.
+A response is keyed by the SHA-256 of (fingerprint, model name, prompt, generation parameters), the fingerprint
+being whatever its caller can vouch for: a local model's weights, or a server's URL with one run's token (or with
+what the server says of the model, where the user shares its responses across runs). It is stored with a SHA-256
+of its key and text: a row whose digest does not match (a damaged or edited file) is never served; it is deleted
+and asked again, and counted as damaged.
 """
 
 from __future__ import annotations

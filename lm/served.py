@@ -4,7 +4,9 @@
 `concurrency` at a time), each with a timeout; 429 and 5xx answers are retried with exponential backoff. A
 server that cannot be reached, refuses the key (401/403), does not know the model (404) or answers something
 that is not a completion stops the run with one `ServerError` line naming the URL and the fix. The key is read
-from the environment variable named by the user and only ever sent in the Authorization header.
+from the environment variable named by the user and only ever sent in the Authorization header. What a server says
+of a model (its `GET /v1/models` entry) and of the weights that answered (a response's `system_fingerprint`) is read
+for a response cache shared across runs; many servers say nothing there that changes with the weights.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 class ServerError(KbcError):
     """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops."""
+
+
+class _Unlisted(Exception):
+    """`GET /v1/models` has no list to read (no such endpoint, not JSON): the server says nothing of its models."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class ServedGenerator:
         self.sent = self.failed = self.retried = 0
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
+        self._listed: tuple[dict | None] | None = None  # `listed()`, once asked
 
     def _count(self, name: str) -> None:
         with self._lock:
@@ -81,14 +88,20 @@ class ServedGenerator:
 
     def _post(self, body: dict) -> dict:
         s = self.settings
-        endpoint = f"{s.url}/{'chat/completions' if s.api == 'chat' else 'completions'}"
+        return self._request(f"{s.url}/{'chat/completions' if s.api == 'chat' else 'completions'}", body)
+
+    def _request(self, endpoint: str, body: dict | None = None) -> dict:
+        """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None."""
+        s = self.settings
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
-        data = json.dumps(body).encode()
+        data = None if body is None else json.dumps(body).encode()
+        count = self._count if body is not None else (lambda name: None)
         for attempt in range(s.retries + 1):
-            request = urllib.request.Request(endpoint, data=data, headers=headers, method="POST")
-            self._count("sent")
+            request = urllib.request.Request(endpoint, data=data, headers=headers,
+                                             method="GET" if body is None else "POST")
+            count("sent")
             try:
                 with urllib.request.urlopen(request, timeout=s.timeout) as response:
                     raw = response.read()
@@ -96,30 +109,49 @@ class ServedGenerator:
             except urllib.error.HTTPError as exc:
                 detail = exc.read()[:200].decode("utf-8", "replace").strip()
                 if exc.code in RETRY_STATUS and attempt < s.retries:
-                    self._count("retried")
+                    count("retried")
                     self.sleep(s.backoff * 2 ** attempt)
                     continue
-                self._count("failed")
+                count("failed")
+                if body is None and exc.code not in (401, 403):
+                    raise _Unlisted from None
                 raise ServerError(_http_message(endpoint, exc.code, detail, s)) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
                     if attempt < s.retries:
-                        self._count("retried")
+                        count("retried")
                         self.sleep(s.backoff * 2 ** attempt)
                         continue
-                    self._count("failed")
+                    count("failed")
                     raise ServerError(f"{endpoint}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
                                       "--set timeout=SECONDS or ask a less busy server") from None
-                self._count("failed")
+                count("failed")
                 raise ServerError(f"{endpoint}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
             return json.loads(raw)
         except ValueError:
-            self._count("failed")
+            count("failed")
+            if body is None:
+                raise _Unlisted from None
             raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
+
+    def listed(self) -> dict | None:
+        """This model's entry in the server's `GET /v1/models` (`id`, `created`, `owned_by`, whatever else the server
+        says of it), less `status` (transformers serve's loaded or not, a state rather than an identity); None where
+        the server lists no such model or has no such endpoint. Asked once per generator."""
+        if self._listed is None:
+            try:
+                answer = self._request(f"{self.settings.url}/models")
+            except _Unlisted:
+                answer = {}
+            entries = answer.get("data") if isinstance(answer, dict) else None
+            mine = [e for e in entries if isinstance(e, dict) and e.get("id") == self.settings.model] \
+                if isinstance(entries, list) else []
+            self._listed = ({k: v for k, v in mine[0].items() if k != "status"} if mine else None,)
+        return self._listed[0]
 
     def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
         s = self.settings
@@ -142,8 +174,9 @@ class ServedGenerator:
             raise ServerError(f"{s.url}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         usage = answer.get("usage") or {}
+        system = answer.get("system_fingerprint")
         return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
-                         int(usage.get("completion_tokens") or 0))
+                         int(usage.get("completion_tokens") or 0), str(system) if system else None)
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams) -> list[Generated]:
         """One response per prompt, in order, asked at most `concurrency` at a time."""

@@ -25,10 +25,13 @@ def completion(text: str, api: str, prompt_tokens: int = 3, completion_tokens: i
 
 
 class Scripted:
-    """Answers each POST with `script(path, body, n)` (n: the request's number, from 1); records every body."""
+    """Answers each POST with `script(path, body, n)` (n: the request's number, from 1); records every body.
+    `GET /v1/models` lists `models` (the entries, which a test may change) where given, else answers 404."""
 
-    def __init__(self, script: Callable[[str, dict, int], Reply], delay: float = 0.0) -> None:
-        self.script, self.delay, self.bodies = script, delay, []
+    def __init__(self, script: Callable[[str, dict, int], Reply], delay: float = 0.0,
+                 models: list[dict] | None = None) -> None:
+        self.script, self.delay, self.bodies, self.models = script, delay, [], models
+        self.listed = 0  # GET /v1/models answered
         self.lock = threading.Lock()
         self.active = self.peak = 0  # requests being answered now, and the most at once
         owner = self
@@ -47,6 +50,17 @@ class Scripted:
                 status, reply = owner.script(self.path, body, n)
                 with owner.lock:
                     owner.active -= 1
+                self._send(status, reply)
+
+            def do_GET(self) -> None:  # noqa: N802
+                if owner.models is None or self.path != "/v1/models":
+                    self._send(404, {"detail": "Not Found"})
+                    return
+                with owner.lock:
+                    owner.listed += 1
+                self._send(200, {"object": "list", "data": owner.models})
+
+            def _send(self, status: int, reply) -> None:
                 data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
                 try:
                     self.send_response(status)

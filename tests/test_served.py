@@ -23,8 +23,8 @@ def ok(text: str = "Paris", api: str = "chat"):
 def serve():
     started = []
 
-    def start(script, delay: float = 0.0) -> Scripted:
-        started.append(Scripted(script, delay))
+    def start(script, delay: float = 0.0, models: list[dict] | None = None) -> Scripted:
+        started.append(Scripted(script, delay, models))
         return started[-1]
 
     yield start
@@ -152,9 +152,9 @@ def test_a_lama_run_scores_exact_match_abstention_and_unlinked_answers(serve, la
     assert rows[("unlinked", "raw")]["value"] == 100.0 * sum(len(r["unlinked"]) for r in recs) / 9
     assert rows[("em", "raw")]["ci_low"] < rows[("em", "raw")]["value"] < rows[("em", "raw")]["ci_high"]
     assert not any(m in ("p@1", "p@10", "mrr") for m, _ in rows)
-    # the rerun sends nothing; `kbc show` prints the prompt and the raw generation
-    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "again"), capsys)
-    assert code == 0 and "requests sent 0, cached 9, failed 0" in err and len(server.bodies) == 9
+    # the rerun into the same directory asks nothing; `kbc show` prints the prompt and the raw generation
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0 and "requests sent" not in err and len(server.bodies) == 9
     code, shown, _ = run_kbc(["show", str(tmp_path / "run"), "--uid", recs[0]["uid"]], capsys)
     assert code == 0
     assert f"prompt:     [user] Fill in the blank: {recs[0]['subject']} was born in ___." in shown
@@ -247,3 +247,96 @@ def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve,
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     assert "google_re / llm: requests sent 5, cached 4, failed 0" in err and len(server.bodies) == 11
+
+
+# -- the response cache serves no answer the server would not give now --
+
+TRANSFORMERS_SERVE = {"id": "tiny", "object": "model", "created": 0, "owned_by": "", "status": {"value": "loaded"}}
+
+
+def records(out) -> list[dict]:
+    path = out / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+class Weights:
+    """What a fake server answers with, as swapped weights would change it: its text, and what it says of itself."""
+
+    def __init__(self, text: str, system_fingerprint: str | None = None) -> None:
+        self.text, self.system_fingerprint = text, system_fingerprint
+
+    def __call__(self, path, body, n):
+        answer = completion(self.text, "chat")
+        if self.system_fingerprint:
+            answer["system_fingerprint"] = self.system_fingerprint
+        return 200, answer
+
+
+def test_a_new_run_asks_a_server_again_whose_weights_were_swapped_under_the_same_name(serve, lama_dir, tmp_path,
+                                                                                       capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    weights = Weights("Rome")
+    server = serve(weights, models=[dict(TRANSFORMERS_SERVE)])  # as `transformers serve` lists it: nothing changes
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv1"), capsys)
+    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    weights.text = "Paris"
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv2"), capsys)
+    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert [r["generation"] for r in records(tmp_path / "sv2")] == ["Paris"] * 9
+    # the first run keeps its own records; resumed, it asks nothing
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv1"), capsys)
+    assert code == 0 and "requests sent" not in err and len(server.bodies) == 18
+    assert [r["generation"] for r in records(tmp_path / "sv1")] == ["Rome"] * 9
+    assert server.listed == 0  # a run's own cache needs nothing the server says of itself
+
+
+@pytest.mark.parametrize("says", ["system_fingerprint", "created"])
+def test_the_shared_cache_is_keyed_by_what_the_server_says_of_its_model(serve, lama_dir, tmp_path, capsys,
+                                                                       monkeypatch, says):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    weights = Weights("Rome", "fp_1" if says == "system_fingerprint" else None)
+    entry = {**TRANSFORMERS_SERVE, "created": 1700000000 if says == "created" else 0}
+    server = serve(weights, models=[entry])
+    shared = ("--set", "llm.cache=shared")
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "a", *shared), capsys)
+    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    # another run: the first question is asked again (what the server says now), the rest come from the cache
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "b", *shared), capsys)
+    assert code == 0 and "google_re / llm: requests sent 1, cached 8, failed 0" in err, err
+    assert records(tmp_path / "b") == records(tmp_path / "a") and "cache=shared:" not in err
+    weights.text = "Paris"
+    if says == "system_fingerprint":
+        weights.system_fingerprint = "fp_2"
+    else:
+        entry["created"] = 1700000500
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "c", *shared), capsys)
+    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert [r["generation"] for r in records(tmp_path / "c")] == ["Paris"] * 9
+    assert server.listed == 3  # once a run
+
+
+def test_a_shared_cache_of_a_server_that_says_nothing_of_its_weights_is_named_in_a_warning(serve, lama_dir, tmp_path,
+                                                                                           capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(Weights("Rome"), models=[dict(TRANSFORMERS_SERVE)])
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "a", "--set", "llm.cache=shared"), capsys)
+    assert code == 0, err
+    assert (f"cache=shared: {server.url} reports no system_fingerprint and no creation time of model tiny "
+            '(GET /v1/models: {"created": 0, "id": "tiny", "object": "model", "owned_by": ""}): answers cached from '
+            "other weights served there under this name are used as this model's; use cache=on to ask again") in err
+
+
+def test_what_a_server_lists_of_its_model(serve):
+    server = serve(ok(), models=[{"id": "other", "created": 5}, {**TRANSFORMERS_SERVE, "root": "/m/tiny"}])
+    gen = client(server.url)
+    assert gen.listed() == {"id": "tiny", "object": "model", "created": 0, "owned_by": "", "root": "/m/tiny"}
+    assert gen.listed() == gen.listed() and server.listed == 1 and gen.sent == 0  # asked once, never counted
+    assert ServedGenerator(ServerSettings(server.url, "absent")).listed() is None
+    assert client(serve(ok()).url).listed() is None  # no GET /v1/models: 404
+
+
+def test_kbc_ls_says_what_the_response_cache_of_a_server_keeps(capsys):
+    code, out, _ = run_kbc(["ls", "http://127.0.0.1:8766/v1"], capsys)
+    line = next(x for x in out.splitlines() if ".cache=" in x)
+    assert code == 0 and line.startswith("  --set v1.cache=on|shared|off: on-disk response cache. on: this run's own")
+    assert "never changes answers" not in line and line.endswith("off: none (default on)")

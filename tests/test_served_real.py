@@ -73,3 +73,26 @@ def test_chat_records_equal_the_local_generate_predictor_with_its_chat_template(
         assert r["prompt"] == [{"role": "user", "content": question}]
         assert r.pop("prompt_text") == f"user: {question}\nassistant:"
     assert served == local
+
+
+def test_weights_swapped_behind_the_same_url_and_name_are_asked_again(chat_gpt2, lama_dir, tmp_path, capsys,
+                                                                      monkeypatch):
+    """`model.safetensors` replaced and the server restarted: it lists the model as before (`created` 0, no
+    system_fingerprint), so a new run sends every request again and records what the new weights write."""
+    from lm.local_server import LocalServer
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    served = tmp_path / "served"
+    shutil.copytree(chat_gpt2, served)
+    sets = (f"llm.model={served}", "llm.api=completions", "llm.prompt=lama")
+    with LocalServer(served) as first:
+        before = run(lama_dir, tmp_path, capsys, first.url, "sv1", *sets)
+        port = first.port
+    other = tiny_model_dir("gpt2", tmp_path / "other", seed=1)
+    shutil.copyfile(other / "model.safetensors", served / "model.safetensors")
+    with LocalServer(served, port=port) as second:
+        after = run(lama_dir, tmp_path, capsys, second.url, "sv2", *sets)  # asserts: requests sent 4, cached 0
+    local = run(lama_dir, tmp_path, capsys, str(served), "local", "llm.answer=generate", "llm.prompt=lama",
+                "llm.chat=off")
+    assert after == local
+    assert [r["generation"] for r in after] != [r["generation"] for r in before]

@@ -5,11 +5,16 @@ Each query's prompt is built by `eval.question_prompts`, the response is read by
 or a set on set-valued corpora) and each answer is linked to an entity of the corpus by label and alias. The
 `Prediction` holds the linked answers in the order written (score 1.0: no ranking), and its `extra` the exact
 prompt, the raw generation and what was parsed, linked and left unlinked. Responses are cached
-(`lm.response_cache`) unless `cache=off`; the run prints requests sent, cached, failed and tokens used.
+(`lm.response_cache`) unless `cache=off`: a local model's by its weights' fingerprint, a server's for the run
+only unless `cache=shared` (a server may change its weights and say nothing of it); the run prints requests sent,
+cached, failed and tokens used.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,8 +43,11 @@ GENERATION_OPTIONS = (
 )
 GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
                     STYLES, "question")
-CACHE = Option("cache", "on-disk response cache (never changes answers)", "choice", ("on", "off"), "on",
-               identity=False)
+CACHE = Option("cache", "on-disk response cache. on: this run's own (a resumed run reads it back; another --out "
+               "asks again). shared: across runs too, keyed by the URL, the API, the model name, its GET /v1/models "
+               "entry and the system_fingerprint of a first question asked again each run; where a server reports "
+               "nothing there that changes with its weights (transformers serve), a row cached from earlier weights "
+               "is served. off: none", "choice", ("on", "shared", "off"), "on", identity=False)
 SERVER_OPTIONS = (
     Option("model", "the model name the server serves", "str", required=True),
     Option("api", "chat: /v1/chat/completions; completions: /v1/completions", "choice", ("chat", "completions"),
@@ -145,9 +153,12 @@ class GenerationPredictor:
     slots = ("object", "subject")  # a subject is asked with a blank in its place (`Prompter.prompt`)
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
-                 many: bool, params: GenerationParams, model: str, cache=None, extra: dict | None = None) -> None:
+                 many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
+                 extra: dict | None = None) -> None:
         self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
+        self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
+        self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
         self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
@@ -156,29 +167,64 @@ class GenerationPredictor:
                 "answers": "a set" if self.many else "one answer", **self.prompter.describe(),
                 **self.params.describe(), **self.extra}
 
+    def _count(self, response: Generated) -> None:
+        self.counts["sent"] += 1
+        self.counts["prompt_tokens"] += response.prompt_tokens
+        self.counts["completion_tokens"] += response.completion_tokens
+
+    def _settle(self, first) -> Generated | None:
+        """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API with
+        this run's token (cache=on), or (cache=shared) with what its model list says of the model and the
+        system_fingerprint of `first`, asked now whatever the cache holds: all a server can say of the weights
+        answering now. Returns the response it asked, if any."""
+        if self.scope is None:
+            self.key_base = self.backend.fingerprint
+            return None
+        what: dict = {"server": self.backend.fingerprint}
+        asked = None
+        if self.scope == "shared":
+            what["listed"] = self.backend.listed()
+            asked = self.backend.generate([first], self.params)[0]
+            self._count(asked)
+            what["system_fingerprint"] = asked.system_fingerprint
+            if asked.system_fingerprint is None and not (what["listed"] or {}).get("created"):
+                logging.getLogger("kbc").warning(
+                    "cache=shared: %s reports no system_fingerprint and no creation time of model %s (GET "
+                    "/v1/models: %s): answers cached from other weights served there under this name are used as "
+                    "this model's; use cache=on to ask again", self.backend.settings.url, self.model,
+                    json.dumps(what["listed"], sort_keys=True) if what["listed"] else "not listed")
+        else:
+            what["scope"] = self.scope
+        self.key_base = json.dumps(what, sort_keys=True, ensure_ascii=False)
+        return asked
+
     def _ask(self, prompts: Sequence[Prompt]) -> list[Generated]:
         """The responses, from the cache where it has them; the rest asked in one call."""
         from lm.response_cache import response_key
 
         sent = [p.sent() for p in prompts]
-        keys = [response_key(self.backend.fingerprint, self.model, s, self.params) for s in sent]
+        if not sent:
+            return []
+        asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
+        keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
         found: dict[str, Generated] = {}
+        if asked is not None:
+            found[keys[0]] = asked
+            self.cache.put(keys[0], asked)
         if self.cache is not None:
-            for key in dict.fromkeys(keys):
+            for key in dict.fromkeys(k for k in keys if k not in found):
                 hit = self.cache.get(key)
                 if hit is not None:
                     found[key] = hit
         missing = list(dict.fromkeys(k for k in keys if k not in found))
-        self.counts["cached"] += sum(1 for k in keys if k in found)
+        self.counts["cached"] += sum(1 for k in keys if k in found) - (keys.count(keys[0]) if asked else 0)
         first = {k: s for k, s in zip(keys, sent)}
         step = self.backend.slice  # each slice cached before the next is sent: a failure loses one slice at most
         for start in range(0, len(missing), step):
             part = missing[start:start + step]
             for key, response in zip(part, self.backend.generate([first[k] for k in part], self.params)):
                 found[key] = response
-                self.counts["sent"] += 1
-                self.counts["prompt_tokens"] += response.prompt_tokens
-                self.counts["completion_tokens"] += response.completion_tokens
+                self._count(response)
                 if self.cache is not None:
                     self.cache.put(key, response)
         return [found[k] for k in keys]
@@ -257,7 +303,7 @@ class LocalBackend:
 def _cache(ctx: PredictorContext):
     from lm.response_cache import ResponseCache
 
-    return ResponseCache(Path(ctx.cache_dir) / "lm" / "responses.sqlite") if ctx.options.get("cache", "on") == "on" \
+    return ResponseCache(Path(ctx.cache_dir) / "lm" / "responses.sqlite") if ctx.options.get("cache", "on") != "off" \
         else None
 
 
@@ -270,13 +316,13 @@ def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
 
 
 def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, default_tokens: int,
-          extra: dict) -> GenerationPredictor:
+          extra: dict, scope: str | None = None) -> GenerationPredictor:
     from bridge.predictors.kb import is_set_corpus
 
     _set_rule_check(ctx)
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
-                               cache=_cache(ctx), extra=extra)
+                               cache=_cache(ctx), scope=scope, extra=extra)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
@@ -309,5 +355,7 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
                               timeout=float(o.get("timeout", 60)), concurrency=int(o.get("concurrency", 4)),
                               retries=int(o.get("retries", 3)))
     chat = api == "chat" and o.get("chat", "auto") != "off"
+    # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
+    scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
     return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
-                 extra={"backend": "server", **settings.describe()})
+                 extra={"backend": "server", **settings.describe()}, scope=scope)

@@ -35,6 +35,7 @@ class PredictorContext:
     options: dict[str, str] = field(default_factory=dict)
     progress: bool = True  # whether set-up work (index or KB builds) may show progress bars
     compat: str | None = None  # "lama": behave as LAMA's released code (tokenization around the mask)
+    scope: str | None = None  # the run's own token: what a cache kept for one run only is keyed by
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

@@ -13,6 +13,7 @@ import errno
 import logging
 import sys
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -167,6 +168,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
             _note_other_samples(config["runs"], cfg)
+            config.setdefault("cache_scope", uuid.uuid4().hex)  # this directory's own: a resume finds its responses
             config["runs"].append(run)
             config["data_dir"] = str(data_dir)
             if cfg.compat:
@@ -352,7 +354,8 @@ class Job:
         if self.predictor is None:
             cfg = self.cfg
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
-                                   cfg.batch_size, dict(self.p.options), self.progress, cfg.compat)
+                                   cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
+                                   self.config["cache_scope"])
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             count = parameter_count(self.predictor)
