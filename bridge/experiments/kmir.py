@@ -196,8 +196,9 @@ class KmirExperiment:
             if corpus.facts and corpus.facts[0].cloze:
                 raise ConfigError(f"kmir questions need facts with subjects and relations; corpus {name} has cloze "
                                   "sentences only (use trex or google_re)")
-            self._check_axioms(name, corpus, data_dir)
         self._types(data_dir)
+        for name, corpus in corpora.items():
+            self._check_axioms(name, corpus, data_dir)
 
     def _check_axioms(self, name: str, corpus, data_dir) -> None:
         """The axioms name relations the corpus holds (or declare them), checked before anything is written."""
