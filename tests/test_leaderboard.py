@@ -138,8 +138,28 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     assert code == 0, err
     code, text, err = run_kbc(["leaderboard", str(out), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
+    # KMIR counts questions: kb answered all 52 it was asked, freq 16 (36 ranked none of the choices)
     assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in json.loads(text)] \
-        == [(1, "kb", "f1", 84.62, 11), (2, "freq", "f1", 12.5, 11)]
+        == [(1, "kb", "f1", 84.62, 52), (2, "freq", "f1", 12.5, 16)]
+    answered = {name: sum("dropped" not in json.loads(line) for path in (out / "predictions" / "trex" / name).glob(
+        "*.jsonl") for line in path.read_text().splitlines()) for name in ("kb", "freq")}
+    assert answered == {"kb": 52, "freq": 16}
+    summary = {(r["predictor"], r["scope"], r["metric"]): r["n_facts"] for r in json.loads(
+        (out / "summary.json").read_text()) if r["group"] == "all"}
+    assert [summary[(p, "own", m)] for p in ("kb", "freq") for m in ("f1", "em", "answered", "robust_all")] == \
+        [52, 52, 52, 11, 16, 16, 16, 11]  # robustness shares are shares of Q-sets
+    assert "| trex | kb | open | 52 |" in (out / "summary.md").read_text()
+    code, text, err = run_kbc(["leaderboard", str(out), "--format", "csv"], capsys)
+    assert code == 0, err
+    assert [(r["predictor"], r["n_facts"], r["own_n_facts"]) for r in csv.DictReader(io.StringIO(text))] == \
+        [("kb", "16", "52"), ("freq", "16", "16")]
+    code, text, err = run_kbc(["leaderboard", str(out)], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[1] == (f"note: trex: the shared scope keeps less than half of what {out}/kb (16 of 52) answered; "
+                        "their own-scope values are shown beside")
+    assert lines[5].endswith("| 95% CI | #questions | own scope (#questions) |")
+    assert lines[7].endswith("| 87.50 ± 8.54 | [68.75, 100.00] | 16 | 84.62 (52) |")
 
 
 def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):

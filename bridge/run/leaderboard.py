@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.experiments.base import counted
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
@@ -167,10 +168,17 @@ def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
 
 @dataclass
 class Board:
-    """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table."""
+    """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table;
+    `unit`: what `n_facts` counts (facts; KMIR's questions)."""
 
     rows: list[dict]
     notes: list[str] = field(default_factory=list)
+    unit: str = "facts"
+
+
+def short(row: dict) -> bool:
+    """A row whose shared-scope count is less than half of its own: its own-scope value is shown beside."""
+    return row.get("own_n_facts") is not None and 2 * row["n_facts"] < row["own_n_facts"]
 
 
 def _restricted(config: dict, corpus: str, relations: list[str]) -> dict:
@@ -262,12 +270,12 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         if scope == "shared" and not rows:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
         if scope == "shared":
-            notes += _shared_notes(c, shared, units, experiment)
+            notes += _shared_notes(c, shared, units, rows, UNIT_NAMES.get(experiment.name, "facts"))
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
-    return Board(out, notes)
+    return Board(out, notes, counted(experiment, metric))
 
 
 def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: int | None, metric: str,
@@ -280,19 +288,17 @@ def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: in
             else row.get("n_facts")}
 
 
-def _shared_notes(corpus: str, shared: set, units: dict, experiment) -> list[str]:
-    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and,
-    when that is more than half of what one asked, a line saying so (the own-scope value is then shown)."""
-    held = {key: len(mine) for key, mine in units.items()}
+def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str) -> list[str]:
+    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and the
+    rows whose shared count is less than half of their own (`short`: those the table shows the own value of)."""
     every = len(set().union(*(set(m) for m in units.values())))
-    unit = UNIT_NAMES.get(experiment.name, "facts")
     notes = []
     if every > len(shared):
         notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every predictor of every run; "
                      f"the rest are left out of the shared scope")
-    short = [f"{run}/{name} ({len(shared)} of {n})" for (run, name), n in held.items() if 2 * len(shared) < n]
-    if short:
-        notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(short)} answered; "
+    kept = [f"{r['run']}/{r['predictor']} ({r['n_facts']} of {r['own_n_facts']})" for r in rows if short(r)]
+    if kept:
+        notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(kept)} answered; "
                      "their own-scope values are shown beside")
     return notes
 

@@ -294,7 +294,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
                 notes = [n.replace(path, name) for n in notes]
             rows = [{**row, "run": shown.get(row["run"], row["run"]),
                      "upper_bound": upper.get((shown.get(row["run"]), row["predictor"]))} for row in found.rows]
-            runs.boards[key] = {"rows": rows, "notes": notes}
+            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit}
     return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
             **runs.boards[key]}
 
