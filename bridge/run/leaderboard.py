@@ -228,7 +228,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
     for c in corpora:
-        types = {r: first["relation_types"][c][r] for r in relations[c]}
+        kept = set(relations[c])  # in the run's own order, as its summary scored them
+        types = {r: t for r, t in first["relation_types"][c].items() if r in kept}
         units = {(run, name): mine for run, config in configs.items()
                  for name, mine in answered_units(run, _restricted(config, c, relations[c]), experiment, c)[0].items()}
         shared = set.intersection(*(set(m) for m in units.values())) if units else set()
