@@ -20,8 +20,9 @@ from pathlib import Path
 from bridge.experiments.base import counted
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
-from bridge.run.summaries import answered_units, mrr_cutoff, run_config, scored_rows
+from bridge.run.summaries import answered_units, generating, mrr_cutoff, run_config, scored_rows
 from eval.errors import ConfigError, DataError
+from eval.generated_scores import GENERATED_METRICS
 from eval.report import relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
@@ -238,6 +239,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                                               for cfg in configs.values())
         totals = {run: _summary_totals(run, c, setting) for run in runs} if from_summary else {}
         rows = []
+        lacking: list[tuple[Path, str, list[str], str]] = []  # predictors with no total of `metric`
         for (run, name), mine in units.items():
             items = [mine[u] for u in sorted(shared)] if scope == "shared" else list(mine.values())
             if not items:
@@ -252,12 +254,13 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                                            bootstrap, seed)
                 row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric
                             and r["setting"] == setting and not r.get("prompt")), None)
-                known = "metrics: " + ", ".join(sorted({r["metric"] for r in scored
-                                                         if r["group"] == "all" and not r.get("prompt")}))
+                held = sorted({r["metric"] for r in scored if r["group"] == "all" and not r.get("prompt")})
+                known = "metrics: " + ", ".join(held)
                 if scope == "shared":
                     own = _own_total(experiment, name, list(mine.values()), types, cutoff, metric, setting)
             if row is None:
-                raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+                lacking.append((run, name, held, known))
+                continue
             for key in VALUES:
                 value = row.get(key)
                 if (value is None and key != "value") or (not isinstance(value, bool) and isinstance(
@@ -268,6 +271,11 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
                          "metric": metric, **{k: row.get(k) for k in VALUES}, **own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
+        if lacking and not rows:  # no predictor has the metric: a metric of no board
+            run, name, _, known = lacking[0]
+            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
+                  for run, name, held, _ in lacking]
         if scope == "shared" and not rows:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
         if scope == "shared":
@@ -277,6 +285,20 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
     return Board(out, notes, counted(experiment, metric))
+
+
+def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Path, name: str, held: list[str],
+                  experiment: str) -> str:
+    """Why a predictor is not ranked on `metric` where others are: a written answer has no rank (P@k, MRR), a
+    ranking no written-answer score (exact match, abstentions); and the metric that would rank it."""
+    if name in generating(config, corpus):
+        what = "generates answers"
+        hint = next((m for m in GENERATED_METRICS if m in held), None)
+    else:
+        what = "ranks answers" if experiment == "lama" else "is scored otherwise"
+        hint = headline_metric(experiment) if headline_metric(experiment) in held else None
+    fix = f"rank by --metric {hint} to compare it" if hint else f"its metrics: {', '.join(held) or 'none'}"
+    return f"{corpus}: {run}/{name} left out: {what}, has no {metric} ({setting}); {fix}"
 
 
 def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: int | None, metric: str,
