@@ -160,6 +160,12 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
                         "their own-scope values are shown beside")
     assert lines[5].endswith("| 95% CI | #questions | own scope (#questions) |")
     assert lines[7].endswith("| 87.50 ± 8.54 | [68.75, 100.00] | 16 | 84.62 (52) |")
+    from bridge.serve.runs import Runs
+    from bridge.serve.runs import leaderboard as explorer_board
+
+    shown = explorer_board(Runs([out]), scope="own")  # the explorer's `?scope=own`
+    assert ([(r["predictor"], r["n_facts"]) for r in shown["rows"]], shown["unit"]) == \
+        ([("kb", 52), ("freq", 16)], "questions")
 
 
 def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
