@@ -550,7 +550,7 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
     every question of the fact's Q-set exactly right; `robust_partial`: some; `robust_none`:
     none), a Q-set restricted to the group's questions, and `chance` (mean of the records'
     `chance`, the exact match a uniform guess expects: 50 for yes/no; only when every record has
-    one). `n_facts`: the Q-sets (source facts) in the group.
+    one). `n_facts`: what each value is a share of: the group's questions, for the robustness shares its Q-sets.
     """
     rows = [r.as_record() if isinstance(r, KmirScore) else dict(r) for r in records]
     groups = [k for k in KINDS if any(r["kind"] == k for r in rows)]
@@ -572,5 +572,6 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
         }
         if all(r.get("chance") is not None for r in chosen):
             values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
-        out += [{"setting": "raw", "group": group, "metric": m, "value": v, "n_facts": n} for m, v in values.items()]
+        out += [{"setting": "raw", "group": group, "metric": m, "value": v,
+                 "n_facts": n if m in ROBUSTNESS else len(chosen)} for m, v in values.items()]
     return out

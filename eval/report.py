@@ -91,11 +91,12 @@ def _n(counts: set[int]) -> str:
 
 def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
           corpus: str | None = None, relations: RelationInfo | None = None,
-          open_spaces: set[tuple[str, str]] | None = None) -> str:
-    """One row per (corpus, predictor): answer-space size, facts scored, each group, the total and its interval.
+          open_spaces: set[tuple[str, str]] | None = None, unit: str = "facts") -> str:
+    """One row per (corpus, predictor): answer-space size, units scored, each group, the total and its interval.
 
     `open_spaces`: the (corpus, predictor) pairs that answer from an open set (a KB's own triples); a
-    predictor with no recorded answer space and not listed shows `-`.
+    predictor with no recorded answer space and not listed shows `-`. `unit`: what the rows' `n_facts`
+    count (facts; KMIR's questions), the name of that column.
     """
     idx = _index(rows)
     corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
@@ -112,7 +113,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx]
         if not predictors:
             continue
-        head = ["corpus", "predictor", "answer space", "#facts"]
+        head = ["corpus", "predictor", "answer space", f"#{unit}"]
         for g in groups:
             counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
                       if (c, p, setting, scope, g, metric) in idx}
@@ -134,7 +135,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
                 "open" if (c, p) in (open_spaces or set()) else "-"
             lines.append(md_row([c, p, answers, str(total["n_facts"] if total else 0), *cells, _ci(total, metric)]))
         if scope == "shared":
-            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info)
+            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit)
     return "\n".join(lines)
 
 
@@ -149,7 +150,7 @@ def unshared_note(column: str, none: list[str], some: list[str]) -> str:
 
 
 def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,
-                 info: dict) -> list[str]:
+                 info: dict, unit: str = "facts") -> list[str]:
     """Below a shared-facts table, why a column is `-` for every predictor, and the own-facts totals beside
     where the shared facts are less than half of what was asked: a table never hides most of a result."""
     notes = []
@@ -166,13 +167,13 @@ def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str
     if 2 * shared < asked:
         totals = ", ".join(f"{p} {_cell(idx[(corpus, p, setting, 'own', 'all', metric)], metric)} ({n})"
                            for p, n in own.items())
-        notes.append(f"The shared facts keep {shared} of the {asked} asked (less than half); own-facts Totals "
-                     f"(#facts): {totals}.")
+        notes.append(f"The shared {unit} keep {shared} of the {asked} asked (less than half); own-{unit} "
+                     f"Totals (#{unit}): {totals}.")
     return ["", *(f"- {n}" for n in notes)] if notes else []
 
 
 def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
-                 relations: RelationInfo | None = None) -> str:
+                 relations: RelationInfo | None = None, unit: str = "facts") -> str:
     """One row per (corpus, relation), relations by type then id, one column per predictor."""
     picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
               and r.get("scope", "own") == scope and r["group"] not in TYPE_ORDER]
@@ -180,7 +181,7 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     by: dict[str, dict[str, dict[str, dict]]] = {}
     for r in picked:
         by.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = r
-    lines = [md_row(["corpus", "relation", "type", "#facts", *predictors]), "|" + "---|" * (4 + len(predictors))]
+    lines = [md_row(["corpus", "relation", "type", f"#{unit}", *predictors]), "|" + "---|" * (4 + len(predictors))]
     for corpus, per_rel in by.items():
         info = (relations or {}).get(corpus, {})
         for rel in relation_order(list(per_rel), info):
@@ -222,7 +223,9 @@ def counted_unit(dropped: list[dict]) -> str | None:
 def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None = None,
              notes: list[str] | None = None, title: str = "LAMA probe",
              metrics: tuple[str, ...] = ("p@1", "p@10", "mrr"), relations: RelationInfo | None = None,
-             open_spaces: set[tuple[str, str]] | None = None) -> str:
+             open_spaces: set[tuple[str, str]] | None = None, counts: dict[str, str] | None = None) -> str:
+    """summary.md: the tables of every metric, shared then own scope, per relation, across prompts, what was
+    dropped. `counts`: per metric, what its `n_facts` count where not facts (KMIR: questions, Q-sets)."""
     other = "filtered" if setting == "raw" else "raw"
     intro = f"Setting `{setting}`"
     if any(r["setting"] == other for r in rows):
@@ -240,12 +243,13 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     parts += [f"- {n}" for n in notes or []]
     for scope in ("shared", "own"):
         for metric in metrics:
-            body = table(rows, metric, setting, scope, relations=relations, open_spaces=open_spaces)
+            body = table(rows, metric, setting, scope, relations=relations, open_spaces=open_spaces,
+                         unit=(counts or {}).get(metric, "facts"))
             if body:
                 parts += ["", f"## {METRIC_NAMES.get(metric, metric)}, {scope} facts", "", body]
     head = metrics[0]
     parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, shared facts", "",
-              per_relation(rows, head, setting, "shared", relations), ""]
+              per_relation(rows, head, setting, "shared", relations, (counts or {}).get(head, "facts")), ""]
     agreement = prompt_table(rows)
     if agreement:
         parts += ["## Across prompts (raw, shared facts)", "", agreement, ""]

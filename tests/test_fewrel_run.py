@@ -283,3 +283,30 @@ def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_
     assert config["kb"]["coverage"] == {"sentences": 3, "with_a_class": 1}
     assert config["kb-inferred"]["coverage"] == {"sentences": 3, "with_a_class": 2}
     assert "inferred" in config["kb-inferred"]["graphs"] and "inferred" not in config["kb"]["graphs"]
+
+
+def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path, capsys, monkeypatch):
+    """Relations whose file order is not the report order (P2094 before P177): the leaderboard's shared scope
+    resamples exactly as the run's summary did, so its values and intervals are the summary's to the last bit."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    folder = fewrel_slice(shared_data, tmp_path / "data", per_relation=40, relations=("P2094", "P364", "P177"))
+    model = tiny_model_dir("bert-cased", tmp_path)
+    out = tmp_path / "out"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", f"slow={model}", "--set", "epochs=1",
+                            "--set", "train_batch=8", "--set", "bert.lr=1e-3", "--set", "slow.lr=1e-5", "--data-dir",
+                            str(folder), "--out", str(out), "--quiet", "--bootstrap", "200", "--bootstrap-seed", "3"],
+                           capsys)
+    assert code == 0, err
+    assert list(json.loads((out / "config.json").read_text())["relation_types"]["fewrel"]) == ["P2094", "P364", "P177"]
+    summary = {(r["predictor"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+               if r["scope"] == "shared" and r["group"] == "all"}
+    fields = ("value", "stderr", "ci_low", "ci_high", "n_facts")
+    for metric in METRICS.values():
+        code, stdout, err = run_kbc(["leaderboard", str(out), "--metric", metric, "--format", "json"], capsys)
+        assert code == 0, err
+        board = json.loads(stdout)
+        assert sorted(r["predictor"] for r in board) == ["bert", "slow"]
+        for row in board:
+            want = summary[(row["predictor"], metric)]
+            assert row["stderr"] is not None and row["n_facts"] == 12
+            assert [row[k] for k in fields] == [want[k] for k in fields], (row["predictor"], metric)

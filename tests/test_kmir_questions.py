@@ -71,9 +71,10 @@ def test_summary_rows_and_robustness_are_exact():
     ]
     rows = {(r["group"], r["metric"]): (r["value"], r["n_facts"]) for r in summarize_kmir(records)}
     assert {g for g, _ in rows} == {TRIPLE_COMPLETION, STATEMENT_CHECKING, "all"}
-    assert rows[("all", "f1")] == (pytest.approx(350 / 6), 3)
-    assert rows[("all", "em")] == (pytest.approx(50.0), 3)
-    assert rows[("all", "robust_all")][0] == pytest.approx(100 / 3)
+    assert rows[("all", "f1")] == (pytest.approx(350 / 6), 6)  # n: the questions the mean is over
+    assert rows[("all", "em")] == (pytest.approx(50.0), 6)
+    assert rows[(TRIPLE_COMPLETION, "em")][1] == 3
+    assert rows[("all", "robust_all")] == (pytest.approx(100 / 3), 3)  # n: the Q-sets the share is of
     assert rows[("all", "robust_partial")][0] == pytest.approx(100 / 3)
     assert rows[("all", "robust_none")][0] == pytest.approx(100 / 3)
     assert rows[(TRIPLE_COMPLETION, "f1")][0] == pytest.approx(50.0)

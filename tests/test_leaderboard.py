@@ -138,8 +138,34 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     assert code == 0, err
     code, text, err = run_kbc(["leaderboard", str(out), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
+    # KMIR counts questions: kb answered all 52 it was asked, freq 16 (36 ranked none of the choices)
     assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in json.loads(text)] \
-        == [(1, "kb", "f1", 84.62, 11), (2, "freq", "f1", 12.5, 11)]
+        == [(1, "kb", "f1", 84.62, 52), (2, "freq", "f1", 12.5, 16)]
+    answered = {name: sum("dropped" not in json.loads(line) for path in (out / "predictions" / "trex" / name).glob(
+        "*.jsonl") for line in path.read_text().splitlines()) for name in ("kb", "freq")}
+    assert answered == {"kb": 52, "freq": 16}
+    summary = {(r["predictor"], r["scope"], r["metric"]): r["n_facts"] for r in json.loads(
+        (out / "summary.json").read_text()) if r["group"] == "all"}
+    assert [summary[(p, "own", m)] for p in ("kb", "freq") for m in ("f1", "em", "answered", "robust_all")] == \
+        [52, 52, 52, 11, 16, 16, 16, 11]  # robustness shares are shares of Q-sets
+    assert "| trex | kb | open | 52 |" in (out / "summary.md").read_text()
+    code, text, err = run_kbc(["leaderboard", str(out), "--format", "csv"], capsys)
+    assert code == 0, err
+    assert [(r["predictor"], r["n_facts"], r["own_n_facts"]) for r in csv.DictReader(io.StringIO(text))] == \
+        [("kb", "16", "52"), ("freq", "16", "16")]
+    code, text, err = run_kbc(["leaderboard", str(out)], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[1] == (f"note: trex: the shared scope keeps less than half of what {out}/kb (16 of 52) answered; "
+                        "their own-scope values are shown beside")
+    assert lines[5].endswith("| 95% CI | #questions | own scope (#questions) |")
+    assert lines[7].endswith("| 87.50 ± 8.54 | [68.75, 100.00] | 16 | 84.62 (52) |")
+    from bridge.serve.runs import Runs
+    from bridge.serve.runs import leaderboard as explorer_board
+
+    shown = explorer_board(Runs([out]), scope="own")  # the explorer's `?scope=own`
+    assert ([(r["predictor"], r["n_facts"]) for r in shown["rows"]], shown["unit"]) == \
+        ([("kb", 52), ("freq", 16)], "questions")
 
 
 def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
@@ -285,3 +311,49 @@ def test_relation_labels_from_data_stay_one_markdown_cell(runs):
     label = "place_of_death died|in <b>x</b> there"
     per_relation = [row for t in tables for row in t.rows if row[:2] == ["google_re", label]]
     assert len(per_relation) == 1
+
+
+def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_dir, tmp_path, capsys, monkeypatch):
+    """A run of Freq (ranks) and a tiny GPT-2 asked by generate (writes): each metric ranks the predictors that
+    have it, in every format and the explorer, and a note says who is left out and which metric ranks it."""
+    from lm_fixtures import tiny_model_dir
+
+    from bridge.serve.runs import Runs
+    from bridge.serve.runs import leaderboard as explorer_board
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    model = tiny_model_dir("gpt2", tmp_path)
+    out = tmp_path / "gen"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",
+                            "freq", f"gen={model}", "--set", "gen.answer=generate", "--set", "gen.max_new_tokens=5",
+                            "--limit", "6", "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap",
+                            "50"], capsys)
+    assert code == 0, err
+    summary = {(r["predictor"], r["scope"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+               if r["group"] == "all" and r["setting"] == "raw"}
+    gen_note = (f"google_re: {out}/gen left out: generates answers, has no p@1 (raw); rank by --metric em to "
+                "compare it")
+    freq_note = f"google_re: {out}/freq left out: ranks answers, has no em (raw); rank by --metric p@1 to compare it"
+    for scope in ("shared", "own"):
+        code, text, err = run_kbc(["leaderboard", str(out), "--scope", scope], capsys)
+        assert code == 0, err
+        assert text.splitlines()[:3] == [f"note: {gen_note}", "", f"google_re, p@1 (raw, {scope} facts)"]
+        code, text, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--metric", "em", "--format", "json"],
+                                  capsys)
+        assert code == 0, err
+        assert err == f"note: {freq_note}\n"
+        rows = json.loads(text)
+        want = summary[("gen", scope, "em")]
+        assert [(r["rank"], r["predictor"], r["value"], r["stderr"], r["n_facts"]) for r in rows] == \
+            [(1, "gen", want["value"], want["stderr"], 6)]
+    code, text, err = run_kbc(["leaderboard", str(out), "--format", "csv"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [(r["predictor"], r["metric"], r["n_facts"]) for r in rows] == [("freq", "p@1", "6")]
+    assert float(rows[0]["value"]) == summary[("freq", "shared", "p@1")]["value"]
+    board = explorer_board(Runs([out]))
+    assert [r["predictor"] for r in board["rows"]] == ["freq"] and board["notes"] == [gen_note.replace(str(out),
+                                                                                                        "gen")]
+    code, _, err = run_kbc(["leaderboard", str(out), "--metric", "p@100"], capsys)
+    assert (code, err) == (2, f"error: {out}: no p@100 (raw) total for freq in google_re; metrics: mrr, p@1, "
+                              "p@10\n")

@@ -180,3 +180,44 @@ def test_landing_page_offers_examples_and_the_runs(client, lama_dir):
     answered = client.get("/?" + html.unescape(links[0][0]))
     assert answered.status_code == 200 and 'id="result"' in answered.text
     assert '<ul id="recent-runs"><li><a href="/runs/lama-small">lama-small</a>' in page.text
+
+
+def test_the_board_of_runs_over_different_corpora_ranks_the_runs_holding_the_chosen_one(
+        serve_explorer, lama_dir, shared_data, tmp_path, monkeypatch, capsys):
+    """A T-REx run and a BEAR run share no corpus: the board defaults to the first run's corpus and ranks the runs
+    that hold it, `?corpus=bear` ranks the BEAR run; each names the run left out, and the picker what each holds."""
+    from cli_support import run_kbc
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    lm, bear = tmp_path / "lm", tmp_path / "bear"
+    for argv in (["--corpus", "trex", "--relations", "P19", "--data-dir", str(lama_dir), "--out", str(lm)],
+                 ["--corpus", "bear", "--relations", "P30", "--data-dir", str(shared_data / "bear"), "--out",
+                  str(bear)]):
+        code, _, err = run_kbc(["run", "lama", *argv, "--predictors", "freq", "random", "--limit", "4", "--quiet"],
+                               capsys)
+        assert code == 0, err
+    totals = {}
+    for run, corpus in ((lm, "trex"), (bear, "bear")):
+        totals[corpus] = {r["predictor"]: r["value"] for r in json.loads((run / "summary.json").read_text())
+                          if r["scope"] == "shared" and r["setting"] == "raw" and r["group"] == "all"
+                          and r["metric"] == "p@1"}
+    with TestClient(create_app(serve_explorer, Runs([lm, bear]))) as c:
+        for params, corpus, run, left in (({}, "trex", "lm", "bear"), ({"corpus": "bear"}, "bear", "bear", "lm")):
+            body = c.get("/api/leaderboard", params=params).json()
+            assert body["corpus"] == corpus and body["corpus_runs"] == {"trex": ["lm"], "bear": ["bear"]}
+            assert {(r["run"], r["corpus"], r["predictor"]): r["value"] for r in body["rows"]} == {
+                (run, corpus, p): v for p, v in totals[corpus].items()}
+            assert body["notes"] == [f"{corpus}: left out {left} (no {corpus} results; the corpus picker shows what "
+                                     "each run holds)"]
+            page = c.get("/leaderboard", params=params)
+            assert page.status_code == 200 and 'id="leaderboard"' in page.text
+            assert f'<option value="{corpus}" selected>{corpus} ({run})</option>' in page.text
+        body = c.get("/api/leaderboard", params={"run": "lm"}).json()  # one run: its own board, nothing left out
+        assert body["corpus"] is None and body["notes"] == [] and {r["run"] for r in body["rows"]} == {"lm"}
+        bad = c.get("/api/leaderboard", params={"corpus": "bear", "run": "lm"})
+        assert (bad.status_code, bad.json()["detail"]) == (400, "corpus='bear': no chosen run holds it; pick one of "
+                                                                 "trex")

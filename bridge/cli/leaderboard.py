@@ -15,8 +15,7 @@ from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 
-MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | #facts |"
-OWN_HEAD = " own scope (#facts) |"
+MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI |"
 # the heads of leaderboards written before the model columns: `--out` may overwrite those too
 EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |",
                  "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound")
@@ -28,24 +27,21 @@ def _fmt(value: float | None, metric: str) -> str:
     return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
 
 
-def _short(row: dict) -> bool:
-    """A row whose shared-scope facts are less than half of the facts it answered."""
-    return row.get("own_n_facts") is not None and 2 * row["n_facts"] < row["own_n_facts"]
-
-
-def markdown(rows: list[dict], notes: list[str] = ()) -> str:
+def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> str:
     """The notes (what the scope left out), then one pipe table per corpus: rank, run, predictor, what it is,
-    value ± stderr, 95% CI, facts, and the own-scope value where the shared scope kept less than half of a
-    predictor's facts; † marks upper bounds."""
+    value ± stderr, 95% CI, the `unit`s counted (facts; KMIR's questions), and the own-scope value where the shared
+    scope kept less than half of a predictor's; † marks upper bounds."""
+    from bridge.run.leaderboard import short
+
     lines: list[str] = [f"note: {n}" for n in notes] + ([""] if notes else [])
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
         m = mine[0]["metric"]
-        own = any(_short(r) for r in mine)
+        own = any(short(r) for r in mine)
         if len(lines) > len(notes) + bool(notes):
             lines.append("")
-        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} facts)", "",
-                  MD_HEAD + (OWN_HEAD if own else ""), "|---" * (11 + own) + "|"]
+        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} {unit})", "",
+                  MD_HEAD + f" #{unit} |" + (f" own scope (#{unit}) |" if own else ""), "|---" * (11 + own) + "|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
             ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"
@@ -136,7 +132,7 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap,
         check_out(Path(out))
     found = board(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap, bootstrap_seed, sort)
     if fmt == "md":
-        text = markdown(found.rows, found.notes)
+        text = markdown(found.rows, found.notes, found.unit)
     else:
         text = as_csv(found.rows) if fmt == "csv" else json.dumps(found.rows, indent=1) + "\n"
         for note in found.notes:  # the table stays one table; what it left out goes to stderr

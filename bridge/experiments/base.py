@@ -72,3 +72,10 @@ def dropped_unit(experiment, settings: dict) -> str:
     (optional `dropped_unit(settings) -> str`: queries, questions, pairs); facts by default."""
     unit = getattr(experiment, "dropped_unit", None)
     return unit(settings) if unit is not None else "facts"
+
+
+def counted(experiment, metric: str) -> str:
+    """What the `n_facts` of an experiment's `metric` rows counts, as tables name it (optional
+    `counted(metric) -> str`: questions, Q-sets); facts by default."""
+    unit = getattr(experiment, "counted", None)
+    return unit(metric) if unit is not None else "facts"

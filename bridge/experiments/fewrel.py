@@ -73,7 +73,7 @@ class FewrelExperiment:
 
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
-        labels = list(relation_types)
+        labels = sorted(relation_types)  # the same sums in the same order, whatever order the relations come in
         gold = [r["relation"] for r in instances]
         pred = [r["predicted"] for r in instances]
         rows = [{"setting": "raw", "group": "all", "metric": METRICS[m], "value": v, "n_facts": len(gold)}
@@ -90,8 +90,9 @@ class FewrelExperiment:
 
     def intervals(self, items: list[dict], types: dict, bootstrap: int, seed: int, key: str) -> dict:
         """The bootstrap intervals of `summarize`'s rows, in the runner's (setting, metric) -> group layout."""
-        ordered = sorted(items, key=lambda r: str(r["uid"]))  # the draws depend on the sentences, not their order
-        found = bootstrap_intervals([r["relation"] for r in ordered], [r["predicted"] for r in ordered], list(types),
+        # the draws depend on the sentences and relations, not the order either comes in (a leaderboard's or the run's)
+        ordered = sorted(items, key=lambda r: str(r["uid"]))
+        found = bootstrap_intervals([r["relation"] for r in ordered], [r["predicted"] for r in ordered], sorted(types),
                                     bootstrap, rng_for(seed, f"{key}/fewrel"))
         out: dict = {}
         for group, per_metric in found.items():

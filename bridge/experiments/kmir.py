@@ -327,10 +327,14 @@ class KmirExperiment:
         for group in [*groups, "all"] if instances else []:
             chosen = [r for r in instances if group == "all" or r["kind"] == group]
             total = chosen[0]["questions" if group == "all" else "questions_of_kind"]
-            n = len({str(r["qset_id"]) for r in chosen})
             rows.append({"setting": "raw", "group": group, "metric": "answered", "value": 100.0 * len(chosen) / total,
-                         "n_facts": n})
+                         "n_facts": len(chosen)})
         return rows, []
+
+    @staticmethod
+    def counted(metric: str) -> str:
+        """What a row's `n_facts` counts: questions, or for a robustness share the Q-sets it is a share of."""
+        return "Q-sets" if metric in ROBUSTNESS else "questions"
 
 
 def chance(question: KmirQuestion, objects: set[str]) -> float:

@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.experiments.base import counted
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
     answered_units,
+    generating,
     mrr_cutoff,
     run_config,
     scorable,
@@ -29,6 +31,7 @@ from bridge.run.summaries import (
     silent_note,
 )
 from eval.errors import ConfigError, DataError
+from eval.generated_scores import GENERATED_METRICS
 from eval.report import relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
@@ -175,10 +178,17 @@ def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
 
 @dataclass
 class Board:
-    """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table."""
+    """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table;
+    `unit`: what `n_facts` counts (facts; KMIR's questions)."""
 
     rows: list[dict]
     notes: list[str] = field(default_factory=list)
+    unit: str = "facts"
+
+
+def short(row: dict) -> bool:
+    """A row whose shared-scope count is less than half of its own: its own-scope value is shown beside."""
+    return row.get("own_n_facts") is not None and 2 * row["n_facts"] < row["own_n_facts"]
 
 
 def _restricted(config: dict, corpus: str, relations: list[str]) -> dict:
@@ -228,7 +238,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
     for c in corpora:
-        types = {r: first["relation_types"][c][r] for r in relations[c]}
+        asked = set(relations[c])  # in the run's own order, as its summary scored them
+        types = {r: t for r, t in first["relation_types"][c].items() if r in asked}
         units: dict[tuple[Path, str], dict[str, dict]] = {}
         silent: dict[str, dict[str, int]] = {}  # `run/predictor` that answered nothing: never ranked, named in notes
         for run, config in configs.items():
@@ -242,6 +253,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                                               for cfg in configs.values())
         totals = {run: _summary_totals(run, c, setting) for run in runs} if from_summary else {}
         rows = []
+        lacking: list[tuple[Path, str, list[str], str]] = []  # predictors with no total of `metric`
         for (run, name), mine in units.items():
             items = [mine[u] for u in sorted(shared)] if scope == "shared" else list(mine.values())
             if not items:
@@ -256,12 +268,13 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                                            bootstrap, seed)
                 row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric
                             and r["setting"] == setting and not r.get("prompt")), None)
-                known = "metrics: " + ", ".join(sorted({r["metric"] for r in scored
-                                                         if r["group"] == "all" and not r.get("prompt")}))
+                held = sorted({r["metric"] for r in scored if r["group"] == "all" and not r.get("prompt")})
+                known = "metrics: " + ", ".join(held)
                 if scope == "shared":
                     own = _own_total(experiment, name, list(mine.values()), types, cutoff, metric, setting)
             if row is None:
-                raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+                lacking.append((run, name, held, known))
+                continue
             for key in VALUES:
                 value = row.get(key)
                 if (value is None and key != "value") or (not isinstance(value, bool) and isinstance(
@@ -272,18 +285,37 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
                          "metric": metric, **{k: row.get(k) for k in VALUES}, **own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
+        if lacking and not rows:  # no predictor has the metric: a metric of no board
+            run, name, _, known = lacking[0]
+            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
+                  for run, name, held, _ in lacking]
         if scope == "shared" and not rows and silent:
             notes.append(f"{c}: no {UNIT_NAMES.get(experiment.name, 'facts')[:-1]} is answered by every predictor, so "
                          "the shared scope ranks none; try --scope own")
         elif scope == "shared" and not rows:
             raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
         if scope == "shared" and rows:
-            notes += _shared_notes(c, shared, units, experiment)
+            notes += _shared_notes(c, shared, units, rows, UNIT_NAMES.get(experiment.name, "facts"))
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
-    return Board(out, notes)
+    return Board(out, notes, counted(experiment, metric))
+
+
+def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Path, name: str, held: list[str],
+                  experiment: str) -> str:
+    """Why a predictor is not ranked on `metric` where others are: a written answer has no rank (P@k, MRR), a
+    ranking no written-answer score (exact match, abstentions); and the metric that would rank it."""
+    if name in generating(config, corpus):
+        what = "generates answers"
+        hint = next((m for m in GENERATED_METRICS if m in held), None)
+    else:
+        what = "ranks answers" if experiment == "lama" else "is scored otherwise"
+        hint = headline_metric(experiment) if headline_metric(experiment) in held else None
+    fix = f"rank by --metric {hint} to compare it" if hint else f"its metrics: {', '.join(held) or 'none'}"
+    return f"{corpus}: {run}/{name} left out: {what}, has no {metric} ({setting}); {fix}"
 
 
 def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: int | None, metric: str,
@@ -296,19 +328,17 @@ def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: in
             else row.get("n_facts")}
 
 
-def _shared_notes(corpus: str, shared: set, units: dict, experiment) -> list[str]:
-    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and,
-    when that is more than half of what one asked, a line saying so (the own-scope value is then shown)."""
-    held = {key: len(mine) for key, mine in units.items()}
+def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str) -> list[str]:
+    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and the
+    rows whose shared count is less than half of their own (`short`: those the table shows the own value of)."""
     every = len(set().union(*(set(m) for m in units.values())))
-    unit = UNIT_NAMES.get(experiment.name, "facts")
     notes = []
     if every > len(shared):
         notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every predictor of every run; "
                      f"the rest are left out of the shared scope")
-    short = [f"{run}/{name} ({len(shared)} of {n})" for (run, name), n in held.items() if 2 * len(shared) < n]
-    if short:
-        notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(short)} answered; "
+    kept = [f"{r['run']}/{r['predictor']} ({r['n_facts']} of {r['own_n_facts']})" for r in rows if short(r)]
+    if kept:
+        notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(kept)} answered; "
                      "their own-scope values are shown beside")
     return notes
 

@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from bridge.experiments.base import dropped_unit
+from bridge.experiments.base import counted, dropped_unit
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
@@ -209,7 +209,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
         title = "BEAR probe"  # BEAR is asked through the LAMA experiment
-    md = markdown(rows, setting, dropped, notes, title, metrics, relation_info(config), open_spaces(config))
+    md = markdown(rows, setting, dropped, notes, title, metrics, relation_info(config), open_spaces(config),
+                  {m: counted(experiment, m) for m in metrics})
     first = getattr(experiment, "summary_section", None)  # an experiment's own table (LM-KBC's evaluate.py)
     if first is not None:
         md = first(md, rows, setting)

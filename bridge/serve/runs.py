@@ -269,8 +269,26 @@ def board_choices(runs: Runs, experiment: str | None = None) -> dict:
     if experiment not in groups:
         raise ConfigError(f"experiment={experiment!r}: no browsed run is of it{did_you_mean(experiment, list(groups))}")
     mine = groups[experiment]
+    corpora = list(dict.fromkeys(c for r in mine for c in r.run.corpora))
     return {"experiment": experiment, "experiments": {e: [r.name for r in g] for e, g in groups.items()},
-            "runs": [r.name for r in mine], "corpora": list(dict.fromkeys(c for r in mine for c in r.run.corpora))}
+            "runs": [r.name for r in mine], "corpora": corpora,
+            "corpus_runs": {c: [r.name for r in mine if c in r.run.corpora] for c in corpora}}
+
+
+def _holding(mine: list[LoadedRun], corpus: str | None) -> tuple[list[LoadedRun], str | None, list[str]]:
+    """The runs a board of `corpus` ranks: those that hold it (none named: every corpus all runs hold, else the
+    first corpus of the first run), the corpus, and a note naming the runs left out."""
+    if corpus is None:
+        if any(all(c in r.run.corpora for r in mine) for c in mine[0].run.corpora):
+            return mine, None, []
+        corpus = mine[0].run.corpora[0]
+    held = [r for r in mine if corpus in r.run.corpora]
+    if not held:
+        raise ConfigError(f"corpus={corpus!r}: no chosen run holds it; pick one of "
+                          f"{', '.join(dict.fromkeys(c for r in mine for c in r.run.corpora))}")
+    left = [r.name for r in mine if r not in held]
+    return held, corpus, [f"{corpus}: left out {', '.join(left)} (no {corpus} results; the corpus picker shows "
+                          "what each run holds)"] if left else []
 
 
 def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
@@ -288,7 +306,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     if unknown:
         raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
                           f"{did_you_mean(unknown[0], choices['runs'])}")
-    mine = [runs.runs[n] for n in names]
+    mine, corpus, left = _holding([runs.runs[n] for n in names], corpus)
     metric = metric or headline_metric(experiment)
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
@@ -296,12 +314,12 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
             found = board([r.run.path for r in mine], corpus, metric, setting, scope)
             shown = {str(r.run.path): r.name for r in mine}
             upper = {(r.name, p): why for r in mine for p, why in r.upper_bounds().items()}
-            notes = found.notes
+            notes = left + found.notes
             for path, name in shown.items():
                 notes = [n.replace(path, name) for n in notes]
             rows = [{**row, "run": shown.get(row["run"], row["run"]),
                      "upper_bound": upper.get((shown.get(row["run"]), row["predictor"]))} for row in found.rows]
-            runs.boards[key] = {"rows": rows, "notes": notes}
+            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit}
     return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
             **runs.boards[key]}
 
