@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from bridge.run.record_digests import check_lines, digests_path
+from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
@@ -63,20 +63,19 @@ def parse_record(path: Path, lineno: int, raw: bytes) -> dict:
     A complete line that does not parse, or whose fields have the wrong types, is damage, not a
     crash mid-write: scoring around it would change the numbers, so it is an error naming the line.
     """
-    fix = "delete that line (or the file) and rerun to recompute it"
     try:
         record = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
     except _NonFinite:
-        raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {fix}") from None
+        raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {FIX}") from None
     except ValueError as exc:
-        raise DataError(f"{path}:{lineno}: malformed JSON ({exc.__class__.__name__}); {fix}") from None
+        raise DataError(f"{path}:{lineno}: malformed JSON ({exc.__class__.__name__}); {FIX}") from None
     if not isinstance(record, dict) or not isinstance(record.get("uid"), str) \
             or not isinstance(record.get("relation"), str):
-        raise DataError(f"{path}:{lineno}: a prediction record needs string 'uid' and 'relation'; {fix}")
+        raise DataError(f"{path}:{lineno}: a prediction record needs string 'uid' and 'relation'; {FIX}")
     wrong = [key for key in _CHECKED.intersection(record) if not _CHECKS[key](record[key])]
     if wrong:
         key = min(wrong, key=list(_CHECKS).index)  # the first in the order above, whatever the set order
-        raise DataError(f"{path}:{lineno}: field {key!r} has the wrong type ({record[key]!r}); {fix}")
+        raise DataError(f"{path}:{lineno}: field {key!r} has the wrong type ({record[key]!r}); {FIX}")
     return record
 
 
@@ -116,8 +115,7 @@ def _complete_lines(path: Path) -> list[tuple[int, bytes]]:
 
 
 def _duplicate(path: Path, lineno: int, uid: str, first: int) -> DataError:
-    return DataError(f"{path}:{lineno}: a second record for uid {uid!r}, unlike the one on line {first}; "
-                     "delete that file so that the run recomputes it, or use a new --out")
+    return DataError(f"{path}:{lineno}: a second record for uid {uid!r}, unlike the one on line {first}; {FIX}")
 
 
 def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
