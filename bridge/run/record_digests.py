@@ -90,7 +90,8 @@ def claim(out: Path) -> None:
     if folder.is_dir():
         return
     predictions = out / "predictions"
-    held = next((p for p in predictions.rglob("*.jsonl") if p.stat().st_size), None) if predictions.is_dir() else None
+    held = next((p for p in sorted(predictions.rglob("*.jsonl")) if p.stat().st_size), None) \
+        if predictions.is_dir() else None
     if held is not None:
         raise ConfigError(f"{out} holds prediction records written without record digests (by an older kbc, or by "
                           f"hand; {held.relative_to(out)} is one), which a rerun cannot check; use a new --out, or "
@@ -136,6 +137,8 @@ class RecordAppender:
     def write(self, lines: Sequence[str]) -> None:
         """Append `lines` (each a JSON record with its newline)."""
         raw = [line.encode("utf-8") for line in lines]
+        if not raw:
+            return
         if self.sums is not None:
             self.sums.write(b"".join(line_digest(r) for r in raw))
             self.sums.flush()
