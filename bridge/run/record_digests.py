@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from eval.errors import ConfigError, DataError
@@ -134,9 +134,18 @@ class RecordAppender:
         if held > lines * WIDTH:
             self.sums.truncate(lines * WIDTH)
 
-    def write(self, lines: Sequence[str]) -> None:
-        """Append `lines` (each a JSON record with its newline)."""
-        raw = [line.encode("utf-8") for line in lines]
+    def write(self, lines: Iterable[str]) -> int:
+        """Append `lines` (each a JSON record with its newline) and say how many; when making them is interrupted
+        (Ctrl-C), those made so far are written all the same."""
+        raw: list[bytes] = []
+        try:
+            for line in lines:
+                raw.append(line.encode("utf-8"))
+        finally:
+            self._append(raw)
+        return len(raw)
+
+    def _append(self, raw: list[bytes]) -> None:
         if not raw:
             return
         if self.sums is not None:

@@ -437,9 +437,8 @@ class Job:
                 with RecordAppender(path) as handle:
                     for _chunk in chunks[rel]:
                         moved[0] = 0
-                        written = next(lines)
-                        handle.write(written)  # a chunk's records are made together: each is on disk as it comes
-                        bar.update(max(0, len(written) - moved[0]))  # batches count prompts: the rest per record
+                        written = handle.write(next(lines))  # a chunk's records are made together: on disk as
+                        bar.update(max(0, written - moved[0]))  # they come; batches count prompts, the rest per record
         finally:
             lines.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()
