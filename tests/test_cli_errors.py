@@ -417,10 +417,12 @@ def _(c: Ctx) -> list[str]:
     return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
 
 
-@case("prediction record holds NaN", "P19.jsonl:2: holds NaN or infinity, which is no score (and not JSON); delete "
-      "that line (or the file) and rerun to recompute it")
+@case("prediction record of a run without record digests holds NaN", "P19.jsonl:2: holds NaN or infinity, which is "
+      "no score (and not JSON); delete that file so that the run recomputes it, or use a new --out", after_report=True)
 def _(c: Ctx) -> list[str]:
-    path = _finished_run(c) / "predictions" / "trex" / "freq" / "P19.jsonl"
+    run = _finished_run(c)
+    shutil.rmtree(run / ".kbc-records")  # as an older kbc left it: read unchecked, after a warning
+    path = run / "predictions" / "trex" / "freq" / "P19.jsonl"
     lines = path.read_text().splitlines()
     record = json.loads(lines[1])
     record["answers"][0][1] = float("nan")
@@ -930,6 +932,54 @@ def _(c: Ctx) -> list[str]:
     other = c.tmp / "other"
     shutil.copytree(run, other)
     return ["report", str(run), "--out", str(other / "figures")]
+
+
+# -- prediction records the run did not write: a conflicting copy appended, a value edited -------------
+FIX = "delete that file so that the run recomputes it, or use a new --out"
+WRITTEN = 10  # the records a Freq run writes for the copy's 10 P19 facts
+
+
+def _tampered(c: Ctx, edit: Callable[[list[dict]], None]) -> Path:
+    """A finished Freq run whose P19 records `edit` changes (still valid JSON, other values)."""
+    run = _finished_run(c)
+    shutil.copytree(run, c.tmp / "untouched")  # what `compare` sets the tampered run beside
+    path = run / "predictions" / "trex" / "freq" / "P19.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(records) == WRITTEN
+    edit(records)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))  # as the runner writes
+    return run
+
+
+def _append_conflicting_copy(records: list[dict]) -> None:
+    records.append({**records[0], "rank_raw": 50})
+
+
+def _edit_second(records: list[dict]) -> None:
+    records[1]["rank_raw"] = 1 if records[1].get("rank_raw") != 1 else 50
+
+
+def _reading(c: Ctx, run: Path, command: str) -> list[str]:
+    """`command` reading the run: the same `kbc run` again, compare, show, report or leaderboard."""
+    return {"run": ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "freq", "--data-dir",
+                    str(c.data), "--out", str(run), "--quiet"],
+            "compare": ["compare", str(run), "freq", "freq", "--b-run", str(c.tmp / "untouched")],
+            "show": ["show", str(run), "--subject", "nobody", "--relation", "P19"],
+            "report": ["report", str(run), "--out", str(c.tmp / "report")],
+            "leaderboard": ["leaderboard", str(run)]}[command]
+
+
+for _command in ("run", "compare", "show", "report", "leaderboard"):
+    @case(f"a conflicting copy of a record appended, then {_command}",
+          f"P19.jsonl:{WRITTEN + 1}: a record this run did not write (it wrote {WRITTEN} lines there); {FIX}",
+          after_report=_command == "run")  # the run's loader report comes first
+    def _(c: Ctx, command: str = _command) -> list[str]:
+        return _reading(c, _tampered(c, _append_conflicting_copy), command)
+
+    @case(f"a record's values edited, then {_command}", f"P19.jsonl:2: not the record this run wrote there (changed "
+          f"since); {FIX}", after_report=_command == "run")
+    def _(c: Ctx, command: str = _command) -> list[str]:
+        return _reading(c, _tampered(c, _edit_second), command)
 
 
 @pytest.fixture

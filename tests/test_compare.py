@@ -11,11 +11,13 @@ Pooled: both 3, only alpha 1, only beta 6, neither 3; McNemar p = 2 * (1 + 7) / 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from cli_support import run_kbc
+from records_support import seal_records
 from scipy.stats import binomtest
 
 from bridge.run.instances import write_instances
@@ -78,6 +80,7 @@ def make_run(root: Path) -> Path:
             path.write_text("".join(json.dumps(r) + "\n" for r in records))
     with (run / "predictions" / "trex" / "beta" / "P36.jsonl").open("a") as handle:
         handle.write('{"uid": "p36-7", "relation": "P3')  # torn: a crash mid-write
+    seal_records(run)
     return run
 
 
@@ -221,19 +224,44 @@ def test_reading_leaves_a_torn_line_in_place(run_dir, capsys):
     assert path.read_bytes() == before
 
 
-@pytest.mark.parametrize("damage,message", [
+DAMAGE = [
     (b"{garbage\n", ":3: malformed JSON"),
     (json.dumps(record("p19-3", "P19", 1) | {"rank_raw": "one"}).encode() + b"\n",
      ":3: field 'rank_raw' has the wrong type ('one')"),
     (b'{"relation": "P19"}\n', ":3: a prediction record needs string 'uid' and 'relation'"),
-])
-def test_a_damaged_line_is_an_error_not_the_end_of_the_file(run_dir, capsys, damage, message):
+]
+FIX = "delete that file so that the run recomputes it, or use a new --out"
+
+
+def _damage(run_dir: Path, damage: bytes) -> Path:
     path = run_dir / "predictions" / "trex" / "alpha" / "P19.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:2] + [damage] + lines[3:]))
+    return path
+
+
+@pytest.mark.parametrize("damage", [d for d, _ in DAMAGE])
+def test_a_damaged_line_is_an_error_not_the_end_of_the_file(run_dir, capsys, damage):
+    path = _damage(run_dir, damage)
     for argv in (["compare", str(run_dir), "alpha", "beta"], ["show", str(run_dir), "--uid", "p19-6"]):
         line = _one_error(*run_kbc(argv, capsys))
-        assert f"{path}{message}" in line and "delete that line" in line, argv
+        assert line == f"error: {path}:3: not the record this run wrote there (changed since); {FIX}", argv
+
+
+@pytest.mark.parametrize("damage,message", DAMAGE)
+def test_a_damaged_line_of_a_run_without_digests_is_named_too(run_dir, capsys, damage, message):
+    """Records kept without digests (an older kbc's) are read unchecked, with a warning (once per process), but
+    still parsed whole."""
+    shutil.rmtree(run_dir / ".kbc-records")
+    path = _damage(run_dir, damage)
+    warning = (f"warning: {run_dir}: its prediction records were written without record digests (by an older kbc, "
+               "or by hand), so they are read unchecked; rerun into a new --out to have them checked")
+    for argv, said in ((["compare", str(run_dir), "alpha", "beta"], [warning]),
+                       (["show", str(run_dir), "--uid", "p19-6"], [])):
+        code, out, err = run_kbc(argv, capsys)
+        *before, line = err.strip().splitlines()
+        assert (code, out, before) == (2, "", said)
+        assert line.startswith(f"error: {path}{message}") and line.endswith(f"; {FIX}"), argv
 
 
 def test_write_instances_round_trips_through_pandas(run_dir):
@@ -310,6 +338,7 @@ def test_kmir_runs_are_judged_by_exact_match(run_dir, capsys):
         records = [{"uid": f"q{i}", "relation": "P19", "kind": kind, "answer": "yes", "gold": "yes", "em": em,
                     "f1": em} for i, (kind, em) in enumerate(zip(kinds, ems))]
         (folder / name / "P19.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    seal_records(run_dir)
     result = _compare(run_dir, capsys, "--bootstrap", "0")
     assert result["total"] == "pooled"
     assert result["overall"] == {**result["overall"], "n": 4, "both": 1, "only_a": 2, "only_b": 0, "neither": 1}

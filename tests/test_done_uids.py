@@ -57,3 +57,19 @@ def test_damage_past_the_head_is_named_by_scoring(tmp_path):
     other.write_text('["uid", "a"]\n' + json.dumps({"uid": "b", "relation": "P20"}) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"P20.jsonl:1: a prediction record needs"):
         done_uids(other)  # another head: the file is parsed, and its damage named at once
+
+
+def test_a_second_record_of_a_uid_unlike_the_first_is_refused(tmp_path):
+    """Which copy counts would be a matter of order: neither does. The same record twice is one record."""
+    path = tmp_path / "P19.jsonl"
+    _write(path, ["a", "b", "a"])
+    assert done_uids(path) == {"a", "b"} == set(read_done(path))
+    with path.open("a", encoding="utf-8") as handle:
+        write_jsonl_line(handle, {"uid": "b", "relation": "P19", "rank_raw": 50, "rank_filtered": 1})
+    expected = (f"{path}:4: a second record for uid 'b', unlike the one on line 2; delete that file so that the run "
+                "recomputes it, or use a new --out")
+    for read in (done_uids, read_done):
+        results._PARSED.clear()
+        with pytest.raises(DataError) as refused:
+            read(path)
+        assert str(refused.value) == expected

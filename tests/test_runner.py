@@ -5,6 +5,7 @@ import json
 import pytest
 
 from bridge.predictors import registry
+from bridge.run.record_digests import line_digest
 from bridge.run.runner import CHUNK, RunConfig, run_lama
 from eval.errors import ConfigError, DataError
 from kb.freq import FreqPredictor
@@ -55,6 +56,8 @@ def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
     assert CALLS[2:] == _chunks(944 - CHUNK) + _chunks(922)
     lines = [json.loads(x) for x in p19.read_text().splitlines()]
     assert len(lines) == 944 and len({x["uid"] for x in lines}) == 944
+    digests = tmp_path / "out" / ".kbc-records" / "trex" / "flaky" / "P19.digests"  # one per line, as written
+    assert digests.read_bytes() == b"".join(line_digest(raw) for raw in p19.read_bytes().splitlines(keepends=True))
     get = {(r["setting"], r["group"], r["metric"]): r["value"] for r in rows}
     fresh = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "fresh", str(lama_dir), relations=["P19", "P47"],
                                cache_dir=tmp_path / "cache"), progress=False)
@@ -103,7 +106,7 @@ def test_a_damaged_line_stops_the_rerun_and_is_kept(tmp_path, lama_dir):
     lines = path.read_bytes().splitlines(keepends=True)
     damaged = b"".join(lines[:1] + [b'{"uid": "x", "relation": "place_of_death", "coherent": "false"}\n'] + lines[1:])
     path.write_bytes(damaged)
-    with pytest.raises(DataError, match=r"place_of_death.jsonl:2: field 'coherent' has the wrong type"):
+    with pytest.raises(DataError, match=r"place_of_death.jsonl:2: not the record this run wrote there"):
         run_lama(cfg, progress=False)
     assert path.read_bytes() == damaged  # nothing cut off or rewritten
 

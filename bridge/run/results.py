@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
+from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
@@ -63,27 +63,26 @@ def parse_record(path: Path, lineno: int, raw: bytes) -> dict:
     A complete line that does not parse, or whose fields have the wrong types, is damage, not a
     crash mid-write: scoring around it would change the numbers, so it is an error naming the line.
     """
-    fix = "delete that line (or the file) and rerun to recompute it"
     try:
         record = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
     except _NonFinite:
-        raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {fix}") from None
+        raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {FIX}") from None
     except ValueError as exc:
-        raise DataError(f"{path}:{lineno}: malformed JSON ({exc.__class__.__name__}); {fix}") from None
+        raise DataError(f"{path}:{lineno}: malformed JSON ({exc.__class__.__name__}); {FIX}") from None
     if not isinstance(record, dict) or not isinstance(record.get("uid"), str) \
             or not isinstance(record.get("relation"), str):
-        raise DataError(f"{path}:{lineno}: a prediction record needs string 'uid' and 'relation'; {fix}")
+        raise DataError(f"{path}:{lineno}: a prediction record needs string 'uid' and 'relation'; {FIX}")
     wrong = [key for key in _CHECKED.intersection(record) if not _CHECKS[key](record[key])]
     if wrong:
         key = min(wrong, key=list(_CHECKS).index)  # the first in the order above, whatever the set order
-        raise DataError(f"{path}:{lineno}: field {key!r} has the wrong type ({record[key]!r}); {fix}")
+        raise DataError(f"{path}:{lineno}: field {key!r} has the wrong type ({record[key]!r}); {FIX}")
     return record
 
 
-# path -> (what os.stat said, records by uid, bytes of complete lines): a command reads each predictions
-# file once, however many steps (resume, scoring, the instances table) look at it; any write changes the
-# stat and the file is parsed again
-_PARSED: dict[str, tuple[tuple[int, int, int, int], dict[str, dict], int]] = {}
+# path -> (what os.stat said of it and of its digests, records by uid, bytes of complete lines): a command reads
+# each predictions file once, however many steps (resume, scoring, the instances table) look at it; any write
+# changes the stat and the file is parsed again
+_PARSED: dict[str, tuple[tuple, dict[str, dict], int]] = {}
 _PARSED_MAX_RECORDS = 1_000_000  # a long-lived process (kbc serve) forgets them all past this
 
 
@@ -91,43 +90,76 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _complete_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _file_key(path: Path) -> tuple | None:
+    """What os.stat says of a predictions file and of its digests; None when there is no file."""
+    try:
+        key = _stat_key(path.stat())
+    except FileNotFoundError:
+        return None
+    sums = digests_path(path)
+    try:
+        return key, _stat_key(sums.stat()) if sums is not None else None
+    except FileNotFoundError:
+        return key, None
+
+
+def _complete_lines(path: Path) -> list[tuple[int, bytes]]:
     """Each complete line of a predictions file with its number, up to a torn last line (no newline: a crash
-    mid-write), which readers cut off."""
+    mid-write), which readers cut off; checked against the digests the runner kept of what it wrote."""
     with path.open("rb") as handle:
-        for lineno, raw in enumerate(handle, 1):
-            if not raw.endswith(b"\n"):
-                return
-            yield lineno, raw
+        lines = list(enumerate(handle, 1))
+    if lines and not lines[-1][1].endswith(b"\n"):
+        lines.pop()
+    check_lines(path, lines)
+    return lines
+
+
+def _duplicate(path: Path, lineno: int, uid: str, first: int) -> DataError:
+    return DataError(f"{path}:{lineno}: a second record for uid {uid!r}, unlike the one on line {first}; {FIX}")
 
 
 def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
     """(records by uid, bytes of complete lines, file size); ({}, 0, -1) when there is no file."""
-    try:
-        key = _stat_key(path.stat())
-    except FileNotFoundError:
+    key = _file_key(path)
+    if key is None:
         return {}, 0, -1
     cached = _PARSED.get(str(path))
     if cached is not None and cached[0] == key:
-        return cached[1], cached[2], key[1]
+        return cached[1], cached[2], key[0][1]
     done: dict[str, dict] = {}
+    first: dict[str, int] = {}
     good_bytes = 0
-    for lineno, raw in _complete_lines(path):
+    lines = _complete_lines(path)
+    for lineno, raw in lines:
         record = parse_record(path, lineno, raw)
-        done[record["uid"]] = record
+        uid = record["uid"]
+        if uid in first:
+            if lines[first[uid] - 1][1] != raw:  # the same record twice is one record
+                raise _duplicate(path, lineno, uid, first[uid])
+        else:
+            first[uid] = lineno
+        done[uid] = record
         good_bytes += len(raw)
     if sum(len(v[1]) for v in _PARSED.values()) + len(done) > _PARSED_MAX_RECORDS:
         _PARSED.clear()
     _PARSED[str(path)] = (key, done, good_bytes)
-    return done, good_bytes, key[1]
+    return done, good_bytes, key[0][1]
 
 
 def complete_records(path: Path) -> dict[str, dict]:
-    """The complete records of a predictions file by uid (later lines win), read without changing it.
+    """The complete records of a predictions file by uid, read without changing it; a line the runner did not
+    write there (`bridge.run.record_digests`), or a second record of a uid unlike the first, is refused.
 
     Parsed once per version of the file and shared between callers, who must not modify them.
     """
     return _parsed(path)[0]
+
+
+def check_records(out: Path) -> None:
+    """Refuse, naming the file and line, a run directory holding a record its runner did not write."""
+    folder = out / "predictions"
+    for path in sorted(folder.rglob("*.jsonl")) if folder.is_dir() else ():
+        complete_records(path)
 
 
 def read_done(path: Path) -> dict[str, dict]:
@@ -136,7 +168,7 @@ def read_done(path: Path) -> dict[str, dict]:
     if good_bytes < size:
         with path.open("r+b") as handle:
             handle.truncate(good_bytes)
-        _PARSED[str(path)] = (_stat_key(path.stat()), done, good_bytes)
+        _PARSED[str(path)] = (_file_key(path), done, good_bytes)
     return dict(done)
 
 
@@ -145,28 +177,31 @@ _UID_HEAD = b'{"uid": "'  # how every record the runner writes begins (`write_js
 
 def done_uids(path: Path) -> set[str]:
     """The uids `read_done` would give, read off each line's head without parsing the records (a rerun with
-    nothing left to ask needs no more). A line this cannot read plainly (another head, an escaped uid) has the
-    whole file parsed as `read_done` does; a torn last line is cut off the same way. Damage further into a
-    line is left to the scoring, which reads every record and names the line."""
+    nothing left to ask needs no more), each line checked against its digest. A line this cannot read plainly
+    (another head, an escaped uid) has the whole file parsed as `read_done` does; a torn last line is cut off the
+    same way. Damage further into a line is left to the scoring, which reads every record and names the line."""
     cached = _PARSED.get(str(path))
-    try:
-        st = path.stat()
-    except FileNotFoundError:
+    key = _file_key(path)
+    if key is None:
         return set()
-    if cached is not None and cached[0] == _stat_key(st):
+    if cached is not None and cached[0] == key:
         return set(read_done(path))
-    uids: set[str] = set()
+    first: dict[str, int] = {}
     good_bytes = 0
-    for _, raw in _complete_lines(path):
+    lines = _complete_lines(path)
+    for lineno, raw in lines:
         end = raw.find(b'"', len(_UID_HEAD))
         if not raw.startswith(_UID_HEAD) or end < 0 or b"\\" in raw[len(_UID_HEAD):end] \
                 or not raw.rstrip().endswith(b"}"):
             return set(read_done(path))
-        uids.add(raw[len(_UID_HEAD):end].decode("utf-8", "surrogatepass"))
+        uid = raw[len(_UID_HEAD):end].decode("utf-8", "surrogatepass")
+        if uid in first and lines[first[uid] - 1][1] != raw:
+            raise _duplicate(path, lineno, uid, first[uid])
+        first.setdefault(uid, lineno)
         good_bytes += len(raw)
-    if good_bytes < st.st_size:
+    if good_bytes < key[0][1]:
         return set(read_done(path))  # the torn last line: cut off there, as a resume always did
-    return uids
+    return set(first)
 
 
 def to_ranked(record: dict) -> Ranked:

@@ -32,11 +32,12 @@ from bridge.run.config import (
     read_config,
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
+from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect, write_json
 from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError
-from eval.jsonl import write_jsonl_line
+from eval.jsonl import jsonl_text
 from eval.lama import Corpus
 from eval.relations import relation_id
 from eval.types import Entity, Fact, Prediction, Query
@@ -160,6 +161,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
         cache = cfg.cache_dir or default_cache_dir()
         with RunLock(out):
+            claim(out)  # digests of every record line from here on (`bridge.run.record_digests`)
             config_path = out / "config.json"
             config = merge_config(read_config(config_path), cfg, plan, experiment.name,
                                   getattr(experiment, "settings", {}))
@@ -386,11 +388,10 @@ class Job:
         todo, empty = _unanswerable(predictor, todo)
         for rel, pairs in empty.items():
             path = self._path(rel, stage)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as handle:
-                for query, fact, _ in pairs:
-                    write_jsonl_line(handle, experiment.record(stage, query, fact, Prediction(query.uid, ()),
-                                                               self.valid.get(rel, {})))
+            with RecordAppender(path) as handle:
+                handle.write([jsonl_text(experiment.record(stage, query, fact, Prediction(query.uid, ()),
+                                                           self.valid.get(rel, {})), str(path))
+                              for query, fact, _ in pairs])
         if empty:
             slots = sorted({q.slot for pairs in empty.values() for q, _, _ in pairs})
             log.warning("%s: does not answer the %s slot: %d queries get no answer (scored wrong)", where,
@@ -404,10 +405,9 @@ class Job:
             gone.setdefault(rel, []).extend(items)
         for rel, items in gone.items():
             path = self._path(rel, stage)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as handle:
-                for query, fact, reason in items:
-                    write_jsonl_line(handle, _dropped_record(query, fact, reason))
+            with RecordAppender(path) as handle:
+                handle.write([jsonl_text(_dropped_record(query, fact, reason), str(path))
+                              for query, fact, reason in items])
         if gone:  # counted in the unit of summary.md's table of dropped units, with the other count beside
             log.info(_dropped_line(where, gone, dropped_unit(experiment, getattr(experiment, "settings", {}))))
         total = sum(len(rest) for _, rest, _ in todo)
@@ -437,15 +437,11 @@ class Job:
             for rel, _, path in todo for chunk in chunks[rel]), recorder)
         try:
             for rel, _rest, path in todo:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("a", encoding="utf-8") as handle:
+                with RecordAppender(path) as handle:
                     for _chunk in chunks[rel]:
                         moved[0] = 0
-                        for n, line in enumerate(next(lines), 1):
-                            handle.write(line)
-                            if n > moved[0]:  # batches count distinct prompts: the rest moves per record
-                                bar.update(1)
-                        handle.flush()  # a chunk's records are made together: each chunk is on disk as it comes
+                        written = handle.write(next(lines))  # a chunk's records are made together: on disk as
+                        bar.update(max(0, written - moved[0]))  # they come; batches count prompts, the rest per record
         finally:
             lines.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()

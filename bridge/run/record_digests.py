@@ -1,0 +1,169 @@
+"""The digest of every line the runner wrote into a prediction file, so that no command scores a record it did not
+write (appended, edited or pasted in by hand).
+
+For `RUN/predictions/<corpus>/<predictor>/[<stage>/]<relation>.jsonl` the runner keeps
+`RUN/.kbc-records/<corpus>/<predictor>/[<stage>/]<relation>.digests`: one fixed-width digest per line, in line order,
+appended and synced to disk before the lines themselves. After a crash or Ctrl-C the digests therefore cover every
+complete line of the file, and perhaps lines never written, which the next append drops (their queries are asked
+again). Every reader checks each line against its digest: a line without one, or with another, is refused naming
+the line. Checking costs a SHA-256 per line, far less than parsing it.
+
+A run directory without `.kbc-records/` was written before record digests existed (or by hand): its records are
+read unchecked, with one warning per directory, and `kbc run` refuses to add to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from eval.errors import ConfigError, DataError
+
+FOLDER = ".kbc-records"  # beside `.kbc-summaries`, the digests of the summaries
+SUFFIX = ".digests"
+WIDTH = 17  # 16 hex digits (64 bits of SHA-256) and a newline
+FIX = "delete that file so that the run recomputes it, or use a new --out"
+
+log = logging.getLogger("kbc")
+_WARNED: set[Path] = set()
+
+
+def line_digest(raw: bytes) -> bytes:
+    """The digest line of one record line (its bytes with the newline)."""
+    return hashlib.sha256(raw).hexdigest()[:WIDTH - 1].encode() + b"\n"
+
+
+def _located(path: Path) -> tuple[Path, Path] | None:
+    """(run directory, path under its `predictions/`) of a prediction file; None for a file outside a run."""
+    for parent in path.parents:
+        if parent.name == "predictions" and (parent.parent / "config.json").is_file():
+            return parent.parent, path.relative_to(parent)
+    return None
+
+
+def digests_path(path: Path) -> Path | None:
+    """Where the digests of prediction file `path` are kept; None outside a run."""
+    found = _located(path)
+    return None if found is None else found[0] / FOLDER / found[1].with_suffix(SUFFIX)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def check_lines(path: Path, lines: Sequence[tuple[int, bytes]]) -> None:
+    """Refuse the first of `lines` ((line number, bytes) of the complete lines of `path`, read before this is
+    called) that the runner did not write there, naming it. Lines of a run that keeps no digests pass, with a warning
+    the first time."""
+    found = _located(path)
+    if found is None or not lines:
+        return
+    root, under = found
+    folder = root / FOLDER
+    if not folder.is_dir():
+        if root not in _WARNED:
+            _WARNED.add(root)
+            log.warning("warning: %s: its prediction records were written without record digests (by an older kbc, "
+                        "or by hand), so they are read unchecked; rerun into a new --out to have them checked", root)
+        return
+    digests = _read(folder / under.with_suffix(SUFFIX))  # read after the lines: the runner writes it first
+    written = len(digests) // WIDTH
+    for lineno, raw in lines:
+        at = (lineno - 1) * WIDTH
+        if lineno > written:
+            raise DataError(f"{path}:{lineno}: a record this run did not write (it wrote {written} lines there); "
+                            f"{FIX}")
+        if digests[at:at + WIDTH] != line_digest(raw):
+            raise DataError(f"{path}:{lineno}: not the record this run wrote there (changed since); {FIX}")
+
+
+def claim(out: Path) -> None:
+    """Keep record digests in run directory `out` from now on; refuse one holding records written without them,
+    which a rerun could neither check nor tell from its own."""
+    folder = out / FOLDER
+    if folder.is_dir():
+        return
+    predictions = out / "predictions"
+    held = next((p for p in sorted(predictions.rglob("*.jsonl")) if p.stat().st_size), None) \
+        if predictions.is_dir() else None
+    if held is not None:
+        raise ConfigError(f"{out} holds prediction records written without record digests (by an older kbc, or by "
+                          f"hand; {held.relative_to(out)} is one), which a rerun cannot check; use a new --out, or "
+                          f"delete {predictions} so that the run recomputes them")
+    folder.mkdir()
+
+
+class RecordAppender:
+    """Appends lines to one prediction file for the runner: their digests first, synced to disk, then the lines.
+
+    Opening it drops the digests of lines a crash kept from being written, so the next line's digest is at its
+    line number; the file itself must already be checked (`bridge.run.results.done_uids`) and end in a newline."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.data = path.open("ab")
+        self.sums = None
+        found = _located(path)
+        try:
+            if found is not None and (found[0] / FOLDER).is_dir():
+                sums = found[0] / FOLDER / found[1].with_suffix(SUFFIX)
+                sums.parent.mkdir(parents=True, exist_ok=True)
+                self.sums = sums.open("ab")
+                self._align(sums)
+        except BaseException:
+            self.close()
+            raise
+
+    def _align(self, sums: Path) -> None:
+        size = self.path.stat().st_size
+        with self.path.open("rb") as handle:
+            text = handle.read(size)
+        if text and not text.endswith(b"\n"):
+            raise DataError(f"{self.path}: its last line is torn; {FIX}")
+        lines = text.count(b"\n")
+        held = sums.stat().st_size
+        if held < lines * WIDTH:
+            raise DataError(f"{self.path}:{held // WIDTH + 1}: a record this run did not write; {FIX}")
+        if held > lines * WIDTH:
+            self.sums.truncate(lines * WIDTH)
+
+    def write(self, lines: Iterable[str]) -> int:
+        """Append `lines` (each a JSON record with its newline) and say how many; when making them is interrupted
+        (Ctrl-C), those made so far are written all the same."""
+        raw: list[bytes] = []
+        try:
+            for line in lines:
+                raw.append(line.encode("utf-8"))
+        finally:
+            self._append(raw)
+        return len(raw)
+
+    def _append(self, raw: list[bytes]) -> None:
+        if not raw:
+            return
+        if self.sums is not None:
+            self.sums.write(b"".join(line_digest(r) for r in raw))
+            self.sums.flush()
+            os.fsync(self.sums.fileno())
+        self.data.write(b"".join(raw))
+        self.data.flush()
+
+    def close(self) -> None:
+        try:
+            self.data.close()
+        finally:
+            if self.sums is not None:
+                self.sums.close()
+
+    def __enter__(self) -> RecordAppender:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

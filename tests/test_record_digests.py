@@ -1,0 +1,128 @@
+"""Prediction records are scored only as the runner wrote them: each line is checked against the digest the runner
+kept of it (`RUN/.kbc-records`); a crash between the two resumes to the scores of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bridge.run.record_digests import FOLDER, WIDTH, line_digest
+from bridge.run.runner import RunConfig, run_lama
+from eval.errors import ConfigError, DataError
+
+FIX = "delete that file so that the run recomputes it, or use a new --out"
+RELATIONS = ["place_of_birth", "place_of_death"]
+
+
+def _run(out: Path, lama_dir: Path, cache: Path) -> list[dict]:
+    return run_lama(RunConfig(["google_re"], ["freq"], out, str(lama_dir), relations=RELATIONS, cache_dir=cache),
+                    progress=False)
+
+
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory, lama_dir) -> Path:
+    """A finished run, left as the runner wrote it (tests copy it)."""
+    root = tmp_path_factory.mktemp("records")
+    _run(root / "run", lama_dir, root / "cache")
+    return root / "run"
+
+
+def _copy(untouched: Path, tmp_path: Path) -> Path:
+    shutil.copytree(untouched, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _file(run: Path, relation: str = "place_of_birth") -> Path:
+    return run / "predictions" / "google_re" / "freq" / f"{relation}.jsonl"
+
+
+def _digests(run: Path, relation: str = "place_of_birth") -> Path:
+    return run / FOLDER / "google_re" / "freq" / f"{relation}.digests"
+
+
+def _scores(run: Path) -> str:
+    return (run / "summary.json").read_text(encoding="utf-8")
+
+
+def test_the_runner_keeps_one_digest_per_line(untouched):
+    for relation in RELATIONS:
+        lines = _file(untouched, relation).read_bytes().splitlines(keepends=True)
+        assert len(lines) == {"place_of_birth": 2937, "place_of_death": 765}[relation]
+        assert _digests(untouched, relation).read_bytes() == b"".join(line_digest(raw) for raw in lines)
+
+
+@pytest.mark.parametrize("kept", [0, 1000, 2936])
+def test_a_crash_between_digests_and_lines_resumes_to_the_same_records(untouched, tmp_path, lama_dir, kept):
+    """Digests reach the disk first: a crash can leave digests of lines never written (and a torn line), which the
+    resume drops before asking those queries again."""
+    run = _copy(untouched, tmp_path)
+    lines = _file(run).read_bytes().splitlines(keepends=True)
+    _file(run).write_bytes(b"".join(lines[:kept]) + lines[kept][:40])  # the digests still cover every line
+    (run / ".kbc-summaries").unlink()
+    _run(run, lama_dir, tmp_path / "cache")
+    assert _file(run).read_bytes() == _file(untouched).read_bytes()
+    assert _digests(run).read_bytes() == _digests(untouched).read_bytes()
+    assert _scores(run) == _scores(untouched)
+
+
+def test_a_deleted_record_file_is_recomputed_to_the_same_scores(untouched, tmp_path, lama_dir):
+    run = _copy(untouched, tmp_path)
+    path = _file(run)
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    records[3]["rank_raw"] = 1 if records[3].get("rank_raw") != 1 else 2
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == f"{path}:4: not the record this run wrote there (changed since); {FIX}"
+    path.unlink()  # as the message says
+    _run(run, lama_dir, tmp_path / "cache")
+    assert path.read_bytes() == _file(untouched).read_bytes()
+    assert _scores(run) == _scores(untouched)
+
+
+def test_lines_without_their_digests_are_refused(untouched, tmp_path):
+    from bridge.run.directory import open_run
+
+    run = _copy(untouched, tmp_path)
+    _digests(run).unlink()
+    with pytest.raises(DataError) as refused:
+        list(open_run(run).records("google_re", "freq", "place_of_birth"))
+    assert str(refused.value) == f"{_file(run)}:1: a record this run did not write (it wrote 0 lines there); {FIX}"
+    path = _digests(run, "place_of_death")
+    path.write_bytes(path.read_bytes()[:-WIDTH])  # the last line's digest lost
+    with pytest.raises(DataError) as refused:
+        list(open_run(run).records("google_re", "freq", "place_of_death"))
+    assert str(refused.value) == (f"{_file(run, 'place_of_death')}:765: a record this run did not write (it wrote 764 "
+                                  f"lines there); {FIX}")
+
+
+def test_the_api_and_the_explorer_refuse_an_edited_record(untouched, tmp_path):
+    import kbcompare
+    from bridge.serve.runs import Runs
+
+    run = _copy(untouched, tmp_path)
+    path = _file(run, "place_of_death")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    records[-1]["gold"] = records[-1]["answers"][0][0]  # its top answer made the gold
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    expected = f"{path}:765: not the record this run wrote there (changed since); {FIX}"
+    for read in (kbcompare.load_run, lambda p: Runs([p])):
+        with pytest.raises(DataError) as refused:
+            read(run)
+        assert str(refused.value) == expected
+
+
+def test_a_run_written_without_digests_is_not_added_to(untouched, tmp_path, lama_dir):
+    run = _copy(untouched, tmp_path)
+    shutil.rmtree(run / FOLDER)
+    before = _file(run).read_bytes()
+    with pytest.raises(ConfigError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == (
+        f"{run} holds prediction records written without record digests (by an older kbc, or by hand; "
+        "predictions/google_re/freq/place_of_birth.jsonl is one), which a rerun cannot check; use a new --out, or "
+        f"delete {run / 'predictions'} so that the run recomputes them")
+    assert _file(run).read_bytes() == before and not (run / FOLDER).exists()
