@@ -62,24 +62,17 @@ def _both(argv: list[str], tmp_path: Path, capsys, monkeypatch, ray_flags: tuple
     return outs[0], outs[1], err
 
 
-def test_lama_on_ray_writes_the_local_records(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
-    argv = ["run", "lama", "--corpus", "trex", "--relations", *RELATIONS[:4], "--limit", "6", "--predictors", "freq",
-            f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir)]
-    local, remote, _ = _both(argv, tmp_path, capsys, monkeypatch, ("--workers", "1"))
-    assert _assert_same_run(local, remote) == 2 * 4 * 6
-    runs = json.loads((remote / "config.json").read_text())["runs"]
-    assert runs[-1]["executor"] == {"kind": "ray", "address": None, "workers": 1, "gpus_per_worker": 0.0,
-                                    "threads_per_worker": 1}
-    assert json.loads((local / "config.json").read_text())["runs"][-1]["executor"] == {"kind": "local"}
-    assert not [a for a in ray.util.list_named_actors() if a.startswith("kbc-")]  # every pool released
-
-
 def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     argv = ["run", "coherency", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "8", "--predictors",
             "gold", f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir)]
     local, remote, err = _both(argv, tmp_path, capsys, monkeypatch)
     assert _assert_same_run(local, remote) == 90  # gold and bert, both stages, both rounds of every instance
     assert "gold: runs in the driver" in err
+    runs = json.loads((remote / "config.json").read_text())["runs"]
+    assert runs[-1]["executor"] == {"kind": "ray", "address": None, "workers": 2, "gpus_per_worker": 0.0,
+                                    "threads_per_worker": 1}
+    assert json.loads((local / "config.json").read_text())["runs"][-1]["executor"] == {"kind": "local"}
+    assert not [a for a in ray.util.list_named_actors() if a.startswith("kbc-")]  # every pool released
     second = _records(remote)["predictions/trex/bert/second/P36.jsonl"]
     assert any("first_answer" in r for r in second)
 
@@ -145,10 +138,17 @@ def _watch(caplog_records: list) -> logging.Handler:
     return handler
 
 
-def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path, monkeypatch):
-    model = tiny_models("bert-cased")
+@pytest.fixture(scope="module")
+def local_lama(tiny_models, lama_dir, tmp_path_factory) -> Path:
+    """The local run that the Ray runs below must equal, made once for all of them."""
+    root = tmp_path_factory.mktemp("ray-local")
     with actor_threads():
-        run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
+        run_experiment(_cfg(root, lama_dir, "local", tiny_models("bert-cased")), LamaExperiment(), progress=False)
+    return root / "local"
+
+
+def test_a_killed_worker_loses_no_chunk(tiny_models, local_lama, lama_dir, tmp_path, monkeypatch):
+    model = tiny_models("bert-cased")
 
     def kill(n: int) -> None:
         """At the first record line every worker dies: with one chunk per relation, 8 chunks and a window of 4,
@@ -171,13 +171,11 @@ def test_a_killed_worker_loses_no_chunk(tiny_models, lama_dir, tmp_path, monkeyp
     finally:
         logging.getLogger("kbc").removeHandler(handler)
     assert any("a Ray worker was lost" in r.getMessage() for r in seen)
-    assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == len(RELATIONS) * 5
+    assert _assert_same_run(local_lama, tmp_path / "ray") == len(RELATIONS) * 5
 
 
-def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir, tmp_path, monkeypatch):
+def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, local_lama, lama_dir, tmp_path, monkeypatch):
     model = tiny_models("bert-cased")
-    with actor_threads():
-        run_experiment(_cfg(tmp_path, lama_dir, "local", model), LamaExperiment(), progress=False)
 
     def interrupt(n: int) -> None:
         if n == 12:
@@ -193,7 +191,7 @@ def test_ctrl_c_leaves_a_directory_either_executor_resumes(tiny_models, lama_dir
         assert written == 11  # every record before the interrupt stays, flushed
         with actor_threads():
             run_experiment(cfg, LamaExperiment(), progress=False, executor=then)  # the identity is the same: resumed
-        assert _assert_same_run(tmp_path / "local", cfg.out) == len(RELATIONS) * 5
+        assert _assert_same_run(local_lama, cfg.out) == len(RELATIONS) * 5
     assert not [a for a in ray.util.list_named_actors() if a.startswith("kbc-")]
 
 
