@@ -28,7 +28,7 @@ class LoadReport:
         text = f"{self.source}: read {self.read}, kept {self.kept}, dropped {self.n_dropped}"
         if self.dropped:
             text += " (" + "; ".join(f"{n} {why}" for why, n in sorted(self.dropped.items())) + ")"
-        return text
+        return "; ".join([text, *self.notes])
 
     def to_dict(self) -> dict:
         return {

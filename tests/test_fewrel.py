@@ -71,6 +71,9 @@ def test_the_staged_file_splits_8_1_1_per_relation_seeded(shared_data):
     assert [s.uid for s in again["test"]] == [s.uid for s in parts["test"]]
     corpus = load_fewrel(shared_data)
     assert len(corpus.relations) == 16 and len(corpus.facts) == 1120
+    assert corpus.reports[0].summary().endswith(
+        "read 11200, kept 1120, dropped 0; seeded split train/dev/test 8:1:1 (seed 0): the 1120 test sentences "
+        "are asked, the other 10080 train and select the fine-tuned models")
     assert corpus.relations["P177"].label == "crosses"
     first = corpus.facts[0]
     assert (first.subject.id, first.object.id, first.relation) == (parts["test"][0].head.id,

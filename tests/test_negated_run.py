@@ -126,7 +126,8 @@ def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, 
                             "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
     assert ("  trex/P159 positive facts (from random/P159_random.jsonl; every --misprimes variant holds the same "
-            "facts): read 336, kept 336, dropped 0\n") in err
+            "facts): read 336, kept 336, dropped 0; 336 facts have no negated sentence (it equals the positive "
+            "one)\n") in err
     assert err.count("negated-trex: negated and misprimed sentences from TREx/high_ranked/\n") == 1
     dropped = json.loads((out / "dropped.json").read_text())
     reason = ("a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers "

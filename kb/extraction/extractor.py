@@ -24,7 +24,7 @@ from tqdm import tqdm
 from eval.errors import ConfigError
 from eval.types import Fact
 from kb.extraction.candidates import Sentence, candidate_pairs
-from kb.extraction.features import pair_features
+from kb.extraction.features import sentence_pair_features
 
 try:
     from sklearn.exceptions import ConvergenceWarning
@@ -135,10 +135,10 @@ def hash_features(sentences: Sequence[Sentence], pairs: Sequence[list[tuple[int,
 
         return csr_matrix((0, N_FEATURES), dtype=np.float32)
     rows = (
-        pair_features(s, i, j)
+        feats
         for s, ps in tqdm(zip(sentences, pairs), total=len(sentences), desc="pair features", unit="sent",
                           disable=not progress, file=sys.stderr)
-        for i, j in ps
+        for feats in sentence_pair_features(s, ps)
     )
     return hasher.transform(rows).tocsr()
 

@@ -9,12 +9,15 @@ direction (`>` when m1 comes first, `<` when m2 does), so a linear model can tel
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from kb.extraction.candidates import YEAR, Sentence
 
 MAX_BETWEEN_PHRASE = 6
 
 
+@lru_cache(maxsize=1 << 16)
 def shape(text: str) -> str:
     """Xxx / xxx / dddd / XX ... with runs collapsed, plus the number of words (capped at 3)."""
     if YEAR.fullmatch(text):
@@ -27,31 +30,39 @@ def shape(text: str) -> str:
 
 
 def pair_features(sent: Sentence, i: int, j: int) -> list[str]:
-    a, b = sent.mentions[i], sent.mentions[j]
-    toks = sent.tokens
-    fwd = a.end <= b.start
-    first, second = (a, b) if fwd else (b, a)
-    d = ">" if fwd else "<"
-    between = [t.lower() for t in toks[first.end:second.start]]
-    feats = [f"dir{d}", f"dist{d}{_bucket(len(between))}"]
-    feats += [f"b{d}{w}" for w in between]
-    feats += [f"bb{d}{x}_{y}" for x, y in zip(between, between[1:])]
-    if len(between) <= MAX_BETWEEN_PHRASE:
-        feats.append(f"bp{d}{' '.join(between)}")
-    if between:
-        feats += [f"bf{d}{between[0]}", f"bl{d}{between[-1]}"]
-    left = [t.lower() for t in toks[max(0, first.start - 2):first.start]]
-    right = [t.lower() for t in toks[second.end:second.end + 2]]
-    feats += [f"l{d}{k}:{w}" for k, w in enumerate(reversed(left))]
-    feats += [f"r{d}{k}:{w}" for k, w in enumerate(right)]
-    for tag, m in (("m1", a), ("m2", b)):
-        words = [w.lower() for w in toks[m.start:m.end]]
-        feats.append(f"{tag}s:{shape(m.text)}")
-        feats.append(f"{tag}h:{words[-1]}")
-        feats += [f"{tag}w:{w}" for w in words]
-    inside = sum(1 for m in sent.mentions if m.start >= first.end and m.end <= second.start)
-    feats.append(f"ment{d}{min(inside, 3)}")
-    return feats
+    return next(sentence_pair_features(sent, [(i, j)]))
+
+
+def sentence_pair_features(sent: Sentence, pairs: Iterable[tuple[int, int]]) -> Iterator[list[str]]:
+    """`pair_features` of each pair of one sentence; its lower-cased words and each mention's own features are
+    made once, not once a pair (a sentence has many pairs)."""
+    toks = [t.lower() for t in sent.tokens]
+    own = [(shape(m.text), toks[m.end - 1], toks[m.start:m.end]) for m in sent.mentions]
+    for i, j in pairs:
+        a, b = sent.mentions[i], sent.mentions[j]
+        fwd = a.end <= b.start
+        first, second = (a, b) if fwd else (b, a)
+        d = ">" if fwd else "<"
+        between = toks[first.end:second.start]
+        feats = [f"dir{d}", f"dist{d}{_bucket(len(between))}"]
+        feats += [f"b{d}{w}" for w in between]
+        feats += [f"bb{d}{x}_{y}" for x, y in zip(between, between[1:])]
+        if len(between) <= MAX_BETWEEN_PHRASE:
+            feats.append(f"bp{d}{' '.join(between)}")
+        if between:
+            feats += [f"bf{d}{between[0]}", f"bl{d}{between[-1]}"]
+        left = toks[max(0, first.start - 2):first.start]
+        right = toks[second.end:second.end + 2]
+        feats += [f"l{d}{k}:{w}" for k, w in enumerate(reversed(left))]
+        feats += [f"r{d}{k}:{w}" for k, w in enumerate(right)]
+        for tag, m in (("m1", i), ("m2", j)):
+            kind, head, words = own[m]
+            feats.append(f"{tag}s:{kind}")
+            feats.append(f"{tag}h:{head}")
+            feats += [f"{tag}w:{w}" for w in words]
+        inside = sum(1 for m in sent.mentions if m.start >= first.end and m.end <= second.start)
+        feats.append(f"ment{d}{min(inside, 3)}")
+        yield feats
 
 
 def _bucket(n: int) -> str:
