@@ -35,7 +35,8 @@ def head():
     stopped with its whole process group at the end."""
     token = secrets.token_hex(16)
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": token, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}  # stopped at once at the end
+           "RAY_AUTH_TOKEN": token, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",  # stopped at once at the end
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "180"}  # a client's server process starts slowly under load
     port, client = _free_port(), _free_port()
     temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
