@@ -112,6 +112,7 @@ def test_the_api_and_the_explorer_rank_as_the_command_does(runs, serve_explorer)
                                  "to compare it"]
         page = c.get("/leaderboard")
         assert page.status_code == 200 and "46.67" in page.text
+        assert "the facts every ranked predictor of every run answered" in page.text
         em = c.get("/api/leaderboard", params={"metric": "em", "run": ["gen", "rank"]}).json()
         assert [(r["predictor"], r["n_facts"]) for r in em["rows"]] == [("gen", LIMIT)]
         alone_em = c.get("/api/leaderboard", params={"metric": "em", "run": ["gen"]}).json()
