@@ -1,5 +1,6 @@
 """A finished run where one predictor answered nothing: it keeps a row of 0 answered units with its dropped reasons,
-never a score; the shared scope is empty and says so; every reader accepts the run and names the predictor."""
+never a score; the run's shared scope is empty and says so; every reader accepts the run and names the predictor
+(a leaderboard leaves it out and ranks the others on what they answered)."""
 
 from __future__ import annotations
 
@@ -63,13 +64,19 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     assert lines[0] == f"note: trex: {out}/bert answered nothing (5 dropped: {reason} 5); not ranked (no score)"
     ranked = [line.split(" | ")[2] for line in lines if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert ranked == [other]
-    code, stdout, err = run_kbc(["leaderboard", str(out)], capsys)  # shared: nothing to rank, and it says why
+    code, stdout, err = run_kbc(["leaderboard", str(out)], capsys)  # shared: bert left out restricts nothing
     assert code == 0, err
     assert stdout.splitlines()[:2] == [
-        f"note: trex: {out}/bert answered nothing (5 dropped: {reason} 5); not ranked (no score)",
-        f"note: trex: no {'fact' if metric == 'p@1' else 'round trip'} is answered by every predictor, so the "
-        "shared scope ranks none; try --scope own"]
-    assert "| rank |" not in stdout
+        f"note: trex: {out}/bert answered nothing (5 dropped: {reason} 5); not ranked (no score)", ""]
+    boards = {}
+    for scope in ("shared", "own"):
+        code, stdout, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--format", "json"], capsys)
+        assert code == 0, err
+        boards[scope] = [(r["predictor"], r["value"], r["n_facts"]) for r in json.loads(stdout)]
+    own_total = next(r["value"] for r in json.loads((out / "summary.json").read_text()) if
+                     (r["predictor"], r["scope"], r["setting"], r["group"], r["metric"]) ==
+                     (other, "own", "raw", "all", metric) and not r.get("prompt"))
+    assert boards["shared"] == boards["own"] == [(other, own_total, 5)]
 
     if metric == "p@1":  # kbc compare pairs LAMA facts (a coherency run it refuses for every pair)
         code, _, err = run_kbc(["compare", str(out), other, "bert"], capsys)

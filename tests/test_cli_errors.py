@@ -431,13 +431,15 @@ def _(c: Ctx) -> list[str]:
     return ["show", str(path.parents[3]), "--uid", record["uid"], "--json"]
 
 
-def _finished_run(c: Ctx) -> Path:
-    """A finished Freq run over the copy's P19, made quietly (the case's stderr holds only the command's)."""
+def _finished_run(c: Ctx, predictors: tuple[str, ...] = ("freq",), name: str = "done", **settings) -> Path:
+    """A finished Freq run (or of `predictors`, with `settings` of `RunConfig`) over the copy's P19, made quietly
+    (the case's stderr holds only the command's)."""
     import logging
 
     from bridge.run.runner import RunConfig, run_lama
 
-    cfg = RunConfig(["trex"], ["freq"], c.tmp / "done", str(c.data), relations=["P19"], cache_dir=c.tmp / "cache")
+    cfg = RunConfig(["trex"], list(predictors), c.tmp / name, str(c.data), relations=["P19"], cache_dir=c.tmp / "cache",
+                    **settings)
     log = logging.getLogger("kbc")
     level = log.level
     log.setLevel(logging.WARNING)
@@ -980,6 +982,17 @@ for _command in ("run", "compare", "show", "report", "leaderboard"):
           f"since); {FIX}", after_report=_command == "run")
     def _(c: Ctx, command: str = _command) -> list[str]:
         return _reading(c, _tampered(c, _edit_second), command)
+
+
+# -- leaderboard with nothing to rank: every predictor answered nothing --------------------------------
+@case("leaderboard of a run whose only predictor answered nothing", "trex: no predictor of these runs answered a "
+      "fact, so none can be ranked (")
+def _(c: Ctx) -> list[str]:
+    vocab = c.tmp / "vocab.txt"
+    vocab.write_text("table\n")  # no P19 object: every fact is dropped
+    run = _finished_run(c, (f"bert={c.models('bert-cased')}",), "silent", limit=3,
+                        options={"bert.vocab_file": str(vocab)})
+    return ["leaderboard", str(run), "--format", "csv"]
 
 
 @pytest.fixture

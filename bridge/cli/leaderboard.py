@@ -108,8 +108,9 @@ def check_out(out: Path) -> None:
               "[default: the experiment's headline: p@1, coherency, f1 (kmir), macro-f1 (lmkbc), f1-macro (fewrel)]")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
 @click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
-              help="shared: the facts every predictor of every run answered (of the relations every run holds), each "
-              "predictor's own beside it where that keeps less than half; own: each predictor's.")
+              help="shared: the facts every ranked predictor of every run answered (of the relations every run holds; "
+              "those left out, without the metric or an answer, restrict nothing), each predictor's own beside it "
+              "where that keeps less than half; own: each predictor's.")
 @click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
 @click.option("--bootstrap", type=IntRange(min=0, max=MAX_BOOTSTRAP), default=None,

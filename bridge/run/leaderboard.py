@@ -3,10 +3,12 @@
 Runs must be of one experiment and question settings, with the same data versions of the relations they
 share, so their numbers measure the same thing. Runs over different relations (one `--relations` subset per
 model) are compared over the relations every run holds, and the board's notes say what was left out.
-Scope `shared` scores every predictor on the units that every predictor of every run answered (matched by
-uid), with the runs' own bootstrap settings where they agree, and gives each predictor's own-scope value
-beside it; `own` reads each run's summary.json, so its numbers and intervals are exactly the run's. Rank is
-by value, best first, whatever the order of the rows.
+Scope `shared` scores every ranked predictor on the units that every ranked predictor of every run answered
+(matched by uid), with the runs' own bootstrap settings where they agree, and gives each predictor's own-scope
+value beside it: a predictor left out (no value of the metric, as a generating one has no P@1, or no unit
+answered) is named in the notes and restricts no one's units, so adding a run never moves the numbers of the
+predictors it does not rank beside. `own` reads each run's summary.json, so its numbers and intervals are
+exactly the run's. Rank is by value, best first, whatever the order of the rows.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
+    answered_nothing,
     answered_units,
     generating,
     mrr_cutoff,
@@ -213,7 +216,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     recorded summary settings where they agree, else the defaults; scope `own` takes each run's summary.json.
     `rank` is by value within each corpus, best first, equal values sharing a rank; rows are sorted best
     first (`sort="value"`; ties by run and predictor), or by predictor or run name. Only the relations every
-    run holds are scored (`shared_relations`); the notes say what was left out.
+    run holds are scored (`shared_relations`), and the shared scope is the units every predictor that has
+    `metric` answered; the notes say what was left out. Nothing to rank (no predictor with the metric and an
+    answered unit, or no unit they all answered) is a `ConfigError`, never an empty board.
     """
     from bridge.experiments import get
 
@@ -237,6 +242,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
+    unit = UNIT_NAMES.get(experiment.name, "facts")
     for c in corpora:
         asked = set(relations[c])  # in the run's own order, as its summary scored them
         types = {r: t for r, t in first["relation_types"][c].items() if r in asked}
@@ -246,35 +252,54 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             answered, lost, _ = answered_units(run, _restricted(config, c, relations[c]), experiment, c, unscored=True)
             silent.update({f"{run}/{name}": why for name, why in answered_none(lost, answered).items()})
             units.update({(run, name): kept for name, mine in answered.items() if (kept := scorable(experiment, mine))})
-        shared = set.intersection(*(set(m) for m in units.values())) if units and not silent else set()
         notes += silent_note(c, silent, "not ranked (no score)")
         # own scope reads each run's summary, unless a run holds relations left out: its total would count them
         from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
                                               for cfg in configs.values())
         totals = {run: _summary_totals(run, c, setting) for run in runs} if from_summary else {}
-        rows = []
+        own: dict[tuple[Path, str], dict] = {}  # the own-scope `metric` row of each predictor that has one
         lacking: list[tuple[Path, str, list[str], str]] = []  # predictors with no total of `metric`
         for (run, name), mine in units.items():
-            items = [mine[u] for u in sorted(shared)] if scope == "shared" else list(mine.values())
-            if not items:
-                continue
-            own = {"own_value": None, "own_n_facts": None}
             if from_summary:
                 row = totals[run].get((name, metric))
                 held = sorted({m for p, m in totals[run] if p == name and m})
                 known = f"{run / 'summary.json'} metrics: {', '.join(held) or 'none (rerun the run)'}"
             else:
-                scored, _, _ = scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff,
-                                           bootstrap, seed)
-                row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric
-                            and r["setting"] == setting and not r.get("prompt")), None)
+                items = list(mine.values())
+                scored = (scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff, bootstrap,
+                                      seed)[0] if scope == "own" else experiment.summarize(items, types, cutoff)[0])
+                row = _total(scored, metric, setting)
                 held = sorted({r["metric"] for r in scored if r["group"] == "all" and not r.get("prompt")})
                 known = "metrics: " + ", ".join(held)
-                if scope == "shared":
-                    own = _own_total(experiment, name, list(mine.values()), types, cutoff, metric, setting)
             if row is None:
                 lacking.append((run, name, held, known))
-                continue
+            else:
+                own[(run, name)] = row
+        if lacking and not own:  # no predictor has the metric: a metric of no board
+            run, name, _, known = lacking[0]
+            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+        if not own:
+            why = "; ".join(answered_nothing(name, reasons) for name, reasons in silent.items())
+            raise ConfigError(f"{c}: no predictor of these runs answered a {unit[:-1]}, so none can be ranked"
+                              + (f" ({why})" if why else ""))
+        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
+                  for run, name, held, _ in lacking]
+        ranked = {key: units[key] for key in own}  # those left out (no metric, no answer) restrict no one's scope
+        shared = set.intersection(*(set(m) for m in ranked.values()))
+        if scope == "shared" and not shared:
+            raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these runs; "
+                              "try --scope own")
+        rows = []
+        for (run, name), mine in ranked.items():
+            row, mine_own = own[(run, name)], {"own_value": None, "own_n_facts": None}
+            if scope == "shared":
+                mine_own = {"own_value": row.get("value"), "own_n_facts": row.get("n_facts")}
+                scored, _, _ = scored_rows(experiment, {"corpus": c, "predictor": name},
+                                           [mine[u] for u in sorted(shared)], types, cutoff, bootstrap, seed)
+                row = _total(scored, metric, setting)
+                if row is None:
+                    raise ConfigError(f"{c}: {run}/{name} has no {metric} ({setting}) over the {len(shared)} {unit} "
+                                      "every ranked predictor answered; try --scope own")
             for key in VALUES:
                 value = row.get(key)
                 if (value is None and key != "value") or (not isinstance(value, bool) and isinstance(
@@ -283,20 +308,10 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                 raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} {key} {value!r} is no number; "
                                 "rerun the run to rewrite it")
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
-                         "metric": metric, **{k: row.get(k) for k in VALUES}, **own,
+                         "metric": metric, **{k: row.get(k) for k in VALUES}, **mine_own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
-        if lacking and not rows:  # no predictor has the metric: a metric of no board
-            run, name, _, known = lacking[0]
-            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
-        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
-                  for run, name, held, _ in lacking]
-        if scope == "shared" and not rows and silent:
-            notes.append(f"{c}: no {UNIT_NAMES.get(experiment.name, 'facts')[:-1]} is answered by every predictor, so "
-                         "the shared scope ranks none; try --scope own")
-        elif scope == "shared" and not rows:
-            raise ConfigError(f"{c}: no fact is answered by every predictor of these runs; try --scope own")
-        if scope == "shared" and rows:
-            notes += _shared_notes(c, shared, units, rows, UNIT_NAMES.get(experiment.name, "facts"))
+        if scope == "shared":
+            notes += _shared_notes(c, shared, ranked, rows, unit)
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
@@ -318,23 +333,19 @@ def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Pat
     return f"{corpus}: {run}/{name} left out: {what}, has no {metric} ({setting}); {fix}"
 
 
-def _own_total(experiment, name: str, items: list[dict], types: dict, cutoff: int | None, metric: str,
-               setting: str) -> dict:
-    """A predictor's value over every unit it answered of the shared relations (no interval: shown beside)."""
-    scored, _ = experiment.summarize(items, types, cutoff)
-    row = next((r for r in scored if r["group"] == "all" and r["metric"] == metric and r["setting"] == setting
-                and not r.get("prompt")), None)
-    return {"own_value": None if row is None else row.get("value"), "own_n_facts": None if row is None
-            else row.get("n_facts")}
+def _total(scored: list[dict], metric: str, setting: str) -> dict | None:
+    """The `all` row of `metric` in `setting` among an experiment's scored rows (None: the predictor has none)."""
+    return next((r for r in scored if r["group"] == "all" and r["metric"] == metric and r["setting"] == setting
+                 and not r.get("prompt")), None)
 
 
 def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str) -> list[str]:
-    """What the shared scope left out of `corpus`: the units some predictor answered that not all did; and the
-    rows whose shared count is less than half of their own (`short`: those the table shows the own value of)."""
+    """What the shared scope left out of `corpus`: the units some ranked predictor answered that not all did; and
+    the rows whose shared count is less than half of their own (`short`: those the table shows the own value of)."""
     every = len(set().union(*(set(m) for m in units.values())))
     notes = []
     if every > len(shared):
-        notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every predictor of every run; "
+        notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every ranked predictor of every run; "
                      f"the rest are left out of the shared scope")
     kept = [f"{r['run']}/{r['predictor']} ({r['n_facts']} of {r['own_n_facts']})" for r in rows if short(r)]
     if kept:

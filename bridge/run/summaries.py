@@ -118,10 +118,14 @@ def read_silent(out: Path) -> dict[str, dict[str, dict[str, int]]]:
     return silent_in([r for r in rows if isinstance(r, dict)]) if isinstance(rows, list) else {}
 
 
+def answered_nothing(name: str, why: dict[str, int]) -> str:
+    """That predictor `name` answered nothing, with the reasons its units were dropped."""
+    return f"{name} answered nothing ({sum(why.values())} dropped: {'; '.join(f'{r} {n}' for r, n in why.items())})"
+
+
 def silent_note(corpus: str, silent: dict[str, dict[str, int]], tail: str = "it has no score") -> list[str]:
     """A line per predictor that answered nothing, with the reasons its units were dropped."""
-    return [f"{corpus}: {name} answered nothing ({sum(why.values())} dropped: "
-            f"{'; '.join(f'{reason} {n}' for reason, n in why.items())}); {tail}" for name, why in silent.items()]
+    return [f"{corpus}: {answered_nothing(name, why)}; {tail}" for name, why in silent.items()]
 
 
 def mrr_cutoff(config: dict) -> int | None:
