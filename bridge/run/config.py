@@ -148,7 +148,8 @@ def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
 
     for p in specs:  # models named by hub id: reachable or cached, checked before any predictor runs
         models = [p.spec] if p.spec not in ENTRIES and not is_server(p.spec) else []
-        models += [v for k, v in p.options.items() if declared[p.name].get(k) and declared[p.name][k].kind == "model"]
+        models += [v for k, v in p.options.items()
+                   if declared[p.name].get(k) and declared[p.name][k].kind in ("model", "masked-model")]
         for model in models:
             from lm.loading import check_available
 

@@ -27,7 +27,8 @@ class Option:
 
     key: str
     help: str
-    kind: str = "str"  # str | int | float | path | choice | bool
+    # str | int | float | rates (positive, comma-separated) | path | choice | bool | set-rule | model | masked-model
+    kind: str = "str"
     choices: tuple[str, ...] = ()
     default: str | None = None
     minimum: float | None = None
@@ -62,6 +63,22 @@ class Option:
                 raise ConfigError(f"{where}={value}: {str(exc).partition(': ')[2]}") from None
         if self.kind == "model":
             return check_model(value, where)
+        if self.kind == "masked-model":  # the help says why a masked LM is needed
+            from lm.loading import other_kind
+
+            value = check_model(value, where)
+            given = other_kind(value, "masked")
+            if given:
+                raise ConfigError(f"{where}={value}: {given}; {self.help}")
+            return value
+        if self.kind == "rates":
+            try:
+                rates = [strict_float(x) for x in value.split(",")]
+            except ValueError:
+                raise ConfigError(f"{where}={value}: expected a number or comma-separated numbers (e.g. "
+                                  "5e-5,3e-5,2e-5)") from None
+            if any(not r > 0 for r in rates):
+                raise ConfigError(f"{where}={value}: learning rates must be positive")
         if self.kind == "path":
             path = Path(value).expanduser()
             if not path.exists():
