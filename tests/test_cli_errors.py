@@ -1034,3 +1034,34 @@ def test_operating_system_failures_name_the_path(ctx, capsys, monkeypatch, numbe
     code, _, err = run_kbc(["index", "build", "--source", "jsonl", "--input", str(src), "--out",
                             str(ctx.tmp / "i"), "--quiet"], capsys)
     _assert_one_error_line(code, err, f"error: {reason}: {ctx.tmp / 'i'}", False)
+
+
+# -- checked before any data is read: FewRel's model and options ----------------------------------
+def _broken_fewrel(c: Ctx) -> str:
+    """FewRel data that fails to load: an error about anything else shows the check came first."""
+    return _fewrel(c, [FEWREL_ROW, {**FEWREL_ROW, "t": ["b", "Q2", [[7]]]}])
+
+
+@pytest.mark.parametrize(("given", "kind"), [
+    ("gpt2", "a causal LM (GPT2LMHeadModel)"), ("t5", "a seq2seq LM (T5ForConditionalGeneration)")])
+@pytest.mark.parametrize("how", ["spec", "set"])
+def test_fewrel_refuses_a_model_that_is_no_encoder(ctx, capsys, given, kind, how):
+    model = lm_fixtures.tiny_t5_dir(ctx.tmp) if given == "t5" else ctx.models("gpt2")
+    capsys.readouterr()  # the progress bars of building the tiny model
+    chosen = (["--predictors", f"bert={model}"] if how == "spec"
+              else ["--predictors", "bert", "--set", f"model={model}"])
+    code, _, err = run_kbc(["run", "fewrel", *chosen, "--data-dir", _broken_fewrel(ctx), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    where = f"--predictors bert={model}" if how == "spec" else f"--set model={model}"
+    _assert_one_error_line(code, err, f"error: {where}: {kind}; FewRel fine-tunes a BERT-style encoder (a masked LM, "
+                           "e.g. models/bert-base-cased)", False)
+
+
+@pytest.mark.parametrize(("rate", "why"), [
+    ("abc", "expected a number or comma-separated numbers (e.g. 5e-5,3e-5,2e-5)"),
+    ("2e-5,0", "learning rates must be positive")])
+def test_fewrel_options_are_checked_before_the_data(ctx, capsys, rate, why):
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={ctx.models('bert-cased')}", "--set",
+                            f"bert.lr={rate}", "--data-dir", _broken_fewrel(ctx), "--out", str(ctx.tmp / "out")],
+                           capsys)
+    _assert_one_error_line(code, err, f"error: --set bert.lr={rate}: {why}", False)
