@@ -1065,3 +1065,32 @@ def test_fewrel_options_are_checked_before_the_data(ctx, capsys, rate, why):
                             f"bert.lr={rate}", "--data-dir", _broken_fewrel(ctx), "--out", str(ctx.tmp / "out")],
                            capsys)
     _assert_one_error_line(code, err, f"error: --set bert.lr={rate}: {why}", False)
+
+
+# -- run files: the key meant, and options named where the file holds them --------------------------
+@pytest.mark.parametrize(("value", "meant"), [('["bert.candidates=full"]', "set"), ("{bert.candidates: full}", "set"),
+                                              ("filtered", "setting")])
+def test_a_misspelled_run_file_key_is_matched_by_what_it_holds(ctx, capsys, value, meant):
+    path = ctx.tmp / "run.yaml"
+    path.write_text(f"corpus: trex\npredictors: [freq]\nsettings: {value}\n")
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, f"error: --config {path}: unknown key 'settings' (did you mean {meant!r}?)", False)
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("run.yaml", "predictors:\n  bert:\n    spec: {model}\n    candidates: commn\n", "predictors.bert.candidates"),
+    ("run.toml", 'predictors = ["bert={model}"]\n[set]\n"bert.candidates" = "commn"\n', "set.bert.candidates"),
+    ("run.yaml", "predictors: [bert={model}]\nset: [bert.candidates=commn]\n", "set bert.candidates"),
+])
+def test_a_bad_option_in_a_run_file_is_named_by_its_file_and_key(ctx, capsys, name, text, where):
+    path = ctx.tmp / name
+    path.write_text(("corpus = \"trex\"\n" if name.endswith(".toml") else "corpus: trex\n")
+                    + text.format(model=ctx.models("bert-cased")))
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, f"error: --config {path}: {where}=commn: use one of common, full, relation (did "
+                           "you mean 'common'?)", False)
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--set", "bert.candidates=commn", "--data-dir",
+                            str(ctx.data), "--out", str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, "error: --set bert.candidates=commn: use one of", False)
