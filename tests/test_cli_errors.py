@@ -1075,7 +1075,8 @@ def test_a_misspelled_run_file_key_is_matched_by_what_it_holds(ctx, capsys, valu
     path.write_text(f"corpus: trex\npredictors: [freq]\nsettings: {value}\n")
     code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
                             str(ctx.tmp / "out")], capsys)
-    _assert_one_error_line(code, err, f"error: --config {path}: unknown key 'settings' (did you mean {meant!r}?)", False)
+    _assert_one_error_line(code, err, f"error: --config {path}: unknown key 'settings' (did you mean {meant!r}?)",
+                           False)
 
 
 @pytest.mark.parametrize(("name", "text", "where"), [
