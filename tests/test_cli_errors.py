@@ -1095,3 +1095,24 @@ def test_a_bad_option_in_a_run_file_is_named_by_its_file_and_key(ctx, capsys, na
     code, _, err = run_kbc(["run", "lama", "--config", str(path), "--set", "bert.candidates=commn", "--data-dir",
                             str(ctx.data), "--out", str(ctx.tmp / "out")], capsys)
     _assert_one_error_line(code, err, "error: --set bert.candidates=commn: use one of", False)
+
+
+# -- kbc compare --b-run: runs of other data or other questions, named as the command run -----------
+@pytest.mark.parametrize(("edit", "why"), [
+    (lambda config: config["data_versions"]["trex"].__setitem__("P19", "0" * 16),
+     "differ in trex data versions (P19); `kbc compare --b-run` needs runs of the same data"),
+    (lambda config: config["settings"].__setitem__("prompts", "lpaqa"),
+     "differ in question settings (--prompts lpaqa vs lama); `kbc compare --b-run` needs runs asked the same "
+     "questions"),
+])
+def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, edit, why):
+    a, b = ctx.tmp / "a", ctx.tmp / "b"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(ctx.data),
+                            "--out", str(a), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    shutil.copytree(a, b)
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    edit(config)
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
+    _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)
