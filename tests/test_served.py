@@ -49,7 +49,7 @@ def test_chat_and_completions_requests_and_usage(serve):
     assert second["prompt"] == "Dante was born in" and second["stop"] == ["\n"] and second["max_tokens"] == 4
 
 
-def test_429_and_5xx_are_retried_with_backoff(serve):
+def test_429_and_503_are_retried_with_backoff(serve):
     server = serve(lambda path, body, n: (429, {"error": "slow down"}) if n < 3 else (200, completion("Rome", "chat")))
     sleeps: list[float] = []
     gen = client(server.url, sleeps, retries=3)
