@@ -26,6 +26,14 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
                 "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (generated answers)",
                 "unlinked": "Answers linked to no entity (generated answers)"}
+
+
+def metric_id(name: str) -> str:
+    """A metric as the summaries name it (`p@1`), however it was cased where it was chosen (`P@1`, as tables
+    print it): every metric id is lower case."""
+    return name.strip().lower()
+
+
 NONE_ANSWERED = "units_answered"  # the metric of the row of a predictor that answered nothing: value 0, no score
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from eval.errors import ConfigError
+from eval.report import metric_id
 
 PREDICTOR = "model"  # the probed model's name in each probe's run (settings may be scoped to it: "model.KEY")
 
@@ -42,7 +43,7 @@ class ProbeCallback(TrainerCallback):
         self.experiment = experiment
         self.every = every_n_steps
         self.out = Path(out)
-        self.metrics = metrics
+        self.metrics = None if metrics is None else tuple(metric_id(m) for m in metrics)
         self.setting = setting
         self.prefix = prefix
         self.tokenizer = tokenizer

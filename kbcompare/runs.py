@@ -172,9 +172,9 @@ class Run:
         has a row of no values (NaN), and `.attrs["notes"]` says why."""
         from bridge.run.leaderboard import headline_metric
         from bridge.run.summaries import relation_info, silent_in, silent_note
-        from eval.report import table_groups
+        from eval.report import metric_id, table_groups
 
-        metric = metric or headline_metric(self.experiment)
+        metric = metric_id(metric) if metric else headline_metric(self.experiment)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
                 and r.get("scope", "own") == scope and not r.get("prompt")]
         silent = silent_in(self._data.summary)

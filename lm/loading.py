@@ -121,6 +121,19 @@ def kind_from_config(config: dict) -> Kind | None:
     return None
 
 
+def other_kind(name: str, wanted: Kind) -> str | None:
+    """What a local model directory holds when its config.json names another kind than `wanted` (e.g. "a causal LM
+    (GPT2LMHeadModel)"), else None: checked before any data is read. Hub ids are not guessed at."""
+    config = local_config(name)
+    if config is None:
+        return None
+    kind = kind_from_config(config)
+    if kind in (wanted, None):
+        return None
+    archs = ", ".join(config.get("architectures") or ()) or f"model_type {config.get('model_type')!r}"
+    return f"a {kind} LM ({archs})"
+
+
 def kind_from_name(name: str) -> Kind | None:
     """A guess for hub ids (nothing can be read before download): by well-known family names."""
     base = name.rsplit("/", 1)[-1].lower()

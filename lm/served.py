@@ -1,9 +1,11 @@
 """A client of any OpenAI-compatible server (vLLM, TGI, llama.cpp, Ollama, `transformers serve`, OpenAI).
 
 `/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
-`concurrency` at a time), each with a timeout; 429 and 5xx answers are retried with exponential backoff. A
-server that cannot be reached, refuses the key (401/403), does not know the model (404) or answers something
-that is not a completion stops the run with one `ServerError` line naming the URL and the fix. The key is read
+`concurrency` at a time), each with a timeout; timeouts and the answers of a busy server or a gateway (429, 502,
+503, 504) are retried with exponential backoff. A server that cannot be reached, refuses the key (401/403), does
+not know the model (404), fails on the request itself (500: the same request fails again, e.g. chat turns for a
+model without a chat template) or answers something that is not a completion stops the run with one `ServerError`
+line naming the URL, the server's own message and the fix. The key is read
 from the environment variable named by the user and only ever sent in the Authorization header. What a server says
 of a model (its `GET /v1/models` entry) and of the weights that answered (a response's `system_fingerprint`) is read
 for a response cache shared across runs; many servers say nothing there that changes with the weights.
@@ -25,7 +27,8 @@ from eval.errors import KbcError
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+RETRY_STATUS = frozenset({429, 502, 503, 504})  # busy, or a gateway before it: the same request may work later
+SHOWN = 200  # characters of a server's message in an error line
 
 
 class ServerError(KbcError):
@@ -107,7 +110,7 @@ class ServedGenerator:
                     raw = response.read()
                 break
             except urllib.error.HTTPError as exc:
-                detail = exc.read()[:200].decode("utf-8", "replace").strip()
+                detail = server_message(exc.read(8192))
                 if exc.code in RETRY_STATUS and attempt < s.retries:
                     count("retried")
                     self.sleep(s.backoff * 2 ** attempt)
@@ -190,6 +193,35 @@ def _plain(messages: Sequence[dict]) -> str:
     return "\n".join(m["content"] for m in messages)
 
 
+def server_message(raw: bytes) -> str:
+    """What an error answer says, on one line: the `message` of OpenAI's `{"error": {...}}` (vLLM, llama.cpp, TGI's
+    `error` text, FastAPI's `detail`), else the body's text."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        found = next((v for v in (error.get("message") if isinstance(error, dict) else error, body.get("message"),
+                                  body.get("detail")) if isinstance(v, str) and v.strip()), None)
+        text = found or text
+    text = " ".join(text.split())
+    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+def _chat_hint(code: int, detail: str, s: ServerSettings) -> str:
+    """The fix where chat turns are what fails: a model without a chat template takes plain text only."""
+    if s.api != "chat":
+        return ""
+    if "chat template" in detail.lower() or "chat_template" in detail.lower():
+        return "; the model has no chat template: use api=completions (plain text)"
+    if code == 500:
+        return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
+                "api=completions)")
+    return ""
+
+
 def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> str:
     if code in (401, 403):
         fix = (f"check the key in ${s.key_env}" if s.key_env else
@@ -198,4 +230,4 @@ def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> s
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
                 f"--set model={s.model}")
-    return f"{endpoint}: HTTP {code} ({detail or 'no detail'})"
+    return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_chat_hint(code, detail, s)}"

@@ -1047,3 +1047,85 @@ def test_operating_system_failures_name_the_path(ctx, capsys, monkeypatch, numbe
     code, _, err = run_kbc(["index", "build", "--source", "jsonl", "--input", str(src), "--out",
                             str(ctx.tmp / "i"), "--quiet"], capsys)
     _assert_one_error_line(code, err, f"error: {reason}: {ctx.tmp / 'i'}", False)
+
+
+# -- checked before any data is read: FewRel's model and options ----------------------------------
+def _broken_fewrel(c: Ctx) -> str:
+    """FewRel data that fails to load: an error about anything else shows the check came first."""
+    return _fewrel(c, [FEWREL_ROW, {**FEWREL_ROW, "t": ["b", "Q2", [[7]]]}])
+
+
+@pytest.mark.parametrize(("given", "kind"), [
+    ("gpt2", "a causal LM (GPT2LMHeadModel)"), ("t5", "a seq2seq LM (T5ForConditionalGeneration)")])
+@pytest.mark.parametrize("how", ["spec", "set"])
+def test_fewrel_refuses_a_model_that_is_no_encoder(ctx, capsys, given, kind, how):
+    model = lm_fixtures.tiny_t5_dir(ctx.tmp) if given == "t5" else ctx.models("gpt2")
+    capsys.readouterr()  # the progress bars of building the tiny model
+    chosen = (["--predictors", f"bert={model}"] if how == "spec"
+              else ["--predictors", "bert", "--set", f"model={model}"])
+    code, _, err = run_kbc(["run", "fewrel", *chosen, "--data-dir", _broken_fewrel(ctx), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    where = f"--predictors bert={model}" if how == "spec" else f"--set model={model}"
+    _assert_one_error_line(code, err, f"error: {where}: {kind}; FewRel fine-tunes a BERT-style encoder (a masked LM, "
+                           "e.g. models/bert-base-cased)", False)
+
+
+@pytest.mark.parametrize(("rate", "why"), [
+    ("abc", "expected a number or comma-separated numbers (e.g. 5e-5,3e-5,2e-5)"),
+    ("2e-5,0", "learning rates must be positive")])
+def test_fewrel_options_are_checked_before_the_data(ctx, capsys, rate, why):
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={ctx.models('bert-cased')}", "--set",
+                            f"bert.lr={rate}", "--data-dir", _broken_fewrel(ctx), "--out", str(ctx.tmp / "out")],
+                           capsys)
+    _assert_one_error_line(code, err, f"error: --set bert.lr={rate}: {why}", False)
+
+
+# -- run files: the key meant, and options named where the file holds them --------------------------
+@pytest.mark.parametrize(("value", "meant"), [('["bert.candidates=full"]', "set"), ("{bert.candidates: full}", "set"),
+                                              ("filtered", "setting")])
+def test_a_misspelled_run_file_key_is_matched_by_what_it_holds(ctx, capsys, value, meant):
+    path = ctx.tmp / "run.yaml"
+    path.write_text(f"corpus: trex\npredictors: [freq]\nsettings: {value}\n")
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, f"error: --config {path}: unknown key 'settings' (did you mean {meant!r}?)",
+                           False)
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("run.yaml", "predictors:\n  bert:\n    spec: {model}\n    candidates: commn\n", "predictors.bert.candidates"),
+    ("run.toml", 'predictors = ["bert={model}"]\n[set]\n"bert.candidates" = "commn"\n', "set.bert.candidates"),
+    ("run.yaml", "predictors: [bert={model}]\nset: [bert.candidates=commn]\n", "set bert.candidates"),
+])
+def test_a_bad_option_in_a_run_file_is_named_by_its_file_and_key(ctx, capsys, name, text, where):
+    path = ctx.tmp / name
+    path.write_text(("corpus = \"trex\"\n" if name.endswith(".toml") else "corpus: trex\n")
+                    + text.format(model=ctx.models("bert-cased")))
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, f"error: --config {path}: {where}=commn: use one of common, full, relation (did "
+                           "you mean 'common'?)", False)
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--set", "bert.candidates=commn", "--data-dir",
+                            str(ctx.data), "--out", str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, "error: --set bert.candidates=commn: use one of", False)
+
+
+# -- kbc compare --b-run: runs of other data or other questions, named as the command run -----------
+@pytest.mark.parametrize(("edit", "why"), [
+    (lambda config: config["data_versions"]["trex"].__setitem__("P19", "0" * 16),
+     "differ in trex data versions (P19); `kbc compare --b-run` needs runs of the same data"),
+    (lambda config: config["settings"].__setitem__("prompts", "lpaqa"),
+     "differ in question settings (--prompts lpaqa vs lama); `kbc compare --b-run` needs runs asked the same "
+     "questions"),
+])
+def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, edit, why):
+    a, b = ctx.tmp / "a", ctx.tmp / "b"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(ctx.data),
+                            "--out", str(a), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    shutil.copytree(a, b)
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    edit(config)
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
+    _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)

@@ -49,7 +49,7 @@ def test_chat_and_completions_requests_and_usage(serve):
     assert second["prompt"] == "Dante was born in" and second["stop"] == ["\n"] and second["max_tokens"] == 4
 
 
-def test_429_and_5xx_are_retried_with_backoff(serve):
+def test_429_and_503_are_retried_with_backoff(serve):
     server = serve(lambda path, body, n: (429, {"error": "slow down"}) if n < 3 else (200, completion("Rome", "chat")))
     sleeps: list[float] = []
     gen = client(server.url, sleeps, retries=3)
@@ -57,7 +57,7 @@ def test_429_and_5xx_are_retried_with_backoff(serve):
     assert sleeps == [1.0, 2.0] and (gen.sent, gen.retried, gen.failed) == (3, 2, 0)
     broken = serve(lambda path, body, n: (503, {"error": "down for maintenance"}))
     gen = client(broken.url, [], retries=2)
-    with pytest.raises(ServerError, match=r"/v1/chat/completions: HTTP 503 \(\{\"error\": \"down for maintenance"):
+    with pytest.raises(ServerError, match=r"/v1/chat/completions: HTTP 503 \(down for maintenance\)$"):
         gen.generate(["q"], PARAMS)
     assert len(broken.bodies) == 3 and gen.failed == 1
 
@@ -65,7 +65,7 @@ def test_429_and_5xx_are_retried_with_backoff(serve):
 @pytest.mark.parametrize(("status", "reply", "message"), [
     (401, {"error": "bad key"}, r"the server refuses the request \(HTTP 401\); give the key's environment variable "
                                 r"with --set key_env=NAME"),
-    (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: \{\"detail\": \"no model tiny\"\}\); check the URL"),
+    (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: no model tiny\); check the URL"),
     (200, b"<html>hello</html>", r"the answer is not JSON \(b'<html>hello</html>'\); is this an OpenAI-compatible"),
     (200, {"object": "list", "data": []}, r"the answer holds no completion text \(KeyError\('choices'\) missing"),
     (200, {"choices": [{"message": {"content": None}}]}, r"holds no completion text \(TypeError\('NoneType'\)"),
@@ -75,6 +75,48 @@ def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message
     with pytest.raises(ServerError, match=message):
         client(server.url, []).generate(["q"], PARAMS)
     assert len(server.bodies) == 1  # never retried
+
+
+TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_template is not set and no template "
+                  "argument was passed! For information about writing templates and setting the\n"
+                  "tokenizer.chat_template attribute, please see the documentation")
+
+
+@pytest.mark.parametrize(("reply", "api", "message"), [
+    # transformers serve: its log says why, its answer does not
+    (b"Internal Server Error", "chat", "HTTP 500 (Internal Server Error); the server's log says why (a model without "
+     "a chat template fails so on chat turns: then use api=completions)"),
+    (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error)"),
+    # OpenAI's error shape (vLLM): the message on one line, cut at 200 characters
+    ({"error": {"message": TEMPLATE_ERROR, "type": "BadRequestError"}}, "chat",
+     "HTTP 500 (" + " ".join(TEMPLATE_ERROR.split())[:199] + "…); the model has no chat template: use "
+     "api=completions (plain text)"),
+    ({"message": "CUDA out of memory", "code": 500}, "chat", "HTTP 500 (CUDA out of memory); the server's log says "
+     "why (a model without a chat template fails so on chat turns: then use api=completions)"),
+])
+def test_an_internal_error_is_not_retried_and_says_what_the_server_said(serve, reply, api, message):
+    server = serve(lambda path, body, n: (500, reply))
+    gen = client(server.url, [], api=api)
+    with pytest.raises(ServerError) as caught:
+        gen.generate(["q"], PARAMS)
+    endpoint = "chat/completions" if api == "chat" else "completions"
+    assert str(caught.value) == f"{server.url}/{endpoint}: {message}"
+    assert (len(server.bodies), gen.sent, gen.retried, gen.failed) == (1, 1, 0, 1)
+
+
+def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_failed(serve, lama_dir, tmp_path,
+                                                                                  capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (503, {"error": "busy"}) if n in (2, 3) else
+                   (200, completion("Paris", "chat")) if n < 6 else (500, b"Internal Server Error"))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1", "--set", "llm.retries=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (a "
+        "model without a chat template fails so on chat turns: then use api=completions)")
+    # prompts 1 to 3 answered (the second after two 503s), the fourth fails at once: 6 requests, 2 of them retries
+    assert ("google_re / llm: requests sent 6 (2 of them retries), cached 0, failed 1 (prompts left without an "
+            "answer); tokens used ") in err, err
 
 
 def test_a_server_that_is_down_or_too_slow(serve):

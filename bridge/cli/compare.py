@@ -195,13 +195,13 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
         raise ConfigError(f"{run.path} and {run_b.path} are runs of different experiments; compare runs of one")
     scoring_for(run_b, setting)
     configs = {run.path: run.config, run_b.path: run_b.config}
-    same_settings(configs)
+    same_settings(configs, "`kbc compare --b-run`")
     relations, notes = {}, []
     for corpus in corpora:
         if corpus not in run_b.corpora:
             raise ConfigError(f"{run_b.path} holds no {corpus} results (it has {', '.join(run_b.corpora)}); "
                               "pick a corpus both runs hold with --corpus")
-        relations[corpus], left = shared_relations(configs, corpus)
+        relations[corpus], left = shared_relations(configs, corpus, "`kbc compare --b-run`")
         notes += left
     return relations, notes
 

@@ -157,11 +157,9 @@ def read_run_file(path: Path) -> dict:
     known = {k for keys in FILE_KEYS.values() for k in keys}
     unknown = sorted(set(data) - known)
     if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], known, n=1)
+        close = _close_key(unknown[0], data[unknown[0]], known)
         raise ConfigError(f"--config {path}: unknown key {unknown[0]!r}"
-                          + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(sorted(known))}"))
+                          + (f" (did you mean {close!r}?)" if close else f"; known: {', '.join(sorted(known))}"))
     out: dict = {}
     for param, keys in FILE_KEYS.items():
         for key in keys:
@@ -169,20 +167,43 @@ def read_run_file(path: Path) -> dict:
                 value = check_file_value(path, key, param, data[key])
                 if value is not None or param in NULLABLE:
                     out[param] = value
+    from bridge.run.options import parse_sets
+
     preds, sets = out.get("predictors"), []
+    sources: dict[str, str] = {}  # an option's key -> where the file holds it, for the error lines
     if isinstance(preds, dict):  # {name: spec} or {name: {spec: ..., option: value}}
         out["predictors"], sets = predictor_table(preds, f"--config {path}: predictor {{name!r}} needs spec = \"...\"")
+        sources.update({k: f"--config {path}: predictors.{k}" for k in parse_sets(sets)})
     raw_sets = out.get("sets", {})
     if isinstance(raw_sets, dict):
         sets += [f"{k}={option_text(v)}" for k, v in raw_sets.items()]
+        sources.update({k: f"--config {path}: set.{k}" for k in raw_sets})
     elif isinstance(raw_sets, list):
         sets += [str(s) for s in raw_sets]
+        sources.update({k: f"--config {path}: set {k}" for k in parse_sets(str(s) for s in raw_sets)})
     if sets:
         out["sets"] = sets
+        out["option_sources"] = sources
     for param in ("corpora", "relations", "sets"):  # predictors: `predictor_items` splits them
         if isinstance(out.get(param), str):
             out[param] = out[param].split()
     return out
+
+
+MANY_KEYS = ("set", "predictors", "corpus", "corpora", "relations")  # the keys whose value may be a list or table
+
+
+def _close_key(key: str, value: object, known: set[str]) -> str | None:
+    """The known key an unknown one most likely meant: among those that take a list or table when `value` is one
+    (`settings: [...]` means `set`, not `setting`), a key it starts with first, else the closest spelling."""
+    import difflib
+
+    pool = [k for k in known if k in MANY_KEYS] if isinstance(value, (list, dict)) else sorted(known)
+    prefixes = [k for k in pool if key.startswith(k) or k.startswith(key)]
+    if prefixes:
+        return max(prefixes, key=len)
+    close = difflib.get_close_matches(key, pool, n=1) or difflib.get_close_matches(key, known, n=1)
+    return close[0] if close else None
 
 
 def option_text(value: object) -> str:
@@ -302,10 +323,15 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     from eval.report import METRIC_NAMES, table
 
     config_file, quiet = params.pop("config_file"), params.pop("quiet")
+    sources: dict[str, str] = {}
     if config_file:
-        for param, value in read_run_file(Path(config_file)).items():
+        from_file = read_run_file(Path(config_file))
+        file_sources = from_file.pop("option_sources", {})
+        for param, value in from_file.items():
             if ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT:
                 params[param] = value
+                if param == "sets":
+                    sources = file_sources
     for required in ("corpora", "predictors"):
         if not params[required]:
             flag = "--corpus" if required == "corpora" else "--predictors"
@@ -315,7 +341,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         out=Path(params["out"]),
         data_dir=params["data_dir"], relations=_split(params["relations"]), depth=int(params["depth"]),
         device=params["device"], dtype=params["dtype"], batch_size=int(params["batch_size"]),
-        options=parse_sets(params["sets"]), store=params["store"], store_update=params["store_update"],
+        options=parse_sets(params["sets"]), option_sources=sources, store=params["store"],
+        store_update=params["store_update"],
         store_timeout=float(params["store_timeout"]), limit=params["limit"], seed=int(params["seed"]),
         compat=params["compat"], template=str(params.get("template", "0")),
         bootstrap=check_bootstrap(int(params["bootstrap"])), bootstrap_seed=int(params["bootstrap_seed"]),

@@ -56,8 +56,8 @@ SERVER_OPTIONS = (
            identity=False),
     Option("timeout", "seconds to wait for one response", "float", default="60", minimum=0.1, identity=False),
     Option("concurrency", "requests in flight at once", "int", default="4", minimum=1, maximum=256, identity=False),
-    Option("retries", "retries of a request answered 429 or 5xx or timed out, with exponential backoff", "int",
-           default="3", minimum=0, maximum=20, identity=False),
+    Option("retries", "retries of a request answered 429, 502, 503 or 504 or timed out, with exponential backoff",
+           "int", default="3", minimum=0, maximum=20, identity=False),
     Option("max_new_tokens", "longest answer, in tokens", "int", default="64", minimum=1),
 )
 
@@ -258,7 +258,8 @@ class GenerationPredictor:
         """What asking cost so far: requests sent, cached and failed, tokens used, damaged cache rows."""
         c = self.counts
         return {"sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
-                "cached": c["cached"], "failed": getattr(self.backend, "failed", 0),
+                "retried": getattr(self.backend, "retried", 0), "cached": c["cached"],
+                "failed": getattr(self.backend, "failed", 0),
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
                 "damaged": getattr(self.cache, "damaged", 0)}
 
@@ -266,7 +267,10 @@ class GenerationPredictor:
     def report_line(tally: dict[str, int]) -> str:
         """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share)."""
         note = f", {tally['damaged']} damaged cache rows asked again" if tally["damaged"] else ""
-        return (f"requests sent {tally['sent']}, cached {tally['cached']}, failed {tally['failed']}; tokens used "
+        retried = tally.get("retried", 0)
+        sent = f"{tally['sent']} ({retried} of them retries)" if retried else f"{tally['sent']}"
+        failed = f"{tally['failed']} (prompts left without an answer)" if tally["failed"] else "0"
+        return (f"requests sent {sent}, cached {tally['cached']}, failed {failed}; tokens used "
                 f"{tally['prompt_tokens']} prompt + {tally['completion_tokens']} completion{note}")
 
     def report(self) -> str:

@@ -34,12 +34,15 @@ FORMS = {"bert": ("bert",), "ebert": ("ebert",), "ebert-concat": ("concat",), "e
 KB_SPECS = ("kb", "kb-inferred")
 TRAIN_OPTIONS = (
     Option("lr", "learning rate, or several comma-separated (Zhang et al.'s range: 5e-5,3e-5,2e-5): one model each, "
-           "the best dev macro F1 kept", default="2e-5"),
+           "the best dev macro F1 kept", "rates", default="2e-5"),
     Option("train_batch", "training batch size (Zhang et al.: 32)", "int", default="32", minimum=1),
     Option("epochs", "training epochs (E-BERT fixes 10; fewer for a quick look)", "int", default="10", minimum=1),
     Option("train_seed", "seed of initialisation, dropout and data order", "int", default="0"),
 )
 ENTITY_KEYS = ("wikipedia2vec", "map", "map_kind", "titles", "redirects", "mentions")
+# a causal or seq2seq model is refused before the data is read: the classifier needs BERT's embedding layers
+ENCODER = replace(MODEL_OPTION, kind="masked-model",
+                  help="FewRel fine-tunes a BERT-style encoder (a masked LM, e.g. models/bert-base-cased)")
 _SPLITS: dict[str, dict[str, list[Sentence]]] = {}
 
 
@@ -60,13 +63,7 @@ def _settings(ctx: PredictorContext) -> list:
     from lm.relation_classifier import TrainSettings
 
     o = ctx.options
-    try:
-        rates = [float(x) for x in o.get("lr", "2e-5").split(",")]
-    except ValueError:
-        raise ConfigError(f"--set lr={o['lr']}: expected a number or comma-separated numbers (e.g. 5e-5,3e-5,2e-5)"
-                          ) from None
-    if any(not r > 0 for r in rates):
-        raise ConfigError(f"--set lr={o['lr']}: learning rates must be positive")
+    rates = [float(x) for x in o.get("lr", "2e-5").split(",")]  # checked as --set values (`Option.check`)
     return [TrainSettings(lr=r, batch_size=int(o.get("train_batch", "32")), epochs=int(o.get("epochs", "10")),
                           seed=int(o.get("train_seed", "0")), dtype=ctx.dtype) for r in dict.fromkeys(rates)]
 
@@ -264,8 +261,8 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
 
 def _options(spec: str) -> tuple[Option, ...]:
     if spec not in FORMS or spec == "bert":
-        return (MODEL_OPTION, *TRAIN_OPTIONS)
-    return (*(o for o in EBERT_OPTIONS if o.key in ("model", *ENTITY_KEYS)), *TRAIN_OPTIONS)
+        return (ENCODER, *TRAIN_OPTIONS)
+    return (ENCODER, *(o for o in EBERT_OPTIONS if o.key in ENTITY_KEYS), *TRAIN_OPTIONS)
 
 
 def resolve_factory(name: str, spec: str, out: Path | None):
@@ -276,6 +273,8 @@ def resolve_factory(name: str, spec: str, out: Path | None):
         return declares()(make_kb_classifier)
     from bridge.predictors.registry import ENTRIES
 
+    if spec not in FORMS and spec not in ENTRIES:  # a model path or hub id
+        ENCODER.check(spec, f"--predictors {name}")
     if name in FORMS and name != "bert" and spec not in FORMS and spec not in ENTRIES:
         model = spec
 

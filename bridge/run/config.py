@@ -43,6 +43,7 @@ class RunConfig:
     dtype: str = "float32"
     batch_size: int = 32
     options: dict[str, str] = field(default_factory=dict)  # KEY or NAME.KEY -> value
+    option_sources: dict[str, str] = field(default_factory=dict)  # KEY -> where a run file holds it (error lines)
     cache_dir: Path | None = None
     store: str | None = None  # graph store path, or a SPARQL endpoint URL
     store_update: str | None = None  # SPARQL 1.1 Update endpoint of a remote store
@@ -142,13 +143,14 @@ def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
     specs: list[NamedSpec] = parse_predictors(cfg.predictors)
     factories = {p.name: (resolver(p.name, p.spec) if resolver else None) or resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
-    scope_options(cfg.options, specs, declared)
+    scope_options(cfg.options, specs, declared, cfg.option_sources)
     from bridge.predictors.generation import is_server
     from bridge.predictors.registry import ENTRIES
 
     for p in specs:  # models named by hub id: reachable or cached, checked before any predictor runs
         models = [p.spec] if p.spec not in ENTRIES and not is_server(p.spec) else []
-        models += [v for k, v in p.options.items() if declared[p.name].get(k) and declared[p.name][k].kind == "model"]
+        models += [v for k, v in p.options.items()
+                   if declared[p.name].get(k) and declared[p.name][k].kind in ("model", "masked-model")]
         for model in models:
             from lm.loading import check_available
 

@@ -35,7 +35,7 @@ from bridge.run.summaries import (
 )
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS
-from eval.report import relation_order
+from eval.report import metric_id, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
@@ -111,15 +111,16 @@ SETTING_FLAGS = {"prompts_digest": "--prompts file content", "instance_of": "ins
                  "aliases": "alias file content"}
 
 
-def same_settings(configs: dict[Path, dict]) -> None:
-    """Runs asked the same questions: else name each setting that differs, as the flag that sets it."""
+def same_settings(configs: dict[Path, dict], needs: str = "a leaderboard") -> None:
+    """Runs asked the same questions: else name each setting that differs, as the flag that sets it (`needs`: what
+    the error line says needs them, the command that was run)."""
     (first, mine), *rest = [(run, c.get("settings", {})) for run, c in configs.items()]
     for run, theirs in rest:
         keys = [k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k)]
         if keys:
             diff = "; ".join(f"{SETTING_FLAGS.get(k, '--' + k.replace('_', '-'))} {_shown(theirs.get(k))} vs "
                              f"{_shown(mine.get(k))}" for k in keys)
-            raise ConfigError(f"{run} and {first} differ in question settings ({diff}); a leaderboard needs runs "
+            raise ConfigError(f"{run} and {first} differ in question settings ({diff}); {needs} needs runs "
                               "asked the same questions")
 
 
@@ -145,7 +146,8 @@ def _corpora(configs: dict[Path, dict], corpus: str | None) -> tuple[list[str], 
     return wanted, [f"left out: {', '.join(left)} (not held by every run)"] if left else []
 
 
-def shared_relations(configs: dict[Path, dict], corpus: str) -> tuple[list[str], list[str]]:
+def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a leaderboard"
+                     ) -> tuple[list[str], list[str]]:
     """The relations of `corpus` every run holds (in report order), and a note per run on what it held besides.
 
     Their data versions must agree: the same relation of other data is not the same question."""
@@ -161,7 +163,7 @@ def shared_relations(configs: dict[Path, dict], corpus: str) -> tuple[list[str],
         differ = [r for r in shared if theirs.get(r) != mine.get(r)]
         if differ:
             raise ConfigError(f"{run} and {first_run} differ in {corpus} data versions ({', '.join(differ[:5])}); "
-                              "a leaderboard needs runs of the same data")
+                              f"{needs} needs runs of the same data")
     notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
              for run, h in held.items() if (extra := [r for r in h if r not in shared])]
     if notes:
@@ -237,7 +239,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         check_scored(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
-    metric = metric or headline_metric(experiment.name)
+    metric = metric_id(metric) if metric else headline_metric(experiment.name)
     cutoff = mrr_cutoff(first)
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)

@@ -27,7 +27,8 @@ class Option:
 
     key: str
     help: str
-    kind: str = "str"  # str | int | float | path | choice | bool
+    # str | int | float | rates (positive, comma-separated) | path | choice | bool | set-rule | model | masked-model
+    kind: str = "str"
     choices: tuple[str, ...] = ()
     default: str | None = None
     minimum: float | None = None
@@ -62,6 +63,22 @@ class Option:
                 raise ConfigError(f"{where}={value}: {str(exc).partition(': ')[2]}") from None
         if self.kind == "model":
             return check_model(value, where)
+        if self.kind == "masked-model":  # the help says why a masked LM is needed
+            from lm.loading import other_kind
+
+            value = check_model(value, where)
+            given = other_kind(value, "masked")
+            if given:
+                raise ConfigError(f"{where}={value}: {given}; {self.help}")
+            return value
+        if self.kind == "rates":
+            try:
+                rates = [strict_float(x) for x in value.split(",")]
+            except ValueError:
+                raise ConfigError(f"{where}={value}: expected a number or comma-separated numbers (e.g. "
+                                  "5e-5,3e-5,2e-5)") from None
+            if any(not r > 0 for r in rates):
+                raise ConfigError(f"{where}={value}: learning rates must be positive")
         if self.kind == "path":
             path = Path(value).expanduser()
             if not path.exists():
@@ -208,11 +225,17 @@ def run_flag_hint(key: str) -> str:
 
 
 def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
-                  declared: dict[str, dict[str, Option]]) -> None:
+                  declared: dict[str, dict[str, Option]], sources: dict[str, str] | None = None) -> None:
     """Give each predictor its own validated options (fills `NamedSpec.options`).
 
-    `declared` maps predictor name -> its accepted options. Scoped keys win over unscoped ones.
+    `declared` maps predictor name -> its accepted options. Scoped keys win over unscoped ones. `sources` names
+    where a key was written when that was not `--set` (a run file's table key), for the error lines.
     """
+    sources = sources or {}
+
+    def where(key: str) -> str:
+        return sources.get(key, f"--set {key}")
+
     names = {p.name: p for p in predictors}
     unscoped = {k: v for k, v in sets.items() if "." not in k or k.rsplit(".", 1)[0] not in names}
     for key, value in unscoped.items():
@@ -220,17 +243,17 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
             prefix = key.rsplit(".", 1)[0]
             close = difflib.get_close_matches(prefix, names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"--set {key}: no predictor of this run is named {prefix!r}; {hint}"
+            raise ConfigError(f"{where(key)}: no predictor of this run is named {prefix!r}; {hint}"
                               f"predictors: {', '.join(names)}")
         takers = [p for p in predictors if key in declared[p.name]]
         if not takers:
             every = sorted({k for opts in declared.values() for k in opts})
             close = difflib.get_close_matches(key, every, n=1)
             hint = f"did you mean {close[0]!r}? " if close else run_flag_hint(key)
-            raise ConfigError(f"--set {key}: no predictor of this run takes this option; {hint}"
+            raise ConfigError(f"{where(key)}: no predictor of this run takes this option; {hint}"
                               f"accepted: {', '.join(every) or 'none'} (see `kbc ls NAME`)")
         for p in takers:
-            p.options[key] = declared[p.name][key].check(value, f"--set {key}")
+            p.options[key] = declared[p.name][key].check(value, where(key))
     for key, value in sets.items():
         if key in unscoped:
             continue
@@ -239,9 +262,9 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
         if opt not in accepts:
             close = difflib.get_close_matches(opt, accepts, n=1)
             hint = f"did you mean {name}.{close[0]}? " if close else run_flag_hint(opt)
-            raise ConfigError(f"--set {key}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
+            raise ConfigError(f"{where(key)}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
                               f"it takes: {', '.join(sorted(accepts)) or 'no options'}")
-        names[name].options[opt] = accepts[opt].check(value, f"--set {key}")
+        names[name].options[opt] = accepts[opt].check(value, where(key))
     for p in predictors:
         for opt in declared[p.name].values():
             if opt.required and opt.key not in p.options:

@@ -84,7 +84,7 @@ SUGGESTIONS = 5
 
 def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
     """The corpus's own spelling of a typed subject (matched case-insensitively), and close labels to suggest
-    when the corpus has no subject of that name."""
+    when the corpus has no subject of that name: close spellings first, then labels sharing a word."""
     if typed in explorer.subjects:
         return typed, []
     folded = getattr(explorer, "folded_subjects", None)
@@ -99,7 +99,31 @@ def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
     if same:
         return typed, sorted(same)
     close = difflib.get_close_matches(typed.casefold(), list(folded), n=SUGGESTIONS, cutoff=0.75)
-    return typed, [label for c in close for label in folded[c]][:SUGGESTIONS]
+    found = [label for c in close for label in folded[c]]
+    if len(found) < SUGGESTIONS:
+        found += [label for label in _sharing_words(explorer, folded, typed.casefold()) if label not in found]
+    return typed, found[:SUGGESTIONS]
+
+
+WORD = re.compile(r"\w+")
+
+
+def _sharing_words(explorer: Explorer, folded: dict[str, list[str]], typed: str) -> list[str]:
+    """Labels sharing a word with `typed` ("Dante Alighieri": "Dante Rivera"), a spelling too far for difflib:
+    the rarer the words shared, the earlier; then the closer the spelling."""
+    words = getattr(explorer, "subject_words", None)
+    if words is None:
+        words = {}
+        for label in folded:
+            for word in set(WORD.findall(label)):
+                words.setdefault(word, []).append(label)
+        explorer.subject_words = words
+    weight: dict[str, float] = {}
+    for word in set(WORD.findall(typed)):
+        for label in words.get(word, ()):
+            weight[label] = weight.get(label, 0.0) + 1 / len(words[word])
+    ranked = sorted(weight, key=lambda f: (-weight[f], -difflib.SequenceMatcher(None, typed, f).ratio(), f))
+    return [label for f in ranked[:SUGGESTIONS] for label in sorted(folded[f])]
 
 
 def make_query(ask: Ask, explorer: Explorer) -> Query:

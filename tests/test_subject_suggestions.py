@@ -1,0 +1,49 @@
+"""A subject the corpus lacks gets close labels, also where only a word is shared (the explorer's "did you mean",
+`kbcompare.ask`'s `suggestions`); the docs' `kbcompare.ask` example asks a subject the corpus holds."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import kbcompare
+from bridge.serve.sides import subject_label
+
+
+def _explorer(*labels: str) -> SimpleNamespace:
+    return SimpleNamespace(subjects={label: [] for label in labels})
+
+
+def test_close_spellings_come_first_then_labels_sharing_the_rarer_words():
+    explorer = _explorer("Dante Rivera", "John Smith", "John Dante Doe", "Mary of Teck", "Dantes", "Dante Alighier")
+    assert subject_label(explorer, "Dante Alighieri") == ("Dante Alighieri", ["Dante Alighier", "Dante Rivera",
+                                                                              "John Dante Doe"])
+    # "john" is in two labels, "doe" in one: the label holding both, then the one sharing the rarer word
+    assert subject_label(explorer, "Jane Doe") == ("Jane Doe", ["John Dante Doe"])
+    assert subject_label(explorer, "John Doe")[1] == ["John Dante Doe", "John Smith"]
+    assert subject_label(explorer, "Queen Elizabeth") == ("Queen Elizabeth", [])
+    assert subject_label(explorer, "dante rivera") == ("Dante Rivera", [])
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KBC_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+def test_a_subject_the_corpus_lacks_is_answered_with_close_labels(lama_dir, cache):
+    answers = kbcompare.ask("Dante Alighieri", "P19", predictors=["freq"], data_dir=str(lama_dir))
+    assert answers.gold == [] and answers.side("gold KB")["answers"] == []
+    assert {k: answers.body["subject"][k] for k in ("in_corpus", "suggestions")} == {
+        "in_corpus": False, "suggestions": ["Dante Rivera"]}
+
+
+def test_the_docs_example_asks_a_subject_of_the_corpus(lama_dir, cache):
+    text = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    subject, relation = re.search(r'kbcompare\.ask\("([^"]+)", "(P\d+)"', text).groups()
+    answers = kbcompare.ask(subject, relation, predictors=["freq"], data_dir=str(lama_dir))
+    assert answers.body["subject"]["in_corpus"] is True and answers.gold == ["Rome"]
