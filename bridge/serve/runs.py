@@ -16,7 +16,7 @@ import pandas as pd
 
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
-from bridge.run.freshness import check_scored
+from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
@@ -46,6 +46,15 @@ class LoadedRun:
     run: RunDir
     _facts: pd.DataFrame | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _checked: tuple | None = None  # `files_state` when the run was last found to be what it scored
+
+    def check(self) -> None:
+        """Refuse the run when its files changed since it was loaded and are no longer what its summaries were
+        scored from (`check_scored`): its pages read its records and table while it is served."""
+        state = files_state(self.run.path)
+        if state != self._checked:
+            check_scored(self.run.path, open_run(self.run.path).config)
+            self._checked = state
 
     @property
     def specs(self) -> dict[str, str]:
@@ -131,17 +140,19 @@ class Runs:
             if missing:
                 raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; rerun the same "
                                 "`kbc run` command to complete it (or wait for it to end)")
-            check_scored(run.path, run.config)  # the summaries shown are what scoring its files gave
-            name = Path(path).resolve().name
+            loaded = LoadedRun(Path(path).resolve().name, run)
+            loaded.check()  # the summaries shown are what scoring its files gave
+            name = loaded.name
             if any(r.run.path.resolve() == Path(path).resolve() for r in self.runs.values()):
                 continue  # the same run under another spelling
             if name in self.runs:
                 raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
-            self.runs[name] = LoadedRun(name, run)
+            self.runs[name] = loaded
 
     def get(self, name: str) -> LoadedRun:
         if name not in self.runs:
             raise LookupError(f"no run {name!r}{did_you_mean(name, list(self.runs))}")
+        self.runs[name].check()
         return self.runs[name]
 
     def listing(self) -> list[dict]:
