@@ -48,13 +48,20 @@ class LoadedRun:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _checked: tuple | None = None  # `files_state` when the run was last found to be what it scored
 
-    def check(self) -> None:
+    def check(self) -> bool:
         """Refuse the run when its files changed since it was loaded and are no longer what its summaries were
-        scored from (`check_scored`): its pages read its records and table while it is served."""
+        scored from (`check_scored`): its pages read its records and table while it is served. True when they
+        changed and are again what was scored (a rerun scored it since): what was read from them is read again."""
         state = files_state(self.run.path)
-        if state != self._checked:
-            check_scored(self.run.path, open_run(self.run.path).config)
-            self._checked = state
+        if state == self._checked:
+            return False
+        run = open_run(self.run.path)
+        check_scored(run.path, run.config)
+        changed, self._checked = self._checked is not None, state
+        if changed:
+            with self._lock:
+                self.run, self._facts = run, None
+        return changed
 
     @property
     def specs(self) -> dict[str, str]:
@@ -152,7 +159,9 @@ class Runs:
     def get(self, name: str) -> LoadedRun:
         if name not in self.runs:
             raise LookupError(f"no run {name!r}{did_you_mean(name, list(self.runs))}")
-        self.runs[name].check()
+        if self.runs[name].check():
+            with self.lock:
+                self.boards.clear()
         return self.runs[name]
 
     def listing(self) -> list[dict]:
@@ -317,7 +326,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     if unknown:
         raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
                           f"{did_you_mean(unknown[0], choices['runs'])}")
-    mine, corpus, left = _holding([runs.runs[n] for n in names], corpus)
+    mine, corpus, left = _holding([runs.get(n) for n in names], corpus)
     metric = metric or headline_metric(experiment)
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
