@@ -6,6 +6,7 @@ import json
 
 import pytest
 from cli_support import run_kbc
+from records_support import seal_records
 from test_compare import make_run
 
 
@@ -86,3 +87,34 @@ def test_show_refuses_runs_it_cannot_display(run_dir, capsys, experiment):
     assert line == (f"error: {run_dir} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
                     f"gold rank); each {experiment} record is one line of "
                     "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")
+
+
+def test_a_prompt_of_several_lines_stays_under_its_field(tmp_path, capsys):
+    """A fact every predictor answered by generation shows the prompt it was sent, each line under the first."""
+    run = tmp_path / "run"
+    folder = run / "predictions" / "trex" / "gen"
+    folder.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"corpora": ["trex"], "predictors": ["gen"]}))
+    record = {"uid": "p19-1", "relation": "P19", "subject": "Ada Lovelace", "subject_id": "Q7259", "gold": "London",
+              "gold_id": "Q84", "other_valid": [], "prompt": "Q: Where was Ada Lovelace born?\nA:",
+              "generation": " London\nQ: Where", "parsed": ["London"], "answers": [["London", 1.0, "Q84"]],
+              "unlinked": [], "abstained": False, "em_raw": True, "em_filtered": True, "rank_raw": 1,
+              "rank_filtered": 1}
+    (folder / "P19.jsonl").write_text(json.dumps(record) + "\n")
+    seal_records(run)
+    code, out, err = run_kbc(["show", str(run), "--uid", "p19-1"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "trex / P19 / uid p19-1",
+        "  subject:     Ada Lovelace (Q7259)",
+        "  prompt:      Q: Where was Ada Lovelace born?",
+        "               A:",
+        "  gold:        London (Q84)",
+        "  other valid: -",
+        "  gen  exact match raw yes, filtered yes (answered by generation)",
+        "       prompt:     Q: Where was Ada Lovelace born?",
+        "                   A:",
+        "       generation:  London",
+        "                   Q: Where",
+        "       1. London (Q84)  <- gold",
+    ]

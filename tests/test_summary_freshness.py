@@ -133,7 +133,7 @@ def test_compare_reads_the_fresh_per_fact_table(tmp_path, capsys, monkeypatch, s
         (0, 15, 0, 30, 45)
 
 
-def test_compare_reads_records_changed_since_the_table(tmp_path, capsys):
+def test_compare_refuses_records_changed_since_the_table_until_rescored(tmp_path, capsys):
     run = _copy(tmp_path)
     collect(run)
     path = run / "predictions" / "trex" / "bert" / "P19.jsonl"
@@ -143,5 +143,10 @@ def test_compare_reads_records_changed_since_the_table(tmp_path, capsys):
     record["rank_raw"] = 1
     lines[at] = json.dumps(record) + "\n"
     path.write_text("".join(lines), encoding="utf-8")
+    code, out, err = run_kbc(["compare", str(run), "freq", "bert", "--json"], capsys)
+    assert (code, out, err.splitlines()[-1]) == (2, "", f"error: {run}: its prediction files changed since its "
+                                                 "summaries were written (cut, edited or added); rerun the same "
+                                                 "`kbc run` command to rescore it")
+    collect(run)  # as the rerun the message names scores them
     counts = json.loads(_compare_json(run, capsys))["corpora"]["trex"]["overall"]
     assert (counts["both"], counts["only_a"], counts["only_b"], counts["neither"]) == (0, 15, 1, 29)

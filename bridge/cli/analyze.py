@@ -194,8 +194,12 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
     from bridge.analysis import correlation as corr
     from bridge.analysis import stats as st
     from bridge.run import fact_columns as fc
+    from bridge.run.directory import open_run
+    from bridge.run.freshness import check_readable
 
     run_dir = Path(run_dir)
+    for path in (run_dir, *map(Path, compare)):  # the correctness correlated is of the records each run scored
+        check_readable(path, open_run(path).config, records_only=True)
     wanted = list(dict.fromkeys(v for value in statistics for v in value.replace(",", " ").split()))
     unknown = [s for s in wanted if s not in st.STATISTICS]
     if unknown:

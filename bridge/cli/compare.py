@@ -18,7 +18,7 @@ import click
 
 from bridge.cli.value_types import Int, PathType
 from bridge.run.directory import RunDir, did_you_mean, open_run
-from bridge.run.freshness import fresh_instances
+from bridge.run.freshness import check_readable, fresh_instances
 from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED
@@ -225,6 +225,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     other = open_run(b_run) if b_run is not None else None
     if other is not None and other.path.resolve() == run.path.resolve():
         other = None
+    for source in (run, other) if other is not None else (run,):
+        check_readable(source.path, source.config)  # the records read are those its summaries scored
     a, b = run.predictor(a), (other or run).predictor(b)
     if a == b and other is None:
         raise ConfigError("compare needs two different predictors")
@@ -378,15 +380,21 @@ def _rank(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+def _indented(head: str, text: str) -> list[str]:
+    """`head` then `text`, its further lines (a prompt of several) lined up under its first."""
+    return [(head if i == 0 else " " * len(head)) + line for i, line in enumerate(text.split("\n"))]
+
+
 def _fact_text(fact: dict) -> list[str]:
     def with_id(label, id_) -> str:
         return f"{label} ({id_})" if id_ else str(label)
 
-    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}",
-             f"  subject:     {with_id(fact['subject'], fact['subject_id'])}",
-             f"  prompt:      {fact['prompt'] if isinstance(fact['prompt'], str) else '-'}",
-             f"  gold:        {with_id(fact['gold'], fact['gold_id'])}",
-             f"  other valid: {', '.join(fact['other_valid'] or []) or '-'}"]
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
+    for label, value in (("subject", with_id(fact["subject"], fact["subject_id"])),
+                         ("prompt", fact["prompt"] if isinstance(fact["prompt"], str) else "-"),
+                         ("gold", with_id(fact["gold"], fact["gold_id"])),
+                         ("other valid", ", ".join(fact["other_valid"] or []) or "-")):
+        lines += _indented(f"  {label + ':':<13}", value)
     width = max(len(name) for name in fact["predictors"])
     for name, entry in fact["predictors"].items():
         if entry["status"] == "not run":
@@ -430,10 +438,8 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
     prompt = entry.get("prompt")
     shown = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
     lines = [f"  {name.ljust(width)}  {verdict} (answered by generation)"]
-    lines += [f"{pad}prompt:     {line}" if i == 0 else f"{pad}            {line}"
-              for i, line in enumerate(shown.split("\n"))]
-    lines += [f"{pad}generation: {line}" if i == 0 else f"{pad}            {line}"
-              for i, line in enumerate((entry[GENERATED] or "").split("\n"))]
+    lines += _indented(f"{pad}prompt:     ", shown)
+    lines += _indented(f"{pad}generation: ", entry[GENERATED] or "")
     for i, ans in enumerate(entry["answers"], 1):
         linked = f" ({ans['id']})" if ans.get("id") else ""
         lines.append(f"{pad}{i}. {ans['label']}{linked}{'  <- gold' if ans['label'] == gold else ''}")
@@ -471,6 +477,7 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
                           f"gold rank); each {experiment} record is one line of "
                           "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")
+    check_readable(run.path, run.config)
     corpus_list = _corpora(run, corpora)
     facts = find_facts(run, corpus_list, uid, subject, relation)
     if not facts:

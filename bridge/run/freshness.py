@@ -182,6 +182,38 @@ def check_scored(out: Path, config: dict) -> None:
         raise DataError(f"{out}: {why}; rerun the same `kbc run` command to rescore it")
 
 
+def check_readable(out: Path, config: dict, records_only: bool = False) -> None:
+    """Refuse (`check_scored`) a run with summaries whose files are no longer what they were scored from, before
+    its prediction records or per-fact table are read: what `kbc compare`, `kbc show` and the explorer print then
+    agrees with its summaries, or is not printed. A run without `summary.json` yet (running, or stopped before its
+    first scoring) is read as it stands, a torn last line ending a file's records.
+
+    `records_only` (`kbc analyze`, which reads the records and rebuilds a missing or damaged table from them, never
+    the summaries): refused only when its prediction files changed since they were scored."""
+    if not (out / "summary.json").exists() and not (out / STAMP).exists():
+        return
+    stamp = _stamp(out)
+    if records_only and stamp is not None and isinstance(stamp.get("predictions"), str) \
+            and files_digest(out, stats=False) == stamp["predictions"]:
+        return
+    check_scored(out, config)
+
+
+def files_state(out: Path) -> tuple:
+    """Path, size and mtime of every file `unscored_change` reads: when these are unchanged, so is its answer."""
+    predictions = out / "predictions"
+    files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
+    state = []
+    for path in [*files, out / STAMP, out / "config.json", *(out / name for name in OUTPUTS)]:
+        try:
+            st = path.stat()
+        except OSError:
+            state.append((str(path), None))
+            continue
+        state.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(state)
+
+
 def write_stamp(out: Path, inputs: str, files: str) -> None:
     """Record what the summaries just written were scored from (the last step of scoring)."""
     outputs = outputs_digest(out)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
-from bridge.run.freshness import check_scored
+from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
@@ -46,6 +46,22 @@ class LoadedRun:
     run: RunDir
     _facts: pd.DataFrame | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _checked: tuple | None = None  # `files_state` when the run was last found to be what it scored
+
+    def check(self) -> bool:
+        """Refuse the run when its files changed since it was loaded and are no longer what its summaries were
+        scored from (`check_scored`): its pages read its records and table while it is served. True when they
+        changed and are again what was scored (a rerun scored it since): what was read from them is read again."""
+        state = files_state(self.run.path)
+        if state == self._checked:
+            return False
+        run = open_run(self.run.path)
+        check_scored(run.path, run.config)
+        changed, self._checked = self._checked is not None, state
+        if changed:
+            with self._lock:
+                self.run, self._facts = run, None
+        return changed
 
     @property
     def specs(self) -> dict[str, str]:
@@ -131,17 +147,21 @@ class Runs:
             if missing:
                 raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; rerun the same "
                                 "`kbc run` command to complete it (or wait for it to end)")
-            check_scored(run.path, run.config)  # the summaries shown are what scoring its files gave
-            name = Path(path).resolve().name
+            loaded = LoadedRun(Path(path).resolve().name, run)
+            loaded.check()  # the summaries shown are what scoring its files gave
+            name = loaded.name
             if any(r.run.path.resolve() == Path(path).resolve() for r in self.runs.values()):
                 continue  # the same run under another spelling
             if name in self.runs:
                 raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
-            self.runs[name] = LoadedRun(name, run)
+            self.runs[name] = loaded
 
     def get(self, name: str) -> LoadedRun:
         if name not in self.runs:
             raise LookupError(f"no run {name!r}{did_you_mean(name, list(self.runs))}")
+        if self.runs[name].check():
+            with self.lock:
+                self.boards.clear()
         return self.runs[name]
 
     def listing(self) -> list[dict]:
@@ -306,7 +326,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     if unknown:
         raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
                           f"{did_you_mean(unknown[0], choices['runs'])}")
-    mine, corpus, left = _holding([runs.runs[n] for n in names], corpus)
+    mine, corpus, left = _holding([runs.get(n) for n in names], corpus)
     metric = metric or headline_metric(experiment)
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:

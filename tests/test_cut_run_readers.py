@@ -1,0 +1,71 @@
+"""Every reader of a finished run refuses it, in the same one line, once a prediction file was cut after scoring;
+the rerun that line names scores it again and the readers read it as before the cut."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from analyze_support import call_kbc
+from cli_support import run_kbc
+from lm_fixtures import tiny_models  # noqa: F401  (the session fixture)
+
+from bridge.serve.runs import Runs, fact_detail
+from eval.errors import DataError
+
+
+@pytest.fixture(scope="module")
+def finished(lama_dir, tiny_models, tmp_path_factory) -> tuple[Path, list[str]]:  # noqa: F811
+    """A finished run of freq and a tiny BERT over 12 facts of T-REx P19 and P36, and the argv that made it."""
+    root = tmp_path_factory.mktemp("cut")
+    argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--limit", "12", "--predictors", "freq",
+            f"bert={tiny_models('bert-cased')}", "--set", "bert.cache=off", "--store", str(root / "store"),
+            "--data-dir", str(lama_dir), "--out", str(root / "run"), "--quiet"]
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("KBC_CACHE", str(root / "cache"))
+        code, out = call_kbc(argv)
+    assert code == 0, out
+    return root / "run", argv
+
+
+def _cut(run: Path, lines: int = 3) -> list[dict]:
+    """Cut the last `lines` records off freq's P19 file; the records cut."""
+    path = run / "predictions" / "trex" / "freq" / "P19.jsonl"
+    kept = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(kept[:-lines]), encoding="utf-8")
+    return [json.loads(line) for line in kept[-lines:]]
+
+
+def test_every_reader_refuses_a_run_cut_after_scoring(finished, tmp_path, capsys, monkeypatch):
+    intact, argv = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    names = Runs([run])  # the explorer, started before the cut
+    (gone, *_) = _cut(run)
+    line = (f"error: {run}: its prediction files changed since its summaries were written (cut, edited or added); "
+            "rerun the same `kbc run` command to rescore it")
+    for argv_ in (["compare", str(run), "freq", "bert"], ["compare", str(run), "freq", "bert", "--list", "only-a"],
+                  ["compare", str(run), "freq", "bert", "--json"],
+                  ["compare", str(intact), "bert", "freq", "--b-run", str(run)],
+                  ["compare", str(run), "freq", "bert", "--b-run", str(intact)],
+                  ["show", str(run), "--uid", gone["uid"]], ["show", str(run), "--uid", gone["uid"], "--json"],
+                  ["show", str(run), "--subject", gone["subject"], "--relation", "P19"],
+                  ["analyze", "correlation", str(run), "--index", str(tmp_path / "no-index"), "--quiet"],
+                  ["analyze", "correlation", str(intact), "--compare", str(run), "--index",
+                   str(tmp_path / "no-index"), "--quiet"],
+                  ["leaderboard", str(run)], ["report", str(run)]):
+        assert run_kbc(argv_, capsys) == (2, "", line + "\n"), argv_
+    for read in (lambda: Runs([run]), lambda: fact_detail(names.get("run"), gone["uid"])):
+        with pytest.raises(DataError) as caught:
+            read()
+        assert f"error: {caught.value}" == line
+    monkeypatch.setenv("KBC_CACHE", str(intact.parent / "cache"))
+    assert run_kbc([*argv[:-3], "--out", str(run), "--quiet"], capsys)[0] == 0  # the rerun asks the facts cut again
+    for which in (["compare", "{}", "freq", "bert", "--json"], ["show", "{}", "--uid", gone["uid"], "--json"]):
+        code, out, err = run_kbc([a.format(run) for a in which], capsys)
+        assert (code, err) == (0, "")
+        assert out.replace(str(run), "RUN") == run_kbc([a.format(intact) for a in which], capsys)[1].replace(
+            str(intact), "RUN"), which
+    assert fact_detail(names.get("run"), gone["uid"])["predictors"]["freq"]["status"] == "answered"
