@@ -1111,21 +1111,24 @@ def test_a_bad_option_in_a_run_file_is_named_by_its_file_and_key(ctx, capsys, na
 
 
 # -- kbc compare --b-run: runs of other data or other questions, named as the command run -----------
-@pytest.mark.parametrize(("edit", "why"), [
-    (lambda config: config["data_versions"]["trex"].__setitem__("P19", "0" * 16),
-     "differ in trex data versions (P19); `kbc compare --b-run` needs runs of the same data"),
-    (lambda config: config["settings"].__setitem__("prompts", "lpaqa"),
-     "differ in question settings (--prompts lpaqa vs lama); `kbc compare --b-run` needs runs asked the same "
-     "questions"),
+@pytest.mark.parametrize(("other", "why"), [
+    ("data", "differ in trex data versions (P19); `kbc compare --b-run` needs runs of the same data"),
+    ("compat", "differ in question settings (--compat lama vs not given); `kbc compare --b-run` needs runs asked the "
+               "same questions"),
 ])
-def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, edit, why):
+def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, other, why):
     a, b = ctx.tmp / "a", ctx.tmp / "b"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(ctx.data),
-                            "--out", str(a), "--quiet", "--bootstrap", "0"], capsys)
+    base = ["run", "lama", "--corpus", "trex", "--predictors", "freq", "--quiet", "--bootstrap", "0"]
+    code, _, err = run_kbc([*base, "--data-dir", str(ctx.data), "--out", str(a)], capsys)
     assert code == 0, err
-    shutil.copytree(a, b)
-    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
-    edit(config)
-    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    data, flags = ctx.data, []
+    if other == "data":  # the same facts but one
+        data = shutil.copytree(ctx.data, ctx.tmp / "other-data")
+        rows = (data / "TREx" / "P19.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / "TREx" / "P19.jsonl").write_text("".join(rows[:-1]), encoding="utf-8")
+    else:
+        flags = ["--compat", "lama"]
+    code, _, err = run_kbc([*base, "--data-dir", str(data), "--out", str(b), *flags], capsys)
+    assert code == 0, err
     code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)

@@ -146,7 +146,7 @@ def test_config_file_holds_the_same_as_the_flags(lama_dir, tmp_path, capsys, mon
     yaml_file.write_text("corpus: google_re\nrelations: place_of_death\npredictors: {b: freq}\nset: {k: '3'}\n")
     code, _, err = run_kbc(["run", "lama", "--config", str(yaml_file), "--data-dir", str(lama_dir), "--out",
                             str(tmp_path / "y")], capsys)
-    assert code == 2 and "--set k: no predictor of this run takes this option" in err
+    assert code == 2 and f"--config {yaml_file}: set.k: no predictor of this run takes this option" in err
 
 
 def test_ls_shows_each_predictors_options(tiny_models, capsys):

@@ -190,6 +190,21 @@ def read_run_file(path: Path) -> dict:
     return out
 
 
+def _merged_sets(from_file: list[str], sources: dict[str, str], given: list[str], own_predictors: bool
+                 ) -> tuple[list[str], dict[str, str]]:
+    """The run file's options, then `--set`'s (which win key by key), and where each kept key was written.
+
+    The options of the file's predictor tables go with those predictors: `--predictors` on the command line
+    drops them."""
+    from bridge.run.options import parse_sets
+
+    overridden = set(parse_sets(given))
+    kept = [item for item in from_file
+            if not (own_predictors and ": predictors." in sources.get(item.partition("=")[0], ""))]
+    kept_keys = set(parse_sets(kept)) - overridden
+    return kept + given, {k: v for k, v in sources.items() if k in kept_keys}
+
+
 MANY_KEYS = ("set", "predictors", "corpus", "corpora", "relations")  # the keys whose value may be a list or table
 
 
@@ -328,10 +343,13 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         from_file = read_run_file(Path(config_file))
         file_sources = from_file.pop("option_sources", {})
         for param, value in from_file.items():
-            if ctx.get_parameter_source(param) == click.core.ParameterSource.DEFAULT:
+            given = ctx.get_parameter_source(param) != click.core.ParameterSource.DEFAULT
+            if param == "sets":
+                params["sets"], sources = _merged_sets(value, file_sources, list(params["sets"]) if given else [],
+                                                       ctx.get_parameter_source("predictors")
+                                                       != click.core.ParameterSource.DEFAULT)
+            elif not given:
                 params[param] = value
-                if param == "sets":
-                    sources = file_sources
     for required in ("corpora", "predictors"):
         if not params[required]:
             flag = "--corpus" if required == "corpora" else "--predictors"
