@@ -205,9 +205,13 @@ class Run:
         return out
 
     def _lacking(self, corpus: str, rows: list[dict]) -> list[str]:
-        """The predictors of `corpus` that answered but have none of `rows` (another kind of score)."""
+        """The predictors of `corpus` that answered but have none of `rows` (another kind of score); those that
+        answered nothing have their own note."""
+        from eval.report import NONE_ANSWERED
+
         scored = {r["predictor"] for r in rows if r["corpus"] == corpus}
-        answered = {r["predictor"] for r in self._data.summary if r.get("corpus") == corpus}
+        rest = [r for r in self._data.summary if r.get("corpus") == corpus]
+        answered = {r["predictor"] for r in rest} - {r["predictor"] for r in rest if r.get("metric") == NONE_ANSWERED}
         return [p for p in self.predictors if p in answered and p not in scored]
 
     def _lacking_note(self, corpus: str, metric: str, setting: str, rows: list[dict], written: list[str]) -> str:

@@ -268,7 +268,8 @@ class Builder:
                   and c.get("scope", "own") == self.scope]
         written = list(dict.fromkeys(p for names in self._written().values() for p in names))
         if not picked and written and len(written) == len(self.view.predictors):
-            s.skipped = ("every predictor of this run wrote its answers by generation (no ranking), so there is no "
+            runs = "this run" if len(self.view.runs) == 1 else "these runs"
+            s.skipped = (f"every predictor of {runs} wrote its answers by generation (no ranking), so there is no "
                          "P@k curve; their exact match is in the Scores section.")
             return s
         if not picked:

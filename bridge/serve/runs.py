@@ -170,7 +170,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
     metric, extra = METRICS.get(loaded.experiment, METRICS["lama"])
     every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
-    metric, extra = _shown_metrics(loaded.experiment, every, metric, extra)
+    metric, extra = _shown_metrics(loaded.experiment, every, setting, metric, extra)
     rows = [r for r in every if r.get("scope", "own") == "own"]
     shared = {(r.get("corpus"), r.get("predictor")): r for r in every
               if r.get("scope") == "shared" and r.get("group") == "all" and r.get("metric") == metric}
@@ -237,20 +237,21 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "outcomes": list(OUTCOMES)}
 
 
-def _shown_metrics(experiment: str, rows: list[dict], metric: str, extra: tuple[str, ...]
+def _shown_metrics(experiment: str, rows: list[dict], setting: str, metric: str, extra: tuple[str, ...]
                    ) -> tuple[str, tuple[str, ...]]:
     """The metric shown per group and those over all facts: a LAMA run leads with exact match where every
-    predictor wrote its answers by generation, shows P@10 and MRR where a predictor ranked, and the exact match,
-    abstention and unlinked rates of generated answers where it has them (as summary.md)."""
+    predictor wrote its answers by generation (and shows no P@10 or MRR then), and shows the exact match,
+    abstention and unlinked rates of generated answers where it has them (as summary.md); an LM-KBC run its
+    abstention and unlinked rates."""
     from bridge.run.summaries import lead_metric
     from eval.generated_scores import GENERATED_METRICS
 
     if experiment != "lama":
         held = {r.get("metric") for r in rows}
         return metric, (*extra, *(m for m in ("abstain", "unlinked") if m in held and experiment == "lmkbc"))
-    metric = lead_metric(experiment, rows, rows[0].get("setting", "raw") if rows else "raw")
+    metric = lead_metric(experiment, rows, setting)
     held = {r.get("metric") for r in rows}
-    ranked = tuple(m for m in extra if m in held) if "p@1" in held else ()
+    ranked = () if metric == "em" else extra
     return metric, (*ranked, *(m for m in GENERATED_METRICS if m in held and m != metric))
 
 
