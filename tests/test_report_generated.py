@@ -192,3 +192,42 @@ def test_an_lm_kbc_run_scored_with_fraction_rates_is_read_in_percent(tmp_path):
     assert rates_in_percent([old, new, f1]) == [
         {"metric": "unlinked", "group": "all", "value": 50.0, "stderr": 25.0, "ci_low": 0.0, "ci_high": None,
          "unit": "%"}, new, f1]
+
+
+def test_a_served_model_that_writes_every_gold_scores_100_beside_freq(lama_dir, google_re, tmp_path, capsys,
+                                                                     monkeypatch):
+    """A server that answers every fact's gold (and abstains on none): exact match 100, abstentions 0, beside
+    Freq's P@1, in the report, the run page and `table('em')`."""
+    from served_support import Scripted, completion
+
+    import kbcompare
+    from bridge.serve.runs import Runs, overview
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gold = {f.subject.label: f.object.label for f in google_re.facts if f.relation == "place_of_birth"}
+
+    def script(path, body, n):
+        subject = body["messages"][-1]["content"].removeprefix("Fill in the blank: ").split(" was born in")[0]
+        return 200, completion(f"{gold[subject]}.", "chat")
+
+    server = Scripted(script)
+    try:
+        out = tmp_path / "run"
+        code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth",
+                                "--predictors", "freq", f"llm={server.url}", "--set", "llm.model=tiny", "--limit", "6",
+                                "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "50"], capsys)
+        assert code == 0, err
+    finally:
+        server.close()
+    em = _rows(out)[("llm", "shared", "raw", "all", "em")]
+    assert (em["value"], em["stderr"], em["n_facts"]) == (100.0, 0.0, 6)
+    code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    scores = _section((tmp_path / "report" / "report.md").read_text(), "Scores (shared facts)")
+    assert scores.split("*Exact match (%), setting raw*")[1].split("\n*")[0].strip().splitlines()[2] == (
+        "| google_re | llm | open | 6 | 100.00 ± 0.00 | 100.00 ± 0.00 | [100.00, 100.00] |")
+    assert scores.split("*Abstentions (%), generated answers, setting raw*")[1].strip().splitlines()[2] == (
+        "| google_re | llm | open | 6 | 0.00 ± 0.00 | 0.00 ± 0.00 | [0.00, 0.00] |")
+    row = next(r for r in overview(Runs([out]).get("run"))["table"] if r["predictor"] == "llm")
+    assert (row["em"], row["abstain"], row["facts"], row["p@1"]["all"]) == (100.0, 0.0, 6, None)
+    assert kbcompare.load_run(out).table("em").loc[("google_re", "llm")].tolist() == [100.0, 100.0]
