@@ -8,10 +8,12 @@ import json
 import os
 
 import pytest
+import serve_support
 from cli_support import run_kbc
 from lm_fixtures import tiny_model_dir, tiny_t5_dir
 
 RELATIONS = ("place_of_birth", "place_of_death")
+serve_explorer = serve_support.serve_explorer
 
 
 def _run(lama_dir, root, out, predictors: list[str], generating: list[str]) -> None:
@@ -195,7 +197,7 @@ def test_an_lm_kbc_run_scored_with_fraction_rates_is_read_in_percent(tmp_path):
 
 
 def test_a_served_model_that_writes_every_gold_scores_100_beside_freq(lama_dir, google_re, tmp_path, capsys,
-                                                                     monkeypatch):
+                                                                     monkeypatch, serve_explorer):
     """A server that answers every fact's gold (and abstains on none): exact match 100, abstentions 0, beside
     Freq's P@1, in the report, the run page and `table('em')`."""
     from served_support import Scripted, completion
@@ -231,3 +233,12 @@ def test_a_served_model_that_writes_every_gold_scores_100_beside_freq(lama_dir, 
     row = next(r for r in overview(Runs([out]).get("run"))["table"] if r["predictor"] == "llm")
     assert (row["em"], row["abstain"], row["facts"], row["p@1"]["all"]) == (100.0, 0.0, 6, None)
     assert kbcompare.load_run(out).table("em").loc[("google_re", "llm")].tolist() == [100.0, 100.0]
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        page = c.get("/runs/run").text
+    assert "<th>EM <small>own</small></th>" in page and "<td>100.00</td><td>0.00</td>" in page
+    assert ('<table id="per-relation-em"><tr><th>corpus</th><th>relation</th><th>llm</th></tr>\n'
+            "<tr><td>google_re</td><td>place_of_birth</td><td>100.00</td></tr>") in page
