@@ -16,6 +16,7 @@ from eval.answer_text import GENERATED
 from eval.relations import summary_groups
 
 GENERATED_METRICS = ("em", "abstain", "unlinked")
+PERCENT = "%"  # the `unit` of LM-KBC's rate rows (its other scores are fractions)
 
 
 def is_generated(records: list[dict]) -> bool:
@@ -58,16 +59,27 @@ def unit_scores(records: list[dict]) -> dict[tuple[str, str], dict[str, np.ndarr
 
 
 def pooled_rate_rows(records: list[dict], setting: str = "raw") -> list[dict]:
-    """LM-KBC's way: abstention and unlinked rates (fractions) per relation and over every pair (`all`)."""
+    """LM-KBC's way: abstention and unlinked rates per relation and over every pair (`all`), in percent as
+    LAMA's (LM-KBC's own scores stay fractions, as its evaluate.py)."""
     out = []
-    for metric, per in rate_cells(records, 1.0).items():
+    for metric, per in rate_cells(records).items():
         for rel, values in per.items():
             out.append({"setting": setting, "group": rel, "metric": metric, "value": sum(values) / len(values),
-                        "n_facts": len(values)})
+                        "n_facts": len(values), "unit": PERCENT})
         pooled = [v for values in per.values() for v in values]
         out.append({"setting": setting, "group": "all", "metric": metric, "value": sum(pooled) / len(pooled),
-                    "n_facts": len(pooled)})
+                    "n_facts": len(pooled), "unit": PERCENT})
     return out
+
+
+def rates_in_percent(rows: list[dict]) -> list[dict]:
+    """An LM-KBC run's summary rows with its abstention and unlinked rates in percent: rows without `unit` were
+    scored when those were fractions, and are scaled here, so every reader shows one unit whatever code scored
+    the run."""
+    scaled = ("value", "stderr", "ci_low", "ci_high")
+    return [{**r, **{k: 100.0 * r[k] for k in scaled if isinstance(r.get(k), int | float)
+                     and not isinstance(r.get(k), bool)}, "unit": PERCENT}
+            if r.get("metric") in ("abstain", "unlinked") and r.get("unit") != PERCENT else r for r in rows]
 
 
 def groups_of(relations: list[str], relation_types: dict[str, str | None]) -> dict[str, list[str]]:

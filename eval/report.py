@@ -24,8 +24,8 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "set-p": "Set precision, N-M relations (%)", "set-r": "Set recall, N-M relations (%)",
                 "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
-                "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (generated answers)",
-                "unlinked": "Answers linked to no entity (generated answers)"}
+                "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (%), generated answers",
+                "unlinked": "Answers linked to no entity (%), generated answers"}
 
 
 def metric_id(name: str) -> str:
@@ -255,7 +255,8 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
                          unit=(counts or {}).get(metric, "facts"))
             if body:
                 parts += ["", f"## {METRIC_NAMES.get(metric, metric)}, {scope} facts", "", body]
-    head = metrics[0]
+    held = {r["metric"] for r in rows if r["setting"] == setting}
+    head = next((m for m in metrics if m in held), metrics[0])  # exact match where every predictor generates
     parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, shared facts", "",
               per_relation(rows, head, setting, "shared", relations, (counts or {}).get(head, "facts")), ""]
     agreement = prompt_table(rows)

@@ -168,13 +168,14 @@ class Run:
         """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
         for small runs, relation types for large ones) and `all`; values as in summary.json.
 
-        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1). A predictor that answered nothing
-        has a row of no values (NaN), and `.attrs["notes"]` says why."""
-        from bridge.run.leaderboard import headline_metric
-        from bridge.run.summaries import relation_info, silent_in, silent_note
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1; exact match `em` for a LAMA run
+        whose predictors all write their answers by generation). A predictor that answered nothing has a row of no
+        values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor has no
+        p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
+        from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
         from eval.report import metric_id, table_groups
 
-        metric = metric_id(metric) if metric else headline_metric(self.experiment)
+        metric = metric_id(metric) if metric else lead_metric(self.experiment, self._data.summary, setting)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
                 and r.get("scope", "own") == scope and not r.get("prompt")]
         silent = silent_in(self._data.summary)
@@ -199,4 +200,31 @@ class Run:
         out = pd.concat(frames)
         out.columns.name = metric
         out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))]
+        out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows, generating(self.config, c))
+                               for c in corpora if self._lacking(c, rows)]
         return out
+
+    def _lacking(self, corpus: str, rows: list[dict]) -> list[str]:
+        """The predictors of `corpus` that answered but have none of `rows` (another kind of score); those that
+        answered nothing have their own note."""
+        from eval.report import NONE_ANSWERED
+
+        scored = {r["predictor"] for r in rows if r["corpus"] == corpus}
+        rest = [r for r in self._data.summary if r.get("corpus") == corpus]
+        answered = {r["predictor"] for r in rest} - {r["predictor"] for r in rest if r.get("metric") == NONE_ANSWERED}
+        return [p for p in self.predictors if p in answered and p not in scored]
+
+    def _lacking_note(self, corpus: str, metric: str, setting: str, rows: list[dict], written: list[str]) -> str:
+        lacking = self._lacking(corpus, rows)
+        gen = [p for p in lacking if p in written]
+        rest = [p for p in lacking if p not in written]
+        parts = []
+        if gen:
+            parts.append(f"{', '.join(gen)} (answers written by generation, no ranking: table(metric='em') gives "
+                         "their exact match)")
+        if rest:
+            held = sorted({r["metric"] for r in self._data.summary if r.get("corpus") == corpus
+                           and r.get("predictor") in rest and r.get("setting") == setting and not r.get("prompt")
+                           and r.get("metric") != "answer_space"})
+            parts.append(f"{', '.join(rest)} (metrics: {', '.join(held) or 'none'})")
+        return f"{corpus}: no {metric} ({setting}) row for {'; '.join(parts)}"

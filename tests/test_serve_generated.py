@@ -4,6 +4,7 @@ answers, live (side by side with the gold KB and Freq) and on a run's fact page,
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 import serve_support
@@ -133,9 +134,9 @@ def test_a_browser_shows_the_generation_as_text(world, browser):
         page.close()
 
 
-def test_a_run_page_says_why_a_column_is_dash_for_every_predictor(world, lama_dir, tmp_path):
-    """A run whose only predictor answered by generation has no P@k or MRR: the run page says why those columns
-    are `-`, in summary.md's words."""
+def test_a_run_page_of_a_generating_predictor_leads_with_exact_match(world, lama_dir, tmp_path):
+    """A run whose only predictor answered by generation has no P@k or MRR: the run page shows its exact match,
+    abstention and unlinked rates instead, and says why in summary.md's words."""
     from fastapi.testclient import TestClient
 
     from bridge.run.runner import RunConfig, run_lama
@@ -152,11 +153,16 @@ def test_a_run_page_says_why_a_column_is_dash_for_every_predictor(world, lama_di
     with TestClient(create_app(world["explorer"], Runs([out]))) as c:
         body = c.get("/api/runs/written").json()
         page = shown(c.get("/runs/written").text)
-    note = f"`-` under P@10 own, MRR own, P@1 all shared for every predictor: {why}"
-    assert body["notes"] == [note]
-    assert f'<p class="note" id="scope-note-1">{html.escape(note, quote=False)}</p>' in page
+    assert body["notes"] == [why]
+    assert f'<p class="note" id="scope-note-1">{html.escape(why, quote=False)}</p>' in page
+    assert (body["metric"], body["extra_metrics"]) == ("em", ["abstain", "unlinked"])
+    rows = {(r["scope"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+            if r["group"] == "all" and r["setting"] == "raw"}
     row = body["table"][0]
-    assert (row["p@10"], row["mrr"], row["shared"]) == (None, None, None)
+    assert (row["em"]["all"], row["abstain"], row["unlinked"], row["facts"]) == (
+        rows[("own", "em")]["value"], rows[("own", "abstain")]["value"], rows[("own", "unlinked")]["value"], 3)
+    assert (row["shared"]["value"], row["shared"]["facts"]) == (rows[("shared", "em")]["value"], 3)
+    assert "p@10" not in row and "<th>EM all <small>own</small></th>" in page
 
 
 def test_the_coherency_round_trip_of_a_generating_predictor_shows_both_prompts_and_generations(world, lama_dir,

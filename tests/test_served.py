@@ -239,7 +239,13 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
     rows = {r["metric"]: r["value"] for r in json.loads((out / "summary.json").read_text())
             if r["scope"] == "own" and r["group"] == "all"}
     assert rows["macro-f1"] == pytest.approx(sum(expected) / 12, abs=1e-12)
-    assert rows["abstain"] == pytest.approx(sum(a == "None" for a in answered.values()) / 12, abs=1e-12)
+    abstained = 100.0 * sum(a == "None" for a in answered.values()) / 12  # percent, as LAMA's rates
+    assert rows["abstain"] == pytest.approx(abstained, abs=1e-12)
+    assert "## Abstentions (%), generated answers, own facts" in (out / "summary.md").read_text()
+    code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    assert f"| lmkbc2024 | llm | all | {abstained:.2f} | {rows['unlinked']:.2f} |" in (
+        tmp_path / "report" / "report.md").read_text()
     submission = [json.loads(line) for line in (out / "submission" / "llm.partial.jsonl").read_text().splitlines()]
     assert len(submission) == 12
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from bridge.report import figures
 from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
-from bridge.run.summaries import open_spaces, relation_info
+from bridge.run.summaries import generating, lead_metric, open_spaces, relation_info, shown_extra, unranked_note
 from eval.cells import csv_cell
 from eval.report import METRIC_NAMES, counted_unit, per_relation, table
 from eval.types import RELATION_TYPES
@@ -75,7 +75,8 @@ class Builder:
         self.fig_dir = out / "figures"
         self.colour = figures.colours(view.predictors)
         self.labels = relation_labels(view.main.config)
-        self.metric = HEADLINE.get(view.experiment, "p@1")
+        self.metric = (lead_metric("lama", view.summary, view.setting) if view.experiment == "lama" else
+                       HEADLINE.get(view.experiment, "p@1"))
         self.scope = "shared" if any(r.get("scope") == "shared" for r in view.summary) else "own"
         self.rows = [r for r in view.summary if r["setting"] == view.setting and r.get("scope", "own") == self.scope
                      and not r.get("prompt")]
@@ -137,6 +138,46 @@ class Builder:
             section.footnotes.append("† upper bound, not a baseline: " + "; ".join(
                 f"`{n}` {self.upper[n]}" for n in marked) + ".")
 
+    def _written(self) -> dict[str, list[str]]:
+        """Per corpus, the shown predictors that wrote their answers by generation (no ranking: no P@k, MRR)."""
+        out: dict[str, list[str]] = {}
+        for shown, (run, name) in self.view.origin.items():
+            for corpus in run.corpora:
+                if name in generating(run.config, corpus):
+                    out.setdefault(corpus, []).append(shown)
+        return out
+
+    def _held(self, predictor: str, metric: str) -> bool:
+        return any(r["predictor"] == predictor and r["metric"] == metric for r in self.rows)
+
+    def _other_scores(self, s: Section, metric: str, unit: str) -> None:
+        """Below a table of the ranked headline (P@1): the exact match per relation or type of the predictors that
+        wrote their answers by generation, which have no P@1, and a line saying so."""
+        written = [p for p in self.view.predictors if not self._held(p, metric) and self._held(p, "em")]
+        if metric == "em" or not written:
+            return
+        s.text.append(f"{', '.join(written)} wrote {'its' if len(written) == 1 else 'their'} answers by generation "
+                      f"(no ranking, so no {self._short(metric)}): {'its' if len(written) == 1 else 'their'} "
+                      f"exact match per {unit} is in the table below, and in the Scores section.")
+        rows = [r for r in self.view.summary if r["predictor"] in written]
+        if unit == "relation":
+            s.tables += tables_from_markdown(per_relation(rows, "em", self.view.setting, self.scope,
+                                                          relation_info(self.view.main.config)),
+                                             f"{self._metric_name('em')} per relation, {self.scope} facts")
+        else:
+            ci = self._intervals("em")
+            n = self._n_facts("em")
+            for corpus, groups in self._drawn("em").items():
+                shown = [g for g in (*RELATION_TYPES, "all") if g in groups]
+                body = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in shown],
+                         str(n.get((corpus, "all", p), "-"))] for p in written if p in groups.get("all", {})]
+                if body:
+                    s.tables.append(Table(["predictor", *shown, "#facts"], body,
+                                          f"{corpus}: {self._metric_name('em')} [95% interval]"))
+
+    def _short(self, metric: str) -> str:
+        return self._metric_name(metric).replace(" (%)", "")
+
     def _metric_name(self, metric: str) -> str:
         return METRIC_NAMES.get(metric, metric)
 
@@ -190,6 +231,10 @@ class Builder:
         s = Section("scores", f"{title} ({self.scope} facts)", SCORES_SOURCE.get(self.view.experiment, ""))
         metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"),
                    "negated": NEGATED_METRICS}.get(self.view.experiment, (self.metric,))
+        if self.view.experiment == "lama":  # as summary.md: exact match and the rates of generated answers, set scores
+            from bridge.experiments import get
+
+            metrics = (*metrics, *shown_extra(get("lama"), self.rows))
         config = self.view.main.config
         for metric in metrics:
             text = table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
@@ -203,11 +248,16 @@ class Builder:
 
         s.text += [line for corpus, names in silent_in(self.view.summary).items()
                    for line in silent_note(corpus, names, "it has no score (`-`, #facts 0)")]
+        if self.view.experiment == "lama":
+            s.text += [unranked_note(corpus, names) for corpus, names in self._written().items()]
         if self.scope == "shared":
             s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
                           "same queries.")
         if not s.tables:
-            s.skipped = f"summary.json has no `{self.view.setting}` rows."
+            asked = ", ".join(self._metric_name(m) for m in metrics)
+            s.skipped = (f"summary.json has no {asked} rows ({self.view.setting}, {self.scope} facts)."
+                         if any(r["setting"] == self.view.setting for r in self.view.summary) else
+                         f"summary.json has no `{self.view.setting}` rows.")
         return s
 
     def p_at_k(self) -> Section:
@@ -216,10 +266,19 @@ class Builder:
             return self._not_experiment(s, "lama")
         picked = [c for c in self.view.curves if c["setting"] == self.view.setting and c.get("group") == "all"
                   and c.get("scope", "own") == self.scope]
+        written = list(dict.fromkeys(p for names in self._written().values() for p in names))
+        if not picked and written and len(written) == len(self.view.predictors):
+            runs = "this run" if len(self.view.runs) == 1 else "these runs"
+            s.skipped = (f"every predictor of {runs} wrote its answers by generation (no ranking), so there is no "
+                         "P@k curve; their exact match is in the Scores section.")
+            return s
         if not picked:
             s.skipped = (f"curves.json has no `{self.view.setting}` P@k curves; it is written by `kbc run lama` "
                          "(rerun the run's command to rebuild its summaries).")
             return s
+        if written:
+            s.text.append(f"No curve for {', '.join(written)}: answers written by generation, no ranking (see "
+                          "exact match in the Scores section).")
         curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
         for c in picked:
             if c["predictor"] not in self.hidden:
@@ -245,8 +304,13 @@ class Builder:
         panels = {c: dict(sorted(g.items(), key=lambda kv: (-sum(kv[1].values()) / len(kv[1]), kv[0])))
                   for c, g in panels.items() if len(g) > 1}  # one relation: its bar is the corpus's total
         if not panels or self.view.experiment == "kmir":
-            s.skipped = ("this run has no per-relation scores" if self.view.experiment != "kmir" else
-                         "KMIR questions are scored per question kind (see the next section and the KMIR table).")
+            several = any(len({g for g in groups if is_relation(g)}) > 1 for groups in values.values())
+            s.skipped = ("KMIR questions are scored per question kind (see the next section and the KMIR table)."
+                         if self.view.experiment == "kmir" else
+                         f"each corpus of this run has one relation scored on {self._metric_name(metric)}: its "
+                         "total is in the Scores section." if values and not several else
+                         f"summary.json has no {self._metric_name(metric)} rows per relation "
+                         f"({self.view.setting}, {self.scope} facts).")
             return s
         key = f"{_slug(metric)}_relation"
         s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by side, "
@@ -257,6 +321,7 @@ class Builder:
                                                                           intervals=self._intervals(metric))))
         s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope,
                                                       relation_info(self.view.main.config)))
+        self._other_scores(s, metric, "relation")
         return s
 
     def by_type(self) -> Section:
@@ -292,6 +357,8 @@ class Builder:
                      str(n.get((corpus, "all", p), "-"))] for p in predictors]
             s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}"
                                   + (" [95% interval]" if ci else "")))
+        if not kmir:
+            self._other_scores(s, metric, "relation type")
         self._footnote(s, self.view.predictors)
         return s
 
@@ -314,9 +381,14 @@ class Builder:
         share = facts.assign(hit=hit).groupby(["corpus", "relation"])["hit"].mean() * 100.0
         return {(str(c), str(r)): float(v) for (c, r), v in share.items()}
 
+    def _pair_metric(self, base: str, other: str) -> str | None:
+        """The metric a delta of `other` against `base` is taken on: the headline where both have it, else exact
+        match where both wrote their answers; None where one ranks and the other writes (P@1 against exact match
+        would be a difference of two measures)."""
+        return next((m for m in dict.fromkeys((self.metric, "em")) if self._held(base, m) and self._held(other, m)),
+                    None)
+
     def deltas(self) -> Section:
-        metric = self.metric
-        name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
         s = Section("deltas", "Per-relation deltas against the best KB predictor", "E-BERT Fig. 2")
         if not self.pairs:
             chance = " (Freq is chance level on BEAR: its ranking there is the data file's order)" if \
@@ -324,13 +396,18 @@ class Builder:
             s.skipped = (f"a default delta needs a KB predictor other than gold{chance} and an LM predictor; name two "
                          "with `kbc report RUN --delta A B`.")
             return s
-        values = self._values(metric)
-        n = self._n_facts(metric)
-        shares = self._object_in_subject() if metric == "p@1" else {}
-        by_base: dict[str, list[str]] = {}
+        by_base: dict[tuple[str, str], list[str]] = {}
         for base, other in self.pairs:
-            by_base.setdefault(base, []).append(other)
-        for base, others in by_base.items():
+            metric = self._pair_metric(base, other)
+            if metric is None:
+                s.text.append(self._no_common_metric(base, other))
+                continue
+            by_base.setdefault((base, metric), []).append(other)
+        for (base, metric), others in by_base.items():
+            name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
+            values = self._values(metric)
+            n = self._n_facts(metric)
+            shares = self._object_in_subject() if metric in ("p@1", "em") else {}
             panels: dict[str, list[tuple[str, dict[str, float], float | None]]] = {}
             rows = []
             for corpus, groups in values.items():
@@ -346,22 +423,36 @@ class Builder:
                     rows.append([corpus, rel, str(n.get((corpus, rel, base), "-")), _fmt(v[base]),
                                  *[f"{diff[o]:+.2f}" if o in diff else "-" for o in others], _fmt(share, 1)])
             if not panels:
-                s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more scored relations.")
+                s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more relations scored on "
+                              f"{self._metric_name(metric)}.")
                 continue
             key = f"delta_{_slug(others[0])}_vs_{_slug(base)}" if len(others) == 1 else f"delta_vs_{_slug(base)}"
+            key += "" if metric == self.metric else f"_{_slug(metric)}"
             crosses = "crosses: % of facts whose object name is a substring of the subject name. " if shares else ""
             caption = (f"{self._metric_name(metric)} of {', '.join(others)} minus {self._mark(base)} per relation "
                        f"(points; relations sorted by the mean delta); {crosses}Setting {self.view.setting}.")
-            s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base:
-                                          figures.deltas(p, b, self.colour, out, k, self.labels, name, self.upper)))
+            s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base, label=name:
+                                          figures.deltas(p, b, self.colour, out, k, self.labels, label, self.upper)))
             rows.sort(key=lambda r: (r[0], r[1]))
             s.tables.append(Table(["corpus", "relation", f"#facts ({base})", self._mark(base),
                                    *[f"{self._mark(o)} − {base}" for o in others], "object in subject (%)"], rows,
                                   f"{name} deltas against {self._mark(base)}"))
         self._footnote(s, [b for b, _ in self.pairs] + [o for _, o in self.pairs])
         if not s.figures:
-            s.skipped = s.skipped or "no corpus has two or more relations scored by both sides of a delta."
+            s.skipped = s.skipped or ("no metric scores both sides of a delta." if not by_base else
+                                      "no corpus has two or more relations scored by both sides of a delta.")
         return s
+
+    def _no_common_metric(self, base: str, other: str) -> str:
+        """Why no delta of `other` against `base` is drawn: one ranks its answers, the other writes them."""
+        def what(p: str) -> str:
+            held = [m for m in (self.metric, "em") if self._held(p, m)]
+            kind = "writes its answers by generation" if self._held(p, "em") else "ranks its answers"
+            return f"{p} {kind} ({', '.join(self._short(m) for m in held) or 'no score'})"
+
+        return (f"No delta of {other} against {base}: {what(other)}, {what(base)}; no metric scores both, and a "
+                "difference of two measures is no delta. The Scores section shows each beside the other; "
+                "`kbc report RUN --delta A B` with two predictors of one kind draws theirs.")
 
     def correlation(self) -> Section:
         s = Section("correlation", "Correlation of per-fact P@1 with fact statistics", "LAMA Fig. 3")
@@ -574,6 +665,12 @@ class Builder:
         s.tables.append(Table(["corpus", "predictor", "relation", *LMKBC_METRICS], rows,
                               "Precision, recall and F1 (0-1; macro: mean over a group's (subject, relation) pairs, "
                               "micro: over their pooled objects), mean predicted objects and pairs predicted empty"))
+        rates = [[c, p, g, *[grid.cell(c, p, g, m) for m in ("abstain", "unlinked")]]
+                 for c, p in grid.keys for g in [*relations, "all"] if (c, p, g, "unlinked") in grid.idx]
+        if rates:  # answers written by generation
+            s.tables.append(Table(["corpus", "predictor", "relation", "abstentions (%)", "linked to no entity (%)"],
+                                  rates, "Answers written by generation: abstentions and answers linked to no entity "
+                                  "(%; per relation the mean over its pairs, `all` over every pair)"))
         return s
 
     def _set_rules(self) -> list[str]:

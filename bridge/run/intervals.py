@@ -138,7 +138,7 @@ def _lmkbc(items: list[dict]) -> UnitSets:
     out: UnitSets = {}
     cells_of = unit_scores(pairs, {m: m for m in ("macro-p", "macro-r", "macro-f1")}, 1.0)
     if is_generated(items):
-        cells_of |= rate_cells(items, 1.0)
+        cells_of |= rate_cells(items)  # percent, as LAMA's rates
     for metric, cells in cells_of.items():
         out[("raw", metric)] = ({rel: np.array(v) for rel, v in cells.items()}, {}, {ALL: list(cells)}, {})
     return out

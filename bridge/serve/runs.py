@@ -36,7 +36,7 @@ PER_PAGE_MAX = 500
 # the run page's names of the metrics its summary table shows
 COLUMN_NAMES = {"p@1": "P@1", "p@10": "P@10", "mrr": "MRR", "coherency": "coherency", "coherency_round1": "round 1",
                 "coherency_round2": "round 2", "f1": "F1", "em": "EM", "macro-f1": "macro F1", "macro-p": "macro P",
-                "macro-r": "macro R", "micro-f1": "micro F1"}
+                "macro-r": "macro R", "micro-f1": "micro F1", "abstain": "abstained %", "unlinked": "unlinked %"}
 RANKED = ("p@1", "p@10", "mrr")  # what an answer written by generation has no value of
 
 
@@ -100,7 +100,12 @@ class LoadedRun:
             rows = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise DataError(f"{path}: not valid JSON ({exc})") from None
-        return rows if isinstance(rows, list) else rows.get("rows", [])
+        rows = rows if isinstance(rows, list) else rows.get("rows", [])
+        if self.experiment == "lmkbc":
+            from eval.generated_scores import rates_in_percent
+
+            rows = rates_in_percent(rows)
+        return rows
 
     def facts(self) -> pd.DataFrame:
         with self._lock:
@@ -185,6 +190,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
     metric, extra = METRICS.get(loaded.experiment, METRICS["lama"])
     every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
+    metric, extra = _shown_metrics(loaded.experiment, every, setting, metric, extra)
     rows = [r for r in every if r.get("scope", "own") == "own"]
     shared = {(r.get("corpus"), r.get("predictor")): r for r in every
               if r.get("scope") == "shared" and r.get("group") == "all" and r.get("metric") == metric}
@@ -205,7 +211,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             both = shared.get((corpus, pred), {})
             dropped = silent.get(corpus, {}).get(pred)
             table.append({"corpus": corpus, "predictor": pred, "side": loaded.sides().get(pred),
-                          "facts": 0 if dropped else mine.get((metric, "all"), {}).get("n_facts"),
+                          "facts": 0 if dropped else (mine.get((metric, "all")) or mine.get(("em", "all"))
+                                                      or {}).get("n_facts"),
                           "answered_none": dropped,
                           metric: {g: mine.get((metric, g), {}).get("value") for g in groups},
                           "ci": {g: _interval(mine.get((metric, g), {})) for g in groups},
@@ -230,6 +237,13 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             by_relation.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r.get("value")
     relation_table = [{"corpus": c, "relation": rel, metric: values}
                       for (c, rel), values in sorted(by_relation.items())]
+    # the exact match per relation of predictors that wrote their answers, where the run leads with P@1
+    written = [] if metric == "em" else list(dict.fromkeys(r.get("predictor") for r in per_relation
+                                                            if r.get("metric") == "em"))
+    written_table = [] if not written else [
+        {"corpus": c, "relation": rel, "em": {r.get("predictor"): r.get("value") for r in per_relation
+                                              if (r.get("corpus"), r.get("group"), r.get("metric")) == (c, rel, "em")}}
+        for c, rel in sorted({(r.get("corpus"), r.get("group")) for r in per_relation if r.get("metric") == "em"})]
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
             "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
             "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
@@ -238,8 +252,27 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
             "table": table, "relation_table": relation_table, "notes": notes,
+            "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES)}
+
+
+def _shown_metrics(experiment: str, rows: list[dict], setting: str, metric: str, extra: tuple[str, ...]
+                   ) -> tuple[str, tuple[str, ...]]:
+    """The metric shown per group and those over all facts: a LAMA run leads with exact match where every
+    predictor wrote its answers by generation (and shows no P@10 or MRR then), and shows the exact match,
+    abstention and unlinked rates of generated answers where it has them (as summary.md); an LM-KBC run its
+    abstention and unlinked rates."""
+    from bridge.run.summaries import lead_metric
+    from eval.generated_scores import GENERATED_METRICS
+
+    if experiment != "lama":
+        held = {r.get("metric") for r in rows}
+        return metric, (*extra, *(m for m in ("abstain", "unlinked") if m in held and experiment == "lmkbc"))
+    metric = lead_metric(experiment, rows, setting)
+    held = {r.get("metric") for r in rows}
+    ranked = () if metric == "em" else extra
+    return metric, (*ranked, *(m for m in GENERATED_METRICS if m in held and m != metric))
 
 
 def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[str], extra: tuple[str, ...]
@@ -261,6 +294,10 @@ def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[
         unranked = [label for m, label in empty if m in RANKED and all(r["predictor"] in written for r in mine)]
         if unranked:
             notes.append(f"`-` under {', '.join(unranked)} for every predictor: {unranked_note(corpus, written)}")
+        elif loaded.experiment == "lama" and written and [r for r in mine if r["predictor"] in written]:
+            ranked = [f"{COLUMN_NAMES.get(m, m)}" for m in (metric, *extra) if m in RANKED]
+            notes.append((f"`-` under {', '.join(ranked)} for {', '.join(written)}: " if ranked else "")
+                         + unranked_note(corpus, written))
         rest = [label for _, label in empty if label not in unranked]
         if shared[1] in rest:
             none = [r["predictor"] for r in mine if not r["facts"]]
