@@ -82,8 +82,9 @@ def distinct_runs(run_dirs: Sequence[Path | str]) -> list[Path]:
     return list(seen.values())
 
 
-def _summary_totals(run: Path, corpus: str, setting: str) -> dict[tuple[str, str], dict]:
-    """Per (predictor, metric), the `own` `all` row in a run's summary.json."""
+def _summary_totals(run: Path, corpus: str, setting: str, experiment: str) -> dict[tuple[str, str], dict]:
+    """Per (predictor, metric), the `own` `all` row in a run's summary.json (LM-KBC's rates in percent, however
+    old the run)."""
     path = run / "summary.json"
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
@@ -93,6 +94,10 @@ def _summary_totals(run: Path, corpus: str, setting: str) -> dict[tuple[str, str
         raise DataError(f"{path}: unreadable summary ({exc}); rerun the run to rewrite it") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise DataError(f"{path}: not a list of summary rows; rerun the run to rewrite it")
+    if experiment == "lmkbc":
+        from eval.generated_scores import rates_in_percent
+
+        rows = rates_in_percent(rows)
     return {(r.get("predictor"), r.get("metric")): r for r in rows
             if r.get("corpus") == corpus and r.get("scope") == "own" and r.get("group") == "all"
             and r.get("setting") == setting and not r.get("prompt")}
@@ -258,7 +263,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         # own scope reads each run's summary, unless a run holds relations left out: its total would count them
         from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
                                               for cfg in configs.values())
-        totals = {run: _summary_totals(run, c, setting) for run in runs} if from_summary else {}
+        totals = {run: _summary_totals(run, c, setting, experiment) for run in runs} if from_summary else {}
         own: dict[tuple[Path, str], dict] = {}  # the own-scope `metric` row of each predictor that has one
         lacking: list[tuple[Path, str, list[str], str]] = []  # predictors with no total of `metric`
         for (run, name), mine in units.items():
