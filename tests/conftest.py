@@ -44,6 +44,16 @@ def google_re(lama_dir):
     return load_google_re(lama_dir)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _built_once_per_run(tmp_path_factory) -> None:
+    """The entity tests' artefacts are built once per run, not once per worker process: under `-n 2` the
+    workers' temporary folders share a parent, which pytest removes with its old runs."""
+    import test_entities_support
+
+    base = tmp_path_factory.getbasetemp()
+    test_entities_support.share_builds_in(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """With KBC_DATA set, a skipped data test is a failure (CI must run them all)."""
     if not os.environ.get("KBC_DATA"):

@@ -21,14 +21,15 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     from bridge.report.data import check_comparable, combine, delta_pairs, load_run
     from bridge.report.out_dir import PAGES, check_out, record, remove_stale, write_text, written_before
     from bridge.report.page import render_html, render_markdown
-    from bridge.report.sections import HEADLINE, Builder
+    from bridge.report.sections import Builder
+    from bridge.run.summaries import headline_metric
 
     runs = [load_run(run_dir)]
     if compare is not None:
         runs.append(load_run(compare))
         check_comparable(*runs)
     view = combine(runs, setting)
-    pairs = delta_pairs(view, delta, HEADLINE.get(view.experiment, "p@1"))
+    pairs = delta_pairs(view, delta, headline_metric(view.experiment))
     target = Path(out) if out is not None else runs[0].path / "report"
     check_out(target, runs[0].path)
     target.mkdir(parents=True, exist_ok=True)

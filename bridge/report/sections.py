@@ -15,12 +15,19 @@ from pathlib import Path
 from bridge.report import figures
 from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
-from bridge.run.summaries import generating, lead_metric, open_spaces, relation_info, shown_extra, unranked_note
+from bridge.run.summaries import (
+    generating,
+    headline_metric,
+    lead_metric,
+    open_spaces,
+    relation_info,
+    shown_extra,
+    unranked_note,
+)
 from eval.cells import csv_cell
 from eval.report import METRIC_NAMES, counted_unit, per_relation, table
 from eval.types import RELATION_TYPES
 
-HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1"}
 SCORES_SOURCE = {"lama": "LAMA Table 2", "coherency": "coherency paper Table 1", "kmir": "KMIR Table 4"}
 SIGNIFICANT = 0.01  # the correlation matrix marks coefficients with p below this
 MIN_BIN = 20  # co-occurrence bins with fewer facts are merged with their neighbours
@@ -76,7 +83,7 @@ class Builder:
         self.colour = figures.colours(view.predictors)
         self.labels = relation_labels(view.main.config)
         self.metric = (lead_metric("lama", view.summary, view.setting) if view.experiment == "lama" else
-                       HEADLINE.get(view.experiment, "p@1"))
+                       headline_metric(view.experiment))
         self.scope = "shared" if any(r.get("scope") == "shared" for r in view.summary) else "own"
         self.rows = [r for r in view.summary if r["setting"] == view.setting and r.get("scope", "own") == self.scope
                      and not r.get("prompt")]

@@ -27,6 +27,7 @@ from bridge.run.summaries import (
     answered_nothing,
     answered_units,
     generating,
+    headline_metric,
     mrr_cutoff,
     run_config,
     scorable,
@@ -43,13 +44,7 @@ FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "v
 META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
 # else p@1
-HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1", "fewrel": "f1-macro"}
 VALUES = ("value", "stderr", "ci_low", "ci_high", "n_facts")
-
-
-def headline_metric(experiment: str) -> str:
-    """The metric a leaderboard of `experiment` runs shows when none is asked for."""
-    return HEADLINE.get(experiment, "p@1")
 
 
 def upper_bound(config: dict, predictor: str) -> bool:

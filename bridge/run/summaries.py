@@ -293,12 +293,18 @@ def generating(config: dict, corpus: str) -> list[str]:
     return sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
 
 
+HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1", "fewrel": "f1-macro"}
+
+
+def headline_metric(experiment: str) -> str:
+    """The metric an experiment's tables and leaderboards lead with when none is asked for."""
+    return HEADLINE.get(experiment, "p@1")
+
+
 def lead_metric(experiment: str, rows: list[dict], setting: str = "raw") -> str:
     """The metric a run's tables lead with: the experiment's headline, or exact match in a LAMA run whose
     predictors all wrote their answers by generation (no ranking, so no P@1: `kbc run`'s summary.md leads
     with exact match there)."""
-    from bridge.run.leaderboard import headline_metric
-
     metric = headline_metric(experiment)
     held = {r.get("metric") for r in rows if r.get("setting") == setting and not r.get("prompt")}
     return "em" if experiment == "lama" and metric not in held and "em" in held else metric

@@ -354,7 +354,8 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     these runs) in one table, best first, each total with its stderr and interval (`kbc leaderboard`): runs over
     different relations are scored over those they share, and `notes` says what was left out. Computed once per
     choice."""
-    from bridge.run.leaderboard import board, headline_metric
+    from bridge.run.leaderboard import board
+    from bridge.run.summaries import headline_metric
 
     choices = board_choices(runs, experiment)
     experiment = choices["experiment"]
