@@ -285,3 +285,14 @@ def test_a_port_that_is_not_ray_is_one_error_line(monkeypatch):
     finally:
         web.shutdown()
         silent.close()
+
+
+def test_a_server_traceback_is_told_by_its_last_line():
+    from bridge.run.ray_executor import _reason
+
+    told = ConnectionError("Initialization failure from server:\nTraceback (most recent call last):\n  File \"x\", "
+                           "line 1\nRuntimeError: Proxy failed to Connect to backend! Check the logs.\n")
+    assert _reason(told) == ("Initialization failure from server: RuntimeError: Proxy failed to Connect to backend! "
+                             "Check the logs")
+    assert _reason(ConnectionError("ray client connection timeout.\nmore")) == "ray client connection timeout"
+    assert _reason(ConnectionError("")) == "ConnectionError"

@@ -358,6 +358,16 @@ def _workers_at_driver_priority() -> Iterator[None]:
         os.environ.pop(NICENESS_VARIABLE, None)
 
 
+def _reason(exc: BaseException) -> str:
+    """Ray's error on one line: its first line, and the last line of a server traceback it carries (a client's
+    `Initialization failure from server:` says nothing without it)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    first = lines[0].rstrip(".")
+    return f"{first} {lines[-1].rstrip('.')}" if len(lines) > 1 and first.endswith(":") else first
+
+
 class RayExecutor:
     """Pools of actors per predictor on a Ray cluster joined (or started here) once per run."""
 
@@ -382,7 +392,7 @@ class RayExecutor:
                 hint += (f"; a cluster with token authentication (Ray turns it on for clusters `ray start` starts) "
                          f"also needs {AUTH_MODE_VARIABLE}=token here, with its token (`ray get-auth-token` on the "
                          "head) in RAY_AUTH_TOKEN or ~/.ray/auth_token")
-            raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0].rstrip('.')}; {hint}") from None
+            raise ConfigError(f"--ray-address {address}: {_reason(exc)}; {hint}") from None
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None
         have = ray.cluster_resources()  # said, as `auto` joins whichever cluster this machine runs
