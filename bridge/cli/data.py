@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ from bridge.cli.options import data_dir_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
+from eval.datadir import ENV_VAR, absolute_path, resolve_data_dir
 from eval.errors import ConfigError, DataError
 from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
@@ -78,12 +80,13 @@ def _remove_if_empty(dest: Path, created: bool) -> None:
 
 
 @data.command("list")
-@click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
-              help="Data folder to look in.")
+@click.option("--dest", type=PathType(file_okay=False), default=None,
+              help="Data folder to look in (default: the folder holding $KBC_DATA's LAMA copy, else ./data).")
 def list_sources(dest) -> None:
     """Every corpus `kbc data download` fetches: its size, whether it is in DEST, where, its licence, what it is."""
     from eval.download import status
 
+    dest, source = _list_folder(dest)
     rows = [(s.name, _size(s.size) + ("+zip" if s.archive else ""), status(s, dest), str(Path(dest) / s.where),
              s.licence, s.what) for s in SOURCES]
     head = ("name", "size", "status", "where", "licence", "what")
@@ -93,6 +96,22 @@ def list_sources(dest) -> None:
     files = {f for s in SOURCES for f in s.files()}  # a file two corpora share counts once
     click.echo(f"total {_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
                "plus LAMA's release archive")
+    click.echo(f"listed {absolute_path(dest)} ({source})")
+
+
+def _list_folder(dest: str | None) -> tuple[str, str]:
+    """The folder `kbc data list` looks in, and where it comes from: `--dest`, else the folder holding the LAMA copy
+    of `$KBC_DATA` (the LAMA folder itself or its parent, as the loaders read it), else `data`."""
+    if dest is not None:
+        return dest, "--dest"
+    given = os.environ.get(ENV_VAR)
+    if not given:
+        return "data", f"--dest default; {ENV_VAR} is not set"
+    try:
+        lama = resolve_data_dir(given)
+    except DataError:  # no LAMA copy yet: $KBC_DATA names the folder it would be in
+        lama = absolute_path(given)
+    return str(lama.parent), f"from {ENV_VAR}={given}"
 
 
 def _size(n: int) -> str:
