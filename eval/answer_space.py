@@ -63,9 +63,9 @@ class AnswerSpacePredictor:
 def lama_data_for(data_dir: str | Path) -> Path:
     """The LAMA copy whose text KB predictors read on a BEAR run: `$KBC_DATA`, else a `lama/` folder beside the
     BEAR data (its parent's or grandparent's)."""
-    from eval.datadir import resolve_data_dir
+    from eval.datadir import absolute_path, resolve_data_dir
 
-    root = Path(data_dir).expanduser().resolve()
+    root = absolute_path(data_dir)
     env = os.environ.get("KBC_DATA")
     for cand in ([Path(env)] if env else []) + [root.parent / "lama", root.parent.parent / "lama"]:
         if cand.is_dir():

@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from eval.datadir import absolute_path
 from eval.errors import DataError
 from eval.jsonl import json_type, opt_list, opt_str, read_jsonl, read_text, req_str
 from eval.lama import Corpus
@@ -42,7 +43,7 @@ def resolve_bear_dir(corpus: str, data_dir: str | Path | None = None) -> Path:
     for root in roots:
         for cand in (root / sub, root / "bear" / sub, root.parent / "bear" / sub, root):
             if (cand / METADATA).is_file() and (cand is not root or root.name.lower() == sub.lower()):
-                return cand.resolve()
+                return absolute_path(cand)
     if not roots:
         raise DataError(f"no BEAR data: point --data-dir or {ENV_VAR} at the folder holding {sub}/")
     raise DataError(f"no {sub}/{METADATA} under {', '.join(str(r) for r in roots)}; point --data-dir or {ENV_VAR} "

@@ -17,13 +17,19 @@ HOW_TO_GET = (
 )
 
 
+def absolute_path(path: str | Path) -> Path:
+    """`path` made absolute as given, symlinks kept: the data folders beside it are those beside the link,
+    not those beside its target."""
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     """The directory holding `relations.jsonl`; accepts the LAMA dir itself or a parent of it."""
     given = data_dir or os.environ.get(ENV_VAR) or DEFAULT_DIR
     root = Path(given).expanduser()
     for cand in (root, root / "lama", root / "data"):
         if (cand / "relations.jsonl").is_file():
-            return cand.resolve()
+            return absolute_path(cand)
     if not root.exists():
         raise DataError(f"LAMA data directory {root} does not exist; {HOW_TO_GET}")
     raise DataError(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import resolve_data_dir
+from eval.datadir import absolute_path, resolve_data_dir
 from eval.errors import DataError
 from eval.lama import Corpus
 from eval.report_counts import LoadReport
@@ -59,7 +59,7 @@ def resolve_fewrel_dir(data_dir: str | Path | None = None) -> Path:
             pass
     for folder in tried:
         if (folder / DATA_FILE).is_file():
-            return folder
+            return absolute_path(folder)
     where = ", ".join(str(p) for p in dict.fromkeys(tried)) or "no --data-dir or KBC_DATA given"
     raise DataError(f"FewRel data not found (looked for {DATA_FILE} in {where}); point --data-dir at the folder "
                     "holding it (e.g. ../shared/data/fewrel)")

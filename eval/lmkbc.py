@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from eval.datadir import ENV_VAR
+from eval.datadir import ENV_VAR, absolute_path
 from eval.errors import DataError
 from eval.jsonl import json_type, read_jsonl, read_text, req_str, write_jsonl_line
 from eval.lama import Corpus
@@ -53,7 +53,7 @@ def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
     root = Path(given).expanduser()
     for cand in (root, root / CORPUS, root.parent / CORPUS):
         if any((cand / f"{split}.jsonl").is_file() for split in SPLITS):
-            return cand.resolve()
+            return absolute_path(cand)
     raise DataError(f"{root} holds no LM-KBC data (expected train.jsonl / val.jsonl there or in {CORPUS}/)")
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import ENV_VAR
+from eval.datadir import ENV_VAR, absolute_path
 from eval.errors import DataError, KbcError
 from eval.jsonl import json_type, read_jsonl, req_str
 from eval.lama import MASK, Corpus
@@ -65,7 +65,7 @@ def resolve_negated_dir(data_dir: str | Path | None = None) -> Path:
     root = Path(given).expanduser()
     for cand in (root, root / FOLDER, root.parent / FOLDER):
         if any((cand / folder / variant).is_dir() for folder in CORPORA.values() for variant in VARIANTS):
-            return cand.resolve()
+            return absolute_path(cand)
     raise DataError(f"{root} holds no negated/misprimed LAMA data (expected {', '.join(CORPORA.values())} "
                     f"there or in {FOLDER}/)")
 

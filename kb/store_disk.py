@@ -72,6 +72,14 @@ def _one_line(exc: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def holds_nothing(root: Path) -> bool:
+    """No store at `root` yet: no folder there, or an empty one (a new store's first file is its mark)."""
+    root = Path(root)
+    if root.is_symlink() and not root.exists():
+        return False  # a dangling link: opening it says what is wrong
+    return not root.exists() or (root.is_dir() and not any(root.iterdir()))
+
+
 class StoreFolder:
     """One store folder: the published generation to read, and the writer's lock and copy."""
 

@@ -66,7 +66,8 @@ def test_missing_data_dir_says_how(tmp_path, capsys, monkeypatch):
 
 
 def test_kb_types_json(tmp_path, lama_dir, capsys):
-    code, out, _ = run_kbc(["kb", "types", "--corpus", "google_re", "--data-dir", str(lama_dir), "--store",
-                        str(tmp_path / "s"), "--json"], capsys)
+    store = ["--corpus", "google_re", "--data-dir", str(lama_dir), "--store", str(tmp_path / "s")]
+    assert run_kbc(["kb", "load", *store], capsys)[0] == 0
+    code, out, _ = run_kbc(["kb", "types", *store, "--json"], capsys)
     rows = {r["relation"]: r for r in json.loads(out)}
     assert code == 0 and rows["place_of_birth"]["computed"] == "N-1" and rows["place_of_birth"]["agree"]

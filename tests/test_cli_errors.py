@@ -1132,3 +1132,53 @@ def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, othe
     assert code == 0, err
     code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)
+
+
+# -- paths that do not exist: reading commands refuse them, failed builds leave no folder -----------
+@pytest.mark.parametrize(("argv", "fill"), [
+    (["kb", "stats"], "kbc kb load"),
+    (["kb", "types", "--corpus", "google_re"], "kbc kb load --corpus google_re"),
+])
+@pytest.mark.parametrize("there", ["nothing", "an empty folder"])
+def test_a_reading_kb_command_refuses_a_store_that_does_not_exist(ctx, capsys, argv, fill, there):
+    path = ctx.tmp / "no-store"
+    if there == "an empty folder":
+        path.mkdir()
+    data = ["--data-dir", str(ctx.data)] if argv[1] == "types" else []
+    code, _, err = run_kbc([*argv, *data, "--store", str(path)], capsys)
+    _assert_one_error_line(code, err, f"error: no graph store at {path}; fill one with `{fill} --store {path}` (or "
+                           "check the --store path)", False)
+    assert (path.exists(), list(path.iterdir()) if path.exists() else []) == (there != "nothing", [])
+    code, _, err = run_kbc([*argv, *data], capsys)  # the cache's store, not made yet
+    _assert_one_error_line(code, err, f"error: no graph store at {ctx.tmp / 'cache' / 'store'} (the cache's); fill "
+                           f"one with `{fill}`, or name one with --store DIR", False)
+    assert not (ctx.tmp / "cache" / "store").exists()
+
+
+def test_kb_load_makes_the_store_the_reading_commands_then_read(ctx, capsys):
+    store = ["--store", str(ctx.tmp / "new" / "store")]
+    code, out, err = run_kbc(["kb", "load", "--corpus", "google_re", "--data-dir", str(ctx.data), *store], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["kb", "stats", *store], capsys)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("gold-google_re: 30 fact triples, 3 relations")
+
+
+@pytest.mark.parametrize(("source", "text", "why"), [
+    ("dump", "x\n", "the compressed dump is truncated or corrupt (Invalid data stream); download it again"),
+    ("jsonl", "{x\n", "1: malformed JSON (Expecting property name enclosed in double quotes)"),
+])
+def test_a_failed_index_build_leaves_no_folder_it_made(ctx, capsys, source, text, why):
+    src = ctx.tmp / ("f.xml.bz2" if source == "dump" else "p.jsonl")
+    src.write_text(text)
+    sep = ": " if source == "dump" else ":"
+    for out in (ctx.tmp / "idx", ctx.tmp / "new" / "parents" / "idx"):
+        code, _, err = run_kbc(["index", "build", "--source", source, "--input", str(src), "--out", str(out),
+                                "--quiet"], capsys)
+        _assert_one_error_line(code, err, f"error: {src}{sep}{why}", False)
+        assert not out.exists() and not (ctx.tmp / "new").exists()
+    (ctx.tmp / "mine").mkdir()
+    code, _, err = run_kbc(["index", "build", "--source", source, "--input", str(src), "--out", str(ctx.tmp / "mine"),
+                            "--quiet"], capsys)
+    _assert_one_error_line(code, err, f"error: {src}{sep}{why}", False)
+    assert (ctx.tmp / "mine").is_dir()  # it was there before: it stays

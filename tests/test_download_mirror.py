@@ -268,7 +268,7 @@ def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, 
     assert run_kbc(["data", "download", "fewrel", "--dest", str(dest), "--quiet"], capsys)[0] == 2
     code, out, err = run_kbc(["data", "list", "--dest", str(dest)], capsys)
     assert code == 0
-    rows = {line.split()[0]: re.split(r"\s{2,}", line, maxsplit=4) for line in out.splitlines()[1:-1]}
+    rows = {line.split()[0]: re.split(r"\s{2,}", line, maxsplit=4) for line in out.splitlines()[1:-2]}
     assert list(rows) == [s.name for s in SOURCES]
     assert rows["lmkbc2024"] == ["lmkbc2024", "200 kB", "present", str(dest / "lmkbc2024"),
                                  "CC BY 4.0: LM-KBC 2024: set-valued facts of 5 relations, train and val, "
@@ -278,4 +278,24 @@ def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, 
     assert rows["lama"][1:4] == ["459 kB+zip", "missing", str(dest / "lama")]
     assert {r[2] for n, r in rows.items() if n not in ("lmkbc2024", "xfactr", "fewrel")} == {"missing"}
     assert out.splitlines()[0].split() == ["name", "size", "status", "where", "licence:", "what"]
-    assert out.splitlines()[-1] == "total 33.2 MB in 577 files of 14 corpora, plus LAMA's release archive"
+    assert out.splitlines()[-2:] == ["total 33.2 MB in 577 files of 14 corpora, plus LAMA's release archive",
+                                     f"listed {dest} (--dest)"]
+
+
+@pytest.mark.parametrize("given", ["lama", "."])
+def test_list_looks_beside_the_lama_copy_of_kbc_data(shared_data, capsys, monkeypatch, given):
+    monkeypatch.setenv("KBC_DATA", str(shared_data / given))
+    code, out, err = run_kbc(["data", "list"], capsys)
+    rows = {line.split()[0]: re.split(r"\s{2,}", line, maxsplit=4) for line in out.splitlines()[1:-2]}
+    assert code == 0, err
+    assert rows["lama"][2:4] == ["present", str(shared_data / "lama")]
+    assert rows["negated-lama"][2:4] == ["present", str(shared_data / "negated_misprimed_lama")]
+    assert out.splitlines()[-1] == f"listed {shared_data} (from KBC_DATA={shared_data / given})"
+
+
+def test_list_without_dest_or_kbc_data_looks_in_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_kbc(["data", "list"], capsys)
+    assert (code, out.splitlines()[-1]) == (0, f"listed {tmp_path / 'data'} (--dest default; KBC_DATA is not set)")
+    assert out.splitlines()[1].split()[:4] == ["lama", "459", "kB+zip", "missing"]

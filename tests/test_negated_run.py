@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from cli_support import run_kbc
@@ -128,7 +129,8 @@ def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, 
     assert ("  trex/P159 positive facts (from random/P159_random.jsonl; every --misprimes variant holds the same "
             "facts): read 336, kept 336, dropped 0; 336 facts have no negated sentence (it equals the positive "
             "one)\n") in err
-    assert err.count("negated-trex: negated and misprimed sentences from TREx/high_ranked/\n") == 1
+    folder = lama_dir.parent / "negated_misprimed_lama" / "TREx" / "high_ranked"
+    assert err.count(f"negated-trex: negated and misprimed sentences from {folder}/\n") == 1
     dropped = json.loads((out / "dropped.json").read_text())
     reason = ("a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers "
               "no probes")
@@ -152,3 +154,23 @@ def test_dropped_facts_count_once_not_per_query(tiny_models, lama_dir, tmp_path,
     why = "object is not in the candidate vocabulary"
     assert config["predictor_configs"]["negated-trex"]["bert"]["dropped_facts"] == {"P19": {why: 3}, "P36": {why: 3}}
     assert f"| negated-trex | bert | P19 | {why} | 3 |" in (out / "summary.md").read_text()
+
+
+def test_a_linked_data_dir_reads_the_negated_data_beside_the_link(shared_data, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "lama").symlink_to(shared_data / "lama")
+    copy = tmp_path / "negated_misprimed_lama" / "TREx"
+    for variant in ("random", "high_ranked"):
+        shutil.copytree(shared_data / "negated_misprimed_lama" / "TREx" / variant, copy / variant)
+    lines = (copy / "high_ranked" / "P19.jsonl").read_text().splitlines(keepends=True)
+    lines[4] = '{"broken": \n'
+    (copy / "high_ranked" / "P19.jsonl").write_text("".join(lines))
+    argv = ["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--predictors", "freq", "--misprimes",
+            "high_ranked", "--data-dir", str(tmp_path / "lama"), "--limit", "5", "--quiet"]
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "bad")], capsys)
+    bad = f"error: {copy}/high_ranked/P19.jsonl:5: malformed JSON (Expecting value)"
+    assert (code, err.splitlines()[-1]) == (2, bad)
+    shutil.copy(shared_data / "negated_misprimed_lama" / "TREx" / "high_ranked" / "P19.jsonl", copy / "high_ranked")
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "good")], capsys)
+    assert code == 0, err
+    assert f"negated-trex: negated and misprimed sentences from {copy}/high_ranked/\n" in err

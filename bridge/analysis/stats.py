@@ -133,7 +133,9 @@ def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | N
                     return Path(described["path"])
     data = data_dir or run_config.get("data_dir")
     if data:
-        candidate = Path(data).resolve().parent / "tokenizers" / "bert-base-cased"
+        from eval.datadir import absolute_path
+
+        candidate = absolute_path(data).parent / "tokenizers" / "bert-base-cased"
         if candidate.is_dir():
             return candidate
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -11,7 +12,9 @@ from bridge.cli.options import data_dir_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
+from eval.datadir import ENV_VAR, absolute_path, resolve_data_dir
 from eval.errors import ConfigError, DataError
+from eval.out_folders import removed_if_left_empty
 from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
 from lm.precision import DTYPES
@@ -36,19 +39,26 @@ def data() -> None:
 def download(names, dest, mirror, url, sha256, quiet) -> None:
     """Fetch corpora by NAME (`all` for every one; default: lama), each pinned to an upstream commit and SHA-256,
     into where the loaders look; `kbc data list` names them."""
-    from eval.download import download_corpus
-
     chosen = list(dict.fromkeys(SOURCE_NAMES if "all" in names else names or ("lama",)))
     if (url or sha256) and "lama" not in chosen:
         raise ConfigError("--url and --sha256 are for LAMA's release archive; add lama to the names")
-    created = not Path(dest).exists()
+    with removed_if_left_empty(dest):  # a failed download leaves no folder behind
+        _download_each(chosen, dest, mirror, quiet, url, sha256)
+    if "lama" in chosen:
+        lama = Path(dest) / "lama"
+        click.echo(f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it")
+
+
+def _download_each(chosen: list[str], dest: str, mirror: str | None, quiet: bool, url: str | None,
+                   sha256: str | None) -> None:
+    from eval.download import download_corpus
+
     failed: list[str] = []
     for name in chosen:
         try:
             path = download_corpus(name, dest, mirror, show_progress(quiet), url, sha256)
         except DataError as exc:
             if len(chosen) == 1:
-                _remove_if_empty(Path(dest), created)
                 raise
             failed.append(name)  # the others are still worth having: each corpus is checked on its own
             click.echo(f"{name}: not downloaded: {exc}", err=True)
@@ -57,33 +67,21 @@ def download(names, dest, mirror, url, sha256, quiet) -> None:
         click.echo(f"{name}: ready in {path} ({n} file{'' if n == 1 else 's'}, SHA-256 checked"
                    + (", and LAMA's release archive" if BY_NAME[name].archive else "") + ")")
     if failed:
-        _remove_if_empty(Path(dest), created)
         ready = len(chosen) - len(failed)
         raise DataError(f"{len(failed)} of {len(chosen)} corpora could not be downloaded ({', '.join(failed)}: "
                         f"why is said above); {'the other ' + str(ready) + ' are ready' if ready else 'none is ready'}"
                         "; rerun the same command to fetch what is missing (what is in place is checked, not fetched "
                         "again)")
-    if "lama" in chosen:
-        lama = Path(dest) / "lama"
-        click.echo(f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it")
-
-
-def _remove_if_empty(dest: Path, created: bool) -> None:
-    """A `--dest` this command created and left without a file is removed: a failed download leaves no trace."""
-    if not created or not dest.is_dir() or any(p.is_file() for p in dest.rglob("*")):
-        return
-    for folder in sorted((p for p in dest.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        folder.rmdir()
-    dest.rmdir()
 
 
 @data.command("list")
-@click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
-              help="Data folder to look in.")
+@click.option("--dest", type=PathType(file_okay=False), default=None,
+              help="Data folder to look in (default: the folder holding $KBC_DATA's LAMA copy, else ./data).")
 def list_sources(dest) -> None:
     """Every corpus `kbc data download` fetches: its size, whether it is in DEST, where, its licence, what it is."""
     from eval.download import status
 
+    dest, source = _list_folder(dest)
     rows = [(s.name, _size(s.size) + ("+zip" if s.archive else ""), status(s, dest), str(Path(dest) / s.where),
              s.licence, s.what) for s in SOURCES]
     head = ("name", "size", "status", "where", "licence", "what")
@@ -93,6 +91,22 @@ def list_sources(dest) -> None:
     files = {f for s in SOURCES for f in s.files()}  # a file two corpora share counts once
     click.echo(f"total {_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
                "plus LAMA's release archive")
+    click.echo(f"listed {absolute_path(dest)} ({source})")
+
+
+def _list_folder(dest: str | None) -> tuple[str, str]:
+    """The folder `kbc data list` looks in, and where it comes from: `--dest`, else the folder holding the LAMA copy
+    of `$KBC_DATA` (the LAMA folder itself or its parent, as the loaders read it), else `data`."""
+    if dest is not None:
+        return dest, "--dest"
+    given = os.environ.get(ENV_VAR)
+    if not given:
+        return "data", f"--dest default; {ENV_VAR} is not set"
+    try:
+        lama = resolve_data_dir(given)
+    except DataError:  # no LAMA copy yet: $KBC_DATA names the folder it would be in
+        lama = absolute_path(given)
+    return str(lama.parent), f"from {ENV_VAR}={given}"
 
 
 def _size(n: int) -> str:

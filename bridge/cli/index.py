@@ -9,6 +9,7 @@ import click
 from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.errors import ConfigError
+from eval.out_folders import removed_if_left_empty
 
 DEFAULT_NAME = "lama-evidence"
 MAX_K = 10_000  # results per query; tantivy allocates room for k hits up front
@@ -57,10 +58,19 @@ def index() -> None:
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def build(source, input_path, location, min_words, backend, es_url, data_dir, quiet) -> None:
     """Index paragraphs; the new index replaces the old one only once complete."""
+    location = _location(location, backend)
+    if backend != "tantivy":
+        _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
+        return
+    with removed_if_left_empty(location):  # a failed build leaves no empty --out folder behind
+        _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
+
+
+def _build(source: str, input_path: str | None, location: str, min_words: int, backend: str, es_url: str | None,
+           data_dir: str | None, quiet: bool) -> None:
     from kb.text.index import build_index
     from kb.text.paragraphs import IngestReport, read_dump, read_paragraph_jsonl
 
-    location = _location(location, backend)
     if source == "lama":
         from kb.text.evidence import evidence_index
 

@@ -42,8 +42,8 @@ def types(corpus, data_dir, store, as_json) -> None:
     """Cardinality types and symmetry computed from the data, against relations.jsonl."""
     from kb.graph_view import compare_types, shape
 
-    c = load_corpus(corpus, data_dir)
-    with open_cli_store(store) as st:
+    with open_cli_store(store, filled_by=f"kbc kb load --corpus {corpus}") as st:
+        c = load_corpus(corpus, data_dir)
         graph = st.ensure_corpus(c.name, c.version, c.facts)
         shapes = [shape(rel, ((s, o) for s, o, _ in st.pairs(rel, graph))) for rel in c.relations]
     rows = compare_types(shapes, {r: rel.type for r, rel in c.relations.items()})

@@ -61,7 +61,7 @@ def register(kb: click.Group) -> None:
         from kb.reasoning import INFERRED, stored_coverage
         from kb.store import REL_NS, graph_iri
 
-        with open_cli_store(store) as st:
+        with open_cli_store(store, filled_by="kbc kb load") as st:
             inferred = [INFERRED] if INFERRED in st.graph_names(INFERRED) else []
             for graph in (*st.graph_names("gold"), *GRAPHS, *inferred):
                 rows = st.select(

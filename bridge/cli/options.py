@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bridge.cli.value_types import FloatRange, PathType
+from eval.errors import ConfigError
 from kb.text.index import ES_TIMEOUT
 
 data_dir_option = click.option(
@@ -25,9 +26,15 @@ def show_progress(quiet: bool) -> bool:
     return not quiet and logging.getLogger("kbc").getEffectiveLevel() <= logging.INFO
 
 
-def open_cli_store(path: str | None):
-    """The store named by `--store` (with `--store-update` and `--store-timeout` of this command)."""
-    from kb.store import open_store
+def open_cli_store(path: str | None, filled_by: str | None = None):
+    """The store named by `--store` (with `--store-update` and `--store-timeout` of this command).
+
+    `filled_by` is for a command that reads the store only: the command that fills one (its `--store`
+    is added). An embedded store that does not exist is then refused, and nothing is written: a
+    mistyped path must not read as an empty store.
+    """
+    from kb.store import open_store, store_path
+    from kb.store_disk import holds_nothing
 
     if path is None:
         from bridge.run.runner import default_cache_dir
@@ -35,6 +42,14 @@ def open_cli_store(path: str | None):
         default = default_cache_dir() / "store"
     else:
         default = Path(path)
+    if filled_by and not (path or "").startswith(("http://", "https://")):
+        folder = store_path(path) if path else default
+        if holds_nothing(folder):
+            if path:
+                raise ConfigError(f"no graph store at {folder}; fill one with `{filled_by} --store {path}` (or "
+                                  "check the --store path)")
+            raise ConfigError(f"no graph store at {folder} (the cache's); fill one with `{filled_by}`, or name "
+                              "one with --store DIR")
     meta = click.get_current_context().meta
     return open_store(path, meta.get(_UPDATE_KEY), default, timeout=meta.get(_TIMEOUT_KEY, 30.0))
 

@@ -50,7 +50,7 @@ class NegatedExperiment:
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         corpus = given.corpus.name.removeprefix("negated-")
         loaded = load_probes(given.data_dir, corpus, self.misprimes, list(given.corpus.relations))
-        folders = dict.fromkeys(f"{p.parent.parent.name}/{p.parent.name}/" for p in loaded.files)
+        folders = dict.fromkeys(f"{p.parent}/" for p in loaded.files)
         if given.corpus.name not in self._said:  # once per corpus, not per predictor
             self._said.add(given.corpus.name)
             log.info("%s: negated and misprimed sentences from %s", given.corpus.name, ", ".join(folders))
