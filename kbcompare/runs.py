@@ -168,10 +168,10 @@ class Run:
         """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
         for small runs, relation types for large ones) and `all`; values as in summary.json.
 
-        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1; exact match `em` for a LAMA run
-        whose predictors all write their answers by generation). A predictor that answered nothing has a row of no
-        values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor has no
-        p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1, overlap; exact match `em` for a
+        LAMA run whose predictors all write their answers by generation). A predictor that answered nothing has a
+        row of no values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor
+        has no p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
         from eval.report import metric_id, table_groups
 
