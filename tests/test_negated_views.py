@@ -115,3 +115,18 @@ def test_one_headline_in_every_view(negated_run):
     assert (by["freq"]["overlap"]["all"], by["bert"]["p@1-drop"]) == (100.0, None)
     assert shown["notes"] == ["negated-trex: `-` under P@1 drop own for bert: no fact it answered was right without "
                               "the prime (the drop is taken over those facts)"]
+
+
+def test_load_run_p1_drop_table_names_its_gaps(negated_run):
+    import kbcompare
+
+    out, _ = negated_run
+    frame = kbcompare.load_run(out).table("p@1-drop")
+    assert list(frame.columns) == ["P19", "P36", "all"] and list(frame.index) == [("negated-trex", "freq")]
+    assert (frame.loc[("negated-trex", "freq"), "P19"], frame.loc[("negated-trex", "freq"), "all"]) == (0.0, 0.0)
+    assert frame.loc[("negated-trex", "freq"), "P36"] != frame.loc[("negated-trex", "freq"), "P36"]  # NaN
+    assert frame.attrs["notes"] == [
+        "negated-trex: P36 is NaN for every predictor: no fact of it was right without the prime (the drop is taken "
+        "over those facts)",
+        "negated-trex: no p@1-drop (raw) row for bert (no fact it answered was right without the prime: the drop is "
+        "taken over those facts)"]
