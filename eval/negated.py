@@ -239,9 +239,10 @@ def summarize_negation(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dic
 
 def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = False) -> dict[str, dict[str, float]]:
     """Per relation `became-prime` (% of facts whose misprimed top answer is the prime), `p@1-drop` (% of the
-    facts right without the prime that the prime makes wrong; absent when none was right), `n`, `n-right`;
-    `all` is the mean over relations. Gold labels match exactly (lower-cased for an uncased model); primes
-    match whatever the case, since the data writes them sentence-cased ("Ibm? Steve Ballmer works for ...")."""
+    facts right without the prime that the prime makes wrong; absent when none was right), `n`, `n-p@1-drop`
+    (the facts right without the prime, those the drop is taken over); `all` is the mean over relations. Gold
+    labels match exactly (lower-cased for an uncased model); primes match whatever the case, since the data
+    writes them sentence-cased ("Ibm? Steve Ballmer works for ...")."""
     groups: dict[str, list[MisprimeOutcome]] = {}
     for o in outcomes:
         groups.setdefault(o.relation, []).append(o)
@@ -250,7 +251,8 @@ def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = 
         became = sum(1 for o in items if o.top_misprimed.casefold() == o.prime.casefold())
         right = [o for o in items if _norm(o.top_positive, lowercased) == _norm(o.gold, lowercased)]
         lost = sum(1 for o in right if _norm(o.top_misprimed, lowercased) != _norm(o.gold, lowercased))
-        row = {"became-prime": 100.0 * became / len(items), "n": float(len(items)), "n-right": float(len(right))}
+        row = {"became-prime": 100.0 * became / len(items), "n": float(len(items)),
+               "n-p@1-drop": float(len(right))}
         if right:
             row["p@1-drop"] = 100.0 * lost / len(right)
         table[rel] = row
@@ -258,6 +260,8 @@ def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = 
 
 
 def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """`all`: each metric's mean over the relations that have it; `n` and each metric's own count (`n-<metric>`,
+    the facts it is taken over) summed over relations."""
     if not table:
         raise KbcError("no fact to summarize")
     overall: dict[str, float] = {"n": sum(row["n"] for row in table.values())}
@@ -265,6 +269,8 @@ def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> d
         values = [row[metric] for row in table.values() if metric in row]
         if values:
             overall[metric] = sum(values) / len(values)
+        if any(f"n-{metric}" in row for row in table.values()):
+            overall[f"n-{metric}"] = sum(row.get(f"n-{metric}", 0.0) for row in table.values())
     return {**table, "all": overall}
 
 

@@ -28,6 +28,13 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "unlinked": "Answers linked to no entity (%), generated answers"}
 
 
+# metrics taken over only some of the units a predictor answered: what such a unit is, and why that matters; a
+# predictor that answered a relation but has none of those units there has no value of it (`-`), said in a note
+SUBSET_METRICS = {"p@1-drop": ("was right without the prime", "the drop is taken over those facts"),
+                  "spearman": ("shares two answers, scored apart, between its positive and negated top answers",
+                               "the rank correlation is taken over those facts")}
+
+
 def metric_id(name: str) -> str:
     """A metric as the summaries name it (`p@1`), however it was cased where it was chosen (`P@1`, as tables
     print it): every metric id is lower case."""
@@ -118,7 +125,8 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             scored = [p for p in every if (c, p, setting, "own", "all", metric) in idx]
             predictors = [p for p in every if p in scored or p in silent] if scored else []
         else:
-            predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx]
+            predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx
+                          or (metric in SUBSET_METRICS and _answered(idx, c, p, setting, scope, "all"))]
         if not predictors:
             continue
         head = ["corpus", "predictor", "answer space", f"#{unit}"]
@@ -142,9 +150,53 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
             lines.append(md_row([c, p, answers, str(total["n_facts"] if total else 0), *cells, _ci(total, metric)]))
-        if scope == "shared":
+        if metric in SUBSET_METRICS:
+            lines += _subset_notes(idx, c, predictors, groups, setting, scope, metric, info)
+        elif scope == "shared":
             lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit)
     return "\n".join(lines)
+
+
+def _answered(idx: dict, corpus: str, predictor: str, setting: str, scope: str, group: str) -> bool:
+    """Whether `predictor` has a score of any metric for `group` in `scope`: it answered units of it."""
+    return any(key[:5] == (corpus, predictor, setting, scope, group) and key[5] not in (NONE_ANSWERED, "answer_space")
+               for key in idx)
+
+
+def _subset_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, scope: str,
+                  metric: str, info: dict) -> list[str]:
+    """Why a cell of a metric taken over some of the answered units (`SUBSET_METRICS`) is `-`: the predictor
+    answered none of the group (in the shared scope: no unit of it was answered by every predictor), or none of
+    what it answered is a unit the metric is taken over. A table never leaves a `-` unexplained."""
+    what, why = SUBSET_METRICS[metric]
+    names = {g: "Total" if g == "all" else relation_name(g, info) for g in groups}
+    notes: list[str] = []
+    explained: set[tuple[str, str]] = set()
+    for g in groups:  # whole columns first
+        if any((corpus, p, setting, scope, g, metric) in idx for p in predictors):
+            continue
+        answered = [p for p in predictors if _answered(idx, corpus, p, setting, scope, g)]
+        if answered:
+            notes.append(f"`-` under {names[g]} for every predictor: no fact of it {what} ({why}).")
+        elif scope == "shared":
+            none = [p for p in predictors if not _answered(idx, corpus, p, setting, "own", g)]
+            notes.append(unshared_note(names[g], none, [p for p in predictors if p not in none]))
+        else:
+            notes.append(f"`-` under {names[g]} for every predictor: none answered any fact of it.")
+        explained |= {(p, g) for p in predictors}
+    for p in predictors:
+        if (corpus, p, setting, scope, "all", metric) not in idx:  # then no group of it has a value either
+            notes.append(f"`-` throughout for {p} (#facts 0): no fact it answered {what} ({why}).")
+            explained |= {(p, g) for g in groups}
+            continue
+        left = [g for g in groups if (p, g) not in explained and (corpus, p, setting, scope, g, metric) not in idx]
+        right = [names[g] for g in left if _answered(idx, corpus, p, setting, scope, g)]
+        if right:
+            notes.append(f"`-` under {', '.join(right)} for {p}: no fact of it {what} ({why}).")
+        unanswered = [names[g] for g in left if not _answered(idx, corpus, p, setting, scope, g)]
+        if unanswered:
+            notes.append(f"`-` under {', '.join(unanswered)} for {p}: it answered no fact of it.")
+    return ["", *(f"- {n}" for n in notes)] if notes else []
 
 
 def unshared_note(column: str, none: list[str], some: list[str]) -> str:

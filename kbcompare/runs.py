@@ -168,12 +168,12 @@ class Run:
         """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
         for small runs, relation types for large ones) and `all`; values as in summary.json.
 
-        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1; exact match `em` for a LAMA run
-        whose predictors all write their answers by generation). A predictor that answered nothing has a row of no
-        values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor has no
-        p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1, overlap; exact match `em` for a
+        LAMA run whose predictors all write their answers by generation). A predictor that answered nothing has a
+        row of no values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor
+        has no p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
-        from eval.report import metric_id, table_groups
+        from eval.report import SUBSET_METRICS, metric_id, table_groups
 
         metric = metric_id(metric) if metric else lead_metric(self.experiment, self._data.summary, setting)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
@@ -188,18 +188,28 @@ class Run:
         corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
         info = relation_info(self.config)
         frames = []
+        notes: list[str] = []
         for c in corpora:
             mine = [r for r in rows if r["corpus"] == c]
             if not mine:
                 raise ConfigError(f"{self.run_dir} has no corpus {c!r} (it has {', '.join(self.corpora)})")
             groups = table_groups(mine, c, info.get(c, {}))
+            if metric in SUBSET_METRICS:  # a relation answered but with no fact the metric is taken over: NaN, said
+                asked = [r for r in self._data.summary if r.get("corpus") == c and r.get("metric") == "p@1"
+                         and r.get("setting") == setting and r.get("scope", "own") == scope]
+                groups = table_groups(asked, c, info.get(c, {})) if asked else groups
+                empty = [g for g in groups if all(r["group"] != g for r in mine)]
+                if empty:
+                    notes.append("{}: {} {} NaN for every predictor: no fact of {} {} ({})".format(
+                        c, ", ".join(empty), "is" if len(empty) == 1 else "are",
+                        "it" if len(empty) == 1 else "them", *SUBSET_METRICS[metric]))
             frame = pd.DataFrame(mine).pivot_table(index=["corpus", "predictor"], columns="group", values="value",
                                                    aggfunc="first", sort=False)
             none = pd.MultiIndex.from_tuples([(c, p) for p in silent.get(c, {})], names=frame.index.names)
             frames.append(frame.reindex(index=frame.index.append(none), columns=groups))
         out = pd.concat(frames)
         out.columns.name = metric
-        out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))]
+        out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))] + notes
         out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows, generating(self.config, c))
                                for c in corpora if self._lacking(c, rows)]
         return out
@@ -215,6 +225,8 @@ class Run:
         return [p for p in self.predictors if p in answered and p not in scored]
 
     def _lacking_note(self, corpus: str, metric: str, setting: str, rows: list[dict], written: list[str]) -> str:
+        from eval.report import SUBSET_METRICS
+
         lacking = self._lacking(corpus, rows)
         gen = [p for p in lacking if p in written]
         rest = [p for p in lacking if p not in written]
@@ -222,7 +234,9 @@ class Run:
         if gen:
             parts.append(f"{', '.join(gen)} (answers written by generation, no ranking: table(metric='em') gives "
                          "their exact match)")
-        if rest:
+        if rest and metric in SUBSET_METRICS:  # taken over some of the answered facts, of which they had none
+            parts.append("{} (no fact it answered {}: {})".format(", ".join(rest), *SUBSET_METRICS[metric]))
+        elif rest:
             held = sorted({r["metric"] for r in self._data.summary if r.get("corpus") == corpus
                            and r.get("predictor") in rest and r.get("setting") == setting and not r.get("prompt")
                            and r.get("metric") != "answer_space"})

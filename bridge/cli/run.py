@@ -589,11 +589,13 @@ def run_negated(ctx: click.Context, **params) -> None:
         --data-dir ../shared/data --out runs/negated
     """
     from bridge.experiments.negated import NegatedExperiment
+    from bridge.run.summaries import headline_metric
 
     for key, default in (("prompts", "lama"), ("context", "none"), ("template", "0")):
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run negated`: each fact is asked with its own sentences")
-    execute(ctx, lambda p: NegatedExperiment(p["misprimes"]), params, ("overlap", "Top-1 overlap (%) positive/negated"))
+    execute(ctx, lambda p: NegatedExperiment(p["misprimes"]), params,
+            (headline_metric("negated"), "Top-1 overlap (%) positive/negated"))
 
 
 for _option in run_negated.params:

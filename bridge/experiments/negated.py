@@ -121,9 +121,7 @@ class NegatedExperiment:
         negated = [(u["relation"], t == u["top_negated"], shared_top_spearman(u["answers"], u["answers_negated"]))
                    for u, t in top if u.get("top_negated")]
         if negated:
-            table = summarize_negation(negated)
-            table["all"]["n-spearman"] = sum(row["n-spearman"] for group, row in table.items() if group != "all")
-            rows += _rows(table, ("overlap", "spearman"))
+            rows += _rows(summarize_negation(negated), ("overlap", "spearman"))
         lowered = any(u.get("lowercased") for u in instances)
         primed = [MisprimeOutcome(u["relation"], t, u["top_misprimed"], u["gold"], u["prime"])
                   for u, t in top if u.get("top_misprimed")]
@@ -134,5 +132,5 @@ class NegatedExperiment:
 
 def _rows(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> list[dict]:
     return [{"setting": "raw", "group": group, "metric": metric, "value": row[metric],
-             "n_facts": int(row.get(f"n-{metric}", row["n"]))}  # spearman: the facts that have one
+             "n_facts": int(row.get(f"n-{metric}", row["n"]))}  # spearman, p@1-drop: the facts they are taken over
             for group, row in table.items() for metric in metrics if metric in row]

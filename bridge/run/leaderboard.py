@@ -36,7 +36,7 @@ from bridge.run.summaries import (
 )
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS
-from eval.report import metric_id, relation_order
+from eval.report import SUBSET_METRICS, metric_id, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
@@ -328,6 +328,9 @@ def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Pat
     if name in generating(config, corpus):
         what = "generates answers"
         hint = next((m for m in GENERATED_METRICS if m in held), None)
+    elif metric in SUBSET_METRICS:  # taken over some of the answered facts, of which it had none
+        what = "no fact it answered {} ({})".format(*SUBSET_METRICS[metric])
+        hint = headline_metric(experiment) if headline_metric(experiment) in held else None
     else:
         what = "ranks answers" if experiment == "lama" else "is scored otherwise"
         hint = headline_metric(experiment) if headline_metric(experiment) in held else None

@@ -293,7 +293,8 @@ def generating(config: dict, corpus: str) -> list[str]:
     return sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "none")
 
 
-HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1", "fewrel": "f1-macro"}
+HEADLINE = {"lama": "p@1", "coherency": "coherency", "kmir": "f1", "lmkbc": "macro-f1", "fewrel": "f1-macro",
+            "negated": "overlap"}
 
 
 def headline_metric(experiment: str) -> str:

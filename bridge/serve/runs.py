@@ -24,10 +24,10 @@ from eval.types import RELATION_TYPES
 TYPE_GROUPS = (*RELATION_TYPES, "all")
 
 OUTCOMES = ("all", "a-right-b-wrong", "b-right-a-wrong", "both-right", "both-wrong")
-# per experiment: the metric shown per group, the metrics shown over all facts beside it
-METRICS = {"lama": ("p@1", ("p@10", "mrr")), "coherency": ("coherency", ("coherency_round1", "coherency_round2")),
-           "kmir": ("f1", ("em",)), "lmkbc": ("macro-f1", ("macro-p", "macro-r", "micro-f1")),
-           "fewrel": ("f1-macro", ("precision-macro", "recall-macro", "accuracy"))}
+# per experiment: the metrics shown over all facts beside its headline (`headline_metric`, shown per group)
+EXTRA_METRICS = {"lama": ("p@10", "mrr"), "coherency": ("coherency_round1", "coherency_round2"), "kmir": ("em",),
+                 "lmkbc": ("macro-p", "macro-r", "micro-f1"), "fewrel": ("precision-macro", "recall-macro", "accuracy"),
+                 "negated": ("p@1", "spearman", "became-prime", "p@1-drop")}
 # per experiment: what it scores instead of single facts (the run page says so where it has no fact table)
 UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, relation) pairs by their answer sets",
          "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts",
@@ -36,7 +36,9 @@ PER_PAGE_MAX = 500
 # the run page's names of the metrics its summary table shows
 COLUMN_NAMES = {"p@1": "P@1", "p@10": "P@10", "mrr": "MRR", "coherency": "coherency", "coherency_round1": "round 1",
                 "coherency_round2": "round 2", "f1": "F1", "em": "EM", "macro-f1": "macro F1", "macro-p": "macro P",
-                "macro-r": "macro R", "micro-f1": "micro F1", "abstain": "abstained %", "unlinked": "unlinked %"}
+                "macro-r": "macro R", "micro-f1": "micro F1", "abstain": "abstained %", "unlinked": "unlinked %",
+                "overlap": "top-1 overlap %", "spearman": "Spearman", "became-prime": "became prime %",
+                "p@1-drop": "P@1 drop"}
 RANKED = ("p@1", "p@10", "mrr")  # what an answer written by generation has no value of
 
 
@@ -185,10 +187,10 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
 
     Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
     headline over `shared` facts (those every predictor answered), each with its number of facts."""
-    from bridge.run.summaries import silent_in, silent_note
+    from bridge.run.summaries import headline_metric, silent_in, silent_note
 
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
-    metric, extra = METRICS.get(loaded.experiment, METRICS["lama"])
+    metric, extra = headline_metric(loaded.experiment), EXTRA_METRICS.get(loaded.experiment, EXTRA_METRICS["lama"])
     every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
     metric, extra = _shown_metrics(loaded.experiment, every, setting, metric, extra)
     rows = [r for r in every if r.get("scope", "own") == "own"]
@@ -280,7 +282,7 @@ def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[
     """Why a column of the summary table is `-` for every predictor of a corpus, in the words summary.md uses:
     answers written by generation have no ranking; no unit was answered by every predictor."""
     from bridge.run.summaries import generating, unranked_note
-    from eval.report import unshared_note
+    from eval.report import SUBSET_METRICS, unshared_note
 
     name = COLUMN_NAMES.get(metric, metric)
     notes = []
@@ -304,6 +306,14 @@ def _dash_notes(loaded: LoadedRun, table: list[dict], metric: str, groups: list[
             some = [r["predictor"] for r in mine if r["predictor"] not in none]
             notes.append(f"{corpus}: {unshared_note(shared[1], none, some)}")
             rest.remove(shared[1])
+        for m, label, values in columns[len(groups):]:  # taken over some of the answered facts: why none is
+            what, why = SUBSET_METRICS.get(m, ("", ""))
+            lacking = [r["predictor"] for r, v in zip(mine, values) if v is None and r["facts"]]
+            if what and lacking:
+                who = "every predictor" if len(lacking) == len(mine) else ", ".join(lacking)
+                notes.append(f"{corpus}: `-` under {label} for {who}: no fact it answered {what} ({why})")
+                if label in rest:
+                    rest.remove(label)
         grouped = [label for label in rest if label in [c[1] for c in columns[:len(groups)]]]
         if grouped:  # a relation type (or question kind) that another corpus of the run has
             notes.append(f"{corpus}: `-` under {', '.join(grouped)} for every predictor: no relation of {corpus} "
