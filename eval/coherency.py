@@ -111,8 +111,8 @@ def filter_instances(facts: Iterable[Fact], tokenizer=None, *, vocab: Collection
             sn, on = (s.lower(), o.lower()) if lower else (s, o)
             if vocab_set is not None and (sn not in vocab_set or on not in vocab_set):
                 reason = NOT_IN_VOCAB
-            elif sn in on or on in sn:
-                reason = CONTAINED
+            else:
+                reason = rule_reason(fact, lower)
         if reason is None:
             kept.append(fact)
         else:

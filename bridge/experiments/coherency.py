@@ -5,7 +5,8 @@ given the object (round 2). Stage `second` asks back from each first top answer,
 answer that is correct in the data for it excluded except the ground truth; its record is the
 scored round (`eval.coherency.score_instance`). A unit is one (fact, round); a predictor that does
 not answer a slot gets no answers there, so it scores 0 on that round instead of disappearing.
-A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts.
+A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts; so is,
+for every predictor, a fact the instance rule leaves out (`left_out`: labels equal or contained).
 A predictor answering by generation answers each step with its one parsed and linked answer (a subject asked
 with a blank in its place); its records keep the exact prompt and the raw generation. With no second answer to
 fall back to, a second step whose one answer is excluded has no answer (not coherent).
