@@ -62,6 +62,16 @@ def partial_match(a: str, b: str) -> bool:
     return bool(x) and bool(y) and (x in y or y in x)
 
 
+def rule_reason(fact: Fact, lowercase: bool = False) -> str | None:
+    """Why the instance rule (§3.2) leaves `fact` out: equal labels, or one label containing the other
+    (lower-cased when `lowercase`); None for an instance."""
+    s, o = fact.subject.label, fact.object.label
+    if s == o:
+        return SAME_LABELS
+    sn, on = (s.lower(), o.lower()) if lowercase else (s, o)
+    return CONTAINED if sn in on or on in sn else None
+
+
 def _uncased(tokenizer) -> bool:
     if hasattr(tokenizer, "do_lower_case"):
         return bool(tokenizer.do_lower_case)
@@ -101,8 +111,8 @@ def filter_instances(facts: Iterable[Fact], tokenizer=None, *, vocab: Collection
             sn, on = (s.lower(), o.lower()) if lower else (s, o)
             if vocab_set is not None and (sn not in vocab_set or on not in vocab_set):
                 reason = NOT_IN_VOCAB
-            elif sn in on or on in sn:
-                reason = CONTAINED
+            else:
+                reason = rule_reason(fact, lower)
         if reason is None:
             kept.append(fact)
         else:

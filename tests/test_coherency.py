@@ -187,15 +187,16 @@ def test_a_run_keeps_the_paper_instances_minus_labels_the_model_cannot_spell(tre
     from bridge.experiments.coherency import CoherencyExperiment
     from bridge.predictors.lm import make_masked
     from bridge.predictors.registry import PredictorContext
-    from bridge.run.runner import _drop_unsuitable, _drop_unsupported
+    from bridge.run.runner import _drop_left_out, _drop_unsuitable, _drop_unsupported
 
     path = lm_fixtures.tiny_model_dir("bert-uncased", tmp_path)
     ctx = PredictorContext(trex, None, tmp_path, lama_dir, options={"candidates": "full", "cache": "off"})
     predictor = make_masked(str(path), ctx)
     experiment = CoherencyExperiment()
     queries = experiment.queries("first", StageInput(trex, trex.facts, {}, {}, lama_dir))
-    todo, gone = _drop_unsupported(predictor, [(rel, pairs, None) for rel, pairs in queries.items() if pairs],
-                                   experiment.instance_slots)
+    todo, ruled = _drop_left_out(experiment, [(rel, pairs, None) for rel, pairs in queries.items() if pairs])
+    assert len({f.uid for items in ruled.values() for _, f, _ in items}) == len(trex.facts) - 29678
+    todo, gone = _drop_unsupported(predictor, todo, experiment.instance_slots)
     todo, easy = _drop_unsuitable(experiment, predictor, todo)
     easy_facts = {f.uid for items in easy.values() for _, f, _ in items}  # both rounds of each
     assert len(easy_facts) == 7  # Arrow/arrow, euro/Europe, ...: lower-cased containment

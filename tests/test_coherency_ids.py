@@ -84,6 +84,10 @@ def test_gold_kb_is_coherent_on_every_instance_of_relations_with_shared_labels(l
     for metric in ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct"):
         assert got[("gold", metric)] == 100.0, metric
     table = pd.read_parquet(out / "instances.parquet")
+    ruled = table[table["dropped"].notna()]  # the facts whose labels contain each other: one row each
+    assert len(ruled) == 690 and set(ruled["dropped"]) == {"one label contains the other",
+                                                          "subject and object labels are equal"}
+    table = table[table["dropped"].isna()]
     assert len(table) == 5020 and table["coherent"].astype(bool).all()
     sindh = table[(table["first_truth"] == "Sindh") & (table["round"] == 1) & (table["relation"] == "P47")]
     assert list(zip(sindh["first_answer"], sindh["second_answer"], sindh["coherent"])) == [("Punjab", "Punjab", True)]
@@ -111,7 +115,11 @@ def test_dropped_facts_and_units_are_counted_and_labelled_alike(tiny_models, lam
     assert code == 0, err
     assert "trex / bert / first: dropped 11 facts (22 queries) it cannot answer" in err  # two rounds each
     dropped = json.loads((out / "dropped.json").read_text())
-    assert [(d["predictor"], d["relation"], d["n"]) for d in dropped] == [("bert", "P36", 5), ("bert", "P47", 6)]
+    assert [(d["predictor"], d["relation"], d["reason"], d["n"]) for d in dropped] == [
+        ("gold", "P36", "one label contains the other", 2),  # the instance rule: every predictor drops them
+        ("bert", "P36", "one label contains the other", 2),
+        ("bert", "P36", "subject is not a single token of the model", 5),
+        ("bert", "P47", "subject is not a single token of the model", 6)]
     summary = (out / "summary.md").read_text()
     assert "| trex | bert | P36 | subject is not a single token of the model | 5 |" in summary
     assert ("Scope `shared`: the (fact, round) units, two per fact, every predictor of this directory answered "
@@ -119,7 +127,7 @@ def test_dropped_facts_and_units_are_counted_and_labelled_alike(tiny_models, lam
     assert "| trex | gold | open | 3 |" in summary  # the tables count facts: 3 facts, 6 units
     assert _all(out, "shared")[("gold", "n_instances")] == 3
     table = pd.read_parquet(out / "instances.parquet")
-    assert table[table["dropped"].notna()].shape[0] == 11  # one row per dropped fact
+    assert table[table["dropped"].notna()].shape[0] == 15  # one row per dropped fact: 11, and the rule's 2 each
 
 
 def test_lama_raw_setting_shares_a_kbs_ties_and_keeps_freqs_order(lama_dir, cache, capsys):

@@ -100,3 +100,50 @@ def test_one_fact_relations_have_no_interval_and_every_row_names_its_fact(lama_d
         ["P19", 2, "W. T. Cosgrave", "Q465770", "Dublin", "Q1761"],
         ["P47", 1, "Regional Municipality of Peel", "Q50811", "Toronto", "Q172"],
         ["P47", 2, "Regional Municipality of Peel", "Q50811", "Toronto", "Q172"]]
+
+
+def test_the_instance_rule_counts_the_facts_it_leaves_out(lama_dir, tmp_path, capsys, monkeypatch):
+    """P36's 170 facts whose labels are equal or contain each other (Colombo District/Colombo,
+    Carlisle/Carlisle) are no instances: the load line, dropped.json, summary.md and instances.parquet
+    count them; the scores stay those of the 533 instances."""
+    import pandas as pd
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--predictors", "freq",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert ("trex: 1 relation, read 703, kept 703, dropped 0; coherency leaves out 170 of them (one label "
+            "contains the other: 155; subject and object labels are equal: 15), dropped for every predictor: "
+            "533 facts remain") in err
+    dropped = json.loads((out / "dropped.json").read_text())
+    assert dropped == [
+        {"corpus": "trex", "predictor": "freq", "relation": "P36", "reason": "one label contains the other",
+         "n": 155, "unit": "facts"},
+        {"corpus": "trex", "predictor": "freq", "relation": "P36", "reason": "subject and object labels are equal",
+         "n": 15, "unit": "facts"}]
+    summary = (out / "summary.md").read_text()
+    assert ("- trex: 170 facts are no coherency instances (one label contains the other: 155; subject and object "
+            "labels are equal: 15): every predictor drops them, not scored (see the dropped facts below).") in summary
+    assert "| trex | freq | P36 | one label contains the other | 155 |" in summary
+    rows = json.loads((out / "summary.json").read_text())
+    got = {r["metric"]: r["value"] for r in rows if r["scope"] == "own" and r["group"] == "all"}
+    assert got["n_instances"] == 533 and round(got["coherency"], 2) == 1.03
+    table = pd.read_parquet(out / "instances.parquet")
+    ruled = table[table["dropped"].notna()]
+    assert len(ruled) == 170 and len(table) == 170 + 2 * 533
+    carlisle = ruled[ruled["subject"] == "Carlisle"]
+    assert list(zip(carlisle["gold"], carlisle["dropped"])) == [("Carlisle", "subject and object labels are equal")]
+
+
+def test_a_sample_says_how_many_of_it_the_instance_rule_leaves_out(lama_dir, tmp_path, capsys, monkeypatch):
+    """`--limit 20` asks 20 facts; the rule leaves out 6 of them, so the tables count 14."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--predictors", "freq",
+                            "--limit", "20", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert ("asking a sample of 20 (--limit 20, seed 0); coherency leaves out 6 of them (one label contains the "
+            "other: 6), dropped for every predictor: 14 facts remain") in err
+    assert [d["n"] for d in json.loads((out / "dropped.json").read_text())] == [6]
+    assert "| trex | freq | - | 14 |" in (out / "summary.md").read_text()

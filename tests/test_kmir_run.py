@@ -179,3 +179,31 @@ def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, 
     records = [json.loads(line) for p in (out / "predictions/trex/freq").glob("*.jsonl")
                for line in p.read_text().splitlines()]
     assert not [r for r in records if r["uid"].startswith("sc") and "dropped" not in r]
+
+
+def test_a_kind_dropped_whole_is_answered_0_and_the_printed_table_counts_questions(tiny_models, lama_dir, tmp_path,
+                                                                                   capsys, monkeypatch):
+    """`answered` is the share of the questions of a kind a predictor was given that the scope holds: bert
+    drops all 20 entity-distinction questions (no choice set of single tokens), freq every yes/no one, so
+    theirs are 0, not `-`. The printed table counts questions, as summary.md does."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, stdout, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors",
+                                 "freq", "kb", f"bert={tiny_models('bert-cased')}", "--limit", "10",
+                                 "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert stdout.startswith("F1 (%) of KMIR-style questions per kind, setting raw, questions every predictor "
+                             "answered\n| corpus | predictor | answer space | #questions |")
+    dropped = Counter()
+    for d in json.loads((out / "dropped.json").read_text()):
+        dropped[(d["predictor"], d["reason"])] += d["n"]
+    assert dropped[("bert", "a choice is not a single token of the model")] == 30
+    answered = {(r["predictor"], r["scope"], r["group"]): r["value"]
+                for r in json.loads((out / "summary.json").read_text()) if r["metric"] == "answered"}
+    assert [answered[("bert", "own", kind)] for kind in ("entity_distinction", "predicate_reasoning",
+                                                         "statement_checking", "triple_completion", "all")] == [
+        0.0, 50.0, 100.0, 100.0, 70.0]
+    assert [answered[("freq", "own", kind)] for kind in ("entity_distinction", "predicate_reasoning",
+                                                         "statement_checking", "triple_completion", "all")] == [
+        5.0, 0.0, 0.0, 100.0, 21.0]
+    assert "| trex | bert | - | 70 | 0.00 | 50.00 | 100.00 | 100.00 | 70.00 | - |" in (out / "summary.md").read_text()

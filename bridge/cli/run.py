@@ -381,15 +381,18 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
         click.echo(f"nothing scored: the split asked has no gold objects; the answers are in {params['out']}")
         return rows
     config = read_config(Path(params["out"]) / "config.json") or {}
+    from bridge.experiments.base import counted
+
+    unit = counted(experiment, metric)  # what the rows' `n_facts` count (KMIR: questions), as summary.md names it
     headline_table = table(rows, metric, setting, "shared", relations=relation_info(config),
-                           open_spaces=open_spaces(config))
+                           open_spaces=open_spaces(config), unit=unit)
     if headline_table:  # none when every predictor answered by generation (no ranking: exact match below)
-        click.echo(f"{title}, setting {setting}, facts every predictor answered")
+        click.echo(f"{title}, setting {setting}, {unit} every predictor answered")
         click.echo(headline_table)
     for extra in shown_extra(experiment, rows):
-        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, facts every predictor answered")
+        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, {counted(experiment, extra)} every predictor answered")
         click.echo(table(rows, extra, setting, "shared", relations=relation_info(config),
-                         open_spaces=open_spaces(config)))
+                         open_spaces=open_spaces(config), unit=counted(experiment, extra)))
     from bridge.predictors.registry import upper_bound_note
 
     upper = upper_bound_note(config)

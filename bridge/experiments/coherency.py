@@ -5,7 +5,8 @@ given the object (round 2). Stage `second` asks back from each first top answer,
 answer that is correct in the data for it excluded except the ground truth; its record is the
 scored round (`eval.coherency.score_instance`). A unit is one (fact, round); a predictor that does
 not answer a slot gets no answers there, so it scores 0 on that round instead of disappearing.
-A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts.
+A fact a predictor cannot take is dropped whole (both rounds), so dropped facts count as facts; so is,
+for every predictor, a fact the instance rule leaves out (`left_out`: labels equal or contained).
 A predictor answering by generation answers each step with its one parsed and linked answer (a subject asked
 with a blank in its place); its records keep the exact prompt and the raw generation. With no second answer to
 fall back to, a second step whose one answer is excluded has no answer (not coherent).
@@ -21,12 +22,13 @@ from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
     ROUNDS,
+    SAME_LABELS,
     CorrectAnswers,
     correct_answers,
     excluded_answers,
-    filter_instances,
     first_step_correct,
     first_step_query,
+    rule_reason,
     score_instance,
     second_step_query,
     summarize_coherency,
@@ -56,6 +58,7 @@ class CoherencyExperiment:
     title = "Factual coherency (Algorithm 1)"
     stages = ("first", "second")
     unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
+    left_out_reasons = (SAME_LABELS, CONTAINED)  # what `left_out` says, as summary.md's note counts it
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
 
@@ -96,25 +99,30 @@ class CoherencyExperiment:
         return templates
 
     def _prepare(self, given: StageInput) -> list[Fact]:
-        """The instances (facts whose labels differ and do not contain each other) and what is correct.
+        """The facts to ask (the runner drops those `left_out` names for every predictor) and what is correct.
 
         Correct answers come from every fact of the corpus ("present in the data"), not only the
         instances: a second step must not be wrong for naming another true subject.
         """
-        instances, _ = filter_instances(f for f in given.facts if not f.cloze)
+        instances = [f for f in given.facts if not f.cloze]
         if self._corpus != given.corpus.name:
             self._correct = correct_answers(f for f in given.corpus.facts if not f.cloze)
             self._symmetric = symmetric_relations(given.corpus.facts)
             self._corpus = given.corpus.name
         return instances
 
+    @staticmethod
+    def left_out(fact: Fact) -> str | None:
+        """The instance rule: a fact whose labels are equal or contain each other is no instance. The runner
+        drops it for every predictor with this reason, so it is counted, not silently missing."""
+        return rule_reason(fact)
+
     def unsuitable(self, predictor: object, fact: Fact) -> str | None:
         """An uncased model compares lower-cased labels, so its "easy" facts are found lower-cased
         (as the paper's released code does): `Arrow`/`arrow`, `euro`/`Europe`."""
         if not getattr(predictor, "uncased", False):
             return None
-        s, o = fact.subject.label.lower(), fact.object.label.lower()
-        return CONTAINED if s in o or o in s else None
+        return CONTAINED if rule_reason(fact, lowercase=True) else None
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         from bridge.experiments.lama import with_context

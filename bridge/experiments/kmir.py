@@ -316,17 +316,21 @@ class KmirExperiment:
                 out[uid] = {**r, "kind": kind, "knowledge_type": KNOWLEDGE_TYPES.get(kind, ""),
                             "qset_id": qset_of(uid), "answer": None}
                 continue
-            out[uid] = {**r, "questions_of_kind": given[kind], "questions": sum(given.values())}
+            out[uid] = {**r, "questions_of_kind": given[kind], "questions": sum(given.values()),
+                        "questions_by_kind": dict(given)}  # a kind dropped whole still has its share (0)
         return out
 
     def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
-        """`summarize_kmir`'s rows, and `answered`: the scope's share of the questions the predictor was given."""
+        """`summarize_kmir`'s rows, and `answered`: the scope's share of the questions the predictor was given,
+        for every kind it was given (0 where it dropped them all)."""
         rows = summarize_kmir(instances)
-        groups = [k for k in KINDS if any(r["kind"] == k for r in instances)]
+        given: dict[str, int] = instances[0].get("questions_by_kind") or {} if instances else {}
+        groups = [k for k in KINDS if given.get(k) or any(r["kind"] == k for r in instances)]
         for group in [*groups, "all"] if instances else []:
             chosen = [r for r in instances if group == "all" or r["kind"] == group]
-            total = chosen[0]["questions" if group == "all" else "questions_of_kind"]
+            total = (chosen[0]["questions" if group == "all" else "questions_of_kind"] if chosen
+                     else given[group])
             rows.append({"setting": "raw", "group": group, "metric": "answered", "value": 100.0 * len(chosen) / total,
                          "n_facts": len(chosen)})
         return rows, []

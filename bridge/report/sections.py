@@ -639,7 +639,8 @@ class Builder:
         if self.view.experiment != "kmir":
             return self._not_experiment(s, "kmir")
         grid = _Grid(self.rows)
-        kinds = [g for g in grid.groups if g != "all"] + ["all"]
+        scored = {key[2] for key in grid.idx if key[3] in ("f1", "em")}  # not a kind only `answered` names (0)
+        kinds = [g for g in grid.groups if g != "all" and g in scored] + ["all"]
         for metric in ("f1", "em"):
             s.tables.append(Table(["corpus", "predictor", *kinds],
                                   [[c, p, *[grid.cell(c, p, k, metric) for k in kinds]] for c, p in grid.keys],

@@ -147,7 +147,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     for name, corpus in plan.corpora.items():
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
-        log.info("%s%s", corpus.summary(), sampled)
+        log.info("%s%s%s", corpus.summary(), sampled, left_out_note(experiment, plan.asked[name]))
         if plan.removed.get(name):
             per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
             log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
@@ -385,6 +385,7 @@ class Job:
                 log.info("%s: all %d queries done, skipped", where, asked)
             return
         predictor = self._build()
+        todo, ruled = _drop_left_out(experiment, todo)  # first: every predictor drops these, whatever it answers
         todo, empty = _unanswerable(predictor, todo)
         for rel, pairs in empty.items():
             path = self._path(rel, stage)
@@ -403,7 +404,8 @@ class Job:
         todo, unsuited = _drop_unsuitable(experiment, predictor, todo)
         for rel, items in unsuited.items():
             gone.setdefault(rel, []).extend(items)
-        for rel, items in gone.items():
+        written = {rel: [*ruled.get(rel, []), *gone.get(rel, [])] for rel in {**ruled, **gone}}
+        for rel, items in written.items():  # the load line counted those `ruled`; the line below the others
             path = self._path(rel, stage)
             with RecordAppender(path) as handle:
                 handle.write([jsonl_text(_dropped_record(query, fact, reason), str(path))
@@ -484,6 +486,27 @@ def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = (
         keep.update((id(f), slot) for f in kept)
     # one reason per fact; asked one by one only for the (few) dropped facts
     return _split(todo, lambda q, f: None if all((id(f), s) in keep for s in needed(q)) else reason(q, f))
+
+
+def _drop_left_out(experiment, todo: list) -> tuple[list, dict[str, list]]:
+    """Facts an experiment leaves out for every predictor (optional `left_out(fact) -> reason`: coherency's
+    instance rule), dropped like any other fact so that they are counted."""
+    check = getattr(experiment, "left_out", None)
+    return _split(todo, lambda q, f: check(f)) if check is not None else (todo, {})
+
+
+def left_out_note(experiment, facts: list[Fact]) -> str:
+    """What the load line adds for the facts an experiment leaves out (`left_out`): how many, and why."""
+    check = getattr(experiment, "left_out", None)
+    if check is None:
+        return ""
+    reasons = Counter(why for f in facts if (why := check(f)))
+    if not reasons:
+        return ""
+    why = "; ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
+    n = sum(reasons.values())
+    return (f"; {experiment.name} leaves out {n} of them ({why}), dropped for every predictor: "
+            f"{_count(len(facts) - n, 'facts')} remain")
 
 
 def _drop_unsuitable(experiment, predictor, todo: list) -> tuple[list, dict[str, list]]:

@@ -207,8 +207,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and no unit is answered by every predictor."
-    notes = _notes(config, shared_n, experiment) + [line for corpus, names in silent.items()
-                                                    for line in silent_note(corpus, names, tail)]
+    notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, dropped)
+    notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
@@ -224,6 +224,23 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_instances(out, None if experiment.name == "lama" else all_units)
     write_stamp(out, inputs_digest(run_config(out), args, files), files)
     return rows
+
+
+def left_out_notes(experiment, dropped: list[dict]) -> list[str]:
+    """Per corpus, the facts the experiment leaves out for every predictor (`left_out_reasons`: coherency's
+    instance rule), from the dropped tallies: the fewest any predictor has, as some also drop more that way."""
+    reasons = getattr(experiment, "left_out_reasons", ())
+    per: dict[str, dict[str, Counter]] = {}
+    for d in dropped:
+        if d["reason"] in reasons:
+            per.setdefault(d["corpus"], {}).setdefault(d["predictor"], Counter())[d["reason"]] += d["n"]
+    notes = []
+    for corpus, by_predictor in per.items():
+        fewest = min(by_predictor.values(), key=lambda c: sum(c.values()))
+        why = "; ".join(f"{reason}: {n}" for reason, n in fewest.most_common())
+        notes.append(f"{corpus}: {sum(fewest.values())} facts are no {experiment.name} instances ({why}): every "
+                     "predictor drops them, not scored (see the dropped facts below).")
+    return notes
 
 
 def shown_extra(experiment, rows: list[dict]) -> tuple[str, ...]:
