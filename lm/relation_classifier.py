@@ -257,7 +257,7 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace, not every step
         bar.close()
         probs = predict_proba(encoder, head, batcher, dev[0])
         scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
