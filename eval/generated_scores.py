@@ -72,10 +72,12 @@ def pooled_rate_rows(records: list[dict], setting: str = "raw") -> list[dict]:
     return out
 
 
-def rates_in_percent(rows: list[dict]) -> list[dict]:
-    """An LM-KBC run's summary rows with its abstention and unlinked rates in percent: rows without `unit` were
-    scored when those were fractions, and are scaled here, so every reader shows one unit whatever code scored
-    the run."""
+def rates_in_percent(rows: list[dict], experiment: str) -> list[dict]:
+    """A run's summary rows as every reader shows them: an LM-KBC run's abstention and unlinked rates in percent.
+    Its rows without `unit` were scored when those were fractions, and are scaled here, so every reader shows one
+    unit whatever code scored the run; the other experiments' rows are returned as they are."""
+    if experiment != "lmkbc":
+        return rows
     scaled = ("value", "stderr", "ci_low", "ci_high")
     return [{**r, **{k: 100.0 * r[k] for k in scaled if isinstance(r.get(k), int | float)
                      and not isinstance(r.get(k), bool)}, "unit": PERCENT}

@@ -191,7 +191,8 @@ def test_an_lm_kbc_run_scored_with_fraction_rates_is_read_in_percent(tmp_path):
     old = {"metric": "unlinked", "group": "all", "value": 0.5, "stderr": 0.25, "ci_low": 0.0, "ci_high": None}
     new = {"metric": "abstain", "group": "all", "value": 12.5, "stderr": None, "unit": "%"}
     f1 = {"metric": "macro-f1", "group": "all", "value": 0.5, "stderr": 0.25}
-    assert rates_in_percent([old, new, f1]) == [
+    assert rates_in_percent([old, new, f1], "lama") == [old, new, f1]  # LAMA's rates were percent from the start
+    assert rates_in_percent([old, new, f1], "lmkbc") == [
         {"metric": "unlinked", "group": "all", "value": 50.0, "stderr": 25.0, "ci_low": 0.0, "ci_high": None,
          "unit": "%"}, new, f1]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import click
@@ -59,10 +60,8 @@ def index() -> None:
 def build(source, input_path, location, min_words, backend, es_url, data_dir, quiet) -> None:
     """Index paragraphs; the new index replaces the old one only once complete."""
     location = _location(location, backend)
-    if backend != "tantivy":
-        _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
-        return
-    with removed_if_left_empty(location):  # a failed build leaves no empty --out folder behind
+    # a failed build leaves no empty --out folder behind (an Elasticsearch index is no folder)
+    with removed_if_left_empty(location) if backend == "tantivy" else contextlib.nullcontext():
         _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
 
 

@@ -176,10 +176,9 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
     from bridge.run.freshness import check_scored
 
     check_scored(run.path, run.config)  # the summaries drawn are what scoring its files gave
-    if run.config.get("experiment") == "lmkbc":
-        from eval.generated_scores import rates_in_percent
+    from eval.generated_scores import rates_in_percent
 
-        summary = rates_in_percent(summary)
+    summary = rates_in_percent(summary, str(run.config.get("experiment")))
     name = label or run.path.resolve().name
     return RunData(run, name, summary, curves, dropped, read_analysis(run.path))
 

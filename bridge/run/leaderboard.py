@@ -35,7 +35,7 @@ from bridge.run.summaries import (
     silent_note,
 )
 from eval.errors import ConfigError, DataError
-from eval.generated_scores import GENERATED_METRICS
+from eval.generated_scores import GENERATED_METRICS, rates_in_percent
 from eval.report import SUBSET_METRICS, metric_id, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
@@ -89,11 +89,7 @@ def _summary_totals(run: Path, corpus: str, setting: str, experiment: str) -> di
         raise DataError(f"{path}: unreadable summary ({exc}); rerun the run to rewrite it") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise DataError(f"{path}: not a list of summary rows; rerun the run to rewrite it")
-    if experiment == "lmkbc":
-        from eval.generated_scores import rates_in_percent
-
-        rows = rates_in_percent(rows)
-    return {(r.get("predictor"), r.get("metric")): r for r in rows
+    return {(r.get("predictor"), r.get("metric")): r for r in rates_in_percent(rows, experiment)
             if r.get("corpus") == corpus and r.get("scope") == "own" and r.get("group") == "all"
             and r.get("setting") == setting and not r.get("prompt")}
 

@@ -102,12 +102,9 @@ class LoadedRun:
             rows = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise DataError(f"{path}: not valid JSON ({exc})") from None
-        rows = rows if isinstance(rows, list) else rows.get("rows", [])
-        if self.experiment == "lmkbc":
-            from eval.generated_scores import rates_in_percent
+        from eval.generated_scores import rates_in_percent
 
-            rows = rates_in_percent(rows)
-        return rows
+        return rates_in_percent(rows if isinstance(rows, list) else rows.get("rows", []), self.experiment)
 
     def facts(self) -> pd.DataFrame:
         with self._lock:
@@ -268,11 +265,10 @@ def _shown_metrics(experiment: str, rows: list[dict], setting: str, metric: str,
     from bridge.run.summaries import lead_metric
     from eval.generated_scores import GENERATED_METRICS
 
+    held = {r.get("metric") for r in rows}
     if experiment != "lama":
-        held = {r.get("metric") for r in rows}
         return metric, (*extra, *(m for m in ("abstain", "unlinked") if m in held and experiment == "lmkbc"))
     metric = lead_metric(experiment, rows, setting)
-    held = {r.get("metric") for r in rows}
     ranked = () if metric == "em" else extra
     return metric, (*ranked, *(m for m in GENERATED_METRICS if m in held and m != metric))
 
