@@ -55,6 +55,16 @@ def timed_kbc(args: list[str], env: dict[str, str], cpu: bool = False) -> tuple[
     return seconds, parse(done.stdout)
 
 
+def plain_kbc(args: list[str], env: dict[str, str]) -> float:
+    """Seconds from start to exit of one `kbc` command run as a user runs it: no stage clock, whose device
+    synchronisation at every stage would stop a GPU run's host work from overlapping the card's."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "bridge.cli", *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"kbc {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
 def _children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime

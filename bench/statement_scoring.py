@@ -88,7 +88,9 @@ def run_lpq(model, tokenizer, kind: str, cases, args) -> tuple[float, float, lis
 
     logging.getLogger("lm_pub_quiz").setLevel(logging.ERROR)
     kw = {"pll_metric": args.pll} if kind == "bert" else {}
-    evaluator = Evaluator.from_model(model, model_type="MLM" if kind == "bert" else "CLM", tokenizer=tokenizer, **kw)
+    device = next(model.parameters()).device  # lm-pub-quiz sends its inputs where it is told, the CPU by default
+    evaluator = Evaluator.from_model(model, model_type="MLM" if kind == "bert" else "CLM", tokenizer=tokenizer,
+                                     device=device, **kw)
     start, cpu = time.perf_counter(), time.process_time()
     scores = [evaluator.evaluate_instance(template=t, answers=a, subject=f.subject.label, reduction=args.reduction,
                                           batch_size=args.lpq_batch_size) for f, t, a in cases]

@@ -74,3 +74,26 @@ def to_device(array: np.ndarray, device):
     if getattr(device, "type", str(device)) == "cuda":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
+
+
+class ToHost:
+    """A device tensor on its way to host memory. From a GPU the copy goes to pinned memory without waiting and
+    `wait` blocks until it has landed, so the host can work on an earlier batch meanwhile; on a CPU there is
+    nothing to wait for."""
+
+    def __init__(self, tensor) -> None:
+        import torch
+
+        self.event = None
+        if tensor.device.type == "cuda":
+            self.host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+            self.host.copy_(tensor, non_blocking=True)
+            self.event = torch.cuda.Event()
+            self.event.record()
+        else:
+            self.host = tensor
+
+    def wait(self) -> np.ndarray:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.host.numpy()

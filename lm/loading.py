@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from eval.errors import ConfigError, DataError, KbcError
-from lm.precision import DTYPES, warn_if_slow
+from lm.precision import DTYPES, plan_free_attention, warn_if_slow
 
 Kind = str  # "masked" | "causal" | "seq2seq"
 
@@ -64,6 +64,7 @@ def resolve_device(device: str):
         raise ConfigError(f"--device {device!r} is not a torch device (use cpu, cuda or cuda:N)") from exc
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
+    plan_free_attention(dev)
     return dev
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query
-from lm.batches import length_batches, pad_rows
+from lm.batches import ToHost, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
 from lm.precision import agreement_tolerance
@@ -202,30 +202,42 @@ class LamaBertTokenization:
         return ids + [self.sep_id]
 
 
-def _top_with_ties(logp, depth: int):
-    """torch.topk, with exact ties ordered by candidate position.
+def _top_by_position(logp, depth: int):
+    """torch.topk with equal scores put in candidate order, and which rows need `_ties_fixed` (those where the
+    `depth`-th and the next score are equal), all left on the device: nothing here waits for the card.
 
-    The top `depth + 1` fix the top-`depth` set unless the last two are equal; rows where they are get a
-    full stable sort. Within the set, equal scores are put in candidate order by two small stable sorts.
-    """
+    The top `depth + 1` fix the top-`depth` set unless the last two are equal. Within the set, equal scores are
+    put in candidate order by two small stable sorts."""
     import torch
 
     n = logp.shape[-1]
     if depth >= n:
         s = torch.sort(logp, dim=-1, descending=True, stable=True)
-        return s.values[:, :depth], s.indices[:, :depth]
+        return s.values[:, :depth], s.indices[:, :depth], logp.new_zeros(logp.shape[0], dtype=torch.bool)
     top = torch.topk(logp, depth + 1, dim=-1)
     boundary = top.values[:, depth - 1] == top.values[:, depth]
     by_pos = torch.sort(top.indices[:, :depth], dim=-1, stable=True)
     values = top.values[:, :depth].gather(1, by_pos.indices)
     s = torch.sort(values, dim=-1, descending=True, stable=True)
-    values, indices = s.values, by_pos.values.gather(1, s.indices)
+    return s.values, by_pos.values.gather(1, s.indices), boundary
+
+
+def _ties_fixed(logp, rows, depth: int):
+    """Top `depth` (values, indices) of `rows` of `logp` by a full stable sort: exact ties at the cut-off are
+    kept in candidate order."""
+    import torch
+
+    full = torch.sort(logp[rows], dim=-1, descending=True, stable=True)
+    return full.values[:, :depth], full.indices[:, :depth]
+
+
+def _top_with_ties(logp, depth: int):
+    """torch.topk, with exact ties ordered by candidate position (rows tied at the cut-off fully sorted)."""
+    values, indices, boundary = _top_by_position(logp, depth)
     if bool(boundary.any()):
         rows = boundary.nonzero().flatten()
-        full = torch.sort(logp[rows], dim=-1, descending=True, stable=True)
         values, indices = values.clone(), indices.clone()
-        values[rows] = full.values[:, :depth]
-        indices[rows] = full.indices[:, :depth]
+        values[rows], indices[rows] = _ties_fixed(logp, rows, depth)
     return values, indices
 
 
@@ -507,24 +519,33 @@ class MaskedLMScorer:
         ids = self.encode(texts)
         rows = self._candidate_rows(candidates)
         new: dict = {}
+
+        def collect(batch: list[int], units: list, logp, sent: ToHost) -> None:
+            top, pos, ranks, scores = self._extract(logp, depth, sent, [text_of(texts[i]) for i in batch])
+            at = 0
+            for j, text, tgt in units:
+                k = len(tgt)
+                rank, score = ranks[at:at + k], scores[at:at + k]
+                at += k
+                n = len(ids[batch[j]])
+                results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank.tolist())),
+                                              dict(zip(tgt, score.tolist())))
+                new[(text, tgt)] = (np.concatenate([rank.astype(np.int32), pos[j]]),
+                                    np.concatenate([score, top[j]]), n)
+            if self.on_batch is not None:
+                self.on_batch(len(batch))
+
+        waiting = None  # a batch on its way to the host while the card runs the next one
         with torch.inference_mode():
             for batch in self.batches([len(r) for r in ids]):
-                logp = self._candidate_logp(*self._pack([ids[i] for i in batch]), rows)
+                logp = self._candidate_logp(*self._pack([ids[i] for i in batch]), rows).float()
                 units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
-                pairs = [(j, p) for j, _, tgt in units for p in tgt]
-                top, pos, ranks, scores = self._extract(logp.float(), depth, pairs, [text_of(texts[i]) for i in batch])
-                at = 0
-                for j, text, tgt in units:
-                    k = len(tgt)
-                    rank, score = ranks[at:at + k], scores[at:at + k]
-                    at += k
-                    n = len(ids[batch[j]])
-                    results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank.tolist())),
-                                                  dict(zip(tgt, score.tolist())))
-                    new[(text, tgt)] = (np.concatenate([rank.astype(np.int32), pos[j]]),
-                                        np.concatenate([score, top[j]]), n)
-                if self.on_batch is not None:
-                    self.on_batch(len(batch))
+                sent = self._extract_start(logp, depth, [(j, p) for j, _, tgt in units for p in tgt])
+                if waiting is not None:
+                    collect(*waiting)
+                waiting = (batch, units, logp, sent)
+            if waiting is not None:
+                collect(*waiting)
         return new
 
     def _candidate_rows(self, candidates: CandidateSet):
@@ -547,37 +568,51 @@ class MaskedLMScorer:
         return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
 
     def _pack(self, rows: list[list[int]]):
-        """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device."""
+        """(input ids [B, L], attention mask or None when no row is padded, mask positions [B]) on the device,
+        copied without waiting for the card (`to_device`)."""
+        array, keep = pad_rows(rows, self.pad_id)
+        attention = None if keep is None else to_device(keep.astype(np.int64), self.device)
+        mask_pos = (array == self.mask_id).argmax(axis=1)
+        return to_device(array, self.device), attention, to_device(mask_pos, self.device)
+
+    def _extract_start(self, logp, depth: int, pairs: list[tuple[int, int]]) -> ToHost:
+        """Top `depth` (log-probs, candidate positions) per row, the exact rank and log-prob of each (row,
+        candidate position) pair, whether each row is finite and whether its top needs `_ties_fixed`: computed
+        on the device and sent to the host in one transfer that the host collects later (`_extract`), so that on
+        a GPU the next batch runs while the host turns this one into results.
+
+        A NaN or infinity anywhere in a row makes the row's sum non-finite."""
         import torch
 
-        array, keep = pad_rows(rows, self.pad_id)
-        attention = None if keep is None else torch.from_numpy(keep.astype(np.int64)).to(self.device)
-        mask_pos = torch.from_numpy((array == self.mask_id).argmax(axis=1))
-        return torch.from_numpy(array).to(self.device), attention, mask_pos.to(self.device)
+        values, indices, boundary = _top_by_position(logp, depth)
+        where = to_device(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), self.device)
+        ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
+        finite = torch.isfinite(logp.sum(dim=-1))
+        return ToHost(torch.cat([values.double().flatten(), indices.double().flatten(), ranks.double(),
+                                 scores.double(), finite.double(), boundary.double()]))
 
-    def _extract(self, logp, depth: int, pairs: list[tuple[int, int]], inputs: list[str]):
-        """Top `depth` (log-probs, candidate positions) per row and the exact rank and log-prob of each
-        (row, candidate position) pair, brought to the host in one transfer.
-
-        Non-finite rows are found from row sums (a NaN or infinity makes the sum non-finite) and confirmed
-        element by element before anything is refused."""
+    def _extract(self, logp, depth: int, sent: ToHost, inputs: list[str]):
+        """The host arrays of `_extract_start` once they have arrived: (top log-probs [B, depth], their
+        positions [B, depth], the pairs' ranks, their log-probs). Rows tied at the cut-off are sorted in full
+        here; rows that look non-finite are confirmed element by element before anything is refused."""
         import torch
 
         batch = logp.shape[0]
-        values, indices = _top_with_ties(logp, depth)
-        where = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2).to(self.device)
-        ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
-        sums = logp.sum(dim=-1)
-        flat = torch.cat([values.double().flatten(), indices.double().flatten(), ranks.double(), scores.double(),
-                          torch.isfinite(sums).double()]).cpu().numpy()
-        cut = np.cumsum([batch * depth, batch * depth, len(pairs), len(pairs)])
-        top, pos, rank, score, finite = np.split(flat, cut)
+        flat = sent.wait()
+        n_pairs = (len(flat) - 2 * batch * depth - 2 * batch) // 2
+        cut = np.cumsum([batch * depth, batch * depth, n_pairs, n_pairs, batch])
+        top, pos, rank, score, finite, boundary = np.split(flat, cut)
+        top, pos = top.reshape(batch, depth), pos.reshape(batch, depth)
         if not finite.all():
             bad = [j for j in np.flatnonzero(finite == 0).tolist() if not bool(torch.isfinite(logp[j]).all())]
             if bad:
                 raise NonFiniteScores(self.name, [inputs[j] for j in bad], batch)
-        return (top.astype(np.float32).reshape(batch, depth), pos.astype(np.int32).reshape(batch, depth),
-                rank.astype(np.int64), score.astype(np.float32))
+        if boundary.any():
+            tied = np.flatnonzero(boundary)
+            values, indices = _ties_fixed(logp, to_device(tied, self.device), depth)
+            top[tied] = values.double().cpu().numpy()
+            pos[tied] = indices.double().cpu().numpy()
+        return top.astype(np.float32), pos.astype(np.int32), rank.astype(np.int64), score.astype(np.float32)
 
     def _key(self, text: Text, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
         text = text if isinstance(text, str) else "\x1e".join(("context [SEP] prompt", *text))

@@ -27,6 +27,7 @@ import numpy as np
 
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
+from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput
 
 CHECKPOINT = "checkpoint.pt"
@@ -59,6 +60,7 @@ def build_model(encoder_path: str, n_classes: int, dropout: float, device: str):
     head = torch.nn.Sequential(torch.nn.Dropout(dropout), torch.nn.Linear(encoder.config.hidden_size, n_classes))
     for emb in _embedding_tables(encoder):
         emb.weight.requires_grad_(False)
+    plan_free_attention(device)
     return encoder.to(device), head.to(device)
 
 
@@ -324,6 +326,7 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Trained:
     if not path.is_file():
         raise DataError(f"{folder}: no {DONE}; not a finished classifier (its training may still be running)")
     info = json.loads(path.read_text(encoding="utf-8"))
+    plan_free_attention(device)
     encoder = load_encoder(folder / "encoder").to(device)
     head = torch.nn.Sequential(torch.nn.Dropout(info["dropout"]),
                                torch.nn.Linear(encoder.config.hidden_size, len(info["classes"]))).to(device)

@@ -123,6 +123,31 @@ def test_length_buckets_equal_exact_length_batches(tiny_models, kind):
         assert max(abs(a.target_logp[p] - b.target_logp[p]) for p in a.target_logp) < TOL
 
 
+@pytest.mark.parametrize("depth", [1, 3, 10])
+def test_extraction_sent_to_the_host_keeps_the_metrics_order_and_ranks(tiny_models, depth):
+    """What `_extract_start` computes on the device and `_extract` collects later: rows tied at the cut-off
+    (most rows here) sorted in full, ranks exact, a non-finite row refused by its prompt."""
+    import torch
+
+    from lm.finite import NonFiniteScores
+
+    scorer, _ = _scorer(tiny_models("bert-cased"), 8, True)
+    logp = _scores(depth, 6, 40)
+    logp[0] = -torch.arange(40).float()
+    pairs = [(r, p) for r in range(6) for p in random.Random(depth).sample(range(40), 5)]
+    top, pos, ranks, scores = scorer._extract(logp, depth, scorer._extract_start(logp, depth, pairs), TEXTS[:6])
+    for row in range(6):
+        want = top_order(logp[row].numpy(), depth)
+        assert pos[row].tolist() == want.tolist()
+        assert top[row].tolist() == logp[row].numpy()[want].tolist()
+    assert ranks.tolist() == [exact_rank(logp[r].numpy(), p) for r, p in pairs]
+    assert scores.tolist() == [float(logp[r, p]) for r, p in pairs]
+    logp[4, 7] = float("nan")
+    with pytest.raises(NonFiniteScores) as caught:
+        scorer._extract(logp, depth, scorer._extract_start(logp, depth, pairs), TEXTS[:6])
+    assert caught.value.bad == [TEXTS[4]]
+
+
 def test_bfloat16_keeps_the_fast_path_and_says_which_once(tiny_models, kbc_log):
     from lm import masked
 
