@@ -71,7 +71,7 @@ def to_device(array: np.ndarray, device):
     import torch
 
     tensor = torch.from_numpy(np.ascontiguousarray(array))
-    if getattr(device, "type", str(device)) == "cuda":
+    if torch.device(device).type == "cuda":
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
 

@@ -27,12 +27,14 @@ import numpy as np
 
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
+from lm.batches import to_device
 from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput
 
 CHECKPOINT = "checkpoint.pt"
 DONE = "classifier.json"
 DTYPES = ("float32", "bfloat16")
+LOSS_READS = 16  # training steps between reads of the loss from the device (a read waits for the card)
 
 
 @dataclass(frozen=True)
@@ -243,23 +245,23 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
         bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
                    disable=not progress, file=sys.stderr, unit="batch")
-        losses = []
+        losses: list[float] = []
+        queued = []  # losses still on the device: read every LOSS_READS steps, so the host never waits per step
         for s in range(steps_per_epoch):
             idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
             logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
-            loss = torch.nn.functional.cross_entropy(logits, y_train[idx].to(device))
-            losses.append(loss.item())
-            if not np.isfinite(losses[-1]):
-                fix = "lower --set lr=" + (" or train in float32" if settings.dtype != "float32" else "")
-                raise DataError(f"{folder}: the training loss is {losses[-1]} at epoch {epoch + 1}, step {s + 1} "
-                                f"(learning rate {settings.lr:g}, {settings.dtype}); {fix}")
+            loss = torch.nn.functional.cross_entropy(logits, to_device(y_train[idx].numpy(), device))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
+            queued.append(loss.detach())
+            if len(queued) == LOSS_READS or s == steps_per_epoch - 1:
+                losses += _read_losses(queued, folder, epoch, len(losses), settings)
+                queued.clear()
+                bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace
             bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace, not every step
         bar.close()
         probs = predict_proba(encoder, head, batcher, dev[0])
         scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
@@ -278,6 +280,18 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         return Trained(encoder, head, tokenizer, classes, {"identity": identity, "history": history, "best": best,
                                                            "finished": False})
     return _finish(folder, encoder, head, tokenizer, classes, identity, history, best, device)
+
+
+def _read_losses(queued: list, folder: Path, epoch: int, before: int, settings: TrainSettings) -> list[float]:
+    """The values of the losses queued on the device (one wait for the card); a non-finite one ends training
+    with the epoch and step it came from."""
+    values = _torch().stack(queued).float().cpu().tolist()
+    for step, value in enumerate(values, start=before + 1):
+        if not np.isfinite(value):
+            fix = "lower --set lr=" + (" or train in float32" if settings.dtype != "float32" else "")
+            raise DataError(f"{folder}: the training loss is {value} at epoch {epoch + 1}, step {step} "
+                            f"(learning rate {settings.lr:g}, {settings.dtype}); {fix}")
+    return values
 
 
 def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, best, device) -> Trained:

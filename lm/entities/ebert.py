@@ -23,7 +23,7 @@ import numpy as np
 from eval.errors import DataError
 from eval.metrics import exact_rank, top_order
 from eval.types import Query
-from lm.batches import pad_rows
+from lm.batches import pad_rows, to_device
 
 MODES = ("bert", "replace", "concat")
 
@@ -100,12 +100,11 @@ class InputBuilder:
 
 
 def padded(sequences: Sequence[Sequence[int]], pad_id: int, device: str = "cpu"):
-    """(ids, attention mask) tensors of token id sequences, padded on the right to the longest."""
-    import torch
-
+    """(ids, attention mask) tensors of token id sequences, padded on the right to the longest, copied to a GPU
+    without waiting for the work queued there (`to_device`)."""
     array, keep = pad_rows(sequences, pad_id)
     att = np.ones(array.shape, dtype=np.int64) if keep is None else keep.astype(np.int64)
-    return torch.from_numpy(array).to(device), torch.from_numpy(att).to(device)
+    return to_device(array, device), to_device(att, device)
 
 
 class MaskedScorer:
