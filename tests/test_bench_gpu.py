@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMOKE_KEYS = {
     "device", "masked_raw_fp32_qps", "masked_raw_bf16_qps", "masked_fp32_qps", "masked_fp32_path", "masked_bf16_qps",
     "masked_bf16_path", "masked_fp16_qps", "masked_fp16_path", "masked_bf16_vs_fp32", "trex_fp32_s",
-    "trex_fp32_staged_s",
+    "trex_fp32_staged_s", "fp32_vs_cpu_max_abs", "fp32_vs_cpu_top10_same", "fp32_vs_cpu_ranks_same",
     "causal_raw_fp32_sps", "causal_fp32_sps", "causal_fp32_path", "causal_raw_bf16_sps", "causal_bf16_sps",
     "causal_bf16_path", "statement_bert_bf16_vs_fp32", "statement_bert_vs_lpq", "statement_gpt2_bf16_vs_fp32",
     "statement_gpt2_vs_lpq", "top1_agreement_bf16", "fewrel_epoch_s", "fewrel_epochs", "fewrel_10ep_s",
@@ -33,6 +33,9 @@ def test_smoke_run_prints_every_line_of_the_summary(capsys):
     assert printed["causal_fp32_path"] == printed["causal_bf16_path"] == "shared-prefix"
     assert float(printed["statement_bert_vs_lpq"]) > 0 and float(printed["statement_gpt2_vs_lpq"]) > 0
     assert 0.0 <= float(printed["top1_agreement_bf16"]) <= 1.0
+    # the CPU against itself: the same engine twice (batches of 8 and 64) gives the same answers
+    assert printed["fp32_vs_cpu_top10_same"] == printed["fp32_vs_cpu_ranks_same"] == "1.0"
+    assert float(printed["fp32_vs_cpu_max_abs"]) < 1e-4
     # the smoke run trains its two epochs over a slice, so the 10 epochs over the split are a projection
     assert printed["fewrel_epochs"] == "2" and printed["fewrel_all_10"] == "no"
     assert float(printed["fewrel_10ep_s"]) > float(printed["fewrel_epoch_s"]) > 0
