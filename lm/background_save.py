@@ -1,0 +1,114 @@
+"""Writing training checkpoints while training goes on.
+
+An epoch's full training state (a bert-base encoder with its AdamW moments: 1.3 GB) takes seconds to write; a loop
+that waits for the write leaves the card idle that long every epoch. `BackgroundSaver` copies the state to host
+memory first (`host_copy`: the next optimizer step changes the tensors in place, on a CPU as on a GPU, so they
+cannot be written while training goes on) and writes the copy from one thread while the next epoch trains. The copy
+doubles the state in host memory while its write runs; with at most one write in flight that is one state's worth.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from eval.errors import DataError
+
+
+def atomic_save(obj, path: Path) -> None:
+    """`torch.save` to `path.tmp`, then renamed: `path` holds either the old state or the new one, never a part."""
+    import torch
+
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def host_copy(obj):
+    """`obj` with every tensor copied to host memory (dicts, lists and tuples rebuilt, other values deep-copied).
+    Tensors that are one view of one storage stay one tensor, as `torch.save` keeps them; a state dict keeps its
+    `_metadata` (the module versions `load_state_dict` reads)."""
+    import torch
+
+    copies: dict[tuple, object] = {}
+
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            key = (x.device, x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.shape), x.stride(), x.dtype)
+            if key not in copies:
+                copies[key] = x.detach().to("cpu", copy=True)
+            return copies[key]
+        if isinstance(x, dict):
+            out = type(x)((k, walk(v)) for k, v in x.items())
+            if hasattr(x, "_metadata"):
+                out._metadata = copy.deepcopy(x._metadata)
+            return out
+        if isinstance(x, list | tuple):
+            return type(x)(walk(v) for v in x)
+        return copy.deepcopy(x)
+
+    return walk(obj)
+
+
+class BackgroundSaver:
+    """One writer thread for checkpoints, used as a context manager around a training loop.
+
+    `save(items)` waits for the previous write, copies the objects to host memory and writes them in the given order
+    (each with `atomic_save`) while the caller goes on. A write that fails stops that call's remaining files (a later
+    file must not describe a state its earlier one lacks) and raises a `DataError` naming the file at the next
+    `check`, `save` or `wait`. Leaving the `with` block always waits for the write in flight: when the block ends by
+    another exception, that exception goes on, with a failed write noted on it."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._failure: DataError | None = None
+
+    def __enter__(self) -> BackgroundSaver:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is None:
+            self.wait()
+            return
+        try:
+            self.wait()
+        except DataError as failure:
+            exc.add_note(str(failure))
+
+    def save(self, items: Sequence[tuple[object, Path]]) -> None:
+        """Write `items` ((object, path) pairs, in order) in the background, from host copies taken now."""
+        self.wait()
+        snapshot = [(host_copy(obj), Path(path)) for obj, path in items]
+        self._thread = threading.Thread(target=self._write, args=(snapshot,), name="checkpoint-writer")
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Return once the write in flight is on disk; raise the `DataError` of a failed one."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.check()
+
+    def check(self) -> None:
+        """Raise the `DataError` of a write that failed (once); return at once otherwise."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    def _write(self, items: list[tuple[object, Path]]) -> None:
+        for obj, path in items:
+            try:
+                atomic_save(obj, path)
+            except Exception as exc:  # any failure goes to the training loop, never lost in this thread
+                reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+                self._failure = DataError(f"{path}: could not be written ({' '.join(str(reason).split())}); the "
+                                          "folder keeps the epoch before: free space or fix its permissions and rerun "
+                                          "to resume")
+                with contextlib.suppress(OSError):
+                    path.with_suffix(path.suffix + ".tmp").unlink(missing_ok=True)
+                return
