@@ -4,7 +4,8 @@ An epoch's full training state (a bert-base encoder with its AdamW moments: 1.3 
 that waits for the write leaves the card idle that long every epoch. `BackgroundSaver` copies the state to host
 memory first (`host_copy`: the next optimizer step changes the tensors in place, on a CPU as on a GPU, so they
 cannot be written while training goes on) and writes the copy from one thread while the next epoch trains. The copy
-doubles the state in host memory while its write runs; with at most one write in flight that is one state's worth.
+doubles the state in host memory: with at most one write in flight that is one state's worth, kept from the first
+write to the end of training so that each later copy fills the same memory.
 """
 
 from __future__ import annotations
@@ -29,19 +30,23 @@ def atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def host_copy(obj):
+def host_copy(obj, spare: dict[tuple, list] | None = None):
     """`obj` with every tensor copied to host memory (dicts, lists and tuples rebuilt, other values deep-copied).
     Tensors that are one view of one storage stay one tensor, as `torch.save` keeps them; a state dict keeps its
-    `_metadata` (the module versions `load_state_dict` reads)."""
+    `_metadata` (the module versions `load_state_dict` reads). `spare` holds host tensors of an earlier copy that
+    nothing reads any more, by layout: they are filled instead of new ones allocated (no fresh pages to fault in for
+    each copy), and on return `spare` holds this copy's tensors, for a later call."""
     import torch
 
-    copies: dict[tuple, object] = {}
+    copies: dict[tuple, torch.Tensor] = {}
+    free = spare if spare is not None else {}
 
     def walk(x):
         if isinstance(x, torch.Tensor):
             key = (x.device, x.untyped_storage().data_ptr(), x.storage_offset(), tuple(x.shape), x.stride(), x.dtype)
             if key not in copies:
-                copies[key] = x.detach().to("cpu", copy=True)
+                reuse = free.get(key[3:])
+                copies[key] = reuse.pop().copy_(x.detach()) if reuse else x.detach().to("cpu", copy=True)
             return copies[key]
         if isinstance(x, dict):
             out = type(x)((k, walk(v)) for k, v in x.items())
@@ -52,7 +57,12 @@ def host_copy(obj):
             return type(x)(walk(v) for v in x)
         return copy.deepcopy(x)
 
-    return walk(obj)
+    out = walk(obj)
+    if spare is not None:
+        spare.clear()
+        for key, tensor in copies.items():
+            spare.setdefault(key[3:], []).append(tensor)
+    return out
 
 
 class BackgroundSaver:
@@ -67,6 +77,7 @@ class BackgroundSaver:
     def __init__(self) -> None:
         self._thread: threading.Thread | None = None
         self._failure: DataError | None = None
+        self._spare: dict[tuple, list] = {}  # the last write's host tensors, refilled by the next copy
 
     def __enter__(self) -> BackgroundSaver:
         return self
@@ -83,7 +94,8 @@ class BackgroundSaver:
     def save(self, items: Sequence[tuple[object, Path]]) -> None:
         """Write `items` ((object, path) pairs, in order) in the background, from host copies taken now."""
         self.wait()
-        snapshot = [(host_copy(obj), Path(path)) for obj, path in items]
+        copies = host_copy([obj for obj, _ in items], self._spare)  # what the files share is copied once
+        snapshot = [(obj, Path(path)) for obj, (_, path) in zip(copies, items)]
         self._thread = threading.Thread(target=self._write, args=(snapshot,), name="checkpoint-writer")
         self._thread.start()
 

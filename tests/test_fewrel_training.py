@@ -283,7 +283,8 @@ def test_a_host_copy_is_unchanged_by_later_steps_and_keeps_shared_tensors_and_st
 
     layer = torch.nn.Linear(3, 2)
     live = {"model": layer.state_dict(), "tied": [layer.weight, layer.weight], "step": (torch.tensor(4.0), 7)}
-    copied = host_copy(live)
+    spare: dict = {}
+    copied = host_copy(live, spare)
     before = layer.weight.detach().clone()
     with torch.no_grad():
         layer.weight.add_(1.0)
@@ -291,3 +292,7 @@ def test_a_host_copy_is_unchanged_by_later_steps_and_keeps_shared_tensors_and_st
     assert torch.equal(copied["model"]["weight"], before) and torch.equal(copied["tied"][0], before)
     assert copied["tied"][0] is copied["tied"][1] and copied["step"][0].item() == 4.0 and copied["step"][1] == 7
     assert copied["model"]._metadata == live["model"]._metadata and type(copied["model"]) is type(live["model"])
+    assert sorted(len(v) for v in spare.values()) == [1, 1, 1]  # weight (shared), bias, step
+    again = host_copy(live, spare)  # fills the first copy's tensors: no new host memory
+    assert again["model"]["weight"] is copied["model"]["weight"] and again["step"][0] is copied["step"][0]
+    assert torch.equal(again["tied"][1], before + 1) and again["step"][0].item() == 5.0
