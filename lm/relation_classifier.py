@@ -9,9 +9,10 @@ under bf16 autocast on any device; weights, gradients and optimizer state stay f
 the same way in either precision.
 
 A training folder holds `checkpoint.pt` (the last finished epoch: weights, optimizer, schedule, random states,
-dev history), so an interrupted run resumes where it stopped and ends with the same weights as an uninterrupted
-one; and, once done, the selected model: `encoder/` (`save_pretrained`, with its tokenizer), `head.pt` and
-`classifier.json` (classes, input form, settings, dev history), which `load_classifier` reads back.
+dev history; written while the next epoch trains), so an interrupted run resumes where it stopped and ends with
+the same weights as an uninterrupted one; and, once done, the selected model: `encoder/` (`save_pretrained`, with
+its tokenizer), `head.pt` and `classifier.json` (classes, input form, settings, dev history), which
+`load_classifier` reads back.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
+from lm.background_save import BackgroundSaver, atomic_save
 from lm.batches import to_device
 from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput
@@ -166,13 +168,6 @@ class Trained:
         return Batcher(self.encoder, mapped, int(self.tokenizer.pad_token_id), str(self.encoder.device), self.dtype)
 
 
-def _atomic_save(obj, path: Path) -> None:
-    torch = _torch()
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def _rng_state() -> dict:
     torch = _torch()
     state = {"cpu": torch.get_rng_state()}
@@ -197,8 +192,9 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
 
     `identity` says what the model is trained from (model, input form, data, vectors): a folder holding another
     model's training is refused, never continued. `stop_after` ends after that many epochs this call (tests of
-    resuming); `after_epoch` gets each finished epoch's dev row once its checkpoint is saved, and a true answer
-    ends training there as `stop_after` does (a bench's time budget)."""
+    resuming); `after_epoch` gets each finished epoch's dev row once its checkpoint is taken, and a true answer
+    ends training there as `stop_after` does (a bench's time budget). Checkpoints are written while the next epoch
+    trains (`BackgroundSaver`); this call returns or raises only once every finished epoch's checkpoint is on disk."""
     torch = _torch()
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
@@ -237,45 +233,50 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         history, best, start = state["history"], state["best"], state["epoch"]
     batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device, settings.dtype)
     ran = 0
-    for epoch in range(start, settings.epochs):
-        if stop_after is not None and ran >= stop_after:
-            break
-        encoder.train()
-        head.train()
-        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
-        bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
-                   disable=not progress, file=sys.stderr, unit="batch")
-        losses: list[float] = []
-        queued = []  # losses still on the device: read every LOSS_READS steps, so the host never waits per step
-        for s in range(steps_per_epoch):
-            idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
-            logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
-            loss = torch.nn.functional.cross_entropy(logits, to_device(y_train[idx].numpy(), device))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            queued.append(loss.detach())
-            if len(queued) == LOSS_READS or s == steps_per_epoch - 1:
-                losses += _read_losses(queued, folder, epoch, len(losses), settings)
-                queued.clear()
-                bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace
-            bar.update(1)
-        bar.close()
-        probs = predict_proba(encoder, head, batcher, dev[0])
-        scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
-        history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
-                        **{k: round(v, 4) for k, v in scores.items()}})
-        if scores["f1"] > best["f1"]:
-            best = {"epoch": epoch + 1, "f1": scores["f1"]}
-            _atomic_save({"encoder": encoder.state_dict(), "head": head.state_dict()}, folder / "best.pt")
-        _atomic_save({"identity": identity, "encoder": encoder.state_dict(), "head": head.state_dict(),
-                      "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
-                      "history": history, "best": best, "epoch": epoch + 1}, ckpt)
-        ran += 1
-        if after_epoch is not None and after_epoch(history[-1]):
-            break
+    with BackgroundSaver() as saver:  # each epoch's files are written while the next one trains
+        for epoch in range(start, settings.epochs):
+            if stop_after is not None and ran >= stop_after:
+                break
+            encoder.train()
+            head.train()
+            order = torch.randperm(len(x_train),
+                                   generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
+            bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
+                       disable=not progress, file=sys.stderr, unit="batch")
+            losses: list[float] = []
+            queued = []  # losses still on the device: read every LOSS_READS steps, so the host never waits per step
+            for s in range(steps_per_epoch):
+                idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
+                logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
+                loss = torch.nn.functional.cross_entropy(logits, to_device(y_train[idx].numpy(), device))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                queued.append(loss.detach())
+                if len(queued) == LOSS_READS or s == steps_per_epoch - 1:
+                    losses += _read_losses(queued, folder, epoch, len(losses), settings)
+                    queued.clear()
+                    saver.check()  # a failed write of the epoch before ends training now, not an epoch later
+                    bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace
+                bar.update(1)
+            bar.close()
+            probs = predict_proba(encoder, head, batcher, dev[0])
+            scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
+            history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
+                            **{k: round(v, 4) for k, v in scores.items()}})
+            files = []
+            if scores["f1"] > best["f1"]:
+                best = {"epoch": epoch + 1, "f1": scores["f1"]}
+                files.append(({"encoder": encoder.state_dict(), "head": head.state_dict()}, folder / "best.pt"))
+            files.append(({"identity": identity, "encoder": encoder.state_dict(), "head": head.state_dict(),
+                           "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                           "rng": _rng_state(), "history": history, "best": best, "epoch": epoch + 1}, ckpt))
+            saver.save(files)  # best.pt, then checkpoint.pt: a checkpoint never names a best epoch not on disk
+            ran += 1
+            if after_epoch is not None and after_epoch(history[-1]):
+                break
     if not history or history[-1]["epoch"] < settings.epochs:
         return Trained(encoder, head, tokenizer, classes, {"identity": identity, "history": history, "best": best,
                                                            "finished": False})
@@ -305,7 +306,7 @@ def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, 
     with quiet_transformers():
         encoder.save_pretrained(folder / "encoder")
         tokenizer.save_pretrained(folder / "encoder")
-    _atomic_save(head.state_dict(), folder / "head.pt")
+    atomic_save(head.state_dict(), folder / "head.pt")
     info = {"identity": identity, "classes": classes, "history": history, "best": best, "finished": True,
             "dropout": identity["settings"]["dropout"], "weights": _weights(folder)}
     tmp = folder / (DONE + ".tmp")

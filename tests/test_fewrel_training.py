@@ -1,11 +1,15 @@
 """Fine-tuning relation classifiers on a FewRel slice (3 relations x 20 sentences) with a tiny random BERT over
 the real cased vocabulary: learning, resuming, the saved model, the frozen embeddings, the AVG ensemble, bf16
-autocast on the CPU."""
+autocast on the CPU, checkpoints written while the next epoch trains."""
 
 from __future__ import annotations
 
+import errno
 import math
+import threading
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,7 @@ from fewrel_fixtures import fewrel_slice
 from lm_fixtures import tiny_model_dir
 
 from eval.classification import macro_scores
+from eval.errors import DataError
 from eval.fewrel import load_split
 from lm.relation_classifier import Batcher, TrainSettings, load_classifier, predict_proba, train_classifier
 from lm.relation_inputs import RelationInputBuilder
@@ -161,3 +166,133 @@ def test_a_loss_that_is_no_longer_finite_stops_training_with_the_fix(setup):
                                         r"bfloat16\); lower --set lr= or train in float32$"):
         _train(setup, "diverged", TrainSettings(lr=1e30, batch_size=8, epochs=1, dtype="bfloat16"))
     assert not (setup[0] / "diverged" / "checkpoint.pt").exists()
+
+
+# Checkpoints are written by a background thread while the next epoch trains (lm/background_save.py). The tests
+# below hold epoch 1's write until epoch 2 has trained (its losses were read), so the write and the training
+# overlap for certain: on a loop that writes before going on, the held write waits in vain and fails the test.
+
+def _epoch_2_trained(monkeypatch, interrupt: BaseException | None = None) -> threading.Event:
+    """An event set once epoch 2's losses are read (then `interrupt`, if given, is raised there)."""
+    import lm.relation_classifier as rc
+
+    reached, reads, real = threading.Event(), [], rc._read_losses
+
+    def read(*args):
+        reads.append(args)
+        values = real(*args)
+        if len(reads) == 2:
+            reached.set()
+            if interrupt is not None:
+                raise interrupt
+        return values
+
+    monkeypatch.setattr(rc, "_read_losses", read)
+    return reached
+
+
+def _held_saves(monkeypatch, until: threading.Event, after=lambda obj, path: None, delay: float = 0.0) -> None:
+    """`torch.save` that writes once `until` is set (`delay` seconds later), then calls `after`."""
+    real = torch.save
+
+    def save(obj, f, *args, **kw):
+        assert until.wait(60), "the write did not run while the next epoch trained"
+        time.sleep(delay)
+        real(obj, f, *args, **kw)
+        after(obj, Path(f))
+
+    monkeypatch.setattr(torch, "save", save)
+
+
+def test_the_checkpoint_written_while_epoch_2_trains_holds_epoch_1s_state(setup, monkeypatch):
+    one, whole = _train(setup, "epoch-one", stop_after=1), _train(setup, "whole")
+    kept = {}
+
+    def keep(obj, path):
+        if path.name == "checkpoint.pt.tmp":
+            kept[obj["epoch"]] = torch.load(path, weights_only=False)
+
+    _held_saves(monkeypatch, _epoch_2_trained(monkeypatch), keep)
+    both = _train(setup, "epoch-two")
+    assert both.info["finished"] is True and both.info["history"] == whole.info["history"]
+    state, later = kept[1], kept[2]
+    assert state["epoch"] == 1 and state["history"] == one.info["history"] and state["best"] == one.info["best"]
+    for module in ("encoder", "head"):
+        live = getattr(one, module).state_dict()
+        assert list(state[module]) == list(live) and all(torch.equal(state[module][k], live[k]) for k in live)
+        # epoch 2 changed them while epoch 1's checkpoint was written: a write of the live tensors would differ
+        assert not all(torch.equal(state[module][k], later[module][k]) for k in live)
+
+
+@pytest.mark.parametrize("name", ["best.pt", "checkpoint.pt"])
+def test_a_checkpoint_write_that_fails_ends_training_with_one_line_naming_the_file(setup, monkeypatch, name):
+    real = torch.save
+
+    def save(obj, f, *args, **kw):
+        if Path(f).name == name + ".tmp":
+            Path(f).write_bytes(b"part")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(obj, f, *args, **kw)
+
+    monkeypatch.setattr(torch, "save", save)
+    folder = setup[0] / f"full-disk-{name}"
+    with pytest.raises(DataError) as failed:
+        _train(setup, folder.name)
+    assert str(failed.value) == (f"{folder / name}: could not be written (No space left on device); the folder keeps "
+                                 "the epoch before: free space or fix its permissions and rerun to resume")
+    # best.pt failing: epoch 1's checkpoint.pt is not written either (it would name a best epoch not on disk)
+    assert sorted(p.name for p in folder.iterdir()) == ([] if name == "best.pt" else ["best.pt"])
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt(), DataError("the training loss is nan at epoch 2")])
+def test_an_exception_in_epoch_2_returns_only_once_epoch_1s_checkpoint_is_on_disk(setup, monkeypatch, interrupt):
+    folder = setup[0] / f"stopped-{type(interrupt).__name__}"
+    with monkeypatch.context() as patch:
+        _held_saves(patch, _epoch_2_trained(patch, interrupt), delay=0.5)  # written 0.5 s after the exception
+        with pytest.raises(type(interrupt)):
+            _train(setup, folder.name)
+    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "checkpoint.pt"]
+    state = torch.load(folder / "checkpoint.pt", weights_only=False)
+    assert state["epoch"] == 1 and [h["epoch"] for h in state["history"]] == [1]
+    resumed, whole = _train(setup, folder.name), _train(setup, "whole")
+    assert resumed.info["history"] == whole.info["history"] and resumed.info["best"] == whole.info["best"]
+    for module in ("encoder", "head"):
+        a, b = getattr(whole, module).state_dict(), getattr(resumed, module).state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_write_that_fails_while_another_exception_ends_training_is_noted_on_it(setup, monkeypatch):
+    def save(obj, f, *args, **kw):
+        assert reached.wait(60)
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    reached = _epoch_2_trained(monkeypatch, KeyboardInterrupt())
+    monkeypatch.setattr(torch, "save", save)
+    folder = setup[0] / "stopped-unwritable"
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        _train(setup, folder.name)
+    assert stopped.value.__notes__ == [f"{folder / 'best.pt'}: could not be written (Permission denied); the folder "
+                                       "keeps the epoch before: free space or fix its permissions and rerun to resume"]
+    assert list(folder.iterdir()) == []
+    with pytest.raises(DataError):  # the same failure, with nothing else going on, is the error itself
+        _train(setup, folder.name)
+
+
+def test_a_host_copy_is_unchanged_by_later_steps_and_keeps_shared_tensors_and_state_dict_metadata():
+    from lm.background_save import host_copy
+
+    layer = torch.nn.Linear(3, 2)
+    live = {"model": layer.state_dict(), "tied": [layer.weight, layer.weight], "step": (torch.tensor(4.0), 7)}
+    spare: dict = {}
+    copied = host_copy(live, spare)
+    before = layer.weight.detach().clone()
+    with torch.no_grad():
+        layer.weight.add_(1.0)
+        live["step"][0].add_(1)
+    assert torch.equal(copied["model"]["weight"], before) and torch.equal(copied["tied"][0], before)
+    assert copied["tied"][0] is copied["tied"][1] and copied["step"][0].item() == 4.0 and copied["step"][1] == 7
+    assert copied["model"]._metadata == live["model"]._metadata and type(copied["model"]) is type(live["model"])
+    assert sorted(len(v) for v in spare.values()) == [1, 1, 1]  # weight (shared), bias, step
+    again = host_copy(live, spare)  # fills the first copy's tensors: no new host memory
+    assert again["model"]["weight"] is copied["model"]["weight"] and again["step"][0] is copied["step"][0]
+    assert torch.equal(again["tied"][1], before + 1) and again["step"][0].item() == 5.0
