@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Literal
 
 Slot = Literal["object", "subject"]
@@ -11,6 +12,13 @@ RELATION_TYPES = ("1-1", "N-1", "N-M")
 SUBJECT_SLOT = "[X]"
 OBJECT_SLOT = "[Y]"
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
+
+
+@lru_cache(maxsize=65536)
+def _template_parts(template: str) -> tuple[str, ...]:
+    """A template split at its slot markers (kept, at the odd positions): a corpus has few templates and asks
+    each of them thousands of times."""
+    return tuple(_SLOTS.split(template))
 
 
 class _Pickled:
@@ -131,7 +139,7 @@ class Query(_Pickled):
         `[X]`, `[Y]` or a mask token is inserted as plain text and never read as a slot.
         """
         fill = {self.given: self.known.label, self.asked: mask}
-        parts = _SLOTS.split(self.template)
+        parts = _template_parts(self.template)
         # re.split with one capture group puts the slot markers at the odd positions
         return "".join(fill[part] if i % 2 else part for i, part in enumerate(parts))
 

@@ -297,6 +297,7 @@ class MaskedLMScorer:
             limit -= 2  # positions start after the padding index
         self.max_length = min(max_length or limit, limit, getattr(tokenizer, "model_max_length", limit) or limit)
         self.mask_id = tokenizer.mask_token_id
+        self.mask_token = tokenizer.mask_token
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         out = model.get_output_embeddings()
         self.vocab_size = out.weight.shape[0]
@@ -487,7 +488,7 @@ class MaskedLMScorer:
         depth = min(depth, len(candidates))
         wanted = [tuple(sorted(set(t))) for t in targets] if targets is not None else [()] * len(texts)
         units = list(dict.fromkeys(zip(texts, wanted)))
-        keys = {u: self._key(u[0], candidates, u[1]) for u in units}
+        keys = {u: self._key(u[0], candidates, u[1]) for u in units} if self.cache is not None else {}
         results: dict[tuple[str, tuple[int, ...]], Scored] = {}
         if self.cache is not None:
             by_size: dict[int, list] = {}
@@ -522,16 +523,18 @@ class MaskedLMScorer:
 
         def collect(batch: list[int], units: list, logp, sent: ToHost) -> None:
             top, pos, ranks, scores = self._extract(logp, depth, sent, [text_of(texts[i]) for i in batch])
+            rank_list, score_list, rank32 = ranks.tolist(), scores.tolist(), ranks.astype(np.int32)
+            cached = self.cache is not None  # rows for the result cache, only when there is one
             at = 0
             for j, text, tgt in units:
                 k = len(tgt)
-                rank, score = ranks[at:at + k], scores[at:at + k]
-                at += k
                 n = len(ids[batch[j]])
-                results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank.tolist())),
-                                              dict(zip(tgt, score.tolist())))
-                new[(text, tgt)] = (np.concatenate([rank.astype(np.int32), pos[j]]),
-                                    np.concatenate([score, top[j]]), n)
+                results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank_list[at:at + k])),
+                                              dict(zip(tgt, score_list[at:at + k])))
+                if cached:
+                    new[(text, tgt)] = (np.concatenate([rank32[at:at + k], pos[j]]),
+                                        np.concatenate([scores[at:at + k], top[j]]), n)
+                at += k
             if self.on_batch is not None:
                 self.on_batch(len(batch))
 
@@ -673,7 +676,7 @@ class MaskedLMPredictor:
 
     def prompt(self, query: Query) -> str:
         """LAMA prompt: subject at [X], the model's mask at [Y] (lower-cased for uncased models)."""
-        mask = self.scorer.tokenizer.mask_token
+        mask = self.scorer.mask_token
         if self.scorer.compat == "lama":
             text = lama_prompt(query.template, query.known.label, mask, query.slot)
         else:
@@ -737,9 +740,9 @@ class MaskedLMPredictor:
             except NonFiniteScores as exc:
                 asked = next((queries[i] for i, t in zip(idx, texts) if text_of(t) in exc.bad), None)
                 raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
+            label_of = cands.labels.__getitem__
             for i, tpos, scored in zip(idx, where, results):
-                labels = [cands.labels[p] for p in scored.pos.tolist()]
-                answers = tuple(map(Answer, labels, scored.logp.tolist()))
+                answers = tuple(map(Answer, map(label_of, scored.pos.tolist()), scored.logp.tolist()))
                 extra = {"n_tokens": scored.n_tokens}
                 gold = self._gold.get((queries[i].fact_uid, queries[i].slot))
                 gpos = cands.index.get(gold) if gold else None
