@@ -64,7 +64,7 @@ HEAD_TRANSFORMS: dict[str, Callable] = {
 }
 Text = str | tuple[str, str]  # a prompt, or (context, prompt): read as `context [SEP] prompt`
 MIN_BUCKET_FRACTION = 4  # length groups smaller than batch_size / this are merged (with padding)
-CACHE_VERSION = "masked-v2"  # v2: deterministic ties, exact target ranks, compat mode in the key
+CACHE_VERSION = "masked-v3"  # v2: deterministic ties, exact target ranks, compat mode in the key; v3: max_length
 NOT_SINGLE_TOKEN_CHOICE = "a choice is not a single token of the model"
 log = logging.getLogger("kbc")
 _PATHS_SAID: set[tuple[str, str, str, str]] = set()  # each model's scoring path is said once per process
@@ -442,9 +442,12 @@ class MaskedLMScorer:
         for text, row in zip(texts, ids):
             prompt = text if isinstance(text, str) else text[1]
             n = row.count(self.mask_id)
+            if n == 0 and self.mask_token in prompt:
+                raise KbcError(f"{self.name}: a prompt is longer than max_length={self.max_length} tokens, so its "
+                               f"{self.mask_token} was cut off: {prompt[:200]!r}; raise the predictor's max_length "
+                               "(--set NAME.max_length=N) or leave it unset for the model's own limit")
             if n != 1:
-                where = "was cut off by truncation" if n == 0 and self.tokenizer.mask_token in prompt else "appears"
-                raise KbcError(f"prompt needs exactly one {self.tokenizer.mask_token} but it {where} {n} times: "
+                raise KbcError(f"prompt needs exactly one {self.mask_token} but it appears {n} times: "
                                f"{prompt[:200]!r}")
         return ids
 
@@ -619,8 +622,10 @@ class MaskedLMScorer:
 
     def _key(self, text: Text, candidates: CandidateSet, targets: tuple[int, ...] = ()) -> str:
         text = text if isinstance(text, str) else "\x1e".join(("context [SEP] prompt", *text))
+        # every setting that changes a score is in the key: `max_length` cuts long inputs (contexts) differently
         return ResultCache.key(CACHE_VERSION, self.fingerprint, self.dtype, str(self.device.type), self.normalize,
-                               self.compat or "-", candidates.fingerprint, text, ",".join(map(str, targets)))
+                               self.compat or "-", str(self.max_length), candidates.fingerprint, text,
+                               ",".join(map(str, targets)))
 
 
 class MaskedLMPredictor:

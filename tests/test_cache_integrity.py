@@ -460,3 +460,24 @@ def test_edited_cached_entity_map_is_fitted_again(tmp_path, caplog):
     w2v.write_text("other vectors\n")  # other vector files: another map, never the cached one
     _map_for(ctx, lm, emb, "m", str(w2v))
     assert len(list((tmp_path / "cache" / "entities").iterdir())) == 2
+
+
+def test_a_shorter_max_length_is_never_served_the_longer_inputs_scores(engine, tmp_path):
+    """`max_length` cuts a long context: scores kept for full inputs are another computation's."""
+    from lm.masked import MaskedLMScorer
+
+    loaded, cands, _ = engine
+    context = " ".join(["Rome is a city in Italy and the capital of the country ."] * 6)
+    texts = [(context, "Dante was born in [MASK] ."), (context, "Paris is the capital of [MASK] .")]
+
+    def scored(cache, max_length):
+        scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, cache=cache,
+                                max_length=max_length)
+        return [(r.n_tokens, r.pos.tolist(), r.logp.tolist()) for r in scorer.score(texts, cands, 5)]
+
+    cache = ResultCache(tmp_path / "results.sqlite")
+    full = scored(cache, None)
+    short = scored(cache, 16)
+    assert short == scored(None, 16)
+    assert [n for n, *_ in short] == [16, 16] and [n for n, *_ in full] != [16, 16]
+    assert scored(cache, None) == full

@@ -196,6 +196,13 @@ def test_prompt_errors_are_one_line(tiny_models):
         scorer.score(["[MASK] and [MASK]"], cands, 3)
     long_text = "[MASK] is here . " + "word " * 1000
     assert scorer.score([long_text], cands, 3)[0].n_tokens == scorer.max_length  # context cut, mask kept
+    late = "word " * 1000 + "is [MASK] ."
+    with pytest.raises(KbcError) as caught:
+        scorer.score([late], cands, 3)
+    assert str(caught.value) == (
+        f"{scorer.name}: a prompt is longer than max_length={scorer.max_length} tokens, so its [MASK] was cut off: "
+        f"{late[:200]!r}; raise the predictor's max_length (--set NAME.max_length=N) or leave it unset for the "
+        "model's own limit")
 
 
 def test_bfloat16_close_to_float32(tiny_models):
