@@ -395,7 +395,9 @@ def parity_line(out: dict, args, cfg, data: Path, bert_dir: str) -> None:
     out["fp32_vs_cpu_max_abs"] = f"{gap:.2e}"
     out["fp32_vs_cpu_top10_same"] = round(same_top / len(queries), 4)
     out["fp32_vs_cpu_ranks_same"] = round(same_ranks / len(queries), 4)
-    print(f"float32 against the CPU: top 10 the same on {same_top}/{len(queries)} queries, exact ranks on "
+    against = "the CPU against itself (batches of 64 against larger ones)" if here.scorer.device.type == "cpu" \
+        else "float32 against the CPU"
+    print(f"{against}: top 10 the same on {same_top}/{len(queries)} queries, exact ranks on "
           f"{same_ranks}/{len(queries)}, largest log-prob difference {gap:.2e}", flush=True)
 
 
