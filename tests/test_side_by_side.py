@@ -152,8 +152,11 @@ def test_config_file_holds_the_same_as_the_flags(lama_dir, tmp_path, capsys, mon
 def test_ls_shows_each_predictors_options(tiny_models, capsys):
     code, out, _ = run_kbc(["ls", "retrieval"], capsys)
     assert code == 0 and "--set retrieval.text_index=" in out and "--set retrieval.k=INT" in out
-    code, out, _ = run_kbc(["ls", str(tiny_models("bert-cased"))], capsys)
+    path = tiny_models("bert-cased")
+    code, out, _ = run_kbc(["ls", str(path)], capsys)
     assert code == 0 and "--set tiny-bert-cased-0.candidates=common|full|relation" in out
+    assert out.splitlines()[1] == (f"  (as `--predictors {path}` it is named tiny-bert-cased-0; as `--predictors "
+                                   f"NAME={path}`, --set NAME.…)")
     code, out, _ = run_kbc(["ls", "ebert"], capsys)
     assert "wikipedia2vec=PATH" in out and "[required]" in out and "entity_index=flat|ivf|hnsw" in out
 

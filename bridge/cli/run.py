@@ -500,6 +500,8 @@ def ls(name: str | None, as_json: bool) -> None:
     if not options:
         click.echo("  takes no options")
     key = default_name(name)
+    if options and key != name:
+        click.echo(f"  (as `--predictors {name}` it is named {key}; as `--predictors NAME={name}`, --set NAME.…)")
     for opt in options.values():
         required = " [required]" if opt.required else ""
         click.echo(f"  --set {key}.{opt.describe()}{required}")
