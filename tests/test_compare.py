@@ -14,6 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
+import lm_fixtures
 import pandas as pd
 import pytest
 from cli_support import run_kbc
@@ -24,6 +25,7 @@ from bridge.run.instances import write_instances
 from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact
 from eval.errors import ConfigError
 
+tiny_models = lm_fixtures.tiny_models
 SUBJECTS = {"p19-1": ("Ada Lovelace", "Q7259")}
 
 
@@ -346,3 +348,19 @@ def test_kmir_runs_are_judged_by_exact_match(run_dir, capsys):
     assert result["relations"]["triple_completion"]["p1_a"] == 50.0
     line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta", "--setting", "filtered"], capsys))
     assert "scored only in the raw setting" in line
+
+
+def test_one_model_in_two_precisions_is_compared_with_the_difference_said(tiny_models, lama_dir, tmp_path, capsys):
+    """The same predictor name in two runs need not be the same predictor: `--b-run` says how A and B differ."""
+    model = tiny_models("bert-cased")
+    for dtype in ("float32", "bfloat16"):
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "10",
+                                "--predictors", f"bert={model}", "--dtype", dtype, "--data-dir", str(lama_dir),
+                                "--out", str(tmp_path / dtype), "--quiet", "--bootstrap", "0"], capsys)
+        assert code == 0, err
+    code, out, err = run_kbc(["compare", str(tmp_path / "float32"), "bert", "bert", "--b-run",
+                              str(tmp_path / "bfloat16")], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "note: A and B differ in dtype: float32 against bfloat16"
+    assert lines[2].startswith("trex: 10 facts answered by both (left out: 0 answered only by A (bert), 0 only by B ")

@@ -162,8 +162,9 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
 
     sc = scoring or SCORINGS["lama"]
     o = res.overall
+    name_a, name_b = (f"A ({a})", f"B ({b})") if a == b else (a, b)  # one name in two runs: say which is which
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
-             f"by {a}, {left_out['answered_by_b_only']} only by {b})"]
+             f"by {name_a}, {left_out['answered_by_b_only']} only by {name_b})"]
     head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
             f"{sc.metric} B", "p McNemar"]
     body = [[relation_name(rel, info), c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}",
@@ -206,6 +207,22 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
     return relations, notes
 
 
+def _how_they_differ(run: RunDir, other: RunDir, corpora: list[str], a: str, b: str) -> list[str]:
+    """How A and B of two runs differ in what they are (model, dtype, device), so that a difference between the
+    two is read with that in mind: the same name in both runs need not be the same predictor."""
+    from bridge.run.leaderboard import describe_predictor
+
+    notes = []
+    for corpus in corpora:
+        da, db = describe_predictor(run.config, corpus, a), describe_predictor(other.config, corpus, b)
+        for key in ("spec", "dtype", "device"):
+            if da.get(key) != db.get(key) and (da.get(key), db.get(key)) != (None, None):
+                notes.append(f"A and B differ in {key}: {da.get(key) or '-'} against {db.get(key) or '-'}")
+        if notes:
+            return notes  # one corpus says it: the predictors are the same in every corpus of a run
+    return notes
+
+
 def _silent(run: RunDir, other: RunDir | None, corpus: str, a: str, b: str) -> list[str]:
     """Of A and B, those whose run's summaries say they answered nothing of `corpus`, with the reasons."""
     from bridge.run.summaries import read_silent, silent_note
@@ -232,6 +249,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         raise ConfigError("compare needs two different predictors")
     wanted = _corpora(run, corpora)
     relations, notes = _across(run, other, wanted, setting) if other is not None else ({}, [])
+    if other is not None:
+        notes += _how_they_differ(run, other, wanted, a, b)
     result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
     listed: list[dict] = []
     generates = any(name in generating(source.config, corpus) for source, name in ((run, a), (other or run, b))
