@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,15 +56,36 @@ class Loaded:
     dtype: str
 
 
-def resolve_device(device: str):
+DEVICE = re.compile(r"^(cpu(:0)?|cuda(:(\d+))?)$")  # what `--device` accepts: the devices the LMs are run on
+
+
+def check_device(device: str, here: bool = True) -> None:
+    """`device` is cpu, cuda or cuda:N, refused in one line otherwise (torch knows more types, none of them run).
+
+    `here`: the models run in this process, so CUDA and the GPU `cuda:N` names must be on this machine too (Ray
+    actors check on their own machines). torch is imported only for a GPU."""
+    match = DEVICE.match(device)
+    if match is None:
+        raise ConfigError(f"--device {device!r} is not a device kbcompare runs on; use cpu, cuda or cuda:N")
+    if not here or not device.startswith("cuda"):
+        return
     import torch
 
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        raise ConfigError(f"--device {device!r} is not a torch device (use cpu, cuda or cuda:N)") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
+    if not torch.cuda.is_available():
         raise ConfigError(f"--device {device}: CUDA is not available on this machine; use --device cpu")
+    count = torch.cuda.device_count()
+    if match.group(4) is not None and int(match.group(4)) >= count:
+        names = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+        raise ConfigError(f"--device {device}: this machine has {count} visible GPU{'s' if count > 1 else ''} "
+                          f"({names}); use one of those")
+
+
+def resolve_device(device: str):
+    """The torch device of `--device`, checked by `check_device`."""
+    import torch
+
+    check_device(device)
+    dev = torch.device(device)
     plan_free_attention(dev)
     return dev
 

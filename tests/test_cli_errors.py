@@ -1182,3 +1182,90 @@ def test_a_failed_index_build_leaves_no_folder_it_made(ctx, capsys, source, text
                             "--quiet"], capsys)
     _assert_one_error_line(code, err, f"error: {src}{sep}{why}", False)
     assert (ctx.tmp / "mine").is_dir()  # it was there before: it stays
+
+
+# -- --device: refused before any data is read, and a run that fails is recorded as failed ------------------
+def _no_gpus(monkeypatch, count: int) -> None:
+    """This machine as one with `count` visible GPUs (0: no CUDA), whatever it has."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+
+
+@pytest.mark.parametrize("device", ["mps", "xpu", "meta", "cuda:x", "cpu:1"])
+@pytest.mark.parametrize("line_up", ["kb", "lm"])
+def test_a_device_kbcompare_does_not_run_on_is_refused_first(ctx, capsys, device, line_up):
+    lm = [f"bert={ctx.models('bert-cased')}"] if line_up == "lm" else []
+    code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", *lm, "--limit", "5", "--device", device],
+                           capsys)
+    _assert_one_error_line(code, err, f"error: --device {device!r} is not a device kbcompare runs on; use cpu, cuda "
+                           "or cuda:N", False)
+    assert not (ctx.tmp / "run").exists()  # nothing read, nothing written, no attempt recorded
+
+
+@pytest.mark.parametrize(("gpus", "device", "why"), [
+    (0, "cuda", "CUDA is not available on this machine; use --device cpu"),
+    (0, "cuda:0", "CUDA is not available on this machine; use --device cpu"),
+    (1, "cuda:1", "this machine has 1 visible GPU (cuda:0); use one of those"),
+    (2, "cuda:7", "this machine has 2 visible GPUs (cuda:0 to cuda:1); use one of those"),
+])
+@pytest.mark.parametrize("line_up", ["kb", "lm"])
+def test_a_gpu_this_machine_lacks_is_refused_before_the_data(ctx, capsys, monkeypatch, gpus, device, why, line_up):
+    _no_gpus(monkeypatch, gpus)
+    lm = [f"bert={ctx.models('bert-cased')}"] if line_up == "lm" else []
+    code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", *lm, "--limit", "5", "--device", device],
+                           capsys)
+    _assert_one_error_line(code, err, f"error: --device {device}: {why}", False)
+    assert not (ctx.tmp / "run").exists()
+
+
+def test_a_device_is_refused_from_python_as_on_the_command_line(ctx):
+    import kbcompare
+    from eval.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        kbcompare.run("lama", corpus="trex", relations=["P19"], predictors={"freq": "freq"}, limit=3,
+                      data_dir=str(ctx.data), out=str(ctx.tmp / "api"), device="mps")
+    assert str(caught.value) == "--device 'mps' is not a device kbcompare runs on; use cpu, cuda or cuda:N"
+    assert not (ctx.tmp / "api").exists()
+
+
+def test_a_run_that_ends_in_an_error_is_recorded_as_failed(ctx, capsys):
+    weights = ctx.model() / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", f"bert={ctx.model()}", "--limit", "5"], capsys)
+    _assert_one_error_line(code, err, f"error: cannot load masked LM from {ctx.model()}", True)
+    runs = json.loads((ctx.tmp / "run" / "config.json").read_text())["runs"]
+    assert [sorted(r) for r in runs] == [["argv", "batch_size", "corpora", "device", "error", "executor", "failed",
+                                          "limit", "predictors", "relations", "seed", "started", "versions"]]
+    assert "error: " + runs[0]["error"] == err.strip().splitlines()[-1]
+    code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)  # freq alone: the rerun completes
+    assert code == 0, err
+    runs = json.loads((ctx.tmp / "run" / "config.json").read_text())["runs"]
+    assert [("failed" in r, "finished" in r) for r in runs] == [(True, False), (False, True)]
+
+
+# -- options of generation given to a model that ranks: refused before any work ----------------------------
+@pytest.mark.parametrize(("option", "key"), [
+    ("g.beams=4", "--set g.beams"), ("g.max_new_tokens=5", "--set g.max_new_tokens"),
+    ("g.temperature=0.5", "--set g.temperature"), ("g.top_p=0.5", "--set g.top_p"), ("g.shots=2", "--set g.shots"),
+    ("beams=4", "--set beams"), ("g.answer=rank g.beams=4", "--set g.beams")])
+def test_an_option_of_generation_without_answer_generate_is_refused(ctx, capsys, option, key):
+    sets = [x for item in option.split() for x in ("--set", item)]
+    model = ctx.models("gpt2")
+    capsys.readouterr()  # the progress bars of building the tiny model
+    code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", f"g={model}", *sets], capsys)
+    _assert_one_error_line(code, err, f"error: {key} applies to answer=generate only; add --set g.answer=generate "
+                           "or drop it", False)
+    assert not (ctx.tmp / "run").exists()
+
+
+def test_an_option_of_generation_in_a_run_file_is_named_where_the_file_holds_it(ctx, capsys):
+    path = ctx.tmp / "run.yaml"
+    path.write_text(f"corpus: trex\npredictors:\n  g:\n    spec: {ctx.models('gpt2')}\n    beams: 4\n")
+    capsys.readouterr()
+    code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(ctx.data), "--out",
+                            str(ctx.tmp / "out")], capsys)
+    _assert_one_error_line(code, err, f"error: --config {path}: predictors.g.beams applies to answer=generate only; "
+                           "add --set g.answer=generate or drop it", False)

@@ -127,3 +127,26 @@ def test_run_lama_matches_multi_token_spans_by_label(t5_dir, tmp_path, lama_dir,
     config = json.loads((out / "config.json").read_text())
     assert config["predictor_configs"]["trex"]["t5"]["kind"] == "seq2seq-span"
     assert config["predictor_specs"]["t5"]["options"] == {}
+
+
+def test_span_beams_and_length_need_no_answer_generate_but_sampling_does():
+    """A seq2seq model's beams and max_new_tokens shape its ranked spans; a causal model's and the sampling options
+    apply to generation only."""
+    from bridge.predictors.lm import make_causal, make_seq2seq
+    from bridge.run.options import NamedSpec, accepted, scope_options
+
+    t5, gpt = NamedSpec("t5", "/m/t5"), NamedSpec("gpt", "/m/gpt")
+    scope_options({"t5.beams": "4", "t5.max_new_tokens": "6"}, [t5], {"t5": accepted(make_seq2seq)})
+    assert t5.options == {"beams": "4", "max_new_tokens": "6"}
+    with pytest.raises(KbcError) as caught:
+        scope_options({"beams": "4"}, [NamedSpec("t5", "/m/t5"), gpt],
+                      {"t5": accepted(make_seq2seq), "gpt": accepted(make_causal)})
+    assert str(caught.value) == "--set beams applies to answer=generate only; add --set gpt.answer=generate or drop it"
+    with pytest.raises(KbcError) as caught:
+        scope_options({"t5.top_p": "0.5"}, [NamedSpec("t5", "/m/t5")], {"t5": accepted(make_seq2seq)})
+    assert str(caught.value) == ("--set t5.top_p applies to answer=generate only; add --set t5.answer=generate or "
+                                 "drop it")
+    gen = NamedSpec("gpt", "/m/gpt")
+    scope_options({"gpt.answer": "generate", "gpt.beams": "4", "gpt.top_p": "0.5"}, [gen],
+                  {"gpt": accepted(make_causal)})
+    assert gen.options == {"answer": "generate", "beams": "4", "top_p": "0.5"}

@@ -265,7 +265,7 @@ def run_options(default_out: str):
         click.option("--limit", type=IntRange(min=1), default=None,
                      help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
         click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),
-        click.option("--device", default="cpu", show_default=True, help="cpu or cuda (LM predictors)."),
+        click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N (LM predictors)."),
         click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
                      help="LM predictors' precision; bfloat16 and float16 are fast on GPUs and CPUs with "
                           "instructions for them (warned otherwise)."),

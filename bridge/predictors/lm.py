@@ -32,6 +32,7 @@ as LAMA's BERT connector does (WordPiece models only; see `lm.masked`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from bridge.predictors.generation import GEN_PROMPT, GENERATION_OPTIONS
@@ -181,9 +182,13 @@ EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
 
 ANSWER_OPTION = Option("answer", "rank: score candidates (default); generate: write the answer with `generate`, parse "
                        "it and link it to the corpus's entities", "choice", ("rank", "generate"), "rank")
-GENERATE_LENGTH = Option("max_new_tokens", "answer=generate (and seq2seq spans): longest text written, in tokens",
-                         "int", minimum=1)
-GENERATE_BEAMS = Option("beams", "answer=generate: beam search width (default 1, greedy)", "int", minimum=1, maximum=64)
+GENERATING = "answer=generate"
+GENERATE_LENGTH = Option("max_new_tokens", "answer=generate: longest text written, in tokens", "int", minimum=1,
+                         only_with=GENERATING)
+GENERATE_BEAMS = Option("beams", "answer=generate: beam search width (default 1, greedy)", "int", minimum=1, maximum=64,
+                        only_with=GENERATING)
+# a ranking model's options of generation: a model answering by rank would ignore them
+LOCAL_GENERATION = tuple(replace(o, only_with=GENERATING) for o in GENERATION_OPTIONS)
 
 
 def _generate(name: str, ctx: PredictorContext, kind: str):
@@ -192,16 +197,14 @@ def _generate(name: str, ctx: PredictorContext, kind: str):
         from bridge.predictors.generation import make_local
 
         return make_local(name, ctx, kind)
-    given = [o.key for o in GENERATION_OPTIONS if o.key in ctx.options]
-    if ctx.options.get("prompt") in ("question", "lmkbc2024") or given:
-        what = f"prompt={ctx.options['prompt']}" if ctx.options.get("prompt") in ("question", "lmkbc2024") \
-            else given[0]
-        raise ConfigError(f"--set {what} applies to generation; add --set NAME.answer=generate for the model {name}")
+    if ctx.options.get("prompt") in ("question", "lmkbc2024"):  # the options of generation: `scope_options`
+        raise ConfigError(f"--set prompt={ctx.options['prompt']} applies to generation; add --set "
+                          f"NAME.answer=generate for the model {name}")
     return None
 
 
 @declares(VOCAB_FILE, *PROMPT_OPTIONS, CACHE_OPTION, *STATEMENT_OPTIONS, SET_OPTION, ANSWER_OPTION, GENERATE_LENGTH,
-          GENERATE_BEAMS, *GENERATION_OPTIONS, settings=("dtype",))
+          GENERATE_BEAMS, *LOCAL_GENERATION, settings=("dtype",))
 def make_causal(name: str, ctx: PredictorContext):
     from lm.causal import CausalLMScorer, CausalTypedPredictor, read_extended_templates
     from lm.loading import load
@@ -251,7 +254,7 @@ SEQ2SEQ_OPTIONS = (
 )
 
 
-@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, ANSWER_OPTION, GEN_PROMPT, *GENERATION_OPTIONS,
+@declares(*SEQ2SEQ_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION, ANSWER_OPTION, GEN_PROMPT, *LOCAL_GENERATION,
           settings=("dtype",))
 def make_seq2seq(name: str, ctx: PredictorContext):
     from lm.loading import load

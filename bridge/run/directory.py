@@ -116,7 +116,8 @@ def unfinished(run: RunDir) -> list[str]:
     """What a run lacks before its scores can be shown: summaries, a recorded end, rows for every predictor."""
     missing: list[str] = []
     runs = run.config.get("runs") or []
-    open_runs = [r for r in runs if isinstance(r, dict) and not r.get("finished")]
+    # an attempt that ended in an error is recorded as failed: it ended, and the rows below say what is missing
+    open_runs = [r for r in runs if isinstance(r, dict) and not (r.get("finished") or r.get("failed"))]
     if open_runs:
         missing.append(f"the run started {open_runs[-1].get('started', '?')} recorded no end (still running, or "
                        "killed)")

@@ -35,6 +35,7 @@ class Option:
     maximum: float | None = None
     identity: bool = True
     required: bool = False
+    only_with: str = ""  # KEY=VALUE: the option applies only when the predictor's KEY is VALUE (answer=generate)
 
     def check(self, value: str, where: str) -> str:
         """The value as stored (paths expanded), or a one-line error naming the key and the fix."""
@@ -237,6 +238,7 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
         return sources.get(key, f"--set {key}")
 
     names = {p.name: p for p in predictors}
+    given: dict[tuple[str, str], str] = {}  # (predictor, option) -> the key it was written as
     unscoped = {k: v for k, v in sets.items() if "." not in k or k.rsplit(".", 1)[0] not in names}
     for key, value in unscoped.items():
         if "." in key:
@@ -254,6 +256,7 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
                               f"accepted: {', '.join(every) or 'none'} (see `kbc ls NAME`)")
         for p in takers:
             p.options[key] = declared[p.name][key].check(value, where(key))
+            given[(p.name, key)] = key
     for key, value in sets.items():
         if key in unscoped:
             continue
@@ -265,6 +268,14 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
             raise ConfigError(f"{where(key)}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
                               f"it takes: {', '.join(sorted(accepts)) or 'no options'}")
         names[name].options[opt] = accepts[opt].check(value, where(key))
+        given[(name, opt)] = key
+    for (name, key), written in given.items():
+        condition = declared[name][key].only_with
+        if condition:
+            needed, _, wanted = condition.partition("=")
+            if names[name].options.get(needed, declared[name][needed].default) != wanted:
+                raise ConfigError(f"{where(written)} applies to {needed}={wanted} only; add --set "
+                                  f"{name}.{needed}={wanted} or drop it")
     for p in predictors:
         for opt in declared[p.name].values():
             if opt.required and opt.key not in p.options:

@@ -36,7 +36,7 @@ from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect, write_json
 from eval.corpora import resolve_run_data_dir
-from eval.errors import ConfigError
+from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text
 from eval.lama import Corpus
 from eval.relations import relation_id
@@ -115,6 +115,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     """Validate, run what is not done yet, and rebuild the summaries of the whole directory.
 
     `executor` says where chunks are answered (default: here); it never changes what is written."""
+    from lm.loading import check_device
+
+    # before any data is read: Ray actors check CUDA on their own machines (the driver may have no GPU)
+    check_device(cfg.device, here=executor is None or executor.kind != "ray")
     if executor is not None:
         executor.check()
     check_set_corpora(cfg.corpora, experiment)
@@ -188,10 +192,23 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                                       pool)
                             job.run(experiment)
                             write_json(config_path, config)
-            finally:
+            except BaseException as exc:  # the log says how the attempt ended: a resume is told from a clean run
+                run["failed"] = _now()
+                run["error"] = failure_line(exc)
+                raise
+            else:
                 run["finished"] = _now()
+            finally:
                 write_json(config_path, config)
             return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+
+
+def failure_line(exc: BaseException) -> str:
+    """What ended a run, on one line, for its record in config.json."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    text = str(exc).strip().splitlines()
+    return text[0] if isinstance(exc, KbcError) and text else f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 GENERATION_EXPERIMENTS = ("lama", "lmkbc", "coherency", "kmir")  # experiments that score a written answer
