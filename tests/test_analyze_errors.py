@@ -85,13 +85,26 @@ def test_correlation_and_compare_refuse_runs_of_other_experiments(small_run, coh
     assert f"--compare {coherency_run} is a `kbc run coherency` run" in line
 
 
+def _as_scored(run, config: dict) -> None:
+    """Write `config` as the run's config.json and record it as the config its summaries were scored from (with
+    the scoring arguments recorded before), as a run that wrote this config would have: a config edited after
+    scoring is refused by every reader, which is not what these tests are about."""
+    from bridge.run.freshness import _scored_args, _stamp, files_digest, inputs_digest, write_stamp
+
+    args = _scored_args(json.loads((run / "config.json").read_text()), _stamp(run))
+    assert args is not None
+    (run / "config.json").write_text(json.dumps(config))
+    files = files_digest(run)
+    write_stamp(run, inputs_digest(config, args, files), files)
+
+
 def test_stats_of_an_unfinished_run(small_run, tmp_path, capsys):  # noqa: F811
     """A run stopped before it built a predictor for a corpus: LPFP comes from what the run recorded in
     another corpus; a predictor it never recorded is named as unfinished, not as one without log-probabilities."""
     run = _copy(small_run, tmp_path)
     config = json.loads((run / "config.json").read_text())
     del config["predictor_configs"]["google_re"]
-    (run / "config.json").write_text(json.dumps(config))
+    _as_scored(run, config)
     code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
     assert code == 0, err
     assert "LPFP is null" not in err
@@ -100,7 +113,7 @@ def test_stats_of_an_unfinished_run(small_run, tmp_path, capsys):  # noqa: F811
     first = [json.loads(a)[0][1] for a in bert["answers"]]
     assert len(bert) > 0 and bert["lpfp"].tolist() == pytest.approx(first)
     del config["predictor_configs"]
-    (run / "config.json").write_text(json.dumps(config))
+    _as_scored(run, config)
     code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
     assert code == 0, err
     assert "note: LPFP is null for bert, freq, retrieval: the run has not finished" in err
