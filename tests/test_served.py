@@ -388,3 +388,14 @@ def test_kbc_ls_says_what_the_response_cache_of_a_server_keeps(capsys):
     line = next(x for x in out.splitlines() if ".cache=" in x)
     assert code == 0 and line.startswith("  --set v1.cache=on|shared|off: on-disk response cache. on: this run's own")
     assert "never changes answers" not in line and line.endswith("off: none (default on)")
+
+
+def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """An empty generation parses to no answer: wrong, yet neither abstained nor unlinked, so the counts line says
+    how many there were."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (200, completion("" if n % 3 else "Paris", "chat")))
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("google_re / llm: requests sent 9"))
+    assert line.endswith("; 6 answers were empty text (scored wrong)"), line

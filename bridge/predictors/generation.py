@@ -160,7 +160,7 @@ class GenerationPredictor:
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
-        self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0, "empty": 0}
 
     def describe(self) -> dict:
         return {"kind": "generation", "model": self.model, "fingerprint": self.backend.fingerprint, "ranks": self.ranks,
@@ -235,6 +235,7 @@ class GenerationPredictor:
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
+            self.counts["empty"] += not response.text.strip()
             parsed = parse_generation(response.text, self.many)
             if q.relation in NUMERIC:  # a count is no entity: the number it states is the answer
                 linked = [(item, parse_number(item)) for item in parsed.items]
@@ -261,7 +262,7 @@ class GenerationPredictor:
                 "retried": getattr(self.backend, "retried", 0), "cached": c["cached"],
                 "failed": getattr(self.backend, "failed", 0),
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
-                "damaged": getattr(self.cache, "damaged", 0)}
+                "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"]}
 
     @staticmethod
     def report_line(tally: dict[str, int]) -> str:
@@ -270,8 +271,10 @@ class GenerationPredictor:
         retried = tally.get("retried", 0)
         sent = f"{tally['sent']} ({retried} of them retries)" if retried else f"{tally['sent']}"
         failed = f"{tally['failed']} (prompts left without an answer)" if tally["failed"] else "0"
+        # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
+        empty = f"; {tally['empty']} answers were empty text (scored wrong)" if tally.get("empty") else ""
         return (f"requests sent {sent}, cached {tally['cached']}, failed {failed}; tokens used "
-                f"{tally['prompt_tokens']} prompt + {tally['completion_tokens']} completion{note}")
+                f"{tally['prompt_tokens']} prompt + {tally['completion_tokens']} completion{note}{empty}")
 
     def report(self) -> str:
         """Requests sent, cached, failed and tokens used (printed when the run is done with this predictor)."""
