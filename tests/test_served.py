@@ -294,7 +294,8 @@ def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve,
     # slices of 4 requests are cached as they come: the first is kept, the one the failure cut short is asked again
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
-    assert "google_re / llm: requests sent 5, cached 4, failed 0" in err and len(server.bodies) == 11
+    # and the run's first prompt is asked once more: the server still answers as it did (see the next test)
+    assert "google_re / llm: requests sent 6, cached 4, failed 0" in err and len(server.bodies) == 12
 
 
 # -- the response cache serves no answer the server would not give now --
@@ -399,3 +400,29 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
     assert code == 0, err
     line = next(x for x in err.splitlines() if x.startswith("google_re / llm: requests sent 9"))
     assert line.endswith("; 6 answers were empty text (scored wrong)"), line
+
+
+
+def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """A server may serve other weights under the same URL and model name: a run resumed against it would score
+    two models as one. The run's first answer is asked again when it goes on; a different one stops it."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    now = {"text": "Melbourne", "fail_at": 6}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == now["fail_at"] else
+                   (200, completion(now["text"], "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "HTTP 500" in err
+    now.update(text="Paris", fail_at=0)  # other weights behind the same URL and name
+    code, _, err = run_kbc(argv, capsys)
+    first = server.bodies[0]["messages"][-1]["content"]
+    assert code == 2 and server.bodies[6]["messages"][-1]["content"] == first and len(server.bodies) == 7
+    assert err.splitlines()[-1] == (
+        f"error: {server.url}: model tiny answers differently than when this run started (\"Melbourne\" then, "
+        "\"Paris\" now, to the run's first prompt): it may serve other weights under this name, and the run would "
+        "score two models as one; start a new --out")
+    assert records(tmp_path / "run") == []  # nothing of the other model was written
+    now.update(text="Melbourne")  # the same weights again: the run goes on
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert [r["generation"] for r in records(tmp_path / "run")] == ["Melbourne"] * 9

@@ -154,13 +154,16 @@ class GenerationPredictor:
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
-                 extra: dict | None = None) -> None:
+                 extra: dict | None = None, anchors: Path | None = None) -> None:
         self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
         self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0, "empty": 0}
+        # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
+        self.anchors = anchors if scope is not None and scope.startswith("run:") else None
+        self._keep_first: tuple[Path, object] | None = None
 
     def describe(self) -> dict:
         return {"kind": "generation", "model": self.model, "fingerprint": self.backend.fingerprint, "ranks": self.ranks,
@@ -205,6 +208,8 @@ class GenerationPredictor:
         sent = [p.sent() for p in prompts]
         if not sent:
             return []
+        if self.anchors is not None:
+            self._same_server(sent[0])
         asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
         keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
         found: dict[str, Generated] = {}
@@ -227,7 +232,51 @@ class GenerationPredictor:
                 self._count(response)
                 if self.cache is not None:
                     self.cache.put(key, response)
+            self._kept_first(found.get(keys[0]))
+        self._kept_first(found.get(keys[0]))
         return [found[k] for k in keys]
+
+    def _kept_first(self, response: Generated | None) -> None:
+        """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
+        if self._keep_first is None or response is None:
+            return
+        path, prompt = self._keep_first
+        self._keep_first = None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"prompt": prompt, "text": response.text}, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+
+    def _same_server(self, first) -> None:
+        """A run that asks a server is resumed only while the server answers as it did: its first answer is kept
+        (per run, predictor settings and model name) and asked again once when the run goes on. A server may
+        serve other weights under the same URL and name, and a resumed run would then score two models as one.
+        Sampling (temperature > 0) answers differently by design: nothing is checked then."""
+        import hashlib
+
+        anchors, self.anchors = self.anchors, None  # once per run
+        if self.params.temperature > 0:
+            return
+        what = json.dumps([self.scope, self.backend.fingerprint, self.model, self.params.describe()], sort_keys=True)
+        path = anchors / f"{hashlib.sha256(what.encode()).hexdigest()}.json"
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            prompt, text = kept["prompt"], kept["text"]
+        except (OSError, ValueError, KeyError, TypeError):
+            kept = None
+        if kept is None:  # the run's first ask: its first answer is kept once it has come (`_ask`)
+            self._keep_first = (path, first)
+            return
+        response = self.backend.generate([prompt], self.params)[0]
+        self._count(response)
+        if response.text != text:
+            from lm.served import ServerError
+
+            raise ServerError(f"{self.backend.settings.url}: model {self.model} answers differently than when this "
+                              f"run started ({json.dumps(text[:60], ensure_ascii=False)} then, "
+                              f"{json.dumps(response.text[:60], ensure_ascii=False)} now, to the run's first "
+                              "prompt): it may serve other weights under this name, and the run would score two "
+                              "models as one; start a new --out")
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         # a query carrying its own wording (a KMIR question) is asked as written
@@ -329,7 +378,8 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
     _set_rule_check(ctx)
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
-                               cache=_cache(ctx), scope=scope, extra=extra)
+                               cache=_cache(ctx), scope=scope, extra=extra,
+                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers")
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
