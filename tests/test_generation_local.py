@@ -125,6 +125,22 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     assert code == 0, err
     assert text.splitlines()[0] == (f"A = llm of {out}, B = llm of {tmp_path / 'again'}, setting raw; a fact is right "
                                     "when the gold is ranked 1st (answered by generation: when its answer is the gold)")
+    lines = text.splitlines()
+    assert lines[2].split()[-6:] == ["EM", "A", "EM", "B", "p", "McNemar"]
+    assert lines[5].startswith("EM llm - llm, macro over relations: +0.00 points")
+    # a ranking and a generating predictor: each column names its own measure, and the difference says it is one
+    # of the shares right by two rules
+    mixed = tmp_path / "mixed"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",
+                            "freq", f"llm={gpt2_dir}", "--set", "llm.answer=generate", "--set", "llm.max_new_tokens=5",
+                            "--set", "llm.prompt=lama", "--limit", "4", "--data-dir", str(lama_dir), "--out",
+                            str(mixed), "--store", str(tmp_path / "store"), "--quiet", "--bootstrap", "50"], capsys)
+    assert code == 0, err
+    code, text, err = run_kbc(["compare", str(mixed), "freq", "llm"], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[2].split()[-6:] == ["P@1", "A", "EM", "B", "p", "McNemar"]
+    assert lines[5].startswith("right (%, P@1 of freq against EM of llm) freq - llm, macro over relations: ")
 
 
 def test_a_damaged_cache_row_is_asked_again_not_served(gpt2_dir, lama_dir, tmp_path, capsys):

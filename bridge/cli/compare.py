@@ -51,15 +51,19 @@ class Scoring:
     settings: tuple[str, ...] = ("raw", "filtered")
     pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
     generated: str = ""  # said after the rule when a compared predictor answered by generation
+    generated_metric: str = ""  # the column name of a generating predictor's share right, where it differs
 
     def rule_for(self, generates: bool) -> str:
         return f"{self.rule} {self.generated}" if generates and self.generated else self.rule
+
+    def metric_for(self, generates: bool) -> str:
+        return self.generated_metric if generates and self.generated_metric else self.metric
 
 
 SCORINGS = {
     "lama": Scoring("facts", "relation", "P@1", "a fact is right when the gold is ranked 1st", right,
                     lambda r: str(r["relation"]), _top1,
-                    generated="(answered by generation: when its answer is the gold)"),
+                    generated="(answered by generation: when its answer is the gold)", generated_metric="EM"),
     "kmir": Scoring("questions", "question kind", "EM", "a question is right when its answer matches the gold "
                     "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
@@ -156,17 +160,22 @@ def _fmt_p(p: float) -> str:
 
 
 def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int],
-           scoring: Scoring | None = None, info: dict | None = None) -> list[str]:
-    """The text table: one row per group, relations in report order (P19 before P101) with their labels."""
+           scoring: Scoring | None = None, info: dict | None = None,
+           metrics: tuple[str, str] | None = None) -> list[str]:
+    """The text table: one row per group, relations in report order (P19 before P101) with their labels.
+    `metrics`: what A's and B's share right is called (P@1 for a ranking, EM for a generating predictor)."""
     from eval.report import relation_name, relation_order
 
     sc = scoring or SCORINGS["lama"]
+    ma, mb = metrics or (sc.metric, sc.metric)
+    # two measures (P@1 and exact match): the difference is of the shares right, each by its own rule
+    measure = ma if ma == mb else f"right (%, {ma} of {a} against {mb} of {b})"
     o = res.overall
     name_a, name_b = (f"A ({a})", f"B ({b})") if a == b else (a, b)  # one name in two runs: say which is which
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
              f"by {name_a}, {left_out['answered_by_b_only']} only by {name_b})"]
-    head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{sc.metric} A",
-            f"{sc.metric} B", "p McNemar"]
+    head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{ma} A", f"{mb} B",
+            "p McNemar"]
     body = [[relation_name(rel, info), c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}",
              _fmt_p(c.p_value)] for rel in relation_order(list(res.by_relation), info)
             for c in [res.by_relation[rel]]]
@@ -182,8 +191,9 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
     ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
           f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
-    lines.append(f"{sc.metric} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
-    lines.append(f"(`all` row: {sc.metric} {over}, as the summaries' Total; McNemar on the pooled {sc.unit})")
+    lines.append(f"{measure} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
+    lines.append(f"(`all` row: {ma if ma == mb else 'the share right'} {over}, as the summaries' Total; McNemar on "
+                 f"the pooled {sc.unit})")
     return lines
 
 
@@ -276,7 +286,9 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             continue
         res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
-        text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus)) + [""]
+        metrics = tuple(scoring.metric_for(name in generating(source.config, corpus))
+                        for source, name in ((run, a), (other or run, b)))
+        text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus), metrics) + [""]
         if list_:
             for uid in res.lists[LISTS[list_]]:
                 ra = rec_a[uid]
