@@ -104,6 +104,12 @@ class Prompter:
     def describe(self) -> dict:
         return {"prompt": self.style, "shots": self.shots, "shots_seed": self.seed, "chat": self.chat}
 
+    def asked_as_questions(self) -> list[str]:
+        """The relations whose template does not end in its slot: under `lama` they are asked as a `question`."""
+        if self.style != "lama":
+            return []
+        return sorted(rel for rel, template in self.templates.items() if _stem(template) is None)
+
     def question(self, relation: str, subject: str, template: str | None = None) -> str:
         """The relation's question about `subject`, else its template (`template`: the one asked) with a blank."""
         if relation in self.questions:

@@ -205,3 +205,16 @@ def test_the_lmkbc2024_baseline_prompt_without_a_chat_template(gpt2_dir, lama_di
         assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 6)
         assert r["parsed"] == list(parse_generation(r["generation"], many=True).items)
     assert "lmkbc2024 / llm: requests sent 2, cached 0, failed 0" in err
+
+
+def test_prompt_lama_says_which_relations_it_asks_as_questions(gpt2_dir, lama_dir, tmp_path, capsys):
+    """P27's template ("[X] is [Y] citizen .") does not end in its slot: under prompt=lama it is asked as a question,
+    and the run says so, since one run then holds two prompt styles."""
+    out = tmp_path / "run"
+    run_generate(lama_dir, tmp_path, gpt2_dir, out, ["--set", "llm.prompt=lama"], corpus="trex",
+                 relations=("P36", "P27"), limit=2)
+    err = capsys.readouterr().err
+    assert ("trex: prompt=lama asks P27 as questions (\"Fill in the blank: ...\"): their templates do not end in "
+            "the asked slot, so there is no sentence to continue") in err
+    prompts = {r["relation"]: r["prompt"] for rel in ("P36", "P27") for r in records(out, "trex", rel)}
+    assert prompts["P27"].startswith("Q: Fill in the blank: ") and not prompts["P36"].startswith("Q:")

@@ -106,8 +106,14 @@ def prompter_of(ctx: PredictorContext, chat: bool) -> Prompter:
     templates = {rel: r.template for rel, r in ctx.corpus.relations.items()}
     shots = int(ctx.options.get("shots", 0))
     pool = _pool(ctx, set_corpus) if shots else []
-    return Prompter(style, templates, shots=shots, seed=int(ctx.options.get("shots_seed", 0)), chat=chat,
-                    questions={r: q for r, q in questions.items() if r in templates}, pool=pool)
+    prompter = Prompter(style, templates, shots=shots, seed=int(ctx.options.get("shots_seed", 0)), chat=chat,
+                        questions={r: q for r, q in questions.items() if r in templates}, pool=pool)
+    asked = prompter.asked_as_questions()
+    if asked:  # one run, two prompt styles: said, so that nobody reads the run as LAMA-style throughout
+        logging.getLogger("kbc").warning(
+            "%s: prompt=lama asks %s as questions (\"Fill in the blank: ...\"): their templates do not end in the "
+            "asked slot, so there is no sentence to continue", ctx.corpus.name, ", ".join(asked))
+    return prompter
 
 
 def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
