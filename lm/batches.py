@@ -72,6 +72,8 @@ def to_device(array: np.ndarray, device):
 
     tensor = torch.from_numpy(np.ascontiguousarray(array))
     if torch.device(device).type == "cuda":
+        if tensor.numel() == 0:  # nothing to copy (a batch without target pairs)
+            return torch.empty(tensor.shape, dtype=tensor.dtype, device=device)
         return tensor.pin_memory().to(device, non_blocking=True)
     return tensor.to(device)
 
