@@ -298,3 +298,13 @@ def test_a_server_traceback_is_told_by_its_last_line():
                              "Check the logs")
     assert _reason(ConnectionError("ray client connection timeout.\nmore")) == "ray client connection timeout"
     assert _reason(ConnectionError("")) == "ConnectionError"
+
+
+def test_a_served_model_is_said_to_run_in_the_driver_for_its_own_reason():
+    from bridge.predictors.generation import resolve_server
+    from bridge.run.ray_executor import driver_reason
+
+    factory = resolve_server("http://127.0.0.1:8000/v1")
+    assert driver_reason(f"{factory.__module__}:{factory.__qualname__}") == (
+        "a server answers it: the driver sends the requests, as many at once as its concurrency allows")
+    assert driver_reason("bridge.predictors.kb:make_gold") == "it reads the run's graph store"

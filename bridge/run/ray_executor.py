@@ -40,6 +40,7 @@ REMOTE_FACTORIES = frozenset({
     "bridge.predictors.lm:make_masked", "bridge.predictors.lm:make_causal", "bridge.predictors.lm:make_seq2seq",
     "bridge.predictors.kb:make_freq", "bridge.predictors.random_baseline:make_random",
 })
+SERVED_FACTORY = "bridge.predictors.generation:make_served"
 IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
 PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads off a predictor besides methods
@@ -285,6 +286,13 @@ def _light(facts: list) -> list:
     return [replace(f, evidences=()) if getattr(f, "evidences", ()) else f for f in facts]
 
 
+def driver_reason(target: str) -> str:
+    """Why the predictor built by `target` ("module:function") is built in the driver, not on the actors."""
+    if target == SERVED_FACTORY:
+        return "a server answers it: the driver sends the requests, as many at once as its concurrency allows"
+    return "it reads the run's graph store"
+
+
 def _without_text(corpus):
     """The corpus as an actor needs it (`_light`)."""
     if not any(getattr(f, "evidences", ()) for f in corpus.facts):
@@ -428,7 +436,7 @@ class RayExecutor:
         """A stand-in answering from actors, or, for predictors that read the run's store, the predictor here."""
         target = f"{getattr(factory, '__module__', '')}:{getattr(factory, '__qualname__', '')}"
         if target not in REMOTE_FACTORIES:
-            log.info("%s: runs in the driver (it reads the run's graph store)", name or spec)
+            log.info("%s: runs in the driver (%s)", name or spec, driver_reason(target))
             return factory(spec, ctx)
         lm = target.startswith("bridge.predictors.lm:")
         gpus = self.settings.gpus_per_worker if lm else 0.0
