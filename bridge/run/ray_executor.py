@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 import warnings
 from array import array
@@ -41,6 +42,8 @@ REMOTE_FACTORIES = frozenset({
     "bridge.predictors.kb:make_freq", "bridge.predictors.random_baseline:make_random",
 })
 SERVED_FACTORY = "bridge.predictors.generation:make_served"
+CLIENT_SERVER_FAILED = "Starting Ray client server failed"  # a Ray Client head's error when a client's server dies
+CLIENT_SERVER_RETRIES = 1
 IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
 PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads off a predictor besides methods
@@ -391,9 +394,20 @@ class RayExecutor:
             return cls(settings, owns=False).checked()
         joins = bool(address) or implicit_cluster() is not None  # without an address Ray joins one it finds
         try:
-            with _workers_at_driver_priority(), warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: the error below says it
-                ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            for attempt in range(1 + CLIENT_SERVER_RETRIES):
+                try:
+                    with _workers_at_driver_priority(), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: said below
+                        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                                 logging_level=logging.WARNING)
+                    break
+                except ConnectionError as exc:
+                    # a busy head may fail to start this client's own server process in time; it often starts
+                    # on a second try (any other failure is final)
+                    if attempt == CLIENT_SERVER_RETRIES or CLIENT_SERVER_FAILED not in str(exc):
+                        raise
+                    ray.shutdown()
+                    time.sleep(2.0)
         except ConnectionError as exc:
             hint = "start one with `ray start --head`, or drop --ray-address to start one for this run"
             if str(address).startswith("ray://") and not os.environ.get(AUTH_MODE_VARIABLE):
