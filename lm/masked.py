@@ -231,16 +231,6 @@ def _ties_fixed(logp, rows, depth: int):
     return full.values[:, :depth], full.indices[:, :depth]
 
 
-def _top_with_ties(logp, depth: int):
-    """torch.topk, with exact ties ordered by candidate position (rows tied at the cut-off fully sorted)."""
-    values, indices, boundary = _top_by_position(logp, depth)
-    if bool(boundary.any()):
-        rows = boundary.nonzero().flatten()
-        values, indices = values.clone(), indices.clone()
-        values[rows], indices[rows] = _ties_fixed(logp, rows, depth)
-    return values, indices
-
-
 def _exact_ranks(logp, rows, positions):
     """Exact ranks (the eval.metrics tie rule) and scores of candidate `positions` in `rows` of `logp` [B, C].
 

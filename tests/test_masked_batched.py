@@ -30,14 +30,15 @@ def _scores(seed: int, rows: int, n: int):
 
 
 @pytest.mark.parametrize("depth", [1, 3, 10, 40])
-def test_top_with_ties_is_the_metrics_order(depth):
+def test_top_with_ties_is_the_metrics_order(tiny_models, depth):
+    """The engine's top (on the device, rows tied at the cut-off sorted in full when collected), down to a depth
+    of every candidate."""
     import torch
 
-    from lm.masked import _top_with_ties
-
+    scorer, _ = _scorer(tiny_models("bert-cased"), 8, True)
     logp = _scores(depth, 6, 40)
     logp[0] = -torch.arange(40).float()  # no ties at all
-    values, indices = _top_with_ties(logp, depth)
+    values, indices, _, _ = scorer._extract(logp, depth, scorer._extract_start(logp, depth, []), TEXTS[:6])
     for row in range(6):
         want = top_order(logp[row].numpy(), depth)
         assert indices[row].tolist() == want.tolist()
