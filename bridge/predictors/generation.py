@@ -246,12 +246,12 @@ class GenerationPredictor:
         """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
         if self._keep_first is None or response is None:
             return
+        from bridge.run.summaries import write_json
+
         path, prompt = self._keep_first
         self._keep_first = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"prompt": prompt, "text": response.text}, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        write_json(path, {"prompt": prompt, "text": response.text})
 
     def _same_server(self, first) -> None:
         """A run that asks a server is resumed only while the server answers as it did: its first answer is kept
