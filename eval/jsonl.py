@@ -7,6 +7,7 @@ the wrong JSON type) is a DataError naming the file and, where there is one, the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,15 @@ def jsonl_text(row: dict, into: str | None = None) -> str:
 def write_jsonl_line(handle, row: dict) -> None:
     name = getattr(handle, "name", None)
     handle.write(jsonl_text(row, name if isinstance(name, str) else None))
+
+
+def write_json(path: Path, obj) -> None:
+    """Write JSON atomically: a reader sees the old file or the new one, never half of it."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    finally:
+        tmp.unlink(missing_ok=True)

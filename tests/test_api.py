@@ -12,7 +12,7 @@ from cli_support import run_kbc
 
 import kbcompare
 from bridge.cli import main
-from bridge.run.summaries import write_json
+from eval.jsonl import write_json
 
 RELATIONS = ["P19", "P36"]
 

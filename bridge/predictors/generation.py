@@ -23,6 +23,7 @@ from bridge.run.options import SET_OPTION, Option, declares
 from eval.answer_text import GENERATED, link_items, parse_generation
 from eval.disambiguate import LabelIndex
 from eval.errors import ConfigError
+from eval.jsonl import write_json
 from eval.lmkbc import NUMERIC
 from eval.question_prompts import STYLES, Example, Prompt, Prompter, read_questions
 from eval.set_rules import parse_number
@@ -246,8 +247,6 @@ class GenerationPredictor:
         """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
         if self._keep_first is None or response is None:
             return
-        from bridge.run.summaries import write_json
-
         path, prompt = self._keep_first
         self._keep_first = None
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,10 +34,10 @@ from bridge.run.config import (
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
-from bridge.run.summaries import collect, write_json
+from bridge.run.summaries import collect
 from eval.corpora import resolve_run_data_dir
 from eval.errors import ConfigError, KbcError
-from eval.jsonl import jsonl_text
+from eval.jsonl import jsonl_text, write_json
 from eval.lama import Corpus
 from eval.relations import relation_id
 from eval.types import Entity, Fact, Prediction, Query

@@ -9,7 +9,6 @@ shared scope of that corpus is empty.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -19,22 +18,12 @@ from bridge.run.intervals import Found, interval_table, unit_sets, with_interval
 from bridge.run.results import predictions_path, read_done
 from eval.bear import BEAR_CORPORA
 from eval.errors import DataError
+from eval.jsonl import write_json
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
 from eval.relations import relation_id, summary_groups
 from eval.report import NONE_ANSWERED, markdown
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
-
-
-def write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def run_config(out: Path) -> dict:
