@@ -65,6 +65,8 @@ Models have random weights (speed does not depend on them) and the real tokenize
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import math
 import sys
 import tempfile
@@ -357,7 +359,8 @@ def statement_lines(out: dict, cfg, data: Path, models: dict, device, smoke: boo
             model.to(device=device, dtype=getattr(torch, dtype))
             args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=1,
                                    batch_size=cfg.causal_batch)
-            run_ours(model, tokenizer, kind, cases[:1], args)  # warm-up
+            with contextlib.redirect_stdout(io.StringIO()):  # the warm-up's pass lines are not this run's
+                run_ours(model, tokenizer, kind, cases[:1], args)
             seconds[name], _, scores = run_ours(model, tokenizer, kind, cases, args)
             choices[name] = [row.index(max(row)) for row in scores]
         out[f"statement_{kind}_bf16_vs_fp32"] = round(seconds["fp32"] / seconds["bf16"], 2)
