@@ -189,7 +189,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     setting, in the metrics of the run's experiment (P@1, coherency or token F1).
 
     Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
-    headline over `shared` facts (those every predictor answered), each with its number of facts."""
+    headline over `shared` facts (those every predictor scored on it answered), each with its number of facts."""
     from bridge.run.summaries import headline_metric, silent_in, silent_note
 
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
