@@ -31,13 +31,16 @@ def run(lama_dir, tmp_path_factory):
     generate = [x for name in ("gpt", "t5") for x in ("--set", f"{name}.answer=generate",
                                                       "--set", f"{name}.max_new_tokens=5")]
     out = root / "run"
+    asked = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--limit", "6", "--data-dir",
+             str(lama_dir), "--store", str(root / "store"), "--quiet", "--bootstrap", "50"]
     try:
-        main(["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--limit", "6", "--predictors", "freq",
-              f"bert={bert}", f"gpt={gpt}", f"t5={t5}", *generate, "--set", f"bert.vocab_file={vocab}",
-              "--data-dir", str(lama_dir), "--out", str(out), "--store", str(root / "store"), "--quiet",
-              "--bootstrap", "50"])
-    except SystemExit as exc:
-        assert exc.code in (0, None), exc
+        for argv in ([*asked, "--predictors", "freq", f"bert={bert}", f"gpt={gpt}", f"t5={t5}", *generate, "--set",
+                      f"bert.vocab_file={vocab}", "--out", str(out)],
+                     [*asked, "--predictors", f"bert={bert}", "--out", str(root / "every")]):  # BERT on every object
+            try:
+                main(argv)
+            except SystemExit as exc:
+                assert exc.code in (0, None), exc
     finally:
         if before is None:
             os.environ.pop("KBC_CACHE", None)
@@ -125,3 +128,19 @@ def test_a_delta_row_is_over_the_facts_both_sides_answered(run, capsys):
         ["trex", "P36", "2", "0.00", "+0.00", "50.0"]]
     assert ("P@1 deltas against freq: each row's #facts, freq's value, the differences and the object-in-subject "
             "share are over the same facts, those answered by all of freq, bert.") in md
+
+
+def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):
+    """bert of `run` answered 6 facts, bert of `every` all 12: the rows are over the 6, their scores in each run's
+    shared scope (over 6 and over 12) never set side by side."""
+    from test_report import md_table
+
+    every = run.parent / "every"
+    code, _, err = run_kbc(["report", str(run), "--compare", str(every), "--delta", "bert", "bert", "--out",
+                            str(run.parent / "compared")], capsys)
+    assert code == 0, err
+    md = (run.parent / "compared" / "report.md").read_text()
+    assert md_table(md, "P@1 deltas against run:bert") == [
+        ["corpus", "relation", "#facts", "run:bert", "every:bert − run:bert", "object in subject (%)"],
+        ["trex", "P19", "4", "25.00", "-25.00", "0.0"],
+        ["trex", "P36", "2", "0.00", "+0.00", "50.0"]]
