@@ -153,7 +153,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         if metric in SUBSET_METRICS:
             lines += _subset_notes(idx, c, predictors, groups, setting, scope, metric, info)
         elif scope == "shared":
-            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit)
+            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit, every)
     return "\n".join(lines)
 
 
@@ -199,6 +199,11 @@ def _subset_notes(idx: dict, corpus: str, predictors: list[str], groups: list[st
     return ["", *(f"- {n}" for n in notes)] if notes else []
 
 
+def all_of(names: list[str]) -> str:
+    """Who answered a shared scope's units: `bert`, or `all of bert, freq`."""
+    return names[0] if len(names) == 1 else f"all of {', '.join(names)}"
+
+
 def unshared_note(column: str, none: list[str], some: list[str]) -> str:
     """Why a shared-scope column is `-` for every predictor: `none` answered nothing of it, `some` answered units
     of it that not every predictor did."""
@@ -210,10 +215,16 @@ def unshared_note(column: str, none: list[str], some: list[str]) -> str:
 
 
 def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str], setting: str, metric: str,
-                 info: dict, unit: str = "facts") -> list[str]:
-    """Below a shared-facts table, why a column is `-` for every predictor, and the own-facts totals beside
-    where the shared facts are less than half of what was asked: a table never hides most of a result."""
+                 info: dict, unit: str = "facts", every: list[str] | None = None) -> list[str]:
+    """Below a shared-facts table, which facts it is over where some predictor of the corpus (`every`) is not
+    scored on `metric` (those every predictor scored on it answered), why a column is `-` for every predictor, and
+    the own-facts totals beside where the shared facts are less than half of what was asked: a table never hides
+    most of a result."""
     notes = []
+    counted = {idx[key]["n_facts"] for p in predictors if (key := (corpus, p, setting, "shared", "all", metric)) in idx}
+    scored = [p for p in predictors if (corpus, p, setting, "own", "all", metric) in idx]
+    if len(counted) == 1 and scored and set(scored) != set(every or scored):
+        notes.append(f"Shared {unit}: the {counted.pop()} answered by {all_of(scored)}.")
     for g in groups:
         if any((corpus, p, setting, "shared", g, metric) in idx for p in predictors):
             continue

@@ -182,7 +182,7 @@ class Run:
         if not rows:
             held = sorted({r.get("metric") for r in self._data.summary if r.get("metric")})
             why = "".join(f"; {line}" for c, names in silent.items()
-                          for line in silent_note(c, names, "no unit is answered by every predictor (scope='own')"))
+                          for line in silent_note(c, names, "it has no score"))
             raise ConfigError(f"{self.run_dir / 'summary.json'} has no {metric} ({setting}, {scope}) rows; metrics: "
                               f"{', '.join(held) or 'none'}{why}")
         corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))

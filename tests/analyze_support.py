@@ -25,6 +25,29 @@ class SmallRun:
     argv: list[str]
     model: Path  # the tiny BERT of the run (predictor `bert`)
     store: Path
+    digests: dict[str, str]  # every file of `run` as built: tests write into a copy (`copy_run`), never into it
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """Each file under `folder` (relative path) and the SHA-256 of its bytes."""
+    import hashlib
+
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def copy_run(small: SmallRun, folder: Path) -> Path:
+    """A copy of the small run under `folder`, for a command that writes into its run directory."""
+    import shutil
+
+    run = folder / "run"
+    shutil.copytree(small.run, run)
+    return run
+
+
+def check_pristine(small: SmallRun) -> None:
+    """The shared run's files are exactly as built: no test wrote into it (each works on `copy_run`)."""
+    assert file_digests(small.run) == small.digests
 
 
 def call_kbc(argv: list[str]) -> tuple[int, str]:
@@ -82,23 +105,21 @@ def _build(lama_dir, tmp_path_factory) -> SmallRun:
             "--out", str(run), "--quiet"]
     code, err = call_kbc(argv)
     assert code == 0, err
-    return SmallRun(run, index, paragraphs, {s.name: s.facts for s in subsets}, argv, model, root / "store")
+    return SmallRun(run, index, paragraphs, {s.name: s.facts for s in subsets}, argv, model, root / "store",
+                    file_digests(run))
 
 
-__all__ = ["small_run", "run_kbc", "call_kbc", "SmallRun"]
+__all__ = ["small_run", "run_kbc", "call_kbc", "SmallRun", "copy_run", "check_pristine"]
 
 
 def check_socs_column(small: SmallRun, model: Path, tmp_path: Path) -> None:
     """`kbc analyze stats --embeddings MODEL` on a copy of the run: every fact's SOCS is the cosine of the
     mean input embeddings of its subject and object, as `InputEmbeddings` computes them."""
-    import shutil
-
     import pandas as pd
 
     from bridge.analysis.stats import InputEmbeddings, cosine
 
-    run = tmp_path / "run"
-    shutil.copytree(small.run, run)
+    run = copy_run(small, tmp_path)
     code, out = call_kbc(["analyze", "stats", str(run), "--index", str(small.index), "--embeddings", str(model),
                           "--quiet"])
     assert code == 0, out

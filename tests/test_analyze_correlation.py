@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
-from analyze_support import call_kbc, small_run  # noqa: F401
+from analyze_support import call_kbc, check_pristine, copy_run, small_run  # noqa: F401
 from scipy import stats as sps
 
 
 @pytest.fixture(scope="module")
-def analyzed(small_run):  # noqa: F811
-    code, out = call_kbc(["analyze", "correlation", str(small_run.run), "--index", str(small_run.index), "--quiet"])
+def analyzed(small_run, tmp_path_factory):  # noqa: F811
+    """`kbc analyze correlation` on a copy of the shared run (it writes RUN/analysis/)."""
+    run = copy_run(small_run, tmp_path_factory.mktemp("correlation"))
+    code, out = call_kbc(["analyze", "correlation", str(run), "--index", str(small_run.index), "--quiet"])
     assert code == 0, out
-    folder = small_run.run / "analysis"
+    folder = run / "analysis"
     rows = json.loads((folder / "correlation.json").read_text())
     bins = json.loads((folder / "bins.json").read_text())
-    return small_run, out, rows, bins
+    return replace(small_run, run=run), out, rows, bins
 
 
 def test_coefficients_equal_scipy_on_the_instances_table(analyzed):
@@ -81,3 +84,8 @@ def test_bins_are_log_spaced_and_count_every_answered_fact(analyzed):
         if len(zero):
             hit = (zero[f"rank_{setting}"] == 1).fillna(False).mean() * 100
             assert first["p@1"] == pytest.approx(hit)
+
+
+def test_the_shared_run_is_left_as_built(analyzed, small_run):  # noqa: F811
+    """After the analysis above: it wrote into its copy, not into the run every analysis test shares."""
+    check_pristine(small_run)

@@ -7,7 +7,7 @@ import shutil
 
 import pandas as pd
 import pytest
-from analyze_support import call_kbc, run_kbc, small_run  # noqa: F401
+from analyze_support import call_kbc, check_pristine, copy_run, run_kbc, small_run  # noqa: F401
 
 
 def _one_error(code: int, err: str) -> str:
@@ -50,14 +50,8 @@ def test_compare_with_a_run_over_other_corpora(small_run, tmp_path, capsys):  # 
     assert "--compare" in line and "corpora" in line
 
 
-def _copy(small, tmp_path):
-    run = tmp_path / "run"
-    shutil.copytree(small.run, run)
-    return run
-
-
 def test_truncated_instances_table(small_run, tmp_path, capsys):  # noqa: F811
-    run = _copy(small_run, tmp_path)
+    run = copy_run(small_run, tmp_path)
     table = run / "instances.parquet"
     table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
     line = _one_error(*run_kbc(["analyze", "correlation", str(run), "--index", str(small_run.index), "--quiet"],
@@ -101,7 +95,7 @@ def _as_scored(run, config: dict) -> None:
 def test_stats_of_an_unfinished_run(small_run, tmp_path, capsys):  # noqa: F811
     """A run stopped before it built a predictor for a corpus: LPFP comes from what the run recorded in
     another corpus; a predictor it never recorded is named as unfinished, not as one without log-probabilities."""
-    run = _copy(small_run, tmp_path)
+    run = copy_run(small_run, tmp_path)
     config = json.loads((run / "config.json").read_text())
     del config["predictor_configs"]["google_re"]
     _as_scored(run, config)
@@ -118,3 +112,8 @@ def test_stats_of_an_unfinished_run(small_run, tmp_path, capsys):  # noqa: F811
     assert code == 0, err
     assert "note: LPFP is null for bert, freq, retrieval: the run has not finished" in err
     assert "none scores answers by log-probability" not in err
+
+
+def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811
+    """Run after the tests above: none wrote into the run every analysis test shares."""
+    check_pristine(small_run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from analyze_support import run_kbc, small_run  # noqa: F401
+from analyze_support import check_pristine, copy_run, run_kbc, small_run  # noqa: F401
 
 
 def test_evidence_ranks_per_sentence(small_run, lama_dir, tmp_path, capsys):  # noqa: F811
@@ -16,7 +16,7 @@ def test_evidence_ranks_per_sentence(small_run, lama_dir, tmp_path, capsys):  # 
     from eval.corpora import load_corpus
     from eval.types import Query
 
-    run, model = small_run.run, small_run.model
+    run, model = copy_run(small_run, tmp_path), small_run.model  # the command writes RUN/analysis/
     code, out, err = run_kbc(["analyze", "evidence", str(run), "--predictors", "freq", "bert", "--relations", "P463",
                               "--limit", "6", "--max-evidences", "4", "--store", str(small_run.store), "--quiet"],
                              capsys)
@@ -44,3 +44,8 @@ def test_evidence_ranks_per_sentence(small_run, lama_dir, tmp_path, capsys):  # 
                   targets=(fact.object.label,))
     pred = predictor.predict([query], 100)[0]
     assert pred.target_ranks[fact.object.label] == first["rank"]
+
+
+def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811
+    """Run after the tests above: none wrote into the run every analysis test shares."""
+    check_pristine(small_run)

@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from analyze_support import call_kbc, check_socs_column, run_kbc, small_run  # noqa: F401
+from analyze_support import call_kbc, check_pristine, check_socs_column, copy_run, run_kbc, small_run  # noqa: F401
 from test_text_contract import emulator_url  # noqa: F401
 
 from kb.text.analyzer import tokens
@@ -85,13 +85,14 @@ def test_missing_elasticsearch_index_says_how_to_build_it(small_run, emulator_ur
 
 
 def test_stats_command_writes_the_columns_and_joins_them(small_run, tmp_path):  # noqa: F811
-    code, out = call_kbc(["analyze", "stats", str(small_run.run), "--index", str(small_run.index), "--quiet"])
+    run = copy_run(small_run, tmp_path)  # the command writes RUN/analysis/ and the columns into its instances
+    code, out = call_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"])
     assert code == 0, out
     assert "facts in" in out and "SOCS left out" in out and "LPFP" not in out
-    stats = pd.read_parquet(small_run.run / "analysis" / "fact_stats.parquet")
+    stats = pd.read_parquet(run / "analysis" / "fact_stats.parquet")
     assert list(stats.columns) == STAT_COLUMNS
     assert stats["swp"].notna().all() and stats["socs"].isna().all()
-    table = pd.read_parquet(small_run.run / "instances.parquet")
+    table = pd.read_parquet(run / "instances.parquet")
     for column in (*STAT_COLUMNS[3:], "lpfp"):
         assert column in table.columns
     kb = table[table["predictor"].isin(["freq", "retrieval"])]
@@ -104,8 +105,8 @@ def test_stats_command_writes_the_columns_and_joins_them(small_run, tmp_path):  
     # the end of every `kbc run` (a rerun included) rewrites the table; the columns stay
     from bridge.run.summaries import collect
 
-    collect(small_run.run)
-    assert "cooc_sentences" in pd.read_parquet(small_run.run / "instances.parquet").columns
+    collect(run)
+    assert "cooc_sentences" in pd.read_parquet(run / "instances.parquet").columns
 
 
 def test_socs_from_a_masked_lms_input_embeddings(small_run, tmp_path):  # noqa: F811
@@ -217,3 +218,8 @@ def test_analysing_a_tampered_run_leaves_it_refused(small_run, tmp_path, capsys)
     assert (run / "instances.parquet").read_bytes() == table and (run / ".kbc-summaries").read_bytes() == stamp
     code, _, err = run_kbc(["leaderboard", str(run)], capsys)
     assert (code, err) == (2, f"error: {_refusal(run)}\n")
+
+
+def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811
+    """Run after the tests above: none wrote into the run every analysis test shares."""
+    check_pristine(small_run)

@@ -1,6 +1,6 @@
 """A finished run where one predictor answered nothing: it keeps a row of 0 answered units with its dropped reasons,
-never a score; the run's shared scope is empty and says so; every reader accepts the run and names the predictor
-(a leaderboard leaves it out and ranks the others on what they answered)."""
+never a score, and it restricts no one's shared facts (as on a leaderboard, which leaves it out and ranks the others
+on what they answered); every reader accepts the run and names the predictor."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 import math
 from pathlib import Path
 
-import pytest
 from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
@@ -47,8 +46,8 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     note = f"trex: bert answered nothing (5 dropped: {reason} 5)"
     runs = Runs([out])
     shown = overview(runs.get(out.name))
-    assert [(r["predictor"], r["facts"], r["answered_none"], r["shared"]) for r in shown["table"]] == [
-        (other, 5, None, None), ("bert", 0, {reason: 5}, None)]
+    assert [(r["predictor"], r["facts"], r["answered_none"], (r["shared"] or {}).get("facts"))
+            for r in shown["table"]] == [(other, 5, None, 5), ("bert", 0, {reason: 5}, None)]
     assert f"{note}; it has no score (`-`, facts 0)" in shown["notes"]
     assert [r["predictor"] for r in leaderboard(runs, scope="own")["rows"]] == [other]
 
@@ -92,8 +91,9 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     assert list(table.index) == [("trex", other), ("trex", "bert")]
     assert all(math.isnan(v) for v in table.loc[("trex", "bert")])
     assert table.attrs["notes"] == [f"{note}; it has no score"]
-    with pytest.raises(Exception, match="no unit is answered by every predictor"):
-        run.table(metric)
+    shared = run.table(metric)  # bert restricts no one's facts: the others' shared scope is their own
+    assert shared.loc[("trex", other)].tolist() == table.loc[("trex", other)].tolist()
+    assert all(math.isnan(v) for v in shared.loc[("trex", "bert")])
 
 
 def test_lama_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):  # noqa: F811
@@ -102,34 +102,33 @@ def test_lama_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_path, c
     reasons = {VOCAB_REASON: 5}
     assert _silent_rows(out, "bert") == [_none_row("raw", reasons), _none_row("filtered", reasons)]
     rows = json.loads((out / "summary.json").read_text())
-    assert not [r for r in rows if r["scope"] == "shared"]  # no fact every predictor answered
-    own = {(r["setting"], r["metric"]): r["n_facts"] for r in rows
-           if r["predictor"] == "freq" and r["group"] == "all" and r["scope"] == "own"}
-    assert own[("raw", "p@1")] == own[("filtered", "p@1")] == 5
+    assert not [r for r in rows if r["scope"] == "shared" and r["predictor"] == "bert"]
+    counts = {(r["scope"], r["setting"], r["metric"]): r["n_facts"] for r in rows
+              if r["predictor"] == "freq" and r["group"] == "all"}
+    assert [counts[(scope, setting, "p@1")] for scope in ("own", "shared")
+            for setting in ("raw", "filtered")] == [5, 5, 5, 5]
     md = (out / "summary.md").read_text().splitlines()
-    assert "- Scope `shared`: the facts every predictor of this directory answered (trex 0); `own`: the facts each " \
-           "predictor answered." in md
-    assert f"- trex: bert answered nothing (5 dropped: {VOCAB_REASON} 5); it has no score (`-`, #facts 0) and no " \
-           "unit is answered by every predictor." in md
+    assert "- Scope `shared`: per metric, the facts every predictor scored on that metric answered (trex: 5 " \
+           "answered by freq); a predictor without the metric, or that answered nothing, restricts no one's facts; " \
+           "`own`: the facts each predictor answered." in md
+    assert f"- trex: bert answered nothing (5 dropped: {VOCAB_REASON} 5); it has no score (`-`, #facts 0) and " \
+           "restricts no one's shared facts." in md
     shared = md[md.index("## P@1 (%), shared facts"):md.index("## P@10 (%), shared facts")]
-    assert shared[2:10] == [
-        "| corpus | predictor | answer space | #facts | P19 place of birth | Total | Total 95% CI |",
+    assert shared[2:9] == [
+        "| corpus | predictor | answer space | #facts | P19 place of birth (n=5) | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|",
-        "| trex | freq | - | 0 | - | - | - |",
+        "| trex | freq | 325 | 5 | 0.00 ± 0.00 | 0.00 ± 0.00 | [0.00, 0.00] |",
         "| trex | bert | - | 0 | - | - | - |",
         "",
-        "- `-` under P19 place of birth for every predictor: no unit of it was answered by every predictor (bert "
-        "answered none; freq did: see the own-facts table).",
-        "- `-` under Total for every predictor: no unit of it was answered by every predictor (bert answered none; "
-        "freq did: see the own-facts table).",
-        "- The shared facts keep 0 of the 5 asked (less than half); own-facts Totals (#facts): freq 0.00 ± 0.00 (5).",
+        "- Shared facts: the 5 answered by freq.",
+        "",
     ]
     own_table = md[md.index("## P@1 (%), own facts"):md.index("## P@10 (%), own facts")]
     assert own_table[4:6] == ["| trex | freq | 325 | 5 | 0.00 ± 0.00 | 0.00 ± 0.00 | [0.00, 0.00] |",
                               "| trex | bert | - | 0 | - | - | - |"]
     assert "| trex | bert | P19 | object is not in the candidate vocabulary | 5 |" in md
     printed = stdout.splitlines()
-    assert printed[:4] == ["P@1 (%) in the layout of LAMA Table 2, setting raw, facts every predictor answered",
+    assert printed[:4] == ["P@1 (%) in the layout of LAMA Table 2, setting raw, shared facts",
                            shared[2], shared[3], shared[4]]
     assert printed[4] == shared[5]
     _readers_accept(out, "freq", VOCAB_REASON, "p@1", capsys, tmp_path)
@@ -145,19 +144,18 @@ def test_coherency_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_pa
     assert code == 0, err
     assert _silent_rows(out, "bert") == [_none_row("raw", {SUBJECT_REASON: 5})]
     rows = json.loads((out / "summary.json").read_text())
-    assert not [r for r in rows if r["scope"] == "shared"]
-    gold = {r["metric"]: (r["value"], r["n_facts"]) for r in rows
+    assert not [r for r in rows if r["scope"] == "shared" and r["predictor"] == "bert"]
+    gold = {r["scope"]: (r["value"], r["n_facts"]) for r in rows
             if r["predictor"] == "gold" and r["group"] == "all" and r["metric"] == "coherency"}
-    assert gold == {"coherency": (100.0, 5)}
+    assert gold == {"own": (100.0, 5), "shared": (100.0, 5)}
     md = (out / "summary.md").read_text().splitlines()
-    assert f"- trex: bert answered nothing (5 dropped: {SUBJECT_REASON} 5); it has no score (`-`, #facts 0) and no " \
-           "unit is answered by every predictor." in md
+    assert f"- trex: bert answered nothing (5 dropped: {SUBJECT_REASON} 5); it has no score (`-`, #facts 0) and " \
+           "restricts no one's shared facts." in md
     shared = md[md.index("## Coherency (%), shared facts"):]
     assert shared[4:8] == [
-        "| trex | gold | open | 0 | - | - | - |",
+        "| trex | gold | open | 5 | 100.00 ± 0.00 | 100.00 ± 0.00 | [100.00, 100.00] |",
         "| trex | bert | - | 0 | - | - | - |",
         "",
-        "- `-` under P19 place of birth for every predictor: no unit of it was answered by every predictor (bert "
-        "answered none; gold did: see the own-facts table).",
+        "- Shared facts: the 5 answered by gold.",
     ]
     _readers_accept(out, "gold", SUBJECT_REASON, "coherency", capsys, tmp_path)

@@ -122,8 +122,8 @@ def test_dropped_facts_and_units_are_counted_and_labelled_alike(tiny_models, lam
         ("bert", "P47", "subject is not a single token of the model", 6)]
     summary = (out / "summary.md").read_text()
     assert "| trex | bert | P36 | subject is not a single token of the model | 5 |" in summary
-    assert ("Scope `shared`: the (fact, round) units, two per fact, every predictor of this directory answered "
-            "(trex 6)") in summary
+    assert ("Scope `shared`: per metric, the (fact, round) units, two per fact, every predictor scored on that metric "
+            "answered (trex: 6 answered by all of gold, bert)") in summary
     assert "| trex | gold | open | 3 |" in summary  # the tables count facts: 3 facts, 6 units
     assert _all(out, "shared")[("gold", "n_instances")] == 3
     table = pd.read_parquet(out / "instances.parquet")

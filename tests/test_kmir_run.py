@@ -80,10 +80,11 @@ def test_kmir_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     no = [r for r in gpt2 if r["uid"].startswith("sc-:")]
     assert len(no) == 11 and all(r["answer"] in ("yes", "no") for r in no)
 
-    # the shared scope is the questions every predictor answered (bert's 33 less the 22 yes/no questions freq
+    # the shared scope is the questions every predictor scored answered (bert's 33 less the 22 yes/no questions freq
     # ranks no choice of), and `answered` agrees with it
     summary = (out / "summary.md").read_text()
-    assert "the questions every predictor of this directory answered (trex 11)" in summary
+    assert ("the questions every predictor scored on that metric answered (trex: 11 answered by all of freq, kb, "
+            "kb-inferred, random, bert, gpt2)") in summary
     assert get[("gpt2", "shared", "all", "answered")]["value"] == pytest.approx(100 * 11 / 52)
     assert ("gpt2", "shared", "entity_distinction", "f1") not in get  # bert answered none of them
     for heading in ("## answered, shared facts", "## robust_all, own facts", "## chance, shared facts",
@@ -192,8 +193,8 @@ def test_a_kind_dropped_whole_is_answered_0_and_the_printed_table_counts_questio
                                  "freq", "kb", f"bert={tiny_models('bert-cased')}", "--limit", "10",
                                  "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
-    assert stdout.startswith("F1 (%) of KMIR-style questions per kind, setting raw, questions every predictor "
-                             "answered\n| corpus | predictor | answer space | #questions |")
+    assert stdout.startswith("F1 (%) of KMIR-style questions per kind, setting raw, shared questions\n"
+                             "| corpus | predictor | answer space | #questions |")
     dropped = Counter()
     for d in json.loads((out / "dropped.json").read_text()):
         dropped[(d["predictor"], d["reason"])] += d["n"]

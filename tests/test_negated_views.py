@@ -96,7 +96,7 @@ def test_one_headline_in_every_view(negated_run):
 
     out, printed = negated_run
     assert headline_metric("negated") == "overlap"
-    assert printed.startswith("Top-1 overlap (%) positive/negated, setting raw, facts every predictor answered\n")
+    assert printed.startswith("Top-1 overlap (%) positive/negated, setting raw, shared facts\n")
     overlap = {(r["predictor"], r["group"]): r["value"] for r in _summary(out)
                if r["metric"] == "overlap" and r["scope"] == "shared"}
     frame = kbcompare.load_run(out).table()

@@ -308,7 +308,7 @@ def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, capsys):
     figs = sorted(p.name for p in (runs / "delta-report" / "figures").glob("delta_*.png"))
     assert figs == ["delta_vs_freq.png"]  # one figure, both LMs, freq (the best KB but gold) as the baseline
     table = md_table(md, "P@1 deltas against freq")
-    assert table[0] == ["corpus", "relation", "#facts (freq)", "freq", "bert − freq", "bert2 − freq",
+    assert table[0] == ["corpus", "relation", "#facts", "freq", "bert − freq", "bert2 − freq",
                         "object in subject (%)"]
     values = shared_values(run)
     assert [r[1] for r in table[1:]] == ["P101", "P19", "P36"]  # Google-RE has one relation: no panel
@@ -409,7 +409,7 @@ def test_random_is_a_baseline_never_an_lm_in_deltas(runs, capsys):
     assert code == 0, err
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "| bert2 | BASELINE | random |" in md and "| bert | LM |" in md
-    assert md_table(md, "P@1 deltas against freq")[0] == ["corpus", "relation", "#facts (freq)", "freq",
+    assert md_table(md, "P@1 deltas against freq")[0] == ["corpus", "relation", "#facts", "freq",
                                                           "bert − freq", "object in subject (%)"]
     assert "bert2 − freq" not in md
 

@@ -209,7 +209,6 @@ def test_run_fact_detail(client, instances):
 @pytest.mark.parametrize("url,status,needle", [
     ("/api/runs/nope", 404, "no run 'nope'"),
     ("/api/runs/nope/facts", 404, "no run 'nope'"),
-    ("/runs/nope", 404, "no run 'nope'"),
     ("/api/runs/lama-small/facts/not-a-uid", 404, "no fact with uid"),
     ("/api/runs/lama-small/facts?outcome=kb-wins", 400, "outcome="),
     ("/api/runs/lama-small/facts?page=0", 400, "page=0"),
@@ -224,6 +223,18 @@ def test_run_bad_input_is_4xx(client, url, status, needle):
     r = client.get(url)
     assert r.status_code == status, r.text
     assert needle in r.json()["detail"]
+
+
+@pytest.mark.parametrize("url,message", [
+    ("/runs/nope", "no run &#39;nope&#39;"),
+    ("/runs/nope/facts/x", "no run &#39;nope&#39;"),
+    ("/runs/lama-small/facts/not-a-uid", "run lama-small has no fact with uid &#39;not-a-uid&#39;"),
+    ("/runs/lama-small?relation=P999", "the run has no relation &#39;P999&#39;"),
+])
+def test_pages_answer_an_unknown_name_with_an_html_404(client, url, message):
+    r = client.get(url)
+    assert (r.status_code, r.headers["content-type"]) == (404, "text/html; charset=utf-8")
+    assert f'<p class="error" id="error">{message}' in r.text and "<h2>Not found</h2>" in r.text
 
 
 def test_run_page_renders_and_filters(client, instances):

@@ -125,7 +125,11 @@ def test_leaderboard_of_the_browsed_runs(client, serve_run):
         assert row["n_facts"] == want[row["predictor"]]["n_facts"]
     page = client.get("/leaderboard")
     assert page.status_code == 200 and 'id="leaderboard"' in page.text and "shared facts" in page.text
-    assert client.get("/api/leaderboard", params={"scope": "both"}).status_code == 400
+    bad = client.get("/api/leaderboard", params={"scope": "bogus"})
+    assert (bad.status_code, bad.json()) == (400, {"detail": "scope='bogus': use shared or own"})
+    page = client.get("/leaderboard", params={"scope": "bogus"})
+    assert page.status_code == 400 and '<p class="error" id="error">scope=&#39;bogus&#39;: use shared or own</p>' \
+        in page.text
 
 
 def test_runs_of_other_experiments_get_their_own_board_and_lmkbc_pages_show_set_scores(

@@ -387,10 +387,10 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     headline_table = table(rows, metric, setting, "shared", relations=relation_info(config),
                            open_spaces=open_spaces(config), unit=unit)
     if headline_table:  # none when every predictor answered by generation (no ranking: exact match below)
-        click.echo(f"{title}, setting {setting}, {unit} every predictor answered")
+        click.echo(f"{title}, setting {setting}, shared {unit}")
         click.echo(headline_table)
     for extra in shown_extra(experiment, rows):
-        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, {counted(experiment, extra)} every predictor answered")
+        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, shared {counted(experiment, extra)}")
         click.echo(table(rows, extra, setting, "shared", relations=relation_info(config),
                          open_spaces=open_spaces(config), unit=counted(experiment, extra)))
     from bridge.predictors.registry import upper_bound_note

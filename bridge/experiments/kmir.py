@@ -32,7 +32,7 @@ predictor below the chance floor for a question it never took. A KB that looks a
 none of its choices answers nothing, which scores 0 (closed world); so does an open question without
 an answer. A question the runner drops for a predictor (it cannot
 take it) is not scored for it and is listed with its reason, as dropped facts are: `own` holds the
-questions a predictor answered, `shared` those every predictor answered. Rows per kind and `all`
+questions a predictor answered, `shared` those every predictor scored on it answered. Rows per kind and `all`
 (`all`: the mean over every question, not over kinds or relations): `f1`, `em`, the Q-set
 robustness shares of KMIR Table 5, `answered` (% of the predictor's questions in the scope) and
 `chance` (the exact match a uniform guess expects: 1 / choices; for an open question the golds

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bridge.report import figures
 from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
+from bridge.report.deltas import Units, delta_rows
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.run.summaries import (
     generating,
@@ -25,7 +26,7 @@ from bridge.run.summaries import (
     unranked_note,
 )
 from eval.cells import csv_cell
-from eval.report import METRIC_NAMES, counted_unit, per_relation, table
+from eval.report import METRIC_NAMES, all_of, counted_unit, per_relation, table
 from eval.types import RELATION_TYPES
 
 SCORES_SOURCE = {"lama": "LAMA Table 2", "coherency": "coherency paper Table 1", "kmir": "KMIR Table 4"}
@@ -258,8 +259,8 @@ class Builder:
         if self.view.experiment == "lama":
             s.text += [unranked_note(corpus, names) for corpus, names in self._written().items()]
         if self.scope == "shared":
-            s.text.append("`shared`: the facts every predictor of a run answered, so KB and LM numbers are over the "
-                          "same queries.")
+            s.text.append("`shared`: per metric, the facts every predictor of a run scored on it answered (under each "
+                          "table: which), so KB and LM numbers are over the same queries.")
         if not s.tables:
             asked = ", ".join(self._metric_name(m) for m in metrics)
             s.skipped = (f"summary.json has no {asked} rows ({self.view.setting}, {self.scope} facts)."
@@ -375,19 +376,6 @@ class Builder:
             return _fmt(value)
         return f"{_fmt(value)} [{_fmt(interval[0])}, {_fmt(interval[1])}]"
 
-    def _object_in_subject(self) -> dict[tuple[str, str], float]:
-        """Per (corpus, relation), % of facts whose object label is a substring of the subject label."""
-        frame = self.view.main.instances
-        if frame is None or not {"subject", "gold", "relation", "uid"} <= set(frame.columns):
-            return {}
-        facts = frame.drop_duplicates(["corpus", "uid"])
-        facts = facts[facts["subject"].notna() & facts["gold"].notna()]
-        if facts.empty:
-            return {}
-        hit = [str(g).lower() in str(s).lower() for s, g in zip(facts["subject"], facts["gold"])]
-        share = facts.assign(hit=hit).groupby(["corpus", "relation"])["hit"].mean() * 100.0
-        return {(str(c), str(r)): float(v) for (c, r), v in share.items()}
-
     def _pair_metric(self, base: str, other: str) -> str | None:
         """The metric a delta of `other` against `base` is taken on: the headline where both have it, else exact
         match where both wrote their answers; None where one ranks and the other writes (P@1 against exact match
@@ -404,6 +392,7 @@ class Builder:
                          "with `kbc report RUN --delta A B`.")
             return s
         by_base: dict[tuple[str, str], list[str]] = {}
+        units = Units(self.view)  # each run's scored units, read once
         for base, other in self.pairs:
             metric = self._pair_metric(base, other)
             if metric is None:
@@ -412,27 +401,19 @@ class Builder:
             by_base.setdefault((base, metric), []).append(other)
         for (base, metric), others in by_base.items():
             name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
-            values = self._values(metric)
-            n = self._n_facts(metric)
-            shares = self._object_in_subject() if metric in ("p@1", "em") else {}
+            found = delta_rows(self.view, units, base, others, metric)
             panels: dict[str, list[tuple[str, dict[str, float], float | None]]] = {}
             rows = []
-            for corpus, groups in values.items():
-                relations = {rel: v for rel, v in groups.items() if is_relation(rel) and base in v}
-                if len(relations) < 2:  # one relation: its delta is the corpus total, shown in the scores
-                    continue
-                for rel, v in relations.items():
-                    diff = {o: v[o] - v[base] for o in others if o in v}
-                    if not diff:
-                        continue
-                    share = shares.get((corpus, rel))
-                    panels.setdefault(corpus, []).append((rel, diff, share))
-                    rows.append([corpus, rel, str(n.get((corpus, rel, base), "-")), _fmt(v[base]),
-                                 *[f"{diff[o]:+.2f}" if o in diff else "-" for o in others], _fmt(share, 1)])
+            for row in found:
+                panels.setdefault(row.corpus, []).append((row.relation, row.diffs, row.share))
+                rows.append([row.corpus, row.relation, str(row.n), _fmt(row.base),
+                             *[f"{row.diffs[o]:+.2f}" if o in row.diffs else "-" for o in others],
+                             _fmt(row.share, 1)])
             if not panels:
                 s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more relations scored on "
                               f"{self._metric_name(metric)}.")
                 continue
+            shares = any(row.share is not None for row in found)
             key = f"delta_{_slug(others[0])}_vs_{_slug(base)}" if len(others) == 1 else f"delta_vs_{_slug(base)}"
             key += "" if metric == self.metric else f"_{_slug(metric)}"
             crosses = "crosses: % of facts whose object name is a substring of the subject name. " if shares else ""
@@ -441,7 +422,10 @@ class Builder:
             s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base, label=name:
                                           figures.deltas(p, b, self.colour, out, k, self.labels, label, self.upper)))
             rows.sort(key=lambda r: (r[0], r[1]))
-            s.tables.append(Table(["corpus", "relation", f"#facts ({base})", self._mark(base),
+            s.text.append(f"{name} deltas against {base}: each row's #facts, {base}'s value, the differences and the "
+                          f"object-in-subject share are over the same facts, those answered by "
+                          f"{all_of([base, *others])}.")
+            s.tables.append(Table(["corpus", "relation", "#facts", self._mark(base),
                                    *[f"{self._mark(o)} − {base}" for o in others], "object in subject (%)"], rows,
                                   f"{name} deltas against {self._mark(base)}"))
         self._footnote(s, [b for b, _ in self.pairs] + [o for _, o in self.pairs])

@@ -43,6 +43,7 @@ FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "v
           "n_facts", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype", "device")
 META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
+SCOPES = ("shared", "own")
 # else p@1
 VALUES = ("value", "stderr", "ci_low", "ci_high", "n_facts")
 
@@ -221,8 +222,10 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     from bridge.experiments import get
 
     runs = distinct_runs(run_dirs)
-    if scope not in ("shared", "own") or sort not in SORTS:
-        raise ConfigError(f"scope {scope!r} / sort {sort!r}: use shared or own / one of {', '.join(SORTS)}")
+    if scope not in SCOPES:
+        raise ConfigError(f"scope {scope!r}: use one of {', '.join(SCOPES)}")
+    if sort not in SORTS:
+        raise ConfigError(f"sort {sort!r}: use one of {', '.join(SORTS)}")
     configs = {run: run_config(run) for run in runs}
     _same(configs, "experiment", lambda c: c.get("experiment", "lama"))
     same_settings(configs)

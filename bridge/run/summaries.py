@@ -1,9 +1,9 @@
 """Summaries of a whole run directory, rebuilt from every prediction file it holds.
 
-Two scopes: `own` scores each predictor on the facts it answered; `shared` on the facts every
-predictor of the directory answered in that corpus, so KB and LM numbers are over the same queries. A predictor
-that answered none of what it was asked has no score: one `NONE_ANSWERED` row says so, with its reasons, and the
-shared scope of that corpus is empty.
+Two scopes: `own` scores each predictor on the facts it answered; `shared`, per metric, on the facts every
+predictor of the directory scored on that metric answered in that corpus, so KB and LM numbers are over the same
+queries (`shared_scopes`, the leaderboard's scope over one run). A predictor that answered none of what it was
+asked has no score: one `NONE_ANSWERED` row says so, with its reasons, and it restricts no one's shared facts.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from eval.jsonl import write_json
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
 from eval.relations import relation_id, summary_groups
-from eval.report import NONE_ANSWERED, markdown
+from eval.report import NONE_ANSWERED, all_of, markdown
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
 
 
@@ -138,6 +138,35 @@ def scored_rows(experiment, head: dict, items: list[dict], types: dict[str, str 
     return with_intervals(scored, found), curve, found
 
 
+def shared_scopes(units: dict, held: dict) -> dict[str, frozenset]:
+    """Per metric, its `shared` scope: the units every predictor scored on that metric answered (`units`: each
+    predictor's answered units by uid; `held`: the metrics each has). A predictor without the metric (one that
+    writes its answers has no P@1, one that ranks them no exact match) or with no unit answered restricts no one's
+    units, so a summary's shared scope of a metric is the leaderboard's over the same predictors."""
+    metrics = dict.fromkeys(m for name in units for m in held.get(name, ()))
+    return {m: frozenset.intersection(*(frozenset(units[name]) for name in units if m in held.get(name, ())))
+            for m in metrics}
+
+
+def scope_counts(scopes: dict[str, frozenset], held: dict) -> list[tuple[list[str], int]]:
+    """Each distinct shared scope of a corpus: the predictors it is of (those scored on its metrics) and its
+    number of units."""
+    out: dict[frozenset, tuple[list[str], int]] = {}
+    for metric, uids in scopes.items():
+        names = [name for name, mine in held.items() if metric in mine]
+        out.setdefault(frozenset(names), (names, len(uids)))
+    return list(out.values())
+
+
+def _by_scope(scopes: dict[str, frozenset], metrics: set[str]) -> dict[frozenset, set[str]]:
+    """A predictor's metrics grouped by the units of their shared scope (empty scopes left out: no row)."""
+    out: dict[frozenset, set[str]] = {}
+    for metric in metrics:
+        if scopes.get(metric):
+            out.setdefault(scopes[metric], set()).add(metric)
+    return out
+
+
 def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0) -> list[dict]:
     """Score every prediction file of `out`; write summary.json/md, curves.json, dropped.json, instances.
 
@@ -160,7 +189,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     curves: list[dict] = []
     dropped: list[dict] = []
     all_units: list[dict] = []
-    shared_n: dict[str, int] = {}
+    shared_n: dict[str, list[tuple[list[str], int]]] = {}
     silent: dict[str, dict[str, dict[str, int]]] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
@@ -173,20 +202,31 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
             for name, mine in answered.items():
                 write_outputs(out, corpus, name, mine)
         answered = {name: kept for name, mine in answered.items() if (kept := scorable(experiment, mine))}
-        shared = set.intersection(*(set(m) for m in answered.values())) if answered and not silent[corpus] else set()
-        shared_n[corpus] = len(shared)
         spaces = config.get("answer_space", {}).get(corpus, {})
+        own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
+                                 cutoff, bootstrap, seed) for name, mine in answered.items()}
+        held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
+        scopes = shared_scopes(answered, held)
+        shared_n[corpus] = scope_counts(scopes, held)
+        lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
-            found = None
-            for scope, items in (("own", list(mine.values())), ("shared", [mine[u] for u in sorted(shared)])):
-                if not items:
-                    continue
-                same = found if scope == "shared" and len(shared) == len(mine) else None  # same facts, same interval
-                scored, curve, found = scored_rows(experiment, head, items, types, cutoff, bootstrap, seed, same)
-                rows += [{**head, "scope": scope, **row} for row in scored]
-                rows += _space_rows(head, scope, scored, spaces.get(name, {}), types)
-                curves += [{**head, "scope": scope, **row} for row in curve]
+            scored, curve, found = own[name]
+            rows += [{**head, "scope": "own", **row} for row in scored]
+            rows += _space_rows(head, "own", scored, spaces.get(name, {}), types)
+            curves += [{**head, "scope": "own", **row} for row in curve]
+            shared: list[dict] = []
+            parts = _by_scope(scopes, held[name])
+            drawn = next((uids for uids, metrics in parts.items() if lead in metrics), next(iter(parts), None))
+            for uids, metrics in sorted(parts.items(), key=lambda part: part[0] != drawn):
+                same = found if len(uids) == len(mine) else None  # the same facts: the same intervals
+                part, curve, _ = scored_rows(experiment, head, [mine[u] for u in sorted(uids)], types, cutoff,
+                                             bootstrap, seed, same)
+                shared += [row for row in part if row["metric"] in metrics]
+                if uids == drawn:
+                    curves += [{**head, "scope": "shared", **row} for row in curve]
+            rows += [{**head, "scope": "shared", **row} for row in shared]
+            rows += _space_rows(head, "shared", shared, spaces.get(name, {}), types)
     settings = list(dict.fromkeys([*(r["setting"] for r in rows), setting]))
     for corpus, names in silent.items():
         rows += none_rows(corpus, names, settings)
@@ -195,7 +235,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_json(out / "dropped.json", dropped)
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
-    tail = "it has no score (`-`, #facts 0) and no unit is answered by every predictor."
+    tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
     notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, dropped)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
@@ -323,10 +363,12 @@ def unranked_note(corpus: str, written: list[str]) -> str:
             "ranking); see exact match, abstention and unlinked rates.")
 
 
-def _notes(config: dict, shared_n: dict[str, int], experiment) -> list[str]:
-    counts = ", ".join(f"{c} {n}" for c, n in shared_n.items())
+def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int]]], experiment) -> list[str]:
+    counts = "; ".join(f"{c}: " + (" and ".join(f"{n} answered by {all_of(names)}" for names, n in scopes)
+                                   or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = [f"Scope `shared`: the {unit} every predictor of this directory answered ({counts}); "
+    notes = [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
+             f"a predictor without the metric, or that answered nothing, restricts no one's {unit}; "
              f"`own`: the {unit} each predictor answered."]
     ranked = getattr(experiment, "metrics", ("mrr",))
     for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():

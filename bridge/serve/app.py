@@ -1,7 +1,8 @@
 """The FastAPI app: HTML pages and the JSON API over one `Explorer` (and the runs it browses).
 
 Pages and API render the same objects (`sides.answer_many`, `runs.fact_page`). User errors become 4xx
-JSON `{"detail": "..."}` (400 bad input, 404 unknown run or fact). Answering runs on the explorer's
+JSON `{"detail": "..."}` from the API (400 bad input, 404 unknown run or fact) and an HTML page saying the same
+from the pages (404 for an unknown run, fact or relation filter). Answering runs on the explorer's
 own thread, whatever thread the request came in on; queries arriving together are answered as one
 batch (`batching.Batcher`).
 """
@@ -65,7 +66,10 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.exception_handler(LookupError)
     async def _not_found(request: Request, exc: LookupError):
-        return JSONResponse({"detail": str(exc.args[0]) if exc.args else "not found"}, status_code=404)
+        detail = str(exc.args[0]) if exc.args else "not found"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": detail}, status_code=404)
+        return page(request, "not_found.html", 404, error=detail)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -106,8 +110,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
                         experiment: str = "", run: Annotated[list[str] | None, Query()] = None) -> dict:
         """Runs of one experiment (`experiment`, else the first run's; `run`: only these); `experiments` lists
         each one's runs; `notes` says what the scope left out."""
-        return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
-                                     experiment or None, run)
+        return run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting),
+                                     _scope(scope), experiment or None, run)
 
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
@@ -150,8 +154,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         run = run or []
         form = {"corpus": corpus, "metric": metric, "setting": setting, "scope": scope, "run": run}
         try:
-            board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting), scope,
-                                          experiment or None, run)
+            board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting),
+                                          _scope(scope), experiment or None, run)
         except KbcError as exc:
             choices = None  # the pickers stay where they can, so another choice is one click away
             for wanted in dict.fromkeys((experiment or None, None)):
@@ -174,6 +178,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
             info = run_views.overview(loaded, _setting(setting))
             facts = (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
                      if info["has_facts"] else None)
+        except run_views.UnknownRelation as exc:
+            return page(request, "not_found.html", 404, error=str(exc))
         except KbcError as exc:
             return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
                         name=name)
@@ -190,4 +196,12 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 def _setting(value: str) -> str:
     if value not in ("raw", "filtered"):
         raise KbcError(f"setting={value!r}: use raw or filtered")
+    return value
+
+
+def _scope(value: str) -> str:
+    from bridge.run.leaderboard import SCOPES
+
+    if value not in SCOPES:
+        raise KbcError(f"scope={value!r}: use {' or '.join(SCOPES)}")
     return value

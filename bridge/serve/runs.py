@@ -33,6 +33,12 @@ UNITS = {"coherency": "round trips", "kmir": "questions", "lmkbc": "(subject, re
          "negated": "negated and misprimed probes", "evidence": "evidence sentences as prompts",
          "fewrel": "sentences classified by relation"}
 PER_PAGE_MAX = 500
+
+
+class UnknownRelation(ConfigError):
+    """A relation filter that names no relation of the run: bad input to the API (400), a page not found (404)."""
+
+
 # the run page's names of the metrics its summary table shows
 COLUMN_NAMES = {"p@1": "P@1", "p@10": "P@10", "mrr": "MRR", "coherency": "coherency", "coherency_round1": "round 1",
                 "coherency_round2": "round 2", "f1": "F1", "em": "EM", "macro-f1": "macro F1", "macro-p": "macro P",
@@ -183,7 +189,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     setting, in the metrics of the run's experiment (P@1, coherency or token F1).
 
     Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
-    headline over `shared` facts (those every predictor answered), each with its number of facts."""
+    headline over `shared` facts (those every predictor scored on it answered), each with its number of facts."""
     from bridge.run.summaries import headline_metric, silent_in, silent_note
 
     relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
@@ -404,7 +410,7 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
     if relation:
         known = set(frame["relation"].dropna())
         if relation not in known:
-            raise ConfigError(f"the run has no relation {relation!r}{did_you_mean(relation, sorted(known))}")
+            raise UnknownRelation(f"the run has no relation {relation!r}{did_you_mean(relation, sorted(known))}")
         frame = frame[frame["relation"] == relation]
     if outcome != "all":
         ra = frame.get(f"correct:{a}", pd.Series(None, index=frame.index)).astype("object")
