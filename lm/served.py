@@ -64,6 +64,18 @@ def api_root(url: str) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
+def public_url(url: str) -> str:
+    """`url` as a table may show it: no user name or password, no query or fragment (where keys may hide)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
 class ServedGenerator:
     """Sends prompts (text or chat turns) to one server and model; counts what it sent and what it cost."""
 

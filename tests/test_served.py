@@ -517,3 +517,42 @@ def test_queries_sharing_a_prompt_are_counted_so_that_the_counts_add_up(serve, l
             for line in (out / "predictions" / "trex" / "llm" / f"{rel}.jsonl").read_text().splitlines()]
     assert len(recs) == 20 and len({json.dumps(r["prompt"]) for r in recs}) == 17
     assert json.loads((out / "config.json").read_text())["usage"]["trex"]["llm"]["shared"] == 3
+
+
+# -- the report and the leaderboard name the served model and say what asking it cost --
+
+def test_the_report_and_the_leaderboard_name_the_served_model_and_what_a_resumed_run_cost(serve, lama_dir, tmp_path,
+                                                                                          capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    failing = {"at": 6}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == failing["at"] else
+                   (200, completion("Paris", "chat")))
+    out = tmp_path / "run"
+    argv = lama_args(server.url + "/chat/completions", lama_dir, out, "--set", "llm.concurrency=1")
+    assert run_kbc(argv, capsys)[0] == 2
+    failing["at"] = 0
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert len(server.bodies) == 11  # 5 answered and 1 failed, then 4 and the first prompt checked again
+    code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| llm | LM | tiny at {server.url} |" in md
+    assert ("| predictor | corpus | queries answered | asked | from the cache | sharing a prompt | requests sent | "
+            "retried | failed | prompt tokens | completion tokens |") in md
+    assert "| llm | google_re | 9 | 9 | 0 | 0 | 11 | 0 | 1 | 30 | 20 |" in md
+    code, board, err = run_kbc(["leaderboard", str(out), "--metric", "em"], capsys)
+    assert code == 0, err
+    assert f"| 1 | {out} | llm | lm | tiny at {server.url} | - | - | - | " in board
+
+
+def test_a_served_model_is_named_with_its_server_without_credentials():
+    from bridge.predictors.registry import shown_spec
+
+    def shown(spec: str, options: dict) -> str:
+        return shown_spec({"predictor_specs": {"llm": {"spec": spec, "options": options}}}, "llm")
+
+    assert shown("https://me:sk-secret@api.example.com/v1/chat/completions?api-key=sk-2", {"model": "gpt-x"}) == \
+        "gpt-x at https://api.example.com/v1"
+    assert shown("http://[::1]:8000", {"model": "tiny"}) == "tiny at http://[::1]:8000/v1"
+    assert shown("bert-base-cased", {}) == "bert-base-cased"

@@ -63,9 +63,9 @@ SERVER_OPTIONS = (
 )
 
 
-# how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run or
-# model load wrote), resumed (this run's own cache: asked by an attempt before it was resumed), shared (the prompt of
-# another query of the attempt, answered by the same request) or unanswered (a failure or an interrupt came first)
+# how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run
+# wrote), resumed (a row this run wrote: asked by an attempt before it was resumed), shared (the prompt of another
+# query of the attempt, answered by the same request) or unanswered (a failure or an interrupt came first)
 QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
 # what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
 # that asked or read it from another run's cache, each request and token paid once
@@ -171,7 +171,7 @@ class GenerationPredictor:
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
-                 extra: dict | None = None, anchors: Path | None = None) -> None:
+                 extra: dict | None = None, anchors: Path | None = None, run: str | None = None) -> None:
         self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
@@ -180,8 +180,8 @@ class GenerationPredictor:
         self.counts = dict.fromkeys(("queries", *QUERIES, "sent", "prompt_tokens", "completion_tokens", "empty"), 0)
         self._answered: set[str] = set()  # keys answered by a request of this attempt (a later chunk's hit shares)
         # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
-        self._own_cache = scope is not None and scope.startswith("run:")  # every row of it asked by this run
-        self.anchors = anchors if self._own_cache else None
+        self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
+        self.anchors = anchors if scope is not None and scope.startswith("run:") else None
         self._keep_first: tuple[Path, object] | None = None
 
     def describe(self) -> dict:
@@ -245,7 +245,8 @@ class GenerationPredictor:
                 hit = self.cache.get(key) if key not in found else None
                 if hit is not None:
                     found[key] = hit
-                    c["shared" if key in self._answered else "resumed" if self._own_cache else "cached"] += 1
+                    c["shared" if key in self._answered else "resumed" if self.run and hit.run == self.run
+                      else "cached"] += 1
         missing = [k for k in distinct if k not in found]
         first = {k: s for k, s in zip(keys, sent)}
         step = self.backend.slice  # what an interrupt waits for at most: the requests of one slice in flight
@@ -271,7 +272,7 @@ class GenerationPredictor:
         self.counts["asked"] += 1
         self._answered.add(key)
         if self.cache is not None:
-            self.cache.put(key, response)
+            self.cache.put(key, response, self.run)
         if key == first:
             self._kept_first(response)
 
@@ -426,7 +427,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
-                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers")
+                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
