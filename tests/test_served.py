@@ -424,6 +424,8 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     code, _, err = run_kbc(argv, capsys)
     first = server.bodies[0]["messages"][-1]["content"]
     assert code == 2 and server.bodies[6]["messages"][-1]["content"] == first and len(server.bodies) == 7
+    assert ("google_re / llm: 9 queries: 0 asked, 0 from the cache, 0 sharing another query's prompt, 9 unanswered; "
+            "requests sent 1, failed 0") in err
     assert err.splitlines()[-1] == (
         f"error: {server.url}: model tiny answers differently than when this run started (\"Melbourne\" then, "
         "\"Paris\" now, to the run's first prompt): it may serve other weights under this name, and the run would "

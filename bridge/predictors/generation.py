@@ -5,9 +5,10 @@ Each query's prompt is built by `eval.question_prompts`, the response is read by
 or a set on set-valued corpora) and each answer is linked to an entity of the corpus by label and alias. The
 `Prediction` holds the linked answers in the order written (score 1.0: no ranking), and its `extra` the exact
 prompt, the raw generation and what was parsed, linked and left unlinked. Responses are cached
-(`lm.response_cache`) unless `cache=off`: a local model's by its weights' fingerprint, a server's for the run
-only unless `cache=shared` (a server may change its weights and say nothing of it); the run prints requests sent,
-cached, failed and tokens used.
+(`lm.response_cache`) unless `cache=off`, each as it comes (a failure or an interrupt loses none paid for): a local
+model's by its weights' fingerprint, a server's for the run only unless `cache=shared` (a server may change its
+weights and say nothing of it); the run prints how each query was answered (asked, from the cache, sharing another
+query's prompt, unanswered), the requests sent and failed and the tokens used, and keeps the sums in config.json.
 """
 
 from __future__ import annotations
@@ -229,13 +230,17 @@ class GenerationPredictor:
         sent = [p.sent() for p in prompts]
         if not sent:
             return []
-        if self.anchors is not None:
-            self._same_server(sent[0])
-        asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
+        c = self.counts
+        c["queries"] += len(sent)
+        try:
+            if self.anchors is not None:
+                self._same_server(sent[0])
+            asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
+        except BaseException:  # the server changed, failed or the run was stopped before any query was answered
+            c["unanswered"] += len(sent)
+            raise
         keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
         distinct = list(dict.fromkeys(keys))
-        c = self.counts
-        c["queries"] += len(keys)
         c["shared"] += len(keys) - len(distinct)
         found: dict[str, Generated] = {}
         if asked is not None:  # `_settle` counted its cost
