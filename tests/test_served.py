@@ -149,6 +149,19 @@ ALL_ASKED = ("9 queries: 9 asked, 0 from the cache, 0 sharing another query's pr
              "failed 0")  # the counts line of a fresh run of `lama_args`
 
 
+def test_every_answer_that_came_back_reaches_the_caller_when_another_request_fails(serve):
+    """Requests in flight when one fails are awaited and handed over; those not yet sent are never sent."""
+    server = serve(lambda path, body, n: (500, b"Internal Server Error") if n == 2 else
+                   (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.2)
+    kept: dict[int, str] = {}
+    with pytest.raises(ServerError, match="HTTP 500"):
+        client(server.url, concurrency=3).generate([f"q{i}" for i in range(12)], PARAMS,
+                                                   lambda i, g: kept.setdefault(i, g.text))
+    answered = [b["messages"][-1]["content"] for n, b in enumerate(server.bodies, 1) if n != 2]
+    assert 2 <= len(answered) < 11 and sorted(kept.values()) == sorted(a.upper() for a in answered)
+    assert all(kept[i] == f"Q{i}" for i in kept)
+
+
 def lama_args(url: str, lama_dir, out, *extra) -> list[str]:
     return ["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors", f"llm={url}",
             "--set", "llm.model=tiny", "--limit", "9", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",

@@ -254,7 +254,7 @@ class GenerationPredictor:
                       else "cached"] += 1
         missing = [k for k in distinct if k not in found]
         first = {k: s for k, s in zip(keys, sent)}
-        step = self.backend.slice  # what an interrupt waits for at most: the requests of one slice in flight
+        step = self.backend.slice  # prompts handed over at once: a local model loses one slice at most when stopped
 
         def keep(part: list[str]):
             def came(i: int, response: Generated) -> None:
