@@ -35,12 +35,14 @@ class GenerationParams:
 @dataclass(frozen=True)
 class Generated:
     """One response: the text (cut at the first stop sequence), the tokens it cost and, from a server that sends
-    one, its `system_fingerprint` (what it says of the weights and settings that answered; never cached)."""
+    one, its `system_fingerprint` (what it says of the weights and settings that answered; never cached); read
+    from the response cache, `run`: the run that asked it (its cache scope), where it said."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     system_fingerprint: str | None = field(default=None, compare=False)
+    run: str | None = field(default=None, compare=False)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -47,8 +47,8 @@ class ResponseCache:
         try:
             ok = digest == _digest(key, value)
             data = json.loads(value) if ok else None
-            found = Generated(str(data["text"]), int(data["prompt_tokens"]), int(data["completion_tokens"])) \
-                if ok else None
+            found = Generated(str(data["text"]), int(data["prompt_tokens"]), int(data["completion_tokens"]),
+                              run=data.get("run")) if ok else None
         except (ValueError, KeyError, TypeError):
             found = None
         if found is None:
@@ -57,9 +57,12 @@ class ResponseCache:
             self.db.commit()
         return found
 
-    def put(self, key: str, response: Generated) -> None:
-        value = json.dumps({"text": response.text, "prompt_tokens": response.prompt_tokens,
-                            "completion_tokens": response.completion_tokens}, ensure_ascii=False)
+    def put(self, key: str, response: Generated, run: str | None = None) -> None:
+        """Keep `response` (committed at once: a crash after it loses nothing); `run`: the run that asked it, so
+        that a resumed run tells its own answers from those of other runs."""
+        kept = {"text": response.text, "prompt_tokens": response.prompt_tokens,
+                "completion_tokens": response.completion_tokens}
+        value = json.dumps({**kept, "run": run} if run else kept, ensure_ascii=False)
         self.db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, value, _digest(key, value)))
         self.db.commit()
 

@@ -20,7 +20,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 from eval.errors import KbcError
@@ -62,6 +62,18 @@ def api_root(url: str) -> str:
         if url.endswith(tail):
             url = url[: -len(tail)]
     return url if url.endswith("/v1") else url + "/v1"
+
+
+def public_url(url: str) -> str:
+    """`url` as a table may show it: no user name or password, no query or fragment (where keys may hide)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
 class ServedGenerator:
@@ -181,12 +193,36 @@ class ServedGenerator:
         return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
                          int(usage.get("completion_tokens") or 0), str(system) if system else None)
 
-    def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams) -> list[Generated]:
-        """One response per prompt, in order, asked at most `concurrency` at a time."""
+    def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
+                 kept: Callable[[int, Generated], None] | None = None) -> list[Generated]:
+        """One response per prompt, in order, asked at most `concurrency` at a time. `kept(i, response)` is called
+        in this thread as each response comes, also when a later request fails or the run is interrupted: every
+        response paid for reaches the caller (requests in flight then are awaited, those not yet sent are not)."""
+        out: list[Generated | None] = [None] * len(prompts)
+
+        def came(i: int, response: Generated) -> None:
+            out[i] = response
+            if kept is not None:
+                kept(i, response)
+
         if self.settings.concurrency <= 1 or len(prompts) <= 1:
-            return [self._one(p, params) for p in prompts]
-        with ThreadPoolExecutor(self.settings.concurrency) as pool:
-            return list(pool.map(lambda p: self._one(p, params), prompts))
+            for i, prompt in enumerate(prompts):
+                came(i, self._one(prompt, params))
+            return out
+        pool = ThreadPoolExecutor(self.settings.concurrency)
+        futures = {pool.submit(self._one, prompt, params): i for i, prompt in enumerate(prompts)}
+        try:
+            for future in as_completed(futures):
+                came(futures[future], future.result())
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future, i in futures.items():
+                if out[i] is None and not future.cancelled() and future.exception() is None:
+                    came(i, future.result())
+            raise
+        finally:
+            pool.shutdown(wait=True)
+        return out
 
 
 def _plain(messages: Sequence[dict]) -> str:

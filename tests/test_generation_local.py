@@ -99,7 +99,8 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
         assert r["rank_raw"] is None and r["rank_filtered"] is None
         assert r["em_raw"] == bool(r["answers"] and (r["answers"][0][2] == r["gold_id"] if r["answers"][0][2]
                                                      else r["answers"][0][0] == r["gold"]))
-    assert "google_re / llm: requests sent 4, cached 0, failed 0; tokens used" in err
+    assert ("google_re / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, "
+            "0 unanswered; requests sent 4, failed 0; tokens used") in err
     rows = json.loads((out / "summary.json").read_text())
     mine = {(r["metric"], r["setting"], r["scope"]) for r in rows if r["predictor"] == "llm" and r["group"] == "all"}
     assert mine == {(m, s, sc) for m in ("em", "abstain", "unlinked") for s in ("raw", "filtered")
@@ -116,7 +117,8 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     assert "## Exact match (%), shared facts" in md
     # a rerun into another directory asks the model nothing: every response comes from the cache
     run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "again", ["--set", "llm.prompt=lama"])
-    assert "requests sent 0, cached 4, failed 0; tokens used 0 prompt + 0 completion" in capsys.readouterr().err
+    assert ("4 queries: 0 asked, 4 from the cache, 0 sharing another query's prompt, 0 unanswered; requests "
+            "sent 0, failed 0; tokens used 0 prompt + 0 completion") in capsys.readouterr().err
     assert records(tmp_path / "again") == recs
     # kbc compare says how a written answer is judged, since a compared predictor answered by generation
     from cli_support import run_kbc
@@ -154,7 +156,8 @@ def test_a_damaged_cache_row_is_asked_again_not_served(gpt2_dir, lama_dir, tmp_p
     capsys.readouterr()
     run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "two", ["--set", "llm.prompt=lama"], limit=2)
     err = capsys.readouterr().err
-    assert "requests sent 1, cached 1, failed 0" in err and "1 damaged cache rows asked again" in err
+    assert ("2 queries: 1 asked, 1 from the cache, 0 sharing another query's prompt, 0 unanswered; requests sent 1, "
+            "failed 0") in err and "1 damaged cache rows asked again" in err
     assert records(tmp_path / "two") == records(tmp_path / "one")
 
 
@@ -204,7 +207,7 @@ def test_the_lmkbc2024_baseline_prompt_without_a_chat_template(gpt2_dir, lama_di
                                            for f in shown), f"In which city did {r['subject']} die?"])
         assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 6)
         assert r["parsed"] == list(parse_generation(r["generation"], many=True).items)
-    assert "lmkbc2024 / llm: requests sent 2, cached 0, failed 0" in err
+    assert "lmkbc2024 / llm: 2 queries: 2 asked, 0 from the cache" in err
 
 
 def test_prompt_lama_says_which_relations_it_asks_as_questions(gpt2_dir, lama_dir, tmp_path, capsys):

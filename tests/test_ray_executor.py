@@ -99,9 +99,10 @@ def test_generation_on_ray_prints_what_asking_cost(tiny_models, lama_dir, tmp_pa
         with actor_threads():
             code, _, err = run_kbc([*argv, "--out", str(tmp_path / name), "--quiet", *flags], capsys)
         assert code == 0, err
-        lines[name] = [line for line in err.splitlines() if line.startswith("google_re / llm: requests sent")]
+        lines[name] = [line for line in err.splitlines() if line.startswith("google_re / llm: 3 queries: ")]
     assert lines["local"] == lines["ray"] and len(lines["ray"]) == 1
-    assert lines["ray"][0].startswith("google_re / llm: requests sent 3, cached 0, failed 0; tokens used ")
+    assert lines["ray"][0].startswith("google_re / llm: 3 queries: 3 asked, 0 from the cache, 0 sharing another "
+                                      "query's prompt, 0 unanswered; requests sent 3, failed 0; tokens used ")
     assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == 3
 
 

@@ -115,8 +115,8 @@ def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_fail
         f"error: {server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (a "
         "model without a chat template fails so on chat turns: then use api=completions)")
     # prompts 1 to 3 answered (the second after two 503s), the fourth fails at once: 6 requests, 2 of them retries
-    assert ("google_re / llm: requests sent 6 (2 of them retries), cached 0, failed 1 (prompts left without an "
-            "answer); tokens used ") in err, err
+    assert ("google_re / llm: 9 queries: 3 asked, 0 from the cache, 0 sharing another query's prompt, 6 unanswered; "
+            "requests sent 6 (2 of them retries), failed 1; tokens used ") in err, err
 
 
 def test_a_server_that_is_down_or_too_slow(serve):
@@ -143,6 +143,23 @@ def test_concurrency_is_bounded_and_answers_keep_their_order(serve):
     prompts = [f"q{i}" for i in range(7)]
     assert [g.text for g in gen.generate(prompts, PARAMS)] == [p.upper() for p in prompts]
     assert server.peak == 3
+
+
+ALL_ASKED = ("9 queries: 9 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered; requests sent 9, "
+             "failed 0")  # the counts line of a fresh run of `lama_args`
+
+
+def test_every_answer_that_came_back_reaches_the_caller_when_another_request_fails(serve):
+    """Requests in flight when one fails are awaited and handed over; those not yet sent are never sent."""
+    server = serve(lambda path, body, n: (500, b"Internal Server Error") if n == 2 else
+                   (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.2)
+    kept: dict[int, str] = {}
+    with pytest.raises(ServerError, match="HTTP 500"):
+        client(server.url, concurrency=3).generate([f"q{i}" for i in range(12)], PARAMS,
+                                                   lambda i, g: kept.setdefault(i, g.text))
+    answered = [b["messages"][-1]["content"] for n, b in enumerate(server.bodies, 1) if n != 2]
+    assert 2 <= len(answered) < 11 and sorted(kept.values()) == sorted(a.upper() for a in answered)
+    assert all(kept[i] == f"Q{i}" for i in kept)
 
 
 def lama_args(url: str, lama_dir, out, *extra) -> list[str]:
@@ -173,7 +190,7 @@ def test_a_lama_run_scores_exact_match_abstention_and_unlinked_answers(serve, la
     server = serve(script)
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
     assert code == 0, err
-    assert "google_re / llm: requests sent 9, cached 0, failed 0; tokens used 27 prompt + 18 completion" in err
+    assert (f"google_re / llm: {ALL_ASKED}; tokens used 27 prompt + 18 completion") in err
     recs = [json.loads(line) for line in
             (tmp_path / "run" / "predictions" / "google_re" / "llm" / "place_of_birth.jsonl").read_text().splitlines()]
     assert len(recs) == 9 and len(plan) == 9
@@ -290,12 +307,14 @@ def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve,
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
     code, _, err = run_kbc(argv, capsys)
     assert code == 2 and err.splitlines()[-1].startswith("error: ") and "HTTP 400" in err
-    assert "google_re / llm: requests sent 6, cached 0, failed 1" in err
-    # slices of 4 requests are cached as they come: the first is kept, the one the failure cut short is asked again
+    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 4 unanswered; "
+            "requests sent 6, failed 1") in err
+    # each response is cached as it comes: the five answered are not asked again, the one that failed is
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     # and the run's first prompt is asked once more: the server still answers as it did (see the next test)
-    assert "google_re / llm: requests sent 6, cached 4, failed 0" in err and len(server.bodies) == 12
+    assert ("google_re / llm: 9 queries: 4 asked, 5 from the cache (5 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 5, failed 0") in err and len(server.bodies) == 11
 
 
 # -- the response cache serves no answer the server would not give now --
@@ -327,10 +346,10 @@ def test_a_new_run_asks_a_server_again_whose_weights_were_swapped_under_the_same
     weights = Weights("Rome")
     server = serve(weights, models=[dict(TRANSFORMERS_SERVE)])  # as `transformers serve` lists it: nothing changes
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv1"), capsys)
-    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert code == 0 and f"google_re / llm: {ALL_ASKED}" in err, err
     weights.text = "Paris"
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv2"), capsys)
-    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert code == 0 and f"google_re / llm: {ALL_ASKED}" in err, err
     assert [r["generation"] for r in records(tmp_path / "sv2")] == ["Paris"] * 9
     # the first run keeps its own records; resumed, it asks nothing
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "sv1"), capsys)
@@ -348,10 +367,11 @@ def test_the_shared_cache_is_keyed_by_what_the_server_says_of_its_model(serve, l
     server = serve(weights, models=[entry])
     shared = ("--set", "llm.cache=shared")
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "a", *shared), capsys)
-    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert code == 0 and f"google_re / llm: {ALL_ASKED}" in err, err
     # another run: the first question is asked again (what the server says now), the rest come from the cache
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "b", *shared), capsys)
-    assert code == 0 and "google_re / llm: requests sent 1, cached 8, failed 0" in err, err
+    assert code == 0 and ("google_re / llm: 9 queries: 1 asked, 8 from the cache, 0 sharing another query's prompt, "
+                          "0 unanswered; requests sent 1, failed 0") in err, err
     assert records(tmp_path / "b") == records(tmp_path / "a") and "cache=shared:" not in err
     weights.text = "Paris"
     if says == "system_fingerprint":
@@ -359,7 +379,7 @@ def test_the_shared_cache_is_keyed_by_what_the_server_says_of_its_model(serve, l
     else:
         entry["created"] = 1700000500
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "c", *shared), capsys)
-    assert code == 0 and "google_re / llm: requests sent 9, cached 0, failed 0" in err, err
+    assert code == 0 and f"google_re / llm: {ALL_ASKED}" in err, err
     assert [r["generation"] for r in records(tmp_path / "c")] == ["Paris"] * 9
     assert server.listed == 3  # once a run
 
@@ -398,7 +418,7 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
     server = serve(lambda path, body, n: (200, completion("" if n % 3 else "Paris", "chat")))
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
     assert code == 0, err
-    line = next(x for x in err.splitlines() if x.startswith("google_re / llm: requests sent 9"))
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
     assert line.endswith("; 6 answers were empty text (scored wrong)"), line
 
 
@@ -417,6 +437,8 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     code, _, err = run_kbc(argv, capsys)
     first = server.bodies[0]["messages"][-1]["content"]
     assert code == 2 and server.bodies[6]["messages"][-1]["content"] == first and len(server.bodies) == 7
+    assert ("google_re / llm: 9 queries: 0 asked, 0 from the cache, 0 sharing another query's prompt, 9 unanswered; "
+            "requests sent 1, failed 0") in err
     assert err.splitlines()[-1] == (
         f"error: {server.url}: model tiny answers differently than when this run started (\"Melbourne\" then, "
         "\"Paris\" now, to the run's first prompt): it may serve other weights under this name, and the run would "
@@ -426,3 +448,126 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     assert [r["generation"] for r in records(tmp_path / "run")] == ["Melbourne"] * 9
+
+
+# -- every response paid for is kept: an interrupted run resumed asks only what was never answered --
+
+def asked_of(body: dict) -> str:
+    return body["messages"][-1]["content"]
+
+
+def by_prompt(path, body, n):
+    """A fixed answer per prompt, whichever request asks it."""
+    return 200, completion(asked_of(body).removeprefix("Fill in the blank: ").split(" was born in")[0] + " town",
+                           "chat")
+
+
+@pytest.mark.parametrize("stop", ["server error", "interrupt"])
+def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(serve, lama_dir, tmp_path, capsys,
+                                                                              monkeypatch, stop):
+    """Requests in flight together (one slice, concurrency 3): a failure or a Ctrl-C on the fifth loses none of
+    the answers that came back, before it or while it was handled; the resumed run asks the rest (and the run's
+    first prompt once more, `_same_server`), and its records and totals are those of a run never stopped."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    whole = serve(by_prompt)
+    code, _, err = run_kbc(lama_args(whole.url, lama_dir, tmp_path / "whole", "--set", "llm.concurrency=3"), capsys)
+    assert code == 0, err
+    prompts = [r["prompt"][-1]["content"] for r in records(tmp_path / "whole")]  # in query order
+    assert sorted(prompts) == sorted(asked_of(b) for b in whole.bodies) and len(set(prompts)) == 9
+
+    failing = {"at": 5 if stop == "server error" else 0}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == failing["at"] else by_prompt(path, body, n))
+    calls = {"n": 0}
+    real_one = ServedGenerator._one
+
+    def one(self, prompt, params):
+        with server.lock:
+            calls["n"] += 1
+            now = calls["n"]
+        if stop == "interrupt" and now == 5:
+            raise KeyboardInterrupt
+        return real_one(self, prompt, params)
+
+    monkeypatch.setattr(ServedGenerator, "_one", one)
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == (2 if stop == "server error" else 130), err
+    answered = [asked_of(b) for n, b in enumerate(server.bodies, 1) if n != failing["at"]]
+    k, tried = len(answered), len(server.bodies)
+    assert 4 <= k < 9 and records(tmp_path / "run") == []
+    assert (f"google_re / llm: 9 queries: {k} asked, 0 from the cache, 0 sharing another query's prompt, "
+            f"{9 - k} unanswered; requests sent {tried}, failed {tried - k}") in err, err
+    failing["at"] = 0
+    calls["n"] = 100
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    again = [asked_of(b) for b in server.bodies[tried:]]
+    assert sorted(again) == sorted([prompts[0], *(p for p in prompts if p not in answered)])
+    assert (f"google_re / llm: 9 queries: {9 - k} asked, {k} from the cache ({k} asked before the run was resumed), "
+            f"0 sharing another query's prompt, 0 unanswered; requests sent {10 - k}, failed 0") in err, err
+    assert records(tmp_path / "run") == records(tmp_path / "whole")
+    usage = json.loads((tmp_path / "run" / "config.json").read_text())["usage"]
+    assert usage == {"google_re": {"llm": {
+        "asked": 9, "cached": 0, "shared": 0, "sent": tried + 10 - k, "retried": 0, "failed": tried - k,
+        "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0}}}
+    assert json.loads((tmp_path / "whole" / "config.json").read_text())["usage"]["google_re"]["llm"] == {
+        "asked": 9, "cached": 0, "shared": 0, "sent": 9, "retried": 0, "failed": 0, "prompt_tokens": 27,
+        "completion_tokens": 18, "damaged": 0, "empty": 0}
+
+
+def test_queries_sharing_a_prompt_are_counted_so_that_the_counts_add_up(serve, lama_dir, tmp_path, capsys,
+                                                                        monkeypatch):
+    """T-REx P190 and P530 ask some subjects twice in a sample of 10: one request answers both queries."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (200, completion("Paris", "chat")))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P190", "--relations", "P530",
+                            "--predictors", f"llm={server.url}", "--set", "llm.model=tiny", "--limit", "10",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert ("trex / llm: 20 queries: 17 asked, 0 from the cache, 3 sharing another query's prompt, 0 unanswered; "
+            "requests sent 17, failed 0; tokens used 51 prompt + 34 completion") in err, err
+    assert len(server.bodies) == 17
+    recs = [json.loads(line) for rel in ("P190", "P530")
+            for line in (out / "predictions" / "trex" / "llm" / f"{rel}.jsonl").read_text().splitlines()]
+    assert len(recs) == 20 and len({json.dumps(r["prompt"]) for r in recs}) == 17
+    assert json.loads((out / "config.json").read_text())["usage"]["trex"]["llm"]["shared"] == 3
+
+
+# -- the report and the leaderboard name the served model and say what asking it cost --
+
+def test_the_report_and_the_leaderboard_name_the_served_model_and_what_a_resumed_run_cost(serve, lama_dir, tmp_path,
+                                                                                          capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    failing = {"at": 6}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == failing["at"] else
+                   (200, completion("Paris", "chat")))
+    out = tmp_path / "run"
+    argv = lama_args(server.url + "/chat/completions", lama_dir, out, "--set", "llm.concurrency=1")
+    assert run_kbc(argv, capsys)[0] == 2
+    failing["at"] = 0
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert len(server.bodies) == 11  # 5 answered and 1 failed, then 4 and the first prompt checked again
+    code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| llm | LM | tiny at {server.url} |" in md
+    assert ("| predictor | corpus | queries answered | asked | from the cache | sharing a prompt | requests sent | "
+            "retried | failed | prompt tokens | completion tokens |") in md
+    assert "| llm | google_re | 9 | 9 | 0 | 0 | 11 | 0 | 1 | 30 | 20 |" in md
+    code, board, err = run_kbc(["leaderboard", str(out), "--metric", "em"], capsys)
+    assert code == 0, err
+    assert f"| 1 | {out} | llm | lm | tiny at {server.url} | - | - | - | " in board
+
+
+def test_a_served_model_is_named_with_its_server_without_credentials():
+    from bridge.predictors.registry import shown_spec
+
+    def shown(spec: str, options: dict) -> str:
+        return shown_spec({"predictor_specs": {"llm": {"spec": spec, "options": options}}}, "llm")
+
+    assert shown("https://me:sk-secret@api.example.com/v1/chat/completions?api-key=sk-2", {"model": "gpt-x"}) == \
+        "gpt-x at https://api.example.com/v1"
+    assert shown("http://[::1]:8000", {"model": "tiny"}) == "tiny at http://[::1]:8000/v1"
+    assert shown("bert-base-cased", {}) == "bert-base-cased"

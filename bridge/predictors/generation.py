@@ -5,9 +5,10 @@ Each query's prompt is built by `eval.question_prompts`, the response is read by
 or a set on set-valued corpora) and each answer is linked to an entity of the corpus by label and alias. The
 `Prediction` holds the linked answers in the order written (score 1.0: no ranking), and its `extra` the exact
 prompt, the raw generation and what was parsed, linked and left unlinked. Responses are cached
-(`lm.response_cache`) unless `cache=off`: a local model's by its weights' fingerprint, a server's for the run
-only unless `cache=shared` (a server may change its weights and say nothing of it); the run prints requests sent,
-cached, failed and tokens used.
+(`lm.response_cache`) unless `cache=off`, each as it comes (a failure or an interrupt loses none paid for): a local
+model's by its weights' fingerprint, a server's for the run only unless `cache=shared` (a server may change its
+weights and say nothing of it); the run prints how each query was answered (asked, from the cache, sharing another
+query's prompt, unanswered), the requests sent and failed and the tokens used, and keeps the sums in config.json.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
@@ -61,6 +62,16 @@ SERVER_OPTIONS = (
            "int", default="3", minimum=0, maximum=20, identity=False),
     Option("max_new_tokens", "longest answer, in tokens", "int", default="64", minimum=1),
 )
+
+
+# how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run
+# wrote), resumed (a row this run wrote: asked by an attempt before it was resumed), shared (the prompt of another
+# query of the attempt, answered by the same request) or unanswered (a failure or an interrupt came first)
+QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
+# what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
+# that asked or read it from another run's cache, each request and token paid once
+RUN_TOTALS = ("asked", "cached", "shared", "sent", "retried", "failed", "prompt_tokens", "completion_tokens",
+              "damaged", "empty")
 
 
 def is_server(spec: str) -> bool:
@@ -161,14 +172,16 @@ class GenerationPredictor:
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
-                 extra: dict | None = None, anchors: Path | None = None) -> None:
+                 extra: dict | None = None, anchors: Path | None = None, run: str | None = None) -> None:
         self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
-        self.counts = {"sent": 0, "cached": 0, "prompt_tokens": 0, "completion_tokens": 0, "empty": 0}
+        self.counts = dict.fromkeys(("queries", *QUERIES, "sent", "prompt_tokens", "completion_tokens", "empty"), 0)
+        self._answered: set[str] = set()  # keys answered by a request of this attempt (a later chunk's hit shares)
         # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
+        self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
         self.anchors = anchors if scope is not None and scope.startswith("run:") else None
         self._keep_first: tuple[Path, object] | None = None
 
@@ -209,39 +222,64 @@ class GenerationPredictor:
         return asked
 
     def _ask(self, prompts: Sequence[Prompt]) -> list[Generated]:
-        """The responses, from the cache where it has them; the rest asked in one call."""
+        """The responses, from the cache where it has them; the rest asked a slice at a time, each response cached
+        as it comes (a failure or an interrupt loses none that came back). Every query is counted once: asked,
+        from the cache, sharing the prompt of another query (one request answers both) or left unanswered."""
         from lm.response_cache import response_key
 
         sent = [p.sent() for p in prompts]
         if not sent:
             return []
-        if self.anchors is not None:
-            self._same_server(sent[0])
-        asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
+        c = self.counts
+        c["queries"] += len(sent)
+        try:
+            if self.anchors is not None:
+                self._same_server(sent[0])
+            asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
+        except BaseException:  # the server changed, failed or the run was stopped before any query was answered
+            c["unanswered"] += len(sent)
+            raise
         keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
+        distinct = list(dict.fromkeys(keys))
+        c["shared"] += len(keys) - len(distinct)
         found: dict[str, Generated] = {}
-        if asked is not None:
-            found[keys[0]] = asked
-            self.cache.put(keys[0], asked)
+        if asked is not None:  # `_settle` counted its cost
+            self._keep(keys[0], asked, found, keys[0])
         if self.cache is not None:
-            for key in dict.fromkeys(k for k in keys if k not in found):
-                hit = self.cache.get(key)
+            for key in distinct:
+                hit = self.cache.get(key) if key not in found else None
                 if hit is not None:
                     found[key] = hit
-        missing = list(dict.fromkeys(k for k in keys if k not in found))
-        self.counts["cached"] += sum(1 for k in keys if k in found) - (keys.count(keys[0]) if asked else 0)
+                    c["shared" if key in self._answered else "resumed" if self.run and hit.run == self.run
+                      else "cached"] += 1
+        missing = [k for k in distinct if k not in found]
         first = {k: s for k, s in zip(keys, sent)}
-        step = self.backend.slice  # each slice cached before the next is sent: a failure loses one slice at most
-        for start in range(0, len(missing), step):
-            part = missing[start:start + step]
-            for key, response in zip(part, self.backend.generate([first[k] for k in part], self.params)):
-                found[key] = response
+        step = self.backend.slice  # prompts handed over at once: a local model loses one slice at most when stopped
+
+        def keep(part: list[str]):
+            def came(i: int, response: Generated) -> None:
                 self._count(response)
-                if self.cache is not None:
-                    self.cache.put(key, response)
-            self._kept_first(found.get(keys[0]))
-        self._kept_first(found.get(keys[0]))
+                self._keep(part[i], response, found, keys[0])
+            return came
+
+        try:
+            for start in range(0, len(missing), step):
+                part = missing[start:start + step]
+                self.backend.generate([first[k] for k in part], self.params, keep(part))
+        finally:
+            c["unanswered"] += sum(1 for k in missing if k not in found)
+        self._kept_first(found.get(keys[0]))  # from the cache, where an earlier attempt asked it
         return [found[k] for k in keys]
+
+    def _keep(self, key: str, response: Generated, found: dict[str, Generated], first: str) -> None:
+        """A response asked for a query: counted, cached at once, and kept as the run's first answer where it is."""
+        found[key] = response
+        self.counts["asked"] += 1
+        self._answered.add(key)
+        if self.cache is not None:
+            self.cache.put(key, response, self.run)
+        if key == first:
+            self._kept_first(response)
 
     def _kept_first(self, response: Generated | None) -> None:
         """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
@@ -310,28 +348,34 @@ class GenerationPredictor:
         return out
 
     def tally(self) -> dict[str, int]:
-        """What asking cost so far: requests sent, cached and failed, tokens used, damaged cache rows."""
+        """What asking cost so far: queries by how each was answered, requests sent, retried and failed, tokens
+        used, damaged cache rows, empty answers."""
         c = self.counts
-        return {"sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
-                "retried": getattr(self.backend, "retried", 0), "cached": c["cached"],
-                "failed": getattr(self.backend, "failed", 0),
+        return {**{k: c[k] for k in ("queries", *QUERIES)},
+                "sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
+                "retried": getattr(self.backend, "retried", 0), "failed": getattr(self.backend, "failed", 0),
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
                 "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"]}
 
     @staticmethod
     def report_line(tally: dict[str, int]) -> str:
-        """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share)."""
-        note = f", {tally['damaged']} damaged cache rows asked again" if tally["damaged"] else ""
-        retried = tally.get("retried", 0)
-        sent = f"{tally['sent']} ({retried} of them retries)" if retried else f"{tally['sent']}"
-        failed = f"{tally['failed']} (prompts left without an answer)" if tally["failed"] else "0"
+        """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share): its
+        queries add up (asked + from the cache + sharing a prompt + unanswered); requests count every HTTP request,
+        retries and the check of a resumed run's first answer too."""
+        t = {k: tally.get(k, 0) for k in ("queries", *QUERIES, *RUN_TOTALS)}
+        note = f", {t['damaged']} damaged cache rows asked again" if t["damaged"] else ""
+        sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
+        resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
         # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
-        empty = f"; {tally['empty']} answers were empty text (scored wrong)" if tally.get("empty") else ""
-        return (f"requests sent {sent}, cached {tally['cached']}, failed {failed}; tokens used "
-                f"{tally['prompt_tokens']} prompt + {tally['completion_tokens']} completion{note}{empty}")
+        empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
+        return (f"{t['queries']} queries: {t['asked']} asked, {t['cached'] + t['resumed']} from the cache{resumed}, "
+                f"{t['shared']} sharing another query's prompt, {t['unanswered']} unanswered; requests sent {sent}, "
+                f"failed {t['failed']}; tokens used {t['prompt_tokens']} prompt + {t['completion_tokens']} "
+                f"completion{note}{empty}")
 
     def report(self) -> str:
-        """Requests sent, cached, failed and tokens used (printed when the run is done with this predictor)."""
+        """Queries by how each was answered, requests and tokens (printed when the run is done with this
+        predictor)."""
         return self.report_line(self.tally())
 
 
@@ -350,7 +394,8 @@ class LocalBackend:
         self.slice = 4 * generator.batch_size
         self.rendered: dict[str, str] = {}
 
-    def generate(self, prompts: Sequence, params: GenerationParams) -> list[Generated]:
+    def generate(self, prompts: Sequence, params: GenerationParams,
+                 kept: Callable[[int, Generated], None] | None = None) -> list[Generated]:
         texts = []
         for p in prompts:
             text = p if isinstance(p, str) else self.generator.render(p)
@@ -358,7 +403,10 @@ class LocalBackend:
                 self.rendered[_as_key(p)] = text
             texts.append(text)
         done = self.generator.generate(texts, params)
-        return [done[t] for t in texts]
+        out = [done[t] for t in texts]
+        for i, response in enumerate(out if kept is not None else ()):
+            kept(i, response)
+        return out
 
 
 def _cache(ctx: PredictorContext):
@@ -384,7 +432,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
-                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers")
+                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:

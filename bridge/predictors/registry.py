@@ -108,6 +108,22 @@ def upper_bound_note(config: dict) -> str | None:
     return "Upper bounds, not baselines: " + "; ".join(marked) + "." if marked else None
 
 
+def shown_spec(config: dict, predictor: str) -> str:
+    """What a table names a predictor of a run (its `config.json`) by: its spec, or for a served model `MODEL at
+    URL`, the model it asked and the server's API root (without credentials)."""
+    ident = (config.get("predictor_specs") or {}).get(predictor) or {}
+    spec = str(ident.get("spec", predictor))
+    model = (ident.get("options") or {}).get("model")
+    if not spec.startswith(("http://", "https://")) or not model:
+        return spec
+    from lm.served import api_root, public_url
+
+    try:
+        return f"{model} at {api_root(public_url(spec))}"
+    except ValueError:  # a port that is no number: not a URL a run could have asked
+        return spec
+
+
 KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",
               "bridge.predictors.extraction")
 BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM

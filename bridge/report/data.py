@@ -155,6 +155,12 @@ class RunData:
         found = self.config.get("seconds")
         return found if isinstance(found, dict) else {}
 
+    def usage(self) -> dict[str, dict[str, dict]]:
+        """What asking a model by generation cost, per corpus and predictor (queries, requests, tokens), summed over
+        the run's attempts (empty where it recorded none)."""
+        found = self.config.get("usage")
+        return found if isinstance(found, dict) else {}
+
 
 def _has_predictions(run: RunDir) -> bool:
     folder = run.path / "predictions"
@@ -260,6 +266,11 @@ class View:
                 if isinstance(per, dict) and name in per:
                     out.setdefault(corpus, {})[shown] = per[name]
         return out
+
+    def usage(self) -> list[tuple[str, str, dict]]:
+        """(shown name, corpus, usage) of each generating predictor that recorded what asking cost."""
+        return [(shown, corpus, per[name]) for shown, (run, name) in self.origin.items()
+                for corpus, per in run.usage().items() if isinstance(per, dict) and isinstance(per.get(name), dict)]
 
 
 def _renamed_rows(rows: list[dict] | None, names: dict[str, str]) -> list[dict] | None:

@@ -12,10 +12,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from bridge.predictors.registry import shown_spec
 from bridge.report import figures
 from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
 from bridge.report.deltas import Units, delta_rows
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
+from bridge.report.usage import usage_table
 from bridge.run.summaries import (
     generating,
     headline_metric,
@@ -208,7 +210,7 @@ class Builder:
             spec = spec_of(run.config, name)
             role = (" (upper bound)" if shown in self.upper else
                     " (reference: 100 by construction)" if spec == REFERENCE and view.experiment != "kmir" else "")
-            row = [self._mark(shown), view.sides[shown].upper() + role, spec]
+            row = [self._mark(shown), view.sides[shown].upper() + role, shown_spec(run.config, name)]
             rows.append([*row, str(run.path)] if len(view.runs) > 1 else row)
         s.tables.append(Table(head, rows,
                               "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))
@@ -222,6 +224,9 @@ class Builder:
                                   "Seconds each predictor took, as the runner recorded them (set-up included)"))
         else:
             s.text.append("The run's config.json records no seconds per predictor.")
+        usage = view.usage()
+        if usage:
+            s.tables.append(usage_table(usage))
         unit = counted_unit(view.dropped)  # runs side by side may count different things: each cell says
         dropped: dict[tuple[str, str, str, str], int] = {}
         for d in view.dropped:

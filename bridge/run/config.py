@@ -240,7 +240,7 @@ def new_config(experiment: str = "lama") -> dict:
 
 # entries of a run config that map each corpus to a map (relation or predictor -> ...)
 PER_CORPUS = ("data_versions", "relation_types", "relation_labels", "predictor_configs", "answer_space", "seconds",
-              "compat_removed")
+              "compat_removed", "usage")
 
 
 def _config_gap(config) -> str | None:

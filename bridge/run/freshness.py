@@ -17,7 +17,7 @@ from pathlib import Path
 
 STAMP = ".kbc-summaries"  # beside `.kbc.lock`: the digests of the last scoring's inputs and outputs
 OUTPUTS = ("summary.json", "summary.md", "curves.json", "dropped.json", "instances.parquet")
-VOLATILE = ("runs", "seconds")  # config entries no summary reads: each run appends to them
+VOLATILE = ("runs", "seconds", "usage")  # config entries no summary reads: each run adds to them
 LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow")
 PACKAGES = ("eval", "kb", "lm", "bridge")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.experiments.base import counted
-from bridge.predictors.registry import side_of, upper_bound_text
+from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
@@ -170,11 +170,11 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
 
 
 def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
-    """`META` of one predictor of a run: its side (kb, lm, baseline), spec, parameter count, dtype and device
-    (None where the run recorded none, as for a KB)."""
+    """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server),
+    parameter count, dtype and device (None where the run recorded none, as for a KB)."""
     described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
-    spec = ((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor)
-    return {"side": side_of(config, predictor), "spec": spec, "parameters": described.get("parameters"),
+    return {"side": side_of(config, predictor), "spec": shown_spec(config, predictor),
+            "parameters": described.get("parameters"),
             "dtype": described.get("dtype"), "device": described.get("device")}
 
 

@@ -329,13 +329,14 @@ class RemotePredictor:
         if info["cost"]:
             self.cost = lambda queries: pool.call("cost", queries)
         if info["tally"]:  # what asking cost (a generating predictor's requests and tokens), summed over the actors
-            self.report = self._report
+            self.tally = self._tally
+            self.report_line = lambda tally: pool.call("report_line", tally)
 
-    def _report(self) -> str:
+    def _tally(self) -> dict[str, int]:
         total: Counter = Counter()
         for tally in self.pool.every("tally"):
             total.update(tally)
-        return self.pool.call("report_line", dict(total))
+        return dict(total)
 
     def describe(self) -> dict:
         return self._describe

@@ -203,6 +203,17 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
 
 
+def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> None:
+    """Add what one attempt of a predictor cost (the `RUN_TOTALS` of its tally: queries asked, requests, tokens) to
+    the run's `usage`, summed over the attempts that made the run as `seconds` are: each request and token once, a
+    query a resumed attempt read back from the run's own cache not again."""
+    from bridge.predictors.generation import RUN_TOTALS
+
+    usage = config.setdefault("usage", {}).setdefault(corpus, {}).setdefault(name, {})
+    for key in RUN_TOTALS:
+        usage[key] = int(usage.get(key, 0)) + int(spent.get(key, 0))
+
+
 def failure_line(exc: BaseException) -> str:
     """What ended a run, on one line, for its record in config.json."""
     if isinstance(exc, KeyboardInterrupt):
@@ -358,9 +369,11 @@ class Job:
                     earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
         finally:
             if self.predictor is not None:
-                report = getattr(self.predictor, "report", None)  # what a predictor asking a model cost
-                if report is not None:
-                    log.info("%s / %s: %s", self.corpus.name, self.p.name, report())
+                tally = getattr(self.predictor, "tally", None)  # what a predictor asking a model cost
+                if tally is not None:
+                    spent = tally()
+                    log.info("%s / %s: %s", self.corpus.name, self.p.name, self.predictor.report_line(spent))
+                    add_usage(self.config, self.corpus.name, self.p.name, spent)
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)

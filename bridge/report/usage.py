@@ -1,0 +1,23 @@
+"""The report's table of what asking a model by generation cost: queries by how each was answered, requests and
+tokens, as config.json's `usage` sums them over the attempts that made the run (a resumed run counts each request
+and token once)."""
+
+from __future__ import annotations
+
+from bridge.report.page import Table
+
+COLUMNS = (("asked", "asked"), ("cached", "from the cache"), ("shared", "sharing a prompt"),
+           ("sent", "requests sent"), ("retried", "retried"), ("failed", "failed"),
+           ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"))
+
+
+def usage_table(usage: list[tuple[str, str, dict]]) -> Table:
+    """One row per generating predictor and corpus: its answered queries add up (asked + from another run's cache
+    + sharing another query's prompt), then what the requests cost."""
+    rows = []
+    for shown, corpus, spent in usage:
+        counts = [int(spent.get(key) or 0) for key, _ in COLUMNS]
+        rows.append([shown, corpus, str(sum(counts[:3])), *map(str, counts)])
+    return Table(["predictor", "corpus", "queries answered", *(head for _, head in COLUMNS)], rows,
+                 "Queries, requests and tokens of each predictor answering by generation (summed over the attempts "
+                 "that made the run; a query a resumed attempt read back from the run's own cache counts once)")
