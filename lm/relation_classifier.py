@@ -29,7 +29,7 @@ import numpy as np
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
 from lm.background_save import BackgroundSaver, atomic_save
-from lm.batches import to_device
+from lm.batches import pad_rows, to_device
 from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput
 
@@ -85,34 +85,83 @@ def _embedding_tables(encoder) -> list:
     return [m for m in encoder.embeddings.modules() if isinstance(m, torch.nn.Embedding)]
 
 
+@dataclass(frozen=True)
+class Collated:
+    """Inputs padded once into device tensors, so a batch is a few indexing operations on the device instead of
+    host work (padding, copies, entity lists) each step. `ids` and `att` are padded to the longest input; a batch
+    takes its rows cut to its own longest (`width`), the same tensors the inputs padded per batch would give."""
+
+    ids: object  # [n, longest] token ids on the device, padded on the right
+    att: object  # [n, longest] attention mask (int64)
+    lengths: np.ndarray  # [n] input lengths, on the host
+    slots: object | None  # [n, k] flat entity slot (position) of each input, -1 where none; None: no entity input
+    vectors: object | None  # [n, k, hidden] the vector each slot takes (embedding dtype)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def widths(self, order: np.ndarray, rows: int) -> list[int]:
+        """The padded width of each batch of `rows` consecutive inputs of `order`."""
+        lengths = self.lengths[order]
+        return [int(w) for w in np.maximum.reduceat(lengths, np.arange(0, len(lengths), rows))] if len(order) else []
+
+
 class Batcher:
     """Padded ids, attention masks and `inputs_embeds` with entity vectors spliced in."""
 
     def __init__(self, encoder, mapped: np.ndarray | None, pad_id: int, device: str, dtype: str = "float32") -> None:
-        torch = _torch()
         if dtype not in DTYPES:
             raise ConfigError(f"dtype {dtype!r}: use one of {', '.join(DTYPES)}")
         self.encoder = encoder
         self.pad_id = pad_id
         self.device = device
         self.dtype = dtype
-        self.mapped = None if mapped is None else torch.as_tensor(np.asarray(mapped, np.float32))
+        self.mapped = None if mapped is None else np.asarray(mapped, np.float32)
 
     def __call__(self, batch: Sequence[RelationInput]):
-        torch = _torch()
-        from lm.entities.ebert import padded
+        """(attention mask, input embeddings) of one batch, padded to its longest input."""
+        inputs = self.collate(batch)
+        return self.take(inputs, self.index(np.arange(len(inputs))), int(inputs.lengths.max()))
 
-        ids, att = padded([x.ids for x in batch], self.pad_id, self.device)
-        embeds = self.encoder.get_input_embeddings()(ids)
-        spliced = [(i, pos, row) for i, x in enumerate(batch) for pos, row in x.entities]
-        if spliced:
+    def collate(self, inputs: Sequence[RelationInput]) -> Collated:
+        """`inputs` as device tensors, once for every batch later taken from them; entity vectors only for the
+        entities the inputs hold (the whole mapped table can be far larger than the device's memory)."""
+        empty = (np.zeros((0, 0), np.int64), None)
+        array, keep = pad_rows([x.ids for x in inputs], self.pad_id) if inputs else empty
+        att = np.ones(array.shape, dtype=np.int64) if keep is None else keep.astype(np.int64)
+        lengths = np.fromiter((len(x.ids) for x in inputs), dtype=np.int64, count=len(inputs))
+        k = max((len(x.entities) for x in inputs), default=0)
+        slots = vectors = None
+        if k:
             if self.mapped is None:
                 raise DataError("an entity input needs mapped entity vectors")
-            embeds = embeds.clone()
-            rows = torch.tensor([r for _, _, r in spliced])
-            embeds[[i for i, _, _ in spliced], [p for _, p, _ in spliced]] = \
-                self.mapped[rows].to(device=self.device, dtype=embeds.dtype)
-        return att, embeds
+            pos = np.full((len(inputs), k), -1, dtype=np.int64)
+            rows = np.zeros((len(inputs), k), dtype=np.int64)
+            for i, x in enumerate(inputs):
+                for j, (p, r) in enumerate(x.entities):
+                    pos[i, j], rows[i, j] = p, r
+            weight = self.encoder.get_input_embeddings().weight
+            slots = to_device(pos, self.device)
+            vectors = to_device(self.mapped[rows], self.device).to(weight.dtype)
+        return Collated(to_device(array, self.device), to_device(att, self.device), lengths, slots, vectors)
+
+    def index(self, rows: np.ndarray):
+        """Row indices as a device tensor (copied without waiting for the device)."""
+        return to_device(np.asarray(rows, dtype=np.int64), self.device)
+
+    def take(self, inputs: Collated, rows, width: int):
+        """(attention mask, input embeddings) of the inputs at device indices `rows`, `width` positions wide."""
+        torch = _torch()
+        ids, att = inputs.ids[rows, :width], inputs.att[rows, :width]
+        embeds = self.encoder.get_input_embeddings()(ids)
+        if inputs.slots is None:
+            return att, embeds
+        n, _, hidden = embeds.shape
+        pos = inputs.slots[rows]  # [n, k]; an empty slot writes a spare last row, dropped below (no host sync)
+        flat = torch.where(pos >= 0, torch.arange(n, device=pos.device)[:, None] * width + pos, n * width)
+        out = torch.cat([embeds.reshape(n * width, hidden), embeds.new_zeros(1, hidden)])
+        out.index_copy_(0, flat.reshape(-1), inputs.vectors[rows].reshape(-1, hidden))
+        return att, out[:-1].reshape(n, width, hidden)
 
 
 def _autocast(device: str, dtype: str):
@@ -125,26 +174,31 @@ def _autocast(device: str, dtype: str):
     return contextlib.nullcontext()
 
 
-def logits_of(encoder, head, batcher: Batcher, batch: Sequence[RelationInput]):
-    att, embeds = batcher(batch)
+def logits_of(encoder, head, batcher: Batcher, att, embeds):
     with _autocast(batcher.device, batcher.dtype):
         hidden = encoder(inputs_embeds=embeds, attention_mask=att).last_hidden_state[:, 0]
         return head(hidden).float()
 
 
-def predict_proba(encoder, head, batcher: Batcher, inputs: Sequence[RelationInput], batch_size: int = 64
+def predict_proba(encoder, head, batcher: Batcher, inputs: Sequence[RelationInput] | Collated, batch_size: int = 64
                   ) -> np.ndarray:
-    """Class probabilities (n, C), batched by length; eval mode, no gradients."""
+    """Class probabilities (n, C), batched by length; eval mode, no gradients. The probabilities stay on the
+    device until the last batch: one wait for it, not one a batch."""
     torch = _torch()
     encoder.eval()
     head.eval()
-    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i].ids))
-    out = np.zeros((len(inputs), head[-1].out_features), dtype=np.float32)
+    collated = inputs if isinstance(inputs, Collated) else batcher.collate(inputs)
+    out = np.zeros((len(collated), head[-1].out_features), dtype=np.float32)
+    if not len(collated):
+        return out
+    order = np.argsort(collated.lengths, kind="stable")
+    rows = batcher.index(order)
+    found = []
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
-            probs = torch.softmax(logits_of(encoder, head, batcher, [inputs[i] for i in idx]), dim=-1)
-            out[idx] = probs.cpu().numpy()
+        for k, width in enumerate(collated.widths(order, batch_size)):
+            idx = rows[k * batch_size:(k + 1) * batch_size]
+            found.append(torch.softmax(logits_of(encoder, head, batcher, *batcher.take(collated, idx, width)), dim=-1))
+        out[order] = torch.cat(found).cpu().numpy()
     return out
 
 
@@ -215,8 +269,13 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
     encoder, head = build_model(encoder_path, len(classes), settings.dropout, device)
     params = [p for p in [*encoder.parameters(), *head.parameters()] if p.requires_grad]
     # on a GPU one fused kernel updates every parameter (the per-tensor launches cost more than the arithmetic)
-    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.01,
-                                  fused=torch.device(device).type == "cuda" or None)
+    # on a GPU one fused kernel updates every parameter (the per-tensor launches cost more than the arithmetic);
+    # on a CPU one call per operation over all of them (the numbers of a loop over the parameters, without its
+    # Python); a GPU's gradient clipping takes them together already
+    kind = torch.device(device).type
+    foreach = True if kind == "cpu" else None
+    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.01, fused=kind == "cuda" or None,
+                                  foreach=foreach)
     steps_per_epoch = -(-len(x_train) // settings.batch_size)
     total = steps_per_epoch * settings.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
@@ -234,6 +293,9 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         _set_rng_state(state["rng"])
         history, best, start = state["history"], state["best"], state["epoch"]
     batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device, settings.dtype)
+    # every batch is taken from tensors built once here: no per-step padding, entity lists or label copies
+    train_set, dev_set = batcher.collate(x_train), batcher.collate(dev[0])
+    labels = to_device(y_train.numpy(), device)
     ran = 0
     with BackgroundSaver() as saver:  # each epoch's files are written while the next one trains
         for epoch in range(start, settings.epochs):
@@ -242,17 +304,18 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
             encoder.train()
             head.train()
             order = torch.randperm(len(x_train),
-                                   generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch))
+                                   generator=torch.Generator().manual_seed(settings.seed * 1000 + epoch)).numpy()
+            rows, widths = batcher.index(order), train_set.widths(order, settings.batch_size)
             bar = tqdm(total=steps_per_epoch, desc=f"{folder.name} epoch {epoch + 1}/{settings.epochs}",
                        disable=not progress, file=sys.stderr, unit="batch")
             losses: list[float] = []
             queued = []  # losses still on the device: read every LOSS_READS steps, so the host never waits per step
             for s in range(steps_per_epoch):
-                idx = order[s * settings.batch_size:(s + 1) * settings.batch_size]
-                logits = logits_of(encoder, head, batcher, [x_train[i] for i in idx])
-                loss = torch.nn.functional.cross_entropy(logits, to_device(y_train[idx].numpy(), device))
+                idx = rows[s * settings.batch_size:(s + 1) * settings.batch_size]
+                logits = logits_of(encoder, head, batcher, *batcher.take(train_set, idx, widths[s]))
+                loss = torch.nn.functional.cross_entropy(logits, labels[idx])
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=foreach)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
@@ -262,9 +325,9 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
                     queued.clear()
                     saver.check()  # a failed write of the epoch before ends training now, not an epoch later
                     bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)  # drawn at the bar's own pace
-                bar.update(1)
+                    bar.update(s + 1 - bar.n)  # the bar moves with the loss reads, not each step
             bar.close()
-            probs = predict_proba(encoder, head, batcher, dev[0])
+            probs = predict_proba(encoder, head, batcher, dev_set)
             scores = macro_scores(dev[1], [classes[i] for i in probs.argmax(1)], classes)
             history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
                             **{k: round(v, 4) for k, v in scores.items()}})

@@ -127,6 +127,27 @@ def test_entity_slots_read_the_mapped_vector_and_other_positions_their_word_piec
     assert torch.equal(embeds[0, 4], words[0])  # padding
 
 
+
+def test_training_pads_each_part_once_and_takes_every_batch_from_it(setup, monkeypatch):
+    """The train and dev inputs are padded into device tensors once per call, not once per step or epoch; a batch
+    taken from them is the batch padded on its own."""
+    import lm.relation_classifier as rc
+
+    padded, real = [], rc.pad_rows
+    monkeypatch.setattr(rc, "pad_rows", lambda rows, pad_id: padded.append(len(rows)) or real(rows, pad_id))
+    _train(setup, "padded-once")
+    data = setup[3]
+    assert padded == [len(data["train"][0]), len(data["dev"][0])] == [48, 6]
+    encoder = rc.load_encoder(setup[1])
+    batcher = Batcher(encoder, None, 0, "cpu")
+    inputs = data["train"][0]
+    whole = batcher.collate(inputs)
+    rows = np.array([5, 0, 17])
+    att, embeds = batcher.take(whole, batcher.index(rows), int(whole.lengths[rows].max()))
+    alone_att, alone_embeds = batcher([inputs[i] for i in rows])
+    assert torch.equal(att, alone_att) and torch.equal(embeds, alone_embeds)
+    assert att.shape[1] == max(len(inputs[i].ids) for i in rows) < whole.ids.shape[1]
+
 BF16 = TrainSettings(lr=3e-3, batch_size=8, epochs=2, seed=0, dtype="bfloat16")
 
 
