@@ -65,6 +65,7 @@ Models have random weights (speed does not depend on them) and the real tokenize
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 import tempfile
@@ -498,7 +499,10 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     import transformers
 
+    from bridge.cli import GC_THRESHOLD
     from lm.loading import resolve_device
+
+    gc.set_threshold(*GC_THRESHOLD)  # as `kbc` runs: the engine lines time the scoring, not the cycle collector
 
     device = resolve_device(args.device)
     cfg = settings(args.smoke)
