@@ -45,7 +45,7 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import Answer, Fact, Prediction, Query
+from eval.types import Answer, Fact, Prediction, Query, answers_of
 from lm.batches import ToHost, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
@@ -830,7 +830,7 @@ class MaskedLMPredictor:
         for i, q, u, tpos, gold, hit in zip(idx, asked, cols.unit.tolist(), where, golds, gold_logp):
             got = answers.get(u)
             if got is None:
-                got = answers[u] = tuple(map(Answer, label_rows[u], score_rows[u]))
+                got = answers[u] = answers_of(label_rows[u], score_rows[u])
             extra = {"n_tokens": n_tokens[u]}
             if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
                 hit = next((a.score for a in got if a.label == gold), None) if gold else None
