@@ -30,7 +30,9 @@ top candidates, all from one forward pass, so a cached result equals the fresh o
 Speed: identical prompts run once; prompts are grouped by exact token length so batches carry no
 padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the last
 transformer layer runs only at mask positions (its keys and values still see every token), and so
-does the MLM head, in float32 even when the encoder runs in bfloat16.
+does the MLM head, in float32 even when the encoder runs in bfloat16. On the host a chunk's results stay arrays
+(`ScoredColumns`, one row per distinct prompt and targets) until each prediction is put together, so that a GPU
+waits as little as possible on Python.
 """
 
 from __future__ import annotations
