@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import math
 import sys
@@ -501,7 +502,10 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     import transformers
 
+    from bridge.cli import GC_THRESHOLD
     from lm.loading import resolve_device
+
+    gc.set_threshold(*GC_THRESHOLD)  # as `kbc` runs: the engine lines time the scoring, not the cycle collector
 
     device = resolve_device(args.device)
     cfg = settings(args.smoke)

@@ -119,11 +119,16 @@ def opt_list(row: dict, key: str, where: str, item: type = str) -> list:
 _NOTHING = object()
 
 
+# `json.dumps`'s output, from one encoder made once: a run writes a line per query. Records are trees built by
+# the runner, so the encoder does not look for reference cycles (a walk over every list and dict of each line).
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
+
+
 def jsonl_text(row: dict, into: str | None = None) -> str:
     """One JSON line with its newline; NaN and infinity are refused (bare `NaN` is not JSON and would be no
     score). `into` names the file it is meant for."""
     try:
-        return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"
+        return _LINE_ENCODER.encode(row) + "\n"
     except ValueError:
         where = f" into {into}" if into else ""
         raise KbcError(f"cannot write a record holding NaN or infinity{where} (uid {row.get('uid')!r}); "

@@ -71,6 +71,26 @@ def gold_rank(
     return at + 1
 
 
+def gold_ranks(
+    answers: Sequence[Answer], gold: str, exclude: Iterable[str] = (), lowercased: bool = False,
+    shared_ties: bool = False,
+) -> tuple[int | None, int | None]:
+    """`gold_rank` without and with `exclude` (raw and filtered), from one pass over the labels: the filtered
+    rank is the raw one less the excluded labels above it (the gold itself is never excluded)."""
+    if shared_ties:
+        return (gold_rank(answers, gold, (), lowercased, shared_ties),
+                gold_rank(answers, gold, exclude, lowercased, shared_ties))
+    gold_n = _norm(gold, lowercased)
+    labels = [a.label.lower() for a in answers] if lowercased else [a.label for a in answers]
+    try:
+        at = labels.index(gold_n)
+    except ValueError:
+        return None, None
+    skip = {_norm(e, lowercased) for e in exclude} - {gold_n}
+    above = sum(1 for label in labels[:at] if label in skip) if skip else 0
+    return at + 1, at + 1 - above
+
+
 def filtered_exact_rank(
     target_ranks: Mapping[str, int] | None, gold: str, others: Iterable[str], lowercased: bool = False
 ) -> int | None:

@@ -39,11 +39,10 @@ FIX = "delete it to start an empty cache, set KBC_CACHE to another folder, or ru
 
 def row_checksum(key: str, depth: int, pos: bytes, score: bytes, extra: int) -> bytes:
     """SHA-256 over a row's key and value, each part length-prefixed so no two rows share one."""
-    digest = hashlib.sha256()
-    for part in (key.encode("utf-8"), str(depth).encode(), pos, score, str(extra).encode()):
-        digest.update(len(part).to_bytes(8, "little"))
-        digest.update(part)
-    return digest.digest()
+    k, d, e = key.encode("utf-8"), str(depth).encode(), str(extra).encode()
+    return hashlib.sha256(b"".join((len(k).to_bytes(8, "little"), k, len(d).to_bytes(8, "little"), d,
+                                    len(pos).to_bytes(8, "little"), pos, len(score).to_bytes(8, "little"), score,
+                                    len(e).to_bytes(8, "little"), e))).digest()  # one call: a row per query
 
 
 def _intact(key: object, depth: object, pos: object, score: object, extra: object, checksum: object) -> bool:

@@ -30,7 +30,9 @@ top candidates, all from one forward pass, so a cached result equals the fresh o
 Speed: identical prompts run once; prompts are grouped by exact token length so batches carry no
 padding (and need no attention mask); the encoder runs under `torch.inference_mode`; the last
 transformer layer runs only at mask positions (its keys and values still see every token), and so
-does the MLM head, in float32 even when the encoder runs in bfloat16.
+does the MLM head, in float32 even when the encoder runs in bfloat16. On the host a chunk's results stay arrays
+(`ScoredColumns`, one row per distinct prompt and targets) until each prediction is put together, so that a GPU
+waits as little as possible on Python.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import Answer, Fact, Prediction, Query
+from eval.types import Answer, Fact, Prediction, Query, answers_of
 from lm.batches import ToHost, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
@@ -141,6 +143,33 @@ class Scored:
     n_tokens: int
     ranks: dict[int, int] = field(default_factory=dict)
     target_logp: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class ScoredColumns:
+    """`Scored` of many inputs as arrays, one row per distinct (input, targets) unit: input i is row `unit[i]`.
+    Unit u's target positions (sorted) are `targets[starts[u]:starts[u + 1]]`, their exact ranks and log-probs
+    at the same places of `ranks` and `target_logp`."""
+
+    unit: np.ndarray  # [inputs] int64
+    pos: np.ndarray  # [units, depth] int32: top candidates, best first
+    logp: np.ndarray  # [units, depth] float32
+    n_tokens: np.ndarray  # [units] int64
+    targets: np.ndarray  # [pairs] int64
+    starts: np.ndarray  # [units + 1] int64
+    ranks: np.ndarray  # [pairs] int64
+    target_logp: np.ndarray  # [pairs] float32
+
+    def find(self, units: np.ndarray, positions: np.ndarray, n_candidates: int) -> np.ndarray:
+        """Where each (unit, candidate position) pair is among the targets (an index into `ranks`), -1 where
+        that position is no target of that unit: one binary search over keys sorted by unit, then position."""
+        if not len(self.targets):
+            return np.full(len(units), -1, dtype=np.int64)
+        owner = np.repeat(np.arange(len(self.starts) - 1), self.starts[1:] - self.starts[:-1])
+        keys = owner * n_candidates + self.targets
+        wanted = units * n_candidates + positions
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        return np.where(keys[at] == wanted, at, -1)
 
 
 class LamaBertTokenization:
@@ -478,71 +507,105 @@ class MaskedLMScorer:
 
         Identical texts run once; the cache is consulted first (per text and target positions).
         """
+        cols = self.columns(texts, candidates, depth, targets)
+        out = []
+        for u in cols.unit.tolist():
+            at, to = int(cols.starts[u]), int(cols.starts[u + 1])
+            tgt = cols.targets[at:to].tolist()
+            ranks, logp = cols.ranks[at:to].tolist(), cols.target_logp[at:to].tolist()
+            out.append(Scored(cols.pos[u], cols.logp[u], int(cols.n_tokens[u]), dict(zip(tgt, ranks)),
+                              dict(zip(tgt, logp))))
+        return out
+
+    def columns(self, texts: Sequence[Text], candidates: CandidateSet, depth: int,
+                targets: Sequence[Sequence[int]] | None = None) -> ScoredColumns:
+        """`score` as arrays, one row per distinct (text, targets) unit (`ScoredColumns`): no object per input."""
         depth = min(depth, len(candidates))
         wanted = [tuple(sorted(set(t))) for t in targets] if targets is not None else [()] * len(texts)
-        units = list(dict.fromkeys(zip(texts, wanted)))
-        keys = {u: self._key(u[0], candidates, u[1]) for u in units} if self.cache is not None else {}
-        results: dict[tuple[str, tuple[int, ...]], Scored] = {}
+        index: dict[tuple[Text, tuple[int, ...]], int] = {}
+        unit = np.fromiter((index.setdefault(u, len(index)) for u in zip(texts, wanted)), dtype=np.int64,
+                           count=len(texts))
+        units = list(index)
+        sizes = np.fromiter((len(t) for _, t in units), dtype=np.int64, count=len(units))
+        starts = np.zeros(len(units) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        flat = np.fromiter((p for _, t in units for p in t), dtype=np.int64, count=int(starts[-1]))
+        cols = ScoredColumns(unit, np.zeros((len(units), depth), dtype=np.int32),
+                             np.zeros((len(units), depth), dtype=np.float32), np.zeros(len(units), dtype=np.int64),
+                             flat, starts, np.zeros(len(flat), dtype=np.int64), np.zeros(len(flat), dtype=np.float32))
+        keys = [self._key(text, candidates, tgt) for text, tgt in units] if self.cache is not None else []
+        done = np.zeros(len(units), dtype=bool)
         if self.cache is not None:
-            by_size: dict[int, list] = {}
-            for u in units:
-                by_size.setdefault(len(u[1]), []).append(u)
+            by_size: dict[int, list[int]] = {}
+            for u, size in enumerate(sizes.tolist()):
+                by_size.setdefault(size, []).append(u)
             for size, group in by_size.items():
                 found = self.cache.get_many([keys[u] for u in group], size + depth)
                 for u in group:
-                    if keys[u] in found and np.isfinite(found[keys[u]][1]).all():  # never serve a NaN
-                        pos, logp, n = found[keys[u]]
-                        results[u] = Scored(pos[size:], logp[size:], n, dict(zip(u[1], pos[:size].tolist())),
-                                            dict(zip(u[1], logp[:size].tolist())))
-        todo = [u for u in units if u not in results]
-        if todo:
-            new = self._run(todo, candidates, depth, results)
+                    hit = found.get(keys[u])
+                    if hit is not None and np.isfinite(hit[1]).all():  # never serve a NaN
+                        pos, logp, n = hit
+                        at = starts[u]
+                        cols.ranks[at:at + size], cols.target_logp[at:at + size] = pos[:size], logp[:size]
+                        cols.pos[u], cols.logp[u], cols.n_tokens[u] = pos[size:], logp[size:], n
+                        done[u] = True
+        todo = np.flatnonzero(~done)
+        if len(todo):
+            self._run(units, todo, candidates, depth, cols)
             if self.cache is not None:
-                self.cache.put_many([(keys[u], *new[u]) for u in todo])
-        return [results[u] for u in zip(texts, wanted)]
+                rows = np.concatenate([cols.ranks.astype(np.int32), cols.pos.ravel()])
+                scores = np.concatenate([cols.target_logp, cols.logp.ravel()])
+                tops = len(flat) + todo * depth
+                self.cache.put_many([(keys[u], np.concatenate([rows[starts[u]:starts[u + 1]], rows[t:t + depth]]),
+                                      np.concatenate([scores[starts[u]:starts[u + 1]], scores[t:t + depth]]), n)
+                                     for u, t, n in zip(todo.tolist(), tops.tolist(),
+                                                        cols.n_tokens[todo].tolist())])
+        return cols
 
-    def _run(self, todo: list[tuple[Text, tuple[int, ...]]], candidates: CandidateSet, depth: int,
-             results: dict) -> dict:
-        """Forward passes for the texts of `todo` (each once); fills `results`, returns cache rows."""
+    def _run(self, units: list[tuple[Text, tuple[int, ...]]], todo: np.ndarray, candidates: CandidateSet, depth: int,
+             cols: ScoredColumns) -> None:
+        """Forward passes for the texts of the units `todo` (each text once); fills their rows of `cols`."""
         import torch
 
-        texts = list(dict.fromkeys(t for t, _ in todo))
-        units_of: dict[str, list[tuple[int, ...]]] = {}
-        for text, tgt in todo:
-            units_of.setdefault(text, []).append(tgt)
+        where: dict[Text, int] = {}
+        text_of_unit = np.fromiter((where.setdefault(units[u][0], len(where)) for u in todo.tolist()), dtype=np.int64,
+                                   count=len(todo))
+        texts = list(where)
+        # the units of each text, grouped: text i's units are todo[order[first[i]:first[i + 1]]]
+        order = np.argsort(text_of_unit, kind="stable")
+        first = np.searchsorted(text_of_unit[order], np.arange(len(texts) + 1))
         ids = self.encode(texts)
+        lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=len(ids))
         rows = self._candidate_rows(candidates)
-        new: dict = {}
+        sizes = cols.starts[1:] - cols.starts[:-1]
 
-        def collect(batch: list[int], units: list, logp, sent: ToHost) -> None:
+        def collect(batch: list[int], unit_ids: np.ndarray, unit_rows: np.ndarray, dest: np.ndarray, logp,
+                    sent: ToHost) -> None:
             top, pos, ranks, scores = self._extract(logp, depth, sent, [text_of(texts[i]) for i in batch])
-            rank_list, score_list, rank32 = ranks.tolist(), scores.tolist(), ranks.astype(np.int32)
-            cached = self.cache is not None  # rows for the result cache, only when there is one
-            at = 0
-            for j, text, tgt in units:
-                k = len(tgt)
-                n = len(ids[batch[j]])
-                results[(text, tgt)] = Scored(pos[j], top[j], n, dict(zip(tgt, rank_list[at:at + k])),
-                                              dict(zip(tgt, score_list[at:at + k])))
-                if cached:
-                    new[(text, tgt)] = (np.concatenate([rank32[at:at + k], pos[j]]),
-                                        np.concatenate([scores[at:at + k], top[j]]), n)
-                at += k
+            cols.pos[unit_ids], cols.logp[unit_ids] = pos[unit_rows], top[unit_rows]
+            cols.n_tokens[unit_ids] = lengths[batch][unit_rows]
+            cols.ranks[dest], cols.target_logp[dest] = ranks, scores
             if self.on_batch is not None:
                 self.on_batch(len(batch))
 
         waiting = None  # a batch on its way to the host while the card runs the next one
         with torch.inference_mode():
-            for batch in self.batches([len(r) for r in ids]):
+            for batch in self.batches(lengths.tolist()):
                 logp = self._candidate_logp(*self._pack([ids[i] for i in batch]), rows).float()
-                units = [(j, texts[i], tgt) for j, i in enumerate(batch) for tgt in units_of[texts[i]]]
-                sent = self._extract_start(logp, depth, [(j, p) for j, _, tgt in units for p in tgt])
+                at = np.asarray(batch, dtype=np.int64)
+                count = first[at + 1] - first[at]  # units per text of the batch
+                picked = np.repeat(first[at] - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+                unit_ids = todo[order[picked]]
+                unit_rows = np.repeat(np.arange(len(batch)), count)
+                k = sizes[unit_ids]
+                dest = np.repeat(cols.starts[unit_ids] - np.cumsum(k) + k, k) + np.arange(int(k.sum()))
+                pairs = np.stack([np.repeat(unit_rows, k), cols.targets[dest]], axis=1)
+                sent = self._extract_start(logp, depth, pairs)
                 if waiting is not None:
                     collect(*waiting)
-                waiting = (batch, units, logp, sent)
+                waiting = (batch, unit_ids, unit_rows, dest, logp, sent)
             if waiting is not None:
                 collect(*waiting)
-        return new
 
     def _candidate_rows(self, candidates: CandidateSet):
         """The candidates' vocabulary ids as a tensor on the device, made once per candidate set (a chunk of
@@ -571,7 +634,7 @@ class MaskedLMScorer:
         mask_pos = (array == self.mask_id).argmax(axis=1)
         return to_device(array, self.device), attention, to_device(mask_pos, self.device)
 
-    def _extract_start(self, logp, depth: int, pairs: list[tuple[int, int]]) -> ToHost:
+    def _extract_start(self, logp, depth: int, pairs: np.ndarray | Sequence[tuple[int, int]]) -> ToHost:
         """Top `depth` (log-probs, candidate positions) per row, the exact rank and log-prob of each (row,
         candidate position) pair, whether each row is finite and whether its top needs `_ties_fixed`: computed
         on the device and sent to the host in one transfer that the host collects later (`_extract`), so that on
@@ -638,6 +701,7 @@ class MaskedLMPredictor:
         self._extra = describe_extra or {}
         self._gold: dict[tuple[str, str], str] = {}  # (fact uid, slot) -> gold label, learnt in filter_facts
         self._full: CandidateSet | None = None  # the whole vocabulary, for closed questions (`choices`)
+        self._labels: dict[int, tuple[CandidateSet, np.ndarray]] = {}  # candidate set -> its labels (`_label_array`)
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self.spaces[slot].for_relation(relation))
@@ -716,6 +780,13 @@ class MaskedLMPredictor:
                 dropped[reason] = dropped.get(reason, 0) + 1
         return kept, dropped
 
+    def _label_array(self, cands: CandidateSet) -> np.ndarray:
+        """The candidates' labels as an object array, made once per candidate set: a batch's labels in one take."""
+        held = self._labels.get(id(cands))
+        if held is None or held[0] is not cands:
+            held = self._labels[id(cands)] = (cands, np.array(cands.labels, dtype=object))
+        return held[1]
+
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         # queries sharing a candidate set are scored together: bigger length buckets, less padding
         groups: dict[int, tuple[CandidateSet, list[int]]] = {}
@@ -728,25 +799,45 @@ class MaskedLMPredictor:
                 for i in idx:
                     out[i] = Prediction(queries[i].uid, (), self.uncased, {"n_candidates": 0}, {})
                 continue
-            texts = [self.model_input(queries[i]) for i in idx]
-            where = [target_positions(queries[i].targets, cands, self.uncased) for i in idx]
+            asked = [queries[i] for i in idx]
+            texts = [self.model_input(q) for q in asked]
+            where = [target_positions(q.targets, cands, self.uncased) for q in asked]
             try:
-                results = self.scorer.score(texts, cands, depth, [tuple(t.values()) for t in where])
+                cols = self.scorer.columns(texts, cands, depth, [tuple(t.values()) for t in where])
             except NonFiniteScores as exc:
-                asked = next((queries[i] for i, t in zip(idx, texts) if text_of(t) in exc.bad), None)
-                raise (exc if asked is None else exc.for_fact(f"{asked.fact_uid} ({asked.relation})")) from None
-            label_of = cands.labels.__getitem__
-            for i, tpos, scored in zip(idx, where, results):
-                answers = tuple(map(Answer, map(label_of, scored.pos.tolist()), scored.logp.tolist()))
-                extra = {"n_tokens": scored.n_tokens}
-                gold = self._gold.get((queries[i].fact_uid, queries[i].slot))
-                gpos = cands.index.get(gold) if gold else None
-                if gpos is not None and gpos in scored.target_logp:
-                    hit = scored.target_logp[gpos]
-                else:
-                    hit = next((a.score for a in answers if a.label == gold), None) if gold else None
-                if hit is not None:
-                    extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
-                ranks = {label: scored.ranks[p] for label, p in tpos.items()}
-                out[i] = Prediction(queries[i].uid, answers, self.uncased, extra, ranks)
+                bad = next((q for q, t in zip(asked, texts) if text_of(t) in exc.bad), None)
+                raise (exc if bad is None else exc.for_fact(f"{bad.fact_uid} ({bad.relation})")) from None
+            self._fill(out, idx, asked, where, cands, cols)
         return out  # type: ignore[return-value]
+
+    def _fill(self, out: list, idx: list[int], asked: list[Query], where: list[dict[str, int]], cands: CandidateSet,
+              cols: ScoredColumns) -> None:
+        """The predictions of `asked` (at `idx` of `out`) from their scores: the labels, ranks and gold log-probs of
+        all of them are looked up at once, then each prediction is put together."""
+        n = len(cands)
+        label_rows = self._label_array(cands)[cols.pos].tolist()
+        score_rows = cols.logp.tolist()
+        n_tokens = cols.n_tokens.tolist()
+        counts = np.fromiter(map(len, where), dtype=np.int64, count=len(where))
+        flat = np.fromiter((p for t in where for p in t.values()), dtype=np.int64, count=int(counts.sum()))
+        ranks = cols.ranks[cols.find(np.repeat(cols.unit, counts), flat, n)].tolist()
+        golds = [self._gold.get((q.fact_uid, q.slot)) for q in asked]
+        gpos = np.fromiter((cands.index.get(g, -1) if g else -1 for g in golds), dtype=np.int64, count=len(golds))
+        at = np.where(gpos >= 0, cols.find(cols.unit, np.maximum(gpos, 0), n), -1)
+        gold_logp = np.full(len(at), np.nan)
+        gold_logp[at >= 0] = cols.target_logp[at[at >= 0]]
+        gold_logp = gold_logp.tolist()
+        answers: dict[int, tuple[Answer, ...]] = {}  # identical inputs share their answers
+        start = 0
+        for i, q, u, tpos, gold, hit in zip(idx, asked, cols.unit.tolist(), where, golds, gold_logp):
+            got = answers.get(u)
+            if got is None:
+                got = answers[u] = answers_of(label_rows[u], score_rows[u])
+            extra = {"n_tokens": n_tokens[u]}
+            if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
+                hit = next((a.score for a in got if a.label == gold), None) if gold else None
+            if hit is not None:
+                extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
+            end = start + len(tpos)
+            out[i] = Prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
+            start = end

@@ -4,6 +4,7 @@ results are recomputed (or refused in one line), and a model edited in place is 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from cli_support import run_kbc
 
 from eval import file_digests
 from eval.checked_json import read_checked, write_checked
-from lm.cache import ResultCache
+from lm.cache import ResultCache, row_checksum
 from lm.loading import files_fingerprint
 
 tiny_models = lm_fixtures.tiny_models
@@ -481,3 +482,16 @@ def test_a_shorter_max_length_is_never_served_the_longer_inputs_scores(engine, t
     assert short == scored(None, 16)
     assert [n for n, *_ in short] == [16, 16] and [n for n, *_ in full] != [16, 16]
     assert scored(cache, None) == full
+
+
+def test_row_checksum_is_sha256_over_length_prefixed_parts():
+    """The checksum a cache file stores: computing it faster must not change it (older files stay readable)."""
+    parts = ("k" * 64, 11, bytes(range(44)), b"\x02" * 44, 12)
+    digest = hashlib.sha256()
+    for part in (parts[0].encode(), b"11", parts[2], parts[3], b"12"):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    assert row_checksum(*parts) == digest.digest()
+    assert row_checksum("é", 0, b"", b"", 0).hex()[:16] == hashlib.sha256(
+        b"".join([(2).to_bytes(8, "little"), "é".encode(), (1).to_bytes(8, "little"), b"0", bytes(16),
+                  (1).to_bytes(8, "little"), b"0"])).hexdigest()[:16]

@@ -171,3 +171,33 @@ def test_agreement_tolerance_follows_the_dtype():
     assert agreement_tolerance(torch.bfloat16, ref) == 32 * 2 ** -7 * 10.0
     assert agreement_tolerance(torch.float16, ref) == 32 * 2 ** -10 * 10.0
     assert agreement_tolerance(torch.bfloat16, torch.zeros(2)) == 1e-3
+
+
+def test_columns_hold_one_row_per_distinct_input_and_targets(tiny_models):
+    """`columns`: repeated (text, targets) share a row, each text runs once, and the exact ranks and log-probs are
+    those `score` gives one text at a time; `find` says where a (row, position) pair is among the targets."""
+    from lm.vocab import full_vocab, token_labels
+
+    scorer, loaded = _scorer(tiny_models("bert-cased"), 4, bucketing=False)
+    alone, _ = _scorer(tiny_models("bert-cased"), 1, bucketing=False)
+    cands = full_vocab(token_labels(loaded.tokenizer, scorer.vocab_size))
+    texts = [TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[2], TEXTS[1]]
+    targets = [(17, 3, 17), (5,), (3, 17), (), (6, 5)]
+    cols = scorer.columns(texts, cands, 10, targets)
+    assert scorer.forward_calls == 3  # three distinct texts of three lengths, each run once
+    assert cols.unit.tolist() == [0, 1, 0, 2, 3]
+    assert cols.starts.tolist() == [0, 2, 3, 3, 5] and cols.targets.tolist() == [3, 17, 5, 5, 6]
+    assert cols.n_tokens.tolist() == [len(ids) for ids in scorer.encode([TEXTS[0], TEXTS[1], TEXTS[2], TEXTS[1]])]
+    for u, (text, tgt) in enumerate([(TEXTS[0], (3, 17)), (TEXTS[1], (5,)), (TEXTS[2], ()), (TEXTS[1], (5, 6))]):
+        want = alone.score([text], cands, 10, [tgt])[0]
+        at, to = cols.starts[u], cols.starts[u + 1]
+        assert cols.pos[u].tolist() == want.pos.tolist()
+        assert float(np.max(np.abs(cols.logp[u] - want.logp))) < TOL
+        assert dict(zip(tgt, cols.ranks[at:to].tolist())) == want.ranks
+        assert max((abs(x - want.target_logp[p]) for p, x in zip(tgt, cols.target_logp[at:to])), default=0) < TOL
+    found = cols.find(np.array([0, 0, 3, 2, 1]), np.array([17, 5, 6, 3, 5]), len(cands))
+    assert found.tolist() == [1, -1, 4, -1, 2]
+    scored = scorer.score(texts, cands, 10, targets)
+    assert [s.ranks for s in scored] == [dict(zip(cols.targets[cols.starts[u]:cols.starts[u + 1]].tolist(),
+                                                  cols.ranks[cols.starts[u]:cols.starts[u + 1]].tolist()))
+                                         for u in cols.unit.tolist()]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from eval.metrics import Ranked, gold_rank, mean_reciprocal_rank, pk_curve, precision_at, summarize
+from eval.metrics import Ranked, gold_rank, gold_ranks, mean_reciprocal_rank, pk_curve, precision_at, summarize
 from eval.types import Answer
 
 
@@ -27,6 +27,23 @@ def test_shared_ties_rank_the_gold_first_in_its_tie_group():
     assert gold_rank(tied, "optics", shared_ties=True) == 3
     assert gold_rank(tied, "optics", exclude={"mathematics"}, shared_ties=True) == 2
     assert gold_rank(tied, "chemistry", shared_ties=True) is None
+
+
+def test_gold_ranks_are_gold_rank_raw_and_filtered():
+    """One pass gives both ranks of `gold_rank`: excluded labels above the gold are taken off, the gold never is."""
+    ranked = answers("Paris", "lyon", "Nice", "Lyon", "Paris", "Rome")
+    assert gold_ranks(ranked, "Lyon", {"Paris", "Nice"}) == (4, 2)
+    assert gold_ranks(ranked, "Lyon", {"Paris", "lyon"}, lowercased=True) == (2, 1)
+    assert gold_ranks(ranked, "Lyon", {"LYON"}, lowercased=True) == (2, 2)  # the gold itself, however written
+    assert gold_ranks(ranked, "Rome", {"Rome", "Milan"}) == (6, 6)
+    assert gold_ranks(ranked, "Milan", {"Paris"}) == (None, None)
+    tied = (Answer("a", 0.9), Answer("b", 0.9), Answer("c", 0.5), Answer("d", 0.5))
+    assert gold_ranks(tied, "d", {"a"}, shared_ties=True) == (3, 2)
+    for gold in ("Paris", "lyon", "Lyon", "Nice", "Rome", "Milan"):
+        for exclude in ((), {"Paris"}, {"Nice", "Rome"}, {"lyon", "Lyon", "Paris"}):
+            for lowercased in (False, True):
+                assert gold_ranks(ranked, gold, exclude, lowercased) == (
+                    gold_rank(ranked, gold, (), lowercased), gold_rank(ranked, gold, exclude, lowercased))
 
 
 def test_precision_and_mrr_exact():

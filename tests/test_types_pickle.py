@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 
+import pytest
+
 from bridge.experiments.kmir import KmirFact, KmirQuery
-from eval.types import Answer, Entity, Evidence, Fact, Prediction, Query, Relation, SetFact
+from eval.types import Answer, Entity, Evidence, Fact, Prediction, Query, Relation, SetFact, answers_of
 
 
 def test_every_shared_type_and_subclass_round_trips():
@@ -27,3 +30,14 @@ def test_every_shared_type_and_subclass_round_trips():
         assert type(back) is type(obj) and repr(back) == repr(obj)
         assert copy.deepcopy(obj) == obj
     assert pickle.loads(pickle.dumps(objects[-2])).choices == ("yes", "no")
+
+
+def test_answers_of_are_the_answers_the_constructor_makes():
+    """`answers_of` skips the frozen `__init__` but makes the same objects: equal, hashed, pickled and frozen alike."""
+    made = answers_of(["France", "Italy"], [-0.5, -1.25])
+    want = (Answer("France", -0.5), Answer("Italy", -1.25))
+    assert made == want and [hash(a) for a in made] == [hash(a) for a in want]
+    assert repr(made) == repr(want) and pickle.loads(pickle.dumps(made)) == want
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].label = "Spain"
+    assert answers_of([], []) == ()

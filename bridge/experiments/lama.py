@@ -17,7 +17,7 @@ from bridge.run.results import TOP_SAVED
 from eval.answer_text import GENERATED
 from eval.errors import ConfigError
 from eval.generated_scores import GENERATED_METRICS, answer_hits, generated_rows, is_generated
-from eval.metrics import filtered_exact_rank, gold_rank
+from eval.metrics import filtered_exact_rank, gold_ranks
 from eval.queries import make_queries
 from eval.rank_table import RankTable, curve_table, summarize_table
 from eval.set_answers import label_set
@@ -66,6 +66,7 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
     """Gold ranks raw and filtered (list and exact), top answers: all a LAMA-style score needs."""
     gold = fact.object.label
     others = rel_valid.get(fact.subject.key, set())
+    raw, filtered = gold_ranks(pred.answers, gold, others, pred.lowercased, pred.shared_ties)
     record = {
         "uid": query.uid,
         "relation": query.relation,
@@ -75,8 +76,8 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "gold_id": fact.object.id,
         "prompt": query.text("[MASK]"),
         "other_valid": sorted(others - {gold}),
-        "rank_raw": gold_rank(pred.answers, gold, (), pred.lowercased, pred.shared_ties),
-        "rank_filtered": gold_rank(pred.answers, gold, others, pred.lowercased, pred.shared_ties),
+        "rank_raw": raw,
+        "rank_filtered": filtered,
         # a closed answer space (BEAR) is kept whole: `kbc show` lists every option's score
         "answers": [[a.label, round(a.score, 6), a.id]
                     for a in (pred.answers if fact.answer_idx is not None else pred.answers[:TOP_SAVED])],
