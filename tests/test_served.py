@@ -4,6 +4,7 @@ bounded concurrency, and whole runs whose answers the test chooses (exact match 
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 from cli_support import run_kbc
@@ -86,7 +87,11 @@ TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_tem
     # transformers serve: its log says why, its answer does not
     (b"Internal Server Error", "chat", "HTTP 500 (Internal Server Error); the server's log says why (a model without "
      "a chat template fails so on chat turns: then use api=completions)"),
-    (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error)"),
+    # a prompt longer than gpt2's 256 positions on /v1/completions: the same bare answer
+    (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error); the server's log says why (a prompt "
+     "and answer longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
+     "max_new_tokens)"),
+    ({"message": "CUDA out of memory", "code": 500}, "completions", "HTTP 500 (CUDA out of memory)"),
     # OpenAI's error shape (vLLM): the message on one line, cut at 200 characters
     ({"error": {"message": TEMPLATE_ERROR, "type": "BadRequestError"}}, "chat",
      "HTTP 500 (" + " ".join(TEMPLATE_ERROR.split())[:199] + "…); the model has no chat template: use "
@@ -571,3 +576,92 @@ def test_a_served_model_is_named_with_its_server_without_credentials():
         "gpt-x at https://api.example.com/v1"
     assert shown("http://[::1]:8000", {"model": "tiny"}) == "tiny at http://[::1]:8000/v1"
     assert shown("bert-base-cased", {}) == "bert-base-cased"
+
+
+# -- a Ctrl-C at any point keeps every answer the server gave: a request sent is a response handed over --
+
+def stopped_after_two_requests(workers: int):
+    """A thread pool whose second request is followed by a Ctrl-C (a signal, as the terminal sends it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Pool(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            future = super().submit(*args, **kwargs)
+            Pool.submitted += 1
+            if Pool.submitted == 2:
+                signal.raise_signal(signal.SIGINT)
+            return future
+
+    return Pool(workers)
+
+
+@pytest.mark.parametrize(("where", "answered"), [("submit", 3), ("callback", 4), ("result", 4)])
+def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch, where, answered):
+    """Ctrl-C right after the second request went out, inside the second `kept` (before it keeps anything), or
+    between the second response and its `kept`: every response the server gave reaches `kept`, and no request goes
+    out after the Ctrl-C but those in flight (concurrency 3: after the second response, the third and fourth)."""
+    from concurrent.futures import Future
+
+    import lm.served
+
+    server = serve(lambda path, body, n: (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.05)
+    got: dict[int, str] = {}
+
+    def kept(i: int, g) -> None:
+        if where == "callback" and len(got) == 1:
+            signal.raise_signal(signal.SIGINT)
+        got[i] = g.text
+
+    if where == "submit":
+        monkeypatch.setattr(lm.served, "ThreadPoolExecutor", stopped_after_two_requests)
+    if where == "result":
+        real, calls = Future.result, []
+
+        def result(self, timeout=None):
+            value = real(self, timeout)
+            calls.append(1)
+            if len(calls) == 2:
+                signal.raise_signal(signal.SIGINT)
+            return value
+
+        monkeypatch.setattr(Future, "result", result)
+    with pytest.raises(KeyboardInterrupt):
+        client(server.url, concurrency=3).generate([f"q{i}" for i in range(12)], PARAMS, kept)
+    asked = sorted(b["messages"][-1]["content"] for b in server.bodies)
+    assert len(asked) == answered and sorted(got.values()) == [a.upper() for a in asked]
+    assert all(got[i] == f"Q{i}" for i in got)
+
+
+def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_the_rest(serve, lama_dir, tmp_path,
+                                                                                        capsys, monkeypatch):
+    """Ctrl-C while the third response is being written to the cache: it is written whole, the two requests in
+    flight are awaited and cached too, nothing more is sent; resumed, the run asks the four never answered and
+    its first prompt once more."""
+    from lm.response_cache import ResponseCache
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt, 0.05)
+    real, puts = ResponseCache.put, []
+
+    def put(self, key, response, run=None):
+        puts.append(key)
+        if len(puts) == 3:
+            signal.raise_signal(signal.SIGINT)
+        real(self, key, response, run)
+
+    monkeypatch.setattr(ResponseCache, "put", put)
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 130, err
+    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 4 unanswered; "
+            "requests sent 5, failed 0") in err, err
+    first = [asked_of(b) for b in server.bodies]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("google_re / llm: 9 queries: 4 asked, 5 from the cache (5 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 5, failed 0") in err, err
+    prompts = [r["prompt"][-1]["content"] for r in records(tmp_path / "run")]
+    again = [asked_of(b) for b in server.bodies[5:]]
+    assert again[0] == prompts[0] and sorted(again[1:]) == sorted(set(prompts) - set(first))
