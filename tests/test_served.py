@@ -665,3 +665,88 @@ def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_t
     prompts = [r["prompt"][-1]["content"] for r in records(tmp_path / "run")]
     again = [asked_of(b) for b in server.bodies[5:]]
     assert again[0] == prompts[0] and sorted(again[1:]) == sorted(set(prompts) - set(first))
+
+
+def test_a_wrong_model_name_is_answered_with_the_names_the_server_lists(serve):
+    server = serve(lambda path, body, n: (400, {"error": {"message": "Server is pinned to '/m/gpt2'; requested "
+                                                                      f"'{body['model']}'."}}),
+                   models=[{"id": "/m/gpt2", "object": "model"}, {"id": "/m/other", "object": "model"}])
+    with pytest.raises(ServerError) as caught:
+        client(server.url, api="completions").generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}/completions: HTTP 400 (Server is pinned to '/m/gpt2'; requested "
+                                 "'tiny'.); the server lists no model tiny, it serves /m/gpt2, /m/other: "
+                                 "--set model=NAME")
+    listed = ServedGenerator(ServerSettings(server.url, "/m/gpt2", api="completions"))
+    with pytest.raises(ServerError) as caught:  # a name it lists: the 400 is about something else
+        listed.generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}/completions: HTTP 400 (Server is pinned to '/m/gpt2'; requested "
+                                 "'/m/gpt2'.)")
+    unlisted = serve(lambda path, body, n: (400, {"error": "bad request"}))  # no GET /v1/models: nothing to add
+    with pytest.raises(ServerError) as caught:
+        client(unlisted.url).generate(["q"], PARAMS)
+    assert str(caught.value) == f"{unlisted.url}/chat/completions: HTTP 400 (bad request)"
+
+
+# -- each corpus of a run is one more predictor: the first answer is checked once per attempt, the counts line adds
+# up to the attempt's sample --
+
+def two_corpora_args(url: str, lama_dir, out) -> list[str]:
+    return ["run", "lama", "--corpus", "google_re", "--corpus", "trex", "--relations", "place_of_birth",
+            "--relations", "P19", "--predictors", f"llm={url}", "--set", "llm.model=tiny", "--set",
+            "llm.concurrency=1", "--limit", "4", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+            "--bootstrap", "0"]
+
+
+def test_a_run_of_two_corpora_sends_one_request_per_prompt_and_a_resume_checks_its_first_answer_once(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt)
+    code, _, err = run_kbc(two_corpora_args(server.url, lama_dir, tmp_path / "fresh"), capsys)
+    assert code == 0, err
+    for corpus in ("google_re", "trex"):
+        assert (f"{corpus} / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, "
+                "0 unanswered; requests sent 4, failed 0") in err, err
+    assert len(server.bodies) == 8 and len({asked_of(b) for b in server.bodies}) == 8
+    # stopped at the third request; resumed, the first corpus asks its first prompt again, the second nothing more
+    failing = serve(lambda path, body, n: (500, {"error": "down"}) if n == 3 else by_prompt(path, body, n))
+    argv = two_corpora_args(failing.url, lama_dir, tmp_path / "resumed")
+    assert run_kbc(argv, capsys)[0] == 2
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("google_re / llm: 4 queries: 2 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 3, failed 0") in err, err
+    assert ("trex / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered; "
+            "requests sent 4, failed 0") in err, err
+    assert len(failing.bodies) == 3 + 3 + 4
+
+
+def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """Ctrl-C at the second answer of the second relation of three: the third relation's queries were never handed
+    over; resumed, the first relation's are on record. Both lines count the whole sample of 12."""
+    from lm.response_cache import ResponseCache
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt)
+    real, puts = ResponseCache.put, []
+
+    def put(self, key, response, run=None):
+        puts.append(key)
+        if len(puts) == 6:
+            signal.raise_signal(signal.SIGINT)
+        real(self, key, response, run)
+
+    monkeypatch.setattr(ResponseCache, "put", put)
+    argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "P1376", "--predictors",
+            f"llm={server.url}", "--set", "llm.model=tiny", "--set", "llm.concurrency=1", "--limit", "4",
+            "--data-dir", str(lama_dir), "--out", str(tmp_path / "run"), "--quiet", "--bootstrap", "0"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 130, err
+    assert "asking a sample of 12" in err and (
+        "trex / llm: 12 queries: 6 asked, 0 from the cache, 0 sharing another query's prompt, 2 unanswered, 4 not "
+        "asked before the stop; requests sent 6, failed 0") in err, err
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("trex / llm: 12 queries: 6 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered, 4 recorded before the run was resumed; requests sent 7, failed 0"
+            ) in err, err
+    assert len(server.bodies) == 13
