@@ -3,12 +3,14 @@
 `/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
 `concurrency` at a time), each with a timeout; timeouts and the answers of a busy server or a gateway (429, 502,
 503, 504) are retried with exponential backoff. A server that cannot be reached, refuses the key (401/403), does
-not know the model (404), fails on the request itself (500: the same request fails again, e.g. chat turns for a
-model without a chat template) or answers something that is not a completion stops the run with one `ServerError`
-line naming the URL, the server's own message and the fix. The key is read
-from the environment variable named by the user and only ever sent in the Authorization header. What a server says
-of a model (its `GET /v1/models` entry) and of the weights that answered (a response's `system_fingerprint`) is read
-for a response cache shared across runs; many servers say nothing there that changes with the weights.
+not know the model (400 or 404: the names it lists are given), fails on the request itself (500: the same request
+fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's context) or
+answers something that is not a completion stops the run with one `ServerError` line naming the URL, the server's
+own message and the fix. A Ctrl-C is taken while waiting for answers only: every answer that came is handed over.
+The key is read from the environment variable named by the user and only ever sent in the Authorization header.
+What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
+`system_fingerprint`) is read for a response cache shared across runs; many servers say nothing there that changes
+with the weights.
 """
 
 from __future__ import annotations
@@ -268,8 +270,9 @@ class ServedGenerator:
 @contextmanager
 def interrupts_held() -> Iterator[None]:
     """A Ctrl-C that comes inside the block is raised when it ends, so that a response being kept is kept whole.
-    Python takes signals in the main thread only: elsewhere the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
+    Python takes signals in the main thread only: elsewhere (or where the handler is not Python's to restore) the
+    block runs as it is."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
         yield
         return
     caught: list = []
