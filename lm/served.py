@@ -3,24 +3,28 @@
 `/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
 `concurrency` at a time), each with a timeout; timeouts and the answers of a busy server or a gateway (429, 502,
 503, 504) are retried with exponential backoff. A server that cannot be reached, refuses the key (401/403), does
-not know the model (404), fails on the request itself (500: the same request fails again, e.g. chat turns for a
-model without a chat template) or answers something that is not a completion stops the run with one `ServerError`
-line naming the URL, the server's own message and the fix. The key is read
-from the environment variable named by the user and only ever sent in the Authorization header. What a server says
-of a model (its `GET /v1/models` entry) and of the weights that answered (a response's `system_fingerprint`) is read
-for a response cache shared across runs; many servers say nothing there that changes with the weights.
+not know the model (400 or 404: the names it lists are given), fails on the request itself (500: the same request
+fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's context) or
+answers something that is not a completion stops the run with one `ServerError` line naming the URL, the server's
+own message and the fix. A Ctrl-C is taken while waiting for answers only: every answer that came is handed over.
+The key is read from the environment variable named by the user and only ever sent in the Authorization header.
+What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
+`system_fingerprint`) is read for a response cache shared across runs; many servers say nothing there that changes
+with the weights.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from eval.errors import KbcError
@@ -29,6 +33,7 @@ from lm.generation import Generated, GenerationParams, cut_at_stop
 APIS = ("chat", "completions")
 RETRY_STATUS = frozenset({429, 502, 503, 504})  # busy, or a gateway before it: the same request may work later
 SHOWN = 200  # characters of a server's message in an error line
+LISTED = 10  # model names of a server's list in an error line
 
 
 class ServerError(KbcError):
@@ -130,7 +135,8 @@ class ServedGenerator:
                 count("failed")
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
-                raise ServerError(_http_message(endpoint, exc.code, detail, s)) from None
+                served = self._other_models() if exc.code in (400, 404) else ""
+                raise ServerError(_http_message(endpoint, exc.code, detail, s) + served) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -153,20 +159,34 @@ class ServedGenerator:
             raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
 
+    def _models(self) -> list[dict]:
+        """The entries of the server's `GET /v1/models`; none where it has no such list."""
+        try:
+            answer = self._request(f"{self.settings.url}/models")
+        except _Unlisted:
+            return []
+        entries = answer.get("data") if isinstance(answer, dict) else None
+        return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
     def listed(self) -> dict | None:
         """This model's entry in the server's `GET /v1/models` (`id`, `created`, `owned_by`, whatever else the server
         says of it), less `status` (transformers serve's loaded or not, a state rather than an identity); None where
         the server lists no such model or has no such endpoint. Asked once per generator."""
         if self._listed is None:
-            try:
-                answer = self._request(f"{self.settings.url}/models")
-            except _Unlisted:
-                answer = {}
-            entries = answer.get("data") if isinstance(answer, dict) else None
-            mine = [e for e in entries if isinstance(e, dict) and e.get("id") == self.settings.model] \
-                if isinstance(entries, list) else []
+            mine = [e for e in self._models() if e.get("id") == self.settings.model]
             self._listed = ({k: v for k, v in mine[0].items() if k != "status"} if mine else None,)
         return self._listed[0]
+
+    def _other_models(self) -> str:
+        """Where the server refuses a request (400, 404) and lists models without this one: the names it lists."""
+        try:
+            names = [str(e["id"]) for e in self._models() if e.get("id")]
+        except ServerError:  # the list itself refused: the request's own error says enough
+            return ""
+        if not names or self.settings.model in names:
+            return ""
+        shown = ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+        return f"; the server lists no model {self.settings.model}, it serves {shown}: --set model=NAME"
 
     def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
         s = self.settings
@@ -197,32 +217,75 @@ class ServedGenerator:
                  kept: Callable[[int, Generated], None] | None = None) -> list[Generated]:
         """One response per prompt, in order, asked at most `concurrency` at a time. `kept(i, response)` is called
         in this thread as each response comes, also when a later request fails or the run is interrupted: every
-        response paid for reaches the caller (requests in flight then are awaited, those not yet sent are not)."""
+        response paid for reaches the caller (requests in flight then are awaited, those not yet sent are not). A
+        Ctrl-C is taken while waiting for the server only: never between a request and its hand-over, nor inside
+        `kept`."""
         out: list[Generated | None] = [None] * len(prompts)
+        if not prompts:
+            return []
+        pool = ThreadPoolExecutor(max(1, min(self.settings.concurrency, len(prompts))))
+        futures: dict[Future, int] = {}  # every request handed to the pool, in flight or done
+        waiting = iter(enumerate(prompts))
+        running: set[Future] = set()
+        handed: set[int] = set()
 
-        def came(i: int, response: Generated) -> None:
-            out[i] = response
+        def send() -> None:  # the next prompt, if any: a request goes out only while nothing has failed
+            for i, prompt in waiting:
+                future = pool.submit(self._one, prompt, params)
+                futures[future] = i
+                running.add(future)
+                return
+
+        def came(future: Future) -> None:
+            i = futures[future]
+            handed.add(i)
+            out[i] = future.result()
             if kept is not None:
-                kept(i, response)
+                kept(i, out[i])
 
-        if self.settings.concurrency <= 1 or len(prompts) <= 1:
-            for i, prompt in enumerate(prompts):
-                came(i, self._one(prompt, params))
-            return out
-        pool = ThreadPoolExecutor(self.settings.concurrency)
-        futures = {pool.submit(self._one, prompt, params): i for i, prompt in enumerate(prompts)}
         try:
-            for future in as_completed(futures):
-                came(futures[future], future.result())
+            with interrupts_held():  # every request sent is one this thread hands over
+                for _ in range(self.settings.concurrency):
+                    send()
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: f.exception() is not None):  # answers first
+                    with interrupts_held():
+                        running.discard(future)
+                        came(future)
+                    with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
+                        send()
         except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            for future, i in futures.items():
-                if out[i] is None and not future.cancelled() and future.exception() is None:
-                    came(i, future.result())
+            pool.shutdown(wait=True)
+            with interrupts_held():
+                for future, i in futures.items():
+                    if i not in handed and future.exception() is None:
+                        came(future)
             raise
         finally:
             pool.shutdown(wait=True)
         return out
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """A Ctrl-C that comes inside the block is raised when it ends, so that a response being kept is kept whole.
+    Python takes signals in the main thread only: elsewhere (or where the handler is not Python's to restore) the
+    block runs as it is."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    caught: list = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(signal.SIGINT, caught[0])
+            elif previous != signal.SIG_IGN:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _plain(messages: Sequence[dict]) -> str:
@@ -246,15 +309,19 @@ def server_message(raw: bytes) -> str:
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
 
 
-def _chat_hint(code: int, detail: str, s: ServerSettings) -> str:
-    """The fix where chat turns are what fails: a model without a chat template takes plain text only."""
-    if s.api != "chat":
+def _hint(code: int, detail: str, s: ServerSettings) -> str:
+    """The likely fix of a request the server fails on: chat turns to a model without a chat template; a prompt
+    longer than the model's context (an HTTP 500 with no message of its own, as `transformers serve` answers)."""
+    if s.api == "chat":
+        if "chat template" in detail.lower() or "chat_template" in detail.lower():
+            return "; the model has no chat template: use api=completions (plain text)"
+        if code == 500:
+            return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
+                    "api=completions)")
         return ""
-    if "chat template" in detail.lower() or "chat_template" in detail.lower():
-        return "; the model has no chat template: use api=completions (plain text)"
-    if code == 500:
-        return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
-                "api=completions)")
+    if code == 500 and detail.lower() in ("", "internal server error"):
+        return ("; the server's log says why (a prompt and answer longer than the model's context are a common "
+                "cause: fewer shots, a shorter prompt or a smaller max_new_tokens)")
     return ""
 
 
@@ -266,4 +333,4 @@ def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> s
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
                 f"--set model={s.model}")
-    return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_chat_hint(code, detail, s)}"
+    return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s)}"

@@ -4,6 +4,7 @@ bounded concurrency, and whole runs whose answers the test chooses (exact match 
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 from cli_support import run_kbc
@@ -86,7 +87,11 @@ TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_tem
     # transformers serve: its log says why, its answer does not
     (b"Internal Server Error", "chat", "HTTP 500 (Internal Server Error); the server's log says why (a model without "
      "a chat template fails so on chat turns: then use api=completions)"),
-    (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error)"),
+    # a prompt longer than gpt2's 256 positions on /v1/completions: the same bare answer
+    (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error); the server's log says why (a prompt "
+     "and answer longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
+     "max_new_tokens)"),
+    ({"message": "CUDA out of memory", "code": 500}, "completions", "HTTP 500 (CUDA out of memory)"),
     # OpenAI's error shape (vLLM): the message on one line, cut at 200 characters
     ({"error": {"message": TEMPLATE_ERROR, "type": "BadRequestError"}}, "chat",
      "HTTP 500 (" + " ".join(TEMPLATE_ERROR.split())[:199] + "…); the model has no chat template: use "
@@ -571,3 +576,177 @@ def test_a_served_model_is_named_with_its_server_without_credentials():
         "gpt-x at https://api.example.com/v1"
     assert shown("http://[::1]:8000", {"model": "tiny"}) == "tiny at http://[::1]:8000/v1"
     assert shown("bert-base-cased", {}) == "bert-base-cased"
+
+
+# -- a Ctrl-C at any point keeps every answer the server gave: a request sent is a response handed over --
+
+def stopped_after_two_requests(workers: int):
+    """A thread pool whose second request is followed by a Ctrl-C (a signal, as the terminal sends it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Pool(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            future = super().submit(*args, **kwargs)
+            Pool.submitted += 1
+            if Pool.submitted == 2:
+                signal.raise_signal(signal.SIGINT)
+            return future
+
+    return Pool(workers)
+
+
+@pytest.mark.parametrize(("where", "answered"), [("submit", 3), ("callback", 4), ("result", 4)])
+def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch, where, answered):
+    """Ctrl-C right after the second request went out, inside the second `kept` (before it keeps anything), or
+    between the second response and its `kept`: every response the server gave reaches `kept`, and no request goes
+    out after the Ctrl-C but those in flight (concurrency 3: after the second response, the third and fourth)."""
+    from concurrent.futures import Future
+
+    import lm.served
+
+    server = serve(lambda path, body, n: (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.05)
+    got: dict[int, str] = {}
+
+    def kept(i: int, g) -> None:
+        if where == "callback" and len(got) == 1:
+            signal.raise_signal(signal.SIGINT)
+        got[i] = g.text
+
+    if where == "submit":
+        monkeypatch.setattr(lm.served, "ThreadPoolExecutor", stopped_after_two_requests)
+    if where == "result":
+        real, calls = Future.result, []
+
+        def result(self, timeout=None):
+            value = real(self, timeout)
+            calls.append(1)
+            if len(calls) == 2:
+                signal.raise_signal(signal.SIGINT)
+            return value
+
+        monkeypatch.setattr(Future, "result", result)
+    with pytest.raises(KeyboardInterrupt):
+        client(server.url, concurrency=3).generate([f"q{i}" for i in range(12)], PARAMS, kept)
+    asked = sorted(b["messages"][-1]["content"] for b in server.bodies)
+    assert len(asked) == answered and sorted(got.values()) == [a.upper() for a in asked]
+    assert all(got[i] == f"Q{i}" for i in got)
+
+
+def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_the_rest(serve, lama_dir, tmp_path,
+                                                                                        capsys, monkeypatch):
+    """Ctrl-C while the third response is being written to the cache: it is written whole, the two requests in
+    flight are awaited and cached too, nothing more is sent; resumed, the run asks the four never answered and
+    its first prompt once more."""
+    from lm.response_cache import ResponseCache
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt, 0.05)
+    real, puts = ResponseCache.put, []
+
+    def put(self, key, response, run=None):
+        puts.append(key)
+        if len(puts) == 3:
+            signal.raise_signal(signal.SIGINT)
+        real(self, key, response, run)
+
+    monkeypatch.setattr(ResponseCache, "put", put)
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 130, err
+    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 4 unanswered; "
+            "requests sent 5, failed 0") in err, err
+    first = [asked_of(b) for b in server.bodies]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("google_re / llm: 9 queries: 4 asked, 5 from the cache (5 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 5, failed 0") in err, err
+    prompts = [r["prompt"][-1]["content"] for r in records(tmp_path / "run")]
+    again = [asked_of(b) for b in server.bodies[5:]]
+    assert again[0] == prompts[0] and sorted(again[1:]) == sorted(set(prompts) - set(first))
+
+
+def test_a_wrong_model_name_is_answered_with_the_names_the_server_lists(serve):
+    server = serve(lambda path, body, n: (400, {"error": {"message": "Server is pinned to '/m/gpt2'; requested "
+                                                                      f"'{body['model']}'."}}),
+                   models=[{"id": "/m/gpt2", "object": "model"}, {"id": "/m/other", "object": "model"}])
+    with pytest.raises(ServerError) as caught:
+        client(server.url, api="completions").generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}/completions: HTTP 400 (Server is pinned to '/m/gpt2'; requested "
+                                 "'tiny'.); the server lists no model tiny, it serves /m/gpt2, /m/other: "
+                                 "--set model=NAME")
+    listed = ServedGenerator(ServerSettings(server.url, "/m/gpt2", api="completions"))
+    with pytest.raises(ServerError) as caught:  # a name it lists: the 400 is about something else
+        listed.generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}/completions: HTTP 400 (Server is pinned to '/m/gpt2'; requested "
+                                 "'/m/gpt2'.)")
+    unlisted = serve(lambda path, body, n: (400, {"error": "bad request"}))  # no GET /v1/models: nothing to add
+    with pytest.raises(ServerError) as caught:
+        client(unlisted.url).generate(["q"], PARAMS)
+    assert str(caught.value) == f"{unlisted.url}/chat/completions: HTTP 400 (bad request)"
+
+
+# -- each corpus of a run is one more predictor: the first answer is checked once per attempt, the counts line adds
+# up to the attempt's sample --
+
+def two_corpora_args(url: str, lama_dir, out) -> list[str]:
+    return ["run", "lama", "--corpus", "google_re", "--corpus", "trex", "--relations", "place_of_birth",
+            "--relations", "P19", "--predictors", f"llm={url}", "--set", "llm.model=tiny", "--set",
+            "llm.concurrency=1", "--limit", "4", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+            "--bootstrap", "0"]
+
+
+def test_a_run_of_two_corpora_sends_one_request_per_prompt_and_a_resume_checks_its_first_answer_once(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt)
+    code, _, err = run_kbc(two_corpora_args(server.url, lama_dir, tmp_path / "fresh"), capsys)
+    assert code == 0, err
+    for corpus in ("google_re", "trex"):
+        assert (f"{corpus} / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, "
+                "0 unanswered; requests sent 4, failed 0") in err, err
+    assert len(server.bodies) == 8 and len({asked_of(b) for b in server.bodies}) == 8
+    # stopped at the third request; resumed, the first corpus asks its first prompt again, the second nothing more
+    failing = serve(lambda path, body, n: (500, {"error": "down"}) if n == 3 else by_prompt(path, body, n))
+    argv = two_corpora_args(failing.url, lama_dir, tmp_path / "resumed")
+    assert run_kbc(argv, capsys)[0] == 2
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("google_re / llm: 4 queries: 2 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 3, failed 0") in err, err
+    assert ("trex / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered; "
+            "requests sent 4, failed 0") in err, err
+    assert len(failing.bodies) == 3 + 3 + 4
+
+
+def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """Ctrl-C at the second answer of the second relation of three: the third relation's queries were never handed
+    over; resumed, the first relation's are on record. Both lines count the whole sample of 12."""
+    from lm.response_cache import ResponseCache
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(by_prompt)
+    real, puts = ResponseCache.put, []
+
+    def put(self, key, response, run=None):
+        puts.append(key)
+        if len(puts) == 6:
+            signal.raise_signal(signal.SIGINT)
+        real(self, key, response, run)
+
+    monkeypatch.setattr(ResponseCache, "put", put)
+    argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "P1376", "--predictors",
+            f"llm={server.url}", "--set", "llm.model=tiny", "--set", "llm.concurrency=1", "--limit", "4",
+            "--data-dir", str(lama_dir), "--out", str(tmp_path / "run"), "--quiet", "--bootstrap", "0"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 130, err
+    assert "asking a sample of 12" in err and (
+        "trex / llm: 12 queries: 6 asked, 0 from the cache, 0 sharing another query's prompt, 2 unanswered, 4 not "
+        "asked before the stop; requests sent 6, failed 0") in err, err
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("trex / llm: 12 queries: 6 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered, 4 recorded before the run was resumed; requests sent 7, failed 0"
+            ) in err, err
+    assert len(server.bodies) == 13

@@ -97,3 +97,24 @@ def test_weights_swapped_behind_the_same_url_and_name_are_asked_again(chat_gpt2,
                 "llm.chat=off")
     assert after == local
     assert [r["generation"] for r in after] != [r["generation"] for r in before]
+
+
+def test_a_prompt_longer_than_the_context_and_a_wrong_model_name_say_the_fix(server, chat_gpt2):
+    """`transformers serve` answers a prompt past gpt2's 256 positions with a bare HTTP 500, and a model name it is
+    not pinned to with a 400."""
+    from lm.generation import GenerationParams
+    from lm.served import ServedGenerator, ServerError, ServerSettings
+
+    params = GenerationParams(max_new_tokens=8)
+    with pytest.raises(ServerError) as caught:
+        ServedGenerator(ServerSettings(server.url, str(chat_gpt2), api="completions", retries=0)).generate(
+            ["word " * 300], params)
+    assert str(caught.value) == (
+        f"{server.url}/completions: HTTP 500 (Internal Server Error); the server's log says why (a prompt and answer "
+        "longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
+        "max_new_tokens)")
+    with pytest.raises(ServerError) as caught:
+        ServedGenerator(ServerSettings(server.url, "gpt-x", api="completions")).generate(["q"], params)
+    assert str(caught.value) == (
+        f"{server.url}/completions: HTTP 400 (Server is pinned to '{chat_gpt2}'; requested 'gpt-x'.); the server "
+        f"lists no model gpt-x, it serves {chat_gpt2}: --set model=NAME")

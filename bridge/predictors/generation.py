@@ -70,6 +70,9 @@ SERVER_OPTIONS = (
 QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
 # what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
 # that asked or read it from another run's cache, each request and token paid once
+# the rest of an attempt's sample, as the runner counts it (`bridge.run.runner.sample_tally`): never handed over
+SAMPLE = {"recorded": "recorded before the run was resumed", "left_out": "left out unasked",
+          "not_asked": "not asked before the stop"}
 RUN_TOTALS = ("asked", "cached", "shared", "sent", "retried", "failed", "prompt_tokens", "completion_tokens",
               "damaged", "empty")
 
@@ -172,7 +175,8 @@ class GenerationPredictor:
 
     def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
-                 extra: dict | None = None, anchors: Path | None = None, run: str | None = None) -> None:
+                 extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
+                 attempt: str | None = None) -> None:
         self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
@@ -182,6 +186,7 @@ class GenerationPredictor:
         self._answered: set[str] = set()  # keys answered by a request of this attempt (a later chunk's hit shares)
         # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
         self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
+        self.attempt = attempt  # this attempt of the run: its first answer is checked once, whatever the corpora
         self.anchors = anchors if scope is not None and scope.startswith("run:") else None
         self._keep_first: tuple[Path, object] | None = None
 
@@ -288,13 +293,15 @@ class GenerationPredictor:
         path, prompt = self._keep_first
         self._keep_first = None
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, {"prompt": prompt, "text": response.text})
+        write_json(path, {"prompt": prompt, "text": response.text, "attempt": self.attempt})
 
     def _same_server(self, first) -> None:
         """A run that asks a server is resumed only while the server answers as it did: its first answer is kept
-        (per run, predictor settings and model name) and asked again once when the run goes on. A server may
-        serve other weights under the same URL and name, and a resumed run would then score two models as one.
-        Sampling (temperature > 0) answers differently by design: nothing is checked then."""
+        (per run, predictor settings and model name) and asked again once when the run goes on, by the first corpus
+        that asks (the answer kept names the attempt that wrote or checked it: the attempt's other corpora ask
+        nothing more). A server may serve other weights under the same URL and name, and a resumed run would then
+        score two models as one. Sampling (temperature > 0) answers differently by design: nothing is checked
+        then."""
         import hashlib
 
         anchors, self.anchors = self.anchors, None  # once per run
@@ -310,6 +317,8 @@ class GenerationPredictor:
         if kept is None:  # the run's first ask: its first answer is kept once it has come (`_ask`)
             self._keep_first = (path, first)
             return
+        if self.attempt is not None and kept.get("attempt") == self.attempt:  # this attempt's, kept or checked
+            return
         response = self.backend.generate([prompt], self.params)[0]
         self._count(response)
         if response.text != text:
@@ -320,6 +329,7 @@ class GenerationPredictor:
                               f"{json.dumps(response.text[:60], ensure_ascii=False)} now, to the run's first "
                               "prompt): it may serve other weights under this name, and the run would score two "
                               "models as one; start a new --out")
+        write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         # a query carrying its own wording (a KMIR question) is asked as written
@@ -360,18 +370,20 @@ class GenerationPredictor:
     @staticmethod
     def report_line(tally: dict[str, int]) -> str:
         """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share): its
-        queries add up (asked + from the cache + sharing a prompt + unanswered); requests count every HTTP request,
-        retries and the check of a resumed run's first answer too."""
-        t = {k: tally.get(k, 0) for k in ("queries", *QUERIES, *RUN_TOTALS)}
+        queries add up to the attempt's sample (asked + from the cache + sharing a prompt + unanswered, and where the
+        runner says so, recorded before the run was resumed, left out unasked and not asked before the stop);
+        requests count every HTTP request, retries and the check of a resumed run's first answer too."""
+        t = {k: tally.get(k, 0) for k in ("queries", *QUERIES, *RUN_TOTALS, *SAMPLE)}
         note = f", {t['damaged']} damaged cache rows asked again" if t["damaged"] else ""
         sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
         resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
         # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
         empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
-        return (f"{t['queries']} queries: {t['asked']} asked, {t['cached'] + t['resumed']} from the cache{resumed}, "
-                f"{t['shared']} sharing another query's prompt, {t['unanswered']} unanswered; requests sent {sent}, "
-                f"failed {t['failed']}; tokens used {t['prompt_tokens']} prompt + {t['completion_tokens']} "
-                f"completion{note}{empty}")
+        rest = "".join(f", {t[k]} {words}" for k, words in SAMPLE.items() if t[k])
+        return (f"{t['queries'] + sum(t[k] for k in SAMPLE)} queries: {t['asked']} asked, "
+                f"{t['cached'] + t['resumed']} from the cache{resumed}, {t['shared']} sharing another query's prompt, "
+                f"{t['unanswered']} unanswered{rest}; requests sent {sent}, failed {t['failed']}; tokens used "
+                f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{note}{empty}")
 
     def report(self) -> str:
         """Queries by how each was answered, requests and tokens (printed when the run is done with this
@@ -432,7 +444,8 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
-                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope)
+                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
+                               attempt=ctx.attempt)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:

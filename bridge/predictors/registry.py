@@ -36,6 +36,7 @@ class PredictorContext:
     progress: bool = True  # whether set-up work (index or KB builds) may show progress bars
     compat: str | None = None  # "lama": behave as LAMA's released code (tokenization around the mask)
     scope: str | None = None  # the run's own token: what a cache kept for one run only is keyed by
+    attempt: str | None = None  # this attempt of the run (a resume is another): what is checked once per attempt
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

@@ -214,6 +214,15 @@ def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> No
         usage[key] = int(usage.get(key, 0)) + int(spent.get(key, 0))
 
 
+def sample_tally(spent: dict[str, int], sampled: dict[str, int]) -> dict[str, int]:
+    """A predictor's tally with the rest of the attempt's sample, so that its counts line adds up to the sample:
+    queries recorded before the run was resumed, recorded without asking (left out, a slot it does not answer),
+    and those never handed over (the run stopped first)."""
+    handed = sampled["recorded"] + sampled["left_out"] + spent.get("queries", 0)
+    return {**spent, "recorded": sampled["recorded"], "left_out": sampled["left_out"],
+            "not_asked": max(0, sampled["sample"] - handed)}
+
+
 def failure_line(exc: BaseException) -> str:
     """What ended a run, on one line, for its record in config.json."""
     if isinstance(exc, KeyboardInterrupt):
@@ -355,6 +364,9 @@ class Job:
     progress: bool
     executor: object = field(default_factory=LocalExecutor)
     predictor: object = None
+    # this attempt's sample of queries (the stages reached): recorded before it, recorded without asking, the rest
+    # handed to the predictor or left when it stopped (`sample_tally`)
+    sampled: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("sample", "recorded", "left_out"), 0))
 
     def run(self, experiment: Experiment) -> None:
         started = time.monotonic()
@@ -371,7 +383,7 @@ class Job:
             if self.predictor is not None:
                 tally = getattr(self.predictor, "tally", None)  # what a predictor asking a model cost
                 if tally is not None:
-                    spent = tally()
+                    spent = sample_tally(tally(), self.sampled)
                     log.info("%s / %s: %s", self.corpus.name, self.p.name, self.predictor.report_line(spent))
                     add_usage(self.config, self.corpus.name, self.p.name, spent)
                 self.executor.release(self.predictor)
@@ -387,7 +399,8 @@ class Job:
             cfg = self.cfg
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
-                                   self.config["cache_scope"])
+                                   self.config["cache_scope"],
+                                   f"{self.config['cache_scope']}/{len(self.config['runs'])}")
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             count = parameter_count(self.predictor)
@@ -407,6 +420,8 @@ class Job:
             path = self._path(rel, stage)
             done = done_uids(path)
             rest = [(q, f) for q, f in pairs if q.uid not in done]
+            self.sampled["sample"] += len(pairs)
+            self.sampled["recorded"] += len(pairs) - len(rest)
             if rest:
                 todo.append((rel, rest, path))
         if not todo:
@@ -435,6 +450,7 @@ class Job:
         for rel, items in unsuited.items():
             gone.setdefault(rel, []).extend(items)
         written = {rel: [*ruled.get(rel, []), *gone.get(rel, [])] for rel in {**ruled, **gone}}
+        self.sampled["left_out"] += sum(map(len, written.values())) + sum(map(len, empty.values()))
         for rel, items in written.items():  # the load line counted those `ruled`; the line below the others
             path = self._path(rel, stage)
             with RecordAppender(path) as handle:
