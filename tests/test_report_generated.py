@@ -260,6 +260,11 @@ def test_the_leaderboard_of_a_run_where_every_predictor_generates_ranks_exact_ma
     assert sorted(got) == sorted(want)
     frame = kbcompare.leaderboard(run)
     assert set(frame["metric"]) == {"em"} and sorted(frame["predictor"]) == ["gpt", "t5"]
+    from bridge.serve.runs import Runs
+    from bridge.serve.runs import leaderboard as explorer_board
+
+    found = explorer_board(Runs([run]))
+    assert found["metric"] == "em" and sorted(r["predictor"] for r in found["rows"]) == ["gpt", "t5"]
     code, out, err = run_kbc(["leaderboard", str(run), "--metric", "p@1"], capsys)
     assert (code, out) == (2, "")
     assert err == (f"error: {run}: no p@1 (raw) total for gpt in google_re; rank by --metric abstain, em or "
