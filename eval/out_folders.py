@@ -10,19 +10,25 @@ from pathlib import Path
 from eval.datadir import absolute_path
 from eval.errors import ConfigError
 
-# folders `kbc data download` puts beside the LAMA copy: a folder holding `lama/` and one of these is a data root
-DATA_ROOT_FOLDERS = ("bear", "pararel", "prompts", "lmkbc2024", "negated_misprimed_lama", "fewrel")
-
 
 def _lama_in(folder: Path) -> Path | None:
     """The LAMA data directory `folder` holds (as `eval.datadir.resolve_data_dir` finds one), else None."""
     return next((folder / sub for sub in ("lama", "data") if (folder / sub / "relations.jsonl").is_file()), None)
 
 
+def _read_only(folder: Path) -> bool:
+    """Whether `folder`'s mode grants no one writing: a shared data root marked so by its owner (a process that may
+    write anyway, as root may, still honours the mark)."""
+    try:
+        return folder.stat().st_mode & 0o222 == 0
+    except OSError:
+        return False
+
+
 def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
     """Where `path` sits among data folders, as words for an error (`is inside the LAMA data directory D`), or None
-    when it is outside them: a LAMA data directory, a folder holding one, a data root (the folder `kbc data
-    download` fills) and `data_dirs` (the data a command reads) are inputs, and no command writes there."""
+    when it is outside them: a LAMA data directory, a folder holding one, a read-only folder holding one (a shared
+    data root) and `data_dirs` (the data a command reads) are inputs, and no command writes there."""
     resolved = Path(path).expanduser().resolve()
     chain = (resolved, *resolved.parents)
     inside = next((d for d in chain if (d / "relations.jsonl").is_file()), None)
@@ -33,8 +39,8 @@ def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
         return f"holds the LAMA data directory {holds}"
     for folder in chain:
         lama = _lama_in(folder)
-        if lama is not None and any((folder / sub).is_dir() for sub in DATA_ROOT_FOLDERS):
-            return f"is inside the data folder {folder} (it holds {lama.name}/ and the other data)"
+        if lama is not None and _read_only(folder):
+            return f"is inside the read-only data folder {folder} (it holds {lama.name}/)"
     for data in data_dirs:
         data = Path(data).expanduser().resolve()
         if resolved == data or data in resolved.parents:

@@ -1282,16 +1282,25 @@ def test_a_run_into_the_data_it_reads_is_refused_and_writes_nothing(ctx, capsys,
     assert sorted(p.relative_to(ctx.data) for p in ctx.data.rglob("*")) == before
 
 
-def test_a_run_into_a_data_root_is_refused(ctx, capsys):
+@pytest.mark.parametrize("named", ["root", "lama"])
+def test_a_run_into_a_shared_data_root_is_refused(ctx, capsys, named):
+    """A folder holding the LAMA copy is the data root the run reads when named, and a shared one when read-only
+    (as root, the run could write there anyway)."""
     root = ctx.tmp / "root"
     shutil.copytree(ctx.data, root / "lama")
-    (root / "bear").mkdir()
-    out = root / "runs" / "x"
-    code, _, err = run_kbc([*ctx.run_freq(), "--data-dir", str(root), "--out", str(out)], capsys)
-    _assert_one_error_line(code, err, f"error: --out {out} is inside the data folder {root.resolve()} (it holds "
-                           "lama/ and the other data), and a run writes its files into --out; pass a folder outside "
-                           "the data", False)
-    assert not (root / "runs").exists()
+    out = root / "x"
+    if named == "lama":
+        root.chmod(0o555)
+    try:
+        code, _, err = run_kbc([*ctx.run_freq(), "--data-dir", str(root / "lama" if named == "lama" else root),
+                                "--out", str(out)], capsys)
+        where = (f"is inside the read-only data folder {root.resolve()} (it holds lama/)" if named == "lama" else
+                 f"is inside the data directory {root.resolve()}")
+        _assert_one_error_line(code, err, f"error: --out {out} {where}, and a run writes its files into --out; pass a "
+                               "folder outside the data", False)
+        assert not out.exists()
+    finally:
+        root.chmod(0o755)
 
 
 def test_a_run_into_a_folder_of_other_files_is_refused(ctx, capsys):
@@ -1372,3 +1381,14 @@ def test_compare_refuses_a_ranking_against_a_generating_predictor_as_the_report_
     assert (out, err) == ("", "error: no comparison of freq and llm in trex: freq ranks its answers (P@1), llm writes "
                               "its answers by generation (EM); no metric scores both, and a difference of two measures "
                               "is no delta; compare two predictors of one kind\n")
+
+
+def test_a_run_into_the_lmkbc_data_it_reads_is_refused(ctx, capsys, shared_data):
+    data = ctx.tmp / "lmk" / "lmkbc2024"
+    shutil.copytree(shared_data / "lmkbc2024", data)
+    out = data / "run"
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "--data-dir", str(data), "--out", str(out),
+                            "--quiet"], capsys)
+    _assert_one_error_line(code, err, f"error: --out {out} is inside the data directory {data.resolve()}, and a run "
+                           "writes its files into --out; pass a folder outside the data", False)
+    assert not out.exists()

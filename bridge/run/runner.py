@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import sys
 import time
 import uuid
@@ -36,6 +37,7 @@ from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect
 from eval.corpora import resolve_run_data_dir
+from eval.datadir import ENV_VAR as DATA_ENV
 from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text, write_json
 from eval.lama import Corpus
@@ -151,7 +153,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         executor.check()
     check_set_corpora(cfg.corpora, experiment)
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
-    check_out(cfg.out, [data_dir] + ([Path(cfg.data_dir)] if cfg.data_dir else []))
+    given = cfg.data_dir or os.environ.get(DATA_ENV)  # the folder named, not only the part of it this run reads
+    check_out(cfg.out, [Path(given)] if given else [data_dir])
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
