@@ -41,6 +41,7 @@ class Corpus:
     facts: list[Fact]
     reports: list[LoadReport] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    other_relations: int = 0  # facts a corpus-wide source read of relations `keep_relations` left out
 
     def by_relation(self) -> dict[str, list[Fact]]:
         grouped: dict[str, list[Fact]] = {r: [] for r in self.relations}
@@ -53,6 +54,9 @@ class Corpus:
         reports and the corpus-wide reports, less the note on relations without a data file, which concerns none
         of them (a relation without a data file is no relation of the corpus)."""
         self.relations = {r: self.relations[r] for r in relations}
+        own_source = {r.relation for r in self.reports if r.relation is not None}  # read by a source of their own
+        self.other_relations += sum(f.relation not in self.relations and f.relation not in own_source
+                                    for f in self.facts)
         self.facts = [f for f in self.facts if f.relation in self.relations]
         self.reports = [r for r in self.reports if r.relation in self.relations
                         or (r.relation is None and r.source != NO_DATA_SOURCE)]
@@ -72,7 +76,8 @@ class Corpus:
         dropped = sum(r.n_dropped for r in self.reports)
         n = len(self.relations)
         kept = len(self.facts) if n_facts is None else n_facts
-        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, kept {kept}, "
+        other = f"{self.other_relations} of other relations, " if self.other_relations else ""
+        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {other}kept {kept}, "
                  f"dropped {dropped}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)

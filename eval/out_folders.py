@@ -4,11 +4,48 @@ marker file). A command writes into no other folder: not a data folder, not a fo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from eval.datadir import absolute_path
 from eval.errors import ConfigError
+
+
+def _lama_in(folder: Path) -> Path | None:
+    """The LAMA data directory `folder` holds (as `eval.datadir.resolve_data_dir` finds one), else None."""
+    return next((folder / sub for sub in ("lama", "data") if (folder / sub / "relations.jsonl").is_file()), None)
+
+
+def _read_only(folder: Path) -> bool:
+    """Whether `folder`'s mode grants no one writing: a shared data root marked so by its owner (a process that may
+    write anyway, as root may, still honours the mark)."""
+    try:
+        return folder.stat().st_mode & 0o222 == 0
+    except OSError:
+        return False
+
+
+def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
+    """Where `path` sits among data folders, as words for an error (`is inside the LAMA data directory D`), or None
+    when it is outside them: a LAMA data directory, a folder holding one, a read-only folder holding one (a shared
+    data root) and `data_dirs` (the data a command reads) are inputs, and no command writes there."""
+    resolved = Path(path).expanduser().resolve()
+    chain = (resolved, *resolved.parents)
+    inside = next((d for d in chain if (d / "relations.jsonl").is_file()), None)
+    if inside is not None:
+        return f"is inside the LAMA data directory {inside}"
+    holds = _lama_in(resolved)
+    if holds is not None:
+        return f"holds the LAMA data directory {holds}"
+    for folder in chain:
+        lama = _lama_in(folder)
+        if lama is not None and _read_only(folder):
+            return f"is inside the read-only data folder {folder} (it holds {lama.name}/)"
+    for data in data_dirs:
+        data = Path(data).expanduser().resolve()
+        if resolved == data or data in resolved.parents:
+            return f"is inside the data directory {data}"
+    return None
 
 
 def check_own_folder(out: Path, marker: str, refusal: str) -> None:

@@ -31,6 +31,7 @@ from rdflib import RDFS, Dataset, Literal, URIRef
 from rdflib.query import Result
 
 from eval.errors import ConfigError, KbcError
+from eval.out_folders import in_data
 from eval.types import Entity, Fact
 from kb.deadline import Deadline, watching
 from kb.store_disk import GRAPH_NS, StoreFolder
@@ -169,11 +170,8 @@ def store_path(location: str) -> Path:
                               "http(s):// SPARQL endpoint URL")
         location = unquote(parts.path)
     path = Path(location).expanduser()
-    resolved = path.resolve()
-    inside = next((d for d in (resolved, *resolved.parents) if (d / "relations.jsonl").is_file()), None)
-    holds = next((resolved / sub for sub in ("lama", "data") if (resolved / sub / "relations.jsonl").is_file()), None)
-    if inside is not None or holds is not None:
-        where = f"is inside the LAMA data directory {inside}" if inside else f"holds the LAMA data directory {holds}"
+    where = in_data(path)
+    if where is not None:
         raise ConfigError(f"--store {location} {where}, and a store writes its database files into its directory; "
                           "pass a directory outside the data, or leave --store out to use the cache")
     return path

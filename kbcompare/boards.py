@@ -50,7 +50,8 @@ def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, set
                 sort: str = "value") -> pd.DataFrame:
     """Every predictor of these runs ranked on one metric with its stderr and 95% interval, as `kbc leaderboard`:
     one row per (run, predictor, corpus), best first, with what each predictor is (side, spec, parameters, dtype,
-    device). `metric` None: the experiment's headline. Runs over different relations are scored over those all
+    device). `metric` None: the experiment's headline (exact match `em` where every predictor of the runs
+    writes its answers by generation, as `table()`). Runs over different relations are scored over those all
     hold; `.attrs["notes"]` says what was left out."""
     from bridge.run.leaderboard import FIELDS, META, board
 

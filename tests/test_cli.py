@@ -40,9 +40,11 @@ def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
     ("", "relations.jsonl: file is empty"),
 ])
 def test_bad_relations_file(tmp_path, capsys, content, message):
-    (tmp_path / "relations.jsonl").write_text(content)
-    (tmp_path / "TREx").mkdir()
-    code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(tmp_path),
+    data = tmp_path / "lama"
+    data.mkdir()
+    (data / "relations.jsonl").write_text(content)
+    (data / "TREx").mkdir()
+    code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
                           "--out", str(tmp_path / "o")], capsys)
     assert code == 2
     assert message in err and err.startswith("error: ") and "Traceback" not in err

@@ -1269,3 +1269,126 @@ def test_an_option_of_generation_in_a_run_file_is_named_where_the_file_holds_it(
                             str(ctx.tmp / "out")], capsys)
     _assert_one_error_line(code, err, f"error: --config {path}: predictors.g.beams applies to answer=generate only; "
                            "add --set g.answer=generate or drop it", False)
+
+
+# -- where `kbc run` writes, and the messages of leaderboard, show and compare ---------------------------------
+@pytest.mark.parametrize("where", ["", "x", "TREx/x"])
+def test_a_run_into_the_data_it_reads_is_refused_and_writes_nothing(ctx, capsys, where):
+    out = ctx.data / where if where else ctx.data
+    before = sorted(p.relative_to(ctx.data) for p in ctx.data.rglob("*"))
+    code, _, err = run_kbc([*ctx.run_freq(), "--out", str(out)], capsys)
+    _assert_one_error_line(code, err, f"error: --out {out} is inside the LAMA data directory {ctx.data.resolve()}, "
+                           "and a run writes its files into --out; pass a folder outside the data", False)
+    assert sorted(p.relative_to(ctx.data) for p in ctx.data.rglob("*")) == before
+
+
+@pytest.mark.parametrize("named", ["root", "lama"])
+def test_a_run_into_a_shared_data_root_is_refused(ctx, capsys, named):
+    """A folder holding the LAMA copy is the data root the run reads when named, and a shared one when read-only
+    (as root, the run could write there anyway)."""
+    root = ctx.tmp / "root"
+    shutil.copytree(ctx.data, root / "lama")
+    out = root / "x"
+    if named == "lama":
+        root.chmod(0o555)
+    try:
+        code, _, err = run_kbc([*ctx.run_freq(), "--data-dir", str(root / "lama" if named == "lama" else root),
+                                "--out", str(out)], capsys)
+        where = (f"is inside the read-only data folder {root.resolve()} (it holds lama/)" if named == "lama" else
+                 f"is inside the data directory {root.resolve()}")
+        _assert_one_error_line(code, err, f"error: --out {out} {where}, and a run writes its files into --out; pass a "
+                               "folder outside the data", False)
+        assert not out.exists()
+    finally:
+        root.chmod(0o755)
+
+
+def test_a_run_into_a_folder_of_other_files_is_refused(ctx, capsys):
+    notes = ctx.tmp / "notes"
+    notes.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
+        (notes / name).write_text("mine\n")
+    code, _, err = run_kbc([*ctx.run_freq(), "--out", str(notes)], capsys)
+    _assert_one_error_line(code, err, f"error: --out {notes} holds files but no run (no config.json; a.txt, b.txt, "
+                           "c.txt and 1 more); name a new or empty folder, or a run directory of `kbc run`", False)
+    assert sorted(p.name for p in notes.iterdir()) == ["a.txt", "b.txt", "c.txt", "d.txt"]
+
+
+def test_a_run_into_a_report_folder_is_refused_and_a_run_resumes(ctx, capsys):
+    run = ctx.tmp / "run"
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
+    report = ctx.tmp / "rep"
+    assert run_kbc(["report", str(run), "--out", str(report)], capsys)[0] == 0
+    code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5", "--out", str(report)], capsys)
+    _assert_one_error_line(code, err, f"error: --out {report} is a `kbc report` output folder, not a run directory; "
+                           "name a new or empty folder, or a run directory of `kbc run`", False)
+    assert not (report / "config.json").exists()
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0  # its own run directory: a resume
+
+
+def test_a_report_into_the_data_is_refused(ctx, capsys):
+    run = ctx.tmp / "run"
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
+    out = ctx.data / "report"
+    code, _, err = run_kbc(["report", str(run), "--out", str(out)], capsys)
+    _assert_one_error_line(code, err, f"error: --out {out} is inside the LAMA data directory {ctx.data.resolve()}; "
+                           f"write the report to a folder outside the data, or leave --out out (it writes "
+                           f"{run / 'report'})", False)
+    assert not out.exists()
+
+
+def test_an_unfinished_run_is_refused_in_the_same_words_by_leaderboard_and_report(ctx, capsys):
+    run = ctx.tmp / "run"
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
+    for name in ("summary.json", "summary.md", "curves.json", "dropped.json", "instances.parquet", ".kbc-summaries"):
+        path = run / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    want = (f"error: {run} has predictions but no summary.json: the run has not finished; rerun the same `kbc run` "
+            "command to complete it")
+    for argv in (["leaderboard", str(run)], ["report", str(run), "--out", str(ctx.tmp / "rep")]):
+        code, _, err = run_kbc(argv, capsys)
+        _assert_one_error_line(code, err, want, False)
+        assert err == want + "\n"
+
+
+def test_a_mistyped_leaderboard_corpus_gets_a_did_you_mean(ctx, capsys):
+    run = ctx.tmp / "run"
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
+    code, _, err = run_kbc(["leaderboard", str(run), "--corpus", "trexx"], capsys)
+    _assert_one_error_line(code, err, "is not one of 'trex', ", False)
+    assert err.endswith(" 'fewrel' (did you mean 'trex'?). (see `kbc leaderboard --help`)\n")
+
+
+@pytest.mark.parametrize(("argv", "command"), [(["show", "RUN", "--uid"], "kbc show"),
+                                               (["compare", "RUN", "a", "b", "--list"], "kbc compare"),
+                                               (["run", "lama", "--out"], "kbc run lama"),
+                                               (["leaderboard", "RUN", "--metric"], "kbc leaderboard")])
+def test_an_option_without_its_value_points_at_its_commands_help(ctx, capsys, argv, command):
+    run = ctx.tmp / "run"
+    run.mkdir()
+    code, _, err = run_kbc([str(run) if a == "RUN" else a for a in argv], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err == f"error: Option '{argv[-1]}' requires an argument. (see `{command} --help`)\n"
+
+
+def test_compare_refuses_a_ranking_against_a_generating_predictor_as_the_report_does(ctx, capsys):
+    run = ctx.tmp / "run"
+    code, _, err = run_kbc([*ctx.run_freq(), "--limit", "3", "--predictors", "freq", f"llm={ctx.models('gpt2')}",
+                            "--set", "llm.answer=generate", "--set", "llm.max_new_tokens=3"], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["compare", str(run), "freq", "llm"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert (out, err) == ("", "error: no comparison of freq and llm in trex: freq ranks its answers (P@1), llm writes "
+                              "its answers by generation (EM); no metric scores both, and a difference of two measures "
+                              "is no delta; compare two predictors of one kind\n")
+
+
+def test_a_run_into_the_lmkbc_data_it_reads_is_refused(ctx, capsys, shared_data):
+    data = ctx.tmp / "lmk" / "lmkbc2024"
+    shutil.copytree(shared_data / "lmkbc2024", data)
+    out = data / "run"
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "--data-dir", str(data), "--out", str(out),
+                            "--quiet"], capsys)
+    _assert_one_error_line(code, err, f"error: --out {out} is inside the data directory {data.resolve()}, and a run "
+                           "writes its files into --out; pass a folder outside the data", False)
+    assert not out.exists()

@@ -355,5 +355,5 @@ def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_di
     assert [r["predictor"] for r in board["rows"]] == ["freq"] and board["notes"] == [gen_note.replace(str(out),
                                                                                                         "gen")]
     code, _, err = run_kbc(["leaderboard", str(out), "--metric", "p@100"], capsys)
-    assert (code, err) == (2, f"error: {out}: no p@100 (raw) total for freq in google_re; metrics: mrr, p@1, "
-                              "p@10\n")
+    assert (code, err) == (2, f"error: {out}: no p@100 (raw) total for freq in google_re; rank by --metric mrr, "
+                              "p@1, p@10, abstain, em or unlinked\n")

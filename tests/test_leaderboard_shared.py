@@ -154,8 +154,8 @@ def test_a_shared_scope_under_half_shows_the_own_scope_beside(two_runs, tmp_path
     found = board([a, c])
     shared = LIMIT  # a sample of 20 of a relation holds the sample of 6 of the same seed
     assert {r["n_facts"] for r in found.rows} == {shared}
-    assert found.notes[-2:] == [f"trex: {shared} of 20 facts answered by every ranked predictor of every run; the rest "
-                                "are left out of the shared scope",
+    assert found.notes[-2:] == [f"trex: {shared} of 20 facts answered by every predictor ranked on p@1 ({a}/freq, "
+                                f"{a}/gold, {c}/freq); the rest are left out of the shared scope",
                                 f"trex: the shared scope keeps less than half of what {c}/freq ({shared} of 20) "
                                 "answered; their own-scope values are shown beside"]
     own = {(Path(r["run"]).name, r["predictor"]): (r["own_value"], r["own_n_facts"]) for r in found.rows}

@@ -188,3 +188,13 @@ def test_split_without_objects_writes_a_complete_submission_and_scores_nothing(l
     code, _, err = run_kbc([*base, "--split", str(mixed), "--out", str(tmp_path / "mixed")], capsys)
     assert (code, err) == (2, f"error: {mixed}:2: ObjectEntitiesID here, but the file's first line has no objects; "
                               "a split is either with objects on every line or without them on every line\n")
+
+
+def test_the_load_line_counts_the_facts_of_other_relations(lama_dir, tmp_path, monkeypatch, capsys):
+    """The split file holds every relation: those `--relations` leaves out are read, and said, so the line adds up."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "countryLandBordersCountry", "personHasCityOfDeath",
+                            "--predictors", "gold", "--data-dir", str(lama_dir), "--out", str(tmp_path / "run"),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    assert err.splitlines()[0] == "lmkbc2024: 2 relations, read 378, 210 of other relations, kept 168, dropped 0"

@@ -243,3 +243,76 @@ def test_a_served_model_that_writes_every_gold_scores_100_beside_freq(lama_dir, 
     assert "<th>EM <small>own</small></th>" in page and "<td>100.00</td><td>0.00</td>" in page
     assert ('<table id="per-relation-em"><tr><th>corpus</th><th>relation</th><th>llm</th></tr>\n'
             "<tr><td>google_re</td><td>place_of_birth</td><td>100.00</td></tr>") in page
+
+
+def test_the_leaderboard_of_a_run_where_every_predictor_generates_ranks_exact_match(runs, capsys):
+    """As `table()` and the report: no P@1 anywhere, so the board ranks exact match; a P@1 asked for names the
+    metrics that would rank."""
+    import kbcompare
+
+    run = runs / "written"
+    rows = _rows(run)
+    code, out, err = run_kbc(["leaderboard", str(run), "--format", "json"], capsys)
+    assert (code, err) == (0, "")
+    got = [(r["predictor"], r["metric"], r["value"], r["stderr"], r["n_facts"]) for r in json.loads(out)]
+    want = [(p, "em", row["value"], row["stderr"], 8) for p in ("gpt", "t5")
+            for row in [rows[(p, "shared", "raw", "all", "em")]]]
+    assert sorted(got) == sorted(want)
+    frame = kbcompare.leaderboard(run)
+    assert set(frame["metric"]) == {"em"} and sorted(frame["predictor"]) == ["gpt", "t5"]
+    from bridge.serve.runs import Runs
+    from bridge.serve.runs import leaderboard as explorer_board
+
+    found = explorer_board(Runs([run]))
+    assert found["metric"] == "em" and sorted(r["predictor"] for r in found["rows"]) == ["gpt", "t5"]
+    code, out, err = run_kbc(["leaderboard", str(run), "--metric", "p@1"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (f"error: {run}: no p@1 (raw) total for gpt in google_re; rank by --metric abstain, em or "
+                   "unlinked\n")
+
+
+def test_the_em_board_names_the_predictors_that_define_its_shared_facts(runs, lama_dir, capsys, monkeypatch):
+    """mixed asks 4 facts per relation, more 8 (holding those 4): the shared scope of exact match is set by the two
+    generating predictors, and the note names them, not Freq (which has no exact match)."""
+    monkeypatch.setenv("KBC_CACHE", str(runs / "cache"))
+    more = runs / "more"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", *RELATIONS, "--predictors",
+                            f"gpt={tiny_model_dir('gpt2', runs / 'models')}", "--set", "gpt.answer=generate", "--set",
+                            "gpt.max_new_tokens=5", "--limit", "8", "--data-dir", str(lama_dir), "--out", str(more),
+                            "--store", str(runs / "store"), "--quiet", "--bootstrap", "50"], capsys)
+    assert code == 0, err
+    mixed = runs / "mixed"
+    code, _, err = run_kbc(["leaderboard", str(mixed), str(more), "--metric", "em", "--format", "json"], capsys)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"note: google_re: {mixed}/freq left out: ranks answers, has no em (raw); rank by --metric p@1 to compare it",
+        f"note: google_re: 8 of 16 facts answered by every predictor ranked on em ({mixed}/gpt, {more}/gpt); the rest "
+        "are left out of the shared scope"]
+
+
+def test_a_compared_report_says_open_and_whose_shared_facts(runs, capsys):
+    """Two runs side by side: a generating predictor's answer space is `open` as in each run's own report, and the
+    Scores heading says its shared facts are each run's own (those the leaderboard of both would differ)."""
+    out = runs / "rep-compared"
+    code, _, err = run_kbc(["report", str(runs / "written"), "--compare", str(runs / "mixed"), "--out", str(out)],
+                           capsys)
+    assert code == 0, err
+    md = (out / "report.md").read_text()
+    assert "## Scores (shared facts)" not in md
+    scores = _section(md, "Scores (shared facts within each run)")
+    em = scores.split("*Exact match (%), setting raw*")[1].split("\n*")[0]
+    assert [line.split(" | ")[1:3] for line in em.strip().splitlines()[2:5]] == [
+        ["written:gpt", "open"], ["written:t5", "open"], ["mixed:gpt", "open"]]
+    assert ("Each run's rows are over its own shared facts, as its summary scored them; `kbc leaderboard` ranks the "
+            "predictors of both runs on the facts they all answered.") in scores
+
+
+@pytest.mark.parametrize(("run", "delta", "heading"), [
+    ("written", ["--delta", "gpt", "t5"], "## Per-relation deltas against gpt — E-BERT Fig. 2"),
+    ("mixed", [], "## Per-relation deltas against the best KB predictor (freq) — E-BERT Fig. 2")])
+def test_the_delta_heading_names_the_baseline(runs, capsys, run, delta, heading):
+    out = runs / f"rep-delta-{run}"
+    code, _, err = run_kbc(["report", str(runs / run), *delta, "--out", str(out)], capsys)
+    assert code == 0, err
+    assert [line for line in (out / "report.md").read_text().splitlines()
+            if line.startswith("## Per-relation deltas")] == [heading]

@@ -109,10 +109,26 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def usage_error_line(exc: click.UsageError) -> str:
-    """Click's message with a pointer to the command's help, as one line."""
-    hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else " (see `kbc --help`)"
-    return f"error: {_one_line(exc.format_message())}{hint}"
+def usage_error_line(exc: click.UsageError, argv: list[str] = ()) -> str:
+    """Click's message with a pointer to the command's help, as one line: the command click names, else the one
+    `argv` names (an option missing its value is refused before click knows the command)."""
+    path = exc.ctx.command_path if exc.ctx is not None else command_path(argv)
+    return f"error: {_one_line(exc.format_message())} (see `{path} --help`)"
+
+
+def command_path(argv: list[str]) -> str:
+    """`kbc show` for `show RUN --uid`: the deepest command the words of `argv` name."""
+    command: click.Command = cli
+    path = ["kbc"]
+    ctx = click.Context(cli, info_name="kbc")
+    for word in argv:
+        if word.startswith("-"):
+            continue
+        sub = command.get_command(ctx, word) if isinstance(command, click.Group) else None
+        if sub is None:
+            break
+        command, path = sub, [*path, word]
+    return " ".join(path)
 
 
 def os_error_line(exc: OSError) -> str:
@@ -139,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     except click.UsageError as exc:
-        click.echo(usage_error_line(exc), err=True)
+        click.echo(usage_error_line(exc, argv), err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)

@@ -168,8 +168,6 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
 
     sc = scoring or SCORINGS["lama"]
     ma, mb = metrics or (sc.metric, sc.metric)
-    # two measures (P@1 and exact match): the difference is of the shares right, each by its own rule
-    measure = ma if ma == mb else f"right (%, {ma} of {a} against {mb} of {b})"
     o = res.overall
     name_a, name_b = (f"A ({a})", f"B ({b})") if a == b else (a, b)  # one name in two runs: say which is which
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
@@ -191,8 +189,8 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
     ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
           f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
-    lines.append(f"{measure} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
-    lines.append(f"(`all` row: {ma if ma == mb else 'the share right'} {over}, as the summaries' Total; McNemar on "
+    lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
+    lines.append(f"(`all` row: {ma} {over}, as the summaries' Total; McNemar on "
                  f"the pooled {sc.unit})")
     return lines
 
@@ -242,6 +240,18 @@ def _silent(run: RunDir, other: RunDir | None, corpus: str, a: str, b: str) -> l
     return silent_note(corpus, found)
 
 
+def _one_measure(scoring: Scoring, corpus: str, *sides: tuple[RunDir, str]) -> None:
+    """Refuse A against B where one ranks its answers (P@1) and the other writes them (EM), as `kbc report`
+    draws no delta of theirs: the difference of two measures is no difference of either."""
+    kinds = [(name, name in generating(source.config, corpus)) for source, name in sides]
+    if len({scoring.metric_for(generates) for _, generates in kinds}) < 2:
+        return
+    what = ", ".join(f"{name} {'writes its answers by generation' if generates else 'ranks its answers'} "
+                     f"({scoring.metric_for(generates)})" for name, generates in kinds)
+    raise ConfigError(f"no comparison of {kinds[0][0]} and {kinds[1][0]} in {corpus}: {what}; no metric scores both, "
+                      "and a difference of two measures is no delta; compare two predictors of one kind")
+
+
 def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[str] = (), list_: str | None = None,
                n_boot: int = 1000, seed: int = 0, b_run=None) -> tuple[dict, list[str], list[dict]]:
     """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`.
@@ -272,6 +282,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                 *(f"note: {n}" for n in notes)]
     else:
         text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {rule}"]
+    for corpus in wanted:
+        _one_measure(scoring, corpus, (run, a), (other or run, b))
     table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ and other is None else None
     for corpus in wanted:
         if table is not None:

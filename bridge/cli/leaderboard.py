@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.choices import NamedChoice
 from bridge.cli.value_types import Int, IntRange, PathType
 from eval.cells import csv_cell, md_row, parameters_text
 from eval.corpora import CORPORA
@@ -102,11 +103,11 @@ def check_out(out: Path) -> None:
 
 @click.command("leaderboard")
 @click.argument("run_dirs", nargs=-1, required=True, type=PathType(exists=True, file_okay=False))
-@click.option("--corpus", "corpora", multiple=True, type=click.Choice(CORPORA),
+@click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
               help="Only this corpus (default: every corpus all runs hold).")
 @click.option("--metric", default=None, help="p@1, p@10, mrr; coherency, c1, ...; f1, em; macro-f1, ... "
-              "[default: the experiment's headline: p@1, coherency, f1 (kmir), macro-f1 (lmkbc), f1-macro (fewrel), "
-              "overlap (negated)]")
+              "[default: the experiment's headline: p@1 (em where every predictor generates), coherency, f1 (kmir), "
+              "macro-f1 (lmkbc), f1-macro (fewrel), overlap (negated)]")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
 @click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
               help="shared: the facts every ranked predictor of every run answered (of the relations every run holds; "

@@ -169,18 +169,17 @@ def _has_predictions(run: RunDir) -> bool:
 
 def load_run(path: str | Path, label: str | None = None) -> RunData:
     """A run directory with predictions and summaries, or a one-line error saying what it lacks."""
+    from bridge.run.freshness import check_scored, not_finished
+
     run = open_run(path)
     if not _has_predictions(run):
         raise DataError(f"{run.path} has no predictions (predictions/<corpus>/<predictor>/*.jsonl): "
                         "nothing to report; run `kbc run` into it first")
     summary = _rows(run.path / "summary.json", ("corpus", "predictor", "setting", "group", "metric", "value"))
     if summary is None:
-        raise DataError(f"{run.path} has predictions but no summary.json: the run has not finished; "
-                        "rerun the same `kbc run` command to complete it")
+        raise DataError(not_finished(run.path))
     curves = _rows(run.path / "curves.json", ("corpus", "predictor", "setting", "group", "k", "value")) or []
     dropped = _rows(run.path / "dropped.json", ()) or []
-    from bridge.run.freshness import check_scored
-
     check_scored(run.path, run.config)  # the summaries drawn are what scoring its files gave
     from eval.generated_scores import rates_in_percent
 

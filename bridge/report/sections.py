@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import shown_spec
 from bridge.report import figures
-from bridge.report.data import REFERENCE, View, is_relation, relation_labels, spec_of
+from bridge.report.data import REFERENCE, View, best_kb, is_relation, relation_labels, spec_of
 from bridge.report.deltas import Units, delta_rows
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.report.usage import usage_table
@@ -88,6 +88,9 @@ class Builder:
         self.metric = (lead_metric("lama", view.summary, view.setting) if view.experiment == "lama" else
                        headline_metric(view.experiment))
         self.scope = "shared" if any(r.get("scope") == "shared" for r in view.summary) else "own"
+        # two runs are scored as each scored itself: the shared facts of each run, not those both runs answered
+        self.facts = f"{self.scope} facts" + (" within each run" if self.scope == "shared" and len(view.runs) > 1
+                                              else "")
         self.rows = [r for r in view.summary if r["setting"] == view.setting and r.get("scope", "own") == self.scope
                      and not r.get("prompt")]
         self.path = view.main.path
@@ -173,7 +176,7 @@ class Builder:
         if unit == "relation":
             s.tables += tables_from_markdown(per_relation(rows, "em", self.view.setting, self.scope,
                                                           relation_info(self.view.main.config)),
-                                             f"{self._metric_name('em')} per relation, {self.scope} facts")
+                                             f"{self._metric_name('em')} per relation, {self.facts}")
         else:
             ci = self._intervals("em")
             n = self._n_facts("em")
@@ -239,9 +242,14 @@ class Builder:
                                   f"{(unit or 'what').capitalize()} a predictor could not answer (not scored)"))
         return s
 
+    def _open_spaces(self) -> set[tuple[str, str]]:
+        """(corpus, shown name) of the predictors that rank no fixed list, in every run drawn (`open_spaces`)."""
+        return {(c, shown) for shown, (run, name) in self.view.origin.items()
+                for c, p in open_spaces(run.config) if p == name}
+
     def scores(self) -> Section:
         title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
-        s = Section("scores", f"{title} ({self.scope} facts)", SCORES_SOURCE.get(self.view.experiment, ""))
+        s = Section("scores", f"{title} ({self.facts})", SCORES_SOURCE.get(self.view.experiment, ""))
         metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"),
                    "negated": NEGATED_METRICS}.get(self.view.experiment, (self.metric,))
         if self.view.experiment == "lama":  # as summary.md: exact match and the rates of generated answers, set scores
@@ -251,7 +259,7 @@ class Builder:
         config = self.view.main.config
         for metric in metrics:
             text = table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
-                         open_spaces=open_spaces(config))
+                         open_spaces=self._open_spaces())
             # each table with its notes under it: why a column is `-` for everyone, the own totals where the shared
             # facts are under half
             s.tables += self._mark_tables(tables_from_markdown(
@@ -266,9 +274,12 @@ class Builder:
         if self.scope == "shared":
             s.text.append("`shared`: per metric, the facts every predictor of a run scored on it answered (under each "
                           "table: which), so KB and LM numbers are over the same queries.")
+            if len(self.view.runs) > 1:
+                s.text.append("Each run's rows are over its own shared facts, as its summary scored them; "
+                              "`kbc leaderboard` ranks the predictors of both runs on the facts they all answered.")
         if not s.tables:
             asked = ", ".join(self._metric_name(m) for m in metrics)
-            s.skipped = (f"summary.json has no {asked} rows ({self.view.setting}, {self.scope} facts)."
+            s.skipped = (f"summary.json has no {asked} rows ({self.view.setting}, {self.facts})."
                          if any(r["setting"] == self.view.setting for r in self.view.summary) else
                          f"summary.json has no `{self.view.setting}` rows.")
         return s
@@ -298,7 +309,7 @@ class Builder:
                 curves.setdefault(c["corpus"], {}).setdefault(c["predictor"], []).append(
                     (int(c["k"]), float(c["value"])))
         s.figures.append(self._figure("p_at_k", f"Mean P@k (macro over relations) for k = 1..100, setting "
-                                      f"{self.view.setting}, {self.scope} facts; log-scale k.{self._hidden_note()}",
+                                      f"{self.view.setting}, {self.facts}; log-scale k.{self._hidden_note()}",
                                       lambda out, key: figures.p_at_k(curves, self.colour, out, key, self.upper)))
         at = {(c["corpus"], c["predictor"], int(c["k"])): float(c["value"]) for c in picked}
         ks = [k for k in (1, 10, 100) if any(key[2] == k for key in at)]
@@ -323,12 +334,12 @@ class Builder:
                          f"each corpus of this run has one relation scored on {self._metric_name(metric)}: its "
                          "total is in the Scores section." if values and not several else
                          f"summary.json has no {self._metric_name(metric)} rows per relation "
-                         f"({self.view.setting}, {self.scope} facts).")
+                         f"({self.view.setting}, {self.facts}).")
             return s
         key = f"{_slug(metric)}_relation"
         s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by side, "
                                       f"relations sorted by their mean over predictors ({self.view.setting}, "
-                                      f"{self.scope} facts).{self._hidden_note()}",
+                                      f"{self.facts}).{self._hidden_note()}",
                                       lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
                                                                           self.labels, upper=self.upper,
                                                                           intervals=self._intervals(metric))))
@@ -389,7 +400,7 @@ class Builder:
                     None)
 
     def deltas(self) -> Section:
-        s = Section("deltas", "Per-relation deltas against the best KB predictor", "E-BERT Fig. 2")
+        s = Section("deltas", f"Per-relation deltas against {self._baselines()}", "E-BERT Fig. 2")
         if not self.pairs:
             chance = " (Freq is chance level on BEAR: its ranking there is the data file's order)" if \
                 self.view.main.command == "bear" else ""
@@ -438,6 +449,16 @@ class Builder:
             s.skipped = s.skipped or ("no metric scores both sides of a delta." if not by_base else
                                       "no corpus has two or more relations scored by both sides of a delta.")
         return s
+
+    def _baselines(self) -> str:
+        """What the deltas are taken against, in words: the best KB predictor (named) where that is the one
+        baseline, else the baselines by name."""
+        bases = list(dict.fromkeys(base for base, _ in self.pairs))
+        if not bases:
+            return "the best KB predictor"
+        if len(self.view.runs) == 1 and bases == [best_kb(self.view, self.metric)]:
+            return f"the best KB predictor ({bases[0]})"
+        return ", ".join(bases)
 
     def _no_common_metric(self, base: str, other: str) -> str:
         """Why no delta of `other` against `base` is drawn: one ranks its answers, the other writes them."""

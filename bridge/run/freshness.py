@@ -173,10 +173,18 @@ def rewrite_recorded(out: Path, config: dict, rewrite: Callable[[], object]) -> 
     return None
 
 
+def not_finished(out: Path) -> str:
+    """The refusal of a run that has written no summaries yet (still running, or stopped before its scoring)."""
+    return (f"{out} has predictions but no summary.json: the run has not finished; rerun the same `kbc run` command "
+            "to complete it")
+
+
 def check_scored(out: Path, config: dict) -> None:
     """Refuse a run whose summaries are not what scoring its files gave (`unscored_change`), in one line."""
     from eval.errors import DataError
 
+    if not (out / "summary.json").exists() and not (out / STAMP).exists():  # never scored: not a damaged run
+        raise DataError(not_finished(out))
     why = unscored_change(out, config)
     if why:
         raise DataError(f"{out}: {why}; rerun the same `kbc run` command to rescore it")

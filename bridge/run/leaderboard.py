@@ -28,6 +28,7 @@ from bridge.run.summaries import (
     answered_units,
     generating,
     headline_metric,
+    lead_metric,
     mrr_cutoff,
     run_config,
     scorable,
@@ -78,9 +79,8 @@ def distinct_runs(run_dirs: Sequence[Path | str]) -> list[Path]:
     return list(seen.values())
 
 
-def _summary_totals(run: Path, corpus: str, setting: str, experiment: str) -> dict[tuple[str, str], dict]:
-    """Per (predictor, metric), the `own` `all` row in a run's summary.json (LM-KBC's rates in percent, however
-    old the run)."""
+def _summary_rows(run: Path) -> list[dict]:
+    """The rows of a run's summary.json, or a one-line error saying how to get them."""
     path = run / "summary.json"
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
@@ -90,7 +90,13 @@ def _summary_totals(run: Path, corpus: str, setting: str, experiment: str) -> di
         raise DataError(f"{path}: unreadable summary ({exc}); rerun the run to rewrite it") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise DataError(f"{path}: not a list of summary rows; rerun the run to rewrite it")
-    return {(r.get("predictor"), r.get("metric")): r for r in rates_in_percent(rows, experiment)
+    return rows
+
+
+def _summary_totals(run: Path, corpus: str, setting: str, experiment: str) -> dict[tuple[str, str], dict]:
+    """Per (predictor, metric), the `own` `all` row in a run's summary.json (LM-KBC's rates in percent, however
+    old the run)."""
+    return {(r.get("predictor"), r.get("metric")): r for r in rates_in_percent(_summary_rows(run), experiment)
             if r.get("corpus") == corpus and r.get("scope") == "own" and r.get("group") == "all"
             and r.get("setting") == setting and not r.get("prompt")}
 
@@ -238,7 +244,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         check_scored(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
-    metric = metric_id(metric) if metric else headline_metric(experiment.name)
+    # none asked: what the runs' own tables lead with (exact match where every predictor generates)
+    metric = metric_id(metric) if metric else lead_metric(experiment.name, [r for run in runs
+                                                                           for r in _summary_rows(run)], setting)
     cutoff = mrr_cutoff(first)
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
@@ -278,7 +286,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                 own[(run, name)] = row
         if lacking and not own:  # no predictor has the metric: a metric of no board
             run, name, _, known = lacking[0]
-            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {known}")
+            usable = list(dict.fromkeys(m for _, _, held, _ in lacking for m in held))
+            fix = f"rank by --metric {_either(usable)}" if usable else known
+            raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {fix}")
         if not own:
             why = "; ".join(answered_nothing(name, reasons) for name, reasons in silent.items())
             raise ConfigError(f"{c}: no predictor of these runs answered a {unit[:-1]}, so none can be ranked"
@@ -312,12 +322,17 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                          "metric": metric, **{k: row.get(k) for k in VALUES}, **mine_own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
         if scope == "shared":
-            notes += _shared_notes(c, shared, ranked, rows, unit)
+            notes += _shared_notes(c, shared, ranked, rows, unit, metric)
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
     return Board(out, notes, counted(experiment, metric))
+
+
+def _either(names: list[str]) -> str:
+    """`a`, `a or b`, `a, b or c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Path, name: str, held: list[str],
@@ -343,14 +358,16 @@ def _total(scored: list[dict], metric: str, setting: str) -> dict | None:
                  and not r.get("prompt")), None)
 
 
-def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str) -> list[str]:
-    """What the shared scope left out of `corpus`: the units some ranked predictor answered that not all did; and
-    the rows whose shared count is less than half of their own (`short`: those the table shows the own value of)."""
+def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str, metric: str) -> list[str]:
+    """What the shared scope left out of `corpus`: the units some predictor ranked on `metric` answered that not
+    all did, naming those predictors (they define the scope); and the rows whose shared count is less than half of
+    their own (`short`: those the table shows the own value of)."""
     every = len(set().union(*(set(m) for m in units.values())))
     notes = []
     if every > len(shared):
-        notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every ranked predictor of every run; "
-                     f"the rest are left out of the shared scope")
+        names = ", ".join(f"{run}/{name}" for run, name in units)
+        notes.append(f"{corpus}: {len(shared)} of {every} {unit} answered by every predictor ranked on {metric} "
+                     f"({names}); the rest are left out of the shared scope")
     kept = [f"{r['run']}/{r['predictor']} ({r['n_facts']} of {r['own_n_facts']})" for r in rows if short(r)]
     if kept:
         notes.append(f"{corpus}: the shared scope keeps less than half of what {', '.join(kept)} answered; "

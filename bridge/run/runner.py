@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import sys
 import time
 import uuid
@@ -36,6 +37,7 @@ from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect
 from eval.corpora import resolve_run_data_dir
+from eval.datadir import ENV_VAR as DATA_ENV
 from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text, write_json
 from eval.lama import Corpus
@@ -60,6 +62,34 @@ def parameter_count(predictor) -> int | None:
             except (TypeError, AttributeError):
                 return None
     return None
+
+
+# what a run writes into --out before its config.json: an attempt stopped there left a folder that is still its own
+OWN_BEFORE_CONFIG = frozenset({".kbc.lock", ".kbc-records"})
+
+
+def check_out(out: Path, data_dirs: list[Path]) -> None:
+    """Refuse an `out` the run does not own: inside the data it reads (or any data folder), or a folder of other
+    files (a `kbc report` output, someone's notes): a run writes only into a new or empty folder, or its own."""
+    from bridge.report.out_dir import MARKER
+    from eval.out_folders import in_data
+
+    where = in_data(out, data_dirs)
+    if where is not None:
+        raise ConfigError(f"--out {out} {where}, and a run writes its files into --out; pass a folder outside the "
+                          "data")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a directory")
+    if not out.is_dir() or (out / "config.json").is_file():
+        return
+    others = sorted(p.name for p in out.iterdir() if p.name not in OWN_BEFORE_CONFIG)
+    if (out / MARKER).is_file():
+        raise ConfigError(f"--out {out} is a `kbc report` output folder, not a run directory; name a new or empty "
+                          "folder, or a run directory of `kbc run`")
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise ConfigError(f"--out {out} holds files but no run (no config.json; {shown}); name a new or empty "
+                          "folder, or a run directory of `kbc run`")
 
 
 class RunLock:
@@ -123,6 +153,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         executor.check()
     check_set_corpora(cfg.corpora, experiment)
     data_dir = resolve_run_data_dir(cfg.corpora, cfg.data_dir)
+    given = cfg.data_dir or os.environ.get(DATA_ENV)  # the folder named, not only the part of it this run reads
+    check_out(cfg.out, [Path(given)] if given else [data_dir])
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))

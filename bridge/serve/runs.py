@@ -367,7 +367,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     different relations are scored over those they share, and `notes` says what was left out. Computed once per
     choice."""
     from bridge.run.leaderboard import board
-    from bridge.run.summaries import headline_metric
+    from bridge.run.summaries import lead_metric
 
     choices = board_choices(runs, experiment)
     experiment = choices["experiment"]
@@ -377,7 +377,8 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
         raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
                           f"{did_you_mean(unknown[0], choices['runs'])}")
     mine, corpus, left = _holding([runs.get(n) for n in names], corpus)
-    metric = metric or headline_metric(experiment)
+    # none asked: what `kbc leaderboard` ranks (exact match where every predictor generates)
+    metric = metric or lead_metric(experiment, [row for r in mine for row in r.summary()], setting)
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
         if key not in runs.boards:
