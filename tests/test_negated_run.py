@@ -174,3 +174,34 @@ def test_a_linked_data_dir_reads_the_negated_data_beside_the_link(shared_data, t
     code, _, err = run_kbc([*argv, "--out", str(tmp_path / "good")], capsys)
     assert code == 0, err
     assert f"negated-trex: negated and misprimed sentences from {copy}/high_ranked/\n" in err
+
+
+def test_shared_rows_are_over_the_facts_every_predictor_answered_on_that_metric(tiny_models, lama_dir, tmp_path,  # noqa: F811
+                                                                                 monkeypatch, capsys):
+    """Tiny T5 gives one negated query no answer and a defined rho for 1 fact; GPT-2 has all 5: each shared row of a
+    metric is over the facts both have it for (overlap 4, Spearman 1), the same count for both, not each one's own."""
+    from lm_fixtures import tiny_t5_dir
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--predictors",
+                            f"gpt2={tiny_models('gpt2')}", f"t5={tiny_t5_dir(tmp_path / 'models')}", "--relations",
+                            "P19", "--limit", "5", "--data-dir", str(lama_dir), "--out", str(out), "--bootstrap", "50",
+                            "--quiet"], capsys)
+    assert code == 0, err
+    rows = {(r["predictor"], r["scope"], r["metric"]): (r["n_facts"], round(r["value"], 4))
+            for r in json.loads((out / "summary.json").read_text()) if r["group"] == "all"
+            and r["metric"] in NegatedExperiment.metrics}
+    assert rows == {
+        ("gpt2", "own", "p@1"): (5, 0.0), ("gpt2", "own", "overlap"): (5, 0.0), ("gpt2", "own", "spearman"): (5, 0.28),
+        ("gpt2", "own", "became-prime"): (5, 0.0),
+        ("gpt2", "shared", "p@1"): (5, 0.0), ("gpt2", "shared", "overlap"): (4, 0.0),
+        ("gpt2", "shared", "spearman"): (1, 0.5), ("gpt2", "shared", "became-prime"): (4, 0.0),
+        ("t5", "own", "p@1"): (5, 0.0), ("t5", "own", "overlap"): (4, 75.0), ("t5", "own", "spearman"): (1, 1.0),
+        ("t5", "own", "became-prime"): (4, 0.0),
+        ("t5", "shared", "p@1"): (5, 0.0), ("t5", "shared", "overlap"): (4, 75.0),
+        ("t5", "shared", "spearman"): (1, 1.0), ("t5", "shared", "became-prime"): (4, 0.0)}
+    board = run_kbc(["leaderboard", str(out), "--metric", "overlap", "--format", "json"], capsys)
+    assert board[0] == 0, board[2]
+    assert [(r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])] == [
+        ("t5", 4, 75.0), ("gpt2", 4, 0.0)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 
 from bridge.experiments.base import Records, StageInput, StageRecords
 from bridge.experiments.lama import ranked_record
@@ -104,6 +105,24 @@ class NegatedExperiment:
                         unit["prime"] = other["prime"]
             units[uid] = unit
         return units
+
+    @staticmethod
+    def scored_on(unit: dict, metric: str) -> bool:
+        """Whether `metric` is taken over this fact, so a shared scope holds the same facts for every predictor:
+        `overlap` needs a negated top answer, `spearman` a defined rho, `became-prime` a misprimed top answer and
+        `p@1-drop` one of a fact the positive query got right (`summarize`'s rules)."""
+        if metric == "overlap":
+            return bool(unit.get("top_negated"))
+        if metric == "spearman":
+            return bool(unit.get("top_negated")) and not math.isnan(
+                shared_top_spearman(unit["answers"], unit["answers_negated"]))
+        if metric == "became-prime":
+            return bool(unit.get("top_misprimed"))
+        if metric == "p@1-drop":
+            top = unit["answers"][0][0] if unit["answers"] else ""
+            case = str.lower if unit.get("lowercased") else str
+            return bool(unit.get("top_misprimed")) and case(top) == case(unit["gold"])
+        return True
 
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:

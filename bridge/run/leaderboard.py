@@ -32,6 +32,7 @@ from bridge.run.summaries import (
     mrr_cutoff,
     run_config,
     scorable,
+    scored_on,
     scored_rows,
     silent_note,
 )
@@ -296,7 +297,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
                   for run, name, held, _ in lacking]
         ranked = {key: units[key] for key in own}  # those left out (no metric, no answer) restrict no one's scope
-        shared = set.intersection(*(set(m) for m in ranked.values()))
+        shared = set.intersection(*(set(scored_on(experiment, m, metric)) for m in ranked.values()))
         if scope == "shared" and not shared:
             raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these runs; "
                               "try --scope own")

@@ -138,13 +138,23 @@ def scored_rows(experiment, head: dict, items: list[dict], types: dict[str, str 
     return with_intervals(scored, found), curve, found
 
 
-def shared_scopes(units: dict, held: dict) -> dict[str, frozenset]:
+def scored_on(experiment, mine: dict[str, dict], metric: str) -> frozenset:
+    """The uids of `mine` a predictor's `metric` is taken over: all its answered units, or those the experiment
+    says the metric needs (optional `scored_on(unit, metric) -> bool`: negated LAMA's overlap needs a negated
+    answer)."""
+    check = getattr(experiment, "scored_on", None)
+    return frozenset(mine) if check is None else frozenset(uid for uid, u in mine.items() if check(u, metric))
+
+
+def shared_scopes(units: dict, held: dict, experiment=None) -> dict[str, frozenset]:
     """Per metric, its `shared` scope: the units every predictor scored on that metric answered (`units`: each
-    predictor's answered units by uid; `held`: the metrics each has). A predictor without the metric (one that
-    writes its answers has no P@1, one that ranks them no exact match) or with no unit answered restricts no one's
-    units, so a summary's shared scope of a metric is the leaderboard's over the same predictors."""
+    predictor's answered units by uid; `held`: the metrics each has; `experiment`: which units a metric is taken
+    over, `scored_on`). A predictor without the metric (one that writes its answers has no P@1, one that ranks
+    them no exact match) or with no unit answered restricts no one's units, so a summary's shared scope of a
+    metric is the leaderboard's over the same predictors."""
     metrics = dict.fromkeys(m for name in units for m in held.get(name, ()))
-    return {m: frozenset.intersection(*(frozenset(units[name]) for name in units if m in held.get(name, ())))
+    return {m: frozenset.intersection(*(scored_on(experiment, units[name], m) for name in units
+                                        if m in held.get(name, ())))
             for m in metrics}
 
 
@@ -206,7 +216,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
         held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
-        scopes = shared_scopes(answered, held)
+        scopes = shared_scopes(answered, held, experiment)
         shared_n[corpus] = scope_counts(scopes, held)
         lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
         for name, mine in answered.items():
