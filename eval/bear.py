@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from eval.datadir import absolute_path
+from eval.datadir import absolute_path, data_root, no_data
 from eval.errors import DataError
 from eval.jsonl import json_type, opt_list, opt_str, read_jsonl, read_text, req_str
 from eval.lama import Corpus
@@ -35,19 +35,18 @@ RELATION_INFO = "relation_info.json"
 
 def resolve_bear_dir(corpus: str, data_dir: str | Path | None = None) -> Path:
     """The folder holding `corpus`'s relation files: `--data-dir` (the BEAR root, the corpus folder itself, or
-    a LAMA copy with `bear/` beside or inside it), else `$KBC_BEAR`, else `bear/` beside `$KBC_DATA`."""
+    a LAMA copy with `bear/` beside or inside it), else `$KBC_BEAR`, else `bear/` beside `$KBC_DATA`'s LAMA copy,
+    else `./data/bear` (where `kbc data download bear` puts it)."""
     sub = _subfolder(corpus)
     given = [Path(d).expanduser() for d in (data_dir, os.environ.get(ENV_VAR)) if d]
-    lama = os.environ.get("KBC_DATA")
-    roots = given + ([Path(lama).expanduser()] if lama and not given else [])
-    for root in roots:
+    tried: list[Path] = []
+    for root in given or [data_root()]:
         for cand in (root / sub, root / "bear" / sub, root.parent / "bear" / sub, root):
             if (cand / METADATA).is_file() and (cand is not root or root.name.lower() == sub.lower()):
                 return absolute_path(cand)
-    if not roots:
-        raise DataError(f"no BEAR data: point --data-dir or {ENV_VAR} at the folder holding {sub}/")
-    raise DataError(f"no {sub}/{METADATA} under {', '.join(str(r) for r in roots)}; point --data-dir or {ENV_VAR} "
-                    f"at the folder holding {sub}/ (the lm-pub-quiz BEAR data)")
+        tried += [root / sub, root / "bear" / sub, root.parent / "bear" / sub]
+    raise no_data(f"{sub} data ({METADATA})", tried, corpus,
+                  f"point --data-dir or {ENV_VAR} at the folder holding {sub}/")
 
 
 def _subfolder(corpus: str) -> str:

@@ -1,4 +1,5 @@
-"""Where the LAMA data lives: `--data-dir`, else `$KBC_DATA`, else `./data/lama`."""
+"""Where the data lives: the LAMA copy is `--data-dir`, else `$KBC_DATA`, else `./data/lama`; every other corpus is
+looked for in that folder and beside it, so the default is `./data/`, where `kbc data download` puts them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,26 @@ from pathlib import Path
 from eval.errors import DataError
 
 ENV_VAR = "KBC_DATA"
-DEFAULT_DIR = Path("data") / "lama"
+DOWNLOAD_DIR = Path("data")  # `kbc data download --dest`'s default
+DEFAULT_DIR = DOWNLOAD_DIR / "lama"
 HOW_TO_GET = (
-    "run `kbc data download` (fetches the official LAMA release), "
+    "run `kbc data download lama` (fetches the official LAMA release into ./data/lama), "
     f"or point --data-dir / {ENV_VAR} at a copy"
 )
+
+
+def data_root(data_dir: str | Path | None = None) -> Path:
+    """The folder a corpus is looked for in and beside: `data_dir`, else `$KBC_DATA`, else `./data/lama` (so
+    `./data/<corpus>`, where `kbc data download` puts it by default, is found with no flag)."""
+    return Path(data_dir or os.environ.get(ENV_VAR) or DEFAULT_DIR).expanduser()
+
+
+def no_data(what: str, tried: Iterable[Path], name: str, fix: str) -> DataError:
+    """The error of a corpus found in none of the folders `tried`: they are named, with the download that puts
+    it where it is looked for, and `fix` (the flag or variable that points at a copy)."""
+    where = ", ".join(str(p) for p in dict.fromkeys(tried))
+    return DataError(f"no {what} found (looked in {where}); run `kbc data download {name}` (into ./{DOWNLOAD_DIR}/) "
+                     f"or {fix}")
 
 
 def absolute_path(path: str | Path) -> Path:

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import absolute_path, resolve_data_dir
+from eval.datadir import absolute_path, data_root, no_data, resolve_data_dir
 from eval.errors import DataError
 from eval.lama import Corpus
 from eval.report_counts import LoadReport
@@ -46,23 +46,22 @@ class Sentence:
 
 
 def resolve_fewrel_dir(data_dir: str | Path | None = None) -> Path:
-    """The folder holding `val_wiki.json`: `--data-dir` itself, its `fewrel/`, or `fewrel/` beside the LAMA copy."""
-    tried: list[Path] = []
+    """The folder holding `val_wiki.json`: `--data-dir` itself, its `fewrel/`, or `fewrel/` beside it; without
+    one, `fewrel/` in or beside the LAMA copy (`$KBC_DATA`, else `./data/lama`: `./data/fewrel`, where
+    `kbc data download fewrel` puts it)."""
     if data_dir is not None:
         root = Path(data_dir).expanduser()
-        tried += [root, root / CORPUS, root.parent / CORPUS]
+        tried = [root, root / CORPUS, root.parent / CORPUS]
     else:
         try:
             lama = resolve_data_dir(None)
-            tried += [lama / CORPUS, lama.parent / CORPUS]
         except DataError:
-            pass
+            lama = data_root()
+        tried = [lama / CORPUS, lama.parent / CORPUS]
     for folder in tried:
         if (folder / DATA_FILE).is_file():
             return absolute_path(folder)
-    where = ", ".join(str(p) for p in dict.fromkeys(tried)) or "no --data-dir or KBC_DATA given"
-    raise DataError(f"FewRel data not found (looked for {DATA_FILE} in {where}); point --data-dir at the folder "
-                    "holding it (e.g. ../shared/data/fewrel)")
+    raise no_data(f"FewRel data ({DATA_FILE})", tried, CORPUS, "point --data-dir at the folder holding it")
 
 
 def _span(value, n_words: int, where: str) -> tuple[int, int]:

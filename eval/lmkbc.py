@@ -12,12 +12,11 @@ from __future__ import annotations
 import csv
 import difflib
 import io
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
 from eval.errors import DataError
 from eval.jsonl import json_type, read_jsonl, read_text, req_str, write_jsonl_line
 from eval.lama import Corpus
@@ -44,17 +43,16 @@ _NUMBER = re.compile(r"0|[1-9][0-9]*")
 
 
 def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
-    """The folder holding `train.jsonl`/`val.jsonl`: `data_dir` itself, its `lmkbc2024/`, or the
-    `lmkbc2024/` beside the LAMA data of `$KBC_DATA`."""
-    given = data_dir or os.environ.get(ENV_VAR)
-    if not given:
-        raise DataError(f"no LM-KBC data: pass --data-dir (the folder holding train.jsonl and val.jsonl) or set "
-                        f"{ENV_VAR}")
-    root = Path(given).expanduser()
-    for cand in (root, root / CORPUS, root.parent / CORPUS):
+    """The folder holding `train.jsonl`/`val.jsonl`: `data_dir` itself, its `lmkbc2024/`, or the `lmkbc2024/`
+    beside it; without one, beside the LAMA data of `$KBC_DATA`, else `./data/lmkbc2024` (where
+    `kbc data download lmkbc2024` puts it)."""
+    root = data_root(data_dir)
+    tried = [root, root / CORPUS, root.parent / CORPUS]
+    for cand in tried:
         if any((cand / f"{split}.jsonl").is_file() for split in SPLITS):
             return absolute_path(cand)
-    raise DataError(f"{root} holds no LM-KBC data (expected train.jsonl / val.jsonl there or in {CORPUS}/)")
+    raise no_data("LM-KBC data (train.jsonl / val.jsonl)", tried, CORPUS,
+                  f"point --data-dir or {ENV_VAR} at the folder holding them")
 
 
 def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:

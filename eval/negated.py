@@ -18,12 +18,11 @@ misprimed query no longer does (`p@1-drop`, the drop from 100%). Groups of relat
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
 from eval.errors import DataError, KbcError
 from eval.jsonl import json_type, read_jsonl, req_str
 from eval.lama import MASK, Corpus
@@ -57,17 +56,16 @@ class ProbeCorpus:
 
 
 def resolve_negated_dir(data_dir: str | Path | None = None) -> Path:
-    """The folder holding `TREx/`, `GoogleRE/` ...: `data_dir`, its `negated_misprimed_lama/`, or the one
-    beside the LAMA data of `$KBC_DATA`."""
-    given = data_dir or os.environ.get(ENV_VAR)
-    if not given:
-        raise DataError(f"no negated/misprimed LAMA data: pass --data-dir or set {ENV_VAR}")
-    root = Path(given).expanduser()
-    for cand in (root, root / FOLDER, root.parent / FOLDER):
+    """The folder holding `TREx/`, `GoogleRE/` ...: `data_dir`, its `negated_misprimed_lama/`, or the one beside
+    it; without one, beside the LAMA data of `$KBC_DATA`, else `./data/negated_misprimed_lama` (where
+    `kbc data download negated-lama` puts it)."""
+    root = data_root(data_dir)
+    tried = [root, root / FOLDER, root.parent / FOLDER]
+    for cand in tried:
         if any((cand / folder / variant).is_dir() for folder in CORPORA.values() for variant in VARIANTS):
             return absolute_path(cand)
-    raise DataError(f"{root} holds no negated/misprimed LAMA data (expected {', '.join(CORPORA.values())} "
-                    f"there or in {FOLDER}/)")
+    raise no_data(f"negated/misprimed LAMA data ({', '.join(CORPORA.values())})", tried, "negated-lama",
+                  f"point --data-dir or {ENV_VAR} at the folder holding it")
 
 
 def _first_cloze(row: dict, key: str, where: str) -> str:

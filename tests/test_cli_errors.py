@@ -853,7 +853,7 @@ def _(c: Ctx) -> list[str]:
             str(c.tmp / "out")]
 
 
-@case("fewrel data not found", "FewRel data not found (looked for val_wiki.json in")
+@case("fewrel data not found", "no FewRel data (val_wiki.json) found (looked in")
 def _(c: Ctx) -> list[str]:
     return ["run", "fewrel", "--predictors", "bert", "--data-dir", str(c.tmp / "nowhere"), "--out", str(c.tmp / "out")]
 
@@ -1392,3 +1392,33 @@ def test_a_run_into_the_lmkbc_data_it_reads_is_refused(ctx, capsys, shared_data)
     _assert_one_error_line(code, err, f"error: --out {out} is inside the data directory {data.resolve()}, and a run "
                            "writes its files into --out; pass a folder outside the data", False)
     assert not out.exists()
+
+
+# --- no data where a run looks by default: each error names the download that puts it there ---
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["bear", "--predictors", "freq"],
+     "no BEAR data (metadata_relations.json) found (looked in data/lama/BEAR, data/lama/bear/BEAR, data/bear/BEAR); "
+     "run `kbc data download bear` (into ./data/) or point --data-dir or KBC_BEAR at the folder holding BEAR/"),
+    (["fewrel", "--predictors", "kb"],
+     "no FewRel data (val_wiki.json) found (looked in data/lama/fewrel, data/fewrel); run `kbc data download fewrel` "
+     "(into ./data/) or point --data-dir at the folder holding it"),
+    (["lmkbc", "--predictors", "gold"],
+     "no LM-KBC data (train.jsonl / val.jsonl) found (looked in data/lama, data/lama/lmkbc2024, data/lmkbc2024); "
+     "run `kbc data download lmkbc2024` (into ./data/) or point --data-dir or KBC_DATA at the folder holding them"),
+    (["negated", "--corpus", "negated-trex", "--predictors", "freq"],
+     "no negated/misprimed LAMA data (TREx, GoogleRE, ConceptNet, SQUAD) found (looked in data/lama, "
+     "data/lama/negated_misprimed_lama, data/negated_misprimed_lama); run `kbc data download negated-lama` "
+     "(into ./data/) or point --data-dir or KBC_DATA at the folder holding it"),
+    (["lama", "--corpus", "trex", "--predictors", "freq"],
+     "LAMA data directory data/lama does not exist; run `kbc data download lama` (fetches the official LAMA release "
+     "into ./data/lama), or point --data-dir / KBC_DATA at a copy"),
+])
+def test_a_run_without_data_names_the_download_that_puts_it_where_it_looks(tmp_path, capsys, monkeypatch, argv,
+                                                                            expected):
+    monkeypatch.chdir(tmp_path)
+    for var in ("KBC_DATA", "KBC_BEAR"):
+        monkeypatch.delenv(var, raising=False)
+    code, _, err = run_kbc(["run", *argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err == f"error: {expected}\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import json
 import re
 import threading
 import zipfile
@@ -299,3 +300,26 @@ def test_list_without_dest_or_kbc_data_looks_in_data(tmp_path, capsys, monkeypat
     code, out, _ = run_kbc(["data", "list"], capsys)
     assert (code, out.splitlines()[-1]) == (0, f"listed {tmp_path / 'data'} (--dest default; KBC_DATA is not set)")
     assert out.splitlines()[1].split()[:4] == ["lama", "459", "kB+zip", "missing"]
+
+
+def test_a_run_finds_what_the_default_download_put_in_data(mirror, tmp_path, capsys, monkeypatch):
+    """`kbc data download` puts corpora in ./data/ by default; a run from the same folder, with no --data-dir,
+    KBC_DATA or KBC_BEAR, reads them there."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("KBC_DATA", "KBC_BEAR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, out, err = run_kbc(["data", "download", "bear", "fewrel", "lmkbc2024", "--quiet"], capsys)
+    assert (code, err) == (0, ""), err
+    code, out, err = run_kbc(["run", "bear", "--predictors", "freq", "--limit", "5", "--relations", "P19", "--out",
+                              "runs/bear", "--quiet"], capsys)
+    assert code == 0, err
+    assert err.startswith("bear: 1 relation, read 150, kept 150, dropped 0; asking a sample of 5"), err
+    rows = json.loads((tmp_path / "runs" / "bear" / "summary.json").read_text())
+    assert {r["n_facts"] for r in rows if r["scope"] == "own" and r["group"] == "all"} == {5}
+
+    from eval.fewrel import resolve_fewrel_dir
+    from eval.lmkbc import resolve_lmkbc_dir
+
+    data = tmp_path / "data"
+    assert (resolve_fewrel_dir(), resolve_lmkbc_dir()) == (data / "fewrel", data / "lmkbc2024")

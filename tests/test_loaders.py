@@ -82,7 +82,7 @@ def test_empty_file(tmp_path):
 
 
 def test_missing_data_dir(tmp_path):
-    with pytest.raises(DataError, match="does not exist; run `kbc data download`"):
+    with pytest.raises(DataError, match="does not exist; run `kbc data download lama` "):
         load_trex(tmp_path / "nowhere")
 
 
