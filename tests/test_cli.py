@@ -73,3 +73,15 @@ def test_kb_types_json(tmp_path, lama_dir, capsys):
     code, out, _ = run_kbc(["kb", "types", *store, "--json"], capsys)
     rows = {r["relation"]: r for r in json.loads(out)}
     assert code == 0 and rows["place_of_birth"]["computed"] == "N-1" and rows["place_of_birth"]["agree"]
+
+
+def test_relations_help_says_every_chosen_corpus_must_hold_one_of_them(tmp_path, lama_dir, capsys):
+    code, out, _ = run_kbc(["run", "negated", "--help"], capsys)
+    assert code == 0
+    assert ("--relations TEXT Only these relation ids: each must be a relation of some chosen corpus, and every "
+            "chosen corpus must hold at least one of them.") in " ".join(out.split())
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "google_re", "--predictors", "freq", "--relations",
+                            "P19", "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"), "--quiet"], capsys)
+    assert (code, err.splitlines()[-1]) == (2, "error: --relations names no relation of corpus google_re; drop "
+                                               "--corpus google_re or add one of its relations (e.g. "
+                                               "place_of_birth)")

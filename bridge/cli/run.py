@@ -259,7 +259,8 @@ def run_options(default_out: str):
         click.option("--out", type=PathType(file_okay=False), default=default_out, show_default=True,
                      help="Output directory; rerunning into it resumes and adds predictors, corpora, relations."),
         click.option("--relations", multiple=True,
-                     help="Only these relation ids (each must exist in a chosen corpus)."),
+                     help="Only these relation ids: each must be a relation of some chosen corpus, and every chosen "
+                          "corpus must hold at least one of them."),
         click.option("--depth", type=IntRange(min=1), default=100, show_default=True,
                      help="Answers ranked per query."),
         click.option("--limit", type=IntRange(min=1), default=None,
