@@ -57,3 +57,12 @@ def test_readme_links_resolve():
     assert "docs/lama.md" in local and "docs/api.md" in local
     missing = [t for t in local if not (ROOT / t).is_file()]
     assert missing == []
+
+
+def test_api_page_lists_every_experiment():
+    import kbcompare
+
+    text = " ".join((DOCS / "api.md").read_text().split())
+    listed = re.search(r"runs `kbc run EXPERIMENT` \(([^;]*); `kbcompare\.experiments\(\)` lists them\)", text)
+    assert listed is not None
+    assert [name.strip(" `") for name in listed.group(1).split(",")] == kbcompare.experiments()
