@@ -31,6 +31,10 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
 # metrics taken over only some of the units a predictor answered: what such a unit is, and why that matters; a
 # predictor that answered a relation but has none of those units there has no value of it (`-`), said in a note
 SUBSET_METRICS = {"p@1-drop": ("was right without the prime", "the drop is taken over those facts"),
+                  "overlap": ("has an answered negated sentence",
+                              "the overlap is taken over those facts; a relation whose data has no negated sentence, "
+                              "as T-REx P159 whose negations equal the positive sentence, has none"),
+                  "became-prime": ("has an answered misprimed sentence", "the share is taken over those facts"),
                   "spearman": ("shares two answers, scored apart, between its positive and negated top answers",
                                "the rank correlation is taken over those facts")}
 

@@ -205,3 +205,20 @@ def test_shared_rows_are_over_the_facts_every_predictor_answered_on_that_metric(
     assert board[0] == 0, board[2]
     assert [(r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])] == [
         ("t5", 4, 75.0), ("gpt2", 4, 0.0)]
+
+
+def test_the_sample_is_on_the_total_line_and_a_relation_without_negations_is_said_to_have_none(
+        lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--predictors", "freq", "--relations", "P19",
+                            "P159", "--limit", "3", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0] == ("negated-trex: 2 relations, read 546, kept 546, dropped 0; asking a sample of 6 (--limit 3, "
+                        "seed 0)")
+    assert lines[1].endswith("336 facts have no negated sentence (it equals the positive one)")
+    assert ("- `-` under P159 for every predictor: no fact of it has an answered negated sentence (the overlap is "
+            "taken over those facts; a relation whose data has no negated sentence, as T-REx P159 whose negations "
+            "equal the positive sentence, has none).") in (out / "summary.md").read_text().splitlines()
+    assert "answered none" not in (out / "summary.md").read_text()

@@ -183,7 +183,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     for name, corpus in plan.corpora.items():
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
-        log.info("%s%s%s", corpus.summary(), sampled, left_out_note(experiment, plan.asked[name]))
+        total, _, sources = corpus.summary().partition("\n")  # the sample is of every relation: on the total line
+        log.info("%s%s%s%s", total, sampled, left_out_note(experiment, plan.asked[name]),
+                 f"\n{sources}" if sources else "")
         if plan.removed.get(name):
             per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
             log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
