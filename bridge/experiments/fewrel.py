@@ -141,18 +141,26 @@ PRECISION_NOTE = (
     "and the precision of its answers (accuracy / coverage: the share of answered sentences answered right):")
 
 
+PRECISION_HEAD = ["predictor", "macro P", "coverage", "precision of its answers"]
+
+
+def precision_rows(rows: list[dict], scope: str = "shared") -> list[list[str]]:
+    """Each predictor's macro P, coverage and precision of its answers (accuracy / coverage), from summary rows."""
+    total = {(r["predictor"], r["metric"]): r["value"] for r in rows
+             if r.get("scope", "own") == scope and r["setting"] == "raw" and r["group"] == "all"}
+    out = []
+    for p in dict.fromkeys(p for p, m in total if m == "precision-macro"):
+        cov, acc = total.get((p, "coverage")), total.get((p, "accuracy"))
+        out.append([p, f"{total[(p, 'precision-macro')]:.2f}", f"{cov:.2f}" if cov is not None else "-",
+                    f"{100.0 * acc / cov:.2f}" if cov and acc is not None else "-"])
+    return out
+
+
 def precision_note(rows: list[dict]) -> list[str]:
     """The macro-P convention, and each predictor's macro P beside its coverage and the precision of its answers."""
-    total = {(r["predictor"], r["metric"]): r["value"] for r in rows
-             if r["scope"] == "shared" and r["setting"] == "raw" and r["group"] == "all"}
-    names = list(dict.fromkeys(p for p, m in total if m == "precision-macro"))
-    if not names:
+    found = precision_rows(rows)
+    if not found:
         return []
-    lines = ["## Macro precision and abstaining predictors", "", PRECISION_NOTE, "",
-             "| predictor | macro P | coverage | precision of its answers |", "|---|---|---|---|"]
-    for p in names:
-        cov, acc = total.get((p, "coverage")), total.get((p, "accuracy"))
-        answers = f"{100.0 * acc / cov:.2f}" if cov and acc is not None else "-"
-        lines.append(f"| {p} | {total[(p, 'precision-macro')]:.2f} | "
-                     f"{f'{cov:.2f}' if cov is not None else '-'} | {answers} |")
-    return [*lines, ""]
+    return ["## Macro precision and abstaining predictors", "", PRECISION_NOTE, "",
+            "| " + " | ".join(PRECISION_HEAD) + " |", "|---|---|---|---|",
+            *("| " + " | ".join(r) + " |" for r in found), ""]
