@@ -121,6 +121,24 @@ def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypa
         assert row["value"] == pytest.approx(want["value"], abs=1e-9)
 
 
+def test_the_leaderboard_says_what_each_classifier_is(run, capsys, monkeypatch):
+    """Parameters (every weight it asks: an ensemble's models together), dtype and device, as for a probed LM."""
+    import kbcompare
+    from lm.relation_classifier import load_classifier
+
+    _, out = _finished(run, capsys, monkeypatch)
+    config = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]
+    board = kbcompare.leaderboard(kbcompare.load_run(out)).set_index("predictor")
+    for name in ("bert", "ebert", "ebert-avg", "ebert-concat"):
+        weights = 0
+        for model in config[name]["models"].values():
+            saved = load_classifier(model["folder"])
+            weights += sum(x.numel() for x in (*saved.encoder.parameters(), *saved.head.parameters()))
+        assert (board.loc[name, "parameters"], board.loc[name, "dtype"], board.loc[name, "device"]) == (
+            weights, "float32", "cpu")
+    assert len(config["ebert-avg"]["models"]) == 2
+
+
 def test_the_explorer_shows_the_summary_and_each_sentence(run, capsys, monkeypatch, serve_explorer):
     """The run page's macro F1, P, R and accuracy are the summary's, in the API exactly and on the page as printed
     to two decimals; a sentence's page names its uid, gold relation and each classifier's predicted one."""
