@@ -88,6 +88,9 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
     assert coverage["test"]["entities"] == 6 and 0 < coverage["test"]["fallback"] < 6
     summary = (out / "summary.md").read_text()
     assert "## F1 per relation (shared sentences)" in summary
+    from bridge.experiments.fewrel import precision_note
+
+    assert "\n".join(precision_note(rows)) in summary and "zero_division=0" in summary
     assert (out / "figures" / "confusion-bert.png").is_file()
     matrix = json.loads((out / "figures" / "confusion-bert.json").read_text())
     assert int(np.sum(matrix["counts"])) == 3
