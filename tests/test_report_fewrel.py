@@ -23,9 +23,8 @@ def _table(md: str, caption: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split("|")] for line in block if not line.startswith("|---")]
 
 
-def test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel_report, capsys, monkeypatch):
+def test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel_report, capsys):
     shared_data, model, out, report = fewrel_report
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     argv = ["run", "fewrel", "--predictors", f"bert={model}", "kb", "--set", "bert.epochs=1", "--set", "bert.lr=1e-3",
             "--relations", "P177", "P361", "P364", "--limit", "10", "--data-dir", str(shared_data), "--out", str(out),
             "--quiet", "--bootstrap", "20"]
