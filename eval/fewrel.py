@@ -169,7 +169,9 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
     facts = [Fact(s.uid, CORPUS, s.relation, s.head, s.tail, (Evidence(s.text),), cloze=s.text) for s in test]
     report = LoadReport(str(root / DATA_FILE), read=len(sentences), kept=len(test))
     report.notes.append(f"seeded split {'/'.join(n for n, _ in SPLIT)} {':'.join(str(w) for _, w in SPLIT)} "
-                        f"(seed {SPLIT_SEED}): the {len(test)} test sentences are asked, the other "
-                        f"{len(sentences) - len(test)} train and select the fine-tuned models")
+                        f"(seed {SPLIT_SEED}) of all {len(rels)} relations: the {len(test)} test sentences are "
+                        f"the ones asked (--relations and --limit narrow only these); the other "
+                        f"{len(sentences) - len(test)}, of all {len(rels)} relations whatever --relations says, "
+                        "train and select the fine-tuned models")
     files = [root / DATA_FILE] + ([root / NAMES_FILE] if (root / NAMES_FILE).is_file() else [])
     return Corpus(CORPUS, relation_map, facts, [report], files)

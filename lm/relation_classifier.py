@@ -31,7 +31,7 @@ from eval.errors import ConfigError, DataError
 from lm.background_save import BackgroundSaver, atomic_save
 from lm.batches import pad_rows, to_device
 from lm.precision import plan_free_attention
-from lm.relation_inputs import RelationInput
+from lm.relation_inputs import RelationInput, RelationInputBuilder
 
 CHECKPOINT = "checkpoint.pt"
 DONE = "classifier.json"
@@ -221,6 +221,13 @@ class Trained:
         """The batcher its predictions need (entity vectors `mapped` for the E-BERT forms)."""
         return Batcher(self.encoder, mapped, int(self.tokenizer.pad_token_id), str(self.encoder.device), self.dtype)
 
+    def predict_proba(self, sentences: Sequence, link: Callable | None = None,
+                      mapped: np.ndarray | None = None) -> np.ndarray:
+        """Class probabilities (n, len(classes)) of `eval.fewrel.Sentence`s, their inputs built in the form it
+        was trained on (the E-BERT forms need the entity `link` and `mapped` vectors training had)."""
+        inputs = RelationInputBuilder(self.tokenizer, link).build(sentences, self.info["identity"]["form"])
+        return predict_proba(self.encoder, self.head, self.batcher(mapped), inputs)
+
 
 def _rng_state() -> dict:
     torch = _torch()
@@ -292,6 +299,9 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])
         history, best, start = state["history"], state["best"], state["epoch"]
+        if start < settings.epochs:
+            print(f"{folder.name}: resuming from epoch {start + 1}/{settings.epochs} ({ckpt.name} holds epochs 1-"
+                  f"{start})", file=sys.stderr)
     batcher = Batcher(encoder, mapped, int(tokenizer.pad_token_id), device, settings.dtype)
     # every batch is taken from tensors built once here: no per-step padding, entity lists or label copies
     train_set, dev_set = batcher.collate(x_train), batcher.collate(dev[0])
@@ -397,7 +407,8 @@ def _check_identity(folder: Path, found: dict | None, wanted: dict) -> None:
 
 
 def load_classifier(folder: str | Path, device: str = "cpu") -> Trained:
-    """A finished classifier folder, ready for `predict_proba` (the model a run selected on its dev part)."""
+    """A finished classifier folder (the model a run selected on its dev part): `load_classifier(folder)
+    .predict_proba(sentences)` gives the class probabilities of `eval.fewrel.Sentence`s, columns in `.classes`."""
     torch = _torch()
     from transformers import AutoTokenizer
 

@@ -72,8 +72,9 @@ def test_the_staged_file_splits_8_1_1_per_relation_seeded(shared_data):
     corpus = load_fewrel(shared_data)
     assert len(corpus.relations) == 16 and len(corpus.facts) == 1120
     assert corpus.reports[0].summary().endswith(
-        "read 11200, kept 1120, dropped 0; seeded split train/dev/test 8:1:1 (seed 0): the 1120 test sentences "
-        "are asked, the other 10080 train and select the fine-tuned models")
+        "read 11200, kept 1120, dropped 0; seeded split train/dev/test 8:1:1 (seed 0) of all 16 relations: the "
+        "1120 test sentences are the ones asked (--relations and --limit narrow only these); the other 10080, of "
+        "all 16 relations whatever --relations says, train and select the fine-tuned models")
     assert corpus.relations["P177"].label == "crosses"
     first = corpus.facts[0]
     assert (first.subject.id, first.object.id, first.relation) == (parts["test"][0].head.id,
@@ -139,3 +140,50 @@ def test_exact_scores_and_confusion_on_a_hand_made_case():
     assert 0.0 <= low <= scores["f1"] <= high <= 100.0
     again = bootstrap_intervals(gold, pred, ["A", "B", "C"], 200, np.random.default_rng(0))
     assert again["all"]["f1"] == found["all"]["f1"]
+
+
+def test_each_bootstrap_resample_scores_macro_precision_as_scikit_learn_does():
+    """A predictor answering 1 of P361's and 2 of P364's 40 sentences, rightly, and none of P177's: macro P 66.67,
+    the top of its interval, as every resample's macro P (scikit-learn's rule, recomputed here) is at most that."""
+    from sklearn.metrics import precision_score
+
+    labels = ["P177", "P361", "P364"]
+    gold = [x for x in labels for _ in range(40)]
+    pred = [None] * 120
+    pred[40], pred[80], pred[81] = "P361", "P364", "P364"
+    assert macro_scores(gold, pred, labels)["precision"] == pytest.approx(200 / 3)
+    found = bootstrap_intervals(gold, pred, labels, 300, np.random.default_rng(5))["all"]["precision"]
+    rng, g = np.random.default_rng(5), np.array(gold)
+    strata = [np.flatnonzero(g == x) for x in labels]
+    values = []
+    for _ in range(300):
+        idx = np.concatenate([s[rng.integers(0, len(s), len(s))] for s in strata])
+        values.append(100 * precision_score([gold[i] for i in idx], [pred[i] or "none" for i in idx], labels=labels,
+                                            average="macro", zero_division=0))
+    assert found.ci_low == pytest.approx(np.percentile(values, 2.5), abs=1e-9)
+    assert found.ci_high == pytest.approx(np.percentile(values, 97.5), abs=1e-9) == pytest.approx(200 / 3)
+    assert max(values) == pytest.approx(200 / 3)
+
+
+def test_the_summary_states_the_macro_precision_rule_beside_coverage_and_the_precision_of_answers():
+    from bridge.experiments.fewrel import PRECISION_NOTE, precision_note
+
+    rows = [{"scope": "shared", "setting": "raw", "group": "all", "predictor": p, "metric": m, "value": v}
+            for p, m, v in [("bert", "precision-macro", 10.0), ("bert", "coverage", 100.0), ("bert", "accuracy", 20.0),
+                            ("kb", "precision-macro", 200 / 3), ("kb", "coverage", 2.5), ("kb", "accuracy", 2.5)]]
+    assert precision_note(rows) == [
+        "## Macro precision and abstaining predictors", "", PRECISION_NOTE, "",
+        "| predictor | macro P | coverage | precision of its answers |", "|---|---|---|---|",
+        "| bert | 10.00 | 100.00 | 20.00 |", "| kb | 66.67 | 2.50 | 100.00 |", ""]
+    assert "zero_division=0" in PRECISION_NOTE
+
+
+def test_the_confusion_json_has_a_row_per_gold_relation_only(tmp_path):
+    from bridge.experiments.fewrel import FewrelExperiment
+
+    units = {"a": {"relation": "P1", "predicted": "P9"}, "b": {"relation": "P1", "predicted": "P1"},
+             "c": {"relation": "P2", "predicted": None}}
+    FewrelExperiment().write_outputs(tmp_path, "fewrel", "kb", units)
+    found = json.loads((tmp_path / "figures" / "confusion-kb.json").read_text())
+    assert found == {"predictor": "kb", "gold": ["P1", "P2"], "predicted": ["P1", "P2", "P9", "none"],
+                     "counts": [[1, 0, 1, 0], [0, 0, 0, 1]]}

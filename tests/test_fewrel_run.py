@@ -88,6 +88,9 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
     assert coverage["test"]["entities"] == 6 and 0 < coverage["test"]["fallback"] < 6
     summary = (out / "summary.md").read_text()
     assert "## F1 per relation (shared sentences)" in summary
+    from bridge.experiments.fewrel import precision_note
+
+    assert "\n".join(precision_note(rows)) in summary and "zero_division=0" in summary
     assert (out / "figures" / "confusion-bert.png").is_file()
     matrix = json.loads((out / "figures" / "confusion-bert.json").read_text())
     assert int(np.sum(matrix["counts"])) == 3
@@ -119,6 +122,24 @@ def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypa
         want = next(x for x in rows if x["predictor"] == name and x["metric"] == "f1-macro" and x["group"] == "all"
                     and x["scope"] == "shared" and x["setting"] == "raw")
         assert row["value"] == pytest.approx(want["value"], abs=1e-9)
+
+
+def test_the_leaderboard_says_what_each_classifier_is(run, capsys, monkeypatch):
+    """Parameters (every weight it asks: an ensemble's models together), dtype and device, as for a probed LM."""
+    import kbcompare
+    from lm.relation_classifier import load_classifier
+
+    _, out = _finished(run, capsys, monkeypatch)
+    config = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]
+    board = kbcompare.leaderboard(kbcompare.load_run(out)).set_index("predictor")
+    for name in ("bert", "ebert", "ebert-avg", "ebert-concat"):
+        weights = 0
+        for model in config[name]["models"].values():
+            saved = load_classifier(model["folder"])
+            weights += sum(x.numel() for x in (*saved.encoder.parameters(), *saved.head.parameters()))
+        assert (board.loc[name, "parameters"], board.loc[name, "dtype"], board.loc[name, "device"]) == (
+            weights, "float32", "cpu")
+    assert len(config["ebert-avg"]["models"]) == 2
 
 
 def test_the_explorer_shows_the_summary_and_each_sentence(run, capsys, monkeypatch, serve_explorer):

@@ -65,6 +65,31 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(setup):
     assert not (setup[0] / "whole" / "checkpoint.pt").exists()
 
 
+def test_a_resumed_training_says_which_epoch_it_resumes_from(setup, capsys):
+    _train(setup, "says-resume", stop_after=1)
+    assert "resuming" not in capsys.readouterr().err
+    _train(setup, "says-resume")
+    assert capsys.readouterr().err == "says-resume: resuming from epoch 2/2 (checkpoint.pt holds epochs 1-1)\n"
+
+
+def test_a_saved_classifier_predicts_sentences_as_the_docs_show(setup, shared_data, tmp_path, capsys):
+    _train(setup, "for-docs")
+    folder = fewrel_slice(shared_data, tmp_path)
+    sentences = load_split(folder)["test"]
+    saved = load_classifier(setup[0] / "for-docs")
+    probs = saved.predict_proba(sentences)
+    assert probs.shape == (len(sentences), 3)
+    assert np.allclose(probs, _probs(saved, setup[3]["test"][0]), atol=1e-6)
+    assert np.allclose(probs.sum(1), 1.0, atol=1e-5)
+    doc = (Path(__file__).parents[1] / "docs" / "fewrel.md").read_text(encoding="utf-8")
+    example = doc.split("```python\n")[1].split("```")[0]
+    capsys.readouterr()
+    exec(example.replace("runs/fewrel/models/bert-8a1c18e1a4", str(setup[0] / "for-docs"))
+         .replace("../shared/data/fewrel", str(folder)), {})
+    shown = [saved.classes[i] for i in probs[:4].argmax(1)]
+    assert capsys.readouterr().out == f"{shown}\n"
+
+
 def test_after_epoch_sees_each_epochs_dev_row_and_a_true_answer_stops_there_as_stop_after_does(setup):
     rows = []
     first = _train(setup, "hooked", after_epoch=lambda row: rows.append(row) or True)

@@ -101,14 +101,16 @@ class FewrelExperiment:
         return out
 
     def write_outputs(self, out: Path, corpus: str, predictor: str, units: Records) -> None:
-        """Each predictor's confusion matrix (gold x predicted, a last column for no answer), as JSON and figure."""
+        """Each predictor's confusion matrix (a row per relation with gold sentences, a column per relation gold or
+        predicted and a last one for no answer), as JSON and figure."""
         from bridge.experiments.fewrel_figures import write_confusion
 
-        labels = sorted({u["relation"] for u in units.values()} | {u["predicted"] for u in units.values()
-                                                                   if u.get("predicted")})
         gold = [u["relation"] for u in units.values()]
+        rows = sorted(set(gold))  # a relation only predicted has no gold sentence: a column, not a row of zeros
+        labels = sorted(set(gold) | {u["predicted"] for u in units.values() if u.get("predicted")})
         matrix = confusion(gold, [u.get("predicted") for u in units.values()], labels)
-        write_confusion(out / "figures" / f"confusion-{predictor}", predictor, labels, matrix)
+        write_confusion(out / "figures" / f"confusion-{predictor}", predictor, rows, labels,
+                        matrix[[labels.index(r) for r in rows]])
 
     def summary_section(self, md: str, rows: list[dict], setting: str) -> str:
         """A per-relation F1 table (predictors as columns) and links to the confusion matrices."""
@@ -126,4 +128,39 @@ class FewrelExperiment:
             lines.append(f"| {'macro' if rel == 'all' else rel} | {n} | " + " | ".join(values) + " |")
         lines += ["", "Confusion matrices (gold rows, predicted columns, a last column for no answer): "
                   + ", ".join(f"[{p}](figures/confusion-{p}.png)" for p in names), ""]
+        lines += precision_note(rows)
         return md.rstrip("\n") + "\n" + "\n".join(lines)
+
+
+PRECISION_NOTE = (
+    "Macro precision follows E-BERT and scikit-learn (`precision_score(average='macro', zero_division=0)`): a "
+    "relation a predictor never predicted counts with precision 0. A predictor that abstains (kb: no answer where the "
+    "KB holds no relation between the two entities) therefore has a macro P no higher than the share of relations "
+    "it predicted at all, and its bootstrap interval can end at the point: a resample that misses a relation's few "
+    "answers loses that relation's precision, and none can gain one it never predicted. Read it beside coverage "
+    "and the precision of its answers (accuracy / coverage: the share of answered sentences answered right):")
+
+
+PRECISION_HEAD = ["predictor", "macro P", "coverage", "precision of its answers"]
+
+
+def precision_rows(rows: list[dict], scope: str = "shared") -> list[list[str]]:
+    """Each predictor's macro P, coverage and precision of its answers (accuracy / coverage), from summary rows."""
+    total = {(r["predictor"], r["metric"]): r["value"] for r in rows
+             if r.get("scope", "own") == scope and r["setting"] == "raw" and r["group"] == "all"}
+    out = []
+    for p in dict.fromkeys(p for p, m in total if m == "precision-macro"):
+        cov, acc = total.get((p, "coverage")), total.get((p, "accuracy"))
+        out.append([p, f"{total[(p, 'precision-macro')]:.2f}", f"{cov:.2f}" if cov is not None else "-",
+                    f"{100.0 * acc / cov:.2f}" if cov and acc is not None else "-"])
+    return out
+
+
+def precision_note(rows: list[dict]) -> list[str]:
+    """The macro-P convention, and each predictor's macro P beside its coverage and the precision of its answers."""
+    found = precision_rows(rows)
+    if not found:
+        return []
+    return ["## Macro precision and abstaining predictors", "", PRECISION_NOTE, "",
+            "| " + " | ".join(PRECISION_HEAD) + " |", "|---|---|---|---|",
+            *("| " + " | ".join(r) + " |" for r in found), ""]

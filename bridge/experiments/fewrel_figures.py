@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 
 
-def write_confusion(stem: Path, predictor: str, labels: list[str], matrix: np.ndarray) -> None:
-    """The counts always; the figure where matplotlib is installed (`pip install kbcompare[report]`)."""
+def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[str], matrix: np.ndarray) -> None:
+    """The counts (`gold` rows, `labels` then no answer as columns) always; the figure where matplotlib is
+    installed (`pip install kbcompare[report]`)."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".json").write_text(json.dumps(
-        {"predictor": predictor, "gold": labels, "predicted": [*labels, "none"], "counts": matrix.tolist()},
+        {"predictor": predictor, "gold": gold, "predicted": [*labels, "none"], "counts": matrix.tolist()},
         indent=1), encoding="utf-8")
     try:
         import matplotlib
@@ -22,10 +23,10 @@ def write_confusion(stem: Path, predictor: str, labels: list[str], matrix: np.nd
     import matplotlib.pyplot as plt
 
     size = 2 + 0.45 * len(labels)
-    fig, ax = plt.subplots(figsize=(size + 1, size))
+    fig, ax = plt.subplots(figsize=(size + 1, 2 + 0.45 * len(gold)))
     shown = ax.imshow(matrix, cmap="Blues")
     ax.set_xticks(range(len(labels) + 1), [*labels, "none"], rotation=90)
-    ax.set_yticks(range(len(labels)), labels)
+    ax.set_yticks(range(len(gold)), gold)
     ax.set_xlabel("predicted")
     ax.set_ylabel("gold")
     ax.set_title(f"{predictor}: confusion matrix")

@@ -198,6 +198,10 @@ def make_classifier(spec: str, ctx: PredictorContext, out: Path | None) -> Class
                                      "dev": trained.info.get("history"), "entity_coverage": coverage or None,
                                      "dev_f1_by_lr": {str(s.lr): round(f1, 4) for f1, _, _, _, s in tried}}
     sentences = {s.uid: s for s in parts["test"]}
+    # what a leaderboard lists beside it, as for a probed LM: every weight it asks (an ensemble's models together)
+    described.update({"parameters": sum(int(x.numel()) for m in models
+                                        for x in (*m.trained.encoder.parameters(), *m.trained.head.parameters())),
+                      "dtype": models[0].trained.dtype, "device": str(ctx.device)})
     return ClassifierPredictor(spec, models, sentences, classes, described, ctx.batch_size)
 
 

@@ -350,7 +350,7 @@ def best_kb(view: View, metric: str) -> str | None:
 def delta_pairs(view: View, wanted: tuple[str, str] | None, metric: str = "p@1") -> list[tuple[str, str]]:
     """Which predictors the per-relation delta figure compares, as (baseline, other) shown names.
 
-    Default, one LAMA run: every LM against the best KB predictor (not gold, 100 by construction), none when
+    Default, one LAMA or FewRel run: every LM against the best KB predictor (not gold, 100 by construction), none when
     the run lacks either side; coherency and KMIR runs draw deltas only when asked (`--delta A B`).
     Two runs: the same predictor name in both, else each run's predictors side by side.
     """
@@ -369,7 +369,7 @@ def delta_pairs(view: View, wanted: tuple[str, str] | None, metric: str = "p@1")
         if a == b:
             raise ConfigError(f"--delta {a} {b}: name two different predictors")
         return [(a, b)]
-    if view.experiment != "lama":
+    if view.experiment not in ("lama", "fewrel"):
         return []
     base = best_kb(view, metric)
     lms = [p for p in view.predictors if view.sides[p] == "lm"]

@@ -7,8 +7,10 @@ produces the data, so a reader knows the difference between "not measured" and "
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,6 +41,7 @@ STAT_NAMES = {"sm": "subject mentions", "om": "object mentions", "cooc_paragraph
               "cooc_sentences": "sentences with both", "st": "subject tokens", "swp": "subject word pieces",
               "socs": "subject-object cosine", "lpfp": "log prob of first prediction"}
 NEGATED_METRICS = ("p@1", "overlap", "spearman", "became-prime", "p@1-drop")
+FEWREL_METRICS = ("f1-macro", "precision-macro", "recall-macro", "accuracy", "coverage")
 COHERENCY_METRICS = ("coherency_round1", "coherency_round2", "coherency", "c1", "c2", "all_correct")
 KMIR_ROBUSTNESS = ("robust_all", "robust_partial", "robust_none", "answered")
 LMKBC_METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
@@ -250,8 +253,8 @@ class Builder:
     def scores(self) -> Section:
         title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
         s = Section("scores", f"{title} ({self.facts})", SCORES_SOURCE.get(self.view.experiment, ""))
-        metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"),
-                   "negated": NEGATED_METRICS}.get(self.view.experiment, (self.metric,))
+        metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"), "negated": NEGATED_METRICS,
+                   "fewrel": FEWREL_METRICS}.get(self.view.experiment, (self.metric,))
         if self.view.experiment == "lama":  # as summary.md: exact match and the rates of generated answers, set scores
             from bridge.experiments import get
 
@@ -277,11 +280,46 @@ class Builder:
             if len(self.view.runs) > 1:
                 s.text.append("Each run's rows are over its own shared facts, as its summary scored them; "
                               "`kbc leaderboard` ranks the predictors of both runs on the facts they all answered.")
+        if self.view.experiment == "fewrel":
+            self._fewrel_precision(s)
         if not s.tables:
             asked = ", ".join(self._metric_name(m) for m in metrics)
             s.skipped = (f"summary.json has no {asked} rows ({self.view.setting}, {self.facts})."
                          if any(r["setting"] == self.view.setting for r in self.view.summary) else
                          f"summary.json has no `{self.view.setting}` rows.")
+        return s
+
+    def _fewrel_precision(self, s: Section) -> None:
+        """summary.md's rule for macro precision, with each predictor's coverage and precision of its answers."""
+        from bridge.experiments.fewrel import PRECISION_HEAD, PRECISION_NOTE, precision_rows
+
+        found = precision_rows(self.rows, self.scope)
+        if found:
+            s.text.append(PRECISION_NOTE)
+            s.tables.append(Table(PRECISION_HEAD, found, f"Macro precision beside coverage ({self.facts})"))
+
+    def confusion(self) -> Section:
+        """The confusion matrices `kbc run fewrel` wrote (figures/confusion-<predictor>.json and .png)."""
+        s = Section("confusion", "Confusion matrices")
+        for shown, (run, name) in self.view.origin.items():
+            path = run.path / "figures" / f"confusion-{name}.json"
+            if not path.is_file():
+                continue
+            found = json.loads(path.read_text(encoding="utf-8"))
+            cols = found["predicted"]
+            rows = [[gold, *[str(n) for n in counts]] for gold, counts in zip(found["gold"], found["counts"])
+                    if any(counts)]
+            s.tables.append(Table(["gold relation", *cols], rows,
+                                  f"{self._mark(shown)}: sentences per gold (row) and predicted relation (column); "
+                                  "`none`: no answer"))
+            png = path.with_suffix(".png")
+            if png.is_file():  # copied beside the page, as every file it links
+                self.fig_dir.mkdir(parents=True, exist_ok=True)
+                copy = self.fig_dir / f"confusion_{_slug(shown)}.png"
+                shutil.copyfile(png, copy)
+                s.links.append((f"{shown}'s confusion matrix as a heat map", copy))
+        if not s.tables:
+            s.skipped = "the run holds no figures/confusion-<predictor>.json; rerun `kbc run fewrel` to write them."
         return s
 
     def p_at_k(self) -> Section:
@@ -722,6 +760,9 @@ class Builder:
             return [self.overview(), self.scores(), self.by_type(), self.kmir()]
         if self.view.experiment == "lmkbc":
             return [self.overview(), self.lmkbc()]
+        if self.view.experiment == "fewrel":  # sentences classified: no P@k, relation types or fact statistics
+            parts = [self.overview(), self.scores(), self.by_relation(), self.confusion()]
+            return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "negated":  # its rows are per relation already; LAMA's fact analyses do not apply
             return [self.overview(), self.scores()]
         return [self.overview(), self.scores(), self.p_at_k(), self.by_relation(), self.by_type(), self.deltas(),
