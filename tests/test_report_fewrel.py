@@ -7,15 +7,19 @@ import json
 
 import pytest
 from cli_support import run_kbc
+from fewrel_fixtures import fewrel_slice
 from lm_fixtures import tiny_model_dir
 
 
 @pytest.fixture(scope="module")
 def fewrel_report(shared_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("fewrel-report")
+    data = root / "data"  # 40 sentences of each of three relations: training is over the whole split
+    fewrel_slice(shared_data, data, per_relation=40, relations=("P177", "P361", "P364"))
+    (data / "lama").symlink_to(shared_data / "lama")  # the KB's graph
     model = tiny_model_dir("bert-cased", root)
     out = root / "run"
-    return shared_data, model, out, root / "report"
+    return data, model, out, root / "report"
 
 
 def _table(md: str, caption: str) -> list[list[str]]:
