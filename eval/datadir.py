@@ -39,13 +39,18 @@ def absolute_path(path: str | Path) -> Path:
     return Path(os.path.abspath(Path(path).expanduser()))
 
 
+def lama_in(folder: Path) -> Path | None:
+    """The LAMA data directory `folder` holds as a subfolder (`lama/` or `data/`), else None."""
+    return next((folder / sub for sub in ("lama", "data") if (folder / sub / "relations.jsonl").is_file()), None)
+
+
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     """The directory holding `relations.jsonl`; accepts the LAMA dir itself or a parent of it."""
     given = data_dir or os.environ.get(ENV_VAR) or DEFAULT_DIR
     root = Path(given).expanduser()
-    for cand in (root, root / "lama", root / "data"):
-        if (cand / "relations.jsonl").is_file():
-            return absolute_path(cand)
+    found = root if (root / "relations.jsonl").is_file() else lama_in(root)
+    if found is not None:
+        return absolute_path(found)
     if not root.exists():
         raise DataError(f"LAMA data directory {root} does not exist; {HOW_TO_GET}")
     raise DataError(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")

@@ -7,13 +7,8 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from eval.datadir import absolute_path
+from eval.datadir import absolute_path, lama_in
 from eval.errors import ConfigError
-
-
-def _lama_in(folder: Path) -> Path | None:
-    """The LAMA data directory `folder` holds (as `eval.datadir.resolve_data_dir` finds one), else None."""
-    return next((folder / sub for sub in ("lama", "data") if (folder / sub / "relations.jsonl").is_file()), None)
 
 
 def _read_only(folder: Path) -> bool:
@@ -34,11 +29,11 @@ def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
     inside = next((d for d in chain if (d / "relations.jsonl").is_file()), None)
     if inside is not None:
         return f"is inside the LAMA data directory {inside}"
-    holds = _lama_in(resolved)
+    holds = lama_in(resolved)
     if holds is not None:
         return f"holds the LAMA data directory {holds}"
     for folder in chain:
-        lama = _lama_in(folder)
+        lama = lama_in(folder)
         if lama is not None and _read_only(folder):
             return f"is inside the read-only data folder {folder} (it holds {lama.name}/)"
     for data in data_dirs:
