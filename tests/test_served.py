@@ -634,24 +634,29 @@ def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch,
     assert all(got[i] == f"Q{i}" for i in got)
 
 
+def interrupt_at_cache_write(monkeypatch, n: int) -> None:
+    """A Ctrl-C (a real SIGINT) while the `n`-th response is being written to the response cache."""
+    from lm.response_cache import ResponseCache
+
+    real, puts = ResponseCache.put, []
+
+    def put(self, key, response, run=None):
+        puts.append(key)
+        if len(puts) == n:
+            signal.raise_signal(signal.SIGINT)
+        real(self, key, response, run)
+
+    monkeypatch.setattr(ResponseCache, "put", put)
+
+
 def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_the_rest(serve, lama_dir, tmp_path,
                                                                                         capsys, monkeypatch):
     """Ctrl-C while the third response is being written to the cache: it is written whole, the two requests in
     flight are awaited and cached too, nothing more is sent; resumed, the run asks the four never answered and
     its first prompt once more."""
-    from lm.response_cache import ResponseCache
-
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     server = serve(by_prompt, 0.05)
-    real, puts = ResponseCache.put, []
-
-    def put(self, key, response, run=None):
-        puts.append(key)
-        if len(puts) == 3:
-            signal.raise_signal(signal.SIGINT)
-        real(self, key, response, run)
-
-    monkeypatch.setattr(ResponseCache, "put", put)
+    interrupt_at_cache_write(monkeypatch, 3)
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
     code, _, err = run_kbc(argv, capsys)
     assert code == 130, err
@@ -723,19 +728,9 @@ def test_a_run_of_two_corpora_sends_one_request_per_prompt_and_a_resume_checks_i
 def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """Ctrl-C at the second answer of the second relation of three: the third relation's queries were never handed
     over; resumed, the first relation's are on record. Both lines count the whole sample of 12."""
-    from lm.response_cache import ResponseCache
-
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     server = serve(by_prompt)
-    real, puts = ResponseCache.put, []
-
-    def put(self, key, response, run=None):
-        puts.append(key)
-        if len(puts) == 6:
-            signal.raise_signal(signal.SIGINT)
-        real(self, key, response, run)
-
-    monkeypatch.setattr(ResponseCache, "put", put)
+    interrupt_at_cache_write(monkeypatch, 6)
     argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "P1376", "--predictors",
             f"llm={server.url}", "--set", "llm.model=tiny", "--set", "llm.concurrency=1", "--limit", "4",
             "--data-dir", str(lama_dir), "--out", str(tmp_path / "run"), "--quiet", "--bootstrap", "0"]
