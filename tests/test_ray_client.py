@@ -36,7 +36,8 @@ def head():
     token = secrets.token_hex(16)
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": token, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",  # stopped at once at the end
-           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "180"}  # a client's server process starts slowly under load
+           # a client's server process that died is waited on this long before the run's one retry
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "60"}
     port, client = _free_port(), _free_port()
     temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
@@ -51,7 +52,7 @@ def head():
                     break
             assert proc.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
             time.sleep(0.5)
-        yield f"ray://127.0.0.1:{client}", env
+        yield f"ray://127.0.0.1:{client}", env, Path(temp)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -66,8 +67,14 @@ def _kbc(args: list[str], env: dict) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+def _client_server_logs(temp: Path) -> str:
+    """The tails of the head's client-server logs: why a client's own server process did not serve."""
+    logs = sorted(temp.glob("session_latest/logs/ray_client_server*"))
+    return "".join(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-2000:] for log in logs)
+
+
 def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path):
-    address, env = head
+    address, env, temp = head
     base = ["run", "lama", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "5", "--predictors", "freq",
             f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet"]
     local = _kbc([*base, "--out", str(tmp_path / "local")],  # one torch thread, as each actor: the same sums
@@ -75,5 +82,5 @@ def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, 
     assert local.returncode == 0, local.stderr
     remote = _kbc([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", address,
                    "--workers", "2"], {**env, "KBC_CACHE": str(tmp_path / "c2")})
-    assert remote.returncode == 0, remote.stderr
+    assert remote.returncode == 0, remote.stderr + _client_server_logs(temp)
     assert assert_same_run(tmp_path / "local", tmp_path / "ray") == 2 * 2 * 5
