@@ -275,7 +275,6 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
     torch.manual_seed(settings.seed)
     encoder, head = build_model(encoder_path, len(classes), settings.dropout, device)
     params = [p for p in [*encoder.parameters(), *head.parameters()] if p.requires_grad]
-    # on a GPU one fused kernel updates every parameter (the per-tensor launches cost more than the arithmetic)
     # on a GPU one fused kernel updates every parameter (the per-tensor launches cost more than the arithmetic);
     # on a CPU one call per operation over all of them (the numbers of a loop over the parameters, without its
     # Python); a GPU's gradient clipping takes them together already
