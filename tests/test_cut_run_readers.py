@@ -3,6 +3,7 @@ the rerun that line names scores it again and the readers read it as before the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -69,3 +70,40 @@ def test_every_reader_refuses_a_run_cut_after_scoring(finished, tmp_path, capsys
         assert out.replace(str(run), "RUN") == run_kbc([a.format(intact) for a in which], capsys)[1].replace(
             str(intact), "RUN"), which
     assert fact_detail(names.get("run"), gone["uid"])["predictors"]["freq"]["status"] == "answered"
+
+
+def test_every_reader_says_a_run_is_writing_while_one_is(finished, tmp_path, capsys):
+    """A `kbc run` adding to a finished run rewrites its config.json first: while it holds the run's lock, every
+    reader says to wait for it (rerunning would be refused by that lock); once it lets go, the rerun line again."""
+    import kbcompare
+    from bridge.run.run_lock import RunLock
+
+    intact, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    config["summary"]["bootstrap"] += 1
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    writing = f"error: {run}: a kbc run is writing to it now; wait for it to finish, then read it again"
+    stale = (f"error: {run}: its config.json changed since its summaries were written; rerun the same `kbc run` "
+             "command to rescore it")
+    commands = (["leaderboard", str(run)], ["leaderboard", str(intact), str(run), "--format", "csv"],
+                ["report", str(run)], ["report", str(intact), "--compare", str(run)],
+                ["compare", str(run), "freq", "bert"], ["show", str(run), "--subject", "x", "--relation", "P19"])
+    reads = (lambda: Runs([run]), lambda: kbcompare.load_run(run), lambda: kbcompare.leaderboard(run))
+    for line, held in ((writing, True), (stale, False)):
+        with RunLock(run) if held else contextlib.nullcontext():
+            for argv_ in commands:
+                assert run_kbc(argv_, capsys) == (2, "", line + "\n"), argv_
+            for read in reads:
+                with pytest.raises(DataError) as caught:
+                    read()
+                assert f"error: {caught.value}" == line
+    (run / "summary.json").unlink()  # stopped before its first scoring, or still before it
+    with RunLock(run), pytest.raises(DataError) as caught:
+        kbcompare.load_run(run)
+    assert f"error: {caught.value}" == writing
+    with pytest.raises(DataError) as caught:
+        kbcompare.load_run(run)
+    assert str(caught.value) == (f"{run} has predictions but no summary.json: the run has not finished; rerun the "
+                                 "same `kbc run` command to complete it")

@@ -263,7 +263,7 @@ def write_fact_stats(run_dir: Path, stats: pd.DataFrame) -> str | None:
     from bridge.run.directory import open_run
     from bridge.run.freshness import rewrite_recorded
     from bridge.run.instances import write_instances
-    from bridge.run.runner import RunLock
+    from bridge.run.run_lock import RunLock
 
     run_dir = Path(run_dir)
     with RunLock(run_dir):

@@ -173,10 +173,20 @@ def rewrite_recorded(out: Path, config: dict, rewrite: Callable[[], object]) -> 
     return None
 
 
+def writing_now(out: Path) -> str | None:
+    """The refusal of a run a live `kbc run` (or `kbc analyze`) is writing to, whose files are not what its summaries
+    were scored from until it ends; None when none is: rerunning it is then the fix, else the lock refuses that."""
+    from bridge.run.run_lock import writing
+
+    if not writing(out):
+        return None
+    return f"{out}: a kbc run is writing to it now; wait for it to finish, then read it again"
+
+
 def not_finished(out: Path) -> str:
     """The refusal of a run that has written no summaries yet (still running, or stopped before its scoring)."""
-    return (f"{out} has predictions but no summary.json: the run has not finished; rerun the same `kbc run` command "
-            "to complete it")
+    return writing_now(out) or (f"{out} has predictions but no summary.json: the run has not finished; rerun the "
+                                "same `kbc run` command to complete it")
 
 
 def check_scored(out: Path, config: dict) -> None:
@@ -185,9 +195,15 @@ def check_scored(out: Path, config: dict) -> None:
 
     if not (out / "summary.json").exists() and not (out / STAMP).exists():  # never scored: not a damaged run
         raise DataError(not_finished(out))
-    why = unscored_change(out, config)
+    try:
+        why = unscored_change(out, config)
+    except DataError:  # a record line being written reads as a damaged one until the run ends
+        busy = writing_now(out)
+        if busy:
+            raise DataError(busy) from None
+        raise
     if why:
-        raise DataError(f"{out}: {why}; rerun the same `kbc run` command to rescore it")
+        raise DataError(writing_now(out) or f"{out}: {why}; rerun the same `kbc run` command to rescore it")
 
 
 def check_readable(out: Path, config: dict, records_only: bool = False) -> None:

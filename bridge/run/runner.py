@@ -9,7 +9,6 @@ A rerun skips every query already written; a rerun with more predictors, corpora
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sys
@@ -35,6 +34,7 @@ from bridge.run.config import (
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
+from bridge.run.run_lock import LOCK, RunLock
 from bridge.run.summaries import collect
 from eval.corpora import resolve_run_data_dir
 from eval.datadir import ENV_VAR as DATA_ENV
@@ -65,7 +65,7 @@ def parameter_count(predictor) -> int | None:
 
 
 # what a run writes into --out before its config.json: an attempt stopped there left a folder that is still its own
-OWN_BEFORE_CONFIG = frozenset({".kbc.lock", ".kbc-records"})
+OWN_BEFORE_CONFIG = frozenset({LOCK, ".kbc-records"})
 
 
 def check_out(out: Path, data_dirs: list[Path]) -> None:
@@ -90,31 +90,6 @@ def check_out(out: Path, data_dirs: list[Path]) -> None:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise ConfigError(f"--out {out} holds files but no run (no config.json; {shown}); name a new or empty "
                           "folder, or a run directory of `kbc run`")
-
-
-class RunLock:
-    """One writer per output directory: a second run into it is refused, not interleaved."""
-
-    def __init__(self, out: Path) -> None:
-        self.path = out / ".kbc.lock"
-        self.handle = None
-
-    def __enter__(self) -> RunLock:
-        import fcntl
-
-        self.handle = self.path.open("a+")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            self.handle.close()
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise ConfigError(f"another kbc run is writing to {self.path.parent}; wait for it or use another --out"
-                                  ) from None
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.handle.close()
 
 
 def _now() -> str:
