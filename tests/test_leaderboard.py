@@ -9,12 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import serve_support
 from cli_support import run_kbc
 
 from bridge.run.leaderboard import leaderboard_rows
 from bridge.run.summaries import collect
 
 GOLDEN = Path(__file__).parent / "golden"
+serve_explorer = serve_support.serve_explorer
 
 
 @pytest.fixture
@@ -127,6 +129,34 @@ def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys)
         flags = {(r["run"], r["predictor"]): str(r["upper_bound"]) for r in rows}
         assert flags == {(str(a), "gold"): "False", (str(b), "gold"): "True", (str(a), "freq"): "False",
                          (str(b), "freq"): "False", (str(a), "bert"): "False", (str(b), "bert"): "False"}, fmt
+
+
+def test_the_explorer_marks_upper_bounds_as_the_cli_does(runs, serve_explorer, capsys):
+    """`/api/leaderboard`'s `upper_bound` is the CLI's true/false; the page's badge still says why."""
+    from fastapi.testclient import TestClient
+    from markupsafe import escape
+
+    from bridge.predictors.registry import UPPER_BOUNDS
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    a, b = runs
+    config = json.loads((b / "config.json").read_text(encoding="utf-8"))
+    config["predictor_specs"]["gold"]["spec"] = "re-oracle"
+    (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    collect(b)
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", "json"], capsys)
+    assert code == 0, err
+    cli = [{**r, "run": Path(r["run"]).name} for r in json.loads(out)]
+    with TestClient(create_app(serve_explorer, Runs([a, b]))) as c:
+        served = c.get("/api/leaderboard", params={"corpus": "trex"}).json()["rows"]
+        page = c.get("/leaderboard", params={"corpus": "trex"}).text
+    assert served == cli
+    assert {(r["run"], r["predictor"]): r["upper_bound"] for r in served} == {
+        ("a", "gold"): False, ("b", "gold"): True, ("a", "freq"): False, ("b", "freq"): False, ("a", "bert"): False,
+        ("b", "bert"): False}
+    assert page.count('class="badge upper"') == 1
+    assert f'title="upper bound, not a baseline: {escape(UPPER_BOUNDS["re-oracle"])}"' in page
 
 
 def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, monkeypatch):
@@ -273,10 +303,13 @@ def test_out_never_overwrites_a_run_or_a_foreign_file(runs, tmp_path, capsys):
             code, _, err = run_kbc(["leaderboard", str(a), str(b), "--format", fmt, "--out", str(board)], capsys)
             assert code == 0, (fmt, err)
     fields = "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound"
+    before = ("rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,own_value,"
+              "own_n_facts,upper_bound,side,spec,parameters,dtype,device")
     earlier = {"md": "trex, p@1 (raw, shared facts)\n\n| rank | run | predictor | value ± stderr | 95% CI | #facts |\n",
-               "csv": fields + "\n", "json": json.dumps([dict.fromkeys(fields.split(","))])}
-    for fmt, text in earlier.items():  # one written before the model columns is the command's own too
-        board = tmp_path / f"earlier.{fmt}"
+               "csv": fields + "\n", "json": json.dumps([dict.fromkeys(fields.split(","))]),
+               "before.csv": before + "\n", "before.json": json.dumps([dict.fromkeys(before.split(","))])}
+    for name, text in earlier.items():  # one written before the model (or relations) columns is the command's own
+        board, fmt = tmp_path / f"earlier.{name}", name.rpartition(".")[2]
         board.write_text(text, encoding="utf-8")
         code, _, err = run_kbc(["leaderboard", str(a), "--format", fmt, "--out", str(board)], capsys)
         assert code == 0 and board.read_text(encoding="utf-8") != text, (fmt, err)

@@ -272,3 +272,41 @@ def test_a_column_every_predictor_answered_apart_is_explained_as_such():
         "predictor answered other units of it: see the own-facts table).")
     assert unshared_note("x", ["freq"], []) == (
         "`-` under x for every predictor: no unit of it was answered by every predictor (freq answered none).")
+
+
+def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serve_explorer, capsys):
+    """CSV, JSON, `kbcompare.leaderboard` and the explorer's `/api/leaderboard` give each row the relations its
+    value covers (those every run holds; a run alone, its own) and the same `upper_bound`, with the same numbers."""
+    import csv
+    import io
+
+    from fastapi.testclient import TestClient
+
+    import kbcompare
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    a, b = two_runs
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "csv"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0])[11:14] == ["n_facts", "relations", "own_value"]
+    want = {(Path(r["run"]).name, r["predictor"], r["value"], r["n_facts"], r["relations"], r["upper_bound"])
+            for r in rows}
+    assert want == {(run.name, name, str(_group(run, name, "P36")["value"]), str(LIMIT), "P36", "False")
+                    for run, name in ((a, "freq"), (a, "gold"), (b, "freq"), (b, "random"))}
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    listed = json.loads(out)
+    assert [(r["relations"], r["upper_bound"]) for r in listed] == [("P36", False)] * 4
+    frame = kbcompare.leaderboard(a, b)
+    assert list(frame["relations"]) == ["P36"] * 4 and list(frame["value"]) == [r["value"] for r in listed]
+    with TestClient(create_app(serve_explorer, Runs([a, b]))) as c:
+        served = c.get("/api/leaderboard").json()["rows"]
+        alone = c.get("/api/leaderboard", params={"run": "a"}).json()["rows"]
+    assert [{k: v for k, v in r.items() if k != "run"} for r in served] == [
+        {k: v for k, v in r.items() if k != "run"} for r in listed]
+    assert [(r["predictor"], r["relations"], r["n_facts"], r["upper_bound"]) for r in alone] == [
+        ("gold", "P19 P36", 2 * LIMIT, False), ("freq", "P19 P36", 2 * LIMIT, False)]
+    code, out, err = run_kbc(["leaderboard", str(a), "--format", "csv", "--scope", "own"], capsys)
+    assert code == 0 and {r["relations"] for r in csv.DictReader(io.StringIO(out))} == {"P19 P36"}

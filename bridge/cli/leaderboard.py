@@ -17,9 +17,12 @@ from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 
 MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI |"
-# the heads of leaderboards written before the model columns: `--out` may overwrite those too
+# the heads of leaderboards written before the model columns, and before the relations column: `--out` may
+# overwrite those too
 EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |",
-                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound")
+                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound",
+                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,own_value,"
+                 "own_n_facts,upper_bound,side,spec,parameters,dtype,device")
 
 
 def _fmt(value: float | None, metric: str) -> str:
@@ -79,8 +82,8 @@ def _is_board(text: str) -> bool:
         rows = json.loads(text)
     except ValueError:
         return False
-    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) in (list(FIELDS), EARLIER_HEADS[1].split(","))
-                                          for r in rows)
+    heads = [list(FIELDS), *(head.split(",") for head in EARLIER_HEADS[1:])]
+    return isinstance(rows, list) and all(isinstance(r, dict) and list(r) in heads for r in rows)
 
 
 def check_out(out: Path) -> None:

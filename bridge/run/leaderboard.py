@@ -41,8 +41,10 @@ from eval.generated_scores import GENERATED_METRICS, rates_in_percent
 from eval.report import SUBSET_METRICS, metric_id, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
+# `relations`: the relations of the corpus the row is scored over (those every run of the board holds), space-separated
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
-          "n_facts", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype", "device")
+          "n_facts", "relations", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype",
+          "device")
 META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
 SCOPES = ("shared", "own")
@@ -301,6 +303,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         if scope == "shared" and not shared:
             raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these runs; "
                               "try --scope own")
+        covered = " ".join(relations[c])  # each row says what it is scored over, however it is written out
         rows = []
         for (run, name), mine in ranked.items():
             row, mine_own = own[(run, name)], {"own_value": None, "own_n_facts": None}
@@ -320,7 +323,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                 raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} {key} {value!r} is no number; "
                                 "rerun the run to rewrite it")
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
-                         "metric": metric, **{k: row.get(k) for k in VALUES}, **mine_own,
+                         "metric": metric, **{k: row.get(k) for k in VALUES}, "relations": covered, **mine_own,
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)

@@ -384,13 +384,13 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
         if key not in runs.boards:
             found = board([r.run.path for r in mine], corpus, metric, setting, scope)
             shown = {str(r.run.path): r.name for r in mine}
-            upper = {(r.name, p): why for r in mine for p, why in r.upper_bounds().items()}
             notes = left + found.notes
             for path, name in shown.items():
                 notes = [n.replace(path, name) for n in notes]
-            rows = [{**row, "run": shown.get(row["run"], row["run"]),
-                     "upper_bound": upper.get((shown.get(row["run"]), row["predictor"]))} for row in found.rows]
-            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit}
+            rows = [{**row, "run": shown.get(row["run"], row["run"])} for row in found.rows]
+            # why each upper bound is one (the badge's title), beside rows that stay `kbc leaderboard`'s
+            why = {f"{r.name}/{p}": text for r in mine for p, text in r.upper_bounds().items()}
+            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit, "upper_bounds": why}
     return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
             **runs.boards[key]}
 
