@@ -310,3 +310,29 @@ def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serv
         ("gold", "P19 P36", 2 * LIMIT, False), ("freq", "P19 P36", 2 * LIMIT, False)]
     code, out, err = run_kbc(["leaderboard", str(a), "--format", "csv", "--scope", "own"], capsys)
     assert code == 0 and {r["relations"] for r in csv.DictReader(io.StringIO(out))} == {"P19 P36"}
+
+
+def test_report_of_runs_over_different_relations_labels_each_and_says_what_each_total_covers(two_runs, tmp_path,
+                                                                                              capsys):
+    """`kbc report a --compare b` and the reverse: every relation with its label, count and type from whichever
+    run holds it, and under each table of Totals the relations each run's Total is over."""
+    a, b = two_runs
+    for first, second, order, note in (
+            (a, b, "P36 capital (n=6) | P19 place of birth (n=6) | P101 field of work (n=6)",
+             "trex: the runs hold different relations, so each run's Total is over its own: a over P19, P36; b over "
+             "P36, P101 (`kbc leaderboard` scores both runs over P36, the relation they share)."),
+            (b, a, "P36 capital (n=6) | P19 place of birth (n=6) | P101 field of work (n=6)",
+             "trex: the runs hold different relations, so each run's Total is over its own: b over P36, P101; a over "
+             "P19, P36 (`kbc leaderboard` scores both runs over P36, the relation they share).")):
+        out = tmp_path / f"{first.name}-{second.name}"
+        code, _, err = run_kbc(["report", str(first), "--compare", str(second), "--out", str(out)], capsys)
+        assert code == 0, err
+        lines = (out / "report.md").read_text(encoding="utf-8").splitlines()
+        heads = [line for line in lines if line.startswith("| corpus | predictor | answer space |")]
+        assert heads == [f"| corpus | predictor | answer space | #facts | {order} | Total | Total 95% CI |"] * 3
+        assert lines.count(f"- {note}") == 5  # P@1, P@10, MRR, the P@k curves, the per-type table
+        rows = {line.split(" | ")[1]: line.split(" | ")[2] for line in lines if line.startswith("| trex | P")}
+        assert rows == {"P36 capital": "1-1", "P19 place of birth": "N-1", "P101 field of work": "N-M"}
+    code, _, err = run_kbc(["report", str(a), "--compare", str(a), "--out", str(tmp_path / "same")], capsys)
+    assert code == 0, err
+    assert "each run's Total is over its own" not in (tmp_path / "same" / "report.md").read_text(encoding="utf-8")

@@ -258,6 +258,43 @@ class View:
     def corpora(self) -> list[str]:
         return self.main.corpora
 
+    def relation_info(self) -> dict[str, dict[str, tuple[str | None, str | None]]]:
+        """Per corpus, each relation's label and type (`relation_info`) from whichever run holds it: runs side by
+        side over different relations label every relation, not only the first run's."""
+        from bridge.run.summaries import relation_info
+
+        out: dict[str, dict[str, tuple[str | None, str | None]]] = {}
+        for run in self.runs:
+            for corpus, info in relation_info(run.config).items():
+                mine = out.setdefault(corpus, {})
+                for rel, (label, rtype) in info.items():
+                    held = mine.get(rel, (None, None))
+                    mine[rel] = (held[0] or label, held[1] or rtype)
+        return out
+
+    def relation_labels(self) -> dict[str, str]:
+        """Relation id -> label from the runs' data folders (`relation_labels`), the first run's first."""
+        out: dict[str, str] = {}
+        for run in self.runs:
+            for rel, label in relation_labels(run.config).items():
+                out.setdefault(rel, label)
+        return out
+
+    def relations_held(self) -> dict[str, dict[str, list[str]]]:
+        """Per corpus where the runs side by side hold different relations, each run's (by its label; ids in report
+        order): what each run's Total is over. Empty for one run, or runs of the same relations."""
+        from eval.report import relation_order
+
+        out: dict[str, dict[str, list[str]]] = {}
+        if len(self.runs) < 2:
+            return out
+        for corpus in dict.fromkeys(c for run in self.runs for c in run.corpora):
+            held = {run.label: relation_order(list(run.config.get("relation_types", {}).get(corpus) or {}))
+                    for run in self.runs if corpus in run.corpora}
+            if len(held) > 1 and len({frozenset(rels) for rels in held.values()}) > 1:
+                out[corpus] = held
+        return out
+
     def seconds(self) -> dict[str, dict[str, float]]:
         out: dict[str, dict[str, float]] = {}
         for shown, (run, name) in self.origin.items():

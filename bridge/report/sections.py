@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import shown_spec
 from bridge.report import figures
-from bridge.report.data import REFERENCE, View, best_kb, is_relation, relation_labels, spec_of
+from bridge.report.data import REFERENCE, View, best_kb, is_relation, spec_of
 from bridge.report.deltas import Units, delta_rows
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.report.usage import usage_table
@@ -25,7 +25,6 @@ from bridge.run.summaries import (
     headline_metric,
     lead_metric,
     open_spaces,
-    relation_info,
     shown_extra,
     unranked_note,
 )
@@ -87,7 +86,7 @@ class Builder:
         self.view, self.out, self.pairs = view, out, deltas
         self.fig_dir = out / "figures"
         self.colour = figures.colours(view.predictors)
-        self.labels = relation_labels(view.main.config)
+        self.labels = view.relation_labels()
         self.metric = (lead_metric("lama", view.summary, view.setting) if view.experiment == "lama" else
                        headline_metric(view.experiment))
         self.scope = "shared" if any(r.get("scope") == "shared" for r in view.summary) else "own"
@@ -148,6 +147,20 @@ class Builder:
                     row[at] = self._mark(row[at])
         return tables
 
+    def _totals_notes(self) -> list[str]:
+        """Under each table with Totals of two runs over different relations: which relations each run's Total is
+        over, as `kbc leaderboard` notes what it scores over (the runs' Totals are no comparison then)."""
+        notes = []
+        for corpus, held in self.view.relations_held().items():
+            each = "; ".join(f"{label} over {', '.join(rels)}" for label, rels in held.items())
+            first, *rest = held.values()
+            shared = [r for r in first if all(r in h for h in rest)]
+            both = (f"`kbc leaderboard` scores both runs over {', '.join(shared)}, the relation"
+                    f"{'' if len(shared) == 1 else 's'} they share" if shared else "they share no relation")
+            notes.append(f"{corpus}: the runs hold different relations, so each run's Total is over its own: {each} "
+                         f"({both}).")
+        return notes
+
     def _footnote(self, section: Section, names) -> None:
         marked = [n for n in dict.fromkeys(names) if n in self.upper]
         if marked:
@@ -178,7 +191,7 @@ class Builder:
         rows = [r for r in self.view.summary if r["predictor"] in written]
         if unit == "relation":
             s.tables += tables_from_markdown(per_relation(rows, "em", self.view.setting, self.scope,
-                                                          relation_info(self.view.main.config)),
+                                                          self.view.relation_info()),
                                              f"{self._metric_name('em')} per relation, {self.facts}")
         else:
             ci = self._intervals("em")
@@ -259,14 +272,17 @@ class Builder:
             from bridge.experiments import get
 
             metrics = (*metrics, *shown_extra(get("lama"), self.rows))
-        config = self.view.main.config
+        info = self.view.relation_info()
         for metric in metrics:
-            text = table(self.view.summary, metric, self.view.setting, self.scope, relations=relation_info(config),
+            text = table(self.view.summary, metric, self.view.setting, self.scope, relations=info,
                          open_spaces=self._open_spaces())
             # each table with its notes under it: why a column is `-` for everyone, the own totals where the shared
             # facts are under half
-            s.tables += self._mark_tables(tables_from_markdown(
+            drawn = self._mark_tables(tables_from_markdown(
                 text, f"{self._metric_name(metric)}, setting {self.view.setting}"))
+            for t in drawn:
+                t.notes += self._totals_notes()
+            s.tables += drawn
         self._footnote(s, self.view.predictors)
         from bridge.run.summaries import silent_in, silent_note
 
@@ -353,7 +369,8 @@ class Builder:
         ks = [k for k in (1, 10, 100) if any(key[2] == k for key in at)]
         rows = [[corpus, self._mark(p), *[_fmt(at.get((corpus, p, k))) for k in ks]]
                 for corpus in curves for p in curves[corpus]]
-        s.tables.append(Table(["corpus", "predictor", *[f"P@{k}" for k in ks]], rows))
+        s.tables.append(Table(["corpus", "predictor", *[f"P@{k}" for k in ks]], rows,
+                              notes=[n for n in self._totals_notes() if n.split(": ", 1)[0] in curves]))
         return s
 
     def by_relation(self) -> Section:
@@ -382,7 +399,7 @@ class Builder:
                                                                           self.labels, upper=self.upper,
                                                                           intervals=self._intervals(metric))))
         s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope,
-                                                      relation_info(self.view.main.config)))
+                                                      self.view.relation_info()))
         self._other_scores(s, metric, "relation")
         return s
 
@@ -418,7 +435,8 @@ class Builder:
             rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
                      str(n.get((corpus, "all", p), "-"))] for p in predictors]
             s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}"
-                                  + (" [95% interval]" if ci else "")))
+                                  + (" [95% interval]" if ci else ""),
+                                  [n for n in self._totals_notes() if n.startswith(f"{corpus}: ")]))
         if not kmir:
             self._other_scores(s, metric, "relation type")
         self._footnote(s, self.view.predictors)
