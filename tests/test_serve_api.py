@@ -288,3 +288,45 @@ def test_a_run_of_another_experiment_is_browsed_without_facts(serve_explorer, se
         r = c.get("/api/runs/coh/facts")
         assert r.status_code == 400 and "kbc run coherency" in r.json()["detail"]
         assert c.get("/runs/coh").status_code == 200
+
+
+def test_run_page_of_a_prompt_set_names_each_rows_prompt(serve_explorer, lama_dir, tmp_path, monkeypatch, capsys):
+    """A run over a prompt file asks each fact once per prompt: every row of its fact table (the page and
+    `/api/runs/NAME/facts`) says which prompt it is, so the same fact twice reads as two prompts; a run of one
+    prompt per relation gets no prompt column."""
+    import re
+
+    from cli_support import run_kbc
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    prompts = tmp_path / "two.jsonl"
+    prompts.write_text(json.dumps({"relation": "P36", "template": "The capital of [X] is [Y] .", "id": "cap"}) + "\n"
+                       + json.dumps({"relation": "P36", "template": "[Y] is the capital of [X] ."}) + "\n",
+                       encoding="utf-8")
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    runs = {}
+    for name, extra in (("pp", ["--prompts", str(prompts)]), ("plain", [])):
+        runs[name] = tmp_path / name
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P36", "--limit", "2", "--predictors",
+                                "freq", *extra, "--data-dir", str(lama_dir), "--out", str(runs[name]), "--quiet"],
+                               capsys)
+        assert code == 0, err
+    with TestClient(create_app(serve_explorer, Runs(list(runs.values())))) as c:
+        body = c.get("/api/runs/pp/facts").json()
+        page = c.get("/runs/pp").text
+        plain = c.get("/api/runs/plain/facts").json()
+        plain_page = c.get("/runs/plain").text
+    rows = [(f["subject"], f["prompt_id"], f["prompt"]) for f in body["facts"]]
+    subjects = sorted({s for s, _, _ in rows})
+    assert body["prompted"] is True and len(subjects) == 2
+    assert sorted(rows) == sorted((s, p, text.replace("[X]", s).replace("[Y]", "[MASK]"))
+                                  for s in subjects for p, text in (("cap", "The capital of [X] is [Y] ."),
+                                                                    ("two:1", "[Y] is the capital of [X] .")))
+    assert '<th>relation</th><th>prompt</th><th>subject</th>' in page
+    cells = re.findall(r'<td class="prompt"><code>([^<]+)</code> ([^<]*)</td>', page)
+    assert sorted(cells) == sorted((p, text) for _, p, text in rows)
+    assert plain["prompted"] is False and {f["prompt_id"] for f in plain["facts"]} == {None}
+    assert '<th>prompt</th>' not in plain_page and 'class="prompt"' not in plain_page

@@ -31,6 +31,11 @@ def fact_uid(uid: str) -> str:
     return uid.split("@", 1)[0]
 
 
+def prompt_of(uid: str) -> str | None:
+    """The prompt id of a unit of a prompt set (`<fact>@<prompt>`, as `pararel:0`); None for a fact asked once."""
+    return uid.split("@", 1)[1] if "@" in uid else None
+
+
 def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
     path = analysis_dir(run_dir) / FACT_STATS
     if not path.exists():

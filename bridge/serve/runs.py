@@ -423,16 +423,20 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         frame = frame[mask]
     total = len(frame)
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
+    from bridge.run.fact_columns import prompt_of
+
     preds = loaded.run.predictors
     rows = []
     for rec in chunk.to_dict("records"):
         row = {k: _plain(rec.get(k)) for k in ("corpus", "uid", "relation", "subject", "subject_id", "gold")}
+        # a prompt set asks each fact once per prompt: the row says which (its id and the sentence asked)
+        row["prompt_id"], row["prompt"] = prompt_of(str(row["uid"])), _plain(rec.get("prompt"))
         row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}"))}
                              for p in preds}
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
             "per_page": per_page, "total": total, "pages": max(1, -(-total // per_page)), "predictors": preds,
-            "facts": rows}
+            "prompted": any(r["prompt_id"] for r in rows), "facts": rows}
 
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
