@@ -52,7 +52,7 @@ def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, set
     one row per (run, predictor, corpus), best first, with what each predictor is (side, spec, parameters, dtype,
     device). `metric` None: the experiment's headline (exact match `em` where every predictor of the runs
     writes its answers by generation, as `table()`). Runs over different relations are scored over those all
-    hold; `.attrs["notes"]` says what was left out."""
+    hold: each row's `relations` lists them, and `.attrs["notes"]` says what was left out."""
     from bridge.run.leaderboard import FIELDS, META, board
 
     paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
