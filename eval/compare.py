@@ -1,25 +1,31 @@
 """Paired, fact-by-fact comparison of two predictors: who gets which facts right, and is it chance?
 
 Two predictors that differ by a point of macro P@1 may still disagree on hundreds of facts; a
-summary table cannot tell these cases apart. Here every fact both answered is one pair of
+summary table cannot tell these cases apart. Here every query both answered is one pair of
 outcomes (right/wrong for A, right/wrong for B), which gives:
 - the 2x2 counts (both right, only A, only B, neither) per relation and pooled;
-- McNemar's exact test: under "A and B are equally good", each discordant fact is a fair coin,
-  so the p-value is the two-sided exact binomial test of `only_a` out of `only_a + only_b`;
+- a paired exact test. Where each fact is one query, McNemar's: under "A and B are equally good",
+  each discordant fact is a fair coin, so the p-value is the two-sided exact binomial test of
+  `only_a` out of `only_a + only_b`. Where a prompt set asks a fact k ways, its k outcomes are one
+  draw, not k: the exact sign-flip test of the per-fact differences (A's right queries minus B's),
+  which under the same hypothesis are each as likely negated, the statistic being their sum; with
+  one query a fact it is McNemar's test;
 - a percentile bootstrap interval for the macro P@1 difference A - B (in points), resampling
-  facts within each relation, so the interval matches how the summaries average (each relation
-  counts once).
+  facts within each relation (a fact's queries together, as the summaries' intervals), so the
+  interval matches how the summaries average (each relation counts once).
 Pure functions over outcomes; reading runs is the caller's business.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from eval.errors import ConfigError
+from eval.uncertainty import cluster_sum_replicates
 
 CATEGORIES = ("both", "only_a", "only_b", "neither")
 MAX_BOOTSTRAP = 1_000_000  # resamples: the interval is stable long before; memory grows with the count
@@ -27,12 +33,14 @@ MAX_BOOTSTRAP = 1_000_000  # resamples: the interval is stable long before; memo
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """One fact both predictors answered: its relation, uid and whether each got it right."""
+    """One query both predictors answered: its relation, uid, whether each got it right, and the fact it asks
+    (`fact` empty: the uid's own; the queries of one fact under a prompt set share it)."""
 
     relation: str
     uid: str
     a: bool
     b: bool
+    fact: str = ""
 
     @property
     def category(self) -> str:
@@ -47,39 +55,57 @@ class Pair:
 
 @dataclass(frozen=True, slots=True)
 class Counts:
-    """The 2x2 table of paired outcomes and what follows from it."""
+    """The 2x2 table of paired outcomes (queries) and what follows from it.
+
+    `per_fact`: each fact's (A's right queries minus B's, its queries), where some fact is asked with several
+    prompts; empty where each fact is one query."""
 
     both: int = 0
     only_a: int = 0
     only_b: int = 0
     neither: int = 0
+    per_fact: tuple[tuple[int, int], ...] = ()
 
     @property
-    def n(self) -> int:
+    def queries(self) -> int:
         return self.both + self.only_a + self.only_b + self.neither
 
     @property
+    def n(self) -> int:
+        """The facts: the independent draws the test and the interval count."""
+        return len(self.per_fact) if self.per_fact else self.queries
+
+    @property
     def p1_a(self) -> float:
-        """P@1 of A on these facts, in percent."""
-        return 100.0 * (self.both + self.only_a) / self.n if self.n else 0.0
+        """P@1 of A on these queries, in percent (a fact's prompts each count, as the summaries')."""
+        return 100.0 * (self.both + self.only_a) / self.queries if self.queries else 0.0
 
     @property
     def p1_b(self) -> float:
-        return 100.0 * (self.both + self.only_b) / self.n if self.n else 0.0
+        return 100.0 * (self.both + self.only_b) / self.queries if self.queries else 0.0
 
     @property
     def p_value(self) -> float:
+        if self.per_fact:
+            return sign_flip_exact([d for d, _ in self.per_fact])
         return mcnemar_exact(self.only_a, self.only_b)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "n": self.n, "p1_a": self.p1_a, "p1_b": self.p1_b, "p_value": self.p_value}
+        return {"both": self.both, "only_a": self.only_a, "only_b": self.only_b, "neither": self.neither,
+                "n": self.n, "queries": self.queries, "p1_a": self.p1_a, "p1_b": self.p1_b, "p_value": self.p_value}
 
 
 def count(pairs: Iterable[Pair]) -> Counts:
+    """The 2x2 counts of `pairs`, with each fact's difference where some fact is asked more than once."""
     tally = dict.fromkeys(CATEGORIES, 0)
+    facts: dict[str, list[int]] = {}
     for pair in pairs:
         tally[pair.category] += 1
-    return Counts(**tally)
+        fact = facts.setdefault(pair.fact or pair.uid, [0, 0])
+        fact[0] += int(pair.a) - int(pair.b)
+        fact[1] += 1
+    clustered = len(facts) < sum(tally.values())
+    return Counts(**tally, per_fact=tuple((d, k) for d, k in facts.values()) if clustered else ())
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -95,6 +121,40 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     return float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
 
 
+def sign_flip_exact(differences: Sequence[int]) -> float:
+    """Two-sided exact sign-flip p-value of the sum of integer per-fact differences: P(|T| >= |observed sum|),
+    T the sum with each difference's sign drawn fairly and independently (A and B exchangeable within a fact).
+
+    The sum is t = 2U - S, U = sum of |d| over the facts drawn positive and S = sum of |d|; U's distribution is
+    built one distinct |d| at a time (v times a Binomial(m_v, 1/2), m_v facts of that size), exactly, by sums
+    of non-negative terms, so small p-values keep their precision. With all |d| = 1 it is McNemar's test.
+    """
+    sizes = [abs(int(d)) for d in differences if d]
+    observed = abs(sum(int(d) for d in differences))
+    if not sizes or observed == 0:
+        return 1.0
+    from scipy.stats import binom
+
+    total = sum(sizes)
+    dist = np.zeros(total + 1)
+    dist[0] = 1.0
+    reach = 0  # the largest U with positive probability so far
+    for v, m in sorted(Counter(sizes).items()):
+        pmf = binom.pmf(np.arange(m + 1), m, 0.5)
+        out = np.zeros_like(dist)
+        for residue in range(v):  # U values of one residue mod v shift among themselves: a dense convolution each
+            lane = dist[residue:reach + 1:v]
+            if len(lane):
+                shifted = np.convolve(lane, pmf)
+                out[residue:residue + v * len(shifted):v] = shifted
+        dist, reach = out, reach + v * m
+    # |2U - S| >= observed  <=>  U >= (S + observed) / 2  or  U <= (S - observed) / 2
+    high = np.ceil((total + observed) / 2)
+    low = np.floor((total - observed) / 2)
+    u = np.arange(total + 1)
+    return float(min(1.0, dist[u >= high].sum() + dist[u <= low].sum()))
+
+
 def macro_difference(by_relation: Mapping[str, Counts]) -> float:
     """Macro P@1 of A minus that of B, in points: each relation counts once, as in the summaries."""
     if not by_relation:
@@ -107,14 +167,17 @@ def bootstrap_difference(
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of `macro_difference`, resampling facts within each relation.
 
-    A fact's contribution to the difference is +1 (only A right), -1 (only B right) or 0, so a
-    resample of a relation's n facts is fully described by how many of each it draws: a
-    multinomial draw with the observed proportions, which is the same distribution as drawing
-    the facts one by one, at a cost independent of n. None when there is nothing to resample.
+    Where each fact is one query, its contribution to the difference is +1 (only A right), -1 (only B
+    right) or 0, so a resample of a relation's n facts is fully described by how many of each it draws:
+    a multinomial draw with the observed proportions, which is the same distribution as drawing the
+    facts one by one, at a cost independent of n. Where a fact is asked with several prompts, whole
+    facts are drawn (`eval.uncertainty.cluster_sum_replicates`, as the summaries' intervals) and a
+    resample's difference is its facts' summed differences over their summed queries. None when there
+    is nothing to resample.
     """
     if n_boot > MAX_BOOTSTRAP:
         raise ConfigError(f"{n_boot:,} bootstrap resamples: at most {MAX_BOOTSTRAP:,}")
-    rels = [c for c in by_relation.values() if c.n]
+    rels = [c for c in by_relation.values() if c.queries]
     if n_boot <= 0 or not rels:
         return None
     rng = np.random.default_rng(seed)
@@ -122,6 +185,10 @@ def bootstrap_difference(
     for c in rels:
         if c.only_a == c.only_b == 0:
             continue  # A and B agree on every fact: the relation adds 0 to every resample
+        if c.per_fact:
+            diffs, sizes = (np.array(column, dtype=float) for column in zip(*c.per_fact))
+            total += 100.0 * cluster_sum_replicates(diffs, sizes, n_boot, rng)
+            continue
         probs = np.array([c.only_a, c.only_b, c.both + c.neither], dtype=float) / c.n
         draws = rng.multinomial(c.n, probs, size=n_boot)
         total += 100.0 * (draws[:, 0] - draws[:, 1]) / c.n
@@ -147,10 +214,21 @@ class Comparison:
     lists: dict[str, list[str]] = field(default_factory=dict)
     total: str = "macro"  # how the total, its difference and interval average: "macro" over groups, or "pooled"
 
+    @property
+    def clustered(self) -> bool:
+        """Some fact is asked with several prompts: counts are of queries, draws and the test of facts."""
+        return bool(self.overall.per_fact)
+
+    @property
+    def test(self) -> str:
+        """The paired test behind every p-value: "mcnemar" (each fact one query) or "sign-flip" (per fact)."""
+        return "sign-flip" if self.clustered else "mcnemar"
+
     def to_dict(self) -> dict:
         return {
             "relations": {rel: c.to_dict() for rel, c in self.by_relation.items()},
             "overall": self.overall.to_dict(),
+            "test": self.test,
             "total": self.total,
             "macro_p1_a": self.macro_p1_a,
             "macro_p1_b": self.macro_p1_b,
@@ -164,7 +242,7 @@ class Comparison:
 
 def compare(pairs: Sequence[Pair], n_boot: int = 1000, seed: int = 0, level: float = 0.95,
             pooled: bool = False) -> Comparison:
-    """Counts per relation (sorted) and pooled, pooled McNemar, P@1s and the bootstrap interval.
+    """Counts per relation (sorted) and pooled, the paired test's p-values, P@1s and the bootstrap interval.
 
     The totals (`macro_p1_a/b`, `difference`, `ci`) are macro over relations, as LAMA's summaries; with
     `pooled`, over every pair at once (resampled as one group), as summaries that average over units.

@@ -102,7 +102,13 @@ def cluster_stderr(values: np.ndarray, labels: np.ndarray) -> float | None:
 def cluster_replicate_means(values: np.ndarray, labels: np.ndarray, n_boot: int,
                             rng: np.random.Generator) -> np.ndarray:
     """`n_boot` means over the units of clusters resampled with replacement (as many clusters as there are)."""
-    sums, sizes = _cluster_sums(np.asarray(values, dtype=float), np.asarray(labels))
+    return cluster_sum_replicates(*_cluster_sums(np.asarray(values, dtype=float), np.asarray(labels)), n_boot, rng)
+
+
+def cluster_sum_replicates(sums: np.ndarray, sizes: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """`cluster_replicate_means` from each cluster's score sum and size: draws as many clusters as there are, with
+    replacement, and divides the drawn sums by the drawn sizes."""
+    sums, sizes = np.asarray(sums, dtype=float), np.asarray(sizes, dtype=float)
     c = len(sums)
     out = np.empty(n_boot)
     step = max(1, _CHUNK // c)

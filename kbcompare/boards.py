@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-COMPARE_COLUMNS = ("corpus", "group", "n", "both", "only_a", "only_b", "neither", "p1_a", "p1_b", "p_value",
+COMPARE_COLUMNS = ("corpus", "group", "n", "queries", "both", "only_a", "only_b", "neither", "p1_a", "p1_b", "p_value",
                    "difference", "ci_low", "ci_high")
 
 
@@ -20,10 +20,13 @@ def _path(run) -> Path:
 def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable[str] = (), bootstrap: int = 1000,
             seed: int = 0, b_run=None) -> pd.DataFrame:
     """Predictors `a` and `b` of one run on the units both answered, as `kbc compare RUN A B`: per corpus one row
-    per group (relation, or question kind) with the 2x2 counts, each one's share right (`p1_a`, `p1_b`, in
-    percent) and McNemar's p, then the `all` row whose shares are the run's total (macro over groups, as the
-    summaries) with the difference A - B in points and its bootstrap interval. `b_run`: B is a predictor of that
-    other run, compared over the relations both runs hold (`.attrs["notes"]` says what was left out)."""
+    per group (relation, or question kind) with its facts `n`, its `queries` (more than `n` where a prompt set asks
+    a fact several ways), the 2x2 counts of queries, each one's share right (`p1_a`, `p1_b`, in percent) and the
+    paired test's p, then the `all` row whose shares are the run's total (macro over groups, as the summaries) with
+    the difference A - B in points and its bootstrap interval (facts resampled, a fact's queries together).
+    `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query) or "sign-flip" (over facts).
+    `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
+    says what was left out)."""
     from bridge.cli.compare import comparison
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
@@ -41,6 +44,7 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
                      "ci_high": ci[1]})
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"],
+                        "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
                         "b_run": result.get("b_run", result["run"]), "notes": result.get("notes", [])})
     return frame
 

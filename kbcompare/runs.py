@@ -171,47 +171,61 @@ class Run:
         `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1, overlap; exact match `em` for a
         LAMA run whose predictors all write their answers by generation). A predictor that answered nothing has a
         row of no values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor
-        has no p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it."""
+        has no p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it. A metric
+        taken over some of the answered facts (negated's p@1-drop, overlap, became-prime, spearman) is NaN where
+        none of them qualifies, for a relation, a predictor or the whole run, and the notes say so."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
         from eval.report import SUBSET_METRICS, metric_id, table_groups
 
         metric = metric_id(metric) if metric else lead_metric(self.experiment, self._data.summary, setting)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
                 and r.get("scope", "own") == scope and not r.get("prompt")]
+        # a metric taken over some of the answered facts: each predictor that answered has a row, NaN where none
+        # of its facts is one the metric is taken over (summary.md's `-`), even where no predictor has any
+        asked_rows = [r for r in self._data.summary if r.get("metric") == "p@1" and r.get("setting") == setting
+                      and r.get("scope", "own") == scope and not r.get("prompt")] if metric in SUBSET_METRICS else []
         silent = silent_in(self._data.summary)
-        if not rows:
+        if not rows and not asked_rows:
             held = sorted({r.get("metric") for r in self._data.summary if r.get("metric")})
             why = "".join(f"; {line}" for c, names in silent.items()
                           for line in silent_note(c, names, "it has no score"))
             raise ConfigError(f"{self.run_dir / 'summary.json'} has no {metric} ({setting}, {scope}) rows; metrics: "
                               f"{', '.join(held) or 'none'}{why}")
-        corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in rows))
+        corpora = [corpus] if corpus else list(dict.fromkeys(r["corpus"] for r in asked_rows or rows))
         info = relation_info(self.config)
         frames = []
         notes: list[str] = []
         for c in corpora:
             mine = [r for r in rows if r["corpus"] == c]
-            if not mine:
+            asked = [r for r in asked_rows if r["corpus"] == c]
+            if not mine and not asked:
                 raise ConfigError(f"{self.run_dir} has no corpus {c!r} (it has {', '.join(self.corpora)})")
-            groups = table_groups(mine, c, info.get(c, {}))
-            if metric in SUBSET_METRICS:  # a relation answered but with no fact the metric is taken over: NaN, said
-                asked = [r for r in self._data.summary if r.get("corpus") == c and r.get("metric") == "p@1"
-                         and r.get("setting") == setting and r.get("scope", "own") == scope]
-                groups = table_groups(asked, c, info.get(c, {})) if asked else groups
+            groups = table_groups(asked or mine, c, info.get(c, {}))
+            if asked:  # a relation answered but with no fact the metric is taken over: NaN, said
                 empty = [g for g in groups if all(r["group"] != g for r in mine)]
                 if empty:
                     notes.append("{}: {} {} NaN for every predictor: no fact of {} {} ({})".format(
                         c, ", ".join(empty), "is" if len(empty) == 1 else "are",
                         "it" if len(empty) == 1 else "them", *SUBSET_METRICS[metric]))
-            frame = pd.DataFrame(mine).pivot_table(index=["corpus", "predictor"], columns="group", values="value",
-                                                   aggfunc="first", sort=False)
-            none = pd.MultiIndex.from_tuples([(c, p) for p in silent.get(c, {})], names=frame.index.names)
-            frames.append(frame.reindex(index=frame.index.append(none), columns=groups))
+                unscored = [p for p in dict.fromkeys(r["predictor"] for r in asked)
+                            if all(r["predictor"] != p for r in mine)]
+                if unscored and len(empty) < len(groups):  # every column NaN: the note above says it all
+                    notes.append("{}: {} {} NaN throughout: no fact {} answered {} ({})".format(
+                        c, ", ".join(unscored), "is" if len(unscored) == 1 else "are",
+                        "it" if len(unscored) == 1 else "they", *SUBSET_METRICS[metric]))
+            index = ["corpus", "predictor"]
+            frame = pd.DataFrame(mine).pivot_table(index=index, columns="group", values="value", aggfunc="first",
+                                                   sort=False) if mine else pd.DataFrame(
+                index=pd.MultiIndex.from_tuples([], names=index))
+            order = [(c, p) for p in dict.fromkeys(r["predictor"] for r in asked or mine)]
+            none = pd.MultiIndex.from_tuples([(c, p) for p in silent.get(c, {})], names=index)
+            frames.append(frame.reindex(index=pd.MultiIndex.from_tuples(order, names=index).append(none),
+                                        columns=groups))
         out = pd.concat(frames)
         out.columns.name = metric
         out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))] + notes
-        out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows, generating(self.config, c))
-                               for c in corpora if self._lacking(c, rows)]
+        out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows + asked_rows, generating(self.config, c))
+                               for c in corpora if self._lacking(c, rows + asked_rows)]
         return out
 
     def _lacking(self, corpus: str, rows: list[dict]) -> list[str]:

@@ -15,14 +15,16 @@ import shutil
 from pathlib import Path
 
 import lm_fixtures
+import numpy as np
 import pandas as pd
 import pytest
 from cli_support import run_kbc
 from records_support import seal_records
 from scipy.stats import binomtest
 
+import kbcompare
 from bridge.run.instances import write_instances
-from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact
+from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact, sign_flip_exact
 from eval.errors import ConfigError
 
 tiny_models = lm_fixtures.tiny_models
@@ -364,3 +366,106 @@ def test_one_model_in_two_precisions_is_compared_with_the_difference_said(tiny_m
     lines = out.splitlines()
     assert lines[1] == "note: A and B differ in dtype: float32 against bfloat16"
     assert lines[2].startswith("trex: 10 facts answered by both (left out: 0 answered only by A (bert), 0 only by B ")
+
+
+def test_a_one_prompt_comparison_gives_the_numbers_it_always_gave(run_dir, capsys):
+    """Each fact one query: McNemar's test and the multinomial bootstrap, to the last digit."""
+    res = _compare(run_dir, capsys)
+    assert res["test"] == "mcnemar" and res["overall"]["n"] == res["overall"]["queries"] == 13
+    assert res["ci"] == [-70.23809523809524, -2.3809523809523814]
+    again = _compare(run_dir, capsys, "--setting", "filtered", "--seed", "7", "--bootstrap", "3000")
+    assert again["ci"] == [-69.04761904761905, 4.761904761904759]
+    assert again["overall"]["p_value"] == 0.2890625 and again["relations"]["P19"]["p_value"] == 1.0
+
+
+def _sign_flip_by_counting(differences: list[int]) -> float:
+    """P(|sum| >= |observed|) over every assignment of signs to the non-zero differences, counted exactly."""
+    ways = {0: 1}
+    nonzero = [d for d in differences if d]
+    for d in nonzero:
+        step: dict[int, int] = {}
+        for total, n in ways.items():
+            for signed in (d, -d):
+                step[total + signed] = step.get(total + signed, 0) + n
+        ways = step
+    observed = abs(sum(differences))
+    return sum(n for total, n in ways.items() if abs(total) >= observed) / 2 ** len(nonzero)
+
+
+def test_sign_flip_test_counts_every_assignment_and_is_mcnemar_for_single_queries():
+    for differences in ([3, -1, 2, 0, 2, -4, 1], [1, 1, -1, 5], [2, -2], [0, 0], [4, 4, 4, -1, 3, 2, 2, -3, 1, 1]):
+        assert sign_flip_exact(differences) == pytest.approx(_sign_flip_by_counting(differences), rel=1e-12)
+    for only_a, only_b in ((1, 6), (26, 3), (16, 9), (40, 40), (300, 250)):
+        assert sign_flip_exact([1] * only_a + [-1] * only_b) == pytest.approx(mcnemar_exact(only_a, only_b),
+                                                                              rel=1e-9)
+
+
+def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    """A fact asked with k prompts is one draw, not k: the facts column counts facts, the test is over facts and
+    the interval resamples facts with their prompts, as the run's own summary intervals do."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P37", "P1412", "--prompts", "pararel",
+                            "--limit", "15", "--predictors", "freq", f"gpt2={tiny_models('gpt2')}",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    # every number again, from the prediction files alone
+    facts: dict[str, dict[str, list[int]]] = {}  # relation -> fact -> [freq's right minus gpt2's, queries]
+    cells: dict[str, list[int]] = {}  # relation -> both, only freq, only gpt2, neither (queries)
+    lines = {name: [json.loads(x) for rel in ("P1412", "P37")
+                    for x in (out / "predictions" / "trex" / name / f"{rel}.jsonl").read_text().splitlines()]
+             for name in ("freq", "gpt2")}
+    gpt2 = {r["uid"]: r for r in lines["gpt2"]}
+    for r in lines["freq"]:
+        a, b = r["rank_raw"] == 1, gpt2[r["uid"]]["rank_raw"] == 1
+        fact = facts.setdefault(r["relation"], {}).setdefault(r["fact_uid"], [0, 0])
+        fact[0] += int(a) - int(b)
+        fact[1] += 1
+        cell = cells.setdefault(r["relation"], [0, 0, 0, 0])
+        cell[0 if a and b else 1 if a else 2 if b else 3] += 1
+    assert {rel: len(f) for rel, f in facts.items()} == {"P1412": 15, "P37": 15}
+    assert sum(sum(c) for c in cells.values()) > 30  # several prompts a fact
+    p1 = {rel: (100 * (c[0] + c[1]) / sum(c), 100 * (c[0] + c[2]) / sum(c)) for rel, c in cells.items()}
+    difference = (p1["P37"][0] - p1["P37"][1] + p1["P1412"][0] - p1["P1412"][1]) / 2
+    rng = np.random.default_rng(0)
+    total = np.zeros(2000)
+    for rel in sorted(facts):  # each relation's facts drawn with replacement, a fact's prompts together
+        diffs, sizes = (np.array(column) for column in zip(*facts[rel].values()))
+        if cells[rel][1] == cells[rel][2] == 0:  # no discordant query: adds 0 to every resample
+            continue
+        drawn = rng.integers(0, len(diffs), size=(2000, len(diffs)))
+        total += 100.0 * diffs[drawn].sum(axis=1) / sizes[drawn].sum(axis=1)
+    ci = np.quantile(total / 2, [0.025, 0.975])
+    pooled = [d for f in facts.values() for d, _ in f.values()]
+
+    code, text, err = run_kbc(["compare", str(out), "freq", "gpt2", "--json", "--bootstrap", "2000"], capsys)
+    assert code == 0, err
+    res = json.loads(text)["corpora"]["trex"]
+    assert res["test"] == "sign-flip"
+    for rel in ("P37", "P1412"):
+        got = res["relations"][rel]
+        assert (got["n"], got["queries"], got["both"], got["only_a"], got["only_b"], got["neither"]) == (
+            15, sum(cells[rel]), *cells[rel])
+        assert (got["p1_a"], got["p1_b"]) == pytest.approx(p1[rel], rel=1e-12)
+        assert got["p_value"] == pytest.approx(
+            _sign_flip_by_counting([d for d, _ in facts[rel].values()]), rel=1e-9)
+    assert res["overall"]["n"] == 30 and res["overall"]["queries"] == sum(sum(c) for c in cells.values())
+    assert res["overall"]["p_value"] == pytest.approx(_sign_flip_by_counting(pooled), rel=1e-9)
+    assert res["difference"] == pytest.approx(difference, rel=1e-12)
+    assert res["ci"] == pytest.approx(list(ci), rel=1e-12)
+    assert res["ci"][0] < 0 < res["ci"][1]  # pooling the prompts as facts put the interval well above 0
+
+    code, text, err = run_kbc(["compare", str(out), "freq", "gpt2", "--bootstrap", "2000"], capsys)
+    assert code == 0, err
+    assert text.splitlines()[1].startswith(f"trex: 30 facts answered by both, asked with {res['overall']['queries']} "
+                                           "queries (left out: 0 queries answered only by freq, 0 only by gpt2)")
+    assert text.splitlines()[2].split()[1:3] == ["facts", "queries"] and text.splitlines()[2].endswith("p sign-flip")
+    assert f"95% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] (bootstrap over facts within relations, a fact's queries drawn " \
+           "together, 2000 resamples, seed 0)" in text
+
+    frame = kbcompare.compare(out, "freq", "gpt2", bootstrap=2000)
+    total_row = frame[frame["group"] == "all"].iloc[0]
+    assert (total_row["n"], total_row["queries"]) == (30, res["overall"]["queries"])
+    assert [total_row["ci_low"], total_row["ci_high"]] == res["ci"]
+    assert total_row["p_value"] == res["overall"]["p_value"]
+    assert frame.attrs["test"] == {"trex": "sign-flip"}

@@ -9,10 +9,13 @@ import json
 
 import lm_fixtures
 import pytest
+from cli_support import run_kbc
 
 from bridge.cli import main
 from bridge.run.summaries import headline_metric
 from eval.report import table
+
+tiny_models = lm_fixtures.tiny_models
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +125,38 @@ def test_load_run_p1_drop_table_names_its_gaps(negated_run):
 
     out, _ = negated_run
     frame = kbcompare.load_run(out).table("p@1-drop")
-    assert list(frame.columns) == ["P19", "P36", "all"] and list(frame.index) == [("negated-trex", "freq")]
+    assert list(frame.columns) == ["P19", "P36", "all"]
+    assert list(frame.index) == [("negated-trex", "freq"), ("negated-trex", "bert")]  # as summary.md's rows
     assert (frame.loc[("negated-trex", "freq"), "P19"], frame.loc[("negated-trex", "freq"), "all"]) == (0.0, 0.0)
     assert frame.loc[("negated-trex", "freq"), "P36"] != frame.loc[("negated-trex", "freq"), "P36"]  # NaN
+    assert frame.loc[("negated-trex", "bert")].isna().all()
     assert frame.attrs["notes"] == [
         "negated-trex: P36 is NaN for every predictor: no fact of it was right without the prime (the drop is taken "
         "over those facts)",
-        "negated-trex: no p@1-drop (raw) row for bert (no fact it answered was right without the prime: the drop is "
-        "taken over those facts)"]
+        "negated-trex: bert is NaN throughout: no fact it answered was right without the prime (the drop is taken "
+        "over those facts)"]
+
+
+def test_load_run_p1_drop_table_with_no_fact_right_is_nan_not_an_error(lama_dir, tiny_models, tmp_path, capsys,
+                                                                       monkeypatch):
+    """No predictor got any fact right without the prime: summary.md shows `-` with notes, and so does the table
+    (NaN), as for one relation or one predictor with none."""
+    import kbcompare
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "P36",
+                            "--predictors", f"bert={tiny_models('bert-cased')}", "--misprimes", "high_ranked",
+                            "--limit", "5", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert not [r for r in _summary(out) if r["metric"] == "p@1-drop"]
+    assert "| negated-trex | bert | 21,018 | 0 | - | - | - | - |" in (out / "summary.md").read_text(encoding="utf-8")
+    for scope in ("shared", "own"):
+        frame = kbcompare.load_run(out).table("p@1-drop", scope=scope)
+        assert list(frame.columns) == ["P19", "P36", "all"] and list(frame.index) == [("negated-trex", "bert")]
+        assert frame.isna().all().all()
+        assert frame.attrs["notes"] == [
+            "negated-trex: P19, P36, all are NaN for every predictor: no fact of them was right without the prime "
+            "(the drop is taken over those facts)"]
+    with pytest.raises(kbcompare.ConfigError, match=r"has no p@7 \(raw, shared\) rows"):
+        kbcompare.load_run(out).table("p@7")

@@ -17,13 +17,15 @@ from pathlib import Path
 import click
 
 from bridge.cli.value_types import Int, PathType
+from bridge.experiments.base import dropped_unit
+from bridge.experiments.lama import LamaExperiment
 from bridge.run.directory import RunDir, did_you_mean, open_run
 from bridge.run.freshness import check_readable, fresh_instances
 from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED
 from eval.cells import tsv_cell
-from eval.compare import MAX_BOOTSTRAP, Comparison, Pair
+from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
 from eval.user_values import strict_float
@@ -129,16 +131,18 @@ def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scor
                 if "dropped" not in r and (keep is None or r["relation"] in keep)}
 
     rec_a, rec_b = answered(run, a), answered(run_b or run, b)
-    pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting))
-             for uid, r in rec_a.items() if uid in rec_b]
+    # a prompt set's queries of one fact share its `fact_uid`: one draw, as in the summaries' intervals
+    pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting),
+                  str(r.get("fact_uid") or uid)) for uid, r in rec_a.items() if uid in rec_b]
     left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
                 "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
     return pairs, rec_a, rec_b, left_out
 
 
 def table_pairs(path: Path, corpus: str, a: str, b: str, setting: str) -> tuple[list[Pair], dict[str, int]]:
-    """`paired` for a LAMA run read from its per-fact table, where that was written from the prediction files
-    there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order, without the records."""
+    """`paired` for a LAMA run that asks each fact once, read from its per-fact table, where that was written from
+    the prediction files there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order,
+    without the records. (The table names no query's fact: a prompt set's run is read from its records.)"""
     import pyarrow.parquet as pq
 
     columns = ("corpus", "predictor", "relation", "uid", "dropped", f"correct_{setting}")
@@ -163,35 +167,51 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
            scoring: Scoring | None = None, info: dict | None = None,
            metrics: tuple[str, str] | None = None) -> list[str]:
     """The text table: one row per group, relations in report order (P19 before P101) with their labels.
-    `metrics`: what A's and B's share right is called (P@1 for a ranking, EM for a generating predictor)."""
+    `metrics`: what A's and B's share right is called (P@1 for a ranking, EM for a generating predictor).
+    Where a prompt set asks a fact several ways, the cells count queries, the facts and queries columns say
+    how many of each, and the test is the sign-flip test over facts."""
     from eval.report import relation_name, relation_order
 
     sc = scoring or SCORINGS["lama"]
     ma, mb = metrics or (sc.metric, sc.metric)
     o = res.overall
+    many = res.clustered
     name_a, name_b = (f"A ({a})", f"B ({b})") if a == b else (a, b)  # one name in two runs: say which is which
-    lines = [f"{corpus}: {o.n} {sc.unit} answered by both (left out: {left_out['answered_by_a_only']} answered only "
-             f"by {name_a}, {left_out['answered_by_b_only']} only by {name_b})"]
-    head = [sc.group.replace(" ", "_"), sc.unit, "both", "only A", "only B", "neither", f"{ma} A", f"{mb} B",
-            "p McNemar"]
-    body = [[relation_name(rel, info), c.n, c.both, c.only_a, c.only_b, c.neither, f"{c.p1_a:.2f}", f"{c.p1_b:.2f}",
-             _fmt_p(c.p_value)] for rel in relation_order(list(res.by_relation), info)
+    asked = f", asked with {o.queries} queries" if many else ""
+    left = "queries " if many else ""
+    lines = [f"{corpus}: {o.n} {sc.unit} answered by both{asked} (left out: {left_out['answered_by_a_only']} "
+             f"{left}answered only by {name_a}, {left_out['answered_by_b_only']} only by {name_b})"]
+    test = "p sign-flip" if many else "p McNemar"
+    head = [sc.group.replace(" ", "_"), sc.unit, *(["queries"] if many else []), "both", "only A", "only B",
+            "neither", f"{ma} A", f"{mb} B", test]
+
+    def row(name: str, c: Counts, p1_a: float, p1_b: float) -> list:
+        return [name, c.n, *([c.queries] if many else []), c.both, c.only_a, c.only_b, c.neither, f"{p1_a:.2f}",
+                f"{p1_b:.2f}", _fmt_p(c.p_value)]
+
+    body = [row(relation_name(rel, info), c, c.p1_a, c.p1_b) for rel in relation_order(list(res.by_relation), info)
             for c in [res.by_relation[rel]]]
-    body.append(["all", o.n, o.both, o.only_a, o.only_b, o.neither, f"{res.macro_p1_a:.2f}",
-                 f"{res.macro_p1_b:.2f}", _fmt_p(o.p_value)])
+    body.append(row("all", o, res.macro_p1_a, res.macro_p1_b))
     cells = [[str(x) for x in row] for row in [head, *body]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
-    for row in cells:
-        padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+    for cell_row in cells:
+        padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cell_row, widths))]
         lines.append("  ".join(padded))
     groups = f"{sc.group}s"
     over = f"over all {sc.unit}" if sc.pooled else f"macro over {groups}"
     within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
+    if many:
+        within += ", a fact's queries drawn together"
     ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
           f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
     lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
-    lines.append(f"(`all` row: {ma} {over}, as the summaries' Total; McNemar on "
-                 f"the pooled {sc.unit})")
+    if many:
+        lines.append(f"(`all` row: {ma} macro over {groups}, as the summaries' Total, each query of a fact counting; "
+                     "both, only A, only B and neither count queries; p: exact sign-flip test of each fact's right "
+                     "queries of A minus B, pooled over the facts, which is McNemar's where a fact is one query)")
+    else:
+        lines.append(f"(`all` row: {ma} {over}, as the summaries' Total; McNemar on "
+                     f"the pooled {sc.unit})")
     return lines
 
 
@@ -284,7 +304,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {rule}"]
     for corpus in wanted:
         _one_measure(scoring, corpus, (run, a), (other or run, b))
-    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and not list_ and other is None else None
+    once = dropped_unit(LamaExperiment, run.config.get("settings") or {}) == "facts"  # no prompt set
+    table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and once and not list_ and other is None else None
     for corpus in wanted:
         if table is not None:
             pairs, left_out = table_pairs(table, corpus, a, b, setting)
@@ -337,8 +358,9 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
     """Predictors A and B on the facts both answered: right for both, only A, only B, neither.
 
     Per relation and overall, per corpus; McNemar's exact test on the facts where they disagree,
-    and a bootstrap interval of the macro P@1 difference A - B. Facts one of them dropped (or did
-    not run) are left out, and counted.
+    and a bootstrap interval of the macro P@1 difference A - B. Under a prompt set a fact's queries
+    are one draw: the interval resamples facts, and the test is a sign-flip test over facts. Facts
+    one of them dropped (or did not run) are left out, and counted.
 
     \b
     Examples:
