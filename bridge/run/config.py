@@ -330,15 +330,21 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                           f"for `kbc run {experiment}`")
     # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
     # input files (prompt sets, instance-of lists) by a digest of their content, not their path
-    from bridge.run.inputs import question_identity
+    from bridge.run.inputs import PATH_FREE, prompt_file_change, question_identity
 
-    questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
+    questions_given = questions or {}
+    questions = question_identity(questions_given, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
-        edited = [what for key, what in (
-            ("prompts_digest", "prompt"), ("instance_of", "instance-of"), ("aliases", "alias"))
-                  if config["settings"].get(key) not in (None, settings.get(key))]
-        why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
+        before = config["settings"]
+        edited = [what for key, what in (("instance_of", "instance-of"), ("aliases", "alias"))
+                  if before.get(key) not in (None, settings.get(key))]
+        whys = [f"the content of the {' and '.join(edited)} file changed since"] if edited else []
+        if before.get("prompts") == settings.get("prompts") == PATH_FREE \
+                and before.get("prompts_digest") != settings.get("prompts_digest"):
+            whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
+                                              config["runs"]))
+        why = f" ({'; '.join(whys)})" if whys else ""
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings

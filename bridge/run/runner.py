@@ -33,6 +33,7 @@ from bridge.run.config import (
     read_config,
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
+from bridge.run.inputs import prompt_file_name
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.summaries import collect
@@ -207,6 +208,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                    "executor": (executor or ExecutorSettings()).describe(),
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+            prompt_file = prompt_file_name(getattr(experiment, "settings", {}))
+            if prompt_file is not None:  # the name its rows' prompt ids come from: a refused rerun's message names it
+                run["prompt_file"] = prompt_file
             _note_other_samples(config["runs"], cfg)
             config.setdefault("cache_scope", uuid.uuid4().hex)  # this directory's own: a resume finds its responses
             config["runs"].append(run)
