@@ -1422,3 +1422,28 @@ def test_a_run_without_data_names_the_download_that_puts_it_where_it_looks(tmp_p
     code, _, err = run_kbc(["run", *argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
     _assert_one_error_line(code, err, "", False)
     assert err == f"error: {expected}\n"
+
+
+# --- relations a run cannot ask, changed summary files, a local data copy: what differs, and where ---
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["lama", "--corpus", "trex", "--relations", "P102"],
+     "--relations P102: corpus trex knows this relation (relations.jsonl lists it) but has no data for it: no "
+     "P102.jsonl in {lama}/TREx"),
+    (["lmkbc", "--relations", "P19"],
+     "--relations P19: no chosen corpus (lmkbc2024) has this relation; choose from awardWonBy, "
+     "companyTradesAtStockExchange, countryLandBordersCountry, personHasCityOfDeath, seriesHasNumberOfEpisodes"),
+    (["bear", "--relations", "P999"],
+     "--relations P999: no chosen corpus (bear) has this relation; `kbc data stats --corpus bear` lists its 60 "
+     "relations"),
+    (["bear", "--relations", "P19x"],
+     "--relations P19x: no chosen corpus (bear) has this relation (did you mean 'P19'?)"),
+])
+def test_a_relation_a_run_cannot_ask_says_why_and_what_there_is(lama_dir, tmp_path, monkeypatch, capsys, argv,
+                                                                  expected):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    predictor = "gold" if argv[0] == "lmkbc" else "freq"
+    code, out, err = run_kbc(["run", *argv, "--predictors", predictor, "--data-dir", str(lama_dir), "--out",
+                              str(tmp_path / "run"), "--quiet"], capsys)
+    assert (code, out, err) == (2, "", f"error: {expected.format(lama=lama_dir)}\n")
+    assert not (tmp_path / "run").exists()

@@ -323,7 +323,7 @@ def check_relations(cfg: RunConfig, data_dir: Path) -> None:
         return
     outlines = {name: Corpus(name, dict(rels), []) for name, rels in found.items()}
     for outline in outlines.values():
-        restrict_relations(outline, list(cfg.relations), outlines)
+        restrict_relations(outline, list(cfg.relations), outlines, data_dir)
 
 
 def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
