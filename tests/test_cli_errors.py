@@ -508,8 +508,8 @@ def _(c: Ctx) -> list[str]:
             str(c.data), "--out", str(run), "--quiet"]
 
 
-@case("leaderboard of a hand-edited summary.json", "are not the ones its scoring wrote (edited or replaced); rerun the "
-      "same `kbc run` command to rescore it")
+@case("leaderboard of a hand-edited summary.json", "its summary.json is not the one its scoring wrote (edited or "
+      "replaced); rerun the same `kbc run` command to rescore it")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
     rows = json.loads((run / "summary.json").read_text())
@@ -526,7 +526,7 @@ def _(c: Ctx) -> list[str]:
     return ["report", str(run)]
 
 
-@case("serve --run of a run whose summary.json was edited", "are not the ones its scoring wrote")
+@case("serve --run of a run whose summary.json was edited", "its summary.json is not the one its scoring wrote")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
     rows = json.loads((run / "summary.json").read_text())
@@ -1447,3 +1447,28 @@ def test_a_relation_a_run_cannot_ask_says_why_and_what_there_is(lama_dir, tmp_pa
                               str(tmp_path / "run"), "--quiet"], capsys)
     assert (code, out, err) == (2, "", f"error: {expected.format(lama=lama_dir)}\n")
     assert not (tmp_path / "run").exists()
+
+
+def test_changed_summary_files_are_named_each_by_its_own_digest(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "3", "--predictors",
+                            "freq", "--data-dir", str(lama_dir), "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    fix = "; rerun the same `kbc run` command to rescore it\n"
+    with (run / "summary.md").open("a") as handle:
+        handle.write("edited\n")
+    code, out, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert (code, out, err) == (2, "", f"error: {run}: its summary.md is not the one its scoring wrote (edited or "
+                                       f"replaced){fix}")
+    with (run / "curves.json").open("a") as handle:
+        handle.write(" ")
+    code, _, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert err == (f"error: {run}: its summary.md and curves.json are not the ones its scoring wrote (edited or "
+                   f"replaced){fix}")
+    stamp = json.loads((run / ".kbc-summaries").read_text())
+    del stamp["output_files"]  # a record written before each file's digest was kept: which one cannot be told
+    (run / ".kbc-summaries").write_text(json.dumps(stamp))
+    code, _, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert err == (f"error: {run}: one of its summary files (summary.json, summary.md, curves.json, dropped.json, "
+                   f"instances.parquet) is not the one its scoring wrote (edited or replaced){fix}")
