@@ -477,9 +477,9 @@ def _(c: Ctx) -> list[str]:
 
 
 # -- corpus downloads ----------------------------------------------------------------------------
-@case("download --mirror not a URL", "--mirror 'mirror.example' is not a URL to download from")
+@case("download --mirror not a URL", "--mirror 'mailto:mirror@example.org' is not a URL to download from")
 def _(c: Ctx) -> list[str]:
-    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "mirror.example"]
+    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "mailto:mirror@example.org"]
 
 
 @case("download --url without lama", "--url and --sha256 are for LAMA's release archive; add lama to the names")
@@ -1472,3 +1472,43 @@ def test_changed_summary_files_are_named_each_by_its_own_digest(lama_dir, tmp_pa
     code, _, err = run_kbc(["leaderboard", str(run)], capsys)
     assert err == (f"error: {run}: one of its summary files (summary.json, summary.md, curves.json, dropped.json, "
                    f"instances.parquet) is not the one its scoring wrote (edited or replaced){fix}")
+
+
+def test_a_local_mirror_that_cannot_serve_a_download_says_what_to_do(shared_data, tmp_path, capsys, monkeypatch):
+    from eval.sources import BY_NAME, MIRROR_ENV
+
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    example = ("expected e.g. http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it, or a local "
+               "folder (such a mirror, or a data folder `kbc data download` filled)")
+    laid_out = tmp_path / "copy"
+    pinned = BY_NAME["coherency-prompts"].files()[0]
+    (laid_out / pinned.dest).parent.mkdir(parents=True)
+    (laid_out / pinned.dest).write_bytes((shared_data / pinned.dest).read_bytes())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    overlap = "and a download never writes into the folder it copies from; choose another --dest"
+    bear = BY_NAME["bear"].files()[0]
+    zipped = shared_data / "dl.fbaipublicfiles.com" / "LAMA" / "data.zip"
+    for argv, expected in [
+        (["lama", "--mirror", str(shared_data)],
+         f"--mirror {shared_data} holds LAMA unpacked ({shared_data / 'lama'}), not its release archive, so it cannot "
+         f"be checked against the archive's SHA-256; read it where it is: pass --data-dir {shared_data / 'lama'} to "
+         f"`kbc run` (or export KBC_DATA={shared_data / 'lama'}), or put data.zip at {zipped} (or pass --url "
+         "file:///path/to/data.zip)"),
+        (["coherency-prompts", "--mirror", str(laid_out), "--dest", str(laid_out)],
+         f"--dest {laid_out} and --mirror {laid_out} overlap, {overlap}, or read the copy where it is: pass "
+         f"--data-dir {laid_out} to `kbc run`"),
+        (["bear", "--mirror", str(empty), "--dest", str(empty / "data")],
+         f"--dest {empty / 'data'} and --mirror {empty} overlap, {overlap}"),
+        (["bear", "--mirror", empty.as_uri()],
+         f"--mirror {empty} lacks 64 of the 64 files of bear, e.g. {bear.dest}: looked for {empty / bear.dest} (the "
+         f"layout `kbc data download` makes) and {empty / bear.url.removeprefix('https://')} (a mirror's HOST/PATH)"),
+        (["bear", "--mirror", str(tmp_path / "nowhere")],
+         f"--mirror {tmp_path / 'nowhere'}: {tmp_path / 'nowhere'} does not exist; {example}"),
+    ]:
+        dest = [] if "--dest" in argv else ["--dest", str(tmp_path / "dl")]
+        code, out, err = run_kbc(["data", "download", *argv, *dest, "--quiet"], capsys)
+        assert (code, out, err) == (2, "", f"error: {expected}\n"), argv
+        assert not (tmp_path / "dl").exists() and not (empty / "data").exists()
+    assert sorted(p.relative_to(laid_out).as_posix() for p in laid_out.rglob("*")) == [
+        "prompts", "prompts/coherency", f"{pinned.dest}"]
