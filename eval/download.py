@@ -21,14 +21,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from eval.datadir import hash_files
+from eval.datadir import absolute_path, hash_files
 from eval.errors import DataError
 from eval.sources import BY_NAME, LAMA_URL, PinnedFile, Source
 
 LAMA_SHA256: str | None = None  # pass --sha256 to pin; the digest is always printed and stored
 PARTIAL = ".download"  # under DEST: unfinished transfers, resumed on the next run
 LAMA_EXAMPLE = f"{LAMA_URL} (or file:///path/to/data.zip for a local copy)"
-MIRROR_EXAMPLE = "http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it"
+MIRROR_EXAMPLE = ("http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it, or a local folder "
+                  "(such a mirror, or a data folder `kbc data download` filled)")
 
 
 def check_url(url: str, option: str = "--url", example: str = LAMA_EXAMPLE) -> str:
@@ -43,6 +44,75 @@ def check_url(url: str, option: str = "--url", example: str = LAMA_EXAMPLE) -> s
     if parts.scheme not in ("http", "https", "ftp") or not parts.hostname:
         raise DataError(f"{option} {url!r} is not a URL to download from; expected e.g. {example}")
     return url
+
+
+def local_mirror(mirror: str) -> Path | None:
+    """The folder a `--mirror` names on this machine (a path, or a `file://` URL), absolute; None for a remote URL.
+
+    A local mirror is read in either layout: a mirror's `HOST/PATH`, or the corpora laid out as `kbc data download`
+    lays them out (a data folder filled before); every file is checked against its pinned SHA-256 either way."""
+    parts = urllib.parse.urlsplit(mirror)
+    if parts.scheme == "file":
+        folder = Path(urllib.request.url2pathname(parts.path))
+    elif not parts.scheme:
+        folder = Path(mirror).expanduser()
+    else:
+        check_url(mirror, "--mirror", MIRROR_EXAMPLE)
+        return None
+    if not folder.is_dir():
+        what = "is no folder" if folder.exists() else "does not exist"
+        raise DataError(f"--mirror {mirror}: {folder} {what}; expected e.g. {MIRROR_EXAMPLE}")
+    return absolute_path(folder)
+
+
+def _hosted(folder: Path, url: str) -> Path:
+    """Where a mirror folder holds the file of `url`: at its `HOST/PATH`."""
+    parts = urllib.parse.urlsplit(url)
+    return folder / str(parts.hostname) / parts.path.lstrip("/")
+
+
+def _local_source(pinned: PinnedFile, folder: Path) -> Path | None:
+    """Where a local mirror holds `pinned`: at its `HOST/PATH`, else where `kbc data download` puts it."""
+    return next((p for p in (_hosted(folder, pinned.url), folder / pinned.dest) if p.is_file()), None)
+
+
+def _nested(a: Path, b: Path) -> bool:
+    return a == b or a in b.parents or b in a.parents
+
+
+def _check_local(source: Source, dest: Path, folder: Path, lama_url: str | None) -> None:
+    """Refuse, before anything is written, a download that would write into the local mirror it copies from, or
+    that the mirror cannot serve (with what to do instead)."""
+    real = folder.resolve()
+    targets = [dest / source.where, dest / PARTIAL] + ([dest / source.archive.dest] if source.archive else [])
+    if any(_nested(t.resolve(), real) for t in targets):  # what it writes and where it copies from, links followed
+        laid_out = all((folder / f.dest).is_file() for f in source.files())
+        raise DataError(f"--dest {dest} and --mirror {folder} overlap, and a download never writes into the folder it "
+                        "copies from; choose another --dest" + (f", or read the copy where it is: pass --data-dir "
+                                                                f"{folder} to `kbc run`" if laid_out else ""))
+    archive = source.archive
+    if archive is not None and lama_url is None and not (dest / archive.dest / archive.marker).is_file():
+        zipped, unpacked = _hosted(folder, archive.url), folder / archive.dest
+        if not zipped.is_file() and (unpacked / archive.marker).is_file():
+            raise DataError(f"--mirror {folder} holds LAMA unpacked ({unpacked}), not its release archive, so it "
+                            "cannot be checked against the archive's SHA-256; read it where it is: pass --data-dir "
+                            f"{unpacked} to `kbc run` (or export KBC_DATA={unpacked}), or put data.zip at {zipped} "
+                            "(or pass --url file:///path/to/data.zip)")
+        if not zipped.is_file():
+            raise DataError(f"--mirror {folder} holds no LAMA release archive: expected {zipped}")
+    missing = [f for f in source.files() if _local_source(f, folder) is None and not _present(f, dest)]
+    if missing:
+        first = missing[0]
+        raise DataError(f"--mirror {folder} lacks {len(missing)} of the {len(source.files())} files of {source.name}, "
+                        f"e.g. {first.dest}: looked for {folder / first.dest} (the layout `kbc data download` makes) "
+                        f"and {_hosted(folder, first.url)} (a mirror's HOST/PATH)")
+
+
+def _present(pinned: PinnedFile, dest: Path) -> bool:
+    try:
+        return _check_present(pinned, dest)
+    except DataError:
+        return False
 
 
 def mirrored(url: str, mirror: str | None) -> str:
@@ -117,12 +187,14 @@ def _range_start(resp) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm) -> None:
-    """Fetch one pinned file, verify its size and SHA-256, then rename it into place."""
+def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm, folder: Path | None = None) -> None:
+    """Fetch one pinned file (from local mirror `folder` where given), verify its size and SHA-256, then rename it
+    into place."""
     final = dest / pinned.dest
     part = dest / PARTIAL / f"{pinned.dest}.part"
     part.parent.mkdir(parents=True, exist_ok=True)
-    url = mirrored(pinned.url, mirror)
+    local = _local_source(pinned, folder) if folder is not None else None
+    url = local.as_uri() if local is not None else mirrored(pinned.url, mirror)
     if part.is_file() and part.stat().st_size > pinned.size:
         part.unlink()
     if part.is_file() and part.stat().st_size == pinned.size:
@@ -164,8 +236,10 @@ def _prune(dest: Path) -> None:
         root.rmdir()
 
 
-def download_files(source: Source, dest: str | Path, mirror: str | None = None, progress: bool = True) -> Path:
-    """The pinned files of `source` under `dest` (those already in place are verified, not fetched again)."""
+def download_files(source: Source, dest: str | Path, mirror: str | None = None, progress: bool = True,
+                   folder: Path | None = None) -> Path:
+    """The pinned files of `source` under `dest` (those already in place are verified, not fetched again);
+    `folder`: a local mirror, read in either of its layouts (`local_mirror`)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     todo = [f for f in source.files() if not _check_present(f, dest)]
@@ -173,7 +247,7 @@ def download_files(source: Source, dest: str | Path, mirror: str | None = None, 
         with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=source.name,
                   disable=not progress or not todo) as bar:
             for pinned in todo:
-                _install(pinned, dest, mirror, bar)
+                _install(pinned, dest, mirror, bar, folder)
     finally:
         _prune(dest)
     return dest / source.where
@@ -181,14 +255,17 @@ def download_files(source: Source, dest: str | Path, mirror: str | None = None, 
 
 def download_corpus(name: str, dest: str | Path, mirror: str | None = None, progress: bool = True,
                     lama_url: str | None = None, lama_sha256: str | None = None) -> Path:
-    """Download the corpus `name` (see `eval.sources.SOURCES`) into `dest`; the folder that holds it."""
-    if mirror:
-        check_url(mirror, "--mirror", MIRROR_EXAMPLE)
+    """Download the corpus `name` (see `eval.sources.SOURCES`) into `dest`; the folder that holds it. A local
+    `mirror` (`local_mirror`) is copied from, never written into."""
+    folder = local_mirror(mirror) if mirror else None
     source = BY_NAME[name]
+    if folder is not None:
+        _check_local(source, absolute_path(dest), folder, lama_url)
+        mirror = folder.as_uri()
     if source.archive is not None:
         url = lama_url or mirrored(source.archive.url, mirror)
         download_lama(dest, url, lama_sha256 or source.archive.sha256 or LAMA_SHA256, progress)
-    return download_files(source, dest, mirror, progress)
+    return download_files(source, dest, mirror, progress, folder)
 
 
 def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LAMA_SHA256,

@@ -318,6 +318,17 @@ def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Rel
     return None
 
 
+def folder_without_data(name: str, relation: str, data_dir: str | Path | None = None) -> Path | None:
+    """The folder where the data file of a relation the corpus lists but has no file for would lie (T-REx:
+    `relations.jsonl` names 46 relations, the release has files for 41); None for any other relation or corpus."""
+    if name != "trex":
+        return None
+    root = resolve_data_dir(data_dir)
+    if relation in load_relations(root / "relations.jsonl") and _trex_file(root, relation) is None:
+        return root / "TREx"
+    return None
+
+
 def relation_versions(corpus: Corpus) -> dict[str, str]:
     """A content hash per relation (its template and facts), so one edited file changes one version."""
     digests = {rel: hashlib.sha256(f"{r.template}\x1f{r.type}".encode()) for rel, r in corpus.relations.items()}

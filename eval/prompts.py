@@ -168,13 +168,14 @@ def _need(data_root: Path, rel: Path, what: str) -> Path:
     return found
 
 
-def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] | Iterable[str]
-                 ) -> dict[str, list[Prompt]]:
+def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] | Iterable[str],
+                 file_name: str | None = None) -> dict[str, list[Prompt]]:
     """Each wanted relation's prompts from set `spec` (see the module docstring), LAMA's where the set has none.
 
     `relations`: a corpus's `relations` mapping, or relation ids (looked up in `relations.jsonl`
     and the Google-RE relations). Bad templates, unknown relations and missing sets are one-line
-    `DataError`s / `ConfigError`s naming the file and line.
+    `DataError`s / `ConfigError`s naming the file and line. `file_name`: the name a prompt file's rows
+    without an id take their ids from (`<stem>:<n>`), its own unless given (what another name would give).
     """
     data_root = Path(data_root)
     known = _lama_relations(data_root)
@@ -203,7 +204,7 @@ def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] |
         if not spec.strip() or not path.exists():
             raise ConfigError(_unknown(spec, [s for s in SETS if ":" not in s], "prompt set")
                               + f"; choose from {', '.join(SETS)}, or give a JSONL file")
-        found = _read_rows(path, f"file:{path.name}", wanted, known, path.stem)
+        found = _read_rows(path, f"file:{path.name}", wanted, known, Path(file_name or path.name).stem)
     out: dict[str, list[Prompt]] = {}
     for rel, relation in wanted.items():
         prompts = found.get(rel)

@@ -133,7 +133,7 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
                           or (metric in SUBSET_METRICS and _answered(idx, c, p, setting, scope, "all"))]
         if not predictors:
             continue
-        head = ["corpus", "predictor", "answer space", f"#{unit}"]
+        head = ["corpus", "predictor", space_header(idx, c, predictors, setting, scope), f"#{unit}"]
         for g in groups:
             counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
                       if (c, p, setting, scope, g, metric) in idx}
@@ -159,6 +159,23 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         elif scope == "shared":
             lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit, every)
     return "\n".join(lines)
+
+
+SPACE = "answer space"
+SPACE_MEAN = "answer space (mean)"
+
+
+def space_header(idx: dict, corpus: str, predictors: list[str], setting: str, scope: str) -> str:
+    """The answer-space column's name: `answer space (mean)` where a predictor's relations were ranked over spaces
+    of different sizes, so that its `all` value (summary.json's `answer_space` row of group `all`) is their mean
+    and no relation's own size; `answer space` where each relation's is the one shown."""
+    for p in predictors:
+        sizes = {row["value"] for key, row in idx.items() if key[:4] == (corpus, p, setting, scope)
+                 and key[5] == "answer_space" and key[4] != "all" and key[4] not in TYPE_ORDER
+                 and not key[4].startswith(DOMAIN_PREFIX)}
+        if len(sizes) > 1:
+            return SPACE_MEAN
+    return SPACE
 
 
 def _answered(idx: dict, corpus: str, predictor: str, setting: str, scope: str, group: str) -> bool:
@@ -305,8 +322,9 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
     intro = f"Setting `{setting}`"
     if any(r["setting"] == other for r in rows):
         intro += f" (summary.json also holds `{other}`)"
-    intro += (". `answer space`: how many answers each predictor ranked (mean over relations; `open` where "
-              "it answers from an open set, e.g. a KB's own triples; `-`: not recorded). ")
+    intro += (". `answer space`: how many answers each predictor ranked for each relation (`answer space (mean)`: "
+              "the mean over relations ranked over spaces of different sizes; `open` where it answers from an open "
+              "set, e.g. a KB's own triples; `-`: not recorded). ")
     if any(r.get("stderr") is not None for r in rows if r["setting"] == setting):
         intro += ("Cells: value ± standard error (per relation: of its mean over facts; types and Total: of the mean "
                   "over relations, or over every question where the Total says so); `Total 95% CI`: a seeded "

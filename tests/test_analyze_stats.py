@@ -134,9 +134,9 @@ def test_socs_from_wikipedia2vec_vectors(tmp_path):
     assert vectors.vector("Atlantis") is None
 
 
-def _refusal(run) -> str:
-    return (f"{run}: its summary files (summary.json, summary.md, curves.json, dropped.json, instances.parquet) are "
-            "not the ones its scoring wrote (edited or replaced); rerun the same `kbc run` command to rescore it")
+def _refusal(run, changed: str = "instances.parquet") -> str:
+    return (f"{run}: its {changed} is not the one its scoring wrote (edited or replaced); rerun the same `kbc run` "
+            "command to rescore it")
 
 
 def _readers(run, capsys) -> tuple[str, str]:
@@ -213,11 +213,11 @@ def test_analysing_a_tampered_run_leaves_it_refused(small_run, tmp_path, capsys)
     stamp = (run / ".kbc-summaries").read_bytes()
     code, out, err = run_kbc(["analyze", "stats", str(run), "--index", str(small_run.index), "--quiet"], capsys)
     assert code == 0, err
-    assert f"note: {run / 'instances.parquet'} is left without the statistic columns: its summary files" in err
+    assert f"note: {run / 'instances.parquet'} is left without the statistic columns: its summary.json is" in err
     assert f"written: {run / 'analysis' / 'fact_stats.parquet'}\n" in out
     assert (run / "instances.parquet").read_bytes() == table and (run / ".kbc-summaries").read_bytes() == stamp
     code, _, err = run_kbc(["leaderboard", str(run)], capsys)
-    assert (code, err) == (2, f"error: {_refusal(run)}\n")
+    assert (code, err) == (2, f"error: {_refusal(run, 'summary.json')}\n")
 
 
 def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811

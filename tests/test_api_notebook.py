@@ -31,4 +31,5 @@ def test_example_notebook_runs(lama_dir, tmp_path, monkeypatch):
     assert all(name in text("cell-05") for name in ("P36", "P19", "P1412", "freq", "bert"))
     assert any("image/png" in o.get("data", {}) for o in outputs["cell-12"])  # the plot
     assert "gold KB" in text("cell-20") and " was born in [MASK] . gold: [" in text("cell-20")
-    assert text("cell-22") == "--relations P9999: no chosen corpus (trex) has this relation\n"
+    assert text("cell-22") == ("--relations P9999: no chosen corpus (trex) has this relation; `kbc data stats --corpus "
+                               "trex` lists its 41 relations\n")

@@ -477,9 +477,9 @@ def _(c: Ctx) -> list[str]:
 
 
 # -- corpus downloads ----------------------------------------------------------------------------
-@case("download --mirror not a URL", "--mirror 'mirror.example' is not a URL to download from")
+@case("download --mirror not a URL", "--mirror 'mailto:mirror@example.org' is not a URL to download from")
 def _(c: Ctx) -> list[str]:
-    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "mirror.example"]
+    return ["data", "download", "bear", "--dest", str(c.tmp / "dl"), "--mirror", "mailto:mirror@example.org"]
 
 
 @case("download --url without lama", "--url and --sha256 are for LAMA's release archive; add lama to the names")
@@ -508,8 +508,8 @@ def _(c: Ctx) -> list[str]:
             str(c.data), "--out", str(run), "--quiet"]
 
 
-@case("leaderboard of a hand-edited summary.json", "are not the ones its scoring wrote (edited or replaced); rerun the "
-      "same `kbc run` command to rescore it")
+@case("leaderboard of a hand-edited summary.json", "its summary.json is not the one its scoring wrote (edited or "
+      "replaced); rerun the same `kbc run` command to rescore it")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
     rows = json.loads((run / "summary.json").read_text())
@@ -526,7 +526,7 @@ def _(c: Ctx) -> list[str]:
     return ["report", str(run)]
 
 
-@case("serve --run of a run whose summary.json was edited", "are not the ones its scoring wrote")
+@case("serve --run of a run whose summary.json was edited", "its summary.json is not the one its scoring wrote")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
     rows = json.loads((run / "summary.json").read_text())
@@ -1422,3 +1422,93 @@ def test_a_run_without_data_names_the_download_that_puts_it_where_it_looks(tmp_p
     code, _, err = run_kbc(["run", *argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
     _assert_one_error_line(code, err, "", False)
     assert err == f"error: {expected}\n"
+
+
+# --- relations a run cannot ask, changed summary files, a local data copy: what differs, and where ---
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["lama", "--corpus", "trex", "--relations", "P102"],
+     "--relations P102: corpus trex knows this relation (relations.jsonl lists it) but has no data for it: no "
+     "P102.jsonl in {lama}/TREx"),
+    (["lmkbc", "--relations", "P19"],
+     "--relations P19: no chosen corpus (lmkbc2024) has this relation; choose from awardWonBy, "
+     "companyTradesAtStockExchange, countryLandBordersCountry, personHasCityOfDeath, seriesHasNumberOfEpisodes"),
+    (["bear", "--relations", "P999"],
+     "--relations P999: no chosen corpus (bear) has this relation; `kbc data stats --corpus bear` lists its 60 "
+     "relations"),
+    (["bear", "--relations", "P19x"],
+     "--relations P19x: no chosen corpus (bear) has this relation (did you mean 'P19'?)"),
+])
+def test_a_relation_a_run_cannot_ask_says_why_and_what_there_is(lama_dir, tmp_path, monkeypatch, capsys, argv,
+                                                                  expected):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    predictor = "gold" if argv[0] == "lmkbc" else "freq"
+    code, out, err = run_kbc(["run", *argv, "--predictors", predictor, "--data-dir", str(lama_dir), "--out",
+                              str(tmp_path / "run"), "--quiet"], capsys)
+    assert (code, out, err) == (2, "", f"error: {expected.format(lama=lama_dir)}\n")
+    assert not (tmp_path / "run").exists()
+
+
+def test_changed_summary_files_are_named_each_by_its_own_digest(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "3", "--predictors",
+                            "freq", "--data-dir", str(lama_dir), "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    fix = "; rerun the same `kbc run` command to rescore it\n"
+    with (run / "summary.md").open("a") as handle:
+        handle.write("edited\n")
+    code, out, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert (code, out, err) == (2, "", f"error: {run}: its summary.md is not the one its scoring wrote (edited or "
+                                       f"replaced){fix}")
+    with (run / "curves.json").open("a") as handle:
+        handle.write(" ")
+    code, _, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert err == (f"error: {run}: its summary.md and curves.json are not the ones its scoring wrote (edited or "
+                   f"replaced){fix}")
+    stamp = json.loads((run / ".kbc-summaries").read_text())
+    del stamp["output_files"]  # a record written before each file's digest was kept: which one cannot be told
+    (run / ".kbc-summaries").write_text(json.dumps(stamp))
+    code, _, err = run_kbc(["leaderboard", str(run)], capsys)
+    assert err == (f"error: {run}: one of its summary files (summary.json, summary.md, curves.json, dropped.json, "
+                   f"instances.parquet) is not the one its scoring wrote (edited or replaced){fix}")
+
+
+def test_a_local_mirror_that_cannot_serve_a_download_says_what_to_do(shared_data, tmp_path, capsys, monkeypatch):
+    from eval.sources import BY_NAME, MIRROR_ENV
+
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    example = ("expected e.g. http://HOST[:PORT][/PATH] holding each upstream file at HOST/PATH below it, or a local "
+               "folder (such a mirror, or a data folder `kbc data download` filled)")
+    laid_out = tmp_path / "copy"
+    pinned = BY_NAME["coherency-prompts"].files()[0]
+    (laid_out / pinned.dest).parent.mkdir(parents=True)
+    (laid_out / pinned.dest).write_bytes((shared_data / pinned.dest).read_bytes())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    overlap = "and a download never writes into the folder it copies from; choose another --dest"
+    bear = BY_NAME["bear"].files()[0]
+    zipped = shared_data / "dl.fbaipublicfiles.com" / "LAMA" / "data.zip"
+    for argv, expected in [
+        (["lama", "--mirror", str(shared_data)],
+         f"--mirror {shared_data} holds LAMA unpacked ({shared_data / 'lama'}), not its release archive, so it cannot "
+         f"be checked against the archive's SHA-256; read it where it is: pass --data-dir {shared_data / 'lama'} to "
+         f"`kbc run` (or export KBC_DATA={shared_data / 'lama'}), or put data.zip at {zipped} (or pass --url "
+         "file:///path/to/data.zip)"),
+        (["coherency-prompts", "--mirror", str(laid_out), "--dest", str(laid_out)],
+         f"--dest {laid_out} and --mirror {laid_out} overlap, {overlap}, or read the copy where it is: pass "
+         f"--data-dir {laid_out} to `kbc run`"),
+        (["bear", "--mirror", str(empty), "--dest", str(empty / "data")],
+         f"--dest {empty / 'data'} and --mirror {empty} overlap, {overlap}"),
+        (["bear", "--mirror", empty.as_uri()],
+         f"--mirror {empty} lacks 64 of the 64 files of bear, e.g. {bear.dest}: looked for {empty / bear.dest} (the "
+         f"layout `kbc data download` makes) and {empty / bear.url.removeprefix('https://')} (a mirror's HOST/PATH)"),
+        (["bear", "--mirror", str(tmp_path / "nowhere")],
+         f"--mirror {tmp_path / 'nowhere'}: {tmp_path / 'nowhere'} does not exist; {example}"),
+    ]:
+        dest = [] if "--dest" in argv else ["--dest", str(tmp_path / "dl")]
+        code, out, err = run_kbc(["data", "download", *argv, *dest, "--quiet"], capsys)
+        assert (code, out, err) == (2, "", f"error: {expected}\n"), argv
+        assert not (tmp_path / "dl").exists() and not (empty / "data").exists()
+    assert sorted(p.relative_to(laid_out).as_posix() for p in laid_out.rglob("*")) == [
+        "prompts", "prompts/coherency", f"{pinned.dest}"]

@@ -323,3 +323,52 @@ def test_a_run_finds_what_the_default_download_put_in_data(mirror, tmp_path, cap
 
     data = tmp_path / "data"
     assert (resolve_fewrel_dir(), resolve_lmkbc_dir()) == (data / "fewrel", data / "lmkbc2024")
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_local_data_folder_is_a_mirror_checked_file_by_file_and_never_written(tmp_path, shared_data, capsys,
+                                                                                monkeypatch):
+    """A data folder laid out as the download lays it out (not HOST/PATH), named by its path: its files are copied
+    and checked against their pinned SHA-256; a file that differs is refused; the folder itself is left as it was."""
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    source = tmp_path / "copy"
+    for name in ("lmkbc2024", "coherency-prompts"):
+        for f in BY_NAME[name].files():
+            (source / f.dest).parent.mkdir(parents=True, exist_ok=True)
+            (source / f.dest).write_bytes((shared_data / f.dest).read_bytes())
+    before = _tree(source)
+    dest = tmp_path / "data"
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "coherency-prompts", "--mirror", str(source), "--dest",
+                              str(dest), "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [f"lmkbc2024: ready in {dest / 'lmkbc2024'} (4 files, SHA-256 checked)",
+                                f"coherency-prompts: ready in {dest / 'prompts/coherency'} (1 file, SHA-256 checked)"]
+    assert _same_as_staged(dest, shared_data, ["lmkbc2024", "coherency-prompts"]) == 5
+    val = source / "lmkbc2024" / "val.jsonl"
+    val.write_bytes(val.read_bytes().replace(b"Germany", b"Germanz", 1))
+    before = {**before, "lmkbc2024/val.jsonl": val.read_bytes()}
+    pinned = next(f for f in BY_NAME["lmkbc2024"].files() if f.dest == "lmkbc2024/val.jsonl")
+    got = hashlib.sha256(val.read_bytes()).hexdigest()
+    code, out, err = run_kbc(["data", "download", "lmkbc2024", "--mirror", val.parents[1].as_uri(), "--dest",
+                              str(tmp_path / "other"), "--quiet"], capsys)
+    assert (code, err) == (2, f"error: {val.as_uri()} is not the pinned file (SHA-256 {got}, {pinned.size} bytes; "
+                              f"expected {pinned.sha256}, {pinned.size} bytes); nothing was put in place: check the "
+                              "source or the mirror\n")
+    assert not (tmp_path / "other" / "lmkbc2024" / "val.jsonl").exists()
+    assert _tree(source) == before  # read, never written
+
+
+def test_a_local_mirror_in_the_host_path_layout_gives_lama_and_its_archive(server, tmp_path, shared_data, capsys,
+                                                                          monkeypatch):
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    dest = tmp_path / "data"
+    code, out, err = run_kbc(["data", "download", "lama", "--mirror", str(server.root), "--dest", str(dest),
+                              "--quiet"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == (f"lama: ready in {dest / 'lama'} (3 files, SHA-256 checked, and LAMA's release "
+                                   "archive)")
+    assert _same_as_staged(dest, shared_data, ["lama"]) == 3
+    assert (dest / "lama" / "TREx" / "P108.jsonl").read_bytes() == (shared_data / "lama/TREx/P108.jsonl").read_bytes()

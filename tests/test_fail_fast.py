@@ -21,11 +21,13 @@ def no_parsing(monkeypatch):
 
 
 @pytest.mark.parametrize("corpora, relations, message", [
-    (["trex", "google_re"], ["P999"], "error: --relations P999: no chosen corpus (trex, google_re) has this relation"),
+    (["trex", "google_re"], ["P999"], "error: --relations P999: no chosen corpus (trex, google_re) has this relation; "
+     "`kbc data stats --corpus trex --corpus google_re` lists their 44 relations"),
     (["trex"], ["P1001x"],
      "error: --relations P1001x: no chosen corpus (trex) has this relation (did you mean 'P1001'?)"),
     (["trex"], ["P19", "place_of_birth"],
-     "error: --relations place_of_birth: no chosen corpus (trex) has this relation"),
+     "error: --relations place_of_birth: no chosen corpus (trex) has this relation; `kbc data stats --corpus trex` "
+     "lists its 41 relations"),
     (["trex", "google_re"], ["P19"],
      "error: --relations names no relation of corpus google_re; drop --corpus google_re or add one of its relations "
      "(e.g. place_of_birth)"),

@@ -259,8 +259,7 @@ def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
         edited = [{**r, **edit} if r["predictor"] == "freq" and r["group"] == "all" else r for r in rows]
         path.write_text(json.dumps(edited, indent=1, ensure_ascii=False), encoding="utf-8")
         code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)
-        assert (code, err) == (2, f"error: {a}: its summary files (summary.json, summary.md, curves.json, "
-                                  "dropped.json, instances.parquet) are not the ones its scoring wrote (edited or "
+        assert (code, err) == (2, f"error: {a}: its summary.json is not the one its scoring wrote (edited or "
                                   "replaced); rerun the same `kbc run` command to rescore it\n"), edit
     path.write_text(original, encoding="utf-8")
     assert run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)[0] == 0

@@ -60,7 +60,7 @@ def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     md = (out / "summary.md").read_text(encoding="utf-8")
     shared = md.split("## Misprimed, P@1 drop (points), shared facts\n\n")[1].split("\n\n## ")[0]
     assert shared.splitlines() == [
-        "| corpus | predictor | answer space | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
+        "| corpus | predictor | answer space (mean) | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
         "| negated-trex | freq | 152 | 6 | 0.00 | - | 0.00 | - |",
         f"| negated-trex | bert | {shared.splitlines()[3].split(' | ')[2]} | 0 | - | - | - | - |",

@@ -1,5 +1,6 @@
 """A rerun's identity covers what its files hold: model weights replaced at the same path, a prompt file or an
-instance-of list edited between reruns are refused; the same content from another path is the same input."""
+instance-of list edited between reruns are refused; the same content from another folder is the same input (a
+prompt file's name counts where its rows' prompt ids come from it)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,55 @@ def test_prompt_file_edited_between_reruns_is_refused(lama_dir, tmp_path, monkey
         "(the content of the prompt file changed since); use another --out or the same settings")
     settings = json.loads((out / "config.json").read_text())["settings"]
     assert settings["prompts"] == "file" and settings["prompts_digest"].startswith("sha256:")
+
+
+def _refusal_reason(out: Path, lama_dir: Path, prompts: Path, capsys) -> str:
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "--prompts",
+                                str(prompts)), capsys)
+    line = _one_error(code, err)
+    assert line.startswith(f"error: {out} holds results made with ") and line.endswith(
+        "; use another --out or the same settings"), line
+    return line.split("} (", 1)[1].removesuffix("; use another --out or the same settings")
+
+
+def test_a_prompt_file_refused_for_its_name_says_so_not_that_its_content_changed(lama_dir, tmp_path, monkeypatch,
+                                                                                 capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    edit = tmp_path / "edit.jsonl"
+    edit.write_text(json.dumps({"relation": "P19", "template": "[X] was born in [Y] ."}) + "\n")  # ids: edit:0
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "--prompts", str(edit)),
+                           capsys)
+    assert code == 0, err
+    assert [r.get("prompt_file") for r in json.loads((out / "config.json").read_text())["runs"]] == ["edit.jsonl"]
+    (tmp_path / "sub").mkdir()
+    shutil.copy(edit, tmp_path / "sub" / "edit.jsonl")  # the same name in another folder: the same input
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq", "--prompts",
+                                str(tmp_path / "sub" / "edit.jsonl")), capsys)
+    assert code == 0, err
+    renamed = tmp_path / "renamed.jsonl"
+    shutil.copy(edit, renamed)
+    assert _refusal_reason(out, lama_dir, renamed, capsys) == (
+        'the prompt file\'s name changed since, not its content: rows without an "id" take their prompt ids from its '
+        "file name, edit.jsonl then, renamed.jsonl now)")
+    renamed.write_text(json.dumps({"relation": "P19", "template": "[X] is a native of [Y] ."}) + "\n")
+    assert _refusal_reason(out, lama_dir, renamed, capsys) == (
+        "the content of the prompt file changed since, and its name, edit.jsonl then, renamed.jsonl now)")
+    edit.write_text(renamed.read_text())
+    assert _refusal_reason(out, lama_dir, edit, capsys) == "the content of the prompt file changed since)"
+    config = json.loads((out / "config.json").read_text())
+    for run in config["runs"]:  # a directory written before runs logged the file name: read from --prompts
+        del run["prompt_file"]
+        run["argv"] = ["kbc", "run", "lama", "--prompts", str(tmp_path / "edit.jsonl")]
+    (out / "config.json").write_text(json.dumps(config))
+    shutil.copy(tmp_path / "sub" / "edit.jsonl", renamed)
+    assert _refusal_reason(out, lama_dir, renamed, capsys).startswith("the prompt file's name changed since, not its")
+    for run in config["runs"]:
+        run["argv"] = ["kbc", "run", "lama"]
+    (out / "config.json").write_text(json.dumps(config))
+    assert _refusal_reason(out, lama_dir, renamed, capsys) == (
+        'the name or content of the prompt file changed since; rows without an "id" take their prompt ids from its '
+        "file name)")
 
 
 def test_instance_of_file_edited_between_reruns_is_refused(lama_dir, tmp_path):

@@ -103,7 +103,7 @@ def test_a_stamp_without_its_outputs_is_no_proof(tmp_path):
     run = _copy(tmp_path)
     collect(run)
     stamp = json.loads((run / STAMP).read_text(encoding="utf-8"))
-    assert set(stamp) == {"inputs", "files", "predictions", "code", "outputs"}
+    assert set(stamp) == {"inputs", "files", "predictions", "code", "outputs", "output_files"}
     (run / STAMP).write_text("not json", encoding="utf-8")
     fresh = _copy(tmp_path, "fresh")
     assert collect(run) == collect(fresh)

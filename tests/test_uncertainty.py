@@ -112,9 +112,13 @@ def test_relation_labels_order_and_answer_space(tmp_path):
     run = _golden_run(tmp_path)
     rows = collect(run)
     md = (run / "summary.md").read_text()
-    assert ("| corpus | predictor | answer space | #facts | P1376 capital of (n=12) | P19 place of birth (n=10) | "
-            "P30 continent (n=11) | P140 religion (n=12) | Total | Total 95% CI |") in md
+    assert ("| corpus | predictor | answer space (mean) | #facts | P1376 capital of (n=12) | P19 place of birth "
+            "(n=10) | P30 continent (n=11) | P140 religion (n=12) | Total | Total 95% CI |") in md
     assert "| trex | gold | open | 45 |" in md and "| trex | bert | 21,018 | 45 |" in md
+    spaces = {r["group"]: r["value"] for r in rows if r["metric"] == "answer_space" and r["predictor"] == "freq"
+              and r["corpus"] == "trex" and r["scope"] == "shared" and r["setting"] == "raw"}
+    assert spaces == {"P19": 325, "P30": 6, "P140": 12, "P1376": 218, "all": 140.25, "N-1": 343 / 3, "1-1": 218}
+    assert "| trex | freq | 140 | 45 |" in md  # the mean of 325, 6, 12 and 218: the column says so
     lines = per_relation(rows, relations={"google_re": {"date_of_birth": ("birth-date", "N-1")}}).splitlines()
     assert [ln.split(" | ")[1:3] for ln in lines[2:]] == [  # by type (untyped last), then id as a number
         ["P19", "-"], ["P30", "-"], ["P140", "-"], ["P1376", "-"], ["date_of_birth birth-date", "N-1"],
@@ -194,8 +198,8 @@ def test_table_columns_one_relation_and_bear_domains(lama_dir, tmp_path, capsys,
                                  "--quiet"], capsys)
     assert code == 0, err
     head = stdout.splitlines()[1]  # 60 relations, no cardinality types: the nine knowledge domains
-    assert head == ("| corpus | predictor | answer space | #facts | domain:Arts (n=24) | domain:Biographical (n=44) | "
-                    "domain:Economic (n=16) | domain:Geographic (n=26) | domain:Historical (n=12) | domain:Movies "
-                    "(n=18) | domain:Political (n=8) | domain:Scientific (n=6) | domain:Sports (n=10) | Total | "
-                    "Total 95% CI |")
+    assert head == ("| corpus | predictor | answer space (mean) | #facts | domain:Arts (n=24) | domain:Biographical "
+                    "(n=44) | domain:Economic (n=16) | domain:Geographic (n=26) | domain:Historical (n=12) | "
+                    "domain:Movies (n=18) | domain:Political (n=8) | domain:Scientific (n=6) | domain:Sports (n=10) | "
+                    "Total | Total 95% CI |")
     assert "| bear | freq | 32 | 120 | 8.33 ± 5.89 | 4.55 ± 3.21 | 0.00 ± 0.00 | 11.54 ± 6.66 | " in stdout

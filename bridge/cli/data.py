@@ -32,7 +32,9 @@ def data() -> None:
 @click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
               help="Data folder to lay the corpora out in (LAMA lands in DEST/lama, BEAR in DEST/bear, ...).")
 @click.option("--mirror", envvar=MIRROR_ENV, default=None, show_envvar=True,
-              help="Base URL of a mirror holding each upstream file at HOST/PATH (e.g. raw.githubusercontent.com/...).")
+              help="Base URL of a mirror holding each upstream file at HOST/PATH (e.g. raw.githubusercontent.com/...), "
+                   "or a local folder: such a mirror, or a data folder laid out as this command lays it out; every "
+                   "file is checked against its SHA-256.")
 @click.option("--url", default=None, help="Override LAMA's release URL.")
 @click.option("--sha256", default=None, help="Expected SHA-256 of LAMA's release archive.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")

@@ -163,7 +163,7 @@ def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
     cfg.check_values()
     predictors = plan_predictors(cfg, resolver)
     loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
-    corpora = {name: restrict_relations(c, cfg.relations, loaded) for name, c in loaded.items()}
+    corpora = {name: restrict_relations(c, cfg.relations, loaded, data_dir) for name, c in loaded.items()}
     removed: dict[str, dict[str, int]] = {}
     if cfg.compat == "lama":
         from eval.compat import lama_dedup
@@ -197,24 +197,48 @@ def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
     return load_corpus(name, data_dir, **kwargs)
 
 
-def restrict_relations(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus]) -> Corpus:
-    """The corpus limited to the `--relations` it has; an id no chosen corpus has is an error."""
+RELATIONS_LISTED = 10  # up to this many relations, an unknown one's error lists them; more: where to see them
+ID_MATCH = 0.8  # how alike an unknown relation id and a known one must be to suggest it (P999 is no typo of P7959)
+
+
+def restrict_relations(corpus: Corpus, relations: list[str], loaded: dict[str, Corpus],
+                       data_dir: Path | None = None) -> Corpus:
+    """The corpus limited to the `--relations` it has; an id no chosen corpus has is an error, which says when
+    a corpus lists the relation but has no data for it (`data_dir`: where it was read)."""
     if not relations:
         return corpus
     known = {rel for c in loaded.values() for rel in c.relations}
     unknown = [r for r in relations if r not in known]
     if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], known, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"--relations {unknown[0]}: no chosen corpus ({', '.join(loaded)}) has this relation{hint}")
+        raise ConfigError(f"--relations {unknown[0]}: {_no_relation(unknown[0], loaded, data_dir)}")
     mine = [r for r in relations if r in corpus.relations]
     if not mine:
         raise ConfigError(f"--relations names no relation of corpus {corpus.name}; drop --corpus {corpus.name} or "
                           f"add one of its relations (e.g. {next(iter(corpus.relations), '?')})")
     corpus.keep_relations(mine)
     return corpus
+
+
+def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None) -> str:
+    """Why no chosen corpus has `relation`, and what to pick instead."""
+    import difflib
+
+    from eval.lama import folder_without_data
+
+    for name in loaded if data_dir is not None else ():
+        folder = folder_without_data(name, relation, data_dir)
+        if folder is not None:
+            return (f"corpus {name} knows this relation (relations.jsonl lists it) but has no data for it: no "
+                    f"{relation}.jsonl in {folder}")
+    known = sorted({rel for c in loaded.values() for rel in c.relations})
+    close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
+    line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
+    if close:
+        return f"{line} (did you mean {close[0]!r}?)"
+    if len(known) <= RELATIONS_LISTED:
+        return f"{line}; choose from {', '.join(known)}"
+    listing = " ".join(f"--corpus {name}" for name in loaded)
+    return f"{line}; `kbc data stats {listing}` lists {'their' if len(loaded) > 1 else 'its'} {len(known)} relations"
 
 
 def sample(facts: list[Fact], limit: int | None, seed: int) -> list[Fact]:
@@ -330,15 +354,21 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                           f"for `kbc run {experiment}`")
     # what changes the facts (label deduplication) or the questions (prompts, contexts): one per directory
     # input files (prompt sets, instance-of lists) by a digest of their content, not their path
-    from bridge.run.inputs import question_identity
+    from bridge.run.inputs import PATH_FREE, prompt_file_change, question_identity
 
-    questions = question_identity(questions or {}, plan.data_dir) if plan.data_dir is not None else questions
+    questions_given = questions or {}
+    questions = question_identity(questions_given, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
-        edited = [what for key, what in (
-            ("prompts_digest", "prompt"), ("instance_of", "instance-of"), ("aliases", "alias"))
-                  if config["settings"].get(key) not in (None, settings.get(key))]
-        why = f" (the content of the {' and '.join(edited)} file changed since)" if edited else ""
+        before = config["settings"]
+        edited = [what for key, what in (("instance_of", "instance-of"), ("aliases", "alias"))
+                  if before.get(key) not in (None, settings.get(key))]
+        whys = [f"the content of the {' and '.join(edited)} file changed since"] if edited else []
+        if before.get("prompts") == settings.get("prompts") == PATH_FREE \
+                and before.get("prompts_digest") != settings.get("prompts_digest"):
+            whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
+                                              config["runs"]))
+        why = f" ({'; '.join(whys)})" if whys else ""
         raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings

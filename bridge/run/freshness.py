@@ -75,14 +75,27 @@ def inputs_digest(config: dict, args: tuple, files: str, code: str | None = None
 
 def outputs_digest(out: Path) -> str | None:
     """A digest of the summary files as they are now; None when one is missing."""
-    digest = hashlib.sha256()
+    digests = _output_digests(out)
+    return None if digests is None else digests[0]
+
+
+def _output_digests(out: Path) -> tuple[str, dict[str, str]] | None:
+    """The digest of the summary files together (`outputs_digest`) and of each alone, read once; None when one is
+    missing. Each file's own digest lets a refusal name the file that changed."""
+    together = hashlib.sha256()
+    each = {}
     for name in OUTPUTS:
         path = out / name
         if not path.is_file():
             return None
-        digest.update(f"\x00{name}\x00".encode())
-        _file_digest(digest, path)
-    return digest.hexdigest()
+        together.update(f"\x00{name}\x00".encode())
+        alone = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                together.update(block)
+                alone.update(block)
+        each[name] = alone.hexdigest()
+    return together.hexdigest(), each
 
 
 def _stamp(out: Path) -> dict | None:
@@ -135,11 +148,25 @@ def unscored_change(out: Path, config: dict) -> str | None:
     missing = next((name for name in OUTPUTS if not (out / name).is_file()), None)
     if missing:
         return f"its {missing} is missing"
-    if outputs_digest(out) != stamp["outputs"]:
-        return f"its summary files ({', '.join(OUTPUTS)}) are not the ones its scoring wrote (edited or replaced)"
+    digests = _output_digests(out)
+    if digests is None or digests[0] != stamp["outputs"]:
+        return _changed_outputs(stamp, digests[1] if digests else {})
     if _scored_args(config, stamp) is None:
         return "its config.json changed since its summaries were written"
     return None
+
+
+def _changed_outputs(stamp: dict, now: dict[str, str]) -> str:
+    """Which summary files are not the ones the scoring wrote: those whose own digest differs, or, for a record
+    written before each file's digest was kept, all of them (one of them changed)."""
+    recorded = stamp.get("output_files")
+    changed = [name for name in OUTPUTS if recorded.get(name) != now.get(name)] if isinstance(recorded, dict) else []
+    if not changed:
+        return (f"one of its summary files ({', '.join(OUTPUTS)}) is not the one its scoring wrote (edited or "
+                "replaced)")
+    if len(changed) == 1:
+        return f"its {changed[0]} is not the one its scoring wrote (edited or replaced)"
+    return f"its {', '.join(changed[:-1])} and {changed[-1]} are not the ones its scoring wrote (edited or replaced)"
 
 
 def _scored_args(config: dict, stamp: dict) -> tuple | None:
@@ -240,13 +267,13 @@ def files_state(out: Path) -> tuple:
 
 def write_stamp(out: Path, inputs: str, files: str) -> None:
     """Record what the summaries just written were scored from (the last step of scoring)."""
-    outputs = outputs_digest(out)
+    outputs = _output_digests(out)
     path = out / STAMP
     if outputs is None:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_name(path.name + ".tmp")
     stamp = {"inputs": inputs, "files": files, "predictions": files_digest(out, stats=False), "code": code_digest(),
-             "outputs": outputs}
+             "outputs": outputs[0], "output_files": outputs[1]}
     tmp.write_text(json.dumps(stamp), encoding="utf-8")
     os.replace(tmp, path)

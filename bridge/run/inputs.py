@@ -17,19 +17,67 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
 
 
-def prompts_identity(spec: str, data_dir: Path) -> dict[str, str]:
+def _named_set(spec: str) -> bool:
+    """Whether `spec` names one of the project's prompt sets (else it is a file path)."""
+    from eval.prompts import ONE_FILE, PER_MODEL, PER_RELATION
+
+    name, _, model = spec.partition(":")
+    return spec in ONE_FILE or spec in PER_RELATION or (name in PER_MODEL and bool(model))
+
+
+def prompts_identity(spec: str, data_dir: Path, file_name: str | None = None) -> dict[str, str]:
     """A prompt set as its name (a file as `file`) and a digest of every prompt it gives every known relation.
 
     The digest covers ids and templates as read, so an edited template, a renamed file whose prompt ids
-    come from its name, or a new row all change it; the same prompts from another path do not.
+    come from its name, or a new row all change it; the same file in another folder does not.
+    `file_name`: the file's name as another one (what it gave under that name).
     """
-    from eval.prompts import ONE_FILE, PER_MODEL, PER_RELATION, _lama_relations, load_prompts
+    from eval.prompts import _lama_relations, load_prompts
 
-    name, _, model = spec.partition(":")
-    named = spec in ONE_FILE or spec in PER_RELATION or (name in PER_MODEL and bool(model))
-    prompts = load_prompts(spec, data_dir, _lama_relations(data_dir))
+    prompts = load_prompts(spec, data_dir, _lama_relations(data_dir), file_name)
     text = "\x1e".join(f"{rel}\x1f{p.id}\x1f{p.template}" for rel in sorted(prompts) for p in prompts[rel])
-    return {"prompts": spec if named else PATH_FREE, "prompts_digest": _sha256(text.encode("utf-8"))}
+    return {"prompts": spec if _named_set(spec) else PATH_FREE, "prompts_digest": _sha256(text.encode("utf-8"))}
+
+
+def prompt_file_name(settings: dict) -> str | None:
+    """The name of the prompt file a run reads (what its run log keeps), None when its prompts are no file."""
+    spec = settings.get("prompts")
+    if not isinstance(spec, str) or spec in ("lama", "templates") or _named_set(spec):
+        return None
+    return Path(spec).expanduser().name
+
+
+def _earlier_name(runs: list) -> str | None:
+    """The prompt file name an earlier run of the directory read: its log entry's, else its `--prompts` argument."""
+    for run in reversed(runs):
+        if not isinstance(run, dict):
+            continue
+        if isinstance(run.get("prompt_file"), str):
+            return run["prompt_file"]
+        argv = run.get("argv") if isinstance(run.get("argv"), list) else []
+        for i, arg in enumerate(argv):
+            if arg == "--prompts" and i + 1 < len(argv) and isinstance(argv[i + 1], str):
+                return Path(argv[i + 1]).name
+            if isinstance(arg, str) and arg.startswith("--prompts="):
+                return Path(arg.partition("=")[2]).name
+    return None
+
+
+def prompt_file_change(spec: str, data_dir: Path, recorded: str, runs: list) -> str:
+    """What differs between the prompt file of a directory's results (`recorded` digest, earlier `runs`) and file
+    `spec`: its content, or its name, which the ids of rows without an `id` come from (`<stem>:<n>`)."""
+    now = Path(spec).expanduser().name
+    before = _earlier_name(runs)
+    if before is None:
+        return ("the name or content of the prompt file changed since; rows without an \"id\" take their prompt ids "
+                "from its file name")
+    as_before = prompts_identity(spec, data_dir, before)["prompts_digest"]
+    if as_before == recorded:
+        return (f"the prompt file's name changed since, not its content: rows without an \"id\" take their prompt "
+                f"ids from its file name, {before} then, {now} now")
+    if as_before != prompts_identity(spec, data_dir)["prompts_digest"]:
+        return f"the content of the prompt file changed since, and its name, {before} then, {now} now"
+    return "the content of the prompt file changed since"
 
 
 def file_identity(path: Path | None) -> str:

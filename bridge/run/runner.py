@@ -32,6 +32,7 @@ from bridge.run.config import (
     read_config,
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
+from bridge.run.inputs import prompt_file_name
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.run_lock import LOCK, RunLock
@@ -182,6 +183,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                    "executor": (executor or ExecutorSettings()).describe(),
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+            prompt_file = prompt_file_name(getattr(experiment, "settings", {}))
+            if prompt_file is not None:  # the name its rows' prompt ids come from: a refused rerun's message names it
+                run["prompt_file"] = prompt_file
             _note_other_samples(config["runs"], cfg)
             config.setdefault("cache_scope", uuid.uuid4().hex)  # this directory's own: a resume finds its responses
             config["runs"].append(run)
@@ -294,7 +298,7 @@ def check_relations(cfg: RunConfig, data_dir: Path) -> None:
         return
     outlines = {name: Corpus(name, dict(rels), []) for name, rels in found.items()}
     for outline in outlines.values():
-        restrict_relations(outline, list(cfg.relations), outlines)
+        restrict_relations(outline, list(cfg.relations), outlines, data_dir)
 
 
 def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
