@@ -395,11 +395,17 @@ def _choice(key: str, value: str) -> str:
     return f"--template {value}" if key == "template" and value != "none" else value
 
 
+def _recorded(choices) -> dict[str, dict]:
+    """Relation -> its choices, of a config's `version_choices` entry (one of another form: none recorded)."""
+    return {r: c for r, c in choices.items() if isinstance(c, dict)} if isinstance(choices, dict) else {}
+
+
 def changed_choices(before: dict[str, dict], now: dict[str, dict], changed: list[str], then: str = "then",
                     later: str = "now", verb: str = "changed") -> str | None:
     """What choice of a run (`eval.lama.version_choices`) differs for the `changed` relations (their data versions
     differ), e.g. "the template changed: --template 0 then, --template 1 now"; None where none was recorded
     differently."""
+    before, now = _recorded(before), _recorded(now)
     differ = {key: (b, n) for r in changed if r in before for key in {*before[r], *now.get(r, {})}
               if (b := before[r].get(key, "none")) != (n := now.get(r, {}).get(key, "none"))}
     return "; ".join(f"the {CHOICE_NAMES.get(key, key)} {verb}: {_choice(key, b)} {then}, {_choice(key, n)} {later}"
@@ -411,6 +417,7 @@ def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[
     one differs, else the data files; where the earlier choices were not recorded, either."""
     rels = ", ".join(changed[:5])
     choices = changed_choices(before, now, changed)
+    before = _recorded(before)
     if choices:
         return f"of other questions for {rels} ({choices})"
     unknown = sorted({key for r in changed if r not in before for key in now.get(r, {})})
