@@ -360,7 +360,8 @@ def statement_lines(out: dict, cfg, data: Path, models: dict, device, smoke: boo
             model.to(device=device, dtype=getattr(torch, dtype))
             args = SimpleNamespace(pll="within_word_l2r", reduction="sum", lpq_batch_size=1,
                                    batch_size=cfg.causal_batch)
-            with contextlib.redirect_stdout(io.StringIO()):  # the warm-up's pass lines are not this run's
+            # the warm-up's pass lines (run_ours prints them to stderr) are not this run's
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 run_ours(model, tokenizer, kind, cases[:1], args)
             seconds[name], _, scores = run_ours(model, tokenizer, kind, cases, args)
             choices[name] = [row.index(max(row)) for row in scores]

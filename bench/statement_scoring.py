@@ -52,7 +52,7 @@ BASE = {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, 
 def build(kind: str, size: str):
     """(model, tokenizer for kbcompare, tokenizer for lm-pub-quiz): separate tokenizers, lm-pub-quiz edits its own."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from lm_fixtures import build_model, tokenizer_for
+    from tiny_lms import build_model, tokenizer_for
 
     name = "bert-cased" if kind == "bert" else "gpt2"
     tokenizer = tokenizer_for(name)

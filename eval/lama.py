@@ -42,6 +42,7 @@ class Corpus:
     reports: list[LoadReport] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     other_relations: int = 0  # facts a corpus-wide source read of relations `keep_relations` left out
+    fact_filter: str = ""  # what besides the data files chose the facts (LAMA-UHN's filters), part of their version
 
     def by_relation(self) -> dict[str, list[Fact]]:
         grouped: dict[str, list[Fact]] = {r: [] for r in self.relations}
@@ -341,3 +342,14 @@ def relation_versions(corpus: Corpus) -> dict[str, str]:
                 else f"{f.object.label}\x1f{f.object.id}")
         digests[f.relation].update(f"\x1e{f.uid}\x1f{f.subject.label}\x1f{f.subject.id}\x1f{gold}\x1f{f.cloze}".encode())
     return {rel: d.hexdigest()[:16] for rel, d in digests.items()}
+
+
+def version_choices(corpus: Corpus) -> dict[str, dict[str, str]]:
+    """Per relation, what of its `relation_versions` a run chose rather than read: the template asked where a
+    corpus gives several (BEAR's `--template`) and the filter that chose its facts (LAMA-UHN), so a changed
+    version can be told apart from changed data files."""
+    out: dict[str, dict[str, str]] = {}
+    for rel, r in corpus.relations.items():
+        chosen = {"template": str(r.templates.index(r.template))} if r.template in r.templates else {}
+        out[rel] = chosen | ({"filter": corpus.fact_filter} if corpus.fact_filter else {})
+    return out

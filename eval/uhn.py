@@ -358,6 +358,8 @@ def load_uhn_corpus(name: str, data_dir: str | Path | None = None, relations: It
     deletions = read_deletions(folder)
     meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     mine = [deletions[rel] for rel in corpus.relations if rel in deletions]
+    corpus.fact_filter = " + ".join(meta.get("filters", [])) + (f" ({meta['name_model']})" if meta.get("name_model")
+                                                              else "")
     note = LoadReport(f"{name} (LAMA-UHN, {' + '.join(meta.get('filters', []))})")
     note.notes.append(f"deleted {sum(d['deleted_string'] for d in mine)} (string match) + "
                       f"{sum(d['deleted_name'] for d in mine)} (person name) of {sum(d['n'] for d in mine)} facts; "

@@ -2,10 +2,13 @@
 
 On a GPU both run on the tensor cores and are the fast choice. On a CPU they are fast only where
 the processor has instructions for them (AVX512-BF16 or AMX for bfloat16, AVX512-FP16 or AMX-FP16
-for float16); without them torch emulates the arithmetic and a run can take several times as long
-as in float32. What the CPU has is read from its flags (`/proc/cpuinfo`), never guessed from its
-vendor; where the flags cannot be read, torch's own capability query decides. The warning is given
-once per process and dtype: a run loads a model per predictor, and one line says it all.
+for float16); without them torch emulates their matrix products, which run slower than float32's. A
+model of real size spends most of its time in them (bert-base-sized in bfloat16 on such a CPU: a quarter
+of float32's queries/s, docs/performance.md); a tiny model's time goes mostly to other work, where a
+reduced precision may even be faster, so the warning claims no factor. What the CPU has is read from its
+flags (`/proc/cpuinfo`), never guessed from its vendor; where the flags cannot be read, torch's own
+capability query decides. The warning is given once per process and dtype: a run loads a model per
+predictor, and one line says it all.
 """
 
 from __future__ import annotations
@@ -66,8 +69,9 @@ def warn_if_slow(dtype: str, device: str) -> bool:
         return False
     _warned.add(name)
     flags = " or ".join(FAST_FLAGS[name])
-    log.warning("--dtype %s on a CPU without %s instructions: torch emulates %s there and scoring is usually "
-                "several times slower than with --dtype float32, the faster choice here", dtype, flags, name)
+    log.warning("--dtype %s on a CPU without %s instructions: torch emulates %s matrix products there, which run "
+                "slower than float32's; a model of real size spends most of its time in them and is likely faster "
+                "with --dtype float32 (a tiny model's time goes mostly to other work)", dtype, flags, name)
     return True
 
 

@@ -162,3 +162,52 @@ def test_kmir_choices_are_answered_by_statements(tiny_models, bear_root, tmp_pat
     answered = [json.loads(line) for p in (out / "predictions" / "trex" / "stmt").glob("*.jsonl")
                 for line in p.read_text().splitlines()]
     assert len(answered) == 15
+
+
+def _bear_copy(bear_root: Path, dest: Path) -> Path:
+    """A BEAR folder of P30 only, to edit."""
+    (dest / "BEAR").mkdir(parents=True)
+    meta = json.loads((bear_root / "BEAR" / "metadata_relations.json").read_text())
+    (dest / "BEAR" / "metadata_relations.json").write_text(json.dumps({"P30": meta["P30"]}))
+    shutil.copy(bear_root / "BEAR" / "P30.jsonl", dest / "BEAR" / "P30.jsonl")
+    shutil.copy(bear_root / "relation_info.json", dest / "relation_info.json")
+    return dest
+
+
+@pytest.mark.parametrize("change", ["template", "data", "data of a run that recorded no choices"])
+def test_a_rerun_of_other_questions_names_what_changed(bear_root, tmp_path, monkeypatch, capsys, change):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data, out = _bear_copy(bear_root, tmp_path / "bear"), tmp_path / "run"
+    argv = ["run", "bear", "--relations", "P30", "--predictors", "freq", "--limit", "3", "--data-dir", str(data),
+            "--out", str(out), "--quiet", "--bootstrap", "0"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["version_choices"] == {"bear": {"P30": {"template": "0"}}}
+    if change == "template":
+        argv += ["--template", "1"]
+    else:
+        path = data / "BEAR" / "P30.jsonl"
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    if change == "data of a run that recorded no choices":
+        del config["version_choices"]
+        (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(argv, capsys)
+    why = {"template": "of other questions for P30 (the template changed: --template 0 then, --template 1 now)",
+           "data": "of other data for P30 (the data files changed)",
+           "data of a run that recorded no choices": "of other data for P30 (the data files or the template changed)"}
+    assert (code, err.splitlines()[-1]) == (2, f"error: {out} holds bear results {why[change]}; use another --out")
+
+
+def test_a_leaderboard_of_runs_asked_with_other_templates_names_the_template(bear_root, tmp_path, monkeypatch,
+                                                                              capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out, template in ((a, "0"), (b, "1")):
+        code, _, err = run_kbc(["run", "bear", "--relations", "P30", "--predictors", "freq", "--limit", "3",
+                                "--template", template, "--data-dir", str(bear_root), "--out", str(out), "--quiet",
+                                "--bootstrap", "0"], capsys)
+        assert code == 0, err
+    code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
+    assert (code, err) == (2, f"error: {b} and {a} differ in bear questions (P30: the template differs: --template 0 "
+                              f"in {a}, --template 1 in {b}); `kbc compare --b-run` needs runs of the same questions\n")

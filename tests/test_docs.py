@@ -66,3 +66,31 @@ def test_api_page_lists_every_experiment():
     listed = re.search(r"runs `kbc run EXPERIMENT` \(([^;]*); `kbcompare\.experiments\(\)` lists them\)", text)
     assert listed is not None
     assert [name.strip(" `") for name in listed.group(1).split(",")] == kbcompare.experiments()
+
+
+COMMAND = re.compile(r"(^|&&|;)\s*(\w+=\S+\s+)*(\S*/)?kbc (run|serve)\b")  # a command line, not a mention
+
+
+def block_commands(text: str) -> list[tuple[str, bool]]:
+    """Each `kbc run` / `kbc serve` command of the page's fenced blocks (continuation lines joined), with whether
+    its block downloads data first (`kbc data download`)."""
+    out = []
+    for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        out += [(line, "kbc data download" in block) for line in joined.splitlines()
+                if COMMAND.search(line)]
+    return out
+
+
+def test_every_run_and_serve_recipe_names_data_that_is_there_from_a_fresh_clone():
+    """A recipe runs as written from a clone with ../shared beside it: `--data-dir ../shared/data/...` (the
+    README's own command), or data a `kbc data download` of the same block put in data/."""
+    pages = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
+    found = [(page.name, line, downloads) for page in pages for line, downloads in block_commands(page.read_text())]
+    assert len(found) >= 10
+    given = [(page, re.search(r"--data-dir (\S+)", line)) for page, line, _ in found]
+    bad = [(page, line) for (page, line, downloads), (_, m) in zip(found, given)
+           if m is None or not (f"{m[1]}/".startswith("../shared/data/") or downloads and m[1].startswith("data/"))]
+    assert bad == []
+    missing = sorted({m[1] for _, m in given if m and m[1].startswith("../shared/") and not (ROOT / m[1]).exists()})
+    assert missing == []

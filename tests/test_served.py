@@ -745,3 +745,16 @@ def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir,
             "another query's prompt, 0 unanswered, 4 recorded before the run was resumed; requests sent 7, failed 0"
             ) in err, err
     assert len(server.bodies) == 13
+
+
+def test_a_warning_given_while_a_progress_bar_is_shown_is_a_line_of_its_own(serve, lama_dir, tmp_path, capsys,
+                                                                             monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(Weights("Rome"), models=[dict(TRANSFORMERS_SERVE)])
+    argv = [a for a in lama_args(server.url, lama_dir, tmp_path / "a", "--set", "llm.cache=shared") if a != "--quiet"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    lines = err.splitlines()  # a bar redrawn in place is a line of its own here too (it starts with "\r")
+    warned = [line for line in lines if "reports no system_fingerprint" in line]
+    assert [line.startswith("cache=shared: ") for line in warned] == [True], warned
+    assert any(line.startswith("google_re llm:") for line in lines[lines.index(warned[0]) + 1:]), err

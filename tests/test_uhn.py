@@ -213,3 +213,17 @@ def test_uhn_corpora_are_cached_by_data_version(lama_dir, tmp_path, monkeypatch)
     path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:10]))
     assert uhn_data_dir(root) != folder
     assert len(load_corpus("trex", uhn_data_dir(root), relations=["P176"]).facts) < len(corpus.facts)
+
+
+def test_a_uhn_corpus_names_its_filter_and_a_changed_filter_is_named_as_such(lama_dir, tmp_path, monkeypatch):
+    from bridge.run.config import version_change
+    from eval.lama import version_choices
+
+    root = _small_data(lama_dir, tmp_path)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    corpus = load_corpus("trex-uhn", root, relations=["P176"])
+    assert (corpus.fact_filter, version_choices(corpus)) == ("string", {"P176": {"filter": "string"}})
+    assert version_choices(load_corpus("trex", root, relations=["P176"])) == {"P176": {}}
+    named = {"P176": {"filter": "string + name (sha256:ab12)"}}
+    assert version_change(version_choices(corpus), named, ["P176"]) == (
+        "of other questions for P176 (the LAMA-UHN filter changed: string then, string + name (sha256:ab12) now)")

@@ -52,11 +52,15 @@ class LazyGroup(click.Group):
 
 
 class StderrHandler(logging.Handler):
-    """Messages to whatever `sys.stderr` is when they are emitted (progress bars share it)."""
+    """Messages to whatever `sys.stderr` is when they are emitted, each on a line of its own: a progress bar shown
+    there is cleared first and drawn again below (`tqdm.write`), never continued by the message."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            print(record.getMessage(), file=sys.stderr, flush=True)
+            from tqdm import tqdm
+
+            tqdm.write(record.getMessage(), file=sys.stderr)
+            sys.stderr.flush()
         except Exception:
             self.handleError(record)
 

@@ -20,7 +20,7 @@ from eval.bear import BEAR_CORPORA
 from eval.corpora import CORPORA, LMKBC, close_hint, load_corpus
 from eval.datadir import cache_root
 from eval.errors import ConfigError, DataError
-from eval.lama import Corpus, relation_versions
+from eval.lama import Corpus, relation_versions, version_choices
 from eval.relations import stored_type
 from eval.types import Fact
 
@@ -136,6 +136,7 @@ class Plan:
     # corpus filters facts out of the questions, never out of what counts as a right answer
     valid_sources: dict[str, tuple[Corpus, dict[str, str]]] = field(default_factory=dict)
     data_dir: Path | None = None  # where the corpora (and named prompt sets, instance-of lists) were read
+    choices: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # corpus -> `version_choices`
 
 
 def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
@@ -180,7 +181,8 @@ def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
         if name.endswith("-uhn"):
             base = load_corpus(name.removesuffix("-uhn"), data_dir, list(corpus.relations), cache_dir=cfg.cache_dir)
             sources[name] = (base, relation_versions(base))
-    return Plan(predictors, corpora, asked, versions, removed, sources, data_dir)
+    choices = {name: version_choices(c) for name, c in corpora.items()}
+    return Plan(predictors, corpora, asked, versions, removed, sources, data_dir, choices)
 
 
 def _load(name: str, data_dir: Path, cfg: RunConfig) -> Corpus:
@@ -263,8 +265,8 @@ def new_config(experiment: str = "lama") -> dict:
 
 
 # entries of a run config that map each corpus to a map (relation or predictor -> ...)
-PER_CORPUS = ("data_versions", "relation_types", "relation_labels", "predictor_configs", "answer_space", "seconds",
-              "compat_removed", "usage")
+PER_CORPUS = ("data_versions", "version_choices", "relation_types", "relation_labels", "predictor_configs",
+              "answer_space", "seconds", "compat_removed", "usage")
 
 
 def _config_gap(config) -> str | None:
@@ -400,10 +402,13 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             raise ConfigError(f"{cfg.out} holds {corpus} results for {', '.join(unrecorded[:5])} but config.json "
                               "records no data version for them; use another --out")
         changed = [r for r, v in versions.items() if seen.get(r) not in (None, v)]
+        chosen = config.setdefault("version_choices", {}).setdefault(corpus, {})
+        now = plan.choices.get(corpus, {})
         if changed:
-            raise ConfigError(f"{cfg.out} holds {corpus} results of other data for {', '.join(changed[:5])} "
-                              "(the data files changed); use another --out")
+            raise ConfigError(f"{cfg.out} holds {corpus} results {version_change(chosen, now, changed)}; "
+                              "use another --out")
         seen.update(versions)
+        chosen.update({r: now[r] for r in versions if r in now})
         types = config["relation_types"].setdefault(corpus, {})
         types.update({r: stored_type(rel) for r, rel in plan.corpora[corpus].relations.items()})
         labels = config.setdefault("relation_labels", {}).setdefault(corpus, {})
@@ -411,6 +416,45 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
     return config
+
+
+CHOICE_NAMES = {"template": "template", "filter": "LAMA-UHN filter"}
+
+
+def _choice(key: str, value: str) -> str:
+    return f"--template {value}" if key == "template" and value != "none" else value
+
+
+def _recorded(choices) -> dict[str, dict]:
+    """Relation -> its choices, of a config's `version_choices` entry (one of another form: none recorded)."""
+    return {r: c for r, c in choices.items() if isinstance(c, dict)} if isinstance(choices, dict) else {}
+
+
+def changed_choices(before: dict[str, dict], now: dict[str, dict], changed: list[str], then: str = "then",
+                    later: str = "now", verb: str = "changed") -> str | None:
+    """What choice of a run (`eval.lama.version_choices`) differs for the `changed` relations (their data versions
+    differ), e.g. "the template changed: --template 0 then, --template 1 now"; None where none was recorded
+    differently."""
+    before, now = _recorded(before), _recorded(now)
+    differ = {key: (b, n) for r in changed if r in before for key in {*before[r], *now.get(r, {})}
+              if (b := before[r].get(key, "none")) != (n := now.get(r, {}).get(key, "none"))}
+    return "; ".join(f"the {CHOICE_NAMES.get(key, key)} {verb}: {_choice(key, b)} {then}, {_choice(key, n)} {later}"
+                     for key, (b, n) in sorted(differ.items())) or None
+
+
+def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[str]) -> str:
+    """Why `changed` relations are other questions, for "... holds results <this>": a choice of the run where
+    one differs, else the data files; where the earlier choices were not recorded, either."""
+    rels = ", ".join(changed[:5])
+    choices = changed_choices(before, now, changed)
+    before = _recorded(before)
+    if choices:
+        return f"of other questions for {rels} ({choices})"
+    unknown = sorted({key for r in changed if r not in before for key in now.get(r, {})})
+    if unknown:
+        return (f"of other data for {rels} (the data files or the "
+                f"{' or '.join(CHOICE_NAMES.get(k, k) for k in unknown)} changed)")
+    return f"of other data for {rels} (the data files changed)"
 
 
 def _fmt(obj: dict) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bridge.experiments.base import counted
 from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
+from bridge.run.config import changed_choices
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
@@ -167,6 +168,12 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     for run, config in configs.items():
         theirs, mine = config["data_versions"].get(corpus, {}), first["data_versions"].get(corpus, {})
         differ = [r for r in shared if theirs.get(r) != mine.get(r)]
+        choices = changed_choices(first.get("version_choices", {}).get(corpus, {}),
+                                  config.get("version_choices", {}).get(corpus, {}), differ, f"in {first_run}",
+                                  f"in {run}", "differs")
+        if differ and choices:
+            raise ConfigError(f"{run} and {first_run} differ in {corpus} questions ({', '.join(differ[:5])}: "
+                              f"{choices}); {needs} needs runs of the same questions")
         if differ:
             raise ConfigError(f"{run} and {first_run} differ in {corpus} data versions ({', '.join(differ[:5])}); "
                               f"{needs} needs runs of the same data")
