@@ -328,8 +328,8 @@ def test_report_of_runs_over_different_relations_labels_each_and_says_what_each_
         code, _, err = run_kbc(["report", str(first), "--compare", str(second), "--out", str(out)], capsys)
         assert code == 0, err
         lines = (out / "report.md").read_text(encoding="utf-8").splitlines()
-        heads = [line for line in lines if line.startswith("| corpus | predictor | answer space |")]
-        assert heads == [f"| corpus | predictor | answer space | #facts | {order} | Total | Total 95% CI |"] * 3
+        heads = [line for line in lines if line.startswith("| corpus | predictor | answer space (mean) |")]
+        assert heads == [f"| corpus | predictor | answer space (mean) | #facts | {order} | Total | Total 95% CI |"] * 3
         assert lines.count(f"- {note}") == 5  # P@1, P@10, MRR, the P@k curves, the per-type table
         rows = {line.split(" | ")[1]: line.split(" | ")[2] for line in lines if line.startswith("| trex | P")}
         assert rows == {"P36 capital": "1-1", "P19 place of birth": "N-1", "P101 field of work": "N-M"}
