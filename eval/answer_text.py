@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from eval.disambiguate import LabelIndex
 
-# how generations are read into answers; part of a generating predictor's identity (`bridge.run.config`), so
-# that answers read under two rules never mix in one run directory. Bump it when what is read changes.
-# 2: lines split at commas, semicolons and " and " wherever no stretch names an entity
+# how generations are read into answers and scored; part of a generating predictor's identity (`bridge.run.config`),
+# so that answers read under two rules never mix in one run directory. Bump it when either changes.
+# 2: lines split at commas, semicolons and " and " wherever no stretch names an entity; labels compared ignoring
+# case (`eval.generated_scores.same_label`)
 ANSWER_RULE = 2
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it

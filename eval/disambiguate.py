@@ -7,7 +7,7 @@ is and is compared by label. Short aliases (at most `SHORT` characters: Wikidata
 "IT") match only as written, and lower-case ones ("no" for Norway, "it" for Italy, "can" for Canada) not at
 all: they are everyday words an LM writes for other reasons. Whether a text names an entity at all, one or
 several (`LabelIndex.names`), decides where a generated answer is split (`eval.answer_text`); forms known to
-name entities the index does not link (`names=`: the alias list of every LAMA T-REx entity) count there too.
+name entities the index does not link (`known=`: the alias list of every LAMA T-REx entity) count there too.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ class LabelIndex:
     """Labels and aliases of known entities: labels before aliases, exact before ignoring case."""
 
     def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None,
-                 names: Iterable[str] = ()) -> None:
+                 known: Iterable[str] = ()) -> None:
         self._tables: list[tuple[dict[str, set[str]], bool]] = []
         alias_forms = {qid: [a for a in forms if a and a != labels.get(qid) and not (len(a) <= SHORT and a.islower())]
                        for qid, forms in (aliases or {}).items()}
         # other forms naming entities, under the aliases' rules: short ones only as written, lower-case short never
-        kept = [n for n in names if n and not (len(n) <= SHORT and n.islower())]
+        kept = [n for n in known if n and not (len(n) <= SHORT and n.islower())]
         self._names = (frozenset(kept), frozenset(n.casefold() for n in kept if len(n) > SHORT))
         for folded in (False, True):
             for is_alias, names in ((False, {qid: [label] for qid, label in labels.items()}), (True, alias_forms)):
