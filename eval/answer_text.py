@@ -2,21 +2,31 @@
 
 A model asked by generation writes prose, not a ranking. The answer is read from the first lines it writes:
 bullet lines (`- A`, `* A`, `1. A`) are one item each; otherwise the first non-empty line, cut at a closing
-full stop, with an `Answer:` prefix removed. A set splits that line on commas and semicolons (LM-KBC's baseline
-splits on ", " and drops a leading "and "); a single answer keeps the line whole. A text that says none,
-unknown, n/a or "I don't know" is an abstention: an empty set where the experiment asks for a set, no answer
-where it asks for one. Items are linked to entities by label and alias (`eval.disambiguate.LabelIndex`); an
-item naming no entity, or several, stays a string and is counted as unlinked, and so is a first line that holds
-no answer at all ("::::"). An item "A and B" that names no entity is split once more where both halves do.
+full stop, with an `Answer:` prefix removed. Each line is split into answers at commas, semicolons and " and "
+(a leading "and " dropped: "France, Germany, and Spain"), except where a stretch of it names an entity by label
+or alias, one entity or several ("Washington, D.C.", "Trinidad and Tobago", "Sharp, Stewart and Company" stay
+whole; `LabelIndex.names`): the longest such stretch from the left is one answer. So one answer written as
+bullets, as a comma list or as "A and B" reads the same, and a single answer is the first of them; a set is every
+one of them. A number's own comma and "and" ("1,024", "one hundred and twelve") are no separators. A text that
+says none, unknown, n/a or "I don't know" is an abstention: an empty set where the experiment asks for a set, no
+answer where it asks for one. Items are linked to entities by label and alias (`eval.disambiguate.LabelIndex`);
+an item naming no entity, or several, stays a string and is counted as unlinked, and so is a first line that
+holds no answer at all ("::::").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from eval.disambiguate import LabelIndex
 
+# how generations are read into answers and scored; part of a generating predictor's identity (`bridge.run.config`),
+# so that answers read under two rules never mix in one run directory. Bump it when either changes.
+# 2: lines split at commas, semicolons and " and " wherever no stretch names an entity; labels compared ignoring
+# case (`eval.generated_scores.same_label`)
+ANSWER_RULE = 2
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
 GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")
@@ -26,6 +36,10 @@ _PREFIX = re.compile(r"^\s*(?:the\s+)?answers?\b\s*(?:is|are)?\s*[:=-]?\s*", re.
 _NONE = frozenset({"none", "unknown", "n/a", "na", "no answer", "no answers", "nobody", "nothing", "empty",
                    "i don't know", "i do not know", "not known", "there are none", "there is none"})
 _TRIM = " \t\"'`*_.,;:!"
+# where a line holds several answers: semicolons, commas (not a number's thousands separator: "1,024"), " and "
+_LIST = r";|(?<!\d),|,(?!\d{3}(?!\d))"
+_SEPARATORS = re.compile(rf"\s*(?:{_LIST})\s*|\s+and\s+")
+_NUMBER_SEPARATORS = re.compile(rf"\s*(?:{_LIST})\s*")  # "one hundred and twelve" is one number
 
 
 @dataclass(frozen=True)
@@ -36,9 +50,18 @@ class Parsed:
     abstained: bool = False
 
 
-def _clean(item: str) -> str:
-    item = re.sub(r"\s+", " ", item).strip(_TRIM)
-    return item[4:].strip(_TRIM) if item.lower().startswith("and ") else item
+def _clean(item: str, trim: str = _TRIM) -> str:
+    item = re.sub(r"\s+", " ", item).strip(trim)
+    return item[4:].strip(trim) if item.lower().startswith("and ") else item
+
+
+def _name_in(text: str, names: Callable[[str], bool]) -> str | None:
+    """`text` cleaned as an answer where that names an entity, or with its full stops kept ("Washington, D.C.");
+    None where neither does."""
+    for form in (_clean(text), _clean(text, _TRIM.replace(".", ""))):
+        if form and names(form):
+            return form
+    return None
 
 
 def is_abstention(text: str) -> bool:
@@ -65,19 +88,39 @@ def answer_lines(text: str) -> list[str]:
     return [cut]
 
 
-def parse_generation(text: str, many: bool) -> Parsed:
-    """The answer (`many=False`) or the answer set (`many=True`) a generation states."""
+def split_answers(line: str, names: Callable[[str], bool], numeric: bool = False) -> list[str]:
+    """The answers of one line, in order: split at every separator, then from the left the longest run of pieces
+    that `names` an entity is one answer (else one piece); `numeric`: " and " is no separator."""
+    seps = list((_NUMBER_SEPARATORS if numeric else _SEPARATORS).finditer(line))
+    starts, ends = [0, *(m.end() for m in seps)], [*(m.start() for m in seps), len(line)]
+    out, i = [], 0
+    while i < len(starts):
+        j = len(starts) - 1
+        while j > i and _name_in(line[starts[i]:ends[j]], names) is None:
+            j -= 1
+        item = _name_in(line[starts[i]:ends[j]], names) or _clean(line[starts[i]:ends[j]])
+        if item:
+            out.append(item)
+        i = j + 1
+    return out
+
+
+def _names_nothing(_text: str) -> bool:
+    return False
+
+
+def parse_generation(text: str, many: bool, index: LabelIndex | None = None, numeric: bool = False) -> Parsed:
+    """The answer (`many=False`) or the answer set (`many=True`) a generation states; a stretch that names an
+    entity of `index` is never split (without one, every separator splits). `numeric`: the answers are numbers."""
     lines = answer_lines(text)
     if not lines or (len(lines) == 1 and is_abstention(lines[0])):
         return Parsed((), abstained=bool(lines))
-    if many:
-        parts = [p for line in lines for p in re.split(r"[,;]", line)]
-    else:
-        parts = lines[:1]
-    items = [c for c in (_clean(p) for p in parts) if c and not is_abstention(c)]
+    names = _names_nothing if index is None or numeric else index.names
+    parts = [p for line in lines for p in split_answers(line, names, numeric)]
+    items = [p for p in parts if not is_abstention(p)]
     if not many:
         items = items[:1]
-    abstained = not items and all(is_abstention(p) for p in parts)
+    abstained = not items and bool(parts)
     if not items and not abstained:  # text that is no answer ("::::"): an answer naming no entity, counted as such
         items = [lines[0].strip()]
     return Parsed(tuple(dict.fromkeys(items)), abstained=abstained)
@@ -97,18 +140,8 @@ def generation_fields(extra: dict) -> dict:
 
 
 def link_items(items: tuple[str, ...] | list[str], index: LabelIndex) -> list[tuple[str, str | None]]:
-    """(item, entity id or None) per item; "A and B" naming no entity becomes A and B where both halves do."""
-    out: list[tuple[str, str | None]] = []
-    for item in items:
-        found = _link(item, index)
-        if found is None and " and " in item:
-            halves = [h.strip(_TRIM) for h in item.split(" and ")]
-            ids = [_link(h, index) for h in halves]
-            if len(halves) == 2 and all(ids):
-                out += list(zip(halves, ids))
-                continue
-        out.append((item, found))
-    return out
+    """(item, entity id or None) per item: None where it names no entity, or several."""
+    return [(item, _link(item, index)) for item in items]
 
 
 def _link(item: str, index: LabelIndex) -> str | None:

@@ -3,9 +3,11 @@
 An answer maps to the one id whose label it equals; failing that, to the one id with such an alias; then
 the same ignoring case (an uncased model writes "france"). At the first of these steps that finds ids,
 one id is the answer and several leave it open. An answer that names no id, or several, is kept as it
-is and can only match a gold label exactly. Short aliases (at most `SHORT` characters: Wikidata's country
-codes "CA", "IT") match only as written, and lower-case ones ("no" for Norway, "it" for Italy, "can" for
-Canada) not at all: they are everyday words an LM writes for other reasons.
+is and is compared by label. Short aliases (at most `SHORT` characters: Wikidata's country codes "CA",
+"IT") match only as written, and lower-case ones ("no" for Norway, "it" for Italy, "can" for Canada) not at
+all: they are everyday words an LM writes for other reasons. Whether a text names an entity at all, one or
+several (`LabelIndex.names`), decides where a generated answer is split (`eval.answer_text`); forms known to
+name entities the index does not link (`known=`: the alias list of every LAMA T-REx entity) count there too.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ SHORT = 3
 class LabelIndex:
     """Labels and aliases of known entities: labels before aliases, exact before ignoring case."""
 
-    def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None) -> None:
+    def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None,
+                 known: Iterable[str] = ()) -> None:
         self._tables: list[tuple[dict[str, set[str]], bool]] = []
         alias_forms = {qid: [a for a in forms if a and a != labels.get(qid) and not (len(a) <= SHORT and a.islower())]
                        for qid, forms in (aliases or {}).items()}
+        # other forms naming entities, under the aliases' rules: short ones only as written, lower-case short never
+        kept = [n for n in known if n and not (len(n) <= SHORT and n.islower())]
+        self._names = (frozenset(kept), frozenset(n.casefold() for n in kept if len(n) > SHORT))
         for folded in (False, True):
             for is_alias, names in ((False, {qid: [label] for qid, label in labels.items()}), (True, alias_forms)):
                 table: dict[str, set[str]] = {}
@@ -38,14 +44,25 @@ class LabelIndex:
                         table.setdefault(form.casefold() if folded else form, set()).add(qid)
                 self._tables.append((table, folded))
 
-    def resolve(self, text: str) -> str:
-        """The one id `text` names, else `text` itself."""
+    def ids(self, text: str) -> set[str]:
+        """The ids `text` names at the first step that finds any (several: an ambiguous label); empty when none."""
         text = text.strip()
         for table, folded in self._tables:
             ids = table.get(text.casefold() if folded else text)
             if ids:
-                return next(iter(ids)) if len(ids) == 1 else text
-        return text
+                return ids
+        return set()
+
+    def resolve(self, text: str) -> str:
+        """The one id `text` names, else `text` itself."""
+        ids = self.ids(text)
+        return next(iter(ids)) if len(ids) == 1 else text.strip()
+
+    def names(self, text: str) -> bool:
+        """Whether `text` is a label or alias of some entity: one, or several ("Lincoln")."""
+        text = text.strip()
+        exact, folded = self._names
+        return bool(self.ids(text)) or text in exact or text.casefold() in folded
 
 
 def load_aliases(path: Path, keep: Iterable[str] | None = None) -> dict[str, list[str]]:

@@ -1,7 +1,9 @@
 """Scores of answers written by generation: exact match on linked answers, abstention and unlinked rates.
 
 A generated answer is no ranking, so P@k and MRR do not apply to it; these take their place. Per fact:
-`em` 100 when its answer is the gold object (the same entity id where both have one, else the same label;
+`em` 100 when its answer is the gold object (the same entity id where both have one, else the same label
+ignoring case and runs of white space, `same_label`: "philadelphia", an ambiguous label left unlinked, is
+"Philadelphia", as "berlin", which links, is Berlin;
 `filtered`: the gold or another valid object of the subject, as the filtered setting forgives other valid
 answers), `abstain` 100 when the model said it does not know, `unlinked` the share of its written answers that
 name no entity of the corpus (times 100). Per relation the mean over its facts; types and `all` the mean over
@@ -24,12 +26,17 @@ def is_generated(records: list[dict]) -> bool:
     return bool(records) and all(GENERATED in r for r in records)
 
 
+def same_label(a: str, b: str) -> bool:
+    """Two labels alike ignoring case and runs of white space: how a written answer meets a label."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
 def answer_hits(answer: list, gold_label: str, gold_id: str | None, others: set[str] | frozenset = frozenset()
                 ) -> tuple[bool, bool]:
     """(raw, filtered) exact match of one answer `[label, score, id]` against the gold (and other valid labels)."""
     label, _score, ident = answer
-    raw = ident == gold_id if ident and gold_id else label == gold_label
-    return raw, raw or label in others
+    raw = ident == gold_id if ident and gold_id else same_label(label, gold_label)
+    return raw, raw or any(same_label(label, other) for other in others)
 
 
 def unlinked_share(record: dict) -> float:

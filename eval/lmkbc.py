@@ -276,10 +276,11 @@ def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
     return load_aliases(path, keep=ids)
 
 
-def label_index(data_dir: str | Path | None = None):
-    """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits."""
+def label_index(data_dir: str | Path | None = None, known: Iterable[str] = ()):
+    """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits; `known`:
+    other forms known to name entities (where a generated answer is split)."""
     from eval.disambiguate import LabelIndex
 
     root = resolve_lmkbc_dir(data_dir)
     rows = [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
-    return LabelIndex(object_labels(rows), object_aliases(root, rows))
+    return LabelIndex(object_labels(rows), object_aliases(root, rows), known)

@@ -6,6 +6,7 @@ import pytest
 
 from eval.answer_text import Parsed, link_items, parse_generation
 from eval.disambiguate import LabelIndex
+from eval.generated_scores import answer_hits
 
 
 @pytest.mark.parametrize(("text", "many", "expected"), [
@@ -13,8 +14,9 @@ from eval.disambiguate import LabelIndex
     ("Paris. It is the capital of France.", False, Parsed(("Paris",))),
     ("Answer: Florence", False, Parsed(("Florence",))),
     ("\n\n  the United States of America  ", False, Parsed(("the United States of America",))),
-    ("Trinidad and Tobago", False, Parsed(("Trinidad and Tobago",))),
-    ("France, Germany and Spain", False, Parsed(("France, Germany and Spain",))),
+    ("France, Germany and Spain", False, Parsed(("France",))),
+    ("France and Germany", False, Parsed(("France",))),
+    ("- France\n- Germany", False, Parsed(("France",))),
     ("France, Germany, and Spain.", True, Parsed(("France", "Germany", "Spain"))),
     ("Belgium; Luxembourg; France\nnext line", True, Parsed(("Belgium", "Luxembourg", "France"))),
     ("- Belgium\n- Luxembourg\n* France\nSome prose after", True, Parsed(("Belgium", "Luxembourg", "France"))),
@@ -32,14 +34,12 @@ def test_parse_generation(text, many, expected):
     assert parse_generation(text, many) == expected
 
 
-def test_linking_by_label_then_alias_then_case_and_and_splits():
+def test_linking_by_label_then_alias_then_case():
     index = LabelIndex({"Q142": "France", "Q183": "Germany", "Q754": "Trinidad and Tobago", "Q30": "United States"},
                        {"Q30": ["USA", "United States of America"], "Q183": ["Federal Republic of Germany"]})
-    items = ("France", "USA", "federal republic of germany", "Trinidad and Tobago", "France and Germany",
-             "Atlantis", "Atlantis and France")
+    items = ("France", "USA", "federal republic of germany", "Trinidad and Tobago", "Atlantis")
     assert link_items(items, index) == [("France", "Q142"), ("USA", "Q30"), ("federal republic of germany", "Q183"),
-                                        ("Trinidad and Tobago", "Q754"), ("France", "Q142"), ("Germany", "Q183"),
-                                        ("Atlantis", None), ("Atlantis and France", None)]
+                                        ("Trinidad and Tobago", "Q754"), ("Atlantis", None)]
 
 
 @pytest.mark.parametrize("many", [False, True])
@@ -49,3 +49,103 @@ def test_text_that_holds_no_answer_is_an_answer_naming_no_entity(many):
     assert parsed == Parsed(("::::::::",), abstained=False)
     index = LabelIndex({"Q90": "Paris"}, {})
     assert link_items(parsed.items, index) == [("::::::::", None)]
+
+
+@pytest.fixture(scope="module")
+def p19_p36(lama_dir):
+    """What a generating predictor links by on `kbc run lama --corpus trex --relations P19 P36`: the labels of
+    those relations' entities, X-FACTR's aliases of them, and every form of that alias list as a name."""
+    from bridge.predictors.generation import label_index
+    from bridge.predictors.registry import PredictorContext
+    from eval.corpora import load_corpus
+
+    corpus = load_corpus("trex", lama_dir, ["P19", "P36"])
+    return label_index(PredictorContext(corpus, None, lama_dir, lama_dir)), corpus
+
+
+def test_the_labels_the_answer_forms_below_rest_on(p19_p36):
+    _, corpus = p19_p36
+    ids: dict[str, set[str]] = {}
+    for f in corpus.facts:
+        for e in (f.subject, f.object):
+            ids.setdefault(e.label, set()).add(e.id)
+    assert ids["Tokyo"] == {"Q1490"} and ids["Berlin"] == {"Q64"} and ids["London"] == {"Q84"}
+    assert ids["Lincoln"] == {"Q28260", "Q180057"} and ids["Philadelphia"] == {"Q1345", "Q935334"}
+    assert ids["Bosnia and Herzegovina"] == {"Q225"}
+    assert "Washington, D.C." not in ids and "Trinidad and Tobago" not in ids  # labels of other LAMA relations
+
+
+@pytest.mark.parametrize("text", [" Tokyo, Berlin", " - Tokyo\n- Berlin", " Tokyo and Berlin", "Tokyo; Berlin.",
+                                  "Answer: Tokyo, and Berlin", " 1. Tokyo\n2. Berlin", "Tokyo"])
+def test_one_answer_written_as_a_list_in_any_form_is_its_first_item(p19_p36, text):
+    index, _ = p19_p36
+    parsed = parse_generation(text, False, index)
+    assert parsed == Parsed(("Tokyo",))
+    assert link_items(parsed.items, index) == [("Tokyo", "Q1490")]
+    assert parse_generation(text, True, index) == Parsed(("Tokyo",) if text == "Tokyo" else ("Tokyo", "Berlin"))
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    (" Lincoln and London", "Lincoln"),  # an ambiguous label (Nebraska's capital, and Lincoln in England) is a name
+    (" Lincoln, London", "Lincoln"),
+    (" - Lincoln\n- London", "Lincoln"),
+    ("Athens and London", "Athens"),
+    ("Guadalajara and London", "Guadalajara"),
+    ("Inverness and London", "Inverness"),
+    ("Warsaw and London", "Warsaw"),
+])
+def test_a_part_naming_several_entities_is_an_answer_compared_by_label(p19_p36, text, first):
+    index, _ = p19_p36
+    parsed = parse_generation(text, False, index)
+    assert parsed == Parsed((first,))
+    assert link_items(parsed.items, index) == [(first, None)]
+    assert answer_hits([first, 1.0, None], first, "Q28260") == (True, True)
+
+
+@pytest.mark.parametrize(("text", "many", "expected", "linked"), [
+    ("Washington, D.C.", False, ("Washington, D.C.",), [None]),  # a name of the alias list, no entity of P19/P36
+    ("Washington, D.C., Berlin", True, ("Washington, D.C.", "Berlin"), [None, "Q64"]),
+    ("Trinidad and Tobago", False, ("Trinidad and Tobago",), [None]),
+    ("Bosnia and Herzegovina", False, ("Bosnia and Herzegovina",), ["Q225"]),
+    ("Bosnia and Herzegovina and Serbia", True, ("Bosnia and Herzegovina", "Serbia"), ["Q225", "Q403"]),
+    ("Lincoln, Nebraska", False, ("Lincoln, Nebraska",), ["Q28260"]),  # an alias of one of the two Lincolns
+    ("Tokyo, Japan", False, ("Tokyo",), ["Q1490"]),
+    ("D.C.", False, ("D.C.",), [None]),
+    ("Paris.", False, ("Paris",), [None]),  # its closing full stop is no part of it; Paris names several
+])
+def test_a_stretch_that_names_an_entity_stays_whole(p19_p36, text, many, expected, linked):
+    index, _ = p19_p36
+    parsed = parse_generation(text, many, index)
+    assert parsed == Parsed(expected)
+    assert [key for _, key in link_items(parsed.items, index)] == linked
+
+
+@pytest.mark.parametrize(("text", "linked", "gold", "gold_id"), [
+    ("berlin", "Q64", "Berlin", "Q64"),
+    ("philadelphia", None, "Philadelphia", "Q1345"),
+    ("dover", None, "Dover", "Q179224"),
+    ("harrisburg", None, "Harrisburg", "Q79652"),
+    ("athens", None, "Athens", "Q1524"),
+    ("PHILADELPHIA", None, "Philadelphia", "Q1345"),
+])
+def test_a_lower_case_answer_scores_as_its_label_whether_it_links_or_not(p19_p36, text, linked, gold, gold_id):
+    index, _ = p19_p36
+    ((item, key),) = link_items(parse_generation(text, False, index).items, index)
+    assert (item, key) == (text, linked)
+    label = {"Q64": "Berlin"}.get(key, item)  # a linked answer carries its entity's label
+    assert answer_hits([label, 1.0, key], gold, gold_id) == (True, True)
+
+
+def test_a_label_compared_ignoring_case_counts_for_the_filtered_setting_too():
+    assert answer_hits(["rome", 1.0, None], "Florence", "Q2044", {"Rome", "Turin"}) == (False, True)
+    assert answer_hits(["Milan", 1.0, None], "Florence", "Q2044", {"Rome", "Turin"}) == (False, False)
+    assert answer_hits(["Rome", 1.0, "Q220"], "Rome", "Q2044") == (False, False)  # ids decide where both have one
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1,024 episodes", ("1,024 episodes",)),
+    ("one hundred and twelve", ("one hundred and twelve",)),
+    ("12, 13", ("12", "13")),
+])
+def test_a_number_keeps_its_own_comma_and_and(text, expected):
+    assert parse_generation(text, True, numeric=True) == Parsed(expected)

@@ -1512,3 +1512,31 @@ def test_a_local_mirror_that_cannot_serve_a_download_says_what_to_do(shared_data
         assert not (tmp_path / "dl").exists() and not (empty / "data").exists()
     assert sorted(p.relative_to(laid_out).as_posix() for p in laid_out.rglob("*")) == [
         "prompts", "prompts/coherency", f"{pinned.dest}"]
+
+
+# --- a run directory whose generated answers were read by another rule ---
+
+def test_a_rerun_into_answers_read_by_another_rule_is_refused(ctx, capsys):
+    """Answers read from generations by two rules never mix in one run: a directory whose generating predictor
+    was recorded without the rule it was read by (written before there was one) is refused, its records kept."""
+    from served_support import Scripted, completion
+
+    server = Scripted(lambda path, body, n: (200, completion("Tokyo, Berlin", "chat")))
+    try:
+        argv = [*ctx.run_freq(), "--limit", "3", "--predictors", f"llm={server.url}", "--set", "llm.model=tiny"]
+        code, _, err = run_kbc(argv, capsys)
+        assert code == 0, err
+        config_path = ctx.tmp / "run" / "config.json"
+        config = json.loads(config_path.read_text())
+        assert config["predictor_specs"]["llm"].pop("answer_rule") == 2
+        config_path.write_text(json.dumps(config))
+        records = (ctx.tmp / "run" / "predictions" / "trex" / "llm" / "P19.jsonl").read_text()
+        code, _, err = run_kbc(argv, capsys)
+        _assert_one_error_line(code, err, f"error: {ctx.tmp / 'run'}: predictor 'llm' has answers there read from "
+                               "its generations by another rule (answer_rule 1, now 2: where a line is split into "
+                               "answers, how a label is compared; docs/generation.md); their scores stay as they "
+                               "were: use another --out to score it by this rule", True)
+        assert (ctx.tmp / "run" / "predictions" / "trex" / "llm" / "P19.jsonl").read_text() == records
+        assert len(server.bodies) == 3
+    finally:
+        server.close()

@@ -225,6 +225,52 @@ def test_a_lama_run_scores_exact_match_abstention_and_unlinked_answers(serve, la
     assert f"generation: {recs[0]['generation'].splitlines()[0]}" in shown
 
 
+def test_one_answer_scores_alike_as_a_bullet_list_a_comma_list_an_and_or_in_lower_case(serve, lama_dir, trex,
+                                                                                         tmp_path, capsys, monkeypatch):
+    """The gold written six ways: alone, first of a comma list, of bullets, of "A and B", in lower case, and second
+    of bullets (then the first answer, London, is the one scored)."""
+    import re
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    golds: dict[tuple[str, str], str] = {}
+    for f in trex.facts:
+        if f.relation in ("P19", "P36"):
+            golds.setdefault((f.relation, f.subject.label), f.object.label)
+    forms = ("{}", "{}, Berlin", "- {}\n- Berlin", "{} and London", "lower", "- London\n- {}")
+    plan: dict[tuple[str, str], tuple[int, str]] = {}
+
+    def script(path, body, n):
+        asked = body["messages"][-1]["content"]
+        born = re.fullmatch(r"Fill in the blank: (.*) was born in ___\.", asked)
+        key = ("P19", born.group(1)) if born else \
+            ("P36", re.fullmatch(r"Fill in the blank: The capital of (.*) is ___\.", asked).group(1))
+        plan.setdefault(key, (len(plan) % len(forms), golds[key]))
+        form, gold = plan[key]
+        return 200, completion(gold.lower() if forms[form] == "lower" else forms[form].format(gold), "chat")
+
+    server = serve(script)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--predictors",
+                            f"llm={server.url}", "--set", "llm.model=tiny", "--limit", "15", "--data-dir",
+                            str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    recs = [json.loads(line) for rel in ("P19", "P36")
+            for line in (out / "predictions" / "trex" / "llm" / f"{rel}.jsonl").read_text().splitlines()]
+    assert len(recs) == 30 and sorted(form for form, _ in plan.values()) == sorted(list(range(6)) * 5)
+    for r in recs:
+        form, gold = plan[(r["relation"], r["subject"])]
+        written = gold.lower() if form == 4 else "London" if form == 5 else gold
+        assert r["parsed"] == [written], (form, r)
+        assert r["em_raw"] == (r["gold"] == gold and (form < 5 or gold == "London")), (form, r)
+    rows = {(r["metric"], r["group"]): r["value"] for r in json.loads((out / "summary.json").read_text())
+            if r["scope"] == "own" and r["setting"] == "raw"}
+    for rel in ("P19", "P36"):
+        hits = [r["em_raw"] for r in recs if r["relation"] == rel]
+        assert rows[("em", rel)] == 100.0 * sum(hits) / len(hits)
+    config = json.loads((out / "config.json").read_text())
+    assert config["predictor_specs"]["llm"]["answer_rule"] == 2
+
+
 def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path, capsys, monkeypatch):
     from eval.lmkbc import load_lmkbc
     from eval.question_prompts import LMKBC_SYSTEM

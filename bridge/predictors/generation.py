@@ -144,13 +144,18 @@ def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
 
 
 def label_index(ctx: PredictorContext) -> LabelIndex:
-    """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label."""
+    """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label; every
+    form of that alias list names an entity where a generated answer is split (`eval.answer_text`)."""
     from bridge.predictors.kb import is_set_corpus
+    from eval.disambiguate import load_aliases
     from eval.lmkbc import alias_file
     from eval.lmkbc import label_index as lmkbc_index
 
     if is_set_corpus(ctx.corpus):
-        return lmkbc_index(ctx.data_dir)
+        from eval.lmkbc import resolve_lmkbc_dir
+
+        path = alias_file(resolve_lmkbc_dir(ctx.data_dir))
+        return lmkbc_index(ctx.data_dir, _forms(load_aliases(path)) if path is not None else ())
     labels: dict[str, str] = {}
     aliases: dict[str, list[str]] = {}
     for fact in ctx.corpus.facts:
@@ -159,12 +164,15 @@ def label_index(ctx: PredictorContext) -> LabelIndex:
             if e.aliases:
                 aliases.setdefault(e.key, []).extend(e.aliases)
     path = alias_file(Path(ctx.data_dir))
-    if path is not None:
-        from eval.disambiguate import load_aliases
-
-        for qid, forms in load_aliases(path, keep=labels).items():
+    listed = load_aliases(path) if path is not None else {}
+    for qid, forms in listed.items():
+        if qid in labels:
             aliases.setdefault(qid, []).extend(forms)
-    return LabelIndex(labels, aliases)
+    return LabelIndex(labels, aliases, _forms(listed))
+
+
+def _forms(aliases: dict[str, list[str]]) -> set[str]:
+    return {form for forms in aliases.values() for form in forms}
 
 
 class GenerationPredictor:
@@ -338,7 +346,7 @@ class GenerationPredictor:
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
             self.counts["empty"] += not response.text.strip()
-            parsed = parse_generation(response.text, self.many)
+            parsed = parse_generation(response.text, self.many, self.index, numeric=q.relation in NUMERIC)
             if q.relation in NUMERIC:  # a count is no entity: the number it states is the answer
                 linked = [(item, parse_number(item)) for item in parsed.items]
                 answers = tuple(Answer(item, 1.0) for item, number in linked if number is not None)

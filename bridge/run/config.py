@@ -106,6 +106,12 @@ class PlannedPredictor:
             ident["dtype"] = cfg.dtype
         if cfg.compat:
             ident["compat"] = cfg.compat
+        from bridge.predictors.generation import is_server
+
+        if self.options.get("answer") == "generate" or is_server(self.spec):
+            from eval.answer_text import ANSWER_RULE
+
+            ident["answer_rule"] = ANSWER_RULE  # how its generations are read: answers of two rules never mix
         return ident
 
 
@@ -391,6 +397,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if seen is None and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
                               "identity for it; give it another name (NAME=SPEC) or use another --out")
+        if seen and seen != ident and has_records(cfg.out, p.name) and "answer_rule" in ident \
+                and {**seen, "answer_rule": None} == {**ident, "answer_rule": None}:
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
+                              f"another rule (answer_rule {seen.get('answer_rule', 1)}, now {ident['answer_rule']}: "
+                              "where a line is split into answers, how a label is compared; docs/generation.md); "
+                              "their scores stay as they were: use another --out to score it by this rule")
         if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
