@@ -1422,3 +1422,20 @@ def test_a_run_without_data_names_the_download_that_puts_it_where_it_looks(tmp_p
     code, _, err = run_kbc(["run", *argv, "--out", str(tmp_path / "out"), "--quiet"], capsys)
     _assert_one_error_line(code, err, "", False)
     assert err == f"error: {expected}\n"
+
+
+# --- --dtype where no predictor of the run loads a local model ---
+
+@pytest.mark.parametrize(("predictor", "why"), [
+    ("llm=http://127.0.0.1:9/v1", "llm is served: the server sets the precision"),
+    ("freq", "none of them is a local model"),
+])
+def test_a_dtype_no_predictor_takes_is_refused(ctx, capsys, predictor, why):
+    argv = _run(ctx, predictor, "--dtype", "bfloat16")
+    if predictor.startswith("llm="):
+        argv += ["--set", "llm.model=tiny"]
+    code, _, err = run_kbc(argv, capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: --dtype bfloat16 applies to local models, and no predictor of this run "
+                                    f"loads one ({why}); drop --dtype")
+    assert not (ctx.tmp / "run").exists()

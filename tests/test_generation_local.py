@@ -333,3 +333,20 @@ def test_the_counts_of_a_local_run_stopped_in_its_second_batch(gpt2_dir, lama_di
     assert code == 0, err
     assert ("trex / llm: 5 queries: 3 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
             "another query's prompt, 0 unanswered; requests sent 3, failed 0; tokens used ") in err, err
+
+
+def test_the_longest_prompt_of_every_relation_is_checked_before_any_is_generated(gpt2_dir, lama_dir, tmp_path,
+                                                                                  capsys):
+    """P1376's prompts fit 236 new tokens (20 tokens at most), P19's longest (21) does not: nothing is generated."""
+    from cli_support import run_kbc
+
+    out = tmp_path / "run"
+    argv = local_args(gpt2_dir, lama_dir, out, tmp_path, "--set", "llm.max_new_tokens=236")
+    argv[argv.index("P19")] = "P1376"
+    argv.insert(argv.index("P1376") + 1, "P19")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2, err
+    assert err.splitlines()[-1] == (
+        f"error: {gpt2_dir}: a prompt of 21 tokens and max_new_tokens=236 are longer than the model's context of 256 "
+        "tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert not (out / "predictions").exists()

@@ -749,3 +749,39 @@ def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir,
             "another query's prompt, 0 unanswered, 4 recorded before the run was resumed; requests sent 7, failed 0"
             ) in err, err
     assert len(server.bodies) == 13
+
+
+# -- the progress bar moves as each answer comes, from the server or the cache --
+
+class Bar:
+    """A progress bar that notes each step it is moved."""
+
+    moves: list[int] = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        Bar.moves = []
+
+    def update(self, n: int = 1) -> None:
+        if n:
+            Bar.moves.append(n)
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_progress_bar_moves_per_answer_and_once_for_what_the_cache_holds(serve, lama_dir, tmp_path, capsys,
+                                                                             monkeypatch):
+    import bridge.run.runner
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bridge.run.runner, "tqdm", Bar)
+    failing = {"at": 6}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == failing["at"] else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    assert run_kbc(argv, capsys)[0] == 2
+    assert Bar.moves == [1, 1, 1, 1, 1]
+    failing["at"] = 0
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert Bar.moves == [5, 1, 1, 1, 1]

@@ -275,7 +275,7 @@ class GenerationPredictor:
                         found[key] = hit
                         how[key] = ("shared" if key in self._answered else
                                     "resumed" if self.run and hit.run == self.run else "cached")
-                        self._moved(per_key[key])
+                self._moved(sum(per_key[k] for k in how if how[k] != "asked"))  # the cache's answers at once
             if self.anchors is not None:
                 self._same_server(sent[0])
             missing = [k for k in distinct if k not in found]
@@ -369,6 +369,13 @@ class GenerationPredictor:
                               "prompt): it may serve other weights under this name, and the run would score two "
                               "models as one; start a new --out")
         write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
+
+    def check_fits(self, queries: Sequence[Query]) -> None:
+        """Refuse, before any of a stage is asked, prompts a local model cannot take with its answer (longer than its
+        context); a server says so itself."""
+        check = getattr(self.backend, "check_fits", None)
+        if check is not None:
+            check([self.prompter.prompt(q, getattr(q, "question_text", None)).sent() for q in queries], self.params)
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         # a query carrying its own wording (a KMIR question) is asked as written

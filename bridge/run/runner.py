@@ -513,6 +513,9 @@ class Job:
         cost = getattr(predictor, "cost", None)
         if cost and total:
             log.info("%s: %s", where, cost([q for _, rest, _ in todo for q, _ in rest]))
+        fits = getattr(predictor, "check_fits", None)  # inputs the model cannot take: refused before any is asked
+        if fits and total:
+            fits([q for _, rest, _ in todo for q, _ in rest])
         chunk_size = getattr(predictor, "chunk_size", CHUNK)
         bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
                    file=sys.stderr)
