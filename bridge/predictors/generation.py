@@ -67,7 +67,8 @@ SERVER_OPTIONS = (
 
 # how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run
 # wrote), resumed (a row this run wrote: asked by an attempt before it was resumed), shared (the prompt of another
-# query of the attempt, answered by the same request) or unanswered (a failure or an interrupt came first)
+# query of the attempt, answered by the same request) or unanswered (handed to the model: a failure or an
+# interrupt came before its answer); a query whose prompt was never sent is none of these (`_tally_queries`)
 QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
 # what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
 # that asked or read it from another run's cache, each request and token paid once
