@@ -265,24 +265,8 @@ def test_a_run_longer_than_the_context_stops_with_one_error_line(gpt2_dir, lama_
             "2 not asked before the stop; requests sent 0, failed 0; tokens used 0 prompt + 0 completion") in err, err
 
 
-class Bar:
-    """A progress bar that notes each step it is moved."""
-
-    moves: list = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        Bar.moves = []
-
-    def update(self, n: int = 1) -> None:
-        if n:
-            Bar.moves.append(n)
-
-    def close(self) -> None:
-        pass
-
-
 def test_the_progress_bar_moves_as_each_batch_is_generated(gpt2_dir, lama_dir, tmp_path, capsys, monkeypatch):
-    from cli_support import run_kbc
+    from cli_support import Bar, run_kbc
 
     import bridge.run.runner
 

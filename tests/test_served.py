@@ -7,7 +7,7 @@ import json
 import signal
 
 import pytest
-from cli_support import run_kbc
+from cli_support import Bar, run_kbc
 from served_support import Scripted, completion, free_port
 
 from lm.generation import GenerationParams
@@ -752,22 +752,6 @@ def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir,
 
 
 # -- the progress bar moves as each answer comes, from the server or the cache --
-
-class Bar:
-    """A progress bar that notes each step it is moved."""
-
-    moves: list[int] = []
-
-    def __init__(self, *args, **kwargs) -> None:
-        Bar.moves = []
-
-    def update(self, n: int = 1) -> None:
-        if n:
-            Bar.moves.append(n)
-
-    def close(self) -> None:
-        pass
-
 
 def test_the_progress_bar_moves_per_answer_and_once_for_what_the_cache_holds(serve, lama_dir, tmp_path, capsys,
                                                                              monkeypatch):
