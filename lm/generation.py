@@ -83,14 +83,9 @@ class LocalGenerator:
     def context(self) -> int | None:
         """Positions a causal LM has for prompt and answer together (GPT-2: 1,024); None: a seq2seq model's encoder
         and decoder are apart, or the config names no limit."""
-        if self.seq2seq:
-            return None
-        config = getattr(self.model, "config", None)
-        for key in ("n_positions", "max_position_embeddings", "n_ctx"):
-            value = getattr(config, key, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+        from lm.loading import max_positions
+
+        return None if self.seq2seq else max_positions(self.model)
 
     def _encode(self, prompts: Sequence[str]) -> list[list[int]]:
         special = self.seq2seq or not self.has_chat_template  # a rendered chat template holds its own specials

@@ -325,7 +325,6 @@ class GenerationPredictor:
         if self.on_batch is not None and n:
             self.on_batch(n)
 
-
     def _kept_first(self, response: Generated | None) -> None:
         """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
         if self._keep_first is None or response is None:
