@@ -4,8 +4,9 @@ Greedy decoding by default (`beams` > 1: beam search; `temperature` > 0: samplin
 rerun writes the same text). Causal LMs are fed left-padded batches and only the new tokens are decoded;
 seq2seq LMs decode their output. Chat turns are rendered with the tokenizer's chat template (the text
 rendered is what the model reads). Stop sequences cut the text at the first one written. Identical prompts
-are generated once. A causal LM's prompt and answer must fit its positions: a longer one is refused with one line
-before anything is generated (the model would fail on an index out of range).
+are generated once. A prompt and answer must fit the model's positions (a causal LM's together, a BART-like
+seq2seq model's each): a longer one is refused with one line before anything is generated (the model would fail
+on an index out of range).
 """
 
 from __future__ import annotations
@@ -81,11 +82,15 @@ class LocalGenerator:
 
     @property
     def context(self) -> int | None:
-        """Positions a causal LM has for prompt and answer together (GPT-2: 1,024); None: a seq2seq model's encoder
-        and decoder are apart, or the config names no limit."""
+        """Positions the model has (GPT-2: 1,024) for a causal LM's prompt and answer together, for a seq2seq
+        model's prompt and for its answer each (BART's learned positions; T5's relative ones name no limit); None:
+        no limit."""
         from lm.loading import max_positions
 
-        return None if self.seq2seq else max_positions(self.model)
+        if not self.seq2seq:
+            return max_positions(self.model)
+        value = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
     def _encode(self, prompts: Sequence[str]) -> list[list[int]]:
         special = self.seq2seq or not self.has_chat_template  # a rendered chat template holds its own specials
@@ -96,12 +101,21 @@ class LocalGenerator:
         self._fits(self._encode(list(dict.fromkeys(prompts))), params)
 
     def _fits(self, enc: Sequence[Sequence[int]], params: GenerationParams) -> None:
-        limit = self.context
+        limit, new = self.context, params.max_new_tokens
         longest = max(map(len, enc), default=0)
-        if limit is not None and longest + params.max_new_tokens > limit:
-            raise ConfigError(f"{self.name}: a prompt of {longest} tokens and max_new_tokens={params.max_new_tokens} "
-                              f"are longer than the model's context of {limit} tokens; use fewer shots, a shorter "
-                              "prompt or a smaller max_new_tokens")
+        if limit is None:
+            return
+        if self.seq2seq:
+            if max(longest, new) <= limit:
+                return
+            what = (f"a prompt of {longest} tokens or max_new_tokens={new} is longer than the model's context of "
+                    f"{limit} tokens (its encoder's and its decoder's each)")
+        else:
+            if longest + new <= limit:
+                return
+            what = (f"a prompt of {longest} tokens and max_new_tokens={new} are longer than the model's context of "
+                    f"{limit} tokens")
+        raise ConfigError(f"{self.name}: {what}; use fewer shots, a shorter prompt or a smaller max_new_tokens")
 
     def generate(self, prompts: Sequence[str], params: GenerationParams,
                  kept: Callable[[str, Generated], None] | None = None,

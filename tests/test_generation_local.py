@@ -334,3 +334,34 @@ def test_the_longest_prompt_of_every_relation_is_checked_before_any_is_generated
         f"error: {gpt2_dir}: a prompt of 21 tokens and max_new_tokens=236 are longer than the model's context of 256 "
         "tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
     assert not (out / "predictions").exists()
+
+
+def test_a_seq2seq_model_with_learned_positions_takes_a_prompt_and_an_answer_each_as_long_as_its_context():
+    """A tiny BART holds 32 positions in its encoder and 32 in its decoder: 40 prompt tokens or 33 new ones would
+    fail on an index out of range, 32 of each are generated."""
+    from lm_fixtures import tokenizer_for
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    tok = tokenizer_for("roberta")
+    model = BartForConditionalGeneration(BartConfig(
+        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32,
+        pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)).eval()
+    gen = LocalGenerator(model, tok, fingerprint="bart", name="m", seq2seq=True)
+    long, short = " ".join(["Rome"] * 37), " ".join(["Rome"] * 29)
+    assert (gen.context, len(tok(long)["input_ids"]), len(tok(short)["input_ids"])) == (32, 40, 32)
+    for prompt, new, tokens in ((long, 3, 40), (short, 33, 32)):
+        with pytest.raises(Exception) as caught:
+            gen.generate([prompt], GenerationParams(max_new_tokens=new))
+        assert str(caught.value) == (
+            f"m: a prompt of {tokens} tokens or max_new_tokens={new} is longer than the model's context of 32 tokens "
+            "(its encoder's and its decoder's each); use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert gen.generate([short], GenerationParams(max_new_tokens=32))[short].completion_tokens <= 32
+
+
+def test_a_t5_model_names_no_context_limit(t5_dir):
+    from lm.loading import load
+
+    loaded = load(str(t5_dir), "seq2seq")
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=True)
+    assert gen.context is None
