@@ -89,12 +89,9 @@ class CausalLMScorer:
     @property
     def max_positions(self) -> int | None:
         """Positions the model has (GPT-2: 1,024): a longer input has no position embedding; None: no limit named."""
-        config = getattr(self.model, "config", None)
-        for key in ("n_positions", "max_position_embeddings"):
-            value = getattr(config, key, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+        from lm.loading import max_positions
+
+        return max_positions(self.model)
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids with BOS first, so the first word is scored too (GPT-2's <|endoftext|>)."""

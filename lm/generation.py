@@ -4,13 +4,15 @@ Greedy decoding by default (`beams` > 1: beam search; `temperature` > 0: samplin
 rerun writes the same text). Causal LMs are fed left-padded batches and only the new tokens are decoded;
 seq2seq LMs decode their output. Chat turns are rendered with the tokenizer's chat template (the text
 rendered is what the model reads). Stop sequences cut the text at the first one written. Identical prompts
-are generated once.
+are generated once. A prompt and answer must fit the model's positions (a causal LM's together, a BART-like
+seq2seq model's each): a longer one is refused with one line before anything is generated (the model would fail
+on an index out of range).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from eval.errors import ConfigError
@@ -78,13 +80,54 @@ class LocalGenerator:
             raise ConfigError(f"{self.name}: its tokenizer has no chat template; use --set chat=off")
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
-    def generate(self, prompts: Sequence[str], params: GenerationParams) -> dict[str, Generated]:
-        """Prompt -> its response; identical prompts once, batched by length."""
+    @property
+    def context(self) -> int | None:
+        """Positions the model has (GPT-2: 1,024) for a causal LM's prompt and answer together, for a seq2seq
+        model's prompt and for its answer each (BART's learned positions; T5's relative ones name no limit); None:
+        no limit."""
+        from lm.loading import max_positions
+
+        if not self.seq2seq:
+            return max_positions(self.model)
+        value = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    def _encode(self, prompts: Sequence[str]) -> list[list[int]]:
+        special = self.seq2seq or not self.has_chat_template  # a rendered chat template holds its own specials
+        return [self.tokenizer(p, add_special_tokens=special)["input_ids"] for p in prompts]
+
+    def check_fits(self, prompts: Sequence[str], params: GenerationParams) -> None:
+        """Refuse, before any generation, a prompt whose tokens and `max_new_tokens` exceed the model's context."""
+        self._fits(self._encode(list(dict.fromkeys(prompts))), params)
+
+    def _fits(self, enc: Sequence[Sequence[int]], params: GenerationParams) -> None:
+        limit, new = self.context, params.max_new_tokens
+        longest = max(map(len, enc), default=0)
+        if limit is None:
+            return
+        if self.seq2seq:
+            if max(longest, new) <= limit:
+                return
+            what = (f"a prompt of {longest} tokens or max_new_tokens={new} is longer than the model's context of "
+                    f"{limit} tokens (its encoder's and its decoder's each)")
+        else:
+            if longest + new <= limit:
+                return
+            what = (f"a prompt of {longest} tokens and max_new_tokens={new} are longer than the model's context of "
+                    f"{limit} tokens")
+        raise ConfigError(f"{self.name}: {what}; use fewer shots, a shorter prompt or a smaller max_new_tokens")
+
+    def generate(self, prompts: Sequence[str], params: GenerationParams,
+                 kept: Callable[[str, Generated], None] | None = None,
+                 handed: Callable[[Sequence[str]], None] | None = None) -> dict[str, Generated]:
+        """Prompt -> its response; identical prompts once, batched by length. `handed(prompts)` is told of each
+        batch as it goes to the model, `kept(prompt, response)` of each response as its batch is done: a stop loses
+        the batch being generated only, and the caller knows which prompts the model never saw."""
         import torch
 
         unique = list(dict.fromkeys(prompts))
-        special = self.seq2seq or not self.has_chat_template  # a rendered chat template holds its own specials
-        enc = [self.tokenizer(p, add_special_tokens=special)["input_ids"] for p in unique]
+        enc = self._encode(unique)
+        self._fits(enc, params)
         order = sorted(range(len(unique)), key=lambda i: len(enc[i]))
         sampled = params.temperature > 0
         per_prompt = sampled  # sampling draws per prompt alone, so that a text never depends on its batch
@@ -107,6 +150,8 @@ class LocalGenerator:
                 if sampled:
                     kwargs.update(temperature=params.temperature, top_p=params.top_p)
                     torch.manual_seed(prompt_seed(params.seed, unique[batch[0]]))
+                if handed is not None:
+                    handed([unique[i] for i in batch])
                 result = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                              **kwargs)
                 rows = result.cpu().tolist()
@@ -115,6 +160,8 @@ class LocalGenerator:
                     used = _until_end(new, self.tokenizer.eos_token_id, self.pad, self.seq2seq)
                     text = self.tokenizer.decode(used, skip_special_tokens=True)
                     out[unique[i]] = Generated(cut_at_stop(text, params.stop), len(enc[i]), len(used))
+                for i in batch if kept is not None else ():
+                    kept(unique[i], out[unique[i]])
         return out
 
 

@@ -59,6 +59,16 @@ class Loaded:
 DEVICE = re.compile(r"^(cpu(:0)?|cuda(:(\d+))?)$")  # what `--device` accepts: the devices the LMs are run on
 
 
+def max_positions(model) -> int | None:
+    """Positions a model has (GPT-2: 1,024): a longer input has no position embedding; None: no limit named."""
+    config = getattr(model, "config", None)
+    for key in ("n_positions", "max_position_embeddings"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 def check_device(device: str, here: bool = True) -> None:
     """`device` is cpu, cuda or cuda:N, refused in one line otherwise (torch knows more types, none of them run).
 

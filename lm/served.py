@@ -214,12 +214,14 @@ class ServedGenerator:
                          int(usage.get("completion_tokens") or 0), str(system) if system else None)
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
-                 kept: Callable[[int, Generated], None] | None = None) -> list[Generated]:
+                 kept: Callable[[int, Generated], None] | None = None,
+                 handed: Callable[[Sequence[int]], None] | None = None) -> list[Generated]:
         """One response per prompt, in order, asked at most `concurrency` at a time. `kept(i, response)` is called
         in this thread as each response comes, also when a later request fails or the run is interrupted: every
-        response paid for reaches the caller (requests in flight then are awaited, those not yet sent are not). A
-        Ctrl-C is taken while waiting for the server only: never between a request and its hand-over, nor inside
-        `kept`."""
+        response paid for reaches the caller (requests in flight then are awaited, those not yet sent are not).
+        `handed([i])` is told of each prompt as its request goes out, so that the caller knows which were never
+        sent. A Ctrl-C is taken while waiting for the server only: never between a request and its hand-over, nor
+        inside `kept`."""
         out: list[Generated | None] = [None] * len(prompts)
         if not prompts:
             return []
@@ -227,18 +229,20 @@ class ServedGenerator:
         futures: dict[Future, int] = {}  # every request handed to the pool, in flight or done
         waiting = iter(enumerate(prompts))
         running: set[Future] = set()
-        handed: set[int] = set()
+        kept_ones: set[int] = set()  # prompts whose response reached the caller
 
         def send() -> None:  # the next prompt, if any: a request goes out only while nothing has failed
             for i, prompt in waiting:
                 future = pool.submit(self._one, prompt, params)
                 futures[future] = i
                 running.add(future)
+                if handed is not None:
+                    handed([i])
                 return
 
         def came(future: Future) -> None:
             i = futures[future]
-            handed.add(i)
+            kept_ones.add(i)
             out[i] = future.result()
             if kept is not None:
                 kept(i, out[i])
@@ -259,7 +263,7 @@ class ServedGenerator:
             pool.shutdown(wait=True)
             with interrupts_held():
                 for future, i in futures.items():
-                    if i not in handed and future.exception() is None:
+                    if i not in kept_ones and future.exception() is None:
                         came(future)
             raise
         finally:

@@ -1540,3 +1540,20 @@ def test_a_rerun_into_answers_read_by_another_rule_is_refused(ctx, capsys):
         assert len(server.bodies) == 3
     finally:
         server.close()
+
+
+# --- --dtype where no predictor of the run loads a local model ---
+
+@pytest.mark.parametrize(("predictor", "why"), [
+    ("llm=http://127.0.0.1:9/v1", "llm is served: the server sets the precision"),
+    ("freq", "none of them is a local model"),
+])
+def test_a_dtype_no_predictor_takes_is_refused(ctx, capsys, predictor, why):
+    argv = _run(ctx, predictor, "--dtype", "bfloat16")
+    if predictor.startswith("llm="):
+        argv += ["--set", "llm.model=tiny"]
+    code, _, err = run_kbc(argv, capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: --dtype bfloat16 applies to local models, and no predictor of this run "
+                                    f"loads one ({why}); drop --dtype")
+    assert not (ctx.tmp / "run").exists()

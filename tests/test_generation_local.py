@@ -220,3 +220,148 @@ def test_prompt_lama_says_which_relations_it_asks_as_questions(gpt2_dir, lama_di
             "the asked slot, so there is no sentence to continue") in err
     prompts = {r["relation"]: r["prompt"] for rel in ("P36", "P27") for r in records(out, "trex", rel)}
     assert prompts["P27"].startswith("Q: Fill in the blank: ") and not prompts["P36"].startswith("Q:")
+
+
+# -- a prompt and answer longer than the model's context, progress per batch, the counts of a stopped run --
+
+def local_args(model, lama_dir, out, tmp_path, *extra: str, limit: int = 2) -> list[str]:
+    return ["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", f"llm={model}", "--set",
+            "llm.answer=generate", *extra, "--limit", str(limit), "--data-dir", str(lama_dir), "--out", str(out),
+            "--store", str(tmp_path / "store"), "--quiet", "--bootstrap", "0"]
+
+
+def test_a_prompt_and_answer_longer_than_the_context_are_one_error_line_before_any_generation(gpt2_dir):
+    """The tiny GPT-2 has 256 positions: prompt tokens plus max_new_tokens may fill them, not one more."""
+    from lm.loading import load
+
+    loaded = load(str(gpt2_dir), "causal")
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=False)
+    prompt = "Dante was born in"
+    n = len(loaded.tokenizer(prompt)["input_ids"])
+    assert (gen.context, n) == (256, 5)
+    gen.check_fits([prompt], GenerationParams(max_new_tokens=251))
+    calls = []
+    loaded.model.generate = lambda *a, **k: calls.append(1)
+    with pytest.raises(Exception) as caught:
+        gen.generate(["Rome", prompt], GenerationParams(max_new_tokens=252))
+    assert str(caught.value) == ("m: a prompt of 5 tokens and max_new_tokens=252 are longer than the model's context "
+                                 "of 256 tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert calls == []
+
+
+@pytest.mark.parametrize(("extra", "tokens", "new"), [(("--set", "llm.shots=12", "--set", "llm.max_new_tokens=64"),
+                                                       293, 64), (("--set", "llm.max_new_tokens=250"), 21, 250)])
+def test_a_run_longer_than_the_context_stops_with_one_error_line(gpt2_dir, lama_dir, tmp_path, capsys, extra,
+                                                                  tokens, new):
+    from cli_support import run_kbc
+
+    out = tmp_path / "run"
+    code, _, err = run_kbc(local_args(gpt2_dir, lama_dir, out, tmp_path, *extra), capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert err.splitlines()[-1] == (
+        f"error: {gpt2_dir}: a prompt of {tokens} tokens and max_new_tokens={new} are longer than the model's context "
+        "of 256 tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert ("trex / llm: 2 queries: 0 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered, "
+            "2 not asked before the stop; requests sent 0, failed 0; tokens used 0 prompt + 0 completion") in err, err
+
+
+def test_the_progress_bar_moves_as_each_batch_is_generated(gpt2_dir, lama_dir, tmp_path, capsys, monkeypatch):
+    from cli_support import Bar, run_kbc
+
+    import bridge.run.runner
+
+    monkeypatch.setattr(bridge.run.runner, "tqdm", Bar)
+    real = LocalGenerator.generate
+
+    def generate(self, prompts, params, kept=None, handed=None):
+        def went(batch):
+            Bar.moves.append("batch")
+            handed(batch)
+
+        return real(self, prompts, params, kept, went)
+
+    monkeypatch.setattr(LocalGenerator, "generate", generate)
+    code, _, err = run_kbc(local_args(gpt2_dir, lama_dir, tmp_path / "run", tmp_path, "--set",
+                                      "llm.max_new_tokens=3", "--batch-size", "2", limit=5), capsys)
+    assert code == 0, err
+    assert Bar.moves == ["batch", 1, 1, "batch", 1, 1, "batch", 1]  # each answer as its batch is done
+
+
+def test_the_counts_of_a_local_run_stopped_in_its_second_batch(gpt2_dir, lama_dir, tmp_path, capsys, monkeypatch):
+    """Ctrl-C as the second batch of two goes to the model: the first two are answered, the second two handed over
+    with no answer, the fifth never asked; resumed, the two answered come from the cache."""
+    from cli_support import run_kbc
+
+    real = LocalGenerator.generate
+
+    def generate(self, prompts, params, kept=None, handed=None):
+        batches = []
+
+        def went(batch):
+            handed(batch)
+            batches.append(batch)
+            if len(batches) == 2:
+                raise KeyboardInterrupt
+
+        return real(self, prompts, params, kept, went)
+
+    monkeypatch.setattr(LocalGenerator, "generate", generate)
+    argv = local_args(gpt2_dir, lama_dir, tmp_path / "run", tmp_path, "--set", "llm.max_new_tokens=3", "--batch-size",
+                      "2", limit=5)
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 130, err
+    assert ("trex / llm: 5 queries: 2 asked, 0 from the cache, 0 sharing another query's prompt, 2 unanswered, "
+            "1 not asked before the stop; requests sent 2, failed 0; tokens used ") in err, err
+    monkeypatch.setattr(LocalGenerator, "generate", real)
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert ("trex / llm: 5 queries: 3 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered; requests sent 3, failed 0; tokens used ") in err, err
+
+
+def test_the_longest_prompt_of_every_relation_is_checked_before_any_is_generated(gpt2_dir, lama_dir, tmp_path,
+                                                                                  capsys):
+    """P1376's prompts fit 236 new tokens (20 tokens at most), P19's longest (21) does not: nothing is generated."""
+    from cli_support import run_kbc
+
+    out = tmp_path / "run"
+    argv = local_args(gpt2_dir, lama_dir, out, tmp_path, "--set", "llm.max_new_tokens=236")
+    argv[argv.index("P19")] = "P1376"
+    argv.insert(argv.index("P1376") + 1, "P19")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2, err
+    assert err.splitlines()[-1] == (
+        f"error: {gpt2_dir}: a prompt of 21 tokens and max_new_tokens=236 are longer than the model's context of 256 "
+        "tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert not (out / "predictions").exists()
+
+
+def test_a_seq2seq_model_with_learned_positions_takes_a_prompt_and_an_answer_each_as_long_as_its_context():
+    """A tiny BART holds 32 positions in its encoder and 32 in its decoder: 40 prompt tokens or 33 new ones would
+    fail on an index out of range, 32 of each are generated."""
+    from lm_fixtures import tokenizer_for
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    tok = tokenizer_for("roberta")
+    model = BartForConditionalGeneration(BartConfig(
+        vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=32,
+        pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)).eval()
+    gen = LocalGenerator(model, tok, fingerprint="bart", name="m", seq2seq=True)
+    long, short = " ".join(["Rome"] * 37), " ".join(["Rome"] * 29)
+    assert (gen.context, len(tok(long)["input_ids"]), len(tok(short)["input_ids"])) == (32, 40, 32)
+    for prompt, new, tokens in ((long, 3, 40), (short, 33, 32)):
+        with pytest.raises(Exception) as caught:
+            gen.generate([prompt], GenerationParams(max_new_tokens=new))
+        assert str(caught.value) == (
+            f"m: a prompt of {tokens} tokens or max_new_tokens={new} is longer than the model's context of 32 tokens "
+            "(its encoder's and its decoder's each); use fewer shots, a shorter prompt or a smaller max_new_tokens")
+    assert gen.generate([short], GenerationParams(max_new_tokens=32))[short].completion_tokens <= 32
+
+
+def test_a_t5_model_names_no_context_limit(t5_dir):
+    from lm.loading import load
+
+    loaded = load(str(t5_dir), "seq2seq")
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=True)
+    assert gen.context is None

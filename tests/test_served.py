@@ -7,7 +7,7 @@ import json
 import signal
 
 import pytest
-from cli_support import run_kbc
+from cli_support import Bar, run_kbc
 from served_support import Scripted, completion, free_port
 
 from lm.generation import GenerationParams
@@ -119,9 +119,10 @@ def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_fail
     assert code == 2 and err.splitlines()[-1] == (
         f"error: {server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (a "
         "model without a chat template fails so on chat turns: then use api=completions)")
-    # prompts 1 to 3 answered (the second after two 503s), the fourth fails at once: 6 requests, 2 of them retries
-    assert ("google_re / llm: 9 queries: 3 asked, 0 from the cache, 0 sharing another query's prompt, 6 unanswered; "
-            "requests sent 6 (2 of them retries), failed 1; tokens used ") in err, err
+    # prompts 1 to 3 answered (the second after two 503s), the fourth fails at once: 6 requests, 2 of them retries;
+    # the five prompts after it were never sent
+    assert ("google_re / llm: 9 queries: 3 asked, 0 from the cache, 0 sharing another query's prompt, 1 unanswered, "
+            "5 not asked before the stop; requests sent 6 (2 of them retries), failed 1; tokens used ") in err, err
 
 
 def test_a_server_that_is_down_or_too_slow(serve):
@@ -358,8 +359,8 @@ def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve,
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
     code, _, err = run_kbc(argv, capsys)
     assert code == 2 and err.splitlines()[-1].startswith("error: ") and "HTTP 400" in err
-    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 4 unanswered; "
-            "requests sent 6, failed 1") in err
+    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 1 unanswered, "
+            "3 not asked before the stop; requests sent 6, failed 1") in err
     # each response is cached as it comes: the five answered are not asked again, the one that failed is
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
@@ -488,8 +489,9 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     code, _, err = run_kbc(argv, capsys)
     first = server.bodies[0]["messages"][-1]["content"]
     assert code == 2 and server.bodies[6]["messages"][-1]["content"] == first and len(server.bodies) == 7
-    assert ("google_re / llm: 9 queries: 0 asked, 0 from the cache, 0 sharing another query's prompt, 9 unanswered; "
-            "requests sent 1, failed 0") in err
+    # the five answers cached before are counted as such; the other four were never sent
+    assert ("google_re / llm: 9 queries: 0 asked, 5 from the cache (5 asked before the run was resumed), 0 sharing "
+            "another query's prompt, 0 unanswered, 4 not asked before the stop; requests sent 1, failed 0") in err, err
     assert err.splitlines()[-1] == (
         f"error: {server.url}: model tiny answers differently than when this run started (\"Melbourne\" then, "
         "\"Paris\" now, to the run's first prompt): it may serve other weights under this name, and the run would "
@@ -546,8 +548,9 @@ def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(ser
     answered = [asked_of(b) for n, b in enumerate(server.bodies, 1) if n != failing["at"]]
     k, tried = len(answered), len(server.bodies)
     assert 4 <= k < 9 and records(tmp_path / "run") == []
+    rest = f", {8 - k} not asked before the stop" if k < 8 else ""  # the fifth request was handed over, unanswered
     assert (f"google_re / llm: 9 queries: {k} asked, 0 from the cache, 0 sharing another query's prompt, "
-            f"{9 - k} unanswered; requests sent {tried}, failed {tried - k}") in err, err
+            f"1 unanswered{rest}; requests sent {tried}, failed {tried - k}") in err, err
     failing["at"] = 0
     calls["n"] = 100
     code, _, err = run_kbc(argv, capsys)
@@ -706,8 +709,8 @@ def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_t
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
     code, _, err = run_kbc(argv, capsys)
     assert code == 130, err
-    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 4 unanswered; "
-            "requests sent 5, failed 0") in err, err
+    assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered, "
+            "4 not asked before the stop; requests sent 5, failed 0") in err, err
     first = [asked_of(b) for b in server.bodies]
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
@@ -772,8 +775,9 @@ def test_a_run_of_two_corpora_sends_one_request_per_prompt_and_a_resume_checks_i
 
 
 def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir, tmp_path, capsys, monkeypatch):
-    """Ctrl-C at the second answer of the second relation of three: the third relation's queries were never handed
-    over; resumed, the first relation's are on record. Both lines count the whole sample of 12."""
+    """Ctrl-C at the second answer of the second relation of three (concurrency 1): the two prompts of the second
+    relation after it and the third relation's four were never sent; resumed, the first relation's are on record.
+    Both lines count the whole sample of 12."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     server = serve(by_prompt)
     interrupt_at_cache_write(monkeypatch, 6)
@@ -783,7 +787,7 @@ def test_the_counts_line_of_a_stopped_run_adds_up_to_its_sample(serve, lama_dir,
     code, _, err = run_kbc(argv, capsys)
     assert code == 130, err
     assert "asking a sample of 12" in err and (
-        "trex / llm: 12 queries: 6 asked, 0 from the cache, 0 sharing another query's prompt, 2 unanswered, 4 not "
+        "trex / llm: 12 queries: 6 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered, 6 not "
         "asked before the stop; requests sent 6, failed 0") in err, err
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
@@ -804,3 +808,23 @@ def test_a_warning_given_while_a_progress_bar_is_shown_is_a_line_of_its_own(serv
     warned = [line for line in lines if "reports no system_fingerprint" in line]
     assert [line.startswith("cache=shared: ") for line in warned] == [True], warned
     assert any(line.startswith("google_re llm:") for line in lines[lines.index(warned[0]) + 1:]), err
+
+
+# -- the progress bar moves as each answer comes, from the server or the cache --
+
+def test_the_progress_bar_moves_per_answer_and_once_for_what_the_cache_holds(serve, lama_dir, tmp_path, capsys,
+                                                                             monkeypatch):
+    import bridge.run.runner
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bridge.run.runner, "tqdm", Bar)
+    failing = {"at": 6}
+    server = serve(lambda path, body, n: (500, {"error": "down"}) if n == failing["at"] else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    assert run_kbc(argv, capsys)[0] == 2
+    assert Bar.moves == [1, 1, 1, 1, 1]
+    failing["at"] = 0
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert Bar.moves == [5, 1, 1, 1, 1]

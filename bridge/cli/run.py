@@ -268,8 +268,8 @@ def run_options(default_out: str):
         click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N (LM predictors)."),
         click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
-                     help="LM predictors' precision; bfloat16 and float16 are fast on GPUs and CPUs with "
-                          "instructions for them (warned otherwise)."),
+                     help="Local LM predictors' precision (a server sets its own); bfloat16 and float16 are fast "
+                          "on GPUs and CPUs with instructions for them (warned otherwise)."),
         click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True),
         click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                      help="Graph store path, or a SPARQL query endpoint URL."),

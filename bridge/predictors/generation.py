@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -66,7 +67,8 @@ SERVER_OPTIONS = (
 
 # how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run
 # wrote), resumed (a row this run wrote: asked by an attempt before it was resumed), shared (the prompt of another
-# query of the attempt, answered by the same request) or unanswered (a failure or an interrupt came first)
+# query of the attempt, answered by the same request) or unanswered (handed to the model: a failure or an
+# interrupt came before its answer); a query whose prompt was never sent is none of these (`_tally_queries`)
 QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
 # what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
 # that asked or read it from another run's cache, each request and token paid once
@@ -197,6 +199,7 @@ class GenerationPredictor:
         self.attempt = attempt  # this attempt of the run: its first answer is checked once, whatever the corpora
         self.anchors = anchors if scope is not None and scope.startswith("run:") else None
         self._keep_first: tuple[Path, object] | None = None
+        self.on_batch: Callable[[int], None] | None = None  # told of the queries each response answers (progress)
 
     def describe(self) -> dict:
         return {"kind": "generation", "model": self.model, "fingerprint": self.backend.fingerprint, "ranks": self.ranks,
@@ -208,11 +211,11 @@ class GenerationPredictor:
         self.counts["prompt_tokens"] += response.prompt_tokens
         self.counts["completion_tokens"] += response.completion_tokens
 
-    def _settle(self, first) -> Generated | None:
+    def _settle(self, first, sending: Callable[[], None]) -> Generated | None:
         """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API with
         this run's token (cache=on), or (cache=shared) with what its model list says of the model and the
-        system_fingerprint of `first`, asked now whatever the cache holds: all a server can say of the weights
-        answering now. Returns the response it asked, if any."""
+        system_fingerprint of `first`, asked now whatever the cache holds (`sending()` is told first): all a server
+        can say of the weights answering now. Returns the response it asked, if any."""
         if self.scope is None:
             self.key_base = self.backend.fingerprint
             return None
@@ -220,6 +223,7 @@ class GenerationPredictor:
         asked = None
         if self.scope == "shared":
             what["listed"] = self.backend.listed()
+            sending()
             asked = self.backend.generate([first], self.params)[0]
             self._count(asked)
             what["system_fingerprint"] = asked.system_fingerprint
@@ -236,63 +240,98 @@ class GenerationPredictor:
 
     def _ask(self, prompts: Sequence[Prompt]) -> list[Generated]:
         """The responses, from the cache where it has them; the rest asked a slice at a time, each response cached
-        as it comes (a failure or an interrupt loses none that came back). Every query is counted once: asked,
-        from the cache, sharing the prompt of another query (one request answers both) or left unanswered."""
+        as it comes (a failure or an interrupt loses none that came back) and told to `on_batch`. Every query is
+        counted once, by what became of it: asked, from the cache, sharing the prompt of another query (one request
+        answers both), unanswered (handed to the model, no answer came) or, where the run stopped before its prompt
+        went out, not at all: the runner counts it not asked before the stop."""
         from lm.response_cache import response_key
 
         sent = [p.sent() for p in prompts]
         if not sent:
             return []
-        c = self.counts
-        c["queries"] += len(sent)
+        keys: list[str] = []
+        found: dict[str, Generated] = {}
+        how: dict[str, str] = {}  # each key answered: asked, cached, resumed, or shared (asked by an earlier chunk)
+        handed: set[str] = set()  # keys whose prompt went to the model
+        first_out: list[bool] = []  # the first prompt, sent by `_settle` before any key is known
+        self.counts["queries"] += len(sent)
         try:
+            asked = None
+            if self.key_base is None and self.cache is not None:
+                asked = self._settle(sent[0], lambda: first_out.append(True))
+            keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
+            per_key = Counter(keys)
+            if first_out:
+                handed.add(keys[0])
+
+            def keep(key: str, response: Generated) -> None:
+                """A response asked for a query: cached at once, and kept as the run's first answer where it is."""
+                found[key], how[key] = response, "asked"
+                self._answered.add(key)
+                if self.cache is not None:
+                    self.cache.put(key, response, self.run)
+                if key == keys[0]:
+                    self._kept_first(response)
+                self._moved(per_key[key])
+
+            if asked is not None:  # `_settle` counted its cost
+                keep(keys[0], asked)
+            distinct = list(dict.fromkeys(keys))
+            if self.cache is not None:
+                for key in distinct:
+                    hit = self.cache.get(key) if key not in found else None
+                    if hit is not None:
+                        found[key] = hit
+                        how[key] = ("shared" if key in self._answered else
+                                    "resumed" if self.run and hit.run == self.run else "cached")
+                self._moved(sum(per_key[k] for k in how if how[k] != "asked"))  # the cache's answers at once
             if self.anchors is not None:
                 self._same_server(sent[0])
-            asked = self._settle(sent[0]) if self.key_base is None and self.cache is not None else None
-        except BaseException:  # the server changed, failed or the run was stopped before any query was answered
-            c["unanswered"] += len(sent)
-            raise
-        keys = [response_key(self.key_base or self.backend.fingerprint, self.model, s, self.params) for s in sent]
-        distinct = list(dict.fromkeys(keys))
-        c["shared"] += len(keys) - len(distinct)
-        found: dict[str, Generated] = {}
-        if asked is not None:  # `_settle` counted its cost
-            self._keep(keys[0], asked, found, keys[0])
-        if self.cache is not None:
-            for key in distinct:
-                hit = self.cache.get(key) if key not in found else None
-                if hit is not None:
-                    found[key] = hit
-                    c["shared" if key in self._answered else "resumed" if self.run and hit.run == self.run
-                      else "cached"] += 1
-        missing = [k for k in distinct if k not in found]
-        first = {k: s for k, s in zip(keys, sent)}
-        step = self.backend.slice  # prompts handed over at once: a local model loses one slice at most when stopped
+            missing = [k for k in distinct if k not in found]
+            first = {k: s for k, s in zip(keys, sent)}
+            check = getattr(self.backend, "check_fits", None)
+            if check is not None and missing:  # a prompt the model cannot take: refused before any is asked
+                check([first[k] for k in missing], self.params)
+            step = self.backend.slice  # prompts handed over at once: a local model loses one batch at most
 
-        def keep(part: list[str]):
-            def came(i: int, response: Generated) -> None:
-                self._count(response)
-                self._keep(part[i], response, found, keys[0])
-            return came
-
-        try:
             for start in range(0, len(missing), step):
                 part = missing[start:start + step]
-                self.backend.generate([first[k] for k in part], self.params, keep(part))
+
+                def came(i: int, response: Generated, part: list[str] = part) -> None:
+                    self._count(response)
+                    keep(part[i], response)
+
+                def went(done: Sequence[int], part: list[str] = part) -> None:
+                    handed.update(part[i] for i in done)
+
+                self.backend.generate([first[k] for k in part], self.params, came, went)
         finally:
-            c["unanswered"] += sum(1 for k in missing if k not in found)
+            self._tally_queries(len(sent), keys, found, how, handed, bool(first_out))
         self._kept_first(found.get(keys[0]))  # from the cache, where an earlier attempt asked it
         return [found[k] for k in keys]
 
-    def _keep(self, key: str, response: Generated, found: dict[str, Generated], first: str) -> None:
-        """A response asked for a query: counted, cached at once, and kept as the run's first answer where it is."""
-        found[key] = response
-        self.counts["asked"] += 1
-        self._answered.add(key)
-        if self.cache is not None:
-            self.cache.put(key, response, self.run)
-        if key == first:
-            self._kept_first(response)
+    def _tally_queries(self, n: int, keys: list[str], found: dict[str, Generated], how: dict[str, str],
+                       handed: set[str], first_out: bool) -> None:
+        """Count each of the `n` queries of an `_ask` by what became of it; one never handed to the model leaves
+        `queries` (the runner counts it not asked before the stop)."""
+        c = self.counts
+        if not keys:  # stopped before any key was known: only `_settle`'s first prompt can have gone out
+            c["unanswered"] += first_out
+            c["queries"] -= n - first_out
+            return
+        seen: set[str] = set()
+        for key in keys:
+            if key in found:
+                c["shared" if key in seen else how[key]] += 1
+            elif key in handed:
+                c["unanswered"] += 1
+            else:
+                c["queries"] -= 1
+            seen.add(key)
+
+    def _moved(self, n: int) -> None:
+        if self.on_batch is not None and n:
+            self.on_batch(n)
 
     def _kept_first(self, response: Generated | None) -> None:
         """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
@@ -338,6 +377,13 @@ class GenerationPredictor:
                               "prompt): it may serve other weights under this name, and the run would score two "
                               "models as one; start a new --out")
         write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
+
+    def check_fits(self, queries: Sequence[Query]) -> None:
+        """Refuse, before any of a stage is asked, prompts a local model cannot take with its answer (longer than its
+        context); a server says so itself."""
+        check = getattr(self.backend, "check_fits", None)
+        if check is not None:
+            check([self.prompter.prompt(q, getattr(q, "question_text", None)).sent() for q in queries], self.params)
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         # a query carrying its own wording (a KMIR question) is asked as written
@@ -414,19 +460,39 @@ class LocalBackend:
         self.slice = 4 * generator.batch_size
         self.rendered: dict[str, str] = {}
 
-    def generate(self, prompts: Sequence, params: GenerationParams,
-                 kept: Callable[[int, Generated], None] | None = None) -> list[Generated]:
+    def _texts(self, prompts: Sequence) -> list[str]:
         texts = []
         for p in prompts:
             text = p if isinstance(p, str) else self.generator.render(p)
             if not isinstance(p, str):
                 self.rendered[_as_key(p)] = text
             texts.append(text)
-        done = self.generator.generate(texts, params)
-        out = [done[t] for t in texts]
-        for i, response in enumerate(out if kept is not None else ()):
-            kept(i, response)
-        return out
+        return texts
+
+    def check_fits(self, prompts: Sequence, params: GenerationParams) -> None:
+        """Refuse prompts longer than the model's context with its answer, before any is generated."""
+        self.generator.check_fits(self._texts(prompts), params)
+
+    def generate(self, prompts: Sequence, params: GenerationParams,
+                 kept: Callable[[int, Generated], None] | None = None,
+                 handed: Callable[[Sequence[int]], None] | None = None) -> list[Generated]:
+        """As `ServedGenerator.generate`: `kept(i, response)` as each batch is done, `handed([i, ...])` as each goes
+        to the model."""
+        texts = self._texts(prompts)
+        where: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            where.setdefault(text, []).append(i)
+
+        def came(text: str, response: Generated) -> None:
+            for i in where[text] if kept is not None else ():
+                kept(i, response)
+
+        def went(batch: Sequence[str]) -> None:
+            if handed is not None:
+                handed([i for text in batch for i in where[text]])
+
+        done = self.generator.generate(texts, params, came, went)
+        return [done[t] for t in texts]
 
 
 def _cache(ctx: PredictorContext):

@@ -134,6 +134,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
+    check_dtype(cfg.dtype, plan.predictors, list(plan.corpora))
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
         raise ConfigError(f"--set {with_rule[0]}.set: a set rule applies to set-valued answers (`kbc run lmkbc`, "
@@ -271,6 +272,22 @@ def check_generation(predictors: list[PlannedPredictor], experiment: str, contex
         if experiment == "coherency" and (style == "lmkbc2024" or p.options.get("question_file")):
             raise ConfigError(f"predictor {p.name}: `kbc run coherency` asks subjects back, which a question about "
                               f"the subject cannot word; use {p.name}.prompt=question or lama without a question file")
+
+
+def check_dtype(dtype: str, predictors: list[PlannedPredictor], corpora: list[str]) -> None:
+    """A precision that no model of the run loads in is refused rather than ignored (and recorded nowhere): a served
+    model's precision is the server's, a KB has none. LAMA-UHN's name filter is a local model that takes it."""
+    from bridge.predictors.generation import is_server
+
+    if dtype == "float32" or any(c.endswith("-uhn") for c in corpora):
+        return
+    if any("dtype" in getattr(p.factory, "settings", ()) for p in predictors):
+        return
+    served = [p.name for p in predictors if is_server(p.spec)]
+    why = (f"{', '.join(served)} {'is' if len(served) == 1 else 'are'} served: the server sets the precision"
+           if served else "none of them is a local model")
+    raise ConfigError(f"--dtype {dtype} applies to local models, and no predictor of this run loads one ({why}); "
+                      "drop --dtype")
 
 
 def open_executor(settings: ExecutorSettings | None):
@@ -475,12 +492,15 @@ class Job:
         cost = getattr(predictor, "cost", None)
         if cost and total:
             log.info("%s: %s", where, cost([q for _, rest, _ in todo for q, _ in rest]))
+        fits = getattr(predictor, "check_fits", None)  # inputs the model cannot take: refused before any is asked
+        if fits and total:
+            fits([q for _, rest, _ in todo for q, _ in rest])
         chunk_size = getattr(predictor, "chunk_size", CHUNK)
         bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
                    file=sys.stderr)
-        moved = [0]  # bar steps already made inside the current chunk by the scorer's own batches
-        scorer = getattr(predictor, "scorer", None)
-        if scorer is not None and hasattr(scorer, "on_batch"):
+        moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
+        scorer = progress_hook(predictor)
+        if scorer is not None:
             def step(n: int) -> None:
                 moved[0] += n
                 bar.update(n)
@@ -506,8 +526,17 @@ class Job:
         finally:
             lines.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()
-            if scorer is not None and hasattr(scorer, "on_batch"):
+            if scorer is not None:
                 scorer.on_batch = None
+
+
+def progress_hook(predictor):
+    """What tells the progress bar of each batch or answer inside a chunk (`on_batch(n)`): a ranking predictor's
+    scorer, a generating predictor itself; None: the bar moves per chunk."""
+    scorer = getattr(predictor, "scorer", None)
+    if scorer is not None and hasattr(scorer, "on_batch"):
+        return scorer
+    return predictor if hasattr(predictor, "on_batch") else None
 
 
 def _drop_unsupported(predictor, todo: list, instance_slots: tuple[str, ...] = ()) -> tuple[list, dict[str, list]]:
