@@ -406,18 +406,18 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P37", "P1412", "--prompts", "pararel",
-                            "--limit", "15", "--predictors", "freq", f"gpt2={tiny_models('gpt2')}",
+                            "--limit", "15", "--predictors", "freq", f"bert={tiny_models('bert-cased')}",
                             "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
     # every number again, from the prediction files alone
-    facts: dict[str, dict[str, list[int]]] = {}  # relation -> fact -> [freq's right minus gpt2's, queries]
-    cells: dict[str, list[int]] = {}  # relation -> both, only freq, only gpt2, neither (queries)
+    facts: dict[str, dict[str, list[int]]] = {}  # relation -> fact -> [freq's right minus bert's, queries]
+    cells: dict[str, list[int]] = {}  # relation -> both, only freq, only bert, neither (queries)
     lines = {name: [json.loads(x) for rel in ("P1412", "P37")
                     for x in (out / "predictions" / "trex" / name / f"{rel}.jsonl").read_text().splitlines()]
-             for name in ("freq", "gpt2")}
-    gpt2 = {r["uid"]: r for r in lines["gpt2"]}
+             for name in ("freq", "bert")}
+    bert = {r["uid"]: r for r in lines["bert"]}
     for r in lines["freq"]:
-        a, b = r["rank_raw"] == 1, gpt2[r["uid"]]["rank_raw"] == 1
+        a, b = r["rank_raw"] == 1, bert[r["uid"]]["rank_raw"] == 1
         fact = facts.setdefault(r["relation"], {}).setdefault(r["fact_uid"], [0, 0])
         fact[0] += int(a) - int(b)
         fact[1] += 1
@@ -438,7 +438,7 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
     ci = np.quantile(total / 2, [0.025, 0.975])
     pooled = [d for f in facts.values() for d, _ in f.values()]
 
-    code, text, err = run_kbc(["compare", str(out), "freq", "gpt2", "--json", "--bootstrap", "2000"], capsys)
+    code, text, err = run_kbc(["compare", str(out), "freq", "bert", "--json", "--bootstrap", "2000"], capsys)
     assert code == 0, err
     res = json.loads(text)["corpora"]["trex"]
     assert res["test"] == "sign-flip"
@@ -453,17 +453,25 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
     assert res["overall"]["p_value"] == pytest.approx(_sign_flip_by_counting(pooled), rel=1e-9)
     assert res["difference"] == pytest.approx(difference, rel=1e-12)
     assert res["ci"] == pytest.approx(list(ci), rel=1e-12)
-    assert res["ci"][0] < 0 < res["ci"][1]  # pooling the prompts as facts put the interval well above 0
+    # the same draws over queries, as if each were a fact, give a narrower interval: what fact draws avoid
+    per_query = np.zeros(2000)
+    for rel in sorted(facts):
+        right = [(int(r["rank_raw"] == 1) - int(bert[r["uid"]]["rank_raw"] == 1)) for r in lines["freq"]
+                 if r["relation"] == rel]
+        drawn = rng.integers(0, len(right), size=(2000, len(right)))
+        per_query += 100.0 * np.array(right)[drawn].mean(axis=1)
+    narrow = np.quantile(per_query / 2, [0.025, 0.975])
+    assert ci[1] - ci[0] > 1.5 * (narrow[1] - narrow[0])
 
-    code, text, err = run_kbc(["compare", str(out), "freq", "gpt2", "--bootstrap", "2000"], capsys)
+    code, text, err = run_kbc(["compare", str(out), "freq", "bert", "--bootstrap", "2000"], capsys)
     assert code == 0, err
     assert text.splitlines()[1].startswith(f"trex: 30 facts answered by both, asked with {res['overall']['queries']} "
-                                           "queries (left out: 0 queries answered only by freq, 0 only by gpt2)")
+                                           "queries (left out: 0 queries answered only by freq, 0 only by bert)")
     assert text.splitlines()[2].split()[1:3] == ["facts", "queries"] and text.splitlines()[2].endswith("p sign-flip")
     assert f"95% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] (bootstrap over facts within relations, a fact's queries drawn " \
            "together, 2000 resamples, seed 0)" in text
 
-    frame = kbcompare.compare(out, "freq", "gpt2", bootstrap=2000)
+    frame = kbcompare.compare(out, "freq", "bert", bootstrap=2000)
     total_row = frame[frame["group"] == "all"].iloc[0]
     assert (total_row["n"], total_row["queries"]) == (30, res["overall"]["queries"])
     assert [total_row["ci_low"], total_row["ci_high"]] == res["ci"]
