@@ -200,19 +200,20 @@ def test_second_run_into_the_same_out_is_refused(lama_dir, tmp_path):
 
 @pytest.mark.heavy
 def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
-    """The full line-up: freq, re-oracle (its KB built from the whole Google-RE corpus), a BERT and a GPT-2;
-    then coherency over the same store and cache, where the extraction KB is read, not built again."""
+    """The full line-up: freq, re-oracle (its KB built from the whole Google-RE corpus) and a BERT; then coherency
+    over the same store and cache, where the extraction KB is read, not built again, and a GPT-2 and a T5 beside
+    them."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
     models = [f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}"]
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "date_of_birth", "place_of_birth",
-                            "--out", str(out), *store, "--limit", "6", "--predictors", "freq", "re-oracle", *models],
+                            "--out", str(out), *store, "--limit", "6", "--predictors", "freq", "re-oracle", models[0]],
                            capsys)
     assert code == 0, err
     assert "google_re: extracted KB built in" in err
     rows = _summary(out)
-    assert {r["predictor"] for r in rows} == {"freq", "re-oracle", "bert", "gpt2"}
+    assert {r["predictor"] for r in rows} == {"freq", "re-oracle", "bert"}
     _assert_shared_counts_equal(rows)
 
     t5 = f"t5={lm_fixtures.tiny_t5_dir(tmp_path)}"
