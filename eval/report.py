@@ -126,7 +126,9 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         every = list(dict.fromkeys(r["predictor"] for r in rows if r["corpus"] == c))
         silent = [p for p in every if (c, p, setting, "own", "all", NONE_ANSWERED) in idx]
         if silent:  # no score, no unit shared: beside those with an own score, every table shows them at 0 facts
-            scored = [p for p in every if (c, p, setting, "own", "all", metric) in idx]
+            # a metric taken over some answered units (`SUBSET_METRICS`) keeps who answered, `-` and a note
+            scored = [p for p in every if (c, p, setting, "own", "all", metric) in idx
+                      or (metric in SUBSET_METRICS and _answered(idx, c, p, setting, "own", "all"))]
             predictors = [p for p in every if p in scored or p in silent] if scored else []
         else:
             predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx
@@ -192,20 +194,21 @@ def _subset_notes(idx: dict, corpus: str, predictors: list[str], groups: list[st
     what, why = SUBSET_METRICS[metric]
     names = {g: "Total" if g == "all" else relation_name(g, info) for g in groups}
     notes: list[str] = []
-    explained: set[tuple[str, str]] = set()
-    for g in groups:  # whole columns first
-        if any((corpus, p, setting, scope, g, metric) in idx for p in predictors):
-            continue
-        answered = [p for p in predictors if _answered(idx, corpus, p, setting, scope, g)]
-        if answered:
-            notes.append(f"`-` under {names[g]} for every predictor: no fact of it {what} ({why}).")
-        elif scope == "shared":
+    empty = [g for g in groups if not any((corpus, p, setting, scope, g, metric) in idx for p in predictors)]
+    answered = [names[g] for g in empty if any(_answered(idx, corpus, p, setting, scope, g) for p in predictors)]
+    if answered:  # whole columns first, in one note
+        notes.append(f"`-` under {', '.join(answered)} for every predictor: no fact of "
+                     f"{'it' if len(answered) == 1 else 'them'} {what} ({why}).")
+    for g in (g for g in empty if names[g] not in answered):
+        if scope == "shared":
             none = [p for p in predictors if not _answered(idx, corpus, p, setting, "own", g)]
             notes.append(unshared_note(names[g], none, [p for p in predictors if p not in none]))
         else:
             notes.append(f"`-` under {names[g]} for every predictor: none answered any fact of it.")
-        explained |= {(p, g) for p in predictors}
+    explained = {(p, g) for p in predictors for g in empty}
     for p in predictors:
+        if all((p, g) in explained for g in groups):  # the column notes said it
+            continue
         if (corpus, p, setting, scope, "all", metric) not in idx:  # then no group of it has a value either
             notes.append(f"`-` throughout for {p} (#facts 0): no fact it answered {what} ({why}).")
             explained |= {(p, g) for g in groups}

@@ -265,7 +265,8 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
     assert "LAMA Table 2" not in Path(out.strip()).read_text(encoding="utf-8")
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     rows = json.loads((run / "summary.json").read_text())
-    for metric, caption in (("f1", "*Token F1 (%) per question kind*"), ("em", "*Exact match (%) per question kind*")):
+    for metric, caption in (("f1", "*Token F1 (%) per question kind, shared facts*"),
+                            ("em", "*Exact match (%) per question kind, shared facts*")):
         table = md.split(caption, 1)[1].strip().split("\n\n", 1)[0].splitlines()
         header = [c.strip() for c in table[0].strip("|").split("|")]
         # the shared scope: freq ranks no choice of the yes/no and reasoning questions, so they are dropped for it
@@ -284,9 +285,48 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
     notes = [f'<p class="tnote"><code>-</code> under {kind} for every predictor: no unit of it was answered by '
              "every predictor (freq answered none; kb did: see the own-facts table).</p>"
              for kind in ("predicate_reasoning", "statement_checking")]
-    assert len(after) == 2 and "for every predictor" not in before
-    for following in after:  # the F1 table, then the EM table
+    # the shared F1 and EM tables, then the own-facts tables their notes point to
+    assert len(after) == 4 and "for every predictor" not in before
+    assert '<p class="tcap">Token F1 (%), setting raw, own facts</p>' in after[1]
+    for following in after[:2]:  # the F1 table, then the EM table
         assert following.split("<p class=\"tcap\">", 1)[0].strip().splitlines()[:2] == notes
+
+
+def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, tmp_path, monkeypatch, capsys, tiny_models):
+    """bert drops every entity-distinction question and freq the yes/no kinds: the shared scope keeps only
+    triple_completion, where the gold KB gets every Q-set right. The report shows the own-facts tables too, as
+    summary.md does, where kb fails every predicate-reasoning question."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "kmir"
+    kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "10", "--predictors", "freq",
+         "kb", f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet", "--out", str(run)])
+    capsys.readouterr()
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    rows = json.loads((run / "summary.json").read_text())
+
+    def value(scope: str, predictor: str, group: str, metric: str) -> str:
+        return next(f"{r['value']:.2f}" for r in rows if (r["scope"], r["predictor"], r["group"], r["metric"],
+                                                          r["setting"]) == (scope, predictor, group, metric, "raw"))
+
+    caption = "Q-set robustness (% of Q-sets, Table 5) and % of questions answered"
+    shared = {row[1]: row[2:] for row in md_table(md, f"{caption}, shared facts")[1:]}
+    own = {row[1]: row[2:] for row in md_table(md, f"{caption}, own facts")[1:]}
+    for scope, table in (("shared", shared), ("own", own)):
+        assert set(table) == {"freq", "kb", "bert"}
+        for predictor, cells in table.items():
+            assert cells == [value(scope, predictor, "all", m) for m in
+                             ("robust_all", "robust_partial", "robust_none", "answered")], (scope, predictor)
+    assert shared["kb"] == ["100.00", "0.00", "0.00", "20.00"]
+    assert own["kb"] == ["0.00", "100.00", "0.00", "100.00"]
+    kinds = md_table(md, "Token F1 (%) per question kind, own facts")
+    assert kinds[0] == ["corpus", "predictor", "triple_completion", "entity_distinction", "statement_checking",
+                        "predicate_reasoning", "all"]
+    assert {row[1]: row[2:] for row in kinds[1:]}["kb"] == [
+        value("own", "kb", g, "f1") for g in kinds[0][2:]] == ["100.00", "100.00", "100.00", "0.00", "80.00"]
+    # the shared tables' notes point to the own-facts tables, which the report holds
+    assert "see the own-facts table" in md and "*Token F1 (%), setting raw, own facts*" in md
 
 
 def shared_values(run: Path, metric: str = "p@1") -> dict[tuple[str, str, str], float]:

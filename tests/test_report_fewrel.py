@@ -41,7 +41,7 @@ def test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel
                    "needs a KB predictor other than gold"):
         assert absent not in md
     titles = [line for line in md.splitlines() if line.startswith("## ")]
-    assert titles == ["## Run, predictors and costs", "## Scores (shared facts)",
+    assert titles == ["## Run, predictors and costs", "## Scores (shared facts, then own facts)",
                       "## F1, Total: macro over relations by relation", "## Confusion matrices",
                       "## Per-relation deltas against the best KB predictor (kb) — E-BERT Fig. 2"]
     for caption in ("Precision (%), Total: macro over relations, setting raw",

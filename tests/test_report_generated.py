@@ -67,7 +67,7 @@ def test_report_of_generating_predictors_shows_their_exact_match_and_true_reason
     code, _, err = run_kbc(["report", str(run), "--out", str(runs / "rep-written")], capsys)
     assert code == 0, err
     md = (runs / "rep-written" / "report.md").read_text()
-    scores = _section(md, "Scores (shared facts)")
+    scores = _section(md, "Scores (shared facts, then own facts)")
     assert "Skipped" not in scores
     assert ("google_re: P@k and MRR are not applicable to gpt, t5 (answers written by generation, no ranking); see "
             "exact match, abstention and unlinked rates.") in scores
@@ -111,7 +111,7 @@ def test_report_of_a_mixed_run_shows_the_generating_predictors_exact_match_and_s
     code, _, err = run_kbc(["report", str(run), "--out", str(runs / "rep-mixed")], capsys)
     assert code == 0, err
     md = (runs / "rep-mixed" / "report.md").read_text()
-    scores = _section(md, "Scores (shared facts)")
+    scores = _section(md, "Scores (shared facts, then own facts)")
     em = rows[("gpt", "shared", "raw", "all", "em")]
     assert f"| {_cell(em)} | [{em['ci_low']:.2f}, {em['ci_high']:.2f}] |" in scores.split("*Exact match (%)")[1]
     by_rel = _section(md, "P@1 by relation")
@@ -226,7 +226,7 @@ def test_a_served_model_that_writes_every_gold_scores_100_beside_freq(lama_dir, 
     assert (em["value"], em["stderr"], em["n_facts"]) == (100.0, 0.0, 6)
     code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "report")], capsys)
     assert code == 0, err
-    scores = _section((tmp_path / "report" / "report.md").read_text(), "Scores (shared facts)")
+    scores = _section((tmp_path / "report" / "report.md").read_text(), "Scores (shared facts, then own facts)")
     assert scores.split("*Exact match (%), setting raw*")[1].split("\n*")[0].strip().splitlines()[2] == (
         "| google_re | llm | open | 6 | 100.00 ± 0.00 | 100.00 ± 0.00 | [100.00, 100.00] |")
     assert scores.split("*Abstentions (%), generated answers, setting raw*")[1].strip().splitlines()[2] == (
@@ -299,7 +299,7 @@ def test_a_compared_report_says_open_and_whose_shared_facts(runs, capsys):
     assert code == 0, err
     md = (out / "report.md").read_text()
     assert "## Scores (shared facts)" not in md
-    scores = _section(md, "Scores (shared facts within each run)")
+    scores = _section(md, "Scores (shared facts within each run, then own facts)")
     em = scores.split("*Exact match (%), setting raw*")[1].split("\n*")[0]
     assert [line.split(" | ")[1:3] for line in em.strip().splitlines()[2:5]] == [
         ["written:gpt", "open"], ["written:t5", "open"], ["mixed:gpt", "open"]]

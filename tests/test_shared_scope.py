@@ -100,7 +100,8 @@ def test_every_reader_means_the_same_facts_by_shared(run, capsys):
     code, _, err = run_kbc(["report", str(run), "--out", str(run.parent / "report")], capsys)
     assert code == 0, err
     page = (run.parent / "report" / "report.md").read_text()
-    scores = page[page.index("## Scores (shared facts)"):page.index("\n## ", page.index("## Scores (shared facts)"))]
+    start = page.index("## Scores (shared facts, then own facts)")
+    scores = page[start:page.index("\n## ", start)]
     assert "| trex | t5 | open | 12 | 0.00 ± 0.00 | 0.00 ± 0.00 | 0.00 ± 0.00 | [0.00, 0.00] |" in scores
     assert "| trex | t5 | open | 12 | 50.00 ± 22.36 | 16.67 ± 16.67 | 33.33 ± 13.94 | [8.33, 50.00] |" in scores
     assert "| trex | bert | 6 | 6 | 0.00 ± 0.00 | 25.00 ± 25.00 | 12.50 ± 12.50 | [0.00, 25.00] |" in scores

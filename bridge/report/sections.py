@@ -93,8 +93,9 @@ class Builder:
         # two runs are scored as each scored itself: the shared facts of each run, not those both runs answered
         self.facts = f"{self.scope} facts" + (" within each run" if self.scope == "shared" and len(view.runs) > 1
                                               else "")
-        self.rows = [r for r in view.summary if r["setting"] == view.setting and r.get("scope", "own") == self.scope
-                     and not r.get("prompt")]
+        self.rows = self._scope_rows(self.scope)
+        # summary.md's order: the shared scope first, then each predictor's own facts (what it alone answered)
+        self.scopes = (self.scope, "own") if self.scope == "shared" else (self.scope,)
         self.path = view.main.path
         self.upper = view.upper
         reference = {p for p, (run, name) in view.origin.items() if spec_of(run.config, name) == REFERENCE}
@@ -102,6 +103,14 @@ class Builder:
         self.hidden = reference if view.experiment != "kmir" and len(reference) < len(view.predictors) else set()
 
     # helpers -----------------------------------------------------------------------------------
+    def _scope_rows(self, scope: str) -> list[dict]:
+        return [r for r in self.view.summary if r["setting"] == self.view.setting and r.get("scope", "own") == scope
+                and not r.get("prompt")]
+
+    def _scope_facts(self, scope: str) -> str:
+        """`shared facts`, `own facts`: the scope a table is over, as summary.md's headings name it."""
+        return self.facts if scope == self.scope else f"{scope} facts"
+
     def _figure(self, key: str, caption: str, draw: Callable[[Path, str], list[Path]]) -> Figure:
         png, svg = draw(self.fig_dir, key)
         return Figure(key, caption, png, svg)
@@ -265,7 +274,8 @@ class Builder:
 
     def scores(self) -> Section:
         title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
-        s = Section("scores", f"{title} ({self.facts})", SCORES_SOURCE.get(self.view.experiment, ""))
+        facts = ", then ".join(self._scope_facts(scope) for scope in self.scopes)
+        s = Section("scores", f"{title} ({facts})", SCORES_SOURCE.get(self.view.experiment, ""))
         metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"), "negated": NEGATED_METRICS,
                    "fewrel": FEWREL_METRICS}.get(self.view.experiment, (self.metric,))
         if self.view.experiment == "lama":  # as summary.md: exact match and the rates of generated answers, set scores
@@ -273,16 +283,18 @@ class Builder:
 
             metrics = (*metrics, *shown_extra(get("lama"), self.rows))
         info = self.view.relation_info()
-        for metric in metrics:
-            text = table(self.view.summary, metric, self.view.setting, self.scope, relations=info,
-                         open_spaces=self._open_spaces())
-            # each table with its notes under it: why a column is `-` for everyone, the own totals where the shared
-            # facts are under half
-            drawn = self._mark_tables(tables_from_markdown(
-                text, f"{self._metric_name(metric)}, setting {self.view.setting}"))
-            for t in drawn:
-                t.notes += self._totals_notes()
-            s.tables += drawn
+        for scope in self.scopes:  # as summary.md: the own-facts tables that the shared tables' notes point to
+            for metric in metrics:
+                text = table(self.view.summary, metric, self.view.setting, scope, relations=info,
+                             open_spaces=self._open_spaces())
+                # each table with its notes under it: why a column is `-` for everyone, the own totals where the
+                # shared facts are under half
+                drawn = self._mark_tables(tables_from_markdown(
+                    text, f"{self._metric_name(metric)}, setting {self.view.setting}"
+                    + ("" if scope == self.scope else f", {scope} facts")))
+                for t in drawn:
+                    t.notes += self._totals_notes()
+                s.tables += drawn
         self._footnote(s, self.view.predictors)
         from bridge.run.summaries import silent_in, silent_note
 
@@ -434,7 +446,7 @@ class Builder:
             predictors = list(dict.fromkeys(p for v in groups.values() for p in v))
             rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
                      str(n.get((corpus, "all", p), "-"))] for p in predictors]
-            s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}"
+            s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}, {self.facts}"
                                   + (" [95% interval]" if ci else ""),
                                   [n for n in self._totals_notes() if n.startswith(f"{corpus}: ")]))
         if not kmir:
@@ -704,16 +716,24 @@ class Builder:
         s = Section("kmir", "KMIR-style questions", "KMIR Tables 4 and 5")
         if self.view.experiment != "kmir":
             return self._not_experiment(s, "kmir")
-        grid = _Grid(self.rows)
-        scored = {key[2] for key in grid.idx if key[3] in ("f1", "em")}  # not a kind only `answered` names (0)
-        kinds = [g for g in grid.groups if g != "all" and g in scored] + ["all"]
-        for metric in ("f1", "em"):
-            s.tables.append(Table(["corpus", "predictor", *kinds],
-                                  [[c, p, *[grid.cell(c, p, k, metric) for k in kinds]] for c, p in grid.keys],
-                                  f"{self._metric_name(metric)} per question kind"))
-        s.tables.append(Table(["corpus", "predictor", "all questions right", "some right", "none right", "answered"],
-                              [[c, p, *[grid.cell(c, p, "all", m) for m in KMIR_ROBUSTNESS]] for c, p in grid.keys],
-                              "Q-set robustness (% of Q-sets, Table 5) and % of questions answered"))
+        if len(self.scopes) > 1:
+            s.text.append("Shared facts: the questions every predictor answered; own facts: each predictor's own "
+                          "answered questions, as summary.md gives both. A predictor that drops a kind of question "
+                          "narrows the shared facts for everyone: read the own-facts tables beside them.")
+        for scope in self.scopes:
+            grid = _Grid(self._scope_rows(scope))
+            facts = self._scope_facts(scope)
+            scored = {key[2] for key in grid.idx if key[3] in ("f1", "em")}  # not a kind only `answered` names (0)
+            kinds = [g for g in grid.groups if g != "all" and g in scored] + ["all"]
+            for metric in ("f1", "em"):
+                s.tables.append(Table(["corpus", "predictor", *kinds],
+                                      [[c, p, *[grid.cell(c, p, k, metric) for k in kinds]] for c, p in grid.keys],
+                                      f"{self._metric_name(metric)} per question kind, {facts}"))
+            s.tables.append(Table(["corpus", "predictor", "all questions right", "some right", "none right",
+                                   "answered"],
+                                  [[c, p, *[grid.cell(c, p, "all", m) for m in KMIR_ROBUSTNESS]]
+                                   for c, p in grid.keys],
+                                  f"Q-set robustness (% of Q-sets, Table 5) and % of questions answered, {facts}"))
         return s
 
     def lmkbc(self) -> Section:
