@@ -245,6 +245,6 @@ def test_without_a_rule_every_answer_counts_whatever_the_depth(lama_dir, tmp_pat
     code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--relations", *relations, "--limit", "3",
                             "--data-dir", str(lama_dir), "--out", str(tmp_path / "d100")], capsys)
     assert code == 2 and err.strip().splitlines()[-1] == (
-        f"error: {tmp_path / 'd100'}: predictor 'freq' has sets there cut at its top 100 answers (an earlier kbc "
-        "version); without a set rule every answer it has now counts, whatever --depth: use another --out to score "
-        "it so")
+        f"error: {tmp_path / 'd100'}: predictor 'freq' has sets there from an earlier kbc version, which cut a set "
+        "without a rule at the top 100 answers; every answer it has now counts, whatever --depth: use another --out "
+        "to score it so")

@@ -408,9 +408,9 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                               "their scores stay as they were: use another --out to score it by this rule")
         if seen and seen != ident and has_records(cfg.out, p.name) and ident.get("sets") == ALL_ANSWERS \
                 and {**seen, "sets": None} == {**ident, "sets": None}:
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there cut at its top {seen.get('depth')} "
-                              "answers (an earlier kbc version); without a set rule every answer it has now counts, "
-                              "whatever --depth: use another --out to score it so")
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
+                              f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it has "
+                              "now counts, whatever --depth: use another --out to score it so")
         if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
