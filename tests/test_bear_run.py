@@ -211,3 +211,30 @@ def test_a_leaderboard_of_runs_asked_with_other_templates_names_the_template(bea
     code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     assert (code, err) == (2, f"error: {b} and {a} differ in bear questions (P30: the template differs: --template 0 "
                               f"in {a}, --template 1 in {b}); `kbc compare --b-run` needs runs of the same questions\n")
+
+
+def test_template_all_counts_facts_not_queries(bear_root, tmp_path, monkeypatch, capsys):
+    """Each fact asked with its relation's three templates is one fact in #facts, `(n=…)` and `n_facts`, as a
+    LAMA prompt set counts it; `n_queries` and the scope note say how many queries that made."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    corpus = load_bear("bear", bear_root, ["P19", "P36"])
+    templates = {rel: len(r.templates) for rel, r in corpus.relations.items()}
+    facts = {rel: min(5, sum(f.relation == rel for f in corpus.facts)) for rel in templates}
+    assert templates == {"P19": 3, "P36": 3} and facts == {"P19": 5, "P36": 5}
+    out = tmp_path / "run"
+    code, stdout, err = run_kbc(["run", "bear", "--relations", "P19", "P36", "--limit", "5", "--template", "all",
+                                 "--predictors", "freq", "--data-dir", str(bear_root), "--out", str(out), "--quiet"],
+                                capsys)
+    assert code == 0, err
+    total, queries = sum(facts.values()), sum(facts[r] * templates[r] for r in facts)
+    assert (total, queries) == (10, 30)
+    rows = [r for r in json.loads((out / "summary.json").read_text()) if r["metric"] == "p@1" and not r.get("prompt")]
+    for row in rows:
+        rels = list(facts) if row["group"] == "all" else [row["group"]] if row["group"] in facts else ["P19"] \
+            if row["group"] == "domain:Biographical" else ["P36"]
+        assert (row["n_facts"], row["n_queries"]) == (sum(facts[r] for r in rels),
+                                                     sum(facts[r] * templates[r] for r in rels)), row
+    head = "| corpus | predictor | answer space (mean) | #facts | P19 (n=5) | P36 (n=5) | Total | Total 95% CI |"
+    assert head in stdout and "| bear | freq | 42 | 10 | " in stdout
+    md = (out / "summary.md").read_text()
+    assert head in md and "(bear: 10 (30 queries) answered by freq)" in md

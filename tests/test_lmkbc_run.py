@@ -198,3 +198,53 @@ def test_the_load_line_counts_the_facts_of_other_relations(lama_dir, tmp_path, m
                             "--quiet"], capsys)
     assert code == 0, err
     assert err.splitlines()[0] == "lmkbc2024: 2 relations, read 378, 210 of other relations, kept 168, dropped 0"
+
+
+def test_without_a_rule_every_answer_counts_whatever_the_depth(lama_dir, tmp_path, monkeypatch, capsys):
+    """Freq's set without a rule is every object of the relation's train pairs, at any --depth; --depth bounds
+    only the `ranked` list a record keeps."""
+    from eval.lmkbc import load_lmkbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    relations = ["awardWonBy", "countryLandBordersCountry"]
+    train = load_lmkbc(lama_dir, "train", relations).facts
+    objects = {rel: {o.id or o.label for f in train if f.relation == rel for o in f.objects} for rel in relations}
+    assert {rel: len(v) for rel, v in objects.items()} == {"awardWonBy": 689, "countryLandBordersCountry": 114}
+    summaries = {}
+    for depth in (100, 1000):
+        out = tmp_path / f"d{depth}"
+        code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--relations", *relations, "--limit", "3",
+                                "--depth", str(depth), "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                               capsys)
+        assert code == 0, err
+        for rel in relations:
+            records = [json.loads(line) for line in
+                       (out / "predictions" / "lmkbc2024" / "freq" / f"{rel}.jsonl").read_text().splitlines()]
+            assert len(records) == 3
+            for record in records:
+                assert record["set_rule"] == "all answers"
+                assert len(record["predicted"]) == len(objects[rel]) and set(record["predicted"]) == objects[rel]
+                assert len(record["ranked"]) == min(depth, len(objects[rel]))
+        summaries[depth] = [{k: v for k, v in r.items() if k not in ("ci_low", "ci_high")}
+                            for r in json.loads((out / "summary.json").read_text())]
+    assert summaries[100] == summaries[1000]
+    f1 = next(r["value"] for r in summaries[100] if r["group"] == "all" and r["metric"] == "macro-f1"
+              and r["scope"] == "own")
+    from eval.set_metrics import pair_from_record
+
+    pairs = [pair_from_record(json.loads(line)) for path in (tmp_path / "d100" / "predictions" / "lmkbc2024" /
+                                                              "freq").glob("*.jsonl")
+             for line in path.read_text().splitlines()]
+    assert f1 == pytest.approx(sum(p.f1 for p in pairs) / 6, abs=1e-15)
+
+    # a directory whose sets were cut at the depth (config.json without the mark) is refused, never mixed
+    config_path = tmp_path / "d100" / "config.json"
+    config = json.loads(config_path.read_text())
+    del config["predictor_specs"]["freq"]["sets"]
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--relations", *relations, "--limit", "3",
+                            "--data-dir", str(lama_dir), "--out", str(tmp_path / "d100")], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'd100'}: predictor 'freq' has sets there from an earlier kbc version, which cut a set "
+        "without a rule at the top 100 answers; every answer it has now counts, whatever --depth: use another --out "
+        "to score it so")

@@ -165,9 +165,12 @@ def test_prompt_set_stderr_counts_facts_not_prompts(lama_dir, tmp_path, capsys, 
     rows = json.loads((tmp_path / "run" / "summary.json").read_text())
     got = {r["group"]: (r["n_facts"], r["value"], r["stderr"], r["ci_low"], r["ci_high"]) for r in rows
            if r["scope"] == "own" and r["setting"] == "raw" and r["metric"] == "p@1" and not r.get("prompt")}
+    queries = {r["group"]: r["n_queries"] for r in rows
+               if r["scope"] == "own" and r["setting"] == "raw" and r["metric"] == "p@1" and not r.get("prompt")}
     # Freq answers alike under every prompt: 1 of P19's 30 facts (13 prompts each), 23 of P30's 30 (4 prompts)
-    assert got["P19"] == (390, pytest.approx(100 / 30), pytest.approx(st.sem([100.0] + [0.0] * 29)), 0.0, 10.0)
-    assert got["all"][:3] == (510, pytest.approx(40.0), pytest.approx(4.266055990780607))
+    assert got["P19"] == (30, pytest.approx(100 / 30), pytest.approx(st.sem([100.0] + [0.0] * 29)), 0.0, 10.0)
+    assert got["all"][:3] == (60, pytest.approx(40.0), pytest.approx(4.266055990780607))
+    assert queries == {"P19": 390, "P30": 120, "all": 510, "N-1": 510}
     assert (got["all"][3], got["all"][4]) == (pytest.approx(31.666666666666668), pytest.approx(48.333333333333336))
 
 

@@ -262,7 +262,8 @@ def run_options(default_out: str):
                      help="Only these relation ids: each must be a relation of some chosen corpus, and every chosen "
                           "corpus must hold at least one of them."),
         click.option("--depth", type=IntRange(min=1), default=100, show_default=True,
-                     help="Answers ranked per query."),
+                     help="Answers ranked per query (LM-KBC: ranked answers kept per record; a set without a "
+                          "rule holds every answer, whatever the depth)."),
         click.option("--limit", type=IntRange(min=1), default=None,
                      help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
         click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),

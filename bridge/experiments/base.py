@@ -35,6 +35,7 @@ class StageInput:
     cache_dir: Path | None = None  # for indexes an experiment builds (retrieved contexts)
     store: GraphStore | None = None  # the run's graph store (gold graphs loaded, facts an experiment derives)
     options: dict[str, str] = field(default_factory=dict)  # the predictor's own options (`--set NAME.KEY=VALUE`)
+    depth: int = 100  # `--depth`: how many answers a record keeps to show
 
 
 class Experiment(Protocol):
@@ -60,6 +61,13 @@ def depth_for(experiment, stage: str, pairs: list[tuple[Query, Fact]], base: int
     `depth(stage, query, fact, base)`; coherency's second step skips every excluded answer)."""
     depth = getattr(experiment, "depth", None)
     return base if depth is None else max((depth(stage, q, f, base) for q, f in pairs), default=base)
+
+
+def asks_all(experiment, stage: str) -> bool:
+    """Whether a stage wants every answer a predictor has (its whole answer space), whatever `--depth` (optional
+    `asks_all(stage)`; LM-KBC's sets without a rule: every answer counts)."""
+    wants = getattr(experiment, "asks_all", None)
+    return bool(wants and wants(stage))
 
 
 def single_stage(records: StageRecords) -> Records:

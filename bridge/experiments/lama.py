@@ -11,6 +11,7 @@ KB's equally true top answers, else the top answer.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.run.results import TOP_SAVED
@@ -20,6 +21,7 @@ from eval.generated_scores import GENERATED_METRICS, answer_hits, generated_rows
 from eval.metrics import filtered_exact_rank, gold_ranks
 from eval.queries import make_queries
 from eval.rank_table import RankTable, curve_table, summarize_table
+from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
@@ -236,14 +238,39 @@ class LamaExperiment:
             rows = generated_rows(instances, relation_types)
             if any("set" in r for r in instances):
                 rows += set_rows(instances, relation_types)
-            return rows, []
+            return counted_by_fact(rows, instances, relation_types), []
         table = RankTable.from_records(instances)  # the numbers of eval.metrics.summarize / pk_curve, columnar
         rows = summarize_table(table, relation_types, mrr_cutoff=mrr_cutoff or None)
-        if any("prompt_id" in r for r in instances):
-            rows += prompt_rows(instances, self.draws, self.seed)
         if any("set" in r for r in instances):  # a directory run with --answers set (its records hold the sets)
             rows += set_rows(instances, relation_types)
+        rows = counted_by_fact(rows, instances, relation_types)
+        if any("prompt_id" in r for r in instances):
+            rows += prompt_rows(instances, self.draws, self.seed)
         return rows, curve_table(table)
+
+
+def counted_by_fact(rows: list[dict], instances: list[dict], relation_types: dict[str, str | None]) -> list[dict]:
+    """Under a prompt set a fact asked k ways is one fact, as `kbc compare` counts it: a row that counted every
+    query of its group counts its facts in `n_facts` and its queries in `n_queries` (scores stay per query)."""
+    if not any(r.get("fact_uid") for r in instances):
+        return rows
+    queries: Counter = Counter()
+    facts: dict[str, set[str]] = {}
+    for r in instances:
+        queries[r["relation"]] += 1
+        facts.setdefault(r["relation"], set()).add(str(r.get("fact_uid") or r["uid"]))
+    groups: dict[str, list[str]] = {"all": list(queries)}
+    for rel in queries:
+        groups[rel] = [rel]
+        for group in summary_groups(relation_types.get(rel)):
+            groups.setdefault(group, []).append(rel)
+    out = []
+    for row in rows:
+        rels = groups.get(row["group"], [])
+        if rels and row["n_facts"] == sum(queries[r] for r in rels):
+            row = {**row, "n_facts": sum(len(facts[r]) for r in rels), "n_queries": row["n_facts"]}
+        out.append(row)
+    return out
 
 
 def set_rows(instances: list[dict], relation_types: dict[str, str | None]) -> list[dict]:

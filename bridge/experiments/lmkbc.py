@@ -3,11 +3,12 @@ challenge scores it (`eval.set_metrics`).
 
 A predictor's ranked answers become objects (ids through the label index, numbers for numeric relations)
 and its `set=` rule cuts them (`eval.set_rules`; without one, as for the gold KB, the set is every object
-it answers). `set=threshold-tuned` first asks the train split (stage `train`) and tunes one threshold per
-relation there; every other rule asks nothing of train. Scores are probabilities (an LM's log-probabilities
-exponentiated, or its log scores normalised over the answers it ranked, `eval.set_answers`). Each predictor's
-answers to the split asked (`--split`: val, train, or a split file such as the challenge's test file, which has
-no objects and is not scored) are also written in the challenge's submission format,
+it answers: its whole answer space, whatever `--depth`, which bounds only the `ranked` list a record keeps).
+`set=threshold-tuned` first asks the train split (stage `train`) and tunes one threshold per relation there;
+every other rule asks nothing of train. Scores are probabilities (an LM's log-probabilities exponentiated,
+or its log scores normalised over the answers it ranked, `eval.set_answers`). Each predictor's answers
+to the split asked (`--split`: val, train, or a split file such as the challenge's test file, which has no
+objects and is not scored) are also written in the challenge's submission format,
 `submission/<predictor>.jsonl`, once every pair of the split is answered; a part (`--limit`, `--relations`)
 goes to `submission/<predictor>.partial.jsonl`, never under the submission name. Unresolved answers stay
 strings there, as the challenge's baseline leaves them.
@@ -37,8 +38,6 @@ from eval.set_report import with_lmkbc_table
 from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
 from eval.types import Prediction, Query, SetFact
 
-SAVED = 100  # ranked objects kept per record: what threshold tuning and `kbc show` read
-
 
 def set_queries(facts: list[SetFact], relations: dict, prefix: str = "") -> dict[str, list[tuple[Query, SetFact]]]:
     """One object query per pair, with the relation's template; uids `<prefix><relation>:<subject id>`."""
@@ -64,6 +63,7 @@ class LmkbcExperiment:
         self.settings: dict = {}
         self._split_pairs = 0
         self._rule: SetRule | None = None
+        self._shown = 100  # ranked objects kept per record (`--depth`): what threshold tuning and `kbc show` read
         self._tuned: dict[str, float] = {}
         self._index: LabelIndex | None = None
 
@@ -87,6 +87,7 @@ class LmkbcExperiment:
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, SetFact]]]:
         spec = given.options.get("set")
         self._rule = parse_set_rule(spec) if spec else None
+        self._shown = given.depth
         self._labels(given.data_dir)
         tuned = self._rule is not None and self._rule.kind == "threshold-tuned"
         if stage == "train":
@@ -101,6 +102,10 @@ class LmkbcExperiment:
         return {rel: [(q, f) for q, f in pairs if id(f) in asked]
                 for rel, pairs in set_queries(given.corpus.facts, given.corpus.relations).items()}
 
+    def asks_all(self, stage: str) -> bool:
+        """Without a rule every answer counts: the predictor is asked for all it has, whatever `--depth`."""
+        return stage == "" and self._rule is None
+
     def record(self, stage: str, query: Query, fact: SetFact, pred: Prediction, rel_valid: dict) -> dict:
         ranked = as_probabilities(ranked_objects(pred, self._labels(None), fact.relation in NUMERIC),
                                   normaliser(pred))
@@ -112,7 +117,7 @@ class LmkbcExperiment:
             "gold": [o.id for o in fact.objects] if fact.scored else None,
             "gold_labels": list(fact.labels) if fact.scored else None,
             # full precision: a threshold tuned on these scores must cut the val scores exactly as it cut these
-            "ranked": [[item, score] for item, score in ranked[:SAVED]],
+            "ranked": [[item, score] for item, score in ranked[:self._shown]],
             "set_rule": str(self._rule) if self._rule else "all answers",
         }
         if GENERATED in pred.extra:  # written by generation: the exact prompt, the raw text, what was not linked

@@ -25,6 +25,7 @@ from eval.relations import stored_type
 from eval.types import Fact
 
 COMPAT = ("lama", "lm-pub-quiz")
+ALL_ANSWERS = "all answers, whatever the depth"  # an LM-KBC set without a rule (`LmkbcExperiment.asks_all`)
 
 
 def default_cache_dir() -> Path:
@@ -106,6 +107,8 @@ class PlannedPredictor:
             ident["dtype"] = cfg.dtype
         if cfg.compat:
             ident["compat"] = cfg.compat
+        if LMKBC in cfg.corpora and not self.options.get("set"):
+            ident["sets"] = ALL_ANSWERS  # every answer it has, whatever the depth (once: its top `depth`)
         from bridge.predictors.generation import is_server
 
         if self.options.get("answer") == "generate" or is_server(self.spec):
@@ -403,6 +406,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                               f"another rule (answer_rule {seen.get('answer_rule', 1)}, now {ident['answer_rule']}: "
                               "where a line is split into answers, how a label is compared; docs/generation.md); "
                               "their scores stay as they were: use another --out to score it by this rule")
+        if seen and seen != ident and has_records(cfg.out, p.name) and ident.get("sets") == ALL_ANSWERS \
+                and {**seen, "sets": None} == {**ident, "sets": None}:
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
+                              f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it has "
+                              "now counts, whatever --depth: use another --out to score it so")
         if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")

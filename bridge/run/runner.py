@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bridge.experiments.base import Experiment, StageInput, StageRecords, depth_for, dropped_unit
+from bridge.experiments.base import Experiment, StageInput, StageRecords, asks_all, depth_for, dropped_unit
 from bridge.predictors.registry import PredictorContext, threshold_refusal
 from bridge.run.config import (
     PlannedPredictor,
@@ -404,7 +404,7 @@ class Job:
             earlier: StageRecords = {}
             for stage in experiment.stages:
                 given = StageInput(self.corpus, self.facts, self.valid, earlier, self.data_dir, self.cache, self.store,
-                                   dict(self.p.options))
+                                   dict(self.p.options), self.cfg.depth)
                 queries = experiment.queries(stage, given)
                 self._stage(experiment, stage, queries)
                 if stage != experiment.stages[-1]:
@@ -510,6 +510,8 @@ class Job:
                   for rel, rest, _ in todo}
         depths = {rel: self.cfg.depth + max((len(v) for v in self.valid.get(rel, {}).values()), default=0)
                   for rel, _, _ in todo}
+        if asks_all(experiment, stage):  # every answer the predictor has: its whole answer space, whatever --depth
+            depths = {rel: max(depth, whole_space(predictor, rel)) for rel, depth in depths.items()}
         recorder = Recorder(experiment, stage, {rel: self.valid.get(rel, {}) for rel, _, _ in todo}, self.p.name)
         # every chunk of the stage, in file order: an executor may answer several at once, handing them back in order
         lines = self.executor.map(predictor, (
@@ -528,6 +530,14 @@ class Job:
             bar.close()
             if scorer is not None:
                 scorer.on_batch = None
+
+
+def whole_space(predictor, relation: str) -> int:
+    """How many answers make all a predictor has for a relation: its answer space's size, or no bound where it
+    ranks no fixed list (beams, generations, a KB's lookups: each answers all it holds)."""
+    size = getattr(predictor, "answer_space_size", None)
+    known = size(relation) if size is not None else None
+    return known if known is not None else sys.maxsize
 
 
 def progress_hook(predictor):

@@ -158,13 +158,15 @@ def shared_scopes(units: dict, held: dict, experiment=None) -> dict[str, frozens
             for m in metrics}
 
 
-def scope_counts(scopes: dict[str, frozenset], held: dict) -> list[tuple[list[str], int]]:
-    """Each distinct shared scope of a corpus: the predictors it is of (those scored on its metrics) and its
-    number of units."""
-    out: dict[frozenset, tuple[list[str], int]] = {}
+def scope_counts(scopes: dict[str, frozenset], held: dict, fact_of: dict[str, str] | None = None
+                 ) -> list[tuple[list[str], int, int]]:
+    """Each distinct shared scope of a corpus: the predictors it is of (those scored on its metrics), its number
+    of facts and of units (`fact_of`: a unit's fact, where a prompt set asks a fact several ways)."""
+    out: dict[frozenset, tuple[list[str], int, int]] = {}
     for metric, uids in scopes.items():
         names = [name for name, mine in held.items() if metric in mine]
-        out.setdefault(frozenset(names), (names, len(uids)))
+        facts = len({(fact_of or {}).get(uid, uid) for uid in uids})
+        out.setdefault(frozenset(names), (names, facts, len(uids)))
     return list(out.values())
 
 
@@ -199,7 +201,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     curves: list[dict] = []
     dropped: list[dict] = []
     all_units: list[dict] = []
-    shared_n: dict[str, list[tuple[list[str], int]]] = {}
+    shared_n: dict[str, list[tuple[list[str], int, int]]] = {}
     silent: dict[str, dict[str, dict[str, int]]] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
@@ -217,7 +219,9 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
         held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
-        shared_n[corpus] = scope_counts(scopes, held)
+        fact_of = {uid: str(u["fact_uid"]) for mine in answered.values() for uid, u in mine.items()
+                   if u.get("fact_uid")}
+        shared_n[corpus] = scope_counts(scopes, held, fact_of)
         lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
@@ -373,8 +377,9 @@ def unranked_note(corpus: str, written: list[str]) -> str:
             "ranking); see exact match, abstention and unlinked rates.")
 
 
-def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int]]], experiment) -> list[str]:
-    counts = "; ".join(f"{c}: " + (" and ".join(f"{n} answered by {all_of(names)}" for names, n in scopes)
+def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], experiment) -> list[str]:
+    counts = "; ".join(f"{c}: " + (" and ".join(f"{n}{f' ({q} queries)' if q != n else ''} answered by "
+                                                f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
