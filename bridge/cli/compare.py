@@ -448,10 +448,20 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
                     continue
                 if key in record:
                     entry[key] = record[key]
+            scale = _score_scale(run, fact["corpus"], name)
+            if scale is not None:
+                entry["score_scale"] = scale
             entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
                                 for ans in record.get("answers") or []]
             out["predictors"][name] = entry
     return out
+
+
+def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
+    """The scale a predictor declared its scores on (`score_scale`, recorded as `scores`), None where unrecorded."""
+    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
+    scale = described.get("scores") if isinstance(described, dict) else None
+    return scale if isinstance(scale, str) else None
 
 
 def _rank(value: int | None) -> str:
@@ -491,7 +501,8 @@ def _fact_text(fact: dict) -> list[str]:
         if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
             ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
                       f"filtered {_rank(entry.get('rank_exact_filtered'))}")
-        lines.append(f"  {name.ljust(width)}  {ranks}")
+        scale = f" (score: {entry['score_scale']})" if "score_scale" in entry else ""
+        lines.append(f"  {name.ljust(width)}  {ranks}{scale}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
         answers = entry["answers"][:SHOW_TOP]
