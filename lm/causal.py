@@ -443,6 +443,7 @@ class CausalTypedPredictor:
 
     ranks = "exact"  # every candidate is scored: Prediction.target_ranks holds exact ranks
     slots = ("object", "subject")
+    score_scale = "log-prob"  # of the filled template
     chunk_size = 8  # queries per call: each scores every candidate sentence, so work is kept often
 
     def __init__(self, name: str, scorer: CausalLMScorer, candidates: dict[str, list[str]],

@@ -690,6 +690,7 @@ class MaskedLMPredictor:
 
     ranks = "exact"  # every candidate is scored: Prediction.target_ranks holds exact ranks
     slots = ("object", "subject")
+    score_scale = "log-prob"  # of the candidate token at the mask
 
     def __init__(self, name: str, scorer: MaskedLMScorer, space: AnswerSpace, describe_extra: dict | None = None,
                  subject_space: AnswerSpace | None = None):

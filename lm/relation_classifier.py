@@ -348,13 +348,23 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
                            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                            "rng": _rng_state(), "history": history, "best": best, "epoch": epoch + 1}, ckpt))
             saver.save(files)  # best.pt, then checkpoint.pt: a checkpoint never names a best epoch not on disk
+            if progress:  # the bar shows only the loss: the dev score that picks the kept epoch is said here
+                print(epoch_line(folder.name, history[-1], settings.epochs), file=sys.stderr)
             ran += 1
             if after_epoch is not None and after_epoch(history[-1]):
                 break
     if not history or history[-1]["epoch"] < settings.epochs:
         return Trained(encoder, head, tokenizer, classes, {"identity": identity, "history": history, "best": best,
                                                            "finished": False})
+    if progress:
+        print(f"{folder.name}: kept epoch {best['epoch']}/{settings.epochs} (dev macro F1 {best['f1']:.2f})",
+              file=sys.stderr)
     return _finish(folder, encoder, head, tokenizer, classes, identity, history, best, device)
+
+
+def epoch_line(name: str, row: dict, epochs: int) -> str:
+    """One finished epoch of a training log: its mean loss and the dev macro F1 the kept epoch is chosen by."""
+    return f"{name} epoch {row['epoch']}/{epochs}: loss {row['loss']:.4f}, dev macro F1 {row['f1']:.2f}"
 
 
 def _read_losses(queued: list, folder: Path, epoch: int, before: int, settings: TrainSettings) -> list[float]:

@@ -1557,3 +1557,33 @@ def test_a_dtype_no_predictor_takes_is_refused(ctx, capsys, predictor, why):
     assert err.splitlines()[-1] == (f"error: --dtype bfloat16 applies to local models, and no predictor of this run "
                                     f"loads one ({why}); drop --dtype")
     assert not (ctx.tmp / "run").exists()
+
+
+# --- kbc show on a run of an experiment it prints no facts of: where that experiment's records lie ---
+
+@pytest.mark.parametrize(("experiment", "layout"), [
+    ("coherency", "predictions/<corpus>/<predictor>/first|second/<relation>.jsonl"),
+    ("kmir", "predictions/<corpus>/<predictor>/<relation>.jsonl"),
+    ("negated", "predictions/<corpus>/<predictor>/<relation>.jsonl"),
+])
+def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, capsys, experiment, layout):
+    from bridge.run.config import new_config
+
+    (tmp_path / "config.json").write_text(json.dumps(new_config(experiment)))
+    code, _, err = run_kbc(["show", str(tmp_path), "--subject", "Mark Strong", "--relation", "P19"], capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run {experiment}` run: kbc show prints LAMA facts "
+                                    f"(prompt, gold, gold rank); each {experiment} record is one line of {layout} "
+                                    "and of instances.parquet")
+
+
+def test_show_on_an_lmkbc_run_names_both_stages_of_records(tmp_path, capsys):
+    from bridge.run.config import new_config
+
+    (tmp_path / "config.json").write_text(json.dumps(new_config("lmkbc")))
+    code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1"], capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run lmkbc` run: its answers are sets; each pair's "
+                                    "gold, ranked objects and predicted set are one line of "
+                                    "predictions/<corpus>/<predictor>/<relation>.jsonl (train stage: "
+                                    "train/<relation>.jsonl) and of instances.parquet")

@@ -219,3 +219,27 @@ def test_non_finite_probabilities_name_the_fact(ctx, tmp_path):
     assert str(exc.value) == (f"{ctx.options['model']}: non-finite score (NaN or infinity) for fact b (P103) (1 of 2 "
                               "inputs scored together); no rank can be given to it (check the checkpoint, or use "
                               "--dtype float32)")
+
+
+def test_show_says_which_scale_each_predictors_scores_are_on(ctx, lama_dir, tmp_path, monkeypatch, capsys):
+    from cli_support import run_kbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "bert", "ebert", "ebert-avg",
+                            "ebert-entity", "--relations", "P36", "--limit", "1", "--quiet", "--data-dir",
+                            str(lama_dir), "--out", str(out), "--set", f"model={ctx.options['model']}",
+                            "--set", f"wikipedia2vec={ctx.options['wikipedia2vec']}", "--batch-size", "4"], capsys)
+    assert code == 0, err
+    scales = {"bert": "log-prob", "ebert": "probability", "ebert-avg": "probability", "ebert-entity": "logit"}
+    configs = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]
+    assert {name: configs[name]["scores"] for name in scales} == scales
+    uid = json.loads((out / "predictions/trex/bert/P36.jsonl").read_text().splitlines()[0])["uid"]
+    code, text, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+    assert code == 0, err
+    heads = {line.split()[0]: line for line in text.splitlines() if line.startswith("  ") and line.split()[0] in scales}
+    assert {name: line.rsplit(" (score: ", 1)[-1] for name, line in heads.items()} == {
+        name: f"{scale})" for name, scale in scales.items()}
+    code, text, err = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
+    shown = json.loads(text)["facts"][0]["predictors"]
+    assert {name: shown[name]["score_scale"] for name in scales} == scales

@@ -342,3 +342,16 @@ def test_a_host_copy_is_unchanged_by_later_steps_and_keeps_shared_tensors_and_st
     again = host_copy(live, spare)  # fills the first copy's tensors: no new host memory
     assert again["model"]["weight"] is copied["model"]["weight"] and again["step"][0] is copied["step"][0]
     assert torch.equal(again["tied"][1], before + 1) and again["step"][0].item() == 5.0
+
+
+def test_each_epoch_logs_its_dev_score_and_the_end_names_the_kept_epoch(setup, capsys):
+    root, model, tokenizer, data, classes = setup
+    trained = train_classifier(root / "logged", model, tokenizer, {"form": "bert"}, classes, data["train"],
+                               data["dev"], None, QUICK, progress=True)
+    history, best = trained.info["history"], trained.info["best"]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "epoch" in line and "%" not in line]
+    assert lines == [*(f"logged epoch {h['epoch']}/2: loss {h['loss']:.4f}, dev macro F1 {h['f1']:.2f}"
+                       for h in history),
+                     f"logged: kept epoch {best['epoch']}/2 (dev macro F1 {best['f1']:.2f})"]
+    _train(setup, "silent")
+    assert "dev macro F1" not in capsys.readouterr().err

@@ -79,14 +79,15 @@ def test_show_errors(run_dir, capsys):
     _one_error(*run_kbc(["show", str(run_dir / "nope"), "--uid", "p19-7"], capsys))
 
 
-@pytest.mark.parametrize("experiment", ["kmir", "coherency", "negated", "evidence"])
-def test_show_refuses_runs_it_cannot_display(run_dir, capsys, experiment):
+@pytest.mark.parametrize(("experiment", "stage"), [("kmir", ""), ("coherency", "first|second/"), ("negated", ""),
+                                                   ("evidence", "")])
+def test_show_refuses_runs_it_cannot_display(run_dir, capsys, experiment, stage):
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "experiment": experiment}))
     line = _one_error(*run_kbc(["show", str(run_dir), "--uid", "p19-7"], capsys))
     assert line == (f"error: {run_dir} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
                     f"gold rank); each {experiment} record is one line of "
-                    "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")
+                    f"predictions/<corpus>/<predictor>/{stage}<relation>.jsonl and of instances.parquet")
 
 
 def test_a_prompt_of_several_lines_stays_under_its_field(tmp_path, capsys):

@@ -112,6 +112,19 @@ class Resamples(click.ParamType):
         return int(number)
 
 
+def show_refusal(path: Path, experiment: str) -> str:
+    """Why `kbc show` prints no fact of a run of `experiment`, and where its records lie instead."""
+    from bridge.experiments import EXPERIMENTS, stages
+    from bridge.run.results import record_layout
+
+    layout = record_layout(stages(experiment) if experiment in EXPERIMENTS else ("",))
+    if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
+        return (f"{path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked objects and "
+                f"predicted set are one line of {layout} and of instances.parquet")
+    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank); each "
+            f"{experiment} record is one line of {layout} and of instances.parquet")
+
+
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
     wanted = list(dict.fromkeys(v for value in wanted for v in value.split()))
     return [run.corpus(c) for c in wanted] if wanted else run.corpora
@@ -435,10 +448,20 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
                     continue
                 if key in record:
                     entry[key] = record[key]
+            scale = _score_scale(run, fact["corpus"], name)
+            if scale is not None:
+                entry["score_scale"] = scale
             entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
                                 for ans in record.get("answers") or []]
             out["predictors"][name] = entry
     return out
+
+
+def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
+    """The scale a predictor declared its scores on (`score_scale`, recorded as `scores`), None where unrecorded."""
+    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
+    scale = described.get("scores") if isinstance(described, dict) else None
+    return scale if isinstance(scale, str) else None
 
 
 def _rank(value: int | None) -> str:
@@ -478,7 +501,8 @@ def _fact_text(fact: dict) -> list[str]:
         if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
             ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
                       f"filtered {_rank(entry.get('rank_exact_filtered'))}")
-        lines.append(f"  {name.ljust(width)}  {ranks}")
+        scale = f" (score: {entry['score_scale']})" if "score_scale" in entry else ""
+        lines.append(f"  {name.ljust(width)}  {ranks}{scale}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
         answers = entry["answers"][:SHOW_TOP]
@@ -534,14 +558,8 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
-    if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
-        raise ConfigError(f"{run.path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked "
-                          "objects and predicted set are one line of predictions/<corpus>/<predictor>/<relation>.jsonl "
-                          "and of instances.parquet")
     if experiment not in ("lama", "fewrel"):  # no single gold rank per fact to show
-        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
-                          f"gold rank); each {experiment} record is one line of "
-                          "predictions/<corpus>/<predictor>/<relation>.jsonl and of instances.parquet")
+        raise ConfigError(show_refusal(run.path, experiment))
     check_readable(run.path, run.config)
     corpus_list = _corpora(run, corpora)
     facts = find_facts(run, corpus_list, uid, subject, relation)

@@ -23,3 +23,9 @@ def get(name: str, **options) -> Experiment:
         raise ConfigError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
     module, attr = EXPERIMENTS[name].split(":")
     return getattr(importlib.import_module(module), attr)(**options)
+
+
+def stages(name: str) -> tuple[str, ...]:
+    """The stages an experiment writes records of (`Experiment.stages`), without building it."""
+    module, attr = EXPERIMENTS[name].split(":")
+    return getattr(importlib.import_module(module), attr).stages

@@ -143,6 +143,7 @@ class EBertPredictor:
     """
 
     ranks = "exact"
+    score_scale = "probability"  # softmax outputs (AVG: their mean), not plain BERT's log-probabilities
 
     def __init__(self, name: str, mode: str, res: Resources, cand_ids, labels, missing: int,
                  coverage: dict, links: LinkCache, batch_size: int, device: str, cache=None) -> None:
@@ -270,6 +271,7 @@ class EntityLevelPredictor(EBertPredictor):
     """
 
     ranks = "list"
+    score_scale = "logit"  # the [MASK] output's dot product with each entity vector, unnormalised
 
     def __init__(self, *args, answerer, **kwargs) -> None:
         super().__init__(*args, **kwargs)

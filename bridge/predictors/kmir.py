@@ -5,7 +5,9 @@ the graph `inferred` as well (`kb.reasoning.ensure_inferred` over those gold gra
 reasons with its `--axioms` before any predictor is built; elsewhere, when the store holds no
 inferred graph computed from these facts, the shipped axioms are applied).
 
-Object queries get the objects the graphs hold for (subject, relation), by label. Queries that
+Object queries get the objects the graphs hold for (subject, relation): every one is held, so all
+score 1.0, come in label order and share their tie (`Prediction.shared_ties`: a gold among them
+counts at rank 1, never behind an equal by label order). Queries that
 carry a KMIR question with choices (`bridge.experiments.kmir.KmirQuery`) are answered by
 `choose`, which looks the question up in the graphs (`kb.kmir_answer.KmirKB.answer`); the chosen
 label is the prediction's only answer.
@@ -47,6 +49,7 @@ class KmirKBPredictor:
 
     def describe(self) -> dict:
         return {"predictor": self.setting, "graphs": self.kb.graphs, "ranks": self.ranks, "slots": list(self.slots),
+                "ranking": "every held object, score 1, label order", "ties": "shared",
                 "choices": "looked up in the graphs (closed world)"}
 
     def choose(self, queries: Sequence[Query]) -> list[str | None]:
@@ -63,11 +66,16 @@ class KmirKBPredictor:
             question = getattr(q, "question", None)
             if question is not None and question.choices:
                 chosen = self.choose([q])[0]
-                out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else (), extra={CLOSED_WORLD: True}))
+                out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else (), extra={CLOSED_WORLD: True},
+                                      shared_ties=True))
                 continue
             objects = sorted(label for _, label in self.kb.objects(q.known, q.relation) if label)
-            out.append(Prediction(q.uid, tuple(Answer(label, 1.0) for label in objects[:depth])))
+            out.append(Prediction(q.uid, tuple(Answer(label, 1.0) for label in objects[:depth]), shared_ties=True))
         return out
+
+
+# records before shared ties ranked a gold behind its equals by label: a rerun must never mix the two
+TIES_IDENTITY = {"ties": "shared"}
 
 
 def _types(store: GraphStore) -> list[str]:
@@ -91,6 +99,9 @@ def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
         ensure_inferred(ctx.store, load_axioms(), graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir),
                         force=True)
     return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)))
+
+
+make_kb.identity_extra = make_kb_inferred.identity_extra = TIES_IDENTITY
 
 
 def known_relations(corpus: Corpus, data_dir) -> set[str]:

@@ -100,6 +100,7 @@ class PlannedPredictor:
         ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
         for key in getattr(self.factory, "pinned", ()):  # defaults that once differed: a rerun must match them
             ident["options"].setdefault(key, self.declared[key].default)
+        ident.update(getattr(self.factory, "identity_extra", {}))  # how its records rank, where that once differed
         files = self.files()
         if files:
             ident["files"] = files

@@ -46,7 +46,8 @@ CLIENT_SERVER_FAILED = "Starting Ray client server failed"  # a Ray Client head'
 CLIENT_SERVER_RETRIES = 1
 IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
-PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased")  # what the runner reads off a predictor besides methods
+# what the runner reads off a predictor besides methods
+PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased", "score_scale")
 PREDICTION_FIELDS = tuple(f.name for f in fields(Prediction))
 ANSWERS_AT = PREDICTION_FIELDS.index("answers")
 NICENESS_VARIABLE = "RAY_worker_niceness"  # read by the raylet a cluster started here spawns

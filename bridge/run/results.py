@@ -26,6 +26,17 @@ def predictions_path(out: Path, corpus: str, predictor: str, relation: str, stag
     return (folder / stage if stage else folder) / f"{slug(relation)}.jsonl"
 
 
+def record_layout(stages: tuple[str, ...]) -> str:
+    """Where an experiment of these stages (`Experiment.stages`) writes its records, as a user finds them."""
+    named = [s for s in stages if s]
+    folder = "predictions/<corpus>/<predictor>/"
+    if not named:
+        return f"{folder}<relation>.jsonl"
+    if "" in stages:  # a stage of records under the predictor folder, others in stage folders beside them
+        return f"{folder}<relation>.jsonl ({', '.join(f'{s} stage: {s}/<relation>.jsonl' for s in named)})"
+    return f"{folder}{'|'.join(named)}/<relation>.jsonl"
+
+
 # fields the scorers compute with, and the types they must have
 _INT_OR_NULL = ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered", "round")
 _BOOLS = ("symmetric", "first_correct", "second_correct", "same_as_first", "coherent", "correct")

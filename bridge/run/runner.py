@@ -433,6 +433,9 @@ class Job:
                                    f"{self.config['cache_scope']}/{len(self.config['runs'])}")
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
+            scale = getattr(self.predictor, "score_scale", None)
+            if scale is not None:  # what its answers' scores are, shown beside them (`kbc show`)
+                described["scores"] = scale
             count = parameter_count(self.predictor)
             if count is not None:  # what a leaderboard lists beside the model
                 described.setdefault("parameters", count)
