@@ -219,8 +219,10 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
         held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
-        fact_of = {uid: str(u["fact_uid"]) for mine in answered.values() for uid, u in mine.items()
-                   if u.get("fact_uid")}
+        # a fact asked several ways (a prompt set) counts once where the experiment counts facts; an experiment
+        # with units of its own (coherency's (fact, round) pairs, questions) counts those
+        fact_of = ({uid: str(u["fact_uid"]) for mine in answered.values() for uid, u in mine.items()
+                    if u.get("fact_uid")} if getattr(experiment, "unit", "facts") == "facts" else None)
         shared_n[corpus] = scope_counts(scopes, held, fact_of)
         lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
         for name, mine in answered.items():
@@ -383,7 +385,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
-             f"a predictor without the metric, or that answered nothing, restricts no one's {unit}; "
+             f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
              f"`own`: the {unit} each predictor answered."]
     ranked = getattr(experiment, "metrics", ("mrr",))
     for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():
