@@ -65,6 +65,26 @@ def length_batches(lengths: Sequence[int], rows: int, tokens: int | None = None)
     return out
 
 
+def encoder_mask(model, attention):
+    """`attention` ([B, L], 1 where a token is real; None when no row is padded) as a bidirectional encoder of
+    transformers takes it without reading it back: the [B, 1, L, L] booleans it would build itself for SDPA
+    attention. From a 2D mask it first asks the device whether any entry is 0 (`mask.all()`), so that on a GPU
+    the host waits for the card at every forward pass instead of queueing the next one. Other attention
+    implementations, and models whose code does not build its mask with `create_bidirectional_mask` (which
+    passes a 4D mask through as given), get `attention` unchanged."""
+    import sys
+
+    if attention is None or attention.dim() != 2:
+        return attention
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa" or getattr(config, "is_decoder", False):
+        return attention
+    if not hasattr(sys.modules.get(type(model).__module__), "create_bidirectional_mask"):
+        return attention
+    rows, length = attention.shape
+    return attention.bool()[:, None, None, :].expand(rows, 1, length, length)
+
+
 def to_device(array: np.ndarray, device):
     """A host array as a tensor on `device`. To a GPU the copy goes through pinned memory without waiting, so the
     host prepares the next pass while the card still runs the last; on a CPU the tensor shares the array."""

@@ -48,7 +48,7 @@ import numpy as np
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
 from eval.types import Answer, Fact, Prediction, Query, answers_of
-from lm.batches import ToHost, length_batches, pad_rows, to_device
+from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
 from lm.precision import agreement_tolerance
@@ -384,9 +384,11 @@ class MaskedLMScorer:
         import torch
 
         if self.trunk is not None:
-            hidden = self.trunk(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            hidden = self.trunk(input_ids=input_ids, attention_mask=encoder_mask(self.trunk, attention_mask))
+            hidden = hidden.last_hidden_state
             return _last_layer_at(self.last_layer, hidden, mask_pos.to(hidden.device), attention_mask)
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        hidden = self.encoder(input_ids=input_ids, attention_mask=encoder_mask(self.encoder, attention_mask))
+        hidden = hidden.last_hidden_state
         return hidden[torch.arange(len(mask_pos), device=hidden.device), mask_pos.to(hidden.device)]
 
     def _mask_logits(self, input_ids, attention_mask, mask_pos, rows=None):
@@ -395,7 +397,7 @@ class MaskedLMScorer:
 
         self.forward_calls += 1
         if self.encoder is None:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+            out = self.model(input_ids=input_ids, attention_mask=encoder_mask(self.model, attention_mask)).logits
             logits = out[torch.arange(len(mask_pos), device=out.device), mask_pos.to(out.device)].float()
             return logits if rows is None else logits[:, rows]
         h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())

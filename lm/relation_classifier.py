@@ -29,7 +29,7 @@ import numpy as np
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
 from lm.background_save import BackgroundSaver, atomic_save
-from lm.batches import pad_rows, to_device
+from lm.batches import encoder_mask, pad_rows, to_device
 from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput, RelationInputBuilder
 
@@ -100,10 +100,14 @@ class Collated:
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def widths(self, order: np.ndarray, rows: int) -> list[int]:
-        """The padded width of each batch of `rows` consecutive inputs of `order`."""
-        lengths = self.lengths[order]
-        return [int(w) for w in np.maximum.reduceat(lengths, np.arange(0, len(lengths), rows))] if len(order) else []
+    def widths(self, order: np.ndarray, rows: int) -> list[tuple[int, bool]]:
+        """(padded width, whether any input is shorter) of each batch of `rows` consecutive inputs of `order`:
+        known on the host, so that no forward pass asks the device whether its batch is padded."""
+        if not len(order):
+            return []
+        lengths, starts = self.lengths[order], np.arange(0, len(order), rows)
+        longest, shortest = np.maximum.reduceat(lengths, starts), np.minimum.reduceat(lengths, starts)
+        return [(int(w), bool(s < w)) for w, s in zip(longest, shortest)]
 
 
 class Batcher:
@@ -121,7 +125,8 @@ class Batcher:
     def __call__(self, batch: Sequence[RelationInput]):
         """(attention mask, input embeddings) of one batch, padded to its longest input."""
         inputs = self.collate(batch)
-        return self.take(inputs, self.index(np.arange(len(inputs))), int(inputs.lengths.max()))
+        everything = np.arange(len(inputs))
+        return self.take(inputs, self.index(everything), *inputs.widths(everything, len(inputs))[0])
 
     def collate(self, inputs: Sequence[RelationInput]) -> Collated:
         """`inputs` as device tensors, once for every batch later taken from them; entity vectors only for the
@@ -149,10 +154,11 @@ class Batcher:
         """Row indices as a device tensor (copied without waiting for the device)."""
         return to_device(np.asarray(rows, dtype=np.int64), self.device)
 
-    def take(self, inputs: Collated, rows, width: int):
-        """(attention mask, input embeddings) of the inputs at device indices `rows`, `width` positions wide."""
+    def take(self, inputs: Collated, rows, width: int, padded: bool = True):
+        """(attention mask, None where no input is `padded`; input embeddings) of the inputs at device indices
+        `rows`, `width` positions wide."""
         torch = _torch()
-        ids, att = inputs.ids[rows, :width], inputs.att[rows, :width]
+        ids, att = inputs.ids[rows, :width], inputs.att[rows, :width] if padded else None
         embeds = self.encoder.get_input_embeddings()(ids)
         if inputs.slots is None:
             return att, embeds
@@ -176,7 +182,7 @@ def _autocast(device: str, dtype: str):
 
 def logits_of(encoder, head, batcher: Batcher, att, embeds):
     with _autocast(batcher.device, batcher.dtype):
-        hidden = encoder(inputs_embeds=embeds, attention_mask=att).last_hidden_state[:, 0]
+        hidden = encoder(inputs_embeds=embeds, attention_mask=encoder_mask(encoder, att)).last_hidden_state[:, 0]
         return head(hidden).float()
 
 
@@ -195,9 +201,10 @@ def predict_proba(encoder, head, batcher: Batcher, inputs: Sequence[RelationInpu
     rows = batcher.index(order)
     found = []
     with torch.inference_mode():
-        for k, width in enumerate(collated.widths(order, batch_size)):
+        for k, (width, padded) in enumerate(collated.widths(order, batch_size)):
             idx = rows[k * batch_size:(k + 1) * batch_size]
-            found.append(torch.softmax(logits_of(encoder, head, batcher, *batcher.take(collated, idx, width)), dim=-1))
+            inputs = batcher.take(collated, idx, width, padded)
+            found.append(torch.softmax(logits_of(encoder, head, batcher, *inputs), dim=-1))
         out[order] = torch.cat(found).cpu().numpy()
     return out
 
@@ -321,7 +328,7 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
             queued = []  # losses still on the device: read every LOSS_READS steps, so the host never waits per step
             for s in range(steps_per_epoch):
                 idx = rows[s * settings.batch_size:(s + 1) * settings.batch_size]
-                logits = logits_of(encoder, head, batcher, *batcher.take(train_set, idx, widths[s]))
+                logits = logits_of(encoder, head, batcher, *batcher.take(train_set, idx, *widths[s]))
                 loss = torch.nn.functional.cross_entropy(logits, labels[idx])
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=foreach)

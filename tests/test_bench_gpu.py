@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE_KEYS = {
-    "device", "masked_raw_fp32_qps", "masked_raw_bf16_qps", "masked_fp32_qps", "masked_fp32_path", "masked_bf16_qps",
+    "device", "masked_tokenise_s", "masked_raw_fp32_qps", "masked_raw_bf16_qps", "masked_fp32_qps", "masked_fp32_path",
+    "masked_bf16_qps",
     "masked_bf16_path", "masked_fp16_qps", "masked_fp16_path", "masked_bf16_vs_fp32", "trex_fp32_s",
     "trex_fp32_staged_s", "fp32_vs_cpu_max_abs", "fp32_vs_cpu_top10_same", "fp32_vs_cpu_ranks_same",
     "causal_raw_fp32_sps", "causal_fp32_sps", "causal_fp32_path", "causal_raw_bf16_sps", "causal_bf16_sps",

@@ -201,3 +201,33 @@ def test_columns_hold_one_row_per_distinct_input_and_targets(tiny_models):
     assert [s.ranks for s in scored] == [dict(zip(cols.targets[cols.starts[u]:cols.starts[u + 1]].tolist(),
                                                   cols.ranks[cols.starts[u]:cols.starts[u + 1]].tolist()))
                                          for u in cols.unit.tolist()]
+
+
+@pytest.mark.parametrize("kind", ["bert-cased", "roberta"])
+def test_encoder_mask_is_the_mask_transformers_builds_without_reading_it_back(kind, monkeypatch):
+    """A padded batch gives bit for bit the hidden states transformers gives from the 2D mask, and the model never
+    asks the mask's values (on a GPU that question waits for the card at every pass). A decoder, a 4D mask and no
+    mask pass through unchanged."""
+    import torch
+    from tiny_lms import build_model, tokenizer_for
+
+    from lm.batches import encoder_mask
+
+    model = build_model(kind, tokenizer_for(kind)).eval()
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0], [5, 6, 0, 0, 0]])
+    att = (ids != 0).long()
+    asked = []
+    real = torch.Tensor.all
+    monkeypatch.setattr(torch.Tensor, "all", lambda self, *a, **k: asked.append(1) or real(self, *a, **k))
+    with torch.inference_mode():
+        want = model.base_model(input_ids=ids, attention_mask=att).last_hidden_state
+        assert asked  # transformers reads the 2D mask back
+        asked.clear()
+        got = model.base_model(input_ids=ids, attention_mask=encoder_mask(model.base_model, att)).last_hidden_state
+    assert torch.equal(got, want)
+    assert asked == []
+    assert encoder_mask(model, None) is None
+    four = encoder_mask(model, att)
+    assert encoder_mask(model, four) is four and four.shape == (3, 1, 5, 5)
+    decoder = build_model(kind, tokenizer_for(kind), is_decoder=True)
+    assert encoder_mask(decoder, att) is att
