@@ -272,6 +272,26 @@ def masked_lines(out: dict, args, cfg, data: Path, bert_dir: str, device) -> Non
         del engine
     set_tf32(False)
     out["masked_bf16_vs_fp32"] = round(out["masked_bf16_qps"] / out["masked_fp32_qps"], 2)
+    where_time_goes(bert_dir, args, data, queries, max(cfg.batches))
+
+
+def where_time_goes(bert_dir: str, args, data: Path, queries: list, batch: int, top: int = 12) -> None:
+    """The bfloat16 engine's own functions by seconds spent in them (cProfile over one warm `predict`): on a GPU
+    the host's work is what the card waits on."""
+    import cProfile
+    import pstats
+
+    engine, *_ = masked_engine(bert_dir, "bfloat16", args.device, data, batch)
+    engine.predict(queries[:64], 10)
+    profile = cProfile.Profile()
+    profile.runcall(engine.predict, queries, 10)
+    stats = pstats.Stats(profile)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # type: ignore[attr-defined]
+    print(f"  bf16 engine batch {batch}, host seconds by function (cProfile, {stats.total_tt:.2f} s in all):",
+          flush=True)
+    for (path, line, name), (_, calls, own, cumulative, _) in rows:
+        print(f"    {own:6.3f} own {cumulative:6.3f} with callees  {calls:>7} calls  {Path(path).name}:{line}"
+              f" {name}", flush=True)
 
 
 def trex_lines(out: dict, cfg, data: Path, bert_dir: str, device) -> None:
