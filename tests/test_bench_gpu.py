@@ -41,3 +41,15 @@ def test_smoke_run_prints_every_line_of_the_summary(capsys):
     assert printed["fewrel_epochs"] == "2" and printed["fewrel_all_10"] == "no"
     assert float(printed["fewrel_10ep_s"]) > float(printed["fewrel_epoch_s"]) > 0
     assert all(float(printed[k]) > 0 for k in SMOKE_KEYS if k.endswith(("_qps", "_sps", "_s")))
+
+
+@pytest.mark.heavy
+def test_only_measures_the_stages_it_names(capsys):
+    """`--only statement` reruns that line alone: its keys and the device's, nothing of the other stages."""
+    sys.path.insert(0, str(ROOT))
+    from bench import gpu
+
+    summary = gpu.main(["--device", "cpu", "--smoke", "--only", "statement"])
+    assert set(summary) == {"device", "statement_bert_bf16_vs_fp32", "statement_bert_vs_lpq",
+                            "statement_gpt2_bf16_vs_fp32", "statement_gpt2_vs_lpq", "total_s"}
+    assert "[stage masked" not in capsys.readouterr().out
