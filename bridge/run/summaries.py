@@ -17,6 +17,7 @@ from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest,
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
 from eval.bear import BEAR_CORPORA
+from eval.cells import parameters_text
 from eval.errors import DataError
 from eval.jsonl import write_json
 from eval.lama import GOOGLE_RE_RELATIONS
@@ -379,12 +380,36 @@ def unranked_note(corpus: str, written: list[str]) -> str:
             "ranking); see exact match, abstention and unlinked rates.")
 
 
+def predictors_note(config: dict) -> list[str]:
+    """What each predictor of the run is (spec, side, size, dtype, device), so that a summary read or shared alone
+    says which model and precision made its numbers (two runs in other dtypes have tables alike)."""
+    from bridge.predictors.registry import shown_spec, side_of
+
+    described: dict[str, dict] = {}
+    for configs in (config.get("predictor_configs") or {}).values():
+        for name, d in (configs or {}).items():
+            if isinstance(d, dict):
+                described.setdefault(name, d)
+    parts = []
+    for name in config.get("predictor_specs") or {}:
+        d = described.get(name, {})
+        what = [side_of(config, name)]
+        if d.get("parameters"):
+            what.append(f"{parameters_text(d['parameters'])} parameters")
+        if d.get("dtype"):
+            what.append(d["dtype"] + (f" on {d['device']}" if d.get("device") else ""))
+        spec = shown_spec(config, name)
+        parts.append(f"`{name}`{'' if spec == name else f' = {spec}'} ({', '.join(what)})")
+    return [f"Predictors: {'; '.join(parts)}."] if parts else []
+
+
 def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], experiment) -> list[str]:
     counts = "; ".join(f"{c}: " + (" and ".join(f"{n}{f' ({q} queries)' if q != n else ''} answered by "
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
+    notes = predictors_note(config)
+    notes += [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
              f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
              f"`own`: the {unit} each predictor answered."]
     ranked = getattr(experiment, "metrics", ("mrr",))
