@@ -32,7 +32,8 @@ of 26-33 s), causal 8.7 s, statement 6.3 s, agreement 2.7 s, FewRel's 10 epochs 
 The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
 but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
 
-Here, in seconds, so that it cannot rot: `python bench/gpu.py --device cpu --smoke` (tiny models, few queries).
+Here, in under a minute, so that it cannot rot: `python bench/gpu.py --device cpu --smoke` (tiny models, few
+queries).
 
 What runs, each line of the GPU target table and the card's limit for the same work:
   masked_raw_*    raw HF forward of bert-base (logits at every position, no candidate logic) over the same prompts,
@@ -425,7 +426,8 @@ def parity_line(out: dict, args, cfg, data: Path, bert_dir: str) -> None:
     out["fp32_vs_cpu_max_abs"] = f"{gap:.2e}"
     out["fp32_vs_cpu_top10_same"] = round(same_top / len(queries), 4)
     out["fp32_vs_cpu_ranks_same"] = round(same_ranks / len(queries), 4)
-    against = "the CPU against itself (batches of 64 against larger ones)" if here.scorer.device.type == "cpu" \
+    against = f"the CPU against itself (batches of {max(cfg.batches)} against batches of 64)" \
+        if here.scorer.device.type == "cpu" \
         else "float32 against the CPU"
     print(f"{against}: top 10 the same on {same_top}/{len(queries)} queries, exact ranks on "
           f"{same_ranks}/{len(queries)}, largest log-prob difference {gap:.2e}", flush=True)
@@ -534,7 +536,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     unknown = sorted(set(args.only.split(",")) - set(STAGES))
     if unknown:
-        parser.error(f"--only: no stage {', '.join(unknown)}; the stages are {', '.join(STAGES)}")
+        named = ", ".join(repr(name) for name in unknown)
+        parser.error(f"--only: no stage {named}; name one or more of {', '.join(STAGES)}, separated by commas")
     ONLY.clear()
     ONLY.update(args.only.split(","))
     started = time.perf_counter()
