@@ -214,3 +214,17 @@ def test_the_summary_header_says_the_plus_minus_is_a_bootstrap_standard_error():
     assert "of the mean over relations, or over every question" not in text
     assert "Cells: value ± bootstrap standard error: the standard deviation of seeded resamples" in text
     assert "| fewrel | bert | - | 100 | 29.21 ± 4.18 | [21.37, 38.72] |" in text
+
+
+def test_kbc_ls_lists_what_kbc_run_fewrel_takes_of_a_predictor_it_fine_tunes(capsys):
+    from cli_support import run_kbc
+
+    code, text, err = run_kbc(["ls", "ebert-concat"], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    at = lines.index("  in `kbc run fewrel` (a relation classifier fine-tuned on ebert-concat's input form):")
+    assert [line.split("=")[0].strip() for line in lines[at + 1:]] == [
+        f"--set ebert-concat.{k}" for k in ("model", "wikipedia2vec", "map", "map_kind", "titles", "redirects",
+                                            "mentions", "lr", "train_batch", "epochs", "train_seed")]
+    code, text, err = run_kbc(["ls", "freq"], capsys)
+    assert code == 0 and "kbc run fewrel" not in text

@@ -351,3 +351,38 @@ def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path
             want = summary[(row["predictor"], metric)]
             assert row["stderr"] is not None and row["n_facts"] == 12
             assert [row[k] for k in fields] == [want[k] for k in fields], (row["predictor"], metric)
+
+
+def test_a_saved_e_bert_classifier_predicts_as_the_docs_show(run, capsys, monkeypatch):
+    """docs/fewrel.md's E-BERT example (the link and mapped vectors built from the files the run's --set named, the
+    map saved by `kbc entities map`) gives the run's own class distributions."""
+    from eval.fewrel import load_split
+    from lm.relation_classifier import load_classifier
+
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = next(a for a in argv if a.startswith("ebert-concat=")).partition("=")[2]
+    w2v = next(a for a in argv if a.startswith("wikipedia2vec=")).partition("=")[2]
+    data = argv[argv.index("--data-dir") + 1]
+    saved = root / "map.npz"
+    code, _, err = run_kbc(["entities", "map", "--model", model, "--wikipedia2vec", w2v, "--out", str(saved)], capsys)
+    assert code == 0, err
+    out = root / "ebert-map"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"ebert={model}", "--set", f"wikipedia2vec={w2v}",
+                            "--set", f"map={saved}", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "train_batch=8",
+                            "--data-dir", data, "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    folder = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["ebert"]["models"][
+        "ebert"]["folder"]
+    doc = (Path(__file__).parents[1] / "docs" / "fewrel.md").read_text(encoding="utf-8")
+    example = doc.split("```python\n")[2].split("```")[0]
+    assert 'predict_proba(parts["test"], link, mapped)' in example
+    sentences = load_split(Path(data))["test"]
+    found: dict = {"load_split": load_split, "load_classifier": load_classifier}
+    exec(example.replace("runs/fewrel/models/ebert-67c4d3b11d", folder).replace("models/enwiki.npz", w2v)
+         .replace('"qid_titles.tsv"', "None").replace('"map.npz"', repr(str(saved)))
+         .replace("../shared/data/fewrel", data), found)
+    records = _records(out, "ebert")
+    classes = found["classifier"].classes
+    for s, row in zip(sentences, found["probs"], strict=True):
+        assert row == pytest.approx([records[s.uid]["distribution"][c] for c in classes], abs=1e-6)
