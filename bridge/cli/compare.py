@@ -121,8 +121,8 @@ def show_refusal(path: Path, experiment: str) -> str:
     if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
         return (f"{path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked objects and "
                 f"predicted set are one line of {layout} and of instances.parquet")
-    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank); each "
-            f"{experiment} record is one line of {layout} and of instances.parquet")
+    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank) and "
+            f"FewRel sentences; each {experiment} record is one line of {layout} and of instances.parquet")
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
