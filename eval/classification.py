@@ -18,6 +18,7 @@ import numpy as np
 from eval.uncertainty import Interval
 
 MACRO = ("f1", "precision", "recall", "accuracy", "coverage")
+OWN_STRATUM = ("recall", "accuracy", "coverage")  # a class's scores that only its own gold sentences move
 OTHER, NONE = -1, -2  # codes of a prediction outside the class list, and of no prediction
 
 
@@ -87,7 +88,9 @@ def bootstrap_intervals(gold: Sequence[str], pred: Sequence[str | None], labels:
                         rng: np.random.Generator) -> dict[str, dict[str, Interval]]:
     """Per group (`all`: the macro scores; each class: its own) and metric, the stderr (std of the resampled
     values) and percentile 95% interval, sentences resampled with replacement within each gold class; empty
-    with fewer than two sentences or no resamples."""
+    with fewer than two sentences or no resamples. Nothing where every class has one gold sentence, and a class
+    with one has no recall, accuracy or coverage interval: each resample redraws that same sentence, and a
+    zero-width interval would claim an exactness that only reflects the sample size."""
     if n_boot <= 0 or len(gold) < 2:
         return {}
     g, p = _codes(gold, pred, labels)
@@ -110,8 +113,12 @@ def bootstrap_intervals(gold: Sequence[str], pred: Sequence[str | None], labels:
             for m, v in (("f1", f1[c]), ("precision", prec[c]), ("recall", rec[c]), ("accuracy", rec[c]),
                          ("coverage", answered[c] / n_gold[c])):
                 put(labels[c], m, b, 100.0 * float(v))
+    fixed = all(len(s) == 1 for s in strata)  # every resample is the sample itself
+    single = {labels[c] for c in range(k) if (g == c).sum() == 1}
     out: dict[str, dict[str, Interval]] = {}
     for (group, metric), v in draws.items():
+        if fixed or (group in single and metric in OWN_STRATUM):
+            continue
         out.setdefault(group, {})[metric] = Interval(float(v.std(ddof=1)), float(np.percentile(v, 2.5)),
                                                      float(np.percentile(v, 97.5)))
     return out

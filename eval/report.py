@@ -318,9 +318,11 @@ def counted_unit(dropped: list[dict]) -> str | None:
 def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None = None,
              notes: list[str] | None = None, title: str = "LAMA probe",
              metrics: tuple[str, ...] = ("p@1", "p@10", "mrr"), relations: RelationInfo | None = None,
-             open_spaces: set[tuple[str, str]] | None = None, counts: dict[str, str] | None = None) -> str:
+             open_spaces: set[tuple[str, str]] | None = None, counts: dict[str, str] | None = None,
+             spread: str | None = None) -> str:
     """summary.md: the tables of every metric, shared then own scope, per relation, across prompts, what was
-    dropped. `counts`: per metric, what its `n_facts` count where not facts (KMIR: questions, Q-sets)."""
+    dropped. `counts`: per metric, what its `n_facts` count where not facts (KMIR: questions, Q-sets). `spread`:
+    what the ± and the interval are, where not standard errors of means over facts and relations."""
     other = "filtered" if setting == "raw" else "raw"
     intro = f"Setting `{setting}`"
     if any(r["setting"] == other for r in rows):
@@ -329,10 +331,10 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
               "the mean over relations ranked over spaces of different sizes; `open` where it answers from an open "
               "set, e.g. a KB's own triples; `-`: not recorded). ")
     if any(r.get("stderr") is not None for r in rows if r["setting"] == setting):
-        intro += ("Cells: value ± standard error (per relation: of its mean over facts; types and Total: of the mean "
-                  "over relations, or over every question where the Total says so); `Total 95% CI`: a seeded "
-                  "percentile bootstrap interval, facts resampled within each relation (summary.json holds every "
-                  "cell's `stderr`, `ci_low`, `ci_high`).")
+        intro += spread or ("Cells: value ± standard error (per relation: of its mean over facts; types and Total: of "
+                            "the mean over relations, or over every question where the Total says so); `Total 95% "
+                            "CI`: a seeded percentile bootstrap interval, facts resampled within each relation "
+                            "(summary.json holds every cell's `stderr`, `ci_low`, `ci_high`).")
     else:  # never describe uncertainty the rows do not carry
         intro += "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)."
     parts = [f"# {title}", "", intro, ""]

@@ -1573,8 +1573,8 @@ def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, caps
     code, _, err = run_kbc(["show", str(tmp_path), "--subject", "Mark Strong", "--relation", "P19"], capsys)
     _assert_one_error_line(code, err, "", True)
     assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run {experiment}` run: kbc show prints LAMA facts "
-                                    f"(prompt, gold, gold rank); each {experiment} record is one line of {layout} "
-                                    "and of instances.parquet")
+                                    f"(prompt, gold, gold rank) and FewRel sentences; each {experiment} record is "
+                                    f"one line of {layout} and of instances.parquet")
 
 
 def test_show_on_an_lmkbc_run_names_both_stages_of_records(tmp_path, capsys):

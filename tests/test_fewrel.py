@@ -187,3 +187,44 @@ def test_the_confusion_json_has_a_row_per_gold_relation_only(tmp_path):
     found = json.loads((tmp_path / "figures" / "confusion-kb.json").read_text())
     assert found == {"predictor": "kb", "gold": ["P1", "P2"], "predicted": ["P1", "P2", "P9", "none"],
                      "counts": [[1, 0, 1, 0], [0, 0, 0, 1]]}
+
+
+def test_resamples_that_cannot_vary_give_no_interval():
+    """One test sentence per relation: every resample within relations is the sample itself, so no cell gets a
+    (zero-width) interval; a relation with one sentence among larger ones keeps F1 and precision intervals only,
+    as other relations' sentences still move its precision."""
+    assert bootstrap_intervals(["A", "B", "C"], ["A", "A", None], ["A", "B", "C"], 100,
+                               np.random.default_rng(0)) == {}
+    found = bootstrap_intervals(["A", "A", "B", "B", "C"], ["A", "C", "B", None, "C"], ["A", "B", "C"], 100,
+                                np.random.default_rng(0))
+    assert set(found) == {"all", "A", "B", "C"}
+    assert set(found["C"]) == {"f1", "precision"}
+    assert set(found["A"]) == {"f1", "precision", "recall", "accuracy", "coverage"}
+    # C's precision: 1/2 on the sample, 1/3 where A's wrong answer is drawn twice, 1 where it is not drawn
+    assert (found["C"]["precision"].ci_low, found["C"]["precision"].ci_high) == (pytest.approx(100 / 3), 100.0)
+
+
+def test_the_summary_header_says_the_plus_minus_is_a_bootstrap_standard_error():
+    from bridge.experiments.fewrel import FewrelExperiment
+    from eval.report import markdown
+
+    rows = [{"corpus": "fewrel", "predictor": "bert", "setting": "raw", "scope": "shared", "group": "all",
+             "metric": "f1-macro", "value": 29.21, "n_facts": 100, "stderr": 4.18, "ci_low": 21.37, "ci_high": 38.72}]
+    text = markdown(rows, metrics=("f1-macro",), spread=FewrelExperiment.spread)
+    assert "of the mean over relations, or over every question" not in text
+    assert "Cells: value ± bootstrap standard error: the standard deviation of seeded resamples" in text
+    assert "| fewrel | bert | - | 100 | 29.21 ± 4.18 | [21.37, 38.72] |" in text
+
+
+def test_kbc_ls_lists_what_kbc_run_fewrel_takes_of_a_predictor_it_fine_tunes(capsys):
+    from cli_support import run_kbc
+
+    code, text, err = run_kbc(["ls", "ebert-concat"], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    at = lines.index("  in `kbc run fewrel` (a relation classifier fine-tuned on ebert-concat's input form):")
+    assert [line.split("=")[0].strip() for line in lines[at + 1:]] == [
+        f"--set ebert-concat.{k}" for k in ("model", "wikipedia2vec", "map", "map_kind", "titles", "redirects",
+                                            "mentions", "lr", "train_batch", "epochs", "train_seed")]
+    code, text, err = run_kbc(["ls", "freq"], capsys)
+    assert code == 0 and "kbc run fewrel" not in text

@@ -75,7 +75,8 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
             row = next(x for x in rows if x["predictor"] == name and x["scope"] == "own" and x["group"] == "all"
                        and x["metric"] == METRICS[metric])
             assert row["value"] == pytest.approx(value) and row["n_facts"] == 3
-            assert row["ci_low"] is not None and row["ci_low"] <= row["value"] <= row["ci_high"]
+            # one test sentence per relation: every resample is the sample, so no (zero-width) interval
+            assert (row["stderr"], row["ci_low"], row["ci_high"]) == (None, None, None)
     avg, bert, ebert = _records(out, "ebert-avg"), _records(out, "bert"), _records(out, "ebert")
     for uid, r in avg.items():  # AVG: the mean of BERT's and E-BERT's distributions, from the same two models
         for rel, p in r["distribution"].items():
@@ -88,6 +89,13 @@ def test_the_run_writes_records_the_summary_recomputes(run, capsys, monkeypatch)
     assert coverage["test"]["entities"] == 6 and 0 < coverage["test"]["fallback"] < 6
     summary = (out / "summary.md").read_text()
     assert "## F1 per relation (shared sentences)" in summary
+    trained = summary.split("## Training of the fine-tuned predictors", 1)[1].split("\n\n")[2].splitlines()
+    assert trained[0] == ("| predictor | model | lr (chosen of tried) | kept epoch / epochs | dev macro F1 | batch "
+                          "| dtype |")
+    described = config["predictor_configs"]["fewrel"]
+    assert trained[2:] == [f"| {p} | {m} | 0.001 | 1 / 1 | {described[p]['models'][m]['best']['f1']:.2f} | 8 | "
+                           "float32 |" for p, m in (("bert", "bert"), ("ebert", "ebert"), ("ebert-avg", "bert"),
+                                                    ("ebert-avg", "ebert"), ("ebert-concat", "concat"))]
     from bridge.experiments.fewrel import precision_note
 
     assert "\n".join(precision_note(rows)) in summary and "zero_division=0" in summary
@@ -107,8 +115,13 @@ def test_a_rerun_resumes_and_changes_no_score(run, capsys, monkeypatch):
     code, stdout, err = run_kbc(["show", str(out), "--uid", record["uid"]], capsys)
     assert code == 0, err
     assert "<- gold" in stdout and " $ " in stdout and " # " in stdout
-    assert f"/ uid {record['uid']}\n" in stdout and f"  gold:        {record['relation']}\n" in stdout
-    assert stdout.count(f"predicted: {record['predicted']}\n") >= 1 and stdout.count("predicted: ") == 4
+    assert f"/ uid {record['uid']}\n" in stdout and f"  gold:     {record['relation']}\n" in stdout
+    assert stdout.count(f"predicted {record['predicted']} (") >= 1 and stdout.count("  predicted ") == 4
+    inputs = [line.strip() for line in stdout.splitlines() if line.strip().startswith("input: ")]
+    # each predictor's own form: E-BERT's entity tokens, CONCAT's `entity / words`, BERT's word pieces alone
+    assert [x.removeprefix("input: ") for x in inputs] == [_records(out, n)[record["uid"]]["prompt"]
+                                                            for n in ("bert", "ebert", "ebert-avg", "ebert-concat")]
+    assert " / " in inputs[3] and " / " not in inputs[0]
 
 
 def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypatch):
@@ -129,7 +142,7 @@ def test_the_leaderboard_says_what_each_classifier_is(run, capsys, monkeypatch):
     import kbcompare
     from lm.relation_classifier import load_classifier
 
-    _, out = _finished(run, capsys, monkeypatch)
+    argv, out = _finished(run, capsys, monkeypatch)
     config = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]
     board = kbcompare.leaderboard(kbcompare.load_run(out)).set_index("predictor")
     for name in ("bert", "ebert", "ebert-avg", "ebert-concat"):
@@ -139,6 +152,9 @@ def test_the_leaderboard_says_what_each_classifier_is(run, capsys, monkeypatch):
             weights += sum(x.numel() for x in (*saved.encoder.parameters(), *saved.head.parameters()))
         assert (board.loc[name, "parameters"], board.loc[name, "dtype"], board.loc[name, "device"]) == (
             weights, "float32", "cpu")
+        spec = next(a for a in argv if a.startswith("ebert-concat=")).partition("=")[2] if name == "ebert-concat" \
+            else name
+        assert board.loc[name, "spec"] == f"{spec} (lr 0.001, 1 epochs, batch 8)"  # the training told apart
     assert len(config["ebert-avg"]["models"]) == 2
 
 
@@ -171,12 +187,13 @@ def test_the_explorer_shows_the_summary_and_each_sentence(run, capsys, monkeypat
     for row in body["table"]:
         name = row["predictor"]
         f1 = own[(name, "f1-macro")]
-        assert row["f1-macro"] == {"all": f1["value"]} and row["ci"] == {"all": [f1["ci_low"], f1["ci_high"]]}
+        # one test sentence per relation: no interval, in the API nor on the page
+        assert row["f1-macro"] == {"all": f1["value"]} and row["ci"] == {"all": None} and f1["ci_low"] is None
         assert [row[m] for m in body["extra_metrics"]] == [own[(name, m)]["value"] for m in body["extra_metrics"]]
         shown = re.findall(r"<td>([^<]*)", cells[name])
-        assert shown[:5] == [f"{f1['value']:.2f} ", *(f"{own[(name, m)]['value']:.2f}" for m in body["extra_metrics"]),
+        assert shown[:5] == [f"{f1['value']:.2f}", *(f"{own[(name, m)]['value']:.2f}" for m in body["extra_metrics"]),
                              "3"]
-        assert f'<small class="ci">[{f1["ci_low"]:.1f}, {f1["ci_high"]:.1f}]</small>' in cells[name]
+        assert '<small class="ci">' not in cells[name]
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", sentence)).split())
     assert f"fewrel / {bert[uid]['relation']} / {uid} " in text and f" gold {bert[uid]['relation']} " in text
     for name in names:
@@ -240,6 +257,9 @@ def test_several_learning_rates_keep_the_best_on_dev(run, capsys, monkeypatch):
     best = max(by_lr.values())
     assert by_lr[str(described["lr"])] == best
     assert described["lr"] == (0.001 if by_lr["0.001"] == best else 1e-6)
+    row = (f"| bert | bert | {described['lr']:g} of 0.001, 1e-06 | 1 / 1 | {described['best']['f1']:.2f} | 8 | "
+           "float32 |")
+    assert row in (out / "summary.md").read_text(encoding="utf-8").splitlines()
     code, _, err = run_kbc(["run", "fewrel", "--predictors", f"bert={model}", "--set", "lr=fast", "--data-dir",
                             argv[argv.index("--data-dir") + 1], "--out", str(root / "bad-lr")], capsys)
     assert code == 2 and "--set lr=fast: expected a number or comma-separated numbers" in err
@@ -331,3 +351,38 @@ def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path
             want = summary[(row["predictor"], metric)]
             assert row["stderr"] is not None and row["n_facts"] == 12
             assert [row[k] for k in fields] == [want[k] for k in fields], (row["predictor"], metric)
+
+
+def test_a_saved_e_bert_classifier_predicts_as_the_docs_show(run, capsys, monkeypatch):
+    """docs/fewrel.md's E-BERT example (the link and mapped vectors built from the files the run's --set named, the
+    map saved by `kbc entities map`) gives the run's own class distributions."""
+    from eval.fewrel import load_split
+    from lm.relation_classifier import load_classifier
+
+    root, argv = run
+    monkeypatch.setenv("KBC_CACHE", str(root / "cache"))
+    model = next(a for a in argv if a.startswith("ebert-concat=")).partition("=")[2]
+    w2v = next(a for a in argv if a.startswith("wikipedia2vec=")).partition("=")[2]
+    data = argv[argv.index("--data-dir") + 1]
+    saved = root / "map.npz"
+    code, _, err = run_kbc(["entities", "map", "--model", model, "--wikipedia2vec", w2v, "--out", str(saved)], capsys)
+    assert code == 0, err
+    out = root / "ebert-map"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", f"ebert={model}", "--set", f"wikipedia2vec={w2v}",
+                            "--set", f"map={saved}", "--set", "epochs=1", "--set", "lr=1e-3", "--set", "train_batch=8",
+                            "--data-dir", data, "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    folder = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["ebert"]["models"][
+        "ebert"]["folder"]
+    doc = (Path(__file__).parents[1] / "docs" / "fewrel.md").read_text(encoding="utf-8")
+    example = doc.split("```python\n")[2].split("```")[0]
+    assert 'predict_proba(parts["test"], link, mapped)' in example
+    sentences = load_split(Path(data))["test"]
+    found: dict = {"load_split": load_split, "load_classifier": load_classifier}
+    exec(example.replace("runs/fewrel/models/ebert-67c4d3b11d", folder).replace("models/enwiki.npz", w2v)
+         .replace('"qid_titles.tsv"', "None").replace('"map.npz"', repr(str(saved)))
+         .replace("../shared/data/fewrel", data), found)
+    records = _records(out, "ebert")
+    classes = found["classifier"].classes
+    for s, row in zip(sentences, found["probs"], strict=True):
+        assert row == pytest.approx([records[s.uid]["distribution"][c] for c in classes], abs=1e-6)

@@ -1,5 +1,6 @@
 """`kbc report` on a FewRel run (a tiny BERT fine-tuned one epoch, and the KB): the sections that apply, every
-metric summary.md shows, the macro-precision rule with coverage, the confusion matrices and the default delta."""
+metric summary.md shows, the macro-precision rule with coverage, the confusion matrices and the default delta; and
+`kbc show` on one of its sentences."""
 
 from __future__ import annotations
 
@@ -65,3 +66,73 @@ def test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel
         assert table[1:] == [[g, *map(str, c)] for g, c in zip(found["gold"], found["counts"])]
         assert found["gold"] == ["P177", "P361", "P364"]
         assert (report / "figures" / f"confusion_{p}.png").is_file()
+
+
+def test_the_summary_and_report_say_macro_scores_are_over_the_relations_asked(fewrel_report, capsys):
+    """summary.md and the report name the relations the macro scores are over; `--compare` against a run that
+    asked fewer relations says the two are over different sentences, on stderr and in report.md."""
+    data, model, out, report = fewrel_report
+    if not (out / "summary.json").is_file():
+        test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel_report, capsys)
+    over = ("Macro P/R/F1 are means over the 3 relations asked (P177, P361, P364), and a relation's precision "
+            "counts only the sentences asked")
+    assert over in (out / "summary.md").read_text(encoding="utf-8")
+    code, _, err = run_kbc(["report", str(out), "--out", str(report)], capsys)
+    assert code == 0, err
+    md = (report / "report.md").read_text(encoding="utf-8")
+    assert over in md
+    described = json.loads((out / "config.json").read_text())["predictor_configs"]["fewrel"]["bert"]["models"]["bert"]
+    trained = _table(md, "Training of the fine-tuned predictors: lr kept on dev (of those tried), epoch kept (best "
+                         "dev macro F1) of those trained, its dev macro F1, batch size, dtype")
+    assert trained[1:] == [["bert", "bert", "0.001", "1 / 1", f"{described['best']['f1']:.2f}", "32", "float32"]]
+    fewer = out.parent / "fewer"
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--relations", "P177", "P361", "--limit", "10",
+                            "--data-dir", str(data), "--out", str(fewer), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert "means over the 2 relations asked (P177, P361)" in (fewer / "summary.md").read_text(encoding="utf-8")
+    code, _, err = run_kbc(["report", str(out), "--compare", str(fewer), "--out", str(out.parent / "cmp")], capsys)
+    assert code == 0, err
+    differ = (f"These runs asked different relations ({out}: P177, P361, P364; {fewer}: P177, P361): their macro "
+              "scores, and a relation's precision and F1, are over different sentences and do not compare")
+    assert f"note: {differ}" in err
+    md = (out.parent / "cmp" / "report.md").read_text(encoding="utf-8")
+    assert "These runs asked different relations (run: P177, P361, P364; fewer: P177, P361)" in md
+
+
+def test_show_prints_a_sentence_with_each_predictors_own_input_and_the_tail(fewrel_report, capsys):
+    """Head and tail with their ids, each predictor's input as it classified it (BERT its marked sentence, the KB
+    the two ids), a KB abstention as no answer (not `answered`), and none of LAMA's fields."""
+    data, model, out, report = fewrel_report
+    if not (out / "summary.json").is_file():
+        test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel_report, capsys)
+
+    def records(name):
+        return {r["uid"]: r for p in sorted((out / "predictions" / "fewrel" / name).glob("*.jsonl"))
+                for r in map(json.loads, p.read_text().splitlines())}
+
+    kb = records("kb")
+    uid = next(u for u, r in sorted(kb.items()) if r["predicted"] is None)
+    bert = records("bert")[uid]
+    code, text, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[:5] == [f"fewrel / {bert['relation']} / uid {uid}", f"  sentence: {bert['sentence']}",
+                         f"  head:     {bert['subject']} ({bert['subject_id']})",
+                         f"  tail:     {bert['object']} ({bert['object_id']})", f"  gold:     {bert['relation']}"]
+    right = "right" if bert["predicted"] == bert["relation"] else "wrong"
+    assert lines[5] == f"  bert  predicted {bert['predicted']} ({right}; gold rank {bert['rank_raw']})"
+    assert lines[6] == f"          input: {bert['prompt']}" and " # " in bert["prompt"] and " $ " in bert["prompt"]
+    kb_at = lines.index("  kb    no answer: the KB holds no relation between head and tail")
+    assert lines[kb_at + 1] == (f"          input: the relations the KB holds between {bert['subject_id']} and "
+                                f"{bert['object_id']}")
+    assert "other valid" not in text and "filtered" not in text
+    code, shown, err = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
+    assert code == 0, err
+    fact = json.loads(shown)["facts"][0]
+    assert (fact["tail"], fact["tail_id"]) == (bert["object"], bert["object_id"])
+    assert fact["predictors"]["kb"] == {
+        "status": "no answer", "predicted": None, "gold_rank": None, "kb_relations": kb[uid]["kb_relations"],
+        "input": f"the relations the KB holds between {bert['subject_id']} and {bert['object_id']}", "answers": []}
+    assert fact["predictors"]["bert"]["status"] == "answered"
+    assert fact["predictors"]["bert"]["input"] == bert["prompt"]
+    assert "other_valid" not in fact and "rank_filtered" not in fact["predictors"]["bert"]

@@ -121,8 +121,8 @@ def show_refusal(path: Path, experiment: str) -> str:
     if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
         return (f"{path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked objects and "
                 f"predicted set are one line of {layout} and of instances.parquet")
-    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank); each "
-            f"{experiment} record is one line of {layout} and of instances.parquet")
+    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank) and "
+            f"FewRel sentences; each {experiment} record is one line of {layout} and of instances.parquet")
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
@@ -518,6 +518,70 @@ def _fact_text(fact: dict) -> list[str]:
     return lines
 
 
+def _sentence_json(run: RunDir, fact: dict) -> dict:
+    """A FewRel sentence: its head and tail entities, and per predictor the input it classified (each its own form:
+    `#`/`$` markers, E-BERT's entity tokens; the KB the two ids), its answer or none, and the class distribution."""
+    records = fact["records"]
+    first = next(iter(records.values()))
+    out = {"corpus": fact["corpus"], "relation": first["relation"], "uid": fact["uid"],
+           "sentence": first.get("sentence"), "head": first.get("subject"), "head_id": first.get("subject_id"),
+           "tail": first.get("object"), "tail_id": first.get("object_id"), "gold": first["relation"],
+           "predictors": {}}
+    for name in run.predictors:
+        record = records.get(name)
+        if record is None:
+            out["predictors"][name] = {"status": "not run"}
+            continue
+        if "dropped" in record:
+            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
+            continue
+        kb = "kb_relations" in record
+        entry = {"status": "answered" if record.get("predicted") is not None else "no answer",
+                 "input": (f"the relations the KB holds between {first.get('subject_id')} and "
+                           f"{first.get('object_id')}") if kb else record.get("prompt"),
+                 "predicted": record.get("predicted"), "gold_rank": record.get("rank_raw")}
+        for key in ("kb_relations", "fallback"):
+            if key in record:
+                entry[key] = record[key]
+        entry["answers"] = [{"label": ans[0], "score": ans[1]} for ans in record.get("answers") or []]
+        out["predictors"][name] = entry
+    return out
+
+
+def _sentence_text(fact: dict) -> list[str]:
+    def with_id(label, id_) -> str:
+        return f"{label} ({id_})" if id_ else str(label)
+
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
+    for label, value in (("sentence", fact["sentence"] or "-"), ("head", with_id(fact["head"], fact["head_id"])),
+                         ("tail", with_id(fact["tail"], fact["tail_id"])), ("gold", fact["gold"])):
+        lines += _indented(f"  {label + ':':<10}", value)
+    width = max(len(name) for name in fact["predictors"])
+    pad = f"  {' ' * width}    "
+    for name, entry in fact["predictors"].items():
+        if entry["status"] in ("not run", "dropped"):
+            lines.append(f"  {name.ljust(width)}  {entry['status']}"
+                         + (f": {entry['reason']}" if "reason" in entry else ""))
+            continue
+        if entry["predicted"] is None:
+            verdict = "no answer" + (": the KB holds no relation between head and tail" if "kb_relations" in entry
+                                     else "")
+        else:
+            right = "right" if entry["predicted"] == fact["gold"] else "wrong"
+            rank = f"gold rank {entry['gold_rank']}" if entry["gold_rank"] is not None else "gold not among answers"
+            verdict = f"predicted {entry['predicted']} ({right}; {rank})"
+        lines.append(f"  {name.ljust(width)}  {verdict}")
+        lines += _indented(f"{pad}input: ", str(entry["input"] or "-"))
+        if entry.get("fallback"):
+            lines.append(f"{pad}marked entities without an entity vector (word pieces instead): {entry['fallback']}")
+        for i, ans in enumerate(entry["answers"][:SHOW_TOP], 1):
+            mark = "  <- gold" if ans["label"] == fact["gold"] else ""
+            lines.append(f"{pad}{i}. {ans['label']}  {ans['score'] + 0.0:.4g}{mark}")
+        if len(entry["answers"]) > SHOW_TOP:
+            lines.append(f"{pad}({len(entry['answers']) - SHOW_TOP} more; --json shows every answer)")
+    return lines
+
+
 def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
     """A generated answer: exact match, the exact prompt sent, the raw generation, the linked answer."""
     pad = " " * (width + 4)
@@ -545,12 +609,14 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (all saved answers, not only the top 5).")
 def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
-    """One fact across every predictor of a `kbc run lama` run: prompt, gold, other valid objects, top answers, ranks.
+    """One fact across every predictor of a `kbc run lama` run (prompt, gold, other valid objects, top answers,
+    ranks), or one sentence of a `kbc run fewrel` run (head, tail, each predictor's own input, its answer).
 
     \b
     Examples:
       kbc show runs/lama --uid 9b7c0b0e-...
       kbc show runs/lama --subject "Allan Peiper" --relation P19
+      kbc show runs/fewrel --uid P177:27
     """
     if (uid is None) == (subject is None):
         raise ConfigError("show needs --uid, or --subject with --relation")
@@ -571,9 +637,10 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
-    shown = [_fact_json(run, fact) for fact in facts]
+    sentences = experiment == "fewrel"
+    shown = [(_sentence_json if sentences else _fact_json)(run, fact) for fact in facts]
     if as_json:
         click.echo(json.dumps({"run": str(run.path), "facts": shown}, indent=1, ensure_ascii=False))
         return
-    click.echo("\n\n".join("\n".join(_fact_text(fact)) for fact in shown))
+    click.echo("\n\n".join("\n".join((_sentence_text if sentences else _fact_text)(fact)) for fact in shown))
 

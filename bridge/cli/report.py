@@ -28,6 +28,12 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     if compare is not None:
         runs.append(load_run(compare))
         check_comparable(*runs)
+        if runs[0].experiment == "fewrel":
+            from bridge.experiments.fewrel import asked_differ, asked_relations
+
+            differ = asked_differ([(str(r.path), asked_relations(r.summary)) for r in runs])
+            if differ:
+                click.echo(f"note: {differ}", err=True)
     view = combine(runs, setting)
     pairs = delta_pairs(view, delta, headline_metric(view.experiment))
     target = Path(out) if out is not None else runs[0].path / "report"

@@ -508,6 +508,21 @@ def ls(name: str | None, as_json: bool) -> None:
     for opt in options.values():
         required = " [required]" if opt.required else ""
         click.echo(f"  --set {key}.{opt.describe()}{required}")
+    _fewrel_options(name, key)
+
+
+def _fewrel_options(name: str, key: str) -> None:
+    """What `kbc run fewrel` takes of a predictor it fine-tunes (bert and the E-BERT forms): other options than
+    the probing predictor of that name, training's among them."""
+    from bridge.predictors.relations import FORMS, resolve_factory
+    from bridge.run.options import accepted
+
+    if name not in FORMS:
+        return
+    click.echo(f"  in `kbc run fewrel` (a relation classifier fine-tuned on {name}'s input form):")
+    for opt in accepted(resolve_factory(name, name, None)).values():
+        required = " [required]" if opt.required else ""
+        click.echo(f"    --set {key}.{opt.describe()}{required}")
 
 
 @run.command("coherency")

@@ -29,6 +29,14 @@ class FewrelExperiment:
     title = "FewRel relation classification (Total: macro over relations, as E-BERT Table 2; accuracy over sentences)"
     metrics = tuple(METRICS[m] for m in MACRO)
     unit = "sentences"
+    spread = ("Cells: value ± bootstrap standard error: the standard deviation of seeded resamples, sentences drawn "
+              "with replacement within each gold relation, for a relation's cell and the Total alike (not the "
+              "standard error of the mean over relations: macro scores are no mean of independent sentence scores); "
+              "`Total 95% CI`: the percentile interval of the same resamples (summary.json holds every cell's "
+              "`stderr`, `ci_low`, `ci_high`). A value without ± and `-` as interval: resampling cannot move it "
+              "(every relation asked has one test sentence, so each resample is the sample itself; a relation's "
+              "recall, accuracy and coverage where it has one), and a zero-width interval would claim an exactness "
+              "the sample does not have.")
     classifies = True  # asks the FewRel corpus only, and it is asked by no other experiment
 
     def __init__(self, out: str | Path | None = None) -> None:
@@ -128,8 +136,16 @@ class FewrelExperiment:
             lines.append(f"| {'macro' if rel == 'all' else rel} | {n} | " + " | ".join(values) + " |")
         lines += ["", "Confusion matrices (gold rows, predicted columns, a last column for no answer): "
                   + ", ".join(f"[{p}](figures/confusion-{p}.png)" for p in names), ""]
+        lines += [asked_note(rels), ""]
         lines += precision_note(rows)
         return md.rstrip("\n") + "\n" + "\n".join(lines)
+
+    def config_section(self, md: str, config: dict) -> str:
+        """The training choices of each fine-tuned predictor (lr, kept epoch and its dev F1, epochs, batch)."""
+        from bridge.experiments.fewrel_training import training_section
+
+        lines = training_section(config)
+        return md.rstrip("\n") + "\n\n" + "\n".join(lines) if lines else md
 
 
 PRECISION_NOTE = (
@@ -164,3 +180,26 @@ def precision_note(rows: list[dict]) -> list[str]:
     return ["## Macro precision and abstaining predictors", "", PRECISION_NOTE, "",
             "| " + " | ".join(PRECISION_HEAD) + " |", "|---|---|---|---|",
             *("| " + " | ".join(r) + " |" for r in found), ""]
+
+
+def asked_relations(rows: list[dict]) -> list[str]:
+    """The relations a run scored (those with gold test sentences among the ones asked), from its summary rows."""
+    return sorted({r["group"] for r in rows if r["group"] != "all" and r["setting"] == "raw"
+                   and r["metric"] == "f1-macro" and r.get("n_facts")})
+
+
+def asked_note(relations: list[str]) -> str:
+    """Why macro scores and a relation's own precision and F1 hold only for the relations asked."""
+    return (f"Macro P/R/F1 are means over the {len(relations)} relations asked ({', '.join(relations)}), and a "
+            "relation's precision counts only the sentences asked: a prediction of a relation on a sentence of one "
+            "not asked is never scored. With other `--relations` both change for the same predictions, so compare "
+            "these scores only between runs that asked the same relations.")
+
+
+def asked_differ(runs: list[tuple[str, list[str]]]) -> str | None:
+    """A warning where runs shown side by side asked different relations (None where they asked the same)."""
+    if len({tuple(rels) for _, rels in runs}) < 2:
+        return None
+    return ("These runs asked different relations (" + "; ".join(f"{label}: {', '.join(rels)}" for label, rels in runs)
+            + "): their macro scores, and a relation's precision and F1, are over different sentences and do not "
+            "compare, even for the same predictions.")

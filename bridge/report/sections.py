@@ -243,6 +243,8 @@ class Builder:
         s.tables.append(Table(head, rows,
                               "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))
         self._footnote(s, view.predictors)
+        if view.experiment == "fewrel":
+            self._fewrel_training(s)
         seconds = view.seconds()
         if seconds:
             corpora = list(seconds)
@@ -266,6 +268,17 @@ class Builder:
                                    for (c, p, why, u), n in dropped.items()],
                                   f"{(unit or 'what').capitalize()} a predictor could not answer (not scored)"))
         return s
+
+    def _fewrel_training(self, s: Section) -> None:
+        """summary.md's training choices of each fine-tuned predictor, a run column where runs are compared."""
+        from bridge.experiments.fewrel_training import TRAINING_HEAD, training_rows
+
+        several = len(self.view.runs) > 1
+        rows = [[*row, run.label] if several else row for run in self.view.runs for row in training_rows(run.config)]
+        if rows:
+            s.tables.append(Table([*TRAINING_HEAD, "run"] if several else TRAINING_HEAD, rows,
+                                  "Training of the fine-tuned predictors: lr kept on dev (of those tried), epoch kept "
+                                  "(best dev macro F1) of those trained, its dev macro F1, batch size, dtype"))
 
     def _open_spaces(self) -> set[tuple[str, str]]:
         """(corpus, shown name) of the predictors that rank no fixed list, in every run drawn (`open_spaces`)."""
@@ -318,9 +331,20 @@ class Builder:
         return s
 
     def _fewrel_precision(self, s: Section) -> None:
-        """summary.md's rule for macro precision, with each predictor's coverage and precision of its answers."""
-        from bridge.experiments.fewrel import PRECISION_HEAD, PRECISION_NOTE, precision_rows
+        """summary.md's rule for macro precision, with each predictor's coverage and precision of its answers, and
+        which relations the macro scores are over (a warning where the runs compared asked different ones)."""
+        from bridge.experiments.fewrel import (
+            PRECISION_HEAD,
+            PRECISION_NOTE,
+            asked_differ,
+            asked_note,
+            asked_relations,
+            precision_rows,
+        )
 
+        asked = [(run.label, asked_relations(run.summary)) for run in self.view.runs]
+        differ = asked_differ(asked)
+        s.text.append(differ or asked_note(asked[0][1]))
         found = precision_rows(self.rows, self.scope)
         if found:
             s.text.append(PRECISION_NOTE)

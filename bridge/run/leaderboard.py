@@ -186,10 +186,15 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
 
 
 def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
-    """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server),
-    parameter count, dtype and device (None where the run recorded none, as for a KB)."""
+    """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server; a
+    fine-tuned FewRel classifier's lr, epochs and batch size after it), parameter count, dtype and device (None
+    where the run recorded none, as for a KB)."""
+    from bridge.experiments.fewrel_training import training_brief
+
     described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
-    return {"side": side_of(config, predictor), "spec": shown_spec(config, predictor),
+    spec = shown_spec(config, predictor)
+    trained = training_brief(config, predictor) if corpus == "fewrel" else None  # two trainings of one spec apart
+    return {"side": side_of(config, predictor), "spec": f"{spec} ({trained})" if trained else spec,
             "parameters": described.get("parameters"),
             "dtype": described.get("dtype"), "device": described.get("device")}
 

@@ -260,10 +260,13 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
         title = "BEAR probe"  # BEAR is asked through the LAMA experiment
     md = markdown(rows, setting, dropped, notes, title, metrics, relation_info(config), open_spaces(config),
-                  {m: counted(experiment, m) for m in metrics})
+                  {m: counted(experiment, m) for m in metrics}, getattr(experiment, "spread", None))
     first = getattr(experiment, "summary_section", None)  # an experiment's own table (LM-KBC's evaluate.py)
     if first is not None:
         md = first(md, rows, setting)
+    from_config = getattr(experiment, "config_section", None)  # what the run's config says (FewRel's training)
+    if from_config is not None:
+        md = from_config(md, config)
     (out / "summary.md").write_text(md, encoding="utf-8")
     from bridge.run.instances import write_instances
 
