@@ -331,3 +331,54 @@ def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path
             want = summary[(row["predictor"], metric)]
             assert row["stderr"] is not None and row["n_facts"] == 12
             assert [row[k] for k in fields] == [want[k] for k in fields], (row["predictor"], metric)
+
+
+def test_a_rerun_on_other_t_rex_data_is_refused(shared_data, tmp_path, capsys, monkeypatch):
+    """The KB's answers come from T-REx: an edited relation file, or another --data-dir whose T-REx differs, under
+    the same --out would keep the old graphs' answers; the same data again resumes."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
+    lama = data / "lama"
+    lama.mkdir()
+    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    millais = ("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")
+    _trex_rows(lama, "P463", [millais])
+    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    out = tmp_path / "out"
+    asked = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out", str(out), "--quiet",
+             "--bootstrap", "0"]
+    assert run_kbc(asked, capsys)[0] == 0
+    assert run_kbc(asked, capsys)[0] == 0  # the same data: nothing to redo
+    recorded = json.loads((out / "config.json").read_text())["predictor_specs"]["kb"]["data"]["trex"]
+    assert sorted(recorded) == ["P463", "P527"]
+    other = tmp_path / "other"
+    (other / "lama").mkdir(parents=True)
+    (other / "fewrel").symlink_to(data / "fewrel")
+    (other / "lama" / "relations.jsonl").symlink_to(lama / "relations.jsonl")
+    _trex_rows(other / "lama", "P463", [millais, ("Q1", "a", "Q2", "b")])
+    _trex_rows(other / "lama", "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    code, _, err = run_kbc([*asked[:5], str(other), *asked[6:]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {out}: predictor 'kb' answered there from other data (T-REx P463 changed since: an edited file or "
+        "another --data-dir); use another --out for this data")
+    _trex_rows(lama, "P463", [("Q1", "a", "Q2", "b")])
+    _trex_rows(lama, "P361", [("Q2529053", "Pāhoa", "Q68740", "island of Hawaii")])
+    code, _, err = run_kbc(asked, capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {out}: predictor 'kb' answered there from other data (T-REx P361, P463 changed since: an edited "
+        "file or another --data-dir); use another --out for this data")
+    assert {r["uid"]: r["predicted"] for r in _records(out, "kb").values()} == {
+        "P361:1": None, "P364:6": None, "P463:2": "P463"}
+    fresh = tmp_path / "fresh"
+    assert run_kbc([*asked[:7], str(fresh), *asked[8:]], capsys)[0] == 0
+    assert {r["uid"]: r["predicted"] for r in _records(fresh, "kb").values()} == {
+        "P361:1": "P361", "P364:6": None, "P463:2": None}
+    config = json.loads((fresh / "config.json").read_text())
+    del config["predictor_specs"]["kb"]["data"]  # as an earlier kbc version wrote it
+    (fresh / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc([*asked[:7], str(fresh), *asked[8:]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {fresh}: predictor 'kb' has answers there from an earlier kbc version, which did not record the T-REx "
+        "data it answered from: whether that data changed cannot be known; use another --out for this data")

@@ -237,23 +237,42 @@ class KbPredictor:
         return out
 
 
-def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
-    """T-REx's gold graphs (and with `kb-inferred` the facts the axioms derive), asked per head/tail pair."""
-    from bridge.predictors.kmir import make_kb, make_kb_inferred
-    from eval.corpora import load_corpus
+def kb_lama_dir(spec: str, data_dir) -> Path:
+    """The LAMA copy the KB answers from: the one beside the FewRel folder, else KBC_DATA's."""
     from eval.datadir import resolve_data_dir
     from eval.errors import DataError
-    from kb.relations_between import relations_between
 
-    try:  # the LAMA copy beside the FewRel folder, else KBC_DATA's
-        lama = resolve_data_dir(Path(ctx.data_dir).parent)
+    try:
+        return resolve_data_dir(Path(data_dir).parent)
     except DataError:
         try:
-            lama = resolve_data_dir(None)
+            return resolve_data_dir(None)
         except DataError:
             raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
                               "relations.jsonl) beside fewrel/") from None
-    trex = load_corpus("trex", lama, cache_dir=ctx.cache_dir)
+
+
+def _trex(spec: str, data_dir, cache_dir):
+    from eval.corpora import load_corpus
+
+    return load_corpus("trex", kb_lama_dir(spec, data_dir), cache_dir=cache_dir)
+
+
+def kb_data(spec: str, data_dir, cache_dir) -> dict[str, dict[str, str]]:
+    """What the KB's graphs are built from (each T-REx relation's data version): part of its identity, so a rerun
+    on an edited T-REx file or on another --data-dir's data never keeps answers of the old graphs."""
+    from eval.lama import relation_versions
+
+    return {"trex": relation_versions(_trex(spec, data_dir, cache_dir))}
+
+
+def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
+    """T-REx's gold graphs (and with `kb-inferred` the facts the axioms derive), asked per head/tail pair."""
+    from bridge.predictors.kmir import make_kb, make_kb_inferred
+    from kb.relations_between import relations_between
+
+    lama = kb_lama_dir(spec, ctx.data_dir)
+    trex = _trex(spec, ctx.data_dir, ctx.cache_dir)
     inner = (make_kb_inferred if spec == "kb-inferred" else make_kb)(spec, replace(ctx, corpus=trex, data_dir=lama))
     graphs = list(inner.kb.graphs)
     parts = _split(ctx.data_dir)
@@ -263,6 +282,7 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
     return KbPredictor(spec, held, graphs, classes_of(parts))
 
 
+make_kb_classifier.data = kb_data  # `PlannedPredictor.identity`: the data it answers from
 def _options(spec: str) -> tuple[Option, ...]:
     if spec not in FORMS or spec == "bert":
         return (ENCODER, *TRAIN_OPTIONS)
