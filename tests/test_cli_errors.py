@@ -1587,3 +1587,45 @@ def test_show_on_an_lmkbc_run_names_both_stages_of_records(tmp_path, capsys):
                                     "gold, ranked objects and predicted set are one line of "
                                     "predictions/<corpus>/<predictor>/<relation>.jsonl (train stage: "
                                     "train/<relation>.jsonl) and of instances.parquet")
+
+
+# --- FewRel: a setting it does not score, its data changed under a run ---
+
+def _fewrel_kb_run(shared_data: Path, tmp_path: Path, capsys) -> tuple[list[str], Path]:
+    from fewrel_fixtures import kb_slice
+
+    data = kb_slice(shared_data, tmp_path / "data")
+    argv = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out", str(tmp_path / "run"), "--quiet",
+            "--bootstrap", "0"]
+    assert run_kbc(argv, capsys)[0] == 0
+    return argv, data
+
+
+def test_fewrel_refuses_the_filtered_setting(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    code, _, err = run_kbc([*argv[:7], str(tmp_path / "filtered"), *argv[8:], "--setting", "filtered"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use --setting "
+                           "raw")
+    assert not (tmp_path / "filtered").exists()
+    code, _, err = run_kbc(["leaderboard", str(tmp_path / "run"), "--setting", "filtered"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use --setting "
+                           "raw")
+
+
+def test_an_edited_fewrel_file_under_a_run_is_named(shared_data, tmp_path, capsys, monkeypatch):
+    from eval.fewrel import DATA_FILE
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, data = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    path = data / "fewrel" / DATA_FILE
+    sentences = json.loads(path.read_text(encoding="utf-8"))
+    sentences["P364"] = sentences["P364"][:9]
+    path.write_text(json.dumps(sentences), encoding="utf-8")
+    code, _, err = run_kbc(argv, capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: {tmp_path / 'run'} holds FewRel results of other data: {path} differs "
+                                    "from the file they were made from (edited since, or another --data-dir); use "
+                                    "another --out for this data")

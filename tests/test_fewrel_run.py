@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import serve_support
 from cli_support import run_kbc
-from fewrel_fixtures import entity_vectors, fewrel_slice
+from fewrel_fixtures import HAWAII, MILLAIS, entity_vectors, fewrel_slice, kb_slice, trex_rows
 from lm_fixtures import tiny_model_dir
 
 from bridge.experiments.fewrel import METRICS
@@ -265,14 +265,6 @@ def test_bf16_autocast_trains_a_model_of_its_own(run, capsys, monkeypatch):
     assert err.rstrip().endswith("give it another name (NAME=SPEC) or use another --out")
 
 
-def _trex_rows(folder, relation: str, rows: list[tuple[str, str, str, str]]) -> None:
-    """`folder/TREx/<relation>.jsonl` holding (subject id, subject label, object id, object label) facts."""
-    (folder / "TREx").mkdir(parents=True, exist_ok=True)
-    (folder / "TREx" / f"{relation}.jsonl").write_text("".join(
-        json.dumps({"uuid": f"{relation}-{i}", "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol,
-                    "predicate_id": relation}) + "\n" for i, (s, sl, o, ol) in enumerate(rows)), encoding="utf-8")
-
-
 def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_path, capsys, monkeypatch):
     """A slice of three test sentences and a T-REx of two facts: the gold graph holds Millais member of (P463) the
     Pre-Raphaelite Brotherhood, and island of Hawaii has part (P527) Pāhoa, whose inverse (`kb/axioms.ttl`: P361
@@ -284,8 +276,8 @@ def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_
     lama.mkdir()
     (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
                                           encoding="utf-8")
-    _trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
-    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
+    trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
     code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--data-dir", str(data), "--out",
                             str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
     assert code == 0, err
@@ -337,15 +329,8 @@ def test_a_rerun_on_other_t_rex_data_is_refused(shared_data, tmp_path, capsys, m
     """The KB's answers come from T-REx: an edited relation file, or another --data-dir whose T-REx differs, under
     the same --out would keep the old graphs' answers; the same data again resumes."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    data = tmp_path / "data"
-    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
+    data = kb_slice(shared_data, tmp_path / "data")
     lama = data / "lama"
-    lama.mkdir()
-    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
-                                          encoding="utf-8")
-    millais = ("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")
-    _trex_rows(lama, "P463", [millais])
-    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
     out = tmp_path / "out"
     asked = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out", str(out), "--quiet",
              "--bootstrap", "0"]
@@ -357,14 +342,14 @@ def test_a_rerun_on_other_t_rex_data_is_refused(shared_data, tmp_path, capsys, m
     (other / "lama").mkdir(parents=True)
     (other / "fewrel").symlink_to(data / "fewrel")
     (other / "lama" / "relations.jsonl").symlink_to(lama / "relations.jsonl")
-    _trex_rows(other / "lama", "P463", [millais, ("Q1", "a", "Q2", "b")])
-    _trex_rows(other / "lama", "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    trex_rows(other / "lama", "P463", [MILLAIS, ("Q1", "a", "Q2", "b")])
+    trex_rows(other / "lama", "P527", [HAWAII])
     code, _, err = run_kbc([*asked[:5], str(other), *asked[6:]], capsys)
     assert code == 2 and err.strip().splitlines()[-1] == (
         f"error: {out}: predictor 'kb' answered there from other data (T-REx P463 changed since: an edited file or "
         "another --data-dir); use another --out for this data")
-    _trex_rows(lama, "P463", [("Q1", "a", "Q2", "b")])
-    _trex_rows(lama, "P361", [("Q2529053", "Pāhoa", "Q68740", "island of Hawaii")])
+    trex_rows(lama, "P463", [("Q1", "a", "Q2", "b")])
+    trex_rows(lama, "P361", [("Q2529053", "Pāhoa", "Q68740", "island of Hawaii")])
     code, _, err = run_kbc(asked, capsys)
     assert code == 2 and err.strip().splitlines()[-1] == (
         f"error: {out}: predictor 'kb' answered there from other data (T-REx P361, P463 changed since: an edited "

@@ -378,6 +378,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
         before = config["settings"]
+        if _only_fewrel_data_differs(before, settings):
+            from eval.fewrel import DATA_FILE
+
+            raise ConfigError(f"{cfg.out} holds FewRel results of other data: {plan.data_dir / DATA_FILE} differs "
+                              "from the file they were made from (edited since, or another --data-dir); use another "
+                              "--out for this data")
         edited = [what for key, what in (("instance_of", "instance-of"), ("aliases", "alias"))
                   if before.get(key) not in (None, settings.get(key))]
         whys = [f"the content of the {' and '.join(edited)} file changed since"] if edited else []
@@ -446,6 +452,13 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
     return config
+
+
+def _only_fewrel_data_differs(before: dict, now: dict) -> bool:
+    """Whether two run settings differ in the FewRel file's content alone (`FewrelExperiment.check`)."""
+    then, later = before.get("fewrel"), now.get("fewrel")
+    return (isinstance(then, dict) and isinstance(later, dict) and then.get("data") != later.get("data")
+            and {**before, "fewrel": {**then, "data": None}} == {**now, "fewrel": {**later, "data": None}})
 
 
 DATA_NAMES = {"trex": "T-REx"}

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.experiments.base import counted
+from bridge.experiments.base import check_setting, counted
 from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
 from bridge.run.config import changed_choices
 from bridge.run.freshness import check_scored
@@ -254,6 +254,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         check_scored(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
+    check_setting(experiment, setting)
     # none asked: what the runs' own tables lead with (exact match where every predictor generates)
     metric = metric_id(metric) if metric else lead_metric(experiment.name, [r for run in runs
                                                                            for r in _summary_rows(run)], setting)
