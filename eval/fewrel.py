@@ -174,4 +174,4 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
                         f"{len(sentences) - len(test)}, of all {len(rels)} relations whatever --relations says, "
                         "train and select the fine-tuned models")
     files = [root / DATA_FILE] + ([root / NAMES_FILE] if (root / NAMES_FILE).is_file() else [])
-    return Corpus(CORPUS, relation_map, facts, [report], files)
+    return Corpus(CORPUS, relation_map, facts, [report], files, asked_part="test part")

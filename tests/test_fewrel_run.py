@@ -367,3 +367,20 @@ def test_a_rerun_on_other_t_rex_data_is_refused(shared_data, tmp_path, capsys, m
     assert code == 2 and err.strip().splitlines()[-1] == (
         f"error: {fresh}: predictor 'kb' has answers there from an earlier kbc version, which did not record the T-REx "
         "data it answered from: whether that data changed cannot be known; use another --out for this data")
+
+
+def test_the_counts_say_what_they_count(shared_data, tmp_path, capsys, monkeypatch):
+    """The load line counts the test part (what --relations narrows), not the whole file read; the scope line says
+    that every sentence asked is scored, an abstention as a miss (kb answers one of the two shared sentences)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = kb_slice(shared_data, tmp_path / "data")
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--relations", "P361", "P463",
+                            "--data-dir", str(data), "--out", str(tmp_path / "out"), "--quiet", "--bootstrap", "0"],
+                           capsys)
+    assert code == 0, err
+    assert "fewrel: 2 relations, read 30, test part 3: 1 of other relations, kept 2, dropped 0" in err.splitlines()
+    notes = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    assert ("- Scope `shared`: per metric, the sentences recorded for every predictor scored on that metric (fewrel: 2 "
+            "recorded for all of kb, kb-inferred); a sentence a predictor left without an answer (kb: no relation held "
+            "between the two entities) is among them and counts as a miss, coverage saying how many it answered; "
+            "`own`: the sentences recorded for each predictor.") in notes
