@@ -95,6 +95,8 @@ def read_sentences(path: Path, relations: list[str] | None = None) -> list[Sente
         raise DataError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected an object {{relation: [sentences]}}")
+    if not data:
+        raise DataError(f"{path}: holds no relation; expected an object {{relation: [sentences]}}")
     if relations:
         missing = [r for r in relations if r not in data]
         if missing:
@@ -105,6 +107,8 @@ def read_sentences(path: Path, relations: list[str] | None = None) -> list[Sente
             continue
         if not isinstance(rows, list):
             raise DataError(f"{path}: relation {rel}: expected a list of sentences")
+        if not rows:
+            raise DataError(f"{path}: relation {rel}: no sentences (a relation needs some to train, select and test)")
         for i, row in enumerate(rows):
             where = f"{path}: relation {rel}, row {i}"
             if not isinstance(row, dict) or not {"tokens", "h", "t"} <= set(row):

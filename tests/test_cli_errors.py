@@ -1629,3 +1629,20 @@ def test_an_edited_fewrel_file_under_a_run_is_named(shared_data, tmp_path, capsy
     assert err.splitlines()[-1] == (f"error: {tmp_path / 'run'} holds FewRel results of other data: {path} differs "
                                     "from the file they were made from (edited since, or another --data-dir); use "
                                     "another --out for this data")
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ({}, "holds no relation; expected an object {relation: [sentences]}"),
+    ({"P26": []}, "relation P26: no sentences (a relation needs some to train, select and test)"),
+])
+def test_an_empty_fewrel_file_is_refused(tmp_path, capsys, content, why):
+    from eval.fewrel import DATA_FILE
+
+    path = tmp_path / "data" / "fewrel" / DATA_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(content), encoding="utf-8")
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", str(tmp_path / "data"), "--out",
+                            str(tmp_path / "run")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == f"error: {path}: {why}"
+    assert not (tmp_path / "run").exists()
