@@ -1646,3 +1646,22 @@ def test_an_empty_fewrel_file_is_refused(tmp_path, capsys, content, why):
     _assert_one_error_line(code, err, "", False)
     assert err.strip() == f"error: {path}: {why}"
     assert not (tmp_path / "run").exists()
+
+
+def test_an_edited_fewrel_confusion_matrix_is_refused_as_summaries_are(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    run = tmp_path / "run"
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0
+    path = run / "figures" / "confusion-kb.json"
+    matrix = json.loads(path.read_text(encoding="utf-8"))
+    matrix["counts"][0][-1] += 5
+    path.write_text(json.dumps(matrix), encoding="utf-8")
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == (f"error: {run}: its figures/confusion-kb.json is not the one its scoring wrote (edited or "
+                           "replaced); rerun the same `kbc run` command to rescore it")
+    assert run_kbc(argv, capsys)[0] == 0  # rescored: the matrix of the records again
+    matrix["counts"][0][-1] -= 5
+    assert json.loads(path.read_text(encoding="utf-8")) == matrix
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0

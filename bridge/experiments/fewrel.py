@@ -29,6 +29,7 @@ class FewrelExperiment:
     title = "FewRel relation classification (Total: macro over relations, as E-BERT Table 2; accuracy over sentences)"
     metrics = tuple(METRICS[m] for m in MACRO)
     unit = "sentences"
+    own_outputs = ("figures/confusion-*.json", "figures/confusion-*.png")  # digested with the summaries
     scored_settings = ("raw",)  # a sentence has one gold relation: nothing to filter
     classifies = True  # asks the FewRel corpus only, and it is asked by no other experiment
 
