@@ -1609,10 +1609,11 @@ def test_fewrel_refuses_the_filtered_setting(shared_data, tmp_path, capsys, monk
     assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use --setting "
                            "raw")
     assert not (tmp_path / "filtered").exists()
-    code, _, err = run_kbc(["leaderboard", str(tmp_path / "run"), "--setting", "filtered"], capsys)
-    _assert_one_error_line(code, err, "", False)
-    assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use --setting "
-                           "raw")
+    for command in ("leaderboard", "report"):
+        code, _, err = run_kbc([command, str(tmp_path / "run"), "--setting", "filtered"], capsys)
+        _assert_one_error_line(code, err, "", False)
+        assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use "
+                               "--setting raw")
 
 
 def test_an_edited_fewrel_file_under_a_run_is_named(shared_data, tmp_path, capsys, monkeypatch):

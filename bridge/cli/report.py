@@ -28,6 +28,10 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     if compare is not None:
         runs.append(load_run(compare))
         check_comparable(*runs)
+    from bridge.experiments import get
+    from bridge.experiments.base import check_setting
+
+    check_setting(get(runs[0].experiment), setting)
     view = combine(runs, setting)
     pairs = delta_pairs(view, delta, headline_metric(view.experiment))
     target = Path(out) if out is not None else runs[0].path / "report"
