@@ -384,3 +384,23 @@ def test_the_counts_say_what_they_count(shared_data, tmp_path, capsys, monkeypat
             "recorded for all of kb, kb-inferred); a sentence a predictor left without an answer (kb: no relation held "
             "between the two entities) is among them and counts as a miss, coverage saying how many it answered; "
             "`own`: the sentences recorded for each predictor.") in notes
+
+
+def test_a_fewrel_file_edited_between_two_runs_of_one_process_is_read_again(shared_data, tmp_path, capsys,
+                                                                               monkeypatch):
+    """The KB asks the entity pairs of the file as it is now (P463:2's tail no longer the Pre-Raphaelite
+    Brotherhood: no relation held), not those of the first run's reading."""
+    from eval.fewrel import DATA_FILE
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = kb_slice(shared_data, tmp_path / "data")
+    asked = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--quiet", "--bootstrap", "0", "--out"]
+    assert run_kbc([*asked, str(tmp_path / "first")], capsys)[0] == 0
+    assert _records(tmp_path / "first", "kb")["P463:2"]["predicted"] == "P463"
+    path = data / "fewrel" / DATA_FILE
+    sentences = json.loads(path.read_text(encoding="utf-8"))
+    sentences["P463"][2]["t"][1] = "Q1"
+    path.write_text(json.dumps(sentences), encoding="utf-8")
+    assert run_kbc([*asked, str(tmp_path / "second")], capsys)[0] == 0
+    second = _records(tmp_path / "second", "kb")["P463:2"]
+    assert (second["object_id"], second["predicted"], second["kb_relations"]) == ("Q1", None, [])

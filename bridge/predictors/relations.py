@@ -43,14 +43,19 @@ ENTITY_KEYS = ("wikipedia2vec", "map", "map_kind", "titles", "redirects", "menti
 # a causal or seq2seq model is refused before the data is read: the classifier needs BERT's embedding layers
 ENCODER = replace(MODEL_OPTION, kind="masked-model",
                   help="FewRel fine-tunes a BERT-style encoder (a masked LM, e.g. models/bert-base-cased)")
-_SPLITS: dict[str, dict[str, list[Sentence]]] = {}
+_SPLITS: dict[tuple[str, str], dict[str, list[Sentence]]] = {}
 
 
 def _split(data_dir) -> dict[str, list[Sentence]]:
-    root = str(resolve_fewrel_dir(data_dir))
-    if root not in _SPLITS:
-        _SPLITS[root] = load_split(root)
-    return _SPLITS[root]
+    """The file's split, read once per content (a file edited between two runs of one process is read again)."""
+    from eval.datadir import fingerprint
+    from eval.fewrel import DATA_FILE
+
+    root = resolve_fewrel_dir(data_dir)
+    key = (str(root), fingerprint([root / DATA_FILE]))
+    if key not in _SPLITS:
+        _SPLITS[key] = load_split(root)
+    return _SPLITS[key]
 
 
 def classes_of(parts: dict[str, list[Sentence]]) -> list[str]:
@@ -283,6 +288,8 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
 
 
 make_kb_classifier.data = kb_data  # `PlannedPredictor.identity`: the data it answers from
+
+
 def _options(spec: str) -> tuple[Option, ...]:
     if spec not in FORMS or spec == "bert":
         return (ENCODER, *TRAIN_OPTIONS)

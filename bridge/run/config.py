@@ -473,7 +473,7 @@ def data_change(before: dict | None, now: dict) -> str:
                 "changed cannot be known")
     whys = []
     for corpus in sorted({*before, *now}):
-        then, later = before.get(corpus) or {}, now.get(corpus) or {}
+        then, later = (v if isinstance(v := side.get(corpus), dict) else {} for side in (before, now))
         changed = sorted(r for r in {*then, *later} if then.get(r) != later.get(r))
         if changed:
             listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
