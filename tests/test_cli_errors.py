@@ -1666,3 +1666,24 @@ def test_an_edited_fewrel_confusion_matrix_is_refused_as_summaries_are(shared_da
     matrix["counts"][0][-1] -= 5
     assert json.loads(path.read_text(encoding="utf-8")) == matrix
     assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0
+
+
+def test_a_fewrel_file_too_small_to_split_is_refused(shared_data, tmp_path, capsys):
+    """Two sentences of each of two relations leave the test part empty (nothing to ask); four leave the dev part
+    empty, which a fine-tuned model is selected on."""
+    from lm_fixtures import tiny_model_dir
+
+    from eval.fewrel import DATA_FILE
+
+    every = json.loads((shared_data / "fewrel" / DATA_FILE).read_text(encoding="utf-8"))
+    path = tmp_path / "data" / "fewrel" / DATA_FILE
+    path.parent.mkdir(parents=True)
+    model = tiny_model_dir("bert-cased", tmp_path)
+    for n, predictor, part in ((2, "kb", "test"), (4, f"bert={model}", "dev")):
+        path.write_text(json.dumps({r: every[r][:n] for r in ("P26", "P177")}), encoding="utf-8")
+        code, _, err = run_kbc(["run", "fewrel", "--predictors", predictor, "--data-dir", str(tmp_path / "data"),
+                                "--out", str(tmp_path / f"run-{n}"), "--quiet"], capsys)
+        _assert_one_error_line(code, err, "", True)
+        assert err.splitlines()[-1] == (f"error: {path}: the seeded 8:1:1 split of its {2 * n} sentences leaves the "
+                                        f"{part} part empty; a relation of 10 or more sentences has some in every "
+                                        "part")

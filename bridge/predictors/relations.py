@@ -161,6 +161,9 @@ def make_classifier(spec: str, ctx: PredictorContext, out: Path | None) -> Class
     if out is None:
         raise ConfigError("fine-tuned classifiers are trained inside a run directory (kbc run fewrel --out DIR)")
     parts = _split(ctx.data_dir)
+    from eval.fewrel import DATA_FILE, check_parts
+
+    check_parts(parts, resolve_fewrel_dir(ctx.data_dir) / DATA_FILE, ("train", "dev"))
     classes = classes_of(parts)
     grid = _settings(ctx)
     from transformers import AutoTokenizer
