@@ -270,14 +270,7 @@ def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_
     Pre-Raphaelite Brotherhood, and island of Hawaii has part (P527) Pāhoa, whose inverse (`kb/axioms.ttl`: P361
     owl:inverseOf P527) puts Pāhoa part of (P361) island of Hawaii in the inferred graph only."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    data = tmp_path / "data"
-    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
-    lama = data / "lama"
-    lama.mkdir()
-    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
-                                          encoding="utf-8")
-    trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
-    trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    data = kb_slice(shared_data, tmp_path / "data")
     code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--data-dir", str(data), "--out",
                             str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
     assert code == 0, err
