@@ -1687,3 +1687,28 @@ def test_a_fewrel_file_too_small_to_split_is_refused(shared_data, tmp_path, caps
         assert err.splitlines()[-1] == (f"error: {path}: the seeded 8:1:1 split of its {2 * n} sentences leaves the "
                                         f"{part} part empty; a relation of 10 or more sentences has some in every "
                                         "part")
+
+
+def test_a_fewrel_run_scored_before_its_confusion_matrices_were_digested_says_so(shared_data, tmp_path, capsys,
+                                                                                   monkeypatch):
+    from bridge.run import freshness
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    run = tmp_path / "run"
+    stamp = json.loads((run / freshness.STAMP).read_text(encoding="utf-8"))
+    with monkeypatch.context() as earlier:  # the record an earlier version wrote: the summary files alone
+        earlier.setattr(freshness, "output_names", lambda out: list(freshness.OUTPUTS))
+        freshness.write_stamp(run, stamp["inputs"], stamp["files"])
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    # the heat map is written where matplotlib is installed
+    png = (run / "figures" / "confusion-kb.png").is_file()
+    listed = ("figures/confusion-kb.json and figures/confusion-kb.png have" if png
+              else "figures/confusion-kb.json has")
+    them, are = ("them", "they are") if png else ("it", "it is")
+    assert err.strip() == (f"error: {run}: its {listed} no digest in .kbc-summaries (an earlier kbc version wrote "
+                           f"{them} without one), so whether {are} what its scoring wrote cannot be known; rerun the "
+                           "same `kbc run` command to rescore it")
+    assert run_kbc(argv, capsys)[0] == 0
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0

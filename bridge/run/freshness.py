@@ -179,6 +179,12 @@ def _changed_outputs(stamp: dict, now: dict[str, str]) -> str:
     if not changed:
         return (f"one of its summary files ({', '.join(OUTPUTS)}) is not the one its scoring wrote (edited or "
                 "replaced)")
+    if not any(name in recorded for name in changed):  # files an earlier kbc version wrote without a digest
+        one = len(changed) == 1
+        listed = changed[0] if one else f"{', '.join(changed[:-1])} and {changed[-1]}"
+        return (f"its {listed} {'has' if one else 'have'} no digest in {STAMP} (an earlier kbc version wrote "
+                f"{'it' if one else 'them'} without one), so whether {'it is' if one else 'they are'} what its "
+                "scoring wrote cannot be known")
     if len(changed) == 1:
         return f"its {changed[0]} is not the one its scoring wrote (edited or replaced)"
     return f"its {', '.join(changed[:-1])} and {changed[-1]} are not the ones its scoring wrote (edited or replaced)"
