@@ -95,6 +95,8 @@ def read_sentences(path: Path, relations: list[str] | None = None) -> list[Sente
         raise DataError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected an object {{relation: [sentences]}}")
+    if not data:
+        raise DataError(f"{path}: holds no relation; expected an object {{relation: [sentences]}}")
     if relations:
         missing = [r for r in relations if r not in data]
         if missing:
@@ -105,6 +107,8 @@ def read_sentences(path: Path, relations: list[str] | None = None) -> list[Sente
             continue
         if not isinstance(rows, list):
             raise DataError(f"{path}: relation {rel}: expected a list of sentences")
+        if not rows:
+            raise DataError(f"{path}: relation {rel}: no sentences (a relation needs some to train, select and test)")
         for i, row in enumerate(rows):
             where = f"{path}: relation {rel}, row {i}"
             if not isinstance(row, dict) or not {"tokens", "h", "t"} <= set(row):
@@ -138,6 +142,15 @@ def split(sentences: list[Sentence], seed: int = SPLIT_SEED) -> dict[str, list[S
     return parts
 
 
+def check_parts(parts: dict[str, list[Sentence]], path: Path, needed: tuple[str, ...]) -> None:
+    """Refuse a file whose split leaves one of the `needed` parts empty: nothing to ask, or to train or select on."""
+    empty = next((part for part in needed if not parts[part]), None)
+    if empty is not None:
+        n = sum(len(v) for v in parts.values())
+        raise DataError(f"{path}: the seeded {':'.join(str(w) for _, w in SPLIT)} split of its {n} sentences leaves "
+                        f"the {empty} part empty; a relation of 10 or more sentences has some in every part")
+
+
 def relation_names(root: Path) -> dict[str, tuple[str, str]]:
     """Property id -> (name, description) from `pid2name.json`, empty where the file is absent."""
     path = root / NAMES_FILE
@@ -165,7 +178,9 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
     rels = list(dict.fromkeys(s.relation for s in sentences))
     relation_map = {r: Relation(r, names.get(r, (r, ""))[0], "[X] [Y]", None, names.get(r, ("", ""))[1])
                     for r in rels}
-    test = split(sentences)["test"]
+    parts = split(sentences)
+    check_parts(parts, root / DATA_FILE, ("test",))
+    test = parts["test"]
     facts = [Fact(s.uid, CORPUS, s.relation, s.head, s.tail, (Evidence(s.text),), cloze=s.text) for s in test]
     report = LoadReport(str(root / DATA_FILE), read=len(sentences), kept=len(test))
     report.notes.append(f"seeded split {'/'.join(n for n, _ in SPLIT)} {':'.join(str(w) for _, w in SPLIT)} "
@@ -174,4 +189,4 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
                         f"{len(sentences) - len(test)}, of all {len(rels)} relations whatever --relations says, "
                         "train and select the fine-tuned models")
     files = [root / DATA_FILE] + ([root / NAMES_FILE] if (root / NAMES_FILE).is_file() else [])
-    return Corpus(CORPUS, relation_map, facts, [report], files)
+    return Corpus(CORPUS, relation_map, facts, [report], files, asked_part="test part")

@@ -43,6 +43,7 @@ class Corpus:
     files: list[Path] = field(default_factory=list)
     other_relations: int = 0  # facts a corpus-wide source read of relations `keep_relations` left out
     fact_filter: str = ""  # what besides the data files chose the facts (LAMA-UHN's filters), part of their version
+    asked_part: str = ""  # the part of what was read that is asked (FewRel: "test part"), which kept counts from
 
     def by_relation(self) -> dict[str, list[Fact]]:
         grouped: dict[str, list[Fact]] = {r: [] for r in self.relations}
@@ -78,7 +79,8 @@ class Corpus:
         n = len(self.relations)
         kept = len(self.facts) if n_facts is None else n_facts
         other = f"{self.other_relations} of other relations, " if self.other_relations else ""
-        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {other}kept {kept}, "
+        part = f"{self.asked_part} {kept + self.other_relations + dropped}: " if self.asked_part else ""
+        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
                  f"dropped {dropped}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)

@@ -297,14 +297,18 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
     start = 0
     ckpt = folder / CHECKPOINT
     if ckpt.is_file():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
+        state = _load_state(ckpt, device, RESTART)
         _check_identity(folder, state.get("identity"), identity)
-        encoder.load_state_dict(state["encoder"])
-        head.load_state_dict(state["head"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
-        history, best, start = state["history"], state["best"], state["epoch"]
+        try:
+            encoder.load_state_dict(state["encoder"])
+            head.load_state_dict(state["head"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            _set_rng_state(state["rng"])
+            history, best, start = state["history"], state["best"], state["epoch"]
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            raise DataError(f"{ckpt}: not a checkpoint of this training ({type(exc).__name__}: "
+                            f"{' '.join(str(exc).split())[:200]}); {RESTART}") from None
         if start < settings.epochs:
             print(f"{folder.name}: resuming from epoch {start + 1}/{settings.epochs} ({ckpt.name} holds epochs 1-"
                   f"{start})", file=sys.stderr)
@@ -388,8 +392,7 @@ def _read_losses(queued: list, folder: Path, epoch: int, before: int, settings: 
 
 def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, best, device) -> Trained:
     """Keep the best dev epoch as the model (`encoder/`, `head.pt`, `classifier.json`); drop the checkpoints."""
-    torch = _torch()
-    state = torch.load(folder / "best.pt", map_location=device, weights_only=False)
+    state = _load_state(folder / "best.pt", device, f"delete {folder} to train that model again")
     encoder.load_state_dict(state["encoder"])
     head.load_state_dict(state["head"])
     from lm.loading import quiet_transformers
@@ -415,6 +418,24 @@ def _weights(folder: Path) -> str:
     return files_fingerprint(folder / "encoder") + ":" + files_fingerprint(folder / "head.pt")
 
 
+def _load_state(path: Path, device: str, fix: str, weights_only: bool = False):
+    """A saved state, or one line naming the file when it cannot be read (cut short by a full disk or an edit,
+    not a torch file): `fix` says what to do."""
+    import pickle
+
+    try:
+        state = _torch().load(path, map_location=device, weights_only=weights_only)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataError(f"{path}: not a readable saved state ({text[:200]}); {fix}") from None
+    if not isinstance(state, dict):
+        raise DataError(f"{path}: not a saved state of kbc's classifier training; {fix}")
+    return state
+
+
+RESTART = "delete it to train that model again from its first epoch"
+
+
 def _check_identity(folder: Path, found: dict | None, wanted: dict) -> None:
     if found != wanted:
         diff = sorted(k for k in set(found or {}) | set(wanted) if (found or {}).get(k) != wanted.get(k))
@@ -437,7 +458,8 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Trained:
     encoder = load_encoder(folder / "encoder").to(device)
     head = torch.nn.Sequential(torch.nn.Dropout(info["dropout"]),
                                torch.nn.Linear(encoder.config.hidden_size, len(info["classes"]))).to(device)
-    head.load_state_dict(torch.load(folder / "head.pt", map_location=device, weights_only=True))
+    head.load_state_dict(_load_state(folder / "head.pt", device, f"delete {folder} to train that model again",
+                                     weights_only=True))
     tokenizer = AutoTokenizer.from_pretrained(folder / "encoder")
     return Trained(encoder, head, tokenizer, list(info["classes"]), info)
 

@@ -37,3 +37,29 @@ def entity_vectors(folder: Path, out: Path, vocab: dict[str, int], dim: int = 32
     emb = EntityEmbeddings(words, rng.normal(size=(len(words), dim)).astype(np.float32), titles,
                            rng.normal(size=(len(titles), dim)).astype(np.float32), lowercase=False)
     return save_npz(emb, out / "w2v.npz")
+
+
+def trex_rows(folder: Path, relation: str, rows: list[tuple[str, str, str, str]]) -> None:
+    """`folder/TREx/<relation>.jsonl` holding (subject id, subject label, object id, object label) facts."""
+    (folder / "TREx").mkdir(parents=True, exist_ok=True)
+    (folder / "TREx" / f"{relation}.jsonl").write_text("".join(
+        json.dumps({"uuid": f"{relation}-{i}", "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol,
+                    "predicate_id": relation}) + "\n" for i, (s, sl, o, ol) in enumerate(rows)), encoding="utf-8")
+
+
+MILLAIS = ("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")  # P463, test sentence P463:2
+HAWAII = ("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")  # P527: its inverse is test sentence P361:1
+
+
+def kb_slice(shared_data: Path, data: Path) -> Path:
+    """`data/` holding a FewRel slice of three test sentences (P361:1, P364:6, P463:2) and beside it a LAMA copy
+    whose T-REx holds two facts: Millais member of (P463) the Pre-Raphaelite Brotherhood and island of Hawaii has
+    part (P527) Pāhoa."""
+    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
+    lama = data / "lama"
+    lama.mkdir()
+    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    trex_rows(lama, "P463", [MILLAIS])
+    trex_rows(lama, "P527", [HAWAII])
+    return data

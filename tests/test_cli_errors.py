@@ -1587,3 +1587,128 @@ def test_show_on_an_lmkbc_run_names_both_stages_of_records(tmp_path, capsys):
                                     "gold, ranked objects and predicted set are one line of "
                                     "predictions/<corpus>/<predictor>/<relation>.jsonl (train stage: "
                                     "train/<relation>.jsonl) and of instances.parquet")
+
+
+# --- FewRel: a setting it does not score, its data changed under a run ---
+
+def _fewrel_kb_run(shared_data: Path, tmp_path: Path, capsys) -> tuple[list[str], Path]:
+    from fewrel_fixtures import kb_slice
+
+    data = kb_slice(shared_data, tmp_path / "data")
+    argv = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out", str(tmp_path / "run"), "--quiet",
+            "--bootstrap", "0"]
+    assert run_kbc(argv, capsys)[0] == 0
+    return argv, data
+
+
+def test_fewrel_refuses_the_filtered_setting(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    code, _, err = run_kbc([*argv[:7], str(tmp_path / "filtered"), *argv[8:], "--setting", "filtered"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use --setting "
+                           "raw")
+    assert not (tmp_path / "filtered").exists()
+    for command in ("leaderboard", "report"):
+        code, _, err = run_kbc([command, str(tmp_path / "run"), "--setting", "filtered"], capsys)
+        _assert_one_error_line(code, err, "", False)
+        assert err.strip() == ("error: --setting filtered: `kbc run fewrel` scores the raw setting only; use "
+                               "--setting raw")
+
+
+def test_an_edited_fewrel_file_under_a_run_is_named(shared_data, tmp_path, capsys, monkeypatch):
+    from eval.fewrel import DATA_FILE
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, data = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    path = data / "fewrel" / DATA_FILE
+    sentences = json.loads(path.read_text(encoding="utf-8"))
+    sentences["P364"] = sentences["P364"][:9]
+    path.write_text(json.dumps(sentences), encoding="utf-8")
+    code, _, err = run_kbc(argv, capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == (f"error: {tmp_path / 'run'} holds FewRel results of other data: {path} differs "
+                                    "from the file they were made from (edited since, or another --data-dir); use "
+                                    "another --out for this data")
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    ({}, "holds no relation; expected an object {relation: [sentences]}"),
+    ({"P26": []}, "relation P26: no sentences (a relation needs some to train, select and test)"),
+])
+def test_an_empty_fewrel_file_is_refused(tmp_path, capsys, content, why):
+    from eval.fewrel import DATA_FILE
+
+    path = tmp_path / "data" / "fewrel" / DATA_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(content), encoding="utf-8")
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", str(tmp_path / "data"), "--out",
+                            str(tmp_path / "run")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == f"error: {path}: {why}"
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_edited_fewrel_confusion_matrix_is_refused_as_summaries_are(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    run = tmp_path / "run"
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0
+    path = run / "figures" / "confusion-kb.json"
+    matrix = json.loads(path.read_text(encoding="utf-8"))
+    matrix["counts"][0][-1] += 5
+    path.write_text(json.dumps(matrix), encoding="utf-8")
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == (f"error: {run}: its figures/confusion-kb.json is not the one its scoring wrote (edited or "
+                           "replaced); rerun the same `kbc run` command to rescore it")
+    assert run_kbc(argv, capsys)[0] == 0  # rescored: the matrix of the records again
+    matrix["counts"][0][-1] -= 5
+    assert json.loads(path.read_text(encoding="utf-8")) == matrix
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0
+
+
+def test_a_fewrel_file_too_small_to_split_is_refused(shared_data, tmp_path, capsys):
+    """Two sentences of each of two relations leave the test part empty (nothing to ask); four leave the dev part
+    empty, which a fine-tuned model is selected on."""
+    from lm_fixtures import tiny_model_dir
+
+    from eval.fewrel import DATA_FILE
+
+    every = json.loads((shared_data / "fewrel" / DATA_FILE).read_text(encoding="utf-8"))
+    path = tmp_path / "data" / "fewrel" / DATA_FILE
+    path.parent.mkdir(parents=True)
+    model = tiny_model_dir("bert-cased", tmp_path)
+    for n, predictor, part in ((2, "kb", "test"), (4, f"bert={model}", "dev")):
+        path.write_text(json.dumps({r: every[r][:n] for r in ("P26", "P177")}), encoding="utf-8")
+        code, _, err = run_kbc(["run", "fewrel", "--predictors", predictor, "--data-dir", str(tmp_path / "data"),
+                                "--out", str(tmp_path / f"run-{n}"), "--quiet"], capsys)
+        _assert_one_error_line(code, err, "", True)
+        assert err.splitlines()[-1] == (f"error: {path}: the seeded 8:1:1 split of its {2 * n} sentences leaves the "
+                                        f"{part} part empty; a relation of 10 or more sentences has some in every "
+                                        "part")
+
+
+def test_a_fewrel_run_scored_before_its_confusion_matrices_were_digested_says_so(shared_data, tmp_path, capsys,
+                                                                                   monkeypatch):
+    from bridge.run import freshness
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv, _ = _fewrel_kb_run(shared_data, tmp_path, capsys)
+    run = tmp_path / "run"
+    stamp = json.loads((run / freshness.STAMP).read_text(encoding="utf-8"))
+    with monkeypatch.context() as earlier:  # the record an earlier version wrote: the summary files alone
+        earlier.setattr(freshness, "output_names", lambda out: list(freshness.OUTPUTS))
+        freshness.write_stamp(run, stamp["inputs"], stamp["files"])
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    _assert_one_error_line(code, err, "", False)
+    # the heat map is written where matplotlib is installed
+    png = (run / "figures" / "confusion-kb.png").is_file()
+    listed = ("figures/confusion-kb.json and figures/confusion-kb.png have" if png
+              else "figures/confusion-kb.json has")
+    them, are = ("them", "they are") if png else ("it", "it is")
+    assert err.strip() == (f"error: {run}: its {listed} no digest in .kbc-summaries (an earlier kbc version wrote "
+                           f"{them} without one), so whether {are} what its scoring wrote cannot be known; rerun the "
+                           "same `kbc run` command to rescore it")
+    assert run_kbc(argv, capsys)[0] == 0
+    assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import serve_support
 from cli_support import run_kbc
-from fewrel_fixtures import entity_vectors, fewrel_slice
+from fewrel_fixtures import HAWAII, MILLAIS, entity_vectors, fewrel_slice, kb_slice, trex_rows
 from lm_fixtures import tiny_model_dir
 
 from bridge.experiments.fewrel import METRICS
@@ -285,27 +285,12 @@ def test_bf16_autocast_trains_a_model_of_its_own(run, capsys, monkeypatch):
     assert err.rstrip().endswith("give it another name (NAME=SPEC) or use another --out")
 
 
-def _trex_rows(folder, relation: str, rows: list[tuple[str, str, str, str]]) -> None:
-    """`folder/TREx/<relation>.jsonl` holding (subject id, subject label, object id, object label) facts."""
-    (folder / "TREx").mkdir(parents=True, exist_ok=True)
-    (folder / "TREx" / f"{relation}.jsonl").write_text("".join(
-        json.dumps({"uuid": f"{relation}-{i}", "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol,
-                    "predicate_id": relation}) + "\n" for i, (s, sl, o, ol) in enumerate(rows)), encoding="utf-8")
-
-
 def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_path, capsys, monkeypatch):
     """A slice of three test sentences and a T-REx of two facts: the gold graph holds Millais member of (P463) the
     Pre-Raphaelite Brotherhood, and island of Hawaii has part (P527) Pāhoa, whose inverse (`kb/axioms.ttl`: P361
     owl:inverseOf P527) puts Pāhoa part of (P361) island of Hawaii in the inferred graph only."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    data = tmp_path / "data"
-    fewrel_slice(shared_data, data, per_relation=10, relations=("P361", "P364", "P463"))
-    lama = data / "lama"
-    lama.mkdir()
-    (lama / "relations.jsonl").write_text((shared_data / "lama" / "relations.jsonl").read_text(encoding="utf-8"),
-                                          encoding="utf-8")
-    _trex_rows(lama, "P463", [("Q159606", "John Everett Millais", "Q184814", "Pre-Raphaelite Brotherhood")])
-    _trex_rows(lama, "P527", [("Q68740", "island of Hawaii", "Q2529053", "Pāhoa")])
+    data = kb_slice(shared_data, tmp_path / "data")
     code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--data-dir", str(data), "--out",
                             str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
     assert code == 0, err
@@ -386,3 +371,84 @@ def test_a_saved_e_bert_classifier_predicts_as_the_docs_show(run, capsys, monkey
     classes = found["classifier"].classes
     for s, row in zip(sentences, found["probs"], strict=True):
         assert row == pytest.approx([records[s.uid]["distribution"][c] for c in classes], abs=1e-6)
+
+
+def test_a_rerun_on_other_t_rex_data_is_refused(shared_data, tmp_path, capsys, monkeypatch):
+    """The KB's answers come from T-REx: an edited relation file, or another --data-dir whose T-REx differs, under
+    the same --out would keep the old graphs' answers; the same data again resumes."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = kb_slice(shared_data, tmp_path / "data")
+    lama = data / "lama"
+    out = tmp_path / "out"
+    asked = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out", str(out), "--quiet",
+             "--bootstrap", "0"]
+    assert run_kbc(asked, capsys)[0] == 0
+    assert run_kbc(asked, capsys)[0] == 0  # the same data: nothing to redo
+    recorded = json.loads((out / "config.json").read_text())["predictor_specs"]["kb"]["data"]["trex"]
+    assert sorted(recorded) == ["P463", "P527"]
+    other = tmp_path / "other"
+    (other / "lama").mkdir(parents=True)
+    (other / "fewrel").symlink_to(data / "fewrel")
+    (other / "lama" / "relations.jsonl").symlink_to(lama / "relations.jsonl")
+    trex_rows(other / "lama", "P463", [MILLAIS, ("Q1", "a", "Q2", "b")])
+    trex_rows(other / "lama", "P527", [HAWAII])
+    code, _, err = run_kbc([*asked[:5], str(other), *asked[6:]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {out}: predictor 'kb' answered there from other data (T-REx P463 changed since: an edited file or "
+        "another --data-dir); use another --out for this data")
+    trex_rows(lama, "P463", [("Q1", "a", "Q2", "b")])
+    trex_rows(lama, "P361", [("Q2529053", "Pāhoa", "Q68740", "island of Hawaii")])
+    code, _, err = run_kbc(asked, capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {out}: predictor 'kb' answered there from other data (T-REx P361, P463 changed since: an edited "
+        "file or another --data-dir); use another --out for this data")
+    assert {r["uid"]: r["predicted"] for r in _records(out, "kb").values()} == {
+        "P361:1": None, "P364:6": None, "P463:2": "P463"}
+    fresh = tmp_path / "fresh"
+    assert run_kbc([*asked[:7], str(fresh), *asked[8:]], capsys)[0] == 0
+    assert {r["uid"]: r["predicted"] for r in _records(fresh, "kb").values()} == {
+        "P361:1": "P361", "P364:6": None, "P463:2": None}
+    config = json.loads((fresh / "config.json").read_text())
+    del config["predictor_specs"]["kb"]["data"]  # as an earlier kbc version wrote it
+    (fresh / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc([*asked[:7], str(fresh), *asked[8:]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {fresh}: predictor 'kb' has answers there from an earlier kbc version, which did not record the T-REx "
+        "data it answered from: whether that data changed cannot be known; use another --out for this data")
+
+
+def test_the_counts_say_what_they_count(shared_data, tmp_path, capsys, monkeypatch):
+    """The load line counts the test part (what --relations narrows), not the whole file read; the scope line says
+    that every sentence asked is scored, an abstention as a miss (kb answers one of the two shared sentences)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = kb_slice(shared_data, tmp_path / "data")
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "kb-inferred", "--relations", "P361", "P463",
+                            "--data-dir", str(data), "--out", str(tmp_path / "out"), "--quiet", "--bootstrap", "0"],
+                           capsys)
+    assert code == 0, err
+    assert "fewrel: 2 relations, read 30, test part 3: 1 of other relations, kept 2, dropped 0" in err.splitlines()
+    notes = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    assert ("- Scope `shared`: per metric, the sentences recorded for every predictor scored on that metric (fewrel: 2 "
+            "recorded for all of kb, kb-inferred); a sentence a predictor left without an answer (kb: no relation held "
+            "between the two entities) is among them and counts as a miss, coverage saying how many it answered; "
+            "`own`: the sentences recorded for each predictor.") in notes
+
+
+def test_a_fewrel_file_edited_between_two_runs_of_one_process_is_read_again(shared_data, tmp_path, capsys,
+                                                                               monkeypatch):
+    """The KB asks the entity pairs of the file as it is now (P463:2's tail no longer the Pre-Raphaelite
+    Brotherhood: no relation held), not those of the first run's reading."""
+    from eval.fewrel import DATA_FILE
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = kb_slice(shared_data, tmp_path / "data")
+    asked = ["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--quiet", "--bootstrap", "0", "--out"]
+    assert run_kbc([*asked, str(tmp_path / "first")], capsys)[0] == 0
+    assert _records(tmp_path / "first", "kb")["P463:2"]["predicted"] == "P463"
+    path = data / "fewrel" / DATA_FILE
+    sentences = json.loads(path.read_text(encoding="utf-8"))
+    sentences["P463"][2]["t"][1] = "Q1"
+    path.write_text(json.dumps(sentences), encoding="utf-8")
+    assert run_kbc([*asked, str(tmp_path / "second")], capsys)[0] == 0
+    second = _records(tmp_path / "second", "kb")["P463:2"]
+    assert (second["object_id"], second["predicted"], second["kb_relations"]) == ("Q1", None, [])

@@ -355,3 +355,26 @@ def test_each_epoch_logs_its_dev_score_and_the_end_names_the_kept_epoch(setup, c
                      f"logged: kept epoch {best['epoch']}/2 (dev macro F1 {best['f1']:.2f})"]
     _train(setup, "silent")
     assert "dev macro F1" not in capsys.readouterr().err
+
+
+def test_a_truncated_checkpoint_or_head_is_one_line_naming_the_file(setup):
+    """A checkpoint cut short (a copy stopped midway, a full disk outside kbc's writes) is refused with the fix, not
+    a torch traceback; so is a finished model's damaged head."""
+    folder = setup[0] / "truncated"
+    _train(setup, folder.name, stop_after=1)
+    ckpt = folder / "checkpoint.pt"
+    ckpt.write_bytes(ckpt.read_bytes()[:100_000])
+    with pytest.raises(DataError) as failed:
+        _train(setup, folder.name)
+    text = str(failed.value)
+    assert text.startswith(f"{ckpt}: not a readable saved state (") and "\n" not in text
+    assert text.endswith("); delete it to train that model again from its first epoch")
+    ckpt.unlink()
+    _train(setup, folder.name)
+    head = folder / "head.pt"
+    head.write_bytes(head.read_bytes()[:100])
+    with pytest.raises(DataError) as failed:
+        load_classifier(folder)
+    text = str(failed.value)
+    assert text.startswith(f"{head}: not a readable saved state (")
+    assert text.endswith(f"); delete {folder} to train that model again")

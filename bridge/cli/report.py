@@ -34,6 +34,11 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
             differ = asked_differ([(str(r.path), asked_relations(r.summary)) for r in runs])
             if differ:
                 click.echo(f"note: {differ}", err=True)
+
+    from bridge.experiments import get
+    from bridge.experiments.base import check_setting
+
+    check_setting(get(runs[0].experiment), setting)
     view = combine(runs, setting)
     pairs = delta_pairs(view, delta, headline_metric(view.experiment))
     target = Path(out) if out is not None else runs[0].path / "report"

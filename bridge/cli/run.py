@@ -371,6 +371,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     )
     experiment = make_experiment(params)
     setting = params["setting"]
+    from bridge.experiments.base import check_setting
+
+    check_setting(experiment, setting)
     from bridge.run.executors import ExecutorSettings
 
     executor = ExecutorSettings(params["executor"], params["ray_address"], params["workers"],

@@ -29,3 +29,12 @@ def stages(name: str) -> tuple[str, ...]:
     """The stages an experiment writes records of (`Experiment.stages`), without building it."""
     module, attr = EXPERIMENTS[name].split(":")
     return getattr(importlib.import_module(module), attr).stages
+
+
+def own_outputs(name) -> tuple[str, ...]:
+    """The patterns of the files an experiment writes beside its summaries (`own_outputs`: FewRel's confusion
+    matrices), without building it; none for a name no experiment has."""
+    if not isinstance(name, str) or name not in EXPERIMENTS:
+        return ()
+    module, attr = EXPERIMENTS[name].split(":")
+    return tuple(getattr(getattr(importlib.import_module(module), attr), "own_outputs", ()))

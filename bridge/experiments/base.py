@@ -82,6 +82,17 @@ def dropped_unit(experiment, settings: dict) -> str:
     return unit(settings) if unit is not None else "facts"
 
 
+def check_setting(experiment, setting: str) -> None:
+    """Refuse a `--setting` an experiment does not score (optional `scored_settings`, e.g. FewRel's raw only): its
+    tables would be empty, or its board would ask a total no run holds."""
+    scored = getattr(experiment, "scored_settings", ("raw", "filtered"))
+    if setting not in scored:
+        from eval.errors import ConfigError
+
+        raise ConfigError(f"--setting {setting}: `kbc run {experiment.name}` scores the {' and '.join(scored)} "
+                          f"setting only; use --setting {scored[0]}")
+
+
 def counted(experiment, metric: str) -> str:
     """What the `n_facts` of an experiment's `metric` rows counts, as tables name it (optional
     `counted(metric) -> str`: questions, Q-sets); facts by default."""

@@ -37,6 +37,8 @@ class FewrelExperiment:
               "(every relation asked has one test sentence, so each resample is the sample itself; a relation's "
               "recall, accuracy and coverage where it has one), and a zero-width interval would claim an exactness "
               "the sample does not have.")
+    own_outputs = ("figures/confusion-*.json", "figures/confusion-*.png")  # digested with the summaries
+    scored_settings = ("raw",)  # a sentence has one gold relation: nothing to filter
     classifies = True  # asks the FewRel corpus only, and it is asked by no other experiment
 
     def __init__(self, out: str | Path | None = None) -> None:
@@ -50,6 +52,13 @@ class FewrelExperiment:
 
         self.settings["fewrel"] = {"data": fingerprint([resolve_fewrel_dir(data_dir) / DATA_FILE]),
                                    "split": dict(SPLIT), "split_seed": SPLIT_SEED}
+
+    def scope_note(self, counts: str) -> str:
+        """summary.md's scope line: every sentence asked is scored, those left without an answer as misses."""
+        return (f"Scope `shared`: per metric, the sentences recorded for every predictor scored on that metric "
+                f"({counts}); a sentence a predictor left without an answer (kb: no relation held between the two "
+                "entities) is among them and counts as a miss, coverage saying how many it answered; `own`: the "
+                "sentences recorded for each predictor.")
 
     def resolve(self, name: str, spec: str):
         from bridge.predictors.relations import resolve_factory

@@ -43,14 +43,19 @@ ENTITY_KEYS = ("wikipedia2vec", "map", "map_kind", "titles", "redirects", "menti
 # a causal or seq2seq model is refused before the data is read: the classifier needs BERT's embedding layers
 ENCODER = replace(MODEL_OPTION, kind="masked-model",
                   help="FewRel fine-tunes a BERT-style encoder (a masked LM, e.g. models/bert-base-cased)")
-_SPLITS: dict[str, dict[str, list[Sentence]]] = {}
+_SPLITS: dict[tuple[str, str], dict[str, list[Sentence]]] = {}
 
 
 def _split(data_dir) -> dict[str, list[Sentence]]:
-    root = str(resolve_fewrel_dir(data_dir))
-    if root not in _SPLITS:
-        _SPLITS[root] = load_split(root)
-    return _SPLITS[root]
+    """The file's split, read once per content (a file edited between two runs of one process is read again)."""
+    from eval.datadir import fingerprint
+    from eval.fewrel import DATA_FILE
+
+    root = resolve_fewrel_dir(data_dir)
+    key = (str(root), fingerprint([root / DATA_FILE]))
+    if key not in _SPLITS:
+        _SPLITS[key] = load_split(root)
+    return _SPLITS[key]
 
 
 def classes_of(parts: dict[str, list[Sentence]]) -> list[str]:
@@ -156,6 +161,9 @@ def make_classifier(spec: str, ctx: PredictorContext, out: Path | None) -> Class
     if out is None:
         raise ConfigError("fine-tuned classifiers are trained inside a run directory (kbc run fewrel --out DIR)")
     parts = _split(ctx.data_dir)
+    from eval.fewrel import DATA_FILE, check_parts
+
+    check_parts(parts, resolve_fewrel_dir(ctx.data_dir) / DATA_FILE, ("train", "dev"))
     classes = classes_of(parts)
     grid = _settings(ctx)
     from transformers import AutoTokenizer
@@ -237,23 +245,42 @@ class KbPredictor:
         return out
 
 
-def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
-    """T-REx's gold graphs (and with `kb-inferred` the facts the axioms derive), asked per head/tail pair."""
-    from bridge.predictors.kmir import make_kb, make_kb_inferred
-    from eval.corpora import load_corpus
+def kb_lama_dir(spec: str, data_dir) -> Path:
+    """The LAMA copy the KB answers from: the one beside the FewRel folder, else KBC_DATA's."""
     from eval.datadir import resolve_data_dir
     from eval.errors import DataError
-    from kb.relations_between import relations_between
 
-    try:  # the LAMA copy beside the FewRel folder, else KBC_DATA's
-        lama = resolve_data_dir(Path(ctx.data_dir).parent)
+    try:
+        return resolve_data_dir(Path(data_dir).parent)
     except DataError:
         try:
-            lama = resolve_data_dir(None)
+            return resolve_data_dir(None)
         except DataError:
             raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
                               "relations.jsonl) beside fewrel/") from None
-    trex = load_corpus("trex", lama, cache_dir=ctx.cache_dir)
+
+
+def _trex(spec: str, data_dir, cache_dir):
+    from eval.corpora import load_corpus
+
+    return load_corpus("trex", kb_lama_dir(spec, data_dir), cache_dir=cache_dir)
+
+
+def kb_data(spec: str, data_dir, cache_dir) -> dict[str, dict[str, str]]:
+    """What the KB's graphs are built from (each T-REx relation's data version): part of its identity, so a rerun
+    on an edited T-REx file or on another --data-dir's data never keeps answers of the old graphs."""
+    from eval.lama import relation_versions
+
+    return {"trex": relation_versions(_trex(spec, data_dir, cache_dir))}
+
+
+def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
+    """T-REx's gold graphs (and with `kb-inferred` the facts the axioms derive), asked per head/tail pair."""
+    from bridge.predictors.kmir import make_kb, make_kb_inferred
+    from kb.relations_between import relations_between
+
+    lama = kb_lama_dir(spec, ctx.data_dir)
+    trex = _trex(spec, ctx.data_dir, ctx.cache_dir)
     inner = (make_kb_inferred if spec == "kb-inferred" else make_kb)(spec, replace(ctx, corpus=trex, data_dir=lama))
     graphs = list(inner.kb.graphs)
     parts = _split(ctx.data_dir)
@@ -261,6 +288,9 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
     found = relations_between(ctx.store, [(s.head, s.tail) for s in test], graphs)
     held = {s.uid: sorted(found[(s.head.key, s.tail.key)]) for s in test}
     return KbPredictor(spec, held, graphs, classes_of(parts))
+
+
+make_kb_classifier.data = kb_data  # `PlannedPredictor.identity`: the data it answers from
 
 
 def _options(spec: str) -> tuple[Option, ...]:

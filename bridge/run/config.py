@@ -95,9 +95,14 @@ class PlannedPredictor:
     options: dict[str, str]
     declared: dict[str, Option]
 
-    def identity(self, cfg: RunConfig) -> dict:
-        """Everything that changes this predictor's answers; a rerun under the same name must match it."""
+    def identity(self, cfg: RunConfig, data_dir: Path | None = None) -> dict:
+        """Everything that changes this predictor's answers; a rerun under the same name must match it. A factory
+        with a `data(spec, data_dir, cache_dir)` reads data beside the corpus asked (FewRel's KB: T-REx), whose
+        versions it returns: recorded under `data`."""
         ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        data = getattr(self.factory, "data", None)
+        if data is not None and data_dir is not None:
+            ident["data"] = data(self.spec, data_dir, cfg.cache_dir or default_cache_dir())
         for key in getattr(self.factory, "pinned", ()):  # defaults that once differed: a rerun must match them
             ident["options"].setdefault(key, self.declared[key].default)
         ident.update(getattr(self.factory, "identity_extra", {}))  # how its records rank, where that once differed
@@ -373,6 +378,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     settings = {"compat": cfg.compat, **(questions or {})}
     if config["settings"] and config["settings"] != settings:
         before = config["settings"]
+        if _only_fewrel_data_differs(before, settings):
+            from eval.fewrel import DATA_FILE
+
+            raise ConfigError(f"{cfg.out} holds FewRel results of other data: {plan.data_dir / DATA_FILE} differs "
+                              "from the file they were made from (edited since, or another --data-dir); use another "
+                              "--out for this data")
         edited = [what for key, what in (("instance_of", "instance-of"), ("aliases", "alias"))
                   if before.get(key) not in (None, settings.get(key))]
         whys = [f"the content of the {' and '.join(edited)} file changed since"] if edited else []
@@ -385,7 +396,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                           "use another --out or the same settings")
     config["settings"] = settings
     for p in plan.predictors:
-        ident = p.identity(cfg)
+        ident = p.identity(cfg, plan.data_dir)
         seen = config["predictor_specs"].get(p.name)
         before = (seen or {}).get("files", {})
         changed = [k for k, v in ident.get("files", {}).items() if before.get(k) not in (None, v)]
@@ -412,6 +423,10 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
                               f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it has "
                               "now counts, whatever --depth: use another --out to score it so")
+        if seen and "data" in ident and seen.get("data") != ident["data"] and has_records(cfg.out, p.name) \
+                and {**seen, "data": None} == {**ident, "data": None}:
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} {data_change(seen.get('data'), ident['data'])}; "
+                              "use another --out for this data")
         if seen and seen != ident and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
@@ -437,6 +452,34 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
     return config
+
+
+def _only_fewrel_data_differs(before: dict, now: dict) -> bool:
+    """Whether two run settings differ in the FewRel file's content alone (`FewrelExperiment.check`)."""
+    then, later = before.get("fewrel"), now.get("fewrel")
+    return (isinstance(then, dict) and isinstance(later, dict) and then.get("data") != later.get("data")
+            and {**before, "fewrel": {**then, "data": None}} == {**now, "fewrel": {**later, "data": None}})
+
+
+DATA_NAMES = {"trex": "T-REx"}
+
+
+def data_change(before: dict | None, now: dict) -> str:
+    """Why a predictor's recorded `data` (corpus -> relation -> version) differs from what it would read now, for
+    "predictor X <this>"."""
+    if not isinstance(before, dict):
+        return (f"has answers there from an earlier kbc version, which did not record the "
+                f"{' and '.join(DATA_NAMES.get(c, c) for c in now)} data it answered from: whether that data "
+                "changed cannot be known")
+    whys = []
+    for corpus in sorted({*before, *now}):
+        then, later = (v if isinstance(v := side.get(corpus), dict) else {} for side in (before, now))
+        changed = sorted(r for r in {*then, *later} if then.get(r) != later.get(r))
+        if changed:
+            listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            whys.append(f"{DATA_NAMES.get(corpus, corpus)} {listed}")
+    return (f"answered there from other data ({'; '.join(whys)} changed since: an edited file or another "
+            "--data-dir)")
 
 
 CHOICE_NAMES = {"template": "template", "filter": "LAMA-UHN filter"}

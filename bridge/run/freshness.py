@@ -79,12 +79,26 @@ def outputs_digest(out: Path) -> str | None:
     return None if digests is None else digests[0]
 
 
+def output_names(out: Path) -> list[str]:
+    """The summary files, then those the run's experiment writes of its own from the same scoring (its
+    `own_outputs` patterns: FewRel's confusion matrices), as paths relative to `out`."""
+    from bridge.experiments import own_outputs
+
+    try:
+        config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        config = None
+    patterns = own_outputs(config.get("experiment", "lama")) if isinstance(config, dict) else ()
+    return [*OUTPUTS, *sorted({p.relative_to(out).as_posix() for pattern in patterns for p in out.glob(pattern)
+                               if p.is_file()})]
+
+
 def _output_digests(out: Path) -> tuple[str, dict[str, str]] | None:
     """The digest of the summary files together (`outputs_digest`) and of each alone, read once; None when one is
     missing. Each file's own digest lets a refusal name the file that changed."""
     together = hashlib.sha256()
     each = {}
-    for name in OUTPUTS:
+    for name in output_names(out):
         path = out / name
         if not path.is_file():
             return None
@@ -160,10 +174,17 @@ def _changed_outputs(stamp: dict, now: dict[str, str]) -> str:
     """Which summary files are not the ones the scoring wrote: those whose own digest differs, or, for a record
     written before each file's digest was kept, all of them (one of them changed)."""
     recorded = stamp.get("output_files")
-    changed = [name for name in OUTPUTS if recorded.get(name) != now.get(name)] if isinstance(recorded, dict) else []
+    changed = [name for name in dict.fromkeys([*OUTPUTS, *sorted({*recorded, *now})])
+               if recorded.get(name) != now.get(name)] if isinstance(recorded, dict) else []
     if not changed:
         return (f"one of its summary files ({', '.join(OUTPUTS)}) is not the one its scoring wrote (edited or "
                 "replaced)")
+    if not any(name in recorded for name in changed):  # files an earlier kbc version wrote without a digest
+        one = len(changed) == 1
+        listed = changed[0] if one else f"{', '.join(changed[:-1])} and {changed[-1]}"
+        return (f"its {listed} {'has' if one else 'have'} no digest in {STAMP} (an earlier kbc version wrote "
+                f"{'it' if one else 'them'} without one), so whether {'it is' if one else 'they are'} what its "
+                "scoring wrote cannot be known")
     if len(changed) == 1:
         return f"its {changed[0]} is not the one its scoring wrote (edited or replaced)"
     return f"its {', '.join(changed[:-1])} and {changed[-1]} are not the ones its scoring wrote (edited or replaced)"
@@ -255,7 +276,7 @@ def files_state(out: Path) -> tuple:
     predictions = out / "predictions"
     files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
     state = []
-    for path in [*files, out / STAMP, out / "config.json", *(out / name for name in OUTPUTS)]:
+    for path in [*files, out / STAMP, out / "config.json", *(out / name for name in output_names(out))]:
         try:
             st = path.stat()
         except OSError:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.experiments.base import counted
+from bridge.experiments.base import check_setting, counted
 from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
 from bridge.run.config import changed_choices
 from bridge.run.freshness import check_scored
@@ -259,6 +259,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         check_scored(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
+    check_setting(experiment, setting)
     # none asked: what the runs' own tables lead with (exact match where every predictor generates)
     metric = metric_id(metric) if metric else lead_metric(experiment.name, [r for run in runs
                                                                            for r in _summary_rows(run)], setting)
@@ -283,17 +284,23 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         totals = {run: _summary_totals(run, c, setting, experiment) for run in runs} if from_summary else {}
         own: dict[tuple[Path, str], dict] = {}  # the own-scope `metric` row of each predictor that has one
         lacking: list[tuple[Path, str, list[str], str]] = []  # predictors with no total of `metric`
+        elsewhere: set[str] = set()  # the settings other than `setting` that hold a total of `metric`
         for (run, name), mine in units.items():
             if from_summary:
                 row = totals[run].get((name, metric))
                 held = sorted({m for p, m in totals[run] if p == name and m})
                 known = f"{run / 'summary.json'} metrics: {', '.join(held) or 'none (rerun the run)'}"
+                if row is None:
+                    elsewhere |= {other for other in ("raw", "filtered") if other != setting
+                                  and (name, metric) in _summary_totals(run, c, other, experiment)}
             else:
                 items = list(mine.values())
                 scored = (scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff, bootstrap,
                                       seed)[0] if scope == "own" else experiment.summarize(items, types, cutoff)[0])
                 row = _total(scored, metric, setting)
-                held = sorted({r["metric"] for r in scored if r["group"] == "all" and not r.get("prompt")})
+                totals_held = [r for r in scored if r["group"] == "all" and not r.get("prompt")]
+                held = sorted({r["metric"] for r in totals_held if r["setting"] == setting})
+                elsewhere |= {r["setting"] for r in totals_held if r["metric"] == metric and r["setting"] != setting}
                 known = "metrics: " + ", ".join(held)
             if row is None:
                 lacking.append((run, name, held, known))
@@ -302,7 +309,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         if lacking and not own:  # no predictor has the metric: a metric of no board
             run, name, _, known = lacking[0]
             usable = list(dict.fromkeys(m for _, _, held, _ in lacking for m in held))
-            fix = f"rank by --metric {_either(usable)}" if usable else known
+            fix = (f"use --setting {_either(sorted(elsewhere))}" if elsewhere
+                   else f"rank by --metric {_either(usable)}" if usable else known)
             raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {fix}")
         if not own:
             why = "; ".join(answered_nothing(name, reasons) for name, reasons in silent.items())

@@ -407,14 +407,17 @@ def predictors_note(config: dict) -> list[str]:
 
 
 def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], experiment) -> list[str]:
-    counts = "; ".join(f"{c}: " + (" and ".join(f"{n}{f' ({q} queries)' if q != n else ''} answered by "
+    own_note = getattr(experiment, "scope_note", None)  # where a unit without an answer is scored too (FewRel)
+    verb = "recorded for" if own_note else "answered by"
+    counts = "; ".join(f"{c}: " + (" and ".join(f"{n}{f' ({q} queries)' if q != n else ''} {verb} "
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = predictors_note(config)
-    notes += [f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
-             f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
-             f"`own`: the {unit} each predictor answered."]
+    notes += [own_note(counts) if own_note else
+              f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
+              f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
+              f"`own`: the {unit} each predictor answered."]
     ranked = getattr(experiment, "metrics", ("mrr",))
     for corpus, configs in (config.get("predictor_configs", {}) if "mrr" in ranked else {}).items():
         listed = sorted(n for n, d in configs.items() if isinstance(d, dict) and d.get("ranks") == "list")
