@@ -75,15 +75,28 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     async def _invalid(request: Request, exc: RequestValidationError):
         return JSONResponse({"detail": _detail(exc)}, status_code=422)
 
-    def ask(subject: str, relation: str, cloze: str, k: int) -> dict:
+    def ask(subject: str, relation: str, cloze: str, k: int, run: str = "") -> dict:
+        """The answers; with `run` (the run page that links here), whether that run was made from other data for
+        the relation asked (`other_data`), so its recorded fact is not read as this live one."""
+        loaded = app.state.runs.get(run) if run else None
         checked = check(Ask(subject=subject, relation=relation, cloze=cloze, k=k), explorer)
-        return batcher.ask(checked)
+        result = batcher.ask(checked)
+        if loaded is None:
+            return result
+        other = run_views.other_data(loaded, explorer)
+        asked = result.get("query", {}).get("relation")
+        return {**result, "run": {"name": loaded.name,
+                                  "other_data": other if other and asked in other["relations"] else None}}
+
+    def with_other_data(loaded, body: dict) -> dict:
+        return {**body, "other_data": run_views.other_data(loaded, explorer)}
 
     # --- JSON API -------------------------------------------------------------------------------
     @app.get("/api/query", summary="Every side's answers to one query")
-    def api_query(subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10) -> dict:
-        """`subject` + `relation` (a relation id such as P19), or `cloze` with one [MASK]; `k` answers per side."""
-        return ask(subject, relation, cloze, k)
+    def api_query(subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10, run: str = "") -> dict:
+        """`subject` + `relation` (a relation id such as P19), or `cloze` with one [MASK]; `k` answers per side;
+        `run`: a browsed run, whose `other_data` for the relation asked is said under `run`."""
+        return ask(subject, relation, cloze, k, run)
 
     @app.get("/api/suggest", summary="Subject labels of the gold KB starting with a prefix")
     def api_suggest(prefix: str = "", limit: WholeNumber = 10) -> dict:
@@ -115,7 +128,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
-        return run_views.overview(app.state.runs.get(name), _setting(setting))
+        loaded = app.state.runs.get(name)
+        return with_other_data(loaded, run_views.overview(loaded, _setting(setting)))
 
     @app.get("/api/runs/{name}/facts", summary="One page of a run's facts, filtered by relation and outcome")
     def api_run_facts(name: str, relation: str = "", outcome: str = "all", a: str = "", b: str = "",
@@ -125,7 +139,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/api/runs/{name}/facts/{uid}", summary="One fact of a run across every predictor")
     def api_run_fact(name: str, uid: str) -> dict:
-        return run_views.fact_detail(app.state.runs.get(name), uid)
+        loaded = app.state.runs.get(name)
+        return with_other_data(loaded, run_views.fact_detail(loaded, uid))
 
     # --- pages ----------------------------------------------------------------------------------
     def page(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
@@ -133,13 +148,14 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
                                                               "k_max": K_MAX, **context}, status_code=status)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10):
-        form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k}
+    def index(request: Request, subject: str = "", relation: str = "", cloze: str = "", k: WholeNumber = 10,
+              run: str = ""):
+        form = {"subject": subject, "relation": relation, "cloze": cloze, "k": k, "run": run}
         if not (subject or cloze or relation):  # a landing page with somewhere to go: examples and the runs
             return page(request, "index.html", form=form, result=None, error=None, examples=explorer.examples(),
                         listing=app.state.runs.listing())
         try:
-            result = ask(subject, relation, cloze, k)
+            result = ask(subject, relation, cloze, k, run)
         except KbcError as exc:
             return page(request, "index.html", 400, form=form, result=None, error=str(exc))
         return page(request, "index.html", form=form, result=result, error=None)
@@ -175,7 +191,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         filters = {"relation": relation, "outcome": outcome, "a": a, "b": b, "per_page": per_page,
                    "setting": setting}
         try:
-            info = run_views.overview(loaded, _setting(setting))
+            info = with_other_data(loaded, run_views.overview(loaded, _setting(setting)))
             facts = (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
                      if info["has_facts"] else None)
         except run_views.UnknownRelation as exc:
@@ -187,7 +203,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/runs/{name}/facts/{uid}", response_class=HTMLResponse, include_in_schema=False)
     def fact_page(request: Request, name: str, uid: str):
-        fact = run_views.fact_detail(app.state.runs.get(name), uid)
+        loaded = app.state.runs.get(name)
+        fact = with_other_data(loaded, run_views.fact_detail(loaded, uid))
         return page(request, "fact.html", fact=fact, name=name)
 
     return app

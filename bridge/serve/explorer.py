@@ -7,7 +7,9 @@ message in its column: the page still serves every other side.
 
 from __future__ import annotations
 
+import copy
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -100,6 +102,8 @@ class Explorer:
         corpus = load_corpus(cfg.corpus, self.data_dir, cfg.relations or None)
         self.corpus = corpus
         self.relations = corpus.relations
+        self._versions: dict[str | None, dict[str, str]] = {}  # per --compat, as `data_versions` gives them
+        self._versions_lock = threading.Lock()
         self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
                                {}, progress=True)
@@ -140,6 +144,26 @@ class Explorer:
 
             return evidence_index(self.cache / "index" / EVIDENCE_INDEX, self.data_dir, progress=True)
         return open_index("tantivy", location)
+
+    def data_versions(self, compat: str | None = None) -> dict[str, str]:
+        """Per relation, the data version `kbc run` records for the data served here (`relation_versions` of the
+        corpus read as a run with this `--compat` reads it, label duplicates removed under `--compat lama`), so a
+        browsed run made from other data is told apart from one made from this. Computed once per compat."""
+        from eval.lama import relation_versions
+
+        with self._versions_lock:
+            if compat not in self._versions:
+                corpus = self.corpus
+                if compat:
+                    corpus = load_corpus(self.cfg.corpus, self.data_dir, self.cfg.relations or None, compat=compat,
+                                         cache_dir=self.cache)
+                if compat == "lama":
+                    from eval.compat import lama_dedup
+
+                    corpus = copy.copy(corpus)
+                    corpus.facts = lama_dedup(corpus.facts)[0]
+                self._versions[compat] = relation_versions(corpus)
+            return self._versions[compat]
 
     def close(self) -> None:
         def shut() -> None:

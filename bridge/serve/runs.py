@@ -179,6 +179,31 @@ class Runs:
                  "experiment": r.run.config.get("experiment", "lama")} for n, r in self.runs.items()]
 
 
+def other_data(loaded: LoadedRun, explorer) -> dict | None:
+    """Where the run was made from other data (or other questions) than the live view reads for relations the live
+    view asks: the run's recorded `data_versions` against `explorer.data_versions` under the run's `--compat`, the
+    check a rerun of `kbc run` makes. None where every such relation is the same, or the live view asks none."""
+    from bridge.run.config import version_change
+    from eval.lama import version_choices
+
+    config = loaded.run.config
+    corpus = explorer.corpus.name
+    recorded = (config.get("data_versions") or {}).get(corpus) or {}
+    asked = [r for r in recorded if r in explorer.relations]
+    if corpus not in loaded.run.corpora or not asked:
+        return None
+    live = explorer.data_versions((config.get("settings") or {}).get("compat"))
+    changed = sorted(r for r in asked if recorded[r] != live.get(r))
+    if not changed:
+        return None
+    chosen = (config.get("version_choices") or {}).get(corpus) or {}
+    why = version_change(chosen, version_choices(explorer.corpus), changed)
+    return {"corpus": corpus, "relations": changed,
+            "message": f"run {loaded.name} was made from other {corpus} data than the live view reads "
+                       f"({explorer.data_dir}): it holds results {why}; there the live gold and answers are not "
+                       "what the run recorded"}
+
+
 def _interval(row: dict) -> list[float] | None:
     low, high = row.get("ci_low"), row.get("ci_high")
     return [low, high] if isinstance(low, (int, float)) and isinstance(high, (int, float)) else None
