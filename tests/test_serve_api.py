@@ -330,3 +330,32 @@ def test_run_page_of_a_prompt_set_names_each_rows_prompt(serve_explorer, lama_di
     assert sorted(cells) == sorted((p, text) for _, p, text in rows)
     assert plain["prompted"] is False and {f["prompt_id"] for f in plain["facts"]} == {None}
     assert '<th>prompt</th>' not in plain_page and 'class="prompt"' not in plain_page
+
+
+def test_pages_of_a_run_edited_while_served_answer_an_html_page(serve_explorer, lama_dir, tmp_path):
+    """A served run whose records are edited is refused on its next page: a page says so in HTML (400), the API in
+    JSON."""
+    from fastapi.testclient import TestClient
+
+    from bridge.run.runner import RunConfig, run_lama
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    out = tmp_path / "small"
+    run_lama(RunConfig(corpora=["trex"], predictors=["freq"], out=out, data_dir=str(lama_dir), relations=["P36"],
+                       limit=3, cache_dir=tmp_path / "cache"), progress=False)
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        uid = c.get("/api/runs/small/facts").json()["facts"][0]["uid"]
+        assert c.get("/runs/small").status_code == 200
+        path = out / "predictions" / "trex" / "freq" / "P36.jsonl"
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        records[1]["gold"] = "Nowhere"
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        message = (f"{path}:2: not the record this run wrote there (changed since); delete that file so that the run "
+                   "recomputes it, or use a new --out")
+        api = c.get("/api/runs/small")
+        assert (api.status_code, api.json()) == (400, {"detail": message})
+        for url in ("/runs/small", f"/runs/small/facts/{uid}", "/leaderboard"):
+            r = c.get(url)
+            assert (r.status_code, r.headers["content-type"]) == (400, "text/html; charset=utf-8"), url
+            assert f'<p class="error" id="error">{message}</p>' in r.text, url

@@ -225,3 +225,36 @@ def test_the_board_of_runs_over_different_corpora_ranks_the_runs_holding_the_cho
         bad = c.get("/api/leaderboard", params={"corpus": "bear", "run": "lm"})
         assert (bad.status_code, bad.json()["detail"]) == (400, "corpus='bear': no chosen run holds it; pick one of "
                                                                  "trex")
+
+
+def test_default_board_of_runs_sharing_no_relation_ranks_the_first_and_says_how_to_pick(serve_explorer, lama_dir,
+                                                                                          tmp_path):
+    """Runs of one corpus over different relations cannot be ranked together: the default board (page and API)
+    ranks those sharing relations with the first run and names the others; ticking one ranks it."""
+    from fastapi.testclient import TestClient
+
+    from bridge.run.runner import RunConfig, run_lama
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    runs = {}
+    for name, relations in (("born", ["P19"]), ("capital", ["P36"]), ("both", ["P19", "P36"])):
+        runs[name] = tmp_path / name
+        run_lama(RunConfig(corpora=["trex"], predictors=["freq"], out=runs[name], data_dir=str(lama_dir),
+                           relations=relations, limit=3, cache_dir=tmp_path / "cache"), progress=False)
+    note = ("left out capital: it shares no relation with born, both (runs are ranked over the relations they "
+            "share); tick it in the run picker to rank it apart")
+    with TestClient(create_app(serve_explorer, Runs([runs["born"], runs["capital"], runs["both"]]))) as c:
+        body = c.get("/api/leaderboard").json()
+        assert body["chosen"] == ["born", "both"] and {r["run"] for r in body["rows"]} == {"born", "both"}
+        assert body["notes"][0] == note
+        page = c.get("/leaderboard")
+        assert page.status_code == 200 and 'id="leaderboard"' in page.text
+        assert f'<p class="note" id="board-note-1">{note}</p>' in page.text
+        assert '<input type="checkbox" name="run" value="capital"> capital' in page.text
+        assert '<input type="checkbox" name="run" value="born" checked> born' in page.text
+        picked = c.get("/api/leaderboard", params={"run": ["capital", "both"]}).json()
+        assert {r["run"] for r in picked["rows"]} == {"capital", "both"} and not any("left out" in n and "shares"
+                                                                                   in n for n in picked["notes"])
+        bad = c.get("/api/leaderboard", params={"run": ["born", "capital"]})  # chosen so: refused, as kbc leaderboard
+        assert bad.status_code == 400 and "no relation is held by every run" in bad.json()["detail"]

@@ -62,14 +62,17 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.exception_handler(KbcError)
     async def _user_error(request: Request, exc: KbcError):
-        return JSONResponse({"detail": str(exc)}, status_code=400)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": str(exc)}, status_code=400)
+        # a page answers with a page: e.g. a browsed run whose records were edited while it is served
+        return page(request, "error.html", 400, error=str(exc), heading="Cannot show this")
 
     @app.exception_handler(LookupError)
     async def _not_found(request: Request, exc: LookupError):
         detail = str(exc.args[0]) if exc.args else "not found"
         if request.url.path.startswith("/api/"):
             return JSONResponse({"detail": detail}, status_code=404)
-        return page(request, "not_found.html", 404, error=detail)
+        return page(request, "error.html", 404, error=detail, heading="Not found")
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -195,7 +198,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
             facts = (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
                      if info["has_facts"] else None)
         except run_views.UnknownRelation as exc:
-            return page(request, "not_found.html", 404, error=str(exc))
+            return page(request, "error.html", 404, error=str(exc), heading="Not found")
         except KbcError as exc:
             return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
                         name=name)

@@ -385,6 +385,23 @@ def _holding(mine: list[LoadedRun], corpus: str | None) -> tuple[list[LoadedRun]
                           "what each run holds)"] if left else []
 
 
+def _sharing(mine: list[LoadedRun], corpus: str | None) -> tuple[list[LoadedRun], list[str]]:
+    """The runs ranked together by default: each in turn, from the first, where it shares a relation of every corpus
+    ranked (`corpus`, else every corpus they all hold) with those already kept; and the names of the others."""
+    def relations(run: LoadedRun, name: str) -> set[str]:
+        return set((run.run.config.get("relation_types") or {}).get(name) or {})
+
+    def together(group: list[LoadedRun]) -> bool:
+        corpora = [corpus] if corpus else [c for c in group[0].run.corpora if all(c in r.run.corpora for r in group)]
+        return all(set.intersection(*(relations(r, c) for r in group)) for c in corpora)
+
+    kept = [mine[0]]
+    for run in mine[1:]:
+        if together([*kept, run]):
+            kept.append(run)
+    return kept, [r.name for r in mine if r not in kept]
+
+
 def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
                 scope: str = "shared", experiment: str | None = None, chosen: list[str] | None = None) -> dict:
     """Every predictor of the browsed runs of one experiment (`experiment`, else the first run's; `chosen`: only
@@ -402,6 +419,14 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
         raise ConfigError(f"run={unknown[0]!r}: no browsed {experiment} run of that name"
                           f"{did_you_mean(unknown[0], choices['runs'])}")
     mine, corpus, left = _holding([runs.get(n) for n in names], corpus)
+    if not chosen:  # the default board ranks what can be ranked together, and says how to pick the rest
+        mine, apart = _sharing(mine, corpus)
+        names = [n for n in names if n not in apart]
+        if apart:
+            one = len(apart) == 1
+            left.append(f"left out {', '.join(apart)}: {'it shares' if one else 'they share'} no relation with "
+                        f"{', '.join(r.name for r in mine)} (runs are ranked over the relations they share); tick "
+                        f"{'it' if one else 'them'} in the run picker to rank {'it' if one else 'them'} apart")
     # none asked: what `kbc leaderboard` ranks (exact match where every predictor generates)
     metric = metric or lead_metric(experiment, [row for r in mine for row in r.summary()], setting)
     key = (experiment, tuple(names), corpus, metric, setting, scope)
