@@ -359,3 +359,26 @@ def test_pages_of_a_run_edited_while_served_answer_an_html_page(serve_explorer, 
             r = c.get(url)
             assert (r.status_code, r.headers["content-type"]) == (400, "text/html; charset=utf-8"), url
             assert f'<p class="error" id="error">{message}</p>' in r.text, url
+
+
+def test_docs_name_every_top_level_key_of_a_query_answer(client, p19):
+    """docs/explorer.md's `/api/query` row names the answer's keys as they are (the prompt under `query`), and an
+    exact LM rank has no `of` (it is over every candidate)."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "explorer.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if line.startswith("| `GET /api/query?subject="))
+    text = row.split("|")[2]
+    depth, top = 0, []
+    for part in re.split(r"([()])", text):
+        if part in "()" and part:
+            depth += 1 if part == "(" else -1
+        elif depth == 0:
+            top += re.findall(r"`([a-z_]+)`", part)
+    fact = _unique_subject(p19)
+    body = client.get("/api/query", params={"subject": fact.subject.label, "relation": "P19", "run": "lama-small"})
+    assert sorted(top) == sorted(body.json())
+    assert body.json()["query"]["prompt"] == f"{fact.subject.label} was born in [MASK] ."
+    rank = _col(body.json(), "bert")["gold_rank"]
+    assert rank["exact"] is True and rank["of"] is None and rank["rank"] >= 1

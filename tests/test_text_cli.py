@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -30,6 +31,14 @@ def test_build_stats_search_and_cooccur(tmp_path, capsys):
     assert "2 pages, 3 paragraphs" in out and f"index: 3 paragraphs in {loc} (tantivy)" in out
     code, out, _ = _kbc(capsys, "index", "stats", "--index", loc)
     assert code == 0 and json.loads(out)["paragraphs"] == 3
+    from datetime import UTC, datetime
+
+    from kb.text.index import open_index
+
+    with contextlib.closing(open_index("tantivy", loc)) as idx:
+        built = idx.stats()["built_at"]
+    assert json.loads(out)["built_at"] == datetime.fromtimestamp(built, UTC).isoformat(timespec="seconds")
+    assert json.loads(out)["built_at"].endswith("+00:00")
     code, out, _ = _kbc(capsys, "index", "search", "born Florence", "-k", "2", "--index", loc, "--json")
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["id"] for r in rows] == ["Dante#0", "Florence#0"]

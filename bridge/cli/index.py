@@ -95,9 +95,14 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
 @backend_option
 @es_url_option
 def stats(location, backend, es_url) -> None:
-    """Paragraph count, size and build metadata of an index."""
+    """Paragraph count, size and build metadata of an index (when it was built as a UTC time, not epoch seconds)."""
     idx = _open(location, backend, es_url)
-    click.echo(json.dumps(idx.stats(), indent=1, ensure_ascii=False))
+    stats = idx.stats()
+    if isinstance(stats.get("built_at"), (int, float)):
+        from datetime import UTC, datetime
+
+        stats["built_at"] = datetime.fromtimestamp(stats["built_at"], UTC).isoformat(timespec="seconds")
+    click.echo(json.dumps(stats, indent=1, ensure_ascii=False))
     idx.close()
 
 
