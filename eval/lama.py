@@ -70,18 +70,24 @@ class Corpus:
             return known[1]
         return fingerprint(self.files)
 
-    def summary(self, verbose: bool = False, n_facts: int | None = None) -> str:
+    def summary(self, verbose: bool = False, n_facts: int | None = None, removed: dict[str, int] | None = None) -> str:
         """One total line, then the sources that dropped rows or carry notes (all if verbose).
 
-        `n_facts`: the number of facts, for an outline that holds none (`eval.corpora.corpus_outline`)."""
+        `n_facts`: the number of facts, for an outline that holds none (`eval.corpora.corpus_outline`); `removed`:
+        per relation, the facts `--compat lama` removed from those read as label duplicates (`eval.compat.lama_dedup`),
+        so that read = kept + dropped + removed on the one line."""
         read = sum(r.read for r in self.reports)
         dropped = sum(r.n_dropped for r in self.reports)
+        deduplicated = sum((removed or {}).values())
         n = len(self.relations)
         kept = len(self.facts) if n_facts is None else n_facts
         other = f"{self.other_relations} of other relations, " if self.other_relations else ""
-        part = f"{self.asked_part} {kept + self.other_relations + dropped}: " if self.asked_part else ""
+        part = f"{self.asked_part} {kept + self.other_relations + dropped + deduplicated}: " if self.asked_part else ""
+        by_relation = ", ".join(f"{rel} {k}" for rel, k in (removed or {}).items())
+        dedup = (f", removed {deduplicated} with the labels of an earlier fact (--compat lama: {by_relation})"
+                 if deduplicated else "")
         lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
-                 f"dropped {dropped}"]
+                 f"dropped {dropped}{dedup}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)
 

@@ -160,13 +160,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     for name, corpus in plan.corpora.items():
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""
-        total, _, sources = corpus.summary().partition("\n")  # the sample is of every relation: on the total line
+        # the sample is of every relation, and --compat lama's label duplicates are of what was read: on the total line
+        total, _, sources = corpus.summary(removed=plan.removed.get(name)).partition("\n")
         log.info("%s%s%s%s", total, sampled, left_out_note(experiment, plan.asked[name]),
                  f"\n{sources}" if sources else "")
-        if plan.removed.get(name):
-            per_rel = ", ".join(f"{rel} {n}" for rel, n in plan.removed[name].items())
-            log.info("%s: --compat lama removed %d facts with the labels of an earlier fact (%s)", name,
-                     sum(plan.removed[name].values()), per_rel)
     # the cluster is joined before anything is written: an unreachable one stops the run with one line
     with open_executor(executor) as pool:
         out = cfg.out
