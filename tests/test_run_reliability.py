@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError
@@ -60,3 +61,31 @@ def test_edited_data_leaves_no_stale_valid_objects(lama_dir, tmp_path):
     assert record["other_valid"] == []  # only Atlantis is valid for that subject now
     with pytest.raises(ConfigError, match="other data"):  # results of the old data are never mixed in
         run_lama(_cfg(tmp_path / "before", data, cache), progress=False)
+
+
+def test_an_lm_recomputed_in_other_batches_ranks_the_same_with_scores_equal_to_float32_rounding(
+        lama_dir, tmp_path, tiny_models):  # noqa: F811
+    """What docs/reliability.md promises of a deleted cache: the tiny BERT asked again without its cache, in batches
+    of 3 instead of 32, gives the same answers in the same order, the same ranks and the same summary; its scores
+    differ at most in float32's last places (a relative 1e-6, records keeping 6 decimals)."""
+    bert = tiny_models("bert-cased")
+    outs = {}
+    for name, batch in (("first", 32), ("again", 3)):
+        outs[name] = tmp_path / name
+        run_lama(RunConfig(["trex"], [f"bert={bert}"], outs[name], str(lama_dir), relations=["P19", "P36"], limit=20,
+                           batch_size=batch, cache_dir=tmp_path / f"cache-{name}"), progress=False)
+    differ = 0
+    for relation in ("P19", "P36"):
+        first, again = ({r["uid"]: r for r in map(json.loads, (outs[n] / "predictions" / "trex" / "bert" /
+                                                               f"{relation}.jsonl").read_text().splitlines())}
+                        for n in ("first", "again"))
+        assert sorted(first) == sorted(again) and len(first) == 20
+        for uid, r in first.items():
+            s = again[uid]
+            assert [a[0] for a in r["answers"]] == [a[0] for a in s["answers"]]
+            assert [r[k] for k in ("rank_raw", "rank_exact_raw")] == [s[k] for k in ("rank_raw", "rank_exact_raw")]
+            for (_, x, _), (_, y, _) in zip(r["answers"], s["answers"]):
+                assert abs(x - y) <= 1e-6 * abs(x) + 1e-6  # the last float32 places, then the 6th decimal
+                differ += x != y
+    assert (outs["first"] / "summary.json").read_text() == (outs["again"] / "summary.json").read_text()
+    assert differ > 0  # the batches did change some sums: "never a different number" would be untrue
