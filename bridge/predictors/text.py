@@ -87,7 +87,7 @@ def _closed_retrieval(base: type, same: dict[str, frozenset[str]]):
         def retrieve(self, query):
             if not self.exclude_gold:
                 return super().retrieve(query)
-            gold = same.get(query.fact_uid, frozenset()) | {query.fact_uid}
+            gold = query.own_facts.union(*(same.get(uid, ()) for uid in query.own_facts))
             hits = self.index.search(retrieval_text(query), self.k * 3 + 10)
             return [h for h in hits if not gold.intersection(h.paragraph.facts)][:self.k]
 

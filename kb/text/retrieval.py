@@ -232,8 +232,9 @@ class RetrievalPredictor:
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.exclude_gold:
             return self.index.search(retrieval_text(query), self.k)
+        own = query.own_facts
         hits = self.index.search(retrieval_text(query), self.k * 3 + 10)
-        return [h for h in hits if query.fact_uid not in h.paragraph.facts][:self.k]
+        return [h for h in hits if own.isdisjoint(h.paragraph.facts)][:self.k]
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         out = []
