@@ -59,6 +59,9 @@ class TextIndex(Protocol):
     def doc_freq(self, term: str) -> int:
         """Paragraphs containing the analyzed term."""
 
+    def fingerprint(self) -> str:
+        """A digest of what the index holds: a rebuild from other paragraphs changes it."""
+
     def stats(self) -> dict:
         """Backend, location, paragraph count, size on disk and build metadata."""
 
