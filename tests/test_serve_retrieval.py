@@ -49,3 +49,19 @@ def test_a_subject_with_several_facts_leaves_out_the_evidence_of_each(tmp_path):
     assert [h.paragraph.pid for h in predictor.retrieve(query)] == ["p#2"]
     (prediction,) = predictor.predict([query], 5)
     assert [a.label for a in prediction.answers] == ["Occitan"]
+
+
+def test_the_oracle_badge_says_when_the_index_holds_no_evidence_of_the_asked_fact(trex, lama_dir, tmp_path):
+    import kbcompare
+
+    p19 = dataclasses.replace(trex, facts=[f for f in trex.facts if f.relation == "P19"])
+    build_index(evidence_paragraphs([p19]), "tantivy", tmp_path / "index").close()
+    capital = next(f for f in trex.facts if f.relation == "P36")
+    born = next(f for f in trex.facts if f.relation == "P19")
+    with kbcompare.Sides(["retrieval-oracle"], settings={"text_index": str(tmp_path / "index")},
+                         relations=["P19", "P36"], data_dir=lama_dir, cache_dir=tmp_path / "cache") as sides:
+        without = sides.ask(capital.subject.label, "P36").side("retrieval-oracle")["upper_bound"]
+        with_own = sides.ask(born.subject.label, "P19").side("retrieval-oracle")["upper_bound"]
+    assert with_own == "reads the fact's own evidence paragraphs"
+    assert without == ("reads the fact's own evidence paragraphs; its index holds no evidence of this fact's own: "
+                       "here it reads what the leak-free retrieval reads, no upper bound")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -14,7 +15,7 @@ from eval.errors import ConfigError, DataError
 from eval.types import Entity, Evidence, Fact, Query
 from kb.text.evidence import attach_gold, attach_retrieved, evidence_index, gold_context
 from kb.text.index import build_index
-from kb.text.paragraphs import ContentDigest, Paragraph
+from kb.text.paragraphs import ContentDigest, Paragraph, evidence_paragraphs
 from kb.text.retrieval import EntityReader, RetrievalPredictor, SlotContext, VocabReader, retrieval_text
 
 TEMPLATE = "[X] was born in [Y] ."
@@ -269,3 +270,26 @@ def test_the_content_digest_is_the_digest_of_the_paragraphs_in_order():
     again = ContentDigest([b, a])
     list(again)
     assert again.hexdigest() != digest.hexdigest()
+
+
+def test_a_run_records_per_relation_how_many_facts_have_their_own_evidence_in_the_index(trex, lama_dir, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """Evidence of P19 only: the oracle's note says P36 had none to read, so it bounds nothing there."""
+    from cli_support import run_kbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    p19 = dataclasses.replace(trex, facts=[f for f in trex.facts if f.relation == "P19"])
+    build_index(evidence_paragraphs([p19]), "tantivy", tmp_path / "idx").close()
+    out = tmp_path / "run"
+    code, printed, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--predictors",
+                                  "retrieval", "retrieval-oracle", "--set", f"text_index={tmp_path / 'idx'}",
+                                  "--data-dir", str(lama_dir), "--limit", "5", "--out", str(out)], capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    held = {"P19": [944, 944], "P36": [0, 703]}
+    assert config["own_evidence"] == {"trex": {"retrieval": held, "retrieval-oracle": held}}
+    note = ("Upper bounds, not baselines: `retrieval-oracle` reads the fact's own evidence paragraphs (facts of each "
+            "relation whose own evidence its index holds: trex P19 944 of 944, P36 0 of 703; none on trex P36: there "
+            "it reads what the leak-free retrieval reads, no upper bound).")
+    assert note in printed.splitlines()
+    assert f"- {note}" in (out / "summary.md").read_text().splitlines()

@@ -285,7 +285,7 @@ def new_config(experiment: str = "lama") -> dict:
 
 # entries of a run config that map each corpus to a map (relation or predictor -> ...)
 PER_CORPUS = ("data_versions", "version_choices", "relation_types", "relation_labels", "predictor_configs",
-              "answer_space", "seconds", "compat_removed", "usage")
+              "answer_space", "seconds", "compat_removed", "usage", "own_evidence")
 
 
 def _config_gap(config) -> str | None:

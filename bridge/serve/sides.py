@@ -357,8 +357,19 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
         out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
                          seconds=seconds, batch=len(asked), gold_rank=gold_rank_of(pred, golds[i]),
                          scores="log-probability" if causal else "probability" if side == "lm" else "score",
-                         upper_bound=UPPER_BOUNDS.get(column.spec))
+                         upper_bound=upper_bound(column, queries[i]))
     return out
+
+
+def upper_bound(column: Column, query: Query) -> str | None:
+    """Why a column is an upper bound; for a retrieval oracle whose index holds none of the asked fact's own
+    evidence, also that it read what the leak-free retrieval reads there."""
+    why = UPPER_BOUNDS.get(column.spec)
+    held = getattr(getattr(column.predictor, "index", None), "facts_held", None)
+    if why is None or held is None or query.relation == "cloze" or held(query.own_facts):
+        return why
+    return (f"{why}; its index holds no evidence of this fact's own: here it reads what the leak-free retrieval "
+            "reads, no upper bound")
 
 
 def _marks(text: str, phrases: dict[str, str]) -> list[dict]:

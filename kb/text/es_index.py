@@ -246,7 +246,7 @@ class ESIndex:
             if count != n:
                 raise DataError(f"{url}: {n} paragraphs sent but {count} indexed (duplicate paragraph ids?)")
             info.update(paragraphs=n, build_seconds=round(time.perf_counter() - start, 3),
-                        content_sha256=content.hexdigest())
+                        content_sha256=content.hexdigest(), paragraphs_with_facts=content.with_facts)
             _call(url, es.indices.put_mapping, index=concrete, meta=info)
             old = sorted(_call(url, es.indices.get_alias, name=name)) if _call(
                 url, es.indices.exists_alias, name=name) else []
@@ -323,6 +323,13 @@ class ESIndex:
 
     def doc_freq(self, term: str) -> int:
         return _call(self.url, self._es.count, index=self.name, query={"term": {"text": term}})["count"]
+
+    def facts_held(self, uids: Iterable[str]) -> set[str]:
+        """Facts are stored, not indexed: every paragraph is read, unless the build recorded that none has facts."""
+        wanted = set(uids)
+        if not wanted or self.meta.get("paragraphs_with_facts") == 0:
+            return set()
+        return {uid for p in self.matching_paragraphs() for uid in p.facts if uid in wanted}
 
     def fingerprint(self) -> str:
         """What the index behind the alias holds (`index_fingerprint`; before the content digest: its name)."""

@@ -52,15 +52,18 @@ class Paragraph:
 
 class ContentDigest:
     """The SHA-256 of the paragraphs an index is built from, taken as they stream by: the same input gives the same
-    digest whatever files a backend writes, and an index rebuilt from other paragraphs another one."""
+    digest whatever files a backend writes, and an index rebuilt from other paragraphs another one. `with_facts`
+    counts the paragraphs aligned to facts (none: no fact's own evidence is there to leak)."""
 
     def __init__(self, paragraphs: Iterable[Paragraph]) -> None:
         self._paragraphs = paragraphs
         self._sha = hashlib.sha256()
+        self.with_facts = 0
 
     def __iter__(self) -> Iterator[Paragraph]:
         for p in self._paragraphs:
             self._sha.update(json.dumps(p.to_dict(), ensure_ascii=False).encode() + b"\n")
+            self.with_facts += bool(p.facts)
             yield p
 
     def hexdigest(self) -> str:

@@ -216,7 +216,7 @@ class TantivyIndex:
             files = file_digests(generation)
             info = {"backend": "tantivy", "paragraphs": n, "analyzer": PATTERN, "built_at": time.time(),
                     "build_seconds": round(seconds, 3), **(meta or {}), "content_sha256": content.hexdigest(),
-                    "files": files}
+                    "paragraphs_with_facts": content.with_facts, "files": files}
             (generation / META).write_text(json.dumps(info, indent=1, ensure_ascii=False))
             record_verified(generation, files)
             final = root / name
@@ -312,6 +312,10 @@ class TantivyIndex:
     def doc_freq(self, term: str) -> int:
         with self._reading():
             return self._searcher.doc_freq("text", term)
+
+    def facts_held(self, uids: Iterable[str]) -> set[str]:
+        with self._reading():
+            return {uid for uid in uids if self._searcher.doc_freq("facts", uid)}
 
     def fingerprint(self) -> str:
         """What the live generation holds (`index_fingerprint`; before the content digest: its files' digests)."""
