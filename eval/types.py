@@ -130,6 +130,11 @@ class Query(_Pickled):
         return OBJECT_SLOT if self.slot == "object" else SUBJECT_SLOT
 
     @property
+    def own_facts(self) -> frozenset[str]:
+        """The facts whose evidence is this query's own, left out by leak-free retrieval: its fact."""
+        return frozenset((self.fact_uid,))
+
+    @property
     def given(self) -> str:
         return SUBJECT_SLOT if self.slot == "object" else OBJECT_SLOT
 

@@ -1712,3 +1712,50 @@ def test_a_fewrel_run_scored_before_its_confusion_matrices_were_digested_says_so
                            "same `kbc run` command to rescore it")
     assert run_kbc(argv, capsys)[0] == 0
     assert run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)[0] == 0
+
+
+# --- the text index: an interrupted build, a query or a name without words ---
+
+def test_an_interrupted_index_build_says_nothing_of_it_is_kept(tmp_path, capsys, monkeypatch):
+    from kb.text import paragraphs
+
+    rows = tmp_path / "paragraphs.jsonl"
+    rows.write_text("".join(json.dumps(p) + "\n" for p in PARAGRAPHS))
+
+    read = paragraphs.read_paragraph_jsonl
+
+    def interrupted(path, report):
+        yield next(iter(read(path, report)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(paragraphs, "read_paragraph_jsonl", interrupted)
+    out = tmp_path / "idx"
+    code, _, err = run_kbc(["index", "build", "--source", "jsonl", "--input", str(rows), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 130 and not out.exists()
+    assert err.strip() == ("interrupted: no index was built and nothing of it is kept; the index at --out before, "
+                           "if any, is unchanged; rerun the same command to build it from the start")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["index", "search", ""], "error: QUERY '' has no word to search for (letters or digits)"),
+    (["index", "search", " ?! "], "error: QUERY ' ?! ' has no word to search for (letters or digits)"),
+    (["cooccur", "", "Florence"], "error: A='' has no word to look for (letters or digits); give a name, or "
+                                  "--alias-a NAME"),
+    (["cooccur", "Dante", "."], "error: B='.' has no word to look for (letters or digits); give a name, or "
+                                "--alias-b NAME"),
+    (["cooccur", "", "Florence", "--alias-a", "Dante"], None),
+])
+def test_a_search_or_cooccurrence_without_words_is_refused(tmp_path, capsys, argv, expected):
+    from kb.text.index import build_index
+    from kb.text.paragraphs import Paragraph
+
+    index = tmp_path / "idx"
+    build_index([Paragraph(f"{p['title']}#{i}", p["title"], i, p["text"]) for i, p in enumerate(PARAGRAPHS)],
+                "tantivy", index).close()
+    code, out, err = run_kbc([*argv, "--index", str(index)], capsys)
+    if expected is None:  # an alias of words is looked for as before
+        assert code == 0 and out == "A='': 2  B='Florence': 1  both: 1  of 2 paragraphs  pmi=0.000  npmi=0.000\n"
+        return
+    _assert_one_error_line(code, err, expected, False)
+    assert err.strip() == expected and out == ""

@@ -9,7 +9,9 @@ brute-force scan.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 import os
 import shutil
@@ -26,7 +28,7 @@ from eval.errors import DataError, KbcError
 from kb.text.analyzer import term_counts, tokens
 from kb.text.cooccur import ScanIndex
 from kb.text.index import Mention, build_index, open_index
-from kb.text.paragraphs import Paragraph, read_dump
+from kb.text.paragraphs import ContentDigest, Paragraph, read_dump
 
 N_PARAGRAPHS = 600  # the emulator is fine for a few thousand documents
 QUERIES = ["Abraham Lincoln slavery", "the political philosophy of anarchism", "Aristotle logic logic",
@@ -277,3 +279,28 @@ def test_duplicate_ids_rejected_by_tantivy(tmp_path):
     with pytest.raises(DataError, match="duplicate paragraph id 'a#0'"):
         build_index(rows, "tantivy", tmp_path / "dup")
     shutil.rmtree(tmp_path / "dup", ignore_errors=True)
+
+
+def test_both_backends_fingerprint_an_index_by_its_paragraphs(tmp_path, emulator_url):
+    rows = [Paragraph(f"a#{i}", "a", i, f"alpha word {i}") for i in range(4)]
+    digest = ContentDigest(rows)
+    list(digest)
+    tantivy = build_index(rows, "tantivy", tmp_path / "idx")
+    es = build_index(rows, "elasticsearch", "kbc-fingerprint", es_url=emulator_url)
+    assert tantivy.fingerprint() == es.fingerprint() == digest.hexdigest()
+    assert open_index("tantivy", tmp_path / "idx").fingerprint() == digest.hexdigest()
+    assert open_index("elasticsearch", "kbc-fingerprint", emulator_url).fingerprint() == digest.hexdigest()
+    assert build_index(rows[:3], "tantivy", tmp_path / "idx").fingerprint() != digest.hexdigest()
+    assert build_index(rows[:3], "elasticsearch", "kbc-fingerprint", es_url=emulator_url).fingerprint() \
+        != digest.hexdigest()
+
+
+def test_an_index_built_before_the_content_digest_is_fingerprinted_by_its_files(tmp_path):
+    rows = [Paragraph(f"a#{i}", "a", i, f"alpha word {i}") for i in range(4)]
+    built = build_index(rows, "tantivy", tmp_path / "idx")
+    meta_path = built.generation / "kbc-meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["content_sha256"]
+    meta_path.write_text(json.dumps(meta))
+    files = json.dumps(meta["files"], sort_keys=True)
+    assert open_index("tantivy", tmp_path / "idx").fingerprint() == hashlib.sha256(files.encode()).hexdigest()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -12,7 +15,7 @@ from eval.errors import ConfigError, DataError
 from eval.types import Entity, Evidence, Fact, Query
 from kb.text.evidence import attach_gold, attach_retrieved, evidence_index, gold_context
 from kb.text.index import build_index
-from kb.text.paragraphs import Paragraph
+from kb.text.paragraphs import ContentDigest, Paragraph, evidence_paragraphs
 from kb.text.retrieval import EntityReader, RetrievalPredictor, SlotContext, VocabReader, retrieval_text
 
 TEMPLATE = "[X] was born in [Y] ."
@@ -226,3 +229,67 @@ def test_qa_reader_with_a_tiny_random_model(tiny, shared_data, tmp_path):
     assert [a.score for a in answers] == sorted((a.score for a in answers), reverse=True)
     with pytest.raises(DataError, match="cannot load the QA reader"):
         QAReader(str(tmp_path / "missing"))
+
+
+def test_an_index_rebuilt_from_other_paragraphs_under_the_same_path_is_refused(lama_dir, tmp_path, monkeypatch,
+                                                                               capsys):
+    """The index is part of the predictor's identity as a vocabulary file is: by what it holds, not its path."""
+    from cli_support import run_kbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    where, out = tmp_path / "idx", tmp_path / "run"
+    first = [Paragraph("a#0", "a", 0, "Gerard Lee was born in Melbourne"), Paragraph("b#0", "b", 0, "Paris is big")]
+
+    def build_and_run(paragraphs: list[Paragraph], limit: str) -> tuple[int, str]:
+        build_index(paragraphs, "tantivy", where).close()
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--predictors", "retrieval",
+                                "--set", f"retrieval.text_index={where}", "--data-dir", str(lama_dir), "--limit", limit,
+                                "--out", str(out)], capsys)
+        return code, err
+
+    assert build_and_run(first, "3")[0] == 0
+    fingerprint = json.loads((out / "config.json").read_text())["predictor_specs"]["retrieval"]["files"]
+    digest = ContentDigest(first)
+    list(digest)
+    assert fingerprint == {"text_index": "sha256:" + digest.hexdigest()[:16]}
+    assert build_and_run(first, "4")[0] == 0  # the same paragraphs rebuilt: the same input
+    code, err = build_and_run([Paragraph("a#0", "a", 0, "Gerard Lee was born in Paris")], "5")
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"error: {out}: predictor 'retrieval' was run with other files at text_index={where} (they were replaced "
+        "or edited since); give it another name (NAME=SPEC) or use another --out")
+    assert len((out / "predictions/trex/retrieval/P19.jsonl").read_text().splitlines()) == 4
+
+
+def test_the_content_digest_is_the_digest_of_the_paragraphs_in_order():
+    a, b = Paragraph("a#0", "a", 0, "one"), Paragraph("b#0", "b", 0, "two", ("B",), ("f1",))
+    digest = ContentDigest([a, b])
+    assert list(digest) == [a, b]
+    assert digest.hexdigest() == hashlib.sha256(
+        b'{"id": "a#0", "title": "a", "para": 0, "text": "one", "links": [], "facts": []}\n'
+        b'{"id": "b#0", "title": "b", "para": 0, "text": "two", "links": ["B"], "facts": ["f1"]}\n').hexdigest()
+    again = ContentDigest([b, a])
+    list(again)
+    assert again.hexdigest() != digest.hexdigest()
+
+
+def test_a_run_records_per_relation_how_many_facts_have_their_own_evidence_in_the_index(trex, lama_dir, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """Evidence of P19 only: the oracle's note says P36 had none to read, so it bounds nothing there."""
+    from cli_support import run_kbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    p19 = dataclasses.replace(trex, facts=[f for f in trex.facts if f.relation == "P19"])
+    build_index(evidence_paragraphs([p19]), "tantivy", tmp_path / "idx").close()
+    out = tmp_path / "run"
+    code, printed, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--predictors",
+                                  "retrieval", "retrieval-oracle", "--set", f"text_index={tmp_path / 'idx'}",
+                                  "--data-dir", str(lama_dir), "--limit", "5", "--out", str(out)], capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    held = {"P19": [944, 944], "P36": [0, 703]}
+    assert config["own_evidence"] == {"trex": {"retrieval": held, "retrieval-oracle": held}}
+    note = ("Upper bounds, not baselines: `retrieval-oracle` reads the fact's own evidence paragraphs (facts of each "
+            "relation whose own evidence its index holds: trex P19 944 of 944, P36 0 of 703; none on trex P36: there "
+            "it reads what the leak-free retrieval reads, no upper bound).")
+    assert note in printed.splitlines()
+    assert f"- {note}" in (out / "summary.md").read_text().splitlines()

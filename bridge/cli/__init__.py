@@ -122,6 +122,10 @@ def usage_error_line(exc: click.UsageError, argv: list[str] = ()) -> str:
 
 def command_path(argv: list[str]) -> str:
     """`kbc show` for `show RUN --uid`: the deepest command the words of `argv` name."""
+    return " ".join(_command_of(argv)[1])
+
+
+def _command_of(argv: list[str]) -> tuple[click.Command, list[str]]:
     command: click.Command = cli
     path = ["kbc"]
     ctx = click.Context(cli, info_name="kbc")
@@ -132,7 +136,15 @@ def command_path(argv: list[str]) -> str:
         if sub is None:
             break
         command, path = sub, [*path, word]
-    return " ".join(path)
+    return command, path
+
+
+INTERRUPTED = "interrupted: results written so far are kept; rerun the same command to resume"
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """What an interrupted command leaves: a command whose work is not kept in part says so (`interrupted`)."""
+    return getattr(_command_of(argv)[0], "interrupted", INTERRUPTED)
 
 
 def os_error_line(exc: OSError) -> str:
@@ -161,11 +173,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         click.echo(usage_error_line(exc, argv), err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("interrupted: results written so far are kept; rerun the same command to resume", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo(interrupted_line(argv), err=True)
         sys.exit(130)
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)

@@ -65,6 +65,11 @@ def build(source, input_path, location, min_words, backend, es_url, data_dir, qu
         _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
 
 
+# a build is atomic: an interrupted one leaves nothing of itself, and nothing to resume from
+build.interrupted = ("interrupted: no index was built and nothing of it is kept; the index at --out before, if any, "
+                     "is unchanged; rerun the same command to build it from the start")
+
+
 def _build(source: str, input_path: str | None, location: str, min_words: int, backend: str, es_url: str | None,
            data_dir: str | None, quiet: bool) -> None:
     from kb.text.index import build_index
@@ -115,6 +120,10 @@ def stats(location, backend, es_url) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines.")
 def search(query, k, location, backend, es_url, as_json) -> None:
     """BM25 top-k paragraphs for QUERY."""
+    from kb.text.analyzer import term_counts
+
+    if not term_counts(query):
+        raise ConfigError(f"QUERY {query!r} has no word to search for (letters or digits)")
     idx = _open(location, backend, es_url)
     for rank, hit in enumerate(idx.search(query, k), 1):
         p = hit.paragraph
@@ -139,9 +148,13 @@ def cooccur(a, b, alias_a, alias_b, by_link, location, backend, es_url) -> None:
     from kb.text.cooccur import Cooccur
     from kb.text.index import Mention
 
+    mentions = (Mention.of(a, alias_a, a if by_link else None), Mention.of(b, alias_b, b if by_link else None))
+    for name, given, mention in (("A", a, mentions[0]), ("B", b, mentions[1])):
+        if not mention.token_phrases() and not mention.link:
+            raise ConfigError(f"{name}={given!r} has no word to look for (letters or digits); give a name, or "
+                              f"--alias-{name.lower()} NAME")
     idx = _open(location, backend, es_url)
-    c = Cooccur(idx).pair(Mention.of(a, alias_a, a if by_link else None),
-                          Mention.of(b, alias_b, b if by_link else None))
+    c = Cooccur(idx).pair(*mentions)
     pmi = "n/a" if c.pmi is None else f"{c.pmi:.3f}"
     npmi = "n/a" if c.npmi is None else f"{c.npmi:.3f}"
     click.echo(f"A={a!r}: {c.a}  B={b!r}: {c.b}  both: {c.both}  of {c.total} paragraphs  pmi={pmi}  npmi={npmi}")

@@ -100,7 +100,25 @@ def upper_bound_text(config: dict, predictor: str, spec: str) -> str | None:
         return None
     borrowed = any(isinstance((c or {}).get(predictor), dict) and c[predictor].get("text")
                    for c in (config.get("predictor_configs") or {}).values())
-    return None if borrowed and spec in BORROWS_TEXT else UPPER_BOUNDS[spec]
+    return None if borrowed and spec in BORROWS_TEXT else UPPER_BOUNDS[spec] + _evidence_held(config, predictor)
+
+
+def _evidence_held(config: dict, predictor: str) -> str:
+    """How many facts of each relation had evidence of their own to read, as a run recorded (`own_evidence`):
+    on a relation where none had, the oracle read what the leak-free predictor read and bounds nothing."""
+    parts, none = [], []
+    for corpus, per in (config.get("own_evidence") or {}).items():
+        counts = (per or {}).get(predictor) if isinstance(per, dict) else None
+        rows = [(rel, c[0], c[1]) for rel, c in (counts or {}).items() if isinstance(c, list) and len(c) == 2] \
+            if isinstance(counts, dict) else []
+        if rows:
+            parts.append(f"{corpus} " + ", ".join(f"{rel} {held:,} of {of:,}" for rel, held, of in rows))
+            none += [f"{corpus} {rel}" for rel, held, _ in rows if held == 0]
+    if not parts:
+        return ""
+    where = (f"; none on {', '.join(none)}: there it reads what the leak-free retrieval reads, no upper bound"
+             if none else "")
+    return f" (facts of each relation whose own evidence its index holds: {'; '.join(parts)}{where})"
 
 
 def upper_bound_note(config: dict) -> str | None:

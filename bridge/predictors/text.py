@@ -66,6 +66,21 @@ def make_retrieval_oracle(name: str, ctx: PredictorContext):
 make_retrieval.pinned = make_retrieval_oracle.pinned = ("exclude_gold",)
 
 
+def _index_fingerprint(opts: dict[str, str]) -> str:
+    """What the index `text_index` names holds: an index rebuilt or edited under the same name is another input,
+    as an edited vocabulary file is, so a rerun into the same directory never mixes answers from both."""
+    from kb.text.index import check_backend, open_index
+    from lm.loading import FILES_PREFIX
+
+    es_timeout = number_option(opts, "es_timeout", ES_TIMEOUT, strict_float, minimum=0.1)
+    with open_index(check_backend(opts.get("backend", "tantivy")), opts["text_index"],
+                    opts.get("es_url") or os.environ.get("KBC_ES_URL"), es_timeout) as index:
+        return FILES_PREFIX + index.fingerprint()[:16]
+
+
+make_retrieval.fingerprints = make_retrieval_oracle.fingerprints = {"text_index": _index_fingerprint}
+
+
 def _same_entities(corpus, data_dir: Path) -> dict[str, frozenset[str]]:
     """Fact uid -> uids of the LAMA evidence facts with the same subject and object ids (any relation)."""
     from eval.corpora import load_corpus
@@ -87,7 +102,7 @@ def _closed_retrieval(base: type, same: dict[str, frozenset[str]]):
         def retrieve(self, query):
             if not self.exclude_gold:
                 return super().retrieve(query)
-            gold = same.get(query.fact_uid, frozenset()) | {query.fact_uid}
+            gold = query.own_facts.union(*(same.get(uid, ()) for uid in query.own_facts))
             hits = self.index.search(retrieval_text(query), self.k * 3 + 10)
             return [h for h in hits if not gold.intersection(h.paragraph.facts)][:self.k]
 

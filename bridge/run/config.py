@@ -126,7 +126,8 @@ class PlannedPredictor:
 
     def files(self) -> dict[str, str]:
         """Fingerprints of the local files it reads (model folders, vocabularies, maps): weights replaced at the
-        same path change its identity, checked on every rerun without loading anything. Hub ids have none."""
+        same path change its identity, checked on every rerun without loading anything. Hub ids have none. A
+        factory's `fingerprints` ({option: function of the options}) fingerprint inputs of their own kind."""
         from bridge.predictors.registry import ENTRIES
         from lm.loading import files_fingerprint
 
@@ -137,6 +138,9 @@ class PlannedPredictor:
             opt = self.declared.get(key)
             if opt is not None and opt.identity and opt.kind in ("model", "path") and Path(value).expanduser().exists():
                 out[key] = files_fingerprint(value)
+        for key, fingerprint in getattr(self.factory, "fingerprints", {}).items():  # inputs that are no plain files
+            if key in self.options:
+                out[key] = fingerprint(self.options)
         return out
 
 
@@ -281,7 +285,7 @@ def new_config(experiment: str = "lama") -> dict:
 
 # entries of a run config that map each corpus to a map (relation or predictor -> ...)
 PER_CORPUS = ("data_versions", "version_choices", "relation_types", "relation_labels", "predictor_configs",
-              "answer_space", "seconds", "compat_removed", "usage")
+              "answer_space", "seconds", "compat_removed", "usage", "own_evidence")
 
 
 def _config_gap(config) -> str | None:

@@ -441,6 +441,10 @@ class Job:
             spaces = self.config["answer_space"].setdefault(self.corpus.name, {})
             spaces.setdefault(self.p.name, {}).update({rel: size(rel) if size else None
                                                        for rel in self.corpus.relations})
+            own = getattr(self.predictor, "own_evidence", None)
+            if own is not None:  # per relation, how many of its facts have evidence of their own to read or leave out
+                self.config.setdefault("own_evidence", {}).setdefault(self.corpus.name, {}).setdefault(
+                    self.p.name, {}).update(own(self.corpus.facts))
         return self.predictor
 
     def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]]) -> None:

@@ -126,6 +126,18 @@ def _sharing_words(explorer: Explorer, folded: dict[str, list[str]], typed: str)
     return [label for f in ranked[:SUGGESTIONS] for label in sorted(folded[f])]
 
 
+@dataclass(frozen=True)
+class AskedQuery(Query):
+    """A subject + relation query of the explorer: `facts` are the corpus's facts it asks (those of the subject
+    and relation), so a predictor answers it as `kbc run` answers them, their own evidence left out."""
+
+    facts: tuple[str, ...] = ()
+
+    @property
+    def own_facts(self) -> frozenset[str]:
+        return frozenset(self.facts) | {self.fact_uid}
+
+
 def make_query(ask: Ask, explorer: Explorer) -> Query:
     uid = f"serve-{uuid.uuid4().hex[:12]}"
     if ask.cloze:
@@ -135,7 +147,12 @@ def make_query(ask: Ask, explorer: Explorer) -> Query:
     known = explorer.subjects.get(ask.subject, [Entity(ask.subject)])
     # an id where the label names exactly one subject of the corpus; else the gold KB merges by label
     entity = known[0] if len(known) == 1 else Entity(ask.subject)
-    return Query(uid, uid, explorer.corpus.name, ask.relation, entity, "object", relation.template)
+    facts = tuple(f.uid for f in explorer.by_subject.get(ask.subject, ()) if f.relation == ask.relation)
+    # one fact: the run's own query of it; several (or a subject the corpus lacks): no fact is named, and the
+    # evidence of every fact asked is left out
+    fact_uid = facts[0] if len(facts) == 1 else uid
+    return AskedQuery(uid, fact_uid, explorer.corpus.name, ask.relation, entity, "object", relation.template,
+                      facts=facts)
 
 
 def _answer(a: Answer, gold: set[str], lowercased: bool = False, prob: bool = False, causal: bool = False) -> dict:
@@ -340,8 +357,19 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
         out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
                          seconds=seconds, batch=len(asked), gold_rank=gold_rank_of(pred, golds[i]),
                          scores="log-probability" if causal else "probability" if side == "lm" else "score",
-                         upper_bound=UPPER_BOUNDS.get(column.spec))
+                         upper_bound=upper_bound(column, queries[i]))
     return out
+
+
+def upper_bound(column: Column, query: Query) -> str | None:
+    """Why a column is an upper bound; for a retrieval oracle whose index holds none of the asked fact's own
+    evidence, also that it read what the leak-free retrieval reads there."""
+    why = UPPER_BOUNDS.get(column.spec)
+    held = getattr(getattr(column.predictor, "index", None), "facts_held", None)
+    if why is None or held is None or query.relation == "cloze" or held(query.own_facts):
+        return why
+    return (f"{why}; its index holds no evidence of this fact's own: here it reads what the leak-free retrieval "
+            "reads, no upper bound")
 
 
 def _marks(text: str, phrases: dict[str, str]) -> list[dict]:

@@ -59,6 +59,12 @@ class TextIndex(Protocol):
     def doc_freq(self, term: str) -> int:
         """Paragraphs containing the analyzed term."""
 
+    def facts_held(self, uids: Iterable[str]) -> set[str]:
+        """The fact uids of `uids` that some paragraph is aligned to (their own evidence is in the index)."""
+
+    def fingerprint(self) -> str:
+        """A digest of what the index holds: a rebuild from other paragraphs changes it."""
+
     def stats(self) -> dict:
         """Backend, location, paragraph count, size on disk and build metadata."""
 

@@ -19,7 +19,7 @@ from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, es_analysis, term_counts
 from kb.text.base import Hit, Mention
 from kb.text.index import ES_TIMEOUT as TIMEOUT
-from kb.text.paragraphs import Paragraph
+from kb.text.paragraphs import ContentDigest, Paragraph, index_fingerprint
 
 PAGE = 5_000
 BULK_CHUNK = 1_000
@@ -223,9 +223,11 @@ class ESIndex:
         try:
             n = 0
 
+            content = ContentDigest(paragraphs)
+
             def actions():
                 nonlocal n
-                for p in tqdm(paragraphs, desc="indexing", unit="para", disable=not progress):
+                for p in tqdm(content, desc="indexing", unit="para", disable=not progress):
                     n += 1
                     yield {"_index": concrete, "_id": p.pid, "_op_type": "create", "pid": p.pid,
                            "title": p.title, "para": p.para, "text": p.text, "links": list(p.links),
@@ -243,7 +245,8 @@ class ESIndex:
             count = _call(url, es.count, index=concrete)["count"]
             if count != n:
                 raise DataError(f"{url}: {n} paragraphs sent but {count} indexed (duplicate paragraph ids?)")
-            info.update(paragraphs=n, build_seconds=round(time.perf_counter() - start, 3))
+            info.update(paragraphs=n, build_seconds=round(time.perf_counter() - start, 3),
+                        content_sha256=content.hexdigest(), paragraphs_with_facts=content.with_facts)
             _call(url, es.indices.put_mapping, index=concrete, meta=info)
             old = sorted(_call(url, es.indices.get_alias, name=name)) if _call(
                 url, es.indices.exists_alias, name=name) else []
@@ -320,6 +323,17 @@ class ESIndex:
 
     def doc_freq(self, term: str) -> int:
         return _call(self.url, self._es.count, index=self.name, query={"term": {"text": term}})["count"]
+
+    def facts_held(self, uids: Iterable[str]) -> set[str]:
+        """Facts are stored, not indexed: every paragraph is read, unless the build recorded that none has facts."""
+        wanted = set(uids)
+        if not wanted or self.meta.get("paragraphs_with_facts") == 0:
+            return set()
+        return {uid for p in self.matching_paragraphs() for uid in p.facts if uid in wanted}
+
+    def fingerprint(self) -> str:
+        """What the index behind the alias holds (`index_fingerprint`; before the content digest: its name)."""
+        return index_fingerprint(self.meta, self.concrete)
 
     def stats(self) -> dict:
         st = _call(self.url, self._es.indices.stats, index=self.concrete)["_all"]["primaries"]

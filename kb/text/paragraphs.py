@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
@@ -46,6 +48,32 @@ class Paragraph:
     def to_dict(self) -> dict:
         return {"id": self.pid, "title": self.title, "para": self.para, "text": self.text,
                 "links": list(self.links), "facts": list(self.facts)}
+
+
+class ContentDigest:
+    """The SHA-256 of the paragraphs an index is built from, taken as they stream by: the same input gives the same
+    digest whatever files a backend writes, and an index rebuilt from other paragraphs another one. `with_facts`
+    counts the paragraphs aligned to facts (none: no fact's own evidence is there to leak)."""
+
+    def __init__(self, paragraphs: Iterable[Paragraph]) -> None:
+        self._paragraphs = paragraphs
+        self._sha = hashlib.sha256()
+        self.with_facts = 0
+
+    def __iter__(self) -> Iterator[Paragraph]:
+        for p in self._paragraphs:
+            self._sha.update(json.dumps(p.to_dict(), ensure_ascii=False).encode() + b"\n")
+            self.with_facts += bool(p.facts)
+            yield p
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def index_fingerprint(meta: dict, fallback: str) -> str:
+    """What an index holds, from its build metadata: the digest of its paragraphs (`ContentDigest`), else (an
+    index built before it was recorded) the digest of `fallback`, a text naming that build alone."""
+    return meta.get("content_sha256") or hashlib.sha256(fallback.encode()).hexdigest()
 
 
 @dataclass

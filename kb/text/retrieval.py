@@ -229,11 +229,23 @@ class RetrievalPredictor:
         return {"predictor": "retrieval", "k": self.k, "exclude_gold": self.exclude_gold,
                 "index": self.index_info, "ranks": self.ranks, **self.reader.describe()}
 
+    def own_evidence(self, facts: Sequence) -> dict[str, list[int]]:
+        """Per relation, [facts whose own evidence the index holds, facts]: where none does, leaving it out (or
+        reading it) changes nothing, and the oracle bounds nothing."""
+        held = self.index.facts_held(f.uid for f in facts)
+        out: dict[str, list[int]] = {}
+        for fact in facts:
+            counts = out.setdefault(fact.relation, [0, 0])
+            counts[0] += fact.uid in held
+            counts[1] += 1
+        return out
+
     def retrieve(self, query: Query) -> list[Hit]:
         if not self.exclude_gold:
             return self.index.search(retrieval_text(query), self.k)
+        own = query.own_facts
         hits = self.index.search(retrieval_text(query), self.k * 3 + 10)
-        return [h for h in hits if query.fact_uid not in h.paragraph.facts][:self.k]
+        return [h for h in hits if own.isdisjoint(h.paragraph.facts)][:self.k]
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         out = []

@@ -33,7 +33,7 @@ from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
 from kb.text.base import Hit, Mention
 from kb.text.integrity import check_files, file_digests, record_verified
-from kb.text.paragraphs import Paragraph
+from kb.text.paragraphs import ContentDigest, Paragraph, index_fingerprint
 
 CURRENT = "CURRENT"
 _GENERATION = re.compile(r"gen-[0-9]+(\.building)?")
@@ -194,7 +194,8 @@ class TantivyIndex:
             n = 0
             seen: set[str] = set()
             start = time.perf_counter()
-            for p in tqdm(paragraphs, desc="indexing", unit="para", disable=not progress):
+            content = ContentDigest(paragraphs)
+            for p in tqdm(content, desc="indexing", unit="para", disable=not progress):
                 if p.pid in seen:
                     raise DataError(f"duplicate paragraph id {p.pid!r}; paragraph ids must be unique")
                 seen.add(p.pid)
@@ -214,7 +215,8 @@ class TantivyIndex:
             seconds = time.perf_counter() - start
             files = file_digests(generation)
             info = {"backend": "tantivy", "paragraphs": n, "analyzer": PATTERN, "built_at": time.time(),
-                    "build_seconds": round(seconds, 3), **(meta or {}), "files": files}
+                    "build_seconds": round(seconds, 3), **(meta or {}), "content_sha256": content.hexdigest(),
+                    "paragraphs_with_facts": content.with_facts, "files": files}
             (generation / META).write_text(json.dumps(info, indent=1, ensure_ascii=False))
             record_verified(generation, files)
             final = root / name
@@ -310,6 +312,14 @@ class TantivyIndex:
     def doc_freq(self, term: str) -> int:
         with self._reading():
             return self._searcher.doc_freq("text", term)
+
+    def facts_held(self, uids: Iterable[str]) -> set[str]:
+        with self._reading():
+            return {uid for uid in uids if self._searcher.doc_freq("facts", uid)}
+
+    def fingerprint(self) -> str:
+        """What the live generation holds (`index_fingerprint`; before the content digest: its files' digests)."""
+        return index_fingerprint(self.meta, json.dumps(self.meta.get("files"), sort_keys=True))
 
     def stats(self) -> dict:
         meta = {k: v for k, v in self.meta.items() if k != "files"}  # the checksums are for `open`
