@@ -25,7 +25,11 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
                 "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (%), generated answers",
-                "unlinked": "Answers linked to no entity (%), generated answers"}
+                "unlinked": "Answers linked to no entity (%), generated answers",
+                "label-macro-p": "kbc's label matching: macro precision (not evaluate.py's)",
+                "label-macro-r": "kbc's label matching: macro recall (not evaluate.py's)",
+                "label-macro-f1": "kbc's label matching: macro F1 (not evaluate.py's)",
+                "label-hits": "kbc's label matching: answers matched by a gold label only (no id)"}
 
 
 # metrics taken over only some of the units a predictor answered: what such a unit is, and why that matters; a

@@ -14,8 +14,11 @@ sums tp, predictions and gold objects over every pair.
 Pairs are keyed by subject id (the challenge's script keys them by subject label; no relation of the
 staged data has two subjects of one label, so both give the same pairs).
 
-A predicted item no id was found for (a label kept as a string) matches only a gold label equal to it
-(`SetFact.labels`); items matching an id count first, and tp never exceeds the gold's size.
+These figures compare ids with ids only, as `evaluate.py` does: a predicted item no id was found for (a label
+kept as a string, as the submission file holds it) matches nothing. kbc's own label-matching figures
+(`LABEL_METRICS`, `LABEL_HITS`) also let such an item match a gold label equal to it (`SetFact.labels`); items
+matching an id count first, and tp never exceeds the gold's size. They are rows of their own, never the
+challenge's columns.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "
 # LAMA's `--answers set` rows: the macro scores under their row names, and the relation types they cover
 LAMA_SET_METRICS = {"macro-p": "set-p", "macro-r": "set-r", "macro-f1": "set-f1"}
 LAMA_SET_TYPES = ("N-M",)  # the relations whose subjects hold several objects
+# kbc's own figures where an answer left a string matches a gold label equal to it: not what `evaluate.py` gives
+LABEL_METRICS = {"macro-p": "label-macro-p", "macro-r": "label-macro-r", "macro-f1": "label-macro-f1"}
+LABEL_HITS = "label-hits"  # answers matched by a gold label only (no id): a count per relation and over all pairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +134,29 @@ def tidy_rows(pairs: Sequence[PairScore], setting: str = "raw") -> list[dict]:
             for group, row in summarize(pairs).items() for metric, value in row.items()]
 
 
-def pair_from_record(record: dict) -> PairScore:
-    """The score a set record holds (`relation`, `subject_id`, `predicted`, `gold`, `gold_labels`), recomputed."""
+def pair_from_record(record: dict, by_label: bool = False) -> PairScore:
+    """The score a set record holds (`relation`, `subject_id`, `predicted`, `gold`), recomputed: `evaluate.py`'s,
+    ids against ids; `by_label`: kbc's own, where an unlinked answer also matches a gold label (`gold_labels`)."""
     return score_pair(record["relation"], record.get("subject_id") or record.get("subject", ""), record["predicted"],
-                      record["gold"], record.get("gold_labels", ()))
+                      record["gold"], record.get("gold_labels", ()) if by_label else ())
+
+
+def label_rows(records: Sequence[dict], setting: str = "raw") -> list[dict]:
+    """kbc's label-matching macro P/R/F1 (`LABEL_METRICS`) and the answers matched by label only (`LABEL_HITS`),
+    per relation and over all pairs; none where no answer matched by label only (then they equal the challenge's)."""
+    by_id = [pair_from_record(r) for r in records]
+    by_label = [pair_from_record(r, by_label=True) for r in records]
+    hits: dict[str, int] = {}
+    for a, b in zip(by_id, by_label, strict=True):
+        hits[a.relation] = hits.get(a.relation, 0) + b.tp - a.tp
+    if not any(hits.values()):
+        return []
+    hits[ALL] = sum(hits.values())
+    n = {rel: sum(1 for s in by_id if s.relation == rel) for rel in hits} | {ALL: len(by_id)}
+    return [{"setting": setting, "group": group, "metric": LABEL_METRICS[metric], "value": value, "n_facts": n[group]}
+            for group, row in summarize(by_label).items() for metric, value in row.items() if metric in LABEL_METRICS
+            ] + [{"setting": setting, "group": group, "metric": LABEL_HITS, "value": float(count), "n_facts": n[group]}
+                 for group, count in hits.items()]
 
 
 def macro_rows(pairs: Sequence[PairScore], groups: Mapping[str, Sequence[str]], names: Mapping[str, str],

@@ -6,34 +6,41 @@ from __future__ import annotations
 
 from eval.cells import md_row
 from eval.report import relation_order
-from eval.set_metrics import ALL, METRICS
+from eval.set_metrics import ALL, LABEL_HITS, LABEL_METRICS, METRICS
 
 HEADS = {"avg-preds": "avg. #preds", "empty-preds": "#empty preds"}
 
 
+HEADS |= {LABEL_HITS: "answers matched by label only"} | {m: f"kbc {m.removeprefix('label-')}"
+                                                               for m in LABEL_METRICS.values()}
+
+
 def _fmt(metric: str, value: float) -> str:
-    return f"{value:.0f}" if metric == "empty-preds" else f"{value:.3f}"
+    return f"{value:.0f}" if metric in ("empty-preds", LABEL_HITS) else f"{value:.3f}"
 
 
-def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared") -> str:
-    """The challenge's table for every (corpus, predictor) of `rows` (LM-KBC tidy rows); '' when there are none."""
+def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared",
+                metrics: tuple[str, ...] = METRICS) -> str:
+    """The challenge's table (`metrics`: its columns) for every (corpus, predictor) of `rows` (LM-KBC tidy rows)
+    that holds them; '' when there are none."""
+    lead = "macro-f1" if "macro-f1" in metrics else metrics[0]  # a cell every scored row holds
     idx = {(r["corpus"], r["predictor"], r["group"], r["metric"]): r for r in rows
-           if r["setting"] == setting and r.get("scope", "own") == scope and r["metric"] in METRICS}
-    keys = list(dict.fromkeys((c, p) for c, p, g, m in idx if g == ALL and m == "macro-f1"))
+           if r["setting"] == setting and r.get("scope", "own") == scope and r["metric"] in metrics}
+    keys = list(dict.fromkeys((c, p) for c, p, g, m in idx if g == ALL and m == lead))
     if not keys:
         return ""
-    lines = ["| corpus | predictor | relation | #pairs | " + " | ".join(HEADS.get(m, m) for m in METRICS) + " |",
-             "|" + "---|" * (4 + len(METRICS))]
+    lines = ["| corpus | predictor | relation | #pairs | " + " | ".join(HEADS.get(m, m) for m in metrics) + " |",
+             "|" + "---|" * (4 + len(metrics))]
     for corpus, predictor in keys:
-        groups = relation_order([g for c, p, g, m in idx if (c, p) == (corpus, predictor) and m == "macro-f1"
+        groups = relation_order([g for c, p, g, m in idx if (c, p) == (corpus, predictor) and m == lead
                                  and g != ALL])
         for group in [*groups, ALL]:
             cells = [_fmt(m, idx[(corpus, predictor, group, m)]["value"]) if (corpus, predictor, group, m) in idx
-                     else "-" for m in METRICS]
-            n = idx[(corpus, predictor, group, "macro-f1")]["n_facts"]
+                     else "-" for m in metrics]
+            n = idx[(corpus, predictor, group, lead)]["n_facts"]
             name = "all (over pairs)" if group == ALL else group
             lines.append(md_row([corpus, predictor, name, n, *cells]))
-    notes = empty_notes(rows, setting, scope)
+    notes = empty_notes(rows, setting, scope) if metrics == METRICS else []
     return "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "")
 
 
@@ -64,8 +71,16 @@ def with_lmkbc_table(md: str, rows: list[dict], setting: str = "raw") -> str:
     if not body:
         return md
     section = ("## LM-KBC evaluation table, shared pairs\n\n"
-               "The challenge's `evaluate.py` columns: macro P/R/F1 are means over a relation's (subject, relation) "
-               "pairs, micro ones over their pooled objects; `all (over pairs)` averages over every pair, not over "
-               "relations. The tables below give each metric per relation and scope.\n\n" + body + "\n")
+               "The challenge's `evaluate.py` columns, its arithmetic on the submission files kbc writes "
+               "(`submission/`): ids compared with ids, so an answer linked to no id, submitted as its label, "
+               "matches nothing. Macro P/R/F1 are means over a relation's (subject, relation) pairs, micro ones over "
+               "their pooled objects; `all (over pairs)` averages over every pair, not over relations. The tables "
+               "below give each metric per relation and scope.\n\n" + body + "\n")
+    labels = lmkbc_table(rows, setting, "shared", (*LABEL_METRICS.values(), LABEL_HITS))
+    if labels:
+        section += ("\n## kbc's label matching, shared pairs (not evaluate.py's)\n\n"
+                    "kbc's own figures, for the predictors where some answer linked to no id equals a gold object's "
+                    "label: here that answer matches the gold object (`evaluate.py` never does this). Macro "
+                    "P/R/F1 as above, and the count of answers matched by label only.\n\n" + labels + "\n")
     head, sep, rest = md.partition("\n## ")
     return f"{head}\n{section}{sep}{rest}" if sep else f"{md}\n{section}"

@@ -216,3 +216,23 @@ def test_tidy_rows_from_records(tmp_path):
     assert by_key["countryLandBordersCountry", "empty-preds"] == (2.0, 4)
     assert by_key["seriesHasNumberOfEpisodes", "micro-f1"][1] == 2
     assert {r["setting"] for r in rows} == {"raw"}
+
+
+def test_records_score_ids_as_evaluate_py_and_label_matches_apart():
+    """An answer left a label ("Big Board") matches nothing in the challenge's figures, as evaluate.py compares
+    ids; kbc's label-matching rows count it, and say how many answers matched so."""
+    from eval.set_metrics import label_rows
+
+    records = [{"relation": "companyTradesAtStockExchange", "subject_id": "Q107", "predicted": ["Big Board"],
+                "gold": ["Q6"], "gold_labels": ["Big Board"]},
+               {"relation": "companyTradesAtStockExchange", "subject_id": "Q108", "predicted": ["Q7"],
+                "gold": ["Q7", "Q8"], "gold_labels": ["Small Board", "Mid Board"]}]
+    assert [pair_from_record(r).tp for r in records] == [0, 1]
+    assert [pair_from_record(r, by_label=True).tp for r in records] == [1, 1]
+    rows = {(r["group"], r["metric"]): (r["value"], r["n_facts"]) for r in label_rows(records)}
+    assert rows == {(g, m): v for g in ("companyTradesAtStockExchange", "all") for m, v in (
+        ("label-macro-p", (1.0, 2)), ("label-macro-r", (0.75, 2)), ("label-macro-f1", ((1 + 2 / 3) / 2, 2)),
+        ("label-hits", (1.0, 2)))}
+    by_id = {(r["group"], r["metric"]): r["value"] for r in tidy_rows([pair_from_record(r) for r in records])}
+    assert (by_id["all", "macro-p"], by_id["all", "macro-r"]) == (0.5, 0.25)
+    assert label_rows(records[1:]) == []  # no answer matched by label only: no rows of kbc's own

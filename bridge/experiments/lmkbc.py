@@ -11,7 +11,8 @@ to the split asked (`--split`: val, train, or a split file such as the challenge
 objects and is not scored) are also written in the challenge's submission format,
 `submission/<predictor>.jsonl`, once every pair of the split is answered; a part (`--limit`, `--relations`)
 goes to `submission/<predictor>.partial.jsonl`, never under the submission name. Unresolved answers stay
-strings there, as the challenge's baseline leaves them.
+strings there, as the challenge's baseline leaves them; the challenge's scores (`METRICS`) are `evaluate.py`'s on
+that file, where such a string matches nothing, and kbc's label-matching figures are rows of their own.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from eval.lmkbc import (
     split_path,
 )
 from eval.set_answers import as_probabilities, normaliser, ranked_objects
-from eval.set_metrics import METRICS, pair_from_record, tidy_rows
+from eval.set_metrics import LABEL_HITS, LABEL_METRICS, METRICS, label_rows, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
 from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
 from eval.types import Prediction, Query, SetFact
@@ -55,7 +56,8 @@ class LmkbcExperiment:
     stages = ("train", "")
     title = "LM-KBC 2024 (set-valued answers; Total: over every (subject, relation) pair, not a mean over relations)"
     metrics = METRICS
-    optional_metrics = ("abstain", "unlinked")
+    # kbc's own label-matching figures, only where some answer matched a gold by label alone (`eval.set_metrics`)
+    optional_metrics = ("abstain", "unlinked", *LABEL_METRICS.values(), LABEL_HITS)
     set_valued = True
 
     def __init__(self, split: str = "val") -> None:
@@ -150,7 +152,7 @@ class LmkbcExperiment:
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
         scored = [r for r in instances if self.scores(r)]
-        rows = tidy_rows([pair_from_record(r) for r in scored])
+        rows = tidy_rows([pair_from_record(r) for r in scored]) + label_rows(scored)
         if is_generated(scored):  # answers written by generation: how often it abstained or named no entity
             rows += pooled_rate_rows(scored)
         return rows, []

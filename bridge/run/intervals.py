@@ -17,7 +17,15 @@ from eval.generated_scores import groups_of, is_generated, rate_cells
 from eval.generated_scores import unit_scores as generated_units
 from eval.rank_table import RankTable
 from eval.relations import summary_groups
-from eval.set_metrics import ALL, LAMA_SET_METRICS, LAMA_SET_TYPES, lama_set_pairs, pair_from_record, unit_scores
+from eval.set_metrics import (
+    ALL,
+    LABEL_METRICS,
+    LAMA_SET_METRICS,
+    LAMA_SET_TYPES,
+    lama_set_pairs,
+    pair_from_record,
+    unit_scores,
+)
 from eval.uncertainty import UNDEFINED, Interval, intervals, rng_for
 
 # (setting, metric) -> (cells, macro groups, pooled groups, per cell the fact of each unit where prompts repeat it)
@@ -134,9 +142,11 @@ def _kmir(items: list[dict]) -> UnitSets:
 
 def _lmkbc(items: list[dict]) -> UnitSets:
     """LM-KBC's macro P/R/F1: per relation the mean over its pairs, `all` the mean over every pair (pooled)."""
-    pairs = [pair_from_record(r) for r in items if "dropped" not in r]
+    kept = [r for r in items if "dropped" not in r]
     out: UnitSets = {}
-    cells_of = unit_scores(pairs, {m: m for m in ("macro-p", "macro-r", "macro-f1")}, 1.0)
+    cells_of = unit_scores([pair_from_record(r) for r in kept], {m: m for m in ("macro-p", "macro-r", "macro-f1")},
+                           1.0)
+    cells_of |= unit_scores([pair_from_record(r, by_label=True) for r in kept], LABEL_METRICS, 1.0)
     if is_generated(items):
         cells_of |= rate_cells(items)  # percent, as LAMA's rates
     for metric, cells in cells_of.items():
