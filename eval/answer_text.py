@@ -2,7 +2,8 @@
 
 A model asked by generation writes prose, not a ranking. The answer is read from the first lines it writes:
 bullet lines (`- A`, `* A`, `1. A`) are one item each; otherwise the first non-empty line, cut at a closing
-full stop, with an `Answer:` prefix removed. Each line is split into answers at commas, semicolons and " and "
+full stop (not one after a common abbreviation, "St. Louis", nor one inside a name the index knows), with an
+`Answer:` prefix removed. Each line is split into answers at commas, semicolons and " and "
 (a leading "and " dropped: "France, Germany, and Spain"), except where a stretch of it names an entity by label
 or alias, one entity or several ("Washington, D.C.", "Trinidad and Tobago", "Sharp, Stewart and Company" stay
 whole; `LabelIndex.names`): the longest such stretch from the left is one answer. So one answer written as
@@ -26,7 +27,8 @@ from eval.disambiguate import LabelIndex
 # so that answers read under two rules never mix in one run directory. Bump it when either changes.
 # 2: lines split at commas, semicolons and " and " wherever no stretch names an entity; labels compared ignoring
 # case (`eval.generated_scores.same_label`)
-ANSWER_RULE = 2
+# 3: a full stop inside a stretch naming an entity, or after a common abbreviation ("St. Louis"), ends no answer
+ANSWER_RULE = 3
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
 GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")
@@ -40,6 +42,11 @@ _TRIM = " \t\"'`*_.,;:!"
 _LIST = r";|(?<!\d),|,(?!\d{3}(?!\d))"
 _SEPARATORS = re.compile(rf"\s*(?:{_LIST})\s*|\s+and\s+")
 _NUMBER_SEPARATORS = re.compile(rf"\s*(?:{_LIST})\s*")  # "one hundred and twelve" is one number
+# a sentence's closing full stop: after a lower-case letter or ")", before a capital ("Paris. It is the capital")
+_SENTENCE_END = re.compile(r"(?<=[a-z\)])\.\s+(?=[A-Z])")
+# abbreviations of names a full stop follows inside them ("St. Petersburg", "Mt. Everest", "Martin Luther King Jr.")
+_ABBREVIATIONS = frozenset({"St", "Ste", "Mt", "Ft", "Pt", "Dr", "Jr", "Sr", "Mr", "Mrs", "Ms", "Prof", "Rev", "Gen",
+                            "Col", "Lt", "Capt", "Sgt", "Gov", "Sen", "Rep", "Hon", "Bros"})
 
 
 @dataclass(frozen=True)
@@ -69,8 +76,28 @@ def is_abstention(text: str) -> bool:
     return _clean(text).lower().rstrip(".!") in _NONE
 
 
-def answer_lines(text: str) -> list[str]:
-    """The answer part of a generation: its leading bullet lines, else its first non-empty line."""
+def _names_nothing(_text: str) -> bool:
+    return False
+
+
+def first_sentence(line: str, names: Callable[[str], bool] = _names_nothing) -> str:
+    """`line` up to its closing full stop; a full stop after a common abbreviation ("St. Louis") or inside a
+    stretch between separators that `names` an entity ("Adela Rogers St. Johns") ends nothing."""
+    for stop in _SENTENCE_END.finditer(line):
+        word = re.search(r"[A-Za-z]+$", line[:stop.start()])
+        if word and word.group() in _ABBREVIATIONS:
+            continue
+        before = [m.end() for m in _SEPARATORS.finditer(line, 0, stop.start())]
+        after = _SEPARATORS.search(line, stop.end())
+        if _name_in(line[before[-1] if before else 0:after.start() if after else len(line)], names) is not None:
+            continue
+        return line[:stop.start()]
+    return line
+
+
+def answer_lines(text: str, names: Callable[[str], bool] = _names_nothing) -> list[str]:
+    """The answer part of a generation: its leading bullet lines, else its first non-empty line up to its closing
+    full stop (`first_sentence`; `names` tells a stop inside an entity's name)."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return []
@@ -83,9 +110,7 @@ def answer_lines(text: str) -> list[str]:
     if bullets:
         return bullets
     first = _PREFIX.sub("", lines[0], count=1) if _PREFIX.match(lines[0]) and ":" in lines[0] else lines[0]
-    # a sentence's closing full stop ends the answer ("Paris. It is the capital" -> "Paris")
-    cut = re.split(r"(?<=[a-z\)])\.\s+(?=[A-Z])", first, maxsplit=1)[0]
-    return [cut]
+    return [first_sentence(first, names)]
 
 
 def split_answers(line: str, names: Callable[[str], bool], numeric: bool = False) -> list[str]:
@@ -105,17 +130,13 @@ def split_answers(line: str, names: Callable[[str], bool], numeric: bool = False
     return out
 
 
-def _names_nothing(_text: str) -> bool:
-    return False
-
-
 def parse_generation(text: str, many: bool, index: LabelIndex | None = None, numeric: bool = False) -> Parsed:
     """The answer (`many=False`) or the answer set (`many=True`) a generation states; a stretch that names an
     entity of `index` is never split (without one, every separator splits). `numeric`: the answers are numbers."""
-    lines = answer_lines(text)
+    names = _names_nothing if index is None or numeric else index.names
+    lines = answer_lines(text, names)
     if not lines or (len(lines) == 1 and is_abstention(lines[0])):
         return Parsed((), abstained=bool(lines))
-    names = _names_nothing if index is None or numeric else index.names
     parts = [p for line in lines for p in split_answers(line, names, numeric)]
     items = [p for p in parts if not is_abstention(p)]
     if not many:

@@ -149,3 +149,19 @@ def test_a_label_compared_ignoring_case_counts_for_the_filtered_setting_too():
 ])
 def test_a_number_keeps_its_own_comma_and_and(text, expected):
     assert parse_generation(text, True, numeric=True) == Parsed(expected)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (" Moscow, St. Petersburg, Kazan", ("Moscow", "St. Petersburg", "Kazan")),
+    (" St. Louis", ("St. Louis",)),
+    ("Mt. Everest and Dr. Seuss. Both are famous.", ("Mt. Everest", "Dr. Seuss")),
+    ("Edward R. Murrow, Adela Rogers St. Johns, Richard Petty", ("Edward R. Murrow", "Adela Rogers St. Johns",
+                                                                 "Richard Petty")),
+    ("Kazan. It lies on the Volga, in Russia", ("Kazan",)),
+    # a full stop inside a name the index knows ends nothing; the same stop in an unknown name does
+    ("Wm. Wrigley Jr. Company, Mars", ("Wm. Wrigley Jr. Company", "Mars")),
+    ("Wm. Wrigley Sr. Partners, Mars", ("Wm",)),
+])
+def test_a_full_stop_in_a_name_ends_no_answer(text, expected):
+    index = LabelIndex({"Q1": "Wm. Wrigley Jr. Company", "Q2": "Mars"}, {})
+    assert parse_generation(text, True, index) == Parsed(expected)

@@ -420,7 +420,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 and {**seen, "answer_rule": None} == {**ident, "answer_rule": None}:
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
                               f"another rule (answer_rule {seen.get('answer_rule', 1)}, now {ident['answer_rule']}: "
-                              "where a line is split into answers, how a label is compared; docs/generation.md); "
+                              "where an answer line ends, where it is split into answers, how a label is compared; "
+                              "docs/generation.md); "
                               "their scores stay as they were: use another --out to score it by this rule")
         if seen and seen != ident and has_records(cfg.out, p.name) and ident.get("sets") == ALL_ANSWERS \
                 and {**seen, "sets": None} == {**ident, "sets": None}:
