@@ -54,6 +54,7 @@ class ServerSettings:
     concurrency: int = 4
     retries: int = 3
     backoff: float = 1.0  # seconds before the first retry, doubled each time
+    option_prefix: str = ""  # how a run writes this model's options ("llm." of `--set llm.model=...`), for the fixes
 
     def describe(self) -> dict:  # never the key itself
         return {"url": self.url, "model": self.model, "api": self.api, "key_env": self.key_env,
@@ -186,7 +187,8 @@ class ServedGenerator:
         if not names or self.settings.model in names:
             return ""
         shown = ", ".join(names[:LISTED]) + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
-        return f"; the server lists no model {self.settings.model}, it serves {shown}: --set model=NAME"
+        return f"; the server lists no model {self.settings.model}, it serves {shown}: " \
+            f"--set {self.settings.option_prefix}model=NAME"
 
     def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
         s = self.settings
@@ -332,9 +334,9 @@ def _hint(code: int, detail: str, s: ServerSettings) -> str:
 def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> str:
     if code in (401, 403):
         fix = (f"check the key in ${s.key_env}" if s.key_env else
-               "give the key's environment variable with --set key_env=NAME")
+               f"give the key's environment variable with --set {s.option_prefix}key_env=NAME")
         return f"{endpoint}: the server refuses the request (HTTP {code}); {fix}"
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
-                f"--set model={s.model}")
+                f"--set {s.option_prefix}model={s.model}")
     return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s)}"

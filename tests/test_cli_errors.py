@@ -1759,3 +1759,22 @@ def test_a_search_or_cooccurrence_without_words_is_refused(tmp_path, capsys, arg
         return
     _assert_one_error_line(code, err, expected, False)
     assert err.strip() == expected and out == ""
+
+
+# --- a served model's fixes name the option as the run writes it (--set NAME.KEY) ---
+
+@pytest.mark.parametrize(("status", "fix"), [
+    (400, "the server lists no model tiny, it serves /m/gpt2: --set llm.model=NAME"),
+    (401, "give the key's environment variable with --set llm.key_env=NAME"),
+    (404, "check the URL (it ends in /v1) and --set llm.model=tiny"),
+])
+def test_a_served_model_refusal_names_the_predictors_option(ctx, capsys, status, fix):
+    from served_support import Scripted
+
+    server = Scripted(lambda path, body, n: (status, {"error": "refused"}), models=[{"id": "/m/gpt2"}])
+    try:
+        code, _, err = run_kbc([*ctx.run_freq(), "--limit", "1", "--predictors", f"llm={server.url}", "--set",
+                                "llm.model=tiny", "--set", "llm.retries=0"], capsys)
+        _assert_one_error_line(code, err, fix, True)
+    finally:
+        server.close()

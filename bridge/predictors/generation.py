@@ -550,7 +550,7 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
         raise ConfigError("--set chat=on needs api=chat (the server renders the chat template)")
     settings = ServerSettings(api_root(name), o["model"], api=api, key_env=o.get("key_env"),
                               timeout=float(o.get("timeout", 60)), concurrency=int(o.get("concurrency", 4)),
-                              retries=int(o.get("retries", 3)))
+                              retries=int(o.get("retries", 3)), option_prefix=f"{ctx.name}." if ctx.name else "")
     chat = api == "chat" and o.get("chat", "auto") != "off"
     # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"

@@ -37,6 +37,7 @@ class PredictorContext:
     compat: str | None = None  # "lama": behave as LAMA's released code (tokenization around the mask)
     scope: str | None = None  # the run's own token: what a cache kept for one run only is keyed by
     attempt: str | None = None  # this attempt of the run (a resume is another): what is checked once per attempt
+    name: str | None = None  # the predictor's given name: how its options are written (`--set NAME.KEY=VALUE`)
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

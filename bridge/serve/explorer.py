@@ -117,7 +117,7 @@ class Explorer:
             try:
                 column.predictor = p.factory(p.spec, PredictorContext(
                     corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
-                    dict(p.options), progress=True))
+                    dict(p.options), progress=True, name=p.name))
             except KbcError as exc:
                 column.error = str(exc)
                 log.warning("predictor %s (%s) not available: %s", p.name, p.spec, exc)
