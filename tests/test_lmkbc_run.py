@@ -248,3 +248,20 @@ def test_without_a_rule_every_answer_counts_whatever_the_depth(lama_dir, tmp_pat
         f"error: {tmp_path / 'd100'}: predictor 'freq' has sets there from an earlier kbc version, which cut a set "
         "without a rule at the top 100 answers; every answer it has now counts, whatever --depth: use another --out "
         "to score it so")
+
+
+def test_the_leaderboard_tells_set_rules_of_one_spec_apart(lama_dir, tmp_path, monkeypatch, capsys):
+    """Freq cut by top:1, by a threshold tuned on train, and not cut: three rows of spec `freq`, told apart by
+    the rule after it."""
+    import kbcompare
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "countryLandBordersCountry", "--predictors", "freq",
+                            "tuned=freq", "every=freq", "--set", "freq.set=top:1", "--set",
+                            "tuned.set=threshold-tuned", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+                            "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    board = kbcompare.leaderboard(kbcompare.load_run(out)).set_index("predictor")
+    assert board["spec"].to_dict() == {"freq": "freq (set=top:1)", "tuned": "freq (set=threshold-tuned)",
+                                       "every": "freq (all answers)"}

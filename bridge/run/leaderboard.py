@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bridge.experiments.base import check_setting, counted
 from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
-from bridge.run.config import changed_choices
+from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
@@ -185,16 +185,26 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     return relation_order(shared), notes
 
 
+def set_brief(config: dict, predictor: str) -> str | None:
+    """`set=top:1`, `set=threshold-tuned`, or `all answers` (an LM-KBC set without a rule): how a predictor's ranked
+    answers became sets; None where they did not."""
+    ident = (config.get("predictor_specs") or {}).get(predictor) or {}
+    rule = (ident.get("options") or {}).get("set")
+    return f"set={rule}" if rule else "all answers" if ident.get("sets") == ALL_ANSWERS else None
+
+
 def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
     """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server; a
-    fine-tuned FewRel classifier's lr, epochs and batch size after it), parameter count, dtype and device (None
+    fine-tuned FewRel classifier's lr, epochs and batch size after it, a set rule after a predictor answering
+    sets: `freq (set=top:1)`), parameter count, dtype and device (None
     where the run recorded none, as for a KB)."""
     from bridge.experiments.fewrel_training import training_brief
 
     described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
     spec = shown_spec(config, predictor)
     trained = training_brief(config, predictor) if corpus == "fewrel" else None  # two trainings of one spec apart
-    return {"side": side_of(config, predictor), "spec": f"{spec} ({trained})" if trained else spec,
+    brief = trained or set_brief(config, predictor)  # two set rules of one spec apart
+    return {"side": side_of(config, predictor), "spec": f"{spec} ({brief})" if brief else spec,
             "parameters": described.get("parameters"),
             "dtype": described.get("dtype"), "device": described.get("device")}
 
