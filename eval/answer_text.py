@@ -17,6 +17,7 @@ holds no answer at all ("::::").
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,13 +84,20 @@ def _names_nothing(_text: str) -> bool:
 def first_sentence(line: str, names: Callable[[str], bool] = _names_nothing) -> str:
     """`line` up to its closing full stop; a full stop after a common abbreviation ("St. Louis") or inside a
     stretch between separators that `names` an entity ("Adela Rogers St. Johns") ends nothing."""
+    separators = None  # (starts, ends) of the line's separators, found once: a long answer has many stops
     for stop in _SENTENCE_END.finditer(line):
         word = re.search(r"[A-Za-z]+$", line[:stop.start()])
         if word and word.group() in _ABBREVIATIONS:
             continue
-        before = [m.end() for m in _SEPARATORS.finditer(line, 0, stop.start())]
-        after = _SEPARATORS.search(line, stop.end())
-        if _name_in(line[before[-1] if before else 0:after.start() if after else len(line)], names) is not None:
+        if separators is None:
+            found = list(_SEPARATORS.finditer(line))
+            separators = [m.start() for m in found], [m.end() for m in found]
+        starts, ends = separators
+        # no separator holds a full stop, so those ending before it and starting after it bound its stretch
+        before = bisect.bisect_right(ends, stop.start())
+        after = bisect.bisect_left(starts, stop.end())
+        stretch = line[ends[before - 1] if before else 0:starts[after] if after < len(starts) else len(line)]
+        if _name_in(stretch, names) is not None:
             continue
         return line[:stop.start()]
     return line
