@@ -416,23 +416,20 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if seen is None and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
                               "identity for it; give it another name (NAME=SPEC) or use another --out")
-        if seen and seen != ident and has_records(cfg.out, p.name) and "answer_rule" in ident \
-                and {**seen, "answer_rule": None} == {**ident, "answer_rule": None}:
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
-                              f"another rule (answer_rule {seen.get('answer_rule', 1)}, now {ident['answer_rule']}: "
-                              "where an answer line ends, where it is split into answers, how a label is compared; "
-                              "docs/generation.md); "
-                              "their scores stay as they were: use another --out to score it by this rule")
-        if seen and seen != ident and has_records(cfg.out, p.name) and ident.get("sets") == ALL_ANSWERS \
-                and {**seen, "sets": None} == {**ident, "sets": None}:
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
-                              f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it has "
-                              "now counts, whatever --depth: use another --out to score it so")
-        if seen and "data" in ident and seen.get("data") != ident["data"] and has_records(cfg.out, p.name) \
-                and {**seen, "data": None} == {**ident, "data": None}:
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} {data_change(seen.get('data'), ident['data'])}; "
-                              "use another --out for this data")
         if seen and seen != ident and has_records(cfg.out, p.name):
+            if "answer_rule" in ident and _differs_only_in(seen, ident, "answer_rule"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
+                                  f"another rule (answer_rule {seen.get('answer_rule', 1)}, now "
+                                  f"{ident['answer_rule']}: where an answer line ends, where it is split into answers, "
+                                  "how a label is compared; docs/generation.md); their scores stay as they were: use "
+                                  "another --out to score it by this rule")
+            if ident.get("sets") == ALL_ANSWERS and _differs_only_in(seen, ident, "sets"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
+                                  f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it "
+                                  "has now counts, whatever --depth: use another --out to score it so")
+            if "data" in ident and _differs_only_in(seen, ident, "data"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
+                                  f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
         config["predictor_specs"][p.name] = ident
@@ -457,6 +454,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
     return config
+
+
+def _differs_only_in(seen: dict, ident: dict, key: str) -> bool:
+    """Whether a recorded predictor identity and today's are the same but for `key`: a change that has its own,
+    more helpful refusal than "was run as ..., now ..."."""
+    return {**seen, key: None} == {**ident, key: None}
 
 
 def _only_fewrel_data_differs(before: dict, now: dict) -> bool:
