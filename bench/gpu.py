@@ -93,7 +93,7 @@ def settings(smoke: bool) -> SimpleNamespace:
         return SimpleNamespace(queries=40, parity=20, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
                                lpq_batches=(8,), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
                                warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
-    return SimpleNamespace(queries=6000, parity=500, batches=(64, 512), raw_batch=512, sentences=150_000,
+    return SimpleNamespace(queries=6000, parity=500, batches=(64, 512, 2048), raw_batch=512, sentences=150_000,
                            causal_batch=256, bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"),
                            warm=64, fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
 
@@ -276,14 +276,18 @@ def masked_lines(out: dict, args, cfg, data: Path, bert_dir: str, device) -> Non
     where_time_goes(bert_dir, args, data, queries, max(cfg.batches))
 
 
-def where_time_goes(bert_dir: str, args, data: Path, queries: list, batch: int, top: int = 12) -> None:
-    """The bfloat16 engine's own functions by seconds spent in them (cProfile over one warm `predict`): on a GPU
-    the host's work is what the card waits on."""
+def where_time_goes(bert_dir: str, args, data: Path, queries: list, batch: int, top: int = 8) -> None:
+    """The bfloat16 engine's wall time by phase (the device synchronised around each, so that nothing overlaps:
+    the sum is longer than the engine line's), then its own functions by seconds spent in them (cProfile over one
+    warm `predict`): on a GPU the host's work is what the card waits on."""
     import cProfile
     import pstats
 
     engine, *_ = masked_engine(bert_dir, "bfloat16", args.device, data, batch)
     engine.predict(queries[:64], 10)
+    phases = host_phases(engine, queries)
+    print(f"  bf16 engine batch {batch}, seconds by phase: " + " ".join(f"{k}={v:.3f}" for k, v in phases.items()),
+          flush=True)
     profile = cProfile.Profile()
     profile.runcall(engine.predict, queries, 10)
     stats = pstats.Stats(profile)
@@ -293,6 +297,39 @@ def where_time_goes(bert_dir: str, args, data: Path, queries: list, batch: int, 
     for (path, line, name), (_, calls, own, cumulative, _) in rows:
         print(f"    {own:6.3f} own {cumulative:6.3f} with callees  {calls:>7} calls  {Path(path).name}:{line}"
               f" {name}", flush=True)
+
+
+def host_phases(engine, queries: list) -> dict[str, float]:
+    """Seconds of one `predict` by phase: tokenising, the batch loop (of which `forward_host` is the host's time
+    in the forward calls: the Python that queues the kernels), building the predictions, and the rest."""
+    import functools
+
+    device = engine.scorer.device
+    spent = dict.fromkeys(("encode", "batches", "forward_host", "fill"), 0.0)
+
+    def timed(fn, key: str, sync: bool = True):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with Clock(device if sync else SimpleNamespace(type="cpu")) as clock:
+                result = fn(*a, **k)
+            spent[key] += clock.seconds
+            return result
+        return wrapper
+
+    scorer = engine.scorer
+    wrapped = ((scorer, "encode", "encode", True), (scorer, "_run", "batches", True),
+               (scorer, "_candidate_logp", "forward_host", False), (engine, "_fill", "fill", True))
+    for owner, attr, key, sync in wrapped:
+        setattr(owner, attr, timed(getattr(owner, attr), key, sync))
+    try:
+        with Clock(device) as clock:
+            engine.predict(queries, 10)
+    finally:
+        for owner, attr, _, _ in wrapped:
+            delattr(owner, attr)
+    spent["batches"] -= spent["encode"]  # `_run` tokenises first
+    return {**spent, "other": clock.seconds - spent["batches"] - spent["encode"] - spent["fill"],
+            "total": clock.seconds}
 
 
 def trex_lines(out: dict, cfg, data: Path, bert_dir: str, device) -> None:

@@ -12,6 +12,8 @@ Slot = Literal["object", "subject"]
 RELATION_TYPES = ("1-1", "N-1", "N-M")
 SUBJECT_SLOT = "[X]"
 OBJECT_SLOT = "[Y]"
+# queries the runner hands a predictor per `predict` call, unless the predictor asks for other (`chunk_size`)
+QUERIES_PER_CALL = 512
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 
 

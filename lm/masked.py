@@ -47,7 +47,7 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import Answer, Fact, Prediction, Query, answers_of
+from eval.types import QUERIES_PER_CALL, Answer, Fact, Prediction, Query, answers_of
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
@@ -733,6 +733,12 @@ class MaskedLMPredictor:
         self._gold: dict[tuple[str, str], str] = {}  # (fact uid, slot) -> gold label, learnt in filter_facts
         self._full: CandidateSet | None = None  # the whole vocabulary, for closed questions (`choices`)
         self._labels: dict[int, tuple[CandidateSet, np.ndarray]] = {}  # candidate set -> its labels (`_label_array`)
+
+    @property
+    def chunk_size(self) -> int:
+        """Queries per call: the runner's 512, or on a GPU at least one full batch, so that a `--batch-size` above
+        512 makes passes of that size (a call's prompts are batched together)."""
+        return max(QUERIES_PER_CALL, self.scorer.batch_size) if self.scorer.bucketing else QUERIES_PER_CALL
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self.spaces[slot].for_relation(relation))

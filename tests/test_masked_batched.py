@@ -272,3 +272,20 @@ def test_predictions_are_the_same_with_ties_resolved_on_the_device(tiny_models):
     assert tied == len(TEXTS)  # the point of the test: every top holds ties
     for name in ("pos", "logp", "ranks", "target_logp", "n_tokens"):
         assert getattr(here, name).tolist() == getattr(there, name).tolist(), name
+
+
+def test_on_a_gpu_a_call_holds_at_least_one_full_batch(tiny_models):
+    """The runner's chunk is the predictor's `chunk_size`: on a GPU a `--batch-size` above 512 makes passes of
+    that size; on a CPU (exact-length batches) the runner's 512 stay."""
+    from eval.types import QUERIES_PER_CALL
+    from lm.masked import MaskedLMPredictor
+    from lm.vocab import AnswerSpace, full_vocab, token_labels
+
+    scorer, loaded = _scorer(tiny_models("bert-cased"), 2048, False)
+    labels = token_labels(loaded.tokenizer, scorer.vocab_size)
+    predictor = MaskedLMPredictor("bert", scorer, AnswerSpace(labels, fixed=full_vocab(labels)))
+    assert QUERIES_PER_CALL == predictor.chunk_size == 512
+    scorer.bucketing = True
+    assert predictor.chunk_size == 2048
+    scorer.batch_size = 64
+    assert predictor.chunk_size == 512

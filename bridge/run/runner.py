@@ -43,12 +43,12 @@ from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text, write_json
 from eval.lama import Corpus
 from eval.relations import relation_id
-from eval.types import Entity, Fact, Prediction, Query
+from eval.types import QUERIES_PER_CALL, Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
 
 __all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
 
-CHUNK = 512  # queries per predict call (predictors may ask for less with `chunk_size`)
+CHUNK = QUERIES_PER_CALL
 log = logging.getLogger("kbc")
 
 
