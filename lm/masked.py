@@ -159,14 +159,18 @@ class ScoredColumns:
     starts: np.ndarray  # [units + 1] int64
     ranks: np.ndarray  # [pairs] int64
     target_logp: np.ndarray  # [pairs] float32
+    _keys: tuple[int, np.ndarray] | None = field(default=None, init=False, repr=False)
 
     def find(self, units: np.ndarray, positions: np.ndarray, n_candidates: int) -> np.ndarray:
         """Where each (unit, candidate position) pair is among the targets (an index into `ranks`), -1 where
-        that position is no target of that unit: one binary search over keys sorted by unit, then position."""
+        that position is no target of that unit: one binary search over keys sorted by unit, then position
+        (made once: the targets never change)."""
         if not len(self.targets):
             return np.full(len(units), -1, dtype=np.int64)
-        owner = np.repeat(np.arange(len(self.starts) - 1), self.starts[1:] - self.starts[:-1])
-        keys = owner * n_candidates + self.targets
+        if self._keys is None or self._keys[0] != n_candidates:
+            owner = np.repeat(np.arange(len(self.starts) - 1), self.starts[1:] - self.starts[:-1])
+            self._keys = (n_candidates, owner * n_candidates + self.targets)
+        keys = self._keys[1]
         wanted = units * n_candidates + positions
         at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         return np.where(keys[at] == wanted, at, -1)
@@ -544,8 +548,12 @@ class MaskedLMScorer:
         return out
 
     def columns(self, texts: Sequence[Text], candidates: CandidateSet, depth: int,
-                targets: Sequence[Sequence[int]] | None = None) -> ScoredColumns:
-        """`score` as arrays, one row per distinct (text, targets) unit (`ScoredColumns`): no object per input."""
+                targets: Sequence[Sequence[int]] | None = None,
+                on_units: Callable[[ScoredColumns, np.ndarray], None] | None = None) -> ScoredColumns:
+        """`score` as arrays, one row per distinct (text, targets) unit (`ScoredColumns`): no object per input.
+
+        `on_units(cols, units)` is told of each set of units whose rows are final (those the cache held, then
+        each batch's): on a GPU the caller's work on one batch's rows runs while the card runs the next."""
         depth = min(depth, len(candidates))
         wanted = [tuple(sorted(set(t))) for t in targets] if targets is not None else [()] * len(texts)
         index: dict[tuple[Text, tuple[int, ...]], int] = {}
@@ -576,8 +584,10 @@ class MaskedLMScorer:
                         cols.pos[u], cols.logp[u], cols.n_tokens[u] = pos[size:], logp[size:], n
                         done[u] = True
         todo = np.flatnonzero(~done)
+        if on_units is not None and len(todo) < len(units):
+            on_units(cols, np.flatnonzero(done))
         if len(todo):
-            self._run(units, todo, candidates, depth, cols)
+            self._run(units, todo, candidates, depth, cols, on_units)
             if self.cache is not None:
                 rows = np.concatenate([cols.ranks.astype(np.int32), cols.pos.ravel()])
                 scores = np.concatenate([cols.target_logp, cols.logp.ravel()])
@@ -589,8 +599,9 @@ class MaskedLMScorer:
         return cols
 
     def _run(self, units: list[tuple[Text, tuple[int, ...]]], todo: np.ndarray, candidates: CandidateSet, depth: int,
-             cols: ScoredColumns) -> None:
-        """Forward passes for the texts of the units `todo` (each text once); fills their rows of `cols`."""
+             cols: ScoredColumns, on_units: Callable[[ScoredColumns, np.ndarray], None] | None = None) -> None:
+        """Forward passes for the texts of the units `todo` (each text once); fills their rows of `cols`, telling
+        `on_units` of each batch's units once they are filled."""
         import torch
 
         where: dict[Text, int] = {}
@@ -611,6 +622,8 @@ class MaskedLMScorer:
             cols.pos[unit_ids], cols.logp[unit_ids] = pos[unit_rows], top[unit_rows]
             cols.n_tokens[unit_ids] = lengths[batch][unit_rows]
             cols.ranks[dest], cols.target_logp[dest] = ranks, scores
+            if on_units is not None:
+                on_units(cols, unit_ids)
             if self.on_batch is not None:
                 self.on_batch(len(batch))
 
@@ -839,38 +852,53 @@ class MaskedLMPredictor:
             asked = [queries[i] for i in idx]
             texts = [self.model_input(q) for q in asked]
             where = [target_positions(q.targets, cands, self.uncased) for q in asked]
+            answers: dict[int, tuple[Answer, ...]] = {}  # identical inputs share their answers
+
+            def fill(cols: ScoredColumns, units: np.ndarray, idx=idx, asked=asked, where=where, cands=cands,
+                     answers=answers) -> None:
+                self._fill(out, idx, asked, where, cands, cols, np.flatnonzero(np.isin(cols.unit, units)), answers)
+            ahead = self.scorer.bucketing  # on a GPU, while the card runs the next batch; on a CPU, all at once
             try:
-                cols = self.scorer.columns(texts, cands, depth, [tuple(t.values()) for t in where])
+                cols = self.scorer.columns(texts, cands, depth, [tuple(t.values()) for t in where],
+                                           fill if ahead else None)
             except NonFiniteScores as exc:
                 bad = next((q for q, t in zip(asked, texts) if text_of(t) in exc.bad), None)
                 raise (exc if bad is None else exc.for_fact(f"{bad.fact_uid} ({bad.relation})")) from None
-            self._fill(out, idx, asked, where, cands, cols)
+            if not ahead:
+                self._fill(out, idx, asked, where, cands, cols, np.arange(len(asked)), answers)
         return out  # type: ignore[return-value]
 
     def _fill(self, out: list, idx: list[int], asked: list[Query], where: list[dict[str, int]], cands: CandidateSet,
-              cols: ScoredColumns) -> None:
-        """The predictions of `asked` (at `idx` of `out`) from their scores: the labels, ranks and gold log-probs of
-        all of them are looked up at once, then each prediction is put together."""
+              cols: ScoredColumns, sel: np.ndarray, answers: dict[int, tuple[Answer, ...]]) -> None:
+        """The predictions of `asked[sel]` (at `idx[sel]` of `out`) from their scores, whose rows of `cols` are
+        final: the labels, ranks and gold log-probs of all of them are looked up at once, then each prediction is
+        put together. `answers` holds each unit's answers once made (identical inputs share them)."""
         n = len(cands)
-        label_rows = self._label_array(cands)[cols.pos].tolist()
-        score_rows = cols.logp.tolist()
-        n_tokens = cols.n_tokens.tolist()
+        picked = sel.tolist()
+        asked = [asked[j] for j in picked]
+        where = [where[j] for j in picked]
+        units = cols.unit[sel]
+        rows = np.unique(units)
+        row_of = dict(zip(rows.tolist(), range(len(rows))))
+        label_rows = self._label_array(cands)[cols.pos[rows]].tolist()
+        score_rows = cols.logp[rows].tolist()
+        n_tokens = cols.n_tokens[rows].tolist()
         counts = np.fromiter(map(len, where), dtype=np.int64, count=len(where))
         flat = np.fromiter((p for t in where for p in t.values()), dtype=np.int64, count=int(counts.sum()))
-        ranks = cols.ranks[cols.find(np.repeat(cols.unit, counts), flat, n)].tolist()
+        ranks = cols.ranks[cols.find(np.repeat(units, counts), flat, n)].tolist()
         golds = [self._gold.get((q.fact_uid, q.slot)) for q in asked]
         gpos = np.fromiter((cands.index.get(g, -1) if g else -1 for g in golds), dtype=np.int64, count=len(golds))
-        at = np.where(gpos >= 0, cols.find(cols.unit, np.maximum(gpos, 0), n), -1)
+        at = np.where(gpos >= 0, cols.find(units, np.maximum(gpos, 0), n), -1)
         gold_logp = np.full(len(at), np.nan)
         gold_logp[at >= 0] = cols.target_logp[at[at >= 0]]
         gold_logp = gold_logp.tolist()
-        answers: dict[int, tuple[Answer, ...]] = {}  # identical inputs share their answers
         start = 0
-        for i, q, u, tpos, gold, hit in zip(idx, asked, cols.unit.tolist(), where, golds, gold_logp):
+        for j, q, u, tpos, gold, hit in zip(picked, asked, units.tolist(), where, golds, gold_logp):
+            i, r = idx[j], row_of[u]
             got = answers.get(u)
             if got is None:
-                got = answers[u] = answers_of(label_rows[u], score_rows[u])
-            extra = {"n_tokens": n_tokens[u]}
+                got = answers[u] = answers_of(label_rows[r], score_rows[r])
+            extra = {"n_tokens": n_tokens[r]}
             if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
                 hit = next((a.score for a in got if a.label == gold), None) if gold else None
             if hit is not None:

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import lm_fixtures
+import numpy as np
 import pytest
 
 from eval.errors import KbcError
@@ -288,3 +289,43 @@ def test_cloze_sentences_masking_more_than_their_slot_are_dropped(tiny_models, l
     gone = {f.object.label for f in squad.facts if f not in kept and "[MASK]" in f.cloze}
     assert gone == {"Christ", "Islam", "Chinese"}
     assert pred.predict([Query(f.uid, f.uid, "squad", "squad", f.subject, "object", f.cloze) for f in kept[:3]], 5)
+
+
+def test_predictions_made_batch_by_batch_equal_those_made_at_once(tiny_models, trex, tmp_path):
+    """Predictions are put together as each batch's rows arrive (on a GPU, while the card runs the next): the
+    same predictions, field for field, as when every row is handed over at the end, with repeated prompts, gold
+    and other targets, and a cache serving part of the queries."""
+    import dataclasses
+
+    from lm.cache import ResultCache
+
+    pairs = [pair for pairs in make_queries(trex).values() for pair in pairs[:3]]
+    queries = [dataclasses.replace(q, targets=(f.object.label, "Paris", "Italy")) for q, f in pairs]
+    queries += queries[:5]  # asked twice in one call
+    cache = ResultCache(tmp_path / "c.sqlite")
+    warm, _ = _predictor(tiny_models("bert-cased"), batch_size=4, cache=cache)
+    kept = {f.uid for f in warm.filter_facts([f for _, f in pairs])[0]}
+    warm.predict(queries[::3], 12)  # a third already in the cache
+    pred, _ = _predictor(tiny_models("bert-cased"), batch_size=4, cache=cache)
+    pred._gold = warm._gold
+    pred.scorer.bucketing = True  # as on a GPU: predictions made as the batches come
+    told: list[int] = []
+    columns = pred.scorer.columns
+
+    def counted(*args):
+        told.append(0)
+        return columns(*args[:4], lambda cols, units: (told.append(len(units)), args[4](cols, units)))
+    pred.scorer.columns = counted
+    by_batch = pred.predict(queries, 12)
+    assert told.count(0) == 1 and len(told) > 10  # one call, its units told in many parts
+
+    def at_end(texts, cands, depth, targets, on_units):
+        cols = columns(texts, cands, depth, targets)
+        on_units(cols, np.arange(len(cols.pos)))
+        return cols
+    pred.scorer.columns = at_end
+    at_once = pred.predict(queries, 12)
+    golds = sum("gold_logprob" in p.extra for p in by_batch)
+    assert golds == sum(q.fact_uid in kept for q in queries) > 60
+    for a, b in zip(by_batch, at_once):
+        assert (a.query_uid, a.answers, a.extra, a.target_ranks) == (b.query_uid, b.answers, b.extra, b.target_ranks)
