@@ -255,29 +255,6 @@ def _top_by_position(logp, depth: int):
     return s.values, by_pos.values.gather(1, s.indices), boundary
 
 
-def _top_resolved(logp, depth: int):
-    """The top `depth` (values, candidate positions) of every row exactly as a full stable sort gives them (ties at
-    the cut-off kept in candidate order), without the host learning which rows are tied: on a GPU, where asking
-    would make the host wait for the card at every batch and low precisions tie often.
-
-    The set is every score above the `depth`-th, then as many of the scores equal to it as fit, first
-    positions first; its positions come out in candidate order, and a stable sort by score orders them."""
-    import torch
-
-    n = logp.shape[-1]
-    cut = torch.topk(logp, depth, dim=-1).values[:, -1:]  # the depth-th score of each row
-    above = logp > cut
-    tied = logp == cut
-    room = depth - above.sum(dim=-1, keepdim=True)  # how many tied scores join the set
-    taken = above | (tied & (torch.cumsum(tied, dim=-1) <= room))
-    # each taken position gets a distinct key, the first positions the largest: topk returns them in order
-    key = torch.where(taken, n - torch.arange(n, device=logp.device), -1)
-    positions = torch.topk(key, depth, dim=-1).indices
-    values = logp.gather(1, positions)
-    s = torch.sort(values, dim=-1, descending=True, stable=True)
-    return s.values, positions.gather(1, s.indices)
-
-
 def _ties_fixed(logp, rows, depth: int):
     """Top `depth` (values, indices) of `rows` of `logp` by a full stable sort: exact ties at the cut-off are
     kept in candidate order."""
@@ -315,7 +292,6 @@ class MaskedLMScorer:
     """Scores prompts holding one mask token; independent of queries and relations."""
 
     bucketing = False  # pad into full batches (see `batches`): set on a GPU
-    ties_on_device = False  # every row's top by `_top_resolved`, no `_ties_fixed` read-back: set on a GPU
 
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
                  normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None,
@@ -338,7 +314,7 @@ class MaskedLMScorer:
         self.compat = check_compat(compat)
         self.lama = LamaBertTokenization(tokenizer) if self.compat == "lama" else None
         self.device = next(model.parameters()).device
-        self.bucketing = self.ties_on_device = self.device.type == "cuda"
+        self.bucketing = self.device.type == "cuda"
         limit = getattr(model.config, "max_position_embeddings", 512) or 512
         if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
             limit -= 2  # positions start after the padding index
@@ -682,11 +658,7 @@ class MaskedLMScorer:
         A NaN or infinity anywhere in a row makes the row's sum non-finite."""
         import torch
 
-        if self.ties_on_device and depth < logp.shape[-1]:
-            values, indices = _top_resolved(logp, depth)
-            boundary = torch.zeros(logp.shape[0], dtype=torch.bool, device=logp.device)
-        else:
-            values, indices, boundary = _top_by_position(logp, depth)
+        values, indices, boundary = _top_by_position(logp, depth)
         where = to_device(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), self.device)
         ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
         finite = torch.isfinite(logp.sum(dim=-1))

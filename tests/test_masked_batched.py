@@ -29,15 +29,13 @@ def _scores(seed: int, rows: int, n: int):
     return (torch.randint(0, 7, (rows, n), generator=gen) / 4.0 - 3.0).float()
 
 
-@pytest.mark.parametrize("on_device", [False, True])
-@pytest.mark.parametrize("depth", [1, 3, 10, 39, 40])
-def test_top_with_ties_is_the_metrics_order(tiny_models, depth, on_device):
-    """The engine's top (rows tied at the cut-off sorted in full when collected, or, as on a GPU, every row's
-    top resolved on the device), down to a depth of every candidate."""
+@pytest.mark.parametrize("depth", [1, 3, 10, 40])
+def test_top_with_ties_is_the_metrics_order(tiny_models, depth):
+    """The engine's top (on the device, rows tied at the cut-off sorted in full when collected), down to a depth
+    of every candidate."""
     import torch
 
     scorer, _ = _scorer(tiny_models("bert-cased"), 8, True)
-    scorer.ties_on_device = on_device
     logp = _scores(depth, 6, 40)
     logp[0] = -torch.arange(40).float()  # no ties at all
     values, indices, _, _ = scorer._extract(logp, depth, scorer._extract_start(logp, depth, []), TEXTS[:6])
@@ -126,17 +124,15 @@ def test_length_buckets_equal_exact_length_batches(tiny_models, kind):
         assert max(abs(a.target_logp[p] - b.target_logp[p]) for p in a.target_logp) < TOL
 
 
-@pytest.mark.parametrize("on_device", [False, True])
 @pytest.mark.parametrize("depth", [1, 3, 10])
-def test_extraction_sent_to_the_host_keeps_the_metrics_order_and_ranks(tiny_models, depth, on_device):
+def test_extraction_sent_to_the_host_keeps_the_metrics_order_and_ranks(tiny_models, depth):
     """What `_extract_start` computes on the device and `_extract` collects later: rows tied at the cut-off
-    (most rows here) in the order of a full sort, ranks exact, a non-finite row refused by its prompt."""
+    (most rows here) sorted in full, ranks exact, a non-finite row refused by its prompt."""
     import torch
 
     from lm.finite import NonFiniteScores
 
     scorer, _ = _scorer(tiny_models("bert-cased"), 8, True)
-    scorer.ties_on_device = on_device
     logp = _scores(depth, 6, 40)
     logp[0] = -torch.arange(40).float()
     pairs = [(r, p) for r in range(6) for p in random.Random(depth).sample(range(40), 5)]
@@ -235,43 +231,6 @@ def test_encoder_mask_is_the_mask_transformers_builds_without_reading_it_back(ki
     assert encoder_mask(model, four) is four and four.shape == (3, 1, 5, 5)
     decoder = build_model(kind, tokenizer_for(kind), is_decoder=True)
     assert encoder_mask(decoder, att) is att
-
-
-def test_top_resolved_on_the_device_is_a_full_stable_sort():
-    """`_top_resolved` (every row, no read-back) against a full stable sort on rows built to tie at the cut-off:
-    a tie group straddling it, one filling the row, -inf scores, the tie at the first and the last place."""
-    import torch
-
-    from lm.masked import _top_resolved
-
-    rows = [_scores(seed, 1, 50)[0] for seed in range(20)]
-    rows += [torch.zeros(50), torch.tensor([0.0] * 3 + [-1.0] * 47), torch.tensor([float("-inf")] * 45 + [-2.0] * 5)]
-    logp = torch.stack(rows)
-    logp[3, ::3] = float("-inf")
-    for depth in (1, 2, 3, 4, 10, 49):
-        values, positions = _top_resolved(logp, depth)
-        full = torch.sort(logp, dim=-1, descending=True, stable=True)
-        assert positions.tolist() == full.indices[:, :depth].tolist()
-        assert values.tolist() == full.values[:, :depth].tolist()
-
-
-def test_predictions_are_the_same_with_ties_resolved_on_the_device(tiny_models):
-    """A whole run whose scores tie often (rounded to quarters here; low precisions on a GPU tie too) gives the
-    same answers, scores and exact ranks whichever way the ties at the cut-off are resolved."""
-    from lm.vocab import full_vocab, token_labels
-
-    scorer, loaded = _scorer(tiny_models("bert-cased"), 4, True)
-    logp = scorer._candidate_logp
-    scorer._candidate_logp = lambda *args: (logp(*args) * 4).round() / 4
-    cands = full_vocab(token_labels(loaded.tokenizer, scorer.vocab_size))
-    targets = [list(range(t, t + 30)) for t in range(len(TEXTS))]
-    here = scorer.columns(TEXTS, cands, 25, targets)
-    scorer.ties_on_device = True
-    there = scorer.columns(TEXTS, cands, 25, targets)
-    tied = sum(len(set(row)) < len(row) for row in here.logp.tolist())
-    assert tied == len(TEXTS)  # the point of the test: every top holds ties
-    for name in ("pos", "logp", "ranks", "target_logp", "n_tokens"):
-        assert getattr(here, name).tolist() == getattr(there, name).tolist(), name
 
 
 def test_on_a_gpu_a_call_holds_at_least_one_full_batch(tiny_models):
