@@ -384,8 +384,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     before = config["settings"]
     if QUESTION_FACTS in settings and before:
         settings[QUESTION_FACTS] = _question_facts(config, settings[QUESTION_FACTS], cfg)
-        if QUESTION_FACTS not in before:  # an earlier kbc version's record, checked against its run log
-            before = {**before, QUESTION_FACTS: settings[QUESTION_FACTS]}
+        before = {**before, QUESTION_FACTS: settings[QUESTION_FACTS]}  # the same, or with corpora added
     if before and before != settings:
         if _only_fewrel_data_differs(before, settings):
             from eval.fewrel import DATA_FILE
