@@ -352,6 +352,13 @@ def relation_versions(corpus: Corpus) -> dict[str, str]:
     return {rel: d.hexdigest()[:16] for rel, d in digests.items()}
 
 
+def joined_versions(versions: dict[str, str], inputs: dict[str, str]) -> dict[str, str]:
+    """Each relation's data version joined with the digest of another input its questions are read from (an
+    experiment's own files, `input_versions`), so that a change to either changes the version."""
+    return {rel: hashlib.sha256(f"{v}\x1f{inputs[rel]}".encode()).hexdigest()[:16] if rel in inputs else v
+            for rel, v in versions.items()}
+
+
 def version_choices(corpus: Corpus) -> dict[str, dict[str, str]]:
     """Per relation, what of its `relation_versions` a run chose rather than read: the template asked where a
     corpus gives several (BEAR's `--template`) and the filter that chose its facts (LAMA-UHN), so a changed

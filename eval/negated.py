@@ -17,6 +17,7 @@ misprimed query no longer does (`p@1-drop`, the drop from 100%). Groups of relat
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -131,6 +132,16 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
         raise DataError(f"unknown relation id(s) {', '.join(unknown)} in negated/misprimed {corpus}; "
                         f"known: {', '.join(sorted(seen_rel))}")
     return out
+
+
+def probe_versions(probes: ProbeCorpus) -> dict[str, str]:
+    """A digest per relation of the negated and misprimed sentences of one variant (uid, sentences, prime), which
+    the data version of its positive facts does not cover: an edited `--misprimes` file changes its relation's."""
+    digests: dict = {}
+    for p in probes.facts:
+        digest = digests.setdefault(p.fact.relation, hashlib.sha256(probes.variant.encode()))
+        digest.update(f"\x1e{p.fact.uid}\x1f{p.negated or ''}\x1f{p.misprimed}\x1f{p.prime}".encode())
+    return {rel: d.hexdigest()[:16] for rel, d in digests.items()}
 
 
 def _probe(row: dict, corpus: str, relation: str, where: str, lineno: int, uids: set[str]) -> ProbeFact:

@@ -20,13 +20,15 @@ def _read_only(folder: Path) -> bool:
         return False
 
 
-def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
+def in_data(path: str | Path, data_dirs: Iterable[Path] = (), replaced: bool = False) -> str | None:
     """Where `path` sits among data folders, as words for an error (`is inside the LAMA data directory D`), or None
     when it is outside them: a LAMA data directory, a folder holding one, a read-only folder holding one (a shared
-    data root) and `data_dirs` (the data a command reads) are inputs, and no command writes there."""
+    data root) and `data_dirs` (the data a command reads, the folder itself, one inside it or one holding it) are
+    inputs, and no command writes there. `replaced`: `path` is an earlier output of the command in the LAMA layout
+    (a LAMA-UHN build), which it replaces whole: its own `relations.jsonl` makes it no input, unless it is read."""
     resolved = Path(path).expanduser().resolve()
     chain = (resolved, *resolved.parents)
-    inside = next((d for d in chain if (d / "relations.jsonl").is_file()), None)
+    inside = next((d for d in chain[1 if replaced else 0:] if (d / "relations.jsonl").is_file()), None)
     if inside is not None:
         return f"is inside the LAMA data directory {inside}"
     holds = lama_in(resolved)
@@ -38,8 +40,12 @@ def in_data(path: str | Path, data_dirs: Iterable[Path] = ()) -> str | None:
             return f"is inside the read-only data folder {folder} (it holds {lama.name}/)"
     for data in data_dirs:
         data = Path(data).expanduser().resolve()
-        if resolved == data or data in resolved.parents:
+        if resolved == data:
+            return f"is the data directory {data}"
+        if data in resolved.parents:
             return f"is inside the data directory {data}"
+        if resolved in data.parents:
+            return f"holds the data directory {data}"
     return None
 
 

@@ -1778,3 +1778,42 @@ def test_a_served_model_refusal_names_the_predictors_option(ctx, capsys, status,
         _assert_one_error_line(code, err, fix, True)
     finally:
         server.close()
+
+
+# --- kbc data uhn: an --out among the data it reads is refused, as kbc run --out is ---
+
+def _uhn_argv(out: Path, data: Path) -> list[str]:
+    return ["data", "uhn", "--filters", "string", "--data-dir", str(data), "--out", str(out)]
+
+
+def test_a_uhn_build_into_the_data_it_reads_is_refused_and_writes_nothing(ctx, capsys):
+    src = ctx.tmp / "src"
+    mine = src / "mine"  # a data directory not named lama/ or data/: known as the one read, not by its layout
+    shutil.copytree(ctx.data, mine)
+    fix = "and LAMA-UHN is written into --out; pass a folder outside the data"
+    for out, data, where in (
+            (ctx.data / "uhn_x", ctx.data, f"is inside the LAMA data directory {ctx.data.resolve()}"),
+            (ctx.data, ctx.data, f"is inside the LAMA data directory {ctx.data.resolve()}"),
+            (ctx.tmp, ctx.data, f"holds the LAMA data directory {ctx.data.resolve()}"),
+            (src, mine, f"holds the data directory {mine.resolve()}")):
+        before = sorted(p.relative_to(ctx.tmp) for p in ctx.tmp.rglob("*") if "cache" not in p.parts)
+        code, _, err = run_kbc(_uhn_argv(out, data), capsys)
+        _assert_one_error_line(code, err, f"error: --out {out} {where}, {fix}", False)
+        assert sorted(p.relative_to(ctx.tmp) for p in ctx.tmp.rglob("*") if "cache" not in p.parts) == before
+
+
+def test_a_uhn_build_over_its_own_output_is_refused_and_an_earlier_build_elsewhere_is_replaced(ctx, capsys):
+    build = ctx.tmp / "builds" / "uhn"
+    assert run_kbc(_uhn_argv(build, ctx.data), capsys)[0] == 0
+    files = {p: p.read_bytes() for p in build.rglob("*") if p.is_file()}
+    code, _, err = run_kbc(_uhn_argv(build, build), capsys)  # read from the build, written over it
+    _assert_one_error_line(code, err, f"error: --out {build} is the data directory {build.resolve()}, and LAMA-UHN "
+                           "is written into --out; pass a folder outside the data", False)
+    code, _, err = run_kbc(_uhn_argv(build / "sub", ctx.data), capsys)
+    _assert_one_error_line(code, err, f"error: --out {build / 'sub'} is inside the LAMA data directory "
+                           f"{build.resolve()}, and LAMA-UHN is written into --out; pass a folder outside the data",
+                           False)
+    assert {p: p.read_bytes() for p in build.rglob("*") if p.is_file()} == files
+    code, out, err = run_kbc(_uhn_argv(build, ctx.data), capsys)  # from the data again: the earlier build replaced
+    assert code == 0, err
+    assert json.loads((build / "uhn.json").read_text())["source"] == str(ctx.data.resolve())

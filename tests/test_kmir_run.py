@@ -208,3 +208,44 @@ def test_a_kind_dropped_whole_is_answered_0_and_the_printed_table_counts_questio
                                                          "statement_checking", "triple_completion", "all")] == [
         5.0, 0.0, 0.0, 100.0, 21.0]
     assert "| trex | bert | - | 70 | 0.00 | 50.00 | 100.00 | 100.00 | 70.00 | - |" in (out / "summary.md").read_text()
+
+
+def test_a_rerun_drawing_questions_from_other_relations_or_another_limit_is_refused(lama_dir, tmp_path, capsys,
+                                                                                    monkeypatch):
+    """A fact's questions (choices, reasoning questions) are drawn from every fact asked: a rerun into the same --out
+    with other relations or another --limit would keep the old questions beside new ones, so it is refused; one that
+    adds a predictor to the same questions is not, whatever the order of the relations."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+
+    def run(relations, limit, *predictors):
+        return run_kbc(["run", "kmir", "--corpus", "trex", "--relations", *relations, "--limit", limit,
+                        "--predictors", *predictors, "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+
+    assert run(["P36", "P19"], "10", "kb")[0] == 0
+    why = ("a fact's questions (their choices, the reasoning questions around it) depend on the relations and the "
+           "--limit sample asked, so those answered there would differ; use another --out, or --relations P19 P36 "
+           "--limit 10")
+    code, _, err = run(["P36", "P19", "P1376"], "10", "kb")
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds questions of trex drawn from --relations P19 P36 --limit 10, not --relations P1376 "
+           f"P19 P36 --limit 10: {why}")
+    code, _, err = run(["P36", "P19"], "12", "kb")
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds questions of trex drawn from --relations P19 P36 --limit 10, not --relations P19 P36 "
+           f"--limit 12: {why}")
+    code, _, err = run(["P19", "P36"], "10", "kb", "freq")
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["question_facts"] == {"trex": {"relations": ["P19", "P36"], "limit": 10}}
+
+    # a directory of an earlier kbc version, which did not record them: its run log says what each run asked
+    del config["settings"]["question_facts"]
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run(["P36", "P19"], "12", "kb")
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds questions drawn from --relations P19 P36 --limit 10, not --relations P19 P36 --limit "
+           f"12: {why}")
+    assert run(["P36", "P19"], "10", "kb")[0] == 0
+    assert json.loads((out / "config.json").read_text())["settings"]["question_facts"] == {
+        "trex": {"relations": ["P19", "P36"], "limit": 10}}

@@ -222,3 +222,29 @@ def test_the_sample_is_on_the_total_line_and_a_relation_without_negations_is_sai
             "taken over those facts; a relation whose data has no negated sentence, as T-REx P159 whose negations "
             "equal the positive sentence, has none).") in (out / "summary.md").read_text().splitlines()
     assert "answered none" not in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize(("variant", "file"), [("high_ranked", "P19.jsonl"), ("random", "P19_random.jsonl")])
+def test_an_edited_misprime_file_is_other_data_for_its_relation(shared_data, tmp_path, monkeypatch, capsys, variant,
+                                                                 file):
+    """The negated and misprimed sentences come from the `--misprimes` folder: an edit there refuses a rerun into
+    the directory of the old sentences, as an edited fact does, rather than reusing records asked otherwise."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "lama").symlink_to(shared_data / "lama")
+    copy = tmp_path / "negated_misprimed_lama" / "TREx"
+    for folder in dict.fromkeys(("random", variant)):
+        shutil.copytree(shared_data / "negated_misprimed_lama" / "TREx" / folder, copy / folder)
+    out = tmp_path / "run"
+    argv = ["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "P36", "--predictors", "freq",
+            "--misprimes", variant, "--data-dir", str(tmp_path / "lama"), "--limit", "5", "--out", str(out),
+            "--quiet"]
+    assert run_kbc(argv, capsys)[0] == 0
+    assert run_kbc(argv, capsys)[0] == 0  # unchanged: resumed
+    path = copy / variant / file
+    text = path.read_text(encoding="utf-8")
+    assert text.count("Christina Rossetti was not born in") == 1
+    path.write_text(text.replace("Christina Rossetti was not born in", "Christina Rossetti was never born in"),
+                    encoding="utf-8")
+    code, _, err = run_kbc(argv, capsys)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds negated-trex results of other data for P19 (the data files changed); use another --out")

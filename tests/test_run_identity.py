@@ -256,3 +256,22 @@ def test_records_without_a_recorded_identity_or_version_are_refused(lama_dir, tm
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
     assert _one_error(code, err) == (f"error: {out} holds trex results for P19 but config.json records no data "
                                      "version for them; use another --out")
+
+
+def test_question_facts_of_a_corpus_added_later_join_those_recorded(lama_dir, tmp_path):
+    """KMIR's questions are drawn per corpus: a rerun adding a corpus keeps the others' record and adds its own; one
+    drawing a recorded corpus's questions from another --limit is refused."""
+    from bridge.run.config import merge_config, plan_run
+    from bridge.run.runner import RunConfig
+
+    cfg = RunConfig(["trex"], ["freq"], tmp_path / "run", str(lama_dir), relations=["P19"], limit=2)
+    plan = plan_run(cfg, lama_dir)
+    trex, google = {"relations": ["P19"], "limit": 2}, {"relations": ["place_of_birth"], "limit": 2}
+    first = merge_config(None, cfg, plan, "kmir", {"question_facts": {"trex": trex}})
+    added = merge_config(json.loads(json.dumps(first)), cfg, plan, "kmir", {"question_facts": {"google_re": google}})
+    assert added["settings"]["question_facts"] == {"trex": trex, "google_re": google}
+    with pytest.raises(ConfigError) as refused:
+        merge_config(json.loads(json.dumps(added)), cfg, plan, "kmir",
+                     {"question_facts": {"trex": {"relations": ["P19"], "limit": 3}}})
+    assert str(refused.value).startswith(f"{tmp_path / 'run'} holds questions of trex drawn from --relations P19 "
+                                         "--limit 2, not --relations P19 --limit 3: ")

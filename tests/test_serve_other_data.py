@@ -102,3 +102,43 @@ def test_versions_follow_the_runs_compat(serve_explorer, lama_dir):
     deduplicated = relation_versions(corpus)
     assert deduplicated["P19"] == plain["P19"] and deduplicated["P36"] != plain["P36"]
     assert serve_explorer.data_versions("lama") == deduplicated
+
+
+def test_a_negated_run_is_compared_with_the_sentences_of_its_misprimes_files(shared_data, tmp_path, monkeypatch,
+                                                                              capsys):
+    """A negated run's data versions cover the sentences of its `--misprimes` files: the live view over the same
+    files finds it made from this data, and from other data once one of those files is edited."""
+    import shutil
+
+    from cli_support import run_kbc
+
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs, other_data
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "lama").symlink_to(shared_data / "lama")
+    copy = tmp_path / "negated_misprimed_lama" / "TREx"
+    for variant in ("random", "high_ranked"):
+        shutil.copytree(shared_data / "negated_misprimed_lama" / "TREx" / variant, copy / variant)
+    out = tmp_path / "neg"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--predictors", "freq",
+                            "--misprimes", "high_ranked", "--limit", "5", "--data-dir", str(tmp_path / "lama"),
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+
+    def live_other_data():
+        explorer = Explorer.start(ExplorerConfig(data_dir=str(tmp_path / "lama"), corpus="negated-trex",
+                                                 relations=["P19"], predictors=["freq"], cache_dir=tmp_path / "cache"))
+        try:
+            return other_data(Runs([out]).get("neg"), explorer)
+        finally:
+            explorer.close()
+
+    assert live_other_data() is None
+    path = copy / "high_ranked" / "P19.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("Christina Rossetti was not born in",
+                                                             "Christina Rossetti was never born in"), encoding="utf-8")
+    assert live_other_data()["message"] == (
+        f"run neg was made from other negated-trex data than the live view reads ({tmp_path / 'lama'}): it holds "
+        "results of other data for P19 (the data files changed); there the live gold and answers are not what the "
+        "run recorded")

@@ -189,7 +189,10 @@ def test_kbc_data_uhn_writes_the_lama_layout_atomically(lama_dir, tmp_path, caps
     os.environ.pop("KBC_UHN_MODEL", None)
     code, _, err = run_kbc(["data", "uhn", "--filters", "name", "--data-dir", str(root), "--out", str(out)], capsys)
     assert code == 2 and "needs a masked LM" in err and err.count("\n") == 1
-    code, _, err = run_kbc(["data", "uhn", "--data-dir", str(root), "--out", str(root)], capsys)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine\n")
+    code, _, err = run_kbc(["data", "uhn", "--data-dir", str(root), "--out", str(notes)], capsys)
     assert code == 2 and "is not a LAMA-UHN folder" in err
 
 

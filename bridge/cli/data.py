@@ -188,8 +188,9 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
 def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:
     """LAMA-UHN (E-BERT §2.1): delete facts whose subject name gives the answer away."""
     from eval.errors import ConfigError
-    from eval.uhn import build_uhn, check_filters, deletion_rates
+    from eval.uhn import build_uhn, check_filters, check_out, deletion_rates
 
+    check_out(Path(out), data_dir)  # before a name model is loaded
     chosen = tuple(dict.fromkeys(filters or ()))
     if chosen and "name" not in chosen and model:
         raise ConfigError("--model is only used by the name filter; add --filters name")

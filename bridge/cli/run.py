@@ -650,7 +650,8 @@ def run_kmir(ctx: click.Context, **params) -> None:
 
     def make(p: dict) -> KmirExperiment:
         return KmirExperiment(p["questions_per_relation"], p["axioms"], p["instance_of"], p["seed"],
-                              prompts=p["prompts"], context=p["context"], prompt_draws=p["prompt_draws"])
+                              prompts=p["prompts"], context=p["context"], prompt_draws=p["prompt_draws"],
+                              limit=p["limit"])
 
     execute(ctx, make, params, ("f1", "F1 (%) of KMIR-style questions per kind"))
 

@@ -46,6 +46,7 @@ from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
+from bridge.run.config import QUESTION_FACTS
 from bridge.run.results import TOP_SAVED
 from eval.answer_text import GENERATED, generation_fields, parse_yes_no
 from eval.errors import ConfigError
@@ -170,7 +171,7 @@ class KmirExperiment:
 
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
                  instance_of: str | None = None, seed: int = 0, prompts: str | None = None,
-                 context: str | None = None, prompt_draws: int | None = None) -> None:
+                 context: str | None = None, prompt_draws: int | None = None, limit: int | None = None) -> None:
         from kb.reasoning import load_axioms
 
         if per_relation < 1:
@@ -180,7 +181,7 @@ class KmirExperiment:
             if value not in (None, default):
                 raise ConfigError(f"kbc run kmir does not take {flag} {value}: KMIR questions carry their own "
                                   "wording and no evidence (use kbc run lama or kbc run coherency)")
-        self.per_relation, self.seed = per_relation, seed
+        self.per_relation, self.seed, self.limit = per_relation, seed, limit
         self.axioms_path, self.instance_of_path = axioms, instance_of
         self.ontology = load_axioms(axioms)
         self.settings = {"questions_per_relation": per_relation, "axioms": self.ontology.digest,
@@ -199,6 +200,10 @@ class KmirExperiment:
         self._types(data_dir)
         for name, corpus in corpora.items():
             self._check_axioms(name, corpus, data_dir)
+        # a fact's questions (their choices, distractors, the reasoning questions around it) are drawn from every
+        # fact of the relations asked and the --limit sample: a rerun must ask the same (`bridge.run.config`)
+        self.settings[QUESTION_FACTS] = {name: {"relations": sorted(corpus.relations), "limit": self.limit}
+                                         for name, corpus in corpora.items()}
 
     def _check_axioms(self, name: str, corpus, data_dir) -> None:
         """The axioms name relations the corpus holds (or declare them), checked before anything is written."""

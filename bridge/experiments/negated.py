@@ -22,6 +22,7 @@ from eval.negated import (
     VARIANTS,
     MisprimeOutcome,
     load_probes,
+    probe_versions,
     shared_top_spearman,
     summarize_misprimes,
     summarize_negation,
@@ -47,6 +48,13 @@ class NegatedExperiment:
         self.settings = {"misprimes": misprimes}
         self._primes: dict[str, str] = {}
         self._said: set[str] = set()
+
+    def input_versions(self, corpora: dict, data_dir) -> dict[str, dict[str, str]]:
+        """Per corpus and relation, a digest of the negated and misprimed sentences of the `--misprimes` files: the
+        questions asked, which the data version of the positive facts (the `random/` files) does not cover."""
+        return {name: probe_versions(load_probes(data_dir, name.removeprefix("negated-"), self.misprimes,
+                                                 list(corpus.relations)))
+                for name, corpus in corpora.items()}
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         corpus = given.corpus.name.removeprefix("negated-")

@@ -25,6 +25,7 @@ from eval.relations import stored_type
 from eval.types import Fact
 
 COMPAT = ("lama", "lm-pub-quiz")
+QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
 ALL_ANSWERS = "all answers, whatever the depth"  # an LM-KBC set without a rule (`LmkbcExperiment.asks_all`)
 
 
@@ -380,8 +381,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     questions_given = questions or {}
     questions = question_identity(questions_given, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
-    if config["settings"] and config["settings"] != settings:
-        before = config["settings"]
+    before = config["settings"]
+    if QUESTION_FACTS in settings and before:
+        settings[QUESTION_FACTS] = _question_facts(config, settings[QUESTION_FACTS], cfg)
+        before = {**before, QUESTION_FACTS: settings[QUESTION_FACTS]}  # the same, or with corpora added
+    if before and before != settings:
         if _only_fewrel_data_differs(before, settings):
             from eval.fewrel import DATA_FILE
 
@@ -396,7 +400,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
                                               config["runs"]))
         why = f" ({'; '.join(whys)})" if whys else ""
-        raise ConfigError(f"{cfg.out} holds results made with {_fmt(config['settings'])}, not {_fmt(settings)}{why}; "
+        raise ConfigError(f"{cfg.out} holds results made with {_fmt(before)}, not {_fmt(settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings
     for p in plan.predictors:
@@ -454,6 +458,46 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
     return config
+
+
+def _question_facts(config: dict, now: dict[str, dict], cfg: RunConfig) -> dict[str, dict]:
+    """The facts a directory's questions were drawn from (per corpus its relations and --limit) with those of this
+    run's corpora added; refuses a rerun that draws a corpus's questions from others, as the questions of the facts
+    answered there would differ (KMIR: a fact's choices and reasoning questions come from every fact asked)."""
+    before = config["settings"].get(QUESTION_FACTS)
+    if not isinstance(before, dict):  # recorded by an earlier kbc version: the run log says what each run asked
+        asked = {(tuple(sorted(r.get("relations") or ())), r.get("limit")) for r in config["runs"]
+                 if isinstance(r, dict)}
+        now_asked = (tuple(sorted(cfg.relations)), cfg.limit)
+        if asked - {now_asked}:
+            relations, limit = sorted(asked - {now_asked}, key=str)[0]
+            _refuse_question_facts(cfg, {"relations": list(relations), "limit": limit},
+                                   {"relations": sorted(cfg.relations), "limit": cfg.limit})
+        return now
+    for corpus, scope in now.items():
+        if before.get(corpus) not in (None, scope):
+            _refuse_question_facts(cfg, before[corpus], scope, corpus)
+    return {**before, **now}
+
+
+def _asked(scope: dict) -> str:
+    """A question scope as the flags that ask it: `--relations P19 P36 --limit 10`."""
+    relations, limit = scope.get("relations") or [], scope.get("limit")
+    if not relations:
+        named = "every relation"
+    elif len(relations) <= RELATIONS_LISTED:
+        named = f"--relations {' '.join(relations)}"
+    else:
+        named = f"{len(relations)} relations ({', '.join(relations[:3])}, ...)"
+    return f"{named} {f'--limit {limit}' if limit else 'without --limit'}"
+
+
+def _refuse_question_facts(cfg: RunConfig, before: dict, now: dict, corpus: str | None = None) -> None:
+    where = f" of {corpus}" if corpus else ""
+    raise ConfigError(f"{cfg.out} holds questions{where} drawn from {_asked(before)}, not {_asked(now)}: a fact's "
+                      "questions (their choices, the reasoning questions around it) depend on the relations and the "
+                      f"--limit sample asked, so those answered there would differ; use another --out, or "
+                      f"{_asked(before)}")
 
 
 def _differs_only_in(seen: dict, ident: dict, key: str) -> bool:

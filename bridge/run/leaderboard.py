@@ -115,7 +115,8 @@ def _same(configs: dict[Path, dict], what: str, get) -> None:
 
 # run settings recorded under another name than their flag
 SETTING_FLAGS = {"prompts_digest": "--prompts file content", "instance_of": "instance-of file content",
-                 "aliases": "alias file content"}
+                 "aliases": "alias file content",
+                 "question_facts": "relations and --limit the questions are drawn from"}
 
 
 def same_settings(configs: dict[Path, dict], needs: str = "a leaderboard") -> None:

@@ -41,7 +41,7 @@ from eval.corpora import resolve_run_data_dir
 from eval.datadir import ENV_VAR as DATA_ENV
 from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text, write_json
-from eval.lama import Corpus
+from eval.lama import Corpus, joined_versions
 from eval.relations import relation_id
 from eval.types import QUERIES_PER_CALL, Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
@@ -157,6 +157,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check = getattr(experiment, "check", None)
     if check is not None:
         check(plan.corpora, data_dir)  # the experiment's own inputs (prompt files, ...) before any work
+    inputs = getattr(experiment, "input_versions", None)
+    if inputs is not None:  # files of its own its questions are read from: part of each relation's data version
+        for name, digests in inputs(plan.corpora, data_dir).items():
+            plan.versions[name] = joined_versions(plan.versions[name], digests)
     for name, corpus in plan.corpora.items():
         asked = len(plan.asked[name])
         sampled = f"; asking a sample of {asked} (--limit {cfg.limit}, seed {cfg.seed})" if cfg.limit else ""

@@ -102,7 +102,7 @@ class Explorer:
         corpus = load_corpus(cfg.corpus, self.data_dir, cfg.relations or None)
         self.corpus = corpus
         self.relations = corpus.relations
-        self._versions: dict[str | None, dict[str, str]] = {}  # per --compat, as `data_versions` gives them
+        self._versions: dict = {}  # per --compat (and --misprimes of a negated corpus), as `data_versions` gives them
         self._versions_lock = threading.Lock()
         self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
@@ -145,10 +145,26 @@ class Explorer:
             return evidence_index(self.cache / "index" / EVIDENCE_INDEX, self.data_dir, progress=True)
         return open_index("tantivy", location)
 
-    def data_versions(self, compat: str | None = None) -> dict[str, str]:
+    def data_versions(self, compat: str | None = None, misprimes: str | None = None) -> dict[str, str]:
         """Per relation, the data version `kbc run` records for the data served here (`relation_versions` of the
-        corpus read as a run with this `--compat` reads it, label duplicates removed under `--compat lama`), so a
-        browsed run made from other data is told apart from one made from this. Computed once per compat."""
+        corpus read as a run with this `--compat` reads it, label duplicates removed under `--compat lama`; for a
+        negated/misprimed corpus with the sentences of its `--misprimes` files joined, as that run's records), so a
+        browsed run made from other data is told apart from one made from this. Computed once per setting."""
+        from eval.lama import joined_versions
+        from eval.negated import PROBE_CORPORA
+
+        facts = self._fact_versions(compat)
+        if misprimes is None or self.corpus.name not in PROBE_CORPORA:
+            return facts
+        with self._versions_lock:
+            if (compat, misprimes) not in self._versions:
+                from bridge.experiments.negated import NegatedExperiment
+
+                probes = NegatedExperiment(misprimes).input_versions({self.corpus.name: self.corpus}, self.data_dir)
+                self._versions[compat, misprimes] = joined_versions(facts, probes[self.corpus.name])
+            return self._versions[compat, misprimes]
+
+    def _fact_versions(self, compat: str | None) -> dict[str, str]:
         from eval.lama import relation_versions
 
         with self._versions_lock:

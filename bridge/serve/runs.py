@@ -192,7 +192,8 @@ def other_data(loaded: LoadedRun, explorer) -> dict | None:
     asked = [r for r in recorded if r in explorer.relations]
     if corpus not in loaded.run.corpora or not asked:
         return None
-    live = explorer.data_versions((config.get("settings") or {}).get("compat"))
+    settings = config.get("settings") or {}
+    live = explorer.data_versions(settings.get("compat"), settings.get("misprimes"))
     changed = sorted(r for r in asked if recorded[r] != live.get(r))
     if not changed:
         return None
