@@ -38,6 +38,7 @@ class PredictorContext:
     scope: str | None = None  # the run's own token: what a cache kept for one run only is keyed by
     attempt: str | None = None  # this attempt of the run (a resume is another): what is checked once per attempt
     name: str | None = None  # the predictor's given name: how its options are written (`--set NAME.KEY=VALUE`)
+    axioms: str | None = None  # the run's axioms file (`kbc run kmir --axioms`); None: the shipped kb/axioms.ttl
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]
