@@ -321,26 +321,26 @@ def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str
             counts = stored_counts(store, ontology)
             return InferenceReport(counts, store.count(INFERRED), sources, built=False,
                                    kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
-        _say_narrowed(store, ontology, sources)
+        _say_narrowed(store, sources)
         report = infer(store, ontology, sources, max_derived)
         record_coverage(store, ontology, sources)
         store.mark_loaded(tag, INFERRED)
         return report
 
 
-def _say_narrowed(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> None:
-    """A warning when the closure about to replace `inferred` covers fewer relations than the one there."""
+def _say_narrowed(store: GraphStore, sources: Sequence[str]) -> None:
+    """A warning when the closure about to replace `inferred` lacks relations the axioms of the one there name."""
     before = stored_coverage(store)
     if before is None:
         return
     now = set(source_counts(store, sources))
-    lost = sorted(set(before.relations) - now)
+    lost = sorted(r for r in set(before.relations) - now if r in before.named)
     if lost:
         shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+        given = ", ".join(sorted(now)[:8]) + (" ..." if len(now) > 8 else "")
         log.warning("warning: graph %s is recomputed from %d relation%s (%s); it was computed from %d, and no longer "
-                    "covers %s (kbc kb infer computes it for a whole corpus again)", INFERRED, len(now),
-                    "" if len(now) == 1 else "s", ", ".join(sorted(now)[:8]) + (" ..." if len(now) > 8 else ""),
-                    len(before.relations), shown)
+                    "covers %s, which its axioms name (kbc kb infer computes it for a whole corpus again)", INFERRED,
+                    len(now), "" if len(now) == 1 else "s", given, len(before.relations), shown)
 
 
 def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str],

@@ -52,7 +52,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "kb": ("bridge.predictors.kmir:make_kb",
            "The gold graphs by lookup: a subject's objects (score 1, ties shared), a question's choice"),
     "kb-inferred": ("bridge.predictors.kmir:make_kb_inferred",
-                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl), answering by lookups"),
+                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl, or kmir's --axioms), by lookups"),
     "retrieval": ("bridge.predictors.text:make_retrieval",
                   "LAMA DrQA row: BM25 paragraphs + offline reader, the fact's own evidence left out"),
     "retrieval-oracle": ("bridge.predictors.text:make_retrieval_oracle",
