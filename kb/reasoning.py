@@ -517,13 +517,15 @@ def stored_coverage(store: GraphStore) -> Coverage | None:
                     tuple(sorted(meta.get(str(SOURCE), set()))), versions)
 
 
-def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None) -> str | None:
+def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None,
+                     exact: bool = True) -> str | None:
     """Why `inferred` is not the closure of the facts in `graphs` (under `ontology`, when given), or None.
 
     It is when it was computed with the same axioms (by digest) from the same facts of each relation its
-    axioms name: as many of them, with the same `premise_versions`, and of no other such relation. A graph
-    computed from fewer relations (a run over a few of them) misses what the others derive; one computed
-    from more, or from other facts, holds facts these graphs do not derive.
+    axioms name: as many of them, with the same `premise_versions`, and (`exact`) of no other such relation.
+    A graph computed from fewer relations (a run over a few of them) misses what the others derive; one
+    computed from other facts holds facts these do not derive, and so does one computed from more relations
+    (what a run's records must not depend on; a reader of a few relations of a corpus may take it).
     """
     if INFERRED not in store.graph_names(INFERRED):
         return "the store holds no inferred graph"
@@ -539,7 +541,7 @@ def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontolog
         more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
         return f"the inferred graph is partial here: it {coverage.describe()}, and lacks the facts of {shown}{more}"
     extra = sorted(r for r in coverage.relations if r in coverage.named and r not in have)
-    if extra:
+    if extra and exact:
         return (f"the inferred graph was computed from more relations than these: it {coverage.describe()}, "
                 f"and from {', '.join(extra[:6])}{' ...' if len(extra) > 6 else ''} too, which these graphs lack")
     named = [r for r in sorted(have) if r in coverage.named]
