@@ -37,6 +37,7 @@ facts (`coverage_problem`) rebuild it or refuse, never answer from a partial clo
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -62,6 +63,7 @@ AXIOM_KIND = URIRef("urn:kbc:axiomKind")
 PREMISE = "urn:kbc:premise"  # + 1, 2, ...: the premises in rule order
 STMT_NS = "urn:kbc:stmt:"
 AXIOM_NS = "urn:kbc:axiom:"
+log = logging.getLogger("kbc")
 
 SYMMETRIC, TRANSITIVE, EQUIVALENT = "symmetric", "transitive", "equivalent"
 INVERSE, SUBPROPERTY, CHAIN = "inverse", "subproperty", "chain"
@@ -314,15 +316,31 @@ def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str
         raise DataError("no gold graphs to reason over (load a corpus first: kbc kb load)")
     ontology.check(known_relations if known_relations is not None else data_relations(store, sources))
     tag = _tag(store, ontology, sources)
-    with store.filling(lambda: not force and tag in store.loaded_versions(INFERRED)) as needed:
+    with store.filling(lambda: not force and coverage_problem(store, sources, ontology) is None) as needed:
         if not needed:
             counts = stored_counts(store, ontology)
             return InferenceReport(counts, store.count(INFERRED), sources, built=False,
                                    kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
+        _say_narrowed(store, sources)
         report = infer(store, ontology, sources, max_derived)
         record_coverage(store, ontology, sources)
         store.mark_loaded(tag, INFERRED)
         return report
+
+
+def _say_narrowed(store: GraphStore, sources: Sequence[str]) -> None:
+    """A warning when the closure about to replace `inferred` lacks relations the axioms of the one there name."""
+    before = stored_coverage(store)
+    if before is None:
+        return
+    now = set(source_counts(store, sources))
+    lost = sorted(r for r in set(before.relations) - now if r in before.named)
+    if lost:
+        shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+        given = ", ".join(sorted(now)[:8]) + (" ..." if len(now) > 8 else "")
+        log.warning("warning: graph %s is recomputed from %d relation%s (%s); it was computed from %d, and no longer "
+                    "covers %s, which its axioms name (kbc kb infer computes it for a whole corpus again)", INFERRED,
+                    len(now), "" if len(now) == 1 else "s", given, len(before.relations), shown)
 
 
 def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str],
@@ -424,16 +442,24 @@ COVERS = URIRef("urn:kbc:covers")  # inferred -> "<relation id>=<facts>" of each
 NAMES = URIRef("urn:kbc:axiomRelation")  # inferred -> each relation id its axioms name
 AXIOMS_FILE = URIRef("urn:kbc:axiomsFile")  # inferred -> "<axioms file> <sha256 digest>"
 SOURCE = URIRef("urn:kbc:source")  # inferred -> each gold graph it was computed from
+PREMISES = URIRef("urn:kbc:premises")  # inferred -> "<relation id>=<premise_versions digest>" of each named relation
 
 
 @dataclass(frozen=True)
 class Coverage:
-    """What a complete `inferred` graph was computed from: facts per relation, axioms and source graphs."""
+    """What a complete `inferred` graph was computed from: facts per relation, the version of the facts of each
+    relation its axioms name (`premise_versions`), axioms and source graphs."""
 
     relations: dict[str, int]
     named: frozenset[str]
     axioms: str
     sources: tuple[str, ...]
+    versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """The axioms file's digest (`Ontology.digest`)."""
+        return self.axioms.rpartition(" ")[2]
 
     def describe(self) -> str:
         facts = sum(self.relations.values())
@@ -451,10 +477,29 @@ def source_counts(store: GraphStore, graphs: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+def premise_versions(store: GraphStore, graphs: Sequence[str], relations: Iterable[str]) -> dict[str, str]:
+    """A digest of the facts (subject and object IRIs) of each of `relations` that `graphs` hold: what a closure
+    derives from, so an edited fact changes it even where the number of facts stays the same."""
+    props = ", ".join(f"<{property_iri(r)}>" for r in sorted(set(relations)))
+    if not graphs or not props:
+        return {}
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in graphs)
+    rows = store.select(f"SELECT DISTINCT ?p ?s ?o WHERE {{ GRAPH ?g {{ ?s ?p ?o }} FILTER(?g IN ({allowed})) "
+                        f"FILTER(?p IN ({props})) }}")
+    facts: dict[str, list[str]] = {}
+    for p, s, o in rows:
+        facts.setdefault(relation_key(str(p)), []).append(f"{s} {o}")
+    return {r: hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            for r, lines in facts.items()}
+
+
 def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> None:
     meta, g = graph_iri("meta"), graph_iri(INFERRED)
+    named = sorted(relation_key(p) for p in ontology.properties())
     quads = [(g, COVERS, Literal(f"{r}={n}"), meta) for r, n in sorted(source_counts(store, sources).items())]
-    quads += [(g, NAMES, Literal(relation_key(p)), meta) for p in sorted(ontology.properties())]
+    quads += [(g, NAMES, Literal(r), meta) for r in named]
+    quads += [(g, PREMISES, Literal(f"{r}={v}"), meta) for r, v in sorted(premise_versions(store, sources,
+                                                                                            named).items())]
     quads += [(g, SOURCE, Literal(name), meta) for name in sources]
     quads.append((g, AXIOMS_FILE, Literal(f"{ontology.path} {ontology.digest}"), meta))
     store.add_quads(quads)
@@ -467,29 +512,47 @@ def stored_coverage(store: GraphStore) -> Coverage | None:
     if not store.loaded_versions(INFERRED) or not covers or not meta.get(str(AXIOMS_FILE)):
         return None
     relations = {r: int(n) for r, _, n in (v.rpartition("=") for v in covers)}
+    versions = {r: v for r, _, v in (x.rpartition("=") for x in meta.get(str(PREMISES), set()))}
     return Coverage(relations, frozenset(meta.get(str(NAMES), set())), sorted(meta[str(AXIOMS_FILE)])[0],
-                    tuple(sorted(meta.get(str(SOURCE), set()))))
+                    tuple(sorted(meta.get(str(SOURCE), set()))), versions)
 
 
-def coverage_problem(store: GraphStore, graphs: Sequence[str]) -> str | None:
-    """Why `inferred` cannot stand for the closure of the facts in `graphs`, or None when it can.
+def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None,
+                     exact: bool = True) -> str | None:
+    """Why `inferred` is not the closure of the facts in `graphs` (under `ontology`, when given), or None.
 
-    It can when, for every relation of `graphs` its axioms name, it was computed from the same
-    number of facts of that relation. A graph computed from a subset of the relations (a run over
-    a few of them) would miss the facts the others derive.
+    It is when it was computed with the same axioms (by digest) from the same facts of each relation its
+    axioms name: as many of them, with the same `premise_versions`, and (`exact`) of no other such relation.
+    A graph computed from fewer relations (a run over a few of them) misses what the others derive; one
+    computed from other facts holds facts these do not derive, and so does one computed from more relations
+    (what a run's records must not depend on; a reader of a few relations of a corpus may take it).
     """
     if INFERRED not in store.graph_names(INFERRED):
         return "the store holds no inferred graph"
     coverage = stored_coverage(store)
     if coverage is None:
         return "the inferred graph records no coverage (its build was cut short, or an older kbcompare built it)"
+    if ontology is not None and coverage.digest != ontology.digest:
+        return f"the inferred graph was computed with other axioms ({coverage.axioms}, not {ontology.path})"
     have = source_counts(store, graphs)
     missing = [r for r in sorted(have) if r in coverage.named and coverage.relations.get(r) != have[r]]
-    if not missing:
-        return None
-    shown = ", ".join(f"{r} ({coverage.relations.get(r, 0)} of {have[r]} facts)" for r in missing[:6])
-    more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
-    return f"the inferred graph is partial here: it {coverage.describe()}, and lacks the facts of {shown}{more}"
+    if missing:
+        shown = ", ".join(f"{r} ({coverage.relations.get(r, 0)} of {have[r]} facts)" for r in missing[:6])
+        more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+        return f"the inferred graph is partial here: it {coverage.describe()}, and lacks the facts of {shown}{more}"
+    extra = sorted(r for r in coverage.relations if r in coverage.named and r not in have)
+    if extra and exact:
+        return (f"the inferred graph was computed from more relations than these: it {coverage.describe()}, "
+                f"and from {', '.join(extra[:6])}{' ...' if len(extra) > 6 else ''} too, which these graphs lack")
+    named = [r for r in sorted(have) if r in coverage.named]
+    if named and not coverage.versions:
+        return "the inferred graph records no versions of its facts (an older kbcompare built it)"
+    now = premise_versions(store, graphs, named)
+    changed = [r for r in named if coverage.versions.get(r) != now.get(r)]
+    if changed:
+        return (f"the inferred graph was computed from other facts of {', '.join(changed[:6])}"
+                f"{' ...' if len(changed) > 6 else ''} than these (the data changed since it was computed)")
+    return None
 
 
 Triple = tuple[str, str, str]

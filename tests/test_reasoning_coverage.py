@@ -8,12 +8,18 @@ error naming the axioms, and leaves the store as it was.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 from cli_support import run_kbc
 
 from eval.errors import DataError
+from eval.types import Entity
 from kb.reasoning import (
     INFERRED,
     PROVENANCE,
@@ -171,3 +177,183 @@ def test_max_derived_bounds_a_sane_closure_too(tmp_path):
             ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=5)
         report = ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=6)
         assert report.facts == 6 and (WD + "Q1", WDT + "P47", WD + "Q0") in inferred_triples(store)
+
+
+# -- a closure of other facts or other axioms --------------------------------------------------------
+SYM47 = PREFIXES + "wdt:P47 a owl:SymmetricProperty .\n"
+SURREY = Entity("Surrey", "Q23276")
+
+
+def _edited(corpus):
+    """The corpus with its first P47 fact (Monreale - Palermo) bordering Surrey instead: as many facts as before."""
+    edited = copy.copy(corpus)
+    first = next(i for i, f in enumerate(corpus.facts) if f.relation == "P47")
+    assert (corpus.facts[first].subject.label, corpus.facts[first].object.label) == ("Monreale", "Palermo")
+    edited.facts = [*corpus.facts[:first], dataclasses.replace(corpus.facts[first], object=SURREY),
+                    *corpus.facts[first + 1:]]
+    return edited
+
+
+def test_a_closure_of_other_facts_axioms_or_relations_is_named(borders, tmp_path):
+    axioms = tmp_path / "twins.ttl"
+    axioms.write_text(TWINS)
+    onto = load_axioms(axioms)
+    monreale = (WD + "Q2656", WDT + "P47", WD + "Q207448")
+    with GraphStore.open(None) as store:
+        graphs = _graphs(store, borders)
+        ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS)
+        assert monreale in inferred_triples(store)
+        assert coverage_problem(store, [graphs["P47"]]) == (
+            "the inferred graph was computed from more relations than these: it covers 2 relations (1917 facts of "
+            f"2 gold graphs), axioms {axioms} {onto.digest}, and from P190 too, which these graphs lack")
+        assert coverage_problem(store, [graphs["P47"]], exact=False) is None  # the explorer of a few relations
+        assert coverage_problem(store, sorted(graphs.values()), load_axioms()) == (
+            f"the inferred graph was computed with other axioms ({axioms} {onto.digest}, not "
+            f"{load_axioms().path})")
+        graphs = _graphs(store, _edited(borders))  # the same number of P47 facts, one of them another
+        assert coverage_problem(store, sorted(graphs.values()), onto) == (
+            "the inferred graph was computed from other facts of P47 than these (the data changed since it was "
+            "computed)")
+        assert ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS).built
+        assert monreale not in inferred_triples(store)
+        assert (WD + "Q23276", WDT + "P47", WD + "Q207448") in inferred_triples(store)
+        assert coverage_problem(store, sorted(graphs.values()), onto) is None
+
+
+def test_a_closure_from_fewer_relations_says_so(borders, tmp_path, caplog):
+    axioms = tmp_path / "twins.ttl"
+    axioms.write_text(TWINS)
+    with GraphStore.open(None) as store:
+        graphs = _graphs(store, borders)
+        ensure_inferred(store, load_axioms(axioms), sorted(graphs.values()), RELATIONS)
+        with caplog.at_level("WARNING", logger="kbc"):
+            ensure_inferred(store, load_axioms(axioms), [graphs["P47"]], RELATIONS)
+    assert [r.getMessage() for r in caplog.records] == [
+        "warning: graph inferred is recomputed from 1 relation (P47); it was computed from 2, and no longer covers "
+        "P190, which its axioms name (kbc kb infer computes it for a whole corpus again)"]
+
+
+def test_kb_inferred_reasons_with_the_runs_axioms_only(borders, lama_dir, tmp_path):
+    from bridge.predictors.kmir import make_kb_inferred
+    from bridge.predictors.registry import PredictorContext
+
+    axioms = tmp_path / "sym47.ttl"
+    axioms.write_text(SYM47)
+    p190 = WDT + "P190"
+    with GraphStore.open(tmp_path / "store") as store:
+        graphs = _graphs(store, borders)
+        ensure_inferred(store, load_axioms(axioms), sorted(graphs.values()), RELATIONS)  # kbc kb infer --axioms
+        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 0
+        ctx = PredictorContext(borders, store, tmp_path / "cache", lama_dir)
+        shipped = make_kb_inferred("kb-inferred", ctx)
+        assert stored_coverage(store).axioms.endswith(load_axioms().digest)
+        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 673
+        assert shipped.describe()["axioms"] == f"kb/axioms.ttl {load_axioms().digest}"
+        own = make_kb_inferred("kb-inferred", dataclasses.replace(ctx, axioms=str(axioms)))  # kbc run kmir --axioms
+        assert stored_coverage(store).axioms == f"{axioms} {load_axioms(axioms).digest}"
+        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 0
+        assert own.describe()["axioms"] == f"{axioms} {load_axioms(axioms).digest}"
+
+
+def _small_data(lama_dir: Path, dest: Path, edit: bool = False) -> Path:
+    """relations.jsonl and T-REx P47, its first line (Monreale borders Palermo) bordering Surrey instead if `edit`."""
+    (dest / "TREx").mkdir(parents=True)
+    shutil.copy(lama_dir / "relations.jsonl", dest / "relations.jsonl")
+    lines = (lama_dir / "TREx_reconstructed" / "P47.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    if edit:
+        row = json.loads(lines[0])
+        assert (row["sub_label"], row["obj_label"]) == ("Monreale", "Palermo")
+        lines[0] = json.dumps({**row, "obj_uri": SURREY.id, "obj_label": SURREY.label}) + "\n"
+    (dest / "TREx" / "P47.jsonl").write_text("".join(lines), encoding="utf-8")
+    return dest
+
+
+def test_kb_inferred_runs_follow_the_data_they_ask(lama_dir, tmp_path, capsys, monkeypatch):
+    """Runs on one cache, on the data, an edited copy (one P47 fact changed, as many facts) and the data again: each
+    answers from the closure of its own data, as on a fresh cache."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data, edited = _small_data(lama_dir, tmp_path / "data"), _small_data(lama_dir, tmp_path / "edited", edit=True)
+    surrey, axioms = {}, {}
+    for name, where in (("before", data), ("edited", edited), ("after", data)):
+        out = tmp_path / "runs" / name
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P47", "--predictors",
+                                "kb-inferred", "--data-dir", str(where), "--out", str(out)], capsys)
+        assert code == 0, err
+        rows = [json.loads(line) for line in (out / "predictions" / "trex" / "kb-inferred" / "P47.jsonl").open()]
+        surrey[name] = [[a[0] for a in r["answers"]] for r in rows if r["subject"] == "Surrey"]
+        axioms[name] = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]["kb-inferred"]
+    assert surrey["before"] == surrey["after"] == [["Greater London", "Hampshire", "Kent", "West Sussex"]]
+    assert surrey["edited"] == [["Greater London", "Hampshire", "Kent", "Monreale", "West Sussex"]]
+    assert {name: config.get("axioms") for name, config in axioms.items()} == dict.fromkeys(
+        ("before", "edited", "after"), f"kb/axioms.ttl {load_axioms().digest}")
+
+
+def test_the_explorer_answers_from_no_closure_of_other_facts(lama_dir, tmp_path):
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.sides import Ask, answer
+
+    data, edited = _small_data(lama_dir, tmp_path / "data"), _small_data(lama_dir, tmp_path / "edited", edit=True)
+    store = tmp_path / "store"
+
+    def palermo(where: Path) -> dict:
+        explorer = Explorer.start(ExplorerConfig(data_dir=str(where), relations=["P47"], store=str(store),
+                                                 cache_dir=tmp_path / "cache"))
+        try:
+            body = explorer.call(answer, explorer, Ask(subject="Palermo", relation="P47", k=10))
+        finally:
+            explorer.close()
+        return next(c for c in body["columns"] if c["name"] == "inferred graph")
+
+    Explorer.start(ExplorerConfig(data_dir=str(data), relations=["P47"], store=str(store),
+                                  cache_dir=tmp_path / "cache")).close()  # loads the gold graph
+    with GraphStore.open(store) as st:
+        ensure_inferred(st, load_axioms(), ["gold-trex-P47"], _trex_relations(lama_dir))
+    column = palermo(data)
+    assert column["status"] == "ok" and "Monreale" in {a["label"] for a in column["answers"]}
+    column = palermo(edited)
+    assert column["status"] == "partial" and column["answers"] == []
+    assert column["message"] == ("the inferred graph was computed from other facts of P47 than these (the data "
+                                 "changed since it was computed); build it for this corpus: kbc kb infer --corpus "
+                                 f"trex --data-dir {edited} --store {store}")
+
+
+# -- kbc kb stats ----------------------------------------------------------------------------------------
+BIRTH = PREFIXES + ("@prefix schema: <http://schema.org/> .\nwdt:P19 owl:equivalentProperty schema:birthPlace .\n"
+                    "schema:birthPlace a owl:ObjectProperty .\n")
+
+
+def test_kb_stats_counts_every_property_of_the_inferred_graph(lama_dir, tmp_path, capsys):
+    data = tmp_path / "data"
+    (data / "TREx").mkdir(parents=True)
+    shutil.copy(lama_dir / "relations.jsonl", data / "relations.jsonl")
+    shutil.copy(lama_dir / "TREx" / "P19.jsonl", data / "TREx" / "P19.jsonl")
+    axioms = tmp_path / "birth.ttl"
+    axioms.write_text(BIRTH)
+    store = ["--store", str(tmp_path / "store")]
+    code, out, err = run_kbc(["kb", "infer", "--axioms", str(axioms), "--data-dir", str(data), *store], capsys)
+    assert code == 0, err
+    with GraphStore.open(tmp_path / "store") as st:
+        assert st.relations(INFERRED) == {"http://schema.org/birthPlace": 944}
+    code, out, _ = run_kbc(["kb", "stats", *store], capsys)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("inferred:"))
+    assert lines[at].startswith("inferred: 944 fact triples, 1 relation ")
+    assert lines[at + 2] == f"  {'schema:birthPlace':16s} {944:7d}"
+
+
+def test_kmir_kb_inferred_reasons_with_the_runs_axioms(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    axioms = tmp_path / "sym47.ttl"
+    axioms.write_text(SYM47)
+    out = tmp_path / "run"
+    argv = ["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6", "--questions-per-relation",
+            "4", "--predictors", "kb-inferred", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
+    code, _, err = run_kbc([*argv, "--axioms", str(axioms)], capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    assert config["predictor_configs"]["trex"]["kb-inferred"]["axioms"] == f"{axioms} {load_axioms(axioms).digest}"
+    with GraphStore.open(tmp_path / "cache" / "store") as store:
+        assert stored_coverage(store).axioms == f"{axioms} {load_axioms(axioms).digest}"
+    code, _, err = run_kbc(argv, capsys)  # the shipped axioms into the same --out
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith(f"error: {out} holds results made with ") and "use another --out" in last

@@ -57,17 +57,20 @@ def register(kb: click.Group) -> None:
     def stats(store) -> None:
         """Triples per relation in each gold graph (one per corpus, or corpus and relation), extracted and
         inferred graph; for `inferred`, the relations and axioms it was computed from."""
+        from rdflib import RDF
+
+        from eval.relations import relation_id
         from kb.extraction.kb_build import GRAPHS
         from kb.reasoning import INFERRED, stored_coverage
-        from kb.store import REL_NS, graph_iri
+        from kb.store import REL_NS, graph_iri, relation_key
 
         with open_cli_store(store, filled_by="kbc kb load") as st:
             inferred = [INFERRED] if INFERRED in st.graph_names(INFERRED) else []
             for graph in (*st.graph_names("gold"), *GRAPHS, *inferred):
-                rows = st.select(
+                rows = st.select(  # every predicate but labels and the statements of provenance and confidence
                     f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
-                    f"FILTER(STRSTARTS(STR(?p), STR(wdt:)) || STRSTARTS(STR(?p), \"{REL_NS}\")) }} "
-                    "GROUP BY ?p ORDER BY ?p"
+                    f"FILTER(?p != rdfs:label && !STRSTARTS(STR(?p), \"{RDF}\") && (STRSTARTS(STR(?p), "
+                    f"\"{REL_NS}\") || !STRSTARTS(STR(?p), \"urn:kbc:\"))) }} GROUP BY ?p ORDER BY ?p"
                 )
                 versions = sorted(st.loaded_versions(graph))
                 total = sum(int(n) for _, n in rows)
@@ -80,4 +83,4 @@ def register(kb: click.Group) -> None:
                                "  coverage unknown (cut short, or built by an older kbcompare): rebuild it with "
                                "`kbc kb infer --force`")
                 for p, n in rows:
-                    click.echo(f"  {str(p).rsplit('/', 1)[-1].rsplit(':', 1)[-1]:16s} {int(n):7d}")
+                    click.echo(f"  {relation_id(relation_key(str(p))):16s} {int(n):7d}")

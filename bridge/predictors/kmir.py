@@ -44,13 +44,14 @@ class KmirKBPredictor:
     ranks = "list"
     slots = ("object",)
 
-    def __init__(self, name: str, setting: str, kb: KmirKB) -> None:
-        self.name, self.setting, self.kb = name, setting, kb
+    def __init__(self, name: str, setting: str, kb: KmirKB, axioms: str | None = None) -> None:
+        self.name, self.setting, self.kb, self.axioms = name, setting, kb, axioms
 
     def describe(self) -> dict:
+        axioms = {"axioms": self.axioms} if self.axioms else {}
         return {"predictor": self.setting, "graphs": self.kb.graphs, "ranks": self.ranks, "slots": list(self.slots),
                 "ranking": "every held object, score 1, label order", "ties": "shared",
-                "choices": "looked up in the graphs (closed world)"}
+                "choices": "looked up in the graphs (closed world)", **axioms}
 
     def choose(self, queries: Sequence[Query]) -> list[str | None]:
         """The choice the graphs support for each query's question (None: no question, or no choice held)."""
@@ -92,13 +93,14 @@ def make_kb(name: str, ctx: PredictorContext) -> KmirKBPredictor:
 @declares()
 def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
     """The gold graphs of the corpus and the graph `inferred`."""
-    from kb.reasoning import coverage_problem, ensure_inferred, load_axioms
+    from kb.reasoning import ensure_inferred, load_axioms
 
+    ontology = load_axioms(ctx.axioms)
     graphs = corpus_graphs(ctx.store, ctx.corpus)
-    if graphs and coverage_problem(ctx.store, graphs):  # none, or computed from other facts: never answer from it
-        ensure_inferred(ctx.store, load_axioms(), graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir),
-                        force=True)
-    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)))
+    if graphs:  # computed again unless the store's is the closure of these facts under these axioms
+        ensure_inferred(ctx.store, ontology, graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir))
+    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)),
+                           f"{ctx.axioms or 'kb/axioms.ttl'} {ontology.digest}")
 
 
 make_kb.identity_extra = make_kb_inferred.identity_extra = TIES_IDENTITY

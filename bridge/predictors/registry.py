@@ -38,6 +38,7 @@ class PredictorContext:
     scope: str | None = None  # the run's own token: what a cache kept for one run only is keyed by
     attempt: str | None = None  # this attempt of the run (a resume is another): what is checked once per attempt
     name: str | None = None  # the predictor's given name: how its options are written (`--set NAME.KEY=VALUE`)
+    axioms: str | None = None  # the run's axioms file (`kbc run kmir --axioms`); None: the shipped kb/axioms.ttl
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]
@@ -51,7 +52,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "kb": ("bridge.predictors.kmir:make_kb",
            "The gold graphs by lookup: a subject's objects (score 1, ties shared), a question's choice"),
     "kb-inferred": ("bridge.predictors.kmir:make_kb_inferred",
-                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl), answering by lookups"),
+                    "The gold graphs and the facts the axioms derive (kb/axioms.ttl, or kmir's --axioms), by lookups"),
     "retrieval": ("bridge.predictors.text:make_retrieval",
                   "LAMA DrQA row: BM25 paragraphs + offline reader, the fact's own evidence left out"),
     "retrieval-oracle": ("bridge.predictors.text:make_retrieval_oracle",

@@ -395,12 +395,14 @@ class Job:
     progress: bool
     executor: object = field(default_factory=LocalExecutor)
     predictor: object = None
+    axioms: str | None = None
     # this attempt's sample of queries (the stages reached): recorded before it, recorded without asking, the rest
     # handed to the predictor or left when it stopped (`sample_tally`)
     sampled: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("sample", "recorded", "left_out"), 0))
 
     def run(self, experiment: Experiment) -> None:
         started = time.monotonic()
+        self.axioms = getattr(experiment, "axioms_path", None)  # what `kb-inferred` reasons with
         try:
             earlier: StageRecords = {}
             for stage in experiment.stages:
@@ -431,7 +433,8 @@ class Job:
             ctx = PredictorContext(self.corpus, self.store, self.cache, self.data_dir, cfg.device, cfg.dtype,
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
                                    self.config["cache_scope"],
-                                   f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name)
+                                   f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name,
+                                   self.axioms)
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             scale = getattr(self.predictor, "score_scale", None)

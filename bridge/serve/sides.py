@@ -244,13 +244,14 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
     from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem, stored_coverage
 
     if not hasattr(explorer, "inferred_problem"):  # checked once: a partial graph must not answer as complete
-        problem = coverage_problem(explorer.store, explorer.gold_graphs)
+        # a graph computed from more relations than served (kbc kb infer over the corpus) may answer for these
+        problem = coverage_problem(explorer.store, explorer.gold_graphs, exact=False)
         coverage = stored_coverage(explorer.store) if problem else None
         if coverage is not None:  # the axioms file's digest is for the build's record, not for this note
             problem = problem.replace(f", axioms {coverage.axioms}", "")
         store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""
-        explorer.inferred_problem = problem and (
-            f"{problem}; build it for this corpus: kbc kb infer --corpus {explorer.corpus.name}{store}")
+        explorer.inferred_problem = problem and (f"{problem}; build it for this corpus: kbc kb infer --corpus "
+                                                 f"{explorer.corpus.name}{_data_dir_flag(explorer)}{store}")
     if explorer.inferred_problem:  # an expected state after a run over a few relations: a note, not an error
         return _column("inferred", "inferred graph", PARTIAL, explorer.inferred_problem)
     if not hasattr(explorer, "inferred_note"):
@@ -271,6 +272,18 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
     message = "; ".join(m for m in (explorer.inferred_note, "" if answers else "no derived object for this query")
                         if m)
     return _column("inferred", "inferred graph", "ok", message, answers)
+
+
+def _data_dir_flag(explorer: Explorer) -> str:
+    """` --data-dir DIR` where the explorer serves other data than `kbc kb infer` reads by default, else ""."""
+    from eval.datadir import resolve_data_dir
+    from eval.errors import KbcError
+
+    try:
+        default = resolve_data_dir(None)
+    except KbcError:
+        default = None
+    return "" if default == explorer.data_dir else f" --data-dir {explorer.data_dir}"
 
 
 def _coverage_note(explorer: Explorer) -> str:
