@@ -42,6 +42,14 @@ def test_kb_answers_carry_the_relation_s_label_and_id(lama_dir, tmp_path, capsys
             assert record["answers"] == [["Province of Antwerp", 1.0, "Q1116"]]
     assert _p_at_1(outs[2], "kb", "P36") == 100.0
     assert _antwerp(outs[2], "kb")["answers"] == _antwerp(outs[2], "gold")["answers"]
+    # the explorer asks as the run does: "Antwerp" names the city in P1376 and the province in P36
+    import kbcompare
+
+    with kbcompare.Sides(["kb"], relations=["P1376", "P36"], data_dir=str(lama_dir), store=str(store)) as sides:
+        for relation, gold in (("P1376", ["Province of Antwerp", "Q1116"]), ("P36", ["Antwerp", "Q12892"])):
+            column = sides.ask("Antwerp", relation).side("kb")
+            assert [[a["label"], a["id"]] for a in column["answers"]] == [gold]
+            assert column["gold_rank"] == {"rank": 1, "exact": False, "of": 1}
     # records of kb before its answers took the relation's labels: a rerun into their directory is refused
     out = outs[1]
     config = json.loads((out / "config.json").read_text())
