@@ -12,14 +12,12 @@ name entities the index does not link (`known=`: the alias list of every LAMA T-
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from eval.errors import DataError
-from eval.jsonl import read_text
+from eval.jsonl import QID, read_text
 
-_QID = re.compile(r"Q[1-9][0-9]*")
 SHORT = 3
 
 
@@ -74,7 +72,7 @@ def load_aliases(path: Path, keep: Iterable[str] | None = None) -> dict[str, lis
         if not line.strip():
             continue
         qid, *forms = line.split("\t")
-        if not _QID.fullmatch(qid):
+        if not QID.fullmatch(qid):
             raise DataError(f"{path}:{lineno}: expected a Wikidata id (Q...) then tab-separated aliases, got {qid!r}")
         if wanted is None or qid in wanted:
             out.setdefault(qid, []).extend(f.strip() for f in forms if f.strip())

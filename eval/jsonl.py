@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError, KbcError
 
+QID = re.compile(r"Q[1-9][0-9]*")  # a Wikidata item id
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array",
                dict: "an object", type(None): "null"}
 
@@ -90,6 +92,21 @@ def opt_str(row: dict, key: str, where: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise DataError(f"{where}: field {key!r} must be a string, got {json_type(value)}")
+    return value
+
+
+def opt_qid(row: dict, key: str, where: str) -> str | None:
+    """A Wikidata item id field (Q123) that may be absent or null (then None). Facts are told apart and matched
+    by these ids, so an empty string or any other text is a DataError rather than an id nothing else carries."""
+    value = row.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{where}: field {key!r} must be a string, got {json_type(value)}")
+    if not QID.fullmatch(value):
+        got = "an empty string" if not value else repr(value)
+        raise DataError(f"{where}: field {key!r} must be a Wikidata id such as Q123 (or null where there is none), "
+                        f"got {got}")
     return value
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from eval.datadir import fingerprint, resolve_data_dir
 from eval.errors import DataError
-from eval.jsonl import opt_list, opt_str, read_jsonl, req_str
+from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
@@ -152,8 +152,8 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             pred = row.get("predicate_id", rel)
             if pred != rel:
                 raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
-            sub = Entity(_label(row, "sub_label", where), opt_str(row, "sub_uri", where))
-            obj = Entity(_label(row, "obj_label", where), opt_str(row, "obj_uri", where))
+            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_uri", where))
+            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
             if dedup.seen(sub, obj):
                 report.drop("duplicate rows (same ids)")
                 continue
@@ -212,9 +212,9 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
             if _majority_no(row, compat):
                 report.drop("judged wrong by most raters")
                 continue
-            sub = Entity(_label(row, "sub_label", where), opt_str(row, "sub_w", where),
+            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_w", where),
                          tuple(opt_list(row, "sub_aliases", where)))
-            obj = Entity(_label(row, "obj_label", where), opt_str(row, "obj_w", where),
+            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_w", where),
                          tuple(opt_list(row, "obj_aliases", where)))
             if dedup.seen(sub, obj):
                 report.drop("duplicates (same labels, no Wikidata id tells them apart)")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
 from eval.errors import DataError
-from eval.jsonl import json_type, read_jsonl, read_text, req_str, write_jsonl_line
+from eval.jsonl import QID, json_type, read_jsonl, read_text, req_str, write_jsonl_line
 from eval.lama import Corpus
 from eval.relations import check_template, select_relations
 from eval.report_counts import LoadReport
@@ -38,7 +38,6 @@ TEMPLATES = Path("prompt_templates") / "masked_prompts.csv"
 # Wikidata aliases of the LAMA T-REx entities (X-FACTR's `alias/TREx/en.txt`), beside the LM-KBC folder
 ALIASES = Path("xfactr") / "alias_TREx_en.txt"
 FIELDS = ("SubjectEntityID", "SubjectEntity", "Relation", "ObjectEntitiesID", "ObjectEntities")
-_QID = re.compile(r"Q[1-9][0-9]*")
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
 
 
@@ -100,7 +99,7 @@ def _objects_field(row: dict, key: str, where: str) -> list[str]:
 
 
 def _check_ids(ids: list[str], relation: str, where: str) -> list[str]:
-    pattern, what = (_NUMBER, "a whole number") if relation in NUMERIC else (_QID, "a Wikidata id (Q...)")
+    pattern, what = (_NUMBER, "a whole number") if relation in NUMERIC else (QID, "a Wikidata id (Q...)")
     for value in ids:
         if not pattern.fullmatch(value):
             raise DataError(f"{where}: ObjectEntitiesID holds {value!r}; each object of {relation} is {what}")
@@ -130,7 +129,7 @@ def read_rows(path: Path, objects: bool = True) -> list[tuple[int, dict]]:
 def _subject_row(row: dict, where: str, seen: dict) -> None:
     """A row's subject and relation checked, and not seen before in the file."""
     sid = req_str(row, "SubjectEntityID", where)
-    if not _QID.fullmatch(sid):
+    if not QID.fullmatch(sid):
         raise DataError(f"{where}: SubjectEntityID {sid!r} is not a Wikidata id (Q...)")
     req_str(row, "SubjectEntity", where)
     rel = req_str(row, "Relation", where)

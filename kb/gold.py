@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from eval.negated import PROBE_CORPORA
 from eval.types import Answer, Fact, Prediction, Query
-from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri
+from kb.store import GraphStore, entity_id, entity_iri, entity_key, graph_iri, relation_iri
 
 NO_GRAPH = "no gold graph of this run holds this relation"
 CLOZE = "a cloze fact has no subject to look up"
@@ -70,7 +70,7 @@ class GoldKBPredictor:
                     iris = by_label.setdefault(str(known_label), [])
                     if str(known) not in iris:
                         iris.append(str(known))
-            ranked = {k: tuple(sorted((Answer(text, 1.0, _id(iri)) for iri, text in v.items()),
+            ranked = {k: tuple(sorted((Answer(text, 1.0, entity_id(iri)) for iri, text in v.items()),
                                       key=lambda a: (a.label, a.id or "")))
                       for k, v in answers.items()}
             self._tables[key] = (ranked, by_label)
@@ -89,7 +89,3 @@ class GoldKBPredictor:
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         return [Prediction(q.uid, self.answers(q)[:depth], shared_ties=True) for q in queries]
 
-
-def _id(iri: str) -> str | None:
-    """The entity's id as `Entity.id` holds it (None for entities known only by label)."""
-    return None if iri.startswith(LABEL_NS) else entity_key(iri)

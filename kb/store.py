@@ -89,6 +89,11 @@ def entity_key(iri: str) -> str:
     return iri
 
 
+def entity_id(iri: str) -> str | None:
+    """The `Entity.id` of an IRI made by `entity_iri` (None for an entity known only by its label)."""
+    return None if iri.startswith(LABEL_NS) else entity_key(iri)
+
+
 def relation_iri(relation: str) -> URIRef:
     return URIRef(_relation_iri_text(relation))
 
@@ -671,7 +676,5 @@ class GraphStore:
 def _entities(rows: list[tuple]) -> list[Entity]:
     out = []
     for iri, label in rows:
-        key = entity_key(str(iri))
-        eid = None if str(iri).startswith(LABEL_NS) else key
-        out.append(Entity(str(label) if label is not None else key, eid))
+        out.append(Entity(str(label) if label is not None else entity_key(str(iri)), entity_id(str(iri))))
     return out

@@ -1817,3 +1817,32 @@ def test_a_uhn_build_over_its_own_output_is_refused_and_an_earlier_build_elsewhe
     code, out, err = run_kbc(_uhn_argv(build, ctx.data), capsys)  # from the data again: the earlier build replaced
     assert code == 0, err
     assert json.loads((build / "uhn.json").read_text())["source"] == str(ctx.data.resolve())
+
+
+# --- a T-REx or Google-RE id is a Wikidata id or null: facts are told apart and matched by it ---
+
+@pytest.mark.parametrize(("corpus", "key", "value", "got"), [
+    ("trex", "obj_uri", "", "an empty string"),
+    ("trex", "sub_uri", "Q 1 <x>", "'Q 1 <x>'"),
+    ("trex", "sub_uri", "P19", "'P19'"),
+    ("google_re", "obj_w", "/m/02_286", "'/m/02_286'"),
+    ("google_re", "sub_w", "", "an empty string"),
+])
+def test_an_id_that_is_no_wikidata_id_is_refused(ctx, capsys, corpus, key, value, got):
+    ctx.set_field(corpus, key, value)
+    relation = "P19" if corpus == "trex" else "place_of_death"
+    code, _, err = run_kbc(ctx.run_freq(corpus, relation), capsys)
+    expected = (f"error: {ctx.rows(corpus)}:1: field {key!r} must be a Wikidata id such as Q123 (or null where "
+                f"there is none), got {got}")
+    _assert_one_error_line(code, err, expected, False)
+    assert err.strip() == expected
+
+
+def test_a_null_id_is_an_entity_without_one(ctx, capsys):
+    ctx.set_field("trex", "obj_uri", None)  # as T-REx P276 holds "USA Film Festival -> Dallas"
+    code, out, err = run_kbc(ctx.stats("trex"), capsys)
+    assert code == 0, err
+    from eval.lama import load_trex
+
+    first = load_trex(ctx.data).facts[0]
+    assert (first.subject.id, first.object.id) == ("Q1886736", None)

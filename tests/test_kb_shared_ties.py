@@ -46,12 +46,13 @@ def test_kb_answers_share_their_ties_like_gold(lama_dir, tmp_path, capsys, monke
     assert label_order == {"P1376": 90.0, "P527": 65.0}  # the gold behind an equal by label order: no longer
     # records of kb before its ties were shared: a rerun into their directory is refused, never mixed
     config["predictor_specs"]["kb"].pop("ties")
+    config["predictor_specs"]["kb"].pop("labels")  # recorded since (tests/test_kb_labels.py)
     (out / "config.json").write_text(json.dumps(config))
     code, _, err = run_kbc(argv, capsys)
     assert code == 2 and err.splitlines()[-1] == (
         f"error: {out}: predictor 'kb' was run as {{\"depth\": 100, \"options\": {{}}, \"spec\": \"kb\"}}, now "
-        f"{{\"depth\": 100, \"options\": {{}}, \"spec\": \"kb\", \"ties\": \"shared\"}}; give it another name "
-        "(NAME=SPEC) or use another --out")
+        f"{{\"depth\": 100, \"labels\": \"relation\", \"options\": {{}}, \"spec\": \"kb\", \"ties\": \"shared\"}}; "
+        "give it another name (NAME=SPEC) or use another --out")
 
 
 def test_kb_is_described_for_every_experiment_that_takes_it():

@@ -7,7 +7,11 @@ inferred graph computed from these facts, the shipped axioms are applied).
 
 Object queries get the objects the graphs hold for (subject, relation): every one is held, so all
 score 1.0, come in label order and share their tie (`Prediction.shared_ties`: a gold among them
-counts at rank 1, never behind an equal by label order). Queries that
+counts at rank 1, never behind an equal by label order). Each answer carries the entity's id and the
+label the relation's own facts give it, as the gold KB's answers do: an entity the data names twice
+(Q1116, "Province of Antwerp" as an object of P1376, "Antwerp" as a subject of P36) answers a P1376
+query as P1376's facts name it, whatever other relations the run asks. An object only the inferred
+graph gives the relation has no label there; it takes the smaller of its labels in the graphs read. Queries that
 carry a KMIR question with choices (`bridge.experiments.kmir.KmirQuery`) are answered by
 `choose`, which looks the question up in the graphs (`kb.kmir_answer.KmirKB.answer`); the chosen
 label is the prediction's only answer.
@@ -15,27 +19,31 @@ label is the prediction's only answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import declares
 from eval.lama import Corpus
-from eval.types import Answer, Prediction, Query
+from eval.types import Answer, Entity, Prediction, Query
 from kb.kmir_answer import TYPES_GRAPH, KmirKB
 from kb.reasoning import INFERRED
-from kb.store import GraphStore
+from kb.store import GraphStore, entity_id
 
 CLOSED_WORLD = "closed_world"  # `Prediction.extra` key: the question was looked up, so no answer means no choice holds
 
 
 def corpus_graphs(store: GraphStore, corpus: Corpus) -> list[str]:
     """The corpus's per-relation gold graphs as the runner loads them (loading any that is missing)."""
+    return sorted(relation_graphs(store, corpus).values())
+
+
+def relation_graphs(store: GraphStore, corpus: Corpus) -> dict[str, str]:
+    """Relation -> its gold graph, as the runner loads them (loading any that is missing); none for cloze facts."""
     from eval.lama import relation_versions
 
     if corpus.facts and corpus.facts[0].cloze:
-        return []
-    versions = relation_versions(corpus)
-    return sorted(store.ensure_relations(corpus.name, versions, corpus.by_relation()).values())
+        return {}
+    return store.ensure_relations(corpus.name, relation_versions(corpus), corpus.by_relation())
 
 
 class KmirKBPredictor:
@@ -44,13 +52,40 @@ class KmirKBPredictor:
     ranks = "list"
     slots = ("object",)
 
-    def __init__(self, name: str, setting: str, kb: KmirKB, axioms: str | None = None) -> None:
+    def __init__(self, name: str, setting: str, kb: KmirKB, relation_graphs: Mapping[str, str] | None = None,
+                 axioms: str | None = None) -> None:
         self.name, self.setting, self.kb, self.axioms = name, setting, kb, axioms
+        self.relation_graphs = dict(relation_graphs or {})  # relation -> the gold graph whose labels answers take
+        self._labels: dict[str, dict[str, str]] = {}
+
+    def relation_labels(self, relation: str) -> dict[str, str]:
+        """Entity key -> the label the relation's own gold graph gives each of its objects (the smaller of two, as
+        the gold KB answers); empty for a relation without a gold graph here."""
+        if relation not in self._labels:
+            graph = self.relation_graphs.get(relation)
+            labels: dict[str, str] = {}
+            for _, key, label in self.kb.store.pairs(relation, graph) if graph else ():
+                if label and (key not in labels or label < labels[key]):
+                    labels[key] = label
+            self._labels[relation] = labels
+        return self._labels[relation]
+
+    def object_answers(self, known: Entity, relation: str) -> tuple[Answer, ...]:
+        """Every object held for (known, relation), with its id and the relation's label for it, in label order."""
+        own = self.relation_labels(relation)
+        answers = []
+        for iri, label in self.kb.objects(known, relation):
+            eid = entity_id(iri)
+            label = own.get(eid, label) if eid is not None else label
+            if label:
+                answers.append(Answer(label, 1.0, eid))
+        return tuple(sorted(answers, key=lambda a: (a.label, a.id or "")))
 
     def describe(self) -> dict:
         axioms = {"axioms": self.axioms} if self.axioms else {}
         return {"predictor": self.setting, "graphs": self.kb.graphs, "ranks": self.ranks, "slots": list(self.slots),
                 "ranking": "every held object, score 1, label order", "ties": "shared",
+                "labels": "as the relation's own facts name each entity",
                 "choices": "looked up in the graphs (closed world)", **axioms}
 
     def choose(self, queries: Sequence[Query]) -> list[str | None]:
@@ -70,13 +105,14 @@ class KmirKBPredictor:
                 out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else (), extra={CLOSED_WORLD: True},
                                       shared_ties=True))
                 continue
-            objects = sorted(label for _, label in self.kb.objects(q.known, q.relation) if label)
-            out.append(Prediction(q.uid, tuple(Answer(label, 1.0) for label in objects[:depth]), shared_ties=True))
+            out.append(Prediction(q.uid, self.object_answers(q.known, q.relation)[:depth], shared_ties=True))
         return out
 
 
-# records before shared ties ranked a gold behind its equals by label: a rerun must never mix the two
-TIES_IDENTITY = {"ties": "shared"}
+# records before shared ties ranked a gold behind its equals by label, and records before "labels" named an entity
+# by the smaller of its labels in every graph read (a gold named otherwise by another relation asked was a miss):
+# a rerun must never mix them
+KB_IDENTITY = {"ties": "shared", "labels": "relation"}
 
 
 def _types(store: GraphStore) -> list[str]:
@@ -86,8 +122,8 @@ def _types(store: GraphStore) -> list[str]:
 @declares()
 def make_kb(name: str, ctx: PredictorContext) -> KmirKBPredictor:
     """The gold graphs of the corpus."""
-    graphs = corpus_graphs(ctx.store, ctx.corpus)
-    return KmirKBPredictor(name, "kb", KmirKB(ctx.store, graphs, _types(ctx.store)))
+    graphs = relation_graphs(ctx.store, ctx.corpus)
+    return KmirKBPredictor(name, "kb", KmirKB(ctx.store, sorted(graphs.values()), _types(ctx.store)), graphs)
 
 
 @declares()
@@ -96,14 +132,15 @@ def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
     from kb.reasoning import ensure_inferred, load_axioms
 
     ontology = load_axioms(ctx.axioms)
-    graphs = corpus_graphs(ctx.store, ctx.corpus)
+    by_relation = relation_graphs(ctx.store, ctx.corpus)
+    graphs = sorted(by_relation.values())
     if graphs:  # computed again unless the store's is the closure of these facts under these axioms
         ensure_inferred(ctx.store, ontology, graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir))
-    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)),
+    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)), by_relation,
                            f"{ctx.axioms or 'kb/axioms.ttl'} {ontology.digest}")
 
 
-make_kb.identity_extra = make_kb_inferred.identity_extra = TIES_IDENTITY
+make_kb.identity_extra = make_kb_inferred.identity_extra = KB_IDENTITY
 
 
 def known_relations(corpus: Corpus, data_dir) -> set[str]:

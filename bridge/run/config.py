@@ -431,6 +431,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
                                   f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it "
                                   "has now counts, whatever --depth: use another --out to score it so")
+            if ident.get("labels") == "relation" and _differs_only_in(seen, ident, "labels"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there from an earlier kbc version, "
+                                  "which named an entity by the smaller of its labels in every relation's graph, so "
+                                  "an entity another relation names otherwise could miss its gold; use another --out "
+                                  "to score it by the labels of each relation's own facts")
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")

@@ -144,10 +144,12 @@ def make_query(ask: Ask, explorer: Explorer) -> Query:
         template = ask.cloze.replace(MASK, OBJECT_SLOT)
         return Query(uid, uid, explorer.corpus.name, "cloze", Entity(""), "object", template)
     relation = explorer.relations[ask.relation]
-    known = explorer.subjects.get(ask.subject, [Entity(ask.subject)])
-    # an id where the label names exactly one subject of the corpus; else the gold KB merges by label
+    asked = [f for f in explorer.by_subject.get(ask.subject, ()) if f.relation == ask.relation]
+    known = list(dict.fromkeys(f.subject for f in asked)) or explorer.subjects.get(ask.subject, [Entity(ask.subject)])
+    # an id where the label names exactly one subject of the relation's facts (else of the corpus): "Antwerp" names
+    # the city in P1376 and the province in P36; else the gold KB merges by label
     entity = known[0] if len(known) == 1 else Entity(ask.subject)
-    facts = tuple(f.uid for f in explorer.by_subject.get(ask.subject, ()) if f.relation == ask.relation)
+    facts = tuple(f.uid for f in asked)
     # one fact: the run's own query of it; several (or a subject the corpus lacks): no fact is named, and the
     # evidence of every fact asked is left out
     fact_uid = facts[0] if len(facts) == 1 else uid
