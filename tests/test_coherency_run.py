@@ -147,3 +147,17 @@ def test_a_sample_says_how_many_of_it_the_instance_rule_leaves_out(lama_dir, tmp
             "other: 6), dropped for every predictor: 14 facts remain") in err
     assert [d["n"] for d in json.loads((out / "dropped.json").read_text())] == [6]
     assert "| trex | freq | - | 14 |" in (out / "summary.md").read_text()
+
+
+def test_second_step_records_repeat_the_first_steps_verdict_on_shared_ties(lama_dir, tmp_path, capsys, monkeypatch):
+    """The gold KB answers Monaco's capital with La Colle, La Condamine and Larvotto tied: its first step is
+    right (the truth is among them) and the second-step record, asked back from La Colle, says so too."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--limit", "20",
+                            "--predictors", "gold", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    seconds = [json.loads(line) for line in (out / "predictions/trex/gold/second/P36.jsonl").read_text().splitlines()]
+    assert (len(seconds), sum(r["first_correct"] for r in seconds)) == (28, 28)
+    monaco = next(r for r in seconds if r["first_answer"] == "La Colle")
+    assert (monaco["first_truth"], monaco["first_correct"], monaco["coherent"]) == ("La Condamine", True, True)

@@ -71,6 +71,9 @@ class CoherencyExperiment:
         self._correct: CorrectAnswers | None = None
         self._symmetric: set[str] = set()
         self._corpus: str | None = None  # the corpus the two above were computed for
+        # second-step uid -> its first step's verdict, which the second record repeats: only the first step saw
+        # every tied top answer of a KB that shares ties (`first_step_correct`), the second knows the one asked back
+        self._first_correct: dict[str, bool] = {}
 
     def check(self, corpora: dict, data_dir) -> None:
         """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
@@ -143,6 +146,7 @@ class CoherencyExperiment:
                     query = second_step_query(fact, round_, [Answer(top[0], top[1], top[2])], template)
                     if query is None:
                         continue
+                    self._first_correct[query.uid] = bool(first["correct"])
                 out[fact.relation].append((dataclasses.replace(query, prompt=self.prompts), fact))
         return with_context(out, self.context, given)
 
@@ -170,6 +174,7 @@ class CoherencyExperiment:
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
+        scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
         return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": query.text("[MASK]"),
                 "answers": answers, "symmetric": fact.relation in self._symmetric, **scored,
                 **generation_fields(pred.extra)}
