@@ -35,7 +35,7 @@ from eval.coherency import (
     symmetric_relations,
 )
 from eval.errors import ConfigError
-from eval.types import Answer, Entity, Fact, Prediction, Query
+from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
 
 FACT_FIELDS = ("subject", "subject_id", "gold", "gold_id")  # every instance row names its fact, as dropped rows do
 
@@ -167,7 +167,7 @@ class CoherencyExperiment:
         if stage == "first":
             truth: Entity = fact.object if query.slot == "object" else fact.subject
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
-                    "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
+                    "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": asked_prompt(query, pred),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
                     "symmetric": fact.relation in self._symmetric, **_fact_fields(fact),
                     **generation_fields(pred.extra)}
@@ -175,7 +175,7 @@ class CoherencyExperiment:
             raise RuntimeError("coherency records are made after the queries of their corpus")
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
         scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
-        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": query.text("[MASK]"),
+        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": asked_prompt(query, pred),
                 "answers": answers, "symmetric": fact.relation in self._symmetric, **scored,
                 **generation_fields(pred.extra)}
 
