@@ -414,6 +414,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = predictors_note(config)
+    notes += getattr(experiment, "config_notes", lambda _: [])(config)  # what the run's inputs lacked (KMIR's types)
     notes += [own_note(counts) if own_note else
               f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
               f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
