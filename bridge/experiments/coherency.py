@@ -61,6 +61,8 @@ class CoherencyExperiment:
     left_out_reasons = (SAME_LABELS, CONTAINED)  # what `left_out` says, as summary.md's note counts it
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
+    # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
+    scored_settings = ("raw",)
 
     def __init__(self, prompts: str = "lama", context: str = "none") -> None:
         from bridge.experiments.lama import parse_context

@@ -173,6 +173,7 @@ class KmirExperiment:
     stages = ("",)
     title = "KMIR-style questions (Total: the mean over every question, not over kinds or relations)"
     unit = "questions"  # what the summary's scopes count
+    scored_settings = ("raw",)  # a question is scored against its own gold or choices: nothing to filter
     metrics = ("f1", "em", "answered", "chance", *ROBUSTNESS)
 
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
