@@ -188,3 +188,21 @@ def test_records_hold_the_extended_prompt_a_causal_lm_was_asked(tiny_models, lam
     lines = (lama / "predictions/trex/gpt2/P36.jsonl").read_text().splitlines()
     prompts = [json.loads(line)["prompt"] for line in lines]
     assert all(p.startswith("The capital of ") and p.endswith(" is [MASK]") for p in prompts) and len(prompts) == 2
+
+
+def test_the_left_out_note_counts_every_fact_of_the_directory(lama_dir, tmp_path, capsys, monkeypatch):
+    """All of P36 with freq, then a predictor added with --limit 20: the scores still cover P36's 533 instances, so
+    summary.md's note counts its 170 left-out facts, not the 6 of the last sample."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    argv = ["run", "coherency", "--corpus", "trex", "--relations", "P36", "--data-dir", str(lama_dir), "--out",
+            str(out), "--quiet"]
+    assert run_kbc([*argv, "--predictors", "freq"], capsys)[0] == 0
+    code, _, err = run_kbc([*argv, "--predictors", "late=freq", "--limit", "20"], capsys)
+    assert code == 0, err
+    notes = [line for line in (out / "summary.md").read_text().splitlines() if "no coherency instances" in line]
+    assert notes == ["- trex: 170 facts are no coherency instances (one label contains the other: 155; subject and "
+                     "object labels are equal: 15): every predictor drops them, not scored (see the dropped facts "
+                     "below)."]
+    assert [(d["predictor"], d["n"]) for d in json.loads((out / "dropped.json").read_text())] == [
+        ("freq", 155), ("freq", 15), ("late", 6)]

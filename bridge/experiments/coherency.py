@@ -22,12 +22,12 @@ from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
     ROUNDS,
-    SAME_LABELS,
     CorrectAnswers,
     correct_answers,
     excluded_answers,
     first_step_correct,
     first_step_query,
+    labels_reason,
     rule_reason,
     score_instance,
     second_step_query,
@@ -58,7 +58,6 @@ class CoherencyExperiment:
     title = "Factual coherency (Algorithm 1)"
     stages = ("first", "second")
     unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
-    left_out_reasons = (SAME_LABELS, CONTAINED)  # what `left_out` says, as summary.md's note counts it
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
     # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
@@ -121,6 +120,13 @@ class CoherencyExperiment:
         """The instance rule: a fact whose labels are equal or contain each other is no instance. The runner
         drops it for every predictor with this reason, so it is counted, not silently missing."""
         return rule_reason(fact)
+
+    @staticmethod
+    def left_out_record(record: dict) -> str | None:
+        """`left_out` of a recorded fact (its `subject` and `gold` labels): summary.md's note counts the facts of the
+        whole directory the rule left out, not those an uncased model drops lower-cased on top."""
+        subject, gold = record.get("subject"), record.get("gold")
+        return labels_reason(subject, gold) if subject is not None and gold is not None else None
 
     def unsuitable(self, predictor: object, fact: Fact) -> str | None:
         """An uncased model compares lower-cased labels, so its "easy" facts are found lower-cased

@@ -253,7 +253,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
-    notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, dropped)
+    notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
@@ -275,19 +275,23 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     return rows
 
 
-def left_out_notes(experiment, dropped: list[dict]) -> list[str]:
-    """Per corpus, the facts the experiment leaves out for every predictor (`left_out_reasons`: coherency's
-    instance rule), from the dropped tallies: the fewest any predictor has, as some also drop more that way."""
-    reasons = getattr(experiment, "left_out_reasons", ())
-    per: dict[str, dict[str, Counter]] = {}
-    for d in dropped:
-        if d["reason"] in reasons:
-            per.setdefault(d["corpus"], {}).setdefault(d["predictor"], Counter())[d["reason"]] += d["n"]
+def left_out_notes(experiment, units: list[dict]) -> list[str]:
+    """Per corpus, the facts the experiment leaves out for every predictor (`left_out_record`: coherency's instance
+    rule) among every unit of the directory: each fact once, whichever runs and predictors asked it, so the note
+    holds for the scores of the whole directory; a drop the rule does not make (an uncased model's) is not counted."""
+    rule = getattr(experiment, "left_out_record", None)
+    if rule is None:
+        return []
+    per: dict[str, dict[str, str]] = {}
+    for unit in units:
+        why = unit.get("dropped")
+        if why is not None and why == rule(unit):
+            per.setdefault(unit["corpus"], {})[unit.get("fact_uid") or unit["uid"]] = why
     notes = []
-    for corpus, by_predictor in per.items():
-        fewest = min(by_predictor.values(), key=lambda c: sum(c.values()))
-        why = "; ".join(f"{reason}: {n}" for reason, n in fewest.most_common())
-        notes.append(f"{corpus}: {sum(fewest.values())} facts are no {experiment.name} instances ({why}): every "
+    for corpus, facts in per.items():
+        tally = Counter(facts.values())
+        why = "; ".join(f"{reason}: {n}" for reason, n in tally.most_common())
+        notes.append(f"{corpus}: {len(facts)} facts are no {experiment.name} instances ({why}): every "
                      "predictor drops them, not scored (see the dropped facts below).")
     return notes
 
