@@ -147,6 +147,15 @@ def scored_on(experiment, mine: dict[str, dict], metric: str) -> frozenset:
     return frozenset(mine) if check is None else frozenset(uid for uid, u in mine.items() if check(u, metric))
 
 
+def held_metrics(experiment, scored: list[dict]) -> set[str]:
+    """The metrics a predictor is scored on: those of its rows, and those the experiment says come with one of them
+    (optional `held_with`, metric -> the metric it comes with) though taken over none of its units: negated LAMA's
+    P@1 drop comes with became-prime, over the facts right without the prime, and a predictor that got none right
+    leaves that metric's shared scope empty instead of out of it."""
+    held = {r["metric"] for r in scored}
+    return held | {m for m, given in getattr(experiment, "held_with", {}).items() if given in held}
+
+
 def shared_scopes(units: dict, held: dict, experiment=None) -> dict[str, frozenset]:
     """Per metric, its `shared` scope: the units every predictor scored on that metric answered (`units`: each
     predictor's answered units by uid; `held`: the metrics each has; `experiment`: which units a metric is taken
@@ -218,7 +227,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         spaces = config.get("answer_space", {}).get(corpus, {})
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
-        held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
+        held = {name: held_metrics(experiment, scored) for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
         # a fact asked several ways (a prompt set) counts once where the experiment counts facts; an experiment
         # with units of its own (coherency's (fact, round) pairs, questions) counts those
