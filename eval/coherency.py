@@ -65,7 +65,11 @@ def partial_match(a: str, b: str) -> bool:
 def rule_reason(fact: Fact, lowercase: bool = False) -> str | None:
     """Why the instance rule (§3.2) leaves `fact` out: equal labels, or one label containing the other
     (lower-cased when `lowercase`); None for an instance."""
-    s, o = fact.subject.label, fact.object.label
+    return labels_reason(fact.subject.label, fact.object.label, lowercase)
+
+
+def labels_reason(s: str, o: str, lowercase: bool = False) -> str | None:
+    """`rule_reason` of a subject and an object label (a record's `subject` and `gold`)."""
     if s == o:
         return SAME_LABELS
     sn, on = (s.lower(), o.lower()) if lowercase else (s, o)

@@ -24,7 +24,8 @@ METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency":
                 "set-p": "Set precision, N-M relations (%)", "set-r": "Set recall, N-M relations (%)",
                 "set-f1": "Set F1, N-M relations (%)", "overlap": "Negated query, same top answer (%)",
                 "spearman": "Spearman, positive vs negated scores", "became-prime": "Misprimed, prime answered (%)",
-                "p@1-drop": "Misprimed, P@1 drop (points)", "abstain": "Abstentions (%), generated answers",
+                "p@1-drop": "Misprimed, P@1 drop (% of facts right unprimed)",
+                "abstain": "Abstentions (%), generated answers",
                 "unlinked": "Answers linked to no entity (%), generated answers",
                 "label-macro-p": "kbc's label matching: macro precision (not evaluate.py's)",
                 "label-macro-r": "kbc's label matching: macro recall (not evaluate.py's)",
@@ -41,6 +42,13 @@ SUBSET_METRICS = {"p@1-drop": ("was right without the prime", "the drop is taken
                   "became-prime": ("has an answered misprimed sentence", "the share is taken over those facts"),
                   "spearman": ("shares two answers, scored apart, between its positive and negated top answers",
                                "the rank correlation is taken over those facts")}
+
+
+def subset_what(metric: str, scope: str) -> str:
+    """What a unit of a `SUBSET_METRICS` metric is, in `scope`: a shared unit is one for every predictor at once (a
+    fact right without the prime for one and not for another is no unit of the shared P@1 drop)."""
+    what = SUBSET_METRICS[metric][0]
+    return f"{what} for all predictors" if scope == "shared" else what
 
 
 def metric_id(name: str) -> str:
@@ -202,7 +210,7 @@ def _subset_notes(idx: dict, corpus: str, predictors: list[str], groups: list[st
     answered = [names[g] for g in empty if any(_answered(idx, corpus, p, setting, scope, g) for p in predictors)]
     if answered:  # whole columns first, in one note
         notes.append(f"`-` under {', '.join(answered)} for every predictor: no fact of "
-                     f"{'it' if len(answered) == 1 else 'them'} {what} ({why}).")
+                     f"{'it' if len(answered) == 1 else 'them'} {subset_what(metric, scope)} ({why}).")
     for g in (g for g in empty if names[g] not in answered):
         if scope == "shared":
             none = [p for p in predictors if not _answered(idx, corpus, p, setting, "own", g)]

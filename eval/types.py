@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -192,3 +192,13 @@ class Prediction(_Pickled):
     # answers of equal score are equally true (a KB's answers): a gold answer counts at the first
     # position of its tie group (`eval.metrics.gold_rank`), never behind an equal by label order
     shared_ties: bool = False
+
+
+ASKED_TEMPLATE = "template"  # `Prediction.extra`: the template a predictor asked in place of the query's own
+
+
+def asked_prompt(query: Query, pred: Prediction) -> str:
+    """The prompt the predictor was asked, with [MASK] at the slot: a record holds what was scored, also where a
+    predictor swaps the query's template for its own (a causal LM's `prompt=extended`)."""
+    template = pred.extra.get(ASKED_TEMPLATE)
+    return (replace(query, template=template) if template else query).text("[MASK]")

@@ -175,7 +175,7 @@ class Run:
         taken over some of the answered facts (negated's p@1-drop, overlap, became-prime, spearman) is NaN where
         none of them qualifies, for a relation, a predictor or the whole run, and the notes say so."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
-        from eval.report import SUBSET_METRICS, metric_id, table_groups
+        from eval.report import SUBSET_METRICS, metric_id, subset_what, table_groups
 
         metric = metric_id(metric) if metric else lead_metric(self.experiment, self._data.summary, setting)
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
@@ -206,7 +206,7 @@ class Run:
                 if empty:
                     notes.append("{}: {} {} NaN for every predictor: no fact of {} {} ({})".format(
                         c, ", ".join(empty), "is" if len(empty) == 1 else "are",
-                        "it" if len(empty) == 1 else "them", *SUBSET_METRICS[metric]))
+                        "it" if len(empty) == 1 else "them", subset_what(metric, scope), SUBSET_METRICS[metric][1]))
                 unscored = [p for p in dict.fromkeys(r["predictor"] for r in asked)
                             if all(r["predictor"] != p for r in mine)]
                 if unscored and len(empty) < len(groups):  # every column NaN: the note above says it all

@@ -46,7 +46,7 @@ import numpy as np
 from eval.errors import DataError
 from eval.relations import check_template
 from eval.set_rules import LOG_NORM, log_norm
-from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from eval.types import ASKED_TEMPLATE, OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.batches import pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
@@ -508,9 +508,13 @@ class CausalTypedPredictor:
         choices = getattr(query, "choices", ())
         return list(dict.fromkeys(choices)) if choices else self.by_slot[query.slot].get(query.relation, [])
 
-    def sentence(self, query: Query, candidate: str) -> str:
+    def _template(self, query: Query) -> str | None:
+        """The extended template asked in place of the query's own; None where the query's own is asked."""
         # a closed question keeps its own wording; only relation prompts are swapped for the extended templates
-        template = None if getattr(query, "choices", ()) else self.templates.get((query.relation, query.slot))
+        return None if getattr(query, "choices", ()) else self.templates.get((query.relation, query.slot))
+
+    def sentence(self, query: Query, candidate: str) -> str:
+        template = self._template(query)
         filled = dataclasses.replace(query, template=template) if template else query
         text = filled.text(candidate)
         return f"{query.context} {text}" if query.context else text
@@ -569,5 +573,8 @@ class CausalTypedPredictor:
             answers = tuple(Answer(cands[i], float(ll[i])) for i in order[:depth])
             # a sentence log-likelihood is no distribution over the candidates: set rules read their softmax
             extra = {"n_candidates": len(cands), LOG_NORM: log_norm(ll)}
+            template = self._template(q)
+            if template:  # the record's prompt is the sentence scored, not the query's own template
+                extra[ASKED_TEMPLATE] = template
             out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

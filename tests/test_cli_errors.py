@@ -1846,3 +1846,21 @@ def test_a_null_id_is_an_entity_without_one(ctx, capsys):
 
     first = load_trex(ctx.data).facts[0]
     assert (first.subject.id, first.object.id) == ("Q1886736", None)
+
+
+# --- coherency and KMIR: the filtered setting they do not score ---
+
+@pytest.mark.parametrize("experiment", ["coherency", "kmir"])
+def test_coherency_and_kmir_refuse_the_filtered_setting(lama_dir, tmp_path, capsys, monkeypatch, experiment):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv = ["run", experiment, "--corpus", "trex", "--relations", "P36", "--limit", "2", "--predictors", "gold",
+            "--data-dir", str(lama_dir), "--quiet"]
+    expected = f"error: --setting filtered: `kbc run {experiment}` scores the raw setting only; use --setting raw"
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "filtered"), "--setting", "filtered"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == expected and not (tmp_path / "filtered").exists()
+    assert run_kbc([*argv, "--out", str(tmp_path / "run")], capsys)[0] == 0
+    for command in ("leaderboard", "report"):
+        code, _, err = run_kbc([command, str(tmp_path / "run"), "--setting", "filtered"], capsys)
+        _assert_one_error_line(code, err, "", False)
+        assert err.strip() == expected

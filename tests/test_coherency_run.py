@@ -147,3 +147,62 @@ def test_a_sample_says_how_many_of_it_the_instance_rule_leaves_out(lama_dir, tmp
             "other: 6), dropped for every predictor: 14 facts remain") in err
     assert [d["n"] for d in json.loads((out / "dropped.json").read_text())] == [6]
     assert "| trex | freq | - | 14 |" in (out / "summary.md").read_text()
+
+
+def test_second_step_records_repeat_the_first_steps_verdict_on_shared_ties(lama_dir, tmp_path, capsys, monkeypatch):
+    """The gold KB answers Monaco's capital with La Colle, La Condamine and Larvotto tied: its first step is
+    right (the truth is among them) and the second-step record, asked back from La Colle, says so too."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--limit", "20",
+                            "--predictors", "gold", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    seconds = [json.loads(line) for line in (out / "predictions/trex/gold/second/P36.jsonl").read_text().splitlines()]
+    assert (len(seconds), sum(r["first_correct"] for r in seconds)) == (28, 28)
+    monaco = next(r for r in seconds if r["first_answer"] == "La Colle")
+    assert (monaco["first_truth"], monaco["first_correct"], monaco["coherent"]) == ("La Condamine", True, True)
+
+
+def test_records_hold_the_extended_prompt_a_causal_lm_was_asked(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    """With prompt=extended a causal LM scores "The capital of [X] is [Y]" and "[Y] is the capital of [X]": its
+    records show those sentences, not the LAMA template "The capital of [X] is [Y] ." (also under `kbc run lama`)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--limit", "5",
+                            "--predictors", f"gpt2={tiny_models('gpt2')}", "--set", "gpt2.prompt=extended",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    records = [json.loads(line) for stage in ("first", "second")
+               for line in (out / f"predictions/trex/gpt2/{stage}/P36.jsonl").read_text().splitlines()]
+    asked = [r for r in records if "dropped" not in r]
+    first = next(r for r in asked if r["uid"].endswith(":r1s1") and r["subject"] == "Achaemenid Empire")
+    assert first["prompt"] == "The capital of Achaemenid Empire is [MASK]"
+    back = next(r for r in asked if r["uid"] == first["uid"].replace(":r1s1", ":r1s2"))
+    assert back["prompt"] == f"{first['answers'][0][0]} is the capital of [MASK]"
+    assert len(asked) == 16 and not [r["prompt"] for r in asked if r["prompt"].endswith(" .")]
+    lama = tmp_path / "lama"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P36", "--limit", "2", "--predictors",
+                            f"gpt2={tiny_models('gpt2')}", "--set", "gpt2.prompt=extended", "--data-dir",
+                            str(lama_dir), "--out", str(lama), "--quiet"], capsys)
+    assert code == 0, err
+    lines = (lama / "predictions/trex/gpt2/P36.jsonl").read_text().splitlines()
+    prompts = [json.loads(line)["prompt"] for line in lines]
+    assert all(p.startswith("The capital of ") and p.endswith(" is [MASK]") for p in prompts) and len(prompts) == 2
+
+
+def test_the_left_out_note_counts_every_fact_of_the_directory(lama_dir, tmp_path, capsys, monkeypatch):
+    """All of P36 with freq, then a predictor added with --limit 20: the scores still cover P36's 533 instances, so
+    summary.md's note counts its 170 left-out facts, not the 6 of the last sample."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    argv = ["run", "coherency", "--corpus", "trex", "--relations", "P36", "--data-dir", str(lama_dir), "--out",
+            str(out), "--quiet"]
+    assert run_kbc([*argv, "--predictors", "freq"], capsys)[0] == 0
+    code, _, err = run_kbc([*argv, "--predictors", "late=freq", "--limit", "20"], capsys)
+    assert code == 0, err
+    notes = [line for line in (out / "summary.md").read_text().splitlines() if "no coherency instances" in line]
+    assert notes == ["- trex: 170 facts are no coherency instances (one label contains the other: 155; subject and "
+                     "object labels are equal: 15): every predictor drops them, not scored (see the dropped facts "
+                     "below)."]
+    assert [(d["predictor"], d["n"]) for d in json.loads((out / "dropped.json").read_text())] == [
+        ("freq", 155), ("freq", 15), ("late", 6)]

@@ -249,3 +249,26 @@ def test_a_rerun_drawing_questions_from_other_relations_or_another_limit_is_refu
     assert run(["P36", "P19"], "10", "kb")[0] == 0
     assert json.loads((out / "config.json").read_text())["settings"]["question_facts"] == {
         "trex": {"relations": ["P19", "P36"], "limit": 10}}
+
+
+def test_questions_made_without_the_instance_of_list_say_so(lama_dir, tmp_path, capsys, monkeypatch):
+    """A copy of lama/ without xfactr/ beside it gives no false statements: 40 questions, kb Total 75, not 50 and
+    80 as with the list; stderr and summary.md name the missing file and what it costs."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "data" / "lama"
+    copy.mkdir(parents=True)
+    for entry in lama_dir.iterdir():
+        (copy / entry.name).symlink_to(entry)
+    totals = {}
+    for name, data in (("copy", copy), ("real", lama_dir)):
+        out = tmp_path / name
+        code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "5",
+                                "--predictors", "kb", "--data-dir", str(data), "--out", str(out), "--quiet"], capsys)
+        assert code == 0, err
+        rows = json.loads((out / "summary.json").read_text())
+        total = next(r for r in rows if r["scope"] == "own" and r["group"] == "all" and r["metric"] == "f1")
+        missing = f"kmir: no instance-of list ({copy / 'xfactr/TREx_instanceof.txt'} or " \
+                  f"{copy.parent / 'xfactr/TREx_instanceof.txt'}): entity types come from the corpus's P31 facts alone"
+        totals[name] = (total["value"], total["n_facts"], missing in err,
+                        "No instance-of list was found" in (out / "summary.md").read_text())
+    assert totals == {"copy": (75.0, 40, True, True), "real": (80.0, 50, False, False)}

@@ -198,7 +198,8 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
         ([("kb", 52), ("freq", 16)], "questions")
     for scope in ("shared", "own"):  # KMIR scores the raw setting only: the fix is the setting, not the metric
         code, _, err = run_kbc(["leaderboard", str(out), "--setting", "filtered", "--scope", scope], capsys)
-        assert code == 2 and err.strip() == f"error: {out}: no f1 (filtered) total for freq in trex; use --setting raw"
+        assert code == 2 and err.strip() == ("error: --setting filtered: `kbc run kmir` scores the raw setting only; "
+                                             "use --setting raw")
 
 
 def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):

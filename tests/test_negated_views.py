@@ -45,8 +45,9 @@ def test_p1_drop_counts_the_facts_right_without_the_prime(negated_run):
     rows = _summary(out)
     drop = {(r["predictor"], r["scope"], r["group"]): (r["value"], r["n_facts"]) for r in rows
             if r["metric"] == "p@1-drop"}
-    # Freq: 6 of P19's 20 right (P@1 30), none of P36; the prime leaves them right; BERT: none right anywhere
-    assert drop == {("freq", s, g): (0.0, 6) for s in ("own", "shared") for g in ("P19", "all")}
+    # Freq: 6 of P19's 20 right (P@1 30), none of P36; the prime leaves them right; BERT: none right anywhere, so
+    # no fact is right for every predictor: the shared scope has no P@1 drop (as the docs define it)
+    assert drop == {("freq", "own", g): (0.0, 6) for g in ("P19", "all")}
     p1 = {(r["predictor"], r["group"]): r["value"] for r in rows if r["metric"] == "p@1" and r["scope"] == "own"}
     assert p1 == {("freq", "P19"): 30.0, ("freq", "P36"): 0.0, ("freq", "all"): 15.0,
                   ("bert", "P19"): 0.0, ("bert", "P36"): 0.0, ("bert", "all"): 0.0}
@@ -58,20 +59,29 @@ def test_p1_drop_counts_the_facts_right_without_the_prime(negated_run):
 def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     out, _ = negated_run
     md = (out / "summary.md").read_text(encoding="utf-8")
-    shared = md.split("## Misprimed, P@1 drop (points), shared facts\n\n")[1].split("\n\n## ")[0]
-    assert shared.splitlines() == [
+    shared = md.split("## Misprimed, P@1 drop (% of facts right unprimed), shared facts\n\n")[1].split("\n\n## ")[0]
+    space = shared.splitlines()[3].split(' | ')[2]
+    assert shared.splitlines() == [  # BERT got no fact right: none was right for both, so no shared drop
+        "| corpus | predictor | answer space (mean) | #facts | P19 | P36 | Total | Total 95% CI |",
+        "|---|---|---|---|---|---|---|---|",
+        "| negated-trex | freq | 152 | 0 | - | - | - | - |",
+        f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
+        "",
+        "- `-` under P19, P36, Total for every predictor: no fact of them was right without the prime for all "
+        "predictors (the drop is taken over those facts).",
+    ]
+    own = md.split("## Misprimed, P@1 drop (% of facts right unprimed), own facts\n\n")[1].split("\n\n## ")[0]
+    assert own.splitlines() == [
         "| corpus | predictor | answer space (mean) | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
         "| negated-trex | freq | 152 | 6 | 0.00 | - | 0.00 | - |",
-        f"| negated-trex | bert | {shared.splitlines()[3].split(' | ')[2]} | 0 | - | - | - | - |",
+        f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
         "",
         "- `-` under P36 for every predictor: no fact of it was right without the prime (the drop is taken over "
         "those facts).",
         "- `-` throughout for bert (#facts 0): no fact it answered was right without the prime (the drop is taken "
         "over those facts).",
     ]
-    own = md.split("## Misprimed, P@1 drop (points), own facts\n\n")[1].split("\n\n## ")[0]
-    assert own.splitlines()[2:] == shared.splitlines()[2:]
     assert "answered none" not in md
 
 
@@ -124,7 +134,11 @@ def test_load_run_p1_drop_table_names_its_gaps(negated_run):
     import kbcompare
 
     out, _ = negated_run
-    frame = kbcompare.load_run(out).table("p@1-drop")
+    shared = kbcompare.load_run(out).table("p@1-drop")  # no fact right for both: NaN throughout
+    assert shared.isna().all().all() and shared.attrs["notes"] == [
+        "negated-trex: P19, P36, all are NaN for every predictor: no fact of them was right without the prime for all "
+        "predictors (the drop is taken over those facts)"]
+    frame = kbcompare.load_run(out).table("p@1-drop", scope="own")
     assert list(frame.columns) == ["P19", "P36", "all"]
     assert list(frame.index) == [("negated-trex", "freq"), ("negated-trex", "bert")]  # as summary.md's rows
     assert (frame.loc[("negated-trex", "freq"), "P19"], frame.loc[("negated-trex", "freq"), "all"]) == (0.0, 0.0)
@@ -156,7 +170,7 @@ def test_load_run_p1_drop_table_with_no_fact_right_is_nan_not_an_error(lama_dir,
         assert list(frame.columns) == ["P19", "P36", "all"] and list(frame.index) == [("negated-trex", "bert")]
         assert frame.isna().all().all()
         assert frame.attrs["notes"] == [
-            "negated-trex: P19, P36, all are NaN for every predictor: no fact of them was right without the prime "
-            "(the drop is taken over those facts)"]
+            "negated-trex: P19, P36, all are NaN for every predictor: no fact of them was right without the prime"
+            f"{' for all predictors' if scope == 'shared' else ''} (the drop is taken over those facts)"]
     with pytest.raises(kbcompare.ConfigError, match=r"has no p@7 \(raw, shared\) rows"):
         kbcompare.load_run(out).table("p@7")

@@ -22,7 +22,7 @@ def test_report_shows_the_negated_rows(lama_dir, tmp_path, monkeypatch, capsys):
     md = (out / "report" / "report.md").read_text()
     assert "Skipped" not in md and "Mean P@k curves" not in md
     for name in ("P@1 (%)", "Negated query, same top answer (%)", "Spearman, positive vs negated scores",
-                 "Misprimed, prime answered (%)", "Misprimed, P@1 drop (points)"):
+                 "Misprimed, prime answered (%)", "Misprimed, P@1 drop (% of facts right unprimed)"):
         assert f"*{name}, setting raw*" in md and f"*{name}, setting raw, own facts*" in md, name
     # Freq answers a negated sentence as the positive one: the same top answer, scores ranked alike
     overlap = md.split("*Negated query, same top answer (%), setting raw*")[1]
@@ -46,28 +46,37 @@ def test_p_at_1_drop_lists_every_corpus_and_predictor_with_a_note(lama_dir, tmp_
     assert code == 0, err
     rows = json.loads((out / "summary.json").read_text())
     drops = [r for r in rows if r["metric"] == "p@1-drop" and r["setting"] == "raw"]
-    # summary.json holds the drop of freq on negated-google_re alone (both scopes)
-    assert {(r["corpus"], r["predictor"], r["group"], r["value"], r["n_facts"]) for r in drops} == {
-        ("negated-google_re", "freq", "place_of_birth", 0.0, 1), ("negated-google_re", "freq", "all", 0.0, 1)}
-    trex = ["| negated-trex | bert | 21,018 | 0 | - | - | - | - |",
-            "| negated-trex | freq | 200 | 0 | - | - | - | - |",
-            "| negated-trex | gold | open | 0 | - | - | - | - |", "",
-            "- `-` under P36, P159, Total for every predictor: no fact of them was right without the prime (the drop "
-            "is taken over those facts)."]
-    google_re = ["| negated-google_re | bert | 21,018 | 0 | - | - | - |",
-                 "| negated-google_re | freq | 68 | 1 | 0.00 | 0.00 | - |",
-                 "| negated-google_re | gold | open | 0 | - | - | - |", "",
-                 "- `-` throughout for bert (#facts 0): no fact it answered was right without the prime (the drop is "
-                 "taken over those facts).",
-                 "- `-` throughout for gold (#facts 0): no fact it answered was right without the prime (the drop is "
-                 "taken over those facts)."]
+    # summary.json holds the drop of freq on negated-google_re alone, in its own scope: bert got no fact right
+    # without the prime, so no fact was right for every predictor and the shared scope has no drop (docs/negated.md)
+    assert [(r["corpus"], r["predictor"], r["scope"], r["group"], r["value"], r["n_facts"]) for r in drops] == [
+        ("negated-google_re", "freq", "own", "place_of_birth", 0.0, 1),
+        ("negated-google_re", "freq", "own", "all", 0.0, 1)]
+
+    def trex(scope: str) -> list[str]:
+        return ["| negated-trex | bert | 21,018 | 0 | - | - | - | - |",
+                "| negated-trex | freq | 200 | 0 | - | - | - | - |",
+                "| negated-trex | gold | open | 0 | - | - | - | - |", "",
+                "- `-` under P36, P159, Total for every predictor: no fact of them was right without the prime"
+                f"{' for all predictors' if scope == 'shared' else ''} (the drop is taken over those facts)."]
+    google_re = {"own": ["| negated-google_re | bert | 21,018 | 0 | - | - | - |",
+                         "| negated-google_re | freq | 68 | 1 | 0.00 | 0.00 | - |",
+                         "| negated-google_re | gold | open | 0 | - | - | - |", "",
+                         "- `-` throughout for bert (#facts 0): no fact it answered was right without the prime (the "
+                         "drop is taken over those facts).",
+                         "- `-` throughout for gold (#facts 0): no fact it answered was right without the prime (the "
+                         "drop is taken over those facts)."],
+                 "shared": ["| negated-google_re | bert | 21,018 | 0 | - | - | - |",
+                            "| negated-google_re | freq | 68 | 0 | - | - | - |",
+                            "| negated-google_re | gold | open | 0 | - | - | - |", "",
+                            "- `-` under place_of_birth, Total for every predictor: no fact of them was right without "
+                            "the prime for all predictors (the drop is taken over those facts)."]}
     summary = (out / "summary.md").read_text()
     report = (out / "report" / "report.md").read_text()
-    for page, heads in ((summary, ("## Misprimed, P@1 drop (points), shared facts",
-                                   "## Misprimed, P@1 drop (points), own facts")),
-                        (report, ("*Misprimed, P@1 drop (points), setting raw*",
-                                  "*Misprimed, P@1 drop (points), setting raw, own facts*"))):
-        for head in heads:
+    for page, heads in ((summary, ("## Misprimed, P@1 drop (% of facts right unprimed), shared facts",
+                                   "## Misprimed, P@1 drop (% of facts right unprimed), own facts")),
+                        (report, ("*Misprimed, P@1 drop (% of facts right unprimed), setting raw*",
+                                  "*Misprimed, P@1 drop (% of facts right unprimed), setting raw, own facts*"))):
+        for head, scope in zip(heads, ("shared", "own")):
             lines = page.split(head, 1)[1].lstrip("\n").splitlines()
-            assert lines[2:7] == trex, head
-            assert lines[10:16] == google_re, head
+            assert lines[2:7] == trex(scope), head
+            assert lines[10:10 + len(google_re[scope])] == google_re[scope], head

@@ -22,12 +22,12 @@ from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
     ROUNDS,
-    SAME_LABELS,
     CorrectAnswers,
     correct_answers,
     excluded_answers,
     first_step_correct,
     first_step_query,
+    labels_reason,
     rule_reason,
     score_instance,
     second_step_query,
@@ -35,7 +35,7 @@ from eval.coherency import (
     symmetric_relations,
 )
 from eval.errors import ConfigError
-from eval.types import Answer, Entity, Fact, Prediction, Query
+from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
 
 FACT_FIELDS = ("subject", "subject_id", "gold", "gold_id")  # every instance row names its fact, as dropped rows do
 
@@ -58,9 +58,10 @@ class CoherencyExperiment:
     title = "Factual coherency (Algorithm 1)"
     stages = ("first", "second")
     unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
-    left_out_reasons = (SAME_LABELS, CONTAINED)  # what `left_out` says, as summary.md's note counts it
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
+    # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
+    scored_settings = ("raw",)
 
     def __init__(self, prompts: str = "lama", context: str = "none") -> None:
         from bridge.experiments.lama import parse_context
@@ -71,6 +72,9 @@ class CoherencyExperiment:
         self._correct: CorrectAnswers | None = None
         self._symmetric: set[str] = set()
         self._corpus: str | None = None  # the corpus the two above were computed for
+        # second-step uid -> its first step's verdict, which the second record repeats: only the first step saw
+        # every tied top answer of a KB that shares ties (`first_step_correct`), the second knows the one asked back
+        self._first_correct: dict[str, bool] = {}
 
     def check(self, corpora: dict, data_dir) -> None:
         """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
@@ -117,6 +121,13 @@ class CoherencyExperiment:
         drops it for every predictor with this reason, so it is counted, not silently missing."""
         return rule_reason(fact)
 
+    @staticmethod
+    def left_out_record(record: dict) -> str | None:
+        """`left_out` of a recorded fact (its `subject` and `gold` labels): summary.md's note counts the facts of the
+        whole directory the rule left out, not those an uncased model drops lower-cased on top."""
+        subject, gold = record.get("subject"), record.get("gold")
+        return labels_reason(subject, gold) if subject is not None and gold is not None else None
+
     def unsuitable(self, predictor: object, fact: Fact) -> str | None:
         """An uncased model compares lower-cased labels, so its "easy" facts are found lower-cased
         (as the paper's released code does): `Arrow`/`arrow`, `euro`/`Europe`."""
@@ -143,6 +154,7 @@ class CoherencyExperiment:
                     query = second_step_query(fact, round_, [Answer(top[0], top[1], top[2])], template)
                     if query is None:
                         continue
+                    self._first_correct[query.uid] = bool(first["correct"])
                 out[fact.relation].append((dataclasses.replace(query, prompt=self.prompts), fact))
         return with_context(out, self.context, given)
 
@@ -163,14 +175,15 @@ class CoherencyExperiment:
         if stage == "first":
             truth: Entity = fact.object if query.slot == "object" else fact.subject
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
-                    "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": query.text("[MASK]"),
+                    "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": asked_prompt(query, pred),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
                     "symmetric": fact.relation in self._symmetric, **_fact_fields(fact),
                     **generation_fields(pred.extra)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
-        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": query.text("[MASK]"),
+        scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
+        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": asked_prompt(query, pred),
                 "answers": answers, "symmetric": fact.relation in self._symmetric, **scored,
                 **generation_fields(pred.extra)}
 

@@ -42,6 +42,7 @@ among the relation's objects, which the `random` predictor ranks).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import Counter
 from pathlib import Path
 
@@ -73,6 +74,12 @@ from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
 INSTANCE_OF_FILE = Path("xfactr") / "TREx_instanceof.txt"
+# what fewer types cost: said on stderr when no list is found and in summary.md of a directory made without one
+WITHOUT_TYPES = ("entity types come from the corpus's P31 facts alone, so an object without such a type gets no "
+                 "false statement (statement checking) and entity distinction has fewer types to pick an outlier by: "
+                 "fewer questions than with the list; pass --instance-of FILE")
+
+log = logging.getLogger("kbc")
 
 
 def default_instance_of(data_dir: str | Path | None) -> Path | None:
@@ -167,6 +174,7 @@ class KmirExperiment:
     stages = ("",)
     title = "KMIR-style questions (Total: the mean over every question, not over kinds or relations)"
     unit = "questions"  # what the summary's scopes count
+    scored_settings = ("raw",)  # a question is scored against its own gold or choices: nothing to filter
     metrics = ("f1", "em", "answered", "chance", *ROBUSTNESS)
 
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
@@ -227,7 +235,19 @@ class KmirExperiment:
             else:
                 found = default_instance_of(data_dir)
                 self._instance_of = load_instance_of(found) if found else {}
+                if found is None and data_dir is not None:
+                    roots = (Path(data_dir), Path(data_dir).parent)
+                    where = " or ".join(str(root / INSTANCE_OF_FILE) for root in roots)
+                    log.warning("kmir: no instance-of list (%s): %s", where, WITHOUT_TYPES)
         return self._instance_of
+
+    @staticmethod
+    def config_notes(config: dict) -> list[str]:
+        """A directory whose questions were made without X-FACTR's instance-of list says so: it holds fewer."""
+        if config.get("settings", {}).get("instance_of") != "none":
+            return []
+        return [f"No instance-of list was found (X-FACTR's `{INSTANCE_OF_FILE.as_posix()}`, looked for in the data "
+                f"folder and beside it): {WITHOUT_TYPES}."]
 
     def questions(self, given: StageInput) -> list[KmirQuestion]:
         """The corpus's questions over the asked facts (deterministic for the same inputs and seed)."""

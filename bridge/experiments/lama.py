@@ -25,7 +25,7 @@ from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
-from eval.types import Fact, Prediction, Query
+from eval.types import Fact, Prediction, Query, asked_prompt
 from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -76,7 +76,7 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "subject_id": fact.subject.id,
         "gold": gold,
         "gold_id": fact.object.id,
-        "prompt": query.text("[MASK]"),
+        "prompt": asked_prompt(query, pred),
         "other_valid": sorted(others - {gold}),
         "rank_raw": raw,
         "rank_filtered": filtered,

@@ -37,7 +37,7 @@ from eval.set_answers import as_probabilities, normaliser, ranked_objects
 from eval.set_metrics import LABEL_HITS, LABEL_METRICS, METRICS, label_rows, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
 from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
-from eval.types import Prediction, Query, SetFact
+from eval.types import Prediction, Query, SetFact, asked_prompt
 
 
 def set_queries(facts: list[SetFact], relations: dict, prefix: str = "") -> dict[str, list[tuple[Query, SetFact]]]:
@@ -114,7 +114,7 @@ class LmkbcExperiment:
         threshold = self._tuned.get(fact.relation) if stage == "" else None
         record = {
             "uid": query.uid, "relation": fact.relation, "subject": fact.subject.label, "subject_id": fact.subject.id,
-            "prompt": query.text("[MASK]"),
+            "prompt": asked_prompt(query, pred),
             # a split without objects (the test file) has no gold: None, never an empty set scored as one
             "gold": [o.id for o in fact.objects] if fact.scored else None,
             "gold_labels": list(fact.labels) if fact.scored else None,

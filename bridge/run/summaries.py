@@ -147,6 +147,15 @@ def scored_on(experiment, mine: dict[str, dict], metric: str) -> frozenset:
     return frozenset(mine) if check is None else frozenset(uid for uid, u in mine.items() if check(u, metric))
 
 
+def held_metrics(experiment, scored: list[dict]) -> set[str]:
+    """The metrics a predictor is scored on: those of its rows, and those the experiment says come with one of them
+    (optional `held_with`, metric -> the metric it comes with) though taken over none of its units: negated LAMA's
+    P@1 drop comes with became-prime, over the facts right without the prime, and a predictor that got none right
+    leaves that metric's shared scope empty instead of out of it."""
+    held = {r["metric"] for r in scored}
+    return held | {m for m, given in getattr(experiment, "held_with", {}).items() if given in held}
+
+
 def shared_scopes(units: dict, held: dict, experiment=None) -> dict[str, frozenset]:
     """Per metric, its `shared` scope: the units every predictor scored on that metric answered (`units`: each
     predictor's answered units by uid; `held`: the metrics each has; `experiment`: which units a metric is taken
@@ -218,7 +227,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         spaces = config.get("answer_space", {}).get(corpus, {})
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
-        held = {name: {r["metric"] for r in scored} for name, (scored, _, _) in own.items()}
+        held = {name: held_metrics(experiment, scored) for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
         # a fact asked several ways (a prompt set) counts once where the experiment counts facts; an experiment
         # with units of its own (coherency's (fact, round) pairs, questions) counts those
@@ -253,7 +262,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
-    notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, dropped)
+    notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
@@ -275,19 +284,23 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     return rows
 
 
-def left_out_notes(experiment, dropped: list[dict]) -> list[str]:
-    """Per corpus, the facts the experiment leaves out for every predictor (`left_out_reasons`: coherency's
-    instance rule), from the dropped tallies: the fewest any predictor has, as some also drop more that way."""
-    reasons = getattr(experiment, "left_out_reasons", ())
-    per: dict[str, dict[str, Counter]] = {}
-    for d in dropped:
-        if d["reason"] in reasons:
-            per.setdefault(d["corpus"], {}).setdefault(d["predictor"], Counter())[d["reason"]] += d["n"]
+def left_out_notes(experiment, units: list[dict]) -> list[str]:
+    """Per corpus, the facts the experiment leaves out for every predictor (`left_out_record`: coherency's instance
+    rule) among every unit of the directory: each fact once, whichever runs and predictors asked it, so the note
+    holds for the scores of the whole directory; a drop the rule does not make (an uncased model's) is not counted."""
+    rule = getattr(experiment, "left_out_record", None)
+    if rule is None:
+        return []
+    per: dict[str, dict[str, str]] = {}
+    for unit in units:
+        why = unit.get("dropped")
+        if why is not None and why == rule(unit):
+            per.setdefault(unit["corpus"], {})[unit.get("fact_uid") or unit["uid"]] = why
     notes = []
-    for corpus, by_predictor in per.items():
-        fewest = min(by_predictor.values(), key=lambda c: sum(c.values()))
-        why = "; ".join(f"{reason}: {n}" for reason, n in fewest.most_common())
-        notes.append(f"{corpus}: {sum(fewest.values())} facts are no {experiment.name} instances ({why}): every "
+    for corpus, facts in per.items():
+        tally = Counter(facts.values())
+        why = "; ".join(f"{reason}: {n}" for reason, n in tally.most_common())
+        notes.append(f"{corpus}: {len(facts)} facts are no {experiment.name} instances ({why}): every "
                      "predictor drops them, not scored (see the dropped facts below).")
     return notes
 
@@ -414,6 +427,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = predictors_note(config)
+    notes += getattr(experiment, "config_notes", lambda _: [])(config)  # what the run's inputs lacked (KMIR's types)
     notes += [own_note(counts) if own_note else
               f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "
               f"a predictor without the metric, or that answered nothing, restricts no one's {unit.rstrip(',')}; "
