@@ -93,12 +93,13 @@ CAUSAL_RELATIONS = ("P36", "P1376", "P138")
 def settings(smoke: bool) -> SimpleNamespace:
     """How much work each line does: the GPU run fits in under 6 minutes on an H100, the smoke run in seconds."""
     if smoke:
-        return SimpleNamespace(queries=40, parity=20, batches=(8,), raw_batch=8, sentences=400, causal_batch=16, bear=1,
-                               lpq_batches=(8,), trex=["--relations", "P19", "--limit", "20"], trex_dtypes=("fp32",),
-                               warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
+        return SimpleNamespace(queries=40, parity=20, batches=(8,), raw_batch=8, sentences=400, causal_batch=16,
+                               raw_sentences=64, bear=1, lpq_batches=(8,), trex=["--relations", "P19", "--limit", "20"],
+                               trex_dtypes=("fp32",), warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
     return SimpleNamespace(queries=6000, parity=500, batches=(64, 512, 2048), raw_batch=512, sentences=150_000,
-                           causal_batch=256, bear=16, lpq_batches=(32, 128, 512), trex=[], trex_dtypes=("fp32", "bf16"),
-                           warm=64, fewrel_n=None, fewrel_epochs=10, fewrel_budget_s=150.0)
+                           causal_batch=256, raw_sentences=20 * 256, bear=16, lpq_batches=(32, 128, 512), trex=[],
+                           trex_dtypes=("fp32", "bf16"), warm=64, fewrel_n=None, fewrel_epochs=10,
+                           fewrel_budget_s=150.0)
 
 
 class Clock:
@@ -437,7 +438,7 @@ def causal_lines(out: dict, cfg, data: Path, gpt2, tokenizer, device) -> None:
         scorer = CausalLMScorer(model, tokenizer, fingerprint="bench", dtype=dtype, batch_size=cfg.causal_batch)
         predictor = CausalTypedPredictor("gpt2", scorer, objects, "corpus")
         if sentences is None:
-            sentences = [s for q in queries[:50] for s in predictor.sentences(q)][:20 * cfg.causal_batch]
+            sentences = [s for q in queries[:50] for s in predictor.sentences(q)][:cfg.raw_sentences]
             raw_ids = scorer.encode(sentences)
         raw = raw_causal(model, raw_ids, cfg.causal_batch, device, scorer.pad_id)
         out[f"causal_raw_{name}_sps"] = round(raw)
