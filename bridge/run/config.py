@@ -436,6 +436,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   "which named an entity by the smaller of its labels in every relation's graph, so "
                                   "an entity another relation names otherwise could miss its gold; use another --out "
                                   "to score it by the labels of each relation's own facts")
+            if ident.get("answers") == "every held object" and _differs_only_in(seen, ident, "answers"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there from an earlier kbc version, "
+                                  f"which cut the objects held for a query at the top {seen.get('depth')} by label, "
+                                  "so a gold past them was a miss although all are tied; use another --out to score "
+                                  "it with every held object")
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")
