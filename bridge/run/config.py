@@ -245,13 +245,13 @@ def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None
     """Why no chosen corpus has `relation`, and what to pick instead."""
     import difflib
 
-    from eval.lama import folder_without_data
+    from eval.lama import folders_without_data
 
     for name in loaded if data_dir is not None else ():
-        folder = folder_without_data(name, relation, data_dir)
-        if folder is not None:
+        folders = folders_without_data(name, relation, data_dir)
+        if folders:
             return (f"corpus {name} knows this relation (relations.jsonl lists it) but has no data for it: no "
-                    f"{relation}.jsonl in {folder}")
+                    f"{relation}.jsonl in {' or '.join(map(str, folders))}")
     known = sorted({rel for c in loaded.values() for rel in c.relations})
     close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
     line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
