@@ -1894,3 +1894,15 @@ def test_a_relation_without_its_file_names_every_folder_looked_in(ctx, lama_dir,
     assert err.strip() == (
         "error: --relations P36: corpus trex knows this relation (relations.jsonl lists it) but has no data for it: "
         f"no P36.jsonl in {ctx.data}/TREx or {ctx.data}/TREx_reconstructed")
+
+
+# --- --executor ray without Ray installed: said before any cluster is looked for ---
+
+def test_ray_missing_is_said_before_the_cluster_is_tried(ctx, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as where the extra is not installed
+    code, _, err = run_kbc([*ctx.run_freq(), "--executor", "ray", "--ray-address", "127.0.0.1:1"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == ("error: --executor ray needs Ray, which is not installed: pip install -e '.[ray]' in the "
+                           "kbcompare checkout")
