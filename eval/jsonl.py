@@ -25,6 +25,14 @@ def json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+def json_error(exc: json.JSONDecodeError, line: str) -> str:
+    """The decoder's message with the place on the one line it read (its own text ends in "at" where the place
+    follows): the column, or the end of the line where the text stopped too early."""
+    at = "" if exc.msg.endswith(" at") else " at"
+    where = "the end of the line" if exc.pos >= len(line.rstrip("\r\n")) else f"column {exc.pos + 1}"
+    return f"{exc.msg}{at} {where}"
+
+
 def open_binary(path: Path, what: str = "file"):
     """`path` opened for reading; a missing, unreadable or directory path is a one-line DataError."""
     try:
@@ -72,7 +80,7 @@ def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+                raise DataError(f"{path}:{lineno}: malformed JSON ({json_error(exc, line)})") from None
             except RecursionError:
                 raise DataError(f"{path}:{lineno}: malformed JSON (nested too deeply)") from None
             if not isinstance(row, dict):

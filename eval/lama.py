@@ -115,15 +115,11 @@ def _compatible(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
-def _label(row: dict, key: str, where: str) -> str:
-    value = row.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise DataError(f"{where}: field {key!r} is missing or empty")
-    return value
+TREX_FOLDERS = ("TREx", "TREx_reconstructed")  # where a T-REx relation's file lies, the first that has it
 
 
 def _trex_file(root: Path, rel: str) -> Path | None:
-    for sub in ("TREx", "TREx_reconstructed"):
+    for sub in TREX_FOLDERS:
         path = root / sub / f"{rel}.jsonl"
         if path.is_file():
             return path
@@ -152,8 +148,8 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             pred = row.get("predicate_id", rel)
             if pred != rel:
                 raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
-            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_uri", where))
-            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
+            sub = Entity(req_str(row, "sub_label", where), opt_qid(row, "sub_uri", where))
+            obj = Entity(req_str(row, "obj_label", where), opt_qid(row, "obj_uri", where))
             if dedup.seen(sub, obj):
                 report.drop("duplicate rows (same ids)")
                 continue
@@ -212,9 +208,9 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
             if _majority_no(row, compat):
                 report.drop("judged wrong by most raters")
                 continue
-            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_w", where),
+            sub = Entity(req_str(row, "sub_label", where), opt_qid(row, "sub_w", where),
                          tuple(opt_list(row, "sub_aliases", where)))
-            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_w", where),
+            obj = Entity(req_str(row, "obj_label", where), opt_qid(row, "obj_w", where),
                          tuple(opt_list(row, "obj_aliases", where)))
             if dedup.seen(sub, obj):
                 report.drop("duplicates (same labels, no Wikidata id tells them apart)")
@@ -253,7 +249,7 @@ def load_squad(data_dir: str | Path | None = None, relations: Iterable[str] | No
         where = f"{path}:{lineno}"
         cloze = _cloze(row, where)
         uid = opt_str(row, "id", where) or opt_str(row, "uuid", where) or f"squad:{lineno}"
-        obj = Entity(_label(row, "obj_label", where))
+        obj = Entity(req_str(row, "obj_label", where))
         sub = Entity(opt_str(row, "sub_label", where) or "Squad")
         corpus.facts.append(Fact(uid, "squad", "squad", sub, obj, cloze=cloze))
         report.kept += 1
@@ -279,8 +275,8 @@ def load_conceptnet(data_dir: str | Path | None = None, relations: Iterable[str]
         where = f"{path}:{lineno}"
         rel = req_str(row, "pred", where)
         relations_seen.setdefault(rel, Relation(rel, rel, OBJECT_SLOT, None))
-        sub = Entity(opt_str(row, "sub_label", where) or _label(row, "sub", where))
-        obj = Entity(opt_str(row, "obj_label", where) or _label(row, "obj", where))
+        sub = Entity(opt_str(row, "sub_label", where) or req_str(row, "sub", where))
+        obj = Entity(opt_str(row, "obj_label", where) or req_str(row, "obj", where))
         uid = str(row.get("uuid") or f"conceptnet:{lineno}")
         facts.append(Fact(uid, "conceptnet", rel, sub, obj, cloze=_cloze(row, where)))
         report.kept += 1
@@ -327,15 +323,15 @@ def relation_ids(name: str, data_dir: str | Path | None = None) -> dict[str, Rel
     return None
 
 
-def folder_without_data(name: str, relation: str, data_dir: str | Path | None = None) -> Path | None:
-    """The folder where the data file of a relation the corpus lists but has no file for would lie (T-REx:
-    `relations.jsonl` names 46 relations, the release has files for 41); None for any other relation or corpus."""
+def folders_without_data(name: str, relation: str, data_dir: str | Path | None = None) -> list[Path]:
+    """The folders looked in for the data file of a relation the corpus lists but has no file for (T-REx:
+    `relations.jsonl` names 46 relations, the release has files for 41); none for any other relation or corpus."""
     if name != "trex":
-        return None
+        return []
     root = resolve_data_dir(data_dir)
     if relation in load_relations(root / "relations.jsonl") and _trex_file(root, relation) is None:
-        return root / "TREx"
-    return None
+        return [root / sub for sub in TREX_FOLDERS]
+    return []
 
 
 def relation_versions(corpus: Corpus) -> dict[str, str]:

@@ -28,11 +28,14 @@ import json
 import logging
 import os
 import shutil
+import sys
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
+
+from tqdm import tqdm
 
 from eval.checked_json import read_checked, write_checked
 from eval.datadir import ENV_VAR, cache_root, fingerprint, resolve_data_dir
@@ -76,7 +79,9 @@ class NameRanker(Protocol):
     uncased: bool
     fingerprint: str
 
-    def top(self, texts: Sequence[str], k: int) -> list[list[str]]: ...
+    def top(self, texts: Sequence[str], k: int, on_batch: Callable[[int], None] | None = None) -> list[list[str]]:
+        """`on_batch(n)` is told after each batch of n texts the model read (a progress bar)."""
+        ...
 
 
 class ScorerNameRanker:
@@ -89,8 +94,12 @@ class ScorerNameRanker:
         self.mask = scorer.tokenizer.mask_token
         self.fingerprint = f"{scorer.fingerprint}:{scorer.dtype}:{candidates.fingerprint}"
 
-    def top(self, texts: Sequence[str], k: int) -> list[list[str]]:
-        scored = self.scorer.score(list(texts), self.candidates, k)
+    def top(self, texts: Sequence[str], k: int, on_batch: Callable[[int], None] | None = None) -> list[list[str]]:
+        before, self.scorer.on_batch = self.scorer.on_batch, on_batch
+        try:
+            scored = self.scorer.score(list(texts), self.candidates, k)
+        finally:
+            self.scorer.on_batch = before
         return [[self.candidates.labels[p] for p in s.pos] for s in scored]
 
 
@@ -98,9 +107,11 @@ def name_prompt(name: str, relation: str, mask: str) -> str:
     return NAME_TEMPLATE.format(noun=PLACE_NOUNS[relation], mask=mask).replace("[X]", name)
 
 
-def person_name_ranks(facts: Iterable[Fact], ranker: NameRanker, k: int = TOP_K) -> dict[str, tuple[int | None, ...]]:
+def person_name_ranks(facts: Iterable[Fact], ranker: NameRanker, k: int = TOP_K,
+                      progress: bool = False) -> dict[str, tuple[int | None, ...]]:
     """For each fact of a person relation: the gold object's rank (1..k) for each name token, None
-    where it is not in that token's top k (E-BERT Table 3's "(1,-)"). Each distinct prompt runs once."""
+    where it is not in that token's top k (E-BERT Table 3's "(1,-)"). Each distinct prompt runs once;
+    `progress`: a bar on stderr counts them, for the model reads them for minutes on the full data."""
     todo: list[tuple[str, str, list[str]]] = []
     for fact in facts:
         if fact.relation not in PLACE_NOUNS:
@@ -112,7 +123,12 @@ def person_name_ranks(facts: Iterable[Fact], ranker: NameRanker, k: int = TOP_K)
         texts = [name_prompt(tok, fact.relation, ranker.mask) for tok in sub.split() if ranker.mask not in tok]
         todo.append((fact.uid, obj, texts))
     unique = list(dict.fromkeys(t for _, _, texts in todo for t in texts))
-    tops = dict(zip(unique, ranker.top(unique, k))) if unique else {}
+    tops: dict[str, list[str]] = {}
+    with tqdm(total=len(unique), desc="UHN name filter", unit="prompt", disable=not progress or not unique,
+              file=sys.stderr) as bar:
+        if unique:
+            tops = dict(zip(unique, ranker.top(unique, k, bar.update)))
+            bar.update(len(unique) - bar.n)  # prompts answered from the cache come in no batch
     out: dict[str, tuple[int | None, ...]] = {}
     for uid, obj, texts in todo:
         out[uid] = tuple(tops[t].index(obj) + 1 if obj in tops[t][:k] else None for t in texts)
@@ -161,7 +177,7 @@ def check_filters(filters: Iterable[str], ranker: NameRanker | None) -> tuple[st
 
 
 def filter_facts(facts: Sequence[Fact], filters: Iterable[str] = ("string",), ranker: NameRanker | None = None,
-                 k: int = TOP_K) -> Filtered:
+                 k: int = TOP_K, progress: bool = False) -> Filtered:
     """Apply the filters in order (string, then name on what is left); counts per relation."""
     chosen = check_filters(filters, ranker)
     deletions: dict[str, Deletions] = {}
@@ -175,7 +191,7 @@ def filter_facts(facts: Sequence[Fact], filters: Iterable[str] = ("string",), ra
             survivors.append(fact)
     if "name" not in chosen:
         return Filtered(survivors, deletions)
-    ranks = person_name_ranks(survivors, ranker, k)  # type: ignore[arg-type]
+    ranks = person_name_ranks(survivors, ranker, k, progress)  # type: ignore[arg-type]
     kept, hits, keys = [], {}, set()
     for fact in survivors:
         r = ranks.get(fact.uid, ())
@@ -260,7 +276,8 @@ def check_out(out: Path, data_dir: str | Path | None) -> None:
 
 
 def build_uhn(data_dir: str | Path | None, out: str | Path, filters: Iterable[str] = ("string",),
-              ranker: NameRanker | None = None, k: int = TOP_K, replace_existing: bool = True) -> dict[str, dict]:
+              ranker: NameRanker | None = None, k: int = TOP_K, replace_existing: bool = True,
+              progress: bool = False) -> dict[str, dict]:
     """Write the filtered data set to `out` in the LAMA layout with `deletions.json`; returns the deletions.
 
     Built in a temporary folder beside `out` and renamed into place, so `out` is never half-written.
@@ -277,7 +294,7 @@ def build_uhn(data_dir: str | Path | None, out: str | Path, filters: Iterable[st
     facts: list[Fact] = list(load_trex(root).facts)
     if any(name.startswith("Google_RE/") for name in files):
         facts += load_google_re(root).facts
-    result = filter_facts(facts, chosen, ranker, k)
+    result = filter_facts(facts, chosen, ranker, k, progress)
     deletions = {rel: d.to_dict() for rel, d in result.deletions.items()}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{uuidlib.uuid4().hex[:8]}")

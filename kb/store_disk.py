@@ -67,6 +67,20 @@ def writer_wait() -> float:
     return value
 
 
+def this_process() -> dict:
+    """This process as a message names it to another: its id, its command line and since when."""
+    return {"pid": os.getpid(), "command": " ".join(["kbc", *sys.argv[1:]]),
+            "since": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+def process_text(info: object) -> str | None:
+    """`this_process()`'s record as a message says it; None where it is not such a record."""
+    try:
+        return f"process {int(info['pid'])} (`{info['command']}`, since {info['since']})"  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _one_line(exc: object, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + "..."
@@ -241,18 +255,16 @@ class StoreFolder:
                     told = True
                 time.sleep(0.1)
         self._writer_fd = fd
-        info = {"pid": os.getpid(), "command": " ".join(["kbc", *sys.argv[1:]]),
-                "since": datetime.now(UTC).isoformat(timespec="seconds")}
-        (self.root / WRITER_INFO).write_text(json.dumps(info), encoding="utf-8")
+        (self.root / WRITER_INFO).write_text(json.dumps(this_process()), encoding="utf-8")
         if refresh and self._live_name() != self.live:
             self._open_live()
 
     def _holder(self) -> str:
         try:
             info = json.loads((self.root / WRITER_INFO).read_text(encoding="utf-8"))
-            return f"process {int(info['pid'])} (`{info['command']}`, since {info['since']})"
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError):
             return "another process"
+        return process_text(info) or "another process"
 
     def writable(self) -> ox.Store:
         """The writer's copy of the published generation, made on the first write after `claim`."""

@@ -1166,7 +1166,7 @@ def test_kb_load_makes_the_store_the_reading_commands_then_read(ctx, capsys):
 
 @pytest.mark.parametrize(("source", "text", "why"), [
     ("dump", "x\n", "the compressed dump is truncated or corrupt (Invalid data stream); download it again"),
-    ("jsonl", "{x\n", "1: malformed JSON (Expecting property name enclosed in double quotes)"),
+    ("jsonl", "{x\n", "1: malformed JSON (Expecting property name enclosed in double quotes at column 2)"),
 ])
 def test_a_failed_index_build_leaves_no_folder_it_made(ctx, capsys, source, text, why):
     src = ctx.tmp / ("f.xml.bz2" if source == "dump" else "p.jsonl")
@@ -1429,7 +1429,7 @@ def test_a_run_without_data_names_the_download_that_puts_it_where_it_looks(tmp_p
 @pytest.mark.parametrize(("argv", "expected"), [
     (["lama", "--corpus", "trex", "--relations", "P102"],
      "--relations P102: corpus trex knows this relation (relations.jsonl lists it) but has no data for it: no "
-     "P102.jsonl in {lama}/TREx"),
+     "P102.jsonl in {lama}/TREx or {lama}/TREx_reconstructed"),
     (["lmkbc", "--relations", "P19"],
      "--relations P19: no chosen corpus (lmkbc2024) has this relation; choose from awardWonBy, "
      "companyTradesAtStockExchange, countryLandBordersCountry, personHasCityOfDeath, seriesHasNumberOfEpisodes"),
@@ -1864,3 +1864,45 @@ def test_coherency_and_kmir_refuse_the_filtered_setting(lama_dir, tmp_path, caps
         code, _, err = run_kbc([command, str(tmp_path / "run"), "--setting", "filtered"], capsys)
         _assert_one_error_line(code, err, "", False)
         assert err.strip() == expected
+
+
+# --- T-REx rows and files: a label of the wrong type, a control character, a relation without its file ---
+
+def test_a_label_of_another_type_is_named_as_such(ctx, capsys):
+    ctx.set_field("trex", "obj_label", 5)
+    code, _, err = run_kbc(ctx.run_freq(), capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == f"error: {ctx.rows('trex')}:1: field 'obj_label' must be a non-empty string, got a number"
+
+
+def test_malformed_json_names_its_column(ctx, capsys):
+    path = ctx.rows("trex")
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = '{"sub_label": "a\tb", "obj_label": "x"}\n'
+    path.write_text("".join(lines))
+    code, _, err = run_kbc(ctx.run_freq(), capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == f"error: {path}:2: malformed JSON (Invalid control character at column 17)"
+
+
+def test_a_relation_without_its_file_names_every_folder_looked_in(ctx, lama_dir, capsys):
+    p36 = next(r for r in (lama_dir / "relations.jsonl").read_text().splitlines() if '"P36"' in r)
+    with (ctx.data / "relations.jsonl").open("a") as handle:
+        handle.write(p36 + "\n")
+    code, _, err = run_kbc(ctx.run_freq("trex", "P36"), capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == (
+        "error: --relations P36: corpus trex knows this relation (relations.jsonl lists it) but has no data for it: "
+        f"no P36.jsonl in {ctx.data}/TREx or {ctx.data}/TREx_reconstructed")
+
+
+# --- --executor ray without Ray installed: said before any cluster is looked for ---
+
+def test_ray_missing_is_said_before_the_cluster_is_tried(ctx, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as where the extra is not installed
+    code, _, err = run_kbc([*ctx.run_freq(), "--executor", "ray", "--ray-address", "127.0.0.1:1"], capsys)
+    _assert_one_error_line(code, err, "", False)
+    assert err.strip() == ("error: --executor ray needs Ray, which is not installed: pip install -e '.[ray]' in the "
+                           "kbcompare checkout")

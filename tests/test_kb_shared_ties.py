@@ -47,11 +47,13 @@ def test_kb_answers_share_their_ties_like_gold(lama_dir, tmp_path, capsys, monke
     # records of kb before its ties were shared: a rerun into their directory is refused, never mixed
     config["predictor_specs"]["kb"].pop("ties")
     config["predictor_specs"]["kb"].pop("labels")  # recorded since (tests/test_kb_labels.py)
+    config["predictor_specs"]["kb"].pop("answers")  # recorded since (tests/test_kb_tie_depth.py)
     (out / "config.json").write_text(json.dumps(config))
     code, _, err = run_kbc(argv, capsys)
     assert code == 2 and err.splitlines()[-1] == (
         f"error: {out}: predictor 'kb' was run as {{\"depth\": 100, \"options\": {{}}, \"spec\": \"kb\"}}, now "
-        f"{{\"depth\": 100, \"labels\": \"relation\", \"options\": {{}}, \"spec\": \"kb\", \"ties\": \"shared\"}}; "
+        f"{{\"answers\": \"every held object\", \"depth\": 100, \"labels\": \"relation\", \"options\": {{}}, "
+        f"\"spec\": \"kb\", \"ties\": \"shared\"}}; "
         "give it another name (NAME=SPEC) or use another --out")
 
 

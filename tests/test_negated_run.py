@@ -168,7 +168,7 @@ def test_a_linked_data_dir_reads_the_negated_data_beside_the_link(shared_data, t
     argv = ["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--predictors", "freq", "--misprimes",
             "high_ranked", "--data-dir", str(tmp_path / "lama"), "--limit", "5", "--quiet"]
     code, _, err = run_kbc([*argv, "--out", str(tmp_path / "bad")], capsys)
-    bad = f"error: {copy}/high_ranked/P19.jsonl:5: malformed JSON (Expecting value)"
+    bad = f"error: {copy}/high_ranked/P19.jsonl:5: malformed JSON (Expecting value at the end of the line)"
     assert (code, err.splitlines()[-1]) == (2, bad)
     shutil.copy(shared_data / "negated_misprimed_lama" / "TREx" / "high_ranked" / "P19.jsonl", copy / "high_ranked")
     code, _, err = run_kbc([*argv, "--out", str(tmp_path / "good")], capsys)

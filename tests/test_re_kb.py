@@ -198,3 +198,28 @@ def test_google_re_build_on_real_data(tmp_path, lama_dir):
     assert held == len(oracle & gold) and held > len(corpus.facts) // 2
     assert set(GRAPHS) == set(report["triples"])
     assert os.path.exists(tmp_path / "re")
+
+
+def test_build_re_on_a_built_store_reports_no_work(tmp_path, capsys, monkeypatch):
+    """A build found done (by another process, or an earlier command) prints who built it, never a table of
+    scores and seconds this command did not spend."""
+    from bridge.run.runner import default_cache_dir
+    from eval.checked_json import read_checked
+    from kb.extraction.kb_build import build_tag, cache_path
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    write_data(tmp_path / "data")
+    argv = ["kb", "build-re", "--corpus", "trex", "--quiet", "--data-dir", str(tmp_path / "data"), "--store",
+            str(tmp_path / "store")]
+    code, out, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "  time: extraction" in out
+    corpus = load_corpus("trex", tmp_path / "data")
+    report = read_checked(cache_path(default_cache_dir(), corpus, "report"), "build report")
+    by = report["built_by"]
+    assert by["pid"] == os.getpid() and by["command"].startswith("kbc ")
+    code, out, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    tag = build_tag(corpus)
+    assert out == (f"trex: already built ({tag}) by process {by['pid']} (`{by['command']}`, since {by['since']}); "
+                   "nothing done now (`kbc kb stats` lists its graphs); --force rebuilds\n")

@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+import lm_fixtures
 import pytest
 from cli_support import run_kbc
 from lm_fixtures import build_model, tokenizer_for
@@ -56,7 +57,7 @@ class FakeRanker:
         self.tops = tops
         self.asked: list[str] = []
 
-    def top(self, texts, k):
+    def top(self, texts, k, on_batch=None):
         self.asked += list(texts)
         return [self.tops.get(t.split(" is a common name")[0], ["x", "y", "z"])[:k] for t in texts]
 
@@ -230,3 +231,21 @@ def test_a_uhn_corpus_names_its_filter_and_a_changed_filter_is_named_as_such(lam
     named = {"P176": {"filter": "string + name (sha256:ab12)"}}
     assert version_change(version_choices(corpus), named, ["P176"]) == (
         "of other questions for P176 (the LAMA-UHN filter changed: string then, string + name (sha256:ab12) now)")
+
+
+tiny_models = lm_fixtures.tiny_models  # the session fixture, shared with other LM tests
+
+
+def test_kbc_data_uhn_shows_the_name_filter_s_progress(lama_dir, tmp_path, capsys, tiny_models):
+    """The name filter reads one prompt per distinct name token for minutes on the full data: a bar counts them,
+    none under --quiet."""
+    root = _small_data(lama_dir, tmp_path, n=10)
+    argv = ["data", "uhn", "--model", str(tiny_models("bert-cased")), "--filters", "name", "--data-dir", str(root)]
+    facts = [f for c in ("trex", "google_re") for f in load_corpus(c, root).facts if f.relation in PLACE_NOUNS]
+    prompts = len({name_prompt(token, f.relation, "[MASK]") for f in facts for token in f.subject.label.split()})
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "uhn")], capsys)
+    assert code == 0, err
+    last = err.replace("\r", "\n").strip().splitlines()[-1]
+    assert prompts == 108 and last.startswith("UHN name filter: 100%|") and f"| {prompts}/{prompts} [" in last
+    code, _, err = run_kbc([*argv, "--out", str(tmp_path / "quiet"), "--quiet"], capsys)
+    assert code == 0 and "UHN name filter" not in err, err

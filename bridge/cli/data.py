@@ -185,7 +185,8 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
 @click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
 @data_dir_option
-def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None:
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir, quiet) -> None:
     """LAMA-UHN (E-BERT §2.1): delete facts whose subject name gives the answer away."""
     from eval.errors import ConfigError
     from eval.uhn import build_uhn, check_filters, check_out, deletion_rates
@@ -198,7 +199,7 @@ def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir) -> None
     if not chosen:
         chosen = ("string", "name") if ranker is not None else ("string",)
     check_filters(chosen, ranker)
-    deletions = build_uhn(data_dir, Path(out), chosen, ranker, top_k)
+    deletions = build_uhn(data_dir, Path(out), chosen, ranker, top_k, progress=show_progress(quiet))
     string_rate = deletion_rates(deletions, "deleted_string")
     name_rate = deletion_rates(deletions, "deleted_name")
     click.echo(f"{'relation':<16} {'facts':>6} {'string':>7} {'name':>6} {'kept':>6}")

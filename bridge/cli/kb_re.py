@@ -43,14 +43,18 @@ def register(kb: click.Group) -> None:
         """
         from bridge.run.runner import default_cache_dir
         from kb.extraction.kb_build import ensure_re_kb
+        from kb.store_disk import process_text
 
         with open_cli_store(store) as st:
             for name in corpora:
                 corpus = load_corpus(name, data_dir)
                 report = ensure_re_kb(st, corpus, default_cache_dir(), progress=show_progress(quiet), force=force)
-                if not report.get("built"):
-                    click.echo(f"{name}: already built ({report.get('tag')}); --force rebuilds")
-                _print_report(report)
+                if report.get("built"):
+                    _print_report(report)
+                    continue
+                by = process_text(report.get("built_by"))  # unknown where the build report is not in this cache
+                click.echo(f"{name}: already built ({report.get('tag')}){f' by {by}' if by else ''}; nothing done "
+                           "now (`kbc kb stats` lists its graphs); --force rebuilds")
 
     @kb.command("stats")
     @store_option

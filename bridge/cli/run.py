@@ -301,8 +301,8 @@ def run_options(default_out: str):
                      show_default=True, help="Resamples behind each summary cell's 95% interval (0: stderr only)."),
         click.option("--bootstrap-seed", type=Int(), default=0, show_default=True, help="Seed of those resamples."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                     help="Where chunks of queries are answered: this process, or Ray actors (pip install "
-                          "'kbcompare[ray]'); the files written are the same."),
+                     help="Where chunks of queries are answered: this process, or Ray actors (pip install -e "
+                          "'.[ray]' in the checkout); the files written are the same."),
         click.option("--ray-address", default=None,
                      help="Ray cluster: auto (a running one), HOST:PORT or ray://HOST:PORT; default: RAY_ADDRESS, "
                           "else the one `ray start` left on this machine, else a cluster started for this run."),

@@ -5,16 +5,15 @@ the graph `inferred` as well (`kb.reasoning.ensure_inferred` over those gold gra
 reasons with its `--axioms` before any predictor is built; elsewhere, when the store holds no
 inferred graph computed from these facts, the shipped axioms are applied).
 
-Object queries get the objects the graphs hold for (subject, relation): every one is held, so all
-score 1.0, come in label order and share their tie (`Prediction.shared_ties`: a gold among them
-counts at rank 1, never behind an equal by label order). Each answer carries the entity's id and the
-label the relation's own facts give it, as the gold KB's answers do: an entity the data names twice
-(Q1116, "Province of Antwerp" as an object of P1376, "Antwerp" as a subject of P36) answers a P1376
-query as P1376's facts name it, whatever other relations the run asks. An object only the inferred
-graph gives the relation has no label there; it takes the smaller of its labels in the graphs read. Queries that
-carry a KMIR question with choices (`bridge.experiments.kmir.KmirQuery`) are answered by
-`choose`, which looks the question up in the graphs (`kb.kmir_answer.KmirKB.answer`); the chosen
-label is the prediction's only answer.
+Object queries get the objects the graphs hold for (subject, relation): every one is held, so all score 1.0, come in
+label order, all of them whatever the answer depth (one tie is never cut), and share their tie
+(`Prediction.shared_ties`: a gold among them counts at rank 1, never behind an equal by label order). Each answer
+carries the entity's id and the label the relation's own facts give it, as the gold KB's answers do: an entity the
+data names twice (Q1116, "Province of Antwerp" as an object of P1376, "Antwerp" as a subject of P36) answers a P1376
+query as P1376's facts name it, whatever other relations the run asks. An object only the inferred graph gives the
+relation has no label there; it takes the smaller of its labels in the graphs read. Queries that carry a KMIR question
+with choices (`bridge.experiments.kmir.KmirQuery`) are answered by `choose`, which looks the question up in the graphs
+(`kb.kmir_answer.KmirKB.answer`); the chosen label is the prediction's only answer.
 """
 
 from __future__ import annotations
@@ -105,14 +104,16 @@ class KmirKBPredictor:
                 out.append(Prediction(q.uid, (Answer(chosen, 1.0),) if chosen else (), extra={CLOSED_WORLD: True},
                                       shared_ties=True))
                 continue
-            out.append(Prediction(q.uid, self.object_answers(q.known, q.relation)[:depth], shared_ties=True))
+            # every held object, whatever the depth: all are tied, and a cut inside the tie could drop the gold
+            out.append(Prediction(q.uid, self.object_answers(q.known, q.relation), shared_ties=True))
         return out
 
 
 # records before shared ties ranked a gold behind its equals by label, and records before "labels" named an entity
-# by the smaller of its labels in every graph read (a gold named otherwise by another relation asked was a miss):
+# by the smaller of its labels in every graph read (a gold named otherwise by another relation asked was a miss),
+# and records before "answers" cut the held objects at the answer depth in label order (a gold past it was a miss):
 # a rerun must never mix them
-KB_IDENTITY = {"ties": "shared", "labels": "relation"}
+KB_IDENTITY = {"ties": "shared", "labels": "relation", "answers": "every held object"}
 
 
 def _types(store: GraphStore) -> list[str]:

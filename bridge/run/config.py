@@ -245,13 +245,13 @@ def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None
     """Why no chosen corpus has `relation`, and what to pick instead."""
     import difflib
 
-    from eval.lama import folder_without_data
+    from eval.lama import folders_without_data
 
     for name in loaded if data_dir is not None else ():
-        folder = folder_without_data(name, relation, data_dir)
-        if folder is not None:
+        folders = folders_without_data(name, relation, data_dir)
+        if folders:
             return (f"corpus {name} knows this relation (relations.jsonl lists it) but has no data for it: no "
-                    f"{relation}.jsonl in {folder}")
+                    f"{relation}.jsonl in {' or '.join(map(str, folders))}")
     known = sorted({rel for c in loaded.values() for rel in c.relations})
     close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
     line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
@@ -436,6 +436,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   "which named an entity by the smaller of its labels in every relation's graph, so "
                                   "an entity another relation names otherwise could miss its gold; use another --out "
                                   "to score it by the labels of each relation's own facts")
+            if ident.get("answers") == "every held object" and _differs_only_in(seen, ident, "answers"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there from an earlier kbc version, "
+                                  f"which cut the objects held for a query at the top {seen.get('depth')} by label, "
+                                  "so a gold past them was a miss although all are tied; use another --out to score "
+                                  "it with every held object")
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")

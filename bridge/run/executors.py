@@ -9,6 +9,7 @@ driver only writes them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from collections.abc import Iterable, Iterator
@@ -23,6 +24,8 @@ from eval.types import Fact, Prediction, Query
 KINDS = ("local", "ray")
 ADDRESS_VARIABLE = "RAY_ADDRESS"
 CONNECT_TIMEOUT_S = 5.0
+INSTALL_RAY = "pip install -e '.[ray]'"  # the project is installed from its checkout (README, docs/ray.md)
+RAY_MISSING = f"--executor ray needs Ray, which is not installed: {INSTALL_RAY} in the kbcompare checkout"
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class ExecutorSettings:
             raise ConfigError(f"--threads-per-worker {self.threads_per_worker}: must be at least 1")
         if self.kind != "ray":
             return
+        if importlib.util.find_spec("ray") is None:  # before any cluster is looked for: nothing could join it
+            raise ConfigError(RAY_MISSING)
         if self.address and self.address != "auto":
             check_reachable(self.address)
             return

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from itertools import repeat
 
-from bridge.run.executors import Chunk, ExecutorSettings, Recorder, implicit_cluster
+from bridge.run.executors import RAY_MISSING, Chunk, ExecutorSettings, Recorder, implicit_cluster
 from eval.errors import ConfigError, KbcError
 from eval.types import Answer, Prediction
 
@@ -32,7 +32,7 @@ try:
     import ray
     from ray.exceptions import RayActorError, RayTaskError
 except ImportError:  # pragma: no cover - the optional extra
-    raise ConfigError("--executor ray needs Ray: pip install 'kbcompare[ray]'") from None
+    raise ConfigError(RAY_MISSING) from None
 
 log = logging.getLogger("kbc")
 

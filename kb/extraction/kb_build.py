@@ -30,6 +30,7 @@ from eval.types import Entity
 from kb.extraction import candidates as cand
 from kb.extraction.linking import LabelIndex, ScoredTriple, merge, naive_triples, oracle_triples
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
+from kb.store_disk import this_process
 
 if TYPE_CHECKING:  # scikit-learn loads where extraction runs, not where the graphs are named
     from kb.extraction.extractor import Settings
@@ -163,7 +164,7 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
 
 def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str, path: Path, cache_dir: Path,
                  progress: bool, force: bool) -> dict:
-    started = time.perf_counter()
+    started, builder = time.perf_counter(), this_process()
     result = None if force else read_checked(path, "extraction")
     if result is None:
         result = extract(corpus, settings, progress)
@@ -182,6 +183,7 @@ def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str
     report = {k: v for k, v in result.items() if k != "graphs"}
     report["triples"] = counts
     report["built"] = True
+    report["built_by"] = builder  # a command that finds the graphs built names who built them
     write_checked(cache_path(cache_dir, corpus, "report"), report)
     return report
 
