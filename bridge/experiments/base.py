@@ -19,6 +19,8 @@ from eval.types import Fact, Prediction, Query
 if TYPE_CHECKING:  # the store's libraries load where a run opens one, not where summaries are read
     from kb.store import GraphStore
 
+QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
+
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record
 

@@ -46,8 +46,7 @@ import logging
 from collections import Counter
 from pathlib import Path
 
-from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from bridge.run.config import QUESTION_FACTS
+from bridge.experiments.base import QUESTION_FACTS, Records, StageInput, StageRecords, single_stage
 from bridge.run.results import TOP_SAVED
 from eval.answer_text import GENERATED, generation_fields, parse_yes_no
 from eval.errors import ConfigError

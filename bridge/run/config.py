@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.experiments.base import QUESTION_FACTS
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
@@ -25,7 +26,6 @@ from eval.relations import stored_type
 from eval.types import Fact
 
 COMPAT = ("lama", "lm-pub-quiz")
-QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
 ALL_ANSWERS = "all answers, whatever the depth"  # an LM-KBC set without a rule (`LmkbcExperiment.asks_all`)
 
 
