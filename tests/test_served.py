@@ -20,6 +20,18 @@ def ok(text: str = "Paris", api: str = "chat"):
     return lambda path, body, n: (200, completion(text, api))
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_as_a_terminal_sends_it():
+    """SIGINT handled by Python's own handler and not blocked, as in a terminal: a test run earlier in the same
+    process (libraries that start helper processes) may leave it ignored or blocked, and a Ctrl-C test would then
+    see no Ctrl-C at all."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    signal.signal(signal.SIGINT, handler)
+
+
 @pytest.fixture
 def serve():
     started = []
