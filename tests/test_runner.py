@@ -6,8 +6,9 @@ import pytest
 
 from bridge.predictors import registry
 from bridge.run.record_digests import line_digest
-from bridge.run.runner import CHUNK, RunConfig, run_lama
+from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError, DataError
+from eval.types import QUERIES_PER_CALL as CHUNK
 from kb.freq import FreqPredictor
 
 CALLS = []

@@ -46,9 +46,8 @@ from eval.relations import relation_id
 from eval.types import QUERIES_PER_CALL, Entity, Fact, Prediction, Query
 from kb.store import GraphStore, entity_iri, open_store
 
-__all__ = ["CHUNK", "RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
+__all__ = ["RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
 
-CHUNK = QUERIES_PER_CALL
 log = logging.getLogger("kbc")
 
 
@@ -506,7 +505,7 @@ class Job:
         fits = getattr(predictor, "check_fits", None)  # inputs the model cannot take: refused before any is asked
         if fits and total:
             fits([q for _, rest, _ in todo for q, _ in rest])
-        chunk_size = getattr(predictor, "chunk_size", CHUNK)
+        chunk_size = getattr(predictor, "chunk_size", QUERIES_PER_CALL)
         bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
                    file=sys.stderr)
         moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
