@@ -79,6 +79,14 @@ def _score(loaded, cands, cache: ResultCache | None, texts: list[str] = TEXTS) -
     return [(r.pos.tolist(), r.logp.tolist()) for r in results], scorer.forward_calls
 
 
+def _same_answers(again: list[tuple[list, list]], fresh: list[tuple[list, list]]) -> bool:
+    """The same positions in the same order, log-probabilities equal to float32 rounding: rows recomputed in a
+    smaller batch than the first time may differ in float32's last places on some CPUs (docs/reliability.md)."""
+    return len(again) == len(fresh) and all(
+        pos == pos0 and all(abs(x - y) <= 1e-6 * abs(y) + 1e-7 for x, y in zip(logp, logp0, strict=True))
+        for (pos, logp), (pos0, logp0) in zip(again, fresh))
+
+
 def _tamper(db_path: Path, sql: str, *args) -> int:
     db = sqlite3.connect(db_path)
     with db:
@@ -105,10 +113,10 @@ def test_edited_rows_are_never_served(engine, tmp_path, caplog, edit):
     assert _tamper(path, *edit) > 0
     caplog.clear()
     again, passes = _score(loaded, cands, ResultCache(path))
-    assert again == fresh and passes > 0
+    assert _same_answers(again, fresh) and passes > 0
     assert caplog.messages == [f"{path}: {DAMAGE}"]
     caplog.clear()
-    assert _score(loaded, cands, ResultCache(path)) == (fresh, 0)  # the rows were replaced: served, no warning
+    assert _score(loaded, cands, ResultCache(path)) == (again, 0)  # the rows were replaced: served, no warning
     assert caplog.messages == []
 
 
