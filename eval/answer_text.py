@@ -21,6 +21,7 @@ import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 from eval.disambiguate import LabelIndex
 
@@ -123,14 +124,23 @@ def answer_lines(text: str, names: Callable[[str], bool] = _names_nothing) -> li
     return [first_sentence(first, names)]
 
 
-def split_answers(line: str, names: Callable[[str], bool], numeric: bool = False) -> list[str]:
+def split_answers(line: str, names: Callable[[str], bool], numeric: bool = False,
+                  longest: int | None = None) -> list[str]:
     """The answers of one line, in order: split at every separator, then from the left the longest run of pieces
-    that `names` an entity is one answer (else one piece); `numeric`: " and " is no separator."""
+    that `names` an entity is one answer (else one piece); `numeric`: " and " is no separator. `longest`: no text
+    longer than this names an entity (`LabelIndex.longest`), so no run holding more is tried: a long list reads in
+    time linear in its pieces, not quadratic."""
     seps = list((_NUMBER_SEPARATORS if numeric else _SEPARATORS).finditer(line))
     starts, ends = [0, *(m.end() for m in seps)], [*(m.start() for m in seps), len(line)]
+    last = None  # per run start, the last piece a run naming an entity can end at
+    if longest is not None:
+        # a run's answer keeps every character of it that is neither a space nor trimmed, but for a leading "and "
+        kept = [0, *accumulate(not c.isspace() and c not in _TRIM for c in line)]
+        ends_kept = [kept[e] for e in ends]
+        last = [bisect.bisect_right(ends_kept, kept[s] + longest + 4) - 1 for s in starts]
     out, i = [], 0
     while i < len(starts):
-        j = len(starts) - 1
+        j = len(starts) - 1 if last is None else max(i, min(len(starts) - 1, last[i]))
         while j > i and _name_in(line[starts[i]:ends[j]], names) is None:
             j -= 1
         item = _name_in(line[starts[i]:ends[j]], names) or _clean(line[starts[i]:ends[j]])
@@ -144,10 +154,11 @@ def parse_generation(text: str, many: bool, index: LabelIndex | None = None, num
     """The answer (`many=False`) or the answer set (`many=True`) a generation states; a stretch that names an
     entity of `index` is never split (without one, every separator splits). `numeric`: the answers are numbers."""
     names = _names_nothing if index is None or numeric else index.names
+    longest = 0 if names is _names_nothing else index.longest
     lines = answer_lines(text, names)
     if not lines or (len(lines) == 1 and is_abstention(lines[0])):
         return Parsed((), abstained=bool(lines))
-    parts = [p for line in lines for p in split_answers(line, names, numeric)]
+    parts = [p for line in lines for p in split_answers(line, names, numeric, longest)]
     items = [p for p in parts if not is_abstention(p)]
     if not many:
         items = items[:1]

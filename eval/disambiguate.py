@@ -13,6 +13,7 @@ name entities the index does not link (`known=`: the alias list of every LAMA T-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from pathlib import Path
 
 from eval.errors import DataError
@@ -41,6 +42,10 @@ class LabelIndex:
                             continue
                         table.setdefault(form.casefold() if folded else form, set()).add(qid)
                 self._tables.append((table, folded))
+        # no text longer than every form names an entity: a text matches a form as written or case-folded, and
+        # case folding never shortens a text (each character folds to one or more)
+        forms = chain((form for table, _ in self._tables for form in table), *self._names)
+        self.longest: int = max(map(len, forms), default=0)
 
     def ids(self, text: str) -> set[str]:
         """The ids `text` names at the first step that finds any (several: an ambiguous label); empty when none."""
@@ -57,7 +62,8 @@ class LabelIndex:
         return next(iter(ids)) if len(ids) == 1 else text.strip()
 
     def names(self, text: str) -> bool:
-        """Whether `text` is a label or alias of some entity: one, or several ("Lincoln")."""
+        """Whether `text` is a label or alias of some entity: one, or several ("Lincoln"); never where `text`
+        stripped is longer than `longest`."""
         text = text.strip()
         exact, folded = self._names
         return bool(self.ids(text)) or text in exact or text.casefold() in folded

@@ -165,3 +165,93 @@ def test_a_number_keeps_its_own_comma_and_and(text, expected):
 def test_a_full_stop_in_a_name_ends_no_answer(text, expected):
     index = LabelIndex({"Q1": "Wm. Wrigley Jr. Company", "Q2": "Mars"}, {})
     assert parse_generation(text, True, index) == Parsed(expected)
+
+
+def _split_answers_trying_every_run(line: str, names, numeric: bool = False) -> list[str]:
+    """`split_answers` as first written: every run of pieces from the left is tried, longest first."""
+    from eval.answer_text import _NUMBER_SEPARATORS, _SEPARATORS, _clean, _name_in
+
+    seps = list((_NUMBER_SEPARATORS if numeric else _SEPARATORS).finditer(line))
+    starts, ends = [0, *(m.end() for m in seps)], [*(m.start() for m in seps), len(line)]
+    out, i = [], 0
+    while i < len(starts):
+        j = len(starts) - 1
+        while j > i and _name_in(line[starts[i]:ends[j]], names) is None:
+            j -= 1
+        item = _name_in(line[starts[i]:ends[j]], names) or _clean(line[starts[i]:ends[j]])
+        if item:
+            out.append(item)
+        i = j + 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def lmkbc_val(lama_dir):
+    """LM-KBC's validation rows and the index a generating predictor on `kbc run lmkbc` splits answers by."""
+    import json
+
+    from bridge.predictors.generation import _forms
+    from eval.disambiguate import load_aliases
+    from eval.lmkbc import alias_file, label_index, resolve_lmkbc_dir
+
+    root = resolve_lmkbc_dir(lama_dir)
+    rows = [json.loads(line) for line in (root / "val.jsonl").read_text().splitlines()]
+    return rows, label_index(lama_dir, _forms(load_aliases(alias_file(root))))
+
+
+def test_no_text_longer_than_the_longest_form_names_an_entity(lmkbc_val):
+    """What `split_answers` skips runs by: case folding never shortens a character, so a form matched ignoring
+    case is no shorter than the text; the longest form itself names one."""
+    _, index = lmkbc_val
+    assert all(len(chr(c).casefold()) >= 1 for c in range(0x110000))
+    forms = [*(form for table, _ in index._tables for form in table), *(f for fs in index._names for f in fs)]
+    longest = [form for form in forms if len(form) == index.longest]
+    assert longest and all(index.names(form) for form in longest)
+    assert not index.names(longest[0] + " x")
+
+
+def test_answers_split_as_when_every_run_was_tried(lmkbc_val):
+    """Every validation row's gold labels written as a list in several forms (separators, stray punctuation and
+    spaces, a leading "and", numbers) split exactly as trying every run of pieces split them."""
+    import random
+
+    from eval.answer_text import split_answers
+
+    rows, index = lmkbc_val
+    rng = random.Random(0)
+    seps = [", ", " and ", "; ", ",, ", " ,  and ", ". ", ", and ", ",", " ;and  "]
+    lines = []
+    for row in rows:
+        objects = row["ObjectEntities"][:30]
+        lines += [", ".join(objects), " and ".join(objects), "; ".join(objects)]
+        noisy = [rng.choice(["", "*", '"', " ", "and ", "..."]) + o + rng.choice(["", ".", "  ", "'"]) for o in objects]
+        lines.append("".join(o + rng.choice(seps) for o in noisy))
+    lines += ["1,024 and 12, 3", ",,,,", " and and , ; ", "and France, and"]
+    assert len(lines) == 4 * len(rows) + 4
+    for line in lines:
+        for numeric in (False, True):
+            names = index.names if not numeric else (lambda _text: False)
+            longest = index.longest if not numeric else 0
+            assert split_answers(line, names, numeric, longest) == _split_answers_trying_every_run(line, names, numeric)
+
+
+def test_a_long_list_asks_for_names_linearly_often(lmkbc_val):
+    """awardWonBy's 657 gold labels as one line: every one an answer of its own (15 with the closing full stop of
+    "Jr." or "Sr." trimmed), read with a bounded number of look-ups per piece (trying every run asks about
+    200,000 times)."""
+    from eval.answer_text import split_answers
+
+    rows, index = lmkbc_val
+    objects = max((r["ObjectEntities"] for r in rows), key=len)
+    asked = []
+
+    def names(text: str) -> bool:
+        asked.append(text)
+        return index.names(text)
+
+    assert len(objects) == 657
+    answers = split_answers(", ".join(objects), names, False, index.longest)
+    assert len(answers) == 657
+    trimmed = [(a, b) for a, b in zip(answers, objects) if a != b]
+    assert len(trimmed) == 15 and all(b == a + "." and a.endswith(("Jr", "Sr")) for a, b in trimmed)
+    assert len(asked) < 30 * len(objects)
