@@ -639,6 +639,21 @@ def test_a_served_model_is_named_with_its_server_without_credentials():
     assert shown("bert-base-cased", {}) == "bert-base-cased"
 
 
+def test_a_server_url_holding_a_password_is_refused_before_any_work_without_showing_it(serve, lama_dir, tmp_path,
+                                                                                        capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    with_password = server.url.replace("http://", "http://user:secretpw@")
+    out = tmp_path / "run"
+    code, stdout, err = run_kbc(lama_args(with_password, lama_dir, out), capsys)
+    assert code == 2 and stdout == ""
+    assert err.splitlines() == [
+        f"error: --predictors llm: the server URL holds a user name or password, which a run would record and print; "
+        f"give the URL without it ({server.url}) and the key in an environment variable: --set llm.key_env=VAR "
+        "(sent as a Bearer token)"]
+    assert not out.exists() and not (tmp_path / "cache").exists() and server.bodies == []
+
+
 # -- a Ctrl-C at any point keeps every answer the server gave: a request sent is a response handed over --
 
 def stopped_after_two_requests(workers: int):

@@ -195,6 +195,7 @@ def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
                                   "and must start with a letter or digit")
         else:
             spec, name = item, default_name(item)
+        _refuse_credentials(name, spec)
         out.append(NamedSpec(name, spec))
     seen: dict[str, str] = {}
     for p in out:
@@ -204,6 +205,27 @@ def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
                               f"name them apart with NAME=SPEC")
         seen[folded] = p.spec
     return out
+
+
+def _refuse_credentials(name: str, spec: str) -> None:
+    """A server URL holding a user name or password is refused before any work: a run records its spec and command
+    line, and an error line names the URL, so the password would be shown and written. The key goes in an
+    environment variable (`NAME.key_env`), sent only in the Authorization header."""
+    if not spec.startswith(("http://", "https://")):
+        return
+    from urllib.parse import urlsplit
+
+    if "@" not in urlsplit(spec).netloc:
+        return
+    from lm.served import public_url
+
+    try:
+        bare = public_url(spec)
+    except ValueError:  # a port that is no number: name only the scheme
+        bare = spec.split("://", 1)[0] + "://HOST/v1"
+    raise ConfigError(f"--predictors {name}: the server URL holds a user name or password, which a run would record "
+                      f"and print; give the URL without it ({bare}) and the key in an environment variable: "
+                      f"--set {name}.key_env=VAR (sent as a Bearer token)")
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:
