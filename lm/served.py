@@ -316,16 +316,18 @@ def server_message(raw: bytes) -> str:
 
 
 def _hint(code: int, detail: str, s: ServerSettings) -> str:
-    """The likely fix of a request the server fails on: chat turns to a model without a chat template; a prompt
-    longer than the model's context (an HTTP 500 with no message of its own, as `transformers serve` answers)."""
+    """The likely fix of a request the server fails on: chat turns to a model without a chat template (named so by
+    the server, or an HTTP 500 with no message of its own, as `transformers serve` answers); a prompt longer than the
+    model's context (such a bare HTTP 500 on completions). A 500 with a message of its own gets no guess."""
+    bare = code == 500 and detail.lower() in ("", "internal server error")  # the server's own message says more
     if s.api == "chat":
         if "chat template" in detail.lower() or "chat_template" in detail.lower():
             return "; the model has no chat template: use api=completions (plain text)"
-        if code == 500:
+        if bare:
             return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
                     "api=completions)")
         return ""
-    if code == 500 and detail.lower() in ("", "internal server error"):
+    if bare:
         return ("; the server's log says why (a prompt and answer longer than the model's context are a common "
                 "cause: fewer shots, a shorter prompt or a smaller max_new_tokens)")
     return ""
