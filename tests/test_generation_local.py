@@ -100,7 +100,7 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
         assert r["em_raw"] == bool(r["answers"] and (r["answers"][0][2] == r["gold_id"] if r["answers"][0][2]
                                                      else r["answers"][0][0] == r["gold"]))
     assert ("google_re / llm: 4 queries: 4 asked, 0 from the cache, 0 sharing another query's prompt, "
-            "0 unanswered; requests sent 4, failed 0; tokens used") in err
+            "0 unanswered; generations 4; tokens used") in err
     rows = json.loads((out / "summary.json").read_text())
     mine = {(r["metric"], r["setting"], r["scope"]) for r in rows if r["predictor"] == "llm" and r["group"] == "all"}
     assert mine == {(m, s, sc) for m in ("em", "abstain", "unlinked") for s in ("raw", "filtered")
@@ -117,8 +117,8 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     assert "## Exact match (%), shared facts" in md
     # a rerun into another directory asks the model nothing: every response comes from the cache
     run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "again", ["--set", "llm.prompt=lama"])
-    assert ("4 queries: 0 asked, 4 from the cache, 0 sharing another query's prompt, 0 unanswered; requests "
-            "sent 0, failed 0; tokens used 0 prompt + 0 completion") in capsys.readouterr().err
+    assert ("4 queries: 0 asked, 4 from the cache, 0 sharing another query's prompt, 0 unanswered; generations 0; "
+            "tokens used 0 prompt + 0 completion") in capsys.readouterr().err
     assert records(tmp_path / "again") == recs
     # kbc compare says how a written answer is judged, since a compared predictor answered by generation
     from cli_support import run_kbc
@@ -155,8 +155,8 @@ def test_a_damaged_cache_row_is_asked_again_not_served(gpt2_dir, lama_dir, tmp_p
     capsys.readouterr()
     run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "two", ["--set", "llm.prompt=lama"], limit=2)
     err = capsys.readouterr().err
-    assert ("2 queries: 1 asked, 1 from the cache, 0 sharing another query's prompt, 0 unanswered; requests sent 1, "
-            "failed 0") in err and "1 damaged cache rows asked again" in err
+    assert ("2 queries: 1 asked, 1 from the cache, 0 sharing another query's prompt, 0 unanswered; generations 1;"
+            ) in err and "1 damaged cache rows asked again" in err
     assert records(tmp_path / "two") == records(tmp_path / "one")
 
 
@@ -262,7 +262,7 @@ def test_a_run_longer_than_the_context_stops_with_one_error_line(gpt2_dir, lama_
         f"error: {gpt2_dir}: a prompt of {tokens} tokens and max_new_tokens={new} are longer than the model's context "
         "of 256 tokens; use fewer shots, a shorter prompt or a smaller max_new_tokens")
     assert ("trex / llm: 2 queries: 0 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered, "
-            "2 not asked before the stop; requests sent 0, failed 0; tokens used 0 prompt + 0 completion") in err, err
+            "2 not asked before the stop; generations 0; tokens used 0 prompt + 0 completion") in err, err
 
 
 def test_the_progress_bar_moves_as_each_batch_is_generated(gpt2_dir, lama_dir, tmp_path, capsys, monkeypatch):
@@ -311,12 +311,12 @@ def test_the_counts_of_a_local_run_stopped_in_its_second_batch(gpt2_dir, lama_di
     code, _, err = run_kbc(argv, capsys)
     assert code == 130, err
     assert ("trex / llm: 5 queries: 2 asked, 0 from the cache, 0 sharing another query's prompt, 2 unanswered, "
-            "1 not asked before the stop; requests sent 2, failed 0; tokens used ") in err, err
+            "1 not asked before the stop; generations 2; tokens used ") in err, err
     monkeypatch.setattr(LocalGenerator, "generate", real)
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     assert ("trex / llm: 5 queries: 3 asked, 2 from the cache (2 asked before the run was resumed), 0 sharing "
-            "another query's prompt, 0 unanswered; requests sent 3, failed 0; tokens used ") in err, err
+            "another query's prompt, 0 unanswered; generations 3; tokens used ") in err, err
 
 
 def test_the_longest_prompt_of_every_relation_is_checked_before_any_is_generated(gpt2_dir, lama_dir, tmp_path,

@@ -102,7 +102,7 @@ def test_generation_on_ray_prints_what_asking_cost(tiny_models, lama_dir, tmp_pa
         lines[name] = [line for line in err.splitlines() if line.startswith("google_re / llm: 3 queries: ")]
     assert lines["local"] == lines["ray"] and len(lines["ray"]) == 1
     assert lines["ray"][0].startswith("google_re / llm: 3 queries: 3 asked, 0 from the cache, 0 sharing another "
-                                      "query's prompt, 0 unanswered; requests sent 3, failed 0; tokens used ")
+                                      "query's prompt, 0 unanswered; generations 3; tokens used ")
     assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == 3
 
 

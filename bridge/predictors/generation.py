@@ -421,22 +421,26 @@ class GenerationPredictor:
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
                 "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"]}
 
-    @staticmethod
-    def report_line(tally: dict[str, int]) -> str:
+    def report_line(self, tally: dict[str, int]) -> str:
         """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share): its
         queries add up to the attempt's sample (asked + from the cache + sharing a prompt + unanswered, and where the
         runner says so, recorded before the run was resumed, left out unasked and not asked before the stop);
-        requests count every HTTP request, retries and the check of a resumed run's first answer too."""
+        a server's requests count every HTTP request, retries and the check of a resumed run's first answer too; a
+        local model sends no request: its `sent` counts its generations (one per distinct prompt)."""
         t = {k: tally.get(k, 0) for k in ("queries", *QUERIES, *RUN_TOTALS, *SAMPLE)}
         note = f", {t['damaged']} damaged cache rows asked again" if t["damaged"] else ""
-        sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
+        if isinstance(self.backend, LocalBackend):
+            cost = f"generations {t['sent']}"
+        else:
+            sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
+            cost = f"requests sent {sent}, failed {t['failed']}"
         resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
         # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
         empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
         rest = "".join(f", {t[k]} {words}" for k, words in SAMPLE.items() if t[k])
         return (f"{t['queries'] + sum(t[k] for k in SAMPLE)} queries: {t['asked']} asked, "
                 f"{t['cached'] + t['resumed']} from the cache{resumed}, {t['shared']} sharing another query's prompt, "
-                f"{t['unanswered']} unanswered{rest}; requests sent {sent}, failed {t['failed']}; tokens used "
+                f"{t['unanswered']} unanswered{rest}; {cost}; tokens used "
                 f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{note}{empty}")
 
     def report(self) -> str:
