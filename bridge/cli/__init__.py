@@ -52,15 +52,22 @@ class LazyGroup(click.Group):
 
 
 class StderrHandler(logging.Handler):
-    """Messages to whatever `sys.stderr` is when they are emitted, each on a line of its own: a progress bar shown
-    there is cleared first and drawn again below (`tqdm.write`), never continued by the message."""
+    """Messages to whatever `sys.stderr` is when they are emitted, each on a line of its own: in a terminal a
+    progress bar shown there is cleared first and drawn again below (`tqdm.write`); in a file or pipe, where the
+    bar's redraws are `\r`s on one line, the bar's line is ended first, so a filter that drops bar lines (`grep -v
+    query/s`) keeps the message."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             from tqdm import tqdm
 
-            tqdm.write(record.getMessage(), file=sys.stderr)
-            sys.stderr.flush()
+            stream = sys.stderr
+            if stream.isatty():
+                tqdm.write(record.getMessage(), file=stream)
+            else:
+                drawn = any(not getattr(bar, "disable", True) for bar in list(getattr(tqdm, "_instances", ())))
+                stream.write(("\n" if drawn else "") + record.getMessage() + "\n")
+            stream.flush()
         except Exception:
             self.handleError(record)
 
