@@ -30,7 +30,9 @@ from eval.disambiguate import LabelIndex
 # 2: lines split at commas, semicolons and " and " wherever no stretch names an entity; labels compared ignoring
 # case (`eval.generated_scores.same_label`)
 # 3: a full stop inside a stretch naming an entity, or after a common abbreviation ("St. Louis"), ends no answer
-ANSWER_RULE = 3
+# 4: a name's own closing full stop is kept ("Martin Luther King Jr."); every label LM-KBC's splits write names an
+# entity where a line is split
+ANSWER_RULE = 4
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
 GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")
@@ -67,9 +69,9 @@ def _clean(item: str, trim: str = _TRIM) -> str:
 
 
 def _name_in(text: str, names: Callable[[str], bool]) -> str | None:
-    """`text` cleaned as an answer where that names an entity, or with its full stops kept ("Washington, D.C.");
-    None where neither does."""
-    for form in (_clean(text), _clean(text, _TRIM.replace(".", ""))):
+    """`text` cleaned as an answer with its full stops kept where that names an entity ("Washington, D.C.",
+    "Martin Luther King Jr."), else with them trimmed where that does; None where neither does."""
+    for form in (_clean(text, _TRIM.replace(".", "")), _clean(text)):
         if form and names(form):
             return form
     return None

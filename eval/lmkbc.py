@@ -277,9 +277,13 @@ def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
 
 def label_index(data_dir: str | Path | None = None, known: Iterable[str] = ()):
     """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits; `known`:
-    other forms known to name entities (where a generated answer is split)."""
+    other forms known to name entities (where a generated answer is split). Every label the splits write names an
+    entity there, tied to an id or not ("Martin Luther King Jr." of a row whose two lists differ in length), so
+    its own full stop or comma is kept where an answer line is split."""
     from eval.disambiguate import LabelIndex
 
     root = resolve_lmkbc_dir(data_dir)
     rows = [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
-    return LabelIndex(object_labels(rows), object_aliases(root, rows), known)
+    written = {label for r in rows if r["Relation"] not in NUMERIC
+               for label in (r["SubjectEntity"], *r["ObjectEntities"])}
+    return LabelIndex(object_labels(rows), object_aliases(root, rows), {*known, *written})
