@@ -628,6 +628,40 @@ def test_the_report_and_the_leaderboard_name_the_served_model_and_what_a_resumed
     assert f"| 1 | {out} | llm | lm | tiny at {server.url} | - | - | - | " in board
 
 
+def test_runs_of_one_served_model_asked_otherwise_are_told_apart_by_those_settings(serve, lama_dir, tmp_path,
+                                                                                   capsys, monkeypatch):
+    """Two runs of one model and server, the second with another prompt, shots and max_new_tokens: the leaderboard
+    (table and JSON), the report of both runs and `kbc compare` name the settings they differ in, and only those."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (200, completion("Paris" if "Q:" in str(body) else "Rome", "chat")))
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_kbc(lama_args(server.url, lama_dir, a), capsys)[0] == 0
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, b, "--set", "llm.prompt=lama", "--set", "llm.shots=2",
+                                     "--set", "llm.max_new_tokens=8"), capsys)
+    assert code == 0, err
+    code, board, err = run_kbc(["leaderboard", str(a), str(b), "--metric", "em", "--sort", "run"], capsys)
+    assert code == 0, err
+    specs = [line.split(" | ")[4] for line in board.splitlines() if line.startswith("| 1 |")]
+    assert specs == [f"tiny at {server.url} (prompt=question, shots=0, max_new_tokens=64)",
+                     f"tiny at {server.url} (prompt=lama, shots=2, max_new_tokens=8)"], board
+    code, board, err = run_kbc(["leaderboard", str(a), str(b), "--metric", "em", "--sort", "run", "--format", "json"],
+                               capsys)
+    assert code == 0, err
+    assert [r["spec"] for r in json.loads(board)] == specs
+    code, _, err = run_kbc(["report", str(a), "--compare", str(b), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert f"| a:llm | LM | {specs[0]} | {a} |" in md and f"| b:llm | LM | {specs[1]} | {b} |" in md
+    code, table, err = run_kbc(["compare", str(a), "llm", "llm", "--b-run", str(b)], capsys)
+    assert code == 0, err
+    assert [line for line in table.splitlines() if line.startswith("note: A and B differ")] == [
+        "note: A and B differ in prompt: question against lama", "note: A and B differ in shots: 0 against 2",
+        "note: A and B differ in max_new_tokens: 64 against 8"]
+    # one run alone, or runs asked alike, name the model only
+    code, board, err = run_kbc(["leaderboard", str(a), "--metric", "em"], capsys)
+    assert code == 0 and f"| tiny at {server.url} |" in board, err
+
+
 def test_a_served_model_is_named_with_its_server_without_credentials():
     from bridge.predictors.registry import shown_spec
 

@@ -249,8 +249,10 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
 
 
 def _how_they_differ(run: RunDir, other: RunDir, corpora: list[str], a: str, b: str) -> list[str]:
-    """How A and B of two runs differ in what they are (model, dtype, device), so that a difference between the
-    two is read with that in mind: the same name in both runs need not be the same predictor."""
+    """How A and B of two runs differ in what they are (model, dtype, device) and, generating, in how they were
+    asked (prompt, shots, chat, max_new_tokens, sampling), so that a difference between the two is read with that
+    in mind: the same name in both runs need not be the same predictor."""
+    from bridge.predictors.registry import generation_settings, setting_text, settings_apart
     from bridge.run.leaderboard import describe_predictor
 
     notes = []
@@ -260,7 +262,11 @@ def _how_they_differ(run: RunDir, other: RunDir, corpora: list[str], a: str, b: 
             if da.get(key) != db.get(key) and (da.get(key), db.get(key)) != (None, None):
                 notes.append(f"A and B differ in {key}: {da.get(key) or '-'} against {db.get(key) or '-'}")
         if notes:
-            return notes  # one corpus says it: the predictors are the same in every corpus of a run
+            break  # one corpus says it: the predictors are the same in every corpus of a run
+    sa, sb = generation_settings(run.config, a), generation_settings(other.config, b)
+    if sa and sb:
+        notes += [f"A and B differ in {key}: {setting_text(sa.get(key))} against {setting_text(sb.get(key))}"
+                  for key in settings_apart([sa, sb])]
     return notes
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,58 @@ def shown_spec(config: dict, predictor: str) -> str:
         return f"{model} at {api_root(public_url(spec))}"
     except ValueError:  # a port that is no number: not a URL a run could have asked
         return spec
+
+
+# what a generating predictor's answers depend on besides its model, as a run records it (`predictor_configs`; a
+# question file among the options): two runs of one model are told apart by those they differ in
+GENERATION_SETTINGS = ("prompt", "question_file", "shots", "shots_seed", "chat", "max_new_tokens", "temperature",
+                       "top_p", "beams", "stop", "seed")
+
+
+def generation_settings(config: dict, predictor: str) -> dict:
+    """`GENERATION_SETTINGS` of a generating predictor of a run (its `config.json`); empty for any other. The same
+    in every corpus of a run (one set of options per predictor): the first corpus that describes it says them."""
+    for per in (config.get("predictor_configs") or {}).values():
+        described = (per or {}).get(predictor) if isinstance(per, dict) else None
+        if isinstance(described, dict) and described.get("kind") == "generation":
+            options = ((config.get("predictor_specs") or {}).get(predictor) or {}).get("options") or {}
+            return {key: described.get(key, options.get(key)) for key in GENERATION_SETTINGS
+                    if key in described or key in options}
+    return {}
+
+
+def settings_apart(settings: list[dict]) -> list[str]:
+    """The `GENERATION_SETTINGS` in which some of `settings` (one per predictor, `generation_settings`) differ."""
+    return [key for key in GENERATION_SETTINGS
+            if len({json.dumps(s.get(key), sort_keys=True) for s in settings}) > 1]
+
+
+def settings_brief(settings: dict, keys: list[str]) -> str:
+    """`prompt=lama, shots=2`: `keys` of one predictor's settings as `--set` writes them."""
+    return ", ".join(f"{key}={setting_text(settings.get(key))}" for key in keys)
+
+
+def setting_text(value) -> str:
+    """A recorded setting as `--set` writes it: on/off, `A|B` for stop sequences, 0.7 rather than 0.70, - for none."""
+    if value is None or value == []:
+        return "-"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return "|".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def apart_briefs(items: list[tuple[dict, str, str]]) -> list[str]:
+    """Per (config, predictor, shown spec): where another item of the same spec differs from it in
+    `GENERATION_SETTINGS`, those settings of its own (`prompt=lama, shots=2`), else "", so that two runs of one model
+    with other prompts or sampling read apart in one table."""
+    settings = [generation_settings(config, predictor) for config, predictor, _ in items]
+    out = []
+    for (_, _, spec), mine in zip(items, settings):
+        same = [s for (_, _, other), s in zip(items, settings) if other == spec and s]
+        out.append(settings_brief(mine, settings_apart(same)) if mine else "")
+    return out
 
 
 KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predictors.text",

@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.predictors.registry import shown_spec
+from bridge.predictors.registry import apart_briefs, shown_spec
 from bridge.report import figures
 from bridge.report.data import REFERENCE, View, best_kb, is_relation, spec_of
 from bridge.report.deltas import Units, delta_rows
@@ -234,11 +234,14 @@ class Builder:
         origin = view.origin
         head = ["predictor", "side", "spec", "run"] if len(view.runs) > 1 else ["predictor", "side", "spec"]
         rows = []
-        for shown, (run, name) in origin.items():
+        # predictors of one model apart by how they were asked (runs side by side): those settings after the spec
+        aparts = apart_briefs([(run.config, name, shown_spec(run.config, name)) for run, name in origin.values()])
+        for (shown, (run, name)), apart in zip(origin.items(), aparts):
             spec = spec_of(run.config, name)
             role = (" (upper bound)" if shown in self.upper else
                     " (reference: 100 by construction)" if spec == REFERENCE and view.experiment != "kmir" else "")
-            row = [self._mark(shown), view.sides[shown].upper() + role, shown_spec(run.config, name)]
+            named = shown_spec(run.config, name) + (f" ({apart})" if apart else "")
+            row = [self._mark(shown), view.sides[shown].upper() + role, named]
             rows.append([*row, str(run.path)] if len(view.runs) > 1 else row)
         s.tables.append(Table(head, rows,
                               "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))

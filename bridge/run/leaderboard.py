@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.experiments.base import check_setting, counted
-from bridge.predictors.registry import shown_spec, side_of, upper_bound_text
+from bridge.predictors.registry import apart_briefs, shown_spec, side_of, upper_bound_text
 from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
@@ -194,17 +194,19 @@ def set_brief(config: dict, predictor: str) -> str | None:
     return f"set={rule}" if rule else "all answers" if ident.get("sets") == ALL_ANSWERS else None
 
 
-def describe_predictor(config: dict, corpus: str, predictor: str) -> dict:
+def describe_predictor(config: dict, corpus: str, predictor: str, apart: str = "") -> dict:
     """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server; a
     fine-tuned FewRel classifier's lr, epochs and batch size after it, a set rule after a predictor answering
-    sets: `freq (set=top:1)`), parameter count, dtype and device (None
+    sets: `freq (set=top:1)`; `apart`, the generation settings that tell it from another row of the same spec:
+    `fake at http://host/v1 (prompt=lama, shots=2)`), parameter count, dtype and device (None
     where the run recorded none, as for a KB)."""
     from bridge.experiments.fewrel_training import training_brief
 
     described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
     spec = shown_spec(config, predictor)
     trained = training_brief(config, predictor) if corpus == "fewrel" else None  # two trainings of one spec apart
-    brief = trained or set_brief(config, predictor)  # two set rules of one spec apart
+    # two set rules, or two prompts or samplings, of one spec apart
+    brief = "; ".join(b for b in (trained or set_brief(config, predictor), apart) if b)
     return {"side": side_of(config, predictor), "spec": f"{spec} ({brief})" if brief else spec,
             "parameters": described.get("parameters"),
             "dtype": described.get("dtype"), "device": described.get("device")}
@@ -358,6 +360,10 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                          "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)
+        described = [(configs[Path(r["run"])], r["predictor"], r["spec"]) for r in rows]
+        for r, apart in zip(rows, apart_briefs(described)):
+            if apart:  # rows of one model apart by how it was asked
+                r["spec"] = describe_predictor(configs[Path(r["run"])], c, r["predictor"], apart)["spec"]
         rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
