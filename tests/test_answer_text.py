@@ -268,3 +268,44 @@ def test_a_names_own_closing_full_stop_is_kept(lmkbc_val):
     both = LabelIndex({"Q1": "Sammy Davis Jr."}, {"Q1": ["Sammy Davis Jr"]})
     assert parse_generation("Sammy Davis Jr., Paris", True, both).items == ("Sammy Davis Jr.", "Paris")
     assert parse_generation("Sammy Davis Jr, Paris", True, both).items == ("Sammy Davis Jr", "Paris")
+
+
+def test_the_docs_name_every_abstention_the_parser_takes():
+    """docs/generation.md lists the abstentions: each form it names is one, and each the parser takes is named."""
+    import re
+    from pathlib import Path
+
+    from eval.answer_text import _NONE, is_abstention
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "generation.md").read_text().split())
+    sentence = text[text.index("An answer line (or every item of it) saying"):].split(" is an abstention")[0]
+    named = {n.lower() for n in re.findall(r'"([^"]+)"', sentence) if n not in (".", "!")}
+    assert named == set(_NONE), named ^ set(_NONE)
+    assert all(is_abstention(n) and is_abstention(n.upper() + ".") for n in named)
+
+
+def test_a_server_url_is_read_as_its_api_root_as_the_docs_say():
+    from lm.served import api_root
+
+    assert {url: api_root(url) for url in (
+        "http://127.0.0.1:8011", "http://127.0.0.1:8011/", "http://127.0.0.1:8011/v1", "http://127.0.0.1:8011/v1/",
+        "http://127.0.0.1:8011/v1/chat/completions", "http://127.0.0.1:8011/v1/completions")} == dict.fromkeys(
+        ["http://127.0.0.1:8011", "http://127.0.0.1:8011/", "http://127.0.0.1:8011/v1", "http://127.0.0.1:8011/v1/",
+         "http://127.0.0.1:8011/v1/chat/completions", "http://127.0.0.1:8011/v1/completions"],
+        "http://127.0.0.1:8011/v1")
+
+
+def test_the_unlinked_rate_counts_abstentions_and_empty_answers_as_zero_as_the_docs_say():
+    """LAMA: 10 of 50 facts unlinked, 12 of them abstaining: 20%, not 10/38. LM-KBC: a pair's unlinked share,
+    averaged over every pair, abstaining ones counting 0 (2 of 3, 1 of 1 and an abstention: (66.7 + 100 + 0) / 3)."""
+    from eval.generated_scores import pooled_rate_rows, rate_cells
+
+    def rec(parsed: list[str], unlinked: list[str], abstained: bool = False) -> dict:
+        return {"relation": "P19", "parsed": parsed, "unlinked": unlinked, "abstained": abstained}
+
+    lama = [rec(["x"], ["x"])] * 10 + [rec([], [], True)] * 12 + [rec(["Rome"], [])] * 28
+    cells = rate_cells(lama)
+    assert sum(cells["unlinked"]["P19"]) / 50 == 20.0 and sum(cells["abstain"]["P19"]) / 50 == 24.0
+    pairs = [rec(["a", "b", "c"], ["a", "b"]), rec(["d"], ["d"]), rec([], [], True)]
+    rows = {(r["group"], r["metric"]): r["value"] for r in pooled_rate_rows(pairs)}
+    assert round(rows[("all", "unlinked")], 9) == 55.555555556 and rows[("all", "abstain")] == 100 / 3
