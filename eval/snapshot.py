@@ -1,7 +1,7 @@
 """Parsed corpora kept in the cache, so a command does not parse the same JSONL again.
 
 `<cache>/snapshots/<corpus>-<key>.json` (`<cache>`: a run's cache dir, else `eval.datadir.cache_root`; the key
-names the data directory and the loader's options) holds three lines of plain JSON: a header, the corpus less its
+names the data directory and the loader's options) holds three lines of ASCII JSON: a header, the corpus less its
 facts, its facts as columns; never pickle, so reading one runs no code. The header names the schema, the size and
 CRC-32 of the lines that follow, and each data file the corpus was parsed from: its path, size, mtime and SHA-256.
 A snapshot is used only when the files the loader would read now are those files with those exact bytes; any other
@@ -19,6 +19,7 @@ import os
 import zlib
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 
 from eval.datadir import cache_root, hash_files
@@ -176,14 +177,18 @@ def _encode(corpus: Corpus) -> tuple[dict, dict] | None:
     facts = corpus.facts
     if any(type(f) is not Fact or f.corpus != corpus.name for f in facts):
         return None
-    evidences = [(ev, f.object.label) for f in facts for ev in f.evidences]
+    evidences = [ev for f in facts for ev in f.evidences]
+    owner = [f.object.label for f in facts for _ in f.evidences]  # each evidence's gold label
+    column = {k: list(map(attrgetter(k), evidences)) for k in _EVIDENCE}
     cols = {
         "uid": [f.uid for f in facts], "relation": [f.relation for f in facts],
         **_entities([f.subject for f in facts], "subject"), **_entities([f.object for f in facts], "object"),
         "cloze": [f.cloze for f in facts], "answer_idx": [f.answer_idx for f in facts],
         "evidences": [len(f.evidences) for f in facts],
-        **{k: [getattr(ev, k) for ev, _ in evidences] for k in _EVIDENCE if k != "text"},
-        "text": [None if ev.text == _filled(ev.masked, ev.obj_surface, label) else ev.text for ev, label in evidences],
+        **{k: column[k] for k in _EVIDENCE if k != "text"},
+        "text": [None if masked is not None and text == masked.replace(MASK, surface or label) else text
+                 for text, masked, surface, label in zip(column["text"], column["masked"], column["obj_surface"],
+                                                         owner)],  # `_filled`, inline: one call per evidence less
     }
     reports = [{**r.to_dict(), "relation": r.relation} for r in corpus.reports]
     meta = {"name": corpus.name, "relations": [_relation(r) for r in corpus.relations.values()], "reports": reports,
@@ -230,7 +235,8 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
     parts = _encode(corpus)
     if parts is None:
         return
-    body = b"\n".join(json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode() for part in parts)
+    # ASCII JSON: the encoder's fast path, and a lone surrogate the data escaped (`\ud800`) is written as it came
+    body = b"\n".join(json.dumps(part, separators=(",", ":")).encode("ascii") for part in parts)
     header = {"schema": SCHEMA, "size": len(body), "crc32": zlib.crc32(body), "sources": sources}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -164,3 +164,14 @@ def test_the_outline_counts_without_the_facts(data):
         "  trex/P19 (TREx/P19.jsonl): read 3, kept 2, dropped 1 (1 duplicate rows (same ids))\n"
         "  trex relations.jsonl: 1 relations have no data file: P36")
     assert (outline.relations, outline.files, outline.version) == (full.relations, full.files, full.version)
+
+
+def test_a_lone_surrogate_escaped_in_the_data_is_kept_and_read_back(data):
+    """JSON may escape half of a surrogate pair (`\\ud800`): the loader keeps it in the label, and the snapshot,
+    ASCII JSON, holds and gives back the same string instead of stopping the command."""
+    _write_jsonl(data / "TREx" / "P19.jsonl", [{**P19[0], "sub_label": "Ada\ud800"}])
+    first = load_corpus("trex", data)
+    assert first.facts[0].subject.label == "Ada\ud800" and _snapshot(data).is_file()
+    again = load_corpus("trex", data)
+    _same(again, first)
+    assert _snapshot(data).read_bytes().isascii()
