@@ -18,7 +18,8 @@ import logging
 import os
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
 
@@ -66,7 +67,8 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
         before = read_sources(wanted)
     except (OSError, KbcError):
         return parse()  # a missing, unreadable or broken file: parsing names it
-    corpus = parse()
+    with collector_paused():
+        corpus = parse()
     try:
         after = read_sources(corpus.files)
     except OSError:
@@ -75,6 +77,19 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
         corpus._version = (tuple(corpus.files), after[1])  # the bytes parsed are the bytes hashed
         _write(path, corpus, after[0])
     return corpus
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cycle collection inside: a corpus is hundreds of thousands of new objects and no cycle among them, and
+    each full collection would walk them all (and every object of the modules a run imported before)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def cached_outline(name: str, root: Path, options: dict, files: Callable[[], list[Path]],
@@ -134,13 +149,8 @@ def _decode_body(path: Path, body: bytes, name: str, facts: bool):
         meta = json.loads(meta)
         if not facts:
             return _decode(meta, None, name), meta["n_facts"]
-        collecting = gc.isenabled()
-        gc.disable()  # hundreds of thousands of new objects and no cycle among them: nothing for the collector
-        try:
+        with collector_paused():
             return _decode(meta, json.loads(cols), name)
-        finally:
-            if collecting:
-                gc.enable()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         log.warning("%s: unreadable snapshot (%s); parsing the data again", path, exc)
         return None

@@ -175,3 +175,28 @@ def test_a_lone_surrogate_escaped_in_the_data_is_kept_and_read_back(data):
     again = load_corpus("trex", data)
     _same(again, first)
     assert _snapshot(data).read_bytes().isascii()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_parsing_a_corpus_pauses_the_cycle_collector_and_resumes_it(data, monkeypatch, fails):
+    """Hundreds of thousands of new objects with no cycle among them: no full collection walks them while they are
+    made; the collector runs again afterwards, also when the data is refused."""
+    import gc
+
+    from eval.errors import DataError
+
+    seen = []
+
+    def load(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if fails:
+            raise DataError("refused")
+        return lama.load_trex(*args, **kwargs)
+
+    monkeypatch.setitem(lama.LOADERS, "trex", load)
+    if fails:
+        with pytest.raises(DataError, match="refused"):
+            load_corpus("trex", data)
+    else:
+        assert [f.uid for f in load_corpus("trex", data).facts] == ["u1", "u2"]
+    assert (seen, gc.isenabled()) == ([False], True)
