@@ -496,11 +496,6 @@ class GraphStore:
         return self._backend
 
     @property
-    def opened(self) -> bool:
-        """Whether the backend was made: a store opened lazily and never read or written is not."""
-        return self._backend is not None
-
-    @property
     def dataset(self) -> Dataset | None:
         """The rdflib Dataset read now (None for a SPARQL endpoint)."""
         return getattr(self.backend, "dataset", None)
