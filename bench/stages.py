@@ -29,7 +29,8 @@ PREFIX = "stages "
 # caller finds it (`from x import f` binds f in the caller's module)
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "data": (("bridge.run.runner", "plan_run"), ("bridge.run.runner", "check_relations")),
-    "store": (("bridge.run.runner", "open_store"), ("bridge.run.runner", "_valid_objects")),
+    "store": (("bridge.run.runner", "open_store"), ("bridge.run.runner", "_valid_objects"),
+              ("kb.store", "GraphStore.ensure_relations")),
     "queries": (("bridge.experiments.lama", "LamaExperiment.queries"),),
     "model_load": (("lm.loading", "load"),),
     "scorer_init": (("lm.masked", "MaskedLMScorer.__init__"),),

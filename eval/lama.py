@@ -166,15 +166,23 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
 
 
 def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ...]:
-    """T-REx evidence sentences with [MASK] restored from `obj_surface` (else the object label)."""
+    """T-REx evidence sentences with [MASK] restored from `obj_surface` (else the object label).
+
+    Fields that are strings are taken as they are (an empty one as None, as `opt_str` does); any other value goes
+    through `opt_str`, which names the evidence: a corpus has hundreds of thousands of them."""
     out = []
     for i, ev in enumerate(opt_list(row, "evidences", where, dict), 1):
-        at = f"{where}: evidence {i}"
-        masked = opt_str(ev, "masked_sentence", at)
+        masked = ev.get("masked_sentence")
+        if type(masked) is not str:
+            masked = opt_str(ev, "masked_sentence", f"{where}: evidence {i}")
         if masked:
-            surface = opt_str(ev, "obj_surface", at)
-            out.append(Evidence(text=masked.replace(MASK, surface or obj_label), masked=masked,
-                                sub_surface=opt_str(ev, "sub_surface", at), obj_surface=surface))
+            surface, sub_surface = ev.get("obj_surface"), ev.get("sub_surface")
+            if type(surface) is not str or type(sub_surface) is not str:
+                at = f"{where}: evidence {i}"
+                surface, sub_surface = opt_str(ev, "obj_surface", at), opt_str(ev, "sub_surface", at)
+            surface, sub_surface = surface or None, sub_surface or None
+            out.append(Evidence(masked.replace(MASK, surface or obj_label), masked=masked, sub_surface=sub_surface,
+                                obj_surface=surface))
     return tuple(out)
 
 

@@ -1,7 +1,7 @@
 """Parsed corpora kept in the cache, so a command does not parse the same JSONL again.
 
 `<cache>/snapshots/<corpus>-<key>.json` (`<cache>`: a run's cache dir, else `eval.datadir.cache_root`; the key
-names the data directory and the loader's options) holds three lines of plain JSON: a header, the corpus less its
+names the data directory and the loader's options) holds three lines of ASCII JSON: a header, the corpus less its
 facts, its facts as columns; never pickle, so reading one runs no code. The header names the schema, the size and
 CRC-32 of the lines that follow, and each data file the corpus was parsed from: its path, size, mtime and SHA-256.
 A snapshot is used only when the files the loader would read now are those files with those exact bytes; any other
@@ -18,7 +18,9 @@ import logging
 import os
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from operator import attrgetter
 from pathlib import Path
 
 from eval.datadir import cache_root, hash_files
@@ -65,7 +67,8 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
         before = read_sources(wanted)
     except (OSError, KbcError):
         return parse()  # a missing, unreadable or broken file: parsing names it
-    corpus = parse()
+    with collector_paused():
+        corpus = parse()
     try:
         after = read_sources(corpus.files)
     except OSError:
@@ -74,6 +77,19 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
         corpus._version = (tuple(corpus.files), after[1])  # the bytes parsed are the bytes hashed
         _write(path, corpus, after[0])
     return corpus
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cycle collection inside: a corpus is hundreds of thousands of new objects and no cycle among them, and
+    each full collection would walk them all (and every object of the modules a run imported before)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def cached_outline(name: str, root: Path, options: dict, files: Callable[[], list[Path]],
@@ -133,13 +149,8 @@ def _decode_body(path: Path, body: bytes, name: str, facts: bool):
         meta = json.loads(meta)
         if not facts:
             return _decode(meta, None, name), meta["n_facts"]
-        collecting = gc.isenabled()
-        gc.disable()  # hundreds of thousands of new objects and no cycle among them: nothing for the collector
-        try:
+        with collector_paused():
             return _decode(meta, json.loads(cols), name)
-        finally:
-            if collecting:
-                gc.enable()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         log.warning("%s: unreadable snapshot (%s); parsing the data again", path, exc)
         return None
@@ -176,14 +187,18 @@ def _encode(corpus: Corpus) -> tuple[dict, dict] | None:
     facts = corpus.facts
     if any(type(f) is not Fact or f.corpus != corpus.name for f in facts):
         return None
-    evidences = [(ev, f.object.label) for f in facts for ev in f.evidences]
+    evidences = [ev for f in facts for ev in f.evidences]
+    owner = [f.object.label for f in facts for _ in f.evidences]  # each evidence's gold label
+    column = {k: list(map(attrgetter(k), evidences)) for k in _EVIDENCE}
     cols = {
         "uid": [f.uid for f in facts], "relation": [f.relation for f in facts],
         **_entities([f.subject for f in facts], "subject"), **_entities([f.object for f in facts], "object"),
         "cloze": [f.cloze for f in facts], "answer_idx": [f.answer_idx for f in facts],
         "evidences": [len(f.evidences) for f in facts],
-        **{k: [getattr(ev, k) for ev, _ in evidences] for k in _EVIDENCE if k != "text"},
-        "text": [None if ev.text == _filled(ev.masked, ev.obj_surface, label) else ev.text for ev, label in evidences],
+        **{k: column[k] for k in _EVIDENCE if k != "text"},
+        "text": [None if masked is not None and text == masked.replace(MASK, surface or label) else text
+                 for text, masked, surface, label in zip(column["text"], column["masked"], column["obj_surface"],
+                                                         owner)],  # `_filled`, inline: one call per evidence less
     }
     reports = [{**r.to_dict(), "relation": r.relation} for r in corpus.reports]
     meta = {"name": corpus.name, "relations": [_relation(r) for r in corpus.relations.values()], "reports": reports,
@@ -230,7 +245,8 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
     parts = _encode(corpus)
     if parts is None:
         return
-    body = b"\n".join(json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode() for part in parts)
+    # ASCII JSON: the encoder's fast path, and a lone surrogate the data escaped (`\ud800`) is written as it came
+    body = b"\n".join(json.dumps(part, separators=(",", ":")).encode("ascii") for part in parts)
     header = {"schema": SCHEMA, "size": len(body), "crc32": zlib.crc32(body), "sources": sources}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -149,8 +149,12 @@ def _corpus_of(tag: str) -> str:
 
 
 def open_store(location: str | None, update_url: str | None, default_path: Path,
-               timeout: float = 30.0) -> GraphStore:
-    """The store a command names: an http(s) URL is a SPARQL endpoint, else an on-disk Oxigraph path."""
+               timeout: float = 30.0, lazy: bool = False) -> GraphStore:
+    """The store a command names: an http(s) URL is a SPARQL endpoint, else an on-disk Oxigraph path.
+
+    The arguments are checked here; `lazy` opens an on-disk store only when it is first read or written, so a
+    run none of whose predictors reads the store neither creates nor opens its folder.
+    """
     if timeout <= 0:
         raise ConfigError(f"--store-timeout must be positive, not {timeout}")
     if location and location.startswith(("http://", "https://")):
@@ -160,7 +164,10 @@ def open_store(location: str | None, update_url: str | None, default_path: Path,
     if update_url:
         raise ConfigError("--store-update needs --store URL (a SPARQL query endpoint); "
                           f"{location or default_path} is an embedded store")
-    return GraphStore.open(store_path(location) if location else default_path)
+    path = store_path(location) if location else default_path
+    if lazy:
+        return GraphStore(None, str(path), opener=lambda: _OnDisk(StoreFolder(path)))
+    return GraphStore.open(path)
 
 
 def store_path(location: str) -> Path:
@@ -469,10 +476,24 @@ def _network_message(where: str, url: str, reason: object, timeout: float, tries
     return f"{where}: {text}"
 
 
+Backend = _Embedded | _OnDisk | SparqlEndpoint
+
+
 class GraphStore:
-    def __init__(self, backend: _Embedded | _OnDisk | SparqlEndpoint, location: str) -> None:
-        self.backend = backend
+    def __init__(self, backend: Backend | None, location: str, opener: Callable[[], Backend] | None = None) -> None:
+        """`backend`, or None and `opener`, which makes it at the first read or write."""
+        self._backend = backend
+        self._opener = opener
+        self._opening = threading.Lock()  # the explorer asks from several threads
         self.location = location
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            with self._opening:
+                if self._backend is None:
+                    self._backend = self._opener()
+        return self._backend
 
     @property
     def dataset(self) -> Dataset | None:
@@ -497,7 +518,8 @@ class GraphStore:
         return cls(endpoint, endpoint.query_url)
 
     def close(self) -> None:
-        self.backend.close()
+        if self._backend is not None:
+            self._backend.close()
 
     @contextmanager
     def writing(self) -> Iterator[None]:

@@ -97,6 +97,7 @@ def test_run_lama_puts_freq_and_a_tiny_bert_in_one_table_and_resumes(tiny_models
             if any("dropped" in r for r in recs)} == dropped
     rows = json.loads((out / "summary.json").read_text())
     assert {r["predictor"] for r in rows} == {"freq", "bert"}
+    assert not (tmp_path / "store").exists()  # neither a language model nor Freq reads the graph store
     record = _lines(bert_files[0] / "P19.jsonl")[0]
     assert record["prompt"].endswith("[MASK] .") and len(record["answers"]) == 10
     assert record["extra"]["n_tokens"] > 3

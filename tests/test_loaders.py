@@ -128,3 +128,28 @@ def test_google_re_majority_no_dropped(tmp_path):
     corpus = load_google_re(root, ["place_of_birth"])
     assert [f.subject.label for f in corpus.facts] == ["C"]
     assert corpus.reports[0].dropped == {"judged wrong by most raters": 1}
+
+
+def test_trex_evidence_fields_empty_missing_or_of_another_type(tmp_path):
+    """Empty strings read as absent; a field of another type is one error naming the line and the evidence, unless
+    the evidence has no masked sentence (it is skipped unread)."""
+    from eval.types import Evidence
+
+    evidences = [{"masked_sentence": "A went to [MASK] .", "obj_surface": "", "sub_surface": ""},
+                 {"masked_sentence": "", "obj_surface": 5},
+                 {"obj_surface": "Bee", "sub_surface": "Ay"},
+                 {"masked_sentence": "[MASK] and [MASK] .", "obj_surface": "Bee", "sub_surface": "Ay"},
+                 {"masked_sentence": "B of [MASK] .", "obj_surface": None}]
+    corpus = load_trex(_lama_copy(tmp_path, [REL], json.dumps({**ROW, "evidences": evidences}) + "\n"))
+    assert corpus.facts[0].evidences == (
+        Evidence("A went to B .", "A went to [MASK] ."), Evidence("Bee and Bee .", "[MASK] and [MASK] .", "Ay", "Bee"),
+        Evidence("B of B .", "B of [MASK] ."))
+    for bad, message in (({"masked_sentence": 7}, "evidence 2: field 'masked_sentence' must be a string, got a number"),
+                         ({"masked_sentence": "[MASK]", "obj_surface": ["x"], "sub_surface": 3},
+                          "evidence 2: field 'obj_surface' must be a string, got an array"),
+                         ({"masked_sentence": "[MASK]", "obj_surface": "x", "sub_surface": True},
+                          "evidence 2: field 'sub_surface' must be a string, got a boolean")):
+        (tmp_path / "lama" / "TREx" / "P19.jsonl").write_text(json.dumps({**ROW, "evidences": [{}, bad]}) + "\n")
+        with pytest.raises(DataError) as caught:
+            load_trex(tmp_path / "lama")
+        assert str(caught.value) == f"{tmp_path / 'lama' / 'TREx' / 'P19.jsonl'}:1: {message}"

@@ -172,6 +172,12 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
     assert p1 == {("re-naive", "raw"): 75.0, ("re-naive", "filtered"): 75.0,
                   ("re-oracle", "raw"): 100.0, ("re-oracle", "filtered"): 100.0}
     code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
+    # the extracted KBs read their own graphs: the run loaded no gold graph
+    assert code == 0 and "re-oracle: 120 fact triples, 3 relations" in out and "gold-" not in out, out + err
+    code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "gold", "--quiet",
+                              "--out", str(tmp_path / "gold"), *common], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
     assert code == 0 and "gold-trex-P19: 40 fact triples, 1 relation " in out, out + err
 
 

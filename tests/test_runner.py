@@ -166,3 +166,30 @@ def test_progress_moves_per_batch_inside_a_chunk(tmp_path, lama_dir, monkeypatch
     answered = [json.loads(x) for x in (tmp_path / "out/predictions/trex/bert/P140.jsonl").read_text().splitlines()]
     asked = [r for r in answered if "dropped" not in r]
     assert sum(steps) == len(asked) and len(steps) >= len(asked) // 4 and max(steps) <= 4
+
+
+def test_a_run_opens_the_graph_store_only_for_what_reads_it(tmp_path, lama_dir):
+    """The filtered setting's valid objects come from the facts: a Freq run neither creates nor opens the store;
+    gold fills the graphs it reads, and Freq beside it records the same lines."""
+    from kb.store import GraphStore
+
+    def run(out, predictors):
+        return run_lama(RunConfig(["trex"], predictors, tmp_path / out, str(lama_dir), relations=["P19", "P47"],
+                                  cache_dir=tmp_path / "cache"), progress=False)
+
+    alone = run("alone", ["freq"])
+    assert not (tmp_path / "cache" / "store").exists()
+    beside = run("beside", ["freq", "gold"])
+    with GraphStore.open(tmp_path / "cache" / "store") as store:
+        assert store.graph_names() == ["gold-trex-P19", "gold-trex-P47"]
+    for rel in ("P19", "P47"):
+        lines = [(tmp_path / out / "predictions" / "trex" / "freq" / f"{rel}.jsonl").read_bytes()
+                 for out in ("alone", "beside")]
+        assert lines[0] == lines[1] and lines[0].count(b"\n") == {"P19": 944, "P47": 922}[rel]
+    filtered = [{(r["metric"], r["group"]): r["value"] for r in rows
+                 if r["predictor"] == "freq" and r["setting"] == "filtered" and r["scope"] == "own"}
+                for rows in (alone, beside)]
+    assert filtered[0] == filtered[1] and filtered[0][("p@1", "all")] == 3.938449023861171
+    gold = {r["setting"]: r["value"] for r in beside
+            if r["predictor"] == "gold" and r["metric"] == "p@1" and r["group"] == "all" and r["scope"] == "own"}
+    assert gold == {"raw": 100.0, "filtered": 100.0}

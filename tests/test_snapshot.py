@@ -164,3 +164,39 @@ def test_the_outline_counts_without_the_facts(data):
         "  trex/P19 (TREx/P19.jsonl): read 3, kept 2, dropped 1 (1 duplicate rows (same ids))\n"
         "  trex relations.jsonl: 1 relations have no data file: P36")
     assert (outline.relations, outline.files, outline.version) == (full.relations, full.files, full.version)
+
+
+def test_a_lone_surrogate_escaped_in_the_data_is_kept_and_read_back(data):
+    """JSON may escape half of a surrogate pair (`\\ud800`): the loader keeps it in the label, and the snapshot,
+    ASCII JSON, holds and gives back the same string instead of stopping the command."""
+    _write_jsonl(data / "TREx" / "P19.jsonl", [{**P19[0], "sub_label": "Ada\ud800"}])
+    first = load_corpus("trex", data)
+    assert first.facts[0].subject.label == "Ada\ud800" and _snapshot(data).is_file()
+    again = load_corpus("trex", data)
+    _same(again, first)
+    assert _snapshot(data).read_bytes().isascii()
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_parsing_a_corpus_pauses_the_cycle_collector_and_resumes_it(data, monkeypatch, fails):
+    """Hundreds of thousands of new objects with no cycle among them: no full collection walks them while they are
+    made; the collector runs again afterwards, also when the data is refused."""
+    import gc
+
+    from eval.errors import DataError
+
+    seen = []
+
+    def load(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if fails:
+            raise DataError("refused")
+        return lama.load_trex(*args, **kwargs)
+
+    monkeypatch.setitem(lama.LOADERS, "trex", load)
+    if fails:
+        with pytest.raises(DataError, match="refused"):
+            load_corpus("trex", data)
+    else:
+        assert [f.uid for f in load_corpus("trex", data).facts] == ["u1", "u2"]
+    assert (seen, gc.isenabled()) == ([False], True)

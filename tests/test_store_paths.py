@@ -43,3 +43,26 @@ def test_file_urls_name_the_directory(tmp_path, monkeypatch):
 def test_other_urls_are_refused(location):
     with pytest.raises(ConfigError, match="use a directory path, a file:///absolute/path URL or an http"):
         store_path(location)
+
+
+
+def test_a_store_opened_lazily_is_made_at_its_first_use(tmp_path):
+    """A run opens its store lazily: the location is checked at once, the folder made (or refused) only when a
+    reader first asks; a store nothing asked is closed without ever being made."""
+    from kb.store_disk import MARK
+
+    data = _data(tmp_path / "data")
+    with pytest.raises(ConfigError, match="is inside the LAMA data directory"):
+        open_store(str(data / "store"), None, tmp_path / "default", lazy=True)
+    with open_store(str(tmp_path / "unused"), None, tmp_path / "default", lazy=True):
+        pass
+    assert not (tmp_path / "unused").exists()
+    with open_store(str(tmp_path / "used"), None, tmp_path / "default", lazy=True) as store:
+        assert not (tmp_path / "used").exists()
+        assert store.graph_names() == []
+        assert (tmp_path / "used" / MARK).is_file()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with open_store(str(tmp_path / "other"), None, tmp_path / "default", lazy=True) as store:
+        with pytest.raises(ConfigError, match="is not empty .notes.txt. and holds no kbc graph store"):
+            store.graph_names()

@@ -178,15 +178,18 @@ def test_lama_probe_against_the_server_equals_embedded(oxigraph, lama_dir, tmp_p
     query, update = oxigraph
 
     def p1(rows):
-        return {(r["setting"], r["group"]): r["value"] for r in rows if r["metric"] == "p@1" and r["scope"] == "own"}
+        return {(r["predictor"], r["setting"], r["group"]): r["value"] for r in rows
+                if r["metric"] == "p@1" and r["scope"] == "own"}
 
-    remote = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "remote", str(lama_dir), relations=["P530"],
+    remote = run_lama(RunConfig(["trex"], ["freq", "gold"], tmp_path / "remote", str(lama_dir), relations=["P530"],
                                 cache_dir=tmp_path / "c", store=query, store_update=update, store_timeout=10),
                       progress=False)
-    embedded = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "embedded", str(lama_dir), relations=["P530"],
-                                  cache_dir=tmp_path / "c"), progress=False)
+    embedded = run_lama(RunConfig(["trex"], ["freq", "gold"], tmp_path / "embedded", str(lama_dir),
+                                  relations=["P530"], cache_dir=tmp_path / "c"), progress=False)
     assert p1(remote) == p1(embedded)
-    assert p1(remote)[("filtered", "P530")] > p1(remote)[("raw", "P530")]  # the remote valid objects were used
+    assert p1(remote)[("freq", "filtered", "P530")] > p1(remote)[("freq", "raw", "P530")]
+    assert p1(remote)[("gold", "raw", "P530")] == 100.0
+    assert "gold-trex-P530" in GraphStore.remote(query).graph_names("gold-")  # gold filled the server's graph
 
 
 def test_a_server_that_never_answers_ends_the_run_within_the_timeout(lama_dir, tmp_path, capsys):
@@ -198,7 +201,7 @@ def test_a_server_that_never_answers_ends_the_run_within_the_timeout(lama_dir, t
         url = f"http://127.0.0.1:{server.getsockname()[1]}/query"
         started = time.monotonic()
         code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_death",
-                                "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"),
+                                "--predictors", "gold", "--data-dir", str(lama_dir), "--out", str(tmp_path / "o"),
                                 "--store", url, "--store-update", url, "--store-timeout", "1", "--quiet"], capsys)
     assert code == 2 and time.monotonic() - started < 30
     errors = [line for line in err.splitlines() if line.startswith("error:")]

@@ -56,9 +56,11 @@ def test_gold_reads_the_runners_graphs(tmp_path):
         ctx = PredictorContext(CORPUS, store, tmp_path, tmp_path)
         gold = make_gold("gold", ctx)
         assert gold.graphs == {"P19": "gold-toy-P19"}
-        # the runner's filter graph is the same one, already loaded: nothing is written again
+        # the graph of the relation's data version, already loaded: nothing is written again
         assert store.sync_corpus("toy-P19", relation_versions(CORPUS)["P19"], FACTS) == ("gold-toy-P19", False)
-        assert _valid_objects(store, CORPUS, relation_versions(CORPUS))["P19"]["Q1"] == {"Florence", "Paris"}
+        # the runner's filter, computed from the facts, is what that graph answers
+        assert _valid_objects(CORPUS) == {"P19": store.valid_objects("P19", "gold-toy-P19")}
+        assert _valid_objects(CORPUS)["P19"]["Q1"] == {"Florence", "Paris"}
         got = gold.predict([ask(FLORENCE, "subject"), ask(DANTE, "object"), ask(PARIS, "subject"),
                             ask(Entity("Florence"), "subject"), ask(Entity("Oslo", "Q99"), "subject"),
                             ask(Entity("Florence"), "object")], 10)

@@ -17,6 +17,9 @@ from bridge.run.directory import open_run
 from bridge.run.results import complete_records, right
 
 FILENAME = "instances.parquet"
+# `json.dumps(value, ensure_ascii=False)`, from one encoder made once: a run has a line per query (the values are
+# parsed records, trees without cycles)
+_CELL = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 COLUMNS: dict[str, str] = {
     "corpus": "string",
@@ -63,15 +66,14 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
         "relation": [r["relation"] for r in records],
         "uid": [r["uid"] for r in records],
         **{name: field(name) for name in ("subject", "subject_id", "gold", "gold_id")},
-        "prompt": [p if p is None or isinstance(p, str) else json.dumps(p, ensure_ascii=False)  # chat turns: JSON
+        "prompt": [p if p is None or isinstance(p, str) else _CELL(p)  # chat turns: JSON
                    for p in field("prompt")],
         "dropped": dropped,
         **{name: field(name) for name in ("rank_raw", "rank_filtered", "rank_exact_raw", "rank_exact_filtered")},
         **{f"correct_{s}": [None if d is not None else right(r, s) for d, r in zip(dropped, records)]
            for s in ("raw", "filtered")},
         "top1": [a[0][0] if a else None for a in answers],
-        "answers": [None if d is not None else json.dumps(a or [], ensure_ascii=False)
-                    for d, a in zip(dropped, answers)],
+        "answers": [None if d is not None else _CELL(a or []) for d, a in zip(dropped, answers)],
         "generation": field("generation"),
     }
     return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)

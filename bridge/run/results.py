@@ -74,8 +74,10 @@ def parse_record(path: Path, lineno: int, raw: bytes) -> dict:
     A complete line that does not parse, or whose fields have the wrong types, is damage, not a
     crash mid-write: scoring around it would change the numbers, so it is an error naming the line.
     """
+    # what json.loads does; a line beginning `{"` is UTF-8 to `json.detect_encoding` (no BOM, no zero byte)
+    encoding = "utf-8" if raw.startswith(b'{"') else json.detect_encoding(raw)
     try:
-        record = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))  # what json.loads does
+        record = _DECODER.decode(raw.decode(encoding, "surrogatepass"))
     except _NonFinite:
         raise DataError(f"{path}:{lineno}: holds NaN or infinity, which is no score (and not JSON); {FIX}") from None
     except ValueError as exc:

@@ -197,10 +197,11 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
             write_json(config_path, config)
             try:
-                with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout) as store:
+                # opened at its first use: only predictors and stages that read it fill what they read
+                with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout, lazy=True) as store:
                     for name, corpus in plan.corpora.items():
-                        source, versions = plan.valid_sources.get(name, (corpus, plan.versions[name]))
-                        valid = _valid_objects(store, source, versions)
+                        source = plan.valid_sources[name][0] if name in plan.valid_sources else corpus
+                        valid = _valid_objects(source)
                         for p in plan.predictors:
                             job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress,
                                       pool)
@@ -347,13 +348,12 @@ def check_set_corpora(corpora: list[str], experiment: Experiment) -> None:
                               f"`kbc run {command}`")
 
 
-def _valid_objects(store: GraphStore, corpus: Corpus, versions: dict[str, str]) -> dict[str, dict[str, set[str]]]:
-    """Per relation, subject key -> all valid object labels, from a graph holding exactly that relation's data."""
+def _valid_objects(corpus: Corpus) -> dict[str, dict[str, set[str]]]:
+    """Per relation, subject key -> all valid object labels: what a graph holding exactly that relation's facts
+    (`GraphStore.ensure_relations`) answers, computed from the facts without the store."""
     if corpus.facts and (corpus.facts[0].cloze or getattr(corpus.facts[0], "objects", None) is not None):
         return {}  # cloze corpora (SQuAD, ConceptNet) have no subject identity to filter by; set corpora hold theirs
-    by_rel = corpus.by_relation()
-    store.ensure_relations(corpus.name, versions, by_rel)
-    return {rel: valid_objects_of(facts) for rel, facts in by_rel.items()}  # what the graphs now hold
+    return {rel: valid_objects_of(facts) for rel, facts in corpus.by_relation().items()}
 
 
 def valid_objects_of(facts: list[Fact]) -> dict[str, set[str]]:
