@@ -563,16 +563,32 @@ class MaskedLMScorer:
         if on_units is not None and len(todo) < len(units):
             on_units(cols, np.flatnonzero(done))
         if len(todo):
-            self._run(units, todo, candidates, depth, cols, on_units)
-            if self.cache is not None:
-                rows = np.concatenate([cols.ranks.astype(np.int32), cols.pos.ravel()])
-                scores = np.concatenate([cols.target_logp, cols.logp.ravel()])
-                tops = len(flat) + todo * depth
-                self.cache.put_many([(keys[u], np.concatenate([rows[starts[u]:starts[u + 1]], rows[t:t + depth]]),
-                                      np.concatenate([scores[starts[u]:starts[u + 1]], scores[t:t + depth]]), n)
-                                     for u, t, n in zip(todo.tolist(), tops.tolist(),
-                                                        cols.n_tokens[todo].tolist())])
+            filled = np.zeros(len(units), dtype=bool)
+
+            def batch_done(scored: ScoredColumns, unit_ids: np.ndarray) -> None:
+                filled[unit_ids] = True
+                if on_units is not None:
+                    on_units(scored, unit_ids)
+
+            try:
+                self._run(units, todo, candidates, depth, cols, batch_done)
+            except BaseException:  # a Ctrl-C or a failure keeps what the batches before it scored
+                self._keep(keys, cols, np.flatnonzero(filled))
+                raise
+            self._keep(keys, cols, todo)
         return cols
+
+    def _keep(self, keys: list[str], cols: ScoredColumns, which: np.ndarray) -> None:
+        """Put the rows of the units `which` into the result cache (a top and the targets' ranks per unit)."""
+        if self.cache is None or not len(which):
+            return
+        depth = cols.pos.shape[1]
+        rows = np.concatenate([cols.ranks.astype(np.int32), cols.pos.ravel()])
+        scores = np.concatenate([cols.target_logp, cols.logp.ravel()])
+        starts, tops = cols.starts, len(cols.targets) + which * depth
+        self.cache.put_many([(keys[u], np.concatenate([rows[starts[u]:starts[u + 1]], rows[t:t + depth]]),
+                              np.concatenate([scores[starts[u]:starts[u + 1]], scores[t:t + depth]]), n)
+                             for u, t, n in zip(which.tolist(), tops.tolist(), cols.n_tokens[which].tolist())])
 
     def _run(self, units: list[tuple[Text, tuple[int, ...]]], todo: np.ndarray, candidates: CandidateSet, depth: int,
              cols: ScoredColumns, on_units: Callable[[ScoredColumns, np.ndarray], None] | None = None) -> None:

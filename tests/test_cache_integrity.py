@@ -503,3 +503,28 @@ def test_row_checksum_is_sha256_over_length_prefixed_parts():
     assert row_checksum("é", 0, b"", b"", 0).hex()[:16] == hashlib.sha256(
         b"".join([(2).to_bytes(8, "little"), "é".encode(), (1).to_bytes(8, "little"), b"0", bytes(16),
                   (1).to_bytes(8, "little"), b"0"])).hexdigest()[:16]
+
+
+def test_a_ctrl_c_keeps_the_batches_scored_before_it(engine, tmp_path):
+    """Nothing computed is lost: batches scored before a Ctrl-C are in the result cache, and asking again scores
+    only the rest, with the answers of an uninterrupted run."""
+    from lm.masked import MaskedLMScorer
+
+    loaded, cands, fresh = engine
+    path = tmp_path / "results.sqlite"
+    scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, batch_size=1,
+                            cache=ResultCache(path))
+    forward, calls = scorer._candidate_logp, []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == len(TEXTS):  # the last batch: the ones before it were scored and collected
+            raise KeyboardInterrupt
+        return forward(*args)
+
+    scorer._candidate_logp = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        scorer.score(TEXTS, cands, 5)
+    assert len(ResultCache(path)) == len(TEXTS) - 2  # the batch in flight when it came is not yet collected
+    again, passes = _score(loaded, cands, ResultCache(path))
+    assert passes == 1 and _same_answers(again, fresh)
