@@ -490,9 +490,11 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         mask = {"a-right-b-wrong": wa & lb, "b-right-a-wrong": la & wb, "both-right": wa & wb,
                 "both-wrong": la & lb}[outcome]
         frame = frame[mask]
-    total = len(frame)
+    total = len(frame)  # rows: queries, one per fact and prompt where the run asked a prompt set
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
-    from bridge.run.fact_columns import prompt_of
+    from bridge.run.fact_columns import fact_uid, prompt_of
+
+    facts = frame[["corpus"]].assign(uid=frame["uid"].astype(str).map(fact_uid)).drop_duplicates()
 
     preds = loaded.run.predictors
     rows = []
@@ -504,8 +506,9 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
                              for p in preds}
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
-            "per_page": per_page, "total": total, "pages": max(1, -(-total // per_page)), "predictors": preds,
-            "prompted": any(r["prompt_id"] for r in rows), "facts": rows}
+            "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
+            "pages": max(1, -(-total // per_page)), "predictors": preds,
+            "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
 
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
