@@ -45,14 +45,19 @@ def _cfg(tmp_path, lama_dir, **kw):
                      cache_dir=tmp_path / "cache", **kw)
 
 
-def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
+def test_resume_after_interrupt(tmp_path, lama_dir, flaky, caplog):
     with pytest.raises(KeyboardInterrupt):
         run_lama(_cfg(tmp_path, lama_dir), progress=False)
     p19 = tmp_path / "out" / "predictions" / "trex" / "flaky" / "P19.jsonl"
     assert len(p19.read_text().splitlines()) == CHUNK  # the finished chunk was kept
     with p19.open("a") as handle:  # a torn line, as a crash mid-write leaves it
         handle.write('{"uid": "torn')
+    caplog.set_level("INFO", logger="kbc")
+    caplog.clear()
     rows = run_lama(_cfg(tmp_path, lama_dir), progress=False)
+    # a resume says what was recorded before, in the words of a stage recorded whole
+    assert [m for m in caplog.messages if "queries" in m and "trex / flaky:" in m] == [
+        f"trex / flaky: {CHUNK} of {944 + 922} queries recorded earlier; asking {944 + 922 - CHUNK}"]
     # resumed: only the remaining 944 - CHUNK queries of P19 and all 922 of P47 were asked
     assert CALLS[2:] == _chunks(944 - CHUNK) + _chunks(922)
     lines = [json.loads(x) for x in p19.read_text().splitlines()]
@@ -64,8 +69,10 @@ def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
                                cache_dir=tmp_path / "cache"), progress=False)
     assert get == {(r["setting"], r["group"], r["metric"]): r["value"] for r in fresh}
     CALLS.clear()
+    caplog.clear()
     run_lama(_cfg(tmp_path, lama_dir), progress=False)
     assert CALLS == []  # everything done: nothing recomputed
+    assert "trex / flaky: all 1866 queries done, skipped" in caplog.messages
 
 
 def test_outputs(tmp_path, lama_dir):
