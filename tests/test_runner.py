@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 
 from bridge.predictors import registry
 from bridge.run.record_digests import line_digest
@@ -173,3 +174,35 @@ def test_progress_moves_per_batch_inside_a_chunk(tmp_path, lama_dir, monkeypatch
     answered = [json.loads(x) for x in (tmp_path / "out/predictions/trex/bert/P140.jsonl").read_text().splitlines()]
     asked = [r for r in answered if "dropped" not in r]
     assert sum(steps) == len(asked) and len(steps) >= len(asked) // 4 and max(steps) <= 4
+
+
+def test_ctrl_c_keeps_the_records_and_cached_scores_of_returned_calls_only(tmp_path, lama_dir, tiny_models,  # noqa: F811
+                                                                           monkeypatch):
+    """docs/lama.md: records and the LM result cache are kept per call of up to QUERIES_PER_CALL queries; the
+    batches a cut-off call had scored are kept nowhere, so a resume scores that call again."""
+    import sqlite3
+
+    from lm import masked
+
+    model, calls, forward = tiny_models("bert-cased"), [0], masked.MaskedLMScorer._mask_logits
+
+    def cut_at(n):
+        def logits(self, *args, **kw):
+            calls[0] += 1
+            if calls[0] == n:
+                raise KeyboardInterrupt
+            return forward(self, *args, **kw)
+        return logits
+
+    cfg = RunConfig(["trex"], [f"bert={model}"], tmp_path / "out", str(lama_dir), relations=["P19"],
+                    cache_dir=tmp_path / "cache", batch_size=4)
+    records = tmp_path / "out" / "predictions" / "trex" / "bert" / "P19.jsonl"
+    db = tmp_path / "cache" / "lm" / "results.sqlite"
+    for at, kept in ((10, 0), (140, CHUNK)):  # within the first call's 128 batches of 4; within the second's
+        calls[0] = 0
+        masked._PATHS_SAID.clear()
+        monkeypatch.setattr(masked.MaskedLMScorer, "_mask_logits", cut_at(at))
+        with pytest.raises(KeyboardInterrupt):
+            run_lama(cfg, progress=False)
+        assert (len(records.read_text().splitlines()) if records.exists() else 0) == kept
+        assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()[0] == kept
