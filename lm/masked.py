@@ -295,7 +295,8 @@ class MaskedLMScorer:
 
     def __init__(self, model, tokenizer, *, fingerprint: str, dtype: str = "float32", batch_size: int = 32,
                  normalize: str = "full", cache: ResultCache | None = None, max_length: int | None = None,
-                 compat: str | None = None, name: str | None = None) -> None:
+                 compat: str | None = None, name: str | None = None, pll: str | None = None) -> None:
+        """`pll`: the pseudo-log-likelihood variant where the scorer serves statement scoring (its log says so)."""
         import torch
 
         # errors name the model as the user gave it (its path), not the cache fingerprint
@@ -348,10 +349,11 @@ class MaskedLMScorer:
         self.forward_calls = 0
         self._rows: dict[tuple[str, str, int], object] = {}  # candidate set -> its ids on the device
         self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
-        said = (self.name, dtype, str(self.device), self.path)
+        said = (self.name, dtype, str(self.device), self.path, pll)
         if said not in _PATHS_SAID:
             _PATHS_SAID.add(said)
-            log.info("%s: masked-LM scoring path %s (%s on %s)", self.name, self.path, dtype, self.device)
+            how = f"statements scored by PLL ({pll}), each masked copy's logits by " if pll else ""
+            log.info("%s: %smasked-LM scoring path %s (%s on %s)", self.name, how, self.path, dtype, self.device)
 
     # --- model execution -------------------------------------------------------------------------
     def _fast_path_agrees(self) -> bool:

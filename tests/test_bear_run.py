@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_kbc
-from lm_fixtures import tiny_models  # noqa: F401  (fixture)
+from lm_fixtures import kbc_log, tiny_models  # noqa: F401  (fixtures)
 
 from eval.bear import load_bear
 
@@ -238,3 +238,21 @@ def test_template_all_counts_facts_not_queries(bear_root, tmp_path, monkeypatch,
     assert head in stdout and "| bear | freq | 42 | 10 | " in stdout
     md = (out / "summary.md").read_text()
     assert head in md and "(bear: 10 (30 queries) answered by freq)" in md
+
+
+def test_statement_scoring_says_it_scores_statements_by_pll(bear_root, tmp_path, monkeypatch, capsys, tiny_models,  # noqa: F811
+                                                            kbc_log):  # noqa: F811
+    """The log names the PLL that scores BEAR's statements, and the masked-LM path only as what scores each copy."""
+    import logging
+
+    from lm import masked
+
+    masked._PATHS_SAID.clear()
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    bert = tiny_models("bert-cased")
+    code, _, err = run_kbc(["run", "bear", "--relations", "P30", "--limit", "2", "--predictors", f"bert={bert}",
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    said = [m for level, m in kbc_log if level == logging.INFO and "scoring path" in m]
+    assert said == [f"{bert}: statements scored by PLL (within_word_l2r), each masked copy's logits by masked-LM "
+                    "scoring path last-layer+head-at-mask (float32 on cpu)"]

@@ -275,3 +275,37 @@ def test_question_facts_of_a_corpus_added_later_join_those_recorded(lama_dir, tm
                      {"question_facts": {"trex": {"relations": ["P19"], "limit": 3}}})
     assert str(refused.value).startswith(f"{tmp_path / 'run'} holds questions of trex drawn from --relations P19 "
                                          "--limit 2, not --relations P19 --limit 3: ")
+
+
+def test_a_model_folder_spelled_another_way_or_copied_resumes(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):
+    """Relative, absolute, or a copy of the same files: the same input; the first spelling stays recorded."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(tiny_models("bert-cased"), tmp_path / "models" / "bert")
+    shutil.copytree(tiny_models("bert-cased"), tmp_path / "copy")
+    out = tmp_path / "run"
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "bert=models/bert"), capsys)
+    assert code == 0, err
+    first = json.loads((out / "config.json").read_text())["predictor_specs"]["bert"]
+    assert first["spec"] == "models/bert"
+    for spec, relation in ((tmp_path / "models" / "bert", "P36"), (tmp_path / "models" / ".." / "copy", "P1412")):
+        code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", relation, "--predictors", f"bert={spec}"),
+                               capsys)
+        assert code == 0, err
+        assert json.loads((out / "config.json").read_text())["predictor_specs"]["bert"] == first
+        assert (out / "predictions" / "trex" / "bert" / f"{relation}.jsonl").exists()
+    (tmp_path / "copy" / "extra.txt").write_text("x")
+    code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", f"bert={tmp_path / 'copy'}"),
+                           capsys)
+    assert _one_error(code, err).startswith(f"error: {out}: predictor 'bert' was run as ")
+
+
+def test_same_content_ignores_only_hashed_path_spellings():
+    from bridge.run.config import same_content
+
+    ident = {"spec": "a", "options": {"vocab": "v"}, "depth": 100, "files": {"spec": "sha256:1", "vocab": "sha256:2"}}
+    assert same_content(ident, {**ident, "spec": "/x/a", "options": {"vocab": "/x/v"}})
+    assert not same_content(ident, {**ident, "spec": "/x/a", "depth": 10})
+    assert not same_content(ident, {**ident, "files": {"spec": "sha256:3", "vocab": "sha256:2"}})
+    old = {**ident, "files": {"spec": "files:1", "vocab": "sha256:2"}}
+    assert not same_content(old, {**old, "spec": "/x/a"})

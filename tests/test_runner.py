@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 
 from bridge.predictors import registry
 from bridge.run.record_digests import line_digest
@@ -45,14 +46,19 @@ def _cfg(tmp_path, lama_dir, **kw):
                      cache_dir=tmp_path / "cache", **kw)
 
 
-def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
+def test_resume_after_interrupt(tmp_path, lama_dir, flaky, caplog):
     with pytest.raises(KeyboardInterrupt):
         run_lama(_cfg(tmp_path, lama_dir), progress=False)
     p19 = tmp_path / "out" / "predictions" / "trex" / "flaky" / "P19.jsonl"
     assert len(p19.read_text().splitlines()) == CHUNK  # the finished chunk was kept
     with p19.open("a") as handle:  # a torn line, as a crash mid-write leaves it
         handle.write('{"uid": "torn')
+    caplog.set_level("INFO", logger="kbc")
+    caplog.clear()
     rows = run_lama(_cfg(tmp_path, lama_dir), progress=False)
+    # a resume says what was recorded before, in the words of a stage recorded whole
+    assert [m for m in caplog.messages if "queries" in m and "trex / flaky:" in m] == [
+        f"trex / flaky: {CHUNK} of {944 + 922} queries recorded earlier; asking {944 + 922 - CHUNK}"]
     # resumed: only the remaining 944 - CHUNK queries of P19 and all 922 of P47 were asked
     assert CALLS[2:] == _chunks(944 - CHUNK) + _chunks(922)
     lines = [json.loads(x) for x in p19.read_text().splitlines()]
@@ -64,8 +70,10 @@ def test_resume_after_interrupt(tmp_path, lama_dir, flaky):
                                cache_dir=tmp_path / "cache"), progress=False)
     assert get == {(r["setting"], r["group"], r["metric"]): r["value"] for r in fresh}
     CALLS.clear()
+    caplog.clear()
     run_lama(_cfg(tmp_path, lama_dir), progress=False)
     assert CALLS == []  # everything done: nothing recomputed
+    assert "trex / flaky: all 1866 queries done, skipped" in caplog.messages
 
 
 def test_outputs(tmp_path, lama_dir):
@@ -193,3 +201,45 @@ def test_a_run_opens_the_graph_store_only_for_what_reads_it(tmp_path, lama_dir):
     gold = {r["setting"]: r["value"] for r in beside
             if r["predictor"] == "gold" and r["metric"] == "p@1" and r["group"] == "all" and r["scope"] == "own"}
     assert gold == {"raw": 100.0, "filtered": 100.0}
+
+
+def test_ctrl_c_keeps_the_records_of_returned_calls_and_the_scores_of_every_collected_batch(
+        tmp_path, lama_dir, tiny_models, monkeypatch):  # noqa: F811
+    """docs/lama.md: records are kept per call of up to QUERIES_PER_CALL queries, the LM result cache per batch:
+    the batches a cut-off call had collected are in the cache, so a resume scores only the queries never scored."""
+    import sqlite3
+
+    from lm import masked
+
+    model, forward = tiny_models("bert-cased"), masked.MaskedLMScorer._mask_logits
+    calls, rows = [0], [0]
+
+    def counted(cut: int | None):
+        def logits(self, input_ids, *args, **kw):
+            calls[0] += 1
+            if calls[0] == cut:
+                raise KeyboardInterrupt
+            rows[0] += int(input_ids.shape[0])
+            return forward(self, input_ids, *args, **kw)
+        return logits
+
+    for at, kept in ((10, 0), (140, CHUNK)):  # within the first call's batches of 4; within the second's
+        cfg = RunConfig(["trex"], [f"bert={model}"], tmp_path / f"out-{at}", str(lama_dir), relations=["P19"],
+                        cache_dir=tmp_path / f"cache-{at}", batch_size=4)
+        records = cfg.out / "predictions" / "trex" / "bert" / "P19.jsonl"
+        calls[0] = rows[0] = 0
+        masked._PATHS_SAID.clear()
+        monkeypatch.setattr(masked.MaskedLMScorer, "_mask_logits", counted(at))
+        with pytest.raises(KeyboardInterrupt):
+            run_lama(cfg, progress=False)
+        assert (len(records.read_text().splitlines()) if records.exists() else 0) == kept
+        db = sqlite3.connect(tmp_path / f"cache-{at}" / "lm" / "results.sqlite")
+        cached = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        db.close()
+        assert kept < cached < rows[0]  # the batch that had run but was not collected is not kept
+        calls[0] = rows[0] = 0
+        monkeypatch.setattr(masked.MaskedLMScorer, "_mask_logits", counted(None))
+        run_lama(cfg, progress=False)
+        answered = [json.loads(x) for x in records.read_text().splitlines()]
+        asked = sum("dropped" not in r for r in answered)
+        assert rows[0] == asked - cached  # every query scored before the cut, and only those, came from the cache

@@ -330,6 +330,12 @@ def test_run_page_of_a_prompt_set_names_each_rows_prompt(serve_explorer, lama_di
     assert sorted(cells) == sorted((p, text) for _, p, text in rows)
     assert plain["prompted"] is False and {f["prompt_id"] for f in plain["facts"]} == {None}
     assert '<th>prompt</th>' not in plain_page and 'class="prompt"' not in plain_page
+    # a prompt set's rows are queries: the page counts them and the facts they ask, never queries as facts
+    assert (body["total"], body["queries"], body["n_facts"]) == (4, 4, 2)
+    assert (plain["total"], plain["queries"], plain["n_facts"]) == (2, 2, 2)
+    assert '<p class="meta" id="fact-count">4 queries (2 facts, each asked once per prompt) &middot; page 1 of 1' \
+        in page
+    assert '<p class="meta" id="fact-count">2 facts &middot; page 1 of 1' in plain_page
 
 
 def test_pages_of_a_run_edited_while_served_answer_an_html_page(serve_explorer, lama_dir, tmp_path):

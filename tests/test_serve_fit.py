@@ -258,3 +258,44 @@ def test_default_board_of_runs_sharing_no_relation_ranks_the_first_and_says_how_
                                                                                    in n for n in picked["notes"])
         bad = c.get("/api/leaderboard", params={"run": ["born", "capital"]})  # chosen so: refused, as kbc leaderboard
         assert bad.status_code == 400 and "no relation is held by every run" in bad.json()["detail"]
+
+
+def test_run_page_per_relation_table_leads_with_the_shared_scope_and_names_scope_n_and_relation(
+        serve_explorer, serve_run, tmp_path):
+    """summary.md, `kbc report` and the leaderboard lead with shared facts: the run page's per-relation table
+    shows those values first, with their scope, facts and relation names, then each predictor's own facts."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    other = tmp_path / "rel"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({
+        "experiment": "coherency", "corpora": ["trex"], "predictors": ["freq", "oracle"],
+        "predictor_specs": {"oracle": {"spec": "re-oracle"}},
+        "relation_types": {"trex": {"P19": "N-1"}}, "relation_labels": {"trex": {"P19": "place of birth"}}}))
+    rows = [{"corpus": "trex", "predictor": p, "scope": scope, "setting": "raw", "group": g, "metric": "coherency",
+             "value": v + (0 if scope == "own" else 2.82), "n_facts": n[p] if scope == "own" else 68}
+            for p, v in (("freq", 6.0), ("oracle", 40.0))
+            for scope, n in (("own", {"freq": 100, "oracle": 90}), ("shared", {}))
+            for g in ("all", "N-1", "P19")]
+    (other / "summary.json").write_text(json.dumps(rows))
+    serve_support.seal(other)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, other]))) as c:
+        body = c.get("/api/runs/rel").json()
+        shared, own = body["relation_tables"]
+        assert shared == {"scope": "shared", "rows": [{
+            "corpus": "trex", "relation": "P19", "label": "place of birth",
+            "coherency": {"freq": 8.82, "oracle": 42.82}, "n": {"freq": 68, "oracle": 68}, "facts": 68}]}
+        assert own["scope"] == "own" and own["rows"][0]["coherency"] == {"freq": 6.0, "oracle": 40.0}
+        assert own["rows"][0]["n"] == {"freq": 100, "oracle": 90} and own["rows"][0]["facts"] is None
+        assert body["relation_table"] == shared["rows"]
+        text = c.get("/runs/rel").text
+        first = text[text.index('<table id="per-relation"'):]
+        first = first[:first.index("</table>")]
+        assert 'data-scope="shared"' in first and "<td>8.82</td>" in first and "<td>68</td>" in first
+        assert "P19</a> place of birth" in first or "P19 place of birth" in first
+        second = text[text.index('<table id="per-relation-own"'):]
+        second = second[:second.index("</table>")]
+        assert "<td>6.00 <small>n=100</small></td>" in second and "<td>40.00 <small>n=90</small></td>" in second

@@ -145,13 +145,15 @@ def make_masked(name: str, ctx: PredictorContext):
         raise ConfigError(f"--set candidates={vocab}: use one of {', '.join(VOCABS)}")
     normalize = ctx.options.get("normalize", "full")
     loaded = load(name, "masked", ctx.device, ctx.dtype)
+    variant = ctx.options.get("pll", "within_word_l2r") if _statement(ctx) else None
     scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=ctx.dtype,
                             batch_size=ctx.batch_size, normalize=normalize, cache=_cache(ctx),
-                            max_length=number_option(ctx.options, "max_length"), compat=getattr(ctx, "compat", None))
-    if _statement(ctx):
+                            max_length=number_option(ctx.options, "max_length"), compat=getattr(ctx, "compat", None),
+                            pll=variant)
+    if variant is not None:
         from lm.statement import MaskedStatementScorer
 
-        pll = MaskedStatementScorer(scorer, ctx.options.get("pll", "within_word_l2r"), batch_size=None)
+        pll = MaskedStatementScorer(scorer, variant, batch_size=None)
         return _statement_predictor(name, ctx, pll, {"path": scorer.path, "device": str(scorer.device)})
     labels = token_labels(loaded.tokenizer, scorer.vocab_size)
     extra = {}

@@ -420,6 +420,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if seen is None and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
                               "identity for it; give it another name (NAME=SPEC) or use another --out")
+        if seen and seen != ident and same_content(seen, ident):
+            ident = seen  # the same files spelled another way (relative, absolute, a copy): kept as first recorded
         if seen and seen != ident and has_records(cfg.out, p.name):
             if "answer_rule" in ident and _differs_only_in(seen, ident, "answer_rule"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
@@ -508,6 +510,22 @@ def _refuse_question_facts(cfg: RunConfig, before: dict, now: dict, corpus: str 
                       "questions (their choices, the reasoning questions around it) depend on the relations and the "
                       f"--limit sample asked, so those answered there would differ; use another --out, or "
                       f"{_asked(before)}")
+
+
+def same_content(seen: dict, ident: dict) -> bool:
+    """Whether two predictor identities differ only in how paths are spelled whose files hash alike (every byte,
+    `lm.loading.files_fingerprint`): a model folder given relative then absolute, or copied elsewhere, is the
+    same input, as a prompt file's content is. Fingerprints of an earlier kbc version (not of every byte) never
+    stand for their path."""
+    from lm.loading import FILES_PREFIX
+
+    def path_free(ident: dict) -> dict:
+        files = ident.get("files", {})
+        hashed = {k for k, v in files.items() if isinstance(v, str) and v.startswith(FILES_PREFIX)}
+        options = {k: (None if k in hashed else v) for k, v in ident.get("options", {}).items()}
+        return {**ident, "spec": None if "spec" in hashed else ident.get("spec"), "options": options}
+
+    return seen.get("files") == ident.get("files") and path_free(seen) == path_free(ident)
 
 
 def _differs_only_in(seen: dict, ident: dict, key: str) -> bool:

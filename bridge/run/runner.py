@@ -464,10 +464,11 @@ class Job:
             self.sampled["recorded"] += len(pairs) - len(rest)
             if rest:
                 todo.append((rel, rest, path))
+        asked = sum(len(x) for x in queries.values())
+        said = resume_line(where, asked, asked - sum(len(rest) for _, rest, _ in todo))
+        if said:
+            log.info(said)
         if not todo:
-            asked = sum(len(x) for x in queries.values())
-            if asked:  # a stage that asks this predictor nothing (LM-KBC's train without tuning) says nothing
-                log.info("%s: all %d queries done, skipped", where, asked)
             return
         predictor = self._build()
         todo, ruled = _drop_left_out(experiment, todo)  # first: every predictor drops these, whatever it answers
@@ -540,6 +541,16 @@ class Job:
             bar.close()
             if scorer is not None:
                 scorer.on_batch = None
+
+
+def resume_line(where: str, asked: int, recorded: int) -> str | None:
+    """What a rerun says of a predictor's stage already recorded, all of it or a part; None where it asks every
+    query (a stage that asks nothing, as LM-KBC's train without tuning, says nothing either)."""
+    if not asked or not recorded:
+        return None
+    if recorded >= asked:
+        return f"{where}: all {asked} queries done, skipped"
+    return f"{where}: {recorded} of {asked} queries recorded earlier; asking {asked - recorded}"
 
 
 def whole_space(predictor, relation: str) -> int:

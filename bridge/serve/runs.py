@@ -262,12 +262,14 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             notes.append(f"{corpus}: the shared facts are {kept} of the {asked} a predictor answered (less than "
                          "half): read the own columns beside them")
     notes += _dash_notes(loaded, table, metric, groups, extra)
-    by_relation: dict[tuple[str, str], dict[str, float]] = {}
-    for r in per_relation:
-        if r.get("metric") == metric:
-            by_relation.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r.get("value")
-    relation_table = [{"corpus": c, "relation": rel, metric: values}
-                      for (c, rel), values in sorted(by_relation.items())]
+    # per relation, the scope summary.md, `kbc report` and the leaderboard lead with (shared where the run has it),
+    # then each predictor's own facts: one cell, one value in every view
+    labels = loaded.run.config.get("relation_labels") or {}
+    relation_scopes = [scope for scope in ("shared", "own") if any(
+        r.get("scope", "own") == scope and r.get("metric") == metric and r.get("group") in relations for r in every)]
+    relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels)}
+                       for scope in relation_scopes]
+    relation_table = relation_tables[0]["rows"] if relation_tables else []
     # the exact match per relation of predictors that wrote their answers, where the run leads with P@1
     written = [] if metric == "em" else list(dict.fromkeys(r.get("predictor") for r in per_relation
                                                             if r.get("metric") == "em"))
@@ -282,10 +284,26 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "digits": 3 if loaded.experiment == "lmkbc" else 2,  # LM-KBC's scores are fractions, as its evaluate.py
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
-            "table": table, "relation_table": relation_table, "notes": notes,
+            "table": table, "relation_table": relation_table, "relation_tables": relation_tables, "notes": notes,
             "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES)}
+
+
+def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict) -> list[dict]:
+    """Per (corpus, relation) of one scope: its label, `metric` per predictor and the facts it is over (`n`, one
+    number where every predictor's is the same, as the shared scope's are)."""
+    cells: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r.get("metric") == metric and r.get("group") in relations and r.get("scope", "own") == scope:
+            cells.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r
+    out = []
+    for (corpus, rel), by in sorted(cells.items()):
+        counts = {p: r.get("n_facts") for p, r in by.items()}
+        out.append({"corpus": corpus, "relation": rel, "label": (labels.get(corpus) or {}).get(rel, ""),
+                    metric: {p: r.get("value") for p, r in by.items()}, "n": counts,
+                    "facts": next(iter(counts.values())) if len(set(counts.values())) == 1 else None})
+    return out
 
 
 def _shown_metrics(experiment: str, rows: list[dict], setting: str, metric: str, extra: tuple[str, ...]
@@ -472,9 +490,11 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         mask = {"a-right-b-wrong": wa & lb, "b-right-a-wrong": la & wb, "both-right": wa & wb,
                 "both-wrong": la & lb}[outcome]
         frame = frame[mask]
-    total = len(frame)
+    total = len(frame)  # rows: queries, one per fact and prompt where the run asked a prompt set
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
-    from bridge.run.fact_columns import prompt_of
+    from bridge.run.fact_columns import fact_uid, prompt_of
+
+    facts = frame[["corpus"]].assign(uid=frame["uid"].astype(str).map(fact_uid)).drop_duplicates()
 
     preds = loaded.run.predictors
     rows = []
@@ -486,8 +506,9 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
                              for p in preds}
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
-            "per_page": per_page, "total": total, "pages": max(1, -(-total // per_page)), "predictors": preds,
-            "prompted": any(r["prompt_id"] for r in rows), "facts": rows}
+            "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
+            "pages": max(1, -(-total // per_page)), "predictors": preds,
+            "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
 
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
