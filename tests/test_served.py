@@ -689,6 +689,22 @@ def test_a_server_url_holding_a_password_is_refused_before_any_work_without_show
     assert not out.exists() and not (tmp_path / "cache").exists() and server.bodies == []
 
 
+@pytest.mark.parametrize("query", ["api-key=secretpw", "api-version=2024-06-01&access_token=secretpw"])
+def test_a_server_url_holding_a_key_in_its_query_is_refused_without_showing_it(serve, lama_dir, tmp_path, capsys,
+                                                                              monkeypatch, query):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    out = tmp_path / "run"
+    code, stdout, err = run_kbc(lama_args(f"{server.url}?{query}", lama_dir, out), capsys)
+    param = query.rsplit("&", 1)[-1].split("=")[0]
+    assert code == 2 and stdout == "" and "secretpw" not in err
+    assert err.splitlines() == [
+        f"error: --predictors llm: the server URL holds a key ({param}=...), which a run would record and print; "
+        f"give the URL without it ({server.url}) and the key in an environment variable: --set llm.key_env=VAR "
+        "(sent as a Bearer token)"]
+    assert not out.exists() and not (tmp_path / "cache").exists() and server.bodies == []
+
+
 # -- a Ctrl-C at any point keeps every answer the server gave: a request sent is a response handed over --
 
 def stopped_after_two_requests(workers: int):

@@ -213,9 +213,11 @@ def _refuse_credentials(name: str, spec: str) -> None:
     environment variable (`NAME.key_env`), sent only in the Authorization header."""
     if not spec.startswith(("http://", "https://")):
         return
-    from urllib.parse import urlsplit
+    from urllib.parse import parse_qsl, urlsplit
 
-    if "@" not in urlsplit(spec).netloc:
+    parts = urlsplit(spec)
+    secret = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
+    if "@" not in parts.netloc and not secret:
         return
     from lm.served import public_url
 
@@ -223,9 +225,13 @@ def _refuse_credentials(name: str, spec: str) -> None:
         bare = public_url(spec)
     except ValueError:  # a port that is no number: name only the scheme
         bare = spec.split("://", 1)[0] + "://HOST/v1"
-    raise ConfigError(f"--predictors {name}: the server URL holds a user name or password, which a run would record "
+    held = "a user name or password" if "@" in parts.netloc else f"a key ({secret[0]}=...)"
+    raise ConfigError(f"--predictors {name}: the server URL holds {held}, which a run would record "
                       f"and print; give the URL without it ({bare}) and the key in an environment variable: "
                       f"--set {name}.key_env=VAR (sent as a Bearer token)")
+
+
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|signature|sig$|auth", re.IGNORECASE)  # query names keys hide in
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:
