@@ -620,8 +620,8 @@ def test_the_report_and_the_leaderboard_name_the_served_model_and_what_a_resumed
     assert code == 0, err
     md = (tmp_path / "report" / "report.md").read_text()
     assert f"| llm | LM | tiny at {server.url} |" in md
-    assert ("| predictor | corpus | queries answered | asked | from the cache | sharing a prompt | requests sent | "
-            "retried | failed | prompt tokens | completion tokens |") in md
+    assert ("| predictor | corpus | queries answered | asked | from the cache | sharing a prompt | "
+            "requests sent (local: generations) | retried | failed | prompt tokens | completion tokens |") in md
     assert "| llm | google_re | 9 | 9 | 0 | 0 | 11 | 0 | 1 | 30 | 20 |" in md
     code, board, err = run_kbc(["leaderboard", str(out), "--metric", "em"], capsys)
     assert code == 0, err

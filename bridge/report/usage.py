@@ -1,13 +1,13 @@
 """The report's table of what asking a model by generation cost: queries by how each was answered, requests and
 tokens, as config.json's `usage` sums them over the attempts that made the run (a resumed run counts each request
-and token once)."""
+and token once; a local model sends no request: its column counts generations)."""
 
 from __future__ import annotations
 
 from bridge.report.page import Table
 
 COLUMNS = (("asked", "asked"), ("cached", "from the cache"), ("shared", "sharing a prompt"),
-           ("sent", "requests sent"), ("retried", "retried"), ("failed", "failed"),
+           ("sent", "requests sent (local: generations)"), ("retried", "retried"), ("failed", "failed"),
            ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"))
 
 
