@@ -26,8 +26,10 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, Request, build_opener
 
+import pyoxigraph as ox
 from oxrdflib import OxigraphStore
 from rdflib import RDFS, Dataset, Literal, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.query import Result
 
 from eval.errors import ConfigError, KbcError
@@ -189,6 +191,28 @@ def store_path(location: str) -> Path:
     return path
 
 
+def _oxigraph_term(term: object) -> ox.NamedNode | ox.Literal:
+    """An IRI or a literal as `oxrdflib` converts it; ValueError for any other term."""
+    kind = type(term)
+    if kind is URIRef and term != DATASET_DEFAULT_GRAPH_ID:
+        return ox.NamedNode(term)
+    if kind is Literal:
+        return ox.Literal(term, language=term.language,
+                          datatype=ox.NamedNode(term.datatype) if term.datatype else None)
+    raise ValueError(term)
+
+
+def _oxigraph_quads(quads: list[tuple]) -> list[ox.Quad] | None:
+    """(s, p, o, graph IRI) quads of IRIs and literals as the Oxigraph quads `Dataset.addN` stores for them, built
+    directly: rdflib's per-term dispatch costs more than the store's own insert. None where any quad holds
+    another kind of term (a blank node, a graph object), which `addN` is left to convert."""
+    try:
+        return [ox.Quad(_oxigraph_term(s), _oxigraph_term(p), _oxigraph_term(o), _oxigraph_term(g))
+                for s, p, o, g in quads]
+    except ValueError:
+        return None
+
+
 class _Embedded:
     """rdflib Dataset on an in-memory Oxigraph store (scratch work such as a closure)."""
 
@@ -241,7 +265,12 @@ class _OnDisk:
         with self.writing(), self._damage():
             self.claim()
             self.folder.writable()
-            self.dataset.addN(quads)
+            dataset = self.dataset
+            converted = _oxigraph_quads(quads)
+            if converted is None:
+                dataset.addN(quads)
+            else:
+                self.folder.current().extend(converted)
 
     def claim(self) -> None:
         self.folder.claim()

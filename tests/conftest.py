@@ -66,7 +66,30 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+# modules whose module-scoped fixtures take seconds to set up (a model and embeddings loaded, an index or a run
+# built): under `-n` each is kept whole on one worker, so that they are set up once, not once per worker
+SET_UP_ONCE = ("test_api", "test_entities_answers", "test_input_checks", "test_leaderboard_left_out",
+               "test_ray_executor", "test_report", "test_served_real", "test_shared_scope", "test_text_paragraphs",
+               "test_text_retrieval")
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Heavy end-to-end runs first: with `-n 2` they start at once beside the many quick tests instead of
     lengthening the tail of the run."""
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` hands out tests one by one in their order, as `--dist load` does, but each module of `SET_UP_ONCE`
+    whole (those first, the largest first: `LoadScopeScheduling`)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if Path(module).stem in SET_UP_ONCE else nodeid
+
+    return Scheduling(config, log)

@@ -49,3 +49,34 @@ def test_types_on_trex(trex, tmp_path):
     assert sorted(r for r, sh in shapes.items() if sh.symmetric) == ["P190", "P47", "P530"]
     rows = compare_types(shapes.values(), {r: rel.type for r, rel in trex.relations.items()})
     assert len(rows) == 41
+
+
+def test_quads_written_directly_are_those_rdflib_writes(tmp_path):
+    """A store on disk converts IRIs and literals to Oxigraph quads itself: the same quads as rdflib's `addN`
+    through oxrdflib, for plain, language-tagged and typed literals; other terms are left to `addN`."""
+    import pyoxigraph as ox
+    from oxrdflib import OxigraphStore
+    from oxrdflib._converter import to_ox
+    from rdflib import RDFS, BNode, Dataset, Literal, URIRef
+
+    from kb.store import _oxigraph_quads, fact_quads, graph_iri
+
+    g = graph_iri("gold")
+    quads = [*fact_quads(toy_facts(), "gold"), (URIRef("urn:x:a"), RDFS.label, Literal("Paris", lang="fr"), g),
+             (URIRef("urn:x:a"), URIRef("urn:x:n"), Literal(5), g), (URIRef("urn:x:a"), URIRef("urn:x:d"),
+             Literal("1.50", datatype=URIRef("http://www.w3.org/2001/XMLSchema#decimal")), g)]
+    by_rdflib = ox.Store()
+    Dataset(store=OxigraphStore(store=by_rdflib)).addN(quads)
+    direct = _oxigraph_quads(quads)
+    assert direct == [to_ox(q) for q in quads]
+    stored = ox.Store()
+    stored.extend(direct)
+    assert set(stored) == set(by_rdflib) and len(set(by_rdflib)) == len(set(direct)) == 16  # labels repeat
+    assert _oxigraph_quads([*quads, (BNode("b"), RDFS.label, Literal("x"), g)]) is None
+
+    store = GraphStore.open(tmp_path / "s")
+    store.add_quads(quads)
+    assert set(store.backend.folder.current()) == set(by_rdflib)
+    store.add_quads([(BNode("b"), RDFS.label, Literal("blank"), g)])  # through rdflib's `addN`
+    assert [str(label) for label, in store.select(
+        f"SELECT ?l WHERE {{ GRAPH <{g}> {{ ?b <{RDFS.label}> ?l FILTER(isBlank(?b)) }} }}")] == ["blank"]
