@@ -251,10 +251,12 @@ def test_a_cluster_started_for_the_run_keeps_the_driver_priority():
             "    f = ray.remote(num_cpus=1)(lambda: os.nice(0))\n"
             "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ)")
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    # the driver runs below this process's priority, as under `nice`: its workers take the driver's, not more
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=lambda: os.nice(3))
     assert done.returncode == 0, done.stderr
-    mine = os.nice(0)
-    assert done.stdout.split() == [str(mine), str(mine), "False"]  # Ray alone would give its workers niceness 15
+    driver = min(os.nice(0) + 3, 19)
+    assert done.stdout.split() == [str(driver), str(driver), "False"]  # Ray alone would give its workers 15 more
 
 
 def test_a_port_that_is_not_ray_is_one_error_line(monkeypatch):

@@ -360,11 +360,13 @@ class RemotePredictor:
 def _workers_at_driver_priority() -> Iterator[None]:
     """A cluster started here runs its workers at this process's priority: Ray's default lowers theirs
     (niceness 15), so on a busy machine every actor would get less CPU than the same work done locally.
-    `RAY_worker_niceness` set by the user wins; a cluster already running keeps its own setting."""
+    The variable is an increment over the niceness the workers inherit (the driver's, through the raylet it
+    starts), so 0 keeps the driver's. `RAY_worker_niceness` set by the user wins; a cluster already running keeps
+    its own setting."""
     if NICENESS_VARIABLE in os.environ:
         yield
         return
-    os.environ[NICENESS_VARIABLE] = str(os.nice(0))
+    os.environ[NICENESS_VARIABLE] = "0"
     try:
         yield
     finally:
