@@ -1176,7 +1176,8 @@ def test_a_failed_index_build_leaves_no_folder_it_made(ctx, capsys, source, text
         code, _, err = run_kbc(["index", "build", "--source", source, "--input", str(src), "--out", str(out),
                                 "--quiet"], capsys)
         _assert_one_error_line(code, err, f"error: {src}{sep}{why}", False)
-        assert not out.exists() and not (ctx.tmp / "new").exists()
+        left = sorted(str(p.relative_to(ctx.tmp)) for p in ctx.tmp.rglob("*") if "idx" in p.parts)
+        assert not out.exists() and not (ctx.tmp / "new").exists(), left
     (ctx.tmp / "mine").mkdir()
     code, _, err = run_kbc(["index", "build", "--source", source, "--input", str(src), "--out", str(ctx.tmp / "mine"),
                             "--quiet"], capsys)

@@ -231,7 +231,7 @@ class TantivyIndex:
                 except Exception:  # the writer may already be unusable; the folder goes anyway
                     pass
             writer = index = None
-            shutil.rmtree(generation, ignore_errors=True)
+            _remove_tree(generation)
             raise
         for old in root.iterdir():
             if old.is_dir() and old.name.startswith("gen-") and old.name != name:
@@ -334,3 +334,14 @@ class TantivyIndex:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _remove_tree(folder: Path, tries: int = 50) -> None:
+    """Remove a failed build's folder. The index writer's own threads may still release its files while the
+    folder is being removed (a file put back after its folder was emptied), so the removal is tried until the
+    folder is gone, for up to about a second."""
+    for _ in range(tries):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.02)
