@@ -11,15 +11,17 @@ gives the facts, relations, load reports and version that parsing gives.
 
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import json
 import logging
 import os
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
@@ -56,13 +58,21 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
     """The corpus `parse()` gives, from its snapshot (under `cache_dir`, else the default cache) where that was made
     from the same bytes of `files()`."""
     path = snapshot_path(name, root, options, cache_dir)
+    key = path.name  # the corpus, its data directory and the loader's options, whichever cache holds it
     try:
         wanted = files()
+        recent = _RECENT.get(key)
+        if recent is not None and _stats(wanted) == [s[:3] for s in recent[0]]:
+            sources, version = read_sources(wanted)
+            if sources == recent[0]:
+                _RECENT.move_to_end(key)
+                return _copy(recent[2], version)
         found = _current(path, wanted)
         if found is not None:
             corpus = _decode_body(path, found[0], name, facts=True)
             if corpus is not None:
-                corpus._version = (tuple(corpus.files), found[1])
+                corpus._version = (tuple(corpus.files), found[1][1])
+                _remember(key, found[1][0], corpus)
                 return corpus
         before = read_sources(wanted)
     except (OSError, KbcError):
@@ -76,7 +86,38 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
     if [s[0] for s in after[0]] == [s[0] for s in before[0]] and after == before:
         corpus._version = (tuple(corpus.files), after[1])  # the bytes parsed are the bytes hashed
         _write(path, corpus, after[0])
+        _remember(key, after[0], corpus)
     return corpus
+
+
+# The corpora this process read last, by snapshot name, with the data files they were read from: a process that
+# runs several experiments (the Python API, a notebook) decodes a corpus once while its files keep their bytes
+_RECENT: OrderedDict[str, tuple[Sources, str, Corpus]] = OrderedDict()
+KEEP_RECENT = 4  # LAMA's four corpora
+
+
+def _remember(key: str, sources: Sources, corpus: Corpus) -> None:
+    _RECENT[key] = (sources, corpus.version, _copy(corpus, corpus.version))
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > KEEP_RECENT:
+        _RECENT.popitem(last=False)
+
+
+def forget_recent() -> None:
+    """Read every corpus from its snapshot or its files again (the next load decodes or parses)."""
+    _RECENT.clear()
+
+
+def _copy(corpus: Corpus, version: str) -> Corpus:
+    """A corpus of its own holding the same (immutable) facts and relations: a caller may change its lists."""
+    copied = replace(corpus, relations=dict(corpus.relations), facts=list(corpus.facts),
+                     reports=copy.deepcopy(corpus.reports), files=list(corpus.files))
+    copied._version = (tuple(copied.files), version)
+    return copied
+
+
+def _stats(files: list[Path]) -> list[tuple[str, int, int]]:
+    return [(str(p), (st := p.stat()).st_size, st.st_mtime_ns) for p in sorted(files)]
 
 
 @contextmanager
@@ -105,19 +146,19 @@ def cached_outline(name: str, root: Path, options: dict, files: Callable[[], lis
     if outline is None:
         return None
     corpus, n_facts = outline
-    corpus._version = (tuple(corpus.files), found[1])
+    corpus._version = (tuple(corpus.files), found[1][1])
     return corpus, n_facts
 
 
-def _current(path: Path, wanted: list[Path]) -> tuple[bytes, str] | None:
-    """The content of the snapshot at `path` (after its header) and the data version, where it was made from the
-    bytes `wanted` hold and its content has the size and CRC its header names."""
-    stats = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(wanted)]
+def _current(path: Path, wanted: list[Path]) -> tuple[bytes, tuple[Sources, str]] | None:
+    """The content of the snapshot at `path` (after its header), the data files' identities and the data version,
+    where it was made from the bytes `wanted` hold and its content has the size and CRC its header names."""
+    stats = _stats(wanted)
     read = _read(path)
     if read is None or [s[:3] for s in read[0]["sources"]] != stats:
         return None
     sources, version = read_sources(wanted)
-    return (read[1], version) if read[0]["sources"] == sources else None
+    return (read[1], (sources, version)) if read[0]["sources"] == sources else None
 
 
 def _read(path: Path) -> tuple[dict, bytes] | None:

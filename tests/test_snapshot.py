@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from eval import lama
+from eval import lama, snapshot
 from eval.corpora import load_corpus
-from eval.snapshot import SCHEMA, snapshot_path
+from eval.snapshot import SCHEMA, forget_recent, snapshot_path
 
 RELATIONS = [{"relation": "P19", "template": "[X] was born in [Y] .", "label": "place of birth", "type": "N-1"},
              {"relation": "P36", "template": "The capital of [X] is [Y] .", "label": "capital", "type": "1-1"}]
@@ -115,6 +115,7 @@ def test_a_damaged_snapshot_is_parsed_again_and_rewritten(data, damage, caplog):
     else:
         raw = json.dumps({**json.loads(head), "schema": SCHEMA + 1}).encode() + b"\n" + body
     path.write_bytes(raw)
+    forget_recent()  # as a new process finds it
     with caplog.at_level(logging.WARNING, logger="kbc"):
         corpus = load_corpus("trex", data)
     assert [f.object.label for f in corpus.facts] == ["Paris", "Rome"]
@@ -200,3 +201,27 @@ def test_parsing_a_corpus_pauses_the_cycle_collector_and_resumes_it(data, monkey
     else:
         assert [f.uid for f in load_corpus("trex", data).facts] == ["u1", "u2"]
     assert (seen, gc.isenabled()) == ([False], True)
+
+
+def test_a_process_decodes_a_corpus_once_while_its_files_keep_their_bytes(data, tmp_path, monkeypatch):
+    first = load_corpus("trex", data)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read again")
+
+    with monkeypatch.context() as m:
+        m.setitem(lama.LOADERS, "trex", refuse)
+        m.setattr(snapshot, "_decode_body", refuse)
+        m.setenv("KBC_CACHE", str(tmp_path / "another-cache"))  # whichever cache a run names
+        again = load_corpus("trex", data)
+        _same(again, first)
+        again.facts.clear()  # a caller's changes stay its own
+        again.reports[0].drop("by hand")
+        _same(load_corpus("trex", data), lama.load_trex(data))
+    path = data / "TREx" / "P19.jsonl"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b'"Rome"', b'"Roma"'))  # same size and mtime, other bytes
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = load_corpus("trex", data)
+    assert [f.object.label for f in changed.facts] == ["Paris", "Roma"]
+    _same(changed, lama.load_trex(data))
