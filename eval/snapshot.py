@@ -29,7 +29,7 @@ from eval.datadir import cache_root, hash_files
 from eval.errors import KbcError
 from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
-from eval.types import Entity, Evidence, Fact, Relation
+from eval.types import Entity, Fact, Relation, evidences_of
 
 SCHEMA = 2
 log = logging.getLogger("kbc")
@@ -269,7 +269,7 @@ def _decode(meta: dict, cols: dict | None, name: str) -> Corpus:
     owner = [o.label for o, k in zip(objects, counts) for _ in range(k)]  # each evidence's gold label
     texts = [t if t is not None else _filled(m, s, lb)
              for t, m, s, lb in zip(cols["text"], cols["masked"], cols["obj_surface"], owner)]
-    evidences = list(map(Evidence, texts, *(cols[k] for k in _EVIDENCE[1:])))
+    evidences = evidences_of(texts, *(cols[k] for k in _EVIDENCE[1:]))
     facts = []
     start = 0
     for uid, rel, sub, obj, cloze, idx, k in zip(cols["uid"], cols["relation"], subjects, objects, cols["cloze"],

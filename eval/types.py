@@ -79,6 +79,27 @@ class Evidence(_Pickled):
     url: str | None = None
 
 
+_SET_EVIDENCE = tuple(getattr(Evidence, f.name).__set__ for f in fields(Evidence))
+assert len(_SET_EVIDENCE) == 5
+
+
+def _evidence(text: str, masked: str | None, sub_surface: str | None, obj_surface: str | None,
+              url: str | None) -> Evidence:
+    evidence = object.__new__(Evidence)
+    set_text, set_masked, set_sub, set_obj, set_url = _SET_EVIDENCE
+    set_text(evidence, text)
+    set_masked(evidence, masked)
+    set_sub(evidence, sub_surface)
+    set_obj(evidence, obj_surface)
+    set_url(evidence, url)
+    return evidence
+
+
+def evidences_of(*columns: Iterable) -> list[Evidence]:
+    """`Evidence(*fields)` of each row of the columns, at half the cost of `__init__` (T-REx has 178K of them)."""
+    return list(map(_evidence, *columns))
+
+
 @dataclass(frozen=True, slots=True)
 class Fact(_Pickled):
     uid: str
