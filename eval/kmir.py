@@ -30,6 +30,7 @@ from pathlib import Path
 from eval.errors import DataError
 from eval.f1 import best_over_golds
 from eval.jsonl import read_text
+from eval.relations import relation_id
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Entity, Fact, Relation
 
 TRIPLE_COMPLETION = "triple_completion"
@@ -576,8 +577,8 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
             values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
         out += [{"setting": "raw", "group": group, "metric": m, "value": v,
                  "n_facts": n if m in ROBUSTNESS else len(chosen)} for m, v in values.items()]
-    for relation in sorted({str(r["relation"]) for r in rows if r.get("relation")}):
-        chosen = [r for r in rows if r.get("relation") == relation]
+    for relation in sorted({relation_id(str(r["relation"])) for r in rows if r.get("relation")}):
+        chosen = [r for r in rows if r.get("relation") and relation_id(str(r["relation"])) == relation]
         out += [{"setting": "raw", "group": relation, "metric": m,
                  "value": 100.0 * sum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
                 for m in PER_RELATION]

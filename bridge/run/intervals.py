@@ -17,7 +17,7 @@ from eval.generated_scores import groups_of, is_generated, rate_cells
 from eval.generated_scores import unit_scores as generated_units
 from eval.kmir import PER_RELATION
 from eval.rank_table import RankTable
-from eval.relations import summary_groups
+from eval.relations import relation_id, summary_groups
 from eval.set_metrics import (
     ALL,
     LABEL_METRICS,
@@ -140,7 +140,7 @@ def _kmir(items: list[dict]) -> UnitSets:
         for r in items:
             kinds[r["kind"]].append(100.0 * float(r[metric]))
             if r.get("relation"):
-                relations[str(r["relation"])].append(100.0 * float(r[metric]))
+                relations[relation_id(str(r["relation"]))].append(100.0 * float(r[metric]))
         cells = {k: np.array(v) for k, v in (kinds | relations).items()}
         out[("raw", metric)] = (cells, {}, {"all": list(kinds)}, {})
     return out
