@@ -30,6 +30,7 @@ from pathlib import Path
 from eval.errors import DataError
 from eval.f1 import best_over_golds
 from eval.jsonl import read_text
+from eval.relations import relation_id
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Entity, Fact, Relation
 
 TRIPLE_COMPLETION = "triple_completion"
@@ -540,12 +541,14 @@ def score(question: KmirQuestion, prediction: str | None) -> KmirScore:
 
 
 ROBUSTNESS = ("robust_all", "robust_partial", "robust_none")
+PER_RELATION = ("f1", "em")  # the metrics scored per relation too (a question's relation: its fact's, or derived)
 
 
 def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
     """Tidy rows `{setting, group, metric, value, n_facts}` over scored questions.
 
-    Groups: each question kind present, and `all`. Metrics, in percent: `f1` and `em` (means
+    Groups: each question kind present, `all`, and each relation the questions ask (`f1` and `em` alone:
+    the mean over that relation's questions, whatever their kind). Metrics, in percent: `f1` and `em` (means
     over the group's questions) and the Q-set robustness shares of KMIR Table 5 (`robust_all`:
     every question of the fact's Q-set exactly right; `robust_partial`: some; `robust_none`:
     none), a Q-set restricted to the group's questions, and `chance` (mean of the records'
@@ -574,4 +577,9 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
             values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
         out += [{"setting": "raw", "group": group, "metric": m, "value": v,
                  "n_facts": n if m in ROBUSTNESS else len(chosen)} for m, v in values.items()]
+    for relation in sorted({relation_id(str(r["relation"])) for r in rows if r.get("relation")}):
+        chosen = [r for r in rows if r.get("relation") and relation_id(str(r["relation"])) == relation]
+        out += [{"setting": "raw", "group": relation, "metric": m,
+                 "value": 100.0 * sum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
+                for m in PER_RELATION]
     return out

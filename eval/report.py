@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 
 from eval.cells import md_row
+from eval.kmir import KINDS
 from eval.relations import DOMAIN_PREFIX, relation_id
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
+NOT_RELATIONS = (*TYPE_ORDER, *KINDS)  # groups that are no relation: types, `all`, KMIR's question kinds
 METRIC_NAMES = {"p@1": "P@1 (%)", "p@10": "P@10 (%)", "mrr": "MRR", "coherency": "Coherency (%)",
                 "coherency_round1": "Coherency round 1 (%)", "coherency_round2": "Coherency round 2 (%)",
                 "c1": "c1: first step of round 1 right (%)", "c2": "c2: first step of round 2 right (%)",
@@ -88,13 +90,15 @@ def relation_name(rel: str, info: dict[str, tuple[str | None, str | None]] | Non
 
 
 def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> list[str]:
-    """The columns: every relation (and other group, e.g. `symmetric`) where there are one to five, else the
-    relation types (T-REx, as LAMA Table 2), else BEAR's knowledge domains; then `all`."""
+    """The columns: KMIR's question kinds where the rows have them, else every relation (and other group, e.g.
+    `symmetric`) where there are one to five, else the relation types (T-REx, as LAMA Table 2), else BEAR's
+    knowledge domains; then `all`."""
     groups = list(dict.fromkeys(r["group"] for r in rows if r["corpus"] == corpus))
     types = [g for g in TYPE_ORDER if g in groups and g != "all"]
     domains = sorted(g for g in groups if g.startswith(DOMAIN_PREFIX))
-    relations = relation_order([g for g in groups if g not in TYPE_ORDER and g not in domains], info)
-    shown = relations if 1 <= len(relations) <= 5 else types or domains
+    kinds = relation_order([g for g in groups if g in KINDS])
+    relations = relation_order([g for g in groups if g not in NOT_RELATIONS and g not in domains], info)
+    shown = kinds or (relations if 1 <= len(relations) <= 5 else types or domains)
     return [g for g in shown if g != "all"] + ["all"]
 
 
@@ -185,7 +189,7 @@ def space_header(idx: dict, corpus: str, predictors: list[str], setting: str, sc
     and no relation's own size; `answer space` where each relation's is the one shown."""
     for p in predictors:
         sizes = {row["value"] for key, row in idx.items() if key[:4] == (corpus, p, setting, scope)
-                 and key[5] == "answer_space" and key[4] != "all" and key[4] not in TYPE_ORDER
+                 and key[5] == "answer_space" and key[4] != "all" and key[4] not in NOT_RELATIONS
                  and not key[4].startswith(DOMAIN_PREFIX)}
         if len(sizes) > 1:
             return SPACE_MEAN
@@ -283,7 +287,7 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
                  relations: RelationInfo | None = None, unit: str = "facts") -> str:
     """One row per (corpus, relation), relations by type then id, one column per predictor."""
     picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
-              and r.get("scope", "own") == scope and r["group"] not in TYPE_ORDER]
+              and r.get("scope", "own") == scope and r["group"] not in NOT_RELATIONS]
     predictors = list(dict.fromkeys(r["predictor"] for r in picked))
     by: dict[str, dict[str, dict[str, dict]]] = {}
     for r in picked:

@@ -72,7 +72,9 @@ def test_bins_are_log_spaced_and_count_every_answered_fact(analyzed):
     small, _, _, bins = analyzed
     table = pd.read_parquet(small.run / "instances.parquet")
     answered = table[table["dropped"].isna()]
-    for (corpus, predictor, setting, stat), group in pd.DataFrame(bins).groupby(
+    frame = pd.DataFrame(bins)
+    assert set(frame["scope"]) == {"own", "shared"}
+    for (corpus, predictor, setting, stat), group in frame[frame["scope"] == "own"].groupby(
             ["corpus", "predictor", "setting", "statistic"]):
         expected = answered[(answered["corpus"] == corpus) & (answered["predictor"] == predictor)]
         assert group["n"].sum() == expected[stat].notna().sum()
@@ -84,6 +86,22 @@ def test_bins_are_log_spaced_and_count_every_answered_fact(analyzed):
         if len(zero):
             hit = (zero[f"rank_{setting}"] == 1).fillna(False).mean() * 100
             assert first["p@1"] == pytest.approx(hit)
+
+
+def test_shared_bins_are_over_the_facts_every_predictor_answered(analyzed):
+    """The `shared` bins count, for every predictor alike, the facts all of the corpus's predictors answered."""
+    small, _, _, bins = analyzed
+    table = pd.read_parquet(small.run / "instances.parquet")
+    answered = table[table["dropped"].isna()]
+    frame = pd.DataFrame(bins)
+    for corpus, rows in answered.groupby("corpus"):
+        every = set.intersection(*(set(g["uid"]) for _, g in rows.groupby("predictor")))
+        for (predictor, setting, stat), group in frame[(frame["scope"] == "shared") & (frame["corpus"] == corpus)
+                                                       ].groupby(["predictor", "setting", "statistic"]):
+            facts = rows[(rows["predictor"] == predictor) & rows["uid"].isin(every)]
+            assert group["n"].sum() == facts[stat].notna().sum()
+            hits = sum((facts[f"rank_{setting}"] == 1).fillna(False) & facts[stat].notna())
+            assert (group["n"] * group["p@1"].fillna(0.0) / 100).sum() == pytest.approx(hits)
 
 
 def test_the_shared_run_is_left_as_built(analyzed, small_run):  # noqa: F811

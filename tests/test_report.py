@@ -329,6 +329,92 @@ def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, tmp_path, m
     assert "see the own-facts table" in md and "*Token F1 (%), setting raw, own facts*" in md
 
 
+def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_path, monkeypatch, capsys):
+    """summary.json holds F1/EM per relation (a question's relation, every kind pooled); summary.md's per-relation
+    table names relations, not kinds; `--delta random kb` draws kb minus random per relation over the questions both
+    answered, headed by the pair asked for; counts are `#questions` as in summary.md."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "kmir"
+    kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "random", "kb",
+         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"),
+         "--quiet", "--out", str(run)])
+    records = {name: [json.loads(line) for path in sorted((run / "predictions" / "trex" / name).glob("*.jsonl"))
+                      for line in path.read_text().splitlines()] for name in ("random", "kb")}
+    f1: dict[str, dict[str, list[float]]] = {}
+    for name, mine in records.items():
+        for r in mine:
+            assert "dropped" not in r
+            f1.setdefault(name, {}).setdefault(r["relation"], []).append(100.0 * r["f1"])
+    relations = sorted(f1["kb"])
+    assert {"P19", "P36"} <= set(relations)
+    rows = json.loads((run / "summary.json").read_text())
+    got = {(r["predictor"], r["group"]): r for r in rows
+           if r["scope"] == "own" and r["metric"] == "f1" and r["setting"] == "raw"}
+    for name in ("random", "kb"):
+        for rel in relations:
+            assert got[(name, rel)]["value"] == pytest.approx(sum(f1[name][rel]) / len(f1[name][rel]))
+            assert got[(name, rel)]["n_facts"] == len(f1[name][rel])
+    summary_md = (run / "summary.md").read_text(encoding="utf-8")
+    per_rel = summary_md.split("## Token F1 (%) per relation, shared facts", 1)[1].split("\n## ", 1)[0]
+    named = [line.split("|")[2].strip().split(" ")[0] for line in per_rel.strip().splitlines()[2:]]
+    assert sorted(named) == relations
+    # the kinds stay the columns of the main tables
+    assert "| corpus | predictor | answer space | #questions | entity_distinction |" in summary_md
+
+    capsys.readouterr()
+    code, _, err = run_kbc(["report", str(run), "--delta", "random", "kb", "--out", str(tmp_path / "rep")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "## Per-relation deltas of kb against random — E-BERT Fig. 2" in md
+    table = md_table(md, "Token F1 deltas against random")
+    assert table[0] == ["corpus", "relation", "#questions", "random", "kb − random", "object in subject (%)"]
+    want = []
+    for rel in sorted(relations):
+        base, other = sum(f1["random"][rel]) / len(f1["random"][rel]), sum(f1["kb"][rel]) / len(f1["kb"][rel])
+        want.append(["trex", rel, str(len(f1["kb"][rel])), f"{base:.2f}", f"{other - base:+.2f}", "-"])
+    assert table[1:] == want
+    assert (tmp_path / "rep" / "figures" / "delta_kb_vs_random.svg").is_file()
+    assert md_table(md, "trex: Token F1 (%), shared facts [95% interval]")[0][-1] == "#questions"
+    assert md_table(md, "Token F1 (%) per relation (mean over its questions, whatever their kind), shared facts")[
+        0] == ["corpus", "relation", "type", "#questions", "random", "kb"]
+    assert "#facts" not in md.split("## KMIR scores", 1)[1]
+
+
+def test_coherency_report_shows_the_relations_and_types_only_own_facts_hold(runs, capsys):
+    """freq answers no P19 fact: the shared facts hold P36 alone, so the report shows each predictor's own facts
+    per relation and type too (as summary.md does) instead of saying the run scored one relation."""
+    run = runs / "coherency-no-p19"
+    shutil.copytree(runs / "coherency", run, ignore=shutil.ignore_patterns("report*", ".kbc-records"))
+    first = run / "predictions" / "trex" / "freq" / "first" / "P19.jsonl"
+    keep = ("uid", "relation", "subject", "subject_id", "gold", "gold_id")
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    first.write_text("".join(json.dumps({**{k: r[k] for k in keep if k in r}, "dropped": "subject is not a single "
+                                         "token of the model"}) + "\n" for r in lines))
+    (run / "predictions" / "trex" / "freq" / "second" / "P19.jsonl").unlink()
+    collect(run)
+    rows = json.loads((run / "summary.json").read_text())
+    own = {(r["predictor"], r["group"]): r["value"] for r in rows
+           if r["scope"] == "own" and r["metric"] == "coherency" and r["setting"] == "raw"}
+    assert {g for (p, g) in own if p == "gold"} == {"P19", "P36", "N-1", "1-1", "all"}
+    code, _, err = run_kbc(["report", str(run), "--delta", "freq", "gold", "--out", str(run / "report")], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "one relation scored" not in md
+    table = md_table(md, "Coherency (%) per relation, own facts")
+    assert [row[:3] for row in table] == [["corpus", "relation", "type"], ["trex", "P36 capital", "1-1"],
+                                          ["trex", "P19 place of birth", "N-1"]]
+    assert table[2][4:] == ["-", f"{own[('gold', 'P19')]:.2f} ± 0.00"]
+    types = md_table(md, "trex: Coherency (%), own facts [95% interval]")
+    assert types[0] == ["predictor", "1-1", "N-1", "all", "#facts"]
+    assert [row[0] for row in types[1:]] == ["freq"] and types[1][2] == "-"
+    assert md_table(md, "trex: Coherency (%), shared facts [95% interval]")[0] == ["predictor", "1-1", "all",
+                                                                                   "#facts"]
+    # the delta names the pair asked for, not "the best KB predictor (freq)"
+    assert "## Per-relation deltas of gold against freq — coherency" not in md
+    assert [line for line in md.splitlines() if line.startswith("## Per-relation deltas")] == [
+        "## Per-relation deltas of gold against freq — E-BERT Fig. 2"]
+
+
 def shared_values(run: Path, metric: str = "p@1") -> dict[tuple[str, str, str], float]:
     rows = json.loads((run / "summary.json").read_text())
     return {(r["corpus"], r["group"], r["predictor"]): r["value"] for r in rows
@@ -375,8 +461,9 @@ def test_correlation_is_a_compact_matrix_with_the_full_table_as_csv(runs, capsys
     assert "[correlation.csv](correlation.csv)" in md
     full = pd.read_csv(runs / "corr-report" / "correlation.csv")
     assert len(full) == 4 * 7 * 2 * 2  # predictors x statistics x targets x methods, raw
-    assert full.columns.tolist() == ["corpus", "predictor", "statistic", "target", "method", "coefficient",
-                                     "p_value", "n"]
+    assert full.columns.tolist() == ["corpus", "predictor", "setting", "statistic", "target", "method",
+                                     "coefficient", "p_value", "n"]
+    assert set(full["setting"]) == {"raw"}
 
 
 def test_small_cooccurrence_bins_are_merged():
@@ -392,8 +479,38 @@ def test_report_page_shows_merged_bins(runs, capsys):
     assert code == 0, err
     md = (runs / "bins-report" / "report.md").read_text(encoding="utf-8")
     # write_analysis: bins 0, 1, 2-3 of 3 facts each (P@1 0, 25, 50) and 4-7 empty: under 20 facts in all
-    assert md_table(md, "trex, `cooc_paragraphs`: P@1 (%) per bin") == [
+    assert md_table(md, "trex, `cooc_paragraphs`: P@1 (%) per bin, over each predictor's own answered facts") == [
         ["bin", "facts", "freq", "gold", "bert", "bert2"], ["0-7", "9", "25.00", "25.00", "25.00", "25.00"]]
+    assert f"analysis/bins.json predates bins over the facts every predictor answered; `kbc analyze correlation " \
+        f"{runs / 'lama'}` writes them." in md
+
+
+def test_bins_are_over_the_facts_every_predictor_answered_or_say_whose_facts(runs, capsys):
+    """bins.json with `shared` rows: the table is over them, one `facts` column for all. Without (an older file)
+    where predictors answered different facts: each cell says how many facts it is over."""
+    run = runs / "bins-scoped"
+    shutil.copytree(runs / "lama", run, ignore=shutil.ignore_patterns("report*"))
+    own = [{"corpus": "trex", "predictor": p, "setting": "raw", "statistic": "sm", "bin": b, "low": lo, "high": hi,
+            "n": n, "p@1": v, "scope": "own"}
+           for p, cells in (("freq", ((66, 13.64), (34, 11.76))), ("bert", ((50, 0.0), (28, 3.57))))
+           for (b, lo, hi), (n, v) in zip((("0-1", 0, 2), ("2-31", 2, 32)), cells)]
+    shared = [{**r, "scope": "shared", "n": n, "p@1": v}
+              for r, (n, v) in zip(own, ((50, 18.0), (28, 14.29), (50, 0.0), (28, 3.57)))]
+    (run / "analysis" / "bins.json").write_text(json.dumps(own + shared))
+    code, _, err = run_kbc(["report", str(run), "--out", str(run / "report")], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert md_table(md, "trex, `sm`: P@1 (%) per bin, over the facts every predictor answered") == [
+        ["bin", "facts", "freq", "bert"], ["0-1", "50", "18.00", "0.00"], ["2-31", "28", "14.29", "3.57"]]
+    (run / "analysis" / "bins.json").write_text(json.dumps([{k: v for k, v in r.items() if k != "scope"}
+                                                            for r in own]))
+    code, _, err = run_kbc(["report", str(run), "--out", str(run / "report")], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert md_table(md, "trex, `sm`: P@1 (%) per bin, over each predictor's own answered facts; each cell's facts "
+                        "in parentheses (the predictors answered different facts)") == [
+        ["bin", "facts", "freq", "bert"], ["0-1", "-", "13.64 (66)", "0.00 (50)"],
+        ["2-31", "-", "11.76 (34)", "3.57 (28)"]]
 
 
 def test_figures_have_no_empty_axes_and_legends_outside(runs, capsys, monkeypatch):

@@ -65,7 +65,13 @@ def test_a_fewrel_report_shows_what_summary_md_shows_and_no_lama_sections(fewrel
         assert table[0] == ["gold relation", *found["predicted"]]
         assert table[1:] == [[g, *map(str, c)] for g, c in zip(found["gold"], found["counts"])]
         assert found["gold"] == ["P177", "P361", "P364"]
-        assert (report / "figures" / f"confusion_{p}.png").is_file()
+        # the heat map as every figure of the page: PNG shown, SVG linked (the run writes both)
+        for suffix in ("png", "svg"):
+            assert (out / "figures" / f"confusion-{p}.{suffix}").is_file()
+            assert (report / "figures" / f"confusion_{p}.{suffix}").read_bytes() == (
+                out / "figures" / f"confusion-{p}.{suffix}").read_bytes()
+        assert f"![{p}'s confusion matrix as a heat map](figures/confusion_{p}.png)" in md
+        assert f"([SVG](figures/confusion_{p}.svg))" in md
 
 
 def test_the_summary_and_report_say_macro_scores_are_over_the_relations_asked(fewrel_report, capsys):

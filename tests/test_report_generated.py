@@ -308,7 +308,7 @@ def test_a_compared_report_says_open_and_whose_shared_facts(runs, capsys):
 
 
 @pytest.mark.parametrize(("run", "delta", "heading"), [
-    ("written", ["--delta", "gpt", "t5"], "## Per-relation deltas against gpt — E-BERT Fig. 2"),
+    ("written", ["--delta", "gpt", "t5"], "## Per-relation deltas of t5 against gpt — E-BERT Fig. 2"),
     ("mixed", [], "## Per-relation deltas against the best KB predictor (freq) — E-BERT Fig. 2")])
 def test_the_delta_heading_names_the_baseline(runs, capsys, run, delta, heading):
     out = runs / f"rep-delta-{run}"

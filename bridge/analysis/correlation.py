@@ -96,23 +96,38 @@ def bin_label(low: int, high: int) -> str:
 
 
 def bins(frame: pd.DataFrame, statistics: Sequence[str] | None = None) -> list[dict]:
-    """Rows of `bins.json`: P@1 (%) per log-spaced bin of each count statistic, with its fact count."""
+    """Rows of `bins.json`: P@1 (%) per log-spaced bin of each count statistic, with its fact count; `scope`
+    `own` over each predictor's answered facts, `shared` over the facts every predictor of the corpus answered
+    (so the predictors of one bin are compared over the same facts)."""
     statistics = [s for s in (available(frame, BINNED) if statistics is None else statistics) if s in BINNED]
+    answered = frame[frame["dropped"].isna()] if "dropped" in frame.columns else frame
+    shared: dict[str, set] = {}
+    for (corpus, _), group in answered.groupby(["corpus", "predictor"], sort=False):
+        uids = set(group["uid"])
+        shared[corpus] = shared[corpus] & uids if corpus in shared else uids
     rows = []
-    for (corpus, predictor), group in frame.groupby(["corpus", "predictor"], sort=False):
-        for setting in SETTINGS:
-            scored = targets(group, setting)
-            for stat in statistics:
-                have = scored[scored[stat].notna()]
-                values = have[stat].astype(int).to_numpy()
-                hits = have["p@1"].to_numpy(dtype=float)
-                if not len(values):
-                    continue
-                spans = [(0, 0), *bin_edges(int(values.max()))]
-                for low, high in spans:
-                    mask = values == 0 if high == 0 else (values >= low) & (values < high)
-                    n = int(mask.sum())
-                    rows.append({"corpus": corpus, "predictor": predictor, "setting": setting, "statistic": stat,
-                                 "bin": bin_label(low, high), "low": low, "high": high, "n": n,
-                                 "p@1": 100.0 * float(hits[mask].mean()) if n else None})
+    for scope in ("own", "shared"):
+        for (corpus, predictor), group in frame.groupby(["corpus", "predictor"], sort=False):
+            chosen = group if scope == "own" else group[group["uid"].isin(shared.get(corpus, set()))]
+            rows += [{**row, "scope": scope} for row in _binned(chosen, corpus, predictor, statistics)]
+    return rows
+
+
+def _binned(group: pd.DataFrame, corpus: str, predictor: str, statistics: Sequence[str]) -> list[dict]:
+    rows = []
+    for setting in SETTINGS:
+        scored = targets(group, setting)
+        for stat in statistics:
+            have = scored[scored[stat].notna()]
+            values = have[stat].astype(int).to_numpy()
+            hits = have["p@1"].to_numpy(dtype=float)
+            if not len(values):
+                continue
+            spans = [(0, 0), *bin_edges(int(values.max()))]
+            for low, high in spans:
+                mask = values == 0 if high == 0 else (values >= low) & (values < high)
+                n = int(mask.sum())
+                rows.append({"corpus": corpus, "predictor": predictor, "setting": setting, "statistic": stat,
+                             "bin": bin_label(low, high), "low": low, "high": high, "n": n,
+                             "p@1": 100.0 * float(hits[mask].mean()) if n else None})
     return rows

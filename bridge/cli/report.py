@@ -46,7 +46,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     target.mkdir(parents=True, exist_ok=True)
     before = written_before(target)
     record(target, before | set(PAGES))  # the folder is the report's from here on, should drawing fail
-    builder = Builder(view, target, pairs)
+    builder = Builder(view, target, pairs, asked=delta is not None)
     sections = builder.sections()
     drawn = {p for s in sections for f in s.figures for p in (f.png, f.svg)}
     drawn |= {path for s in sections for _, path in s.links}

@@ -37,7 +37,7 @@ class FewrelExperiment:
               "(every relation asked has one test sentence, so each resample is the sample itself; a relation's "
               "recall, accuracy and coverage where it has one), and a zero-width interval would claim an exactness "
               "the sample does not have.")
-    own_outputs = ("figures/confusion-*.json", "figures/confusion-*.png")  # digested with the summaries
+    own_outputs = ("figures/confusion-*.json", "figures/confusion-*.png", "figures/confusion-*.svg")  # digested too
     scored_settings = ("raw",)  # a sentence has one gold relation: nothing to filter
     classifies = True  # asks the FewRel corpus only, and it is asked by no other experiment
 

@@ -1,4 +1,5 @@
-"""The confusion matrix of one relation classifier: `<stem>.json` (the counts) and `<stem>.png` (a heat map)."""
+"""The confusion matrix of one relation classifier: `<stem>.json` (the counts), `<stem>.png` and `<stem>.svg` (a heat
+map, as every figure a report shows: PNG to see, SVG to scale)."""
 
 from __future__ import annotations
 
@@ -36,5 +37,7 @@ def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[st
                     color="white" if n > matrix.max() / 2 else "black")
     fig.colorbar(shown, ax=ax, fraction=0.04)
     fig.tight_layout()
-    fig.savefig(stem.with_suffix(".png"), dpi=100)
+    fig.savefig(stem.with_suffix(".png"), dpi=100, metadata={"Software": None})
+    with matplotlib.rc_context({"svg.hashsalt": "kbcompare"}):  # no random ids or date: a rescore writes the same
+        fig.savefig(stem.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
     plt.close(fig)

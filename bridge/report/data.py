@@ -17,15 +17,13 @@ from bridge.predictors.registry import side_of
 from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
-from eval.types import RELATION_TYPES
+from eval.report import NOT_RELATIONS
 
 ANALYSIS = "analysis"
-GROUPS_NOT_RELATIONS = (*RELATION_TYPES, "all")
-
-
 def is_relation(group: str) -> bool:
-    """A summary group that is one relation (not a type, a BEAR domain `domain:...` or `all`)."""
-    return group not in GROUPS_NOT_RELATIONS and not group.startswith(DOMAIN_PREFIX)
+    """A summary group that is one relation (not a type, a KMIR question kind, a BEAR domain `domain:...` or
+    `all`)."""
+    return group not in NOT_RELATIONS and not group.startswith(DOMAIN_PREFIX)
 
 
 def _json(path: Path) -> list | dict | None:

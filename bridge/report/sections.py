@@ -29,6 +29,7 @@ from bridge.run.summaries import (
     unranked_note,
 )
 from eval.cells import csv_cell
+from eval.kmir import KINDS
 from eval.report import METRIC_NAMES, all_of, counted_unit, per_relation, table
 from eval.types import RELATION_TYPES
 
@@ -82,8 +83,9 @@ class _Grid:
 class Builder:
     """Draws the figures into `out/figures` and assembles the sections of one view."""
 
-    def __init__(self, view: View, out: Path, deltas: list[tuple[str, str]]) -> None:
+    def __init__(self, view: View, out: Path, deltas: list[tuple[str, str]], asked: bool = False) -> None:
         self.view, self.out, self.pairs = view, out, deltas
+        self.asked = asked  # the deltas are the pair `--delta A B` named, not the default choice
         self.fig_dir = out / "figures"
         self.colour = figures.colours(view.predictors)
         self.labels = view.relation_labels()
@@ -97,6 +99,7 @@ class Builder:
         # summary.md's order: the shared scope first, then each predictor's own facts (what it alone answered)
         self.scopes = (self.scope, "own") if self.scope == "shared" else (self.scope,)
         self.path = view.main.path
+        self.unit = "questions" if view.experiment == "kmir" else "facts"  # what `n_facts` counts, as summary.md
         self.upper = view.upper
         reference = {p for p, (run, name) in view.origin.items() if spec_of(run.config, name) == REFERENCE}
         # the gold KB scores 100 by construction: kept in the tables, left out of the figures
@@ -115,30 +118,44 @@ class Builder:
         png, svg = draw(self.fig_dir, key)
         return Figure(key, caption, png, svg)
 
-    def _values(self, metric: str) -> dict[str, dict[str, dict[str, float]]]:
-        """corpus -> group -> predictor -> value of `metric`."""
+    def _values(self, metric: str, scope: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
+        """corpus -> group -> predictor -> value of `metric` (in `scope`, the report's own by default)."""
         out: dict[str, dict[str, dict[str, float]]] = {}
-        for r in self.rows:
+        for r in self._scope_rows(scope or self.scope):
             if r["metric"] == metric:
                 out.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = float(r["value"])
         return out
 
-    def _drawn(self, metric: str) -> dict[str, dict[str, dict[str, float]]]:
+    def _drawn(self, metric: str, scope: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
         """`_values` without the predictors the figures leave out (the gold reference)."""
         return {c: {g: {p: v for p, v in per.items() if p not in self.hidden} for g, per in groups.items()}
-                for c, groups in self._values(metric).items()}
+                for c, groups in self._values(metric, scope).items()}
+
+    def _widens(self, metric: str, keep: Callable[[str], bool]) -> bool:
+        """Whether the predictors' own facts hold groups (`keep`: relations, types) of `metric` that the shared
+        facts lack: a predictor that answered no fact of a relation takes it out of the shared scope for everyone,
+        so the report shows the own-facts rows too, as summary.md does."""
+        def held(scope: str) -> set[tuple[str, str]]:
+            return {(r["corpus"], r["group"]) for r in self._scope_rows(scope)
+                    if r["metric"] == metric and keep(str(r["group"]))}
+
+        return self.scope == "shared" and bool(held("own") - held("shared"))
+
+    def _own_note(self, unit: str) -> str:
+        return (f"The shared facts (those every predictor answered) lack some {unit} that the predictors' own facts "
+                f"hold: the {unit} over each predictor's own facts follow, as in summary.md's own-facts tables.")
 
     def _hidden_note(self) -> str:
         return f" {', '.join(sorted(self.hidden))} (100 by construction) is left out." if self.hidden else ""
 
-    def _n_facts(self, metric: str) -> dict[tuple[str, str, str], int]:
+    def _n_facts(self, metric: str, scope: str | None = None) -> dict[tuple[str, str, str], int]:
         return {(r["corpus"], r["group"], r["predictor"]): int(r.get("n_facts") or 0)
-                for r in self.rows if r["metric"] == metric}
+                for r in self._scope_rows(scope or self.scope) if r["metric"] == metric}
 
-    def _intervals(self, metric: str) -> dict[tuple[str, str, str], tuple[float, float]]:
+    def _intervals(self, metric: str, scope: str | None = None) -> dict[tuple[str, str, str], tuple[float, float]]:
         """(corpus, group, predictor) -> (ci_low, ci_high) where the summary rows carry an interval."""
         out = {}
-        for r in self.rows:
+        for r in self._scope_rows(scope or self.scope):
             low, high = r.get("ci_low"), r.get("ci_high")
             if r["metric"] == metric and isinstance(low, (int, float)) and isinstance(high, (int, float)):
                 out[(r["corpus"], r["group"], r["predictor"])] = (float(low), float(high))
@@ -210,7 +227,7 @@ class Builder:
                 body = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in shown],
                          str(n.get((corpus, "all", p), "-"))] for p in written if p in groups.get("all", {})]
                 if body:
-                    s.tables.append(Table(["predictor", *shown, "#facts"], body,
+                    s.tables.append(Table(["predictor", *shown, f"#{self.unit}"], body,
                                           f"{corpus}: {self._metric_name('em')} [95% interval]"))
 
     def _short(self, metric: str) -> str:
@@ -289,20 +306,21 @@ class Builder:
                 for c, p in open_spaces(run.config) if p == name}
 
     def scores(self) -> Section:
+        from bridge.experiments import get
+        from bridge.experiments.base import counted
+
         title = {"coherency": "Coherency scores", "kmir": "KMIR scores"}.get(self.view.experiment, "Scores")
         facts = ", then ".join(self._scope_facts(scope) for scope in self.scopes)
         s = Section("scores", f"{title} ({facts})", SCORES_SOURCE.get(self.view.experiment, ""))
         metrics = {"lama": ("p@1", "p@10", "mrr"), "kmir": ("f1", "em"), "negated": NEGATED_METRICS,
                    "fewrel": FEWREL_METRICS}.get(self.view.experiment, (self.metric,))
         if self.view.experiment == "lama":  # as summary.md: exact match and the rates of generated answers, set scores
-            from bridge.experiments import get
-
             metrics = (*metrics, *shown_extra(get("lama"), self.rows))
         info = self.view.relation_info()
         for scope in self.scopes:  # as summary.md: the own-facts tables that the shared tables' notes point to
             for metric in metrics:
                 text = table(self.view.summary, metric, self.view.setting, scope, relations=info,
-                             open_spaces=self._open_spaces())
+                             open_spaces=self._open_spaces(), unit=counted(get(self.view.experiment), metric))
                 # each table with its notes under it: why a column is `-` for everyone, the own totals where the
                 # shared facts are under half
                 drawn = self._mark_tables(tables_from_markdown(
@@ -367,12 +385,17 @@ class Builder:
             s.tables.append(Table(["gold relation", *cols], rows,
                                   f"{self._mark(shown)}: sentences per gold (row) and predicted relation (column); "
                                   "`none`: no answer"))
-            png = path.with_suffix(".png")
+            png, svg = path.with_suffix(".png"), path.with_suffix(".svg")
             if png.is_file():  # copied beside the page, as every file it links
                 self.fig_dir.mkdir(parents=True, exist_ok=True)
-                copy = self.fig_dir / f"confusion_{_slug(shown)}.png"
-                shutil.copyfile(png, copy)
-                s.links.append((f"{shown}'s confusion matrix as a heat map", copy))
+                copies = [self.fig_dir / f"confusion_{_slug(shown)}{f.suffix}" for f in (png, svg)]
+                shutil.copyfile(png, copies[0])
+                if svg.is_file():  # a run scored before the heat maps had an SVG holds the PNG alone
+                    shutil.copyfile(svg, copies[1])
+                    s.figures.append(Figure(f"confusion_{_slug(shown)}", f"{self._mark(shown)}'s confusion matrix "
+                                            "as a heat map", *copies))
+                else:
+                    s.links.append((f"{shown}'s confusion matrix as a heat map", copies[0]))
         if not s.tables:
             s.skipped = "the run holds no figures/confusion-<predictor>.json; rerun `kbc run fewrel` to write them."
         return s
@@ -416,29 +439,42 @@ class Builder:
         metric = self.metric
         name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
         s = Section("by_relation", f"{name} by relation", "LAMA per-relation results" if metric == "p@1" else "")
+        if self.view.experiment == "kmir":
+            s.skipped = "KMIR questions are scored per question kind (see the next section and the KMIR table)."
+            return s
         values = self._drawn(metric)
-        panels = {c: {g: v for g, v in groups.items() if is_relation(g)}
-                  for c, groups in values.items()}
-        panels = {c: dict(sorted(g.items(), key=lambda kv: (-sum(kv[1].values()) / len(kv[1]), kv[0])))
-                  for c, g in panels.items() if len(g) > 1}  # one relation: its bar is the corpus's total
-        if not panels or self.view.experiment == "kmir":
+        own = self._widens(metric, is_relation)
+        for scope in (self.scope, "own") if own else (self.scope,):
+            held = [c for c, groups in self._values(metric, scope).items()
+                    if len([g for g in groups if is_relation(g)]) > 1]  # one relation: its row is the total
+            if not held:
+                continue
+            drawn = self._drawn(metric, scope)  # a relation only the gold reference answered has no bar
+            panels = {c: {g: v for g, v in groups.items() if is_relation(g) and v} for c, groups in drawn.items()}
+            panels = {c: dict(sorted(g.items(), key=lambda kv: (-sum(kv[1].values()) / len(kv[1]), kv[0])))
+                      for c, g in panels.items() if len(g) > 1}
+            facts = self._scope_facts(scope)
+            if scope != self.scope:
+                s.text.append(self._own_note("relations"))
+            key = f"{_slug(metric)}_relation" + ("" if scope == self.scope else f"_{scope}")
+            if panels:
+                s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by "
+                                              f"side, relations sorted by their mean over predictors "
+                                              f"({self.view.setting}, {facts}).{self._hidden_note()}",
+                                              lambda out, k, p=panels, sc=scope: figures.grouped_bars(
+                                                  p, self.colour, f"{name} (%)", out, k, self.labels,
+                                                  upper=self.upper, intervals=self._intervals(metric, sc))))
+            s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, scope,
+                                                          self.view.relation_info()),
+                                             "" if scope == self.scope else
+                                             f"{self._metric_name(metric)} per relation, {facts}")
+        if not s.tables:
             several = any(len({g for g in groups if is_relation(g)}) > 1 for groups in values.values())
-            s.skipped = ("KMIR questions are scored per question kind (see the next section and the KMIR table)."
-                         if self.view.experiment == "kmir" else
-                         f"each corpus of this run has one relation scored on {self._metric_name(metric)}: its "
+            s.skipped = (f"each corpus of this run has one relation scored on {self._metric_name(metric)}: its "
                          "total is in the Scores section." if values and not several else
                          f"summary.json has no {self._metric_name(metric)} rows per relation "
                          f"({self.view.setting}, {self.facts}).")
             return s
-        key = f"{_slug(metric)}_relation"
-        s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by side, "
-                                      f"relations sorted by their mean over predictors ({self.view.setting}, "
-                                      f"{self.facts}).{self._hidden_note()}",
-                                      lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
-                                                                          self.labels, upper=self.upper,
-                                                                          intervals=self._intervals(metric))))
-        s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, self.scope,
-                                                      self.view.relation_info()))
         self._other_scores(s, metric, "relation")
         return s
 
@@ -449,37 +485,50 @@ class Builder:
         s = Section("by_type", f"{name} by {'question kind' if kmir else 'relation type'}",
                     {"kmir": "KMIR Table 4", "coherency": "coherency paper Table 5"}.get(self.view.experiment,
                                                                                        "LAMA Table 2"))
-        values = self._drawn(metric)
-        ci = self._intervals(metric)
-        order = [*RELATION_TYPES, "all"]
-        panels = {}
-        for corpus, groups in values.items():
-            wanted = [g for g in groups if g not in order] + ["all"] if kmir else [g for g in order if g in groups]
-            if wanted:
-                panels[corpus] = {g: groups[g] for g in wanted if g in groups}
-        if not panels:
+        own = not kmir and self._widens(metric, lambda g: g in RELATION_TYPES)
+        for scope in (self.scope, "own") if own else (self.scope,):
+            panels = self._type_panels(metric, scope, kmir)
+            if not panels:
+                continue
+            facts = self._scope_facts(scope)
+            if scope != self.scope:
+                s.text.append(self._own_note("relation types"))
+            ci = self._intervals(metric, scope)
+            key = f"{_slug(metric)}_{'kind' if kmir else 'type'}" + ("" if scope == self.scope else f"_{scope}")
+            averaged = ("mean over the questions of each kind; `all`: over every question" if kmir else
+                        "macro over relations; `all`: over every relation")
+            s.figures.append(self._figure(key, f"{self._metric_name(metric)} per {'kind' if kmir else 'type'} "
+                                          f"({averaged}), {self.view.setting}"
+                                          + ("" if scope == self.scope else f", {facts}")
+                                          + f".{self._hidden_note()}",
+                                          lambda out, k, p=panels, c=ci: figures.grouped_bars(
+                                              p, self.colour, f"{name} (%)", out, k, upper=self.upper, intervals=c)))
+            n = self._n_facts(metric, scope)
+            for corpus, groups in panels.items():
+                head = ["predictor", *groups, f"#{self.unit}"]
+                predictors = list(dict.fromkeys(p for v in groups.values() for p in v))
+                rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
+                         str(n.get((corpus, "all", p), "-"))] for p in predictors]
+                s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}, {facts}"
+                                      + (" [95% interval]" if ci else ""),
+                                      [n for n in self._totals_notes() if n.startswith(f"{corpus}: ")]))
+        if not s.figures:
             s.skipped = "summary.json has no rows per relation type."
             return s
-        key = f"{_slug(metric)}_{'kind' if kmir else 'type'}"
-        averaged = ("mean over the questions of each kind; `all`: over every question" if kmir else
-                    "macro over relations; `all`: over every relation")
-        s.figures.append(self._figure(key, f"{self._metric_name(metric)} per {'kind' if kmir else 'type'} "
-                                      f"({averaged}), {self.view.setting}.{self._hidden_note()}",
-                                      lambda out, k: figures.grouped_bars(panels, self.colour, f"{name} (%)", out, k,
-                                                                          upper=self.upper, intervals=ci)))
-        n = self._n_facts(metric)
-        for corpus, groups in panels.items():
-            head = ["predictor", *groups, "#facts"]
-            predictors = list(dict.fromkeys(p for v in groups.values() for p in v))
-            rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
-                     str(n.get((corpus, "all", p), "-"))] for p in predictors]
-            s.tables.append(Table(head, rows, f"{corpus}: {self._metric_name(metric)}, {self.facts}"
-                                  + (" [95% interval]" if ci else ""),
-                                  [n for n in self._totals_notes() if n.startswith(f"{corpus}: ")]))
         if not kmir:
             self._other_scores(s, metric, "relation type")
         self._footnote(s, self.view.predictors)
         return s
+
+    def _type_panels(self, metric: str, scope: str, kmir: bool) -> dict[str, dict[str, dict[str, float]]]:
+        """corpus -> group -> predictor -> value: the relation types and `all` (KMIR: the question kinds)."""
+        order = [*RELATION_TYPES, "all"]
+        panels = {}
+        for corpus, groups in self._drawn(metric, scope).items():
+            wanted = [g for g in groups if g in KINDS] + ["all"] if kmir else [g for g in order if g in groups]
+            if wanted:
+                panels[corpus] = {g: groups[g] for g in wanted if g in groups}
+        return panels
 
     @staticmethod
     def _cell(value: float | None, interval: tuple[float, float] | None) -> str:
@@ -495,7 +544,7 @@ class Builder:
                     None)
 
     def deltas(self) -> Section:
-        s = Section("deltas", f"Per-relation deltas against {self._baselines()}", "E-BERT Fig. 2")
+        s = Section("deltas", f"Per-relation deltas {self._baselines()}", "E-BERT Fig. 2")
         if not self.pairs:
             chance = " (Freq is chance level on BEAR: its ranking there is the data file's order)" if \
                 self.view.main.command == "bear" else ""
@@ -533,10 +582,10 @@ class Builder:
             s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base, label=name:
                                           figures.deltas(p, b, self.colour, out, k, self.labels, label, self.upper)))
             rows.sort(key=lambda r: (r[0], r[1]))
-            s.text.append(f"{name} deltas against {base}: each row's #facts, {base}'s value, the differences and the "
-                          f"object-in-subject share are over the same facts, those answered by "
+            s.text.append(f"{name} deltas against {base}: each row's #{self.unit}, {base}'s value, the differences "
+                          f"and the object-in-subject share are over the same {self.unit}, those answered by "
                           f"{all_of([base, *others])}.")
-            s.tables.append(Table(["corpus", "relation", "#facts", self._mark(base),
+            s.tables.append(Table(["corpus", "relation", f"#{self.unit}", self._mark(base),
                                    *[f"{self._mark(o)} − {base}" for o in others], "object in subject (%)"], rows,
                                   f"{name} deltas against {self._mark(base)}"))
         self._footnote(s, [b for b, _ in self.pairs] + [o for _, o in self.pairs])
@@ -546,14 +595,16 @@ class Builder:
         return s
 
     def _baselines(self) -> str:
-        """What the deltas are taken against, in words: the best KB predictor (named) where that is the one
-        baseline, else the baselines by name."""
+        """What the deltas are taken against, in words: the pair `--delta A B` named (B against A), else the best
+        KB predictor (named) where that is the one baseline, else the baselines by name."""
         bases = list(dict.fromkeys(base for base, _ in self.pairs))
         if not bases:
-            return "the best KB predictor"
+            return "against the best KB predictor"
+        if self.asked:
+            return "of " + ", ".join(dict.fromkeys(o for _, o in self.pairs)) + " against " + ", ".join(bases)
         if len(self.view.runs) == 1 and bases == [best_kb(self.view, self.metric)]:
-            return f"the best KB predictor ({bases[0]})"
-        return ", ".join(bases)
+            return f"against the best KB predictor ({bases[0]})"
+        return "against " + ", ".join(bases)
 
     def _no_common_metric(self, base: str, other: str) -> str:
         """Why no delta of `other` against `base` is drawn: one ranks its answers, the other writes them."""
@@ -636,7 +687,7 @@ class Builder:
     def _correlation_csv(self, rows: list[dict], stats: list[str]) -> Path:
         """The full correlation table (every method, target, p-value and n) beside the page."""
         path = self.out / "correlation.csv"
-        fields = ["corpus", "predictor", "statistic", "target", "method", "coefficient", "p_value", "n"]
+        fields = ["corpus", "predictor", "setting", "statistic", "target", "method", "coefficient", "p_value", "n"]
         order = {st: i for i, st in enumerate(stats)}
         ordered = sorted(rows, key=lambda r: (str(r["corpus"]), str(r["predictor"]), order.get(r["statistic"], 99),
                                               str(r["target"]), str(r["method"])))
@@ -668,6 +719,10 @@ class Builder:
         if not rows:
             s.skipped = f"analysis/bins.json has no `{self.view.setting}` rows."
             return s
+        # as every other table: the facts every predictor answered, where bins.json holds them (older files hold
+        # each predictor's own facts alone: each cell then says how many facts it is over)
+        shared = any(r.get("scope") == "shared" for r in rows)
+        rows = [r for r in rows if r.get("scope", "own") == ("shared" if shared else "own")]
         stats = [st for st in STAT_ORDER if any(r["statistic"] == st for r in rows)]
         stats += sorted({r["statistic"] for r in rows} - set(stats))
         panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | None]]]] = {}
@@ -679,19 +734,32 @@ class Builder:
                         panels.setdefault((corpus, st), {}).setdefault(r["predictor"], []).append(
                             (str(r["bin"]), int(r["n"] or 0), value))
         panels = {key: merge_bins(lines) for key, lines in panels.items()}
+        over = "the facts every predictor answered" if shared else "each predictor's own answered facts"
+        if not shared:
+            s.text.append("analysis/bins.json predates bins over the facts every predictor answered; "
+                          f"{self._cmd('correlation')} writes them.")
         s.figures.append(self._figure("cooccurrence_bins", "P@1 per bin of each count statistic (log-spaced bins; "
                                       f"`0`: never seen; neighbouring bins with under {MIN_BIN} facts merged), a line "
-                                      "per predictor; above each panel: facts per bin.",
+                                      f"per predictor, over {over}; above each panel: facts per bin.",
                                       lambda out, k: figures.binned(panels, self.colour, out, k, self.upper)))
         for (corpus, st), lines in panels.items():
             bins = list(dict.fromkeys(b for pts in lines.values() for b, _, _ in pts))
             at = {(p, b): (n, v) for p, pts in lines.items() for b, n, v in pts}
             predictors = list(lines)
-            table_rows = [[b, str(max(at.get((p, b), (0, None))[0] for p in predictors)),
-                           *[_fmt(at.get((p, b), (0, None))[1]) for p in predictors]] for b in bins]
+            counts = {b: {at.get((p, b), (0, None))[0] for p in predictors} for b in bins}
+            differ = any(len(n) > 1 for n in counts.values())
+            table_rows = [[b, str(max(counts[b])) if not differ else "-",
+                           *[self._bin_cell(at.get((p, b), (0, None)), differ) for p in predictors]] for b in bins]
             s.tables.append(Table(["bin", "facts", *map(self._mark, predictors)], table_rows,
-                                  f"{corpus}, `{st}`: P@1 (%) per bin"))
+                                  f"{corpus}, `{st}`: P@1 (%) per bin, over {over}"
+                                  + ("; each cell's facts in parentheses (the predictors answered different facts)"
+                                     if differ else "")))
         return s
+
+    @staticmethod
+    def _bin_cell(point: tuple[int, float | None], counted: bool) -> str:
+        n, value = point
+        return f"{_fmt(value)} ({n})" if counted else _fmt(value)
 
     def rank_variation(self) -> Section:
         s = Section("rank_variation", "Rank variation over evidence sentences", "LAMA Fig. 4")
@@ -751,7 +819,7 @@ class Builder:
             grid = _Grid(self._scope_rows(scope))
             facts = self._scope_facts(scope)
             scored = {key[2] for key in grid.idx if key[3] in ("f1", "em")}  # not a kind only `answered` names (0)
-            kinds = [g for g in grid.groups if g != "all" and g in scored] + ["all"]
+            kinds = [g for g in grid.groups if g in KINDS and g in scored] + ["all"]
             for metric in ("f1", "em"):
                 s.tables.append(Table(["corpus", "predictor", *kinds],
                                       [[c, p, *[grid.cell(c, p, k, metric) for k in kinds]] for c, p in grid.keys],
@@ -761,6 +829,12 @@ class Builder:
                                   [[c, p, *[grid.cell(c, p, "all", m) for m in KMIR_ROBUSTNESS]]
                                    for c, p in grid.keys],
                                   f"Q-set robustness (% of Q-sets, Table 5) and % of questions answered, {facts}"))
+        for metric in ("f1", "em"):  # as summary.md: per relation (a question's relation), the shared facts
+            s.tables += [t for t in tables_from_markdown(
+                per_relation(self.view.summary, metric, self.view.setting, self.scope, self.view.relation_info(),
+                             "questions"),
+                f"{self._metric_name(metric)} per relation (mean over its questions, whatever their kind), "
+                f"{self.facts}") if t.rows]  # a run scored before relations had rows has none
         return s
 
     def lmkbc(self) -> Section:
@@ -822,7 +896,8 @@ class Builder:
             parts = [self.overview(), self.scores(), self.coherency(), self.by_relation(), self.by_type()]
             return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "kmir":
-            return [self.overview(), self.scores(), self.by_type(), self.kmir()]
+            parts = [self.overview(), self.scores(), self.by_type(), self.kmir()]
+            return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "lmkbc":
             return [self.overview(), self.lmkbc()]
         if self.view.experiment == "fewrel":  # sentences classified: no P@k, relation types or fact statistics

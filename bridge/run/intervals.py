@@ -15,8 +15,9 @@ import numpy as np
 
 from eval.generated_scores import groups_of, is_generated, rate_cells
 from eval.generated_scores import unit_scores as generated_units
+from eval.kmir import PER_RELATION
 from eval.rank_table import RankTable
-from eval.relations import summary_groups
+from eval.relations import relation_id, summary_groups
 from eval.set_metrics import (
     ALL,
     LABEL_METRICS,
@@ -131,12 +132,17 @@ def _coherency(items: list[dict], types: dict[str, str | None]) -> UnitSets:
 
 
 def _kmir(items: list[dict]) -> UnitSets:
+    """A question's F1 / EM per kind (`all` pools the kinds) and per relation (its own cells, pooled nowhere)."""
     out: UnitSets = {}
-    for metric in ("f1", "em"):
-        cells: dict[str, list[float]] = defaultdict(list)
+    for metric in PER_RELATION:
+        kinds: dict[str, list[float]] = defaultdict(list)
+        relations: dict[str, list[float]] = defaultdict(list)
         for r in items:
-            cells[r["kind"]].append(100.0 * float(r[metric]))
-        out[("raw", metric)] = ({k: np.array(v) for k, v in cells.items()}, {}, {"all": list(cells)}, {})
+            kinds[r["kind"]].append(100.0 * float(r[metric]))
+            if r.get("relation"):
+                relations[relation_id(str(r["relation"]))].append(100.0 * float(r[metric]))
+        cells = {k: np.array(v) for k, v in (kinds | relations).items()}
+        out[("raw", metric)] = (cells, {}, {"all": list(kinds)}, {})
     return out
 
 
