@@ -59,7 +59,15 @@ def _both(argv: list[str], tmp_path: Path, capsys, monkeypatch, ray_flags: tuple
             code, _, err = run_kbc([*argv, "--out", str(out), "--quiet", *flags], capsys)
         assert code == 0, err
         outs.append(out)
+    assert _metadata(outs[0]) == _metadata(outs[1])  # the executor is no part of what a run records of itself
     return outs[0], outs[1], err
+
+
+def _metadata(out: Path) -> dict:
+    """A run's config.json but for what each run of a directory has of its own: when and how it ran, how long
+    each predictor took, and the directory's own cache scope."""
+    config = json.loads((out / "config.json").read_text())
+    return {k: v for k, v in config.items() if k not in ("runs", "seconds", "cache_scope")}
 
 
 def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):

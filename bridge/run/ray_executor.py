@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from itertools import repeat
 
+from bridge.predictors.base import parameter_count
 from bridge.run.executors import RAY_MISSING, Chunk, ExecutorSettings, Recorder, implicit_cluster
 from eval.errors import ConfigError, KbcError
 from eval.types import Answer, Prediction
@@ -104,7 +105,8 @@ class PredictorWorker:
         size = getattr(p, "answer_space_size", None)
         return {"describe": p.describe(), "attributes": {k: getattr(p, k) for k in PLAIN_ATTRIBUTES if hasattr(p, k)},
                 "sizes": {rel: size(rel) for rel in self.relations} if size else None,
-                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost"), "tally": hasattr(p, "tally")}
+                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost"), "tally": hasattr(p, "tally"),
+                "parameters": parameter_count(p)}
 
     def predict(self, queries: list, depth: int) -> tuple[list, list[tuple]]:
         return pack(self.predictor.predict(queries, depth))
@@ -320,6 +322,7 @@ class RemotePredictor:
         info = pool.call("info")
         pool.ready()  # every actor holds the model before the first chunk: a load error stops the run here
         self._describe = info["describe"]
+        self.parameter_count = info["parameters"]  # counted where the model lives: what the runner records of it
         for key, value in info["attributes"].items():
             setattr(self, key, value)
         if info["sizes"] is not None:
