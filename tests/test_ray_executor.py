@@ -253,18 +253,23 @@ def test_predictions_travel_whole():
 
 
 def test_a_cluster_started_for_the_run_keeps_the_driver_priority():
-    code = ("import os, ray; from bridge.run.executors import ExecutorSettings; "
+    code = ("import os, ray, signal; from bridge.run.executors import ExecutorSettings; "
             "from bridge.run.ray_executor import RayExecutor\n"
+            "def stop(signum, frame): pass\n"
+            "signal.signal(signal.SIGTERM, stop)\n"
             "with RayExecutor.connect(ExecutorSettings('ray', workers=1)):\n"
             "    f = ray.remote(num_cpus=1)(lambda: os.nice(0))\n"
-            "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ)")
+            "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ,\n"
+            "          signal.getsignal(signal.SIGTERM) is stop)")
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
     # the driver runs below this process's priority, as under `nice`: its workers take the driver's, not more
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                           preexec_fn=lambda: os.nice(3))
     assert done.returncode == 0, done.stderr
     driver = min(os.nice(0) + 3, 19)
-    assert done.stdout.split() == [str(driver), str(driver), "False"]  # Ray alone would give its workers 15 more
+    # Ray alone would give its workers 15 more; and the driver's SIGTERM handler (kbc's: stop as Ctrl-C does) is
+    # the one it had, not Ray's immediate exit
+    assert done.stdout.split() == [str(driver), str(driver), "False", "True"]
 
 
 def test_a_port_that_is_not_ray_is_one_error_line(monkeypatch):

@@ -1,7 +1,8 @@
 """The `kbc` command line. Subcommand groups load lazily from `SUBCOMMANDS`.
 
 User errors (`KbcError`), usage errors and operating-system failures (a permission denied, a
-full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written.
+full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written, and so does
+SIGTERM (`kill`, `timeout`, a job scheduler), which stops a command the same way.
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -149,6 +154,30 @@ def _command_of(argv: list[str]) -> tuple[click.Command, list[str]]:
 INTERRUPTED = "interrupted: results written so far are kept; rerun the same command to resume"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM raised as Ctrl-C is: every block that keeps its work or marks a run as interrupted on Ctrl-C does
+    so on it too."""
+
+
+def _terminated(signum: int, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM stops it as Ctrl-C does. Python takes signals in the main thread only:
+    elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def interrupted_line(argv: list[str]) -> str:
     """What an interrupted command leaves: a command whose work is not kept in part says so (`interrupted`)."""
     return getattr(_command_of(argv)[0], "interrupted", INTERRUPTED)
@@ -173,16 +202,18 @@ def main(argv: list[str] | None = None) -> None:
     command = argv is None  # this process is the `kbc` command (not a caller passing arguments)
     argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
     try:
-        cli.main(args=argv, prog_name="kbc", standalone_mode=False)
+        with sigterm_as_interrupt():
+            cli.main(args=argv, prog_name="kbc", standalone_mode=False)
     except KbcError as exc:
         click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     except click.UsageError as exc:
         click.echo(usage_error_line(exc, argv), err=True)
         sys.exit(2)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         click.echo(interrupted_line(argv), err=True)
-        sys.exit(130)
+        # the status a shell reports for either signal (click turns the exception into an Abort it caused)
+        sys.exit(128 + signal.SIGTERM if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated) else 130)
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)

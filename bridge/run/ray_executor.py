@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 import warnings
@@ -376,6 +378,21 @@ def _workers_at_driver_priority() -> Iterator[None]:
         os.environ.pop(NICENESS_VARIABLE, None)
 
 
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """`ray.init` makes SIGTERM exit the driver at once (`sys.exit`); the handler this process had (kbc's: stop as
+    Ctrl-C does, keeping every record and marking the run) is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def _reason(exc: BaseException) -> str:
     """Ray's error on one line: its first line, and the last line of a server traceback it carries (a client's
     `Initialization failure from server:` says nothing without it)."""
@@ -403,7 +420,7 @@ class RayExecutor:
         try:
             for attempt in range(1 + CLIENT_SERVER_RETRIES):
                 try:
-                    with _workers_at_driver_priority(), warnings.catch_warnings():
+                    with _workers_at_driver_priority(), _sigterm_kept(), warnings.catch_warnings():
                         warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: said below
                         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                                  logging_level=logging.WARNING)
