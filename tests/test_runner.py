@@ -117,10 +117,17 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, cap
     def sigterm():
         signal.raise_signal(signal.SIGTERM)
 
+    def sigterm_in_ray():
+        """Ray's waits take the signal's exception and raise a KeyboardInterrupt of their own."""
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt from None
+
     previous = signal.signal(signal.SIGTERM, _unhandled)  # what the command leaves in place: here, a failure
     try:
         ended = {}
-        for name, stop in (("ctrl-c", ctrl_c), ("sigterm", sigterm)):
+        for name, stop in (("ctrl-c", ctrl_c), ("sigterm", sigterm), ("sigterm-in-ray", sigterm_in_ray)):
             CALLS.clear()
             STOP[0] = stop
             out = tmp_path / name
@@ -142,7 +149,8 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, cap
             "relations", "seed", "started", "versions"]
     line = "interrupted: results written so far are kept; rerun the same command to resume"
     assert ended == {"ctrl-c": (130, line, keys, "interrupted", CHUNK),
-                     "sigterm": (143, line, keys, "interrupted", CHUNK)}
+                     "sigterm": (143, line, keys, "interrupted", CHUNK),
+                     "sigterm-in-ray": (143, line, keys, "interrupted", CHUNK)}
 
 
 def test_outputs(tmp_path, lama_dir):

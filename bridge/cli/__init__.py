@@ -154,14 +154,15 @@ def _command_of(argv: list[str]) -> tuple[click.Command, list[str]]:
 INTERRUPTED = "interrupted: results written so far are kept; rerun the same command to resume"
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM raised as Ctrl-C is: every block that keeps its work or marks a run as interrupted on Ctrl-C does
-    so on it too."""
+TERMINATED: list[int] = []  # the SIGTERM taken, if any: Ray's waits re-raise a signal's exception as a new one
 
 
 def _terminated(signum: int, frame) -> None:
+    """SIGTERM raised as Ctrl-C is: every block that keeps its work or marks a run as interrupted on Ctrl-C does
+    so on it too."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Terminated
+    TERMINATED.append(signum)
+    raise KeyboardInterrupt
 
 
 @contextmanager
@@ -171,6 +172,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    TERMINATED.clear()
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
@@ -210,10 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         click.echo(usage_error_line(exc, argv), err=True)
         sys.exit(2)
-    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(interrupted_line(argv), err=True)
-        # the status a shell reports for either signal (click turns the exception into an Abort it caused)
-        sys.exit(128 + signal.SIGTERM if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated) else 130)
+        sys.exit(128 + signal.SIGTERM if TERMINATED else 130)  # the status a shell reports for either signal
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)
