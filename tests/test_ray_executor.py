@@ -112,6 +112,7 @@ def test_generation_on_ray_prints_what_asking_cost(tiny_models, lama_dir, tmp_pa
     assert lines["ray"][0].startswith("google_re / llm: 3 queries: 3 asked, 0 from the cache, 0 sharing another "
                                       "query's prompt, 0 unanswered; generations 3; tokens used ")
     assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == 3
+    assert _metadata(tmp_path / "local") == _metadata(tmp_path / "ray")
 
 
 def hooked(monkeypatch, hook) -> None:
