@@ -487,9 +487,21 @@ class CausalTypedPredictor:
         return len(self.by_slot[slot].get(relation, ()))
 
     def cost(self, queries: Sequence[Query]) -> str:
-        """Said before starting: typed querying scores one sentence per candidate and query."""
-        n = sum(len(self._candidates(q)) for q in queries)
-        return (f"typed querying will score {n:,} sentences ({len(queries):,} queries x their relation's candidates; "
+        """Said before starting: typed querying scores one sentence per candidate and query. A relation's candidates
+        are all its entities in the corpus (or the vocabulary file's words), however few of its facts a run asks."""
+        sizes = [len(self._candidates(q)) for q in queries] or [0]
+        low, high = min(sizes), max(sizes)
+        each = f"{low:,}" if low == high else f"{low:,} to {high:,}"
+        closed = sum(bool(getattr(q, "choices", ())) for q in queries)
+        if closed == len(queries):
+            what = f"{each} choices of their own each"
+        elif closed:
+            what = f"{each} candidates or choices each"
+        else:
+            whole = ("the words of the file" if self.source.startswith("file:")
+                     else "every entity of the relation in the corpus")
+            what = f"{each} candidates each: {whole}, which --limit does not shrink"
+        return (f"typed querying will score {sum(sizes):,} sentences ({len(queries):,} queries x {what}; "
                 f"{self.scorer.path})")
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:

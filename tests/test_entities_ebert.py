@@ -4,6 +4,7 @@ trained on the real sample dump: inputs (REPLACE, CONCAT), fallback, AVG, and `k
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +156,11 @@ def test_kbc_run_lama_with_ebert_predictors(ctx, lama_dir, tmp_path, monkeypatch
     assert cov["subjects"] == len(subjects) and set(cov) >= {"linked", "coverage_percent", "title", "mention"}
     record = json.loads((out / "predictions/trex/ebert-entity/P36.jsonl").read_text().splitlines()[0])
     assert len(record["answers"]) > 0 and "extra" in record
+    # where docs/entities.md says an E-BERT record holds its linked entity: under `extra`, not at the top level
+    record = json.loads((out / "predictions/trex/ebert/P36.jsonl").read_text().splitlines()[0])
+    assert sorted(record["extra"]) == ["entity", "link"] and not {"entity", "link"} & set(record)
+    page = " ".join((Path(__file__).parents[1] / "docs" / "entities.md").read_text().split())
+    assert "`extra.entity`" in page and "`extra.link`" in page
 
 
 def test_token_predictors_drop_what_bert_drops_entity_predictors_keep_all(ctx):

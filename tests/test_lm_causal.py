@@ -90,3 +90,9 @@ def test_factory_uses_the_relation_objects(gpt2, tiny_models, tmp_path):
     pred = make_causal(str(tiny_models("gpt2")), ctx)
     assert pred.candidates == {"P36": ["Rome", "Paris"]}
     assert pred.describe()["candidates_per_relation"] == {"P36": 2}
+    # said before the work: every entity of the relation is a candidate, however few facts a run samples
+    asked = [Query(f"{f.uid}-{slot}", f.uid, "trex", "P36", f.subject if slot == "object" else f.object, slot,
+                   rel.template) for f in facts[:1] for slot in ("object", "subject")]
+    assert pred.cost(asked) == ("typed querying will score 5 sentences (2 queries x 2 to 3 candidates each: every "
+                                "entity of the relation in the corpus, which --limit does not shrink; "
+                                f"{pred.scorer.path})")

@@ -59,7 +59,15 @@ def _both(argv: list[str], tmp_path: Path, capsys, monkeypatch, ray_flags: tuple
             code, _, err = run_kbc([*argv, "--out", str(out), "--quiet", *flags], capsys)
         assert code == 0, err
         outs.append(out)
+    assert _metadata(outs[0]) == _metadata(outs[1])  # the executor is no part of what a run records of itself
     return outs[0], outs[1], err
+
+
+def _metadata(out: Path) -> dict:
+    """A run's config.json but for what each run of a directory has of its own: when and how it ran, how long
+    each predictor took, and the directory's own cache scope."""
+    config = json.loads((out / "config.json").read_text())
+    return {k: v for k, v in config.items() if k not in ("runs", "seconds", "cache_scope")}
 
 
 def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
@@ -104,6 +112,7 @@ def test_generation_on_ray_prints_what_asking_cost(tiny_models, lama_dir, tmp_pa
     assert lines["ray"][0].startswith("google_re / llm: 3 queries: 3 asked, 0 from the cache, 0 sharing another "
                                       "query's prompt, 0 unanswered; generations 3; tokens used ")
     assert _assert_same_run(tmp_path / "local", tmp_path / "ray") == 3
+    assert _metadata(tmp_path / "local") == _metadata(tmp_path / "ray")
 
 
 def hooked(monkeypatch, hook) -> None:
@@ -245,18 +254,23 @@ def test_predictions_travel_whole():
 
 
 def test_a_cluster_started_for_the_run_keeps_the_driver_priority():
-    code = ("import os, ray; from bridge.run.executors import ExecutorSettings; "
+    code = ("import os, ray, signal; from bridge.run.executors import ExecutorSettings; "
             "from bridge.run.ray_executor import RayExecutor\n"
+            "def stop(signum, frame): pass\n"
+            "signal.signal(signal.SIGTERM, stop)\n"
             "with RayExecutor.connect(ExecutorSettings('ray', workers=1)):\n"
             "    f = ray.remote(num_cpus=1)(lambda: os.nice(0))\n"
-            "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ)")
+            "    print(os.nice(0), ray.get(f.remote()), 'RAY_worker_niceness' in os.environ,\n"
+            "          signal.getsignal(signal.SIGTERM) is stop)")
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
     # the driver runs below this process's priority, as under `nice`: its workers take the driver's, not more
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                           preexec_fn=lambda: os.nice(3))
     assert done.returncode == 0, done.stderr
     driver = min(os.nice(0) + 3, 19)
-    assert done.stdout.split() == [str(driver), str(driver), "False"]  # Ray alone would give its workers 15 more
+    # Ray alone would give its workers 15 more; and the driver's SIGTERM handler (kbc's: stop as Ctrl-C does) is
+    # the one it had, not Ray's immediate exit
+    assert done.stdout.split() == [str(driver), str(driver), "False", "True"]
 
 
 def test_a_port_that_is_not_ray_is_one_error_line(monkeypatch):

@@ -181,6 +181,27 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
     assert code == 0 and "gold-trex-P19: 40 fact triples, 1 relation " in out, out + err
 
 
+def test_a_run_says_the_extracted_kb_is_built_from_the_whole_corpus_before_building_it(tmp_path, capsys,
+                                                                                       monkeypatch):
+    """A run of a few facts waits minutes for T-REx's whole extraction: the log says what is built, and that
+    --relations and --limit do not shrink it, before the work; a run that finds it built says nothing of it."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    write_data(tmp_path / "data")
+    notice = ("trex: building the extracted KB (re-naive, re-oracle) from the evidence sentences of all 120 facts "
+              "of its 3 relations, 5-fold training (minutes on a CPU; once per data version, then kept in the store "
+              "and the cache); --relations and --limit do not shrink it: every run over this data reads the same "
+              "graphs")
+    for name, said in (("first", [notice]), ("again", [])):
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "5",
+                                "--predictors", "re-oracle", "--quiet", "--data-dir", str(tmp_path / "data"),
+                                "--out", str(tmp_path / name)], capsys)
+        assert code == 0, err
+        lines = err.splitlines()
+        assert [line for line in lines if "building the extracted KB" in line] == said
+        if said:  # before the extraction's work and its report
+            assert lines.index(notice) < next(i for i, line in enumerate(lines) if "extracted KB built in" in line)
+
+
 def test_cli_rejects_corpus_without_evidence(tmp_path, capsys, monkeypatch, lama_dir):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     code, out, err = run_kbc(["kb", "build-re", "--corpus", "squad", "--data-dir", str(lama_dir),

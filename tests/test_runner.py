@@ -1,8 +1,10 @@
 """The runner: outputs, resume after an interruption, refusal of incompatible reruns."""
 
 import json
+import signal
 
 import pytest
+from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 
 from bridge.predictors import registry
@@ -74,6 +76,81 @@ def test_resume_after_interrupt(tmp_path, lama_dir, flaky, caplog):
     run_lama(_cfg(tmp_path, lama_dir), progress=False)
     assert CALLS == []  # everything done: nothing recomputed
     assert "trex / flaky: all 1866 queries done, skipped" in caplog.messages
+
+
+class Stopped(FreqPredictor):
+    """Freq stopped after its first chunk by `STOP` (raising Ctrl-C's exception, or sending this process SIGTERM)."""
+
+    name = "stopped"
+
+    def predict(self, queries, depth):
+        CALLS.append(len(queries))
+        if len(CALLS) == 2:
+            STOP[0]()
+        return super().predict(queries, depth)
+
+
+STOP = [lambda: None]
+
+
+def make_stopped(name, ctx):
+    return Stopped(ctx.corpus.facts)
+
+
+class Unhandled(Exception):
+    """SIGTERM reached the test's own handler: the command had none."""
+
+
+def _unhandled(signum, frame):
+    raise Unhandled
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, capsys):
+    """`kill`, `timeout` and job schedulers send SIGTERM: the records written are kept, the attempt is marked
+    `failed: interrupted` in config.json as on Ctrl-C, the same line tells how to resume, and a rerun resumes."""
+    monkeypatch.setitem(registry.ENTRIES, "stopped", (f"{__name__}:make_stopped", "test"))
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    def sigterm():
+        signal.raise_signal(signal.SIGTERM)
+
+    def sigterm_in_ray():
+        """Ray's waits take the signal's exception and raise a KeyboardInterrupt of their own."""
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt from None
+
+    previous = signal.signal(signal.SIGTERM, _unhandled)  # what the command leaves in place: here, a failure
+    try:
+        ended = {}
+        for name, stop in (("ctrl-c", ctrl_c), ("sigterm", sigterm), ("sigterm-in-ray", sigterm_in_ray)):
+            CALLS.clear()
+            STOP[0] = stop
+            out = tmp_path / name
+            argv = ["run", "lama", "--corpus", "trex", "--relations", "P19", "P47", "--predictors", "stopped",
+                    "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
+            code, _, err = run_kbc(argv, capsys)
+            run = json.loads((out / "config.json").read_text())["runs"][-1]
+            records = out / "predictions" / "trex" / "stopped" / "P19.jsonl"
+            ended[name] = (code, err.strip().splitlines()[-1], sorted(run), run["error"],
+                           len(records.read_text().splitlines()))
+            STOP[0] = lambda: None
+            assert run_kbc(argv, capsys)[0] == 0
+            assert CALLS[2:] == _chunks(944 - CHUNK) + _chunks(922)  # resumed: only what was not recorded
+            assert "finished" in json.loads((out / "config.json").read_text())["runs"][-1]
+        assert signal.getsignal(signal.SIGTERM) is _unhandled  # the command put back the handler it found
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    keys = ["argv", "batch_size", "corpora", "device", "error", "executor", "failed", "limit", "predictors",
+            "relations", "seed", "started", "versions"]
+    line = "interrupted: results written so far are kept; rerun the same command to resume"
+    assert ended == {"ctrl-c": (130, line, keys, "interrupted", CHUNK),
+                     "sigterm": (143, line, keys, "interrupted", CHUNK),
+                     "sigterm-in-ray": (143, line, keys, "interrupted", CHUNK)}
 
 
 def test_outputs(tmp_path, lama_dir):

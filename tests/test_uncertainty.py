@@ -135,6 +135,27 @@ def test_identical_unit_scores_get_identical_intervals_whatever_the_metric():
                                       "all": (18.0, 44.0)}
 
 
+def test_the_corpus_name_enters_the_seed_as_the_docs_give_it():
+    """docs/lama.md gives the generator of a group's resamples: the same scores under `trex` and `trex-uhn` (LAMA-UHN
+    by name, or a UHN copy given as --data-dir) get equal stderr and intervals of their own."""
+    import zlib
+
+    page = " ".join((Path(__file__).parents[1] / "docs" / "lama.md").read_text().split())
+    assert '`numpy.random.default_rng([seed, zlib.crc32("<corpus>/<group>")])`' in page
+    hits = np.array([100.0] * 9 + [0.0] * 31)
+    sets = {("raw", "p@1"): ({"P19": hits}, {}, {}, {})}
+    got = {}
+    for corpus in ("trex", "trex-uhn"):
+        found = interval_table(sets, 1000, 0, corpus)[("raw", "p@1")]["P19"]
+        def documented_rng(group: str, key: str = corpus) -> np.random.Generator:
+            return np.random.default_rng([0, zlib.crc32(f"{key}/{group}".encode())])
+
+        documented = intervals({"P19": hits}, None, None, 1000, documented_rng)
+        assert found == documented["P19"]
+        got[corpus] = (round(found.stderr, 6), found.ci_low, found.ci_high)
+    assert got == {"trex": (6.686669, 10.0, 35.0), "trex-uhn": (6.686669, 10.0, 37.5)}
+
+
 def test_raw_and_filtered_of_the_same_facts_share_their_intervals(tmp_path):
     rows = collect(_golden_run(tmp_path))
     by = {(r["corpus"], r["predictor"], r["scope"], r["setting"], r["group"], r["metric"]): r for r in rows}

@@ -1,7 +1,8 @@
 """The `kbc` command line. Subcommand groups load lazily from `SUBCOMMANDS`.
 
 User errors (`KbcError`), usage errors and operating-system failures (a permission denied, a
-full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written.
+full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written, and so does
+SIGTERM (`kill`, `timeout`, a job scheduler), which stops a command the same way.
 """
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -149,6 +154,32 @@ def _command_of(argv: list[str]) -> tuple[click.Command, list[str]]:
 INTERRUPTED = "interrupted: results written so far are kept; rerun the same command to resume"
 
 
+TERMINATED: list[int] = []  # the SIGTERM taken, if any: Ray's waits re-raise a signal's exception as a new one
+
+
+def _terminated(signum: int, frame) -> None:
+    """SIGTERM raised as Ctrl-C is: every block that keeps its work or marks a run as interrupted on Ctrl-C does
+    so on it too."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    TERMINATED.append(signum)
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM stops it as Ctrl-C does. Python takes signals in the main thread only:
+    elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    TERMINATED.clear()
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def interrupted_line(argv: list[str]) -> str:
     """What an interrupted command leaves: a command whose work is not kept in part says so (`interrupted`)."""
     return getattr(_command_of(argv)[0], "interrupted", INTERRUPTED)
@@ -173,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     command = argv is None  # this process is the `kbc` command (not a caller passing arguments)
     argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
     try:
-        cli.main(args=argv, prog_name="kbc", standalone_mode=False)
+        with sigterm_as_interrupt():
+            cli.main(args=argv, prog_name="kbc", standalone_mode=False)
     except KbcError as exc:
         click.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
@@ -182,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(interrupted_line(argv), err=True)
-        sys.exit(130)
+        sys.exit(128 + signal.SIGTERM if TERMINATED else 130)  # the status a shell reports for either signal
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(2)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 import uuid
 import warnings
@@ -24,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from itertools import repeat
 
+from bridge.predictors.base import parameter_count
 from bridge.run.executors import RAY_MISSING, Chunk, ExecutorSettings, Recorder, implicit_cluster
 from eval.errors import ConfigError, KbcError
 from eval.types import Answer, Prediction
@@ -104,7 +107,8 @@ class PredictorWorker:
         size = getattr(p, "answer_space_size", None)
         return {"describe": p.describe(), "attributes": {k: getattr(p, k) for k in PLAIN_ATTRIBUTES if hasattr(p, k)},
                 "sizes": {rel: size(rel) for rel in self.relations} if size else None,
-                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost"), "tally": hasattr(p, "tally")}
+                "filter": hasattr(p, "filter_facts"), "cost": hasattr(p, "cost"), "tally": hasattr(p, "tally"),
+                "parameters": parameter_count(p)}
 
     def predict(self, queries: list, depth: int) -> tuple[list, list[tuple]]:
         return pack(self.predictor.predict(queries, depth))
@@ -320,6 +324,7 @@ class RemotePredictor:
         info = pool.call("info")
         pool.ready()  # every actor holds the model before the first chunk: a load error stops the run here
         self._describe = info["describe"]
+        self.parameter_count = info["parameters"]  # counted where the model lives: what the runner records of it
         for key, value in info["attributes"].items():
             setattr(self, key, value)
         if info["sizes"] is not None:
@@ -373,6 +378,21 @@ def _workers_at_driver_priority() -> Iterator[None]:
         os.environ.pop(NICENESS_VARIABLE, None)
 
 
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """`ray.init` makes SIGTERM exit the driver at once (`sys.exit`); the handler this process had (kbc's: stop as
+    Ctrl-C does, keeping every record and marking the run) is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def _reason(exc: BaseException) -> str:
     """Ray's error on one line: its first line, and the last line of a server traceback it carries (a client's
     `Initialization failure from server:` says nothing without it)."""
@@ -400,7 +420,7 @@ class RayExecutor:
         try:
             for attempt in range(1 + CLIENT_SERVER_RETRIES):
                 try:
-                    with _workers_at_driver_priority(), warnings.catch_warnings():
+                    with _workers_at_driver_priority(), _sigterm_kept(), warnings.catch_warnings():
                         warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: said below
                         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                                  logging_level=logging.WARNING)

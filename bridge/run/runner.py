@@ -22,6 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bridge.experiments.base import Experiment, StageInput, StageRecords, asks_all, depth_for, dropped_unit
+from bridge.predictors.base import parameter_count
 from bridge.predictors.registry import PredictorContext, threshold_refusal
 from bridge.run.config import (
     PlannedPredictor,
@@ -49,19 +50,6 @@ from kb.store import GraphStore, entity_iri, open_store
 __all__ = ["RunConfig", "collect", "default_cache_dir", "run_experiment", "run_lama"]
 
 log = logging.getLogger("kbc")
-
-
-def parameter_count(predictor) -> int | None:
-    """The number of weights of the model a predictor asks (its scorer's `model`, or its own), else None."""
-    for holder in (getattr(predictor, "scorer", None), getattr(getattr(predictor, "scorer", None), "scorer", None),
-                   predictor):
-        model = getattr(holder, "model", None)
-        if callable(getattr(model, "parameters", None)):
-            try:
-                return int(sum(p.numel() for p in model.parameters()))
-            except (TypeError, AttributeError):
-                return None
-    return None
 
 
 # what a run writes into --out before its config.json: an attempt stopped there left a folder that is still its own

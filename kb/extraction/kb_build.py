@@ -13,6 +13,7 @@ so an interrupted build resumes at the store-writing step.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 import time
 from collections import Counter
@@ -34,6 +35,8 @@ from kb.store_disk import this_process
 
 if TYPE_CHECKING:  # scikit-learn loads where extraction runs, not where the graphs are named
     from kb.extraction.extractor import Settings
+
+log = logging.getLogger("kbc")
 
 METHOD_VERSION = "re-1"
 GRAPHS = ("re-naive", "re-oracle")
@@ -141,12 +144,13 @@ def write_graph(store: GraphStore, graph: str, triples: Iterable[ScoredTriple], 
 
 
 def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: Settings | None = None,
-                 progress: bool = True, force: bool = False) -> dict:
+                 progress: bool = True, force: bool = False, why: str = "") -> dict:
     """Build the RE graphs for `corpus` unless this data version is already in the store.
 
     Returns the build report (without the triples): held-out scores, coverage, counts, seconds.
     A graph holding another version of the same corpus is dropped (with every corpus in it; those
-    rebuild on their next use), so stale confidences never mix with new ones.
+    rebuild on their next use), so stale confidences never mix with new ones. An extraction to compute is
+    announced first (it takes minutes on the whole of T-REx), with `why` (what the caller asked it for) after.
     """
     from kb.extraction.extractor import Settings
 
@@ -159,14 +163,16 @@ def ensure_re_kb(store: GraphStore, corpus: Corpus, cache_dir: Path, settings: S
             report = read_checked(report_file, "build report") or {"tag": tag}
             report["built"] = False
             return report
-        return _build_re_kb(store, corpus, settings, tag, path, cache_dir, progress, force)
+        return _build_re_kb(store, corpus, settings, tag, path, cache_dir, progress, force, why)
 
 
 def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str, path: Path, cache_dir: Path,
-                 progress: bool, force: bool) -> dict:
+                 progress: bool, force: bool, why: str = "") -> dict:
     started, builder = time.perf_counter(), this_process()
     result = None if force else read_checked(path, "extraction")
     if result is None:
+        if corpus.name in SUPPORTED:  # said before the work (`extract` refuses the others)
+            log.info("%s", build_notice(corpus, settings) + why)
         result = extract(corpus, settings, progress)
         write_checked(path, result)
     for graph in GRAPHS:
@@ -186,6 +192,13 @@ def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str
     report["built_by"] = builder  # a command that finds the graphs built names who built them
     write_checked(cache_path(cache_dir, corpus, "report"), report)
     return report
+
+
+def build_notice(corpus: Corpus, settings: Settings) -> str:
+    """What an extraction about to start reads and does, and that it is done once per data version."""
+    return (f"{corpus.name}: building the extracted KB (re-naive, re-oracle) from the evidence sentences of all "
+            f"{len(corpus.facts):,} facts of its {len(corpus.relations)} relations, {settings.folds}-fold training "
+            "(minutes on a CPU; once per data version, then kept in the store and the cache)")
 
 
 def held_out_table(report: dict) -> list[dict]:
