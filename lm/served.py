@@ -273,25 +273,30 @@ class ServedGenerator:
         return out
 
 
+HELD = (signal.SIGINT, signal.SIGTERM)  # the signals a run stops on, keeping what it has (`bridge.cli.main`)
+
+
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """A Ctrl-C that comes inside the block is raised when it ends, so that a response being kept is kept whole.
-    Python takes signals in the main thread only: elsewhere (or where the handler is not Python's to restore) the
-    block runs as it is."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+    """A Ctrl-C or SIGTERM that comes inside the block is delivered when it ends, so that a response being kept is
+    kept whole. Python takes signals in the main thread only: elsewhere (or where a handler is not Python's to
+    restore) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread() or any(signal.getsignal(s) is None for s in HELD):
         yield
         return
     caught: list = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append((signum, frame))) for s in HELD}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for held, handler in previous.items():
+            signal.signal(held, handler)
         if caught:
-            if callable(previous):
-                previous(signal.SIGINT, caught[0])
-            elif previous != signal.SIG_IGN:
-                signal.raise_signal(signal.SIGINT)
+            signum, frame = caught[0]
+            if callable(previous[signum]):
+                previous[signum](signum, frame)
+            elif previous[signum] != signal.SIG_IGN:
+                signal.raise_signal(signum)
 
 
 def _plain(messages: Sequence[dict]) -> str:

@@ -761,8 +761,9 @@ def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch,
     assert all(got[i] == f"Q{i}" for i in got)
 
 
-def interrupt_at_cache_write(monkeypatch, n: int) -> None:
-    """A Ctrl-C (a real SIGINT) while the `n`-th response is being written to the response cache."""
+def interrupt_at_cache_write(monkeypatch, n: int, signum: int = signal.SIGINT) -> None:
+    """A Ctrl-C (a real SIGINT), or the SIGTERM `kill` sends, while the `n`-th response is being written to the
+    response cache."""
     from lm.response_cache import ResponseCache
 
     real, puts = ResponseCache.put, []
@@ -770,23 +771,25 @@ def interrupt_at_cache_write(monkeypatch, n: int) -> None:
     def put(self, key, response, run=None):
         puts.append(key)
         if len(puts) == n:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signum)
         real(self, key, response, run)
 
     monkeypatch.setattr(ResponseCache, "put", put)
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_ctrl_c_while_a_response_is_cached_keeps_it_and_the_resume_asks_only_the_rest(serve, lama_dir, tmp_path,
-                                                                                        capsys, monkeypatch):
-    """Ctrl-C while the third response is being written to the cache: it is written whole, the two requests in
-    flight are awaited and cached too, nothing more is sent; resumed, the run asks the four never answered and
-    its first prompt once more."""
+                                                                                        capsys, monkeypatch, signum,
+                                                                                        status):
+    """Ctrl-C (or SIGTERM) while the third response is being written to the cache: it is written whole, the two
+    requests in flight are awaited and cached too, nothing more is sent; resumed, the run asks the four never
+    answered and its first prompt once more."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     server = serve(by_prompt, 0.05)
-    interrupt_at_cache_write(monkeypatch, 3)
+    interrupt_at_cache_write(monkeypatch, 3, signum)
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
     code, _, err = run_kbc(argv, capsys)
-    assert code == 130, err
+    assert code == status, err
     assert ("google_re / llm: 9 queries: 5 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered, "
             "4 not asked before the stop; requests sent 5, failed 0") in err, err
     first = [asked_of(b) for b in server.bodies]
