@@ -1705,7 +1705,7 @@ def test_a_fewrel_run_scored_before_its_confusion_matrices_were_digested_says_so
     _assert_one_error_line(code, err, "", False)
     # the heat map is written where matplotlib is installed
     png = (run / "figures" / "confusion-kb.png").is_file()
-    listed = ("figures/confusion-kb.json and figures/confusion-kb.png have" if png
+    listed = ("figures/confusion-kb.json, figures/confusion-kb.png and figures/confusion-kb.svg have" if png
               else "figures/confusion-kb.json has")
     them, are = ("them", "they are") if png else ("it", "it is")
     assert err.strip() == (f"error: {run}: its {listed} no digest in .kbc-summaries (an earlier kbc version wrote "

@@ -171,9 +171,9 @@ def _build_re_kb(store: GraphStore, corpus: Corpus, settings: Settings, tag: str
     started, builder = time.perf_counter(), this_process()
     result = None if force else read_checked(path, "extraction")
     if result is None:
-        if corpus.name in SUPPORTED:  # said before the work (`extract` refuses the others)
+        if corpus.name in SUPPORTED and any(f.evidences for f in corpus.facts):  # said before the work; `extract`
             log.info("%s", build_notice(corpus, settings) + why)
-        result = extract(corpus, settings, progress)
+        result = extract(corpus, settings, progress)  # refuses other corpora and facts without evidences
         write_checked(path, result)
     for graph in GRAPHS:
         stale = [v for v in store.loaded_versions(graph) if v.startswith(f"{corpus.name}@") and v != tag]
