@@ -320,3 +320,40 @@ def test_ctrl_c_keeps_the_records_of_returned_calls_and_the_scores_of_every_coll
         answered = [json.loads(x) for x in records.read_text().splitlines()]
         asked = sum("dropped" not in r for r in answered)
         assert rows[0] == asked - cached  # every query scored before the cut, and only those, came from the cache
+
+
+def test_a_run_stopped_while_its_summaries_are_written_is_not_recorded_finished(tmp_path, lama_dir, tiny_models,  # noqa: F811
+                                                                                monkeypatch):
+    """An attempt ends when its summaries are written: a Ctrl-C or SIGTERM while they are leaves it `failed:
+    interrupted` (readers refuse the run until a rerun writes them), and the attempt that writes them is marked
+    finished in config.json as scoring left it (with the dropped facts scoring adds)."""
+    from bridge.run import runner
+
+    cfg = RunConfig(["trex"], ["freq", f"bert={tiny_models('bert-cased')}"], tmp_path / "out", str(lama_dir),
+                    relations=["P19"], limit=20, cache_dir=tmp_path / "cache")
+    real = runner.collect
+
+    def stopped(out, *args):
+        (out / "summary.json").write_text("[]")  # part of the way
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "collect", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        run_lama(cfg, progress=False)
+    config = json.loads((cfg.out / "config.json").read_text())
+    assert "finished" not in config["runs"][-1] and config["runs"][-1]["error"] == "interrupted"
+    from bridge.run.directory import RunDir, unfinished
+
+    assert unfinished(RunDir(cfg.out, config)) != []
+    def scored(out, *args):  # scoring writes to config.json too (each predictor's dropped facts)
+        rows = real(out, *args)
+        written = json.loads((out / "config.json").read_text())
+        (out / "config.json").write_text(json.dumps({**written, "added_by_scoring": True}))
+        return rows
+
+    monkeypatch.setattr(runner, "collect", scored)
+    run_lama(cfg, progress=False)
+    config = json.loads((cfg.out / "config.json").read_text())
+    assert [sorted(k for k in r if k in ("finished", "failed")) for r in config["runs"]] == [["failed"], ["finished"]]
+    assert config["added_by_scoring"] is True
+    assert unfinished(RunDir(cfg.out, config)) == []

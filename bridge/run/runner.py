@@ -184,6 +184,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             config.setdefault("load_reports", {}).update(
                 {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
             write_json(config_path, config)
+            scoring = False
             try:
                 # opened at its first use: only predictors and stages that read it fill what they read
                 with open_store(cfg.store, cfg.store_update, cache / "store", cfg.store_timeout, lazy=True) as store:
@@ -195,15 +196,19 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                                       pool)
                             job.run(experiment)
                             write_json(config_path, config)
+                scoring = True  # the attempt ends when its summaries are written, which add to config.json
+                rows = collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
             except BaseException as exc:  # the log says how the attempt ended: a resume is told from a clean run
-                run["failed"] = _now()
-                run["error"] = failure_line(exc)
+                ended = {"failed": _now(), "error": failure_line(exc)}
                 raise
             else:
-                run["finished"] = _now()
+                ended = {"finished": _now()}
             finally:
+                if scoring:
+                    config = read_config(config_path) or config
+                config["runs"][-1].update(ended)
                 write_json(config_path, config)
-            return collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
+            return rows
 
 
 def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> None:
