@@ -293,7 +293,8 @@ def where_time_goes(bert_dir: str, args, data: Path, queries: list, batch: int, 
     engine, *_ = masked_engine(bert_dir, "bfloat16", args.device, data, batch)
     engine.predict(queries[:64], 10)
     for label, qps in without_overlap(engine, queries).items():
-        print(f"  bf16 engine batch {batch}, {label}: {qps:,.0f} queries/s", flush=True)
+        print(f"  bf16 engine batch {batch}, {label}: {qps:,.0f} queries/s (the best of 3 rounds after the engine "
+              "lines' runs: warmer than their best of 2, so above them where a run's time varies)", flush=True)
     phases = host_phases(engine, queries)
     print(f"  bf16 engine batch {batch}, seconds by phase: " + " ".join(f"{k}={v:.3f}" for k, v in phases.items()),
           flush=True)
