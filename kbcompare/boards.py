@@ -26,7 +26,7 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     the difference A - B in points and its bootstrap interval (facts resampled, a fact's queries together).
     `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query) or "sign-flip" (over facts).
     `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
-    says what was left out)."""
+    says what was left out, and names a run read unfinished, its last attempt interrupted say)."""
     from bridge.cli.compare import comparison
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
@@ -45,7 +45,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"],
                         "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
-                        "b_run": result.get("b_run", result["run"]), "notes": result.get("notes", [])})
+                        "b_run": result.get("b_run", result["run"]),
+                        "notes": [*result.get("notes", []), *result.get("incomplete", [])]})
     return frame
 
 

@@ -363,6 +363,7 @@ def test_one_model_in_two_precisions_is_compared_with_the_difference_said(tiny_m
     code, out, err = run_kbc(["compare", str(tmp_path / "float32"), "bert", "bert", "--b-run",
                               str(tmp_path / "bfloat16")], capsys)
     assert code == 0, err
+    assert "note:" not in err  # two finished runs: nothing said of how they stand
     lines = out.splitlines()
     assert lines[1] == "note: A and B differ in dtype: float32 against bfloat16"
     assert lines[2].startswith("trex: 10 facts answered by both (left out: 0 answered only by A (bert), 0 only by B ")
@@ -477,3 +478,30 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
     assert [total_row["ci_low"], total_row["ci_high"]] == res["ci"]
     assert total_row["p_value"] == res["overall"]["p_value"]
     assert frame.attrs["test"] == {"trex": "sign-flip"}
+
+
+def test_an_interrupted_run_is_compared_as_it_stands_and_said_so(run_dir, capsys):
+    """A run whose last attempt was stopped (Ctrl-C, SIGTERM) is compared as it stands, with one note on stderr
+    that it is unfinished and how to finish it: the tables alone would read as a finished run's."""
+    config = json.loads((run_dir / "config.json").read_text())
+    config["runs"] = [{"started": "2026-11-27T22:02:41+00:00", "failed": "2026-11-27T22:02:53+00:00",
+                       "error": "interrupted"}]
+    (run_dir / "config.json").write_text(json.dumps(config))
+    note = (f"note: {run_dir}: its last attempt was interrupted (started 2026-11-27T22:02:41+00:00), and it lacks "
+            "summary.json: compared as it stands; rerun the same `kbc run` command to finish it")
+    code, out, err = run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys)
+    assert code == 0, err
+    assert err.splitlines() == [note]
+    assert out.splitlines()[1] == "trex: 13 facts answered by both (left out: 2 answered only by alpha, 1 only by beta)"
+    code, out, err = run_kbc(["compare", str(run_dir), "alpha", "beta", "--json"], capsys)
+    assert code == 0 and err.splitlines() == [note]
+    assert json.loads(out)["incomplete"] == [note.removeprefix("note: ")]
+    frame = kbcompare.compare(run_dir, "alpha", "beta", bootstrap=0)
+    assert frame.attrs["notes"] == [note.removeprefix("note: ")]
+    # an attempt that recorded no end (killed, or still running) is said as such
+    config["runs"] = [{"started": "2026-11-27T22:02:41+00:00"}]
+    (run_dir / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys)
+    assert code == 0 and err.splitlines() == [
+        f"note: {run_dir}: its last attempt recorded no end (started 2026-11-27T22:02:41+00:00; still running, or "
+        "killed), and it lacks summary.json: compared as it stands; rerun the same `kbc run` command to finish it"]

@@ -169,3 +169,21 @@ def test_runner_hook_skips_and_counts_unsupported_facts():
     assert _dropped_line("trex / m", asked, "questions").startswith("trex / m: dropped 3 questions (1 fact) ")
     assert _dropped_line("trex / m", {"P1": asked["P1"][:1]}, "queries").startswith("trex / m: dropped 1 query it ")
     assert _drop_unsupported(object(), todo) == (todo, {})  # predictors without the hook answer everything
+
+
+def test_dropped_line_counts_by_the_relation_each_question_asks():
+    """A KMIR question made from a P36 fact may ask P1376: the log line counts it there, as summary.md's table of
+    dropped questions does, so that the two agree."""
+    from types import SimpleNamespace
+
+    from bridge.run.runner import _dropped_line
+
+    def asked(relation: str, i: int) -> tuple:
+        return (SimpleNamespace(uid=f"{relation}-q{i}", relation=relation), SimpleNamespace(uid=f"{relation}-f{i}"),
+                "a choice is not a single token of the model")
+
+    gone = {"P19": [asked("P19", i) for i in range(10)],
+            "P36": [*(asked("P36", i) for i in range(10)), *(asked("P1376", i) for i in range(10))]}
+    assert _dropped_line("trex / bert", gone, "questions") == (
+        "trex / bert: dropped 30 questions it cannot answer (a choice is not a single token of the model: 30); "
+        "per relation: P1376 10, P19 10, P36 10")

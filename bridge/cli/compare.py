@@ -19,7 +19,7 @@ import click
 from bridge.cli.value_types import Int, PathType
 from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
-from bridge.run.directory import RunDir, did_you_mean, open_run
+from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run
 from bridge.run.freshness import check_readable, fresh_instances
 from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info
@@ -301,8 +301,13 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     other = open_run(b_run) if b_run is not None else None
     if other is not None and other.path.resolve() == run.path.resolve():
         other = None
+    stands = []  # a run not finished (its last attempt interrupted, say) is compared as it stands, and said so
     for source in (run, other) if other is not None else (run,):
         check_readable(source.path, source.config)  # the records read are those its summaries scored
+        why = incomplete(source)
+        if why:
+            stands.append(f"{source.path}: {why}: compared as it stands; rerun the same `kbc run` command to "
+                          "finish it")
     a, b = run.predictor(a), (other or run).predictor(b)
     if a == b and other is None:
         raise ConfigError("compare needs two different predictors")
@@ -311,6 +316,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     if other is not None:
         notes += _how_they_differ(run, other, wanted, a, b)
     result: dict = {"run": str(run.path), "a": a, "b": b, "setting": setting, "corpora": {}}
+    if stands:
+        result["incomplete"] = stands
     listed: list[dict] = []
     generates = any(name in generating(source.config, corpus) for source, name in ((run, a), (other or run, b))
                     for corpus in wanted)
@@ -389,6 +396,8 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
     """
     result, text, listed = comparison(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run)
     a, b = result["a"], result["b"]
+    for line in result.get("incomplete", []):
+        click.echo(f"note: {line}", err=True)
     if as_json:
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
     elif list_:

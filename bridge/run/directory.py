@@ -140,3 +140,27 @@ def unfinished(run: RunDir) -> list[str]:
                                                                       if len(absent) > 5 else ""))
     return missing
 
+
+def incomplete(run: RunDir) -> str | None:
+    """Why a run read as it stands (`kbc compare`) is not a finished one, in one line; None where it is finished.
+
+    A last attempt stopped by Ctrl-C or SIGTERM is recorded failed with the error `interrupted`: its records and
+    summaries hold what was done before it stopped, which a rerun of the same command completes."""
+    missing = unfinished(run)
+    attempts = [r for r in run.config.get("runs") or [] if isinstance(r, dict)]
+    last = attempts[-1] if attempts else {}
+    stopped = last.get("error") == "interrupted"
+    if not (missing or stopped):
+        return None
+    started = last.get("started", "?")
+    said = []
+    if stopped:
+        said.append(f"its last attempt was interrupted (started {started})")
+    elif last.get("failed"):
+        said.append(f"its last attempt failed (started {started}: {last.get('error') or 'no error recorded'})")
+    elif attempts and not last.get("finished"):
+        said.append(f"its last attempt recorded no end (started {started}; still running, or killed)")
+        missing = missing[1:]  # `unfinished` says that attempt first
+    if missing:
+        said.append(f"it lacks {'; '.join(missing)}")
+    return ", and ".join(said)

@@ -661,11 +661,17 @@ def _dropped_line(where: str, gone: dict[str, list], unit: str) -> str:
             return Counter({f.uid: why for _, f, why in items}.values())
         return Counter(why for _, _, why in items)
 
-    per_rel = {rel: tally(items) for rel, items in gone.items()}
+    # per the relation each query asks, as summary.md's table of dropped units (a KMIR question of a P36 fact may
+    # ask P1376), not the relation of the fact it was made from
+    asks: dict[str, list] = {}
+    for rel, items in gone.items():
+        for item in items:
+            asks.setdefault(relation_id(getattr(item[0], "relation", rel)), []).append(item)
+    per_rel = {rel: tally(asks[rel]) for rel in sorted(asks)}
     reasons: Counter = Counter()
     for counts in per_rel.values():
         reasons.update(counts)
-    listed = ", ".join(f"{relation_id(rel)} {sum(c.values())}" for rel, c in per_rel.items())
+    listed = ", ".join(f"{rel} {sum(c.values())}" for rel, c in per_rel.items())
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.items())
     n = sum(reasons.values())
     queries = sum(len(items) for items in gone.values())
