@@ -305,6 +305,30 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     return "\n".join(lines)
 
 
+def own_relations_widen(rows: list[dict], metric: str, setting: str = "raw") -> bool:
+    """Whether the predictors' own facts hold relations of `metric` that the shared facts lack: a predictor that
+    answered none of a relation (KMIR: of a question kind) takes it out of the shared scope for everyone."""
+    def held(scope: str) -> set[tuple[str, str]]:
+        return {(r["corpus"], r["group"]) for r in rows if r["metric"] == metric and r["setting"] == setting
+                and not r.get("prompt") and r.get("scope", "own") == scope and r["group"] not in NOT_RELATIONS}
+
+    return bool(held("own") - held("shared"))
+
+
+def scope_kinds(rows: list[dict], metric: str, setting: str = "raw", scope: str = "shared") -> list[str]:
+    """The KMIR question kinds that `scope`'s questions scored on `metric` hold: what each relation's mean runs
+    over (the shared questions lose every kind one predictor does not answer)."""
+    held = {r["group"] for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
+            and r.get("scope", "own") == scope and r.get("n_facts")}
+    return [k for k in KINDS if k in held]
+
+
+def relation_mean(rows: list[dict], metric: str, setting: str = "raw", scope: str = "shared") -> str:
+    """`mean over its questions, of kinds: ...`: what a KMIR relation's cell averages, in `scope`."""
+    kinds = scope_kinds(rows, metric, setting, scope)
+    return f"mean over its questions, of kind{'s' if len(kinds) > 1 else ''}: {', '.join(kinds) or 'none'}"
+
+
 PROMPT_METRICS = ("consistency", "group_accuracy", "p@1_random_prompt_min", "p@1_random_prompt_avg",
                   "p@1_random_prompt_max")
 
@@ -363,8 +387,13 @@ def markdown(rows: list[dict], setting: str = "raw", dropped: list[dict] | None 
                 parts += ["", f"## {METRIC_NAMES.get(metric, metric)}, {scope} facts", "", body]
     held = {r["metric"] for r in rows if r["setting"] == setting}
     head = next((m for m in metrics if m in held), metrics[0])  # exact match where every predictor generates
-    parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, shared facts", "",
-              per_relation(rows, head, setting, "shared", relations, (counts or {}).get(head, "facts")), ""]
+    unit = (counts or {}).get(head, "facts")
+    scopes = ("shared", "own") if own_relations_widen(rows, head, setting) else ("shared",)
+    for scope in scopes:  # the own facts follow where the shared ones lack relations
+        parts += ["", f"## {METRIC_NAMES.get(head, head)} per relation, {scope} facts", ""]
+        if scope_kinds(rows, head, setting, "own"):  # KMIR: a relation's questions are of several kinds
+            parts += [f"Per relation: the {relation_mean(rows, head, setting, scope)}.", ""]
+        parts += [per_relation(rows, head, setting, scope, relations, unit), ""]
     agreement = prompt_table(rows)
     if agreement:
         parts += ["## Across prompts (raw, shared facts)", "", agreement, ""]

@@ -331,11 +331,14 @@ def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, tmp_path, m
 
 def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_path, monkeypatch, capsys):
     """summary.json holds F1/EM per relation (a question's relation, every kind pooled); summary.md's per-relation
-    table names relations, not kinds; `--delta random kb` draws kb minus random per relation over the questions both
-    answered, headed by the pair asked for; counts are `#questions` as in summary.md."""
+    table names relations, not kinds, and says which kinds its questions are of; freq answers no yes/no or
+    reasoning question, so the shared questions lose the derived relations and the own-facts per-relation table
+    follows (kb's P1376 beside random's); `--delta random kb` draws kb minus random per relation over the questions
+    both answered, headed by the pair asked for, relations named and in the figure's order (by the delta), with no
+    object-in-subject column (no answer of a question is ranked among object names); counts are `#questions`."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "kmir"
-    kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "random", "kb",
+    kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "random", "kb",
          "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"),
          "--quiet", "--out", str(run)])
     records = {name: [json.loads(line) for path in sorted((run / "predictions" / "trex" / name).glob("*.jsonl"))
@@ -346,7 +349,7 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
             assert "dropped" not in r
             f1.setdefault(name, {}).setdefault(r["relation"], []).append(100.0 * r["f1"])
     relations = sorted(f1["kb"])
-    assert {"P19", "P36"} <= set(relations)
+    assert relations == ["P1376", "P19", "P36", "schema:birthPlace"]
     rows = json.loads((run / "summary.json").read_text())
     got = {(r["predictor"], r["group"]): r for r in rows
            if r["scope"] == "own" and r["metric"] == "f1" and r["setting"] == "raw"}
@@ -354,10 +357,24 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
         for rel in relations:
             assert got[(name, rel)]["value"] == pytest.approx(sum(f1[name][rel]) / len(f1[name][rel]))
             assert got[(name, rel)]["n_facts"] == len(f1[name][rel])
+    shared_kinds = [g for g in ("triple_completion", "entity_distinction", "statement_checking", "predicate_reasoning")
+                    if any(r["scope"] == "shared" and r["metric"] == "f1" and r["setting"] == "raw" and r["group"] == g
+                           for r in rows)]
+    assert shared_kinds == ["triple_completion", "entity_distinction"]
     summary_md = (run / "summary.md").read_text(encoding="utf-8")
     per_rel = summary_md.split("## Token F1 (%) per relation, shared facts", 1)[1].split("\n## ", 1)[0]
-    named = [line.split("|")[2].strip().split(" ")[0] for line in per_rel.strip().splitlines()[2:]]
-    assert sorted(named) == relations
+    assert "Per relation: the mean over its questions, of kinds: triple_completion, entity_distinction." in per_rel
+    lines = [line for line in per_rel.strip().splitlines() if line.startswith("| trex")]
+    assert sorted(line.split("|")[2].strip().split(" ")[0] for line in lines) == ["P19", "P36"]
+    own_rel = summary_md.split("## Token F1 (%) per relation, own facts", 1)[1].split("\n## ", 1)[0]
+    assert ("Per relation: the mean over its questions, of kinds: triple_completion, entity_distinction, "
+            "statement_checking, predicate_reasoning.") in own_rel
+    own_lines = {line.split("|")[2].strip().split(" ")[0]: [c.strip() for c in line.strip("|").split("|")]
+                 for line in own_rel.strip().splitlines() if line.startswith("| trex")}
+    assert sorted(own_lines) == relations
+    assert own_lines["P1376"][:4] == ["trex", "P1376", "-", str(len(f1["kb"]["P1376"]))]
+    assert own_lines["P1376"][4:] == ["-", f"{got[('random', 'P1376')]['value']:.2f} ± "
+                                      f"{got[('random', 'P1376')]['stderr']:.2f}", "0.00 ± 0.00"]
     # the kinds stay the columns of the main tables
     assert "| corpus | predictor | answer space | #questions | entity_distinction |" in summary_md
 
@@ -367,16 +384,26 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert "## Per-relation deltas of kb against random — E-BERT Fig. 2" in md
     table = md_table(md, "Token F1 deltas against random")
-    assert table[0] == ["corpus", "relation", "#questions", "random", "kb − random", "object in subject (%)"]
+    assert table[0] == ["corpus", "relation", "#questions", "random", "kb − random"]
+    names = {"P19": "P19 place of birth", "P36": "P36 capital"}
     want = []
-    for rel in sorted(relations):
+    for rel in relations:
         base, other = sum(f1["random"][rel]) / len(f1["random"][rel]), sum(f1["kb"][rel]) / len(f1["kb"][rel])
-        want.append(["trex", rel, str(len(f1["kb"][rel])), f"{base:.2f}", f"{other - base:+.2f}", "-"])
-    assert table[1:] == want
+        want.append((other - base, rel, ["trex", names.get(rel, rel), str(len(f1["kb"][rel])), f"{base:.2f}",
+                                         f"{other - base:+.2f}"]))
+    assert table[1:] == [row for _, _, row in sorted(want)]
+    assert "relations in the figure's order, by the mean delta" in md and "object in subject" not in md
     assert (tmp_path / "rep" / "figures" / "delta_kb_vs_random.svg").is_file()
     assert md_table(md, "trex: Token F1 (%), shared facts [95% interval]")[0][-1] == "#questions"
-    assert md_table(md, "Token F1 (%) per relation (mean over its questions, whatever their kind), shared facts")[
-        0] == ["corpus", "relation", "type", "#questions", "random", "kb"]
+    shared = md_table(md, "Token F1 (%) per relation (mean over its questions, of kinds: triple_completion, "
+                          "entity_distinction), shared facts")
+    assert shared[0] == ["corpus", "relation", "type", "#questions", "freq", "random", "kb"]
+    assert sorted(row[1] for row in shared[1:]) == ["P19 place of birth", "P36 capital"]
+    own = md_table(md, "Token F1 (%) per relation (mean over its questions, of kinds: triple_completion, "
+                       "entity_distinction, statement_checking, predicate_reasoning), own facts")
+    assert {row[1]: row[6] for row in own[1:]} == {names.get(rel, rel): f"{got[('kb', rel)]['value']:.2f} ± "
+                                                   f"{got[('kb', rel)]['stderr']:.2f}" for rel in relations}
+    assert "whatever their kind" not in md
     assert "#facts" not in md.split("## KMIR scores", 1)[1]
 
 
@@ -437,9 +464,15 @@ def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, capsys):
     assert table[0] == ["corpus", "relation", "#facts", "freq", "bert − freq", "bert2 − freq",
                         "object in subject (%)"]
     values = shared_values(run)
-    assert [r[1] for r in table[1:]] == ["P101", "P19", "P36"]  # Google-RE has one relation: no panel
+    names = {"P101": "P101 field of work", "P19": "P19 place of birth", "P36": "P36 capital"}
+
+    def mean_delta(rel: str) -> float:
+        return sum(values[("trex", rel, lm)] - values[("trex", rel, "freq")] for lm in ("bert", "bert2")) / 2
+
+    # named, in the figure's order (by the mean delta); Google-RE has one relation: no panel
+    assert [r[1] for r in table[1:]] == [names[rel] for rel in sorted(names, key=lambda r: (mean_delta(r), r))]
     for row in table[1:]:
-        rel = row[1]
+        rel = row[1].split(" ")[0]
         assert row[3] == f"{values[('trex', rel, 'freq')]:.2f}"
         assert row[4] == f"{values[('trex', rel, 'bert')] - values[('trex', rel, 'freq')]:+.2f}"
         assert row[5] == f"{values[('trex', rel, 'bert2')] - values[('trex', rel, 'freq')]:+.2f}"

@@ -116,7 +116,8 @@ def test_every_reader_means_the_same_facts_by_shared(run, capsys):
 
 def test_a_delta_row_is_over_the_facts_both_sides_answered(run, capsys):
     """P36: bert answered 2 of the 6 facts asked (Babylon, Jerusalem); over those two, one object is in its subject
-    (Kingdom of Jerusalem): 50.0, not the 2 of 6 (with County Limerick) of every fact asked."""
+    (Kingdom of Jerusalem): 50.0, not the 2 of 6 (with County Limerick) of every fact asked. Rows name their
+    relations and follow the figure's order, by the mean delta (P36's +0 before P19's +25)."""
     from test_report import md_table
 
     code, _, err = run_kbc(["report", str(run), "--delta", "freq", "bert", "--out", str(run.parent / "delta")],
@@ -125,10 +126,11 @@ def test_a_delta_row_is_over_the_facts_both_sides_answered(run, capsys):
     md = (run.parent / "delta" / "report.md").read_text()
     assert md_table(md, "P@1 deltas against freq") == [
         ["corpus", "relation", "#facts", "freq", "bert − freq", "object in subject (%)"],
-        ["trex", "P19", "4", "0.00", "+25.00", "0.0"],
-        ["trex", "P36", "2", "0.00", "+0.00", "50.0"]]
+        ["trex", "P36 capital", "2", "0.00", "+0.00", "50.0"],
+        ["trex", "P19 place of birth", "4", "0.00", "+25.00", "0.0"]]
     assert ("P@1 deltas against freq: each row's #facts, freq's value, the differences and the object-in-subject "
-            "share are over the same facts, those answered by all of freq, bert.") in md
+            "share are over the same facts, those answered by all of freq, bert; relations in the figure's order, "
+            "by the mean delta.") in md
 
 
 def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):
@@ -143,5 +145,5 @@ def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):
     md = (run.parent / "compared" / "report.md").read_text()
     assert md_table(md, "P@1 deltas against run:bert") == [
         ["corpus", "relation", "#facts", "run:bert", "every:bert − run:bert", "object in subject (%)"],
-        ["trex", "P19", "4", "25.00", "-25.00", "0.0"],
-        ["trex", "P36", "2", "0.00", "+0.00", "50.0"]]
+        ["trex", "P19 place of birth", "4", "25.00", "-25.00", "0.0"],
+        ["trex", "P36 capital", "2", "0.00", "+0.00", "50.0"]]

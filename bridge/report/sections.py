@@ -30,7 +30,7 @@ from bridge.run.summaries import (
 )
 from eval.cells import csv_cell
 from eval.kmir import KINDS
-from eval.report import METRIC_NAMES, all_of, counted_unit, per_relation, table
+from eval.report import METRIC_NAMES, all_of, counted_unit, per_relation, relation_mean, relation_name, table
 from eval.types import RELATION_TYPES
 
 SCORES_SOURCE = {"lama": "LAMA Table 2", "coherency": "coherency paper Table 1", "kmir": "KMIR Table 4"}
@@ -562,18 +562,22 @@ class Builder:
         for (base, metric), others in by_base.items():
             name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
             found = delta_rows(self.view, units, base, others, metric)
+            # the figure's order: per corpus, relations by their mean delta (ties by id)
+            order = {c: i for i, c in enumerate(dict.fromkeys(row.corpus for row in found))}
+            found.sort(key=lambda row: (order[row.corpus], sum(row.diffs.values()) / len(row.diffs), row.relation))
+            shares = any(row.share is not None for row in found)  # only LAMA's P@k answers are object names
+            info = self.view.relation_info()
             panels: dict[str, list[tuple[str, dict[str, float], float | None]]] = {}
             rows = []
             for row in found:
                 panels.setdefault(row.corpus, []).append((row.relation, row.diffs, row.share))
-                rows.append([row.corpus, row.relation, str(row.n), _fmt(row.base),
-                             *[f"{row.diffs[o]:+.2f}" if o in row.diffs else "-" for o in others],
-                             _fmt(row.share, 1)])
+                rows.append([row.corpus, relation_name(row.relation, info.get(row.corpus, {})), str(row.n),
+                             _fmt(row.base), *[f"{row.diffs[o]:+.2f}" if o in row.diffs else "-" for o in others],
+                             *([_fmt(row.share, 1)] if shares else [])])
             if not panels:
                 s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more relations scored on "
                               f"{self._metric_name(metric)}.")
                 continue
-            shares = any(row.share is not None for row in found)
             key = f"delta_{_slug(others[0])}_vs_{_slug(base)}" if len(others) == 1 else f"delta_vs_{_slug(base)}"
             key += "" if metric == self.metric else f"_{_slug(metric)}"
             crosses = "crosses: % of facts whose object name is a substring of the subject name. " if shares else ""
@@ -581,12 +585,13 @@ class Builder:
                        f"(points; relations sorted by the mean delta); {crosses}Setting {self.view.setting}.")
             s.figures.append(self._figure(key, caption, lambda out, k, p=panels, b=base, label=name:
                                           figures.deltas(p, b, self.colour, out, k, self.labels, label, self.upper)))
-            rows.sort(key=lambda r: (r[0], r[1]))
-            s.text.append(f"{name} deltas against {base}: each row's #{self.unit}, {base}'s value, the differences "
-                          f"and the object-in-subject share are over the same {self.unit}, those answered by "
-                          f"{all_of([base, *others])}.")
+            share = " and the object-in-subject share" if shares else ""
+            s.text.append(f"{name} deltas against {base}: each row's #{self.unit}, {base}'s value, the differences"
+                          f"{share} are over the same {self.unit}, those answered by {all_of([base, *others])}; "
+                          "relations in the figure's order, by the mean delta.")
             s.tables.append(Table(["corpus", "relation", f"#{self.unit}", self._mark(base),
-                                   *[f"{self._mark(o)} − {base}" for o in others], "object in subject (%)"], rows,
+                                   *[f"{self._mark(o)} − {base}" for o in others],
+                                   *(["object in subject (%)"] if shares else [])], rows,
                                   f"{name} deltas against {self._mark(base)}"))
         self._footnote(s, [b for b, _ in self.pairs] + [o for _, o in self.pairs])
         if not s.figures:
@@ -829,12 +834,16 @@ class Builder:
                                   [[c, p, *[grid.cell(c, p, "all", m) for m in KMIR_ROBUSTNESS]]
                                    for c, p in grid.keys],
                                   f"Q-set robustness (% of Q-sets, Table 5) and % of questions answered, {facts}"))
-        for metric in ("f1", "em"):  # as summary.md: per relation (a question's relation), the shared facts
-            s.tables += [t for t in tables_from_markdown(
-                per_relation(self.view.summary, metric, self.view.setting, self.scope, self.view.relation_info(),
-                             "questions"),
-                f"{self._metric_name(metric)} per relation (mean over its questions, whatever their kind), "
-                f"{self.facts}") if t.rows]  # a run scored before relations had rows has none
+        for metric in ("f1", "em"):  # as summary.md: per relation (a question's relation), the shared facts, then
+            # the own facts where the shared ones lack relations (a predictor that drops a kind drops its relations)
+            scopes = (self.scope, "own") if self._widens(metric, is_relation) else (self.scope,)
+            for scope in scopes:
+                s.tables += [t for t in tables_from_markdown(
+                    per_relation(self.view.summary, metric, self.view.setting, scope, self.view.relation_info(),
+                                 "questions"),
+                    f"{self._metric_name(metric)} per relation "
+                    f"({relation_mean(self.view.summary, metric, self.view.setting, scope)}), "
+                    f"{self._scope_facts(scope)}") if t.rows]  # a run scored before relations had rows has none
         return s
 
     def lmkbc(self) -> Section:
