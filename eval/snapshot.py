@@ -62,11 +62,10 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
     try:
         wanted = files()
         recent = _RECENT.get(key)
-        if recent is not None and _stats(wanted) == [s[:3] for s in recent[0]]:
-            sources, version = read_sources(wanted)
-            if sources == recent[0]:
-                _RECENT.move_to_end(key)
-                return _copy(recent[2], version)
+        same = _same_bytes(recent[0], wanted) if recent is not None else None
+        if same is not None:
+            _RECENT.move_to_end(key)
+            return _copy(recent[1], same[1])
         found = _current(path, wanted)
         if found is not None:
             corpus = _decode_body(path, found[0], name, facts=True)
@@ -92,12 +91,12 @@ def cached_corpus(name: str, root: Path, options: dict, files: Callable[[], list
 
 # The corpora this process read last, by snapshot name, with the data files they were read from: a process that
 # runs several experiments (the Python API, a notebook) decodes a corpus once while its files keep their bytes
-_RECENT: OrderedDict[str, tuple[Sources, str, Corpus]] = OrderedDict()
+_RECENT: OrderedDict[str, tuple[Sources, Corpus]] = OrderedDict()
 KEEP_RECENT = 4  # LAMA's four corpora
 
 
 def _remember(key: str, sources: Sources, corpus: Corpus) -> None:
-    _RECENT[key] = (sources, corpus.version, _copy(corpus, corpus.version))
+    _RECENT[key] = (sources, _copy(corpus, corpus.version))
     _RECENT.move_to_end(key)
     while len(_RECENT) > KEEP_RECENT:
         _RECENT.popitem(last=False)
@@ -153,12 +152,18 @@ def cached_outline(name: str, root: Path, options: dict, files: Callable[[], lis
 def _current(path: Path, wanted: list[Path]) -> tuple[bytes, tuple[Sources, str]] | None:
     """The content of the snapshot at `path` (after its header), the data files' identities and the data version,
     where it was made from the bytes `wanted` hold and its content has the size and CRC its header names."""
-    stats = _stats(wanted)
     read = _read(path)
-    if read is None or [s[:3] for s in read[0]["sources"]] != stats:
+    same = _same_bytes(read[0]["sources"], wanted) if read is not None else None
+    return (read[1], same) if same is not None else None
+
+
+def _same_bytes(sources: Sources, wanted: list[Path]) -> tuple[Sources, str] | None:
+    """The identities and the version of the files `wanted` where they are those `sources` names, byte for byte
+    (paths, sizes and mtimes first: hashing only when those agree); else None."""
+    if [s[:3] for s in sources] != _stats(wanted):
         return None
-    sources, version = read_sources(wanted)
-    return (read[1], (sources, version)) if read[0]["sources"] == sources else None
+    now, version = read_sources(wanted)
+    return (now, version) if now == sources else None
 
 
 def _read(path: Path) -> tuple[dict, bytes] | None:
