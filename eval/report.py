@@ -286,8 +286,7 @@ def _scope_notes(idx: dict, corpus: str, predictors: list[str], groups: list[str
 def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: str = "shared",
                  relations: RelationInfo | None = None, unit: str = "facts") -> str:
     """One row per (corpus, relation), relations by type then id, one column per predictor."""
-    picked = [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
-              and r.get("scope", "own") == scope and r["group"] not in NOT_RELATIONS]
+    picked = [r for r in scored_rows(rows, metric, setting, scope) if r["group"] not in NOT_RELATIONS]
     predictors = list(dict.fromkeys(r["predictor"] for r in picked))
     by: dict[str, dict[str, dict[str, dict]]] = {}
     for r in picked:
@@ -305,12 +304,18 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     return "\n".join(lines)
 
 
+def scored_rows(rows: list[dict], metric: str, setting: str, scope: str) -> list[dict]:
+    """The summary rows of one metric, setting and scope, less a prompt set's per-prompt rows."""
+    return [r for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
+            and r.get("scope", "own") == scope]
+
+
 def own_relations_widen(rows: list[dict], metric: str, setting: str = "raw") -> bool:
     """Whether the predictors' own facts hold relations of `metric` that the shared facts lack: a predictor that
     answered none of a relation (KMIR: of a question kind) takes it out of the shared scope for everyone."""
     def held(scope: str) -> set[tuple[str, str]]:
-        return {(r["corpus"], r["group"]) for r in rows if r["metric"] == metric and r["setting"] == setting
-                and not r.get("prompt") and r.get("scope", "own") == scope and r["group"] not in NOT_RELATIONS}
+        return {(r["corpus"], r["group"]) for r in scored_rows(rows, metric, setting, scope)
+                if r["group"] not in NOT_RELATIONS}
 
     return bool(held("own") - held("shared"))
 
@@ -318,8 +323,7 @@ def own_relations_widen(rows: list[dict], metric: str, setting: str = "raw") -> 
 def scope_kinds(rows: list[dict], metric: str, setting: str = "raw", scope: str = "shared") -> list[str]:
     """The KMIR question kinds that `scope`'s questions scored on `metric` hold: what each relation's mean runs
     over (the shared questions lose every kind one predictor does not answer)."""
-    held = {r["group"] for r in rows if r["metric"] == metric and r["setting"] == setting and not r.get("prompt")
-            and r.get("scope", "own") == scope and r.get("n_facts")}
+    held = {r["group"] for r in scored_rows(rows, metric, setting, scope) if r.get("n_facts")}
     return [k for k in KINDS if k in held]
 
 
