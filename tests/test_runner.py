@@ -153,6 +153,33 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, cap
                      "sigterm-in-ray": (143, line, keys, "interrupted", CHUNK)}
 
 
+def test_a_command_stopped_before_its_output_folder_exists_says_nothing_is_kept(tmp_path, lama_dir, monkeypatch,
+                                                                                 capsys):
+    """Ctrl-C while the data loads, before the run made its folder, leaves nothing to resume: the line says so, not
+    that results are kept; stopped the same way on a rerun into an existing folder, the usual line."""
+    import bridge.run.runner as runner
+
+    def loading(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    argv = ["run", "lama", "--corpus", "google_re", "--predictors", "freq", "--data-dir", str(lama_dir),
+            "--out", str(out), "--quiet"]
+    plan_run = runner.plan_run
+    monkeypatch.setattr(runner, "plan_run", loading)
+    code, _, err = run_kbc(argv, capsys)
+    assert (code, err.strip().splitlines()[-1], out.exists()) == (
+        130, f"interrupted before anything was written ({out} was not made); rerun the same command to start",
+        False)
+    monkeypatch.setattr(runner, "plan_run", plan_run)
+    assert run_kbc(argv, capsys)[0] == 0
+    monkeypatch.setattr(runner, "plan_run", loading)
+    code, _, err = run_kbc(argv, capsys)
+    assert (code, err.strip().splitlines()[-1]) == (
+        130, "interrupted: results written so far are kept; rerun the same command to resume")
+
+
 def test_outputs(tmp_path, lama_dir):
     out = tmp_path / "out"
     run_lama(RunConfig(["google_re"], ["freq"], out, str(lama_dir), cache_dir=tmp_path / "cache"), progress=False)

@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -180,9 +181,29 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
-def interrupted_line(argv: list[str]) -> str:
-    """What an interrupted command leaves: a command whose work is not kept in part says so (`interrupted`)."""
-    return getattr(_command_of(argv)[0], "interrupted", INTERRUPTED)
+def interrupted_line(argv: list[str], out_existed: bool = True) -> str:
+    """What an interrupted command leaves: a command whose work is not kept in part says so (`interrupted`); one
+    stopped before it made its output folder (`out_existed` False and the folder still absent) kept nothing."""
+    line = getattr(_command_of(argv)[0], "interrupted", INTERRUPTED)
+    out = out_folder(argv)
+    if line == INTERRUPTED and out is not None and not out_existed and not out.exists():
+        return f"interrupted before anything was written ({out} was not made); rerun the same command to start"
+    return line
+
+
+def out_folder(argv: list[str]) -> Path | None:
+    """The `--out` folder a command of `argv` writes (its default where not given); None where it has none or the
+    words do not parse."""
+    command, path = _command_of(argv)
+    words = list(argv)
+    for name in path[1:]:
+        words.remove(name)
+    try:
+        ctx = command.make_context(path[-1], words, resilient_parsing=True)
+    except (click.ClickException, click.exceptions.Exit, ValueError, TypeError):
+        return None
+    out = ctx.params.get("out")
+    return Path(out) if isinstance(out, str | Path) and out else None
 
 
 def os_error_line(exc: OSError) -> str:
@@ -203,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     gc.set_threshold(*GC_THRESHOLD)
     command = argv is None  # this process is the `kbc` command (not a caller passing arguments)
     argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
+    out = out_folder(argv)
+    out_existed = out is None or out.exists()
     try:
         with sigterm_as_interrupt():
             cli.main(args=argv, prog_name="kbc", standalone_mode=False)
@@ -213,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(usage_error_line(exc, argv), err=True)
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        click.echo(interrupted_line(argv), err=True)
+        click.echo(interrupted_line(argv, out_existed), err=True)
         sys.exit(128 + signal.SIGTERM if TERMINATED else 130)  # the status a shell reports for either signal
     except click.ClickException as exc:
         click.echo(f"error: {_one_line(exc.format_message())}", err=True)
