@@ -180,6 +180,38 @@ def test_a_command_stopped_before_its_output_folder_exists_says_nothing_is_kept(
         130, "interrupted: results written so far are kept; rerun the same command to resume")
 
 
+def make_stopped_while_loading(name, ctx):
+    raise KeyboardInterrupt  # Ctrl-C while a model loads
+
+
+def test_compare_says_a_run_is_unfinished_only_when_its_stopped_attempt_left_it_so(tmp_path, lama_dir, monkeypatch,
+                                                                                    capsys):
+    """A rerun stopped before it asked anything leaves the earlier attempt's summaries whole and current: `kbc
+    compare` reads a finished run and says nothing; one stopped after it added a predictor is refused until rerun."""
+    monkeypatch.setitem(registry.ENTRIES, "loading", (f"{__name__}:make_stopped_while_loading", "test"))
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    argv = ["run", "lama", "--corpus", "google_re", "--predictors", "freq", "random", "--data-dir", str(lama_dir),
+            "--out", str(out), "--quiet"]
+    assert run_kbc(argv, capsys)[0] == 0
+    import bridge.run.runner as runner
+
+    def checking(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while a rerun reads back what is recorded
+
+    with monkeypatch.context() as m:
+        m.setattr(runner.Job, "run", checking)
+        assert run_kbc(argv, capsys)[0] == 130
+    assert json.loads((out / "config.json").read_text())["runs"][-1]["error"] == "interrupted"
+    code, text, err = run_kbc(["compare", str(out), "freq", "random"], capsys)
+    assert (code, err) == (0, "")
+    assert text.splitlines()[1].startswith("google_re: 5527 facts answered by both")
+    assert run_kbc([*argv[:7], "loading", *argv[7:]], capsys)[0] == 130
+    code, _, err = run_kbc(["compare", str(out), "freq", "random"], capsys)
+    assert (code, err) == (2, f"error: {out}: its config.json changed since its summaries were written; rerun the "
+                              "same `kbc run` command to rescore it\n")
+
+
 def test_outputs(tmp_path, lama_dir):
     out = tmp_path / "out"
     run_lama(RunConfig(["google_re"], ["freq"], out, str(lama_dir), cache_dir=tmp_path / "cache"), progress=False)

@@ -152,6 +152,8 @@ def incomplete(run: RunDir) -> str | None:
     stopped = last.get("error") == "interrupted"
     if not (missing or stopped):
         return None
+    if not missing and _scored_as_it_is(run):  # stopped before it changed anything an earlier attempt scored
+        return None
     started = last.get("started", "?")
     said = []
     if stopped:
@@ -164,3 +166,11 @@ def incomplete(run: RunDir) -> str | None:
     if missing:
         said.append(f"it lacks {'; '.join(missing)}")
     return ", and ".join(said)
+
+
+def _scored_as_it_is(run: RunDir) -> bool:
+    """Whether the run's summaries are what scoring its files and config as they are now gave (an attempt stopped
+    before it wrote or asked anything new leaves a finished run)."""
+    from bridge.run.freshness import unscored_change
+
+    return unscored_change(run.path, run.config) is None
