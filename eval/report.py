@@ -292,15 +292,21 @@ def per_relation(rows: list[dict], metric: str = "p@1", setting: str = "raw", sc
     for r in picked:
         by.setdefault(r["corpus"], {}).setdefault(r["group"], {})[r["predictor"]] = r
     lines = [md_row(["corpus", "relation", "type", f"#{unit}", *predictors]), "|" + "---|" * (4 + len(predictors))]
+    ranged = False
     for corpus, per_rel in by.items():
         info = (relations or {}).get(corpus, {})
         for rel in relation_order(list(per_rel), info):
             cells = per_rel[rel]
             counts = sorted({r["n_facts"] for r in cells.values()})
             n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-            vals = [_cell(cells[p], metric) if p in cells else "-" for p in predictors]
+            ranged |= len(counts) > 1
+            vals = [("-" if p not in cells else _cell(cells[p], metric) if len(counts) == 1
+                     else f"{_cell(cells[p], metric)} ({cells[p]['n_facts']})") for p in predictors]
             rtype = info.get(rel, (None, None))[1] or "-"
             lines.append(md_row([corpus, relation_name(rel, info), rtype, n, *vals]))
+    if ranged:  # each predictor's own facts of a relation: the count beside each score says whose is whose
+        lines += ["", f"- #{unit}: fewest–most where the predictors answered different numbers of a relation's "
+                      f"{unit}; each score's own count in parentheses."]
     return "\n".join(lines)
 
 

@@ -333,9 +333,10 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     """summary.json holds F1/EM per relation (a question's relation, every kind pooled); summary.md's per-relation
     table names relations, not kinds, and says which kinds its questions are of; freq answers no yes/no or
     reasoning question, so the shared questions lose the derived relations and the own-facts per-relation table
-    follows (kb's P1376 beside random's); `--delta random kb` draws kb minus random per relation over the questions
-    both answered, headed by the pair asked for, relations named and in the figure's order (by the delta), with no
-    object-in-subject column (no answer of a question is ranked among object names); counts are `#questions`."""
+    follows (kb's P1376 beside random's), derived relations named as the data or the axioms name them; `--delta
+    random kb` draws kb minus random per relation over the questions both answered, headed by the pair asked for,
+    relations named and in the figure's order (by the delta), with no object-in-subject column (no answer of a
+    question is ranked among object names); counts are `#questions`."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "kmir"
     kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "random", "kb",
@@ -372,7 +373,8 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     own_lines = {line.split("|")[2].strip().split(" ")[0]: [c.strip() for c in line.strip("|").split("|")]
                  for line in own_rel.strip().splitlines() if line.startswith("| trex")}
     assert sorted(own_lines) == relations
-    assert own_lines["P1376"][:4] == ["trex", "P1376", "-", str(len(f1["kb"]["P1376"]))]
+    assert own_lines["P1376"][:4] == ["trex", "P1376 capital of", "-", str(len(f1["kb"]["P1376"]))]
+    assert own_lines["schema:birthPlace"][1] == "schema:birthPlace birth place"  # derived: named by the axioms
     assert own_lines["P1376"][4:] == ["-", f"{got[('random', 'P1376')]['value']:.2f} ± "
                                       f"{got[('random', 'P1376')]['stderr']:.2f}", "0.00 ± 0.00"]
     # the kinds stay the columns of the main tables
@@ -385,7 +387,8 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     assert "## Per-relation deltas of kb against random — E-BERT Fig. 2" in md
     table = md_table(md, "Token F1 deltas against random")
     assert table[0] == ["corpus", "relation", "#questions", "random", "kb − random"]
-    names = {"P19": "P19 place of birth", "P36": "P36 capital"}
+    names = {"P19": "P19 place of birth", "P36": "P36 capital", "P1376": "P1376 capital of",
+             "schema:birthPlace": "schema:birthPlace birth place"}
     want = []
     for rel in relations:
         base, other = sum(f1["random"][rel]) / len(f1["random"][rel]), sum(f1["kb"][rel]) / len(f1["kb"][rel])
@@ -401,8 +404,16 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     assert sorted(row[1] for row in shared[1:]) == ["P19 place of birth", "P36 capital"]
     own = md_table(md, "Token F1 (%) per relation (mean over its questions, of kinds: triple_completion, "
                        "entity_distinction, statement_checking, predicate_reasoning), own facts")
-    assert {row[1]: row[6] for row in own[1:]} == {names.get(rel, rel): f"{got[('kb', rel)]['value']:.2f} ± "
-                                                   f"{got[('kb', rel)]['stderr']:.2f}" for rel in relations}
+    counts = {rel: {r["n_facts"] for r in rows if (r["scope"], r["metric"], r["setting"], r["group"]) ==
+                    ("own", "f1", "raw", rel)} for rel in relations}
+    assert counts["P19"] != {len(f1["kb"]["P19"])}  # freq answered fewer P19 questions than kb
+    assert {row[1]: (row[3], row[6]) for row in own[1:]} == {  # a count beside each score where the counts differ
+        names.get(rel, rel): ("–".join(str(n) for n in sorted(counts[rel])[::max(1, len(counts[rel]) - 1)]),
+                              f"{got[('kb', rel)]['value']:.2f} ± {got[('kb', rel)]['stderr']:.2f}"
+                              + (f" ({len(f1['kb'][rel])})" if len(counts[rel]) > 1 else ""))
+        for rel in relations}
+    assert "- #questions: fewest–most where the predictors answered different numbers of a relation's questions; " \
+           "each score's own count in parentheses." in md
     assert "whatever their kind" not in md
     assert "#facts" not in md.split("## KMIR scores", 1)[1]
 

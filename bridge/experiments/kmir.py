@@ -197,6 +197,7 @@ class KmirExperiment:
         self._questions: dict[str, KmirQuestion] = {}
         self._made: dict[tuple, dict[str, list[tuple[Query, Fact]]]] = {}
         self._chance: dict[str, float] = {}  # query uid -> exact match a uniform guess expects
+        self._labels: dict[str, dict[str, str]] = {}  # corpus -> relation id -> label, of every relation asked
 
     def check(self, corpora: dict, data_dir) -> None:
         """Corpora with subjects and relations only; the instance-of file read before any work."""
@@ -270,8 +271,19 @@ class KmirExperiment:
             relations.update(load_relations(lama_relations))
         relations.update(given.corpus.relations)
         relations.update(self.ontology.relations())
-        return generate(given.corpus.facts, inferred, instance_of, seed=self.seed, per_relation=self.per_relation,
+        made = generate(given.corpus.facts, inferred, instance_of, seed=self.seed, per_relation=self.per_relation,
                         relations=relations, asked=[f.uid for f in given.facts])
+        labels = self._labels.setdefault(given.corpus.name, {})
+        for question in made:
+            known = relations.get(question.relation)
+            if known is not None and known.label:
+                labels.setdefault(relation_id(question.relation), known.label)
+        return made
+
+    def relation_labels(self, corpus: str) -> dict[str, str]:
+        """Relation id -> label of the relations this corpus's questions ask, derived ones too (P1376 from P36's
+        inverse, an axioms file's `schema:birthPlace`), which the corpus's own relations do not hold."""
+        return dict(self._labels.get(corpus, {}))
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         key = (given.corpus.name, tuple(f.uid for f in given.facts))

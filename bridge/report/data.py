@@ -209,7 +209,19 @@ def upper_bound(config: dict, predictor: str) -> str | None:
 
 
 def relation_labels(config: dict) -> dict[str, str]:
-    """Relation id -> label from the run's data folder (empty when it cannot be read)."""
+    """Relation id -> label from the run's data folder, then those the run recorded (KMIR's derived relations, an
+    axioms file's own properties)."""
+    labels = _data_labels(config)
+    recorded = config.get("relation_labels")
+    for per_corpus in recorded.values() if isinstance(recorded, dict) else ():
+        for rel, label in per_corpus.items() if isinstance(per_corpus, dict) else ():
+            if isinstance(label, str) and label:
+                labels.setdefault(rel, label)
+    return labels
+
+
+def _data_labels(config: dict) -> dict[str, str]:
+    """Relation id -> label from the run's data folder's `relations.jsonl` (empty when it cannot be read)."""
     data_dir = config.get("data_dir")
     if not data_dir:
         return {}

@@ -195,6 +195,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                             job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress,
                                       pool)
                             job.run(experiment)
+                            _add_relation_labels(config, name, experiment)
                             write_json(config_path, config)
                 scoring = True  # the attempt ends when its summaries are written, which add to config.json
                 rows = collect(out, setting, cfg.bootstrap, cfg.bootstrap_seed)
@@ -209,6 +210,17 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 config["runs"][-1].update(ended)
                 write_json(config_path, config)
             return rows
+
+
+def _add_relation_labels(config: dict, corpus: str, experiment: Experiment) -> None:
+    """Labels of relations the experiment's questions ask beyond the corpus's own (KMIR's derived relations), so
+    that tables name them: kept apart from `relation_types`, which lists the relations the run asks of the data."""
+    made = getattr(experiment, "relation_labels", None)
+    if made is None:
+        return
+    labels = config.setdefault("relation_labels", {}).setdefault(corpus, {})
+    for rel, label in made(corpus).items():
+        labels.setdefault(rel, label)
 
 
 def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> None:

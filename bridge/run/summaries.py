@@ -319,6 +319,7 @@ def relation_info(config: dict) -> dict[str, dict[str, tuple[str | None, str | N
         known = labels.get(corpus) or ({r: rel.label for r, rel in GOOGLE_RE_RELATIONS.items()}
                                        if corpus == "google_re" else {})
         out[corpus] = {rel: (known.get(rel), rtype) for rel, rtype in types.items()}
+        out[corpus].update({rel: (label, None) for rel, label in known.items() if rel not in types})  # derived ones
     return out
 
 
