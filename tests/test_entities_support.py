@@ -5,6 +5,7 @@ Both are built once per test run, in a folder the run's worker processes share."
 from __future__ import annotations
 
 import atexit
+import bz2
 import fcntl
 import functools
 import shutil
@@ -66,3 +67,15 @@ def tiny_bert(shared_data: Path, hidden: int = W2V_DIM) -> Path:
     with _one_builder(f"h{hidden}"):
         return tiny_model_dir("bert-cased", _workdir() / f"h{hidden}", hidden_size=hidden,
                               intermediate_size=2 * hidden, initializer_range=0.02, max_position_embeddings=128)
+
+
+def first_pages(dump: Path, n: int, out: Path) -> Path:
+    """The dump's first `n` pages as a dump of their own."""
+    text = bz2.decompress(dump.read_bytes()).decode("utf-8")
+    head, _, rest = text.partition("<page>")
+    pages = rest.split("<page>")[:n]
+    body = "<page>" + "<page>".join(pages)
+    body = body[:body.rindex("</page>") + len("</page>")]
+    out.write_bytes(bz2.compress(f"{head}{body}\n</mediawiki>\n".encode()))
+    return out
+

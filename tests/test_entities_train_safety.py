@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from cli_support import run_kbc
-from test_entities_support import DUMP, W2V_DIM, trained_w2v
+from test_entities_support import DUMP, W2V_DIM, first_pages, trained_w2v
 
 
 def sha256(path: Path) -> str:
@@ -70,7 +70,8 @@ def test_unrecorded_intermediates_are_rebuilt_never_loaded(shared_data, tmp_path
         plant(work / name, marker)
     settings = TrainSettings(dim=W2V_DIM, iterations=1, word_neg_power=0.0, entity_neg_power=0.0,
                              min_entity_count=1, pool_size=2)
-    safe = train(shared_data / DUMP, work / "sample.pkl", settings)
+    dump = first_pages(shared_data / DUMP, 80, tmp_path / "first80.xml.bz2")  # every step, in seconds
+    safe = train(dump, work / "sample.pkl", settings)
     assert not marker.exists()
     files = json.loads((work / "sample_manifest.json").read_text())["files"]
     assert sorted(files) == sorted([*names, "sample.db"])

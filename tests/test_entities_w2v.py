@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from test_entities_support import DUMP, W2V_DIM, trained_w2v
+from test_entities_support import DUMP, W2V_DIM, first_pages, trained_w2v
 
 from eval.errors import DataError
 from eval.types import Entity
@@ -204,3 +204,36 @@ def test_link_graph_has_a_row_for_every_entity(w2v, tmp_path):
     assert len(fixed.neighbor_indices(last)) == 0
     first = dictionary.entity_offset
     assert list(fixed.neighbor_indices(first)) == list(graph.neighbor_indices(first))
+
+
+def test_a_dump_without_links_between_its_entities_is_one_error_line(shared_data, tmp_path, capfd):
+    """The first 30 pages of the sample link to no entity of their dictionary: the link graph cannot be built, and
+    training says so in one line (with the fix) instead of scipy's traceback."""
+    from bridge.cli import main
+
+    dump = first_pages(shared_data / DUMP, 30, tmp_path / "first30.xml.bz2")
+    with pytest.raises(SystemExit) as stop:
+        main(["entities", "train", str(dump), "--out", str(tmp_path / "w2v" / "m.pkl"), "--dim", str(W2V_DIM),
+              "--iterations", "1", "--word-neg-power", "0", "--min-entity-count", "1", "--pool-size", "2"])
+    err = [line for line in capfd.readouterr().err.splitlines()
+           if line.strip() and not line.startswith("[") and "it/s" not in line]  # less its log and progress
+    assert (stop.value.code, err) == (2, [
+        f"error: {dump}: no page links to another entity of its dictionary, so there is no link graph to train "
+        "with; use a larger dump, or --no-link-graph"])
+
+
+def test_the_pool_workers_a_command_forks_end_without_tracebacks(capfd):
+    """wikipedia2vec terminates its pool of workers (SIGTERM) at the end of every step: workers forked while kbc
+    takes SIGTERM as Ctrl-C would each print a KeyboardInterrupt traceback."""
+    import multiprocessing
+    import signal
+
+    from bridge.cli import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        pool = multiprocessing.get_context("fork").Pool(2)
+        pids = [pool.apply(os.getpid) for _ in range(2)]
+        pool.terminate()
+        pool.join()
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the command's own handling stays
+    assert pids and "Traceback" not in capfd.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -164,6 +165,16 @@ def _terminated(signum: int, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     TERMINATED.append(signum)
     raise KeyboardInterrupt
+
+
+def _default_sigterm_in_child() -> None:
+    """A process a command forks (a multiprocessing pool's worker) ends on SIGTERM as any process does: with the
+    command's handler it would print a KeyboardInterrupt traceback each time its pool is terminated."""
+    if signal.getsignal(signal.SIGTERM) is _terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_default_sigterm_in_child)
 
 
 @contextmanager

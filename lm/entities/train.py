@@ -130,7 +130,13 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
                                   "--min-entity-count", str(s.min_entity_count), *pool])
         manifest.record(dic)
     if s.link_graph and not reuse(lg):
-        _run("build-link-graph", [str(db), str(dic), str(lg), *pool])
+        try:
+            _run("build-link-graph", [str(db), str(dic), str(lg), *pool])
+        except ValueError as exc:  # scipy cannot size a graph without a single link
+            if "zero sized" not in str(exc):
+                raise
+            raise DataError(f"{dump}: no page links to another entity of its dictionary, so there is no link graph "
+                            "to train with; use a larger dump, or --no-link-graph") from None
         _complete_link_graph(lg, dic)
         manifest.record(lg)
     if not reuse(mention):
