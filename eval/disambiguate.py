@@ -28,6 +28,7 @@ class LabelIndex:
     def __init__(self, labels: Mapping[str, str], aliases: Mapping[str, Iterable[str]] | None = None,
                  known: Iterable[str] = ()) -> None:
         self._tables: list[tuple[dict[str, set[str]], bool]] = []
+        self._resolved: dict[str, str] = {}  # text -> what `resolve` gave: the tables never change
         alias_forms = {qid: [a for a in forms if a and a != labels.get(qid) and not (len(a) <= SHORT and a.islower())]
                        for qid, forms in (aliases or {}).items()}
         # other forms naming entities, under the aliases' rules: short ones only as written, lower-case short never
@@ -57,9 +58,12 @@ class LabelIndex:
         return set()
 
     def resolve(self, text: str) -> str:
-        """The one id `text` names, else `text` itself."""
-        ids = self.ids(text)
-        return next(iter(ids)) if len(ids) == 1 else text.strip()
+        """The one id `text` names, else `text` itself (remembered: an LM ranks the same words for every subject)."""
+        found = self._resolved.get(text)
+        if found is None:
+            ids = self.ids(text)
+            found = self._resolved[text] = next(iter(ids)) if len(ids) == 1 else text.strip()
+        return found
 
     def names(self, text: str) -> bool:
         """Whether `text` is a label or alias of some entity: one, or several ("Lincoln"); never where `text`

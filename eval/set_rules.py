@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.errors import ConfigError
-from eval.set_metrics import true_positives
 from eval.user_values import strict_float
 
 Ranked = Sequence[tuple[str, float]]
@@ -110,6 +109,16 @@ class TuningPair:
     gold_labels: tuple[str, ...] = ()
 
 
+def prefix_true_positives(items: Sequence[str], gold_ids: Sequence[str], gold_labels: Sequence[str] = ()
+                          ) -> np.ndarray:
+    """`true_positives(items[:n], ...)` for every n from 0 to len(items), in one pass: each item adds what it
+    matches (a gold id, else a gold label), capped at the number of gold ids as `true_positives` caps."""
+    gold = set(gold_ids)
+    labels = set(gold_labels) - gold
+    hits = np.fromiter((item in gold or item in labels for item in items), dtype=np.int64, count=len(items))
+    return np.minimum(np.concatenate(([0], np.cumsum(hits))), len(gold))
+
+
 def tune_threshold(pairs: Sequence[TuningPair]) -> float:
     """The threshold of highest macro F1 over `pairs` (one relation), trying 0 and every probability seen."""
     if not pairs:
@@ -123,7 +132,7 @@ def tune_threshold(pairs: Sequence[TuningPair]) -> float:
         # tp of each prefix of the rank order; the items above a threshold are a prefix when sorted
         order = np.argsort(-probs, kind="stable")
         items = [ranked[i][0] for i in order]
-        tps = np.array([true_positives(items[:n], gold, pair.gold_labels) for n in range(len(items) + 1)])
+        tps = prefix_true_positives(items, gold, pair.gold_labels)
         n_pred = (probs[None, :] > candidates[:, None]).sum(axis=1)
         tp = tps[n_pred]
         p = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), 1.0)

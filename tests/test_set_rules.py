@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from eval.disambiguate import LabelIndex, load_aliases
@@ -141,3 +142,19 @@ def test_log_probabilities_become_probabilities():
     assert set_answer(pred, index, parse_set_rule("threshold:0.1")) == ["Q142"]
     assert as_probabilities([("a", 0.0), ("b", 0.3)]) == [("a", 0.0), ("b", 0.3)]
     assert as_probabilities([("a", 0.0), ("b", math.log(0.25))]) == [("a", 1.0), ("b", pytest.approx(0.25))]
+
+
+def test_prefix_true_positives_equal_those_of_each_prefix():
+    """Tuning counts the true positives of every prefix of a ranked list in one pass: the same counts as scoring
+    each prefix alone, with repeated items, label matches, gold ids repeated and the cap at the gold's size."""
+    from eval.set_metrics import true_positives
+    from eval.set_rules import prefix_true_positives
+
+    rng = np.random.default_rng(0)
+    words = [f"Q{i}" for i in range(12)] + ["Paris", "paris", "Lyon"]
+    for _ in range(300):
+        items = list(rng.choice(words, size=int(rng.integers(0, 20))))
+        gold = list(rng.choice(words[:12], size=int(rng.integers(0, 5))))
+        labels = list(rng.choice(words, size=int(rng.integers(0, 4))))
+        want = [true_positives(items[:n], gold, labels) for n in range(len(items) + 1)]
+        assert prefix_true_positives(items, gold, labels).tolist() == want
