@@ -20,7 +20,7 @@ def _all_rows(out, predictor):
 def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    code, stdout, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "freq", "tuned=freq", "--set",
+    code, stdout, err = run_kbc(["run", "lmkbc", "--predictors", "gold", "freq", "tuned=freq", "every=freq", "--set",
                                  "freq.set=top:1", "--set", "tuned.set=threshold-tuned", "--data-dir", str(lama_dir),
                                  "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
@@ -40,6 +40,10 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     records = [json.loads(line) for line in
                (out / "predictions" / "lmkbc2024" / "tuned" / "personHasCityOfDeath.jsonl").read_text().splitlines()]
     assert {r["threshold"] for r in records} == {0.03} and all(r["predicted"] == [] for r in records)
+    # a predictor asked after it, with no rule, records no threshold of its (nor does the report say one)
+    every = [json.loads(line) for line in
+             (out / "predictions" / "lmkbc2024" / "every" / "personHasCityOfDeath.jsonl").read_text().splitlines()]
+    assert {r["set_rule"] for r in every} == {"all answers"} and not any("threshold" in r for r in every)
     assert "| lmkbc2024 | tuned | - | 378 | 0.01 ± 0.00 | 0.35 ± 0.05 | 0.25 ± 0.05 | 0.45 ± 0.05 | 0.05 ± 0.02 | " \
            "0.27 ± 0.02 | [0.23, 0.31] |" in stdout
     # the macro over pairs is a mean of pair scores: its stderr is theirs, recomputed here from the records

@@ -97,8 +97,8 @@ class LmkbcExperiment:
                 return {}
             train = load_lmkbc(given.data_dir, "train", list(given.corpus.relations))
             return set_queries(train.facts, given.corpus.relations, "train:")
-        if tuned:
-            self._tuned = tune_per_relation(given.earlier.get("train", {}))
+        # per predictor: one without a tuned rule keeps no threshold of the one asked before it
+        self._tuned = tune_per_relation(given.earlier.get("train", {})) if tuned else {}
         self._split_pairs = sum(r.read for r in given.corpus.reports)
         asked = {id(f) for f in given.facts}
         return {rel: [(q, f) for q, f in pairs if id(f) in asked]
