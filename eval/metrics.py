@@ -37,6 +37,13 @@ from eval.types import Answer
 
 SETTINGS = ("raw", "filtered")
 METRICS = ("p@1", "p@10", "mrr")
+# scores where less is better: shares of answers not given or not linked, KMIR's Q-sets with no question right,
+# negated LAMA's agreement of a negated or misprimed query with the positive one (`eval.negated`)
+LOWER_IS_BETTER = frozenset({"abstain", "unlinked", "robust_none", "overlap", "spearman", "became-prime",
+                             "p@1-drop"})
+# figures that describe what a predictor answered, not how well: nothing to rank by
+DESCRIPTIVE = {"avg-preds": "the mean size of its answer sets", "empty-preds": "its empty answer sets",
+               "answer_space": "the candidates it ranks", "chance": "what a uniform guess expects"}
 CURVE_KS = tuple(range(1, 101))
 LAMA_MRR_CUTOFF = 10_000  # LAMA's released code: get_ranking(..., topk=10000)
 

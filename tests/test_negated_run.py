@@ -203,8 +203,14 @@ def test_shared_rows_are_over_the_facts_every_predictor_answered_on_that_metric(
         ("t5", "shared", "spearman"): (1, 1.0), ("t5", "shared", "became-prime"): (4, 0.0)}
     board = run_kbc(["leaderboard", str(out), "--metric", "overlap", "--format", "json"], capsys)
     assert board[0] == 0, board[2]
-    assert [(r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])] == [
-        ("t5", 4, 75.0), ("gpt2", 4, 0.0)]
+    # a negated query that keeps the positive one's top answer is a failure: the least overlap ranks first
+    assert [(r["rank"], r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])] == [
+        (1, "gpt2", 4, 0.0), (2, "t5", 4, 75.0)]
+    board = run_kbc(["leaderboard", str(out), "--metric", "overlap"], capsys)
+    assert board[0] == 0 and "negated-trex, overlap (raw, shared facts; lower is better)" in board[1]
+    assert run_kbc(["leaderboard", str(out), "--metric", "answer_space"], capsys)[1:] == (
+        "", "error: --metric answer_space counts the candidates it ranks, not how well it answers: nothing to rank "
+            "by; rank by --metric overlap\n")
 
 
 def test_the_sample_is_on_the_total_line_and_a_relation_without_negations_is_said_to_have_none(

@@ -36,6 +36,7 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> st
     value ± stderr, 95% CI, the `unit`s counted (facts; KMIR's questions), and the own-scope value where the shared
     scope kept less than half of a predictor's; † marks upper bounds."""
     from bridge.run.leaderboard import short
+    from eval.metrics import LOWER_IS_BETTER
 
     lines: list[str] = [f"note: {n}" for n in notes] + ([""] if notes else [])
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
@@ -44,7 +45,8 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> st
         own = any(short(r) for r in mine)
         if len(lines) > len(notes) + bool(notes):
             lines.append("")
-        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} {unit})", "",
+        lower = "; lower is better" if m in LOWER_IS_BETTER else ""
+        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} {unit}{lower})", "",
                   MD_HEAD + f" #{unit} |" + (f" own scope (#{unit}) |" if own else ""), "|---" * (11 + own) + "|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")

@@ -39,6 +39,7 @@ from bridge.run.summaries import (
 )
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS, rates_in_percent
+from eval.metrics import DESCRIPTIVE, LOWER_IS_BETTER
 from eval.report import SUBSET_METRICS, metric_id, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
@@ -59,8 +60,11 @@ def upper_bound(config: dict, predictor: str) -> bool:
     return upper_bound_text(config, predictor, ident.get("spec", predictor)) is not None
 
 
-def _ranked(board: list[dict]) -> list[int]:
-    """Competition ranks by value, best first: equal values share a rank (1, 2, 2, 4)."""
+def _ranked(board: list[dict], lower_first: bool = False) -> list[int]:
+    """Competition ranks by value, best first (the lowest first for a metric where less is better): equal values
+    share a rank (1, 2, 2, 4)."""
+    if lower_first:
+        return [1 + sum(other["value"] < row["value"] for other in board) for row in board]
     return [1 + sum(other["value"] > row["value"] for other in board) for row in board]
 
 
@@ -247,7 +251,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
 
     `metric` None: the experiment's headline metric. `bootstrap`/`seed` None (scope `shared`): the runs'
     recorded summary settings where they agree, else the defaults; scope `own` takes each run's summary.json.
-    `rank` is by value within each corpus, best first, equal values sharing a rank; rows are sorted best
+    `rank` is by value within each corpus, best first (the lowest first where less is better, `LOWER_IS_BETTER`),
+    equal values sharing a rank; a figure that scores no one (`DESCRIPTIVE`) is refused; rows are sorted best
     first (`sort="value"`; ties by run and predictor), or by predictor or run name. Only the relations every
     run holds are scored (`shared_relations`), and the shared scope is the units every predictor that has
     `metric` answered; the notes say what was left out. Nothing to rank (no predictor with the metric and an
@@ -276,6 +281,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     # none asked: what the runs' own tables lead with (exact match where every predictor generates)
     metric = metric_id(metric) if metric else lead_metric(experiment.name, [r for run in runs
                                                                            for r in _summary_rows(run)], setting)
+    if metric in DESCRIPTIVE:
+        raise ConfigError(f"--metric {metric} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to rank "
+                          f"by; rank by --metric {headline_metric(experiment.name)}")
     cutoff = mrr_cutoff(first)
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
@@ -364,7 +372,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         for r, apart in zip(rows, apart_briefs(described)):
             if apart:  # rows of one model apart by how it was asked
                 r["spec"] = describe_predictor(configs[Path(r["run"])], c, r["predictor"], apart)["spec"]
-        rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows), rows)]
+        rows = [{"rank": rank, **r} for rank, r in zip(_ranked(rows, metric in LOWER_IS_BETTER), rows)]
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
