@@ -86,6 +86,20 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert "Skipped" not in md and "## LM-KBC set answers (shared pairs)" in md
     assert "| lmkbc2024 | tuned | all | 0.72 | 0.28 | 0.27 | 0.04 | 0.01 | 0.01 | 0.74 | 268.00 |" in md
     assert md.count("| lmkbc2024 | freq | ") == 6  # five relations and all
+    # --delta draws one predictor's macro F1 minus another's per relation, over the pairs both answered
+    code, _, err = run_kbc(["report", str(out), "--delta", "freq", "tuned", "--out", str(tmp_path / "delta")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "delta" / "report.md").read_text(encoding="utf-8")
+    f1 = {(r["predictor"], r["group"]): r for r in json.loads((out / "summary.json").read_text())
+          if (r["metric"], r["scope"], r["setting"]) == ("macro-f1", "shared", "raw")}
+    from test_report import md_table
+
+    table = md_table(md, "macro-f1 deltas against freq")
+    assert table[0] == ["corpus", "relation", "#pairs", "freq", "tuned − freq"]
+    assert sorted(table[1:]) == sorted(
+        ["lmkbc2024", rel, str(f1[("freq", rel)]["n_facts"]), f"{f1[('freq', rel)]['value']:.2f}",
+         f"{f1[('tuned', rel)]['value'] - f1[('freq', rel)]['value']:+.2f}"]
+        for (name, rel) in f1 if name == "freq" and rel != "all")
 
     # summary.md describes no uncertainty its rows lack, and says what its Total averages over
     summary = (out / "summary.md").read_text(encoding="utf-8")

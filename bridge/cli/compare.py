@@ -80,7 +80,7 @@ def scoring_for(run: RunDir, setting: str) -> Scoring:
     if scoring is None:
         raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc compare judges LAMA facts and KMIR "
                           f"questions one by one, not {experiment} instances; compare its summaries with "
-                          f"`kbc report {run.path}`")
+                          f"`kbc report {run.path}` (`--delta A B`: B minus A per relation)")
     if setting not in scoring.settings:
         raise ConfigError(f"{run.path} is a `kbc run {experiment}` run, scored only in the raw setting; drop "
                           f"--setting {setting}")

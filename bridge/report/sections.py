@@ -99,7 +99,8 @@ class Builder:
         # summary.md's order: the shared scope first, then each predictor's own facts (what it alone answered)
         self.scopes = (self.scope, "own") if self.scope == "shared" else (self.scope,)
         self.path = view.main.path
-        self.unit = "questions" if view.experiment == "kmir" else "facts"  # what `n_facts` counts, as summary.md
+        # what `n_facts` counts, as summary.md says
+        self.unit = {"kmir": "questions", "lmkbc": "pairs"}.get(view.experiment, "facts")
         self.upper = view.upper
         reference = {p for p, (run, name) in view.origin.items() if spec_of(run.config, name) == REFERENCE}
         # the gold KB scores 100 by construction: kept in the tables, left out of the figures
@@ -908,7 +909,8 @@ class Builder:
             parts = [self.overview(), self.scores(), self.by_type(), self.kmir()]
             return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "lmkbc":
-            return [self.overview(), self.lmkbc()]
+            parts = [self.overview(), self.lmkbc()]
+            return [*parts, self.deltas()] if self.pairs else parts
         if self.view.experiment == "fewrel":  # sentences classified: no P@k, relation types or fact statistics
             parts = [self.overview(), self.scores(), self.by_relation(), self.confusion()]
             return [*parts, self.deltas()] if self.pairs else parts
