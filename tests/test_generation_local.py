@@ -182,31 +182,48 @@ def test_generation_options_without_answer_generate_are_refused(gpt2_dir, lama_d
 
 
 def test_the_lmkbc2024_baseline_prompt_without_a_chat_template(gpt2_dir, lama_dir, tmp_path, capsys):
-    """A model without a chat template gets the baseline's plain prompt: train examples "question answers", one a
-    line, then the question; the set is what the first line lists."""
+    """A model without a chat template gets the baseline's plain prompt: train examples "question answers" of any
+    relation, one a line, then the question; the set is what the first line lists. The examples come from every
+    relation's train rows whatever --relations asks: a run of more relations asks the same prompts."""
     from cli_support import run_kbc
 
-    from eval.lmkbc import load_lmkbc
+    from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
+    from eval.question_prompts import QUESTIONS, read_questions
 
     rel = "personHasCityOfDeath"
-    train = {f"train:{f.uid}": f for f in load_lmkbc(lama_dir, "train", [rel]).facts}
-    out = tmp_path / "kbc"
-    code, _, err = run_kbc(["run", "lmkbc", "--relations", rel, "--predictors", f"llm={gpt2_dir}", "--set",
-                            "llm.answer=generate", "--set", "llm.prompt=lmkbc2024", "--set", "llm.shots=2", "--set",
-                            "llm.max_new_tokens=6", "--limit", "2", "--data-dir", str(lama_dir), "--out", str(out),
-                            "--quiet", "--bootstrap", "0"], capsys)
-    assert code == 0, err
-    recs = [json.loads(line) for line in (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text()
-            .splitlines()]
+    train = {f"train:{f.uid}": f for f in load_lmkbc(lama_dir, "train").facts}
+    questions = read_questions(resolve_lmkbc_dir(lama_dir) / QUESTIONS)
+    asked: dict[tuple[str, ...], list[dict]] = {}
+    said = []
+    for relations in ((rel,), (rel, "seriesHasNumberOfEpisodes")):
+        out = tmp_path / "-".join(relations)
+        code, _, err = run_kbc(["run", "lmkbc", "--relations", *relations, "--predictors", f"llm={gpt2_dir}",
+                                "--set", "llm.answer=generate", "--set", "llm.prompt=lmkbc2024", "--set", "llm.shots=2",
+                                "--set", "llm.max_new_tokens=6", "--limit", "2", "--data-dir", str(lama_dir), "--out",
+                                str(out), "--quiet", "--bootstrap", "0"], capsys)
+        assert code == 0, err
+        said.append(err)
+        asked[relations] = [json.loads(line) for line in
+                            (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text().splitlines()]
+    recs = asked[(rel,)]
     assert len(recs) == 2
+    assert [(r["shots"], r["prompt"]) for r in recs] == [(r["shots"], r["prompt"])
+                                                         for r in asked[(rel, "seriesHasNumberOfEpisodes")]]
+    assert {train[uid].relation for r in recs for uid in r["shots"]} - {rel}  # examples of other relations too
     for r in recs:
         shown = [train[uid] for uid in r["shots"]]
         assert len(shown) == 2 and all(f.subject.label != r["subject"] for f in shown)
-        assert r["prompt"] == "\n".join([*(f"In which city did {f.subject.label} die? {', '.join(f.labels) or 'None'}"
-                                           for f in shown), f"In which city did {r['subject']} die?"])
+        lines = [f"{questions[f.relation].replace('{subject_entity}', f.subject.label)} "
+                 f"{', '.join(f.labels) or 'None'}" for f in shown]
+        assert r["prompt"] == "\n".join([*lines, f"In which city did {r['subject']} die?"])
         assert r["generation"] == direct(gpt2_dir, "causal", r["prompt"], 6)
         assert r["parsed"] == list(parse_generation(r["generation"], many=True).items)
-    assert "lmkbc2024 / llm: 2 queries: 2 asked, 0 from the cache" in err
+    assert "lmkbc2024 / llm: 2 queries: 2 asked, 0 from the cache" in said[0]
+    import transformers
+
+    weights = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_pretrained(gpt2_dir).parameters())
+    config = json.loads((tmp_path / rel / "config.json").read_text())
+    assert config["predictor_configs"]["lmkbc2024"]["llm"]["parameters"] == weights  # the leaderboard's `params`
 
 
 def test_prompt_lama_says_which_relations_it_asks_as_questions(gpt2_dir, lama_dir, tmp_path, capsys):
@@ -365,3 +382,18 @@ def test_a_t5_model_names_no_context_limit(t5_dir):
     loaded = load(str(t5_dir), "seq2seq")
     gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=True)
     assert gen.context is None
+
+
+def test_a_written_answer_links_to_the_same_entity_whatever_relations_the_run_asks(lama_dir, tmp_path):
+    """Answers are linked among every entity of the corpus, not only those of the relations asked: "Buddhism"
+    written for a P36 question is Q748 in a run of P36 alone as in one that also asks P140 (religion)."""
+    from bridge.predictors.generation import label_index
+    from bridge.predictors.registry import PredictorContext
+    from eval.corpora import load_corpus
+
+    found = []
+    for relations in (["P36"], ["P36", "P140"]):
+        ctx = PredictorContext(load_corpus("trex", lama_dir, relations), None, tmp_path / "cache", lama_dir)
+        index = label_index(ctx)
+        found.append(index.resolve("Buddhism"))
+    assert found == ["Q748", "Q748"]

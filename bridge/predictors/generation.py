@@ -123,8 +123,11 @@ def prompter_of(ctx: PredictorContext, chat: bool) -> Prompter:
     templates = {rel: r.template for rel, r in ctx.corpus.relations.items()}
     shots = int(ctx.options.get("shots", 0))
     pool = _pool(ctx, set_corpus) if shots else []
+    # LM-KBC's examples are of every relation, asked or not (the baseline's plain prompt draws from all): their
+    # questions too
+    asked_of = {r: q for r, q in questions.items() if r in templates or (set_corpus and bool(pool))}
     prompter = Prompter(style, templates, shots=shots, seed=int(ctx.options.get("shots_seed", 0)), chat=chat,
-                        questions={r: q for r, q in questions.items() if r in templates}, pool=pool)
+                        questions=asked_of, pool=pool)
     asked = prompter.asked_as_questions()
     if asked:  # one run, two prompt styles: said, so that nobody reads the run as LAMA-style throughout
         logging.getLogger("kbc").warning(
@@ -139,10 +142,24 @@ def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
     if set_corpus:
         from eval.lmkbc import load_lmkbc
 
-        train = load_lmkbc(ctx.data_dir, "train", list(ctx.corpus.relations))
+        train = load_lmkbc(ctx.data_dir, "train")  # every relation's: a prompt never depends on --relations
         return [Example(f.relation, f.subject.label, f.subject.key, tuple(f.labels), f"train:{f.uid}")
                 for f in train.facts]
     return [Example(f.relation, f.subject.label, f.subject.key, (f.object.label,), f.uid) for f in ctx.corpus.facts]
+
+
+def linked_facts(ctx: PredictorContext) -> list:
+    """The facts whose entities generated answers are linked to: a LAMA corpus's whole (LAMA-UHN's: its LAMA
+    corpus's), whatever relations the run asks, so that an answer links to the same entity in every run of it;
+    another corpus's own."""
+    from eval.corpora import load_corpus
+    from eval.lama import LOADERS
+    from eval.uhn import UHN_CORPORA
+
+    name = UHN_CORPORA.get(ctx.corpus.name, ctx.corpus.name)
+    if name not in LOADERS:
+        return list(ctx.corpus.facts)
+    return load_corpus(name, ctx.data_dir, compat=ctx.compat, cache_dir=ctx.cache_dir).facts
 
 
 def label_index(ctx: PredictorContext) -> LabelIndex:
@@ -160,7 +177,7 @@ def label_index(ctx: PredictorContext) -> LabelIndex:
         return lmkbc_index(ctx.data_dir, _forms(load_aliases(path)) if path is not None else ())
     labels: dict[str, str] = {}
     aliases: dict[str, list[str]] = {}
-    for fact in ctx.corpus.facts:
+    for fact in linked_facts(ctx):
         for e in (fact.subject, fact.object):
             labels.setdefault(e.key, e.label)
             if e.aliases:
@@ -200,6 +217,14 @@ class GenerationPredictor:
         self.anchors = anchors if scope is not None and scope.startswith("run:") else None
         self._keep_first: tuple[Path, object] | None = None
         self.on_batch: Callable[[int], None] | None = None  # told of the queries each response answers (progress)
+
+    @property
+    def parameter_count(self) -> int | None:
+        """A local model's number of weights (the run's config and the leaderboard show it); a server's is unknown."""
+        model = getattr(getattr(self.backend, "generator", None), "model", None)
+        if not callable(getattr(model, "parameters", None)):
+            return None
+        return int(sum(p.numel() for p in model.parameters()))
 
     def describe(self) -> dict:
         return {"kind": "generation", "model": self.model, "fingerprint": self.backend.fingerprint, "ranks": self.ranks,
