@@ -42,7 +42,8 @@ def head():
     temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
                              f"--ray-client-server-port={client}", "--num-cpus=2", "--include-dashboard=false",
-                             "--disable-usage-stats", f"--temp-dir={temp}"], env=env, start_new_session=True,
+                             "--disable-usage-stats", f"--temp-dir={temp}"], env={**env, "RAY_worker_niceness": "0"},
+                            start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
