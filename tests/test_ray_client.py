@@ -36,13 +36,15 @@ def head():
     token = secrets.token_hex(16)
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": token, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",  # stopped at once at the end
-           # a client's server process that died is waited on this long before the run's one retry
-           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "60"}
+           # a client's server process answers within seconds (2 s on 2 loaded cores); one that died is waited on
+           # about twice this long before the run's one retry
+           "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "15"}
     port, client = _free_port(), _free_port()
     temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
                              f"--ray-client-server-port={client}", "--num-cpus=2", "--include-dashboard=false",
-                             "--disable-usage-stats", f"--temp-dir={temp}"], env=env, start_new_session=True,
+                             "--disable-usage-stats", f"--temp-dir={temp}"], env={**env, "RAY_worker_niceness": "0"},
+                            start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
@@ -84,3 +86,32 @@ def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, 
                    "--workers", "2"], {**env, "KBC_CACHE": str(tmp_path / "c2")})
     assert remote.returncode == 0, remote.stderr + _client_server_logs(temp)
     assert assert_same_run(tmp_path / "local", tmp_path / "ray") == 2 * 2 * 5
+
+
+def test_a_client_server_that_died_is_started_once_more(monkeypatch):
+    """A head whose server process for this client died, before or after it started, is asked once more; any other
+    failure, or a second death, is the run's one error line."""
+    import bridge.run.ray_executor as rx
+    from bridge.run.executors import ExecutorSettings
+    from eval.errors import ConfigError
+
+    head = "Initialization failure from server:\nTraceback (most recent call last):\n  File \"x\", line 1\n"
+    died_after = head + "RuntimeError: Proxy failed to Connect to backend! Check the logs.\n"
+    died_before = head + "RuntimeError: Starting Ray client server failed. See ray_client_server_23000.err.\n"
+    timeout = "ray client connection timeout"
+    cases = [((died_after, timeout), 2, timeout), ((died_before, died_after), 2,
+              "Initialization failure from server: RuntimeError: Proxy failed to Connect to backend! Check the logs"),
+             ((timeout, died_after), 1, timeout)]
+    monkeypatch.setattr(rx.time, "sleep", lambda s: None)
+    for answers, calls, reason in cases:
+        asked: list[str] = []
+
+        def init(address, answers=answers, asked=asked, **_):
+            asked.append(address)
+            raise ConnectionError(answers[len(asked) - 1])
+
+        monkeypatch.setattr(rx.ray, "init", init)
+        with pytest.raises(ConfigError) as err:
+            rx.RayExecutor.connect(ExecutorSettings("ray", "ray://127.0.0.1:10001"))
+        assert asked == ["ray://127.0.0.1:10001"] * calls
+        assert str(err.value).startswith(f"--ray-address ray://127.0.0.1:10001: {reason}; start one with `ray start")

@@ -21,6 +21,7 @@ from record_compare import records as _records
 
 from bridge.experiments.lama import LamaExperiment
 from bridge.run.executors import ExecutorSettings
+from bridge.run.ray_executor import _workers_at_driver_priority
 from bridge.run.runner import RunConfig, run_experiment
 
 pytestmark = pytest.mark.heavy
@@ -43,7 +44,10 @@ def actor_threads():
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    """One cluster for the module, its workers at this process's priority as a cluster a run starts has them:
+    at Ray's default (15 lower) the actors would wait on every busier process of the machine."""
+    with _workers_at_driver_priority():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -88,9 +92,10 @@ def test_coherency_on_ray_second_stage_reads_the_first(tiny_models, lama_dir, tm
 
 
 def test_kmir_on_ray(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    # one graph store for both runs: the second finds the types and facts the first wrote, as a rerun would
     argv = ["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
             "--questions-per-relation", "4", "--predictors", "kb", f"bert={tiny_models('bert-cased')}",
-            "--data-dir", str(lama_dir)]
+            "--data-dir", str(lama_dir), "--store", str(tmp_path / "store")]
     local, remote, _ = _both(argv, tmp_path, capsys, monkeypatch, ("--workers", "1"))
     assert _assert_same_run(local, remote) > 0
     assert json.loads((local / "summary.json").read_text()) == json.loads((remote / "summary.json").read_text())

@@ -45,7 +45,9 @@ REMOTE_FACTORIES = frozenset({
     "bridge.predictors.kb:make_freq", "bridge.predictors.random_baseline:make_random",
 })
 SERVED_FACTORY = "bridge.predictors.generation:make_served"
-CLIENT_SERVER_FAILED = "Starting Ray client server failed"  # a Ray Client head's error when a client's server dies
+# a Ray Client head's errors when the server process it starts for each client dies: before it started, or after
+# (then the head has waited RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S for it to answer)
+CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "Proxy failed to Connect to backend")
 CLIENT_SERVER_RETRIES = 1
 IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
@@ -428,7 +430,7 @@ class RayExecutor:
                 except ConnectionError as exc:
                     # a busy head may fail to start this client's own server process in time; it often starts
                     # on a second try (any other failure is final)
-                    if attempt == CLIENT_SERVER_RETRIES or CLIENT_SERVER_FAILED not in str(exc):
+                    if attempt == CLIENT_SERVER_RETRIES or not any(m in str(exc) for m in CLIENT_SERVER_FAILED):
                         raise
                     ray.shutdown()
                     time.sleep(2.0)
