@@ -24,7 +24,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     a fact several ways), the 2x2 counts of queries, each one's share right (`p1_a`, `p1_b`, in percent) and the
     paired test's p, then the `all` row whose shares are the run's total (macro over groups, as the summaries) with
     the difference A - B in points and its bootstrap interval (facts resampled, a fact's queries together).
-    `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query) or "sign-flip" (over facts).
+    `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query) or "sign-flip" (over facts);
+    `.attrs["metric"]` what the shares right measure ("P@1", or "EM": KMIR's questions and written answers).
     `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
     says what was left out, and names a run read unfinished, its last attempt interrupted say)."""
     from bridge.cli.compare import comparison
@@ -44,6 +45,7 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
                      "ci_high": ci[1]})
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"],
+                        "metric": result["metric"],
                         "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
                         "b_run": result.get("b_run", result["run"]),
                         "notes": [*result.get("notes", []), *result.get("incomplete", [])]})

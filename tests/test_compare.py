@@ -105,6 +105,8 @@ def _cells(counts: dict) -> tuple[int, int, int, int]:
 
 def test_counts_per_relation_and_overall(run_dir, capsys):
     res = _compare(run_dir, capsys)
+    code, out, _ = run_kbc(["compare", str(run_dir), "alpha", "beta", "--json"], capsys)
+    assert json.loads(out)["metric"] == "P@1"  # what the shares right measure
     assert _cells(res["relations"]["P19"]) == (2, 1, 3, 1)
     assert _cells(res["relations"]["P36"]) == (1, 0, 3, 2)
     assert _cells(res["overall"]) == (3, 1, 6, 3)
@@ -477,7 +479,7 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
     assert (total_row["n"], total_row["queries"]) == (30, res["overall"]["queries"])
     assert [total_row["ci_low"], total_row["ci_high"]] == res["ci"]
     assert total_row["p_value"] == res["overall"]["p_value"]
-    assert frame.attrs["test"] == {"trex": "sign-flip"}
+    assert frame.attrs["test"] == {"trex": "sign-flip"} and frame.attrs["metric"] == "P@1"
 
 
 def test_an_interrupted_run_is_compared_as_it_stands_and_said_so(run_dir, capsys):

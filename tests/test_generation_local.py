@@ -130,6 +130,9 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     lines = text.splitlines()
     assert lines[2].split()[-6:] == ["EM", "A", "EM", "B", "p", "McNemar"]
     assert lines[5].startswith("EM llm - llm, macro over relations: +0.00 points")
+    code, text, err = run_kbc(["compare", str(out), "llm", "llm", "--b-run", str(tmp_path / "again"), "--json"],
+                              capsys)
+    assert code == 0 and json.loads(text)["metric"] == "EM"  # what its shares right (`p1_a`, `p1_b`) measure
     # a ranking and a generating predictor: no measure scores both, so no difference is printed (as `kbc report`)
     mixed = tmp_path / "mixed"
     code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",

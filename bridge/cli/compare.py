@@ -322,6 +322,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     generates = any(name in generating(source.config, corpus) for source, name in ((run, a), (other or run, b))
                     for corpus in wanted)
     rule = scoring.rule_for(generates)
+    # what the shares right (`p1_a`, `p1_b`, `macro_p1_*`) measure: P@1, or exact match (KMIR, written answers)
+    result["metric"] = scoring.generated_metric if generates and scoring.generated_metric else scoring.metric
     if other is not None:
         result.update({"b_run": str(other.path), "notes": notes})
         text = [f"A = {a} of {run.path}, B = {b} of {other.path}, setting {setting}; {rule}",
