@@ -119,7 +119,7 @@ def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys)
     collect(b)  # as a run of re-oracle scores it
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex"], capsys)
     assert code == 0, err
-    assert f"| 1 | {a} | gold | kb | gold | - | - | - | 97.92 ± 2.08 |" in out
+    assert f"| 1 | {a} | gold | reference | gold | - | - | - | 97.92 ± 2.08 |" in out
     assert f"| 1 | {b} | gold † | kb | re-oracle | - | - | - | 97.92 ± 2.08 |" in out
     assert out.rstrip().endswith("† upper bound, not a baseline: it reads the gold evidence of each fact.")
     for fmt in ("csv", "json"):
@@ -232,7 +232,7 @@ def test_cells_from_run_names_are_escaped(runs, tmp_path, monkeypatch, capsys):
                                                        "a|b", "<img src=x onerror=alert(1)>", "new\nline"])
     code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--scope", "own", "--", *names], capsys)
     assert code == 0, err
-    table = [line for line in out.splitlines() if line.startswith("| ") and "| gold | kb |" in line]
+    table = [line for line in out.splitlines() if line.startswith("| ") and "| gold | reference |" in line]
     assert len(table) == len(names)  # one line per run: no row split by a newline
     assert sorted(line.split(" | ")[1] for line in table) == sorted(
         ["=1+2", "@cmd", '=HYPERLINK("x","y")', "-2+3", "a\\|b", "&lt;img src=x onerror=alert(1)&gt;",

@@ -60,7 +60,7 @@ def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_
         assert (row["value"], row["n_facts"], want["n_facts"]) == (want["value"], LIMIT, LIMIT), (run, name)
     assert got["a", "gold"]["value"] == 100.0 and got["a", "freq"]["value"] == got["b", "freq"]["value"]
     assert [(r["side"], r["spec"], r["parameters"], r["dtype"], r["device"]) for r in
-            (got["a", "gold"], got["b", "random"])] == [("kb", "gold", None, None, None),
+            (got["a", "gold"], got["b", "random"])] == [("reference", "gold", None, None, None),
                                                         ("baseline", "random", None, None, None)]
     code, out, err = run_kbc(["leaderboard", str(a), str(b)], capsys)
     assert code == 0, err
@@ -68,7 +68,7 @@ def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_
     assert lines[:4] == [f"note: {n}" for n in found.notes] + [""]
     assert lines[6] == ("| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | "
                         "#facts |")
-    assert any(line.startswith(f"| 1 | {a} | gold | kb | gold | - | - | - | 100.00 ") for line in lines)
+    assert any(line.startswith(f"| 1 | {a} | gold | reference | gold | - | - | - | 100.00 ") for line in lines)
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "csv"], capsys)
     assert code == 0 and err.splitlines() == [f"note: {n}" for n in found.notes]
     assert out.splitlines()[0].endswith(",own_value,own_n_facts,upper_bound,side,spec,parameters,dtype,device")
@@ -126,8 +126,8 @@ def test_explorer_board_of_runs_over_different_relations(two_runs, serve_explore
         assert page.inner_text("#board-note-1") == "trex: scored over the 1 relation every run holds: P36"
         assert page.inner_text("#board-note-2") == "trex: left out P19 of a (not held by every run)"
         rows = page.locator("#leaderboard tr").all_inner_texts()[1:]
-        assert [r.split("\t")[2:5] for r in rows][0] == ["a", "gold", "kb"]
-        assert {tuple(r.split("\t")[2:5]) for r in rows} == {("a", "gold", "kb"), ("a", "freq", "kb"),
+        assert [r.split("\t")[2:5] for r in rows][0] == ["a", "gold", "reference"]
+        assert {tuple(r.split("\t")[2:5]) for r in rows} == {("a", "gold", "reference"), ("a", "freq", "kb"),
                                                               ("b", "freq", "kb"), ("b", "random", "baseline")}
         assert {r.split("\t")[12] for r in rows} == {str(LIMIT)}
         assert page.eval_on_selector_all("#corpus-picker option", "os => os.map(o => o.value)") == ["", "trex"]

@@ -204,6 +204,9 @@ KB_MODULES = ("bridge.predictors.kb", "bridge.predictors.kmir", "bridge.predicto
 BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neither a KB nor an LM
 
 
+REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
+
+
 def side_of(config: dict, predictor: str) -> str:
     """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor of a run (its
     `config.json`), by the registry entry it was built from; a model path or id is an LM."""

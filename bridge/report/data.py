@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.predictors.registry import side_of
+from bridge.predictors.registry import REFERENCE, side_of
 from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
@@ -369,7 +369,6 @@ def combine(runs: list[RunData], setting: str) -> View:
     )
 
 
-REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
 
 
 def chance_kbs(run: RunData) -> tuple[str, ...]:

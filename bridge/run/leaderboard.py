@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.experiments.base import check_setting, counted
-from bridge.predictors.registry import apart_briefs, shown_spec, side_of, upper_bound_text
+from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side_of, upper_bound_text
 from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
@@ -199,11 +199,11 @@ def set_brief(config: dict, predictor: str) -> str | None:
 
 
 def describe_predictor(config: dict, corpus: str, predictor: str, apart: str = "") -> dict:
-    """`META` of one predictor of a run: its side (kb, lm, baseline), spec (a served model's name and server; a
-    fine-tuned FewRel classifier's lr, epochs and batch size after it, a set rule after a predictor answering
-    sets: `freq (set=top:1)`; `apart`, the generation settings that tell it from another row of the same spec:
-    `fake at http://host/v1 (prompt=lama, shots=2)`), parameter count, dtype and device (None
-    where the run recorded none, as for a KB)."""
+    """`META` of one predictor of a run: its side (kb, lm, baseline; reference for the gold KB), spec (a served
+    model's name and server; a fine-tuned FewRel classifier's lr, epochs and batch size after it, a set rule after a
+    predictor answering sets: `freq (set=top:1)`; `apart`, the generation settings that tell it from another row of
+    the same spec: `fake at http://host/v1 (prompt=lama, shots=2)`), parameter count, dtype and device (None where the
+    run recorded none, as for a KB)."""
     from bridge.experiments.fewrel_training import training_brief
 
     described = (config.get("predictor_configs", {}).get(corpus) or {}).get(predictor) or {}
@@ -211,7 +211,12 @@ def describe_predictor(config: dict, corpus: str, predictor: str, apart: str = "
     trained = training_brief(config, predictor) if corpus == "fewrel" else None  # two trainings of one spec apart
     # two set rules, or two prompts or samplings, of one spec apart
     brief = "; ".join(b for b in (trained or set_brief(config, predictor), apart) if b)
-    return {"side": side_of(config, predictor), "spec": f"{spec} ({brief})" if brief else spec,
+    # the gold KB answers from the gold facts themselves: a reference (100 by construction), never a rival; KMIR's
+    # lookups are no such thing (a reasoning question's answer is not among the gold facts)
+    asked = str(((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor))
+    reference = asked == REFERENCE and config.get("experiment", "lama") != "kmir"
+    return {"side": "reference" if reference else side_of(config, predictor),
+            "spec": f"{spec} ({brief})" if brief else spec,
             "parameters": described.get("parameters"),
             "dtype": described.get("dtype"), "device": described.get("device")}
 
