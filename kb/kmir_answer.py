@@ -50,9 +50,13 @@ def ensure_instance_of(store: GraphStore, instance_of: Mapping[str, Sequence[tup
         store.drop_graph(TYPES_GRAPH)
         g, p31 = graph_iri(TYPES_GRAPH), relation_iri(INSTANCE_OF)
         quads: list[tuple] = []
+        types: dict[tuple[str, str], object] = {}  # (type, label) -> its IRI, labelled once: types are shared
         for e, t, label in rows:
-            type_iri = entity_iri(Entity(label, t))
-            quads += [(entity_iri(Entity(e, e)), p31, type_iri, g), (type_iri, RDFS.label, Literal(label), g)]
+            type_iri = types.get((t, label))
+            if type_iri is None:
+                type_iri = types[(t, label)] = entity_iri(Entity(label, t))
+                quads.append((type_iri, RDFS.label, Literal(label), g))
+            quads.append((entity_iri(Entity(e, e)), p31, type_iri, g))
         store.add_quads(quads)
         store.mark_loaded(version, TYPES_GRAPH)
         return True

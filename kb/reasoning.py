@@ -628,8 +628,8 @@ def stored_counts(store: GraphStore, ontology: Ontology) -> dict[str, int]:
 
 def inferred_triples(store: GraphStore) -> set[Triple]:
     """The (s, p, o) IRIs of every fact in `inferred`."""
-    rows = store.select(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{graph_iri(INFERRED)}> {{ ?s ?p ?o }} }}")
-    return {(str(s), str(p), str(o)) for s, p, o in rows}
+    rows = store.select_values(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{graph_iri(INFERRED)}> {{ ?s ?p ?o }} }}")
+    return set(rows)
 
 
 def read_inferred(store: GraphStore, sources: Sequence[str]) -> list[InferredFact]:
@@ -638,7 +638,7 @@ def read_inferred(store: GraphStore, sources: Sequence[str]) -> list[InferredFac
     One `InferredFact` per derivation (fact and axiom), in a stable order.
     """
     prov = graph_iri(PROVENANCE)
-    rows = store.select(
+    rows = store.select_values(
         f"SELECT ?d ?name ?k ?s ?p ?o WHERE {{ GRAPH <{prov}> {{ ?d a <{DERIVATION}> ; <{AXIOM}> ?a ; ?k ?st . "
         f"?a <{RDFS.label}> ?name . ?st <{RDF.subject}> ?s ; <{RDF.predicate}> ?p ; <{RDF.object}> ?o }} }}")
     derivations: dict[str, dict] = {}
@@ -650,7 +650,7 @@ def read_inferred(store: GraphStore, sources: Sequence[str]) -> list[InferredFac
         elif str(k).startswith(PREMISE):
             entry["premises"][int(str(k)[len(PREMISE):])] = triple
     allowed = ", ".join(f"<{graph_iri(g)}>" for g in sources)
-    labels = {str(e): str(label) for e, label in store.select(
+    labels = {e: label for e, label in store.select_values(
         f"SELECT ?e ?l WHERE {{ GRAPH ?g {{ ?e <{RDFS.label}> ?l }} FILTER(?g IN ({allowed})) }}")} if sources else {}
 
     def entity(iri: str) -> Entity:

@@ -128,11 +128,18 @@ def fact_quads(facts: Iterable[Fact], graph: str) -> list[tuple]:
     """The (s, p, o, graph IRI) quads that store `facts`: the triple and both labels."""
     g = graph_iri(graph)
     quads = []
+    # each entity, label and relation made once: a corpus names the same objects thousands of times
+    iris: dict[tuple[str | None, str], URIRef] = {}
+    labels: dict[str, Literal] = {}
+    relations: dict[str, URIRef] = {}
     for fact in facts:
-        s, o = entity_iri(fact.subject), entity_iri(fact.object)
-        quads.append((s, relation_iri(fact.relation), o, g))
-        quads.append((s, RDFS.label, Literal(fact.subject.label), g))
-        quads.append((o, RDFS.label, Literal(fact.object.label), g))
+        sub, obj = fact.subject, fact.object
+        s = iris.get((sub.id, sub.label)) or iris.setdefault((sub.id, sub.label), entity_iri(sub))
+        o = iris.get((obj.id, obj.label)) or iris.setdefault((obj.id, obj.label), entity_iri(obj))
+        p = relations.get(fact.relation) or relations.setdefault(fact.relation, relation_iri(fact.relation))
+        quads.append((s, p, o, g))
+        quads.append((s, RDFS.label, labels.get(sub.label) or labels.setdefault(sub.label, Literal(sub.label)), g))
+        quads.append((o, RDFS.label, labels.get(obj.label) or labels.setdefault(obj.label, Literal(obj.label)), g))
     return quads
 
 
@@ -191,45 +198,76 @@ def store_path(location: str) -> Path:
     return path
 
 
-def _oxigraph_term(term: object) -> ox.NamedNode | ox.Literal:
-    """An IRI or a literal as `oxrdflib` converts it; ValueError for any other term."""
-    kind = type(term)
-    if kind is URIRef and term != DATASET_DEFAULT_GRAPH_ID:
-        return ox.NamedNode(term)
-    if kind is Literal:
-        return ox.Literal(term, language=term.language,
-                          datatype=ox.NamedNode(term.datatype) if term.datatype else None)
-    raise ValueError(term)
-
-
 def _oxigraph_quads(quads: list[tuple]) -> list[ox.Quad] | None:
     """(s, p, o, graph IRI) quads of IRIs and literals as the Oxigraph quads `Dataset.addN` stores for them, built
-    directly: rdflib's per-term dispatch costs more than the store's own insert. None where any quad holds
+    directly: rdflib's per-term dispatch costs more than the store's own insert. Each distinct term is converted
+    once (a corpus names the same relations, graphs and entities thousands of times). None where any quad holds
     another kind of term (a blank node, a graph object), which `addN` is left to convert."""
+    converted: dict[tuple, ox.NamedNode | ox.Literal] = {}
+    default_graph = str(DATASET_DEFAULT_GRAPH_ID)
+
+    def oxigraph_term(term: object) -> ox.NamedNode | ox.Literal:
+        """An IRI or a literal as `oxrdflib` converts it; ValueError for any other term."""
+        kind = type(term)
+        if kind is URIRef:
+            key: tuple = (str(term),)
+        elif kind is Literal:
+            key = (str(term), term.language, term.datatype)
+        else:
+            raise ValueError(term)
+        found = converted.get(key)
+        if found is None:
+            if kind is URIRef:
+                if key[0] == default_graph:
+                    raise ValueError(term)
+                found = ox.NamedNode(key[0])
+            else:
+                found = ox.Literal(key[0], language=key[1], datatype=ox.NamedNode(key[2]) if key[2] else None)
+            converted[key] = found
+        return found
+
     try:
-        return [ox.Quad(_oxigraph_term(s), _oxigraph_term(p), _oxigraph_term(o), _oxigraph_term(g))
+        return [ox.Quad(oxigraph_term(s), oxigraph_term(p), oxigraph_term(o), oxigraph_term(g))
                 for s, p, o, g in quads]
     except ValueError:
         return None
 
 
+def _values(solutions) -> list[tuple]:
+    """Each row of Oxigraph's SELECT solutions as the text of its terms (None where unbound)."""
+    return [tuple(None if term is None else term.value for term in row) for row in solutions]
+
+
 class _Embedded:
     """rdflib Dataset on an in-memory Oxigraph store (scratch work such as a closure)."""
 
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.dataset = Dataset(store=OxigraphStore(store=self.store))
 
     def select(self, sparql: str) -> list[tuple]:
         return [tuple(row) for row in self.dataset.query(sparql)]
+
+    def select_values(self, sparql: str) -> list[tuple]:
+        return _values(self.store.query(sparql))
 
     def update(self, sparql: str) -> None:
         self.dataset.update(sparql)
 
     def add_quads(self, quads: list[tuple]) -> None:
-        self.dataset.addN(quads)
+        converted = _oxigraph_quads(quads)
+        if converted is None:
+            self.dataset.addN(quads)
+        else:
+            self.store.extend(converted)
 
     def close(self) -> None:
         self.dataset.close()
+
+
+# from this many quads on, one write goes through Oxigraph's bulk loader (table files written directly) rather
+# than a transaction, which holds every quad in memory; a smaller one would leave a table file per write
+BULK_QUADS = 10_000
 
 
 class _OnDisk:
@@ -255,6 +293,10 @@ class _OnDisk:
         with self._lock, self._damage():
             return [tuple(row) for row in self.dataset.query(sparql)]
 
+    def select_values(self, sparql: str) -> list[tuple]:
+        with self._lock, self._damage():
+            return _values(self.folder.current().query(sparql))
+
     def update(self, sparql: str) -> None:
         with self.writing(), self._damage():
             self.claim()
@@ -269,6 +311,10 @@ class _OnDisk:
             converted = _oxigraph_quads(quads)
             if converted is None:
                 dataset.addN(quads)
+            elif len(converted) >= BULK_QUADS:
+                # the writer's own copy, published only when the block ends and dropped if it fails: the bulk
+                # loader's lack of transactions costs nothing here, and it writes a corpus several times faster
+                self.folder.current().bulk_extend(converted)
             else:
                 self.folder.current().extend(converted)
 
@@ -355,6 +401,9 @@ class SparqlEndpoint:
             auth = auth or update_auth
         if auth:
             self._headers["Authorization"] = "Basic " + base64.b64encode(auth.encode()).decode("ascii")
+
+    def select_values(self, sparql: str) -> list[tuple]:
+        return [tuple(None if term is None else str(term) for term in row) for row in self.select(sparql)]
 
     def select(self, sparql: str) -> list[tuple]:
         ctype, body = self._post(self.query_url, urlencode({"query": sparql}).encode(),
@@ -536,7 +585,7 @@ class GraphStore:
         On disk, any number of processes read and write it at once (`kb.store_disk`).
         """
         if path is None:
-            return cls(_Embedded(Dataset(store="Oxigraph")), ":memory:")
+            return cls(_Embedded(), ":memory:")
         return cls(_OnDisk(StoreFolder(Path(path))), str(path))
 
     @classmethod
@@ -673,6 +722,11 @@ class GraphStore:
     # --- reading -------------------------------------------------------------------------
     def select(self, sparql: str) -> list[tuple]:
         return self.backend.select(PREFIXES + sparql)
+
+    def select_values(self, sparql: str) -> list[tuple]:
+        """`select` with each term as its text (IRI, literal value as stored, None where unbound): for reading
+        many rows, which rdflib's terms make several times slower."""
+        return self.backend.select_values(PREFIXES + sparql)
 
     def objects(self, subject: Entity, relation: str, graph: str = "gold") -> list[Entity]:
         """Objects of (subject, relation), with labels."""

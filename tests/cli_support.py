@@ -1,5 +1,8 @@
 """Running `kbc` in-process as a user would, for CLI tests."""
 
+import contextlib
+import io
+
 from bridge.cli import main
 
 
@@ -12,6 +15,18 @@ def run_kbc(argv: list[str], capsys) -> tuple[int, str, str]:
         code = exc.code
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def run_kbc_captured(argv: list[str]) -> tuple[int, str, str]:
+    """`run_kbc` without `capsys`, for module-scoped fixtures (capsys serves one test only)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
 
 
 class Bar:

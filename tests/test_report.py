@@ -10,7 +10,7 @@ from pathlib import Path
 import lm_fixtures
 import pandas as pd
 import pytest
-from cli_support import run_kbc
+from cli_support import run_kbc, run_kbc_captured
 
 from bridge.cli import main
 from bridge.report import figures
@@ -171,9 +171,16 @@ def runs(lama_dir, tmp_path_factory, tiny_models):
     return root
 
 
-def test_report_has_every_figure_and_valid_html(runs, capsys):
+@pytest.fixture(scope="module")
+def lama_report(runs) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `kbc report` of the LAMA run into its own `report/`, made once for the tests
+    that only read it."""
+    return run_kbc_captured(["report", str(runs / "lama")])
+
+
+def test_report_has_every_figure_and_valid_html(runs, lama_report):
     run = runs / "lama"
-    code, out, err = run_kbc(["report", str(run)], capsys)
+    code, out, err = lama_report
     assert code == 0, err
     html_path = run / "report" / "report.html"
     assert out.strip() == str(html_path)
@@ -464,12 +471,12 @@ def md_table(md: str, caption: str) -> list[list[str]]:
     return [[c.strip() for c in line.strip("|").split("|")] for line in block if not line.startswith("|---")]
 
 
-def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, capsys):
+def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, lama_report):
     run = runs / "lama"
-    code, out, err = run_kbc(["report", str(run), "--out", str(runs / "delta-report")], capsys)
+    code, out, err = lama_report
     assert code == 0, err
-    md = (runs / "delta-report" / "report.md").read_text(encoding="utf-8")
-    figs = sorted(p.name for p in (runs / "delta-report" / "figures").glob("delta_*.png"))
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    figs = sorted(p.name for p in (run / "report" / "figures").glob("delta_*.png"))
     assert figs == ["delta_vs_freq.png"]  # one figure, both LMs, freq (the best KB but gold) as the baseline
     table = md_table(md, "P@1 deltas against freq")
     assert table[0] == ["corpus", "relation", "#facts", "freq", "bert − freq", "bert2 − freq",
@@ -490,11 +497,10 @@ def test_default_delta_is_every_lm_against_the_best_kb_not_gold(runs, capsys):
     assert "gold −" not in md and "− gold" not in md
 
 
-def test_correlation_is_a_compact_matrix_with_the_full_table_as_csv(runs, capsys):
-    run = runs / "lama"
-    code, out, err = run_kbc(["report", str(run), "--out", str(runs / "corr-report")], capsys)
+def test_correlation_is_a_compact_matrix_with_the_full_table_as_csv(runs, lama_report):
+    code, out, err = lama_report
     assert code == 0, err
-    md = (runs / "corr-report" / "report.md").read_text(encoding="utf-8")
+    md = (runs / "lama" / "report" / "report.md").read_text(encoding="utf-8")
     caption = ("trex: Spearman ρ between a fact's P@1 (0/1) and each statistic; * p < 0.01; -: undefined (constant "
                "values or under 3 facts); left out (P@1 constant, ρ undefined): gold")
     table = md_table(md, caption)
@@ -503,7 +509,7 @@ def test_correlation_is_a_compact_matrix_with_the_full_table_as_csv(runs, capsys
     expected = ["-0.200*", "-0.100", "+0.000", "+0.100", "+0.200", "+0.300", "+0.400", "8"]
     assert table[1:] == [["freq", *expected], ["bert", *expected], ["bert2", *expected]]
     assert "[correlation.csv](correlation.csv)" in md
-    full = pd.read_csv(runs / "corr-report" / "correlation.csv")
+    full = pd.read_csv(runs / "lama" / "report" / "correlation.csv")
     assert len(full) == 4 * 7 * 2 * 2  # predictors x statistics x targets x methods, raw
     assert full.columns.tolist() == ["corpus", "predictor", "setting", "statistic", "target", "method",
                                      "coefficient", "p_value", "n"]
@@ -518,10 +524,10 @@ def test_small_cooccurrence_bins_are_merged():
     assert merged["b"][1][:2] == ("1-15", 43) and merged["b"][1][2] == 0.0
 
 
-def test_report_page_shows_merged_bins(runs, capsys):
-    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(runs / "bins-report")], capsys)
+def test_report_page_shows_merged_bins(runs, lama_report):
+    code, out, err = lama_report
     assert code == 0, err
-    md = (runs / "bins-report" / "report.md").read_text(encoding="utf-8")
+    md = (runs / "lama" / "report" / "report.md").read_text(encoding="utf-8")
     # write_analysis: bins 0, 1, 2-3 of 3 facts each (P@1 0, 25, 50) and 4-7 empty: under 20 facts in all
     assert md_table(md, "trex, `cooc_paragraphs`: P@1 (%) per bin, over each predictor's own answered facts") == [
         ["bin", "facts", "freq", "gold", "bert", "bert2"], ["0-7", "9", "25.00", "25.00", "25.00", "25.00"]]
