@@ -235,11 +235,12 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                     if u.get("fact_uid")} if getattr(experiment, "unit", "facts") == "facts" else None)
         shared_n[corpus] = scope_counts(scopes, held, fact_of)
         lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
+        space_lead = lead if getattr(experiment, "set_valued", False) else "p@1"  # LM-KBC ranks sets, no P@1
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
             scored, curve, found = own[name]
             rows += [{**head, "scope": "own", **row} for row in scored]
-            rows += _space_rows(head, "own", scored, spaces.get(name, {}), types)
+            rows += _space_rows(head, "own", scored, spaces.get(name, {}), types, space_lead)
             curves += [{**head, "scope": "own", **row} for row in curve]
             shared: list[dict] = []
             parts = _by_scope(scopes, held[name])
@@ -252,7 +253,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                 if uids == drawn:
                     curves += [{**head, "scope": "shared", **row} for row in curve]
             rows += [{**head, "scope": "shared", **row} for row in shared]
-            rows += _space_rows(head, "shared", shared, spaces.get(name, {}), types)
+            rows += _space_rows(head, "shared", shared, spaces.get(name, {}), types, space_lead)
     settings = list(dict.fromkeys([*(r["setting"] for r in rows), setting]))
     for corpus, names in silent.items():
         rows += none_rows(corpus, names, settings)
@@ -347,8 +348,10 @@ def _record_dropped(out: Path, config: dict, dropped: list[dict]) -> None:
 
 
 def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int | None],
-                types: dict[str, str | None]) -> list[dict]:
-    """`answer_space` rows: how many answers each relation was ranked over (groups: the mean), beside the scores."""
+                types: dict[str, str | None], lead: str = "p@1") -> list[dict]:
+    """`answer_space` rows: how many answers each relation was ranked over (groups: the mean), beside the scores
+    (those of P@1, else of the experiment's `lead` metric: LM-KBC's macro F1)."""
+    anchor = "p@1" if any(row["metric"] == "p@1" for row in scored) else lead
     rels = sorted({r["group"] for r in scored if r["group"] in types})
     members: dict[str, list[str]] = {rel: [rel] for rel in rels}
     members["all"] = rels
@@ -357,7 +360,7 @@ def _space_rows(head: dict, scope: str, scored: list[dict], sizes: dict[str, int
             members.setdefault(group, []).append(rel)
     out = []
     for row in scored:
-        if row["metric"] != "p@1":
+        if row["metric"] != anchor:
             continue
         values = [sizes[r] for r in members.get(row["group"], []) if sizes.get(r) is not None]
         if values:
