@@ -216,8 +216,9 @@ def _oxigraph_quads(quads: list[tuple]) -> list[ox.Quad] | None:
 class _Embedded:
     """rdflib Dataset on an in-memory Oxigraph store (scratch work such as a closure)."""
 
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
+    def __init__(self) -> None:
+        self.store = ox.Store()
+        self.dataset = Dataset(store=OxigraphStore(store=self.store))
 
     def select(self, sparql: str) -> list[tuple]:
         return [tuple(row) for row in self.dataset.query(sparql)]
@@ -226,7 +227,11 @@ class _Embedded:
         self.dataset.update(sparql)
 
     def add_quads(self, quads: list[tuple]) -> None:
-        self.dataset.addN(quads)
+        converted = _oxigraph_quads(quads)
+        if converted is None:
+            self.dataset.addN(quads)
+        else:
+            self.store.extend(converted)
 
     def close(self) -> None:
         self.dataset.close()
@@ -536,7 +541,7 @@ class GraphStore:
         On disk, any number of processes read and write it at once (`kb.store_disk`).
         """
         if path is None:
-            return cls(_Embedded(Dataset(store="Oxigraph")), ":memory:")
+            return cls(_Embedded(), ":memory:")
         return cls(_OnDisk(StoreFolder(Path(path))), str(path))
 
     @classmethod
