@@ -93,9 +93,9 @@ CAUSAL_RELATIONS = ("P36", "P1376", "P138")
 def settings(smoke: bool) -> SimpleNamespace:
     """How much work each line does: the GPU run fits in under 6 minutes on an H100, the smoke run in seconds."""
     if smoke:
-        return SimpleNamespace(queries=40, parity=20, batches=(8,), raw_batch=8, sentences=400, causal_batch=16,
-                               raw_sentences=64, bear=1, lpq_batches=(8,), trex=["--relations", "P19", "--limit", "20"],
-                               trex_dtypes=("fp32",), warm=4, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
+        return SimpleNamespace(queries=12, parity=8, batches=(8,), raw_batch=8, sentences=100, causal_batch=16,
+                               raw_sentences=16, bear=1, lpq_batches=(8,), trex=["--relations", "P19", "--limit", "8"],
+                               trex_dtypes=("fp32",), warm=2, fewrel_n=48, fewrel_epochs=2, fewrel_budget_s=math.inf)
     return SimpleNamespace(queries=6000, parity=500, batches=(64, 512, 2048), raw_batch=512, sentences=150_000,
                            causal_batch=256, raw_sentences=20 * 256, bear=16, lpq_batches=(32, 128, 512), trex=[],
                            trex_dtypes=("fp32", "bf16"), warm=64, fewrel_n=None, fewrel_epochs=10,
@@ -417,15 +417,12 @@ def trex_lines(out: dict, cfg, data: Path, bert_dir: str, device) -> None:
 def causal_lines(out: dict, cfg, data: Path, gpt2, tokenizer, device) -> None:
     import torch
 
-    from eval.lama import load_trex
-    from eval.queries import make_queries
+    from bench.lm_throughput import trex_queries
     from lm.causal import CausalLMScorer, CausalTypedPredictor
 
-    corpus = load_trex(data / "lama", relations=list(CAUSAL_RELATIONS))
-    objects: dict[str, list[str]] = {}
-    for fact in corpus.facts:
-        objects.setdefault(fact.relation, []).append(fact.object.label)
-    pairs = [p for rel in CAUSAL_RELATIONS for p in make_queries(corpus).get(rel, [])]
+    per_rel = {rel: trex_queries(data / "lama").get(rel, []) for rel in CAUSAL_RELATIONS}
+    objects = {rel: [fact.object.label for _, fact in pairs] for rel, pairs in per_rel.items() if pairs}
+    pairs = [p for rel in CAUSAL_RELATIONS for p in per_rel[rel]]
     queries, n = [], 0
     for q, _ in pairs:  # every relation's queries in turn until the sentence budget is spent
         if n >= cfg.sentences:

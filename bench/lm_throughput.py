@@ -19,6 +19,7 @@ models). The last line is the summary the issue asks for.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import sys
@@ -31,16 +32,22 @@ TOKENIZERS = ROOT.parent / "shared" / "data" / "tokenizers"
 TOL = 1e-4
 
 
-def sample_queries(data_dir: Path, n: int, labels, vocab):
-    """n T-REx queries answerable over the common vocabulary, round-robin over relations (deterministic)."""
+@functools.lru_cache(maxsize=2)
+def trex_queries(data_dir: Path) -> dict:
+    """Every T-REx (query, fact) pair per relation, read once a process (`bench/gpu.py` samples them per stage)."""
     from eval.lama import load_trex
     from eval.queries import make_queries
+
+    return make_queries(load_trex(data_dir))
+
+
+def sample_queries(data_dir: Path, n: int, labels, vocab):
+    """n T-REx queries answerable over the common vocabulary, round-robin over relations (deterministic)."""
     from lm.vocab import drop_reason
 
-    corpus = load_trex(data_dir)
     per_rel = [
         [q for q, f in pairs if drop_reason(f.object.label, vocab, labels) is None]
-        for pairs in make_queries(corpus).values()
+        for pairs in trex_queries(Path(data_dir)).values()
     ]
     out, i = [], 0
     while len(out) < n and any(i < len(p) for p in per_rel):

@@ -265,8 +265,19 @@ def _derived(axiom, closed: dict[str, set]) -> set[tuple[str, str, str]]:
     return {(x, relation_key(axiom.target), z) for x, y in closed[r[0]] for z in nxt[y]}
 
 
-def test_trex_inference_equals_networkx(trex):
+@pytest.fixture(scope="module")
+def trex_inferred(trex):
+    """T-REx in an in-memory store with the default axioms' facts inferred: what both T-REx checks read."""
     onto = load_axioms()
+    store = GraphStore.open(None)
+    graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
+    report = ensure_inferred(store, onto, [graph], known_relations=trex.relations)
+    yield onto, store, graph, report
+    store.close()
+
+
+def test_trex_inference_equals_networkx(trex, trex_inferred):
+    onto, store, graph, report = trex_inferred
     gold = defaultdict(set)
     for f in trex.facts:
         gold[f.relation].add((f.subject.key, f.object.key))
@@ -274,9 +285,6 @@ def test_trex_inference_equals_networkx(trex):
     new = {(s, r, o) for r, pairs in closed.items() for s, o in pairs if (s, o) not in gold.get(r, set())}
     expected = {a.name: len(_derived(a, closed) & new) for a in onto.axioms}
 
-    store = GraphStore.open(None)
-    graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
-    report = ensure_inferred(store, onto, [graph], known_relations=trex.relations)
     got = {(entity_key(s), relation_key(p_), entity_key(o)) for s, p_, o in inferred_triples(store)}
     assert got == new
     assert report.counts == expected
@@ -294,12 +302,9 @@ def test_trex_inference_equals_networkx(trex):
 
 
 @pytest.mark.heavy
-def test_trex_owlrl_agrees(trex):
+def test_trex_owlrl_agrees(trex, trex_inferred):
     pytest.importorskip("owlrl")
-    onto = load_axioms()
-    store = GraphStore.open(None)
-    graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
-    ensure_inferred(store, onto, [graph], known_relations=trex.relations)
+    onto, store, graph, _ = trex_inferred
     # owlrl is given the facts of the properties the axioms name: with no class, domain or sameAs axioms,
     # OWL-RL derives nothing from the others, and its closure over 34K triples is what makes this test slow
     named = onto.properties()
