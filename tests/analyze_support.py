@@ -52,19 +52,10 @@ def check_pristine(small: SmallRun) -> None:
 
 def call_kbc(argv: list[str]) -> tuple[int, str]:
     """(exit status, stdout + stderr) of `kbc ARGV`, for fixtures wider than one test (no capsys)."""
-    import contextlib
-    import io
+    from cli_support import run_kbc_captured
 
-    from bridge.cli import main
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-    return code, buffer.getvalue()
+    code, text, _ = run_kbc_captured(argv, one_stream=True)
+    return code, text
 
 
 def _subset(corpus, relations):

@@ -17,16 +17,18 @@ def run_kbc(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def run_kbc_captured(argv: list[str]) -> tuple[int, str, str]:
-    """`run_kbc` without `capsys`, for module-scoped fixtures (capsys serves one test only)."""
-    out, err = io.StringIO(), io.StringIO()
+def run_kbc_captured(argv: list[str], one_stream: bool = False) -> tuple[int, str, str]:
+    """`run_kbc` without `capsys`, for module-scoped fixtures (capsys serves one test only); `one_stream`: stderr
+    written into stdout's text, in the order written (the third value is then empty)."""
+    out = io.StringIO()
+    err = out if one_stream else io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             main(argv)
             code = 0
         except SystemExit as exc:
             code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    return code, out.getvalue(), "" if one_stream else err.getvalue()
 
 
 class Bar:
