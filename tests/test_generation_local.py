@@ -385,18 +385,3 @@ def test_a_t5_model_names_no_context_limit(t5_dir):
     loaded = load(str(t5_dir), "seq2seq")
     gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=True)
     assert gen.context is None
-
-
-def test_a_written_answer_links_to_the_same_entity_whatever_relations_the_run_asks(lama_dir, tmp_path):
-    """Answers are linked among every entity of the corpus, not only those of the relations asked: "Buddhism"
-    written for a P36 question is Q748 in a run of P36 alone as in one that also asks P140 (religion)."""
-    from bridge.predictors.generation import label_index
-    from bridge.predictors.registry import PredictorContext
-    from eval.corpora import load_corpus
-
-    found = []
-    for relations in (["P36"], ["P36", "P140"]):
-        ctx = PredictorContext(load_corpus("trex", lama_dir, relations), None, tmp_path / "cache", lama_dir)
-        index = label_index(ctx)
-        found.append(index.resolve("Buddhism"))
-    assert found == ["Q748", "Q748"]

@@ -20,7 +20,7 @@ from bridge.cli.value_types import Int, PathType
 from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
 from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run
-from bridge.run.freshness import check_readable, fresh_instances
+from bridge.run.freshness import check_readable, fresh_instances, unscored_change
 from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED
@@ -304,7 +304,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     stands = []  # a run not finished (its last attempt interrupted, say) is compared as it stands, and said so
     for source in (run, other) if other is not None else (run,):
         check_readable(source.path, source.config)  # the records read are those its summaries scored
-        why = incomplete(source)
+        scored = (source.path / "summary.json").exists() and unscored_change(source.path, source.config) is None
+        why = incomplete(source, scored)
         if why:
             stands.append(f"{source.path}: {why}: compared as it stands; rerun the same `kbc run` command to "
                           "finish it")

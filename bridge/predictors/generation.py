@@ -148,20 +148,6 @@ def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
     return [Example(f.relation, f.subject.label, f.subject.key, (f.object.label,), f.uid) for f in ctx.corpus.facts]
 
 
-def linked_facts(ctx: PredictorContext) -> list:
-    """The facts whose entities generated answers are linked to: a LAMA corpus's whole (LAMA-UHN's: its LAMA
-    corpus's), whatever relations the run asks, so that an answer links to the same entity in every run of it;
-    another corpus's own."""
-    from eval.corpora import load_corpus
-    from eval.lama import LOADERS
-    from eval.uhn import UHN_CORPORA
-
-    name = UHN_CORPORA.get(ctx.corpus.name, ctx.corpus.name)
-    if name not in LOADERS:
-        return list(ctx.corpus.facts)
-    return load_corpus(name, ctx.data_dir, compat=ctx.compat, cache_dir=ctx.cache_dir).facts
-
-
 def label_index(ctx: PredictorContext) -> LabelIndex:
     """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label; every
     form of that alias list names an entity where a generated answer is split (`eval.answer_text`)."""
@@ -177,7 +163,7 @@ def label_index(ctx: PredictorContext) -> LabelIndex:
         return lmkbc_index(ctx.data_dir, _forms(load_aliases(path)) if path is not None else ())
     labels: dict[str, str] = {}
     aliases: dict[str, list[str]] = {}
-    for fact in linked_facts(ctx):
+    for fact in ctx.corpus.facts:
         for e in (fact.subject, fact.object):
             labels.setdefault(e.key, e.label)
             if e.aliases:

@@ -141,18 +141,20 @@ def unfinished(run: RunDir) -> list[str]:
     return missing
 
 
-def incomplete(run: RunDir) -> str | None:
+def incomplete(run: RunDir, current: bool = False) -> str | None:
     """Why a run read as it stands (`kbc compare`) is not a finished one, in one line; None where it is finished.
 
     A last attempt stopped by Ctrl-C or SIGTERM is recorded failed with the error `interrupted`: its records and
-    summaries hold what was done before it stopped, which a rerun of the same command completes."""
+    summaries hold what was done before it stopped, which a rerun of the same command completes. `current`: the
+    run's summaries are what scoring its files and config gave (`bridge.run.freshness.unscored_change`), so an
+    attempt stopped before it changed anything left a finished run."""
     missing = unfinished(run)
     attempts = [r for r in run.config.get("runs") or [] if isinstance(r, dict)]
     last = attempts[-1] if attempts else {}
     stopped = last.get("error") == "interrupted"
     if not (missing or stopped):
         return None
-    if not missing and _scored_as_it_is(run):  # stopped before it changed anything an earlier attempt scored
+    if not missing and current:  # stopped before it changed anything an earlier attempt scored
         return None
     started = last.get("started", "?")
     said = []
@@ -166,11 +168,3 @@ def incomplete(run: RunDir) -> str | None:
     if missing:
         said.append(f"it lacks {'; '.join(missing)}")
     return ", and ".join(said)
-
-
-def _scored_as_it_is(run: RunDir) -> bool:
-    """Whether the run's summaries are what scoring its files and config as they are now gave (an attempt stopped
-    before it wrote or asked anything new leaves a finished run)."""
-    from bridge.run.freshness import unscored_change
-
-    return unscored_change(run.path, run.config) is None
