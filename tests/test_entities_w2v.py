@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bz2
 import os
+import time
 
 import numpy as np
 import pytest
@@ -222,18 +223,33 @@ def test_a_dump_without_links_between_its_entities_is_one_error_line(shared_data
         "with; use a larger dump, or --no-link-graph"])
 
 
-def test_the_pool_workers_a_command_forks_end_without_tracebacks(capfd):
-    """wikipedia2vec terminates its pool of workers (SIGTERM) at the end of every step: workers forked while kbc
-    takes SIGTERM as Ctrl-C would each print a KeyboardInterrupt traceback."""
+def _wait(ready) -> None:
+    ready.set()
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("handler", ["kbc's", "holding"])
+def test_a_process_a_command_forks_ends_on_sigterm_without_a_traceback(capfd, handler):
+    """wikipedia2vec terminates its pool of workers (SIGTERM) at the end of every step: a worker forked while kbc
+    takes SIGTERM as Ctrl-C would print a KeyboardInterrupt traceback, and one forked under a handler that holds the
+    signal (a served model's response being kept) would not end, its pool waiting for it forever."""
     import multiprocessing
     import signal
 
     from bridge.cli import sigterm_as_interrupt
+    from lm.served import interrupts_held
 
-    with sigterm_as_interrupt():
-        pool = multiprocessing.get_context("fork").Pool(2)
-        pids = [pool.apply(os.getpid) for _ in range(2)]
-        pool.terminate()
-        pool.join()
+    forked = multiprocessing.get_context("fork")
+    with sigterm_as_interrupt() if handler == "kbc's" else interrupts_held():
+        ready = forked.Event()
+        child = forked.Process(target=_wait, args=(ready,))
+        child.start()
+        assert ready.wait(20)
+        os.kill(child.pid, signal.SIGTERM)
+        child.join(timeout=10)
+        alive = child.is_alive()
+        if alive:
+            child.kill()
+            child.join()
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the command's own handling stays
-    assert pids and "Traceback" not in capfd.readouterr().err
+    assert (alive, child.exitcode) == (False, -signal.SIGTERM) and "Traceback" not in capfd.readouterr().err

@@ -168,9 +168,11 @@ def _terminated(signum: int, frame) -> None:
 
 
 def _default_sigterm_in_child() -> None:
-    """A process a command forks (a multiprocessing pool's worker) ends on SIGTERM as any process does: with the
-    command's handler it would print a KeyboardInterrupt traceback each time its pool is terminated."""
-    if signal.getsignal(signal.SIGTERM) is _terminated:
+    """A process forked here (a multiprocessing pool's worker) ends on SIGTERM as any process does, which is how its
+    pool is terminated: with the command's handler it would print a KeyboardInterrupt traceback, and with one that
+    holds the signal until a block ends (`lm.served.interrupts_held`) it would never end and the pool would wait
+    for it forever."""
+    if callable(signal.getsignal(signal.SIGTERM)):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
