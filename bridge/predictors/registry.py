@@ -207,11 +207,15 @@ BASELINE_MODULES = ("bridge.predictors.random_baseline",)  # chance floors: neit
 REFERENCE = "gold"  # the gold KB scores 100 by construction: a reference, never a baseline to beat
 
 
+def spec_of(config: dict, predictor: str) -> str:
+    """The registry name or model path a predictor of a run (its `config.json`) was built from."""
+    return str(((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor))
+
+
 def side_of(config: dict, predictor: str) -> str:
     """"kb", "lm" or "baseline" (a chance floor, never an LM in delta figures): a predictor of a run (its
     `config.json`), by the registry entry it was built from; a model path or id is an LM."""
-    spec = str(((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor))
-    entry = ENTRIES.get(spec)
+    entry = ENTRIES.get(spec_of(config, predictor))
     module = entry[0].split(":")[0] if entry else ""
     return "kb" if module in KB_MODULES else "baseline" if module in BASELINE_MODULES else "lm"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bridge.predictors.registry import REFERENCE, side_of
+from bridge.predictors.registry import REFERENCE, side_of, spec_of
 from bridge.run.directory import RunDir, open_run
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
@@ -194,11 +194,6 @@ def check_comparable(a: RunData, b: RunData) -> None:
     if a.experiment != b.experiment:
         raise ConfigError(f"--compare needs runs of the same experiment: {a.path} is {a.experiment}, "
                           f"{b.path} is {b.experiment}")
-
-
-def spec_of(config: dict, predictor: str) -> str:
-    """The registry name or model path a predictor of the run was built from."""
-    return str((config.get("predictor_specs", {}).get(predictor) or {}).get("spec", predictor))
 
 
 def upper_bound(config: dict, predictor: str) -> str | None:

@@ -14,9 +14,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.predictors.registry import apart_briefs, shown_spec
+from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, spec_of
 from bridge.report import figures
-from bridge.report.data import REFERENCE, View, best_kb, is_relation, spec_of
+from bridge.report.data import View, best_kb, is_relation
 from bridge.report.deltas import Units, delta_rows
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.report.usage import usage_table

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.experiments.base import check_setting, counted
-from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side_of, upper_bound_text
+from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side_of, spec_of, upper_bound_text
 from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
@@ -213,8 +213,7 @@ def describe_predictor(config: dict, corpus: str, predictor: str, apart: str = "
     brief = "; ".join(b for b in (trained or set_brief(config, predictor), apart) if b)
     # the gold KB answers from the gold facts themselves: a reference (100 by construction), never a rival; KMIR's
     # lookups are no such thing (a reasoning question's answer is not among the gold facts)
-    asked = str(((config.get("predictor_specs") or {}).get(predictor) or {}).get("spec", predictor))
-    reference = asked == REFERENCE and config.get("experiment", "lama") != "kmir"
+    reference = spec_of(config, predictor) == REFERENCE and config.get("experiment", "lama") != "kmir"
     return {"side": "reference" if reference else side_of(config, predictor),
             "spec": f"{spec} ({brief})" if brief else spec,
             "parameters": described.get("parameters"),
