@@ -53,14 +53,15 @@ def test_text_that_holds_no_answer_is_an_answer_naming_no_entity(many):
 
 @pytest.fixture(scope="module")
 def p19_p36(lama_dir):
-    """What a generating predictor links by on `kbc run lama --corpus trex --relations P19 P36`: the labels of
-    those relations' entities, X-FACTR's aliases of them, and every form of that alias list as a name."""
-    from bridge.predictors.generation import label_index
+    """One index over the entities of T-REx's P19 and P36 together (what a KMIR question of a relation neither holds
+    links by on a run of the two): the labels of their entities, X-FACTR's aliases of them, and every form of that
+    alias list as a name; the rules below hold for any set of entities, and this one has the ambiguities they need."""
+    from bridge.predictors.generation import label_indexes
     from bridge.predictors.registry import PredictorContext
     from eval.corpora import load_corpus
 
     corpus = load_corpus("trex", lama_dir, ["P19", "P36"])
-    return label_index(PredictorContext(corpus, None, lama_dir, lama_dir)), corpus
+    return label_indexes(PredictorContext(corpus, None, lama_dir, lama_dir)).of("P31"), corpus
 
 
 def test_the_labels_the_answer_forms_below_rest_on(p19_p36):

@@ -282,7 +282,54 @@ def test_one_answer_scores_alike_as_a_bullet_list_a_comma_list_an_and_or_in_lowe
         hits = [r["em_raw"] for r in recs if r["relation"] == rel]
         assert rows[("em", rel)] == 100.0 * sum(hits) / len(hits)
     config = json.loads((out / "config.json").read_text())
-    assert config["predictor_specs"]["llm"]["answer_rule"] == 4
+    assert config["predictor_specs"]["llm"]["answer_rule"] == 5
+
+
+def test_a_relations_answers_link_and_score_the_same_whichever_other_relations_the_run_loads(
+        serve, lama_dir, trex, tmp_path, capsys, monkeypatch):
+    """Each place of birth answered by an alias of the gold that names it among P19's entities but another entity
+    (or several) among P19's and P138's together ("Wien": Vienna, and the river Vienna is named after): the P19
+    records of a run of P19 alone and of P19 with P138 are the same, and every answer names its gold."""
+    import re
+
+    from bridge.predictors.generation import RelationIndexes
+    from bridge.run.config import sample
+    from eval.disambiguate import load_aliases
+    from eval.lmkbc import alias_file
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    p19 = [f for f in trex.facts if f.relation == "P19"]
+    listed = load_aliases(alias_file(lama_dir))
+    alone = RelationIndexes(p19, listed).of("P19")
+    together = RelationIndexes([f for f in trex.facts if f.relation in ("P19", "P138")], listed).of("neither")
+    assert together.ids("Wien") == {"Q702289"} and alone.ids("Wien") == {"Q1741"}
+    written: dict[str, str] = {}
+    for f in sample(p19, 12, 3):
+        forms = sorted(set(listed.get(f.object.key, [])) | set(f.object.aliases))
+        moved = [a for a in forms if alone.ids(a) == {f.object.key} != together.ids(a) and a != f.object.label]
+        written[f.subject.label] = moved[0] if moved else f.object.label
+    # three aliases, and two labels another entity of P138 carries too ("London": London, Ontario)
+    assert sorted(written.values())[:5] == ["Antwerpen", "Cologne", "Dortmund", "Dublin", "London"]
+    assert {text for text in written.values() if together.ids(text) != alone.ids(text)} == {
+        "Antwerpen", "Wien", "Venezia", "London", "Melbourne"}
+
+    def script(path, body, n):
+        born = re.fullmatch(r"Fill in the blank: (.*) was born in ___\.", body["messages"][-1]["content"])
+        return 200, completion(written[born.group(1)] if born else "Wien", "chat")
+
+    server = serve(script)
+    records = []
+    for relations in (["P19"], ["P19", "P138"]):
+        out = tmp_path / "-".join(relations)
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", *relations, "--predictors",
+                                f"llm={server.url}", "--set", "llm.model=tiny", "--limit", "12", "--seed", "3",
+                                "--data-dir", str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+        assert code == 0, err
+        records.append((out / "predictions" / "trex" / "llm" / "P19.jsonl").read_text())
+    assert records[0] == records[1]
+    recs = [json.loads(line) for line in records[0].splitlines()]
+    assert len(recs) == 12 and all(r["em_raw"] for r in recs), [r for r in recs if not r["em_raw"]]
+    assert sorted(r["parsed"][0] for r in recs) == sorted(written.values())
 
 
 def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path, capsys, monkeypatch):

@@ -148,9 +148,53 @@ def _pool(ctx: PredictorContext, set_corpus: bool) -> list[Example]:
     return [Example(f.relation, f.subject.label, f.subject.key, (f.object.label,), f.uid) for f in ctx.corpus.facts]
 
 
-def label_index(ctx: PredictorContext) -> LabelIndex:
-    """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label; every
-    form of that alias list names an entity where a generated answer is split (`eval.answer_text`)."""
+class RelationIndexes:
+    """One label index per relation, over the entities of that relation's facts: a relation's answers link (and
+    split) the same whichever other relations a run loads, as its scores must. A relation the corpus holds no fact
+    of (one a KMIR axiom infers) links among the entities of every relation the run loaded."""
+
+    def __init__(self, facts: Sequence, listed: dict[str, list[str]]) -> None:
+        self._facts: dict[str, list] = {}
+        for fact in facts:
+            self._facts.setdefault(fact.relation, []).append(fact)
+        self._all, self._listed, self._known = list(facts), listed, _forms(listed)
+        self._built: dict[str, LabelIndex] = {}
+
+    def of(self, relation: str) -> LabelIndex:
+        """The index that links the answers to a query of `relation`."""
+        key = relation if relation in self._facts else ""
+        if key not in self._built:
+            self._built[key] = self._index(self._facts.get(key) or self._all)
+        return self._built[key]
+
+    def _index(self, facts: Sequence) -> LabelIndex:
+        labels: dict[str, str] = {}
+        aliases: dict[str, list[str]] = {}
+        for fact in facts:
+            for e in (fact.subject, fact.object):
+                labels.setdefault(e.key, e.label)
+                if e.aliases:
+                    aliases.setdefault(e.key, []).extend(e.aliases)
+        for qid, forms in self._listed.items():
+            if qid in labels:
+                aliases.setdefault(qid, []).extend(forms)
+        return LabelIndex(labels, aliases, self._known)
+
+
+class OneIndex:
+    """The same label index for every relation (LM-KBC's: the labels its splits write, whatever is loaded)."""
+
+    def __init__(self, index: LabelIndex) -> None:
+        self.index = index
+
+    def of(self, relation: str) -> LabelIndex:
+        return self.index
+
+
+def label_indexes(ctx: PredictorContext) -> RelationIndexes | OneIndex:
+    """The corpus's entities by label (and X-FACTR's aliases where the data has them), keyed by id or label, per
+    relation; every form of that alias list names an entity where a generated answer is split
+    (`eval.answer_text`)."""
     from bridge.predictors.kb import is_set_corpus
     from eval.disambiguate import load_aliases
     from eval.lmkbc import alias_file
@@ -160,20 +204,9 @@ def label_index(ctx: PredictorContext) -> LabelIndex:
         from eval.lmkbc import resolve_lmkbc_dir
 
         path = alias_file(resolve_lmkbc_dir(ctx.data_dir))
-        return lmkbc_index(ctx.data_dir, _forms(load_aliases(path)) if path is not None else ())
-    labels: dict[str, str] = {}
-    aliases: dict[str, list[str]] = {}
-    for fact in ctx.corpus.facts:
-        for e in (fact.subject, fact.object):
-            labels.setdefault(e.key, e.label)
-            if e.aliases:
-                aliases.setdefault(e.key, []).extend(e.aliases)
+        return OneIndex(lmkbc_index(ctx.data_dir, _forms(load_aliases(path)) if path is not None else ()))
     path = alias_file(Path(ctx.data_dir))
-    listed = load_aliases(path) if path is not None else {}
-    for qid, forms in listed.items():
-        if qid in labels:
-            aliases.setdefault(qid, []).extend(forms)
-    return LabelIndex(labels, aliases, _forms(listed))
+    return RelationIndexes(ctx.corpus.facts, load_aliases(path) if path is not None else {})
 
 
 def _forms(aliases: dict[str, list[str]]) -> set[str]:
@@ -186,11 +219,12 @@ class GenerationPredictor:
     ranks = "none"  # no ranking: rank-based metrics do not apply
     slots = ("object", "subject")  # a subject is asked with a blank in its place (`Prompter.prompt`)
 
-    def __init__(self, name: str, backend, prompter: Prompter, index: LabelIndex, labels: dict[str, str], *,
+    def __init__(self, name: str, backend, prompter: Prompter, indexes: RelationIndexes | OneIndex,
+                 labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
                  extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
                  attempt: str | None = None) -> None:
-        self.name, self.backend, self.prompter, self.index, self.labels = name, backend, prompter, index, labels
+        self.name, self.backend, self.prompter, self.indexes, self.labels = name, backend, prompter, indexes, labels
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
@@ -403,12 +437,13 @@ class GenerationPredictor:
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
             self.counts["empty"] += not response.text.strip()
-            parsed = parse_generation(response.text, self.many, self.index, numeric=q.relation in NUMERIC)
+            index = self.indexes.of(q.relation)
+            parsed = parse_generation(response.text, self.many, index, numeric=q.relation in NUMERIC)
             if q.relation in NUMERIC:  # a count is no entity: the number it states is the answer
                 linked = [(item, parse_number(item)) for item in parsed.items]
                 answers = tuple(Answer(item, 1.0) for item, number in linked if number is not None)
             else:
-                linked = link_items(parsed.items, self.index)
+                linked = link_items(parsed.items, index)
                 answers = tuple(Answer(self.labels.get(key, item) if key else item, 1.0,
                                        key if key and not key.startswith("label:") else None) for item, key in linked)
             extra = {"prompt": prompt.sent(), GENERATED: response.text, "parsed": list(parsed.items),
@@ -530,7 +565,8 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
     from bridge.predictors.kb import is_set_corpus
 
     _set_rule_check(ctx)
-    return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_index(ctx), _entity_labels(ctx),
+    return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_indexes(ctx),
+                               _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
                                anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
