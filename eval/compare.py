@@ -13,6 +13,10 @@ outcomes (right/wrong for A, right/wrong for B), which gives:
 - a percentile bootstrap interval for the macro P@1 difference A - B (in points), resampling
   facts within each relation (a fact's queries together, as the summaries' intervals), so the
   interval matches how the summaries average (each relation counts once).
+Scores of a unit between 0 and 1 (LM-KBC's F1 of a subject-relation pair, `ScoredPair`) compare the same way:
+A is ahead on a pair where its score is higher, the test is the exact sign test over the pairs where A and B
+differ (McNemar's where every score is 0 or 1), and the interval resamples pairs, averaged over every pair as
+the challenge's all-relations row.
 Pure functions over outcomes; reading runs is the caller's business.
 """
 
@@ -198,6 +202,117 @@ def bootstrap_difference(
     return float(low), float(high)
 
 
+@dataclass(frozen=True, slots=True)
+class ScoredPair:
+    """One unit both predictors answered, with each one's score in [0, 1] (LM-KBC: the pair's F1)."""
+
+    relation: str
+    uid: str
+    a: float
+    b: float
+
+    @property
+    def category(self) -> str:
+        """`only_a`/`only_b`: that one scores higher; `both`: equal and above 0; `neither`: both 0."""
+        if self.a > self.b:
+            return "only_a"
+        if self.b > self.a:
+            return "only_b"
+        return "both" if self.a > 0 else "neither"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCounts:
+    """`Counts` of scored pairs: how many A leads, B leads, they tie above 0 or both score 0, their mean scores
+    in percent, and the exact sign test of the leads."""
+
+    scores: tuple[tuple[float, float], ...]
+    per_fact: tuple = ()  # each unit is one draw
+
+    def _count(self, category: str) -> int:
+        return sum(ScoredPair("", "", a, b).category == category for a, b in self.scores)
+
+    @property
+    def both(self) -> int:
+        return self._count("both")
+
+    @property
+    def only_a(self) -> int:
+        return self._count("only_a")
+
+    @property
+    def only_b(self) -> int:
+        return self._count("only_b")
+
+    @property
+    def neither(self) -> int:
+        return self._count("neither")
+
+    @property
+    def n(self) -> int:
+        return len(self.scores)
+
+    queries = n
+
+    @property
+    def p1_a(self) -> float:
+        return 100.0 * sum(a for a, _ in self.scores) / self.n if self.scores else 0.0
+
+    @property
+    def p1_b(self) -> float:
+        return 100.0 * sum(b for _, b in self.scores) / self.n if self.scores else 0.0
+
+    @property
+    def p_value(self) -> float:
+        return mcnemar_exact(self.only_a, self.only_b)
+
+    def to_dict(self) -> dict:
+        return Counts.to_dict(self)  # the same keys, read from these properties
+
+
+def bootstrap_mean_difference(differences: np.ndarray, n_boot: int, seed: int, level: float = 0.95
+                              ) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean of paired differences, resampling units (in chunks, so that a
+    million resamples of many units keep memory small)."""
+    if n_boot > MAX_BOOTSTRAP:
+        raise ConfigError(f"{n_boot:,} bootstrap resamples: at most {MAX_BOOTSTRAP:,}")
+    if n_boot <= 0 or not len(differences):
+        return None
+    rng = np.random.default_rng(seed)
+    n = len(differences)
+    chunk = max(1, 2_000_000 // n)
+    means = np.concatenate([differences[rng.integers(0, n, size=(min(chunk, n_boot - start), n))].mean(axis=1)
+                            for start in range(0, n_boot, chunk)])
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def compare_scores(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 0, level: float = 0.95
+                   ) -> Comparison:
+    """`compare` for scores in [0, 1]: per relation and over every pair, the total (and its difference and
+    interval, in points) the mean over every pair, as LM-KBC's all-relations row."""
+    grouped: dict[str, list[tuple[float, float]]] = {}
+    for pair in pairs:
+        grouped.setdefault(pair.relation, []).append((pair.a, pair.b))
+    overall = ScoreCounts(tuple((p.a, p.b) for p in pairs))
+    differences = np.array([100.0 * (a - b) for a, b in overall.scores])
+    return Comparison(
+        by_relation={rel: ScoreCounts(tuple(grouped[rel])) for rel in sorted(grouped)},
+        overall=overall,
+        macro_p1_a=overall.p1_a,
+        macro_p1_b=overall.p1_b,
+        difference=overall.p1_a - overall.p1_b,
+        ci=bootstrap_mean_difference(differences, n_boot, seed, level),
+        n_boot=n_boot,
+        seed=seed,
+        level=level,
+        lists={cat: [p.uid for p in pairs if p.category == cat] for cat in CATEGORIES},
+        total="pooled",
+        paired_test="sign",
+    )
+
+
 @dataclass
 class Comparison:
     """Everything `kbc compare` reports for one corpus."""
@@ -213,6 +328,7 @@ class Comparison:
     level: float = 0.95
     lists: dict[str, list[str]] = field(default_factory=dict)
     total: str = "macro"  # how the total, its difference and interval average: "macro" over groups, or "pooled"
+    paired_test: str = ""  # the test where it is neither of `test`'s two: "sign" (scores in [0, 1])
 
     @property
     def clustered(self) -> bool:
@@ -221,8 +337,9 @@ class Comparison:
 
     @property
     def test(self) -> str:
-        """The paired test behind every p-value: "mcnemar" (each fact one query) or "sign-flip" (per fact)."""
-        return "sign-flip" if self.clustered else "mcnemar"
+        """The paired test behind every p-value: "mcnemar" (each fact one query), "sign-flip" (per fact) or "sign"
+        (scored pairs)."""
+        return self.paired_test or ("sign-flip" if self.clustered else "mcnemar")
 
     def to_dict(self) -> dict:
         return {

@@ -24,7 +24,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     a fact several ways), the 2x2 counts of queries, each one's share right (`p1_a`, `p1_b`, in percent) and the
     paired test's p, then the `all` row whose shares are the run's total (macro over groups, as the summaries) with
     the difference A - B in points and its bootstrap interval (facts resampled, a fact's queries together).
-    `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query) or "sign-flip" (over facts);
+    `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query), "sign-flip" (over facts) or
+    "sign" (LM-KBC pairs, each with its F1: the `p1` columns hold F1 in percent);
     `.attrs["metric"]` what the shares right measure ("P@1", or "EM": KMIR's questions and written answers).
     `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
     says what was left out, and names a run read unfinished, its last attempt interrupted say)."""

@@ -328,8 +328,8 @@ def test_coherency_runs_are_refused(run_dir, capsys):
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "experiment": "coherency"}))
     line = _one_error(*run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys))
-    assert line.startswith(f"error: {run_dir} is a `kbc run coherency` run: kbc compare judges LAMA facts and KMIR "
-                           "questions one by one")
+    assert line.startswith(f"error: {run_dir} is a `kbc run coherency` run: kbc compare judges LAMA facts, KMIR "
+                           "questions and LM-KBC pairs one by one")
 
 
 def test_kmir_runs_are_judged_by_exact_match(run_dir, capsys):

@@ -17,6 +17,11 @@ def _all_rows(out, predictor):
             if r["predictor"] == predictor and r["scope"] == "own" and r["group"] == "all"}
 
 
+def _records(out, predictor: str) -> dict[str, dict]:
+    return {r["uid"]: r for path in sorted((out / "predictions" / "lmkbc2024" / predictor).glob("*.jsonl"))
+            for r in map(json.loads, path.read_text().splitlines())}
+
+
 def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
@@ -77,8 +82,34 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     # commands that read LAMA-style records refuse a set run instead of showing ranks it has not
     code, _, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115"], capsys)
     assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: its answers are sets")
-    code, _, err = run_kbc(["compare", str(out), "freq", "gold"], capsys)
-    assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: kbc compare judges LAMA facts")
+    # compare pairs the two predictors' F1 pair by pair: means as the summaries', the sign test as scipy's
+    from scipy.stats import binomtest
+
+    code, shown, err = run_kbc(["compare", str(out), "tuned", "freq", "--json", "--bootstrap", "500"], capsys)
+    assert code == 0, err
+    found = json.loads(shown)["corpora"]["lmkbc2024"]
+    summary = {(r["predictor"], r["group"]): r["value"] for r in json.loads((out / "summary.json").read_text())
+               if r["scope"] == "own" and r["metric"] == "macro-f1"}
+    assert found["test"] == "sign" and found["total"] == "pooled" and json.loads(shown)["metric"] == "F1"
+    overall = found["overall"]
+    assert overall["n"] == overall["queries"] == 378
+    assert sum(overall[k] for k in ("both", "only_a", "only_b", "neither")) == 378
+    assert overall["p1_a"] == pytest.approx(100 * tuned["macro-f1"], abs=1e-9)
+    assert overall["p1_b"] == pytest.approx(100 * freq["macro-f1"], abs=1e-9)
+    assert found["difference"] == pytest.approx(100 * (tuned["macro-f1"] - freq["macro-f1"]), abs=1e-9)
+    assert overall["p_value"] == binomtest(overall["only_a"], overall["only_a"] + overall["only_b"]).pvalue
+    assert found["ci"][0] < found["difference"] < found["ci"][1]
+    for rel, counts in found["relations"].items():
+        assert counts["p1_a"] == pytest.approx(100 * summary[("tuned", rel)], abs=1e-9), rel
+        assert counts["p1_b"] == pytest.approx(100 * summary[("freq", rel)], abs=1e-9), rel
+    only_b = {uid for uid, r in _records(out, "tuned").items()
+              if pair_from_record(r).f1 < pair_from_record(_records(out, "freq")[uid]).f1}
+    assert len(only_b) == overall["only_b"]
+    code, listed, err = run_kbc(["compare", str(out), "tuned", "freq", "--list", "only-b"], capsys)
+    assert code == 0, err
+    assert {line.split("\t")[2] for line in listed.splitlines()[1:]} == only_b
+    code, table, err = run_kbc(["compare", str(out), "tuned", "freq"], capsys)
+    assert code == 0 and "p sign" in table and "exact sign test of those leads" in table
 
     # kbc report, which compare points to, shows the set metrics per relation and over all pairs
     code, _, err = run_kbc(["report", str(out)], capsys)

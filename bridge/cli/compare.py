@@ -2,8 +2,9 @@
 
 Both read a run directory written by `kbc run`; neither writes to it. `compare` judges each unit the
 way its experiment scores it: a LAMA fact is right when the gold is ranked 1st (raw or filtered), a
-KMIR question when its answer matches the gold exactly (its `em`), grouped by question kind. Other
-experiments (coherency asks each instance in two rounds and four steps) are refused.
+KMIR question when its answer matches the gold exactly (its `em`), grouped by question kind, and an LM-KBC
+subject-relation pair has the challenge's F1, A ahead where its F1 is higher. Other experiments (coherency
+asks each instance in two rounds and four steps) are refused.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED
 from eval.cells import tsv_cell
-from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair
+from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
 
 LISTS = {"only-a": "only_a", "only-b": "only_b", "both": "both", "neither": "neither"}
@@ -54,6 +56,7 @@ class Scoring:
     pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
     generated: str = ""  # said after the rule when a compared predictor answered by generation
     generated_metric: str = ""  # the column name of a generating predictor's share right, where it differs
+    score: Callable[[dict], float] | None = None  # a unit's score in [0, 1] where it is more than right or wrong
 
     def rule_for(self, generates: bool) -> str:
         return f"{self.rule} {self.generated}" if generates and self.generated else self.rule
@@ -70,6 +73,11 @@ SCORINGS = {
                     "exactly (EM, SQuAD normalisation)", lambda r, setting: float(r.get("em") or 0.0) == 1.0,
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
                     pooled=True),
+    "lmkbc": Scoring("pairs", "relation", "F1", "a subject-relation pair scores its F1 as the challenge's evaluate.py "
+                     "(ids against ids), in percent; A is ahead on a pair where its F1 is higher",
+                     lambda r, setting: False, lambda r: str(r["relation"]),
+                     lambda r: ", ".join(str(x) for x in r.get("predicted") or []), ("raw",), pooled=True,
+                     score=lambda r: pair_from_record(r).f1),
 }
 
 
@@ -78,9 +86,9 @@ def scoring_for(run: RunDir, setting: str) -> Scoring:
     experiment = str(run.config.get("experiment", "lama"))
     scoring = SCORINGS.get(experiment)
     if scoring is None:
-        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc compare judges LAMA facts and KMIR "
-                          f"questions one by one, not {experiment} instances; compare its summaries with "
-                          f"`kbc report {run.path}` (`--delta A B`: B minus A per relation)")
+        raise ConfigError(f"{run.path} is a `kbc run {experiment}` run: kbc compare judges LAMA facts, KMIR "
+                          f"questions and LM-KBC pairs one by one, not {experiment} instances; compare its "
+                          f"summaries with `kbc report {run.path}` (`--delta A B`: B minus A per relation)")
     if setting not in scoring.settings:
         raise ConfigError(f"{run.path} is a `kbc run {experiment}` run, scored only in the raw setting; drop "
                           f"--setting {setting}")
@@ -132,8 +140,9 @@ def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
 
 def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scoring | None = None,
            run_b: RunDir | None = None, relations: Iterable[str] | None = None
-           ) -> tuple[list[Pair], dict, dict, dict[str, int]]:
-    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out.
+           ) -> tuple[list[Pair] | list[ScoredPair], dict, dict, dict[str, int]]:
+    """Pairs for the units both predictors answered (matched by uid), the records, and what was left out; scored
+    pairs where the experiment scores a unit between 0 and 1 (`Scoring.score`).
 
     `run_b`: B is a predictor of that run; `relations`: only units of these relations (those both runs hold)."""
     scoring = scoring or SCORINGS["lama"]
@@ -144,11 +153,18 @@ def paired(run: RunDir, corpus: str, a: str, b: str, setting: str, scoring: Scor
                 if "dropped" not in r and (keep is None or r["relation"] in keep)}
 
     rec_a, rec_b = answered(run, a), answered(run_b or run, b)
+    left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
+                "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
+    if scoring.score is not None:
+        for source, records in ((run, rec_a), (run_b or run, rec_b)):
+            if any(r.get("gold") is None for r in records.values()):
+                raise ConfigError(f"{source.path} answers a split without gold objects (LM-KBC's test split): "
+                                  "there is no F1 to compare; compare runs of the val split")
+        return ([ScoredPair(str(r["relation"]), uid, scoring.score(r), scoring.score(rec_b[uid]))
+                 for uid, r in rec_a.items() if uid in rec_b], rec_a, rec_b, left_out)
     # a prompt set's queries of one fact share its `fact_uid`: one draw, as in the summaries' intervals
     pairs = [Pair(scoring.group_of(r), uid, scoring.right(r, setting), scoring.right(rec_b[uid], setting),
                   str(r.get("fact_uid") or uid)) for uid, r in rec_a.items() if uid in rec_b]
-    left_out = {"answered_by_a_only": len(rec_a.keys() - rec_b.keys()),
-                "answered_by_b_only": len(rec_b.keys() - rec_a.keys())}
     return pairs, rec_a, rec_b, left_out
 
 
@@ -194,7 +210,7 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     left = "queries " if many else ""
     lines = [f"{corpus}: {o.n} {sc.unit} answered by both{asked} (left out: {left_out['answered_by_a_only']} "
              f"{left}answered only by {name_a}, {left_out['answered_by_b_only']} only by {name_b})"]
-    test = "p sign-flip" if many else "p McNemar"
+    test = {"sign-flip": "p sign-flip", "sign": "p sign"}.get(res.test, "p McNemar")
     head = [sc.group.replace(" ", "_"), sc.unit, *(["queries"] if many else []), "both", "only A", "only B",
             "neither", f"{ma} A", f"{mb} B", test]
 
@@ -222,6 +238,10 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
         lines.append(f"(`all` row: {ma} macro over {groups}, as the summaries' Total, each query of a fact counting; "
                      "both, only A, only B and neither count queries; p: exact sign-flip test of each fact's right "
                      "queries of A minus B, pooled over the facts, which is McNemar's where a fact is one query)")
+    elif res.test == "sign":
+        lines.append(f"(`all` row: {ma} {over}, as the summaries' all-relations row; only A, only B: the {sc.unit} "
+                     f"where it scores higher, both: equal above 0, neither: both 0; p: exact sign test of those "
+                     "leads)")
     else:
         lines.append(f"(`all` row: {ma} {over}, as the summaries' Total; McNemar on "
                      f"the pooled {sc.unit})")
@@ -346,7 +366,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             text += _silent(run, other, corpus, a, b)
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
             continue
-        res = compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
+        res = compare_scores(pairs, n_boot, seed) if scoring.score is not None else \
+            compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
         metrics = tuple(scoring.metric_for(name in generating(source.config, corpus))
                         for source, name in ((run, a), (other or run, b)))
@@ -354,8 +375,10 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         if list_:
             for uid in res.lists[LISTS[list_]]:
                 ra = rec_a[uid]
+                gold = ra.get("gold")
                 listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
-                               "subject": ra.get("subject") or ra.get("question"), "gold": ra.get("gold"),
+                               "subject": ra.get("subject") or ra.get("question"),
+                               "gold": ", ".join(ra.get("gold_labels") or []) if isinstance(gold, list) else gold,
                                "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
         where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
@@ -389,7 +412,8 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
     Per relation and overall, per corpus; McNemar's exact test on the facts where they disagree,
     and a bootstrap interval of the macro P@1 difference A - B. Under a prompt set a fact's queries
     are one draw: the interval resamples facts, and the test is a sign-flip test over facts. Facts
-    one of them dropped (or did not run) are left out, and counted.
+    one of them dropped (or did not run) are left out, and counted. LM-KBC pairs compare their F1:
+    A is ahead where its F1 is higher, and the test is the exact sign test of those leads.
 
     \b
     Examples:
