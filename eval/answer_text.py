@@ -32,7 +32,8 @@ from eval.disambiguate import LabelIndex
 # 3: a full stop inside a stretch naming an entity, or after a common abbreviation ("St. Louis"), ends no answer
 # 4: a name's own closing full stop is kept ("Martin Luther King Jr."); every label LM-KBC's splits write names an
 # entity where a line is split
-# 5: an answer is linked (and split) among the entities of its own relation's facts, not of every relation loaded
+# 5: an answer is linked (and split) among the entities of its own relation's facts, not of every relation loaded;
+# on LAMA the plain `lmkbc2024` prompt's examples are of the asked relation
 ANSWER_RULE = 5
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it

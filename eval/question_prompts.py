@@ -7,8 +7,10 @@ Styles (`--set NAME.prompt=STYLE`):
              with `{subject_entity}`, as LM-KBC's `question_prompts.csv`), else "Fill in the blank: <template with
              ___>". Examples are earlier Q/A pairs; as chat, user and assistant turns.
   lmkbc2024  the LM-KBC 2024 baseline as written: its `question_prompts.csv`; as chat, its system message and
-             examples of the same relation as turns; as plain text, examples of any relation, "question answers"
-             one a line, then the question (answers joined by ", ", "None" for an empty set).
+             examples of the same relation as turns; as plain text, examples of any relation of LM-KBC's train
+             split (`every_relation`; a LAMA pool, the run's own facts, gives the asked relation's, so that a
+             relation's prompts never depend on the relations a run loads), "question answers" one a line, then
+             the question (answers joined by ", ", "None" for an empty set).
 Examples (`shots=K`) are drawn per query from a pool the run does not score (LM-KBC's train split; on LAMA, the
 relation's other facts), seeded by the query's uid, never the asked fact and never a fact of its subject.
 """
@@ -87,7 +89,8 @@ class Prompter:
     """Builds each query's prompt for one style, shot count and seed; `chat` says whether turns are sent."""
 
     def __init__(self, style: str, templates: dict[str, str], *, shots: int = 0, seed: int = 0, chat: bool = False,
-                 questions: dict[str, str] | None = None, pool: Sequence[Example] = ()) -> None:
+                 questions: dict[str, str] | None = None, pool: Sequence[Example] = (),
+                 every_relation: bool = False) -> None:
         if style not in STYLES:
             raise DataError(f"prompt style {style!r}: use one of {', '.join(STYLES)}")
         self.style, self.templates, self.shots, self.seed, self.chat = style, templates, shots, seed, chat
@@ -100,6 +103,7 @@ class Prompter:
         for ex in pool:
             self.pool.setdefault(ex.relation, []).append(ex)
         self.every = list(pool)
+        self.every_relation = every_relation  # the pool holds every relation, whatever the run asks
 
     def describe(self) -> dict:
         return {"prompt": self.style, "shots": self.shots, "shots_seed": self.seed, "chat": self.chat}
@@ -119,7 +123,8 @@ class Prompter:
     def _examples(self, query: Query) -> list[Example]:
         if not self.shots:
             return []
-        same = self.style != "lmkbc2024" or self.chat  # the baseline's plain prompt draws from every relation
+        # the baseline's plain prompt draws from every relation
+        same = self.style != "lmkbc2024" or self.chat or not self.every_relation
         pool = self.pool.get(query.relation, []) if same else self.every
         fit = [e for e in pool if e.subject_key != query.known.key and e.uid != query.fact_uid]
         rng = random.Random(f"{self.seed}:{query.uid}")

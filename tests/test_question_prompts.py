@@ -56,10 +56,16 @@ def test_lmkbc2024_style_is_the_baseline_recipe():
     questions = {"P19": "Where was {subject_entity} born?", "P20": "Where did {subject_entity} die?",
                  "P17": "Where is {subject_entity}?"}
     pool = [Example("P20", "Dante", "Q1067", ("Ravenna",), "t1"), Example("P19", "Goethe", "Q5879", (), "t2")]
-    plain = Prompter("lmkbc2024", TEMPLATES, shots=2, questions=questions, pool=pool)
+    plain = Prompter("lmkbc2024", TEMPLATES, shots=2, questions=questions, pool=pool, every_relation=True)
     text = plain.prompt(query("P19", "Alan Turing", "Q7251")).text
     assert sorted(text.split("\n")[:2]) == ["Where did Dante die? Ravenna", "Where was Goethe born? None"]
     assert text.split("\n")[2:] == ["Where was Alan Turing born?"]
+    # a pool of the relations a run asks (LAMA's own facts): the asked relation's examples, whatever else it asks
+    own = Prompter("lmkbc2024", TEMPLATES, shots=2, questions=questions, pool=pool)
+    assert own.prompt(query("P19", "Alan Turing", "Q7251")).text == "Where was Goethe born? None\nWhere was Alan " \
+        "Turing born?"
+    alone = Prompter("lmkbc2024", TEMPLATES, shots=2, questions=questions, pool=pool[1:])
+    assert alone.prompt(query("P19", "Alan Turing", "Q7251")) == own.prompt(query("P19", "Alan Turing", "Q7251"))
     chat = Prompter("lmkbc2024", TEMPLATES, shots=2, questions=questions, pool=pool, chat=True)
     assert chat.prompt(query("P19", "Alan Turing", "Q7251")).sent() == [  # chat: examples of the same relation only
         {"role": "system", "content": LMKBC_SYSTEM}, {"role": "user", "content": "Where was Goethe born?"},

@@ -127,7 +127,7 @@ def prompter_of(ctx: PredictorContext, chat: bool) -> Prompter:
     # questions too
     asked_of = {r: q for r, q in questions.items() if r in templates or (set_corpus and bool(pool))}
     prompter = Prompter(style, templates, shots=shots, seed=int(ctx.options.get("shots_seed", 0)), chat=chat,
-                        questions=asked_of, pool=pool)
+                        questions=asked_of, pool=pool, every_relation=set_corpus)
     asked = prompter.asked_as_questions()
     if asked:  # one run, two prompt styles: said, so that nobody reads the run as LAMA-style throughout
         logging.getLogger("kbc").warning(
