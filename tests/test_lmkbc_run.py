@@ -107,7 +107,12 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert len(only_b) == overall["only_b"]
     code, listed, err = run_kbc(["compare", str(out), "tuned", "freq", "--list", "only-b"], capsys)
     assert code == 0, err
-    assert {line.split("\t")[2] for line in listed.splitlines()[1:]} == only_b
+    assert listed.splitlines()[0] == "corpus\trelation\tuid\tsubject\tgold\ttuned answers\tfreq answers"
+    rows = [line.split("\t") for line in listed.splitlines()[1:]]
+    assert {row[2] for row in rows} == only_b
+    freq_records = _records(out, "freq")
+    assert all(row[4] == ", ".join(freq_records[row[2]]["gold"]) and row[6] == ", ".join(
+        freq_records[row[2]]["predicted"]) for row in rows)
     code, table, err = run_kbc(["compare", str(out), "tuned", "freq"], capsys)
     assert code == 0 and "p sign" in table and "exact sign test of those leads" in table
 

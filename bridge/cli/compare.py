@@ -56,6 +56,7 @@ class Scoring:
     pooled: bool = False  # the total over every unit (as the experiment's summaries), not macro over groups
     generated: str = ""  # said after the rule when a compared predictor answered by generation
     generated_metric: str = ""  # the column name of a generating predictor's share right, where it differs
+    answered: str = "top1"  # what `top` gives: `--list`'s column heads are "A top1", "B top1"
     score: Callable[[dict], float] | None = None  # a unit's score in [0, 1] where it is more than right or wrong
 
     def rule_for(self, generates: bool) -> str:
@@ -77,7 +78,7 @@ SCORINGS = {
                      "(ids against ids), in percent; A is ahead on a pair where its F1 is higher",
                      lambda r, setting: False, lambda r: str(r["relation"]),
                      lambda r: ", ".join(str(x) for x in r.get("predicted") or []), ("raw",), pooled=True,
-                     score=lambda r: pair_from_record(r).f1),
+                     score=lambda r: pair_from_record(r).f1, answered="answers"),
 }
 
 
@@ -378,7 +379,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                 gold = ra.get("gold")
                 listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
                                "subject": ra.get("subject") or ra.get("question"),
-                               "gold": ", ".join(ra.get("gold_labels") or []) if isinstance(gold, list) else gold,
+                               "gold": ", ".join(gold) if isinstance(gold, list) else gold,
                                "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
         where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
@@ -386,7 +387,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         raise DataError(f"{a} and {b} have no answered {scoring.unit[:-1]} in common in {where}"
                         + (f" ({why})" if why else ""))
     if list_:
-        result["list"] = {"cell": list_, "facts": listed}
+        result["list"] = {"cell": list_, "facts": listed, "answered": scoring.answered}
     return result, text, listed
 
 
@@ -428,8 +429,9 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
     if as_json:
         click.echo(json.dumps(result, indent=1, ensure_ascii=False))
     elif list_:
-        click.echo("\t".join(tsv_cell(c) for c in ["corpus", "relation", "uid", "subject", "gold", f"{a} top1",
-                                                      f"{b} top1"]))
+        answered = result["list"]["answered"]
+        click.echo("\t".join(tsv_cell(c) for c in ["corpus", "relation", "uid", "subject", "gold", f"{a} {answered}",
+                                                      f"{b} {answered}"]))
         for row in listed:
             click.echo("\t".join(tsv_cell(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
                                                                    "top_a", "top_b")))
