@@ -1574,20 +1574,17 @@ def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, caps
     code, _, err = run_kbc(["show", str(tmp_path), "--subject", "Mark Strong", "--relation", "P19"], capsys)
     _assert_one_error_line(code, err, "", True)
     assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run {experiment}` run: kbc show prints LAMA facts "
-                                    f"(prompt, gold, gold rank) and FewRel sentences; each {experiment} record is "
-                                    f"one line of {layout} and of instances.parquet")
+                                    f"(prompt, gold, gold rank), FewRel sentences and LM-KBC pairs; each {experiment} "
+                                    f"record is one line of {layout} and of instances.parquet")
 
 
-def test_show_on_an_lmkbc_run_names_both_stages_of_records(tmp_path, capsys):
+def test_show_of_a_pair_an_lmkbc_run_lacks_is_one_error_line(tmp_path, capsys):
     from bridge.run.config import new_config
 
-    (tmp_path / "config.json").write_text(json.dumps(new_config("lmkbc")))
+    (tmp_path / "config.json").write_text(json.dumps({**new_config("lmkbc"), "corpora": ["lmkbc2024"]}))
     code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1"], capsys)
     _assert_one_error_line(code, err, "", True)
-    assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run lmkbc` run: its answers are sets; each pair's "
-                                    "gold, ranked objects and predicted set are one line of "
-                                    "predictions/<corpus>/<predictor>/<relation>.jsonl (train stage: "
-                                    "train/<relation>.jsonl) and of instances.parquet")
+    assert err.splitlines()[-1] == f"error: no fact with uid 'u1' in {tmp_path} (corpora lmkbc2024)"
 
 
 # --- FewRel: a setting it does not score, its data changed under a run ---

@@ -80,8 +80,20 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
         "lmkbc2024 / tuned / train: all 377 queries done, skipped", "lmkbc2024 / tuned: all 378 queries done, skipped"]
 
     # commands that read LAMA-style records refuse a set run instead of showing ranks it has not
-    code, _, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115"], capsys)
-    assert code == 2 and err.startswith(f"error: {out} is a `kbc run lmkbc` run: its answers are sets")
+    # kbc show prints one pair: its gold set, each predictor's set with the challenge's scores, rule and ranking
+    code, shown, err = run_kbc(["show", str(out), "--subject", "Ethiopia", "--relation", "countryLandBordersCountry"],
+                               capsys)
+    assert code == 0, err
+    assert shown.splitlines()[:5] == [
+        "lmkbc2024 / countryLandBordersCountry / uid countryLandBordersCountry:Q115", "  subject:     Ethiopia (Q115)",
+        "  prompt:      Ethiopia shares a land border with [MASK].",
+        "  gold:        Q977, Q986, Q114, Q1045, Q958, Q1049",
+        "  gold labels: Djibouti, Eritrea, Kenya, Somalia, South Sudan, Sudan"]
+    assert "  gold   P 1.000  R 1.000  F1 1.000; set rule all answers" in shown
+    assert "  freq   P 0.000  R 0.000  F1 0.000; set rule top:1" in shown and "predicted: Q148\n" in shown
+    code, shown, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115", "--json"], capsys)
+    entry = json.loads(shown)["facts"][0]["predictors"]["tuned"]
+    assert code == 0 and entry["predicted"] == [] and (entry["p"], entry["r"], entry["f1"]) == (1.0, 0.0, 0.0)
     # compare pairs the two predictors' F1 pair by pair: means as the summaries', the sign test as scipy's
     from scipy.stats import binomtest
 
@@ -121,7 +133,7 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert code == 0, err
     md = (out / "report" / "report.md").read_text(encoding="utf-8")
     assert "Skipped" not in md and "## LM-KBC set answers (shared pairs)" in md
-    assert "| lmkbc2024 | tuned | all | 0.72 | 0.28 | 0.27 | 0.04 | 0.01 | 0.01 | 0.74 | 268.00 |" in md
+    assert "| lmkbc2024 | tuned | all | 0.721 | 0.278 | 0.271 | 0.043 | 0.006 | 0.011 | 0.741 | 268 |" in md
     assert md.count("| lmkbc2024 | freq | ") == 6  # five relations and all
     # --delta draws one predictor's macro F1 minus another's per relation, over the pairs both answered
     code, _, err = run_kbc(["report", str(out), "--delta", "freq", "tuned", "--out", str(tmp_path / "delta")], capsys)
@@ -137,6 +149,23 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
         ["lmkbc2024", rel, str(f1[("freq", rel)]["n_facts"]), f"{f1[('freq', rel)]['value']:.2f}",
          f"{f1[('tuned', rel)]['value'] - f1[('freq', rel)]['value']:+.2f}"]
         for (name, rel) in f1 if name == "freq" and rel != "all")
+
+    # beside a run of two relations, whose freq cuts by another rule: each run's rules and what its Total is over
+    other = tmp_path / "two"
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--set", "freq.set=top:2", "--relations",
+                            "awardWonBy", "countryLandBordersCountry", "--data-dir", str(lama_dir), "--out",
+                            str(other), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    code, _, err = run_kbc(["report", str(out), "--compare", str(other), "--out", str(tmp_path / "both")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "both" / "report.md").read_text(encoding="utf-8")
+    assert "`run:freq`: set rule `top:1`." in md and "`two:freq`: set rule `top:2`." in md, md
+    assert ("lmkbc2024: the runs hold different relations, so each run's Total is over its own: run over awardWonBy, "
+            "companyTradesAtStockExchange, countryLandBordersCountry, personHasCityOfDeath, seriesHasNumberOfEpisodes; "
+            "two over awardWonBy, countryLandBordersCountry") in md
+    # the leaderboard prints fractions to three decimals, as the challenge's table: two would tie 0.261 and 0.260
+    code, board, err = run_kbc(["leaderboard", str(out)], capsys)
+    assert code == 0 and f"| {tuned['macro-f1']:.3f} ± " in board, board
 
     # summary.md describes no uncertainty its rows lack, and says what its Total averages over
     summary = (out / "summary.md").read_text(encoding="utf-8")

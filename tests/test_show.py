@@ -86,7 +86,7 @@ def test_show_refuses_runs_it_cannot_display(run_dir, capsys, experiment, stage)
     (run_dir / "config.json").write_text(json.dumps({**config, "experiment": experiment}))
     line = _one_error(*run_kbc(["show", str(run_dir), "--uid", "p19-7"], capsys))
     assert line == (f"error: {run_dir} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
-                    f"gold rank) and FewRel sentences; each {experiment} record is one line of "
+                    f"gold rank), FewRel sentences and LM-KBC pairs; each {experiment} record is one line of "
                     f"predictions/<corpus>/<predictor>/{stage}<relation>.jsonl and of instances.parquet")
 
 

@@ -127,11 +127,9 @@ def show_refusal(path: Path, experiment: str) -> str:
     from bridge.run.results import record_layout
 
     layout = record_layout(stages(experiment) if experiment in EXPERIMENTS else ("",))
-    if experiment == "lmkbc":  # set answers: no gold rank, no single gold object to show
-        return (f"{path} is a `kbc run lmkbc` run: its answers are sets; each pair's gold, ranked objects and "
-                f"predicted set are one line of {layout} and of instances.parquet")
-    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank) and "
-            f"FewRel sentences; each {experiment} record is one line of {layout} and of instances.parquet")
+    return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank), "
+            f"FewRel sentences and LM-KBC pairs; each {experiment} record is one line of {layout} and of "
+            "instances.parquet")
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
@@ -562,6 +560,77 @@ def _fact_text(fact: dict) -> list[str]:
     return lines
 
 
+SHOW_OBJECTS = 20  # of a gold or predicted set in the text view (`--json` holds them all)
+
+
+def _pair_json(run: RunDir, fact: dict) -> dict:
+    """One LM-KBC subject-relation pair: its gold set, and each predictor's set with the challenge's P, R and F1,
+    its set rule (and tuned threshold) and its top ranked answers."""
+    records = fact["records"]
+    first = next(iter(records.values()))
+    out = {"corpus": fact["corpus"], "relation": first["relation"], "uid": fact["uid"],
+           "subject": first.get("subject"), "subject_id": first.get("subject_id"), "prompt": first.get("prompt"),
+           "gold": first.get("gold"), "gold_labels": first.get("gold_labels"), "predictors": {}}
+    for name in run.predictors:
+        record = records.get(name)
+        if record is None:
+            out["predictors"][name] = {"status": "not run"}
+            continue
+        if "dropped" in record:
+            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
+            continue
+        entry = {"status": "answered", "predicted": record.get("predicted"), "set_rule": record.get("set_rule"),
+                 "ranked": record.get("ranked") or []}
+        if record.get("threshold") is not None:
+            entry["threshold"] = record["threshold"]
+        if record.get("gold") is not None:
+            score = pair_from_record(record)
+            entry.update({"p": score.p, "r": score.r, "f1": score.f1})
+        entry.update({key: record[key] for key in ("prompt", "prompt_text", GENERATED, "parsed", "unlinked",
+                                                   "abstained") if key in record and GENERATED in record})
+        out["predictors"][name] = entry
+    return out
+
+
+def _listed(items: list, more: str = "--json shows them all") -> str:
+    shown = ", ".join(str(x) for x in items[:SHOW_OBJECTS])
+    return shown + (f" (and {len(items) - SHOW_OBJECTS} more; {more})" if len(items) > SHOW_OBJECTS else "")
+
+
+def _pair_text(fact: dict) -> list[str]:
+    subject = f"{fact['subject']} ({fact['subject_id']})" if fact["subject_id"] else str(fact["subject"])
+    gold = fact["gold"]
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
+    lines += _indented(f"  {'subject:':<13}", subject)
+    lines += _indented(f"  {'prompt:':<13}", fact["prompt"] if isinstance(fact["prompt"], str) else "-")
+    lines += _indented(f"  {'gold:':<13}", "- (a split without gold objects)" if gold is None else
+                       _listed(gold) if gold else "the empty set")
+    if fact.get("gold_labels"):
+        lines += _indented(f"  {'gold labels:':<13}", _listed(fact["gold_labels"]))
+    width = max(len(name) for name in fact["predictors"])
+    for name, entry in fact["predictors"].items():
+        if entry["status"] != "answered":
+            lines.append(f"  {name.ljust(width)}  {entry['status']}" + (f": {entry['reason']}" if "reason" in entry
+                                                                         else ""))
+            continue
+        scores = f"P {entry['p']:.3f}  R {entry['r']:.3f}  F1 {entry['f1']:.3f}" if "f1" in entry else "not scored"
+        rule = entry["set_rule"] or "all answers"
+        if "threshold" in entry:
+            rule += f" (threshold {entry['threshold']:g})"
+        lines.append(f"  {name.ljust(width)}  {scores}; set rule {rule}")
+        predicted = entry["predicted"] or []
+        right = set(gold or ())
+        marked = [f"{x} <- gold" if x in right else str(x) for x in predicted]
+        lines += _indented(f"  {' ' * width}    predicted: ", _listed(marked) if predicted else "the empty set")
+        if GENERATED in entry:
+            lines += _indented(f"  {' ' * width}    generation: ", str(entry[GENERATED]))
+        for i, (item, score) in enumerate(entry["ranked"][:SHOW_TOP], 1):
+            lines.append(f"  {' ' * width}    {i}. {item}  {score + 0.0:.4g}")
+        if len(entry["ranked"]) > SHOW_TOP:
+            lines.append(f"  {' ' * width}    ({len(entry['ranked']) - SHOW_TOP} more ranked; --json shows them)")
+    return lines
+
+
 def _sentence_json(run: RunDir, fact: dict) -> dict:
     """A FewRel sentence: its head and tail entities, and per predictor the input it classified (each its own form:
     `#`/`$` markers, E-BERT's entity tokens; the KB the two ids), its answer or none, and the class distribution."""
@@ -654,13 +723,15 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (all saved answers, not only the top 5).")
 def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     """One fact across every predictor of a `kbc run lama` run (prompt, gold, other valid objects, top answers,
-    ranks), or one sentence of a `kbc run fewrel` run (head, tail, each predictor's own input, its answer).
+    ranks), one sentence of a `kbc run fewrel` run (head, tail, each predictor's own input, its answer), or one
+    subject-relation pair of a `kbc run lmkbc` run (gold set; each predictor's set, P, R, F1, rule, top ranked).
 
     \b
     Examples:
       kbc show runs/lama --uid 9b7c0b0e-...
       kbc show runs/lama --subject "Allan Peiper" --relation P19
       kbc show runs/fewrel --uid P177:27
+      kbc show runs/lmkbc --subject Ethiopia --relation countryLandBordersCountry
     """
     if (uid is None) == (subject is None):
         raise ConfigError("show needs --uid, or --subject with --relation")
@@ -668,7 +739,7 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
-    if experiment not in ("lama", "fewrel"):  # no single gold rank per fact to show
+    if experiment not in ("lama", "fewrel", "lmkbc"):  # no single gold rank per fact to show
         raise ConfigError(show_refusal(run.path, experiment))
     check_readable(run.path, run.config)
     corpus_list = _corpora(run, corpora)
@@ -681,10 +752,11 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
-    sentences = experiment == "fewrel"
-    shown = [(_sentence_json if sentences else _fact_json)(run, fact) for fact in facts]
+    as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text)}.get(
+        experiment, (_fact_json, _fact_text))
+    shown = [as_json_of(run, fact) for fact in facts]
     if as_json:
         click.echo(json.dumps({"run": str(run.path), "facts": shown}, indent=1, ensure_ascii=False))
         return
-    click.echo("\n\n".join("\n".join((_sentence_text if sentences else _fact_text)(fact)) for fact in shown))
+    click.echo("\n\n".join("\n".join(as_text(fact)) for fact in shown))
 

@@ -26,9 +26,11 @@ EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |
 
 
 def _fmt(value: float | None, metric: str) -> str:
+    from eval.set_metrics import FRACTIONS
+
     if value is None:
         return "-"
-    return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
+    return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
 
 
 def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> str:

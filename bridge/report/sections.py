@@ -71,9 +71,14 @@ class _Grid:
         self.keys = list(dict.fromkeys((r["corpus"], r["predictor"]) for r in rows))
         self.groups = list(dict.fromkeys(r["group"] for r in rows))
 
-    def cell(self, corpus: str, predictor: str, group: str, metric: str) -> str:
+    def cell(self, corpus: str, predictor: str, group: str, metric: str, digits: int = 2) -> str:
         row = self.idx.get((corpus, predictor, group, metric))
-        return _fmt(row["value"]) if row else "-"
+        return _fmt(row["value"], digits) if row else "-"
+
+    def count_cell(self, corpus: str, predictor: str, group: str, metric: str) -> str:
+        """A value that counts (pairs predicted empty): a whole number."""
+        row = self.idx.get((corpus, predictor, group, metric))
+        return f"{row['value']:.0f}" if row and row["value"] is not None else "-"
 
     def count(self, corpus: str, predictor: str, group: str, metric: str) -> str:
         row = self.idx.get((corpus, predictor, group, metric))
@@ -852,7 +857,8 @@ class Builder:
         s = Section("lmkbc", f"LM-KBC set answers ({self.scope} pairs)", "LM-KBC 2024 evaluation script")
         grid = _Grid(self.rows)
         relations = sorted(g for g in grid.groups if g != "all")
-        rows = [[c, p, g, *[grid.cell(c, p, g, m) for m in LMKBC_METRICS]]
+        rows = [[c, p, g, *[grid.count_cell(c, p, g, m) if m == "empty-preds" else grid.cell(c, p, g, m, 3)
+                            for m in LMKBC_METRICS]]
                 for c, p in grid.keys for g in [*relations, "all"] if (c, p, g, "macro-f1") in grid.idx]
         if not rows:
             s.skipped = f"summary.json has no `{self.view.setting}` LM-KBC rows."
@@ -869,7 +875,8 @@ class Builder:
         s.text += self._set_rules()
         s.tables.append(Table(["corpus", "predictor", "relation", *LMKBC_METRICS], rows,
                               "Precision, recall and F1 (0-1; macro: mean over a group's (subject, relation) pairs, "
-                              "micro: over their pooled objects), mean predicted objects and pairs predicted empty"))
+                              "micro: over their pooled objects), mean predicted objects and pairs predicted empty",
+                              self._totals_notes()))
         rates = [[c, p, g, *[grid.cell(c, p, g, m) for m in ("abstain", "unlinked")]]
                  for c, p in grid.keys for g in [*relations, "all"] if (c, p, g, "unlinked") in grid.idx]
         if rates:  # answers written by generation
@@ -879,20 +886,19 @@ class Builder:
         return s
 
     def _set_rules(self) -> list[str]:
-        """Per predictor, the rule that cut its ranked answers to a set, and the thresholds `threshold-tuned`
-        chose on train per relation (read from its records)."""
-        run = self.view.main.run
+        """Per predictor shown (of every run side by side), the rule that cut its ranked answers to a set, and the
+        thresholds `threshold-tuned` chose on train per relation (read from its records)."""
         lines = []
-        for corpus in run.corpora:
-            for name in run.predictors:
+        for shown, (data, name) in self.view.origin.items():
+            for corpus in data.run.corpora:
                 rules, chosen = set(), {}
-                for record in run.records(corpus, name):
+                for record in data.run.records(corpus, name):
                     rules.add(str(record.get("set_rule", "all answers")))
                     if record.get("threshold") is not None:
                         chosen[record["relation"]] = record["threshold"]
                 if not rules:
                     continue
-                text = f"`{name}`: set rule `{', '.join(sorted(rules))}`"
+                text = f"`{shown}`: set rule `{', '.join(sorted(rules))}`"
                 if chosen:
                     text += "; thresholds tuned on train (best macro F1 per relation): " + ", ".join(
                         f"{rel} {value:g}" for rel, value in sorted(chosen.items()))
