@@ -563,6 +563,15 @@ def _fact_text(fact: dict) -> list[str]:
 SHOW_OBJECTS = 20  # of a gold or predicted set in the text view (`--json` holds them all)
 
 
+def _unanswered(record: dict | None) -> dict | None:
+    """A predictor's entry for a unit it did not run or dropped; None where it answered."""
+    if record is None:
+        return {"status": "not run"}
+    if "dropped" in record:
+        return {"status": "dropped", "reason": record["dropped"]}
+    return None
+
+
 def _pair_json(run: RunDir, fact: dict) -> dict:
     """One LM-KBC subject-relation pair: its gold set, and each predictor's set with the challenge's P, R and F1,
     its set rule (and tuned threshold) and its top ranked answers."""
@@ -573,11 +582,9 @@ def _pair_json(run: RunDir, fact: dict) -> dict:
            "gold": first.get("gold"), "gold_labels": first.get("gold_labels"), "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        if record is None:
-            out["predictors"][name] = {"status": "not run"}
-            continue
-        if "dropped" in record:
-            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
+        unanswered = _unanswered(record)
+        if unanswered is not None:
+            out["predictors"][name] = unanswered
             continue
         entry = {"status": "answered", "predicted": record.get("predicted"), "set_rule": record.get("set_rule"),
                  "ranked": record.get("ranked") or []}
@@ -642,11 +649,9 @@ def _sentence_json(run: RunDir, fact: dict) -> dict:
            "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        if record is None:
-            out["predictors"][name] = {"status": "not run"}
-            continue
-        if "dropped" in record:
-            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
+        unanswered = _unanswered(record)
+        if unanswered is not None:
+            out["predictors"][name] = unanswered
             continue
         kb = "kb_relations" in record
         entry = {"status": "answered" if record.get("predicted") is not None else "no answer",
