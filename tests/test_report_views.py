@@ -45,6 +45,19 @@ def test_many_relations_wrap_into_rows_of_readable_width(tmp_path):
         ("trex (1 of 3)", "trex", 14), ("trex (2 of 3)", "trex", 14), ("trex (3 of 3)", "trex", 13)]
 
 
+def test_a_group_without_a_predictors_value_says_n_a_where_a_zero_has_no_mark(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    monkeypatch.setattr(figures, "save", lambda fig, out, key: drawn.append(fig) or [out / "a.png", out / "a.svg"])
+    panels = {"lmkbc2024": {"awardWonBy": {"a:freq": 0.0, "b:freq": 5.0}, "personHasCityOfDeath": {"a:freq": 45.0}}}
+    figures.grouped_bars(panels, {}, "macro F1 (%)", tmp_path, "bars")
+    (ax,) = drawn[0].axes
+    marks = [(round(t.get_position()[0], 2), t.get_text()) for t in ax.texts]
+    assert marks == [(1.2, "n/a")]  # b:freq holds no personHasCityOfDeath; a:freq's 0 on awardWonBy is a value
+    plt.close("all")
+
+
 def test_delta_panels_have_one_x_axis_each(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 

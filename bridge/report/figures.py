@@ -131,7 +131,9 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
     """Bars per group (relation, type, kind), predictors side by side, one panel per corpus.
 
     `panels`: corpus -> group -> predictor -> value, groups in the order to draw; `intervals`:
-    (corpus, group, predictor) -> (low, high), drawn as error bars where the summary has them.
+    (corpus, group, predictor) -> (low, high), drawn as error bars where the summary has them. A predictor
+    without a value in a group its panel shows (a relation its run does not hold) gets "n/a" there, so that no
+    value reads as a bar of 0.
     """
     intervals = intervals or {}
     labels = labels or {}
@@ -154,6 +156,9 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
             xs = [g + (i - (len(names) - 1) / 2) * step for g in range(len(groups))]
             ys = [values.get(predictor, math.nan) for values in groups.values()]
             ax.bar(xs, ys, width=step, label=predictor, color=colour[predictor])
+            for x, y in zip(xs, ys):  # no value (a relation its run does not hold) is no bar of 0: said so
+                if math.isnan(y):
+                    ax.text(x, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="#777777")
             ci = [intervals.get((corpus, g, predictor)) for g in groups]
             if any(ci):
                 lo = [y - c[0] if c else 0.0 for y, c in zip(ys, ci)]
