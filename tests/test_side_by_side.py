@@ -230,9 +230,10 @@ def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_pat
     _assert_shared_counts_equal(rows)
 
     # coherency's relation groups over T-REx, every kind of predictor (two facts a relation: typed querying ranks
-    # every subject of P30 and P140 in the second round, every object of P47 in both)
+    # every subject of P140, N-1, in the second round, every object of P530, N-M and symmetric, in both: few
+    # entities to rank beside T-REx's other relations of these groups)
     coherent = tmp_path / "coherency-trex"
-    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P30", "P140", "P47", "--out",
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P140", "P530", "--out",
                             str(coherent), *store, "--limit", "2", "--predictors", "freq", "gold", *models, *t5],
                            capsys)
     assert code == 0, err

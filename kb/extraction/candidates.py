@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from eval.types import Entity, Fact
 
@@ -199,12 +200,18 @@ def names_entity(text: str, entity: Entity, partial: bool) -> bool:
         return True
     if not partial:
         return False
-    toks = tuple(tokenize(text)[0])
+    toks = _words(text)
     for name in (entity.label, *entity.aliases):
-        full = tuple(tokenize(name)[0])
+        full = _words(name)
         if len(toks) < len(full) and any(full[i:i + len(toks)] == toks for i in range(len(full) - len(toks) + 1)):
             return toks[0][:1].isupper()
     return False
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(text: str) -> tuple[str, ...]:
+    """The tokens of a mention or a name: the same few names are matched against every mention of their snippets."""
+    return tuple(tokenize(text)[0])
 
 
 def snippet_sentences(facts: Sequence[Fact], gazetteer: Gazetteer) -> tuple[list[Sentence], dict[str, int]]:

@@ -34,19 +34,26 @@ def pair_features(sent: Sentence, i: int, j: int) -> list[str]:
 
 
 def sentence_pair_features(sent: Sentence, pairs: Iterable[tuple[int, int]]) -> Iterator[list[str]]:
-    """`pair_features` of each pair of one sentence; its lower-cased words and each mention's own features are
-    made once, not once a pair (a sentence has many pairs)."""
+    """`pair_features` of each pair of one sentence; its lower-cased words, the features of each word and word pair
+    in both directions and each mention's own features are made once, not once a pair (a sentence has many
+    pairs), and a pair's are slices of them."""
     toks = [t.lower() for t in sent.tokens]
-    own = [(shape(m.text), toks[m.end - 1], toks[m.start:m.end]) for m in sent.mentions]
+    words = {d: [f"b{d}{w}" for w in toks] for d in "<>"}
+    bigrams = {d: [f"bb{d}{x}_{y}" for x, y in zip(toks, toks[1:])] for d in "<>"}
+    own = []
+    for m in sent.mentions:
+        kind, head, inner = shape(m.text), toks[m.end - 1], toks[m.start:m.end]
+        own.append({tag: [f"{tag}s:{kind}", f"{tag}h:{head}", *(f"{tag}w:{w}" for w in inner)]
+                    for tag in ("m1", "m2")})
     for i, j in pairs:
         a, b = sent.mentions[i], sent.mentions[j]
         fwd = a.end <= b.start
         first, second = (a, b) if fwd else (b, a)
         d = ">" if fwd else "<"
-        between = toks[first.end:second.start]
-        feats = [f"dir{d}", f"dist{d}{_bucket(len(between))}"]
-        feats += [f"b{d}{w}" for w in between]
-        feats += [f"bb{d}{x}_{y}" for x, y in zip(between, between[1:])]
+        start, end = first.end, second.start
+        between = toks[start:end]
+        feats = [f"dir{d}", f"dist{d}{_bucket(len(between))}", *words[d][start:end],
+                 *bigrams[d][start:max(start, end - 1)]]
         if len(between) <= MAX_BETWEEN_PHRASE:
             feats.append(f"bp{d}{' '.join(between)}")
         if between:
@@ -55,12 +62,9 @@ def sentence_pair_features(sent: Sentence, pairs: Iterable[tuple[int, int]]) -> 
         right = toks[second.end:second.end + 2]
         feats += [f"l{d}{k}:{w}" for k, w in enumerate(reversed(left))]
         feats += [f"r{d}{k}:{w}" for k, w in enumerate(right)]
-        for tag, m in (("m1", i), ("m2", j)):
-            kind, head, words = own[m]
-            feats.append(f"{tag}s:{kind}")
-            feats.append(f"{tag}h:{head}")
-            feats += [f"{tag}w:{w}" for w in words]
-        inside = sum(1 for m in sent.mentions if m.start >= first.end and m.end <= second.start)
+        feats += own[i]["m1"]
+        feats += own[j]["m2"]
+        inside = sum(1 for m in sent.mentions if m.start >= start and m.end <= end)
         feats.append(f"ment{d}{min(inside, 3)}")
         yield feats
 

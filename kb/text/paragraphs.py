@@ -50,6 +50,9 @@ class Paragraph:
                 "links": list(self.links), "facts": list(self.facts)}
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # `json.dumps(x, ensure_ascii=False)`, its encoder made once
+
+
 class ContentDigest:
     """The SHA-256 of the paragraphs an index is built from, taken as they stream by: the same input gives the same
     digest whatever files a backend writes, and an index rebuilt from other paragraphs another one. `with_facts`
@@ -62,7 +65,7 @@ class ContentDigest:
 
     def __iter__(self) -> Iterator[Paragraph]:
         for p in self._paragraphs:
-            self._sha.update(json.dumps(p.to_dict(), ensure_ascii=False).encode() + b"\n")
+            self._sha.update(_ENCODE(p.to_dict()).encode() + b"\n")
             self.with_facts += bool(p.facts)
             yield p
 
