@@ -16,7 +16,8 @@ from pathlib import Path
 
 import lm_fixtures
 import pytest
-from record_compare import assert_same_run
+from cli_support import run_kbc
+from record_compare import actor_threads, assert_same_run
 
 pytestmark = pytest.mark.heavy
 tiny_models = lm_fixtures.tiny_models
@@ -75,13 +76,14 @@ def _client_server_logs(temp: Path) -> str:
     return "".join(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-2000:] for log in logs)
 
 
-def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path):
+def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     address, env, temp = head
     base = ["run", "lama", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "5", "--predictors", "freq",
             f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet"]
-    local = _kbc([*base, "--out", str(tmp_path / "local")],  # one torch thread, as each actor: the same sums
-                 {**env, "KBC_CACHE": str(tmp_path / "c1"), "OMP_NUM_THREADS": "1"})
-    assert local.returncode == 0, local.stderr
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "c1"))
+    with actor_threads():  # in this process, on one torch thread as each actor: the same sums
+        code, _, err = run_kbc([*base, "--out", str(tmp_path / "local")], capsys)
+    assert code == 0, err
     remote = _kbc([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", address,
                    "--workers", "2"], {**env, "KBC_CACHE": str(tmp_path / "c2")})
     assert remote.returncode == 0, remote.stderr + _client_server_logs(temp)
