@@ -33,11 +33,28 @@ rank either way.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 EPS32 = 2.0 ** -23
 REL = 64 * EPS32
 ABS = 1e-6
+
+
+@contextmanager
+def actor_threads() -> Iterator[None]:
+    """Runs in this process with a Ray actor's one torch thread: the same float32 sums in the same order, so the
+    records are the same to the last bit and exact ranks can be compared (other thread counts agree within
+    `close`, and a gold's exact rank may move past a candidate that close)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def close(a: float, b: float) -> bool:

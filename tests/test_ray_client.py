@@ -16,7 +16,8 @@ from pathlib import Path
 
 import lm_fixtures
 import pytest
-from record_compare import assert_same_run
+from cli_support import run_kbc
+from record_compare import actor_threads, assert_same_run
 
 pytestmark = pytest.mark.heavy
 tiny_models = lm_fixtures.tiny_models
@@ -31,8 +32,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def head():
-    """(ray:// address, the environment a client needs): a head of 2 CPUs with its own token and temp dir,
-    stopped with its whole process group at the end."""
+    """(ray:// address, the environment a client needs, its temp dir, a call that waits until it serves): a head of
+    2 CPUs with its own token and temp dir, started at once and waited on only where a client needs it (a test's
+    local run goes on while it starts), stopped with its whole process group at the end."""
     token = secrets.token_hex(16)
     env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": token, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",  # stopped at once at the end
@@ -46,15 +48,18 @@ def head():
                              "--disable-usage-stats", f"--temp-dir={temp}"], env={**env, "RAY_worker_niceness": "0"},
                             start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+
+    def serving() -> None:
         deadline = time.monotonic() + 90
         while True:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", client)) == 0:
-                    break
+                    return
             assert proc.poll() is None and time.monotonic() < deadline, "the Ray head did not start"
             time.sleep(0.5)
-        yield f"ray://127.0.0.1:{client}", env, Path(temp)
+
+    try:
+        yield f"ray://127.0.0.1:{client}", env, Path(temp), serving
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -75,13 +80,15 @@ def _client_server_logs(temp: Path) -> str:
     return "".join(f"\n--- {log.name}\n" + log.read_text(errors="replace")[-2000:] for log in logs)
 
 
-def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path):
-    address, env, temp = head
+def test_a_ray_client_run_writes_the_local_records(head, tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    address, env, temp, serving = head
     base = ["run", "lama", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "5", "--predictors", "freq",
             f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet"]
-    local = _kbc([*base, "--out", str(tmp_path / "local")],  # one torch thread, as each actor: the same sums
-                 {**env, "KBC_CACHE": str(tmp_path / "c1"), "OMP_NUM_THREADS": "1"})
-    assert local.returncode == 0, local.stderr
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "c1"))
+    with actor_threads():  # in this process, on one torch thread as each actor: the same sums
+        code, _, err = run_kbc([*base, "--out", str(tmp_path / "local")], capsys)
+    assert code == 0, err
+    serving()
     remote = _kbc([*base, "--out", str(tmp_path / "ray"), "--executor", "ray", "--ray-address", address,
                    "--workers", "2"], {**env, "KBC_CACHE": str(tmp_path / "c2")})
     assert remote.returncode == 0, remote.stderr + _client_server_logs(temp)

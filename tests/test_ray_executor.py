@@ -8,14 +8,13 @@ import logging
 import os
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import lm_fixtures
 import pytest
 import ray
-import torch
 from cli_support import run_kbc
+from record_compare import actor_threads
 from record_compare import assert_same_run as _assert_same_run
 from record_compare import records as _records
 
@@ -27,19 +26,6 @@ from bridge.run.runner import RunConfig, run_experiment
 pytestmark = pytest.mark.heavy
 tiny_models = lm_fixtures.tiny_models
 RELATIONS = ["P36", "P47", "P19", "P101", "P103", "P138", "P17", "P27"]
-
-
-@contextmanager
-def actor_threads():
-    """Runs in this process with the actors' one torch thread: the same float32 sums in the same order, so the
-    records are the same to the last bit and exact ranks can be compared (other thread counts agree within
-    `record_compare.close`, and a gold's exact rank may move past a candidate that close)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module", autouse=True)
