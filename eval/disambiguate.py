@@ -73,17 +73,34 @@ class LabelIndex:
         return bool(self.ids(text)) or text in exact or text.casefold() in folded
 
 
+# the alias lists this process parsed last, by path, with the text each was parsed from: a process that builds
+# several runs (a notebook, the Python API, a run over several corpora) parses a list once while its text is the same
+_PARSED: dict[str, tuple[str, dict[str, list[str]]]] = {}
+KEEP_PARSED = 2
+
+
 def load_aliases(path: Path, keep: Iterable[str] | None = None) -> dict[str, list[str]]:
     """A tab-separated alias list (`QID<TAB>alias<TAB>alias...`, as X-FACTR's `alias/TREx/en.txt`), limited to
     the ids in `keep` when given; a line without a Wikidata id first is a DataError with file:line."""
+    text = read_text(path, str(path))
+    found = _PARSED.get(str(path))
+    if found is None or found[0] != text:
+        found = (text, _parse_aliases(path, text))
+        _PARSED.pop(str(path), None)
+        _PARSED[str(path)] = found
+        while len(_PARSED) > KEEP_PARSED:
+            del _PARSED[next(iter(_PARSED))]
     wanted = set(keep) if keep is not None else None
+    return {qid: list(forms) for qid, forms in found[1].items() if wanted is None or qid in wanted}
+
+
+def _parse_aliases(path: Path, text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for lineno, line in enumerate(read_text(path, str(path)).splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         qid, *forms = line.split("\t")
         if not QID.fullmatch(qid):
             raise DataError(f"{path}:{lineno}: expected a Wikidata id (Q...) then tab-separated aliases, got {qid!r}")
-        if wanted is None or qid in wanted:
-            out.setdefault(qid, []).extend(f.strip() for f in forms if f.strip())
+        out.setdefault(qid, []).extend(form for form in map(str.strip, forms) if form)
     return out

@@ -258,11 +258,18 @@ def test_coherency_run_gets_the_coherency_table(runs, capsys):
     assert f"| trex | gold | {gold['value']:.2f} |" in md
 
 
-def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypatch, capsys):
+@pytest.fixture(scope="module")
+def kmir_store(tmp_path_factory) -> Path:
+    """One graph store for the module's KMIR runs (T-REx P19 and P36): its instance-of list and closure are written
+    once; each run keeps its own cache and directory."""
+    return tmp_path_factory.mktemp("kmir") / "store"
+
+
+def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, kmir_store, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "kmir"
     kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "kb",
-         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"),
+         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(kmir_store),
          "--quiet", "--out", str(run)])
     capsys.readouterr()
     code, out, err = run_kbc(["report", str(run)], capsys)
@@ -299,14 +306,16 @@ def test_kmir_run_gets_its_tables_from_the_summary(lama_dir, tmp_path, monkeypat
         assert following.split("<p class=\"tcap\">", 1)[0].strip().splitlines()[:2] == notes
 
 
-def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, tmp_path, monkeypatch, capsys, tiny_models):
+def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, kmir_store, tmp_path, monkeypatch, capsys,
+                                                           tiny_models):
     """bert drops every entity-distinction question and freq the yes/no kinds: the shared scope keeps only
     triple_completion, where the gold KB gets every Q-set right. The report shows the own-facts tables too, as
     summary.md does, where kb fails every predicate-reasoning question."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "kmir"
     kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P19", "--limit", "10", "--predictors", "freq",
-         "kb", f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--quiet", "--out", str(run)])
+         "kb", f"bert={tiny_models('bert-cased')}", "--data-dir", str(lama_dir), "--store", str(kmir_store), "--quiet",
+         "--out", str(run)])
     capsys.readouterr()
     code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
     assert code == 0, err
@@ -336,7 +345,7 @@ def test_kmir_report_shows_the_own_facts_beside_the_shared(lama_dir, tmp_path, m
     assert "see the own-facts table" in md and "*Token F1 (%), setting raw, own facts*" in md
 
 
-def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_path, monkeypatch, capsys):
+def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, kmir_store, tmp_path, monkeypatch, capsys):
     """summary.json holds F1/EM per relation (a question's relation, every kind pooled); summary.md's per-relation
     table names relations, not kinds, and says which kinds its questions are of; freq answers no yes/no or
     reasoning question, so the shared questions lose the derived relations and the own-facts per-relation table
@@ -347,7 +356,7 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, tmp_pa
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "kmir"
     kbc(["run", "kmir", "--corpus", "trex", "--relations", "P19", "P36", "--predictors", "freq", "random", "kb",
-         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(tmp_path / "store"),
+         "--questions-per-relation", "5", "--data-dir", str(lama_dir), "--store", str(kmir_store),
          "--quiet", "--out", str(run)])
     records = {name: [json.loads(line) for path in sorted((run / "predictions" / "trex" / name).glob("*.jsonl"))
                       for line in path.read_text().splitlines()] for name in ("random", "kb")}

@@ -117,6 +117,26 @@ def test_load_aliases(tmp_path):
         load_aliases(path)
 
 
+def test_an_alias_list_read_again_is_the_list_as_it_is_now(tmp_path):
+    """A process reads a list once while its text stays the same: a changed list is read again, and a caller
+    changing what it got changes no later answer."""
+    path = tmp_path / "aliases.txt"
+    path.write_text("Q61\tDC\tWashington, D.C.\nQ2\tEarth\n")
+    first = load_aliases(path)
+    assert first == {"Q61": ["DC", "Washington, D.C."], "Q2": ["Earth"]}
+    first["Q61"].append("mine")
+    first["Q3"] = ["other"]
+    assert load_aliases(path) == {"Q61": ["DC", "Washington, D.C."], "Q2": ["Earth"]}
+    assert load_aliases(path, keep={"Q2"}) == {"Q2": ["Earth"]}
+    path.write_text("Q61\tDC\tWashington, D.C.\nQ2\tTerra\n")  # the same size: the text is what counts
+    assert load_aliases(path) == {"Q61": ["DC", "Washington, D.C."], "Q2": ["Terra"]}
+    path.write_text("Q61\tDC\nWashington\tDC\n")
+    with pytest.raises(DataError, match=r"aliases\.txt:2: expected a Wikidata id"):
+        load_aliases(path)
+    with pytest.raises(DataError, match=r"aliases\.txt:2: expected a Wikidata id"):  # a bad list is never kept
+        load_aliases(path)
+
+
 def test_real_aliases_name_washington(shared_data):
     aliases = load_aliases(shared_data / "xfactr" / "alias_TREx_en.txt", keep={"Q61", "Q142"})
     index = LabelIndex({}, aliases)
