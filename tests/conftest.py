@@ -14,6 +14,24 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def _share_the_cores() -> None:
+    """Under `-n N` each worker (and each `kbc` it starts) takes its share of the cores for its math threads: N
+    processes each running a thread per core oversubscribe the machine, and a 2-core run spends a fifth of its
+    time waiting. A test about thread counts sets its own (`record_compare.actor_threads`, `test_batches`)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if not workers or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    import sys
+
+    if "torch" in sys.modules:  # started before this file: set in place
+        sys.modules["torch"].set_num_threads(threads)
+
+
+_share_the_cores()
+
+
 @pytest.fixture(scope="session")
 def lama_dir() -> Path:
     value = os.environ.get("KBC_DATA")
