@@ -30,7 +30,6 @@ DROP_TAGS = {"ref", "references", "table", "gallery", "math", "chem", "score", "
 # Link namespaces that are not links to articles in the running text.
 DROP_LINK_PREFIXES = ("file:", "image:", "category:", "media:", "wikt:", "wiktionary:", "commons:")
 _BLANK_LINES = re.compile(r"\n\s*\n")
-_SPACES = re.compile(r"\s+")
 _UNPARSED = re.compile(r"\{\{|\[\[|\{\||\|\}|<ref")
 
 
@@ -98,7 +97,7 @@ class IngestReport:
 
 def link_title(target: str) -> str | None:
     """A wiki link target as the page title it points to (MediaWiki normalisation), or None."""
-    title = _SPACES.sub(" ", target.split("#", 1)[0].replace("_", " ")).strip()
+    title = " ".join(target.split("#", 1)[0].replace("_", " ").split())
     if not title or title.lower().startswith(DROP_LINK_PREFIXES) or title.startswith(":"):
         return None
     return title[0].upper() + title[1:]
@@ -147,7 +146,7 @@ def wikitext_paragraphs(title: str, wikitext: str, min_words: int = 3,
         links = tuple(dict.fromkeys(
             t for link in block_code.filter_wikilinks() if (t := link_title(str(link.title)))
         ))
-        text = _SPACES.sub(" ", block_code.strip_code(normalize=True, collapse=True)).strip()
+        text = " ".join(block_code.strip_code(normalize=True, collapse=True).split())
         if len(tokens(text)) < min_words:
             continue
         if _UNPARSED.search(text):
@@ -286,7 +285,7 @@ def evidence_paragraphs(corpora: Iterable, report: IngestReport | None = None) -
                 report.skip(f"{corpus.name} facts without evidences")
                 continue
             for ev in fact.evidences:
-                text = _SPACES.sub(" ", ev.text).strip()
+                text = " ".join(ev.text.split())  # `str.split` splits on exactly what `\s` matches
                 if not text:
                     report.skip("empty evidences")
                     continue
