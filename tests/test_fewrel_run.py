@@ -212,9 +212,8 @@ def test_a_predictor_that_classifies_nothing_is_refused(run, capsys, monkeypatch
 
 
 @pytest.mark.heavy
-def test_the_kb_answers_the_relations_t_rex_holds_between_the_ids(shared_data, tmp_path, capsys, monkeypatch):
+def test_the_kb_answers_the_relations_t_rex_holds_between_the_ids(shared_data, trex, tmp_path, capsys, monkeypatch):
     from eval.fewrel import load_split
-    from eval.lama import load_trex
 
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     data = tmp_path / "data"
@@ -223,7 +222,6 @@ def test_the_kb_answers_the_relations_t_rex_holds_between_the_ids(shared_data, t
     code, stdout, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", str(data), "--out",
                                  str(tmp_path / "out"), "--quiet", "--bootstrap", "0"], capsys)
     assert code == 0, err
-    trex = load_trex(shared_data / "lama", None)
     held: dict[tuple[str, str], set[str]] = {}
     for f in trex.facts:
         held.setdefault((f.subject.id, f.object.id), set()).add(f.relation)

@@ -114,15 +114,15 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     for rel, counts in found["relations"].items():
         assert counts["p1_a"] == pytest.approx(100 * summary[("tuned", rel)], abs=1e-9), rel
         assert counts["p1_b"] == pytest.approx(100 * summary[("freq", rel)], abs=1e-9), rel
+    freq_records = _records(out, "freq")
     only_b = {uid for uid, r in _records(out, "tuned").items()
-              if pair_from_record(r).f1 < pair_from_record(_records(out, "freq")[uid]).f1}
+              if pair_from_record(r).f1 < pair_from_record(freq_records[uid]).f1}
     assert len(only_b) == overall["only_b"]
     code, listed, err = run_kbc(["compare", str(out), "tuned", "freq", "--list", "only-b"], capsys)
     assert code == 0, err
     assert listed.splitlines()[0] == "corpus\trelation\tuid\tsubject\tgold\ttuned answers\tfreq answers"
     rows = [line.split("\t") for line in listed.splitlines()[1:]]
     assert {row[2] for row in rows} == only_b
-    freq_records = _records(out, "freq")
     assert all(row[4] == ", ".join(freq_records[row[2]]["gold"]) and row[6] == ", ".join(
         freq_records[row[2]]["predicted"]) for row in rows)
     code, table, err = run_kbc(["compare", str(out), "tuned", "freq"], capsys)

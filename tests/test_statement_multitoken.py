@@ -54,8 +54,13 @@ def test_lama_multi_token_objects_are_answered(tiny_models, lama_dir, trex, tmp_
         assert len(stmt) == 6 and not any("dropped" in r for r in stmt)
         multi = [r for r in stmt if "dropped" in slot[r["uid"]]]
         assert len(multi) == {"P463": 0, "P264": 5}[rel]
-        for r in stmt:
-            assert r["extra"]["n_candidates"] == len(options)
+        assert all(r["extra"]["n_candidates"] == len(options) for r in stmt)
+        # lm-pub-quiz takes seconds an instance here: it ranks the first record of each kind (a multi-token
+        # object the slot predictor dropped, a single-token one)
+        checked = [r for r in stmt if "dropped" in slot[r["uid"]]][:1] + [
+            r for r in stmt if "dropped" not in slot[r["uid"]]][:1]
+        assert len(checked) == {"P463": 1, "P264": 2}[rel]
+        for r in checked:
             expected = _lpq_rank(evaluator, templates[rel], options, r["subject"], r["gold"])
             assert (r["rank_exact_raw"], r["rank_raw"]) == (expected, expected), r["uid"]
     rows = json.loads((out / "summary.json").read_text())
