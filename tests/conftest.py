@@ -64,7 +64,7 @@ def google_re(lama_dir):
 
 @pytest.fixture(scope="session", autouse=True)
 def _built_once_per_run(tmp_path_factory) -> None:
-    """The entity tests' artefacts are built once per run, not once per worker process: under `-n 2` the
+    """The entity tests' artefacts are built once per run, not once per worker process: under `-n` the
     workers' temporary folders share a parent, which pytest removes with its old runs."""
     import test_entities_support
 
@@ -92,7 +92,7 @@ SET_UP_ONCE = ("test_api", "test_entities_answers", "test_fewrel_run", "test_inp
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Heavy end-to-end runs first: with `-n 2` they start at once beside the many quick tests instead of
+    """Heavy end-to-end runs first: with `-n` they start at once beside the many quick tests instead of
     lengthening the tail of the run."""
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
