@@ -223,44 +223,35 @@ class ScoredPair:
 
 @dataclass(frozen=True, slots=True)
 class ScoreCounts:
-    """`Counts` of scored pairs: how many A leads, B leads, they tie above 0 or both score 0, their mean scores
-    in percent, and the exact sign test of the leads."""
+    """`Counts` of scored pairs: how many A leads, B leads, they tie above 0 or both score 0 (counted once, by
+    `of`), their mean scores in percent, and the exact sign test of the leads."""
 
-    scores: tuple[tuple[float, float], ...]
+    both: int
+    only_a: int
+    only_b: int
+    neither: int
+    sum_a: float
+    sum_b: float
     per_fact: tuple = ()  # each unit is one draw
 
-    def _count(self, category: str) -> int:
-        return sum(ScoredPair("", "", a, b).category == category for a, b in self.scores)
-
-    @property
-    def both(self) -> int:
-        return self._count("both")
-
-    @property
-    def only_a(self) -> int:
-        return self._count("only_a")
-
-    @property
-    def only_b(self) -> int:
-        return self._count("only_b")
-
-    @property
-    def neither(self) -> int:
-        return self._count("neither")
+    @classmethod
+    def of(cls, scores: Sequence[tuple[float, float]]) -> ScoreCounts:
+        tally = Counter(ScoredPair("", "", a, b).category for a, b in scores)
+        return cls(*(tally[c] for c in CATEGORIES), sum(a for a, _ in scores), sum(b for _, b in scores))
 
     @property
     def n(self) -> int:
-        return len(self.scores)
+        return self.both + self.only_a + self.only_b + self.neither
 
     queries = n
 
     @property
     def p1_a(self) -> float:
-        return 100.0 * sum(a for a, _ in self.scores) / self.n if self.scores else 0.0
+        return 100.0 * self.sum_a / self.n if self.n else 0.0
 
     @property
     def p1_b(self) -> float:
-        return 100.0 * sum(b for _, b in self.scores) / self.n if self.scores else 0.0
+        return 100.0 * self.sum_b / self.n if self.n else 0.0
 
     @property
     def p_value(self) -> float:
@@ -295,10 +286,10 @@ def compare_scores(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 
     grouped: dict[str, list[tuple[float, float]]] = {}
     for pair in pairs:
         grouped.setdefault(pair.relation, []).append((pair.a, pair.b))
-    overall = ScoreCounts(tuple((p.a, p.b) for p in pairs))
-    differences = np.array([100.0 * (a - b) for a, b in overall.scores])
+    overall = ScoreCounts.of([(p.a, p.b) for p in pairs])
+    differences = np.array([100.0 * (p.a - p.b) for p in pairs])
     return Comparison(
-        by_relation={rel: ScoreCounts(tuple(grouped[rel])) for rel in sorted(grouped)},
+        by_relation={rel: ScoreCounts.of(grouped[rel]) for rel in sorted(grouped)},
         overall=overall,
         macro_p1_a=overall.p1_a,
         macro_p1_b=overall.p1_b,
