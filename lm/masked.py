@@ -52,6 +52,7 @@ from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
 from lm.precision import agreement_tolerance
+from lm.token_ids import token_ids
 from lm.vocab import AnswerSpace, CandidateSet, drop_reason, full_vocab, normalize, target_positions
 
 # Architectures whose head we split into encoder -> transform -> decoder (the fast path).
@@ -415,18 +416,26 @@ class MaskedLMScorer:
 
     # --- tokenization and batching ---------------------------------------------------------------
     def _plain(self, texts: list[str]) -> list[list[int]]:
+        """Token ids with special tokens, cut to `max_length`. All texts go through the backend at once without
+        truncation (a third faster than the wrapper, which also truncates); the rare ones that come out longer
+        than `max_length` are asked again with the wrapper's truncation, so every row is what it would give."""
         if self.lama is not None:
             return [self.lama.encode(t, self.max_length) for t in texts]
-        enc = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length,
-                             return_attention_mask=False, return_token_type_ids=False)
-        return enc["input_ids"]
+        ids = token_ids(self.tokenizer, texts, add_special_tokens=True)
+        long = [i for i, row in enumerate(ids) if len(row) > self.max_length]
+        if long:
+            cut = self.tokenizer([texts[i] for i in long], add_special_tokens=True, truncation=True,
+                                 max_length=self.max_length, return_attention_mask=False,
+                                 return_token_type_ids=False)["input_ids"]
+            for i, row in zip(long, cut):
+                ids[i] = row
+        return ids
 
     def _pieces(self, texts: list[str]) -> list[list[int]]:
         """Token ids without special tokens."""
         if self.lama is not None:
             return [[i for _, i in self.lama.pieces(t)] for t in texts]
-        return self.tokenizer(texts, add_special_tokens=False, return_attention_mask=False,
-                              return_token_type_ids=False)["input_ids"]
+        return token_ids(self.tokenizer, texts)
 
     def _pairs(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
         """`context [SEP] prompt` with the model's own special tokens (a sentence pair), cut to

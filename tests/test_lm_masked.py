@@ -206,6 +206,29 @@ def test_prompt_errors_are_one_line(tiny_models):
         "model's own limit")
 
 
+@pytest.mark.parametrize("kind", ["bert-cased", "roberta"])
+def test_prompt_ids_equal_the_tokenizers_own_cut_to_max_length(kind, tiny_models, trex):
+    """The engine tokenizes through the backend and cuts only rows over `max_length`: every row is the wrapper's,
+    whatever truncation an earlier call left on the shared backend."""
+    scorer, loaded = _scorer(tiny_models(kind))
+    tok = loaded.tokenizer
+    mask = tok.mask_token
+    texts = [q.text(mask) for qs in make_queries(trex).values() for q, _ in qs[:20]]
+    texts += ["word " * 600 + f"is {mask} .", f"{mask} is here . " + "word " * 600]
+
+    def wrapper(limit):
+        return tok(texts, add_special_tokens=True, truncation=True, max_length=limit, return_attention_mask=False,
+                   return_token_type_ids=False)["input_ids"]
+
+    want = wrapper(scorer.max_length)
+    assert sum(len(row) == scorer.max_length for row in want) == 2
+    assert scorer._plain(texts) == want
+    wrapper(5)  # leaves a truncation of 5 tokens on the backend
+    assert scorer._plain(texts) == want
+    scorer.max_length = 12
+    assert scorer._plain(texts) == wrapper(12)
+
+
 def test_bfloat16_close_to_float32(tiny_models):
     from lm.vocab import full_vocab, token_labels
 
