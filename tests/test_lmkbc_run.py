@@ -42,6 +42,18 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert tuned["macro-f1"] == pytest.approx(0.2708901146614042, abs=1e-15)
     assert tuned["macro-p"] == pytest.approx(0.7208994708994709, abs=1e-15)
     assert (tuned["avg-preds"], tuned["empty-preds"]) == (pytest.approx(280 / 378, abs=1e-15), 268.0)
+    # the per-pair table holds each pair's P, R and F1: their means are the summary's macro scores
+    import pandas as pd
+
+    facts = pd.read_parquet(out / "instances.parquet")
+    mine = facts[facts.predictor == "tuned"]
+    assert len(mine) == 378 and mine.f1.notna().all()
+    assert (mine.p.mean(), mine.r.mean(), mine.f1.mean()) == pytest.approx(
+        (tuned["macro-p"], tuned["macro-r"], tuned["macro-f1"]), abs=1e-12)
+    per_relation = {(r["group"], r["metric"]): r["value"] for r in json.loads((out / "summary.json").read_text())
+                    if r["predictor"] == "tuned" and r["scope"] == "own"}
+    for rel, rows in mine.groupby("relation"):
+        assert rows.f1.mean() == pytest.approx(per_relation[rel, "macro-f1"], abs=1e-12)
     records = [json.loads(line) for line in
                (out / "predictions" / "lmkbc2024" / "tuned" / "personHasCityOfDeath.jsonl").read_text().splitlines()]
     assert {r["threshold"] for r in records} == {0.03} and all(r["predicted"] == [] for r in records)

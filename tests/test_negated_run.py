@@ -64,9 +64,30 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
             assert counts[rel, "spearman"] == len(rhos)
         assert got["all", "overlap"] == pytest.approx(
             (got["date_of_birth", "overlap"] + got["place_of_death", "overlap"]) / 2, abs=1e-12)
+        _facts_table_recomputes(out, name, got)
     assert freq["date_of_birth", "became-prime"] == 4.0 and freq["place_of_death", "became-prime"] == 0.0
     assert records["google_re/place_of_death:4:misprimed"]["prompt"].endswith("? Honoré Tournély died in the city of "
                                                                              "[MASK] .")
+
+
+def _facts_table_recomputes(out, name, got):
+    """`instances.parquet` has a row per fact with typed ranks, its top answer and whether it is right: P@1, overlap
+    and p@1-drop per relation are means over its rows."""
+    import pandas as pd
+
+    facts = pd.read_parquet(out / "instances.parquet")
+    facts = facts[facts.predictor == name]
+    assert str(facts.rank_raw.dtype) == "Int64" and str(facts.correct_raw.dtype) == "boolean"
+    answered = facts[facts["dropped"].isna()] if "dropped" in facts else facts
+    assert len(answered) == 25 + 88
+    for rel, rows in answered.groupby("relation"):
+        assert got[rel, "p@1"] == pytest.approx(100 * rows.correct_raw.mean(), abs=1e-12)
+        negated = rows[rows.top_negated.notna()]
+        assert got[rel, "overlap"] == pytest.approx(100 * (negated.top1 == negated.top_negated).mean(), abs=1e-12)
+        right = rows[rows.top_misprimed.notna() & (rows.top1 == rows.gold)]
+        assert len(right) > 0 or (rel, "p@1-drop") not in got
+        if len(right):
+            assert got[rel, "p@1-drop"] == pytest.approx(100 * (right.top_misprimed != right.gold).mean(), abs=1e-12)
 
 
 def _shared_rho(positive, negated):

@@ -149,6 +149,14 @@ class LmkbcExperiment:
         """A pair of a split without objects (the test file) is answered and submitted, never scored."""
         return unit.get("gold") is not None
 
+    def unit_columns(self, unit: dict) -> dict:
+        """`instances.parquet`'s columns of a pair: the challenge's P, R and F1 of its predicted set (null where the
+        pair is dropped or has no gold), whose means per relation are the summary's macro-p, macro-r and macro-f1."""
+        if "dropped" in unit or "predicted" not in unit or not self.scores(unit):
+            return {"p": None, "r": None, "f1": None}
+        score = pair_from_record(unit)
+        return {"p": score.p, "r": score.r, "f1": score.f1}
+
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
         scored = [r for r in instances if self.scores(r)]

@@ -135,6 +135,15 @@ class NegatedExperiment:
             return bool(unit.get("top_misprimed")) and case(top) == case(unit["gold"])
         return True
 
+    @staticmethod
+    def unit_columns(unit: dict) -> dict:
+        """`instances.parquet`'s columns of a fact, as LAMA's table has them: its positive query's top answer and
+        whether its gold ranks first (null for a dropped fact); with `top_negated` and `top_misprimed` beside them,
+        every score of the summary can be recomputed from the table."""
+        if "dropped" in unit:
+            return {"top1": None, "correct_raw": None}
+        return {"top1": unit["answers"][0][0] if unit["answers"] else None, "correct_raw": unit["rank_raw"] == 1}
+
     def summarize(self, instances: list[dict], relation_types: dict, mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
         rows: list[dict] = []

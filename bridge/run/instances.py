@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -79,18 +80,27 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
 
 
-def units_frame(units: list[dict]) -> pd.DataFrame:
+def units_frame(units: list[dict], derived: Callable[[dict], dict] | None = None) -> pd.DataFrame:
     """The scored units of an experiment other than LAMA (coherency rounds, KMIR questions), one row each;
-    nested values (answer lists, excluded answers) as JSON text."""
-    rows = [{k: json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for k, v in u.items()}
-            for u in units]
-    return pd.DataFrame(rows)
+    nested values (answer lists, excluded answers) as JSON text. `derived`: the experiment's own columns of a unit
+    (an LM-KBC pair's P/R/F1, a negated fact's top answer), so that its scores can be recomputed from the table.
+    Ranks are nullable ints and right-or-wrong columns nullable booleans, as in LAMA's table."""
+    rows = [{k: _CELL(v) if isinstance(v, list | dict) else v for k, v in u.items()} for u in units]
+    if derived is not None:
+        for row, unit in zip(rows, units):
+            row.update(derived(unit))
+    frame = pd.DataFrame(rows)
+    kinds = {name: COLUMNS[name] for name in frame.columns
+             if name.startswith(("rank_", "correct_")) and name in COLUMNS}
+    return frame.astype(kinds) if kinds else frame
 
 
-def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
+def write_instances(run_dir: Path, units: list[dict] | None = None,
+                    derived: Callable[[dict], dict] | None = None) -> Path:
     """Write `RUN/instances.parquet` atomically (a reader never sees half a file); returns its path.
 
-    `units`: the experiment's scored units (for experiments whose records are not LAMA queries).
+    `units`: the experiment's scored units (for experiments whose records are not LAMA queries), with the
+    experiment's `derived` columns (`units_frame`).
     """
     run_dir = Path(run_dir)
     if units is None:
@@ -98,7 +108,7 @@ def write_instances(run_dir: Path, units: list[dict] | None = None) -> Path:
 
         frame = with_fact_stats(instances_frame(run_dir), run_dir)
     else:
-        frame = units_frame(units)
+        frame = units_frame(units, derived)
     return atomic_parquet(frame, run_dir / FILENAME)
 
 

@@ -280,7 +280,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     (out / "summary.md").write_text(md, encoding="utf-8")
     from bridge.run.instances import write_instances
 
-    write_instances(out, None if experiment.name == "lama" else all_units)
+    write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
     write_stamp(out, inputs_digest(run_config(out), args, files), files)
     return rows
 
