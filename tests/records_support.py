@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.run.record_digests import FOLDER, SUFFIX, line_digest
+from bridge.run.record_digests import FOLDER, SUFFIX, key_of, line_digest
 
 
 def seal_records(run: Path) -> None:
@@ -16,4 +16,5 @@ def seal_records(run: Path) -> None:
         lines = path.read_bytes().splitlines(keepends=True)
         sums = run / FOLDER / path.relative_to(predictions).with_suffix(SUFFIX)
         sums.parent.mkdir(parents=True, exist_ok=True)
-        sums.write_bytes(b"".join(line_digest(raw) for raw in lines if raw.endswith(b"\n")))
+        key = key_of(path)
+        sums.write_bytes(b"".join(line_digest(raw, key) for raw in lines if raw.endswith(b"\n")))

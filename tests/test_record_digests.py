@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.run.record_digests import FOLDER, WIDTH, line_digest
+from bridge.run.record_digests import FOLDER, WIDTH, key_of, line_digest
 from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError, DataError
 
@@ -51,7 +51,8 @@ def test_the_runner_keeps_one_digest_per_line(untouched):
     for relation in RELATIONS:
         lines = _file(untouched, relation).read_bytes().splitlines(keepends=True)
         assert len(lines) == {"place_of_birth": 2937, "place_of_death": 765}[relation]
-        assert _digests(untouched, relation).read_bytes() == b"".join(line_digest(raw) for raw in lines)
+        key = key_of(_file(untouched, relation))
+        assert _digests(untouched, relation).read_bytes() == b"".join(line_digest(raw, key) for raw in lines)
 
 
 @pytest.mark.parametrize("kept", [0, 1000, 2936])
@@ -126,3 +127,43 @@ def test_a_run_written_without_digests_is_not_added_to(untouched, tmp_path, lama
         "predictions/google_re/freq/place_of_birth.jsonl is one), which a rerun cannot check; use a new --out, or "
         f"delete {run / 'predictions'} so that the run recomputes them")
     assert _file(run).read_bytes() == before and not (run / FOLDER).exists()
+
+
+def test_records_copied_in_from_another_run_or_another_file_are_refused(untouched, tmp_path, lama_dir):
+    """Digests are keyed by the run's own key and the file's place: another run's records, sealed by that run (here
+    with an edited gold, as a run over other data writes), and a file moved to another relation's place are refused
+    like edited ones; a digests folder without a key (as one was made before keys) is read as it was written."""
+    from bridge.run.directory import open_run
+
+    other = tmp_path / "other"
+    _run(other, lama_dir, tmp_path / "cache")
+    assert _file(other).read_bytes() == _file(untouched).read_bytes()
+    assert key_of(_file(other)) != key_of(_file(untouched)) and len(key_of(_file(other))) == 32
+    records = _file(other).read_text(encoding="utf-8").splitlines(keepends=True)
+    records[0] = records[0].replace('"gold": "', '"gold": "Berlin', 1)
+    _file(other).write_text("".join(records), encoding="utf-8")
+    key = key_of(_file(other))
+    _digests(other).write_bytes(b"".join(line_digest(line.encode(), key) for line in records))
+    list(open_run(other).records("google_re", "freq", "place_of_birth"))  # as that run wrote them
+
+    run = _copy(untouched, tmp_path / "mixed")
+    shutil.copy(_file(other), _file(run))
+    shutil.copy(_digests(other), _digests(run))
+    with pytest.raises(DataError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == f"{_file(run)}:1: not the record this run wrote there (changed since); {FIX}"
+
+    moved = _copy(untouched, tmp_path / "moved")
+    shutil.copy(_file(moved, "place_of_death"), _file(moved))
+    shutil.copy(_digests(moved, "place_of_death"), _digests(moved))
+    with pytest.raises(DataError) as refused:
+        list(open_run(moved).records("google_re", "freq", "place_of_birth"))
+    assert str(refused.value) == f"{_file(moved)}:1: not the record this run wrote there (changed since); {FIX}"
+
+    unkeyed = _copy(untouched, tmp_path / "unkeyed")
+    (unkeyed / FOLDER / "key").unlink()
+    for relation in RELATIONS:
+        lines = _file(unkeyed, relation).read_bytes().splitlines(keepends=True)
+        _digests(unkeyed, relation).write_bytes(b"".join(line_digest(raw) for raw in lines))
+    _run(unkeyed, lama_dir, tmp_path / "cache")
+    assert _scores(unkeyed) == _scores(untouched)

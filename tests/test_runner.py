@@ -8,7 +8,7 @@ from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 
 from bridge.predictors import registry
-from bridge.run.record_digests import line_digest
+from bridge.run.record_digests import key_of, line_digest
 from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError, DataError
 from eval.types import QUERIES_PER_CALL as CHUNK
@@ -66,7 +66,8 @@ def test_resume_after_interrupt(tmp_path, lama_dir, flaky, caplog):
     lines = [json.loads(x) for x in p19.read_text().splitlines()]
     assert len(lines) == 944 and len({x["uid"] for x in lines}) == 944
     digests = tmp_path / "out" / ".kbc-records" / "trex" / "flaky" / "P19.digests"  # one per line, as written
-    assert digests.read_bytes() == b"".join(line_digest(raw) for raw in p19.read_bytes().splitlines(keepends=True))
+    assert digests.read_bytes() == b"".join(line_digest(raw, key_of(p19))
+                                            for raw in p19.read_bytes().splitlines(keepends=True))
     get = {(r["setting"], r["group"], r["metric"]): r["value"] for r in rows}
     fresh = run_lama(RunConfig(["trex"], ["freq"], tmp_path / "fresh", str(lama_dir), relations=["P19", "P47"],
                                cache_dir=tmp_path / "cache"), progress=False)

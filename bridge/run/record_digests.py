@@ -8,6 +8,11 @@ complete line of the file, and perhaps lines never written, which the next appen
 again). Every reader checks each line against its digest: a line without one, or with another, is refused naming
 the line. Checking costs a SHA-256 per line, far less than parsing it.
 
+Each digest is keyed by the run directory's own random key (`.kbc-records/key`, made with the folder) and the file's
+place under `predictions/`: a prediction file copied in with its digests from another run (other data, another
+model), or moved to another predictor's or relation's place, is refused like an edited one. A folder made before
+keys were kept has none: its digests are plain SHA-256, as they were written.
+
 A run directory without `.kbc-records/` was written before record digests existed (or by hand): its records are
 read unchecked, with one warning per directory, and `kbc run` refuses to add to it.
 """
@@ -24,6 +29,7 @@ from eval.errors import ConfigError, DataError
 
 FOLDER = ".kbc-records"  # beside `.kbc-summaries`, the digests of the summaries
 SUFFIX = ".digests"
+KEY = "key"  # in FOLDER: the run directory's own random key, hex
 WIDTH = 17  # 16 hex digits (64 bits of SHA-256) and a newline
 FIX = "delete that file so that the run recomputes it, or use a new --out"
 
@@ -31,9 +37,26 @@ log = logging.getLogger("kbc")
 _WARNED: set[Path] = set()
 
 
-def line_digest(raw: bytes) -> bytes:
-    """The digest line of one record line (its bytes with the newline)."""
-    return hashlib.sha256(raw).hexdigest()[:WIDTH - 1].encode() + b"\n"
+def line_digest(raw: bytes, key: bytes = b"") -> bytes:
+    """The digest line of one record line (its bytes with the newline), under its file's `key` (`file_key`)."""
+    return hashlib.sha256(key + raw).hexdigest()[:WIDTH - 1].encode() + b"\n"
+
+
+def file_key(root: Path, under: Path) -> bytes:
+    """The key of the digests of prediction file `under` (its path under `root/predictions`): the run's own key and
+    the file's place, so that digests hold only for the lines this run wrote into this very file; empty for a
+    digests folder made before keys were kept."""
+    try:
+        run_key = (root / FOLDER / KEY).read_bytes()
+    except FileNotFoundError:
+        return b""
+    return hashlib.sha256(run_key + b"\0" + under.as_posix().encode() + b"\0").digest()
+
+
+def key_of(path: Path) -> bytes:
+    """`file_key` of prediction file `path`; empty outside a run."""
+    found = _located(path)
+    return b"" if found is None else file_key(*found)
 
 
 def _located(path: Path) -> tuple[Path, Path] | None:
@@ -74,12 +97,13 @@ def check_lines(path: Path, lines: Sequence[tuple[int, bytes]]) -> None:
         return
     digests = _read(folder / under.with_suffix(SUFFIX))  # read after the lines: the runner writes it first
     written = len(digests) // WIDTH
+    key = file_key(root, under)
     for lineno, raw in lines:
         at = (lineno - 1) * WIDTH
         if lineno > written:
             raise DataError(f"{path}:{lineno}: a record this run did not write (it wrote {written} lines there); "
                             f"{FIX}")
-        if digests[at:at + WIDTH] != line_digest(raw):
+        if digests[at:at + WIDTH] != line_digest(raw, key):
             raise DataError(f"{path}:{lineno}: not the record this run wrote there (changed since); {FIX}")
 
 
@@ -96,7 +120,10 @@ def claim(out: Path) -> None:
         raise ConfigError(f"{out} holds prediction records written without record digests (by an older kbc, or by "
                           f"hand; {held.relative_to(out)} is one), which a rerun cannot check; use a new --out, or "
                           f"delete {predictions} so that the run recomputes them")
-    folder.mkdir()
+    made = out / f".{FOLDER}.{os.getpid()}.tmp"  # the folder appears with its key, never without
+    made.mkdir()
+    (made / KEY).write_text(os.urandom(16).hex(), encoding="ascii")
+    os.replace(made, folder)
 
 
 class RecordAppender:
@@ -110,9 +137,11 @@ class RecordAppender:
         self.path = path
         self.data = path.open("ab")
         self.sums = None
+        self.key = b""
         found = _located(path)
         try:
             if found is not None and (found[0] / FOLDER).is_dir():
+                self.key = file_key(*found)
                 sums = found[0] / FOLDER / found[1].with_suffix(SUFFIX)
                 sums.parent.mkdir(parents=True, exist_ok=True)
                 self.sums = sums.open("ab")
@@ -149,7 +178,7 @@ class RecordAppender:
         if not raw:
             return
         if self.sums is not None:
-            self.sums.write(b"".join(line_digest(r) for r in raw))
+            self.sums.write(b"".join(line_digest(r, self.key) for r in raw))
             self.sums.flush()
             os.fsync(self.sums.fileno())
         self.data.write(b"".join(raw))
