@@ -92,7 +92,7 @@ def map_(model, w2v, kind, out) -> None:
                              lm.input_embeddings(), kind, {"model": model, "wikipedia2vec": w2v})
     lmap.save(out)
     click.echo(f"{kind} map {lmap.W.shape[0]}->{lmap.W.shape[1]} on {lmap.n_words} shared words: "
-               f"R2={lmap.r2:.4f}; saved {out}")
+               f"R2={lmap.r2:.4f} (no intercept: below 0 fits worse than the mean vector); saved {out}")
 
 
 @entities.command("link-stats")
