@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import lm_fixtures
 import pytest
 from cli_support import run_kbc
 
@@ -135,6 +136,33 @@ def test_ask_reads_what_run_reads(user_folder, capsys):
         kbcompare.ask("Aland", "countryLandBordersCountry", corpus="lmkbc2024", data_dir="lm2")
     assert str(caught.value) == ("--corpus lmkbc2024: its answers are sets, which the live view does not ask; run "
                                  "`kbc run lmkbc` and browse the run with `kbc serve --run DIR`")
+
+
+def test_a_masked_lm_without_its_common_vocabulary_is_refused_before_any_predictor_runs(user_folder, capsys):
+    tiny = lm_fixtures.tiny_model_dir("bert-uncased", user_folder / "models")
+    cased = lm_fixtures.tiny_model_dir("bert-cased", user_folder / "models")
+    capsys.readouterr()  # what building them wrote
+    argv = ["run", "lmkbc", "--predictors", "gold", "freq", "tuned=freq", f"bert={tiny}", "--set",
+            "tuned.set=threshold-tuned", "--relations", "countryLandBordersCountry", "--limit", "2", "--data-dir",
+            "lm2", "--quiet"]
+    code, _, err = run_kbc([*argv, "--out", "run"], capsys)
+    assert (code, err) == (2, f"error: {user_folder}/lm2/common_vocab_lowercased.txt is missing: masked LMs rank "
+                              "LAMA's common vocabulary by default, which ships with the LAMA data; copy it there, or "
+                              "pass --set candidates=full or --set vocab_file=PATH\n")
+    assert not (user_folder / "run").exists()
+    (user_folder / "lm2" / "common_vocab_lowercased.txt").write_text("paris\nfrance\n")
+    code, _, err = run_kbc([*argv, "--out", "run"], capsys)
+    assert code == 0, err
+    # the cased file only where the model is cased; none where the LM ranks no common vocabulary
+    argv[argv.index(f"bert={tiny}")] = f"bert={cased}"
+    code, _, err = run_kbc([*argv, "--out", "cased"], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: {user_folder}/lm2/common_vocab_cased.txt is missing: masked "
+                                               "LMs rank LAMA's common vocabulary by default, which ships with the "
+                                               "LAMA data; copy it there, or pass --set candidates=full or --set "
+                                               "vocab_file=PATH")
+    assert not (user_folder / "cased").exists()
+    code, _, err = run_kbc([*argv, "--set", "bert.candidates=full", "--out", "full"], capsys)
+    assert code == 0, err
 
 
 def test_the_missing_data_of_a_bear_run_names_the_folders_tried(tmp_path, monkeypatch):
