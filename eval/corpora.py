@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from eval.bear import BEAR_CORPORA, load_bear, resolve_bear_dir
-from eval.datadir import resolve_data_dir
+from eval.datadir import lama_in, resolve_data_dir
 from eval.errors import DataError
 from eval.fewrel import CORPUS as FEWREL
 from eval.fewrel import load_fewrel, resolve_fewrel_dir
@@ -28,20 +28,32 @@ SET_CORPORA = (LMKBC,)  # a gold *set* per subject and relation (`SetFact`), sco
 
 
 def resolve_run_data_dir(corpora: Iterable[str], data_dir: str | Path | None = None) -> Path:
-    """The data directory of a run: the LAMA copy, or for runs of BEAR corpora alone the folder holding them
-    (so `--data-dir` may point at the BEAR data itself)."""
+    """The data directory of a run, from which each loader finds what it finds from `data_dir`: the LAMA copy; for
+    BEAR corpora alone the folder holding them; for FewRel its folder; for LM-KBC and negated LAMA the folder
+    holding them (whatever its name, as `kbc data stats` reads it), or the LAMA copy (in `data_dir` or beside that
+    folder) where their loader finds the same folder from it, as LMs read the common vocabulary there."""
     names = list(corpora)
     if names and all(n in BEAR_CORPORA for n in names):
         return resolve_bear_dir(names[0], data_dir).parent
     if names and all(n == FEWREL for n in names):
         return resolve_fewrel_dir(data_dir)
     if names and all(n in SET_CORPORA or n in PROBE_CORPORA for n in names):
-        try:  # the LAMA copy beside it, where LMs find the common vocabulary
-            return resolve_data_dir(data_dir)
-        except DataError:
-            root = resolve_negated_dir(data_dir) if names[0] in PROBE_CORPORA else resolve_lmkbc_dir(data_dir)
-            return root.parent
+        resolve = resolve_negated_dir if names[0] in PROBE_CORPORA else resolve_lmkbc_dir
+        lama = _finds(resolve_data_dir, data_dir)
+        root = _finds(resolve, data_dir) or resolve(data_dir if lama is None else lama)  # else: where it looked
+        for cand in (lama, lama_in(root.parent)):
+            if cand is not None and _finds(resolve, cand) == root:
+                return cand
+        return root
     return resolve_data_dir(data_dir)
+
+
+def _finds(resolve, data_dir: Path) -> Path | None:
+    """The folder `resolve` finds from `data_dir`, or None where it finds none."""
+    try:
+        return resolve(data_dir)
+    except DataError:
+        return None
 
 
 def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,

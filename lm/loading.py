@@ -276,6 +276,21 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
     return Loaded(model, tokenizer, name, fingerprint, str(dev), dtype)
 
 
+def load_tokenizer(name: str):
+    """The tokenizer of `name` (local dir or hub id) alone, without the weights: what can be checked of it before any
+    model loads (its casing). None where it cannot be read here: loading the model reports why."""
+    from transformers import AutoTokenizer
+
+    local = Path(name).expanduser()
+    is_local = local.is_dir()
+    offline = not is_local and (_try_cached(name) is not None or not hub_reachable())
+    try:
+        with quiet_transformers():
+            return AutoTokenizer.from_pretrained(str(local) if is_local else name, local_files_only=offline)
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return None
+
+
 def files_fingerprint(path: str | Path) -> str:
     """What a file or model folder holds, without loading it: per file its name and the SHA-256 of all its bytes,
     so no edit keeps it (and a copy elsewhere is the same input). Digests are remembered per file state

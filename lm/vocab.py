@@ -145,8 +145,8 @@ def read_vocab_file(path: str | Path) -> list[str]:
 def common_vocab_path(data_dir: Path, uncased: bool) -> Path:
     path = Path(data_dir) / (COMMON_LOWER if uncased else COMMON_CASED)
     if not path.is_file():
-        raise DataError(f"{path} is missing: the LAMA common vocabulary ships with the LAMA data "
-                        "(or pass --set vocab=full / --set vocab_file=PATH)")
+        raise DataError(f"{path} is missing: masked LMs rank LAMA's common vocabulary by default, which ships with "
+                        "the LAMA data; copy it there, or pass --set candidates=full or --set vocab_file=PATH")
     return path
 
 

@@ -84,8 +84,9 @@ class Ctx:
 
 
 def _lama_copy(src: Path, dest: Path) -> Path:
-    """relations.jsonl with P19 only, and the first rows of T-REx P19, Google-RE and SQuAD."""
-    first_rows = {"TREx/P19.jsonl": 10, "Squad/test.jsonl": 10}
+    """relations.jsonl with P19 only, the first rows of T-REx P19, Google-RE and SQuAD, and the common cased
+    vocabulary (a masked LM's, checked before any predictor runs)."""
+    first_rows = {"TREx/P19.jsonl": 10, "Squad/test.jsonl": 10, "common_vocab_cased.txt": 30_000}
     first_rows.update({f"Google_RE/{n}_test.jsonl": 10 for n in ("place_of_birth", "date_of_birth", "place_of_death")})
     for name, n in first_rows.items():
         (dest / name).parent.mkdir(parents=True, exist_ok=True)

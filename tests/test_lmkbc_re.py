@@ -170,8 +170,8 @@ def test_no_lama_copy_is_refused(tmp_path, monkeypatch, capsys):
     code, _, err = run_kbc(["run", "lmkbc", "--predictors", "re-naive", "--data-dir", str(root / "lmkbc2024"),
                             "--store", str(tmp_path / "store"), "--out", str(tmp_path / "run")], capsys)
     assert (code, err.splitlines()[-1]) == (2, (
-        f"error: re-naive on lmkbc2024 asks the KB extracted from LAMA T-REx: no LAMA data in {root}, beside it or "
-        "in $KBC_DATA; pass --data-dir the LAMA copy (with lmkbc2024/ beside it)"))
+        f"error: re-naive on lmkbc2024 asks the KB extracted from LAMA T-REx: no LAMA data in {root}/lmkbc2024, "
+        "beside it or in $KBC_DATA; pass --data-dir the LAMA copy (with lmkbc2024/ beside it)"))
 
 
 LAND1, LAND2, LAND4 = Entity("Land1", "Q501"), Entity("Land2", "Q502"), Entity("Land4", "Q504")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS
+from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS, check_common_vocab
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares
 from eval.errors import ConfigError, DataError
@@ -379,3 +379,6 @@ def make_bert(name: str, ctx: PredictorContext):
     from bridge.predictors.lm import make_masked
 
     return make_masked(_require(ctx, "model"), ctx)
+
+
+make_bert.check_inputs = check_common_vocab  # its model's common vocabulary, as `make_masked`'s

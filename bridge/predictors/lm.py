@@ -173,6 +173,27 @@ def make_masked(name: str, ctx: PredictorContext):
     return MaskedLMPredictor(name, scorer, space, extra, subject_space=subjects)
 
 
+def check_common_vocab(spec: str, options: dict[str, str], corpora: list[str], data_dir: Path) -> None:
+    """The LAMA common vocabulary a masked LM ranks by default (`candidates=common`, slot scoring), found before any
+    predictor runs: the cased or the lowercased file by the tokenizer's casing, read only when one is missing."""
+    from eval.bear import BEAR_CORPORA
+    from lm.loading import load_tokenizer
+    from lm.vocab import COMMON_CASED, COMMON_LOWER, common_vocab_path, is_uncased
+
+    scoring = options.get("scoring")
+    if options.get("vocab_file") or options.get("candidates", "common") != "common" or scoring == "statement" or (
+            not scoring and all(c in BEAR_CORPORA for c in corpora)):
+        return
+    if all((Path(data_dir) / f).is_file() for f in (COMMON_CASED, COMMON_LOWER)):
+        return
+    tokenizer = load_tokenizer(options.get("model", spec))
+    if tokenizer is not None:
+        common_vocab_path(data_dir, is_uncased(tokenizer))
+
+
+make_masked.check_inputs = check_common_vocab  # `plan_predictors`: before any predictor runs
+
+
 PROMPT_OPTIONS = (
     Option("prompt", "ranking: LAMA templates, or the coherency paper's with the asked entity at the very end; "
            "answer=generate: a prompt style (lama, question, lmkbc2024; default question)", "choice",

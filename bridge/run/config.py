@@ -159,8 +159,10 @@ class Plan:
     choices: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # corpus -> `version_choices`
 
 
-def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
-    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's)."""
+def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None) -> list[PlannedPredictor]:
+    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's). With the run's
+    `data_dir`, each factory's `check_inputs(spec, options, corpora, data_dir)` finds the data files it reads there
+    (a masked LM's common vocabulary) before any predictor runs."""
     specs: list[NamedSpec] = parse_predictors(cfg.predictors)
     factories = {p.name: (resolver(p.name, p.spec) if resolver else None) or resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
@@ -176,13 +178,16 @@ def plan_predictors(cfg: RunConfig, resolver=None) -> list[PlannedPredictor]:
             from lm.loading import check_available
 
             check_available(model)
+        check_inputs = getattr(factories[p.name], "check_inputs", None)
+        if check_inputs is not None and data_dir is not None:
+            check_inputs(p.spec, p.options, list(cfg.corpora), data_dir)
     return [PlannedPredictor(p.name, p.spec, factories[p.name], p.options, declared[p.name]) for p in specs]
 
 
 def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
     """Validate everything and load the data; no predictor is built and nothing is scored yet."""
     cfg.check_values()
-    predictors = plan_predictors(cfg, resolver)
+    predictors = plan_predictors(cfg, resolver, data_dir)
     loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
     corpora = {name: restrict_relations(c, cfg.relations, loaded, data_dir) for name, c in loaded.items()}
     removed: dict[str, dict[str, int]] = {}

@@ -18,8 +18,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext, side_of
 from bridge.run.config import RunConfig, default_cache_dir, plan_predictors
-from eval.corpora import load_corpus
-from eval.datadir import resolve_data_dir
+from eval.corpora import SET_CORPORA, load_corpus, resolve_run_data_dir
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
 from kb.store import GraphStore, open_store
@@ -88,7 +87,10 @@ class Explorer:
     def __init__(self, cfg: ExplorerConfig) -> None:
         started = time.perf_counter()
         self.cfg = cfg
-        self.data_dir = resolve_data_dir(cfg.data_dir)
+        if cfg.corpus in SET_CORPORA:  # its gold is a set per subject and relation, which the live view does not show
+            raise ConfigError(f"--corpus {cfg.corpus}: its answers are sets, which the live view does not ask; run "
+                              "`kbc run lmkbc` and browse the run with `kbc serve --run DIR`")
+        self.data_dir = resolve_run_data_dir([cfg.corpus], cfg.data_dir)  # as `kbc run` finds the corpus
         self.cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
         run_cfg = RunConfig(corpora=[cfg.corpus], predictors=list(cfg.predictors), out=Path("."),
                             data_dir=str(self.data_dir), relations=list(cfg.relations), device=cfg.device,

@@ -278,11 +278,11 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
 
 def _data_dir_flag(explorer: Explorer) -> str:
     """` --data-dir DIR` where the explorer serves other data than `kbc kb infer` reads by default, else ""."""
-    from eval.datadir import resolve_data_dir
+    from eval.corpora import resolve_run_data_dir
     from eval.errors import KbcError
 
     try:
-        default = resolve_data_dir(None)
+        default = resolve_run_data_dir([explorer.corpus.name])
     except KbcError:
         default = None
     return "" if default == explorer.data_dir else f" --data-dir {explorer.data_dir}"
