@@ -52,6 +52,7 @@ class Column:
     kind: str  # "kb", "lm" or "baseline" (a chance floor)
     predictor: object = None
     error: str | None = None
+    set_rule: str | None = None  # a set-valued corpus's `set=` option: how its ranking becomes a set (None: all)
 
 
 class Explorer:
@@ -107,13 +108,23 @@ class Explorer:
         self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
                                {}, progress=True)
-        from bridge.predictors.kb import make_gold
+        from bridge.predictors.kb import is_set_corpus, make_gold
 
+        # LM-KBC: each subject and relation has a gold *set*, held in memory (no graphs); answers become ids as a run
+        # links them (`eval.lmkbc.label_index`)
+        self.set_valued = is_set_corpus(corpus)
         self.gold = make_gold("gold", ctx)
-        self.gold_graphs = sorted(self.gold.graphs.values())
+        self.gold_graphs = [] if self.set_valued else sorted(self.gold.graphs.values())
+        self.labels = self.object_labels = None
+        if self.set_valued:
+            from eval.lmkbc import known_labels, label_index
+
+            self.labels = label_index(self.data_dir)
+            self.object_labels = known_labels(self.data_dir)
         self.columns: list[Column] = []
         for p in planned:
-            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name))
+            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name),
+                            set_rule=p.options.get("set") if self.set_valued else None)
             try:
                 column.predictor = p.factory(p.spec, PredictorContext(
                     corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
