@@ -29,6 +29,7 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
 
@@ -367,7 +368,12 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             continue
         res = compare_scores(pairs, n_boot, seed) if scoring.score is not None else \
             compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
-        result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
+        found = res.to_dict()
+        # in the text table's order (`eval.report.relation_order`: by relation type, then id, P19 before P101), so
+        # `--json` and `kbcompare.compare` list the relations as the table does
+        order = relation_order(list(found["relations"]), relation_info(run.config).get(corpus))
+        found["relations"] = {rel: found["relations"][rel] for rel in order}
+        result["corpora"][corpus] = {**found, "left_out": left_out}
         metrics = tuple(scoring.metric_for(name in generating(source.config, corpus))
                         for source, name in ((run, a), (other or run, b)))
         text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus), metrics) + [""]
