@@ -20,7 +20,8 @@ def runs(lama_dir, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("KBC_CACHE", str(root / "cache"))
     try:
-        fewrel = kbcompare.run("fewrel", predictors=["kb"], relations=["P177", "P26"], data_dir=str(lama_dir),
+        # named as ProbeCallback names the model it probes
+        fewrel = kbcompare.run("fewrel", predictors={"model": "kb"}, relations=["P177", "P26"], data_dir=str(lama_dir),
                                out=str(root / "fewrel"))
         lmkbc = kbcompare.run("lmkbc", predictors=["freq"], relations=["countryLandBordersCountry"],
                               data_dir=str(lama_dir), out=str(root / "lmkbc"))
@@ -57,7 +58,7 @@ def test_table_takes_either_spelling_on_fewrel(runs, asked, held):
     rows = fewrel.summary
     total = rows[(rows["metric"] == held) & (rows["group"] == "all") & (rows["scope"] == "shared")
                  & (rows["setting"] == "raw")]
-    assert alias.loc[("fewrel", "kb"), "all"] == total["value"].item()
+    assert alias.loc[("fewrel", "model"), "all"] == total["value"].item()
 
 
 @pytest.mark.parametrize("asked,held", [("f1-macro", "macro-f1"), ("precision-macro", "macro-p"),
@@ -86,3 +87,20 @@ def test_leaderboard_takes_either_spelling(runs, capsys):
         assert code == 0, err
         assert json.loads(alias) == json.loads(own)
         assert [r["value"] for r in json.loads(alias)] == board["value"].tolist()
+
+
+def test_probe_callback_takes_either_spelling(runs, tmp_path, monkeypatch):
+    fewrel, _ = runs
+
+    class Saved:
+        def save_pretrained(self, path) -> None:
+            path.mkdir(parents=True, exist_ok=True)
+
+    monkeypatch.setattr("kbcompare.runs.run", lambda *args, **kwargs: fewrel)
+    callback = kbcompare.ProbeCallback("fewrel", metrics=("macro-f1", "accuracy"), out=tmp_path / "probes",
+                                       tokenizer=Saved())
+    rows = fewrel.summary
+    own = rows[(rows["predictor"] == "model") & (rows["scope"] == "own") & (rows["group"] == "all")
+               & (rows["setting"] == "raw")].set_index("metric")["value"]
+    assert callback.probe(Saved(), step=1) == {"probe/fewrel/f1-macro": own["f1-macro"],
+                                               "probe/fewrel/accuracy": own["accuracy"]}
