@@ -90,3 +90,23 @@ def test_page_suggestions_and_api(sides):
         shown = 'set (top:2, 2 objects): <span class="">People&#39;s Republic of China <span class="id">Q148</span>'
         assert shown in page.text
         assert "set (threshold-tuned): threshold-tuned picks" in page.text
+
+
+def test_a_written_answer_is_linked_into_its_set(lama_dir, tmp_path):
+    """A predictor answering by generation: its parsed answers, linked to ids by label, are its set."""
+    from served_support import Scripted, completion
+
+    server = Scripted(lambda path, body, n: (200, completion("Kenya, Sudan, Atlantis", "chat" if "chat" in path
+                                                                                          else "completions")))
+    try:
+        with kbcompare.Sides([f"srv={server.url}"], corpus="lmkbc2024", data_dir=lama_dir, relations=[REL],
+                             settings={"srv.model": "tiny"}, cache_dir=tmp_path / "cache") as sides:
+            answers = sides.ask("Ethiopia", REL)
+    finally:
+        server.close()
+    srv = answers.side("srv")
+    assert srv["status"] == "ok", srv["message"]
+    assert srv["set_rule"] == "all answers"
+    assert srv["set"] == [{"label": "Kenya", "id": "Q114", "gold": True},
+                          {"label": "Sudan", "id": "Q1049", "gold": True},
+                          {"label": "Atlantis", "id": None, "gold": False}]

@@ -382,6 +382,8 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
             out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
                              seconds=seconds, batch=len(asked), gold_rank=None, scores="none",
                              generated=generated, upper_bound=UPPER_BOUNDS.get(column.spec))
+            if explorer.set_valued:
+                out[i].update(set_fields(explorer, column, queries[i], pred))
             continue
         answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm", causal=causal)
                    for a in pred.answers[:ks[i]]]
