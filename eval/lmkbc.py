@@ -275,6 +275,16 @@ def object_aliases(root: Path, rows: Iterable[dict]) -> dict[str, list[str]]:
     return load_aliases(path, keep=ids)
 
 
+def _both_splits(root: Path) -> list[dict]:
+    return [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
+
+
+def known_labels(data_dir: str | Path | None = None) -> dict[str, str]:
+    """Each id of both splits with the one label the data ties to it (`object_labels`): how an answer's or a gold
+    object's id is shown with its label where records keep only the id."""
+    return object_labels(_both_splits(resolve_lmkbc_dir(data_dir)))
+
+
 def label_index(data_dir: str | Path | None = None, known: Iterable[str] = ()):
     """The labels and aliases answers are linked by (`eval.disambiguate.LabelIndex`), from both splits; `known`:
     other forms known to name entities (where a generated answer is split). Every label the splits write names an
@@ -283,7 +293,7 @@ def label_index(data_dir: str | Path | None = None, known: Iterable[str] = ()):
     from eval.disambiguate import LabelIndex
 
     root = resolve_lmkbc_dir(data_dir)
-    rows = [r for split in SPLITS if (root / f"{split}.jsonl").is_file() for _, r in read_rows(root / f"{split}.jsonl")]
+    rows = _both_splits(root)
     written = {label for r in rows if r["Relation"] not in NUMERIC
                for label in (r["SubjectEntity"], *r["ObjectEntities"])}
     return LabelIndex(object_labels(rows), object_aliases(root, rows), {*known, *written})

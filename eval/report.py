@@ -8,6 +8,7 @@ one scope.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from eval.cells import md_row
 from eval.kmir import KINDS
@@ -57,6 +58,20 @@ def metric_id(name: str) -> str:
     """A metric as the summaries name it (`p@1`), however it was cased where it was chosen (`P@1`, as tables
     print it): every metric id is lower case."""
     return name.strip().lower()
+
+
+# one macro average, two spellings: LM-KBC's summaries write `macro-f1` (as the challenge's evaluate.py), FewRel's
+# `f1-macro`; saved runs keep theirs, and either spelling asks for it
+METRIC_ALIASES = {"macro-f1": "f1-macro", "macro-p": "precision-macro", "macro-r": "recall-macro"}
+METRIC_ALIASES |= {v: k for k, v in METRIC_ALIASES.items()}
+
+
+def held_metric(name: str, held: Iterable[str]) -> str:
+    """`metric_id(name)`, or its other spelling (`METRIC_ALIASES`) where the rows hold only that one."""
+    metric = metric_id(name)
+    held = set(held)
+    other = METRIC_ALIASES.get(metric)
+    return other if metric not in held and other in held else metric
 
 
 NONE_ANSWERED = "units_answered"  # the metric of the row of a predictor that answered nothing: value 0, no score

@@ -14,7 +14,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from eval.errors import ConfigError
-from eval.report import metric_id
+from eval.report import held_metric, metric_id
 
 PREDICTOR = "model"  # the probed model's name in each probe's run (settings may be scoped to it: "model.KEY")
 
@@ -96,9 +96,11 @@ class ProbeCallback(TrainerCallback):
         if self.metrics is None:
             mine = mine[mine["metric"] != "answer_space"]  # a size, not a score
         else:
-            missing = sorted(set(self.metrics) - set(mine["metric"]))
+            held = set(mine["metric"])
+            wanted = {held_metric(m, held) for m in self.metrics}  # either spelling of macro-f1 / f1-macro
+            missing = sorted(wanted - held)
             if missing:
                 raise ConfigError(f"{result.run_dir / 'summary.json'} has no {', '.join(missing)} ({self.setting}); "
                                   f"metrics: {', '.join(sorted(set(rows['metric'])))}")
-            mine = mine[mine["metric"].isin(self.metrics)]
+            mine = mine[mine["metric"].isin(wanted)]
         return {f"{self.prefix}/{r.corpus}/{r.metric}": float(r.value) for r in mine.itertuples()}

@@ -168,16 +168,19 @@ class Run:
         """The headline table `kbc run` prints: one row per (corpus, predictor), one column per group (relations
         for small runs, relation types for large ones) and `all`; values as in summary.json.
 
-        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1, overlap; exact match `em` for a
-        LAMA run whose predictors all write their answers by generation). A predictor that answered nothing has a
+        `metric` None: the experiment's headline (p@1, coherency, f1, macro-f1, f1-macro, overlap; exact match `em`
+        for a LAMA run whose predictors all write their answers by generation). `macro-f1` and `f1-macro` (so
+        `macro-p`/`precision-macro`, `macro-r`/`recall-macro`) name one metric: either asks for the one the run
+        holds. A predictor that answered nothing has a
         row of no values (NaN), and `.attrs["notes"]` says why; one that has no `metric` (a generating predictor
         has no p@1, a ranking one no em) has no row, and the notes name it with the metric that scores it. A metric
         taken over some of the answered facts (negated's p@1-drop, overlap, became-prime, spearman) is NaN where
         none of them qualifies, for a relation, a predictor or the whole run, and the notes say so."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
-        from eval.report import SUBSET_METRICS, metric_id, subset_what, table_groups
+        from eval.report import SUBSET_METRICS, held_metric, subset_what, table_groups
 
-        metric = metric_id(metric) if metric else lead_metric(self.experiment, self._data.summary, setting)
+        metric = (held_metric(metric, (r.get("metric") for r in self._data.summary)) if metric
+                  else lead_metric(self.experiment, self._data.summary, setting))
         rows = [r for r in self._data.summary if r.get("metric") == metric and r.get("setting") == setting
                 and r.get("scope", "own") == scope and not r.get("prompt")]
         # a metric taken over some of the answered facts: each predictor that answered has a row, NaN where none

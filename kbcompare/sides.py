@@ -11,7 +11,8 @@ ANSWER_COLUMNS = ("side", "name", "status", "rank", "label", "score", "id", "gol
 
 class Answers:
     """Every side's answers to one query: `.frame` (one row per answer, and one per side that gave none),
-    `.gold` (what the gold KB holds), `.columns` and `.body` (the explorer's JSON object)."""
+    `.gold` (what the gold KB holds), `.sets` (LM-KBC: each predictor's set), `.columns` and `.body` (the explorer's
+    JSON object)."""
 
     def __init__(self, body: dict) -> None:
         self.body = body
@@ -36,6 +37,14 @@ class Answers:
         from eval.errors import ConfigError
 
         raise ConfigError(f"no side {name!r}; sides: {', '.join(c['name'] for c in self.columns)}")
+
+    @property
+    def sets(self) -> dict[str, list[str] | None]:
+        """A set-valued corpus's (LM-KBC's): each predictor's answer set, as labels, as `kbc run lmkbc` cuts it with
+        the predictor's `set=` rule (every answer without one); None where the rule needs a run
+        (`threshold-tuned`). Empty for other corpora."""
+        return {c["name"]: None if c["set"] is None else [a["label"] for a in c["set"]]
+                for c in self.columns if "set" in c}
 
     @property
     def frame(self) -> pd.DataFrame:

@@ -106,7 +106,13 @@ def test_leaderboard_and_compare_match_the_commands(runs, capsys):
     assert code == 0, err
     expected = json.loads(out)["corpora"]["trex"]
     frame = kbcompare.compare(cli_out, "freq", "bert")
-    assert list(frame["group"]) == ["P19", "P36", "all"]
+    # the order of `kbc compare`'s table and --json: by relation type (P36 1-1, P19 N-1), then id; not alphabetical
+    assert list(frame["group"]) == ["P36", "P19", "all"]
+    assert list(expected["relations"]) == ["P36", "P19"]
+    code, text, err = run_kbc(["compare", str(cli_out), "freq", "bert"], capsys)
+    assert code == 0, err
+    assert [line.split()[0] for line in text.splitlines() if line.startswith(("P19", "P36", "all"))] == \
+        ["P36", "P19", "all"]
     total = frame[frame["group"] == "all"].iloc[0]
     for key in ("n", "both", "only_a", "only_b", "neither", "p_value"):
         assert total[key] == expected["overall"][key]

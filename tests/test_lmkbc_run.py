@@ -99,13 +99,22 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert shown.splitlines()[:5] == [
         "lmkbc2024 / countryLandBordersCountry / uid countryLandBordersCountry:Q115", "  subject:     Ethiopia (Q115)",
         "  prompt:      Ethiopia shares a land border with [MASK].",
-        "  gold:        Q977, Q986, Q114, Q1045, Q958, Q1049",
+        "  gold:        Djibouti (Q977), Eritrea (Q986), Kenya (Q114), Somalia (Q1045), South Sudan (Q958), "
+        "Sudan (Q1049)",
         "  gold labels: Djibouti, Eritrea, Kenya, Somalia, South Sudan, Sudan"]
     assert "  gold   P 1.000  R 1.000  F1 1.000; set rule all answers" in shown
-    assert "  freq   P 0.000  R 0.000  F1 0.000; set rule top:1" in shown and "predicted: Q148\n" in shown
+    assert "  freq   P 0.000  R 0.000  F1 0.000; set rule top:1" in shown
+    # each id with the label the data ties to it, as the gold and the explorer show them
+    assert "predicted: People's Republic of China (Q148)\n" in shown
+    assert "1. People's Republic of China (Q148)  0.1045\n" in shown and "5. Germany (Q183)  0.0597\n" in shown
+    assert "Djibouti (Q977) <- gold" in shown  # the gold KB's own set
     code, shown, err = run_kbc(["show", str(out), "--uid", "countryLandBordersCountry:Q115", "--json"], capsys)
-    entry = json.loads(shown)["facts"][0]["predictors"]["tuned"]
+    fact = json.loads(shown)["facts"][0]
+    entry = fact["predictors"]["tuned"]
     assert code == 0 and entry["predicted"] == [] and (entry["p"], entry["r"], entry["f1"]) == (1.0, 0.0, 0.0)
+    assert fact["labels"]["Q148"] == "People's Republic of China" and fact["labels"]["Q977"] == "Djibouti"
+    assert "Q40" not in fact["labels"]  # Austria: the data ties no label to it, so it is shown as its id
+    assert fact["predictors"]["freq"]["ranked"][0] == ["Q148", 7 / 67]  # records keep ids
     # compare pairs the two predictors' F1 pair by pair: means as the summaries', the sign test as scipy's
     from scipy.stats import binomtest
 
@@ -361,3 +370,25 @@ def test_the_leaderboard_tells_set_rules_of_one_spec_apart(lama_dir, tmp_path, m
     board = kbcompare.leaderboard(kbcompare.load_run(out)).set_index("predictor")
     assert board["spec"].to_dict() == {"freq": "freq (set=top:1)", "tuned": "freq (set=threshold-tuned)",
                                        "every": "freq (all answers)"}
+
+
+def test_show_without_the_data_shows_ids_and_says_why(lama_dir, tmp_path, monkeypatch, capsys):
+    """`kbc show` reads labels from the run's data folder; where it is gone, objects are shown by id, with a note."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "lmkbc2024").symlink_to((lama_dir.parent / "lmkbc2024").resolve(), target_is_directory=True)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--set", "freq.set=top:1", "--relations",
+                            "countryLandBordersCountry", "--data-dir", str(data), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    argv = ["show", str(out), "--subject", "Ethiopia", "--relation", "countryLandBordersCountry"]
+    code, shown, err = run_kbc(argv, capsys)
+    assert code == 0 and "predicted: People's Republic of China (Q148)\n" in shown, err
+    (data / "lmkbc2024").unlink()
+    monkeypatch.setenv("KBC_DATA", str(data))
+    code, shown, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert "predicted: Q148\n" in shown and "1. Q148  0.1045\n" in shown
+    assert "  gold:        Q977, Q986, Q114, Q1045, Q958, Q1049\n" in shown
+    assert err.startswith("note: LM-KBC objects are shown by id only: ")

@@ -133,11 +133,25 @@ def test_spearman_row_over_the_shared_top_answers():
     (["run", "negated", "--corpus", "google_re", "--predictors", "freq"],
      "error: --corpus google_re: `kbc run negated` asks negated-trex, negated-google_re, negated-conceptnet, "
      "negated-squad only\n"),
+    # no default corpus: the error names those it takes
+    (["run", "negated", "--predictors", "freq"],
+     "error: missing --corpus (on the command line or in --config); choose one or more of negated-trex, "
+     "negated-google_re, negated-conceptnet, negated-squad\n"),
 ])
 def test_refusals(lama_dir, tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     code, _, err = run_kbc([*argv, "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], capsys)
     assert (code, err) == (2, message)
+
+
+def test_the_api_names_the_corpora_too(lama_dir, tmp_path, monkeypatch):
+    import kbcompare
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(kbcompare.ConfigError) as caught:
+        kbcompare.run("negated", predictors=["freq"], data_dir=str(lama_dir), out=str(tmp_path / "run"))
+    assert str(caught.value) == ("missing --corpus (on the command line or in --config); choose one or more of "
+                                 "negated-trex, negated-google_re, negated-conceptnet, negated-squad")
 
 
 def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, tmp_path, monkeypatch, capsys):

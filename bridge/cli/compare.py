@@ -29,6 +29,7 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
 
@@ -367,7 +368,12 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             continue
         res = compare_scores(pairs, n_boot, seed) if scoring.score is not None else \
             compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
-        result["corpora"][corpus] = {**res.to_dict(), "left_out": left_out}
+        found = res.to_dict()
+        # in the text table's order (`eval.report.relation_order`: by relation type, then id, P19 before P101), so
+        # `--json` and `kbcompare.compare` list the relations as the table does
+        order = relation_order(list(found["relations"]), relation_info(run.config).get(corpus))
+        found["relations"] = {rel: found["relations"][rel] for rel in order}
+        result["corpora"][corpus] = {**found, "left_out": left_out}
         metrics = tuple(scoring.metric_for(name in generating(source.config, corpus))
                         for source, name in ((run, a), (other or run, b)))
         text += _table(corpus, a, b, res, left_out, scoring, relation_info(run.config).get(corpus), metrics) + [""]
@@ -572,9 +578,24 @@ def _unanswered(record: dict | None) -> dict | None:
     return None
 
 
-def _pair_json(run: RunDir, fact: dict) -> dict:
+def lmkbc_labels(run: RunDir) -> tuple[dict[str, str], str | None]:
+    """The label the LM-KBC data ties to each id (records keep ids only), read from the run's data folder (else
+    `$KBC_DATA`'s); none, and why, where the data is not found."""
+    from eval.lmkbc import known_labels
+
+    tried = []
+    for where in dict.fromkeys((run.config.get("data_dir"), None)):
+        try:
+            return known_labels(where), None
+        except DataError as exc:
+            tried.append(str(exc))
+    return {}, "; ".join(tried)
+
+
+def _pair_json(run: RunDir, fact: dict, labels: dict[str, str] | None = None) -> dict:
     """One LM-KBC subject-relation pair: its gold set, and each predictor's set with the challenge's P, R and F1,
-    its set rule (and tuned threshold) and its top ranked answers."""
+    its set rule (and tuned threshold) and its top ranked answers; `labels`: the label of each id shown (gold,
+    predicted, ranked) that the data ties one to."""
     records = fact["records"]
     first = next(iter(records.values()))
     out = {"corpus": fact["corpus"], "relation": first["relation"], "uid": fact["uid"],
@@ -596,7 +617,17 @@ def _pair_json(run: RunDir, fact: dict) -> dict:
         entry.update({key: record[key] for key in ("prompt", "prompt_text", GENERATED, "parsed", "unlinked",
                                                    "abstained") if key in record and GENERATED in record})
         out["predictors"][name] = entry
+    shown = [*(out["gold"] or ()), *(x for e in out["predictors"].values() for x in
+                                     [*(e.get("predicted") or ()), *(item for item, _ in e.get("ranked") or ())])]
+    out["labels"] = {x: labels[x] for x in dict.fromkeys(map(str, shown)) if x in (labels or {})}
     return out
+
+
+def _labelled(item, labels: dict[str, str]) -> str:
+    """An LM-KBC object as `label (id)` where the data ties a label to its id, else as recorded (an id the data
+    leaves unlabelled, a number, an answer linked to no id)."""
+    label = labels.get(str(item))
+    return f"{label} ({item})" if label else str(item)
 
 
 def _listed(items: list, more: str = "--json shows them all") -> str:
@@ -610,8 +641,9 @@ def _pair_text(fact: dict) -> list[str]:
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
     lines += _indented(f"  {'subject:':<13}", subject)
     lines += _indented(f"  {'prompt:':<13}", fact["prompt"] if isinstance(fact["prompt"], str) else "-")
+    labels = fact.get("labels") or {}
     lines += _indented(f"  {'gold:':<13}", "- (a split without gold objects)" if gold is None else
-                       _listed(gold) if gold else "the empty set")
+                       _listed([_labelled(x, labels) for x in gold]) if gold else "the empty set")
     if fact.get("gold_labels"):
         lines += _indented(f"  {'gold labels:':<13}", _listed(fact["gold_labels"]))
     width = max(len(name) for name in fact["predictors"])
@@ -627,12 +659,12 @@ def _pair_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {scores}; set rule {rule}")
         predicted = entry["predicted"] or []
         right = set(gold or ())
-        marked = [f"{x} <- gold" if x in right else str(x) for x in predicted]
+        marked = [f"{_labelled(x, labels)} <- gold" if x in right else _labelled(x, labels) for x in predicted]
         lines += _indented(f"  {' ' * width}    predicted: ", _listed(marked) if predicted else "the empty set")
         if GENERATED in entry:
             lines += _indented(f"  {' ' * width}    generation: ", str(entry[GENERATED]))
         for i, (item, score) in enumerate(entry["ranked"][:SHOW_TOP], 1):
-            lines.append(f"  {' ' * width}    {i}. {item}  {score + 0.0:.4g}")
+            lines.append(f"  {' ' * width}    {i}. {_labelled(item, labels)}  {score + 0.0:.4g}")
         if len(entry["ranked"]) > SHOW_TOP:
             lines.append(f"  {' ' * width}    ({len(entry['ranked']) - SHOW_TOP} more ranked; --json shows them)")
     return lines
@@ -759,7 +791,13 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
     as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text)}.get(
         experiment, (_fact_json, _fact_text))
-    shown = [as_json_of(run, fact) for fact in facts]
+    if experiment == "lmkbc":  # records keep ids: each is shown with the label the data ties to it
+        labels, missing = lmkbc_labels(run)
+        if missing:
+            click.echo(f"note: LM-KBC objects are shown by id only: {missing}", err=True)
+        shown = [_pair_json(run, fact, labels) for fact in facts]
+    else:
+        shown = [as_json_of(run, fact) for fact in facts]
     if as_json:
         click.echo(json.dumps({"run": str(run.path), "facts": shown}, indent=1, ensure_ascii=False))
         return

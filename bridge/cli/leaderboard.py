@@ -114,7 +114,9 @@ def check_out(out: Path) -> None:
               help="Only this corpus (default: every corpus all runs hold).")
 @click.option("--metric", default=None, help="p@1, p@10, mrr; coherency, c1, ...; f1, em; macro-f1, ... "
               "[default: the experiment's headline: p@1 (em where every predictor generates), coherency, f1 (kmir), "
-              "macro-f1 (lmkbc), f1-macro (fewrel), overlap (negated)]")
+              "macro-f1 (lmkbc), f1-macro (fewrel), overlap (negated)]; macro-f1 and f1-macro (macro-p and "
+              "precision-macro, macro-r and recall-macro) are one metric: either spelling ranks by the one the runs "
+              "hold")
 @click.option("--setting", type=click.Choice(["raw", "filtered"]), default="raw", show_default=True)
 @click.option("--scope", type=click.Choice(["shared", "own"]), default="shared", show_default=True,
               help="shared: the facts every ranked predictor of every run answered (of the relations every run holds; "

@@ -330,10 +330,12 @@ def run_options(default_out: str):
 ROWS_ONLY = "kbc.rows_only"
 
 
-def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str]) -> list[dict]:
+def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[str, str],
+            accepted: tuple[str, ...] = ()) -> list[dict]:
     """Merge a run file into the flags, run the experiment, print the headline table.
 
-    `make_experiment(params)` builds the experiment from the merged flags.
+    `make_experiment(params)` builds the experiment from the merged flags; `accepted`: the corpora the command asks
+    (named where --corpus is missing).
     """
     from bridge.run.config import read_config
     from bridge.run.options import parse_sets, predictor_items
@@ -357,7 +359,8 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     for required in ("corpora", "predictors"):
         if not params[required]:
             flag = "--corpus" if required == "corpora" else "--predictors"
-            raise ConfigError(f"missing {flag} (on the command line or in --config)")
+            choose = f"; choose one or more of {', '.join(accepted)}" if required == "corpora" and accepted else ""
+            raise ConfigError(f"missing {flag} (on the command line or in --config){choose}")
     cfg = RunConfig(
         corpora=_split(params["corpora"]), predictors=predictor_items(_values(params["predictors"])),
         out=Path(params["out"]),
@@ -609,6 +612,7 @@ for _option in run_fewrel.params:
               show_default=True, help="How the misprime of each fact was drawn (Kassner & Schütze 2020).")
 def run_negated(ctx: click.Context, **params) -> None:
     """Negated and misprimed LAMA: each fact asked positive, negated and misprimed; top-1 overlap, misprime share.
+    --corpus is one or more of negated-trex, negated-google_re, negated-conceptnet, negated-squad (no default).
 
     \b
     Example:
@@ -621,8 +625,11 @@ def run_negated(ctx: click.Context, **params) -> None:
     for key, default in (("prompts", "lama"), ("context", "none"), ("template", "0")):
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run negated`: each fact is asked with its own sentences")
+    from eval.negated import PROBE_CORPORA
+
+    # no default: the four corpora differ in size and in the --misprimes variants staged (SQuAD has no low_ranked)
     execute(ctx, lambda p: NegatedExperiment(p["misprimes"]), params,
-            (headline_metric("negated"), "Top-1 overlap (%) positive/negated"))
+            (headline_metric("negated"), "Top-1 overlap (%) positive/negated"), accepted=PROBE_CORPORA)
 
 
 for _option in run_negated.params:

@@ -40,7 +40,7 @@ from bridge.run.summaries import (
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS, rates_in_percent
 from eval.metrics import DESCRIPTIVE, LOWER_IS_BETTER
-from eval.report import SUBSET_METRICS, metric_id, relation_order
+from eval.report import SUBSET_METRICS, held_metric, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 # `relations`: the relations of the corpus the row is scored over (those every run of the board holds), space-separated
@@ -283,8 +283,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     experiment = get(first.get("experiment", "lama"))
     check_setting(experiment, setting)
     # none asked: what the runs' own tables lead with (exact match where every predictor generates)
-    metric = metric_id(metric) if metric else lead_metric(experiment.name, [r for run in runs
-                                                                           for r in _summary_rows(run)], setting)
+    held = [r for run in runs for r in _summary_rows(run)]
+    metric = held_metric(metric, (r.get("metric") for r in held)) if metric else lead_metric(experiment.name, held,
+                                                                                               setting)
     if metric in DESCRIPTIVE:
         raise ConfigError(f"--metric {metric} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to rank "
                           f"by; rank by --metric {headline_metric(experiment.name)}")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext, side_of
 from bridge.run.config import RunConfig, default_cache_dir, plan_predictors
-from eval.corpora import SET_CORPORA, load_corpus, resolve_run_data_dir
+from eval.corpora import load_corpus, resolve_run_data_dir
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
 from kb.store import GraphStore, open_store
@@ -51,6 +51,7 @@ class Column:
     kind: str  # "kb", "lm" or "baseline" (a chance floor)
     predictor: object = None
     error: str | None = None
+    set_rule: str | None = None  # a set-valued corpus's `set=` option: how its ranking becomes a set (None: all)
 
 
 class Explorer:
@@ -87,9 +88,6 @@ class Explorer:
     def __init__(self, cfg: ExplorerConfig) -> None:
         started = time.perf_counter()
         self.cfg = cfg
-        if cfg.corpus in SET_CORPORA:  # its gold is a set per subject and relation, which the live view does not show
-            raise ConfigError(f"--corpus {cfg.corpus}: its answers are sets, which the live view does not ask; run "
-                              "`kbc run lmkbc` and browse the run with `kbc serve --run DIR`")
         self.data_dir = resolve_run_data_dir([cfg.corpus], cfg.data_dir)  # as `kbc run` finds the corpus
         self.cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
         run_cfg = RunConfig(corpora=[cfg.corpus], predictors=list(cfg.predictors), out=Path("."),
@@ -109,13 +107,23 @@ class Explorer:
         self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
                                {}, progress=True)
-        from bridge.predictors.kb import make_gold
+        from bridge.predictors.kb import is_set_corpus, make_gold
 
+        # LM-KBC: each subject and relation has a gold *set*, held in memory (no graphs); answers become ids as a run
+        # links them (`eval.lmkbc.label_index`)
+        self.set_valued = is_set_corpus(corpus)
         self.gold = make_gold("gold", ctx)
-        self.gold_graphs = sorted(self.gold.graphs.values())
+        self.gold_graphs = [] if self.set_valued else sorted(self.gold.graphs.values())
+        self.labels = self.object_labels = None
+        if self.set_valued:
+            from eval.lmkbc import known_labels, label_index
+
+            self.labels = label_index(self.data_dir)
+            self.object_labels = known_labels(self.data_dir)
         self.columns: list[Column] = []
         for p in planned:
-            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name))
+            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name),
+                            set_rule=p.options.get("set") if self.set_valued else None)
             try:
                 column.predictor = p.factory(p.spec, PredictorContext(
                     corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,

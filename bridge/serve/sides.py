@@ -197,6 +197,12 @@ def _column(side: str, name: str, status: str = "ok", message: str = "", answers
 def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
     if query.relation == "cloze":
         return _column("gold", "gold KB", "not applicable", "a cloze has no subject and relation to look up"), set()
+    if explorer.set_valued:  # LM-KBC: the split's gold set of the pair, possibly empty (an answer of its own)
+        answers = explorer.gold.predict([query], 0)[0].answers
+        gold = {a.label for a in answers}
+        message = "" if answers else "the gold set of this subject and relation is empty"
+        return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
+                       source=f"the gold sets of {explorer.corpus.name}"), gold
     answers = explorer.gold.answers(query)
     gold = {a.label for a in answers}
     graph = explorer.gold.graphs.get(query.relation)
@@ -218,7 +224,13 @@ def entity_iris(explorer: Explorer, label: str) -> list[str]:
 def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
     """Subject labels of the gold graphs starting with `prefix` (case-insensitive), shortest first."""
     prefix = prefix.strip()
-    if not prefix or not explorer.gold_graphs:
+    if not prefix:
+        return []
+    if explorer.set_valued:  # no graphs: the subjects of the gold sets
+        folded = prefix.casefold()
+        return sorted((label for label in explorer.subjects if label.casefold().startswith(folded)),
+                      key=lambda label: (len(label), label))[:int(limit)]
+    if not explorer.gold_graphs:
         return []
     allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
     rows = explorer.store.select(
@@ -238,6 +250,9 @@ SELECT DISTINCT ?o ?name ?ol WHERE {{ GRAPH <{prov}> {{
 
 
 def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
+    if explorer.set_valued:
+        return _column("inferred", "inferred graph", "not applicable",
+                       f"{explorer.corpus.name}'s relations are not the Wikidata properties the inferred graph holds")
     if not explorer.has_inferred:
         return _column("inferred", "inferred graph", NOT_CONFIGURED,
                        "no inferred graph in the store (build it with `kbc kb infer`)")
@@ -339,9 +354,14 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
             asked.append(i)
     if not asked:
         return out
+    depth = max(ks[i] for i in asked)
+    if explorer.set_valued:  # a set is cut from every answer the predictor has, as `kbc run lmkbc` cuts it
+        from bridge.run.runner import whole_space
+
+        depth = max(depth, *(whole_space(column.predictor, queries[i].relation) for i in asked))
     started = time.perf_counter()
     try:
-        preds = list(column.predictor.predict([queries[i] for i in asked], max(ks[i] for i in asked)))
+        preds = list(column.predictor.predict([queries[i] for i in asked], depth))
     except Exception as exc:  # one broken side must not take the page down
         if len(asked) > 1:  # one query of the batch may be the cause: ask each alone
             for i in asked:
@@ -362,6 +382,8 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
             out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
                              seconds=seconds, batch=len(asked), gold_rank=None, scores="none",
                              generated=generated, upper_bound=UPPER_BOUNDS.get(column.spec))
+            if explorer.set_valued:
+                out[i].update(set_fields(explorer, column, queries[i], pred))
             continue
         answers = [_answer(a, golds[i], pred.lowercased, prob=side == "lm", causal=causal)
                    for a in pred.answers[:ks[i]]]
@@ -373,7 +395,31 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
                          seconds=seconds, batch=len(asked), gold_rank=gold_rank_of(pred, golds[i]),
                          scores="log-probability" if causal else "probability" if side == "lm" else "score",
                          upper_bound=upper_bound(column, queries[i]))
+        if explorer.set_valued:
+            out[i].update(set_fields(explorer, column, queries[i], pred))
     return out
+
+
+def set_fields(explorer: Explorer, column: Column, query: Query, pred) -> dict:
+    """The set `kbc run lmkbc` answers the pair with: the predictor's `set=` rule over its ranking read as
+    probabilities (`eval.set_answers.set_answer`; no rule: every answer), each object with its label, its id and
+    whether the gold set holds it. `threshold-tuned` learns its thresholds from the train split, which a run asks
+    first: no set here, and the note says why."""
+    from eval.lmkbc import NUMERIC
+    from eval.set_answers import set_answer
+    from eval.set_rules import parse_set_rule
+
+    rule = parse_set_rule(column.set_rule) if column.set_rule else None
+    shown = {"set_rule": str(rule) if rule else "all answers"}
+    if rule is not None and rule.kind == "threshold-tuned":
+        return {**shown, "set": None, "set_note": "threshold-tuned picks each relation's threshold on the train "
+                "split, which `kbc run lmkbc` asks first: the explorer shows the ranking only"}
+    items = set_answer(pred, explorer.labels, rule, query.relation in NUMERIC)
+    gold = {a.id for a in explorer.gold.predict([query], 0)[0].answers}
+    named = {a.id: a.label for a in pred.answers if a.id}
+    return {**shown, "set": [{"label": explorer.object_labels.get(x) or named.get(x, x),
+                              "id": x if x in named or x in explorer.object_labels or x in gold else None,
+                              "gold": x in gold} for x in items]}
 
 
 def upper_bound(column: Column, query: Query) -> str | None:
