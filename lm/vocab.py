@@ -142,11 +142,13 @@ def read_vocab_file(path: str | Path) -> list[str]:
     return words
 
 
-def common_vocab_path(data_dir: Path, uncased: bool) -> Path:
+def common_vocab_path(data_dir: Path, uncased: bool, other: str = "--set candidates=full or --set vocab_file=PATH"
+                      ) -> Path:
+    """LAMA's common vocabulary for a cased or uncased model; `other`: the options that name other candidates."""
     path = Path(data_dir) / (COMMON_LOWER if uncased else COMMON_CASED)
     if not path.is_file():
         raise DataError(f"{path} is missing: masked LMs rank LAMA's common vocabulary by default, which ships with "
-                        "the LAMA data; copy it there, or pass --set candidates=full or --set vocab_file=PATH")
+                        f"the LAMA data; copy it there, or pass {other}")
     return path
 
 

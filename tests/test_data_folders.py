@@ -174,3 +174,22 @@ def test_the_missing_data_of_a_bear_run_names_the_folders_tried(tmp_path, monkey
     assert str(caught.value) == (f"no BEAR data (metadata_relations.json) found (looked in {mine}/BEAR, "
                                  f"{mine}/bear/BEAR, {tmp_path}/bear/BEAR); run `kbc data download bear` (into "
                                  "./data/) or point --data-dir or KBC_BEAR at the folder holding BEAR/")
+
+
+def test_e_bert_without_its_common_vocabulary_is_refused_before_any_predictor_runs(user_folder, shared_data, capsys):
+    """E-BERT ranks the common vocabulary unless `vocab_file` names another: its error names only that option."""
+    cased = lm_fixtures.tiny_model_dir("bert-cased", user_folder / "models")
+    capsys.readouterr()
+    lama = user_folder / "lama2"
+    lama.mkdir()
+    for name in ("TREx", "relations.jsonl"):
+        (lama / name).symlink_to(shared_data / "lama" / name)
+    (user_folder / "vectors.npz").write_bytes(b"")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "2", "--predictors",
+                            "freq", "ebert", "--set", f"ebert.model={cased}", "--set",
+                            "ebert.wikipedia2vec=vectors.npz", "--data-dir", "lama2", "--out", "run", "--quiet"],
+                           capsys)
+    assert (code, err) == (2, f"error: {lama}/common_vocab_cased.txt is missing: masked LMs rank LAMA's common "
+                              "vocabulary by default, which ships with the LAMA data; copy it there, or pass --set "
+                              "vocab_file=PATH\n")
+    assert not (user_folder / "run").exists()

@@ -356,7 +356,8 @@ def make_ebert(name: str, ctx: PredictorContext):
     res = resources(ctx)
     from lm.vocab import common_vocab_path, is_uncased
 
-    vocab = ctx.options.get("vocab_file") or str(common_vocab_path(ctx.data_dir, is_uncased(res.lm.tokenizer)))
+    vocab = ctx.options.get("vocab_file") or str(common_vocab_path(ctx.data_dir, is_uncased(res.lm.tokenizer),
+                                                                   EBERT_OTHER_VOCAB))
     cand = _cached(("cand", res.lm.name, vocab), lambda: candidates(res.lm.tokenizer, vocab))
     links = _cached(("links", id(res.linker)), lambda: LinkCache(res.linker))
     coverage = _corpus_coverage(ctx, links)
@@ -371,6 +372,18 @@ def make_ebert(name: str, ctx: PredictorContext):
         index = _cached(("index", id(res.mapped), kind), lambda: EntityIndex.build(res.mapped, IndexSpec(kind)))
         return EntityLevelPredictor(*args, answerer=EntityAnswerer(index, _labeler(ctx, res.emb)))
     return EBertPredictor(*args)
+
+
+EBERT_OTHER_VOCAB = "--set vocab_file=PATH"  # E-BERT ranks one candidate vocabulary: the common one, or this file
+
+
+def check_ebert_vocab(spec: str, options: dict[str, str], corpora: list[str], data_dir: Path) -> None:
+    """The common vocabulary the E-BERT predictors rank unless `vocab_file` is set, found before any predictor runs."""
+    check_common_vocab(spec, {"model": options.get("model", spec), "vocab_file": options.get("vocab_file", "")},
+                       corpora, data_dir, EBERT_OTHER_VOCAB)
+
+
+make_ebert.check_inputs = check_ebert_vocab
 
 
 @declares(MODEL_OPTION, *MASKED_LM_OPTIONS, settings=("dtype",))

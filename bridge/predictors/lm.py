@@ -173,7 +173,8 @@ def make_masked(name: str, ctx: PredictorContext):
     return MaskedLMPredictor(name, scorer, space, extra, subject_space=subjects)
 
 
-def check_common_vocab(spec: str, options: dict[str, str], corpora: list[str], data_dir: Path) -> None:
+def check_common_vocab(spec: str, options: dict[str, str], corpora: list[str], data_dir: Path,
+                       other: str = "--set candidates=full or --set vocab_file=PATH") -> None:
     """The LAMA common vocabulary a masked LM ranks by default (`candidates=common`, slot scoring), found before any
     predictor runs: the cased or the lowercased file by the tokenizer's casing, read only when one is missing."""
     from eval.bear import BEAR_CORPORA
@@ -188,7 +189,7 @@ def check_common_vocab(spec: str, options: dict[str, str], corpora: list[str], d
         return
     tokenizer = load_tokenizer(options.get("model", spec))
     if tokenizer is not None:
-        common_vocab_path(data_dir, is_uncased(tokenizer))
+        common_vocab_path(data_dir, is_uncased(tokenizer), other)
 
 
 make_masked.check_inputs = check_common_vocab  # `plan_predictors`: before any predictor runs
