@@ -72,9 +72,11 @@ def test_second_step_asks_past_every_excluded_answer(lama_dir, tmp_path, capsys,
                             "--predictors", "gold", "--depth", "10", "--data-dir", str(lama_dir), "--out", str(out),
                             "--quiet"], capsys)
     assert code == 0, err
-    excluded = [len(json.loads(line)["excluded"]) for name in ("P30", "P140")
-                for line in (out / f"predictions/trex/gold/second/{name}.jsonl").read_text().splitlines()]
-    assert max(excluded) > 100  # far more than --depth answers are barred
+    records = [json.loads(line) for name in ("P30", "P140")
+               for line in (out / f"predictions/trex/gold/second/{name}.jsonl").read_text().splitlines()]
+    assert max(len(r["excluded"]) for r in records) > 100  # far more than --depth answers are barred
+    # each record holds the answer its verdict names, first among the equally true answers it was tied with
+    assert [r["answers"][0][0] == r["second_answer"] and r["second_correct"] for r in records] == [True] * 16
     rows = json.loads((out / "summary.json").read_text())
     got = {r["metric"]: r["value"] for r in rows if r["group"] == "all" and r["scope"] == "own"}
     assert got["coherency"] == got["coherency_round1"] == got["coherency_round2"] == 100.0

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords
-from bridge.run.results import TOP_SAVED
+from bridge.run.results import saved_answers
 from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
@@ -28,11 +28,13 @@ from eval.coherency import (
     first_step_correct,
     first_step_query,
     labels_reason,
+    pick_position,
     rule_reason,
     score_instance,
     second_step_query,
     summarize_coherency,
     symmetric_relations,
+    truth_position,
 )
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
@@ -170,10 +172,10 @@ class CoherencyExperiment:
         return base + len(excluded_answers(fact, _round(query.uid), query.known, self._correct))
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
-        answers = [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]
         round_ = _round(query.uid)
-        if stage == "first":
-            truth: Entity = fact.object if query.slot == "object" else fact.subject
+        truth: Entity = fact.object if query.slot == "object" else fact.subject
+        if stage == "first":  # the top answer is asked back from; the truth among the tied top makes it right
+            answers = saved_answers(pred.answers, (0, truth_position(pred, truth)), pred.shared_ties)
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": asked_prompt(query, pred),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
@@ -181,6 +183,8 @@ class CoherencyExperiment:
                     **generation_fields(pred.extra)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
+        excluded = excluded_answers(fact, round_, query.known, self._correct)
+        answers = saved_answers(pred.answers, (pick_position(pred.answers, excluded, truth),), pred.shared_ties)
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
         scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
         return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": asked_prompt(query, pred),
