@@ -62,6 +62,7 @@ class CoherencyExperiment:
     unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
+    space_metric = "coherency"  # the answer-space column sits beside these rows (no P@1 here)
     # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
     scored_settings = ("raw",)
 
@@ -77,6 +78,23 @@ class CoherencyExperiment:
         # second-step uid -> its first step's verdict, which the second record repeats: only the first step saw
         # every tied top answer of a KB that shares ties (`first_step_correct`), the second knows the one asked back
         self._first_correct: dict[str, bool] = {}
+
+    @staticmethod
+    def config_notes(config: dict) -> list[str]:
+        """Per corpus, the predictors that do not answer a slot (`slots` in config.json): the run warned on stderr,
+        and the summary says which of their cells are 0 for that reason alone (such queries are scored wrong)."""
+        by_slot = {"subject": "coherency, both rounds, c2 and all four steps right",
+                   "object": "coherency, both rounds, c1 and all four steps right"}
+        notes = []
+        for corpus, configs in config.get("predictor_configs", {}).items():
+            for slot, metrics in by_slot.items():
+                names = sorted(n for n, d in configs.items()
+                               if isinstance(d, dict) and "slots" in d and slot not in d["slots"])
+                if names:
+                    notes.append(f"{corpus}: {', '.join(f'`{n}`' for n in names)} "
+                                 f"{'does' if len(names) == 1 else 'do'} not answer the {slot} slot: its queries "
+                                 f"there get no answer and are scored wrong, so {metrics} are 0 by construction.")
+        return notes
 
     def check(self, corpora: dict, data_dir) -> None:
         """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
