@@ -269,8 +269,19 @@ def second_step_depth(fact: Fact, round_: int, first_answers: Answers, correct: 
     return depth + (len(excluded_answers(fact, round_, Entity(top[0].label, top[0].id), correct)) if top else 0)
 
 
+def pick_position(answers: Sequence[Answer], excluded: frozenset[Entity], truth: Entity) -> int | None:
+    """The position of the second step's answer: the first answer not excluded."""
+    return next((i for i, a in enumerate(answers) if not is_excluded(a, excluded, truth)), None)
+
+
+def truth_position(given: Answers, truth: Entity) -> int | None:
+    """The position of the first tied top answer naming the truth (what makes a first step right)."""
+    return next((i for i, a in enumerate(tied_top(given)) if matches(Entity(a.label, a.id), truth)), None)
+
+
 def _pick(answers: Sequence[Answer], excluded: frozenset[Entity], truth: Entity) -> Answer | None:
-    return next((a for a in answers if not is_excluded(a, excluded, truth)), None)
+    at = pick_position(answers, excluded, truth)
+    return None if at is None else answers[at]
 
 
 def score_instance(fact: Fact, round_: int, first_answers: Answers, second_answers: Answers,

@@ -20,7 +20,7 @@ candidate order (the vocabulary file order for LMs; each predictor documents its
                 + #{candidates scoring exactly as c that come before c in the candidate order},
 which is also c's position in the answer list. LAMA's `torch.topk` leaves the order of exact ties
 unspecified. A KB's answers of equal score are equally true (`Prediction.shared_ties`: the gold
-KB, the relation-extraction KBs): there the gold ranks 1 + #{answers scoring strictly higher}, so
+KB, the relation-extraction KBs): there the gold ranks 1 + #{labels scoring strictly higher}, so
 a label order never turns a correct answer into a wrong one.
 """
 
@@ -59,7 +59,8 @@ def gold_rank(
     """1-based rank of `gold` among `answers` after dropping labels in `exclude`; None if absent.
 
     `shared_ties` (a KB's answers, held equally true at equal score): the gold takes the first
-    position of its tie group, 1 + the answers scoring strictly higher.
+    position of its tie group, 1 + the labels scoring strictly higher (answers match by label: a KB
+    listing two entities of one label, Lisbon Q597 and Q2310637, puts one label above the rest).
     """
     gold_n = _norm(gold, lowercased)
     skip = {_norm(e, lowercased) for e in exclude} - {gold_n}
@@ -71,10 +72,9 @@ def gold_rank(
         at = labels.index(gold_n)
     except ValueError:
         return None
-    if shared_ties:  # the first place of the run of equal scores holding the gold
+    if shared_ties:  # 1 + the labels scoring strictly higher: a label listed for several entities counts once
         score = answers[at].score
-        while at > 0 and answers[at - 1].score == score:
-            at -= 1
+        return 1 + len({label for a, label in zip(answers[:at], labels[:at]) if a.score != score})
     return at + 1
 
 

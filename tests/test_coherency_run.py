@@ -40,6 +40,11 @@ def test_coherency_run(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     assert get[("trex", "objects-only", "own", "all", "coherency_round2")] == 0.0
     assert get[("trex", "objects-only", "own", "all", "c2")] == 0.0
     assert ("trex", "objects-only", "own", "all", "c1") in get
+    md = (out / "summary.md").read_text()  # the warning on stderr is in the summary too, naming what it zeroes
+    assert ("\n- trex: `objects-only` does not answer the subject slot: its queries there get no answer and are scored "
+            "wrong, so coherency, both rounds, c2 and all four steps right are 0 by construction.\n") in md
+    # the answer space beside coherency, as in a LAMA run: Freq's P36 and P47 objects (380, 372), the model's vocabulary
+    assert "| trex | freq | 376 | 3 |" in md and "| trex | bert | 21,018 | 3 |" in md
     n = {r["n_facts"] for r in rows if r["scope"] == "shared" and r["group"] == "all" and r["corpus"] == "trex"
          and r["metric"] == "coherency"}
     assert len(n) == 1  # the same instances for every predictor in the shared scope
@@ -72,9 +77,11 @@ def test_second_step_asks_past_every_excluded_answer(lama_dir, tmp_path, capsys,
                             "--predictors", "gold", "--depth", "10", "--data-dir", str(lama_dir), "--out", str(out),
                             "--quiet"], capsys)
     assert code == 0, err
-    excluded = [len(json.loads(line)["excluded"]) for name in ("P30", "P140")
-                for line in (out / f"predictions/trex/gold/second/{name}.jsonl").read_text().splitlines()]
-    assert max(excluded) > 100  # far more than --depth answers are barred
+    records = [json.loads(line) for name in ("P30", "P140")
+               for line in (out / f"predictions/trex/gold/second/{name}.jsonl").read_text().splitlines()]
+    assert max(len(r["excluded"]) for r in records) > 100  # far more than --depth answers are barred
+    # each record holds the answer its verdict names, first among the equally true answers it was tied with
+    assert [r["answers"][0][0] == r["second_answer"] and r["second_correct"] for r in records] == [True] * 16
     rows = json.loads((out / "summary.json").read_text())
     got = {r["metric"]: r["value"] for r in rows if r["group"] == "all" and r["scope"] == "own"}
     assert got["coherency"] == got["coherency_round1"] == got["coherency_round2"] == 100.0
@@ -146,7 +153,7 @@ def test_a_sample_says_how_many_of_it_the_instance_rule_leaves_out(lama_dir, tmp
     assert ("asking a sample of 20 (--limit 20, seed 0); coherency leaves out 6 of them (one label contains the "
             "other: 6), dropped for every predictor: 14 facts remain") in err
     assert [d["n"] for d in json.loads((out / "dropped.json").read_text())] == [6]
-    assert "| trex | freq | - | 14 |" in (out / "summary.md").read_text()
+    assert "| trex | freq | 380 | 14 |" in (out / "summary.md").read_text()  # its answer space: P36's 380 objects
 
 
 def test_second_step_records_repeat_the_first_steps_verdict_on_shared_ties(lama_dir, tmp_path, capsys, monkeypatch):

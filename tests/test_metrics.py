@@ -29,6 +29,17 @@ def test_shared_ties_rank_the_gold_first_in_its_tie_group():
     assert gold_rank(tied, "chemistry", shared_ties=True) is None
 
 
+def test_shared_ties_count_a_label_listed_for_several_entities_once():
+    """A KB answers entities: two entities of one label above the gold are one label above it, as LAMA compares
+    labels."""
+    namesakes = (Answer("London", 0.9, "Q84"), Answer("London", 0.9, "Q3258936"), Answer("Paris", 0.9, "Q90"),
+                 Answer("Lisbon", 0.5, "Q597"), Answer("Lisbon", 0.5, "Q2310637"), Answer("Rome", 0.2, "Q220"))
+    assert gold_rank(namesakes, "Lisbon", shared_ties=True) == 3
+    assert gold_rank(namesakes, "Rome", shared_ties=True) == 4
+    assert gold_ranks(namesakes, "Rome", {"Paris"}, shared_ties=True) == (4, 3)
+    assert gold_rank(namesakes, "Rome") == 6  # without shared ties the list position, as for language models
+
+
 def test_gold_ranks_are_gold_rank_raw_and_filtered():
     """One pass gives both ranks of `gold_rank`: excluded labels above the gold are taken off, the gold never is."""
     ranked = answers("Paris", "lyon", "Nice", "Lyon", "Paris", "Rome")

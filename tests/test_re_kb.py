@@ -9,12 +9,14 @@ import sys
 import pytest
 from cli_support import run_kbc
 
+from eval.coherency import first_step_correct
 from eval.corpora import load_corpus
+from eval.metrics import gold_rank
 from eval.types import Entity, Fact, Query
 from kb.extraction.candidates import Sentence, tokenize
 from kb.extraction.extractor import Extracted
 from kb.extraction.kb_build import CONFIDENCE, GRAPHS, ensure_re_kb, statement_iri, write_graph
-from kb.extraction.linking import LabelIndex, merge, naive_triples, oracle_triples
+from kb.extraction.linking import LabelIndex, ScoredTriple, merge, naive_triples, oracle_triples
 from kb.extraction.predictor import ExtractedKBPredictor
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
 
@@ -99,10 +101,35 @@ def test_predictor_ranks_by_confidence_and_knows_nothing_else(store):
     oracle = ExtractedKBPredictor("re-oracle", store, "re-oracle")
     queries = [q("a", DANTE, "P19"), q("b", RAVENNA2, "P17"), q("c", FLORENCE, "P19")]
     got = [[(a.label, a.score, a.id) for a in p.answers] for p in naive.predict(queries, depth=10)]
-    assert got == [[("Florence", 0.9, "Q2"), ("Ravenna", 0.7, "Q3")], [], [("Dante", 0.3, "Q1")]]
+    assert got == [[("Florence", 0.9, "Q2"), ("Ravenna", 0.7, "Q3"), ("Ravenna", 0.7, "Q5")], [],
+                   [("Dante", 0.3, "Q1")]]
     assert [(a.label, a.score) for a in oracle.predict(queries[:1], 10)[0].answers] == [
-        ("Florence", 0.95), ("Ravenna", 0.7)]
+        ("Florence", 0.95), ("Ravenna", 0.7), ("Ravenna", 0.7)]
     assert [a.label for a in naive.predict(queries[:1], 1)[0].answers] == ["Florence"]
+
+
+
+def test_each_answer_carries_the_entity_of_its_own_triple():
+    """Naive linking gives every entity of a mention's label the mention's confidence, so namesakes tie: each is
+    its own answer with its own id (numbers in numeric order), never one label carrying a namesake's id."""
+    sofia, stone = Entity("Sofia Ester", None), Entity("Arthur Harold Stone", "Q3709232")
+    lisbon, lisbon_nh, porto = Entity("Lisbon", "Q597"), Entity("Lisbon", "Q2310637"), Entity("Porto", "Q36433")
+    london, london_on, london_ky = Entity("London", "Q84"), Entity("London", "Q3258936"), Entity("London", "Q92561")
+    triples = [ScoredTriple(sofia, "P19", lisbon_nh, 1.0), ScoredTriple(sofia, "P19", lisbon, 1.0),
+               ScoredTriple(sofia, "P19", porto, 0.4), ScoredTriple(stone, "P19", london_on, 1.0),
+               ScoredTriple(stone, "P19", london_ky, 1.0), ScoredTriple(stone, "P19", london, 1.0)]
+    with GraphStore.open(None) as st:
+        write_graph(st, "re-oracle", triples, progress=False)
+        oracle = ExtractedKBPredictor("re-oracle", st, "re-oracle")
+        preds = oracle.predict([q("a", sofia, "P19"), q("b", stone, "P19")], depth=10)
+        assert [[(a.label, a.score, a.id) for a in p.answers] for p in preds] == [
+            [("Lisbon", 1.0, "Q597"), ("Lisbon", 1.0, "Q2310637"), ("Porto", 0.4, "Q36433")],
+            [("London", 1.0, "Q84"), ("London", 1.0, "Q92561"), ("London", 1.0, "Q3258936")]]
+        assert first_step_correct(preds[0], lisbon) and first_step_correct(preds[1], london)
+        assert gold_rank(preds[0].answers, "Porto", shared_ties=True) == 2  # one label above it, not two answers
+        back = Query("c", "c", "trex", "P19", london_on, "subject", "[X] was born in [Y] .")
+        assert [(a.label, a.id) for a in oracle.predict([back], 10)[0].answers] == [("Arthur Harold Stone", "Q3709232")]
+        assert oracle.held("P19")[str(entity_iri(sofia))] == preds[0].answers
 
 
 # --- end to end on a tiny data directory ------------------------------------------------------
@@ -171,6 +198,18 @@ def test_cli_build_stats_and_run(tmp_path, capsys, monkeypatch):
           if r["group"] == "all" and r["metric"] == "p@1"}
     assert p1 == {("re-naive", "raw"): 75.0, ("re-naive", "filtered"): 75.0,
                   ("re-oracle", "raw"): 100.0, ("re-oracle", "filtered"): 100.0}
+    # records of an earlier version, one answer per label: a rerun into their directory is refused, never mixed
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["predictor_specs"]["re-naive"]["answers"] == "one per entity"
+    config["predictor_specs"]["re-naive"].pop("answers")
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "re-naive", "--quiet",
+                            "--out", str(tmp_path / "run"), *common], capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {tmp_path / 'run'}: predictor 're-naive' has answers there from an earlier kbc version, which kept "
+        "one answer per label with the id of a namesake where several entities of the label tied (Lisbon, New "
+        "Hampshire for Lisbon, Portugal), so coherency and the records judged the wrong entity; use another --out to "
+        "score it with one answer per entity")
     code, out, err = run_kbc(["kb", "stats", "--store", str(tmp_path / "store")], capsys)
     # the extracted KBs read their own graphs: the run loaded no gold graph
     assert code == 0 and "re-oracle: 120 fact triples, 3 relations" in out and "gold-" not in out, out + err

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from bridge.experiments.base import Records, StageInput, StageRecords
-from bridge.run.results import TOP_SAVED
+from bridge.run.results import saved_answers
 from eval.answer_text import generation_fields
 from eval.coherency import (
     CONTAINED,
@@ -28,11 +28,13 @@ from eval.coherency import (
     first_step_correct,
     first_step_query,
     labels_reason,
+    pick_position,
     rule_reason,
     score_instance,
     second_step_query,
     summarize_coherency,
     symmetric_relations,
+    truth_position,
 )
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
@@ -60,6 +62,7 @@ class CoherencyExperiment:
     unit = "(fact, round) units, two per fact,"  # what the summary's scopes count; tables count facts
     instance_slots = ("object", "subject")  # a predictor keeps an instance only if it can take both ends
     metrics = ("coherency", "coherency_round1", "coherency_round2", "c1", "c2", "all_correct")
+    space_metric = "coherency"  # the answer-space column sits beside these rows (no P@1 here)
     # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
     scored_settings = ("raw",)
 
@@ -75,6 +78,23 @@ class CoherencyExperiment:
         # second-step uid -> its first step's verdict, which the second record repeats: only the first step saw
         # every tied top answer of a KB that shares ties (`first_step_correct`), the second knows the one asked back
         self._first_correct: dict[str, bool] = {}
+
+    @staticmethod
+    def config_notes(config: dict) -> list[str]:
+        """Per corpus, the predictors that do not answer a slot (`slots` in config.json): the run warned on stderr,
+        and the summary says which of their cells are 0 for that reason alone (such queries are scored wrong)."""
+        by_slot = {"subject": "coherency, both rounds, c2 and all four steps right",
+                   "object": "coherency, both rounds, c1 and all four steps right"}
+        notes = []
+        for corpus, configs in config.get("predictor_configs", {}).items():
+            for slot, metrics in by_slot.items():
+                names = sorted(n for n, d in configs.items()
+                               if isinstance(d, dict) and "slots" in d and slot not in d["slots"])
+                if names:
+                    notes.append(f"{corpus}: {', '.join(f'`{n}`' for n in names)} "
+                                 f"{'does' if len(names) == 1 else 'do'} not answer the {slot} slot: its queries "
+                                 f"there get no answer and are scored wrong, so {metrics} are 0 by construction.")
+        return notes
 
     def check(self, corpora: dict, data_dir) -> None:
         """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
@@ -170,10 +190,10 @@ class CoherencyExperiment:
         return base + len(excluded_answers(fact, _round(query.uid), query.known, self._correct))
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
-        answers = [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]
         round_ = _round(query.uid)
-        if stage == "first":
-            truth: Entity = fact.object if query.slot == "object" else fact.subject
+        truth: Entity = fact.object if query.slot == "object" else fact.subject
+        if stage == "first":  # the top answer is asked back from; the truth among the tied top makes it right
+            answers = saved_answers(pred.answers, (0, truth_position(pred, truth)), pred.shared_ties)
             return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": asked_prompt(query, pred),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
@@ -181,6 +201,8 @@ class CoherencyExperiment:
                     **generation_fields(pred.extra)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
+        excluded = excluded_answers(fact, round_, query.known, self._correct)
+        answers = saved_answers(pred.answers, (pick_position(pred.answers, excluded, truth),), pred.shared_ties)
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
         scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
         return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": asked_prompt(query, pred),

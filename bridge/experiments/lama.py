@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from bridge.run.results import TOP_SAVED
+from bridge.run.results import saved_answers
 from eval.answer_text import GENERATED
 from eval.errors import ConfigError
 from eval.generated_scores import GENERATED_METRICS, answer_hits, generated_rows, is_generated
@@ -25,7 +26,7 @@ from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
-from eval.types import Fact, Prediction, Query, asked_prompt
+from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
 from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -64,11 +65,21 @@ def object_queries(given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
     return out
 
 
+def gold_position(answers: Sequence[Answer], gold: Entity, lowercased: bool = False) -> int | None:
+    """Where the gold stands among the answers (by label, as ranks are counted): the answer of its own entity where
+    several carry its label, else the first of them; None when absent."""
+    label = gold.label.lower() if lowercased else gold.label
+    named = [i for i, a in enumerate(answers) if (a.label.lower() if lowercased else a.label) == label]
+    return next((i for i in named if gold.id is not None and answers[i].id == gold.id), named[0] if named else None)
+
+
 def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
     """Gold ranks raw and filtered (list and exact), top answers: all a LAMA-style score needs."""
     gold = fact.object.label
     others = rel_valid.get(fact.subject.key, set())
     raw, filtered = gold_ranks(pred.answers, gold, others, pred.lowercased, pred.shared_ties)
+    # a gold counted at the first place of its tie group is saved there (its rank may count fewer labels than places)
+    used = (gold_position(pred.answers, fact.object, pred.lowercased),) if pred.shared_ties else ()
     record = {
         "uid": query.uid,
         "relation": query.relation,
@@ -81,8 +92,8 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "rank_raw": raw,
         "rank_filtered": filtered,
         # a closed answer space (BEAR) is kept whole: `kbc show` lists every option's score
-        "answers": [[a.label, round(a.score, 6), a.id]
-                    for a in (pred.answers if fact.answer_idx is not None else pred.answers[:TOP_SAVED])],
+        "answers": ([[a.label, round(a.score, 6), a.id] for a in pred.answers] if fact.answer_idx is not None
+                    else saved_answers(pred.answers, used, pred.shared_ties)),
     }
     if pred.target_ranks is not None:
         record["rank_exact_raw"] = pred.target_ranks.get(gold)

@@ -89,3 +89,9 @@ def make_re_naive(name: str, ctx: PredictorContext) -> Made:
 def make_re_oracle(name: str, ctx: PredictorContext) -> Made:
     """LAMA's RE_o; on a set-valued corpus (LM-KBC), every object its graph holds for the pair."""
     return _make(name, ctx, "re-oracle")
+
+
+# records before "answers" kept one answer per label, carrying the smaller id compared as a string (Lisbon, New
+# Hampshire Q2310637 for Lisbon Q597), and ordered namesakes so: a rerun must never mix them
+RE_IDENTITY = {"answers": "one per entity"}
+make_re_naive.identity_extra = make_re_oracle.identity_extra = RE_IDENTITY  # type: ignore[attr-defined]

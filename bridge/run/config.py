@@ -448,6 +448,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   f"which cut the objects held for a query at the top {seen.get('depth')} by label, "
                                   "so a gold past them was a miss although all are tied; use another --out to score "
                                   "it with every held object")
+            if ident.get("answers") == "one per entity" and _differs_only_in(seen, ident, "answers"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there from an earlier kbc version, "
+                                  "which kept one answer per label with the id of a namesake where several entities "
+                                  "of the label tied (Lisbon, New Hampshire for Lisbon, Portugal), so coherency and "
+                                  "the records judged the wrong entity; use another --out to score it with one "
+                                  "answer per entity")
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")

@@ -5,14 +5,38 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
+from eval.types import Answer
 
 TOP_SAVED = 10
+
+
+def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), shared_ties: bool = False,
+                  top: int = TOP_SAVED) -> list[list]:
+    """The `[label, score, id]` rows a record keeps: the top `top` answers, holding every answer its verdict uses
+    (positions `used` in `answers`, the most important first).
+
+    Where ties are shared (`Prediction.shared_ties`) the order among equal scores means nothing, so each used answer
+    goes first among its equals (after the used ones named before it): a gold counted at its tie group's first
+    place is saved there, not behind ten namesakes. A used answer still below the top extends the list down to it.
+    No answer moves above one of a higher score and no score changes."""
+    picked = list(dict.fromkeys(u for u in used if u is not None and 0 <= u < len(answers)))
+    order = list(range(len(answers)))
+    if shared_ties and picked:
+        first_of_group: list[int] = []
+        for i, a in enumerate(answers):
+            first_of_group.append(first_of_group[-1] if i and answers[i - 1].score == a.score else i)
+        pinned = {u: k for k, u in enumerate(picked)}
+        order.sort(key=lambda i: (first_of_group[i], i not in pinned, pinned.get(i, i)))
+    at = {i: k for k, i in enumerate(order)}
+    keep = max(top, *(at[u] + 1 for u in picked)) if picked else top
+    return [[answers[i].label, round(answers[i].score, 6), answers[i].id] for i in order[:keep]]
 
 
 def slug(name: str) -> str:

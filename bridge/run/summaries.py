@@ -235,7 +235,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                     if u.get("fact_uid")} if getattr(experiment, "unit", "facts") == "facts" else None)
         shared_n[corpus] = scope_counts(scopes, held, fact_of)
         lead = getattr(experiment, "metrics", ("p@1",))[0]  # shared curves (LAMA's P@k) are over its scope
-        space_lead = lead if getattr(experiment, "set_valued", False) else "p@1"  # LM-KBC ranks sets, no P@1
+        # the rows the answer-space column sits beside: P@1's, else the experiment's (LM-KBC ranks sets, no P@1)
+        space_lead = getattr(experiment, "space_metric", lead if getattr(experiment, "set_valued", False) else "p@1")
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
             scored, curve, found = own[name]
