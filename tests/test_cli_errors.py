@@ -1132,6 +1132,12 @@ def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, othe
     assert code == 0, err
     code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)
+    # a report's deltas are over the facts both runs answered: of other data or questions they are not the same
+    code, _, err = run_kbc(["report", str(a), "--compare", str(b), "--delta", "freq", "freq", "--out",
+                            str(ctx.tmp / "report")], capsys)
+    _assert_one_error_line(code, err, f"error: {b} and {a} {why.replace('compare --b-run', 'report --compare')}",
+                           False)
+    assert not (ctx.tmp / "report").exists()
 
 
 # -- paths that do not exist: reading commands refuse them, failed builds leave no folder -----------
