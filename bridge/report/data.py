@@ -200,7 +200,7 @@ def check_comparable(a: RunData, b: RunData) -> None:
     configs = {a.path: a.config, b.path: b.config}
     same_settings(configs, "`kbc report --compare`")
     for corpus in a.corpora:  # a relation both hold is the same question only over the same data
-        held = [(c.get("relation_types") or {}).get(corpus) or {} for c in configs.values()]
+        held = [(c.get("relation_types") or {}).get(corpus) or {} for c in (a.config, b.config)]
         same_data(configs, corpus, [r for r in held[0] if r in held[1]], "`kbc report --compare`")
 
 
