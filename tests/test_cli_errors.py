@@ -1244,8 +1244,10 @@ def test_a_run_that_ends_in_an_error_is_recorded_as_failed(ctx, capsys):
     code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", f"bert={ctx.model()}", "--limit", "5"], capsys)
     _assert_one_error_line(code, err, f"error: cannot load masked LM from {ctx.model()}", True)
     runs = json.loads((ctx.tmp / "run" / "config.json").read_text())["runs"]
-    assert [sorted(r) for r in runs] == [["argv", "batch_size", "corpora", "device", "error", "executor", "failed",
-                                          "limit", "predictors", "relations", "seed", "started", "versions"]]
+    assert [sorted(r) for r in runs] == [["argv", "asked", "batch_size", "corpora", "device", "done", "error",
+                                          "executor", "failed", "limit", "predictors", "relations", "seed", "started",
+                                          "versions"]]
+    assert runs[0]["done"] == {c: {"freq": relations} for c, relations in runs[0]["asked"].items()}  # bert: none
     assert "error: " + runs[0]["error"] == err.strip().splitlines()[-1]
     code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)  # freq alone: the rerun completes
     assert code == 0, err
