@@ -1133,6 +1133,12 @@ def test_compare_across_runs_names_itself_when_the_runs_differ(ctx, capsys, othe
     assert code == 0, err
     code, _, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(b)], capsys)
     _assert_one_error_line(code, err, f"error: {b} and {a} {why}", False)
+    # a report's deltas are over the facts both runs answered: of other data or questions they are not the same
+    code, _, err = run_kbc(["report", str(a), "--compare", str(b), "--delta", "freq", "freq", "--out",
+                            str(ctx.tmp / "report")], capsys)
+    _assert_one_error_line(code, err, f"error: {b} and {a} {why.replace('compare --b-run', 'report --compare')}",
+                           False)
+    assert not (ctx.tmp / "report").exists()
 
 
 # -- paths that do not exist: reading commands refuse them, failed builds leave no folder -----------
@@ -1239,8 +1245,10 @@ def test_a_run_that_ends_in_an_error_is_recorded_as_failed(ctx, capsys):
     code, _, err = run_kbc([*ctx.run_freq(), "--predictors", "freq", f"bert={ctx.model()}", "--limit", "5"], capsys)
     _assert_one_error_line(code, err, f"error: cannot load masked LM from {ctx.model()}", True)
     runs = json.loads((ctx.tmp / "run" / "config.json").read_text())["runs"]
-    assert [sorted(r) for r in runs] == [["argv", "batch_size", "corpora", "device", "error", "executor", "failed",
-                                          "limit", "predictors", "relations", "seed", "started", "versions"]]
+    assert [sorted(r) for r in runs] == [["argv", "asked", "batch_size", "corpora", "device", "done", "error",
+                                          "executor", "failed", "limit", "predictors", "relations", "seed", "started",
+                                          "versions"]]
+    assert runs[0]["done"] == {c: {"freq": relations} for c, relations in runs[0]["asked"].items()}  # bert: none
     assert "error: " + runs[0]["error"] == err.strip().splitlines()[-1]
     code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)  # freq alone: the rerun completes
     assert code == 0, err

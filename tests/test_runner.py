@@ -146,7 +146,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, cap
         assert signal.getsignal(signal.SIGTERM) is _unhandled  # the command put back the handler it found
     finally:
         signal.signal(signal.SIGTERM, previous)
-    keys = ["argv", "batch_size", "corpora", "device", "error", "executor", "failed", "limit", "predictors",
+    keys = ["argv", "asked", "batch_size", "corpora", "device", "error", "executor", "failed", "limit", "predictors",
             "relations", "seed", "started", "versions"]
     line = "interrupted: results written so far are kept; rerun the same command to resume"
     assert ended == {"ctrl-c": (130, line, keys, "interrupted", CHUNK),
@@ -209,8 +209,11 @@ def test_compare_says_a_run_is_unfinished_only_when_its_stopped_attempt_left_it_
     assert text.splitlines()[1].startswith("google_re: 60 facts answered by both")
     assert run_kbc([*argv[:7], "loading", *argv[7:]], capsys)[0] == 130
     code, _, err = run_kbc(["compare", str(out), "freq", "random"], capsys)
-    assert (code, err) == (2, f"error: {out}: its config.json changed since its summaries were written; rerun the "
-                              "same `kbc run` command to rescore it\n")
+    started = json.loads((out / "config.json").read_text())["runs"][-1]["started"]
+    # the runs log holds two commands: the line names the one stopped (rebuilt from its entry: pytest ran it)
+    assert (code, err) == (2, f"error: {out}: its config.json changed since its summaries were written; rerun `kbc run "
+                              f"lama --corpus google_re --predictors freq random loading --limit 20 --seed 0 "
+                              f"--data-dir {lama_dir} --out {out}` (the attempt started {started}) to rescore it\n")
 
 
 def test_outputs(tmp_path, lama_dir):

@@ -20,6 +20,7 @@ import click
 from bridge.cli.value_types import Int, PathType
 from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
+from bridge.run.attempts import rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run
 from bridge.run.freshness import check_readable, fresh_instances, unscored_change
 from bridge.run.results import right
@@ -327,8 +328,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         scored = (source.path / "summary.json").exists() and unscored_change(source.path, source.config) is None
         why = incomplete(source, scored)
         if why:
-            stands.append(f"{source.path}: {why}: compared as it stands; rerun the same `kbc run` command to "
-                          "finish it")
+            stands.append(f"{source.path}: {why}: compared as it stands; {rerun_hint(source.config, source.path)} "
+                          "to finish it")
     a, b = run.predictor(a), (other or run).predictor(b)
     if a == b and other is None:
         raise ConfigError("compare needs two different predictors")

@@ -61,7 +61,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     html_path = target / "report.html"
     write_text(html_path, render_html(title, meta, sections, target))
     write_text(target / "report.md", render_markdown(title, meta, sections, target))
-    record(target, written)
+    record(target, written, runs[0].path)
     return html_path
 
 

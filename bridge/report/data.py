@@ -175,7 +175,7 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
                         "nothing to report; run `kbc run` into it first")
     summary = _rows(run.path / "summary.json", ("corpus", "predictor", "setting", "group", "metric", "value"))
     if summary is None:
-        raise DataError(not_finished(run.path))
+        raise DataError(not_finished(run.path, run.config))
     curves = _rows(run.path / "curves.json", ("corpus", "predictor", "setting", "group", "k", "value")) or []
     dropped = _rows(run.path / "dropped.json", ()) or []
     check_scored(run.path, run.config)  # the summaries drawn are what scoring its files gave
@@ -187,13 +187,21 @@ def load_run(path: str | Path, label: str | None = None) -> RunData:
 
 
 def check_comparable(a: RunData, b: RunData) -> None:
-    """Two runs compare only over the same corpora and the same experiment."""
+    """Two runs compare only over the same corpora, experiment and question settings, and over the same data of
+    the relations both hold (as `kbc leaderboard` and `kbc compare --b-run` refuse them otherwise)."""
     if sorted(a.corpora) != sorted(b.corpora):
         raise ConfigError(f"--compare needs runs over the same corpora: {a.path} has {', '.join(a.corpora)}, "
                           f"{b.path} has {', '.join(b.corpora)}")
     if a.experiment != b.experiment:
         raise ConfigError(f"--compare needs runs of the same experiment: {a.path} is {a.experiment}, "
                           f"{b.path} is {b.experiment}")
+    from bridge.run.leaderboard import same_data, same_settings
+
+    configs = {a.path: a.config, b.path: b.config}
+    same_settings(configs, "`kbc report --compare`")
+    for corpus in a.corpora:  # a relation both hold is the same question only over the same data
+        held = [(c.get("relation_types") or {}).get(corpus) or {} for c in (a.config, b.config)]
+        same_data(configs, corpus, [r for r in held[0] if r in held[1]], "`kbc report --compare`")
 
 
 def upper_bound(config: dict, predictor: str) -> str | None:

@@ -7,6 +7,7 @@ and removes only files of that list that a later report no longer writes (a figu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -71,9 +72,34 @@ def write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def record(target: Path, files: set[str]) -> None:
-    """List `files` (relative to `target`) as the report's own."""
-    write_text(target / MARKER, json.dumps({"written_by": "kbc report", "files": sorted(files)}, indent=1) + "\n")
+def record(target: Path, files: set[str], made_from: Path | None = None) -> None:
+    """List `files` (relative to `target`) as the report's own, and (`made_from`: the run it reports) a digest of the
+    run's summary.json, by which a later `kbc run` into that run tells the report no longer shows its summaries."""
+    entry = {"written_by": "kbc report", "files": sorted(files)}
+    if made_from is not None:
+        entry["summary_sha256"] = summary_digest(made_from)
+    write_text(target / MARKER, json.dumps(entry, indent=1) + "\n")
+
+
+def summary_digest(run: Path) -> str | None:
+    """The SHA-256 of a run's summary.json, or None where it has none."""
+    try:
+        return hashlib.sha256((run / "summary.json").read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def stale_report(run: Path) -> str | None:
+    """The line a run says when its own report (`RUN/report`) was made from summaries other than those it holds
+    now; None where it has none, or the report shows these."""
+    try:
+        made = json.loads((run / "report" / MARKER).read_text(encoding="utf-8")).get("summary_sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if made is None or made == summary_digest(run):
+        return None
+    return (f"{run / 'report'} was made from earlier summaries and does not show these; run `kbc report {run}` to "
+            "remake it")
 
 
 def remove_stale(target: Path, before: set[str], written: set[str]) -> None:

@@ -231,18 +231,22 @@ def writing_now(out: Path) -> str | None:
     return f"{out}: a kbc run is writing to it now; wait for it to finish, then read it again"
 
 
-def not_finished(out: Path) -> str:
-    """The refusal of a run that has written no summaries yet (still running, or stopped before its scoring)."""
-    return writing_now(out) or (f"{out} has predictions but no summary.json: the run has not finished; rerun the "
-                                "same `kbc run` command to complete it")
+def not_finished(out: Path, config: dict | None = None) -> str:
+    """The refusal of a run that has written no summaries yet (still running, or stopped before its scoring), naming
+    the command of its unfinished attempt where the runs log holds several (`rerun_hint`)."""
+    from bridge.run.attempts import rerun_hint
+
+    return writing_now(out) or (f"{out} has predictions but no summary.json: the run has not finished; "
+                                f"{rerun_hint(config or {}, out)} to complete it")
 
 
 def check_scored(out: Path, config: dict) -> None:
     """Refuse a run whose summaries are not what scoring its files gave (`unscored_change`), in one line."""
+    from bridge.run.attempts import part_asked_refusal, rerun_hint
     from eval.errors import DataError
 
     if not (out / "summary.json").exists() and not (out / STAMP).exists():  # never scored: not a damaged run
-        raise DataError(not_finished(out))
+        raise DataError(not_finished(out, config))
     try:
         why = unscored_change(out, config)
     except DataError:  # a record line being written reads as a damaged one until the run ends
@@ -250,8 +254,11 @@ def check_scored(out: Path, config: dict) -> None:
         if busy:
             raise DataError(busy) from None
         raise
-    if why:
-        raise DataError(writing_now(out) or f"{out}: {why}; rerun the same `kbc run` command to rescore it")
+    # summaries a run scored, of an attempt stopped part of the way through a relation that a later command of
+    # another sample, or of other relations, did not finish (a directory of an earlier kbc version)
+    part = part_asked_refusal(out, config)
+    if why or part:
+        raise DataError(writing_now(out) or part or f"{out}: {why}; {rerun_hint(config, out)} to rescore it")
 
 
 def check_readable(out: Path, config: dict, records_only: bool = False) -> None:

@@ -169,6 +169,18 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
         listed = "; ".join(f"{run}: {', '.join(relation_order(list(h))) or 'none'}" for run, h in held.items())
         raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); a leaderboard compares runs "
                           "over the relations they share")
+    same_data(configs, corpus, shared, needs)
+    notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
+             for run, h in held.items() if (extra := [r for r in h if r not in shared])]
+    if notes:
+        notes.insert(0, f"{corpus}: scored over the {len(shared)} relation{'' if len(shared) == 1 else 's'} every "
+                        f"run holds: {', '.join(relation_order(shared))}")
+    return relation_order(shared), notes
+
+
+def same_data(configs: dict[Path, dict], corpus: str, shared: list[str], needs: str = "a leaderboard") -> None:
+    """Refuse runs whose `shared` relations of `corpus` differ in data version (an edited file, another data
+    folder) or in how their questions were chosen: the same relation of other data is not the same question."""
     first_run, first = next(iter(configs.items()))
     for run, config in configs.items():
         theirs, mine = config["data_versions"].get(corpus, {}), first["data_versions"].get(corpus, {})
@@ -182,12 +194,6 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
         if differ:
             raise ConfigError(f"{run} and {first_run} differ in {corpus} data versions ({', '.join(differ[:5])}); "
                               f"{needs} needs runs of the same data")
-    notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
-             for run, h in held.items() if (extra := [r for r in h if r not in shared])]
-    if notes:
-        notes.insert(0, f"{corpus}: scored over the {len(shared)} relation{'' if len(shared) == 1 else 's'} every "
-                        f"run holds: {', '.join(relation_order(shared))}")
-    return relation_order(shared), notes
 
 
 def set_brief(config: dict, predictor: str) -> str | None:

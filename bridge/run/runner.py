@@ -24,6 +24,7 @@ from tqdm import tqdm
 from bridge.experiments.base import Experiment, StageInput, StageRecords, asks_all, depth_for, dropped_unit
 from bridge.predictors.base import parameter_count
 from bridge.predictors.registry import PredictorContext, threshold_refusal
+from bridge.run.attempts import DONE, attempt_sample, finishes, finishing, part_asked
 from bridge.run.config import (
     PlannedPredictor,
     RunConfig,
@@ -166,11 +167,14 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         with RunLock(out):
             claim(out)  # digests of every record line from here on (`bridge.run.record_digests`)
             config_path = out / "config.json"
-            config = merge_config(read_config(config_path), cfg, plan, experiment.name,
-                                  getattr(experiment, "settings", {}))
+            earlier = read_config(config_path)
+            if earlier is not None:
+                check_part_asked(out, earlier, plan, cfg)
+            config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
             run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                    "executor": (executor or ExecutorSettings()).describe(),
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
+                   "asked": {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
             prompt_file = prompt_file_name(getattr(experiment, "settings", {}))
             if prompt_file is not None:  # the name its rows' prompt ids come from: a refused rerun's message names it
@@ -204,12 +208,32 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 raise
             else:
                 ended = {"finished": _now()}
+                from bridge.report.out_dir import stale_report
+
+                stale = stale_report(out)
+                if stale:
+                    log.warning(stale)
             finally:
                 if scoring:
                     config = read_config(config_path) or config
                 config["runs"][-1].update(ended)
                 write_json(config_path, config)
             return rows
+
+
+def check_part_asked(out: Path, config: dict, plan, cfg: RunConfig) -> None:
+    """Refuse a command into a directory where an earlier attempt left a predictor's relation part-asked that this
+    command does not ask again whole (`bridge.run.attempts`): its summaries would score that relation over the
+    facts asked before the stop, a subset chosen by where it stopped. One line names them and the command that
+    finishes them."""
+    sample = (cfg.limit, cfg.seed) if cfg.limit else (None, None)
+    asks = {(c, p.name, r) for c, corpus in plan.corpora.items() for p in plan.predictors for r in corpus.relations}
+    left = [x for x in part_asked(out, config)
+            if not ((x.corpus, x.predictor, x.relation) in asks and finishes(sample, attempt_sample(x.attempt)))]
+    if left:
+        what, command = finishing(left, config, out)
+        raise ConfigError(f"--out {out}: {what}, which this command does not ask again whole (the same --limit and "
+                          f"--seed, or no --limit); finish it first with {command}, or use another --out")
 
 
 def _add_relation_labels(config: dict, corpus: str, experiment: Experiment) -> None:
@@ -413,9 +437,10 @@ class Job:
                 given = StageInput(self.corpus, self.facts, self.valid, earlier, self.data_dir, self.cache, self.store,
                                    dict(self.p.options), self.cfg.depth)
                 queries = experiment.queries(stage, given)
-                self._stage(experiment, stage, queries)
+                self._stage(experiment, stage, queries, last=stage == experiment.stages[-1])
                 if stage != experiment.stages[-1]:
                     earlier[stage] = {uid: r for rel in queries for uid, r in read_done(self._path(rel, stage)).items()}
+            self._done(list(self.corpus.relations))
         finally:
             if self.predictor is not None:
                 tally = getattr(self.predictor, "tally", None)  # what a predictor asking a model cost
@@ -426,6 +451,15 @@ class Job:
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
+
+    def _done(self, relations: list[str]) -> None:
+        """Note in this attempt's entry of the runs log that these relations' queries are all recorded: what an
+        interrupted attempt leaves part-asked is then known (`bridge.run.attempts`)."""
+        if not relations:
+            return
+        done = self.config["runs"][-1].setdefault(DONE, {}).setdefault(self.corpus.name, {})
+        mine = done.setdefault(self.p.name, [])
+        mine.extend(r for r in relations if r not in mine)
 
     def _path(self, rel: str, stage: str) -> Path:
         return predictions_path(self.cfg.out, self.corpus.name, self.p.name, rel, stage)
@@ -458,7 +492,11 @@ class Job:
                     self.p.name, {}).update(own(self.corpus.facts))
         return self.predictor
 
-    def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]]) -> None:
+    def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]],
+               last: bool = True) -> None:
+        # per relation, done as the last stage records it whole (not where its queries ask relations beyond the
+        # corpus's own: KMIR's derived ones are done with the whole job)
+        mark = self._done if last and set(queries) <= set(self.corpus.relations) else (lambda relations: None)
         where = f"{self.corpus.name} / {self.p.name}" + (f" / {stage}" if stage else "")
         todo: list[tuple[str, list, Path]] = []
         for rel, pairs in queries.items():
@@ -473,6 +511,7 @@ class Job:
         said = resume_line(where, asked, asked - sum(len(rest) for _, rest, _ in todo))
         if said:
             log.info(said)
+        mark([rel for rel in queries if rel not in {r for r, _, _ in todo}])  # recorded whole before
         if not todo:
             return
         predictor = self._build()
@@ -541,6 +580,8 @@ class Job:
                         moved[0] = 0
                         written = handle.write(next(lines))  # a chunk's records are made together: on disk as
                         bar.update(max(0, written - moved[0]))  # they come; batches count prompts, the rest per record
+                mark([rel])
+            mark(list(queries))
         finally:
             lines.close()  # chunks still in flight are cancelled; every record written stays
             bar.close()

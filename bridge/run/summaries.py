@@ -424,6 +424,22 @@ def predictors_note(config: dict) -> list[str]:
     return [f"Predictors: {'; '.join(parts)}."] if parts else []
 
 
+def sample_note(config: dict) -> str | None:
+    """What sample of each relation's facts the scores are over, where an attempt asked a `--limit` sample (the runs
+    log's limits and seeds); None where every attempt asked every fact."""
+    asked = list(dict.fromkeys((a.get("limit") or None, a.get("seed", 0) if a.get("limit") else None)
+                               for a in config.get("runs") or [] if isinstance(a, dict)))
+    if not any(limit for limit, _ in asked):
+        return None
+    if len(asked) == 1:
+        limit, seed = asked[0]
+        return (f"Sample: at most {limit:,} facts per relation, drawn with seed {seed} (`--limit {limit} --seed "
+                f"{seed}`), not every fact of the data.")
+    shown = ", ".join(f"`--limit {limit} --seed {seed}`" if limit else "no `--limit` (every fact)"
+                      for limit, seed in asked)
+    return f"Samples: the facts asked by the run's attempts with {shown}, together (each relation's union of them)."
+
+
 def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], experiment) -> list[str]:
     own_note = getattr(experiment, "scope_note", None)  # where a unit without an answer is scored too (FewRel)
     verb = "recorded for" if own_note else "answered by"
@@ -432,6 +448,9 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
     notes = predictors_note(config)
+    sample = sample_note(config)
+    if sample:
+        notes.append(sample)
     notes += getattr(experiment, "config_notes", lambda _: [])(config)  # what the run's inputs lacked (KMIR's types)
     notes += [own_note(counts) if own_note else
               f"Scope `shared`: per metric, the {unit} every predictor scored on that metric answered ({counts}); "

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.predictors.registry import side_of, upper_bound_text
+from bridge.run.attempts import rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
 from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
@@ -155,8 +156,8 @@ class Runs:
             run = open_run(path)
             missing = unfinished(run)
             if missing:
-                raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; rerun the same "
-                                "`kbc run` command to complete it (or wait for it to end)")
+                raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; "
+                                f"{rerun_hint(run.config, Path(path))} to complete it (or wait for it to end)")
             loaded = LoadedRun(Path(path).resolve().name, run)
             loaded.check()  # the summaries shown are what scoring its files gave
             name = loaded.name

@@ -1,0 +1,166 @@
+"""What a run directory's log of attempts (`config.json`'s `runs`) says is left part-asked, and by which command.
+
+An attempt stopped part of the way (Ctrl-C, SIGTERM, an error, a kill) may leave a predictor with some of a
+relation's queries recorded and the rest never asked. Scores over such a relation are over a subset chosen by where
+the attempt stopped, so a run directory holding one is finished only by an attempt that asks that relation's same
+sample again (the same `--limit`/`--seed`, or no `--limit`): `kbc run` refuses any other command into it, and the
+readers refuse its summaries, each naming the command that finishes it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.run.results import slug
+
+DONE = "done"  # per attempt: corpus -> predictor -> the relations whose queries it recorded whole
+
+
+@dataclass(frozen=True)
+class PartAsked:
+    """One predictor's relation left part-asked by an attempt (its entry in the runs log)."""
+
+    corpus: str
+    predictor: str
+    relation: str
+    attempt: dict
+
+
+def attempt_sample(attempt: dict) -> tuple:
+    """The sample an attempt asked of each relation: (limit, seed), or (None, None) for every fact."""
+    limit = attempt.get("limit") or None
+    return (limit, attempt.get("seed", 0)) if limit else (None, None)
+
+
+def finishes(sample: tuple, earlier: tuple) -> bool:
+    """Whether asking `sample` of a relation asks every query of `earlier`'s sample: the same one, or every fact."""
+    return sample == (None, None) or sample == earlier
+
+
+def planned(attempt: dict, config: dict) -> set[tuple[str, str, str]]:
+    """(corpus, predictor, relation) an attempt set out to ask: its recorded relations per corpus, or (entries
+    written before those were) its `--relations`, else every relation the directory holds of the corpus."""
+    asked = attempt.get("asked")
+    out = set()
+    for corpus in attempt.get("corpora") or []:
+        if isinstance(asked, dict) and isinstance(asked.get(corpus), list):
+            relations = asked[corpus]
+        else:
+            relations = attempt.get("relations") or list((config.get("relation_types") or {}).get(corpus) or {})
+        out.update((corpus, p, r) for p in attempt.get("predictors") or [] for r in relations)
+    return out
+
+
+def completed(attempt: dict, config: dict) -> set[tuple[str, str, str]]:
+    """What an attempt recorded whole: all it planned where it finished, else the relations it marked done."""
+    if attempt.get("finished"):
+        return planned(attempt, config)
+    done = attempt.get(DONE)
+    if not isinstance(done, dict):
+        return set()
+    return {(c, p, r) for c, per in done.items() if isinstance(per, dict)
+            for p, relations in per.items() if isinstance(relations, list) for r in relations}
+
+
+def _has_records(out: Path, corpus: str, predictor: str, relation: str) -> bool:
+    folder = out / "predictions" / corpus / slug(predictor)
+    return any(f.is_file() and f.stat().st_size for f in folder.glob(f"**/{slug(relation)}.jsonl"))
+
+
+def part_asked(out: Path, config: dict) -> list[PartAsked]:
+    """Every predictor's relation that an attempt left with some records and not all, and no later attempt
+    finished (asking the same sample whole), in the order of the runs log."""
+    attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
+    left: dict[tuple[str, str, str], list[dict]] = {}
+    asked_whole: dict[tuple[str, str, str], set[tuple]] = {}  # the samples of each recorded whole so far
+    for attempt in attempts:
+        sample = attempt_sample(attempt)
+        whole = completed(attempt, config)
+        for key in whole:
+            asked_whole.setdefault(key, set()).add(sample)
+            if key in left:
+                left[key] = [a for a in left[key] if not finishes(sample, attempt_sample(a))]
+        for key in sorted(planned(attempt, config) - whole):
+            if not any(finishes(done, sample) for done in asked_whole.get(key, ())):  # else nothing was left to ask
+                left.setdefault(key, []).append(attempt)
+    found = [PartAsked(*key, attempt) for key, those in left.items() for attempt in those
+             if _has_records(out, *key)]
+    order = {id(a): i for i, a in enumerate(attempts)}
+
+    def place(x: PartAsked) -> tuple:
+        named = list(x.attempt.get("predictors") or [])
+        return order[id(x.attempt)], x.corpus, x.relation, named.index(x.predictor) if x.predictor in named else 0
+
+    return sorted(found, key=place)
+
+
+def attempt_command(attempt: dict, config: dict, out: Path | None = None) -> str:
+    """The command of an attempt, as it was typed (`argv`) where `kbc` ran it, else rebuilt from its entry (a run
+    through the Python API): the flags that choose what it asks."""
+    argv = attempt.get("argv")
+    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and Path(argv[0]).name == "kbc":
+        return shlex.join(argv)
+    specs = config.get("predictor_specs") or {}
+    words = ["kbc", "run", str(config.get("experiment", "lama")), "--corpus", *(attempt.get("corpora") or [])]
+    if attempt.get("relations"):
+        words += ["--relations", *attempt["relations"]]
+    words += ["--predictors", *(p if specs.get(p, {}).get("spec") == p else f"{p}={specs.get(p, {}).get('spec', p)}"
+                                for p in attempt.get("predictors") or [])]
+    limit, seed = attempt_sample(attempt)
+    if limit:
+        words += ["--limit", str(limit), "--seed", str(seed)]
+    if config.get("data_dir"):
+        words += ["--data-dir", str(config["data_dir"])]
+    return shlex.join([*words, "--out", str(out)] if out is not None else words)
+
+
+def how_it_ended(attempt: dict) -> str:
+    """'interrupted', 'failed (ERROR)' or 'recorded no end': an attempt that did not finish, in words."""
+    if attempt.get("error") == "interrupted":
+        return "interrupted"
+    if attempt.get("failed"):
+        return f"failed ({attempt.get('error') or 'no error recorded'})"
+    return "recorded no end (killed, or still running)"
+
+
+def _listed(items: list[PartAsked]) -> str:
+    per: dict[tuple[str, str], list[str]] = {}
+    for item in items:
+        per.setdefault((item.corpus, item.relation), []).append(item.predictor)
+    shown = [f"{c} {r} of {', '.join(dict.fromkeys(ps))}" for (c, r), ps in per.items()]
+    return "; ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+
+
+def finishing(items: list[PartAsked], config: dict, out: Path | None = None) -> tuple[str, str]:
+    """What is part-asked (the first attempt's that left some) and the command that finishes it, in words."""
+    first = items[0].attempt
+    mine = [x for x in items if x.attempt is first]
+    what = (f"the attempt started {first.get('started', '?')} ({how_it_ended(first)}) left {_listed(mine)} "
+            "part-asked")
+    more = len({id(x.attempt) for x in items}) - 1
+    if more:
+        what += f" (and {more} later attempt{'s' if more > 1 else ''} left more)"
+    return what, f"`{attempt_command(first, config, out)}`"
+
+
+def part_asked_refusal(out: Path, config: dict) -> str | None:
+    """The readers' one line for a run whose summaries would score a part-asked relation; None where none is."""
+    items = part_asked(out, config)
+    if not items:
+        return None
+    what, command = finishing(items, config, out)
+    return f"{out}: {what}, so its scores there would be over part of the facts; rerun {command} to finish it"
+
+
+def rerun_hint(config: dict, out: Path | None = None) -> str:
+    """How to complete or rescore a run: the command of its last attempt that did not finish, named exactly when
+    the runs log holds more than one command, else `the same kbc run command`."""
+    attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
+    open_ones = [a for a in attempts if not a.get("finished")]
+    commands = {attempt_command(a, config, out) for a in attempts}
+    if not open_ones or len(commands) < 2:
+        return "rerun the same `kbc run` command"
+    last = open_ones[-1]
+    return f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
