@@ -65,8 +65,8 @@ def _gold_rank_by_definition(answers, gold, exclude, lowercased, shared_ties):
     kept = [a for a in answers if norm(a.label) == norm(gold) or norm(a.label) not in {norm(e) for e in exclude}]
     for i, a in enumerate(kept):
         if norm(a.label) == norm(gold):
-            if shared_ties:
-                return 1 + sum(b.score > a.score for b in kept[:i])  # scores are sorted best first
+            if shared_ties:  # the labels scoring higher (scores are sorted best first), each once
+                return 1 + len({norm(b.label) for b in kept[:i] if b.score > a.score})
             return i + 1
     return None
 
