@@ -20,6 +20,7 @@ from eval.lama import LAMA_CORPORA, LOADERS, Corpus, source_files
 from eval.lmkbc import CORPUS as LMKBC
 from eval.lmkbc import load_lmkbc, resolve_lmkbc_dir
 from eval.negated import PROBE_CORPORA, probe_corpus, resolve_negated_dir
+from eval.relations import select_relations
 from eval.snapshot import cached_corpus, cached_outline
 from eval.uhn import UHN_CORPORA, load_uhn_corpus
 
@@ -77,7 +78,7 @@ def load_corpus(name: str, data_dir: str | Path | None = None, relations: Iterab
     if name == FEWREL:
         corpus = load_fewrel(data_dir)
         if relations:
-            corpus.keep_relations(list(relations))
+            corpus.keep_relations(select_relations(corpus.relations, list(relations), "FewRel"))
         return corpus
     try:
         loader = LOADERS[name]

@@ -321,6 +321,9 @@ class _OnDisk:
     def claim(self) -> None:
         self.folder.claim()
 
+    def newer_published(self) -> bool:
+        return self.folder.newer_published()
+
     @contextmanager
     def writing(self) -> Iterator[None]:
         with self._lock:
@@ -598,6 +601,12 @@ class GraphStore:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+
+    def newer_published(self) -> bool:
+        """Whether another process published a newer state of an on-disk store than the one this handle reads
+        (which it keeps reading until reopened); False for a store in memory or behind an endpoint."""
+        check = getattr(self._backend, "newer_published", None)
+        return bool(check and check())
 
     @contextmanager
     def writing(self) -> Iterator[None]:

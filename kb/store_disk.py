@@ -226,6 +226,11 @@ class StoreFolder:
             os.close(self._reader_fd)
             self._reader_fd = None
 
+    def newer_published(self) -> bool:
+        """Whether a generation newer than the one read was published since (another process wrote): one small
+        file read, cheap enough to ask on every query."""
+        return self.writer is None and self._live_name() != self.live
+
     def current(self) -> ox.Store:
         """The store to read: the writer's copy while one is written, else the published generation."""
         return self.writer if self.writer is not None else self.view

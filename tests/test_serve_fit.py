@@ -168,6 +168,45 @@ def test_runs_of_other_experiments_get_their_own_board_and_lmkbc_pages_show_set_
         assert "round trips" not in text and f"{want['gold']:.3f}" in text and f"{want['freq']:.3f}" in text
 
 
+def test_kmir_run_page_puts_kinds_and_relations_in_their_own_tables(serve_explorer, lama_dir, tmp_path, monkeypatch,
+                                                                   capsys):
+    """A derived relation only reasoning questions ask (schema:birthPlace) is a relation, as summary.md lists it: a
+    row of the per-relation tables, never a column beside the question kinds; and KMIR's exact match is no table of
+    answers written by generation (every predictor here ranks, and all have F1)."""
+    from cli_support import run_kbc
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "kmir"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--predictors", "freq", "kb", "kb-inferred", "random",
+                            "--relations", "P19", "P47", "--questions-per-relation", "10", "--data-dir",
+                            str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    summary = json.loads((out / "summary.json").read_text())
+    derived = {r["predictor"]: (r["value"], r["n_facts"]) for r in summary if r["scope"] == "own"
+               and r["setting"] == "raw" and r["group"] == "schema:birthPlace" and r["metric"] == "f1"}
+    assert derived == {"kb": (0.0, 10), "kb-inferred": (100.0, 10), "random": (10.0, 10)}
+    assert "| trex | schema:birthPlace birth place | - | 10 |" in (out / "summary.md").read_text()
+    with TestClient(create_app(serve_explorer, Runs([out]))) as c:
+        info = c.get("/api/runs/kmir").json()
+        assert info["groups"] == ["all", "triple_completion", "entity_distinction", "predicate_reasoning",
+                                  "statement_checking"]
+        assert info["relations"] == ["P19", "P47", "schema:birthPlace"]
+        tables = {t["scope"]: t["rows"] for t in info["relation_tables"]}
+        assert [r["relation"] for r in tables["shared"]] == ["P19", "P47"]
+        own = {r["relation"]: r for r in tables["own"]}
+        assert list(own) == ["P19", "P47", "schema:birthPlace"]
+        assert own["schema:birthPlace"]["f1"] == {p: v for p, (v, _) in derived.items()}
+        assert own["schema:birthPlace"]["n"] == {"kb": 10, "kb-inferred": 10, "random": 10}
+        assert (info["written"], info["written_table"]) == ([], [])
+        text = c.get("/runs/kmir").text
+        assert "F1 schema:birthPlace" not in text and "answers written by generation" not in text
+        assert "<td>schema:birthPlace" in text
+
+
 def test_landing_page_offers_examples_and_the_runs(client, lama_dir):
     """The first page is somewhere to go: one example query per relation (its first fact's subject), each a link
     that answers, and the finished runs being browsed."""

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext, side_of
@@ -40,6 +41,18 @@ class ExplorerConfig:
     runs: list[Path] = field(default_factory=list)
     device: str = "cpu"
     batch_size: int = 32
+
+
+def refuse_unaskable(corpus: str) -> None:
+    """A corpus the live view cannot ask, refused in one line before anything loads: FewRel asks which relation a
+    sentence states, which no subject and relation (nor a cloze) put to the gold KB and the predictors."""
+    from eval.fewrel import CORPUS as FEWREL
+
+    if corpus == FEWREL:
+        raise ConfigError("fewrel asks which relation a sentence states (relation classification), not the object "
+                          "of a subject and relation: the live view cannot ask it; `kbc run fewrel` scores the "
+                          "classifiers, and `kbc show RUN --uid UID` (or `kbc serve --run RUN`: /runs/RUN/facts/UID) "
+                          "shows each sentence with every classifier's answer")
 
 
 @dataclass
@@ -88,6 +101,7 @@ class Explorer:
     def __init__(self, cfg: ExplorerConfig) -> None:
         started = time.perf_counter()
         self.cfg = cfg
+        refuse_unaskable(cfg.corpus)
         self.data_dir = resolve_run_data_dir([cfg.corpus], cfg.data_dir)  # as `kbc run` finds the corpus
         self.cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
         run_cfg = RunConfig(corpora=[cfg.corpus], predictors=list(cfg.predictors), out=Path("."),
@@ -114,6 +128,9 @@ class Explorer:
         self.set_valued = is_set_corpus(corpus)
         self.gold = make_gold("gold", ctx)
         self.gold_graphs = [] if self.set_valued else sorted(self.gold.graphs.values())
+        # negated LAMA, SQuAD, ConceptNet: each fact is its own cloze sentence, held in no gold graph; the gold column
+        # reads the corpus's facts, and a query asks the sentence of the subject's facts, as a run asks them
+        self.cloze_facts = not self.set_valued and bool(corpus.facts) and corpus.facts[0].cloze is not None
         self.labels = self.object_labels = None
         if self.set_valued:
             from eval.lmkbc import known_labels, label_index
@@ -142,6 +159,8 @@ class Explorer:
                 known.append(fact.subject)
             self.by_subject.setdefault(fact.subject.label, []).append(fact)
         self.startup_seconds = round(time.perf_counter() - started, 2)
+        # the store is read as it was published by now: a later `kbc kb infer` beside it is said, not shown
+        self.store_read_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
     def _open_index(self, location: str | None):
         if not location:
@@ -210,9 +229,17 @@ class Explorer:
                 first[fact.relation] = fact
                 if len(first) == n:
                     break
-        return [{"subject": f.subject.label, "relation": rel, "label": self.relations[rel].label,
-                 "prompt": self.relations[rel].template.replace("[X]", f.subject.label).replace("[Y]", "…")}
-                for rel, f in first.items()]
+        from eval.lama import MASK, SQUAD_RELATION
+
+        out = []
+        for rel, f in first.items():
+            template = f.cloze or self.relations[rel].template
+            # SQuAD's facts have no subject to ask by (each is labelled "Squad"): its example is its cloze
+            asked = ({"cloze": template.replace("[Y]", MASK)} if rel == SQUAD_RELATION.id and f.cloze
+                     else {"subject": f.subject.label, "relation": rel})
+            out.append({"subject": f.subject.label, "relation": rel, "label": self.relations[rel].label,
+                        "params": asked, "prompt": template.replace("[X]", f.subject.label).replace("[Y]", "…")})
+        return out
 
     def describe(self) -> dict:
         return {"corpus": self.corpus.name, "relations": len(self.relations), "facts": len(self.corpus.facts),

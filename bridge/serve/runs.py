@@ -217,11 +217,11 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
 
     Rows of scope `own` (each predictor on the facts it answered), as `summary.md` leads with; beside them the
     headline over `shared` facts (those every predictor scored on it answered), each with its number of facts."""
-    from bridge.run.summaries import headline_metric, silent_in, silent_note
+    from bridge.run.summaries import generating, headline_metric, silent_in, silent_note
 
-    relations = sorted({rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types})
     metric, extra = headline_metric(loaded.experiment), EXTRA_METRICS.get(loaded.experiment, EXTRA_METRICS["lama"])
     every = [r for r in loaded.summary() if r.get("setting", setting) == setting and not r.get("prompt")]
+    relations = _relations(loaded, every)
     metric, extra = _shown_metrics(loaded.experiment, every, setting, metric, extra)
     rows = [r for r in every if r.get("scope", "own") == "own"]
     shared = {(r.get("corpus"), r.get("predictor")): r for r in every
@@ -271,13 +271,16 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels)}
                        for scope in relation_scopes]
     relation_table = relation_tables[0]["rows"] if relation_tables else []
-    # the exact match per relation of predictors that wrote their answers, where the run leads with P@1
-    written = [] if metric == "em" else list(dict.fromkeys(r.get("predictor") for r in per_relation
-                                                            if r.get("metric") == "em"))
+    # the exact match per relation of predictors that wrote their answers, where the run leads with a ranked metric
+    # (P@1) they have no value of; elsewhere (KMIR's F1) every predictor has both, and its tables show them
+    writers = {p for c in loaded.run.corpora for p in generating(loaded.run.config, c)}
+    written = [] if metric not in RANKED else list(dict.fromkeys(
+        r.get("predictor") for r in per_relation if r.get("metric") == "em" and r.get("predictor") in writers))
+    per_relation_em = [r for r in per_relation if r.get("predictor") in written]
     written_table = [] if not written else [
-        {"corpus": c, "relation": rel, "em": {r.get("predictor"): r.get("value") for r in per_relation
+        {"corpus": c, "relation": rel, "em": {r.get("predictor"): r.get("value") for r in per_relation_em
                                               if (r.get("corpus"), r.get("group"), r.get("metric")) == (c, rel, "em")}}
-        for c, rel in sorted({(r.get("corpus"), r.get("group")) for r in per_relation if r.get("metric") == "em"})]
+        for c, rel in sorted({(r.get("corpus"), r.get("group")) for r in per_relation_em if r.get("metric") == "em"})]
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
             "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
             "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
@@ -289,6 +292,18 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES)}
+
+
+def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
+    """The run's relations (`relation_types` of its config) and every other group of its summaries that is no
+    relation type, `all`, question kind or domain: the derived relations only KMIR's reasoning questions ask
+    (`schema:birthPlace`), which summary.md and `kbc report` list per relation too (`eval.report.NOT_RELATIONS`)."""
+    from eval.report import DOMAIN_PREFIX, NOT_RELATIONS
+
+    held = {rel for types in (loaded.run.config.get("relation_types") or {}).values() for rel in types}
+    held |= {g for r in rows if isinstance(g := r.get("group"), str) and g not in NOT_RELATIONS
+             and not g.startswith(DOMAIN_PREFIX)}
+    return sorted(held)
 
 
 def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict) -> list[dict]:

@@ -21,7 +21,7 @@ from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
 from eval.errors import ConfigError, KbcError
-from eval.lama import MASK
+from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
 from kb.store import GRAPH_NS, entity_key, graph_iri, relation_iri
@@ -76,6 +76,10 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
         close = difflib.get_close_matches(ask.relation, explorer.relations, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"unknown relation {ask.relation!r}{hint}")
+    if ask.relation == SQUAD_RELATION.id and explorer.cloze_facts:
+        raise ConfigError(f"{explorer.corpus.name} cannot be asked by subject and relation: each of its facts is a "
+                          "question about a passage, all labelled with the one subject 'Squad'; write a cloze with "
+                          f"{MASK} instead (e.g. one of its sentences)")
     return Ask(subject=subject, relation=ask.relation, k=ask.k)
 
 
@@ -132,6 +136,7 @@ class AskedQuery(Query):
     and relation), so a predictor answers it as `kbc run` answers them, their own evidence left out."""
 
     facts: tuple[str, ...] = ()
+    no_sentence: str = ""  # why nothing is asked: a corpus of cloze sentences holds none for this subject and relation
 
     @property
     def own_facts(self) -> frozenset[str]:
@@ -153,8 +158,21 @@ def make_query(ask: Ask, explorer: Explorer) -> Query:
     # one fact: the run's own query of it; several (or a subject the corpus lacks): no fact is named, and the
     # evidence of every fact asked is left out
     fact_uid = facts[0] if len(facts) == 1 else uid
-    return AskedQuery(uid, fact_uid, explorer.corpus.name, ask.relation, entity, "object", relation.template,
-                      facts=facts)
+    template, no_sentence = relation.template, ""
+    if explorer.cloze_facts:  # each fact is its own sentence: asked as a run asks it (`eval.queries.make_queries`)
+        if asked:
+            template = asked[0].cloze
+        else:
+            no_sentence = (f"{explorer.corpus.name} asks each fact with its own sentence and has no fact of "
+                           f"{ask.subject!r} for {ask.relation}: there is no sentence to ask (write a cloze with "
+                           f"{MASK} instead)")
+    return AskedQuery(uid, fact_uid, explorer.corpus.name, ask.relation, entity, "object", template,
+                      facts=facts, no_sentence=no_sentence)
+
+
+def unasked(query: Query) -> str:
+    """Why a query asks nothing of the predictors ("" when it asks)."""
+    return getattr(query, "no_sentence", "")
 
 
 def _answer(a: Answer, gold: set[str], lowercased: bool = False, prob: bool = False, causal: bool = False) -> dict:
@@ -203,12 +221,34 @@ def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
         message = "" if answers else "the gold set of this subject and relation is empty"
         return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
                        source=f"the gold sets of {explorer.corpus.name}"), gold
+    if explorer.cloze_facts:
+        return cloze_gold_column(explorer, query)
     answers = explorer.gold.answers(query)
     gold = {a.label for a in answers}
     graph = explorer.gold.graphs.get(query.relation)
     message = "" if answers else "the gold KB holds no object for this subject and relation"
     return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
                    graph=graph, sparql="SPARQL over the graph " + str(graph)), gold
+
+
+def cloze_gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
+    """The gold of a corpus whose facts are cloze sentences (negated LAMA, SQuAD, ConceptNet), held in no gold graph:
+    the objects of the corpus's facts of the subject and relation, each with its fact's sentence filled in."""
+    source = f"the facts of {explorer.corpus.name} (cloze sentences; no gold graph)"
+    if unasked(query):
+        return _column("gold", "gold KB", "ok", unasked(query), source=source), set()
+    facts = [f for f in explorer.by_subject.get(query.known.label, ()) if f.relation == query.relation]
+    objects: dict[str, dict] = {}
+    for f in facts:
+        sentence = (f.cloze or "").replace("[X]", query.known.label).replace("[Y]", f.object.label)
+        objects.setdefault(f.object.label, {"id": f.object.id, "sentence": sentence})
+    gold = set(objects)
+    answers = [{**_answer(Answer(label, 1.0, o["id"]), gold), "sentence": o["sentence"]}
+               for label, o in objects.items()]
+    sentences = list(dict.fromkeys(f.cloze for f in facts))
+    message = (f"{len(sentences)} sentences ask these facts; the prompt is the first, and each object shows its own"
+               if len(sentences) > 1 else "")
+    return _column("gold", "gold KB", "ok", message, answers, source=source), gold
 
 
 def entity_iris(explorer: Explorer, label: str) -> list[str]:
@@ -226,7 +266,7 @@ def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
     prefix = prefix.strip()
     if not prefix:
         return []
-    if explorer.set_valued:  # no graphs: the subjects of the gold sets
+    if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
         folded = prefix.casefold()
         return sorted((label for label in explorer.subjects if label.casefold().startswith(folded)),
                       key=lambda label: (len(label), label))[:int(limit)]
@@ -253,9 +293,14 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
     if explorer.set_valued:
         return _column("inferred", "inferred graph", "not applicable",
                        f"{explorer.corpus.name}'s relations are not the Wikidata properties the inferred graph holds")
+    if explorer.cloze_facts:
+        return _column("inferred", "inferred graph", "not applicable",
+                       f"{explorer.corpus.name}'s facts are cloze sentences, in no gold graph: the inferred graph "
+                       "derives nothing from them")
     if not explorer.has_inferred:
         return _column("inferred", "inferred graph", NOT_CONFIGURED,
-                       "no inferred graph in the store (build it with `kbc kb infer`)")
+                       _joined("no inferred graph in the store (build it with `kbc kb infer`)",
+                               _store_changed(explorer)))
     if query.relation == "cloze":
         return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
     from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem, stored_coverage
@@ -270,7 +315,8 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
         explorer.inferred_problem = problem and (f"{problem}; build it for this corpus: kbc kb infer --corpus "
                                                  f"{explorer.corpus.name}{_data_dir_flag(explorer)}{store}")
     if explorer.inferred_problem:  # an expected state after a run over a few relations: a note, not an error
-        return _column("inferred", "inferred graph", PARTIAL, explorer.inferred_problem)
+        return _column("inferred", "inferred graph", PARTIAL, _joined(explorer.inferred_problem,
+                                                                      _store_changed(explorer)))
     if not hasattr(explorer, "inferred_note"):
         explorer.inferred_note = _coverage_note(explorer)
 
@@ -286,9 +332,22 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
             if str(name) not in entry["axioms"]:
                 entry["axioms"].append(str(name))
     answers = sorted(found.values(), key=lambda a: a["label"])
-    message = "; ".join(m for m in (explorer.inferred_note, "" if answers else "no derived object for this query")
-                        if m)
+    message = _joined(explorer.inferred_note, "" if answers else "no derived object for this query",
+                      _store_changed(explorer))
     return _column("inferred", "inferred graph", "ok", message, answers)
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _store_changed(explorer: Explorer) -> str:
+    """Said where another process published a newer store (`kbc kb infer`, a run) since the explorer read it: the
+    column, and the coverage read with it, are the store as read then."""
+    if not explorer.store.newer_published():
+        return ""
+    return (f"the store changed after the explorer read it ({explorer.store_read_at}): this column shows the inferred "
+            "graph as it was then; restart kbc serve to read the newer one")
 
 
 def _data_dir_flag(explorer: Explorer) -> str:
@@ -350,6 +409,8 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
         if query.relation == "cloze" and side != "lm":
             out[i] = _column(side, column.name, "not applicable", "a KB side needs a subject and a relation",
                              spec=column.spec)
+        elif unasked(query):
+            out[i] = _column(side, column.name, "not applicable", unasked(query), spec=column.spec)
         else:
             asked.append(i)
     if not asked:
@@ -483,6 +544,8 @@ def coherency_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                        "start with --coherency NAME to ask one predictor there and back")
     if query.relation == "cloze":
         return _column("coherency", name, "not applicable", "a cloze has no subject to ask back for")
+    if unasked(query):
+        return _column("coherency", name, "not applicable", unasked(query))
     column = next(c for c in explorer.columns if c.name == name)
     if column.error:
         return _column("coherency", name, "error", column.error)
@@ -544,7 +607,7 @@ def answer_many(explorer: Explorer, asks: list[Ask]) -> list[dict]:
         out.append({
             "query": {"subject": ask.subject or None, "relation": ask.relation or None, "cloze": ask.cloze or None,
                       "k": ask.k, "relation_label": relation.label if relation else None,
-                      "template": query.template, "prompt": query.text(MASK)},
+                      "template": query.template, "prompt": None if unasked(query) else query.text(MASK)},
             "subject": {"label": query.known.label, "id": query.known.id, "typed": typed[i] or None,
                         "in_corpus": query.known.label in explorer.subjects, "suggestions": looked_up[i][1],
                         "ids": [e.id for e in explorer.subjects.get(query.known.label, []) if e.id]},
