@@ -280,7 +280,7 @@ def test_write_instances_round_trips_through_pandas(run_dir):
     assert list(df.columns) == ["corpus", "predictor", "relation", "uid", "subject", "subject_id", "gold", "gold_id",
                                 "prompt", "dropped", "rank_raw", "rank_filtered", "rank_exact_raw",
                                 "rank_exact_filtered", "correct_raw", "correct_filtered", "top1", "answers",
-                                "generation"]
+                                "generation", "parsed", "unlinked", "abstained"]
     assert str(df["rank_raw"].dtype) == "Int64" and str(df["correct_raw"].dtype) == "boolean"
     row = df[(df.predictor == "alpha") & (df.uid == "p19-7")].iloc[0]
     assert (row.rank_raw, row.rank_filtered, row.correct_raw, row.correct_filtered) == (2, 1, False, True)

@@ -411,6 +411,54 @@ def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve,
     assert sum(r["em_raw"] for r in recs.values()) == 5  # the gold for requests 1, 3, 5, 7, 9
 
 
+def test_the_fact_table_holds_what_was_parsed_unlinked_and_abstained_so_the_rates_recompute(serve, lama_dir,
+                                                                                              tmp_path, capsys,
+                                                                                              monkeypatch):
+    """`load_run(...).facts` of a LAMA run with a generating predictor: its abstention and unlinked rates per relation
+    are those of summary.json; a ranking predictor's rows hold none of the three."""
+    import pandas as pd
+
+    import kbcompare
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    texts = ("I don't know", "Atlantis", "Atlantis, Berlin", "Berlin")
+
+    def script(path, body, n):  # each subject gets one answer whatever order the requests come in
+        subject = body["messages"][-1]["content"].removeprefix("Fill in the blank: ").split(" was ")[0]
+        return 200, completion(texts[len(subject) % 4], "chat")
+
+    server = serve(script)
+    out = tmp_path / "run"
+    argv = lama_args(server.url, lama_dir, out)
+    argv[argv.index("place_of_birth") + 1:argv.index("place_of_birth") + 1] = ["place_of_death"]
+    argv[argv.index("--predictors") + 1:argv.index("--predictors") + 1] = ["freq"]
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    facts = kbcompare.load_run(out).facts
+    assert {c: str(facts[c].dtype) for c in ("parsed", "unlinked", "abstained")} == {
+        "parsed": "string", "unlinked": "string", "abstained": "boolean"}
+    assert facts[facts.predictor == "freq"][["parsed", "unlinked", "abstained"]].isna().all().all()
+    mine = facts[facts.predictor == "llm"].set_index("uid")
+    recs = {r["uid"]: r for rel in ("place_of_birth", "place_of_death") for r in map(
+        json.loads, (out / "predictions" / "google_re" / "llm" / f"{rel}.jsonl").read_text().splitlines())}
+    assert {u: (json.loads(mine.loc[u, "parsed"]), json.loads(mine.loc[u, "unlinked"]), bool(mine.loc[u, "abstained"]))
+            for u in recs} == {u: (r["parsed"], r["unlinked"], r["abstained"]) for u, r in recs.items()}
+    parsed, unlinked = mine["parsed"].map(json.loads), mine["unlinked"].map(json.loads)
+    share = pd.Series([len(u) / len(p) if p else 0.0 for p, u in zip(parsed, unlinked)], index=mine.index)
+    recomputed = pd.DataFrame({"relation": mine["relation"], "abstain": 100.0 * mine["abstained"].astype(float),
+                               "unlinked": 100.0 * share}).groupby("relation").mean()
+    summary = {(r["group"], r["metric"]): r["value"] for r in json.loads((out / "summary.json").read_text())
+               if r["predictor"] == "llm" and r["scope"] == "own" and r["setting"] == "raw"}
+    for rel in ("place_of_birth", "place_of_death"):
+        for metric in ("abstain", "unlinked"):
+            assert recomputed.loc[rel, metric] == summary[(rel, metric)], (rel, metric)
+    assert recomputed.to_dict() == {"abstain": {"place_of_birth": 0.0, "place_of_death": 100 * 3 / 9},
+                                    "unlinked": {"place_of_birth": 100 * 8 / 9, "place_of_death": 100 * 6 / 9}}
+    by_text = {r["generation"]: (r["abstained"], len(r["unlinked"]), len(r["parsed"])) for r in recs.values()}
+    assert by_text == {"I don't know": (True, 0, 0), "Atlantis": (False, 1, 1), "Atlantis, Berlin": (False, 1, 1),
+                       "Berlin": (False, 0, 1)}
+
+
 def test_a_run_stopped_by_the_server_resumes_from_the_responses_it_cached(serve, lama_dir, tmp_path, capsys,
                                                                           monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

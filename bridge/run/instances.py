@@ -42,6 +42,9 @@ COLUMNS: dict[str, str] = {
     "top1": "string",
     "answers": "string",
     "generation": "string",  # the raw text of an answer written by generation (null for a ranking)
+    "parsed": "string",  # the answers read from it, as JSON text (a list, as KMIR's and LM-KBC's tables hold it)
+    "unlinked": "string",  # those of them naming no entity of the corpus, as JSON text
+    "abstained": "boolean",  # whether it said it does not know
 }
 
 
@@ -76,6 +79,8 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
         "top1": [a[0][0] if a else None for a in answers],
         "answers": [None if d is not None else _CELL(a or []) for d, a in zip(dropped, answers)],
         "generation": field("generation"),
+        **{name: [None if v is None else _CELL(v) for v in field(name)] for name in ("parsed", "unlinked")},
+        "abstained": field("abstained"),
     }
     return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
 
