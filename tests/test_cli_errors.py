@@ -1573,7 +1573,6 @@ def test_a_dtype_no_predictor_takes_is_refused(ctx, capsys, predictor, why):
 
 @pytest.mark.parametrize(("experiment", "layout"), [
     ("coherency", "predictions/<corpus>/<predictor>/first|second/<relation>.jsonl"),
-    ("kmir", "predictions/<corpus>/<predictor>/<relation>.jsonl"),
     ("negated", "predictions/<corpus>/<predictor>/<relation>.jsonl"),
 ])
 def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, capsys, experiment, layout):
@@ -1583,7 +1582,8 @@ def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, caps
     code, _, err = run_kbc(["show", str(tmp_path), "--subject", "Mark Strong", "--relation", "P19"], capsys)
     _assert_one_error_line(code, err, "", True)
     assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run {experiment}` run: kbc show prints LAMA facts "
-                                    f"(prompt, gold, gold rank), FewRel sentences and LM-KBC pairs; each {experiment} "
+                                    f"(prompt, gold, gold rank), FewRel sentences, LM-KBC pairs and KMIR questions; "
+                                    f"each {experiment} "
                                     f"record is one line of {layout} and of instances.parquet")
 
 

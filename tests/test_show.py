@@ -79,15 +79,15 @@ def test_show_errors(run_dir, capsys):
     _one_error(*run_kbc(["show", str(run_dir / "nope"), "--uid", "p19-7"], capsys))
 
 
-@pytest.mark.parametrize(("experiment", "stage"), [("kmir", ""), ("coherency", "first|second/"), ("negated", ""),
+@pytest.mark.parametrize(("experiment", "stage"), [("coherency", "first|second/"), ("negated", ""),
                                                    ("evidence", "")])
 def test_show_refuses_runs_it_cannot_display(run_dir, capsys, experiment, stage):
     config = json.loads((run_dir / "config.json").read_text())
     (run_dir / "config.json").write_text(json.dumps({**config, "experiment": experiment}))
     line = _one_error(*run_kbc(["show", str(run_dir), "--uid", "p19-7"], capsys))
     assert line == (f"error: {run_dir} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, "
-                    f"gold rank), FewRel sentences and LM-KBC pairs; each {experiment} record is one line of "
-                    f"predictions/<corpus>/<predictor>/{stage}<relation>.jsonl and of instances.parquet")
+                    f"gold rank), FewRel sentences, LM-KBC pairs and KMIR questions; each {experiment} record is one "
+                    f"line of predictions/<corpus>/<predictor>/{stage}<relation>.jsonl and of instances.parquet")
 
 
 def test_a_prompt_of_several_lines_stays_under_its_field(tmp_path, capsys):
@@ -119,3 +119,114 @@ def test_a_prompt_of_several_lines_stays_under_its_field(tmp_path, capsys):
         "                   Q: Where",
         "       1. London (Q84)  <- gold",
     ]
+
+
+def _kmir_records(out, predictor: str) -> dict[str, dict]:
+    return {r["uid"]: r for path in sorted((out / "predictions" / "trex" / predictor).glob("*.jsonl"))
+            for r in map(json.loads, path.read_text().splitlines())}
+
+
+def _kmir_run(lama_dir, tmp_path, capsys, predictors: list[str], relations: list[str], *extra: str):
+    out = tmp_path / "kmir"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", *relations, "--limit", "6",
+                            "--questions-per-relation", "4", "--predictors", *predictors, *extra,
+                            "--data-dir", str(lama_dir), "--out", str(out), "--store", str(tmp_path / "store"),
+                            "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    return out
+
+
+def test_show_prints_a_kmir_question_across_every_predictor(lama_dir, tmp_path, capsys, monkeypatch):
+    """A reasoning question asks a derived relation (P1376) and lies in the file of its fact's (P36): every
+    predictor's answer to it is found there."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = _kmir_run(lama_dir, tmp_path, capsys, ["freq", "kb", "random"], ["P36"])
+    kb, rnd = _kmir_records(out, "kb"), _kmir_records(out, "random")
+    uid = next(u for u, r in kb.items() if r["relation"] == "P1376")
+    asked, mine = kb[uid], rnd[uid]
+    assert _kmir_records(out, "freq")[uid]["dropped"] == "ranks none of the choices"
+    code, shown, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+    assert (code, err) == (0, "")
+
+    def scored(r: dict) -> str:
+        answer = "no answer" if r["answer"] is None else f"answer {r['answer']}"
+        return f"{answer} (F1 {100 * r['f1']:.1f}%, EM {100 * r['em']:.1f}%)"
+
+    assert shown.splitlines() == [
+        f"trex / P1376 / uid {uid}",
+        f"  question: {asked['question']}",
+        f"  kind:     predicate_reasoning (reasoning), axiom {asked['axiom']}",
+        f"  gold:     {asked['gold']}",
+        f"  choices:  {', '.join(asked['choices'])}",
+        "  freq    dropped: ranks none of the choices",
+        f"  kb      {scored(asked)}",
+        *([f"            1. {asked['answer']}  1  <- gold"] if asked["answers"] else ["            (no answers)"]),
+        f"  random  {scored(mine)}",
+        *[f"            {i}. {label}  {-i + 1}" + ("  <- gold" if label == asked["gold"] else "")
+          for i, (label, _, _) in enumerate(mine["answers"], 1)]]
+    assert sorted(label for label, _, _ in mine["answers"]) == sorted(asked["choices"])
+    code, printed, _ = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
+    fact = json.loads(printed)["facts"][0]
+    assert {k: fact[k] for k in ("relation", "kind", "knowledge_type", "gold", "choices", "chance")} == {
+        "relation": "P1376", "kind": "predicate_reasoning", "knowledge_type": "reasoning", "gold": asked["gold"],
+        "choices": asked["choices"], "chance": 0.25}
+    assert fact["predictors"]["random"] == {
+        "status": "answered", "answer": mine["answer"], "f1": mine["f1"], "em": mine["em"],
+        "answers": [{"label": label, "score": score, "id": None} for label, score, _ in mine["answers"]]}
+    assert fact["predictors"]["freq"] == {"status": "dropped", "reason": "ranks none of the choices"}
+    line = _one_error(*run_kbc(["show", str(out), "--subject", "Darwin", "--relation", "P36"], capsys))
+    assert line == (f"error: {out} is a `kbc run kmir` run: show a question by --uid (the `uid` of its records or "
+                    "of instances.parquet, e.g. tc:<fact uid>)")
+
+
+def test_show_prints_the_prompt_generation_and_parsed_answer_of_a_kmir_question(lama_dir, tmp_path, capsys,
+                                                                                 monkeypatch):
+    from served_support import Scripted
+    from test_generation_questions import KMIR_OBJECTS, kmir_script
+
+    from eval.corpora import load_corpus
+    from eval.kmir import question_prompt
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    for f in load_corpus("trex", lama_dir, ["P36"]).facts:
+        KMIR_OBJECTS.setdefault((f.relation, f.subject.label), f.object.label)
+    server = Scripted(kmir_script)
+    try:
+        out = _kmir_run(lama_dir, tmp_path, capsys, ["kb", f"llm={server.url}"], ["P36"], "--set",
+                        "llm.model=tiny")
+    finally:
+        server.close()
+    llm, kb = _kmir_records(out, "llm"), _kmir_records(out, "kb")
+    triple = next(u for u in llm if u.startswith("tc:"))
+    outlier = next(u for u in llm if u.startswith("ed:"))
+    shown = {}
+    for uid in (triple, outlier):
+        code, printed, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+        assert (code, err) == (0, ""), uid
+        lines = printed.splitlines()
+        shown[uid] = lines[next(i for i, line in enumerate(lines) if line.startswith("  llm ")):]
+    r = llm[triple]
+    gold, linked = r["gold"], r["answers"][0][2]
+    assert (r["generation"], r["answer"], r["parsed"], r["unlinked"], kb[triple]["answer"]) == (
+        gold, gold, [gold], [], gold)
+    assert shown[triple] == [
+        f"  llm  answer {gold} (F1 100.0%, EM 100.0%; answered by generation)",
+        f"         prompt:     [user] {question_prompt(r['question'])}",
+        f"         generation: {gold}",
+        f"         parsed:     {gold}",
+        f"         1. {gold} ({linked})  <- gold"]
+    r = llm[outlier]
+    assert (r["generation"], r["parsed"], r["unlinked"], r["f1"], r["em"]) == (
+        "Atlantis", ["Atlantis"], ["Atlantis"], 0.0, 0.0)
+    assert shown[outlier] == [
+        "  llm  answer Atlantis (F1 0.0%, EM 0.0%; answered by generation)",
+        f"         prompt:     [user] {question_prompt(r['question'])}",
+        "         generation: Atlantis",
+        "         parsed:     Atlantis",
+        "         1. Atlantis",
+        "         unlinked:   Atlantis"]
+    code, printed, _ = run_kbc(["show", str(out), "--uid", outlier, "--json"], capsys)
+    entry = json.loads(printed)["facts"][0]["predictors"]["llm"]
+    assert entry == {"status": "answered", "answer": "Atlantis", "f1": 0.0, "em": 0.0, "prompt": r["prompt"],
+                     "generation": "Atlantis", "parsed": ["Atlantis"], "unlinked": ["Atlantis"], "abstained": False,
+                     "answers": [{"label": "Atlantis", "score": r["answers"][0][1], "id": None}]}

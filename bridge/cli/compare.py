@@ -21,11 +21,11 @@ from bridge.cli.value_types import Int, PathType
 from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
 from bridge.run.attempts import rerun_hint
-from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run
+from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run, read_records
 from bridge.run.freshness import check_readable, fresh_instances, unscored_change
-from bridge.run.results import right
+from bridge.run.results import right, slug
 from bridge.run.summaries import generating, relation_info
-from eval.answer_text import GENERATED
+from eval.answer_text import GENERATED, generation_fields
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
@@ -130,8 +130,8 @@ def show_refusal(path: Path, experiment: str) -> str:
 
     layout = record_layout(stages(experiment) if experiment in EXPERIMENTS else ("",))
     return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank), "
-            f"FewRel sentences and LM-KBC pairs; each {experiment} record is one line of {layout} and of "
-            "instances.parquet")
+            f"FewRel sentences, LM-KBC pairs and KMIR questions; each {experiment} record is one line of {layout} "
+            "and of instances.parquet")
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
@@ -454,21 +454,21 @@ def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
     """Every fact matching the uid (or subject + relation), with each predictor's record or None."""
     found: dict[tuple[str, str], dict] = {}
     for corpus in corpora:
-        rel = relation
+        file = f"{slug(relation)}.jsonl" if relation is not None else None
         for name in run.predictors:
-            for record in run.records(corpus, name, rel):
-                if uid is not None and record["uid"] != uid:
-                    continue
-                if subject is not None and not _matches_subject(record, subject):
-                    continue
-                if relation is not None and record["relation"] != relation:
-                    continue
-                fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
-                                                                  "records": {}})
-                fact["records"][name] = record
-                if uid is not None:
-                    rel = record["relation"]  # the other predictors need only this relation's file
-                    break  # a uid is one fact of its corpus
+            for path in [run.folder(corpus, name) / file] if file else run.relation_files(corpus, name):
+                matching = [r for r in read_records(path) if (uid is None or r["uid"] == uid)
+                            and (subject is None or _matches_subject(r, subject))
+                            and (relation is None or r["relation"] == relation)]
+                for record in matching:
+                    fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
+                                                                      "records": {}})
+                    fact["records"][name] = record
+                if uid is not None and matching:
+                    # a uid is one unit of its corpus: the other predictors need only this file (that of the asked
+                    # fact's relation, which a KMIR question about a derived relation, P1376 of P36, is not)
+                    file = path.name
+                    break
     return list(found.values())
 
 
@@ -554,16 +554,20 @@ def _fact_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {ranks}{scale}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
-        answers = entry["answers"][:SHOW_TOP]
-        if not answers:
-            lines.append(f"  {' ' * width}    (no answers)")
-        for i, ans in enumerate(answers, 1):
-            score = ans["score"]
-            score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
-            mark = "  <- gold" if ans["label"] == fact["gold"] else ""
-            lines.append(f"  {' ' * width}    {i}. {ans['label']}  {score}{mark}")
-        if len(entry["answers"]) > SHOW_TOP:
-            lines.append(f"  {' ' * width}    ({len(entry['answers']) - SHOW_TOP} more; --json shows every answer)")
+        lines += _ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
+    return lines
+
+
+def _ranked_lines(answers: list[dict], golds: set, pad: str) -> list[str]:
+    """The top answers with their scores, a gold one marked, and how many more `--json` shows."""
+    lines = [] if answers else [f"{pad}(no answers)"]
+    for i, ans in enumerate(answers[:SHOW_TOP], 1):
+        score = ans["score"]
+        score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
+        mark = "  <- gold" if ans["label"] in golds else ""
+        lines.append(f"{pad}{i}. {ans['label']}  {score}{mark}")
+    if len(answers) > SHOW_TOP:
+        lines.append(f"{pad}({len(answers) - SHOW_TOP} more; --json shows every answer)")
     return lines
 
 
@@ -735,20 +739,81 @@ def _sentence_text(fact: dict) -> list[str]:
 
 def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
     """A generated answer: exact match, the exact prompt sent, the raw generation, the linked answer."""
-    pad = " " * (width + 4)
     yes = {True: "yes", False: "no"}
     verdict = "abstained" if entry.get("abstained") else (
         f"exact match raw {yes[bool(entry.get('em_raw'))]}, filtered {yes[bool(entry.get('em_filtered'))]}")
+    return [f"  {name.ljust(width)}  {verdict} (answered by generation)",
+            *_generation_lines(entry, " " * (width + 4), {gold})]
+
+
+def _generation_lines(entry: dict, pad: str, golds: set, parsed: bool = False) -> list[str]:
+    """The exact prompt sent, the raw generation, (`parsed`: the answers read from it,) the linked answers with
+    a gold one marked, and those linked to no entity."""
     prompt = entry.get("prompt")
     shown = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
-    lines = [f"  {name.ljust(width)}  {verdict} (answered by generation)"]
-    lines += _indented(f"{pad}prompt:     ", shown)
+    lines = _indented(f"{pad}prompt:     ", shown)
     lines += _indented(f"{pad}generation: ", entry[GENERATED] or "")
+    if parsed:
+        lines += _indented(f"{pad}parsed:     ", ", ".join(entry.get("parsed") or ()) or "-")
     for i, ans in enumerate(entry["answers"], 1):
         linked = f" ({ans['id']})" if ans.get("id") else ""
-        lines.append(f"{pad}{i}. {ans['label']}{linked}{'  <- gold' if ans['label'] == gold else ''}")
+        lines.append(f"{pad}{i}. {ans['label']}{linked}{'  <- gold' if ans['label'] in golds else ''}")
     if entry.get("unlinked"):
         lines.append(f"{pad}unlinked:   {', '.join(entry['unlinked'])}")
+    return lines
+
+
+def _question_json(run: RunDir, fact: dict) -> dict:
+    """One KMIR question: its kind, wording, gold (and other right answers, choices, axiom), and each predictor's
+    answer with its token F1 and exact match (fractions, as the records hold them), its ranked answers, and for a
+    written answer the prompt, raw generation, what was parsed and what was left unlinked."""
+    from bridge.experiments.kmir import KNOWLEDGE_TYPES, kind_of
+
+    records = fact["records"]
+    first = next((r for r in records.values() if "dropped" not in r), next(iter(records.values())))
+    kind = first.get("kind") or kind_of(fact["uid"])
+    out = {"corpus": fact["corpus"], "relation": first["relation"], "uid": fact["uid"], "kind": kind,
+           "knowledge_type": first.get("knowledge_type") or KNOWLEDGE_TYPES.get(kind, ""),
+           "question": first.get("question"), "gold": first.get("gold"),
+           "alternatives": first.get("alternatives") or [], "choices": first.get("choices"),
+           "axiom": first.get("axiom"), "chance": first.get("chance"), "predictors": {}}
+    for name in run.predictors:
+        record = records.get(name)
+        unanswered = _unanswered(record)
+        if unanswered is not None:
+            out["predictors"][name] = unanswered
+            continue
+        entry = {"status": "answered", "answer": record.get("answer"), "f1": record.get("f1"), "em": record.get("em"),
+                 **generation_fields(record)}
+        entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
+                            for ans in record.get("answers") or []]
+        out["predictors"][name] = entry
+    return out
+
+
+def _question_text(fact: dict) -> list[str]:
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
+    kind = f"{fact['kind']} ({fact['knowledge_type']})" if fact["knowledge_type"] else fact["kind"]
+    for label, value in (("question", fact["question"] or "- (every predictor dropped it)"),
+                         ("kind", kind + (f", axiom {fact['axiom']}" if fact["axiom"] else "")),
+                         ("gold", ", ".join([str(fact["gold"]), *fact["alternatives"]])),
+                         ("choices", ", ".join(fact["choices"]) if fact["choices"] else None)):
+        if value is not None:
+            lines += _indented(f"  {label + ':':<10}", value)
+    golds = {fact["gold"], *fact["alternatives"]}
+    width = max(len(name) for name in fact["predictors"])
+    pad = f"  {' ' * width}    "
+    for name, entry in fact["predictors"].items():
+        if entry["status"] != "answered":
+            lines.append(f"  {name.ljust(width)}  {entry['status']}" + (f": {entry['reason']}" if "reason" in entry
+                                                                         else ""))
+            continue
+        answer = "no answer" if entry["answer"] is None else f"answer {entry['answer']}"
+        how = "; answered by generation" if GENERATED in entry else ""
+        f1, em = (f"{100 * entry[k]:.1f}%" if isinstance(entry[k], int | float) else "-" for k in ("f1", "em"))
+        lines.append(f"  {name.ljust(width)}  {answer} (F1 {f1}, EM {em}{how})")
+        lines += _generation_lines(entry, pad, golds, parsed=True) if GENERATED in entry else \
+            _ranked_lines(entry["answers"], golds, pad)
     return lines
 
 
@@ -761,8 +826,10 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (all saved answers, not only the top 5).")
 def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     """One fact across every predictor of a `kbc run lama` run (prompt, gold, other valid objects, top answers,
-    ranks), one sentence of a `kbc run fewrel` run (head, tail, each predictor's own input, its answer), or one
-    subject-relation pair of a `kbc run lmkbc` run (gold set; each predictor's set, P, R, F1, rule, top ranked).
+    ranks), one sentence of a `kbc run fewrel` run (head, tail, each predictor's own input, its answer), one
+    subject-relation pair of a `kbc run lmkbc` run (gold set; each predictor's set, P, R, F1, rule, top ranked), or
+    one question of a `kbc run kmir` run, by --uid (kind, gold; each predictor's answer, F1, EM, top ranked or its
+    prompt, generation and parsed answer).
 
     \b
     Examples:
@@ -770,6 +837,7 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
       kbc show runs/lama --subject "Allan Peiper" --relation P19
       kbc show runs/fewrel --uid P177:27
       kbc show runs/lmkbc --subject Ethiopia --relation countryLandBordersCountry
+      kbc show runs/kmir --uid tc:9b7c0b0e-...
     """
     if (uid is None) == (subject is None):
         raise ConfigError("show needs --uid, or --subject with --relation")
@@ -777,8 +845,11 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
-    if experiment not in ("lama", "fewrel", "lmkbc"):  # no single gold rank per fact to show
+    if experiment not in ("lama", "fewrel", "lmkbc", "kmir"):  # no single gold rank per fact to show
         raise ConfigError(show_refusal(run.path, experiment))
+    if experiment == "kmir" and uid is None:  # a question's records name no subject
+        raise ConfigError(f"{run.path} is a `kbc run kmir` run: show a question by --uid (the `uid` of its "
+                          "records or of instances.parquet, e.g. tc:<fact uid>)")
     check_readable(run.path, run.config)
     corpus_list = _corpora(run, corpora)
     facts = find_facts(run, corpus_list, uid, subject, relation)
@@ -790,7 +861,8 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
-    as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text)}.get(
+    as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text),
+                           "kmir": (_question_json, _question_text)}.get(
         experiment, (_fact_json, _fact_text))
     if experiment == "lmkbc":  # records keep ids: each is shown with the label the data ties to it
         labels, missing = lmkbc_labels(run)
