@@ -500,10 +500,15 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
             scale = _score_scale(run, fact["corpus"], name)
             if scale is not None:
                 entry["score_scale"] = scale
-            entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
-                                for ans in record.get("answers") or []]
+            entry["answers"] = _answer_dicts(record)
             out["predictors"][name] = entry
     return out
+
+
+def _answer_dicts(record: dict) -> list[dict]:
+    """A record's saved answers (`[label, score, id]`) as `--json` prints them."""
+    return [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
+            for ans in record.get("answers") or []]
 
 
 def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
@@ -779,15 +784,9 @@ def _question_json(run: RunDir, fact: dict) -> dict:
            "axiom": first.get("axiom"), "chance": first.get("chance"), "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        unanswered = _unanswered(record)
-        if unanswered is not None:
-            out["predictors"][name] = unanswered
-            continue
-        entry = {"status": "answered", "answer": record.get("answer"), "f1": record.get("f1"), "em": record.get("em"),
-                 **generation_fields(record)}
-        entry["answers"] = [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
-                            for ans in record.get("answers") or []]
-        out["predictors"][name] = entry
+        out["predictors"][name] = _unanswered(record) or {
+            "status": "answered", "answer": record.get("answer"), "f1": record.get("f1"), "em": record.get("em"),
+            **generation_fields(record), "answers": _answer_dicts(record)}
     return out
 
 
