@@ -62,12 +62,24 @@ class ServerSettings:
 
 
 def api_root(url: str) -> str:
-    """`http://host:port/v1` from the root or any endpoint under it."""
-    url = url.rstrip("/")
+    """`http://host:port/v1` from the root or any endpoint under it; a query (`?api-version=...`) is kept after it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
     for tail in ("/chat/completions", "/completions"):
-        if url.endswith(tail):
-            url = url[: -len(tail)]
-    return url if url.endswith("/v1") else url + "/v1"
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+    path = path if path.endswith("/v1") else path + "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def endpoint_of(root: str, tail: str) -> str:
+    """The endpoint `tail` (`models`, `chat/completions`) under the API root `root`, its query kept after the path."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(root)
+    return urlunsplit((parts.scheme, parts.netloc, f"{parts.path.rstrip('/')}/{tail}", parts.query, ""))
 
 
 def public_url(url: str) -> str:
@@ -109,7 +121,7 @@ class ServedGenerator:
 
     def _post(self, body: dict) -> dict:
         s = self.settings
-        return self._request(f"{s.url}/{'chat/completions' if s.api == 'chat' else 'completions'}", body)
+        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body)
 
     def _request(self, endpoint: str, body: dict | None = None) -> dict:
         """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None."""
@@ -163,7 +175,7 @@ class ServedGenerator:
     def _models(self) -> list[dict]:
         """The entries of the server's `GET /v1/models`; none where it has no such list."""
         try:
-            answer = self._request(f"{self.settings.url}/models")
+            answer = self._request(endpoint_of(self.settings.url, "models"))
         except _Unlisted:
             return []
         entries = answer.get("data") if isinstance(answer, dict) else None

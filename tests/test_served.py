@@ -4,6 +4,7 @@ bounded concurrency, and whole runs whose answers the test chooses (exact match 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 
 import pytest
@@ -1020,3 +1021,30 @@ def test_lmkbc_scores_are_evaluate_py_on_the_submission_file(serve, lama_dir, tm
             "label only |") in label
     assert "| lmkbc2024 | llm | all (over pairs) | 10 | 0.983 | 1.000 | 0.991 | 1397 |" in label
     assert rows["all", "label-hits"] == 1397.0
+
+
+def test_a_query_in_the_server_url_stays_after_the_endpoint_it_asks(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    paths: list[str] = []
+
+    def script(path, body, n):
+        paths.append(path)
+        return 200, completion("Paris", "completions")
+
+    server = serve(script, models=[{"id": "tiny", "object": "model", "created": 1, "owned_by": ""}])
+    for given in (f"{server.url}?api-version=1", f"{server.url}/completions?api-version=1",
+                  server.url.removesuffix("/v1") + "/?api-version=1"):
+        paths.clear()
+        code, _, err = run_kbc(lama_args(given, lama_dir, tmp_path / "run", "--set", "llm.api=completions"), capsys)
+        assert code == 0, err
+        assert set(paths) == {"/v1/completions?api-version=1"} and len(paths) == 9
+        shutil.rmtree(tmp_path / "run")
+
+
+def test_a_fragment_in_the_server_url_is_refused_in_one_line(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, stdout, err = run_kbc(lama_args(f"{server.url}#x", lama_dir, tmp_path / "run"), capsys)
+    assert code == 2 and stdout == "" and server.bodies == []
+    assert err.splitlines() == ["error: --predictors llm: the server URL holds a fragment (#...), which a server "
+                                "never sees; give the URL without it"]

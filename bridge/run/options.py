@@ -216,6 +216,9 @@ def _refuse_credentials(name: str, spec: str) -> None:
     from urllib.parse import parse_qsl, urlsplit
 
     parts = urlsplit(spec)
+    if parts.fragment or spec.endswith("#"):
+        raise ConfigError(f"--predictors {name}: the server URL holds a fragment (#...), which a server never sees; "
+                          "give the URL without it")
     secret = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
     if "@" not in parts.netloc and not secret:
         return
