@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -56,8 +57,15 @@ class ServerSettings:
     backoff: float = 1.0  # seconds before the first retry, doubled each time
     option_prefix: str = ""  # how a run writes this model's options ("llm." of `--set llm.model=...`), for the fixes
 
-    def describe(self) -> dict:  # never the key itself
-        return {"url": self.url, "model": self.model, "api": self.api, "key_env": self.key_env,
+    @property
+    def shown(self) -> str:
+        """The URL as a run writes and prints it (`recorded_url`)."""
+        return recorded_url(self.url)
+
+    def describe(self) -> dict:  # never the key itself, nor a query's values (`recorded_url`)
+        digest = query_digest(self.url)
+        return {"url": self.shown, **({"query_digest": digest} if digest else {}), "model": self.model,
+                "api": self.api, "key_env": self.key_env,
                 "timeout": self.timeout, "concurrency": self.concurrency, "retries": self.retries}
 
 
@@ -72,6 +80,39 @@ def api_root(url: str) -> str:
             path = path[: -len(tail)]
     path = path if path.endswith("/v1") else path + "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+PUBLIC_PARAMS = ("api-version", "version")  # query parameters known to hold no secret: written as they are
+
+
+def recorded_url(url: str) -> str:
+    """`url` as a run writes and prints it: the value of each query parameter but `PUBLIC_PARAMS` as `***` (a key
+    may hide under any name: Azure Functions' `code`); `query_digest` tells two queries apart."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    items = [(item.split("=", 1)[0], "=" in item, item) for item in parts.query.split("&")]
+    query = "&".join(item if unquote(key).lower() in PUBLIC_PARAMS or not has_value else f"{key}=***"
+                     for key, has_value, item in items)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def query_digest(url: str) -> str | None:
+    """A digest of `url`'s whole query where `recorded_url` hides some of it, so that a run's identity and a cache's
+    key tell two queries apart without holding their values; None where nothing is hidden."""
+    if recorded_url(url) == url:
+        return None
+    import hashlib
+    from urllib.parse import urlsplit
+
+    return hashlib.sha256(urlsplit(url).query.encode()).hexdigest()[:16]
+
+
+def recorded_text(text: str) -> str:
+    """`text` (a command-line word, a message) with each http(s) URL in it as `recorded_url` writes it."""
+    return re.sub(r"https?://[^\s'\"]+", lambda m: recorded_url(m.group(0)), text)
 
 
 def endpoint_of(root: str, tail: str) -> str:
@@ -117,7 +158,8 @@ class ServedGenerator:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.settings.url}|{self.settings.api}"
+        digest = query_digest(self.settings.url)
+        return f"{self.settings.shown}|{self.settings.api}" + (f"|query:{digest}" if digest else "")
 
     def _post(self, body: dict) -> dict:
         s = self.settings
@@ -130,6 +172,7 @@ class ServedGenerator:
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
         data = None if body is None else json.dumps(body).encode()
+        shown = recorded_url(endpoint)  # what the messages name
         count = self._count if body is not None else (lambda name: None)
         for attempt in range(s.retries + 1):
             request = urllib.request.Request(endpoint, data=data, headers=headers,
@@ -149,7 +192,7 @@ class ServedGenerator:
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
                 served = self._other_models() if exc.code in (400, 404) else ""
-                raise ServerError(_http_message(endpoint, exc.code, detail, s) + served) from None
+                raise ServerError(_http_message(shown, exc.code, detail, s) + served) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -158,10 +201,10 @@ class ServedGenerator:
                         self.sleep(s.backoff * 2 ** attempt)
                         continue
                     count("failed")
-                    raise ServerError(f"{endpoint}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
+                    raise ServerError(f"{shown}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
                                       "--set timeout=SECONDS or ask a less busy server") from None
                 count("failed")
-                raise ServerError(f"{endpoint}: cannot reach the server ({reason}); start it, or check the URL"
+                raise ServerError(f"{shown}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
             return json.loads(raw)
@@ -169,7 +212,7 @@ class ServedGenerator:
             count("failed")
             if body is None:
                 raise _Unlisted from None
-            raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
+            raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
 
     def _models(self) -> list[dict]:
@@ -220,7 +263,7 @@ class ServedGenerator:
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
             self._count("failed")
-            raise ServerError(f"{s.url}: the answer holds no completion text ({exc!r} missing in "
+            raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         usage = answer.get("usage") or {}
         system = answer.get("system_fingerprint")

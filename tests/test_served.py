@@ -1048,3 +1048,48 @@ def test_a_fragment_in_the_server_url_is_refused_in_one_line(serve, lama_dir, tm
     assert code == 2 and stdout == "" and server.bodies == []
     assert err.splitlines() == ["error: --predictors llm: the server URL holds a fragment (#...), which a server "
                                 "never sees; give the URL without it"]
+
+
+def written_under(*folders) -> str:
+    return "\n".join(p.read_text(errors="replace") for f in folders if f.exists() for p in f.rglob("*") if p.is_file())
+
+
+def test_no_query_value_of_a_server_url_is_written_or_shown_but_the_run_tells_two_queries_apart(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (500, {"error": "boom"}) if n == 4 else (200, completion("Paris", "chat")),
+                   models=[{"id": "tiny", "object": "model", "created": 1, "owned_by": ""}])
+    out = tmp_path / "run"
+    argv = lama_args(f"{server.url}?tenant=hunter3&api-version=2024-06-01", lama_dir, out, "--set",
+                     "llm.concurrency=1", "--set", "llm.cache=shared")
+    monkeypatch.setattr("sys.argv", ["kbc", *argv])  # what the runs log records
+    code, _, stopped = run_kbc(argv, capsys)
+    assert code == 2 and stopped.splitlines()[-1].startswith(
+        f"error: {server.url}/chat/completions?tenant=***&api-version=2024-06-01: HTTP 500 (boom)")
+    code, _, resumed = run_kbc(argv, capsys)
+    assert code == 0, resumed
+    code, report, err = run_kbc(["report", str(out)], capsys)
+    assert code == 0, err
+    shown = stopped + resumed + err + report + written_under(out, tmp_path / "cache")
+    assert "hunter3" not in shown and "tenant=***&api-version=2024-06-01" in shown
+    config = json.loads((out / "config.json").read_text())
+    spec = config["predictor_specs"]["llm"]
+    assert spec["spec"] == f"{server.url}?tenant=***&api-version=2024-06-01"
+    assert len(spec["query_digest"]) == 16
+    assert f"llm={server.url}?tenant=***&api-version=2024-06-01" in config["runs"][0]["argv"]
+    # another value under the same name is another run: refused in that folder, asked again in another
+    code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir, out), capsys)
+    assert code == 2 and "predictor 'llm' was run as" in err and "other7" not in err
+    asked = len(server.bodies)
+    code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir,
+                                     tmp_path / "other", "--set", "llm.cache=shared"), capsys)
+    assert code == 0 and len(server.bodies) == asked + 9, err
+
+
+@pytest.mark.parametrize("query", ["code=hunter3", "sig=hunter3"])
+def test_azure_functions_code_and_a_sig_are_refused_as_keys(serve, lama_dir, tmp_path, capsys, monkeypatch, query):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, _, err = run_kbc(lama_args(f"{server.url}?{query}", lama_dir, tmp_path / "run"), capsys)
+    assert code == 2 and "hunter3" not in err and server.bodies == []
+    assert err.startswith(f"error: --predictors llm: the server URL holds a key ({query.split('=')[0]}=...)")

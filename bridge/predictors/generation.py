@@ -276,7 +276,7 @@ class GenerationPredictor:
                 logging.getLogger("kbc").warning(
                     "cache=shared: %s reports no system_fingerprint and no creation time of model %s (GET "
                     "/v1/models: %s): answers cached from other weights served there under this name are used as "
-                    "this model's; use cache=on to ask again", self.backend.settings.url, self.model,
+                    "this model's; use cache=on to ask again", self.backend.settings.shown, self.model,
                     json.dumps(what["listed"], sort_keys=True) if what["listed"] else "not listed")
         else:
             what["scope"] = self.scope
@@ -416,7 +416,7 @@ class GenerationPredictor:
         if response.text != text:
             from lm.served import ServerError
 
-            raise ServerError(f"{self.backend.settings.url}: model {self.model} answers differently than when this "
+            raise ServerError(f"{self.backend.settings.shown}: model {self.model} answers differently than when this "
                               f"run started ({json.dumps(text[:60], ensure_ascii=False)} then, "
                               f"{json.dumps(response.text[:60], ensure_ascii=False)} now, to the run's first "
                               "prompt): it may serve other weights under this name, and the run would score two "

@@ -234,7 +234,8 @@ def _refuse_credentials(name: str, spec: str) -> None:
                       f"--set {name}.key_env=VAR (sent as a Bearer token)")
 
 
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|signature|sig$|auth", re.IGNORECASE)  # query names keys hide in
+# query names keys hide in (Azure Functions': `code`)
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|signature|sig$|auth|^code$", re.IGNORECASE)
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:

@@ -171,7 +171,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             if earlier is not None:
                 check_part_asked(out, earlier, plan, cfg)
             config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
-            run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
+            from lm.served import recorded_text
+
+            run = {"argv": [recorded_text(a) for a in sys.argv],  # a query's values are not written
+                   "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                    "executor": (executor or ExecutorSettings()).describe(),
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "asked": {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
