@@ -1093,3 +1093,20 @@ def test_azure_functions_code_and_a_sig_are_refused_as_keys(serve, lama_dir, tmp
     code, _, err = run_kbc(lama_args(f"{server.url}?{query}", lama_dir, tmp_path / "run"), capsys)
     assert code == 2 and "hunter3" not in err and server.bodies == []
     assert err.startswith(f"error: --predictors llm: the server URL holds a key ({query.split('=')[0]}=...)")
+
+
+def test_plain_text_asked_of_a_chat_endpoint_is_recorded_as_the_turn_the_server_received(serve, lama_dir, tmp_path,
+                                                                                         capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.api=chat", "--set",
+                                     "llm.chat=off"), capsys)
+    assert code == 0, err
+    recs = records(tmp_path / "run")
+    sent = {b["messages"][0]["content"]: b["messages"] for b in server.bodies}
+    assert len(recs) == 9 and len(sent) == 9
+    for r in recs:
+        assert isinstance(r["prompt"], list) and len(r["prompt"]) == 1
+        assert r["prompt"] == sent[r["prompt"][0]["content"]]
+        assert r["prompt"][0]["role"] == "user" and r["prompt"][0]["content"].startswith("Q: ")
+        assert r["prompt"][0]["content"].endswith("\nA:") and r["subject"] in r["prompt"][0]["content"]

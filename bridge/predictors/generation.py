@@ -18,6 +18,7 @@ import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
@@ -223,8 +224,9 @@ class GenerationPredictor:
                  labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
                  extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
-                 attempt: str | None = None) -> None:
+                 attempt: str | None = None, one_turn: bool = False) -> None:
         self.name, self.backend, self.prompter, self.indexes, self.labels = name, backend, prompter, indexes, labels
+        self.one_turn = one_turn  # plain text sent as one user turn (a chat endpoint with chat=off): recorded so
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
@@ -423,16 +425,23 @@ class GenerationPredictor:
                               "models as one; start a new --out")
         write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
 
+    def _prompt(self, query: Query) -> Prompt:
+        """What is sent for `query`: a query carrying its own wording (a KMIR question) is asked as written; text a
+        chat endpoint takes as one user turn is that turn, as the server receives it."""
+        prompt = self.prompter.prompt(query, getattr(query, "question_text", None))
+        if self.one_turn and prompt.messages is None:
+            return replace(prompt, messages=({"role": "user", "content": prompt.text},))
+        return prompt
+
     def check_fits(self, queries: Sequence[Query]) -> None:
         """Refuse, before any of a stage is asked, prompts a local model cannot take with its answer (longer than its
         context); a server says so itself."""
         check = getattr(self.backend, "check_fits", None)
         if check is not None:
-            check([self.prompter.prompt(q, getattr(q, "question_text", None)).sent() for q in queries], self.params)
+            check([self._prompt(q).sent() for q in queries], self.params)
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        # a query carrying its own wording (a KMIR question) is asked as written
-        prompts = [self.prompter.prompt(q, getattr(q, "question_text", None)) for q in queries]
+        prompts = [self._prompt(q) for q in queries]
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
@@ -561,7 +570,7 @@ def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
 
 
 def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, default_tokens: int,
-          extra: dict, scope: str | None = None) -> GenerationPredictor:
+          extra: dict, scope: str | None = None, one_turn: bool = False) -> GenerationPredictor:
     from bridge.predictors.kb import is_set_corpus
 
     _set_rule_check(ctx)
@@ -570,7 +579,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
                                anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
-                               attempt=ctx.attempt)
+                               attempt=ctx.attempt, one_turn=one_turn)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
@@ -606,4 +615,4 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
     return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
-                 extra={"backend": "server", **settings.describe()}, scope=scope)
+                 extra={"backend": "server", **settings.describe()}, scope=scope, one_turn=api == "chat" and not chat)
