@@ -41,6 +41,13 @@ class ServerError(KbcError):
     """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops."""
 
 
+class ServerUnavailable(ServerError):
+    """The server failed or could not be reached (a refused connection, a timeout, an HTTP 5xx or 429): the same
+    command, rerun, resumes the run, asking only what was never answered."""
+
+    resumable = True
+
+
 class _Unlisted(Exception):
     """`GET /v1/models` has no list to read (no such endpoint, not JSON): the server says nothing of its models."""
 
@@ -145,8 +152,8 @@ class ServedGenerator:
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
             if not self.key:
-                raise ServerError(f"key_env={settings.key_env}: that environment variable is not set; export it with "
-                                  "the server's API key")
+                raise ServerError(f"--set {settings.option_prefix}key_env={settings.key_env}: that environment "
+                                  "variable is not set; export it with the server's API key")
         self.sent = self.failed = self.retried = 0
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
@@ -192,7 +199,8 @@ class ServedGenerator:
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
                 served = self._other_models() if exc.code in (400, 404) else ""
-                raise ServerError(_http_message(shown, exc.code, detail, s) + served) from None
+                kind = ServerUnavailable if exc.code >= 500 or exc.code == 429 else ServerError
+                raise kind(_http_message(shown, exc.code, detail, s) + served) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -201,10 +209,11 @@ class ServedGenerator:
                         self.sleep(s.backoff * 2 ** attempt)
                         continue
                     count("failed")
-                    raise ServerError(f"{shown}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
-                                      "--set timeout=SECONDS or ask a less busy server") from None
+                    tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+                    raise ServerUnavailable(f"{shown}: no answer within {s.timeout:g} s ({tries}); raise --set "
+                                            f"{s.option_prefix}timeout=SECONDS or ask a less busy server") from None
                 count("failed")
-                raise ServerError(f"{shown}: cannot reach the server ({reason}); start it, or check the URL"
+                raise ServerUnavailable(f"{shown}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
             return json.loads(raw)

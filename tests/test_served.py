@@ -145,6 +145,8 @@ def test_a_server_that_is_down_or_too_slow(serve):
     slow = serve(ok(), delay=1.0)
     with pytest.raises(ServerError, match=r"no answer within 0.2 s \(2 tries\); raise --set timeout=SECONDS"):
         client(slow.url, [], timeout=0.2, retries=1).generate(["q"], PARAMS)
+    with pytest.raises(ServerError, match=r"no answer within 0.2 s \(1 try\); raise --set llm.timeout=SECONDS"):
+        client(slow.url, [], timeout=0.2, retries=0, option_prefix="llm.").generate(["q"], PARAMS)
 
 
 def test_the_key_comes_from_the_environment_and_a_missing_one_is_named(serve, monkeypatch):
@@ -1110,3 +1112,17 @@ def test_plain_text_asked_of_a_chat_endpoint_is_recorded_as_the_turn_the_server_
         assert r["prompt"] == sent[r["prompt"][0]["content"]]
         assert r["prompt"][0]["role"] == "user" and r["prompt"][0]["content"].startswith("Q: ")
         assert r["prompt"][0]["content"].endswith("\nA:") and r["subject"] in r["prompt"][0]["content"]
+
+
+def test_a_run_stopped_by_a_server_failure_says_that_rerunning_it_resumes(serve, lama_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (500, {"error": "out of memory"}) if n == 4 else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1", "--set", "llm.retries=0")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {server.url}/chat/completions: HTTP 500 (out of memory); results written so far are kept; rerun the "
+        "same command to resume")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0 and "3 from the cache" in err, err

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -82,6 +83,18 @@ RUN_TOTALS = ("asked", "cached", "shared", "sent", "retried", "failed", "prompt_
 
 def is_server(spec: str) -> bool:
     return spec.startswith(("http://", "https://"))
+
+
+def check_served_options(name: str, options: dict[str, str]) -> None:
+    """Options of served model `name` that cannot work together, or a key that is not there: refused before any data
+    is read (`plan_predictors`), naming the options as written for this predictor."""
+    at = f"{name}." if name else ""
+    if options.get("chat") == "on" and options.get("api", "chat") != "chat":
+        raise ConfigError(f"--set {at}chat=on needs {at}api=chat (the server renders the chat template)")
+    key_env = options.get("key_env")
+    if key_env and not os.environ.get(key_env):
+        raise ConfigError(f"--set {at}key_env={key_env}: that environment variable is not set; export it with the "
+                          "server's API key")
 
 
 def resolve_server(name: str):
@@ -605,9 +618,8 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     from lm.served import ServedGenerator, ServerSettings, api_root
 
     o = ctx.options
+    check_served_options(ctx.name or "", o)
     api = o.get("api", "chat")
-    if o.get("chat") == "on" and api != "chat":
-        raise ConfigError("--set chat=on needs api=chat (the server renders the chat template)")
     settings = ServerSettings(api_root(name), o["model"], api=api, key_env=o.get("key_env"),
                               timeout=float(o.get("timeout", 60)), concurrency=int(o.get("concurrency", 4)),
                               retries=int(o.get("retries", 3)), option_prefix=f"{ctx.name}." if ctx.name else "")
@@ -616,3 +628,6 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
     return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
                  extra={"backend": "server", **settings.describe()}, scope=scope, one_turn=api == "chat" and not chat)
+
+
+make_served.check_options = check_served_options  # `plan_predictors`: before any data is read

@@ -183,6 +183,9 @@ def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None)
             from lm.loading import check_available
 
             check_available(model)
+        check_options = getattr(factories[p.name], "check_options", None)  # options that cannot work together
+        if check_options is not None:
+            check_options(p.name, p.options)
         check_inputs = getattr(factories[p.name], "check_inputs", None)
         if check_inputs is not None and data_dir is not None:
             check_inputs(p.spec, p.options, list(cfg.corpora), data_dir)
