@@ -42,8 +42,8 @@ class ServerError(KbcError):
 
 
 class ServerUnavailable(ServerError):
-    """The server failed or could not be reached (a refused connection, a timeout, an HTTP 5xx or 429): the same
-    command, rerun, resumes the run, asking only what was never answered."""
+    """The server failed or could not be reached (a refused connection, a timeout, an HTTP 5xx or 429 whose message
+    names no fix of the run's): the same command, rerun, resumes the run, asking only what was never answered."""
 
     resumable = True
 
@@ -199,7 +199,9 @@ class ServedGenerator:
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
                 served = self._other_models() if exc.code in (400, 404) else ""
-                kind = ServerUnavailable if exc.code >= 500 or exc.code == 429 else ServerError
+                # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
+                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s)
+                kind = ServerUnavailable if failed else ServerError
                 raise kind(_http_message(shown, exc.code, detail, s) + served) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
