@@ -1126,3 +1126,13 @@ def test_a_run_stopped_by_a_server_failure_says_that_rerunning_it_resumes(serve,
         "same command to resume")
     code, _, err = run_kbc(argv, capsys)
     assert code == 0 and "3 from the cache" in err, err
+
+
+def test_an_option_error_names_the_server_url_without_its_query_values(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    argv = lama_args(f"{server.url}?tenant=hunter3", lama_dir, tmp_path / "run", "--set", "llm.tempreature=0")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "hunter3" not in err
+    assert err.startswith(f"error: --set llm.tempreature: predictor llm ({server.url}?tenant=***) does not take "
+                          "'tempreature'; did you mean llm.temperature?")

@@ -139,7 +139,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
-        raise ConfigError(f"predictor {no_sets[0].name} ({no_sets[0].spec}) gives no set answers; `kbc run "
+        from bridge.run.options import shown
+
+        raise ConfigError(f"predictor {no_sets[0].name} ({shown(no_sets[0].spec)}) gives no set answers; `kbc run "
                           f"{experiment.name}` takes gold, freq, re-naive, re-oracle and language models "
                           f"(here: {able})")
     check = getattr(experiment, "check", None)
