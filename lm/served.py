@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -40,6 +41,13 @@ class ServerError(KbcError):
     """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops."""
 
 
+class ServerUnavailable(ServerError):
+    """The server failed or could not be reached (a refused connection, a timeout, an HTTP 5xx or 429 whose message
+    names no fix of the run's): the same command, rerun, resumes the run, asking only what was never answered."""
+
+    resumable = True
+
+
 class _Unlisted(Exception):
     """`GET /v1/models` has no list to read (no such endpoint, not JSON): the server says nothing of its models."""
 
@@ -56,18 +64,70 @@ class ServerSettings:
     backoff: float = 1.0  # seconds before the first retry, doubled each time
     option_prefix: str = ""  # how a run writes this model's options ("llm." of `--set llm.model=...`), for the fixes
 
-    def describe(self) -> dict:  # never the key itself
-        return {"url": self.url, "model": self.model, "api": self.api, "key_env": self.key_env,
+    @property
+    def shown(self) -> str:
+        """The URL as a run writes and prints it (`recorded_url`)."""
+        return recorded_url(self.url)
+
+    def describe(self) -> dict:  # never the key itself, nor a query's values (`recorded_url`)
+        digest = query_digest(self.url)
+        return {"url": self.shown, **({"query_digest": digest} if digest else {}), "model": self.model,
+                "api": self.api, "key_env": self.key_env,
                 "timeout": self.timeout, "concurrency": self.concurrency, "retries": self.retries}
 
 
 def api_root(url: str) -> str:
-    """`http://host:port/v1` from the root or any endpoint under it."""
-    url = url.rstrip("/")
+    """`http://host:port/v1` from the root or any endpoint under it; a query (`?api-version=...`) is kept after it."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
     for tail in ("/chat/completions", "/completions"):
-        if url.endswith(tail):
-            url = url[: -len(tail)]
-    return url if url.endswith("/v1") else url + "/v1"
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+    path = path if path.endswith("/v1") else path + "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+PUBLIC_PARAMS = ("api-version", "version")  # query parameters known to hold no secret: written as they are
+
+
+def recorded_url(url: str) -> str:
+    """`url` as a run writes and prints it: the value of each query parameter but `PUBLIC_PARAMS` as `***` (a key
+    may hide under any name: Azure Functions' `code`); `query_digest` tells two queries apart."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    items = [(item.split("=", 1)[0], "=" in item, item) for item in parts.query.split("&")]
+    query = "&".join(item if unquote(key).lower() in PUBLIC_PARAMS or not has_value else f"{key}=***"
+                     for key, has_value, item in items)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def query_digest(url: str) -> str | None:
+    """A digest of `url`'s whole query where `recorded_url` hides some of it, so that a run's identity and a cache's
+    key tell two queries apart without holding their values; None where nothing is hidden."""
+    if recorded_url(url) == url:
+        return None
+    import hashlib
+    from urllib.parse import urlsplit
+
+    return hashlib.sha256(urlsplit(url).query.encode()).hexdigest()[:16]
+
+
+def recorded_text(text: str) -> str:
+    """`text` (a command-line word, a message) with each http(s) URL in it as `recorded_url` writes it."""
+    return re.sub(r"https?://[^\s'\"]+", lambda m: recorded_url(m.group(0)), text)
+
+
+def endpoint_of(root: str, tail: str) -> str:
+    """The endpoint `tail` (`models`, `chat/completions`) under the API root `root`, its query kept after the path."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(root)
+    return urlunsplit((parts.scheme, parts.netloc, f"{parts.path.rstrip('/')}/{tail}", parts.query, ""))
 
 
 def public_url(url: str) -> str:
@@ -92,8 +152,8 @@ class ServedGenerator:
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
             if not self.key:
-                raise ServerError(f"key_env={settings.key_env}: that environment variable is not set; export it with "
-                                  "the server's API key")
+                raise ServerError(f"--set {settings.option_prefix}key_env={settings.key_env}: that environment "
+                                  "variable is not set; export it with the server's API key")
         self.sent = self.failed = self.retried = 0
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
@@ -105,11 +165,12 @@ class ServedGenerator:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.settings.url}|{self.settings.api}"
+        digest = query_digest(self.settings.url)
+        return f"{self.settings.shown}|{self.settings.api}" + (f"|query:{digest}" if digest else "")
 
     def _post(self, body: dict) -> dict:
         s = self.settings
-        return self._request(f"{s.url}/{'chat/completions' if s.api == 'chat' else 'completions'}", body)
+        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body)
 
     def _request(self, endpoint: str, body: dict | None = None) -> dict:
         """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None."""
@@ -118,6 +179,7 @@ class ServedGenerator:
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
         data = None if body is None else json.dumps(body).encode()
+        shown = recorded_url(endpoint)  # what the messages name
         count = self._count if body is not None else (lambda name: None)
         for attempt in range(s.retries + 1):
             request = urllib.request.Request(endpoint, data=data, headers=headers,
@@ -137,7 +199,10 @@ class ServedGenerator:
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
                 served = self._other_models() if exc.code in (400, 404) else ""
-                raise ServerError(_http_message(endpoint, exc.code, detail, s) + served) from None
+                # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
+                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s)
+                kind = ServerUnavailable if failed else ServerError
+                raise kind(_http_message(shown, exc.code, detail, s) + served) from None
             except (TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -146,10 +211,11 @@ class ServedGenerator:
                         self.sleep(s.backoff * 2 ** attempt)
                         continue
                     count("failed")
-                    raise ServerError(f"{endpoint}: no answer within {s.timeout:g} s ({s.retries + 1} tries); raise "
-                                      "--set timeout=SECONDS or ask a less busy server") from None
+                    tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+                    raise ServerUnavailable(f"{shown}: no answer within {s.timeout:g} s ({tries}); raise --set "
+                                            f"{s.option_prefix}timeout=SECONDS or ask a less busy server") from None
                 count("failed")
-                raise ServerError(f"{endpoint}: cannot reach the server ({reason}); start it, or check the URL"
+                raise ServerUnavailable(f"{shown}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
             return json.loads(raw)
@@ -157,13 +223,13 @@ class ServedGenerator:
             count("failed")
             if body is None:
                 raise _Unlisted from None
-            raise ServerError(f"{endpoint}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
+            raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
 
     def _models(self) -> list[dict]:
         """The entries of the server's `GET /v1/models`; none where it has no such list."""
         try:
-            answer = self._request(f"{self.settings.url}/models")
+            answer = self._request(endpoint_of(self.settings.url, "models"))
         except _Unlisted:
             return []
         entries = answer.get("data") if isinstance(answer, dict) else None
@@ -208,7 +274,7 @@ class ServedGenerator:
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
             self._count("failed")
-            raise ServerError(f"{s.url}: the answer holds no completion text ({exc!r} missing in "
+            raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         usage = answer.get("usage") or {}
         system = answer.get("system_fingerprint")

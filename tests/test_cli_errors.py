@@ -705,7 +705,8 @@ def _served(c: Ctx, url: str, *sets: str) -> list[str]:
             str(c.tmp / "run"), "--quiet"]
 
 
-@case("server down", "cannot reach the server", after_report=True)
+@case("server down", "Connection refused); start it, or check the URL; results written "
+      "so far are kept; rerun the same command to resume", after_report=True)
 def _(c: Ctx) -> list[str]:
     from served_support import free_port
 
@@ -734,9 +735,16 @@ def _(c: Ctx) -> list[str]:
     return _served(c, "http://127.0.0.1:9/v1")
 
 
-@case("chat turns over the completions api", "--set chat=on needs api=chat", after_report=True)
+@case("chat turns over the completions api", "error: --set llm.chat=on needs llm.api=chat (the server renders")
 def _(c: Ctx) -> list[str]:
-    return _served(c, "http://127.0.0.1:9/v1", "llm.model=tiny", "llm.api=completions", "llm.chat=on")
+    return _served(c, "http://127.0.0.1:9/v1", "model=tiny", "api=completions", "chat=on")
+
+
+@case("server key in an unset variable", "error: --set llm.key_env=KBC_UNSET_KEY: that environment variable is not "
+      "set; export it with the server's API key")
+def _(c: Ctx) -> list[str]:
+    os.environ.pop("KBC_UNSET_KEY", None)
+    return _served(c, "http://127.0.0.1:9/v1", "llm.model=tiny", "llm.key_env=KBC_UNSET_KEY")
 
 
 @case("generation in an experiment that ranks", "predictor llm answers by generation, which `kbc run negated` "

@@ -4,6 +4,7 @@ bounded concurrency, and whole runs whose answers the test chooses (exact match 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 
 import pytest
@@ -144,6 +145,8 @@ def test_a_server_that_is_down_or_too_slow(serve):
     slow = serve(ok(), delay=1.0)
     with pytest.raises(ServerError, match=r"no answer within 0.2 s \(2 tries\); raise --set timeout=SECONDS"):
         client(slow.url, [], timeout=0.2, retries=1).generate(["q"], PARAMS)
+    with pytest.raises(ServerError, match=r"no answer within 0.2 s \(1 try\); raise --set llm.timeout=SECONDS"):
+        client(slow.url, [], timeout=0.2, retries=0, option_prefix="llm.").generate(["q"], PARAMS)
 
 
 def test_the_key_comes_from_the_environment_and_a_missing_one_is_named(serve, monkeypatch):
@@ -1068,3 +1071,116 @@ def test_lmkbc_scores_are_evaluate_py_on_the_submission_file(serve, lama_dir, tm
             "label only |") in label
     assert "| lmkbc2024 | llm | all (over pairs) | 10 | 0.983 | 1.000 | 0.991 | 1397 |" in label
     assert rows["all", "label-hits"] == 1397.0
+
+
+def test_a_query_in_the_server_url_stays_after_the_endpoint_it_asks(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    paths: list[str] = []
+
+    def script(path, body, n):
+        paths.append(path)
+        return 200, completion("Paris", "completions")
+
+    server = serve(script, models=[{"id": "tiny", "object": "model", "created": 1, "owned_by": ""}])
+    for given in (f"{server.url}?api-version=1", f"{server.url}/completions?api-version=1",
+                  server.url.removesuffix("/v1") + "/?api-version=1"):
+        paths.clear()
+        code, _, err = run_kbc(lama_args(given, lama_dir, tmp_path / "run", "--set", "llm.api=completions"), capsys)
+        assert code == 0, err
+        assert set(paths) == {"/v1/completions?api-version=1"} and len(paths) == 9
+        shutil.rmtree(tmp_path / "run")
+
+
+def test_a_fragment_in_the_server_url_is_refused_in_one_line(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, stdout, err = run_kbc(lama_args(f"{server.url}#x", lama_dir, tmp_path / "run"), capsys)
+    assert code == 2 and stdout == "" and server.bodies == []
+    assert err.splitlines() == ["error: --predictors llm: the server URL holds a fragment (#...), which a server "
+                                "never sees; give the URL without it"]
+
+
+def written_under(*folders) -> str:
+    return "\n".join(p.read_text(errors="replace") for f in folders if f.exists() for p in f.rglob("*") if p.is_file())
+
+
+def test_no_query_value_of_a_server_url_is_written_or_shown_but_the_run_tells_two_queries_apart(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (500, {"error": "boom"}) if n == 4 else (200, completion("Paris", "chat")),
+                   models=[{"id": "tiny", "object": "model", "created": 1, "owned_by": ""}])
+    out = tmp_path / "run"
+    argv = lama_args(f"{server.url}?tenant=hunter3&api-version=2024-06-01", lama_dir, out, "--set",
+                     "llm.concurrency=1", "--set", "llm.cache=shared")
+    monkeypatch.setattr("sys.argv", ["kbc", *argv])  # what the runs log records
+    code, _, stopped = run_kbc(argv, capsys)
+    assert code == 2 and stopped.splitlines()[-1].startswith(
+        f"error: {server.url}/chat/completions?tenant=***&api-version=2024-06-01: HTTP 500 (boom)")
+    code, _, resumed = run_kbc(argv, capsys)
+    assert code == 0, resumed
+    code, report, err = run_kbc(["report", str(out)], capsys)
+    assert code == 0, err
+    shown = stopped + resumed + err + report + written_under(out, tmp_path / "cache")
+    assert "hunter3" not in shown and "tenant=***&api-version=2024-06-01" in shown
+    config = json.loads((out / "config.json").read_text())
+    spec = config["predictor_specs"]["llm"]
+    assert spec["spec"] == f"{server.url}?tenant=***&api-version=2024-06-01"
+    assert len(spec["query_digest"]) == 16
+    assert f"llm={server.url}?tenant=***&api-version=2024-06-01" in config["runs"][0]["argv"]
+    # another value under the same name is another run: refused in that folder, asked again in another
+    code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir, out), capsys)
+    assert code == 2 and "predictor 'llm' was run as" in err and "other7" not in err
+    asked = len(server.bodies)
+    code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir,
+                                     tmp_path / "other", "--set", "llm.cache=shared"), capsys)
+    assert code == 0 and len(server.bodies) == asked + 9, err
+
+
+@pytest.mark.parametrize("query", ["code=hunter3", "sig=hunter3"])
+def test_azure_functions_code_and_a_sig_are_refused_as_keys(serve, lama_dir, tmp_path, capsys, monkeypatch, query):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, _, err = run_kbc(lama_args(f"{server.url}?{query}", lama_dir, tmp_path / "run"), capsys)
+    assert code == 2 and "hunter3" not in err and server.bodies == []
+    assert err.startswith(f"error: --predictors llm: the server URL holds a key ({query.split('=')[0]}=...)")
+
+
+def test_plain_text_asked_of_a_chat_endpoint_is_recorded_as_the_turn_the_server_received(serve, lama_dir, tmp_path,
+                                                                                         capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.api=chat", "--set",
+                                     "llm.chat=off"), capsys)
+    assert code == 0, err
+    recs = records(tmp_path / "run")
+    sent = {b["messages"][0]["content"]: b["messages"] for b in server.bodies}
+    assert len(recs) == 9 and len(sent) == 9
+    for r in recs:
+        assert isinstance(r["prompt"], list) and len(r["prompt"]) == 1
+        assert r["prompt"] == sent[r["prompt"][0]["content"]]
+        assert r["prompt"][0]["role"] == "user" and r["prompt"][0]["content"].startswith("Q: ")
+        assert r["prompt"][0]["content"].endswith("\nA:") and r["subject"] in r["prompt"][0]["content"]
+
+
+def test_a_run_stopped_by_a_server_failure_says_that_rerunning_it_resumes(serve, lama_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (500, {"error": "out of memory"}) if n == 4 else
+                   (200, completion("Paris", "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1", "--set", "llm.retries=0")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {server.url}/chat/completions: HTTP 500 (out of memory); results written so far are kept; rerun the "
+        "same command to resume")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0 and "3 from the cache" in err, err
+
+
+def test_an_option_error_names_the_server_url_without_its_query_values(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(ok())
+    argv = lama_args(f"{server.url}?tenant=hunter3", lama_dir, tmp_path / "run", "--set", "llm.tempreature=0")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "hunter3" not in err
+    assert err.startswith(f"error: --set llm.tempreature: predictor llm ({server.url}?tenant=***) does not take "
+                          "'tempreature'; did you mean llm.temperature?")

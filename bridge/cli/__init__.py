@@ -153,7 +153,8 @@ def _command_of(argv: list[str]) -> tuple[click.Command, list[str]]:
     return command, path
 
 
-INTERRUPTED = "interrupted: results written so far are kept; rerun the same command to resume"
+RESUMABLE = "results written so far are kept; rerun the same command to resume"
+INTERRUPTED = f"interrupted: {RESUMABLE}"
 
 
 TERMINATED: list[int] = []  # the SIGTERM taken, if any: Ray's waits re-raise a signal's exception as a new one
@@ -243,7 +244,10 @@ def main(argv: list[str] | None = None) -> None:
         with sigterm_as_interrupt():
             cli.main(args=argv, prog_name="kbc", standalone_mode=False)
     except KbcError as exc:
-        click.echo(f"error: {_one_line(str(exc))}", err=True)
+        line = _one_line(str(exc))
+        if getattr(exc, "resumable", False) and out is not None and out.exists():  # a run stopped by a failure
+            line += f"; {RESUMABLE}"  # that a later try may not meet (a server down, a timeout)
+        click.echo(f"error: {line}", err=True)
         sys.exit(2)
     except click.UsageError as exc:
         click.echo(usage_error_line(exc, argv), err=True)

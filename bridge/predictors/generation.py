@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
@@ -81,6 +83,18 @@ RUN_TOTALS = ("asked", "cached", "shared", "sent", "retried", "failed", "prompt_
 
 def is_server(spec: str) -> bool:
     return spec.startswith(("http://", "https://"))
+
+
+def check_served_options(name: str, options: dict[str, str]) -> None:
+    """Options of served model `name` that cannot work together, or a key that is not there: refused before any data
+    is read (`plan_predictors`), naming the options as written for this predictor."""
+    at = f"{name}." if name else ""
+    if options.get("chat") == "on" and options.get("api", "chat") != "chat":
+        raise ConfigError(f"--set {at}chat=on needs {at}api=chat (the server renders the chat template)")
+    key_env = options.get("key_env")
+    if key_env and not os.environ.get(key_env):
+        raise ConfigError(f"--set {at}key_env={key_env}: that environment variable is not set; export it with the "
+                          "server's API key")
 
 
 def resolve_server(name: str):
@@ -223,8 +237,9 @@ class GenerationPredictor:
                  labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
                  extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
-                 attempt: str | None = None) -> None:
+                 attempt: str | None = None, one_turn: bool = False) -> None:
         self.name, self.backend, self.prompter, self.indexes, self.labels = name, backend, prompter, indexes, labels
+        self.one_turn = one_turn  # plain text sent as one user turn (a chat endpoint with chat=off): recorded so
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
@@ -276,7 +291,7 @@ class GenerationPredictor:
                 logging.getLogger("kbc").warning(
                     "cache=shared: %s reports no system_fingerprint and no creation time of model %s (GET "
                     "/v1/models: %s): answers cached from other weights served there under this name are used as "
-                    "this model's; use cache=on to ask again", self.backend.settings.url, self.model,
+                    "this model's; use cache=on to ask again", self.backend.settings.shown, self.model,
                     json.dumps(what["listed"], sort_keys=True) if what["listed"] else "not listed")
         else:
             what["scope"] = self.scope
@@ -416,23 +431,30 @@ class GenerationPredictor:
         if response.text != text:
             from lm.served import ServerError
 
-            raise ServerError(f"{self.backend.settings.url}: model {self.model} answers differently than when this "
+            raise ServerError(f"{self.backend.settings.shown}: model {self.model} answers differently than when this "
                               f"run started ({json.dumps(text[:60], ensure_ascii=False)} then, "
                               f"{json.dumps(response.text[:60], ensure_ascii=False)} now, to the run's first "
                               "prompt): it may serve other weights under this name, and the run would score two "
                               "models as one; start a new --out")
         write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
 
+    def _prompt(self, query: Query) -> Prompt:
+        """What is sent for `query`: a query carrying its own wording (a KMIR question) is asked as written; text a
+        chat endpoint takes as one user turn is that turn, as the server receives it."""
+        prompt = self.prompter.prompt(query, getattr(query, "question_text", None))
+        if self.one_turn and prompt.messages is None:
+            return replace(prompt, messages=({"role": "user", "content": prompt.text},))
+        return prompt
+
     def check_fits(self, queries: Sequence[Query]) -> None:
         """Refuse, before any of a stage is asked, prompts a local model cannot take with its answer (longer than its
         context); a server says so itself."""
         check = getattr(self.backend, "check_fits", None)
         if check is not None:
-            check([self.prompter.prompt(q, getattr(q, "question_text", None)).sent() for q in queries], self.params)
+            check([self._prompt(q).sent() for q in queries], self.params)
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
-        # a query carrying its own wording (a KMIR question) is asked as written
-        prompts = [self.prompter.prompt(q, getattr(q, "question_text", None)) for q in queries]
+        prompts = [self._prompt(q) for q in queries]
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
@@ -561,7 +583,7 @@ def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
 
 
 def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, default_tokens: int,
-          extra: dict, scope: str | None = None) -> GenerationPredictor:
+          extra: dict, scope: str | None = None, one_turn: bool = False) -> GenerationPredictor:
     from bridge.predictors.kb import is_set_corpus
 
     _set_rule_check(ctx)
@@ -570,7 +592,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
                                anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
-                               attempt=ctx.attempt)
+                               attempt=ctx.attempt, one_turn=one_turn)
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
@@ -596,9 +618,8 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     from lm.served import ServedGenerator, ServerSettings, api_root
 
     o = ctx.options
+    check_served_options(ctx.name or "", o)
     api = o.get("api", "chat")
-    if o.get("chat") == "on" and api != "chat":
-        raise ConfigError("--set chat=on needs api=chat (the server renders the chat template)")
     settings = ServerSettings(api_root(name), o["model"], api=api, key_env=o.get("key_env"),
                               timeout=float(o.get("timeout", 60)), concurrency=int(o.get("concurrency", 4)),
                               retries=int(o.get("retries", 3)), option_prefix=f"{ctx.name}." if ctx.name else "")
@@ -606,4 +627,7 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
     return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
-                 extra={"backend": "server", **settings.describe()}, scope=scope)
+                 extra={"backend": "server", **settings.describe()}, scope=scope, one_turn=api == "chat" and not chat)
+
+
+make_served.check_options = check_served_options  # `plan_predictors`: before any data is read

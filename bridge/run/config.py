@@ -100,7 +100,14 @@ class PlannedPredictor:
         """Everything that changes this predictor's answers; a rerun under the same name must match it. A factory
         with a `data(spec, data_dir, cache_dir)` reads data beside the corpus asked (FewRel's KB: T-REx), whose
         versions it returns: recorded under `data`."""
-        ident = {"spec": self.spec, "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        from bridge.predictors.generation import is_server
+        from lm.served import query_digest, recorded_url
+
+        served = is_server(self.spec)
+        ident = {"spec": recorded_url(self.spec) if served else self.spec,
+                 "options": identity_options(self.options, self.declared), "depth": cfg.depth}
+        if served and query_digest(self.spec):  # a query's values are not written: its digest tells queries apart
+            ident["query_digest"] = query_digest(self.spec)
         data = getattr(self.factory, "data", None)
         if data is not None and data_dir is not None:
             ident["data"] = data(self.spec, data_dir, cfg.cache_dir or default_cache_dir())
@@ -116,9 +123,7 @@ class PlannedPredictor:
             ident["compat"] = cfg.compat
         if LMKBC in cfg.corpora and not self.options.get("set"):
             ident["sets"] = ALL_ANSWERS  # every answer it has, whatever the depth (once: its top `depth`)
-        from bridge.predictors.generation import is_server
-
-        if self.options.get("answer") == "generate" or is_server(self.spec):
+        if self.options.get("answer") == "generate" or served:
             from eval.answer_text import ANSWER_RULE
 
             ident["answer_rule"] = ANSWER_RULE  # how its generations are read: answers of two rules never mix
@@ -178,6 +183,9 @@ def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None)
             from lm.loading import check_available
 
             check_available(model)
+        check_options = getattr(factories[p.name], "check_options", None)  # options that cannot work together
+        if check_options is not None:
+            check_options(p.name, p.options)
         check_inputs = getattr(factories[p.name], "check_inputs", None)
         if check_inputs is not None and data_dir is not None:
             check_inputs(p.spec, p.options, list(cfg.corpora), data_dir)

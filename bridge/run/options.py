@@ -201,7 +201,8 @@ def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
     for p in out:
         folded = p.name.lower()  # case-insensitive file systems would merge Bert and bert
         if folded in seen:
-            raise ConfigError(f"--predictors: two predictors are named {p.name!r} ({seen[folded]} and {p.spec}); "
+            raise ConfigError(f"--predictors: two predictors are named {p.name!r} ({shown(seen[folded])} and "
+                              f"{shown(p.spec)}); "
                               f"name them apart with NAME=SPEC")
         seen[folded] = p.spec
     return out
@@ -216,6 +217,9 @@ def _refuse_credentials(name: str, spec: str) -> None:
     from urllib.parse import parse_qsl, urlsplit
 
     parts = urlsplit(spec)
+    if parts.fragment or spec.endswith("#"):
+        raise ConfigError(f"--predictors {name}: the server URL holds a fragment (#...), which a server never sees; "
+                          "give the URL without it")
     secret = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
     if "@" not in parts.netloc and not secret:
         return
@@ -231,7 +235,15 @@ def _refuse_credentials(name: str, spec: str) -> None:
                       f"--set {name}.key_env=VAR (sent as a Bearer token)")
 
 
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|signature|sig$|auth", re.IGNORECASE)  # query names keys hide in
+# query names keys hide in (Azure Functions': `code`)
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|signature|sig$|auth|^code$", re.IGNORECASE)
+
+
+def shown(spec: str) -> str:
+    """A predictor's spec as an error line shows it: a server URL's query values as `***` (`lm.served.recorded_url`)."""
+    from lm.served import recorded_text
+
+    return recorded_text(spec)
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:
@@ -293,8 +305,8 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
         if opt not in accepts:
             close = difflib.get_close_matches(opt, accepts, n=1)
             hint = f"did you mean {name}.{close[0]}? " if close else run_flag_hint(opt)
-            raise ConfigError(f"{where(key)}: predictor {name} ({names[name].spec}) does not take {opt!r}; {hint}"
-                              f"it takes: {', '.join(sorted(accepts)) or 'no options'}")
+            raise ConfigError(f"{where(key)}: predictor {name} ({shown(names[name].spec)}) does not take {opt!r}; "
+                              f"{hint}it takes: {', '.join(sorted(accepts)) or 'no options'}")
         names[name].options[opt] = accepts[opt].check(value, where(key))
         given[(name, opt)] = key
     for (name, key), written in given.items():
@@ -307,7 +319,8 @@ def scope_options(sets: dict[str, str], predictors: list[NamedSpec],
     for p in predictors:
         for opt in declared[p.name].values():
             if opt.required and opt.key not in p.options:
-                raise ConfigError(f"predictor {p.name} ({p.spec}) needs --set {p.name}.{opt.key}=... ({opt.help})")
+                raise ConfigError(f"predictor {p.name} ({shown(p.spec)}) needs --set {p.name}.{opt.key}=... "
+                                  f"({opt.help})")
 
 
 def identity_options(options: dict[str, str], declared: dict[str, Option]) -> dict[str, str]:

@@ -139,7 +139,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     no_sets = [p for p in plan.predictors if "set" not in p.declared]  # predictors that say how to answer a set
     if no_sets and getattr(experiment, "set_valued", False):
         able = ", ".join(p.name for p in plan.predictors if "set" in p.declared) or "none of this run"
-        raise ConfigError(f"predictor {no_sets[0].name} ({no_sets[0].spec}) gives no set answers; `kbc run "
+        from bridge.run.options import shown
+
+        raise ConfigError(f"predictor {no_sets[0].name} ({shown(no_sets[0].spec)}) gives no set answers; `kbc run "
                           f"{experiment.name}` takes gold, freq, re-naive, re-oracle and language models "
                           f"(here: {able})")
     check = getattr(experiment, "check", None)
@@ -171,7 +173,10 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             if earlier is not None:
                 check_part_asked(out, earlier, plan, cfg)
             config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
-            run = {"argv": sys.argv, "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
+            from lm.served import recorded_text
+
+            run = {"argv": [recorded_text(a) for a in sys.argv],  # a query's values are not written
+                   "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
                    "executor": (executor or ExecutorSettings()).describe(),
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "asked": {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
