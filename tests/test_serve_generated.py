@@ -217,3 +217,23 @@ def test_a_run_page_says_why_a_relation_type_is_dash_for_one_corpus(world, lama_
     assert [r["p@1"]["1-1"] is None for r in body["table"]] == [False, True]
     assert body["notes"] == ["google_re: `-` under P@1 1-1 own for every predictor: no relation of google_re is in "
                              "that group"]
+
+
+def test_the_live_view_shows_a_server_urls_query_values_as_stars(lama_dir, tmp_path):
+    """A query parameter's value (a key, say) is shown as `***` on the page and in its JSON, as a run's files show it."""
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.sides import Ask, answer
+
+    server = Scripted(reply)
+    spec = f"{server.url}?tenant=hunter9&api-version=2024"
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P19"], predictors=[f"srv={spec}"],
+                                             options={"srv.model": "tiny"}, cache_dir=tmp_path / "cache"))
+    try:
+        described = json.dumps(explorer.describe())
+        body = json.dumps(answer(explorer, Ask(ASKED, "P19")))
+    finally:
+        explorer.close()
+        server.close()
+    assert f"{server.url}?tenant=***&api-version=2024" in described
+    assert "hunter9" not in described and "hunter9" not in body
+    assert [b["model"] for b in server.bodies] == ["tiny"]

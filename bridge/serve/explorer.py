@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext, side_of
 from bridge.run.config import RunConfig, default_cache_dir, plan_predictors
+from bridge.run.options import shown
 from eval.corpora import load_corpus, resolve_run_data_dir
 from eval.errors import ConfigError, KbcError
 from eval.types import Entity, Fact
@@ -139,7 +140,8 @@ class Explorer:
             self.object_labels = known_labels(self.data_dir)
         self.columns: list[Column] = []
         for p in planned:
-            column = Column(p.name, p.spec, side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name),
+            # the page and its JSON show a server URL's query values as `***`, as a run's files do
+            column = Column(p.name, shown(p.spec), side_of({"predictor_specs": {p.name: {"spec": p.spec}}}, p.name),
                             set_rule=p.options.get("set") if self.set_valued else None)
             try:
                 column.predictor = p.factory(p.spec, PredictorContext(
@@ -147,7 +149,7 @@ class Explorer:
                     dict(p.options), progress=True, name=p.name))
             except KbcError as exc:
                 column.error = str(exc)
-                log.warning("predictor %s (%s) not available: %s", p.name, p.spec, exc)
+                log.warning("predictor %s (%s) not available: %s", p.name, shown(p.spec), exc)
             self.columns.append(column)
         self.index = self._open_index(cfg.text_index)
         self.has_inferred = "inferred" in self.store.graph_names("inferred")
