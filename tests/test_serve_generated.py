@@ -220,7 +220,7 @@ def test_a_run_page_says_why_a_relation_type_is_dash_for_one_corpus(world, lama_
 
 
 def test_the_live_view_shows_a_server_urls_query_values_as_stars(lama_dir, tmp_path):
-    """A query parameter's value (a key, say) is shown as `***` on the page and in its JSON, as a run's files show it."""
+    """A query parameter's value (a key, say) shows as `***` on the page and in its JSON, as a run's files show it."""
     from bridge.serve.explorer import Explorer, ExplorerConfig
     from bridge.serve.sides import Ask, answer
 
