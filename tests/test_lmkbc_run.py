@@ -144,8 +144,17 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     assert listed.splitlines()[0] == "corpus\trelation\tuid\tsubject\tgold\ttuned answers\tfreq answers"
     rows = [line.split("\t") for line in listed.splitlines()[1:]]
     assert {row[2] for row in rows} == only_b
-    assert all(row[4] == ", ".join(freq_records[row[2]]["gold"]) and row[6] == ", ".join(
-        freq_records[row[2]]["predicted"]) for row in rows)
+    # ids as `label (id)` where the data ties a label to the id, as `kbc show` prints them
+    from eval.lmkbc import known_labels
+
+    labels = known_labels(str(lama_dir))
+
+    def named(ids):
+        return ", ".join(f"{labels[x]} ({x})" if labels.get(x) else x for x in ids)
+
+    assert all(row[4] == named(freq_records[row[2]]["gold"]) and row[6] == named(freq_records[row[2]]["predicted"])
+               for row in rows)
+    assert any("(Q" in row[4] for row in rows) and any("(Q" in row[6] for row in rows)
     code, table, err = run_kbc(["compare", str(out), "tuned", "freq"], capsys)
     assert code == 0 and "p sign" in table and "exact sign test of those leads" in table
 

@@ -354,6 +354,15 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
         text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {rule}"]
     for corpus in wanted:
         _one_measure(scoring, corpus, (run, a), (other or run, b))
+    named, top = str, scoring.top
+    if list_ and scoring is SCORINGS["lmkbc"]:  # records keep ids: listed as `label (id)` where the data has one
+        labels = lmkbc_labels(run)[0]
+
+        def named(item) -> str:
+            return _labelled(item, labels)
+
+        def top(record: dict) -> str:
+            return ", ".join(map(named, record.get("predicted") or []))
     once = dropped_unit(LamaExperiment, run.config.get("settings") or {}) == "facts"  # no prompt set
     table = fresh_instances(run.path) if scoring is SCORINGS["lama"] and once and not list_ and other is None else None
     for corpus in wanted:
@@ -384,8 +393,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                 gold = ra.get("gold")
                 listed.append({"corpus": corpus, "relation": ra["relation"], "uid": uid,
                                "subject": ra.get("subject") or ra.get("question"),
-                               "gold": ", ".join(gold) if isinstance(gold, list) else gold,
-                               "top_a": scoring.top(ra), "top_b": scoring.top(rec_b[uid])})
+                               "gold": ", ".join(map(named, gold)) if isinstance(gold, list) else gold,
+                               "top_a": top(ra), "top_b": top(rec_b[uid])})
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
         where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
         why = "; ".join(line for corpus in wanted for line in _silent(run, other, corpus, a, b))
