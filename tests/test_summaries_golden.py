@@ -49,5 +49,6 @@ def test_instances_table_is_pinned(tmp_path):
     run = _rebuilt(tmp_path)
     frame = pd.read_parquet(run / "instances.parquet")
     want = json.loads((GOLDEN / "lama_expected" / "instances.json").read_text(encoding="utf-8"))
-    assert [str(t) for t in frame.dtypes] == ["string"] * 10 + ["Int64"] * 4 + ["boolean"] * 2 + ["string"] * 5 + ["boolean"]
+    kinds = ["string"] * 10 + ["Int64"] * 4 + ["boolean"] * 2 + ["string"] * 5 + ["boolean"]
+    assert [str(t) for t in frame.dtypes] == kinds
     assert json.loads(frame.to_json(orient="records")) == want
