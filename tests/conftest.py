@@ -87,7 +87,7 @@ def pytest_sessionfinish(session, exitstatus):
 # modules whose module-scoped fixtures take seconds to set up (a model and embeddings loaded, an index or a run
 # built): under `-n` each is kept whole on one worker, so that they are set up once, not once per worker
 SET_UP_ONCE = ("test_api", "test_entities_answers", "test_fewrel_run", "test_input_checks", "test_leaderboard_left_out",
-               "test_ray_executor", "test_reasoning", "test_report", "test_served_real", "test_shared_scope",
+               "test_metric_aliases", "test_ray_executor", "test_reasoning", "test_report", "test_served_real", "test_shared_scope",
                "test_text_paragraphs", "test_text_retrieval")
 
 

@@ -21,9 +21,9 @@ def runs(lama_dir, tmp_path_factory):
     mp.setenv("KBC_CACHE", str(root / "cache"))
     try:
         # named as ProbeCallback names the model it probes
-        fewrel = kbcompare.run("fewrel", predictors={"model": "kb"}, relations=["P177", "P26"], data_dir=str(lama_dir),
-                               out=str(root / "fewrel"))
-        lmkbc = kbcompare.run("lmkbc", predictors=["freq"], relations=["countryLandBordersCountry"],
+        fewrel = kbcompare.run("fewrel", predictors={"model": "kb"}, relations=["P177", "P26"], limit=40,
+                               data_dir=str(lama_dir), out=str(root / "fewrel"))
+        lmkbc = kbcompare.run("lmkbc", predictors=["freq"], relations=["countryLandBordersCountry"], limit=20,
                               data_dir=str(lama_dir), out=str(root / "lmkbc"))
         yield fewrel, lmkbc
     finally:
