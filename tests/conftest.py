@@ -86,9 +86,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 # modules whose module-scoped fixtures take seconds to set up (a model and embeddings loaded, an index or a run
 # built): under `-n` each is kept whole on one worker, so that they are set up once, not once per worker
-SET_UP_ONCE = ("test_api", "test_entities_answers", "test_fewrel_run", "test_input_checks", "test_leaderboard_left_out",
-               "test_metric_aliases", "test_ray_executor", "test_reasoning", "test_report", "test_served_real", "test_shared_scope",
-               "test_text_paragraphs", "test_text_retrieval")
+SET_UP_ONCE = ("test_analyze_correlation", "test_api", "test_causal_prefix", "test_entities_answers",
+               "test_fewrel_run", "test_input_checks", "test_leaderboard_left_out", "test_leaderboard_shared",
+               "test_metric_aliases", "test_negated_views", "test_ray_executor", "test_reasoning", "test_report",
+               "test_report_generated", "test_serve_api", "test_serve_browser", "test_serve_generated",
+               "test_serve_inferred", "test_served_real", "test_shared_scope", "test_text_contract",
+               "test_text_cooccur", "test_text_paragraphs", "test_text_retrieval")
 
 
 def pytest_collection_modifyitems(session, config, items):

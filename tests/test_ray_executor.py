@@ -308,6 +308,22 @@ def test_a_server_traceback_is_told_by_its_last_line():
     assert _reason(ConnectionError("")) == "ConnectionError"
 
 
+def test_a_client_server_process_that_died_is_tried_again():
+    """The head's three ways of saying the server process it started for this client died (a zombie: it died as
+    the head looked for it) are tried once more; anything else is final."""
+    from bridge.run.ray_executor import client_server_died
+
+    died = ["Initialization failure from server:\nTraceback (most recent call last):\n  File \"proxier.py\", line 396\n"
+            "psutil.ZombieProcess: PID still exists but it's a zombie (pid=22763)\n",
+            "Initialization failure from server:\nRuntimeError: Starting Ray client server failed. See "
+            "ray_client_server_23000.err for detailed logs.\n",
+            "Initialization failure from server:\nRuntimeError: Proxy failed to Connect to backend! Check the logs.\n"]
+    assert all(client_server_died(ConnectionError(message)) for message in died)
+    final = ["ray client connection timeout", "Initialization failure from server:\nPermissionError: "
+             "Authentication failed: invalid token"]
+    assert not any(client_server_died(ConnectionError(message)) for message in final)
+
+
 def test_a_served_model_is_said_to_run_in_the_driver_for_its_own_reason():
     from bridge.predictors.generation import resolve_server
     from bridge.run.ray_executor import driver_reason

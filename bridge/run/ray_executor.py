@@ -45,9 +45,11 @@ REMOTE_FACTORIES = frozenset({
     "bridge.predictors.kb:make_freq", "bridge.predictors.random_baseline:make_random",
 })
 SERVED_FACTORY = "bridge.predictors.generation:make_served"
-# a Ray Client head's errors when the server process it starts for each client dies: before it started, or after
-# (then the head has waited RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S for it to answer)
-CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "Proxy failed to Connect to backend")
+# a Ray Client head's errors when the server process it starts for each client dies: before it started, as it
+# started (the head then finds a zombie where it looks for the process), or after (then the head has waited
+# RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S for it to answer)
+CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "psutil.ZombieProcess",
+                        "Proxy failed to Connect to backend")
 CLIENT_SERVER_RETRIES = 1
 IN_FLIGHT_PER_WORKER = 2  # one chunk computing, one queued: no actor waits on the driver
 MAX_ATTEMPTS = 3  # a chunk given to this many actors that all died is an error, not a loop
@@ -395,6 +397,12 @@ def _sigterm_kept() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
+def client_server_died(exc: BaseException) -> bool:
+    """Whether a Ray Client connection failed because the head's server process for this client died: a second
+    try often gets one that lives."""
+    return any(marker in str(exc) for marker in CLIENT_SERVER_FAILED)
+
+
 def _reason(exc: BaseException) -> str:
     """Ray's error on one line: its first line, and the last line of a server traceback it carries (a client's
     `Initialization failure from server:` says nothing without it)."""
@@ -430,7 +438,7 @@ class RayExecutor:
                 except ConnectionError as exc:
                     # a busy head may fail to start this client's own server process in time; it often starts
                     # on a second try (any other failure is final)
-                    if attempt == CLIENT_SERVER_RETRIES or not any(m in str(exc) for m in CLIENT_SERVER_FAILED):
+                    if attempt == CLIENT_SERVER_RETRIES or not client_server_died(exc):
                         raise
                     ray.shutdown()
                     time.sleep(2.0)
