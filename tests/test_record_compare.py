@@ -79,7 +79,7 @@ def test_one_thread_of_plain_code_agrees_with_this_machine(tiny_models, lama_dir
     has."""
     import torch
 
-    argv = ["run", "lama", "--corpus", "trex", "--relations", "P36", "P19", "P101", "--limit", "4", "--predictors",
+    argv = ["run", "lama", "--corpus", "trex", "--relations", "P101", "P264", "P140", "--limit", "4", "--predictors",
             f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}", "--data-dir", str(lama_dir), "--quiet"]
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache-here"))
     before = torch.get_num_threads()
