@@ -170,6 +170,9 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         for g in groups:
             counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
                       if (c, p, setting, scope, g, metric) in idx}
+            if counts and metric in SUBSET_METRICS and any((c, p, setting, scope, g, metric) not in idx
+                                                           for p in predictors):
+                counts.add(0)  # a listed predictor with none of the group's units its metric is taken over
             name = "Total" if g == "all" else relation_name(g, info)
             counted = counts and (g in info or g in TYPE_ORDER or g.startswith(DOMAIN_PREFIX)) and g != "all"
             head.append(f"{name} ({_n(counts)})" if counted else name)

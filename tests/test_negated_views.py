@@ -72,7 +72,7 @@ def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     ]
     own = md.split("## Misprimed, P@1 drop (% of facts right unprimed), own facts\n\n")[1].split("\n\n## ")[0]
     assert own.splitlines() == [
-        "| corpus | predictor | answer space (mean) | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
+        "| corpus | predictor | answer space (mean) | #facts | P19 (n=0–6) | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
         "| negated-trex | freq | 152 | 6 | 0.00 | - | 0.00 | - |",
         f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
