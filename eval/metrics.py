@@ -5,7 +5,8 @@ code); `filtered` first removes the other valid objects of the same subject and 
 (the LAMA paper, after Bordes et al. 2013). Answers match gold by label, as LAMA compares tokens.
 
 Two kinds of rank per query. The *list* rank is the gold's position in the predictor's answer
-list (at most the answer depth; None below it); P@k always uses it. The *exact* rank is the
+list (at most the answer depth; None below it); P@k uses it, or the exact rank where the gold is
+below the list (so P@k past the depth is exact where exact ranks are recorded). The *exact* rank is the
 gold's rank among all candidates a predictor scored (`Prediction.target_ranks`, from predictors
 that score every candidate: masked LMs, causal typed querying, E-BERT token level); MRR uses it
 when present, so a gold object below the answer depth still counts 1/rank. The two agree for
@@ -160,6 +161,13 @@ class Ranked:
     def rank(self, setting: str) -> int | None:
         return self.rank_raw if setting == "raw" else self.rank_filtered
 
+    def pk_rank(self, setting: str) -> int | None:
+        """The list rank, else the exact rank below the list (P@k)."""
+        listed = self.rank(setting)
+        if listed is not None:
+            return listed
+        return self.exact_raw if setting == "raw" else self.exact_filtered
+
     def mrr_rank(self, setting: str) -> int | None:
         """The exact rank where known, else the list rank."""
         exact = self.exact_raw if setting == "raw" else self.exact_filtered
@@ -183,7 +191,7 @@ def mean_reciprocal_rank(ranks: Sequence[int | None], cutoff: int | None = None)
 def _metric(name: str, rows: Sequence[Ranked], setting: str, mrr_cutoff: int | None) -> float:
     if name == "mrr":
         return mean_reciprocal_rank([r.mrr_rank(setting) for r in rows], mrr_cutoff)
-    return precision_at([r.rank(setting) for r in rows], int(name.split("@")[1]))
+    return precision_at([r.pk_rank(setting) for r in rows], int(name.split("@")[1]))
 
 
 def _by_relation(rows: Iterable[Ranked]) -> dict[str, list[Ranked]]:
@@ -227,12 +235,12 @@ def _row(setting: str, group: str, metric: str, value: float, n: int) -> dict:
 
 
 def pk_curve(rows: Iterable[Ranked], ks: Sequence[int] = CURVE_KS, settings: Sequence[str] = SETTINGS) -> list[dict]:
-    """Macro-averaged P@k for k = 1..100 (LAMA Fig. 2), per setting, from list ranks."""
+    """Macro-averaged P@k for k = 1..100 (LAMA Fig. 2), per setting, from list ranks (exact ranks below them)."""
     per_rel = _by_relation(rows)
     out = []
     for setting in settings:
         for k in ks:
-            vals = [precision_at([r.rank(setting) for r in group], k) for group in per_rel.values()]
+            vals = [precision_at([r.pk_rank(setting) for r in group], k) for group in per_rel.values()]
             out.append({"setting": setting, "group": "all", "k": k,
                         "value": sum(vals) / len(vals) if vals else 0.0})
     return out

@@ -23,7 +23,7 @@ class RankTable:
 
     relations: list[str]  # in order of first appearance
     codes: np.ndarray  # per query: index into `relations`
-    list_ranks: dict[str, np.ndarray]  # setting -> list rank (P@k)
+    list_ranks: dict[str, np.ndarray]  # setting -> list rank, else the exact rank below the list (P@k)
     mrr_ranks: dict[str, np.ndarray]  # setting -> exact rank where known, else list rank (MRR)
 
     @classmethod
@@ -36,7 +36,7 @@ class RankTable:
         for setting in SETTINGS:
             listed = [r[f"rank_{setting}"] for r in records]
             exact = [r.get(f"rank_exact_{setting}") for r in records]
-            list_ranks[setting] = _floats(listed)
+            list_ranks[setting] = _floats([y if y is not None else x for x, y in zip(exact, listed)])
             mrr_ranks[setting] = _floats([x if x is not None else y for x, y in zip(exact, listed)])
         return cls(list(index), codes, list_ranks, mrr_ranks)
 
@@ -44,7 +44,7 @@ class RankTable:
         return np.bincount(self.codes, minlength=len(self.relations))
 
     def precision(self, setting: str, k: int) -> list[float]:
-        """Per relation: percentage of queries whose gold list rank is within the top k."""
+        """Per relation: percentage of queries whose gold ranks within the top k (the exact rank below the list)."""
         hits = np.bincount(self.codes[self.list_ranks[setting] <= k], minlength=len(self.relations))
         return (100.0 * hits / self.sizes()).tolist()
 
