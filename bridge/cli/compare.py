@@ -259,6 +259,10 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
     scoring_for(run_b, setting)
     configs = {run.path: run.config, run_b.path: run_b.config}
     same_settings(configs, "`kbc compare --b-run`")
+    from bridge.run.depth import same_depth
+
+    # P@1 is the same number at every depth: refused only where a depth changes the compared metric
+    same_depth(configs, (scoring_for(run, setting).metric.lower(),), "`kbc compare --b-run`", corpora)
     relations, notes = {}, []
     for corpus in corpora:
         if corpus not in run_b.corpora:

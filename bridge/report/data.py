@@ -199,6 +199,11 @@ def check_comparable(a: RunData, b: RunData) -> None:
 
     configs = {a.path: a.config, b.path: b.config}
     same_settings(configs, "`kbc report --compare`")
+    from bridge.experiments import get
+    from bridge.run.depth import same_depth
+
+    same_depth(configs, tuple(getattr(get(a.experiment), "metrics", ("p@1", "p@10", "mrr"))), "`kbc report --compare`",
+               list(a.corpora))
     for corpus in a.corpora:  # a relation both hold is the same question only over the same data
         held = [(c.get("relation_types") or {}).get(corpus) or {} for c in (a.config, b.config)]
         same_data(configs, corpus, [r for r in held[0] if r in held[1]], "`kbc report --compare`")

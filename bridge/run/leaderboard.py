@@ -22,6 +22,7 @@ from pathlib import Path
 from bridge.experiments.base import check_setting, counted
 from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side_of, spec_of, upper_bound_text
 from bridge.run.config import ALL_ANSWERS, changed_choices
+from bridge.run.depth import list_depth, past_depth, same_depth, within_depth
 from bridge.run.freshness import check_scored
 from bridge.run.summaries import (
     answered_none,
@@ -295,6 +296,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     if metric in DESCRIPTIVE:
         raise ConfigError(f"--metric {metric} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to rank "
                           f"by; rank by --metric {headline_metric(experiment.name)}")
+    same_depth(configs, (metric,), corpora=corpora)
     cutoff = mrr_cutoff(first)
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
@@ -329,6 +331,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                 items = list(mine.values())
                 scored = (scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff, bootstrap,
                                       seed)[0] if scope == "own" else experiment.summarize(items, types, cutoff)[0])
+                scored = within_depth(scored, list_depth(configs[run], c, name))  # as its summary: no P@k past it
                 row = _total(scored, metric, setting)
                 totals_held = [r for r in scored if r["group"] == "all" and not r.get("prompt")]
                 held = sorted({r["metric"] for r in totals_held if r["setting"] == setting})
@@ -402,6 +405,9 @@ def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Pat
     if name in generating(config, corpus):
         what = "generates answers"
         hint = next((m for m in GENERATED_METRICS if m in held), None)
+    elif past_depth(metric, depth := list_depth(config, corpus, name)):
+        what = f"ranked to --depth {depth} (P@k past it unknown)"
+        hint = headline_metric(experiment) if headline_metric(experiment) in held else None
     elif metric in SUBSET_METRICS:  # taken over some of the answered facts, of which it had none
         what = "no fact it answered {} ({})".format(*SUBSET_METRICS[metric])
         hint = headline_metric(experiment) if headline_metric(experiment) in held else None

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
+from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
@@ -227,6 +228,9 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         spaces = config.get("answer_space", {}).get(corpus, {})
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
+        for name, (scored, curve, found) in own.items():  # no P@k past the list a predictor returns
+            depth = list_depth(config, corpus, name)
+            own[name] = within_depth(scored, depth), within_depth(curve, depth), found
         held = {name: held_metrics(experiment, scored) for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
         # a fact asked several ways (a prompt set) counts once where the experiment counts facts; an experiment
@@ -240,6 +244,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
             scored, curve, found = own[name]
+            depth = list_depth(config, corpus, name)
             rows += [{**head, "scope": "own", **row} for row in scored]
             rows += _space_rows(head, "own", scored, spaces.get(name, {}), types, space_lead)
             curves += [{**head, "scope": "own", **row} for row in curve]
@@ -250,9 +255,9 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
                 same = found if len(uids) == len(mine) else None  # the same facts: the same intervals
                 part, curve, _ = scored_rows(experiment, head, [mine[u] for u in sorted(uids)], types, cutoff,
                                              bootstrap, seed, same)
-                shared += [row for row in part if row["metric"] in metrics]
+                shared += [row for row in within_depth(part, depth) if row["metric"] in metrics]
                 if uids == drawn:
-                    curves += [{**head, "scope": "shared", **row} for row in curve]
+                    curves += [{**head, "scope": "shared", **row} for row in within_depth(curve, depth)]
             rows += [{**head, "scope": "shared", **row} for row in shared]
             rows += _space_rows(head, "shared", shared, spaces.get(name, {}), types, space_lead)
     settings = list(dict.fromkeys([*(r["setting"] for r in rows), setting]))
@@ -467,6 +472,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
         written = generating(config, corpus)
         if written and "mrr" in ranked:
             notes.append(unranked_note(corpus, written))
+    notes += cut_note(config) if "mrr" in ranked else []
     if config.get("settings", {}).get("compat") == "lama":
         notes.append("`--compat lama`: facts deduplicated by labels, LAMA's tokenization, MRR counts ranks "
                      f"within the top {LAMA_MRR_CUTOFF:,}.")
