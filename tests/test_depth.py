@@ -19,7 +19,8 @@ RELATIONS = ("P19", "P36", "P101")
 
 @pytest.fixture(scope="module")
 def depths(lama_dir, tmp_path_factory) -> Iterator[dict[int, Path]]:
-    """freq (ranks its list) and random (exact ranks) over one sample, at depth 5 and 100."""
+    """freq (ranks its list), random (exact ranks) and kb (every object it holds) over one sample, at depth 5
+    and 100."""
     root = tmp_path_factory.mktemp("depth")
     out = {}
     patch = pytest.MonkeyPatch()
@@ -27,7 +28,7 @@ def depths(lama_dir, tmp_path_factory) -> Iterator[dict[int, Path]]:
     for depth in (5, 100):
         out[depth] = root / f"d{depth}"
         code, _, err = run_kbc_captured(["run", "lama", "--corpus", "trex", "--relations", *RELATIONS, "--predictors",
-                                         "freq", "random", "--limit", "20", "--seed", "1", "--depth", str(depth),
+                                         "freq", "random", "kb", "--limit", "20", "--seed", "1", "--depth", str(depth),
                                          "--data-dir", str(lama_dir), "--out", str(out[depth]), "--quiet"])
         assert code == 0, err
     yield out
@@ -53,15 +54,16 @@ def test_no_p_at_k_past_the_depth_of_a_list(depths):
     metrics = {(r["predictor"], r["metric"]) for r in _rows(five)}
     assert sorted(m for p, m in metrics if p == "freq") == ["answer_space", "mrr", "p@1"]
     assert sorted(m for p, m in metrics if p == "random") == ["answer_space", "mrr", "p@1", "p@10"]
+    assert sorted(m for p, m in metrics if p == "kb") == ["mrr", "p@1", "p@10"]  # its list is whole (open space)
     ks = {(r["predictor"], r["scope"], r["setting"]): max(c["k"] for c in _rows(five, "curves.json")
                                                           if (c["predictor"], c["scope"], c["setting"])
                                                           == (r["predictor"], r["scope"], r["setting"]))
           for r in _rows(five, "curves.json")}
     assert ks == {(p, scope, setting): 5 if p == "freq" else 100
-                  for p in ("freq", "random") for scope in ("own", "shared") for setting in ("raw", "filtered")}
+                  for p in ("freq", "random", "kb") for scope in ("own", "shared") for setting in ("raw", "filtered")}
     md = (five / "summary.md").read_text(encoding="utf-8")
     table = md.split("## P@10 (%), shared facts")[1].split("##")[0]
-    assert "| trex | random |" in table and "| trex | freq |" not in table
+    assert "| trex | random |" in table and "| trex | kb |" in table and "| trex | freq |" not in table
     assert "- freq: ranked to --depth 5 (only the answers it returns), so no P@k past k = 5" in md
     assert "ranked to --depth" not in (depths[100] / "summary.md").read_text(encoding="utf-8")
 
@@ -94,7 +96,8 @@ def test_runs_of_other_depths_mix_on_p_at_1_the_same_number_at_every_depth(depth
                              capsys)
     assert code == 0, err
     assert [(Path(r["run"]).name, r["predictor"], r["value"]) for r in json.loads(out)] == [
-        ("d100", "freq", 10.0), ("d5", "freq", 10.0), ("d100", "random", 0.0), ("d5", "random", 0.0)]
+        ("d100", "kb", 100.0), ("d5", "kb", 100.0), ("d100", "freq", 10.0), ("d5", "freq", 10.0),
+        ("d100", "random", 0.0), ("d5", "random", 0.0)]
     code, out, err = run_kbc(["compare", str(depths[100]), "freq", "freq", "--b-run", str(depths[5])], capsys)
     assert code == 0, err
     assert "all                    60     6       0       0       54  10.00  10.00          1" in out
@@ -126,7 +129,8 @@ def test_runs_of_other_depths_are_not_mixed_where_depth_changes_the_metric(depth
 def test_one_run_ranks_p_at_k_past_its_depth_only_where_ranks_are_exact(depths, capsys):
     code, out, err = run_kbc(["leaderboard", str(depths[5]), "--metric", "p@10", "--format", "json"], capsys)
     assert code == 0, err
-    assert [(r["predictor"], r["value"]) for r in json.loads(out)] == [("random", pytest.approx(10 / 3, abs=1e-12))]
+    assert [(r["predictor"], r["value"]) for r in json.loads(out)] == [
+        ("kb", 100.0), ("random", pytest.approx(10 / 3, abs=1e-12))]
     code, out, err = run_kbc(["leaderboard", str(depths[5]), "--metric", "p@10"], capsys)
     assert code == 0, err
     assert (f"note: trex: {depths[5]}/freq left out: ranked to --depth 5 (P@k past it unknown), has no p@10 (raw); "

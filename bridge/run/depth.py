@@ -2,7 +2,8 @@
 
 A predictor that ranks every candidate exactly (`ranks: exact` in its recorded configuration: masked LMs, the
 random baseline) records the gold's exact rank past the list it returns, so its P@k and MRR hold at every k,
-whatever the depth. One that ranks only the list it returns (`ranks: list`: the KBs, retrieval) has P@k exact up
+whatever the depth, as do `kb` and `kb-inferred`, which list every object they hold. Any other that ranks only
+the list it returns (`ranks: list`: Freq, the gold KB, retrieval) has P@k exact up
 to k = depth (the list holds the depth plus room for the other valid objects a filtered rank skips) and nothing
 past it, and an MRR that counts ranks within its list only. So its P@k past the depth is never written (no summary
 row, no curve point), and runs whose list-ranking predictors were asked to other depths compare on P@k up to the
@@ -31,7 +32,10 @@ def list_depth(config: dict, corpus: str, predictor: str) -> int | None:
     described = (config.get("predictor_configs") or {}).get(corpus, {}).get(predictor)
     if isinstance(described, dict) and described.get("ranks") in EXACT_RANKS:
         return None
-    depth = (config.get("predictor_specs") or {}).get(predictor, {}).get("depth")
+    spec = (config.get("predictor_specs") or {}).get(predictor, {})
+    if spec.get("answers") == "every held object":  # `kb`, `kb-inferred`: the whole list, whatever the depth
+        return None
+    depth = spec.get("depth")
     return int(depth) if isinstance(depth, int) else None
 
 
