@@ -224,7 +224,8 @@ class ScoredPair:
 @dataclass(frozen=True, slots=True)
 class ScoreCounts:
     """`Counts` of scored pairs: how many A leads, B leads, they tie above 0 or both score 0 (counted once, by
-    `of`), their mean scores in percent, and the exact sign test of the leads."""
+    `of`), their mean scores (times `scale`: 1 keeps the fractions the summaries print, 100 gives percent), and the
+    exact sign test of the leads."""
 
     both: int
     only_a: int
@@ -233,11 +234,13 @@ class ScoreCounts:
     sum_a: float
     sum_b: float
     per_fact: tuple = ()  # each unit is one draw
+    scale: float = 100.0
 
     @classmethod
-    def of(cls, scores: Sequence[tuple[float, float]]) -> ScoreCounts:
+    def of(cls, scores: Sequence[tuple[float, float]], scale: float = 100.0) -> ScoreCounts:
         tally = Counter(ScoredPair("", "", a, b).category for a, b in scores)
-        return cls(*(tally[c] for c in CATEGORIES), sum(a for a, _ in scores), sum(b for _, b in scores))
+        return cls(*(tally[c] for c in CATEGORIES), sum(a for a, _ in scores), sum(b for _, b in scores),
+                   scale=scale)
 
     @property
     def n(self) -> int:
@@ -247,11 +250,11 @@ class ScoreCounts:
 
     @property
     def p1_a(self) -> float:
-        return 100.0 * self.sum_a / self.n if self.n else 0.0
+        return self.scale * self.sum_a / self.n if self.n else 0.0
 
     @property
     def p1_b(self) -> float:
-        return 100.0 * self.sum_b / self.n if self.n else 0.0
+        return self.scale * self.sum_b / self.n if self.n else 0.0
 
     @property
     def p_value(self) -> float:
@@ -279,17 +282,18 @@ def bootstrap_mean_difference(differences: np.ndarray, n_boot: int, seed: int, l
     return float(low), float(high)
 
 
-def compare_scores(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 0, level: float = 0.95
-                   ) -> Comparison:
+def compare_scores(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                   scale: float = 100.0) -> Comparison:
     """`compare` for scores in [0, 1]: per relation and over every pair, the total (and its difference and
-    interval, in points) the mean over every pair, as LM-KBC's all-relations row."""
+    interval) the mean over every pair, as LM-KBC's all-relations row; all times `scale` (1: fractions, as LM-KBC's
+    summaries print F1; 100: percent and points)."""
     grouped: dict[str, list[tuple[float, float]]] = {}
     for pair in pairs:
         grouped.setdefault(pair.relation, []).append((pair.a, pair.b))
-    overall = ScoreCounts.of([(p.a, p.b) for p in pairs])
-    differences = np.array([100.0 * (p.a - p.b) for p in pairs])
+    overall = ScoreCounts.of([(p.a, p.b) for p in pairs], scale)
+    differences = np.array([scale * (p.a - p.b) for p in pairs])
     return Comparison(
-        by_relation={rel: ScoreCounts.of(grouped[rel]) for rel in sorted(grouped)},
+        by_relation={rel: ScoreCounts.of(grouped[rel], scale) for rel in sorted(grouped)},
         overall=overall,
         macro_p1_a=overall.p1_a,
         macro_p1_b=overall.p1_b,
@@ -301,6 +305,7 @@ def compare_scores(pairs: Sequence[ScoredPair], n_boot: int = 1000, seed: int = 
         lists={cat: [p.uid for p in pairs if p.category == cat] for cat in CATEGORIES},
         total="pooled",
         paired_test="sign",
+        scale=scale,
     )
 
 
@@ -320,6 +325,7 @@ class Comparison:
     lists: dict[str, list[str]] = field(default_factory=dict)
     total: str = "macro"  # how the total, its difference and interval average: "macro" over groups, or "pooled"
     paired_test: str = ""  # the test where it is neither of `test`'s two: "sign" (scores in [0, 1])
+    scale: float = 100.0  # the shares and difference are percent and points (100), or fractions (1)
 
     @property
     def clustered(self) -> bool:
@@ -345,6 +351,7 @@ class Comparison:
             "ci_level": self.level,
             "bootstrap": self.n_boot,
             "seed": self.seed,
+            "scale": "percent" if self.scale == 100.0 else "fraction",
         }
 
 

@@ -44,7 +44,8 @@ LOWER_IS_BETTER = frozenset({"abstain", "unlinked", "robust_none", "overlap", "s
                              "p@1-drop"})
 # figures that describe what a predictor answered, not how well: nothing to rank by
 DESCRIPTIVE = {"avg-preds": "the mean size of its answer sets", "empty-preds": "its empty answer sets",
-               "answer_space": "the candidates it ranks", "chance": "what a uniform guess expects"}
+               "answer_space": "the candidates it ranks", "chance": "what a uniform guess expects",
+               "n_instances": "the coherency instances it was asked", "label-hits": "its answers matched by label only"}
 CURVE_KS = tuple(range(1, 101))
 LAMA_MRR_CUTOFF = 10_000  # LAMA's released code: get_ranking(..., topk=10000)
 

@@ -25,7 +25,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     paired test's p, then the `all` row whose shares are the run's total (macro over groups, as the summaries) with
     the difference A - B in points and its bootstrap interval (facts resampled, a fact's queries together).
     `.attrs["test"]` names the test per corpus: "mcnemar" (each fact one query), "sign-flip" (over facts) or
-    "sign" (LM-KBC pairs, each with its F1: the `p1` columns hold F1 in percent);
+    "sign" (LM-KBC pairs, each with its F1: the `p1` columns hold F1 as a fraction, 0-1, as LM-KBC's summaries, and
+    `difference` and its interval a difference of fractions; `.attrs["scale"]` says "fraction", else "percent");
     `.attrs["metric"]` what the shares right measure ("P@1", or "EM": KMIR's questions and written answers).
     `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
     says what was left out, and names a run read unfinished, its last attempt interrupted say)."""
@@ -47,6 +48,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     frame.attrs.update({"a": result["a"], "b": result["b"], "setting": setting, "run": result["run"],
                         "metric": result["metric"],
+                        "scale": next((found["scale"] for found in result["corpora"].values() if "scale" in found),
+                                      "percent"),
                         "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
                         "b_run": result.get("b_run", result["run"]),
                         "notes": [*result.get("notes", []), *result.get("incomplete", [])]})
@@ -64,7 +67,7 @@ def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, set
     from bridge.run.leaderboard import FIELDS, META, board
 
     paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
-    found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort)
+    found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort, flag="metric=")
     frame = pd.DataFrame(found.rows, columns=list(FIELDS))
     for column in (*META, "own_value", "own_n_facts"):  # None stays None (a KB has no parameter count), never NaN
         frame[column] = pd.Series([r[column] for r in found.rows], index=frame.index, dtype=object)

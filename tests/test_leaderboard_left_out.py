@@ -61,8 +61,17 @@ def _shared_totals(run: Path, metric: str) -> dict[str, tuple]:
             and not r.get("prompt")}
 
 
-def _left_out(run: Path, name: str, what: str, metric: str, other: str) -> str:
-    return f"trex: {run}/{name} left out: {what}, has no {metric} (raw); rank by --metric {other} to compare it"
+def _left_out(run: Path, name: str, what: str, metric: str, other: str, flag: str = "--metric ") -> str:
+    """The note on a predictor left out; `flag`: how the caller names the metric (`metric=` in the API and the
+    explorer, which quote the value)."""
+    shown = f"{flag}{other!r}" if flag.endswith("=") else f"{flag}{other}"
+    return f"trex: {run}/{name} left out: {what}, has no {metric} (raw); rank by {shown} to compare it"
+
+
+def _samples(*drawn: tuple[Path | str, int, int]) -> str:
+    """The note on runs of other samples: each run's `--limit` and `--seed`, in the order named."""
+    listed = "; ".join(f"{run} `--limit {limit} --seed {seed}`" for run, limit, seed in drawn)
+    return f"samples, not every fact: {listed} (at most --limit facts per relation, drawn with --seed)"
 
 
 def test_a_generating_run_beside_a_ranking_one_moves_no_number(runs, capsys):
@@ -74,18 +83,21 @@ def test_a_generating_run_beside_a_ranking_one_moves_no_number(runs, capsys):
     assert [(r["rank"], r["predictor"], round(r["value"], 2), r["n_facts"]) for r in alone] == [
         (1, "freq", 46.67, LIMIT), (2, "bert", 0.0, LIMIT)]
     gen_note = _left_out(gen, "gen", "generates answers", "p@1", "em")
+    drawn = {rank: (rank, LIMIT, 0), gen: (gen, LIMIT, 1)}
     for order in ([rank, gen], [gen, rank]):
         rows, notes = _json_board(order, capsys)
-        assert (rows, notes) == (alone, [f"note: {gen_note}"])
+        assert (rows, notes) == (alone, [f"note: {_samples(*(drawn[r] for r in order))}", f"note: {gen_note}"])
     code, table, err = run_kbc(["leaderboard", str(rank)], capsys)
     assert (code, err) == (0, "")
-    assert run_kbc(["leaderboard", str(rank), str(gen)], capsys) == (0, f"note: {gen_note}\n\n" + table, "")
+    assert run_kbc(["leaderboard", str(rank), str(gen)], capsys) == (
+        0, f"note: {_samples(drawn[rank], drawn[gen])}\nnote: {gen_note}\n\n" + table, "")
 
     written, notes = _json_board([gen], capsys, "--metric", "em")
     assert [(r["predictor"], r["value"], r["n_facts"]) for r in written] == [("gen", 0.0, LIMIT)]
     rows, notes = _json_board([gen, rank], capsys, "--metric", "em")
     assert rows == written
-    assert notes == [f"note: {_left_out(rank, name, 'ranks answers', 'em', 'p@1')}" for name in ("freq", "bert")]
+    assert notes == [f"note: {_samples(drawn[gen], drawn[rank])}"] + [
+        f"note: {_left_out(rank, name, 'ranks answers', 'em', 'p@1')}" for name in ("freq", "bert")]
 
 
 def test_the_api_and_the_explorer_rank_as_the_command_does(runs, serve_explorer):
@@ -101,15 +113,17 @@ def test_the_api_and_the_explorer_rank_as_the_command_does(runs, serve_explorer)
     assert both.to_dict("records") == alone.to_dict("records")
     assert [(r["predictor"], round(r["value"], 2), r["n_facts"]) for r in both.to_dict("records")] == [
         ("freq", 46.67, LIMIT), ("bert", 0.0, LIMIT)]
-    assert both.attrs["notes"] == [_left_out(gen, "gen", "generates answers", "p@1", "em")]
+    # the API names its own `metric=` parameter
+    assert both.attrs["notes"] == [_samples((rank, LIMIT, 0), (gen, LIMIT, 1)),
+                                   _left_out(gen, "gen", "generates answers", "p@1", "em", "metric=")]
 
     with TestClient(create_app(serve_explorer, Runs([rank]))) as c:
         own = c.get("/api/leaderboard").json()
     with TestClient(create_app(serve_explorer, Runs([rank, gen]))) as c:
         body = c.get("/api/leaderboard").json()
         assert body["rows"] == own["rows"] and own["rows"][0]["n_facts"] == LIMIT
-        assert body["notes"] == ["trex: gen/gen left out: generates answers, has no p@1 (raw); rank by --metric em "
-                                 "to compare it"]
+        assert body["notes"] == [_samples(("rank", LIMIT, 0), ("gen", LIMIT, 1)),
+                                 _left_out("gen", "gen", "generates answers", "p@1", "em", "metric=")]
         page = c.get("/leaderboard")
         assert page.status_code == 200 and "46.67" in page.text
         assert "the facts every ranked predictor of every run answered" in page.text
@@ -131,7 +145,8 @@ def test_a_predictor_that_answered_nothing_is_named_and_restricts_nothing(runs, 
     code, alone, err = run_kbc(["leaderboard", str(rank), "--format", "csv"], capsys)
     assert code == 0 and err == ""
     code, out, err = run_kbc(["leaderboard", str(silent), str(rank), "--format", "csv"], capsys)
-    assert (code, out, err) == (0, alone, f"note: {note}\n")
+    drawn = _samples((silent, 3, 0), (rank, LIMIT, 0))
+    assert (code, out, err) == (0, alone, f"note: {drawn}\nnote: {note}\n")
     assert [(r["predictor"], r["value"][:5], r["n_facts"]) for r in csv.DictReader(io.StringIO(out))] == [
         ("freq", "46.66", str(LIMIT)), ("bert", "0.0", str(LIMIT))]
     assert kbcompare.leaderboard(silent, rank).to_dict("records") == kbcompare.leaderboard(rank).to_dict("records")
@@ -139,7 +154,8 @@ def test_a_predictor_that_answered_nothing_is_named_and_restricts_nothing(runs, 
         body = c.get("/api/leaderboard").json()
     assert [(r["run"], r["predictor"], r["n_facts"]) for r in body["rows"]] == [("rank", "freq", LIMIT),
                                                                               ("rank", "bert", LIMIT)]
-    assert body["notes"] == [note.replace(str(silent), "silent")]
+    assert body["notes"] == [drawn.replace(str(silent), "silent").replace(str(rank), "rank"),
+                             note.replace(str(silent), "silent")]
 
 
 @pytest.mark.parametrize("scope", ["shared", "own"])

@@ -127,14 +127,16 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
     overall = found["overall"]
     assert overall["n"] == overall["queries"] == 378
     assert sum(overall[k] for k in ("both", "only_a", "only_b", "neither")) == 378
-    assert overall["p1_a"] == pytest.approx(100 * tuned["macro-f1"], abs=1e-9)
-    assert overall["p1_b"] == pytest.approx(100 * freq["macro-f1"], abs=1e-9)
-    assert found["difference"] == pytest.approx(100 * (tuned["macro-f1"] - freq["macro-f1"]), abs=1e-9)
+    # F1 as a fraction, as the summaries and the leaderboard print it
+    assert found["scale"] == "fraction"
+    assert overall["p1_a"] == pytest.approx(tuned["macro-f1"], abs=1e-9)
+    assert overall["p1_b"] == pytest.approx(freq["macro-f1"], abs=1e-9)
+    assert found["difference"] == pytest.approx(tuned["macro-f1"] - freq["macro-f1"], abs=1e-9)
     assert overall["p_value"] == binomtest(overall["only_a"], overall["only_a"] + overall["only_b"]).pvalue
     assert found["ci"][0] < found["difference"] < found["ci"][1]
     for rel, counts in found["relations"].items():
-        assert counts["p1_a"] == pytest.approx(100 * summary[("tuned", rel)], abs=1e-9), rel
-        assert counts["p1_b"] == pytest.approx(100 * summary[("freq", rel)], abs=1e-9), rel
+        assert counts["p1_a"] == pytest.approx(summary[("tuned", rel)], abs=1e-9), rel
+        assert counts["p1_b"] == pytest.approx(summary[("freq", rel)], abs=1e-9), rel
     freq_records = _records(out, "freq")
     only_b = {uid for uid, r in _records(out, "tuned").items()
               if pair_from_record(r).f1 < pair_from_record(freq_records[uid]).f1}

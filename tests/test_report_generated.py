@@ -267,7 +267,7 @@ def test_the_leaderboard_of_a_run_where_every_predictor_generates_ranks_exact_ma
     assert found["metric"] == "em" and sorted(r["predictor"] for r in found["rows"]) == ["gpt", "t5"]
     code, out, err = run_kbc(["leaderboard", str(run), "--metric", "p@1"], capsys)
     assert (code, out) == (2, "")
-    assert err == (f"error: {run}: no p@1 (raw) total for gpt in google_re; rank by --metric abstain, em or "
+    assert err == ("error: --metric p@1: no metric of that name in these runs; rank by --metric abstain, em or "
                    "unlinked\n")
 
 
@@ -285,6 +285,8 @@ def test_the_em_board_names_the_predictors_that_define_its_shared_facts(runs, la
     code, _, err = run_kbc(["leaderboard", str(mixed), str(more), "--metric", "em", "--format", "json"], capsys)
     assert code == 0, err
     assert err.splitlines() == [
+        f"note: samples, not every fact: {mixed} `--limit 4 --seed 0`; {more} `--limit 8 --seed 0` (at most --limit "
+        "facts per relation, drawn with --seed)",
         f"note: google_re: {mixed}/freq left out: ranks answers, has no em (raw); rank by --metric p@1 to compare it",
         f"note: google_re: 8 of 16 facts answered by every predictor ranked on em ({mixed}/gpt, {more}/gpt); the rest "
         "are left out of the shared scope"]

@@ -60,6 +60,7 @@ class Scoring:
     generated_metric: str = ""  # the column name of a generating predictor's share right, where it differs
     answered: str = "top1"  # what `top` gives: `--list`'s column heads are "A top1", "B top1"
     score: Callable[[dict], float] | None = None  # a unit's score in [0, 1] where it is more than right or wrong
+    fraction: bool = False  # its shares print as fractions (0-1), as the experiment's summaries, not percent
 
     def rule_for(self, generates: bool) -> str:
         return f"{self.rule} {self.generated}" if generates and self.generated else self.rule
@@ -77,10 +78,11 @@ SCORINGS = {
                     lambda r: str(r.get("kind") or r["relation"]), lambda r: str(r.get("answer") or ""), ("raw",),
                     pooled=True),
     "lmkbc": Scoring("pairs", "relation", "F1", "a subject-relation pair scores its F1 as the challenge's evaluate.py "
-                     "(ids against ids), in percent; A is ahead on a pair where its F1 is higher",
+                     "(ids against ids), as a fraction (0-1, as summary.md and kbc leaderboard print it); A is "
+                     "ahead on a pair where its F1 is higher",
                      lambda r, setting: False, lambda r: str(r["relation"]),
                      lambda r: ", ".join(str(x) for x in r.get("predicted") or []), ("raw",), pooled=True,
-                     score=lambda r: pair_from_record(r).f1, answered="answers"),
+                     score=lambda r: pair_from_record(r).f1, answered="answers", fraction=True),
 }
 
 
@@ -215,9 +217,11 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     head = [sc.group.replace(" ", "_"), sc.unit, *(["queries"] if many else []), "both", "only A", "only B",
             "neither", f"{ma} A", f"{mb} B", test]
 
+    places = 3 if res.scale == 1.0 else 2  # fractions to three decimals, as the summaries print them
+
     def row(name: str, c: Counts, p1_a: float, p1_b: float) -> list:
-        return [name, c.n, *([c.queries] if many else []), c.both, c.only_a, c.only_b, c.neither, f"{p1_a:.2f}",
-                f"{p1_b:.2f}", _fmt_p(c.p_value)]
+        return [name, c.n, *([c.queries] if many else []), c.both, c.only_a, c.only_b, c.neither, f"{p1_a:.{places}f}",
+                f"{p1_b:.{places}f}", _fmt_p(c.p_value)]
 
     body = [row(relation_name(rel, info), c, c.p1_a, c.p1_b) for rel in relation_order(list(res.by_relation), info)
             for c in [res.by_relation[rel]]]
@@ -232,9 +236,10 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
     if many:
         within += ", a fact's queries drawn together"
-    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.2f}, {res.ci[1]:+.2f}] (bootstrap over {within}, "
+    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.{places}f}, {res.ci[1]:+.{places}f}] (bootstrap over {within}, "
           f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
-    lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.2f} points, {ci}")
+    points = "points" if res.scale == 100.0 else f"({ma} as a fraction, 0-1)"
+    lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.{places}f} {points}, {ci}")
     if many:
         lines.append(f"(`all` row: {ma} macro over {groups}, as the summaries' Total, each query of a fact counting; "
                      "both, only A, only B and neither count queries; p: exact sign-flip test of each fact's right "
@@ -380,7 +385,8 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
             text += _silent(run, other, corpus, a, b)
             result["corpora"][corpus] = {"overall": {"n": 0}, "left_out": left_out}
             continue
-        res = compare_scores(pairs, n_boot, seed) if scoring.score is not None else \
+        res = compare_scores(pairs, n_boot, seed, scale=1.0 if scoring.fraction else 100.0) \
+            if scoring.score is not None else \
             compare_pairs(pairs, n_boot=n_boot, seed=seed, pooled=scoring.pooled)
         found = res.to_dict()
         # in the text table's order (`eval.report.relation_order`: by relation type, then id, P19 before P101), so

@@ -22,22 +22,24 @@ MD_HEAD = "| rank | run | predictor | side | spec | params | dtype | device | va
 EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |",
                  "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,upper_bound",
                  "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,own_value,"
-                 "own_n_facts,upper_bound,side,spec,parameters,dtype,device")
+                 "own_n_facts,upper_bound,side,spec,parameters,dtype,device",
+                 "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,relations,"
+                 "own_value,own_n_facts,upper_bound,side,spec,parameters,dtype,device")  # before bootstrap, its seed
 
 
 def _fmt(value: float | None, metric: str) -> str:
-    from eval.set_metrics import FRACTIONS
+    from bridge.run.leaderboard import is_fraction
 
     if value is None:
         return "-"
-    return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
+    return f"{value:.3f}" if is_fraction(metric) else f"{value:.2f}"
 
 
 def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> str:
     """The notes (what the scope left out), then one pipe table per corpus: rank, run, predictor, what it is,
     value ± stderr, 95% CI, the `unit`s counted (facts; KMIR's questions), and the own-scope value where the shared
     scope kept less than half of a predictor's; † marks upper bounds."""
-    from bridge.run.leaderboard import short
+    from bridge.run.leaderboard import intervals_line, is_fraction, short
     from eval.metrics import LOWER_IS_BETTER
 
     lines: list[str] = [f"note: {n}" for n in notes] + ([""] if notes else [])
@@ -48,7 +50,8 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> st
         if len(lines) > len(notes) + bool(notes):
             lines.append("")
         lower = "; lower is better" if m in LOWER_IS_BETTER else ""
-        lines += [f"{corpus}, {m} ({mine[0]['setting']}, {mine[0]['scope']} {unit}{lower})", "",
+        scale = "a fraction, 0-1; " if is_fraction(m) else ""
+        lines += [f"{corpus}, {m} ({scale}{mine[0]['setting']}, {mine[0]['scope']} {unit}{lower})", "",
                   MD_HEAD + f" #{unit} |" + (f" own scope (#{unit}) |" if own else ""), "|---" * (11 + own) + "|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
@@ -60,6 +63,7 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> st
                 cells.append(f"{_fmt(r['own_value'], m)} ({r['own_n_facts']})" if r["own_n_facts"] is not None
                              else "-")
             lines.append(md_row(cells))
+        lines += ["", intervals_line(mine)]
     if any(r.get("upper_bound") for r in rows):
         lines += ["", "† upper bound, not a baseline: it reads the gold evidence of each fact."]
     return "\n".join(lines) + "\n"

@@ -172,6 +172,7 @@ class KmirExperiment:
     name = "kmir"
     stages = ("",)
     title = "KMIR-style questions (Total: the mean over every question, not over kinds or relations)"
+    pooled_total = True  # the Total averages over every unit, not over relations: no relation outweighs
     unit = "questions"  # what the summary's scopes count
     scored_settings = ("raw",)  # a question is scored against its own gold or choices: nothing to filter
     metrics = ("f1", "em", "answered", "chance", *ROBUSTNESS)

@@ -13,6 +13,7 @@ exactly the run's. Rank is by value, best first, whatever the order of the rows.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from bridge.run.summaries import (
     lead_metric,
     mrr_cutoff,
     run_config,
+    sample_flags,
     scorable,
     scored_on,
     scored_rows,
@@ -41,13 +43,15 @@ from bridge.run.summaries import (
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS, rates_in_percent
 from eval.metrics import DESCRIPTIVE, LOWER_IS_BETTER
-from eval.report import SUBSET_METRICS, held_metric, relation_order
+from eval.report import NONE_ANSWERED, SUBSET_METRICS, held_metric, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP
 
 # `relations`: the relations of the corpus the row is scored over (those every run of the board holds), space-separated
+# `bootstrap`, `bootstrap_seed`: the resamples and seed behind `ci_low`/`ci_high` (the run's own, read from its
+# summary.json in scope `own`)
 FIELDS = ("rank", "run", "predictor", "corpus", "setting", "scope", "metric", "value", "stderr", "ci_low", "ci_high",
           "n_facts", "relations", "own_value", "own_n_facts", "upper_bound", "side", "spec", "parameters", "dtype",
-          "device")
+          "device", "bootstrap", "bootstrap_seed")
 META = ("side", "spec", "parameters", "dtype", "device")  # what each predictor is, from the run's config
 SORTS = ("value", "predictor", "run")
 SCOPES = ("shared", "own")
@@ -179,10 +183,12 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     return relation_order(shared), notes
 
 
-def same_data(configs: dict[Path, dict], corpus: str, shared: list[str], needs: str = "a leaderboard") -> None:
-    """Refuse runs whose `shared` relations of `corpus` differ in data version (an edited file, another data
-    folder) or in how their questions were chosen: the same relation of other data is not the same question."""
+def other_data(configs: dict[Path, dict], corpus: str, shared: list[str]) -> dict[Path, tuple[str, str]]:
+    """The runs whose `shared` relations of `corpus` differ from the first run's in data version (an edited file,
+    another data folder) or in how their questions were chosen, each with how (`differ in trex data versions
+    (P36)`) and what it needs the same of (`data`, `questions`)."""
     first_run, first = next(iter(configs.items()))
+    found = {}
     for run, config in configs.items():
         theirs, mine = config["data_versions"].get(corpus, {}), first["data_versions"].get(corpus, {})
         differ = [r for r in shared if theirs.get(r) != mine.get(r)]
@@ -190,11 +196,52 @@ def same_data(configs: dict[Path, dict], corpus: str, shared: list[str], needs: 
                                   config.get("version_choices", {}).get(corpus, {}), differ, f"in {first_run}",
                                   f"in {run}", "differs")
         if differ and choices:
-            raise ConfigError(f"{run} and {first_run} differ in {corpus} questions ({', '.join(differ[:5])}: "
-                              f"{choices}); {needs} needs runs of the same questions")
-        if differ:
-            raise ConfigError(f"{run} and {first_run} differ in {corpus} data versions ({', '.join(differ[:5])}); "
-                              f"{needs} needs runs of the same data")
+            found[run] = (f"differ in {corpus} questions ({', '.join(differ[:5])}: {choices})", "questions")
+        elif differ:
+            found[run] = (f"differ in {corpus} data versions ({', '.join(differ[:5])})", "data")
+    return found
+
+
+def same_data(configs: dict[Path, dict], corpus: str, shared: list[str], needs: str = "a leaderboard") -> None:
+    """Refuse runs whose `shared` relations of `corpus` are other data or other questions (`other_data`): the same
+    relation of other data is not the same question."""
+    first_run = next(iter(configs))
+    for run, (how, what) in other_data(configs, corpus, shared).items():
+        raise ConfigError(f"{run} and {first_run} {how}; {needs} needs runs of the same {what}")
+
+
+def _same_data_runs(configs: dict[Path, dict], corpus: str | None) -> tuple[dict[Path, dict], list[str]]:
+    """The runs of the board: those holding `corpus` (where one is named; none named and none held by every run,
+    the first run's first), and of those, the ones whose data and questions of the relations they share agree with
+    the first's; and a note naming each run left out and why. A run of other data is never ranked beside, nor does
+    it stop the others being ranked."""
+    notes = []
+    wanted = corpus
+    if wanted is None and not set.intersection(*(set(c["corpora"]) for c in configs.values())):
+        wanted = next(iter(configs.values()))["corpora"][0]
+    if wanted is not None:
+        held = {run: c for run, c in configs.items() if wanted in c["corpora"]}
+        if not held:
+            listed = "; ".join(f"{run}: {', '.join(c['corpora']) or 'none'}" for run, c in configs.items())
+            raise ConfigError(f"no run holds {wanted} results ({listed})")
+        notes += [f"{wanted}: left out {run} (no {wanted} results; it has {', '.join(c['corpora']) or 'none'})"
+                  for run, c in configs.items() if run not in held]
+        configs = held
+    first = next(iter(configs))
+    while True:  # leaving a run out can widen what the rest share: check again over that
+        corpora = [wanted] if wanted else [c for c in configs[first]["corpora"]
+                                           if all(c in cfg["corpora"] for cfg in configs.values())]
+        apart: dict[Path, str] = {}
+        for c in corpora:
+            held = {run: cfg["relation_types"].get(c, {}) for run, cfg in configs.items()}
+            shared = [r for r in held[first] if all(r in h for h in held.values())]
+            for run, (how, what) in other_data(configs, c, shared).items():
+                apart.setdefault(run, f"left out {run}: it and {first} {how}; runs of other {what} are never "
+                                      "ranked together")
+        if not apart:
+            return configs, notes
+        notes += list(apart.values())
+        configs = {run: cfg for run, cfg in configs.items() if run not in apart}
 
 
 def set_brief(config: dict, predictor: str) -> str | None:
@@ -257,7 +304,7 @@ def leaderboard_rows(run_dirs: Sequence[Path | str], corpus: str | None = None, 
 
 def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str | None = None,
           setting: str = "raw", scope: str = "shared", bootstrap: int | None = None,
-          seed: int | None = None, sort: str = "value") -> Board:
+          seed: int | None = None, sort: str = "value", flag: str = "--metric") -> Board:
     """Rows of `FIELDS`, one per (run, predictor, corpus): the `all` value of `metric` and its uncertainty.
 
     `metric` None: the experiment's headline metric. `bootstrap`/`seed` None (scope `shared`): the runs'
@@ -267,7 +314,9 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     first (`sort="value"`; ties by run and predictor), or by predictor or run name. Only the relations every
     run holds are scored (`shared_relations`), and the shared scope is the units every predictor that has
     `metric` answered; the notes say what was left out. Nothing to rank (no predictor with the metric and an
-    answered unit, or no unit they all answered) is a `ConfigError`, never an empty board.
+    answered unit, or no unit they all answered) is a `ConfigError`, never an empty board, as is a metric no run
+    holds. `flag`: how the caller names the metric parameter in its errors (`--metric`; `metric=` for a keyword or
+    a query field).
     """
     from bridge.experiments import get
 
@@ -279,7 +328,11 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     configs = {run: run_config(run) for run in runs}
     _same(configs, "experiment", lambda c: c.get("experiment", "lama"))
     same_settings(configs)
-    corpora, notes = _corpora(configs, corpus)
+    configs, notes = _same_data_runs(configs, corpus)
+    runs = list(configs)
+    corpora, more = _corpora(configs, corpus)
+    notes += more
+    notes += _samples_note(configs)
     relations = {}
     for c in corpora:
         relations[c], left = shared_relations(configs, c)
@@ -291,13 +344,28 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     check_setting(experiment, setting)
     # none asked: what the runs' own tables lead with (exact match where every predictor generates)
     held = [r for run in runs for r in _summary_rows(run)]
+    asked = metric
     metric = held_metric(metric, (r.get("metric") for r in held)) if metric else lead_metric(experiment.name, held,
                                                                                                setting)
+    scores = score_metrics(r.get("metric") for r in held)
     if metric in DESCRIPTIVE:
-        raise ConfigError(f"--metric {metric} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to rank "
-                          f"by; rank by --metric {headline_metric(experiment.name)}")
+        raise ConfigError(f"{_given(flag, metric)} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to "
+                          f"rank by; rank by {_by(flag, [headline_metric(experiment.name)])}")
+    if asked and metric not in {r.get("metric") for r in held}:  # no run holds it, in any setting or corpus
+        close = difflib.get_close_matches(metric, scores, n=1)
+        raise ConfigError(f"{_given(flag, metric)}: no metric of that name in these runs"
+                          + (f" (did you mean {close[0]}?)" if close else "")
+                          + (f"; rank by {_by(flag, scores)}" if scores else "; they hold no score"))
     same_depth(configs, (metric,), corpora=corpora)
     cutoff = mrr_cutoff(first)
+    recorded = {run: ((c.get("summary") or {}).get("bootstrap"), (c.get("summary") or {}).get("seed"))
+                for run, c in configs.items()}
+    if scope == "shared" and (bootstrap is None or seed is None) and len(set(recorded.values())) > 1:
+        listed = "; ".join(f"{run}: {_resamples(*made)}" for run, made in recorded.items())
+        used = _resamples(_recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP),
+                          _recorded(configs, "seed", seed, 0))
+        notes.append(f"the runs' summaries drew their intervals differently ({listed}); the intervals here draw "
+                     f"{used}, for every row alike")
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
@@ -343,15 +411,15 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                 own[(run, name)] = row
         if lacking and not own:  # no predictor has the metric: a metric of no board
             run, name, _, known = lacking[0]
-            usable = list(dict.fromkeys(m for _, _, held, _ in lacking for m in held))
-            fix = (f"use --setting {_either(sorted(elsewhere))}" if elsewhere
-                   else f"rank by --metric {_either(usable)}" if usable else known)
+            usable = score_metrics(m for _, _, held, _ in lacking for m in held)
+            fix = (f"use {_by(flag.replace('metric', 'setting'), sorted(elsewhere))}" if elsewhere
+                   else f"rank by {_by(flag, usable)}" if usable else known)
             raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {fix}")
         if not own:
             why = "; ".join(answered_nothing(name, reasons) for name, reasons in silent.items())
             raise ConfigError(f"{c}: no predictor of these runs answered a {unit[:-1]}, so none can be ranked"
                               + (f" ({why})" if why else ""))
-        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name)
+        notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name, flag)
                   for run, name, held, _ in lacking]
         ranked = {key: units[key] for key in own}  # those left out (no metric, no answer) restrict no one's scope
         shared = set.intersection(*(set(scored_on(experiment, m, metric)) for m in ranked.values()))
@@ -377,11 +445,16 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                     continue
                 raise DataError(f"{run / 'summary.json'}: {name} {c} {metric} {key} {value!r} is no number; "
                                 "rerun the run to rewrite it")
+            drawn = recorded[run] if from_summary else (bootstrap, seed)
             rows.append({"run": str(run), "predictor": name, "corpus": c, "setting": setting, "scope": scope,
                          "metric": metric, **{k: row.get(k) for k in VALUES}, "relations": covered, **mine_own,
-                         "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name)})
+                         "upper_bound": upper_bound(configs[run], name), **describe_predictor(configs[run], c, name),
+                         "bootstrap": drawn[0], "bootstrap_seed": drawn[1]})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)
+            sampled = len({sample_flags(cfg) for cfg in configs.values()}) > 1  # other samples: few facts shared
+            if not getattr(experiment, "pooled_total", False) and (sampled or len(shared) < _every(ranked)):
+                notes += _weights_note(c, shared, next(iter(ranked.values())), unit)
         described = [(configs[Path(r["run"])], r["predictor"], r["spec"]) for r in rows]
         for r, apart in zip(rows, apart_briefs(described)):
             if apart:  # rows of one model apart by how it was asked
@@ -393,13 +466,55 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     return Board(out, notes, counted(experiment, metric))
 
 
+def _resamples(n: int | None, seed: int | None) -> str:
+    """`1,000 bootstrap resamples, seed 0`, as a board says what its intervals were drawn with."""
+    if n is None:
+        return "bootstrap not recorded"
+    return "no bootstrap interval" if n == 0 else f"{n:,} bootstrap resamples, seed {seed}"
+
+
+def intervals_line(rows: list[dict]) -> str:
+    """What the 95% intervals of `rows` were drawn with: one setting, or each run's own (scope `own`)."""
+    drawn = {r["run"]: _resamples(r.get("bootstrap"), r.get("bootstrap_seed")) for r in sorted(rows,
+                                                                                             key=lambda r: r["run"])}
+    if len(set(drawn.values())) == 1:
+        return f"95% CI: {next(iter(drawn.values()))}."
+    return "95% CI: each run's own: " + "; ".join(f"{run}: {what}" for run, what in drawn.items()) + "."
+
+
+def is_fraction(metric: str) -> bool:
+    """Whether `metric` is a fraction (0-1: MRR, LM-KBC's P/R/F1), printed to three decimals as the summaries print
+    it, not percent."""
+    from eval.set_metrics import FRACTIONS
+
+    return metric == "mrr" or metric in FRACTIONS
+
+
+def score_metrics(metrics) -> list[str]:
+    """The metrics among `metrics` that score how well a predictor answers (sorted, once each): not the counts and
+    sizes of `DESCRIPTIVE`, nor the row of a predictor that answered nothing."""
+    return sorted({m for m in metrics if m and m not in DESCRIPTIVE and m != NONE_ANSWERED})
+
+
+def _given(flag: str, value: str) -> str:
+    """`--metric p1` on the command line, `metric='p1'` where the parameter is a keyword or a query field."""
+    return f"{flag}{value!r}" if flag.endswith("=") else f"{flag} {value}"
+
+
+def _by(flag: str, names: list[str]) -> str:
+    """`--metric mrr or p@1`, or `metric='mrr' or 'p@1'`: the values that would do, as the caller names them."""
+    if flag.endswith("="):
+        return flag + _either([repr(n) for n in names])
+    return f"{flag} {_either(names)}"
+
+
 def _either(names: list[str]) -> str:
     """`a`, `a or b`, `a, b or c`."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Path, name: str, held: list[str],
-                  experiment: str) -> str:
+                  experiment: str, flag: str = "--metric") -> str:
     """Why a predictor is not ranked on `metric` where others are: a written answer has no rank (P@k, MRR), a
     ranking no written-answer score (exact match, abstentions); and the metric that would rank it."""
     if name in generating(config, corpus):
@@ -414,7 +529,7 @@ def _lacking_note(corpus: str, metric: str, setting: str, config: dict, run: Pat
     else:
         what = "ranks answers" if experiment == "lama" else "is scored otherwise"
         hint = headline_metric(experiment) if headline_metric(experiment) in held else None
-    fix = f"rank by --metric {hint} to compare it" if hint else f"its metrics: {', '.join(held) or 'none'}"
+    fix = f"rank by {_by(flag, [hint])} to compare it" if hint else f"its metrics: {', '.join(held) or 'none'}"
     return f"{corpus}: {run}/{name} left out: {what}, has no {metric} ({setting}); {fix}"
 
 
@@ -424,11 +539,43 @@ def _total(scored: list[dict], metric: str, setting: str) -> dict | None:
                  and not r.get("prompt")), None)
 
 
+def _samples_note(configs: dict[Path, dict]) -> list[str]:
+    """Where the runs asked other samples (`--limit`, `--seed`; or a sample beside every fact): each run's, as runs
+    of other seeds share few facts. Runs of one sample ask the same facts, as each run's summary says."""
+    flags = {run: sample_flags(config) for run, config in configs.items()}
+    if len(set(flags.values())) < 2:
+        return []
+    listed = "; ".join(f"{run} `{f}`" if f else f"{run} every fact" for run, f in flags.items())
+    return [f"samples, not every fact: {listed} (at most --limit facts per relation, drawn with --seed)"]
+
+
+def _every(units: dict) -> int:
+    """How many units some predictor of `units` answered."""
+    return len(set().union(*(set(m) for m in units.values())))
+
+
+def _weights_note(corpus: str, shared: set, records: dict[str, dict], unit: str) -> list[str]:
+    """How many of the shared units each relation holds, where the Total is a mean over relations and they differ:
+    a relation of few units weighs as much as one of many."""
+    counts: dict[str, int] = {}
+    for uid in shared:
+        rel = str(records[uid].get("relation"))
+        counts[rel] = counts.get(rel, 0) + 1
+    if len(set(counts.values())) < 2:  # one relation, or all of one size: the mean over relations is over units
+        return []
+    order = relation_order(list(counts))
+    least = min(order, key=lambda r: counts[r])
+    return [f"{corpus}: the {len(shared)} shared {unit} per relation: "
+            + ", ".join(f"{r} {counts[r]}" for r in order)
+            + f"; the Total is the mean over the {len(counts)} relations, so {least}'s {counts[least]} "
+              f"{unit[:-1] + ' weighs' if counts[least] == 1 else unit + ' weigh'} 1/{len(counts)} of it"]
+
+
 def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str, metric: str) -> list[str]:
     """What the shared scope left out of `corpus`: the units some predictor ranked on `metric` answered that not
     all did, naming those predictors (they define the scope); and the rows whose shared count is less than half of
     their own (`short`: those the table shows the own value of)."""
-    every = len(set().union(*(set(m) for m in units.values())))
+    every = _every(units)
     notes = []
     if every > len(shared):
         names = ", ".join(f"{run}/{name}" for run, name in units)

@@ -429,11 +429,26 @@ def predictors_note(config: dict) -> list[str]:
     return [f"Predictors: {'; '.join(parts)}."] if parts else []
 
 
+def samples(config: dict) -> list[tuple[int | None, int | None]]:
+    """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
+    every fact."""
+    return list(dict.fromkeys((a.get("limit") or None, a.get("seed", 0) if a.get("limit") else None)
+                              for a in config.get("runs") or [] if isinstance(a, dict)))
+
+
+def sample_flags(config: dict) -> str | None:
+    """`--limit 60 --seed 1` (attempts of several samples: each, joined by `and`); None where every attempt asked
+    every fact."""
+    asked = samples(config)
+    if not any(limit for limit, _ in asked):
+        return None
+    return " and ".join(f"--limit {limit} --seed {seed}" if limit else "no --limit" for limit, seed in asked)
+
+
 def sample_note(config: dict) -> str | None:
     """What sample of each relation's facts the scores are over, where an attempt asked a `--limit` sample (the runs
     log's limits and seeds); None where every attempt asked every fact."""
-    asked = list(dict.fromkeys((a.get("limit") or None, a.get("seed", 0) if a.get("limit") else None)
-                               for a in config.get("runs") or [] if isinstance(a, dict)))
+    asked = samples(config)
     if not any(limit for limit, _ in asked):
         return None
     if len(asked) == 1:

@@ -443,7 +443,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     these runs) in one table, best first, each total with its stderr and interval (`kbc leaderboard`): runs over
     different relations are scored over those they share, and `notes` says what was left out. Computed once per
     choice."""
-    from bridge.run.leaderboard import board
+    from bridge.run.leaderboard import board, intervals_line, is_fraction
     from bridge.run.summaries import lead_metric
 
     choices = board_choices(runs, experiment)
@@ -467,7 +467,7 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
         if key not in runs.boards:
-            found = board([r.run.path for r in mine], corpus, metric, setting, scope)
+            found = board([r.run.path for r in mine], corpus, metric, setting, scope, flag="metric=")
             shown = {str(r.run.path): r.name for r in mine}
             notes = left + found.notes
             for path, name in shown.items():
@@ -475,7 +475,11 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
             rows = [{**row, "run": shown.get(row["run"], row["run"])} for row in found.rows]
             # why each upper bound is one (the badge's title), beside rows that stay `kbc leaderboard`'s
             why = {f"{r.name}/{p}": text for r in mine for p, text in r.upper_bounds().items()}
-            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit, "upper_bounds": why}
+            # fractions (MRR, LM-KBC's F1) to three decimals and so named, as summary.md and `kbc leaderboard`
+            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit, "upper_bounds": why,
+                                "places": 3 if is_fraction(metric) else 2,
+                                "scale": "a fraction, 0-1" if is_fraction(metric) else "",
+                                "intervals": intervals_line(rows)}
     return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
             **runs.boards[key]}
 
