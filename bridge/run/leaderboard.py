@@ -351,11 +351,11 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     if metric in DESCRIPTIVE:
         raise ConfigError(f"{_given(flag, metric)} counts {DESCRIPTIVE[metric]}, not how well it answers: nothing to "
                           f"rank by; rank by {_by(flag, [headline_metric(experiment.name)])}")
-    if asked and metric not in {r.get("metric") for r in held}:  # no run holds it, in any setting or corpus
+    # no run holds it, in any setting or corpus (runs holding no score at all: said below, with why)
+    if asked and scores and metric not in {r.get("metric") for r in held}:
         close = difflib.get_close_matches(metric, scores, n=1)
         raise ConfigError(f"{_given(flag, metric)}: no metric of that name in these runs"
-                          + (f" (did you mean {close[0]}?)" if close else "")
-                          + (f"; rank by {_by(flag, scores)}" if scores else "; they hold no score"))
+                          + (f" (did you mean {close[0]}?)" if close else "") + f"; rank by {_by(flag, scores)}")
     same_depth(configs, (metric,), corpora=corpora)
     cutoff = mrr_cutoff(first)
     recorded = {run: ((c.get("summary") or {}).get("bootstrap"), (c.get("summary") or {}).get("seed"))
