@@ -8,6 +8,8 @@ right; a page is then a slice of that frame, so 34,039 facts cost one load, not 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,13 +163,17 @@ class Runs:
             if missing:
                 raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; "
                                 f"{rerun_hint(run.config, Path(path))} to complete it (or wait for it to end)")
-            loaded = LoadedRun(Path(path).resolve().name, run)
+            # named by its folder as given (a symbolic link names a run as the link does)
+            loaded = LoadedRun(Path(os.path.abspath(path)).name, run)
             loaded.check()  # the summaries shown are what scoring its files gave
             name = loaded.name
             if any(r.run.path.resolve() == Path(path).resolve() for r in self.runs.values()):
                 continue  # the same run under another spelling
             if name in self.runs:
-                raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
+                raise ConfigError(f"two --run directories are named {name!r} ({self.runs[name].run.path} and "
+                                  f"{path}), and the explorer names a run by its folder; give one another name, e.g. "
+                                  f"a link to it: `ln -s {shlex.quote(os.path.abspath(path))} "
+                                  f"{shlex.quote(name + '-2')}`, then --run {shlex.quote(name + '-2')}")
             self.runs[name] = loaded
 
     def get(self, name: str) -> LoadedRun:
