@@ -159,8 +159,10 @@ class Run:
 
         frame = self._data.instances
         if frame is None:
-            raise DataError(f"{self.run_dir / 'instances.parquet'}: missing; rerun the same `kbc run` command to "
-                            "write it")
+            from bridge.run.attempts import rerun_hint
+
+            raise DataError(f"{self.run_dir / 'instances.parquet'}: missing; {rerun_hint(self.config, self.run_dir)} "
+                            "to write it")
         return frame
 
     def table(self, metric: str | None = None, setting: str = "raw", scope: str = "shared",

@@ -53,9 +53,10 @@ class Ctx:
     def stats(self, corpus: str) -> list[str]:
         return ["data", "stats", "--corpus", corpus, "--data-dir", str(self.data)]
 
-    def run_freq(self, corpus: str = "trex", relation: str = "P19") -> list[str]:
+    def run_freq(self, corpus: str = "trex", relation: str = "P19", out: Path | None = None,
+                 data: Path | None = None) -> list[str]:
         return ["run", "lama", "--corpus", corpus, "--relations", relation, "--predictors", "freq",
-                "--data-dir", str(self.data), "--out", str(self.tmp / "run"), "--quiet"]
+                "--data-dir", str(data or self.data), "--out", str(out or self.tmp / "run"), "--quiet"]
 
     def w2v(self, text: str = W2V_TEXT) -> Path:
         path = self.tmp / "w2v.txt"
@@ -1294,7 +1295,7 @@ def test_an_option_of_generation_in_a_run_file_is_named_where_the_file_holds_it(
 def test_a_run_into_the_data_it_reads_is_refused_and_writes_nothing(ctx, capsys, where):
     out = ctx.data / where if where else ctx.data
     before = sorted(p.relative_to(ctx.data) for p in ctx.data.rglob("*"))
-    code, _, err = run_kbc([*ctx.run_freq(), "--out", str(out)], capsys)
+    code, _, err = run_kbc(ctx.run_freq(out=out), capsys)
     _assert_one_error_line(code, err, f"error: --out {out} is inside the LAMA data directory {ctx.data.resolve()}, "
                            "and a run writes its files into --out; pass a folder outside the data", False)
     assert sorted(p.relative_to(ctx.data) for p in ctx.data.rglob("*")) == before
@@ -1310,8 +1311,8 @@ def test_a_run_into_a_shared_data_root_is_refused(ctx, capsys, named):
     if named == "lama":
         root.chmod(0o555)
     try:
-        code, _, err = run_kbc([*ctx.run_freq(), "--data-dir", str(root / "lama" if named == "lama" else root),
-                                "--out", str(out)], capsys)
+        code, _, err = run_kbc(ctx.run_freq(out=out, data=root / "lama" if named == "lama" else root),
+                                capsys)
         where = (f"is inside the read-only data folder {root.resolve()} (it holds lama/)" if named == "lama" else
                  f"is inside the data directory {root.resolve()}")
         _assert_one_error_line(code, err, f"error: --out {out} {where}, and a run writes its files into --out; pass a "
@@ -1326,7 +1327,7 @@ def test_a_run_into_a_folder_of_other_files_is_refused(ctx, capsys):
     notes.mkdir()
     for name in ("a.txt", "b.txt", "c.txt", "d.txt"):
         (notes / name).write_text("mine\n")
-    code, _, err = run_kbc([*ctx.run_freq(), "--out", str(notes)], capsys)
+    code, _, err = run_kbc(ctx.run_freq(out=notes), capsys)
     _assert_one_error_line(code, err, f"error: --out {notes} holds files but no run (no config.json; a.txt, b.txt, "
                            "c.txt and 1 more); name a new or empty folder, or a run directory of `kbc run`", False)
     assert sorted(p.name for p in notes.iterdir()) == ["a.txt", "b.txt", "c.txt", "d.txt"]
@@ -1337,7 +1338,7 @@ def test_a_run_into_a_report_folder_is_refused_and_a_run_resumes(ctx, capsys):
     assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
     report = ctx.tmp / "rep"
     assert run_kbc(["report", str(run), "--out", str(report)], capsys)[0] == 0
-    code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5", "--out", str(report)], capsys)
+    code, _, err = run_kbc([*ctx.run_freq(out=report), "--limit", "5"], capsys)
     _assert_one_error_line(code, err, f"error: --out {report} is a `kbc report` output folder, not a run directory; "
                            "name a new or empty folder, or a run directory of `kbc run`", False)
     assert not (report / "config.json").exists()

@@ -237,3 +237,45 @@ def test_the_live_view_shows_a_server_urls_query_values_as_stars(lama_dir, tmp_p
     assert f"{server.url}?tenant=***&api-version=2024" in described
     assert "hunter9" not in described and "hunter9" not in body
     assert [b["model"] for b in server.bodies] == ["tiny"]
+
+
+def test_a_runs_fact_list_shows_each_predictors_own_prompt(world):
+    """The cloze for Freq, the question sent for the generating predictors: what each record holds."""
+    client = world["client"]
+    facts = client.get("/api/runs/gen-run/facts", params={"per_page": 50}).json()["facts"]
+    assert len(facts) == 6
+    for fact in facts:
+        subject = fact["subject"]
+        detail = client.get(f"/api/runs/gen-run/facts/{fact['uid']}").json()["predictors"]
+        prompts = {p: v["prompt"] for p, v in fact["predictors"].items()}
+        assert prompts["freq"] == fact["prompt"] == f"{subject} was born in [MASK] ."
+        assert prompts["llm"] == detail["llm"]["prompt"] == f"Q: Fill in the blank: {subject} was born in ___.\nA:"
+        assert json.loads(prompts["srv"]) == detail["srv"]["prompt"] == [
+            {"role": "user", "content": f"Fill in the blank: {subject} was born in ___."}]  # the chat messages sent
+
+
+def test_a_runs_pages_say_what_the_run_asked_and_the_live_page_what_it_asks(world):
+    client = world["client"]
+    header = '<span class="meta" id="asked">'
+    uid = client.get("/api/runs/gen-run/facts").json()["facts"][0]["uid"]
+    for path in ("/runs/gen-run", f"/runs/gen-run/facts/{uid}"):
+        assert f"{header}run gen-run: kbc run lama, trex: 1 relation, a sample (--limit 6, seed 0)</span>" in \
+            client.get(path).text, path
+    facts = len(world["explorer"].corpus.facts)
+    assert f"{header}trex: 1 relations, {facts} facts</span>" in client.get("/").text
+
+
+def test_the_header_of_a_bear_or_coherency_run_names_its_corpus_and_relations():
+    from types import SimpleNamespace
+
+    from bridge.serve.runs import asked_line
+
+    def loaded(experiment: str, corpora: list[str], attempts: list[dict]):
+        return SimpleNamespace(run=SimpleNamespace(corpora=corpora, config={"experiment": experiment,
+                                                                            "runs": attempts}))
+
+    bear = loaded("lama", ["bear"], [{"asked": {"bear": ["P6", "P19"]}, "limit": 20, "seed": 0},
+                                     {"asked": {"bear": ["P19", "P20"]}, "limit": 20, "seed": 0}])
+    assert asked_line(bear) == "kbc run lama, bear: 3 relations, a sample (--limit 20, seed 0)"
+    coherency = loaded("coherency", ["trex", "google_re"], [{"asked": {"trex": ["P36"]}}])
+    assert asked_line(coherency) == "kbc run coherency, trex: 1 relation, google_re"

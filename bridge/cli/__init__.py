@@ -52,6 +52,16 @@ class LazyGroup(click.Group):
         module, attr = SUBCOMMANDS[name][0].split(":")
         return getattr(importlib.import_module(module), attr)
 
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """The subcommand, once no single-value option of it is given twice (`refuse_repeats`)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and name is not None and not ctx.resilient_parsing:
+            from bridge.cli.repeats import refuse_repeats
+
+            refuse_repeats(ctx, name, command, rest)
+        return name, command, rest
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]
         with formatter.section("Commands"):

@@ -67,6 +67,7 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     the table was written)."""
     from bridge.analysis import stats as st
     from bridge.run import fact_columns as fc
+    from bridge.run.attempts import rerun_hint
     from bridge.run.directory import open_run
 
     frame = st.run_instances(run_dir)
@@ -90,12 +91,13 @@ def compute_stats(run_dir: Path, location, backend, es_url, data_dir, tokenizer,
     index.close()
     kept = st.write_fact_stats(run_dir, stats)
     if kept is not None:
-        click.echo(f"note: {run_dir / 'instances.parquet'} is left without the statistic columns: {kept}; rerun the "
-                   "same `kbc run` command to score it again (with them)", err=True)
+        click.echo(f"note: {run_dir / 'instances.parquet'} is left without the statistic columns: {kept}; "
+                   f"{rerun_hint(config, run_dir)} to score it again (with them)", err=True)
     unrecorded = st.unrecorded_predictors(frame, config)
     if unrecorded:
         click.echo(f"note: LPFP is null for {', '.join(unrecorded)}: the run has not finished (its config.json "
-                   "does not record what kind of predictor it is); rerun the same `kbc run` to finish it", err=True)
+                   f"does not record what kind of predictor it is); {rerun_hint(config, run_dir)} to finish it",
+                   err=True)
     elif not any(fc.log_prob_predictors(config).values()):
         click.echo("note: LPFP is null for every predictor: none scores answers by log-probability (LMs do)",
                    err=True)

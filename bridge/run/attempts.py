@@ -99,9 +99,9 @@ def part_asked(out: Path, config: dict) -> list[PartAsked]:
 def attempt_command(attempt: dict, config: dict, out: Path | None = None) -> str:
     """The command of an attempt, as it was typed (`argv`) where `kbc` ran it, else rebuilt from its entry (a run
     through the Python API): the flags that choose what it asks."""
-    argv = attempt.get("argv")
-    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and Path(argv[0]).name == "kbc":
-        return shlex.join(argv)
+    argv = typed_argv(attempt)
+    if argv is not None:
+        return shlex.join(argv if out is None else _out_as(argv, out))
     specs = config.get("predictor_specs") or {}
     words = ["kbc", "run", str(config.get("experiment", "lama")), "--corpus", *(attempt.get("corpora") or [])]
     if attempt.get("relations"):
@@ -114,6 +114,28 @@ def attempt_command(attempt: dict, config: dict, out: Path | None = None) -> str
     if config.get("data_dir"):
         words += ["--data-dir", str(config["data_dir"])]
     return shlex.join([*words, "--out", str(out)] if out is not None else words)
+
+
+def typed_argv(attempt: dict) -> list[str] | None:
+    """The words of the `kbc` command that made an attempt, as typed; None for an attempt made otherwise (the Python
+    API, a test) or recorded before commands were."""
+    argv = attempt.get("argv")
+    if (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv) and Path(argv[0]).name == "kbc"
+            and "run" in argv[1:]):
+        return argv
+    return None
+
+
+def _out_as(argv: list[str], out: Path) -> list[str]:
+    """`argv` writing to `out`, the folder as it is named now: a run moved or copied, or one named from another
+    working folder, is rescored where it lies, not where the command first wrote."""
+    words = list(argv)
+    for i, word in enumerate(words):
+        if word == "--out" and i + 1 < len(words):
+            words[i + 1] = str(out)
+        elif word.startswith("--out="):
+            words[i] = f"--out={out}"
+    return words
 
 
 def how_it_ended(attempt: dict) -> str:
@@ -155,12 +177,16 @@ def part_asked_refusal(out: Path, config: dict) -> str | None:
 
 
 def rerun_hint(config: dict, out: Path | None = None) -> str:
-    """How to complete or rescore a run: the command of its last attempt that did not finish, named exactly when
-    the runs log holds more than one command, else `the same kbc run command`."""
+    """How to complete or rescore a run: the command of its last attempt that did not finish, named and dated where
+    the runs log holds more than one command; else the command its last attempt was typed as (`runs[].argv`),
+    writing to `out`; else, for a run made through the Python API, `the same kbc run command`."""
     attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
     open_ones = [a for a in attempts if not a.get("finished")]
     commands = {attempt_command(a, config, out) for a in attempts}
-    if not open_ones or len(commands) < 2:
-        return "rerun the same `kbc run` command"
-    last = open_ones[-1]
-    return f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+    if open_ones and len(commands) > 1:
+        last = open_ones[-1]
+        return f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+    last = (open_ones or attempts or [{}])[-1]
+    if typed_argv(last) is not None:
+        return f"rerun `{attempt_command(last, config, out)}`"
+    return "rerun the same `kbc run` command"

@@ -201,14 +201,15 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
             return page(request, "error.html", 404, error=str(exc), heading="Not found")
         except KbcError as exc:
             return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
-                        name=name)
-        return page(request, "run.html", info=info, facts=facts, filters=filters, error=None, name=name)
+                        name=name, run_asked=run_views.asked_line(loaded))
+        return page(request, "run.html", info=info, facts=facts, filters=filters, error=None, name=name,
+                    run_asked=run_views.asked_line(loaded))
 
     @app.get("/runs/{name}/facts/{uid}", response_class=HTMLResponse, include_in_schema=False)
     def fact_page(request: Request, name: str, uid: str):
         loaded = app.state.runs.get(name)
         fact = with_other_data(loaded, run_views.fact_detail(loaded, uid))
-        return page(request, "fact.html", fact=fact, name=name)
+        return page(request, "fact.html", fact=fact, name=name, run_asked=run_views.asked_line(loaded))
 
     return app
 

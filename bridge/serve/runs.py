@@ -8,6 +8,8 @@ right; a page is then a slice of that frame, so 34,039 facts cost one load, not 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.predictors.registry import side_of, upper_bound_text
-from bridge.run.attempts import rerun_hint
+from bridge.run.attempts import attempt_sample, rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
 from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
@@ -140,10 +142,13 @@ def _pivot(long: pd.DataFrame) -> pd.DataFrame:
     base = long.drop_duplicates(keys)[[*keys, "relation", "subject", "subject_id", "gold", "prompt"]]
     top = long.pivot_table(index=keys, columns="predictor", values="top1", aggfunc="first", dropna=False)
     top.columns = [f"top1:{c}" for c in top.columns]
+    # each predictor's own prompt: a generating one was sent a question, not the cloze a masked LM fills
+    asked = long.pivot_table(index=keys, columns="predictor", values="prompt", aggfunc="first", dropna=False)
+    asked.columns = [f"prompt:{c}" for c in asked.columns]
     right = long.assign(correct=long["correct_raw"].astype("object")).pivot_table(
         index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
     right.columns = [f"correct:{c}" for c in right.columns]
-    out = base.set_index(keys).join(top).join(right).reset_index()
+    out = base.set_index(keys).join(top).join(asked).join(right).reset_index()
     return out.sort_values(["corpus", "relation", "uid"], kind="stable").reset_index(drop=True)
 
 
@@ -158,13 +163,17 @@ class Runs:
             if missing:
                 raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; "
                                 f"{rerun_hint(run.config, Path(path))} to complete it (or wait for it to end)")
-            loaded = LoadedRun(Path(path).resolve().name, run)
+            # named by its folder as given (a symbolic link names a run as the link does)
+            loaded = LoadedRun(Path(os.path.abspath(path)).name, run)
             loaded.check()  # the summaries shown are what scoring its files gave
             name = loaded.name
             if any(r.run.path.resolve() == Path(path).resolve() for r in self.runs.values()):
                 continue  # the same run under another spelling
             if name in self.runs:
-                raise ConfigError(f"two --run directories are named {name!r}; give runs distinct folder names")
+                raise ConfigError(f"two --run directories are named {name!r} ({self.runs[name].run.path} and "
+                                  f"{path}), and the explorer names a run by its folder; give one another name, e.g. "
+                                  f"a link to it: `ln -s {shlex.quote(os.path.abspath(path))} "
+                                  f"{shlex.quote(name + '-2')}`, then --run {shlex.quote(name + '-2')}")
             self.runs[name] = loaded
 
     def get(self, name: str) -> LoadedRun:
@@ -522,13 +531,29 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         row = {k: _plain(rec.get(k)) for k in ("corpus", "uid", "relation", "subject", "subject_id", "gold")}
         # a prompt set asks each fact once per prompt: the row says which (its id and the sentence asked)
         row["prompt_id"], row["prompt"] = prompt_of(str(row["uid"])), _plain(rec.get("prompt"))
-        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}"))}
-                             for p in preds}
+        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}")),
+                                 "prompt": _plain(rec.get(f"prompt:{p}"))} for p in preds}
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
             "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
             "pages": max(1, -(-total // per_page)), "predictors": preds,
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
+
+
+def asked_line(loaded: LoadedRun) -> str:
+    """What a run asked, for its pages' header (where the live view's corpus is shown elsewhere): the experiment,
+    each corpus with its relations, and the sample, from the attempts its config.json records."""
+    config = loaded.run.config
+    attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
+    relations: dict[str, list[str]] = {c: [] for c in loaded.run.corpora}
+    for attempt in attempts:
+        for corpus, rels in (attempt.get("asked") or {}).items():
+            relations.setdefault(corpus, []).extend(r for r in rels if r not in relations[corpus])
+    corpora = ", ".join(f"{c}: {len(r)} relation{'' if len(r) == 1 else 's'}" if r else c
+                        for c, r in relations.items())
+    samples = dict.fromkeys(attempt_sample(a) for a in attempts)
+    sample = "; ".join(f"a sample (--limit {limit}, seed {seed})" for limit, seed in samples if limit)
+    return f"kbc run {config.get('experiment', 'lama')}, {corpora}" + (f", {sample}" if sample else "")
 
 
 def fact_detail(loaded: LoadedRun, uid: str) -> dict:
