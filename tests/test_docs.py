@@ -94,3 +94,12 @@ def test_every_run_and_serve_recipe_names_data_that_is_there_from_a_fresh_clone(
     assert bad == []
     missing = sorted({m[1] for _, m in given if m and m[1].startswith("../shared/") and not (ROOT / m[1]).exists()})
     assert missing == []
+
+
+def test_no_page_links_to_a_generated_page():
+    """A generated page exists only in the built site: a link to it from a page under docs/ or the README is dead
+    wherever the Markdown is read as files (GitHub, an editor)."""
+    pages = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
+    linked = [(page.name, target) for page in pages for target in LINK.findall(page.read_text())
+              if Path(target.split("#")[0]).name in GENERATED]
+    assert linked == []
