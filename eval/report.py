@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from eval.cells import md_row
 from eval.kmir import KINDS
 from eval.relations import DOMAIN_PREFIX, relation_id
-from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES
+from eval.set_metrics import FRACTIONS, LAMA_SET_METRICS, LAMA_SET_TYPES
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
@@ -140,7 +140,7 @@ def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> lis
 def _fmt(value: float, metric: str) -> str:
     if metric == "answer_space":
         return f"{value:,.0f}"
-    return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
+    return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
 
 
 def _cell(row: dict, metric: str) -> str:

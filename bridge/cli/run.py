@@ -570,7 +570,7 @@ def run_lmkbc(ctx: click.Context, **params) -> None:
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run lmkbc`: each relation is asked with the challenge's "
                               "own template")
-    headline = ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)")
+    headline = ("macro-f1", "LM-KBC 2024 macro F1 (Total: over all pairs, as evaluate.py)")
     execute(ctx, lambda p: LmkbcExperiment(str(p["split"])), params, headline)
 
 
