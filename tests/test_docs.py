@@ -114,3 +114,11 @@ def test_the_extracted_kb_build_time_is_given_in_one_place():
                          ("lmkbc.md", "performance.md#relation-extraction-kb"),
                          ("performance.md", "#relation-extraction-kb")):
         assert anchor in LINK.findall((DOCS / page).read_text()), page
+
+
+def test_each_gpu_section_of_the_performance_page_says_which_code_it_measured():
+    """Two H200 sections measured the masked engine before and after its changes: their headings tell them apart,
+    and the earlier one names its figures as the earlier code's."""
+    headings = re.findall(r"^## (On a GPU \(NVIDIA H200\).*)$", (DOCS / "performance.md").read_text(), re.M)
+    assert headings == ["On a GPU (NVIDIA H200), current engine: batches of 2048, predictions made while the card runs",
+                        "On a GPU (NVIDIA H200), earlier code: the padding mask"]
