@@ -122,3 +122,14 @@ def test_each_gpu_section_of_the_performance_page_says_which_code_it_measured():
     headings = re.findall(r"^## (On a GPU \(NVIDIA H200\).*)$", (DOCS / "performance.md").read_text(), re.M)
     assert headings == ["On a GPU (NVIDIA H200), current engine: batches of 2048, predictions made while the card runs",
                         "On a GPU (NVIDIA H200), earlier code: the padding mask"]
+
+
+def test_the_fewrel_page_gives_the_cpu_cost_and_a_quick_trial():
+    """FewRel's fine-tuning is not shrunk by --limit: the page says what a run costs on a CPU and how to try it
+    quickly, with the command measured."""
+    page = (DOCS / "fewrel.md").read_text()
+    section = page.split("\n## Cost on a CPU, and a quick trial\n")[1].split("\n## ")[0]
+    commands = [line for line, _ in block_commands(section)]
+    assert commands == ["OMP_NUM_THREADS=1 kbc run fewrel --predictors bert=$TINY kb --set epochs=1 --limit 5 "
+                        "--data-dir ../shared/data --out runs/fewrel-trial"]
+    assert "took 1 min 14 s" in section and "6 min 7 s" in section
