@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from eval.cells import md_row
 from eval.kmir import KINDS
 from eval.relations import DOMAIN_PREFIX, relation_id
+from eval.set_metrics import FRACTIONS, LAMA_SET_METRICS, LAMA_SET_TYPES
 from eval.types import RELATION_TYPES
 
 TYPE_ORDER = (*RELATION_TYPES, "all")
@@ -46,6 +47,25 @@ SUBSET_METRICS = {"p@1-drop": ("was right without the prime", "the drop is taken
                   "spearman": ("shares two answers, scored apart, between its positive and negated top answers",
                                "the rank correlation is taken over those facts")}
 
+
+# metrics scored on relations of some cardinality types only (LAMA's set metrics: N-M, whose subjects hold several
+# objects): a column of another type is `-` for every predictor by definition, which its note says
+TYPED_METRICS = {metric: LAMA_SET_TYPES for metric in LAMA_SET_METRICS.values()}
+
+
+def _outside_types(groups: list[str], metric: str, info: dict) -> list[str]:
+    """The columns (types, typed relations) of a cardinality type `metric` is not taken over."""
+    types = TYPED_METRICS.get(metric)
+    if types is None:
+        return []
+    return [g for g in groups if g != "all" and (g if g in TYPE_ORDER else info.get(g, (None, None))[1]) not in
+            (*types, None)]
+
+
+def _outside_note(names: list[str], metric: str) -> str:
+    kinds = " and ".join(TYPED_METRICS[metric])
+    return (f"`-` under {', '.join(names)} for every predictor: set metrics are taken over {kinds} relations only, "
+            f"so {'it has' if len(names) == 1 else 'they have'} none.")
 
 def subset_what(metric: str, scope: str) -> str:
     """What a unit of a `SUBSET_METRICS` metric is, in `scope`: a shared unit is one for every predictor at once (a
@@ -120,7 +140,7 @@ def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> lis
 def _fmt(value: float, metric: str) -> str:
     if metric == "answer_space":
         return f"{value:,.0f}"
-    return f"{value:.3f}" if metric == "mrr" else f"{value:.2f}"
+    return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
 
 
 def _cell(row: dict, metric: str) -> str:
@@ -190,10 +210,14 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             answers = _fmt(space["value"], "answer_space") if space else \
                 "open" if (c, p) in (open_spaces or set()) else "-"
             lines.append(md_row([c, p, answers, str(total["n_facts"] if total else 0), *cells, _ci(total, metric)]))
+        outside = _outside_types(groups, metric, info)
+        inside = [g for g in groups if g not in outside]
+        notes = [f"- {_outside_note([relation_name(g, info) for g in outside], metric)}"] if outside else []
         if metric in SUBSET_METRICS:
-            lines += _subset_notes(idx, c, predictors, groups, setting, scope, metric, info)
+            notes += _subset_notes(idx, c, predictors, inside, setting, scope, metric, info)[1:]
         elif scope == "shared":
-            lines += _scope_notes(idx, c, predictors, groups, setting, metric, info, unit, every)
+            notes += _scope_notes(idx, c, predictors, inside, setting, metric, info, unit, every)[1:]
+        lines += ["", *notes] if notes else []
     return "\n".join(lines)
 
 

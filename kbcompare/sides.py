@@ -40,10 +40,11 @@ class Answers:
 
     @property
     def sets(self) -> dict[str, list[str] | None]:
-        """A set-valued corpus's (LM-KBC's): each predictor's answer set, as labels, as `kbc run lmkbc` cuts it with
-        the predictor's `set=` rule (every answer without one); None where the rule needs a run
-        (`threshold-tuned`). Empty for other corpora."""
-        return {c["name"]: None if c["set"] is None else [a["label"] for a in c["set"]]
+        """A set-valued corpus's (LM-KBC's): each predictor's answer set, as `kbc run lmkbc` cuts it with the
+        predictor's `set=` rule (every answer without one), each object as `kbc show` prints it: `label (id)` where
+        the data ties a label to the id, else the id alone; None where the rule needs a run (`threshold-tuned`).
+        Empty for other corpora."""
+        return {c["name"]: None if c["set"] is None else [_labelled(a) for a in c["set"]]
                 for c in self.columns if "set" in c}
 
     @property
@@ -57,6 +58,13 @@ class Answers:
 
     def __repr__(self) -> str:
         return f"Answers({self.prompt!r}: gold {self.gold}; sides {', '.join(c['name'] for c in self.columns)})"
+
+
+def _labelled(answer: dict) -> str:
+    """`People's Republic of China (Q148)`; an id the data ties no label to (its label is the id), or an answer
+    linked to no id, alone."""
+    label, ident = answer.get("label"), answer.get("id")
+    return f"{label} ({ident})" if ident and label and label != ident else str(label or ident)
 
 
 class Sides:

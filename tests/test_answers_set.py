@@ -47,8 +47,13 @@ def test_set_rows_of_n_m_relations(lama_dir, tmp_path, monkeypatch, capsys):
     assert got["top2", "raw", "P530", "set-p"] == (pytest.approx(100 * (1 / 2 + 1 + 1) / 3, abs=1e-12), 3)
     assert got["top2", "raw", "P530", "set-r"] == (pytest.approx(100 * (1 / 2 + 2 / 50 + 1) / 3, abs=1e-12), 3)
     assert got["top2", "raw", "P530", "set-f1"] == (pytest.approx(100 * (1 / 2 + 1 / 13 + 1) / 3, abs=1e-12), 3)
-    # P19 (N-1) has one gold object per fact: no set rows
+    # P19 (N-1) has one gold object per fact: no set rows, and the tables say why its column is empty
     assert not [k for k in got if k[2] == "P19"]
+    summary = (out / "summary.md").read_text()
+    note = ("- `-` under P19 place of birth for every predictor: set metrics are taken over N-M relations only, so "
+            "it has none.")
+    assert summary.count(note) == 6  # set-p, set-r, set-f1 in each scope (own, shared)
+    assert "answered none" not in summary
 
     # the answers are a setting of the directory: a rerun asking ranked answers only is refused
     code, _, err = run_kbc([*base, "--predictors", "freq", "gold", "--out", str(out)], capsys)

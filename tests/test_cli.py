@@ -86,3 +86,26 @@ def test_relations_help_says_every_chosen_corpus_must_hold_one_of_them(tmp_path,
     assert (code, err.splitlines()[-1]) == (2, "error: --relations names no relation of corpus google_re; drop "
                                                "--corpus google_re or add one of its relations (e.g. "
                                                "place_of_birth)")
+
+
+def test_every_group_lists_its_commands_whole():
+    """A group's command list shows each command's short help in full at 80 columns, never cut to `...`."""
+    import click
+
+    from bridge.cli import cli
+
+    def contexts(command, parent, name):
+        ctx = command.make_context(name, [], parent=parent, resilient_parsing=True, terminal_width=80,
+                                   max_content_width=80)
+        yield ctx
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                yield from contexts(command.get_command(ctx, sub), ctx, sub)
+
+    groups = {ctx.command_path: ctx.command.get_help(ctx) for ctx in contexts(cli, None, "kbc")
+              if isinstance(ctx.command, click.Group)}
+    assert sorted(groups) == ["kbc", "kbc analyze", "kbc data", "kbc entities", "kbc index", "kbc kb", "kbc run"]
+    cut = [(path, line) for path, text in groups.items() for line in text.split("Commands:")[1].splitlines()
+           if line.rstrip().endswith("...")]
+    assert cut == []
+    assert "  download  Fetch corpora by NAME (default: lama; `all`).\n" in groups["kbc data"]

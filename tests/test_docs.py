@@ -94,3 +94,42 @@ def test_every_run_and_serve_recipe_names_data_that_is_there_from_a_fresh_clone(
     assert bad == []
     missing = sorted({m[1] for _, m in given if m and m[1].startswith("../shared/") and not (ROOT / m[1]).exists()})
     assert missing == []
+
+
+def test_no_page_links_to_a_generated_page():
+    """A generated page exists only in the built site: a link to it from a page under docs/ or the README is dead
+    wherever the Markdown is read as files (GitHub, an editor)."""
+    pages = [*sorted(DOCS.glob("*.md")), ROOT / "README.md"]
+    linked = [(page.name, target) for page in pages for target in LINK.findall(page.read_text())
+              if Path(target.split("#")[0]).name in GENERATED]
+    assert linked == []
+
+
+def test_the_extracted_kb_build_time_is_given_in_one_place():
+    """The relation-extraction KB's first-build time is measured in one section of the performance page; the
+    pages that mention it link there instead of quoting figures of their own."""
+    section = (DOCS / "performance.md").read_text().split("\n## Relation-extraction KB\n")[1].split("\n## ")[0]
+    assert "10 min 29 s" in section and "load average 5–7" in section
+    for page, anchor in (("extraction.md", "performance.md#relation-extraction-kb"),
+                         ("lmkbc.md", "performance.md#relation-extraction-kb"),
+                         ("performance.md", "#relation-extraction-kb")):
+        assert anchor in LINK.findall((DOCS / page).read_text()), page
+
+
+def test_each_gpu_section_of_the_performance_page_says_which_code_it_measured():
+    """Two H200 sections measured the masked engine before and after its changes: their headings tell them apart,
+    and the earlier one names its figures as the earlier code's."""
+    headings = re.findall(r"^## (On a GPU \(NVIDIA H200\).*)$", (DOCS / "performance.md").read_text(), re.M)
+    assert headings == ["On a GPU (NVIDIA H200), current engine: batches of 2048, predictions made while the card runs",
+                        "On a GPU (NVIDIA H200), earlier code: the padding mask"]
+
+
+def test_the_fewrel_page_gives_the_cpu_cost_and_a_quick_trial():
+    """FewRel's fine-tuning is not shrunk by --limit: the page says what a run costs on a CPU and how to try it
+    quickly, with the command measured."""
+    page = (DOCS / "fewrel.md").read_text()
+    section = page.split("\n## Cost on a CPU, and a quick trial\n")[1].split("\n## ")[0]
+    commands = [line for line, _ in block_commands(section)]
+    assert commands == ["OMP_NUM_THREADS=1 kbc run fewrel --predictors bert=$TINY kb --set epochs=1 --limit 5 "
+                        "--data-dir ../shared/data --out runs/fewrel-trial"]
+    assert "took 1 min 14 s" in section and "6 min 7 s" in section

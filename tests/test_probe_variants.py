@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import lm_fixtures
 import pytest
@@ -78,15 +79,22 @@ def test_bad_prompt_and_context_input(lama_dir, tmp_path, capsys):
 
 
 def test_uhn_corpus_run(lama_dir, tmp_path, capsys, monkeypatch):
-    """LAMA-UHN asks only the facts the string filter keeps (P176: 191 of 982), built on first use."""
+    """LAMA-UHN asks only the facts the string filter keeps (P176: 191 of 982), built on first use; the run
+    docs/lama.md gives prints the figure the page quotes."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("KBC_UHN_MODEL", raising=False)
     out = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex-uhn", "--relations", "P176", "--predictors", "freq",
-                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    code, printed, err = run_kbc(["run", "lama", "--corpus", "trex-uhn", "--relations", "P138", "P176",
+                                  "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                                 capsys)
     assert code == 0, err
     n = {r["n_facts"] for r in _rows(out) if r["group"] == "P176" and r["metric"] == "p@1"}
     assert n == {982 - 791}
+    assert ("| trex-uhn | freq | 76 | 351 | 4.38 ± 1.62 | 13.09 ± 2.45 | 8.73 ± 1.47 | [6.06, 11.65] |"
+            in printed.splitlines())
+    page = " ".join((Path(__file__).parents[1] / "docs" / "lama.md").read_text().split())
+    assert ("`kbc run lama --corpus trex-uhn --relations P138 P176 --predictors freq --data-dir ../shared/data/lama`, "
+            "prints a raw P@1 of 8.73 ± 1.47 with [6.06, 11.65]") in page
 
 
 def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_table(tiny_models, lama_dir, tmp_path,

@@ -45,6 +45,9 @@ def test_query_gold_freq_and_lm_side_by_side(client, p19):
     assert gold["status"] == "ok" and gold["graph"] == "gold-trex-P19"
     assert [(a["label"], a["id"], a["gold"]) for a in gold["answers"]] == [(fact.object.label, fact.object.id, True)]
     assert body["gold"] == [fact.object.label]
+    # every column carries its gold rank: the gold KB's objects are all true, so its gold object is at rank 1
+    assert gold["gold_rank"] == {"rank": 1, "exact": False, "of": 1}
+    assert all("gold_rank" in c for c in body["columns"])
     counts = Counter(f.object.label for f in p19)
     freq = _col(body, "freq")
     assert [a["label"] for a in freq["answers"]] == [label for label, _ in counts.most_common(5)]
@@ -92,6 +95,7 @@ def test_unknown_subject_gives_empty_gold_not_an_error(client):
     body = client.get("/api/query", params={"subject": "Nobody Anywhere 12345", "relation": "P36"}).json()
     gold = _col(body, "gold KB")
     assert gold["status"] == "ok" and gold["answers"] == [] and "no object" in gold["message"]
+    assert gold["gold_rank"] is None  # no gold object to rank
 
 
 @pytest.mark.parametrize("params,status,needle", [

@@ -57,6 +57,9 @@ def inferred_column(explorer):
 def test_a_graph_of_fewer_relations_says_so(inferred_column, lama_dir):
     total = len(relation_ids("trex", lama_dir))
     assert inferred_column["status"] == "ok" and len(inferred_column["answers"]) == 20
+    # derived objects only (none of them in the gold graph): no gold object among the 20 answers returned
+    assert not any(a["gold"] for a in inferred_column["answers"])
+    assert inferred_column["gold_rank"] == {"rank": None, "exact": False, "of": 20}
     assert inferred_column["message"] == (
         f"the inferred graph was built from 2 of the corpus's {total} relations (P190, P47); its axioms also name "
         "P530, whose facts it lacks: objects the other relations derive are not in it (kbc kb infer --corpus trex "

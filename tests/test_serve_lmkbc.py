@@ -41,14 +41,21 @@ def test_ask_answers_an_lmkbc_pair(lama_dir, tmp_path, monkeypatch):
     assert freq["set"][:2] == [{"label": "People's Republic of China", "id": "Q148", "gold": False},
                                {"label": "France", "id": "Q142", "gold": False}]
     assert [a["label"] for a in freq["set"] if a["gold"]] == ["Kenya", "South Sudan", "Somalia"]
+    # `sets` prints each object as `kbc show` does: `label (id)`, and alone an id the data ties no label to (Q40 and
+    # Q39 appear only together, in rows that list both Austria and Switzerland)
+    shown = answers.sets["freq"]
+    assert shown[:2] == ["People's Republic of China (Q148)", "France (Q142)"]
+    assert shown[18:25] == ["Liberia (Q1014)", "Q40", "Denmark (Q35)", "Luxembourg (Q32)", "Netherlands (Q55)",
+                            "Poland (Q36)", "Q39"]
     assert answers.side("inferred graph")["status"] == "not applicable"
     assert answers.prompt == "Ethiopia shares a land border with [MASK]."
 
 
 def test_each_rule_cuts_the_set_a_run_records(sides, lama_dir, tmp_path, monkeypatch, capsys):
     answers = sides.ask("Ethiopia", REL, k=2)
-    assert answers.sets["top"] == ["People's Republic of China", "France"]
-    assert answers.sets["above"] == ["People's Republic of China", "France", "Russia", "Brazil", "Germany", "Peru"]
+    assert answers.sets["top"] == ["People's Republic of China (Q148)", "France (Q142)"]
+    assert answers.sets["above"] == ["People's Republic of China (Q148)", "France (Q142)", "Russia (Q159)",
+                                     "Brazil (Q155)", "Germany (Q183)", "Peru (Q419)"]
     assert answers.sets["tuned"] is None
     assert "train split" in answers.side("tuned")["set_note"]
     assert answers.side("tuned")["set_rule"] == "threshold-tuned"
@@ -70,7 +77,7 @@ def test_an_empty_gold_set(sides):
     answers = sides.ask("Malta", REL)
     assert answers.gold == []
     assert answers.side("gold KB")["message"] == "the gold set of this subject and relation is empty"
-    assert answers.sets["top"] == ["People's Republic of China", "France"]
+    assert answers.sets["top"] == ["People's Republic of China (Q148)", "France (Q142)"]
 
 
 def test_page_suggestions_and_api(sides):

@@ -109,7 +109,7 @@ def analyze() -> None:
     """Per-fact statistics of a run and what they say about accuracy (LAMA §5, KMIR Fig. 2)."""
 
 
-@analyze.command("stats")
+@analyze.command("stats", short_help="Per-fact SM, OM, co-occurrence, ST, SWP, SOCS; LPFP.")
 @click.argument("run_dir", type=PathType())
 @stat_options
 def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings, wikipedia2vec, quiet) -> None:
@@ -173,7 +173,7 @@ def _fmt(value, p) -> str:
     return f"{value:+.3f} (p {p:.2g})" if p else f"{value:+.3f} (p <1e-300)"
 
 
-@analyze.command("correlation")
+@analyze.command("correlation", short_help="P@1 and rank against each statistic; binned P@1.")
 @click.argument("run_dir", type=PathType())
 @click.option("--statistic", "statistics", multiple=True,
               help="Only these statistics (sm om cooc_paragraphs cooc_sentences st swp socs lpfp).")
@@ -237,7 +237,7 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
     click.echo(f"\nwritten: {out / 'correlation.json'}, {out / 'bins.json'}")
 
 
-@analyze.command("evidence")
+@analyze.command("evidence", short_help="Each fact asked once per evidence sentence.")
 @click.argument("run_dir", type=PathType())
 @click.option("--predictors", multiple=True,
               help="Only these predictors of the run (default: all; KB predictors ignore the wording).")

@@ -27,7 +27,7 @@ def data() -> None:
     """Get and describe the evaluation data."""
 
 
-@data.command("download")
+@data.command("download", short_help="Fetch corpora by NAME (default: lama; `all`).")
 @click.argument("names", nargs=-1, metavar="[NAME]...", type=NamedChoice([*SOURCE_NAMES, "all"]))
 @click.option("--dest", type=PathType(file_okay=False), default="data", show_default=True,
               help="Data folder to lay the corpora out in (LAMA lands in DEST/lama, BEAR in DEST/bear, ...).")
@@ -76,7 +76,7 @@ def _download_each(chosen: list[str], dest: str, mirror: str | None, quiet: bool
                         "again)")
 
 
-@data.command("list")
+@data.command("list", short_help="The corpora `download` fetches, and which are here.")
 @click.option("--dest", type=PathType(file_okay=False), default=None,
               help="Data folder to look in (default: the folder holding $KBC_DATA's LAMA copy, else ./data).")
 def list_sources(dest) -> None:
@@ -115,7 +115,7 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
-@data.command("stats")
+@data.command("stats", short_help="Rows read, kept and dropped per relation.")
 @click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
               default=("trex", "google_re", "squad"), show_default=True)
 @data_dir_option
@@ -171,7 +171,7 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
 
 
 
-@data.command("uhn")
+@data.command("uhn", short_help="LAMA-UHN: drop facts whose subject gives the answer.")
 @click.option("--out", required=True, type=PathType(file_okay=False),
               help="Folder for the filtered data set (LAMA layout, plus deletions.json).")
 @click.option("--filters", multiple=True, type=click.Choice(["string", "name"]), default=None,

@@ -21,7 +21,7 @@ def entities() -> None:
     """Entity embeddings: train wikipedia2vec, fit the E-BERT map, link subjects, search entities."""
 
 
-@entities.command("train")
+@entities.command("train", short_help="Train wikipedia2vec on a bz2 Wikipedia dump.")
 @click.argument("dump", type=PathType(dir_okay=False))
 @click.option("--out", required=True, type=PathType(dir_okay=False),
               help="Model file (.pkl, the library's pickle; the .npz to use is written beside it).")
@@ -57,7 +57,7 @@ def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_n
     click.echo(f"wrote {path}: {json.dumps(load_embeddings(path).describe())}")
 
 
-@entities.command("convert")
+@entities.command("convert", short_help="A wikipedia2vec .pkl into the .npz the tools read.")
 @click.argument("model", type=PathType(dir_okay=False))
 @click.option("--out", type=PathType(dir_okay=False), default=None,
               help="The .npz to write (default: MODEL with .npz instead of .pkl).")
@@ -75,7 +75,7 @@ def convert(model, out, trust_pickle) -> None:
     click.echo(f"wrote {path}: {len(emb.words)} words, {len(emb.titles)} entities, dim {emb.dim}{extra}")
 
 
-@entities.command("map")
+@entities.command("map", short_help="Fit the E-BERT map W; report R².")
 @click.option("--model", required=True, help="Masked LM (local directory or hub id).")
 @click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
 @click.option("--kind", type=click.Choice(["lstsq", "procrustes"]), default="lstsq", show_default=True)
@@ -95,7 +95,7 @@ def map_(model, w2v, kind, out) -> None:
                f"R2={lmap.r2:.4f} (no intercept: below 0 fits worse than the mean vector); saved {out}")
 
 
-@entities.command("link-stats")
+@entities.command("link-stats", short_help="Subjects with an entity vector, by linking method.")
 @click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
 @click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
 @data_dir_option
@@ -120,7 +120,7 @@ def link_stats(w2v, corpora, data_dir, titles, redirects, mentions) -> None:
                    + " ".join(f"{k}={cov[k]}" for k in ("wikidata", "title", "redirect", "mention")))
 
 
-@entities.command("search")
+@entities.command("search", short_help="Nearest entities to TITLE by inner product.")
 @click.argument("title")
 @click.option("--wikipedia2vec", "w2v", required=True, type=PathType(dir_okay=False))
 @click.option("--map", "map_path", type=PathType(dir_okay=False), help="Search mapped vectors (LM space).")

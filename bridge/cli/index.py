@@ -43,7 +43,7 @@ def index() -> None:
     """Build and query the text index (tantivy by default, or Elasticsearch)."""
 
 
-@index.command("build")
+@index.command("build", short_help="Index paragraphs (tantivy or Elasticsearch).")
 @click.option("--source", type=click.Choice(["lama", "dump", "jsonl"]), default="lama", show_default=True,
               help="lama: the LAMA evidence text (T-REx, Google-RE); dump: a MediaWiki XML dump; "
                    "jsonl: paragraphs.")
@@ -95,7 +95,7 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
     idx.close()
 
 
-@index.command("stats")
+@index.command("stats", short_help="Paragraph count, size and build metadata.")
 @index_option
 @backend_option
 @es_url_option

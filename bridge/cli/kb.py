@@ -16,7 +16,7 @@ def kb() -> None:
     """The graph store."""
 
 
-@kb.command("load")
+@kb.command("load", short_help="Load each corpus into graph `gold-<corpus>`.")
 @click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
 @data_dir_option
 @store_option
@@ -33,7 +33,7 @@ def load(corpora, data_dir, store) -> None:
                        f"(graph {graph}: {st.count(graph)} triples in {st.location})")
 
 
-@kb.command("types")
+@kb.command("types", short_help="Cardinality types and symmetry from the data.")
 @click.option("--corpus", default="trex", show_default=True)
 @data_dir_option
 @store_option
@@ -60,7 +60,7 @@ def types(corpus, data_dir, store, as_json) -> None:
                "sampled facts per relation, so computed types see only part of each relation)")
 
 
-@kb.command("infer")
+@kb.command("infer", short_help="Apply property axioms; new facts to graph `inferred`.")
 @click.option("--axioms", type=PathType(dir_okay=False), default=None,
               help="Turtle file of OWL 2 property axioms (default: the shipped kb/axioms.ttl).")
 @click.option("--corpus", default="trex", show_default=True)

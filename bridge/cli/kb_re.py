@@ -29,7 +29,7 @@ def _print_report(report: dict) -> None:
 
 def register(kb: click.Group) -> None:
 
-    @kb.command("build-re")
+    @kb.command("build-re", short_help="Train the extractor; write `re-naive`, `re-oracle`.")
     @click.option("--corpus", "corpora", multiple=True, default=("trex", "google_re"), show_default=True)
     @data_dir_option
     @store_option
@@ -56,7 +56,7 @@ def register(kb: click.Group) -> None:
                 click.echo(f"{name}: already built ({report.get('tag')}){f' by {by}' if by else ''}; nothing done "
                            "now (`kbc kb stats` lists its graphs); --force rebuilds")
 
-    @kb.command("stats")
+    @kb.command("stats", short_help="Triples per relation in each graph of the store.")
     @store_option
     def stats(store) -> None:
         """Triples per relation in each gold graph (one per corpus, or corpus and relation), extracted and

@@ -436,7 +436,7 @@ def lama_experiment(p: dict):
     return LamaExperiment(prompts, p["context"], p["prompt_draws"], p["seed"], p.get("answers", "ranked"))
 
 
-@run.command("lama")
+@run.command("lama", short_help="The LAMA probe: P@k of every predictor on one query set.")
 @run_options("runs/lama")
 @ANSWERS
 def run_lama(ctx: click.Context, **params) -> None:
@@ -450,7 +450,7 @@ def run_lama(ctx: click.Context, **params) -> None:
     execute(ctx, lama_experiment, params, ("p@1", "P@1 (%) in the layout of LAMA Table 2"))
 
 
-@run.command("bear")
+@run.command("bear", short_help="BEAR: each fact's answer options ranked; accuracy.")
 @run_options("runs/bear")
 @ANSWERS
 def run_bear(ctx: click.Context, **params) -> None:
@@ -532,7 +532,7 @@ def _fewrel_options(name: str, key: str) -> None:
         click.echo(f"    --set {key}.{opt.describe()}{required}")
 
 
-@run.command("coherency")
+@run.command("coherency", short_help="Factual coherency: ask the object, then ask back.")
 @run_options("runs/coherency")
 def run_coherency(ctx: click.Context, **params) -> None:
     """Factual coherency (Algorithm 1): ask the object, ask back for the subject (and the reverse).
@@ -549,7 +549,7 @@ def run_coherency(ctx: click.Context, **params) -> None:
 
 
 
-@run.command("lmkbc")
+@run.command("lmkbc", short_help="LM-KBC 2024: object sets, macro/micro P, R, F1.")
 @run_options("runs/lmkbc")
 @click.option("--split", default="val", show_default=True,
               help="The split asked: train, val, or a split file of the challenge's format; one without objects "
@@ -570,7 +570,7 @@ def run_lmkbc(ctx: click.Context, **params) -> None:
         if str(params.get(key, default)) != default:
             raise ConfigError(f"--{key} does not apply to `kbc run lmkbc`: each relation is asked with the challenge's "
                               "own template")
-    headline = ("macro-f1", "LM-KBC 2024 macro F1 (subject-relation pairs)")
+    headline = ("macro-f1", "LM-KBC 2024 macro F1 (Total: over all pairs, as evaluate.py)")
     execute(ctx, lambda p: LmkbcExperiment(str(p["split"])), params, headline)
 
 
@@ -579,7 +579,7 @@ for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no
         _option.hidden = True
 
 
-@run.command("fewrel")
+@run.command("fewrel", short_help="FewRel relation classification (E-BERT Table 2).")
 @run_options("runs/fewrel")
 def run_fewrel(ctx: click.Context, **params) -> None:
     """FewRel relation classification (E-BERT Table 2): fine-tuned BERT, E-BERT, AVG and CONCAT, and the KB.
@@ -606,7 +606,7 @@ for _option in run_fewrel.params:
         _option.hidden = True
 
 
-@run.command("negated")
+@run.command("negated", short_help="Negated and misprimed LAMA: top-1 overlap.")
 @run_options("runs/negated")
 @click.option("--misprimes", type=click.Choice(["high_ranked", "low_ranked", "random"]), default="random",
               show_default=True, help="How the misprime of each fact was drawn (Kassner & Schütze 2020).")
@@ -637,7 +637,7 @@ for _option in run_negated.params:
         _option.hidden = True
 
 
-@run.command("kmir")
+@run.command("kmir", short_help="KMIR-style questions over KBs and LMs.")
 @run_options("runs/kmir")
 @click.option("--questions-per-relation", type=IntRange(min=1), default=20, show_default=True,
               help="Asked facts drawn per relation (and derived facts per axiom) to build questions from; "

@@ -142,6 +142,11 @@ class LmkbcExperiment:
         """One record per (subject, relation) pair and its gold set."""
         return "pairs"
 
+    @staticmethod
+    def counted(metric: str) -> str:
+        """What a row's `n_facts` counts: (subject, relation) pairs, the challenge's unit."""
+        return "pairs"
+
     def instances(self, records: StageRecords) -> Records:
         return records.get("", {})
 

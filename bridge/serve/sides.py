@@ -209,7 +209,17 @@ def gold_rank_of(pred, gold: set[str]) -> dict | None:
 
 def _column(side: str, name: str, status: str = "ok", message: str = "", answers: list | None = None,
             **extra) -> dict:
-    return {"side": side, "name": name, "status": status, "message": message, "answers": answers or [], **extra}
+    """One side's column; every column carries `gold_rank` (null where it ranks nothing against a gold object)."""
+    return {"side": side, "name": name, "status": status, "message": message, "answers": answers or [],
+            "gold_rank": None, **extra}
+
+
+def set_rank(answers: list[dict]) -> dict | None:
+    """The gold rank of an unranked column (the gold KB's objects, the inferred graph's): every object it holds is
+    equally true, so a gold object among them is at rank 1 of the answers returned; null where it holds none."""
+    if not answers:
+        return None
+    return {"rank": 1 if any(a["gold"] for a in answers) else None, "exact": False, "of": len(answers)}
 
 
 def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
@@ -219,7 +229,8 @@ def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
         answers = explorer.gold.predict([query], 0)[0].answers
         gold = {a.label for a in answers}
         message = "" if answers else "the gold set of this subject and relation is empty"
-        return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
+        listed = [_answer(a, gold) for a in answers]
+        return _column("gold", "gold KB", "ok", message, listed, gold_rank=set_rank(listed),
                        source=f"the gold sets of {explorer.corpus.name}"), gold
     if explorer.cloze_facts:
         return cloze_gold_column(explorer, query)
@@ -227,7 +238,8 @@ def gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]:
     gold = {a.label for a in answers}
     graph = explorer.gold.graphs.get(query.relation)
     message = "" if answers else "the gold KB holds no object for this subject and relation"
-    return _column("gold", "gold KB", "ok", message, [_answer(a, gold) for a in answers],
+    listed = [_answer(a, gold) for a in answers]
+    return _column("gold", "gold KB", "ok", message, listed, gold_rank=set_rank(listed),
                    graph=graph, sparql="SPARQL over the graph " + str(graph)), gold
 
 
@@ -248,7 +260,7 @@ def cloze_gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]
     sentences = list(dict.fromkeys(f.cloze for f in facts))
     message = (f"{len(sentences)} sentences ask these facts; the prompt is the first, and each object shows its own"
                if len(sentences) > 1 else "")
-    return _column("gold", "gold KB", "ok", message, answers, source=source), gold
+    return _column("gold", "gold KB", "ok", message, answers, gold_rank=set_rank(answers), source=source), gold
 
 
 def entity_iris(explorer: Explorer, label: str) -> list[str]:
@@ -334,7 +346,7 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
     answers = sorted(found.values(), key=lambda a: a["label"])
     message = _joined(explorer.inferred_note, "" if answers else "no derived object for this query",
                       _store_changed(explorer))
-    return _column("inferred", "inferred graph", "ok", message, answers)
+    return _column("inferred", "inferred graph", "ok", message, answers, gold_rank=set_rank(answers))
 
 
 def _joined(*parts: str) -> str:
