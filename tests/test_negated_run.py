@@ -14,6 +14,7 @@ from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 from scipy import stats
 
 from bridge.experiments.negated import NegatedExperiment
+from eval.negated import shared_top_spearman as negated_rho
 
 
 def _rows(out, predictor):
@@ -269,6 +270,21 @@ def test_intervals_of_every_negated_measure_by_hand():
     reps = [_replicates(cells["spearman"][rel], f"c/{rel}", seed=1) for rel in ("R1", "R2")]
     assert (other["raw", "spearman"]["all"].ci_low, other["raw", "spearman"]["all"].ci_high) == pytest.approx(
         _ci(np.mean(reps, axis=0)), abs=1e-12)
+
+
+def test_a_fact_rho_is_worked_out_once(monkeypatch):
+    """A rho is a scipy call a fact, most of what scoring costs: the rows, the intervals and the shared scope of a
+    predictor's facts read one rho a fact, and give the same rows as rhos worked out afresh."""
+    import bridge.experiments.negated as negated
+
+    exp = NegatedExperiment()
+    fresh = exp.summarize(UNITS, {}, None), exp.intervals(UNITS, {}, 100, 0, "c")
+    calls = []
+    monkeypatch.setattr(negated, "shared_top_spearman", lambda *a: calls.append(a) or negated_rho(*a))
+    exp = NegatedExperiment()
+    assert (exp.summarize(UNITS, {}, None), exp.intervals(UNITS, {}, 100, 0, "c")) == fresh
+    assert [u["uid"] for u in UNITS if exp.scored_on(u, "spearman")] == ["r1:1", "r1:2", "r1:4", "r2:1"]
+    assert len(calls) == 5  # the five facts with a negated answer, once each
 
 
 @pytest.mark.parametrize(("argv", "message"), [
