@@ -229,21 +229,45 @@ def _norm(text: str, lowercased: bool) -> str:
     return text.lower() if lowercased else text
 
 
+def negation_scores(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dict[str, list[float]]]:
+    """Per metric and relation, the per-fact scores its mean is of, from (relation, overlap, rho) rows: `overlap`
+    (100 or 0) of every fact, `spearman` of the facts whose rho is defined (an empty list where none is)."""
+    out: dict[str, dict[str, list[float]]] = {"overlap": {}, "spearman": {}}
+    for rel, overlap, rho in rows:
+        out["overlap"].setdefault(rel, []).append(100.0 * overlap)
+        out["spearman"].setdefault(rel, [])
+        if not math.isnan(rho):
+            out["spearman"][rel].append(rho)
+    return out
+
+
 def summarize_negation(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dict[str, float]]:
     """Per relation (relation, overlap, rho) means: `overlap` in percent, `spearman`, and `n` facts;
     `all` is the mean over relations. Facts whose rho is NaN are left out of `spearman` (`n-spearman`)."""
-    groups: dict[str, list[tuple[bool, float]]] = {}
-    for rel, overlap, rho in rows:
-        groups.setdefault(rel, []).append((overlap, rho))
+    scores = negation_scores(rows)
     table = {}
-    for rel, items in groups.items():
-        rhos = [r for _, r in items if not math.isnan(r)]
-        row = {"overlap": 100.0 * sum(o for o, _ in items) / len(items), "n": float(len(items)),
-               "n-spearman": float(len(rhos))}
+    for rel, overlaps in scores["overlap"].items():
+        rhos = scores["spearman"][rel]
+        row = {"overlap": sum(overlaps) / len(overlaps), "n": float(len(overlaps)), "n-spearman": float(len(rhos))}
         if rhos:
             row["spearman"] = sum(rhos) / len(rhos)
         table[rel] = row
     return _with_all(table, ("overlap", "spearman"))
+
+
+def misprime_scores(outcomes: Sequence[MisprimeOutcome], lowercased: bool = False
+                    ) -> dict[str, dict[str, list[float]]]:
+    """Per metric and relation, the per-fact scores its mean is of (100 or 0): `became-prime` of every fact,
+    `p@1-drop` of the facts right without the prime (an empty list where none was); matching as
+    `summarize_misprimes` says."""
+    out: dict[str, dict[str, list[float]]] = {"became-prime": {}, "p@1-drop": {}}
+    for o in outcomes:
+        out["became-prime"].setdefault(o.relation, []).append(
+            100.0 * (o.top_misprimed.casefold() == o.prime.casefold()))
+        right = out["p@1-drop"].setdefault(o.relation, [])
+        if _norm(o.top_positive, lowercased) == _norm(o.gold, lowercased):
+            right.append(100.0 * (_norm(o.top_misprimed, lowercased) != _norm(o.gold, lowercased)))
+    return out
 
 
 def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = False) -> dict[str, dict[str, float]]:
@@ -252,18 +276,13 @@ def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = 
     (the facts right without the prime, those the drop is taken over); `all` is the mean over relations. Gold
     labels match exactly (lower-cased for an uncased model); primes match whatever the case, since the data
     writes them sentence-cased ("Ibm? Steve Ballmer works for ...")."""
-    groups: dict[str, list[MisprimeOutcome]] = {}
-    for o in outcomes:
-        groups.setdefault(o.relation, []).append(o)
+    scores = misprime_scores(outcomes, lowercased)
     table = {}
-    for rel, items in groups.items():
-        became = sum(1 for o in items if o.top_misprimed.casefold() == o.prime.casefold())
-        right = [o for o in items if _norm(o.top_positive, lowercased) == _norm(o.gold, lowercased)]
-        lost = sum(1 for o in right if _norm(o.top_misprimed, lowercased) != _norm(o.gold, lowercased))
-        row = {"became-prime": 100.0 * became / len(items), "n": float(len(items)),
-               "n-p@1-drop": float(len(right))}
-        if right:
-            row["p@1-drop"] = 100.0 * lost / len(right)
+    for rel, became in scores["became-prime"].items():
+        drops = scores["p@1-drop"][rel]
+        row = {"became-prime": sum(became) / len(became), "n": float(len(became)), "n-p@1-drop": float(len(drops))}
+        if drops:
+            row["p@1-drop"] = sum(drops) / len(drops)
         table[rel] = row
     return _with_all(table, ("became-prime", "p@1-drop"))
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import zlib
 
+import numpy as np
 import pytest
 from cli_support import run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (fixture)
 from scipy import stats
 
 from bridge.experiments.negated import NegatedExperiment
+from eval.negated import shared_top_spearman as negated_rho
 
 
 def _rows(out, predictor):
@@ -36,8 +40,9 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
     assert (freq["date_of_birth", "spearman"], freq["place_of_death", "spearman"], freq["all", "spearman"]) == (
         1.0, 1.0, 1.0)
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert "Cells: value alone; these rows carry no standard error or interval (`Total 95% CI`: -)." in summary
-    assert "± standard error" not in summary and " ± " not in summary
+    assert NegatedExperiment.spread in summary and "carry no standard error" not in summary
+    assert "| negated-google_re | freq | 22 | 23 | 0.00 ± 0.00 | 0.00 ± 0.00 | 0.00 ± 0.00 | [0.00, 0.00] |" in (
+        summary.split("## Misprimed, P@1 drop (% of facts right unprimed), own facts")[1])
 
     # every measure of both predictors, recomputed from the prediction files
     for name in ("freq", "bert"):
@@ -65,9 +70,60 @@ def test_negated_google_re(tiny_models, lama_dir, tmp_path, monkeypatch, capsys)
         assert got["all", "overlap"] == pytest.approx(
             (got["date_of_birth", "overlap"] + got["place_of_death", "overlap"]) / 2, abs=1e-12)
         _facts_table_recomputes(out, name, got)
+        _intervals_recompute(out, name, records)
+    rows = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").unlink()  # scored again from the records: the very same intervals
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-google_re", "--relations", "date_of_birth",
+                            "place_of_death", "--predictors", "freq", f"bert={bert}", "--misprimes", "high_ranked",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    assert json.loads((out / "summary.json").read_text()) == rows
     assert freq["date_of_birth", "became-prime"] == 4.0 and freq["place_of_death", "became-prime"] == 0.0
     assert records["google_re/place_of_death:4:misprimed"]["prompt"].endswith("? Honoré Tournély died in the city of "
                                                                              "[MASK] .")
+
+
+def _intervals_recompute(out, name, records):
+    """Each relation's and the Total's stderr and 95% interval of every measure, own scope, from the prediction
+    files: per relation over the facts the measure is taken over (the 0/100 ones by the formula for a share), the
+    Total over relations (sqrt of the summed squares / R; resamples within relations, averaged)."""
+    cells: dict[str, dict[str, list[float]]] = {m: {} for m in NegatedExperiment.metrics}
+    for uid in sorted(u for u, r in records.items() if r["probe"] == "positive"):
+        fact, negated, primed = records[uid], records[f"{uid}:negated"], records[f"{uid}:misprimed"]
+        rel, top = fact["relation"], fact["answers"][0][0]
+        cells["p@1"].setdefault(rel, []).append(100.0 * (top == fact["gold"]))
+        cells["overlap"].setdefault(rel, []).append(100.0 * (top == negated["answers"][0][0]))
+        rho = _shared_rho(fact["answers"], negated["answers"])
+        if rho is not None:
+            cells["spearman"].setdefault(rel, []).append(rho)
+        cells["became-prime"].setdefault(rel, []).append(
+            100.0 * (primed["answers"][0][0].casefold() == primed["prime"].casefold()))
+        if top == fact["gold"]:
+            cells["p@1-drop"].setdefault(rel, []).append(100.0 * (primed["answers"][0][0] != fact["gold"]))
+    got = {(r["group"], r["metric"]): r for r in json.loads((out / "summary.json").read_text())
+           if r["predictor"] == name and r["scope"] == "own"}
+    for metric, per_rel in cells.items():
+        if not per_rel:  # bert gets no fact right: no P@1 drop, nor an interval of one
+            assert not any(m == metric for _, m in got), (name, metric)
+            continue
+        errors, reps = [], []
+        for rel, values in per_rel.items():
+            n = len(values)
+            if metric == "spearman":
+                stderr = float(np.std(values, ddof=1)) / math.sqrt(n) if n > 1 else None
+            else:
+                share = sum(values) / 100.0 / n
+                stderr = 100 * math.sqrt(share * (1 - share) / (n - 1)) if n > 1 else None
+            errors.append(stderr or 0.0)
+            reps.append(_replicates(values, f"negated-google_re/{rel}"))
+            row = got[rel, metric]
+            assert row["stderr"] == pytest.approx(stderr, abs=1e-12), (name, rel, metric)
+            assert (row["ci_low"], row["ci_high"]) == (pytest.approx(_ci(reps[-1]), abs=1e-12) if n > 1
+                                                       else (None, None)), (name, rel, metric)
+        total = got["all", metric]
+        assert total["stderr"] == pytest.approx(math.sqrt(sum(e * e for e in errors)) / len(errors), abs=1e-12)
+        assert (total["ci_low"], total["ci_high"]) == pytest.approx(_ci(np.mean(reps, axis=0)), abs=1e-12)
+        assert total["ci_low"] <= total["value"] <= total["ci_high"]
 
 
 def _facts_table_recomputes(out, name, got):
@@ -125,6 +181,110 @@ def test_spearman_row_over_the_shared_top_answers():
     assert got["R1", "spearman"] == pytest.approx(0.25, abs=1e-12) and ("R2", "spearman") not in got
     assert got["all", "spearman"] == pytest.approx(0.25, abs=1e-12)
     assert (got["R1", "overlap"], got["R2", "overlap"], got["all", "overlap"]) == (0.0, 100.0, 50.0)
+
+
+def _unit(uid, rel, gold, answers, negated, misprimed, prime):
+    """A fact as `NegatedExperiment.instances` gives it (`negated` None: no negated query)."""
+    unit = {"uid": uid, "relation": rel, "gold": gold, "answers": [[a, -float(i)] for i, a in enumerate(answers)],
+            "rank_raw": answers.index(gold) + 1 if gold in answers else None, "top_misprimed": misprimed,
+            "prime": prime}
+    if negated is not None:
+        unit |= {"top_negated": negated[0], "answers_negated": [[a, -float(i)] for i, a in enumerate(negated)]}
+    return unit
+
+
+# R1: P@1 100 0 100 100, overlap 100 0 100 0, rho 0.5 -1 (none) 0.5, became-prime 0 100 0 0, P@1 drop over the
+# three right: 0 100 0; R2: P@1 100 0, overlap 100 (b2 has no negated query), rho 1, became-prime 0 100, drop 0
+UNITS = [
+    _unit("r1:1", "R1", "a", ["a", "b", "c"], ["a", "c", "b"], "a", "Kabul"),
+    _unit("r1:2", "R1", "b", ["a", "b"], ["b", "a"], "kabul", "Kabul"),
+    _unit("r1:3", "R1", "c", ["c", "d"], ["c", "e"], "x", "Oslo"),
+    _unit("r1:4", "R1", "d", ["d", "a", "b"], ["a", "d", "b"], "d", "Paris"),
+    _unit("r2:1", "R2", "p", ["p", "q"], ["p", "q"], "p", "Rome"),
+    _unit("r2:2", "R2", "q", ["p", "q"], None, "Rome", "Rome"),
+]
+
+
+def _replicates(values, key, seed=0, n_boot=1000):
+    """The seeded resamples of one cell's facts (docs/lama.md): its generator `default_rng([seed, crc32(key)])`; a
+    cell of two distinct scores draws how many of its facts score the higher one, Binomial(n, share), else n fact
+    indices with replacement per resample; a cell of one score is that score in every resample."""
+    values = np.asarray(values, dtype=float)
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    n, low, high = len(values), values.min(), values.max()
+    if low == high:
+        return np.full(n_boot, low)
+    if len(set(values.tolist())) == 2:
+        drawn = rng.binomial(n, float((values == high).sum()) / n, size=n_boot)
+        return (low * (n - drawn) + high * drawn) / n
+    return values[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)
+
+
+def _ci(replicates):
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def test_intervals_of_every_negated_measure_by_hand():
+    """Standard errors of each relation's per-fact mean by formula (a 0/100 mean of n facts, k of them 100:
+    100 sqrt(p (1 - p) / (n - 1)), p = k / n), the Total's sqrt(sum of squares) / R (a one-fact cell: a constant,
+    no stderr of its own); intervals recomputed with numpy from the same seeded resamples, within relations."""
+    exp = NegatedExperiment()
+    rows, _ = exp.summarize(UNITS, {}, None)
+    found = exp.intervals(UNITS, {}, 1000, 0, "c")
+    se = {(g, m): found["raw", m][g].stderr for m in exp.metrics for g in found["raw", m]}
+    one = 100 * math.sqrt(0.75 * 0.25 / 3)  # 25.0: 3 of 4
+    two = 100 * math.sqrt(0.5 * 0.5 / 1)  # 50.0: 1 of 2
+    assert se == pytest.approx({
+        ("R1", "p@1"): one, ("R2", "p@1"): two, ("all", "p@1"): math.hypot(one, two) / 2,
+        ("R1", "overlap"): 100 * math.sqrt(0.25 / 3), ("R2", "overlap"): None,
+        ("all", "overlap"): 100 * math.sqrt(0.25 / 3) / 2,
+        ("R1", "spearman"): 0.5, ("R2", "spearman"): None, ("all", "spearman"): 0.25,  # sd(0.5, -1, 0.5) / sqrt 3
+        ("R1", "became-prime"): 100 * math.sqrt(0.25 * 0.75 / 3), ("R2", "became-prime"): two,
+        ("all", "became-prime"): math.hypot(100 * math.sqrt(0.25 * 0.75 / 3), two) / 2,
+        ("R1", "p@1-drop"): 100 / 3, ("R2", "p@1-drop"): None, ("all", "p@1-drop"): 100 / 6,
+    }, abs=1e-12)
+    cells = {"p@1": {"R1": [100, 0, 100, 100], "R2": [100, 0]}, "overlap": {"R1": [100, 0, 100, 0], "R2": [100]},
+             "spearman": {"R1": [0.5, -1.0, 0.5], "R2": [1.0]}, "became-prime": {"R1": [0, 100, 0, 0], "R2": [0, 100]},
+             "p@1-drop": {"R1": [0, 100, 0], "R2": [0]}}
+    values = {(r["group"], r["metric"]): r["value"] for r in rows}
+    for metric, per_rel in cells.items():
+        reps = {rel: _replicates(v, f"c/{rel}") for rel, v in per_rel.items()}
+        assert (found["raw", metric]["all"].ci_low, found["raw", metric]["all"].ci_high) == pytest.approx(
+            _ci(np.mean([reps["R1"], reps["R2"]], axis=0)), abs=1e-12), metric
+        for rel, v in per_rel.items():  # a one-fact cell has no interval of its own
+            cell = found["raw", metric][rel]
+            assert (cell.ci_low, cell.ci_high) == (pytest.approx(_ci(reps[rel]), abs=1e-12) if len(v) > 1
+                                                   else (None, None)), (rel, metric)
+        for group in ("R1", "all"):
+            cell = found["raw", metric][group]
+            assert cell.ci_low <= values[group, metric] <= cell.ci_high and cell.ci_low < cell.ci_high, (group, metric)
+    # the facts in any order draw the same; no resamples: the same standard errors, no interval; another seed: other
+    # resamples (recomputed likewise), the same standard errors
+    assert exp.intervals(UNITS[::-1], {}, 1000, 0, "c") == found
+    bare = exp.intervals(UNITS, {}, 0, 0, "c")
+    assert {(g, m): c.stderr for m in exp.metrics for g, c in bare["raw", m].items()} == se
+    assert {c.ci_low for m in exp.metrics for c in bare["raw", m].values()} == {None}
+    other = exp.intervals(UNITS, {}, 1000, 1, "c")
+    assert other["raw", "p@1"]["all"].stderr == se["all", "p@1"]
+    reps = [_replicates(cells["spearman"][rel], f"c/{rel}", seed=1) for rel in ("R1", "R2")]
+    assert (other["raw", "spearman"]["all"].ci_low, other["raw", "spearman"]["all"].ci_high) == pytest.approx(
+        _ci(np.mean(reps, axis=0)), abs=1e-12)
+
+
+def test_a_fact_rho_is_worked_out_once(monkeypatch):
+    """A rho is a scipy call a fact, most of what scoring costs: the rows, the intervals and the shared scope of a
+    predictor's facts read one rho a fact, and give the same rows as rhos worked out afresh."""
+    import bridge.experiments.negated as negated
+
+    exp = NegatedExperiment()
+    fresh = exp.summarize(UNITS, {}, None), exp.intervals(UNITS, {}, 100, 0, "c")
+    calls = []
+    monkeypatch.setattr(negated, "shared_top_spearman", lambda *a: calls.append(a) or negated_rho(*a))
+    exp = NegatedExperiment()
+    assert (exp.summarize(UNITS, {}, None), exp.intervals(UNITS, {}, 100, 0, "c")) == fresh
+    assert [u["uid"] for u in UNITS if exp.scored_on(u, "spearman")] == ["r1:1", "r1:2", "r1:4", "r2:1"]
+    assert len(calls) == 5  # the five facts with a negated answer, once each
 
 
 @pytest.mark.parametrize(("argv", "message"), [

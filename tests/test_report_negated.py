@@ -26,9 +26,12 @@ def test_report_shows_the_negated_rows(lama_dir, tmp_path, monkeypatch, capsys):
         assert f"*{name}, setting raw*" in md and f"*{name}, setting raw, own facts*" in md, name
     # Freq answers a negated sentence as the positive one: the same top answer, scores ranked alike
     overlap = md.split("*Negated query, same top answer (%), setting raw*")[1]
-    assert "| negated-google_re | freq | 68 | 10 | 100.00 | 100.00 | - |" in overlap.split("*Spearman")[0]
+    # every fact the same (100): a standard error of 0 and an interval of the point, as LAMA's constant cells
+    assert ("| negated-google_re | freq | 68 | 10 | 100.00 ± 0.00 | 100.00 ± 0.00 | [100.00, 100.00] |"
+            in overlap.split("*Spearman")[0])
     spearman = md.split("*Spearman, positive vs negated scores, setting raw*")[1]
-    assert "| negated-google_re | freq | 68 | 10 | 1.00 | 1.00 | - |" in spearman.split("*Misprimed")[0]
+    assert ("| negated-google_re | freq | 68 | 10 | 1.00 ± 0.00 | 1.00 ± 0.00 | [1.00, 1.00] |"
+            in spearman.split("*Misprimed")[0])
 
 
 def test_p_at_1_drop_lists_every_corpus_and_predictor_with_a_note(lama_dir, tmp_path, monkeypatch, capsys,

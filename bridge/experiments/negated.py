@@ -6,7 +6,8 @@ three queries (`<uid>`, `<uid>:negated`, `<uid>:misprimed`). A unit is the fact 
 rows per relation and `all` (macro over relations): `p@1` of the positive query, `overlap` (% of facts whose
 negated query puts the same answer first), `spearman` (rank correlation of the two queries' scores over the
 candidates both saved top-answer lists hold; records keep the top answers only), `became-prime` and `p@1-drop`
-(`eval.negated`).
+(`eval.negated`). Each row carries the stderr and seeded bootstrap interval of its mean over the facts it is taken
+over (`intervals`), drawn as LAMA's rows are.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import dataclasses
 import logging
 import math
 
+import numpy as np
+
 from bridge.experiments.base import Records, StageInput, StageRecords
 from bridge.experiments.lama import ranked_record
+from bridge.run.intervals import Found, UnitSets, interval_table
 from eval.errors import ConfigError, DataError
 from eval.negated import (
     VARIANTS,
     MisprimeOutcome,
     load_probes,
+    misprime_scores,
+    negation_scores,
     probe_versions,
     shared_top_spearman,
     summarize_misprimes,
@@ -43,6 +49,12 @@ class NegatedExperiment:
     # a predictor that answered misprimed queries is scored on P@1 drop even where it got no fact right without the
     # prime: the shared scope is the facts every predictor got right, none then (`bridge.run.summaries.held_metrics`)
     held_with = {"p@1-drop": "became-prime"}
+    spread = ("Cells: value ± standard error (per relation: of its mean over the facts the measure is taken over: "
+              "every fact for P@1, those with a negated answer for overlap, those with a rho for Spearman, those with "
+              "a misprimed answer for became-prime, those right without the prime for P@1 drop; Total: of the mean "
+              "over relations); `Total 95% CI`: a seeded percentile bootstrap interval, those facts resampled within "
+              "each relation (summary.json holds every cell's `stderr`, `ci_low`, `ci_high`; a cell of one fact has "
+              "none).")
 
     def __init__(self, misprimes: str = "random") -> None:
         if misprimes not in VARIANTS:
@@ -51,6 +63,7 @@ class NegatedExperiment:
         self.settings = {"misprimes": misprimes}
         self._primes: dict[str, str] = {}
         self._said: set[str] = set()
+        self._rhos: dict[int, tuple[dict, float]] = {}  # id(unit) -> (the unit, held so the id stays its own; rho)
 
     def input_versions(self, corpora: dict, data_dir) -> dict[str, dict[str, str]]:
         """Per corpus and relation, a digest of the negated and misprimed sentences of the `--misprimes` files: the
@@ -117,16 +130,14 @@ class NegatedExperiment:
             units[uid] = unit
         return units
 
-    @staticmethod
-    def scored_on(unit: dict, metric: str) -> bool:
+    def scored_on(self, unit: dict, metric: str) -> bool:
         """Whether `metric` is taken over this fact, so a shared scope holds the same facts for every predictor:
         `overlap` needs a negated top answer, `spearman` a defined rho, `became-prime` a misprimed top answer and
         `p@1-drop` one of a fact the positive query got right (`summarize`'s rules)."""
         if metric == "overlap":
             return bool(unit.get("top_negated"))
         if metric == "spearman":
-            return bool(unit.get("top_negated")) and not math.isnan(
-                shared_top_spearman(unit["answers"], unit["answers_negated"]))
+            return bool(unit.get("top_negated")) and not math.isnan(self._rho(unit))
         if metric == "became-prime":
             return bool(unit.get("top_misprimed"))
         if metric == "p@1-drop":
@@ -156,17 +167,44 @@ class NegatedExperiment:
         if p1:
             rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": sum(p1.values()) / len(p1),
                          "n_facts": len(instances)})
-        top = [(u, u["answers"][0][0] if u["answers"] else "") for u in instances]
-        negated = [(u["relation"], t == u["top_negated"], shared_top_spearman(u["answers"], u["answers_negated"]))
-                   for u, t in top if u.get("top_negated")]
+        negated, primed, lowered = self._outcomes(instances)
         if negated:
             rows += _rows(summarize_negation(negated), ("overlap", "spearman"))
-        lowered = any(u.get("lowercased") for u in instances)
-        primed = [MisprimeOutcome(u["relation"], t, u["top_misprimed"], u["gold"], u["prime"])
-                  for u, t in top if u.get("top_misprimed")]
         if primed:
             rows += _rows(summarize_misprimes(primed, lowered), ("became-prime", "p@1-drop"))
         return rows, []
+
+    def _rho(self, unit: dict) -> float:
+        """A fact's Spearman rho (`shared_top_spearman`; it needs a negated answer), worked out once: its rows, its
+        interval and the shared scopes all read it, and a rho (a scipy call) is most of what scoring costs."""
+        held = self._rhos.get(id(unit))
+        if held is None or held[0] is not unit:
+            held = self._rhos[id(unit)] = (unit, shared_top_spearman(unit["answers"], unit["answers_negated"]))
+        return held[1]
+
+    def _outcomes(self, instances: list[dict]) -> tuple[list[tuple[str, bool, float]], list[MisprimeOutcome], bool]:
+        """What the negation and misprime measures are taken over: (relation, same top answer, rho) of each fact
+        with a negated answer, the outcome of each with a misprimed one, and whether the answers were lower-cased."""
+        top = [(u, u["answers"][0][0] if u["answers"] else "") for u in instances]
+        negated = [(u["relation"], t == u["top_negated"], self._rho(u)) for u, t in top if u.get("top_negated")]
+        primed = [MisprimeOutcome(u["relation"], t, u["top_misprimed"], u["gold"], u["prime"])
+                  for u, t in top if u.get("top_misprimed")]
+        return negated, primed, any(u.get("lowercased") for u in instances)
+
+    def intervals(self, items: list[dict], types: dict, bootstrap: int, seed: int, key: str) -> Found:
+        """The stderr and seeded bootstrap interval of `summarize`'s rows: per relation over the facts a metric is
+        taken over, `all` (the mean over relations) resampling facts within each relation, drawn as LAMA's rows
+        are (`interval_table`: per corpus and relation), so a rerun or a resume gives the same intervals."""
+        ordered = sorted(items, key=lambda u: str(u["uid"]))  # the draws depend on the facts, not their order
+        negated, primed, lowered = self._outcomes(ordered)
+        scores = {"p@1": {}} | negation_scores(negated) | misprime_scores(primed, lowered)
+        for unit in ordered:
+            scores["p@1"].setdefault(unit["relation"], []).append(100.0 * (unit["rank_raw"] == 1))
+        sets: UnitSets = {}
+        for metric, per_rel in scores.items():
+            cells = {rel: np.array(values) for rel, values in per_rel.items() if values}
+            sets[("raw", metric)] = (cells, {"all": list(cells)}, {}, {})
+        return interval_table(sets, bootstrap, seed, key)
 
 
 def _rows(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> list[dict]:
