@@ -174,7 +174,7 @@ def test_lmkbc_f1_is_one_scale_in_the_board_and_in_compare(runs, capsys):
     all_row = next(line.split() for line in text.splitlines() if line.startswith("all "))
     assert code == 0 and all_row[6:8] == [f"{f1['freq']['value']:.3f}", f"{f1['gold']['value']:.3f}"], err
     code, board_text, err = run_kbc(["leaderboard", str(sets), "--scope", "own"], capsys)
-    assert code == 0 and "lmkbc2024, macro-f1 (a fraction, 0-1; raw, own facts)" in board_text
+    assert code == 0 and "lmkbc2024, macro-f1 (a fraction, 0-1; raw, own pairs)" in board_text
     assert f"| freq | kb | freq (all answers) | - | - | - | {f1['freq']['value']:.3f} ± " in board_text
     frame = kbcompare.compare(sets, "freq", "gold", bootstrap=0)
     assert frame.attrs["scale"] == "fraction" and frame.iloc[-1]["p1_a"] == pytest.approx(f1["freq"]["value"])
