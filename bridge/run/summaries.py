@@ -228,9 +228,9 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         spaces = config.get("answer_space", {}).get(corpus, {})
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
-        for name, (scored, curve, found) in own.items():  # no P@k past the list a predictor returns
-            depth = list_depth(config, corpus, name)
-            own[name] = within_depth(scored, depth), within_depth(curve, depth), found
+        depths = {name: list_depth(config, corpus, name) for name in answered}  # no P@k past the list returned
+        for name, (scored, curve, found) in own.items():
+            own[name] = within_depth(scored, depths[name]), within_depth(curve, depths[name]), found
         held = {name: held_metrics(experiment, scored) for name, (scored, _, _) in own.items()}
         scopes = shared_scopes(answered, held, experiment)
         # a fact asked several ways (a prompt set) counts once where the experiment counts facts; an experiment
@@ -244,7 +244,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         for name, mine in answered.items():
             head = {"corpus": corpus, "predictor": name}
             scored, curve, found = own[name]
-            depth = list_depth(config, corpus, name)
+            depth = depths[name]
             rows += [{**head, "scope": "own", **row} for row in scored]
             rows += _space_rows(head, "own", scored, spaces.get(name, {}), types, space_lead)
             curves += [{**head, "scope": "own", **row} for row in curve]
