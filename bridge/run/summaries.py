@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
+from bridge.run.attempts import attempt_sample
 from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
@@ -432,8 +433,7 @@ def predictors_note(config: dict) -> list[str]:
 def samples(config: dict) -> list[tuple[int | None, int | None]]:
     """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
     every fact."""
-    return list(dict.fromkeys((a.get("limit") or None, a.get("seed", 0) if a.get("limit") else None)
-                              for a in config.get("runs") or [] if isinstance(a, dict)))
+    return list(dict.fromkeys(attempt_sample(a) for a in config.get("runs") or [] if isinstance(a, dict)))
 
 
 def sample_flags(config: dict) -> str | None:
