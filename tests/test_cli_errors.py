@@ -1578,22 +1578,19 @@ def test_a_dtype_no_predictor_takes_is_refused(ctx, capsys, predictor, why):
     assert not (ctx.tmp / "run").exists()
 
 
-# --- kbc show on a run of an experiment it prints no facts of: where that experiment's records lie ---
+# --- kbc show on a run that holds no records yet: one line, whatever the experiment's layout ---
 
-@pytest.mark.parametrize(("experiment", "layout"), [
-    ("coherency", "predictions/<corpus>/<predictor>/first|second/<relation>.jsonl"),
-    ("negated", "predictions/<corpus>/<predictor>/<relation>.jsonl"),
-])
-def test_show_on_a_run_without_lama_facts_names_its_record_layout(tmp_path, capsys, experiment, layout):
+@pytest.mark.parametrize("experiment", ["coherency", "negated", "evidence"])
+def test_show_on_a_run_without_records_is_one_error_line(tmp_path, capsys, experiment):
     from bridge.run.config import new_config
 
     (tmp_path / "config.json").write_text(json.dumps(new_config(experiment)))
     code, _, err = run_kbc(["show", str(tmp_path), "--subject", "Mark Strong", "--relation", "P19"], capsys)
     _assert_one_error_line(code, err, "", True)
-    assert err.splitlines()[-1] == (f"error: {tmp_path} is a `kbc run {experiment}` run: kbc show prints LAMA facts "
-                                    f"(prompt, gold, gold rank), FewRel sentences, LM-KBC pairs and KMIR questions; "
-                                    f"each {experiment} "
-                                    f"record is one line of {layout} and of instances.parquet")
+    assert err.splitlines()[-1] == f"error: {tmp_path} has no relation 'P19' (known: none)"
+    code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1"], capsys)
+    _assert_one_error_line(code, err, "", True)
+    assert err.splitlines()[-1] == f"error: no fact with uid 'u1' in {tmp_path} (corpora none)"
 
 
 def test_show_of_a_pair_an_lmkbc_run_lacks_is_one_error_line(tmp_path, capsys):

@@ -23,6 +23,13 @@ COLUMNS: dict[str, str] = {"corpus": "string", "predictor": "string", "relation"
                            "evidence": "Int64", "rank": "Int64", "n_evidences": "Int64"}
 
 
+def sentence_rank(record: dict) -> int | None:
+    """The gold's rank of one sentence's query: exact where the predictor reports one (LMs rank every candidate),
+    else its place in the answer list (None when the gold is not in it)."""
+    rank = record.get("rank_exact_raw")
+    return rank if rank is not None else record.get("rank_raw")
+
+
 def evidence_frame(evidence_run: Path) -> pd.DataFrame:
     from bridge.experiments.evidence import split_uid
 
@@ -34,9 +41,8 @@ def evidence_frame(evidence_run: Path) -> pd.DataFrame:
                 if "dropped" in r:
                     continue
                 fact, i = split_uid(r["uid"])
-                rank = r.get("rank_exact_raw")
                 rows.append({"corpus": corpus, "predictor": predictor, "relation": r["relation"], "uid": fact,
-                             "evidence": i, "rank": rank if rank is not None else r.get("rank_raw"),
+                             "evidence": i, "rank": sentence_rank(r),
                              "n_evidences": r.get("n_evidences")})
     frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype(COLUMNS)
     return frame.sort_values(["corpus", "predictor", "relation", "uid", "evidence"], ignore_index=True)

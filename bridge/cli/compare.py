@@ -126,14 +126,12 @@ class Resamples(click.ParamType):
 
 
 def show_refusal(path: Path, experiment: str) -> str:
-    """Why `kbc show` prints no fact of a run of `experiment`, and where its records lie instead."""
-    from bridge.experiments import EXPERIMENTS, stages
+    """Why `kbc show` prints no fact of a run of `experiment` (one it does not know), and where its records lie."""
     from bridge.run.results import record_layout
 
-    layout = record_layout(stages(experiment) if experiment in EXPERIMENTS else ("",))
     return (f"{path} is a `kbc run {experiment}` run: kbc show prints LAMA facts (prompt, gold, gold rank), "
-            f"FewRel sentences, LM-KBC pairs and KMIR questions; each {experiment} record is one line of {layout} "
-            "and of instances.parquet")
+            "FewRel sentences, LM-KBC pairs, KMIR questions, and the queries of negated, coherency and evidence "
+            f"runs; each {experiment} record is one line of {record_layout(('',))} and of instances.parquet")
 
 
 def _corpora(run: RunDir, wanted: Iterable[str]) -> list[str]:
@@ -468,6 +466,15 @@ def _matches_subject(record: dict, subject: str) -> bool:
     return any(str(record.get(k) or "").casefold() == wanted for k in ("subject", "subject_id"))
 
 
+def _wanted(record: dict, uid: str | None, subject: str | None, relation: str | None,
+            fact_of: Callable[[str], str] = str) -> bool:
+    """Whether a record is of the fact asked for: by uid (`fact_of`: any uid of the fact's queries), or by its
+    subject and relation."""
+    return ((uid is None or fact_of(record["uid"]) == fact_of(uid))
+            and (subject is None or _matches_subject(record, subject))
+            and (relation is None or record["relation"] == relation))
+
+
 def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | None,
                relation: str | None) -> list[dict]:
     """Every fact matching the uid (or subject + relation), with each predictor's record or None."""
@@ -476,9 +483,7 @@ def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
         file = f"{slug(relation)}.jsonl" if relation is not None else None
         for name in run.predictors:
             for path in [run.folder(corpus, name) / file] if file else run.relation_files(corpus, name):
-                matching = [r for r in read_records(path) if (uid is None or r["uid"] == uid)
-                            and (subject is None or _matches_subject(r, subject))
-                            and (relation is None or r["relation"] == relation)]
+                matching = [r for r in read_records(path) if _wanted(r, uid, subject, relation)]
                 for record in matching:
                     fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
                                                                       "records": {}})
@@ -491,6 +496,33 @@ def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
     return list(found.values())
 
 
+def find_asked(run: RunDir, corpora: list[str], uid: str | None, subject: str | None, relation: str | None,
+               fact_of: Callable[[str], str], stages: tuple[str, ...]) -> list[dict]:
+    """`find_facts` for a run that asks each fact several queries (`fact_of`: the fact uid of a query's or a unit's
+    uid), in `stages`: `uid` is the fact's or any of its queries', and each predictor's records of the fact are
+    kept by stage and uid, as an experiment's `instances` takes them. A query that names no subject (a second step)
+    is found by its fact."""
+    found: dict[tuple[str, str], dict] = {}
+    for corpus in corpora:
+        file = f"{slug(relation)}.jsonl" if relation is not None else None
+        files = {(name, stage): [run.folder(corpus, name) / stage / file] if file
+                 else run.relation_files(corpus, name, stage) for name in run.predictors for stage in stages}
+        facts, hit = set(), set()
+        for paths in files.values():
+            for path in paths:
+                keys = {fact_of(r["uid"]) for r in read_records(path) if _wanted(r, uid, subject, relation, fact_of)}
+                facts |= keys
+                hit |= {path.name} if keys else set()
+        for (name, stage), paths in files.items():
+            for path in (p for p in paths if p.name in hit):  # a fact's queries lie in its relation's files
+                for record in read_records(path):
+                    key = fact_of(record["uid"])
+                    if key in facts:
+                        fact = found.setdefault((corpus, key), {"corpus": corpus, "uid": key, "records": {}})
+                        fact["records"].setdefault(name, {}).setdefault(stage, {})[record["uid"]] = record
+    return list(found.values())
+
+
 def _fact_json(run: RunDir, fact: dict) -> dict:
     records = fact["records"]
     # the fact's prompt is a template's (a ranking predictor's); a generated record's own prompt is shown with it
@@ -500,28 +532,27 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
     for key in ("subject", "subject_id", "gold", "gold_id", "prompt"):
         out[key] = full.get(key)
     out["other_valid"] = full.get("other_valid")
-    out["predictors"] = {}
-    for name in run.predictors:
-        record = records.get(name)
-        if record is None:
-            out["predictors"][name] = {"status": "not run"}
-        elif "dropped" in record:
-            out["predictors"][name] = {"status": "dropped", "reason": record["dropped"]}
-        else:
-            entry = {"status": "answered", "rank_raw": record.get("rank_raw"),
-                     "rank_filtered": record.get("rank_filtered")}
-            for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
-                        "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
-                if key == "prompt" and GENERATED not in record:
-                    continue
-                if key in record:
-                    entry[key] = record[key]
-            scale = _score_scale(run, fact["corpus"], name)
-            if scale is not None:
-                entry["score_scale"] = scale
-            entry["answers"] = _answer_dicts(record)
-            out["predictors"][name] = entry
+    out["predictors"] = {name: _unanswered(records.get(name)) or _ranked_entry(run, fact["corpus"], name,
+                                                                                records[name])
+                         for name in run.predictors}
     return out
+
+
+def _ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
+    """An answered LAMA-style record as `--json` prints it: the gold's ranks (in the list and exact, raw and
+    filtered), a generation's fields, the scale of the scores and every saved answer."""
+    entry = {"status": "answered", "rank_raw": record.get("rank_raw"), "rank_filtered": record.get("rank_filtered")}
+    for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
+                "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
+        if key == "prompt" and GENERATED not in record:
+            continue
+        if key in record:
+            entry[key] = record[key]
+    scale = _score_scale(run, corpus, name)
+    if scale is not None:
+        entry["score_scale"] = scale
+    entry["answers"] = _answer_dicts(record)
+    return entry
 
 
 def _answer_dicts(record: dict) -> list[dict]:
@@ -546,16 +577,26 @@ def _indented(head: str, text: str) -> list[str]:
     return [(head if i == 0 else " " * len(head)) + line for i, line in enumerate(text.split("\n"))]
 
 
-def _fact_text(fact: dict) -> list[str]:
-    def with_id(label, id_) -> str:
-        return f"{label} ({id_})" if id_ else str(label)
+def _with_id(label, id_) -> str:
+    return f"{label} ({id_})" if id_ else str(label)
 
+
+def fact_head(fact: dict) -> list[str]:
+    """A fact's first lines: corpus, relation and uid; its subject, its prompt (where `fact` has one: one prompt asks
+    it), its gold and the other valid objects (where it has them: a filtered setting scores it)."""
+    prompt = fact.get("prompt")
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
-    for label, value in (("subject", with_id(fact["subject"], fact["subject_id"])),
-                         ("prompt", fact["prompt"] if isinstance(fact["prompt"], str) else "-"),
-                         ("gold", with_id(fact["gold"], fact["gold_id"])),
-                         ("other valid", ", ".join(fact["other_valid"] or []) or "-")):
+    for label, value in (("subject", _with_id(fact["subject"], fact["subject_id"])),
+                         *([("prompt", prompt if isinstance(prompt, str) else "-")] if "prompt" in fact else []),
+                         ("gold", _with_id(fact["gold"], fact["gold_id"])),
+                         *([("other valid", ", ".join(fact["other_valid"] or []) or "-")] if "other_valid" in fact
+                           else [])):
         lines += _indented(f"  {label + ':':<13}", value)
+    return lines
+
+
+def _fact_text(fact: dict) -> list[str]:
+    lines = fact_head(fact)
     width = max(len(name) for name in fact["predictors"])
     for name, entry in fact["predictors"].items():
         if entry["status"] == "not run":
@@ -567,19 +608,23 @@ def _fact_text(fact: dict) -> list[str]:
         if GENERATED in entry:
             lines += _generated_text(name, entry, width, fact["gold"])
             continue
-        if entry["rank_raw"] is None and entry["rank_filtered"] is None:
-            ranks = "gold not among the answers"
-        else:
-            ranks = f"gold rank raw {_rank(entry['rank_raw'])}, filtered {_rank(entry['rank_filtered'])}"
-        if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
-            ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
-                      f"filtered {_rank(entry.get('rank_exact_filtered'))}")
-        scale = f" (score: {entry['score_scale']})" if "score_scale" in entry else ""
-        lines.append(f"  {name.ljust(width)}  {ranks}{scale}")
+        lines.append(f"  {name.ljust(width)}  {gold_ranks_text(entry)}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
         lines += _ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
     return lines
+
+
+def gold_ranks_text(entry: dict) -> str:
+    """The gold's ranks of a `_ranked_entry`: in the saved list, and exact where recorded, raw and filtered."""
+    if entry["rank_raw"] is None and entry["rank_filtered"] is None:
+        ranks = "gold not among the answers"
+    else:
+        ranks = f"gold rank raw {_rank(entry['rank_raw'])}, filtered {_rank(entry['rank_filtered'])}"
+    if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
+        ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
+                  f"filtered {_rank(entry.get('rank_exact_filtered'))}")
+    return ranks + (f" (score: {entry['score_scale']})" if "score_scale" in entry else "")
 
 
 def _ranked_lines(answers: list[dict], golds: set, pad: str) -> list[str]:
@@ -728,12 +773,9 @@ def _sentence_json(run: RunDir, fact: dict) -> dict:
 
 
 def _sentence_text(fact: dict) -> list[str]:
-    def with_id(label, id_) -> str:
-        return f"{label} ({id_})" if id_ else str(label)
-
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
-    for label, value in (("sentence", fact["sentence"] or "-"), ("head", with_id(fact["head"], fact["head_id"])),
-                         ("tail", with_id(fact["tail"], fact["tail_id"])), ("gold", fact["gold"])):
+    for label, value in (("sentence", fact["sentence"] or "-"), ("head", _with_id(fact["head"], fact["head_id"])),
+                         ("tail", _with_id(fact["tail"], fact["tail_id"])), ("gold", fact["gold"])):
         lines += _indented(f"  {label + ':':<10}", value)
     width = max(len(name) for name in fact["predictors"])
     pad = f"  {' ' * width}    "
@@ -837,7 +879,7 @@ def _question_text(fact: dict) -> list[str]:
 
 @click.command("show")
 @click.argument("run_dir")
-@click.option("--uid", default=None, help="The fact's uid (as in the prediction files).")
+@click.option("--uid", default=None, help="The fact's uid, or one of its queries' (as in the prediction files).")
 @click.option("--subject", default=None, help="Subject label or Wikidata id (with --relation).")
 @click.option("--relation", default=None, help="Relation id, e.g. P19 (with --subject).")
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (default: all of the run).")
@@ -849,6 +891,12 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     one question of a `kbc run kmir` run, by --uid (kind, gold; each predictor's answer, F1, EM, top ranked or its
     prompt, generation and parsed answer).
 
+    A fact asked several ways is shown with all its queries, found by its uid or any of theirs: the positive,
+    negated and misprimed probes of a `kbc run negated` run (each probe's prompt, ranks, answers; whether the
+    negated top-1 is the positive's, Spearman, whether the misprimed top-1 is the prime), both rounds of a `kbc run
+    coherency` run (each step's prompt and answers, the answer asked back from, c1/c2, coherent, as recorded), and
+    the evidence sentences of `kbc analyze evidence` (RUN/analysis/evidence-run: each sentence, gold ranks, answers).
+
     \b
     Examples:
       kbc show runs/lama --uid 9b7c0b0e-...
@@ -856,6 +904,9 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
       kbc show runs/fewrel --uid P177:27
       kbc show runs/lmkbc --subject Ethiopia --relation countryLandBordersCountry
       kbc show runs/kmir --uid tc:9b7c0b0e-...
+      kbc show runs/negated --uid google_re/place_of_death:12:negated
+      kbc show runs/coherency --subject Iran --relation P47
+      kbc show runs/lama/analysis/evidence-run --uid 9b7c0b0e-...:e0
     """
     if (uid is None) == (subject is None):
         raise ConfigError("show needs --uid, or --subject with --relation")
@@ -863,25 +914,32 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
-    if experiment not in ("lama", "fewrel", "lmkbc", "kmir"):  # no single gold rank per fact to show
+    from bridge.cli.show_queries import asked_view
+    from bridge.experiments import stages
+
+    asked = asked_view(experiment)  # a run asking each fact several queries: negated, coherency, evidence
+    if experiment not in ("lama", "fewrel", "lmkbc", "kmir") and asked is None:
         raise ConfigError(show_refusal(run.path, experiment))
     if experiment == "kmir" and uid is None:  # a question's records name no subject
         raise ConfigError(f"{run.path} is a `kbc run kmir` run: show a question by --uid (the `uid` of its "
                           "records or of instances.parquet, e.g. tc:<fact uid>)")
     check_readable(run.path, run.config)
     corpus_list = _corpora(run, corpora)
-    facts = find_facts(run, corpus_list, uid, subject, relation)
+    written = stages(experiment) if asked is not None else ("",)
+    facts = find_asked(run, corpus_list, uid, subject, relation, asked.fact_of, written) if asked is not None \
+        else find_facts(run, corpus_list, uid, subject, relation)
     if not facts:
         where = f"{run.path} (corpora {', '.join(corpus_list) or 'none'})"
         if uid is not None:
             raise DataError(f"no fact with uid {uid!r} in {where}")
-        known = sorted({p.stem for c in corpus_list for name in run.predictors for p in run.relation_files(c, name)})
+        known = sorted({p.stem for c in corpus_list for name in run.predictors for stage in written
+                        for p in run.relation_files(c, name, stage)})
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
     as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text),
                            "kmir": (_question_json, _question_text)}.get(
-        experiment, (_fact_json, _fact_text))
+        experiment, (asked.as_json, asked.as_text) if asked is not None else (_fact_json, _fact_text))
     if experiment == "lmkbc":  # records keep ids: each is shown with the label the data ties to it
         labels, missing = lmkbc_labels(run)
         if missing:

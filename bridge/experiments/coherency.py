@@ -15,6 +15,7 @@ fall back to, a second step whose one answer is excluded has no answer (not cohe
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from bridge.experiments.base import Records, StageInput, StageRecords
 from bridge.run.results import saved_answers
@@ -49,6 +50,11 @@ def _fact_fields(fact: Fact) -> dict[str, str | None]:
 
 def _round(uid: str) -> int:
     return int(uid.rsplit(":r", 1)[1][0])
+
+
+def fact_uid(uid: str) -> str:
+    """The fact a step (`X:coherency:r1s2`) or a unit (`X:r1`) is of; a fact's uid is its own."""
+    return re.sub(r":(coherency:r[12]s[12]|r[12])$", "", uid)
 
 
 def _unit(fact_uid: str, round_: int) -> str:
@@ -218,8 +224,8 @@ class CoherencyExperiment:
         out: Records = {}
         for first in records.get("first", {}).values():
             if "dropped" in first:
-                fact_uid = first["uid"].split(":coherency:")[0]
-                out[fact_uid] = {**first, "uid": fact_uid, "fact_uid": fact_uid}
+                fact = fact_uid(first["uid"])
+                out[fact] = {**first, "uid": fact, "fact_uid": fact}
                 continue
             unit = first["unit"]
             second = seconds.get(unit)

@@ -9,6 +9,8 @@ ranks) with `evidence` and `n_evidences` added.
 
 from __future__ import annotations
 
+import re
+
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
 from bridge.experiments.lama import ranked_record, targets
 from bridge.run.results import to_ranked
@@ -19,6 +21,11 @@ from eval.types import OBJECT_SLOT, Fact, Prediction, Query
 
 def evidence_uid(fact_uid: str, i: int) -> str:
     return f"{fact_uid}:e{i}"
+
+
+def fact_uid(uid: str) -> str:
+    """The fact a sentence's query (`X:e2`) is of; a fact's uid is its own."""
+    return re.sub(r":e[0-9]+$", "", uid)
 
 
 def split_uid(uid: str) -> tuple[str, int]:

@@ -40,6 +40,14 @@ PROBE_SUFFIXES = tuple(f":{kind}" for kind in KINDS)
 log = logging.getLogger("kbc")
 
 
+def fact_uid(uid: str) -> str:
+    """The fact a probe is of: `X`, `X:negated` and `X:misprimed` are all probes of X."""
+    for suffix in PROBE_SUFFIXES:
+        if uid.endswith(suffix):
+            return uid.removesuffix(suffix)
+    return uid
+
+
 class NegatedExperiment:
     name = "negated"
     stages = ("",)
@@ -167,7 +175,7 @@ class NegatedExperiment:
         if p1:
             rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": sum(p1.values()) / len(p1),
                          "n_facts": len(instances)})
-        negated, primed, lowered = self._outcomes(instances)
+        negated, primed, lowered = self.outcomes(instances)
         if negated:
             rows += _rows(summarize_negation(negated), ("overlap", "spearman"))
         if primed:
@@ -182,7 +190,7 @@ class NegatedExperiment:
             held = self._rhos[id(unit)] = (unit, shared_top_spearman(unit["answers"], unit["answers_negated"]))
         return held[1]
 
-    def _outcomes(self, instances: list[dict]) -> tuple[list[tuple[str, bool, float]], list[MisprimeOutcome], bool]:
+    def outcomes(self, instances: list[dict]) -> tuple[list[tuple[str, bool, float]], list[MisprimeOutcome], bool]:
         """What the negation and misprime measures are taken over: (relation, same top answer, rho) of each fact
         with a negated answer, the outcome of each with a misprimed one, and whether the answers were lower-cased."""
         top = [(u, u["answers"][0][0] if u["answers"] else "") for u in instances]
@@ -196,7 +204,7 @@ class NegatedExperiment:
         taken over, `all` (the mean over relations) resampling facts within each relation, drawn as LAMA's rows
         are (`interval_table`: per corpus and relation), so a rerun or a resume gives the same intervals."""
         ordered = sorted(items, key=lambda u: str(u["uid"]))  # the draws depend on the facts, not their order
-        negated, primed, lowered = self._outcomes(ordered)
+        negated, primed, lowered = self.outcomes(ordered)
         scores = {"p@1": {}} | negation_scores(negated) | misprime_scores(primed, lowered)
         for unit in ordered:
             scores["p@1"].setdefault(unit["relation"], []).append(100.0 * (unit["rank_raw"] == 1))

@@ -62,8 +62,9 @@ class RunDir:
     def folder(self, corpus: str, predictor: str) -> Path:
         return self.path / "predictions" / corpus / slug(predictor)
 
-    def relation_files(self, corpus: str, predictor: str) -> list[Path]:
-        folder = self.folder(corpus, predictor)
+    def relation_files(self, corpus: str, predictor: str, stage: str = "") -> list[Path]:
+        """The prediction files of one predictor on one corpus (of one `stage`, in its own folder: coherency's)."""
+        folder = self.folder(corpus, predictor) / stage
         return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
     def records(self, corpus: str, predictor: str, relation: str | None = None) -> Iterator[dict]:
