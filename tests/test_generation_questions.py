@@ -104,6 +104,15 @@ def test_coherency_by_generation(lama_dir, tmp_path, capsys, monkeypatch):
            if r["predictor"] == "llm" and r.get("scope", "own") == "own" and r.get("setting", "raw") == "raw"}
     assert (get[("coherency", "all")], get[("coherency_round1", "all")], get[("coherency_round2", "all")]) == \
         (50.0, 50.0, 50.0)
+    # kbc show prints each step's messages as sent and the raw generation its one answer was parsed from
+    first = next(r for r in records if r["uid"] == "p19-0:coherency:r1s1")
+    code, shown, err = run_kbc(["show", str(out), "--uid", "p19-0"], capsys)
+    assert (code, err) == (0, "")
+    lines = shown.splitlines()
+    at = lines.index(f"       round 1  asks the object: [user] {first['prompt'][0]['content']}")
+    generation = first["generation"].split("\n")
+    assert lines[at + 1:at + 3] == [f"{' ' * 16}generation: {generation[0]}", f"{' ' * 28}{generation[1]}"]
+    assert lines[at + 3] == f"{' ' * 16}truth {first['truth']}, right: {'yes' if first['correct'] else 'no'}"
 
 
 def kmir_script(path: str, body: dict, n: int):

@@ -812,12 +812,15 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
             *_generation_lines(entry, " " * (width + 4), {gold})]
 
 
+def prompt_text(prompt: str | list | None) -> str:
+    """A prompt as sent: a sentence, or a chat's messages one a line (`[role] content`)."""
+    return prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
+
+
 def _generation_lines(entry: dict, pad: str, golds: set, parsed: bool = False) -> list[str]:
     """The exact prompt sent, the raw generation, (`parsed`: the answers read from it,) the linked answers with
     a gold one marked, and those linked to no entity."""
-    prompt = entry.get("prompt")
-    shown = prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
-    lines = _indented(f"{pad}prompt:     ", shown)
+    lines = _indented(f"{pad}prompt:     ", prompt_text(entry.get("prompt")))
     lines += _indented(f"{pad}generation: ", entry[GENERATED] or "")
     if parsed:
         lines += _indented(f"{pad}parsed:     ", ", ".join(entry.get("parsed") or ()) or "-")

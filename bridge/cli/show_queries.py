@@ -20,9 +20,10 @@ from bridge.cli.compare import (
     _unanswered,
     fact_head,
     gold_ranks_text,
+    prompt_text,
 )
 from bridge.run.directory import RunDir
-from eval.answer_text import generation_fields
+from eval.answer_text import GENERATED, generation_fields
 
 YES = {True: "yes", False: "no"}
 NAMED = ("subject", "subject_id", "gold", "gold_id", "other_valid")
@@ -194,6 +195,11 @@ def _second_step(record: dict) -> dict:
             "answers": _answer_dicts(record)}
 
 
+def _generated(step: dict, pad: str) -> list[str]:
+    """A step answered by generation: the raw generation its one answer was parsed from."""
+    return _indented(f"{pad}generation: ", str(step[GENERATED])) if GENERATED in step else []
+
+
 def coherency_text(fact: dict) -> list[str]:
     lines = fact_head(fact)
     width = _width(fact)
@@ -208,7 +214,9 @@ def coherency_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {'; '.join(verdicts)}")
         for r in entry["rounds"]:
             first, second = r["first"], r["second"]
-            lines += _indented(f"{pad}{'round ' + str(r['round']):<9}", f"asks the {first['slot']}: {first['prompt']}")
+            lines += _indented(f"{pad}{'round ' + str(r['round']):<9}",
+                               f"asks the {first['slot']}: {prompt_text(first['prompt'])}")
+            lines += _generated(first, deeper)
             lines.append(f"{deeper}truth {first['truth']}, right: {YES[first['correct']]}")
             lines += _ranked_lines(first["answers"], {first["truth"]}, deeper)
             if second is None:
@@ -218,7 +226,8 @@ def coherency_text(fact: dict) -> list[str]:
                 lines.append(f"{deeper}asked back: dropped: {second['reason']}")
                 continue
             lines += _indented(deeper, f"asks back the {second['slot']} from {second['asked_back_from']}: "
-                                       f"{second['prompt']}")
+                                       f"{prompt_text(second['prompt'])}")
+            lines += _generated(second, deeper)
             excluded = (f"; {len(second['excluded'])} excluded as true of {second['asked_back_from']}"
                         if second["excluded"] else "")
             answer = "no answer" if second["answer"] is None else f"answer {second['answer']}"
