@@ -219,8 +219,9 @@ def coherency_text(fact: dict) -> list[str]:
             lines += _generated(first, deeper)
             lines.append(f"{deeper}truth {first['truth']}, right: {YES[first['correct']]}")
             lines += _ranked_lines(first["answers"], {first["truth"]}, deeper)
-            if second is None:
-                lines.append(f"{deeper}nothing asked back: the first step gave no answer to ask back from")
+            if second is None:  # a finished run asks back from every first answer
+                lines.append(f"{deeper}nothing asked back: " + ("no second step recorded" if first["answers"] else
+                                                                "the first step gave no answer to ask back from"))
                 continue
             if "status" in second:
                 lines.append(f"{deeper}asked back: dropped: {second['reason']}")
