@@ -380,6 +380,14 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
         tmp_path / "report" / "report.md").read_text()
     submission = [json.loads(line) for line in (out / "submission" / "llm.partial.jsonl").read_text().splitlines()]
     assert len(submission) == 12
+    # `kbc show` prints the exact turns sent beside the generation, as the LAMA view does
+    code, shown, err = run_kbc(["show", str(out), "--subject", recs[0]["subject"], "--relation", rel], capsys)
+    assert code == 0, err
+    lines = shown.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("prompt:") and "[system]" in line)
+    assert lines[at].strip() == f"prompt:     [system] {LMKBC_SYSTEM.splitlines()[0]}"
+    assert f"[user] Where do shares of {recs[0]['subject']} trade?" in {x.strip() for x in lines[at:]}
+    assert any(x.strip() == f"generation: {recs[0]['generation']}" for x in lines[at:])
 
 
 def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve, lama_dir, google_re, tmp_path,

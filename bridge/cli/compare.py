@@ -714,6 +714,7 @@ def _pair_text(fact: dict) -> list[str]:
     gold = fact["gold"]
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
     lines += _indented(f"  {'subject:':<13}", subject)
+    # a ranking predictor's template prompt; a generating one's own prompt is shown with its answer
     lines += _indented(f"  {'prompt:':<13}", fact["prompt"] if isinstance(fact["prompt"], str) else "-")
     labels = fact.get("labels") or {}
     lines += _indented(f"  {'gold:':<13}", "- (a split without gold objects)" if gold is None else
@@ -736,6 +737,7 @@ def _pair_text(fact: dict) -> list[str]:
         marked = [f"{_labelled(x, labels)} <- gold" if x in right else _labelled(x, labels) for x in predicted]
         lines += _indented(f"  {' ' * width}    predicted: ", _listed(marked) if predicted else "the empty set")
         if GENERATED in entry:
+            lines += _indented(f"  {' ' * width}    prompt:     ", prompt_text(entry.get("prompt")))
             lines += _indented(f"  {' ' * width}    generation: ", str(entry[GENERATED]))
         for i, (item, score) in enumerate(entry["ranked"][:SHOW_TOP], 1):
             lines.append(f"  {' ' * width}    {i}. {_labelled(item, labels)}  {score + 0.0:.4g}")
