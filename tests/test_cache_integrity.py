@@ -528,3 +528,20 @@ def test_a_ctrl_c_keeps_the_batches_scored_before_it(engine, tmp_path):
     assert len(ResultCache(path)) == len(TEXTS) - 2  # the batch in flight when it came is not yet collected
     again, passes = _score(loaded, cands, ResultCache(path))
     assert passes == 1 and _same_answers(again, fresh)
+
+
+def test_a_run_says_how_many_results_its_result_cache_gave(bert, lama_dir, tmp_path, capsys):
+    """A cold run says nothing of the cache; a warm one names it and its counts, and the two runs' records agree."""
+    def cache_lines(out: Path) -> tuple[list[dict], list[str]]:
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "3",
+                                "--predictors", f"bert={bert}", "--data-dir", str(lama_dir), "--out", str(out)],
+                               capsys)
+        assert code == 0, err
+        records = (out / "predictions" / "trex" / "bert" / "P19.jsonl").read_text()
+        return records, [line for line in err.splitlines() if "result cache" in line]
+
+    fresh, cold = cache_lines(tmp_path / "first")
+    again, warm = cache_lines(tmp_path / "second")
+    assert cold == [] and again == fresh
+    assert warm == [f"trex / bert: 3 of 3 scored results read from the result cache ({_results(tmp_path)}), "
+                    "0 computed"]

@@ -263,6 +263,19 @@ def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> No
         usage[key] = int(usage.get(key, 0)) + int(spent.get(key, 0))
 
 
+def cache_line(predictor) -> str | None:
+    """How many of a language model's scored results came from its result cache, when any did: a rerun that reads
+    them is seconds where the first run took minutes, and the line says why (None under Ray, whose workers hold
+    the cache, and where nothing was read)."""
+    from lm.cache import ResultCache
+
+    cache = getattr(getattr(predictor, "scorer", predictor), "cache", None)
+    if not isinstance(cache, ResultCache) or not cache.hits:
+        return None
+    return (f"{cache.hits:,} of {cache.hits + cache.misses:,} scored results read from the result cache "
+            f"({cache.path}), {cache.misses:,} computed")
+
+
 def sample_tally(spent: dict[str, int], sampled: dict[str, int]) -> dict[str, int]:
     """A predictor's tally with the rest of the attempt's sample, so that its counts line adds up to the sample:
     queries recorded before the run was resumed, recorded without asking (left out, a slot it does not answer),
@@ -453,6 +466,9 @@ class Job:
                     spent = sample_tally(tally(), self.sampled)
                     log.info("%s / %s: %s", self.corpus.name, self.p.name, self.predictor.report_line(spent))
                     add_usage(self.config, self.corpus.name, self.p.name, spent)
+                cached = cache_line(self.predictor)
+                if cached:
+                    log.info("%s / %s: %s", self.corpus.name, self.p.name, cached)
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
