@@ -75,9 +75,21 @@ def test_coverage_is_recorded_and_a_partial_graph_is_named(borders, tmp_path):
         assert coverage_problem(store, "inferred-000000000000", [graphs["P47"]]) == "the store holds no inferred graph"
 
 
+def _moscow_twins(cfg) -> dict:
+    """The explorer's inferred column for Moscow, P190, from a fresh start on `cfg`."""
+    from bridge.serve.explorer import Explorer
+    from bridge.serve.sides import Ask, answer
+
+    explorer = Explorer.start(cfg)
+    try:
+        body = explorer.call(answer, explorer, Ask(subject="Moscow", relation="P190", k=10))
+    finally:
+        explorer.close()
+    return next(c for c in body["columns"] if c["name"] == "inferred graph")
+
+
 def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
     from bridge.serve.explorer import Explorer, ExplorerConfig
-    from bridge.serve.sides import Ask, answer
 
     axioms = tmp_path / "twins.ttl"
     axioms.write_text(TWINS)
@@ -87,12 +99,7 @@ def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
     def inferred_column(sources: list[str]) -> dict:
         with GraphStore.open(tmp_path / "store") as store:
             ensure_inferred(store, load_axioms(axioms), [f"gold-trex-{rel}" for rel in sources], RELATIONS)
-        explorer = Explorer.start(cfg)
-        try:
-            body = explorer.call(answer, explorer, Ask(subject="Moscow", relation="P190", k=10))
-        finally:
-            explorer.close()
-        return next(c for c in body["columns"] if c["name"] == "inferred graph")
+        return _moscow_twins(cfg)
 
     Explorer.start(cfg).close()  # loads the gold graphs
     partial = inferred_column(["P47"])
@@ -438,7 +445,6 @@ def test_a_closure_of_an_earlier_version_is_never_read(borders, tmp_path):
 
 def test_the_explorer_prefers_the_closure_of_exactly_its_relations(borders, lama_dir, tmp_path):
     from bridge.serve.explorer import Explorer, ExplorerConfig
-    from bridge.serve.sides import Ask, answer
     from eval.corpora import load_corpus
 
     axioms = tmp_path / "twins.ttl"
@@ -450,12 +456,7 @@ def test_the_explorer_prefers_the_closure_of_exactly_its_relations(borders, lama
         with GraphStore.open(tmp_path / "store") as store:
             _graphs(store, load_corpus("trex", lama_dir, ["P530"]))
             ensure_inferred(store, load_axioms(axioms), sources, [*RELATIONS, "P530"])
-        explorer = Explorer.start(cfg)
-        try:
-            body = explorer.call(answer, explorer, Ask(subject="Moscow", relation="P190", k=10))
-        finally:
-            explorer.close()
-        return next(c for c in body["columns"] if c["name"] == "inferred graph")
+        return _moscow_twins(cfg)
 
     Explorer.start(cfg).close()  # loads the gold graphs
     wider = column(["gold-trex-P190", "gold-trex-P47", "gold-trex-P530"])  # kbc kb infer over more relations
