@@ -608,24 +608,27 @@ def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | 
 
     One computed from exactly their facts comes first; else one computed from more relations (it holds what theirs
     derive, and more: a reader of a few relations of a corpus may take it; never a run's records), the fewest
-    relations first. Where none is, the problem of the one closest to them: the most of their relations covered.
+    relations first; among equals, one under the shipped axioms. Where none is, the problem of the one closest to
+    them: the most of their relations covered.
     """
     names = closure_graphs(store)
     if not names:
         return Closure(None, "the store holds no inferred graph")
     have = source_counts(store, graphs)
+    shipped = load_axioms().digest
     versions: dict[tuple[str, ...], dict[str, str]] = {}
     fits, problems = [], []
     for name in names:
         problem = _problem(store, name, graphs, have, ontology, False, versions)
         coverage = stored_coverage(store, name)
         if problem is None and coverage is not None:
-            fits.append((bool(_extra(coverage, have)), len(coverage.relations), name, coverage))
+            fits.append((bool(_extra(coverage, have)), len(coverage.relations), coverage.digest != shipped, name,
+                         coverage))
         else:
             near = sum(coverage.relations.get(r) == n for r, n in have.items()) if coverage else -1
             problems.append((-near, name, problem))
     if fits:
-        wider, _, name, coverage = min(fits)
+        wider, _, _, name, coverage = min(fits)
         return Closure(name, None, coverage, exact=not wider, candidates=len(fits))
     return Closure(None, min(problems)[2])
 
