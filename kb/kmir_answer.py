@@ -1,4 +1,4 @@
-"""The graph store answering KMIR questions: `kb` reads the gold graphs, `kb-inferred` adds `inferred`.
+"""The graph store answering KMIR questions: `kb` reads the gold graphs, `kb-inferred` adds their closure.
 
 Each question kind is answered by lookups, under the closed-world reading a KB gives:
 - triple completion: an object the graphs hold for (subject, relation) (the first by label);
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from rdflib import RDFS, Literal
 
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 from eval.kmir import (
     ENTITY_DISTINCTION,
     NO,
@@ -30,7 +30,7 @@ from eval.kmir import (
     outlier,
 )
 from eval.types import Entity
-from kb.reasoning import INFERRED, gold_graphs, property_iri
+from kb.reasoning import Ontology, find_closure, gold_graphs, property_iri
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
 
 SETTINGS = ("kb", "kb-inferred")
@@ -62,12 +62,21 @@ def ensure_instance_of(store: GraphStore, instance_of: Mapping[str, Sequence[tup
         return True
 
 
-def setting_graphs(store: GraphStore, setting: str, corpus: str | None = None) -> list[str]:
-    """The fact graphs a setting reads: the corpus's gold graphs, and `inferred` for kb-inferred."""
+def setting_graphs(store: GraphStore, setting: str, corpus: str | None = None,
+                   ontology: Ontology | None = None) -> list[str]:
+    """The fact graphs a setting reads: the corpus's gold graphs, and for kb-inferred their closure (under
+    `ontology`, when given), computed from exactly their facts: a `DataError` where the store holds none."""
     if setting not in SETTINGS:
         raise ConfigError(f"unknown KB setting {setting!r}; choose from {', '.join(SETTINGS)}")
     graphs = gold_graphs(store, corpus)
-    return [*graphs, INFERRED] if setting == "kb-inferred" else graphs
+    if setting != "kb-inferred":
+        return graphs
+    found = find_closure(store, graphs, ontology)
+    if found.graph is None or not found.exact:
+        why = found.problem or "the closures there were computed from more relations"
+        raise DataError(f"kb-inferred: no closure of {', '.join(graphs) or 'no gold graphs'} in the store ({why}); "
+                        "compute it with kbc kb infer")
+    return [*graphs, found.graph]
 
 
 class KmirKB:
@@ -127,7 +136,7 @@ class KmirKB:
         return [(o, min(names) if names else "") for o, names in sorted(labels.items())]
 
 
-def kb_for(store: GraphStore, setting: str, corpus: str | None = None) -> KmirKB:
+def kb_for(store: GraphStore, setting: str, corpus: str | None = None, ontology: Ontology | None = None) -> KmirKB:
     """The answerer of a setting (`kb` or `kb-inferred`) over a corpus's graphs, types from `instance-of` too."""
     types = [TYPES_GRAPH] if TYPES_GRAPH in store.graph_names(TYPES_GRAPH) else []
-    return KmirKB(store, setting_graphs(store, setting, corpus), types)
+    return KmirKB(store, setting_graphs(store, setting, corpus, ontology), types)

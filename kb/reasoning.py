@@ -1,12 +1,15 @@
 """Property axioms (KMIR Table 3) applied to the gold facts of the graph store.
 
 An ontology in Turtle (default: `kb/axioms.ttl`) declares OWL 2 property axioms: symmetric,
-transitive, inverse, equivalent, sub-property and property chain. `ensure_inferred` closes the
-gold graphs under them and writes only the new facts, each one into the named graph `inferred`
-(never a fact some gold graph holds, never OWL-RL's generic triples), and into the graph
-`inferred-provenance` one derivation per (new fact, axiom deriving it): the axiom, and the
+transitive, inverse, equivalent, sub-property and property chain. `ensure_inferred` closes
+gold graphs under them and writes only the new facts, each one into the named graph of that
+closure, `inferred-<12 hex>` (a digest of the source graphs' names and the axioms file's digest;
+never a fact some gold graph holds, never OWL-RL's generic triples), and into its graph
+`provenance-<12 hex>` one derivation per (new fact, axiom deriving it): the axiom, and the
 premises as reified statements (`rdf:subject/predicate/object` on `urn:kbc:stmt:<sha1>`), which
-are gold facts or other inferred facts, so every fact can be followed back to gold facts.
+are gold facts or other inferred facts, so every fact can be followed back to gold facts. The
+store keeps one closure per (source graphs, axioms): a run over a few relations never replaces
+the closure of a whole corpus.
 
 Counts per axiom: an axiom counts each new fact it derives from premises in the closure (gold +
 inferred) without using that fact itself, so a fact two axioms derive counts for both.
@@ -30,14 +33,15 @@ remote), bounded by
 `max_derived`, and writes only the result to the store (~7 s on the on-disk store for T-REx,
 mostly writing the 88,300 provenance quads).
 
-The store records what `inferred` was computed from (`record_coverage`): readers over other
-facts (`coverage_problem`) rebuild it or refuse, never answer from a partial closure.
+The store records what each closure was computed from (`record_coverage`): readers over other
+facts (`coverage_problem`, `find_closure`) rebuild it or refuse, never answer from a partial closure.
+The single graph `inferred` of earlier versions is never read (`LEGACY`), and is dropped when a
+closure is written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -53,8 +57,10 @@ from eval.types import Entity, Relation
 from kb.store import LABEL_NS, GraphStore, entity_key, graph_iri, relation_iri, relation_key
 
 DEFAULT_AXIOMS = Path(__file__).with_name("axioms.ttl")
-INFERRED = "inferred"
-PROVENANCE = "inferred-provenance"
+CLOSURE_PREFIX = "inferred-"  # + 12 hex: one closure's new facts (`closure_graph`)
+PROVENANCE_PREFIX = "provenance-"  # + the same 12 hex: its derivations (`provenance_graph`)
+_CLOSURE_NAME = re.compile(r"inferred-[0-9a-f]{12}")
+LEGACY = ("inferred", "inferred-provenance")  # the one closure earlier versions kept: never read
 TEMPLATE = URIRef("urn:kbc:template")
 DERIVATION = URIRef("urn:kbc:Derivation")
 CONCLUSION = URIRef("urn:kbc:conclusion")
@@ -63,7 +69,6 @@ AXIOM_KIND = URIRef("urn:kbc:axiomKind")
 PREMISE = "urn:kbc:premise"  # + 1, 2, ...: the premises in rule order
 STMT_NS = "urn:kbc:stmt:"
 AXIOM_NS = "urn:kbc:axiom:"
-log = logging.getLogger("kbc")
 
 SYMMETRIC, TRANSITIVE, EQUIVALENT = "symmetric", "transitive", "equivalent"
 INVERSE, SUBPROPERTY, CHAIN = "inverse", "subproperty", "chain"
@@ -260,7 +265,7 @@ def _chain(onto: Ontology, graph: Graph, target, head) -> Axiom:
 # --- inference on the store ---------------------------------------------------------------------------
 @dataclass
 class InferenceReport:
-    """What `ensure_inferred` did: new facts per axiom name, in total, and how long it took."""
+    """What `ensure_inferred` did: new facts per axiom name, in total, how long it took, and the closure's graph."""
 
     counts: dict[str, int]
     facts: int
@@ -270,10 +275,39 @@ class InferenceReport:
     seconds_closure: float = 0.0
     seconds_provenance: float = 0.0
     kinds: dict[str, str] = field(default_factory=dict)  # axiom name -> KMIR axiom name
+    graph: str = ""  # the closure's graph (`closure_graph`)
 
     @property
     def seconds(self) -> float:
         return self.seconds_closure + self.seconds_provenance
+
+    @property
+    def provenance(self) -> str:
+        """The graph of the closure's derivations."""
+        return provenance_graph(self.graph)
+
+
+def closure_graph(ontology: Ontology, sources: Sequence[str]) -> str:
+    """The graph of the closure of `sources` under `ontology`: one per (source graphs, axioms), so that the closure
+    of a few relations never replaces that of a whole corpus."""
+    key = "\n".join([ontology.digest, *sorted(set(sources))])
+    return CLOSURE_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def provenance_graph(closure: str) -> str:
+    """The graph of a closure's derivations, `provenance-<its 12 hex>`: outside the prefix `inferred-`, so a lookup
+    by that prefix finds closures only."""
+    return PROVENANCE_PREFIX + closure.removeprefix(CLOSURE_PREFIX)
+
+
+def closure_graphs(store: GraphStore) -> list[str]:
+    """The closures in the store, sorted: the graphs `inferred-<12 hex>` that hold facts or that `meta` records
+    (a closure may derive nothing)."""
+    prefix = str(graph_iri(""))
+    rows = store.select(f"SELECT DISTINCT ?g WHERE {{ GRAPH <{graph_iri('meta')}> {{ ?g ?p ?v }} }}")
+    named = {str(g)[len(prefix):] for (g,) in rows if str(g).startswith(prefix)}
+    named.update(store.graph_names(CLOSURE_PREFIX))
+    return sorted(n for n in named if _CLOSURE_NAME.fullmatch(n))
 
 
 def gold_graphs(store: GraphStore, corpus: str | None = None) -> list[str]:
@@ -305,7 +339,8 @@ def default_max_derived(input_facts: int) -> int:
 def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str],
                     known_relations: Iterable[str] | None = None, force: bool = False,
                     max_derived: int | None = None) -> InferenceReport:
-    """The graph `inferred` for `sources` under `ontology`: computed unless already there for both.
+    """The closure of `sources` under `ontology` (graph `report.graph`): computed unless its coverage holds for
+    these facts and axioms (the data changed, or its build was cut short). Other closures stay as they are.
 
     `known_relations` (relation ids) are the relations axioms may name besides the declared
     ones; default: those with triples in `sources`. `max_derived` bounds the new facts (default:
@@ -315,59 +350,47 @@ def ensure_inferred(store: GraphStore, ontology: Ontology, sources: Sequence[str
     if not sources:
         raise DataError("no gold graphs to reason over (load a corpus first: kbc kb load)")
     ontology.check(known_relations if known_relations is not None else data_relations(store, sources))
+    graph = closure_graph(ontology, sources)
     tag = _tag(store, ontology, sources)
-    with store.filling(lambda: not force and coverage_problem(store, sources, ontology) is None) as needed:
+    with store.filling(lambda: not force and coverage_problem(store, graph, sources, ontology) is None) as needed:
         if not needed:
-            counts = stored_counts(store, ontology)
-            return InferenceReport(counts, store.count(INFERRED), sources, built=False,
-                                   kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
-        _say_narrowed(store, sources)
-        report = infer(store, ontology, sources, max_derived)
-        record_coverage(store, ontology, sources)
-        store.mark_loaded(tag, INFERRED)
+            return InferenceReport(stored_counts(store, ontology, graph), store.count(graph), sources, built=False,
+                                   kinds={a.name: KMIR_NAMES[a.kind] for a in ontology.axioms}, graph=graph)
+        for old in LEGACY:
+            store.drop_graph(old)
+        report = infer(store, ontology, sources, max_derived, graph)
+        record_coverage(store, ontology, sources, graph)
+        store.mark_loaded(tag, graph)
         return report
 
 
-def _say_narrowed(store: GraphStore, sources: Sequence[str]) -> None:
-    """A warning when the closure about to replace `inferred` lacks relations the axioms of the one there name."""
-    before = stored_coverage(store)
-    if before is None:
-        return
-    now = set(source_counts(store, sources))
-    lost = sorted(r for r in set(before.relations) - now if r in before.named)
-    if lost:
-        shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
-        given = ", ".join(sorted(now)[:8]) + (" ..." if len(now) > 8 else "")
-        log.warning("warning: graph %s is recomputed from %d relation%s (%s); it was computed from %d, and no longer "
-                    "covers %s, which its axioms name (kbc kb infer computes it for a whole corpus again)", INFERRED,
-                    len(now), "" if len(now) == 1 else "s", given, len(before.relations), shown)
-
-
 def infer(store: GraphStore, ontology: Ontology, sources: Sequence[str],
-          max_derived: int | None = None) -> InferenceReport:
-    """Recompute `inferred` and its provenance from `sources` (SPARQL rules to a fixpoint).
+          max_derived: int | None = None, graph: str | None = None) -> InferenceReport:
+    """Recompute the closure `graph` (default: `closure_graph`) and its provenance from `sources` (SPARQL rules to a
+    fixpoint).
 
     The closure runs in an in-memory store holding the facts of the axioms' properties, and only
     its result is written to `store`: an exploding or interrupted closure leaves nothing behind
     there (a large deleted graph would slow every later query of an on-disk store).
     """
-    store.drop_graph(INFERRED)
-    store.drop_graph(PROVENANCE)
+    graph = graph or closure_graph(ontology, sources)
+    store.drop_graph(graph)
+    store.drop_graph(provenance_graph(graph))
     with GraphStore.open(None) as work:
         given = copy_facts(store, work, ontology, sources)
         bound = max_derived if max_derived is not None else default_max_derived(given)
         start = time.perf_counter()
-        rounds = close(work, ontology, sources, max_derived=bound, input_facts=given)
+        rounds = close(work, ontology, sources, graph, max_derived=bound, input_facts=given)
         closed = time.perf_counter()
-        derivations = derive(work, ontology, sources)
-        new = sorted(inferred_triples(work))
-    g = graph_iri(INFERRED)
+        derivations = derive(work, ontology, sources, graph)
+        new = sorted(inferred_triples(work, graph))
+    g = graph_iri(graph)
     store.add_quads([(URIRef(s), URIRef(p), URIRef(o), g) for s, p, o in new])
-    store.add_quads(provenance_quads(ontology, derivations))
+    store.add_quads(provenance_quads(ontology, derivations, graph))
     done = time.perf_counter()
     counts = {a.name: len(derivations.get(a.name, {})) for a in ontology.axioms}
-    return InferenceReport(counts, len(new), list(sources), True, rounds,
-                           closed - start, done - closed, {a.name: KMIR_NAMES[a.kind] for a in ontology.axioms})
+    return InferenceReport(counts, len(new), list(sources), True, rounds, closed - start, done - closed,
+                           {a.name: KMIR_NAMES[a.kind] for a in ontology.axioms}, graph)
 
 
 def copy_facts(store: GraphStore, work: GraphStore, ontology: Ontology, sources: Sequence[str]) -> int:
@@ -388,17 +411,17 @@ def _pattern(p: Pattern) -> str:
     return f"{_term(p[0])} {_term(p[1])} {_term(p[2])}"
 
 
-def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], max_rounds: int = 100,
+def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: str, max_rounds: int = 100,
           max_derived: int | None = None, input_facts: int = 0) -> int:
-    """Apply every rule until a round adds nothing; each rule is one INSERT over gold + inferred.
+    """Apply every rule until a round adds nothing; each rule is one INSERT over gold + the closure `graph`.
 
-    `USING` makes the merge of the source graphs and `inferred` the rule's default graph, so a
+    `USING` makes the merge of the source graphs and `graph` the rule's default graph, so a
     rule joins facts across graphs and never re-adds one a gold graph holds. Each INSERT adds at
     most what is left below `max_derived` (+1), so an exploding closure stops within one rule and
     the error names the axioms still deriving. Returns the rounds.
     """
-    inferred = graph_iri(INFERRED)
-    using = " ".join(f"USING <{graph_iri(g)}>" for g in [*sources, INFERRED])
+    inferred = graph_iri(graph)
+    using = " ".join(f"USING <{graph_iri(g)}>" for g in [*sources, graph])
     updates = []
     for axiom in ontology.axioms:
         for rule in axiom.rules():
@@ -408,19 +431,19 @@ def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], max_rou
             select = f"SELECT DISTINCT {variables} WHERE {{ {body} . FILTER NOT EXISTS {{ {head} }} }}"
             updates.append((axiom.name, f"INSERT {{ GRAPH <{inferred}> {{ {head} }} }} {using} WHERE {{ {select}"
                                         " LIMIT {limit} }"))
-    before = store.count(INFERRED)
+    before = store.count(graph)
     for rounds in range(1, max_rounds + 1):
         added: dict[str, int] = {}
-        start = store.count(INFERRED)
+        start = store.count(graph)
         for name, update in updates:
             limit = max_derived - start + 1 if max_derived is not None else 10**12
             store.update(update.replace("{limit}", str(max(limit, 1))))
-            now = store.count(INFERRED)
+            now = store.count(graph)
             added[name] = added.get(name, 0) + now - start
             start = now
             if max_derived is not None and now > max_derived:
                 raise _exploded(ontology, added, max_derived, input_facts, rounds)
-        after = store.count(INFERRED)
+        after = store.count(graph)
         if after == before:
             return rounds
         before = after
@@ -447,7 +470,7 @@ PREMISES = URIRef("urn:kbc:premises")  # inferred -> "<relation id>=<premise_ver
 
 @dataclass(frozen=True)
 class Coverage:
-    """What a complete `inferred` graph was computed from: facts per relation, the version of the facts of each
+    """What a complete closure was computed from: facts per relation, the version of the facts of each
     relation its axioms name (`premise_versions`), axioms and source graphs."""
 
     relations: dict[str, int]
@@ -493,8 +516,9 @@ def premise_versions(store: GraphStore, graphs: Sequence[str], relations: Iterab
             for r, lines in facts.items()}
 
 
-def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> None:
-    meta, g = graph_iri("meta"), graph_iri(INFERRED)
+def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: str | None = None) -> None:
+    """Record in `meta` what the closure `graph` (default: `closure_graph`) was computed from."""
+    meta, g = graph_iri("meta"), graph_iri(graph or closure_graph(ontology, sources))
     named = sorted(relation_key(p) for p in ontology.properties())
     quads = [(g, COVERS, Literal(f"{r}={n}"), meta) for r, n in sorted(source_counts(store, sources).items())]
     quads += [(g, NAMES, Literal(r), meta) for r in named]
@@ -505,11 +529,11 @@ def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str
     store.add_quads(quads)
 
 
-def stored_coverage(store: GraphStore) -> Coverage | None:
-    """The coverage of the `inferred` graph, or None when it has none (cut short, or from an older kbcompare)."""
-    meta = store.meta(INFERRED)
+def stored_coverage(store: GraphStore, graph: str) -> Coverage | None:
+    """The coverage of the closure `graph`, or None when it has none (cut short, or absent)."""
+    meta = store.meta(graph)
     covers = meta.get(str(COVERS), set())
-    if not store.loaded_versions(INFERRED) or not covers or not meta.get(str(AXIOMS_FILE)):
+    if not store.loaded_versions(graph) or not covers or not meta.get(str(AXIOMS_FILE)):
         return None
     relations = {r: int(n) for r, _, n in (v.rpartition("=") for v in covers)}
     versions = {r: v for r, _, v in (x.rpartition("=") for x in meta.get(str(PREMISES), set()))}
@@ -517,9 +541,9 @@ def stored_coverage(store: GraphStore) -> Coverage | None:
                     tuple(sorted(meta.get(str(SOURCE), set()))), versions)
 
 
-def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None,
+def coverage_problem(store: GraphStore, closure: str, graphs: Sequence[str], ontology: Ontology | None = None,
                      exact: bool = True) -> str | None:
-    """Why `inferred` is not the closure of the facts in `graphs` (under `ontology`, when given), or None.
+    """Why the closure `closure` is not the closure of the facts in `graphs` (under `ontology`, when given), or None.
 
     It is when it was computed with the same axioms (by digest) from the same facts of each relation its
     axioms name: as many of them, with the same `premise_versions`, and (`exact`) of no other such relation.
@@ -527,27 +551,35 @@ def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontolog
     computed from other facts holds facts these do not derive, and so does one computed from more relations
     (what a run's records must not depend on; a reader of a few relations of a corpus may take it).
     """
-    if INFERRED not in store.graph_names(INFERRED):
-        return "the store holds no inferred graph"
-    coverage = stored_coverage(store)
+    return _problem(store, closure, graphs, source_counts(store, graphs), ontology, exact, {})
+
+
+def _problem(store: GraphStore, closure: str, graphs: Sequence[str], have: dict[str, int], ontology: Ontology | None,
+             exact: bool, versions: dict[tuple[str, ...], dict[str, str]]) -> str | None:
+    """`coverage_problem`, given the facts per relation of `graphs` (`have`) and a cache of their `premise_versions`
+    (by the relations asked)."""
+    coverage = stored_coverage(store, closure)
     if coverage is None:
-        return "the inferred graph records no coverage (its build was cut short, or an older kbcompare built it)"
+        if closure not in closure_graphs(store):
+            return "the store holds no inferred graph"
+        return "the inferred graph records no coverage (its build was cut short)"
     if ontology is not None and coverage.digest != ontology.digest:
         return f"the inferred graph was computed with other axioms ({coverage.axioms}, not {ontology.path})"
-    have = source_counts(store, graphs)
     missing = [r for r in sorted(have) if r in coverage.named and coverage.relations.get(r) != have[r]]
     if missing:
         shown = ", ".join(f"{r} ({coverage.relations.get(r, 0)} of {have[r]} facts)" for r in missing[:6])
         more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
         return f"the inferred graph is partial here: it {coverage.describe()}, and lacks the facts of {shown}{more}"
-    extra = sorted(r for r in coverage.relations if r in coverage.named and r not in have)
+    extra = _extra(coverage, have)
     if extra and exact:
         return (f"the inferred graph was computed from more relations than these: it {coverage.describe()}, "
                 f"and from {', '.join(extra[:6])}{' ...' if len(extra) > 6 else ''} too, which these graphs lack")
-    named = [r for r in sorted(have) if r in coverage.named]
+    named = tuple(r for r in sorted(have) if r in coverage.named)
     if named and not coverage.versions:
         return "the inferred graph records no versions of its facts (an older kbcompare built it)"
-    now = premise_versions(store, graphs, named)
+    if named not in versions:
+        versions[named] = premise_versions(store, graphs, named)
+    now = versions[named]
     changed = [r for r in named if coverage.versions.get(r) != now.get(r)]
     if changed:
         return (f"the inferred graph was computed from other facts of {', '.join(changed[:6])}"
@@ -555,17 +587,64 @@ def coverage_problem(store: GraphStore, graphs: Sequence[str], ontology: Ontolog
     return None
 
 
+def _extra(coverage: Coverage, have: dict[str, int]) -> list[str]:
+    """The relations its axioms name that the closure was computed from and `have` lacks."""
+    return sorted(r for r in coverage.relations if r in coverage.named and r not in have)
+
+
+@dataclass(frozen=True)
+class Closure:
+    """`find_closure`'s answer: the closure's graph and coverage, or (graph None) why no closure answers."""
+
+    graph: str | None
+    problem: str | None
+    coverage: Coverage | None = None
+    exact: bool = False  # computed from exactly the facts asked, not from more relations
+    candidates: int = 0  # how many closures could answer
+
+
+def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None) -> Closure:
+    """The closure to answer from for the facts of `graphs`, or why there is none.
+
+    One computed from exactly their facts comes first; else one computed from more relations (it holds what theirs
+    derive, and more: a reader of a few relations of a corpus may take it; never a run's records), the fewest
+    relations first; among equals, one under the shipped axioms. Where none is, the problem of the one closest to
+    them: the most of their relations covered.
+    """
+    names = closure_graphs(store)
+    if not names:
+        return Closure(None, "the store holds no inferred graph")
+    have = source_counts(store, graphs)
+    shipped = load_axioms().digest
+    versions: dict[tuple[str, ...], dict[str, str]] = {}
+    fits, problems = [], []
+    for name in names:
+        problem = _problem(store, name, graphs, have, ontology, False, versions)
+        coverage = stored_coverage(store, name)
+        if problem is None and coverage is not None:
+            fits.append((bool(_extra(coverage, have)), len(coverage.relations), coverage.digest != shipped, name,
+                         coverage))
+        else:
+            near = sum(coverage.relations.get(r) == n for r, n in have.items()) if coverage else -1
+            problems.append((-near, name, problem))
+    if fits:
+        wider, _, _, name, coverage = min(fits)
+        return Closure(name, None, coverage, exact=not wider, candidates=len(fits))
+    return Closure(None, min(problems)[2])
+
+
 Triple = tuple[str, str, str]
 Derivations = dict[str, dict[Triple, tuple[Triple, ...]]]  # axiom name -> conclusion -> premises
 
 
-def derive(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> Derivations:
-    """Per axiom name: each inferred fact it derives -> one premise list (the smallest, for determinism).
+def derive(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: str) -> Derivations:
+    """Per axiom name: each fact of the closure `graph` it derives -> one premise list (the smallest, for
+    determinism).
 
-    Premises come from gold + inferred; a derivation that uses its own conclusion is not one.
+    Premises come from gold + `graph`; a derivation that uses its own conclusion is not one.
     """
-    allowed = ", ".join(f"<{graph_iri(g)}>" for g in [*sources, INFERRED])
-    inferred = graph_iri(INFERRED)
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in [*sources, graph])
+    inferred = graph_iri(graph)
     out: Derivations = {}
     for axiom in ontology.axioms:
         best: dict[Triple, tuple[Triple, ...]] = {}
@@ -596,9 +675,10 @@ def statement_iri(triple: Triple) -> URIRef:
     return URIRef(STMT_NS + hashlib.sha1(" ".join(triple).encode("utf-8", "surrogatepass")).hexdigest())
 
 
-def provenance_quads(ontology: Ontology, derivations: Derivations) -> list[tuple]:
-    """Derivation nodes (axiom, conclusion, numbered premises) and the statements they name."""
-    g = graph_iri(PROVENANCE)
+def provenance_quads(ontology: Ontology, derivations: Derivations, graph: str) -> list[tuple]:
+    """Derivation nodes (axiom, conclusion, numbered premises) and the statements they name, in the provenance graph
+    of the closure `graph`."""
+    g = graph_iri(provenance_graph(graph))
     quads: list[tuple] = []
     statements: set[Triple] = set()
     for axiom in ontology.axioms:
@@ -618,26 +698,26 @@ def provenance_quads(ontology: Ontology, derivations: Derivations) -> list[tuple
     return quads
 
 
-def stored_counts(store: GraphStore, ontology: Ontology) -> dict[str, int]:
-    """Derivations per axiom name in `inferred-provenance` (0 for axioms with none)."""
-    rows = store.select(f"SELECT ?name (COUNT(?d) AS ?n) WHERE {{ GRAPH <{graph_iri(PROVENANCE)}> {{ "
+def stored_counts(store: GraphStore, ontology: Ontology, graph: str) -> dict[str, int]:
+    """Derivations per axiom name in the provenance of the closure `graph` (0 for axioms with none)."""
+    rows = store.select(f"SELECT ?name (COUNT(?d) AS ?n) WHERE {{ GRAPH <{graph_iri(provenance_graph(graph))}> {{ "
                         f"?d <{AXIOM}> ?a . ?a <{RDFS.label}> ?name }} }} GROUP BY ?name")
     found = {str(name): int(n) for name, n in rows}
     return {a.name: found.get(a.name, 0) for a in ontology.axioms}
 
 
-def inferred_triples(store: GraphStore) -> set[Triple]:
-    """The (s, p, o) IRIs of every fact in `inferred`."""
-    rows = store.select_values(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{graph_iri(INFERRED)}> {{ ?s ?p ?o }} }}")
+def inferred_triples(store: GraphStore, graph: str) -> set[Triple]:
+    """The (s, p, o) IRIs of every fact of the closure `graph`."""
+    rows = store.select_values(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} }}")
     return set(rows)
 
 
-def read_inferred(store: GraphStore, sources: Sequence[str]) -> list[InferredFact]:
-    """The inferred facts with their axiom and premises, entities labelled from `sources`.
+def read_inferred(store: GraphStore, sources: Sequence[str], graph: str) -> list[InferredFact]:
+    """The facts of the closure `graph` with their axiom and premises, entities labelled from `sources`.
 
     One `InferredFact` per derivation (fact and axiom), in a stable order.
     """
-    prov = graph_iri(PROVENANCE)
+    prov = graph_iri(provenance_graph(graph))
     rows = store.select_values(
         f"SELECT ?d ?name ?k ?s ?p ?o WHERE {{ GRAPH <{prov}> {{ ?d a <{DERIVATION}> ; <{AXIOM}> ?a ; ?k ?st . "
         f"?a <{RDFS.label}> ?name . ?st <{RDF.subject}> ?s ; <{RDF.predicate}> ?p ; <{RDF.object}> ?o }} }}")

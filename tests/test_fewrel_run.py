@@ -15,6 +15,7 @@ from lm_fixtures import tiny_model_dir
 
 from bridge.experiments.fewrel import METRICS
 from eval.classification import macro_scores
+from kb.reasoning import closure_graph, load_axioms
 
 serve_explorer = serve_support.serve_explorer
 
@@ -306,7 +307,9 @@ def test_kb_inferred_answers_a_relation_only_the_axioms_derive(shared_data, tmp_
     config = json.loads((tmp_path / "out" / "config.json").read_text())["predictor_configs"]["fewrel"]
     assert config["kb"]["coverage"] == {"sentences": 3, "with_a_class": 1}
     assert config["kb-inferred"]["coverage"] == {"sentences": 3, "with_a_class": 2}
-    assert "inferred" in config["kb-inferred"]["graphs"] and "inferred" not in config["kb"]["graphs"]
+    gold = config["kb"]["graphs"]
+    assert gold and all(g.startswith("gold-trex-") for g in gold)
+    assert config["kb-inferred"]["graphs"] == [*gold, closure_graph(load_axioms(), gold)]
 
 
 def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path, capsys, monkeypatch):

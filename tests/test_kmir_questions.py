@@ -26,7 +26,7 @@ from eval.kmir import (
 )
 from eval.types import Entity, Fact, Relation
 from kb.kmir_answer import TYPES_GRAPH, ensure_instance_of, kb_for, setting_graphs
-from kb.reasoning import ensure_inferred, load_axioms, read_inferred
+from kb.reasoning import closure_graphs, ensure_inferred, load_axioms, read_inferred
 from kb.store import GraphStore
 
 
@@ -157,7 +157,7 @@ def toy_kb(tmp_path):
     report = ensure_inferred(store, onto, [graph])
     assert report.counts == {"symmetric:P47": 3, "chain:P19/P17:country_of_birth": 5}
     ensure_instance_of(store, INSTANCE_OF)
-    inferred = read_inferred(store, [graph])
+    inferred = read_inferred(store, [graph], report.graph)
     questions = generate(toy_facts(), inferred, INSTANCE_OF, seed=7, relations={**RELATIONS, **onto.relations()})
     yield store, questions, inferred
     store.close()
@@ -214,7 +214,8 @@ def test_question_contents(toy_kb):
 def test_kb_inferred_answers_reasoning_questions_the_gold_kb_cannot(toy_kb):
     store, questions, _ = toy_kb
     assert setting_graphs(store, "kb", "toy") == ["gold-toy"]
-    assert setting_graphs(store, "kb-inferred", "toy") == ["gold-toy", "inferred"]
+    [closure] = closure_graphs(store)
+    assert setting_graphs(store, "kb-inferred", "toy") == ["gold-toy", closure]
     assert TYPES_GRAPH in store.graph_names()
     summaries = {}
     for setting in ("kb", "kb-inferred"):
@@ -241,6 +242,26 @@ def test_unknown_setting_is_a_config_error(toy_kb):
         kb_for(toy_kb[0], "kb-magic")
 
 
+def test_kb_inferred_needs_the_closure_of_exactly_its_graphs(tmp_path):
+    """No closure of the gold graphs asked (none at all, or one of more facts): an error naming `kbc kb infer`,
+    never an answer from another closure."""
+    path = tmp_path / "axioms.ttl"
+    path.write_text(AXIOMS + "wdt:P36 owl:inverseOf wdt:P1376 .\n")
+    known = ["P17", "P19", "P36", "P47", "P1376"]
+    with GraphStore.open(None) as store:
+        toy = store.ensure_corpus("toy", "v1", toy_facts())
+        with pytest.raises(DataError, match=r"^kb-inferred: no closure of gold-toy in the store \(the store holds no "
+                                            r"inferred graph\); compute it with kbc kb infer$"):
+            setting_graphs(store, "kb-inferred", "toy")
+        more = store.ensure_corpus("more", "v1", [Fact("m1", "more", "P36", Entity("France", "Q142"),
+                                                       Entity("Paris", "Q90"))])
+        wider = ensure_inferred(store, load_axioms(path), [toy, more], known)
+        with pytest.raises(DataError, match="the closures there were computed from more relations"):
+            setting_graphs(store, "kb-inferred", "toy")
+        own = ensure_inferred(store, load_axioms(path), [toy], known)
+        assert own.graph != wider.graph and setting_graphs(store, "kb-inferred", "toy") == [toy, own.graph]
+
+
 # --- the real T-REx facts -------------------------------------------------------------------------------
 def test_trex_questions(trex, shared_data):
     instance_of = load_instance_of(shared_data / "xfactr" / "TREx_instanceof.txt")
@@ -248,8 +269,8 @@ def test_trex_questions(trex, shared_data):
     store = GraphStore.open(None)
     graph = store.ensure_corpus(trex.name, trex.version, trex.facts)
     onto = load_axioms()
-    ensure_inferred(store, onto, [graph], known_relations=trex.relations)
-    inferred = read_inferred(store, [graph])
+    report = ensure_inferred(store, onto, [graph], known_relations=trex.relations)
+    inferred = read_inferred(store, [graph], report.graph)
     relations = {**trex.relations, **onto.relations()}
     questions = generate(trex.facts, inferred, instance_of, seed=0, per_relation=3, relations=relations)
     assert questions == generate(trex.facts, inferred, instance_of, seed=0, per_relation=3, relations=relations)

@@ -13,12 +13,13 @@ from eval.errors import DataError
 from eval.kmir import InferredFact
 from eval.types import Entity, Fact
 from kb.reasoning import (
-    INFERRED,
-    PROVENANCE,
+    closure_graph,
+    closure_graphs,
     ensure_inferred,
     inferred_triples,
     load_axioms,
     owlrl_new_facts,
+    provenance_graph,
     read_inferred,
 )
 from kb.store import WD, WDT, GraphStore, entity_key, fact_quads, relation_key
@@ -92,16 +93,20 @@ def test_toy_inferred_facts_and_counts_are_exact(toy):
     report = ensure_inferred(store, onto, [graph])
     assert report.built and report.facts == 9 and report.rounds == 3
     assert report.counts == {name: len(facts) for name, facts in EXPECTED.items()}
-    assert inferred_triples(store) == set().union(*EXPECTED.values())
+    assert inferred_triples(store, report.graph) == set().union(*EXPECTED.values())
     # facts a gold graph holds are never inferred (Italy borders France both ways in the gold facts)
-    assert (wd("Q38"), p("P47"), wd("Q142")) not in inferred_triples(store)
-    assert store.graph_names("inferred") == [INFERRED, PROVENANCE]
+    assert (wd("Q38"), p("P47"), wd("Q142")) not in inferred_triples(store, report.graph)
+    # named by the source graphs and the axioms' digest; the provenance graph is outside the closures' prefix
+    assert report.graph == closure_graph(onto, [graph]) and report.provenance == provenance_graph(report.graph)
+    assert report.graph.startswith("inferred-") and len(report.graph) == len("inferred-") + 12
+    assert store.graph_names("inferred") == closure_graphs(store) == [report.graph]
+    assert store.graph_names() == ["gold-toy", report.graph, report.provenance]
 
 
 def test_provenance_names_axiom_and_premises(toy):
     store, onto, graph = toy
-    ensure_inferred(store, onto, [graph])
-    facts = {(f.key, f.axiom): f for f in read_inferred(store, [graph])}
+    report = ensure_inferred(store, onto, [graph])
+    facts = {(f.key, f.axiom): f for f in read_inferred(store, [graph], report.graph)}
     assert len(facts) == 9
     arr = facts[(("Q259463", "P131", "Q142"), "transitive:P131")]
     # two derivations exist (via Paris or via Ile-de-France); the smallest premise list is kept
@@ -122,17 +127,21 @@ def test_rerun_reuses_and_new_axioms_recompute(toy, tmp_path):
     smaller = tmp_path / "small.ttl"
     smaller.write_text(PREFIXES + "wdt:P47 a owl:SymmetricProperty .\n")
     third = ensure_inferred(store, load_axioms(smaller), [graph])
-    assert third.built and third.counts == {"symmetric:P47": 1}
-    assert inferred_triples(store) == EXPECTED["symmetric:P47"]
-    assert store.count(PROVENANCE) > 0
+    assert third.built and third.counts == {"symmetric:P47": 1} and third.graph != first.graph
+    assert inferred_triples(store, third.graph) == EXPECTED["symmetric:P47"]
+    assert store.count(third.provenance) > 0
+    # the closure under the other axioms stays, and is not computed again
+    assert inferred_triples(store, first.graph) == set().union(*EXPECTED.values())
+    assert closure_graphs(store) == sorted([first.graph, third.graph])
+    assert not ensure_inferred(store, onto, [graph]).built
 
 
 def test_owlrl_gives_the_same_new_facts(toy):
     pytest.importorskip("owlrl")
     store, onto, graph = toy
-    ensure_inferred(store, onto, [graph])
+    report = ensure_inferred(store, onto, [graph])
     new, seconds = owlrl_new_facts((q[:3] for q in fact_quads(toy_facts(), graph)), onto)
-    assert new == inferred_triples(store) and seconds > 0
+    assert new == inferred_triples(store, report.graph) and seconds > 0
 
 
 def test_default_axioms_ship_with_the_package():
@@ -285,7 +294,7 @@ def test_trex_inference_equals_networkx(trex, trex_inferred):
     new = {(s, r, o) for r, pairs in closed.items() for s, o in pairs if (s, o) not in gold.get(r, set())}
     expected = {a.name: len(_derived(a, closed) & new) for a in onto.axioms}
 
-    got = {(entity_key(s), relation_key(p_), entity_key(o)) for s, p_, o in inferred_triples(store)}
+    got = {(entity_key(s), relation_key(p_), entity_key(o)) for s, p_, o in inferred_triples(store, report.graph)}
     assert got == new
     assert report.counts == expected
     assert report.counts == {
@@ -296,7 +305,7 @@ def test_trex_inference_equals_networkx(trex, trex_inferred):
     assert report.facts == len(new) == 7489
     # every derivation's premises are gold or inferred facts
     known = {(s, r, o) for r, pairs in gold.items() for s, o in pairs} | new
-    inferred = read_inferred(store, [graph])
+    inferred = read_inferred(store, [graph], report.graph)
     assert len(inferred) == sum(report.counts.values())
     assert all(set(f.premises) <= known and f.key not in f.premises for f in inferred)
 
@@ -304,11 +313,11 @@ def test_trex_inference_equals_networkx(trex, trex_inferred):
 @pytest.mark.heavy
 def test_trex_owlrl_agrees(trex, trex_inferred):
     pytest.importorskip("owlrl")
-    onto, store, graph, _ = trex_inferred
+    onto, store, graph, report = trex_inferred
     # owlrl is given the facts of the properties the axioms name: with no class, domain or sameAs axioms,
     # OWL-RL derives nothing from the others, and its closure over 34K triples is what makes this test slow
     named = onto.properties()
     quads = [q for q in fact_quads(trex.facts, graph) if str(q[1]) in named]
     assert 0 < len(quads) < len(trex.facts)
     new, _ = owlrl_new_facts((q[:3] for q in quads), onto)
-    assert new == inferred_triples(store)
+    assert new == inferred_triples(store, report.graph)

@@ -1,9 +1,9 @@
-"""An inferred graph records what it was computed from, and a partial one never answers as complete.
+"""A closure records what it was computed from, and a partial one never answers as complete.
 
-A run over a few relations leaves `inferred` computed from those alone; the explorer and the
-`kb-inferred` predictor over more relations must build it again or refuse, not report "no
-derived object" for facts the missing relations derive. A closure that explodes stops with an
-error naming the axioms, and leaves the store as it was.
+A run over a few relations computes the closure of those alone, beside that of more relations;
+the explorer and the `kb-inferred` predictor over more relations answer from a closure of theirs
+(built when missing) or refuse, never report "no derived object" for facts the missing relations
+derive. A closure that explodes stops with an error naming the axioms, and leaves the store as it was.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from cli_support import run_kbc
 from eval.errors import DataError
 from eval.types import Entity
 from kb.reasoning import (
-    INFERRED,
-    PROVENANCE,
+    closure_graph,
+    closure_graphs,
     coverage_problem,
     ensure_inferred,
     inferred_triples,
     load_axioms,
     stored_coverage,
 )
-from kb.store import WD, WDT, GraphStore
+from kb.store import WD, WDT, GraphStore, graph_iri
 
 PREFIXES = """@prefix owl: <http://www.w3.org/2002/07/owl#> .
 @prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .
@@ -60,22 +60,36 @@ def test_coverage_is_recorded_and_a_partial_graph_is_named(borders, tmp_path):
     onto = load_axioms(axioms)
     with GraphStore.open(None) as store:
         graphs = _graphs(store, borders)
-        ensure_inferred(store, onto, [graphs["P47"]], RELATIONS)  # as a run over P47 alone leaves it
-        coverage = stored_coverage(store)
+        few = ensure_inferred(store, onto, [graphs["P47"]], RELATIONS).graph  # a run over P47 alone
+        coverage = stored_coverage(store, few)
         assert coverage.relations == {"P47": 922} and coverage.sources == ("gold-trex-P47",)
         assert coverage.named == {"P47", "P190"} and coverage.axioms == f"{axioms} {onto.digest}"
-        assert coverage_problem(store, [graphs["P47"]]) is None
-        assert coverage_problem(store, sorted(graphs.values())) == (
+        assert coverage_problem(store, few, [graphs["P47"]]) is None
+        assert coverage_problem(store, few, sorted(graphs.values())) == (
             "the inferred graph is partial here: it covers 1 relation (922 facts of gold-trex-P47), axioms "
             f"{axioms} {onto.digest}, and lacks the facts of P190 (0 of 995 facts)")
-        ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS)
-        assert coverage_problem(store, sorted(graphs.values())) is None
-        assert sum(p == WDT + "P190" for _, p, _ in inferred_triples(store)) == 673
+        full = ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS).graph
+        assert coverage_problem(store, full, sorted(graphs.values())) is None
+        assert sum(p == WDT + "P190" for _, p, _ in inferred_triples(store, full)) == 673
+        assert coverage_problem(store, few, [graphs["P47"]]) is None and closure_graphs(store) == sorted([few, full])
+        assert coverage_problem(store, "inferred-000000000000", [graphs["P47"]]) == "the store holds no inferred graph"
+
+
+def _moscow_twins(cfg) -> dict:
+    """The explorer's inferred column for Moscow, P190, from a fresh start on `cfg`."""
+    from bridge.serve.explorer import Explorer
+    from bridge.serve.sides import Ask, answer
+
+    explorer = Explorer.start(cfg)
+    try:
+        body = explorer.call(answer, explorer, Ask(subject="Moscow", relation="P190", k=10))
+    finally:
+        explorer.close()
+    return next(c for c in body["columns"] if c["name"] == "inferred graph")
 
 
 def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
     from bridge.serve.explorer import Explorer, ExplorerConfig
-    from bridge.serve.sides import Ask, answer
 
     axioms = tmp_path / "twins.ttl"
     axioms.write_text(TWINS)
@@ -85,12 +99,7 @@ def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
     def inferred_column(sources: list[str]) -> dict:
         with GraphStore.open(tmp_path / "store") as store:
             ensure_inferred(store, load_axioms(axioms), [f"gold-trex-{rel}" for rel in sources], RELATIONS)
-        explorer = Explorer.start(cfg)
-        try:
-            body = explorer.call(answer, explorer, Ask(subject="Moscow", relation="P190", k=10))
-        finally:
-            explorer.close()
-        return next(c for c in body["columns"] if c["name"] == "inferred graph")
+        return _moscow_twins(cfg)
 
     Explorer.start(cfg).close()  # loads the gold graphs
     partial = inferred_column(["P47"])
@@ -103,7 +112,7 @@ def test_the_explorer_refuses_a_partial_graph(borders, lama_dir, tmp_path):
     assert {"Madrid", "Sofia", "Uzhhorod"} <= {a["label"] for a in full["answers"]}
 
 
-def test_kb_inferred_rebuilds_a_partial_graph(borders, lama_dir, tmp_path):
+def test_kb_inferred_computes_the_closure_of_its_graphs(borders, lama_dir, tmp_path):
     from bridge.predictors.kmir import make_kb_inferred
     from bridge.predictors.registry import PredictorContext
 
@@ -112,10 +121,12 @@ def test_kb_inferred_rebuilds_a_partial_graph(borders, lama_dir, tmp_path):
     with GraphStore.open(tmp_path / "store") as store:
         graphs = _graphs(store, borders)
         ensure_inferred(store, load_axioms(axioms), [graphs["P47"]], RELATIONS)
-        make_kb_inferred("kb-inferred", PredictorContext(borders, store, tmp_path / "cache", lama_dir))
-        coverage = stored_coverage(store)
+        kb = make_kb_inferred("kb-inferred", PredictorContext(borders, store, tmp_path / "cache", lama_dir)).kb
+        closure = closure_graph(load_axioms(), sorted(graphs.values()))
+        assert kb.graphs == [*sorted(graphs.values()), closure]
+        coverage = stored_coverage(store, closure)
         assert coverage.relations == {"P47": 922, "P190": 995} and coverage.axioms.startswith(str(load_axioms().path))
-        assert coverage_problem(store, sorted(graphs.values())) is None
+        assert coverage_problem(store, closure, sorted(graphs.values())) is None
 
 
 def test_kb_stats_lists_the_inferred_graph_and_its_coverage(tmp_path, lama_dir, capsys):
@@ -126,8 +137,9 @@ def test_kb_stats_lists_the_inferred_graph_and_its_coverage(tmp_path, lama_dir, 
     assert code == 0, err
     code, out, _ = run_kbc(["kb", "stats", *store], capsys)
     lines = out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("inferred:"))
-    assert lines[at].startswith("inferred: 1395 fact triples, 2 relations")
+    closure = closure_graph(load_axioms(axioms), ["gold-trex"])
+    at = next(i for i, line in enumerate(lines) if line.startswith("inferred"))
+    assert lines[at].startswith(f"{closure}: 1395 fact triples, 2 relations")
     assert lines[at + 1] == f"  covers 41 relations (34039 facts of gold-trex), axioms {axioms} " \
                             f"{load_axioms(axioms).digest}: " + " ".join(sorted(_trex_relations(lama_dir)))
 
@@ -158,8 +170,8 @@ def test_an_exploding_closure_stops_with_the_axioms_and_leaves_no_trace(tmp_path
                    "many properties declared equivalent to it), or raise --max-derived\n")
     assert time.monotonic() - started < 120
     with GraphStore.open(tmp_path / "store") as store:
-        assert store.count(INFERRED) == 0 and store.count(PROVENANCE) == 0
-        assert stored_coverage(store) is None
+        assert closure_graphs(store) == [] and store.graph_names() == ["gold-trex"]
+        assert stored_coverage(store, closure_graph(load_axioms(axioms), ["gold-trex"])) is None
     code, out, err = run_kbc([*argv, "--max-derived", "5"], capsys)
     assert code == 2 and "more than 5 new facts from 922 input facts in round 1" in err
 
@@ -176,7 +188,7 @@ def test_max_derived_bounds_a_sane_closure_too(tmp_path):
                                              r"still deriving: symmetric:P47 \(\+6\)"):
             ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=5)
         report = ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=6)
-        assert report.facts == 6 and (WD + "Q1", WDT + "P47", WD + "Q0") in inferred_triples(store)
+        assert report.facts == 6 and (WD + "Q1", WDT + "P47", WD + "Q0") in inferred_triples(store, report.graph)
 
 
 # -- a closure of other facts or other axioms --------------------------------------------------------
@@ -201,36 +213,42 @@ def test_a_closure_of_other_facts_axioms_or_relations_is_named(borders, tmp_path
     monreale = (WD + "Q2656", WDT + "P47", WD + "Q207448")
     with GraphStore.open(None) as store:
         graphs = _graphs(store, borders)
-        ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS)
-        assert monreale in inferred_triples(store)
-        assert coverage_problem(store, [graphs["P47"]]) == (
+        full = ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS).graph
+        assert monreale in inferred_triples(store, full)
+        assert coverage_problem(store, full, [graphs["P47"]]) == (
             "the inferred graph was computed from more relations than these: it covers 2 relations (1917 facts of "
             f"2 gold graphs), axioms {axioms} {onto.digest}, and from P190 too, which these graphs lack")
-        assert coverage_problem(store, [graphs["P47"]], exact=False) is None  # the explorer of a few relations
-        assert coverage_problem(store, sorted(graphs.values()), load_axioms()) == (
+        assert coverage_problem(store, full, [graphs["P47"]], exact=False) is None  # the explorer of a few relations
+        assert coverage_problem(store, full, sorted(graphs.values()), load_axioms()) == (
             f"the inferred graph was computed with other axioms ({axioms} {onto.digest}, not "
             f"{load_axioms().path})")
         graphs = _graphs(store, _edited(borders))  # the same number of P47 facts, one of them another
-        assert coverage_problem(store, sorted(graphs.values()), onto) == (
+        assert coverage_problem(store, full, sorted(graphs.values()), onto) == (
             "the inferred graph was computed from other facts of P47 than these (the data changed since it was "
             "computed)")
-        assert ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS).built
-        assert monreale not in inferred_triples(store)
-        assert (WD + "Q23276", WDT + "P47", WD + "Q207448") in inferred_triples(store)
-        assert coverage_problem(store, sorted(graphs.values()), onto) is None
+        again = ensure_inferred(store, onto, sorted(graphs.values()), RELATIONS)
+        assert again.built and again.graph == full and closure_graphs(store) == [full]  # recomputed in place
+        assert monreale not in inferred_triples(store, full)
+        assert (WD + "Q23276", WDT + "P47", WD + "Q207448") in inferred_triples(store, full)
+        assert coverage_problem(store, full, sorted(graphs.values()), onto) is None
 
 
-def test_a_closure_from_fewer_relations_says_so(borders, tmp_path, caplog):
+def test_a_closure_of_fewer_relations_leaves_that_of_more_as_it_was(borders, tmp_path, caplog):
     axioms = tmp_path / "twins.ttl"
     axioms.write_text(TWINS)
+    onto = load_axioms(axioms)
     with GraphStore.open(None) as store:
-        graphs = _graphs(store, borders)
-        ensure_inferred(store, load_axioms(axioms), sorted(graphs.values()), RELATIONS)
+        graphs = sorted(_graphs(store, borders).values())
+        full = ensure_inferred(store, onto, graphs, RELATIONS)
+        facts = inferred_triples(store, full.graph)
         with caplog.at_level("WARNING", logger="kbc"):
-            ensure_inferred(store, load_axioms(axioms), [graphs["P47"]], RELATIONS)
-    assert [r.getMessage() for r in caplog.records] == [
-        "warning: graph inferred is recomputed from 1 relation (P47); it was computed from 2, and no longer covers "
-        "P190, which its axioms name (kbc kb infer computes it for a whole corpus again)"]
+            few = ensure_inferred(store, onto, ["gold-trex-P47"], RELATIONS)
+        assert few.built and few.graph != full.graph and caplog.records == []  # nothing replaced, nothing to say
+        assert inferred_triples(store, full.graph) == facts and len(facts) == full.facts == 1395
+        assert coverage_problem(store, full.graph, graphs, onto) is None
+        again = ensure_inferred(store, onto, graphs, RELATIONS)
+        assert not again.built and again.graph == full.graph and again.counts == full.counts
+        assert not ensure_inferred(store, onto, ["gold-trex-P47"], RELATIONS).built
 
 
 def test_kb_inferred_reasons_with_the_runs_axioms_only(borders, lama_dir, tmp_path):
@@ -242,16 +260,18 @@ def test_kb_inferred_reasons_with_the_runs_axioms_only(borders, lama_dir, tmp_pa
     p190 = WDT + "P190"
     with GraphStore.open(tmp_path / "store") as store:
         graphs = _graphs(store, borders)
-        ensure_inferred(store, load_axioms(axioms), sorted(graphs.values()), RELATIONS)  # kbc kb infer --axioms
-        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 0
+        sym47 = ensure_inferred(store, load_axioms(axioms), sorted(graphs.values()), RELATIONS)  # kbc kb infer
+        assert sum(p == p190 for _, p, _ in inferred_triples(store, sym47.graph)) == 0
         ctx = PredictorContext(borders, store, tmp_path / "cache", lama_dir)
         shipped = make_kb_inferred("kb-inferred", ctx)
-        assert stored_coverage(store).axioms.endswith(load_axioms().digest)
-        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 673
+        closure = shipped.kb.graphs[-1]
+        assert closure != sym47.graph and stored_coverage(store, closure).axioms.endswith(load_axioms().digest)
+        assert sum(p == p190 for _, p, _ in inferred_triples(store, closure)) == 673
         assert shipped.describe()["axioms"] == f"kb/axioms.ttl {load_axioms().digest}"
         own = make_kb_inferred("kb-inferred", dataclasses.replace(ctx, axioms=str(axioms)))  # kbc run kmir --axioms
-        assert stored_coverage(store).axioms == f"{axioms} {load_axioms(axioms).digest}"
-        assert sum(p == p190 for _, p, _ in inferred_triples(store)) == 0
+        assert own.kb.graphs[-1] == sym47.graph  # the closure under these axioms, as it was
+        assert stored_coverage(store, sym47.graph).axioms == f"{axioms} {load_axioms(axioms).digest}"
+        assert sum(p == p190 for _, p, _ in inferred_triples(store, sym47.graph)) == 0
         assert own.describe()["axioms"] == f"{axioms} {load_axioms(axioms).digest}"
 
 
@@ -333,12 +353,13 @@ def test_kb_stats_counts_every_property_of_the_inferred_graph(lama_dir, tmp_path
     store = ["--store", str(tmp_path / "store")]
     code, out, err = run_kbc(["kb", "infer", "--axioms", str(axioms), "--data-dir", str(data), *store], capsys)
     assert code == 0, err
+    closure = closure_graph(load_axioms(axioms), ["gold-trex"])
     with GraphStore.open(tmp_path / "store") as st:
-        assert st.relations(INFERRED) == {"http://schema.org/birthPlace": 944}
+        assert st.relations(closure) == {"http://schema.org/birthPlace": 944}
     code, out, _ = run_kbc(["kb", "stats", *store], capsys)
     lines = out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("inferred:"))
-    assert lines[at].startswith("inferred: 944 fact triples, 1 relation ")
+    at = next(i for i, line in enumerate(lines) if line.startswith("inferred"))
+    assert lines[at].startswith(f"{closure}: 944 fact triples, 1 relation ")
     assert lines[at + 2] == f"  {'schema:birthPlace':16s} {944:7d}"
 
 
@@ -354,7 +375,116 @@ def test_kmir_kb_inferred_reasons_with_the_runs_axioms(lama_dir, tmp_path, capsy
     config = json.loads((out / "config.json").read_text())
     assert config["predictor_configs"]["trex"]["kb-inferred"]["axioms"] == f"{axioms} {load_axioms(axioms).digest}"
     with GraphStore.open(tmp_path / "cache" / "store") as store:
-        assert stored_coverage(store).axioms == f"{axioms} {load_axioms(axioms).digest}"
+        [closure] = closure_graphs(store)  # the questions' and kb-inferred's: the same graphs, the same axioms
+        assert stored_coverage(store, closure).axioms == f"{axioms} {load_axioms(axioms).digest}"
     code, _, err = run_kbc(argv, capsys)  # the shipped axioms into the same --out
     last = err.strip().splitlines()[-1]
     assert code == 2 and last.startswith(f"error: {out} holds results made with ") and "use another --out" in last
+
+
+# -- one closure per source graphs ------------------------------------------------------------------------
+def _run_p47(lama_dir: Path, out: Path, capsys, relations=RELATIONS) -> bytes:
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", *relations, "--predictors",
+                            "kb-inferred", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    return (out / "predictions" / "trex" / "kb-inferred" / "P47.jsonl").read_bytes()
+
+
+def test_a_run_over_fewer_relations_leaves_the_closure_of_more(lama_dir, tmp_path, capsys, monkeypatch):
+    """A run over P47 after one over P47 and P190, on one store: the closure of both stays, the explorer and
+    `kbcompare.Sides` answer from it, a rerun over both computes nothing, and the P47 run's answers are those of a
+    P47 run on a fresh store."""
+    from kbcompare import Sides
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    store = tmp_path / "cache" / "store"
+    _run_p47(lama_dir, tmp_path / "both", capsys)
+    with GraphStore.open(store) as st:
+        [full] = closure_graphs(st)
+    few = _run_p47(lama_dir, tmp_path / "few", capsys, ["P47"])
+    with GraphStore.open(store) as st:
+        closures = closure_graphs(st)
+        assert full in closures and len(closures) == 2
+        graphs = ["gold-trex-P190", "gold-trex-P47"]
+        assert coverage_problem(st, full, graphs, load_axioms()) is None
+        report = ensure_inferred(st, load_axioms(), graphs, _trex_relations(lama_dir))
+        assert not report.built and report.graph == full
+    with Sides(relations=RELATIONS, data_dir=lama_dir, store=str(store), cache_dir=tmp_path / "cache") as sides:
+        column = next(c for c in sides.ask("Moscow", "P190").columns if c["name"] == "inferred graph")
+    assert column["status"] == "ok" and len(column["answers"]) == 20  # not "partial": the P47 closure is not taken
+    assert column["message"] == (
+        "the inferred graph was built from 2 of the corpus's 41 relations (P190, P47); its axioms also name P103, "
+        "P131, P1376, P1412, P17, P19, P20, P279, P36, P361, P527, P530, whose facts it lacks: objects the other "
+        "relations derive are not in it (kbc kb infer --corpus trex builds it from all)")
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "fresh"))
+    assert _run_p47(lama_dir, tmp_path / "fresh-few", capsys, ["P47"]) == few
+
+
+def test_a_closure_of_an_earlier_version_is_never_read(borders, tmp_path):
+    """The one graph `inferred` earlier versions kept, with its coverage: no reader takes it, and the next closure
+    written drops it."""
+    from kb.reasoning import LEGACY, find_closure, record_coverage
+
+    axioms = tmp_path / "twins.ttl"
+    axioms.write_text(TWINS)
+    onto = load_axioms(axioms)
+    with GraphStore.open(None) as store:
+        graphs = sorted(_graphs(store, borders).values())
+        new = ensure_inferred(store, onto, graphs, RELATIONS)
+        store.update(f"ADD <{graph_iri(new.graph)}> TO <{graph_iri('inferred')}> ; "
+                     f"ADD <{graph_iri(new.provenance)}> TO <{graph_iri('inferred-provenance')}>")
+        record_coverage(store, onto, graphs, "inferred")
+        store.mark_loaded("inferred@sha256:0", "inferred")
+        store.drop_graph(new.graph)
+        store.drop_graph(new.provenance)
+        assert store.graph_names("inferred") == list(LEGACY) and closure_graphs(store) == []
+        assert find_closure(store, graphs).problem == "the store holds no inferred graph"
+        assert ensure_inferred(store, onto, graphs, RELATIONS).built
+        assert store.graph_names("inferred") == [new.graph] and stored_coverage(store, "inferred") is None
+
+
+def test_the_explorer_prefers_the_closure_of_exactly_its_relations(borders, lama_dir, tmp_path):
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from eval.corpora import load_corpus
+
+    axioms = tmp_path / "twins.ttl"
+    axioms.write_text(TWINS + "wdt:P530 a owl:SymmetricProperty .\n")
+    cfg = ExplorerConfig(data_dir=str(lama_dir), relations=RELATIONS, store=str(tmp_path / "store"),
+                         cache_dir=tmp_path / "cache")
+
+    def column(sources: list[str]) -> dict:
+        with GraphStore.open(tmp_path / "store") as store:
+            _graphs(store, load_corpus("trex", lama_dir, ["P530"]))
+            ensure_inferred(store, load_axioms(axioms), sources, [*RELATIONS, "P530"])
+        return _moscow_twins(cfg)
+
+    Explorer.start(cfg).close()  # loads the gold graphs
+    wider = column(["gold-trex-P190", "gold-trex-P47", "gold-trex-P530"])  # kbc kb infer over more relations
+    assert wider["status"] == "ok" and len(wider["answers"]) == 20
+    tail = "objects the other relations derive are not in it (kbc kb infer --corpus trex builds it from all)"
+    assert wider["message"] == f"the inferred graph was built from 3 of the corpus's 41 relations (P190, P47, P530): " \
+                               f"{tail}"
+    exact = column(["gold-trex-P190", "gold-trex-P47"])
+    assert exact["status"] == "ok" and exact["answers"] == wider["answers"]
+    assert exact["message"] == (f"2 closures in the store hold these facts; this one was computed from 2 relations "
+                                f"with {axioms}; the inferred graph was built from 2 of the corpus's 41 relations "
+                                f"(P190, P47); its axioms also name P530, whose facts it lacks: {tail}")
+
+
+def test_among_closures_of_the_same_facts_the_shipped_axioms_answer(borders, lama_dir, tmp_path):
+    from kb.reasoning import find_closure
+
+    axioms = tmp_path / "twins.ttl"
+    graphs = ["gold-trex-P190", "gold-trex-P47"]
+    for i in range(100):  # twins whose closure's name sorts first: the name is not what chooses
+        axioms.write_text(f"{TWINS}# {i}\n")
+        if closure_graph(load_axioms(axioms), graphs) < closure_graph(load_axioms(), graphs):
+            break
+    with GraphStore.open(None) as store:
+        assert sorted(_graphs(store, borders).values()) == graphs
+        twins = ensure_inferred(store, load_axioms(axioms), graphs, RELATIONS).graph
+        shipped = ensure_inferred(store, load_axioms(), graphs, _trex_relations(lama_dir)).graph
+        assert closure_graphs(store) == [twins, shipped]
+        found = find_closure(store, graphs)
+        assert (found.graph, found.exact, found.candidates, found.problem) == (shipped, True, 2, None)
+        assert find_closure(store, graphs, load_axioms(axioms)).graph == twins

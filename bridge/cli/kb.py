@@ -60,33 +60,26 @@ def types(corpus, data_dir, store, as_json) -> None:
                "sampled facts per relation, so computed types see only part of each relation)")
 
 
-@kb.command("infer", short_help="Apply property axioms; new facts to graph `inferred`.")
+@kb.command("infer", short_help="Apply property axioms; new facts to an `inferred-*` graph.")
 @click.option("--axioms", type=PathType(dir_okay=False), default=None,
               help="Turtle file of OWL 2 property axioms (default: the shipped kb/axioms.ttl).")
 @click.option("--corpus", default="trex", show_default=True)
 @data_dir_option
 @store_option
-@click.option("--force", is_flag=True, help="Recompute even when graph `inferred` is up to date.")
+@click.option("--force", is_flag=True, help="Recompute even when the corpus's closure is up to date.")
 @click.option("--owlrl", "with_owlrl", is_flag=True,
               help="Also time owlrl's OWL-RL closure of the same facts and compare its new facts.")
 @click.option("--max-derived", type=IntRange(min=1), default=None,
               help="Stop with an error when the axioms derive more new facts than this "
                    "(default: 10 per input fact, at least 10,000).")
 def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> None:
-    """Apply property axioms (KMIR Table 3) to a corpus; new facts go to graph `inferred`.
+    """Apply property axioms (KMIR Table 3) to a corpus; new facts go to the graph of this closure,
+    `inferred-<12 hex>` (one per corpus graph and axioms file; other closures stay).
 
     Each new fact is recorded with the axiom and premises that derive it (graph
-    `inferred-provenance`). Counts: the new facts each axiom derives.
+    `provenance-<the same 12 hex>`). Counts: the new facts each axiom derives.
     """
-    from kb.reasoning import (
-        INFERRED,
-        PROVENANCE,
-        ensure_inferred,
-        inferred_triples,
-        load_axioms,
-        owlrl_new_facts,
-        stored_coverage,
-    )
+    from kb.reasoning import ensure_inferred, inferred_triples, load_axioms, owlrl_new_facts, stored_coverage
     from kb.store import fact_quads
 
     ontology = load_axioms(axioms)
@@ -99,10 +92,11 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
             click.echo(f"  {report.kinds.get(name, ''):16s} {name:44s} {n:9d}")
-        click.echo(f"  {report.facts} distinct new facts in graph {INFERRED} (derivations in {PROVENANCE})")
-        coverage = stored_coverage(st)
+        click.echo(f"  {report.facts} distinct new facts in graph {report.graph} (derivations in "
+                   f"{report.provenance})")
+        coverage = stored_coverage(st, report.graph)
         if coverage is not None:
-            click.echo(f"  graph {INFERRED} {coverage.describe()}")
+            click.echo(f"  graph {report.graph} {coverage.describe()}")
         if report.built:
             click.echo(f"  time: closure {report.seconds_closure:.2f} s ({report.rounds} rounds of SPARQL rules), "
                        f"provenance {report.seconds_provenance:.2f} s")
@@ -110,7 +104,7 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
             click.echo("  already inferred for these facts and axioms (--force recomputes)")
         if with_owlrl:
             new, seconds = owlrl_new_facts((q[:3] for q in fact_quads(c.facts, graph)), ontology)
-            same = "the same new facts" if new == inferred_triples(st) else "DIFFERENT new facts"
+            same = "the same new facts" if new == inferred_triples(st, report.graph) else "DIFFERENT new facts"
             click.echo(f"  owlrl OWL-RL closure: {seconds:.2f} s, {len(new)} new facts ({same})")
 
 

@@ -60,17 +60,17 @@ def register(kb: click.Group) -> None:
     @store_option
     def stats(store) -> None:
         """Triples per relation in each gold graph (one per corpus, or corpus and relation), extracted and
-        inferred graph; for `inferred`, the relations and axioms it was computed from."""
+        inferred graph; for each closure (`inferred-<12 hex>`), the relations and axioms it was computed from."""
         from rdflib import RDF
 
         from eval.relations import relation_id
         from kb.extraction.kb_build import GRAPHS
-        from kb.reasoning import INFERRED, stored_coverage
+        from kb.reasoning import closure_graphs, stored_coverage
         from kb.store import REL_NS, graph_iri, relation_key
 
         with open_cli_store(store, filled_by="kbc kb load") as st:
-            inferred = [INFERRED] if INFERRED in st.graph_names(INFERRED) else []
-            for graph in (*st.graph_names("gold"), *GRAPHS, *inferred):
+            closures = closure_graphs(st)
+            for graph in (*st.graph_names("gold"), *GRAPHS, *closures):
                 rows = st.select(  # every predicate but labels and the statements of provenance and confidence
                     f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
                     f"FILTER(?p != rdfs:label && !STRSTARTS(STR(?p), \"{RDF}\") && (STRSTARTS(STR(?p), "
@@ -81,10 +81,10 @@ def register(kb: click.Group) -> None:
                 n_rel = f"{len(rows)} relation{'' if len(rows) == 1 else 's'}"
                 click.echo(f"{graph}: {total} fact triples, {n_rel} (labels and provenance not counted); "
                            f"built from {', '.join(versions) or '-'}")
-                if graph == INFERRED:
-                    coverage = stored_coverage(st)
+                if graph in closures:
+                    coverage = stored_coverage(st, graph)
                     click.echo(f"  {coverage.describe()}: {' '.join(sorted(coverage.relations))}" if coverage else
-                               "  coverage unknown (cut short, or built by an older kbcompare): rebuild it with "
-                               "`kbc kb infer --force`")
+                               "  coverage unknown (its build was cut short): the next run over its source graphs "
+                               "computes it again")
                 for p, n in rows:
                     click.echo(f"  {relation_id(relation_key(str(p))):16s} {int(n):7d}")

@@ -261,8 +261,9 @@ class KmirExperiment:
         if store is None:
             raise ConfigError("kmir questions need the run's graph store")
         sources = corpus_graphs(store, given.corpus)
-        ensure_inferred(store, self.ontology, sources, known_relations=known_relations(given.corpus, given.data_dir))
-        inferred = read_inferred(store, sources)
+        closure = ensure_inferred(store, self.ontology, sources,
+                                  known_relations=known_relations(given.corpus, given.data_dir))
+        inferred = read_inferred(store, sources, closure.graph)
         instance_of = self._types(given.data_dir)
         if instance_of:
             ensure_instance_of(store, instance_of)

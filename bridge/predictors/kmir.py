@@ -1,9 +1,9 @@
 """`kb` and `kb-inferred`: the graph store as a predictor, without and with the facts the axioms derive.
 
 Both read the run's per-relation gold graphs (`gold-<corpus>-<relation>`); `kb-inferred` reads
-the graph `inferred` as well (`kb.reasoning.ensure_inferred` over those gold graphs: `kbc run kmir`
-reasons with its `--axioms` before any predictor is built; elsewhere, when the store holds no
-inferred graph computed from these facts, the shipped axioms are applied).
+the closure of those gold graphs as well (`kb.reasoning.ensure_inferred`: `kbc run kmir` reasons
+with its `--axioms` before any predictor is built; elsewhere the shipped axioms are applied,
+computing the closure when the store holds none of these facts).
 
 Object queries get the objects the graphs hold for (subject, relation): every one is held, so all score 1.0, come in
 label order, all of them whatever the answer depth (one tie is never cut), and share their tie
@@ -25,7 +25,6 @@ from bridge.run.options import declares
 from eval.lama import Corpus
 from eval.types import Answer, Entity, Prediction, Query
 from kb.kmir_answer import TYPES_GRAPH, KmirKB
-from kb.reasoning import INFERRED
 from kb.store import GraphStore, entity_id
 
 CLOSED_WORLD = "closed_world"  # `Prediction.extra` key: the question was looked up, so no answer means no choice holds
@@ -129,15 +128,17 @@ def make_kb(name: str, ctx: PredictorContext) -> KmirKBPredictor:
 
 @declares()
 def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
-    """The gold graphs of the corpus and the graph `inferred`."""
+    """The gold graphs of the corpus and their closure under the axioms."""
     from kb.reasoning import ensure_inferred, load_axioms
 
     ontology = load_axioms(ctx.axioms)
     by_relation = relation_graphs(ctx.store, ctx.corpus)
     graphs = sorted(by_relation.values())
-    if graphs:  # computed again unless the store's is the closure of these facts under these axioms
-        ensure_inferred(ctx.store, ontology, graphs, known_relations=known_relations(ctx.corpus, ctx.data_dir))
-    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, INFERRED], _types(ctx.store)), by_relation,
+    closure = []
+    if graphs:  # computed unless the store holds the closure of these facts under these axioms
+        closure = [ensure_inferred(ctx.store, ontology, graphs,
+                                   known_relations=known_relations(ctx.corpus, ctx.data_dir)).graph]
+    return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, *closure], _types(ctx.store)), by_relation,
                            f"{ctx.axioms or 'kb/axioms.ttl'} {ontology.digest}")
 
 

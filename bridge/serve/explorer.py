@@ -152,7 +152,9 @@ class Explorer:
                 log.warning("predictor %s (%s) not available: %s", p.name, shown(p.spec), exc)
             self.columns.append(column)
         self.index = self._open_index(cfg.text_index)
-        self.has_inferred = "inferred" in self.store.graph_names("inferred")
+        from kb.reasoning import closure_graphs
+
+        self.has_inferred = bool(closure_graphs(self.store))
         self.subjects: dict[str, list[Entity]] = {}  # label -> the corpus's subjects carrying it
         self.by_subject: dict[str, list[Fact]] = {}  # subject label -> its facts (evidence sentences)
         for fact in corpus.facts:

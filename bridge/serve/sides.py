@@ -30,7 +30,7 @@ log = logging.getLogger("kbc")
 K_MAX = 100
 EVIDENCE_K = 5
 NOT_CONFIGURED = "not configured"
-PARTIAL = "partial"  # the inferred graph was built from fewer relations than asked: said, never answered from
+PARTIAL = "partial"  # no closure of the served facts, only one of fewer relations or other facts: said, not used
 SENTENCE_CHARS = 240
 # longest subject and cloze taken: far above any corpus label, far below what a model's input must cut
 MAX_SUBJECT_CHARS = 300
@@ -315,14 +315,13 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                                _store_changed(explorer)))
     if query.relation == "cloze":
         return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
-    from kb.reasoning import AXIOM, CONCLUSION, PROVENANCE, coverage_problem, stored_coverage
+    from kb.reasoning import AXIOM, CONCLUSION, find_closure, provenance_graph
 
-    if not hasattr(explorer, "inferred_problem"):  # checked once: a partial graph must not answer as complete
-        # a graph computed from more relations than served (kbc kb infer over the corpus) may answer for these
-        problem = coverage_problem(explorer.store, explorer.gold_graphs, exact=False)
-        coverage = stored_coverage(explorer.store) if problem else None
-        if coverage is not None:  # the axioms file's digest is for the build's record, not for this note
-            problem = problem.replace(f", axioms {coverage.axioms}", "")
+    if not hasattr(explorer, "inferred_problem"):  # chosen once: a partial closure must not answer as complete
+        # the closure of exactly the served relations, else one of more (kbc kb infer over the corpus)
+        explorer.inferred_closure = closure = find_closure(explorer.store, explorer.gold_graphs)
+        # the axioms file's digest is for the build's record, not for this note
+        problem = closure.problem and re.sub(r", axioms .*? sha256:[0-9a-f]{64}", "", closure.problem)
         store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""
         explorer.inferred_problem = problem and (f"{problem}; build it for this corpus: kbc kb infer --corpus "
                                                  f"{explorer.corpus.name}{_data_dir_flag(explorer)}{store}")
@@ -333,9 +332,10 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
         explorer.inferred_note = _coverage_note(explorer)
 
     found: dict[str, dict] = {}
+    prov = graph_iri(provenance_graph(explorer.inferred_closure.graph))
     for iri in entity_iris(explorer, query.known.label):
         rows = explorer.store.select(INFERRED_QUERY.format(
-            prov=graph_iri(PROVENANCE), axiom=AXIOM, conclusion=CONCLUSION, label=RDFS.label,
+            prov=prov, axiom=AXIOM, conclusion=CONCLUSION, label=RDFS.label,
             rdf_subject=RDF.subject, rdf_predicate=RDF.predicate, rdf_object=RDF.object, subject=iri,
             relation=relation_iri(query.relation), graph_ns=GRAPH_NS))
         for o, name, o_label in rows:
@@ -375,20 +375,27 @@ def _data_dir_flag(explorer: Explorer) -> str:
 
 
 def _coverage_note(explorer: Explorer) -> str:
-    """What the inferred graph lacks when it was built from fewer relations than the corpus has ("" when none):
-    objects the other relations would derive are missing, so "no derived object" is not "none exists"."""
+    """Which closure answers where several could, and what it lacks when it was built from fewer relations than the
+    corpus has ("" when neither): objects the other relations would derive are missing, so "no derived object" is
+    not "none exists"."""
     from eval.lama import relation_ids
-    from kb.reasoning import stored_coverage
 
-    coverage = stored_coverage(explorer.store)
+    found = explorer.inferred_closure
+    coverage = found.coverage
+    which = ""
+    if coverage is not None and found.candidates > 1:
+        which = (f"{found.candidates} closures in the store hold these facts; this one was computed from "
+                 f"{len(coverage.relations)} relation{'' if len(coverage.relations) == 1 else 's'} with "
+                 f"{coverage.axioms.rpartition(' ')[0]}")
     corpus = relation_ids(explorer.corpus.name, explorer.data_dir) or explorer.relations
     if coverage is None or len(coverage.relations) >= len(corpus):
-        return ""
+        return which
     lacking = sorted(r for r in corpus if r in coverage.named and r not in coverage.relations)
     named = f"; its axioms also name {', '.join(lacking)}, whose facts it lacks" if lacking else ""
-    return (f"the inferred graph was built from {len(coverage.relations)} of the corpus's {len(corpus)} relations "
-            f"({', '.join(sorted(coverage.relations))}){named}: objects the other relations derive are not in it "
-            f"(kbc kb infer --corpus {explorer.corpus.name} builds it from all)")
+    return _joined(which, f"the inferred graph was built from {len(coverage.relations)} of the corpus's "
+                          f"{len(corpus)} relations ({', '.join(sorted(coverage.relations))}){named}: objects the "
+                          f"other relations derive are not in it (kbc kb infer --corpus {explorer.corpus.name} "
+                          "builds it from all)")
 
 
 def _sentence(explorer: Explorer, subject: str, obj: str) -> str | None:
