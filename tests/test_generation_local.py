@@ -385,3 +385,16 @@ def test_a_t5_model_names_no_context_limit(t5_dir):
     loaded = load(str(t5_dir), "seq2seq")
     gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m", seq2seq=True)
     assert gen.context is None
+
+
+def test_the_printed_exact_match_table_names_its_setting(gpt2_dir, lama_dir, tmp_path, capsys):
+    """Exact match is scored raw and filtered: the printed table says which it shows, as summary.md does."""
+    from cli_support import run_kbc
+
+    for setting in ("filtered",):  # not the default: the line cannot hold it by chance
+        code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "2",
+                                  "--predictors", f"g={gpt2_dir}", "--set", "g.answer=generate", "--set",
+                                  "g.max_new_tokens=2", "--setting", setting, "--data-dir", str(lama_dir),
+                                  "--out", str(tmp_path / setting), "--bootstrap", "0"], capsys)
+        assert code == 0, err
+        assert f"Exact match (%), setting {setting}, shared facts" in out.splitlines()

@@ -399,8 +399,11 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     if headline_table:  # none when every predictor answered by generation (no ranking: exact match below)
         click.echo(f"{title}, setting {setting}, shared {unit}")
         click.echo(headline_table)
+    # where the run scores raw and filtered, each table says which it shows, as the headline's does
+    scored = getattr(experiment, "scored_settings", ("raw", "filtered"))
+    which = f", setting {setting}" if len(scored) > 1 else ""
     for extra in shown_extra(experiment, rows):
-        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}, shared {counted(experiment, extra)}")
+        click.echo(f"\n{METRIC_NAMES.get(extra, extra)}{which}, shared {counted(experiment, extra)}")
         click.echo(table(rows, extra, setting, "shared", relations=relation_info(config),
                          open_spaces=open_spaces(config), unit=counted(experiment, extra)))
     from bridge.predictors.registry import upper_bound_note
