@@ -112,8 +112,8 @@ def test_a_prompt_longer_than_the_context_and_a_wrong_model_name_say_the_fix(ser
             ["word " * 300], params)
     assert str(caught.value) == (
         f"{server.url}/completions: HTTP 500 (Internal Server Error); the server's log says why (a prompt and answer "
-        "longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
-        "max_new_tokens)")
+        "longer than the model's context are a common cause; this prompt is 1,500 characters: fewer shots, a shorter "
+        "prompt or a smaller max_new_tokens)")
     with pytest.raises(ServerError) as caught:
         ServedGenerator(ServerSettings(server.url, "gpt-x", api="completions")).generate(["q"], params)
     assert str(caught.value) == (
