@@ -131,3 +131,23 @@ def test_a_server_url_with_and_without_its_trailing_slash_is_one_predictor(serve
     assert code == 0, err
     assert config(out)["predictor_specs"]["llm"]["spec"] == server.url
 
+
+@pytest.mark.parametrize(("value", "sequences"), [
+    (".|\\n", (".", "\n")), ("a\\|b|c", ("a|b", "c")), ("\\\\|x", ("\\", "x")), ("\\t", ("\t",)), ("|", ("", "")),
+    ("Antwort:|Ende", ("Antwort:", "Ende"))])
+def test_stop_sequences_split_at_each_bar_but_an_escaped_one(value, sequences):
+    from bridge.predictors.generation import stop_sequences
+
+    assert stop_sequences(value) == sequences
+
+
+def test_a_stop_sequence_holding_a_bar_reaches_the_server_and_a_broken_escape_is_one_error_line(server, lama_dir,
+                                                                                              tmp_path, capsys):
+    code, _, err = run_kbc(args(server.url, lama_dir, tmp_path / "run", "--set", "llm.model=tiny", "--set",
+                                "llm.stop=A\\|B|\\n", limit=1), capsys)
+    assert code == 0, err
+    assert [body["stop"] for body in server.bodies] == [["A|B", "\n"]]
+    code, _, err = run_kbc(args(server.url, lama_dir, tmp_path / "other", "--set", "llm.model=tiny", "--set",
+                                "llm.stop=end\\"), capsys)
+    assert (code, err.splitlines()[-1]) == (2, "error: --set llm.stop=end\\: \\ at end of string (write a backslash "
+                                               "as \\\\, a | within a stop sequence as \\|)"), err

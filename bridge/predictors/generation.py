@@ -43,7 +43,7 @@ GENERATION_OPTIONS = (
     Option("question_file", "questions per relation (CSV Relation,PromptTemplate with {subject_entity})", "path"),
     Option("temperature", "sampling temperature (0: greedy)", "float", default="0", minimum=0),
     Option("top_p", "nucleus sampling mass", "float", default="1", minimum=0, maximum=1),
-    Option("stop", "stop sequences, separated by |", "str"),
+    Option("stop", "stop sequences, separated by | (\\| is a | of a sequence; \\n a newline)", "str"),
     Option("seed", "sampling seed", "int", default="0"),
 )
 GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
@@ -127,9 +127,33 @@ def resolve_server(name: str):
     return make_served if is_server(name) else None
 
 
+def stop_sequences(value: str, where: str = "stop") -> tuple[str, ...]:
+    """`stop=A|B` as its stop sequences: split at each `|` but an escaped one (`\\|`, a `|` of the sequence), each
+    read with Python's escapes (`\\n` a newline, `\\t` a tab, `\\\\` a backslash); an escape that is none is
+    one `error:` line."""
+    parts, current, i = [], "", 0
+    while i < len(value):
+        if value[i] == "\\" and i + 1 < len(value):
+            current += "|" if value[i + 1] == "|" else value[i:i + 2]  # an escape is read below, whole
+            i += 2
+            continue
+        if value[i] == "|":
+            parts.append(current)
+            current = ""
+        else:
+            current += value[i]
+        i += 1
+    parts.append(current)
+    try:
+        return tuple(part.encode().decode("unicode_escape") for part in parts)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--set {where}={value}: {exc.reason} (write a backslash as \\\\, a | within a stop "
+                          "sequence as \\|)") from None
+
+
 def params_of(ctx: PredictorContext) -> GenerationParams:
     o = ctx.options
-    stop = tuple(s.encode().decode("unicode_escape") for s in o["stop"].split("|")) if o.get("stop") else ()
+    stop = stop_sequences(o["stop"], f"{ctx.name}.stop" if ctx.name else "stop") if o.get("stop") else ()
     return GenerationParams(max_new_tokens=int(o.get("max_new_tokens", MAX_NEW_TOKENS)),
                             beams=int(o.get("beams", 1)) if o.get("answer") == "generate" else 1,
                             temperature=float(o.get("temperature", 0)), top_p=float(o.get("top_p", 1)),
