@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 
 from eval.errors import ConfigError
 
+# the longest answer written by default, local or served: LM-KBC's baseline writes 64 tokens, room for a list of
+# objects; one answer stops at its first line (`eval.answer_text`), so a longer cap costs it nothing
+MAX_NEW_TOKENS = 64
+
 
 @dataclass(frozen=True)
 class GenerationParams:
     """What changes a generation (part of each cached response's key)."""
 
-    max_new_tokens: int = 32
+    max_new_tokens: int = MAX_NEW_TOKENS
     beams: int = 1
     temperature: float = 0.0
     top_p: float = 1.0

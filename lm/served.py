@@ -1,21 +1,25 @@
 """A client of any OpenAI-compatible server (vLLM, TGI, llama.cpp, Ollama, `transformers serve`, OpenAI).
 
 `/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
-`concurrency` at a time), each with a timeout; timeouts and the answers of a busy server or a gateway (429, 502,
-503, 504) are retried with exponential backoff. A server that cannot be reached, refuses the key (401/403), does
-not know the model (400 or 404: the names it lists are given), fails on the request itself (500: the same request
-fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's context) or
-answers something that is not a completion stops the run with one `ServerError` line naming the URL, the server's
-own message and the fix. A Ctrl-C is taken while waiting for answers only: every answer that came is handed over.
-The key is read from the environment variable named by the user and only ever sent in the Authorization header.
-What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
+`concurrency` at a time), each with a timeout; timeouts, connections the server closed without answering and the
+answers of a busy server or a gateway (429, 502, 503, 504) are retried with exponential backoff, or after the
+`Retry-After` the server names (at most `RETRY_AFTER_MAX` seconds). A server that cannot be reached, refuses the key
+(401/403), does not know the model (400 or 404: the names it lists are given), fails on the request itself (500: the
+same request fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's
+context) or answers something that is not a completion stops the run with one `ServerError` line naming the URL, the
+server's own message and the fix. A Ctrl-C is taken while waiting for answers only: every answer that came is handed
+over. The key is read from the environment variable named by the user and only ever sent in the Authorization
+header. What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
 `system_fingerprint`) is read for a response cache shared across runs; many servers say nothing there that changes
 with the weights.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import logging
+import math
 import os
 import re
 import signal
@@ -33,6 +37,10 @@ from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
 RETRY_STATUS = frozenset({429, 502, 503, 504})  # busy, or a gateway before it: the same request may work later
+RETRY_AFTER_MAX = 60.0  # seconds: the longest wait a server's `Retry-After` gets
+# a connection the server closed or reset without an answer (a restart, a proxy's idle cut): asked again
+DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
+           http.client.IncompleteRead)
 SHOWN = 200  # characters of a server's message in an error line
 LISTED = 10  # model names of a server's list in an error line
 
@@ -155,6 +163,8 @@ class ServedGenerator:
                 raise ServerError(f"--set {settings.option_prefix}key_env={settings.key_env}: that environment "
                                   "variable is not set; export it with the server's API key")
         self.sent = self.failed = self.retried = 0
+        self.answered = 0  # requests the server answered with a completion: a later bare 500 is no template's fault
+        self._waits_told = False  # a server's `Retry-After` is said on stderr once
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
         self._listed: tuple[dict | None] | None = None  # `listed()`, once asked
@@ -181,6 +191,7 @@ class ServedGenerator:
         data = None if body is None else json.dumps(body).encode()
         shown = recorded_url(endpoint)  # what the messages name
         count = self._count if body is not None else (lambda name: None)
+        tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
         for attempt in range(s.retries + 1):
             request = urllib.request.Request(endpoint, data=data, headers=headers,
                                              method="GET" if body is None else "POST")
@@ -193,28 +204,34 @@ class ServedGenerator:
                 detail = server_message(exc.read(8192))
                 if exc.code in RETRY_STATUS and attempt < s.retries:
                     count("retried")
-                    self.sleep(s.backoff * 2 ** attempt)
+                    self.sleep(self._wait(attempt, exc.code, exc.headers.get("Retry-After") if exc.headers else None,
+                                          shown))
                     continue
                 count("failed")
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
                 served = self._other_models() if exc.code in (400, 404) else ""
+                asked = _asked_length(body)
                 # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
-                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s)
+                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s, self.answered, asked)
                 kind = ServerUnavailable if failed else ServerError
-                raise kind(_http_message(shown, exc.code, detail, s) + served) from None
-            except (TimeoutError, OSError) as exc:
+                raise kind(_http_message(shown, exc.code, detail, s, self.answered, asked) + served) from None
+            except (TimeoutError, OSError, http.client.HTTPException) as exc:
                 reason = getattr(exc, "reason", exc)
-                if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-                    if attempt < s.retries:
-                        count("retried")
-                        self.sleep(s.backoff * 2 ** attempt)
-                        continue
-                    count("failed")
-                    tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+                timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
+                dropped = isinstance(reason, DROPPED)
+                if (timed_out or dropped) and attempt < s.retries:
+                    count("retried")
+                    self.sleep(s.backoff * 2 ** attempt)
+                    continue
+                count("failed")
+                if timed_out:
                     raise ServerUnavailable(f"{shown}: no answer within {s.timeout:g} s ({tries}); raise --set "
                                             f"{s.option_prefix}timeout=SECONDS or ask a less busy server") from None
-                count("failed")
+                if dropped:
+                    raise ServerUnavailable(f"{shown}: the server closed the connection without an answer "
+                                            f"({_reason_text(reason)}; {tries}); check that it is still running"
+                                            ) from None
                 raise ServerUnavailable(f"{shown}: cannot reach the server ({reason}); start it, or check the URL"
                                   ) from None
         try:
@@ -225,6 +242,21 @@ class ServedGenerator:
                 raise _Unlisted from None
             raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
+
+    def _wait(self, attempt: int, code: int, after: str | None, shown: str) -> float:
+        """Seconds before retry `attempt + 1`: what the server's `Retry-After` asks (at most `RETRY_AFTER_MAX`, said
+        on stderr once per generator), else the exponential backoff."""
+        asked = retry_after(after)
+        if asked is None:
+            return self.settings.backoff * 2 ** attempt
+        wait = min(asked, RETRY_AFTER_MAX)
+        with self._lock:
+            told, self._waits_told = self._waits_told, True
+        if not told:
+            capped = f" (waiting at most {RETRY_AFTER_MAX:g} s)" if asked > RETRY_AFTER_MAX else ""
+            logging.getLogger("kbc").warning("%s: HTTP %d asks to retry after %g s%s; its retries wait as asked",
+                                             shown, code, asked, capped)
+        return wait
 
     def _models(self) -> list[dict]:
         """The entries of the server's `GET /v1/models`; none where it has no such list."""
@@ -276,6 +308,7 @@ class ServedGenerator:
             self._count("failed")
             raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
+        self._count("answered")
         usage = answer.get("usage") or {}
         system = answer.get("system_fingerprint")
         return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
@@ -386,25 +419,65 @@ def server_message(raw: bytes) -> str:
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
 
 
-def _hint(code: int, detail: str, s: ServerSettings) -> str:
+def retry_after(value: str | None) -> float | None:
+    """The seconds a `Retry-After` header asks to wait (a number of seconds, or an HTTP date); None where it names
+    none that can be read."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        from datetime import UTC, datetime
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _reason_text(reason: BaseException) -> str:
+    """A dropped connection in words: http.client's own message, else the exception's name."""
+    return str(reason) or type(reason).__name__
+
+
+def _asked_length(body: dict | None) -> int | None:
+    """Characters of the prompt a request sent (its chat turns' contents together); None for a GET."""
+    if body is None:
+        return None
+    if "prompt" in body:
+        return len(str(body["prompt"]))
+    return sum(len(str(m.get("content", ""))) for m in body.get("messages") or () if isinstance(m, dict))
+
+
+def _hint(code: int, detail: str, s: ServerSettings, answered: int = 0, asked: int | None = None) -> str:
     """The likely fix of a request the server fails on: chat turns to a model without a chat template (named so by
-    the server, or an HTTP 500 with no message of its own, as `transformers serve` answers); a prompt longer than the
-    model's context (such a bare HTTP 500 on completions). A 500 with a message of its own gets no guess."""
+    the server, or an HTTP 500 with no message of its own, as `transformers serve` answers, before any chat turn of
+    the run was answered); a prompt longer than the model's context (such a bare HTTP 500 on completions, or on chat
+    turns after others were answered: the template works). A 500 with a message of its own gets no guess."""
     bare = code == 500 and detail.lower() in ("", "internal server error")  # the server's own message says more
-    if s.api == "chat":
-        if "chat template" in detail.lower() or "chat_template" in detail.lower():
-            return "; the model has no chat template: use api=completions (plain text)"
-        if bare:
-            return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
-                    "api=completions)")
+    if s.api == "chat" and ("chat template" in detail.lower() or "chat_template" in detail.lower()):
+        return "; the model has no chat template: use api=completions (plain text)"
+    if not bare:
         return ""
-    if bare:
-        return ("; the server's log says why (a prompt and answer longer than the model's context are a common "
-                "cause: fewer shots, a shorter prompt or a smaller max_new_tokens)")
-    return ""
+    length = f"; this prompt is {asked:,} character{'' if asked == 1 else 's'}" if asked is not None else ""
+    too_long = (f"a prompt and answer longer than the model's context are a common cause{length}: fewer shots, a "
+                "shorter prompt or a smaller max_new_tokens")
+    if s.api == "chat" and not answered:
+        return ("; the server's log says why (a model without a chat template fails so on chat turns: then use "
+                f"api=completions; else {too_long})")
+    if s.api == "chat":
+        return (f"; the server's log says why ({answered:,} chat request{'' if answered == 1 else 's'} of this run "
+                f"{'was' if answered == 1 else 'were'} answered, so the chat template works; {too_long})")
+    return f"; the server's log says why ({too_long})"
 
 
-def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> str:
+def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings, answered: int = 0,
+                  asked: int | None = None) -> str:
     if code in (401, 403):
         fix = (f"check the key in ${s.key_env}" if s.key_env else
                f"give the key's environment variable with --set {s.option_prefix}key_env=NAME")
@@ -412,4 +485,4 @@ def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings) -> s
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
                 f"--set {s.option_prefix}model={s.model}")
-    return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s)}"
+    return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s, answered, asked)}"

@@ -11,9 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lm.local_server import free_port
 
-__all__ = ["Scripted", "completion", "free_port"]
+__all__ = ["DROP", "Scripted", "completion", "free_port"]
 
-Reply = tuple[int, object]  # (HTTP status, a JSON-able body or raw bytes)
+# (HTTP status, a JSON-able body or raw bytes), or with the headers to send as a third item (Retry-After)
+Reply = tuple[int, object] | tuple[int, object, dict[str, str]]
+DROP = 0  # as a reply's status: the connection is closed without an answer (a server restarting, a proxy's cut)
 
 
 def completion(text: str, api: str, prompt_tokens: int = 3, completion_tokens: int = 2) -> dict:
@@ -25,7 +27,8 @@ def completion(text: str, api: str, prompt_tokens: int = 3, completion_tokens: i
 
 
 class Scripted:
-    """Answers each POST with `script(path, body, n)` (n: the request's number, from 1); records every body.
+    """Answers each POST with `script(path, body, n)` (n: the request's number, from 1), or drops the connection
+    where its status is `DROP`; records every body.
     `GET /v1/models` lists `models` (the entries, which a test may change) where given, else answers 404."""
 
     def __init__(self, script: Callable[[str, dict, int], Reply], delay: float = 0.0,
@@ -47,10 +50,13 @@ class Scripted:
                     owner.peak = max(owner.peak, owner.active)
                 if owner.delay:
                     time.sleep(owner.delay)
-                status, reply = owner.script(self.path, body, n)
+                status, reply, *headers = owner.script(self.path, body, n)
                 with owner.lock:
                     owner.active -= 1
-                self._send(status, reply)
+                if status == DROP:
+                    self.close_connection = True
+                    return
+                self._send(status, reply, *headers)
 
             def do_GET(self) -> None:  # noqa: N802
                 if owner.models is None or self.path != "/v1/models":
@@ -60,11 +66,13 @@ class Scripted:
                     owner.listed += 1
                 self._send(200, {"object": "list", "data": owner.models})
 
-            def _send(self, status: int, reply) -> None:
+            def _send(self, status: int, reply, headers: dict[str, str] | None = None) -> None:
                 data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
+                    for key, value in (headers or {}).items():
+                        self.send_header(key, value)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)

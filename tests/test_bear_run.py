@@ -256,3 +256,30 @@ def test_statement_scoring_says_it_scores_statements_by_pll(bear_root, tmp_path,
     said = [m for level, m in kbc_log if level == logging.INFO and "scoring path" in m]
     assert said == [f"{bert}: statements scored by PLL (within_word_l2r), each masked copy's logits by masked-LM "
                     "scoring path last-layer+head-at-mask (float32 on cpu)"]
+
+
+def test_a_generating_predictor_answers_bears_questions_openly_scored_by_exact_match(bear_root, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """docs/bear.md: no multiple choice; an open question without the answer space, the answer linked and scored by
+    exact match against the gold."""
+    from served_support import Scripted, completion
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = Scripted(lambda path, body, n: (200, completion("Canada", "chat")))
+    try:
+        code, _, err = run_kbc(["run", "bear", "--relations", "P19", "--predictors", f"llm={server.url}", "--set",
+                                "llm.model=tiny", "--limit", "5", "--data-dir", str(bear_root), "--out",
+                                str(tmp_path / "run"), "--quiet", "--bootstrap", "0"], capsys)
+    finally:
+        server.close()
+    assert code == 0, err
+    records = [json.loads(line) for line in
+               (tmp_path / "run" / "predictions" / "bear" / "llm" / "P19.jsonl").read_text().splitlines()]
+    assert records[0]["prompt"] == [{"role": "user", "content": "Fill in the blank: Wendy McElroy was born in ___."}]
+    # no option is shown: the question alone
+    assert [(r["gold"] == "Canada", r["em_raw"]) for r in records] == [(r["gold"] == "Canada",) * 2 for r in records]
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    em = {r["group"]: r["value"] for r in rows if r["metric"] == "em" and r["setting"] == "raw"
+          and r["scope"] == "own"}
+    assert sum(r["gold"] == "Canada" for r in records) == 1 and em["P19"] == 20.0
+    assert not [r for r in rows if r["metric"] == "p@1" and r["predictor"] == "llm"]

@@ -99,10 +99,13 @@ TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_tem
 @pytest.mark.parametrize(("reply", "api", "message"), [
     # transformers serve: its log says why, its answer does not
     (b"Internal Server Error", "chat", "HTTP 500 (Internal Server Error); the server's log says why (a model without "
-     "a chat template fails so on chat turns: then use api=completions)"),
+     "a chat template fails so on chat turns: then use api=completions; else a prompt and answer longer than the "
+     "model's context are a common cause; this prompt is 1 character: fewer shots, a shorter prompt or a smaller "
+     "max_new_tokens)"),
     # a prompt longer than gpt2's 256 positions on /v1/completions: the same bare answer
     (b"Internal Server Error", "completions", "HTTP 500 (Internal Server Error); the server's log says why (a prompt "
-     "and answer longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
+     "and answer longer than the model's context are a common cause; this prompt is 1 character: fewer shots, a "
+     "shorter prompt or a smaller "
      "max_new_tokens)"),
     ({"message": "CUDA out of memory", "code": 500}, "completions", "HTTP 500 (CUDA out of memory)"),
     # OpenAI's error shape (vLLM): the message on one line, cut at 200 characters
@@ -131,8 +134,10 @@ def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_fail
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1", "--set", "llm.retries=3")
     code, _, err = run_kbc(argv, capsys)
     assert code == 2 and err.splitlines()[-1] == (
-        f"error: {server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (a "
-        "model without a chat template fails so on chat turns: then use api=completions)")
+        f"error: {server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (3 chat "
+        "requests of this run were answered, so the chat template works; a prompt and answer longer than the model's "
+        "context are a common cause; this prompt is 49 characters: fewer shots, a shorter prompt or a smaller "
+        "max_new_tokens)")
     # prompts 1 to 3 answered (the second after two 503s), the fourth fails at once: 6 requests, 2 of them retries;
     # the five prompts after it were never sent
     assert ("google_re / llm: 9 queries: 3 asked, 0 from the cache, 0 sharing another query's prompt, 1 unanswered, "

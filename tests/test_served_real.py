@@ -100,6 +100,20 @@ def test_weights_swapped_behind_the_same_url_and_name_are_asked_again(chat_gpt2,
     assert [r["generation"] for r in after] != [r["generation"] for r in before]
 
 
+def test_transformers_serve_answers_a_sampled_request_greedily(server, chat_gpt2):
+    """docs/generation.md: `transformers serve` takes a temperature without turning sampling on (gpt2's generation
+    config does not sample), so a seed changes nothing either."""
+    from lm.generation import GenerationParams
+    from lm.served import ServedGenerator, ServerSettings
+
+    gen = ServedGenerator(ServerSettings(server.url, str(chat_gpt2), api="completions"))
+    prompt = ["Dante was born in"]
+    greedy = gen.generate(prompt, GenerationParams(max_new_tokens=8))[0].text
+    sampled = [gen.generate(prompt, GenerationParams(max_new_tokens=8, temperature=1.5, seed=seed))[0].text
+               for seed in (1, 2, 3)]
+    assert greedy.strip() and sampled == [greedy] * 3
+
+
 def test_a_prompt_longer_than_the_context_and_a_wrong_model_name_say_the_fix(server, chat_gpt2):
     """`transformers serve` answers a prompt past gpt2's 256 positions with a bare HTTP 500, and a model name it is
     not pinned to with a 400."""
@@ -112,8 +126,8 @@ def test_a_prompt_longer_than_the_context_and_a_wrong_model_name_say_the_fix(ser
             ["word " * 300], params)
     assert str(caught.value) == (
         f"{server.url}/completions: HTTP 500 (Internal Server Error); the server's log says why (a prompt and answer "
-        "longer than the model's context are a common cause: fewer shots, a shorter prompt or a smaller "
-        "max_new_tokens)")
+        "longer than the model's context are a common cause; this prompt is 1,500 characters: fewer shots, a shorter "
+        "prompt or a smaller max_new_tokens)")
     with pytest.raises(ServerError) as caught:
         ServedGenerator(ServerSettings(server.url, "gpt-x", api="completions")).generate(["q"], params)
     assert str(caught.value) == (

@@ -32,7 +32,7 @@ from eval.lmkbc import NUMERIC
 from eval.question_prompts import STYLES, Example, Prompt, Prompter, read_questions
 from eval.set_rules import parse_number
 from eval.types import Answer, Prediction, Query
-from lm.generation import Generated, GenerationParams
+from lm.generation import MAX_NEW_TOKENS, Generated, GenerationParams
 
 GENERATION_OPTIONS = (
     Option("shots", "examples shown before the question (k-shot), drawn per query, seeded", "int", default="0",
@@ -43,7 +43,7 @@ GENERATION_OPTIONS = (
     Option("question_file", "questions per relation (CSV Relation,PromptTemplate with {subject_entity})", "path"),
     Option("temperature", "sampling temperature (0: greedy)", "float", default="0", minimum=0),
     Option("top_p", "nucleus sampling mass", "float", default="1", minimum=0, maximum=1),
-    Option("stop", "stop sequences, separated by |", "str"),
+    Option("stop", "stop sequences, separated by | (\\| is a | of a sequence; \\n a newline)", "str"),
     Option("seed", "sampling seed", "int", default="0"),
 )
 GEN_PROMPT = Option("prompt", f"prompt style of generation: {', '.join(STYLES)} (see docs/generation.md)", "choice",
@@ -61,10 +61,36 @@ SERVER_OPTIONS = (
            identity=False),
     Option("timeout", "seconds to wait for one response", "float", default="60", minimum=0.1, identity=False),
     Option("concurrency", "requests in flight at once", "int", default="4", minimum=1, maximum=256, identity=False),
-    Option("retries", "retries of a request answered 429, 502, 503 or 504 or timed out, with exponential backoff",
-           "int", default="3", minimum=0, maximum=20, identity=False),
-    Option("max_new_tokens", "longest answer, in tokens", "int", default="64", minimum=1),
+    Option("retries", "retries of a request answered 429, 502, 503 or 504, timed out or dropped by the server, with "
+           "exponential backoff or after the Retry-After it names (at most 60 s)", "int", default="3", minimum=0,
+           maximum=20, identity=False),
+    Option("max_new_tokens", "longest answer, in tokens", "int", default=str(MAX_NEW_TOKENS), minimum=1),
 )
+# the max_new_tokens a local model's generation took by default before it was MAX_NEW_TOKENS (a server's: 64): a run's
+# record without the setting was written so
+LOCAL_TOKENS_BEFORE = 32
+
+
+def applied_options(options: dict[str, str], served: bool, tokens: int = MAX_NEW_TOKENS) -> dict[str, str]:
+    """A generating predictor's options with each generation setting it was not given at its default, as applied
+    (`tokens`: the default max_new_tokens): its identity records them all, so that `config.json` states every
+    setting its answers depend on and a changed default never resumes a run under settings other than its own."""
+    defaults = {"prompt": GEN_PROMPT.default, **{o.key: o.default for o in GENERATION_OPTIONS if o.default},
+                "max_new_tokens": str(tokens)}
+    defaults.update({"api": "chat"} if served else {"beams": "1"})  # a server takes no beams
+    return {**defaults, **options}
+
+
+def recorded_before(seen: dict) -> tuple[dict, list[str]]:
+    """A generating predictor's identity as recorded by an earlier kbc version, which recorded only the options
+    given, with the settings it lacks at the defaults that version applied (a local model's max_new_tokens: 32),
+    and the keys so filled; any other identity as it is."""
+    options = seen.get("options")
+    if not isinstance(options, dict) or not (options.get("answer") == "generate" or is_server(str(seen.get("spec")))):
+        return seen, []
+    served = is_server(str(seen.get("spec")))
+    applied = applied_options(options, served, MAX_NEW_TOKENS if served else LOCAL_TOKENS_BEFORE)
+    return {**seen, "options": dict(sorted(applied.items()))}, sorted(set(applied) - set(options))
 
 
 # how each query of an attempt was answered: asked (a request of this attempt), cached (a cache row another run
@@ -102,10 +128,34 @@ def resolve_server(name: str):
     return make_served if is_server(name) else None
 
 
-def params_of(ctx: PredictorContext, default_tokens: int) -> GenerationParams:
+def stop_sequences(value: str, where: str = "stop") -> tuple[str, ...]:
+    """`stop=A|B` as its stop sequences: split at each `|` but an escaped one (`\\|`, a `|` of the sequence), each
+    read with Python's escapes (`\\n` a newline, `\\t` a tab, `\\\\` a backslash); an escape that is none is
+    one `error:` line."""
+    parts, current, i = [], "", 0
+    while i < len(value):
+        if value[i] == "\\" and i + 1 < len(value):
+            current += "|" if value[i + 1] == "|" else value[i:i + 2]  # an escape is read below, whole
+            i += 2
+            continue
+        if value[i] == "|":
+            parts.append(current)
+            current = ""
+        else:
+            current += value[i]
+        i += 1
+    parts.append(current)
+    try:
+        return tuple(part.encode().decode("unicode_escape") for part in parts)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--set {where}={value}: {exc.reason} (write a backslash as \\\\, a | within a stop "
+                          "sequence as \\|)") from None
+
+
+def params_of(ctx: PredictorContext) -> GenerationParams:
     o = ctx.options
-    stop = tuple(s.encode().decode("unicode_escape") for s in o["stop"].split("|")) if o.get("stop") else ()
-    return GenerationParams(max_new_tokens=int(o.get("max_new_tokens", default_tokens)),
+    stop = stop_sequences(o["stop"], f"{ctx.name}.stop" if ctx.name else "stop") if o.get("stop") else ()
+    return GenerationParams(max_new_tokens=int(o.get("max_new_tokens", MAX_NEW_TOKENS)),
                             beams=int(o.get("beams", 1)) if o.get("answer") == "generate" else 1,
                             temperature=float(o.get("temperature", 0)), top_p=float(o.get("top_p", 1)),
                             stop=stop, seed=int(o.get("seed", 0)))
@@ -582,14 +632,14 @@ def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
     return {e.key: e.label for f in index_ctx.corpus.facts for e in (f.subject, f.object)}
 
 
-def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, default_tokens: int,
-          extra: dict, scope: str | None = None, one_turn: bool = False) -> GenerationPredictor:
+def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, extra: dict, scope: str | None = None,
+          one_turn: bool = False) -> GenerationPredictor:
     from bridge.predictors.kb import is_set_corpus
 
     _set_rule_check(ctx)
     return GenerationPredictor(name, backend, prompter_of(ctx, chat), label_indexes(ctx),
                                _entity_labels(ctx),
-                               many=is_set_corpus(ctx.corpus), params=params_of(ctx, default_tokens), model=model,
+                               many=is_set_corpus(ctx.corpus), params=params_of(ctx), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
                                anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
                                attempt=ctx.attempt, one_turn=one_turn)
@@ -608,7 +658,7 @@ def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredict
         raise ConfigError(f"--set chat=on: {name} has no chat template in its tokenizer; use chat=off")
     style = ctx.options.get("prompt", "question")
     chat = wanted == "on" or (wanted == "auto" and style != "lama" and generator.has_chat_template)
-    return build(name, ctx, LocalBackend(generator), chat=chat, model=name, default_tokens=32,
+    return build(name, ctx, LocalBackend(generator), chat=chat, model=name,
                  extra={"backend": "local", "device": str(generator.device), "dtype": ctx.dtype})
 
 
@@ -626,7 +676,7 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     chat = api == "chat" and o.get("chat", "auto") != "off"
     # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
-    return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"], default_tokens=64,
+    return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"],
                  extra={"backend": "server", **settings.describe()}, scope=scope, one_turn=api == "chat" and not chat)
 
 

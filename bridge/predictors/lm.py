@@ -39,6 +39,7 @@ from bridge.predictors.generation import GEN_PROMPT, GENERATION_OPTIONS
 from bridge.predictors.registry import Factory, PredictorContext
 from bridge.run.options import SET_OPTION, Option, declares, number_option
 from eval.errors import ConfigError, KbcError
+from lm.generation import MAX_NEW_TOKENS
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 VOCABS = ("common", "full", "relation")
@@ -207,10 +208,10 @@ EXTENDED_FILE = Path("prompts") / "coherency" / "relations_autregressive.jsonl"
 ANSWER_OPTION = Option("answer", "rank: score candidates (default); generate: write the answer with `generate`, parse "
                        "it and link it to the corpus's entities", "choice", ("rank", "generate"), "rank")
 GENERATING = "answer=generate"
-GENERATE_LENGTH = Option("max_new_tokens", "answer=generate: longest text written, in tokens", "int", minimum=1,
-                         only_with=GENERATING)
-GENERATE_BEAMS = Option("beams", "answer=generate: beam search width (default 1, greedy)", "int", minimum=1, maximum=64,
-                        only_with=GENERATING)
+GENERATE_LENGTH = Option("max_new_tokens", "answer=generate: longest text written, in tokens", "int",
+                         default=str(MAX_NEW_TOKENS), minimum=1, only_with=GENERATING)
+GENERATE_BEAMS = Option("beams", "answer=generate: beam search width (1: greedy)", "int", default="1", minimum=1,
+                        maximum=64, only_with=GENERATING)
 # a ranking model's options of generation: a model answering by rank would ignore them
 LOCAL_GENERATION = tuple(replace(o, only_with=GENERATING) for o in GENERATION_OPTIONS)
 

@@ -150,7 +150,7 @@ def shown_spec(config: dict, predictor: str) -> str:
 # what a generating predictor's answers depend on besides its model, as a run records it (`predictor_configs`; a
 # question file among the options): two runs of one model are told apart by those they differ in
 GENERATION_SETTINGS = ("prompt", "question_file", "shots", "shots_seed", "chat", "max_new_tokens", "temperature",
-                       "top_p", "beams", "stop", "seed")
+                       "top_p", "beams", "stop", "seed", "api")
 
 
 def generation_settings(config: dict, predictor: str) -> dict:

@@ -124,9 +124,12 @@ class PlannedPredictor:
         if LMKBC in cfg.corpora and not self.options.get("set"):
             ident["sets"] = ALL_ANSWERS  # every answer it has, whatever the depth (once: its top `depth`)
         if self.options.get("answer") == "generate" or served:
+            from bridge.predictors.generation import applied_options
             from eval.answer_text import ANSWER_RULE
 
             ident["answer_rule"] = ANSWER_RULE  # how its generations are read: answers of two rules never mix
+            # every setting of its generation as applied, defaults included
+            ident["options"] = dict(sorted(applied_options(ident["options"], served).items()))
         return ident
 
 
@@ -418,7 +421,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     config["settings"] = settings
     for p in plan.predictors:
         ident = p.identity(cfg, plan.data_dir)
-        seen = config["predictor_specs"].get(p.name)
+        seen, filled = recorded_identity(config["predictor_specs"].get(p.name))
         before = (seen or {}).get("files", {})
         changed = [k for k, v in ident.get("files", {}).items() if before.get(k) not in (None, v)]
         if changed and {**seen, "files": {}} == {**ident, "files": {}}:
@@ -462,6 +465,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   "of the label tied (Lisbon, New Hampshire for Lisbon, Portugal), so coherency and "
                                   "the records judged the wrong entity; use another --out to score it with one "
                                   "answer per entity")
+            tokens = (seen.get("options") or {}).get("max_new_tokens")
+            if "max_new_tokens" in filled and _differs_only_in_option(seen, ident, "max_new_tokens"):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} wrote its answers there with max_new_tokens="
+                                  f"{tokens}, the default of an earlier kbc version (now "
+                                  f"{ident['options']['max_new_tokens']}); add --set {p.name}.max_new_tokens={tokens} "
+                                  "to resume it, or use another --out")
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")
@@ -545,6 +554,30 @@ def same_content(seen: dict, ident: dict) -> bool:
         return {**ident, "spec": None if "spec" in hashed else ident.get("spec"), "options": options}
 
     return seen.get("files") == ident.get("files") and path_free(seen) == path_free(ident)
+
+
+def recorded_identity(seen: dict | None) -> tuple[dict | None, list[str]]:
+    """A predictor identity as `config.json` recorded it, read as today's records it: a server's URL as its API root
+    (`http://host/v1/` and `http://host/v1` ask the same server), a generating predictor's settings that an earlier
+    kbc version left out at the defaults it applied (`recorded_before`); with the options so filled."""
+    if not isinstance(seen, dict):
+        return seen, []
+    from bridge.predictors.generation import is_server, recorded_before
+
+    spec = seen.get("spec")
+    if isinstance(spec, str) and is_server(spec):
+        from lm.served import api_root
+
+        seen = {**seen, "spec": api_root(spec)}
+    return recorded_before(seen)
+
+
+def _differs_only_in_option(seen: dict, ident: dict, key: str) -> bool:
+    """Whether two predictor identities are the same but for the option `key`."""
+    def without(i: dict) -> dict:
+        return {**i, "options": {**(i.get("options") or {}), key: None}}
+
+    return without(seen) == without(ident)
 
 
 def _differs_only_in(seen: dict, ident: dict, key: str) -> bool:

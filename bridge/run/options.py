@@ -196,6 +196,10 @@ def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
         else:
             spec, name = item, default_name(item)
         _refuse_credentials(name, spec)
+        if spec.startswith(("http://", "https://")):  # one server, however its URL is written: its API root
+            from lm.served import api_root
+
+            spec = api_root(spec)
         out.append(NamedSpec(name, spec))
     seen: dict[str, str] = {}
     for p in out:

@@ -1,0 +1,117 @@
+"""How the server client waits and retries: a 429's `Retry-After`, connections dropped without an answer, and what
+a bare HTTP 500 on chat turns is said to mean once others were answered."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from cli_support import run_kbc
+from served_support import DROP, Scripted, completion
+
+from lm.generation import GenerationParams
+from lm.served import RETRY_AFTER_MAX, ServedGenerator, ServerError, ServerSettings, ServerUnavailable, retry_after
+
+PARAMS = GenerationParams(max_new_tokens=8)
+
+
+@pytest.fixture
+def serve():
+    started = []
+
+    def start(script) -> Scripted:
+        started.append(Scripted(script))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def client(url: str, sleeps: list, **kw) -> ServedGenerator:
+    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=sleeps.append)
+
+
+def test_a_429_waits_as_long_as_its_retry_after_asks_within_a_bound_and_says_so_once(serve, caplog):
+    after = iter(["7", "600", None])
+    server = serve(lambda path, body, n: (429, {"error": "slow down"}, {"Retry-After": a} if (a := next(after)) else {})
+                   if n < 4 else (200, completion("Rome", "chat")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=3)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        assert [g.text for g in gen.generate(["q"], PARAMS)] == ["Rome"]
+    # 7 s as asked, 600 s cut to the bound, then a 429 naming no wait: the backoff of the third try (1 s * 2 ** 2)
+    assert sleeps == [7.0, RETRY_AFTER_MAX, 4.0] and RETRY_AFTER_MAX == 60.0
+    assert (gen.sent, gen.retried, gen.failed) == (4, 3, 0)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{server.url}/chat/completions: HTTP 429 asks to retry after 7 s; its retries wait as asked"]
+
+
+def test_retries_after_429s_stay_bounded_and_the_last_failure_says_the_run_resumes(serve):
+    server = serve(lambda path, body, n: (429, {"error": "rate limited"}, {"Retry-After": "1"}))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=2)
+    with pytest.raises(ServerUnavailable) as caught:
+        gen.generate(["q"], PARAMS)
+    assert str(caught.value) == f"{server.url}/chat/completions: HTTP 429 (rate limited)"
+    assert caught.value.resumable and sleeps == [1.0, 1.0] and len(server.bodies) == 3
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("3", 3.0), (" 2.5 ", 2.5), ("0", 0.0), ("-4", 0.0), ("", None),
+                                                ("soon", None), ("nan", None),
+                                                ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)])  # a date past: at once
+def test_retry_after_reads_seconds_or_a_date(value, seconds):
+    assert retry_after(value) == seconds
+
+
+def test_a_connection_dropped_without_an_answer_is_retried_like_a_timeout(serve):
+    server = serve(lambda path, body, n: (DROP, None) if n < 3 else (200, completion("Rome", "chat")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=3)
+    assert [g.text for g in gen.generate(["q"], PARAMS)] == ["Rome"]
+    assert sleeps == [1.0, 2.0] and (gen.sent, gen.retried, gen.failed) == (3, 2, 0)
+
+
+def test_a_server_that_keeps_dropping_the_connection_stops_the_run_resumably(serve, lama_dir, tmp_path, capsys,
+                                                                           monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None,))  # no real waits
+    server = serve(lambda path, body, n: (200, completion("Paris", "chat")) if n < 3 else (DROP, None))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",
+                            f"llm={server.url}", "--set", "llm.model=tiny", "--set", "llm.concurrency=1", "--set",
+                            "llm.retries=2", "--limit", "9", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet", "--bootstrap", "50"], capsys)
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        f"error: {server.url}/chat/completions: the server closed the connection without an answer (Remote end "
+        "closed connection without response; 3 tries); check that it is still running; results written so far are "
+        "kept; rerun the same command to resume"), err
+    assert len(server.bodies) == 2 + 3
+
+
+def test_a_bare_500_after_answered_chat_turns_blames_the_prompts_length_not_the_template(serve):
+    long_turn = "Q: " + "x" * 997
+    server = serve(lambda path, body, n: (200, completion("Rome", "chat")) if n < 3 else
+                   (500, b"Internal Server Error"))
+    gen = client(server.url, [])
+    assert [g.text for g in gen.generate(["short", "short too"], PARAMS)] == ["Rome", "Rome"]
+    with pytest.raises(ServerError) as caught:  # a fix named: not one a rerun gets past
+        gen.generate([[{"role": "system", "content": "Answer."}, {"role": "user", "content": long_turn}]], PARAMS)
+    assert str(caught.value) == (
+        f"{server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (2 chat requests "
+        "of this run were answered, so the chat template works; a prompt and answer longer than the model's context "
+        "are a common cause; this prompt is 1,007 characters: fewer shots, a shorter prompt or a smaller "
+        "max_new_tokens)")
+    assert type(caught.value) is ServerError
+
+
+def test_a_bare_500_on_the_first_chat_turn_names_both_causes(serve):
+    server = serve(lambda path, body, n: (500, b"Internal Server Error"))
+    with pytest.raises(ServerError) as caught:
+        client(server.url, []).generate(["Q: where?"], PARAMS)
+    assert str(caught.value) == (
+        f"{server.url}/chat/completions: HTTP 500 (Internal Server Error); the server's log says why (a model "
+        "without a chat template fails so on chat turns: then use api=completions; else a prompt and answer longer "
+        "than the model's context are a common cause; this prompt is 9 characters: fewer shots, a shorter prompt or "
+        "a smaller max_new_tokens)")
