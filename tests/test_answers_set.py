@@ -57,7 +57,8 @@ def test_set_rows_of_n_m_relations(lama_dir, tmp_path, monkeypatch, capsys):
 
     # the answers are a setting of the directory: a rerun asking ranked answers only is refused
     code, _, err = run_kbc([*base, "--predictors", "freq", "gold", "--out", str(out)], capsys)
-    assert code == 2 and err.splitlines()[-1].startswith(f"error: {out} holds results made with {{\"answers\": \"set\"")
+    assert code == 2 and err.splitlines()[-1].startswith(
+        f"error: {out} holds results made with other settings: answers set, now the default;")
     # a set rule without set answers, and one LAMA has no train split to tune, are refused
     code, _, err = run_kbc([*base, "--predictors", "freq", "--set", "freq.set=top:2", "--out", str(tmp_path / "o")],
                            capsys)

@@ -306,7 +306,7 @@ def test_split_without_objects_writes_a_complete_submission_and_scores_nothing(l
     code, _, err = run_kbc([*base, "--split", "train", "--out", str(tmp_path / "val")], capsys)
     last = err.splitlines()[-1]  # a rerun into the val directory with another split is refused
     assert code == 2 and last.startswith(f"error: {tmp_path / 'val'} holds results made with") and \
-        last.endswith('"split": "train"}; use another --out or the same settings')
+        last.endswith('other settings: split not recorded, now train; use another --out or the same settings')
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_text(test.read_text().splitlines()[0] + "\n" + val[1] + "\n")
     code, _, err = run_kbc([*base, "--split", str(mixed), "--out", str(tmp_path / "mixed")], capsys)

@@ -97,7 +97,7 @@ def _refusal_reason(out: Path, lama_dir: Path, prompts: Path, capsys) -> str:
     line = _one_error(code, err)
     assert line.startswith(f"error: {out} holds results made with ") and line.endswith(
         "; use another --out or the same settings"), line
-    return line.split("} (", 1)[1].removesuffix("; use another --out or the same settings")
+    return line.split(" (", 1)[1].removesuffix("; use another --out or the same settings")
 
 
 def test_a_prompt_file_refused_for_its_name_says_so_not_that_its_content_changed(lama_dir, tmp_path, monkeypatch,
@@ -297,7 +297,7 @@ def test_a_model_folder_spelled_another_way_or_copied_resumes(tiny_models, lama_
     (tmp_path / "copy" / "extra.txt").write_text("x")
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", f"bert={tmp_path / 'copy'}"),
                            capsys)
-    assert _one_error(code, err).startswith(f"error: {out}: predictor 'bert' was run as ")
+    assert _one_error(code, err).startswith(f"error: {out}: predictor 'bert' was run with ")
 
 
 def test_same_content_ignores_only_hashed_path_spellings():
@@ -309,3 +309,17 @@ def test_same_content_ignores_only_hashed_path_spellings():
     assert not same_content(ident, {**ident, "files": {"spec": "sha256:3", "vocab": "sha256:2"}})
     old = {**ident, "files": {"spec": "files:1", "vocab": "sha256:2"}}
     assert not same_content(old, {**old, "spec": "/x/a"})
+
+
+def test_a_refusal_names_what_differs_key_by_key():
+    from bridge.run.config import changes
+
+    seen = {"spec": "models/bert", "dtype": "float32", "depth": 100, "options": {"reduction": "sum", "pll": "within"}}
+    now = {"spec": "models/bert", "dtype": "bfloat16", "depth": 100, "options": {"reduction": "mean"}, "ties": "shared"}
+    assert changes(seen, now) == ("dtype float32, now bfloat16; options.pll within, now the default; "
+                                  "options.reduction sum, now mean; ties not recorded, now shared")
+    many = {f"k{i}": i for i in range(8)}
+    assert changes(many, {}, most=2) == ("k0 0, now the default; k1 1, now the default; and 6 more "
+                                         "(config.json's records)")
+    assert changes({"options": {}}, {"options": {"cache": "on"}}) == "options.cache not recorded, now on"
+    assert changes({"options": {}}, {}) == '{"options": {}}, now {}'

@@ -31,7 +31,7 @@ def test_a_name_without_records_takes_new_settings(lama_dir, tmp_path, monkeypat
     out = tmp_path / "run"
     assert _run(lama_dir, out, "top:2", capsys)[0] == 0
     code, _, err = _run(lama_dir, out, "top:1", capsys)  # records written: the name keeps its settings
-    assert code == 2 and "predictor 'freq' was run as" in err
+    assert code == 2 and "predictor 'freq' was run with" in err
     (out / "predictions" / "trex" / "freq" / "P47.jsonl").write_text("")  # as a first attempt that failed leaves it
     code, _, err = _run(lama_dir, out, "top:1", capsys)
     assert code == 0, err

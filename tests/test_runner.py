@@ -243,7 +243,7 @@ def test_rerun_with_other_settings_refused(tmp_path, lama_dir):
                     relations=["place_of_death"])
     run_lama(cfg, progress=False)
     cfg.depth = 50
-    with pytest.raises(ConfigError, match="predictor 'freq' was run as"):
+    with pytest.raises(ConfigError, match="predictor 'freq' was run with"):
         run_lama(cfg, progress=False)
 
 

@@ -1142,7 +1142,7 @@ def test_no_query_value_of_a_server_url_is_written_or_shown_but_the_run_tells_tw
     assert f"llm={server.url}?tenant=***&api-version=2024-06-01" in config["runs"][0]["argv"]
     # another value under the same name is another run: refused in that folder, asked again in another
     code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir, out), capsys)
-    assert code == 2 and "predictor 'llm' was run as" in err and "other7" not in err
+    assert code == 2 and "predictor 'llm' was run with" in err and "other7" not in err
     asked = len(server.bodies)
     code, _, err = run_kbc(lama_args(f"{server.url}?tenant=other7&api-version=2024-06-01", lama_dir,
                                      tmp_path / "other", "--set", "llm.cache=shared"), capsys)

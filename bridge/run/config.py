@@ -416,7 +416,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
                                               config["runs"]))
         why = f" ({'; '.join(whys)})" if whys else ""
-        raise ConfigError(f"{cfg.out} holds results made with {_fmt(before)}, not {_fmt(settings)}{why}; "
+        raise ConfigError(f"{cfg.out} holds results made with other settings: {changes(before, settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings
     for p in plan.predictors:
@@ -474,7 +474,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")
-            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run as {_fmt(seen)}, now {_fmt(ident)}; "
+            raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with {changes(seen, ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
         config["predictor_specs"][p.name] = ident
     for corpus, versions in plan.versions.items():
@@ -653,5 +653,35 @@ def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[
     return f"of other data for {rels} (the data files changed)"
 
 
-def _fmt(obj: dict) -> str:
-    return json.dumps(obj, sort_keys=True)
+def changes(before: dict, now: dict, most: int = 6) -> str:
+    """What differs between two recorded settings, key by key (`dtype float32, now bfloat16`; nested keys dotted:
+    `options.reduction sum, now mean`), so that a refusal names the difference instead of printing both whole."""
+    old, new = _flat(before), _flat(now)
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k, _UNSET) != new.get(k, _UNSET))
+    # a key the earlier record lacks was not recorded (a default, or an earlier version); one this run lacks is
+    # at its default, which the settings leave out
+    parts = [f"{k} {_shown(old.get(k, _UNSET), 'not recorded')}, now {_shown(new.get(k, _UNSET), 'the default')}"
+             for k in keys[:most]]
+    more = f"; and {len(keys) - most} more (config.json's records)" if len(keys) > most else ""
+    if not parts:  # they differ only in empty groups: shown whole
+        return f"{json.dumps(before, sort_keys=True)}, now {json.dumps(now, sort_keys=True)}"
+    return "; ".join(parts) + more
+
+
+_UNSET = object()
+
+
+def _flat(obj: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in obj.items():
+        if isinstance(value, dict):  # an empty one holds no setting
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _shown(value: object, missing: str) -> str:
+    if value is _UNSET:
+        return missing
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
