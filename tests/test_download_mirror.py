@@ -285,14 +285,14 @@ def test_list_says_what_is_present_partial_changed_or_missing(mirror, tmp_path, 
 
 def test_a_corpus_whose_only_files_in_place_are_shared_with_another_is_missing(mirror, tmp_path, shared_data,
                                                                               capsys):
-    """BEAR and BEAR-big pin the same README and relation_info.json: BEAR downloaded leaves BEAR-big missing, not
+    """BEAR and BEAR-big pin the same relation_info.json: BEAR downloaded leaves BEAR-big missing, not
     partial; one BEAR-big file of its own in place makes it partial."""
     from eval.download import status
     from eval.sources import BY_NAME
 
     dest = tmp_path / "data"
     shared = {f.dest for f in BY_NAME["bear"].files()} & {f.dest for f in BY_NAME["bear-big"].files()}
-    assert "bear/README.md" in shared
+    assert "bear/relation_info.json" in shared
     assert run_kbc(["data", "download", "bear", "--dest", str(dest), "--quiet"], capsys)[0] == 0
     assert (status(BY_NAME["bear"], dest), status(BY_NAME["bear-big"], dest)) == ("present", "missing")
     own = next(f for f in BY_NAME["bear-big"].files() if f.dest not in shared)
