@@ -1,5 +1,6 @@
 """The fixed cost of a full T-REx `kbc run lama` with a language model: a tiny 2-layer BERT (the real bert-base-cased
-tokenizer), whose forward costs almost nothing, so what is left is everything around the scoring.
+tokenizer, hidden size 32), whose encoder costs almost nothing: its `forward` stage is mostly the projection onto
+the whole vocabulary and the log-softmax at each mask, and what is left is everything around the scoring.
 
     python bench/fixed_cost.py [--data ../shared/data] [--work DIR] [--cold] [--repeat 1] [--device cpu]
 
@@ -8,8 +9,10 @@ Set up first (not timed): the model, saved under `--work`, and a Freq run over T
 LM result cache emptied, so every query is scored. Prints `name=value` pairs: `end_to_end_s` (the command from
 start to exit, seconds) and each stage's own seconds (`bench/stages.py`: imports, data, store, model_load,
 tokenise, forward, extract, predict_host, records, summaries, intervals, instances, ...), the median over
-`--repeat` runs; `scoring_s` sums forward and extract, `fixed_s` is the rest. `--cpu` counts CPU seconds
-instead of wall seconds (steadier where other work shares the machine; run with OMP_NUM_THREADS=1 there).
+`--repeat` runs; `scoring_s` sums forward and extract, `fixed_s` is the rest (on a CPU `predict_host` holds each
+batch's top k, exact ranks and finiteness check, tensor work that a GPU does on the card, so `fixed_s` counts it
+there). `--cpu` counts CPU seconds instead of wall seconds (steadier where other work shares the machine; run
+with OMP_NUM_THREADS=1 there).
 """
 
 from __future__ import annotations

