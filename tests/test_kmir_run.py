@@ -139,6 +139,48 @@ def test_pick_choice():
     assert pick_choice(partial, choices) is None
 
 
+def test_pick_choice_reads_no_entity_as_yes_or_no():
+    yes_no = ("yes", "no")
+    band = Prediction("q", (Answer("NATO", 9.0, "Q7184"), Answer("Yes", 2.0, "Q184386")))
+    assert pick_choice(band, yes_no) == "yes"  # entities read as words: the trap a yes/no question must avoid
+    assert pick_choice(band, yes_no, words=True) is None
+    # a written span names a yes/no choice only by reading as it exactly
+    spans = Prediction("q", (Answer("No Doubt", 0.0), Answer("No.", -1.0)))
+    assert pick_choice(spans, yes_no, words=True) == "no"
+    assert pick_choice(Prediction("q", (Answer("No Doubt", 0.0),)), yes_no, words=True) is None
+    # exact ranks of both words still decide
+    assert pick_choice(Prediction("q", band.answers, target_ranks={"yes": 2, "no": 1}), yes_no, words=True) == "no"
+
+
+def test_freq_answers_no_yes_no_question_whatever_its_objects_are_named(lama_dir, tmp_path, capsys, monkeypatch):
+    # P463 (member of) has the object "Yes" (the band, Q184386): Freq ranks it, but it is no answer to a yes/no question
+    assert any(json.loads(line)["obj_label"] == "Yes"
+               for line in (lama_dir / "TREx" / "P463.jsonl").read_text().splitlines())
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
+                            "--predictors", "freq", "kb", "random", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    records = {name: [json.loads(line) for p in (out / f"predictions/trex/{name}").glob("*.jsonl")
+                      for line in p.read_text().splitlines()] for name in ("freq", "kb", "random")}
+    given = Counter(r["uid"].split(":")[0] for r in records["kb"])
+    assert given == {"tc": 5, "ed": 5, "sc+": 5, "sc-": 3}
+    freq_sc = [r for r in records["freq"] if r["uid"].startswith("sc")]
+    assert len(freq_sc) == 8 and all(r["dropped"] == "ranks none of the choices" for r in freq_sc)
+    assert [(d["predictor"], d["n"]) for d in json.loads((out / "dropped.json").read_text())] == [("freq", 13)]
+    get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r for r in json.loads((out / "summary.json")
+                                                                                        .read_text())}
+    assert ("freq", "own", "statement_checking", "f1") not in get
+    assert get[("freq", "own", "statement_checking", "answered")]["value"] == 0.0
+    # the shared questions: the 5 triple completions every predictor answered, no statement check among them
+    for name in ("freq", "kb", "random"):
+        assert get[(name, "shared", "all", "f1")]["n_facts"] == 5
+        assert (name, "shared", "statement_checking", "f1") not in get
+    assert get[("kb", "own", "statement_checking", "f1")]["n_facts"] == 8
+    assert get[("random", "own", "statement_checking", "f1")]["n_facts"] == 8
+
+
 def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, capsys, monkeypatch):
     # Freq ranks a relation's objects (London, Paris, ...): never "yes" or "no". Such questions are dropped
     # with their reason, not scored 0 below the 50% chance floor; the KB still answers every yes/no by lookup.
