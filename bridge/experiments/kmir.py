@@ -70,7 +70,7 @@ from eval.kmir import (
     summarize_kmir,
 )
 from eval.relations import relation_id
-from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, Entity, Fact, Prediction, Query
 
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
@@ -160,6 +160,16 @@ def pick_choice(pred: Prediction, choices: tuple[str, ...], words: bool = False)
         if best > 0:
             return choices[overlap.index(best)]
     return None
+
+
+def choice_scores(pred: Prediction, choices: tuple[str, ...]) -> list[list] | None:
+    """Each choice with the score the predictor gave it and its exact rank (`[label, score, rank]`, choice order),
+    where the predictor reports them: the record's answer can be checked against them. None where it does not."""
+    scores = pred.extra.get(CHOICE_SCORES)
+    if not scores:
+        return None
+    ranks = pred.target_ranks or {}
+    return [[c, round(scores[c], 6) if c in scores else None, ranks.get(c)] for c in choices]
 
 
 def to_query(question: KmirQuestion, source: Fact) -> tuple[KmirQuery, Fact]:
@@ -343,6 +353,9 @@ class KmirExperiment:
             out["alternatives"] = list(question.alternatives)
         if question.choices:
             out["choices"] = list(question.choices)
+            scored_choices = choice_scores(pred, question.choices)
+            if scored_choices:
+                out["choice_scores"], out["choice_scoring"] = scored_choices, pred.extra.get(CHOICE_SCORING)
         if question.axiom:
             out["axiom"] = question.axiom
         if query.uid in self._chance:
