@@ -216,6 +216,10 @@ class Prediction(_Pickled):
 
 
 ASKED_TEMPLATE = "template"  # `Prediction.extra`: the template a predictor asked in place of the query's own
+# `Prediction.extra` of a closed question (a query with `choices`): each choice's score, and how it was computed, so
+# that the choice picked can be checked against the scores behind it (a masked LM's saved top answers rarely hold them)
+CHOICE_SCORES = "choice_scores"
+CHOICE_SCORING = "choice_scoring"
 
 
 def asked_prompt(query: Query, pred: Prediction) -> str:

@@ -46,7 +46,17 @@ import numpy as np
 from eval.errors import DataError
 from eval.relations import check_template
 from eval.set_rules import LOG_NORM, log_norm
-from eval.types import ASKED_TEMPLATE, OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from eval.types import (
+    ASKED_TEMPLATE,
+    CHOICE_SCORES,
+    CHOICE_SCORING,
+    OBJECT_SLOT,
+    SUBJECT_SLOT,
+    Answer,
+    Fact,
+    Prediction,
+    Query,
+)
 from lm.batches import pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
@@ -588,5 +598,8 @@ class CausalTypedPredictor:
             template = self._template(q)
             if template:  # the record's prompt is the sentence scored, not the query's own template
                 extra[ASKED_TEMPLATE] = template
+            if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
+                extra[CHOICE_SCORES] = {c: float(ll[where[c]]) for c in q.choices if c in where}
+                extra[CHOICE_SCORING] = "log-likelihood of the sentence with the choice at the answer slot"
             out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

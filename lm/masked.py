@@ -47,7 +47,7 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import QUERIES_PER_CALL, Answer, Fact, Prediction, Query, answers_of
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, QUERIES_PER_CALL, Answer, Fact, Prediction, Query, answers_of
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
@@ -175,6 +175,9 @@ class ScoredColumns:
         wanted = units * n_candidates + positions
         at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         return np.where(keys[at] == wanted, at, -1)
+
+
+CHOICE_LOGPROB = "log-probability of the choice's token at the answer slot, over the model's whole vocabulary"
 
 
 class LamaBertTokenization:
@@ -884,7 +887,9 @@ class MaskedLMPredictor:
         n_tokens = cols.n_tokens[rows].tolist()
         counts = np.fromiter(map(len, where), dtype=np.int64, count=len(where))
         flat = np.fromiter((p for t in where for p in t.values()), dtype=np.int64, count=int(counts.sum()))
-        ranks = cols.ranks[cols.find(np.repeat(units, counts), flat, n)].tolist()
+        found = cols.find(np.repeat(units, counts), flat, n)
+        ranks = cols.ranks[found].tolist()
+        target_logp = cols.target_logp[found].tolist()
         golds = [self._gold.get((q.fact_uid, q.slot)) for q in asked]
         gpos = np.fromiter((cands.index.get(g, -1) if g else -1 for g in golds), dtype=np.int64, count=len(golds))
         at = np.where(gpos >= 0, cols.find(units, np.maximum(gpos, 0), n), -1)
@@ -903,5 +908,8 @@ class MaskedLMPredictor:
             if hit is not None:
                 extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
             end = start + len(tpos)
+            if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
+                extra[CHOICE_SCORES] = dict(zip(tpos, target_logp[start:end]))
+                extra[CHOICE_SCORING] = CHOICE_LOGPROB
             out[i] = Prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
             start = end

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.finite import NonFiniteScores
 from lm.statement import CausalStatementScorer, MaskedStatementScorer, Statement, check_options, fill
 
@@ -142,5 +142,9 @@ class StatementPredictor:
             targets = {t: int(rank[where[t]]) for t in q.targets if t in where}
             answers = tuple(Answer(options[i], float(values[i])) for i in order[:depth])
             extra = {"n_candidates": len(options), "scoring": "statement"}  # `kbc show` lists every option
+            if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
+                extra[CHOICE_SCORES] = {c: float(values[where[c]]) for c in q.choices if c in where}
+                extra[CHOICE_SCORING] = "score of the statement with the choice at the answer slot (PLL for a masked " \
+                                        "LM, log-likelihood for a causal one)"
             out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

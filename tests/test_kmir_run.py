@@ -139,6 +139,48 @@ def test_pick_choice():
     assert pick_choice(partial, choices) is None
 
 
+def test_pick_choice_reads_no_entity_as_yes_or_no():
+    yes_no = ("yes", "no")
+    band = Prediction("q", (Answer("NATO", 9.0, "Q7184"), Answer("Yes", 2.0, "Q184386")))
+    assert pick_choice(band, yes_no) == "yes"  # entities read as words: the trap a yes/no question must avoid
+    assert pick_choice(band, yes_no, words=True) is None
+    # a written span names a yes/no choice only by reading as it exactly
+    spans = Prediction("q", (Answer("No Doubt", 0.0), Answer("No.", -1.0)))
+    assert pick_choice(spans, yes_no, words=True) == "no"
+    assert pick_choice(Prediction("q", (Answer("No Doubt", 0.0),)), yes_no, words=True) is None
+    # exact ranks of both words still decide
+    assert pick_choice(Prediction("q", band.answers, target_ranks={"yes": 2, "no": 1}), yes_no, words=True) == "no"
+
+
+def test_freq_answers_no_yes_no_question_whatever_its_objects_are_named(lama_dir, tmp_path, capsys, monkeypatch):
+    # P463 (member of) has the object "Yes" (the band, Q184386): Freq ranks it, but it is no answer to a yes/no question
+    assert any(json.loads(line)["obj_label"] == "Yes"
+               for line in (lama_dir / "TREx" / "P463.jsonl").read_text().splitlines())
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
+                            "--predictors", "freq", "kb", "random", "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    records = {name: [json.loads(line) for p in (out / f"predictions/trex/{name}").glob("*.jsonl")
+                      for line in p.read_text().splitlines()] for name in ("freq", "kb", "random")}
+    given = Counter(r["uid"].split(":")[0] for r in records["kb"])
+    assert given == {"tc": 5, "ed": 5, "sc+": 5, "sc-": 3}
+    freq_sc = [r for r in records["freq"] if r["uid"].startswith("sc")]
+    assert len(freq_sc) == 8 and all(r["dropped"] == "ranks none of the choices" for r in freq_sc)
+    assert [(d["predictor"], d["n"]) for d in json.loads((out / "dropped.json").read_text())] == [("freq", 13)]
+    get = {(r["predictor"], r["scope"], r["group"], r["metric"]): r for r in json.loads((out / "summary.json")
+                                                                                        .read_text())}
+    assert ("freq", "own", "statement_checking", "f1") not in get
+    assert get[("freq", "own", "statement_checking", "answered")]["value"] == 0.0
+    # the shared questions: the 5 triple completions every predictor answered, no statement check among them
+    for name in ("freq", "kb", "random"):
+        assert get[(name, "shared", "all", "f1")]["n_facts"] == 5
+        assert (name, "shared", "statement_checking", "f1") not in get
+    assert get[("kb", "own", "statement_checking", "f1")]["n_facts"] == 8
+    assert get[("random", "own", "statement_checking", "f1")]["n_facts"] == 8
+
+
 def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, capsys, monkeypatch):
     # Freq ranks a relation's objects (London, Paris, ...): never "yes" or "no". Such questions are dropped
     # with their reason, not scored 0 below the 50% chance floor; the KB still answers every yes/no by lookup.
@@ -275,3 +317,55 @@ def test_questions_made_without_the_instance_of_list_say_so(lama_dir, tmp_path, 
         totals[name] = (total["value"], total["n_facts"], missing in err,
                         "No instance-of list was found" in (out / "summary.md").read_text())
     assert totals == {"copy": (75.0, 40, True, True), "real": (80.0, 50, False, False)}
+
+
+def test_a_choice_answer_is_recorded_with_every_choice_score(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    """A masked LM ranks a choice over its whole vocabulary: its saved top answers rarely hold the choices, so the
+    record holds each choice's score and rank (and how it was scored), and the answer is the best-scored choice."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
+                            "--questions-per-relation", "4", "--predictors", "kb", "random",
+                            f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    scoring = {"bert": "log-probability of the choice's token at the answer slot, over the model's whole vocabulary",
+               "gpt2": "log-likelihood of the sentence with the choice at the answer slot",
+               "random": "minus the position in a seeded random order"}
+    checked = Counter()
+    for name, how in scoring.items():
+        for path in (out / "predictions/trex" / name).glob("*.jsonl"):
+            for r in map(json.loads, path.read_text().splitlines()):
+                if "dropped" in r or not r.get("choices"):
+                    assert "choice_scores" not in r
+                    continue
+                assert r["choice_scoring"] == how
+                assert [c[0] for c in r["choice_scores"]] == r["choices"]
+                best = max(score for _, score, _ in r["choice_scores"])
+                # the answer is the best-scored choice, ranked first among the choices (ties: choice order)
+                assert r["answer"] == next(label for label, score, _ in r["choice_scores"] if score == best)
+                assert dict((c[0], c[2]) for c in r["choice_scores"])[r["answer"]] == min(c[2] for c in
+                                                                                           r["choice_scores"])
+                checked[(name, r["kind"])] += 1
+    # bert drops every entity-distinction and reasoning question here (a choice is no single token of it)
+    assert checked == {("bert", "statement_checking"): 22, ("gpt2", "statement_checking"): 22,
+                       ("gpt2", "entity_distinction"): 11, ("gpt2", "predicate_reasoning"): 8,
+                       ("random", "statement_checking"): 22, ("random", "entity_distinction"): 11,
+                       ("random", "predicate_reasoning"): 8}
+    kb = [json.loads(line) for p in (out / "predictions/trex/kb").glob("*.jsonl")
+          for line in p.read_text().splitlines()]
+    assert not [r for r in kb if "choice_scores" in r]  # a lookup scores no choice
+
+    uid = next(r["uid"] for p in (out / "predictions/trex/bert").glob("*.jsonl")
+               for r in map(json.loads, p.read_text().splitlines()) if r["uid"].startswith("sc+:"))
+    bert = next(r for p in (out / "predictions/trex/bert").glob("*.jsonl")
+                for r in map(json.loads, p.read_text().splitlines()) if r["uid"] == uid)
+    code, stdout, err = run_kbc(["show", str(out), "--uid", uid], capsys)
+    assert code == 0, err
+    (yes, s_yes, r_yes), (no, s_no, r_no) = bert["choice_scores"]
+    assert (f"choices: yes {s_yes:.4f} (rank {r_yes}), no {s_no:.4f} (rank {r_no}) (score: {scoring['bert']})"
+            in stdout)
+    code, stdout, err = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
+    assert code == 0, err
+    shown = json.loads(stdout)["facts"][0]["predictors"]["bert"]
+    assert (shown["choice_scores"], shown["choice_scoring"]) == (bert["choice_scores"], scoring["bert"])

@@ -210,9 +210,57 @@ def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
     config = json.loads((b / "config.json").read_text(encoding="utf-8"))
     config["settings"]["answers"] = "set"  # as `kbc run lama --answers set` records it
     (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    code, _, err = run_kbc(["leaderboard", str(a), str(b)], capsys)
-    assert (code, err) == (2, f"error: {b} and {a} differ in question settings (--answers set vs not given); a "
-                              "leaderboard needs runs asked the same questions\n")
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    assert {r["run"] for r in json.loads(out)} == {str(a)}  # b was asked other questions: left out, named
+    assert err.splitlines()[0] == (f"note: left out {b}: it and {a} differ in question settings (--answers set vs not "
+                                   "given); runs asked other questions are never ranked together")
+
+
+def test_kmir_runs_of_other_question_settings_are_left_out_alike_everywhere(lama_dir, tmp_path, serve_explorer,
+                                                                            capsys, monkeypatch):
+    """Two KMIR runs of other `--questions-per-relation`: the CLI, the API and the explorer's default page rank the
+    first run's predictors and say the other was left out, and why."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+    from kbcompare import leaderboard
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    made = []
+    for per_relation in ("4", "2"):
+        out = tmp_path / f"kmir{per_relation}"
+        code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "P47", "--limit", "6",
+                                "--questions-per-relation", per_relation, "--predictors", "freq", "kb",
+                                "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+        assert code == 0, err
+        made.append(out)
+    a, b = made
+    note = (f"left out {b}: it and {a} differ in question settings (--questions-per-relation 2 vs 4); runs asked "
+            "other questions are never ranked together")
+    code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    cli = json.loads(out)
+    assert [(r["run"], r["predictor"], round(r["value"], 2), r["n_facts"]) for r in cli] == [
+        (str(a), "kb", 87.5, 16), (str(a), "freq", 12.5, 16)]
+    notes = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
+    assert notes[0] == note and len(notes) == 3  # then the shared scope's own notes, as for one run
+    frame = leaderboard(a, b)
+    assert [(r["run"], r["predictor"], r["value"], r["n_facts"]) for r in frame.to_dict("records")] == \
+        [(r["run"], r["predictor"], r["value"], r["n_facts"]) for r in cli]
+    assert frame.attrs["notes"] == notes
+    with TestClient(create_app(serve_explorer, Runs([a, b]))) as c:
+        page = c.get("/leaderboard")
+        served = c.get("/api/leaderboard").json()
+    assert page.status_code == 200
+    named = [n.replace(str(a), "kmir4").replace(str(b), "kmir2") for n in notes]
+    assert served["notes"] == named and f">{named[0]}</p>" in page.text
+    assert served["rows"] == [{**r, "run": "kmir4"} for r in cli]
+    # the second run alone, or first, ranks its own questions
+    code, out, err = run_kbc(["leaderboard", str(b), str(a), "--format", "json"], capsys)
+    assert code == 0, err
+    assert {r["run"] for r in json.loads(out)} == {str(b)}
 
 
 def _copy_run(runs, dest: Path) -> Path:

@@ -161,8 +161,15 @@ def test_show_prints_a_kmir_question_across_every_predictor(lama_dir, tmp_path, 
         f"  kb      {scored(asked)}",
         *([f"            1. {asked['answer']}  1  <- gold"] if asked["answers"] else ["            (no answers)"]),
         f"  random  {scored(mine)}",
+        # the score and rank random gave each choice, in choice order: the answer is the best of them
+        "            choices: " + ", ".join(f"{label} {1 - rank:.4f} (rank {rank})" for label, _, rank in
+                                            mine["choice_scores"])
+        + " (score: minus the position in a seeded random order)",
         *[f"            {i}. {label}  {-i + 1}" + ("  <- gold" if label == asked["gold"] else "")
           for i, (label, _, _) in enumerate(mine["answers"], 1)]]
+    assert [label for label, _, _ in mine["choice_scores"]] == asked["choices"]
+    assert {label: rank for label, _, rank in mine["choice_scores"]} == {
+        label: i for i, (label, _, _) in enumerate(mine["answers"], 1)}
     assert sorted(label for label, _, _ in mine["answers"]) == sorted(asked["choices"])
     code, printed, _ = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
     fact = json.loads(printed)["facts"][0]
@@ -171,7 +178,8 @@ def test_show_prints_a_kmir_question_across_every_predictor(lama_dir, tmp_path, 
         "choices": asked["choices"], "chance": 0.25}
     assert fact["predictors"]["random"] == {
         "status": "answered", "answer": mine["answer"], "f1": mine["f1"], "em": mine["em"],
-        "answers": [{"label": label, "score": score, "id": None} for label, score, _ in mine["answers"]]}
+        "answers": [{"label": label, "score": score, "id": None} for label, score, _ in mine["answers"]],
+        "choice_scores": mine["choice_scores"], "choice_scoring": "minus the position in a seeded random order"}
     assert fact["predictors"]["freq"] == {"status": "dropped", "reason": "ranks none of the choices"}
     line = _one_error(*run_kbc(["show", str(out), "--subject", "Darwin", "--relation", "P36"], capsys))
     assert line == (f"error: {out} is a `kbc run kmir` run: show a question by --uid (the `uid` of its records or "

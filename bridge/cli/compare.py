@@ -852,7 +852,8 @@ def _question_json(run: RunDir, fact: dict) -> dict:
         record = records.get(name)
         out["predictors"][name] = _unanswered(record) or {
             "status": "answered", "answer": record.get("answer"), "f1": record.get("f1"), "em": record.get("em"),
-            **generation_fields(record), "answers": _answer_dicts(record)}
+            **generation_fields(record), "answers": _answer_dicts(record),
+            **{k: record[k] for k in ("choice_scores", "choice_scoring") if k in record}}
     return out
 
 
@@ -877,6 +878,10 @@ def _question_text(fact: dict) -> list[str]:
         how = "; answered by generation" if GENERATED in entry else ""
         f1, em = (f"{100 * entry[k]:.1f}%" if isinstance(entry[k], int | float) else "-" for k in ("f1", "em"))
         lines.append(f"  {name.ljust(width)}  {answer} (F1 {f1}, EM {em}{how})")
+        if entry.get("choice_scores"):  # what the answer was picked by: the best-scored choice
+            lines += _indented(pad + "choices: ", ", ".join(
+                f"{label} {'-' if score is None else f'{score:.4f}'} (rank {'-' if rank is None else rank})"
+                for label, score, rank in entry["choice_scores"]) + f" (score: {entry.get('choice_scoring')})")
         lines += _generation_lines(entry, pad, golds, parsed=True) if GENERATED in entry else \
             _ranked_lines(entry["answers"], golds, pad)
     return lines

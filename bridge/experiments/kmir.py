@@ -22,7 +22,9 @@ How a prediction becomes an answer:
   question with a choice that is not one token of the model is dropped), a causal LM scores the
   sentence of each choice. The answer is the best-ranked choice: by the exact ranks the predictor
   reports (a predictor with exact ranks that lacks one for a choice gives no answer), else the first
-  of its ranked answers that shares a token with a choice. The `kb` predictors look the question up.
+  of its ranked answers that shares a token with a choice; a yes/no choice only by an answer that reads
+  as it exactly and is no entity (Freq's object "Yes", the band, answers no statement). The `kb`
+  predictors look the question up.
 A predictor answering by generation is asked each question as written (`eval.kmir.question_prompt`,
 zero-shot): statement checking scores the yes or no its answer starts with (anything else scores 0), every
 other kind the parsed and linked answer itself, by the same token F1.
@@ -50,7 +52,7 @@ from bridge.experiments.base import QUESTION_FACTS, Records, StageInput, StageRe
 from bridge.run.results import TOP_SAVED
 from eval.answer_text import GENERATED, generation_fields, parse_yes_no
 from eval.errors import ConfigError
-from eval.f1 import f1_score
+from eval.f1 import f1_score, normalize_answer
 from eval.kmir import (
     ENTITY_DISTINCTION,
     KINDS,
@@ -68,7 +70,7 @@ from eval.kmir import (
     summarize_kmir,
 )
 from eval.relations import relation_id
-from eval.types import OBJECT_SLOT, Entity, Fact, Prediction, Query
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, Entity, Fact, Prediction, Query
 
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
@@ -131,8 +133,13 @@ def qset_of(uid: str) -> str:
     return uid.rsplit("@", 1)[1] if kind_of(uid) == PREDICATE_REASONING else uid.split(":", 1)[1]
 
 
-def pick_choice(pred: Prediction, choices: tuple[str, ...]) -> str | None:
-    """The best-ranked choice of a prediction (see the module docstring); None when no answer names one."""
+def pick_choice(pred: Prediction, choices: tuple[str, ...], words: bool = False) -> str | None:
+    """The best-ranked choice of a prediction (see the module docstring); None when no answer names one.
+
+    `words`: the choices are words, not entities (statement checking's yes and no). An answer that is an
+    entity (it carries an id: Freq's relation objects, a KB's, an entity index's) never names one, whatever the
+    entity is called (P463's object "Yes", the band), and any other answer names one only by reading as it
+    exactly ("No Doubt" is no "no")."""
     if not choices:
         return None
     ranks = pred.target_ranks
@@ -141,11 +148,28 @@ def pick_choice(pred: Prediction, choices: tuple[str, ...]) -> str | None:
             return None  # ranked exactly, but not every choice: no guess among the rest
         return min(choices, key=lambda c: ranks[c])  # ties: choice order
     for answer in pred.answers:
+        if words:
+            if answer.id is None:
+                said = normalize_answer(answer.label)
+                named = [c for c in choices if normalize_answer(c) == said]
+                if named:
+                    return named[0]
+            continue
         overlap = [f1_score(answer.label, c) for c in choices]
         best = max(overlap)
         if best > 0:
             return choices[overlap.index(best)]
     return None
+
+
+def choice_scores(pred: Prediction, choices: tuple[str, ...]) -> list[list] | None:
+    """Each choice with the score the predictor gave it and its exact rank (`[label, score, rank]`, choice order),
+    where the predictor reports them: the record's answer can be checked against them. None where it does not."""
+    scores = pred.extra.get(CHOICE_SCORES)
+    if not scores:
+        return None
+    ranks = pred.target_ranks or {}
+    return [[c, round(scores[c], 6) if c in scores else None, ranks.get(c)] for c in choices]
 
 
 def to_query(question: KmirQuestion, source: Fact) -> tuple[KmirQuery, Fact]:
@@ -312,7 +336,7 @@ class KmirExperiment:
             given = parse_yes_no(generated[GENERATED]) if question.kind == STATEMENT_CHECKING else \
                 pred.answers[0].label if pred.answers else None
         elif question.choices:
-            given = pick_choice(pred, question.choices)
+            given = pick_choice(pred, question.choices, words=question.kind == STATEMENT_CHECKING)
             if given is None and not pred.extra.get(CLOSED_WORLD):
                 return {"uid": query.uid, "relation": relation_id(question.relation), "subject": fact.subject.label,
                         "subject_id": fact.subject.id, "gold": question.answer, "dropped": NO_CHOICE,
@@ -329,6 +353,9 @@ class KmirExperiment:
             out["alternatives"] = list(question.alternatives)
         if question.choices:
             out["choices"] = list(question.choices)
+            scored_choices = choice_scores(pred, question.choices)
+            if scored_choices:
+                out["choice_scores"], out["choice_scoring"] = scored_choices, pred.extra.get(CHOICE_SCORING)
         if question.axiom:
             out["axiom"] = question.axiom
         if query.uid in self._chance:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares, number_option
-from eval.types import Answer, Fact, Prediction, Query
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, Answer, Fact, Prediction, Query
 
 NOT_IN_SET = "object is not an entity of the relation"
 SEED = Option("seed", "seed of the random order (one order per query and seed)", "int", default="0")
@@ -70,7 +70,11 @@ class RandomPredictor:
             rank = {label: i for i, label in enumerate(ranked, 1)}
             answers = tuple(Answer(label, -float(i)) for i, label in enumerate(ranked[:depth]))
             targets = {t: rank[t] for t in q.targets if t in rank}
-            out.append(Prediction(q.uid, answers, False, {"n_candidates": len(ranked)}, targets))
+            extra: dict = {"n_candidates": len(ranked)}
+            if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
+                extra[CHOICE_SCORES] = {c: 1.0 - rank[c] for c in q.choices}
+                extra[CHOICE_SCORING] = "minus the position in a seeded random order"
+            out.append(Prediction(q.uid, answers, False, extra, targets))
         return out
 
 

@@ -1,7 +1,8 @@
 """One table of every predictor of several run directories: a metric's total with its stderr and interval.
 
-Runs must be of one experiment and question settings, with the same data versions of the relations they
-share, so their numbers measure the same thing. Runs over different relations (one `--relations` subset per
+Runs must be of one experiment; a run asked other questions (other question settings, or other data versions of
+the relations it shares) than the first is left out, and the board's notes say which and why, so the numbers
+ranked together measure the same thing. Runs over different relations (one `--relations` subset per
 model) are compared over the relations every run holds, and the board's notes say what was left out.
 Scope `shared` scores every ranked predictor on the units that every ranked predictor of every run answered
 (matched by uid), with the runs' own bootstrap settings where they agree, and gives each predictor's own-scope
@@ -128,17 +129,35 @@ SETTING_FLAGS = {"prompts_digest": "--prompts file content", "instance_of": "ins
                  "question_facts": "relations and --limit the questions are drawn from"}
 
 
+def settings_diff(mine: dict, theirs: dict) -> str:
+    """Each question setting two runs differ in, as the flag that sets it (`--questions-per-relation 5 vs 20`,
+    theirs first); "" where they agree."""
+    keys = [k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k)]
+    return "; ".join(f"{SETTING_FLAGS.get(k, '--' + k.replace('_', '-'))} {_shown(theirs.get(k))} vs "
+                     f"{_shown(mine.get(k))}" for k in keys)
+
+
 def same_settings(configs: dict[Path, dict], needs: str = "a leaderboard") -> None:
     """Runs asked the same questions: else name each setting that differs, as the flag that sets it (`needs`: what
     the error line says needs them, the command that was run)."""
     (first, mine), *rest = [(run, c.get("settings", {})) for run, c in configs.items()]
     for run, theirs in rest:
-        keys = [k for k in dict.fromkeys([*mine, *theirs]) if mine.get(k) != theirs.get(k)]
-        if keys:
-            diff = "; ".join(f"{SETTING_FLAGS.get(k, '--' + k.replace('_', '-'))} {_shown(theirs.get(k))} vs "
-                             f"{_shown(mine.get(k))}" for k in keys)
+        diff = settings_diff(mine, theirs)
+        if diff:
             raise ConfigError(f"{run} and {first} differ in question settings ({diff}); {needs} needs runs "
                               "asked the same questions")
+
+
+def _same_settings_runs(configs: dict[Path, dict]) -> tuple[dict[Path, dict], list[str]]:
+    """The runs asked the same questions as the first (its question settings), and a note naming each run left out
+    and how its settings differ: runs asked other questions are never ranked together, nor does one stop the others
+    being ranked."""
+    first = next(iter(configs))
+    mine = configs[first].get("settings", {})
+    apart = {run: diff for run, config in configs.items() if (diff := settings_diff(mine, config.get("settings", {})))}
+    notes = [f"left out {run}: it and {first} differ in question settings ({diff}); runs asked other questions are "
+             "never ranked together" for run, diff in apart.items()]
+    return {run: config for run, config in configs.items() if run not in apart}, notes
 
 
 def _shown(value) -> str:
@@ -212,9 +231,9 @@ def same_data(configs: dict[Path, dict], corpus: str, shared: list[str], needs: 
 
 def _same_data_runs(configs: dict[Path, dict], corpus: str | None) -> tuple[dict[Path, dict], list[str]]:
     """The runs of the board: those holding `corpus` (where one is named; none named and none held by every run,
-    the first run's first), and of those, the ones whose data and questions of the relations they share agree with
-    the first's; and a note naming each run left out and why. A run of other data is never ranked beside, nor does
-    it stop the others being ranked."""
+    the first run's first), and of those, the ones asked with the first's question settings whose data and
+    questions of the relations they share agree with the first's; and a note naming each run left out and why. A
+    run of other data or questions is never ranked beside, nor does it stop the others being ranked."""
     notes = []
     wanted = corpus
     if wanted is None and not set.intersection(*(set(c["corpora"]) for c in configs.values())):
@@ -227,6 +246,8 @@ def _same_data_runs(configs: dict[Path, dict], corpus: str | None) -> tuple[dict
         notes += [f"{wanted}: left out {run} (no {wanted} results; it has {', '.join(c['corpora']) or 'none'})"
                   for run, c in configs.items() if run not in held]
         configs = held
+    configs, apart_settings = _same_settings_runs(configs)
+    notes += apart_settings
     first = next(iter(configs))
     while True:  # leaving a run out can widen what the rest share: check again over that
         corpora = [wanted] if wanted else [c for c in configs[first]["corpora"]
@@ -327,7 +348,6 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         raise ConfigError(f"sort {sort!r}: use one of {', '.join(SORTS)}")
     configs = {run: run_config(run) for run in runs}
     _same(configs, "experiment", lambda c: c.get("experiment", "lama"))
-    same_settings(configs)
     configs, notes = _same_data_runs(configs, corpus)
     runs = list(configs)
     corpora, more = _corpora(configs, corpus)
