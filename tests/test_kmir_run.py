@@ -179,6 +179,17 @@ def test_freq_answers_no_yes_no_question_whatever_its_objects_are_named(lama_dir
         assert (name, "shared", "statement_checking", "f1") not in get
     assert get[("kb", "own", "statement_checking", "f1")]["n_facts"] == 8
     assert get[("random", "own", "statement_checking", "f1")]["n_facts"] == 8
+    # a folder of an earlier version, whose Freq may have answered "yes" by the band, is refused, never resumed
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["choice_rule"] == 2
+    del config["settings"]["choice_rule"]
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
+                            "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {out} holds results made with other settings: choice_rule not recorded, now 2 (an earlier kbc "
+        "version read an answer naming an entity called Yes or No, such as P463's band Yes, as that choice of a "
+        "yes/no question: its answers there are not kept); use another --out or the same settings")
 
 
 def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, capsys, monkeypatch):

@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # the store's libraries load where a run opens one, not where
     from kb.store import GraphStore
 
 QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
+# settings: how a KMIR answer is read as a choice (2: an entity never reads as yes or no, P463's band "Yes")
+CHOICE_RULE, CHOICE_RULE_NOW = "choice_rule", 2
 
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record

@@ -48,7 +48,15 @@ import logging
 from collections import Counter
 from pathlib import Path
 
-from bridge.experiments.base import QUESTION_FACTS, Records, StageInput, StageRecords, single_stage
+from bridge.experiments.base import (
+    CHOICE_RULE,
+    CHOICE_RULE_NOW,
+    QUESTION_FACTS,
+    Records,
+    StageInput,
+    StageRecords,
+    single_stage,
+)
 from bridge.run.results import TOP_SAVED
 from eval.answer_text import GENERATED, generation_fields, parse_yes_no
 from eval.errors import ConfigError
@@ -217,7 +225,8 @@ class KmirExperiment:
         self.axioms_path, self.instance_of_path = axioms, instance_of
         self.ontology = load_axioms(axioms)
         self.settings = {"questions_per_relation": per_relation, "axioms": self.ontology.digest,
-                         "instance_of": instance_of or "default", "question_seed": seed}
+                         "instance_of": instance_of or "default", "question_seed": seed,
+                         CHOICE_RULE: CHOICE_RULE_NOW}
         self._instance_of: dict | None = None
         self._questions: dict[str, KmirQuestion] = {}
         self._made: dict[tuple, dict[str, list[tuple[Query, Fact]]]] = {}

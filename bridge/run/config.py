@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.experiments.base import QUESTION_FACTS
+from bridge.experiments.base import CHOICE_RULE, QUESTION_FACTS
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
@@ -415,6 +415,9 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 and before.get("prompts_digest") != settings.get("prompts_digest"):
             whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
                                               config["runs"]))
+        if settings.get(CHOICE_RULE) and before.get(CHOICE_RULE) != settings[CHOICE_RULE]:
+            whys.append("an earlier kbc version read an answer naming an entity called Yes or No, such as P463's band "
+                        "Yes, as that choice of a yes/no question: its answers there are not kept")
         why = f" ({'; '.join(whys)})" if whys else ""
         raise ConfigError(f"{cfg.out} holds results made with other settings: {changes(before, settings)}{why}; "
                           "use another --out or the same settings")
