@@ -17,6 +17,18 @@ from pathlib import Path
 
 import click
 
+from bridge.cli.fact_lines import (
+    SHOW_TOP,
+    answer_dicts,
+    fact_head,
+    gold_ranks_text,
+    indented,
+    not_answered,
+    prompt_text,
+    ranked_entry,
+    ranked_lines,
+    with_id,
+)
 from bridge.cli.value_types import Int, PathType
 from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
@@ -35,7 +47,6 @@ from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
 
 LISTS = {"only-a": "only_a", "only-b": "only_b", "both": "both", "neither": "neither"}
-SHOW_TOP = 5
 
 
 def _top1(record: dict) -> str:
@@ -532,67 +543,10 @@ def _fact_json(run: RunDir, fact: dict) -> dict:
     for key in ("subject", "subject_id", "gold", "gold_id", "prompt"):
         out[key] = full.get(key)
     out["other_valid"] = full.get("other_valid")
-    out["predictors"] = {name: _unanswered(records.get(name)) or _ranked_entry(run, fact["corpus"], name,
+    out["predictors"] = {name: not_answered(records.get(name)) or ranked_entry(run, fact["corpus"], name,
                                                                                 records[name])
                          for name in run.predictors}
     return out
-
-
-def _ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
-    """An answered LAMA-style record as `--json` prints it: the gold's ranks (in the list and exact, raw and
-    filtered), a generation's fields, the scale of the scores and every saved answer."""
-    entry = {"status": "answered", "rank_raw": record.get("rank_raw"), "rank_filtered": record.get("rank_filtered")}
-    for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
-                "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
-        if key == "prompt" and GENERATED not in record:
-            continue
-        if key in record:
-            entry[key] = record[key]
-    scale = _score_scale(run, corpus, name)
-    if scale is not None:
-        entry["score_scale"] = scale
-    entry["answers"] = _answer_dicts(record)
-    return entry
-
-
-def _answer_dicts(record: dict) -> list[dict]:
-    """A record's saved answers (`[label, score, id]`) as `--json` prints them."""
-    return [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
-            for ans in record.get("answers") or []]
-
-
-def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
-    """The scale a predictor declared its scores on (`score_scale`, recorded as `scores`), None where unrecorded."""
-    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
-    scale = described.get("scores") if isinstance(described, dict) else None
-    return scale if isinstance(scale, str) else None
-
-
-def _rank(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
-def _indented(head: str, text: str) -> list[str]:
-    """`head` then `text`, its further lines (a prompt of several) lined up under its first."""
-    return [(head if i == 0 else " " * len(head)) + line for i, line in enumerate(text.split("\n"))]
-
-
-def _with_id(label, id_) -> str:
-    return f"{label} ({id_})" if id_ else str(label)
-
-
-def fact_head(fact: dict) -> list[str]:
-    """A fact's first lines: corpus, relation and uid; its subject, its prompt (where `fact` has one: one prompt asks
-    it), its gold and the other valid objects (where it has them: a filtered setting scores it)."""
-    prompt = fact.get("prompt")
-    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
-    for label, value in (("subject", _with_id(fact["subject"], fact["subject_id"])),
-                         *([("prompt", prompt if isinstance(prompt, str) else "-")] if "prompt" in fact else []),
-                         ("gold", _with_id(fact["gold"], fact["gold_id"])),
-                         *([("other valid", ", ".join(fact["other_valid"] or []) or "-")] if "other_valid" in fact
-                           else [])):
-        lines += _indented(f"  {label + ':':<13}", value)
-    return lines
 
 
 def _fact_text(fact: dict) -> list[str]:
@@ -611,45 +565,11 @@ def _fact_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {gold_ranks_text(entry)}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
-        lines += _ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
-    return lines
-
-
-def gold_ranks_text(entry: dict) -> str:
-    """The gold's ranks of a `_ranked_entry`: in the saved list, and exact where recorded, raw and filtered."""
-    if entry["rank_raw"] is None and entry["rank_filtered"] is None:
-        ranks = "gold not among the answers"
-    else:
-        ranks = f"gold rank raw {_rank(entry['rank_raw'])}, filtered {_rank(entry['rank_filtered'])}"
-    if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
-        ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
-                  f"filtered {_rank(entry.get('rank_exact_filtered'))}")
-    return ranks + (f" (score: {entry['score_scale']})" if "score_scale" in entry else "")
-
-
-def _ranked_lines(answers: list[dict], golds: set, pad: str) -> list[str]:
-    """The top answers with their scores, a gold one marked, and how many more `--json` shows."""
-    lines = [] if answers else [f"{pad}(no answers)"]
-    for i, ans in enumerate(answers[:SHOW_TOP], 1):
-        score = ans["score"]
-        score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
-        mark = "  <- gold" if ans["label"] in golds else ""
-        lines.append(f"{pad}{i}. {ans['label']}  {score}{mark}")
-    if len(answers) > SHOW_TOP:
-        lines.append(f"{pad}({len(answers) - SHOW_TOP} more; --json shows every answer)")
+        lines += ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
     return lines
 
 
 SHOW_OBJECTS = 20  # of a gold or predicted set in the text view (`--json` holds them all)
-
-
-def _unanswered(record: dict | None) -> dict | None:
-    """A predictor's entry for a unit it did not run or dropped; None where it answered."""
-    if record is None:
-        return {"status": "not run"}
-    if "dropped" in record:
-        return {"status": "dropped", "reason": record["dropped"]}
-    return None
 
 
 def lmkbc_labels(run: RunDir) -> tuple[dict[str, str], str | None]:
@@ -677,7 +597,7 @@ def _pair_json(run: RunDir, fact: dict, labels: dict[str, str] | None = None) ->
            "gold": first.get("gold"), "gold_labels": first.get("gold_labels"), "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        unanswered = _unanswered(record)
+        unanswered = not_answered(record)
         if unanswered is not None:
             out["predictors"][name] = unanswered
             continue
@@ -713,14 +633,14 @@ def _pair_text(fact: dict) -> list[str]:
     subject = f"{fact['subject']} ({fact['subject_id']})" if fact["subject_id"] else str(fact["subject"])
     gold = fact["gold"]
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
-    lines += _indented(f"  {'subject:':<13}", subject)
+    lines += indented(f"  {'subject:':<13}", subject)
     # a ranking predictor's template prompt; a generating one's own prompt is shown with its answer
-    lines += _indented(f"  {'prompt:':<13}", fact["prompt"] if isinstance(fact["prompt"], str) else "-")
+    lines += indented(f"  {'prompt:':<13}", fact["prompt"] if isinstance(fact["prompt"], str) else "-")
     labels = fact.get("labels") or {}
-    lines += _indented(f"  {'gold:':<13}", "- (a split without gold objects)" if gold is None else
+    lines += indented(f"  {'gold:':<13}", "- (a split without gold objects)" if gold is None else
                        _listed([_labelled(x, labels) for x in gold]) if gold else "the empty set")
     if fact.get("gold_labels"):
-        lines += _indented(f"  {'gold labels:':<13}", _listed(fact["gold_labels"]))
+        lines += indented(f"  {'gold labels:':<13}", _listed(fact["gold_labels"]))
     width = max(len(name) for name in fact["predictors"])
     for name, entry in fact["predictors"].items():
         if entry["status"] != "answered":
@@ -735,10 +655,10 @@ def _pair_text(fact: dict) -> list[str]:
         predicted = entry["predicted"] or []
         right = set(gold or ())
         marked = [f"{_labelled(x, labels)} <- gold" if x in right else _labelled(x, labels) for x in predicted]
-        lines += _indented(f"  {' ' * width}    predicted: ", _listed(marked) if predicted else "the empty set")
+        lines += indented(f"  {' ' * width}    predicted: ", _listed(marked) if predicted else "the empty set")
         if GENERATED in entry:
-            lines += _indented(f"  {' ' * width}    prompt:     ", prompt_text(entry.get("prompt")))
-            lines += _indented(f"  {' ' * width}    generation: ", str(entry[GENERATED]))
+            lines += indented(f"  {' ' * width}    prompt:     ", prompt_text(entry.get("prompt")))
+            lines += indented(f"  {' ' * width}    generation: ", str(entry[GENERATED]))
         for i, (item, score) in enumerate(entry["ranked"][:SHOW_TOP], 1):
             lines.append(f"  {' ' * width}    {i}. {_labelled(item, labels)}  {score + 0.0:.4g}")
         if len(entry["ranked"]) > SHOW_TOP:
@@ -757,7 +677,7 @@ def _sentence_json(run: RunDir, fact: dict) -> dict:
            "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        unanswered = _unanswered(record)
+        unanswered = not_answered(record)
         if unanswered is not None:
             out["predictors"][name] = unanswered
             continue
@@ -776,9 +696,9 @@ def _sentence_json(run: RunDir, fact: dict) -> dict:
 
 def _sentence_text(fact: dict) -> list[str]:
     lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
-    for label, value in (("sentence", fact["sentence"] or "-"), ("head", _with_id(fact["head"], fact["head_id"])),
-                         ("tail", _with_id(fact["tail"], fact["tail_id"])), ("gold", fact["gold"])):
-        lines += _indented(f"  {label + ':':<10}", value)
+    for label, value in (("sentence", fact["sentence"] or "-"), ("head", with_id(fact["head"], fact["head_id"])),
+                         ("tail", with_id(fact["tail"], fact["tail_id"])), ("gold", fact["gold"])):
+        lines += indented(f"  {label + ':':<10}", value)
     width = max(len(name) for name in fact["predictors"])
     pad = f"  {' ' * width}    "
     for name, entry in fact["predictors"].items():
@@ -794,7 +714,7 @@ def _sentence_text(fact: dict) -> list[str]:
             rank = f"gold rank {entry['gold_rank']}" if entry["gold_rank"] is not None else "gold not among answers"
             verdict = f"predicted {entry['predicted']} ({right}; {rank})"
         lines.append(f"  {name.ljust(width)}  {verdict}")
-        lines += _indented(f"{pad}input: ", str(entry["input"] or "-"))
+        lines += indented(f"{pad}input: ", str(entry["input"] or "-"))
         if entry.get("fallback"):
             lines.append(f"{pad}marked entities without an entity vector (word pieces instead): {entry['fallback']}")
         for i, ans in enumerate(entry["answers"][:SHOW_TOP], 1):
@@ -814,18 +734,13 @@ def _generated_text(name: str, entry: dict, width: int, gold: str) -> list[str]:
             *_generation_lines(entry, " " * (width + 4), {gold})]
 
 
-def prompt_text(prompt: str | list | None) -> str:
-    """A prompt as sent: a sentence, or a chat's messages one a line (`[role] content`)."""
-    return prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
-
-
 def _generation_lines(entry: dict, pad: str, golds: set, parsed: bool = False) -> list[str]:
     """The exact prompt sent, the raw generation, (`parsed`: the answers read from it,) the linked answers with
     a gold one marked, and those linked to no entity."""
-    lines = _indented(f"{pad}prompt:     ", prompt_text(entry.get("prompt")))
-    lines += _indented(f"{pad}generation: ", entry[GENERATED] or "")
+    lines = indented(f"{pad}prompt:     ", prompt_text(entry.get("prompt")))
+    lines += indented(f"{pad}generation: ", entry[GENERATED] or "")
     if parsed:
-        lines += _indented(f"{pad}parsed:     ", ", ".join(entry.get("parsed") or ()) or "-")
+        lines += indented(f"{pad}parsed:     ", ", ".join(entry.get("parsed") or ()) or "-")
     for i, ans in enumerate(entry["answers"], 1):
         linked = f" ({ans['id']})" if ans.get("id") else ""
         lines.append(f"{pad}{i}. {ans['label']}{linked}{'  <- gold' if ans['label'] in golds else ''}")
@@ -850,9 +765,9 @@ def _question_json(run: RunDir, fact: dict) -> dict:
            "axiom": first.get("axiom"), "chance": first.get("chance"), "predictors": {}}
     for name in run.predictors:
         record = records.get(name)
-        out["predictors"][name] = _unanswered(record) or {
+        out["predictors"][name] = not_answered(record) or {
             "status": "answered", "answer": record.get("answer"), "f1": record.get("f1"), "em": record.get("em"),
-            **generation_fields(record), "answers": _answer_dicts(record),
+            **generation_fields(record), "answers": answer_dicts(record),
             **{k: record[k] for k in ("choice_scores", "choice_scoring") if k in record}}
     return out
 
@@ -865,7 +780,7 @@ def _question_text(fact: dict) -> list[str]:
                          ("gold", ", ".join([str(fact["gold"]), *fact["alternatives"]])),
                          ("choices", ", ".join(fact["choices"]) if fact["choices"] else None)):
         if value is not None:
-            lines += _indented(f"  {label + ':':<10}", value)
+            lines += indented(f"  {label + ':':<10}", value)
     golds = {fact["gold"], *fact["alternatives"]}
     width = max(len(name) for name in fact["predictors"])
     pad = f"  {' ' * width}    "
@@ -879,11 +794,11 @@ def _question_text(fact: dict) -> list[str]:
         f1, em = (f"{100 * entry[k]:.1f}%" if isinstance(entry[k], int | float) else "-" for k in ("f1", "em"))
         lines.append(f"  {name.ljust(width)}  {answer} (F1 {f1}, EM {em}{how})")
         if entry.get("choice_scores"):  # what the answer was picked by: the best-scored choice
-            lines += _indented(pad + "choices: ", ", ".join(
+            lines += indented(pad + "choices: ", ", ".join(
                 f"{label} {'-' if score is None else f'{score:.4f}'} (rank {'-' if rank is None else rank})"
                 for label, score, rank in entry["choice_scores"]) + f" (score: {entry.get('choice_scoring')})")
         lines += _generation_lines(entry, pad, golds, parsed=True) if GENERATED in entry else \
-            _ranked_lines(entry["answers"], golds, pad)
+            ranked_lines(entry["answers"], golds, pad)
     return lines
 
 

@@ -12,15 +12,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bridge.cli.compare import (
-    _answer_dicts,
-    _indented,
-    _ranked_entry,
-    _ranked_lines,
-    _unanswered,
+from bridge.cli.fact_lines import (
+    answer_dicts,
     fact_head,
     gold_ranks_text,
+    indented,
+    not_answered,
     prompt_text,
+    ranked_entry,
+    ranked_lines,
 )
 from bridge.run.directory import RunDir
 from eval.answer_text import GENERATED, generation_fields
@@ -60,14 +60,14 @@ def _head(fact: dict) -> dict:
 def _query(run: RunDir, corpus: str, name: str, record: dict) -> dict:
     """One ranked query of a predictor: its uid and prompt as recorded, its gold ranks and answers."""
     return {"uid": record["uid"], "prompt": record.get("prompt"),
-            **(_unanswered(record) or _ranked_entry(run, corpus, name, record))}
+            **(not_answered(record) or ranked_entry(run, corpus, name, record))}
 
 
 def _query_lines(entry: dict, gold: str, pad: str) -> list[str]:
     """A ranked query's gold ranks and top answers, or why it was not answered."""
     if entry["status"] != "answered":
         return [f"{pad}{entry['status']}" + (f": {entry['reason']}" if "reason" in entry else "")]
-    return [f"{pad}{gold_ranks_text(entry)}", *_ranked_lines(entry["answers"], {gold}, pad)]
+    return [f"{pad}{gold_ranks_text(entry)}", *ranked_lines(entry["answers"], {gold}, pad)]
 
 
 def _width(fact: dict) -> int:
@@ -95,7 +95,7 @@ def negated_json(run: RunDir, fact: dict) -> dict:
     out = _head(fact) | {"predictors": {}}
     for name in run.predictors:
         records = fact["records"].get(name, {}).get("", {})
-        unanswered = _unanswered(records.get(fact["uid"]))
+        unanswered = not_answered(records.get(fact["uid"]))
         if unanswered is not None:
             out["predictors"][name] = unanswered
             continue
@@ -141,7 +141,7 @@ def negated_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {_negated_verdict(entry)}")
         for probe, query in entry["probes"].items():
             prime = f"  (prime: {query['prime']})" if "prime" in query else ""
-            lines += _indented(f"{pad}{probe + ':':<11}", f"{query['prompt'] or '-'}{prime}")
+            lines += indented(f"{pad}{probe + ':':<11}", f"{query['prompt'] or '-'}{prime}")
             lines += _query_lines(query, fact["gold"], pad + " " * 11)
     return lines
 
@@ -182,7 +182,7 @@ def coherency_json(run: RunDir, fact: dict) -> dict:
 
 def _first_step(record: dict) -> dict:
     return {"uid": record["uid"], "slot": record["slot"], "prompt": record["prompt"], "truth": record["truth"],
-            "correct": record["correct"], **generation_fields(record), "answers": _answer_dicts(record)}
+            "correct": record["correct"], **generation_fields(record), "answers": answer_dicts(record)}
 
 
 def _second_step(record: dict) -> dict:
@@ -192,12 +192,12 @@ def _second_step(record: dict) -> dict:
             "asked_back_from": record["first_answer"], "truth": record["second_truth"],
             "answer": record["second_answer"], "correct": record["second_correct"],
             "same_as_first": record["same_as_first"], "excluded": record["excluded"], **generation_fields(record),
-            "answers": _answer_dicts(record)}
+            "answers": answer_dicts(record)}
 
 
 def _generated(step: dict, pad: str) -> list[str]:
     """A step answered by generation: the raw generation its one answer was parsed from."""
-    return _indented(f"{pad}generation: ", str(step[GENERATED])) if GENERATED in step else []
+    return indented(f"{pad}generation: ", str(step[GENERATED])) if GENERATED in step else []
 
 
 def coherency_text(fact: dict) -> list[str]:
@@ -214,11 +214,11 @@ def coherency_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {'; '.join(verdicts)}")
         for r in entry["rounds"]:
             first, second = r["first"], r["second"]
-            lines += _indented(f"{pad}{'round ' + str(r['round']):<9}",
+            lines += indented(f"{pad}{'round ' + str(r['round']):<9}",
                                f"asks the {first['slot']}: {prompt_text(first['prompt'])}")
             lines += _generated(first, deeper)
             lines.append(f"{deeper}truth {first['truth']}, right: {YES[first['correct']]}")
-            lines += _ranked_lines(first["answers"], {first["truth"]}, deeper)
+            lines += ranked_lines(first["answers"], {first["truth"]}, deeper)
             if second is None:  # a finished run asks back from every first answer
                 lines.append(f"{deeper}nothing asked back: " + ("no second step recorded" if first["answers"] else
                                                                 "the first step gave no answer to ask back from"))
@@ -226,7 +226,7 @@ def coherency_text(fact: dict) -> list[str]:
             if "status" in second:
                 lines.append(f"{deeper}asked back: dropped: {second['reason']}")
                 continue
-            lines += _indented(deeper, f"asks back the {second['slot']} from {second['asked_back_from']}: "
+            lines += indented(deeper, f"asks back the {second['slot']} from {second['asked_back_from']}: "
                                        f"{prompt_text(second['prompt'])}")
             lines += _generated(second, deeper)
             excluded = (f"; {len(second['excluded'])} excluded as true of {second['asked_back_from']}"
@@ -234,7 +234,7 @@ def coherency_text(fact: dict) -> list[str]:
             answer = "no answer" if second["answer"] is None else f"answer {second['answer']}"
             lines.append(f"{deeper}{answer} (truth {second['truth']}, right: {YES[second['correct']]}; the first "
                          f"answer again: {YES[second['same_as_first']]}{excluded})")
-            lines += _ranked_lines(second["answers"], {second["truth"]}, deeper)
+            lines += ranked_lines(second["answers"], {second["truth"]}, deeper)
     return lines
 
 
@@ -281,7 +281,7 @@ def evidence_text(fact: dict) -> list[str]:
                           for s in entry["sentences"] if s["status"] == "answered")
         lines.append(f"  {name.ljust(width)}  gold rank per sentence: {ranks or '-'}")
         for sentence in entry["sentences"]:
-            lines += _indented(f"{pad}{'e' + str(sentence['evidence']):<5}", sentence["prompt"] or "-")
+            lines += indented(f"{pad}{'e' + str(sentence['evidence']):<5}", sentence["prompt"] or "-")
             lines += _query_lines(sentence, fact["gold"], pad + " " * 5)
     return lines
 

@@ -1,0 +1,105 @@
+"""How `kbc show` prints one unit of a run: the fact's head lines, each predictor's gold ranks and top answers, the
+prompt as sent, in text and as `--json` holds them. Shared by every experiment's view."""
+
+from __future__ import annotations
+
+from bridge.run.directory import RunDir
+from eval.answer_text import GENERATED
+
+SHOW_TOP = 5  # answers per predictor in the text view (`--json` holds every saved answer)
+
+
+def ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
+    """An answered LAMA-style record as `--json` prints it: the gold's ranks (in the list and exact, raw and
+    filtered), a generation's fields, the scale of the scores and every saved answer."""
+    entry = {"status": "answered", "rank_raw": record.get("rank_raw"), "rank_filtered": record.get("rank_filtered")}
+    for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
+                "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
+        if key == "prompt" and GENERATED not in record:
+            continue
+        if key in record:
+            entry[key] = record[key]
+    scale = _score_scale(run, corpus, name)
+    if scale is not None:
+        entry["score_scale"] = scale
+    entry["answers"] = answer_dicts(record)
+    return entry
+
+
+def answer_dicts(record: dict) -> list[dict]:
+    """A record's saved answers (`[label, score, id]`) as `--json` prints them."""
+    return [{"label": ans[0], "score": ans[1], "id": ans[2] if len(ans) > 2 else None}
+            for ans in record.get("answers") or []]
+
+
+def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
+    """The scale a predictor declared its scores on (`score_scale`, recorded as `scores`), None where unrecorded."""
+    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
+    scale = described.get("scores") if isinstance(described, dict) else None
+    return scale if isinstance(scale, str) else None
+
+
+def _rank(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def indented(head: str, text: str) -> list[str]:
+    """`head` then `text`, its further lines (a prompt of several) lined up under its first."""
+    return [(head if i == 0 else " " * len(head)) + line for i, line in enumerate(text.split("\n"))]
+
+
+def with_id(label, id_) -> str:
+    return f"{label} ({id_})" if id_ else str(label)
+
+
+def fact_head(fact: dict) -> list[str]:
+    """A fact's first lines: corpus, relation and uid; its subject, its prompt (where `fact` has one: one prompt asks
+    it), its gold and the other valid objects (where it has them: a filtered setting scores it)."""
+    prompt = fact.get("prompt")
+    lines = [f"{fact['corpus']} / {fact['relation']} / uid {fact['uid']}"]
+    for label, value in (("subject", with_id(fact["subject"], fact["subject_id"])),
+                         *([("prompt", prompt if isinstance(prompt, str) else "-")] if "prompt" in fact else []),
+                         ("gold", with_id(fact["gold"], fact["gold_id"])),
+                         *([("other valid", ", ".join(fact["other_valid"] or []) or "-")] if "other_valid" in fact
+                           else [])):
+        lines += indented(f"  {label + ':':<13}", value)
+    return lines
+
+
+def gold_ranks_text(entry: dict) -> str:
+    """The gold's ranks of a `ranked_entry`: in the saved list, and exact where recorded, raw and filtered."""
+    if entry["rank_raw"] is None and entry["rank_filtered"] is None:
+        ranks = "gold not among the answers"
+    else:
+        ranks = f"gold rank raw {_rank(entry['rank_raw'])}, filtered {_rank(entry['rank_filtered'])}"
+    if "rank_exact_raw" in entry or "rank_exact_filtered" in entry:
+        ranks += (f"; exact raw {_rank(entry.get('rank_exact_raw'))}, "
+                  f"filtered {_rank(entry.get('rank_exact_filtered'))}")
+    return ranks + (f" (score: {entry['score_scale']})" if "score_scale" in entry else "")
+
+
+def ranked_lines(answers: list[dict], golds: set, pad: str) -> list[str]:
+    """The top answers with their scores, a gold one marked, and how many more `--json` shows."""
+    lines = [] if answers else [f"{pad}(no answers)"]
+    for i, ans in enumerate(answers[:SHOW_TOP], 1):
+        score = ans["score"]
+        score = f"{score + 0.0:.4g}" if isinstance(score, (int, float)) else str(score)  # + 0.0: no "-0"
+        mark = "  <- gold" if ans["label"] in golds else ""
+        lines.append(f"{pad}{i}. {ans['label']}  {score}{mark}")
+    if len(answers) > SHOW_TOP:
+        lines.append(f"{pad}({len(answers) - SHOW_TOP} more; --json shows every answer)")
+    return lines
+
+
+def not_answered(record: dict | None) -> dict | None:
+    """A predictor's entry for a unit it did not run or dropped; None where it answered."""
+    if record is None:
+        return {"status": "not run"}
+    if "dropped" in record:
+        return {"status": "dropped", "reason": record["dropped"]}
+    return None
+
+
+def prompt_text(prompt: str | list | None) -> str:
+    """A prompt as sent: a sentence, or a chat's messages one a line (`[role] content`)."""
+    return prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
