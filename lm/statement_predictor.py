@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from eval.types import ASKED_PROMPT, OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
 from lm.finite import NonFiniteScores
 from lm.statement import CausalStatementScorer, MaskedStatementScorer, Statement, check_options, fill
 
+MASK = "[MASK]"
 NOT_IN_SPACE = "object is not in the answer space"
 SUBJECT_NOT_IN_SPACE = "subject is not in the answer space"
 
@@ -103,6 +104,13 @@ class StatementPredictor:
         shift = len(query.context) + 1
         return [Statement(f"{query.context} {s.text}", (s.answer[0] + shift, s.answer[1] + shift)) for s in out]
 
+    def prompt(self, query: Query) -> str:
+        """The statement as scored with [MASK] at the asked slot (labels stripped, opening upper-cased as `fill`
+        does), without the context read before it."""
+        if query.slot == "subject":
+            return fill(query.template, MASK, query.known.label, self.compat, SUBJECT_SLOT).text
+        return fill(query.template, query.known.label, MASK, self.compat, OBJECT_SLOT).text
+
     def _scores(self, groups: list[list[Statement]], keys: list[tuple]) -> list[list[float]]:
         if isinstance(self.scorer, CausalStatementScorer):
             trees: dict[tuple, list[int]] = {}
@@ -142,5 +150,8 @@ class StatementPredictor:
             targets = {t: int(rank[where[t]]) for t in q.targets if t in where}
             answers = tuple(Answer(options[i], float(values[i])) for i in order[:depth])
             extra = {"n_candidates": len(options), "scoring": "statement"}  # `kbc show` lists every option
+            prompt = self.prompt(q)
+            if prompt != q.text(MASK):  # the record holds the statement scored
+                extra[ASKED_PROMPT] = prompt
             out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

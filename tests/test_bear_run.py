@@ -256,3 +256,19 @@ def test_statement_scoring_says_it_scores_statements_by_pll(bear_root, tmp_path,
     said = [m for level, m in kbc_log if level == logging.INFO and "scoring path" in m]
     assert said == [f"{bert}: statements scored by PLL (within_word_l2r), each masked copy's logits by masked-LM "
                     "scoring path last-layer+head-at-mask (float32 on cpu)"]
+
+
+def test_show_finds_a_subject_whose_label_has_stray_spaces(bear_root, tmp_path, monkeypatch, capsys):
+    """P175's subjects " Crazy" and "My Only Wish " are found as typed without the spaces; a near miss is named."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "bear", "--relations", "P175", "--predictors", "freq",
+                            "--data-dir", str(bear_root), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    for subject, uid in (("Crazy", "P175:15"), ("my only wish", "P175:17")):
+        code, shown, err = run_kbc(["show", str(out), "--subject", subject, "--relation", "P175", "--json"], capsys)
+        assert code == 0, err
+        assert [f["uid"] for f in json.loads(shown)["facts"]] == [uid]
+    code, _, err = run_kbc(["show", str(out), "--subject", "Crazzy", "--relation", "P175"], capsys)
+    assert (code, err) == (2, f"error: no fact with subject 'Crazzy' and relation 'P175' in {out} (corpora bear); "
+                              "did you mean 'Crazy'?\n")
