@@ -272,3 +272,28 @@ def test_show_finds_a_subject_whose_label_has_stray_spaces(bear_root, tmp_path, 
     code, _, err = run_kbc(["show", str(out), "--subject", "Crazzy", "--relation", "P175"], capsys)
     assert (code, err) == (2, f"error: no fact with subject 'Crazzy' and relation 'P175' in {out} (corpora bear); "
                               "did you mean 'Crazy'?\n")
+
+
+def test_pll_is_refused_where_it_changes_nothing(tiny_models, bear_root, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """A causal LM scores statements left to right: `pll` would be recorded yet change nothing, so it is refused;
+    a masked LM beside it takes an unscoped `--set pll=...`."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    argv = ["run", "bear", "--relations", "P30", "--limit", "2", "--data-dir", str(bear_root), "--quiet"]
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", "--set", "gpt2.pll=original", "--out",
+                            str(tmp_path / "a")], capsys)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: --set gpt2.pll: predictor gpt2 ({gpt}) does not take 'pll'; it takes: answer, beams, cache, chat, "
+           "max_new_tokens, prompt, prompt_file, question_file, reduction, scoring, seed, set, shots, shots_seed, "
+           "stop, temperature, top_p, vocab_file")
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", "--set", "pll=original", "--out",
+                            str(tmp_path / "b")], capsys)
+    assert code == 2 and err.splitlines()[-1].startswith("error: --set pll: no predictor of this run takes this "
+                                                         "option; ")
+    out = tmp_path / "c"
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", f"bert={bert}", "--set", "pll=original",
+                            "--set", "reduction=mean", "--out", str(out)], capsys)
+    assert code == 0, err
+    specs = json.loads((out / "config.json").read_text())["predictor_specs"]
+    assert (specs["gpt2"]["options"], specs["bert"]["options"]) == ({"reduction": "mean"},
+                                                                  {"pll": "original", "reduction": "mean"})
