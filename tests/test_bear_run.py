@@ -297,3 +297,37 @@ def test_pll_is_refused_where_it_changes_nothing(tiny_models, bear_root, tmp_pat
     specs = json.loads((out / "config.json").read_text())["predictor_specs"]
     assert (specs["gpt2"]["options"], specs["bert"]["options"]) == ({"reduction": "mean"},
                                                                   {"pll": "original", "reduction": "mean"})
+
+
+def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root, tmp_path, monkeypatch,  # noqa: F811
+                                                          capsys):
+    """Two runs of one model apart only in the reduction: summary.md names each predictor's options that are not the
+    defaults (and a template other than the first), and the leaderboard tells the two rows apart."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    argv = ["run", "bear", "--relations", "P30", "--limit", "5", "--data-dir", str(bear_root), "--quiet",
+            "--bootstrap", "0", "--predictors", f"gpt2={gpt}", f"bert={bert}"]
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for out, more in ((a, []), (b, ["--set", "reduction=mean", "--set", "bert.pll=original"]),
+                      (c, ["--template", "1", "--compat", "lm-pub-quiz"])):
+        code, _, err = run_kbc([*argv, *more, "--out", str(out)], capsys)
+        assert code == 0, err
+    said = {out: [line for line in (out / "summary.md").read_text().splitlines()
+                  if "statement scoring" in line or "--template" in line] for out in (a, b, c)}
+    assert said == {
+        a: ["- `gpt2`: statement scoring with the default options.",
+            "- `bert`: statement scoring with the default options."],
+        b: ["- `gpt2`: statement scoring with reduction=mean.",
+            "- `bert`: statement scoring with pll=original, reduction=mean."],
+        c: ["- `gpt2`: statement scoring with compat=lm-pub-quiz.",
+            "- `bert`: statement scoring with compat=lm-pub-quiz.", "- bear: asked with `--template 1`."]}
+    code, board, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    assert {(Path(r["run"]).name, r["predictor"]): r["spec"] for r in json.loads(board)} == {
+        ("a", "gpt2"): f"{gpt} (reduction=sum)", ("b", "gpt2"): f"{gpt} (reduction=mean)",
+        ("a", "bert"): f"{bert} (pll=within_word_l2r, reduction=sum)",
+        ("b", "bert"): f"{bert} (pll=original, reduction=mean)"}
+    code, _, err = run_kbc(["report", str(c), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert all(line.removeprefix("- ") in report for line in said[c])

@@ -430,6 +430,25 @@ def predictors_note(config: dict) -> list[str]:
     return [f"Predictors: {'; '.join(parts)}."] if parts else []
 
 
+def scoring_notes(config: dict) -> list[str]:
+    """One line per statement-scoring predictor naming its options that are not the defaults, and the template a
+    BEAR-like corpus was asked with where it is not the first: two runs apart only in these have tables alike."""
+    from bridge.predictors.registry import statement_brief
+
+    notes = []
+    for name in config.get("predictor_specs") or {}:
+        brief = statement_brief(config, name)
+        if brief:
+            what = "the default options" if brief == "defaults" else brief
+            notes.append(f"`{name}`: statement scoring with {what}.")
+    for corpus, chosen in (config.get("version_choices") or {}).items():
+        templates = sorted({str(c.get("template")) for c in (chosen or {}).values()
+                            if isinstance(c, dict) and c.get("template") is not None})
+        if templates and templates != ["0"]:
+            notes.append(f"{corpus}: asked with `--template {', '.join(templates)}`.")
+    return notes
+
+
 def samples(config: dict) -> list[tuple[int | None, int | None]]:
     """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
     every fact."""
@@ -467,7 +486,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = predictors_note(config)
+    notes = predictors_note(config) + scoring_notes(config)
     sample = sample_note(config)
     if sample:
         notes.append(sample)
