@@ -305,12 +305,13 @@ def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root,
     defaults (and a template other than the first), and the leaderboard tells the two rows apart."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
-    argv = ["run", "bear", "--relations", "P30", "--limit", "5", "--data-dir", str(bear_root), "--quiet",
-            "--bootstrap", "0", "--predictors", f"gpt2={gpt}", f"bert={bert}"]
+    argv = ["run", "bear", "--relations", "P30", "--limit", "5", "--data-dir", str(bear_root), "--bootstrap", "0",
+            "--predictors", f"gpt2={gpt}", f"bert={bert}"]
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    printed = {}
     for out, more in ((a, []), (b, ["--set", "reduction=mean", "--set", "bert.pll=original"]),
                       (c, ["--template", "1", "--compat", "lm-pub-quiz"])):
-        code, _, err = run_kbc([*argv, *more, "--out", str(out)], capsys)
+        code, printed[out], err = run_kbc([*argv, *more, "--out", str(out)], capsys)
         assert code == 0, err
     said = {out: [line for line in (out / "summary.md").read_text().splitlines()
                   if "statement scoring" in line or "--template" in line] for out in (a, b, c)}
@@ -321,6 +322,9 @@ def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root,
             "- `bert`: statement scoring with pll=original, reduction=mean."],
         c: ["- `gpt2`: statement scoring with compat=lm-pub-quiz.",
             "- `bert`: statement scoring with compat=lm-pub-quiz.", "- bear: asked with `--template 1`."]}
+    # the printed tables are followed by the options that are not the defaults
+    assert [[line for line in printed[out].splitlines() if "statement scoring" in line or "--template" in line]
+            for out in (a, b, c)] == [[], *([line.removeprefix("- ") for line in said[out]] for out in (b, c))]
     code, board, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
     assert code == 0, err
     assert {(Path(r["run"]).name, r["predictor"]): r["spec"] for r in json.loads(board)} == {

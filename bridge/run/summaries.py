@@ -430,15 +430,16 @@ def predictors_note(config: dict) -> list[str]:
     return [f"Predictors: {'; '.join(parts)}."] if parts else []
 
 
-def scoring_notes(config: dict) -> list[str]:
-    """One line per statement-scoring predictor naming its options that are not the defaults, and the template a
-    BEAR-like corpus was asked with where it is not the first: two runs apart only in these have tables alike."""
+def scoring_notes(config: dict, defaults: bool = True) -> list[str]:
+    """One line per statement-scoring predictor naming its options that are not the defaults (`defaults`: also
+    for one with none), and the template a BEAR-like corpus was asked with where it is not the first: two runs apart
+    only in these have tables alike."""
     from bridge.predictors.registry import statement_brief
 
     notes = []
     for name in config.get("predictor_specs") or {}:
         brief = statement_brief(config, name)
-        if brief:
+        if brief and (defaults or brief != "defaults"):
             what = "the default options" if brief == "defaults" else brief
             notes.append(f"`{name}`: statement scoring with {what}.")
     for corpus, chosen in (config.get("version_choices") or {}).items():
