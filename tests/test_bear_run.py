@@ -335,3 +335,17 @@ def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root,
     assert code == 0, err
     report = (tmp_path / "report" / "report.md").read_text()
     assert all(line.removeprefix("- ") in report for line in said[c])
+
+
+def test_summary_says_the_instance_weighted_accuracy(bear_root, tmp_path, monkeypatch, capsys):
+    """P30 (150 facts) and P36 (60): freq's Total is the plain mean 9.17 of 16.67 (25 of 150) and 1.67 (1 of 60);
+    lm-pub-quiz's overall accuracy weights relations by their facts, 26 of 210 = 12.38."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "bear", "--relations", "P30", "P36", "--predictors", "freq", "--data-dir",
+                            str(bear_root), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert _p1(out, "freq")["all"] == pytest.approx((25 / 150 + 1 / 60) / 2 * 100)
+    lines = [line for line in (out / "summary.md").read_text().splitlines() if "weighted" in line]
+    assert lines == ["- bear: P@1 (%) with each relation weighted by its facts, as lm-pub-quiz's overall accuracy "
+                     "(raw, shared facts; the Total is the plain mean over relations): freq 12.38."]

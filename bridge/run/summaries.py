@@ -271,6 +271,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
     notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
+    notes += weighted_notes(rows, config, setting)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
@@ -290,6 +291,29 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
     write_stamp(out, inputs_digest(run_config(out), args, files), files)
     return rows
+
+
+def weighted_notes(rows: list[dict], config: dict, setting: str) -> list[str]:
+    """Per BEAR corpus, each predictor's shared-scope P@1 with every relation weighted by its facts: lm-pub-quiz's
+    overall accuracy, which differs from the Total (a plain mean over relations) where relations differ in size."""
+    notes = []
+    for corpus in (config.get("corpora") or []):
+        relations = set((config.get("relation_types") or {}).get(corpus) or {})
+        if corpus not in BEAR_CORPORA or len(relations) < 2:
+            continue
+        held: dict[str, list[tuple[float, int]]] = {}
+        for r in rows:
+            if (r.get("corpus") == corpus and r.get("metric") == "p@1" and r.get("scope") == "shared"
+                    and r.get("setting") == setting and r.get("group") in relations and not r.get("prompt")
+                    and r.get("value") is not None and r.get("n_facts")):
+                held.setdefault(r["predictor"], []).append((r["value"], r["n_facts"]))
+        parts = [f"{name} {sum(v * n for v, n in pairs) / sum(n for _, n in pairs):.2f}"
+                 for name, pairs in held.items()]
+        if parts:
+            notes.append(f"{corpus}: P@1 (%) with each relation weighted by its facts, as lm-pub-quiz's overall "
+                         f"accuracy ({setting}, shared facts; the Total is the plain mean over relations): "
+                         f"{', '.join(parts)}.")
+    return notes
 
 
 def left_out_notes(experiment, units: list[dict]) -> list[str]:
