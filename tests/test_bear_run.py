@@ -234,7 +234,8 @@ def test_template_all_counts_facts_not_queries(bear_root, tmp_path, monkeypatch,
             if row["group"] == "domain:Biographical" else ["P36"]
         assert (row["n_facts"], row["n_queries"]) == (sum(facts[r] for r in rels),
                                                      sum(facts[r] * templates[r] for r in rels)), row
-    head = "| corpus | predictor | answer space (mean) | #facts | P19 (n=5) | P36 (n=5) | Total | Total 95% CI |"
+    head = ("| corpus | predictor | answer space (mean) | #facts | P19 place of birth (n=5) | P36 capital (n=5) | "
+            "Total | Total 95% CI |")
     assert head in stdout and "| bear | freq | 42 | 10 | " in stdout
     md = (out / "summary.md").read_text()
     assert head in md and "(bear: 10 (30 queries) answered by freq)" in md
@@ -349,3 +350,28 @@ def test_summary_says_the_instance_weighted_accuracy(bear_root, tmp_path, monkey
     lines = [line for line in (out / "summary.md").read_text().splitlines() if "weighted" in line]
     assert lines == ["- bear: P@1 (%) with each relation weighted by its facts, as lm-pub-quiz's overall accuracy "
                      "(raw, shared facts; the Total is the plain mean over relations): freq 12.38."]
+
+
+def test_bear_relations_are_named_in_tables(bear_root, tmp_path, monkeypatch, capsys):
+    """BEAR's files name no relation: the names come from LAMA's and FewRel's files staged beside it; a relation of
+    neither (P6886) is shown by its id once, never as `P6886 P6886`."""
+    from bridge.report.data import relation_labels
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    corpus = load_bear("bear", bear_root, ["P30", "P105", "P6886", "P1412"])
+    names = {r: rel.label for r, rel in corpus.relations.items()}
+    assert names == {"P30": "continent", "P105": "taxon rank", "P6886": "P6886",
+                     "P1412": "languages spoken, written or signed"}
+    out = tmp_path / "run"
+    code, printed, err = run_kbc(["run", "bear", "--relations", "P30", "P6886", "--predictors", "freq", "--data-dir",
+                                  str(bear_root), "--out", str(out), "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert printed.splitlines()[1] == ("| corpus | predictor | answer space (mean) | #facts | P30 continent (n=150) | "
+                                       "P6886 (n=150) | Total | Total 95% CI |")
+    config = json.loads((out / "config.json").read_text())
+    assert relation_labels(config) == {"P30": "continent"}
+    from bridge.serve.runs import _relation_rows
+
+    rows = json.loads((out / "summary.json").read_text())
+    shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"])
+    assert [(r["relation"], r["label"]) for r in shown] == [("P30", "continent"), ("P6886", "")]
