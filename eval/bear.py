@@ -79,6 +79,26 @@ def _domains(root: Path) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _names(root: Path) -> dict[str, str]:
+    """Relation id -> Wikidata property name, for tables only. BEAR's files name no relation (templates and domains
+    only), so the names come from the corpora staged beside BEAR's folder where there are any: LAMA's
+    `lama/relations.jsonl`, then FewRel's `fewrel/pid2name.json` (57 of BEAR's 60 relations); none found, or a file
+    that cannot be read: ids alone."""
+    from eval.fewrel import relation_names
+    from eval.relations import load_relations
+
+    base = root.parent.parent  # <data>/bear/BEAR -> <data>
+    names: dict[str, str] = {}
+    try:
+        names.update((pid, name) for pid, (name, _) in relation_names(base / "fewrel").items() if name)
+        lama = base / "lama" / "relations.jsonl"
+        if lama.is_file():
+            names.update((r, rel.label) for r, rel in load_relations(lama).items() if rel.label != r)
+    except (DataError, OSError):
+        return {}
+    return names
+
+
 def _answer_space(meta: dict, where: str) -> tuple[Entity, ...] | None:
     """The metadata's answer space (None where it names none); empty, ragged or duplicate labels are refused."""
     if "answer_space_labels" not in meta and "answer_space_ids" not in meta:
@@ -170,6 +190,7 @@ def load_bear(corpus: str = "bear", data_dir: str | Path | None = None, relation
     if not available:
         raise DataError(f"{root}: no relation files (expected <relation>.jsonl beside {METADATA})")
     domains = _domains(root)
+    names = _names(root)
     stub = {r: Relation(r, r, "[X] [Y]") for r in available}
     wanted = select_relations(stub, list(relations or []), corpus)
     out = Corpus(corpus, {}, [], files=[meta_path])
@@ -185,8 +206,8 @@ def load_bear(corpus: str = "bear", data_dir: str | Path | None = None, relation
         rows = _rows(path)
         space = _answer_space(meta, where) or _space_from_rows(rows, f"{path} (answer space from its objects)")
         position = {e.key: i for i, e in enumerate(space)}
-        out.relations[rel] = Relation(rel, rel, templates[template], answer_space=space, templates=templates,
-                                      domains=domains.get(rel, ()))
+        out.relations[rel] = Relation(rel, names.get(rel, rel), templates[template], answer_space=space,
+                                      templates=templates, domains=domains.get(rel, ()))
         out.files.append(path)
         report = LoadReport(f"{corpus}/{rel}", relation=rel)
         for i, (at, row) in enumerate(rows):

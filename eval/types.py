@@ -220,10 +220,16 @@ ASKED_TEMPLATE = "template"  # `Prediction.extra`: the template a predictor aske
 # that the choice picked can be checked against the scores behind it (a masked LM's saved top answers rarely hold them)
 CHOICE_SCORES = "choice_scores"
 CHOICE_SCORING = "choice_scoring"
+# `Prediction.extra`: the prompt as asked where it is not the query's filled in (statement scoring strips labels)
+ASKED_PROMPT = "prompt"
 
 
 def asked_prompt(query: Query, pred: Prediction) -> str:
     """The prompt the predictor was asked, with [MASK] at the slot: a record holds what was scored, also where a
-    predictor swaps the query's template for its own (a causal LM's `prompt=extended`)."""
+    predictor swaps the query's template for its own (a causal LM's `prompt=extended`) or rewrites the filled
+    statement (statement scoring's stripped labels and upper-cased opening)."""
+    asked = pred.extra.get(ASKED_PROMPT)
+    if isinstance(asked, str):
+        return asked
     template = pred.extra.get(ASKED_TEMPLATE)
     return (replace(query, template=template) if template else query).text("[MASK]")

@@ -14,10 +14,21 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, SUBJECT_SLOT, Answer, Fact, Prediction, Query
+from eval.types import (
+    ASKED_PROMPT,
+    CHOICE_SCORES,
+    CHOICE_SCORING,
+    OBJECT_SLOT,
+    SUBJECT_SLOT,
+    Answer,
+    Fact,
+    Prediction,
+    Query,
+)
 from lm.finite import NonFiniteScores
 from lm.statement import CausalStatementScorer, MaskedStatementScorer, Statement, check_options, fill
 
+MASK = "[MASK]"
 NOT_IN_SPACE = "object is not in the answer space"
 SUBJECT_NOT_IN_SPACE = "subject is not in the answer space"
 
@@ -103,6 +114,13 @@ class StatementPredictor:
         shift = len(query.context) + 1
         return [Statement(f"{query.context} {s.text}", (s.answer[0] + shift, s.answer[1] + shift)) for s in out]
 
+    def prompt(self, query: Query) -> str:
+        """The statement as scored with [MASK] at the asked slot (labels stripped, opening upper-cased as `fill`
+        does), without the context read before it."""
+        if query.slot == "subject":
+            return fill(query.template, MASK, query.known.label, self.compat, SUBJECT_SLOT).text
+        return fill(query.template, query.known.label, MASK, self.compat, OBJECT_SLOT).text
+
     def _scores(self, groups: list[list[Statement]], keys: list[tuple]) -> list[list[float]]:
         if isinstance(self.scorer, CausalStatementScorer):
             trees: dict[tuple, list[int]] = {}
@@ -146,5 +164,8 @@ class StatementPredictor:
                 extra[CHOICE_SCORES] = {c: float(values[where[c]]) for c in q.choices if c in where}
                 extra[CHOICE_SCORING] = "score of the statement with the choice at the answer slot (PLL for a masked " \
                                         "LM, log-likelihood for a causal one)"
+            prompt = self.prompt(q)
+            if prompt != q.text(MASK):  # the record holds the statement scored
+                extra[ASKED_PROMPT] = prompt
             out.append(Prediction(q.uid, answers, False, extra, targets))
         return out

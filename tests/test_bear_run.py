@@ -234,7 +234,8 @@ def test_template_all_counts_facts_not_queries(bear_root, tmp_path, monkeypatch,
             if row["group"] == "domain:Biographical" else ["P36"]
         assert (row["n_facts"], row["n_queries"]) == (sum(facts[r] for r in rels),
                                                      sum(facts[r] * templates[r] for r in rels)), row
-    head = "| corpus | predictor | answer space (mean) | #facts | P19 (n=5) | P36 (n=5) | Total | Total 95% CI |"
+    head = ("| corpus | predictor | answer space (mean) | #facts | P19 place of birth (n=5) | P36 capital (n=5) | "
+            "Total | Total 95% CI |")
     assert head in stdout and "| bear | freq | 42 | 10 | " in stdout
     md = (out / "summary.md").read_text()
     assert head in md and "(bear: 10 (30 queries) answered by freq)" in md
@@ -283,3 +284,121 @@ def test_a_generating_predictor_answers_bears_questions_openly_scored_by_exact_m
           and r["scope"] == "own"}
     assert sum(r["gold"] == "Canada" for r in records) == 1 and em["P19"] == 20.0
     assert not [r for r in rows if r["metric"] == "p@1" and r["predictor"] == "llm"]
+
+
+def test_show_finds_a_subject_whose_label_has_stray_spaces(bear_root, tmp_path, monkeypatch, capsys):
+    """P175's subjects " Crazy" and "My Only Wish " are found as typed without the spaces; a near miss is named."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "bear", "--relations", "P175", "--predictors", "freq",
+                            "--data-dir", str(bear_root), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    for subject, uid in (("Crazy", "P175:15"), ("my only wish", "P175:17")):
+        code, shown, err = run_kbc(["show", str(out), "--subject", subject, "--relation", "P175", "--json"], capsys)
+        assert code == 0, err
+        assert [f["uid"] for f in json.loads(shown)["facts"]] == [uid]
+    code, _, err = run_kbc(["show", str(out), "--subject", "Crazzy", "--relation", "P175"], capsys)
+    assert (code, err) == (2, f"error: no fact with subject 'Crazzy' and relation 'P175' in {out} (corpora bear); "
+                              "did you mean 'Crazy'?\n")
+
+
+def test_pll_is_refused_where_it_changes_nothing(tiny_models, bear_root, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """A causal LM scores statements left to right: `pll` would be recorded yet change nothing, so it is refused;
+    a masked LM beside it takes an unscoped `--set pll=...`."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    argv = ["run", "bear", "--relations", "P30", "--limit", "2", "--data-dir", str(bear_root), "--quiet"]
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", "--set", "gpt2.pll=original", "--out",
+                            str(tmp_path / "a")], capsys)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: --set gpt2.pll: predictor gpt2 ({gpt}) does not take 'pll'; it takes: answer, beams, cache, chat, "
+           "max_new_tokens, prompt, prompt_file, question_file, reduction, scoring, seed, set, shots, shots_seed, "
+           "stop, temperature, top_p, vocab_file")
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", "--set", "pll=original", "--out",
+                            str(tmp_path / "b")], capsys)
+    assert code == 2 and err.splitlines()[-1].startswith("error: --set pll: no predictor of this run takes this "
+                                                         "option; ")
+    out = tmp_path / "c"
+    code, _, err = run_kbc([*argv, "--predictors", f"gpt2={gpt}", f"bert={bert}", "--set", "pll=original",
+                            "--set", "reduction=mean", "--out", str(out)], capsys)
+    assert code == 0, err
+    specs = json.loads((out / "config.json").read_text())["predictor_specs"]
+    assert (specs["gpt2"]["options"], specs["bert"]["options"]) == ({"reduction": "mean"},
+                                                                  {"pll": "original", "reduction": "mean"})
+
+
+def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root, tmp_path, monkeypatch,  # noqa: F811
+                                                          capsys):
+    """Two runs of one model apart only in the reduction: summary.md names each predictor's options that are not the
+    defaults (and a template other than the first), and the leaderboard tells the two rows apart."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    argv = ["run", "bear", "--relations", "P30", "--limit", "5", "--data-dir", str(bear_root), "--bootstrap", "0",
+            "--predictors", f"gpt2={gpt}", f"bert={bert}"]
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    printed = {}
+    for out, more in ((a, []), (b, ["--set", "reduction=mean", "--set", "bert.pll=original"]),
+                      (c, ["--template", "1", "--compat", "lm-pub-quiz"])):
+        code, printed[out], err = run_kbc([*argv, *more, "--out", str(out)], capsys)
+        assert code == 0, err
+    said = {out: [line for line in (out / "summary.md").read_text().splitlines()
+                  if "statement scoring" in line or "--template" in line] for out in (a, b, c)}
+    assert said == {
+        a: ["- `gpt2`: statement scoring with the default options.",
+            "- `bert`: statement scoring with the default options."],
+        b: ["- `gpt2`: statement scoring with reduction=mean.",
+            "- `bert`: statement scoring with pll=original, reduction=mean."],
+        c: ["- `gpt2`: statement scoring with compat=lm-pub-quiz.",
+            "- `bert`: statement scoring with compat=lm-pub-quiz.", "- bear: asked with `--template 1`."]}
+    # the printed tables are followed by the options that are not the defaults
+    assert [[line for line in printed[out].splitlines() if "statement scoring" in line or "--template" in line]
+            for out in (a, b, c)] == [[], *([line.removeprefix("- ") for line in said[out]] for out in (b, c))]
+    code, board, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
+    assert code == 0, err
+    assert {(Path(r["run"]).name, r["predictor"]): r["spec"] for r in json.loads(board)} == {
+        ("a", "gpt2"): f"{gpt} (reduction=sum)", ("b", "gpt2"): f"{gpt} (reduction=mean)",
+        ("a", "bert"): f"{bert} (pll=within_word_l2r, reduction=sum)",
+        ("b", "bert"): f"{bert} (pll=original, reduction=mean)"}
+    code, _, err = run_kbc(["report", str(c), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert all(line.removeprefix("- ") in report for line in said[c])
+
+
+def test_summary_says_the_instance_weighted_accuracy(bear_root, tmp_path, monkeypatch, capsys):
+    """P30 (150 facts) and P36 (60): freq's Total is the plain mean 9.17 of 16.67 (25 of 150) and 1.67 (1 of 60);
+    lm-pub-quiz's overall accuracy weights relations by their facts, 26 of 210 = 12.38."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "bear", "--relations", "P30", "P36", "--predictors", "freq", "--data-dir",
+                            str(bear_root), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert _p1(out, "freq")["all"] == pytest.approx((25 / 150 + 1 / 60) / 2 * 100)
+    lines = [line for line in (out / "summary.md").read_text().splitlines() if "weighted" in line]
+    assert lines == ["- bear: P@1 (%) with each relation weighted by its facts, as lm-pub-quiz's overall accuracy "
+                     "(raw, shared facts; the Total is the plain mean over relations): freq 12.38."]
+
+
+def test_bear_relations_are_named_in_tables(bear_root, tmp_path, monkeypatch, capsys):
+    """BEAR's files name no relation: the names come from LAMA's and FewRel's files staged beside it; a relation of
+    neither (P6886) is shown by its id once, never as `P6886 P6886`."""
+    from bridge.report.data import relation_labels
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    corpus = load_bear("bear", bear_root, ["P30", "P105", "P6886", "P1412"])
+    names = {r: rel.label for r, rel in corpus.relations.items()}
+    assert names == {"P30": "continent", "P105": "taxon rank", "P6886": "P6886",
+                     "P1412": "languages spoken, written or signed"}
+    out = tmp_path / "run"
+    code, printed, err = run_kbc(["run", "bear", "--relations", "P30", "P6886", "--predictors", "freq", "--data-dir",
+                                  str(bear_root), "--out", str(out), "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert printed.splitlines()[1] == ("| corpus | predictor | answer space (mean) | #facts | P30 continent (n=150) | "
+                                       "P6886 (n=150) | Total | Total 95% CI |")
+    config = json.loads((out / "config.json").read_text())
+    assert relation_labels(config) == {"P30": "continent"}
+    from bridge.serve.runs import _relation_rows
+
+    rows = json.loads((out / "summary.json").read_text())
+    shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"])
+    assert [(r["relation"], r["label"]) for r in shown] == [("P30", "continent"), ("P6886", "")]

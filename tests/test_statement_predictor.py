@@ -76,3 +76,32 @@ def test_objects_outside_the_answer_space_are_dropped(corpus):
     assert len(kept) == expected and expected > 0
     assert dropped == {NOT_IN_SPACE: len(corpus.facts) - expected}
     assert (predictor.answer_space_size("P30"), predictor.answer_space_size("P412")) == (2, 0)
+
+
+@pytest.mark.parametrize(("compat", "prompts"), [
+    (None, ["Crazy was performed by [MASK].", "My Only Wish was performed by [MASK].",
+            "[MASK] is the performer of Crazy."]),
+    ("lm-pub-quiz", [" Crazy was performed by [MASK].", "My Only Wish  was performed by [MASK].",
+                     "[MASK] is the performer of  Crazy."]),
+])
+def test_the_record_prompt_is_the_statement_scored(compat, prompts):
+    """Labels with stray spaces (P175's " Crazy", "My Only Wish ") are stripped in the statements scored, so the
+    record's prompt is stripped too; lm-pub-quiz's way keeps them in both."""
+    from eval.types import asked_prompt
+    from lm.statement import Statement
+
+    tokenizer = tokenizer_for("gpt2")
+    scorer = CausalStatementScorer(CausalLMScorer(build_model("gpt2", tokenizer).eval(), tokenizer,
+                                                  fingerprint="tiny"))
+    corpus = load_bear("bear", BEAR, ["P175"])
+    answers = {r: [e.label for e in rel.answer_space] for r, rel in corpus.relations.items()}
+    pairs = [(q, f) for q, f in make_queries(corpus)["P175"] if f.uid in ("P175:15", "P175:17")]
+    second = load_bear("bear", BEAR, ["P175"], template=1)
+    pairs += [(q, f) for q, f in make_queries(second)["P175"] if f.uid == "P175:15"]
+    predictor = StatementPredictor("tiny", scorer, answers, compat=compat)
+    predictions = predictor.predict([q for q, _ in pairs], depth=100)
+    assert [asked_prompt(q, p) for (q, _), p in zip(pairs, predictions)] == prompts
+    for prompt, pred in zip(prompts, predictions):
+        top = pred.answers[0]
+        again = scorer.score([Statement(prompt.replace("[MASK]", top.label), (0, 0))])[0]
+        assert again == pytest.approx(top.score, abs=1e-4)  # one statement alone, not in the token tree

@@ -473,8 +473,19 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
 
 
 def _matches_subject(record: dict, subject: str) -> bool:
-    wanted = subject.casefold()
-    return any(str(record.get(k) or "").casefold() == wanted for k in ("subject", "subject_id"))
+    """Case and surrounding spaces ignored: data labels may carry stray spaces (BEAR P175's " Crazy")."""
+    wanted = subject.strip().casefold()
+    return any(str(record.get(k) or "").strip().casefold() == wanted for k in ("subject", "subject_id"))
+
+
+def _close_subject(run: RunDir, corpora: list[str], relation: str, subject: str, stages: Iterable[str]) -> str:
+    """' (did you mean ...?)' naming the relation's subject closest to `subject`, or ''."""
+    import difflib
+
+    labels = {str(r.get("subject") or "").strip() for c in corpora for name in run.predictors for stage in stages
+              for p in run.relation_files(c, name, stage) if p.stem == slug(relation) for r in read_records(p)}
+    close = difflib.get_close_matches(subject.strip(), sorted(labels - {""}), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _wanted(record: dict, uid: str | None, subject: str | None, relation: str | None,
@@ -861,7 +872,8 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
                         for p in run.relation_files(c, name, stage)})
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
-        raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}")
+        raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}"
+                        f"{_close_subject(run, corpus_list, relation, subject, written)}")
     as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text),
                            "kmir": (_question_json, _question_text)}.get(
         experiment, (asked.as_json, asked.as_text) if asked is not None else (_fact_json, _fact_text))

@@ -412,6 +412,10 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     upper = upper_bound_note(config)
     if upper:
         click.echo(upper)
+    from bridge.run.summaries import scoring_notes
+
+    for note in scoring_notes(config, defaults=False):  # tables alike of runs scored otherwise
+        click.echo(note)
     if getattr(experiment, "set_valued", False):
         from eval.set_report import empty_notes
 

@@ -21,8 +21,8 @@ seq2seq), a path that should be one (reported clearly when it is not), and Huggi
                                scores over the answers they rank (`eval.set_answers`)
   scoring=slot|statement       statement: rank each relation's answer space by the score of the whole
                                filled statement (`lm.statement`; the default on BEAR corpora)
-  pll=VARIANT, reduction=sum|mean   statement scoring: masked LMs' pseudo-log-likelihood variant and
-                               the reduction of token scores
+  pll=VARIANT, reduction=sum|mean   statement scoring: masked LMs' pseudo-log-likelihood variant (masked
+                               LMs only: causal and seq2seq LMs refuse it) and the reduction of token scores
 Subject queries (coherency) use the same rules: `candidates=relation` and causal typed querying
 rank each relation's subjects.
 `PredictorContext.compat == "lama"` (`--compat lama`) makes masked LMs tokenize around the mask
@@ -86,14 +86,16 @@ MASKED_OPTIONS = (
 )
 
 
-STATEMENT_OPTIONS = (
-    Option("scoring", "slot: the answer at the mask (one token) or typed sentences; statement: every option put "
-           "in the template and the whole statement scored (default for BEAR, else slot)", "choice",
-           ("slot", "statement")),
-    Option("pll", "statement scoring of masked LMs: lm-pub-quiz's pseudo-log-likelihood variant", "choice",
-           ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r"), "within_word_l2r"),
-    Option("reduction", "statement scoring: sum or mean of the token scores", "choice", ("sum", "mean"), "sum"),
-)
+PLL_OPTION = Option("pll", "statement scoring of masked LMs: lm-pub-quiz's pseudo-log-likelihood variant", "choice",
+                    ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r"), "within_word_l2r")
+# causal and encoder-decoder LMs score a statement's tokens left to right: a PLL variant would change nothing, so
+# only masked LMs declare `pll` (a causal model's `--set NAME.pll=...` is refused, not recorded as if it applied)
+SCORING_OPTION = Option("scoring", "slot: the answer at the mask (one token) or typed sentences; statement: every "
+                        "option put in the template and the whole statement scored (default for BEAR, else slot)",
+                        "choice", ("slot", "statement"))
+REDUCTION_OPTION = Option("reduction", "statement scoring: sum or mean of the token scores", "choice", ("sum", "mean"),
+                          "sum")
+STATEMENT_OPTIONS = (SCORING_OPTION, REDUCTION_OPTION)  # every LM kind's; masked LMs add PLL_OPTION
 
 
 def _statement(ctx: PredictorContext) -> bool:
@@ -132,7 +134,7 @@ def _cache(ctx: PredictorContext):
 
 
 # every option of a masked LM, however it is named (a path, a hub id, or the registry's `bert` with model=)
-MASKED_LM_OPTIONS = (*MASKED_OPTIONS, *STATEMENT_OPTIONS, SET_OPTION)
+MASKED_LM_OPTIONS = (*MASKED_OPTIONS, SCORING_OPTION, PLL_OPTION, REDUCTION_OPTION, SET_OPTION)
 
 
 @declares(*MASKED_LM_OPTIONS, settings=("dtype",))

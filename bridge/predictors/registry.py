@@ -151,23 +151,40 @@ def shown_spec(config: dict, predictor: str) -> str:
 # question file among the options): two runs of one model are told apart by those they differ in
 GENERATION_SETTINGS = ("prompt", "question_file", "shots", "shots_seed", "chat", "max_new_tokens", "temperature",
                        "top_p", "beams", "stop", "seed", "api")
+# how a statement-scoring predictor scored (`lm.statement_predictor`); its defaults, where it has one
+STATEMENT_SETTINGS = {"pll": "within_word_l2r", "reduction": "sum", "compat": None}
+ASKED_SETTINGS = (*GENERATION_SETTINGS, *STATEMENT_SETTINGS)
 
 
 def generation_settings(config: dict, predictor: str) -> dict:
-    """`GENERATION_SETTINGS` of a generating predictor of a run (its `config.json`); empty for any other. The same
-    in every corpus of a run (one set of options per predictor): the first corpus that describes it says them."""
+    """How a predictor of a run (its `config.json`) was asked: `GENERATION_SETTINGS` of a generating predictor,
+    `STATEMENT_SETTINGS` of a statement-scoring one; empty for any other. The same in every corpus of a run (one set
+    of options per predictor): the first corpus that describes it says them."""
     for per in (config.get("predictor_configs") or {}).values():
         described = (per or {}).get(predictor) if isinstance(per, dict) else None
-        if isinstance(described, dict) and described.get("kind") == "generation":
+        kind = described.get("kind") if isinstance(described, dict) else None
+        if kind in ("generation", "statement"):
             options = ((config.get("predictor_specs") or {}).get(predictor) or {}).get("options") or {}
-            return {key: described.get(key, options.get(key)) for key in GENERATION_SETTINGS
-                    if key in described or key in options}
+            keys = GENERATION_SETTINGS if kind == "generation" else STATEMENT_SETTINGS
+            return {key: described.get(key, options.get(key)) for key in keys if key in described or key in options}
     return {}
 
 
+def statement_brief(config: dict, predictor: str) -> str | None:
+    """`reduction=mean, compat=lm-pub-quiz`: the `STATEMENT_SETTINGS` of a statement-scoring predictor that are not
+    the defaults ("defaults" where all are); None for any other predictor."""
+    described = next((per.get(predictor) for per in (config.get("predictor_configs") or {}).values()
+                      if isinstance(per, dict) and isinstance(per.get(predictor), dict)), None)
+    if not described or described.get("kind") != "statement":
+        return None
+    mine = generation_settings(config, predictor)
+    keys = [key for key in STATEMENT_SETTINGS if key in mine and mine[key] != STATEMENT_SETTINGS[key]]
+    return settings_brief(mine, keys) or "defaults"
+
+
 def settings_apart(settings: list[dict]) -> list[str]:
-    """The `GENERATION_SETTINGS` in which some of `settings` (one per predictor, `generation_settings`) differ."""
-    return [key for key in GENERATION_SETTINGS
+    """The `ASKED_SETTINGS` in which some of `settings` (one per predictor, `generation_settings`) differ."""
+    return [key for key in ASKED_SETTINGS
             if len({json.dumps(s.get(key), sort_keys=True) for s in settings}) > 1]
 
 
@@ -189,8 +206,8 @@ def setting_text(value) -> str:
 
 def apart_briefs(items: list[tuple[dict, str, str]]) -> list[str]:
     """Per (config, predictor, shown spec): where another item of the same spec differs from it in
-    `GENERATION_SETTINGS`, those settings of its own (`prompt=lama, shots=2`), else "", so that two runs of one model
-    with other prompts or sampling read apart in one table."""
+    `ASKED_SETTINGS`, those settings of its own (`prompt=lama, shots=2`; `reduction=mean`), else "", so that two
+    runs of one model with other prompts, sampling or statement scoring read apart in one table."""
     settings = [generation_settings(config, predictor) for config, predictor, _ in items]
     out = []
     for (_, _, spec), mine in zip(items, settings):

@@ -223,7 +223,7 @@ def relation_labels(config: dict) -> dict[str, str]:
     recorded = config.get("relation_labels")
     for per_corpus in recorded.values() if isinstance(recorded, dict) else ():
         for rel, label in per_corpus.items() if isinstance(per_corpus, dict) else ():
-            if isinstance(label, str) and label:
+            if isinstance(label, str) and label and label != rel:  # an id for a label names nothing more
                 labels.setdefault(rel, label)
     return labels
 

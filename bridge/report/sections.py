@@ -269,12 +269,12 @@ class Builder:
         s.tables.append(Table(head, rows,
                               "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))
         self._footnote(s, view.predictors)
-        from bridge.run.summaries import sample_note
+        from bridge.run.summaries import sample_note, scoring_notes
 
-        for run in view.runs:  # scores over a --limit sample say so, as summary.md does
+        for run in view.runs:  # scores over a --limit sample, and statement scoring options, say so as summary.md does
             sample = sample_note(run.config)
-            if sample:
-                s.text.append(f"{run.path}: {sample}" if len(view.runs) > 1 else sample)
+            for note in ([sample] if sample else []) + scoring_notes(run.config):
+                s.text.append(f"{run.path}: {note}" if len(view.runs) > 1 else note)
         if view.experiment == "fewrel":
             self._fewrel_training(s)
         seconds = view.seconds()

@@ -271,6 +271,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
     notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
+    notes += weighted_notes(rows, config, setting)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
@@ -290,6 +291,29 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
     write_stamp(out, inputs_digest(run_config(out), args, files), files)
     return rows
+
+
+def weighted_notes(rows: list[dict], config: dict, setting: str) -> list[str]:
+    """Per BEAR corpus, each predictor's shared-scope P@1 with every relation weighted by its facts: lm-pub-quiz's
+    overall accuracy, which differs from the Total (a plain mean over relations) where relations differ in size."""
+    notes = []
+    for corpus in (config.get("corpora") or []):
+        relations = set((config.get("relation_types") or {}).get(corpus) or {})
+        if corpus not in BEAR_CORPORA or len(relations) < 2:
+            continue
+        held: dict[str, list[tuple[float, int]]] = {}
+        for r in rows:
+            if (r.get("corpus") == corpus and r.get("metric") == "p@1" and r.get("scope") == "shared"
+                    and r.get("setting") == setting and r.get("group") in relations and not r.get("prompt")
+                    and r.get("value") is not None and r.get("n_facts")):
+                held.setdefault(r["predictor"], []).append((r["value"], r["n_facts"]))
+        parts = [f"{name} {sum(v * n for v, n in pairs) / sum(n for _, n in pairs):.2f}"
+                 for name, pairs in held.items()]
+        if parts:
+            notes.append(f"{corpus}: P@1 (%) with each relation weighted by its facts, as lm-pub-quiz's overall "
+                         f"accuracy ({setting}, shared facts; the Total is the plain mean over relations): "
+                         f"{', '.join(parts)}.")
+    return notes
 
 
 def left_out_notes(experiment, units: list[dict]) -> list[str]:
@@ -430,6 +454,26 @@ def predictors_note(config: dict) -> list[str]:
     return [f"Predictors: {'; '.join(parts)}."] if parts else []
 
 
+def scoring_notes(config: dict, defaults: bool = True) -> list[str]:
+    """One line per statement-scoring predictor naming its options that are not the defaults (`defaults`: also
+    for one with none), and the template a BEAR-like corpus was asked with where it is not the first: two runs apart
+    only in these have tables alike."""
+    from bridge.predictors.registry import statement_brief
+
+    notes = []
+    for name in config.get("predictor_specs") or {}:
+        brief = statement_brief(config, name)
+        if brief and (defaults or brief != "defaults"):
+            what = "the default options" if brief == "defaults" else brief
+            notes.append(f"`{name}`: statement scoring with {what}.")
+    for corpus, chosen in (config.get("version_choices") or {}).items():
+        templates = sorted({str(c.get("template")) for c in (chosen or {}).values()
+                            if isinstance(c, dict) and c.get("template") is not None})
+        if templates and templates != ["0"]:
+            notes.append(f"{corpus}: asked with `--template {', '.join(templates)}`.")
+    return notes
+
+
 def samples(config: dict) -> list[tuple[int | None, int | None]]:
     """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
     every fact."""
@@ -467,7 +511,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = predictors_note(config)
+    notes = predictors_note(config) + scoring_notes(config)
     sample = sample_note(config)
     if sample:
         notes.append(sample)

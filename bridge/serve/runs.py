@@ -325,7 +325,8 @@ def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: s
     out = []
     for (corpus, rel), by in sorted(cells.items()):
         counts = {p: r.get("n_facts") for p, r in by.items()}
-        out.append({"corpus": corpus, "relation": rel, "label": (labels.get(corpus) or {}).get(rel, ""),
+        label = (labels.get(corpus) or {}).get(rel, "")
+        out.append({"corpus": corpus, "relation": rel, "label": "" if label == rel else label,  # ids as labels: none
                     metric: {p: r.get("value") for p, r in by.items()}, "n": counts,
                     "facts": next(iter(counts.values())) if len(set(counts.values())) == 1 else None})
     return out
