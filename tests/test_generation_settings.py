@@ -82,7 +82,7 @@ def test_a_local_run_recorded_before_the_settings_were_resumes_under_its_own_max
     # another setting than the old default is refused as before
     code, _, err = run_kbc(args(str(gpt2_dir), lama_dir, out, "--set", "llm.answer=generate", "--set",
                                 "llm.max_new_tokens=32", "--set", "llm.shots=1"), capsys)
-    assert code == 2 and "predictor 'llm' was run as" in err, err
+    assert code == 2 and "predictor 'llm' was run with options.shots 0, now 1;" in err, err
 
 
 def test_a_served_run_recorded_before_the_settings_were_resumes_as_it_is(server, lama_dir, tmp_path, capsys):
