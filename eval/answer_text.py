@@ -34,7 +34,8 @@ from eval.disambiguate import LabelIndex
 # entity where a line is split
 # 5: an answer is linked (and split) among the entities of its own relation's facts, not of every relation loaded;
 # on LAMA the plain `lmkbc2024` prompt's examples are of the asked relation
-ANSWER_RULE = 5
+# 6: a number is read from digits standing as a word of their own ("52 episodes", not "179trotro"), and is the answer
+ANSWER_RULE = 6
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
 GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")

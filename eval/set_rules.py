@@ -148,12 +148,16 @@ _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve t
 _TENS = dict(zip("twenty thirty forty fifty sixty seventy eighty ninety".split(), range(20, 100, 10)))
 _WORDS = {w: i for i, w in enumerate(_UNITS)} | _TENS
 _DIGITS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+")
+# digits standing as a word of their own: neither a letter nor a digit before them, no letter after ("52 episodes",
+# not "179trotro" or "Career035")
+_WORD_DIGITS = re.compile(r"(?<![^\W_])(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?![^\W_])")
 
 
-def parse_number(text: str) -> str | None:
+def parse_number(text: str, word: bool = False) -> str | None:
     """The first whole number in an answer, as the challenge writes numbers ("1,024" and "one hundred
-    and twelve" -> "1024", "112"); None when there is none. Digits win over words."""
-    match = _DIGITS.search(text)
+    and twelve" -> "1024", "112"); None when there is none. Digits win over words. `word`: digits count only
+    as a word of their own, as a written answer states a number (a model's noise glues digits to letters)."""
+    match = (_WORD_DIGITS if word else _DIGITS).search(text)
     if match:
         return str(int(match.group().replace(",", "")))
     words = re.findall(r"[a-z]+", text.lower().replace("-", " "))

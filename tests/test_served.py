@@ -290,7 +290,7 @@ def test_one_answer_scores_alike_as_a_bullet_list_a_comma_list_an_and_or_in_lowe
         hits = [r["em_raw"] for r in recs if r["relation"] == rel]
         assert rows[("em", rel)] == 100.0 * sum(hits) / len(hits)
     config = json.loads((out / "config.json").read_text())
-    assert config["predictor_specs"]["llm"]["answer_rule"] == 5
+    assert config["predictor_specs"]["llm"]["answer_rule"] == 6
 
 
 def test_a_relations_answers_link_and_score_the_same_whichever_other_relations_the_run_loads(
@@ -393,6 +393,23 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
     assert lines[at].strip() == f"prompt:     [system] {LMKBC_SYSTEM.splitlines()[0]}"
     assert f"[user] Where do shares of {recs[0]['subject']} trade?" in {x.strip() for x in lines[at:]}
     assert any(x.strip() == f"generation: {recs[0]['generation']}" for x in lines[at:])
+
+
+def test_a_written_count_is_a_number_standing_as_a_word_of_its_own(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """LM-KBC's episode counts: "52 episodes" answers 52; digits glued to letters ("179trotro") are noise, no count."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    rel = "seriesHasNumberOfEpisodes"
+    written = ["52 episodes", "179trotro Erin cue", "Career035, then 70"]
+    server = serve(lambda path, body, n: (200, completion(written[n % 3], "chat")))
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", rel, "--predictors", f"llm={server.url}", "--set",
+                            "llm.model=tiny", "--set", "concurrency=1", "--limit", "3", "--data-dir", str(lama_dir),
+                            "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    recs = [json.loads(line) for line in (out / "predictions" / "lmkbc2024" / "llm" / f"{rel}.jsonl").read_text()
+            .splitlines()]
+    got = {r["generation"]: r["predicted"] for r in recs}
+    assert got == {"52 episodes": ["52"], "179trotro Erin cue": [], "Career035, then 70": ["70"]}
 
 
 def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve, lama_dir, google_re, tmp_path,

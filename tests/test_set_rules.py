@@ -94,6 +94,16 @@ def test_parse_number(text, number):
     assert parse_number(text) == number
 
 
+@pytest.mark.parametrize(("text", "number"), [
+    ("52 episodes", "52"), ("It has 1,024 episodes", "1024"), ("(52).", "52"), ("seventy", "70"),
+    ("179trotro Erin cue", None), (" Career035 sung", None), ("12th season", None), ("1990s", None),
+    ("S01E52, then 8 more", "8"),
+])
+def test_a_written_answer_states_a_number_as_a_word_of_its_own(text, number):
+    """A model's noise glues digits to letters ("179trotro"): read as a count, it would score by chance."""
+    assert parse_number(text, word=True) == number
+
+
 def test_label_index_resolves_labels_then_aliases_then_ignoring_case():
     index = LabelIndex({"Q142": "France", "Q90": "Paris", "Q167646": "Paris", "Q61": "Washington, D.C.",
                         "Q230": "Georgia", "Q1428": "Georgia (U.S. state)"},

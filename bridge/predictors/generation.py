@@ -511,9 +511,9 @@ class GenerationPredictor:
             self.counts["empty"] += not response.text.strip()
             index = self.indexes.of(q.relation)
             parsed = parse_generation(response.text, self.many, index, numeric=q.relation in NUMERIC)
-            if q.relation in NUMERIC:  # a count is no entity: the number it states is the answer
-                linked = [(item, parse_number(item)) for item in parsed.items]
-                answers = tuple(Answer(item, 1.0) for item, number in linked if number is not None)
+            if q.relation in NUMERIC:  # a count is no entity: the number it states, as a word of its own, is the answer
+                linked = [(item, parse_number(item, word=True)) for item in parsed.items]
+                answers = tuple(Answer(number, 1.0) for item, number in linked if number is not None)
             else:
                 linked = link_items(parsed.items, index)
                 answers = tuple(Answer(self.labels.get(key, item) if key else item, 1.0,

@@ -446,8 +446,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
                                   f"another rule (answer_rule {seen.get('answer_rule', 1)}, now "
                                   f"{ident['answer_rule']}: where an answer line ends, where it is split into answers, "
-                                  "how a label is compared; docs/generation.md); their scores stay as they were: use "
-                                  "another --out to score it by this rule")
+                                  "how a label is compared, how a number is read; docs/generation.md); their scores "
+                                  "stay as they were: use another --out to score it by this rule")
             if ident.get("sets") == ALL_ANSWERS and _differs_only_in(seen, ident, "sets"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has sets there from an earlier kbc version, which "
                                   f"cut a set without a rule at the top {seen.get('depth')} answers; every answer it "
