@@ -603,13 +603,15 @@ class Closure:
     candidates: int = 0  # how many closures could answer
 
 
-def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None) -> Closure:
+def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None,
+                 widest: bool = False) -> Closure:
     """The closure to answer from for the facts of `graphs`, or why there is none.
 
     One computed from exactly their facts comes first; else one computed from more relations (it holds what theirs
     derive, and more: a reader of a few relations of a corpus may take it; never a run's records), the fewest
-    relations first; among equals, one under the shipped axioms. Where none is, the problem of the one closest to
-    them: the most of their relations covered.
+    relations first; among equals, one under the shipped axioms. `widest` (a reader asking what the store derives,
+    the explorer): the one computed from the most relations first, so that a run's closure of a few relations never
+    hides the corpus's. Where none is, the problem of the one closest to them: the most of their relations covered.
     """
     names = closure_graphs(store)
     if not names:
@@ -628,7 +630,7 @@ def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | 
             near = sum(coverage.relations.get(r) == n for r, n in have.items()) if coverage else -1
             problems.append((-near, name, problem))
     if fits:
-        wider, _, _, name, coverage = min(fits)
+        wider, _, _, name, coverage = min(fits, key=lambda f: (-f[1], *f[2:4]) if widest else f[:4])
         return Closure(name, None, coverage, exact=not wider, candidates=len(fits))
     return Closure(None, min(problems)[2])
 

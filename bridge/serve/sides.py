@@ -13,6 +13,7 @@ import math
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from rdflib import RDF, RDFS, Literal
@@ -263,9 +264,10 @@ def cloze_gold_column(explorer: Explorer, query: Query) -> tuple[dict, set[str]]
     return _column("gold", "gold KB", "ok", message, answers, gold_rank=set_rank(answers), source=source), gold
 
 
-def entity_iris(explorer: Explorer, label: str) -> list[str]:
-    """IRIs carrying `label` in the gold graphs; the label goes into SPARQL only as an escaped literal."""
-    allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
+def entity_iris(explorer: Explorer, label: str, more: Sequence[str] = ()) -> list[str]:
+    """IRIs carrying `label` in the gold graphs (and the graphs `more`: those a closure was computed from, where a
+    subject may be named by relations not served); the label goes into SPARQL only as an escaped literal."""
+    allowed = ", ".join(f"<{graph_iri(g)}>" for g in dict.fromkeys([*explorer.gold_graphs, *more]))
     if not allowed:
         return []
     rows = explorer.store.select(f"SELECT DISTINCT ?e WHERE {{ GRAPH ?g {{ ?e rdfs:label {Literal(label).n3()} }} "
@@ -318,8 +320,9 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
     from kb.reasoning import AXIOM, CONCLUSION, find_closure, provenance_graph
 
     if not hasattr(explorer, "inferred_problem"):  # chosen once: a partial closure must not answer as complete
-        # the closure of exactly the served relations, else one of more (kbc kb infer over the corpus)
-        explorer.inferred_closure = closure = find_closure(explorer.store, explorer.gold_graphs)
+        # the closure of the most relations that covers the served ones (kbc kb infer over the corpus): a run's closure
+        # of a few relations never hides it
+        explorer.inferred_closure = closure = find_closure(explorer.store, explorer.gold_graphs, widest=True)
         # the axioms file's digest is for the build's record, not for this note
         problem = closure.problem and re.sub(r", axioms .*? sha256:[0-9a-f]{64}", "", closure.problem)
         store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""
@@ -333,7 +336,8 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
 
     found: dict[str, dict] = {}
     prov = graph_iri(provenance_graph(explorer.inferred_closure.graph))
-    for iri in entity_iris(explorer, query.known.label):
+    coverage = explorer.inferred_closure.coverage
+    for iri in entity_iris(explorer, query.known.label, coverage.sources if coverage else ()):
         rows = explorer.store.select(INFERRED_QUERY.format(
             prov=prov, axiom=AXIOM, conclusion=CONCLUSION, label=RDFS.label,
             rdf_subject=RDF.subject, rdf_predicate=RDF.predicate, rdf_object=RDF.object, subject=iri,
@@ -384,8 +388,8 @@ def _coverage_note(explorer: Explorer) -> str:
     coverage = found.coverage
     which = ""
     if coverage is not None and found.candidates > 1:
-        which = (f"{found.candidates} closures in the store hold these facts; this one was computed from "
-                 f"{len(coverage.relations)} relation{'' if len(coverage.relations) == 1 else 's'} with "
+        which = (f"{found.candidates} closures in the store hold these facts; this one ({found.graph}) was computed "
+                 f"from {len(coverage.relations)} relation{'' if len(coverage.relations) == 1 else 's'} with "
                  f"{coverage.axioms.rpartition(' ')[0]}")
     corpus = relation_ids(explorer.corpus.name, explorer.data_dir) or explorer.relations
     if coverage is None or len(coverage.relations) >= len(corpus):
