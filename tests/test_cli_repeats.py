@@ -47,3 +47,15 @@ def test_repeatable_options_and_flags_pass():
     group = click.Context(cli, info_name="kbc")
     assert cli.parse_args(group, ["-v", "-v", "leaderboard", "runs/A"]) == ["runs/A"]
     assert group.params["verbose"] == 2
+
+
+def test_a_set_key_given_twice_with_two_values_is_refused(tmp_path, monkeypatch, capsys):
+    """`--set freq.set=top:1 --set freq.set=top:3` kept top:3 silently; the same value twice is one value."""
+    from bridge.run.options import parse_sets
+
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--set", "freq.set=top:1", "--set",
+                              "freq.set=top:3", "--out", "x"], capsys)
+    assert (code, out, err) == (2, "", "error: --set freq.set is given twice ('top:1' and 'top:3'); give one\n")
+    assert list(tmp_path.iterdir()) == []
+    assert parse_sets(["freq.set=top:1", "freq.set=top:1", "depth=5"]) == {"freq.set": "top:1", "depth": "5"}

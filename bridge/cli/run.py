@@ -199,9 +199,9 @@ def _merged_sets(from_file: list[str], sources: dict[str, str], given: list[str]
     from bridge.run.options import parse_sets
 
     overridden = set(parse_sets(given))
-    kept = [item for item in from_file
-            if not (own_predictors and ": predictors." in sources.get(item.partition("=")[0], ""))]
-    kept_keys = set(parse_sets(kept)) - overridden
+    kept = [item for item in from_file if item.partition("=")[0] not in overridden
+            and not (own_predictors and ": predictors." in sources.get(item.partition("=")[0], ""))]
+    kept_keys = set(parse_sets(kept))
     return kept + given, {k: v for k, v in sources.items() if k in kept_keys}
 
 

@@ -251,11 +251,14 @@ def shown(spec: str) -> str:
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:
+    """KEY=VALUE items as a dict; a key given twice with two values is refused, never the last one kept silently."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set expects KEY=VALUE or NAME.KEY=VALUE, got {item!r}")
+        if out.get(key, value) != value:
+            raise ConfigError(f"--set {key} is given twice ({out[key]!r} and {value!r}); give one")
         out[key] = value
     return out
 
