@@ -323,3 +323,20 @@ def test_a_refusal_names_what_differs_key_by_key():
                                          "(config.json's records)")
     assert changes({"options": {}}, {"options": {"cache": "on"}}) == "options.cache not recorded, now on"
     assert changes({"options": {}}, {}) == '{"options": {}}, now {}'
+
+
+def test_an_option_given_at_its_default_resumes_the_run_made_without_it(lama_dir, tmp_path, capsys):
+    """`--set random.seed=0` is random's default: the run made without it resumes, as recorded; seed 1 is refused."""
+    out = tmp_path / "run"
+    base = ["run", "lama", "--corpus", "trex", "--predictors", "random", "--limit", "2", "--data-dir", str(lama_dir),
+            "--out", str(out), "--quiet", "--bootstrap", "0"]
+    assert run_kbc([*base, "--relations", "P19"], capsys)[0] == 0
+    first = json.loads((out / "config.json").read_text())["predictor_specs"]["random"]
+    code, _, err = run_kbc([*base, "--relations", "P19", "P101", "--set", "random.seed=0"], capsys)
+    assert code == 0, err
+    assert json.loads((out / "config.json").read_text())["predictor_specs"]["random"] == first
+    assert (out / "predictions" / "trex" / "random" / "P101.jsonl").is_file()
+    code, _, err = run_kbc([*base, "--relations", "P19", "--set", "random.seed=1"], capsys)
+    line = _one_error(code, err)
+    assert line == (f"error: {out}: predictor 'random' was run with options.seed not recorded, now 1; give it "
+                    "another name (NAME=SPEC) or use another --out")

@@ -441,6 +441,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                               "identity for it; give it another name (NAME=SPEC) or use another --out")
         if seen and seen != ident and same_content(seen, ident):
             ident = seen  # the same files spelled another way (relative, absolute, a copy): kept as first recorded
+        if seen and seen != ident and _without_defaults(seen, p.declared) == _without_defaults(ident, p.declared):
+            ident = seen  # an option given at its default (`--set bert.candidates=common`) is the option left out
         if seen and seen != ident and has_records(cfg.out, p.name):
             if "answer_rule" in ident and _differs_only_in(seen, ident, "answer_rule"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
@@ -654,6 +656,13 @@ def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[
         return (f"of other data for {rels} (the data files or the "
                 f"{' or '.join(CHOICE_NAMES.get(k, k) for k in unknown)} changed)")
     return f"of other data for {rels} (the data files changed)"
+
+
+def _without_defaults(ident: dict, declared: dict[str, Option]) -> dict:
+    """A predictor identity without the options given at their declared default: the same answers either way."""
+    options = {k: v for k, v in (ident.get("options") or {}).items()
+               if not (k in declared and declared[k].default is not None and str(declared[k].default) == str(v))}
+    return {**ident, "options": options}
 
 
 def changes(before: dict, now: dict, most: int = 6) -> str:
