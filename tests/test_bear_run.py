@@ -327,6 +327,42 @@ def test_pll_is_refused_where_it_changes_nothing(tiny_models, bear_root, tmp_pat
                                                                   {"pll": "original", "reduction": "mean"})
 
 
+def test_options_of_another_way_of_answering_are_refused(tiny_models, bear_root, lama_dir, tmp_path,  # noqa: F811
+                                                         monkeypatch, capsys):
+    """A statement option where every corpus is scored at the slot, a slot option where every corpus is scored by
+    statement, and a ranking option on a model that writes its answers would be recorded yet change nothing: each is
+    one error line naming the fix. A run over a BEAR corpus and a LAMA corpus takes both kinds."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    bear = ["run", "bear", "--relations", "P30", "--limit", "2", "--data-dir", str(bear_root), "--quiet"]
+    lama = ["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "2", "--data-dir", str(lama_dir),
+            "--quiet"]
+    cases = (
+        ([*lama, "--predictors", f"b={bert}", "--set", "reduction=mean"],
+         "--set b.reduction=mean applies to statement scoring (scoring=statement, the default on BEAR corpora) only; "
+         "add --set b.scoring=statement or drop it"),
+        ([*bear, "--predictors", f"b={bert}", "--set", "b.scoring=slot", "--set", "b.pll=original"],
+         "--set b.pll=original applies to statement scoring (scoring=statement, the default on BEAR corpora) only; "
+         "add --set b.scoring=statement or drop it"),
+        ([*bear, "--predictors", f"b={bert}", "--set", "b.candidates=full"],
+         "--set b.candidates=full applies to slot scoring (scoring=slot, the default except on BEAR corpora) only; "
+         "add --set b.scoring=slot or drop it"),
+        ([*lama, "--predictors", f"g={gpt}", "--set", "g.answer=generate", "--set", "g.scoring=statement"],
+         "--set g.scoring=statement applies to ranking (answer=rank) only; set --set g.answer=rank or drop it"),
+    )
+    for n, (argv, said) in enumerate(cases):
+        code, _, err = run_kbc([*argv, "--out", str(tmp_path / str(n))], capsys)
+        assert (code, err.splitlines()[-1]) == (2, f"error: {said}")
+        assert not (tmp_path / str(n)).exists()
+    out = tmp_path / "mixed"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "bear", "trex", "--relations", "P30", "P19", "--limit", "2",
+                            "--data-dir", str(lama_dir.parent), "--quiet", "--predictors", f"b={bert}", "--set",
+                            "b.reduction=mean", "--set", "b.candidates=full", "--out", str(out)], capsys)
+    assert code == 0, err
+    assert json.loads((out / "config.json").read_text())["predictor_specs"]["b"]["options"] == {
+        "candidates": "full", "reduction": "mean"}
+
+
 def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root, tmp_path, monkeypatch,  # noqa: F811
                                                           capsys):
     """Two runs of one model apart only in the reduction: summary.md names each predictor's options that are not the

@@ -124,6 +124,33 @@ def _statement_predictor(name: str, ctx: PredictorContext, scorer, extra: dict |
                               describe_extra=extra, subjects=subjects)
 
 
+SLOT_ONLY = ("candidates", "vocab_file", "normalize", "prompt_file")  # what ranks one answer at the slot
+STATEMENT_ONLY = ("pll", "reduction")  # what scores whole statements
+
+
+def check_scoring_options(name: str, options: dict[str, str], corpora: list[str]) -> None:
+    """An option of one way of answering given to a predictor that answers every corpus of the run another way would
+    be recorded as if it applied yet change nothing, so it is refused (`plan_predictors`, before any data is read)."""
+    from eval.bear import BEAR_CORPORA
+
+    def refuse(keys: tuple[str, ...], applies: str, fix: str) -> None:
+        for key in keys:
+            if key in options:
+                raise ConfigError(f"--set {name}.{key}={options[key]} applies to {applies} only; {fix} or drop it")
+
+    if options.get("answer") == "generate":
+        refuse(("scoring", *STATEMENT_ONLY), "ranking (answer=rank)", f"set --set {name}.answer=rank")
+        return
+    scoring = options.get("scoring")
+    statement = [scoring == "statement" if scoring else corpus in BEAR_CORPORA for corpus in corpora]
+    if not any(statement):
+        refuse(STATEMENT_ONLY, "statement scoring (scoring=statement, the default on BEAR corpora)",
+               f"add --set {name}.scoring=statement")
+    elif all(statement):
+        refuse(SLOT_ONLY, "slot scoring (scoring=slot, the default except on BEAR corpora)",
+               f"add --set {name}.scoring=slot")
+
+
 def _cache(ctx: PredictorContext):
     from lm.cache import ResultCache
 

@@ -186,6 +186,10 @@ def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None)
             from lm.loading import check_available
 
             check_available(model)
+        if "scoring" in declared[p.name]:  # a language model: options of a way of answering it does not take
+            from bridge.predictors.lm import check_scoring_options
+
+            check_scoring_options(p.name, p.options, list(cfg.corpora))
         check_options = getattr(factories[p.name], "check_options", None)  # options that cannot work together
         if check_options is not None:
             check_options(p.name, p.options)
