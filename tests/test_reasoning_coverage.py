@@ -21,12 +21,14 @@ from cli_support import run_kbc
 from eval.errors import DataError
 from eval.types import Entity
 from kb.reasoning import (
+    COVERS,
     closure_graph,
     closure_graphs,
     coverage_problem,
     ensure_inferred,
     inferred_triples,
     load_axioms,
+    provenance_graph,
     stored_coverage,
 )
 from kb.store import WD, WDT, GraphStore, graph_iri
@@ -142,6 +144,38 @@ def test_kb_stats_lists_the_inferred_graph_and_its_coverage(tmp_path, lama_dir, 
     assert lines[at].startswith(f"{closure}: 1395 fact triples, 2 relations")
     assert lines[at + 1] == f"  covers 41 relations (34039 facts of gold-trex), axioms {axioms} " \
                             f"{load_axioms(axioms).digest}: " + " ".join(sorted(_trex_relations(lama_dir)))
+
+
+def test_kb_drop_removes_a_closure_with_its_derivations_and_infer_computes_it_again(tmp_path, lama_dir, capsys):
+    """`kbc kb drop` takes graphs by the names `kbc kb stats` prints: a closure goes with its derivations and what
+    `meta` records of both; a name the store does not hold is one error line; `kbc kb infer` then computes it again."""
+    axioms = tmp_path / "twins.ttl"
+    axioms.write_text(TWINS)
+    store = ["--store", str(tmp_path / "store")]
+    infer = ["kb", "infer", "--axioms", str(axioms), "--data-dir", str(lama_dir), *store]
+    code, _, err = run_kbc(infer, capsys)
+    assert code == 0, err
+    closure = closure_graph(load_axioms(axioms), ["gold-trex"])
+    derivations = provenance_graph(closure)
+    with GraphStore.open(tmp_path / "store") as st:
+        counts = (st.count(closure), st.count(derivations))
+        assert min(counts) > 0 and st.meta(closure).get(str(COVERS))
+    code, _, err = run_kbc(["kb", "drop", closure[:-1], *store], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: no graph {closure[:-1]!r} in the store at "
+                                               f"{tmp_path / 'store'}; did you mean {closure!r}? `kbc kb stats` "
+                                               "lists its graphs")
+    code, out, err = run_kbc(["kb", "drop", closure, *store], capsys)
+    assert (code, out) == (0, f"dropped {closure} ({counts[0]} triples; its derivations {derivations}, {counts[1]} "
+                              "triples)\n"), err
+    with GraphStore.open(tmp_path / "store") as st:
+        assert (st.count(closure), st.count(derivations), closure_graphs(st)) == (0, 0, [])
+        assert st.meta(closure).get(str(COVERS), set()) == set() and st.count("gold-trex") == 65227
+    code, out, _ = run_kbc(["kb", "drop", "--closures", *store], capsys)
+    assert (code, out) == (0, f"no closure in the store at {tmp_path / 'store'}; nothing dropped\n")
+    code, out, err = run_kbc(infer, capsys)
+    assert code == 0 and "already inferred" not in out, err
+    with GraphStore.open(tmp_path / "store") as st:
+        assert (st.count(closure), st.count(derivations)) == counts
 
 
 def _trex_relations(lama_dir) -> list[str]:

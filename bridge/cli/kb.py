@@ -108,6 +108,49 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
             click.echo(f"  owlrl OWL-RL closure: {seconds:.2f} s, {len(new)} new facts ({same})")
 
 
+@kb.command("drop", short_help="Remove graphs from the store (each is rebuilt when next needed).")
+@click.argument("graphs", nargs=-1)
+@click.option("--closures", "all_closures", is_flag=True,
+              help="Every closure (`inferred-<12 hex>`) with its derivations.")
+@store_option
+def drop(graphs, all_closures, store) -> None:
+    """Remove GRAPHS (names as `kbc kb stats` lists them) and what the store records about them; a closure
+    (`inferred-<12 hex>`) goes with its derivations (`provenance-<the same 12 hex>`). Nothing is lost that a
+    command cannot rebuild: runs and `kbc kb infer` load or compute again what they need (the extracted KBs
+    `re-naive` and `re-oracle` take minutes: `kbc kb build-re`). A run that already reads the store keeps
+    reading what it opened."""
+    import difflib
+
+    from eval.errors import ConfigError
+    from kb.reasoning import closure_graphs, provenance_graph
+
+    if not graphs and not all_closures:
+        raise ConfigError("name the graphs to drop (`kbc kb stats` lists them), or give --closures")
+    with open_cli_store(store, filled_by="kbc kb load") as st:
+        closures = closure_graphs(st)
+        held = set(st.graph_names()) | set(closures)
+        for name in graphs:
+            if name not in held:
+                close = difflib.get_close_matches(name, sorted(held), n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ConfigError(f"no graph {name!r} in the store at {st.location}; {hint}`kbc kb stats` lists "
+                                  "its graphs")
+        chosen = list(dict.fromkeys([*graphs, *(closures if all_closures else [])]))
+        if not chosen:
+            click.echo(f"no closure in the store at {st.location}; nothing dropped")
+            return
+        with st.writing():
+            for name in chosen:
+                triples = st.count(name)
+                st.drop_graph(name)
+                said = f"dropped {name} ({triples} triples"
+                if name in closures:
+                    derivations = provenance_graph(name)
+                    said += f"; its derivations {derivations}, {st.count(derivations)} triples"
+                    st.drop_graph(derivations)
+                click.echo(said + ")")
+
+
 from bridge.cli.kb_re import register as _register_re  # noqa: E402
 
 _register_re(kb)
