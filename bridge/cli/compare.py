@@ -27,6 +27,7 @@ from bridge.cli.fact_lines import (
     prompt_text,
     ranked_entry,
     ranked_lines,
+    read_lines,
     with_id,
 )
 from bridge.cli.value_types import Int, PathType
@@ -577,6 +578,7 @@ def _fact_text(fact: dict) -> list[str]:
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
         lines += ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
+        lines += read_lines(entry, f"  {' ' * width}    ")
     return lines
 
 

@@ -23,6 +23,11 @@ def ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
     if scale is not None:
         entry["score_scale"] = scale
     entry["answers"] = answer_dicts(record)
+    from bridge.analysis.retrieved import read_of_record
+
+    read = read_of_record(run.config, corpus, name, record)
+    if read is not None:  # a retrieval record: the paragraphs it read (`extra.retrieved`), texts where at hand
+        entry["read"] = read
     return entry
 
 
@@ -103,3 +108,29 @@ def not_answered(record: dict | None) -> dict | None:
 def prompt_text(prompt: str | list | None) -> str:
     """A prompt as sent: a sentence, or a chat's messages one a line (`[role] content`)."""
     return prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
+
+
+READ_CHARS = 160  # of a read paragraph in the text view (`--json` holds it whole)
+
+
+def read_lines(entry: dict, pad: str) -> list[str]:
+    """The paragraphs a retrieval answer read, in the order searched: id, BM25 score and text where the index is at
+    hand (else the ids and why), and the paragraph and sentence each answer shown was read from."""
+    read = entry.get("read")
+    if not read:
+        return []
+    if not read["paragraphs"]:
+        return [f"{pad}read: no paragraph"]
+    from bridge.analysis.retrieved import window
+
+    lines = [f"{pad}read (extra.retrieved, in the order searched"
+             + (f"; {read['note']}" if read["note"] else "") + "):"]
+    for i, p in enumerate(read["paragraphs"], 1):
+        score = f"  BM25 {p['score']:.4g}" if p["score"] is not None else ""
+        first = f"  first holds {', '.join(p['first_of'])}" if p["first_of"] else ""
+        lines.append(f"{pad}  {i}. {p['id']}{score}{first}")
+        if p["text"] is not None:
+            lines.append(f"{pad}     {window(p['text'], (p['first_of'] or [''])[0], READ_CHARS)}")
+    for label, source in list(read["sources"].items())[:SHOW_TOP]:
+        lines += indented(f"{pad}{label} <- {source['paragraph']}: ", f"\"{source['sentence']}\"")
+    return lines

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from rdflib import RDF, RDFS, Literal
 
+from bridge.analysis.retrieved import from_hits, marks, read_paragraphs, window
 from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
@@ -32,7 +33,6 @@ K_MAX = 100
 EVIDENCE_K = 5
 NOT_CONFIGURED = "not configured"
 PARTIAL = "partial"  # no closure of the served facts, only one of fewer relations or other facts: said, not used
-SENTENCE_CHARS = 240
 # longest subject and cloze taken: far above any corpus label, far below what a model's input must cut
 MAX_SUBJECT_CHARS = 300
 MAX_CLOZE_CHARS = 1000
@@ -407,17 +407,8 @@ def _sentence(explorer: Explorer, subject: str, obj: str) -> str | None:
     for fact in explorer.by_subject.get(subject, []):
         for ev in fact.evidences:
             if obj in ev.text:
-                return _window(ev.text, obj)
+                return window(ev.text, obj)
     return None
-
-
-def _window(text: str, phrase: str, width: int = SENTENCE_CHARS) -> str:
-    """At most `width` characters of `text` around the first `phrase`."""
-    if len(text) <= width:
-        return text
-    at = text.find(phrase)
-    start = max(0, min(at - width // 2, len(text) - width))
-    return ("…" if start else "") + text[start:start + width] + ("…" if start + width < len(text) else "")
 
 
 def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], ks: list[int],
@@ -475,13 +466,33 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
             for a in answers:
                 a["confidence"] = a["score"]
                 a["sentence"] = _sentence(explorer, queries[i].known.label, a["label"])
+        read = retrieval_read(column, queries[i], pred, answers)
         out[i] = _column(side, column.name, "ok", "" if answers else "no answer", answers, spec=column.spec,
                          seconds=seconds, batch=len(asked), gold_rank=gold_rank_of(pred, golds[i]),
                          scores="log-probability" if causal else "probability" if side == "lm" else "score",
-                         upper_bound=upper_bound(column, queries[i]))
+                         upper_bound=upper_bound(column, queries[i]), **read)
         if explorer.set_valued:
             out[i].update(set_fields(explorer, column, queries[i], pred))
     return out
+
+
+def retrieval_read(column: Column, query: Query, pred, answers: list[dict]) -> dict:
+    """For a predictor that keeps the paragraphs it read (`extra.retrieved`: retrieval), `{"read": ...}`: those
+    paragraphs in the order read, with their BM25 scores, texts and the answers each gave marked, and on each answer
+    the paragraph (`source`) and sentence it was read from; `{}` for any other predictor."""
+    pids = (pred.extra or {}).get("retrieved")
+    if not isinstance(pids, list):
+        return {}
+    retriever = getattr(column.predictor, "inner", column.predictor)  # a closed answer space wraps it
+    hits = retriever.retrieve(query) if hasattr(retriever, "retrieve") else []
+    found = from_hits(hits) if [h.paragraph.pid for h in hits] == pids else {}
+    read = read_paragraphs(pids, found, [a["label"] for a in answers], query.known.label)
+    for a in answers:
+        source = read["sources"].get(a["label"])
+        if source is not None:
+            a["sentence"], a["source"] = source["sentence"], source["paragraph"]
+    read["note"] = "" if found or not pids else "the paragraphs could not be read again: ids only"
+    return {"read": read}
 
 
 def set_fields(explorer: Explorer, column: Column, query: Query, pred) -> dict:
@@ -517,23 +528,6 @@ def upper_bound(column: Column, query: Query) -> str | None:
             "reads, no upper bound")
 
 
-def _marks(text: str, phrases: dict[str, str]) -> list[dict]:
-    """The text as segments, each phrase occurrence marked with its role (rendered escaped, never as HTML)."""
-    wanted = {p: role for p, role in phrases.items() if p.strip()}
-    if not wanted:
-        return [{"text": text, "mark": None}]
-    pattern = re.compile("|".join(re.escape(p) for p in sorted(wanted, key=len, reverse=True)))
-    out, pos = [], 0
-    for m in pattern.finditer(text):
-        if m.start() > pos:
-            out.append({"text": text[pos:m.start()], "mark": None})
-        out.append({"text": m.group(0), "mark": wanted[m.group(0)]})
-        pos = m.end()
-    if pos < len(text):
-        out.append({"text": text[pos:], "mark": None})
-    return out
-
-
 def evidence_column(explorer: Explorer, query: Query, gold: set[str], columns: list[dict]) -> dict:
     if explorer.index is None:
         return _column("evidence", "retrieved evidence", NOT_CONFIGURED,
@@ -547,8 +541,10 @@ def evidence_column(explorer: Explorer, query: Query, gold: set[str], columns: l
     phrases = {o: "object" for o in objects}
     if query.known.label:
         phrases[query.known.label] = "subject"
-    paragraphs = [{"title": h.paragraph.title, "score": round(h.score, 3),
-                   "segments": _marks(h.paragraph.text, phrases)} for h in hits]
+    own = query.own_facts
+    paragraphs = [{"id": h.paragraph.pid, "title": h.paragraph.title, "score": round(h.score, 3),
+                   "own": not own.isdisjoint(h.paragraph.facts),
+                   "segments": marks(h.paragraph.text, phrases)} for h in hits]
     counts = []
     if query.known.label:
         cooccur = Cooccur(explorer.index)
