@@ -130,8 +130,7 @@ def test_a_waiting_lama_build_uses_the_index_the_other_process_built(tiny, tmp_p
     command = " ".join(["kbc", *sys.argv[1:]])
     assert waiting.rstrip("\n") == (
         f"the text index {root} is being built by process {os.getpid()} (`{command}`, since {since}); waiting up "
-        "to 1800 s ($KBC_STORE_WAIT) for it (or build into another folder: another --out DIR, or another cache: "
-        "KBC_CACHE=DIR)")
+        "to 1800 s ($KBC_STORE_WAIT) for it (or use another index folder, or another cache: KBC_CACHE=DIR)")
     assert (proc.returncode, err) == (0, "")
     assert out.splitlines() == [f"index: 32 paragraphs in {root} (tantivy), already built from this data, kept as "
                                 "it is (--force rebuilds it)"]
@@ -209,3 +208,26 @@ def test_another_index_than_the_default_is_refused_in_words(tiny, tmp_path, caps
         f"evidence index in the cache), now {root} (content sha256:{digest}) (what the default held then was not "
         "recorded, so whether both hold the same cannot be known); give it another name (NAME=SPEC) or use another "
         "--out"))
+
+
+def test_a_build_waits_a_bounded_time_and_names_the_build_it_waited_for(tmp_path, capsys, monkeypatch):
+    from kb.text.tantivy_index import writer_lock
+
+    monkeypatch.setenv("KBC_STORE_WAIT", "0.3")
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"title": "A", "text": "alpha"}) + "\n")
+    root = tmp_path / "idx"
+    root.mkdir()
+    lock = writer_lock(root)
+    lock.acquire()
+    try:
+        since = json.loads((root / "build.json").read_text())["since"]
+        code, _, err = run_kbc(["index", "build", "--source", "jsonl", "--input", str(src), "--out", str(root),
+                                "--quiet"], capsys)
+    finally:
+        lock.release()
+    holder = f"process {os.getpid()} (`{' '.join(['kbc', *sys.argv[1:]])}`, since {since})"
+    assert (code, err.splitlines()[-1]) == (2, (
+        f"error: the text index {root} is being built by {holder}, still after 0.3 s; wait for it to finish, or use "
+        "another index folder, or another cache: KBC_CACHE=DIR kbc ..."))
+    assert sorted(p.name for p in root.iterdir()) == ["build.lock"]  # nothing of its own left behind

@@ -122,9 +122,8 @@ def _check_own(root: Path) -> None:
 def writer_lock(root: Path) -> WriterLock:
     """The lock one build of `root` holds at a time."""
     return WriterLock(root / LOCK, root / LOCK_INFO, f"the text index {root} is being built",
-                      "or build into another folder: another --out DIR, or another cache: KBC_CACHE=DIR",
-                      "wait for it to finish, or build into another folder: another --out DIR, or another cache: "
-                      "KBC_CACHE=DIR kbc ...")
+                      "or use another index folder, or another cache: KBC_CACHE=DIR",
+                      "wait for it to finish, or use another index folder, or another cache: KBC_CACHE=DIR kbc ...")
 
 
 class TantivyIndex:
