@@ -16,18 +16,16 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import math
 import os
 import re
 import shutil
-import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from eval.errors import ConfigError, DataError, KbcError
+from kb.writer_lock import WriterLock, writer_wait
 
 GRAPH_NS = "urn:kbc:graph:"  # every graph kbc writes is named under it
 
@@ -38,8 +36,6 @@ LIVE = "LIVE"
 WRITER_LOCK = "writer.lock"
 WRITER_INFO = "writer.json"
 READERS = "kbc-readers"
-WAIT_ENV = "KBC_STORE_WAIT"
-DEFAULT_WAIT = 1800.0  # a first relation-extraction build holds the lock for minutes
 _GENERATION = re.compile(r"gen-[0-9]+")
 _WORK = re.compile(r"work-[0-9]+")
 _OURS = re.compile(rf"{re.escape(MARK)}|{LIVE}(\.tmp)?|{re.escape(WRITER_LOCK)}|{re.escape(WRITER_INFO)}"
@@ -50,35 +46,6 @@ _ROCKSDB = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|MANIFEST-[0-9]
 
 
 _NOT_DAMAGE = ("No space left on device", "Permission denied", "Read-only file system", "Disk quota exceeded")
-
-
-def writer_wait() -> float:
-    """Seconds a writer waits for another one: `$KBC_STORE_WAIT`, else 1800."""
-    text = os.environ.get(WAIT_ENV)
-    if text is None:
-        return DEFAULT_WAIT
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise ConfigError(f"{WAIT_ENV}={text!r}: give the seconds a command waits for another one writing the "
-                          "graph store (a number, 0 or more)")
-    return value
-
-
-def this_process() -> dict:
-    """This process as a message names it to another: its id, its command line and since when."""
-    return {"pid": os.getpid(), "command": " ".join(["kbc", *sys.argv[1:]]),
-            "since": datetime.now(UTC).isoformat(timespec="seconds")}
-
-
-def process_text(info: object) -> str | None:
-    """`this_process()`'s record as a message says it; None where it is not such a record."""
-    try:
-        return f"process {int(info['pid'])} (`{info['command']}`, since {info['since']})"  # type: ignore[index]
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _one_line(exc: object, limit: int = 300) -> str:
@@ -106,6 +73,11 @@ class StoreFolder:
         self._copy: Path | None = None
         self._reader_fd: int | None = None
         self._writer_fd: int | None = None
+        self._lock = WriterLock(self.root / WRITER_LOCK, self.root / WRITER_INFO,
+                                f"the graph store {self.root} is being written",
+                                "or use another cache: KBC_CACHE=DIR, or --store DIR",
+                                "wait for it to finish, or give this command its own store: KBC_CACHE=DIR kbc ... "
+                                "(another cache) or --store DIR", self.wait)
         self._claim_folder()
         self._open_live()
 
@@ -241,35 +213,10 @@ class StoreFolder:
         generation, so that checks made from here on see what every other process wrote."""
         if self._writer_fd is not None:
             return
-        fd = os.open(self.root / WRITER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline, told = time.monotonic() + self.wait, False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise KbcError(f"the graph store {self.root} is being written by {self._holder()}, still after "
-                                   f"{self.wait:g} s; wait for it to finish, or give this command its own store: "
-                                   "KBC_CACHE=DIR kbc ... (another cache) or --store DIR") from None
-                if not told:
-                    log.warning("the graph store %s is being written by %s; waiting up to %g s ($%s) for it "
-                                "(or use another cache: KBC_CACHE=DIR, or --store DIR)", self.root, self._holder(),
-                                self.wait, WAIT_ENV)
-                    told = True
-                time.sleep(0.1)
-        self._writer_fd = fd
-        (self.root / WRITER_INFO).write_text(json.dumps(this_process()), encoding="utf-8")
+        self._lock.acquire()
+        self._writer_fd = self._lock.fd
         if refresh and self._live_name() != self.live:
             self._open_live()
-
-    def _holder(self) -> str:
-        try:
-            info = json.loads((self.root / WRITER_INFO).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return "another process"
-        return process_text(info) or "another process"
 
     def writable(self) -> ox.Store:
         """The writer's copy of the published generation, made on the first write after `claim`."""
@@ -352,8 +299,7 @@ class StoreFolder:
 
     def _release(self) -> None:
         if self._writer_fd is not None:
-            (self.root / WRITER_INFO).unlink(missing_ok=True)
-            os.close(self._writer_fd)
+            self._lock.release()
             self._writer_fd = None
 
     def close(self) -> None:

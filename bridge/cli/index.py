@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 
 import click
 
@@ -56,13 +57,20 @@ def index() -> None:
 @backend_option
 @es_url_option
 @data_dir_option
+@click.option("--force", is_flag=True,
+              help="--source lama: rebuild even where the index already holds this data (a damaged file that "
+                   "kept its size and time goes unseen until then; `kbc index verify` re-hashes every file).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def build(source, input_path, location, min_words, backend, es_url, data_dir, quiet) -> None:
-    """Index paragraphs; the new index replaces the old one only once complete."""
+def build(source, input_path, location, min_words, backend, es_url, data_dir, force, quiet) -> None:
+    """Index paragraphs; the new index replaces the old one only once complete.
+
+    --source lama keeps an index already built from the same data (say so, unless --force); --source dump|jsonl
+    always builds. A build waits for another build of the same --out folder.
+    """
     location = _location(location, backend)
     # a failed build leaves no empty --out folder behind (an Elasticsearch index is no folder)
     with removed_if_left_empty(location) if backend == "tantivy" else contextlib.nullcontext():
-        _build(source, input_path, location, min_words, backend, es_url, data_dir, quiet)
+        _build(source, input_path, location, min_words, backend, es_url, data_dir, force, quiet)
 
 
 # a build is atomic: an interrupted one leaves nothing of itself, and nothing to resume from
@@ -71,7 +79,7 @@ build.interrupted = ("interrupted: no index was built and nothing of it is kept;
 
 
 def _build(source: str, input_path: str | None, location: str, min_words: int, backend: str, es_url: str | None,
-           data_dir: str | None, quiet: bool) -> None:
+           data_dir: str | None, force: bool, quiet: bool) -> None:
     from kb.text.index import build_index
     from kb.text.paragraphs import IngestReport, read_dump, read_paragraph_jsonl
 
@@ -79,8 +87,9 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
         from kb.text.evidence import evidence_index
 
         idx = evidence_index(location, data_dir, backend, es_url, progress=show_progress(quiet),
-                             es_timeout=es_timeout())
-        click.echo(idx.stats().get("ingest", ""))
+                             es_timeout=es_timeout(), force=force)
+        if idx.built:
+            click.echo(idx.stats().get("ingest", ""))
     else:
         if not input_path:
             raise ConfigError(f"--source {source} needs --input FILE")
@@ -91,7 +100,11 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
                           progress=show_progress(quiet), es_timeout=es_timeout())
         click.echo(report.summary())
     stats = idx.stats()
-    click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend})")
+    if idx.built:
+        click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend}), built")
+    else:
+        click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend}), already built "
+                   "from this data, kept as it is (--force rebuilds it)")
     idx.close()
 
 
@@ -109,6 +122,22 @@ def stats(location, backend, es_url) -> None:
         stats["built_at"] = datetime.fromtimestamp(stats["built_at"], UTC).isoformat(timespec="seconds")
     click.echo(json.dumps(stats, indent=1, ensure_ascii=False))
     idx.close()
+
+
+@index.command("verify", short_help="Re-hash every file of a tantivy index against its build-time digests.")
+@index_option
+def verify(location) -> None:
+    """Re-hash every file of a tantivy index against the SHA-256 recorded when it was built.
+
+    Opening an index re-hashes only the files whose size or modification time changed since they last matched;
+    this checks them all (a damaged index is one error line with the command that rebuilds it).
+    """
+    from kb.text.tantivy_index import TantivyIndex
+
+    location = _location(location, "tantivy")
+    with TantivyIndex.open(Path(location)) as idx:
+        n = idx.verify()
+    click.echo(f"index {location}: all {n} files match the SHA-256 digests recorded when it was built")
 
 
 @index.command("search")

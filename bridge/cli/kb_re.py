@@ -43,7 +43,7 @@ def register(kb: click.Group) -> None:
         """
         from bridge.run.runner import default_cache_dir
         from kb.extraction.kb_build import ensure_re_kb
-        from kb.store_disk import process_text
+        from kb.writer_lock import process_text
 
         with open_cli_store(store) as st:
             for name in corpora:

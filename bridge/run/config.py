@@ -483,6 +483,10 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             if "data" in ident and _differs_only_in(seen, ident, "data"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} "
                                   f"{data_change(seen.get('data'), ident['data'])}; use another --out for this data")
+            other_input = input_change(seen, ident, p.declared)
+            if other_input:
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run there {other_input}; give it another "
+                                  "name (NAME=SPEC) or use another --out")
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} was run with {changes(seen, ident)}; "
                               f"give it another name (NAME=SPEC) or use another --out")
         config["predictor_specs"][p.name] = ident
@@ -563,6 +567,38 @@ def same_content(seen: dict, ident: dict) -> bool:
         return {**ident, "spec": None if "spec" in hashed else ident.get("spec"), "options": options}
 
     return seen.get("files") == ident.get("files") and path_free(seen) == path_free(ident)
+
+
+def input_change(seen: dict, ident: dict, declared: dict[str, Option]) -> str | None:
+    """In words, how two predictor identities differ where they differ only in inputs named by a path and
+    fingerprinted (`files`, e.g. a text index): "on text_index /a (content sha256:..), now its default (...)";
+    None where anything else differs too."""
+    then_files, now_files = seen.get("files") or {}, ident.get("files") or {}
+    then_opts, now_opts = seen.get("options") or {}, ident.get("options") or {}
+    keys = sorted(k for k in {*then_files, *now_files} if then_files.get(k) != now_files.get(k))
+    if not keys or any(k not in then_opts and k not in now_opts for k in keys):  # e.g. a model spec: not an option
+        return None
+
+    def blank(i: dict, opts: dict, files: dict) -> dict:
+        return {**i, "options": {k: v for k, v in opts.items() if k not in keys},
+                "files": {k: v for k, v in files.items() if k not in keys}}
+
+    if blank(seen, then_opts, then_files) != blank(ident, now_opts, now_files):
+        return None
+
+    def named(key: str, opts: dict, files: dict) -> str:
+        if key not in opts:
+            default = declared[key].default if key in declared else None
+            return f"its default ({default})" if default else "its default"
+        return f"{opts[key]} (content {files[key]})" if key in files else str(opts[key])
+
+    parts, unknown = [], False
+    for key in keys:
+        unknown = unknown or key not in then_files or key not in now_files
+        parts.append(f"on {key} {named(key, then_opts, then_files)}, now {named(key, now_opts, now_files)}")
+    why = ("what the default held then was not recorded, so whether both hold the same cannot be known" if unknown
+           else "they hold other content")
+    return f"{'; '.join(parts)} ({why})"
 
 
 def recorded_identity(seen: dict | None) -> tuple[dict | None, list[str]]:

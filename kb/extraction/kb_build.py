@@ -31,7 +31,7 @@ from eval.types import Entity
 from kb.extraction import candidates as cand
 from kb.extraction.linking import LabelIndex, ScoredTriple, merge, naive_triples, oracle_triples
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
-from kb.store_disk import this_process
+from kb.writer_lock import this_process
 
 if TYPE_CHECKING:  # scikit-learn loads where extraction runs, not where the graphs are named
     from kb.extraction.extractor import Settings

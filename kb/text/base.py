@@ -37,6 +37,7 @@ class Mention:
 @runtime_checkable
 class TextIndex(Protocol):
     backend: str
+    built: bool  # whether a build made this index (False: it was there, opened as it was)
 
     def __len__(self) -> int:
         """Number of indexed paragraphs."""

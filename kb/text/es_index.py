@@ -182,6 +182,7 @@ def _all_of(mentions: Sequence[Mention]) -> dict:
 
 class ESIndex:
     backend = "elasticsearch"
+    built = False  # True on the index a `build` made (False: opened as it was)
 
     def __init__(self, client, url: str, name: str) -> None:
         self._es = client

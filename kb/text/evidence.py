@@ -11,6 +11,7 @@ counted.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ from kb.text.retrieval import retrieval_text
 
 EVIDENCE_CORPORA = ("trex", "google_re")
 SOURCE = "lama-evidences"
+
+log = logging.getLogger("kbc")
 
 
 @dataclass
@@ -73,24 +76,45 @@ def attach_retrieved(queries: Sequence[Query], index: TextIndex, k: int = 1,
 
 def evidence_index(location: str | Path, data_dir: str | Path | None, backend: str = "tantivy",
                    es_url: str | None = None, progress: bool = False,
-                   corpora: Sequence[str] = EVIDENCE_CORPORA, es_timeout: float = ES_TIMEOUT) -> TextIndex:
-    """The LAMA evidence index at `location`, built (aside, then switched in) when missing or stale.
+                   corpora: Sequence[str] = EVIDENCE_CORPORA, es_timeout: float = ES_TIMEOUT,
+                   force: bool = False) -> TextIndex:
+    """The LAMA evidence index at `location`, built (aside, then switched in) when missing, damaged or stale.
 
-    Stale means built from other data files: the data versions are kept in the index metadata.
+    Stale means built from other data files: the data versions are kept in the index metadata. A rebuild over
+    an index of other data says so in one warning (the one cache slot then serves this data: a run on another
+    copy of LAMA rebuilds it, about 20 s). `force`: rebuild even an index of the same data. A tantivy build
+    waits for another one of the same folder and uses the index it made, where that holds this data.
     """
+    from eval.datadir import resolve_data_dir
+    from eval.errors import DataError
+
     loaded = [load_corpus(name, data_dir) for name in corpora]
     versions = {c.name: c.version for c in loaded}
-    try:
-        index = open_index(backend, location, es_url, es_timeout)
-        if index.stats().get("source") == SOURCE and index.stats().get("data_versions") == versions:
-            return index
-        index.close()
-    except Exception as exc:  # a missing index is the expected case on first use
-        from eval.errors import DataError
+    where = str(resolve_data_dir(data_dir))
 
-        if not isinstance(exc, DataError):
-            raise
+    def same(meta: dict) -> bool:
+        return not force and meta.get("source") == SOURCE and meta.get("data_versions") == versions
+
+    def reuse(meta: dict) -> bool:
+        if same(meta):
+            return True
+        if not force and meta.get("source") == SOURCE and isinstance(meta.get("data_versions"), dict):
+            before = meta.get("data_dir")
+            differ = sorted(c for c in versions if meta["data_versions"].get(c) != versions[c])
+            log.warning("the LAMA evidence index %s was built from other %s data%s; rebuilding it from %s",
+                        location, " and ".join(differ), f" ({before})" if isinstance(before, str) else "", where)
+        return False
+
+    if not force:
+        try:
+            index = open_index(backend, location, es_url, es_timeout)
+            if same(index.stats()):
+                return index
+            index.close()
+        except DataError:  # a missing index is the expected case on first use; a damaged one is built again
+            pass
     report = IngestReport("LAMA evidences")
     paragraphs = evidence_paragraphs(loaded, report)
-    meta = {"source": SOURCE, "data_versions": versions, "ingest": report.summary()}
-    return build_index(paragraphs, backend, location, es_url, meta=meta, progress=progress, es_timeout=es_timeout)
+    meta = {"source": SOURCE, "data_versions": versions, "data_dir": where, "ingest": report.summary()}
+    return build_index(paragraphs, backend, location, es_url, meta=meta, progress=progress, es_timeout=es_timeout,
+                       reuse=reuse)

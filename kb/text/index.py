@@ -12,10 +12,10 @@ Builds are atomic: a new index is built aside and switched in only when complete
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 from kb.text.base import Hit, Mention, TextIndex
 from kb.text.paragraphs import Paragraph
 
@@ -47,12 +47,29 @@ def open_index(backend: str, location: str | Path, es_url: str | None = None,
 
 
 def build_index(paragraphs: Iterable[Paragraph], backend: str, location: str | Path, es_url: str | None = None,
-                meta: dict | None = None, progress: bool = False, es_timeout: float = ES_TIMEOUT) -> TextIndex:
-    """Index `paragraphs` aside, then switch `location` to the new index; returns it opened."""
+                meta: dict | None = None, progress: bool = False, es_timeout: float = ES_TIMEOUT,
+                reuse: Callable[[dict], bool] | None = None) -> TextIndex:
+    """Index `paragraphs` aside, then switch `location` to the new index; returns it opened (`built` True).
+
+    `reuse`: whether the intact index already at `location` (its metadata) is the one asked for; it is then
+    returned as it is (`built` False). tantivy asks after waiting for any other build of the same folder.
+    """
     cls = _backend(backend)
     if backend == "tantivy":
-        return cls.build(paragraphs, Path(location), meta=meta, progress=progress)
-    return cls.build(paragraphs, _need_url(es_url), str(location), meta=meta, progress=progress, timeout=es_timeout)
+        return cls.build(paragraphs, Path(location), meta=meta, progress=progress, reuse=reuse)
+    url = _need_url(es_url)
+    if reuse is not None:
+        try:
+            found = cls.open(url, str(location), timeout=es_timeout)
+        except DataError:
+            found = None
+        if found is not None and reuse(found.stats()):
+            return found
+        if found is not None:
+            found.close()
+    index = cls.build(paragraphs, url, str(location), meta=meta, progress=progress, timeout=es_timeout)
+    index.built = True
+    return index
 
 
 def _backend(backend: str):

@@ -53,11 +53,12 @@ def _verified(generation: Path) -> dict:
     return stamps if isinstance(stamps, dict) else {}
 
 
-def check_files(generation: Path, recorded: object) -> str | None:
-    """Why the generation's files differ from `recorded` (a `file_digests` result), or None when they match."""
+def check_files(generation: Path, recorded: object, full: bool = False) -> str | None:
+    """Why the generation's files differ from `recorded` (a `file_digests` result), or None when they match.
+    `full`: hash every file, also those whose size and time are unchanged since they last matched."""
     if not isinstance(recorded, dict) or not recorded:
         return "it records no file checksums (built by an older kbcompare)"
-    stamps = _verified(generation)
+    stamps = {} if full else _verified(generation)
     changed = False
     for name, want in sorted(recorded.items()):
         path = generation / name

@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,8 +34,11 @@ from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
 from kb.text.base import Hit, Mention
 from kb.text.integrity import check_files, file_digests, record_verified
 from kb.text.paragraphs import ContentDigest, Paragraph, index_fingerprint
+from kb.writer_lock import WriterLock
 
 CURRENT = "CURRENT"
+LOCK = "build.lock"
+LOCK_INFO = "build.json"
 _GENERATION = re.compile(r"gen-[0-9]+(\.building)?")
 META = "kbc-meta.json"
 TANTIVY_META = "meta.json"
@@ -61,10 +64,13 @@ def _dir_size(path: Path) -> int:
 
 
 def _rebuild_command(root: Path, meta: dict | None) -> str:
-    """The build command that recreates this index, as precise as its metadata allows."""
+    """The build command that recreates this index, as precise as its metadata allows (a LAMA build keeps an
+    index of the same data that opens as intact, so it is told to `--force`: damage `verify` found is unseen there)."""
     source = meta.get("source") if isinstance(meta, dict) else None
     if source == "lama-evidences":
-        return f"kbc index build --out {root}"
+        data_dir = meta.get("data_dir") if isinstance(meta, dict) else None
+        data = data_dir if isinstance(data_dir, str) else "LAMA_DATA_DIR"
+        return f"kbc index build --force --data-dir {data} --out {root}"
     if isinstance(source, str) and source.partition(":")[0] in ("dump", "jsonl"):
         kind, _, path = source.partition(":")
         return f"kbc index build --source {kind} --input {path} --out {root}"
@@ -100,20 +106,29 @@ def _read_meta(root: Path, generation: Path) -> dict:
 
 
 def _check_own(root: Path) -> None:
-    """A build writes only into a new or empty folder or an index folder (`CURRENT` and `gen-*` folders):
-    its `CURRENT` would replace another tool's file of that name, and old generations are deleted."""
+    """A build writes only into a new or empty folder or an index folder (`CURRENT`, its lock and `gen-*`
+    folders): its `CURRENT` would replace another tool's file of that name, and old generations are deleted."""
     if not root.is_dir():
         return
     foreign = sorted(p.name for p in root.iterdir()
-                     if not (p.name in (CURRENT, f"{CURRENT}.tmp") or p.is_dir() and _GENERATION.fullmatch(p.name)))
+                     if not (p.name in (CURRENT, f"{CURRENT}.tmp", LOCK, LOCK_INFO)
+                             or p.is_dir() and _GENERATION.fullmatch(p.name)))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise DataError(f"--out {root} is not empty ({shown}) and is not a text index; an index is built only "
                         "into a new or empty folder or over an index built before: pass another --out")
 
 
+def writer_lock(root: Path) -> WriterLock:
+    """The lock one build of `root` holds at a time."""
+    return WriterLock(root / LOCK, root / LOCK_INFO, f"the text index {root} is being built",
+                      "or use another index folder, or another cache: KBC_CACHE=DIR",
+                      "wait for it to finish, or use another index folder, or another cache: KBC_CACHE=DIR kbc ...")
+
+
 class TantivyIndex:
     backend = "tantivy"
+    built = False  # True on the index a `build` made (False: opened as it was)
 
     def __init__(self, root: Path, generation: Path) -> None:
         import tantivy
@@ -133,6 +148,11 @@ class TantivyIndex:
     def open(cls, root: Path) -> TantivyIndex:
         """The live generation of `root`, checked: a damaged index is a DataError, not an empty index."""
         pointer = root / CURRENT
+        if root.is_file():
+            kind = "dump" if ".xml" in root.suffixes else "jsonl"
+            raise DataError(f"{root} is a file, not a text index (a folder); to search the paragraphs it holds, "
+                            f"index them first with `kbc index build --source {kind} --input {root} --out DIR` "
+                            "and name that DIR instead")
         if not pointer.exists():
             raise DataError(f"{root}: no text index there; build one with `kbc index build --out {root} ...`")
         if not pointer.is_file():
@@ -174,14 +194,50 @@ class TantivyIndex:
 
     @classmethod
     def build(cls, paragraphs: Iterable[Paragraph], root: Path, meta: dict | None = None,
-              progress: bool = False, threads: int = 1) -> TantivyIndex:
-        import tantivy
-        from tqdm import tqdm
+              progress: bool = False, threads: int = 1,
+              reuse: Callable[[dict], bool] | None = None) -> TantivyIndex:
+        """Index `paragraphs` into a new generation of `root` and switch to it, one build of `root` at a time.
 
+        A build waits for another build of the same folder (`kb.writer_lock`); then, where `reuse` accepts the
+        metadata of the intact index found there (one the other build just made), that index is returned
+        instead (`built` False) and `paragraphs` are not read.
+        """
         if root.exists() and not root.is_dir():
             raise DataError(f"{root} is a file; pass a directory (new or holding a text index) as --out")
         _check_own(root)
-        root.mkdir(parents=True, exist_ok=True)
+        lock = writer_lock(root)
+        for _ in range(100):  # a failed build elsewhere may remove the folder it made while we waited
+            root.mkdir(parents=True, exist_ok=True)
+            try:
+                lock.acquire()
+                break
+            except FileNotFoundError:
+                continue
+        else:
+            raise DataError(f"--out {root}: the folder keeps disappearing while a build waits for it")
+        try:
+            if reuse is not None and (root / CURRENT).exists():
+                try:
+                    found = cls.open(root)
+                except DataError:  # damaged: built again
+                    found = None
+                if found is not None and reuse(found.meta):
+                    return found
+                if found is not None:
+                    found.close()
+            index = cls._build_generation(paragraphs, root, meta, progress, threads)
+            index.built = True
+            return index
+        finally:
+            lock.release(remove=not (root / CURRENT).exists())  # a folder left holding no index keeps no lock
+
+    @classmethod
+    def _build_generation(cls, paragraphs: Iterable[Paragraph], root: Path, meta: dict | None, progress: bool,
+                          threads: int) -> TantivyIndex:
+        """The build itself, under the writer lock: so every other generation is an old one or a build cut short."""
+        import tantivy
+        from tqdm import tqdm
+
         name = f"gen-{time.time_ns()}"
         generation = root / f"{name}.building"
         generation.mkdir()
@@ -237,6 +293,15 @@ class TantivyIndex:
             if old.is_dir() and old.name.startswith("gen-") and old.name != name:
                 shutil.rmtree(old, ignore_errors=True)
         return cls(root, final)
+
+    def verify(self) -> int:
+        """Hash every file of the generation against the digests recorded at build time (an open hashes only
+        those whose size or time changed); returns how many were checked."""
+        files = self.meta.get("files")
+        mismatch = check_files(self.generation, files, full=True)
+        if mismatch:
+            raise damaged(self.root, mismatch, self.meta)
+        return len(files)
 
     # -- queries --------------------------------------------------------------------------------
     def __len__(self) -> int:
