@@ -453,3 +453,15 @@ def test_a_fewrel_file_edited_between_two_runs_of_one_process_is_read_again(shar
     assert run_kbc([*asked, str(tmp_path / "second")], capsys)[0] == 0
     second = _records(tmp_path / "second", "kb")["P463:2"]
     assert (second["object_id"], second["predicted"], second["kb_relations"]) == ("Q1", None, [])
+
+
+def test_a_kb_without_a_lama_copy_is_refused_before_any_work(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    fewrel_slice(shared_data, tmp_path / "data", per_relation=10)
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", "data", "--out", "out"], capsys)
+    assert (code, err) == (2, f"error: kb answers from the T-REx graphs of a LAMA copy, and neither {tmp_path}/data "
+                              "(no lama/relations.jsonl beside fewrel/) nor ./data/lama holds one: run `kbc data "
+                              f"download lama --dest {tmp_path}/data` or point KBC_DATA at a LAMA copy\n")
+    assert not (tmp_path / "out").exists()
