@@ -43,6 +43,7 @@ class Corpus:
     files: list[Path] = field(default_factory=list)
     other_relations: int = 0  # facts a corpus-wide source read of relations `keep_relations` left out
     fact_filter: str = ""  # what besides the data files chose the facts (LAMA-UHN's filters), part of their version
+    filter_details: dict = field(default_factory=dict)  # the filters and the model that chose the facts (LAMA-UHN)
     asked_part: str = ""  # the part of what was read that is asked (FewRel: "test part"), which kept counts from
 
     def by_relation(self) -> dict[str, list[Fact]]:

@@ -193,6 +193,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 config.setdefault("compat_removed", {}).update(plan.removed)
             config.setdefault("load_reports", {}).update(
                 {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
+            filters = {n: c.filter_details for n, c in plan.corpora.items() if c.filter_details}
+            if filters:  # LAMA-UHN: the filters and the person-name filter's model, for summary.md
+                config.setdefault("fact_filters", {}).update(filters)
             write_json(config_path, config)
             scoring = False
             try:

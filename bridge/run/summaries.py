@@ -471,6 +471,21 @@ def scoring_notes(config: dict, defaults: bool = True) -> list[str]:
                             if isinstance(c, dict) and c.get("template") is not None})
         if templates and templates != ["0"]:
             notes.append(f"{corpus}: asked with `--template {', '.join(templates)}`.")
+    return notes + fact_filter_notes(config)
+
+
+def fact_filter_notes(config: dict) -> list[str]:
+    """Per LAMA-UHN corpus, the filters that chose its facts and the model the person-name filter asked; from a run
+    that recorded no `fact_filters`, what its `version_choices` say (the model's fingerprint, not its path)."""
+    from eval.uhn import filter_note
+
+    recorded = config.get("fact_filters") or {}
+    notes = [filter_note(corpus, d) for corpus, d in recorded.items() if isinstance(d, dict)]
+    for corpus, chosen in (config.get("version_choices") or {}).items():
+        filters = sorted({str(c["filter"]) for c in (chosen or {}).values() if isinstance(c, dict) and c.get("filter")})
+        if filters and corpus not in recorded:
+            notes.append(f"{corpus}: LAMA-UHN facts, filtered by {'; '.join(filters)} (the run recorded the "
+                         "person-name filter's model by its fingerprint only).")
     return notes
 
 
