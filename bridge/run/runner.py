@@ -512,7 +512,7 @@ class Job:
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
                                    self.config["cache_scope"],
                                    f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name,
-                                   self.axioms)
+                                   self.axioms, self.facts)
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             scale = getattr(self.predictor, "score_scale", None)
