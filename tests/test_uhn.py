@@ -280,3 +280,17 @@ def test_a_uhn_run_says_its_filters_and_the_name_filter_s_model(lama_dir, tmp_pa
     assert code == 0, err
     assert ("- trex-uhn: LAMA-UHN facts, filtered by string (no person-name filter: no model was given, "
             "$KBC_UHN_MODEL unset).\n") in (tmp_path / "string" / "summary.md").read_text()
+
+
+def test_the_docs_say_the_name_filter_s_top_3_is_over_the_full_vocabulary(shared_data, tiny_models):
+    """As the ranker is built: every token of the model's tokenizer; the paper's words quoted as they stand."""
+    from lm.name_ranker import uhn_name_ranker
+
+    ranker = uhn_name_ranker(str(tiny_models("bert-cased")))
+    assert len(ranker.candidates.labels) == ranker.scorer.vocab_size
+    quote = "If the correct answer is among the top-3 for either query, we delete the triple"
+    paper = " ".join((shared_data.parent / "papers" / "004_44729d7cd3cdec55.txt").read_text().split())
+    assert quote in paper
+    page = " ".join((Path(__file__).parents[1] / "docs" / "data.md").read_text().split())
+    assert "top 3 over its full vocabulary: every token of its tokenizer" in page and f'"{quote}"' in page
+    assert "P1412 70 vs 146, P27 11 vs 28, P103 190 vs 367" in page
