@@ -182,7 +182,8 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
     check_parts(parts, root / DATA_FILE, ("test",))
     test = parts["test"]
     facts = [Fact(s.uid, CORPUS, s.relation, s.head, s.tail, (Evidence(s.text),), cloze=s.text) for s in test]
-    report = LoadReport(str(root / DATA_FILE))  # the counts are per relation, below
+    report = LoadReport(str(root / DATA_FILE), read=len(sentences), kept=len(test),
+                        parts={name: len(rows) for name, rows in parts.items()})  # broken down per relation below
     report.notes.append(f"seeded split {'/'.join(n for n, _ in SPLIT)} {':'.join(str(w) for _, w in SPLIT)} "
                         f"(seed {SPLIT_SEED}) of all {len(rels)} relations: the {len(test)} test sentences are "
                         f"the ones asked (--relations and --limit narrow only these); the other "

@@ -87,14 +87,13 @@ class Corpus:
         by_relation = ", ".join(f"{rel} {k}" for rel, k in (removed or {}).items())
         dedup = (f", removed {deduplicated} with the labels of an earlier fact (--compat lama: {by_relation})"
                  if deduplicated else "")
-        parts: dict[str, int] = {}
-        for r in self.reports:
-            for name, k in r.parts.items():
-                parts[name] = parts.get(name, 0) + k
-        if parts:  # a split read whole, one part asked: "read 11200: 8960 train, 1120 dev, 1120 test, 0 dropped"
-            split = ", ".join(f"{k} {name}" for name, k in parts.items())
-            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}: {split}, {dropped} dropped; "
-                     f"asked: the {kept} of the {self.asked_part or 'kept part'}{dedup}"]
+        whole = next((r for r in self.reports if r.parts and r.relation is None), None)
+        if whole is not None:  # a file split whole, one part asked (FewRel); per-relation reports break it down
+            split = ", ".join(f"{k} {name}" for name, k in whole.parts.items())
+            others = f" ({whole.kept - kept} of other relations)" if whole.kept != kept else ""
+            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {whole.read}: {split}, "
+                     f"{whole.n_dropped} dropped; asked: {kept} of the {self.asked_part or 'kept part'}'s "
+                     f"{whole.kept}{others}{dedup}"]
         else:
             lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
                      f"dropped {dropped}{dedup}"]

@@ -427,7 +427,8 @@ def test_the_counts_say_what_they_count(shared_data, tmp_path, capsys, monkeypat
                             "--data-dir", str(data), "--out", str(tmp_path / "out"), "--quiet", "--bootstrap", "0"],
                            capsys)
     assert code == 0, err
-    assert "fewrel: 2 relations, read 30, test part 3: 1 of other relations, kept 2, dropped 0" in err.splitlines()
+    assert ("fewrel: 2 relations, read 30: 24 train, 3 dev, 3 test, 0 dropped; asked: 2 of the test part's 3 (1 of "
+            "other relations)") in err.splitlines()
     notes = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert ("- Scope `shared`: per metric, the sentences recorded for every predictor scored on that metric (fewrel: 2 "
             "recorded for all of kb, kb-inferred); a sentence a predictor left without an answer (kb: no relation held "
