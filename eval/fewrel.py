@@ -182,11 +182,24 @@ def load_fewrel(data_dir: str | Path | None = None, relations: list[str] | None 
     check_parts(parts, root / DATA_FILE, ("test",))
     test = parts["test"]
     facts = [Fact(s.uid, CORPUS, s.relation, s.head, s.tail, (Evidence(s.text),), cloze=s.text) for s in test]
-    report = LoadReport(str(root / DATA_FILE), read=len(sentences), kept=len(test))
+    report = LoadReport(str(root / DATA_FILE), read=len(sentences), kept=len(test),
+                        parts={name: len(rows) for name, rows in parts.items()})  # broken down per relation below
     report.notes.append(f"seeded split {'/'.join(n for n, _ in SPLIT)} {':'.join(str(w) for _, w in SPLIT)} "
                         f"(seed {SPLIT_SEED}) of all {len(rels)} relations: the {len(test)} test sentences are "
                         f"the ones asked (--relations and --limit narrow only these); the other "
                         f"{len(sentences) - len(test)}, of all {len(rels)} relations whatever --relations says, "
                         "train and select the fine-tuned models")
+    reports = [report, *_relation_reports(parts)]
     files = [root / DATA_FILE] + ([root / NAMES_FILE] if (root / NAMES_FILE).is_file() else [])
-    return Corpus(CORPUS, relation_map, facts, [report], files, asked_part="test part")
+    return Corpus(CORPUS, relation_map, facts, reports, files, asked_part="test part")
+
+
+def _relation_reports(parts: dict[str, list[Sentence]]) -> list[LoadReport]:
+    """Per relation, its sentences read and how many fell in each part (kept: the test part, the one asked)."""
+    counts: dict[str, dict[str, int]] = {}
+    for name, rows in parts.items():
+        for s in rows:
+            per = counts.setdefault(s.relation, {part: 0 for part, _ in SPLIT})
+            per[name] += 1
+    return [LoadReport(f"{CORPUS}/{rel}", read=sum(per.values()), kept=per["test"], relation=rel, parts=per)
+            for rel, per in counts.items()]

@@ -43,6 +43,7 @@ class Corpus:
     files: list[Path] = field(default_factory=list)
     other_relations: int = 0  # facts a corpus-wide source read of relations `keep_relations` left out
     fact_filter: str = ""  # what besides the data files chose the facts (LAMA-UHN's filters), part of their version
+    filter_details: dict = field(default_factory=dict)  # the filters and the model that chose the facts (LAMA-UHN)
     asked_part: str = ""  # the part of what was read that is asked (FewRel: "test part"), which kept counts from
 
     def by_relation(self) -> dict[str, list[Fact]]:
@@ -86,8 +87,16 @@ class Corpus:
         by_relation = ", ".join(f"{rel} {k}" for rel, k in (removed or {}).items())
         dedup = (f", removed {deduplicated} with the labels of an earlier fact (--compat lama: {by_relation})"
                  if deduplicated else "")
-        lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
-                 f"dropped {dropped}{dedup}"]
+        whole = next((r for r in self.reports if r.parts and r.relation is None), None)
+        if whole is not None:  # a file split whole, one part asked (FewRel); per-relation reports break it down
+            split = ", ".join(f"{k} {name}" for name, k in whole.parts.items())
+            others = f" ({whole.kept - kept} of other relations)" if whole.kept != kept else ""
+            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {whole.read}: {split}, "
+                     f"{whole.n_dropped} dropped; asked: {kept} of the {self.asked_part or 'kept part'}'s "
+                     f"{whole.kept}{others}{dedup}"]
+        else:
+            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
+                     f"dropped {dropped}{dedup}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)
 

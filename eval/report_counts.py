@@ -14,6 +14,7 @@ class LoadReport:
     dropped: Counter = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
     relation: str | None = None  # the relation whose rows these are (None: the whole corpus)
+    parts: dict[str, int] = field(default_factory=dict)  # rows read per part of a split (FewRel: train, dev, test)
 
     def drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] += n
@@ -25,16 +26,23 @@ class LoadReport:
     def summary(self) -> str:
         if not self.read and self.notes:
             return f"{self.source}: " + "; ".join(self.notes)
-        text = f"{self.source}: read {self.read}, kept {self.kept}, dropped {self.n_dropped}"
+        if self.parts:  # kept is the asked part: "read 700: 560 train, 70 dev, 70 test, 0 dropped"
+            text = (f"{self.source}: read {self.read}: " + ", ".join(f"{n} {p}" for p, n in self.parts.items())
+                    + f", {self.n_dropped} dropped")
+        else:
+            text = f"{self.source}: read {self.read}, kept {self.kept}, dropped {self.n_dropped}"
         if self.dropped:
             text += " (" + "; ".join(f"{n} {why}" for why, n in sorted(self.dropped.items())) + ")"
         return "; ".join([text, *self.notes])
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "source": self.source,
             "read": self.read,
             "kept": self.kept,
             "dropped": dict(self.dropped),
             "notes": list(self.notes),
         }
+        if self.parts:
+            out["parts"] = dict(self.parts)
+        return out

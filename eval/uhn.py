@@ -87,7 +87,8 @@ class NameRanker(Protocol):
 class ScorerNameRanker:
     """A `MaskedLMScorer` and its full-vocabulary `CandidateSet` (`lm.vocab.full_vocab`) as a NameRanker."""
 
-    def __init__(self, scorer, candidates, uncased: bool) -> None:
+    def __init__(self, scorer, candidates, uncased: bool, model: str = "") -> None:
+        self.model = model  # the path or hub id it was loaded from, as given: said where its deletions are
         self.scorer = scorer
         self.candidates = candidates
         self.uncased = uncased
@@ -388,12 +389,35 @@ def load_uhn_corpus(name: str, data_dir: str | Path | None = None, relations: It
     mine = [deletions[rel] for rel in corpus.relations if rel in deletions]
     corpus.fact_filter = " + ".join(meta.get("filters", [])) + (f" ({meta['name_model']})" if meta.get("name_model")
                                                               else "")
+    corpus.filter_details = filter_details(meta, ranker)
     note = LoadReport(f"{name} (LAMA-UHN, {' + '.join(meta.get('filters', []))})")
     note.notes.append(f"deleted {sum(d['deleted_string'] for d in mine)} (string match) + "
                       f"{sum(d['deleted_name'] for d in mine)} (person name) of {sum(d['n'] for d in mine)} facts; "
                       f"per relation in {folder / DELETIONS_FILE}")
     corpus.reports.append(note)
     return corpus
+
+
+def filter_details(meta: Mapping, ranker: NameRanker | None) -> dict:
+    """What chose a LAMA-UHN corpus's facts, for a run's config and summary: the filters and, with the person-name
+    filter, the model it asked (as given, and its fingerprint) and over what it takes the top k."""
+    out: dict = {"filters": list(meta.get("filters", []))}
+    if "name" in out["filters"]:
+        out |= {"name_model": getattr(ranker, "model", "") or None, "name_model_fingerprint": meta.get("name_model"),
+                "top_k": meta.get("top_k", TOP_K), "over": "the model's full vocabulary"}
+    return out
+
+
+def filter_note(corpus: str, details: Mapping) -> str:
+    """summary.md's line on a LAMA-UHN corpus: which filters deleted facts and which model the name filter asked."""
+    filters = " + ".join(details.get("filters", [])) or "none"
+    if "name" not in details.get("filters", []):
+        return (f"{corpus}: LAMA-UHN facts, filtered by {filters} (no person-name filter: no model was given, "
+                "$KBC_UHN_MODEL unset).")
+    model = f"`{details['name_model']}` " if details.get("name_model") else ""
+    return (f"{corpus}: LAMA-UHN facts, filtered by {filters}; the person-name filter asked {model}"
+            f"(`{details.get('name_model_fingerprint')}`) for its top {details.get('top_k', TOP_K)} over "
+            f"{details.get('over', 'its full vocabulary')}.")
 
 
 def deletion_rates(deletions: Mapping[str, Mapping[str, int]], which: str = "deleted_string") -> dict[str, float]:

@@ -25,4 +25,4 @@ def uhn_name_ranker(model: str | None = None, device: str = "cpu", dtype: str = 
     scorer = MaskedLMScorer(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, dtype=dtype,
                             batch_size=batch_size)
     labels = token_labels(loaded.tokenizer, scorer.vocab_size)
-    return ScorerNameRanker(scorer, full_vocab(labels), labels.uncased)
+    return ScorerNameRanker(scorer, full_vocab(labels), labels.uncased, model)

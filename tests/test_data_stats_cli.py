@@ -30,3 +30,22 @@ def test_bear_summary_is_headed_bear(shared_data, tmp_path, monkeypatch, capsys)
                            capsys)
     assert code == 0, err
     assert (out / "summary.md").read_text().splitlines()[0] == "# BEAR probe"
+
+
+SPLIT_NOTE = (
+    "seeded split train/dev/test 8:1:1 (seed 0) of all 16 relations: the 1120 test sentences are the ones asked "
+    "(--relations and --limit narrow only these); the other 10080, of all 16 relations whatever --relations says, "
+    "train and select the fine-tuned models")
+
+
+def test_fewrel_lists_each_relation_with_its_split(shared_data, capsys):
+    code, out, err = run_kbc(["data", "stats", "--data-dir", str(shared_data / "fewrel"), "--corpus", "fewrel"],
+                             capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == ("fewrel: 16 relations, read 11200: 8960 train, 1120 dev, 1120 test, 0 dropped; asked: 1120 "
+                        "of the test part's 1120")
+    assert lines[2].endswith("val_wiki.json: read 11200: 8960 train, 1120 dev, 1120 test, 0 dropped; " + SPLIT_NOTE)
+    assert len(lines) == 3 + 16
+    assert lines[3] == "  fewrel/P25 mother: read 700: 560 train, 70 dev, 70 test, 0 dropped"
+    assert lines[-1] == "  fewrel/P2094 competition class: read 700: 560 train, 70 dev, 70 test, 0 dropped"

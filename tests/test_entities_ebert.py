@@ -108,7 +108,8 @@ def test_predictors_fallback_and_avg(ctx):
     linked, unlinked = _query("Alaska", uid="a"), _query("Nobody Knows This Name", uid="b")
     ebert = build("ebert", ctx)
     preds = ebert.predict([linked, unlinked], 10)
-    assert preds[0].extra == {"entity": "Alaska", "link": "title"}
+    assert preds[0].extra == {"entity": "Alaska", "link": "title", "prompt": "The native language of [E:Alaska] is "
+                                                                           "[MASK] ."}
     assert preds[1].extra == {"entity": None, "link": "fallback"}
     bert_probs = ebert.scorer.run([ebert.builder.plain(q) for q in (linked, unlinked)])[0]
     bert_top = top_candidates(bert_probs, ebert.cand_ids, ebert.labels, 10)
@@ -121,6 +122,7 @@ def test_predictors_fallback_and_avg(ctx):
     assert np.allclose([a.score for a in avg.answers], [s for _, s in expected], rtol=1e-5)
     concat = build("ebert-concat", ctx).predict([linked], 5)[0]
     assert len(concat.answers) == 5 and concat.extra["entity"] == "Alaska"
+    assert concat.extra["prompt"] == "The native language of [E:Alaska] / Alaska is [MASK] ."
     described = ebert.describe()
     assert described["coverage"]["subjects"] == len({f.subject.key for f in ctx.corpus.facts})
     assert described["map"]["n_words"] > 1000 and described["candidates"] == 21018
@@ -249,3 +251,71 @@ def test_show_says_which_scale_each_predictors_scores_are_on(ctx, lama_dir, tmp_
     code, text, err = run_kbc(["show", str(out), "--uid", uid, "--json"], capsys)
     shown = json.loads(text)["facts"][0]["predictors"]
     assert {name: shown[name]["score_scale"] for name in scales} == scales
+
+
+def test_records_hold_the_input_scored_and_the_summary_the_plain_bert_share(ctx, lama_dir, tmp_path, monkeypatch,
+                                                                             capsys):
+    from cli_support import run_kbc
+
+    from bridge.predictors.entities import LinkCache, resources
+    from bridge.run.config import sample
+    from eval.corpora import load_corpus
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    argv = ["run", "lama", "--corpus", "trex", "--predictors", "ebert", "ebert-concat", "--relations", "P36", "P19",
+            "--limit", "6", "--quiet", "--data-dir", str(lama_dir), "--set", f"model={ctx.options['model']}",
+            "--set", f"wikipedia2vec={ctx.options['wikipedia2vec']}", "--batch-size", "4"]
+    out = tmp_path / "run"
+    code, _, err = run_kbc([*argv, "--out", str(out)], capsys)
+    assert code == 0, err
+    corpus = load_corpus("trex", lama_dir, ["P36", "P19"])
+    asked = sample(corpus.facts, 6, 0)
+    links = LinkCache(resources(ctx).linker)
+    linked = sum(1 for f in asked if links(f.subject))
+    subjects = {f.subject.key: f.subject for f in corpus.facts}
+    with_vector = sum(1 for s in subjects.values() if links(s))
+    assert (len(asked), linked, len(subjects), with_vector) == (12, 2, 1637, 161)
+    assert ("trex ebert: facts asked whose subject has an entity vector 2/12 (16.67%), the rest asked as plain "
+            "BERT; subjects of the chosen relations with an entity vector 161/1637 (9.84%)") in err.splitlines()
+    records = {}
+    for name in ("ebert", "ebert-concat"):
+        for rel in ("P19", "P36"):
+            for line in (out / "predictions" / "trex" / name / f"{rel}.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                records[(name, r["uid"])] = r
+    by_uid = {f.uid: f for f in asked}
+    fallback = {name: 0 for name in ("ebert", "ebert-concat")}
+    for (name, uid), r in records.items():
+        fact = by_uid[uid]
+        plain = corpus.relations[fact.relation].template.replace("[X]", fact.subject.label).replace("[Y]", "[MASK]")
+        title = r["extra"]["entity"]
+        if title is None:
+            fallback[name] += 1
+            assert r["prompt"] == plain
+        else:
+            entity = f"[E:{title.replace(' ', '_')}]"
+            shown = entity if name == "ebert" else f"{entity} / {fact.subject.label}"
+            assert r["prompt"] == plain.replace(fact.subject.label, shown, 1) != plain
+    n = {name: sum(1 for key in records if key[0] == name) for name in fallback}
+    assert fallback == {"ebert": 10, "ebert-concat": 10} and n == {"ebert": 12, "ebert-concat": 12}
+    assert ("- trex: scored queries E-BERT answered as plain BERT (no entity vector for the subject, or no subject "
+            "in the prompt): ebert 10 of 12 (83.33%), ebert-concat 10 of 12 (83.33%).\n"
+            ) in (out / "summary.md").read_text()
+    # a rerun asking the records left is byte-identical to the fresh run; a folder whose records hold the template
+    # (an earlier kbc version) is refused, naming why
+    path = out / "predictions" / "trex" / "ebert" / "P36.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(b"".join(whole.splitlines(keepends=True)[:2]))
+    code, _, err = run_kbc([*argv, "--out", str(out)], capsys)
+    assert code == 0, err
+    assert path.read_bytes() == whole
+    config = json.loads((out / "config.json").read_text())
+    for ident in config["predictor_specs"].values():
+        assert ident.pop("prompt") == "the input scored"
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc([*argv, "--out", str(out)], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: {out}: predictor 'ebert' has records there from an earlier "
+                                               "kbc version, whose `prompt` is the template asked, not the E-BERT "
+                                               "input it scored (the subject replaced by its entity, or the entity "
+                                               "put before it); its scores stand, but its records would mix both: "
+                                               "use another --out to record the inputs scored")

@@ -61,6 +61,12 @@ def test_an_entity_without_a_vector_keeps_its_word_pieces(fast_cased):
     assert ebert.fallback == 1 and ebert.entities == ((8, 0),)
 
 
+SPLIT_NOTE = (
+    "seeded split train/dev/test 8:1:1 (seed 0) of all 16 relations: the 1120 test sentences are the ones asked "
+    "(--relations and --limit narrow only these); the other 10080, of all 16 relations whatever --relations says, "
+    "train and select the fine-tuned models")
+
+
 def test_the_staged_file_splits_8_1_1_per_relation_seeded(shared_data):
     parts = load_split(shared_data / "fewrel")
     assert {k: len(v) for k, v in parts.items()} == {"train": 8960, "dev": 1120, "test": 1120}
@@ -71,10 +77,11 @@ def test_the_staged_file_splits_8_1_1_per_relation_seeded(shared_data):
     assert [s.uid for s in again["test"]] == [s.uid for s in parts["test"]]
     corpus = load_fewrel(shared_data)
     assert len(corpus.relations) == 16 and len(corpus.facts) == 1120
+    assert corpus.summary().splitlines()[0] == ("fewrel: 16 relations, read 11200: 8960 train, 1120 dev, 1120 test, "
+                                                "0 dropped; asked: 1120 of the test part's 1120")
+    assert corpus.reports[1].summary() == "fewrel/P177: read 700: 560 train, 70 dev, 70 test, 0 dropped"
     assert corpus.reports[0].summary().endswith(
-        "read 11200, kept 1120, dropped 0; seeded split train/dev/test 8:1:1 (seed 0) of all 16 relations: the "
-        "1120 test sentences are the ones asked (--relations and --limit narrow only these); the other 10080, of "
-        "all 16 relations whatever --relations says, train and select the fine-tuned models")
+        "val_wiki.json: read 11200: 8960 train, 1120 dev, 1120 test, 0 dropped; " + SPLIT_NOTE)
     assert corpus.relations["P177"].label == "crosses"
     first = corpus.facts[0]
     assert (first.subject.id, first.object.id, first.relation) == (parts["test"][0].head.id,

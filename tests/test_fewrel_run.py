@@ -427,7 +427,8 @@ def test_the_counts_say_what_they_count(shared_data, tmp_path, capsys, monkeypat
                             "--data-dir", str(data), "--out", str(tmp_path / "out"), "--quiet", "--bootstrap", "0"],
                            capsys)
     assert code == 0, err
-    assert "fewrel: 2 relations, read 30, test part 3: 1 of other relations, kept 2, dropped 0" in err.splitlines()
+    assert ("fewrel: 2 relations, read 30: 24 train, 3 dev, 3 test, 0 dropped; asked: 2 of the test part's 3 (1 of "
+            "other relations)") in err.splitlines()
     notes = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert ("- Scope `shared`: per metric, the sentences recorded for every predictor scored on that metric (fewrel: 2 "
             "recorded for all of kb, kb-inferred); a sentence a predictor left without an answer (kb: no relation held "
@@ -453,3 +454,15 @@ def test_a_fewrel_file_edited_between_two_runs_of_one_process_is_read_again(shar
     assert run_kbc([*asked, str(tmp_path / "second")], capsys)[0] == 0
     second = _records(tmp_path / "second", "kb")["P463:2"]
     assert (second["object_id"], second["predicted"], second["kb_relations"]) == ("Q1", None, [])
+
+
+def test_a_kb_without_a_lama_copy_is_refused_before_any_work(shared_data, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    fewrel_slice(shared_data, tmp_path / "data", per_relation=10)
+    code, _, err = run_kbc(["run", "fewrel", "--predictors", "kb", "--data-dir", "data", "--out", "out"], capsys)
+    assert (code, err) == (2, f"error: kb answers from the T-REx graphs of a LAMA copy, and neither {tmp_path}/data "
+                              "(no lama/relations.jsonl beside fewrel/) nor ./data/lama holds one: run `kbc data "
+                              f"download lama --dest {tmp_path}/data` or point KBC_DATA at a LAMA copy\n")
+    assert not (tmp_path / "out").exists()

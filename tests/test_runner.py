@@ -275,6 +275,23 @@ def test_a_rerun_with_another_sample_says_the_scores_cover_both(tmp_path, lama_d
     assert 5 < n <= 10 and len(notes) == 1 and "--limit 5 --seed 0" in notes[0]
 
 
+def test_a_rerun_on_fewer_relations_says_the_summary_covers_them_all(tmp_path, lama_dir, caplog):
+    def run(corpora, relations):
+        caplog.clear()
+        rows = run_lama(RunConfig(corpora, ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",
+                                  relations=relations, limit=3), progress=False)
+        groups = sorted({r["group"] for r in rows if r["scope"] == "own" and r["metric"] == "p@1"})
+        return groups, [m for m in caplog.messages if "relation" in m and "also holds" in m]
+
+    both = ["N-1", "all", "place_of_birth", "place_of_death"]
+    assert run(["google_re"], ["place_of_death", "place_of_birth"]) == (both, [])
+    assert run(["google_re"], ["place_of_death", "place_of_birth"]) == (both, [])  # the same relations: no note
+    assert run(["google_re"], ["place_of_death"]) == (both, [
+        f"{tmp_path / 'out'} also holds 1 relation this run does not ask (place_of_birth): its summaries cover every "
+        "relation asked so far; use another --out for these relations alone"])
+    assert run(["google_re"], ["place_of_death", "place_of_birth", "date_of_birth"])[1] == []
+
+
 def test_relations_added_later_keep_the_earlier_answer_spaces(tmp_path, lama_dir):
     def run(*relations):
         return run_lama(RunConfig(["google_re"], ["freq"], tmp_path / "out", str(lama_dir), cache_dir=tmp_path / "c",

@@ -249,3 +249,48 @@ def test_kbc_data_uhn_shows_the_name_filter_s_progress(lama_dir, tmp_path, capsy
     assert prompts == 108 and last.startswith("UHN name filter: 100%|") and f"| {prompts}/{prompts} [" in last
     code, _, err = run_kbc([*argv, "--out", str(tmp_path / "quiet"), "--quiet"], capsys)
     assert code == 0 and "UHN name filter" not in err, err
+
+
+def test_a_uhn_run_says_its_filters_and_the_name_filter_s_model(lama_dir, tmp_path, capsys, monkeypatch, tiny_models):
+    from bridge.run.summaries import fact_filter_notes
+
+    root = _small_data(lama_dir, tmp_path, n=10)
+    model = str(tiny_models("bert-cased"))
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KBC_UHN_MODEL", model)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex-uhn", "--relations", "P19", "--predictors", "freq",
+                            "--data-dir", str(root), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    config = json.loads((out / "config.json").read_text())
+    fingerprint = config["version_choices"]["trex-uhn"]["P19"]["filter"].removeprefix("string + name (")[:-1]
+    assert fingerprint.startswith("sha256:")
+    assert config["fact_filters"] == {"trex-uhn": {"filters": ["string", "name"], "name_model": model,
+                                                   "name_model_fingerprint": fingerprint, "top_k": 3,
+                                                   "over": "the model's full vocabulary"}}
+    note = (f"trex-uhn: LAMA-UHN facts, filtered by string + name; the person-name filter asked `{model}` "
+            f"(`{fingerprint}`) for its top 3 over the model's full vocabulary.")
+    assert f"- {note}\n" in (out / "summary.md").read_text()
+    del config["fact_filters"]  # a run of an earlier version: the fingerprint it recorded, said to be no path
+    assert fact_filter_notes(config) == [f"trex-uhn: LAMA-UHN facts, filtered by string + name ({fingerprint}) (the "
+                                         "run recorded the person-name filter's model by its fingerprint only)."]
+    monkeypatch.delenv("KBC_UHN_MODEL")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex-uhn", "--relations", "P19", "--predictors", "freq",
+                            "--data-dir", str(root), "--out", str(tmp_path / "string"), "--quiet"], capsys)
+    assert code == 0, err
+    assert ("- trex-uhn: LAMA-UHN facts, filtered by string (no person-name filter: no model was given, "
+            "$KBC_UHN_MODEL unset).\n") in (tmp_path / "string" / "summary.md").read_text()
+
+
+def test_the_docs_say_the_name_filter_s_top_3_is_over_the_full_vocabulary(shared_data, tiny_models):
+    """As the ranker is built: every token of the model's tokenizer; the paper's words quoted as they stand."""
+    from lm.name_ranker import uhn_name_ranker
+
+    ranker = uhn_name_ranker(str(tiny_models("bert-cased")))
+    assert len(ranker.candidates.labels) == ranker.scorer.vocab_size
+    quote = "If the correct answer is among the top-3 for either query, we delete the triple"
+    paper = " ".join((shared_data.parent / "papers" / "004_44729d7cd3cdec55.txt").read_text().split())
+    assert quote in paper
+    page = " ".join((Path(__file__).parents[1] / "docs" / "data.md").read_text().split())
+    assert "top 3 over its full vocabulary: every token of its tokenizer" in page and f'"{quote}"' in page
+    assert "P1412 70 vs 146, P27 11 vs 28, P103 190 vs 367" in page

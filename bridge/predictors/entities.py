@@ -31,7 +31,7 @@ from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS, check_common_v
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares
 from eval.errors import ConfigError, DataError
-from eval.types import Answer, Entity, Prediction, Query
+from eval.types import ASKED_PROMPT, Answer, Entity, Prediction, Query
 from lm.finite import NonFiniteScores
 
 log = logging.getLogger("kbc")
@@ -125,6 +125,8 @@ class LinkCache:
 
 
 def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
+    """Distinct subjects of the corpus's chosen relations with an entity vector, by method; under `asked`, the facts
+    this run asks (its --limit sample) whose subject has one: those E-BERT can answer otherwise than plain BERT."""
     from lm.entities.linking import Coverage
 
     cov = Coverage()
@@ -133,7 +135,23 @@ def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
         link = links(subject)
         if link:
             cov.by_method[link.method] += 1
-    return cov.to_dict()
+    out = cov.to_dict()
+    if ctx.asked is not None:
+        linked = sum(1 for f in ctx.asked if links(f.subject))
+        n = len(ctx.asked)
+        out["asked"] = {"facts": n, "linked": linked, "coverage_percent": round(100.0 * linked / n, 2) if n else 0.0}
+    return out
+
+
+def coverage_line(corpus: str, name: str, coverage: dict) -> str:
+    """The stderr line on what share of the questions E-BERT asks with an entity vector."""
+    subjects = (f"subjects of the chosen relations with an entity vector {coverage['linked']}/{coverage['subjects']} "
+                f"({coverage['coverage_percent']}%)")
+    asked = coverage.get("asked")
+    if asked is None:
+        return f"{corpus} {name}: {subjects}; the rest are asked as plain BERT"
+    return (f"{corpus} {name}: facts asked whose subject has an entity vector {asked['linked']}/{asked['facts']} "
+            f"({asked['coverage_percent']}%), the rest asked as plain BERT; {subjects}")
 
 
 class EBertPredictor:
@@ -191,6 +209,10 @@ class EBertPredictor:
                 "coverage": self.coverage, "ranks": self.ranks, "ties": "candidate order (vocabulary file order)"}
 
     def _inputs(self, queries: Sequence[Query], mode: str):
+        """The encoded inputs, and per query what its record says of them: the entity used (or the fallback to
+        plain BERT) and, where an entity was put in, the input scored as text (`prompt`)."""
+        from lm.entities.ebert import shown_input
+
         encoded, extras = [], []
         for q in queries:
             link = self.links(q.known)
@@ -199,8 +221,11 @@ class EBertPredictor:
             used = link is not None and enc.entity_pos is not None
             if mode == "bert":
                 extras.append({"entity": None, "link": "bert input"})
+            elif used:
+                extras.append({"entity": link.title, "link": link.method,
+                               ASKED_PROMPT: shown_input(q, mode, link.title)})
             else:
-                extras.append({"entity": link.title if used else None, "link": link.method if used else "fallback"})
+                extras.append({"entity": None, "link": "fallback"})
         return encoded, extras
 
     def _vector_digest(self, row: int | None) -> str:
@@ -362,8 +387,7 @@ def make_ebert(name: str, ctx: PredictorContext):
     links = _cached(("links", id(res.linker)), lambda: LinkCache(res.linker))
     coverage = _corpus_coverage(ctx, links)
     if MODES[name] != "bert":
-        print(f"{ctx.corpus.name} {name}: subjects with an entity vector {coverage['linked']}/{coverage['subjects']} "
-              f"({coverage['coverage_percent']}%); the rest are asked as plain BERT", file=sys.stderr)
+        print(coverage_line(ctx.corpus.name, name, coverage), file=sys.stderr)
     args = (name, MODES[name], res, *cand, coverage, links, ctx.batch_size, ctx.device, _result_cache(ctx))
     if name in ("ebert-entity", "bert-entity"):
         from lm.entities.entity_answers import EntityAnswerer
@@ -384,6 +408,8 @@ def check_ebert_vocab(spec: str, options: dict[str, str], corpora: list[str], da
 
 
 make_ebert.check_inputs = check_ebert_vocab
+EBERT_PROMPT = "the input scored"  # records' `prompt`: the E-BERT input (an earlier kbc version wrote the template)
+make_ebert.identity_extra = lambda spec: {} if MODES.get(spec) == "bert" else {"prompt": EBERT_PROMPT}
 
 
 @declares(MODEL_OPTION, *MASKED_LM_OPTIONS, settings=("dtype",))

@@ -40,6 +40,7 @@ class PredictorContext:
     attempt: str | None = None  # this attempt of the run (a resume is another): what is checked once per attempt
     name: str | None = None  # the predictor's given name: how its options are written (`--set NAME.KEY=VALUE`)
     axioms: str | None = None  # the run's axioms file (`kbc run kmir --axioms`); None: the shipped kb/axioms.ttl
+    asked: list | None = None  # the facts this run asks of the corpus (its --limit sample); None: not known
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

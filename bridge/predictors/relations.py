@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -247,17 +248,25 @@ class KbPredictor:
 
 def kb_lama_dir(spec: str, data_dir) -> Path:
     """The LAMA copy the KB answers from: the one beside the FewRel folder, else KBC_DATA's."""
-    from eval.datadir import resolve_data_dir
+    from eval.datadir import DEFAULT_DIR, ENV_VAR, resolve_data_dir
     from eval.errors import DataError
 
+    beside = Path(data_dir).parent
     try:
-        return resolve_data_dir(Path(data_dir).parent)
+        return resolve_data_dir(beside)
     except DataError:
         try:
             return resolve_data_dir(None)
         except DataError:
-            raise ConfigError(f"{spec} answers from the T-REx graphs: give --data-dir a folder holding lama/ (with "
-                              "relations.jsonl) beside fewrel/") from None
+            where = f"${ENV_VAR}" if os.environ.get(ENV_VAR) else f"./{DEFAULT_DIR}"
+            raise ConfigError(f"{spec} answers from the T-REx graphs of a LAMA copy, and neither {beside} (no "
+                              f"lama/relations.jsonl beside fewrel/) nor {where} holds one: run `kbc data download "
+                              f"lama --dest {beside}` or point {ENV_VAR} at a LAMA copy") from None
+
+
+def check_kb_data(spec: str, options: dict, corpora: list[str], data_dir: Path) -> None:
+    """`plan_predictors`: the LAMA copy the KB answers from is found before FewRel is read or --out is made."""
+    kb_lama_dir(spec, data_dir)
 
 
 def _trex(spec: str, data_dir, cache_dir):
@@ -291,6 +300,7 @@ def make_kb_classifier(spec: str, ctx: PredictorContext) -> KbPredictor:
 
 
 make_kb_classifier.data = kb_data  # `PlannedPredictor.identity`: the data it answers from
+make_kb_classifier.check_inputs = check_kb_data
 
 
 def _options(spec: str) -> tuple[Option, ...]:

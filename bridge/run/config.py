@@ -113,7 +113,8 @@ class PlannedPredictor:
             ident["data"] = data(self.spec, data_dir, cfg.cache_dir or default_cache_dir())
         for key in getattr(self.factory, "pinned", ()):  # defaults that once differed: a rerun must match them
             ident["options"].setdefault(key, self.declared[key].default)
-        ident.update(getattr(self.factory, "identity_extra", {}))  # how its records rank, where that once differed
+        extra = getattr(self.factory, "identity_extra", {})  # how its records rank or read, where that once differed
+        ident.update(extra(self.spec) if callable(extra) else extra)
         files = self.files()
         if files:
             ident["files"] = files
@@ -474,6 +475,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   "of the label tied (Lisbon, New Hampshire for Lisbon, Portugal), so coherency and "
                                   "the records judged the wrong entity; use another --out to score it with one "
                                   "answer per entity")
+            if "prompt" in ident and _differs_only_in(seen, ident, "prompt"):  # E-BERT: `EBERT_PROMPT`
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has records there from an earlier kbc version, "
+                                  "whose `prompt` is the template asked, not the E-BERT input it scored (the subject "
+                                  "replaced by its entity, or the entity put before it); its scores stand, but its "
+                                  "records would mix both: use another --out to record the inputs scored")
             tokens = (seen.get("options") or {}).get("max_new_tokens")
             if "max_new_tokens" in filled and _differs_only_in_option(seen, ident, "max_new_tokens"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} wrote its answers there with max_new_tokens="

@@ -185,6 +185,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             if prompt_file is not None:  # the name its rows' prompt ids come from: a refused rerun's message names it
                 run["prompt_file"] = prompt_file
             _note_other_samples(config["runs"], cfg)
+            _note_other_relations(config["runs"], {n: list(c.relations) for n, c in plan.corpora.items()}, cfg.out)
             config.setdefault("cache_scope", uuid.uuid4().hex)  # this directory's own: a resume finds its responses
             config["runs"].append(run)
             config["data_dir"] = str(data_dir)
@@ -192,6 +193,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 config.setdefault("compat_removed", {}).update(plan.removed)
             config.setdefault("load_reports", {}).update(
                 {n: [r.to_dict() for r in c.reports] for n, c in plan.corpora.items()})
+            filters = {n: c.filter_details for n, c in plan.corpora.items() if c.filter_details}
+            if filters:  # LAMA-UHN: the filters and the person-name filter's model, for summary.md
+                config.setdefault("fact_filters", {}).update(filters)
             write_json(config_path, config)
             scoring = False
             try:
@@ -376,6 +380,21 @@ def _note_other_samples(runs: list[dict], cfg: RunConfig) -> None:
                     "--out for one sample alone", cfg.out, shown)
 
 
+def _note_other_relations(runs: list[dict], asked: dict[str, list[str]], out: Path) -> None:
+    """Say so when earlier runs into this directory asked relations this one does not (a narrower --relations or
+    --corpus): the summaries are rebuilt from every record the directory holds, theirs included."""
+    now = {(c, r) for c, rels in asked.items() for r in rels}
+    held = [(c, r) for run in runs for c, rels in (run.get("asked") or {}).items() for r in rels]
+    other = [key for key in dict.fromkeys(held) if key not in now]
+    if not other:
+        return
+    named = [r if c in asked else f"{c}/{r}" for c, r in other]
+    shown = ", ".join(named[:8]) + (f" and {len(named) - 8} more" if len(named) > 8 else "")
+    log.warning("%s also holds %d relation%s this run does not ask (%s): its summaries cover every relation asked so "
+                "far; use another --out for these relations alone", out, len(named), "" if len(named) == 1 else "s",
+                shown)
+
+
 def check_set_corpora(corpora: list[str], experiment: Experiment) -> None:
     """Corpora asked one way only go with their experiment, and it with them alone: set-valued corpora (LM-KBC)
     with the one scoring sets (`set_valued`), negated/misprimed LAMA with the one asking probes (`probes`)."""
@@ -493,7 +512,7 @@ class Job:
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
                                    self.config["cache_scope"],
                                    f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name,
-                                   self.axioms)
+                                   self.axioms, self.facts)
             self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
             scale = getattr(self.predictor, "score_scale", None)

@@ -215,6 +215,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     all_units: list[dict] = []
     shared_n: dict[str, list[tuple[list[str], int, int]]] = {}
     silent: dict[str, dict[str, dict[str, int]]] = {}
+    plain: dict[str, dict[str, tuple[int, int]]] = {}
     for corpus in config["corpora"]:
         types: dict[str, str | None] = config["relation_types"].get(corpus, {})
         answered, lost, units = answered_units(out, config, experiment, corpus, unscored=True)
@@ -226,6 +227,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
             for name, mine in answered.items():
                 write_outputs(out, corpus, name, mine)
         answered = {name: kept for name, mine in answered.items() if (kept := scorable(experiment, mine))}
+        plain[corpus] = plain_bert_counts(answered)
         spaces = config.get("answer_space", {}).get(corpus, {})
         own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
                                  cutoff, bootstrap, seed) for name, mine in answered.items()}
@@ -273,6 +275,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
     notes += weighted_notes(rows, config, setting)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
+    notes += plain_bert_notes(plain)
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
@@ -291,6 +294,28 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
     write_stamp(out, inputs_digest(run_config(out), args, files), files)
     return rows
+
+
+def plain_bert_counts(answered: dict[str, dict[str, dict]]) -> dict[str, tuple[int, int]]:
+    """Per E-BERT predictor (its records say how each query was linked, `extra.link`): how many of its scored
+    queries it asked as plain BERT (no entity vector for the subject, or no subject in the prompt), of how many."""
+    out = {}
+    for name, units in answered.items():
+        links = [(u.get("extra") or {}).get("link") for u in units.values()]
+        if any(link not in (None, "bert input") for link in links):
+            out[name] = (sum(link == "fallback" for link in links), len(links))
+    return out
+
+
+def plain_bert_notes(plain: dict[str, dict[str, tuple[int, int]]]) -> list[str]:
+    """summary.md's line per corpus on the share of E-BERT's scored queries it answered as plain BERT."""
+    notes = []
+    for corpus, names in plain.items():
+        parts = [f"{name} {k} of {n} ({100.0 * k / n:.2f}%)" for name, (k, n) in names.items() if n]
+        if parts:
+            notes.append(f"{corpus}: scored queries E-BERT answered as plain BERT (no entity vector for the subject, "
+                         f"or no subject in the prompt): {', '.join(parts)}.")
+    return notes
 
 
 def weighted_notes(rows: list[dict], config: dict, setting: str) -> list[str]:
@@ -471,6 +496,21 @@ def scoring_notes(config: dict, defaults: bool = True) -> list[str]:
                             if isinstance(c, dict) and c.get("template") is not None})
         if templates and templates != ["0"]:
             notes.append(f"{corpus}: asked with `--template {', '.join(templates)}`.")
+    return notes + fact_filter_notes(config)
+
+
+def fact_filter_notes(config: dict) -> list[str]:
+    """Per LAMA-UHN corpus, the filters that chose its facts and the model the person-name filter asked; from a run
+    that recorded no `fact_filters`, what its `version_choices` say (the model's fingerprint, not its path)."""
+    from eval.uhn import filter_note
+
+    recorded = config.get("fact_filters") or {}
+    notes = [filter_note(corpus, d) for corpus, d in recorded.items() if isinstance(d, dict)]
+    for corpus, chosen in (config.get("version_choices") or {}).items():
+        filters = sorted({str(c["filter"]) for c in (chosen or {}).values() if isinstance(c, dict) and c.get("filter")})
+        if filters and corpus not in recorded:
+            notes.append(f"{corpus}: LAMA-UHN facts, filtered by {'; '.join(filters)} (the run recorded the "
+                         "person-name filter's model by its fingerprint only).")
     return notes
 
 

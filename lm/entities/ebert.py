@@ -60,6 +60,21 @@ def render(query: Query, mask: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), spans
 
 
+def shown_input(query: Query, mode: str, title: str, mask: str = "[MASK]") -> str:
+    """The input `mode` scores, as text: the subject's first mention become its entity (REPLACE,
+    `The native language of [E:Jean_Marais] is [MASK] .`) or the entity, a slash and the mention (CONCAT,
+    `[E:Jean_Marais] / Jean Marais`); the entity marked `[E:title]`, spaces as underscores, so that a one-word
+    title is told from the word it replaces."""
+    text, spans = render(query, mask)
+    if mode == "bert" or not spans:
+        return text
+    start, end = spans[0]
+    entity = f"[E:{title.replace(' ', '_')}]"
+    if mode == "concat":
+        entity = f"{entity} / {text[start:end]}"
+    return text[:start] + entity + text[end:]
+
+
 class InputBuilder:
     """Token ids for BERT, REPLACE and CONCAT inputs of a query (one tokenizer call per query)."""
 
