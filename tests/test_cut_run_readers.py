@@ -45,8 +45,8 @@ def test_every_reader_refuses_a_run_cut_after_scoring(finished, tmp_path, capsys
     shutil.copytree(intact, run)
     names = Runs([run])  # the explorer, started before the cut
     (gone, *_) = _cut(run)
-    line = (f"error: {run}: its prediction files changed since its summaries were written (cut, edited or added); "
-            "rerun the same `kbc run` command to rescore it")
+    line = (f"error: {run}: its prediction files changed since its summaries were written: "
+            "predictions/trex/freq/P19.jsonl (cut or edited); rerun the same `kbc run` command to rescore it")
     for argv_ in (["compare", str(run), "freq", "bert"], ["compare", str(run), "freq", "bert", "--list", "only-a"],
                   ["compare", str(run), "freq", "bert", "--json"],
                   ["compare", str(intact), "bert", "freq", "--b-run", str(run)],
