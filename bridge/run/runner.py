@@ -180,7 +180,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
 
             run = {"argv": [recorded_text(a) for a in sys.argv],  # a query's values are not written
                    "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
-                   "executor": (executor or ExecutorSettings()).describe(),
+                   "executor": pool.describe(),  # with the cluster joined and the workers used
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "asked": {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
