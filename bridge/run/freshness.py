@@ -56,15 +56,19 @@ def files_digest(out: Path, stats: bool = True) -> str:
 def _digests(out: Path, more: list[Path] = ()) -> tuple[str, dict[str, str]]:
     """The digest of the prediction files (and `more`) together, and of each alone, read once: each file's own lets
     a refusal name the files that changed."""
-    together = hashlib.sha256()
-    each = {}
     predictions = out / "predictions"
     files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
-    for path in [*files, *more]:
-        name = str(path.relative_to(out))
+    return _each_and_all(out, [str(path.relative_to(out)) for path in [*files, *more]])
+
+
+def _each_and_all(out: Path, names: list[str]) -> tuple[str, dict[str, str]]:
+    """The digest of the files `names` (under `out`) together, each named, and of each alone."""
+    together = hashlib.sha256()
+    each = {}
+    for name in names:
         together.update(f"\x00{name}\x00".encode())
         alone = hashlib.sha256()
-        with path.open("rb") as handle:
+        with (out / name).open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 together.update(block)
                 alone.update(block)
@@ -117,20 +121,10 @@ def output_names(out: Path) -> list[str]:
 def _output_digests(out: Path) -> tuple[str, dict[str, str]] | None:
     """The digest of the summary files together (`outputs_digest`) and of each alone, read once; None when one is
     missing. Each file's own digest lets a refusal name the file that changed."""
-    together = hashlib.sha256()
-    each = {}
-    for name in output_names(out):
-        path = out / name
-        if not path.is_file():
-            return None
-        together.update(f"\x00{name}\x00".encode())
-        alone = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                together.update(block)
-                alone.update(block)
-        each[name] = alone.hexdigest()
-    return together.hexdigest(), each
+    names = output_names(out)
+    if not all((out / name).is_file() for name in names):
+        return None
+    return _each_and_all(out, names)
 
 
 def _stamp(out: Path) -> dict | None:
