@@ -45,8 +45,8 @@ def test_every_reader_refuses_a_run_cut_after_scoring(finished, tmp_path, capsys
     shutil.copytree(intact, run)
     names = Runs([run])  # the explorer, started before the cut
     (gone, *_) = _cut(run)
-    line = (f"error: {run}: its prediction files changed since its summaries were written (cut, edited or added); "
-            "rerun the same `kbc run` command to rescore it")
+    line = (f"error: {run}: its prediction files changed since its summaries were written: "
+            "predictions/trex/freq/P19.jsonl (cut or edited); rerun the same `kbc run` command to rescore it")
     for argv_ in (["compare", str(run), "freq", "bert"], ["compare", str(run), "freq", "bert", "--list", "only-a"],
                   ["compare", str(run), "freq", "bert", "--json"],
                   ["compare", str(intact), "bert", "freq", "--b-run", str(run)],
@@ -100,9 +100,14 @@ def test_every_reader_says_a_run_is_writing_while_one_is(finished, tmp_path, cap
                     read()
                 assert f"error: {caught.value}" == line
     (run / "summary.json").unlink()  # stopped before its first scoring, or still before it
-    with RunLock(run), pytest.raises(DataError) as caught:
-        kbcompare.load_run(run)
-    assert f"error: {caught.value}" == writing
+    config["runs"].append({"started": "2026-01-01T00:00:00+00:00"})  # the attempt writing it: no end yet
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for read in (lambda: kbcompare.load_run(run), lambda: Runs([run])):  # `kbc serve --run` as the others
+        with RunLock(run), pytest.raises(DataError) as caught:
+            read()
+        assert f"error: {caught.value}" == writing
+    config["runs"].pop()
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(DataError) as caught:
         kbcompare.load_run(run)
     assert str(caught.value) == (f"{run} has predictions but no summary.json: the run has not finished; rerun the "

@@ -322,8 +322,9 @@ def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
     cut.write_text("".join(cut.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]), encoding="utf-8")
     for scope in ("shared", "own"):
         code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", scope], capsys)
-        assert (code, err) == (2, f"error: {b}: its prediction files changed since its summaries were written (cut, "
-                                  "edited or added); rerun the same `kbc run` command to rescore it\n"), scope
+        assert (code, err) == (2, f"error: {b}: its prediction files changed since its summaries were written: "
+                                  "predictions/trex/freq/P19.jsonl (cut or edited); rerun the same `kbc run` command "
+                                  "to rescore it\n"), scope
     collect(b)  # rescored: the board reads the run again, over the facts left
     rows = leaderboard_rows([a, b], "trex", "p@1", scope="own")
     assert {(Path(r["run"]).name, r["predictor"]): r["n_facts"] for r in rows if r["predictor"] == "freq"} == \

@@ -124,3 +124,21 @@ def test_readers_name_the_unfinished_command_when_the_log_holds_several(tmp_path
     line = (f"error: {out}: the attempt started {started} (interrupted) left trex P19 of cut part-asked, so its "
             f"scores there would be over part of the facts; rerun `{shlex.join(['kbc', *added])}` to finish it\n")
     assert run_kbc(["leaderboard", str(out)], capsys) == (2, "", line)
+
+
+def test_a_predictor_stopped_before_its_first_record_leaves_nothing_part_asked(tmp_path, lama_dir, cut, capsys,
+                                                                                monkeypatch):
+    """An attempt stopped before `cut` recorded anything, then another sample: what that writes is read by every
+    reader and the same command runs again, as `kbc run` let it start (one rule for both)."""
+    out = tmp_path / "run"
+    CALLS.append(0)  # `cut` stops in its first call: freq finished, cut has no records
+    assert _kbc(_argv(lama_dir, out, ["P19", "P36"], "--limit", "24"), capsys, monkeypatch)[0] == 130
+    assert not any(f.stat().st_size for f in (out / "predictions" / "trex" / "cut").glob("*.jsonl"))
+    other = _argv(lama_dir, out, ["P19", "P36"], "--limit", "10")
+    assert _kbc(other, capsys, monkeypatch)[0] == 0
+    assert (_lines(out, "cut", "P19"), _lines(out, "cut", "P36")) == (10, 10)
+    assert run_kbc(["leaderboard", str(out)], capsys)[0] == 0
+    assert len(kbcompare.load_run(out).table()) > 0
+    assert _kbc(other, capsys, monkeypatch)[0] == 0
+    fresh = json.loads((out / "config.json").read_text())["runs"][1]["fresh"]
+    assert fresh == {"trex": {"cut": ["P19", "P36"]}}

@@ -167,3 +167,38 @@ def test_records_copied_in_from_another_run_or_another_file_are_refused(untouche
         _digests(unkeyed, relation).write_bytes(b"".join(line_digest(raw) for raw in lines))
     _run(unkeyed, lama_dir, tmp_path / "cache")
     assert _scores(unkeyed) == _scores(untouched)
+
+
+def test_a_damaged_digests_file_is_named_with_the_fix_that_works(untouched, tmp_path, lama_dir):
+    """Bytes of a digests file changed, or the file cut: the digests file is named, not the intact records; deleting
+    the records file, as said, recomputes both to the same scores."""
+    run = _copy(untouched, tmp_path)
+    sums, records = _digests(run), _file(run)
+    raw = bytearray(sums.read_bytes())
+    raw[WIDTH + 3:WIDTH + 5] = b"zz"  # two bytes of line 2 flipped
+    sums.write_bytes(bytes(raw))
+    fix = f"so the records of {records} cannot be checked; delete {records} so that the run recomputes it and its " \
+          "digests, or use a new --out"
+    with pytest.raises(DataError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == f"{sums}: damaged (line 2 is no digest), {fix}"
+    sums.write_bytes(bytes(raw[:-40]))  # and cut inside a line
+    with pytest.raises(DataError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == f"{sums}: damaged (line 2 is no digest), {fix}"
+    sums.write_bytes(_digests(untouched).read_bytes()[:-40])
+    with pytest.raises(DataError) as refused:
+        _run(run, lama_dir, tmp_path / "cache")
+    assert str(refused.value) == (f"{sums}: damaged (cut inside digest line 2935, while place_of_birth.jsonl holds "
+                                  f"2937 lines), {fix}")
+    from bridge.run.directory import open_run
+
+    with pytest.raises(DataError) as refused:
+        list(open_run(run).records("google_re", "freq", "place_of_birth"))
+    assert str(refused.value) == (f"{sums}: damaged (cut inside digest line 2935, while place_of_birth.jsonl holds "
+                                  f"2937 lines), {fix}")
+    records.unlink()  # as the message says
+    _run(run, lama_dir, tmp_path / "cache")
+    assert records.read_bytes() == _file(untouched).read_bytes()
+    assert sums.read_bytes() == _digests(untouched).read_bytes()
+    assert _scores(run) == _scores(untouched)

@@ -13,7 +13,9 @@ from pathlib import Path
 import lm_fixtures
 import pytest
 from cli_support import run_kbc
+from lm_fixtures import kbc_log  # noqa: F401  (the fixture)
 
+from bridge.run.config import ELSEWHERE
 from eval.errors import ConfigError
 
 tiny_models = lm_fixtures.tiny_models
@@ -228,15 +230,36 @@ def test_a_config_lacking_what_identity_needs_is_refused(lama_dir, tmp_path, mon
         config.write_text(json.dumps(_tampered(written, edit)))
         with pytest.raises(DataError) as refused:
             read_config(config)
-        assert str(refused.value) == f"{config}: not a kbc run config ({why}); move the directory aside or use " \
-            "another --out", edit
+        assert str(refused.value) == f"{config}: not a kbc run config ({why}); {ELSEWHERE}", edit
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts}
     config.write_text("{}")
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "P36", "P101", "--predictors", "freq=random"),
                            capsys)
-    assert _one_error(code, err) == (f"error: {config}: not a kbc run config (no 'corpora' list); move the "
-                                     "directory aside or use another --out")
+    assert _one_error(code, err) == f"error: {config}: not a kbc run config (no 'corpora' list); {ELSEWHERE}"
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and "predictions" in p.parts} == before
+
+
+def test_a_cut_config_says_a_new_out_recomputes_little(tiny_models, lama_dir, tmp_path, monkeypatch, capsys,
+                                                         kbc_log):  # noqa: F811
+    """config.json cut off (its records intact): refused, saying that the same command into a new --out reads the
+    language models' scores back from the LM result cache: there, nothing is scored again."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out, new = tmp_path / "run", tmp_path / "new"
+    argv = _run(out, lama_dir, "--relations", "P19", "--predictors", f"tb={tiny_models('bert-cased')}")
+    assert run_kbc(argv, capsys)[0] == 0
+    config = out / "config.json"
+    text = config.read_text()
+    config.write_text(text[:len(text) // 2])
+    code, _, err = run_kbc(argv, capsys)
+    line = _one_error(code, err)
+    assert line.startswith(f"error: {config}: not a readable run config (") and line.endswith(f"); {ELSEWHERE}")
+    kbc_log.clear()
+    assert run_kbc([str(new) if a == str(out) else a for a in argv], capsys)[0] == 0
+    assert [m for _, m in kbc_log if "result cache" in m] == [
+        f"trex / tb: 3 of 3 scored results read from the result cache ({tmp_path / 'cache/lm/results.sqlite'}), "
+        "0 computed"]
+    assert (new / "predictions" / "trex" / "tb" / "P19.jsonl").read_bytes() == \
+        (out / "predictions" / "trex" / "tb" / "P19.jsonl").read_bytes()
 
 
 def test_records_without_a_recorded_identity_or_version_are_refused(lama_dir, tmp_path, monkeypatch, capsys):

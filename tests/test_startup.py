@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from eval.errors import ConfigError
+
 HEAVY = ("torch", "transformers", "faiss", "pandas", "scipy", "sklearn", "rdflib", "pyoxigraph", "tantivy")
 
 
@@ -58,6 +60,30 @@ def test_only_the_kbc_process_itself_leaves_its_objects_to_the_exit(monkeypatch)
         monkeypatch.setattr(sys, "argv", ["kbc", "ls"])
         main()
         assert not gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, ConfigError])
+def test_a_stopped_or_refused_kbc_also_leaves_its_objects_to_the_exit(monkeypatch, stop):
+    """Ctrl-C (or an error line) ends `kbc` as a finished command does: the collector's last walk over every object a
+    run made (seconds, after "interrupted" is printed) is skipped, so the process ends as soon as its records are
+    kept."""
+    import bridge.cli as cli_module
+
+    def stopped(**_):
+        raise stop("stopped") if stop is ConfigError else stop
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(cli_module.cli, "main", stopped)
+    monkeypatch.setattr(sys, "argv", ["kbc", "ls"])
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli_module.main()
+        assert (ended.value.code, gc.isenabled(), gc.get_freeze_count() > 0) == (
+            130 if stop is KeyboardInterrupt else 2, False, True)
     finally:
         gc.unfreeze()
         gc.enable()

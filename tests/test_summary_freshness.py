@@ -103,7 +103,8 @@ def test_a_stamp_without_its_outputs_is_no_proof(tmp_path):
     run = _copy(tmp_path)
     collect(run)
     stamp = json.loads((run / STAMP).read_text(encoding="utf-8"))
-    assert set(stamp) == {"inputs", "files", "predictions", "code", "outputs", "output_files"}
+    assert set(stamp) == {"inputs", "files", "predictions", "prediction_files", "code", "outputs",
+                          "output_files"}
     (run / STAMP).write_text("not json", encoding="utf-8")
     fresh = _copy(tmp_path, "fresh")
     assert collect(run) == collect(fresh)
@@ -148,8 +149,8 @@ def test_compare_refuses_records_changed_since_the_table_until_rescored(tmp_path
     path.write_text("".join(lines), encoding="utf-8")
     code, out, err = run_kbc(["compare", str(run), "freq", "bert", "--json"], capsys)
     assert (code, out, err.splitlines()[-1]) == (2, "", f"error: {run}: its prediction files changed since its "
-                                                 "summaries were written (cut, edited or added); rerun the same "
-                                                 "`kbc run` command to rescore it")
+                                                 "summaries were written: predictions/trex/bert/P19.jsonl "
+                                                 "(cut or edited); rerun the same `kbc run` command to rescore it")
     collect(run)  # as the rerun the message names scores them
     counts = json.loads(_compare_json(run, capsys))["corpora"]["trex"]["overall"]
     assert (counts["both"], counts["only_a"], counts["only_b"], counts["neither"]) == (0, 15, 1, 29)

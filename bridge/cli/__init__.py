@@ -273,8 +273,9 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         click.echo(os_error_line(exc), err=True)
         sys.exit(2)
-    if command:  # done: the process ends now
-        leave_objects_to_exit()
+    finally:
+        if command:  # done, stopped (Ctrl-C) or refused: the process ends now
+            leave_objects_to_exit()
 
 
 def leave_objects_to_exit() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from bridge.run.results import slug
 
 DONE = "done"  # per attempt: corpus -> predictor -> the relations whose queries it recorded whole
+FRESH = "fresh"  # per attempt: corpus -> predictor -> relations an earlier attempt planned, unrecorded at its start
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,30 @@ def completed(attempt: dict, config: dict) -> set[tuple[str, str, str]]:
     """What an attempt recorded whole: all it planned where it finished, else the relations it marked done."""
     if attempt.get("finished"):
         return planned(attempt, config)
-    done = attempt.get(DONE)
-    if not isinstance(done, dict):
+    return _keys(attempt.get(DONE))
+
+
+def _keys(per: object) -> set[tuple[str, str, str]]:
+    """(corpus, predictor, relation) of a corpus -> predictor -> relations entry (`done`, `fresh`)."""
+    if not isinstance(per, dict):
         return set()
-    return {(c, p, r) for c, per in done.items() if isinstance(per, dict)
-            for p, relations in per.items() if isinstance(relations, list) for r in relations}
+    return {(c, p, r) for c, by in per.items() if isinstance(by, dict)
+            for p, relations in by.items() if isinstance(relations, list) for r in relations}
+
+
+def _nested(keys: set[tuple[str, str, str]]) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for c, p, r in sorted(keys):
+        out.setdefault(c, {}).setdefault(p, []).append(r)
+    return out
+
+
+def fresh(out: Path, config: dict, asks: set[tuple[str, str, str]]) -> dict[str, dict[str, list[str]]]:
+    """What an attempt about to ask `asks` starts afresh: the keys an earlier attempt planned that hold no records
+    now. Whatever earlier attempts left of them was nothing, so `part_asked` forgets their history there; noted in
+    the attempt's entry, since a later attempt's records would hide it."""
+    earlier = set().union(*(planned(a, config) for a in config.get("runs") or [] if isinstance(a, dict)))
+    return _nested({key for key in asks & earlier if not _has_records(out, *key)})
 
 
 def _has_records(out: Path, corpus: str, predictor: str, relation: str) -> bool:
@@ -71,12 +91,16 @@ def _has_records(out: Path, corpus: str, predictor: str, relation: str) -> bool:
 
 def part_asked(out: Path, config: dict) -> list[PartAsked]:
     """Every predictor's relation that an attempt left with some records and not all, and no later attempt
-    finished (asking the same sample whole), in the order of the runs log."""
+    finished (asking the same sample whole) or started afresh (no records at its start), in the order of the runs
+    log. `kbc run` refuses by it at its start and the readers refuse summaries by it: one rule."""
     attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
     left: dict[tuple[str, str, str], list[dict]] = {}
     asked_whole: dict[tuple[str, str, str], set[tuple]] = {}  # the samples of each recorded whole so far
     for attempt in attempts:
         sample = attempt_sample(attempt)
+        for key in _keys(attempt.get(FRESH)):  # nothing recorded before it: what earlier attempts left is void
+            left.pop(key, None)
+            asked_whole.pop(key, None)
         whole = completed(attempt, config)
         for key in whole:
             asked_whole.setdefault(key, set()).add(sample)

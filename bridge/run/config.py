@@ -359,12 +359,16 @@ def read_config(path: Path) -> dict | None:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not a readable run config ({exc}); move the directory aside or use another --out"
-                        ) from None
+        raise DataError(f"{path}: not a readable run config ({exc}); {ELSEWHERE}") from None
     gap = _config_gap(config)
     if gap:
-        raise DataError(f"{path}: not a kbc run config ({gap}); move the directory aside or use another --out")
+        raise DataError(f"{path}: not a kbc run config ({gap}); {ELSEWHERE}")
     return config
+
+
+# a run's records are not read without the config that says what made them; a rerun elsewhere costs little
+ELSEWHERE = ("move the directory aside or use another --out (the same command into a new --out reads the scores of "
+             "the language models it runs back from the LM result cache, so little is computed again)")
 
 
 def _complete_line(path: Path) -> bool:

@@ -142,6 +142,20 @@ def unfinished(run: RunDir) -> list[str]:
     return missing
 
 
+def unfinished_refusal(run: RunDir, given: Path) -> str | None:
+    """The one line refusing to show `run` (named `given`) as a finished run (`unfinished`), None where it is one:
+    a run a live `kbc run` is writing to is told to be waited for, as every reader says, since the rerun that would
+    complete it is refused by that run's lock."""
+    from bridge.run.attempts import rerun_hint
+    from bridge.run.freshness import writing_now
+
+    missing = unfinished(run)
+    if not missing:
+        return None
+    return writing_now(run.path) or (f"--run {given} is not a finished run: it lacks {'; '.join(missing)}; "
+                                     f"{rerun_hint(run.config, Path(given))} to complete it (or wait for it to end)")
+
+
 def incomplete(run: RunDir, current: bool = False) -> str | None:
     """Why a run read as it stands (`kbc compare`) is not a finished one, in one line; None where it is finished.
 

@@ -180,6 +180,10 @@ class LocalExecutor:
 
     settings = ExecutorSettings()
 
+    def describe(self) -> dict:
+        """What `config.json` records of the attempt's executor."""
+        return self.settings.describe()
+
     def build(self, factory, spec: str, ctx, name: str | None = None):
         return factory(spec, ctx)
 

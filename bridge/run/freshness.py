@@ -22,12 +22,6 @@ LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow")
 PACKAGES = ("eval", "kb", "lm", "bridge")
 
 
-def _file_digest(digest, path: Path) -> None:
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-
-
 @cache
 def code_identity() -> tuple:
     """Every source file of the project (path, size, mtime) and the numeric libraries' versions."""
@@ -55,14 +49,45 @@ def files_digest(out: Path, stats: bool = True) -> str:
     Taken before they are read, so a file that changes while they are scored changes the digest next time."""
     from bridge.run.fact_columns import FACT_STATS, analysis_dir
 
-    digest = hashlib.sha256()
+    table = analysis_dir(out) / FACT_STATS
+    return _digests(out, [table] if stats and table.is_file() else [])[0]
+
+
+def _digests(out: Path, more: list[Path] = ()) -> tuple[str, dict[str, str]]:
+    """The digest of the prediction files (and `more`) together, and of each alone, read once: each file's own lets
+    a refusal name the files that changed."""
     predictions = out / "predictions"
     files = sorted(p for p in predictions.rglob("*") if p.is_file()) if predictions.is_dir() else []
-    table = analysis_dir(out) / FACT_STATS
-    for path in [*files, *([table] if stats and table.is_file() else [])]:
-        digest.update(f"\x00{path.relative_to(out)}\x00".encode())
-        _file_digest(digest, path)
-    return digest.hexdigest()
+    return _each_and_all(out, [str(path.relative_to(out)) for path in [*files, *more]])
+
+
+def _each_and_all(out: Path, names: list[str]) -> tuple[str, dict[str, str]]:
+    """The digest of the files `names` (under `out`) together, each named, and of each alone."""
+    together = hashlib.sha256()
+    each = {}
+    for name in names:
+        together.update(f"\x00{name}\x00".encode())
+        alone = hashlib.sha256()
+        with (out / name).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                together.update(block)
+                alone.update(block)
+        each[name] = alone.hexdigest()
+    return together.hexdigest(), each
+
+
+def _changed_predictions(stamp: dict, now: dict[str, str]) -> str:
+    """Which prediction files differ from those the summaries were scored from, named where the stamp holds each
+    file's digest (a stamp of an earlier kbc version holds only the digest of them all)."""
+    recorded = stamp.get("prediction_files")
+    how = "its prediction files changed since its summaries were written"
+    if not isinstance(recorded, dict):
+        return f"{how} (cut, edited or added)"
+    changed = [f"{name} ({'added' if name not in recorded else 'removed' if name not in now else 'cut or edited'})"
+               for name in sorted({*recorded, *now}) if recorded.get(name) != now.get(name)]
+    if not changed:
+        return f"{how} (cut, edited or added)"
+    return f"{how}: {', '.join(changed[:3])}" + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
 
 
 def inputs_digest(config: dict, args: tuple, files: str, code: str | None = None) -> str:
@@ -96,20 +121,10 @@ def output_names(out: Path) -> list[str]:
 def _output_digests(out: Path) -> tuple[str, dict[str, str]] | None:
     """The digest of the summary files together (`outputs_digest`) and of each alone, read once; None when one is
     missing. Each file's own digest lets a refusal name the file that changed."""
-    together = hashlib.sha256()
-    each = {}
-    for name in output_names(out):
-        path = out / name
-        if not path.is_file():
-            return None
-        together.update(f"\x00{name}\x00".encode())
-        alone = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                together.update(block)
-                alone.update(block)
-        each[name] = alone.hexdigest()
-    return together.hexdigest(), each
+    names = output_names(out)
+    if not all((out / name).is_file() for name in names):
+        return None
+    return _each_and_all(out, names)
 
 
 def _stamp(out: Path) -> dict | None:
@@ -154,11 +169,12 @@ def unscored_change(out: Path, config: dict) -> str | None:
     if stamp is None or not all(isinstance(stamp.get(k), str)
                                 for k in ("inputs", "files", "predictions", "code", "outputs")):
         return f"it holds no record ({STAMP}) of what its summaries were scored from"
-    if files_digest(out, stats=False) != stamp["predictions"]:  # per-fact statistics added later change no score
+    together, each = _digests(out)
+    if together != stamp["predictions"]:  # per-fact statistics added later change no score
         from bridge.run.results import check_records
 
         check_records(out)  # a record line the runner did not write is named, with its own fix
-        return "its prediction files changed since its summaries were written (cut, edited or added)"
+        return _changed_predictions(stamp, each)
     missing = next((name for name in OUTPUTS if not (out / name).is_file()), None)
     if missing:
         return f"its {missing} is missing"
@@ -301,7 +317,8 @@ def write_stamp(out: Path, inputs: str, files: str) -> None:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_name(path.name + ".tmp")
-    stamp = {"inputs": inputs, "files": files, "predictions": files_digest(out, stats=False), "code": code_digest(),
-             "outputs": outputs[0], "output_files": outputs[1]}
+    predictions, each = _digests(out)
+    stamp = {"inputs": inputs, "files": files, "predictions": predictions, "prediction_files": each,
+             "code": code_digest(), "outputs": outputs[0], "output_files": outputs[1]}
     tmp.write_text(json.dumps(stamp), encoding="utf-8")
     os.replace(tmp, path)

@@ -58,6 +58,7 @@ PLAIN_ATTRIBUTES = ("slots", "chunk_size", "uncased", "score_scale")
 PREDICTION_FIELDS = tuple(f.name for f in fields(Prediction))
 ANSWERS_AT = PREDICTION_FIELDS.index("answers")
 NICENESS_VARIABLE = "RAY_worker_niceness"  # read by the raylet a cluster started here spawns
+AUTH_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 AUTH_MODE_VARIABLE = "RAY_AUTH_MODE"  # a ray:// client sends the cluster's token only when it is `token`
 
 
@@ -382,6 +383,30 @@ def _workers_at_driver_priority() -> Iterator[None]:
         os.environ.pop(NICENESS_VARIABLE, None)
 
 
+class _OwnClusterNotice(logging.Filter):
+    """Ray's notice that it turned token authentication on for a cluster it starts: said on every run kbc starts
+    and stops its own cluster for, with nothing to do about it (the cluster keeps token authentication)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
+
+
+@contextmanager
+def _own_cluster_notice_kept_back(starts: bool) -> Iterator[None]:
+    """Keep back `_OwnClusterNotice` while `ray.init` starts a cluster of this run's own; a cluster the user runs
+    (joined) keeps every notice of Ray's."""
+    if not starts:
+        yield
+        return
+    said = logging.getLogger(AUTH_NOTICE_LOGGER)
+    kept_back = _OwnClusterNotice()
+    said.addFilter(kept_back)
+    try:
+        yield
+    finally:
+        said.removeFilter(kept_back)
+
+
 @contextmanager
 def _sigterm_kept() -> Iterator[None]:
     """`ray.init` makes SIGTERM exit the driver at once (`sys.exit`); the handler this process had (kbc's: stop as
@@ -416,21 +441,23 @@ def _reason(exc: BaseException) -> str:
 class RayExecutor:
     """Pools of actors per predictor on a Ray cluster joined (or started here) once per run."""
 
-    def __init__(self, settings: ExecutorSettings, owns: bool) -> None:
+    def __init__(self, settings: ExecutorSettings, owns: bool, cluster: str = "") -> None:
         self.settings = settings
         self.owns = owns  # whether this run started the Ray session (and so ends it)
+        self.cluster = cluster  # the address joined, or "started: N CPUs" for a cluster started here
         self.pools: dict[int, ActorPool] = {}
 
     @classmethod
     def connect(cls, settings: ExecutorSettings) -> RayExecutor:
         address = settings.address
         if ray.is_initialized():
-            return cls(settings, owns=False).checked()
+            return cls(settings, owns=False, cluster=ray.get_runtime_context().gcs_address).checked()
         joins = bool(address) or implicit_cluster() is not None  # without an address Ray joins one it finds
         try:
             for attempt in range(1 + CLIENT_SERVER_RETRIES):
                 try:
-                    with _workers_at_driver_priority(), _sigterm_kept(), warnings.catch_warnings():
+                    with _workers_at_driver_priority(), _sigterm_kept(), warnings.catch_warnings(), \
+                            _own_cluster_notice_kept_back(not joins):
                         warnings.simplefilter("ignore", UserWarning)  # the client's timeout warning: said below
                         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                                  logging_level=logging.WARNING)
@@ -452,9 +479,19 @@ class RayExecutor:
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"--ray-address {address}: {str(exc).splitlines()[0]}") from None
         have = ray.cluster_resources()  # said, as `auto` joins whichever cluster this machine runs
-        log.info("Ray: %s the cluster at %s (%g CPUs, %g GPUs)", "joined" if joins else "started",
-                 ray.get_runtime_context().gcs_address, have.get("CPU", 0.0), have.get("GPU", 0.0))
-        return cls(settings, owns=True).checked()
+        gcs, cpus, gpus = ray.get_runtime_context().gcs_address, have.get("CPU", 0.0), have.get("GPU", 0.0)
+        log.info("Ray: %s the cluster at %s (%g CPUs, %g GPUs)", "joined" if joins else "started", gcs, cpus, gpus)
+        started = f"started: {cpus:g} CPUs" + (f", {gpus:g} GPUs" if gpus else "")
+        return cls(settings, owns=True, cluster=gcs if joins else started).checked()
+
+    def describe(self) -> dict:
+        """What `config.json` records of the attempt's executor: the flags, with the cluster joined (its address,
+        or "started: N CPUs" for one started here) and the workers each predictor's pool had (`workers`; with
+        --gpus-per-worker, `workers_with_gpus` for the language models' pools)."""
+        out = {**self.settings.describe(), "address": self.cluster, "workers": self._workers(0.0)}
+        if self.settings.gpus_per_worker:
+            out["workers_with_gpus"] = self._workers(self.settings.gpus_per_worker)
+        return out
 
     def checked(self) -> RayExecutor:
         """Refuse, before any work, workers the cluster cannot hold (their actors would wait forever)."""

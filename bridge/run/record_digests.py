@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -32,6 +33,8 @@ SUFFIX = ".digests"
 KEY = "key"  # in FOLDER: the run directory's own random key, hex
 WIDTH = 17  # 16 hex digits (64 bits of SHA-256) and a newline
 FIX = "delete that file so that the run recomputes it, or use a new --out"
+
+DIGEST_LINE = re.compile(rb"[0-9a-f]{%d}\n" % (WIDTH - 1))
 
 log = logging.getLogger("kbc")
 _WARNED: set[Path] = set()
@@ -95,16 +98,36 @@ def check_lines(path: Path, lines: Sequence[tuple[int, bytes]]) -> None:
             log.warning("warning: %s: its prediction records were written without record digests (by an older kbc, "
                         "or by hand), so they are read unchecked; rerun into a new --out to have them checked", root)
         return
-    digests = _read(folder / under.with_suffix(SUFFIX))  # read after the lines: the runner writes it first
+    sums = folder / under.with_suffix(SUFFIX)
+    digests = _read(sums)  # read after the lines: the runner writes it first
     written = len(digests) // WIDTH
     key = file_key(root, under)
     for lineno, raw in lines:
         at = (lineno - 1) * WIDTH
         if lineno > written:
-            raise DataError(f"{path}:{lineno}: a record this run did not write (it wrote {written} lines there); "
-                            f"{FIX}")
+            raise DataError(damage(sums, digests, path, lines[-1][0])
+                            or f"{path}:{lineno}: a record this run did not write (it wrote {written} lines there); "
+                               f"{FIX}")
         if digests[at:at + WIDTH] != line_digest(raw, key):
-            raise DataError(f"{path}:{lineno}: not the record this run wrote there (changed since); {FIX}")
+            raise DataError(damage(sums, digests, path, lines[-1][0])
+                            or f"{path}:{lineno}: not the record this run wrote there (changed since); {FIX}")
+
+
+def damage(sums: Path, digests: bytes, path: Path, lines: int) -> str | None:
+    """The refusal naming digests file `sums` (bytes `digests`) as the damaged one, where it is not what the runner
+    writes for the `lines` complete lines of prediction file `path`: a line that is no digest, or a file cut inside
+    one short of the lines (the runner writes whole digests, before the lines). None where the digests read as the
+    runner's: a record that does not match them is then the one changed."""
+    bad = next((i for i in range(min(lines, len(digests) // WIDTH))
+                if not DIGEST_LINE.fullmatch(digests, i * WIDTH, (i + 1) * WIDTH)), None)
+    if bad is not None:
+        why = f"line {bad + 1} is no digest"
+    elif len(digests) < lines * WIDTH and len(digests) % WIDTH:
+        why = f"cut inside digest line {len(digests) // WIDTH + 1}, while {path.name} holds {lines} lines"
+    else:
+        return None
+    return (f"{sums}: damaged ({why}), so the records of {path} cannot be checked; delete {path} so that the run "
+            "recomputes it and its digests, or use a new --out")
 
 
 def claim(out: Path) -> None:
@@ -159,7 +182,8 @@ class RecordAppender:
         lines = text.count(b"\n")
         held = sums.stat().st_size
         if held < lines * WIDTH:
-            raise DataError(f"{self.path}:{held // WIDTH + 1}: a record this run did not write; {FIX}")
+            raise DataError(damage(sums, sums.read_bytes(), self.path, lines)
+                            or f"{self.path}:{held // WIDTH + 1}: a record this run did not write; {FIX}")
         if held > lines * WIDTH:
             self.sums.truncate(lines * WIDTH)
 

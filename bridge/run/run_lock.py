@@ -4,6 +4,7 @@ a run's files changed while a run writes them says to wait, not to rerun what th
 from __future__ import annotations
 
 import errno
+import json
 from pathlib import Path
 
 from eval.errors import ConfigError
@@ -13,7 +14,8 @@ BUSY = (errno.EAGAIN, errno.EACCES)  # what a non-blocking flock of a held lock 
 
 
 class RunLock:
-    """One writer per output directory: a second run into it is refused, not interleaved."""
+    """One writer per output directory: a second run into it is refused, not interleaved, naming the process that
+    holds it (its record in the lock file, as the graph store's writer is named: `kb.store_disk.this_process`)."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / LOCK
@@ -28,13 +30,31 @@ class RunLock:
         except OSError as exc:
             self.handle.close()
             if exc.errno in BUSY:
-                raise ConfigError(f"another kbc run is writing to {self.path.parent}; wait for it or use another --out"
-                                  ) from None
+                holder = holder_text(self.path.parent)
+                raise ConfigError(f"another kbc run is writing to {self.path.parent}{f': {holder}' if holder else ''}; "
+                                  "wait for it or use another --out") from None
             raise
+        from kb.store_disk import this_process
+
+        self.handle.truncate(0)
+        self.handle.write(json.dumps(this_process()))
+        self.handle.flush()
         return self
 
     def __exit__(self, *exc) -> None:
+        self.handle.truncate(0)  # no holder left named
         self.handle.close()
+
+
+def holder_text(out: Path) -> str | None:
+    """The process holding `out`'s lock, as a message names it ("process 123 (`kbc run ...`, since ...)"); None
+    where the lock file holds no such record (a run of an earlier kbc, or one that is just taking the lock)."""
+    from kb.store_disk import process_text
+
+    try:
+        return process_text(json.loads((out / LOCK).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
 
 
 def writing(out: Path) -> bool:

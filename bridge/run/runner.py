@@ -24,7 +24,7 @@ from tqdm import tqdm
 from bridge.experiments.base import Experiment, StageInput, StageRecords, asks_all, depth_for, dropped_unit
 from bridge.predictors.base import parameter_count
 from bridge.predictors.registry import PredictorContext, threshold_refusal
-from bridge.run.attempts import DONE, attempt_sample, finishes, finishing, part_asked
+from bridge.run.attempts import DONE, FRESH, attempt_sample, finishes, finishing, fresh, part_asked
 from bridge.run.config import (
     PlannedPredictor,
     RunConfig,
@@ -170,17 +170,22 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             claim(out)  # digests of every record line from here on (`bridge.run.record_digests`)
             config_path = out / "config.json"
             earlier = read_config(config_path)
+            started_afresh = {}
             if earlier is not None:
                 check_part_asked(out, earlier, plan, cfg)
+                started_afresh = fresh(out, earlier, {(c, p.name, r) for c, corpus in plan.corpora.items()
+                                                      for p in plan.predictors for r in corpus.relations})
             config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
             from lm.served import recorded_text
 
             run = {"argv": [recorded_text(a) for a in sys.argv],  # a query's values are not written
                    "started": _now(), "device": cfg.device, "batch_size": cfg.batch_size,
-                   "executor": (executor or ExecutorSettings()).describe(),
+                   "executor": pool.describe(),  # with the cluster joined and the workers used
                    "limit": cfg.limit, "seed": cfg.seed, "relations": cfg.relations, "corpora": list(plan.corpora),
                    "asked": {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
                    "predictors": [p.name for p in plan.predictors], "versions": package_versions()}
+            if started_afresh:
+                run[FRESH] = started_afresh
             prompt_file = prompt_file_name(getattr(experiment, "settings", {}))
             if prompt_file is not None:  # the name its rows' prompt ids come from: a refused rerun's message names it
                 run["prompt_file"] = prompt_file

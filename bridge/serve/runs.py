@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.predictors.registry import side_of, upper_bound_text
-from bridge.run.attempts import attempt_sample, rerun_hint
-from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished
+from bridge.run.attempts import attempt_sample
+from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
 from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
 from eval.errors import ConfigError, DataError
@@ -159,10 +159,9 @@ class Runs:
         self.lock = threading.Lock()
         for path in paths:
             run = open_run(path)
-            missing = unfinished(run)
-            if missing:
-                raise DataError(f"--run {path} is not a finished run: it lacks {'; '.join(missing)}; "
-                                f"{rerun_hint(run.config, Path(path))} to complete it (or wait for it to end)")
+            refused = unfinished_refusal(run, Path(path))
+            if refused:
+                raise DataError(refused)
             # named by its folder as given (a symbolic link names a run as the link does)
             loaded = LoadedRun(Path(os.path.abspath(path)).name, run)
             loaded.check()  # the summaries shown are what scoring its files gave
