@@ -147,7 +147,7 @@ def unfinished_refusal(run: RunDir, given: Path) -> str | None:
     a run a live `kbc run` is writing to is told to be waited for, as every reader says, since the rerun that would
     complete it is refused by that run's lock."""
     from bridge.run.attempts import rerun_hint
-    from bridge.run.freshness import writing_now
+    from bridge.run.run_lock import writing_now
 
     missing = unfinished(run)
     if not missing:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+from bridge.run.run_lock import writing_now
+
 STAMP = ".kbc-summaries"  # beside `.kbc.lock`: the digests of the last scoring's inputs and outputs
 OUTPUTS = ("summary.json", "summary.md", "curves.json", "dropped.json", "instances.parquet")
 VOLATILE = ("runs", "seconds", "usage")  # config entries no summary reads: each run adds to them
@@ -235,16 +237,6 @@ def rewrite_recorded(out: Path, config: dict, rewrite: Callable[[], object]) -> 
     files = files_digest(out)
     write_stamp(out, inputs_digest(config, args, files), files)
     return None
-
-
-def writing_now(out: Path) -> str | None:
-    """The refusal of a run a live `kbc run` (or `kbc analyze`) is writing to, whose files are not what its summaries
-    were scored from until it ends; None when none is: rerunning it is then the fix, else the lock refuses that."""
-    from bridge.run.run_lock import writing
-
-    if not writing(out):
-        return None
-    return f"{out}: a kbc run is writing to it now; wait for it to finish, then read it again"
 
 
 def not_finished(out: Path, config: dict | None = None) -> str:

@@ -34,7 +34,7 @@ class RunLock:
                 raise ConfigError(f"another kbc run is writing to {self.path.parent}{f': {holder}' if holder else ''}; "
                                   "wait for it or use another --out") from None
             raise
-        from kb.store_disk import this_process
+        from kb.writer_lock import this_process
 
         self.handle.truncate(0)
         self.handle.write(json.dumps(this_process()))
@@ -49,7 +49,7 @@ class RunLock:
 def holder_text(out: Path) -> str | None:
     """The process holding `out`'s lock, as a message names it ("process 123 (`kbc run ...`, since ...)"); None
     where the lock file holds no such record (a run of an earlier kbc, or one that is just taking the lock)."""
-    from kb.store_disk import process_text
+    from kb.writer_lock import process_text
 
     try:
         return process_text(json.loads((out / LOCK).read_text(encoding="utf-8")))
@@ -73,3 +73,11 @@ def writing(out: Path) -> bool:
             return exc.errno in BUSY
         fcntl.flock(handle, fcntl.LOCK_UN)
     return False
+
+
+def writing_now(out: Path) -> str | None:
+    """The refusal of a run a live `kbc run` (or `kbc analyze`) is writing to, whose files are not what its summaries
+    were scored from until it ends; None when none is: rerunning it is then the fix, else the lock refuses that."""
+    if not writing(out):
+        return None
+    return f"{out}: a kbc run is writing to it now; wait for it to finish, then read it again"
