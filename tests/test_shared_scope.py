@@ -65,7 +65,7 @@ def _board(run, metric: str, capsys) -> list[tuple]:
     code, out, err = run_kbc(["leaderboard", str(run), "--metric", metric, "--format", "json"], capsys)
     assert code == 0, err
     return [(r["predictor"], r["n_facts"], round(r["value"], 4), round(r["ci_low"], 4), round(r["ci_high"], 4))
-            for r in json.loads(out)]
+            for r in json.loads(out)["rows"]]
 
 
 def test_every_reader_means_the_same_facts_by_shared(run, capsys):
