@@ -130,8 +130,8 @@ def test_a_delta_row_is_over_the_facts_both_sides_answered(run, capsys):
         ["trex", "P36 capital", "2", "0.00", "+0.00", "50.0"],
         ["trex", "P19 place of birth", "4", "0.00", "+25.00", "0.0"]]
     assert ("P@1 deltas against freq: each row's #facts, freq's value, the differences and the object-in-subject "
-            "share are over the same facts, those answered by all of freq, bert; relations in the figure's order, "
-            "by the mean delta.") in md
+            "share are over the same facts, those answered by all of freq, bert; relations in the figure's order top "
+            "to bottom, by the mean delta.") in md
 
 
 def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):

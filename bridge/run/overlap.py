@@ -17,7 +17,7 @@ def few_shared(shared: int, per_run: dict[str, int], samples: dict[str, str | No
     units it scored), else None. `samples`: run -> its `--limit/--seed` flags (None: every fact), which name the
     cause where they differ; `per_relation`: the shared units of each relation; `fix`: the way to numbers over each
     run's own units in the caller's words."""
-    if len(per_run) < 2 or not per_run:
+    if len(per_run) < 2:
         return None
     smaller = min(per_run.values())
     if smaller == 0 or shared >= SHARED_SHARE * smaller:
