@@ -3,10 +3,23 @@ functions."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
+
+# the leaderboard's numeric columns as nullable dtypes: a missing value (a KB's parameters, the own value of scope
+# `own`) is <NA>, and the column stays numeric
+BOARD_DTYPES = {"rank": "Int64", "value": "Float64", "stderr": "Float64", "ci_low": "Float64", "ci_high": "Float64",
+                "n_facts": "Int64", "own_value": "Float64", "own_n_facts": "Int64", "upper_bound": "boolean",
+                "parameters": "Int64", "bootstrap": "Int64", "bootstrap_seed": "Int64"}
+
+
+class FewSharedWarning(UserWarning):
+    """A leaderboard's shared scope keeps a small part of what the runs scored (runs of other `--limit` samples):
+    its numbers stand on few facts."""
+
 
 COMPARE_COLUMNS = ("corpus", "group", "n", "queries", "both", "only_a", "only_b", "neither", "p1_a", "p1_b", "p_value",
                    "difference", "ci_low", "ci_high")
@@ -63,13 +76,19 @@ def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, set
     one row per (run, predictor, corpus), best first, with what each predictor is (side, spec, parameters, dtype,
     device). `metric` None: the experiment's headline (exact match `em` where every predictor of the runs
     writes its answers by generation, as `table()`). Runs over different relations are scored over those all
-    hold: each row's `relations` lists them, and `.attrs["notes"]` says what was left out."""
-    from bridge.run.leaderboard import FIELDS, META, board
+    hold: each row's `relations` lists them, and `.attrs["notes"]` says what was left out. Numbers are nullable
+    numeric columns (`Int64`, `Float64`: a KB's `parameters`, scope `own`'s `own_value`, are <NA>). Where the shared
+    scope keeps under half of what the smaller run scored (runs of other `--limit`/`--seed` samples), a
+    `FewSharedWarning` is raised with `warnings.warn` and the notes start with that `warning: ...` line."""
+    from bridge.run.leaderboard import FIELDS, board
 
     paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
     found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort, flag="metric=")
     frame = pd.DataFrame(found.rows, columns=list(FIELDS))
-    for column in (*META, "own_value", "own_n_facts"):  # None stays None (a KB has no parameter count), never NaN
-        frame[column] = pd.Series([r[column] for r in found.rows], index=frame.index, dtype=object)
-    frame.attrs["notes"] = found.notes
+    for column in FIELDS:  # numbers as numbers, a missing one <NA> (a KB has no parameter count); text as text
+        values = [r[column] for r in found.rows]
+        frame[column] = pd.Series(values, index=frame.index, dtype=BOARD_DTYPES.get(column, object))
+    frame.attrs["notes"] = [*(f"warning: {w}" for w in found.warnings), *found.notes]
+    for warned in found.warnings:
+        warnings.warn(warned, FewSharedWarning, stacklevel=2)
     return frame

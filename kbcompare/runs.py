@@ -7,6 +7,7 @@ started from the shell write the same run directory, share the same caches and c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from eval.errors import ConfigError
 # keyword -> the command's parameter name, where the two differ
 ALIASES = {"corpus": "corpora", "settings": "sets", "config": "config_file"}
 HIDDEN = ("quiet",)  # `progress=` says it
+SETTINGS = ("raw", "filtered")  # `table(setting=)`: which gold rank counts
+SCOPES = ("shared", "own")  # `table(scope=)`: the units every predictor answered, or each one's own
 
 
 def experiments() -> list[str]:
@@ -100,12 +103,37 @@ def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None, 
     command, ctx = command_context(experiment, given)
     ctx.params["quiet"] = not progress
     try:
-        with ctx:
+        with ctx, console_bars():
             command.invoke(ctx)
     except click.UsageError as exc:
         raise ConfigError(" ".join(exc.format_message().split())) from None
     _rows, run_dir = ctx.meta[ROWS_ONLY]
     return load_run(run_dir)
+
+
+def with_gold_ranks(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with `gold_rank_<setting>` (the list rank, else the exact rank: as `eval.rank_table` counts P@k) after
+    `rank_exact_<setting>`, where it has both; the table read from disk stays as it is."""
+    settings = [s for s in ("raw", "filtered") if f"rank_{s}" in frame and f"rank_exact_{s}" in frame]
+    if not settings:
+        return frame
+    frame = frame.copy()
+    for setting in settings:
+        listed, exact = frame[f"rank_{setting}"].astype("Int64"), frame[f"rank_exact_{setting}"].astype("Int64")
+        frame.insert(frame.columns.get_loc(f"rank_exact_{setting}") + 1, f"gold_rank_{setting}",
+                     listed.fillna(exact))
+    return frame
+
+
+@contextmanager
+def console_bars():
+    """Progress bars on the console, never tqdm's notebook widgets: a model library imported while a run starts
+    (`tqdm.auto`) warns in a notebook without ipywidgets, though no bar of ours is a widget."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        yield
 
 
 def load_run(path: str | Path) -> Run:
@@ -154,7 +182,12 @@ class Run:
     @cached_property
     def facts(self) -> pd.DataFrame:
         """The per-fact table `instances.parquet`: one row per corpus, predictor and scored unit (a LAMA fact,
-        a coherency instance, a KMIR question), dropped ones with their reason."""
+        a coherency instance, a KMIR question), dropped ones with their reason.
+
+        A ranking run's facts add `gold_rank_raw` and `gold_rank_filtered`: the gold's rank as P@k counts it, its
+        place in the saved answer list (`rank_*`) or, where it ranks below that list, the exact rank the predictor
+        reported (`rank_exact_*`); null where neither is known, a miss at every k. `rank_*` alone is null below the
+        list: `(rank_raw <= k)` would count those facts as neither right nor asked."""
         from eval.errors import DataError
 
         frame = self._data.instances
@@ -163,7 +196,7 @@ class Run:
 
             raise DataError(f"{self.run_dir / 'instances.parquet'}: missing; {rerun_hint(self.config, self.run_dir)} "
                             "to write it")
-        return frame
+        return with_gold_ranks(frame)
 
     def table(self, metric: str | None = None, setting: str = "raw", scope: str = "shared",
               corpus: str | None = None) -> pd.DataFrame:
@@ -180,6 +213,10 @@ class Run:
         none of them qualifies, for a relation, a predictor or the whole run, and the notes say so."""
         from bridge.run.summaries import generating, lead_metric, relation_info, silent_in, silent_note
         from eval.report import SUBSET_METRICS, held_metric, subset_what, table_groups
+
+        for name, value, accepted in (("setting", setting, SETTINGS), ("scope", scope, SCOPES)):
+            if value not in accepted:
+                raise ConfigError(f"{name}={value!r}: use one of {', '.join(map(repr, accepted))}")
 
         metric = (held_metric(metric, (r.get("metric") for r in self._data.summary)) if metric
                   else lead_metric(self.experiment, self._data.summary, setting))

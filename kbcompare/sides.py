@@ -113,5 +113,7 @@ def ask(subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10, 
     relations = options.pop("relations", None)
     if relations is None and relation and not cloze:
         relations = [relation]  # only the asked relation's facts are loaded
-    with Sides(predictors, relations=relations or (), **options) as sides:
+    from kbcompare.runs import console_bars
+
+    with console_bars(), Sides(predictors, relations=relations or (), **options) as sides:
         return sides.ask(subject, relation, cloze=cloze, k=k)

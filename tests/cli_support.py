@@ -45,3 +45,15 @@ class Bar:
 
     def close(self) -> None:
         pass
+
+
+def board_csv(text: str) -> list[dict]:
+    """The rows of a `kbc leaderboard --format csv` board, after its `# warning:`/`# note:` comment lines."""
+    import csv
+
+    return list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("# ")))
+
+
+def board_comments(text: str) -> list[str]:
+    """The `# ...` comment lines that lead a CSV board (its warnings and notes), without the `# `."""
+    return [line[2:] for line in text.splitlines() if line.startswith("# ")]

@@ -71,7 +71,7 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     for scope in ("shared", "own"):
         code, stdout, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--format", "json"], capsys)
         assert code == 0, err
-        boards[scope] = [(r["predictor"], r["value"], r["n_facts"]) for r in json.loads(stdout)]
+        boards[scope] = [(r["predictor"], r["value"], r["n_facts"]) for r in json.loads(stdout)["rows"]]
     own_total = next(r["value"] for r in json.loads((out / "summary.json").read_text()) if
                      (r["predictor"], r["scope"], r["setting"], r["group"], r["metric"]) ==
                      (other, "own", "raw", "all", metric) and not r.get("prompt"))

@@ -391,7 +391,7 @@ def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root,
             for out in (a, b, c)] == [[], *([line.removeprefix("- ") for line in said[out]] for out in (b, c))]
     code, board, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
     assert code == 0, err
-    assert {(Path(r["run"]).name, r["predictor"]): r["spec"] for r in json.loads(board)} == {
+    assert {(Path(r["run"]).name, r["predictor"]): r["spec"] for r in json.loads(board)["rows"]} == {
         ("a", "gpt2"): f"{gpt} (reduction=sum)", ("b", "gpt2"): f"{gpt} (reduction=mean)",
         ("a", "bert"): f"{bert} (pll=within_word_l2r, reduction=sum)",
         ("b", "bert"): f"{bert} (pll=original, reduction=mean)"}

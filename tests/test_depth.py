@@ -95,7 +95,7 @@ def test_runs_of_other_depths_mix_on_p_at_1_the_same_number_at_every_depth(depth
     code, out, err = run_kbc(["leaderboard", str(depths[100]), str(depths[5]), "--metric", "p@1", "--format", "json"],
                              capsys)
     assert code == 0, err
-    assert [(Path(r["run"]).name, r["predictor"], r["value"]) for r in json.loads(out)] == [
+    assert [(Path(r["run"]).name, r["predictor"], r["value"]) for r in json.loads(out)["rows"]] == [
         ("d100", "kb", 100.0), ("d5", "kb", 100.0), ("d100", "freq", 10.0), ("d5", "freq", 10.0),
         ("d100", "random", 0.0), ("d5", "random", 0.0)]
     code, out, err = run_kbc(["compare", str(depths[100]), "freq", "freq", "--b-run", str(depths[5])], capsys)
@@ -129,7 +129,7 @@ def test_runs_of_other_depths_are_not_mixed_where_depth_changes_the_metric(depth
 def test_one_run_ranks_p_at_k_past_its_depth_only_where_ranks_are_exact(depths, capsys):
     code, out, err = run_kbc(["leaderboard", str(depths[5]), "--metric", "p@10", "--format", "json"], capsys)
     assert code == 0, err
-    assert [(r["predictor"], r["value"]) for r in json.loads(out)] == [
+    assert [(r["predictor"], r["value"]) for r in json.loads(out)["rows"]] == [
         ("kb", 100.0), ("random", pytest.approx(10 / 3, abs=1e-12))]
     code, out, err = run_kbc(["leaderboard", str(depths[5]), "--metric", "p@10"], capsys)
     assert code == 0, err

@@ -130,7 +130,7 @@ def test_the_leaderboard_and_the_explorer_rank_by_macro_f1(run, capsys, monkeypa
     rows = json.loads((out / "summary.json").read_text())
     code, stdout, err = run_kbc(["leaderboard", str(out), "--format", "json"], capsys)
     assert code == 0, err
-    board = {r["predictor"]: r for r in json.loads(stdout)}
+    board = {r["predictor"]: r for r in json.loads(stdout)["rows"]}
     for name, row in board.items():
         assert row["metric"] == "f1-macro"
         want = next(x for x in rows if x["predictor"] == name and x["metric"] == "f1-macro" and x["group"] == "all"
@@ -331,7 +331,7 @@ def test_the_leaderboard_of_one_run_is_its_summary_exactly(shared_data, tmp_path
     for metric in METRICS.values():
         code, stdout, err = run_kbc(["leaderboard", str(out), "--metric", metric, "--format", "json"], capsys)
         assert code == 0, err
-        board = json.loads(stdout)
+        board = json.loads(stdout)["rows"]
         assert sorted(r["predictor"] for r in board) == ["bert", "slow"]
         for row in board:
             want = summary[(row["predictor"], metric)]

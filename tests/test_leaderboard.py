@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import run_kbc
+from cli_support import board_csv, run_kbc
 
 from bridge.run.leaderboard import leaderboard_rows
 from bridge.run.summaries import collect
@@ -51,14 +49,14 @@ def test_two_runs_ranked_with_csv_and_json(runs, capsys):
     a, b = runs
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", "csv"], capsys)
     assert code == 0, err
-    rows = list(csv.DictReader(io.StringIO(out)))
+    rows = board_csv(out)
     assert [(r["rank"], Path(r["run"]).name, r["predictor"], r["value"][:5]) for r in rows] == [
         ("1", "a", "gold", "97.91"), ("1", "b", "gold", "97.91"), ("3", "a", "freq", "33.18"),
         ("3", "b", "freq", "33.18"), ("5", "a", "bert", "0.0"), ("5", "b", "bert", "0.0")]
     assert {r["n_facts"] for r in rows} == {"45"}
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
-    got = json.loads(out)
+    got = json.loads(out)["rows"]
     assert [r["n_facts"] for r in got if r["corpus"] == "google_re"] == [24, 24, 23, 23, 24, 24]
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "google_re"], capsys)
     assert code == 0, err
@@ -71,7 +69,7 @@ def test_runs_that_measure_other_things_are_refused(runs, capsys):
     config["data_versions"]["trex"]["P19"] = "0000000000000000"
     (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", "json"], capsys)
-    assert code == 0 and {r["run"] for r in json.loads(out)} == {str(a)}  # b is of other data: left out, named
+    assert code == 0 and {r["run"] for r in json.loads(out)["rows"]} == {str(a)}  # b is of other data: left out, named
     assert err.splitlines()[0] == (f"note: left out {b}: it and {a} differ in trex data versions (P19); runs of other "
                                    "data are never ranked together")
     for scope in ("shared", "own"):
@@ -87,7 +85,7 @@ def test_rank_is_by_value_whatever_the_sort(runs, capsys):
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--metric", "mrr", "--sort",
                               "predictor", "--format", "json"], capsys)
     assert code == 0, err
-    got = [(r["rank"], Path(r["run"]).name, r["predictor"], round(r["value"], 4)) for r in json.loads(out)]
+    got = [(r["rank"], Path(r["run"]).name, r["predictor"], round(r["value"], 4)) for r in json.loads(out)["rows"]]
     assert got == [(5, "a", "bert", 0.0002), (5, "b", "bert", 0.0002), (3, "a", "freq", 0.435),
                    (3, "b", "freq", 0.435), (1, "a", "gold", 0.9896), (1, "b", "gold", 0.9896)]
     rows = leaderboard_rows([a], "trex", "mrr", scope="own", sort="run")
@@ -128,7 +126,7 @@ def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys)
     for fmt in ("csv", "json"):
         code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", fmt], capsys)
         assert code == 0, err
-        rows = list(csv.DictReader(io.StringIO(out))) if fmt == "csv" else json.loads(out)
+        rows = board_csv(out) if fmt == "csv" else json.loads(out)["rows"]
         flags = {(r["run"], r["predictor"]): str(r["upper_bound"]) for r in rows}
         assert flags == {(str(a), "gold"): "False", (str(b), "gold"): "True", (str(a), "freq"): "False",
                          (str(b), "freq"): "False", (str(a), "bert"): "False", (str(b), "bert"): "False"}, fmt
@@ -150,7 +148,7 @@ def test_the_explorer_marks_upper_bounds_as_the_cli_does(runs, serve_explorer, c
     collect(b)
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--corpus", "trex", "--format", "json"], capsys)
     assert code == 0, err
-    cli = [{**r, "run": Path(r["run"]).name} for r in json.loads(out)]
+    cli = [{**r, "run": Path(r["run"]).name} for r in json.loads(out)["rows"]]
     with TestClient(create_app(serve_explorer, Runs([a, b]))) as c:
         served = c.get("/api/leaderboard", params={"corpus": "trex"}).json()["rows"]
         page = c.get("/leaderboard", params={"corpus": "trex"}).text
@@ -172,8 +170,9 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     code, text, err = run_kbc(["leaderboard", str(out), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
     # KMIR counts questions: kb answered all 52 it was asked, freq 16 (36 ranked none of the choices)
-    assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in json.loads(text)] \
-        == [(1, "kb", "f1", 84.62, 52), (2, "freq", "f1", 12.5, 16)]
+    rows = json.loads(text)["rows"]
+    assert [(r["rank"], r["predictor"], r["metric"], round(r["value"], 2), r["n_facts"]) for r in rows] == [
+        (1, "kb", "f1", 84.62, 52), (2, "freq", "f1", 12.5, 16)]
     answered = {name: sum("dropped" not in json.loads(line) for path in (out / "predictions" / "trex" / name).glob(
         "*.jsonl") for line in path.read_text().splitlines()) for name in ("kb", "freq")}
     assert answered == {"kb": 52, "freq": 16}
@@ -184,7 +183,7 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     assert "| trex | kb | open | 52 |" in (out / "summary.md").read_text()
     code, text, err = run_kbc(["leaderboard", str(out), "--format", "csv"], capsys)
     assert code == 0, err
-    assert [(r["predictor"], r["n_facts"], r["own_n_facts"]) for r in csv.DictReader(io.StringIO(text))] == \
+    assert [(r["predictor"], r["n_facts"], r["own_n_facts"]) for r in board_csv(text)] == \
         [("kb", "16", "52"), ("freq", "16", "16")]
     code, text, err = run_kbc(["leaderboard", str(out)], capsys)
     assert code == 0, err
@@ -212,7 +211,7 @@ def test_runs_asked_other_questions_name_the_flag_that_differs(runs, capsys):
     (b / "config.json").write_text(json.dumps(config), encoding="utf-8")
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
     assert code == 0, err
-    assert {r["run"] for r in json.loads(out)} == {str(a)}  # b was asked other questions: left out, named
+    assert {r["run"] for r in json.loads(out)["rows"]} == {str(a)}  # b was asked other questions: left out, named
     assert err.splitlines()[0] == (f"note: left out {b}: it and {a} differ in question settings (--answers set vs not "
                                    "given); runs asked other questions are never ranked together")
 
@@ -241,7 +240,7 @@ def test_kmir_runs_of_other_question_settings_are_left_out_alike_everywhere(lama
             "other questions are never ranked together")
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
     assert code == 0, err
-    cli = json.loads(out)
+    cli = json.loads(out)["rows"]
     assert [(r["run"], r["predictor"], round(r["value"], 2), r["n_facts"]) for r in cli] == [
         (str(a), "kb", 87.5, 16), (str(a), "freq", 12.5, 16)]
     notes = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
@@ -260,7 +259,7 @@ def test_kmir_runs_of_other_question_settings_are_left_out_alike_everywhere(lama
     # the second run alone, or first, ranks its own questions
     code, out, err = run_kbc(["leaderboard", str(b), str(a), "--format", "json"], capsys)
     assert code == 0, err
-    assert {r["run"] for r in json.loads(out)} == {str(b)}
+    assert {r["run"] for r in json.loads(out)["rows"]} == {str(b)}
 
 
 def _copy_run(runs, dest: Path) -> Path:
@@ -278,7 +277,7 @@ def test_cells_from_run_names_are_escaped(runs, tmp_path, monkeypatch, capsys):
     code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--format", "csv", "--scope", "own", "--", *names],
                              capsys)
     assert code == 0, err
-    rows = list(csv.DictReader(io.StringIO(out)))
+    rows = board_csv(out)
     assert sorted({r["run"] for r in rows}) == sorted(["'=1+2", "'@cmd", "'=HYPERLINK(\"x\",\"y\")", "'-2+3",
                                                        "a|b", "<img src=x onerror=alert(1)>", "new\nline"])
     code, out, err = run_kbc(["leaderboard", "--corpus", "trex", "--scope", "own", "--", *names], capsys)
@@ -377,7 +376,7 @@ def test_one_run_under_several_spellings_is_listed_once(runs, tmp_path, capsys):
     code, out, err = run_kbc(["leaderboard", str(a), f"{a}/../{a.name}/", str(link), "--corpus", "trex",
                               "--format", "json"], capsys)
     assert code == 0, err
-    assert [(r["run"], r["predictor"]) for r in json.loads(out)] == [(str(a), "gold"), (str(a), "freq"),
+    assert [(r["run"], r["predictor"]) for r in json.loads(out)["rows"]] == [(str(a), "gold"), (str(a), "freq"),
                                                                       (str(a), "bert")]
 
 
@@ -430,13 +429,13 @@ def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_di
                                   capsys)
         assert code == 0, err
         assert err == f"note: {freq_note}\n"
-        rows = json.loads(text)
+        rows = json.loads(text)["rows"]
         want = summary[("gen", scope, "em")]
         assert [(r["rank"], r["predictor"], r["value"], r["stderr"], r["n_facts"]) for r in rows] == \
             [(1, "gen", want["value"], want["stderr"], 6)]
     code, text, err = run_kbc(["leaderboard", str(out), "--format", "csv"], capsys)
     assert code == 0, err
-    rows = list(csv.DictReader(io.StringIO(text)))
+    rows = board_csv(text)
     assert [(r["predictor"], r["metric"], r["n_facts"]) for r in rows] == [("freq", "p@1", "6")]
     assert float(rows[0]["value"]) == summary[("freq", "shared", "p@1")]["value"]
     board = explorer_board(Runs([out]))

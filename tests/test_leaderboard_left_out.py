@@ -5,14 +5,12 @@ a board with nothing to rank is one `error:` line."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import run_kbc
+from cli_support import board_comments, board_csv, run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 RELATION = "P463"  # member of: 225 facts, so the samples of 30 of seeds 0 and 1 share 3
@@ -51,7 +49,7 @@ def runs(lama_dir, tiny_models, tmp_path_factory) -> dict[str, Path]:  # noqa: F
 def _json_board(run_dirs: list[Path], capsys, *args: str) -> tuple[list[dict], list[str]]:
     code, out, err = run_kbc(["leaderboard", *map(str, run_dirs), "--format", "json", *args], capsys)
     assert code == 0, err
-    return json.loads(out), err.splitlines()
+    return json.loads(out)["rows"], err.splitlines()
 
 
 def _shared_totals(run: Path, metric: str) -> dict[str, tuple]:
@@ -146,8 +144,9 @@ def test_a_predictor_that_answered_nothing_is_named_and_restricts_nothing(runs, 
     assert code == 0 and err == ""
     code, out, err = run_kbc(["leaderboard", str(silent), str(rank), "--format", "csv"], capsys)
     drawn = _samples((silent, 3, 0), (rank, LIMIT, 0))
-    assert (code, out, err) == (0, alone, f"note: {drawn}\nnote: {note}\n")
-    assert [(r["predictor"], r["value"][:5], r["n_facts"]) for r in csv.DictReader(io.StringIO(out))] == [
+    assert (code, board_csv(out), err) == (0, board_csv(alone), f"note: {drawn}\nnote: {note}\n")
+    assert board_comments(out) == [f"note: {drawn}", f"note: {note}"] and board_comments(alone) == []
+    assert [(r["predictor"], r["value"][:5], r["n_facts"]) for r in board_csv(out)] == [
         ("freq", "46.66", str(LIMIT)), ("bert", "0.0", str(LIMIT))]
     assert kbcompare.leaderboard(silent, rank).to_dict("records") == kbcompare.leaderboard(rank).to_dict("records")
     with TestClient(create_app(serve_explorer, Runs([silent, rank]))) as c:

@@ -88,8 +88,10 @@ def test_runs_of_other_samples_say_each_sample_and_the_facts_per_relation(runs, 
                                + ", ".join(f"{rel} {shared[rel]}" for rel in RELATIONS)
                                + f"; the Total is the mean over the 3 relations, so {least}'s {shared[least]} "
                                  f"{word} 1/3 of it")
+    assert len(found.warnings) == 1 and found.warnings[0].startswith(f"trex: only {n} of the 180 facts ")
     code, out, err = run_kbc(["leaderboard", str(s1), str(s2)], capsys)
-    assert code == 0 and out.startswith("".join(f"note: {note}\n" for note in found.notes) + "\n"), err
+    assert code == 0 and out.startswith(f"WARNING: {found.warnings[0]}\n"
+                                        + "".join(f"note: {note}\n" for note in found.notes) + "\n"), err
     # one run, or runs of one sample, ask the same facts: nothing to say
     assert not any(n.startswith("samples") or "per relation" in n for n in board([s1]).notes + board([s1, s1]).notes)
 
@@ -104,17 +106,17 @@ def test_every_format_says_the_resamples_and_seed_behind_the_intervals(runs, cap
     code, out, err = run_kbc(["leaderboard", str(s2), str(s1)], capsys)
     assert code == 0 and out.endswith("|\n\n95% CI: 1,000 bootstrap resamples, seed 0.\n"), err
     code, out, err = run_kbc(["leaderboard", str(s2), str(s1), "--format", "csv"], capsys)
-    head, *rows = out.splitlines()
+    head, *rows = [line for line in out.splitlines() if not line.startswith("# ")]
     assert code == 0 and head.endswith(",bootstrap,bootstrap_seed") and all(r.endswith(",1000,0") for r in rows)
     # asked: no note, the rows say what was asked
     code, out, err = run_kbc(["leaderboard", str(s2), str(s1), "--format", "json", "--bootstrap", "300",
                               "--bootstrap-seed", "3"], capsys)
-    assert code == 0 and {(r["bootstrap"], r["bootstrap_seed"]) for r in json.loads(out)} == {(300, 3)}
+    assert code == 0 and {(r["bootstrap"], r["bootstrap_seed"]) for r in json.loads(out)["rows"]} == {(300, 3)}
     assert "drew their intervals differently" not in err
     # own scope: each run's summary, each with its own resamples and seed, and its own interval
     code, out, err = run_kbc(["leaderboard", str(s2), str(s1), "--scope", "own", "--format", "json"], capsys)
     assert code == 0, err
-    for row in json.loads(out):
+    for row in json.loads(out)["rows"]:
         summary = _own(Path(row["run"]))[row["predictor"]]
         drawn = (200, 7) if row["run"] == str(s2) else (1000, 0)
         assert (row["bootstrap"], row["bootstrap_seed"], row["ci_low"], row["ci_high"]) == (
@@ -191,9 +193,11 @@ def test_a_run_of_other_data_or_without_the_corpus_is_left_out_and_the_rest_rank
     code, out, err = run_kbc(["leaderboard", str(s1), str(other), "--format", "json"], capsys)
     note = f"left out {other}: it and {s1} differ in trex data versions (P36); runs of other data are never ranked " \
            "together"
-    assert (code, json.loads(out), err) == (0, alone.rows, "".join(f"note: {n}\n" for n in [note, *alone.notes]))
+    notes = [note, *alone.notes]
+    assert (code, json.loads(out), err) == (0, {"rows": alone.rows, "notes": notes, "warnings": []},
+                                            "".join(f"note: {n}\n" for n in notes))
     code, out, err = run_kbc(["leaderboard", str(s1), str(g), "--corpus", "trex", "--format", "json"], capsys)
-    assert (code, json.loads(out)) == (0, alone.rows)
+    assert (code, json.loads(out)["rows"]) == (0, alone.rows)
     assert err.splitlines()[0] == f"note: trex: left out {g} (no trex results; it has google_re)"
     named = {str(s1): "s1", str(other): "other"}
     with TestClient(create_app(serve_explorer, Runs([s1, other, g]))) as c:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import run_kbc
+from cli_support import board_csv, run_kbc
 
 from bridge.run.leaderboard import board
 
@@ -71,7 +71,9 @@ def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_
     assert any(line.startswith(f"| 1 | {a} | gold | reference | gold | - | - | - | 100.00 ") for line in lines)
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "csv"], capsys)
     assert code == 0 and err.splitlines() == [f"note: {n}" for n in found.notes]
-    assert out.splitlines()[0].endswith(",own_value,own_n_facts,upper_bound,side,spec,parameters,dtype,device,"
+    notes = len(found.notes)  # the notes go first, as comment lines
+    assert out.splitlines()[:notes] == [f"# note: {n}" for n in found.notes]
+    assert out.splitlines()[notes].endswith(",own_value,own_n_facts,upper_bound,side,spec,parameters,dtype,device,"
                                         "bootstrap,bootstrap_seed")
 
 
@@ -94,7 +96,7 @@ def test_a_run_of_other_data_is_left_out_and_named_and_no_corpus_is_refused(two_
     (c / "config.json").write_text(json.dumps(config), encoding="utf-8")
     code, out, err = run_kbc(["leaderboard", str(a), str(c), "--format", "json"], capsys)
     alone = board([a])
-    assert (code, json.loads(out)) == (0, alone.rows)  # the rest ranked as without the odd run, never beside it
+    assert (code, json.loads(out)["rows"]) == (0, alone.rows)  # the rest ranked as without the odd run, never beside it
     assert err == "".join(f"note: {n}\n" for n in [
         f"left out {c}: it and {a} differ in trex data versions (P36); runs of other data are never ranked together",
         *alone.notes])
@@ -281,8 +283,6 @@ def test_a_column_every_predictor_answered_apart_is_explained_as_such():
 def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serve_explorer, capsys):
     """CSV, JSON, `kbcompare.leaderboard` and the explorer's `/api/leaderboard` give each row the relations its
     value covers (those every run holds; a run alone, its own) and the same `upper_bound`, with the same numbers."""
-    import csv
-    import io
 
     from fastapi.testclient import TestClient
 
@@ -293,7 +293,7 @@ def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serv
     a, b = two_runs
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "csv"], capsys)
     assert code == 0, err
-    rows = list(csv.DictReader(io.StringIO(out)))
+    rows = board_csv(out)
     assert list(rows[0])[11:14] == ["n_facts", "relations", "own_value"]
     assert list(rows[0])[-2:] == ["bootstrap", "bootstrap_seed"] and {r["bootstrap"] for r in rows} == {"1000"}
     want = {(Path(r["run"]).name, r["predictor"], r["value"], r["n_facts"], r["relations"], r["upper_bound"])
@@ -302,7 +302,7 @@ def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serv
                     for run, name in ((a, "freq"), (a, "gold"), (b, "freq"), (b, "random"))}
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "json"], capsys)
     assert code == 0, err
-    listed = json.loads(out)
+    listed = json.loads(out)["rows"]
     assert [(r["relations"], r["upper_bound"]) for r in listed] == [("P36", False)] * 4
     frame = kbcompare.leaderboard(a, b)
     assert list(frame["relations"]) == ["P36"] * 4 and list(frame["value"]) == [r["value"] for r in listed]
@@ -314,7 +314,7 @@ def test_every_written_row_says_which_relations_it_is_scored_over(two_runs, serv
     assert [(r["predictor"], r["relations"], r["n_facts"], r["upper_bound"]) for r in alone] == [
         ("gold", "P19 P36", 2 * LIMIT, False), ("freq", "P19 P36", 2 * LIMIT, False)]
     code, out, err = run_kbc(["leaderboard", str(a), "--format", "csv", "--scope", "own"], capsys)
-    assert code == 0 and {r["relations"] for r in csv.DictReader(io.StringIO(out))} == {"P19 P36"}
+    assert code == 0 and {r["relations"] for r in board_csv(out)} == {"P19 P36"}
 
 
 def test_report_of_runs_over_different_relations_labels_each_and_says_what_each_total_covers(two_runs, tmp_path,

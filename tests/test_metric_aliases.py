@@ -86,7 +86,7 @@ def test_leaderboard_takes_either_spelling(runs, capsys):
         code, own, err = run_kbc(["leaderboard", str(run.run_dir), "--metric", held, "--format", "json"], capsys)
         assert code == 0, err
         assert json.loads(alias) == json.loads(own)
-        assert [r["value"] for r in json.loads(alias)] == board["value"].tolist()
+        assert [r["value"] for r in json.loads(alias)["rows"]] == board["value"].tolist()
 
 
 def test_probe_callback_takes_either_spelling(runs, tmp_path, monkeypatch):

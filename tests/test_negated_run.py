@@ -399,7 +399,7 @@ def test_shared_rows_are_over_the_facts_every_predictor_answered_on_that_metric(
     board = run_kbc(["leaderboard", str(out), "--metric", "overlap", "--format", "json"], capsys)
     assert board[0] == 0, board[2]
     # a negated query that keeps the positive one's top answer is a failure: the least overlap ranks first
-    assert [(r["rank"], r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])] == [
+    assert [(r["rank"], r["predictor"], r["n_facts"], r["value"]) for r in json.loads(board[1])["rows"]] == [
         (1, "gpt2", 4, 0.0), (2, "t5", 4, 75.0)]
     board = run_kbc(["leaderboard", str(out), "--metric", "overlap"], capsys)
     assert board[0] == 0 and "negated-trex, overlap (raw, shared facts; lower is better)" in board[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from html.parser import HTMLParser
@@ -85,16 +86,21 @@ def parse(path: Path) -> Page:
 
 
 def check_figures(html_path: Path, page: Page) -> set[str]:
-    """Every image exists and is non-empty, with its SVG beside it and linked; returns the figure names."""
+    """Every image is in the page (a PNG data URI: the page alone shows its figures) and non-empty, the same PNG
+    beside it with its SVG, linked; returns the figure names."""
     base = html_path.parent
-    names = set()
+    embedded = []
     for src in page.images:
-        png = base / src
-        svg = png.with_suffix(".svg")
-        assert src.endswith(".png") and png.is_file() and png.stat().st_size > 1000, src
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert src.startswith("data:image/png;base64,"), src[:40]
+        data = base64.b64decode(src.split(",", 1)[1])
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+        embedded.append(data)
+    names = set()
+    for link in (link for link in page.links if link.endswith(".svg")):
+        svg = base / link
+        png = svg.with_suffix(".png")
         assert svg.is_file() and svg.stat().st_size > 1000 and b"<svg" in svg.read_bytes()[:2000]
-        assert svg.relative_to(base).as_posix() in page.links
+        assert png.read_bytes() == embedded[len(names)], link  # in page order
         names.add(png.stem)
     assert len(names) == len(page.images)
     return names
@@ -411,7 +417,7 @@ def test_kmir_scores_per_relation_and_draws_the_delta_asked_for(lama_dir, kmir_s
         want.append((other - base, rel, ["trex", names.get(rel, rel), str(len(f1["kb"][rel])), f"{base:.2f}",
                                          f"{other - base:+.2f}"]))
     assert table[1:] == [row for _, _, row in sorted(want)]
-    assert "relations in the figure's order, by the mean delta" in md and "object in subject" not in md
+    assert "relations in the figure's order top to bottom, by the mean delta" in md and "object in subject" not in md
     assert (tmp_path / "rep" / "figures" / "delta_kb_vs_random.svg").is_file()
     assert md_table(md, "trex: Token F1 (%), shared facts [95% interval]")[0][-1] == "#questions"
     shared = md_table(md, "Token F1 (%) per relation (mean over its questions, of kinds: triple_completion, "

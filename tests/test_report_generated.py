@@ -254,7 +254,7 @@ def test_the_leaderboard_of_a_run_where_every_predictor_generates_ranks_exact_ma
     rows = _rows(run)
     code, out, err = run_kbc(["leaderboard", str(run), "--format", "json"], capsys)
     assert (code, err) == (0, "")
-    got = [(r["predictor"], r["metric"], r["value"], r["stderr"], r["n_facts"]) for r in json.loads(out)]
+    got = [(r["predictor"], r["metric"], r["value"], r["stderr"], r["n_facts"]) for r in json.loads(out)["rows"]]
     want = [(p, "em", row["value"], row["stderr"], 8) for p in ("gpt", "t5")
             for row in [rows[(p, "shared", "raw", "all", "em")]]]
     assert sorted(got) == sorted(want)

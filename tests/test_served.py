@@ -775,7 +775,7 @@ def test_runs_of_one_served_model_asked_otherwise_are_told_apart_by_those_settin
     code, board, err = run_kbc(["leaderboard", str(a), str(b), "--metric", "em", "--sort", "run", "--format", "json"],
                                capsys)
     assert code == 0, err
-    assert [r["spec"] for r in json.loads(board)] == specs
+    assert [r["spec"] for r in json.loads(board)["rows"]] == specs
     code, _, err = run_kbc(["report", str(a), "--compare", str(b), "--out", str(tmp_path / "report")], capsys)
     assert code == 0, err
     md = (tmp_path / "report" / "report.md").read_text()

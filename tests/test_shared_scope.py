@@ -65,7 +65,7 @@ def _board(run, metric: str, capsys) -> list[tuple]:
     code, out, err = run_kbc(["leaderboard", str(run), "--metric", metric, "--format", "json"], capsys)
     assert code == 0, err
     return [(r["predictor"], r["n_facts"], round(r["value"], 4), round(r["ci_low"], 4), round(r["ci_high"], 4))
-            for r in json.loads(out)]
+            for r in json.loads(out)["rows"]]
 
 
 def test_every_reader_means_the_same_facts_by_shared(run, capsys):
@@ -130,8 +130,8 @@ def test_a_delta_row_is_over_the_facts_both_sides_answered(run, capsys):
         ["trex", "P36 capital", "2", "0.00", "+0.00", "50.0"],
         ["trex", "P19 place of birth", "4", "0.00", "+25.00", "0.0"]]
     assert ("P@1 deltas against freq: each row's #facts, freq's value, the differences and the object-in-subject "
-            "share are over the same facts, those answered by all of freq, bert; relations in the figure's order, "
-            "by the mean delta.") in md
+            "share are over the same facts, those answered by all of freq, bert; relations in the figure's order top "
+            "to bottom, by the mean delta.") in md
 
 
 def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):

@@ -26,6 +26,8 @@ EARLIER_HEADS = ("| rank | run | predictor | value ± stderr | 95% CI | #facts |
                  "rank,run,predictor,corpus,setting,scope,metric,value,stderr,ci_low,ci_high,n_facts,relations,"
                  "own_value,own_n_facts,upper_bound,side,spec,parameters,dtype,device")  # before bootstrap, its seed
 
+JSON_KEYS = ("rows", "notes", "warnings")  # `--format json`: the rows, what the scope left out, and the warnings
+
 
 def _fmt(value: float | None, metric: str) -> str:
     from bridge.run.leaderboard import is_fraction
@@ -35,14 +37,16 @@ def _fmt(value: float | None, metric: str) -> str:
     return f"{value:.3f}" if is_fraction(metric) else f"{value:.2f}"
 
 
-def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> str:
-    """The notes (what the scope left out), then one pipe table per corpus: rank, run, predictor, what it is,
-    value ± stderr, 95% CI, the `unit`s counted (facts; KMIR's questions), and the own-scope value where the shared
-    scope kept less than half of a predictor's; † marks upper bounds."""
+def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts", warnings: list[str] = ()) -> str:
+    """The warnings (numbers over a small part of what the runs scored) and notes (what the scope left out), then
+    one pipe table per corpus: rank, run, predictor, what it is, value ± stderr, 95% CI, the `unit`s counted (facts;
+    KMIR's questions), and the own-scope value where the shared scope kept less than half of a predictor's; †
+    marks upper bounds."""
     from bridge.run.leaderboard import intervals_line, is_fraction, short
     from eval.metrics import LOWER_IS_BETTER
 
-    lines: list[str] = [f"note: {n}" for n in notes] + ([""] if notes else [])
+    notes = [*(f"WARNING: {w}" for w in warnings), *(f"note: {n}" for n in notes)]
+    lines: list[str] = list(notes) + ([""] if notes else [])
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
         m = mine[0]["metric"]
@@ -69,10 +73,14 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts") -> st
     return "\n".join(lines) + "\n"
 
 
-def as_csv(rows: list[dict]) -> str:
+def as_csv(rows: list[dict], notes: list[str] = (), warnings: list[str] = ()) -> str:
+    """The rows, after `# warning: ...` and `# note: ...` comment lines (`pandas.read_csv(path, comment="#")`
+    skips them)."""
     from bridge.run.leaderboard import FIELDS
 
     buf = io.StringIO()
+    buf.writelines(f"# {kind}: {' '.join(text.split())}\n" for kind, texts in (("warning", warnings), ("note", notes))
+                   for text in texts)
     writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
@@ -83,7 +91,7 @@ def _is_board(text: str) -> bool:
     """Whether `text` is a leaderboard this command wrote, in any of its formats."""
     from bridge.run.leaderboard import FIELDS
 
-    lines = text.splitlines()
+    lines = [line for line in text.splitlines() if not line.startswith("# ")]  # a CSV's notes
     if lines[:1] == [",".join(FIELDS)] or any(line.startswith(MD_HEAD) or line in EARLIER_HEADS for line in lines):
         return True
     try:
@@ -91,6 +99,8 @@ def _is_board(text: str) -> bool:
     except ValueError:
         return False
     heads = [list(FIELDS), *(head.split(",") for head in EARLIER_HEADS[1:])]
+    if isinstance(rows, dict) and set(rows) == set(JSON_KEYS):  # rows with their notes
+        rows = rows["rows"]
     return isinstance(rows, list) and all(isinstance(r, dict) and list(r) in heads for r in rows)
 
 
@@ -148,11 +158,14 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap,
         check_out(Path(out))
     found = board(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap, bootstrap_seed, sort)
     if fmt == "md":
-        text = markdown(found.rows, found.notes, found.unit)
+        text = markdown(found.rows, found.notes, found.unit, found.warnings)
     else:
-        text = as_csv(found.rows) if fmt == "csv" else json.dumps(found.rows, indent=1) + "\n"
-        for note in found.notes:  # the table stays one table; what it left out goes to stderr
+        text = (as_csv(found.rows, found.notes, found.warnings) if fmt == "csv" else
+                json.dumps(dict(zip(JSON_KEYS, (found.rows, found.notes, found.warnings))), indent=1) + "\n")
+        for note in found.notes:  # in the file, and on stderr for whoever reads the terminal
             click.echo(f"note: {note}", err=True)
+    for warned in found.warnings:
+        click.echo(f"warning: {warned}", err=True)
     if out is None:
         click.echo(text, nl=False)
         return

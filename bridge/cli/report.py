@@ -2,7 +2,7 @@
 
 Reads the run directory (and a second one with `--compare`); writes only under `--out`
 (default `RUN/report/`), a folder of its own (`bridge.report.out_dir`): `report.html`, `report.md`,
-`figures/*.png|svg` and the CSV tables beside the page.
+`figures/*.png|svg`, the CSV files beside the page and every table of it as CSV (`tables/*.csv`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
                 setting: str = "raw", delta: tuple[str, str] | None = None) -> Path:
     """Write the report of a run (beside a second run with `compare`); returns the HTML path."""
     from bridge.report.data import check_comparable, combine, delta_pairs, load_run
-    from bridge.report.out_dir import PAGES, check_out, record, remove_stale, write_text, written_before
+    from bridge.report.out_dir import PAGES, TABLES, check_out, record, remove_stale, write_text, written_before
     from bridge.report.page import render_html, render_markdown
     from bridge.report.sections import Builder
     from bridge.run.summaries import headline_metric
@@ -50,6 +50,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     sections = builder.sections()
     drawn = {p for s in sections for f in s.figures for p in (f.png, f.svg)}
     drawn |= {path for s in sections for _, path in s.links}
+    drawn |= write_tables(sections, target)
     written = {p.relative_to(target).as_posix() for p in drawn} | set(PAGES)
     record(target, before | written)
     remove_stale(target, before, written)
@@ -57,12 +58,35 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     meta = [f"Run `{r.path}`: experiment `{r.command}`, corpora {', '.join(r.corpora)}, predictors "
             f"{', '.join(r.predictors)}" for r in runs]
     meta.append(f"Setting `{setting}`; written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by "
-                f"`kbc report`.")
+                f"`kbc report`; every table as CSV in `{TABLES}/` (`<section>_<n>.csv`, in page order).")
+    for warned in builder.warnings:
+        click.echo(f"warning: {warned}", err=True)
     html_path = target / "report.html"
-    write_text(html_path, render_html(title, meta, sections, target))
-    write_text(target / "report.md", render_markdown(title, meta, sections, target))
+    write_text(html_path, render_html(title, meta, sections, target, builder.warnings))
+    write_text(target / "report.md", render_markdown(title, meta, sections, target, builder.warnings))
     record(target, written, runs[0].path)
     return html_path
+
+
+def write_tables(sections: list, target: Path) -> set[Path]:
+    """Each table of the page as CSV (head, then rows, cells as shown) under `target/tables/`, named by its section
+    and place there: `by_relation_1.csv`; returns the paths."""
+    import csv
+    import io
+
+    from bridge.report.out_dir import TABLES, write_text
+
+    folder = target / TABLES
+    written = set()
+    for s in sections:
+        for i, table in enumerate(s.tables, 1):
+            folder.mkdir(exist_ok=True)
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerows([table.head, *table.rows])
+            path = folder / f"{s.key}_{i}.csv"
+            write_text(path, buf.getvalue())
+            written.add(path)
+    return written
 
 
 @click.command("report")

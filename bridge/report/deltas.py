@@ -93,3 +93,33 @@ def delta_rows(view: View, units: Units, base: str, others: list[str], metric: s
         if len(rows) >= 2:
             out += rows
     return out
+
+
+def few_shared_warnings(view: View, units: Units, base: str, others: list[str], unit: str = "facts") -> list[str]:
+    """Per corpus, the warning (`bridge.run.overlap.few_shared`) where the deltas of two runs side by side are over
+    under half of the units the smaller run's compared predictors answered (runs of other `--limit` samples); a
+    corpus where they share none says so. One run: none."""
+    from bridge.run.overlap import few_shared
+    from bridge.run.summaries import sample_flags
+
+    if len(view.runs) < 2:
+        return []
+    out = []
+    for corpus in view.corpora:
+        mine = {shown: units.of(shown, corpus) for shown in (base, *others)}
+        per_run: dict[str, set] = {}
+        for shown, got in mine.items():
+            per_run.setdefault(view.origin[shown][0].label, set()).update(got)
+        if len(per_run) < 2:
+            continue
+        common = set.intersection(*(set(m) for m in mine.values()))
+        per_relation: dict[str, int] = {}
+        for uid in common:
+            rel = str(mine[base][uid].get("relation"))
+            per_relation[rel] = per_relation.get(rel, 0) + 1
+        samples = {run.label: sample_flags(run.config) for run in view.runs}
+        found = few_shared(len(common), {run: len(u) for run, u in per_run.items()}, samples, unit, per_relation,
+                           fix="the Scores tables (each run over its own facts) or `kbc leaderboard --scope own`")
+        if found:
+            out.append(f"{corpus}, deltas {', '.join(others)} − {base}: {found}")
+    return out

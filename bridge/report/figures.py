@@ -127,8 +127,10 @@ def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[s
 def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[str, str], ylabel: str, out: Path,
                  key: str, labels: dict[str, str] | None = None, ylim: float | None = 100.0,
                  upper: Collection[str] = (),
-                 intervals: dict[tuple[str, str, str], tuple[float, float]] | None = None) -> list[Path]:
-    """Bars per group (relation, type, kind), predictors side by side, one panel per corpus.
+                 intervals: dict[tuple[str, str, str], tuple[float, float]] | None = None,
+                 subtitles: dict[str, str] | None = None) -> list[Path]:
+    """Bars per group (relation, type, kind), predictors side by side, one panel per corpus; `subtitles`: corpus ->
+    a line under its panel's title, so that the image alone says what its bars are over.
 
     `panels`: corpus -> group -> predictor -> value, groups in the order to draw; `intervals`:
     (corpus, group, predictor) -> (low, high), drawn as error bars where the summary has them. A predictor
@@ -172,7 +174,8 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
         if ylim is not None:
             ax.set_ylim(0, ylim)
         ax.set_ylabel(ylabel)
-        ax.set_title(title, loc="left")
+        below = (subtitles or {}).get(corpus)
+        ax.set_title(f"{title}\n{below}" if below else title, loc="left", fontsize=8 if below else None)
         ax.grid(axis="y", alpha=0.3)
     _legend(fig, [p for groups in panels.values() for v in groups.values() for p in v], colour, upper)
     return save(fig, out, key)
@@ -208,6 +211,7 @@ def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], 
                 points = [(y + offset, r[1][other]) for y, r in zip(ys, rows) if other in r[1]]
                 ax.scatter([v for _, v in points], [y for y, _ in points], color=colour[other], s=16, zorder=3)
         ax.axvline(0, color="#333333", linewidth=0.8)
+        ax.invert_yaxis()  # top to bottom as the table's rows: the lowest mean delta first
         ax.set_yticks(ys)
         ax.set_yticklabels([_short(f"{r[0]} {labels[r[0]]}" if r[0] in labels else r[0]) for r in rows], fontsize=8)
         subject = others[0] if len(others) == 1 else "predictor"

@@ -17,6 +17,7 @@ from eval.out_folders import check_own_folder, in_data
 
 MARKER = ".kbc-report.json"
 PAGES = ("report.html", "report.md")
+TABLES = "tables"  # each table of the page as CSV: `tables/<section>_<n>.csv`
 
 
 def check_out(target: Path, run: Path) -> None:
@@ -42,7 +43,8 @@ def check_out(target: Path, run: Path) -> None:
 
 
 def _own(name: object) -> bool:
-    """Whether `name` (from the marker) is a file the report writes: a page or CSV beside it, a figure."""
+    """Whether `name` (from the marker) is a file the report writes: a page or CSV beside it, a figure, a table's
+    CSV."""
     if not isinstance(name, str) or "\\" in name:
         return False
     parts = Path(name).parts
@@ -50,7 +52,8 @@ def _own(name: object) -> bool:
         return False
     if len(parts) == 1:
         return name in PAGES or name.endswith(".csv")
-    return len(parts) == 2 and parts[0] == "figures" and name.endswith((".png", ".svg"))
+    return len(parts) == 2 and ((parts[0] == "figures" and name.endswith((".png", ".svg")))
+                                or (parts[0] == TABLES and name.endswith(".csv")))
 
 
 def written_before(target: Path) -> set[str]:

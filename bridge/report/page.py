@@ -1,12 +1,14 @@
 """The report as one self-contained HTML page and as Markdown, both from the same sections.
 
-The HTML has its style inline and no scripts or web fonts; figures are PNG files beside it,
-referenced by relative path, each with a link to its SVG. A skipped section is kept, with a note
-saying what is missing and which command produces it.
+The HTML has its style inline, no scripts or web fonts, and its figures embedded as PNG data (so the page alone,
+mailed or moved, shows everything); each figure links to its SVG beside it (`figures/`), as the Markdown twin links
+its PNGs. Warnings (numbers over few of what the runs scored) stand above every section. A skipped section is kept,
+with a note saying what is missing and which command produces it.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from dataclasses import dataclass, field
@@ -93,6 +95,7 @@ figure{margin:12px 0 20px;background:#fff;border:1px solid #e3e7eb;padding:8px;o
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.86em;color:#3b444d;margin-top:6px}
 .footnote{color:#3b444d;font-size:.86em;margin-top:-6px}
+.warning{background:#fdecea;border-left:4px solid #c62828;padding:8px 12px;font-weight:600}
 .skipped{background:#fff8e5;border-left:4px solid #e0a800;padding:8px 12px;font-size:.92em}
 code{background:#eef1f4;padding:1px 4px;border-radius:3px;font-size:.92em}
 """
@@ -116,13 +119,19 @@ def _rel(path: Path, base: Path) -> str:
     return path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
 
 
-def render_html(title: str, meta: list[str], sections: list[Section], base: Path) -> str:
-    """The page; `base` is the folder the HTML is written to (image paths are relative to it)."""
+def _png_data(path: Path) -> str:
+    """A PNG as a data URI: the page carries its figures."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def render_html(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = ()) -> str:
+    """The page; `base` is the folder the HTML is written to (SVG links are relative to it)."""
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>", "<main>",
            f"<h1>{html.escape(title)}</h1>"]
     out += [f'<p class="meta">{_inline(line)}</p>' for line in meta]
+    out += [f'<p class="warning">Warning: {_inline(w)}</p>' for w in warnings]
     out.append("<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a>'
                                      + (" (skipped)" if s.skipped else "") + "</li>" for s in sections)
                + "</ol></nav>")
@@ -134,8 +143,8 @@ def render_html(title: str, meta: list[str], sections: list[Section], base: Path
             out.append(f'<p class="skipped">Skipped: {_inline(s.skipped)}</p>')
         out += [f"<p>{_inline(p)}</p>" for p in s.text]
         for fig in s.figures:
-            png, svg = _rel(fig.png, base), _rel(fig.svg, base)
-            out.append(f'<figure id="fig-{fig.key}"><img src="{html.escape(png)}" alt="{html.escape(fig.caption)}">'
+            svg = _rel(fig.svg, base)
+            out.append(f'<figure id="fig-{fig.key}"><img src="{_png_data(fig.png)}" alt="{html.escape(fig.caption)}">'
                        f"<figcaption>{_inline(fig.caption)} "
                        f'(<a href="{html.escape(svg)}">SVG</a>)</figcaption></figure>')
         out += [_html_table(t) for t in s.tables]
@@ -156,10 +165,12 @@ def _md_table(table: Table) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(title: str, meta: list[str], sections: list[Section], base: Path) -> str:
+def render_markdown(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = ()) -> str:
     out = [f"# {title}", ""]
     out += [f"{line}  " for line in meta]
     out.append("")
+    for w in warnings:
+        out += [f"> **Warning:** {w}", ""]
     for s in sections:
         out += [f"## {s.title}" + (f" — {s.source}" if s.source else ""), ""]
         if s.skipped:

@@ -17,7 +17,7 @@ from pathlib import Path
 from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, spec_of
 from bridge.report import figures
 from bridge.report.data import View, best_kb, is_relation
-from bridge.report.deltas import Units, delta_rows
+from bridge.report.deltas import Units, delta_rows, few_shared_warnings
 from bridge.report.page import Figure, Section, Table, tables_from_markdown
 from bridge.report.usage import usage_table
 from bridge.run.summaries import (
@@ -110,6 +110,7 @@ class Builder:
         reference = {p for p, (run, name) in view.origin.items() if spec_of(run.config, name) == REFERENCE}
         # the gold KB scores 100 by construction: kept in the tables, left out of the figures
         self.hidden = reference if view.experiment != "kmir" and len(reference) < len(view.predictors) else set()
+        self.warnings: list[str] = []  # said above every section, and on stderr (`bridge.run.overlap`)
 
     # helpers -----------------------------------------------------------------------------------
     def _scope_rows(self, scope: str) -> list[dict]:
@@ -471,15 +472,17 @@ class Builder:
             key = f"{_slug(metric)}_relation" + ("" if scope == self.scope else f"_{scope}")
             if panels:
                 s.figures.append(self._figure(key, f"{self._metric_name(metric)} per relation, predictors side by "
-                                              f"side, relations sorted by their mean over predictors "
-                                              f"({self.view.setting}, {facts}).{self._hidden_note()}",
+                                              f"side, relations sorted by their mean over predictors, left to right "
+                                              f"as the table's rows ({self.view.setting}, {facts})."
+                                              f"{self._hidden_note()}",
                                               lambda out, k, p=panels, sc=scope: figures.grouped_bars(
                                                   p, self.colour, f"{name} (%)", out, k, self.labels,
                                                   upper=self.upper, intervals=self._intervals(metric, sc))))
-            s.tables += tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, scope,
-                                                          self.view.relation_info()),
-                                             "" if scope == self.scope else
-                                             f"{self._metric_name(metric)} per relation, {facts}")
+            tables = tables_from_markdown(per_relation(self.view.summary, metric, self.view.setting, scope,
+                                                       self.view.relation_info()),
+                                          "" if scope == self.scope else
+                                          f"{self._metric_name(metric)} per relation, {facts}")
+            s.tables += [figure_order(t, panels, self.view.relation_info()) for t in tables]
         if not s.tables:
             several = any(len({g for g in groups if is_relation(g)}) > 1 for groups in values.values())
             s.skipped = (f"each corpus of this run has one relation scored on {self._metric_name(metric)}: its "
@@ -507,14 +510,21 @@ class Builder:
                 s.text.append(self._own_note("relation types"))
             ci = self._intervals(metric, scope)
             key = f"{_slug(metric)}_{'kind' if kmir else 'type'}" + ("" if scope == self.scope else f"_{scope}")
+            apart = {c: held for c, held in self.view.relations_held().items() if c in panels}
+            every = "over every relation" if not apart else "each run over its own relations, which differ: " + \
+                "; ".join(f"{c}: " + "; ".join(f"{label} {', '.join(rels)}" for label, rels in held.items())
+                          for c, held in apart.items())
             averaged = ("mean over the questions of each kind; `all`: over every question" if kmir else
-                        "macro over relations; `all`: over every relation")
+                        f"macro over relations; `all`: {every}")
+            subtitles = {c: "all: each run over its own relations: " + "; ".join(
+                f"{label} {', '.join(rels)}" for label, rels in held.items()) for c, held in apart.items()}
             s.figures.append(self._figure(key, f"{self._metric_name(metric)} per {'kind' if kmir else 'type'} "
                                           f"({averaged}), {self.view.setting}"
                                           + ("" if scope == self.scope else f", {facts}")
                                           + f".{self._hidden_note()}",
-                                          lambda out, k, p=panels, c=ci: figures.grouped_bars(
-                                              p, self.colour, f"{name} (%)", out, k, upper=self.upper, intervals=c)))
+                                          lambda out, k, p=panels, c=ci, t=subtitles: figures.grouped_bars(
+                                              p, self.colour, f"{name} (%)", out, k, upper=self.upper, intervals=c,
+                                              subtitles=t)))
             n = self._n_facts(metric, scope)
             for corpus, groups in panels.items():
                 head = ["predictor", *groups, f"#{self.unit}"]
@@ -573,6 +583,9 @@ class Builder:
             by_base.setdefault((base, metric), []).append(other)
         for (base, metric), others in by_base.items():
             name = "P@1" if metric == "p@1" else self._metric_name(metric).replace(" (%)", "")
+            warned = few_shared_warnings(self.view, units, base, others, self.unit)
+            self.warnings += warned
+            s.text += [f"Warning: {w}" for w in warned]
             found = delta_rows(self.view, units, base, others, metric)
             # the figure's order: per corpus, relations by their mean delta (ties by id)
             order = {c: i for i, c in enumerate(dict.fromkeys(row.corpus for row in found))}
@@ -600,7 +613,7 @@ class Builder:
             share = " and the object-in-subject share" if shares else ""
             s.text.append(f"{name} deltas against {base}: each row's #{self.unit}, {base}'s value, the differences"
                           f"{share} are over the same {self.unit}, those answered by {all_of([base, *others])}; "
-                          "relations in the figure's order, by the mean delta.")
+                          "relations in the figure's order top to bottom, by the mean delta.")
             s.tables.append(Table(["corpus", "relation", f"#{self.unit}", self._mark(base),
                                    *[f"{self._mark(o)} − {base}" for o in others],
                                    *(["object in subject (%)"] if shares else [])], rows,
@@ -930,6 +943,18 @@ class Builder:
             return [self.overview(), self.scores()]
         return [self.overview(), self.scores(), self.p_at_k(), self.by_relation(), self.by_type(), self.deltas(),
                 self.correlation(), self.bins(), self.rank_variation()]
+
+
+def figure_order(table: Table, panels: dict[str, dict[str, dict[str, float]]],
+                 info: dict[str, dict[str, tuple[str | None, str | None]]]) -> Table:
+    """A per-relation table (corpus, relation, ...) with its rows in the order the figure draws the relations, left
+    to right (`panels`: corpus -> relation -> ..., in that order); a relation the figure lacks keeps its place after
+    those it shows."""
+    place = {(c, relation_name(rel, info.get(c, {}))): i for c, groups in panels.items()
+             for i, rel in enumerate(groups)}
+    corpora = list(dict.fromkeys(row[0] for row in table.rows))
+    rows = sorted(table.rows, key=lambda row: (corpora.index(row[0]), place.get((row[0], row[1]), len(place))))
+    return Table(table.head, rows, table.caption, table.notes)
 
 
 def merge_bins(lines: dict[str, list[tuple[str, int, float | None]]]) -> dict[str, list[tuple[str, int, float | None]]]:

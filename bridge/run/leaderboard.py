@@ -298,11 +298,14 @@ def describe_predictor(config: dict, corpus: str, predictor: str, apart: str = "
 @dataclass
 class Board:
     """A leaderboard's rows (`FIELDS`) and its notes: what the scope left out, said once above the table;
-    `unit`: what `n_facts` counts (facts; KMIR's questions)."""
+    `unit`: what `n_facts` counts (facts; KMIR's questions); `warnings`: see below."""
 
     rows: list[dict]
     notes: list[str] = field(default_factory=list)
     unit: str = "facts"
+    # numbers that stand on a small part of what the runs scored (`bridge.run.overlap`): said before the notes, on
+    # stderr and in every format
+    warnings: list[str] = field(default_factory=list)
 
 
 def short(row: dict) -> bool:
@@ -389,6 +392,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     bootstrap = _recorded(configs, "bootstrap", bootstrap, DEFAULT_BOOTSTRAP)
     seed = _recorded(configs, "seed", seed, 0)
     out: list[dict] = []
+    warnings: list[str] = []
     unit = UNIT_NAMES.get(experiment.name, "facts")
     for c in corpora:
         asked = set(relations[c])  # in the run's own order, as its summary scored them
@@ -444,8 +448,11 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         ranked = {key: units[key] for key in own}  # those left out (no metric, no answer) restrict no one's scope
         shared = set.intersection(*(set(scored_on(experiment, m, metric)) for m in ranked.values()))
         if scope == "shared" and not shared:
-            raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these runs; "
-                              "try --scope own")
+            samples = {sample_flags(configs[run]) for run, _ in ranked}
+            why = (" (the runs scored different samples: --seed/--limit; rerun them with the same --seed, or "
+                   "without --limit)" if len(samples) > 1 else "")
+            raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these "
+                              f"runs{why}; try --scope own")
         covered = " ".join(relations[c])  # each row says what it is scored over, however it is written out
         rows = []
         for (run, name), mine in ranked.items():
@@ -472,9 +479,13 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                          "bootstrap": drawn[0], "bootstrap_seed": drawn[1]})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)
+            warned = _few_shared(c, shared, ranked, {run: configs[run] for run, _ in ranked}, unit)
+            warnings += [warned] if warned else []
             sampled = len({sample_flags(cfg) for cfg in configs.values()}) > 1  # other samples: few facts shared
             if not getattr(experiment, "pooled_total", False) and (sampled or len(shared) < _every(ranked)):
                 notes += _weights_note(c, shared, next(iter(ranked.values())), unit)
+        elif len({r["n_facts"] for r in rows}) > 1:
+            notes.append(_own_counts_note(c, rows, unit))
         described = [(configs[Path(r["run"])], r["predictor"], r["spec"]) for r in rows]
         for r, apart in zip(rows, apart_briefs(described)):
             if apart:  # rows of one model apart by how it was asked
@@ -483,7 +494,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
-    return Board(out, notes, counted(experiment, metric))
+    return Board(out, notes, counted(experiment, metric), warnings)
 
 
 def _resamples(n: int | None, seed: int | None) -> str:
@@ -610,3 +621,30 @@ def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit:
 
 UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs", "fewrel": "sentences"}
 
+
+
+def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],
+                unit: str) -> str | None:
+    """The warning (`bridge.run.overlap.few_shared`) where the shared scope of several runs keeps under half of
+    the units the smaller run's ranked predictors answered."""
+    from bridge.run.overlap import few_shared
+
+    per_run: dict[str, set] = {}
+    for (run, _), mine in units.items():
+        per_run.setdefault(str(run), set()).update(mine)
+    first = next(iter(units.values()))
+    per_relation: dict[str, int] = {}
+    for uid in shared:
+        rel = str(first[uid].get("relation"))
+        per_relation[rel] = per_relation.get(rel, 0) + 1
+    warned = few_shared(len(shared), {run: len(u) for run, u in per_run.items()},
+                        {str(run): sample_flags(config) for run, config in configs.items()}, unit, per_relation)
+    return f"{corpus}: {warned}" if warned else None
+
+
+def _own_counts_note(corpus: str, rows: list[dict], unit: str) -> str:
+    """Scope `own` ranks each predictor over its own units: where their counts differ, the values are not over the
+    same units, which the board says."""
+    counts = sorted(r["n_facts"] for r in rows)
+    return (f"{corpus}: --scope own ranks each predictor over its own {unit}, {counts[0]} to {counts[-1]} of them: "
+            f"the values are not over the same {unit}; --scope shared ranks them over the {unit} all answered")
