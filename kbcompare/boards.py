@@ -17,8 +17,8 @@ BOARD_DTYPES = {"rank": "Int64", "value": "Float64", "stderr": "Float64", "ci_lo
 
 
 class FewSharedWarning(UserWarning):
-    """A leaderboard's shared scope keeps a small part of what the runs scored (runs of other `--limit` samples):
-    its numbers stand on few facts."""
+    """A leaderboard's shared scope, or a comparison across two runs, keeps a small part of what the runs scored
+    (runs of other `--limit` samples): its numbers stand on few facts."""
 
 
 COMPARE_COLUMNS = ("corpus", "group", "n", "queries", "both", "only_a", "only_b", "neither", "p1_a", "p1_b", "p_value",
@@ -42,7 +42,8 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     `difference` and its interval a difference of fractions; `.attrs["scale"]` says "fraction", else "percent");
     `.attrs["metric"]` what the shares right measure ("P@1", or "EM": KMIR's questions and written answers).
     `b_run`: B is a predictor of that other run, compared over the relations both runs hold (`.attrs["notes"]`
-    says what was left out, and names a run read unfinished, its last attempt interrupted say)."""
+    says what was left out, and names a run read unfinished, its last attempt interrupted say; where A and B share
+    under half of what the smaller of them answered, a `FewSharedWarning` is raised and the notes start with it)."""
     from bridge.cli.compare import comparison
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
@@ -65,7 +66,10 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
                                       "percent"),
                         "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
                         "b_run": result.get("b_run", result["run"]),
-                        "notes": [*result.get("notes", []), *result.get("incomplete", [])]})
+                        "notes": [*(f"warning: {w}" for w in result.get("warnings", [])), *result.get("notes", []),
+                                  *result.get("incomplete", [])]})
+    for warned in result.get("warnings", []):
+        warnings.warn(warned, FewSharedWarning, stacklevel=2)
     return frame
 
 

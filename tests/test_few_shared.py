@@ -227,3 +227,23 @@ def test_a_run_started_from_python_never_warns_about_notebook_bars(monkeypatch, 
             kbcompare.run("lama", predictors=["freq"], out=str(tmp_path / "r"))
     assert [str(w.message) for w in caught if "IProgress" in str(w.message)] == []
     assert "tqdm.auto" in sys.modules  # the import happened: only its warning is kept from the user
+
+
+def test_a_comparison_across_runs_of_other_samples_warns(runs, capsys):
+    """`kbc compare --b-run` and `kbcompare.compare(b_run=)` across two samples: the 2x2 table stands on the facts
+    both answered, so the shared share is warned of as the leaderboard does; one sample run twice is not."""
+    s0, s1 = runs["s0"], runs["s1"]
+    said = "trex: " + _warning(runs, (str(s0), str(s1)), "`kbc compare` within each run")
+    code, out, err = run_kbc(["compare", str(s0), "freq", "random", "--b-run", str(s1), "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1] == f"warning: {said}"
+    code, out, err = run_kbc(["compare", str(s0), "freq", "random", "--b-run", str(s1), "--bootstrap", "0", "--json"],
+                             capsys)
+    assert json.loads(out)["warnings"] == [said]
+    with pytest.warns(kbcompare.FewSharedWarning) as caught:
+        frame = kbcompare.compare(s0, "freq", "random", b_run=s1, bootstrap=0)
+    assert [str(w.message) for w in caught] == [said] and frame.attrs["notes"][0] == f"warning: {said}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame = kbcompare.compare(s0, "freq", "random", b_run=runs["s0b"], bootstrap=0)
+    assert not any(n.startswith("warning:") for n in frame.attrs["notes"])

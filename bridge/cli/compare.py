@@ -415,6 +415,11 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                "subject": ra.get("subject") or ra.get("question"),
                                "gold": ", ".join(map(named, gold)) if isinstance(gold, list) else gold,
                                "top_a": top(ra), "top_b": top(rec_b[uid])})
+    if other is not None:
+        warned = _few_shared(run, other, result["corpora"], scoring.unit)
+        if warned:
+            result["warnings"] = warned
+            text[1:1] = [f"warning: {w}" for w in warned]
     if not any(c["overall"]["n"] for c in result["corpora"].values()):
         where = f"{run.path}" if other is None else f"{run.path} and {other.path}"
         why = "; ".join(line for corpus in wanted for line in _silent(run, other, corpus, a, b))
@@ -423,6 +428,25 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     if list_:
         result["list"] = {"cell": list_, "facts": listed, "answered": scoring.answered}
     return result, text, listed
+
+
+def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str) -> list[str]:
+    """A comparison across two runs over a small part of what A and B answered (runs of other `--limit` samples):
+    one warning per corpus (`bridge.run.overlap`), naming each run's sample."""
+    from bridge.run.overlap import few_shared
+    from bridge.run.summaries import sample_flags
+
+    samples = {str(run.path): sample_flags(run.config), str(other.path): sample_flags(other.config)}
+    warned = []
+    for corpus, found in corpora.items():
+        n, left = found["overall"]["n"], found["left_out"]
+        line = few_shared(n, {str(run.path): n + left["answered_by_a_only"],
+                              str(other.path): n + left["answered_by_b_only"]}, samples, unit,
+                          {rel: counts["n"] for rel, counts in found.get("relations", {}).items()},
+                          fix="`kbc compare` within each run")
+        if line and n:
+            warned.append(f"{corpus}: {line}")
+    return warned
 
 
 @click.command("compare")
