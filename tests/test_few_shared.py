@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 from cli_support import run_kbc, run_kbc_captured
+from markupsafe import escape
 
 import kbcompare
 from bridge.run.leaderboard import board
@@ -247,3 +248,24 @@ def test_a_comparison_across_runs_of_other_samples_warns(runs, capsys):
         warnings.simplefilter("error")
         frame = kbcompare.compare(s0, "freq", "random", b_run=runs["s0b"], bootstrap=0)
     assert not any(n.startswith("warning:") for n in frame.attrs["notes"])
+
+
+def test_the_explorers_leaderboard_shows_the_few_shared_warning(runs, lama_dir, tmp_path):
+    """The explorer's board of two samples says what `kbc leaderboard` says, with the runs by their browsed names."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs
+
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=RELATIONS, predictors=["freq"],
+                                             cache_dir=tmp_path / "cache"))
+    try:
+        with TestClient(create_app(explorer, Runs([runs["s0"], runs["s1"]]))) as c:
+            body = c.get("/api/leaderboard").json()
+            said = "trex: " + _warning(runs, ("s0", "s1"), "`--scope own`")
+            assert body["warnings"] == [said]
+            page = c.get("/leaderboard").text
+            assert f'<p class="warning" id="board-warning-1"><b>warning:</b> {escape(said)}</p>' in page
+    finally:
+        explorer.close()

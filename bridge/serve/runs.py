@@ -478,14 +478,15 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
         if key not in runs.boards:
             found = board([r.run.path for r in mine], corpus, metric, setting, scope, flag="metric=")
             shown = {str(r.run.path): r.name for r in mine}
-            notes = left + found.notes
+            notes, warned = left + found.notes, list(found.warnings)
             for path, name in shown.items():
-                notes = [n.replace(path, name) for n in notes]
+                notes, warned = [n.replace(path, name) for n in notes], [w.replace(path, name) for w in warned]
             rows = [{**row, "run": shown.get(row["run"], row["run"])} for row in found.rows]
             # why each upper bound is one (the badge's title), beside rows that stay `kbc leaderboard`'s
             why = {f"{r.name}/{p}": text for r in mine for p, text in r.upper_bounds().items()}
             # fractions (MRR, LM-KBC's F1) to three decimals and so named, as summary.md and `kbc leaderboard`
-            runs.boards[key] = {"rows": rows, "notes": notes, "unit": found.unit, "upper_bounds": why,
+            runs.boards[key] = {"rows": rows, "notes": notes, "warnings": warned, "unit": found.unit,
+                                "upper_bounds": why,
                                 "places": 3 if is_fraction(metric) else 2,
                                 "scale": "a fraction, 0-1" if is_fraction(metric) else "",
                                 "intervals": intervals_line(rows)}
