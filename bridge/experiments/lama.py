@@ -197,7 +197,14 @@ class LamaExperiment:
         self.prompts, self.context, self.draws, self.seed, self.answers = prompts, context, draws, seed, answers
         # what changes the questions or the records: one value per output directory
         self.settings = {"prompts": prompts, "context": context} | ({"answers": answers} if answers == "set" else {})
+        # what changes only the summaries, recorded in config.json (`scoring`) for them to be drawn the same way
+        self.scoring = {"prompt_draws": draws, "prompt_seed": seed}
         self._rule: SetRule | None = None
+
+    @classmethod
+    def from_scoring(cls, scoring: dict) -> LamaExperiment:
+        """The experiment as a run's summaries score it: with its recorded random-prompt draws and their seed."""
+        return cls(draws=int(scoring.get("prompt_draws", 10)), seed=int(scoring.get("prompt_seed", 0)))
 
     def check(self, corpora: dict, data_dir) -> None:
         """Prompt sets are read (and their errors reported) before anything runs."""

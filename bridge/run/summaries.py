@@ -197,10 +197,10 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     Every mean gets its stderr and a seeded 95% bootstrap interval of `bootstrap` resamples (0: none).
     When nothing they come from changed since they were written (`bridge.run.freshness`), they are read back.
     """
-    from bridge.experiments import get
+    from bridge.experiments import scoring
 
     config = run_config(out)
-    experiment = get(config.get("experiment", "lama"))
+    experiment = scoring(config)
     args = (setting, bootstrap, seed)
     files = files_digest(out)
     if getattr(experiment, "write_outputs", None) is None:  # files of an experiment's own are always rewritten
