@@ -157,3 +157,25 @@ def test_prompt_draws_are_the_runs_and_a_rerun_with_other_draws_rescores(lama_di
         else:
             assert got["min"] < got["max"]
         assert json.loads((out / "config.json").read_text())["scoring"] == {"prompt_draws": draws, "prompt_seed": 3}
+
+
+def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P1001", "P19", "P279", "--limit", "20",
+                            "--predictors", "freq", "--context", "gold", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet"], capsys)
+    assert code == 0, err
+    without = {}
+    for rel in ("P1001", "P19", "P279"):
+        records = _records(out / f"predictions/trex/freq/{rel}.jsonl")
+        assert all(r["context_parts"] == (1 if r.get("context") else 0) for r in records)
+        if sum("context" not in r for r in records):
+            without[rel] = sum("context" not in r for r in records)
+    assert without == {"P1001": 20, "P279": 3}  # a reconstructed relation has no evidence sentence
+    config = json.loads((out / "config.json").read_text())
+    assert config["contexts"] == {"trex": {"context": "gold", "unit": "facts", "asked": 60, "none": without}}
+    line = ("trex: `--context gold`: 23 of 60 facts were asked without a context (no evidence text; scored on the "
+            "prompt alone): P1001 20, P279 3.")
+    assert line in err.splitlines()
+    assert f"- {line}" in (out / "summary.md").read_text().splitlines()

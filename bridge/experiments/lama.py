@@ -35,6 +35,9 @@ SET_METRICS = LAMA_SET_METRICS
 SET_TYPES = LAMA_SET_TYPES
 
 
+CONTEXT_PARTS = "context_parts"  # a record's count of the texts its context joins
+
+
 def parse_context(spec: str) -> tuple[str, int]:
     """`none`, `gold` or `retrieved[:K]` as (kind, K)."""
     kind, colon, k = spec.partition(":")
@@ -155,10 +158,11 @@ def with_prompts(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given:
 TEMPLATES_SET = "templates"  # `--template all`: each relation's own templates as a prompt set
 
 
-def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
-                 ) -> dict[str, list[tuple[Query, Fact]]]:
-    """The same queries with the evidence context of `spec` (see `parse_context`)."""
-    from eval.contexts import gold_context, retrieved_context
+def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput,
+                 parts: dict[str, int] | None = None) -> dict[str, list[tuple[Query, Fact]]]:
+    """The same queries with the evidence context of `spec` (see `parse_context`); `parts` gets, per query uid,
+    how many texts its context joins (0: none; fewer than K: the index held no more)."""
+    from eval.contexts import gold_texts, retrieved_paragraphs
 
     kind, k = parse_context(spec)
     if kind == "none":
@@ -168,9 +172,12 @@ def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given:
         index = evidence_index(given)
     out = {}
     for rel, pairs in queries.items():
-        out[rel] = [(dataclasses.replace(q, context=gold_context(f) if kind == "gold"
-                                         else retrieved_context(index, q, k, exclude_gold=True)), f)
-                    for q, f in pairs]
+        out[rel] = []
+        for q, f in pairs:
+            texts = gold_texts(f) if kind == "gold" else retrieved_paragraphs(index, q, k, exclude_gold=True)
+            if parts is not None:
+                parts[q.uid] = len(texts)
+            out[rel].append((dataclasses.replace(q, context=" ".join(texts) or None), f))
     return out
 
 
@@ -200,6 +207,7 @@ class LamaExperiment:
         # what changes only the summaries, recorded in config.json (`scoring`) for them to be drawn the same way
         self.scoring = {"prompt_draws": draws, "prompt_seed": seed}
         self._rule: SetRule | None = None
+        self._parts: dict[str, int] = {}  # per query uid, the texts its context joins (`context_parts`)
 
     @classmethod
     def from_scoring(cls, scoring: dict) -> LamaExperiment:
@@ -232,10 +240,13 @@ class LamaExperiment:
         queries = object_queries(given)
         if self.prompts != "lama":
             queries = with_prompts(queries, self.prompts, given)
-        return with_context(queries, self.context, given)
+        self._parts = {}
+        return with_context(queries, self.context, given, self._parts)
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         record = (generated_record if GENERATED in pred.extra else ranked_record)(query, fact, pred, rel_valid)
+        if query.uid in self._parts:  # summaries count the queries asked without a context, or with fewer than K
+            record[CONTEXT_PARTS] = self._parts[query.uid]
         if self.answers == "set":
             gold = [record["gold"], *record["other_valid"]]
             record["set"] = label_set(pred, self._rule)
