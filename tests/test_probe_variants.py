@@ -179,3 +179,18 @@ def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_p
             "prompt alone): P1001 20, P279 3.")
     assert line in err.splitlines()
     assert f"- {line}" in (out / "summary.md").read_text().splitlines()
+    assert "- Asked with prompt set `lama` and context `gold` (`--prompts`, `--context`)." in \
+        (out / "summary.md").read_text().splitlines()
+    # kbc show prints the context each query was asked with: cut in text, whole in --json
+    with_context = next(r for r in _records(out / "predictions/trex/freq/P19.jsonl") if r.get("context"))
+    bare = _records(out / "predictions/trex/freq/P1001.jsonl")[0]
+    code, text, err = run_kbc(["show", str(out), "--uid", with_context["uid"]], capsys)
+    assert code == 0, err
+    cut = with_context["context"] if len(with_context["context"]) <= 160 else with_context["context"][:160]
+    assert (f"context ({len(with_context['context']):,} characters, 1 text; --json holds it whole): "
+            f"{cut}") in text
+    code, text, err = run_kbc(["show", str(out), "--uid", bare["uid"]], capsys)
+    assert code == 0 and "context: none (asked on the prompt alone)" in text, err
+    code, text, err = run_kbc(["show", str(out), "--uid", with_context["uid"], "--json"], capsys)
+    entry = json.loads(text)["facts"][0]["predictors"]["freq"]
+    assert entry["context"] == with_context["context"] and entry["context_parts"] == 1

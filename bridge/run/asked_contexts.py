@@ -69,3 +69,14 @@ def context_notes(counts: dict[str, dict]) -> list[str]:
                          f"{_per_relation(c['fewer_than_k'])}")
         notes.append(f"{corpus}: `--context {spec}`: {'; '.join(parts)}.")
     return notes
+
+
+def asked_with_note(config: dict) -> list[str]:
+    """The prompt set and evidence context a LAMA-style run asked with, where either is not the default."""
+    settings = config.get("settings") or {}
+    prompts, context = str(settings.get("prompts") or "lama"), str(settings.get("context") or "none")
+    if "prompts" not in settings and "context" not in settings or (prompts, context) == ("lama", "none"):
+        return []
+    files = [r["prompt_file"] for r in config.get("runs") or [] if isinstance(r, dict) and r.get("prompt_file")]
+    shown = f"{prompts} ({files[-1]})" if files and files[-1] != prompts else prompts
+    return [f"Asked with prompt set `{shown}` and context `{context}` (`--prompts`, `--context`)."]

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
-from bridge.run.asked_contexts import context_counts, context_notes
+from bridge.run.asked_contexts import asked_with_note, context_counts, context_notes
 from bridge.run.attempts import attempt_sample
 from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
@@ -563,7 +563,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = predictors_note(config) + scoring_notes(config)
+    notes = predictors_note(config) + asked_with_note(config) + scoring_notes(config)
     sample = sample_note(config)
     if sample:
         notes.append(sample)
