@@ -194,3 +194,24 @@ def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_p
     code, text, err = run_kbc(["show", str(out), "--uid", with_context["uid"], "--json"], capsys)
     entry = json.loads(text)["facts"][0]["predictors"]["freq"]
     assert entry["context"] == with_context["context"] and entry["context_parts"] == 1
+
+
+def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P140", "--limit", "3", "--predictors", "freq",
+            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
+    code, _, err = run_kbc([*base, "--context", "retrieved:1"], capsys)
+    assert code == 0, err
+    config_path = out / "config.json"
+    assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
+    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
+    assert code == 0, err
+    config = json.loads(config_path.read_text())
+    config["settings"]["context"] = "retrieved:1"  # as a directory may hold it
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
+    assert code == 0, err
+    assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
+    code, _, err = run_kbc([*base, "--context", "retrieved:2"], capsys)
+    assert code == 2 and "other settings" in err

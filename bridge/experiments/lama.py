@@ -52,6 +52,12 @@ def parse_context(spec: str) -> tuple[str, int]:
     return kind, n
 
 
+def canonical_context(spec: str) -> str:
+    """One spelling per context setting, so that a rerun is not refused for another: `retrieved:1` is `retrieved`."""
+    kind, k = parse_context(spec)
+    return f"retrieved:{k}" if kind == "retrieved" and k != 1 else kind
+
+
 def targets(fact: Fact, rel_valid: dict[str, set[str]]) -> tuple[str, ...]:
     """Labels whose exact rank a predictor reports: the gold first, then the other valid objects."""
     gold = fact.object.label
@@ -198,7 +204,7 @@ class LamaExperiment:
 
     def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0,
                  answers: str = "ranked") -> None:
-        parse_context(context)
+        context = canonical_context(context)
         if answers not in ANSWERS:
             raise ConfigError(f"--answers {answers}: use one of {', '.join(ANSWERS)}")
         self.prompts, self.context, self.draws, self.seed, self.answers = prompts, context, draws, seed, answers
