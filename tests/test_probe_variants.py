@@ -215,3 +215,15 @@ def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, m
     assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
     code, _, err = run_kbc([*base, "--context", "retrieved:2"], capsys)
     assert code == 2 and "other settings" in err
+
+
+def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P31", "P103", "P527", "--limit", "3",
+                            "--predictors", "freq", "--prompts", "pararel", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet"], capsys)
+    assert code == 0, err
+    line = "trex: prompt set pararel has no prompt for P31, P527; asked with their LAMA template"
+    assert err.splitlines().count(line) == 1
+    assert {r["uid"].rsplit("@", 1)[1] for r in _records(out / "predictions/trex/freq/P31.jsonl")} == {"lama"}

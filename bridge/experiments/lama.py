@@ -11,6 +11,7 @@ KB's equally true top answers, else the top answer.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import Counter
 from collections.abc import Sequence
 
@@ -35,6 +36,7 @@ SET_METRICS = LAMA_SET_METRICS
 SET_TYPES = LAMA_SET_TYPES
 
 
+log = logging.getLogger("kbc")
 CONTEXT_PARTS = "context_parts"  # a record's count of the texts its context joins
 
 
@@ -224,13 +226,16 @@ class LamaExperiment:
         """Prompt sets are read (and their errors reported) before anything runs."""
         if self.prompts in ("lama", TEMPLATES_SET):
             return
-        from eval.prompts import load_prompts
+        from eval.prompts import fallback_relations, load_prompts
 
-        for corpus in corpora.values():
+        for name, corpus in corpora.items():
             templated = {rel: r for rel, r in corpus.relations.items()
                          if not any(f.cloze for f in corpus.facts if f.relation == rel)}
             if templated:
-                load_prompts(self.prompts, data_dir, templated)
+                fell_back = fallback_relations(load_prompts(self.prompts, data_dir, templated))
+                if fell_back:  # asked once, with the LAMA template: no consistency, one prompt in the draws
+                    log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
+                                self.prompts, ", ".join(fell_back))
 
     @property
     def set_rules(self) -> bool:
