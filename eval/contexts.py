@@ -83,6 +83,11 @@ def leaks(text: str, label: str) -> bool:
 
 def gold_context(fact: Fact, k: int | None = 1, placeholder: str = PLACEHOLDER) -> str | None:
     """The first `k` distinct evidence texts of `fact` (all with None), gold object hidden; None without evidence."""
+    return " ".join(gold_texts(fact, k, placeholder)) or None
+
+
+def gold_texts(fact: Fact, k: int | None = 1, placeholder: str = PLACEHOLDER) -> list[str]:
+    """The texts `gold_context` joins: how many there are says whether the fact had evidence."""
     hider = _hider([fact.object.label] + [ev.obj_surface for ev in fact.evidences if ev.obj_surface])
     texts: list[str] = []
     raw_seen: set[str] = set()
@@ -96,7 +101,7 @@ def gold_context(fact: Fact, k: int | None = 1, placeholder: str = PLACEHOLDER) 
             texts.append(text)
         if k is not None and len(texts) == k:
             break
-    return " ".join(texts) or None
+    return texts
 
 
 @dataclasses.dataclass
@@ -127,12 +132,29 @@ def retrieved_context(index, query: Query, k: int = 1, exclude_gold: bool = Fals
 
     `exclude_gold` leaves out paragraphs aligned to the queried fact (their `facts` hold its uid).
     """
+    return " ".join(retrieved_paragraphs(index, query, k, exclude_gold)) or None
+
+
+MAX_FETCH = 1000  # hits fetched at most to find k paragraphs that are not the fact's own
+
+
+def retrieved_paragraphs(index, query: Query, k: int = 1, exclude_gold: bool = False) -> list[str]:
+    """The paragraphs `retrieved_context` joins: fewer than `k` only where the index holds no more for the words.
+
+    Without the fact's own paragraphs, more hits are fetched (up to `MAX_FETCH`) until k others are found: a
+    well-covered subject's own paragraphs may fill the first hits."""
     if index is None:
         raise ConfigError(f"retrieved contexts need a text index: {HOW_TO_INDEX}")
-    hits = index.search(query_words(query), k * 3 + 10 if exclude_gold else k)
-    if exclude_gold:
-        hits = [h for h in hits if query.fact_uid not in h.paragraph.facts]
-    return " ".join(h.paragraph.text for h in hits[:k]) or None
+    words = query_words(query)
+    if not exclude_gold:
+        return [h.paragraph.text for h in index.search(words, k)]
+    n = k * 3 + 10
+    while True:
+        hits = index.search(words, n)
+        kept = [h for h in hits if query.fact_uid not in h.paragraph.facts]
+        if len(kept) >= k or len(hits) < n or n >= MAX_FETCH:
+            return [h.paragraph.text for h in kept[:k]]
+        n = min(n * 4, MAX_FETCH)
 
 
 def with_retrieved_contexts(queries: Sequence[Query], index, k: int = 1, exclude_gold: bool = False) -> WithContext:

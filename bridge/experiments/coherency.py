@@ -73,9 +73,9 @@ class CoherencyExperiment:
     scored_settings = ("raw",)
 
     def __init__(self, prompts: str = "lama", context: str = "none") -> None:
-        from bridge.experiments.lama import parse_context
+        from bridge.experiments.lama import canonical_context
 
-        parse_context(context)
+        context = canonical_context(context)
         self.prompts, self.context = prompts, context
         self.settings = {"prompts": prompts, "context": context}
         self._correct: CorrectAnswers | None = None

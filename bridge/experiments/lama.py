@@ -11,6 +11,7 @@ KB's equally true top answers, else the top answer.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import Counter
 from collections.abc import Sequence
 
@@ -35,6 +36,10 @@ SET_METRICS = LAMA_SET_METRICS
 SET_TYPES = LAMA_SET_TYPES
 
 
+log = logging.getLogger("kbc")
+CONTEXT_PARTS = "context_parts"  # a record's count of the texts its context joins
+
+
 def parse_context(spec: str) -> tuple[str, int]:
     """`none`, `gold` or `retrieved[:K]` as (kind, K)."""
     kind, colon, k = spec.partition(":")
@@ -47,6 +52,12 @@ def parse_context(spec: str) -> tuple[str, int]:
     if n < 1 or n > 100:
         raise ConfigError(f"--context {spec}: K must be between 1 and 100")
     return kind, n
+
+
+def canonical_context(spec: str) -> str:
+    """One spelling per context setting, so that a rerun is not refused for another: `retrieved:1` is `retrieved`."""
+    kind, k = parse_context(spec)
+    return f"retrieved:{k}" if kind == "retrieved" and k != 1 else kind
 
 
 def targets(fact: Fact, rel_valid: dict[str, set[str]]) -> tuple[str, ...]:
@@ -155,10 +166,11 @@ def with_prompts(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given:
 TEMPLATES_SET = "templates"  # `--template all`: each relation's own templates as a prompt set
 
 
-def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput
-                 ) -> dict[str, list[tuple[Query, Fact]]]:
-    """The same queries with the evidence context of `spec` (see `parse_context`)."""
-    from eval.contexts import gold_context, retrieved_context
+def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given: StageInput,
+                 parts: dict[str, int] | None = None) -> dict[str, list[tuple[Query, Fact]]]:
+    """The same queries with the evidence context of `spec` (see `parse_context`); `parts` gets, per query uid,
+    how many texts its context joins (0: none; fewer than K: the index held no more)."""
+    from eval.contexts import gold_texts, retrieved_paragraphs
 
     kind, k = parse_context(spec)
     if kind == "none":
@@ -168,9 +180,12 @@ def with_context(queries: dict[str, list[tuple[Query, Fact]]], spec: str, given:
         index = evidence_index(given)
     out = {}
     for rel, pairs in queries.items():
-        out[rel] = [(dataclasses.replace(q, context=gold_context(f) if kind == "gold"
-                                         else retrieved_context(index, q, k, exclude_gold=True)), f)
-                    for q, f in pairs]
+        out[rel] = []
+        for q, f in pairs:
+            texts = gold_texts(f) if kind == "gold" else retrieved_paragraphs(index, q, k, exclude_gold=True)
+            if parts is not None:
+                parts[q.uid] = len(texts)
+            out[rel].append((dataclasses.replace(q, context=" ".join(texts) or None), f))
     return out
 
 
@@ -191,25 +206,36 @@ class LamaExperiment:
 
     def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0,
                  answers: str = "ranked") -> None:
-        parse_context(context)
+        context = canonical_context(context)
         if answers not in ANSWERS:
             raise ConfigError(f"--answers {answers}: use one of {', '.join(ANSWERS)}")
         self.prompts, self.context, self.draws, self.seed, self.answers = prompts, context, draws, seed, answers
         # what changes the questions or the records: one value per output directory
         self.settings = {"prompts": prompts, "context": context} | ({"answers": answers} if answers == "set" else {})
+        # what changes only the summaries, recorded in config.json (`scoring`) for them to be drawn the same way
+        self.scoring = {"prompt_draws": draws, "prompt_seed": seed}
         self._rule: SetRule | None = None
+        self._parts: dict[str, int] = {}  # per query uid, the texts its context joins (`context_parts`)
+
+    @classmethod
+    def from_scoring(cls, scoring: dict) -> LamaExperiment:
+        """The experiment as a run's summaries score it: with its recorded random-prompt draws and their seed."""
+        return cls(draws=int(scoring.get("prompt_draws", 10)), seed=int(scoring.get("prompt_seed", 0)))
 
     def check(self, corpora: dict, data_dir) -> None:
         """Prompt sets are read (and their errors reported) before anything runs."""
         if self.prompts in ("lama", TEMPLATES_SET):
             return
-        from eval.prompts import load_prompts
+        from eval.prompts import fallback_relations, load_prompts
 
-        for corpus in corpora.values():
+        for name, corpus in corpora.items():
             templated = {rel: r for rel, r in corpus.relations.items()
                          if not any(f.cloze for f in corpus.facts if f.relation == rel)}
             if templated:
-                load_prompts(self.prompts, data_dir, templated)
+                fell_back = fallback_relations(load_prompts(self.prompts, data_dir, templated))
+                if fell_back:  # asked once, with the LAMA template: no consistency, one prompt in the draws
+                    log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
+                                self.prompts, ", ".join(fell_back))
 
     @property
     def set_rules(self) -> bool:
@@ -225,10 +251,13 @@ class LamaExperiment:
         queries = object_queries(given)
         if self.prompts != "lama":
             queries = with_prompts(queries, self.prompts, given)
-        return with_context(queries, self.context, given)
+        self._parts = {}
+        return with_context(queries, self.context, given, self._parts)
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         record = (generated_record if GENERATED in pred.extra else ranked_record)(query, fact, pred, rel_valid)
+        if query.uid in self._parts:  # summaries count the queries asked without a context, or with fewer than K
+            record[CONTEXT_PARTS] = self._parts[query.uid]
         if self.answers == "set":
             gold = [record["gold"], *record["other_valid"]]
             record["set"] = label_set(pred, self._rule)

@@ -46,9 +46,9 @@ class Units:
 
 
 def _answered(run: RunData, corpus: str) -> dict[str, dict[str, dict]]:
-    from bridge.experiments import get
+    from bridge.experiments import scoring
 
-    experiment = get(run.experiment)
+    experiment = scoring(run.config)
     answered, _, _ = answered_units(run.path, run.config, experiment, corpus)
     return {name: scorable(experiment, mine) for name, mine in answered.items()}
 
@@ -62,10 +62,10 @@ def _share(units: list[dict]) -> float | None:
 
 def _values(run: RunData, corpus: str, items: list[dict], metric: str, setting: str) -> dict[str, dict]:
     """The per-relation rows of `metric` in `setting` that the run's experiment scores `items` to."""
-    from bridge.experiments import get
+    from bridge.experiments import scoring
 
     types = run.config.get("relation_types", {}).get(corpus, {})
-    scored, _ = get(run.experiment).summarize(items, types, mrr_cutoff(run.config))
+    scored, _ = scoring(run.config).summarize(items, types, mrr_cutoff(run.config))
     return {r["group"]: r for r in scored if r["metric"] == metric and r["setting"] == setting
             and not r.get("prompt") and is_relation(str(r["group"]))}
 

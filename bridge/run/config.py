@@ -407,6 +407,13 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
     questions = question_identity(questions_given, plan.data_dir) if plan.data_dir is not None else questions
     settings = {"compat": cfg.compat, **(questions or {})}
     before = config["settings"]
+    if before.get("context") and before.get("context") != settings.get("context"):  # written as `retrieved:1` once
+        from bridge.experiments.lama import canonical_context
+
+        try:
+            before = {**before, "context": canonical_context(str(before["context"]))}
+        except ConfigError:
+            pass
     if QUESTION_FACTS in settings and before:
         settings[QUESTION_FACTS] = _question_facts(config, settings[QUESTION_FACTS], cfg)
         before = {**before, QUESTION_FACTS: settings[QUESTION_FACTS]}  # the same, or with corpora added

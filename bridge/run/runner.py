@@ -176,6 +176,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 started_afresh = fresh(out, earlier, {(c, p.name, r) for c, corpus in plan.corpora.items()
                                                       for p in plan.predictors for r in corpus.relations})
             config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
+            if getattr(experiment, "scoring", None):  # this command's: every summary is rescored from the records
+                config["scoring"] = experiment.scoring
             from lm.served import recorded_text
 
             run = {"argv": [recorded_text(a) for a in sys.argv],  # a query's values are not written

@@ -9,10 +9,12 @@ asked has no score: one `NONE_ANSWERED` row says so, with its reasons, and it re
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
+from bridge.run.asked_contexts import asked_with_note, context_counts, context_notes
 from bridge.run.attempts import attempt_sample
 from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
@@ -27,6 +29,8 @@ from eval.metrics import LAMA_MRR_CUTOFF
 from eval.relations import relation_id, summary_groups
 from eval.report import NONE_ANSWERED, all_of, markdown
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
+
+log = logging.getLogger("kbc")
 
 
 def run_config(out: Path) -> dict:
@@ -197,10 +201,10 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     Every mean gets its stderr and a seeded 95% bootstrap interval of `bootstrap` resamples (0: none).
     When nothing they come from changed since they were written (`bridge.run.freshness`), they are read back.
     """
-    from bridge.experiments import get
+    from bridge.experiments import scoring
 
     config = run_config(out)
-    experiment = get(config.get("experiment", "lama"))
+    experiment = scoring(config)
     args = (setting, bootstrap, seed)
     files = files_digest(out)
     if getattr(experiment, "write_outputs", None) is None:  # files of an experiment's own are always rewritten
@@ -270,12 +274,20 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     write_json(out / "curves.json", curves)
     write_json(out / "dropped.json", dropped)
     config["summary"] = {"bootstrap": bootstrap, "seed": seed}
+    contexts = context_counts(config, all_units, dropped_unit(experiment, config.get("settings", {})))
+    if contexts:
+        config["contexts"] = contexts
+    else:
+        config.pop("contexts", None)
     _record_dropped(out, config, dropped)
     tail = "it has no score (`-`, #facts 0) and restricts no one's shared facts."
     notes = _notes(config, shared_n, experiment) + left_out_notes(experiment, all_units)
     notes += weighted_notes(rows, config, setting)
     notes += [line for corpus, names in silent.items() for line in silent_note(corpus, names, tail)]
     notes += plain_bert_notes(plain)
+    for line in context_notes(contexts):
+        log.warning(line)
+        notes.append(line)
     metrics = (*getattr(experiment, "metrics", ("p@1", "p@10", "mrr")), *shown_extra(experiment, rows))
     title = getattr(experiment, "title", "LAMA probe")
     if experiment.name == "lama" and config.get("corpora") and set(config["corpora"]) <= set(BEAR_CORPORA):
@@ -551,7 +563,7 @@ def _notes(config: dict, shared_n: dict[str, list[tuple[list[str], int, int]]], 
                                                 f"{all_of(names)}" for names, n, q in scopes)
                                    or "none") for c, scopes in shared_n.items())
     unit = getattr(experiment, "unit", "facts")
-    notes = predictors_note(config) + scoring_notes(config)
+    notes = predictors_note(config) + asked_with_note(config) + scoring_notes(config)
     sample = sample_note(config)
     if sample:
         notes.append(sample)
