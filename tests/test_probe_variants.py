@@ -208,13 +208,17 @@ def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, m
     code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
     assert code == 0, err
     config = json.loads(config_path.read_text())
-    config["settings"]["context"] = "retrieved:1"  # as a directory may hold it
-    config_path.write_text(json.dumps(config))
-    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
-    assert code == 0, err
-    assert json.loads(config_path.read_text())["settings"]["context"] == "retrieved"
+    assert config["settings"]["context_rule"] == 2
     code, _, err = run_kbc([*base, "--context", "retrieved:2"], capsys)
     assert code == 2 and "other settings" in err
+    del config["settings"]["context_rule"]  # as an earlier version wrote it, which kept fewer than K paragraphs
+    config["settings"]["context"] = "retrieved:1"
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc([*base, "--context", "retrieved"], capsys)
+    assert (code, err.splitlines()[-1]) == (2, (
+        f"error: {out} holds results made with other settings: context_rule not recorded, now 2 (an earlier kbc "
+        "version gave a fact fewer than K retrieved paragraphs where its own paragraphs filled the first hits: its "
+        "contexts are not those asked now); use another --out or the same settings"))
 
 
 def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys, monkeypatch):

@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the store's libraries load where a run opens one, not where
 QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
 # settings: how a KMIR answer is read as a choice (2: an entity never reads as yes or no, P463's band "Yes")
 CHOICE_RULE, CHOICE_RULE_NOW = "choice_rule", 2
+# retrieved contexts: K paragraphs besides the fact's own (rule 2), where rule 1 kept fewer when its own filled the hits
+CONTEXT_RULE, CONTEXT_RULE_NOW = "context_rule", 2
 
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record

@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
+from bridge.experiments.base import CONTEXT_RULE, CONTEXT_RULE_NOW, Records, StageInput, StageRecords, single_stage
 from bridge.run.results import saved_answers
 from eval.answer_text import GENERATED
 from eval.errors import ConfigError
@@ -211,7 +211,8 @@ class LamaExperiment:
             raise ConfigError(f"--answers {answers}: use one of {', '.join(ANSWERS)}")
         self.prompts, self.context, self.draws, self.seed, self.answers = prompts, context, draws, seed, answers
         # what changes the questions or the records: one value per output directory
-        self.settings = {"prompts": prompts, "context": context} | ({"answers": answers} if answers == "set" else {})
+        self.settings = {"prompts": prompts, "context": context} | ({"answers": answers} if answers == "set" else {}) \
+            | ({CONTEXT_RULE: CONTEXT_RULE_NOW} if context.startswith("retrieved") else {})
         # what changes only the summaries, recorded in config.json (`scoring`) for them to be drawn the same way
         self.scoring = {"prompt_draws": draws, "prompt_seed": seed}
         self._rule: SetRule | None = None
