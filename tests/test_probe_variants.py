@@ -231,3 +231,21 @@ def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys,
     line = "trex: prompt set pararel has no prompt for P31, P527; asked with their LAMA template"
     assert err.splitlines().count(line) == 1
     assert {r["uid"].rsplit("@", 1)[1] for r in _records(out / "predictions/trex/freq/P31.jsonl")} == {"lama"}
+
+
+def test_show_by_a_facts_uid_prints_each_of_its_prompts(lama_dir, tmp_path, capsys, monkeypatch):
+    """Under a prompt set a query's uid is `<fact>@<prompt>`: the fact's own uid shows every prompt it was asked with."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "1", "--predictors",
+                            "freq", "--prompts", "pararel", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
+                           capsys)
+    assert code == 0, err
+    records = _records(out / "predictions/trex/freq/P103.jsonl")
+    fact = records[0]["fact_uid"]
+    assert len(records) > 1 and {r["fact_uid"] for r in records} == {fact}
+    code, shown, err = run_kbc(["show", str(out), "--uid", fact, "--json"], capsys)
+    assert code == 0, err
+    assert [f["uid"] for f in json.loads(shown)["facts"]] == [r["uid"] for r in records]
+    code, shown, err = run_kbc(["show", str(out), "--uid", records[1]["uid"], "--json"], capsys)
+    assert [f["uid"] for f in json.loads(shown)["facts"]] == [records[1]["uid"]]

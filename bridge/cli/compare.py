@@ -524,13 +524,18 @@ def _wanted(record: dict, uid: str | None, subject: str | None, relation: str | 
 
 def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | None,
                relation: str | None) -> list[dict]:
-    """Every fact matching the uid (or subject + relation), with each predictor's record or None."""
+    """Every fact matching the uid (or subject + relation), with each predictor's record or None. Under a prompt set
+    a fact's uid finds each of its queries (`<fact>@<prompt>`, whose records name it as `fact_uid`)."""
     found: dict[tuple[str, str], dict] = {}
+
+    def wanted(record: dict) -> bool:
+        return _wanted(record, None if record.get("fact_uid") == uid else uid, subject, relation)
+
     for corpus in corpora:
         file = f"{slug(relation)}.jsonl" if relation is not None else None
         for name in run.predictors:
             for path in [run.folder(corpus, name) / file] if file else run.relation_files(corpus, name):
-                matching = [r for r in read_records(path) if _wanted(r, uid, subject, relation)]
+                matching = [r for r in read_records(path) if wanted(r)]
                 for record in matching:
                     fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
                                                                       "records": {}})
