@@ -234,7 +234,7 @@ def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys,
 
 
 def test_show_by_a_facts_uid_prints_each_of_its_prompts(lama_dir, tmp_path, capsys, monkeypatch):
-    """Under a prompt set a query's uid is `<fact>@<prompt>`: the fact's own uid shows every prompt it was asked with."""
+    """Under a prompt set a query's uid is `<fact>@<prompt>`: the fact's own uid shows each prompt it was asked with."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "1", "--predictors",
