@@ -48,7 +48,7 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
     result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed,
-                                        None if b_run is None else _path(b_run))
+                                        None if b_run is None else _path(b_run), keyword=True)
     rows = []
     for name, found in result["corpora"].items():
         if not found["overall"]["n"]:

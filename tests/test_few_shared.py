@@ -46,15 +46,15 @@ def _uids(run: Path, relation: str) -> set[str]:
     return {json.loads(line)["uid"] for line in path.read_text(encoding="utf-8").splitlines()}
 
 
-def _warning(runs: dict[str, Path], names: tuple[str, str], fix: str, a="s0", b="s1") -> str:
+def _warning(runs: dict[str, Path], names: tuple[str, str], fix: str, a="s0", b="s1", keyword=False) -> str:
     shared = {rel: len(_uids(runs[a], rel) & _uids(runs[b], rel)) for rel in RELATIONS}
     n = sum(shared.values())
     low, high = min(shared.values()), max(shared.values())
     assert 2 * n < 150 and low < high
     return (f"only {n} of the 150 facts the smaller run scored are shared ({n / 150:.0%}; {low}-{high} per "
             f"relation): the runs scored different samples ({names[0]} `--limit 50 --seed 0`; {names[1]} `--limit 50 "
-            f"--seed 1`); for numbers over each run's own facts use {fix}, or rerun them with the same --seed, or "
-            "without --limit")
+            f"--seed 1`); for numbers over each run's own facts use {fix}, or rerun them with the same "
+            + ("seed=, or without limit=" if keyword else "--seed, or without --limit"))
 
 
 def test_a_leaderboard_of_other_samples_warns_in_every_format(runs, tmp_path, capsys):
@@ -78,9 +78,11 @@ def test_a_leaderboard_of_other_samples_warns_in_every_format(runs, tmp_path, ca
         for _ in range(2):
             code, _, err = run_kbc(["leaderboard", str(s0), str(s1), "--format", fmt, "--out", str(written)], capsys)
             assert code == 0 and err.endswith(f"written: {written}\n"), err
-    with pytest.warns(kbcompare.FewSharedWarning, match="only .* facts the smaller run scored are shared"):
+    in_python = "trex: " + _warning(runs, (str(s0), str(s1)), 'scope="own"', keyword=True)
+    with pytest.warns(kbcompare.FewSharedWarning) as caught:
         frame = kbcompare.leaderboard(s0, s1)
-    assert frame.attrs["notes"] == [f"warning: {warned}", *found.notes]
+    assert [str(w.message) for w in caught] == [in_python]
+    assert frame.attrs["notes"] == [f"warning: {in_python}", *found.notes]
     # one sample run twice shares every fact: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error", kbcompare.FewSharedWarning)
@@ -241,6 +243,7 @@ def test_a_comparison_across_runs_of_other_samples_warns(runs, capsys):
     code, out, err = run_kbc(["compare", str(s0), "freq", "random", "--b-run", str(s1), "--bootstrap", "0", "--json"],
                              capsys)
     assert json.loads(out)["warnings"] == [said]
+    said = "trex: " + _warning(runs, (str(s0), str(s1)), "`kbcompare.compare` within each run", keyword=True)
     with pytest.warns(kbcompare.FewSharedWarning) as caught:
         frame = kbcompare.compare(s0, "freq", "random", b_run=s1, bootstrap=0)
     assert [str(w.message) for w in caught] == [said] and frame.attrs["notes"][0] == f"warning: {said}"
@@ -263,7 +266,7 @@ def test_the_explorers_leaderboard_shows_the_few_shared_warning(runs, lama_dir, 
     try:
         with TestClient(create_app(explorer, Runs([runs["s0"], runs["s1"]]))) as c:
             body = c.get("/api/leaderboard").json()
-            said = "trex: " + _warning(runs, ("s0", "s1"), "`--scope own`")
+            said = "trex: " + _warning(runs, ("s0", "s1"), 'scope="own"', keyword=True)
             assert body["warnings"] == [said]
             page = c.get("/leaderboard").text
             assert f'<p class="warning" id="board-warning-1"><b>warning:</b> {escape(said)}</p>' in page

@@ -157,6 +157,8 @@ def test_prompt_draws_are_the_runs_and_a_rerun_with_other_draws_rescores(lama_di
         else:
             assert got["min"] < got["max"]
         assert json.loads((out / "config.json").read_text())["scoring"] == {"prompt_draws": draws, "prompt_seed": 3}
+        rescored = f"{out}: summaries scored again from its records with prompt_draws 20 (was 1)"
+        assert (rescored in err.splitlines()) == (draws == 20), err
 
 
 def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_path, capsys, monkeypatch):
@@ -211,6 +213,9 @@ def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, m
     assert config["settings"]["context_rule"] == 2
     code, _, err = run_kbc([*base, "--context", "retrieved:2"], capsys)
     assert code == 2 and "other settings" in err
+    code, _, err = run_kbc([*base, "--context", "gold"], capsys)  # the rule goes with the retrieved context
+    assert (code, err.splitlines()[-1]) == (2, f"error: {out} holds results made with other settings: context "
+                                               "retrieved, now gold; use another --out or the same settings")
     del config["settings"]["context_rule"]  # as an earlier version wrote it, which kept fewer than K paragraphs
     config["settings"]["context"] = "retrieved:1"
     config_path.write_text(json.dumps(config))

@@ -49,6 +49,12 @@ def test_build_stats_search_and_cooccur(tmp_path, capsys):
 def test_errors_are_one_line(tmp_path, capsys):
     code, _, err = _kbc(capsys, "index", "stats", "--index", str(tmp_path / "none"))
     assert code == 2 and err.startswith("error: ") and "no text index there" in err and err.count("\n") == 1
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    code, _, err = _kbc(capsys, "index", "verify", "--index", str(other))
+    assert (code, err) == (2, f"error: {other}: no text index there (the folder holds other files); name the folder "
+                              "of one, or build one into a new folder with `kbc index build --out DIR ...`\n")
     code, _, err = _kbc(capsys, "index", "build", "--source", "dump", "--out", str(tmp_path / "i"))
     assert code == 2 and "--source dump needs --input FILE" in err
     bad = tmp_path / "cut.xml.bz2"

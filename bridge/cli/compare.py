@@ -332,10 +332,12 @@ def _one_measure(scoring: Scoring, corpus: str, *sides: tuple[RunDir, str]) -> N
 
 
 def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[str] = (), list_: str | None = None,
-               n_boot: int = 1000, seed: int = 0, b_run=None) -> tuple[dict, list[str], list[dict]]:
+               n_boot: int = 1000, seed: int = 0, b_run=None, keyword: bool = False
+               ) -> tuple[dict, list[str], list[dict]]:
     """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`.
 
-    `b_run`: B is a predictor of that run directory, compared over the relations both runs hold."""
+    `b_run`: B is a predictor of that run directory, compared over the relations both runs hold; `keyword`: a
+    warning's fix in Python's words (`kbcompare.compare`), not the command line's."""
     run = open_run(run_dir)
     scoring = scoring_for(run, setting)
     other = open_run(b_run) if b_run is not None else None
@@ -416,7 +418,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                "gold": ", ".join(map(named, gold)) if isinstance(gold, list) else gold,
                                "top_a": top(ra), "top_b": top(rec_b[uid])})
     if other is not None:
-        warned = _few_shared(run, other, result["corpora"], scoring.unit)
+        warned = _few_shared(run, other, result["corpora"], scoring.unit, keyword)
         if warned:
             result["warnings"] = warned
             text[1:1] = [f"warning: {w}" for w in warned]
@@ -430,7 +432,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     return result, text, listed
 
 
-def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str) -> list[str]:
+def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str, keyword: bool = False) -> list[str]:
     """A comparison across two runs over a small part of what A and B answered (runs of other `--limit` samples):
     one warning per corpus (`bridge.run.overlap`), naming each run's sample."""
     from bridge.run.overlap import few_shared
@@ -443,7 +445,8 @@ def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str) -> list[st
         line = few_shared(n, {str(run.path): n + left["answered_by_a_only"],
                               str(other.path): n + left["answered_by_b_only"]}, samples, unit,
                           {rel: counts["n"] for rel, counts in found.get("relations", {}).items()},
-                          fix="`kbc compare` within each run")
+                          fix="`kbcompare.compare` within each run" if keyword else "`kbc compare` within each run",
+                          keyword=keyword)
         if line and n:
             warned.append(f"{corpus}: {line}")
     return warned

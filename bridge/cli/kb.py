@@ -122,14 +122,19 @@ def drop(graphs, all_closures, store) -> None:
     import difflib
 
     from eval.errors import ConfigError
-    from kb.reasoning import closure_graphs, provenance_graph
+    from kb.extraction.kb_build import GRAPHS
+    from kb.reasoning import CLOSURE_PREFIX, PROVENANCE_PREFIX, closure_graphs, provenance_graph
 
     if not graphs and not all_closures:
         raise ConfigError("name the graphs to drop (`kbc kb stats` lists them), or give --closures")
     with open_cli_store(store, filled_by="kbc kb load") as st:
         closures = closure_graphs(st)
-        held = set(st.graph_names()) | set(closures)
+        held = {n for n in st.graph_names() if not n.startswith(PROVENANCE_PREFIX)} | set(closures) | set(GRAPHS)
         for name in graphs:
+            if name.startswith(PROVENANCE_PREFIX):
+                closure = CLOSURE_PREFIX + name.removeprefix(PROVENANCE_PREFIX)
+                raise ConfigError(f"{name} holds the derivations of the closure {closure}, which reads them: drop the "
+                                  f"closure (`kbc kb drop {closure}`), which takes them with it")
             if name not in held:
                 close = difflib.get_close_matches(name, sorted(held), n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""

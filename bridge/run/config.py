@@ -439,6 +439,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             whys.append("an earlier kbc version gave a fact fewer than K retrieved paragraphs where its own paragraphs "
                         "filled the first hits: its contexts are not those asked now")
         why = f" ({'; '.join(whys)})" if whys else ""
+        if before.get("context") != settings.get("context"):  # the rule of retrieved contexts goes with them
+            before, settings = ({k: v for k, v in d.items() if k != CONTEXT_RULE} for d in (before, settings))
         raise ConfigError(f"{cfg.out} holds results made with other settings: {changes(before, settings)}{why}; "
                           "use another --out or the same settings")
     config["settings"] = settings

@@ -479,7 +479,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                          "bootstrap": drawn[0], "bootstrap_seed": drawn[1]})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)
-            warned = _few_shared(c, shared, ranked, {run: configs[run] for run, _ in ranked}, unit)
+            warned = _few_shared(c, shared, ranked, {run: configs[run] for run, _ in ranked}, unit, flag.endswith("="))
             warnings += [warned] if warned else []
             sampled = len({sample_flags(cfg) for cfg in configs.values()}) > 1  # other samples: few facts shared
             if not getattr(experiment, "pooled_total", False) and (sampled or len(shared) < _every(ranked)):
@@ -624,9 +624,10 @@ UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs",
 
 
 def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],
-                unit: str) -> str | None:
+                unit: str, keyword: bool = False) -> str | None:
     """The warning (`bridge.run.overlap.few_shared`) where the shared scope of several runs keeps under half of
-    the units the smaller run's ranked predictors answered."""
+    the units the smaller run's ranked predictors answered; `keyword`: the fix in a caller's keywords (Python, the
+    explorer's query), not flags."""
     from bridge.run.overlap import few_shared
 
     per_run: dict[str, set] = {}
@@ -638,7 +639,8 @@ def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], c
         rel = str(first[uid].get("relation"))
         per_relation[rel] = per_relation.get(rel, 0) + 1
     warned = few_shared(len(shared), {run: len(u) for run, u in per_run.items()},
-                        {str(run): sample_flags(config) for run, config in configs.items()}, unit, per_relation)
+                        {str(run): sample_flags(config) for run, config in configs.items()}, unit, per_relation,
+                        'scope="own"' if keyword else "`--scope own`", keyword)
     return f"{corpus}: {warned}" if warned else None
 
 

@@ -12,11 +12,12 @@ SHARED_SHARE = 0.5  # under half of the smaller run's scored units: the shared n
 
 
 def few_shared(shared: int, per_run: dict[str, int], samples: dict[str, str | None], unit: str = "facts",
-               per_relation: dict[str, int] | None = None, fix: str = "`--scope own`") -> str | None:
+               per_relation: dict[str, int] | None = None, fix: str = "`--scope own`",
+               keyword: bool = False) -> str | None:
     """The warning line where `shared` units are under `SHARED_SHARE` of the smaller run's (`per_run`: run -> the
     units it scored), else None. `samples`: run -> its `--limit/--seed` flags (None: every fact), which name the
     cause where they differ; `per_relation`: the shared units of each relation; `fix`: the way to numbers over each
-    run's own units in the caller's words."""
+    run's own units in the caller's words; `keyword`: the caller takes keywords (Python), not flags."""
     if len(per_run) < 2:
         return None
     smaller = min(per_run.values())
@@ -30,7 +31,8 @@ def few_shared(shared: int, per_run: dict[str, int], samples: dict[str, str | No
     if len(set(samples.values())) > 1:
         listed = "; ".join(f"{run} `{flags}`" if flags else f"{run} every fact" for run, flags in samples.items())
         cause = f"the runs scored different samples ({listed})"
-        rerun = "rerun them with the same --seed, or without --limit"
+        rerun = "rerun them with the same seed=, or without limit=" if keyword else \
+            "rerun them with the same --seed, or without --limit"
     else:
         cause = "the runs' predictors answered different facts"
         rerun = "rerun them over the same facts"

@@ -177,6 +177,11 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                                                       for p in plan.predictors for r in corpus.relations})
             config = merge_config(earlier, cfg, plan, experiment.name, getattr(experiment, "settings", {}))
             if getattr(experiment, "scoring", None):  # this command's: every summary is rescored from the records
+                was = (earlier or {}).get("scoring")
+                if was and was != experiment.scoring:
+                    log.warning("%s: summaries scored again from its records with %s", out, ", ".join(
+                        f"{key} {value} (was {was.get(key, 'not recorded')})"
+                        for key, value in experiment.scoring.items() if was.get(key) != value))
                 config["scoring"] = experiment.scoring
             from lm.served import recorded_text
 

@@ -154,6 +154,9 @@ class TantivyIndex:
                             f"index them first with `kbc index build --source {kind} --input {root} --out DIR` "
                             "and name that DIR instead")
         if not pointer.exists():
+            if root.is_dir() and any(root.iterdir()):  # a build refuses a folder holding other files
+                raise DataError(f"{root}: no text index there (the folder holds other files); name the folder of "
+                                "one, or build one into a new folder with `kbc index build --out DIR ...`")
             raise DataError(f"{root}: no text index there; build one with `kbc index build --out {root} ...`")
         if not pointer.is_file():
             raise damaged(root, f"{pointer} is not a file")
