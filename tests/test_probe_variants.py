@@ -45,9 +45,16 @@ def test_pararel_prompts_for_freq_and_a_tiny_bert(tiny_models, lama_dir, tmp_pat
     assert "## Across prompts" in (out / "summary.md").read_text()
 
 
+@pytest.fixture(scope="module")
+def evidence_cache(tmp_path_factory) -> Path:
+    """One cache for the runs of retrieved contexts of this module: the LAMA evidence index is built once in it."""
+    return tmp_path_factory.mktemp("evidence-cache")
+
+
 @pytest.mark.parametrize("context", ["gold", "retrieved:3"])
-def test_contexts_for_a_tiny_bert_and_gpt2(tiny_models, lama_dir, tmp_path, capsys, monkeypatch, context):
-    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+def test_contexts_for_a_tiny_bert_and_gpt2(tiny_models, lama_dir, tmp_path, capsys, monkeypatch, context,
+                                          evidence_cache):
+    monkeypatch.setenv("KBC_CACHE", str(evidence_cache))
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P140", "--limit", "4",
                             "--predictors", f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}",
@@ -198,8 +205,8 @@ def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_p
     assert entry["context"] == with_context["context"] and entry["context_parts"] == 1
 
 
-def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, monkeypatch, evidence_cache):
+    monkeypatch.setenv("KBC_CACHE", str(evidence_cache))
     out = tmp_path / "run"
     base = ["run", "lama", "--corpus", "trex", "--relations", "P140", "--limit", "3", "--predictors", "freq",
             "--data-dir", str(lama_dir), "--out", str(out), "--quiet"]
