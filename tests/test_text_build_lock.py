@@ -138,10 +138,13 @@ def test_a_waiting_lama_build_uses_the_index_the_other_process_built(tiny, tmp_p
 
 
 def _set_byte_keeping_time(path: Path) -> None:
+    """One byte flipped in place: the file is never truncated (an index this process opened maps it)."""
     st = path.stat()
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
+    with path.open("r+b") as handle:
+        handle.seek(st.st_size // 2)
+        byte = handle.read(1)[0]
+        handle.seek(st.st_size // 2)
+        handle.write(bytes([byte ^ 0xFF]))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
