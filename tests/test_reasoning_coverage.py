@@ -149,12 +149,7 @@ def test_kb_stats_lists_the_inferred_graph_and_its_coverage(tmp_path, lama_dir, 
 def test_kb_drop_removes_a_closure_with_its_derivations_and_infer_computes_it_again(tmp_path, lama_dir, capsys):
     """`kbc kb drop` takes graphs by the names `kbc kb stats` prints: a closure goes with its derivations and what
     `meta` records of both; a name the store does not hold is one error line; `kbc kb infer` then computes it again."""
-    data = tmp_path / "data"  # one relation: the store, the closure and its derivations stay small
-    (data / "TREx").mkdir(parents=True)
-    shutil.copy(lama_dir / "relations.jsonl", data / "relations.jsonl")
-    shutil.copy(lama_dir / "TREx" / "P19.jsonl", data / "TREx" / "P19.jsonl")
-    axioms = tmp_path / "birth.ttl"
-    axioms.write_text(BIRTH)
+    data, axioms = _birth_places(lama_dir, tmp_path)  # one relation: the store and the closure stay small
     store = ["--store", str(tmp_path / "store")]
     infer = ["kb", "infer", "--axioms", str(axioms), "--data-dir", str(data), *store]
     code, _, err = run_kbc(infer, capsys)
@@ -387,13 +382,19 @@ BIRTH = PREFIXES + ("@prefix schema: <http://schema.org/> .\nwdt:P19 owl:equival
                     "schema:birthPlace a owl:ObjectProperty .\n")
 
 
-def test_kb_stats_counts_every_property_of_the_inferred_graph(lama_dir, tmp_path, capsys):
+def _birth_places(lama_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A LAMA copy holding T-REx P19 alone, and the axioms file of BIRTH."""
     data = tmp_path / "data"
     (data / "TREx").mkdir(parents=True)
     shutil.copy(lama_dir / "relations.jsonl", data / "relations.jsonl")
     shutil.copy(lama_dir / "TREx" / "P19.jsonl", data / "TREx" / "P19.jsonl")
     axioms = tmp_path / "birth.ttl"
     axioms.write_text(BIRTH)
+    return data, axioms
+
+
+def test_kb_stats_counts_every_property_of_the_inferred_graph(lama_dir, tmp_path, capsys):
+    data, axioms = _birth_places(lama_dir, tmp_path)  # one relation: the store and the closure stay small
     store = ["--store", str(tmp_path / "store")]
     code, out, err = run_kbc(["kb", "infer", "--axioms", str(axioms), "--data-dir", str(data), *store], capsys)
     assert code == 0, err
