@@ -62,6 +62,15 @@ def google_re(lama_dir):
     return load_google_re(lama_dir)
 
 
+@pytest.fixture(scope="session")
+def emulator_url(tmp_path_factory):
+    """The URL of one noida-db Elasticsearch-API emulator per test process (`es_emulator`)."""
+    from es_emulator import emulator
+
+    with emulator(tmp_path_factory.mktemp("noida")) as url:
+        yield url
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _built_once_per_run(tmp_path_factory) -> None:
     """The entity tests' artefacts are built once per run, not once per worker process: under `-n` the

@@ -8,7 +8,6 @@ import json
 import pandas as pd
 import pytest
 from analyze_support import call_kbc, check_pristine, check_socs_column, copy_run, run_kbc, small_run  # noqa: F401
-from test_text_contract import emulator_url  # noqa: F401
 
 from kb.text.analyzer import tokens
 from kb.text.cooccur import ScanIndex, mention_of

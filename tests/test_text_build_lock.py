@@ -1,5 +1,6 @@
-"""Builds of one tantivy index folder at a time; a build that finds its index already there keeps it (and says so);
-`--force` and `kbc index verify`; rebuild hints and refusals that say what differs."""
+"""Builds of one tantivy index folder, or of one Elasticsearch index name, at a time; a build that finds its index
+already there keeps it (and says so); `--force` and `kbc index verify`; rebuild hints and refusals that say what
+differs."""
 
 from __future__ import annotations
 
@@ -234,3 +235,88 @@ def test_a_build_waits_a_bounded_time_and_names_the_build_it_waited_for(tmp_path
         f"error: the text index {root} is being built by {holder}, still after 0.3 s; wait for it to finish, or use "
         "another index folder, or another cache: KBC_CACHE=DIR kbc ..."))
     assert sorted(p.name for p in root.iterdir()) == ["build.lock"]  # nothing of its own left behind
+
+
+def test_two_elasticsearch_builds_of_one_alias_run_one_at_a_time(emulator_url, tmp_path, monkeypatch):
+    """Forced interleaving, as for tantivy: the second build starts while the first is mid-way. Unserialised, the
+    second one built and swapped the alias, then the first one swapped it back and deleted the second's index."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    name = "kbc-two-builds"
+    started, go = threading.Event(), threading.Event()
+
+    def slow():
+        yield FIRST[0]
+        started.set()
+        go.wait(10)
+        yield from FIRST[1:]
+
+    errors: dict[str, BaseException] = {}
+
+    def build(label: str, paragraphs) -> None:
+        try:
+            build_index(paragraphs, "elasticsearch", name, emulator_url,
+                        meta={"source": f"jsonl:{label}.jsonl"}).close()
+        except BaseException as exc:  # noqa: BLE001 - the thread's failure is the test's finding
+            errors[label] = exc
+
+    told = _Told(f"the text index {emulator_url}/{name} is being built by process {os.getpid()}")
+    logger = logging.getLogger("kbc")
+    logger.addHandler(told)
+    try:
+        first = threading.Thread(target=build, args=("first", slow()))
+        first.start()
+        assert started.wait(10)
+        second = threading.Thread(target=build, args=("second", SECOND))
+        second.start()
+        deadline = time.monotonic() + 10
+        while second.is_alive() and not told.event.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.set()
+        first.join(20)
+        second.join(20)
+    finally:
+        logger.removeHandler(told)
+    assert errors == {}
+    assert told.event.is_set()  # the second one waited for the first
+    with open_index("elasticsearch", name, emulator_url) as idx:  # the second build ran after the first
+        assert (idx.meta["source"], len(idx)) == ("jsonl:second.jsonl", 3)
+    assert list((tmp_path / "cache" / "index" / "elasticsearch-builds").iterdir()) == []  # no lock file kept
+
+
+def test_a_waiting_elasticsearch_lama_build_keeps_the_index_the_other_process_built(emulator_url, tiny, tmp_path):
+    """Two real processes: this one holds the alias's build lock while `kbc index build --backend elasticsearch`
+    starts; it waits, then finds the index of the same data (swapped in meanwhile) and keeps it, as tantivy does."""
+    from elasticsearch import Elasticsearch
+
+    from kb.text.es_index import build_lock
+    from kb.text.evidence import evidence_index
+
+    name = "kbc-lama-waits"
+    with evidence_index("kbc-lama-aside", tiny, "elasticsearch", emulator_url) as aside:  # what the other build makes
+        concrete = aside.concrete
+    lock = build_lock(emulator_url, name)
+    lock.acquire()
+    since = json.loads(lock.info.read_text())["since"]
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "index", "build", "--backend", "elasticsearch",
+                             "--es-url", emulator_url, "--data-dir", str(tiny), "--out", name, "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KBC_CACHE": str(tmp_path / "cache")})
+    try:
+        waiting = proc.stderr.readline()  # written once the build found the lock held
+        es = Elasticsearch(emulator_url)
+        es.indices.update_aliases(actions=[{"add": {"index": concrete, "alias": name}}])
+        es.close()
+        lock.release()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    command = " ".join(["kbc", *sys.argv[1:]])
+    assert waiting.rstrip("\n") == (
+        f"the text index {emulator_url}/{name} is being built by process {os.getpid()} (`{command}`, since {since}); "
+        "waiting up to 1800 s ($KBC_STORE_WAIT) for it (or use another index name)")
+    assert (proc.returncode, err) == (0, "")
+    assert out.splitlines() == [f"index: 32 paragraphs in {emulator_url}/{name} (elasticsearch), already built from "
+                                "this data, kept as it is (--force rebuilds it)"]
+    with open_index("elasticsearch", name, emulator_url) as idx:
+        assert idx.concrete == concrete  # not built again

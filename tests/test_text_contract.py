@@ -15,14 +15,10 @@ import json
 import math
 import os
 import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from es_emulator import free_port
 
 from eval.errors import DataError, KbcError
 from kb.text.analyzer import term_counts, tokens
@@ -43,47 +39,6 @@ MENTIONS = [
     (Mention.of("no such words here"),),
     (Mention.of("..."),),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def emulator_url(tmp_path_factory):
-    """Start noida-db's bundled binary with only its Elasticsearch API; stop it at the end."""
-    import noida_db
-
-    binary = Path(noida_db.__file__).parent / "noida-db"
-    if not binary.is_file():
-        pytest.fail(f"noida-db binary not found at {binary} (pip install noida-db)")
-    binary.chmod(0o755)
-    port = _free_port()
-    data = tmp_path_factory.mktemp("noida")
-    log = (data / "log.txt").open("w")
-    proc = subprocess.Popen([str(binary), "start", "--only", "elasticsearch", "--data-dir", str(data / "db"),
-                             "--host", "127.0.0.1", "--elasticsearch-port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                pytest.fail(f"noida-db did not start: {(data / 'log.txt').read_text()[-500:]}")
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
 
 
 @pytest.fixture(scope="session")
@@ -267,7 +222,7 @@ def test_missing_indexes_and_unreachable_server_are_clear_errors(tmp_path, emula
         open_index("tantivy", tmp_path / "nothing")
     with pytest.raises(DataError, match="no text index 'absent'"):
         open_index("elasticsearch", "absent", emulator_url)
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(KbcError, match=f"Elasticsearch at {dead} is unreachable"):
         open_index("elasticsearch", "x", dead)
     with pytest.raises(KbcError, match="needs --es-url"):

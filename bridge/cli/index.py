@@ -65,7 +65,7 @@ def build(source, input_path, location, min_words, backend, es_url, data_dir, fo
     """Index paragraphs; the new index replaces the old one only once complete.
 
     --source lama keeps an index already built from the same data (say so, unless --force); --source dump|jsonl
-    always builds. A build waits for another build of the same --out folder.
+    always builds. A build waits for another build of the same --out folder (Elasticsearch: index name and URL).
     """
     location = _location(location, backend)
     # a failed build leaves no empty --out folder behind (an Elasticsearch index is no folder)

@@ -4,14 +4,17 @@ One shard (so BM25 statistics are global and scores equal tantivy's), the shared
 analyzer, bulk indexing, `match_phrase` for mentions, `_count`/`_msearch` for counts and
 `search_after` paging for result sets of any size. `location` is an alias: a build fills a new
 concrete index and swaps the alias in one `_aliases` call, so readers never see a half index.
+Builds of one alias on one server run one at a time (`build_lock`, a file in the cache), as tantivy
+builds of one folder do: two at once would each read the old alias and one would fail at its swap.
 An unreachable server gives one clear line, after the client's retries; every request ends
 within its timeout, answer included (`kb.deadline`), however slowly a server trickles bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from eval.errors import ConfigError, DataError, KbcError
 from kb.deadline import Deadline, watching
@@ -20,6 +23,7 @@ from kb.text.analyzer import PATTERN, es_analysis, term_counts
 from kb.text.base import Hit, Mention
 from kb.text.index import ES_TIMEOUT as TIMEOUT
 from kb.text.paragraphs import ContentDigest, Paragraph, index_fingerprint
+from kb.writer_lock import WriterLock
 
 PAGE = 5_000
 BULK_CHUNK = 1_000
@@ -97,6 +101,18 @@ def check_url(url: str) -> str:
         raise ConfigError(f"Elasticsearch URL {url!r} is not an http(s) URL with a host; "
                           "expected e.g. http://127.0.0.1:9200")
     return url
+
+
+def build_lock(url: str, name: str) -> WriterLock:
+    """The lock one build of the index `name` at `url` holds at a time: a file in the cache, named by both."""
+    from eval.datadir import cache_root
+
+    folder = cache_root() / "index" / "elasticsearch-builds"
+    folder.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(f"{url.rstrip('/')}\n{name}".encode()).hexdigest()[:16]
+    return WriterLock(folder / f"{key}.lock", folder / f"{key}.json",
+                      f"the text index {url.rstrip('/')}/{name} is being built", "or use another index name",
+                      "wait for it to finish, or use another index name: --out NAME")
 
 
 def connect(url: str, timeout: float = TIMEOUT, retries: int = 3):
@@ -207,7 +223,37 @@ class ESIndex:
 
     @classmethod
     def build(cls, paragraphs: Iterable[Paragraph], url: str, name: str, meta: dict | None = None,
-              progress: bool = False, timeout: float = TIMEOUT) -> ESIndex:
+              progress: bool = False, timeout: float = TIMEOUT,
+              reuse: Callable[[dict], bool] | None = None) -> ESIndex:
+        """Index `paragraphs` into a new concrete index and swap the alias `name` to it, one build of it at a time.
+
+        A build waits for another build of the same alias on the same server (`build_lock`); then, where `reuse`
+        accepts the stats of the index found there (one the other build just made), that index is returned instead
+        (`built` False) and `paragraphs` are not read.
+        """
+        check_url(url)
+        lock = build_lock(url, name)
+        lock.acquire()
+        try:
+            if reuse is not None:
+                try:
+                    found = cls.open(url, name, timeout)
+                except DataError:
+                    found = None
+                if found is not None and reuse(found.stats()):
+                    return found
+                if found is not None:
+                    found.close()
+            index = cls._build(paragraphs, url, name, meta, progress, timeout)
+            index.built = True
+            return index
+        finally:
+            lock.release(remove=True)  # the cache keeps no lock file per index name ever built
+
+    @classmethod
+    def _build(cls, paragraphs: Iterable[Paragraph], url: str, name: str, meta: dict | None, progress: bool,
+               timeout: float) -> ESIndex:
+        """The build itself, under the build lock: no other build reads or swaps the alias meanwhile."""
         from elasticsearch import helpers
         from tqdm import tqdm
 

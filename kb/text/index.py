@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from eval.errors import ConfigError, DataError
+from eval.errors import ConfigError
 from kb.text.base import Hit, Mention, TextIndex
 from kb.text.paragraphs import Paragraph
 
@@ -52,24 +52,14 @@ def build_index(paragraphs: Iterable[Paragraph], backend: str, location: str | P
     """Index `paragraphs` aside, then switch `location` to the new index; returns it opened (`built` True).
 
     `reuse`: whether the intact index already at `location` (its metadata) is the one asked for; it is then
-    returned as it is (`built` False). tantivy asks after waiting for any other build of the same folder.
+    returned as it is (`built` False). Both backends ask after waiting for any other build of the same index
+    (tantivy: of the same folder; Elasticsearch: of the same alias at the same URL).
     """
     cls = _backend(backend)
     if backend == "tantivy":
         return cls.build(paragraphs, Path(location), meta=meta, progress=progress, reuse=reuse)
-    url = _need_url(es_url)
-    if reuse is not None:
-        try:
-            found = cls.open(url, str(location), timeout=es_timeout)
-        except DataError:
-            found = None
-        if found is not None and reuse(found.stats()):
-            return found
-        if found is not None:
-            found.close()
-    index = cls.build(paragraphs, url, str(location), meta=meta, progress=progress, timeout=es_timeout)
-    index.built = True
-    return index
+    return cls.build(paragraphs, _need_url(es_url), str(location), meta=meta, progress=progress, timeout=es_timeout,
+                     reuse=reuse)
 
 
 def _backend(backend: str):
