@@ -6,7 +6,9 @@ source)`, in file order with exact duplicate templates kept once. Sets (`spec`):
 - `pararel`: ParaRel's patterns (`pararel/patterns/<P>.jsonl`, 39 T-REx relations).
 - `autoprompt`: AutoPrompt's prompts for BERT-base (OptiPrompt's `AutoPrompt_relations.jsonl`);
   `autoprompt:MODEL` the per-model prompts (`prompts/ncarraz_per_model/autoprompt_prompts/`).
-  Their trigger tokens are kept as text (`[X]vik nationwide ... [Y].`).
+  Their trigger tokens are kept as text (`[X]vik nationwide ... [Y].`), as published: tokens a search chose
+  for MODEL's tokenizer, decoded (with leftovers such as the GPT-2 sets' closing " </s"), so a run asks
+  them of MODEL alone (`searched_for`; `bridge.run.prompt_models`).
 - `lpaqa`: LPAQA's top-1 prompts for BERT-base (`LPAQA_relations.jsonl`); `lpaqa:MODEL` per model;
   `lpaqa-mine`, `lpaqa-paraphrase`, `lpaqa-manual`: LPAQA's full mined / paraphrased / manual sets.
 - a JSONL file: `{"relation": ..., "template": ..., "id": ...}` rows (`id` optional).
@@ -42,6 +44,8 @@ PER_RELATION = {  # set -> (folder, file suffix, template field; None: one templ
     "lpaqa-paraphrase": (Path("prompts") / "lpaqa" / "paraphrase", ".jsonl", "template"),
     "lpaqa-manual": (Path("prompts") / "lpaqa" / "manual_paraphrase", ".txt", None),
 }
+# per-model sets of decoded trigger tokens: another tokenizer cuts their text into other tokens than the ones searched
+SEARCHED_PER_MODEL = ("autoprompt",)
 SETS = ("lama", "pararel", "autoprompt", "autoprompt:MODEL", "lpaqa", "lpaqa:MODEL", "lpaqa-mine", "lpaqa-paraphrase",
         "lpaqa-manual")
 
@@ -53,6 +57,28 @@ class Prompt:
     id: str
     template: str
     source: str
+
+
+def searched_for(spec: str) -> str | None:
+    """The model a per-model set's trigger tokens were searched for (`autoprompt:MODEL`); None for other sets."""
+    name, _, model = spec.partition(":")
+    return model if name in SEARCHED_PER_MODEL and model else None
+
+
+def per_model_file(name: str, model: str, data_root: Path) -> Path:
+    """The file of per-model set `name` for `model` (where the set's folder is not found: its path in one)."""
+    folder_rel, pattern = PER_MODEL[name]
+    return (_find(data_root, folder_rel) or folder_rel) / pattern.format(model)
+
+
+def per_model_models(name: str, data_root: Path) -> list[str]:
+    """The models per-model set `name` (`autoprompt`, `lpaqa`) has prompts for; none where it is not found."""
+    folder_rel, pattern = PER_MODEL[name]
+    folder = _find(data_root, folder_rel)
+    if folder is None:
+        return []
+    before, after = pattern.split("{}")
+    return sorted(p.name.removeprefix(before).removesuffix(after) for p in folder.glob(pattern.format("*")))
 
 
 def check_prompt_template(template: str, where: str) -> None:
@@ -188,8 +214,7 @@ def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] |
         folder = _need(data_root, folder_rel, f"{name} per-model prompts")
         path = folder / pattern.format(model)
         if not path.is_file():
-            models = sorted(p.name.split("_autoprompt")[0] if name == "autoprompt"
-                            else p.stem.removeprefix("top_1_lpaqa_") for p in folder.glob("*.jsonl"))
+            models = per_model_models(name, data_root)
             raise DataError(f"no {name} prompts for model {model!r} in {folder}; available: {', '.join(models)}")
         found = _read_rows(path, spec, wanted, known, spec)
     elif spec in ONE_FILE:

@@ -261,3 +261,44 @@ def test_show_by_a_facts_uid_prints_each_of_its_prompts(lama_dir, tmp_path, caps
     assert [f["uid"] for f in json.loads(shown)["facts"]] == [r["uid"] for r in records]
     code, shown, err = run_kbc(["show", str(out), "--uid", records[1]["uid"], "--json"], capsys)
     assert [f["uid"] for f in json.loads(shown)["facts"]] == [records[1]["uid"]]
+
+
+def test_a_models_autoprompt_set_is_asked_of_that_model_alone(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
+    """AutoPrompt's per-model prompts are trigger tokens searched in one model's vocabulary, decoded (gpt2's end in
+    " </s"): another model's tokenizer cuts them into other tokens, so a run refuses them for it, naming its own."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "bert-base-cased").symlink_to(tiny_models("bert-cased"))  # a model folder goes by its name
+    (tmp_path / "gpt2").symlink_to(tiny_models("gpt2"))
+    tiny = tiny_models("bert-cased")
+    capsys.readouterr()  # what building the tiny models wrote
+    sets = lama_dir.parent / "prompts" / "ncarraz_per_model" / "autoprompt_prompts"
+    models = ", ".join(sorted(p.name.removesuffix("_autoprompt_seed_0.jsonl") for p in sets.glob("*.jsonl")))
+    base = ["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "2", "--data-dir", str(lama_dir),
+            "--quiet", "--set", "cache=off", "--prompts", "autoprompt:gpt2"]
+    why = ("error: --prompts autoprompt:gpt2: autoprompt's prompts for gpt2 are trigger tokens searched in gpt2's "
+           "vocabulary, which predictor {} does not share (its tokenizer cuts their text into other tokens); {}; to "
+           f"ask their text of any model, give the file: --prompts {sets / 'gpt2_autoprompt_seed_0.jsonl'}")
+    code, _, err = run_kbc([*base, "--predictors", "freq", f"bert={tmp_path / 'bert-base-cased'}", "--out",
+                            str(tmp_path / "refused")], capsys)
+    assert (code, err.splitlines()) == (2, [why.format(f"bert ({tmp_path / 'bert-base-cased'})",
+                                                       "ask it with its own, --prompts autoprompt:bert-base-cased, "
+                                                       "in a run of its own")])
+    code, _, err = run_kbc([*base, "--predictors", str(tiny), "--out", str(tmp_path / "refused")], capsys)
+    none = f"autoprompt has none for it (models: {models}; a model folder goes by its name)"
+    assert (code, err.splitlines()) == (2, [why.format(f"{tiny.name} ({tiny})", none)])
+    assert not (tmp_path / "refused").exists()
+    out = tmp_path / "run"
+    code, _, err = run_kbc([*base, "--predictors", "freq", f"gpt2={tmp_path / 'gpt2'}", "--out", str(out)], capsys)
+    assert code == 0, err
+    asked = {r["prompt_id"] for r in _records(out / "predictions/trex/gpt2/P19.jsonl")}
+    assert asked == {"autoprompt:gpt2:0"}  # P19's one row of the gpt2 file
+
+
+def test_a_model_folder_goes_by_its_name_and_the_hub_name_it_was_saved_from(tmp_path):
+    from bridge.run.prompt_models import model_names
+
+    folder = tmp_path / "my-copy"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"_name_or_path": "openai-community/gpt2"}))
+    assert model_names(str(folder)) == {"my-copy", "gpt2"}
+    assert model_names("FacebookAI/roberta-base") == {"roberta-base"}

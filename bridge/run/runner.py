@@ -35,6 +35,7 @@ from bridge.run.config import (
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.inputs import prompt_file_name
+from bridge.run.prompt_models import check_prompt_models
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.run_lock import LOCK, RunLock
@@ -122,6 +123,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
+    check_prompt_models(getattr(experiment, "settings", {}).get("prompts"), plan.predictors, data_dir)
     check_dtype(cfg.dtype, plan.predictors, list(plan.corpora))
     with_rule = [p.name for p in plan.predictors if "set" in p.options]
     if with_rule and not (getattr(experiment, "set_valued", False) or getattr(experiment, "set_rules", False)):
