@@ -31,9 +31,22 @@ def emulator(data: Path) -> Iterator[str]:
     binary.chmod(0o755)
     port = free_port()
     log = (data / "log.txt").open("w")
-    proc = subprocess.Popen([str(binary), "start", "--only", "elasticsearch", "--data-dir", str(data / "db"),
-                             "--host", "127.0.0.1", "--elasticsearch-port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(binary),
+            "start",
+            "--only",
+            "elasticsearch",
+            "--data-dir",
+            str(data / "db"),
+            "--host",
+            "127.0.0.1",
+            "--elasticsearch-port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
     while True:

@@ -44,9 +44,14 @@ def check_prompt_models(prompts: str | None, predictors: list, data_dir: Path) -
             continue
         sets = per_model_models(name, data_dir)
         own = sorted(names & set(sets))
-        instead = (f"ask it with its own, --prompts {name}:{own[0]}, in a run of its own" if own
-                   else f"{name} has none for it (models: {', '.join(sets)}; a model folder goes by its name)")
-        raise ConfigError(f"--prompts {prompts}: {name}'s prompts for {model} are trigger tokens searched in {model}'s "
-                          f"vocabulary, which predictor {p.name} ({shown(p.spec)}) does not share (its tokenizer cuts "
-                          f"their text into other tokens); {instead}; to ask their text of any model, give the file: "
-                          f"--prompts {per_model_file(name, model, data_dir)}")
+        instead = (
+            f"ask it with its own, --prompts {name}:{own[0]}, in a run of its own"
+            if own
+            else f"{name} has none for it (models: {', '.join(sets)}; a model folder goes by its name)"
+        )
+        raise ConfigError(
+            f"--prompts {prompts}: {name}'s prompts for {model} are trigger tokens searched in {model}'s "
+            f"vocabulary, which predictor {p.name} ({shown(p.spec)}) does not share (its tokenizer cuts "
+            f"their text into other tokens); {instead}; to ask their text of any model, give the file: "
+            f"--prompts {per_model_file(name, model, data_dir)}"
+        )
