@@ -363,6 +363,24 @@ def test_options_of_another_way_of_answering_are_refused(tiny_models, bear_root,
         "candidates": "full", "reduction": "mean"}
 
 
+def test_every_language_model_factory_refuses_the_options_of_another_way_of_answering_itself():
+    """The check is each factory's own `check_options` hook (given the run's corpora), so a language model named any
+    way (a hub id, a folder, the registry's `bert` with model=) refuses what it would record yet not use."""
+    from bridge.predictors.registry import ENTRIES, resolve
+    from bridge.run.options import accepted
+    from eval.errors import ConfigError
+
+    factories = {resolve(name) for name in (*ENTRIES, "bert-base-cased", "gpt2", "t5-base")}
+    models = sorted((f for f in factories if "scoring" in accepted(f)), key=lambda f: f.__name__)
+    assert [f.__name__ for f in models] == ["make_bert", "make_causal", "make_masked", "make_seq2seq"]
+    for factory in models:
+        with pytest.raises(ConfigError) as slot:
+            factory.check_options("m", {"reduction": "mean"}, ["trex"])
+        assert str(slot.value) == ("--set m.reduction=mean applies to statement scoring (scoring=statement, the "
+                                   "default on BEAR corpora) only; add --set m.scoring=statement or drop it")
+        factory.check_options("m", {"reduction": "mean"}, ["bear", "trex"])  # scored by statement on BEAR
+
+
 def test_scoring_options_are_said_where_results_are_read(tiny_models, bear_root, tmp_path, monkeypatch,  # noqa: F811
                                                           capsys):
     """Two runs of one model apart only in the reduction: summary.md names each predictor's options that are not the

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS, check_common_vocab
+from bridge.predictors.lm import CACHE_OPTION, MASKED_LM_OPTIONS, check_common_vocab, check_scoring_options
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import Option, declares
 from eval.errors import ConfigError, DataError
@@ -421,3 +421,4 @@ def make_bert(name: str, ctx: PredictorContext):
 
 
 make_bert.check_inputs = check_common_vocab  # its model's common vocabulary, as `make_masked`'s
+make_bert.check_options = check_scoring_options  # as `make_masked`'s

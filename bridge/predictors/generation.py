@@ -111,9 +111,10 @@ def is_server(spec: str) -> bool:
     return spec.startswith(("http://", "https://"))
 
 
-def check_served_options(name: str, options: dict[str, str]) -> None:
+def check_served_options(name: str, options: dict[str, str], corpora: Sequence[str] = ()) -> None:
     """Options of served model `name` that cannot work together, or a key that is not there: refused before any data
-    is read (`plan_predictors`), naming the options as written for this predictor."""
+    is read (`plan_predictors`, which names the run's `corpora`: a served model answers each the same way), naming
+    the options as written for this predictor."""
     at = f"{name}." if name else ""
     if options.get("chat") == "on" and options.get("api", "chat") != "chat":
         raise ConfigError(f"--set {at}chat=on needs {at}api=chat (the server renders the chat template)")

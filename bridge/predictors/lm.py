@@ -223,6 +223,7 @@ def check_common_vocab(spec: str, options: dict[str, str], corpora: list[str], d
 
 
 make_masked.check_inputs = check_common_vocab  # `plan_predictors`: before any predictor runs
+make_masked.check_options = check_scoring_options  # `plan_predictors`: before any data is read
 
 
 PROMPT_OPTIONS = (
@@ -292,6 +293,9 @@ def make_causal(name: str, ctx: PredictorContext):
                                 templates=templates)
 
 
+make_causal.check_options = check_scoring_options  # `plan_predictors`: before any data is read
+
+
 def _extended_file(ctx: PredictorContext) -> Path:
     """The coherency templates shipped beside the LAMA data (`<data>/../prompts/coherency/...`)."""
     for root in (Path(ctx.data_dir), Path(ctx.data_dir).parent):
@@ -327,6 +331,9 @@ def make_seq2seq(name: str, ctx: PredictorContext):
                                 dtype=ctx.dtype, beams=number_option(ctx.options, "beams", 10),
                                 max_new_tokens=number_option(ctx.options, "max_new_tokens", 24),
                                 batch_size=ctx.batch_size)
+
+
+make_seq2seq.check_options = check_scoring_options  # `plan_predictors`: before any data is read
 
 
 def _objects(ctx: PredictorContext, slot: str = "object") -> dict[str, list[str]]:

@@ -169,9 +169,11 @@ class Plan:
 
 
 def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None) -> list[PlannedPredictor]:
-    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's). With the run's
-    `data_dir`, each factory's `check_inputs(spec, options, corpora, data_dir)` finds the data files it reads there
-    (a masked LM's common vocabulary) before any predictor runs."""
+    """`resolver(name, spec)`: an experiment's own factory for a predictor (None: the registry's). Each factory's
+    `check_options(name, options, corpora)` refuses options that cannot work together, or that the way it answers
+    the run's corpora would not use (a language model's, `bridge.predictors.lm.check_scoring_options`); with the
+    run's `data_dir`, its `check_inputs(spec, options, corpora, data_dir)` finds the data files it reads there (a
+    masked LM's common vocabulary) before any predictor runs."""
     specs: list[NamedSpec] = parse_predictors(cfg.predictors)
     factories = {p.name: (resolver(p.name, p.spec) if resolver else None) or resolve(p.spec) for p in specs}
     declared = {name: accepted(f) for name, f in factories.items()}
@@ -187,13 +189,9 @@ def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None)
             from lm.loading import check_available
 
             check_available(model)
-        if "scoring" in declared[p.name]:  # a language model: options of a way of answering it does not take
-            from bridge.predictors.lm import check_scoring_options
-
-            check_scoring_options(p.name, p.options, list(cfg.corpora))
         check_options = getattr(factories[p.name], "check_options", None)  # options that cannot work together
         if check_options is not None:
-            check_options(p.name, p.options)
+            check_options(p.name, p.options, list(cfg.corpora))
         check_inputs = getattr(factories[p.name], "check_inputs", None)
         if check_inputs is not None and data_dir is not None:
             check_inputs(p.spec, p.options, list(cfg.corpora), data_dir)
