@@ -320,3 +320,16 @@ def test_a_waiting_elasticsearch_lama_build_keeps_the_index_the_other_process_bu
                                 "this data, kept as it is (--force rebuilds it)"]
     with open_index("elasticsearch", name, emulator_url) as idx:
         assert idx.concrete == concrete  # not built again
+
+
+def test_an_elasticsearch_build_in_a_cache_it_cannot_write_is_one_error_line(tmp_path, capsys, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.write_text("a file, not a folder")
+    monkeypatch.setenv("KBC_CACHE", str(cache))
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"title": "A", "text": "alpha"}) + "\n")
+    code, _, err = run_kbc(["index", "build", "--backend", "elasticsearch", "--es-url", "http://127.0.0.1:9",
+                            "--source", "jsonl", "--input", str(src), "--out", "kbc-x", "--quiet"], capsys)
+    assert (code, err.splitlines()[-1]) == (2, (
+        f"error: cannot create {cache / 'index' / 'elasticsearch-builds'} (the lock of Elasticsearch index builds): "
+        "Not a directory; point KBC_CACHE at a writable directory"))

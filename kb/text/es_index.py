@@ -108,7 +108,11 @@ def build_lock(url: str, name: str) -> WriterLock:
     from eval.datadir import cache_root
 
     folder = cache_root() / "index" / "elasticsearch-builds"
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create {folder} (the lock of Elasticsearch index builds): {exc.strerror}; point "
+                          "KBC_CACHE at a writable directory") from None
     key = hashlib.sha256(f"{url.rstrip('/')}\n{name}".encode()).hexdigest()[:16]
     return WriterLock(folder / f"{key}.lock", folder / f"{key}.json",
                       f"the text index {url.rstrip('/')}/{name} is being built", "or use another index name",
