@@ -390,3 +390,13 @@ def test_a_local_mirror_in_the_host_path_layout_gives_lama_and_its_archive(serve
                                    "archive)")
     assert _same_as_staged(dest, shared_data, ["lama"]) == 3
     assert (dest / "lama" / "TREx" / "P108.jsonl").read_bytes() == (shared_data / "lama/TREx/P108.jsonl").read_bytes()
+
+
+def test_list_names_every_corpus_of_the_lama_release(tmp_path, capsys, monkeypatch):
+    """The release archive holds ConceptNet beside T-REx, Google-RE and SQuAD (`--corpus conceptnet` reads
+    `lama/ConceptNet/test.jsonl` and its error says to download LAMA), so the list names all four."""
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    code, out, _ = run_kbc(["data", "list", "--dest", str(tmp_path)], capsys)
+    lama = next(line for line in out.splitlines() if line.startswith("lama "))
+    assert code == 0
+    assert [name for name in ("T-REx", "Google-RE", "SQuAD", "ConceptNet") if name not in lama] == []
