@@ -194,6 +194,12 @@ def load_bear(corpus: str = "bear", data_dir: str | Path | None = None, relation
     stub = {r: Relation(r, r, "[X] [Y]") for r in available}
     wanted = select_relations(stub, list(relations or []), corpus)
     out = Corpus(corpus, {}, [], files=[meta_path])
+    no_file = [r for r in metadata if r not in files]  # BEAR-big's P414 upstream; else a copy missing a file
+    if no_file and not relations:
+        note = LoadReport(f"{corpus} {METADATA}")
+        note.notes.append(f"{len(no_file)} relation{'s have' if len(no_file) > 1 else ' has'} no data file, so "
+                          f"{'they are' if len(no_file) > 1 else 'it is'} not asked: {', '.join(no_file)}")
+        out.reports.append(note)
     for rel in wanted:
         where = f"{meta_path}: relation {rel}"
         meta = metadata[rel]

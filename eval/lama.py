@@ -32,6 +32,8 @@ GOOGLE_RE_RELATIONS = {
 }
 SQUAD_RELATION = Relation("squad", "SQuAD cloze", f"{OBJECT_SLOT}", None)
 NO_DATA_SOURCE = "trex relations.jsonl"  # the report listing relations that have no data file
+# every such report (BEAR's metadata lists relations too): none concerns the relations a run keeps
+NO_DATA_SOURCES = frozenset({NO_DATA_SOURCE, "bear metadata_relations.json", "bear-big metadata_relations.json"})
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Corpus:
                                     for f in self.facts)
         self.facts = [f for f in self.facts if f.relation in self.relations]
         self.reports = [r for r in self.reports if r.relation in self.relations
-                        or (r.relation is None and r.source != NO_DATA_SOURCE)]
+                        or (r.relation is None and r.source not in NO_DATA_SOURCES)]
 
     @property
     def version(self) -> str:

@@ -309,7 +309,7 @@ def probe_corpus(name: str, data_dir: str | Path | None = None, relations: Itera
     probes = load_probes(data_dir, name.removeprefix("negated-"), variant, relations)
     for report, path in zip(probes.reports, probes.files):  # the misprimes are read where they are asked
         report.source = (f"{report.source.split('/', 1)[0]}/{report.relation or path.stem} positive facts (from "
-                         f"{path.parent.name}/{path.name}; every --misprimes variant holds the same facts)")
+                         f"{path.parent.name}/{path.name}, whatever --misprimes says)")
     rels = dict.fromkeys(p.fact.relation for p in probes.facts)
     return Corpus(name, {r: Relation(r, r, OBJECT_SLOT) for r in rels}, [p.fact for p in probes.facts],
                   probes.reports, probes.files)

@@ -87,7 +87,7 @@ class Source:
 SOURCES = (
     Source(
         "lama",
-        "LAMA (T-REx, Google-RE, SQuAD): the official release archive, plus the common vocabularies",
+        "LAMA (T-REx, Google-RE, SQuAD, ConceptNet): the official release archive, plus the common vocabularies",
         "CC BY-NC 4.0",
         (
             Origin("princeton-nlp/OptiPrompt", "9450bc96f28ac3df01337c79be079a2ac3defb5c",

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from bridge.cli import HELP_OPTIONS
 from bridge.cli.run import ROWS_ONLY, option_text, predictor_table
 from bridge.cli.run import run as run_group
 from eval.corpora import close_hint
@@ -58,7 +59,7 @@ def command_context(experiment: str, options: dict) -> tuple[click.Command, clic
     """The `kbc run EXPERIMENT` command and its context with `options` (keyword names of the flags) converted and
     checked as the flags are; a ConfigError with click's message for a bad value."""
     command = _command(experiment)
-    ctx = command.make_context(f"kbc run {experiment}", [])
+    ctx = command.make_context(f"kbc run {experiment}", [], help_option_names=HELP_OPTIONS)
     params = {p.name: p for p in command.params if p.name not in HIDDEN}
     known = sorted({*params, *ALIASES} - set(ALIASES.values()))
     for key, value in options.items():

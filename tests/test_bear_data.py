@@ -133,3 +133,22 @@ def test_missing_data_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("KBC_BEAR", raising=False)
     with pytest.raises(DataError, match="point --data-dir or KBC_BEAR at the folder holding BEAR-big/"):
         load_bear("bear-big", tmp_path)
+
+
+@needs_bear
+def test_a_relation_of_the_metadata_without_a_file_is_named(tmp_path):
+    """A copy that lost a relation file (`kbc data list` says `partial`) is asked without it, as lm-pub-quiz reads
+    BEAR-big's P414, but the loader names the relation rather than printing one relation fewer without a word;
+    a run on other relations has no such note."""
+    root = _copy(tmp_path)
+    meta = json.loads((BEAR / "BEAR" / "metadata_relations.json").read_text())
+    (root / "metadata_relations.json").write_text(json.dumps({"P6": meta["P6"], "P19": meta["P19"]}))
+    corpus = load_bear("bear", root.parent)
+    assert list(corpus.relations) == ["P6"]
+    assert corpus.summary().splitlines() == [
+        "bear: 1 relation, read 60, kept 60, dropped 0",
+        "  bear metadata_relations.json: 1 relation has no data file, so it is not asked: P19"]
+    corpus.keep_relations(["P6"])
+    assert "no data file" not in corpus.summary()
+    assert "no data file" not in load_bear("bear", root.parent, ["P6"]).summary()
+    assert "P414" in load_bear("bear-big", BEAR).summary()

@@ -121,3 +121,43 @@ def test_every_group_lists_its_commands_whole():
            if line.rstrip().endswith("...")]
     assert cut == []
     assert "  download  Fetch corpora by NAME (default: lama; `all`).\n" in groups["kbc data"]
+
+
+HELP_OF_EVERY_COMMAND = """
+import contextlib, io, sys
+import click
+from bridge.cli import cli, main
+from kbcompare.runs import command_context
+
+def paths(command, ctx, path):
+    yield path
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            yield from paths(command.get_command(ctx, name), ctx, [*path, name])
+
+def helped(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            return exc.code, out.getvalue()
+    return 0, out.getvalue()
+
+command_context("lama", {})  # the Python API makes a context of `kbc run lama` on its own
+for path in paths(cli, click.Context(cli, info_name="kbc"), []):
+    code, text = helped([*path, "-h"])
+    if code != 0 or text != helped([*path, "--help"])[1]:
+        print(" ".join(["kbc", *path]), code, text.strip().splitlines()[-1])
+"""
+
+
+def test_every_command_takes_h_as_help():
+    """`kbc --help` lists `-h, --help` and the command pages of the site do too, so `-h` works on every command, also
+    in a process where the Python API or the command's own first parse made its context (a fresh process each)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", HELP_OF_EVERY_COMMAND], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""

@@ -160,3 +160,24 @@ def test_the_fewrel_page_gives_the_cpu_cost_and_a_quick_trial():
     assert commands == ["OMP_NUM_THREADS=1 kbc run fewrel --predictors bert=$TINY kb --set epochs=1 --limit 5 "
                         "--data-dir ../shared/data --out runs/fewrel-trial"]
     assert "took 1 min 14 s" in section and "6 min 7 s" in section
+
+
+def test_the_command_line_page_names_every_command_with_a_quiet_flag():
+    """docs/cli.md says which commands take `--quiet` (progress bars off): each command that has the flag is named
+    there, itself or by its group where every command of the group that shows a bar has it (`kbc run`)."""
+    import click
+
+    from bridge.cli import cli
+
+    def quiet(command: click.Command, ctx: click.Context, path: list[str]):
+        if path and any("--quiet" in getattr(p, "opts", ()) for p in command.params):
+            yield path
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                yield from quiet(command.get_command(ctx, name), ctx, [*path, name])
+
+    sentence = next(line for line in (DOCS / "cli.md").read_text().split("\n\n") if "`--quiet` on" in line)
+    named = set(re.findall(r"`kbc ([a-z -]+)`", sentence.split("drops only")[0]))
+    missing = [" ".join(path) for path in quiet(cli, click.Context(cli, info_name="kbc"), [])
+               if " ".join(path) not in named and path[0] not in named]
+    assert missing == []

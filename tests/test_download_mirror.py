@@ -143,11 +143,12 @@ def test_lama_release_and_vocabularies_from_the_mirror(mirror, tmp_path, shared_
     code, out, err = run_kbc(["data", "download", "--dest", str(dest), "--quiet"], capsys)
     assert (code, err) == (0, "")
     lama = dest / "lama"
+    digest = hashlib.sha256((mirror.root / "dl.fbaipublicfiles.com/LAMA/data.zip").read_bytes()).hexdigest()
     assert out.splitlines() == [
-        f"lama: ready in {lama} (3 files, SHA-256 checked, and LAMA's release archive)",
+        f"lama: ready in {lama} (3 files, SHA-256 checked; LAMA's release archive has no pinned digest, so it was "
+        f"not checked: its SHA-256 {digest} is stored in {lama / 'SHA256'}; pass --sha256 to check it)",
         f"use --data-dir {lama} or export KBC_DATA={lama}; the other corpora are read beside it"]
     assert _same_as_staged(dest, shared_data, ["lama"]) == 3
-    digest = hashlib.sha256((mirror.root / "dl.fbaipublicfiles.com/LAMA/data.zip").read_bytes()).hexdigest()
     assert (lama / "SHA256").read_text() == digest + "\n"
     from eval.lama import load_trex
 
@@ -386,7 +387,32 @@ def test_a_local_mirror_in_the_host_path_layout_gives_lama_and_its_archive(serve
     code, out, err = run_kbc(["data", "download", "lama", "--mirror", str(server.root), "--dest", str(dest),
                               "--quiet"], capsys)
     assert (code, err) == (0, "")
-    assert out.splitlines()[0] == (f"lama: ready in {dest / 'lama'} (3 files, SHA-256 checked, and LAMA's release "
-                                   "archive)")
+    assert out.splitlines()[0].startswith(f"lama: ready in {dest / 'lama'} (3 files, SHA-256 checked; LAMA's release "
+                                          "archive has no pinned digest, so it was not checked: its SHA-256 ")
     assert _same_as_staged(dest, shared_data, ["lama"]) == 3
     assert (dest / "lama" / "TREx" / "P108.jsonl").read_bytes() == (shared_data / "lama/TREx/P108.jsonl").read_bytes()
+
+
+def test_list_names_every_corpus_of_the_lama_release(tmp_path, capsys, monkeypatch):
+    """The release archive holds ConceptNet beside T-REx, Google-RE and SQuAD (`--corpus conceptnet` reads
+    `lama/ConceptNet/test.jsonl` and its error says to download LAMA), so the list names all four."""
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    code, out, _ = run_kbc(["data", "list", "--dest", str(tmp_path)], capsys)
+    lama = next(line for line in out.splitlines() if line.startswith("lama "))
+    assert code == 0
+    assert [name for name in ("T-REx", "Google-RE", "SQuAD", "ConceptNet") if name not in lama] == []
+
+
+def test_only_a_pinned_release_archive_is_said_to_be_checked(mirror, tmp_path, capsys):
+    """No digest of LAMA's data.zip is pinned: an archive that is not the release unpacks all the same, so the ready
+    line says it was not checked, unless --sha256 pinned it, and a wrong --sha256 puts nothing in place."""
+    digest = hashlib.sha256((mirror.root / "dl.fbaipublicfiles.com/LAMA/data.zip").read_bytes()).hexdigest()
+    code, out, err = run_kbc(["data", "download", "--dest", str(tmp_path / "a"), "--quiet"], capsys)
+    assert code == 0 and "SHA-256 checked, and LAMA's release archive" not in out
+    assert f"not checked: its SHA-256 {digest} is stored in" in out
+    code, out, err = run_kbc(["data", "download", "--dest", str(tmp_path / "b"), "--sha256", digest, "--quiet"], capsys)
+    assert (code, out.splitlines()[0]) == (
+        0, f"lama: ready in {tmp_path / 'b' / 'lama'} (3 files, SHA-256 checked, and LAMA's release archive)")
+    code, _, err = run_kbc(["data", "download", "--dest", str(tmp_path / "c"), "--sha256", "0" * 64, "--quiet"],
+                           capsys)
+    assert code == 2 and "checksum mismatch" in err and not (tmp_path / "c" / "lama").exists()

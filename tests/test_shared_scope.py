@@ -148,3 +148,17 @@ def test_a_delta_of_two_runs_is_over_the_facts_both_answered(run, capsys):
         ["corpus", "relation", "#facts", "run:bert", "every:bert − run:bert", "object in subject (%)"],
         ["trex", "P19 place of birth", "4", "25.00", "-25.00", "0.0"],
         ["trex", "P36 capital", "2", "0.00", "+0.00", "50.0"]]
+
+
+def test_the_scope_note_counts_the_facts_answered_whatever_order_the_metrics_come_in():
+    """Negated LAMA's became-prime and P@1 drop are taken over fewer facts than P@1: the note's count for a set of
+    predictors is the largest of their metrics' scopes, the same in every process (the metrics come from a set)."""
+    from bridge.run.summaries import scope_counts
+
+    answered, primed, right = frozenset("abcdef"), frozenset("abcd"), frozenset("ab")
+    held = {"freq": {"p@1", "became-prime", "p@1-drop"}, "gold": {"p@1"}}
+    orders = [{"p@1-drop": right, "became-prime": primed, "p@1": frozenset("abc")},
+              {"p@1": frozenset("abc"), "became-prime": primed, "p@1-drop": right}]
+    assert [scope_counts(scopes, held) for scopes in orders] == [[(["freq"], 4, 4), (["freq", "gold"], 3, 3)]] * 2
+    solo = {"freq": {"p@1", "became-prime", "p@1-drop"}}
+    assert scope_counts({"p@1-drop": right, "became-prime": primed, "p@1": answered}, solo) == [(["freq"], 6, 6)]

@@ -42,6 +42,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Every command takes `-h` as well as `--help`: a context made without the group's as parent (`out_folder`,
+# `kbcompare.run`) must name them too, since click keeps the first help option it makes for a command.
+HELP_OPTIONS = ["-h", "--help"]
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -89,7 +94,7 @@ class StderrHandler(logging.Handler):
             self.handleError(record)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})
 @click.version_option(package_name="kbcompare")
 @click.option("-v", "--verbose", count=True, help="More messages (-vv: debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
@@ -223,7 +228,7 @@ def out_folder(argv: list[str]) -> Path | None:
     for name in path[1:]:
         words.remove(name)
     try:
-        ctx = command.make_context(path[-1], words, resilient_parsing=True)
+        ctx = command.make_context(path[-1], words, resilient_parsing=True, help_option_names=HELP_OPTIONS)
     except (click.ClickException, click.exceptions.Exit, ValueError, TypeError):
         return None
     out = ctx.params.get("out")

@@ -67,13 +67,26 @@ def _download_each(chosen: list[str], dest: str, mirror: str | None, quiet: bool
             continue
         n = len(BY_NAME[name].files())
         click.echo(f"{name}: ready in {path} ({n} file{'' if n == 1 else 's'}, SHA-256 checked"
-                   + (", and LAMA's release archive" if BY_NAME[name].archive else "") + ")")
+                   + (_archive_note(path, sha256) if BY_NAME[name].archive else "") + ")")
     if failed:
         ready = len(chosen) - len(failed)
         raise DataError(f"{len(failed)} of {len(chosen)} corpora could not be downloaded ({', '.join(failed)}: "
                         f"why is said above); {'the other ' + str(ready) + ' are ready' if ready else 'none is ready'}"
                         "; rerun the same command to fetch what is missing (what is in place is checked, not fetched "
                         "again)")
+
+
+def _archive_note(lama: Path, sha256: str | None) -> str:
+    """What was checked of LAMA's release archive: no digest of it is pinned, so without --sha256 its digest is
+    only printed and stored (`lama/SHA256`), for the user to compare."""
+    from eval.download import LAMA_SHA256
+
+    if sha256 or BY_NAME["lama"].archive.sha256 or LAMA_SHA256:
+        return ", and LAMA's release archive"
+    stored = lama / "SHA256"
+    digest = stored.read_text(encoding="utf-8").strip() if stored.is_file() else "unknown"
+    return (f"; LAMA's release archive has no pinned digest, so it was not checked: its SHA-256 {digest} is stored "
+            f"in {stored}; pass --sha256 to check it")
 
 
 @data.command("list", short_help="The corpora `download` fetches, and which are here.")

@@ -177,13 +177,17 @@ def shared_scopes(units: dict, held: dict, experiment=None) -> dict[str, frozens
 def scope_counts(scopes: dict[str, frozenset], held: dict, fact_of: dict[str, str] | None = None
                  ) -> list[tuple[list[str], int, int]]:
     """Each distinct shared scope of a corpus: the predictors it is of (those scored on its metrics), its number
-    of facts and of units (`fact_of`: a unit's fact, where a prompt set asks a fact several ways)."""
+    of facts and of units (`fact_of`: a unit's fact, where a prompt set asks a fact several ways). Where metrics of
+    the same predictors are taken over fewer facts (negated LAMA's became-prime, P@1 drop), the largest scope
+    counts: the facts they answered, whatever order the metrics come in."""
     out: dict[frozenset, tuple[list[str], int, int]] = {}
     for metric, uids in scopes.items():
         names = [name for name, mine in held.items() if metric in mine]
-        facts = len({(fact_of or {}).get(uid, uid) for uid in uids})
-        out.setdefault(frozenset(names), (names, facts, len(uids)))
-    return list(out.values())
+        scope = (names, len({(fact_of or {}).get(uid, uid) for uid in uids}), len(uids))
+        if scope[1:] > out.get(frozenset(names), ([], -1, -1))[1:]:
+            out[frozenset(names)] = scope
+    order = list(held)
+    return sorted(out.values(), key=lambda scope: [order.index(name) for name in scope[0]])
 
 
 def _by_scope(scopes: dict[str, frozenset], metrics: set[str]) -> dict[frozenset, set[str]]:
