@@ -218,7 +218,7 @@ def load_lmkbc(data_dir: str | Path | None = None, split: str = "val", relations
         labels = object_labels([r for _, r in rows] + [r for p in others for _, r in read_rows(p)])
     corpus = Corpus(CORPUS, {r: templates[r] for r in wanted}, [], files=[path, root / TEMPLATES])
     report = LoadReport(f"{CORPUS}/{split if split in SPLITS else path.name}")
-    unlabelled = 0
+    unlabelled: dict[str, int] = {}
     for lineno, row in rows:
         report.read += 1
         rel = row["Relation"]
@@ -232,13 +232,17 @@ def load_lmkbc(data_dir: str | Path | None = None, split: str = "val", relations
             objects = tuple(Entity(value, value) for value in ids)
         else:
             objects = tuple(Entity(labels.get(qid, qid), qid) for qid in ids)
-            unlabelled += sum(1 for qid in ids if qid not in labels)
+            for qid in ids:
+                if qid not in labels:
+                    unlabelled[qid] = unlabelled.get(qid, 0) + 1
         subject = Entity(row["SubjectEntity"], row["SubjectEntityID"])
         corpus.facts.append(SetFact(f"{rel}:{subject.id}", CORPUS, rel, subject, objects, tuple(row["ObjectEntities"]),
                                     scored=scored))
         report.kept += 1
     if unlabelled:
-        report.notes.append(f"{unlabelled} object ids have no label the data ties to them: they match by id only")
+        times = sum(unlabelled.values())
+        report.notes.append(f"{len(unlabelled)} object ids ({times} gold objects) have no label the data ties to them:"
+                            " they match by id only")
     corpus.reports.append(report)
     return corpus
 

@@ -85,6 +85,16 @@ def test_missing_prediction_is_an_error(tmp_path):
         score_facts(corpus.facts, partial)
 
 
+def test_unlabelled_ids_counted_once_each(tmp_path):
+    """An id without a label that several facts hold is one id: the note counts ids and the objects apart."""
+    val = [dict(r) for r in VAL]
+    twice = next(r for r in val if r["ObjectEntitiesID"] == ["Q7", "Q8"])
+    val.append({**twice, "SubjectEntity": "Other", "SubjectEntityID": "Q199"})
+    corpus = load_lmkbc(write_lmkbc(tmp_path, val=val), "val")
+    assert corpus.reports[0].notes == [
+        "2 object ids (4 gold objects) have no label the data ties to them: they match by id only"]
+
+
 def test_loader_builds_gold_sets_and_labels(tmp_path):
     corpus = load_lmkbc(write_lmkbc(tmp_path), "val")
     first = corpus.facts[0]
@@ -94,7 +104,8 @@ def test_loader_builds_gold_sets_and_labels(tmp_path):
     # Q7 and Q8 share the labels "Small Board"/"Mid Board" in both splits: no label is tied to either
     assert [(o.id, o.label) for o in corpus.facts[7].objects] == [("Q7", "Q7"), ("Q8", "Q8")]
     assert corpus.facts[7].labels == ("Small Board", "Mid Board")
-    assert corpus.reports[0].notes == ["2 object ids have no label the data ties to them: they match by id only"]
+    assert corpus.reports[0].notes == [
+        "2 object ids (2 gold objects) have no label the data ties to them: they match by id only"]
     assert corpus.relations["seriesHasNumberOfEpisodes"].template == "The series [X] has [Y] episodes."
 
 
