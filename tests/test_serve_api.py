@@ -210,6 +210,20 @@ def test_run_fact_detail(client, instances):
     assert page.status_code == 200 and "ask it live" in page.text
 
 
+def test_fact_page_shows_the_exact_rank_of_a_gold_outside_the_saved_answers(client, instances):
+    """An LM ranks every candidate: a gold below its saved top 10 still has a rank, which the page says as
+    `kbc show` does, not "-"."""
+    bert = instances[(instances["predictor"] == "bert") & instances["rank_raw"].isna()
+                     & instances["rank_exact_raw"].notna()]
+    row = bert.iloc[0]
+    exact_raw, exact_filtered = int(row["rank_exact_raw"]), int(row["rank_exact_filtered"])
+    assert exact_raw > 10
+    page = client.get(f"/runs/lama-small/facts/{row['uid']}").text
+    bert_column = page.split("<h3>bert</h3>")[1].split("</div>")[0]
+    assert (f"gold not among the answers; exact raw {exact_raw}, filtered {exact_filtered}"
+            in bert_column), bert_column
+
+
 @pytest.mark.parametrize("url,status,needle", [
     ("/api/runs/nope", 404, "no run 'nope'"),
     ("/api/runs/nope/facts", 404, "no run 'nope'"),

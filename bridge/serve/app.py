@@ -20,6 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator
 
+from bridge.cli.fact_lines import gold_ranks_text
 from bridge.serve import runs as run_views
 from bridge.serve.batching import Batcher
 from bridge.serve.explorer import Explorer
@@ -57,6 +58,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html
     templates.env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     templates.env.filters["params"] = parameters_text
+    templates.env.filters["gold_ranks"] = gold_ranks_text  # the words `kbc show` prints: exact ranks too
     templates.env.filters["short"] = lambda spec: "/".join(str(spec).rstrip("/").split("/")[-2:])
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
