@@ -21,6 +21,7 @@ from bridge.run.attempts import attempt_sample
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
 from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
+from bridge.serve.across_prompts import across_prompts
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
 
@@ -299,7 +300,9 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "table": table, "relation_table": relation_table, "relation_tables": relation_tables, "notes": notes,
             "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
-            "outcomes": list(OUTCOMES)}
+            "outcomes": list(OUTCOMES),
+            "across_prompts": across_prompts(loaded.summary(), loaded.run.predictors, labels,
+                                             loaded.facts if loaded.experiment == "lama" else None)}
 
 
 def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
