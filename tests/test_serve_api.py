@@ -230,6 +230,8 @@ def test_fact_page_shows_the_exact_rank_of_a_gold_outside_the_saved_answers(clie
     ("/api/runs/lama-small/facts/not-a-uid", 404, "no fact with uid"),
     ("/api/runs/lama-small/facts?outcome=kb-wins", 400, "outcome="),
     ("/api/runs/lama-small/facts?page=0", 400, "page=0"),
+    ("/api/runs/lama-small/facts?page=999", 400, "page=999: past the last page"),
+    ("/api/runs/lama-small/facts?relation=P36&per_page=500&page=2", 400, "fill 1 page of 500"),
     ("/api/runs/lama-small/facts?per_page=100000", 400, "per_page="),
     ("/api/runs/lama-small/facts?per_page=1_0", 422, "per_page: Value error, not a whole number: '1_0'"),
     ("/runs/lama-small?page=%203", 422, "page: Value error, not a whole number: ' 3'"),
@@ -260,6 +262,14 @@ def test_run_page_renders_and_filters(client, instances):
                                                   "b": "bert"})
     assert r.status_code == 200 and 'id="facts"' in r.text
     assert 'data-relation="P36"' not in r.text and 'data-relation="P19"' in r.text
+
+
+def test_run_page_past_the_last_page_says_so(client, instances):
+    pages = -(-instances["uid"].nunique() // 50)
+    r = client.get("/runs/lama-small", params={"page": pages + 1})
+    assert (r.status_code, r.headers["content-type"]) == (400, "text/html; charset=utf-8")
+    assert f"page={pages + 1}: past the last page; these {instances['uid'].nunique()} rows fill {pages} page" in r.text
+    assert client.get("/runs/lama-small", params={"page": pages}).status_code == 200
 
 
 def test_concurrent_queries_are_batched_and_isolated(serve_explorer, p19):

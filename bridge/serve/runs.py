@@ -524,6 +524,10 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
                 "both-wrong": la & lb}[outcome]
         frame = frame[mask]
     total = len(frame)  # rows: queries, one per fact and prompt where the run asked a prompt set
+    pages = max(1, -(-total // per_page))
+    if page > pages:  # an empty page "999 of 8" reads as a table with nothing in it
+        raise ConfigError(f"page={page}: past the last page; these {total} rows fill {pages} page"
+                          f"{'' if pages == 1 else 's'} of {per_page}")
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
     from bridge.run.fact_columns import fact_uid, prompt_of
 
@@ -540,7 +544,7 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
             "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
-            "pages": max(1, -(-total // per_page)), "predictors": preds,
+            "pages": pages, "predictors": preds,
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
 
 
