@@ -97,3 +97,17 @@ def test_run_page_shows_across_prompts_only_for_a_prompt_set(client):
     plain = client.get("/runs/plain").text
     assert client.get("/api/runs/plain").json()["across_prompts"] is None
     assert "across-prompts" not in plain and "Across prompts" not in plain
+
+
+def test_a_fact_of_a_prompt_set_asked_by_its_own_uid_names_its_queries(client, prompt_runs):
+    frame = _shared_queries(prompt_runs)
+    fact = frame["fact"].iloc[0]
+    queries = sorted(frame.loc[frame["fact"] == fact, "uid"].unique())
+    r = client.get(f"/api/runs/pararel/facts/{fact}")
+    assert r.status_code == 404
+    assert "asked that fact once per prompt" in r.json()["detail"] and queries[0] in r.json()["detail"]
+    page = client.get(f"/runs/pararel/facts/{fact}")
+    assert page.status_code == 404 and queries[0] in page.text
+    assert client.get(f"/runs/pararel/facts/{queries[0]}").status_code == 200
+    assert client.get("/api/runs/pararel/facts/no-such-fact").json()["detail"] == (
+        "run pararel has no fact with uid 'no-such-fact'")

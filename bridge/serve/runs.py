@@ -574,8 +574,20 @@ def fact_detail(loaded: LoadedRun, uid: str) -> dict:
         relation = _relation_of(loaded, uid)
         found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []
     if not found:
-        raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}")
+        raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}{_prompt_uids(loaded, uid)}")
     return _fact_json(loaded.run, found[0])
+
+
+def _prompt_uids(loaded: LoadedRun, uid: str) -> str:
+    """Where `uid` is a fact a prompt set asked once per prompt, the uids of its queries (`<fact>@<prompt>`), each
+    of which has its page; else nothing."""
+    if loaded.experiment == "fewrel" or "@" in uid:
+        return ""
+    uids = [u for u in loaded.facts()["uid"].astype(str) if u.startswith(uid + "@")]
+    if not uids:
+        return ""
+    shown = ", ".join(uids[:3]) + (f" and {len(uids) - 3} more" if len(uids) > 3 else "")
+    return f": the run asked that fact once per prompt, each query with its own uid ({shown})"
 
 
 def _relation_of(loaded: LoadedRun, uid: str) -> str | None:
