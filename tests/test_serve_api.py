@@ -234,7 +234,6 @@ def test_fact_page_shows_the_exact_rank_of_a_gold_outside_the_saved_answers(clie
     ("/api/runs/lama-small/facts?relation=P36&per_page=500&page=2", 400, "fill 1 page of 500"),
     ("/api/runs/lama-small/facts?per_page=100000", 400, "per_page="),
     ("/api/runs/lama-small/facts?per_page=1_0", 422, "per_page: Value error, not a whole number: '1_0'"),
-    ("/runs/lama-small?page=%203", 422, "page: Value error, not a whole number: ' 3'"),
     ("/api/runs/lama-small/facts?relation=P999", 400, "no relation 'P999'"),
     ("/api/runs/lama-small/facts?a=nobody", 400, "no predictor 'nobody'"),
     ("/api/runs/lama-small?setting=both", 400, "setting="),
@@ -243,6 +242,17 @@ def test_run_bad_input_is_4xx(client, url, status, needle):
     r = client.get(url)
     assert r.status_code == status, r.text
     assert needle in r.json()["detail"]
+
+
+@pytest.mark.parametrize("url,message", [
+    ("/runs/lama-small?page=%203", "page: Value error, not a whole number: &#39; 3&#39;"),
+    ("/?subject=Dante&relation=P19&k=ten", "k: Value error, not a whole number: &#39;ten&#39;"),
+])
+def test_pages_answer_a_malformed_number_with_an_html_422(client, url, message):
+    """An edited URL a page cannot read answers with a page holding the message, as the API answers with JSON."""
+    r = client.get(url)
+    assert (r.status_code, r.headers["content-type"]) == (422, "text/html; charset=utf-8")
+    assert f'<p class="error" id="error">{message}</p>' in r.text
 
 
 @pytest.mark.parametrize("url,message", [

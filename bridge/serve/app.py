@@ -78,7 +78,10 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return JSONResponse({"detail": _detail(exc)}, status_code=422)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": _detail(exc)}, status_code=422)
+        # a page answers with a page: an edited URL (`?k=ten`) reads as a message, not as JSON
+        return page(request, "error.html", 422, error=_detail(exc), heading="Cannot show this")
 
     def ask(subject: str, relation: str, cloze: str, k: int, run: str = "") -> dict:
         """The answers; with `run` (the run page that links here), whether that run was made from other data for
