@@ -111,3 +111,19 @@ def test_a_fact_of_a_prompt_set_asked_by_its_own_uid_names_its_queries(client, p
     assert client.get(f"/runs/pararel/facts/{queries[0]}").status_code == 200
     assert client.get("/api/runs/pararel/facts/no-such-fact").json()["detail"] == (
         "run pararel has no fact with uid 'no-such-fact'")
+
+
+def test_the_live_view_reached_from_a_prompt_set_run_says_it_asks_one_sentence(client):
+    row = client.get("/api/runs/pararel/facts", params={"relation": "P36"}).json()["facts"][1]
+    assert row["prompt_id"] == "pararel:1"  # a row whose prompt is not the one the live view asks
+    params = {"subject": row["subject"], "relation": "P36", "run": "pararel"}
+    body = client.get("/api/query", params=params).json()
+    assert body["query"]["prompt"] != row["prompt"]
+    note = body["run"]["prompts"]
+    assert note == ("run pararel asked each fact once per prompt of pararel (its fact table names each query's "
+                    f"prompt); this view asks one sentence: {body['query']['prompt']}")
+    page = client.get("/", params=params).text
+    assert '<p class="note" id="run-prompts">run pararel asked each fact once per prompt' in page
+    plain = client.get("/api/query", params={**params, "run": "plain"}).json()
+    assert plain["run"]["prompts"] is None
+    assert 'id="run-prompts"' not in client.get("/", params={**params, "run": "plain"}).text

@@ -94,7 +94,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         other = run_views.other_data(loaded, explorer)
         asked = result.get("query", {}).get("relation")
         return {**result, "run": {"name": loaded.name,
-                                  "other_data": other if other and asked in other["relations"] else None}}
+                                  "other_data": other if other and asked in other["relations"] else None,
+                                  "prompts": run_views.prompts_note(loaded, result)}}
 
     def with_other_data(loaded, body: dict) -> dict:
         return {**body, "other_data": run_views.other_data(loaded, explorer)}

@@ -548,6 +548,18 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
 
 
+def prompts_note(loaded: LoadedRun, result: dict) -> str | None:
+    """Where the run asked each fact once per prompt of a set, that the live view asks one sentence, not the
+    prompt of the row it was reached from; None for a run of one prompt per relation."""
+    if not any(r.get("prompt") for r in loaded.summary()):
+        return None
+    settings = loaded.run.config.get("settings") or {}
+    named = settings.get("prompts") if settings.get("prompts") not in (None, "lama") else None
+    asked = (result.get("query") or {}).get("prompt") or ""
+    return (f"run {loaded.name} asked each fact once per prompt{f' of {named}' if named else ''} (its fact table "
+            f"names each query's prompt); this view asks one sentence: {asked}")
+
+
 def asked_line(loaded: LoadedRun) -> str:
     """What a run asked, for its pages' header (where the live view's corpus is shown elsewhere): the experiment,
     each corpus with its relations, and the sample, from the attempts its config.json records."""
