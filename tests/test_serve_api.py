@@ -279,6 +279,7 @@ def test_run_page_past_the_last_page_says_so(client, instances):
     r = client.get("/runs/lama-small", params={"page": pages + 1})
     assert (r.status_code, r.headers["content-type"]) == (400, "text/html; charset=utf-8")
     assert f"page={pages + 1}: past the last page; these {instances['uid'].nunique()} rows fill {pages} page" in r.text
+    assert '<a id="run-start" href="/runs/lama-small">' in r.text  # a way on from the message, not a dead end
     assert client.get("/runs/lama-small", params={"page": pages}).status_code == 200
 
 
