@@ -210,15 +210,30 @@ def test_run_fact_detail(client, instances):
     assert page.status_code == 200 and "ask it live" in page.text
 
 
+def test_fact_page_shows_the_exact_rank_of_a_gold_outside_the_saved_answers(client, instances):
+    """An LM ranks every candidate: a gold below its saved top 10 still has a rank, which the page says as
+    `kbc show` does, not "-"."""
+    bert = instances[(instances["predictor"] == "bert") & instances["rank_raw"].isna()
+                     & instances["rank_exact_raw"].notna()]
+    row = bert.iloc[0]
+    exact_raw, exact_filtered = int(row["rank_exact_raw"]), int(row["rank_exact_filtered"])
+    assert exact_raw > 10
+    page = client.get(f"/runs/lama-small/facts/{row['uid']}").text
+    bert_column = page.split("<h3>bert</h3>")[1].split("</div>")[0]
+    assert (f"gold not among the answers; exact raw {exact_raw}, filtered {exact_filtered}"
+            in bert_column), bert_column
+
+
 @pytest.mark.parametrize("url,status,needle", [
     ("/api/runs/nope", 404, "no run 'nope'"),
     ("/api/runs/nope/facts", 404, "no run 'nope'"),
     ("/api/runs/lama-small/facts/not-a-uid", 404, "no fact with uid"),
     ("/api/runs/lama-small/facts?outcome=kb-wins", 400, "outcome="),
     ("/api/runs/lama-small/facts?page=0", 400, "page=0"),
+    ("/api/runs/lama-small/facts?page=999", 400, "page=999: past the last page"),
+    ("/api/runs/lama-small/facts?relation=P36&per_page=500&page=2", 400, "fill 1 page of 500"),
     ("/api/runs/lama-small/facts?per_page=100000", 400, "per_page="),
     ("/api/runs/lama-small/facts?per_page=1_0", 422, "per_page: Value error, not a whole number: '1_0'"),
-    ("/runs/lama-small?page=%203", 422, "page: Value error, not a whole number: ' 3'"),
     ("/api/runs/lama-small/facts?relation=P999", 400, "no relation 'P999'"),
     ("/api/runs/lama-small/facts?a=nobody", 400, "no predictor 'nobody'"),
     ("/api/runs/lama-small?setting=both", 400, "setting="),
@@ -227,6 +242,17 @@ def test_run_bad_input_is_4xx(client, url, status, needle):
     r = client.get(url)
     assert r.status_code == status, r.text
     assert needle in r.json()["detail"]
+
+
+@pytest.mark.parametrize("url,message", [
+    ("/runs/lama-small?page=%203", "page: Value error, not a whole number: &#39; 3&#39;"),
+    ("/?subject=Dante&relation=P19&k=ten", "k: Value error, not a whole number: &#39;ten&#39;"),
+])
+def test_pages_answer_a_malformed_number_with_an_html_422(client, url, message):
+    """An edited URL a page cannot read answers with a page holding the message, as the API answers with JSON."""
+    r = client.get(url)
+    assert (r.status_code, r.headers["content-type"]) == (422, "text/html; charset=utf-8")
+    assert f'<p class="error" id="error">{message}</p>' in r.text
 
 
 @pytest.mark.parametrize("url,message", [
@@ -246,6 +272,15 @@ def test_run_page_renders_and_filters(client, instances):
                                                   "b": "bert"})
     assert r.status_code == 200 and 'id="facts"' in r.text
     assert 'data-relation="P36"' not in r.text and 'data-relation="P19"' in r.text
+
+
+def test_run_page_past_the_last_page_says_so(client, instances):
+    pages = -(-instances["uid"].nunique() // 50)
+    r = client.get("/runs/lama-small", params={"page": pages + 1})
+    assert (r.status_code, r.headers["content-type"]) == (400, "text/html; charset=utf-8")
+    assert f"page={pages + 1}: past the last page; these {instances['uid'].nunique()} rows fill {pages} page" in r.text
+    assert '<a id="run-start" href="/runs/lama-small">' in r.text  # a way on from the message, not a dead end
+    assert client.get("/runs/lama-small", params={"page": pages}).status_code == 200
 
 
 def test_concurrent_queries_are_batched_and_isolated(serve_explorer, p19):

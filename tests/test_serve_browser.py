@@ -105,3 +105,20 @@ def test_narrow_window_has_no_horizontal_overflow(browser, base_url, serve_run, 
     assert "shared facts" in page.inner_text("#scopes")
     _no_overflow(page)
     assert (tmp_path / "serve-narrow.png").stat().st_size > 10_000
+
+
+def test_pages_load_without_console_errors(browser, base_url, serve_run):
+    """Each kind of page loads with nothing failing in the browser's console (no missing favicon, script or
+    style), in a fresh browser context, as a first visit is."""
+    uid = pd.read_parquet(serve_run / "instances.parquet")["uid"].iloc[0]
+    for path in ("/", "/?subject=France&relation=P36&k=3", "/runs", "/leaderboard", "/runs/lama-small",
+                 f"/runs/lama-small/facts/{uid}"):
+        context = browser.new_context()
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m, errors=errors: m.type == "error" and errors.append(m.text))
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        page.goto(base_url + path)
+        page.wait_for_load_state("networkidle")
+        context.close()
+        assert errors == [], (path, errors)

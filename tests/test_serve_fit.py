@@ -338,3 +338,26 @@ def test_run_page_per_relation_table_leads_with_the_shared_scope_and_names_scope
         second = text[text.index('<table id="per-relation-own"'):]
         second = second[:second.index("</table>")]
         assert "<td>6.00 <small>n=100</small></td>" in second and "<td>40.00 <small>n=90</small></td>" in second
+
+
+def test_a_causal_lm_asked_a_free_cloze_says_why_it_does_not_answer(lama_dir, tmp_path):
+    """A causal LM ranks a relation's candidate objects, which a free cloze does not name: its column says so
+    ("not applicable") rather than "ok" with no answer, and a subject and relation it answers."""
+    from lm_fixtures import tiny_model_dir
+
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.sides import Ask, answer_many
+
+    gpt2 = str(tiny_model_dir("gpt2", tmp_path / "gpt2"))
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P36"], predictors=[f"gpt2={gpt2}"],
+                                             cache_dir=tmp_path / "cache"))
+    try:
+        cloze, asked = explorer.call(answer_many, explorer, [Ask(cloze="Paris is the capital of [MASK] .", k=3),
+                                                             Ask(subject="France", relation="P36", k=3)])
+    finally:
+        explorer.close()
+    column = next(c for c in cloze["columns"] if c["name"] == "gpt2")
+    assert (column["status"], column["answers"]) == ("not applicable", [])
+    assert "a cloze names no relation" in column["message"]
+    answered = next(c for c in asked["columns"] if c["name"] == "gpt2")
+    assert answered["status"] == "ok" and len(answered["answers"]) == 3

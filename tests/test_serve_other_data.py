@@ -71,15 +71,16 @@ def test_fact_page_and_live_view_reached_from_it_say_so(client, serve_explorer):
     live = client.get("/api/query", params={"subject": "Allan Peiper", "relation": "P19", "run": "edited"}).json()
     assert live["gold"] == ["Alexandra"]
     assert live["run"] == {"name": "edited", "other_data": {"corpus": "trex", "relations": ["P19"],
-                                                            "message": _message(serve_explorer)}}
+                                                            "message": _message(serve_explorer)},
+                           "prompts": None}
     html = client.get("/", params={"subject": "Allan Peiper", "relation": "P19", "run": "edited"}).text
     assert f'<p class="note" id="other-data">{_message(serve_explorer)}</p>' in html
     assert '<input type="hidden" name="run" value="edited">' in html
     # another relation, a run of the data served, or no run: nothing to say
     other = client.get("/api/query", params={"subject": "France", "relation": "P36", "run": "edited"}).json()
-    assert other["run"] == {"name": "edited", "other_data": None}
+    assert other["run"] == {"name": "edited", "other_data": None, "prompts": None}
     same = client.get("/api/query", params={"subject": "Allan Peiper", "relation": "P19", "run": "lama-small"})
-    assert same.json()["run"] == {"name": "lama-small", "other_data": None}
+    assert same.json()["run"] == {"name": "lama-small", "other_data": None, "prompts": None}
     plain = client.get("/api/query", params={"subject": "Allan Peiper", "relation": "P19"}).json()
     assert "run" not in plain
     assert 'id="other-data"' not in client.get("/", params={"subject": "Allan Peiper", "relation": "P19"}).text

@@ -20,6 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator
 
+from bridge.cli.fact_lines import gold_ranks_text
 from bridge.serve import runs as run_views
 from bridge.serve.batching import Batcher
 from bridge.serve.explorer import Explorer
@@ -57,6 +58,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html
     templates.env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
     templates.env.filters["params"] = parameters_text
+    templates.env.filters["gold_ranks"] = gold_ranks_text  # the words `kbc show` prints: exact ranks too
     templates.env.filters["short"] = lambda spec: "/".join(str(spec).rstrip("/").split("/")[-2:])
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -76,7 +78,10 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return JSONResponse({"detail": _detail(exc)}, status_code=422)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": _detail(exc)}, status_code=422)
+        # a page answers with a page: an edited URL (`?k=ten`) reads as a message, not as JSON
+        return page(request, "error.html", 422, error=_detail(exc), heading="Cannot show this")
 
     def ask(subject: str, relation: str, cloze: str, k: int, run: str = "") -> dict:
         """The answers; with `run` (the run page that links here), whether that run was made from other data for
@@ -89,7 +94,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         other = run_views.other_data(loaded, explorer)
         asked = result.get("query", {}).get("relation")
         return {**result, "run": {"name": loaded.name,
-                                  "other_data": other if other and asked in other["relations"] else None}}
+                                  "other_data": other if other and asked in other["relations"] else None,
+                                  "prompts": run_views.prompts_note(loaded, result)}}
 
     def with_other_data(loaded, body: dict) -> dict:
         return {**body, "other_data": run_views.other_data(loaded, explorer)}

@@ -21,6 +21,7 @@ from bridge.run.attempts import attempt_sample
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
 from bridge.run.freshness import check_scored, files_state
 from bridge.run.instances import FILENAME, instances_frame
+from bridge.serve.across_prompts import across_prompts
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
 
@@ -299,7 +300,9 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "table": table, "relation_table": relation_table, "relation_tables": relation_tables, "notes": notes,
             "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
-            "outcomes": list(OUTCOMES)}
+            "outcomes": list(OUTCOMES),
+            "across_prompts": across_prompts(loaded.summary(), loaded.run.predictors, labels,
+                                             loaded.facts if loaded.experiment == "lama" else None)}
 
 
 def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
@@ -521,6 +524,10 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
                 "both-wrong": la & lb}[outcome]
         frame = frame[mask]
     total = len(frame)  # rows: queries, one per fact and prompt where the run asked a prompt set
+    pages = max(1, -(-total // per_page))
+    if page > pages:  # an empty page "999 of 8" reads as a table with nothing in it
+        raise ConfigError(f"page={page}: past the last page; these {total} rows fill {pages} page"
+                          f"{'' if pages == 1 else 's'} of {per_page}")
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
     from bridge.run.fact_columns import fact_uid, prompt_of
 
@@ -537,8 +544,20 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         rows.append(row)
     return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
             "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
-            "pages": max(1, -(-total // per_page)), "predictors": preds,
+            "pages": pages, "predictors": preds,
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
+
+
+def prompts_note(loaded: LoadedRun, result: dict) -> str | None:
+    """Where the run asked each fact once per prompt of a set, that the live view asks one sentence, not the
+    prompt of the row it was reached from; None for a run of one prompt per relation."""
+    if not any(r.get("prompt") for r in loaded.summary()):
+        return None
+    settings = loaded.run.config.get("settings") or {}
+    named = settings.get("prompts") if settings.get("prompts") not in (None, "lama") else None
+    asked = (result.get("query") or {}).get("prompt") or ""
+    return (f"run {loaded.name} asked each fact once per prompt{f' of {named}' if named else ''} (its fact table "
+            f"names each query's prompt); this view asks one sentence: {asked}")
 
 
 def asked_line(loaded: LoadedRun) -> str:
@@ -567,8 +586,20 @@ def fact_detail(loaded: LoadedRun, uid: str) -> dict:
         relation = _relation_of(loaded, uid)
         found = find_facts(loaded.run, loaded.run.corpora, uid, None, relation) if relation else []
     if not found:
-        raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}")
+        raise LookupError(f"run {loaded.name} has no fact with uid {uid!r}{_prompt_uids(loaded, uid)}")
     return _fact_json(loaded.run, found[0])
+
+
+def _prompt_uids(loaded: LoadedRun, uid: str) -> str:
+    """Where `uid` is a fact a prompt set asked once per prompt, the uids of its queries (`<fact>@<prompt>`), each
+    of which has its page; else nothing."""
+    if loaded.experiment == "fewrel" or "@" in uid:
+        return ""
+    uids = [u for u in loaded.facts()["uid"].astype(str) if u.startswith(uid + "@")]
+    if not uids:
+        return ""
+    shown = ", ".join(uids[:3]) + (f" and {len(uids) - 3} more" if len(uids) > 3 else "")
+    return f": the run asked that fact once per prompt, each query with its own uid ({shown})"
 
 
 def _relation_of(loaded: LoadedRun, uid: str) -> str | None:

@@ -423,6 +423,9 @@ def predictor_columns(explorer: Explorer, column: Column, queries: list[Query], 
         if query.relation == "cloze" and side != "lm":
             out[i] = _column(side, column.name, "not applicable", "a KB side needs a subject and a relation",
                              spec=column.spec)
+        elif query.relation == "cloze" and is_causal(column):  # its answers are the asked relation's candidates
+            out[i] = _column(side, column.name, "not applicable", "a causal LM ranks the objects of a relation in its "
+                             "sentence; a cloze names no relation (ask a subject and a relation)", spec=column.spec)
         elif unasked(query):
             out[i] = _column(side, column.name, "not applicable", unasked(query), spec=column.spec)
         else:

@@ -1,0 +1,90 @@
+"""A run over a prompt set, across its prompts: what `summary.md` says under "Across prompts" (consistency, group
+accuracy, the random-prompt draws) and the per-prompt P@1 that only `summary.json` holds, so the run page shows
+how much each prompt moves a predictor, not only the average over prompts.
+
+Read from the run's summary rows, never recomputed: the values are those of `summary.md` and `kbc report`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from eval.report import PROMPT_METRICS
+
+PER_RELATION = ("consistency", "group_accuracy")  # the draws are over every relation at once
+SETTING = "raw"  # the runner scores prompts in the raw setting only, as summary.md says
+
+
+def _prompt_order(prompt: str) -> tuple:
+    """`pararel:2` before `pararel:10`: ids by their text, then the number they end with."""
+    head, _, tail = prompt.rpartition(":")
+    return (head, int(tail), "") if tail.isdigit() else (prompt, -1, prompt)
+
+
+def _scope(rows: list[dict]) -> str:
+    """The shared facts where the run has them (as summary.md's table), else each predictor's own."""
+    return "shared" if any(r.get("scope") == "shared" for r in rows) else "own"
+
+
+def _examples(facts: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
+    """(corpus, relation, prompt id) -> the prompt as a template: its first query's sentence with the subject as
+    [X] (the sentence itself where the subject is not in it)."""
+    if facts is None or facts.empty or "prompt" not in facts.columns:
+        return {}
+    out: dict[tuple[str, str, str], str] = {}
+    for corpus, relation, uid, subject, prompt in facts[["corpus", "relation", "uid", "subject", "prompt"]].itertuples(
+            index=False):
+        pid = str(uid).split("@", 1)[1] if "@" in str(uid) else None
+        if pid is None or (corpus, relation, pid) in out or not isinstance(prompt, str):
+            continue
+        out[(corpus, relation, pid)] = prompt.replace(str(subject), "[X]") if subject else prompt
+    return out
+
+
+def across_prompts(summary: list[dict], predictors: list[str], labels: dict | None = None,
+                   facts: Callable[[], pd.DataFrame] | None = None) -> dict | None:
+    """The run's agreement across prompts and P@1 per prompt, or None for a run asked one prompt per relation.
+
+    `agreement`: per (corpus, predictor) over all relations, the metrics of summary.md's table; `relations`: the
+    same per relation (consistency, group accuracy); `prompts`: per (corpus, relation, prompt id) each predictor's
+    P@1 and the facts it is over (`facts` where every predictor's number is the same), with the prompt as a
+    template where the run's fact table (`facts`, read only for a run over a prompt set) holds its sentences."""
+    raw = [r for r in summary if r.get("setting", SETTING) == SETTING]
+    per_prompt = [r for r in raw if r.get("prompt") and r.get("metric") == "p@1"]
+    if not per_prompt:
+        return None
+    scope = _scope(per_prompt)
+    per_prompt = [r for r in per_prompt if r.get("scope", "own") == scope]
+    agreeing = [r for r in raw if r.get("metric") in PROMPT_METRICS and not r.get("prompt")]
+    held = _scope(agreeing)
+    agreeing = [r for r in agreeing if r.get("scope", "own") == held]
+    cells = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("value") for r in agreeing}
+    corpora = list(dict.fromkeys(r.get("corpus") for r in per_prompt))
+    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in PROMPT_METRICS}}
+                 for c in corpora for p in predictors if any((c, "all", p, m) in cells for m in PROMPT_METRICS)]
+    relations = sorted({(r.get("corpus"), r.get("group")) for r in per_prompt})
+    labels = labels or {}
+
+    def label(corpus: str, rel: str) -> str:
+        text = (labels.get(corpus) or {}).get(rel, "")
+        return "" if text == rel else text
+
+    by_relation = [{"corpus": c, "relation": rel, "label": label(c, rel),
+                    **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}}
+                   for c, rel in relations]
+    grouped: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in per_prompt:
+        grouped.setdefault((r.get("corpus"), r.get("group"), r["prompt"]), {})[r.get("predictor")] = r
+    examples = _examples(facts() if facts else None)
+    prompts = []
+    for (corpus, rel, pid), by in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], _prompt_order(kv[0][2]))):
+        counts = {p: by[p].get("n_facts") for p in predictors if p in by}
+        prompts.append({"corpus": corpus, "relation": rel, "label": label(corpus, rel), "prompt": pid,
+                        "template": examples.get((corpus, rel, pid)),
+                        "p@1": {p: by[p].get("value") for p in predictors if p in by}, "n": counts,
+                        "facts": next(iter(counts.values())) if len(set(counts.values())) == 1 else None})
+    return {"setting": SETTING, "scope": scope, "metrics": list(PROMPT_METRICS), "agreement": agreement,
+            "relations": by_relation, "prompts": prompts}
+

