@@ -244,7 +244,7 @@ def download_files(source: Source, dest: str | Path, mirror: str | None = None, 
     dest.mkdir(parents=True, exist_ok=True)
     todo = [f for f in source.files() if not _check_present(f, dest)]
     try:
-        with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=source.name,
+        with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=source.name, delay=1.0,
                   disable=not progress or not todo) as bar:
             for pinned in todo:
                 _install(pinned, dest, mirror, bar, folder)
@@ -282,7 +282,7 @@ def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LA
     part = dest / PARTIAL / "lama-data.zip.part"
     part.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with tqdm(unit="B", unit_scale=True, desc="LAMA data.zip", disable=not progress) as bar:
+        with tqdm(unit="B", unit_scale=True, desc="LAMA data.zip", delay=1.0, disable=not progress) as bar:
             got = _fetch(url, part, bar)
         if sha256 and got != sha256:
             part.unlink()

@@ -416,3 +416,9 @@ def test_only_a_pinned_release_archive_is_said_to_be_checked(mirror, tmp_path, c
     code, _, err = run_kbc(["data", "download", "--dest", str(tmp_path / "c"), "--sha256", "0" * 64, "--quiet"],
                            capsys)
     assert code == 2 and "checksum mismatch" in err and not (tmp_path / "c" / "lama").exists()
+
+
+def test_a_download_that_fails_at_once_prints_no_progress_bar(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(MIRROR_ENV, "http://127.0.0.1:9")
+    code, _, err = run_kbc(["data", "download", "lmkbc2024", "--dest", str(tmp_path / "data")], capsys)
+    assert code == 2 and "%|" not in err and err.startswith("error: cannot download http://127.0.0.1:9/"), err
