@@ -62,6 +62,16 @@ def google_re(lama_dir):
     return load_google_re(lama_dir)
 
 
+@pytest.fixture(scope="session")
+def wiki_sample(shared_data):
+    """(paragraphs, ingest report) of the whole Wikipedia sample dump: parsing its markup takes seconds, so the
+    modules that read it share one parse (and one worker, `SHARED_SET_UP`); a tuple, so that none changes it."""
+    from kb.text.paragraphs import IngestReport, read_dump
+
+    report = IngestReport("sample")
+    return tuple(read_dump(shared_data / "wikipedia" / "enwiki-sample-206-pages.xml.bz2", report)), report
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _built_once_per_run(tmp_path_factory) -> None:
     """The entity tests' artefacts are built once per run, not once per worker process: under `-n` the
@@ -89,8 +99,7 @@ def pytest_sessionfinish(session, exitstatus):
 SET_UP_ONCE = ("test_api", "test_causal_prefix", "test_entities_answers", "test_fewrel_run",
                "test_leaderboard_left_out", "test_leaderboard_shared", "test_metric_aliases", "test_negated_views",
                "test_ray_executor", "test_reasoning", "test_report", "test_report_generated", "test_serve_generated",
-               "test_serve_inferred", "test_served_real", "test_shared_scope", "test_text_contract",
-               "test_text_cooccur", "test_text_paragraphs", "test_text_retrieval")
+               "test_serve_inferred", "test_served_real", "test_shared_scope", "test_text_retrieval")
 
 # modules that share a session fixture costly to set up: under `-n` each group is kept whole on one worker, so that
 # the fixture is set up once per run, not once on each worker that happens to get one of their tests
@@ -99,6 +108,7 @@ SHARED_SET_UP = {
                   "test_input_checks"),  # analyze_support.small_run: an index, a tiny BERT and a run of three
     "served": ("test_serve_api", "test_serve_browser", "test_serve_fit", "test_serve_isolation",
                "test_serve_other_data"),  # serve_support's explorer, run and app
+    "wiki_sample": ("test_text_contract", "test_text_cooccur", "test_text_paragraphs"),  # the sample dump parsed
 }
 _GROUP = {module: group for group, modules in SHARED_SET_UP.items() for module in modules}
 

@@ -11,7 +11,7 @@ import conftest
 
 TESTS = Path(__file__).resolve().parent
 # the fixtures of each group: a module whose tests or fixtures take one of them belongs to the group
-FIXTURES = {"small_run": {"small_run"}, "served": {"client", "serve_app", "serve_run"}}
+FIXTURES = {"small_run": {"small_run"}, "served": {"client", "serve_app", "serve_run"}, "wiki_sample": {"wiki_sample"}}
 # modules defining a fixture of the same name that is not the shared one
 OWN = {"served": {"import serve_support"}}
 
@@ -41,6 +41,7 @@ def test_a_grouped_module_is_scheduled_whole_with_its_group(monkeypatch):
     scope = _scope(monkeypatch)
     assert scope("tests/test_analyze_stats.py::test_x") == scope("tests/test_input_checks.py::test_y") == "small_run"
     assert scope("tests/test_serve_fit.py::test_x") == scope("tests/test_serve_api.py::test_y") == "served"
+    assert scope("tests/test_text_cooccur.py::test_x") == scope("tests/test_text_contract.py::t") == "wiki_sample"
     assert scope("tests/test_report.py::test_x") == "tests/test_report.py"  # a module of SET_UP_ONCE: whole
     assert scope("tests/test_metrics.py::test_x") == "tests/test_metrics.py::test_x"  # any other: test by test
 
