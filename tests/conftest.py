@@ -71,6 +71,16 @@ def emulator_url(tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="session")
+def wiki_sample(shared_data):
+    """(paragraphs, ingest report) of the whole Wikipedia sample dump: parsing its markup takes seconds, so the
+    modules that read it share one parse (and one worker, `SHARED_SET_UP`); a tuple, so that none changes it."""
+    from kb.text.paragraphs import IngestReport, read_dump
+
+    report = IngestReport("sample")
+    return tuple(read_dump(shared_data / "wikipedia" / "enwiki-sample-206-pages.xml.bz2", report)), report
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _built_once_per_run(tmp_path_factory) -> None:
     """The entity tests' artefacts are built once per run, not once per worker process: under `-n` the
@@ -95,12 +105,21 @@ def pytest_sessionfinish(session, exitstatus):
 
 # modules whose module-scoped fixtures take seconds to set up (a model and embeddings loaded, an index or a run
 # built): under `-n` each is kept whole on one worker, so that they are set up once, not once per worker
-SET_UP_ONCE = ("test_analyze_correlation", "test_api", "test_causal_prefix", "test_entities_answers",
-               "test_fewrel_run", "test_input_checks", "test_leaderboard_left_out", "test_leaderboard_shared",
-               "test_metric_aliases", "test_negated_views", "test_ray_executor", "test_reasoning", "test_report",
-               "test_report_generated", "test_serve_api", "test_serve_browser", "test_serve_generated",
-               "test_serve_inferred", "test_served_real", "test_shared_scope", "test_text_contract",
-               "test_text_cooccur", "test_text_paragraphs", "test_text_retrieval")
+SET_UP_ONCE = ("test_api", "test_causal_prefix", "test_entities_answers", "test_fewrel_run",
+               "test_leaderboard_left_out", "test_leaderboard_shared", "test_metric_aliases", "test_negated_views",
+               "test_ray_executor", "test_reasoning", "test_report", "test_report_generated", "test_serve_generated",
+               "test_serve_inferred", "test_served_real", "test_shared_scope", "test_text_retrieval")
+
+# modules that share a session fixture costly to set up: under `-n` each group is kept whole on one worker, so that
+# the fixture is set up once per run, not once on each worker that happens to get one of their tests
+SHARED_SET_UP = {
+    "small_run": ("test_analyze_correlation", "test_analyze_errors", "test_analyze_evidence", "test_analyze_stats",
+                  "test_input_checks"),  # analyze_support.small_run: an index, a tiny BERT and a run of three
+    "served": ("test_serve_api", "test_serve_browser", "test_serve_fit", "test_serve_isolation",
+               "test_serve_other_data"),  # serve_support's explorer, run and app
+    "wiki_sample": ("test_text_contract", "test_text_cooccur", "test_text_paragraphs"),  # the sample dump parsed
+}
+_GROUP = {module: group for group, modules in SHARED_SET_UP.items() for module in modules}
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -111,8 +130,8 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`-n N` hands out tests one by one in their order, as `--dist load` does, but each module of `SET_UP_ONCE`
-    whole (those first, the largest first: `LoadScopeScheduling`)."""
+    """`-n N` hands out tests one by one in their order, as `--dist load` does, but each module of `SET_UP_ONCE` and
+    each group of `SHARED_SET_UP` whole (those first, the largest first: `LoadScopeScheduling`)."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -120,6 +139,9 @@ def pytest_xdist_make_scheduler(config, log):
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return module if Path(module).stem in SET_UP_ONCE else nodeid
+            stem = Path(module).stem
+            if stem in _GROUP:
+                return _GROUP[stem]
+            return module if stem in SET_UP_ONCE else nodeid
 
     return Scheduling(config, log)

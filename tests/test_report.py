@@ -178,10 +178,34 @@ def runs(lama_dir, tmp_path_factory, tiny_models):
 
 
 @pytest.fixture(scope="module")
-def lama_report(runs) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `kbc report` of the LAMA run into its own `report/`, made once for the tests
-    that only read it."""
-    return run_kbc_captured(["report", str(runs / "lama")])
+def lama_report_made(runs) -> dict:
+    """`kbc report` of the LAMA run into its own `report/`, made once for the tests that only read it: its (exit
+    status, stdout, stderr) as `result`, and what each figure it saved held as it was saved (`figures.save`
+    watched): `drawn` (titles of empty axes, legends inside, legends outside) and `legends` (their labels)."""
+    drawn: dict[str, tuple[list, int, int]] = {}
+    legends: dict[str, list[str]] = {}
+    real = figures.save
+
+    def audit(fig, out, key):
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        empty = [ax.get_title() for ax in axes
+                 if not (ax.lines or ax.patches or ax.collections or ax.images) and ax.get_xlabel() != ""
+                 and not any(other is not ax and other.bbox.bounds == ax.bbox.bounds for other in axes)]
+        inside = sum(ax.get_legend() is not None for ax in axes)
+        drawn[key] = (empty, inside, len(fig.legends))
+        legends[key] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+        return real(fig, out, key)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "save", audit)
+        result = run_kbc_captured(["report", str(runs / "lama")])
+    return {"result": result, "drawn": drawn, "legends": legends, "open": len(figures.plt.get_fignums())}
+
+
+@pytest.fixture(scope="module")
+def lama_report(lama_report_made) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `kbc report` of the LAMA run into its own `report/`."""
+    return lama_report_made["result"]
 
 
 def test_report_has_every_figure_and_valid_html(runs, lama_report):
@@ -578,30 +602,16 @@ def test_bins_are_over_the_facts_every_predictor_answered_or_say_whose_facts(run
         ["2-31", "-", "11.76 (34)", "3.57 (28)"]]
 
 
-def test_figures_have_no_empty_axes_and_legends_outside(runs, capsys, monkeypatch):
-    drawn: dict[str, tuple[list, int, int]] = {}
-    legends: dict[str, list[str]] = {}
-    real = figures.save
-
-    def audit(fig, out, key):
-        axes = [ax for ax in fig.axes if ax.get_visible()]
-        empty = [ax.get_title() for ax in axes
-                 if not (ax.lines or ax.patches or ax.collections or ax.images) and ax.get_xlabel() != ""
-                 and not any(other is not ax and other.bbox.bounds == ax.bbox.bounds for other in axes)]
-        inside = sum(ax.get_legend() is not None for ax in axes)
-        drawn[key] = (empty, inside, len(fig.legends))
-        legends[key] = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
-        return real(fig, out, key)
-
-    monkeypatch.setattr(figures, "save", audit)
-    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(runs / "audit-report")], capsys)
+def test_figures_have_no_empty_axes_and_legends_outside(lama_report_made):
+    code, out, err = lama_report_made["result"]
     assert code == 0, err
+    drawn, legends = lama_report_made["drawn"], lama_report_made["legends"]
     assert set(drawn) == LAMA_FIGURES | ANALYSIS_FIGURES
     for key, (empty, inside, outside) in drawn.items():
         assert empty == [] and inside == 0 and outside == 1, key
     for key in LAMA_FIGURES:  # gold scores 100 by construction: tables only
         assert legends[key] == ["freq", "bert", "bert2"] if key != "delta_vs_freq" else ["bert", "bert2"], key
-    assert len(figures.plt.get_fignums()) == 0
+    assert lama_report_made["open"] == 0
 
 
 def test_upper_bounds_are_marked(runs, capsys):

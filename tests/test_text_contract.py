@@ -10,7 +10,6 @@ brute-force scan.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -24,7 +23,7 @@ from eval.errors import DataError, KbcError
 from kb.text.analyzer import term_counts, tokens
 from kb.text.cooccur import ScanIndex
 from kb.text.index import Mention, build_index, open_index
-from kb.text.paragraphs import ContentDigest, Paragraph, read_dump
+from kb.text.paragraphs import ContentDigest, Paragraph
 
 N_PARAGRAPHS = 600  # the emulator is fine for a few thousand documents
 QUERIES = ["Abraham Lincoln slavery", "the political philosophy of anarchism", "Aristotle logic logic",
@@ -42,11 +41,10 @@ MENTIONS = [
 
 
 @pytest.fixture(scope="session")
-def paragraphs(shared_data) -> list[Paragraph]:
-    dump = shared_data / "wikipedia" / "enwiki-sample-206-pages.xml.bz2"
+def paragraphs(wiki_sample) -> list[Paragraph]:
     extra = [Paragraph("extra#0", "extra", 0, "O'Brien's U.S. office reported 3.14 for the_end of the year", ()),
              Paragraph("extra#1", "extra", 1, "Obrien s US office 3 14 the end", ())]
-    return list(itertools.islice(read_dump(dump), N_PARAGRAPHS)) + extra
+    return list(wiki_sample[0][:N_PARAGRAPHS]) + extra  # the dump's first N_PARAGRAPHS
 
 
 @pytest.fixture(scope="session")

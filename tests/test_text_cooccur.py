@@ -10,13 +10,12 @@ import pytest
 from eval.types import Entity, Fact
 from kb.text.cooccur import Cooccur, Cooccurrence, ScanIndex, mention_of
 from kb.text.index import Mention, build_index
-from kb.text.paragraphs import Paragraph, read_dump
+from kb.text.paragraphs import Paragraph
 
 
 @pytest.fixture(scope="module")
-def wiki(shared_data, tmp_path_factory):
-    dump = shared_data / "wikipedia" / "enwiki-sample-206-pages.xml.bz2"
-    paragraphs = list(itertools.islice(read_dump(dump), 2500))
+def wiki(wiki_sample, tmp_path_factory):
+    paragraphs = list(wiki_sample[0][:2500])  # the dump's first 2,500
     return build_index(paragraphs, "tantivy", tmp_path_factory.mktemp("co") / "idx"), ScanIndex(paragraphs)
 
 

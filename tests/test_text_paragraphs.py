@@ -18,9 +18,8 @@ def dump(shared_data: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wiki(dump):
-    report = IngestReport("sample")
-    return list(read_dump(dump, report)), report
+def wiki(wiki_sample):
+    return wiki_sample  # the whole dump read with its report, once per run
 
 
 def _raw_pages(dump: Path) -> list[tuple[str, int, bool]]:
