@@ -116,7 +116,7 @@ SHARED_SET_UP = {
     "small_run": ("test_analyze_correlation", "test_analyze_errors", "test_analyze_evidence", "test_analyze_stats",
                   "test_input_checks"),  # analyze_support.small_run: an index, a tiny BERT and a run of three
     "served": ("test_serve_api", "test_serve_browser", "test_serve_fit", "test_serve_isolation",
-               "test_serve_other_data"),  # serve_support's explorer, run and app
+               "test_serve_other_data", "test_serve_prompts"),  # serve_support's explorer, run and app
     "wiki_sample": ("test_text_contract", "test_text_cooccur", "test_text_paragraphs"),  # the sample dump parsed
 }
 _GROUP = {module: group for group, modules in SHARED_SET_UP.items() for module in modules}
