@@ -20,6 +20,7 @@ is 1.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import defaultdict
@@ -567,19 +568,19 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
         sizes = [len(ems) for ems in qsets.values()]
         n = len(qsets)
         values = {
-            "f1": 100.0 * sum(float(r["f1"]) for r in chosen) / len(chosen),
-            "em": 100.0 * sum(float(r["em"]) for r in chosen) / len(chosen),
+            "f1": 100.0 * math.fsum(float(r["f1"]) for r in chosen) / len(chosen),
+            "em": 100.0 * math.fsum(float(r["em"]) for r in chosen) / len(chosen),
             "robust_all": 100.0 * sum(k == m for k, m in zip(right, sizes)) / n,
             "robust_partial": 100.0 * sum(0 < k < m for k, m in zip(right, sizes)) / n,
             "robust_none": 100.0 * sum(k == 0 for k in right) / n,
         }
         if all(r.get("chance") is not None for r in chosen):
-            values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
+            values["chance"] = 100.0 * math.fsum(float(r["chance"]) for r in chosen) / len(chosen)
         out += [{"setting": "raw", "group": group, "metric": m, "value": v,
                  "n_facts": n if m in ROBUSTNESS else len(chosen)} for m, v in values.items()]
     for relation in sorted({relation_id(str(r["relation"])) for r in rows if r.get("relation")}):
         chosen = [r for r in rows if r.get("relation") and relation_id(str(r["relation"])) == relation]
         out += [{"setting": "raw", "group": relation, "metric": m,
-                 "value": 100.0 * sum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
+                 "value": 100.0 * math.fsum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
                 for m in PER_RELATION]
     return out

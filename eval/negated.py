@@ -268,9 +268,10 @@ def summarize_negation(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dic
     table = {}
     for rel, overlaps in scores["overlap"].items():
         rhos = scores["spearman"][rel]
-        row = {"overlap": sum(overlaps) / len(overlaps), "n": float(len(overlaps)), "n-spearman": float(len(rhos))}
+        row = {"overlap": math.fsum(overlaps) / len(overlaps), "n": float(len(overlaps)),
+               "n-spearman": float(len(rhos))}
         if rhos:
-            row["spearman"] = sum(rhos) / len(rhos)
+            row["spearman"] = math.fsum(rhos) / len(rhos)
         table[rel] = row
     return _with_all(table, ("overlap", "spearman"))
 
@@ -300,9 +301,10 @@ def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = 
     table = {}
     for rel, became in scores["became-prime"].items():
         drops = scores["p@1-drop"][rel]
-        row = {"became-prime": sum(became) / len(became), "n": float(len(became)), "n-p@1-drop": float(len(drops))}
+        row = {"became-prime": math.fsum(became) / len(became), "n": float(len(became)),
+               "n-p@1-drop": float(len(drops))}
         if drops:
-            row["p@1-drop"] = sum(drops) / len(drops)
+            row["p@1-drop"] = math.fsum(drops) / len(drops)
         table[rel] = row
     return _with_all(table, ("became-prime", "p@1-drop"))
 
@@ -316,7 +318,7 @@ def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> d
     for metric in metrics:
         values = [row[metric] for row in table.values() if metric in row]
         if values:
-            overall[metric] = sum(values) / len(values)
+            overall[metric] = math.fsum(values) / len(values)
         if any(f"n-{metric}" in row for row in table.values()):
             overall[f"n-{metric}"] = sum(row.get(f"n-{metric}", 0.0) for row in table.values())
     return {**table, "all": overall}

@@ -361,3 +361,10 @@ def test_articles_and_capitals_read_as_english():
         "The capital of France is Paris"
     assert in_sentence("Is this true, {statement}? [MASK].", "[X] was born in [Y] .", "Ada was born in Paris") == \
         "Ada was born in Paris"
+
+
+def test_summary_rows_do_not_depend_on_the_order_the_questions_came_in():
+    # asked with --relations P36 P1376 or P1376 P36, the same questions: the same bytes in summary.json
+    records = [{"qset_id": q, "kind": TRIPLE_COMPLETION, "relation": "P36", "f1": v, "em": 0.0, "chance": v}
+               for q, v in (("A", 0.1), ("B", 0.2), ("C", 0.3))]
+    assert summarize_kmir(records) == summarize_kmir(records[::-1])
