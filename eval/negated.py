@@ -24,10 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, resolve_data_dir
 from eval.errors import DataError, KbcError
 from eval.jsonl import json_type, read_jsonl, req_str
 from eval.lama import MASK, Corpus
+from eval.relations import load_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Fact, Relation
 
@@ -322,6 +323,18 @@ def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> d
         if any(f"n-{metric}" in row for row in table.values()):
             overall[f"n-{metric}"] = sum(row.get(f"n-{metric}", 0.0) for row in table.values())
     return {**table, "all": overall}
+
+
+def lama_relation_without_probes(name: str, relation: str, data_dir: str | Path | None = None) -> bool:
+    """Whether `relation` is one of LAMA's T-REx relations (its `relations.jsonl`) that `negated-trex` lacks (P27):
+    a user asking for it needs to hear that the negated data has none, not a look-alike id."""
+    if name != "negated-trex":
+        return False
+    try:
+        root = resolve_data_dir(data_dir)
+    except DataError:
+        return False
+    return relation in load_relations(root / "relations.jsonl")
 
 
 def probe_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,

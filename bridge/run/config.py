@@ -267,12 +267,16 @@ def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None
     import difflib
 
     from eval.lama import folders_without_data
+    from eval.negated import lama_relation_without_probes
 
     for name in loaded if data_dir is not None else ():
         folders = folders_without_data(name, relation, data_dir)
         if folders:
             return (f"corpus {name} knows this relation (relations.jsonl lists it) but has no data for it: no "
                     f"{relation}.jsonl in {' or '.join(map(str, folders))}")
+        if lama_relation_without_probes(name, relation, data_dir):
+            return (f"corpus {name} has no data for this LAMA relation: the negated and misprimed T-REx files hold "
+                    f"{len(loaded[name].relations)} other relations (`kbc data stats --corpus {name}` lists them)")
     known = sorted({rel for c in loaded.values() for rel in c.relations})
     close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
     line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
