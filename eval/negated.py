@@ -17,7 +17,6 @@ misprimed query no longer does (`p@1-drop`, the drop from 100%). Groups of relat
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,12 +40,11 @@ PRIME_SEP = "? "
 
 @dataclass(frozen=True, slots=True)
 class ProbeFact:
-    """A fact with its positive, negated (None: not given) and misprimed cloze (None: not in the variant's
-    files), each holding [Y] once."""
+    """A fact with its positive, negated (None: not given) and misprimed cloze, each holding [Y] once."""
 
     fact: Fact
     negated: str | None
-    misprimed: str | None
+    misprimed: str
     prime: str
 
 
@@ -137,31 +135,13 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
     return out
 
 
-def variant_probes(data_dir: str | Path | None, corpus: str, variant: str,
-                   relations: Iterable[str] | None = None) -> tuple[ProbeCorpus, int]:
-    """The probes of `variant` for the facts of the `random/` files, and how many of those facts its files lack.
-
-    The facts asked are the random files'; a variant may hold fewer (Google-RE's `low_ranked/` files hold 485 of
-    its 499): a fact it lacks keeps its negated sentence from the random files (every variant words a fact's
-    negation alike) and has no misprimed query, so it is left out of the misprime measures only.
-    """
-    probes = load_probes(data_dir, corpus, variant, relations)
-    if variant == "random":
-        return probes, 0
-    held = {p.fact.uid for p in probes.facts}
-    missing = [dataclasses.replace(p, misprimed=None, prime="")
-               for p in load_probes(data_dir, corpus, "random", relations).facts if p.fact.uid not in held]
-    probes.facts.extend(missing)
-    return probes, len(missing)
-
-
 def probe_versions(probes: ProbeCorpus) -> dict[str, str]:
     """A digest per relation of the negated and misprimed sentences of one variant (uid, sentences, prime), which
     the data version of its positive facts does not cover: an edited `--misprimes` file changes its relation's."""
     digests: dict = {}
     for p in probes.facts:
         digest = digests.setdefault(p.fact.relation, hashlib.sha256(probes.variant.encode()))
-        digest.update(f"\x1e{p.fact.uid}\x1f{p.negated or ''}\x1f{p.misprimed or ''}\x1f{p.prime}".encode())
+        digest.update(f"\x1e{p.fact.uid}\x1f{p.negated or ''}\x1f{p.misprimed}\x1f{p.prime}".encode())
     return {rel: d.hexdigest()[:16] for rel, d in digests.items()}
 
 
@@ -344,7 +324,7 @@ def probe_corpus(name: str, data_dir: str | Path | None = None, relations: Itera
     probes = load_probes(data_dir, name.removeprefix("negated-"), variant, relations)
     for report, path in zip(probes.reports, probes.files):  # the misprimes are read where they are asked
         report.source = (f"{report.source.split('/', 1)[0]}/{report.relation or path.stem} positive facts (from "
-                         f"{path.parent.name}/{path.name}; every --misprimes variant asks these facts)")
+                         f"{path.parent.name}/{path.name}; every --misprimes variant holds the same facts)")
     rels = dict.fromkeys(p.fact.relation for p in probes.facts)
     return Corpus(name, {r: Relation(r, r, OBJECT_SLOT) for r in rels}, [p.fact for p in probes.facts],
                   probes.reports, probes.files)

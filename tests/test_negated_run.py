@@ -325,7 +325,7 @@ def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, 
                             "--predictors", "freq", "gold", "--misprimes", "high_ranked", "--data-dir", str(lama_dir),
                             "--out", str(out), "--quiet"], capsys)
     assert code == 0, err
-    assert ("  trex/P159 positive facts (from random/P159_random.jsonl; every --misprimes variant asks these "
+    assert ("  trex/P159 positive facts (from random/P159_random.jsonl; every --misprimes variant holds the same "
             "facts): read 336, kept 336, dropped 0; 336 facts have no negated sentence (it equals the positive "
             "one)\n") in err
     folder = lama_dir.parent / "negated_misprimed_lama" / "TREx" / "high_ranked"
@@ -453,17 +453,3 @@ def test_an_edited_misprime_file_is_other_data_for_its_relation(shared_data, tmp
     code, _, err = run_kbc(argv, capsys)
     assert (code, err.splitlines()[-1]) == (
         2, f"error: {out} holds negated-trex results of other data for P19 (the data files changed); use another --out")
-
-
-def test_a_fact_the_misprime_variant_lacks_is_asked_without_its_misprime(lama_dir, tmp_path, monkeypatch, capsys):
-    # Google-RE's low_ranked date_of_birth file holds 24 of the random file's 25 facts
-    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    out = tmp_path / "run"
-    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-google_re", "--relations", "date_of_birth",
-                            "--predictors", "freq", "--misprimes", "low_ranked", "--data-dir", str(lama_dir),
-                            "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
-    assert code == 0, err
-    assert "negated-google_re: 1 facts of the random files are not in the low_ranked files: no misprimed query" in err
-    rows = json.loads((out / "summary.json").read_text())
-    n = {r["metric"]: r["n_facts"] for r in rows if r["scope"] == "own" and r["group"] == "date_of_birth"}
-    assert (n["p@1"], n["overlap"], n["became-prime"]) == (25, 25, 24)

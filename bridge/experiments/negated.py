@@ -25,13 +25,13 @@ from eval.errors import ConfigError, DataError
 from eval.negated import (
     VARIANTS,
     MisprimeOutcome,
+    load_probes,
     misprime_scores,
     negation_scores,
     probe_versions,
     shared_top_spearman,
     summarize_misprimes,
     summarize_negation,
-    variant_probes,
 )
 from eval.types import Fact, Prediction, Query
 
@@ -76,22 +76,18 @@ class NegatedExperiment:
     def input_versions(self, corpora: dict, data_dir) -> dict[str, dict[str, str]]:
         """Per corpus and relation, a digest of the negated and misprimed sentences of the `--misprimes` files: the
         questions asked, which the data version of the positive facts (the `random/` files) does not cover."""
-        return {name: probe_versions(variant_probes(data_dir, name.removeprefix("negated-"), self.misprimes,
-                                                    list(corpus.relations))[0])
+        return {name: probe_versions(load_probes(data_dir, name.removeprefix("negated-"), self.misprimes,
+                                                 list(corpus.relations)))
                 for name, corpus in corpora.items()}
 
     def queries(self, stage: str, given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
         corpus = given.corpus.name.removeprefix("negated-")
-        loaded, _ = variant_probes(given.data_dir, corpus, self.misprimes, list(given.corpus.relations))
+        loaded = load_probes(given.data_dir, corpus, self.misprimes, list(given.corpus.relations))
         folders = dict.fromkeys(f"{p.parent}/" for p in loaded.files)
-        probes = {p.fact.uid: p for p in loaded.facts}
         if given.corpus.name not in self._said:  # once per corpus, not per predictor
             self._said.add(given.corpus.name)
             log.info("%s: negated and misprimed sentences from %s", given.corpus.name, ", ".join(folders))
-            lacking = sum(fact.uid in probes and probes[fact.uid].misprimed is None for fact in given.facts)
-            if lacking:
-                log.warning("%s: %d facts of the random files are not in the %s files: no misprimed query (their "
-                            "negated sentence is the random files')", given.corpus.name, lacking, self.misprimes)
+        probes = {p.fact.uid: p for p in loaded.facts}
         out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
         for fact in given.facts:
             probe = probes.get(fact.uid)
