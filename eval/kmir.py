@@ -20,10 +20,11 @@ is 1.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -196,12 +197,36 @@ def load_instance_of(path: str | Path) -> dict[str, tuple[tuple[str, str], ...]]
     return types
 
 
+def load_multi_rel(path: str | Path) -> dict[tuple[str, str], frozenset[str]]:
+    """X-FACTR's `TREx_multi_rel.txt`: (subject id, relation) -> every object id Wikidata holds for them.
+
+    One pair a line: `Q615<TAB>P27<TAB>Q414 Q38 Q29`. A corpus such as LAMA keeps one object of an N-M fact; this
+    list keeps a corrupted statement ("Germany maintains diplomatic relations with Russia") from being one that is
+    true, as KMIR filters its corrupted triples against the whole KB.
+    """
+    path = Path(path)
+    held: dict[tuple[str, str], frozenset[str]] = {}
+    text = read_text(path, f"multi-relation file {path}")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3 or not parts[0] or not parts[1] or not parts[2].split():
+            raise DataError(f"{path}:{lineno}: not 'SUBJECT_ID<TAB>RELATION<TAB>OBJECT_ID ...'")
+        key = (parts[0], parts[1])
+        held[key] = held.get(key, frozenset()) | frozenset(parts[2].split())
+    return held
+
+
 class _Kb:
     """What the generator looks up: facts by subject, relation and object (gold and inferred), and types."""
 
     def __init__(self, facts: Sequence[Fact], inferred: Sequence[InferredFact],
-                 instance_of: Mapping[str, Sequence[tuple[str, str]]]) -> None:
+                 instance_of: Mapping[str, Sequence[tuple[str, str]]],
+                 known_true: Mapping[tuple[str, str], Collection[str]] | None = None) -> None:
         self.instance_of = instance_of
+        self.known_true = known_true or {}  # (subject id, relation) -> object ids true beyond the facts
         self.entities: dict[str, Entity] = {}
         self.uid: dict[FactKey, str] = {}
         self.objects: dict[tuple[str, str], set[str]] = defaultdict(set)  # (s, r) -> object keys
@@ -307,7 +332,8 @@ def _sample(items: list, n: int | None, rng: random.Random) -> list:
 def generate(facts: Sequence[Fact], inferred: Sequence[InferredFact],
              instance_of: Mapping[str, Sequence[tuple[str, str]]], seed: int = 0,
              per_relation: int | None = None, relations: Mapping[str, Relation] | None = None,
-             asked: Iterable[str] | None = None) -> list[KmirQuestion]:
+             asked: Iterable[str] | None = None,
+             known_true: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[KmirQuestion]:
     """KMIR questions over `facts` (and the `inferred` facts), seeded and deterministic.
 
     Per relation, `per_relation` facts (all when None) are drawn; per axiom, `per_relation`
@@ -317,11 +343,12 @@ def generate(facts: Sequence[Fact], inferred: Sequence[InferredFact],
     question, and the gold facts it rests on get the other kinds too, so its Q-set is complete.
     `relations` gives templates and labels (new properties of an ontology included). `asked`
     (fact uids; default all) limits the questions to those resting on asked facts only, while
-    every fact still serves as the KB (alternatives, corrupted statements, distractors).
+    every fact still serves as the KB (alternatives, corrupted statements, distractors); `known_true`
+    (`load_multi_rel`) adds the objects a corrupted statement must not name either.
     """
     relations = relations or {}
     allowed = None if asked is None else set(asked)
-    kb = _Kb(facts, inferred, instance_of)
+    kb = _Kb(facts, inferred, instance_of, known_true)
     by_uid = {f.uid: f for f in facts}
     by_relation: dict[str, list[Fact]] = defaultdict(list)
     for f in facts:
@@ -376,7 +403,7 @@ def _triple_completion(fact: Fact, kb: _Kb, relations: Mapping[str, Relation]) -
 def _statement_checks(fact: Fact, kb: _Kb, relations: Mapping[str, Relation],
                       rng: random.Random) -> list[KmirQuestion]:
     """The true triple, and the triple with another gold object of the relation, of a type the true object
-    has, that the KB (gold and inferred) does not hold for the subject.
+    has, that the KB (gold and inferred, and `known_true`) does not hold for the subject.
 
     Sharing a type keeps the false statement plausible (a city for a city, never a person); an object
     without types in the data gets no corrupted statement.
@@ -384,11 +411,12 @@ def _statement_checks(fact: Fact, kb: _Kb, relations: Mapping[str, Relation],
     template = _template(relations, fact.relation)
     held = kb.objects[(fact.subject.key, fact.relation)]
     held_labels = kb.object_labels[(fact.subject.key, fact.relation)]
+    true_ids = kb.known_true.get((fact.subject.id or "", relation_id(fact.relation)), ())
     typed = kb.typed("gold-object", fact.relation)
     same_type = {e.key: e for t in sorted(kb.types(fact.object)) for e in typed.get(t, [])}
     wrong = [same_type[k] for k in sorted(same_type)  # never the subject itself ("Essex shares border with Essex")
              if k not in held and same_type[k].label not in held_labels and k != fact.subject.key
-             and same_type[k].label != fact.subject.label]
+             and same_type[k].label != fact.subject.label and same_type[k].id not in true_ids]
     out = []
     for sign, obj, answer in (("+", fact.object, YES), ("-", rng.choice(wrong) if wrong else None, NO)):
         if obj is None:
@@ -567,19 +595,19 @@ def summarize_kmir(records: Iterable[Mapping | KmirScore]) -> list[dict]:
         sizes = [len(ems) for ems in qsets.values()]
         n = len(qsets)
         values = {
-            "f1": 100.0 * sum(float(r["f1"]) for r in chosen) / len(chosen),
-            "em": 100.0 * sum(float(r["em"]) for r in chosen) / len(chosen),
+            "f1": 100.0 * math.fsum(float(r["f1"]) for r in chosen) / len(chosen),
+            "em": 100.0 * math.fsum(float(r["em"]) for r in chosen) / len(chosen),
             "robust_all": 100.0 * sum(k == m for k, m in zip(right, sizes)) / n,
             "robust_partial": 100.0 * sum(0 < k < m for k, m in zip(right, sizes)) / n,
             "robust_none": 100.0 * sum(k == 0 for k in right) / n,
         }
         if all(r.get("chance") is not None for r in chosen):
-            values["chance"] = 100.0 * sum(float(r["chance"]) for r in chosen) / len(chosen)
+            values["chance"] = 100.0 * math.fsum(float(r["chance"]) for r in chosen) / len(chosen)
         out += [{"setting": "raw", "group": group, "metric": m, "value": v,
                  "n_facts": n if m in ROBUSTNESS else len(chosen)} for m, v in values.items()]
     for relation in sorted({relation_id(str(r["relation"])) for r in rows if r.get("relation")}):
         chosen = [r for r in rows if r.get("relation") and relation_id(str(r["relation"])) == relation]
         out += [{"setting": "raw", "group": relation, "metric": m,
-                 "value": 100.0 * sum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
+                 "value": 100.0 * math.fsum(float(r[m]) for r in chosen) / len(chosen), "n_facts": len(chosen)}
                 for m in PER_RELATION]
     return out

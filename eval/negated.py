@@ -23,10 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, resolve_data_dir
 from eval.errors import DataError, KbcError
 from eval.jsonl import json_type, read_jsonl, req_str
 from eval.lama import MASK, Corpus
+from eval.relations import load_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Fact, Relation
 
@@ -248,9 +249,10 @@ def summarize_negation(rows: Sequence[tuple[str, bool, float]]) -> dict[str, dic
     table = {}
     for rel, overlaps in scores["overlap"].items():
         rhos = scores["spearman"][rel]
-        row = {"overlap": sum(overlaps) / len(overlaps), "n": float(len(overlaps)), "n-spearman": float(len(rhos))}
+        row = {"overlap": math.fsum(overlaps) / len(overlaps), "n": float(len(overlaps)),
+               "n-spearman": float(len(rhos))}
         if rhos:
-            row["spearman"] = sum(rhos) / len(rhos)
+            row["spearman"] = math.fsum(rhos) / len(rhos)
         table[rel] = row
     return _with_all(table, ("overlap", "spearman"))
 
@@ -280,9 +282,10 @@ def summarize_misprimes(outcomes: Sequence[MisprimeOutcome], lowercased: bool = 
     table = {}
     for rel, became in scores["became-prime"].items():
         drops = scores["p@1-drop"][rel]
-        row = {"became-prime": sum(became) / len(became), "n": float(len(became)), "n-p@1-drop": float(len(drops))}
+        row = {"became-prime": math.fsum(became) / len(became), "n": float(len(became)),
+               "n-p@1-drop": float(len(drops))}
         if drops:
-            row["p@1-drop"] = sum(drops) / len(drops)
+            row["p@1-drop"] = math.fsum(drops) / len(drops)
         table[rel] = row
     return _with_all(table, ("became-prime", "p@1-drop"))
 
@@ -296,10 +299,22 @@ def _with_all(table: dict[str, dict[str, float]], metrics: tuple[str, ...]) -> d
     for metric in metrics:
         values = [row[metric] for row in table.values() if metric in row]
         if values:
-            overall[metric] = sum(values) / len(values)
+            overall[metric] = math.fsum(values) / len(values)
         if any(f"n-{metric}" in row for row in table.values()):
             overall[f"n-{metric}"] = sum(row.get(f"n-{metric}", 0.0) for row in table.values())
     return {**table, "all": overall}
+
+
+def lama_relation_without_probes(name: str, relation: str, data_dir: str | Path | None = None) -> bool:
+    """Whether `relation` is one of LAMA's T-REx relations (its `relations.jsonl`) that `negated-trex` lacks (P27):
+    a user asking for it needs to hear that the negated data has none, not a look-alike id."""
+    if name != "negated-trex":
+        return False
+    try:
+        root = resolve_data_dir(data_dir)
+    except DataError:
+        return False
+    return relation in load_relations(root / "relations.jsonl")
 
 
 def probe_corpus(name: str, data_dir: str | Path | None = None, relations: Iterable[str] | None = None,

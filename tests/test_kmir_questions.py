@@ -20,6 +20,7 @@ from eval.kmir import (
     InferredFact,
     generate,
     load_instance_of,
+    load_multi_rel,
     outlier,
     score,
     summarize_kmir,
@@ -361,3 +362,28 @@ def test_articles_and_capitals_read_as_english():
         "The capital of France is Paris"
     assert in_sentence("Is this true, {statement}? [MASK].", "[X] was born in [Y] .", "Ada was born in Paris") == \
         "Ada was born in Paris"
+
+
+def test_summary_rows_do_not_depend_on_the_order_the_questions_came_in():
+    # asked with --relations P36 P1376 or P1376 P36, the same questions: the same bytes in summary.json
+    records = [{"qset_id": q, "kind": TRIPLE_COMPLETION, "relation": "P36", "f1": v, "em": 0.0, "chance": v}
+               for q, v in (("A", 0.1), ("B", 0.2), ("C", 0.3))]
+    assert summarize_kmir(records) == summarize_kmir(records[::-1])
+
+
+def test_no_false_statement_names_an_object_the_multi_relation_list_holds(tmp_path):
+    # LAMA keeps one object of an N-M fact: "the Louvre is part of Beijing" is false, but a list of every object
+    # Wikidata holds for the Forbidden City (X-FACTR's TREx_multi_rel.txt) rules out its only other city, Paris
+    labels = {"Q1": "Forbidden City", "Q2": "Louvre", "Q10": "Beijing", "Q11": "Paris"}
+    rows = [("P361", "Q1", "Q10"), ("P361", "Q2", "Q11")]
+    types = {"Q10": (("Q515", "city"),), "Q11": (("Q515", "city"),)}
+    listed = tmp_path / "TREx_multi_rel.txt"
+    listed.write_text("Q1\tP361\tQ10 Q11\nQ7\tP17\tQ8\n")
+    relations = {"P361": Relation("P361", "part of", "[X] is part of [Y] .")}
+    questions = generate(_facts(rows, labels), [], types, seed=0, relations=relations,
+                         known_true=load_multi_rel(listed))
+    negatives = {q.subject.label: q.object.label for q in questions if q.kind == STATEMENT_CHECKING and q.answer == NO}
+    assert negatives == {"Louvre": "Beijing"}
+    listed.write_text("Q1\tP361\tQ10\nQ2 P361 Q11\n")
+    with pytest.raises(DataError, match=r"TREx_multi_rel.txt:2: not 'SUBJECT_ID<TAB>RELATION<TAB>OBJECT_ID \.\.\.'"):
+        load_multi_rel(listed)

@@ -115,3 +115,12 @@ def test_summarize_misprimes():
     # the drop is taken over the 2 facts right without the prime, not the 4 asked
     assert table["all"] == {"n": 4.0, "became-prime": pytest.approx(100 / 3, abs=1e-12), "p@1-drop": 50.0,
                             "n-p@1-drop": 2.0}
+
+
+def test_the_macro_means_do_not_depend_on_the_order_of_the_relations():
+    # a run asked with --relations P1 P2 P3 or P3 P2 P1 writes the same bytes
+    rows = [("P1", True, 0.1), ("P2", True, 0.2), ("P3", True, 0.3)]
+    assert summarize_negation(rows)["all"] == summarize_negation(rows[::-1])["all"]
+    outcomes = [MisprimeOutcome(f"P{i}", "a", "b" if i % 2 else "a", "a", "c") for i in range(1, 8)]
+    picked = outcomes[:3] + outcomes[3:4] * 2 + outcomes[4:] * 3  # relations with 1, 2 and 3 facts
+    assert summarize_misprimes(picked)["all"] == summarize_misprimes(picked[::-1])["all"]

@@ -293,6 +293,10 @@ def test_a_fact_rho_is_worked_out_once(monkeypatch):
     (["run", "negated", "--corpus", "google_re", "--predictors", "freq"],
      "error: --corpus google_re: `kbc run negated` asks negated-trex, negated-google_re, negated-conceptnet, "
      "negated-squad only\n"),
+    # LAMA's P27, which the negated T-REx data lacks: not a typo of P527
+    (["run", "negated", "--corpus", "negated-trex", "--relations", "P27", "--predictors", "freq"],
+     "error: --relations P27: corpus negated-trex has no data for this LAMA relation: the negated and misprimed "
+     "T-REx files hold 40 other relations (`kbc data stats --corpus negated-trex` lists them)\n"),
     # no default corpus: the error names those it takes
     (["run", "negated", "--predictors", "freq"],
      "error: missing --corpus (on the command line or in --config); choose one or more of negated-trex, "

@@ -73,6 +73,7 @@ from eval.kmir import (
     KmirQuestion,
     generate,
     load_instance_of,
+    load_multi_rel,
     question_prompt,
     score,
     summarize_kmir,
@@ -83,12 +84,22 @@ from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, Entity, Fact,
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
 INSTANCE_OF_FILE = Path("xfactr") / "TREx_instanceof.txt"
+MULTI_REL_FILE = "TREx_multi_rel.txt"
 # what fewer types cost: said on stderr when no list is found and in summary.md of a directory made without one
 WITHOUT_TYPES = ("entity types come from the corpus's P31 facts alone, so an object without such a type gets no "
                  "false statement (statement checking) and entity distinction has fewer types to pick an outlier by: "
                  "fewer questions than with the list; pass --instance-of FILE")
 
 log = logging.getLogger("kbc")
+
+
+def multi_rel_beside(instance_of: str | Path | None) -> Path | None:
+    """X-FACTR's `TREx_multi_rel.txt` in the folder of its instance-of list, if there is one: every object Wikidata
+    holds for a subject and relation, which no corrupted statement may name."""
+    if instance_of is None:
+        return None
+    path = Path(instance_of).parent / MULTI_REL_FILE
+    return path if path.is_file() else None
 
 
 def default_instance_of(data_dir: str | Path | None) -> Path | None:
@@ -228,6 +239,7 @@ class KmirExperiment:
                          "instance_of": instance_of or "default", "question_seed": seed,
                          CHOICE_RULE: CHOICE_RULE_NOW}
         self._instance_of: dict | None = None
+        self._known_true: dict | None = None
         self._questions: dict[str, KmirQuestion] = {}
         self._made: dict[tuple, dict[str, list[tuple[Query, Fact]]]] = {}
         self._chance: dict[str, float] = {}  # query uid -> exact match a uniform guess expects
@@ -275,6 +287,13 @@ class KmirExperiment:
                     log.warning("kmir: no instance-of list (%s): %s", where, WITHOUT_TYPES)
         return self._instance_of
 
+    def _true_objects(self, data_dir) -> dict:
+        """What Wikidata holds beyond the corpus (`load_multi_rel`), read beside the instance-of list used."""
+        if self._known_true is None:
+            found = multi_rel_beside(self.instance_of_path or default_instance_of(data_dir))
+            self._known_true = load_multi_rel(found) if found else {}
+        return self._known_true
+
     @staticmethod
     def config_notes(config: dict) -> list[str]:
         """A directory whose questions were made without X-FACTR's instance-of list says so: it holds fewer."""
@@ -307,7 +326,8 @@ class KmirExperiment:
         relations.update(given.corpus.relations)
         relations.update(self.ontology.relations())
         made = generate(given.corpus.facts, inferred, instance_of, seed=self.seed, per_relation=self.per_relation,
-                        relations=relations, asked=[f.uid for f in given.facts])
+                        relations=relations, asked=[f.uid for f in given.facts],
+                        known_true=self._true_objects(given.data_dir))
         labels = self._labels.setdefault(given.corpus.name, {})
         for question in made:
             known = relations.get(question.relation)

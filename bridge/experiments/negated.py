@@ -189,7 +189,7 @@ class NegatedExperiment:
         rows += [{"setting": "raw", "group": rel, "metric": "p@1", "value": v, "n_facts": len(by_rel[rel])}
                  for rel, v in p1.items()]
         if p1:
-            rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": sum(p1.values()) / len(p1),
+            rows.append({"setting": "raw", "group": "all", "metric": "p@1", "value": math.fsum(p1.values()) / len(p1),
                          "n_facts": len(instances)})
         negated, primed, lowered = self.outcomes(instances)
         if negated:

@@ -265,12 +265,16 @@ def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None
     import difflib
 
     from eval.lama import folders_without_data
+    from eval.negated import lama_relation_without_probes
 
     for name in loaded if data_dir is not None else ():
         folders = folders_without_data(name, relation, data_dir)
         if folders:
             return (f"corpus {name} knows this relation (relations.jsonl lists it) but has no data for it: no "
                     f"{relation}.jsonl in {' or '.join(map(str, folders))}")
+        if lama_relation_without_probes(name, relation, data_dir):
+            return (f"corpus {name} has no data for this LAMA relation: the negated and misprimed T-REx files hold "
+                    f"{len(loaded[name].relations)} other relations (`kbc data stats --corpus {name}` lists them)")
     known = sorted({rel for c in loaded.values() for rel in c.relations})
     close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
     line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
@@ -422,13 +426,18 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             raise ConfigError(f"{cfg.out} holds FewRel results of other data: {plan.data_dir / DATA_FILE} differs "
                               "from the file they were made from (edited since, or another --data-dir); use another "
                               "--out for this data")
-        edited = [what for key, what in (("instance_of", "instance-of"), ("aliases", "alias"))
+        edited = [what for key, what in (("instance_of", "instance-of"), ("multi_rel", "multi-relation"),
+                                          ("aliases", "alias"))
                   if before.get(key) not in (None, settings.get(key))]
         whys = [f"the content of the {' and '.join(edited)} file changed since"] if edited else []
         if before.get("prompts") == settings.get("prompts") == PATH_FREE \
                 and before.get("prompts_digest") != settings.get("prompts_digest"):
             whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
                                               config["runs"]))
+        if "multi_rel" in settings and "multi_rel" not in before:
+            whys.append("an earlier kbc version could make a false statement of an object X-FACTR's "
+                        "TREx_multi_rel.txt holds true for the subject: its statement questions are not those "
+                        "asked now")
         if settings.get(CHOICE_RULE) and before.get(CHOICE_RULE) != settings[CHOICE_RULE]:
             whys.append("an earlier kbc version read an answer naming an entity called Yes or No, such as P463's band "
                         "Yes, as that choice of a yes/no question: its answers there are not kept")

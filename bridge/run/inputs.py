@@ -99,10 +99,11 @@ def question_identity(settings: dict, data_dir: Path) -> dict:
     if isinstance(spec, str) and spec not in ("lama", "templates"):  # templates: the corpus's own (its version)
         out.update(prompts_identity(spec, data_dir))
     if "instance_of" in settings:
-        from bridge.experiments.kmir import default_instance_of
+        from bridge.experiments.kmir import default_instance_of, multi_rel_beside
 
         given = settings["instance_of"]
         if given in (None, "default"):
             given = default_instance_of(data_dir)
         out["instance_of"] = file_identity(given)
+        out["multi_rel"] = file_identity(multi_rel_beside(given))  # no corrupted statement names what it holds
     return out
