@@ -227,6 +227,12 @@ class _Kb:
                  known_true: Mapping[tuple[str, str], Collection[str]] | None = None) -> None:
         self.instance_of = instance_of
         self.known_true = known_true or {}  # (subject id, relation) -> object ids true beyond the facts
+        # (entity id, relation) -> ids `known_true` links it to under the relation, either way round
+        self.true_linked: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for (subject_id, rel), object_ids in self.known_true.items():
+            self.true_linked[(subject_id, rel)].update(object_ids)
+            for object_id in object_ids:
+                self.true_linked[(object_id, rel)].add(subject_id)
         self.entities: dict[str, Entity] = {}
         self.uid: dict[FactKey, str] = {}
         self.objects: dict[tuple[str, str], set[str]] = defaultdict(set)  # (s, r) -> object keys
@@ -344,7 +350,7 @@ def generate(facts: Sequence[Fact], inferred: Sequence[InferredFact],
     `relations` gives templates and labels (new properties of an ontology included). `asked`
     (fact uids; default all) limits the questions to those resting on asked facts only, while
     every fact still serves as the KB (alternatives, corrupted statements, distractors); `known_true`
-    (`load_multi_rel`) adds the objects a corrupted statement must not name either.
+    (`load_multi_rel`) adds the objects a corrupted statement or a distractor must not name either.
     """
     relations = relations or {}
     allowed = None if asked is None else set(asked)
@@ -513,15 +519,18 @@ def _predicate_reasoning(fact: InferredFact, kb: _Kb, relations: Mapping[str, Re
     Distractors are objects of the same relation; where it has too few, entities sharing a type
     with the object. A distractor has no fact with the subject under any relation, either way
     round (gold or inferred): the axioms tie relations together (inverse, sub-property, chains), so
-    an entity the subject is linked to at all might be a second right answer. Four choices make the
-    answer unique (KMIR §4.3).
+    an entity the subject is linked to at all might be a second right answer; so might one `known_true` links
+    it to, either way round, under the asked relation or a premise's (Quebec borders Vermont though the corpus
+    keeps only Maine). Four choices make the answer unique (KMIR §4.3).
     """
     s, rel, o = fact.subject, fact.relation, fact.object
     linked, linked_labels = kb.linked[s.key], kb.linked_labels[s.key]
+    asked = {relation_id(rel)} | {relation_id(premise[1]) for premise in fact.premises}
+    true_linked = set().union(*(kb.true_linked.get((s.id or "", r), ()) for r in sorted(asked)))
 
     def usable(pool: Iterable[Entity]) -> list[Entity]:
         return [e for e in pool if e.key not in linked and e.label not in linked_labels and e.key != s.key
-                and e.label != s.label]
+                and e.label != s.label and (e.id or "") not in true_linked]
 
     candidates = usable(kb.pool("object", rel))
     if len({e.label for e in candidates}) < 3:

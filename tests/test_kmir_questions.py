@@ -387,3 +387,24 @@ def test_no_false_statement_names_an_object_the_multi_relation_list_holds(tmp_pa
     listed.write_text("Q1\tP361\tQ10\nQ2 P361 Q11\n")
     with pytest.raises(DataError, match=r"TREx_multi_rel.txt:2: not 'SUBJECT_ID<TAB>RELATION<TAB>OBJECT_ID \.\.\.'"):
         load_multi_rel(listed)
+
+
+def test_no_reasoning_distractor_is_linked_to_the_subject_in_the_multi_relation_list(tmp_path):
+    # the corpus keeps one border of Quebec (Maine); Wikidata (X-FACTR's TREx_multi_rel.txt) also holds Vermont, and
+    # Texas naming Quebec the other way round: both would be second right answers to "Quebec shares border with",
+    # so neither is a distractor; a link under a relation the question does not rest on (P530) rules nothing out
+    labels = {"Q176": "Quebec", "Q724": "Maine", "Q16551": "Vermont", "Q1397": "Ohio", "Q1439": "Texas",
+              "Q829": "Utah", "Q1546": "Iowa", "Q1558": "Kansas"}
+    rows = [("P47", "Q724", "Q176"), ("P47", "Q1397", "Q16551"), ("P47", "Q1439", "Q829"), ("P47", "Q1546", "Q1558")]
+    types = {q: (("Q35657", "state"),) for q in ("Q724", "Q16551", "Q829", "Q1558", "Q1439", "Q1397")}
+    inferred = [InferredFact(Entity("Quebec", "Q176"), "P47", Entity("Maine", "Q724"), "symmetric:P47",
+                             (("Q724", "P47", "Q176"),))]
+    relations = {"P47": Relation("P47", "shares border with", "[X] shares border with [Y] .")}
+    listed = tmp_path / "TREx_multi_rel.txt"
+    listed.write_text("Q176\tP47\tQ16551\nQ1439\tP47\tQ176\nQ176\tP530\tQ829\n")
+    choices = []
+    for known_true in ({}, load_multi_rel(listed)):
+        questions = generate(_facts(rows, labels), inferred, types, seed=0, relations=relations,
+                             known_true=known_true)
+        choices.append(set(next(q for q in questions if q.kind == PREDICATE_REASONING).choices))
+    assert choices == [{"Maine", "Vermont", "Utah", "Kansas"}, {"Maine", "Utah", "Kansas", "Ohio"}]

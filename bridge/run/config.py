@@ -435,9 +435,9 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
             whys.insert(0, prompt_file_change(questions_given["prompts"], plan.data_dir, before["prompts_digest"],
                                               config["runs"]))
         if "multi_rel" in settings and "multi_rel" not in before:
-            whys.append("an earlier kbc version could make a false statement of an object X-FACTR's "
-                        "TREx_multi_rel.txt holds true for the subject: its statement questions are not those "
-                        "asked now")
+            whys.append("an earlier kbc version could make a false statement or a distractor of an object X-FACTR's "
+                        "TREx_multi_rel.txt holds true for the subject: its statement and reasoning questions are "
+                        "not those asked now")
         if settings.get(CHOICE_RULE) and before.get(CHOICE_RULE) != settings[CHOICE_RULE]:
             whys.append("an earlier kbc version read an answer naming an entity called Yes or No, such as P463's band "
                         "Yes, as that choice of a yes/no question: its answers there are not kept")
