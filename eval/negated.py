@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, resolve_data_dir
@@ -46,6 +46,7 @@ class ProbeFact:
     negated: str | None
     misprimed: str
     prime: str
+    where: str = field(default="", compare=False)  # file:line it was read from
 
 
 @dataclass
@@ -164,7 +165,7 @@ def _probe(row: dict, corpus: str, relation: str, where: str, lineno: int, uids:
     fact = Fact(uid, f"negated-{corpus}", relation, subject, obj,
                 cloze=positive.replace(MASK, OBJECT_SLOT))
     neg = None if negated == positive else negated.replace(MASK, OBJECT_SLOT)
-    return ProbeFact(fact, neg, misprimed.replace(MASK, OBJECT_SLOT), prime)
+    return ProbeFact(fact, neg, misprimed.replace(MASK, OBJECT_SLOT), prime, where)
 
 
 def _top(scores: Mapping[str, float]) -> str:

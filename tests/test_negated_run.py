@@ -468,3 +468,24 @@ def test_facts_without_a_low_ranked_misprime_are_asked_without_one(shared_data, 
     rows = json.loads((out / "summary.json").read_text())
     counts = {r["metric"]: r["n_facts"] for r in rows if r["scope"] == "own" and r["group"] == "date_of_birth"}
     assert (counts["p@1"], counts["overlap"], counts["became-prime"]) == (25, 25, 24)
+
+
+def test_a_fact_edited_in_the_misprime_files_alone_is_named_by_file_and_line(shared_data, tmp_path, monkeypatch,
+                                                                             capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "lama").symlink_to(shared_data / "lama")
+    copy = tmp_path / "negated_misprimed_lama" / "TREx"
+    for folder in ("random", "high_ranked"):
+        shutil.copytree(shared_data / "negated_misprimed_lama" / "TREx" / folder, copy / folder)
+    path = copy / "high_ranked" / "P19.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[2])
+    lines[2] = json.dumps({**row, "obj_label": row["obj_label"] + "x"}) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--predictors",
+                            "freq", "--misprimes", "high_ranked", "--data-dir", str(tmp_path / "lama"), "--out",
+                            str(tmp_path / "run"), "--quiet"], capsys)
+    uid = f"trex/P19:{row['uuid']}"
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {path}:3: fact {uid} differs between the random and the high_ranked files (its subject, object or "
+           "sentence): the two are not of one release (`kbc data list` names a changed file)")

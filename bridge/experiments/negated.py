@@ -95,8 +95,9 @@ class NegatedExperiment:
         for fact in given.facts:
             probe = probes.get(fact.uid)
             if probe is None or probe.fact != fact:
-                raise DataError(f"negated/misprimed {corpus}: fact {fact.uid} differs between the random and the "
-                                f"{self.misprimes} files")
+                raise DataError(f"{probe.where if probe else f'negated/misprimed {corpus}'}: fact {fact.uid} differs "
+                                f"between the random and the {self.misprimes} files (its subject, object or "
+                                "sentence): the two are not of one release (`kbc data list` names a changed file)")
             base = Query(fact.uid, fact.uid, fact.corpus, fact.relation, fact.subject, "object", fact.cloze or "",
                          targets=(fact.object.label,))
             out[fact.relation].append((base, fact))
