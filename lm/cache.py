@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -63,7 +65,7 @@ def _intact(key: object, depth: object, pos: object, score: object, extra: objec
     return row_checksum(key, depth, pos, score, extra) == checksum
 
 
-SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26  # primary result codes of a damaged file
+SQLITE_BUSY, SQLITE_CORRUPT, SQLITE_NOTADB = 5, 11, 26  # primary result codes: busy, a damaged file
 CANNOT_WRITE = {3, 5, 6, 8, 10, 13, 14}  # PERM, BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN
 
 
@@ -126,21 +128,7 @@ class ResultCache:
             log.warning("%s: a result cache of an earlier kbc version; dropped and rebuilt", self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # no disk sync per write (a run writes once per chunk): a power cut may lose the last rows, which are
-            # computed again, and never corrupts the file in WAL mode
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
-            try:
-                self._db.execute(SCHEMA)
-                if owned in ("new", "earlier"):
-                    self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                self._db.execute(f"PRAGMA user_version={FORMAT}")
-                self._db.commit()
-            finally:
-                if self._db.in_transaction:
-                    self._db.rollback()
+            self._setup(owned)
         except sqlite3.DatabaseError as exc:
             if _is_damage(exc):
                 self._damaged(exc)
@@ -150,6 +138,40 @@ class ResultCache:
             self._no_store(exc.strerror or str(exc))
             if self.path.is_file():
                 self._open_read_only(exc)
+
+    def _setup(self, owned: str) -> None:
+        """Connect and mark the file, again while another process is setting it up (SQLite then answers "busy" at
+        once, without waiting: switching a new file to WAL takes it whole), for as long as a write may wait."""
+        deadline = time.monotonic() + 60
+        for pause in itertools.chain((0.01, 0.02, 0.05, 0.1, 0.2), itertools.repeat(0.5)):
+            try:
+                self._connect(owned)
+                return
+            except sqlite3.OperationalError as exc:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+
+    def _connect(self, owned: str) -> None:
+        """Open in WAL mode and mark the file as kbc's cache of this format; a file that cannot be written fails."""
+        self._db = sqlite3.connect(self.path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # no disk sync per write (a run writes once per chunk): a power cut may lose the last rows, which are
+        # computed again, and never corrupts the file in WAL mode
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
+        try:
+            self._db.execute(SCHEMA)
+            if owned in ("new", "earlier"):
+                self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self._db.execute(f"PRAGMA user_version={FORMAT}")
+            self._db.commit()
+        finally:
+            if self._db.in_transaction:
+                self._db.rollback()
 
     def _owner(self) -> str:
         """"new" (absent or empty), "ours", "earlier" (a kbc cache of an earlier format); else an error."""

@@ -171,3 +171,23 @@ def test_a_sound_file_said_to_be_malformed_again_is_kept(tmp_path, caplog):
     ]
     cache.close()
     assert _keys(path) == {"held"}
+
+
+def test_a_cache_another_process_is_setting_up_is_waited_for(tmp_path, monkeypatch, caplog):
+    """Two processes opening a new cache at once: SQLite answers the second's switch to WAL "busy" at once, without
+    waiting; that cache is still written, not taken for one that cannot be."""
+    busy = [_error(sqlite3.OperationalError, "database is locked", 5)] * 2
+    real = sqlite3.connect
+
+    class Racing(sqlite3.Connection):
+        def execute(self, sql, *args):
+            if sql == "PRAGMA journal_mode=WAL" and busy:
+                raise busy.pop()
+            return super().execute(sql, *args)
+
+    monkeypatch.setattr("lm.cache.sqlite3.connect", lambda *a, **k: real(*a, factory=Racing, **k))
+    caplog.set_level(logging.WARNING, "kbc")
+    cache = ResultCache(tmp_path / "results.sqlite")
+    cache.put_many([(ResultCache.key("held"), np.arange(3), np.zeros(3), 1)])
+    assert cache.writable and len(cache) == 1 and not busy and caplog.messages == []
+    cache.close()
