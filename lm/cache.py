@@ -11,14 +11,24 @@ read: a row that fails it is never served but recomputed and replaced. The file 
 application id) with its format; a marked file that is damaged, or a cache of an earlier format, is dropped and
 rebuilt with a warning. A file that is not a kbc cache is refused with one error line. A cache that cannot be
 written (a read-only file or folder, a full disk) is still read; new results are computed without being stored.
+
+Several kbc processes may share one cache. Each holds a shared lock on `<file>.lock` while it has the file open, and
+a file is dropped only under the exclusive lock, after SQLite's own check confirms the damage: deleting a database
+(or its -wal and -shm files) that another process has open loses that process's results and can corrupt the new
+file. A process that finds the cache damaged while others use it computes without it; the next kbc to use the cache
+alone rebuilds it. Only SQLite's "malformed" and "not a database" errors count as damage: a busy, locked or changed
+database is a moment's contention, never a reason to drop a file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import itertools
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -55,9 +65,43 @@ def _intact(key: object, depth: object, pos: object, score: object, extra: objec
     return row_checksum(key, depth, pos, score, extra) == checksum
 
 
+SQLITE_BUSY, SQLITE_CORRUPT, SQLITE_NOTADB = 5, 11, 26  # primary result codes: busy, a damaged file
+CANNOT_WRITE = {3, 5, 6, 8, 10, 13, 14}  # PERM, BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite says the file itself is damaged (not busy, locked, changed under us or unwritable)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return not isinstance(exc, sqlite3.OperationalError)
+    return code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+
+
 def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     """A failure to write (permissions, a full disk, a lock held too long), not a damaged file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in CANNOT_WRITE
     return any(why in str(exc) for why in ("readonly", "unable to open", "locked", "full", "disk I/O"))
+
+
+def _shared_lock(path: Path):
+    """`<path>.lock`, held shared while this process uses the cache (None where it cannot be made or locked)."""
+    lock = Path(f"{path}.lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            handle = lock.open("a")
+        except PermissionError:
+            handle = lock.open("r")  # a read-only cache: it is never rebuilt, yet others may still lock it
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH)  # waits while another process rebuilds the file
+    except OSError:
+        handle.close()
+        return None
+    return handle
 
 
 class ResultCache:
@@ -67,7 +111,10 @@ class ResultCache:
         self.misses = 0
         self.writable = True
         self._warned_damage = False
+        self._rebuilt = False
+        self._rechecked = False
         self._db: sqlite3.Connection | None = None
+        self._lock = _shared_lock(self.path)
         self._open()
 
     # --- opening ---------------------------------------------------------------------------------
@@ -75,36 +122,56 @@ class ResultCache:
         """Connect, refusing a file that is not kbc's and rebuilding one of an earlier format."""
         owned = self._owner()
         if owned == "earlier":
+            if not self._replace():
+                self._stop("a result cache of an earlier kbc version, in use by another kbc process")
+                return
             log.warning("%s: a result cache of an earlier kbc version; dropped and rebuilt", self.path)
-            self._drop()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # no disk sync per write (a run writes once per chunk): a power cut may lose the last rows, which are
-            # computed again, and never corrupts the file in WAL mode
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
-            try:
-                self._db.execute(SCHEMA)
-                if owned in ("new", "earlier"):
-                    self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                self._db.execute(f"PRAGMA user_version={FORMAT}")
-                self._db.commit()
-            finally:
-                if self._db.in_transaction:
-                    self._db.rollback()
-        except sqlite3.OperationalError as exc:
-            if _cannot_write(exc):
-                self._open_read_only(exc)
-            else:
+            self._setup(owned)
+        except sqlite3.DatabaseError as exc:
+            if _is_damage(exc):
                 self._damaged(exc)
+            else:
+                self._open_read_only(exc)
         except OSError as exc:
             self._no_store(exc.strerror or str(exc))
             if self.path.is_file():
                 self._open_read_only(exc)
-        except sqlite3.DatabaseError as exc:
-            self._damaged(exc)
+
+    def _setup(self, owned: str) -> None:
+        """Connect and mark the file, again while another process is setting it up (SQLite then answers "busy" at
+        once, without waiting: switching a new file to WAL takes it whole), for as long as a write may wait."""
+        deadline = time.monotonic() + 60
+        for pause in itertools.chain((0.01, 0.02, 0.05, 0.1, 0.2), itertools.repeat(0.5)):
+            try:
+                self._connect(owned)
+                return
+            except sqlite3.OperationalError as exc:
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+                if getattr(exc, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+
+    def _connect(self, owned: str) -> None:
+        """Open in WAL mode and mark the file as kbc's cache of this format; a file that cannot be written fails."""
+        self._db = sqlite3.connect(self.path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # no disk sync per write (a run writes once per chunk): a power cut may lose the last rows, which are
+        # computed again, and never corrupts the file in WAL mode
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("BEGIN IMMEDIATE")  # table and marks at once; a file that cannot be written fails here
+        try:
+            self._db.execute(SCHEMA)
+            if owned in ("new", "earlier"):
+                self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self._db.execute(f"PRAGMA user_version={FORMAT}")
+            self._db.commit()
+        finally:
+            if self._db.in_transaction:
+                self._db.rollback()
 
     def _owner(self) -> str:
         """"new" (absent or empty), "ours", "earlier" (a kbc cache of an earlier format); else an error."""
@@ -174,24 +241,69 @@ class ResultCache:
                         "(make it writable, or set KBC_CACHE to a writable folder)", self.path, why)
         self.writable = False
 
-    def _drop(self) -> None:
+    def _replace(self) -> bool:
+        """Delete the file where no other kbc process has it open; False, the file left alone, where one has."""
         if self._db is not None:
             self._db.close()
             self._db = None
-        for suffix in ("", "-wal", "-shm"):
+        if self._lock is None:
+            return False
+        try:  # not atomic: the shared lock may be lost on failure, harmless with the file closed here
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                except OSError as exc:
+                    raise DataError(f"{self.path}: cannot replace the result cache ({exc.strerror or exc}); "
+                                    f"{FIX}") from None
+            return True
+        finally:
+            fcntl.flock(self._lock, fcntl.LOCK_SH)
+
+    def _confirmed(self) -> bool:
+        """Whether SQLite's own check on a fresh connection finds the damage: a passing error never costs a cache."""
+        try:
+            db = sqlite3.connect(self.path, timeout=60)
             try:
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            except OSError as exc:
-                raise DataError(f"{self.path}: cannot replace the result cache ({exc.strerror or exc}); "
-                                f"{FIX}") from None
+                return db.execute("PRAGMA quick_check").fetchall() != [("ok",)]
+            finally:
+                db.close()
+        except sqlite3.DatabaseError as exc:
+            return _is_damage(exc)
+
+    def _stop(self, why: str) -> None:
+        """Compute without the cache from here on (once told), leaving the file to the next process."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self.writable:
+            log.warning("%s: %s; results are computed without the cache until a kbc run that uses it alone "
+                        "rebuilds it", self.path, why)
+        self.writable = False
 
     def _damaged(self, exc: Exception) -> None:
         """The file is kbc's (it was opened as one) but SQLite cannot read it: start it again, empty."""
         if not (self.writable and os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
             raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({exc}); {FIX}")
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if not self._confirmed():  # a passing error on a sound file: carry on with it, or stop if it comes again
+            if self._rechecked:
+                self._stop(f"{exc}, again, though SQLite finds the file sound")
+            else:
+                self._rechecked = True
+                self._open()
+            return
+        if self._rebuilt or not self._replace():
+            self._stop(f"damaged result cache ({exc}), in use by another kbc process")
+            return
+        self._rebuilt = True
         log.warning("%s: damaged result cache (%s); dropped and rebuilt, its results are computed again",
                     self.path, exc)
-        self._drop()
         self._open()
 
     def _run(self, action, fallback):
@@ -200,13 +312,13 @@ class ResultCache:
             return fallback
         try:
             return action(self._db)
-        except sqlite3.OperationalError as exc:
-            if _cannot_write(exc):
+        except sqlite3.DatabaseError as exc:
+            if _is_damage(exc):
+                self._damaged(exc)
+            elif _cannot_write(exc):
                 self._no_store(str(exc))
             else:
-                self._damaged(exc)
-        except sqlite3.DatabaseError as exc:
-            self._damaged(exc)
+                log.debug("%s: %s; this batch is computed without the cache", self.path, exc)
         return fallback
 
     # --- rows ------------------------------------------------------------------------------------
@@ -285,5 +397,12 @@ class ResultCache:
         return self._run(lambda db: db.execute("SELECT COUNT(*) FROM results").fetchone()[0], 0)
 
     def close(self) -> None:
-        if self._db is not None:
+        if getattr(self, "_db", None) is not None:
             self._db.close()
+            self._db = None
+        if getattr(self, "_lock", None) is not None:
+            self._lock.close()  # releases the shared lock: another process may now rebuild a damaged file
+            self._lock = None
+
+    def __del__(self) -> None:
+        self.close()  # a cache dropped without close() still lets others rebuild once it is gone

@@ -545,3 +545,25 @@ def test_a_run_says_how_many_results_its_result_cache_gave(bert, lama_dir, tmp_p
     assert cold == [] and again == fresh
     assert warm == [f"trex / bert: 3 of 3 scored results read from the result cache ({_results(tmp_path)}), "
                     "0 computed"]
+
+
+def test_a_run_beside_another_process_leaves_a_damaged_cache_to_it(bert, lama_dir, tmp_path, capsys):
+    """`kbc run` finds the shared cache damaged while another kbc process has it open: the same records, computed,
+    one warning, and the file is not deleted under the other process (the last one to use it rebuilds it)."""
+    from test_cache_sharing import Holder, _damage, _filled
+
+    fresh, _ = _run(capsys, lama_dir, bert, tmp_path / "first")
+    path = _results(tmp_path)
+    _filled(path)
+    other = Holder(path)
+    try:
+        _damage(path)
+        inode = path.stat().st_ino
+        again, err = _run(capsys, lama_dir, bert, tmp_path / "second")
+        assert path.stat().st_ino == inode
+    finally:
+        other.stop()
+    assert again == fresh and _warnings(err) == [
+        f"{path}: damaged result cache (database disk image is malformed), in use by another kbc process; results "
+        "are computed without the cache until a kbc run that uses it alone rebuilds it"
+    ]
