@@ -309,10 +309,11 @@ class ServedGenerator:
             raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         self._count("answered")
-        usage = answer.get("usage") or {}
+        usage = answer.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         system = answer.get("system_fingerprint")
-        return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
-                         int(usage.get("completion_tokens") or 0), str(system) if system else None)
+        return Generated(cut_at_stop(text, params.stop), _token_count(usage.get("prompt_tokens")),
+                         _token_count(usage.get("completion_tokens")), str(system) if system else None)
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,
@@ -397,6 +398,18 @@ def interrupts_held() -> Iterator[None]:
             elif previous[signum] != signal.SIG_IGN:
                 signal.raise_signal(signum)
 
+
+
+def _token_count(value: object) -> int:
+    """A usage count as the server wrote it, or 0 where it wrote none a count can be (null, "n/a", 2.5, -1): the
+    answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 0
+    try:
+        number = float(value)
+    except ValueError:
+        return 0
+    return int(number) if number.is_integer() and number >= 0 else 0
 
 def _plain(messages: Sequence[dict]) -> str:
     return "\n".join(m["content"] for m in messages)

@@ -63,6 +63,23 @@ def test_chat_and_completions_requests_and_usage(serve):
     assert second["prompt"] == "Dante was born in" and second["stop"] == ["\n"] and second["max_tokens"] == 4
 
 
+@pytest.mark.parametrize("usage", [[3, 2], "3", {"prompt_tokens": "n/a", "completion_tokens": 2.5},
+                                   {"prompt_tokens": None, "completion_tokens": -1}, {"prompt_tokens": True}])
+def test_usage_a_server_writes_oddly_counts_no_tokens_and_keeps_the_answer(serve, usage):
+    """The answer's text stands whatever the server's bookkeeping says: usage no count can be read from is 0
+    tokens, never a stopped run."""
+    server = serve(lambda path, body, n: (200, {"choices": [{"index": 0, "text": " Paris"}], "usage": usage}))
+    (answer,) = client(server.url, api="completions").generate(["Dante was born in"], PARAMS)
+    assert (answer.text, answer.prompt_tokens, answer.completion_tokens) == (" Paris", 0, 0)
+
+
+def test_usage_counts_written_as_whole_numbers_in_text_or_floats_are_read(serve):
+    server = serve(lambda path, body, n: (200, {"choices": [{"index": 0, "text": " Paris"}],
+                                                "usage": {"prompt_tokens": "12", "completion_tokens": 3.0}}))
+    (answer,) = client(server.url, api="completions").generate(["Dante was born in"], PARAMS)
+    assert (answer.prompt_tokens, answer.completion_tokens) == (12, 3)
+
+
 def test_429_and_503_are_retried_with_backoff(serve):
     server = serve(lambda path, body, n: (429, {"error": "slow down"}) if n < 3 else (200, completion("Rome", "chat")))
     sleeps: list[float] = []
