@@ -311,9 +311,10 @@ class ServedGenerator:
         self._count("answered")
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
-        return Generated(cut_at_stop(text, params.stop), _token_count(usage.get("prompt_tokens")),
-                         _token_count(usage.get("completion_tokens")), str(system) if system else None)
+        return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
+                         str(system) if system else None, usage_reported=any(t is not None for t in tokens))
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,
@@ -400,16 +401,16 @@ def interrupts_held() -> Iterator[None]:
 
 
 
-def _token_count(value: object) -> int:
-    """A usage count as the server wrote it, or 0 where it wrote none a count can be (null, "n/a", 2.5, -1): the
+def _token_count(value: object) -> int | None:
+    """A usage count as the server wrote it, or None where it wrote none a count can be (null, "n/a", 2.5, -1): the
     answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return 0
+        return None
     try:
         number = float(value)
     except ValueError:
-        return 0
-    return int(number) if number.is_integer() and number >= 0 else 0
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None
 
 def _plain(messages: Sequence[dict]) -> str:
     return "\n".join(m["content"] for m in messages)

@@ -70,7 +70,8 @@ def test_usage_a_server_writes_oddly_counts_no_tokens_and_keeps_the_answer(serve
     tokens, never a stopped run."""
     server = serve(lambda path, body, n: (200, {"choices": [{"index": 0, "text": " Paris"}], "usage": usage}))
     (answer,) = client(server.url, api="completions").generate(["Dante was born in"], PARAMS)
-    assert (answer.text, answer.prompt_tokens, answer.completion_tokens) == (" Paris", 0, 0)
+    assert (answer.text, answer.prompt_tokens, answer.completion_tokens, answer.usage_reported) == (" Paris", 0, 0,
+                                                                                                   False)
 
 
 def test_usage_counts_written_as_whole_numbers_in_text_or_floats_are_read(serve):
@@ -631,6 +632,23 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
     line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
     assert line.endswith("; 6 answers were empty text (scored wrong)"), line
 
+
+
+def test_the_counts_line_says_how_many_responses_gave_no_token_count(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """A server that sends no usage would otherwise read as one that spent 0 tokens."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def script(path, body, n):
+        answer = completion("Paris", "chat", 4, 2)
+        if n % 3 == 0:
+            del answer["usage"]
+        return 200, answer
+
+    code, _, err = run_kbc(lama_args(serve(script).url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith("; tokens used 24 prompt + 12 completion (3 of the responses said no token count: not "
+                         "counted)"), line
 
 
 def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_dir, tmp_path, capsys, monkeypatch):
