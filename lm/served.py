@@ -302,6 +302,8 @@ class ServedGenerator:
         try:
             choice = answer["choices"][0]
             text = choice["message"]["content"] if s.api == "chat" else choice["text"]
+            if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
+                text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
