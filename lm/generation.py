@@ -49,6 +49,8 @@ class Generated:
     completion_tokens: int = 0
     system_fingerprint: str | None = field(default=None, compare=False)
     run: str | None = field(default=None, compare=False)
+    # False where the server sent no token count that can be read (its tokens count 0): said in the counts line
+    usage_reported: bool = field(default=True, compare=False)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -302,6 +302,8 @@ class ServedGenerator:
         try:
             choice = answer["choices"][0]
             text = choice["message"]["content"] if s.api == "chat" else choice["text"]
+            if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
+                text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
@@ -309,10 +311,12 @@ class ServedGenerator:
             raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         self._count("answered")
-        usage = answer.get("usage") or {}
+        usage = answer.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
-        return Generated(cut_at_stop(text, params.stop), int(usage.get("prompt_tokens") or 0),
-                         int(usage.get("completion_tokens") or 0), str(system) if system else None)
+        return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
+                         str(system) if system else None, usage_reported=any(t is not None for t in tokens))
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,
@@ -397,6 +401,18 @@ def interrupts_held() -> Iterator[None]:
             elif previous[signum] != signal.SIG_IGN:
                 signal.raise_signal(signum)
 
+
+
+def _token_count(value: object) -> int | None:
+    """A usage count as the server wrote it, or None where it wrote none a count can be (null, "n/a", 2.5, -1): the
+    answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and number >= 0 else None
 
 def _plain(messages: Sequence[dict]) -> str:
     return "\n".join(m["content"] for m in messages)

@@ -63,6 +63,24 @@ def test_chat_and_completions_requests_and_usage(serve):
     assert second["prompt"] == "Dante was born in" and second["stop"] == ["\n"] and second["max_tokens"] == 4
 
 
+@pytest.mark.parametrize("usage", [[3, 2], "3", {"prompt_tokens": "n/a", "completion_tokens": 2.5},
+                                   {"prompt_tokens": None, "completion_tokens": -1}, {"prompt_tokens": True}])
+def test_usage_a_server_writes_oddly_counts_no_tokens_and_keeps_the_answer(serve, usage):
+    """The answer's text stands whatever the server's bookkeeping says: usage no count can be read from is 0
+    tokens, never a stopped run."""
+    server = serve(lambda path, body, n: (200, {"choices": [{"index": 0, "text": " Paris"}], "usage": usage}))
+    (answer,) = client(server.url, api="completions").generate(["Dante was born in"], PARAMS)
+    assert (answer.text, answer.prompt_tokens, answer.completion_tokens, answer.usage_reported) == (" Paris", 0, 0,
+                                                                                                   False)
+
+
+def test_usage_counts_written_as_whole_numbers_in_text_or_floats_are_read(serve):
+    server = serve(lambda path, body, n: (200, {"choices": [{"index": 0, "text": " Paris"}],
+                                                "usage": {"prompt_tokens": "12", "completion_tokens": 3.0}}))
+    (answer,) = client(server.url, api="completions").generate(["Dante was born in"], PARAMS)
+    assert (answer.prompt_tokens, answer.completion_tokens) == (12, 3)
+
+
 def test_429_and_503_are_retried_with_backoff(serve):
     server = serve(lambda path, body, n: (429, {"error": "slow down"}) if n < 3 else (200, completion("Rome", "chat")))
     sleeps: list[float] = []
@@ -82,7 +100,8 @@ def test_429_and_503_are_retried_with_backoff(serve):
     (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: no model tiny\); check the URL"),
     (200, b"<html>hello</html>", r"the answer is not JSON \(b'<html>hello</html>'\); is this an OpenAI-compatible"),
     (200, {"object": "list", "data": []}, r"the answer holds no completion text \(KeyError\('choices'\) missing"),
-    (200, {"choices": [{"message": {"content": None}}]}, r"holds no completion text \(TypeError\('NoneType'\)"),
+    (200, {"choices": [{"message": {"role": "assistant"}}]}, r"holds no completion text \(KeyError\('content'\)"),
+    (200, {"choices": [{"message": {"content": 7}}]}, r"holds no completion text \(TypeError\('int'\)"),
 ])
 def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message):
     server = serve(lambda path, body, n: (status, reply))
@@ -614,6 +633,40 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
     line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
     assert line.endswith("; 6 answers were empty text (scored wrong)"), line
 
+
+
+def test_the_counts_line_says_how_many_responses_gave_no_token_count(serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """A server that sends no usage would otherwise read as one that spent 0 tokens."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def script(path, body, n):
+        answer = completion("Paris", "chat", 4, 2)
+        if n % 3 == 0:
+            del answer["usage"]
+        return 200, answer
+
+    code, _, err = run_kbc(lama_args(serve(script).url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith("; tokens used 24 prompt + 12 completion (3 of the responses said no token count: not "
+                         "counted)"), line
+
+
+def test_a_chat_answer_whose_content_is_null_is_an_empty_answer_not_a_stopped_run(serve, lama_dir, tmp_path, capsys,
+                                                                                   monkeypatch):
+    """The chat API allows `content: null` (a refusal; a reasoning model whose tokens ran out before it answered)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def script(path, body, n):
+        answer = completion("Paris", "chat")
+        if n % 3 == 0:
+            answer["choices"][0]["message"]["content"] = None
+        return 200, answer
+
+    code, _, err = run_kbc(lama_args(serve(script).url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith("; 3 answers were empty text (scored wrong)"), line
 
 
 def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_dir, tmp_path, capsys, monkeypatch):

@@ -295,7 +295,8 @@ class GenerationPredictor:
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
-        self.counts = dict.fromkeys(("queries", *QUERIES, "sent", "prompt_tokens", "completion_tokens", "empty"), 0)
+        self.counts = dict.fromkeys(("queries", *QUERIES, "sent", "prompt_tokens", "completion_tokens", "empty",
+                                     "unreported"), 0)
         self._answered: set[str] = set()  # keys answered by a request of this attempt (a later chunk's hit shares)
         # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
         self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
@@ -321,6 +322,7 @@ class GenerationPredictor:
         self.counts["sent"] += 1
         self.counts["prompt_tokens"] += response.prompt_tokens
         self.counts["completion_tokens"] += response.completion_tokens
+        self.counts["unreported"] += not response.usage_reported
 
     def _settle(self, first, sending: Callable[[], None]) -> Generated | None:
         """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API with
@@ -538,7 +540,7 @@ class GenerationPredictor:
                 "sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
                 "retried": getattr(self.backend, "retried", 0), "failed": getattr(self.backend, "failed", 0),
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
-                "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"]}
+                "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"], "unreported": c["unreported"]}
 
     def report_line(self, tally: dict[str, int]) -> str:
         """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share): its
@@ -556,11 +558,14 @@ class GenerationPredictor:
         resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
         # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
         empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
+        # a server that sends no usage would read as one that spent no tokens
+        silent = tally.get("unreported", 0)
+        unreported = f" ({silent} of the responses said no token count: not counted)" if silent else ""
         rest = "".join(f", {t[k]} {words}" for k, words in SAMPLE.items() if t[k])
         return (f"{t['queries'] + sum(t[k] for k in SAMPLE)} queries: {t['asked']} asked, "
                 f"{t['cached'] + t['resumed']} from the cache{resumed}, {t['shared']} sharing another query's prompt, "
                 f"{t['unanswered']} unanswered{rest}; {cost}; tokens used "
-                f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{note}{empty}")
+                f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{unreported}{note}{empty}")
 
     def report(self) -> str:
         """Queries by how each was answered, requests and tokens (printed when the run is done with this
