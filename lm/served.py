@@ -254,8 +254,8 @@ class ServedGenerator:
             told, self._waits_told = self._waits_told, True
         if not told:
             capped = f" (waiting at most {RETRY_AFTER_MAX:g} s)" if asked > RETRY_AFTER_MAX else ""
-            logging.getLogger("kbc").warning("%s: HTTP %d asks to retry after %g s%s; its retries wait as asked",
-                                             shown, code, asked, capped)
+            logging.getLogger("kbc").warning("%s: HTTP %d asks to retry after %s%s; its retries wait as asked",
+                                             shown, code, _duration(asked), capped)
         return wait
 
     def _models(self) -> list[dict]:
@@ -431,8 +431,18 @@ def server_message(raw: bytes) -> str:
         found = next((v for v in (error.get("message") if isinstance(error, dict) else error, body.get("message"),
                                   body.get("detail")) if isinstance(v, str) and v.strip()), None)
         text = found or text
+    if body in ({}, []):  # an empty JSON body says nothing
+        text = ""
     text = " ".join(text.split())
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    """A wait in words a reader takes in at once: seconds up to two minutes, then minutes, hours or days."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:g} s"
 
 
 def retry_after(value: str | None) -> float | None:

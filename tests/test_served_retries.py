@@ -47,6 +47,18 @@ def test_a_429_waits_as_long_as_its_retry_after_asks_within_a_bound_and_says_so_
         f"{server.url}/chat/completions: HTTP 429 asks to retry after 7 s; its retries wait as asked"]
 
 
+def test_a_far_off_retry_after_is_said_in_days_not_in_exponent_notation(serve, caplog):
+    after = iter(["259200", None])  # three days, as a gateway's date far off comes out
+    server = serve(lambda path, body, n: (429, {"error": "quota"}, {"Retry-After": a} if (a := next(after)) else {})
+                   if n < 2 else (200, completion("Rome", "chat")))
+    gen = client(server.url, [], retries=1)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        assert [g.text for g in gen.generate(["q"], PARAMS)] == ["Rome"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{server.url}/chat/completions: HTTP 429 asks to retry after 3 days (waiting at most 60 s); its retries "
+        "wait as asked"]
+
+
 def test_retries_after_429s_stay_bounded_and_the_last_failure_says_the_run_resumes(serve):
     server = serve(lambda path, body, n: (429, {"error": "rate limited"}, {"Retry-After": "1"}))
     sleeps: list[float] = []
@@ -115,3 +127,10 @@ def test_a_bare_500_on_the_first_chat_turn_names_both_causes(serve):
         "without a chat template fails so on chat turns: then use api=completions; else a prompt and answer longer "
         "than the model's context are a common cause; this prompt is 9 characters: fewer shots, a shorter prompt or "
         "a smaller max_new_tokens)")
+
+
+def test_a_429_with_an_empty_json_body_names_no_empty_message(serve):
+    server = serve(lambda path, body, n: (429, {}))
+    with pytest.raises(ServerUnavailable) as caught:
+        client(server.url, [], retries=0).generate(["q"], PARAMS)
+    assert str(caught.value) == f"{server.url}/chat/completions: HTTP 429 (no detail)"
