@@ -397,9 +397,14 @@ class ResultCache:
         return self._run(lambda db: db.execute("SELECT COUNT(*) FROM results").fetchone()[0], 0)
 
     def close(self) -> None:
-        if getattr(self, "_db", None) is not None:
-            self._db.close()
-            self._db = None
+        """Close the file and release the shared lock, from any thread (a cache dropped in a server's other thread
+        is collected there: its connection, which SQLite lets only its own thread close, is closed as it is freed)."""
+        db, self._db = getattr(self, "_db", None), None
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.ProgrammingError:
+                pass
         if getattr(self, "_lock", None) is not None:
             self._lock.close()  # releases the shared lock: another process may now rebuild a damaged file
             self._lock = None

@@ -191,3 +191,17 @@ def test_a_cache_another_process_is_setting_up_is_waited_for(tmp_path, monkeypat
     cache.put_many([(ResultCache.key("held"), np.arange(3), np.zeros(3), 1)])
     assert cache.writable and len(cache) == 1 and not busy and caplog.messages == []
     cache.close()
+
+
+def test_a_cache_opened_in_one_thread_closes_in_another(tmp_path):
+    """The explorer opens caches in its worker threads; one collected in another thread still closes and lets
+    its shared lock go, instead of raising from its finalizer."""
+    import threading
+
+    made: list[ResultCache] = []
+    worker = threading.Thread(target=lambda: made.append(ResultCache(tmp_path / "results.sqlite")))
+    worker.start()
+    worker.join()
+    cache = made.pop()
+    cache.close()
+    assert cache._db is None and cache._lock is None
