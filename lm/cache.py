@@ -148,9 +148,7 @@ class ResultCache:
                 self._connect(owned)
                 return
             except sqlite3.OperationalError as exc:
-                if self._db is not None:
-                    self._db.close()
-                    self._db = None
+                self._close_db()
                 if getattr(exc, "sqlite_errorcode", 0) & 0xFF != SQLITE_BUSY or time.monotonic() > deadline:
                     raise
             time.sleep(pause)
@@ -217,9 +215,7 @@ class ResultCache:
 
     def _open_read_only(self, exc: Exception) -> None:
         """A cache kbc may not write: read what it holds (immutable where SQLite cannot even keep its lock file)."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._close_db()
         self._no_store(str(exc))
         if not self.path.is_file():
             return
@@ -243,9 +239,7 @@ class ResultCache:
 
     def _replace(self) -> bool:
         """Delete the file where no other kbc process has it open; False, the file left alone, where one has."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._close_db()
         if self._lock is None:
             return False
         try:  # not atomic: the shared lock may be lost on failure, harmless with the file closed here
@@ -276,9 +270,7 @@ class ResultCache:
 
     def _stop(self, why: str) -> None:
         """Compute without the cache from here on (once told), leaving the file to the next process."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._close_db()
         if self.writable:
             log.warning("%s: %s; results are computed without the cache until a kbc run that uses it alone "
                         "rebuilds it", self.path, why)
@@ -288,9 +280,7 @@ class ResultCache:
         """The file is kbc's (it was opened as one) but SQLite cannot read it: start it again, empty."""
         if not (self.writable and os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
             raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({exc}); {FIX}")
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        self._close_db()
         if not self._confirmed():  # a passing error on a sound file: carry on with it, or stop if it comes again
             if self._rechecked:
                 self._stop(f"{exc}, again, though SQLite finds the file sound")
@@ -396,15 +386,19 @@ class ResultCache:
     def __len__(self) -> int:
         return self._run(lambda db: db.execute("SELECT COUNT(*) FROM results").fetchone()[0], 0)
 
-    def close(self) -> None:
-        """Close the file and release the shared lock, from any thread (a cache dropped in a server's other thread
-        is collected there: its connection, which SQLite lets only its own thread close, is closed as it is freed)."""
+    def _close_db(self) -> None:
+        """Close the connection, from any thread (a cache dropped in a server's other thread is collected there: its
+        connection, which SQLite lets only its own thread close, is closed as it is freed)."""
         db, self._db = getattr(self, "_db", None), None
         if db is not None:
             try:
                 db.close()
             except sqlite3.ProgrammingError:
                 pass
+
+    def close(self) -> None:
+        """Close the file and release the shared lock."""
+        self._close_db()
         if getattr(self, "_lock", None) is not None:
             self._lock.close()  # releases the shared lock: another process may now rebuild a damaged file
             self._lock = None

@@ -3,7 +3,6 @@ runs in the suite without a server (it is an emulator, not Elasticsearch)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 import urllib.request
@@ -13,11 +12,7 @@ from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from lm.local_server import free_port
 
 
 @contextmanager

@@ -129,6 +129,14 @@ def test_a_prompt_sets_dropped_queries_are_named_queries_in_the_log_and_the_tabl
     assert "dropped_facts" not in described
 
 
+def _trex_run(lama_dir, out, capsys, *argv: str) -> str:
+    """`kbc run lama --corpus trex ARGV` over the LAMA data into `out`, which must succeed: its stderr."""
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", *argv, "--data-dir", str(lama_dir), "--out", str(out),
+                            "--quiet"], capsys)
+    assert code == 0, err
+    return err
+
+
 def _drawn(per_prompt: dict[str, dict[str, float]], draws: int, seed: int) -> list[float]:
     """The macro P@1 of each seeded draw of one prompt per relation, as the docs describe the draws."""
     import random
@@ -171,10 +179,8 @@ def test_prompt_draws_are_the_runs_and_a_rerun_with_other_draws_rescores(lama_di
 def test_facts_asked_without_a_gold_context_are_counted_and_said(lama_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P1001", "P19", "P279", "--limit", "20",
-                            "--predictors", "freq", "--context", "gold", "--data-dir", str(lama_dir), "--out",
-                            str(out), "--quiet"], capsys)
-    assert code == 0, err
+    err = _trex_run(lama_dir, out, capsys, "--relations", "P1001", "P19", "P279", "--limit", "20", "--predictors",
+                    "freq", "--context", "gold")
     without = {}
     for rel in ("P1001", "P19", "P279"):
         records = _records(out / f"predictions/trex/freq/{rel}.jsonl")
@@ -236,10 +242,8 @@ def test_retrieved_and_retrieved_1_are_one_setting(lama_dir, tmp_path, capsys, m
 def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P31", "P103", "P527", "--limit", "3",
-                            "--predictors", "freq", "--prompts", "pararel", "--data-dir", str(lama_dir), "--out",
-                            str(out), "--quiet"], capsys)
-    assert code == 0, err
+    err = _trex_run(lama_dir, out, capsys, "--relations", "P31", "P103", "P527", "--limit", "3", "--predictors",
+                    "freq", "--prompts", "pararel")
     line = "trex: prompt set pararel has no prompt for P31, P527; asked with their LAMA template"
     assert err.splitlines().count(line) == 1
     assert {r["uid"].rsplit("@", 1)[1] for r in _records(out / "predictions/trex/freq/P31.jsonl")} == {"lama"}
@@ -249,10 +253,8 @@ def test_show_by_a_facts_uid_prints_each_of_its_prompts(lama_dir, tmp_path, caps
     """Under a prompt set a query's uid is `<fact>@<prompt>`: the fact's own uid shows each prompt it was asked with."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "1", "--predictors",
-                            "freq", "--prompts", "pararel", "--data-dir", str(lama_dir), "--out", str(out), "--quiet"],
-                           capsys)
-    assert code == 0, err
+    _trex_run(lama_dir, out, capsys, "--relations", "P103", "--limit", "1", "--predictors", "freq", "--prompts",
+              "pararel")
     records = _records(out / "predictions/trex/freq/P103.jsonl")
     fact = records[0]["fact_uid"]
     assert len(records) > 1 and {r["fact_uid"] for r in records} == {fact}

@@ -19,15 +19,11 @@ import pytest
 from cli_support import run_kbc
 from record_compare import actor_threads, assert_same_run
 
+from lm.local_server import free_port
+
 pytestmark = pytest.mark.heavy
 tiny_models = lm_fixtures.tiny_models
 RAY = Path(sys.executable).with_name("ray")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +37,7 @@ def head():
            # a client's server process answers within seconds (2 s on 2 loaded cores); one that died is waited on
            # about twice this long before the run's one retry
            "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "15"}
-    port, client = _free_port(), _free_port()
+    port, client = free_port(), free_port()
     temp = tempfile.mkdtemp(prefix="kbcray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     proc = subprocess.Popen([str(RAY), "start", "--head", "--block", f"--port={port}",
                              f"--ray-client-server-port={client}", "--num-cpus=2", "--include-dashboard=false",

@@ -18,14 +18,9 @@ from tests_support_facts import toy_facts
 from eval.errors import KbcError
 from eval.types import Entity, Fact
 from kb.store import GraphStore, open_store
+from lm.local_server import free_port
 
 RELATIONS = ("P19", "P47")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +30,7 @@ def oxigraph() -> tuple[str, str]:
     binary = str(local) if local.exists() else shutil.which("oxigraph")
     if binary is None:
         pytest.fail("the `oxigraph` server binary is missing: install the dev extra (pip install -e '.[dev]')")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([binary, "serve", "--bind", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 15

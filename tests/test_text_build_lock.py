@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -57,11 +58,9 @@ def _live(root: Path) -> str:
     return (root / "CURRENT").read_text()
 
 
-def test_a_second_build_waits_for_the_first_instead_of_deleting_its_work(tmp_path):
-    """Forced interleaving: the second build starts while the first is mid-way. Unserialised, the second one
-    published, then deleted every other generation folder, the first one's unfinished folder included, and the
-    first died at its commit (tantivy: 'No such file or directory')."""
-    root = tmp_path / "idx"
+def _interleaved(build: Callable[[str, Iterable[Paragraph]], None], waiting: str) -> tuple[dict, bool]:
+    """`build("first", ...)` paused after its first paragraph while `build("second", SECOND)` starts in another
+    thread: the errors each raised, and whether the second logged `waiting` (it waited for the first)."""
     started, go = threading.Event(), threading.Event()
 
     def slow():
@@ -72,20 +71,20 @@ def test_a_second_build_waits_for_the_first_instead_of_deleting_its_work(tmp_pat
 
     errors: dict[str, BaseException] = {}
 
-    def build(name: str, paragraphs) -> None:
+    def run(label: str, paragraphs) -> None:
         try:
-            build_index(paragraphs, "tantivy", root, meta={"source": f"jsonl:{name}.jsonl"}).close()
+            build(label, paragraphs)
         except BaseException as exc:  # noqa: BLE001 - the thread's failure is the test's finding
-            errors[name] = exc
+            errors[label] = exc
 
-    told = _Told(f"the text index {root} is being built by process {os.getpid()}")
+    told = _Told(waiting)
     logger = logging.getLogger("kbc")
     logger.addHandler(told)
     try:
-        first = threading.Thread(target=build, args=("first", slow()))
+        first = threading.Thread(target=run, args=("first", slow()))
         first.start()
         assert started.wait(10)
-        second = threading.Thread(target=build, args=("second", SECOND))
+        second = threading.Thread(target=run, args=("second", SECOND))
         second.start()
         deadline = time.monotonic() + 10
         while second.is_alive() and not told.event.is_set() and time.monotonic() < deadline:
@@ -95,8 +94,37 @@ def test_a_second_build_waits_for_the_first_instead_of_deleting_its_work(tmp_pat
         second.join(20)
     finally:
         logger.removeHandler(told)
+    return errors, told.event.is_set()
+
+
+def _build_behind(lock, argv: list[str], cache: Path, publish: Callable[[], None]) -> tuple[str, int, str, str]:
+    """`kbc index build ARGV` in a real process while this one holds the build `lock`; once it says it waits, the
+    other build's index is published (`publish`) and the lock let go: its waiting line, exit status, stdout, stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "index", "build", *argv, "--quiet"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KBC_CACHE": str(cache)})
+    try:
+        waiting = proc.stderr.readline()  # written once the build found the lock held
+        publish()
+        lock.release()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return waiting.rstrip("\n"), proc.returncode, out, err
+
+
+def test_a_second_build_waits_for_the_first_instead_of_deleting_its_work(tmp_path):
+    """Forced interleaving: the second build starts while the first is mid-way. Unserialised, the second one
+    published, then deleted every other generation folder, the first one's unfinished folder included, and the
+    first died at its commit (tantivy: 'No such file or directory')."""
+    root = tmp_path / "idx"
+    errors, waited = _interleaved(
+        lambda label, paragraphs: build_index(paragraphs, "tantivy", root,
+                                              meta={"source": f"jsonl:{label}.jsonl"}).close(),
+        f"the text index {root} is being built by process {os.getpid()}")
     assert errors == {}
-    assert told.event.is_set()  # the second one waited for the first
+    assert waited  # the second one waited for the first
     with open_index("tantivy", root) as idx:  # the second build ran after the first, and is the live one
         assert (idx.meta["source"], len(idx)) == ("jsonl:second.jsonl", 3)
     assert sorted(p.name for p in root.iterdir()) == sorted(["CURRENT", _live(root), "build.lock"])
@@ -115,24 +143,19 @@ def test_a_waiting_lama_build_uses_the_index_the_other_process_built(tiny, tmp_p
     lock = writer_lock(root)
     lock.acquire()
     since = json.loads((root / "build.json").read_text())["since"]
-    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "index", "build", "--data-dir", str(tiny), "--out",
-                             str(root), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "KBC_CACHE": str(tmp_path / "cache")})
-    try:
-        waiting = proc.stderr.readline()  # written once the build found the lock held
-        generation = _live(tmp_path / "aside")
+    generation = _live(tmp_path / "aside")
+
+    def publish() -> None:
         os.rename(tmp_path / "aside" / generation, root / generation)
         (root / "CURRENT").write_text(generation)
-        lock.release()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    waiting, code, out, err = _build_behind(lock, ["--data-dir", str(tiny), "--out", str(root)], tmp_path / "cache",
+                                            publish)
     command = " ".join(["kbc", *sys.argv[1:]])
-    assert waiting.rstrip("\n") == (
+    assert waiting == (
         f"the text index {root} is being built by process {os.getpid()} (`{command}`, since {since}); waiting up "
         "to 1800 s ($KBC_STORE_WAIT) for it (or use another index folder, or another cache: KBC_CACHE=DIR)")
-    assert (proc.returncode, err) == (0, "")
+    assert (code, err) == (0, "")
     assert out.splitlines() == [f"index: 32 paragraphs in {root} (tantivy), already built from this data, kept as "
                                 "it is (--force rebuilds it)"]
     assert _live(root) == generation  # not built again
@@ -242,42 +265,12 @@ def test_two_elasticsearch_builds_of_one_alias_run_one_at_a_time(emulator_url, t
     second one built and swapped the alias, then the first one swapped it back and deleted the second's index."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     name = "kbc-two-builds"
-    started, go = threading.Event(), threading.Event()
-
-    def slow():
-        yield FIRST[0]
-        started.set()
-        go.wait(10)
-        yield from FIRST[1:]
-
-    errors: dict[str, BaseException] = {}
-
-    def build(label: str, paragraphs) -> None:
-        try:
-            build_index(paragraphs, "elasticsearch", name, emulator_url,
-                        meta={"source": f"jsonl:{label}.jsonl"}).close()
-        except BaseException as exc:  # noqa: BLE001 - the thread's failure is the test's finding
-            errors[label] = exc
-
-    told = _Told(f"the text index {emulator_url}/{name} is being built by process {os.getpid()}")
-    logger = logging.getLogger("kbc")
-    logger.addHandler(told)
-    try:
-        first = threading.Thread(target=build, args=("first", slow()))
-        first.start()
-        assert started.wait(10)
-        second = threading.Thread(target=build, args=("second", SECOND))
-        second.start()
-        deadline = time.monotonic() + 10
-        while second.is_alive() and not told.event.is_set() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        go.set()
-        first.join(20)
-        second.join(20)
-    finally:
-        logger.removeHandler(told)
+    errors, waited = _interleaved(
+        lambda label, paragraphs: build_index(paragraphs, "elasticsearch", name, emulator_url,
+                                              meta={"source": f"jsonl:{label}.jsonl"}).close(),
+        f"the text index {emulator_url}/{name} is being built by process {os.getpid()}")
     assert errors == {}
-    assert told.event.is_set()  # the second one waited for the first
+    assert waited  # the second one waited for the first
     with open_index("elasticsearch", name, emulator_url) as idx:  # the second build ran after the first
         assert (idx.meta["source"], len(idx)) == ("jsonl:second.jsonl", 3)
     assert list((tmp_path / "cache" / "index" / "elasticsearch-builds").iterdir()) == []  # no lock file kept
@@ -297,25 +290,20 @@ def test_a_waiting_elasticsearch_lama_build_keeps_the_index_the_other_process_bu
     lock = build_lock(emulator_url, name)
     lock.acquire()
     since = json.loads(lock.info.read_text())["since"]
-    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "index", "build", "--backend", "elasticsearch",
-                             "--es-url", emulator_url, "--data-dir", str(tiny), "--out", name, "--quiet"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KBC_CACHE": str(tmp_path / "cache")})
-    try:
-        waiting = proc.stderr.readline()  # written once the build found the lock held
+
+    def publish() -> None:
         es = Elasticsearch(emulator_url)
         es.indices.update_aliases(actions=[{"add": {"index": concrete, "alias": name}}])
         es.close()
-        lock.release()
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+
+    waiting, code, out, err = _build_behind(lock, ["--backend", "elasticsearch", "--es-url", emulator_url,
+                                                   "--data-dir", str(tiny), "--out", name], tmp_path / "cache",
+                                            publish)
     command = " ".join(["kbc", *sys.argv[1:]])
-    assert waiting.rstrip("\n") == (
+    assert waiting == (
         f"the text index {emulator_url}/{name} is being built by process {os.getpid()} (`{command}`, since {since}); "
         "waiting up to 1800 s ($KBC_STORE_WAIT) for it (or use another index name)")
-    assert (proc.returncode, err) == (0, "")
+    assert (code, err) == (0, "")
     assert out.splitlines() == [f"index: 32 paragraphs in {emulator_url}/{name} (elasticsearch), already built from "
                                 "this data, kept as it is (--force rebuilds it)"]
     with open_index("elasticsearch", name, emulator_url) as idx:

@@ -17,13 +17,13 @@ import shutil
 from collections import Counter
 
 import pytest
-from es_emulator import free_port
 
 from eval.errors import DataError, KbcError
 from kb.text.analyzer import term_counts, tokens
 from kb.text.cooccur import ScanIndex
 from kb.text.index import Mention, build_index, open_index
 from kb.text.paragraphs import ContentDigest, Paragraph
+from lm.local_server import free_port
 
 N_PARAGRAPHS = 600  # the emulator is fine for a few thousand documents
 QUERIES = ["Abraham Lincoln slavery", "the political philosophy of anarchism", "Aristotle logic logic",
