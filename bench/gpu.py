@@ -91,6 +91,11 @@ TINY_GPT2 = {"n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 256}
 CAUSAL_RELATIONS = ("P36", "P1376", "P138")
 
 
+def shown_seconds(value: float) -> float:
+    """A time as printed: tenths from a second up, two significant digits below (a quick stage is never 0)."""
+    return round(value, 1) if value >= 1 else float(f"{value:.2g}")
+
+
 def settings(smoke: bool) -> SimpleNamespace:
     """How much work each line does: the GPU run fits in under 6 minutes on an H100, the smoke run in a minute or two
     on a CPU."""
@@ -238,7 +243,7 @@ def masked_lines(out: dict, args, cfg, data: Path, bert_dir: str, device) -> Non
     texts = [probe.model_input(q) for q in queries]
     start = time.perf_counter()
     ids = probe.scorer.encode(texts)
-    out["masked_tokenise_s"] = round(time.perf_counter() - start, 3)
+    out["masked_tokenise_s"] = shown_seconds(time.perf_counter() - start)
     print(f"masked: {len(queries)} T-REx queries, {len(vocab):,} candidates, device {device}; tokenised in "
           f"{out['masked_tokenise_s']} s (part of each engine line, not of the raw forward)", flush=True)
     model = probe.scorer.model
@@ -566,8 +571,8 @@ def fewrel_lines(out: dict, cfg, data: Path, device, budget_s: float, smoke: boo
     epochs = timed["epoch_s"]
     ran_all = len(epochs) == EPOCHS and cfg.fewrel_n is None
     ten = timed["call_s"] if ran_all else projected_s(timed)
-    out.update(fewrel_epoch_s=round(sum(epochs) / len(epochs), 1), fewrel_epochs=len(epochs),
-               fewrel_10ep_s=round(ten, 1), fewrel_all_10="yes" if ran_all else "no")
+    out.update(fewrel_epoch_s=shown_seconds(sum(epochs) / len(epochs)), fewrel_epochs=len(epochs),
+               fewrel_10ep_s=shown_seconds(ten), fewrel_all_10="yes" if ran_all else "no")
     print(f"fewrel: {timed['train']} train + {timed['dev']} dev sentences (tokenised in {timed['tokenise_s']:.1f} s),"
           f" {len(epochs)} epoch(s), {out['fewrel_epoch_s']} s per epoch; {EPOCHS} epochs over the split "
           f"({timed['split_train']} + {timed['split_dev']}): {ten:.1f} s {'measured' if ran_all else 'projected'}",

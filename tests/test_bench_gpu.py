@@ -57,3 +57,10 @@ def test_only_measures_the_stages_it_names(capsys):
     printed = capsys.readouterr().out
     assert "[stage masked" not in printed
     assert printed.strip().splitlines()[-2].startswith("note: --smoke runs tiny models")
+
+
+def test_a_quick_stage_is_printed_as_the_time_it_took_never_zero():
+    sys.path.insert(0, str(ROOT))
+    from bench.gpu import shown_seconds
+
+    assert [shown_seconds(s) for s in (0.00004, 0.000412, 0.1, 6.63, 144.94)] == [4e-05, 0.00041, 0.1, 6.6, 144.9]
