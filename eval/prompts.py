@@ -8,7 +8,10 @@ source)`, in file order with exact duplicate templates kept once. Sets (`spec`):
   `autoprompt:MODEL` the per-model prompts (`prompts/ncarraz_per_model/autoprompt_prompts/`).
   Their trigger tokens are kept as text (`[X]vik nationwide ... [Y].`), as published: tokens a search chose
   for MODEL's tokenizer, decoded (with leftovers such as the GPT-2 sets' closing " </s"), so a run asks
-  them of MODEL alone (`searched_for`; `bridge.run.prompt_models`).
+  them of MODEL alone (`searched_for`; `bridge.run.prompt_models`). Every template of the four GPT-2 sets
+  (`gpt2`, `gpt2-medium`, `gpt2-large`, `gpt2-xl`; 41 each) ends in `[Y]. </s`, an end-of-sequence marker
+  written as text, and no other staged set has one: a causal LM scores the sentence up to its last word
+  (`spoken_template`), as the search read nothing after [Y].
 - `lpaqa`: LPAQA's top-1 prompts for BERT-base (`LPAQA_relations.jsonl`); `lpaqa:MODEL` per model;
   `lpaqa-mine`, `lpaqa-paraphrase`, `lpaqa-manual`: LPAQA's full mined / paraphrased / manual sets.
 - a JSONL file: `{"relation": ..., "template": ..., "id": ...}` rows (`id` optional).
@@ -22,6 +25,7 @@ folder) or the LAMA folder inside it.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +33,7 @@ from pathlib import Path
 from eval.errors import ConfigError, DataError
 from eval.jsonl import read_jsonl, read_text, req_str
 from eval.relations import check_template, load_relations
-from eval.types import Relation
+from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Relation
 
 FALLBACK = "lama-fallback"
 METAINFO = Path("prompts") / "optiprompt_relation_metainfo"
@@ -57,6 +61,24 @@ class Prompt:
     id: str
     template: str
     source: str
+
+
+# an end-of-sequence marker written as text closing a template (`</s>`, or `</s` as the GPT-2 AutoPrompt sets have it)
+END_MARKER = re.compile(r"\s*</s>?\s*$")
+
+
+def spoken_template(template: str) -> str:
+    """`template` without an end-of-sequence marker written as text after both slots (`[Y]. </s` -> `[Y].`).
+
+    The marker is no words of the sentence: AutoPrompt's search read the slot alone, so nothing after [Y] was chosen,
+    and a causal LM scoring the filled sentence whole would score `</s` as text (GPT-2: ` <`, `/`, `s`). Templates
+    without one are returned as they are.
+    """
+    end = max(template.rfind(OBJECT_SLOT), template.rfind(SUBJECT_SLOT))
+    if end < 0:
+        return template
+    end += len(OBJECT_SLOT)
+    return template[:end] + END_MARKER.sub("", template[end:])
 
 
 def searched_for(spec: str) -> str | None:

@@ -27,6 +27,9 @@ entity appears at the very end"): object queries use `template_obj` ("[X] was bo
 subject queries `template_sub` ("[Y] is the birth place of [X]"); then a one-token candidate is a
 leaf of the tree and is read from the prefix's last position alone.
 
+A template closing with an end-of-sequence marker written as text (`[Y]. </s`, every template of the GPT-2
+AutoPrompt sets) is scored without it (`eval.prompts.spoken_template`), the record naming the template scored.
+
 Every candidate is scored, so `Query.targets` get exact ranks (`Prediction.target_ranks`). Ties
 follow `eval.metrics`: equal log-likelihoods are ordered by candidate order (the relation's
 entities in corpus order, or the vocabulary file order), in the answer list and in exact ranks alike.
@@ -44,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.errors import DataError
+from eval.prompts import spoken_template
 from eval.relations import check_template
 from eval.set_rules import LOG_NORM, log_norm
 from eval.types import (
@@ -531,9 +535,14 @@ class CausalTypedPredictor:
         return list(dict.fromkeys(choices)) if choices else self.by_slot[query.slot].get(query.relation, [])
 
     def _template(self, query: Query) -> str | None:
-        """The extended template asked in place of the query's own; None where the query's own is asked."""
+        """The template asked in place of the query's own (the extended one, or the query's without a closing
+        end-of-sequence marker written as text: `eval.prompts.spoken_template`); None where the query's own is asked."""
         # a closed question keeps its own wording; only relation prompts are swapped for the extended templates
-        return None if getattr(query, "choices", ()) else self.templates.get((query.relation, query.slot))
+        if getattr(query, "choices", ()):
+            return None
+        extended = self.templates.get((query.relation, query.slot))
+        template = spoken_template(extended or query.template)
+        return template if extended or template != query.template else None
 
     def sentence(self, query: Query, candidate: str) -> str:
         template = self._template(query)

@@ -96,3 +96,19 @@ def test_factory_uses_the_relation_objects(gpt2, tiny_models, tmp_path):
     assert pred.cost(asked) == ("typed querying will score 5 sentences (2 queries x 2 to 3 candidates each: every "
                                 "entity of the relation in the corpus, which --limit does not shrink; "
                                 f"{pred.scorer.path})")
+
+
+@pytest.mark.parametrize("marker", ["</s", "</s>"])
+def test_closing_end_marker_is_not_scored_as_text(gpt2, marker):
+    from eval.types import asked_prompt
+    from lm.causal import CausalTypedPredictor
+
+    pred = CausalTypedPredictor("tiny", _scorer(gpt2), {"P19": ["Florence", "Rome"]}, "test")
+    q = Query("u", "f", "trex", "P19", Entity("Dante"), "object", f"[X] was born in [Y]. {marker}")
+    (p,) = pred.predict([q], 10)
+    for a in p.answers:  # the sentence up to its last word, as the GPT-2 AutoPrompt sets mean it
+        assert abs(a.score - _reference_loglik(gpt2, f"Dante was born in {a.label}.")) < 1e-3
+    assert asked_prompt(q, p) == "Dante was born in [MASK]."  # the record names the sentence scored
+    plain = Query("u", "f", "trex", "P19", Entity("Dante"), "object", "[X] was born in [Y].")
+    (same,) = pred.predict([plain], 10)
+    assert same.answers == p.answers and "template" not in same.extra

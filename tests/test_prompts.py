@@ -94,3 +94,21 @@ def test_missing_sets_and_relations(tmp_path, relations, shared_data):
         load_prompts("pararel", tmp_path, relations)
     with pytest.raises(ConfigError, match=r"unknown relation 'P1999'"):
         load_prompts("pararel", shared_data, ["P1999"])
+
+
+def test_only_the_gpt2_autoprompt_sets_close_with_an_end_marker(relations, shared_data):
+    """Causal scoring drops a closing `</s`: exactly the GPT-2 AutoPrompt sets have one, on every template."""
+    from eval.prompts import PER_MODEL, per_model_models, spoken_template
+
+    changed: dict[str, int] = {}
+    specs = ["lama", "pararel", "autoprompt", "lpaqa", "lpaqa-mine", "lpaqa-paraphrase", "lpaqa-manual"]
+    specs += [f"{name}:{model}" for name in PER_MODEL for model in per_model_models(name, shared_data)]
+    for spec in specs:
+        for prompts in load_prompts(spec, shared_data, relations).values():
+            for p in prompts:
+                if p.source == FALLBACK:
+                    continue
+                if spoken_template(p.template) != p.template:
+                    assert p.template.endswith("[Y]. </s") and spoken_template(p.template) == p.template[:-4]
+                    changed[spec] = changed.get(spec, 0) + 1
+    assert changed == {f"autoprompt:{m}": 41 for m in ("gpt2", "gpt2-large", "gpt2-medium", "gpt2-xl")}
