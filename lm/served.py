@@ -46,7 +46,13 @@ LISTED = 10  # model names of a server's list in an error line
 
 
 class ServerError(KbcError):
-    """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops."""
+    """The server cannot answer the run (down, refuses, answers garbage): one line, the run stops.
+
+    `failure`: an HTTP failure's (endpoint, code, server message, prompt length, models note), from which
+    `ServedGenerator.generate` says it again once the requests in flight have settled: the requests it says were
+    answered are then those the run counts and keeps."""
+
+    failure: tuple[str, int, str, int | None, str] | None = None
 
 
 class ServerUnavailable(ServerError):
@@ -215,7 +221,9 @@ class ServedGenerator:
                 # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
                 failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s, self.answered, asked)
                 kind = ServerUnavailable if failed else ServerError
-                raise kind(_http_message(shown, exc.code, detail, s, self.answered, asked) + served) from None
+                error = kind(_http_message(shown, exc.code, detail, s, self.answered, asked) + served)
+                error.failure = (shown, exc.code, detail, asked, served)
+                raise error from None
             except (TimeoutError, OSError, http.client.HTTPException) as exc:
                 reason = getattr(exc, "reason", exc)
                 timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
@@ -364,12 +372,15 @@ class ServedGenerator:
                         came(future)
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
-        except BaseException:
+        except BaseException as exc:
             pool.shutdown(wait=True)
             with interrupts_held():
                 for future, i in futures.items():
                     if i not in kept_ones and future.exception() is None:
                         came(future)
+            if isinstance(exc, ServerError) and exc.failure is not None:  # said with the answers that came since
+                shown, code, detail, asked, served = exc.failure
+                exc.args = (_http_message(shown, code, detail, self.settings, self.answered, asked) + served,)
             raise
         finally:
             pool.shutdown(wait=True)

@@ -4,8 +4,10 @@ bounded concurrency, and whole runs whose answers the test chooses (exact match 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
+import threading
 
 import pytest
 from cli_support import Bar, run_kbc
@@ -1267,3 +1269,34 @@ def test_an_option_error_names_the_server_url_without_its_query_values(serve, la
     assert code == 2 and "hunter3" not in err
     assert err.startswith(f"error: --set llm.tempreature: predictor llm ({server.url}?tenant=***) does not take "
                           "'tempreature'; did you mean llm.temperature?")
+
+
+def test_a_server_error_names_the_answers_that_came_while_it_was_handled(serve, lama_dir, tmp_path, capsys,
+                                                                          monkeypatch):
+    """A bare 500 while other requests are in flight: those answer after the failure (held until its message is
+    first made), are kept and counted, and the error line says as many requests were answered as the counts line."""
+    import lm.served
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    failed = threading.Event()
+    made = lm.served._http_message
+
+    def message(*args, **kw):
+        failed.set()
+        return made(*args, **kw)
+
+    monkeypatch.setattr(lm.served, "_http_message", message)
+
+    def script(path, body, n):
+        if n == 3:
+            return 500, b"Internal Server Error"
+        if n > 1:  # the first is the run's first prompt, asked alone
+            failed.wait(30)
+        return 200, completion("Paris", "chat")
+
+    server = serve(script)
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3"), capsys)
+    assert code == 2, err
+    asked = int(re.search(r"google_re / llm: 9 queries: (\d+) asked", err).group(1))
+    said = int(re.search(r"\((\d+) chat requests? of this run (?:was|were) answered", err.splitlines()[-1]).group(1))
+    assert asked == said == len(server.bodies) - 1 >= 3, err
