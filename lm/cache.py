@@ -15,9 +15,10 @@ written (a read-only file or folder, a full disk) is still read; new results are
 Several kbc processes may share one cache. Each holds a shared lock on `<file>.lock` while it has the file open, and
 a file is dropped only under the exclusive lock, after SQLite's own check confirms the damage: deleting a database
 (or its -wal and -shm files) that another process has open loses that process's results and can corrupt the new
-file. A process that finds the cache damaged while others use it computes without it; the next kbc to use the cache
-alone rebuilds it. Only SQLite's "malformed" and "not a database" errors count as damage: a busy, locked or changed
-database is a moment's contention, never a reason to drop a file.
+file. A process that finds the cache damaged while others use it, or after it stopped writing it (a lock held
+too long, a full disk), computes without it; the next kbc to use the cache alone rebuilds it. Only SQLite's
+"malformed" and "not a database" errors count as damage: a busy, locked or changed database is a moment's
+contention, never a reason to drop a file.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class ResultCache:
         self._warned_damage = False
         self._rebuilt = False
         self._rechecked = False
+        self._stopped = False  # computing without the cache (told once)
         self._db: sqlite3.Connection | None = None
         self._lock = _shared_lock(self.path)
         self._open()
@@ -271,15 +273,19 @@ class ResultCache:
     def _stop(self, why: str) -> None:
         """Compute without the cache from here on (once told), leaving the file to the next process."""
         self._close_db()
-        if self.writable:
+        if not self._stopped:
             log.warning("%s: %s; results are computed without the cache until a kbc run that uses it alone "
                         "rebuilds it", self.path, why)
+        self._stopped = True
         self.writable = False
 
     def _damaged(self, exc: Exception) -> None:
         """The file is kbc's (it was opened as one) but SQLite cannot read it: start it again, empty."""
-        if not (self.writable and os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+        if not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
             raise DataError(f"{self.path}: a damaged result cache that cannot be rebuilt here ({exc}); {FIX}")
+        if not self.writable:  # writing it stopped (a lock held too long, a full disk): others are at it
+            self._stop(f"damaged result cache ({exc}), which this process had stopped writing")
+            return
         self._close_db()
         if not self._confirmed():  # a passing error on a sound file: carry on with it, or stop if it comes again
             if self._rechecked:

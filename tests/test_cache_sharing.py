@@ -205,3 +205,28 @@ def test_a_cache_opened_in_one_thread_closes_in_another(tmp_path):
     cache = made.pop()
     cache.close()
     assert cache._db is None and cache._lock is None
+
+
+def test_a_cache_this_process_stopped_writing_and_then_finds_damaged_is_left_alone(tmp_path, caplog):
+    """Writing stopped after a lock held too long; damage found later: told once, computed without the cache."""
+    path = tmp_path / "results.sqlite"
+    _filled(path)
+    inode = path.stat().st_ino
+    caplog.set_level(logging.WARNING, "kbc")
+    mine = ResultCache(path)
+    keys = [ResultCache.key(str(i)) for i in range(3000)]
+    assert len(mine.get_many(keys[:3], 1)) == 3
+
+    def locked(db):
+        raise _error(sqlite3.OperationalError, "database is locked", 5)
+
+    assert mine._run(locked, None) is None and not mine.writable
+    _damage(path)
+    assert mine.get_many(keys, 1) == {} and mine.get_many(keys, 1) == {}
+    mine.put_many([(ResultCache.key("mine"), np.arange(3), np.zeros(3), 1)])
+    assert len(mine) == 0 and path.stat().st_ino == inode  # not deleted: others may be writing it
+    assert [m for m in caplog.messages if "damaged" in m] == [
+        f"{path}: damaged result cache (database disk image is malformed), which this process had stopped writing; "
+        "results are computed without the cache until a kbc run that uses it alone rebuilds it"
+    ]
+    mine.close()
