@@ -427,3 +427,31 @@ def test_docs_name_every_top_level_key_of_a_query_answer(client, p19):
     assert body.json()["query"]["prompt"] == f"{fact.subject.label} was born in [MASK] ."
     rank = _col(body.json(), "bert")["gold_rank"]
     assert rank["exact"] is True and rank["of"] is None and rank["rank"] >= 1
+
+
+def _narrow_rules(css: str) -> dict[str, dict[str, str]]:
+    """selector -> declarations of the rules inside `@media (max-width: N px)` blocks with N at most 600."""
+    import re
+
+    rules: dict[str, dict[str, str]] = {}
+    for width, body in re.findall(r"@media \(max-width: (\d+)px\) \{((?:[^{}]*\{[^{}]*\})*)\s*\}", css):
+        if int(width) > 600:
+            continue
+        for selectors, declarations in re.findall(r"([^{}]+)\{([^{}]*)\}", body):
+            pairs = dict(d.split(":", 1) for d in declarations.split(";") if ":" in d)
+            for selector in selectors.split(","):
+                rules.setdefault(selector.strip(), {}).update({k.strip(): v.strip() for k, v in pairs.items()})
+    return rules
+
+
+def test_the_leaderboards_checkboxes_are_a_touch_size_on_a_phone(client):
+    import re
+
+    page = client.get("/leaderboard")
+    assert page.status_code == 200 and 'id="run-picker"' in page.text and 'type="checkbox"' in page.text
+    sheet = re.search(r'<link rel="stylesheet" href="([^"]+)"', page.text).group(1)
+    rules = _narrow_rules(client.get(sheet).text)
+    box = rules.get('input[type="checkbox"]', {})
+    assert {"width", "height"} <= set(box), rules
+    assert int(box["width"].removesuffix("px")) >= 24 and int(box["height"].removesuffix("px")) >= 24, box
+    assert int(rules.get("#run-picker label", {}).get("min-height", "0px").removesuffix("px")) >= 44, rules

@@ -107,6 +107,17 @@ def test_narrow_window_has_no_horizontal_overflow(browser, base_url, serve_run, 
     assert (tmp_path / "serve-narrow.png").stat().st_size > 10_000
 
 
+def test_the_leaderboards_checkboxes_are_a_touch_size_on_a_phone(browser, base_url, serve_run):
+    page = browser.new_page(viewport={"width": 380, "height": 800})
+    page.goto(base_url + "/leaderboard")
+    box = page.locator("#run-picker input[type=checkbox]").first.bounding_box()
+    label = page.locator("#run-picker label").first.bounding_box()
+    assert box["width"] >= 24 and box["height"] >= 24 and label["height"] >= 44, (box, label)
+    page.locator("#run-picker label").first.click(position={"x": 2, "y": 2})  # the label's corner toggles it too
+    assert not page.locator("#run-picker input[type=checkbox]").first.is_checked()
+    _no_overflow(page)
+
+
 def test_pages_load_without_console_errors(browser, base_url, serve_run):
     """Each kind of page loads with nothing failing in the browser's console (no missing favicon, script or
     style), in a fresh browser context, as a first visit is."""
