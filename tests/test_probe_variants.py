@@ -292,8 +292,10 @@ def test_a_models_autoprompt_set_is_asked_of_that_model_alone(tiny_models, lama_
     out = tmp_path / "run"
     code, _, err = run_kbc([*base, "--predictors", "freq", f"gpt2={tmp_path / 'gpt2'}", "--out", str(out)], capsys)
     assert code == 0, err
-    asked = {r["prompt_id"] for r in _records(out / "predictions/trex/gpt2/P19.jsonl")}
-    assert asked == {"autoprompt:gpt2:0"}  # P19's one row of the gpt2 file
+    recs = _records(out / "predictions/trex/gpt2/P19.jsonl")
+    assert {r["prompt_id"] for r in recs} == {"autoprompt:gpt2:0"}  # P19's one row of the gpt2 file
+    # its closing " </s" is no text the model is asked to read: the record holds the sentence scored
+    assert all(r["prompt"].endswith("[MASK].") for r in recs), [r["prompt"] for r in recs]
 
 
 def test_a_model_folder_goes_by_its_name_and_the_hub_name_it_was_saved_from(tmp_path):
