@@ -296,6 +296,20 @@ def test_a_models_autoprompt_set_is_asked_of_that_model_alone(tiny_models, lama_
     assert {r["prompt_id"] for r in recs} == {"autoprompt:gpt2:0"}  # P19's one row of the gpt2 file
     # its closing " </s" is no text the model is asked to read: the record holds the sentence scored
     assert all(r["prompt"].endswith("[MASK].") for r in recs), [r["prompt"] for r in recs]
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text())
+    assert config["settings"]["end_marker_rule"] == 1
+    del config["settings"]["end_marker_rule"]  # as an earlier version wrote it, which scored " </s" as text
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc([*base, "--predictors", "freq", f"gpt2={tmp_path / 'gpt2'}", "--out", str(out)], capsys)
+    assert (code, err.splitlines()[-1]) == (2, (
+        f"error: {out} holds results made with other settings: end_marker_rule not recorded, now 1 (an earlier kbc "
+        "version scored the end marker closing these prompts (' </s') as text with causal LMs: its sentences are not "
+        "those scored now); use another --out or the same settings"))
+    code, _, err = run_kbc([*base[:-4], "--prompts", "pararel", "--predictors", "freq", "--out",
+                            str(tmp_path / "pararel")], capsys)
+    assert code == 0, err  # a set without end markers records no rule
+    assert "end_marker_rule" not in json.loads((tmp_path / "pararel" / "config.json").read_text())["settings"]
 
 
 def test_a_model_folder_goes_by_its_name_and_the_hub_name_it_was_saved_from(tmp_path):

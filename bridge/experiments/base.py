@@ -24,6 +24,9 @@ QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are d
 CHOICE_RULE, CHOICE_RULE_NOW = "choice_rule", 2
 # retrieved contexts: K paragraphs besides the fact's own (rule 2), where rule 1 kept fewer when its own filled the hits
 CONTEXT_RULE, CONTEXT_RULE_NOW = "context_rule", 2
+# prompt sets whose templates close with an end marker written as text (`[Y]. </s`): a causal LM scores the sentence
+# without it (rule 1), where an earlier version scored the marker as text
+END_MARKER_RULE, END_MARKER_RULE_NOW = "end_marker_rule", 1
 
 Records = dict[str, dict]  # uid -> record
 StageRecords = dict[str, Records]  # stage -> uid -> record

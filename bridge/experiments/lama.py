@@ -15,7 +15,16 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from bridge.experiments.base import CONTEXT_RULE, CONTEXT_RULE_NOW, Records, StageInput, StageRecords, single_stage
+from bridge.experiments.base import (
+    CONTEXT_RULE,
+    CONTEXT_RULE_NOW,
+    END_MARKER_RULE,
+    END_MARKER_RULE_NOW,
+    Records,
+    StageInput,
+    StageRecords,
+    single_stage,
+)
 from bridge.run.results import saved_answers
 from eval.answer_text import GENERATED
 from eval.errors import ConfigError
@@ -227,13 +236,16 @@ class LamaExperiment:
         """Prompt sets are read (and their errors reported) before anything runs."""
         if self.prompts in ("lama", TEMPLATES_SET):
             return
-        from eval.prompts import fallback_relations, load_prompts
+        from eval.prompts import fallback_relations, load_prompts, spoken_template
 
         for name, corpus in corpora.items():
             templated = {rel: r for rel, r in corpus.relations.items()
                          if not any(f.cloze for f in corpus.facts if f.relation == rel)}
             if templated:
-                fell_back = fallback_relations(load_prompts(self.prompts, data_dir, templated))
+                prompts = load_prompts(self.prompts, data_dir, templated)
+                if any(spoken_template(p.template) != p.template for ps in prompts.values() for p in ps):
+                    self.settings[END_MARKER_RULE] = END_MARKER_RULE_NOW  # such folders of older versions differ
+                fell_back = fallback_relations(prompts)
                 if fell_back:  # asked once, with the LAMA template: no consistency, one prompt in the draws
                     log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
                                 self.prompts, ", ".join(fell_back))

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.experiments.base import CHOICE_RULE, CONTEXT_RULE, QUESTION_FACTS
+from bridge.experiments.base import CHOICE_RULE, CONTEXT_RULE, END_MARKER_RULE, QUESTION_FACTS
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
@@ -445,6 +445,9 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 and before.get("context") == settings.get("context"):
             whys.append("an earlier kbc version gave a fact fewer than K retrieved paragraphs where its own paragraphs "
                         "filled the first hits: its contexts are not those asked now")
+        if settings.get(END_MARKER_RULE) and before.get(END_MARKER_RULE) != settings[END_MARKER_RULE]:
+            whys.append("an earlier kbc version scored the end marker closing these prompts (' </s') as text with "
+                        "causal LMs: its sentences are not those scored now")
         why = f" ({'; '.join(whys)})" if whys else ""
         if before.get("context") != settings.get("context"):  # the rule of retrieved contexts goes with them
             before, settings = ({k: v for k, v in d.items() if k != CONTEXT_RULE} for d in (before, settings))
