@@ -279,6 +279,8 @@ class Run:
             frames.append(frame.reindex(index=pd.MultiIndex.from_tuples(order, names=index).append(none),
                                         columns=groups))
         out = pd.concat(frames)
+        if len(frames) > 1 and "all" in out.columns:  # corpora of other groups: each one's, then the totals
+            out = out[[g for g in out.columns if g != "all"] + ["all"]]
         out.columns.name = metric
         out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))] + notes
         out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows + asked_rows, generating(self.config, c))
