@@ -14,13 +14,14 @@ Last line: entities=… flat_qps=… ivf_qps=… ivf_recall10=… ebert_over_ber
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def mixture(n: int, dim: int, components: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,17 +114,13 @@ def main() -> None:
     ap.add_argument("--nprobe", type=int, default=8)
     ap.add_argument("--lm-queries", type=int, default=96)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--data-dir", default=os.environ.get("KBC_DATA", str(ROOT.parent / "shared" / "data" / "lama")),
+    ap.add_argument("--data-dir", default=None,
                     help="the LAMA folder, with tokenizers/bert-base-cased beside it (default: $KBC_DATA, else "
                          "../shared/data/lama beside the repository)")
     args = ap.parse_args()
-    from eval.datadir import resolve_data_dir
-    from eval.errors import KbcError
+    from bench.lama_folder import lama_folder
 
-    try:  # before the index part, so that a wrong folder fails at once, in one line
-        lama = resolve_data_dir(args.data_dir)
-    except KbcError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    lama = lama_folder(args.data_dir)  # before the index part: a wrong folder fails at once
     res = index_bench(args.n, args.dim, args.queries, args.components, args.spread, args.nlist, args.nprobe)
     ratio = lm_bench(args.lm_queries, lama, args.batch_size)
     print(f"entities={args.n} flat_qps={res['flat_qps']:.1f} ivf_qps={res['ivf_qps']:.1f} "
