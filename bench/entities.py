@@ -6,16 +6,22 @@ embeddings. Queries are fresh draws from the same mixture. recall@10 is IVF's to
 the exact (flat) top 10. E-BERT vs BERT: the same bert-base-sized random model on the same LAMA
 prompts, every subject replaced by an entity vector (the worst case for E-BERT).
 
-Usage: python bench/entities.py [--n 1000000] [--dim 768] [--queries 500] [--lm-queries 128]
+Usage: python bench/entities.py [--n 1000000] [--dim 768] [--queries 200] [--lm-queries 96]
+    [--data-dir ../shared/data/lama]
 Last line: entities=… flat_qps=… ivf_qps=… ivf_recall10=… ebert_over_bert_time=…
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def mixture(n: int, dim: int, components: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -62,16 +68,14 @@ def index_bench(n: int, dim: int, nq: int, components: int, spread: float, nlist
     return {"flat_qps": nq / flat_s, "ivf_qps": nq / ivf_s, "recall": recall}
 
 
-def lm_bench(n_queries: int, data_dir: str | None, batch: int) -> float:
+def lm_bench(n_queries: int, lama: Path, batch: int) -> float:
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-    from eval.datadir import resolve_data_dir
     from eval.lama import load_trex
     from eval.queries import make_queries
     from lm.entities.ebert import InputBuilder, MaskedScorer
 
-    lama = resolve_data_dir(data_dir)
     tokenizer = BertTokenizer.from_pretrained(lama.parent / "tokenizers" / "bert-base-cased", do_lower_case=False)
     torch.manual_seed(0)
     model = BertForMaskedLM(BertConfig(vocab_size=tokenizer.vocab_size)).eval()  # bert-base sizes
@@ -110,10 +114,15 @@ def main() -> None:
     ap.add_argument("--nprobe", type=int, default=8)
     ap.add_argument("--lm-queries", type=int, default=96)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--data-dir", default=None,
+                    help="the LAMA folder, with tokenizers/bert-base-cased beside it (default: $KBC_DATA, else "
+                         "../shared/data/lama beside the repository)")
     args = ap.parse_args()
+    from bench.lama_folder import lama_folder
+
+    lama = lama_folder(args.data_dir)  # before the index part: a wrong folder fails at once
     res = index_bench(args.n, args.dim, args.queries, args.components, args.spread, args.nlist, args.nprobe)
-    ratio = lm_bench(args.lm_queries, args.data_dir, args.batch_size)
+    ratio = lm_bench(args.lm_queries, lama, args.batch_size)
     print(f"entities={args.n} flat_qps={res['flat_qps']:.1f} ivf_qps={res['ivf_qps']:.1f} "
           f"ivf_recall10={res['recall']:.4f} ebert_over_bert_time={ratio:.3f}")
 

@@ -9,11 +9,11 @@ Prints facts, seconds, facts/s, and how many facts co-occur in some paragraph / 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 from eval.corpora import load_corpus
-from eval.datadir import resolve_data_dir
 from kb.text.evidence import evidence_index
 from kb.text.fact_stats import fact_text_stats
 
@@ -24,7 +24,10 @@ def main() -> None:
     ap.add_argument("--index", default=None, help="tantivy index folder (default: a temporary one, built here)")
     ap.add_argument("--corpus", default="trex")
     args = ap.parse_args()
-    data = resolve_data_dir(args.data_dir)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: bench/ is no package
+    from bench.lama_folder import lama_folder
+
+    data = lama_folder(args.data_dir)
     if args.index:
         location = Path(args.index)
     else:

@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="kbc-digest-"))
+    work.mkdir(parents=True, exist_ok=True)  # a `--work` not there yet is made, as the cache under it is
     os.environ["KBC_CACHE"] = str(work / "cache")
     from eval import file_digests
 

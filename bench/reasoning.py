@@ -11,7 +11,9 @@ takes minutes). Prints both times, the new facts of each and whether they are th
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 from eval.lama import load_trex
 from kb.reasoning import derive, ensure_inferred, inferred_triples, load_axioms, owlrl_new_facts, provenance_quads
@@ -26,7 +28,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-owlrl", action="store_true")
     args = ap.parse_args()
-    corpus = load_trex(args.data_dir)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: bench/ is no package
+    from bench.lama_folder import lama_folder
+
+    corpus = load_trex(lama_folder(args.data_dir))
     ontology = load_axioms(args.axioms)
     store = GraphStore.open(args.store)
     start = time.perf_counter()

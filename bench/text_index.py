@@ -17,7 +17,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval.datadir import resolve_data_dir
 from eval.lama import load_google_re, load_trex
 from eval.queries import make_queries
 from kb.text.cooccur import ScanIndex, mention_of
@@ -37,7 +36,10 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--scan-pairs", type=int, default=20)
     args = ap.parse_args()
-    lama = resolve_data_dir(args.data_dir)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: bench/ is no package
+    from bench.lama_folder import lama_folder
+
+    lama = lama_folder(args.data_dir)
     trex, google_re = load_trex(lama), load_google_re(lama)
     paragraphs = evidence_paragraphs([trex, google_re])
     wiki = list(read_dump(lama.parent / "wikipedia" / "enwiki-sample-206-pages.xml.bz2"))

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kbcompare.runs import Run
+
 # the leaderboard's numeric columns as nullable dtypes: a missing value (a KB's parameters, the own value of scope
 # `own`) is <NA>, and the column stays numeric
 BOARD_DTYPES = {"rank": "Int64", "value": "Float64", "stderr": "Float64", "ci_low": "Float64", "ci_high": "Float64",
@@ -25,13 +27,13 @@ COMPARE_COLUMNS = ("corpus", "group", "n", "queries", "both", "only_a", "only_b"
                    "difference", "ci_low", "ci_high")
 
 
-def _path(run) -> Path:
+def _path(run: Run | str | Path) -> Path:
     """A run given as a `Run` or as its directory."""
     return Path(getattr(run, "run_dir", run))
 
 
-def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable[str] = (), bootstrap: int = 1000,
-            seed: int = 0, b_run=None) -> pd.DataFrame:
+def compare(run: Run | str | Path, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable[str] = (),
+            bootstrap: int = 1000, seed: int = 0, b_run: Run | str | Path | None = None) -> pd.DataFrame:
     """Predictors `a` and `b` of one run on the units both answered, as `kbc compare RUN A B`: per corpus one row
     per group (relation, or question kind) with its facts `n`, its `queries` (more than `n` where a prompt set asks
     a fact several ways), the 2x2 counts of queries, each one's share right (`p1_a`, `p1_b`, in percent) and the
@@ -73,7 +75,7 @@ def compare(run, a: str, b: str, *, setting: str = "raw", corpus: str | Iterable
     return frame
 
 
-def leaderboard(*runs, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
+def leaderboard(*runs: Run | str | Path, corpus: str | None = None, metric: str | None = None, setting: str = "raw",
                 scope: str = "shared", bootstrap: int | None = None, seed: int | None = None,
                 sort: str = "value") -> pd.DataFrame:
     """Every predictor of these runs ranked on one metric with its stderr and 95% interval, as `kbc leaderboard`:

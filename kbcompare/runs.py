@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pandas as pd
@@ -20,11 +21,18 @@ from bridge.cli.run import run as run_group
 from eval.corpora import close_hint
 from eval.errors import ConfigError
 
+if TYPE_CHECKING:
+    from bridge.report.data import RunData
+
 # keyword -> the command's parameter name, where the two differ
 ALIASES = {"corpus": "corpora", "settings": "sets", "config": "config_file"}
 HIDDEN = ("quiet",)  # `progress=` says it
 SETTINGS = ("raw", "filtered")  # `table(setting=)`: which gold rank counts
 SCOPES = ("shared", "own")  # `table(scope=)`: the units every predictor answered, or each one's own
+# what `predictors=` takes: `--predictors`' items, or a run file's table of name -> spec or {"spec": ..., KEY: V}
+PredictorSpecs = str | Iterable[str] | Mapping[str, "str | Mapping[str, object]"]
+# what `settings=` takes: `--set`'s items, or a mapping of `[NAME.]KEY` -> value
+SettingItems = str | Iterable[str] | Mapping[str, object]
 
 
 def experiments() -> list[str]:
@@ -40,7 +48,7 @@ def _command(experiment: str) -> click.Command:
     return command
 
 
-def predictor_items(predictors) -> tuple[list[str], list[str]]:
+def predictor_items(predictors: PredictorSpecs) -> tuple[list[str], list[str]]:
     """`NAME=SPEC` items and `NAME.KEY=VALUE` options of a list, or of a mapping of name -> spec or
     name -> {"spec": ..., option: value} (as a run file's predictors table)."""
     if not isinstance(predictors, Mapping):
@@ -48,7 +56,7 @@ def predictor_items(predictors) -> tuple[list[str], list[str]]:
     return predictor_table(predictors, "predictor {name!r} needs a 'spec'")
 
 
-def settings_items(settings) -> list[str]:
+def settings_items(settings: SettingItems) -> list[str]:
     """`[NAME.]KEY=VALUE` items of a mapping {"bert.candidates": "common"} or a list of such strings."""
     if isinstance(settings, Mapping):
         return [f"{k}={option_text(v)}" for k, v in settings.items()]
@@ -79,9 +87,11 @@ def command_context(experiment: str, options: dict) -> tuple[click.Command, clic
     return command, ctx
 
 
-def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None, predictors=None,
-        data_dir: str | Path | None = None, out: str | Path | None = None, settings=None,
-        progress: bool = False, **options) -> Run:
+def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None,
+        predictors: str | Iterable[str] | Mapping[str, str | Mapping[str, object]] | None = None,
+        data_dir: str | Path | None = None, out: str | Path | None = None,
+        settings: str | Iterable[str] | Mapping[str, object] | None = None, progress: bool = False,
+        **options: object) -> Run:
     """Run `kbc run EXPERIMENT` with these options and return its run directory as DataFrames.
 
     `predictors`: ["freq", "bert=/models/bert"] or {"bert": "/models/bert"} or {"bert": {"spec": ..., KEY: V}};
@@ -147,7 +157,7 @@ def load_run(path: str | Path) -> Run:
 class Run:
     """One run directory: its summaries, per-fact table and headline tables as pandas DataFrames."""
 
-    def __init__(self, data) -> None:
+    def __init__(self, data: RunData) -> None:
         self._data = data  # bridge.report.data.RunData: what `kbc report` reads, with the same checks
 
     def __repr__(self) -> str:
@@ -156,6 +166,7 @@ class Run:
 
     @property
     def run_dir(self) -> Path:
+        """The run directory, as given (relative paths stay relative)."""
         return Path(self._data.path)
 
     @property
@@ -165,14 +176,17 @@ class Run:
 
     @property
     def experiment(self) -> str:
+        """The `kbc run` subcommand that wrote it: lama (BEAR runs too), coherency, kmir, lmkbc, fewrel, negated."""
         return self._data.experiment
 
     @property
     def corpora(self) -> list[str]:
+        """The corpora it asked, in the run's order (`table(corpus=)` takes one of them)."""
         return self._data.corpora
 
     @property
     def predictors(self) -> list[str]:
+        """The predictors' names, as `compare` and the `predictor` columns name them."""
         return self._data.predictors
 
     @cached_property
@@ -265,6 +279,8 @@ class Run:
             frames.append(frame.reindex(index=pd.MultiIndex.from_tuples(order, names=index).append(none),
                                         columns=groups))
         out = pd.concat(frames)
+        if len(frames) > 1 and "all" in out.columns:  # corpora of other groups: each one's, then the totals
+            out = out[[g for g in out.columns if g != "all"] + ["all"]]
         out.columns.name = metric
         out.attrs["notes"] = [line for c in corpora for line in silent_note(c, silent.get(c, {}))] + notes
         out.attrs["notes"] += [self._lacking_note(c, metric, setting, rows + asked_rows, generating(self.config, c))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -19,14 +20,17 @@ class Answers:
 
     @property
     def columns(self) -> list[dict]:
+        """Each side's column as the explorer's JSON API returns it (`side(name)` picks one)."""
         return self.body["columns"]
 
     @property
     def gold(self) -> list[str]:
+        """What the gold KB holds for the subject and relation (empty for a subject the corpus lacks)."""
         return self.body["gold"]
 
     @property
-    def prompt(self) -> str:
+    def prompt(self) -> str | None:
+        """The sentence the language models were asked (None where a cloze corpus has no fact to ask)."""
         return self.body["query"]["prompt"]
 
     def side(self, name: str) -> dict:
@@ -49,6 +53,8 @@ class Answers:
 
     @property
     def frame(self) -> pd.DataFrame:
+        """One row per answer (`side, name, status, rank, label, score, id, gold`), and one per side that gave
+        none."""
         rows = []
         for c in self.columns:
             head = {"side": c["side"], "name": c["name"], "status": c["status"]}
@@ -73,9 +79,11 @@ class Sides:
     The options are `kbc serve`'s: `predictors` as `kbc run --predictors` (["freq", "bert=/models/bert"]),
     `settings` as `--set` ({"bert.candidates": "common"}). Use as a context manager, or call `close()`."""
 
-    def __init__(self, predictors=(), *, corpus: str = "trex", relations=(), data_dir: str | Path | None = None,
-                 settings=None, store: str | None = None, text_index: str | None = None,
-                 coherency: str | None = None, device: str = "cpu", batch_size: int = 32,
+    def __init__(self, predictors: str | Iterable[str] | Mapping[str, str | Mapping[str, object]] = (), *,
+                 corpus: str = "trex", relations: str | Iterable[str] = (), data_dir: str | Path | None = None,
+                 settings: str | Iterable[str] | Mapping[str, object] | None = None, store: str | None = None,
+                 text_index: str | None = None, coherency: str | None = None, device: str = "cpu",
+                 batch_size: int = 32,
                  cache_dir: str | Path | None = None) -> None:
         from bridge.run.options import parse_sets
         from bridge.serve.explorer import Explorer, ExplorerConfig
@@ -107,7 +115,8 @@ class Sides:
         self.close()
 
 
-def ask(subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10, predictors=(), **options) -> Answers:
+def ask(subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10,
+        predictors: str | Iterable[str] | Mapping[str, str | Mapping[str, object]] = (), **options: object) -> Answers:
     """One query asked of the gold KB and of `predictors` side by side (`Sides` takes the other options; keep a
     `Sides` open to ask many queries without loading the models each time)."""
     relations = options.pop("relations", None)

@@ -119,16 +119,16 @@ def local_config(name: str) -> dict | None:
     try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except ValueError as exc:  # malformed JSON, or not UTF-8
-        raise KbcError(f"{config}: not valid JSON ({exc})") from None
+        raise DataError(f"{config}: not valid JSON ({exc})") from None
     except OSError as exc:
-        raise KbcError(f"{config}: cannot read it ({exc.strerror or exc})") from None
+        raise DataError(f"{config}: cannot read it ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
-        raise KbcError(f"{config}: expected a JSON object, got {type(data).__name__}")
+        raise DataError(f"{config}: expected a JSON object, got {type(data).__name__}")
     archs = data.get("architectures")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
-        raise KbcError(f"{config}: 'architectures' must be a list of class names")
+        raise DataError(f"{config}: 'architectures' must be a list of class names")
     if not isinstance(data.get("model_type", ""), str):
-        raise KbcError(f"{config}: 'model_type' must be a string")
+        raise DataError(f"{config}: 'model_type' must be a string")
     return data
 
 
@@ -314,11 +314,11 @@ def files_fingerprint(path: str | Path) -> str:
 def check_folder(local: Path) -> None:
     """What can be known of a local model folder without loading it (a path that does not exist is a hub id)."""
     if local.exists() and not local.is_dir():
-        raise KbcError(f"{local} is a file; pass the model directory that holds config.json")
+        raise DataError(f"{local} is a file; pass the model directory that holds config.json")
     if not local.is_dir():
         return
     if not (local / "config.json").is_file():
-        raise KbcError(f"{local} is not a model directory (no config.json)")
+        raise DataError(f"{local} is not a model directory (no config.json)")
     local_config(str(local))  # a config that is not a JSON object fails here, in one line
     if not has_tokenizer_files(local):
         # transformers would build an empty tokenizer from the config alone, and every word would go missing

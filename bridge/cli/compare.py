@@ -418,7 +418,7 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
                                "gold": ", ".join(map(named, gold)) if isinstance(gold, list) else gold,
                                "top_a": top(ra), "top_b": top(rec_b[uid])})
     if other is not None:
-        warned = _few_shared(run, other, result["corpora"], scoring.unit, keyword)
+        warned = _few_shared(run, other, result["corpora"], scoring.unit, relations, keyword)
         if warned:
             result["warnings"] = warned
             text[1:1] = [f"warning: {w}" for w in warned]
@@ -432,9 +432,11 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     return result, text, listed
 
 
-def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str, keyword: bool = False) -> list[str]:
+def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str, relations: dict[str, list[str]],
+                keyword: bool = False) -> list[str]:
     """A comparison across two runs over a small part of what A and B answered (runs of other `--limit` samples):
-    one warning per corpus (`bridge.run.overlap`), naming each run's sample."""
+    one warning per corpus (`bridge.run.overlap`), naming each run's sample; `relations`: per corpus those both
+    runs hold, a relation with no unit in common counted as 0 per relation."""
     from bridge.run.overlap import few_shared
     from bridge.run.summaries import sample_flags
 
@@ -444,7 +446,8 @@ def _few_shared(run: RunDir, other: RunDir, corpora: dict, unit: str, keyword: b
         n, left = found["overall"]["n"], found["left_out"]
         line = few_shared(n, {str(run.path): n + left["answered_by_a_only"],
                               str(other.path): n + left["answered_by_b_only"]}, samples, unit,
-                          {rel: counts["n"] for rel, counts in found.get("relations", {}).items()},
+                          {**dict.fromkeys(relations.get(corpus, ()), 0),
+                           **{rel: counts["n"] for rel, counts in found.get("relations", {}).items()}},
                           fix="`kbcompare.compare` within each run" if keyword else "`kbc compare` within each run",
                           keyword=keyword)
         if line and n:

@@ -38,7 +38,7 @@ from pathlib import Path
 from bridge.predictors.generation import GEN_PROMPT, GENERATION_OPTIONS
 from bridge.predictors.registry import Factory, PredictorContext
 from bridge.run.options import SET_OPTION, Option, declares, number_option
-from eval.errors import ConfigError, KbcError
+from eval.errors import ConfigError, DataError, KbcError
 from lm.generation import MAX_NEW_TOKENS
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
@@ -57,7 +57,7 @@ def resolve_model(name: str) -> Factory | None:
                            f"(architectures={config.get('architectures')}, model_type={config.get('model_type')!r})")
         return {"masked": make_masked, "seq2seq": make_seq2seq}.get(kind, make_causal)
     if name.startswith(("/", "./", "../", "~")) or Path(name).expanduser().exists():
-        raise KbcError(f"{name}: not a model directory (no config.json there); pass the folder that holds "
+        raise DataError(f"{name}: not a model directory (no config.json there); pass the folder that holds "
                        "config.json, the weights and the tokenizer files")
     if HUB_ID.match(name):
         kind = kind_from_name(name)

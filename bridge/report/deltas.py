@@ -113,7 +113,9 @@ def few_shared_warnings(view: View, units: Units, base: str, others: list[str], 
         if len(per_run) < 2:
             continue
         common = set.intersection(*(set(m) for m in mine.values()))
-        per_relation: dict[str, int] = {}
+        # a relation every compared predictor answered in but that shares no unit counts as 0 per relation
+        per_relation: dict[str, int] = dict.fromkeys(sorted(set.intersection(
+            *({str(u.get("relation")) for u in m.values()} for m in mine.values()))), 0)
         for uid in common:
             rel = str(mine[base][uid].get("relation"))
             per_relation[rel] = per_relation.get(rel, 0) + 1

@@ -453,10 +453,13 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                    "without --limit)" if len(samples) > 1 else "")
             raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these "
                               f"runs{why}; try --scope own")
-        covered = " ".join(relations[c])  # each row says what it is scored over, however it is written out
         rows = []
         for (run, name), mine in ranked.items():
             row, mine_own = own[(run, name)], {"own_value": None, "own_n_facts": None}
+            # each row says what it is scored over, however it is written out: a relation none of its units is in
+            # counts in no total
+            covered = _covered(relations[c], mine, shared if scope == "shared" else scored_on(experiment, mine,
+                                                                                              metric))
             if scope == "shared":
                 mine_own = {"own_value": row.get("value"), "own_n_facts": row.get("n_facts")}
                 scored, _, _ = scored_rows(experiment, {"corpus": c, "predictor": name},
@@ -479,7 +482,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                          "bootstrap": drawn[0], "bootstrap_seed": drawn[1]})
         if scope == "shared":
             notes += _shared_notes(c, shared, ranked, rows, unit, metric)
-            warned = _few_shared(c, shared, ranked, {run: configs[run] for run, _ in ranked}, unit, flag.endswith("="))
+            warned = _few_shared(c, shared, ranked, {run: configs[run] for run, _ in ranked}, unit, relations[c],
+                                 flag.endswith("="))
             warnings += [warned] if warned else []
             sampled = len({sample_flags(cfg) for cfg in configs.values()}) > 1  # other samples: few facts shared
             if not getattr(experiment, "pooled_total", False) and (sampled or len(shared) < _every(ranked)):
@@ -619,22 +623,30 @@ def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit:
     return notes
 
 
+def _covered(order: list[str], records: dict[str, dict], uids) -> str:
+    """The relations of `order` that hold one of `uids` (`records`: uid -> its record), space-separated: those a
+    row's value is a mean over."""
+    held = {str(records[uid].get("relation")) for uid in uids}
+    return " ".join(r for r in order if r in held)
+
+
 UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs", "fewrel": "sentences"}
 
 
 
 def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],
-                unit: str, keyword: bool = False) -> str | None:
+                unit: str, asked: list[str], keyword: bool = False) -> str | None:
     """The warning (`bridge.run.overlap.few_shared`) where the shared scope of several runs keeps under half of
-    the units the smaller run's ranked predictors answered; `keyword`: the fix in a caller's keywords (Python, the
-    explorer's query), not flags."""
+    the units the smaller run's ranked predictors answered; `asked`: the relations the board covers, those sharing
+    no unit counted as 0 per relation; `keyword`: the fix in a caller's keywords (Python, the explorer's query),
+    not flags."""
     from bridge.run.overlap import few_shared
 
     per_run: dict[str, set] = {}
     for (run, _), mine in units.items():
         per_run.setdefault(str(run), set()).update(mine)
     first = next(iter(units.values()))
-    per_relation: dict[str, int] = {}
+    per_relation: dict[str, int] = dict.fromkeys(asked, 0)
     for uid in shared:
         rel = str(first[uid].get("relation"))
         per_relation[rel] = per_relation.get(rel, 0) + 1
