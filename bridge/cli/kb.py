@@ -122,14 +122,15 @@ def drop(graphs, all_closures, store) -> None:
     import difflib
 
     from eval.errors import ConfigError
-    from kb.extraction.kb_build import GRAPHS
+    from kb.extraction.kb_build import held_graphs
     from kb.reasoning import CLOSURE_PREFIX, PROVENANCE_PREFIX, closure_graphs, provenance_graph
 
     if not graphs and not all_closures:
         raise ConfigError("name the graphs to drop (`kbc kb stats` lists them), or give --closures")
     with open_cli_store(store, filled_by="kbc kb load") as st:
         closures = closure_graphs(st)
-        held = {n for n in st.graph_names() if not n.startswith(PROVENANCE_PREFIX)} | set(closures) | set(GRAPHS)
+        held = {n for n in st.graph_names() if not n.startswith(PROVENANCE_PREFIX)} | set(closures)
+        held |= set(held_graphs(st))
         for name in graphs:
             if name.startswith(PROVENANCE_PREFIX):
                 closure = CLOSURE_PREFIX + name.removeprefix(PROVENANCE_PREFIX)
