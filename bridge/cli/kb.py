@@ -79,15 +79,17 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
     Each new fact is recorded with the axiom and premises that derive it (graph
     `provenance-<the same 12 hex>`). Counts: the new facts each axiom derives.
     """
+    from bridge.predictors.kmir import known_relations
+    from eval.corpora import resolve_run_data_dir
     from kb.reasoning import ensure_inferred, inferred_triples, load_axioms, owlrl_new_facts, stored_coverage
     from kb.store import fact_quads
 
     ontology = load_axioms(axioms)
     c = load_corpus(corpus, data_dir)
+    known = known_relations(c, resolve_run_data_dir([corpus], data_dir))  # as `kb-inferred` and `kbc run kmir` take
     with open_cli_store(store) as st:
         graph = st.ensure_corpus(c.name, c.version, c.facts)
-        report = ensure_inferred(st, ontology, [graph], known_relations=c.relations, force=force,
-                                 max_derived=max_derived)
+        report = ensure_inferred(st, ontology, [graph], known_relations=known, force=force, max_derived=max_derived)
         click.echo(f"{ontology.path}: {len(ontology.axioms)} axioms over {graph} ({len(c.facts)} facts)")
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
