@@ -450,14 +450,19 @@ def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: 
     raise DataError(f"{ontology.path}: the axioms did not reach a fixpoint in {max_rounds} rounds")
 
 
-def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input_facts: int, rounds: int) -> DataError:
+class ClosureExploded(DataError):
+    """A closure past its bound of new facts: `kbc kb infer` can raise the bound (`--max-derived`), a run cannot."""
+
+
+def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input_facts: int,
+              rounds: int) -> ClosureExploded:
     growing = sorted((n, name) for name, n in added.items() if n)
     names = ", ".join(f"{name} (+{n:,})" for n, name in reversed(growing[-8:]))
     more = f" and {len(growing) - 8} more" if len(growing) > 8 else ""
-    return DataError(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from {input_facts:,} "
-                     f"input facts in round {rounds}; the axioms still deriving: {names}{more}. Check these axioms "
-                     "(e.g. a property declared symmetric and transitive, or many properties declared equivalent "
-                     "to it), or raise --max-derived")
+    return ClosureExploded(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from "
+                           f"{input_facts:,} input facts in round {rounds}; the axioms still deriving: {names}{more}. "
+                           "Check these axioms (e.g. a property declared symmetric and transitive, or many properties "
+                           "declared equivalent to it)")
 
 
 # --- what an inferred graph covers --------------------------------------------------------------------

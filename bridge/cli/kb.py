@@ -9,7 +9,7 @@ import click
 from bridge.cli.options import data_dir_option, open_cli_store, store_option
 from bridge.cli.value_types import IntRange, PathType
 from eval.corpora import load_corpus
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 
 
 @click.group()
@@ -88,7 +88,14 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
     """
     from bridge.predictors.kmir import known_relations
     from eval.corpora import resolve_run_data_dir
-    from kb.reasoning import ensure_inferred, inferred_triples, load_axioms, owlrl_new_facts, stored_coverage
+    from kb.reasoning import (
+        ClosureExploded,
+        ensure_inferred,
+        inferred_triples,
+        load_axioms,
+        owlrl_new_facts,
+        stored_coverage,
+    )
     from kb.store import fact_quads
 
     ontology = load_axioms(axioms)
@@ -96,7 +103,11 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
     known = known_relations(c, resolve_run_data_dir([corpus], data_dir))  # as `kb-inferred` and `kbc run kmir` take
     with open_cli_store(store) as st:
         graph = st.ensure_corpus(c.name, c.version, c.facts)
-        report = ensure_inferred(st, ontology, [graph], known_relations=known, force=force, max_derived=max_derived)
+        try:
+            report = ensure_inferred(st, ontology, [graph], known_relations=known, force=force,
+                                     max_derived=max_derived)
+        except ClosureExploded as exc:
+            raise DataError(f"{exc}, or raise --max-derived") from None
         click.echo(f"{ontology.path}: {len(ontology.axioms)} axioms over {graph} ({len(c.facts)} facts)")
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
