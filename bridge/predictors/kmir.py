@@ -173,12 +173,14 @@ make_kb.identity_extra = make_kb_inferred.identity_extra = KB_IDENTITY
 
 def known_relations(corpus: Corpus, data_dir) -> set[str]:
     """Relation ids axioms may name: the corpus's and every LAMA relation (`relations.jsonl`)."""
+    return set(corpus.relations) | listed_relations(data_dir)
+
+
+def listed_relations(data_dir) -> set[str]:
+    """The relation ids `relations.jsonl` in `data_dir` lists (none without one)."""
     from pathlib import Path
 
     from eval.relations import load_relations
 
-    known = set(corpus.relations)
     path = Path(data_dir) / "relations.jsonl" if data_dir is not None else None
-    if path is not None and path.is_file():
-        known |= set(load_relations(path))
-    return known
+    return set(load_relations(path)) if path is not None and path.is_file() else set()
