@@ -23,3 +23,13 @@ def test_infer_over_a_copy_without_some_axiom_relations(lama_dir, tmp_path, caps
     code, out, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "kb-inferred", "--quiet",
                               "--out", str(tmp_path / "run"), *argv], capsys)
     assert code == 0, err
+
+
+def test_infer_with_the_default_axioms_over_google_re_says_they_are_t_rex_s(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc(["kb", "infer", "--corpus", "google_re", "--data-dir", str(lama_dir), "--store",
+                            str(tmp_path / "store")], capsys)
+    assert (code, err) == (2, "error: kb infer on google_re: the default axioms (kb/axioms.ttl, over T-REx's "
+                              "relations) name P190, P47, P530, P131, P279, P361, P19, P527, P36, P1376, P103, P1412, "
+                              "P17, P20, which google_re does not hold; pass --axioms FILE with axioms over "
+                              "google_re's relations, or ask trex\n")

@@ -86,7 +86,7 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
     Each new fact is recorded with the axiom and premises that derive it (graph
     `provenance-<the same 12 hex>`). Counts: the new facts each axiom derives.
     """
-    from bridge.predictors.kmir import known_relations
+    from bridge.predictors.kmir import default_axioms_problem, own_relations
     from eval.corpora import resolve_run_data_dir
     from kb.reasoning import (
         ClosureExploded,
@@ -100,7 +100,10 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
 
     ontology = load_axioms(axioms)
     c = load_corpus(corpus, data_dir)
-    known = known_relations(c, resolve_run_data_dir([corpus], data_dir))  # as `kb-inferred` and `kbc run kmir` take
+    where = resolve_run_data_dir([corpus], data_dir)
+    if axioms is None and default_axioms_problem(ontology, c, where):
+        raise ConfigError(f"kb infer on {corpus}: {default_axioms_problem(ontology, c, where)}")
+    known = own_relations(c, where)  # as `kbc run kmir` takes them
     with open_cli_store(store) as st:
         graph = st.ensure_corpus(c.name, c.version, c.facts)
         try:

@@ -176,6 +176,26 @@ def known_relations(corpus: Corpus, data_dir) -> set[str]:
     return set(corpus.relations) | listed_relations(data_dir)
 
 
+def own_relations(corpus: Corpus, data_dir) -> set[str]:
+    """Relation ids axioms over this corpus alone may name: its own, and those `relations.jsonl` lists where it lists
+    the corpus's (a T-REx copy lacking some files), not where it sits beside another corpus (Google-RE's LAMA
+    folder, where axioms over T-REx would derive nothing)."""
+    listed = listed_relations(data_dir)
+    return set(corpus.relations) | (listed if set(corpus.relations) <= listed else set())
+
+
+def default_axioms_problem(ontology, corpus: Corpus, data_dir) -> str | None:
+    """Why the shipped axioms (over T-REx's relations) do not fit this corpus, or None."""
+    missing = list(dict.fromkeys(relation_key(p) for _, p in ontology.unknown(own_relations(corpus, data_dir))))
+    if not missing:
+        return None
+    if corpus.name.startswith("trex"):  # a copy of T-REx with neither the data nor the relations.jsonl line
+        return (f"the default axioms (kb/axioms.ttl) name {', '.join(missing)}, which this copy of {corpus.name} "
+                "neither holds nor lists in relations.jsonl; pass --axioms FILE with axioms over its relations")
+    return (f"the default axioms (kb/axioms.ttl, over T-REx's relations) name {', '.join(missing)}, which "
+            f"{corpus.name} does not hold; pass --axioms FILE with axioms over {corpus.name}'s relations, or ask trex")
+
+
 def listed_relations(data_dir) -> set[str]:
     """The relation ids `relations.jsonl` in `data_dir` lists (none without one)."""
     from pathlib import Path
