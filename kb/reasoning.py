@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,8 +53,8 @@ from rdflib.collection import Collection
 
 from eval.errors import ConfigError, DataError
 from eval.kmir import InferredFact
-from eval.types import Entity, Relation
-from kb.store import LABEL_NS, GraphStore, entity_key, graph_iri, relation_iri, relation_key
+from eval.types import Entity, Fact, Relation
+from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri, relation_key
 
 DEFAULT_AXIOMS = Path(__file__).with_name("axioms.ttl")
 CLOSURE_PREFIX = "inferred-"  # + 12 hex: one closure's new facts (`closure_graph`)
@@ -450,14 +450,19 @@ def close(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: 
     raise DataError(f"{ontology.path}: the axioms did not reach a fixpoint in {max_rounds} rounds")
 
 
-def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input_facts: int, rounds: int) -> DataError:
+class ClosureExploded(DataError):
+    """A closure past its bound of new facts: `kbc kb infer` can raise the bound (`--max-derived`), a run cannot."""
+
+
+def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input_facts: int,
+              rounds: int) -> ClosureExploded:
     growing = sorted((n, name) for name, n in added.items() if n)
     names = ", ".join(f"{name} (+{n:,})" for n, name in reversed(growing[-8:]))
     more = f" and {len(growing) - 8} more" if len(growing) > 8 else ""
-    return DataError(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from {input_facts:,} "
-                     f"input facts in round {rounds}; the axioms still deriving: {names}{more}. Check these axioms "
-                     "(e.g. a property declared symmetric and transitive, or many properties declared equivalent "
-                     "to it), or raise --max-derived")
+    return ClosureExploded(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from "
+                           f"{input_facts:,} input facts in round {rounds}; the axioms still deriving: {names}{more}. "
+                           "Check these axioms (e.g. a property declared symmetric and transitive, or many properties "
+                           "declared equivalent to it)")
 
 
 # --- what an inferred graph covers --------------------------------------------------------------------
@@ -512,8 +517,21 @@ def premise_versions(store: GraphStore, graphs: Sequence[str], relations: Iterab
     facts: dict[str, list[str]] = {}
     for p, s, o in rows:
         facts.setdefault(relation_key(str(p)), []).append(f"{s} {o}")
-    return {r: hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            for r, lines in facts.items()}
+    return {r: _lines_digest(lines) for r, lines in facts.items()}
+
+
+def fact_versions(facts: Iterable[Fact], relations: Iterable[str]) -> dict[str, str]:
+    """`premise_versions` of `facts` as data (before any store holds them): what a closure of their graphs records."""
+    wanted = set(relations)
+    lines: dict[str, set[str]] = {}
+    for f in facts:
+        if f.relation in wanted:
+            lines.setdefault(f.relation, set()).add(f"{entity_iri(f.subject)} {entity_iri(f.object)}")
+    return {r: _lines_digest(found) for r, found in lines.items()}
+
+
+def _lines_digest(lines: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(lines)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def record_coverage(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: str | None = None) -> None:
@@ -592,6 +610,20 @@ def _extra(coverage: Coverage, have: dict[str, int]) -> list[str]:
     return sorted(r for r in coverage.relations if r in coverage.named and r not in have)
 
 
+def _stale_extra(coverage: Coverage, have: dict[str, int], current: Callable[[list[str]], dict[str, str]]
+                 ) -> str | None:
+    """Why the closure's facts of the relations beyond `have` are not those the data holds now, or None."""
+    extra = _extra(coverage, have)
+    if not extra:
+        return None
+    now = current(extra)
+    changed = [r for r in extra if coverage.versions.get(r) != now.get(r)]
+    if not changed:
+        return None
+    return (f"the inferred graph was computed from other facts of {', '.join(changed[:6])}"
+            f"{' ...' if len(changed) > 6 else ''} than the data holds (the data changed since it was computed)")
+
+
 @dataclass(frozen=True)
 class Closure:
     """`find_closure`'s answer: the closure's graph and coverage, or (graph None) why no closure answers."""
@@ -604,7 +636,7 @@ class Closure:
 
 
 def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | None = None,
-                 widest: bool = False) -> Closure:
+                 widest: bool = False, current: Callable[[list[str]], dict[str, str]] | None = None) -> Closure:
     """The closure to answer from for the facts of `graphs`, or why there is none.
 
     One computed from exactly their facts comes first; else one computed from more relations (it holds what theirs
@@ -612,6 +644,9 @@ def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | 
     relations first; among equals, one under the shipped axioms. `widest` (a reader asking what the store derives,
     the explorer): the one computed from the most relations first, so that a run's closure of a few relations never
     hides the corpus's. Where none is, the problem of the one closest to them: the most of their relations covered.
+    `current` (relation ids -> their `fact_versions` in the data the reader serves) checks the facts of the relations
+    a wider closure was computed from beyond `graphs`: one computed from other facts of them derives what the data
+    no longer says.
     """
     names = closure_graphs(store)
     if not names:
@@ -623,6 +658,8 @@ def find_closure(store: GraphStore, graphs: Sequence[str], ontology: Ontology | 
     for name in names:
         problem = _problem(store, name, graphs, have, ontology, False, versions)
         coverage = stored_coverage(store, name)
+        if problem is None and coverage is not None and current is not None:
+            problem = _stale_extra(coverage, have, current)
         if problem is None and coverage is not None:
             fits.append((bool(_extra(coverage, have)), len(coverage.relations), coverage.digest != shipped, name,
                          coverage))

@@ -64,13 +64,13 @@ def register(kb: click.Group) -> None:
         from rdflib import RDF
 
         from eval.relations import relation_id
-        from kb.extraction.kb_build import GRAPHS
+        from kb.extraction.kb_build import held_graphs
         from kb.reasoning import closure_graphs, stored_coverage
         from kb.store import REL_NS, graph_iri, relation_key
 
         with open_cli_store(store, filled_by="kbc kb load") as st:
             closures = closure_graphs(st)
-            for graph in (*st.graph_names("gold"), *GRAPHS, *closures):
+            for graph in (*st.graph_names("gold"), *held_graphs(st), *closures):
                 rows = st.select(  # every predicate but labels and the statements of provenance and confidence
                     f"SELECT ?p (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph_iri(graph)}> {{ ?s ?p ?o }} "
                     f"FILTER(?p != rdfs:label && !STRSTARTS(STR(?p), \"{RDF}\") && (STRSTARTS(STR(?p), "

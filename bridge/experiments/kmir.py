@@ -261,18 +261,14 @@ class KmirExperiment:
 
     def _check_axioms(self, name: str, corpus, data_dir) -> None:
         """The axioms name relations the corpus holds (or declare them), checked before anything is written."""
-        from bridge.predictors.kmir import known_relations
-        from kb.store import relation_key
+        from bridge.predictors.kmir import default_axioms_problem, known_relations
 
         if self.axioms_path is not None:  # the user's own file: its line is the place to fix
             self.ontology.check(known_relations(corpus, data_dir))
             return
-        missing = list(dict.fromkeys(relation_key(p) for _, p in self.ontology.unknown(known_relations(corpus,
-                                                                                                       data_dir))))
-        if missing:
-            raise ConfigError(f"kmir on {name}: the default axioms (kb/axioms.ttl, over T-REx's relations) name "
-                              f"{', '.join(missing)}, which {name} does not hold; pass --axioms FILE with axioms over "
-                              f"{name}'s relations, or ask trex")
+        problem = default_axioms_problem(self.ontology, corpus, data_dir)
+        if problem:
+            raise ConfigError(f"kmir on {name}: {problem}")
 
     def _types(self, data_dir) -> dict:
         if self._instance_of is None:

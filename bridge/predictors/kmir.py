@@ -25,7 +25,7 @@ from bridge.run.options import declares
 from eval.lama import Corpus
 from eval.types import Answer, Entity, Prediction, Query
 from kb.kmir_answer import TYPES_GRAPH, KmirKB
-from kb.store import GraphStore, entity_id
+from kb.store import GraphStore, entity_id, relation_key
 
 CLOSED_WORLD = "closed_world"  # `Prediction.extra` key: the question was looked up, so no answer means no choice holds
 
@@ -51,8 +51,9 @@ class KmirKBPredictor:
     slots = ("object",)
 
     def __init__(self, name: str, setting: str, kb: KmirKB, relation_graphs: Mapping[str, str] | None = None,
-                 axioms: str | None = None) -> None:
+                 axioms: str | None = None, closure_of: Sequence[str] | None = None) -> None:
         self.name, self.setting, self.kb, self.axioms = name, setting, kb, axioms
+        self.closure_of = None if closure_of is None else sorted(closure_of)  # relations whose facts it reasons from
         self.relation_graphs = dict(relation_graphs or {})  # relation -> the gold graph whose labels answers take
         self._labels: dict[str, dict[str, str]] = {}
 
@@ -81,6 +82,8 @@ class KmirKBPredictor:
 
     def describe(self) -> dict:
         axioms = {"axioms": self.axioms} if self.axioms else {}
+        if self.closure_of is not None:
+            axioms["closure_of"] = self.closure_of
         return {"predictor": self.setting, "graphs": self.kb.graphs, "ranks": self.ranks, "slots": list(self.slots),
                 "ranking": "every held object, score 1, label order", "ties": "shared",
                 "labels": "as the relation's own facts name each entity",
@@ -138,8 +141,31 @@ def make_kb_inferred(name: str, ctx: PredictorContext) -> KmirKBPredictor:
     if graphs:  # computed unless the store holds the closure of these facts under these axioms
         closure = [ensure_inferred(ctx.store, ontology, graphs,
                                    known_relations=known_relations(ctx.corpus, ctx.data_dir)).graph]
+    named = {relation_key(p) for p in ontology.properties()}
     return KmirKBPredictor(name, "kb-inferred", KmirKB(ctx.store, [*graphs, *closure], _types(ctx.store)), by_relation,
-                           f"{ctx.axioms or 'kb/axioms.ttl'} {ontology.digest}")
+                           f"{ctx.axioms or 'kb/axioms.ttl'} {ontology.digest}", sorted(set(by_relation) & named))
+
+
+def closure_change(before: Mapping | None, now: Mapping) -> str | None:
+    """Why answers `kb-inferred` recorded as `before` describes (its `describe()`) came from another closure than
+    those it gives as `now` describes, or None: the answers of one relation depend on every relation the axioms name
+    among those asked, so a directory holds the answers of one closure per corpus."""
+    if not before or "closure_of" not in now:
+        return None
+    was, rels = before.get("closure_of"), now["closure_of"]
+    if was is None:  # recorded before the relations were: the closure's graph names its source graphs
+        old = [g for g in before.get("graphs", ()) if g.startswith("inferred-")]
+        new = [g for g in now.get("graphs", ()) if g.startswith("inferred-")]
+        return None if old == new else (f"from a closure of other relations ({', '.join(old) or 'none'}, now "
+                                        f"{', '.join(new) or 'none'}); use another --out")
+    if was == rels and before.get("axioms", "").rpartition(" ")[2] == now.get("axioms", "").rpartition(" ")[2]:
+        return None
+    if was != rels:
+        was_text, now_text = ", ".join(was) or "no relation", ", ".join(rels) or "no relation"
+        return (f"from the closure of the facts of {was_text} that the axioms name; this run's relations make it the "
+                f"closure of those of {now_text}, which derives other objects: ask the relations the axioms name as "
+                f"before ({', '.join(was) or 'none'}), or use another --out")
+    return f"with other axioms ({before.get('axioms')}, now {now.get('axioms')}); use another --out"
 
 
 make_kb.identity_extra = make_kb_inferred.identity_extra = KB_IDENTITY
@@ -147,12 +173,34 @@ make_kb.identity_extra = make_kb_inferred.identity_extra = KB_IDENTITY
 
 def known_relations(corpus: Corpus, data_dir) -> set[str]:
     """Relation ids axioms may name: the corpus's and every LAMA relation (`relations.jsonl`)."""
+    return set(corpus.relations) | listed_relations(data_dir)
+
+
+def own_relations(corpus: Corpus, data_dir) -> set[str]:
+    """Relation ids axioms over this corpus alone may name: its own, and those `relations.jsonl` lists where it lists
+    the corpus's (a T-REx copy lacking some files), not where it sits beside another corpus (Google-RE's LAMA
+    folder, where axioms over T-REx would derive nothing)."""
+    listed = listed_relations(data_dir)
+    return set(corpus.relations) | (listed if set(corpus.relations) <= listed else set())
+
+
+def default_axioms_problem(ontology, corpus: Corpus, data_dir) -> str | None:
+    """Why the shipped axioms (over T-REx's relations) do not fit this corpus, or None."""
+    missing = list(dict.fromkeys(relation_key(p) for _, p in ontology.unknown(own_relations(corpus, data_dir))))
+    if not missing:
+        return None
+    if corpus.name.startswith("trex"):  # a copy of T-REx with neither the data nor the relations.jsonl line
+        return (f"the default axioms (kb/axioms.ttl) name {', '.join(missing)}, which this copy of {corpus.name} "
+                "neither holds nor lists in relations.jsonl; pass --axioms FILE with axioms over its relations")
+    return (f"the default axioms (kb/axioms.ttl, over T-REx's relations) name {', '.join(missing)}, which "
+            f"{corpus.name} does not hold; pass --axioms FILE with axioms over {corpus.name}'s relations, or ask trex")
+
+
+def listed_relations(data_dir) -> set[str]:
+    """The relation ids `relations.jsonl` in `data_dir` lists (none without one)."""
     from pathlib import Path
 
     from eval.relations import load_relations
 
-    known = set(corpus.relations)
     path = Path(data_dir) / "relations.jsonl" if data_dir is not None else None
-    if path is not None and path.is_file():
-        known |= set(load_relations(path))
-    return known
+    return set(load_relations(path)) if path is not None and path.is_file() else set()

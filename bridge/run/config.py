@@ -378,12 +378,13 @@ def _complete_line(path: Path) -> bool:
         return handle.readline().endswith(b"\n")  # the first line: only a torn last line lacks one
 
 
-def has_records(out: Path, name: str) -> bool:
-    """Whether predictor `name` wrote any complete record in `out`: a name whose earlier attempt wrote none
-    (it failed first) does not hold the directory to that attempt's settings."""
+def has_records(out: Path, name: str, corpus: str = "*") -> bool:
+    """Whether predictor `name` wrote any complete record in `out` (of `corpus`, default any): a name whose earlier
+    attempt wrote none (it failed first) does not hold the directory to that attempt's settings."""
     from bridge.run.results import slug
 
-    return any(_complete_line(f) for f in (out / "predictions").glob(f"*/{slug(name)}/**/*.jsonl") if f.is_file())
+    return any(_complete_line(f) for f in (out / "predictions").glob(f"{corpus}/{slug(name)}/**/*.jsonl")
+               if f.is_file())
 
 
 def relation_has_records(out: Path, corpus: str, relation: str) -> bool:

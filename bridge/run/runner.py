@@ -23,12 +23,14 @@ from tqdm import tqdm
 
 from bridge.experiments.base import Experiment, StageInput, StageRecords, asks_all, depth_for, dropped_unit
 from bridge.predictors.base import parameter_count
+from bridge.predictors.kmir import closure_change
 from bridge.predictors.registry import PredictorContext, threshold_refusal
 from bridge.run.attempts import DONE, FRESH, attempt_sample, finishes, finishing, fresh, part_asked
 from bridge.run.config import (
     PlannedPredictor,
     RunConfig,
     default_cache_dir,
+    has_records,
     merge_config,
     plan_run,
     read_config,
@@ -527,8 +529,14 @@ class Job:
                                    self.config["cache_scope"],
                                    f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name,
                                    self.axioms, self.facts)
-            self.predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
-            described = {**self.predictor.describe(), "slots": list(_slots(self.predictor))}
+            predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
+            described = {**predictor.describe(), "slots": list(_slots(predictor))}
+            before = self.config["predictor_configs"].get(self.corpus.name, {}).get(self.p.name)
+            why = closure_change(before, described)
+            if why and has_records(cfg.out, self.p.name, self.corpus.name):
+                self.executor.release(predictor)
+                raise ConfigError(f"{cfg.out}: predictor {self.p.name!r} answered {self.corpus.name} there {why}")
+            self.predictor = predictor
             scale = getattr(self.predictor, "score_scale", None)
             if scale is not None:  # what its answers' scores are, shown beside them (`kbc show`)
                 described["scores"] = scale

@@ -317,12 +317,19 @@ def inferred_column(explorer: Explorer, query: Query, gold: set[str]) -> dict:
                                _store_changed(explorer)))
     if query.relation == "cloze":
         return _column("inferred", "inferred graph", "not applicable", "a cloze has no subject and relation")
-    from kb.reasoning import AXIOM, CONCLUSION, find_closure, provenance_graph
+    from kb.reasoning import AXIOM, CONCLUSION, fact_versions, find_closure, provenance_graph
 
     if not hasattr(explorer, "inferred_problem"):  # chosen once: a partial closure must not answer as complete
         # the closure of the most relations that covers the served ones (kbc kb infer over the corpus): a run's closure
-        # of a few relations never hides it
-        explorer.inferred_closure = closure = find_closure(explorer.store, explorer.gold_graphs, widest=True)
+        # of a few relations never hides it; the facts it was computed from beyond those served are the data's too
+        def current(relations: list[str]) -> dict[str, str]:
+            from eval.corpora import load_corpus
+
+            whole = load_corpus(explorer.corpus.name, explorer.data_dir, cache_dir=explorer.cache)
+            return fact_versions(whole.facts, relations)
+
+        explorer.inferred_closure = closure = find_closure(explorer.store, explorer.gold_graphs, widest=True,
+                                                           current=current)
         # the axioms file's digest is for the build's record, not for this note
         problem = closure.problem and re.sub(r", axioms .*? sha256:[0-9a-f]{64}", "", closure.problem)
         store = f" --store {explorer.cfg.store}" if explorer.cfg.store else ""

@@ -46,6 +46,13 @@ SUPPORTED = ("trex", "google_re")
 WRITE_BATCH = 20_000
 
 
+def held_graphs(store: GraphStore) -> list[str]:
+    """The extracted graphs the store holds (built, or recorded as built): a store `kbc kb build-re` never filled
+    lists none."""
+    names = set(store.graph_names("re-"))
+    return [g for g in GRAPHS if g in names or store.loaded_versions(g)]
+
+
 def build_tag(corpus: Corpus) -> str:
     return f"{corpus.name}@{corpus.version}/{METHOD_VERSION}"
 
