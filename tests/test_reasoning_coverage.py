@@ -349,33 +349,71 @@ def test_kb_inferred_runs_follow_the_data_they_ask(lama_dir, tmp_path, capsys, m
         ("before", "edited", "after"), f"kb/axioms.ttl {load_axioms().digest}")
 
 
-def test_the_explorer_answers_from_no_closure_of_other_facts(lama_dir, tmp_path):
+def _inferred_column(where: Path, relation: str, subject: str, store: Path, cache: Path) -> dict:
+    """The explorer's inferred-graph column for `subject` under `relation`, serving `where`'s data."""
     from bridge.serve.explorer import Explorer, ExplorerConfig
     from bridge.serve.sides import Ask, answer
 
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(where), relations=[relation], store=str(store),
+                                             cache_dir=cache))
+    try:
+        body = explorer.call(answer, explorer, Ask(subject=subject, relation=relation, k=10))
+    finally:
+        explorer.close()
+    return next(c for c in body["columns"] if c["name"] == "inferred graph")
+
+
+def test_the_explorer_answers_from_no_closure_of_other_facts(lama_dir, tmp_path):
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+
     data, edited = _small_data(lama_dir, tmp_path / "data"), _small_data(lama_dir, tmp_path / "edited", edit=True)
     store = tmp_path / "store"
-
-    def palermo(where: Path) -> dict:
-        explorer = Explorer.start(ExplorerConfig(data_dir=str(where), relations=["P47"], store=str(store),
-                                                 cache_dir=tmp_path / "cache"))
-        try:
-            body = explorer.call(answer, explorer, Ask(subject="Palermo", relation="P47", k=10))
-        finally:
-            explorer.close()
-        return next(c for c in body["columns"] if c["name"] == "inferred graph")
-
     Explorer.start(ExplorerConfig(data_dir=str(data), relations=["P47"], store=str(store),
                                   cache_dir=tmp_path / "cache")).close()  # loads the gold graph
     with GraphStore.open(store) as st:
         ensure_inferred(st, load_axioms(), ["gold-trex-P47"], _trex_relations(lama_dir))
-    column = palermo(data)
+    column = _inferred_column(data, "P47", "Palermo", store, tmp_path / "cache")
     assert column["status"] == "ok" and "Monreale" in {a["label"] for a in column["answers"]}
-    column = palermo(edited)
+    column = _inferred_column(edited, "P47", "Palermo", store, tmp_path / "cache")
     assert column["status"] == "partial" and column["answers"] == []
     assert column["message"] == ("the inferred graph was computed from other facts of P47 than these (the data "
                                  "changed since it was computed); build it for this corpus: kbc kb infer --corpus "
                                  f"trex --data-dir {edited} --store {store}")
+
+
+def _capitals_data(lama_dir: Path, dest: Path, edit: bool = False) -> Path:
+    """relations.jsonl, T-REx P36 and P1376; with `edit`, P1376's first fact (Edmonton, capital of Alberta) names
+    Germany instead."""
+    (dest / "TREx").mkdir(parents=True)
+    shutil.copy(lama_dir / "relations.jsonl", dest / "relations.jsonl")
+    for rel in ("P36", "P1376"):
+        lines = (lama_dir / "TREx_reconstructed" / f"{rel}.jsonl").read_text(encoding="utf-8").splitlines(True)
+        if edit and rel == "P1376":
+            row = json.loads(lines[0])
+            assert (row["sub_label"], row["obj_label"]) == ("Edmonton", "Alberta")
+            lines[0] = json.dumps({**row, "obj_uri": "Q183", "obj_label": "Germany"}) + "\n"
+        (dest / "TREx" / f"{rel}.jsonl").write_text("".join(lines), encoding="utf-8")
+    return dest
+
+
+def test_a_wider_closure_of_other_facts_does_not_answer(lama_dir, tmp_path, capsys, monkeypatch):
+    """A closure of more relations than the explorer serves answers only where the facts of those other relations
+    are the data's: P1376's facts give P36 derived capitals, so a closure of an edited P1376 must not answer P36."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = _capitals_data(lama_dir, tmp_path / "data")
+    edited = _capitals_data(lama_dir, tmp_path / "edited", edit=True)
+    store = tmp_path / "store"
+    for where in (data, edited):  # the closure of the whole corpus, last of the edited data
+        code, _, err = run_kbc(["kb", "infer", "--data-dir", str(where), "--store", str(store)], capsys)
+        assert code == 0, err
+        column = _inferred_column(data, "P36", "Germany", store, tmp_path / "cache")
+        if where == data:
+            assert column["status"] == "ok" and {a["label"] for a in column["answers"]} == {"Bonn"}
+    # Edmonton is Alberta's capital in the data served: no "capital of Germany: Edmonton"
+    assert column["status"] == "partial" and column["answers"] == []
+    assert column["message"] == ("the inferred graph was computed from other facts of P1376 than the data holds (the "
+                                 "data changed since it was computed); build it for this corpus: kbc kb infer "
+                                 f"--corpus trex --data-dir {data} --store {store}")
 
 
 # -- kbc kb stats ----------------------------------------------------------------------------------------
