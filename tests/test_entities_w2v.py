@@ -105,6 +105,18 @@ def test_linker_order_of_evidence():
                              "redirect": 1, "mention": 0}
 
 
+def test_linker_never_takes_an_alias_or_a_rarer_sense():
+    """Google-RE's Gilbert John Arrow has the alias "Arrow", the title of another page: no vector beats a wrong one."""
+    rows = {"Arrow": 0, "Madrid Open (tennis)": 1, "John Raven": 2}
+    mentions = {"madrid": [("Madrid", 0.9), ("Madrid Open (tennis)", 0.1)]}
+    linker = Linker(rows.get, {}, {"J. E. Raven": "John Raven"}, lambda text: mentions.get(text.lower(), []))
+    assert linker.link(Entity("Gilbert John Arrow", "Q3105755", aliases=("Arrow",))) is None
+    assert linker.link(Entity("John Earle Raven", aliases=("J. E. Raven", "Raven"))) is None
+    assert linker.link(Entity("Madrid")) is None  # the city has no vector; the tournament is not it
+    cov = coverage(linker, [Entity("Gilbert John Arrow", "Q3105755", aliases=("Arrow",)), Entity("Madrid")])
+    assert (cov.total, cov.linked) == (2, 0)
+
+
 def test_title_map_file(tmp_path):
     path = tmp_path / "titles.tsv"
     path.write_text("item\ttitle\nQ42\tDouglas_Adams\nQ90\tParis\n")

@@ -4,6 +4,12 @@ Order of evidence: the Wikidata id through a title map (`Q-id<TAB>title`, as E-B
 Wikidata's SPARQL service), then the label as an exact title (and with the first letter upper-cased,
 as Wikipedia titles are), then redirects, then the mention dictionary (the entity the label most
 often links to). Every link records how it was found, so coverage can be reported per method.
+
+Only the label is looked up, never the subject's aliases: Wikidata aliases hold bare surnames and
+short forms ("Arrow" for Gilbert John Arrow, "Raven" for John Raven) that are titles of other pages,
+and a wrong vector is worse than none (the query falls back to plain BERT). For the same reason a
+mention links only to its most common entity: when that one has no vector, a rarer sense is not
+taken in its place ("Madrid" is not the tennis tournament).
 """
 
 from __future__ import annotations
@@ -122,21 +128,20 @@ class Linker:
             found = self._by_title(self.title_map[entity.id].replace("_", " "), "wikidata")
             if found:
                 return found
-        for name in (entity.label, *entity.aliases):
-            for title in dict.fromkeys((name, _upper_first(name))):
-                row = self.entity_row(title)
-                if row is not None:
-                    return Link(row, title, "title")
-                target = self.redirects.get(title)
-                if target is not None and (row := self.entity_row(target)) is not None:
-                    return Link(row, target, "redirect")
-        if self.mentions is not None:
-            for name in (entity.label, *entity.aliases):
-                ranked = sorted(self.mentions(name), key=lambda m: -m[1])
-                for title, _ in ranked:
-                    row = self.entity_row(title)
-                    if row is not None:
-                        return Link(row, title, "mention")
+        name = entity.label
+        for title in dict.fromkeys((name, _upper_first(name))):
+            row = self.entity_row(title)
+            if row is not None:
+                return Link(row, title, "title")
+            target = self.redirects.get(title)
+            if target is not None and (row := self.entity_row(target)) is not None:
+                return Link(row, target, "redirect")
+        found = self.mentions(name) if self.mentions is not None else []
+        if found:
+            best = max(c for _, c in found)
+            for title, commonness in found:
+                if commonness == best and (row := self.entity_row(title)) is not None:
+                    return Link(row, title, "mention")
         return None
 
     def _by_title(self, title: str, method: str) -> Link | None:
