@@ -175,6 +175,21 @@ def test_search_cli(w2v, emb, capsys):
     assert lines[0].split(None, 1)[1] == best
 
 
+def test_search_prints_k_answers_with_their_inner_products(tmp_path, capsys):
+    """TITLE need not be its own nearest by inner product (mapped vectors): still exactly k lines, scores as numpy's."""
+    from bridge.cli import main
+    from lm.entities.embeddings import EntityEmbeddings, save_npz
+
+    vectors = np.array([[1, 0], [3, 0], [2, 0], [1.5, 0], [0, 1]], np.float32) * 1e-4  # a small dump's scale
+    titles = ["Foo", "Bar", "Qux", "Zed", "Baz"]
+    path = save_npz(EntityEmbeddings([], np.zeros((0, 2), np.float32), titles, vectors, False), tmp_path / "e.npz")
+    main(["entities", "search", "Foo", "--wikipedia2vec", str(path), "-k", "2"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(None, 1)[1] for line in lines] == ["Bar", "Qux"]
+    want = vectors.astype(np.float64) @ vectors[0].astype(np.float64)
+    assert [float(line.split()[0]) for line in lines] == pytest.approx([want[1], want[2]], rel=1e-5)
+
+
 @pytest.mark.parametrize("kind", ["lstsq", "procrustes"])
 def test_map_cli_fits_saves_and_reloads(w2v, emb, shared_data, tmp_path, capsys, kind):
     from test_entities_support import tiny_bert

@@ -107,7 +107,7 @@ def test_pickle_is_refused_without_trust_and_converted_with_it(tmp_path, capsys)
     assert out.startswith(f"wrote {npz}: 1 words, 2 entities, dim 4")
     marker.rmdir()
     code, out, _ = run_kbc(["entities", "search", "Paris", "--wikipedia2vec", str(npz), "-k", "1"], capsys)
-    assert code == 0 and out.split() == ["0.6000", "Lyon"] and not marker.exists()
+    assert code == 0 and out.split() == ["0.6", "Lyon"] and not marker.exists()
 
 
 def test_npz_round_trip_keeps_vectors_and_link_tables(tmp_path):

@@ -139,10 +139,10 @@ def search(title, w2v, map_path, kind, k) -> None:
         raise ConfigError(f"{title!r} is not an entity of {w2v} (titles are Wikipedia page titles)")
     vectors = emb.entity_vectors if not map_path else mapped_entities(emb.entity_vectors, LinearMap.load(map_path).W)
     index = EntityIndex.build(vectors, IndexSpec(kind))
-    scores, rows = index.search(vectors[row], k + 1)
-    for score, r in zip(scores[0], rows[0]):
-        if r >= 0 and r != row:
-            click.echo(f"{score:10.4f}  {emb.titles[r]}")
+    scores, rows = index.search(vectors[row], k + 1)  # one more: TITLE itself is left out
+    found = [(score, r) for score, r in zip(scores[0], rows[0]) if r >= 0 and r != row][:k]
+    for score, r in found:  # significant digits: a small dump's inner products can all be below 1e-3
+        click.echo(f"{score:12.6g}  {emb.titles[r]}")
 
 
 def _split(values) -> list[str]:
