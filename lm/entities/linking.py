@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.errors import DataError
+from eval.errors import ConfigError, DataError
 from eval.types import Entity
-from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables, refuse_pickle
+from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables
 
 METHODS = ("wikidata", "title", "redirect", "mention")
 MentionLookup = Callable[[str], list[tuple[str, float]]]
@@ -34,10 +34,22 @@ class Link:
     method: str
 
 
+def _refuse_table_pickle(path: Path, what: str, example: str) -> ConfigError:
+    """A link table given as a pickle: read only as TSV, or from the .npz that `kbc entities convert` writes."""
+    stored = ""
+    if what != "title map":
+        model = path.with_name(path.name.removesuffix(path.suffix).removesuffix("_mention") + ".pkl")
+        stored = (f", or leave the option out to use the table stored in the .npz (`kbc entities convert {model} "
+                  "--trust-pickle` stores it, from a model you trust)")
+    kinds = "the model's dump DB (.db) or a TSV" if what == "redirect table" else "a TSV"
+    return ConfigError(f"{path} is a pickle; loading one runs any code it holds, so a {what} is only read as "
+                       f"{kinds} (lines `{example}`){stored}")
+
+
 def _tsv_rows(path: Path, what: str, example: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a UTF-8 TSV file; unreadable files are one-line DataErrors."""
     if path.suffix in PICKLE_SUFFIXES:
-        raise refuse_pickle(path, what)
+        raise _refuse_table_pickle(path, what, example)
     if not path.exists():
         raise DataError(f"{path}: no such {what} (expected lines `{example}`)")
     if not path.is_file():
