@@ -68,6 +68,20 @@ def test_bad_text_and_missing_files(tmp_path):
         load_embeddings(tmp_path / "none.npz")
 
 
+@pytest.mark.parametrize(("text", "error"), [
+    ("3 2\nENTITY/Foo 1 2\nENTITY/Bar 1 3\nENTITY/Foo 9 9\n", r"t.txt:4: 'ENTITY/Foo' again \(first on line 2\)"),
+    ("Paris 1 2\nParis 3 4\n", r"t.txt:2: 'Paris' again \(first on line 1\)"),
+    ("ENTITY/Foo 1 2\nENTITY/Baz nan 0.5\n", r"t.txt:2: the vector of 'ENTITY/Baz' holds nan or inf"),
+    ("ENTITY/Foo 1 2\nENTITY/Baz inf 0.5\n", r"t.txt:2: the vector of 'ENTITY/Baz' holds nan or inf"),
+])
+def test_text_with_a_name_twice_or_a_non_finite_vector_is_refused(tmp_path, text, error):
+    """Either would rank silently wrong: a duplicate answers beside its twin, a NaN never ranks."""
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    with pytest.raises(DataError, match=error):
+        load_embeddings(path)
+
+
 def test_check_dump_rejects_unusable_dumps(shared_data, tmp_path):
     assert check_dump(shared_data / DUMP) == "en"
     plain = tmp_path / "plain.xml"
