@@ -98,7 +98,7 @@ def test_train_cli_resumes_without_redoing_steps(shared_data, w2v, capsys):
     from bridge.cli import main
 
     before = os.path.getmtime(w2v)
-    main(["entities", "train", str(shared_data / DUMP), "--out", str(w2v), "--dim", str(W2V_DIM),
+    main(["entities", "train", str(shared_data / DUMP), "--out", str(w2v), "--dim", str(W2V_DIM), "--iterations", "1",
           "--word-neg-power", "0", "--min-entity-count", "1"])
     assert os.path.getmtime(w2v) == before
     assert f'"dim": {W2V_DIM}' in capsys.readouterr().out
@@ -246,6 +246,27 @@ def test_link_graph_has_a_row_for_every_entity(w2v, tmp_path):
     assert len(fixed.neighbor_indices(last)) == 0
     first = dictionary.entity_offset
     assert list(fixed.neighbor_indices(first)) == list(graph.neighbor_indices(first))
+
+
+def test_a_rerun_with_other_settings_rebuilds_what_they_change(shared_data, tmp_path, caplog):
+    """A finished step is reused only for the settings it was built with: --dim 4 after --dim 8 gives 4."""
+    from lm.entities.train import TrainSettings, train
+
+    dump = first_pages(shared_data / DUMP, 30, tmp_path / "first30.xml.bz2")
+    out = tmp_path / "w2v" / "m.pkl"
+
+    def run(**changed) -> tuple:
+        base = {"dim": 8, "iterations": 1, "word_neg_power": 0.0, "min_entity_count": 1, "link_graph": False}
+        emb = load_embeddings(train(dump, out, TrainSettings(**{**base, **changed}, pool_size=1)))
+        return emb.dim, len(emb.titles)
+
+    first = run()
+    dic = os.path.getmtime(tmp_path / "w2v" / "m_dic.pkl")
+    assert run() == first
+    assert run(dim=4) == (4, first[1])
+    assert os.path.getmtime(tmp_path / "w2v" / "m_dic.pkl") == dic  # the dictionary did not depend on --dim
+    assert "dim 8 -> 4" in caplog.text
+    assert run(dim=4, min_entity_count=3)[1] < first[1]
 
 
 def test_a_dump_without_links_between_its_entities_is_one_error_line(shared_data, tmp_path, capfd):
