@@ -90,6 +90,22 @@ def test_shared_words_skips_pieces_specials_and_case():
     assert shared_words(["paris", "the"], True, vocab) == [(0, 3), (1, 4)]
 
 
+@pytest.mark.parametrize("mark", ["Ġ", "▁"])
+def test_shared_words_of_a_word_start_vocabulary_are_its_marked_tokens(mark):
+    """In BPE / SentencePiece "the" is a mid-word piece (breat|he): only "Ġthe" is the word, paired once."""
+    vocab = {"<s>": 0, f"{mark}the": 1, "the": 2, f"{mark}Paris": 3, "is": 4, f"{mark}is": 5, "ing": 6}
+    assert shared_words(["the", "Paris", "is", "ing"], False, vocab) == [(0, 1), (1, 3), (2, 5)]
+
+
+def test_shared_words_of_a_real_bpe_vocabulary_pair_each_word_once(shared_data):
+    import json
+
+    vocab = json.loads((shared_data / "tokenizers" / "roberta-base" / "vocab.json").read_text())
+    words = ["the", "of", "Paris", "breathe"]  # each both a word ("Ġthe") and a piece ("the") but breathe
+    pairs = shared_words(words, False, vocab)
+    assert pairs == sorted((row, vocab["Ġ" + word]) for row, word in enumerate(words))
+
+
 def test_fit_to_embeddings_uses_the_intersection():
     rng = np.random.default_rng(4)
     vocab = {w: i for i, w in enumerate(["[PAD]", "a", "b", "c", "d", "##e", "f", "g", "h", "i", "j"])}
