@@ -121,3 +121,27 @@ def test_fit_to_embeddings_uses_the_intersection():
     assert lmap.r2 == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(DataError, match="no word"):
         fit_to_embeddings(F, ["zz"], False, vocab, E)
+
+
+def test_a_map_cached_by_an_earlier_fitting_rule_is_fitted_again(tmp_path):
+    """The cache is keyed by the fitting rule too: a map fitted before a rule changed (BPE models paired their
+    mid-word pieces) would otherwise be reused for the same model and vectors."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from bridge.predictors.entities import _map_for
+    from lm.entities.embeddings import EntityEmbeddings, load_embeddings, save_npz
+    from lm.loading import files_fingerprint
+
+    X, W = _planted(n=40, d_in=4, d_out=3)
+    words = [f"w{i}" for i in range(len(X))]
+    path = save_npz(EntityEmbeddings(words, X.astype(np.float32), [], np.zeros((0, 4), np.float32), False),
+                    tmp_path / "e.npz")
+    lm = SimpleNamespace(fingerprint="model-fp", tokenizer=SimpleNamespace(get_vocab=lambda: {w: i for i, w in
+                         enumerate(words)}), input_embeddings=lambda: (X @ W).astype(np.float32))
+    ctx = SimpleNamespace(options={}, cache_dir=str(tmp_path / "cache"))
+    old_key = hashlib.sha256(f"model-fp|{files_fingerprint(path)}|lstsq".encode()).hexdigest()[:16]
+    LinearMap(np.zeros((4, 3), np.float32), "lstsq", 0.0, 40, {}).save(tmp_path / "cache" / "entities" /
+                                                                          f"map-{old_key}.npz")
+    lmap = _map_for(ctx, lm, load_embeddings(path), "model", str(path))
+    assert np.allclose(lmap.W, W, atol=1e-4)

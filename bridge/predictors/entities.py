@@ -65,14 +65,16 @@ class Resources:
 
 
 def _map_for(ctx: PredictorContext, lm, emb, model: str, w2v: str):
-    from lm.entities.mapping import LinearMap, fit_to_embeddings
+    from lm.entities.mapping import FIT_RULE, LinearMap, fit_to_embeddings
     from lm.loading import files_fingerprint
 
     if ctx.options.get("map"):
         return LinearMap.load(ctx.options["map"])
     kind = ctx.options.get("map_kind", "lstsq")
-    # keyed by what the model and the vectors hold, so a map of edited or replaced files is never reused
-    digest = hashlib.sha256(f"{lm.fingerprint}|{files_fingerprint(w2v)}|{kind}".encode()).hexdigest()[:16]
+    # keyed by what the model and the vectors hold, so a map of edited or replaced files is never reused, and by
+    # the fitting rule, so neither is one an earlier kbc fitted otherwise
+    key = f"{lm.fingerprint}|{files_fingerprint(w2v)}|{kind}|rule{FIT_RULE}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = Path(ctx.cache_dir) / "entities" / f"map-{digest}.npz"
     if path.exists():
         try:

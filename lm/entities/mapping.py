@@ -19,6 +19,7 @@ import numpy as np
 from eval.errors import DataError
 
 KINDS = ("lstsq", "procrustes")
+FIT_RULE = 2  # raised whenever which words pair or how W is fitted changes: a map cached under another is refitted
 WORD_START = ("Ġ", "▁")  # the marks of a word's first piece in BPE and SentencePiece vocabularies
 
 
