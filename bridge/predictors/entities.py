@@ -411,7 +411,18 @@ def check_ebert_vocab(spec: str, options: dict[str, str], corpora: list[str], da
 
 make_ebert.check_inputs = check_ebert_vocab
 EBERT_PROMPT = "the input scored"  # records' `prompt`: the E-BERT input (an earlier kbc version wrote the template)
-make_ebert.identity_extra = lambda spec: {} if MODES.get(spec) == "bert" else {"prompt": EBERT_PROMPT}
+
+
+def _identity_extra(spec: str) -> dict:
+    """How its records read and link, where an earlier kbc version did otherwise (the `bert` baseline links none)."""
+    from lm.entities.linking import LINK_RULE
+
+    if spec not in MODES:
+        return {}
+    return {"link_rule": LINK_RULE, **({} if MODES[spec] == "bert" else {"prompt": EBERT_PROMPT})}
+
+
+make_ebert.identity_extra = _identity_extra
 
 
 @declares(MODEL_OPTION, *MASKED_LM_OPTIONS, settings=("dtype",))

@@ -24,6 +24,7 @@ from eval.types import Entity
 from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables
 
 METHODS = ("wikidata", "title", "redirect", "mention")
+LINK_RULE = 2  # raised when which entity a subject links to changes (2: the label only, a mention's top entity only)
 MentionLookup = Callable[[str], list[tuple[str, float]]]
 
 
