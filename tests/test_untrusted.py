@@ -147,6 +147,14 @@ def test_pickle_suffixes_are_refused_before_reading(tmp_path, name):
         read_mentions(tmp_path / name)
 
 
+@pytest.mark.parametrize("side", ["enwiki_mention.pkl", "enwiki_dic.pkl", "enwiki_lg.pkl", "enwiki.pkl"])
+def test_a_link_table_given_as_a_side_file_names_the_model_to_convert(tmp_path, side):
+    from lm.entities.linking import read_redirects
+
+    with pytest.raises(ConfigError, match=f"kbc entities convert {tmp_path / 'enwiki.pkl'} --trust-pickle"):
+        read_redirects(tmp_path / side)
+
+
 def test_convert_refuses_without_trust_even_for_a_missing_file(tmp_path):
     from lm.entities.convert import convert
 

@@ -39,7 +39,9 @@ def _refuse_table_pickle(path: Path, what: str, example: str) -> ConfigError:
     """A link table given as a pickle: read only as TSV, or from the .npz that `kbc entities convert` writes."""
     stored = ""
     if what != "title map":
-        model = path.with_name(path.name.removesuffix(path.suffix).removesuffix("_mention") + ".pkl")
+        stem = path.name.removesuffix(path.suffix)
+        side = next((x for x in ("_mention", "_dic", "_lg") if stem.endswith(x)), "")  # the trainer's side files
+        model = path.with_name(stem.removesuffix(side) + ".pkl")
         stored = (f", or leave the option out to use the table stored in the .npz (`kbc entities convert {model} "
                   "--trust-pickle` stores it, from a model you trust)")
     kinds = "the model's dump DB (.db) or a TSV" if what == "redirect table" else "a TSV"
