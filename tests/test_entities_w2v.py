@@ -269,6 +269,23 @@ def test_a_rerun_with_other_settings_rebuilds_what_they_change(shared_data, tmp_
     assert run(dim=4, min_entity_count=3)[1] < first[1]
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--dim", "0"), ("--dim", "-5"), ("--iterations", "0"),
+                                             ("--negative", "-1"), ("--pool-size", "0")])
+def test_train_refuses_sizes_below_one_before_building_anything(shared_data, tmp_path, capfd, flag, value):
+    """--dim 0 once wrote a model of empty vectors, --dim -5 and --iterations 0 ended in the library's traceback."""
+    from bridge.cli import main
+
+    dump = first_pages(shared_data / DUMP, 30, tmp_path / "first30.xml.bz2")
+    with pytest.raises(SystemExit) as stop:
+        main(["entities", "train", str(dump), "--out", str(tmp_path / "w2v" / "m.pkl"), "--word-neg-power", "0",
+              "--min-entity-count", "1", "--no-link-graph", *(["--pool-size", "1"] if flag != "--pool-size" else []),
+              flag, value])
+    err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
+    assert (stop.value.code, err) == (2, [f"error: Invalid value for '{flag}': {value} is not in the range x>=1. "
+                                          "(see `kbc entities train --help`)"])
+    assert not (tmp_path / "w2v").exists()
+
+
 def test_a_dump_without_links_between_its_entities_is_one_error_line(shared_data, tmp_path, capfd):
     """The first 30 pages of the sample link to no entity of their dictionary: the link graph cannot be built, and
     training says so in one line (with the fix) instead of scipy's traceback."""

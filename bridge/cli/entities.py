@@ -12,7 +12,7 @@ import click
 
 from bridge.cli.index import MAX_K
 from bridge.cli.options import data_dir_option
-from bridge.cli.value_types import Float, Int, IntRange, PathType
+from bridge.cli.value_types import Float, IntRange, PathType
 from eval.errors import ConfigError
 
 
@@ -25,19 +25,20 @@ def entities() -> None:
 @click.argument("dump", type=PathType(dir_okay=False))
 @click.option("--out", required=True, type=PathType(dir_okay=False),
               help="Model file (.pkl, the library's pickle; the .npz to use is written beside it).")
-@click.option("--dim", type=Int(), default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
-@click.option("--iterations", type=Int(), default=5, show_default=True)
-@click.option("--window", type=Int(), default=5, show_default=True)
-@click.option("--negative", type=Int(), default=5, show_default=True)
+@click.option("--dim", type=IntRange(min=1), default=768, show_default=True,
+              help="E-BERT: equal to the LM's hidden size.")
+@click.option("--iterations", type=IntRange(min=1), default=5, show_default=True)
+@click.option("--window", type=IntRange(min=1), default=5, show_default=True)
+@click.option("--negative", type=IntRange(min=1), default=5, show_default=True)
 @click.option("--word-neg-power", type=Float(), default=0.75, show_default=True,
               help="0 = uniform negative table (seconds instead of minutes on small dumps).")
 @click.option("--entity-neg-power", type=Float(), default=0.0, show_default=True)
-@click.option("--min-word-count", type=Int(), default=5, show_default=True)
-@click.option("--min-entity-count", type=Int(), default=5, show_default=True,
+@click.option("--min-word-count", type=IntRange(min=0), default=5, show_default=True)
+@click.option("--min-entity-count", type=IntRange(min=0), default=5, show_default=True,
               help="Entities with fewer links are left out (1 keeps every entity of a small dump).")
 @click.option("--lowercase/--no-lowercase", default=False, show_default=True, help="E-BERT uses cased words.")
 @click.option("--link-graph/--no-link-graph", default=True, show_default=True)
-@click.option("--pool-size", type=Int(), default=None, help="Worker processes (default: all cores).")
+@click.option("--pool-size", type=IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_neg_power, min_word_count,
           min_entity_count, lowercase, link_graph, pool_size) -> None:
     """Train wikipedia2vec on a bz2 Wikipedia DUMP (resumes: finished steps are skipped)."""
