@@ -204,6 +204,22 @@ def test_search_prints_k_answers_with_their_inner_products(tmp_path, capsys):
     assert [float(line.split()[0]) for line in lines] == pytest.approx([want[1], want[2]], rel=1e-5)
 
 
+def test_search_with_a_map_of_other_vectors_is_one_error_line(tmp_path, capfd):
+    from bridge.cli import main
+    from lm.entities.embeddings import EntityEmbeddings, save_npz
+    from lm.entities.mapping import LinearMap
+
+    vectors = np.eye(3, dtype=np.float32)
+    path = save_npz(EntityEmbeddings([], np.zeros((0, 3), np.float32), ["A", "B", "C"], vectors, False),
+                    tmp_path / "e.npz")
+    LinearMap(np.ones((16, 4), np.float32), "lstsq", 0.5, 100, {}).save(tmp_path / "m.npz")
+    with pytest.raises(SystemExit) as stop:
+        main(["entities", "search", "A", "--wikipedia2vec", str(path), "--map", str(tmp_path / "m.npz")])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1
+    assert err[0].startswith(f"error: --map {tmp_path / 'm.npz'} maps 16-d vectors, but {path} holds 3-d ones")
+
+
 @pytest.mark.parametrize("kind", ["lstsq", "procrustes"])
 def test_map_cli_fits_saves_and_reloads(w2v, emb, shared_data, tmp_path, capsys, kind):
     from test_entities_support import tiny_bert

@@ -138,7 +138,13 @@ def search(title, w2v, map_path, kind, k) -> None:
     row = emb.entity_row(title)
     if row is None:
         raise ConfigError(f"{title!r} is not an entity of {w2v} (titles are Wikipedia page titles)")
-    vectors = emb.entity_vectors if not map_path else mapped_entities(emb.entity_vectors, LinearMap.load(map_path).W)
+    vectors = emb.entity_vectors
+    if map_path:
+        W = LinearMap.load(map_path).W
+        if W.shape[0] != emb.dim:
+            raise ConfigError(f"--map {map_path} maps {W.shape[0]}-d vectors, but {w2v} holds {emb.dim}-d ones; fit "
+                              f"a map on these vectors: `kbc entities map --wikipedia2vec {w2v} ...`")
+        vectors = mapped_entities(vectors, W)
     index = EntityIndex.build(vectors, IndexSpec(kind))
     scores, rows = index.search(vectors[row], k + 1)  # one more: TITLE itself is left out
     found = [(score, r) for score, r in zip(scores[0], rows[0]) if r >= 0 and r != row][:k]
