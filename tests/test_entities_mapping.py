@@ -135,13 +135,18 @@ def test_a_map_cached_by_an_earlier_fitting_rule_is_fitted_again(tmp_path):
 
     X, W = _planted(n=40, d_in=4, d_out=3)
     words = [f"w{i}" for i in range(len(X))]
-    path = save_npz(EntityEmbeddings(words, X.astype(np.float32), [], np.zeros((0, 4), np.float32), False),
-                    tmp_path / "e.npz")
-    lm = SimpleNamespace(fingerprint="model-fp", tokenizer=SimpleNamespace(get_vocab=lambda: {w: i for i, w in
-                         enumerate(words)}), input_embeddings=lambda: (X @ W).astype(np.float32))
+    path = save_npz(
+        EntityEmbeddings(words, X.astype(np.float32), [], np.zeros((0, 4), np.float32), False), tmp_path / "e.npz"
+    )
+    lm = SimpleNamespace(
+        fingerprint="model-fp",
+        tokenizer=SimpleNamespace(get_vocab=lambda: {w: i for i, w in enumerate(words)}),
+        input_embeddings=lambda: (X @ W).astype(np.float32),
+    )
     ctx = SimpleNamespace(options={}, cache_dir=str(tmp_path / "cache"))
     old_key = hashlib.sha256(f"model-fp|{files_fingerprint(path)}|lstsq".encode()).hexdigest()[:16]
-    LinearMap(np.zeros((4, 3), np.float32), "lstsq", 0.0, 40, {}).save(tmp_path / "cache" / "entities" /
-                                                                          f"map-{old_key}.npz")
+    LinearMap(np.zeros((4, 3), np.float32), "lstsq", 0.0, 40, {}).save(
+        tmp_path / "cache" / "entities" / f"map-{old_key}.npz"
+    )
     lmap = _map_for(ctx, lm, load_embeddings(path), "model", str(path))
     assert np.allclose(lmap.W, W, atol=1e-4)
