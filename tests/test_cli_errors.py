@@ -347,7 +347,9 @@ def _(c: Ctx) -> list[str]:
     return ["entities", "convert", str(c.tmp / "m.pkl")]
 
 
-@case("mentions .pkl", "a mention dictionary is only read as .npz or word2vec text")
+@case("mentions .pkl", "m_mention.pkl is a pickle; loading one runs any code it holds, so a mention dictionary is "
+      "only read as a TSV (lines `text<TAB>title<TAB>commonness`), or leave the option out to use the table stored "
+      "in the .npz (`kbc entities convert")
 def _(c: Ctx) -> list[str]:
     return ["entities", "link-stats", "--wikipedia2vec", str(c.w2v()), "--mentions", str(c.tmp / "m_mention.pkl"),
             "--corpus", "squad", "--data-dir", str(c.data)]

@@ -319,3 +319,14 @@ def test_records_hold_the_input_scored_and_the_summary_the_plain_bert_share(ctx,
                                                "input it scored (the subject replaced by its entity, or the entity "
                                                "put before it); its scores stand, but its records would mix both: "
                                                "use another --out to record the inputs scored")
+    # records linked by an earlier rule (aliases, a mention's rarer entity) are refused too
+    for ident in config["predictor_specs"].values():
+        ident["prompt"] = "the input scored"
+        assert ident.pop("link_rule") == 2
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc([*argv, "--out", str(out)], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: {out}: predictor 'ebert' has records there from an earlier "
+                                               "kbc version, which linked a subject also by its aliases (Google-RE's "
+                                               "Gilbert John Arrow to the page Arrow) and a mention to a rarer entity "
+                                               "where its most common one had no vector: its records would mix two "
+                                               "linkings; use another --out")

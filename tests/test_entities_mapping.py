@@ -90,6 +90,22 @@ def test_shared_words_skips_pieces_specials_and_case():
     assert shared_words(["paris", "the"], True, vocab) == [(0, 3), (1, 4)]
 
 
+@pytest.mark.parametrize("mark", ["Ġ", "▁"])
+def test_shared_words_of_a_word_start_vocabulary_are_its_marked_tokens(mark):
+    """In BPE / SentencePiece "the" is a mid-word piece (breat|he): only "Ġthe" is the word, paired once."""
+    vocab = {"<s>": 0, f"{mark}the": 1, "the": 2, f"{mark}Paris": 3, "is": 4, f"{mark}is": 5, "ing": 6}
+    assert shared_words(["the", "Paris", "is", "ing"], False, vocab) == [(0, 1), (1, 3), (2, 5)]
+
+
+def test_shared_words_of_a_real_bpe_vocabulary_pair_each_word_once(shared_data):
+    import json
+
+    vocab = json.loads((shared_data / "tokenizers" / "roberta-base" / "vocab.json").read_text())
+    words = ["the", "of", "Paris", "breathe"]  # each both a word ("Ġthe") and a piece ("the") but breathe
+    pairs = shared_words(words, False, vocab)
+    assert pairs == sorted((row, vocab["Ġ" + word]) for row, word in enumerate(words))
+
+
 def test_fit_to_embeddings_uses_the_intersection():
     rng = np.random.default_rng(4)
     vocab = {w: i for i, w in enumerate(["[PAD]", "a", "b", "c", "d", "##e", "f", "g", "h", "i", "j"])}
@@ -105,3 +121,32 @@ def test_fit_to_embeddings_uses_the_intersection():
     assert lmap.r2 == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(DataError, match="no word"):
         fit_to_embeddings(F, ["zz"], False, vocab, E)
+
+
+def test_a_map_cached_by_an_earlier_fitting_rule_is_fitted_again(tmp_path):
+    """The cache is keyed by the fitting rule too: a map fitted before a rule changed (BPE models paired their
+    mid-word pieces) would otherwise be reused for the same model and vectors."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from bridge.predictors.entities import _map_for
+    from lm.entities.embeddings import EntityEmbeddings, load_embeddings, save_npz
+    from lm.loading import files_fingerprint
+
+    X, W = _planted(n=40, d_in=4, d_out=3)
+    words = [f"w{i}" for i in range(len(X))]
+    path = save_npz(
+        EntityEmbeddings(words, X.astype(np.float32), [], np.zeros((0, 4), np.float32), False), tmp_path / "e.npz"
+    )
+    lm = SimpleNamespace(
+        fingerprint="model-fp",
+        tokenizer=SimpleNamespace(get_vocab=lambda: {w: i for i, w in enumerate(words)}),
+        input_embeddings=lambda: (X @ W).astype(np.float32),
+    )
+    ctx = SimpleNamespace(options={}, cache_dir=str(tmp_path / "cache"))
+    old_key = hashlib.sha256(f"model-fp|{files_fingerprint(path)}|lstsq".encode()).hexdigest()[:16]
+    LinearMap(np.zeros((4, 3), np.float32), "lstsq", 0.0, 40, {}).save(
+        tmp_path / "cache" / "entities" / f"map-{old_key}.npz"
+    )
+    lmap = _map_for(ctx, lm, load_embeddings(path), "model", str(path))
+    assert np.allclose(lmap.W, W, atol=1e-4)

@@ -68,6 +68,20 @@ def test_bad_text_and_missing_files(tmp_path):
         load_embeddings(tmp_path / "none.npz")
 
 
+@pytest.mark.parametrize(("text", "error"), [
+    ("3 2\nENTITY/Foo 1 2\nENTITY/Bar 1 3\nENTITY/Foo 9 9\n", r"t.txt:4: 'ENTITY/Foo' again \(first on line 2\)"),
+    ("Paris 1 2\nParis 3 4\n", r"t.txt:2: 'Paris' again \(first on line 1\)"),
+    ("ENTITY/Foo 1 2\nENTITY/Baz nan 0.5\n", r"t.txt:2: the vector of 'ENTITY/Baz' holds nan or inf"),
+    ("ENTITY/Foo 1 2\nENTITY/Baz inf 0.5\n", r"t.txt:2: the vector of 'ENTITY/Baz' holds nan or inf"),
+])
+def test_text_with_a_name_twice_or_a_non_finite_vector_is_refused(tmp_path, text, error):
+    """Either would rank silently wrong: a duplicate answers beside its twin, a NaN never ranks."""
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    with pytest.raises(DataError, match=error):
+        load_embeddings(path)
+
+
 def test_check_dump_rejects_unusable_dumps(shared_data, tmp_path):
     assert check_dump(shared_data / DUMP) == "en"
     plain = tmp_path / "plain.xml"
@@ -84,7 +98,7 @@ def test_train_cli_resumes_without_redoing_steps(shared_data, w2v, capsys):
     from bridge.cli import main
 
     before = os.path.getmtime(w2v)
-    main(["entities", "train", str(shared_data / DUMP), "--out", str(w2v), "--dim", str(W2V_DIM),
+    main(["entities", "train", str(shared_data / DUMP), "--out", str(w2v), "--dim", str(W2V_DIM), "--iterations", "1",
           "--word-neg-power", "0", "--min-entity-count", "1"])
     assert os.path.getmtime(w2v) == before
     assert f'"dim": {W2V_DIM}' in capsys.readouterr().out
@@ -103,6 +117,18 @@ def test_linker_order_of_evidence():
     cov = coverage(linker, [Entity("Paris"), Entity("Paris"), Entity("Obama"), Entity("Nobody")])
     assert cov.to_dict() == {"subjects": 3, "linked": 2, "coverage_percent": 66.67, "wikidata": 0, "title": 1,
                              "redirect": 1, "mention": 0}
+
+
+def test_linker_never_takes_an_alias_or_a_rarer_sense():
+    """Google-RE's Gilbert John Arrow has the alias "Arrow", the title of another page: no vector beats a wrong one."""
+    rows = {"Arrow": 0, "Madrid Open (tennis)": 1, "John Raven": 2}
+    mentions = {"madrid": [("Madrid", 0.9), ("Madrid Open (tennis)", 0.1)]}
+    linker = Linker(rows.get, {}, {"J. E. Raven": "John Raven"}, lambda text: mentions.get(text.lower(), []))
+    assert linker.link(Entity("Gilbert John Arrow", "Q3105755", aliases=("Arrow",))) is None
+    assert linker.link(Entity("John Earle Raven", aliases=("J. E. Raven", "Raven"))) is None
+    assert linker.link(Entity("Madrid")) is None  # the city has no vector; the tournament is not it
+    cov = coverage(linker, [Entity("Gilbert John Arrow", "Q3105755", aliases=("Arrow",)), Entity("Madrid")])
+    assert (cov.total, cov.linked) == (2, 0)
 
 
 def test_title_map_file(tmp_path):
@@ -163,6 +189,37 @@ def test_search_cli(w2v, emb, capsys):
     assert lines[0].split(None, 1)[1] == best
 
 
+def test_search_prints_k_answers_with_their_inner_products(tmp_path, capsys):
+    """TITLE need not be its own nearest by inner product (mapped vectors): still exactly k lines, scores as numpy's."""
+    from bridge.cli import main
+    from lm.entities.embeddings import EntityEmbeddings, save_npz
+
+    vectors = np.array([[1, 0], [3, 0], [2, 0], [1.5, 0], [0, 1]], np.float32) * 1e-4  # a small dump's scale
+    titles = ["Foo", "Bar", "Qux", "Zed", "Baz"]
+    path = save_npz(EntityEmbeddings([], np.zeros((0, 2), np.float32), titles, vectors, False), tmp_path / "e.npz")
+    main(["entities", "search", "Foo", "--wikipedia2vec", str(path), "-k", "2"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(None, 1)[1] for line in lines] == ["Bar", "Qux"]
+    want = vectors.astype(np.float64) @ vectors[0].astype(np.float64)
+    assert [float(line.split()[0]) for line in lines] == pytest.approx([want[1], want[2]], rel=1e-5)
+
+
+def test_search_with_a_map_of_other_vectors_is_one_error_line(tmp_path, capfd):
+    from bridge.cli import main
+    from lm.entities.embeddings import EntityEmbeddings, save_npz
+    from lm.entities.mapping import LinearMap
+
+    vectors = np.eye(3, dtype=np.float32)
+    path = save_npz(EntityEmbeddings([], np.zeros((0, 3), np.float32), ["A", "B", "C"], vectors, False),
+                    tmp_path / "e.npz")
+    LinearMap(np.ones((16, 4), np.float32), "lstsq", 0.5, 100, {}).save(tmp_path / "m.npz")
+    with pytest.raises(SystemExit) as stop:
+        main(["entities", "search", "A", "--wikipedia2vec", str(path), "--map", str(tmp_path / "m.npz")])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1
+    assert err[0].startswith(f"error: --map {tmp_path / 'm.npz'} maps 16-d vectors, but {path} holds 3-d ones")
+
+
 @pytest.mark.parametrize("kind", ["lstsq", "procrustes"])
 def test_map_cli_fits_saves_and_reloads(w2v, emb, shared_data, tmp_path, capsys, kind):
     from test_entities_support import tiny_bert
@@ -205,6 +262,44 @@ def test_link_graph_has_a_row_for_every_entity(w2v, tmp_path):
     assert len(fixed.neighbor_indices(last)) == 0
     first = dictionary.entity_offset
     assert list(fixed.neighbor_indices(first)) == list(graph.neighbor_indices(first))
+
+
+def test_a_rerun_with_other_settings_rebuilds_what_they_change(shared_data, tmp_path, caplog):
+    """A finished step is reused only for the settings it was built with: --dim 4 after --dim 8 gives 4."""
+    from lm.entities.train import TrainSettings, train
+
+    dump = first_pages(shared_data / DUMP, 30, tmp_path / "first30.xml.bz2")
+    out = tmp_path / "w2v" / "m.pkl"
+
+    def run(**changed) -> tuple:
+        base = {"dim": 8, "iterations": 1, "word_neg_power": 0.0, "min_entity_count": 1, "link_graph": False}
+        emb = load_embeddings(train(dump, out, TrainSettings(**{**base, **changed}, pool_size=1)))
+        return emb.dim, len(emb.titles)
+
+    first = run()
+    dic = os.path.getmtime(tmp_path / "w2v" / "m_dic.pkl")
+    assert run() == first
+    assert run(dim=4) == (4, first[1])
+    assert os.path.getmtime(tmp_path / "w2v" / "m_dic.pkl") == dic  # the dictionary did not depend on --dim
+    assert "dim 8 -> 4" in caplog.text
+    assert run(dim=4, min_entity_count=3)[1] < first[1]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--dim", "0"), ("--dim", "-5"), ("--iterations", "0"),
+                                             ("--negative", "-1"), ("--pool-size", "0")])
+def test_train_refuses_sizes_below_one_before_building_anything(shared_data, tmp_path, capfd, flag, value):
+    """--dim 0 once wrote a model of empty vectors, --dim -5 and --iterations 0 ended in the library's traceback."""
+    from bridge.cli import main
+
+    dump = first_pages(shared_data / DUMP, 30, tmp_path / "first30.xml.bz2")
+    with pytest.raises(SystemExit) as stop:
+        main(["entities", "train", str(dump), "--out", str(tmp_path / "w2v" / "m.pkl"), "--word-neg-power", "0",
+              "--min-entity-count", "1", "--no-link-graph", *(["--pool-size", "1"] if flag != "--pool-size" else []),
+              flag, value])
+    err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
+    assert (stop.value.code, err) == (2, [f"error: Invalid value for '{flag}': {value} is not in the range x>=1. "
+                                          "(see `kbc entities train --help`)"])
+    assert not (tmp_path / "w2v").exists()
 
 
 def test_a_dump_without_links_between_its_entities_is_one_error_line(shared_data, tmp_path, capfd):

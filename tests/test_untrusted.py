@@ -107,7 +107,7 @@ def test_pickle_is_refused_without_trust_and_converted_with_it(tmp_path, capsys)
     assert out.startswith(f"wrote {npz}: 1 words, 2 entities, dim 4")
     marker.rmdir()
     code, out, _ = run_kbc(["entities", "search", "Paris", "--wikipedia2vec", str(npz), "-k", "1"], capsys)
-    assert code == 0 and out.split() == ["0.6000", "Lyon"] and not marker.exists()
+    assert code == 0 and out.split() == ["0.6", "Lyon"] and not marker.exists()
 
 
 def test_npz_round_trip_keeps_vectors_and_link_tables(tmp_path):
@@ -145,6 +145,14 @@ def test_pickle_suffixes_are_refused_before_reading(tmp_path, name):
         load_embeddings(tmp_path / name)  # refused even when missing: nothing is opened
     with pytest.raises(ConfigError, match="mention dictionary"):
         read_mentions(tmp_path / name)
+
+
+@pytest.mark.parametrize("side", ["enwiki_mention.pkl", "enwiki_dic.pkl", "enwiki_lg.pkl", "enwiki.pkl"])
+def test_a_link_table_given_as_a_side_file_names_the_model_to_convert(tmp_path, side):
+    from lm.entities.linking import read_redirects
+
+    with pytest.raises(ConfigError, match=f"kbc entities convert {tmp_path / 'enwiki.pkl'} --trust-pickle"):
+        read_redirects(tmp_path / side)
 
 
 def test_convert_refuses_without_trust_even_for_a_missing_file(tmp_path):

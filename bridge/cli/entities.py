@@ -12,7 +12,7 @@ import click
 
 from bridge.cli.index import MAX_K
 from bridge.cli.options import data_dir_option
-from bridge.cli.value_types import Float, Int, IntRange, PathType
+from bridge.cli.value_types import Float, IntRange, PathType
 from eval.errors import ConfigError
 
 
@@ -25,19 +25,20 @@ def entities() -> None:
 @click.argument("dump", type=PathType(dir_okay=False))
 @click.option("--out", required=True, type=PathType(dir_okay=False),
               help="Model file (.pkl, the library's pickle; the .npz to use is written beside it).")
-@click.option("--dim", type=Int(), default=768, show_default=True, help="E-BERT: equal to the LM's hidden size.")
-@click.option("--iterations", type=Int(), default=5, show_default=True)
-@click.option("--window", type=Int(), default=5, show_default=True)
-@click.option("--negative", type=Int(), default=5, show_default=True)
+@click.option("--dim", type=IntRange(min=1), default=768, show_default=True,
+              help="E-BERT: equal to the LM's hidden size.")
+@click.option("--iterations", type=IntRange(min=1), default=5, show_default=True)
+@click.option("--window", type=IntRange(min=1), default=5, show_default=True)
+@click.option("--negative", type=IntRange(min=1), default=5, show_default=True)
 @click.option("--word-neg-power", type=Float(), default=0.75, show_default=True,
               help="0 = uniform negative table (seconds instead of minutes on small dumps).")
 @click.option("--entity-neg-power", type=Float(), default=0.0, show_default=True)
-@click.option("--min-word-count", type=Int(), default=5, show_default=True)
-@click.option("--min-entity-count", type=Int(), default=5, show_default=True,
+@click.option("--min-word-count", type=IntRange(min=0), default=5, show_default=True)
+@click.option("--min-entity-count", type=IntRange(min=0), default=5, show_default=True,
               help="Entities with fewer links are left out (1 keeps every entity of a small dump).")
 @click.option("--lowercase/--no-lowercase", default=False, show_default=True, help="E-BERT uses cased words.")
 @click.option("--link-graph/--no-link-graph", default=True, show_default=True)
-@click.option("--pool-size", type=Int(), default=None, help="Worker processes (default: all cores).")
+@click.option("--pool-size", type=IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_neg_power, min_word_count,
           min_entity_count, lowercase, link_graph, pool_size) -> None:
     """Train wikipedia2vec on a bz2 Wikipedia DUMP (resumes: finished steps are skipped)."""
@@ -137,12 +138,18 @@ def search(title, w2v, map_path, kind, k) -> None:
     row = emb.entity_row(title)
     if row is None:
         raise ConfigError(f"{title!r} is not an entity of {w2v} (titles are Wikipedia page titles)")
-    vectors = emb.entity_vectors if not map_path else mapped_entities(emb.entity_vectors, LinearMap.load(map_path).W)
+    vectors = emb.entity_vectors
+    if map_path:
+        W = LinearMap.load(map_path).W
+        if W.shape[0] != emb.dim:
+            raise ConfigError(f"--map {map_path} maps {W.shape[0]}-d vectors, but {w2v} holds {emb.dim}-d ones; fit "
+                              f"a map on these vectors: `kbc entities map --wikipedia2vec {w2v} ...`")
+        vectors = mapped_entities(vectors, W)
     index = EntityIndex.build(vectors, IndexSpec(kind))
-    scores, rows = index.search(vectors[row], k + 1)
-    for score, r in zip(scores[0], rows[0]):
-        if r >= 0 and r != row:
-            click.echo(f"{score:10.4f}  {emb.titles[r]}")
+    scores, rows = index.search(vectors[row], k + 1)  # one more: TITLE itself is left out
+    found = [(score, r) for score, r in zip(scores[0], rows[0]) if r >= 0 and r != row][:k]
+    for score, r in found:  # significant digits: a small dump's inner products can all be below 1e-3
+        click.echo(f"{score:12.6g}  {emb.titles[r]}")
 
 
 def _split(values) -> list[str]:

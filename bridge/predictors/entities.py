@@ -65,14 +65,16 @@ class Resources:
 
 
 def _map_for(ctx: PredictorContext, lm, emb, model: str, w2v: str):
-    from lm.entities.mapping import LinearMap, fit_to_embeddings
+    from lm.entities.mapping import FIT_RULE, LinearMap, fit_to_embeddings
     from lm.loading import files_fingerprint
 
     if ctx.options.get("map"):
         return LinearMap.load(ctx.options["map"])
     kind = ctx.options.get("map_kind", "lstsq")
-    # keyed by what the model and the vectors hold, so a map of edited or replaced files is never reused
-    digest = hashlib.sha256(f"{lm.fingerprint}|{files_fingerprint(w2v)}|{kind}".encode()).hexdigest()[:16]
+    # keyed by what the model and the vectors hold, so a map of edited or replaced files is never reused, and by
+    # the fitting rule, so neither is one an earlier kbc fitted otherwise
+    key = f"{lm.fingerprint}|{files_fingerprint(w2v)}|{kind}|rule{FIT_RULE}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     path = Path(ctx.cache_dir) / "entities" / f"map-{digest}.npz"
     if path.exists():
         try:
@@ -409,7 +411,18 @@ def check_ebert_vocab(spec: str, options: dict[str, str], corpora: list[str], da
 
 make_ebert.check_inputs = check_ebert_vocab
 EBERT_PROMPT = "the input scored"  # records' `prompt`: the E-BERT input (an earlier kbc version wrote the template)
-make_ebert.identity_extra = lambda spec: {} if MODES.get(spec) == "bert" else {"prompt": EBERT_PROMPT}
+
+
+def _identity_extra(spec: str) -> dict:
+    """How its records read and link, where an earlier kbc version did otherwise (the `bert` baseline links none)."""
+    from lm.entities.linking import LINK_RULE
+
+    if spec not in MODES:
+        return {}
+    return {"link_rule": LINK_RULE, **({} if MODES[spec] == "bert" else {"prompt": EBERT_PROMPT})}
+
+
+make_ebert.identity_extra = _identity_extra
 
 
 @declares(MODEL_OPTION, *MASKED_LM_OPTIONS, settings=("dtype",))

@@ -210,6 +210,7 @@ def load_text(path: Path) -> EntityEmbeddings:
     ent_vecs: list[np.ndarray] = []
     dim = None
     promised = None  # the word2vec header's vector count
+    seen: dict[str, int] = {}  # name (entities with spaces as underscores) -> its line
     lineno = 0
     with _open_text(path) as handle:
         for lineno, line in enumerate(handle, 1):
@@ -233,6 +234,11 @@ def load_text(path: Path) -> EntityEmbeddings:
                 dim = len(vec)
             if len(vec) != dim or dim == 0:
                 raise DataError(f"{path}:{lineno}: expected {dim} numbers after {token!r}, got {len(vec)}")
+            if not np.isfinite(vec).all():  # a NaN scores below everything: the entity would silently never rank
+                raise DataError(f"{path}:{lineno}: the vector of {token!r} holds nan or inf")
+            # a name twice: lookups would find one vector while the other still ranked as an answer
+            if (first := seen.setdefault(token.replace(" ", "_"), lineno)) != lineno:
+                raise DataError(f"{path}:{lineno}: {token!r} again (first on line {first}); each name needs one vector")
             if token.startswith(ENTITY_PREFIX):
                 titles.append(token[len(ENTITY_PREFIX):].replace("_", " "))
                 ent_vecs.append(vec)

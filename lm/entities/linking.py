@@ -4,6 +4,12 @@ Order of evidence: the Wikidata id through a title map (`Q-id<TAB>title`, as E-B
 Wikidata's SPARQL service), then the label as an exact title (and with the first letter upper-cased,
 as Wikipedia titles are), then redirects, then the mention dictionary (the entity the label most
 often links to). Every link records how it was found, so coverage can be reported per method.
+
+Only the label is looked up, never the subject's aliases: Wikidata aliases hold bare surnames and
+short forms ("Arrow" for Gilbert John Arrow, "Raven" for John Raven) that are titles of other pages,
+and a wrong vector is worse than none (the query falls back to plain BERT). For the same reason a
+mention links only to its most common entity: when that one has no vector, a rarer sense is not
+taken in its place ("Madrid" is not the tennis tournament).
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.errors import DataError
+from eval.errors import ConfigError, DataError
 from eval.types import Entity
-from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables, refuse_pickle
+from lm.entities.embeddings import PICKLE_SUFFIXES, EntityEmbeddings, LinkTables
 
 METHODS = ("wikidata", "title", "redirect", "mention")
+LINK_RULE = 2  # raised when which entity a subject links to changes (2: the label only, a mention's top entity only)
 MentionLookup = Callable[[str], list[tuple[str, float]]]
 
 
@@ -28,10 +35,24 @@ class Link:
     method: str
 
 
+def _refuse_table_pickle(path: Path, what: str, example: str) -> ConfigError:
+    """A link table given as a pickle: read only as TSV, or from the .npz that `kbc entities convert` writes."""
+    stored = ""
+    if what != "title map":
+        stem = path.name.removesuffix(path.suffix)
+        side = next((x for x in ("_mention", "_dic", "_lg") if stem.endswith(x)), "")  # the trainer's side files
+        model = path.with_name(stem.removesuffix(side) + ".pkl")
+        stored = (f", or leave the option out to use the table stored in the .npz (`kbc entities convert {model} "
+                  "--trust-pickle` stores it, from a model you trust)")
+    kinds = "the model's dump DB (.db) or a TSV" if what == "redirect table" else "a TSV"
+    return ConfigError(f"{path} is a pickle; loading one runs any code it holds, so a {what} is only read as "
+                       f"{kinds} (lines `{example}`){stored}")
+
+
 def _tsv_rows(path: Path, what: str, example: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a UTF-8 TSV file; unreadable files are one-line DataErrors."""
     if path.suffix in PICKLE_SUFFIXES:
-        raise refuse_pickle(path, what)
+        raise _refuse_table_pickle(path, what, example)
     if not path.exists():
         raise DataError(f"{path}: no such {what} (expected lines `{example}`)")
     if not path.is_file():
@@ -122,21 +143,20 @@ class Linker:
             found = self._by_title(self.title_map[entity.id].replace("_", " "), "wikidata")
             if found:
                 return found
-        for name in (entity.label, *entity.aliases):
-            for title in dict.fromkeys((name, _upper_first(name))):
-                row = self.entity_row(title)
-                if row is not None:
-                    return Link(row, title, "title")
-                target = self.redirects.get(title)
-                if target is not None and (row := self.entity_row(target)) is not None:
-                    return Link(row, target, "redirect")
-        if self.mentions is not None:
-            for name in (entity.label, *entity.aliases):
-                ranked = sorted(self.mentions(name), key=lambda m: -m[1])
-                for title, _ in ranked:
-                    row = self.entity_row(title)
-                    if row is not None:
-                        return Link(row, title, "mention")
+        name = entity.label
+        for title in dict.fromkeys((name, _upper_first(name))):
+            row = self.entity_row(title)
+            if row is not None:
+                return Link(row, title, "title")
+            target = self.redirects.get(title)
+            if target is not None and (row := self.entity_row(target)) is not None:
+                return Link(row, target, "redirect")
+        found = self.mentions(name) if self.mentions is not None else []
+        if found:
+            best = max(c for _, c in found)
+            for title, commonness in found:
+                if commonness == best and (row := self.entity_row(title)) is not None:
+                    return Link(row, title, "mention")
         return None
 
     def _by_title(self, title: str, method: str) -> Link | None:

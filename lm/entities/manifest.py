@@ -28,11 +28,13 @@ def sha256(path: Path) -> str:
 
 
 class Manifest:
-    """`{"version": 1, "files": {name: sha256}}` for the files of one folder, rewritten atomically on each record."""
+    """`{"version": 1, "files": {name: sha256}, "settings": {name: {...}}}` for the files of one folder (the settings
+    each was built with, so a rerun with others rebuilds it), rewritten atomically on each record."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.files: dict[str, str] = {}
+        self.settings: dict[str, dict] = {}
         if not path.exists():
             return
         try:
@@ -45,6 +47,15 @@ class Manifest:
             raise DataError(f"{path}: a training manifest holds {{\"files\": {{name: sha256}}}}; delete it and the "
                             "files beside it to train again")
         self.files = dict(files)
+        settings = data.get("settings", {})
+        if not isinstance(settings, dict) or not all(isinstance(v, dict) for v in settings.values()):
+            raise DataError(f"{path}: its \"settings\" are not {{name: {{setting: value}}}}; delete it and the files "
+                            "beside it to train again")
+        self.settings = dict(settings)
+
+    def settings_of(self, file: Path) -> dict | None:
+        """The settings `file` was built with, None where its record (of an earlier version) has none."""
+        return self.settings.get(file.name)
 
     def verified(self, file: Path) -> bool:
         """Whether `file` may be loaded: True when its digest is the recorded one; False when it is absent or was not
@@ -63,16 +74,18 @@ class Manifest:
 
     def forget(self, file: Path) -> None:
         """Drop the record and the file itself (it is about to be rebuilt)."""
-        if self.files.pop(file.name, None) is not None:
+        had = self.files.pop(file.name, None) is not None
+        if self.settings.pop(file.name, None) is not None or had:
             self._save()
         file.unlink(missing_ok=True)
 
-    def record(self, file: Path) -> None:
+    def record(self, file: Path, settings: dict | None = None) -> None:
         self.files[file.name] = sha256(file)
+        self.settings[file.name] = dict(settings or {})
         self._save()
 
     def _save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps({"version": VERSION, "files": self.files}, indent=1, sort_keys=True) + "\n",
-                       encoding="utf-8")
+        data = {"version": VERSION, "files": self.files, "settings": self.settings}
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)

@@ -19,6 +19,8 @@ import numpy as np
 from eval.errors import DataError
 
 KINDS = ("lstsq", "procrustes")
+FIT_RULE = 2  # raised whenever which words pair or how W is fitted changes: a map cached under another is refitted
+WORD_START = ("Ġ", "▁")  # the marks of a word's first piece in BPE and SentencePiece vocabularies
 
 
 @dataclass
@@ -115,11 +117,17 @@ def shared_words(words: list[str], lowercase: bool, vocab: dict[str, int]) -> li
     model only tokens equal to their lowercase form can match (E-BERT uses a cased model).
     """
     row = {w: i for i, w in enumerate(words)}
+    # a vocabulary that marks word starts (BPE's Ġ, SentencePiece's ▁) writes a mid-word piece without the mark:
+    # "the" there is the piece of "breathe", not the word, which is "Ġthe" (a WordPiece vocabulary may hold a
+    # stray "Ġ" among its characters, hence a share, not any)
+    marked = 10 * sum(token.startswith(WORD_START) for token in vocab) > len(vocab)
     pairs = []
     for token, tid in vocab.items():
         if token.startswith("##") or (token.startswith(("[", "<")) and token.endswith(("]", ">"))):
             continue
-        word = token[1:] if token.startswith(("Ġ", "▁")) else token
+        if marked and not token.startswith(WORD_START):
+            continue
+        word = token[1:] if marked else token
         if not word or (lowercase and word != word.lower()):
             continue
         i = row.get(word)

@@ -107,29 +107,50 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
     manifest = Manifest(Path(f"{stem}_manifest.json"))
     rebuilt = False  # once a step is rebuilt, the later ones are too: their inputs changed
 
-    def reuse(path: Path) -> bool:
+    def reuse(path: Path, settings: dict) -> bool:
+        """Whether `path` is this training's output for `settings`; else it is deleted, to be rebuilt."""
         nonlocal rebuilt
-        if not rebuilt and manifest.verified(path):
-            return True
-        if path.exists():
+        if rebuilt:
+            if path.exists():
+                log.info("%s: rebuilt, as an earlier step was", path)
+        elif manifest.verified(path):
+            before = manifest.settings_of(path)
+            if before is None:  # recorded by an earlier version, which kept no settings: trusted as before
+                if settings:
+                    log.warning("%s: its settings were not recorded; reused as is (delete it to rebuild it with %s)",
+                                path, settings)
+                return True
+            if before == settings:
+                return True
+            changed = ", ".join(f"{k} {before.get(k)} -> {v}" for k, v in settings.items() if before.get(k) != v)
+            log.warning("%s: built with other settings (%s), so it is rebuilt, and every later step", path, changed)
+        elif path.exists():
             log.info("%s: not recorded in %s, so it is rebuilt (never loaded)", path, manifest.path)
         manifest.forget(path)
         rebuilt = True
         return False
 
+    # what each step's output depends on (never the pool size): a rerun with other values rebuilds from that step
+    steps = {
+        "db": {"dump": dump.name, "dump_bytes": dump.stat().st_size},
+        "dic": {"lowercase": s.lowercase, "min_word_count": s.min_word_count, "min_entity_count": s.min_entity_count},
+        "out": {"dim": s.dim, "iterations": s.iterations, "window": s.window, "negative": s.negative,
+                "word_neg_power": s.word_neg_power, "entity_neg_power": s.entity_neg_power,
+                "link_graph": s.link_graph},
+    }
     pool = ["--pool-size", str(s.pool_size)]
     case = ["--lowercase" if s.lowercase else "--no-lowercase"]
-    if not reuse(db):
+    if not reuse(db, steps["db"]):
         part = Path(f"{db}.part")
         _run("build-dump-db", [str(dump), str(part), *pool])
         os.replace(part, db)
         Path(f"{part}-lock").unlink(missing_ok=True)
-        manifest.record(db)
-    if not reuse(dic):
+        manifest.record(db, steps["db"])
+    if not reuse(dic, steps["dic"]):
         _run("build-dictionary", [str(db), str(dic), *case, "--min-word-count", str(s.min_word_count),
                                   "--min-entity-count", str(s.min_entity_count), *pool])
-        manifest.record(dic)
-    if s.link_graph and not reuse(lg):
+        manifest.record(dic, steps["dic"])
+    if s.link_graph and not reuse(lg, {}):
         try:
             _run("build-link-graph", [str(db), str(dic), str(lg), *pool])
         except ValueError as exc:  # scipy cannot size a graph without a single link
@@ -139,17 +160,17 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
                             "to train with; use a larger dump, or --no-link-graph") from None
         _complete_link_graph(lg, dic)
         manifest.record(lg)
-    if not reuse(mention):
+    if not reuse(mention, {}):
         _run("build-mention-db", [str(db), str(dic), str(mention), *pool])
         manifest.record(mention)
-    if not reuse(out):
+    if not reuse(out, steps["out"]):
         args = [str(db), str(dic), str(out), "--mention-db", str(mention), "--dim-size", str(s.dim),
                 "--iteration", str(s.iterations), "--window", str(s.window), "--negative", str(s.negative),
                 "--word-neg-power", str(s.word_neg_power), "--entity-neg-power", str(s.entity_neg_power), *pool]
         if s.link_graph:
             args += ["--link-graph", str(lg)]
         _run("train-embedding", args)
-        manifest.record(out)
+        manifest.record(out, steps["out"])
     safe = out.with_suffix(".npz")
     if rebuilt or not safe.exists() or safe.stat().st_mtime < out.stat().st_mtime:
         from lm.entities.convert import convert
