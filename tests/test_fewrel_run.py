@@ -4,6 +4,7 @@ the records, the summary rows against the records, resuming, the AVG ensemble, `
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -466,3 +467,29 @@ def test_a_kb_without_a_lama_copy_is_refused_before_any_work(shared_data, tmp_pa
                               "(no lama/relations.jsonl beside fewrel/) nor ./data/lama holds one: run `kbc data "
                               f"download lama --dest {tmp_path}/data` or point KBC_DATA at a LAMA copy\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_e_bert_inputs_linked_by_an_earlier_rule_are_neither_resumed_nor_mixed(run, capsys, monkeypatch, tmp_path):
+    """The E-BERT forms' models and records go with the rule that linked their entities (`LINK_RULE`): a model
+    trained on inputs linked another way is never resumed, and a folder of such records is refused on a rerun."""
+    from lm.entities.linking import LINK_RULE
+
+    argv, out = _finished(run, capsys, monkeypatch)
+    config = json.loads((out / "config.json").read_text())
+    assert {name: ident.get("link_rule") for name, ident in config["predictor_specs"].items()} == {
+        "bert": None, "ebert": LINK_RULE, "ebert-avg": LINK_RULE, "ebert-concat": LINK_RULE}
+    forms = {}
+    for info in (out / "models").glob("*/classifier.json"):
+        identity = json.loads(info.read_text())["identity"]
+        forms.setdefault(identity["form"], set()).add(identity.get("link_rule"))
+    assert forms == {"bert": {None}, "ebert": {LINK_RULE}, "concat": {LINK_RULE}}
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    del config["predictor_specs"]["ebert"]["link_rule"]  # as an earlier version wrote it
+    (copy / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc([*argv[:-4], str(copy), *argv[-3:]], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: {copy}: predictor 'ebert' has records there from an earlier "
+                                               "kbc version, which linked a subject also by its aliases (Google-RE's "
+                                               "Gilbert John Arrow to the page Arrow) and a mention to a rarer entity "
+                                               "where its most common one had no vector: its records would mix two "
+                                               "linkings; use another --out")

@@ -30,6 +30,7 @@ from bridge.run.options import Option, declares
 from eval.errors import ConfigError
 from eval.fewrel import Sentence, load_split, resolve_fewrel_dir
 from eval.types import Answer, Entity, Prediction, Query
+from lm.entities.linking import LINK_RULE
 
 FORMS = {"bert": ("bert",), "ebert": ("ebert",), "ebert-concat": ("concat",), "ebert-avg": ("bert", "ebert")}
 KB_SPECS = ("kb", "kb-inferred")
@@ -183,6 +184,7 @@ def make_classifier(spec: str, ctx: PredictorContext, out: Path | None) -> Class
             res, link = _entity_side(ctx, model)
             mapped, titles = res.mapped, list(res.emb.titles)
             identity["entities"] = {k: _fingerprint(ctx.options[k]) for k in ENTITY_KEYS if ctx.options.get(k)}
+            identity["link_rule"] = LINK_RULE  # models trained on inputs linked another way are not resumed
         builder = RelationInputBuilder(tokenizer, link)
         train_in = builder.build(parts["train"], form)
         dev_in = builder.build(parts["dev"], form)
@@ -327,6 +329,7 @@ def resolve_factory(name: str, spec: str, out: Path | None):
         def named(_spec: str, ctx: PredictorContext) -> ClassifierPredictor:
             return make_classifier(name, replace(ctx, options={**ctx.options, "model": model}), out)
 
+        named.identity_extra = {"link_rule": LINK_RULE}  # type: ignore[attr-defined]
         return named
     if spec in ENTRIES and spec not in FORMS:
         raise ConfigError(f"predictor {spec} does not classify sentences; `kbc run fewrel` takes "
@@ -339,4 +342,6 @@ def resolve_factory(name: str, spec: str, out: Path | None):
     def factory(name: str, ctx: PredictorContext) -> ClassifierPredictor:
         return make_classifier(name, ctx, out)
 
+    if spec != "bert":  # records of inputs linked another way (`LINK_RULE`) are refused on a rerun, as for probing
+        factory.identity_extra = {"link_rule": LINK_RULE}  # type: ignore[attr-defined]
     return factory
