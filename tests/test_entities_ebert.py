@@ -274,9 +274,6 @@ def test_records_hold_the_input_scored_and_the_summary_the_plain_bert_share(ctx,
     linked = sum(1 for f in asked if links(f.subject))
     subjects = {f.subject.key: f.subject for f in corpus.facts}
     with_vector = sum(1 for s in subjects.values() if links(s))
-    assert (len(asked), linked, len(subjects), with_vector) == (12, 2, 1637, 161)
-    assert ("trex ebert: facts asked whose subject has an entity vector 2/12 (16.67%), the rest asked as plain "
-            "BERT; subjects of the chosen relations with an entity vector 161/1637 (9.84%)") in err.splitlines()
     records = {}
     for name in ("ebert", "ebert-concat"):
         for rel in ("P19", "P36"):
@@ -284,6 +281,11 @@ def test_records_hold_the_input_scored_and_the_summary_the_plain_bert_share(ctx,
                 r = json.loads(line)
                 records[(name, r["uid"])] = r
     by_uid = {f.uid: f for f in asked}
+    scored = [by_uid[uid] for (name, uid), r in records.items() if name == "ebert" and "dropped" not in r]
+    linked_scored = sum(1 for f in scored if links(f.subject))
+    assert (len(asked), linked, len(scored), linked_scored, len(subjects), with_vector) == (12, 2, 12, 2, 1637, 161)
+    assert ("trex ebert: facts scored whose subject has an entity vector 2/12 (16.67%), the rest asked as plain "
+            "BERT; subjects of the chosen relations with an entity vector 161/1637 (9.84%)") in err.splitlines()
     fallback = {name: 0 for name in ("ebert", "ebert-concat")}
     for (name, uid), r in records.items():
         fact = by_uid[uid]
@@ -330,3 +332,36 @@ def test_records_hold_the_input_scored_and_the_summary_the_plain_bert_share(ctx,
                                                "Gilbert John Arrow to the page Arrow) and a mention to a rarer entity "
                                                "where its most common one had no vector: its records would mix two "
                                                "linkings; use another --out")
+
+
+def test_the_coverage_line_counts_the_facts_scored(ctx, lama_dir, tmp_path, monkeypatch, capsys):
+    """Of a sample whose objects are partly no candidate (a vocabulary file holding some of them), the line counts
+    the facts E-BERT scores (those with a record), and says how many of the sample it left out."""
+    from cli_support import run_kbc
+
+    from bridge.predictors.entities import LinkCache, resources
+    from bridge.run.config import sample
+    from eval.corpora import load_corpus
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    by_uid = {f.uid: f for f in sample(load_corpus("trex", lama_dir, ["P1412"]).facts, 40, 0)}
+    objects = sorted({f.object.label for f in by_uid.values()})
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(objects[::2]) + "\n")  # every other object of the sample
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "ebert", "--relations", "P1412",
+                            "--limit", "40", "--quiet", "--data-dir", str(lama_dir), "--set",
+                            f"model={ctx.options['model']}", "--set", f"wikipedia2vec={ctx.options['wikipedia2vec']}",
+                            "--set", f"vocab_file={vocab}", "--out", str(out)], capsys)
+    assert code == 0, err
+    lines = (out / "predictions" / "trex" / "ebert" / "P1412.jsonl").read_text().splitlines()
+    scored = [by_uid[r["uid"]] for r in map(json.loads, lines) if "dropped" not in r]
+    assert {f.uid for f in scored} == {f.uid for f in by_uid.values() if f.object.label in objects[::2]}
+    links = LinkCache(resources(ctx).linker)
+    linked = sum(1 for f in scored if links(f.subject))
+    assert 0 < len(scored) < len(by_uid) == 40
+    shown = [line for line in err.splitlines() if line.startswith("trex ebert: ")]
+    assert len(shown) == 1 and shown[0].startswith(
+        f"trex ebert: facts scored whose subject has an entity vector {linked}/{len(scored)} "
+        f"({round(100.0 * linked / len(scored), 2)}%) ({40 - len(scored)} of the 40 sampled left out: their object is "
+        "no candidate), the rest asked as plain BERT; "), shown

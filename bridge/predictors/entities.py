@@ -127,8 +127,9 @@ class LinkCache:
 
 
 def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
-    """Distinct subjects of the corpus's chosen relations with an entity vector, by method; under `asked`, the facts
-    this run asks (its --limit sample) whose subject has one: those E-BERT can answer otherwise than plain BERT."""
+    """Distinct subjects of the corpus's chosen relations with an entity vector, by method (`make_ebert` adds under
+    `asked` the facts of the run's sample it scores whose subject has one: those it answers otherwise than plain
+    BERT)."""
     from lm.entities.linking import Coverage
 
     cov = Coverage()
@@ -138,10 +139,6 @@ def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
         if link:
             cov.by_method[link.method] += 1
     out = cov.to_dict()
-    if ctx.asked is not None:
-        linked = sum(1 for f in ctx.asked if links(f.subject))
-        n = len(ctx.asked)
-        out["asked"] = {"facts": n, "linked": linked, "coverage_percent": round(100.0 * linked / n, 2) if n else 0.0}
     return out
 
 
@@ -152,8 +149,10 @@ def coverage_line(corpus: str, name: str, coverage: dict) -> str:
     asked = coverage.get("asked")
     if asked is None:
         return f"{corpus} {name}: {subjects}; the rest are asked as plain BERT"
-    return (f"{corpus} {name}: facts asked whose subject has an entity vector {asked['linked']}/{asked['facts']} "
-            f"({asked['coverage_percent']}%), the rest asked as plain BERT; {subjects}")
+    dropped = asked["sampled"] - asked["facts"]
+    left = f" ({dropped} of the {asked['sampled']} sampled left out: their object is no candidate)" if dropped else ""
+    return (f"{corpus} {name}: facts scored whose subject has an entity vector {asked['linked']}/{asked['facts']} "
+            f"({asked['coverage_percent']}%){left}, the rest asked as plain BERT; {subjects}")
 
 
 class EBertPredictor:
@@ -388,16 +387,23 @@ def make_ebert(name: str, ctx: PredictorContext):
     cand = _cached(("cand", res.lm.name, vocab), lambda: candidates(res.lm.tokenizer, vocab))
     links = _cached(("links", id(res.linker)), lambda: LinkCache(res.linker))
     coverage = _corpus_coverage(ctx, links)
-    if MODES[name] != "bert":
-        print(coverage_line(ctx.corpus.name, name, coverage), file=sys.stderr)
     args = (name, MODES[name], res, *cand, coverage, links, ctx.batch_size, ctx.device, _result_cache(ctx))
     if name in ("ebert-entity", "bert-entity"):
         from lm.entities.entity_answers import EntityAnswerer
 
         kind = ctx.options.get("entity_index", "flat")
         index = _cached(("index", id(res.mapped), kind), lambda: EntityIndex.build(res.mapped, IndexSpec(kind)))
-        return EntityLevelPredictor(*args, answerer=EntityAnswerer(index, _labeler(ctx, res.emb)))
-    return EBertPredictor(*args)
+        predictor = EntityLevelPredictor(*args, answerer=EntityAnswerer(index, _labeler(ctx, res.emb)))
+    else:
+        predictor = EBertPredictor(*args)
+    if ctx.asked is not None:  # the facts it scores: those whose object it can answer, of the run's sample
+        scored = predictor.filter_facts(ctx.asked)[0]
+        linked = sum(1 for f in scored if links(f.subject))
+        coverage["asked"] = {"facts": len(scored), "linked": linked, "sampled": len(ctx.asked),
+                             "coverage_percent": round(100.0 * linked / len(scored), 2) if scored else 0.0}
+    if MODES[name] != "bert":
+        print(coverage_line(ctx.corpus.name, name, coverage), file=sys.stderr)
+    return predictor
 
 
 EBERT_OTHER_VOCAB = "--set vocab_file=PATH"  # E-BERT ranks one candidate vocabulary: the common one, or this file
