@@ -74,7 +74,8 @@ class InferredFact:
     """A fact an axiom derived, with the premises (gold or inferred) it was derived from.
 
     One per (fact, axiom): a fact two axioms derive appears twice. Premises are
-    (subject key, relation id, object key) as `Entity.key` and relation ids name them.
+    (subject key, relation id, object key) as `Entity.key` and relation ids name them; an inferred premise
+    became derivable before the fact did (`kb.reasoning.derive`), so following premises ends in gold facts.
     """
 
     subject: Entity
@@ -247,9 +248,12 @@ class _Kb:
             self.uid.setdefault((f.subject.key, f.relation, f.object.key), f.uid)
             self._add(f.subject, f.relation, f.object)
             self.gold_objects_of[f.relation].setdefault(f.object.key, f.object)
-        self.inferred = {i.key: i for i in inferred}
-        for i in inferred:
+        # fact -> each derivation of it (one per axiom), by axiom name: none is lost to another
+        self.inferred: dict[FactKey, list[InferredFact]] = {}
+        for i in sorted(inferred, key=lambda i: (i.key, i.axiom, i.premises)):
+            self.inferred.setdefault(i.key, []).append(i)
             self._add(i.subject, i.relation, i.object)
+        self._roots: dict[FactKey, list[str]] = {}
         self._sorted: dict[tuple[str, str], list[Entity]] = {}
         self._typed: dict[str, dict[str, list[Entity]]] = {}
         self._labels: dict[tuple[int, str], set[str]] = {}
@@ -305,16 +309,32 @@ class _Kb:
         self.linked_labels[s.key].add(o.label)
         self.linked_labels[o.key].add(s.label)
 
-    def roots(self, key: FactKey, seen: frozenset = frozenset()) -> list[str]:
-        """Uids of the gold facts an inferred fact rests on, premises in order, depth first."""
+    def roots(self, key: FactKey, path: frozenset[FactKey] = frozenset()) -> list[str]:
+        """Uids of the gold facts a fact rests on: its own for a gold fact, else those of its first derivation (by
+        axiom name; `sources`). `path`: the facts whose derivations are being followed."""
         if key in self.uid:
             return [self.uid[key]]
-        fact = self.inferred.get(key)
-        if fact is None or key in seen:
-            return []
+        if key not in self._roots:
+            found = self.inferred.get(key)
+            if not found:
+                raise DataError(f"inferred premise {' '.join(key)} is neither a gold fact nor an inferred one: the "
+                                "closure was computed from other facts (recompute it: kbc kb infer)")
+            self._roots[key] = self.sources(found[0], path)
+        return self._roots[key]
+
+    def sources(self, fact: InferredFact, path: frozenset[FactKey] = frozenset()) -> list[str]:
+        """Uids of the gold facts this derivation rests on, premises in order, depth first, each inferred premise by
+        its own first derivation. Derivations are well-founded (`kb.reasoning.derive`), so the walk ends in gold
+        facts; one that comes back to a fact on its way is provenance recorded otherwise, refused, never cut short
+        to fewer facts."""
+        path = path | {fact.key}
         out: list[str] = []
         for premise in fact.premises:
-            out += [u for u in self.roots(premise, seen | {key}) if u not in out]
+            if premise in path:
+                raise DataError(f"the derivation of {' '.join(fact.key)} by {fact.axiom} rests on "
+                                f"{' '.join(premise)}, which rests on it: provenance of an earlier kbc version "
+                                "(recompute it: kbc kb infer)")
+            out += [u for u in self.roots(premise, path) if u not in out]
         return out
 
 
@@ -346,7 +366,8 @@ def generate(facts: Sequence[Fact], inferred: Sequence[InferredFact],
     inferred facts. Each drawn fact gets a triple completion, a true and a corrupted statement
     check (when the relation has an object the KB does not hold for the subject) and an entity
     distinction (when one can be built); each drawn inferred fact gets a predicate-reasoning
-    question, and the gold facts it rests on get the other kinds too, so its Q-set is complete.
+    question naming the axiom it was drawn for, and the gold facts that axiom's derivation rests on
+    (`_Kb.sources`) get the other kinds too, so its Q-set is complete.
     `relations` gives templates and labels (new properties of an ontology included). `asked`
     (fact uids; default all) limits the questions to those resting on asked facts only, while
     every fact still serves as the KB (alternatives, corrupted statements, distractors); `known_true`
@@ -372,7 +393,7 @@ def generate(facts: Sequence[Fact], inferred: Sequence[InferredFact],
     used: set[FactKey] = set()
     for axiom in sorted(by_axiom):
         group = sorted((i for i in by_axiom[axiom] if i.key not in kb.uid
-                        and (allowed is None or set(kb.roots(i.key)) <= allowed)), key=lambda i: i.key)
+                        and (allowed is None or set(kb.sources(i)) <= allowed)), key=lambda i: i.key)
         rng = random.Random(f"{seed}:reason:{axiom}")
         for fact in _sample([i for i in group if i.key not in used], per_relation, rng):
             used.add(fact.key)
@@ -544,7 +565,7 @@ def _predicate_reasoning(fact: InferredFact, kb: _Kb, relations: Mapping[str, Re
     rng.shuffle(entities)
     names = tuple(e.label for e in entities)
     template = _template(relations, rel)
-    sources = tuple(kb.roots(fact.key))
+    sources = tuple(kb.sources(fact))
     if not sources:
         return None
     text = f"{fill(template, s.label, MASK)} Choices: {', '.join(names)}."

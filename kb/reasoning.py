@@ -6,13 +6,24 @@ gold graphs under them and writes only the new facts, each one into the named gr
 closure, `inferred-<12 hex>` (a digest of the source graphs' names and the axioms file's digest;
 never a fact some gold graph holds, never OWL-RL's generic triples), and into its graph
 `provenance-<12 hex>` one derivation per (new fact, axiom deriving it): the axiom, and the
-premises as reified statements (`rdf:subject/predicate/object` on `urn:kbc:stmt:<sha1>`), which
-are gold facts or other inferred facts, so every fact can be followed back to gold facts. The
+premises as reified statements (`rdf:subject/predicate/object` on `urn:kbc:stmt:<sha1>`). The
 store keeps one closure per (source graphs, axioms): a run over a few relations never replaces
 the closure of a whole corpus.
 
-Counts per axiom: an axiom counts each new fact it derives from premises in the closure (gold +
-inferred) without using that fact itself, so a fact two axioms derive counts for both.
+Provenance is well-founded. Each fact of the closure has a level: 0 for a gold fact, and for an
+inferred one the naive-evaluation round (every rule applied at once) in which it first becomes
+derivable, 1 + the smallest over all its derivations of the largest premise level (`levels`). A
+derivation is recorded only when every premise has a lower level than its conclusion (per axiom
+the smallest such premise list), so every chain of recorded derivations ends in gold facts, and
+a fact is never credited to an axiom through facts that rest on it ("Rwanda part of Africa" by
+the inverse of "Africa has part Rwanda", itself the inverse of the transitive fact).
+
+Counts per axiom: the new facts it derives from facts of lower levels; a fact two axioms so
+derive counts for both. On all T-REx facts the 7,489 new facts count once each: `inverse:P361:P527`
+2,457 (3,018 under the earlier rule, which recorded 561 inverse derivations from facts resting
+on the conclusion, each a P361 fact transitivity derives), every other axiom as before
+(`docs/reasoning.md`). A closure recorded by the earlier rule (`PROVENANCE_RULE`) is computed
+again, never read.
 
 How the closure is computed. Both candidates were timed on all 34,039 T-REx facts with labels
 (65,227 triples) and the 12 axioms of `axioms.ttl`, on 2 shared CPU cores (load average ~2.5;
@@ -31,7 +42,7 @@ objects, so they are the engine here; `owlrl_new_facts` keeps owlrl as the refer
 them in an in-memory Oxigraph store holding a copy of those facts (from any store, embedded or
 remote), bounded by
 `max_derived`, and writes only the result to the store (~7 s on the on-disk store for T-REx,
-mostly writing the 88,300 provenance quads).
+mostly writing the 86,056 provenance quads; the levels take a linear pass over the derivations).
 
 The store records what each closure was computed from (`record_coverage`): readers over other
 facts (`coverage_problem`, `find_closure`) rebuild it or refuse, never answer from a partial closure.
@@ -323,9 +334,21 @@ def data_relations(store: GraphStore, graphs: Sequence[str]) -> set[str]:
     return {r for g in graphs for r in store.relations(g)}
 
 
+# how derivations are recorded (`derive`): 2 keeps only well-founded ones, where 1 could record a fact as derived from
+# facts that rest on it; a closure recorded by another rule is computed again (`_problem`)
+PROVENANCE_RULE = 2
+_RULE_TAG = re.compile(r"inferred@provenance-(\d+)@")
+
+
 def _tag(store: GraphStore, ontology: Ontology, sources: Sequence[str]) -> str:
     parts = [ontology.digest] + [f"{g}={sorted(store.loaded_versions(g))}:{store.count(g)}" for g in sorted(sources)]
-    return "inferred@sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return f"inferred@provenance-{PROVENANCE_RULE}@sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def provenance_rule(tags: Iterable[str]) -> int:
+    """The `PROVENANCE_RULE` a closure's tags (`_tag`) record; 1 for a closure of a version that recorded none."""
+    found = [int(m.group(1)) for t in tags if (m := _RULE_TAG.match(t))]
+    return max(found) if found else 1
 
 
 DERIVED_PER_FACT = 10  # default bound of the closure: this many new facts per input fact ...
@@ -483,6 +506,7 @@ class Coverage:
     axioms: str
     sources: tuple[str, ...]
     versions: dict[str, str] = field(default_factory=dict)
+    rule: int = PROVENANCE_RULE  # how its derivations were recorded (`PROVENANCE_RULE`)
 
     @property
     def digest(self) -> str:
@@ -551,12 +575,13 @@ def stored_coverage(store: GraphStore, graph: str) -> Coverage | None:
     """The coverage of the closure `graph`, or None when it has none (cut short, or absent)."""
     meta = store.meta(graph)
     covers = meta.get(str(COVERS), set())
-    if not store.loaded_versions(graph) or not covers or not meta.get(str(AXIOMS_FILE)):
+    tags = store.loaded_versions(graph)
+    if not tags or not covers or not meta.get(str(AXIOMS_FILE)):
         return None
     relations = {r: int(n) for r, _, n in (v.rpartition("=") for v in covers)}
     versions = {r: v for r, _, v in (x.rpartition("=") for x in meta.get(str(PREMISES), set()))}
     return Coverage(relations, frozenset(meta.get(str(NAMES), set())), sorted(meta[str(AXIOMS_FILE)])[0],
-                    tuple(sorted(meta.get(str(SOURCE), set()))), versions)
+                    tuple(sorted(meta.get(str(SOURCE), set()))), versions, provenance_rule(tags))
 
 
 def coverage_problem(store: GraphStore, closure: str, graphs: Sequence[str], ontology: Ontology | None = None,
@@ -583,6 +608,9 @@ def _problem(store: GraphStore, closure: str, graphs: Sequence[str], have: dict[
         return "the inferred graph records no coverage (its build was cut short)"
     if ontology is not None and coverage.digest != ontology.digest:
         return f"the inferred graph was computed with other axioms ({coverage.axioms}, not {ontology.path})"
+    if coverage.rule != PROVENANCE_RULE:
+        return ("the inferred graph's derivations were recorded by an earlier kbc version, which could record a fact "
+                "as derived from facts that rest on it")
     missing = [r for r in sorted(have) if r in coverage.named and coverage.relations.get(r) != have[r]]
     if missing:
         shown = ", ".join(f"{r} ({coverage.relations.get(r, 0)} of {have[r]} facts)" for r in missing[:6])
@@ -677,16 +705,17 @@ Derivations = dict[str, dict[Triple, tuple[Triple, ...]]]  # axiom name -> concl
 
 
 def derive(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph: str) -> Derivations:
-    """Per axiom name: each fact of the closure `graph` it derives -> one premise list (the smallest, for
-    determinism).
+    """Per axiom name: each fact of the closure `graph` it derives well-founded -> one premise list (the smallest,
+    for determinism).
 
-    Premises come from gold + `graph`; a derivation that uses its own conclusion is not one.
+    A derivation counts only where every premise is a gold fact or an inferred fact of a lower level (`levels`) than
+    its conclusion: never one through facts that themselves rest on the conclusion (a P361 fact "derived" by the
+    inverse of the P527 fact derived from it), so every chain of recorded derivations ends in gold facts.
     """
     allowed = ", ".join(f"<{graph_iri(g)}>" for g in [*sources, graph])
     inferred = graph_iri(graph)
-    out: Derivations = {}
+    found: list[tuple[str, Triple, tuple[Triple, ...]]] = []  # every derivation: (axiom name, conclusion, premises)
     for axiom in ontology.axioms:
-        best: dict[Triple, tuple[Triple, ...]] = {}
         for rule in axiom.rules():
             variables = sorted({v for p in (*rule.premises, rule.conclusion) for v in (p[0], p[2])})
             blocks = [f"GRAPH ?g{i} {{ {_pattern(p)} }} FILTER(?g{i} IN ({allowed}))"
@@ -695,14 +724,56 @@ def derive(store: GraphStore, ontology: Ontology, sources: Sequence[str], graph:
                      f"GRAPH <{inferred}> {{ {_pattern(rule.conclusion)} }} {' '.join(blocks)} }}")
             for row in store.select(query):
                 value = {v: str(x) for v, x in zip(variables, row)}
-                conclusion = _ground(rule.conclusion, value)
-                premises = tuple(_ground(p, value) for p in rule.premises)
-                if conclusion in premises:
-                    continue
-                if conclusion not in best or premises < best[conclusion]:
-                    best[conclusion] = premises
-        out[axiom.name] = best
+                found.append((axiom.name, _ground(rule.conclusion, value),
+                              tuple(_ground(p, value) for p in rule.premises)))
+    level = levels(((c, ps) for _, c, ps in found), inferred_triples(store, graph))
+    out: Derivations = {a.name: {} for a in ontology.axioms}
+    for name, conclusion, premises in found:
+        top = level[conclusion]
+        if all(level.get(p, 0) < top for p in premises):
+            best = out[name]
+            if conclusion not in best or premises < best[conclusion]:
+                best[conclusion] = premises
     return out
+
+
+def levels(derivations: Iterable[tuple[Triple, tuple[Triple, ...]]], inferred: set[Triple]) -> dict[Triple, int]:
+    """The level of each inferred fact: the naive-evaluation round (every rule applied at once) in which it first
+    becomes derivable, 1 + the smallest over its derivations of the largest premise level (a given fact: 0).
+
+    `derivations`: (conclusion, premises) of every derivation of the `inferred` facts; a premise outside `inferred`
+    is given. Each fact's derivations are released once all their inferred premises have a level, level by level
+    (linear in the derivations). A fact no derivation reaches from given facts gets none.
+    """
+    heads: list[Triple] = []
+    waiting: list[int] = []  # per derivation: its inferred premises without a level yet
+    uses: dict[Triple, list[int]] = {}  # inferred fact -> the derivations it is a premise of
+    level: dict[Triple, int] = {}
+    frontier: list[Triple] = []
+    for conclusion, premises in derivations:
+        pending = {p for p in premises if p in inferred}
+        if conclusion in pending:
+            continue
+        if not pending:
+            if conclusion not in level:
+                level[conclusion] = 1
+                frontier.append(conclusion)
+            continue
+        for p in pending:
+            uses.setdefault(p, []).append(len(heads))
+        heads.append(conclusion)
+        waiting.append(len(pending))
+    depth = 1
+    while frontier:
+        nxt = []
+        for fact in frontier:
+            for i in uses.get(fact, ()):
+                waiting[i] -= 1
+                if not waiting[i] and heads[i] not in level:
+                    level[heads[i]] = depth + 1
+                    nxt.append(heads[i])
+        frontier, depth = nxt, depth + 1
+    return level
 
 
 def _ground(p: Pattern, value: dict[str, str]) -> Triple:

@@ -408,3 +408,70 @@ def test_no_reasoning_distractor_is_linked_to_the_subject_in_the_multi_relation_
                              known_true=known_true)
         choices.append(set(next(q for q in questions if q.kind == PREDICATE_REASONING).choices))
     assert choices == [{"Maine", "Vermont", "Utah", "Kansas"}, {"Maine", "Utah", "Kansas", "Ohio"}]
+
+
+PART_OF_AXIOMS = """@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix wdt: <http://www.wikidata.org/prop/direct/> .
+wdt:P361 a owl:TransitiveProperty .
+wdt:P361 owl:inverseOf wdt:P527 .
+"""
+
+
+def test_reasoning_questions_follow_derivations_from_earlier_facts(tmp_path):
+    # Rwanda part of East Africa part of Africa: "Rwanda part of Africa" comes from transitivity, never from the
+    # inverse of "Africa has part Rwanda", which rests on it; three more part-of facts give the distractors
+    labels = {"Q1037": "Rwanda", "Q27407": "East Africa", "Q15": "Africa", "Q1": "Sicily", "Q2": "Italy",
+              "Q3": "Crete", "Q4": "Greece", "Q5": "Corsica", "Q6": "France"}
+    rows = [("P361", "Q1037", "Q27407"), ("P361", "Q27407", "Q15"), ("P361", "Q1", "Q2"), ("P361", "Q3", "Q4"),
+            ("P361", "Q5", "Q6")]
+    facts = _facts(rows, labels)
+    path = tmp_path / "part_of.ttl"
+    path.write_text(PART_OF_AXIOMS)
+    with GraphStore.open(None) as store:
+        graph = store.ensure_corpus("toy", "v1", facts)
+        report = ensure_inferred(store, load_axioms(path), [graph], known_relations=["P361", "P527"])
+        inferred = read_inferred(store, [graph], report.graph)
+    relations = {"P361": Relation("P361", "part of", "[X] is part of [Y] ."),
+                 "P527": Relation("P527", "has part", "[X] has part [Y] .")}
+    questions = generate(facts, inferred, {}, seed=0, relations=relations)
+    asked = {q.id: q.source_facts for q in questions if q.kind == PREDICATE_REASONING}
+    rwanda, east_africa = uid("P361", "Q1037", "Q27407"), uid("P361", "Q27407", "Q15")
+    inverse = "pr:inverse:P361:P527"
+    assert asked == {
+        "pr:transitive:P361:Q1037:P361:Q15": (rwanda, east_africa),
+        f"{inverse}:Q15:P527:Q1037": (rwanda, east_africa),  # by the inverse of the transitive fact
+        f"{inverse}:Q27407:P527:Q1037": (rwanda,), f"{inverse}:Q15:P527:Q27407": (east_africa,),
+        f"{inverse}:Q2:P527:Q1": (uid("P361", "Q1", "Q2"),), f"{inverse}:Q4:P527:Q3": (uid("P361", "Q3", "Q4"),),
+        f"{inverse}:Q6:P527:Q5": (uid("P361", "Q5", "Q6"),)}
+    # both source facts get the other kinds too: the reasoning question's Q-set is complete
+    assert {q.qset_id for q in questions if q.kind == TRIPLE_COMPLETION} >= {rwanda, east_africa}
+
+
+def test_a_fact_keeps_the_derivation_of_every_axiom_and_a_cycle_is_refused():
+    from eval.kmir import _Kb
+
+    a, b = Entity("Ada", "Q1"), Entity("Paris", "Q2")
+    facts = [Fact("g1", "toy", "P1", a, b), Fact("g2", "toy", "P2", a, b)]
+    # A P3 B by two axioms, each from its own gold fact; A P4 B from it
+    by_p1 = InferredFact(a, "P3", b, "subproperty:P1:P3", (("Q1", "P1", "Q2"),))
+    by_p2 = InferredFact(a, "P3", b, "subproperty:P2:P3", (("Q1", "P2", "Q2"),))
+    on_top = InferredFact(a, "P4", b, "subproperty:P3:P4", (("Q1", "P3", "Q2"),))
+    kb = _Kb(facts, [on_top, by_p2, by_p1], {})
+    assert kb.inferred[("Q1", "P3", "Q2")] == [by_p1, by_p2]
+    assert (kb.sources(by_p1), kb.sources(by_p2)) == (["g1"], ["g2"])
+    assert kb.roots(("Q1", "P3", "Q2")) == kb.roots(("Q1", "P4", "Q2")) == ["g1"]
+    # each derivation is the one its question names: A P3 B asked once, under the first axiom, with its gold fact
+    relations = {r: Relation(r, r, f"[X] {r} [Y] .") for r in ("P1", "P2", "P3", "P4")}
+    more = [Fact(f"x{i}", "toy", r, Entity(f"X{i}", f"Q{10 + i}"), Entity(f"Y{i}", f"Q{20 + i}"))
+            for i in range(3) for r in ("P3", "P4")]
+    questions = generate([*facts, *more], [on_top, by_p1, by_p2], {}, relations=relations)
+    asked = {q.id: q.source_facts for q in questions if q.kind == PREDICATE_REASONING}
+    assert asked == {"pr:subproperty:P1:P3:Q1:P3:Q2": ("g1",), "pr:subproperty:P3:P4:Q1:P4:Q2": ("g1",)}
+    # provenance going round in a circle, or resting on a fact the KB lacks, is refused, never cut to fewer facts
+    circle = [InferredFact(a, "P5", b, "inverse:P5:P6", (("Q1", "P6", "Q2"),)),
+              InferredFact(a, "P6", b, "inverse:P5:P6", (("Q1", "P5", "Q2"),))]
+    with pytest.raises(DataError, match=r"^the derivation of Q1 P6 Q2 by inverse:P5:P6 rests on Q1 P5 Q2, which rests "
+                                        r"on it: provenance of an earlier kbc version \(recompute it: kbc kb infer\)$"):
+        _Kb(facts, circle, {}).roots(("Q1", "P5", "Q2"))
+    with pytest.raises(DataError, match=r"^inferred premise Q1 P7 Q2 is neither a gold fact nor an inferred one"):
+        _Kb(facts, [InferredFact(a, "P8", b, "subproperty:P7:P8", (("Q1", "P7", "Q2"),))], {}).roots(("Q1", "P8", "Q2"))

@@ -193,13 +193,24 @@ def test_freq_answers_no_yes_no_question_whatever_its_objects_are_named(lama_dir
         "yes/no question: its answers there are not kept); use another --out or the same settings")
     # nor one whose false statements were drawn without X-FACTR's multi-relation list
     config["settings"]["choice_rule"] = 2
-    assert config["settings"].pop("multi_rel").startswith("sha256:")
+    multi_rel = config["settings"].pop("multi_rel")
+    assert multi_rel.startswith("sha256:")
     (out / "config.json").write_text(json.dumps(config))
     code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
                             "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
     assert code == 2 and "(an earlier kbc version could make a false statement or a distractor of an object " \
         "X-FACTR's TREx_multi_rel.txt holds true for the subject: its statement and reasoning questions are not " \
         "those asked now)" in err
+    # nor one whose reasoning questions were drawn by derivations through facts resting on the fact derived
+    config["settings"]["multi_rel"] = multi_rel
+    assert config["settings"].pop("provenance_rule") == 2
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
+                            "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {out} holds results made with other settings: provenance_rule not recorded, now 2 (an earlier kbc "
+        "version could credit an axiom with a fact it derives only from facts resting on that fact: its reasoning "
+        "questions and their Q-sets are not those asked now); use another --out or the same settings")
 
 
 def test_choice_question_freq_ranks_no_choice_of_is_dropped(lama_dir, tmp_path, capsys, monkeypatch):

@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # the store's libraries load where a run opens one, not where
 QUESTION_FACTS = "question_facts"  # settings: the facts a run's questions are drawn from (`KmirExperiment.check`)
 # settings: how a KMIR answer is read as a choice (2: an entity never reads as yes or no, P463's band "Yes")
 CHOICE_RULE, CHOICE_RULE_NOW = "choice_rule", 2
+# settings: how the derivations reasoning questions are drawn by were recorded (`kb.reasoning.PROVENANCE_RULE`; 2: only
+# from facts derivable before the fact, where 1 could credit an axiom with a fact through facts resting on it)
+PROVENANCE_RULE = "provenance_rule"
 # retrieved contexts: K paragraphs besides the fact's own (rule 2), where rule 1 kept fewer when its own filled the hits
 CONTEXT_RULE, CONTEXT_RULE_NOW = "context_rule", 2
 # prompt sets whose templates close with an end marker written as text (`[Y]. </s`): a causal LM scores the sentence

@@ -51,6 +51,7 @@ from pathlib import Path
 from bridge.experiments.base import (
     CHOICE_RULE,
     CHOICE_RULE_NOW,
+    PROVENANCE_RULE,
     QUESTION_FACTS,
     Records,
     StageInput,
@@ -223,6 +224,7 @@ class KmirExperiment:
     def __init__(self, per_relation: int = DEFAULT_PER_RELATION, axioms: str | None = None,
                  instance_of: str | None = None, seed: int = 0, prompts: str | None = None,
                  context: str | None = None, prompt_draws: int | None = None, limit: int | None = None) -> None:
+        from kb.reasoning import PROVENANCE_RULE as PROVENANCE_RULE_NOW
         from kb.reasoning import load_axioms
 
         if per_relation < 1:
@@ -237,7 +239,7 @@ class KmirExperiment:
         self.ontology = load_axioms(axioms)
         self.settings = {"questions_per_relation": per_relation, "axioms": self.ontology.digest,
                          "instance_of": instance_of or "default", "question_seed": seed,
-                         CHOICE_RULE: CHOICE_RULE_NOW}
+                         CHOICE_RULE: CHOICE_RULE_NOW, PROVENANCE_RULE: PROVENANCE_RULE_NOW}
         self._instance_of: dict | None = None
         self._known_true: dict | None = None
         self._questions: dict[str, KmirQuestion] = {}

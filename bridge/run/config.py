@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.experiments.base import CHOICE_RULE, CONTEXT_RULE, END_MARKER_RULE, QUESTION_FACTS
+from bridge.experiments.base import CHOICE_RULE, CONTEXT_RULE, END_MARKER_RULE, PROVENANCE_RULE, QUESTION_FACTS
 from bridge.predictors.registry import Factory, resolve
 from bridge.run.options import NamedSpec, Option, accepted, identity_options, parse_predictors, scope_options
 from eval.bear import BEAR_CORPORA
@@ -442,6 +442,9 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if settings.get(CHOICE_RULE) and before.get(CHOICE_RULE) != settings[CHOICE_RULE]:
             whys.append("an earlier kbc version read an answer naming an entity called Yes or No, such as P463's band "
                         "Yes, as that choice of a yes/no question: its answers there are not kept")
+        if settings.get(PROVENANCE_RULE) and before.get(PROVENANCE_RULE) != settings[PROVENANCE_RULE]:
+            whys.append("an earlier kbc version could credit an axiom with a fact it derives only from facts resting "
+                        "on that fact: its reasoning questions and their Q-sets are not those asked now")
         if settings.get(CONTEXT_RULE) and before.get(CONTEXT_RULE) != settings[CONTEXT_RULE] \
                 and before.get("context") == settings.get("context"):
             whys.append("an earlier kbc version gave a fact fewer than K retrieved paragraphs where its own paragraphs "
