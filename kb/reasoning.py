@@ -483,7 +483,8 @@ def _exploded(ontology: Ontology, added: dict[str, int], max_derived: int, input
     names = ", ".join(f"{name} (+{n:,})" for n, name in reversed(growing[-8:]))
     more = f" and {len(growing) - 8} more" if len(growing) > 8 else ""
     return ClosureExploded(f"{ontology.path}: the closure exploded: more than {max_derived:,} new facts from "
-                           f"{input_facts:,} input facts in round {rounds}; the axioms still deriving: {names}{more}. "
+                           f"{input_facts:,} input facts in round {rounds}; the axioms still deriving (new facts in "
+                           f"that round): {names}{more}. "
                            "Check these axioms (e.g. a property declared symmetric and transitive, or many properties "
                            "declared equivalent to it)")
 

@@ -12,7 +12,6 @@ import copy
 import dataclasses
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -201,14 +200,13 @@ def test_an_exploding_closure_stops_with_the_axioms_and_leaves_no_trace(tmp_path
     axioms.write_text(EXPLODING)
     argv = ["kb", "infer", "--corpus", "trex", "--axioms", str(axioms), "--data-dir", str(lama_dir),
             "--store", str(tmp_path / "store")]
-    started = time.monotonic()
     code, out, err = run_kbc(argv, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err == (f"error: {axioms}: the closure exploded: more than 10,000 new facts from 922 input facts in "
-                   "round 1; the axioms still deriving: equivalent:P47:border0 (+5,290), transitive:P47 (+3,989), "
+                   "round 1; the axioms still deriving (new facts in that round): equivalent:P47:border0 (+5,290), "
+                   "transitive:P47 (+3,989), "
                    "symmetric:P47 (+722). Check these axioms (e.g. a property declared symmetric and transitive, or "
                    "many properties declared equivalent to it), or raise --max-derived\n")
-    assert time.monotonic() - started < 120
     with GraphStore.open(tmp_path / "store") as store:
         assert closure_graphs(store) == [] and store.graph_names() == ["gold-trex"]
         assert stored_coverage(store, closure_graph(load_axioms(axioms), ["gold-trex"])) is None
@@ -225,7 +223,7 @@ def test_max_derived_bounds_a_sane_closure_too(tmp_path):
     with GraphStore.open(None) as store:
         graph = store.ensure_corpus("toy", "v1", facts)
         with pytest.raises(DataError, match=r"more than 5 new facts from 6 input facts in round 1; the axioms "
-                                             r"still deriving: symmetric:P47 \(\+6\)"):
+                                             r"still deriving \(new facts in that round\): symmetric:P47 \(\+6\)"):
             ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=5)
         report = ensure_inferred(store, load_axioms(axioms), [graph], known_relations=["P47", "P190"], max_derived=6)
         assert report.facts == 6 and (WD + "Q1", WDT + "P47", WD + "Q0") in inferred_triples(store, report.graph)
