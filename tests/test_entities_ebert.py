@@ -363,5 +363,20 @@ def test_the_coverage_line_counts_the_facts_scored(ctx, lama_dir, tmp_path, monk
     shown = [line for line in err.splitlines() if line.startswith("trex ebert: ")]
     assert len(shown) == 1 and shown[0].startswith(
         f"trex ebert: facts scored whose subject has an entity vector {linked}/{len(scored)} "
-        f"({round(100.0 * linked / len(scored), 2)}%) ({40 - len(scored)} of the 40 sampled left out: their object is "
+        f"({100.0 * linked / len(scored):.2f}%) ({40 - len(scored)} of the 40 sampled left out: their object is "
         "no candidate), the rest asked as plain BERT; "), shown
+
+
+def test_the_coverage_line_gives_two_decimals_as_the_summary_does():
+    """A share that rounds to a whole or one-decimal number still prints two decimals (13.00%, not 13.0%)."""
+    from bridge.predictors.entities import coverage_line
+
+    coverage = {"subjects": 1637, "linked": 161, "coverage_percent": 9.8, "asked": {
+        "facts": 400, "linked": 52, "sampled": 400, "coverage_percent": 13.0}}
+    assert coverage_line("trex", "ebert-entity", coverage) == (
+        "trex ebert-entity: facts scored whose subject has an entity vector 52/400 (13.00%), the rest asked as plain "
+        "BERT; subjects of the chosen relations with an entity vector 161/1637 (9.80%)")
+    del coverage["asked"]
+    assert coverage_line("trex", "ebert", coverage) == (
+        "trex ebert: subjects of the chosen relations with an entity vector 161/1637 (9.80%); the rest are asked as "
+        "plain BERT")

@@ -489,7 +489,6 @@ def test_e_bert_inputs_linked_by_an_earlier_rule_are_neither_resumed_nor_mixed(r
     (copy / "config.json").write_text(json.dumps(config))
     code, _, err = run_kbc([*argv[:-4], str(copy), *argv[-3:]], capsys)
     assert (code, err.splitlines()[-1]) == (2, f"error: {copy}: predictor 'ebert' has records there from an earlier "
-                                               "kbc version, which linked a subject also by its aliases (Google-RE's "
-                                               "Gilbert John Arrow to the page Arrow) and a mention to a rarer entity "
-                                               "where its most common one had no vector: its records would mix two "
-                                               "linkings; use another --out")
+                                               "kbc version, which linked an entity also by FewRel's own lower-cased "
+                                               "name of it and a mention to a rarer entity where its most common one "
+                                               "had no vector: its records would mix two linkings; use another --out")

@@ -145,14 +145,14 @@ def _corpus_coverage(ctx: PredictorContext, links: LinkCache) -> dict:
 def coverage_line(corpus: str, name: str, coverage: dict) -> str:
     """The stderr line on what share of the questions E-BERT asks with an entity vector."""
     subjects = (f"subjects of the chosen relations with an entity vector {coverage['linked']}/{coverage['subjects']} "
-                f"({coverage['coverage_percent']}%)")
+                f"({coverage['coverage_percent']:.2f}%)")
     asked = coverage.get("asked")
     if asked is None:
         return f"{corpus} {name}: {subjects}; the rest are asked as plain BERT"
     dropped = asked["sampled"] - asked["facts"]
     left = f" ({dropped} of the {asked['sampled']} sampled left out: their object is no candidate)" if dropped else ""
     return (f"{corpus} {name}: facts scored whose subject has an entity vector {asked['linked']}/{asked['facts']} "
-            f"({asked['coverage_percent']}%){left}, the rest asked as plain BERT; {subjects}")
+            f"({asked['coverage_percent']:.2f}%){left}, the rest asked as plain BERT; {subjects}")
 
 
 class EBertPredictor:

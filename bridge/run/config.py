@@ -512,10 +512,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                                   "replaced by its entity, or the entity put before it); its scores stand, but its "
                                   "records would mix both: use another --out to record the inputs scored")
             if "link_rule" in ident and _differs_only_in(seen, ident, "link_rule"):  # E-BERT: `LINK_RULE`
+                also = ("an entity also by FewRel's own lower-cased name of it" if "fewrel" in cfg.corpora else
+                        "a subject also by its aliases (Google-RE's Gilbert John Arrow to the page Arrow)")
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has records there from an earlier kbc version, "
-                                  "which linked a subject also by its aliases (Google-RE's Gilbert John Arrow to the "
-                                  "page Arrow) and a mention to a rarer entity where its most common one had no "
-                                  "vector: its records would mix two linkings; use another --out")
+                                  f"which linked {also} and a mention to a rarer entity where its most common one had "
+                                  "no vector: its records would mix two linkings; use another --out")
             tokens = (seen.get("options") or {}).get("max_new_tokens")
             if "max_new_tokens" in filled and _differs_only_in_option(seen, ident, "max_new_tokens"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} wrote its answers there with max_new_tokens="
