@@ -24,6 +24,21 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
     assert "google_re: 3 relations, read 5528, kept 5527, dropped 1" in err
 
 
+def test_kb_lookups_drop_cloze_facts_as_gold_does(tmp_path, lama_dir, capsys):
+    """A SQuAD cloze has no subject to look up: `kb` answers none of them, it does not miss all 305."""
+    out_dir = tmp_path / "o"
+    code, out, _ = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "freq", "kb", "gold", "--data-dir",
+                            str(lama_dir), "--out", str(out_dir), "--store", str(tmp_path / "store"), "--quiet"],
+                           capsys)
+    assert code == 0
+    dropped = {(d["predictor"], d["reason"]): d["n"] for d in json.loads((out_dir / "dropped.json").read_text())}
+    assert dropped == {("gold", "a cloze fact has no subject to look up"): 305,
+                       ("kb", "a cloze fact has no subject to look up"): 305}
+    rows = [r for r in json.loads((out_dir / "summary.json").read_text()) if r["predictor"] == "kb"]
+    assert {r["metric"] for r in rows} == {"units_answered"} and {r["value"] for r in rows} == {0}
+    assert "| squad | kb | open | 0 | - | - | - |" in out
+
+
 def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--predictors", "freq",
