@@ -222,6 +222,17 @@ def cosine(a, b) -> float | None:
     return value if math.isfinite(value) else None
 
 
+SUBJECT_STATS = ("sm", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs")  # they read the subject label
+
+
+def subjectless(fact: Fact) -> bool:
+    """A SQuAD cloze has no subject: its label is the placeholder "Squad", whose mentions, tokens and vector would
+    be counted for every fact alike and correlate as noise; only the object's statistics hold."""
+    from eval.lama import SQUAD_RELATION
+
+    return fact.cloze is not None and fact.relation == SQUAD_RELATION.id
+
+
 def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, vectors=None,
                      progress: bool = False) -> pd.DataFrame:
     """`FACT_COLUMNS` for every fact; a statistic whose source is None is left null."""
@@ -238,13 +249,16 @@ def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, v
     for corpus, items in facts.items():
         text = fact_text_stats(items, index, progress=progress) if index is not None else [{} for _ in items]
         for f, t in zip(items, text):
-            rows.append({
+            row = {
                 "corpus": corpus, "uid": f.uid, "relation": f.relation,
                 **{s: t.get(s) for s in TEXT_STATS},
                 "st": subject_tokens(f.subject.label),
                 "swp": len(tokenizer.tokenize(f.subject.label)) if tokenizer is not None else None,
                 "socs": cosine(vec(f.subject.label), vec(f.object.label)) if vectors is not None else None,
-            })
+            }
+            if subjectless(f):
+                row.update(dict.fromkeys(SUBJECT_STATS))
+            rows.append(row)
     return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
 
 
