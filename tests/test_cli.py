@@ -39,6 +39,33 @@ def test_kb_lookups_drop_cloze_facts_as_gold_does(tmp_path, lama_dir, capsys):
     assert "| squad | kb | open | 0 | - | - | - |" in out
 
 
+def _forget_unasked(out_dir) -> None:
+    """Make `out_dir`'s kb look recorded before cloze facts and probes were dropped."""
+    config = json.loads((out_dir / "config.json").read_text())
+    assert config["predictor_specs"]["kb"].pop("unasked") == "dropped"
+    (out_dir / "config.json").write_text(json.dumps(config))
+
+
+def test_kb_records_scoring_cloze_facts_as_misses_are_not_resumed(tmp_path, lama_dir, capsys):
+    store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
+    squad = ["run", "lama", "--corpus", "squad", "--predictors", "kb", "--out", str(tmp_path / "s"), *store]
+    assert run_kbc(squad, capsys)[0] == 0
+    _forget_unasked(tmp_path / "s")
+    code, _, err = run_kbc(squad, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {tmp_path / 's'}: predictor 'kb' has squad answers there from an earlier kbc version, which scored "
+        "each fact it cannot look up (a cloze sentence, a negated probe) as a miss; use another --out to leave them "
+        "out as not applicable")
+    # a directory of lookups only: its records stand, and it resumes to the same summary
+    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
+               "--predictors", "kb", "--out", str(tmp_path / "g"), *store]
+    assert run_kbc(lookups, capsys)[0] == 0
+    summary = (tmp_path / "g" / "summary.json").read_text()
+    _forget_unasked(tmp_path / "g")
+    assert run_kbc(lookups, capsys)[0] == 0
+    assert (tmp_path / "g" / "summary.json").read_text() == summary
+
+
 def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--predictors", "freq",

@@ -129,8 +129,10 @@ class KmirKBPredictor:
 # records before shared ties ranked a gold behind its equals by label, and records before "labels" named an entity
 # by the smaller of its labels in every graph read (a gold named otherwise by another relation asked was a miss),
 # and records before "answers" cut the held objects at the answer depth in label order (a gold past it was a miss):
-# a rerun must never mix them
-KB_IDENTITY = {"ties": "shared", "labels": "relation", "answers": "every held object"}
+# and records before "unasked" answered a cloze fact or a negated probe with no object (each a miss): a rerun must never
+# mix them
+KB_IDENTITY = {"ties": "shared", "labels": "relation", "answers": "every held object", "unasked": "dropped"}
+UNASKED_CORPORA = ("squad", "conceptnet", *PROBE_CORPORA)  # corpora whose facts no lookup answers
 
 
 def _types(store: GraphStore) -> list[str]:
