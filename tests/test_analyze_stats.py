@@ -244,3 +244,14 @@ def test_squad_facts_have_no_subject_statistics():
     assert frame.loc["s1", ["sm", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs"]].isna().all()
     assert frame.loc["t1", ["sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp"]].tolist() == [1, 1, 1, 1,
                                                                                                         2, 2]
+
+
+def test_squad_statistics_of_the_placeholder_subject_are_computed_again():
+    from bridge.analysis.stats import covers
+
+    frame = pd.DataFrame({"corpus": ["squad"], "uid": ["s1"]})
+    stats = pd.DataFrame({"corpus": ["squad"], "uid": ["s1"], "relation": ["squad"], "sm": [176], "om": [3],
+                          "cooc_paragraphs": [1], "cooc_sentences": [1], "st": [1], "swp": [1], "socs": [None]})
+    assert not covers(stats, frame)
+    cleared = stats.assign(sm=None, cooc_paragraphs=None, cooc_sentences=None, st=None, swp=None)
+    assert covers(cleared, frame)

@@ -290,8 +290,13 @@ def available(frame: pd.DataFrame, statistics: Sequence[str] = STATISTICS) -> li
 
 
 def covers(stats: pd.DataFrame | None, frame: pd.DataFrame) -> bool:
-    """Whether `stats` has a row for every fact of the run (a run extended later needs them again)."""
+    """Whether `stats` has a row for every fact of the run (a run extended later needs them again), and none computed
+    by an earlier version from SQuAD's placeholder subject."""
+    from eval.lama import SQUAD_RELATION
+
     if stats is None:
+        return False
+    if stats.loc[stats["relation"] == SQUAD_RELATION.id, list(SUBJECT_STATS)].notna().any().any():
         return False
     have = set(zip(stats["corpus"], stats["uid"]))
     return all(key in have for key in zip(frame["corpus"], frame["uid"].map(fact_uid)))
