@@ -255,3 +255,16 @@ def test_squad_statistics_of_the_placeholder_subject_are_computed_again():
     assert not covers(stats, frame)
     cleared = stats.assign(sm=None, cooc_paragraphs=None, cooc_sentences=None, st=None, swp=None)
     assert covers(cleared, frame)
+
+
+def test_swp_defaults_to_the_runs_masked_lm(tmp_path):
+    """The run's masked LM is named by its folder (`model`); `path` is how it scores, not where it is."""
+    from bridge.analysis.stats import default_tokenizer
+
+    model = tmp_path / "bert"
+    model.mkdir()
+    described = {"kind": "masked-lm", "model": str(model), "path": "last-layer+head-at-mask"}
+    config = {"predictor_configs": {"trex": {"freq": {"predictor": "freq"}, "bert": described}}}
+    assert default_tokenizer(config, None) == model
+    assert default_tokenizer({"predictor_configs": {"trex": {"bert": {**described, "model": "org/hub-id"}}}},
+                             None) is None

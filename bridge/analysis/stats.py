@@ -128,9 +128,10 @@ def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | N
     """The first masked LM of the run, else bert-base-cased from the shared tokenizers beside the data."""
     for configs in run_config.get("predictor_configs", {}).values():
         for described in configs.values():
-            if isinstance(described, dict) and described.get("kind") == "masked-lm" and described.get("path"):
-                if Path(described["path"]).is_dir():
-                    return Path(described["path"])
+            # "model" is the folder; a masked LM's "path" is its scoring path (`last-layer+head-at-mask`)
+            if isinstance(described, dict) and described.get("kind") == "masked-lm" and described.get("model"):
+                if Path(described["model"]).is_dir():
+                    return Path(described["model"])
     data = data_dir or run_config.get("data_dir")
     if data:
         from eval.datadir import absolute_path
