@@ -203,3 +203,12 @@ def test_every_command_takes_h_as_help():
     done = subprocess.run([sys.executable, "-c", HELP_OF_EVERY_COMMAND], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+def test_a_run_where_nothing_was_answered_says_so(tmp_path, lama_dir, capsys):
+    out_dir = tmp_path / "o"
+    code, out, _ = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "gold", "--data-dir", str(lama_dir),
+                            "--out", str(out_dir), "--store", str(tmp_path / "store"), "--quiet"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == ("nothing scored: no predictor answered any fact it was asked; why each was dropped "
+                                   f"is in {out_dir / 'dropped.json'}")
