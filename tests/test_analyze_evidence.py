@@ -49,3 +49,17 @@ def test_evidence_ranks_per_sentence(small_run, lama_dir, tmp_path, capsys):  # 
 def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811
     """Run after the tests above: none wrote into the run every analysis test shares."""
     check_pristine(small_run)
+
+
+def test_a_corpus_without_evidence_sentences_says_so(lama_dir, tmp_path, capsys):
+    """SQuAD's clozes have no T-REx sentences: an empty table alone would read as a result."""
+    run = tmp_path / "squad"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "freq", "--data-dir", str(lama_dir),
+                            "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["analyze", "evidence", str(run), "--limit", "5", "--store", str(tmp_path / "store"),
+                              "--quiet"], capsys)
+    assert code == 0, err
+    assert json.loads((run / "analysis" / "evidence_summary.json").read_text()) == []
+    assert ("note: squad: no fact asked has 2 or more T-REx evidence sentences with its object masked once, so it has "
+            "no rank variation to show (LAMA Fig. 4 is over T-REx)") in err

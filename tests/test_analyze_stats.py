@@ -222,3 +222,49 @@ def test_analysing_a_tampered_run_leaves_it_refused(small_run, tmp_path, capsys)
 def test_the_shared_run_is_left_as_built(small_run):  # noqa: F811
     """Run after the tests above: none wrote into the run every analysis test shares."""
     check_pristine(small_run)
+
+
+def test_squad_facts_have_no_subject_statistics():
+    """SQuAD's placeholder subject "Squad" is no subject: its mentions and tokens would be the same for every fact
+    and its co-occurrence with the object is noise, so only the object's count is kept."""
+    from bridge.analysis.stats import fact_stats_frame
+    from eval.types import Entity, Fact
+    from kb.text.paragraphs import Paragraph
+
+    class Pieces:
+        def tokenize(self, text: str) -> list[str]:
+            return text.split()
+
+    paragraphs = [Paragraph("a", "A", 0, "The Squad of Denver played in Denver."),
+                  Paragraph("b", "B", 0, "Dante Alighieri was born in Florence.")]
+    squad = Fact("s1", "squad", "squad", Entity("Squad"), Entity("Denver"), cloze="The Broncos play in [Y] .")
+    dante = Fact("t1", "trex", "P19", Entity("Dante Alighieri", "Q1"), Entity("Florence", "Q2"))
+    frame = fact_stats_frame({"squad": [squad], "trex": [dante]}, ScanIndex(paragraphs), Pieces()).set_index("uid")
+    assert frame.loc["s1", "om"] == 1
+    assert frame.loc["s1", ["sm", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs"]].isna().all()
+    assert frame.loc["t1", ["sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp"]].tolist() == [1, 1, 1, 1,
+                                                                                                        2, 2]
+
+
+def test_squad_statistics_of_the_placeholder_subject_are_computed_again():
+    from bridge.analysis.stats import covers
+
+    frame = pd.DataFrame({"corpus": ["squad"], "uid": ["s1"]})
+    stats = pd.DataFrame({"corpus": ["squad"], "uid": ["s1"], "relation": ["squad"], "sm": [176], "om": [3],
+                          "cooc_paragraphs": [1], "cooc_sentences": [1], "st": [1], "swp": [1], "socs": [None]})
+    assert not covers(stats, frame)
+    cleared = stats.assign(sm=None, cooc_paragraphs=None, cooc_sentences=None, st=None, swp=None)
+    assert covers(cleared, frame)
+
+
+def test_swp_defaults_to_the_runs_masked_lm(tmp_path):
+    """The run's masked LM is named by its folder (`model`); `path` is how it scores, not where it is."""
+    from bridge.analysis.stats import default_tokenizer
+
+    model = tmp_path / "bert"
+    model.mkdir()
+    described = {"kind": "masked-lm", "model": str(model), "path": "last-layer+head-at-mask"}
+    config = {"predictor_configs": {"trex": {"freq": {"predictor": "freq"}, "bert": described}}}
+    assert default_tokenizer(config, None) == model
+    assert default_tokenizer({"predictor_configs": {"trex": {"bert": {**described, "model": "org/hub-id"}}}},
+                             None) is None

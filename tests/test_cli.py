@@ -24,6 +24,48 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
     assert "google_re: 3 relations, read 5528, kept 5527, dropped 1" in err
 
 
+def test_kb_lookups_drop_cloze_facts_as_gold_does(tmp_path, lama_dir, capsys):
+    """A SQuAD cloze has no subject to look up: `kb` answers none of them, it does not miss all 305."""
+    out_dir = tmp_path / "o"
+    code, out, _ = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "freq", "kb", "gold", "--data-dir",
+                            str(lama_dir), "--out", str(out_dir), "--store", str(tmp_path / "store"), "--quiet"],
+                           capsys)
+    assert code == 0
+    dropped = {(d["predictor"], d["reason"]): d["n"] for d in json.loads((out_dir / "dropped.json").read_text())}
+    assert dropped == {("gold", "a cloze fact has no subject to look up"): 305,
+                       ("kb", "a cloze fact has no subject to look up"): 305}
+    rows = [r for r in json.loads((out_dir / "summary.json").read_text()) if r["predictor"] == "kb"]
+    assert {r["metric"] for r in rows} == {"units_answered"} and {r["value"] for r in rows} == {0}
+    assert "| squad | kb | open | 0 | - | - | - |" in out
+
+
+def _forget_unasked(out_dir) -> None:
+    """Make `out_dir`'s kb look recorded before cloze facts and probes were dropped."""
+    config = json.loads((out_dir / "config.json").read_text())
+    assert config["predictor_specs"]["kb"].pop("unasked") == "dropped"
+    (out_dir / "config.json").write_text(json.dumps(config))
+
+
+def test_kb_records_scoring_cloze_facts_as_misses_are_not_resumed(tmp_path, lama_dir, capsys):
+    store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
+    squad = ["run", "lama", "--corpus", "squad", "--predictors", "kb", "--out", str(tmp_path / "s"), *store]
+    assert run_kbc(squad, capsys)[0] == 0
+    _forget_unasked(tmp_path / "s")
+    code, _, err = run_kbc(squad, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {tmp_path / 's'}: predictor 'kb' has squad answers there from an earlier kbc version, which scored "
+        "each fact it cannot look up (a cloze sentence, a negated probe) as a miss; use another --out to leave them "
+        "out as not applicable")
+    # a directory of lookups only: its records stand, and it resumes to the same summary
+    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
+               "--predictors", "kb", "--out", str(tmp_path / "g"), *store]
+    assert run_kbc(lookups, capsys)[0] == 0
+    summary = (tmp_path / "g" / "summary.json").read_text()
+    _forget_unasked(tmp_path / "g")
+    assert run_kbc(lookups, capsys)[0] == 0
+    assert (tmp_path / "g" / "summary.json").read_text() == summary
+
+
 def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     argv = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--predictors", "freq",
@@ -161,3 +203,12 @@ def test_every_command_takes_h_as_help():
     done = subprocess.run([sys.executable, "-c", HELP_OF_EVERY_COMMAND], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+def test_a_run_where_nothing_was_answered_says_so(tmp_path, lama_dir, capsys):
+    out_dir = tmp_path / "o"
+    code, out, _ = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "gold", "--data-dir", str(lama_dir),
+                            "--out", str(out_dir), "--store", str(tmp_path / "store"), "--quiet"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == ("nothing scored: no predictor answered any fact it was asked; why each was dropped "
+                                   f"is in {out_dir / 'dropped.json'}")

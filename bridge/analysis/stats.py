@@ -128,9 +128,10 @@ def default_tokenizer(run_config: dict, data_dir: str | Path | None) -> Path | N
     """The first masked LM of the run, else bert-base-cased from the shared tokenizers beside the data."""
     for configs in run_config.get("predictor_configs", {}).values():
         for described in configs.values():
-            if isinstance(described, dict) and described.get("kind") == "masked-lm" and described.get("path"):
-                if Path(described["path"]).is_dir():
-                    return Path(described["path"])
+            # "model" is the folder; a masked LM's "path" is its scoring path (`last-layer+head-at-mask`)
+            if isinstance(described, dict) and described.get("kind") == "masked-lm" and described.get("model"):
+                if Path(described["model"]).is_dir():
+                    return Path(described["model"])
     data = data_dir or run_config.get("data_dir")
     if data:
         from eval.datadir import absolute_path
@@ -222,6 +223,17 @@ def cosine(a, b) -> float | None:
     return value if math.isfinite(value) else None
 
 
+SUBJECT_STATS = ("sm", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs")  # they read the subject label
+
+
+def subjectless(fact: Fact) -> bool:
+    """A SQuAD cloze has no subject: its label is the placeholder "Squad", whose mentions, tokens and vector would
+    be counted for every fact alike and correlate as noise; only the object's statistics hold."""
+    from eval.lama import SQUAD_RELATION
+
+    return fact.cloze is not None and fact.relation == SQUAD_RELATION.id
+
+
 def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, vectors=None,
                      progress: bool = False) -> pd.DataFrame:
     """`FACT_COLUMNS` for every fact; a statistic whose source is None is left null."""
@@ -238,13 +250,16 @@ def fact_stats_frame(facts: dict[str, list[Fact]], index=None, tokenizer=None, v
     for corpus, items in facts.items():
         text = fact_text_stats(items, index, progress=progress) if index is not None else [{} for _ in items]
         for f, t in zip(items, text):
-            rows.append({
+            row = {
                 "corpus": corpus, "uid": f.uid, "relation": f.relation,
                 **{s: t.get(s) for s in TEXT_STATS},
                 "st": subject_tokens(f.subject.label),
                 "swp": len(tokenizer.tokenize(f.subject.label)) if tokenizer is not None else None,
                 "socs": cosine(vec(f.subject.label), vec(f.object.label)) if vectors is not None else None,
-            })
+            }
+            if subjectless(f):
+                row.update(dict.fromkeys(SUBJECT_STATS))
+            rows.append(row)
     return pd.DataFrame(rows, columns=list(FACT_COLUMNS)).astype(FACT_COLUMNS)
 
 
@@ -276,8 +291,13 @@ def available(frame: pd.DataFrame, statistics: Sequence[str] = STATISTICS) -> li
 
 
 def covers(stats: pd.DataFrame | None, frame: pd.DataFrame) -> bool:
-    """Whether `stats` has a row for every fact of the run (a run extended later needs them again)."""
+    """Whether `stats` has a row for every fact of the run (a run extended later needs them again), and none computed
+    by an earlier version from SQuAD's placeholder subject."""
+    from eval.lama import SQUAD_RELATION
+
     if stats is None:
+        return False
+    if stats.loc[stats["relation"] == SQUAD_RELATION.id, list(SUBJECT_STATS)].notna().any().any():
         return False
     have = set(zip(stats["corpus"], stats["uid"]))
     return all(key in have for key in zip(frame["corpus"], frame["uid"].map(fact_uid)))

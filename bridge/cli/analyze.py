@@ -300,4 +300,8 @@ def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max
         spread = "-" if r["mean_rank_std"] is None else f"{r['mean_rank_std']:.1f}"
         click.echo(f"{r['corpus']:<10}{r['predictor']:<16}{r['relation']:<18}{r['n_facts']:>6}{median:>13}"
                    f"{spread:>10}")
+    for corpus in corpora:
+        if not any(r["corpus"] == corpus for r in rows):
+            click.echo(f"note: {corpus}: no fact asked has {min_evidences} or more T-REx evidence sentences with its "
+                       "object masked once, so it has no rank variation to show (LAMA Fig. 4 is over T-REx)", err=True)
     click.echo(f"\nwritten: {out / ev.EVIDENCE}, {out / ev.SUMMARY}")

@@ -400,6 +400,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
     if headline_table:  # none when every predictor answered by generation (no ranking: exact match below)
         click.echo(f"{title}, setting {setting}, shared {unit}")
         click.echo(headline_table)
+    elif all(r["metric"] == "units_answered" for r in rows):  # gold or kb on cloze facts: all not applicable
+        click.echo(f"nothing scored: no predictor answered any fact it was asked; why each was dropped is in "
+                   f"{Path(params['out']) / 'dropped.json'}")
     # where the run scores raw and filtered, each table says which it shows, as the headline's does
     scored = getattr(experiment, "scored_settings", ("raw", "filtered"))
     which = f", setting {setting}" if len(scored) > 1 else ""

@@ -18,12 +18,15 @@ with choices (`bridge.experiments.kmir.KmirQuery`) are answered by `choose`, whi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import declares
 from eval.lama import Corpus
-from eval.types import Answer, Entity, Prediction, Query
+from eval.negated import PROBE_CORPORA
+from eval.types import Answer, Entity, Fact, Prediction, Query
+from kb.gold import CLOZE, PROBE
 from kb.kmir_answer import TYPES_GRAPH, KmirKB
 from kb.store import GraphStore, entity_id, relation_key
 
@@ -56,6 +59,18 @@ class KmirKBPredictor:
         self.closure_of = None if closure_of is None else sorted(closure_of)  # relations whose facts it reasons from
         self.relation_graphs = dict(relation_graphs or {})  # relation -> the gold graph whose labels answers take
         self._labels: dict[str, dict[str, str]] = {}
+
+    def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
+        """Drop what no lookup can answer, as the gold KB does: a cloze fact (SQuAD, ConceptNet) has no subject to
+        look up and a negated or misprimed probe is a sentence, so neither may count as a miss."""
+        kept, gone = [], Counter()
+        for f in facts:
+            why = PROBE if f.corpus in PROBE_CORPORA else CLOZE if f.cloze is not None else None
+            if why:
+                gone[why] += 1
+            else:
+                kept.append(f)
+        return kept, dict(gone)
 
     def relation_labels(self, relation: str) -> dict[str, str]:
         """Entity key -> the label the relation's own gold graph gives each of its objects (the smaller of two, as
@@ -114,8 +129,10 @@ class KmirKBPredictor:
 # records before shared ties ranked a gold behind its equals by label, and records before "labels" named an entity
 # by the smaller of its labels in every graph read (a gold named otherwise by another relation asked was a miss),
 # and records before "answers" cut the held objects at the answer depth in label order (a gold past it was a miss):
-# a rerun must never mix them
-KB_IDENTITY = {"ties": "shared", "labels": "relation", "answers": "every held object"}
+# and records before "unasked" answered a cloze fact or a negated probe with no object (each a miss): a rerun must never
+# mix them
+KB_IDENTITY = {"ties": "shared", "labels": "relation", "answers": "every held object", "unasked": "dropped"}
+UNASKED_CORPORA = ("squad", "conceptnet", *PROBE_CORPORA)  # corpora whose facts no lookup answers
 
 
 def _types(store: GraphStore) -> list[str]:
