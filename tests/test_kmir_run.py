@@ -182,32 +182,30 @@ def test_freq_answers_no_yes_no_question_whatever_its_objects_are_named(lama_dir
     assert get[("random", "own", "statement_checking", "f1")]["n_facts"] == 7
     # a folder of an earlier version, whose Freq may have answered "yes" by the band, is refused, never resumed
     config = json.loads((out / "config.json").read_text())
-    assert config["settings"]["choice_rule"] == 2
-    del config["settings"]["choice_rule"]
-    (out / "config.json").write_text(json.dumps(config))
-    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
-                            "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
-    assert code == 2 and err.splitlines()[-1] == (
+
+    def refused(settings: dict) -> str:
+        """The last error line of a rerun into `out` whose config.json records `settings`."""
+        (out / "config.json").write_text(json.dumps({**config, "settings": settings}))
+        code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation",
+                                "5", "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
+        assert code == 2, err
+        return err.splitlines()[-1]
+
+    settings = config["settings"]
+    assert (settings["choice_rule"], settings["provenance_rule"]) == (2, 2)
+    assert settings["multi_rel"].startswith("sha256:")
+    without = {key: {k: v for k, v in settings.items() if k != key}
+               for key in ("choice_rule", "multi_rel", "provenance_rule")}
+    assert refused(without["choice_rule"]) == (
         f"error: {out} holds results made with other settings: choice_rule not recorded, now 2 (an earlier kbc "
         "version read an answer naming an entity called Yes or No, such as P463's band Yes, as that choice of a "
         "yes/no question: its answers there are not kept); use another --out or the same settings")
     # nor one whose false statements were drawn without X-FACTR's multi-relation list
-    config["settings"]["choice_rule"] = 2
-    multi_rel = config["settings"].pop("multi_rel")
-    assert multi_rel.startswith("sha256:")
-    (out / "config.json").write_text(json.dumps(config))
-    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
-                            "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
-    assert code == 2 and "(an earlier kbc version could make a false statement or a distractor of an object " \
-        "X-FACTR's TREx_multi_rel.txt holds true for the subject: its statement and reasoning questions are not " \
-        "those asked now)" in err
+    assert "(an earlier kbc version could make a false statement or a distractor of an object X-FACTR's " \
+        "TREx_multi_rel.txt holds true for the subject: its statement and reasoning questions are not those asked " \
+        "now)" in refused(without["multi_rel"])
     # nor one whose reasoning questions were drawn by derivations through facts resting on the fact derived
-    config["settings"]["multi_rel"] = multi_rel
-    assert config["settings"].pop("provenance_rule") == 2
-    (out / "config.json").write_text(json.dumps(config))
-    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P463", "--questions-per-relation", "5",
-                            "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out)], capsys)
-    assert code == 2 and err.splitlines()[-1] == (
+    assert refused(without["provenance_rule"]) == (
         f"error: {out} holds results made with other settings: provenance_rule not recorded, now 2 (an earlier kbc "
         "version could credit an axiom with a fact it derives only from facts resting on that fact: its reasoning "
         "questions and their Q-sets are not those asked now); use another --out or the same settings")

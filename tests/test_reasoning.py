@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -82,14 +83,19 @@ EXPECTED = {  # axiom name -> the new facts it derives
 }
 
 
-@pytest.fixture()
-def toy(tmp_path):
+def _toy_store(tmp_path: Path, axioms: str, facts: list[Fact]):
+    """(an in-memory store holding `facts` as corpus "toy", the axioms of the text `axioms`, the gold graph)."""
     path = tmp_path / "toy.ttl"
-    path.write_text(TOY_AXIOMS)
+    path.write_text(axioms)
     store = GraphStore.open(None)
-    graph = store.ensure_corpus("toy", "v1", toy_facts())
+    graph = store.ensure_corpus("toy", "v1", facts)
     yield store, load_axioms(path), graph
     store.close()
+
+
+@pytest.fixture()
+def toy(tmp_path):
+    yield from _toy_store(tmp_path, TOY_AXIOMS, toy_facts())
 
 
 def test_toy_inferred_facts_and_counts_are_exact(toy):
@@ -157,12 +163,7 @@ def part_of_facts() -> list[Fact]:
 
 @pytest.fixture()
 def part_of(tmp_path):
-    path = tmp_path / "part_of.ttl"
-    path.write_text(PART_OF_AXIOMS)
-    store = GraphStore.open(None)
-    graph = store.ensure_corpus("toy", "v1", part_of_facts())
-    yield store, load_axioms(path), graph
-    store.close()
+    yield from _toy_store(tmp_path, PART_OF_AXIOMS, part_of_facts())
 
 
 def test_no_fact_is_derived_from_facts_resting_on_it(part_of):
