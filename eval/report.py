@@ -180,7 +180,10 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
             # a metric taken over some answered units (`SUBSET_METRICS`) keeps who answered, `-` and a note
             scored = [p for p in every if (c, p, setting, "own", "all", metric) in idx
                       or (metric in SUBSET_METRICS and _answered(idx, c, p, setting, "own", "all"))]
-            predictors = [p for p in every if p in scored or p in silent] if scored else []
+            # a corpus no predictor applies to (Freq, gold and kb on SQuAD) shows `-` beside the others' corpora,
+            # as LAMA Table 2 does; a run where nothing scored anywhere prints no table
+            shown = scored or any(r["metric"] == metric for r in rows)
+            predictors = [p for p in every if p in scored or p in silent] if shown else []
         else:
             predictors = [p for p in every if (c, p, setting, scope, "all", metric) in idx
                           or (metric in SUBSET_METRICS and _answered(idx, c, p, setting, scope, "all"))]

@@ -6,6 +6,8 @@ and equals LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a 
 the same ranking; the filtered setting then removes that subject's other valid objects.
 Subject queries (coherency's second direction) get the relation's subjects ranked the same way.
 Ranks count within the returned list (`ranks = "list"`); the list holds every object of the relation.
+SQuAD's cloze questions have no relation (one placeholder stands for all of them): Freq does not apply there
+and drops them, as LAMA Table 2 shows "-" for it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from eval.types import Answer, Fact, Prediction, Query
+
+RELATIONLESS = ("squad",)  # corpora whose facts share one placeholder relation: no objects of a relation to count
+NO_RELATION = "a SQuAD question has no relation: Freq has no relation's objects to count"
 
 
 def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], str | None]) -> dict[str, tuple[Answer, ...]]:
@@ -46,6 +51,13 @@ class FreqPredictor:
         flat = self.flat_relations()
         return {"predictor": "freq", "ties": "first occurrence in the data", "ranks": self.ranks,
                 "slots": list(self.slots), **({"all_tied": flat} if flat else {})}
+
+    def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
+        """Drop the facts of a corpus without relations, so that a ranking of one placeholder's objects (mostly
+        tie order) is not scored as a frequency prior."""
+        kept = [f for f in facts if f.corpus not in RELATIONLESS]
+        gone = len(facts) - len(kept)
+        return kept, ({NO_RELATION: gone} if gone else {})
 
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self._ranked[slot].get(relation, ()))

@@ -20,12 +20,15 @@ def test_run_lama_prints_table(tmp_path, lama_dir, capsys):
     assert "| google_re | freq | 372 | 5527 | 1.86 ± 0.32 | 4.63 ± 0.39 | 6.80 ± 0.91 | 4.43 ± 0.35 | [3.74, 5.12] |" \
         in out
     # SQuAD: its one relation (the cloze sentences), then Total
-    assert "| squad | freq | 303 | 305 | 0.66 ± 0.46 | 0.66 ± 0.46 | [0.00, 1.64] |" in out
+    # SQuAD has no relation whose objects Freq could count: not applicable, as LAMA Table 2's "-"
+    assert "| squad | freq | - | 0 | - | - |" in out
     assert "google_re: 3 relations, read 5528, kept 5527, dropped 1" in err
 
 
 def test_kb_lookups_drop_cloze_facts_as_gold_does(tmp_path, lama_dir, capsys):
     """A SQuAD cloze has no subject to look up: `kb` answers none of them, it does not miss all 305."""
+    from kb.freq import NO_RELATION
+
     out_dir = tmp_path / "o"
     code, out, _ = run_kbc(["run", "lama", "--corpus", "squad", "--predictors", "freq", "kb", "gold", "--data-dir",
                             str(lama_dir), "--out", str(out_dir), "--store", str(tmp_path / "store"), "--quiet"],
@@ -33,16 +36,17 @@ def test_kb_lookups_drop_cloze_facts_as_gold_does(tmp_path, lama_dir, capsys):
     assert code == 0
     dropped = {(d["predictor"], d["reason"]): d["n"] for d in json.loads((out_dir / "dropped.json").read_text())}
     assert dropped == {("gold", "a cloze fact has no subject to look up"): 305,
-                       ("kb", "a cloze fact has no subject to look up"): 305}
-    rows = [r for r in json.loads((out_dir / "summary.json").read_text()) if r["predictor"] == "kb"]
+                       ("kb", "a cloze fact has no subject to look up"): 305, ("freq", NO_RELATION): 305}
+    rows = json.loads((out_dir / "summary.json").read_text())
     assert {r["metric"] for r in rows} == {"units_answered"} and {r["value"] for r in rows} == {0}
-    assert "| squad | kb | open | 0 | - | - | - |" in out
+    assert {r["predictor"] for r in rows} == {"freq", "kb", "gold"}
+    assert out.startswith("nothing scored: no predictor answered any fact it was asked")
 
 
-def _forget_unasked(out_dir) -> None:
-    """Make `out_dir`'s kb look recorded before cloze facts and probes were dropped."""
+def _forget_unasked(out_dir, name: str = "kb") -> None:
+    """Make `out_dir`'s predictor look recorded before it dropped the facts it does not apply to."""
     config = json.loads((out_dir / "config.json").read_text())
-    assert config["predictor_specs"]["kb"].pop("unasked") == "dropped"
+    assert config["predictor_specs"][name].pop("unasked") == "dropped"
     (out_dir / "config.json").write_text(json.dumps(config))
 
 
@@ -62,6 +66,49 @@ def test_kb_records_scoring_cloze_facts_as_misses_are_not_resumed(tmp_path, lama
     assert run_kbc(lookups, capsys)[0] == 0
     summary = (tmp_path / "g" / "summary.json").read_text()
     _forget_unasked(tmp_path / "g")
+    assert run_kbc(lookups, capsys)[0] == 0
+    assert (tmp_path / "g" / "summary.json").read_text() == summary
+
+
+def test_freq_drops_squad_and_keeps_lookup_corpora_as_they_were(tmp_path, lama_dir, capsys, monkeypatch):
+    from kb.freq import NO_RELATION, FreqPredictor
+
+    argv = ["run", "lama", "--corpus", "google_re", "trex", "--relations", "place_of_death", "P19", "P1376",
+            "--predictors", "freq", "--data-dir", str(lama_dir), "--quiet"]
+    assert run_kbc([*argv, "--out", str(tmp_path / "new")], capsys)[0] == 0
+    with monkeypatch.context() as m:  # Freq as it was, answering every fact
+        m.delattr(FreqPredictor, "filter_facts")
+        assert run_kbc([*argv, "--out", str(tmp_path / "old")], capsys)[0] == 0
+    old = sorted((tmp_path / "old" / "predictions").rglob("*.jsonl"))
+    assert old and [f.read_bytes() for f in old] == [
+        (tmp_path / "new" / f.relative_to(tmp_path / "old")).read_bytes() for f in old]
+    squad = ["run", "lama", "--corpus", "squad", "--predictors", "freq", "--data-dir", str(lama_dir), "--quiet",
+             "--out", str(tmp_path / "s")]
+    assert run_kbc(squad, capsys)[0] == 0
+    dropped = json.loads((tmp_path / "s" / "dropped.json").read_text())
+    assert {(d["predictor"], d["reason"]): d["n"] for d in dropped} == {("freq", NO_RELATION): 305}
+
+
+def test_freq_records_of_squad_are_not_resumed(tmp_path, lama_dir, capsys, monkeypatch):
+    from kb.freq import FreqPredictor
+
+    squad = ["run", "lama", "--corpus", "squad", "--predictors", "freq", "--data-dir", str(lama_dir), "--quiet",
+             "--out", str(tmp_path / "s")]
+    with monkeypatch.context() as m:  # Freq as it was, ranking SQuAD's answers under its placeholder relation
+        m.delattr(FreqPredictor, "filter_facts")
+        assert run_kbc(squad, capsys)[0] == 0
+    _forget_unasked(tmp_path / "s", "freq")
+    code, _, err = run_kbc(squad, capsys)
+    assert code == 2 and err.splitlines()[-1] == (
+        f"error: {tmp_path / 's'}: predictor 'freq' has squad answers there from an earlier kbc version, which ranked "
+        "each SQuAD question's answers by frequency under one placeholder relation; use another --out to leave them "
+        "out as not applicable, as LAMA's Freq")
+    # a directory of relations only: its records stand, and it resumes to the same summary
+    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
+               "--predictors", "freq", "--data-dir", str(lama_dir), "--quiet", "--out", str(tmp_path / "g")]
+    assert run_kbc(lookups, capsys)[0] == 0
+    summary = (tmp_path / "g" / "summary.json").read_text()
+    _forget_unasked(tmp_path / "g", "freq")
     assert run_kbc(lookups, capsys)[0] == 0
     assert (tmp_path / "g" / "summary.json").read_text() == summary
 

@@ -45,6 +45,18 @@ def test_freq_ranks_the_relations_subjects():
     assert freq.answer_space_size("P19", "subject") == 3 and freq.slots == ("object", "subject")
 
 
+def test_freq_drops_squad_questions_but_keeps_conceptnet_relations():
+    """SQuAD's questions share one placeholder relation; ConceptNet's clozes have relations (LAMA gives Freq there)."""
+    from kb.freq import NO_RELATION, FreqPredictor
+
+    squad = Fact("s", "squad", "squad", Entity("Squad"), Entity("y"), cloze="[Y] is here")
+    concept = Fact("c", "conceptnet", "IsA", Entity("cat"), Entity("animal"), cloze="A cat is an [Y] .")
+    freq = FreqPredictor([*FACTS, squad, concept])
+    for slot in freq.slots:
+        assert freq.filter_facts([*FACTS, squad, concept], slot) == ([*FACTS, concept], {NO_RELATION: 1})
+    assert freq.filter_facts(FACTS) == (FACTS, {})
+
+
 def test_gold_reads_the_runners_graphs(tmp_path):
     from bridge.predictors.kb import make_gold
     from bridge.run.runner import _valid_objects

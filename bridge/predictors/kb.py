@@ -8,7 +8,7 @@ from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, declares
 from eval.answer_space import has_closed_spaces
 from eval.lmkbc import load_lmkbc
-from kb.freq import FreqPredictor
+from kb.freq import RELATIONLESS, FreqPredictor
 from kb.gold import GoldKBPredictor
 from kb.set_predictors import FreqSetPredictor, GoldSetPredictor
 
@@ -28,6 +28,12 @@ def make_freq(name: str, ctx: PredictorContext) -> FreqPredictor | FreqSetPredic
                     "the data file's order, a chance-level baseline, not a frequency prior", ctx.corpus.name, name,
                     len(flat), len(ctx.corpus.relations), ", ".join(flat[:5]) + (", ..." if len(flat) > 5 else ""))
     return predictor
+
+
+# records before "unasked" ranked SQuAD's cloze questions under its placeholder relation: a rerun must never mix them
+make_freq.identity_extra = {"unasked": "dropped"}  # type: ignore[attr-defined]
+make_freq.unasked = (RELATIONLESS, "ranked each SQuAD question's answers by frequency under one placeholder "  # type: ignore[attr-defined]
+                     "relation; use another --out to leave them out as not applicable, as LAMA's Freq")
 
 
 def is_set_corpus(corpus) -> bool:

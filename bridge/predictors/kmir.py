@@ -186,6 +186,9 @@ def closure_change(before: Mapping | None, now: Mapping) -> str | None:
 
 
 make_kb.identity_extra = make_kb_inferred.identity_extra = KB_IDENTITY
+make_kb.unasked = make_kb_inferred.unasked = (UNASKED_CORPORA, "scored each fact it cannot look up (a cloze sentence, "
+                                              "a negated probe) as a miss; use another --out to leave them out as not "
+                                              "applicable")
 
 
 def known_relations(corpus: Corpus, data_dir) -> set[str]:

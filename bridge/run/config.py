@@ -480,13 +480,11 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if seen and seen != ident and _without_defaults(seen, p.declared) == _without_defaults(ident, p.declared):
             ident = seen  # an option given at its default (`--set bert.candidates=common`) is the option left out
         if seen and seen != ident and ident.get("unasked") and _differs_only_in(seen, ident, "unasked"):
-            from bridge.predictors.kmir import UNASKED_CORPORA
-
-            stale = [c for c in UNASKED_CORPORA if has_records(cfg.out, p.name, c)]
+            corpora, why = p.factory.unasked  # the corpora it now drops, and what it did with them before
+            stale = [c for c in corpora if has_records(cfg.out, p.name, c)]
             if stale:
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has {stale[0]} answers there from an earlier kbc "
-                                  "version, which scored each fact it cannot look up (a cloze sentence, a negated "
-                                  "probe) as a miss; use another --out to leave them out as not applicable")
+                                  f"version, which {why}")
             seen = ident  # its records of other corpora are those it writes now
         if seen and seen != ident and has_records(cfg.out, p.name):
             if "answer_rule" in ident and _differs_only_in(seen, ident, "answer_rule"):
