@@ -20,7 +20,13 @@ from eval.types import Answer, Fact, Prediction, Query
 from kb.store import GraphStore, entity_id, entity_iri, entity_key, graph_iri, relation_iri
 
 NO_GRAPH = "no gold graph of this run holds this relation"
-CLOZE = "a cloze fact has no subject to look up"
+NO_SUBJECT = "a SQuAD question has no subject to look up: its facts are cloze sentences about a passage"
+NO_KB = "a ConceptNet fact's relation has no gold graph: no KB of this run holds its subject to look up"
+
+
+def cloze_reason(fact: Fact) -> str:
+    """Why a cloze fact is no lookup: SQuAD's hold one placeholder subject, ConceptNet's a subject no KB holds."""
+    return NO_SUBJECT if fact.corpus == "squad" else NO_KB
 PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers no probes"
 
 PAIRS_QUERY = """
@@ -48,7 +54,7 @@ class GoldKBPredictor:
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         kept = [f for f in facts if f.relation in self.graphs and f.cloze is None]
-        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else CLOZE if f.cloze is not None else NO_GRAPH
+        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else cloze_reason(f) if f.cloze is not None else NO_GRAPH
                        for f in facts if not (f.relation in self.graphs and f.cloze is None))
         return kept, dict(gone)
 
