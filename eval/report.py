@@ -193,9 +193,13 @@ def table(rows: list[dict], metric: str = "p@1", setting: str = "raw", scope: st
         for g in groups:
             counts = {idx[(c, p, setting, scope, g, metric)]["n_facts"] for p in predictors
                       if (c, p, setting, scope, g, metric) in idx}
+            # a listed predictor with units of the metric elsewhere but none of the group's is a 0 of the range; one
+            # with none anywhere (it answered nothing, or none was right unprimed) is `-` throughout and its note says
+            # why, not a 0 beside the others' counts
             if counts and metric in SUBSET_METRICS and any((c, p, setting, scope, g, metric) not in idx
+                                                           and (c, p, setting, scope, "all", metric) in idx
                                                            for p in predictors):
-                counts.add(0)  # a listed predictor with none of the group's units its metric is taken over
+                counts.add(0)
             name = "Total" if g == "all" else relation_name(g, info)
             counted = counts and (g in info or g in TYPE_ORDER or g.startswith(DOMAIN_PREFIX)) and g != "all"
             head.append(f"{name} ({_n(counts)})" if counted else name)

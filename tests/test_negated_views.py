@@ -72,7 +72,7 @@ def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     ]
     own = md.split("## Misprimed, P@1 drop (% of facts right unprimed), own facts\n\n")[1].split("\n\n## ")[0]
     assert own.splitlines() == [
-        "| corpus | predictor | answer space (mean) | #facts | P19 (n=0–6) | P36 | Total | Total 95% CI |",
+        "| corpus | predictor | answer space (mean) | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
         "| negated-trex | freq | 152 | 6 | 0.00 ± 0.00 | - | 0.00 ± 0.00 | [0.00, 0.00] |",
         f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
@@ -93,6 +93,7 @@ def test_a_cell_of_a_predictor_with_facts_elsewhere():
             for g in ("P1", "P2", "all") for m, n in (("p@1", 5), ("p@1-drop", 2))
             if m == "p@1" or g in drop or g == "all"]
     lines = table(rows, "p@1-drop", relations={"c": {"P1": (None, None), "P2": (None, None)}}).splitlines()
+    assert lines[0].startswith("| corpus | predictor | answer space | #facts | P1 (n=0–2) | P2 (n=0–2) |")
     assert lines[2:] == [
         "| c | a | - | 2 | 0.00 | - | 0.00 | - |",
         "| c | b | - | 2 | - | 0.00 | 0.00 | - |",
@@ -100,6 +101,20 @@ def test_a_cell_of_a_predictor_with_facts_elsewhere():
         "- `-` under P2 for a: no fact of it was right without the prime (the drop is taken over those facts).",
         "- `-` under P1 for b: no fact of it was right without the prime (the drop is taken over those facts).",
     ]
+
+
+def test_a_predictor_that_answered_nothing_leaves_the_counts_alone():
+    """A KB drops every probe: it shows `-` at #facts 0, and the headers count the facts of those who answered."""
+    rows = [{"corpus": "c", "predictor": "a", "setting": "raw", "scope": s, "group": g, "metric": m, "value": 0.0,
+             "n_facts": 5 if g != "all" else 10} for s in ("own", "shared") for g in ("P1", "P2", "all")
+            for m in ("p@1", "overlap")]
+    rows += [{"corpus": "c", "predictor": "kb", "setting": "raw", "scope": s, "group": "all",
+              "metric": "units_answered", "value": 0, "n_facts": 0} for s in ("own", "shared")]
+    relations = {"c": {"P1": (None, None), "P2": (None, None)}}
+    for scope in ("own", "shared"):
+        lines = table(rows, "overlap", scope=scope, relations=relations).splitlines()
+        assert lines[0].startswith("| corpus | predictor | answer space | #facts | P1 (n=5) | P2 (n=5) | Total |")
+        assert lines[3] == "| c | kb | - | 0 | - | - | - | - |"
 
 
 def test_one_headline_in_every_view(negated_run):
