@@ -368,10 +368,17 @@ def test_without_a_rule_every_answer_counts_whatever_the_depth(lama_dir, tmp_pat
     config_path.write_text(json.dumps(config))
     code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--relations", *relations, "--limit", "3",
                             "--data-dir", str(lama_dir), "--out", str(tmp_path / "d100")], capsys)
-    assert code == 2 and err.strip().splitlines()[-1] == (
+    refused = (
         f"error: {tmp_path / 'd100'}: predictor 'freq' has sets there from an earlier kbc version, which cut a set "
         "without a rule at the top 100 answers; every answer it has now counts, whatever --depth: use another --out "
         "to score it so")
+    assert code == 2 and err.strip().splitlines()[-1] == refused
+    # older still, from before Freq dropped SQuAD (it holds no SQuAD answers): refused for its sets all the same
+    config["predictor_specs"]["freq"].pop("unasked")
+    config_path.write_text(json.dumps(config))
+    code, _, err = run_kbc(["run", "lmkbc", "--predictors", "freq", "--relations", *relations, "--limit", "3",
+                            "--data-dir", str(lama_dir), "--out", str(tmp_path / "d100")], capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == refused
 
 
 def test_the_leaderboard_tells_set_rules_of_one_spec_apart(lama_dir, tmp_path, monkeypatch, capsys):

@@ -475,17 +475,17 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         if seen is None and has_records(cfg.out, p.name):
             raise ConfigError(f"{cfg.out}: predictor {p.name!r} has results there but config.json records no "
                               "identity for it; give it another name (NAME=SPEC) or use another --out")
-        if seen and seen != ident and same_content(seen, ident):
-            ident = seen  # the same files spelled another way (relative, absolute, a copy): kept as first recorded
-        if seen and seen != ident and _without_defaults(seen, p.declared) == _without_defaults(ident, p.declared):
-            ident = seen  # an option given at its default (`--set bert.candidates=common`) is the option left out
-        if seen and seen != ident and ident.get("unasked") and _differs_only_in(seen, ident, "unasked"):
+        if seen and seen != ident and ident.get("unasked") and "unasked" not in seen:
             corpora, why = p.factory.unasked  # the corpora it now drops, and what it did with them before
             stale = [c for c in corpora if has_records(cfg.out, p.name, c)]
             if stale:
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has {stale[0]} answers there from an earlier kbc "
                                   f"version, which {why}")
-            seen = ident  # its records of other corpora are those it writes now
+            seen = {**seen, "unasked": ident["unasked"]}  # its records of other corpora are those it writes now
+        if seen and seen != ident and same_content(seen, ident):
+            ident = seen  # the same files spelled another way (relative, absolute, a copy): kept as first recorded
+        if seen and seen != ident and _without_defaults(seen, p.declared) == _without_defaults(ident, p.declared):
+            ident = seen  # an option given at its default (`--set bert.candidates=common`) is the option left out
         if seen and seen != ident and has_records(cfg.out, p.name):
             if "answer_rule" in ident and _differs_only_in(seen, ident, "answer_rule"):
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there read from its generations by "
