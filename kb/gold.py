@@ -22,12 +22,17 @@ from kb.store import GraphStore, entity_id, entity_iri, entity_key, graph_iri, r
 NO_GRAPH = "no gold graph of this run holds this relation"
 NO_SUBJECT = "a SQuAD question has no subject to look up: its facts are cloze sentences about a passage"
 NO_KB = "a ConceptNet fact's relation has no gold graph: no KB of this run holds its subject to look up"
-
-
-def cloze_reason(fact: Fact) -> str:
-    """Why a cloze fact is no lookup: SQuAD's hold one placeholder subject, ConceptNet's a subject no KB holds."""
-    return NO_SUBJECT if fact.corpus == "squad" else NO_KB
 PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers no probes"
+
+
+def no_lookup(fact: Fact) -> str | None:
+    """Why no KB lookup answers `fact`, or None for a (subject, relation) fact: a negated or misprimed probe is a
+    sentence, a SQuAD cloze holds one placeholder subject, a ConceptNet one a subject no KB of a run holds."""
+    if fact.corpus in PROBE_CORPORA:
+        return PROBE
+    if fact.cloze is not None:
+        return NO_SUBJECT if fact.corpus == "squad" else NO_KB
+    return None
 
 PAIRS_QUERY = """
 SELECT ?s ?o ?sl ?ol WHERE {{ GRAPH <{graph}> {{
@@ -54,8 +59,7 @@ class GoldKBPredictor:
 
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         kept = [f for f in facts if f.relation in self.graphs and f.cloze is None]
-        gone = Counter(PROBE if f.corpus in PROBE_CORPORA else cloze_reason(f) if f.cloze is not None else NO_GRAPH
-                       for f in facts if not (f.relation in self.graphs and f.cloze is None))
+        gone = Counter(no_lookup(f) or NO_GRAPH for f in facts if not (f.relation in self.graphs and f.cloze is None))
         return kept, dict(gone)
 
     def _table(self, relation: str, slot: str) -> tuple[dict[str, tuple[Answer, ...]], dict[str, list[str]]]:

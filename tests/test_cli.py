@@ -50,6 +50,18 @@ def _forget_unasked(out_dir, name: str = "kb") -> None:
     (out_dir / "config.json").write_text(json.dumps(config))
 
 
+def _lookups_resume(out_dir, name: str, args: list[str], capsys) -> None:
+    """Predictor `name` over Google-RE facts it answers, recorded before it dropped the facts it does not apply to:
+    the directory resumes to the same summary."""
+    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
+               "--predictors", name, "--out", str(out_dir), *args]
+    assert run_kbc(lookups, capsys)[0] == 0
+    summary = (out_dir / "summary.json").read_text()
+    _forget_unasked(out_dir, name)
+    assert run_kbc(lookups, capsys)[0] == 0
+    assert (out_dir / "summary.json").read_text() == summary
+
+
 def test_kb_records_scoring_cloze_facts_as_misses_are_not_resumed(tmp_path, lama_dir, capsys):
     store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
     squad = ["run", "lama", "--corpus", "squad", "--predictors", "kb", "--out", str(tmp_path / "s"), *store]
@@ -60,14 +72,7 @@ def test_kb_records_scoring_cloze_facts_as_misses_are_not_resumed(tmp_path, lama
         f"error: {tmp_path / 's'}: predictor 'kb' has squad answers there from an earlier kbc version, which scored "
         "each fact it cannot look up (a cloze sentence, a negated probe) as a miss; use another --out to leave them "
         "out as not applicable")
-    # a directory of lookups only: its records stand, and it resumes to the same summary
-    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
-               "--predictors", "kb", "--out", str(tmp_path / "g"), *store]
-    assert run_kbc(lookups, capsys)[0] == 0
-    summary = (tmp_path / "g" / "summary.json").read_text()
-    _forget_unasked(tmp_path / "g")
-    assert run_kbc(lookups, capsys)[0] == 0
-    assert (tmp_path / "g" / "summary.json").read_text() == summary
+    _lookups_resume(tmp_path / "g", "kb", store, capsys)  # a directory of lookups only: its records stand
 
 
 def test_freq_drops_squad_and_keeps_lookup_corpora_as_they_were(tmp_path, lama_dir, capsys, monkeypatch):
@@ -103,14 +108,8 @@ def test_freq_records_of_squad_are_not_resumed(tmp_path, lama_dir, capsys, monke
         f"error: {tmp_path / 's'}: predictor 'freq' has squad answers there from an earlier kbc version, which ranked "
         "each SQuAD question's answers by frequency under one placeholder relation; use another --out to leave them "
         "out as not applicable, as LAMA's Freq")
-    # a directory of relations only: its records stand, and it resumes to the same summary
-    lookups = ["run", "lama", "--corpus", "google_re", "--relations", "place_of_death", "--limit", "5",
-               "--predictors", "freq", "--data-dir", str(lama_dir), "--quiet", "--out", str(tmp_path / "g")]
-    assert run_kbc(lookups, capsys)[0] == 0
-    summary = (tmp_path / "g" / "summary.json").read_text()
-    _forget_unasked(tmp_path / "g", "freq")
-    assert run_kbc(lookups, capsys)[0] == 0
-    assert (tmp_path / "g" / "summary.json").read_text() == summary
+    # a directory of relations only: its records stand
+    _lookups_resume(tmp_path / "g", "freq", ["--data-dir", str(lama_dir), "--quiet"], capsys)
 
 
 def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):

@@ -101,8 +101,8 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
     ontology = load_axioms(axioms)
     c = load_corpus(corpus, data_dir)
     where = resolve_run_data_dir([corpus], data_dir)
-    if axioms is None and default_axioms_problem(ontology, c, where):
-        raise ConfigError(f"kb infer on {corpus}: {default_axioms_problem(ontology, c, where)}")
+    if axioms is None and (problem := default_axioms_problem(ontology, c, where)):
+        raise ConfigError(f"kb infer on {corpus}: {problem}")
     known = own_relations(c, where)  # as `kbc run kmir` takes them
     with open_cli_store(store) as st:
         graph = st.ensure_corpus(c.name, c.version, c.facts)

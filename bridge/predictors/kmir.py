@@ -26,7 +26,7 @@ from bridge.run.options import declares
 from eval.lama import Corpus
 from eval.negated import PROBE_CORPORA
 from eval.types import Answer, Entity, Fact, Prediction, Query
-from kb.gold import PROBE, cloze_reason
+from kb.gold import no_lookup
 from kb.kmir_answer import TYPES_GRAPH, KmirKB
 from kb.store import GraphStore, entity_id, relation_key
 
@@ -63,13 +63,9 @@ class KmirKBPredictor:
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         """Drop what no lookup can answer, as the gold KB does: a SQuAD cloze has no subject to look up, a ConceptNet
         one no KB holding its subject, and a negated or misprimed probe is a sentence, so none may count as a miss."""
-        kept, gone = [], Counter()
-        for f in facts:
-            why = PROBE if f.corpus in PROBE_CORPORA else cloze_reason(f) if f.cloze is not None else None
-            if why:
-                gone[why] += 1
-            else:
-                kept.append(f)
+        whys = [no_lookup(f) for f in facts]
+        kept = [f for f, why in zip(facts, whys) if why is None]
+        gone = Counter(why for why in whys if why is not None)
         return kept, dict(gone)
 
     def relation_labels(self, relation: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ from eval.fewrel import Sentence, load_split, resolve_fewrel_dir
 from eval.types import Answer, Entity, Prediction, Query
 from lm.entities.linking import LINK_RULE
 
+LINKED = {"link_rule": LINK_RULE}  # identity of a form fed entity links: records linked another way are refused
 FORMS = {"bert": ("bert",), "ebert": ("ebert",), "ebert-concat": ("concat",), "ebert-avg": ("bert", "ebert")}
 KB_SPECS = ("kb", "kb-inferred")
 TRAIN_OPTIONS = (
@@ -329,7 +330,7 @@ def resolve_factory(name: str, spec: str, out: Path | None):
         def named(_spec: str, ctx: PredictorContext) -> ClassifierPredictor:
             return make_classifier(name, replace(ctx, options={**ctx.options, "model": model}), out)
 
-        named.identity_extra = {"link_rule": LINK_RULE}  # type: ignore[attr-defined]
+        named.identity_extra = LINKED  # type: ignore[attr-defined]
         return named
     if spec in ENTRIES and spec not in FORMS:
         raise ConfigError(f"predictor {spec} does not classify sentences; `kbc run fewrel` takes "
@@ -342,6 +343,6 @@ def resolve_factory(name: str, spec: str, out: Path | None):
     def factory(name: str, ctx: PredictorContext) -> ClassifierPredictor:
         return make_classifier(name, ctx, out)
 
-    if spec != "bert":  # records of inputs linked another way (`LINK_RULE`) are refused on a rerun, as for probing
-        factory.identity_extra = {"link_rule": LINK_RULE}  # type: ignore[attr-defined]
+    if spec != "bert":  # as for probing
+        factory.identity_extra = LINKED  # type: ignore[attr-defined]
     return factory
