@@ -413,7 +413,6 @@ def interrupts_held() -> Iterator[None]:
                 signal.raise_signal(signum)
 
 
-
 def _token_count(value: object) -> int | None:
     """A usage count as the server wrote it, or None where it wrote none a count can be (null, "n/a", 2.5, -1): the
     answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
@@ -424,6 +423,7 @@ def _token_count(value: object) -> int | None:
     except ValueError:
         return None
     return int(number) if number.is_integer() and number >= 0 else None
+
 
 def _plain(messages: Sequence[dict]) -> str:
     return "\n".join(m["content"] for m in messages)

@@ -633,7 +633,6 @@ def _covered(order: list[str], records: dict[str, dict], uids) -> str:
 UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs", "fewrel": "sentences"}
 
 
-
 def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],
                 unit: str, asked: list[str], keyword: bool = False) -> str | None:
     """The warning (`bridge.run.overlap.few_shared`) where the shared scope of several runs keeps under half of
