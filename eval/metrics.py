@@ -27,6 +27,7 @@ a label order never turns a correct answer into a wrong one.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -226,9 +227,15 @@ def summarize(
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, len(per_rel[rel])))
             for group, rels in groups.items():
-                mean = sum(values[r] for r in rels) / len(rels)
+                mean = macro_mean([values[r] for r in rels])
                 out.append(_row(setting, group, metric, mean, sum(len(per_rel[r]) for r in rels)))
     return out
+
+
+def macro_mean(values: Sequence[float]) -> float:
+    """The mean over relations of their scores, summed exactly rounded (`math.fsum`): a Total does not depend on
+    the order the relations come in, so runs of the same facts asked in another order write the same bits."""
+    return math.fsum(values) / len(values)
 
 
 def _row(setting: str, group: str, metric: str, value: float, n: int) -> dict:
@@ -243,5 +250,5 @@ def pk_curve(rows: Iterable[Ranked], ks: Sequence[int] = CURVE_KS, settings: Seq
         for k in ks:
             vals = [precision_at([r.pk_rank(setting) for r in group], k) for group in per_rel.values()]
             out.append({"setting": setting, "group": "all", "k": k,
-                        "value": sum(vals) / len(vals) if vals else 0.0})
+                        "value": macro_mean(vals) if vals else 0.0})
     return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval.metrics import CURVE_KS, METRICS, SETTINGS
+from eval.metrics import CURVE_KS, METRICS, SETTINGS, macro_mean
 from eval.relations import summary_groups
 
 
@@ -113,7 +113,7 @@ def summarize_table(table: RankTable, relation_types: dict[str, str | None], met
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, n_of[rel]))
             for group, rels in groups.items():
-                mean = sum(values[r] for r in rels) / len(rels)
+                mean = macro_mean([values[r] for r in rels])
                 out.append(_row(setting, group, metric, mean, sum(n_of[r] for r in rels)))
     return out
 
@@ -126,7 +126,7 @@ def curve_table(table: RankTable, ks: Sequence[int] = CURVE_KS, settings: Sequen
         values = (100.0 * table.curve_counts(setting, ks) / sizes[:, None]).T.tolist()  # [k][relation]
         for k, vals in zip(ks, values):
             out.append({"setting": setting, "group": "all", "k": k,
-                        "value": sum(vals) / len(vals) if vals else 0.0})
+                        "value": macro_mean(vals) if vals else 0.0})
     return out
 
 

@@ -49,3 +49,22 @@ def test_one_query_per_relation_and_float_order():
     assert got[("raw", "all", "mrr")] == (1 / 3 + 1 / 7) / 2
     # a gold below a short list (--depth 5) with an exact rank of 7 is within P@10, not a miss
     assert got[("filtered", "1-1", "p@1")] == 50.0 and got[("raw", "P2", "p@10")] == 100.0
+
+
+def test_totals_are_the_same_bits_whatever_order_the_relations_come_in():
+    """P@1 per relation 1/12, 3/4, 1/2 and 0 (P19, P30, P140, P1376): summed in one order and the other, plain
+    float sums differ in the last bit; the Total is their exactly rounded mean in both orders."""
+    hits = {"P19": (1, 12), "P30": (3, 4), "P140": (1, 2), "P1376": (0, 4)}
+    records = [{"uid": f"{rel}:{i}", "relation": rel, "rank_raw": 1 if i < right else 2,
+                "rank_filtered": 1 if i < right else 2} for rel, (right, n) in hits.items() for i in range(n)]
+    types = dict.fromkeys(hits, "N-1")
+    totals = []
+    for order in (["P30", "P140", "P1376", "P19"], ["P19", "P30", "P140", "P1376"]):
+        ordered = sorted(records, key=lambda r: order.index(r["relation"]))
+        for rows in (summarize_table(RankTable.from_records(ordered), types),
+                     summarize([to_ranked(r) for r in ordered], types)):
+            totals.append(next(r["value"] for r in rows if r["group"] == "all" and r["metric"] == "p@1"
+                               and r["setting"] == "raw"))
+        totals.append(next(r["value"] for r in pk_curve([to_ranked(r) for r in ordered]) if r["k"] == 1
+                           and r["setting"] == "raw"))
+    assert totals == [33.333333333333336] * 6  # (100/12 + 75 + 50 + 0) / 4, as exactly as a float holds it

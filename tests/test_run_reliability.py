@@ -106,3 +106,22 @@ def test_the_docs_state_the_bound_on_recomputed_scores_that_this_file_checks():
     assert "scores within 1e-6 + 64 x 2^-23 x |score|" in text
     assert "at most 1e-6 x |score| + 1e-6" not in text
     assert "within a relative 1e-6" not in text
+
+
+def test_summaries_do_not_depend_on_the_order_relations_were_asked_in(lama_dir, tmp_path):
+    """A directory grown relation by relation, or asked with --relations in another order, holds the same facts as
+    one run of them all: its summary files are the same bytes."""
+    cache = tmp_path / "cache"
+    relations = ["P19", "P36", "P1376"]
+    run_lama(RunConfig(["trex"], ["freq"], tmp_path / "grown", str(lama_dir), relations=["P1376"], limit=20,
+                       cache_dir=cache), progress=False)
+    run_lama(RunConfig(["trex"], ["freq"], tmp_path / "grown", str(lama_dir), relations=relations, limit=20,
+                       cache_dir=cache), progress=False)
+    run_lama(RunConfig(["trex"], ["freq"], tmp_path / "reversed", str(lama_dir), relations=relations[::-1],
+                       limit=20, cache_dir=cache), progress=False)
+    run_lama(RunConfig(["trex"], ["freq"], tmp_path / "once", str(lama_dir), relations=relations, limit=20,
+                       cache_dir=cache), progress=False)
+    for name in ("summary.json", "curves.json", "summary.md"):
+        once = (tmp_path / "once" / name).read_bytes()
+        assert (tmp_path / "grown" / name).read_bytes() == once, name
+        assert (tmp_path / "reversed" / name).read_bytes() == once, name

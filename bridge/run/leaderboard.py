@@ -32,6 +32,7 @@ from bridge.run.summaries import (
     answered_units,
     generating,
     headline_metric,
+    in_scoring_order,
     lead_metric,
     mrr_cutoff,
     run_config,
@@ -420,7 +421,7 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
                     elsewhere |= {other for other in ("raw", "filtered") if other != setting
                                   and (name, metric) in _summary_totals(run, c, other, experiment)}
             else:
-                items = list(mine.values())
+                items = in_scoring_order(mine.values())
                 scored = (scored_rows(experiment, {"corpus": c, "predictor": name}, items, types, cutoff, bootstrap,
                                       seed)[0] if scope == "own" else experiment.summarize(items, types, cutoff)[0])
                 scored = within_depth(scored, list_depth(configs[run], c, name))  # as its summary: no P@k past it
@@ -463,7 +464,8 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
             if scope == "shared":
                 mine_own = {"own_value": row.get("value"), "own_n_facts": row.get("n_facts")}
                 scored, _, _ = scored_rows(experiment, {"corpus": c, "predictor": name},
-                                           [mine[u] for u in sorted(shared)], types, cutoff, bootstrap, seed)
+                                           in_scoring_order(mine[u] for u in shared), types, cutoff, bootstrap,
+                                           seed)
                 row = _total(scored, metric, setting)
                 if row is None:
                     raise ConfigError(f"{c}: {run}/{name} has no {metric} ({setting}) over the {len(shared)} {unit} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
@@ -27,7 +28,7 @@ from eval.jsonl import write_json
 from eval.lama import GOOGLE_RE_RELATIONS
 from eval.metrics import LAMA_MRR_CUTOFF
 from eval.relations import relation_id, summary_groups
-from eval.report import NONE_ANSWERED, all_of, markdown
+from eval.report import NONE_ANSWERED, all_of, markdown, relation_order
 from eval.uncertainty import DEFAULT_BOOTSTRAP, UNDEFINED
 
 log = logging.getLogger("kbc")
@@ -41,6 +42,15 @@ def run_config(out: Path) -> dict:
     if config is None:
         raise DataError(f"{out}: no config.json; not a kbc run directory")
     return config
+
+
+def in_scoring_order(units: Iterable[dict]) -> list[dict]:
+    """Units by relation in id order, then by uid: what is scored never depends on the order the runs into a
+    directory asked its relations in (one by one, or `--relations` in another order), so the summaries, and the
+    leaderboard's values read beside them, are the same bytes as those of one run of them all."""
+    units = list(units)
+    rank = {rel: i for i, rel in enumerate(relation_order(list({str(u.get("relation", "")) for u in units})))}
+    return sorted(units, key=lambda u: (rank[str(u.get("relation", ""))], str(u.get("uid", ""))))
 
 
 def scorable(experiment, units: dict[str, dict]) -> dict[str, dict]:
@@ -237,8 +247,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
         answered = {name: kept for name, mine in answered.items() if (kept := scorable(experiment, mine))}
         plain[corpus] = plain_bert_counts(answered)
         spaces = config.get("answer_space", {}).get(corpus, {})
-        own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, list(mine.values()), types,
-                                 cutoff, bootstrap, seed) for name, mine in answered.items()}
+        own = {name: scored_rows(experiment, {"corpus": corpus, "predictor": name}, in_scoring_order(mine.values()),
+                                 types, cutoff, bootstrap, seed) for name, mine in answered.items()}
         depths = {name: list_depth(config, corpus, name) for name in answered}  # no P@k past the list returned
         for name, (scored, curve, found) in own.items():
             own[name] = within_depth(scored, depths[name]), within_depth(curve, depths[name]), found
@@ -264,8 +274,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
             drawn = next((uids for uids, metrics in parts.items() if lead in metrics), next(iter(parts), None))
             for uids, metrics in sorted(parts.items(), key=lambda part: part[0] != drawn):
                 same = found if len(uids) == len(mine) else None  # the same facts: the same intervals
-                part, curve, _ = scored_rows(experiment, head, [mine[u] for u in sorted(uids)], types, cutoff,
-                                             bootstrap, seed, same)
+                part, curve, _ = scored_rows(experiment, head, in_scoring_order(mine[u] for u in uids), types,
+                                             cutoff, bootstrap, seed, same)
                 shared += [row for row in within_depth(part, depth) if row["metric"] in metrics]
                 if uids == drawn:
                     curves += [{**head, "scope": "shared", **row} for row in within_depth(curve, depth)]
