@@ -43,7 +43,7 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     import kbcompare
     from bridge.serve.runs import Runs, leaderboard, overview
 
-    note = f"trex: bert answered nothing (5 dropped: {reason} 5)"
+    note = f"trex: bert answered nothing (5 dropped: {reason})"
     runs = Runs([out])
     shown = overview(runs.get(out.name))
     assert [(r["predictor"], r["facts"], r["answered_none"], (r["shared"] or {}).get("facts"))
@@ -60,13 +60,13 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     code, stdout, err = run_kbc(["leaderboard", str(out), "--scope", "own"], capsys)
     assert code == 0, err
     lines = stdout.splitlines()
-    assert lines[0] == f"note: trex: {out}/bert answered nothing (5 dropped: {reason} 5); not ranked (no score)"
+    assert lines[0] == f"note: trex: {out}/bert answered nothing (5 dropped: {reason}); not ranked (no score)"
     ranked = [line.split(" | ")[2] for line in lines if line.startswith("| 1 ") or line.startswith("| 2 ")]
     assert ranked == [other]
     code, stdout, err = run_kbc(["leaderboard", str(out)], capsys)  # shared: bert left out restricts nothing
     assert code == 0, err
     assert stdout.splitlines()[:2] == [
-        f"note: trex: {out}/bert answered nothing (5 dropped: {reason} 5); not ranked (no score)", ""]
+        f"note: trex: {out}/bert answered nothing (5 dropped: {reason}); not ranked (no score)", ""]
     boards = {}
     for scope in ("shared", "own"):
         code, stdout, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--format", "json"], capsys)
@@ -111,7 +111,7 @@ def test_lama_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_path, c
     assert "- Scope `shared`: per metric, the facts every predictor scored on that metric answered (trex: 5 " \
            "answered by freq); a predictor without the metric, or that answered nothing, restricts no one's facts; " \
            "`own`: the facts each predictor answered." in md
-    assert f"- trex: bert answered nothing (5 dropped: {VOCAB_REASON} 5); it has no score (`-`, #facts 0) and " \
+    assert f"- trex: bert answered nothing (5 dropped: {VOCAB_REASON}); it has no score (`-`, #facts 0) and " \
            "restricts no one's shared facts." in md
     shared = md[md.index("## P@1 (%), shared facts"):md.index("## P@10 (%), shared facts")]
     assert shared[2:9] == [
@@ -149,7 +149,7 @@ def test_coherency_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_pa
             if r["predictor"] == "gold" and r["group"] == "all" and r["metric"] == "coherency"}
     assert gold == {"own": (100.0, 5), "shared": (100.0, 5)}
     md = (out / "summary.md").read_text().splitlines()
-    assert f"- trex: bert answered nothing (5 dropped: {SUBJECT_REASON} 5); it has no score (`-`, #facts 0) and " \
+    assert f"- trex: bert answered nothing (5 dropped: {SUBJECT_REASON}); it has no score (`-`, #facts 0) and " \
            "restricts no one's shared facts." in md
     shared = md[md.index("## Coherency (%), shared facts"):]
     assert shared[4:8] == [
@@ -159,3 +159,12 @@ def test_coherency_predictor_that_answered_nothing(tiny_models, lama_dir, tmp_pa
         "- Shared facts: the 5 answered by gold.",
     ]
     _readers_accept(out, "gold", SUBJECT_REASON, "coherency", capsys, tmp_path)
+
+
+def test_the_note_names_each_reasons_count_apart_from_its_words():
+    from bridge.run.summaries import answered_nothing
+
+    assert answered_nothing("freq", {"a SQuAD question has no relation: Freq has no objects to count": 60}) == (
+        "freq answered nothing (60 dropped: a SQuAD question has no relation: Freq has no objects to count)")
+    assert answered_nothing("bert", {VOCAB_REASON: 3, SUBJECT_REASON: 2}) == (
+        f"bert answered nothing (5 dropped: {VOCAB_REASON} (3); {SUBJECT_REASON} (2))")

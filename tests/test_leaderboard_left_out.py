@@ -139,7 +139,7 @@ def test_a_predictor_that_answered_nothing_is_named_and_restricts_nothing(runs, 
     from bridge.serve.runs import Runs
 
     rank, silent = runs["rank"], runs["silent"]
-    note = f"trex: {silent}/bert answered nothing (3 dropped: {VOCAB_REASON} 3); not ranked (no score)"
+    note = f"trex: {silent}/bert answered nothing (3 dropped: {VOCAB_REASON}); not ranked (no score)"
     code, alone, err = run_kbc(["leaderboard", str(rank), "--format", "csv"], capsys)
     assert code == 0 and err == ""
     code, out, err = run_kbc(["leaderboard", str(silent), str(rank), "--format", "csv"], capsys)
@@ -166,7 +166,7 @@ def test_nothing_to_rank_is_one_error_line(runs, capsys, serve_explorer, scope):
 
     silent = runs["silent"]
     why = (f"trex: no predictor of these runs answered a fact, so none can be ranked ({silent}/bert answered "
-           f"nothing (3 dropped: {VOCAB_REASON} 3))")
+           f"nothing (3 dropped: {VOCAB_REASON}))")
     for fmt in ("md", "csv"):
         code, out, err = run_kbc(["leaderboard", str(silent), "--scope", scope, "--format", fmt], capsys)
         assert (code, out, err) == (2, "", f"error: {why}\n")

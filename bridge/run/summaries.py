@@ -125,8 +125,11 @@ def read_silent(out: Path) -> dict[str, dict[str, dict[str, int]]]:
 
 
 def answered_nothing(name: str, why: dict[str, int]) -> str:
-    """That predictor `name` answered nothing, with the reasons its units were dropped."""
-    return f"{name} answered nothing ({sum(why.values())} dropped: {'; '.join(f'{r} {n}' for r, n in why.items())})"
+    """That predictor `name` answered nothing, with the reasons its units were dropped: `5 dropped: <reason>`, or
+    with several reasons each one's count in parentheses after it (a count run on after the reason reads as its
+    last word)."""
+    reasons = next(iter(why)) if len(why) == 1 else "; ".join(f"{r} ({n})" for r, n in why.items())
+    return f"{name} answered nothing ({sum(why.values())} dropped: {reasons})"
 
 
 def silent_note(corpus: str, silent: dict[str, dict[str, int]], tail: str = "it has no score") -> list[str]:
