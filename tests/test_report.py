@@ -490,7 +490,8 @@ def test_coherency_report_shows_the_relations_and_types_only_own_facts_hold(runs
     assert table[2][4:] == ["-", f"{own[('gold', 'P19')]:.2f} ± 0.00"]
     types = md_table(md, "trex: Coherency (%), own facts [95% interval]")
     assert types[0] == ["predictor", "1-1", "N-1", "all", "#facts"]
-    assert [row[0] for row in types[1:]] == ["freq"] and types[1][2] == "-"
+    assert [row[0] for row in types[1:]] == ["freq", "gold"] and types[1][2] == "-"  # gold stays in the tables
+    assert types[2][2].startswith(f"{own[('gold', 'N-1')]:.2f} [")
     assert md_table(md, "trex: Coherency (%), shared facts [95% interval]")[0] == ["predictor", "1-1", "all",
                                                                                    "#facts"]
     # the delta names the pair asked for, not "the best KB predictor (freq)"
@@ -707,3 +708,23 @@ def test_out_cleans_only_what_the_report_wrote(runs, tmp_path, capsys):
         assert (code, out) == (0, f"{run / 'report' / 'report.html'}\n"), err
         assert (run / "report" / "figures" / "mine.png").read_bytes() == b"png"
         assert (run / "report" / "table.csv").read_text() == "a,b\n"
+
+
+def test_gold_reference_stays_in_the_tables_and_out_of_the_figures(runs, lama_report):
+    """The gold KB (100 by construction) is left out of the P@k and per-type figures, whose captions say so, and
+    kept in the tables beside them, with the values summary.json and curves.json hold."""
+    code, out, err = lama_report
+    assert code == 0, err
+    run = runs / "lama"
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    summary = json.loads((run / "summary.json").read_text())
+    shared = {(r["corpus"], r["group"]): r["value"] for r in summary if r["predictor"] == "gold"
+              and r["scope"] == "shared" and r["setting"] == "raw" and r["metric"] == "p@1"}
+    curves = json.loads((run / "curves.json").read_text())
+    at = {(c["corpus"], c["k"]): c["value"] for c in curves if c["predictor"] == "gold" and c["setting"] == "raw"
+          and c.get("scope", "shared") == "shared"}
+    assert f"| trex | gold | {at[('trex', 1)]:.2f} | {at[('trex', 10)]:.2f} | {at[('trex', 100)]:.2f} |" in md
+    table = md_table(md, "trex: P@1 (%), shared facts [95% interval]")
+    gold = next(row for row in table if row[0] == "gold")
+    assert gold[1:-1] == [f"{shared[('trex', g)]:.2f} [100.00, 100.00]" for g in table[0][1:-1]]
+    assert "gold (100 by construction) is left out." in md

@@ -434,12 +434,12 @@ class Builder:
                           "exact match in the Scores section).")
         curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
         for c in picked:
-            if c["predictor"] not in self.hidden:
-                curves.setdefault(c["corpus"], {}).setdefault(c["predictor"], []).append(
-                    (int(c["k"]), float(c["value"])))
+            curves.setdefault(c["corpus"], {}).setdefault(c["predictor"], []).append((int(c["k"]), float(c["value"])))
+        drawn = {corpus: {p: points for p, points in per.items() if p not in self.hidden}
+                 for corpus, per in curves.items()}
         s.figures.append(self._figure("p_at_k", f"Mean P@k (macro over relations) for k = 1..100, setting "
                                       f"{self.view.setting}, {self.facts}; log-scale k.{self._hidden_note()}",
-                                      lambda out, key: figures.p_at_k(curves, self.colour, out, key, self.upper)))
+                                      lambda out, key: figures.p_at_k(drawn, self.colour, out, key, self.upper)))
         at = {(c["corpus"], c["predictor"], int(c["k"])): float(c["value"]) for c in picked}
         ks = [k for k in (1, 10, 100) if any(key[2] == k for key in at)]
         rows = [[corpus, self._mark(p), *[_fmt(at.get((corpus, p, k))) for k in ks]]
@@ -505,6 +505,7 @@ class Builder:
             panels = self._type_panels(metric, scope, kmir)
             if not panels:
                 continue
+            every_row = self._type_panels(metric, scope, kmir, drawn=False)  # the tables keep the gold reference
             facts = self._scope_facts(scope)
             if scope != self.scope:
                 s.text.append(self._own_note("relation types"))
@@ -526,7 +527,7 @@ class Builder:
                                               p, self.colour, f"{name} (%)", out, k, upper=self.upper, intervals=c,
                                               subtitles=t)))
             n = self._n_facts(metric, scope)
-            for corpus, groups in panels.items():
+            for corpus, groups in every_row.items():
                 head = ["predictor", *groups, f"#{self.unit}"]
                 predictors = list(dict.fromkeys(p for v in groups.values() for p in v))
                 rows = [[self._mark(p), *[self._cell(groups[g].get(p), ci.get((corpus, g, p))) for g in groups],
@@ -542,11 +543,13 @@ class Builder:
         self._footnote(s, self.view.predictors)
         return s
 
-    def _type_panels(self, metric: str, scope: str, kmir: bool) -> dict[str, dict[str, dict[str, float]]]:
-        """corpus -> group -> predictor -> value: the relation types and `all` (KMIR: the question kinds)."""
+    def _type_panels(self, metric: str, scope: str, kmir: bool,
+                     drawn: bool = True) -> dict[str, dict[str, dict[str, float]]]:
+        """corpus -> group -> predictor -> value: the relation types and `all` (KMIR: the question kinds); those the
+        figures draw, or (`drawn=False`) every predictor's, the gold reference too, as the tables show them."""
         order = [*RELATION_TYPES, "all"]
         panels = {}
-        for corpus, groups in self._drawn(metric, scope).items():
+        for corpus, groups in (self._drawn if drawn else self._values)(metric, scope).items():
             wanted = [g for g in groups if g in KINDS] + ["all"] if kmir else [g for g in order if g in groups]
             if wanted:
                 panels[corpus] = {g: groups[g] for g in wanted if g in groups}
