@@ -274,6 +274,10 @@ def _subset_notes(idx: dict, corpus: str, predictors: list[str], groups: list[st
     for p in predictors:
         if all((p, g) in explained for g in groups):  # the column notes said it
             continue
+        if (corpus, p, setting, "own", "all", NONE_ANSWERED) in idx:  # not "none of what it answered qualifies"
+            notes.append(f"`-` throughout for {p} (#facts 0): it answered no fact of {corpus}.")
+            explained |= {(p, g) for g in groups}
+            continue
         if (corpus, p, setting, scope, "all", metric) not in idx:  # then no group of it has a value either
             notes.append(f"`-` throughout for {p} (#facts 0): no fact it answered {what} ({why}).")
             explained |= {(p, g) for g in groups}

@@ -66,8 +66,7 @@ def test_p_at_1_drop_lists_every_corpus_and_predictor_with_a_note(lama_dir, tmp_
                          "| negated-google_re | gold | open | 0 | - | - | - |", "",
                          "- `-` throughout for bert (#facts 0): no fact it answered was right without the prime (the "
                          "drop is taken over those facts).",
-                         "- `-` throughout for gold (#facts 0): no fact it answered was right without the prime (the "
-                         "drop is taken over those facts)."],
+                         "- `-` throughout for gold (#facts 0): it answered no fact of negated-google_re."],
                  "shared": ["| negated-google_re | bert | 21,018 | 0 | - | - | - |",
                             "| negated-google_re | freq | 68 | 0 | - | - | - |",
                             "| negated-google_re | gold | open | 0 | - | - | - |", "",
