@@ -25,6 +25,7 @@ def no_parsing(monkeypatch):
      "`kbc data stats --corpus trex --corpus google_re` lists their 44 relations"),
     (["trex"], ["P1001x"],
      "error: --relations P1001x: no chosen corpus (trex) has this relation (did you mean 'P1001'?)"),
+    (["trex"], ["p36"], "error: --relations p36: no chosen corpus (trex) has this relation (did you mean 'P36'?)"),
     (["trex"], ["P19", "place_of_birth"],
      "error: --relations place_of_birth: no chosen corpus (trex) has this relation; `kbc data stats --corpus trex` "
      "lists its 41 relations"),

@@ -276,7 +276,8 @@ def _no_relation(relation: str, loaded: dict[str, Corpus], data_dir: Path | None
             return (f"corpus {name} has no data for this LAMA relation: the negated and misprimed T-REx files hold "
                     f"{len(loaded[name].relations)} other relations (`kbc data stats --corpus {name}` lists them)")
     known = sorted({rel for c in loaded.values() for rel in c.relations})
-    close = difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
+    same = [rel for rel in known if rel.lower() == relation.lower()]  # `p36`: ids are case-sensitive
+    close = same or difflib.get_close_matches(relation, known, n=1, cutoff=ID_MATCH)
     line = f"no chosen corpus ({', '.join(loaded)}) has this relation"
     if close:
         return f"{line} (did you mean {close[0]!r}?)"
