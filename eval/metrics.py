@@ -27,6 +27,7 @@ a label order never turns a correct answer into a wrong one.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -183,10 +184,11 @@ def precision_at(ranks: Sequence[int | None], k: int) -> float:
 
 
 def mean_reciprocal_rank(ranks: Sequence[int | None], cutoff: int | None = None) -> float:
-    """Mean of 1/rank (0 for None); with `cutoff`, ranks above it count 0 (LAMA: 10,000)."""
+    """Mean of 1/rank (0 for None); with `cutoff`, ranks above it count 0 (LAMA: 10,000). Summed exactly
+    (`math.fsum`), so a resumed run whose records lie in another order scores to the same last bit."""
     if not ranks:
         return 0.0
-    return sum(1.0 / r for r in ranks if r and (cutoff is None or r <= cutoff)) / len(ranks)
+    return math.fsum(1.0 / r for r in ranks if r and (cutoff is None or r <= cutoff)) / len(ranks)
 
 
 def _metric(name: str, rows: Sequence[Ranked], setting: str, mrr_cutoff: int | None) -> float:
@@ -226,7 +228,7 @@ def summarize(
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, len(per_rel[rel])))
             for group, rels in groups.items():
-                mean = sum(values[r] for r in rels) / len(rels)
+                mean = math.fsum(values[r] for r in rels) / len(rels)
                 out.append(_row(setting, group, metric, mean, sum(len(per_rel[r]) for r in rels)))
     return out
 
@@ -242,6 +244,7 @@ def pk_curve(rows: Iterable[Ranked], ks: Sequence[int] = CURVE_KS, settings: Seq
     for setting in settings:
         for k in ks:
             vals = [precision_at([r.pk_rank(setting) for r in group], k) for group in per_rel.values()]
-            out.append({"setting": setting, "group": "all", "k": k,
-                        "value": sum(vals) / len(vals) if vals else 0.0})
+            out.append(
+                {"setting": setting, "group": "all", "k": k, "value": math.fsum(vals) / len(vals) if vals else 0.0}
+            )
     return out

@@ -2,12 +2,14 @@
 
 The numbers are those of `eval.metrics.summarize` and `eval.metrics.pk_curve`, bit for bit: each
 per-relation value is computed with the same floating-point operations in the same order
-(`100.0 * hits / n`; reciprocal ranks summed in query order by Python's `sum`; macro means summed
-over relations in order of first appearance). Only the counting is done by numpy.
+(`100.0 * hits / n`; reciprocal ranks and macro means summed exactly by `math.fsum`, so that neither the
+order of the queries nor that of the relations moves a value by a bit, as a resumed run may hold them in another
+order). Only the counting is done by numpy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,7 +61,7 @@ class RankTable:
         out = []
         for code in range(len(self.relations)):
             terms = (1.0 / ranks[keep & (self.codes == code)]).tolist()
-            out.append(sum(terms) / int(sizes[code]))
+            out.append(math.fsum(terms) / int(sizes[code]))
         return out
 
     def unit_scores(self, setting: str, metric: str, cutoff: int | None = None) -> np.ndarray:
@@ -113,7 +115,7 @@ def summarize_table(table: RankTable, relation_types: dict[str, str | None], met
             for rel, value in values.items():
                 out.append(_row(setting, rel, metric, value, n_of[rel]))
             for group, rels in groups.items():
-                mean = sum(values[r] for r in rels) / len(rels)
+                mean = math.fsum(values[r] for r in rels) / len(rels)
                 out.append(_row(setting, group, metric, mean, sum(n_of[r] for r in rels)))
     return out
 
@@ -125,8 +127,9 @@ def curve_table(table: RankTable, ks: Sequence[int] = CURVE_KS, settings: Sequen
     for setting in settings:
         values = (100.0 * table.curve_counts(setting, ks) / sizes[:, None]).T.tolist()  # [k][relation]
         for k, vals in zip(ks, values):
-            out.append({"setting": setting, "group": "all", "k": k,
-                        "value": sum(vals) / len(vals) if vals else 0.0})
+            out.append(
+                {"setting": setting, "group": "all", "k": k, "value": math.fsum(vals) / len(vals) if vals else 0.0}
+            )
     return out
 
 
