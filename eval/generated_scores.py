@@ -12,6 +12,8 @@ relations, as P@k.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from eval.answer_text import GENERATED
@@ -71,10 +73,10 @@ def pooled_rate_rows(records: list[dict], setting: str = "raw") -> list[dict]:
     out = []
     for metric, per in rate_cells(records).items():
         for rel, values in per.items():
-            out.append({"setting": setting, "group": rel, "metric": metric, "value": sum(values) / len(values),
+            out.append({"setting": setting, "group": rel, "metric": metric, "value": math.fsum(values) / len(values),
                         "n_facts": len(values), "unit": PERCENT})
         pooled = [v for values in per.values() for v in values]
-        out.append({"setting": setting, "group": "all", "metric": metric, "value": sum(pooled) / len(pooled),
+        out.append({"setting": setting, "group": "all", "metric": metric, "value": math.fsum(pooled) / len(pooled),
                     "n_facts": len(pooled), "unit": PERCENT})
     return out
 
@@ -108,6 +110,7 @@ def generated_rows(records: list[dict], relation_types: dict[str, str | None]) -
         for rel, value in values.items():
             out.append({"setting": setting, "group": rel, "metric": metric, "value": value, "n_facts": sizes[rel]})
         for group, rels in groups_of(list(values), relation_types).items():
+            mean = math.fsum(values[r] for r in rels) / len(rels)
             out.append({"setting": setting, "group": group, "metric": metric,
-                        "value": sum(values[r] for r in rels) / len(rels), "n_facts": sum(sizes[r] for r in rels)})
+                        "value": mean, "n_facts": sum(sizes[r] for r in rels)})
     return out

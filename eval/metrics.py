@@ -184,10 +184,11 @@ def precision_at(ranks: Sequence[int | None], k: int) -> float:
 
 
 def mean_reciprocal_rank(ranks: Sequence[int | None], cutoff: int | None = None) -> float:
-    """Mean of 1/rank (0 for None); with `cutoff`, ranks above it count 0 (LAMA: 10,000)."""
+    """Mean of 1/rank (0 for None); with `cutoff`, ranks above it count 0 (LAMA: 10,000). Summed exactly
+    (`math.fsum`), so a resumed run whose records lie in another order scores to the same last bit."""
     if not ranks:
         return 0.0
-    return sum(1.0 / r for r in ranks if r and (cutoff is None or r <= cutoff)) / len(ranks)
+    return math.fsum(1.0 / r for r in ranks if r and (cutoff is None or r <= cutoff)) / len(ranks)
 
 
 def _metric(name: str, rows: Sequence[Ranked], setting: str, mrr_cutoff: int | None) -> float:

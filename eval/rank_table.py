@@ -2,12 +2,14 @@
 
 The numbers are those of `eval.metrics.summarize` and `eval.metrics.pk_curve`, bit for bit: each
 per-relation value is computed with the same floating-point operations in the same order
-(`100.0 * hits / n`; reciprocal ranks summed in query order by Python's `sum`; macro means summed
-over relations in order of first appearance). Only the counting is done by numpy.
+(`100.0 * hits / n`; reciprocal ranks and macro means summed exactly by `math.fsum`, so that neither the
+order of the queries nor that of the relations moves a value by a bit, as a resumed run may hold them in another
+order). Only the counting is done by numpy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,7 +61,7 @@ class RankTable:
         out = []
         for code in range(len(self.relations)):
             terms = (1.0 / ranks[keep & (self.codes == code)]).tolist()
-            out.append(sum(terms) / int(sizes[code]))
+            out.append(math.fsum(terms) / int(sizes[code]))
         return out
 
     def unit_scores(self, setting: str, metric: str, cutoff: int | None = None) -> np.ndarray:

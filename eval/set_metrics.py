@@ -23,6 +23,7 @@ challenge's columns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -105,9 +106,9 @@ def _row(pairs: Sequence[PairScore]) -> dict[str, float]:
     micro_p = tp / n_pred if n_pred else 1.0
     micro_r = tp / n_gold if n_gold else 1.0
     return {
-        "macro-p": sum(s.p for s in pairs) / n,
-        "macro-r": sum(s.r for s in pairs) / n,
-        "macro-f1": sum(s.f1 for s in pairs) / n,
+        "macro-p": math.fsum(s.p for s in pairs) / n,
+        "macro-r": math.fsum(s.r for s in pairs) / n,
+        "macro-f1": math.fsum(s.f1 for s in pairs) / n,
         "micro-p": micro_p,
         "micro-r": micro_r,
         "micro-f1": f1(micro_p, micro_r),
@@ -175,7 +176,8 @@ def macro_rows(pairs: Sequence[PairScore], groups: Mapping[str, Sequence[str]], 
     for group, rels in groups.items():
         rels = [r for r in rels if r in counts]
         if rels:
-            rows += [{"group": group, "metric": name, "value": scale * sum(table[r][key] for r in rels) / len(rels),
+            rows += [{"group": group, "metric": name,
+                      "value": scale * math.fsum(table[r][key] for r in rels) / len(rels),
                       "n_facts": sum(counts[r] for r in rels)} for key, name in names.items()]
     return rows
 

@@ -310,3 +310,24 @@ def test_the_unlinked_rate_counts_abstentions_and_empty_answers_as_zero_as_the_d
     pairs = [rec(["a", "b", "c"], ["a", "b"]), rec(["d"], ["d"]), rec([], [], True)]
     rows = {(r["group"], r["metric"]): r["value"] for r in pooled_rate_rows(pairs)}
     assert round(rows[("all", "unlinked")], 9) == 55.555555556 and rows[("all", "abstain")] == 100 / 3
+
+
+def test_the_pooled_rates_do_not_depend_on_the_order_of_the_records():
+    """A resumed LM-KBC run may hold its pairs in another order than an uninterrupted one: the unlinked and
+    abstention rates are the same to the last bit."""
+    import random
+
+    from eval.generated_scores import pooled_rate_rows
+
+    rng = random.Random(5)
+    records = []
+    for _ in range(80):
+        parsed = [f"a{i}" for i in range(rng.randint(1, 7))]
+        unlinked = parsed[: rng.randint(0, len(parsed))]
+        relation = rng.choice(["P19", "P36"])
+        records.append({"relation": relation, "parsed": parsed, "unlinked": unlinked, "abstained": rng.random() < 0.1})
+    first = {(r["group"], r["metric"]): r["value"] for r in pooled_rate_rows(records)}
+    for seed in range(5):
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        assert {(r["group"], r["metric"]): r["value"] for r in pooled_rate_rows(shuffled)} == first
