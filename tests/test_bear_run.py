@@ -456,3 +456,21 @@ def test_bear_relations_are_named_in_tables(bear_root, tmp_path, monkeypatch, ca
     rows = json.loads((out / "summary.json").read_text())
     shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"])
     assert [(r["relation"], r["label"]) for r in shown] == [("P30", "continent"), ("P6886", "")]
+
+
+def test_a_statement_scoring_rerun_says_how_many_results_its_result_cache_gave(tiny_models, bear_root, tmp_path,  # noqa: F811
+                                                                               monkeypatch, capsys):
+    """Statement scores come from the result cache on a rerun, causal and masked alike: the run says so and how
+    many, as typed querying and the masked engine do."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    lines = []
+    for out in ("first", "second"):
+        code, _, err = run_kbc(["run", "bear", "--relations", "P412", "--limit", "2", "--predictors", f"gpt={gpt}",
+                                f"bert={bert}", "--data-dir", str(bear_root), "--out", str(tmp_path / out)], capsys)
+        assert code == 0, err
+        lines.append([line for line in err.splitlines() if "result cache" in line])
+    path = tmp_path / "cache" / "lm" / "results.sqlite"
+    assert lines[0] == []
+    assert lines[1] == [f"bear / gpt: 12 of 12 scored results read from the result cache ({path}), 0 computed",
+                        f"bear / bert: 12 of 12 scored results read from the result cache ({path}), 0 computed"]
