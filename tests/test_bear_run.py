@@ -456,3 +456,69 @@ def test_bear_relations_are_named_in_tables(bear_root, tmp_path, monkeypatch, ca
     rows = json.loads((out / "summary.json").read_text())
     shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"])
     assert [(r["relation"], r["label"]) for r in shown] == [("P30", "continent"), ("P6886", "")]
+
+
+def test_a_statement_scoring_rerun_says_how_many_results_its_result_cache_gave(tiny_models, bear_root, tmp_path,  # noqa: F811
+                                                                               monkeypatch, capsys):
+    """Statement scores come from the result cache on a rerun, causal and masked alike: the run says so and how
+    many, as typed querying and the masked engine do."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    gpt, bert = tiny_models("gpt2"), tiny_models("bert-cased")
+    lines = []
+    for out in ("first", "second"):
+        code, _, err = run_kbc(["run", "bear", "--relations", "P412", "--limit", "2", "--predictors", f"gpt={gpt}",
+                                f"bert={bert}", "--data-dir", str(bear_root), "--out", str(tmp_path / out)], capsys)
+        assert code == 0, err
+        lines.append([line for line in err.splitlines() if "result cache" in line])
+    path = tmp_path / "cache" / "lm" / "results.sqlite"
+    assert lines[0] == []
+    assert lines[1] == [f"bear / gpt: 12 of 12 scored results read from the result cache ({path}), 0 computed",
+                        f"bear / bert: 12 of 12 scored results read from the result cache ({path}), 0 computed"]
+
+
+def _tiny_llama(root: Path) -> Path:
+    """A 2-layer Llama (rotary positions) with GPT-2's tokenizer set to pad on the left, as Llama's tokenizers do."""
+    import torch
+    from lm_fixtures import tokenizer_for
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = tokenizer_for("gpt2")
+    tokenizer.padding_side = "left"
+    torch.manual_seed(3)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
+                         initializer_range=0.2, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
+    out = root / "tiny-llama-left"
+    LlamaForCausalLM(config).eval().save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def test_causal_statement_scores_equal_one_plain_pass_per_statement(bear_root, tmp_path, monkeypatch, capsys):
+    """Options of several lengths, a rotary model, a tokenizer padding on the left: every score equals the summed
+    log p of the statement's tokens after BOS in its own unpadded pass, at any batch size."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    llama = _tiny_llama(tmp_path)
+    tokenizer, model = AutoTokenizer.from_pretrained(llama), AutoModelForCausalLM.from_pretrained(llama).eval()
+
+    def plain(text: str) -> float:
+        ids = torch.tensor([[tokenizer.bos_token_id, *tokenizer(text, add_special_tokens=False)["input_ids"]]])
+        with torch.inference_mode():
+            logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)
+        return float(logp.gather(1, ids[0, 1:, None]).sum())
+
+    for batch in ("1", "64"):
+        out = tmp_path / f"b{batch}"
+        code, _, err = run_kbc(["run", "bear", "--relations", "P30", "--limit", "2", "--predictors", f"llama={llama}",
+                                "--batch-size", batch, "--set", "cache=off", "--data-dir", str(bear_root), "--out",
+                                str(out), "--quiet"], capsys)
+        assert code == 0, err
+        for record in map(json.loads, (out / "predictions" / "bear" / "llama" / "P30.jsonl").read_text().splitlines()):
+            scored = {label: score for label, score, _ in record["answers"]}
+            expected = {label: plain(record["prompt"].replace("[MASK]", label)) for label in scored}
+            assert len({len(tokenizer(label)["input_ids"]) for label in scored}) > 1  # options of several lengths
+            assert scored == pytest.approx(expected, abs=1e-4)

@@ -289,7 +289,12 @@ def cache_line(predictor) -> str | None:
     the cache, and where nothing was read)."""
     from lm.cache import ResultCache
 
-    cache = getattr(getattr(predictor, "scorer", predictor), "cache", None)
+    cache, held = None, predictor
+    for _ in range(3):  # a statement scorer holds the engine that holds the cache: one level further down
+        cache = getattr(held, "cache", None)
+        if held is None or isinstance(cache, ResultCache):
+            break
+        held = getattr(held, "scorer", None)
     if not isinstance(cache, ResultCache) or not cache.hits:
         return None
     return (f"{cache.hits:,} of {cache.hits + cache.misses:,} scored results read from the result cache "
