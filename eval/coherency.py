@@ -134,17 +134,23 @@ def _norm(label: str) -> str:
     return label.strip().lower()
 
 
+def entity_ids(id_: str | None) -> frozenset[str]:
+    """The Wikidata ids an answer's id names: one, or several joined by `|` (Freq counts a label over every
+    entity of that label: "England" Q21 and Q179876)."""
+    return frozenset(id_.split("|")) if id_ else frozenset()
+
+
 def same_entity(a: Entity, b: Entity) -> bool:
-    """One entity: equal ids where both have one, else equal labels (stripped, lower-cased)."""
+    """One entity: a shared id where both have ids, else equal labels (stripped, lower-cased)."""
     if a.id is not None and b.id is not None:
-        return a.id == b.id
+        return bool(entity_ids(a.id) & entity_ids(b.id))
     return _norm(a.label) == _norm(b.label)
 
 
 def matches(answer: Entity, truth: Entity) -> bool:
-    """An answer names the truth: equal ids where both have one, else partial match of the labels."""
+    """An answer names the truth: a shared id where both have ids, else partial match of the labels."""
     if answer.id is not None and truth.id is not None:
-        return answer.id == truth.id
+        return bool(entity_ids(answer.id) & entity_ids(truth.id))
     return partial_match(answer.label, truth.label)
 
 
@@ -161,8 +167,9 @@ class CorrectAnswers:
 
     def of(self, relation: str, slot: Slot, known: Entity | str) -> frozenset[Entity]:
         known = known if isinstance(known, Entity) else Entity(known)
-        if known.id is not None and (relation, slot, known.id) in self.by_id:
-            return self.by_id[(relation, slot, known.id)]
+        found = [self.by_id[key] for i in entity_ids(known.id) if (key := (relation, slot, i)) in self.by_id]
+        if found:
+            return frozenset().union(*found)
         return self.by_label.get((relation, slot, _norm(known.label)), frozenset())
 
 
@@ -228,8 +235,10 @@ def is_excluded(answer: Answer, excluded: frozenset[Entity], truth: Entity) -> b
     """An answer with an id is barred by id (or by the label of a barred entity without one); an
     answer without an id by label, unless its label is the truth's."""
     if answer.id is not None:
-        return any(e.id == answer.id if e.id is not None else _norm(e.label) == _norm(answer.label)
-                   for e in excluded)
+        ids = entity_ids(answer.id)
+        if truth.id is not None and ids & entity_ids(truth.id):  # it names the truth (among others)
+            return False
+        return any(e.id in ids if e.id is not None else _norm(e.label) == _norm(answer.label) for e in excluded)
     label = _norm(answer.label)
     return label != _norm(truth.label) and any(_norm(e.label) == label for e in excluded)
 
