@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from eval.types import RELATION_TYPES, Answer, Entity, Fact, Prediction, Query, Slot
+from eval.types import RELATION_TYPES, Answer, Entity, Fact, Prediction, Query, Slot, entity_ids
 
 ROUNDS = (1, 2)
 # slot asked in the first and in the second step of each round
@@ -132,12 +132,6 @@ def coherency_instances(facts: Iterable[Fact], tokenizer=None, *, vocab: Collect
 
 def _norm(label: str) -> str:
     return label.strip().lower()
-
-
-def entity_ids(id_: str | None) -> frozenset[str]:
-    """The Wikidata ids an answer's id names: one, or several joined by `|` (Freq counts a label over every
-    entity of that label: "England" Q21 and Q179876)."""
-    return frozenset(id_.split("|")) if id_ else frozenset()
 
 
 def same_entity(a: Entity, b: Entity) -> bool:

@@ -2,7 +2,7 @@
 
 Counts run over the test facts of each relation (every row, by object label, as LAMA compares
 labels). An answer's id names every entity its count covers: P1376's "England" counts Q21 once and
-Q179876 four times, and answers `Q179876|Q21` (`eval.coherency.entity_ids`), right for either.
+Q179876 four times, and answers `Q179876|Q21` (`eval.types.entity_ids`), right for either.
 Ties are broken by first occurrence in the data file, so the ranking is deterministic and equals
 LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a relation gets the same
 ranking; the filtered setting then removes that subject's other valid objects.
@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from eval.types import Answer, Fact, Prediction, Query
 
 RELATIONLESS = ("squad",)  # corpora whose facts share one placeholder relation: no objects of a relation to count
+ANSWER_IDS, ANSWER_IDS_NOW = "answer_ids", "every entity of its label"  # identity: records of older Freq differ
+ID_SCORED = ("coherency",)  # experiments that score Freq's answers by id (LAMA's ranks compare labels)
 NO_RELATION = "a SQuAD question has no relation: Freq has no relation's objects to count"
 
 
