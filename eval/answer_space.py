@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from eval.errors import DataError
-from eval.types import Answer, Entity, Prediction, Query, Relation
+from eval.types import Answer, Entity, Prediction, Query, Relation, entity_ids
 
 UNBOUNDED = 1 << 30  # the inner predictor's whole list: options may sit behind answers outside the space
 
@@ -44,9 +44,12 @@ class AnswerSpacePredictor:
         return len(self._spaces.get(relation, ()))
 
     def option(self, relation: str, answer: Answer) -> Entity | None:
-        """The answer-space entity an answer names: same Wikidata id, else same label; None outside the space."""
-        found = self._by_id.get(relation, {}).get(answer.id) if answer.id else None
-        return found or self._by_label.get(relation, {}).get(answer.label)
+        """The answer-space entity an answer names: same Wikidata id (one of an answer naming several, the one
+        of its label where two are in the space), else same label; None outside the space."""
+        by_id = self._by_id.get(relation, {})
+        found = [by_id[i] for i in sorted(entity_ids(answer.id)) if i in by_id]
+        same = [e for e in found if e.label == answer.label]
+        return (same or found or [self._by_label.get(relation, {}).get(answer.label)])[0]
 
     def predict(self, queries: Sequence[Query], depth: int) -> list[Prediction]:
         out = []

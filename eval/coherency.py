@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from eval.types import RELATION_TYPES, Answer, Entity, Fact, Prediction, Query, Slot
+from eval.types import RELATION_TYPES, Answer, Entity, Fact, Prediction, Query, Slot, entity_ids
 
 ROUNDS = (1, 2)
 # slot asked in the first and in the second step of each round
@@ -135,16 +135,16 @@ def _norm(label: str) -> str:
 
 
 def same_entity(a: Entity, b: Entity) -> bool:
-    """One entity: equal ids where both have one, else equal labels (stripped, lower-cased)."""
+    """One entity: a shared id where both have ids, else equal labels (stripped, lower-cased)."""
     if a.id is not None and b.id is not None:
-        return a.id == b.id
+        return bool(entity_ids(a.id) & entity_ids(b.id))
     return _norm(a.label) == _norm(b.label)
 
 
 def matches(answer: Entity, truth: Entity) -> bool:
-    """An answer names the truth: equal ids where both have one, else partial match of the labels."""
+    """An answer names the truth: a shared id where both have ids, else partial match of the labels."""
     if answer.id is not None and truth.id is not None:
-        return answer.id == truth.id
+        return bool(entity_ids(answer.id) & entity_ids(truth.id))
     return partial_match(answer.label, truth.label)
 
 
@@ -161,8 +161,9 @@ class CorrectAnswers:
 
     def of(self, relation: str, slot: Slot, known: Entity | str) -> frozenset[Entity]:
         known = known if isinstance(known, Entity) else Entity(known)
-        if known.id is not None and (relation, slot, known.id) in self.by_id:
-            return self.by_id[(relation, slot, known.id)]
+        found = [self.by_id[key] for i in entity_ids(known.id) if (key := (relation, slot, i)) in self.by_id]
+        if found:
+            return frozenset().union(*found)
         return self.by_label.get((relation, slot, _norm(known.label)), frozenset())
 
 
@@ -228,8 +229,10 @@ def is_excluded(answer: Answer, excluded: frozenset[Entity], truth: Entity) -> b
     """An answer with an id is barred by id (or by the label of a barred entity without one); an
     answer without an id by label, unless its label is the truth's."""
     if answer.id is not None:
-        return any(e.id == answer.id if e.id is not None else _norm(e.label) == _norm(answer.label)
-                   for e in excluded)
+        ids = entity_ids(answer.id)
+        if truth.id is not None and ids & entity_ids(truth.id):  # it names the truth (among others)
+            return False
+        return any(e.id in ids if e.id is not None else _norm(e.label) == _norm(answer.label) for e in excluded)
     label = _norm(answer.label)
     return label != _norm(truth.label) and any(_norm(e.label) == label for e in excluded)
 

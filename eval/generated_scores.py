@@ -18,6 +18,7 @@ import numpy as np
 
 from eval.answer_text import GENERATED
 from eval.relations import summary_groups
+from eval.types import entity_ids
 
 GENERATED_METRICS = ("em", "abstain", "unlinked")
 PERCENT = "%"  # the `unit` of LM-KBC's rate rows (its other scores are fractions)
@@ -37,7 +38,7 @@ def answer_hits(answer: list, gold_label: str, gold_id: str | None, others: set[
                 ) -> tuple[bool, bool]:
     """(raw, filtered) exact match of one answer `[label, score, id]` against the gold (and other valid labels)."""
     label, _score, ident = answer
-    raw = ident == gold_id if ident and gold_id else same_label(label, gold_label)
+    raw = gold_id in entity_ids(ident) if ident and gold_id else same_label(label, gold_label)
     return raw, raw or any(same_label(label, other) for other in others)
 
 

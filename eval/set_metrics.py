@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from eval.errors import KbcError
-from eval.types import SetFact
+from eval.types import ID_JOIN, SetFact, named_gold
 
 ALL = "all"
 METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-f1", "avg-preds", "empty-preds")
@@ -67,9 +67,27 @@ def distinct(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def true_positives(pred: Sequence[str], gold_ids: Iterable[str], gold_labels: Iterable[str] = ()) -> int:
-    """Distinct predictions among the gold ids, then unmatched ones equal to a gold label; at most #gold."""
+def as_gold(pred: Sequence[str], gold_ids: Iterable[str]) -> list[str]:
+    """Each predicted item, an item naming several entities (`a|b`, LAMA's Freq) made the gold id it names that no
+    item before it took: one item, one gold entity at most; one naming none stays as it is, a wrong item."""
     gold = set(gold_ids)
+    taken = {item for item in pred if item in gold}
+    out = []
+    for item in pred:
+        if ID_JOIN in item and item not in gold:
+            named = named_gold(item, gold - taken)
+            if named is not None:
+                taken.add(named)
+                item = named
+        out.append(item)
+    return out
+
+
+def true_positives(pred: Sequence[str], gold_ids: Iterable[str], gold_labels: Iterable[str] = ()) -> int:
+    """Distinct predictions among the gold ids (an item naming several entities counts as the one gold entity it
+    names, `as_gold`), then unmatched ones equal to a gold label; at most #gold."""
+    gold = set(gold_ids)
+    pred = as_gold(pred, gold)
     by_id = sum(map(gold.__contains__, pred))
     labels = set(gold_labels) - gold  # holds no gold id: a label match is never an id match counted twice
     by_label = sum(map(labels.__contains__, pred)) if labels else 0

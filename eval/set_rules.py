@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.errors import ConfigError
+from eval.set_metrics import true_positives
+from eval.types import ID_JOIN
 from eval.user_values import strict_float
 
 Ranked = Sequence[tuple[str, float]]
@@ -114,6 +116,8 @@ def prefix_true_positives(items: Sequence[str], gold_ids: Sequence[str], gold_la
     """`true_positives(items[:n], ...)` for every n from 0 to len(items), in one pass: each item adds what it
     matches (a gold id, else a gold label), capped at the number of gold ids as `true_positives` caps."""
     gold = set(gold_ids)
+    if any(ID_JOIN in item for item in items):  # an item naming several entities: which it counts as hangs on the rest
+        return np.array([true_positives(items[:n], gold_ids, gold_labels) for n in range(len(items) + 1)])
     labels = set(gold_labels) - gold
     hits = np.fromiter((item in gold or item in labels for item in items), dtype=np.int64, count=len(items))
     return np.minimum(np.concatenate(([0], np.cumsum(hits))), len(gold))

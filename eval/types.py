@@ -180,6 +180,21 @@ class Answer(_Pickled):
     id: str | None = None
 
 
+ID_JOIN = "|"  # joins the ids of an answer naming several entities (Freq's label count: "England" Q179876|Q21)
+
+
+def entity_ids(id_: str | None) -> frozenset[str]:
+    """The Wikidata ids an answer's id names: one, or several joined by `ID_JOIN` (LAMA's Freq counts a label over
+    every entity of that label). Such an answer is right wherever any of them is the gold."""
+    return frozenset(id_.split(ID_JOIN)) if id_ else frozenset()
+
+
+def named_gold(id_: str | None, gold: Iterable[str]) -> str | None:
+    """The gold id an answer's id names (the first in sorted order where it names several), None where none."""
+    hits = sorted(entity_ids(id_).intersection(gold))
+    return hits[0] if hits else None
+
+
 _NEW = object.__new__
 _SET_LABEL, _SET_SCORE, _SET_ID = Answer.label.__set__, Answer.score.__set__, Answer.id.__set__  # type: ignore[attr-defined]
 assert tuple(f.name for f in fields(Answer)) == ("label", "score", "id")  # `_answer` sets every field

@@ -1,9 +1,11 @@
 """LAMA's Freq baseline (§4.3): rank objects by how often they are objects of the relation.
 
 Counts run over the test facts of each relation (every row, by object label, as LAMA compares
-labels). Ties are broken by first occurrence in the data file, so the ranking is deterministic
-and equals LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a relation gets
-the same ranking; the filtered setting then removes that subject's other valid objects.
+labels). An answer's id names every entity its count covers: P1376's "England" counts Q21 once and
+Q179876 four times, and answers `Q179876|Q21` (`eval.types.entity_ids`), right for either.
+Ties are broken by first occurrence in the data file, so the ranking is deterministic and equals
+LAMA Table 2 (T-REx 22.03). The subject is ignored: every query of a relation gets the same
+ranking; the filtered setting then removes that subject's other valid objects.
 Subject queries (coherency's second direction) get the relation's subjects ranked the same way.
 Ranks count within the returned list (`ranks = "list"`); the list holds every object of the relation.
 SQuAD's cloze questions have no relation (one placeholder stands for all of them): Freq does not apply there
@@ -18,13 +20,22 @@ from collections.abc import Iterable, Sequence
 from eval.types import Answer, Fact, Prediction, Query
 
 RELATIONLESS = ("squad",)  # corpora whose facts share one placeholder relation: no objects of a relation to count
+ANSWER_IDS, ANSWER_IDS_NOW = "answer_ids", "every entity of its label"  # identity: records of older Freq differ
+ID_SCORED = ("coherency",)  # experiments that score Freq's answers by id (LAMA's ranks compare labels)
 NO_RELATION = "a SQuAD question has no relation: Freq has no relation's objects to count"
 
 
-def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], str | None]) -> dict[str, tuple[Answer, ...]]:
+def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], list[str | None]]
+             ) -> dict[str, tuple[Answer, ...]]:
     # Counter.most_common is a stable sort on insertion order: first occurrence wins ties.
-    return {rel: tuple(Answer(label, float(n), ids[(rel, label)]) for label, n in c.most_common())
+    return {rel: tuple(Answer(label, float(n), _joined(ids[(rel, label)])) for label, n in c.most_common())
             for rel, c in counts.items()}
+
+
+def _joined(ids: list[str | None]) -> str | None:
+    """The ids of the entities a label's count covers, sorted and joined by `|` (None where none has one)."""
+    known = sorted({i for i in ids if i is not None})
+    return "|".join(known) if known else None
 
 
 class FreqPredictor:
@@ -34,11 +45,11 @@ class FreqPredictor:
 
     def __init__(self, facts: Iterable[Fact]) -> None:
         counts: dict[str, dict[str, Counter]] = {"object": {}, "subject": {}}
-        ids: dict[str, dict[tuple[str, str], str | None]] = {"object": {}, "subject": {}}
+        ids: dict[str, dict[tuple[str, str], list[str | None]]] = {"object": {}, "subject": {}}
         for fact in facts:
             for slot, entity in (("object", fact.object), ("subject", fact.subject)):
                 counts[slot].setdefault(fact.relation, Counter())[entity.label] += 1
-                ids[slot].setdefault((fact.relation, entity.label), entity.id)
+                ids[slot].setdefault((fact.relation, entity.label), []).append(entity.id)
         self._ranked = {slot: _ranking(counts[slot], ids[slot]) for slot in self.slots}
 
     def flat_relations(self) -> list[str]:

@@ -144,3 +144,31 @@ def test_lama_raw_setting_shares_a_kbs_ties_and_keeps_freqs_order(lama_dir, cach
     assert [p1[("gold", rel)] for rel in ("P138", "P47", "P101")] == [100.0, 100.0, 100.0]
     assert [p1[("freq", rel)] for rel in ("P138", "P47", "P101")] == pytest.approx(
         [100 * 11 / 645, 100 * 15 / 922, 100 * 75 / 696])
+
+
+def test_freqs_first_step_is_right_where_its_lama_rank_is_1(lama_dir, cache, capsys):
+    """Freq counts labels: P1376's "England" counts Q21 once and Q179876 four times, and P36's subject "England"
+    Q179876 three times and Q21 once. Its answer names both entities, so a first step is right on exactly the facts
+    where the same answer has LAMA rank 1 (all five, not only the one of the entity seen first), and on P36's four
+    England subjects, never on "South West England", which a partial match of the label would take."""
+    coh, lama = cache / "coh", cache / "lama"
+    for experiment, out in (("coherency", coh), ("lama", lama)):
+        code, _, err = run_kbc(["run", experiment, "--corpus", "trex", "--relations", "P1376", "P36",
+                                "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(out), "--quiet",
+                                "--bootstrap", "0"], capsys)
+        assert code == 0, err
+    rank1 = {}
+    for rel in ("P1376", "P36"):
+        for line in (lama / "predictions" / "trex" / "freq" / f"{rel}.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            rank1[rec["uid"]] = rec["rank_raw"] == 1
+    table = pd.read_parquet(coh / "instances.parquet")
+    table = table[table["dropped"].isna()]
+    first = table[table["round"] == 1]
+    got = {uid: bool(ok) for uid, ok in zip(first["fact_uid"], first["first_correct"])}
+    assert sum(got[uid] for uid in got if uid in rank1 and table.loc[table["fact_uid"] == uid, "relation"].iloc[0]
+               == "P1376") == 5
+    assert got == {uid: rank1[uid] for uid in got}
+    # round 2 asks P36's subject: "England" is right for its four facts (both entities), no England-like subject
+    second = table[(table["round"] == 2) & (table["relation"] == "P36") & table["first_correct"].astype(bool)]
+    assert sorted(second["first_truth"]) == ["England"] * 4

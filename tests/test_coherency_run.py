@@ -135,7 +135,8 @@ def test_the_instance_rule_counts_the_facts_it_leaves_out(lama_dir, tmp_path, ca
     assert "| trex | freq | P36 | one label contains the other | 155 |" in summary
     rows = json.loads((out / "summary.json").read_text())
     got = {r["metric"]: r["value"] for r in rows if r["scope"] == "own" and r["group"] == "all"}
-    assert got["n_instances"] == 533 and round(got["coherency"], 2) == 1.03
+    # 12 of the 1066 rounds; Freq's subject "England" names Q21 and Q179876, so the fact of Q21 counts too
+    assert got["n_instances"] == 533 and round(got["coherency"], 2) == 1.13
     table = pd.read_parquet(out / "instances.parquet")
     ruled = table[table["dropped"].notna()]
     assert len(ruled) == 170 and len(table) == 170 + 2 * 533

@@ -36,7 +36,7 @@ from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
-from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
+from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt, entity_ids
 from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -90,7 +90,7 @@ def gold_position(answers: Sequence[Answer], gold: Entity, lowercased: bool = Fa
     several carry its label, else the first of them; None when absent."""
     label = gold.label.lower() if lowercased else gold.label
     named = [i for i, a in enumerate(answers) if (a.label.lower() if lowercased else a.label) == label]
-    return next((i for i in named if gold.id is not None and answers[i].id == gold.id), named[0] if named else None)
+    return next((i for i in named if gold.id in entity_ids(answers[i].id)), named[0] if named else None)
 
 
 def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:

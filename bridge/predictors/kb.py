@@ -8,7 +8,7 @@ from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, declares
 from eval.answer_space import has_closed_spaces
 from eval.lmkbc import load_lmkbc
-from kb.freq import RELATIONLESS, FreqPredictor
+from kb.freq import ANSWER_IDS, ANSWER_IDS_NOW, ID_SCORED, RELATIONLESS, FreqPredictor
 from kb.gold import GoldKBPredictor
 from kb.set_predictors import FreqSetPredictor, GoldSetPredictor
 
@@ -31,7 +31,12 @@ def make_freq(name: str, ctx: PredictorContext) -> FreqPredictor | FreqSetPredic
 
 
 # records before "unasked" ranked SQuAD's cloze questions under its placeholder relation: a rerun must never mix them
-make_freq.identity_extra = {"unasked": "dropped"}  # type: ignore[attr-defined]
+# records before "answer_ids" gave an answer the id of the first entity of its label only (P1376's "England": Q21, not
+# Q179876 it counts four times of five): coherency, which scores by id, must never mix them
+make_freq.identity_extra = {"unasked": "dropped", ANSWER_IDS: ANSWER_IDS_NOW}  # type: ignore[attr-defined]
+make_freq.ids_scored = (ID_SCORED, "gave each answer the id of the first entity of its label only (P1376's "  # type: ignore[attr-defined]
+                        "\"England\": Q21, although Q179876 holds four of its five counts), so a first step was "
+                        "judged against that one entity")
 make_freq.unasked = (RELATIONLESS, "ranked each SQuAD question's answers by frequency under one placeholder "  # type: ignore[attr-defined]
                      "relation; use another --out to leave them out as not applicable, as LAMA's Freq")
 

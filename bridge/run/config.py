@@ -483,6 +483,12 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
                 raise ConfigError(f"{cfg.out}: predictor {p.name!r} has {stale[0]} answers there from an earlier kbc "
                                   f"version, which {why}")
             seen = {**seen, "unasked": ident["unasked"]}  # its records of other corpora are those it writes now
+        if seen and seen != ident and ident.get("answer_ids") and "answer_ids" not in seen:
+            scored, why = p.factory.ids_scored  # the experiments that score its ids, and what its ids were before
+            if experiment in scored and has_records(cfg.out, p.name):
+                raise ConfigError(f"{cfg.out}: predictor {p.name!r} has answers there from an earlier kbc version, "
+                                  f"which {why}; use another --out to score it with every entity its answer names")
+            seen = {**seen, "answer_ids": ident["answer_ids"]}  # ranks and sets compare what it answers now
         if seen and seen != ident and same_content(seen, ident):
             ident = seen  # the same files spelled another way (relative, absolute, a copy): kept as first recorded
         if seen and seen != ident and _without_defaults(seen, p.declared) == _without_defaults(ident, p.declared):

@@ -512,6 +512,7 @@ def set_fields(explorer: Explorer, column: Column, query: Query, pred) -> dict:
     first: no set here, and the note says why."""
     from eval.lmkbc import NUMERIC
     from eval.set_answers import set_answer
+    from eval.set_metrics import as_gold
     from eval.set_rules import parse_set_rule
 
     rule = parse_set_rule(column.set_rule) if column.set_rule else None
@@ -522,9 +523,10 @@ def set_fields(explorer: Explorer, column: Column, query: Query, pred) -> dict:
     items = set_answer(pred, explorer.labels, rule, query.relation in NUMERIC)
     gold = {a.id for a in explorer.gold.predict([query], 0)[0].answers}
     named = {a.id: a.label for a in pred.answers if a.id}
-    return {**shown, "set": [{"label": explorer.object_labels.get(x) or named.get(x, x),
-                              "id": x if x in named or x in explorer.object_labels or x in gold else None,
-                              "gold": x in gold} for x in items]}
+    # an answer naming several entities is the gold one it names, as `kbc run lmkbc` scores and submits it
+    return {**shown, "set": [{"label": explorer.object_labels.get(y) or named.get(x, x),
+                              "id": y if x in named or y in explorer.object_labels or y in gold else None,
+                              "gold": y in gold} for x, y in zip(items, as_gold(items, gold))]}
 
 
 def upper_bound(column: Column, query: Query) -> str | None:
