@@ -361,9 +361,9 @@ def relation_scores(records: Iterable[dict]) -> dict[str, dict[str, float]]:
                 scores[f"coherency_round{k}"] = 100 * _mean([r["coherent"] for r in rounds[k]])
                 scores[f"c{k}"] = 100 * _mean([r["first_correct"] for r in rounds[k]])
         scores["coherency"] = 100 * _mean([r["coherent"] for r in recs])
-        per_fact: dict[str, list[dict]] = defaultdict(list)
-        for r in recs:
-            per_fact[r["fact_uid"]].append(r)
+        per_fact: dict[tuple[str, str | None], list[dict]] = defaultdict(list)
+        for r in recs:  # under a prompt set, a fact's rounds asked with one prompt
+            per_fact[(r["fact_uid"], r.get("prompt_id"))].append(r)
         complete = [rs for rs in per_fact.values() if {r["round"] for r in rs} == set(ROUNDS)]
         if complete:
             scores["all_correct"] = 100 * _mean([all(r["first_correct"] and r["second_correct"] for r in rs)

@@ -396,17 +396,28 @@ PROMPT_METRICS = ("consistency", "group_accuracy", "p@1_random_prompt_min", "p@1
                   "p@1_random_prompt_max")
 
 
+# coherency's draws of one prompt per relation (the coherency paper's Table 3): min, mean, max per round and both
+COHERENCY_PROMPT_METRICS = tuple(f"{m}_random_prompt_{s}" for m in ("coherency", "coherency_round1",
+                                                                     "coherency_round2") for s in ("min", "avg", "max"))
+
+
 def prompt_table(rows: list[dict]) -> str:
-    """Consistency, group accuracy and the random-prompt draws, one row per (corpus, predictor)."""
+    """Consistency, group accuracy and the random-prompt draws (of P@1, or of coherency), one row per (corpus,
+    predictor)."""
+    if any(r["metric"] in PROMPT_METRICS for r in rows):
+        metrics, names = PROMPT_METRICS, ["consistency", "group accuracy", "P@1 random prompt min", "avg", "max"]
+    else:
+        metrics = COHERENCY_PROMPT_METRICS
+        names = [f"{what} random prompt {s}" for what in ("coherency", "round 1", "round 2") for s in ("min", "avg",
+                                                                                                      "max")]
     picked = {(r["corpus"], r["predictor"], r["metric"]): r for r in rows
-              if r["metric"] in PROMPT_METRICS and r["group"] == "all" and r.get("scope") == "shared"}
+              if r["metric"] in metrics and r["group"] == "all" and r.get("scope") == "shared"}
     if not picked:
         return ""
-    names = ["consistency", "group accuracy", "P@1 random prompt min", "avg", "max"]
     lines = ["| corpus | predictor | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(names))]
     for corpus, predictor in dict.fromkeys((c, p) for c, p, _ in picked):
         cells = [f"{picked[(corpus, predictor, m)]['value']:.2f}" if (corpus, predictor, m) in picked else "-"
-                 for m in PROMPT_METRICS]
+                 for m in metrics]
         lines.append(md_row([corpus, predictor, *cells]))
     return "\n".join(lines)
 

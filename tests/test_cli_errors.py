@@ -299,15 +299,6 @@ def _(c: Ctx) -> list[str]:
 
 
 # -- coherency -----------------------------------------------------------------------------------
-@case("coherency with two prompts for a relation", "2 prompts for P19; coherency asks one prompt per relation",
-      after_report=True)
-def _(c: Ctx) -> list[str]:
-    rows = [{"relation": "P19", "template": t} for t in ("[X] was born in [Y] .", "[X] is from [Y] .")]
-    (c.tmp / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return ["run", "coherency", "--corpus", "trex", "--predictors", "freq", "--prompts", str(c.tmp / "p.jsonl"),
-            "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
-
-
 @case("coherency on SQuAD", "coherency cannot run on squad: its facts are cloze sentences", after_report=True)
 def _(c: Ctx) -> list[str]:
     return ["run", "coherency", "--corpus", "squad", "--predictors", "freq", "--data-dir", str(c.data),

@@ -291,7 +291,8 @@ def run_options(default_out: str):
         click.option("--template", type=click.Choice(["0", "1", "2", "all"]), default="0", show_default=True,
                      help="BEAR corpora: the template each relation is asked with, or all three (a prompt set)."),
         click.option("--prompt-draws", type=IntRange(min=1), default=10, show_default=True,
-                     help="Seeded draws of one random prompt per relation (min/avg/max P@1)."),
+                     help="Seeded draws of one random prompt per relation (min/avg/max P@1; coherency's in "
+                          "`kbc run coherency`)."),
         click.option("--compat", type=click.Choice(["lama", "lm-pub-quiz"]), default=None,
                      help="Behave as LAMA's released code (label deduplication, its tokenization, MRR cut-off), or "
                           "as lm-pub-quiz (statement scoring: labels verbatim, the first character upper-cased)."),
@@ -555,7 +556,7 @@ def run_coherency(ctx: click.Context, **params) -> None:
     """
     from bridge.experiments.coherency import CoherencyExperiment
 
-    execute(ctx, lambda p: CoherencyExperiment(p["prompts"], p["context"]), params,
+    execute(ctx, lambda p: CoherencyExperiment(p["prompts"], p["context"], p["prompt_draws"], p["seed"]), params,
             ("coherency", "Coherency (%), mean of both rounds"))
 
 

@@ -169,11 +169,14 @@ def coherency_json(run: RunDir, fact: dict) -> dict:
             out["predictors"][name] = {"status": "left out" if ruled else "dropped", "reason": whole["dropped"]}
             continue
         rounds = []
-        for unit in sorted(units.values(), key=lambda u: u["round"]):
+        # a unit's steps are named by its first step's `unit` (under a prompt set, one unit per round and prompt)
+        steps = {r["unit"]: r for r in stages.get("first", {}).values() if "unit" in r}
+        for key, unit in sorted(units.items(), key=lambda u: (u[1].get("prompt_id") or "", u[1]["round"])):
             n = unit["round"]
-            first = stages.get("first", {})[f"{fact['uid']}:coherency:r{n}s1"]
-            second = stages.get("second", {}).get(f"{fact['uid']}:coherency:r{n}s2")
-            rounds.append({"round": n, "unit": unit["uid"], f"c{n}": unit["first_correct"],
+            first = steps[key]
+            second = stages.get("second", {}).get(first["uid"].replace(f":coherency:r{n}s1", f":coherency:r{n}s2", 1))
+            rounds.append({"round": n, "unit": unit["uid"], **({"prompt_id": unit["prompt_id"]} if "prompt_id" in unit
+                                                               else {}), f"c{n}": unit["first_correct"],
                            "coherent": unit["coherent"], "first": _first_step(first),
                            "second": None if second is None else _second_step(second)})
         out["predictors"][name] = {"status": "answered", "rounds": rounds}
@@ -200,6 +203,11 @@ def _generated(step: dict, pad: str) -> list[str]:
     return indented(f"{pad}generation: ", str(step[GENERATED])) if GENERATED in step else []
 
 
+def _prompt_named(unit: dict) -> str:
+    """` @<prompt>` for a round asked with one prompt of a set, nothing otherwise."""
+    return f" @{unit['prompt_id']}" if "prompt_id" in unit else ""
+
+
 def coherency_text(fact: dict) -> list[str]:
     lines = fact_head(fact)
     width = _width(fact)
@@ -209,12 +217,13 @@ def coherency_text(fact: dict) -> list[str]:
         if entry["status"] != "answered":
             lines += _not_answered(name, entry, width)
             continue
-        verdicts = [f"round {n}: c{n} {YES[r[f'c{n}']]}, coherent {YES[r['coherent']]}"
+        verdicts = [f"round {n}{_prompt_named(r)}: c{n} {YES[r[f'c{n}']]}, coherent {YES[r['coherent']]}"
                     for r in entry["rounds"] for n in [r["round"]]]
         lines.append(f"  {name.ljust(width)}  {'; '.join(verdicts)}")
         for r in entry["rounds"]:
             first, second = r["first"], r["second"]
-            lines += indented(f"{pad}{'round ' + str(r['round']):<9}",
+            label = f"round {r['round']}{_prompt_named(r)}"
+            lines += indented(f"{pad}{label:<{max(9, len(label) + 1)}}",
                                f"asks the {first['slot']}: {prompt_text(first['prompt'])}")
             lines += _generated(first, deeper)
             lines.append(f"{deeper}truth {first['truth']}, right: {YES[first['correct']]}")

@@ -10,11 +10,16 @@ for every predictor, a fact the instance rule leaves out (`left_out`: labels equ
 A predictor answering by generation answers each step with its one parsed and linked answer (a subject asked
 with a blank in its place); its records keep the exact prompt and the raw generation. With no second answer to
 fall back to, a second step whose one answer is excluded has no answer (not coherent).
+A prompt set with several prompts for a relation asks each fact under every one of them, both rounds, the second
+step with its first step's prompt (uids `<step>@<prompt>`, units `<fact>:r1@<prompt>`, records `prompt_id`); the
+summaries add per-prompt coherency and the coherency of seeded draws of one prompt per relation (the paper's
+Table 3), drawn as LAMA draws its P@1 (`eval.consistency.random_prompt_draws`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 
 from bridge.experiments.base import Records, StageInput, StageRecords
@@ -40,6 +45,8 @@ from eval.coherency import (
 from eval.errors import ConfigError
 from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt
 
+log = logging.getLogger("kbc")
+
 FACT_FIELDS = ("subject", "subject_id", "gold", "gold_id")  # every instance row names its fact, as dropped rows do
 
 
@@ -48,17 +55,26 @@ def _fact_fields(fact: Fact) -> dict[str, str | None]:
             "gold_id": fact.object.id}
 
 
+PER_PROMPT = "per prompt"  # settings' `prompt_uids` where each fact is asked under every prompt of a set
+DRAWN = ("coherency", "coherency_round1", "coherency_round2")  # the metrics of the random-prompt draws
+
+
 def _round(uid: str) -> int:
-    return int(uid.rsplit(":r", 1)[1][0])
+    """The round of a step uid (`X:coherency:r1s2`, under a prompt set `X:coherency:r1s2@<prompt>`)."""
+    found = re.search(r":coherency:r([12])s[12](@|$)", uid)
+    if found is None:
+        raise ValueError(f"not a coherency step uid: {uid}")
+    return int(found.group(1))
 
 
 def fact_uid(uid: str) -> str:
-    """The fact a step (`X:coherency:r1s2`) or a unit (`X:r1`) is of; a fact's uid is its own."""
-    return re.sub(r":(coherency:r[12]s[12]|r[12])$", "", uid)
+    """The fact a step (`X:coherency:r1s2`) or a unit (`X:r1`) is of, with or without `@<prompt>`; a fact's uid is
+    its own."""
+    return re.sub(r":(coherency:r[12]s[12]|r[12])(@.*)?$", "", uid, count=1)
 
 
-def _unit(fact_uid: str, round_: int) -> str:
-    return f"{fact_uid}:r{round_}"
+def _unit(fact_uid: str, round_: int, prompt: str | None = None) -> str:
+    return f"{fact_uid}:r{round_}" + (f"@{prompt}" if prompt is not None else "")
 
 
 class CoherencyExperiment:
@@ -72,11 +88,11 @@ class CoherencyExperiment:
     # Algorithm 1 filters on its own (the second step excludes every other correct answer): no filtered setting
     scored_settings = ("raw",)
 
-    def __init__(self, prompts: str = "lama", context: str = "none") -> None:
+    def __init__(self, prompts: str = "lama", context: str = "none", draws: int = 10, seed: int = 0) -> None:
         from bridge.experiments.lama import canonical_context
 
         context = canonical_context(context)
-        self.prompts, self.context = prompts, context
+        self.prompts, self.context, self.draws, self.seed = prompts, context, draws, seed
         self.settings = {"prompts": prompts, "context": context}
         self._correct: CorrectAnswers | None = None
         self._symmetric: set[str] = set()
@@ -84,6 +100,16 @@ class CoherencyExperiment:
         # second-step uid -> its first step's verdict, which the second record repeats: only the first step saw
         # every tied top answer of a KB that shares ties (`first_step_correct`), the second knows the one asked back
         self._first_correct: dict[str, bool] = {}
+
+    @classmethod
+    def from_scoring(cls, scoring: dict) -> CoherencyExperiment:
+        """The experiment as a run's summaries score it: with its recorded random-prompt draws and their seed."""
+        return cls(draws=int(scoring.get("prompt_draws", 10)), seed=int(scoring.get("prompt_seed", 0)))
+
+    @property
+    def per_prompt(self) -> bool:
+        """Whether each fact is asked under every prompt of its relation (a set with several for one relation)."""
+        return self.settings.get("prompt_uids") == PER_PROMPT
 
     @staticmethod
     def config_notes(config: dict) -> list[str]:
@@ -104,28 +130,37 @@ class CoherencyExperiment:
 
     def check(self, corpora: dict, data_dir) -> None:
         """Refuse what Algorithm 1 cannot ask, before any work: cloze corpora (no subject entity to ask
-        back for) and prompt sets with several prompts for a relation (one round trip per fact)."""
+        back for). A prompt set with several prompts for an asked relation asks every prompt (`prompt_uids` in the
+        settings, so that a rerun asking it otherwise is refused) and scores random-prompt draws (`scoring`)."""
         for name, corpus in corpora.items():
             if corpus.facts and all(f.cloze for f in corpus.facts):
                 raise ConfigError(f"coherency cannot run on {name}: its facts are cloze sentences without subject "
                                   "and object entities to ask back for; use trex or google_re")
         if self.prompts == "lama":
             return
-        from eval.prompts import load_prompts
+        from eval.prompts import fallback_relations, load_prompts
 
-        for corpus in corpora.values():
-            for rel, prompts in load_prompts(self.prompts, data_dir, corpus.relations).items():
-                if len(prompts) > 1:
-                    raise ConfigError(f"--prompts {self.prompts}: {len(prompts)} prompts for {rel}; coherency asks "
-                                      "one prompt per relation: pass a prompt file with one prompt per relation")
+        loaded = {name: load_prompts(self.prompts, data_dir, corpus.relations) for name, corpus in corpora.items()}
+        if not any(len(ps) > 1 for prompts in loaded.values() for ps in prompts.values()):
+            return  # one prompt per relation: asked as the LAMA template is, one round trip per fact
+        self.settings["prompt_uids"] = PER_PROMPT
+        self.scoring = {"prompt_draws": self.draws, "prompt_seed": self.seed}
+        for name, prompts in loaded.items():
+            fell_back = fallback_relations(prompts)
+            if fell_back:  # asked once, with the LAMA template: one prompt in the draws
+                log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
+                            self.prompts, ", ".join(fell_back))
 
-    def _templates(self, given: StageInput) -> dict[str, str]:
-        templates = {rel: r.template for rel, r in given.corpus.relations.items()}
+    def _templates(self, given: StageInput) -> dict[str, list[tuple[str, str]]]:
+        """Per relation, the (prompt id, template) pairs asked: one, its LAMA template or the set's, unless
+        `per_prompt`."""
+        templates = {rel: [(self.prompts, r.template)] for rel, r in given.corpus.relations.items()}
         if self.prompts != "lama":
             from eval.prompts import load_prompts
 
             for rel, prompts in load_prompts(self.prompts, given.data_dir, given.corpus.relations).items():
-                templates[rel] = prompts[0].template
+                chosen = prompts if self.per_prompt else prompts[:1]
+                templates[rel] = [(p.id if self.per_prompt else self.prompts, p.template) for p in chosen]
         return templates
 
     def _prepare(self, given: StageInput) -> list[Fact]:
@@ -167,21 +202,25 @@ class CoherencyExperiment:
         instances = self._prepare(given)
         templates = self._templates(given)
         out: dict[str, list[tuple[Query, Fact]]] = {rel: [] for rel in given.corpus.relations}
+        suffix = (lambda pid: f"@{pid}") if self.per_prompt else (lambda pid: "")
         for fact in instances:
-            template = templates[fact.relation]
-            for round_ in ROUNDS:
-                if stage == "first":
-                    query = first_step_query(fact, round_, template)
-                else:
-                    first = given.earlier.get("first", {}).get(first_step_query(fact, round_, template).uid)
-                    if not first or "dropped" in first or not first["answers"]:
-                        continue
-                    top = first["answers"][0]
-                    query = second_step_query(fact, round_, [Answer(top[0], top[1], top[2])], template)
-                    if query is None:
-                        continue
-                    self._first_correct[query.uid] = bool(first["correct"])
-                out[fact.relation].append((dataclasses.replace(query, prompt=self.prompts), fact))
+            for pid, template in templates[fact.relation]:
+                for round_ in ROUNDS:
+                    if stage == "first":
+                        query = first_step_query(fact, round_, template)
+                    else:
+                        uid = first_step_query(fact, round_, template).uid + suffix(pid)
+                        first = given.earlier.get("first", {}).get(uid)
+                        if not first or "dropped" in first or not first["answers"]:
+                            continue
+                        top = first["answers"][0]
+                        query = second_step_query(fact, round_, [Answer(top[0], top[1], top[2])], template)
+                        if query is None:
+                            continue
+                    query = dataclasses.replace(query, uid=query.uid + suffix(pid), prompt=pid)
+                    if stage == "second":
+                        self._first_correct[query.uid] = bool(first["correct"])
+                    out[fact.relation].append((query, fact))
         return with_context(out, self.context, given)
 
     def depth(self, stage: str, query: Query, fact: Fact, base: int) -> int:
@@ -197,13 +236,14 @@ class CoherencyExperiment:
 
     def record(self, stage: str, query: Query, fact: Fact, pred: Prediction, rel_valid: dict[str, set[str]]) -> dict:
         round_ = _round(query.uid)
+        prompt = {"prompt_id": query.prompt} if self.per_prompt else {}
         truth: Entity = fact.object if query.slot == "object" else fact.subject
         if stage == "first":  # the top answer is asked back from; the truth among the tied top makes it right
             answers = saved_answers(pred.answers, (0, truth_position(pred, truth)), pred.shared_ties)
-            return {"uid": query.uid, "unit": _unit(fact.uid, round_), "fact_uid": fact.uid,
+            return {"uid": query.uid, "unit": _unit(fact.uid, round_, prompt.get("prompt_id")), "fact_uid": fact.uid,
                     "relation": fact.relation, "round": round_, "slot": query.slot, "prompt": asked_prompt(query, pred),
                     "truth": truth.label, "answers": answers, "correct": first_step_correct(pred, truth),
-                    "symmetric": fact.relation in self._symmetric, **_fact_fields(fact),
+                    "symmetric": fact.relation in self._symmetric, **_fact_fields(fact), **prompt,
                     **generation_fields(pred.extra)}
         if self._correct is None or self._corpus != fact.corpus:
             raise RuntimeError("coherency records are made after the queries of their corpus")
@@ -211,14 +251,14 @@ class CoherencyExperiment:
         answers = saved_answers(pred.answers, (pick_position(pred.answers, excluded, truth),), pred.shared_ties)
         scored = score_instance(fact, round_, [Answer(query.known.label, 0.0, query.known.id)], pred, self._correct)
         scored["first_correct"] = self._first_correct.get(query.uid, scored["first_correct"])
-        return {"uid": query.uid, "unit": _unit(fact.uid, round_), "prompt": asked_prompt(query, pred),
-                "answers": answers, "symmetric": fact.relation in self._symmetric, **scored,
-                **generation_fields(pred.extra)}
+        return {"uid": query.uid, "unit": _unit(fact.uid, round_, prompt.get("prompt_id")),
+                "prompt": asked_prompt(query, pred), "answers": answers, "symmetric": fact.relation in self._symmetric,
+                **scored, **prompt, **generation_fields(pred.extra)}
 
     def instances(self, records: StageRecords) -> Records:
         """One record per (fact, round): the scored second step, or the first step when nothing followed.
 
-        A dropped fact is one record (keyed by the fact), so dropped counts are facts, not rounds.
+        A dropped fact is one record (keyed by the fact), so dropped counts are facts, not rounds nor prompts.
         """
         seconds = {r["unit"]: r for r in records.get("second", {}).values() if "unit" in r}
         out: Records = {}
@@ -237,10 +277,53 @@ class CoherencyExperiment:
                              "round": first["round"], "first_answer": first["answers"][0][0] if first["answers"]
                              else None, "first_correct": first["correct"], "second_answer": None,
                              "second_correct": False, "coherent": False, "symmetric": first["symmetric"],
+                             **({"prompt_id": first["prompt_id"]} if "prompt_id" in first else {}),
                              **({"second_dropped": second["dropped"]} if second else {})}
         return out
 
     def summarize(self, instances: list[dict], relation_types: dict[str, str | None], mrr_cutoff: int | None
                   ) -> tuple[list[dict], list[dict]]:
         symmetric = {r["relation"] for r in instances if r.get("symmetric")}
-        return summarize_coherency(instances, relation_types, symmetric), []
+        rows = summarize_coherency(instances, relation_types, symmetric)
+        if any("prompt_id" in r for r in instances):
+            rows += prompt_rows(instances, self.draws, self.seed)
+        return rows, []
+
+
+def per_prompt_scores(instances: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per relation and prompt id, that prompt's coherency scores (`relation_scores` of its units alone)."""
+    from eval.coherency import relation_scores
+
+    by_prompt: dict[str, list[dict]] = {}
+    for r in instances:
+        if "dropped" not in r:
+            by_prompt.setdefault(str(r.get("prompt_id", "lama")), []).append(r)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for pid in sorted(by_prompt):
+        for rel, scores in relation_scores(by_prompt[pid]).items():
+            out.setdefault(rel, {})[pid] = scores
+    return out
+
+
+def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
+    """Per-prompt coherency (rows with a `prompt` field) and, per metric of `DRAWN`, its min, mean and max over
+    `draws` seeded draws of one prompt per relation (macro over relations), as LAMA draws its P@1."""
+    from eval.consistency import random_prompt_draws
+
+    scores = per_prompt_scores(instances)
+    rows = []
+    for rel in sorted(scores):
+        for pid, by in scores[rel].items():
+            rows += [{"setting": "raw", "group": rel, "metric": metric, "prompt": pid, "value": by[metric],
+                      "n_facts": int(by["n_instances"])} for metric in DRAWN if metric in by]
+    n = len({r["fact_uid"] for r in instances if "dropped" not in r})
+    for metric in DRAWN:
+        per_prompt = {rel: {pid: by[metric] for pid, by in prompts.items() if metric in by}
+                      for rel, prompts in scores.items()}
+        if not any(per_prompt.values()):
+            continue
+        drawn = random_prompt_draws(per_prompt, draws, seed)
+        for stat, value in (("min", drawn.min), ("avg", drawn.mean), ("max", drawn.max)):
+            rows.append({"setting": "raw", "group": "all", "metric": f"{metric}_random_prompt_{stat}", "value": value,
+                         "n_facts": n})
+    return rows
