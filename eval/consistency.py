@@ -136,6 +136,15 @@ def random_prompt_draws(per_prompt: Mapping[str, Mapping[str, float]], n_draws: 
     return Draws(scores, choices)
 
 
+def drawn_extremes(per_prompt: Mapping[str, Mapping[str, float]], drawn: Draws) -> dict[str, float]:
+    """Macro over relations of each relation's worst and best score among the prompts the draws took for it (the
+    coherency paper's Table 3: "the worst/average/best performing prompts per relation" over its runs); the
+    average is the draws' mean."""
+    rels = sorted({rel for pick in drawn.choices for rel in pick})
+    taken = {rel: [per_prompt[rel][pick[rel]] for pick in drawn.choices] for rel in rels}
+    return {"worst": fmean(min(v) for v in taken.values()), "best": fmean(max(v) for v in taken.values())}
+
+
 def prompt_extremes(per_prompt: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """Macro over relations of each relation's worst, average and best prompt score."""
     rels = [scores for scores in per_prompt.values() if scores]

@@ -396,9 +396,10 @@ PROMPT_METRICS = ("consistency", "group_accuracy", "p@1_random_prompt_min", "p@1
                   "p@1_random_prompt_max")
 
 
-# coherency's draws of one prompt per relation (the coherency paper's Table 3): min, mean, max per round and both
-COHERENCY_PROMPT_METRICS = tuple(f"{m}_random_prompt_{s}" for m in ("coherency", "coherency_round1",
-                                                                     "coherency_round2") for s in ("min", "avg", "max"))
+# coherency's draws of one prompt per relation (the coherency paper's Table 3): min, mean and max over the draws, and
+# each relation's worst and best drawn prompt, macro (summary.json holds the same of each round)
+COHERENCY_PROMPT_METRICS = ("coherency_random_prompt_min", "coherency_random_prompt_avg", "coherency_random_prompt_max",
+                            "coherency_drawn_prompt_worst", "coherency_drawn_prompt_best")
 
 
 def prompt_table(rows: list[dict]) -> str:
@@ -408,8 +409,7 @@ def prompt_table(rows: list[dict]) -> str:
         metrics, names = PROMPT_METRICS, ["consistency", "group accuracy", "P@1 random prompt min", "avg", "max"]
     else:
         metrics = COHERENCY_PROMPT_METRICS
-        names = [f"{what} random prompt {s}" for what in ("coherency", "round 1", "round 2") for s in ("min", "avg",
-                                                                                                      "max")]
+        names = ["coherency random prompt min", "avg", "max", "worst drawn prompt", "best drawn prompt"]
     picked = {(r["corpus"], r["predictor"], r["metric"]): r for r in rows
               if r["metric"] in metrics and r["group"] == "all" and r.get("scope") == "shared"}
     if not picked:
