@@ -21,13 +21,46 @@ from types import TracebackType
 from eval.errors import DataError
 
 
-def atomic_save(obj, path: Path) -> None:
-    """`torch.save` to `path.tmp`, then renamed: `path` holds either the old state or the new one, never a part."""
+def atomic_save(obj, path: Path, digest: bool = False) -> None:
+    """`torch.save` to `path.tmp`, then renamed: `path` holds either the old state or the new one, never a part.
+    `digest`: the file's SHA-256 is kept beside it (`digest_path`), so that a resume refuses a file changed since
+    (a flipped bit in a weight still loads, and would train on from it)."""
     import torch
 
     tmp = path.with_suffix(path.suffix + ".tmp")
     torch.save(obj, tmp)
+    if digest:
+        side = digest_path(path)
+        side_tmp = side.with_suffix(side.suffix + ".tmp")
+        side_tmp.write_text(_sha256(tmp), encoding="utf-8")
+        os.replace(tmp, path)
+        os.replace(side_tmp, side)
+        return
     os.replace(tmp, path)
+
+
+def digest_path(path: Path) -> Path:
+    """Where `atomic_save(..., digest=True)` keeps the SHA-256 of `path`."""
+    return path.with_name(path.name + ".sha256")
+
+
+def check_digest(path: Path, fix: str) -> None:
+    """Refuse, in one line, a file whose kept SHA-256 (`digest_path`) is not its own; a file without one (written
+    by an earlier kbc version) is read as it is."""
+    try:
+        kept = digest_path(path).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return
+    if kept != _sha256(path):
+        raise DataError(f"{path}: changed since it was written (its SHA-256 is not the one kept in "
+                        f"{digest_path(path).name}); {fix}")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def host_copy(obj, spare: dict[tuple, list] | None = None):
@@ -115,7 +148,7 @@ class BackgroundSaver:
     def _write(self, items: list[tuple[object, Path]]) -> None:
         for obj, path in items:
             try:
-                atomic_save(obj, path)
+                atomic_save(obj, path, digest=True)
             except Exception as exc:  # any failure goes to the training loop, never lost in this thread
                 reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
                 self._failure = DataError(f"{path}: could not be written ({' '.join(str(reason).split())}); the "

@@ -28,7 +28,7 @@ import numpy as np
 
 from eval.classification import macro_scores
 from eval.errors import ConfigError, DataError
-from lm.background_save import BackgroundSaver, atomic_save
+from lm.background_save import BackgroundSaver, atomic_save, check_digest, digest_path
 from lm.batches import encoder_mask, pad_rows, to_device
 from lm.precision import plan_free_attention
 from lm.relation_inputs import RelationInput, RelationInputBuilder
@@ -408,6 +408,7 @@ def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, 
     os.replace(tmp, folder / DONE)
     for name in (CHECKPOINT, "best.pt"):
         (folder / name).unlink(missing_ok=True)
+        digest_path(folder / name).unlink(missing_ok=True)
     return Trained(encoder, head, tokenizer, classes, info)
 
 
@@ -428,6 +429,7 @@ def _load_state(path: Path, device: str, fix: str, weights_only: bool = False):
     except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise DataError(f"{path}: not a readable saved state ({text[:200]}); {fix}") from None
+    check_digest(path, fix)  # a flipped bit in a weight still loads
     if not isinstance(state, dict):
         raise DataError(f"{path}: not a saved state of kbc's classifier training; {fix}")
     return state

@@ -112,3 +112,76 @@ def test_every_reader_says_a_run_is_writing_while_one_is(finished, tmp_path, cap
         kbcompare.load_run(run)
     assert str(caught.value) == (f"{run} has predictions but no summary.json: the run has not finished; rerun the "
                                  "same `kbc run` command to complete it")
+
+
+def test_a_run_that_has_just_taken_the_lock_is_waited_for(finished, tmp_path, capsys):
+    """A rerun of the same command into a finished run records its attempt in config.json before it changes any
+    file its summaries were scored from: from then on every reader says to wait, as it does later in that run,
+    never that it compares the run as it stands (what it reads would change under it)."""
+    from bridge.run.run_lock import RunLock
+
+    intact, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    config["runs"].append({"started": "2026-01-01T00:00:00+00:00"})  # the attempt starting: no end yet
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    writing = f"error: {run}: a kbc run is writing to it now; wait for it to finish, then read it again"
+    with RunLock(run):
+        for argv_ in (["compare", str(run), "freq", "bert"], ["leaderboard", str(run)], ["report", str(run)]):
+            assert run_kbc(argv_, capsys) == (2, "", writing + "\n"), argv_
+
+
+@pytest.mark.parametrize("reader", ["compare", "leaderboard", "report"])
+def test_a_run_that_takes_the_lock_while_a_reader_reads_is_waited_for(finished, tmp_path, capsys, monkeypatch,
+                                                                      reader):
+    """A `kbc run` that starts into a finished run just after a reader checked it may change its files while the
+    reader reads them: the reader checks again once it has read, and says to wait rather than print a mix."""
+    import bridge.cli.compare as compare_cli
+    import bridge.run.freshness as freshness
+    import bridge.run.leaderboard as board
+    from bridge.run.run_lock import RunLock
+
+    intact, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    held = contextlib.ExitStack()
+    module, name = {"compare": (compare_cli, "check_readable"), "leaderboard": (board, "check_scored"),
+                    "report": (freshness, "check_scored")}[reader]
+    original = getattr(module, name)
+
+    def checked_then_a_run_starts(*args, **kwargs):
+        found = original(*args, **kwargs)
+        if not held._exit_callbacks:
+            held.enter_context(RunLock(run))
+        return found
+
+    monkeypatch.setattr(module, name, checked_then_a_run_starts)
+    writing = f"error: {run}: a kbc run is writing to it now; wait for it to finish, then read it again"
+    argv_ = {"compare": ["compare", str(run), "freq", "bert"], "leaderboard": ["leaderboard", str(run)],
+             "report": ["report", str(run), "--out", str(tmp_path / "report")]}[reader]
+    with held:
+        assert run_kbc(argv_, capsys) == (2, "", writing + "\n")
+    monkeypatch.setattr(module, name, original)
+    assert run_kbc(argv_, capsys)[0] == 0  # the run ended: read as before
+
+
+def test_an_unscored_run_being_written_is_said_to_be_running(finished, tmp_path, capsys):
+    """A run with no summaries yet is compared as it stands; while a `kbc run` holds its lock the note says that run
+    is writing it, not that it may have been killed."""
+    from bridge.run.run_lock import RunLock
+
+    intact, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    for name in ("summary.json", ".kbc-summaries"):
+        (run / name).unlink()
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    config["runs"].append({"started": "2026-01-01T00:00:00+00:00"})
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with RunLock(run):
+        code, _, err = run_kbc(["compare", str(run), "freq", "bert"], capsys)
+    assert code == 0 and err.startswith(f"note: {run}: its last attempt is still running (started "
+                                        "2026-01-01T00:00:00+00:00; a kbc run holds its lock)"), err
+    code, _, err = run_kbc(["compare", str(run), "freq", "bert"], capsys)
+    assert code == 0 and "recorded no end (started 2026-01-01T00:00:00+00:00; still running, or killed)" in err

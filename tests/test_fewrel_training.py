@@ -287,7 +287,7 @@ def test_a_checkpoint_write_that_fails_ends_training_with_one_line_naming_the_fi
     assert str(failed.value) == (f"{folder / name}: could not be written (No space left on device); the folder keeps "
                                  "the epoch before: free space or fix its permissions and rerun to resume")
     # best.pt failing: epoch 1's checkpoint.pt is not written either (it would name a best epoch not on disk)
-    assert sorted(p.name for p in folder.iterdir()) == ([] if name == "best.pt" else ["best.pt"])
+    assert sorted(p.name for p in folder.iterdir()) == ([] if name == "best.pt" else ["best.pt", "best.pt.sha256"])
 
 
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt(), DataError("the training loss is nan at epoch 2")])
@@ -297,7 +297,8 @@ def test_an_exception_in_epoch_2_returns_only_once_epoch_1s_checkpoint_is_on_dis
         _held_saves(patch, _epoch_2_trained(patch, interrupt), delay=0.5)  # written 0.5 s after the exception
         with pytest.raises(type(interrupt)):
             _train(setup, folder.name)
-    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "checkpoint.pt"]
+    assert sorted(p.name for p in folder.iterdir()) == ["best.pt", "best.pt.sha256", "checkpoint.pt",
+                                                        "checkpoint.pt.sha256"]
     state = torch.load(folder / "checkpoint.pt", weights_only=False)
     assert state["epoch"] == 1 and [h["epoch"] for h in state["history"]] == [1]
     resumed, whole = _train(setup, folder.name), _train(setup, "whole")
@@ -371,6 +372,7 @@ def test_a_truncated_checkpoint_or_head_is_one_line_naming_the_file(setup):
     assert text.endswith("); delete it to train that model again from its first epoch")
     ckpt.unlink()
     _train(setup, folder.name)
+    assert sorted(p.name for p in folder.iterdir()) == ["classifier.json", "encoder", "head.pt"]
     head = folder / "head.pt"
     head.write_bytes(head.read_bytes()[:100])
     with pytest.raises(DataError) as failed:
@@ -378,3 +380,26 @@ def test_a_truncated_checkpoint_or_head_is_one_line_naming_the_file(setup):
     text = str(failed.value)
     assert text.startswith(f"{head}: not a readable saved state (")
     assert text.endswith(f"); delete {folder} to train that model again")
+
+
+def test_a_checkpoint_changed_in_a_weight_is_refused_not_trained_on(setup):
+    """A bit flipped in a saved weight (a bad disk, a copy, an edit) still loads: training would go on from it and
+    keep a model an uninterrupted run never had. The SHA-256 kept beside each checkpoint refuses it in one line."""
+    import zipfile
+
+    folder = setup[0] / "flipped"
+    _train(setup, folder.name, stop_after=1)
+    ckpt = folder / "checkpoint.pt"
+    with zipfile.ZipFile(ckpt) as archive:
+        largest = max(archive.infolist(), key=lambda i: i.file_size)
+    data = bytearray(ckpt.read_bytes())
+    start = largest.header_offset + 30 + int.from_bytes(data[largest.header_offset + 26:largest.header_offset + 28],
+                                                         "little") \
+        + int.from_bytes(data[largest.header_offset + 28:largest.header_offset + 30], "little")
+    data[start + largest.file_size // 2] ^= 0x40
+    ckpt.write_bytes(bytes(data))
+    torch.load(ckpt, weights_only=False)  # still a readable state
+    with pytest.raises(DataError) as failed:
+        _train(setup, folder.name)
+    assert str(failed.value) == (f"{ckpt}: changed since it was written (its SHA-256 is not the one kept in "
+                                 "checkpoint.pt.sha256); delete it to train that model again from its first epoch")

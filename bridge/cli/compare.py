@@ -35,7 +35,7 @@ from bridge.experiments.base import dropped_unit
 from bridge.experiments.lama import LamaExperiment
 from bridge.run.attempts import rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run, read_records
-from bridge.run.freshness import check_readable, fresh_instances, unscored_change
+from bridge.run.freshness import check_readable, fresh_instances, read_steadily, unscored_change
 from bridge.run.results import right, slug
 from bridge.run.summaries import generating, relation_info
 from eval.answer_text import GENERATED, generation_fields
@@ -337,7 +337,16 @@ def comparison(run_dir, a: str, b: str, setting: str = "raw", corpora: Iterable[
     """What `kbc compare` reports: its `--json` object, the lines of its table and the facts of the cell `list_`.
 
     `b_run`: B is a predictor of that run directory, compared over the relations both runs hold; `keyword`: a
-    warning's fix in Python's words (`kbcompare.compare`), not the command line's."""
+    warning's fix in Python's words (`kbcompare.compare`), not the command line's. A scored run that a `kbc run`
+    starts writing while it is read is refused (`read_steadily`), not compared half old, half new."""
+    outs = [Path(run_dir), *([Path(b_run)] if b_run is not None else [])]
+    return read_steadily(outs, lambda: _comparison(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run,
+                                                   keyword))
+
+
+def _comparison(run_dir, a: str, b: str, setting: str, corpora: Iterable[str], list_: str | None, n_boot: int,
+                seed: int, b_run, keyword: bool) -> tuple[dict, list[str], list[dict]]:
+    """`comparison`, read once."""
     run = open_run(run_dir)
     scoring = scoring_for(run, setting)
     other = open_run(b_run) if b_run is not None else None

@@ -166,7 +166,15 @@ def _has_predictions(run: RunDir) -> bool:
 
 
 def load_run(path: str | Path, label: str | None = None) -> RunData:
-    """A run directory with predictions and summaries, or a one-line error saying what it lacks."""
+    """A run directory with predictions and summaries, or a one-line error saying what it lacks; one that a `kbc
+    run` starts writing while it is read is refused (`read_steadily`), not drawn half old, half new."""
+    from bridge.run.freshness import read_steadily
+
+    return read_steadily([Path(path)], lambda: _load_run(path, label))
+
+
+def _load_run(path: str | Path, label: str | None) -> RunData:
+    """`load_run`, read once."""
     from bridge.run.freshness import check_scored, not_finished
 
     run = open_run(path)

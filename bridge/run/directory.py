@@ -178,7 +178,11 @@ def incomplete(run: RunDir, current: bool = False) -> str | None:
     elif last.get("failed"):
         said.append(f"its last attempt failed (started {started}: {last.get('error') or 'no error recorded'})")
     elif attempts and not last.get("finished"):
-        said.append(f"its last attempt recorded no end (started {started}; still running, or killed)")
+        from bridge.run.run_lock import writing
+
+        said.append(f"its last attempt is still running (started {started}; a kbc run holds its lock), so what it "
+                    "has written so far is read" if writing(run.path) else
+                    f"its last attempt recorded no end (started {started}; still running, or killed)")
         missing = missing[1:]  # `unfinished` says that attempt first
     if missing:
         said.append(f"it lacks {'; '.join(missing)}")

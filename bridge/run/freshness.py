@@ -14,8 +14,12 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from bridge.run.run_lock import writing_now
+from eval.errors import DataError
+
+T = TypeVar("T")
 
 STAMP = ".kbc-summaries"  # beside `.kbc.lock`: the digests of the last scoring's inputs and outputs
 OUTPUTS = ("summary.json", "summary.md", "curves.json", "dropped.json", "instances.parquet")
@@ -251,10 +255,12 @@ def not_finished(out: Path, config: dict | None = None) -> str:
 def check_scored(out: Path, config: dict) -> None:
     """Refuse a run whose summaries are not what scoring its files gave (`unscored_change`), in one line."""
     from bridge.run.attempts import part_asked_refusal, rerun_hint
-    from eval.errors import DataError
 
     if not (out / "summary.json").exists() and not (out / STAMP).exists():  # never scored: not a damaged run
         raise DataError(not_finished(out, config))
+    busy = writing_now(out)  # a run that has just taken the lock may not have changed a file yet, but will
+    if busy:
+        raise DataError(busy)
     try:
         why = unscored_change(out, config)
     except DataError:  # a record line being written reads as a damaged one until the run ends
@@ -284,6 +290,20 @@ def check_readable(out: Path, config: dict, records_only: bool = False) -> None:
             and files_digest(out, stats=False) == stamp["predictions"]:
         return
     check_scored(out, config)
+
+
+def read_steadily(outs: list[Path], read: Callable[[], T]) -> T:
+    """`read()` of runs' files, refused for a scored run of `outs` whose lock a `kbc run` took, or whose files it
+    changed, while they were read: what was read may mix what its summaries scored with that run's new files (a
+    run without summaries is read as it stands)."""
+    scored = [out for out in outs if (out / "summary.json").exists()]
+    before = [files_state(out) for out in scored]
+    found = read()
+    for out, state in zip(scored, before, strict=True):
+        busy = writing_now(out)
+        if busy or files_state(out) != state:
+            raise DataError(busy or f"{out}: its files changed while they were read; read it again")
+    return found
 
 
 def files_state(out: Path) -> tuple:

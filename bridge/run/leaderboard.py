@@ -25,7 +25,7 @@ from bridge.experiments.base import check_setting, counted
 from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side_of, spec_of, upper_bound_text
 from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.depth import list_depth, past_depth, same_depth, within_depth
-from bridge.run.freshness import check_scored
+from bridge.run.freshness import check_scored, read_steadily
 from bridge.run.summaries import (
     answered_none,
     answered_nothing,
@@ -343,6 +343,13 @@ def board(run_dirs: Sequence[Path | str], corpus: str | None = None, metric: str
     holds. `flag`: how the caller names the metric parameter in its errors (`--metric`; `metric=` for a keyword or
     a query field).
     """
+    paths = [Path(run) for run in run_dirs]
+    return read_steadily(paths, lambda: _board(run_dirs, corpus, metric, setting, scope, bootstrap, seed, sort, flag))
+
+
+def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | None, setting: str, scope: str,
+           bootstrap: int | None, seed: int | None, sort: str, flag: str) -> Board:
+    """`board`, read once (`read_steadily`: a run that a `kbc run` starts writing meanwhile is refused)."""
     from bridge.experiments import get
 
     runs = distinct_runs(run_dirs)
