@@ -308,7 +308,7 @@ def train_classifier(folder: Path, encoder_path: str, tokenizer, identity: dict,
             history, best, start = state["history"], state["best"], state["epoch"]
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise DataError(f"{ckpt}: not a checkpoint of this training ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:200]}); {RESTART}") from None
+                            f"{first_sentence(str(exc))}); {RESTART}") from None
         if start < settings.epochs:
             print(f"{folder.name}: resuming from epoch {start + 1}/{settings.epochs} ({ckpt.name} holds epochs 1-"
                   f"{start})", file=sys.stderr)
@@ -419,6 +419,13 @@ def _weights(folder: Path) -> str:
     return files_fingerprint(folder / "encoder") + ":" + files_fingerprint(folder / "head.pt")
 
 
+def first_sentence(text: str, limit: int = 200) -> str:
+    """An error's first sentence on one line (torch's load errors run on for paragraphs), cut with an ellipsis
+    only where that sentence alone is longer than `limit`."""
+    first = " ".join(text.split()).split(". ", 1)[0].rstrip(".")
+    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
+
+
 def _load_state(path: Path, device: str, fix: str, weights_only: bool = False):
     """A saved state, or one line naming the file when it cannot be read (cut short by a full disk or an edit,
     not a torch file): `fix` says what to do."""
@@ -427,8 +434,8 @@ def _load_state(path: Path, device: str, fix: str, weights_only: bool = False):
     try:
         state = _torch().load(path, map_location=device, weights_only=weights_only)
     except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"{path}: not a readable saved state ({text[:200]}); {fix}") from None
+        raise DataError(f"{path}: not a readable saved state ({first_sentence(str(exc)) or type(exc).__name__}); "
+                        f"{fix}") from None
     check_digest(path, fix)  # a flipped bit in a weight still loads
     if not isinstance(state, dict):
         raise DataError(f"{path}: not a saved state of kbc's classifier training; {fix}")

@@ -382,6 +382,19 @@ def test_a_truncated_checkpoint_or_head_is_one_line_naming_the_file(setup):
     assert text.endswith(f"); delete {folder} to train that model again")
 
 
+def test_a_load_error_is_cut_at_its_first_sentence():
+    """torch's load errors run on for paragraphs: the one line keeps the first sentence whole, never a cut word."""
+    from lm.relation_classifier import first_sentence
+
+    long = ("Weights only load failed. This file can still be loaded, to do so you have two options, do those steps "
+            "only if you trust the source of the checkpoint. (1) In PyTorch 2.6, we changed the default value.")
+    assert first_sentence(long) == "Weights only load failed"
+    assert first_sentence("PytorchStreamReader failed reading zip archive:\n failed finding central directory") == \
+        "PytorchStreamReader failed reading zip archive: failed finding central directory"
+    cut = first_sentence("x" * 150 + " " + "y" * 100)
+    assert cut == "x" * 150 + " " + "y" * 48 + "…" and len(cut) == 200
+
+
 def test_a_checkpoint_changed_in_a_weight_is_refused_not_trained_on(setup):
     """A bit flipped in a saved weight (a bad disk, a copy, an edit) still loads: training would go on from it and
     keep a model an uninterrupted run never had. The SHA-256 kept beside each checkpoint refuses it in one line."""
