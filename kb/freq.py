@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from eval.types import Answer, Fact, Prediction, Query
+from eval.types import ID_JOIN, Answer, Fact, Prediction, Query
 
 RELATIONLESS = ("squad",)  # corpora whose facts share one placeholder relation: no objects of a relation to count
 ANSWER_IDS, ANSWER_IDS_NOW = "answer_ids", "every entity of its label"  # identity: records of older Freq differ
@@ -25,17 +25,16 @@ ID_SCORED = ("coherency",)  # experiments that score Freq's answers by id (LAMA'
 NO_RELATION = "a SQuAD question has no relation: Freq has no relation's objects to count"
 
 
-def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], list[str | None]]
+def _ranking(counts: dict[str, Counter], ids: dict[tuple[str, str], set[str]]
              ) -> dict[str, tuple[Answer, ...]]:
     # Counter.most_common is a stable sort on insertion order: first occurrence wins ties.
     return {rel: tuple(Answer(label, float(n), _joined(ids[(rel, label)])) for label, n in c.most_common())
             for rel, c in counts.items()}
 
 
-def _joined(ids: list[str | None]) -> str | None:
-    """The ids of the entities a label's count covers, sorted and joined by `|` (None where none has one)."""
-    known = sorted({i for i in ids if i is not None})
-    return "|".join(known) if known else None
+def _joined(ids: set[str]) -> str | None:
+    """The ids of the entities a label's count covers, sorted and joined by `ID_JOIN` (None where none has one)."""
+    return ID_JOIN.join(sorted(ids)) if ids else None
 
 
 class FreqPredictor:
@@ -45,11 +44,13 @@ class FreqPredictor:
 
     def __init__(self, facts: Iterable[Fact]) -> None:
         counts: dict[str, dict[str, Counter]] = {"object": {}, "subject": {}}
-        ids: dict[str, dict[tuple[str, str], list[str | None]]] = {"object": {}, "subject": {}}
+        ids: dict[str, dict[tuple[str, str], set[str]]] = {"object": {}, "subject": {}}
         for fact in facts:
             for slot, entity in (("object", fact.object), ("subject", fact.subject)):
                 counts[slot].setdefault(fact.relation, Counter())[entity.label] += 1
-                ids[slot].setdefault((fact.relation, entity.label), []).append(entity.id)
+                known = ids[slot].setdefault((fact.relation, entity.label), set())
+                if entity.id is not None:
+                    known.add(entity.id)
         self._ranked = {slot: _ranking(counts[slot], ids[slot]) for slot in self.slots}
 
     def flat_relations(self) -> list[str]:
