@@ -81,6 +81,12 @@ def fingerprint(paths: list[Path]) -> str:
     return hash_files(paths)[0]
 
 
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of one file's bytes, streamed."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def hash_files(paths: list[Path], each: bool = False) -> tuple[str, list[str]]:
     """The `fingerprint` of `paths` (file names and bytes, in path order) and, with `each`, every file's own
     SHA-256 in that order, from one streamed read of each file."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from eval.datadir import absolute_path, hash_files
+from eval.datadir import absolute_path, sha256_file
 from eval.errors import DataError
 from eval.sources import BY_NAME, LAMA_URL, PinnedFile, Source
 
@@ -121,11 +121,6 @@ def mirrored(url: str, mirror: str | None) -> str:
         return url
     parts = urllib.parse.urlsplit(url)
     return f"{mirror.rstrip('/')}/{parts.hostname}{parts.path}"
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of one file, streamed."""
-    return hash_files([path], each=True)[1][0]
 
 
 def _fetch(url: str, part: Path, bar: tqdm) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from eval.datadir import sha256_file
 from eval.errors import DataError
 
 
@@ -32,7 +33,7 @@ def atomic_save(obj, path: Path, digest: bool = False) -> None:
     if digest:
         side = digest_path(path)
         side_tmp = side.with_suffix(side.suffix + ".tmp")
-        side_tmp.write_text(_sha256(tmp), encoding="utf-8")
+        side_tmp.write_text(sha256_file(tmp), encoding="utf-8")
         os.replace(tmp, path)
         os.replace(side_tmp, side)
         return
@@ -51,16 +52,9 @@ def check_digest(path: Path, fix: str) -> None:
         kept = digest_path(path).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return
-    if kept != _sha256(path):
+    if kept != sha256_file(path):
         raise DataError(f"{path}: changed since it was written (its SHA-256 is not the one kept in "
                         f"{digest_path(path).name}); {fix}")
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def host_copy(obj, spare: dict[tuple, list] | None = None):
