@@ -136,6 +136,13 @@ def random_prompt_draws(per_prompt: Mapping[str, Mapping[str, float]], n_draws: 
     return Draws(scores, choices)
 
 
+def draw_rows(metric: str, drawn: Draws, n_facts: int) -> list[dict]:
+    """The tidy `all` rows (setting raw) of the draws' min, mean and max of `metric`: `<metric>_random_prompt_min`,
+    `_avg`, `_max`."""
+    return [{"setting": "raw", "group": "all", "metric": f"{metric}_random_prompt_{stat}", "value": value,
+             "n_facts": n_facts} for stat, value in (("min", drawn.min), ("avg", drawn.mean), ("max", drawn.max))]
+
+
 def drawn_extremes(per_prompt: Mapping[str, Mapping[str, float]], drawn: Draws) -> dict[str, float]:
     """Macro over relations of each relation's worst and best score among the prompts the draws took for it (the
     coherency paper's Table 3: "the worst/average/best performing prompts per relation" over its runs); the

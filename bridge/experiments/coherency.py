@@ -309,7 +309,7 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
     """Per-prompt coherency (rows with a `prompt` field) and, per metric of `DRAWN`, its min, mean and max over
     `draws` seeded draws of one prompt per relation (macro over relations), as LAMA draws its P@1; and the macro
     mean of each relation's worst and best prompt among those the draws took for it (`_drawn_prompt_worst/best`)."""
-    from eval.consistency import drawn_extremes, random_prompt_draws
+    from eval.consistency import draw_rows, drawn_extremes, random_prompt_draws
 
     scores = per_prompt_scores(instances)
     rows = []
@@ -324,9 +324,7 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
         if not any(per_prompt.values()):
             continue
         drawn = random_prompt_draws(per_prompt, draws, seed)
-        for stat, value in (("min", drawn.min), ("avg", drawn.mean), ("max", drawn.max)):
-            rows.append({"setting": "raw", "group": "all", "metric": f"{metric}_random_prompt_{stat}", "value": value,
-                         "n_facts": n})
+        rows += draw_rows(metric, drawn, n)
         for stat, value in drawn_extremes(per_prompt, drawn).items():
             rows.append({"setting": "raw", "group": "all", "metric": f"{metric}_drawn_prompt_{stat}", "value": value,
                          "n_facts": n})

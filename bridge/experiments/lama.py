@@ -343,6 +343,7 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
     """Per-prompt P@1, consistency, group accuracy and the random-prompt draws, as tidy rows (setting raw)."""
     from eval.consistency import (
         consistency,
+        draw_rows,
         group_accuracy,
         outcomes_from_records,
         prompt_accuracy,
@@ -371,9 +372,4 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
             rows.append({"setting": "raw", "group": rel, "metric": "p@1", "prompt": pid, "value": value,
                          "n_facts": counts.get((rel, pid), 0)})
     drawn = random_prompt_draws(per_prompt, draws, seed)
-    n = len({(r["relation"], r["uid"]) for r in flat})
-    for stat in ("min", "avg", "max"):
-        value = drawn.min if stat == "min" else drawn.max if stat == "max" else drawn.mean
-        rows.append({"setting": "raw", "group": "all", "metric": f"p@1_random_prompt_{stat}", "value": value,
-                     "n_facts": n})
-    return rows
+    return rows + draw_rows("p@1", drawn, len({(r["relation"], r["uid"]) for r in flat}))
