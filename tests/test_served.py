@@ -1287,8 +1287,13 @@ def test_a_server_error_names_the_answers_that_came_while_it_was_handled(serve, 
 
     monkeypatch.setattr(lm.served, "_http_message", message)
 
+    fourth = threading.Event()  # the 500 waits for a third request in flight, however slow the machine
+
     def script(path, body, n):
+        if n == 4:
+            fourth.set()
         if n == 3:
+            fourth.wait(30)
             return 500, b"Internal Server Error"
         if n > 1:  # the first is the run's first prompt, asked alone
             failed.wait(30)
