@@ -132,7 +132,7 @@ def test_a_run_that_has_just_taken_the_lock_is_waited_for(finished, tmp_path, ca
             assert run_kbc(argv_, capsys) == (2, "", writing + "\n"), argv_
 
 
-@pytest.mark.parametrize("reader", ["compare", "leaderboard", "report"])
+@pytest.mark.parametrize("reader", ["compare", "leaderboard", "report", "show", "show-json"])
 def test_a_run_that_takes_the_lock_while_a_reader_reads_is_waited_for(finished, tmp_path, capsys, monkeypatch,
                                                                       reader):
     """A `kbc run` that starts into a finished run just after a reader checked it may change its files while the
@@ -147,7 +147,7 @@ def test_a_run_that_takes_the_lock_while_a_reader_reads_is_waited_for(finished, 
     shutil.copytree(intact, run)
     held = contextlib.ExitStack()
     module, name = {"compare": (compare_cli, "check_readable"), "leaderboard": (board, "check_scored"),
-                    "report": (freshness, "check_scored")}[reader]
+                    "report": (freshness, "check_scored")}.get(reader, (compare_cli, "check_readable"))
     original = getattr(module, name)
 
     def checked_then_a_run_starts(*args, **kwargs):
@@ -158,8 +158,11 @@ def test_a_run_that_takes_the_lock_while_a_reader_reads_is_waited_for(finished, 
 
     monkeypatch.setattr(module, name, checked_then_a_run_starts)
     writing = f"error: {run}: a kbc run is writing to it now; wait for it to finish, then read it again"
+    fact = json.loads((run / "predictions" / "trex" / "freq" / "P19.jsonl").read_text().splitlines()[0])
     argv_ = {"compare": ["compare", str(run), "freq", "bert"], "leaderboard": ["leaderboard", str(run)],
-             "report": ["report", str(run), "--out", str(tmp_path / "report")]}[reader]
+             "report": ["report", str(run), "--out", str(tmp_path / "report")],
+             "show": ["show", str(run), "--subject", fact["subject"], "--relation", "P19"],
+             "show-json": ["show", str(run), "--uid", fact["uid"], "--json"]}[reader]
     with held:
         assert run_kbc(argv_, capsys) == (2, "", writing + "\n")
     monkeypatch.setattr(module, name, original)
@@ -185,3 +188,56 @@ def test_an_unscored_run_being_written_is_said_to_be_running(finished, tmp_path,
                                         "2026-01-01T00:00:00+00:00; a kbc run holds its lock)"), err
     code, _, err = run_kbc(["compare", str(run), "freq", "bert"], capsys)
     assert code == 0 and "recorded no end (started 2026-01-01T00:00:00+00:00; still running, or killed)" in err
+
+
+def test_the_explorer_shows_a_run_a_kbc_run_starts_writing_mid_read_as_being_written(finished, lama_dir, tmp_path,
+                                                                                     monkeypatch):
+    """A `kbc run` that starts into a served run while a page reads it: the page says the run is being written
+    (503), never numbers read half before it; nothing read then is kept, so once that run ends the page is what
+    the run holds."""
+    from fastapi.testclient import TestClient
+
+    import bridge.serve.runs as run_views
+    from bridge.run.run_lock import RunLock
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+
+    intact, _ = finished
+    busy = tmp_path / "busy"
+    shutil.copytree(intact, busy)
+    held, started = contextlib.ExitStack(), []
+    pivot = run_views._pivot
+
+    def read_then_a_run_starts(long):
+        facts = pivot(long)
+        if started:
+            return facts
+        started.append(held.enter_context(RunLock(busy)))
+        return facts.assign(**{"correct:freq": facts["correct:freq"].map(lambda v: not v)})  # what it rewrites
+
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(lama_dir), relations=["P19"], predictors=["freq"],
+                                             cache_dir=tmp_path / "cache"))
+    writing = f"{busy}: a kbc run is writing to it now; wait for it to finish, then read it again"
+    try:
+        with TestClient(create_app(explorer, Runs([busy, intact]))) as c, held:
+            expected = c.get("/api/runs/run/facts", params={"per_page": 500}).json()
+            monkeypatch.setattr(run_views, "_pivot", read_then_a_run_starts)
+            page = c.get("/runs/busy")
+            assert page.status_code == 503 and "<h2>This run is being written</h2>" in page.text, page.text
+            assert f'<p class="error" id="error">{writing}</p>' in page.text
+            assert '<p id="hint">Reload this page when that run ends.</p>' in page.text
+            assert started  # the run started while the page read it
+            uid = expected["facts"][0]["uid"]
+            for url in ("/api/runs/busy", "/api/runs/busy/facts", f"/api/runs/busy/facts/{uid}"):
+                r = c.get(url)  # while it holds the lock, before it changed a file
+                assert (r.status_code, r.json()) == (503, {"detail": writing, "being_written": True}), url
+            for url in ("/runs/busy", "/leaderboard", "/leaderboard?run=busy"):
+                r = c.get(url)
+                assert r.status_code == 503 and f'<p class="error" id="error">{writing}</p>' in r.text, url
+            held.close()  # the run ends, having changed nothing
+            shown = c.get("/api/runs/busy/facts", params={"per_page": 500})
+            assert shown.status_code == 200
+            assert shown.json() == {**expected, "run": "busy"}
+            assert c.get("/runs/busy").status_code == 200
+    finally:
+        explorer.close()

@@ -894,6 +894,21 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
         raise ConfigError("show needs --uid, or --subject with --relation")
     if subject is not None and relation is None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")
+    # a scored run that a `kbc run` starts writing while it is read is refused, not shown half old, half new
+    path, shown, as_text, note = read_steadily([Path(run_dir)],
+                                               lambda: shown_facts(run_dir, uid, subject, relation, corpora))
+    if note:
+        click.echo(note, err=True)
+    if as_json:
+        click.echo(json.dumps({"run": path, "facts": shown}, indent=1, ensure_ascii=False))
+        return
+    click.echo("\n\n".join("\n".join(as_text(fact)) for fact in shown))
+
+
+def shown_facts(run_dir, uid: str | None, subject: str | None, relation: str | None, corpora: Iterable[str]
+                ) -> tuple[str, list[dict], Callable[[dict], list[str]], str | None]:
+    """What `kbc show` prints, read once: the run's path, its facts as `--json` objects with their text view, and
+    a note to print beside them (or None)."""
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
     from bridge.cli.show_queries import asked_view
@@ -923,15 +938,12 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     as_json_of, as_text = {"fewrel": (_sentence_json, _sentence_text), "lmkbc": (_pair_json, _pair_text),
                            "kmir": (_question_json, _question_text)}.get(
         experiment, (asked.as_json, asked.as_text) if asked is not None else (_fact_json, _fact_text))
+    note = None
     if experiment == "lmkbc":  # records keep ids: each is shown with the label the data ties to it
         labels, missing = lmkbc_labels(run)
-        if missing:
-            click.echo(f"note: LM-KBC objects are shown by id only: {missing}", err=True)
+        note = f"note: LM-KBC objects are shown by id only: {missing}" if missing else None
         shown = [_pair_json(run, fact, labels) for fact in facts]
     else:
         shown = [as_json_of(run, fact) for fact in facts]
-    if as_json:
-        click.echo(json.dumps({"run": str(run.path), "facts": shown}, indent=1, ensure_ascii=False))
-        return
-    click.echo("\n\n".join("\n".join(as_text(fact)) for fact in shown))
+    return str(run.path), shown, as_text, note
 

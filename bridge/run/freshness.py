@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from bridge.run.run_lock import writing_now
+from bridge.run.run_lock import BeingWritten, writing_now
 from eval.errors import DataError
 
 T = TypeVar("T")
@@ -260,19 +260,22 @@ def check_scored(out: Path, config: dict) -> None:
         raise DataError(not_finished(out, config))
     busy = writing_now(out)  # a run that has just taken the lock may not have changed a file yet, but will
     if busy:
-        raise DataError(busy)
+        raise BeingWritten(busy)
     try:
         why = unscored_change(out, config)
     except DataError:  # a record line being written reads as a damaged one until the run ends
         busy = writing_now(out)
         if busy:
-            raise DataError(busy) from None
+            raise BeingWritten(busy) from None
         raise
     # summaries a run scored, of an attempt stopped part of the way through a relation that a later command of
     # another sample, or of other relations, did not finish (a directory of an earlier kbc version)
     part = part_asked_refusal(out, config)
     if why or part:
-        raise DataError(writing_now(out) or part or f"{out}: {why}; {rerun_hint(config, out)} to rescore it")
+        busy = writing_now(out)
+        if busy:
+            raise BeingWritten(busy)
+        raise DataError(part or f"{out}: {why}; {rerun_hint(config, out)} to rescore it")
 
 
 def check_readable(out: Path, config: dict, records_only: bool = False) -> None:
@@ -302,7 +305,7 @@ def read_steadily(outs: list[Path], read: Callable[[], T]) -> T:
     for out, state in zip(scored, before, strict=True):
         busy = writing_now(out)
         if busy or files_state(out) != state:
-            raise DataError(busy or f"{out}: its files changed while they were read; read it again")
+            raise BeingWritten(busy or f"{out}: its files changed while they were read; read it again")
     return found
 
 

@@ -7,7 +7,7 @@ import errno
 import json
 from pathlib import Path
 
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 
 LOCK = ".kbc.lock"
 BUSY = (errno.EAGAIN, errno.EACCES)  # what a non-blocking flock of a held lock fails with
@@ -73,6 +73,11 @@ def writing(out: Path) -> bool:
             return exc.errno in BUSY
         fcntl.flock(handle, fcntl.LOCK_UN)
     return False
+
+
+class BeingWritten(DataError):
+    """A run refused because a `kbc run` is writing to it, or changed its files while they were read: read it again
+    once that run ends (the explorer shows such a run as being written, and keeps nothing it read of it)."""
 
 
 def writing_now(out: Path) -> str | None:

@@ -21,6 +21,8 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator
 
 from bridge.cli.fact_lines import gold_ranks_text
+from bridge.run.freshness import read_steadily
+from bridge.run.run_lock import BeingWritten
 from bridge.serve import runs as run_views
 from bridge.serve.batching import Batcher
 from bridge.serve.explorer import Explorer
@@ -69,6 +71,14 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         # a page answers with a page: e.g. a browsed run whose records were edited while it is served
         return page(request, "error.html", 400, error=str(exc), heading="Cannot show this")
 
+    @app.exception_handler(BeingWritten)
+    async def _being_written(request: Request, exc: BeingWritten):
+        # a run a `kbc run` writes to (or changed while it was read): said so, nothing read of it shown or kept
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": str(exc), "being_written": True}, status_code=503)
+        return page(request, "error.html", 503, error=str(exc), heading="This run is being written",
+                    hint="Reload this page when that run ends.")
+
     @app.exception_handler(LookupError)
     async def _not_found(request: Request, exc: LookupError):
         detail = str(exc.args[0]) if exc.args else "not found"
@@ -95,10 +105,15 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         asked = result.get("query", {}).get("relation")
         return {**result, "run": {"name": loaded.name,
                                   "other_data": other if other and asked in other["relations"] else None,
-                                  "prompts": run_views.prompts_note(loaded, result)}}
+                                  "prompts": steadily(loaded, lambda: run_views.prompts_note(loaded, result))}}
 
     def with_other_data(loaded, body: dict) -> dict:
         return {**body, "other_data": run_views.other_data(loaded, explorer)}
+
+    def steadily(loaded, read):
+        """`read()` of a browsed run's files, refused (`BeingWritten`) where a `kbc run` took its lock or changed its
+        files meanwhile: a page shows all it read of one state of the run, or none of it."""
+        return read_steadily([loaded.run.path], read)
 
     # --- JSON API -------------------------------------------------------------------------------
     @app.get("/api/query", summary="Every side's answers to one query")
@@ -138,18 +153,19 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     @app.get("/api/runs/{name}", summary="A run's summary table and per-relation scores")
     def api_run(name: str, setting: str = "raw") -> dict:
         loaded = app.state.runs.get(name)
-        return with_other_data(loaded, run_views.overview(loaded, _setting(setting)))
+        return steadily(loaded, lambda: with_other_data(loaded, run_views.overview(loaded, _setting(setting))))
 
     @app.get("/api/runs/{name}/facts", summary="One page of a run's facts, filtered by relation and outcome")
     def api_run_facts(name: str, relation: str = "", outcome: str = "all", a: str = "", b: str = "",
                       page: WholeNumber = 1, per_page: WholeNumber = 50) -> dict:
-        return run_views.fact_page(app.state.runs.get(name), relation or None, outcome, a or None, b or None,
-                                   page, per_page)
+        loaded = app.state.runs.get(name)
+        return steadily(loaded, lambda: run_views.fact_page(loaded, relation or None, outcome, a or None, b or None,
+                                                            page, per_page))
 
     @app.get("/api/runs/{name}/facts/{uid}", summary="One fact of a run across every predictor")
     def api_run_fact(name: str, uid: str) -> dict:
         loaded = app.state.runs.get(name)
-        return with_other_data(loaded, run_views.fact_detail(loaded, uid))
+        return steadily(loaded, lambda: with_other_data(loaded, run_views.fact_detail(loaded, uid)))
 
     # --- pages ----------------------------------------------------------------------------------
     def page(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
@@ -165,6 +181,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
                         listing=app.state.runs.listing())
         try:
             result = ask(subject, relation, cloze, k, run)
+        except BeingWritten:
+            raise
         except KbcError as exc:
             return page(request, "index.html", 400, form=form, result=None, error=str(exc))
         return page(request, "index.html", form=form, result=result, error=None)
@@ -181,6 +199,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         try:
             board = run_views.leaderboard(app.state.runs, corpus or None, metric or None, _setting(setting),
                                           _scope(scope), experiment or None, run)
+        except BeingWritten:
+            raise
         except KbcError as exc:
             choices = None  # the pickers stay where they can, so another choice is one click away
             for wanted in dict.fromkeys((experiment or None, None)):
@@ -199,12 +219,18 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         loaded = app.state.runs.get(name)
         filters = {"relation": relation, "outcome": outcome, "a": a, "b": b, "per_page": per_page,
                    "setting": setting}
-        try:
+
+        def read() -> tuple[dict, dict | None]:
             info = with_other_data(loaded, run_views.overview(loaded, _setting(setting)))
-            facts = (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no, per_page)
-                     if info["has_facts"] else None)
+            return info, (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no,
+                                              per_page) if info["has_facts"] else None)
+
+        try:
+            info, facts = steadily(loaded, read)
         except run_views.UnknownRelation as exc:
             return page(request, "error.html", 404, error=str(exc), heading="Not found")
+        except BeingWritten:
+            raise
         except KbcError as exc:
             return page(request, "run.html", 400, info=None, facts=None, filters=filters, error=str(exc),
                         name=name, run_asked=run_views.asked_line(loaded))
@@ -214,7 +240,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     @app.get("/runs/{name}/facts/{uid}", response_class=HTMLResponse, include_in_schema=False)
     def fact_page(request: Request, name: str, uid: str):
         loaded = app.state.runs.get(name)
-        fact = with_other_data(loaded, run_views.fact_detail(loaded, uid))
+        fact = steadily(loaded, lambda: with_other_data(loaded, run_views.fact_detail(loaded, uid)))
         return page(request, "fact.html", fact=fact, name=name, run_asked=run_views.asked_line(loaded))
 
     return app

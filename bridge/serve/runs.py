@@ -19,8 +19,9 @@ import pandas as pd
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.attempts import attempt_sample
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
-from bridge.run.freshness import check_scored, files_state
+from bridge.run.freshness import check_scored, files_state, read_steadily
 from bridge.run.instances import FILENAME, instances_frame
+from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
@@ -63,7 +64,11 @@ class LoadedRun:
     def check(self) -> bool:
         """Refuse the run when its files changed since it was loaded and are no longer what its summaries were
         scored from (`check_scored`): its pages read its records and table while it is served. True when they
-        changed and are again what was scored (a rerun scored it since): what was read from them is read again."""
+        changed and are again what was scored (a rerun scored it since): what was read from them is read again.
+        While a `kbc run` holds its lock it is refused (`BeingWritten`), even before that run changed a file."""
+        busy = writing_now(self.run.path)
+        if busy:
+            raise BeingWritten(busy)
         state = files_state(self.run.path)
         if state == self._checked:
             return False
@@ -118,8 +123,8 @@ class LoadedRun:
 
     def facts(self) -> pd.DataFrame:
         with self._lock:
-            if self._facts is None:
-                self._facts = _pivot(self._instances())
+            if self._facts is None:  # kept only when read whole: a run written meanwhile is refused, not kept
+                self._facts = read_steadily([self.run.path], lambda: _pivot(self._instances()))
             return self._facts
 
     def _instances(self) -> pd.DataFrame:
@@ -475,7 +480,8 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
                         f"{', '.join(r.name for r in mine)} (runs are ranked over the relations they share); tick "
                         f"{'it' if one else 'them'} in the run picker to rank {'it' if one else 'them'} apart")
     # none asked: what `kbc leaderboard` ranks (exact match where every predictor generates)
-    metric = metric or lead_metric(experiment, [row for r in mine for row in r.summary()], setting)
+    metric = metric or read_steadily([r.run.path for r in mine], lambda: lead_metric(
+        experiment, [row for r in mine for row in r.summary()], setting))
     key = (experiment, tuple(names), corpus, metric, setting, scope)
     with runs.lock:
         if key not in runs.boards:
