@@ -22,14 +22,16 @@ from kb.store import GraphStore, entity_id, entity_iri, entity_key, graph_iri, r
 NO_GRAPH = "no gold graph of this run holds this relation"
 NO_SUBJECT = "a SQuAD question has no subject to look up: its facts are cloze sentences about a passage"
 NO_KB = "a ConceptNet fact's relation has no gold graph: no KB of this run holds its subject to look up"
-PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: the gold KB answers no probes"
+PROBE = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: {kb} answers no probes"
+GOLD_KB = "the gold KB"
 
 
-def no_lookup(fact: Fact) -> str | None:
+def no_lookup(fact: Fact, kb: str = GOLD_KB) -> str | None:
     """Why no KB lookup answers `fact`, or None for a (subject, relation) fact: a negated or misprimed probe is a
-    sentence, a SQuAD cloze holds one placeholder subject, a ConceptNet one a subject no KB of a run holds."""
+    sentence, a SQuAD cloze holds one placeholder subject, a ConceptNet one a subject no KB of a run holds. `kb`:
+    the KB that looks facts up, as a drop reason names it."""
     if fact.corpus in PROBE_CORPORA:
-        return PROBE
+        return PROBE.format(kb=kb)
     if fact.cloze is not None:
         return NO_SUBJECT if fact.corpus == "squad" else NO_KB
     return None

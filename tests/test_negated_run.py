@@ -336,6 +336,26 @@ def test_loader_names_the_misprime_variant_and_gold_says_why_it_drops(lama_dir, 
         ("gold", "P159", reason, 336), ("gold", "P19", reason, 210)]
 
 
+def test_each_kb_predictor_names_itself_in_why_it_drops_every_probe(lama_dir, tmp_path, monkeypatch, capsys):
+    """`gold`, `kb` and `kb-inferred` answer no negated or misprimed probe: each drop reason, in the run's log and in
+    dropped.json, names the KB that predictor is, never another's."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--limit", "4",
+                            "--predictors", "gold", "kb", "kb-inferred", "freq", "--data-dir", str(lama_dir),
+                            "--store", str(tmp_path / "store"), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    probe = "a negated or misprimed probe is a sentence, not a (subject, relation) lookup: "
+    kbs = {"gold": "the gold KB", "kb": "the KB (its gold graphs)",
+           "kb-inferred": "the inferred KB (its gold graphs and the facts its axioms derive from them)"}
+    dropped = json.loads((out / "dropped.json").read_text())
+    assert [(d["predictor"], d["reason"], d["n"]) for d in dropped] == [
+        (name, f"{probe}{kb} answers no probes", 4) for name, kb in kbs.items()]
+    for name, kb in kbs.items():
+        assert (f"negated-trex / {name}: dropped 4 facts (12 queries) it cannot answer ({probe}{kb} answers no "
+                "probes: 4); per relation: P19 4\n") in err
+
+
 def test_dropped_facts_count_once_not_per_query(tiny_models, lama_dir, tmp_path, monkeypatch, capsys):  # noqa: F811
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"

@@ -31,6 +31,9 @@ from kb.kmir_answer import TYPES_GRAPH, KmirKB
 from kb.store import GraphStore, entity_id, relation_key
 
 CLOSED_WORLD = "closed_world"  # `Prediction.extra` key: the question was looked up, so no answer means no choice holds
+# per setting, the KB its drop reasons name (`kb.gold.no_lookup`)
+KB_NAMES = {"kb": "the KB (its gold graphs)",
+            "kb-inferred": "the inferred KB (its gold graphs and the facts its axioms derive from them)"}
 
 
 def corpus_graphs(store: GraphStore, corpus: Corpus) -> list[str]:
@@ -63,7 +66,7 @@ class KmirKBPredictor:
     def filter_facts(self, facts: Sequence[Fact], slot: str = "object") -> tuple[list[Fact], dict[str, int]]:
         """Drop what no lookup can answer, as the gold KB does: a SQuAD cloze has no subject to look up, a ConceptNet
         one no KB holding its subject, and a negated or misprimed probe is a sentence, so none may count as a miss."""
-        whys = [no_lookup(f) for f in facts]
+        whys = [no_lookup(f, KB_NAMES[self.setting]) for f in facts]
         kept = [f for f, why in zip(facts, whys) if why is None]
         gone = Counter(why for why in whys if why is not None)
         return kept, dict(gone)
