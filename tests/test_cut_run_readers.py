@@ -241,3 +241,31 @@ def test_the_explorer_shows_a_run_a_kbc_run_starts_writing_mid_read_as_being_wri
             assert c.get("/runs/busy").status_code == 200
     finally:
         explorer.close()
+
+
+def test_show_of_a_fact_asked_several_ways_waits_for_a_run_starting_mid_read(lama_dir, tmp_path, capsys,
+                                                                             monkeypatch):
+    """`kbc show` of a negated run (each fact's positive, negated and misprimed probes side by side) reads several
+    records of each fact: a `kbc run` that starts meanwhile is waited for, as for a fact asked once."""
+    import bridge.cli.compare as compare_cli
+    from bridge.run.run_lock import RunLock
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "negated"
+    assert run_kbc(["run", "negated", "--corpus", "negated-trex", "--relations", "P19", "--limit", "3",
+                    "--predictors", "freq", "--data-dir", str(lama_dir), "--out", str(run), "--quiet"], capsys)[0] == 0
+    uid = json.loads((run / "predictions" / "negated-trex" / "freq" / "P19.jsonl").read_text().splitlines()[0])["uid"]
+    argv = ["show", str(run), "--uid", f"{uid}:negated"]
+    code, shown, _ = run_kbc(argv, capsys)
+    assert code == 0 and shown.startswith(f"negated-trex / P19 / uid {uid}\n"), shown
+    held, original = contextlib.ExitStack(), compare_cli.check_readable
+
+    def checked_then_a_run_starts(*args, **kwargs):
+        found = original(*args, **kwargs)
+        held.enter_context(RunLock(run))
+        return found
+
+    monkeypatch.setattr(compare_cli, "check_readable", checked_then_a_run_starts)
+    with held:
+        assert run_kbc(argv, capsys) == (2, "", f"error: {run}: a kbc run is writing to it now; wait for it to "
+                                                "finish, then read it again\n")
