@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 
@@ -269,3 +271,30 @@ def test_show_of_a_fact_asked_several_ways_waits_for_a_run_starting_mid_read(lam
     with held:
         assert run_kbc(argv, capsys) == (2, "", f"error: {run}: a kbc run is writing to it now; wait for it to "
                                                 "finish, then read it again\n")
+
+
+def test_the_explorer_refuses_a_summary_edited_to_its_old_size_and_time(finished, tmp_path, capsys):
+    """A served run is trusted between full checks while its files keep their sizes and times: its summary.json
+    is still read only as the bytes its scoring wrote, so an edit that keeps both is refused as `kbc show` and
+    `kbc compare` refuse it, never served."""
+    from bridge.serve.runs import overview
+
+    intact, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(intact, run)
+    runs = Runs([run])
+    assert overview(runs.get("run"))["table"]
+    path = run / "summary.json"
+    before, text = path.stat(), path.read_text(encoding="utf-8")
+    edited = re.sub(r'"value": (\d)', lambda m: f'"value": {(int(m.group(1)) + 1) % 10}', text, count=1)
+    assert edited != text and len(edited) == len(text)
+    path.write_text(edited, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    line = (f"error: {run}: its summary.json is not the one its scoring wrote (edited or replaced); rerun the same "
+            "`kbc run` command to rescore it")
+    uid = json.loads((run / "predictions" / "trex" / "freq" / "P19.jsonl").read_text().splitlines()[0])["uid"]
+    for argv in (["show", str(run), "--uid", uid], ["compare", str(run), "freq", "bert"]):
+        assert run_kbc(argv, capsys) == (2, "", line + "\n"), argv
+    with pytest.raises(DataError) as caught:
+        overview(runs.get("run"))
+    assert f"error: {caught.value}" == line

@@ -278,6 +278,19 @@ def check_scored(out: Path, config: dict) -> None:
         raise DataError(part or f"{out}: {why}; {rerun_hint(config, out)} to rescore it")
 
 
+def scored_bytes(out: Path, name: str, config: dict) -> bytes:
+    """The bytes of the summary file `name` (`output_names`) of a scored run, read once and checked against the
+    digest its scoring recorded of it, refused (`check_scored`'s line) when they differ: a reader that trusts a run
+    between full checks by its files' sizes and times (the explorer) reads no file edited since, even one edited to
+    its old size and time."""
+    data = (out / name).read_bytes()
+    recorded = (_stamp(out) or {}).get("output_files")
+    if not isinstance(recorded, dict) or recorded.get(name) == hashlib.sha256(data).hexdigest():
+        return data  # a record of an earlier kbc version holds no digest of each file: `check_scored` vouches
+    check_scored(out, config)  # names what changed, with its fix
+    raise BeingWritten(f"{out}: its {name} changed while it was read; read it again")  # rescored meanwhile
+
+
 def check_readable(out: Path, config: dict, records_only: bool = False) -> None:
     """Refuse (`check_scored`) a run with summaries whose files are no longer what they were scored from, before
     its prediction records or per-fact table are read: what `kbc compare`, `kbc show` and the explorer print then

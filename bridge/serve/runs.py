@@ -19,7 +19,7 @@ import pandas as pd
 from bridge.predictors.registry import side_of, upper_bound_text
 from bridge.run.attempts import attempt_sample
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
-from bridge.run.freshness import check_scored, files_state, read_steadily
+from bridge.run.freshness import check_scored, files_state, read_steadily, scored_bytes
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts
@@ -110,11 +110,12 @@ class LoadedRun:
         return a, b
 
     def summary(self) -> list[dict]:
+        """The rows of `summary.json`, refused unless they are the bytes its scoring wrote (`scored_bytes`)."""
         path = self.run.path / "summary.json"
         if not path.exists():
             return []
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
+            rows = json.loads(scored_bytes(self.run.path, path.name, self.run.config).decode("utf-8"))
         except ValueError as exc:
             raise DataError(f"{path}: not valid JSON ({exc})") from None
         from eval.generated_scores import rates_in_percent
