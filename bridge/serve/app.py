@@ -2,7 +2,8 @@
 
 Pages and API render the same objects (`sides.answer_many`, `runs.fact_page`). User errors become 4xx
 JSON `{"detail": "..."}` from the API (400 bad input, 404 unknown run or fact) and an HTML page saying the same
-from the pages (404 for an unknown run, fact or relation filter). Answering runs on the explorer's
+from the pages (404 for an unknown run, fact or relation filter); a run a `kbc run` is writing to is 503, "being
+written", with nothing read of it meanwhile shown (`read_steadily`). Answering runs on the explorer's
 own thread, whatever thread the request came in on; queries arriving together are answered as one
 batch (`batching.Batcher`).
 """
