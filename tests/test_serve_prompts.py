@@ -175,3 +175,19 @@ def test_a_coherency_prompt_set_run_shows_its_draws_and_coherency_per_prompt(cli
         assert numbers == [f"{per_prompt[(rel, pid, p)][0]:.2f}" for p in ("freq", "bert")] + [
             str(per_prompt[(rel, pid, "freq")][1])]
     assert "coherency per prompt from summary.json" in panel and 'id="prompt-relations"' not in panel
+
+
+def test_the_leaderboard_of_a_prompt_set_run_counts_queries_per_prompt_apart_from_facts(prompt_runs):
+    frame = _shared_queries(prompt_runs)
+    queries, facts = frame.groupby("predictor")["uid"].nunique(), frame["fact"].nunique()
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["pararel"])])
+    assert code == 0, err
+    assert f": {queries.iloc[0]} of " in out and " (fact, prompt) queries answered by every predictor" in out
+    assert re.search(rf"\| {facts} \|\n", out)  # the table's #facts: facts, each asked under several prompts
+    units = pd.read_parquet(prompt_runs["coherency"] / "instances.parquet")
+    units = units[units["dropped"].isna()]
+    shared = set.intersection(*(set(g["unit"]) for _, g in units.groupby("predictor")))
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["coherency"])])
+    assert code == 0, err
+    assert f": {len(shared)} of {units['unit'].nunique()} (fact, round, prompt) round trips answered" in out
+    assert all("@" in u for u in shared)
