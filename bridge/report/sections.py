@@ -30,10 +30,22 @@ from bridge.run.summaries import (
 )
 from eval.cells import csv_cell
 from eval.kmir import KINDS
-from eval.report import METRIC_NAMES, all_of, counted_unit, per_relation, relation_mean, relation_name, table
+from eval.report import (
+    METRIC_NAMES,
+    all_of,
+    counted_unit,
+    per_relation,
+    prompt_table,
+    relation_mean,
+    relation_name,
+    table,
+)
 from eval.types import RELATION_TYPES
 
 SCORES_SOURCE = {"lama": "LAMA Table 2", "coherency": "coherency paper Table 1", "kmir": "KMIR Table 4"}
+PROMPTS_CAPTION = ("Across prompts (raw, shared facts), as summary.md: the tables above pool every prompt of the set; "
+                   "the random and drawn prompt columns are over seeded draws of one prompt per relation (coherency's: "
+                   "the coherency paper's Table 3)")
 SIGNIFICANT = 0.01  # the correlation matrix marks coefficients with p below this
 MIN_BIN = 20  # co-occurrence bins with fewer facts are merged with their neighbours
 STAT_ORDER = ("sm", "om", "cooc_paragraphs", "cooc_sentences", "st", "swp", "socs", "lpfp")
@@ -270,11 +282,12 @@ class Builder:
         s.tables.append(Table(head, rows,
                               "Predictors (KB: symbolic side; LM: language model side; BASELINE: chance floor)"))
         self._footnote(s, view.predictors)
+        from bridge.run.asked_contexts import asked_with_note
         from bridge.run.summaries import sample_note, scoring_notes
 
-        for run in view.runs:  # scores over a --limit sample, and statement scoring options, say so as summary.md does
+        for run in view.runs:  # a --limit sample, a prompt set or context, statement scoring: as summary.md says
             sample = sample_note(run.config)
-            for note in ([sample] if sample else []) + scoring_notes(run.config):
+            for note in ([sample] if sample else []) + asked_with_note(run.config) + scoring_notes(run.config):
                 s.text.append(f"{run.path}: {note}" if len(view.runs) > 1 else note)
         if view.experiment == "fewrel":
             self._fewrel_training(s)
@@ -342,6 +355,8 @@ class Builder:
                 for t in drawn:
                     t.notes += self._totals_notes()
                 s.tables += drawn
+        # a run over a prompt set: summary.md's "Across prompts" (the scores above pool every prompt)
+        s.tables += tables_from_markdown(prompt_table(self.view.summary), PROMPTS_CAPTION)
         self._footnote(s, self.view.predictors)
         from bridge.run.summaries import silent_in, silent_note
 

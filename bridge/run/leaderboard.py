@@ -411,6 +411,7 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
             answered, lost, _ = answered_units(run, _restricted(config, c, relations[c]), experiment, c, unscored=True)
             silent.update({f"{run}/{name}": why for name, why in answered_none(lost, answered).items()})
             units.update({(run, name): kept for name, mine in answered.items() if (kept := scorable(experiment, mine))})
+        unit = unit_name(experiment.name, units)
         notes += silent_note(c, silent, "not ranked (no score)")
         # own scope reads each run's summary, unless a run holds relations left out: its total would count them
         from_summary = scope == "own" and all(len(cfg["relation_types"][c]) == len(relations[c])
@@ -640,6 +641,16 @@ def _covered(order: list[str], records: dict[str, dict], uids) -> str:
 
 
 UNIT_NAMES = {"coherency": "round trips", "kmir": "questions", "lmkbc": "pairs", "fewrel": "sentences"}
+# a run over a prompt set asks each fact once per prompt (uids `<fact>@<prompt id>`): its units are not facts
+PROMPTED_UNIT_NAMES = {"lama": "(fact, prompt) queries", "coherency": "(fact, round, prompt) round trips"}
+
+
+def unit_name(experiment: str, units: dict[tuple[Path, str], dict[str, dict]]) -> str:
+    """What the notes count: facts, round trips, ..., or one per prompt where a run asked several per relation (the
+    table's #facts still counts facts)."""
+    prompted = any("@" in str(uid) for mine in units.values() for uid in mine)
+    return PROMPTED_UNIT_NAMES.get(experiment, UNIT_NAMES.get(experiment, "facts")) if prompted else UNIT_NAMES.get(
+        experiment, "facts")
 
 
 def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],

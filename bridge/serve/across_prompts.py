@@ -1,6 +1,7 @@
-"""A run over a prompt set, across its prompts: what `summary.md` says under "Across prompts" (consistency, group
-accuracy, the random-prompt draws) and the per-prompt P@1 that only `summary.json` holds, so the run page shows
-how much each prompt moves a predictor, not only the average over prompts.
+"""A run over a prompt set, across its prompts: what `summary.md` says under "Across prompts" (LAMA's consistency,
+group accuracy and P@1 draws; coherency's draws of one prompt per relation) and the per-prompt score (P@1, or
+coherency) that only `summary.json` holds, so the run page shows how much each prompt moves a predictor, not only
+the average over prompts.
 
 Read from the run's summary rows, never recomputed: the values are those of `summary.md` and `kbc report`.
 """
@@ -11,10 +12,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from eval.report import PROMPT_METRICS
+from eval.report import COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES, PROMPT_METRICS, PROMPT_NAMES
 
 PER_RELATION = ("consistency", "group_accuracy")  # the draws are over every relation at once
 SETTING = "raw"  # the runner scores prompts in the raw setting only, as summary.md says
+# per kind of run: the score each prompt has, the run-wide metrics of summary.md's table and their column names
+KINDS = (("p@1", PROMPT_METRICS, PROMPT_NAMES), ("coherency", COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES))
 
 
 def _prompt_order(prompt: str) -> tuple:
@@ -45,25 +48,29 @@ def _examples(facts: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
 
 def across_prompts(summary: list[dict], predictors: list[str], labels: dict | None = None,
                    facts: Callable[[], pd.DataFrame] | None = None) -> dict | None:
-    """The run's agreement across prompts and P@1 per prompt, or None for a run asked one prompt per relation.
+    """The run's agreement across prompts and its score per prompt, or None for a run asked one prompt per relation.
 
-    `agreement`: per (corpus, predictor) over all relations, the metrics of summary.md's table; `relations`: the
-    same per relation (consistency, group accuracy); `prompts`: per (corpus, relation, prompt id) each predictor's
-    P@1 and the facts it is over (`facts` where every predictor's number is the same), with the prompt as a
+    `metric`: what each prompt scores (`p@1` in a LAMA run, `coherency` in a coherency run); `agreement`: per
+    (corpus, predictor) over all relations, the `metrics` of summary.md's table (column names `names`);
+    `relations`: per relation, consistency and group accuracy (a LAMA run; none in a coherency run, whose draws are
+    over every relation at once); `prompts`: per (corpus, relation, prompt id) each predictor's score (under the key
+    `metric`) and the facts it is over (`facts` where every predictor's number is the same), with the prompt as a
     template where the run's fact table (`facts`, read only for a run over a prompt set) holds its sentences."""
     raw = [r for r in summary if r.get("setting", SETTING) == SETTING]
-    per_prompt = [r for r in raw if r.get("prompt") and r.get("metric") == "p@1"]
-    if not per_prompt:
+    metric, metrics, names = next(((m, ms, ns) for m, ms, ns in KINDS
+                                   if any(r.get("prompt") and r.get("metric") == m for r in raw)), (None, (), ()))
+    if metric is None:
         return None
+    per_prompt = [r for r in raw if r.get("prompt") and r.get("metric") == metric]
     scope = _scope(per_prompt)
     per_prompt = [r for r in per_prompt if r.get("scope", "own") == scope]
-    agreeing = [r for r in raw if r.get("metric") in PROMPT_METRICS and not r.get("prompt")]
+    agreeing = [r for r in raw if r.get("metric") in metrics and not r.get("prompt")]
     held = _scope(agreeing)
     agreeing = [r for r in agreeing if r.get("scope", "own") == held]
     cells = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("value") for r in agreeing}
     corpora = list(dict.fromkeys(r.get("corpus") for r in per_prompt))
-    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in PROMPT_METRICS}}
-                 for c in corpora for p in predictors if any((c, "all", p, m) in cells for m in PROMPT_METRICS)]
+    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in metrics}}
+                 for c in corpora for p in predictors if any((c, "all", p, m) in cells for m in metrics)]
     relations = sorted({(r.get("corpus"), r.get("group")) for r in per_prompt})
     labels = labels or {}
 
@@ -71,9 +78,9 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
         text = (labels.get(corpus) or {}).get(rel, "")
         return "" if text == rel else text
 
-    by_relation = [{"corpus": c, "relation": rel, "label": label(c, rel),
-                    **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}}
-                   for c, rel in relations]
+    by_relation = [] if metric != "p@1" else [
+        {"corpus": c, "relation": rel, "label": label(c, rel),
+         **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}} for c, rel in relations]
     grouped: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in per_prompt:
         grouped.setdefault((r.get("corpus"), r.get("group"), r["prompt"]), {})[r.get("predictor")] = r
@@ -83,8 +90,7 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
         counts = {p: by[p].get("n_facts") for p in predictors if p in by}
         prompts.append({"corpus": corpus, "relation": rel, "label": label(corpus, rel), "prompt": pid,
                         "template": examples.get((corpus, rel, pid)),
-                        "p@1": {p: by[p].get("value") for p in predictors if p in by}, "n": counts,
+                        metric: {p: by[p].get("value") for p in predictors if p in by}, "n": counts,
                         "facts": next(iter(counts.values())) if len(set(counts.values())) == 1 else None})
-    return {"setting": SETTING, "scope": scope, "metrics": list(PROMPT_METRICS), "agreement": agreement,
-            "relations": by_relation, "prompts": prompts}
-
+    return {"setting": SETTING, "scope": scope, "metric": metric, "metrics": list(metrics), "names": list(names),
+            "agreement": agreement, "relations": by_relation, "prompts": prompts}
