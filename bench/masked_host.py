@@ -108,6 +108,9 @@ def one_pass(predictor, work) -> tuple[float, float, int, int]:
 
     predict = records = 0.0
     size = n = 0
+    words = getattr(predictor.scorer, "_word_ids", None)
+    if words is not None:  # each pass tokenises as a run does, from no word known
+        words.memo.clear()
     for _, pairs, depth, valid in work:
         start = CLOCK()
         preds = predictor.predict([q for q, _ in pairs], depth)
