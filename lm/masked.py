@@ -47,7 +47,17 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import CHOICE_SCORES, CHOICE_SCORING, QUERIES_PER_CALL, Answer, Fact, Prediction, Query, answers_of
+from eval.types import (
+    CHOICE_SCORES,
+    CHOICE_SCORING,
+    QUERIES_PER_CALL,
+    Answer,
+    Fact,
+    Prediction,
+    Query,
+    answers_of,
+    ranked_prediction,
+)
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
@@ -918,5 +928,5 @@ class MaskedLMPredictor:
             if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
                 extra[CHOICE_SCORES] = dict(zip(tpos, target_logp[start:end]))
                 extra[CHOICE_SCORING] = CHOICE_LOGPROB
-            out[i] = Prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
+            out[i] = ranked_prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
             start = end
