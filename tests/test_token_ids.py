@@ -86,3 +86,17 @@ def test_word_ids_follow_a_truncation_left_on_the_backend():
     want = token_ids(tokenizer, TEXTS, True)
     tokenizer(TEXTS, truncation=True, max_length=4)
     assert words(TEXTS, True) == want
+
+
+def test_word_ids_start_again_past_their_memo_limit(monkeypatch):
+    """A memo that would grow past its limit is emptied first; the call still gives every text's ids."""
+    import lm.token_ids
+    from lm.token_ids import WordIds
+
+    monkeypatch.setattr(lm.token_ids, "MEMO_LIMIT", 8)
+    tokenizer = tokenizer_for("bert-cased")
+    words = WordIds.of(tokenizer)
+    texts = TEXTS + ODD_TEXTS
+    for _ in range(2):
+        assert words(texts, True) == token_ids(tokenizer, texts, True)
+        assert len(words.memo) <= max(8, len({w for t in texts if t.isprintable() for w in t.split()}))
