@@ -1,15 +1,18 @@
 """The host's own work per query of the masked engine: everything around the tensor operations, from prompts to
 record lines, as a `kbc run lama` does it.
 
-    python bench/masked_host.py [--n 0] [--data ../shared/data] [--work DIR] [--batch-size 512] [--repeat 5]
+    python bench/masked_host.py [--n 0] [--depth 100] [--data ../shared/data] [--work DIR] [--batch-size 512]
+        [--repeat 5]
 
 Model: a tiny 2-layer BERT with the real bert-base-cased tokenizer (`bench/fixed_cost.py`). Queries: T-REx facts
 whose object is in the LAMA common vocabulary (all of them, or `--n` taken round-robin over the relations), each
 with its gold and other valid objects as targets (exact ranks kept), answered in chunks of 512 queries per
-relation at the runner's depth, each prediction made into its record line (`ranked_record`, `jsonl_text`); no
+relation at the runner's depth (`--depth`, 100 as `kbc run` asks by default, plus room for the relation's other
+valid objects), each prediction made into its record line (`ranked_record`, `jsonl_text`); no
 result cache. The first pass runs everything and keeps what the tensor work gave (`_candidate_logp`: forward and
 log-softmax; `_extract_start`: top-k, exact ranks, finiteness), in CPU seconds as `device_s`; the later passes
 are handed those results back in the same order, so that all they time is the host's work, which a GPU waits on.
+Each pass tokenises as a run does, with no word known yet (`lm.token_ids.WordIds`).
 CPU seconds of this process, the cycle collector set as `kbc` sets it, one torch thread, the tokenizer on one
 thread too (`TOKENIZERS_PARALLELISM=false`: its helper threads would otherwise spin on the shared cores): steady
 where other work shares the machine. Prints `host_us_per_query` (the fastest of `--repeat` passes) with its
@@ -69,7 +72,7 @@ def _fresh(out):
     return ToHost(out.host.clone()) if isinstance(out, ToHost) else out
 
 
-def chunks(data: Path, predictor, size: int = 512, n: int = 0):
+def chunks(data: Path, predictor, size: int = 512, n: int = 0, base: int = 100):
     """(relation, [(query, fact)], depth, valid objects) in runner order: T-REx queries the predictor keeps."""
     from bridge.experiments.lama import targets
     from bridge.run.runner import valid_objects_of
@@ -96,7 +99,7 @@ def chunks(data: Path, predictor, size: int = 512, n: int = 0):
         per_rel = [(rel, p[:limit[rel]], v) for rel, p, v in per_rel]
     out = []
     for rel, pairs, valid in per_rel:
-        depth = 10 + max((len(v) for v in valid.values()), default=0)
+        depth = base + max((len(v) for v in valid.values()), default=0)
         out += [(rel, pairs[s:s + size], depth, valid) for s in range(0, len(pairs), size)]
     return out
 
@@ -108,6 +111,9 @@ def one_pass(predictor, work) -> tuple[float, float, int, int]:
 
     predict = records = 0.0
     size = n = 0
+    words = getattr(predictor.scorer, "_word_ids", None)
+    if words is not None:  # each pass tokenises as a run does, from no word known
+        words.memo.clear()
     for _, pairs, depth, valid in work:
         start = CLOCK()
         preds = predictor.predict([q for q, _ in pairs], depth)
@@ -121,10 +127,13 @@ def one_pass(predictor, work) -> tuple[float, float, int, int]:
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from bridge.run.config import RunConfig
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, default=None, help="where the model is built (default: a temporary folder)")
     ap.add_argument("--n", type=int, default=0, help="queries (0: every answerable T-REx query)")
+    ap.add_argument("--depth", type=int, default=RunConfig.depth, help="answers asked per query, as `kbc run --depth`")
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
     replay = Replay()
     for name in TENSOR_WORK:
         setattr(predictor.scorer, name, replay.wrap(name, getattr(predictor.scorer, name)))
-    todo = chunks(args.data, predictor, n=args.n)
+    todo = chunks(args.data, predictor, n=args.n, base=args.depth)
     predict, records, size, n = one_pass(predictor, todo)
     device = replay.seconds
     best = None

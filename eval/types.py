@@ -167,10 +167,11 @@ class Query(_Pickled):
         Both slots are filled in one pass over the template, so a label that itself contains
         `[X]`, `[Y]` or a mask token is inserted as plain text and never read as a slot.
         """
-        fill = {self.given: self.known.label, self.asked: mask}
+        fill = {SUBJECT_SLOT: self.known.label, OBJECT_SLOT: mask} if self.slot == "object" else \
+            {SUBJECT_SLOT: mask, OBJECT_SLOT: self.known.label}
         parts = _template_parts(self.template)
         # re.split with one capture group puts the slot markers at the odd positions
-        return "".join(fill[part] if i % 2 else part for i, part in enumerate(parts))
+        return "".join([fill[part] if i % 2 else part for i, part in enumerate(parts)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,21 +198,21 @@ def named_gold(id_: str | None, gold: Iterable[str]) -> str | None:
 
 _NEW = object.__new__
 _SET_LABEL, _SET_SCORE, _SET_ID = Answer.label.__set__, Answer.score.__set__, Answer.id.__set__  # type: ignore[attr-defined]
-assert tuple(f.name for f in fields(Answer)) == ("label", "score", "id")  # `_answer` sets every field
-
-
-def _answer(label: str, score: float) -> Answer:
-    answer = _NEW(Answer)
-    _SET_LABEL(answer, label)
-    _SET_SCORE(answer, score)
-    _SET_ID(answer, None)
-    return answer
+assert tuple(f.name for f in fields(Answer)) == ("label", "score", "id")  # `answers_of` sets every field
 
 
 def answers_of(labels: Iterable[str], scores: Iterable[float]) -> tuple[Answer, ...]:
     """`Answer(label, score)` of each pair, made at half the cost: a frozen dataclass's `__init__` goes through
-    `object.__setattr__` for each field, and a masked LM makes ten or more answers per query."""
-    return tuple(map(_answer, labels, scores))
+    `object.__setattr__` for each field, and a masked LM makes ten or more answers per query (one loop, no call
+    per answer)."""
+    out = []
+    for label, score in zip(labels, scores):
+        answer = _NEW(Answer)
+        _SET_LABEL(answer, label)
+        _SET_SCORE(answer, score)
+        _SET_ID(answer, None)
+        out.append(answer)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +229,26 @@ class Prediction(_Pickled):
     # answers of equal score are equally true (a KB's answers): a gold answer counts at the first
     # position of its tie group (`eval.metrics.gold_rank`), never behind an equal by label order
     shared_ties: bool = False
+
+
+_PREDICTION_SETS = tuple(getattr(Prediction, f.name).__set__ for f in fields(Prediction))
+assert tuple(f.name for f in fields(Prediction)) == ("query_uid", "answers", "lowercased", "extra", "target_ranks",
+                                                    "shared_ties")  # `ranked_prediction` sets every field
+
+
+def ranked_prediction(query_uid: str, answers: tuple[Answer, ...], lowercased: bool, extra: dict,
+                      target_ranks: dict[str, int] | None) -> Prediction:
+    """`Prediction(query_uid, answers, lowercased, extra, target_ranks)`, made without the frozen dataclass's
+    constructor (as `answers_of`): a masked LM makes one per query."""
+    pred = _NEW(Prediction)
+    uid, ans, lower, ext, ranks, shared = _PREDICTION_SETS
+    uid(pred, query_uid)
+    ans(pred, answers)
+    lower(pred, lowercased)
+    ext(pred, extra)
+    ranks(pred, target_ranks)
+    shared(pred, False)
+    return pred
 
 
 ASKED_TEMPLATE = "template"  # `Prediction.extra`: the template a predictor asked in place of the query's own

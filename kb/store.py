@@ -27,7 +27,6 @@ from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, Request, build_opener
 
 import pyoxigraph as ox
-from oxrdflib import OxigraphStore
 from rdflib import RDFS, Dataset, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.query import Result
@@ -238,12 +237,20 @@ def _values(solutions) -> list[tuple]:
     return [tuple(None if term is None else term.value for term in row) for row in solutions]
 
 
+def _dataset(store: ox.Store) -> Dataset:
+    """An rdflib Dataset over an Oxigraph store. oxrdflib is imported here, at the first read or write: it loads
+    rdflib's SPARQL engine, which a run whose predictors read no graph never needs."""
+    from oxrdflib import OxigraphStore
+
+    return Dataset(store=OxigraphStore(store=store))
+
+
 class _Embedded:
     """rdflib Dataset on an in-memory Oxigraph store (scratch work such as a closure)."""
 
     def __init__(self) -> None:
         self.store = ox.Store()
-        self.dataset = Dataset(store=OxigraphStore(store=self.store))
+        self.dataset = _dataset(self.store)
 
     def select(self, sparql: str) -> list[tuple]:
         return [tuple(row) for row in self.dataset.query(sparql)]
@@ -286,7 +293,7 @@ class _OnDisk:
         store = self.folder.current()
         if self._dataset_of is not store:
             self._forget()
-            self._dataset, self._dataset_of = Dataset(store=OxigraphStore(store=store)), store
+            self._dataset, self._dataset_of = _dataset(store), store
         return self._dataset
 
     def select(self, sparql: str) -> list[tuple]:

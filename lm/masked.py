@@ -47,12 +47,22 @@ import numpy as np
 
 from eval.compat import check_compat, lama_prompt
 from eval.errors import KbcError
-from eval.types import CHOICE_SCORES, CHOICE_SCORING, QUERIES_PER_CALL, Answer, Fact, Prediction, Query, answers_of
+from eval.types import (
+    CHOICE_SCORES,
+    CHOICE_SCORING,
+    QUERIES_PER_CALL,
+    Answer,
+    Fact,
+    Prediction,
+    Query,
+    answers_of,
+    ranked_prediction,
+)
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
 from lm.precision import agreement_tolerance
-from lm.token_ids import token_ids
+from lm.token_ids import WordIds, token_ids
 from lm.vocab import AnswerSpace, CandidateSet, drop_reason, full_vocab, normalize, target_positions
 
 # Architectures whose head we split into encoder -> transform -> decoder (the fast path).
@@ -318,6 +328,7 @@ class MaskedLMScorer:
         self.cache = cache
         self.compat = check_compat(compat)
         self.lama = LamaBertTokenization(tokenizer) if self.compat == "lama" else None
+        self._word_ids = WordIds.of(tokenizer)  # a BERT-style tokenizer: each distinct word asked once
         self.device = next(model.parameters()).device
         self.bucketing = self.device.type == "cuda"
         limit = getattr(model.config, "max_position_embeddings", 512) or 512
@@ -424,7 +435,7 @@ class MaskedLMScorer:
         than `max_length` are asked again with the wrapper's truncation, so every row is what it would give."""
         if self.lama is not None:
             return [self.lama.encode(t, self.max_length) for t in texts]
-        ids = token_ids(self.tokenizer, texts, add_special_tokens=True)
+        ids = self._ids(texts, add_special_tokens=True)
         long = [i for i, row in enumerate(ids) if len(row) > self.max_length]
         if long:
             cut = self.tokenizer([texts[i] for i in long], add_special_tokens=True, truncation=True,
@@ -438,7 +449,13 @@ class MaskedLMScorer:
         """Token ids without special tokens."""
         if self.lama is not None:
             return [[i for _, i in self.lama.pieces(t)] for t in texts]
-        return token_ids(self.tokenizer, texts)
+        return self._ids(texts)
+
+    def _ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
+        """The backend's ids of `texts`, uncut (`WordIds` where the tokenizer allows it)."""
+        if self._word_ids is not None:
+            return self._word_ids(texts, add_special_tokens)
+        return token_ids(self.tokenizer, texts, add_special_tokens)
 
     def _pairs(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
         """`context [SEP] prompt` with the model's own special tokens (a sentence pair), cut to
@@ -911,5 +928,5 @@ class MaskedLMPredictor:
             if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
                 extra[CHOICE_SCORES] = dict(zip(tpos, target_logp[start:end]))
                 extra[CHOICE_SCORING] = CHOICE_LOGPROB
-            out[i] = Prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
+            out[i] = ranked_prediction(q.uid, got, self.uncased, extra, dict(zip(tpos, ranks[start:end])))
             start = end

@@ -12,6 +12,7 @@ import pytest
     ("kb.extraction.kb_build", "sklearn"),  # `kbc kb stats` names the extracted graphs; extraction trains
     ("bridge.run.fact_columns", "pandas"),  # `kbc compare` names the per-fact files to check they are current
     ("bridge.run.freshness", "pandas"),
+    ("bridge.run.runner", "oxrdflib"),  # rdflib's SPARQL engine: a run whose predictors read no graph opens no store
 ])
 def test_module_does_not_load(module, absent):
     code = f"import sys, {module}; print({absent!r} in sys.modules)"

@@ -9,7 +9,18 @@ import pickle
 import pytest
 
 from bridge.experiments.kmir import KmirFact, KmirQuery
-from eval.types import Answer, Entity, Evidence, Fact, Prediction, Query, Relation, SetFact, answers_of
+from eval.types import (
+    Answer,
+    Entity,
+    Evidence,
+    Fact,
+    Prediction,
+    Query,
+    Relation,
+    SetFact,
+    answers_of,
+    ranked_prediction,
+)
 
 
 def test_every_shared_type_and_subclass_round_trips():
@@ -41,3 +52,16 @@ def test_answers_of_are_the_answers_the_constructor_makes():
     with pytest.raises(dataclasses.FrozenInstanceError):
         made[0].label = "Spain"
     assert answers_of([], []) == ()
+
+
+def test_ranked_prediction_is_the_prediction_the_constructor_makes():
+    """`ranked_prediction` skips the frozen `__init__` but makes the same object, every field set."""
+    answers = answers_of(["France"], [-0.5])
+    made = ranked_prediction("q1", answers, True, {"n_tokens": 7}, {"France": 1})
+    want = Prediction("q1", answers, True, {"n_tokens": 7}, {"France": 1})
+    assert repr(made) == repr(want) and made == want and hash(made) == hash(want)
+    assert [getattr(made, f.name) for f in dataclasses.fields(Prediction)] == \
+        [getattr(want, f.name) for f in dataclasses.fields(Prediction)]
+    assert repr(pickle.loads(pickle.dumps(made))) == repr(want)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.lowercased = False

@@ -27,6 +27,8 @@ def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), sh
     place is saved there, not behind ten namesakes. A used answer still below the top extends the list down to it.
     No answer moves above one of a higher score and no score changes."""
     picked = list(dict.fromkeys(u for u in used if u is not None and 0 <= u < len(answers)))
+    if not picked:  # the top as ranked (a run writes one list per query)
+        return [[a.label, round(a.score, 6), a.id] for a in answers[:top]]
     order = list(range(len(answers)))
     if shared_ties and picked:
         first_of_group: list[int] = []
@@ -35,7 +37,7 @@ def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), sh
         pinned = {u: k for k, u in enumerate(picked)}
         order.sort(key=lambda i: (first_of_group[i], i not in pinned, pinned.get(i, i)))
     at = {i: k for k, i in enumerate(order)}
-    keep = max(top, *(at[u] + 1 for u in picked)) if picked else top
+    keep = max(top, *(at[u] + 1 for u in picked))
     return [[answers[i].label, round(answers[i].score, 6), answers[i].id] for i in order[:keep]]
 
 
