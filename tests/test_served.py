@@ -699,6 +699,36 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     assert [r["generation"] for r in records(tmp_path / "run")] == ["Melbourne"] * 9
 
 
+
+def test_a_run_stopped_before_its_first_prompt_was_answered_still_checks_the_answers_it_kept(serve, lama_dir,
+                                                                                              tmp_path, capsys,
+                                                                                              monkeypatch):
+    """The run's first request fails while the next two are answered and cached: those answers are the run's, and
+    a resume against other weights under the same name must not score them with the new model's."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    whole = serve(by_prompt)
+    assert run_kbc(lama_args(whole.url, lama_dir, tmp_path / "whole", "--set", "llm.concurrency=3"), capsys)[0] == 0
+    first = records(tmp_path / "whole")[0]["prompt"][-1]["content"]
+    now = {"fail": first, "place": " town"}
+
+    def script(path, body, n):
+        if asked_of(body) == now["fail"]:
+            return 500, {"error": "down"}
+        return 200, completion(by_prompt(path, body, n)[1]["choices"][0]["message"]["content"].replace(
+            " town", now["place"]), "chat")
+
+    server = serve(script)
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "HTTP 500" in err
+    kept = [asked_of(b) for b in server.bodies if asked_of(b) != first]
+    assert kept and records(tmp_path / "run") == []
+    now.update(fail=None, place=" city")  # other weights behind the same URL and name
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "answers differently than when this run started" in err, err
+    assert asked_of(server.bodies[-1]) in kept and records(tmp_path / "run") == []
+
+
 # -- every response paid for is kept: an interrupted run resumed asks only what was never answered --
 
 def asked_of(body: dict) -> str:
