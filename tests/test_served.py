@@ -311,7 +311,7 @@ def test_one_answer_scores_alike_as_a_bullet_list_a_comma_list_an_and_or_in_lowe
         hits = [r["em_raw"] for r in recs if r["relation"] == rel]
         assert rows[("em", rel)] == 100.0 * sum(hits) / len(hits)
     config = json.loads((out / "config.json").read_text())
-    assert config["predictor_specs"]["llm"]["answer_rule"] == 6
+    assert config["predictor_specs"]["llm"]["answer_rule"] == 7
 
 
 def test_a_relations_answers_link_and_score_the_same_whichever_other_relations_the_run_loads(
@@ -669,6 +669,29 @@ def test_a_chat_answer_whose_content_is_null_is_an_empty_answer_not_a_stopped_ru
     assert code == 0, err
     line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
     assert line.endswith("; 3 answers were empty text (scored wrong)"), line
+
+
+def test_a_reasoning_models_answer_is_read_after_its_thoughts_and_one_cut_while_thinking_is_empty(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """A server without a reasoning parser leaves `<think>…</think>` in the content: the answer follows it, and one
+    whose tokens ran out inside it has none (counted with the empty answers, as a null content is)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    golds = {r["sub_label"]: r["obj_label"] for r in map(json.loads, (
+        lama_dir / "Google_RE" / "place_of_birth_test.jsonl").read_text().splitlines())}
+
+    def script(path, body, n):
+        gold = golds[asked_of(body).removeprefix("Fill in the blank: ").split(" was born in")[0]]
+        text = f"<think>\nMaybe Berlin.\n</think>\n\n{gold}" if n % 3 else "<think>\nMaybe Berlin, or"
+        return 200, completion(text, "chat")
+
+    code, _, err = run_kbc(lama_args(serve(script).url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1"),
+                           capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith("; 3 answers were empty text (scored wrong)"), line
+    em = [r["value"] for r in json.loads((tmp_path / "run" / "summary.json").read_text())
+          if (r["metric"], r["scope"], r["setting"], r["group"]) == ("em", "own", "raw", "place_of_birth")]
+    assert em == [pytest.approx(100 * 6 / 9)]
 
 
 def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_dir, tmp_path, capsys, monkeypatch):

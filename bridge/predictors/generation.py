@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, Option, declares
-from eval.answer_text import GENERATED, link_items, parse_generation
+from eval.answer_text import GENERATED, link_items, parse_generation, stated
 from eval.disambiguate import LabelIndex
 from eval.errors import ConfigError
 from eval.jsonl import write_json
@@ -519,7 +519,7 @@ class GenerationPredictor:
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
-            self.counts["empty"] += not response.text.strip()
+            self.counts["empty"] += not stated(response.text).strip()  # nothing, or thoughts cut before an answer
             index = self.indexes.of(q.relation)
             parsed = parse_generation(response.text, self.many, index, numeric=q.relation in NUMERIC)
             if q.relation in NUMERIC:  # a count is no entity: the number it states, as a word of its own, is the answer
