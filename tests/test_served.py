@@ -416,6 +416,22 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
     assert any(x.strip() == f"generation: {recs[0]['generation']}" for x in lines[at:])
 
 
+def test_empty_answers_on_lm_kbc_are_said_to_be_empty_sets_not_wrong_answers(serve, lama_dir, tmp_path, capsys,
+                                                                            monkeypatch):
+    """An empty set is an answer there: evaluate.py scores it 1 where the gold set is empty too."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "companyTradesAtStockExchange", "--predictors",
+                            f"llm={serve(ok('')).url}", "--set", "llm.model=tiny", "--limit", "12", "--data-dir",
+                            str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("lmkbc2024 / llm: 12 queries"))
+    assert line.endswith("; 12 answers were empty text (read as empty sets: right only where the gold set is empty)")
+    f1 = next(r["value"] for r in json.loads((out / "summary.json").read_text())
+              if (r["scope"], r["group"], r["metric"]) == ("own", "all", "macro-f1"))
+    assert 0 < f1 < 1
+
+
 def test_a_written_count_is_a_number_standing_as_a_word_of_its_own(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """LM-KBC's episode counts: "52 episodes" answers 52; digits glued to letters ("179trotro") are noise, no count."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))

@@ -564,8 +564,10 @@ class GenerationPredictor:
             sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
             cost = f"requests sent {sent}, failed {t['failed']}"
         resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
-        # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
-        empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
+        # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it; where
+        # a set is asked it is the empty set, which the challenge scores 1 against an empty gold set
+        scored = "read as empty sets: right only where the gold set is empty" if self.many else "scored wrong"
+        empty = f"; {t['empty']} answers were empty text ({scored})" if t["empty"] else ""
         # a server that sends no usage would read as one that spent no tokens
         silent = tally.get("unreported", 0)
         unreported = f" ({silent} of the responses said no token count: not counted)" if silent else ""
