@@ -307,8 +307,21 @@ class ServedGenerator:
         else:
             body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
         answer = self._post(body)
+        shown = recorded_url(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"))
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        if isinstance(answer, dict) and not choices and answer.get("error"):  # a gateway's failure, sent as a 200
+            self._count("failed")
+            raise ServerUnavailable(f"{shown}: the server answered with an error: "
+                                    f"{server_message(json.dumps(answer).encode())} (HTTP 200, no completion)")
+        if isinstance(choices, list) and not choices:
+            self._count("failed")
+            raise ServerError(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]}); is this an "
+                              "OpenAI-compatible server?")
         try:
-            choice = answer["choices"][0]
+            # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
+            choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), None) \
+                if isinstance(choices, list) and len(choices) > 1 else None
+            choice = choice or answer["choices"][0]
             text = choice["message"]["content"] if s.api == "chat" else choice["text"]
             if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
                 text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run

@@ -112,6 +112,34 @@ def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message
     assert len(server.bodies) == 1  # never retried
 
 
+def test_an_error_answered_with_http_200_says_the_servers_message_and_that_a_rerun_resumes(serve):
+    """Some gateways answer a failed upstream call with HTTP 200 and an OpenAI error object, no choices."""
+    from lm.served import ServerUnavailable
+
+    server = serve(lambda path, body, n: (200, {"error": {"message": "upstream overloaded", "code": 503}}))
+    with pytest.raises(ServerUnavailable) as caught:
+        client(server.url, []).generate(["q"], PARAMS)
+    assert str(caught.value) == f"{server.url}/chat/completions: the server answered with an error: upstream " \
+        "overloaded (HTTP 200, no completion)"
+
+
+def test_of_several_choices_the_answer_is_choice_0_wherever_it_is_listed(serve):
+    """The run asks for one completion (no `n`): a server that sends more is read by the `index` of each."""
+    def script(path, body, n):
+        answer = completion("Berlin", "chat")
+        answer["choices"] = [dict(answer["choices"][0], index=1),
+                             {"index": 0, "message": {"role": "assistant", "content": "Paris"}}]
+        return 200, answer
+
+    assert client(serve(script).url).generate(["q"], PARAMS)[0].text == "Paris"
+
+
+def test_an_answer_with_no_choices_says_so(serve):
+    server = serve(lambda path, body, n: (200, {"id": "x", "choices": []}))
+    with pytest.raises(ServerError, match=r"/chat/completions: the answer holds no choice \(\{\"id\""):
+        client(server.url).generate(["q"], PARAMS)
+
+
 TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_template is not set and no template "
                   "argument was passed! For information about writing templates and setting the\n"
                   "tokenizer.chat_template attribute, please see the documentation")
