@@ -171,6 +171,7 @@ class ServedGenerator:
         self.sent = self.failed = self.retried = 0
         self.answered = 0  # requests the server answered with a completion: a later bare 500 is no template's fault
         self._waits_told = False  # a server's `Retry-After` is said on stderr once
+        self._answered_as: set[str] = set()  # model names answers came under other than the one asked, each said once
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
         self._listed: tuple[dict | None] | None = None  # `listed()`, once asked
@@ -332,12 +333,26 @@ class ServedGenerator:
             raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         self._count("answered")
+        self._named(shown, answer.get("model"))
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
         return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
                          str(system) if system else None, usage_reported=any(t is not None for t in tokens))
+
+    def _named(self, shown: str, name: object) -> None:
+        """Say once per name where an answer names a model other than the one asked: a proxy's fallback scores
+        another model under this one's name."""
+        if not isinstance(name, str) or not name or name == self.settings.model:
+            return
+        with self._lock:
+            told = name in self._answered_as
+            self._answered_as.add(name)
+        if not told:
+            logging.getLogger("kbc").warning("%s answered as model %r, not %r as asked: the scores are that model's "
+                                             "(a proxy's fallback, an alias or a dated snapshot of it)", shown, name,
+                                             self.settings.model)
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,

@@ -134,6 +134,28 @@ def test_of_several_choices_the_answer_is_choice_0_wherever_it_is_listed(serve):
     assert client(serve(script).url).generate(["q"], PARAMS)[0].text == "Paris"
 
 
+def test_answers_from_a_model_other_than_the_one_asked_are_named_once_per_name(serve, caplog):
+    """A proxy may answer with a fallback model, a server with the one it has loaded whatever was asked: the scores
+    are then that model's, which stderr says once per name (an answer naming no model, or the one asked, says
+    nothing)."""
+    import logging
+
+    names = iter(["tiny", None, "backup-7b", "backup-7b", "gpt-x"])
+
+    def script(path, body, n):
+        answer = completion("Paris", "chat")
+        if (name := next(names)) is not None:
+            answer["model"] = name
+        return 200, answer
+
+    server = serve(script)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        client(server.url, concurrency=1).generate([f"q{i}" for i in range(5)], PARAMS)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{server.url}/chat/completions answered as model {name!r}, not 'tiny' as asked: the scores are that model's "
+        "(a proxy's fallback, an alias or a dated snapshot of it)" for name in ("backup-7b", "gpt-x")]
+
+
 def test_an_answer_with_no_choices_says_so(serve):
     server = serve(lambda path, body, n: (200, {"id": "x", "choices": []}))
     with pytest.raises(ServerError, match=r"/chat/completions: the answer holds no choice \(\{\"id\""):
