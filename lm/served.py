@@ -354,6 +354,21 @@ class ServedGenerator:
                                              "(a proxy's fallback, an alias or a dated snapshot of it)", shown, name,
                                              self.settings.model)
 
+    def _await_in_flight(self, pool: ThreadPoolExecutor, in_flight: list[Future], stop: BaseException) -> None:
+        """Wait for the requests in flight when the run stops, so that their answers are kept. The process would
+        wait for them at its exit anyway: a Ctrl-C in this wait is taken (the run stops as it was stopping) and
+        the wait goes on; stderr says what it waits for, which a stop by Ctrl-C would leave silent."""
+        if in_flight and isinstance(stop, KeyboardInterrupt):
+            logging.getLogger("kbc").warning("stopping: waiting for the %d request%s in flight (a try waits at most "
+                                             "%g s), whose answers are kept", len(in_flight),
+                                             "" if len(in_flight) == 1 else "s", self.settings.timeout)
+        while True:
+            try:
+                pool.shutdown(wait=True)
+                return
+            except KeyboardInterrupt:
+                continue
+
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,
                  handed: Callable[[Sequence[int]], None] | None = None) -> list[Generated]:
@@ -401,7 +416,7 @@ class ServedGenerator:
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
         except BaseException as exc:
-            pool.shutdown(wait=True)
+            self._await_in_flight(pool, [f for f in running if not f.done()], exc)
             with interrupts_held():
                 for future, i in futures.items():
                     if i not in kept_ones and future.exception() is None:

@@ -1063,6 +1063,34 @@ def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch,
     assert all(got[i] == f"Q{i}" for i in got)
 
 
+def test_a_second_ctrl_c_while_the_requests_in_flight_are_awaited_loses_none_of_their_answers(serve, caplog):
+    """The requests in flight at a Ctrl-C are awaited (the process would wait for them anyway): a second Ctrl-C in
+    that wait changes nothing but is no reason to drop the answers paid for; stderr says what it waits for."""
+    import logging
+    import os
+    import time
+
+    def script(path, body, n):
+        if n == 2:  # both requests are in flight: Ctrl-C, then Ctrl-C again while they are awaited
+            def twice() -> None:
+                for _ in range(2):
+                    time.sleep(0.2)
+                    os.kill(os.getpid(), signal.SIGINT)
+
+            threading.Thread(target=twice, daemon=True).start()
+        time.sleep(1.5)
+        return 200, completion(asked_of(body).upper(), "chat")
+
+    kept: dict[int, str] = {}
+    gen = client(serve(script).url, concurrency=2, timeout=30)
+    with caplog.at_level(logging.WARNING, logger="kbc"), pytest.raises(KeyboardInterrupt):
+        gen.generate([[{"role": "user", "content": f"q{i}"}] for i in range(4)], PARAMS,
+                     lambda i, g: kept.setdefault(i, g.text))
+    assert kept == {0: "Q0", 1: "Q1"} and gen.sent == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "stopping: waiting for the 2 requests in flight (a try waits at most 30 s), whose answers are kept"]
+
+
 def interrupt_at_cache_write(monkeypatch, n: int, signum: int = signal.SIGINT) -> None:
     """A Ctrl-C (a real SIGINT), or the SIGTERM `kill` sends, while the `n`-th response is being written to the
     response cache."""
