@@ -326,6 +326,10 @@ class ServedGenerator:
             text = choice["message"]["content"] if s.api == "chat" else choice["text"]
             if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
                 text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run
+            if isinstance(text, list) and s.api == "chat" and all(isinstance(p, dict) for p in text):
+                text = _text_parts(text)
+                if text is None:
+                    raise TypeError("content parts other than text")
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
@@ -466,6 +470,16 @@ def _token_count(value: object) -> int | None:
     except ValueError:
         return None
     return int(number) if number.is_integer() and number >= 0 else None
+
+
+def _text_parts(parts: list[dict]) -> str | None:
+    """A content written as typed parts (Mistral's reasoning models: a `thinking` part, then `text` parts): the text
+    parts joined, the thoughts left out; None where a part is no readable text part or thought."""
+    if not all(p.get("type") != "text" or isinstance(p.get("text"), str) for p in parts):
+        return None
+    if not all(p.get("type") in ("text", "thinking", "reasoning") for p in parts):
+        return None
+    return "".join(p["text"] for p in parts if p.get("type") == "text")
 
 
 def _plain(messages: Sequence[dict]) -> str:

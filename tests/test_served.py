@@ -156,6 +156,22 @@ def test_answers_from_a_model_other_than_the_one_asked_are_named_once_per_name(s
         "(a proxy's fallback, an alias or a dated snapshot of it)" for name in ("backup-7b", "gpt-x")]
 
 
+def test_a_content_written_as_typed_parts_is_its_text_parts_without_the_thoughts(serve):
+    """Mistral's reasoning models send `content` as a list: a `thinking` part, then the answer's `text` parts."""
+    parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "Berlin? No."}]},
+             {"type": "text", "text": "Paris"}, {"type": "text", "text": ", France"}]
+
+    def script(path, body, n):
+        answer = completion("", "chat")
+        answer["choices"][0]["message"]["content"] = parts if n == 1 else [{"type": "image_url", "image_url": "x"}]
+        return 200, answer
+
+    gen = client(serve(script).url, concurrency=1)
+    assert gen.generate(["q"], PARAMS)[0].text == "Paris, France"
+    with pytest.raises(ServerError, match=r"holds no completion text \(TypeError\('content parts other than text'\)"):
+        gen.generate(["q"], PARAMS)
+
+
 def test_an_answer_with_no_choices_says_so(serve):
     server = serve(lambda path, body, n: (200, {"id": "x", "choices": []}))
     with pytest.raises(ServerError, match=r"/chat/completions: the answer holds no choice \(\{\"id\""):
