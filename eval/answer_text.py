@@ -35,7 +35,8 @@ from eval.disambiguate import LabelIndex
 # 5: an answer is linked (and split) among the entities of its own relation's facts, not of every relation loaded;
 # on LAMA the plain `lmkbc2024` prompt's examples are of the asked relation
 # 6: a number is read from digits standing as a word of their own ("52 episodes", not "179trotro"), and is the answer
-ANSWER_RULE = 6
+# 7: a reasoning model's `<think>…</think>` block is no answer: the answer follows it, none where it never closes
+ANSWER_RULE = 7
 GENERATED = "generation"  # the raw generation's key in `Prediction.extra` and in records
 # what a record of a generated answer keeps beside its answers: the exact prompt, the raw text, what was read from it
 GENERATION_FIELDS = ("prompt", "prompt_text", GENERATED, "parsed", "unlinked", "abstained", "shots")
@@ -45,6 +46,9 @@ _PREFIX = re.compile(r"^\s*(?:the\s+)?answers?\b\s*(?:is|are)?\s*[:=-]?\s*", re.
 _NONE = frozenset({"none", "unknown", "n/a", "na", "no answer", "no answers", "nobody", "nothing", "empty",
                    "i don't know", "i do not know", "not known", "there are none", "there is none"})
 _TRIM = " \t\"'`*_.,;:!"
+# a reasoning model's thoughts before its answer, where the server leaves them in the text (no reasoning parser)
+_THINK_OPEN = re.compile(r"\s*<(?:think|thinking)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 # where a line holds several answers: semicolons, commas (not a number's thousands separator: "1,024"), " and "
 _LIST = r";|(?<!\d),|,(?!\d{3}(?!\d))"
 _SEPARATORS = re.compile(rf"\s*(?:{_LIST})\s*|\s+and\s+")
@@ -111,10 +115,20 @@ def first_sentence(line: str, names: Callable[[str], bool] = _names_nothing) -> 
     return line
 
 
+def stated(text: str) -> str:
+    """The part of a generation that can state its answer: what follows a reasoning model's `<think>…</think>`
+    block (its opening tag may be the prompt's, as DeepSeek-R1's chat template writes it), nothing where the block
+    never closes (cut at `max_new_tokens` while thinking); the whole text of any other."""
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        return text[closes[-1].end():]
+    return "" if _THINK_OPEN.match(text) else text
+
+
 def answer_lines(text: str, names: Callable[[str], bool] = _names_nothing) -> list[str]:
-    """The answer part of a generation: its leading bullet lines, else its first non-empty line up to its closing
-    full stop (`first_sentence`; `names` tells a stop inside an entity's name)."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    """The answer part of a generation (`stated`): its leading bullet lines, else its first non-empty line up to its
+    closing full stop (`first_sentence`; `names` tells a stop inside an entity's name)."""
+    lines = [line for line in stated(text).splitlines() if line.strip()]
     if not lines:
         return []
     bullets = []

@@ -171,6 +171,7 @@ class ServedGenerator:
         self.sent = self.failed = self.retried = 0
         self.answered = 0  # requests the server answered with a completion: a later bare 500 is no template's fault
         self._waits_told = False  # a server's `Retry-After` is said on stderr once
+        self._answered_as: set[str] = set()  # model names answers came under other than the one asked, each said once
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
         self._listed: tuple[dict | None] | None = None  # `listed()`, once asked
@@ -307,11 +308,28 @@ class ServedGenerator:
         else:
             body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
         answer = self._post(body)
+        shown = recorded_url(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"))
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        if isinstance(answer, dict) and not choices and answer.get("error"):  # a gateway's failure, sent as a 200
+            self._count("failed")
+            raise ServerUnavailable(f"{shown}: the server answered with an error: "
+                                    f"{server_message(json.dumps(answer).encode())} (HTTP 200, no completion)")
+        if isinstance(choices, list) and not choices:
+            self._count("failed")
+            raise ServerError(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]}); is this an "
+                              "OpenAI-compatible server?")
         try:
-            choice = answer["choices"][0]
+            # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
+            choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), None) \
+                if isinstance(choices, list) and len(choices) > 1 else None
+            choice = choice or answer["choices"][0]
             text = choice["message"]["content"] if s.api == "chat" else choice["text"]
             if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
                 text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run
+            if isinstance(text, list) and s.api == "chat" and all(isinstance(p, dict) for p in text):
+                text = _text_parts(text)
+                if text is None:
+                    raise TypeError("content parts other than text")
             if not isinstance(text, str):
                 raise TypeError(type(text).__name__)
         except (KeyError, IndexError, TypeError) as exc:
@@ -319,12 +337,41 @@ class ServedGenerator:
             raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
                               f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         self._count("answered")
+        self._named(shown, answer.get("model"))
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
         return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
                          str(system) if system else None, usage_reported=any(t is not None for t in tokens))
+
+    def _named(self, shown: str, name: object) -> None:
+        """Say once per name where an answer names a model other than the one asked: a proxy's fallback scores
+        another model under this one's name."""
+        if not isinstance(name, str) or not name or name == self.settings.model:
+            return
+        with self._lock:
+            told = name in self._answered_as
+            self._answered_as.add(name)
+        if not told:
+            logging.getLogger("kbc").warning("%s answered as model %r, not %r as asked: the scores are that model's "
+                                             "(a proxy's fallback, an alias or a dated snapshot of it)", shown, name,
+                                             self.settings.model)
+
+    def _await_in_flight(self, pool: ThreadPoolExecutor, in_flight: list[Future], stop: BaseException) -> None:
+        """Wait for the requests in flight when the run stops, so that their answers are kept. The process would
+        wait for them at its exit anyway: a Ctrl-C in this wait is taken (the run stops as it was stopping) and
+        the wait goes on; stderr says what it waits for, which a stop by Ctrl-C would leave silent."""
+        if in_flight and isinstance(stop, KeyboardInterrupt):
+            logging.getLogger("kbc").warning("stopping: waiting for the %d request%s in flight (a try waits at most "
+                                             "%g s), whose answers are kept", len(in_flight),
+                                             "" if len(in_flight) == 1 else "s", self.settings.timeout)
+        while True:
+            try:
+                pool.shutdown(wait=True)
+                return
+            except KeyboardInterrupt:
+                continue
 
     def generate(self, prompts: Sequence[str | Sequence[dict]], params: GenerationParams,
                  kept: Callable[[int, Generated], None] | None = None,
@@ -373,7 +420,7 @@ class ServedGenerator:
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
         except BaseException as exc:
-            pool.shutdown(wait=True)
+            self._await_in_flight(pool, [f for f in running if not f.done()], exc)
             with interrupts_held():
                 for future, i in futures.items():
                     if i not in kept_ones and future.exception() is None:
@@ -423,6 +470,16 @@ def _token_count(value: object) -> int | None:
     except ValueError:
         return None
     return int(number) if number.is_integer() and number >= 0 else None
+
+
+def _text_parts(parts: list[dict]) -> str | None:
+    """A content written as typed parts (Mistral's reasoning models: a `thinking` part, then `text` parts): the text
+    parts joined, the thoughts left out; None where a part is no readable text part or thought."""
+    if not all(p.get("type") != "text" or isinstance(p.get("text"), str) for p in parts):
+        return None
+    if not all(p.get("type") in ("text", "thinking", "reasoning") for p in parts):
+        return None
+    return "".join(p["text"] for p in parts if p.get("type") == "text")
 
 
 def _plain(messages: Sequence[dict]) -> str:

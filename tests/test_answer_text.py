@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval.answer_text import Parsed, link_items, parse_generation
+from eval.answer_text import Parsed, link_items, parse_generation, parse_yes_no
 from eval.disambiguate import LabelIndex
 from eval.generated_scores import answer_hits
 
@@ -32,6 +32,22 @@ from eval.generated_scores import answer_hits
 ])
 def test_parse_generation(text, many, expected):
     assert parse_generation(text, many) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("<think>\nMaybe Berlin, or Rome.\n</think>\n\nParis", Parsed(("Paris",))),
+    ("Okay, the user asks. Berlin?\n</think>\nParis.", Parsed(("Paris",))),  # the opening tag was the prompt's
+    ("<THINKING>Rome</THINKING> Paris and Lyon", Parsed(("Paris",))),
+    ("<think>\nThe user asks about Berlin. Hmm", Parsed(())),  # cut while thinking: no answer came
+    ("<think>Hmm.</think>\nI don't know.", Parsed((), abstained=True)),
+])
+def test_a_reasoning_models_thoughts_are_no_answer(text, expected):
+    assert parse_generation(text, False) == expected
+
+
+def test_a_yes_or_no_is_read_after_the_thoughts():
+    assert parse_yes_no("<think>\nNo, wait.\n</think>\nYes, it is.") == "yes"
+    assert parse_yes_no("<think>\nYes, probably") is None
 
 
 def test_linking_by_label_then_alias_then_case():

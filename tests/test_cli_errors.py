@@ -1540,12 +1540,12 @@ def test_a_rerun_into_answers_read_by_another_rule_is_refused(ctx, capsys):
         assert code == 0, err
         config_path = ctx.tmp / "run" / "config.json"
         config = json.loads(config_path.read_text())
-        assert config["predictor_specs"]["llm"].pop("answer_rule") == 6
+        assert config["predictor_specs"]["llm"].pop("answer_rule") == 7
         config_path.write_text(json.dumps(config))
         records = (ctx.tmp / "run" / "predictions" / "trex" / "llm" / "P19.jsonl").read_text()
         code, _, err = run_kbc(argv, capsys)
         _assert_one_error_line(code, err, f"error: {ctx.tmp / 'run'}: predictor 'llm' has answers there read from "
-                               "its generations by another rule (answer_rule 1, now 6: where an answer line ends, "
+                               "its generations by another rule (answer_rule 1, now 7: where an answer line ends, "
                                "where it is split into answers, how a label is compared, how a number is read; "
                                "docs/generation.md); their scores stay as they were: use another --out to score it "
                                "by this rule", True)

@@ -112,6 +112,72 @@ def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message
     assert len(server.bodies) == 1  # never retried
 
 
+def test_an_error_answered_with_http_200_says_the_servers_message_and_that_a_rerun_resumes(serve):
+    """Some gateways answer a failed upstream call with HTTP 200 and an OpenAI error object, no choices."""
+    from lm.served import ServerUnavailable
+
+    server = serve(lambda path, body, n: (200, {"error": {"message": "upstream overloaded", "code": 503}}))
+    with pytest.raises(ServerUnavailable) as caught:
+        client(server.url, []).generate(["q"], PARAMS)
+    assert str(caught.value) == f"{server.url}/chat/completions: the server answered with an error: upstream " \
+        "overloaded (HTTP 200, no completion)"
+
+
+def test_of_several_choices_the_answer_is_choice_0_wherever_it_is_listed(serve):
+    """The run asks for one completion (no `n`): a server that sends more is read by the `index` of each."""
+    def script(path, body, n):
+        answer = completion("Berlin", "chat")
+        answer["choices"] = [dict(answer["choices"][0], index=1),
+                             {"index": 0, "message": {"role": "assistant", "content": "Paris"}}]
+        return 200, answer
+
+    assert client(serve(script).url).generate(["q"], PARAMS)[0].text == "Paris"
+
+
+def test_answers_from_a_model_other_than_the_one_asked_are_named_once_per_name(serve, caplog):
+    """A proxy may answer with a fallback model, a server with the one it has loaded whatever was asked: the scores
+    are then that model's, which stderr says once per name (an answer naming no model, or the one asked, says
+    nothing)."""
+    import logging
+
+    names = iter(["tiny", None, "backup-7b", "backup-7b", "gpt-x"])
+
+    def script(path, body, n):
+        answer = completion("Paris", "chat")
+        if (name := next(names)) is not None:
+            answer["model"] = name
+        return 200, answer
+
+    server = serve(script)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        client(server.url, concurrency=1).generate([f"q{i}" for i in range(5)], PARAMS)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{server.url}/chat/completions answered as model {name!r}, not 'tiny' as asked: the scores are that model's "
+        "(a proxy's fallback, an alias or a dated snapshot of it)" for name in ("backup-7b", "gpt-x")]
+
+
+def test_a_content_written_as_typed_parts_is_its_text_parts_without_the_thoughts(serve):
+    """Mistral's reasoning models send `content` as a list: a `thinking` part, then the answer's `text` parts."""
+    parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "Berlin? No."}]},
+             {"type": "text", "text": "Paris"}, {"type": "text", "text": ", France"}]
+
+    def script(path, body, n):
+        answer = completion("", "chat")
+        answer["choices"][0]["message"]["content"] = parts if n == 1 else [{"type": "image_url", "image_url": "x"}]
+        return 200, answer
+
+    gen = client(serve(script).url, concurrency=1)
+    assert gen.generate(["q"], PARAMS)[0].text == "Paris, France"
+    with pytest.raises(ServerError, match=r"holds no completion text \(TypeError\('content parts other than text'\)"):
+        gen.generate(["q"], PARAMS)
+
+
+def test_an_answer_with_no_choices_says_so(serve):
+    server = serve(lambda path, body, n: (200, {"id": "x", "choices": []}))
+    with pytest.raises(ServerError, match=r"/chat/completions: the answer holds no choice \(\{\"id\""):
+        client(server.url).generate(["q"], PARAMS)
+
+
 TEMPLATE_ERROR = ("Cannot use chat template functions because tokenizer.chat_template is not set and no template "
                   "argument was passed! For information about writing templates and setting the\n"
                   "tokenizer.chat_template attribute, please see the documentation")
@@ -311,7 +377,7 @@ def test_one_answer_scores_alike_as_a_bullet_list_a_comma_list_an_and_or_in_lowe
         hits = [r["em_raw"] for r in recs if r["relation"] == rel]
         assert rows[("em", rel)] == 100.0 * sum(hits) / len(hits)
     config = json.loads((out / "config.json").read_text())
-    assert config["predictor_specs"]["llm"]["answer_rule"] == 6
+    assert config["predictor_specs"]["llm"]["answer_rule"] == 7
 
 
 def test_a_relations_answers_link_and_score_the_same_whichever_other_relations_the_run_loads(
@@ -414,6 +480,22 @@ def test_an_lmkbc_run_scores_the_sets_a_server_writes(serve, lama_dir, tmp_path,
     assert lines[at].strip() == f"prompt:     [system] {LMKBC_SYSTEM.splitlines()[0]}"
     assert f"[user] Where do shares of {recs[0]['subject']} trade?" in {x.strip() for x in lines[at:]}
     assert any(x.strip() == f"generation: {recs[0]['generation']}" for x in lines[at:])
+
+
+def test_empty_answers_on_lm_kbc_are_said_to_be_empty_sets_not_wrong_answers(serve, lama_dir, tmp_path, capsys,
+                                                                            monkeypatch):
+    """An empty set is an answer there: evaluate.py scores it 1 where the gold set is empty too."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "kbc"
+    code, _, err = run_kbc(["run", "lmkbc", "--relations", "companyTradesAtStockExchange", "--predictors",
+                            f"llm={serve(ok('')).url}", "--set", "llm.model=tiny", "--limit", "12", "--data-dir",
+                            str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("lmkbc2024 / llm: 12 queries"))
+    assert line.endswith("; 12 answers were empty text (read as empty sets: right only where the gold set is empty)")
+    f1 = next(r["value"] for r in json.loads((out / "summary.json").read_text())
+              if (r["scope"], r["group"], r["metric"]) == ("own", "all", "macro-f1"))
+    assert 0 < f1 < 1
 
 
 def test_a_written_count_is_a_number_standing_as_a_word_of_its_own(serve, lama_dir, tmp_path, capsys, monkeypatch):
@@ -671,6 +753,29 @@ def test_a_chat_answer_whose_content_is_null_is_an_empty_answer_not_a_stopped_ru
     assert line.endswith("; 3 answers were empty text (scored wrong)"), line
 
 
+def test_a_reasoning_models_answer_is_read_after_its_thoughts_and_one_cut_while_thinking_is_empty(
+        serve, lama_dir, tmp_path, capsys, monkeypatch):
+    """A server without a reasoning parser leaves `<think>…</think>` in the content: the answer follows it, and one
+    whose tokens ran out inside it has none (counted with the empty answers, as a null content is)."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    golds = {r["sub_label"]: r["obj_label"] for r in map(json.loads, (
+        lama_dir / "Google_RE" / "place_of_birth_test.jsonl").read_text().splitlines())}
+
+    def script(path, body, n):
+        gold = golds[asked_of(body).removeprefix("Fill in the blank: ").split(" was born in")[0]]
+        text = f"<think>\nMaybe Berlin.\n</think>\n\n{gold}" if n % 3 else "<think>\nMaybe Berlin, or"
+        return 200, completion(text, "chat")
+
+    code, _, err = run_kbc(lama_args(serve(script).url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1"),
+                           capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith("; 3 answers were empty text (scored wrong)"), line
+    em = [r["value"] for r in json.loads((tmp_path / "run" / "summary.json").read_text())
+          if (r["metric"], r["scope"], r["setting"], r["group"]) == ("em", "own", "raw", "place_of_birth")]
+    assert em == [pytest.approx(100 * 6 / 9)]
+
+
 def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """A server may serve other weights under the same URL and model name: a run resumed against it would score
     two models as one. The run's first answer is asked again when it goes on; a different one stops it."""
@@ -697,6 +802,36 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
     assert [r["generation"] for r in records(tmp_path / "run")] == ["Melbourne"] * 9
+
+
+
+def test_a_run_stopped_before_its_first_prompt_was_answered_still_checks_the_answers_it_kept(serve, lama_dir,
+                                                                                              tmp_path, capsys,
+                                                                                              monkeypatch):
+    """The run's first request fails while the next two are answered and cached: those answers are the run's, and
+    a resume against other weights under the same name must not score them with the new model's."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    whole = serve(by_prompt)
+    assert run_kbc(lama_args(whole.url, lama_dir, tmp_path / "whole", "--set", "llm.concurrency=3"), capsys)[0] == 0
+    first = records(tmp_path / "whole")[0]["prompt"][-1]["content"]
+    now = {"fail": first, "place": " town"}
+
+    def script(path, body, n):
+        if asked_of(body) == now["fail"]:
+            return 500, {"error": "down"}
+        return 200, completion(by_prompt(path, body, n)[1]["choices"][0]["message"]["content"].replace(
+            " town", now["place"]), "chat")
+
+    server = serve(script)
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "HTTP 500" in err
+    kept = [asked_of(b) for b in server.bodies if asked_of(b) != first]
+    assert kept and records(tmp_path / "run") == []
+    now.update(fail=None, place=" city")  # other weights behind the same URL and name
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 2 and "answers differently than when this run started" in err, err
+    assert asked_of(server.bodies[-1]) in kept and records(tmp_path / "run") == []
 
 
 # -- every response paid for is kept: an interrupted run resumed asks only what was never answered --
@@ -942,6 +1077,34 @@ def test_a_ctrl_c_while_responses_are_handed_over_loses_none(serve, monkeypatch,
     asked = sorted(b["messages"][-1]["content"] for b in server.bodies)
     assert len(asked) == answered and sorted(got.values()) == [a.upper() for a in asked]
     assert all(got[i] == f"Q{i}" for i in got)
+
+
+def test_a_second_ctrl_c_while_the_requests_in_flight_are_awaited_loses_none_of_their_answers(serve, caplog):
+    """The requests in flight at a Ctrl-C are awaited (the process would wait for them anyway): a second Ctrl-C in
+    that wait changes nothing but is no reason to drop the answers paid for; stderr says what it waits for."""
+    import logging
+    import os
+    import time
+
+    def script(path, body, n):
+        if n == 2:  # both requests are in flight: Ctrl-C, then Ctrl-C again while they are awaited
+            def twice() -> None:
+                for _ in range(2):
+                    time.sleep(0.2)
+                    os.kill(os.getpid(), signal.SIGINT)
+
+            threading.Thread(target=twice, daemon=True).start()
+        time.sleep(1.5)
+        return 200, completion(asked_of(body).upper(), "chat")
+
+    kept: dict[int, str] = {}
+    gen = client(serve(script).url, concurrency=2, timeout=30)
+    with caplog.at_level(logging.WARNING, logger="kbc"), pytest.raises(KeyboardInterrupt):
+        gen.generate([[{"role": "user", "content": f"q{i}"}] for i in range(4)], PARAMS,
+                     lambda i, g: kept.setdefault(i, g.text))
+    assert kept == {0: "Q0", 1: "Q1"} and gen.sent == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        "stopping: waiting for the 2 requests in flight (a try waits at most 30 s), whose answers are kept"]
 
 
 def interrupt_at_cache_write(monkeypatch, n: int, signum: int = signal.SIGINT) -> None:

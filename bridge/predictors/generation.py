@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bridge.predictors.registry import PredictorContext
 from bridge.run.options import SET_OPTION, Option, declares
-from eval.answer_text import GENERATED, link_items, parse_generation
+from eval.answer_text import GENERATED, link_items, parse_generation, stated
 from eval.disambiguate import LabelIndex
 from eval.errors import ConfigError
 from eval.jsonl import write_json
@@ -302,7 +302,8 @@ class GenerationPredictor:
         self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
         self.attempt = attempt  # this attempt of the run: its first answer is checked once, whatever the corpora
         self.anchors = anchors if scope is not None and scope.startswith("run:") else None
-        self._keep_first: tuple[Path, object] | None = None
+        self._keep_first: tuple[Path, object] | None = None  # where the first answer goes, and the prompt preferred
+        self._kept_other = False  # an answer to another prompt is kept there until the preferred one comes
         self.on_batch: Callable[[int], None] | None = None  # told of the queries each response answers (progress)
 
     @property
@@ -377,14 +378,15 @@ class GenerationPredictor:
             if first_out:
                 handed.add(keys[0])
 
+            prompt_of = dict(zip(keys, sent))
+
             def keep(key: str, response: Generated) -> None:
-                """A response asked for a query: cached at once, and kept as the run's first answer where it is."""
+                """A response asked for a query: kept as the run's first answer where it is one, then cached."""
                 found[key], how[key] = response, "asked"
                 self._answered.add(key)
+                self._kept_first(prompt_of[key], response)
                 if self.cache is not None:
                     self.cache.put(key, response, self.run)
-                if key == keys[0]:
-                    self._kept_first(response)
                 self._moved(per_key[key])
 
             if asked is not None:  # `_settle` counted its cost
@@ -401,7 +403,7 @@ class GenerationPredictor:
             if self.anchors is not None:
                 self._same_server(sent[0])
             missing = [k for k in distinct if k not in found]
-            first = {k: s for k, s in zip(keys, sent)}
+            first = prompt_of
             check = getattr(self.backend, "check_fits", None)
             if check is not None and missing:  # a prompt the model cannot take: refused before any is asked
                 check([first[k] for k in missing], self.params)
@@ -420,7 +422,7 @@ class GenerationPredictor:
                 self.backend.generate([first[k] for k in part], self.params, came, went)
         finally:
             self._tally_queries(len(sent), keys, found, how, handed, bool(first_out))
-        self._kept_first(found.get(keys[0]))  # from the cache, where an earlier attempt asked it
+        self._kept_first(sent[0], found.get(keys[0]))  # from the cache, where an earlier attempt asked it
         return [found[k] for k in keys]
 
     def _tally_queries(self, n: int, keys: list[str], found: dict[str, Generated], how: dict[str, str],
@@ -446,12 +448,18 @@ class GenerationPredictor:
         if self.on_batch is not None and n:
             self.on_batch(n)
 
-    def _kept_first(self, response: Generated | None) -> None:
-        """Keep the run's first answer (`_same_server`) as soon as it has come: before a later request fails."""
+    def _kept_first(self, prompt, response: Generated | None) -> None:
+        """Keep the run's first answer (`_same_server`) as soon as one has come, before it is cached and before a
+        later request fails: the answer to the run's first prompt, and until it comes the first answer to any, so
+        that the answers a run stopped before its first prompt was answered kept are checked when it resumes."""
         if self._keep_first is None or response is None:
             return
-        path, prompt = self._keep_first
-        self._keep_first = None
+        path, first = self._keep_first
+        if prompt == first:
+            self._keep_first = None
+        elif self._kept_other:
+            return
+        self._kept_other = True
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {"prompt": prompt, "text": response.text, "attempt": self.attempt})
 
@@ -511,7 +519,7 @@ class GenerationPredictor:
         responses = self._ask(prompts)
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
-            self.counts["empty"] += not response.text.strip()
+            self.counts["empty"] += not stated(response.text).strip()  # nothing, or thoughts cut before an answer
             index = self.indexes.of(q.relation)
             parsed = parse_generation(response.text, self.many, index, numeric=q.relation in NUMERIC)
             if q.relation in NUMERIC:  # a count is no entity: the number it states, as a word of its own, is the answer
@@ -556,8 +564,10 @@ class GenerationPredictor:
             sent = f"{t['sent']} ({t['retried']} of them retries)" if t["retried"] else f"{t['sent']}"
             cost = f"requests sent {sent}, failed {t['failed']}"
         resumed = f" ({t['resumed']} asked before the run was resumed)" if t["resumed"] else ""
-        # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it
-        empty = f"; {t['empty']} answers were empty text (scored wrong)" if t["empty"] else ""
+        # an empty generation parses to no answer: wrong, neither abstained nor unlinked, so the rates hide it; where
+        # a set is asked it is the empty set, which the challenge scores 1 against an empty gold set
+        scored = "read as empty sets: right only where the gold set is empty" if self.many else "scored wrong"
+        empty = f"; {t['empty']} answers were empty text ({scored})" if t["empty"] else ""
         # a server that sends no usage would read as one that spent no tokens
         silent = tally.get("unreported", 0)
         unreported = f" ({silent} of the responses said no token count: not counted)" if silent else ""
