@@ -186,11 +186,21 @@ def test_the_key_comes_from_the_environment_and_a_missing_one_is_named(serve, mo
 
 
 def test_concurrency_is_bounded_and_answers_keep_their_order(serve):
-    server = serve(lambda path, body, n: (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.3)
-    gen = client(server.url, concurrency=3)
+    """The first three requests are answered only once all three are in flight (however slowly the client's
+    threads start), so three at once is seen on any machine; the rest are held a while, so that a fourth sent too
+    early would be seen beside them."""
+    three = threading.Barrier(3)
+
+    def script(path, body, n):
+        if n <= 3:
+            three.wait(30)  # a deadlock guard: breaks (and fails the request) where fewer than three come
+        return 200, completion(body["messages"][-1]["content"].upper(), "chat")
+
+    server = serve(script, 0.3)
+    gen = client(server.url, concurrency=3, retries=0)
     prompts = [f"q{i}" for i in range(7)]
     assert [g.text for g in gen.generate(prompts, PARAMS)] == [p.upper() for p in prompts]
-    assert server.peak == 3
+    assert server.peak == 3 and not three.broken
 
 
 ALL_ASKED = ("9 queries: 9 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered; requests sent 9, "
