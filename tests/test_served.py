@@ -7,11 +7,12 @@ import json
 import re
 import shutil
 import signal
+import socket
 import threading
 
 import pytest
 from cli_support import Bar, run_kbc
-from served_support import Scripted, completion, free_port
+from served_support import Scripted, completion
 
 from lm.generation import GenerationParams
 from lm.served import ServedGenerator, ServerError, ServerSettings
@@ -166,8 +167,10 @@ def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_fail
 
 
 def test_a_server_that_is_down_or_too_slow(serve):
-    with pytest.raises(ServerError, match=r"cannot reach the server \(.*\); start it, or check the URL"):
-        client(f"http://127.0.0.1:{free_port()}/v1", []).generate(["q"], PARAMS)
+    with socket.socket() as down:  # bound, never listening: refused, and no other process can take the port meanwhile
+        down.bind(("127.0.0.1", 0))
+        with pytest.raises(ServerError, match=r"cannot reach the server \(.*\); start it, or check the URL"):
+            client(f"http://127.0.0.1:{down.getsockname()[1]}/v1", []).generate(["q"], PARAMS)
     slow = serve(ok(), delay=1.0)
     with pytest.raises(ServerError, match=r"no answer within 0.2 s \(2 tries\); raise --set timeout=SECONDS"):
         client(slow.url, [], timeout=0.2, retries=1).generate(["q"], PARAMS)
