@@ -24,35 +24,31 @@ def emulator(data: Path) -> Iterator[str]:
     if not binary.is_file():
         pytest.fail(f"noida-db binary not found at {binary} (pip install noida-db)")
     binary.chmod(0o755)
-    port = free_port()
     log = (data / "log.txt").open("w")
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            "start",
-            "--only",
-            "elasticsearch",
-            "--data-dir",
-            str(data / "db"),
-            "--host",
-            "127.0.0.1",
-            "--elasticsearch-port",
-            str(port),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
+    for attempt in range(3):  # a port found free can be taken by another process before the emulator binds it
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                str(binary),
+                "start",
+                "--only",
+                "elasticsearch",
+                "--data-dir",
+                str(data / "db"),
+                "--host",
+                "127.0.0.1",
+                "--elasticsearch-port",
+                str(port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        if _answers(url, proc):
             break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                pytest.fail(f"noida-db did not start: {(data / 'log.txt').read_text()[-500:]}")
-            time.sleep(0.2)
+        if proc.poll() is None or attempt == 2:
+            proc.kill()
+            pytest.fail(f"noida-db did not start: {(data / 'log.txt').read_text()[-500:]}")
     try:
         yield url
     finally:
@@ -62,3 +58,15 @@ def emulator(data: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def _answers(url: str, proc: subprocess.Popen) -> bool:
+    """Whether the emulator answers at `url` within 30 s (a deadlock guard); False at once if it ended."""
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return True
+        except OSError:
+            time.sleep(0.2)
+    return False

@@ -40,6 +40,49 @@ def _tiny_bert(request) -> str:
     return _once(request, "tiny-bert", make)
 
 
+
+def holding_batcher(explorer, answer_many: Callable[[list], list], total: int):
+    """A `Batcher` whose first batch is answered only once the rest of `total` asks wait behind it, so that they
+    come as one batch however slowly the asking threads start. Past a generous deadline (a deadlock guard) every
+    ask fails the test."""
+    from bridge.serve.batching import Batcher
+
+    first: list[int] = []
+
+    def held(items: list) -> list:
+        if not first:
+            first.append(len(items))
+            deadline = time.monotonic() + 60
+            while True:
+                with batcher._lock:
+                    if len(batcher._pending) + len(items) >= total:
+                        break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"only {len(batcher._pending) + len(items)} of {total} asks came")
+                time.sleep(0.005)
+        return answer_many(items)
+
+    batcher = Batcher(explorer, held)
+    return batcher
+
+
+def assert_same_answers_in_any_batch(got: list[dict], alone: list[dict], where: str) -> None:
+    """A column's answers to a query asked in a batch and alone: the same labels, ids and marks, the scores equal
+    up to float32's reduction order (`record_compare`). A batch's matrix products group their sums by its shape,
+    and how depends on the CPU: here one row alone and two rows together already differ in their last bits."""
+    from record_compare import assert_same_answers, assert_same_record
+
+    def rows(answers: list[dict]) -> list[list]:
+        return [[a["label"], a["score"], a["id"]] for a in answers]
+
+    assert_same_answers(rows(got), rows(alone), where)
+    mine = {a["label"]: a for a in alone}
+    for a in got:
+        if a["label"] in mine:  # else one of a near-tie at the cut, which `assert_same_answers` allowed
+            assert_same_record({k: v for k, v in a.items() if k != "score"},
+                               {k: v for k, v in mine[a["label"]].items() if k != "score"}, f"{where}: {a['label']}")
+
+
 @pytest.fixture(scope="session")
 def serve_explorer(request, lama_dir, tmp_path_factory):
     from bridge.serve.explorer import Explorer, ExplorerConfig

@@ -250,6 +250,23 @@ def test_statement_rows_are_checked(tmp_path):
 
 
 # -- a model edited in place ---------------------------------------------------------------------
+def _past_the_clock_tick(path: Path) -> None:
+    """Returns once a file written now next to `path` gets a later change time than `path` has: file times move in
+    the file system's clock ticks (a jiffy on most, a second on some), and an edit within the tick of a remembered
+    digest would look unchanged. A hidden file, which a fingerprint leaves out."""
+    probe = path.with_name(".tick")
+    deadline = time.monotonic() + 30  # a deadlock guard: ticks are at most seconds long
+    try:
+        while True:
+            probe.write_bytes(b"")
+            if probe.stat().st_ctime_ns > path.stat().st_ctime_ns:
+                return
+            assert time.monotonic() < deadline, f"{path}: the file system's clock did not move in 30 s"
+            time.sleep(0.01)
+    finally:
+        probe.unlink(missing_ok=True)
+
+
 def _edit_middle(path: Path) -> None:
     """Scale 64 KiB of float32 weights in the middle of a safetensors file by 1.5, and put the mtime back."""
     stat = path.stat()
@@ -276,7 +293,7 @@ def test_edit_in_the_middle_changes_the_fingerprint(bert, remembering):
     weights = bert / "model.safetensors"
     before = files_fingerprint(bert)
     assert file_digests._MEMO  # remembered
-    time.sleep(0.05)  # past the file system's clock tick, as any later edit is
+    _past_the_clock_tick(weights)  # as any later edit is
     _edit_middle(weights)
     after = files_fingerprint(bert)
     assert after != before and after.startswith("sha256:")
@@ -323,7 +340,7 @@ def test_recently_changed_files_are_not_remembered(tmp_path, monkeypatch):
 @pytest.mark.heavy
 def test_edited_model_is_scored_anew_and_refused_in_its_run(bert, lama_dir, tmp_path, capsys, remembering):
     first, _ = _run(capsys, lama_dir, bert, tmp_path / "run")
-    time.sleep(0.05)
+    _past_the_clock_tick(bert / "model.safetensors")
     _edit_middle(bert / "model.safetensors")
     fresh, _ = _run(capsys, lama_dir, bert, tmp_path / "fresh", "--set", "cache=off")
     again, _ = _run(capsys, lama_dir, bert, tmp_path / "second")  # the cache holds the first model's results

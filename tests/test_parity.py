@@ -164,6 +164,16 @@ def _full_ranks(loaded, ids_list, cand_ids, golds):
     return out
 
 
+def _near_ties(row: np.ndarray, gold: int) -> int:
+    """Candidates whose log-probs float32 may order either way against the gold's: the predictor's last layer
+    runs at the mask only, in batches, and the full forward pass here at every token, so their sums are grouped
+    otherwise (as the CPU decides) and each score may move by `record_compare.close`'s bound."""
+    from record_compare import ABS, REL
+
+    v = float(row[gold])
+    return int(np.sum(np.abs(row - v) <= 2 * (ABS + REL * abs(v)))) - 1  # the gold itself left out
+
+
 def test_mrr_without_cutoff_is_mean_reciprocal_exact_rank_whatever_the_depth(tiny_models, trex, lama_dir):
     pred, loaded = _predictor(tiny_models("bert-cased"), lama_dir, compat="lama")
     cands = pred.space.fixed
@@ -175,18 +185,20 @@ def test_mrr_without_cutoff_is_mean_reciprocal_exact_rank_whatever_the_depth(tin
         pairs = [(q, f) for q, f in by_rel[rel] if f.object.label in cands][:20]
         queries = _with_targets(pairs, valid)
         ids = pred.scorer.encode([pred.prompt(q) for q in queries])
-        full = _full_ranks(loaded, ids, cands.ids, [cands.index[f.object.label] for _, f in pairs])
-        mine[rel] = [r for r, _ in full]
+        golds = [cands.index[f.object.label] for _, f in pairs]
+        full = _full_ranks(loaded, ids, cands.ids, golds)
         for depth in (1, 100):
             preds = pred.predict(queries, depth)
             assert all(len(p.answers) == depth for p in preds)
-            for p, (_, row), (_, f), r in zip(preds, full, pairs, mine[rel]):
+            ranks = [p.target_ranks[f.object.label] for p, (_, f) in zip(preds, pairs)]
+            assert mine.setdefault(rel, ranks) == ranks  # the same passes whatever the depth: the same bits
+            for p, (r, row), (_, f), g, rank in zip(preds, full, pairs, golds, ranks):
                 assert p.answers[0].score == pytest.approx(float(row.max()), abs=1e-4)  # the same scores
-                assert p.target_ranks[f.object.label] == r
+                assert abs(rank - r) <= _near_ties(row, g), (f.object.label, rank, r)
                 assert set(p.target_ranks) == set(p_t for p_t in dataclasses.asdict(
                     next(q for q in queries if q.uid == p.query_uid))["targets"] if p_t in cands)
                 listed = gold_rank(p.answers, f.object.label)
-                assert listed == (r if r <= depth else None)  # list and exact ranks agree within the depth
+                assert listed == (rank if rank <= depth else None)  # list and exact ranks agree within the depth
             rows_by_depth.setdefault(depth, []).extend(
                 Ranked(rel, gold_rank(p.answers, f.object.label), None, p.target_ranks[f.object.label])
                 for p, (_, f) in zip(preds, pairs))

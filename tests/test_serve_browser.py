@@ -35,7 +35,8 @@ def test_side_by_side_page(browser, base_url, lama_dir, tmp_path):
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(base_url + "/")
     page.fill("#subject", fact.subject.label[:5])
-    page.wait_for_function("document.querySelectorAll('#subject-suggestions option').length > 0", timeout=10_000)
+    page.wait_for_function("document.querySelectorAll('#subject-suggestions option').length > 0",
+                           timeout=60_000)  # a deadlock guard for one local request
     options = page.eval_on_selector_all("#subject-suggestions option", "els => els.map(e => e.value)")
     assert all(o.lower().startswith(fact.subject.label[:5].lower()) for o in options)
     page.fill("#subject", fact.subject.label)

@@ -7,11 +7,12 @@ import json
 import re
 import shutil
 import signal
+import socket
 import threading
 
 import pytest
 from cli_support import Bar, run_kbc
-from served_support import Scripted, completion, free_port
+from served_support import Scripted, completion
 
 from lm.generation import GenerationParams
 from lm.served import ServedGenerator, ServerError, ServerSettings
@@ -232,8 +233,10 @@ def test_the_counts_line_says_which_requests_were_retries_and_which_prompts_fail
 
 
 def test_a_server_that_is_down_or_too_slow(serve):
-    with pytest.raises(ServerError, match=r"cannot reach the server \(.*\); start it, or check the URL"):
-        client(f"http://127.0.0.1:{free_port()}/v1", []).generate(["q"], PARAMS)
+    with socket.socket() as down:  # bound, never listening: refused, and no other process can take the port meanwhile
+        down.bind(("127.0.0.1", 0))
+        with pytest.raises(ServerError, match=r"cannot reach the server \(.*\); start it, or check the URL"):
+            client(f"http://127.0.0.1:{down.getsockname()[1]}/v1", []).generate(["q"], PARAMS)
     slow = serve(ok(), delay=1.0)
     with pytest.raises(ServerError, match=r"no answer within 0.2 s \(2 tries\); raise --set timeout=SECONDS"):
         client(slow.url, [], timeout=0.2, retries=1).generate(["q"], PARAMS)
@@ -252,11 +255,21 @@ def test_the_key_comes_from_the_environment_and_a_missing_one_is_named(serve, mo
 
 
 def test_concurrency_is_bounded_and_answers_keep_their_order(serve):
-    server = serve(lambda path, body, n: (200, completion(body["messages"][-1]["content"].upper(), "chat")), 0.3)
-    gen = client(server.url, concurrency=3)
+    """The first three requests are answered only once all three are in flight (however slowly the client's
+    threads start), so three at once is seen on any machine; the rest are held a while, so that a fourth sent too
+    early would be seen beside them."""
+    three = threading.Barrier(3)
+
+    def script(path, body, n):
+        if n <= 3:
+            three.wait(30)  # a deadlock guard: breaks (and fails the request) where fewer than three come
+        return 200, completion(body["messages"][-1]["content"].upper(), "chat")
+
+    server = serve(script, 0.3)
+    gen = client(server.url, concurrency=3, retries=0)
     prompts = [f"q{i}" for i in range(7)]
     assert [g.text for g in gen.generate(prompts, PARAMS)] == [p.upper() for p in prompts]
-    assert server.peak == 3
+    assert server.peak == 3 and not three.broken
 
 
 ALL_ASKED = ("9 queries: 9 asked, 0 from the cache, 0 sharing another query's prompt, 0 unanswered; requests sent 9, "

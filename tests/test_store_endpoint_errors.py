@@ -92,11 +92,11 @@ def test_an_endpoint_that_never_answers_times_out():
 
 
 def test_refused_connection():
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # bound, never listening: refused, and no other process can take the port meanwhile
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/sparql"
-    message = one_line_error(lambda: remote(url).count(), "connection refused")
+        url = f"http://127.0.0.1:{port}/sparql"
+        message = one_line_error(lambda: remote(url).count(), "connection refused")
     assert message == f"SPARQL endpoint {url}: connection refused (is the server running on 127.0.0.1:{port}?)"
 
 

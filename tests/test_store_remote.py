@@ -30,19 +30,22 @@ def oxigraph() -> tuple[str, str]:
     binary = str(local) if local.exists() else shutil.which("oxigraph")
     if binary is None:
         pytest.fail("the `oxigraph` server binary is missing: install the dev extra (pip install -e '.[dev]')")
-    port = free_port()
-    proc = subprocess.Popen([binary, "serve", "--bind", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    for attempt in range(3):  # a port found free can be taken by another process before the server binds it
+        port = free_port()
+        proc = subprocess.Popen([binary, "serve", "--bind", f"127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30  # a deadlock guard
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        if proc.poll() is None and time.monotonic() < deadline:
             break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"oxigraph serve did not start: {proc.stderr.read().decode(errors='replace')[-500:]}")
-            time.sleep(0.05)
+        if proc.poll() is None or attempt == 2:
+            proc.kill()
+            pytest.fail(f"oxigraph serve did not start: {proc.stderr.read().decode(errors='replace')[-500:]}")
     yield f"http://127.0.0.1:{port}/query", f"http://127.0.0.1:{port}/update"
     proc.terminate()
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -122,12 +122,6 @@ def test_processes_filling_at_once_fill_once_and_read_the_same(tmp_path):
     assert said == [f"False {counts}", f"False {counts}", f"True {counts}"]
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run(lama_dir: Path, out: Path, env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "lama", "--corpus", "trex", "--relations",
                              "P19", "P36", "--predictors", "gold", "freq", "--limit", "20", "--data-dir", str(lama_dir),
@@ -149,14 +143,16 @@ def test_serve_and_two_runs_on_one_cache_at_once(lama_dir, tmp_path):
     assert len(expected) >= 2
 
     env = {**os.environ, "KBC_CACHE": str(tmp_path / "cache")}
-    port = _port()
-    serve = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", str(port), "--data-dir",
+    serve = subprocess.Popen([sys.executable, "-m", "bridge.cli", "serve", "--port", "0", "--data-dir",
                               str(lama_dir), "--relations", "P36", "--predictors", "freq"], cwd=ROOT, env=env,
                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     runs = [_run(lama_dir, tmp_path / name, env) for name in ("a", "b")]
     try:
         for run in runs:
             assert run.wait(300) == 0, run.stderr.read()
+        shown = re.match(r"open http://127\.0\.0\.1:(\d+)/ ", serve.stdout.readline())  # the port it picked
+        assert shown and serve.poll() is None, serve.stderr.read()
+        port = int(shown.group(1))
         deadline = time.monotonic() + 120
         while True:
             try:

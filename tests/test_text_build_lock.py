@@ -66,7 +66,7 @@ def _interleaved(build: Callable[[str, Iterable[Paragraph]], None], waiting: str
     def slow():
         yield FIRST[0]
         started.set()
-        go.wait(10)
+        assert go.wait(120), "the second build was not seen to wait"  # a deadlock guard, failing the first build
         yield from FIRST[1:]
 
     errors: dict[str, BaseException] = {}
@@ -83,15 +83,16 @@ def _interleaved(build: Callable[[str, Iterable[Paragraph]], None], waiting: str
     try:
         first = threading.Thread(target=run, args=("first", slow()))
         first.start()
-        assert started.wait(10)
+        assert started.wait(60)
         second = threading.Thread(target=run, args=("second", SECOND))
         second.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a deadlock guard: the second build waits or ends well before
         while second.is_alive() and not told.event.is_set() and time.monotonic() < deadline:
             time.sleep(0.01)
         go.set()
-        first.join(20)
-        second.join(20)
+        first.join(120)
+        second.join(120)
+        assert not first.is_alive() and not second.is_alive(), "a build did not end"
     finally:
         logger.removeHandler(told)
     return errors, told.event.is_set()
