@@ -719,6 +719,38 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
 
 
 
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_answers_cut_at_the_token_limit_are_counted_with_the_option_that_gives_more(serve, lama_dir, tmp_path, capsys,
+                                                                                    monkeypatch, api):
+    """A reply the server stopped at `max_tokens` (`finish_reason: "length"`) is scored as written, cut mid-way: the
+    counts line says how many, and the option to raise; a rerun reading them from the cache says the same."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def cut(body: dict) -> bool:  # the same prompts cut whichever request asks them
+        return len(body["messages"][-1]["content"] if api == "chat" else body["prompt"]) % 2 == 0
+
+    def script(path, body, n):
+        answer = completion("Par" if cut(body) else "Paris", api)
+        answer["choices"][0]["finish_reason"] = "length" if cut(body) else "stop"
+        return 200, answer
+
+    server = serve(script)
+    shared = ("--set", f"llm.api={api}", "--set", "llm.max_new_tokens=3", "--set", "llm.cache=shared")
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "a", *shared), capsys)
+    assert code == 0, err
+    n = sum(map(cut, server.bodies))
+    assert 0 < n < 9
+    said = (f"; {n} answers were cut at max_new_tokens=3 before they ended (scored as written): raise it with --set "
+            "llm.max_new_tokens=N")
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith(said), line
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["usage"]["google_re"]["llm"]["cut"] == n
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "b", *shared), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("google_re / llm: 9 queries: 1 asked, 8 from the cache"))
+    assert line.endswith(said), line
+
+
 def test_the_counts_line_says_how_many_responses_gave_no_token_count(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """A server that sends no usage would otherwise read as one that spent 0 tokens."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
@@ -894,10 +926,10 @@ def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(ser
     usage = json.loads((tmp_path / "run" / "config.json").read_text())["usage"]
     assert usage == {"google_re": {"llm": {
         "asked": 9, "cached": 0, "shared": 0, "sent": tried + 10 - k, "retried": 0, "failed": tried - k,
-        "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0}}}
+        "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0, "cut": 0}}}
     assert json.loads((tmp_path / "whole" / "config.json").read_text())["usage"]["google_re"]["llm"] == {
         "asked": 9, "cached": 0, "shared": 0, "sent": 9, "retried": 0, "failed": 0, "prompt_tokens": 27,
-        "completion_tokens": 18, "damaged": 0, "empty": 0}
+        "completion_tokens": 18, "damaged": 0, "empty": 0, "cut": 0}
 
 
 def test_queries_sharing_a_prompt_are_counted_so_that_the_counts_add_up(serve, lama_dir, tmp_path, capsys,
