@@ -101,15 +101,36 @@ def test_429_and_503_are_retried_with_backoff(serve):
                                 r"with --set key_env=NAME"),
     (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: no model tiny\); check the URL"),
     (200, b"<html>hello</html>", r"the answer is not JSON \(b'<html>hello</html>'\); is this an OpenAI-compatible"),
-    (200, {"object": "list", "data": []}, r"the answer holds no completion text \(KeyError\('choices'\) missing"),
-    (200, {"choices": [{"message": {"role": "assistant"}}]}, r"holds no completion text \(KeyError\('content'\)"),
-    (200, {"choices": [{"message": {"content": 7}}]}, r"holds no completion text \(TypeError\('int'\)"),
+    (200, {"object": "list", "data": []}, r"the answer holds no completion text: the reply has no choices \("),
+    (200, {"choices": [{"message": {"role": "assistant"}}]},
+     r"holds no completion text: the reply has no choices\[0\]\.message\.content \("),
+    (200, {"choices": [{"message": {"content": 7}}]},
+     r"holds no completion text: its choices\[0\]\.message\.content is a number, not text \("),
 ])
 def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message):
     server = serve(lambda path, body, n: (status, reply))
     with pytest.raises(ServerError, match=message):
         client(server.url, []).generate(["q"], PARAMS)
     assert len(server.bodies) == 1  # never retried
+
+
+@pytest.mark.parametrize(("api", "reply", "said"), [
+    ("chat", {"choices": [{"index": 0, "text": "Paris"}]}, "the reply has no choices[0].message"),
+    ("chat", {"choices": [{"index": 0, "message": "Paris"}]}, "its choices[0].message is a string, not an object"),
+    ("chat", {"choices": [{"index": 1, "message": {"content": "Rome"}}, {"index": 0, "delta": {}}]},
+     "the reply has no choices[1].message"),
+    ("chat", {"choices": {"0": {"message": {"content": "Paris"}}}}, "its choices is an object, not a list"),
+    ("chat", {"choices": ["Paris"]}, "its choices[0] is a string, not an object"),
+    ("completions", {"choices": [{"index": 0, "message": {"content": "Paris"}}]}, "the reply has no choices[0].text"),
+    ("completions", {"choices": [{"index": 0, "text": None}]}, "its choices[0].text is null, not text"),
+])
+def test_a_reply_without_its_text_names_the_field_it_lacks(serve, api, reply, said):
+    """A reply of another shape (the other API's, a stream's `delta`) says in words which field is not there."""
+    server = serve(lambda path, body, n: (200, reply))
+    with pytest.raises(ServerError) as caught:
+        client(server.url, [], api=api).generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}: the answer holds no completion text: {said} "
+                                 f"({json.dumps(reply)[:120]}); is this an OpenAI-compatible server?")
 
 
 def test_an_error_answered_with_http_200_says_the_servers_message_and_that_a_rerun_resumes(serve):
@@ -168,7 +189,8 @@ def test_a_content_written_as_typed_parts_is_its_text_parts_without_the_thoughts
 
     gen = client(serve(script).url, concurrency=1)
     assert gen.generate(["q"], PARAMS)[0].text == "Paris, France"
-    with pytest.raises(ServerError, match=r"holds no completion text \(TypeError\('content parts other than text'\)"):
+    with pytest.raises(ServerError, match=r"holds no completion text: its choices\[0\]\.message\.content holds parts "
+                       r"other than text \("):
         gen.generate(["q"], PARAMS)
 
 
