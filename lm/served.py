@@ -331,9 +331,10 @@ class ServedGenerator:
         usage = usage if isinstance(usage, dict) else {}
         tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
-        return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
-                         str(system) if system else None, usage_reported=any(t is not None for t in tokens),
-                         cut=choice.get("finish_reason") == "length")  # stopped by max_tokens, not at its end
+        answered = cut_at_stop(text, params.stop)  # a stop sequence the server wrote ends the answer all the same
+        return Generated(answered, tokens[0] or 0, tokens[1] or 0, str(system) if system else None,
+                         usage_reported=any(t is not None for t in tokens),
+                         cut=choice.get("finish_reason") == "length" and answered == text)  # stopped by max_tokens
 
     def _named(self, shown: str, name: object) -> None:
         """Say once per name where an answer names a model other than the one asked: a proxy's fallback scores

@@ -773,6 +773,18 @@ def test_answers_cut_at_the_token_limit_are_counted_with_the_option_that_gives_m
     assert line.endswith(said), line
 
 
+def test_a_reply_stopped_at_the_token_limit_after_a_stop_sequence_it_wrote_is_not_cut(serve):
+    """A server that does not apply `stop` writes on past it: the answer ends there all the same."""
+    def script(path, body, n):
+        answer = completion("Paris\nRome was", "chat")
+        answer["choices"][0]["finish_reason"] = "length"
+        return 200, answer
+
+    gen = client(serve(script).url)
+    assert [gen.generate(["q"], GenerationParams(max_new_tokens=4, stop=stop))[0].cut for stop in ((), ("\n",))] \
+        == [True, False]
+
+
 def test_the_counts_line_says_how_many_responses_gave_no_token_count(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """A server that sends no usage would otherwise read as one that spent 0 tokens."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
