@@ -51,6 +51,9 @@ class Generated:
     run: str | None = field(default=None, compare=False)
     # False where the server sent no token count that can be read (its tokens count 0): said in the counts line
     usage_reported: bool = field(default=True, compare=False)
+    # True where generation stopped at `max_new_tokens` before its end (a server's `finish_reason: "length"`; a local
+    # model's without its end-of-text token): an answer cut mid-way, said in the counts line
+    cut: bool = field(default=False, compare=False)
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -75,6 +78,15 @@ class LocalGenerator:
         if self.pad is None:
             raise ConfigError(f"{name}: its tokenizer has neither a pad nor an end-of-text token; generation cannot "
                               "batch it")
+
+    @property
+    def _ends(self) -> set[int]:
+        """The tokens that end a generation: the tokenizer's end-of-text and the model's generation config's (a chat
+        model's end of turn)."""
+        ends = {self.tokenizer.eos_token_id}
+        config = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ends.update(config if isinstance(config, list) else [config])
+        return {e for e in ends if isinstance(e, int)}
 
     @property
     def has_chat_template(self) -> bool:
@@ -165,7 +177,9 @@ class LocalGenerator:
                     new = rows[j] if self.seq2seq else rows[j][width:]
                     used = _until_end(new, self.tokenizer.eos_token_id, self.pad, self.seq2seq)
                     text = self.tokenizer.decode(used, skip_special_tokens=True)
-                    out[unique[i]] = Generated(cut_at_stop(text, params.stop), len(enc[i]), len(used))
+                    cut = _ran_out(new, self._ends, params.max_new_tokens, self.seq2seq) and \
+                        cut_at_stop(text, params.stop) == text  # a stop sequence ends an answer as the server's does
+                    out[unique[i]] = Generated(cut_at_stop(text, params.stop), len(enc[i]), len(used), cut=cut)
                 for i in batch if kept is not None else ():
                     kept(unique[i], out[unique[i]])
         return out
@@ -177,3 +191,10 @@ def _until_end(ids: list[int], eos: int | None, pad: int, seq2seq: bool) -> list
         ids = ids[1:]
     end = next((k for k, t in enumerate(ids) if t == eos), len(ids))
     return ids[:end]
+
+
+def _ran_out(ids: list[int], ends: set[int], max_new_tokens: int, seq2seq: bool) -> bool:
+    """Whether a generation spent all its `max_new_tokens` without writing a token that ends it."""
+    if seq2seq and ids:  # the decoder's start token is no generated token
+        ids = ids[1:]
+    return len(ids) >= max_new_tokens and not ends.intersection(ids)

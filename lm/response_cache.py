@@ -48,7 +48,7 @@ class ResponseCache:
             ok = digest == _digest(key, value)
             data = json.loads(value) if ok else None
             found = Generated(str(data["text"]), int(data["prompt_tokens"]), int(data["completion_tokens"]),
-                              run=data.get("run")) if ok else None
+                              run=data.get("run"), cut=data.get("cut") is True) if ok else None
         except (ValueError, KeyError, TypeError):
             found = None
         if found is None:
@@ -61,7 +61,7 @@ class ResponseCache:
         """Keep `response` (committed at once: a crash after it loses nothing); `run`: the run that asked it, so
         that a resumed run tells its own answers from those of other runs."""
         kept = {"text": response.text, "prompt_tokens": response.prompt_tokens,
-                "completion_tokens": response.completion_tokens}
+                "completion_tokens": response.completion_tokens, **({"cut": True} if response.cut else {})}
         value = json.dumps({**kept, "run": run} if run else kept, ensure_ascii=False)
         self.db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, value, _digest(key, value)))
         self.db.commit()

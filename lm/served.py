@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from eval.errors import KbcError
+from eval.jsonl import json_type
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
@@ -319,31 +320,21 @@ class ServedGenerator:
             raise ServerError(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]}); is this an "
                               "OpenAI-compatible server?")
         try:
-            # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
-            choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), None) \
-                if isinstance(choices, list) and len(choices) > 1 else None
-            choice = choice or answer["choices"][0]
-            text = choice["message"]["content"] if s.api == "chat" else choice["text"]
-            if text is None and s.api == "chat":  # the chat API's null content (a refusal, a reasoning model cut
-                text = ""  # before it answered): an empty answer, scored wrong and counted, not a stopped run
-            if isinstance(text, list) and s.api == "chat" and all(isinstance(p, dict) for p in text):
-                text = _text_parts(text)
-                if text is None:
-                    raise TypeError("content parts other than text")
-            if not isinstance(text, str):
-                raise TypeError(type(text).__name__)
-        except (KeyError, IndexError, TypeError) as exc:
+            choice, text = _completion_text(answer, s.api == "chat")
+        except _Missing as exc:
             self._count("failed")
-            raise ServerError(f"{s.shown}: the answer holds no completion text ({exc!r} missing in "
-                              f"{json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
+            raise ServerError(f"{s.shown}: the answer holds no completion text: {exc} "
+                              f"({json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
         self._count("answered")
         self._named(shown, answer.get("model"))
         usage = answer.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         tokens = [_token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")]
         system = answer.get("system_fingerprint")
-        return Generated(cut_at_stop(text, params.stop), tokens[0] or 0, tokens[1] or 0,
-                         str(system) if system else None, usage_reported=any(t is not None for t in tokens))
+        answered = cut_at_stop(text, params.stop)  # a stop sequence the server wrote ends the answer all the same
+        return Generated(answered, tokens[0] or 0, tokens[1] or 0, str(system) if system else None,
+                         usage_reported=any(t is not None for t in tokens),
+                         cut=choice.get("finish_reason") == "length" and answered == text)  # stopped by max_tokens
 
     def _named(self, shown: str, name: object) -> None:
         """Say once per name where an answer names a model other than the one asked: a proxy's fallback scores
@@ -470,6 +461,47 @@ def _token_count(value: object) -> int | None:
     except ValueError:
         return None
     return int(number) if number.is_integer() and number >= 0 else None
+
+
+class _Missing(Exception):
+    """What a reply lacks, in words: the field it has not, or holds as something else than asked."""
+
+
+def _completion_text(answer: object, chat: bool) -> tuple[dict, str]:
+    """The choice numbered 0 of a reply and its text (`message.content` on the chat API, `text` on the completions
+    API); `_Missing` names the field where it is not (`the reply has no choices[0].message`)."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if choices is None:
+        raise _Missing("the reply has no choices")
+    if not isinstance(choices, list):
+        raise _Missing(f"its choices is {json_type(choices)}, not a list")
+    # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
+    at = next((k for k, c in enumerate(choices) if isinstance(c, dict) and c.get("index") == 0), 0) \
+        if len(choices) > 1 else 0
+    choice, where = choices[at], f"choices[{at}]"
+    if not isinstance(choice, dict):
+        raise _Missing(f"its {where} is {json_type(choice)}, not an object")
+    if chat:
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise _Missing(f"the reply has no {where}.message" if message is None else
+                           f"its {where}.message is {json_type(message)}, not an object")
+        if "content" not in message:
+            raise _Missing(f"the reply has no {where}.message.content")
+        text, where = message["content"], f"{where}.message.content"
+        if text is None:  # the chat API's null content (a refusal, a reasoning model cut before it answered): an
+            text = ""  # empty answer, scored wrong and counted, not a stopped run
+        if isinstance(text, list) and all(isinstance(p, dict) for p in text):
+            text = _text_parts(text)
+            if text is None:
+                raise _Missing(f"its {where} holds parts other than text")
+    else:
+        if "text" not in choice:
+            raise _Missing(f"the reply has no {where}.text")
+        text, where = choice["text"], f"{where}.text"
+    if not isinstance(text, str):
+        raise _Missing(f"its {where} is {json_type(text)}, not text")
+    return choice, text
 
 
 def _text_parts(parts: list[dict]) -> str | None:

@@ -398,3 +398,38 @@ def test_the_printed_exact_match_table_names_its_setting(gpt2_dir, lama_dir, tmp
                                   "--out", str(tmp_path / setting), "--bootstrap", "0"], capsys)
         assert code == 0, err
         assert f"Exact match (%), setting {setting}, shared facts" in out.splitlines()
+
+
+@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
+def test_a_generation_that_spends_max_new_tokens_without_its_end_token_is_cut(kind, gpt2_dir, t5_dir):
+    """Told apart from one that ended (its end-of-text token, or a stop sequence that ends it as a server's would),
+    so that the counts line can say how many answers ran out of tokens."""
+    from lm.loading import load
+
+    loaded = load(str(gpt2_dir if kind == "causal" else t5_dir), kind)
+    gen = LocalGenerator(loaded.model, loaded.tokenizer, fingerprint=loaded.fingerprint, name="m",
+                         seq2seq=kind == "seq2seq", batch_size=2)
+    prompts = ["Dante was born in", "The capital of the Republic of France is the city of"]
+    ran = gen.generate(prompts, GenerationParams(max_new_tokens=4))
+    assert [ran[p].completion_tokens for p in prompts] == [4, 4]  # the tiny model writes no end token in 4
+    assert [ran[p].cut for p in prompts] == [True, True]
+    if kind == "causal":  # the tiny T5 writes no text to stop at
+        text = ran[prompts[0]].text
+        assert len(text) >= 4
+        assert not gen.generate(prompts[:1], GenerationParams(max_new_tokens=4, stop=(text[2:4],)))[prompts[0]].cut
+    ids = loaded.tokenizer(prompts[0], return_tensors="pt")["input_ids"]
+    written = loaded.model.generate(input_ids=ids, max_new_tokens=1, do_sample=False,
+                                    pad_token_id=gen.pad)[0, -1].item()
+    loaded.model.generation_config.eos_token_id = written  # the model's config ends it at its first token
+    ended = gen.generate(prompts[:1], GenerationParams(max_new_tokens=4))[prompts[0]]
+    assert not ended.cut
+
+
+def test_the_counts_line_of_a_local_model_says_how_many_answers_ran_out_of_tokens(gpt2_dir, lama_dir, tmp_path,
+                                                                                 capsys):
+    run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "one", ["--set", "llm.prompt=lama"], limit=2)
+    assert capsys.readouterr().err.count("; 2 answers were cut at max_new_tokens=5 before they ended (scored as "
+                                         "written): raise it with --set llm.max_new_tokens=N") == 1
+    run_generate(lama_dir, tmp_path, gpt2_dir, tmp_path / "two", ["--set", "llm.prompt=lama"], limit=2)
+    err = capsys.readouterr().err
+    assert "0 asked, 2 from the cache" in err and "; 2 answers were cut at max_new_tokens=5 before they ended" in err

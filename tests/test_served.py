@@ -102,15 +102,36 @@ def test_429_and_503_are_retried_with_backoff(serve):
                                 r"with --set key_env=NAME"),
     (404, {"detail": "no model tiny"}, r"not found \(HTTP 404: no model tiny\); check the URL"),
     (200, b"<html>hello</html>", r"the answer is not JSON \(b'<html>hello</html>'\); is this an OpenAI-compatible"),
-    (200, {"object": "list", "data": []}, r"the answer holds no completion text \(KeyError\('choices'\) missing"),
-    (200, {"choices": [{"message": {"role": "assistant"}}]}, r"holds no completion text \(KeyError\('content'\)"),
-    (200, {"choices": [{"message": {"content": 7}}]}, r"holds no completion text \(TypeError\('int'\)"),
+    (200, {"object": "list", "data": []}, r"the answer holds no completion text: the reply has no choices \("),
+    (200, {"choices": [{"message": {"role": "assistant"}}]},
+     r"holds no completion text: the reply has no choices\[0\]\.message\.content \("),
+    (200, {"choices": [{"message": {"content": 7}}]},
+     r"holds no completion text: its choices\[0\]\.message\.content is a number, not text \("),
 ])
 def test_refusals_and_garbage_are_one_server_error(serve, status, reply, message):
     server = serve(lambda path, body, n: (status, reply))
     with pytest.raises(ServerError, match=message):
         client(server.url, []).generate(["q"], PARAMS)
     assert len(server.bodies) == 1  # never retried
+
+
+@pytest.mark.parametrize(("api", "reply", "said"), [
+    ("chat", {"choices": [{"index": 0, "text": "Paris"}]}, "the reply has no choices[0].message"),
+    ("chat", {"choices": [{"index": 0, "message": "Paris"}]}, "its choices[0].message is a string, not an object"),
+    ("chat", {"choices": [{"index": 1, "message": {"content": "Rome"}}, {"index": 0, "delta": {}}]},
+     "the reply has no choices[1].message"),
+    ("chat", {"choices": {"0": {"message": {"content": "Paris"}}}}, "its choices is an object, not a list"),
+    ("chat", {"choices": ["Paris"]}, "its choices[0] is a string, not an object"),
+    ("completions", {"choices": [{"index": 0, "message": {"content": "Paris"}}]}, "the reply has no choices[0].text"),
+    ("completions", {"choices": [{"index": 0, "text": None}]}, "its choices[0].text is null, not text"),
+])
+def test_a_reply_without_its_text_names_the_field_it_lacks(serve, api, reply, said):
+    """A reply of another shape (the other API's, a stream's `delta`) says in words which field is not there."""
+    server = serve(lambda path, body, n: (200, reply))
+    with pytest.raises(ServerError) as caught:
+        client(server.url, [], api=api).generate(["q"], PARAMS)
+    assert str(caught.value) == (f"{server.url}: the answer holds no completion text: {said} "
+                                 f"({json.dumps(reply)[:120]}); is this an OpenAI-compatible server?")
 
 
 def test_an_error_answered_with_http_200_says_the_servers_message_and_that_a_rerun_resumes(serve):
@@ -169,7 +190,8 @@ def test_a_content_written_as_typed_parts_is_its_text_parts_without_the_thoughts
 
     gen = client(serve(script).url, concurrency=1)
     assert gen.generate(["q"], PARAMS)[0].text == "Paris, France"
-    with pytest.raises(ServerError, match=r"holds no completion text \(TypeError\('content parts other than text'\)"):
+    with pytest.raises(ServerError, match=r"holds no completion text: its choices\[0\]\.message\.content holds parts "
+                       r"other than text \("):
         gen.generate(["q"], PARAMS)
 
 
@@ -732,6 +754,50 @@ def test_empty_answers_are_counted_where_the_rates_cannot_show_them(serve, lama_
 
 
 
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_answers_cut_at_the_token_limit_are_counted_with_the_option_that_gives_more(serve, lama_dir, tmp_path, capsys,
+                                                                                    monkeypatch, api):
+    """A reply the server stopped at `max_tokens` (`finish_reason: "length"`) is scored as written, cut mid-way: the
+    counts line says how many, and the option to raise; a rerun reading them from the cache says the same."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def cut(body: dict) -> bool:  # the same prompts cut whichever request asks them
+        return len(body["messages"][-1]["content"] if api == "chat" else body["prompt"]) % 2 == 0
+
+    def script(path, body, n):
+        answer = completion("Par" if cut(body) else "Paris", api)
+        answer["choices"][0]["finish_reason"] = "length" if cut(body) else "stop"
+        return 200, answer
+
+    server = serve(script)
+    shared = ("--set", f"llm.api={api}", "--set", "llm.max_new_tokens=3", "--set", "llm.cache=shared")
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "a", *shared), capsys)
+    assert code == 0, err
+    n = sum(map(cut, server.bodies))
+    assert 0 < n < 9
+    said = (f"; {n} answers were cut at max_new_tokens=3 before they ended (scored as written): raise it with --set "
+            "llm.max_new_tokens=N")
+    line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
+    assert line.endswith(said), line
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["usage"]["google_re"]["llm"]["cut"] == n
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "b", *shared), capsys)
+    assert code == 0, err
+    line = next(x for x in err.splitlines() if x.startswith("google_re / llm: 9 queries: 1 asked, 8 from the cache"))
+    assert line.endswith(said), line
+
+
+def test_a_reply_stopped_at_the_token_limit_after_a_stop_sequence_it_wrote_is_not_cut(serve):
+    """A server that does not apply `stop` writes on past it: the answer ends there all the same."""
+    def script(path, body, n):
+        answer = completion("Paris\nRome was", "chat")
+        answer["choices"][0]["finish_reason"] = "length"
+        return 200, answer
+
+    gen = client(serve(script).url)
+    assert [gen.generate(["q"], GenerationParams(max_new_tokens=4, stop=stop))[0].cut for stop in ((), ("\n",))] \
+        == [True, False]
+
+
 def test_the_counts_line_says_how_many_responses_gave_no_token_count(serve, lama_dir, tmp_path, capsys, monkeypatch):
     """A server that sends no usage would otherwise read as one that spent 0 tokens."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
@@ -907,10 +973,10 @@ def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(ser
     usage = json.loads((tmp_path / "run" / "config.json").read_text())["usage"]
     assert usage == {"google_re": {"llm": {
         "asked": 9, "cached": 0, "shared": 0, "sent": tried + 10 - k, "retried": 0, "failed": tried - k,
-        "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0}}}
+        "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0, "cut": 0}}}
     assert json.loads((tmp_path / "whole" / "config.json").read_text())["usage"]["google_re"]["llm"] == {
         "asked": 9, "cached": 0, "shared": 0, "sent": 9, "retried": 0, "failed": 0, "prompt_tokens": 27,
-        "completion_tokens": 18, "damaged": 0, "empty": 0}
+        "completion_tokens": 18, "damaged": 0, "empty": 0, "cut": 0}
 
 
 def test_queries_sharing_a_prompt_are_counted_so_that_the_counts_add_up(serve, lama_dir, tmp_path, capsys,

@@ -104,7 +104,7 @@ QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
 SAMPLE = {"recorded": "recorded before the run was resumed", "left_out": "left out unasked",
           "not_asked": "not asked before the stop"}
 RUN_TOTALS = ("asked", "cached", "shared", "sent", "retried", "failed", "prompt_tokens", "completion_tokens",
-              "damaged", "empty")
+              "damaged", "empty", "cut")
 
 
 def is_server(spec: str) -> bool:
@@ -288,15 +288,16 @@ class GenerationPredictor:
                  labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
                  extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
-                 attempt: str | None = None, one_turn: bool = False) -> None:
+                 attempt: str | None = None, one_turn: bool = False, option: str = "") -> None:
         self.name, self.backend, self.prompter, self.indexes, self.labels = name, backend, prompter, indexes, labels
+        self.option = option  # how the run writes this predictor's options ("llm." of --set llm.max_new_tokens=N)
         self.one_turn = one_turn  # plain text sent as one user turn (a chat endpoint with chat=off): recorded so
         self.many, self.params, self.model, self.cache = many, params, model, cache
         self.scope = scope  # a server's cache: "run:TOKEN" (this run's own) or "shared"; None: a local model's
         self.key_base: str | None = None  # what every cache key starts with, settled at the first ask
         self.extra = extra or {}
         self.counts = dict.fromkeys(("queries", *QUERIES, "sent", "prompt_tokens", "completion_tokens", "empty",
-                                     "unreported"), 0)
+                                     "cut", "unreported"), 0)
         self._answered: set[str] = set()  # keys answered by a request of this attempt (a later chunk's hit shares)
         # a server's run: where its first answer is kept, to ask again when the run resumes (`_same_server`)
         self.run = run  # the run's cache scope: cache rows it wrote are told from other runs' (`resumed`)
@@ -520,6 +521,7 @@ class GenerationPredictor:
         out = []
         for q, prompt, response in zip(queries, prompts, responses):
             self.counts["empty"] += not stated(response.text).strip()  # nothing, or thoughts cut before an answer
+            self.counts["cut"] += response.cut  # cached with its answer: a rerun counts it again
             index = self.indexes.of(q.relation)
             parsed = parse_generation(response.text, self.many, index, numeric=q.relation in NUMERIC)
             if q.relation in NUMERIC:  # a count is no entity: the number it states, as a word of its own, is the answer
@@ -542,13 +544,14 @@ class GenerationPredictor:
 
     def tally(self) -> dict[str, int]:
         """What asking cost so far: queries by how each was answered, requests sent, retried and failed, tokens
-        used, damaged cache rows, empty answers."""
+        used, damaged cache rows, empty answers and answers cut at max_new_tokens."""
         c = self.counts
         return {**{k: c[k] for k in ("queries", *QUERIES)},
                 "sent": getattr(self.backend, "sent", c["sent"]),  # a server's: every HTTP request, retries too
                 "retried": getattr(self.backend, "retried", 0), "failed": getattr(self.backend, "failed", 0),
                 "prompt_tokens": c["prompt_tokens"], "completion_tokens": c["completion_tokens"],
-                "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"], "unreported": c["unreported"]}
+                "damaged": getattr(self.cache, "damaged", 0), "empty": c["empty"], "cut": c["cut"],
+                "unreported": c["unreported"]}
 
     def report_line(self, tally: dict[str, int]) -> str:
         """The line of a `tally` (one predictor's, or the sum over the Ray workers that each asked a share): its
@@ -568,6 +571,9 @@ class GenerationPredictor:
         # a set is asked it is the empty set, which the challenge scores 1 against an empty gold set
         scored = "read as empty sets: right only where the gold set is empty" if self.many else "scored wrong"
         empty = f"; {t['empty']} answers were empty text ({scored})" if t["empty"] else ""
+        # an answer cut mid-way is scored as written: wrong or partial, for want of tokens rather than knowledge
+        cut = (f"; {t['cut']} answers were cut at max_new_tokens={self.params.max_new_tokens} before they ended "
+               f"(scored as written): raise it with --set {self.option}max_new_tokens=N") if t["cut"] else ""
         # a server that sends no usage would read as one that spent no tokens
         silent = tally.get("unreported", 0)
         unreported = f" ({silent} of the responses said no token count: not counted)" if silent else ""
@@ -575,7 +581,7 @@ class GenerationPredictor:
         return (f"{t['queries'] + sum(t[k] for k in SAMPLE)} queries: {t['asked']} asked, "
                 f"{t['cached'] + t['resumed']} from the cache{resumed}, {t['shared']} sharing another query's prompt, "
                 f"{t['unanswered']} unanswered{rest}; {cost}; tokens used "
-                f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{unreported}{note}{empty}")
+                f"{t['prompt_tokens']} prompt + {t['completion_tokens']} completion{unreported}{note}{empty}{cut}")
 
     def report(self) -> str:
         """Queries by how each was answered, requests and tokens (printed when the run is done with this
@@ -658,7 +664,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
                                anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
-                               attempt=ctx.attempt, one_turn=one_turn)
+                               attempt=ctx.attempt, one_turn=one_turn, option=f"{ctx.name}." if ctx.name else "")
 
 
 def make_local(name: str, ctx: PredictorContext, kind: str) -> GenerationPredictor:
