@@ -188,6 +188,16 @@ def test_batch_size_help_gives_what_was_measured_on_a_cpu(capsys):
             "[default: 32; x>=1]") in text
 
 
+def test_seed_help_names_the_prompt_draws_it_also_seeds(capsys):
+    """--seed seeds the --prompt-draws draws (LAMA's p@1_random_prompt_*, coherency's) and KMIR's generated questions,
+    not only the --limit sample: the help says so."""
+    for experiment in ("lama", "coherency", "kmir"):
+        code, out, _ = run_kbc(["run", experiment, "--help"], capsys)
+        assert code == 0
+        wanted = "--seed INTEGER Seed of the --limit sample, of the --prompt-draws draws and of KMIR's questions."
+        assert "".join(wanted.split()) in "".join(out.split())  # help wraps inside --prompt-draws
+
+
 def test_every_group_lists_its_commands_whole():
     """A group's command list shows each command's short help in full at 80 columns, never cut to `...`."""
     import click
