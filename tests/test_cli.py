@@ -162,6 +162,9 @@ def test_kb_types_json(tmp_path, lama_dir, capsys):
     code, out, _ = run_kbc(["kb", "types", *store, "--json"], capsys)
     rows = {r["relation"]: r for r in json.loads(out)}
     assert code == 0 and rows["place_of_birth"]["computed"] == "N-1" and rows["place_of_birth"]["agree"]
+    code, out, _ = run_kbc(["kb", "types", *store], capsys)
+    table = out.splitlines()[:4]  # the header and Google-RE's three relations, columns under their heads
+    assert code == 0 and len({line.index("N-1") for line in table[1:]} | {table[0].index("declared")}) == 1
 
 
 def test_relations_help_says_every_chosen_corpus_must_hold_one_of_them(tmp_path, lama_dir, capsys):
