@@ -105,6 +105,12 @@ def _index(rows: list[dict]) -> dict:
 RelationInfo = dict[str, dict[str, tuple[str | None, str | None]]]  # corpus -> relation -> (label, type)
 
 
+def prompt_order(prompt: str) -> tuple:
+    """`pararel:2` before `pararel:10`: prompt ids by their text, then the number they end with."""
+    head, _, tail = prompt.rpartition(":")
+    return (head, int(tail), "") if tail.isdigit() else (prompt, -1, prompt)
+
+
 def relation_order(rels: list[str], info: dict[str, tuple[str | None, str | None]] | None = None) -> list[str]:
     """Relations by cardinality type (1-1, N-1, N-M, untyped), then by id with numbers compared as numbers."""
     info = info or {}

@@ -33,3 +33,18 @@ def test_example_notebook_runs(lama_dir, tmp_path, monkeypatch):
     assert "gold KB" in text("cell-20") and " was born in [MASK] . gold: [" in text("cell-20")
     assert text("cell-22") == ("--relations P9999: no chosen corpus (trex) has this relation; `kbc data stats --corpus "
                                "trex` lists its 41 relations\n")
+
+
+def test_without_kbc_data_the_notebook_reads_the_checkouts_data(monkeypatch):
+    """Jupyter runs the page in docs/, so its default LAMA folder is the checkout's data/lama (where `kbc data
+    download lama` puts it), not docs/data/lama."""
+    import os
+
+    import nbformat
+
+    monkeypatch.delenv("KBC_DATA", raising=False)
+    monkeypatch.chdir(NOTEBOOK.parent)
+    setup = next(cell for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell["id"] == "cell-01")
+    names: dict = {}
+    exec(setup["source"], names)
+    assert os.path.abspath(names["DATA"]) == str(ROOT / "data" / "lama")

@@ -162,6 +162,9 @@ def test_kb_types_json(tmp_path, lama_dir, capsys):
     code, out, _ = run_kbc(["kb", "types", *store, "--json"], capsys)
     rows = {r["relation"]: r for r in json.loads(out)}
     assert code == 0 and rows["place_of_birth"]["computed"] == "N-1" and rows["place_of_birth"]["agree"]
+    code, out, _ = run_kbc(["kb", "types", *store], capsys)
+    table = out.splitlines()[:4]  # the header and Google-RE's three relations, columns under their heads
+    assert code == 0 and len({line.index("N-1") for line in table[1:]} | {table[0].index("declared")}) == 1
 
 
 def test_relations_help_says_every_chosen_corpus_must_hold_one_of_them(tmp_path, lama_dir, capsys):
@@ -186,6 +189,16 @@ def test_batch_size_help_gives_what_was_measured_on_a_cpu(capsys):
     assert ("Inputs per forward pass of local LM predictors. On a CPU 32 to 128 (128 scored 5-23% faster than 32 with "
             "2- and 4-layer BERTs, 256 no faster than 128); on a GPU 512, and 2048 for a masked LM in bfloat16. "
             "[default: 32; x>=1]") in text
+
+
+def test_seed_help_names_the_prompt_draws_it_also_seeds(capsys):
+    """--seed seeds the --prompt-draws draws (LAMA's p@1_random_prompt_*, coherency's) and KMIR's generated questions,
+    not only the --limit sample: the help says so."""
+    for experiment in ("lama", "coherency", "kmir"):
+        code, out, _ = run_kbc(["run", experiment, "--help"], capsys)
+        assert code == 0
+        wanted = "--seed INTEGER Seed of the --limit sample, of the --prompt-draws draws and of KMIR's questions."
+        assert "".join(wanted.split()) in "".join(out.split())  # help wraps inside --prompt-draws
 
 
 def test_every_group_lists_its_commands_whole():

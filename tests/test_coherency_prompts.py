@@ -150,3 +150,20 @@ def test_the_report_of_a_prompt_set_run_names_the_set_and_shows_the_draws(lama_d
     assert across.count("\n") == 2 and across in report  # the header, the rule and recall's row, as summary.md
     shared = {r["metric"]: r["value"] for r in rows if (r["scope"], r["group"]) == ("shared", "all")}
     assert f"| trex | recall | {shared['coherency_random_prompt_min']:.2f} |" in report
+
+
+def test_show_lists_a_facts_prompts_in_the_order_of_their_numbers(lama_dir, tmp_path, capsys, monkeypatch):
+    """`kbc show` prints round 1 and 2 under `set:2` before those under `set:10`, as the explorer orders prompts."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    prompts = tmp_path / "numbered.jsonl"
+    prompts.write_text("".join(json.dumps({"relation": "P36", "template": t, "id": pid}) + "\n" for pid, t in
+                               [("set:10", "The capital of [X] is [Y] ."), ("set:2", "[X] has its capital in [Y] .")]))
+    code, _, err = run_kbc(["run", "coherency", "--corpus", "trex", "--relations", "P36", "--limit", "3",
+                            "--predictors", "freq", "--prompts", str(prompts), "--data-dir", str(lama_dir),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    record = json.loads((tmp_path / "run/predictions/trex/freq/second/P36.jsonl").read_text().splitlines()[0])
+    code, shown, err = run_kbc(["show", str(tmp_path / "run"), "--uid", record["fact_uid"]], capsys)
+    assert code == 0, err
+    heads = [line.split(" asks")[0].strip() for line in shown.splitlines() if " asks the " in line]
+    assert heads == ["round 1 @set:2", "round 2 @set:2", "round 1 @set:10", "round 2 @set:10"]

@@ -54,10 +54,11 @@ def types(corpus, data_dir, store, as_json) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return
-    click.echo(f"{'relation':10s} {'declared':8s} {'computed':8s} {'tph':>6s} {'hpt':>7s} {'rev':>5s}  note")
+    width = max([10, *(len(r["relation"]) for r in rows)])  # Google-RE's names are longer than T-REx's ids
+    click.echo(f"{'relation':{width}s} {'declared':8s} {'computed':8s} {'tph':>6s} {'hpt':>7s} {'rev':>5s}  note")
     for r in rows:
         note = ("" if r["agree"] else "DISAGREES") + (" symmetric" if r["symmetric"] else "")
-        click.echo(f"{r['relation']:10s} {str(r['declared']):8s} {r['computed']:8s} {r['tails_per_head']:6.2f} "
+        click.echo(f"{r['relation']:{width}s} {str(r['declared']):8s} {r['computed']:8s} {r['tails_per_head']:6.2f} "
                    f"{r['heads_per_tail']:7.2f} {r['reverse_fraction']:5.2f}  {note}")
     bad = sum(not r["agree"] for r in rows)
     if corpus.startswith("trex"):

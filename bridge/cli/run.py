@@ -266,7 +266,8 @@ def run_options(default_out: str):
                           "rule holds every answer, whatever the depth)."),
         click.option("--limit", type=IntRange(min=1), default=None,
                      help="A seeded sample of at most N facts per relation (answer spaces stay whole)."),
-        click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample."),
+        click.option("--seed", type=Int(), default=0, show_default=True,
+                     help="Seed of the --limit sample, of the --prompt-draws draws and of KMIR's questions."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N (LM predictors)."),
         click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
                      help="Local LM predictors' precision (a server sets its own); bfloat16 and float16 are fast "

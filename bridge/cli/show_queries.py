@@ -24,6 +24,7 @@ from bridge.cli.fact_lines import (
 )
 from bridge.run.directory import RunDir
 from eval.answer_text import GENERATED, generation_fields
+from eval.report import prompt_order
 
 YES = {True: "yes", False: "no"}
 NAMED = ("subject", "subject_id", "gold", "gold_id", "other_valid")
@@ -171,7 +172,8 @@ def coherency_json(run: RunDir, fact: dict) -> dict:
         rounds = []
         # a unit's steps are named by its first step's `unit` (under a prompt set, one unit per round and prompt)
         steps = {r["unit"]: r for r in stages.get("first", {}).values() if "unit" in r}
-        for key, unit in sorted(units.items(), key=lambda u: (u[1].get("prompt_id") or "", u[1]["round"])):
+        in_order = sorted(units.items(), key=lambda u: (prompt_order(u[1].get("prompt_id") or ""), u[1]["round"]))
+        for key, unit in in_order:
             n = unit["round"]
             first = steps[key]
             second = stages.get("second", {}).get(first["uid"].replace(f":coherency:r{n}s1", f":coherency:r{n}s2", 1))

@@ -12,18 +12,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from eval.report import COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES, PROMPT_METRICS, PROMPT_NAMES
+from eval.report import COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES, PROMPT_METRICS, PROMPT_NAMES, prompt_order
 
 PER_RELATION = ("consistency", "group_accuracy")  # the draws are over every relation at once
 SETTING = "raw"  # the runner scores prompts in the raw setting only, as summary.md says
 # per kind of run: the score each prompt has, the run-wide metrics of summary.md's table and their column names
 KINDS = (("p@1", PROMPT_METRICS, PROMPT_NAMES), ("coherency", COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES))
-
-
-def _prompt_order(prompt: str) -> tuple:
-    """`pararel:2` before `pararel:10`: ids by their text, then the number they end with."""
-    head, _, tail = prompt.rpartition(":")
-    return (head, int(tail), "") if tail.isdigit() else (prompt, -1, prompt)
 
 
 def _scope(rows: list[dict]) -> str:
@@ -86,7 +80,7 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
         grouped.setdefault((r.get("corpus"), r.get("group"), r["prompt"]), {})[r.get("predictor")] = r
     examples = _examples(facts() if facts else None)
     prompts = []
-    for (corpus, rel, pid), by in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], _prompt_order(kv[0][2]))):
+    for (corpus, rel, pid), by in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][1], prompt_order(kv[0][2]))):
         counts = {p: by[p].get("n_facts") for p in predictors if p in by}
         prompts.append({"corpus": corpus, "relation": rel, "label": label(corpus, rel), "prompt": pid,
                         "template": examples.get((corpus, rel, pid)),
