@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from statistics import fmean
 
 from cli_support import run_kbc
@@ -115,7 +116,8 @@ def test_every_prompt_is_asked_and_the_draws_are_the_papers(lama_dir, tmp_path, 
     assert "coherency random prompt min" in (tmp_path / "multi/summary.md").read_text()
     code, shown, err = run_kbc(["show", str(tmp_path / "multi"), "--uid", records[0]["fact_uid"]], capsys)
     assert code == 0, err
-    assert all(f"round {n} @{p}: c{n}" in shown for n in (1, 2) for p in "abc")  # each round under each prompt
+    verdicts = r"round 1: c1 (yes|no), coherent (yes|no); round 2: c2 (yes|no), coherent (yes|no)"
+    assert all(re.search(rf"^  (recall)? +@{p} +{verdicts}$", shown, re.M) for p in "abc")  # each prompt its line
 
 
 def test_a_resumed_prompt_set_run_writes_what_one_run_writes(lama_dir, tmp_path, capsys, monkeypatch):
@@ -152,8 +154,9 @@ def test_the_report_of_a_prompt_set_run_names_the_set_and_shows_the_draws(lama_d
     assert f"| trex | recall | {shared['coherency_random_prompt_min']:.2f} |" in report
 
 
-def test_show_lists_a_facts_prompts_in_the_order_of_their_numbers(lama_dir, tmp_path, capsys, monkeypatch):
-    """`kbc show` prints round 1 and 2 under `set:2` before those under `set:10`, as the explorer orders prompts."""
+def _numbered_run(lama_dir, tmp_path, capsys, monkeypatch) -> dict:
+    """A Freq coherency run of P36 under prompts `set:10` and `set:2` (numbered out of text order); its first
+    second-step record."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     prompts = tmp_path / "numbered.jsonl"
     prompts.write_text("".join(json.dumps({"relation": "P36", "template": t, "id": pid}) + "\n" for pid, t in
@@ -163,7 +166,32 @@ def test_show_lists_a_facts_prompts_in_the_order_of_their_numbers(lama_dir, tmp_
                             "--out", str(tmp_path / "run"), "--quiet"], capsys)
     assert code == 0, err
     record = json.loads((tmp_path / "run/predictions/trex/freq/second/P36.jsonl").read_text().splitlines()[0])
+    return record
+
+
+def test_show_lists_a_facts_prompts_in_the_order_of_their_numbers(lama_dir, tmp_path, capsys, monkeypatch):
+    """`kbc show` prints round 1 and 2 under `set:2` before those under `set:10`, as the explorer orders prompts."""
+    record = _numbered_run(lama_dir, tmp_path, capsys, monkeypatch)
     code, shown, err = run_kbc(["show", str(tmp_path / "run"), "--uid", record["fact_uid"]], capsys)
     assert code == 0, err
     heads = [line.split(" asks")[0].strip() for line in shown.splitlines() if " asks the " in line]
     assert heads == ["round 1 @set:2", "round 2 @set:2", "round 1 @set:10", "round 2 @set:10"]
+
+
+def test_show_gives_each_prompt_of_a_set_its_own_verdict_line(lama_dir, tmp_path, capsys, monkeypatch):
+    """Under a prompt set the c1/c2 and coherent verdicts read one prompt a line, ids lined up, every value kept."""
+    record = _numbered_run(lama_dir, tmp_path, capsys, monkeypatch)
+    code, shown, err = run_kbc(["show", str(tmp_path / "run"), "--uid", record["fact_uid"], "--json"], capsys)
+    assert code == 0, err
+    rounds = {(r["prompt_id"], r["round"]): r for r in json.loads(shown)["facts"][0]["predictors"]["freq"]["rounds"]}
+    code, shown, err = run_kbc(["show", str(tmp_path / "run"), "--uid", record["fact_uid"]], capsys)
+    assert code == 0, err
+
+    def said(pid: str) -> str:
+        return "; ".join(f"round {n}: c{n} {'yes' if rounds[pid, n][f'c{n}'] else 'no'}, coherent "
+                         f"{'yes' if rounds[pid, n]['coherent'] else 'no'}" for n in (1, 2))
+
+    lines = shown.splitlines()
+    start = lines.index(f"  freq  @set:2   {said('set:2')}")
+    assert lines[start + 1] == f"        @set:10  {said('set:10')}"
+    assert lines[start + 2].strip().startswith("round 1 @set:2 asks the ")

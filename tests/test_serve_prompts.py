@@ -177,6 +177,20 @@ def test_a_coherency_prompt_set_run_shows_its_draws_and_coherency_per_prompt(cli
     assert "coherency per prompt from summary.json" in panel and 'id="prompt-relations"' not in panel
 
 
+def test_a_coherency_prompt_set_run_names_each_prompt_by_its_template(client, prompt_runs, lama_dir):
+    """As LAMA's per-prompt table, read from the first steps the run recorded: the object asked, the subject as [X]."""
+    from eval.prompts import load_prompts
+
+    body = client.get("/api/runs/coherency").json()["across_prompts"]
+    asked = {(rel, p.id): p.template.replace("[Y]", "[MASK]")
+             for rel, prompts in load_prompts("pararel", lama_dir, ["P530", "P37"]).items() for p in prompts}
+    shown = {(r["relation"], r["prompt"]): r["template"] for r in body["prompts"]}
+    assert len(shown) > 2 and shown == {key: asked[key] for key in shown}
+    page = client.get("/runs/coherency").text.replace("&#39;", "'")
+    for r in body["prompts"]:
+        assert f'<td class="prompt-template"><code>{r["prompt"]}</code> {r["template"]}</td>' in page
+
+
 def test_the_leaderboard_of_a_prompt_set_run_counts_queries_per_prompt_apart_from_facts(prompt_runs):
     frame = _shared_queries(prompt_runs)
     queries, facts = frame.groupby("predictor")["uid"].nunique(), frame["fact"].nunique()

@@ -1018,11 +1018,50 @@ def test_the_report_and_the_leaderboard_name_the_served_model_and_what_a_resumed
     md = (tmp_path / "report" / "report.md").read_text()
     assert f"| llm | LM | tiny at {server.url} |" in md
     assert ("| predictor | corpus | queries answered | asked | from the cache | sharing a prompt | "
-            "requests sent (local: generations) | retried | failed | prompt tokens | completion tokens |") in md
-    assert "| llm | google_re | 9 | 9 | 0 | 0 | 11 | 0 | 1 | 30 | 20 |" in md
+            "requests sent (local: generations) | retried | failed | prompt tokens | completion tokens | empty text | "
+            "cut at max_new_tokens |") in md
+    assert "| llm | google_re | 9 | 9 | 0 | 0 | 11 | 0 | 1 | 30 | 20 | 0 | 0 |" in md
     code, board, err = run_kbc(["leaderboard", str(out), "--metric", "em"], capsys)
     assert code == 0, err
     assert f"| 1 | {out} | llm | lm | tiny at {server.url} | - | - | - | " in board
+
+
+def test_the_report_counts_the_answers_that_were_empty_text_or_cut_at_the_token_limit(serve, lama_dir, tmp_path,
+                                                                                     capsys, monkeypatch):
+    """Each is scored as written, so the rates hide both: the usage table counts them, as config.json keeps them."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    def script(path, body, n):  # requests 3, 6, 9 empty; 1, 4, 7 cut at max_tokens; the rest whole
+        answer = completion("" if n % 3 == 0 else "Par" if n % 3 == 1 else "Paris", "chat")
+        answer["choices"][0]["finish_reason"] = "length" if n % 3 == 1 else "stop"
+        return 200, answer
+
+    server = serve(script)
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
+    assert code == 0, err
+    usage = json.loads((tmp_path / "run/config.json").read_text())["usage"]["google_re"]["llm"]
+    assert (usage["sent"], usage["empty"], usage["cut"]) == (9, 3, 3)
+    code, _, err = run_kbc(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "| llm | google_re | 9 | 9 | 0 | 0 | 9 | 0 | 0 | 27 | 18 | 3 | 3 |" in md
+
+
+def test_a_report_of_a_run_that_kept_no_empty_or_cut_count_shows_zeros(serve, lama_dir, tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (200, completion("" if n % 3 == 0 else "Paris", "chat")))
+    run = tmp_path / "run"
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, run), capsys)
+    assert code == 0, err
+    config = json.loads((run / "config.json").read_text())
+    for key in ("empty", "cut"):  # as a run made before they were counted
+        del config["usage"]["google_re"]["llm"][key]
+    (run / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
+    assert code == 0, err
+    md = (tmp_path / "report/report.md").read_text()
+    assert "| llm | google_re | 9 | 9 | 0 | 0 | 9 | 0 | 0 | 27 | 18 | 0 | 0 |" in md
 
 
 def test_runs_of_one_served_model_asked_otherwise_are_told_apart_by_those_settings(serve, lama_dir, tmp_path,

@@ -210,6 +210,23 @@ def _prompt_named(unit: dict) -> str:
     return f" @{unit['prompt_id']}" if "prompt_id" in unit else ""
 
 
+def _verdict_lines(rounds: list[dict]) -> list[str]:
+    """A predictor's c1/c2 and coherent verdicts: one line for a fact asked with one prompt; under a prompt set one
+    line per prompt (its id padded to the longest), so that a set of dozens of prompts reads down the screen."""
+    def said(r: dict) -> str:
+        n = r["round"]
+        return f"c{n} {YES[r[f'c{n}']]}, coherent {YES[r['coherent']]}"
+
+    if not any("prompt_id" in r for r in rounds):
+        return ["; ".join(f"round {r['round']}: {said(r)}" for r in rounds)]
+    by_prompt: dict[str, list[dict]] = {}
+    for r in rounds:  # in the order shown below (prompt number, then round)
+        by_prompt.setdefault(r.get("prompt_id", ""), []).append(r)
+    width = max(len(pid) for pid in by_prompt) + 1
+    return [f"{'@' + pid:<{width}}  " + "; ".join(f"round {r['round']}: {said(r)}" for r in asked)
+            for pid, asked in by_prompt.items()]
+
+
 def coherency_text(fact: dict) -> list[str]:
     lines = fact_head(fact)
     width = _width(fact)
@@ -219,9 +236,8 @@ def coherency_text(fact: dict) -> list[str]:
         if entry["status"] != "answered":
             lines += _not_answered(name, entry, width)
             continue
-        verdicts = [f"round {n}{_prompt_named(r)}: c{n} {YES[r[f'c{n}']]}, coherent {YES[r['coherent']]}"
-                    for r in entry["rounds"] for n in [r["round"]]]
-        lines.append(f"  {name.ljust(width)}  {'; '.join(verdicts)}")
+        lines += [f"  {(name if i == 0 else '').ljust(width)}  {line}"
+                  for i, line in enumerate(_verdict_lines(entry["rounds"]))]
         for r in entry["rounds"]:
             first, second = r["first"], r["second"]
             label = f"round {r['round']}{_prompt_named(r)}"

@@ -8,16 +8,19 @@ from bridge.report.page import Table
 
 COLUMNS = (("asked", "asked"), ("cached", "from the cache"), ("shared", "sharing a prompt"),
            ("sent", "requests sent (local: generations)"), ("retried", "retried"), ("failed", "failed"),
-           ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"))
+           ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"),
+           ("empty", "empty text"), ("cut", "cut at max_new_tokens"))
 
 
 def usage_table(usage: list[tuple[str, str, dict]]) -> Table:
     """One row per generating predictor and corpus: its answered queries add up (asked + from another run's cache
-    + sharing another query's prompt), then what the requests cost."""
+    + sharing another query's prompt), then what the requests cost, then how many answers were empty text or cut
+    at max_new_tokens (scored as written, so the rates do not show them; 0 where an older run kept no count)."""
     rows = []
     for shown, corpus, spent in usage:
         counts = [int(spent.get(key) or 0) for key, _ in COLUMNS]
         rows.append([shown, corpus, str(sum(counts[:3])), *map(str, counts)])
     return Table(["predictor", "corpus", "queries answered", *(head for _, head in COLUMNS)], rows,
                  "Queries, requests and tokens of each predictor answering by generation (summed over the attempts "
-                 "that made the run; a query a resumed attempt read back from the run's own cache counts once)")
+                 "that made the run; a query a resumed attempt read back from the run's own cache counts once), and "
+                 "its answers that were empty text or cut at max_new_tokens (scored as written)")

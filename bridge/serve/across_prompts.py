@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from bridge.run.directory import RunDir, read_records
 from eval.report import COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES, PROMPT_METRICS, PROMPT_NAMES, prompt_order
 
 PER_RELATION = ("consistency", "group_accuracy")  # the draws are over every relation at once
@@ -40,6 +41,25 @@ def _examples(facts: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
     return out
 
 
+def coherency_prompts(run: RunDir) -> pd.DataFrame:
+    """A coherency run's first steps of round 1 (the object asked of the subject), as `_examples` reads LAMA's fact
+    table: one per (corpus, relation, prompt), from the first predictor whose records hold its prompt as text (a
+    generating predictor's chat is no template)."""
+    rows, seen = [], set()
+    for corpus in run.corpora:
+        for predictor in run.predictors:
+            for path in run.relation_files(corpus, predictor, "first"):
+                for r in read_records(path):
+                    key = (corpus, r.get("relation"), r.get("prompt_id"))
+                    if (r.get("round") != 1 or r.get("slot") != "object" or key[2] is None or key in seen
+                            or not isinstance(r.get("prompt"), str)):
+                        continue
+                    seen.add(key)
+                    rows.append({"corpus": corpus, "relation": key[1], "uid": str(r["uid"]),
+                                 "subject": r.get("subject"), "prompt": r["prompt"]})
+    return pd.DataFrame(rows, columns=["corpus", "relation", "uid", "subject", "prompt"])
+
+
 def across_prompts(summary: list[dict], predictors: list[str], labels: dict | None = None,
                    facts: Callable[[], pd.DataFrame] | None = None) -> dict | None:
     """The run's agreement across prompts and its score per prompt, or None for a run asked one prompt per relation.
@@ -49,7 +69,8 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
     `relations`: per relation, consistency and group accuracy (a LAMA run; none in a coherency run, whose draws are
     over every relation at once); `prompts`: per (corpus, relation, prompt id) each predictor's score (under the key
     `metric`) and the facts it is over (`facts` where every predictor's number is the same), with the prompt as a
-    template where the run's fact table (`facts`, read only for a run over a prompt set) holds its sentences."""
+    template where the run's fact table, or a coherency run's first steps, (`facts`, read only for a run over a
+    prompt set) holds its sentences."""
     raw = [r for r in summary if r.get("setting", SETTING) == SETTING]
     metric, metrics, names = next(((m, ms, ns) for m, ms, ns in KINDS
                                    if any(r.get("prompt") and r.get("metric") == m for r in raw)), (None, (), ()))

@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refu
 from bridge.run.freshness import check_scored, files_state, read_steadily, scored_bytes
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.run.run_lock import BeingWritten, writing_now
-from bridge.serve.across_prompts import across_prompts
+from bridge.serve.across_prompts import across_prompts, coherency_prompts
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
 
@@ -308,7 +309,16 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES),
             "across_prompts": across_prompts(loaded.summary(), loaded.run.predictors, labels,
-                                             loaded.facts if loaded.experiment == "lama" else None)}
+                                             _asked_sentences(loaded))}
+
+
+def _asked_sentences(loaded: LoadedRun) -> Callable[[], pd.DataFrame] | None:
+    """What the per-prompt table reads each prompt's template from: LAMA's fact table, a coherency run's records."""
+    if loaded.experiment == "lama":
+        return loaded.facts
+    if loaded.experiment == "coherency":
+        return lambda: read_steadily([loaded.run.path], lambda: coherency_prompts(loaded.run))
+    return None
 
 
 def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
