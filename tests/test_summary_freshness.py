@@ -47,7 +47,8 @@ def test_nothing_changed_reads_the_summaries_back(tmp_path, no_scoring):
     rows = collect(run)
     written = _outputs(run)
     config = json.loads((run / "config.json").read_text(encoding="utf-8"))
-    config["runs"].append({"argv": ["kbc", "run", "lama"], "started": "2030-01-01T00:00:00+00:00"})  # a rerun's log
+    config["runs"].append({"argv": ["kbc", "run", "lama"], "started": "2030-01-01T00:00:00+00:00", "limit": 12,
+                           "seed": 0})  # the log of a rerun of the same sample
     (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
     no_scoring()
     again = collect(run)
@@ -55,6 +56,21 @@ def test_nothing_changed_reads_the_summaries_back(tmp_path, no_scoring):
     assert json.dumps(again) == json.dumps(rows)  # the same values of the same types
     assert (_p1(again, "freq"), _p1(again, "gold"), _p1(again, "bert")) == (33.333333333333336, 97.91666666666667, 0.0)
     assert _outputs(run) == written
+
+
+def test_a_rerun_of_another_sample_scores_again(tmp_path):
+    """The run log is no input of the scores, but summary.md states its samples: a log that now states another
+    (a rerun of every fact that asked nothing new) writes them again, saying so."""
+    run = _copy(tmp_path)
+    collect(run)
+    assert "Sample: at most 12 facts per relation" in (run / "summary.md").read_text(encoding="utf-8")
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    config["runs"].append({"argv": ["kbc", "run", "lama"], "started": "2030-01-01T00:00:00+00:00"})
+    (run / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    collect(run)
+    text = (run / "summary.md").read_text(encoding="utf-8")
+    assert "Sample: at most" not in text and "no `--limit` (every fact)" in text
+    assert json.loads((run / STAMP).read_text(encoding="utf-8"))["samples"] == [[12, 0], [None, None]]
 
 
 def test_a_changed_prediction_file_is_scored_again(tmp_path):
@@ -104,7 +120,7 @@ def test_a_stamp_without_its_outputs_is_no_proof(tmp_path):
     collect(run)
     stamp = json.loads((run / STAMP).read_text(encoding="utf-8"))
     assert set(stamp) == {"inputs", "files", "predictions", "prediction_files", "code", "outputs",
-                          "output_files"}
+                          "output_files", "samples"}
     (run / STAMP).write_text("not json", encoding="utf-8")
     fresh = _copy(tmp_path, "fresh")
     assert collect(run) == collect(fresh)

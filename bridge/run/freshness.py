@@ -26,6 +26,7 @@ OUTPUTS = ("summary.json", "summary.md", "curves.json", "dropped.json", "instanc
 VOLATILE = ("runs", "seconds", "usage")  # config entries no summary reads: each run adds to them
 LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow")
 PACKAGES = ("eval", "kb", "lm", "bridge")
+SAMPLE_CHANGED = "its config.json's run log (`runs`) states the sample"  # a rerun would keep the edited attempt
 
 
 @cache
@@ -145,11 +146,20 @@ def code_digest() -> str:
     return hashlib.sha256(json.dumps(code_identity()).encode()).hexdigest()
 
 
-def fresh_rows(out: Path, inputs: str) -> list[dict] | None:
-    """The rows of `summary.json` when the stamp says they were scored from exactly `inputs` and every output
-    is as written then; else None (score again)."""
+def stated_samples(config: dict) -> list[list]:
+    """The `[limit, seed]` samples the run log of `config` states (`bridge.run.summaries.samples`), as the stamp
+    keeps them: the run log is left out of the inputs digest, yet the summaries and readers state its sample."""
+    from bridge.run.summaries import samples
+
+    return [list(sample) for sample in samples(config)]
+
+
+def fresh_rows(out: Path, inputs: str, asked: list[list] | None = None) -> list[dict] | None:
+    """The rows of `summary.json` when the stamp says they were scored from exactly `inputs` (and the samples
+    `asked`, where it records them) and every output is as written then; else None (score again)."""
     stamp = _stamp(out)
-    if stamp is None or stamp.get("inputs") != inputs or stamp.get("outputs") != outputs_digest(out):
+    if stamp is None or stamp.get("inputs") != inputs or stamp.get("outputs") != outputs_digest(out) \
+            or stamp.get("samples", asked) != asked:
         return None
     try:
         rows = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -189,7 +199,18 @@ def unscored_change(out: Path, config: dict) -> str | None:
         return _changed_outputs(stamp, digests[1] if digests else {})
     if _scored_args(config, stamp) is None:
         return "its config.json changed since its summaries were written"
+    if "samples" in stamp and stamp["samples"] != stated_samples(config):  # a stamp of an earlier kbc: none kept
+        return (f"{SAMPLE_CHANGED} {_flags(stated_samples(config))}, but its summaries were scored from "
+                f"{_flags(stamp['samples'])}")
     return None
+
+
+def _flags(asked: object) -> str:
+    """A stamp's or run log's samples as their flags: `--limit 12 --seed 0`, `every fact`, joined by `and`."""
+    if not isinstance(asked, list) or not asked:
+        return "no attempt"
+    return " and ".join(f"`--limit {s[0]} --seed {s[1]}`" if isinstance(s, list) and len(s) == 2 and s[0]
+                        else "every fact" for s in asked)
 
 
 def _changed_outputs(stamp: dict, now: dict[str, str]) -> str:
@@ -239,7 +260,7 @@ def rewrite_recorded(out: Path, config: dict, rewrite: Callable[[], object]) -> 
     args = _scored_args(config, stamp)
     rewrite()
     files = files_digest(out)
-    write_stamp(out, inputs_digest(config, args, files), files)
+    write_stamp(out, inputs_digest(config, args, files), files, stamp.get("samples"))
     return None
 
 
@@ -275,7 +296,9 @@ def check_scored(out: Path, config: dict) -> None:
         busy = writing_now(out)
         if busy:
             raise BeingWritten(busy)
-        raise DataError(part or f"{out}: {why}; {rerun_hint(config, out)} to rescore it")
+        fix = ("set its attempts' `limit` and `seed` back to the sample scored" if why and why.startswith(
+            SAMPLE_CHANGED) else f"{rerun_hint(config, out)} to rescore it")
+        raise DataError(part or f"{out}: {why}; {fix}")
 
 
 def scored_bytes(out: Path, name: str, config: dict) -> bytes:
@@ -337,8 +360,9 @@ def files_state(out: Path) -> tuple:
     return tuple(state)
 
 
-def write_stamp(out: Path, inputs: str, files: str) -> None:
-    """Record what the summaries just written were scored from (the last step of scoring)."""
+def write_stamp(out: Path, inputs: str, files: str, asked: list[list] | None = None) -> None:
+    """Record what the summaries just written were scored from (the last step of scoring), with the samples
+    `asked` (`stated_samples`) that they and the readers state."""
     outputs = _output_digests(out)
     path = out / STAMP
     if outputs is None:
@@ -348,5 +372,7 @@ def write_stamp(out: Path, inputs: str, files: str) -> None:
     predictions, each = _digests(out)
     stamp = {"inputs": inputs, "files": files, "predictions": predictions, "prediction_files": each,
              "code": code_digest(), "outputs": outputs[0], "output_files": outputs[1]}
+    if asked is not None:
+        stamp["samples"] = asked
     tmp.write_text(json.dumps(stamp), encoding="utf-8")
     os.replace(tmp, path)

@@ -18,7 +18,7 @@ from bridge.experiments.base import counted, dropped_unit
 from bridge.run.asked_contexts import asked_with_note, context_counts, context_notes
 from bridge.run.attempts import attempt_sample
 from bridge.run.depth import cut_note, list_depth, within_depth
-from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, write_stamp
+from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, stated_samples, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
 from bridge.run.results import predictions_path, read_done
 from eval.bear import BEAR_CORPORA
@@ -225,7 +225,7 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     args = (setting, bootstrap, seed)
     files = files_digest(out)
     if getattr(experiment, "write_outputs", None) is None:  # files of an experiment's own are always rewritten
-        rows = fresh_rows(out, inputs_digest(config, args, files))
+        rows = fresh_rows(out, inputs_digest(config, args, files), stated_samples(config))
         if rows is not None:
             return rows
     (out / STAMP).unlink(missing_ok=True)  # the summaries are being rewritten: none is known fresh until done
@@ -321,7 +321,8 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     from bridge.run.instances import write_instances
 
     write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
-    write_stamp(out, inputs_digest(run_config(out), args, files), files)
+    scored = run_config(out)
+    write_stamp(out, inputs_digest(scored, args, files), files, stated_samples(scored))
     return rows
 
 
