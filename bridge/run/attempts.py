@@ -214,3 +214,9 @@ def rerun_hint(config: dict, out: Path | None = None) -> str:
     if typed_argv(last) is not None:
         return f"rerun `{attempt_command(last, config, out)}`"
     return "rerun the same `kbc run` command"
+
+
+def samples(config: dict) -> list[tuple[int | None, int | None]]:
+    """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
+    every fact."""
+    return list(dict.fromkeys(attempt_sample(a) for a in config.get("runs") or [] if isinstance(a, dict)))

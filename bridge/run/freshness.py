@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
+from bridge.run.attempts import samples
 from bridge.run.run_lock import BeingWritten, writing_now
 from eval.errors import DataError
 
@@ -147,10 +148,8 @@ def code_digest() -> str:
 
 
 def stated_samples(config: dict) -> list[list]:
-    """The `[limit, seed]` samples the run log of `config` states (`bridge.run.summaries.samples`), as the stamp
+    """The `[limit, seed]` samples the run log of `config` states (`bridge.run.attempts.samples`), as the stamp
     keeps them: the run log is left out of the inputs digest, yet the summaries and readers state its sample."""
-    from bridge.run.summaries import samples
-
     return [list(sample) for sample in samples(config)]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bridge.experiments.base import counted, dropped_unit
 from bridge.run.asked_contexts import asked_with_note, context_counts, context_notes
-from bridge.run.attempts import attempt_sample
+from bridge.run.attempts import samples
 from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, stated_samples, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
@@ -542,12 +542,6 @@ def fact_filter_notes(config: dict) -> list[str]:
             notes.append(f"{corpus}: LAMA-UHN facts, filtered by {'; '.join(filters)} (the run recorded the "
                          "person-name filter's model by its fingerprint only).")
     return notes
-
-
-def samples(config: dict) -> list[tuple[int | None, int | None]]:
-    """The `(--limit, --seed)` of each distinct attempt of a run (the runs log's), `(None, None)` for one that asked
-    every fact."""
-    return list(dict.fromkeys(attempt_sample(a) for a in config.get("runs") or [] if isinstance(a, dict)))
 
 
 def sample_flags(config: dict) -> str | None:
