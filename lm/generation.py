@@ -151,6 +151,7 @@ class LocalGenerator:
         per_prompt = sampled  # sampling draws per prompt alone, so that a text never depends on its batch
         size = 1 if per_prompt else self.batch_size
         out: dict[str, Generated] = {}
+        ends = self._ends
         with torch.inference_mode():
             for start in range(0, len(order), size):
                 batch = order[start:start + size]
@@ -177,9 +178,10 @@ class LocalGenerator:
                     new = rows[j] if self.seq2seq else rows[j][width:]
                     used = _until_end(new, self.tokenizer.eos_token_id, self.pad, self.seq2seq)
                     text = self.tokenizer.decode(used, skip_special_tokens=True)
-                    cut = _ran_out(new, self._ends, params.max_new_tokens, self.seq2seq) and \
-                        cut_at_stop(text, params.stop) == text  # a stop sequence ends an answer as the server's does
-                    out[unique[i]] = Generated(cut_at_stop(text, params.stop), len(enc[i]), len(used), cut=cut)
+                    answered = cut_at_stop(text, params.stop)
+                    # a stop sequence ends an answer as the server's does: only one that ran on is cut
+                    cut = answered == text and _ran_out(new, ends, params.max_new_tokens, self.seq2seq)
+                    out[unique[i]] = Generated(answered, len(enc[i]), len(used), cut=cut)
                 for i in batch if kept is not None else ():
                     kept(unique[i], out[unique[i]])
         return out
