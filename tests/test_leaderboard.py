@@ -445,3 +445,13 @@ def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_di
     code, _, err = run_kbc(["leaderboard", str(out), "--metric", "p@100"], capsys)
     assert (code, err) == (2, "error: --metric p@100: no metric of that name in these runs (did you mean p@10?); "
                               "rank by --metric abstain, em, mrr, p@1, p@10 or unlinked\n")
+
+
+def test_each_unit_the_notes_count_is_named_as_one_where_an_error_names_one():
+    """The refusals say "no predictor answered a <unit>": a prompt set's queries read as one query, not "querie"."""
+    from bridge.run.leaderboard import PROMPTED_UNIT_NAMES, UNIT_NAMES, one_unit
+
+    named = {unit: one_unit(unit) for unit in ["facts", *UNIT_NAMES.values(), *PROMPTED_UNIT_NAMES.values()]}
+    assert named == {"facts": "fact", "round trips": "round trip", "questions": "question", "pairs": "pair",
+                     "sentences": "sentence", "(fact, prompt) queries": "(fact, prompt) query",
+                     "(fact, round, prompt) round trips": "(fact, round, prompt) round trip"}

@@ -450,7 +450,7 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
             raise ConfigError(f"{run}: no {metric} ({setting}) total for {name} in {c}; {fix}")
         if not own:
             why = "; ".join(answered_nothing(name, reasons) for name, reasons in silent.items())
-            raise ConfigError(f"{c}: no predictor of these runs answered a {unit[:-1]}, so none can be ranked"
+            raise ConfigError(f"{c}: no predictor of these runs answered a {one_unit(unit)}, so none can be ranked"
                               + (f" ({why})" if why else ""))
         notes += [_lacking_note(c, metric, setting, configs[run], run, name, held, experiment.name, flag)
                   for run, name, held, _ in lacking]
@@ -460,7 +460,7 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
             samples = {sample_flags(configs[run]) for run, _ in ranked}
             why = (" (the runs scored different samples: --seed/--limit; rerun them with the same --seed, or "
                    "without --limit)" if len(samples) > 1 else "")
-            raise ConfigError(f"{c}: no {unit[:-1]} is answered by every predictor ranked on {metric} of these "
+            raise ConfigError(f"{c}: no {one_unit(unit)} is answered by every predictor ranked on {metric} of these "
                               f"runs{why}; try --scope own")
         rows = []
         for (run, name), mine in ranked.items():
@@ -648,9 +648,14 @@ PROMPTED_UNIT_NAMES = {"lama": "(fact, prompt) queries", "coherency": "(fact, ro
 def unit_name(experiment: str, units: dict[tuple[Path, str], dict[str, dict]]) -> str:
     """What the notes count: facts, round trips, ..., or one per prompt where a run asked several per relation (the
     table's #facts still counts facts)."""
+    plain = UNIT_NAMES.get(experiment, "facts")
     prompted = any("@" in str(uid) for mine in units.values() for uid in mine)
-    return PROMPTED_UNIT_NAMES.get(experiment, UNIT_NAMES.get(experiment, "facts")) if prompted else UNIT_NAMES.get(
-        experiment, "facts")
+    return PROMPTED_UNIT_NAMES.get(experiment, plain) if prompted else plain
+
+
+def one_unit(unit: str) -> str:
+    """`unit_name`'s plural as one: `facts` -> `fact`, `(fact, prompt) queries` -> `(fact, prompt) query`."""
+    return unit[:-3] + "y" if unit.endswith("ies") else unit[:-1]
 
 
 def _few_shared(corpus: str, shared: set, units: dict[tuple[Path, str], dict], configs: dict[Path, dict],
