@@ -48,7 +48,7 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     """The directory holding `relations.jsonl`; accepts the LAMA dir itself or a parent of it."""
     given = data_dir or os.environ.get(ENV_VAR) or DEFAULT_DIR
     root = Path(given).expanduser()
-    found = root if (root / "relations.jsonl").is_file() else lama_in(root)
+    found = root if optional_file([root / "relations.jsonl"], "relation list") else lama_in(root)
     if found is not None:
         return absolute_path(found)
     if not root.exists():

@@ -46,9 +46,10 @@ def open_binary(path: Path, what: str = "file"):
 
 
 def read_text(path: Path, where: str) -> str:
-    """A whole UTF-8 text file; bytes that are not UTF-8 or an unreadable file are a DataError naming `where`."""
+    """A whole UTF-8 text file, less a leading byte-order mark (editors on Windows write one, and it would stick to
+    the first word, field or header); bytes that are not UTF-8 or an unreadable file are a DataError naming `where`."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:

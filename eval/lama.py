@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval.datadir import fingerprint, resolve_data_dir
+from eval.datadir import fingerprint, optional_file, resolve_data_dir
 from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
 from eval.relations import load_relations, select_relations
@@ -130,11 +130,15 @@ TREX_FOLDERS = ("TREx", "TREx_reconstructed")  # where a T-REx relation's file l
 
 
 def _trex_file(root: Path, rel: str) -> Path | None:
-    for sub in TREX_FOLDERS:
-        path = root / sub / f"{rel}.jsonl"
-        if path.is_file():
-            return path
-    return None
+    """The relation's data file, the first folder's that has one; a folder in its place is refused, not skipped."""
+    return optional_file([root / sub / f"{rel}.jsonl" for sub in TREX_FOLDERS], f"data file of relation {rel}")
+
+
+def _unlisted_files(root: Path, listed: Iterable[str]) -> list[str]:
+    """T-REx data files whose relation `relations.jsonl` does not list (so no run asks them), as `TREx/P1.jsonl`."""
+    known = set(listed)
+    return [f"{sub}/{path.name}" for sub in TREX_FOLDERS if (root / sub).is_dir()
+            for path in sorted((root / sub).glob("*.jsonl")) if path.stem not in known]
 
 
 def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | None = None) -> Corpus:
@@ -172,6 +176,13 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
     if no_data and not relations:
         note = LoadReport(NO_DATA_SOURCE)
         note.notes.append(f"{len(no_data)} relations have no data file: {', '.join(no_data)}")
+        corpus.reports.append(note)
+    unlisted = _unlisted_files(root, all_rel)
+    if unlisted and not relations:
+        note = LoadReport(NO_DATA_SOURCE)
+        note.notes.append(f"{len(unlisted)} data file{'s are' if len(unlisted) > 1 else ' is'} not asked, "
+                          f"{'their relations' if len(unlisted) > 1 else 'its relation'} not in relations.jsonl "
+                          f"(add a line with the relation id and its template): {', '.join(unlisted)}")
         corpus.reports.append(note)
     return corpus
 

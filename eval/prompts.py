@@ -248,6 +248,8 @@ def load_prompts(spec: str, data_root: Path, relations: Mapping[str, Relation] |
         found = _read_per_relation(folder, suffix, field, spec, wanted)
     else:
         path = Path(spec).expanduser()
+        if spec.strip() and not path.exists() and (path.suffix or len(path.parts) > 1):
+            raise ConfigError(f"prompt file {path} not found (--prompts takes a set's name or a JSONL file)")
         if not spec.strip() or not path.exists():
             raise ConfigError(_unknown(spec, [s for s in SETS if ":" not in s], "prompt set")
                               + f"; choose from {', '.join(SETS)}, or give a JSONL file")

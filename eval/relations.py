@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
+
+MASK_TOKEN = "[MASK]"  # the mask as data files write it: no slot of a template (eval.lama.MASK)
 
 # namespaces of relations an axioms file names (kb/axioms.ttl), held and shown as prefixed ids
 IRI_PREFIXES = (("http://www.wikidata.org/prop/direct/", ""), ("http://schema.org/", "schema:"),
@@ -22,9 +25,32 @@ def relation_id(rel: str) -> str:
     return rel
 
 
+def slug(name: str) -> str:
+    """A file-system-safe relation id, its prediction files' name (predictor names are checked to be safe already)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
+
+
+def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]) -> None:
+    """A relation id `--relations` can name (it splits its values on spaces) and whose prediction files no other
+    relation of the list shares (`files`: each file name so far -> its relation and line, updated)."""
+    if rel_id.split() != [rel_id]:
+        raise DataError(f"{where}: relation id {rel_id!r} holds a space, which --relations would split; "
+                        f"give it an id without one ({slug(rel_id)!r})")
+    stem = slug(rel_id)
+    if stem in files:
+        other, at = files[stem]
+        raise DataError(f"{where}: relations {other!r} ({at}) and {rel_id!r} would share the prediction file "
+                        f"{stem}.jsonl; give one of them another id")
+    files[stem] = (rel_id, where)
+
+
 def check_template(template: str, where: str) -> None:
-    """Exactly one [X] and one [Y]: a missing slot leaves the fact unasked, a second [Y] becomes a second mask
-    (or a second copy of the candidate) and a second [X] a second copy of the subject."""
+    """Exactly one [X] and one [Y], and no [MASK]: a missing slot leaves the fact unasked, a second [Y] becomes a
+    second mask (or a second copy of the candidate), a second [X] a second copy of the subject, and a [MASK] written
+    in place of [Y] a second mask, or a statement scored with a mask in it."""
+    if MASK_TOKEN in template:
+        raise DataError(f"{where}: template {template!r} holds {MASK_TOKEN}; write [Y] where the answer goes "
+                        "(each model puts its own mask there)")
     missing = [s for s in (SUBJECT_SLOT, OBJECT_SLOT) if s not in template]
     if missing:
         raise DataError(f"{where}: template {template!r} lacks {' and '.join(missing)}")
@@ -37,9 +63,12 @@ def check_template(template: str, where: str) -> None:
 
 def load_relations(path: Path) -> dict[str, Relation]:
     relations: dict[str, Relation] = {}
+    files: dict[str, tuple[str, str]] = {}
     for lineno, row in read_jsonl(path, required=("relation", "template")):
         where = f"{path}:{lineno}"
         rel_id = req_str(row, "relation", where)
+        if rel_id not in relations:  # a second definition is named as such below
+            check_relation_id(rel_id, where, files)
         template = req_str(row, "template", where)
         check_template(template, where)
         rtype = opt_str(row, "type", where)

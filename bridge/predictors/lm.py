@@ -190,7 +190,9 @@ def make_masked(name: str, ctx: PredictorContext):
     subjects = None  # subject queries: the same vocabulary, or each relation's subjects
     if ctx.options.get("vocab_file"):
         path = Path(ctx.options["vocab_file"]).expanduser()
-        space = AnswerSpace(labels, fixed=from_words(labels, read_vocab_file(path), f"file:{path.name}"))
+        words = read_vocab_file(path)
+        space = AnswerSpace(labels, fixed=from_words(labels, words, f"file:{path.name}"))
+        _name_left_out(name, path, words, space.fixed.labels, labels.uncased)
         extra["vocab_file"] = str(path)
     elif vocab == "common":
         path = common_vocab_path(ctx.data_dir, labels.uncased)
@@ -334,6 +336,21 @@ def make_seq2seq(name: str, ctx: PredictorContext):
 
 
 make_seq2seq.check_options = check_scoring_options  # `plan_predictors`: before any data is read
+
+
+def _name_left_out(name: str, path: Path, words: list[str], kept: tuple[str, ...], uncased: bool) -> None:
+    """Say which words of a user's vocabulary file the model cannot rank (no single whole-word token of it), so an
+    answer space smaller than the file is no surprise, and a fact of such an object is known to be dropped."""
+    import logging
+
+    from lm.vocab import normalize
+
+    have = set(kept)
+    left = list(dict.fromkeys(w for w in words if normalize(w, uncased) not in have))
+    if left:
+        shown = ", ".join(repr(w) for w in left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        logging.getLogger("kbc").warning("%s: %d of the %d words of %s are no single token of the model and are not "
+                                         "ranked: %s", name, len(left), len(dict.fromkeys(words)), path, shown)
 
 
 def _objects(ctx: PredictorContext, slot: str = "object") -> dict[str, list[str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
+from eval.relations import slug
 from eval.types import Answer
 
 TOP_SAVED = 10
@@ -39,11 +39,6 @@ def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), sh
     at = {i: k for k, i in enumerate(order)}
     keep = max(top, *(at[u] + 1 for u in picked))
     return [[answers[i].label, round(answers[i].score, 6), answers[i].id] for i in order[:keep]]
-
-
-def slug(name: str) -> str:
-    """A file-system-safe relation id (predictor names are checked to be safe already)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
 
 
 def predictions_path(out: Path, corpus: str, predictor: str, relation: str, stage: str = "") -> Path:

@@ -1,0 +1,144 @@
+"""A user's own data in the layouts the loaders read, made as people make files: a byte-order mark, a [MASK]
+written in a template, a folder where a file belongs, a data file its relation list does not name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import run_kbc
+from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
+
+from eval.bear import load_bear
+from eval.errors import ConfigError, DataError
+from eval.lama import load_trex
+from eval.lmkbc import load_templates
+from eval.prompts import load_prompts
+from lm.vocab import read_vocab_file
+
+BOM = "\ufeff"
+
+
+def _lama(root: Path, template: str = "[X] likes [Y] .") -> Path:
+    """A LAMA-layout folder of one new relation, X1, with three facts and no Wikidata ids."""
+    (root / "TREx").mkdir(parents=True)
+    (root / "relations.jsonl").write_text(json.dumps({"relation": "X1", "template": template}) + "\n")
+    rows = [{"sub_uri": None, "sub_label": s, "obj_uri": None, "obj_label": o, "predicate_id": "X1"}
+            for s, o in (("Alice", "tea"), ("Bob", "tea"), ("Carol", "coffee"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def test_a_vocabulary_file_with_a_byte_order_mark_keeps_its_first_word(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text(f"{BOM}tea\r\ncoffee\r\n\r\n", encoding="utf-8")
+    assert read_vocab_file(path) == ["tea", "coffee"]
+
+
+def test_bear_metadata_with_a_byte_order_mark(tmp_path):
+    folder = tmp_path / "BEAR"
+    folder.mkdir()
+    meta = {"X1": {"templates": ["[X] likes [Y]."], "answer_space_labels": ["tea", "coffee"],
+                   "answer_space_ids": ["Q1", "Q2"]}}
+    (folder / "metadata_relations.json").write_text(BOM + json.dumps(meta), encoding="utf-8")
+    (folder / "X1.jsonl").write_text(json.dumps({"sub_label": "Alice", "obj_id": "Q2", "obj_label": "coffee",
+                                                 "answer_idx": 1}) + "\n")
+    corpus = load_bear("bear", tmp_path)
+    assert [(f.subject.label, f.object.label) for f in corpus.facts] == [("Alice", "coffee")]
+
+
+def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
+    path = tmp_path / "masked_prompts.csv"
+    path.write_text(f"{BOM}Relation,PromptTemplate\r\npersonHasCityOfDeath,{{subject_entity}} died in "
+                    "{mask_token}.\r\n", encoding="utf-8")
+    assert load_templates(path)["personHasCityOfDeath"].template == "[X] died in [Y]."
+
+
+@pytest.mark.parametrize("template", ["[X] likes [MASK] .", "[X] likes [MASK] and [Y] ."])
+def test_a_template_holding_a_mask_is_refused_with_its_line(tmp_path, template):
+    root = _lama(tmp_path, template)
+    with pytest.raises(DataError) as err:
+        load_trex(root)
+    assert str(err.value).startswith(f"{root / 'relations.jsonl'}:1: template {template!r} holds [MASK]; write [Y]")
+
+
+def test_a_prompt_file_template_holding_a_mask_is_refused(tmp_path):
+    root = _lama(tmp_path / "lama")
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text(json.dumps({"relation": "X1", "template": "[X] enjoys [MASK] [Y] ."}) + "\n")
+    with pytest.raises(DataError, match=rf"^{prompts}:1: template .* holds \[MASK\]"):
+        load_prompts(str(prompts), root, ["X1"])
+
+
+def test_a_prompt_file_that_is_missing_is_named_as_a_file(tmp_path):
+    root = _lama(tmp_path / "lama")
+    with pytest.raises(ConfigError) as err:
+        load_prompts(str(tmp_path / "mine.jsonl"), root, ["X1"])
+    assert str(err.value) == f"prompt file {tmp_path / 'mine.jsonl'} not found (--prompts takes a set's name or a " \
+                             "JSONL file)"
+
+
+def test_a_folder_in_place_of_a_relation_file_is_refused(tmp_path):
+    root = _lama(tmp_path)
+    (root / "TREx" / "X1.jsonl").unlink()
+    (root / "TREx" / "X1.jsonl").mkdir()
+    with pytest.raises(DataError) as err:
+        load_trex(root)
+    assert str(err.value) == (f"{root / 'TREx' / 'X1.jsonl'}: the data file of relation X1 is a directory; put the "
+                              "file there or remove it")
+
+
+def test_a_folder_in_place_of_the_relation_list_is_refused(tmp_path):
+    root = _lama(tmp_path)
+    (root / "relations.jsonl").unlink()
+    (root / "relations.jsonl").mkdir()
+    with pytest.raises(DataError, match=r"relations.jsonl: the relation list is a directory"):
+        load_trex(root)
+
+
+def test_a_data_file_the_relation_list_lacks_is_named(tmp_path):
+    root = _lama(tmp_path)
+    (root / "TREx" / "X2.jsonl").write_text((root / "TREx" / "X1.jsonl").read_text().replace("X1", "X2"))
+    corpus = load_trex(root)
+    assert list(corpus.relations) == ["X1"] and len(corpus.facts) == 3
+    assert "1 data file is not asked, its relation not in relations.jsonl (add a line with the relation id and its " \
+           "template): TREx/X2.jsonl" in corpus.summary()
+    assert "not asked" not in load_trex(root, ["X1"]).summary()  # a run on chosen relations asks no others
+
+
+@pytest.mark.parametrize(("second", "message"), [
+    ("a_b", "relations 'a:b' .* and 'a_b' would share the prediction file a_b.jsonl"),
+    ("a/b", "relations 'a:b' .* and 'a/b' would share the prediction file a_b.jsonl"),
+])
+def test_relation_ids_sharing_a_prediction_file_are_refused(tmp_path, second, message):
+    root = _lama(tmp_path)
+    lines = [{"relation": "X1", "template": "[X] likes [Y] ."}, {"relation": "a:b", "template": "[X] a [Y] ."},
+             {"relation": second, "template": "[X] b [Y] ."}]
+    (root / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    with pytest.raises(DataError, match=message):
+        load_trex(root)
+
+
+@pytest.mark.parametrize("rel_id", ["a b", "a\tb", " a"])
+def test_a_relation_id_that_relations_could_not_name_is_refused(tmp_path, rel_id):
+    root = _lama(tmp_path)
+    (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
+    with pytest.raises(DataError, match=r"relations.jsonl:1: relation id .* holds a space"):
+        load_trex(root)
+
+
+def test_an_own_vocabulary_file_made_on_windows(tiny_models, tmp_path, capsys):  # noqa: F811
+    """A byte-order mark once hid the file's first word, so every fact of that object was dropped as outside the
+    vocabulary and the relation scored over the others; words the model cannot rank are named."""
+    root = _lama(tmp_path / "lama")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text(f"{BOM}tea\r\ncoffee\r\ngreen tea\r\n", encoding="utf-8")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", f"bert={tiny_models('bert-cased')}",
+                            "--set", f"bert.vocab_file={vocab}", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    assert f"1 of the 3 words of {vocab} are no single token of the model and are not ranked: 'green tea'" in err
+    records = [json.loads(line) for line in (tmp_path / "run" / "predictions" / "trex" / "bert" / "X1.jsonl").open()]
+    assert [r.get("dropped") for r in records] == [None, None, None]
+    assert all(r["rank_raw"] in (1, 2) for r in records)  # two candidates: each gold ranks first or second
