@@ -142,3 +142,14 @@ def test_an_own_vocabulary_file_made_on_windows(tiny_models, tmp_path, capsys): 
     records = [json.loads(line) for line in (tmp_path / "run" / "predictions" / "trex" / "bert" / "X1.jsonl").open()]
     assert [r.get("dropped") for r in records] == [None, None, None]
     assert all(r["rank_raw"] in (1, 2) for r in records)  # two candidates: each gold ranks first or second
+
+
+def test_data_stats_of_a_folder_of_own_facts_names_the_corpus_flag(tmp_path, capsys):
+    root = _lama(tmp_path / "lama")
+    code, out, err = run_kbc(["data", "stats", "--data-dir", str(root)], capsys)
+    assert code == 2 and "trex/X1 (TREx/X1.jsonl): read 3, kept 3, dropped 0" in out
+    assert err.strip().splitlines()[-1] == (f"error: {root / 'Google_RE' / 'place_of_birth_test.jsonl'}: file not "
+                                            "found; --corpus was not given, so trex, google_re, squad are read; name "
+                                            "the ones this folder holds (--corpus trex)")
+    code, out, err = run_kbc(["data", "stats", "--data-dir", str(root), "--corpus", "trex"], capsys)
+    assert code == 0, err

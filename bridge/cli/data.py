@@ -134,14 +134,16 @@ def _size(n: int) -> str:
 @data_dir_option
 def stats(corpora, data_dir) -> None:
     """Rows read, kept and dropped per relation, and the data version."""
+    read = False  # a corpus of the folder was read: a later one missing is no missing folder
     for name in corpora:
         try:
             corpus, n_facts = corpus_outline(name, data_dir)  # the counts, without decoding the facts of a snapshot
         except DataError as exc:
-            hint = _bear_hint(name, data_dir)
+            hint = _bear_hint(name, data_dir) or (_default_hint(corpora) if read else None)
             if hint is None:
                 raise
             raise DataError(f"{exc.args[0].split('; ')[0]}; {hint}") from None
+        read = True
         n_rel = len(corpus.relations)
         click.echo(f"# {name}: {n_facts} facts, {n_rel} relation{'' if n_rel == 1 else 's'}, version {corpus.version}")
         click.echo(corpus.summary(n_facts=n_facts).splitlines()[0])
@@ -167,6 +169,16 @@ def _in_relation_order(corpus) -> list:
             report = replace(report, source=report.source.replace(f"/{rel}", f"/{rel} {label}", 1))
         named.append(report)
     return [*whole, *named]
+
+
+def _default_hint(corpora: tuple[str, ...]) -> str | None:
+    """When a corpus of the default list is missing from a folder another was read from (a folder of one's own facts
+    holds T-REx's layout alone): the flag that names the corpora the folder holds."""
+    from click.core import ParameterSource
+
+    if click.get_current_context().get_parameter_source("corpora") is not ParameterSource.DEFAULT:
+        return None
+    return f"--corpus was not given, so {', '.join(corpora)} are read; name the ones this folder holds (--corpus trex)"
 
 
 def _bear_hint(name: str, data_dir: str | None) -> str | None:
