@@ -163,8 +163,8 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             pred = row.get("predicate_id", rel)
             if pred != rel:
                 raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
-            sub = Entity(req_str(row, "sub_label", where), opt_qid(row, "sub_uri", where))
-            obj = Entity(req_str(row, "obj_label", where), opt_qid(row, "obj_uri", where))
+            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_uri", where))
+            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
             if dedup.seen(sub, obj):
                 report.drop("duplicate rows (same ids)")
                 continue
@@ -185,6 +185,12 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
                           f"(add a line with the relation id and its template): {', '.join(unlisted)}")
         corpus.reports.append(note)
     return corpus
+
+
+def _label(row: dict, key: str, where: str) -> str:
+    """An entity label without surrounding spaces: a space a spreadsheet left would make "tea " another answer than
+    "tea" (Freq counting them apart, a KB answering the one label of its id and missing the other)."""
+    return req_str(row, key, where).strip()
 
 
 def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ...]:
@@ -238,9 +244,9 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
             if _majority_no(row, compat):
                 report.drop("judged wrong by most raters")
                 continue
-            sub = Entity(req_str(row, "sub_label", where), opt_qid(row, "sub_w", where),
+            sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_w", where),
                          tuple(opt_list(row, "sub_aliases", where)))
-            obj = Entity(req_str(row, "obj_label", where), opt_qid(row, "obj_w", where),
+            obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_w", where),
                          tuple(opt_list(row, "obj_aliases", where)))
             if dedup.seen(sub, obj):
                 report.drop("duplicates (same labels, no Wikidata id tells them apart)")

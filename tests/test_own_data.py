@@ -153,3 +153,14 @@ def test_data_stats_of_a_folder_of_own_facts_names_the_corpus_flag(tmp_path, cap
                                             "the ones this folder holds (--corpus trex)")
     code, out, err = run_kbc(["data", "stats", "--data-dir", str(root), "--corpus", "trex"], capsys)
     assert code == 0, err
+
+
+def test_labels_lose_the_spaces_around_them(tmp_path):
+    """"tea " and "tea" of one id were two answers: Freq counted them apart and the KB, naming Q100 "tea", missed
+    the fact written "tea "."""
+    root = _lama(tmp_path)
+    rows = [{"sub_label": " Dan", "obj_label": "tea ", "sub_uri": "Q4", "obj_uri": "Q100"},
+            {"sub_label": "Eve", "obj_label": "tea", "sub_uri": "Q5", "obj_uri": "Q100"}]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    facts = load_trex(root).facts
+    assert [(f.subject.label, f.object.label) for f in facts] == [("Dan", "tea"), ("Eve", "tea")]
