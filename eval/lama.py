@@ -134,10 +134,10 @@ def _trex_file(root: Path, rel: str) -> Path | None:
     return optional_file([root / sub / f"{rel}.jsonl" for sub in TREX_FOLDERS], f"data file of relation {rel}")
 
 
-def _unlisted_files(root: Path, listed: Iterable[str]) -> list[str]:
-    """T-REx data files whose relation `relations.jsonl` does not list (so no run asks them), as `TREx/P1.jsonl`."""
+def _unlisted_files(root: Path, listed: Iterable[str]) -> list[Path]:
+    """T-REx data files whose relation `relations.jsonl` does not list, so that no run asks them."""
     known = set(listed)
-    return [f"{sub}/{path.name}" for sub in TREX_FOLDERS if (root / sub).is_dir()
+    return [path for sub in TREX_FOLDERS if (root / sub).is_dir()
             for path in sorted((root / sub).glob("*.jsonl")) if path.stem not in known]
 
 
@@ -157,6 +157,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
         corpus.files.append(path)
         report = LoadReport(f"trex/{rel} ({path.parent.name}/{path.name})", relation=rel)
         dedup = _Deduper()
+        object_labels: dict[str, dict[str, None]] = {}
         for lineno, row in read_jsonl(path, required=("sub_label", "obj_label")):
             report.read += 1
             where = f"{path}:{lineno}"
@@ -165,6 +166,8 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
                 raise DataError(f"{where}: predicate_id {pred!r} in the file of relation {rel}")
             sub = Entity(_label(row, "sub_label", where), opt_qid(row, "sub_uri", where))
             obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
+            if obj.id:
+                object_labels.setdefault(obj.id, {})[obj.label] = None
             if dedup.seen(sub, obj):
                 report.drop("duplicate rows (same ids)")
                 continue
@@ -172,6 +175,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             uid = opt_str(row, "uuid", where) or f"{rel}:{lineno}"
             corpus.facts.append(Fact(uid, "trex", rel, sub, obj, evidences))
             report.kept += 1
+        report.notes += _label_notes(object_labels)
         corpus.reports.append(report)
     if no_data and not relations:
         note = LoadReport(NO_DATA_SOURCE)
@@ -182,9 +186,23 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
         note = LoadReport(NO_DATA_SOURCE)
         note.notes.append(f"{len(unlisted)} data file{'s are' if len(unlisted) > 1 else ' is'} not asked, "
                           f"{'their relations' if len(unlisted) > 1 else 'its relation'} not in relations.jsonl "
-                          f"(add a line with the relation id and its template): {', '.join(unlisted)}")
+                          "(add a line with the relation id and its template): "
+                          + ", ".join(f"{p.parent.name}/{p.name}" for p in unlisted))
         corpus.reports.append(note)
     return corpus
+
+
+def _label_notes(object_labels: dict[str, dict[str, None]]) -> list[str]:
+    """A note where one object id is written with several labels: answers match gold by label, so a KB, naming the
+    entity one way, misses the facts that write it another, and Freq counts the labels apart."""
+    several = {oid: list(labels) for oid, labels in object_labels.items() if len(labels) > 1}
+    if not several:
+        return []
+    shown = ", ".join(f"{oid} " + " / ".join(repr(label) for label in labels)
+                      for oid, labels in list(several.items())[:3])
+    more = f" and {len(several) - 3} more" if len(several) > 3 else ""
+    return [f"{len(several)} object id{'s are' if len(several) > 1 else ' is'} written with several labels ({shown}"
+            f"{more}): answers match by label, so write one label per id"]
 
 
 def _label(row: dict, key: str, where: str) -> str:
@@ -334,10 +352,12 @@ LOADERS = {
 
 def source_files(name: str, root: Path) -> list[Path]:
     """The data files the loader of corpus `name` reads for all its relations, found without parsing them
-    (T-REx: `relations.jsonl` and the file of each relation that has one)."""
+    (T-REx: `relations.jsonl` and the file of each relation that has one), and those its load reports name (T-REx
+    files `relations.jsonl` does not list): a snapshot is current only while all of them are what it was made of."""
     if name == "trex":
-        return [root / "relations.jsonl", *(p for r in load_relations(root / "relations.jsonl")
-                                            if (p := _trex_file(root, r)))]
+        listed = load_relations(root / "relations.jsonl")
+        return [root / "relations.jsonl", *(p for r in listed if (p := _trex_file(root, r))),
+                *_unlisted_files(root, listed)]
     if name == "google_re":
         return [root / "Google_RE" / f"{rel}_test.jsonl" for rel in GOOGLE_RE_RELATIONS]
     return [root / ("Squad/test.jsonl" if name == "squad" else "ConceptNet/test.jsonl")]

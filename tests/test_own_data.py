@@ -164,3 +164,26 @@ def test_labels_lose_the_spaces_around_them(tmp_path):
     (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     facts = load_trex(root).facts
     assert [(f.subject.label, f.object.label) for f in facts] == [("Dan", "tea"), ("Eve", "tea")]
+
+
+def test_an_object_id_written_with_two_labels_is_named(tmp_path):
+    root = _lama(tmp_path)
+    rows = [{"sub_label": "Dan", "obj_label": "Tea", "sub_uri": "Q4", "obj_uri": "Q100"},
+            {"sub_label": "Eve", "obj_label": "tea", "sub_uri": "Q5", "obj_uri": "Q100"},
+            {"sub_label": "Fay", "obj_label": "tea", "sub_uri": "Q6", "obj_uri": None}]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ("trex/X1 (TREx/X1.jsonl): read 3, kept 3, dropped 0; 1 object id is written with several labels "
+            "(Q100 'Tea' / 'tea'): answers match by label, so write one label per id") in load_trex(root).summary()
+
+
+def test_a_data_file_added_unlisted_is_named_after_a_snapshot_was_made(tmp_path):
+    """A snapshot of the corpus is current only while the files its load notes name are unchanged too."""
+    from eval.corpora import load_corpus
+
+    root = _lama(tmp_path / "lama")
+    cache = tmp_path / "cache"
+    assert "not asked" not in load_corpus("trex", root, cache_dir=cache).summary()
+    (root / "TREx" / "X2.jsonl").write_text((root / "TREx" / "X1.jsonl").read_text().replace("X1", "X2"))
+    assert "not asked" in load_corpus("trex", root, cache_dir=cache).summary()
+    (root / "TREx" / "X2.jsonl").unlink()
+    assert "not asked" not in load_corpus("trex", root, cache_dir=cache).summary()
