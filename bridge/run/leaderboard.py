@@ -192,7 +192,7 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     shared = [r for r in next(iter(held.values())) if all(r in h for h in held.values())]
     if not shared:
         listed = "; ".join(f"{run}: {', '.join(relation_order(list(h))) or 'none'}" for run, h in held.items())
-        raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); a leaderboard compares runs "
+        raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); {needs} compares runs "
                           "over the relations they share")
     same_data(configs, corpus, shared, needs)
     notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
