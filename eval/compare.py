@@ -177,12 +177,13 @@ def bootstrap_difference(
     facts one by one, at a cost independent of n. Where a fact is asked with several prompts, whole
     facts are drawn (`eval.uncertainty.cluster_sum_replicates`, as the summaries' intervals) and a
     resample's difference is its facts' summed differences over their summed queries. None when there
-    is nothing to resample.
+    is nothing to resample: no resamples asked, or no relation of two facts or more (a relation of one fact
+    is a constant, as the summaries' cells of one fact, whose totals then have no interval either).
     """
     if n_boot > MAX_BOOTSTRAP:
         raise ConfigError(f"{n_boot:,} bootstrap resamples: at most {MAX_BOOTSTRAP:,}")
     rels = [c for c in by_relation.values() if c.queries]
-    if n_boot <= 0 or not rels:
+    if n_boot <= 0 or not any(c.n > 1 for c in rels):
         return None
     rng = np.random.default_rng(seed)
     total = np.zeros(n_boot)
@@ -270,8 +271,8 @@ def bootstrap_mean_difference(differences: np.ndarray, n_boot: int, seed: int, l
     million resamples of many units keep memory small)."""
     if n_boot > MAX_BOOTSTRAP:
         raise ConfigError(f"{n_boot:,} bootstrap resamples: at most {MAX_BOOTSTRAP:,}")
-    if n_boot <= 0 or not len(differences):
-        return None
+    if n_boot <= 0 or len(differences) < 2:
+        return None  # one unit is a constant: no interval, as the summaries give a cell of one fact
     rng = np.random.default_rng(seed)
     n = len(differences)
     chunk = max(1, 2_000_000 // n)

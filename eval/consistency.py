@@ -18,7 +18,7 @@ A fact not answered under some prompt (dropped, not run) simply has no outcome f
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from statistics import fmean
@@ -67,17 +67,25 @@ def relation_prompts(facts: Mapping[str, Mapping[str, Outcome]]) -> set[str]:
     return {p for by_prompt in facts.values() for p in by_prompt}
 
 
+def group_hits(outcomes: Outcomes) -> dict[str, list[bool]]:
+    """Per relation, for each fact with an outcome under every prompt of its relation, whether it is right under
+    all of them: the units `group_accuracy` averages (and its interval resamples)."""
+    out = {}
+    for rel, facts in outcomes.items():
+        prompts = relation_prompts(facts)
+        out[rel] = [all(o.correct for o in f.values()) for f in facts.values() if set(f) == prompts]
+    return out
+
+
 def group_accuracy(outcomes: Outcomes) -> Scores:
     """Facts right under every prompt of their relation; `counts` holds the facts counted,
     `excluded` the facts left out for lacking an outcome under some prompt."""
     per, counts, excluded = {}, {}, {}
-    for rel, facts in outcomes.items():
-        prompts = relation_prompts(facts)
-        complete = [by_prompt for by_prompt in facts.values() if set(by_prompt) == prompts]
-        if len(complete) < len(facts):
-            excluded[rel] = len(facts) - len(complete)
+    for rel, complete in group_hits(outcomes).items():
+        if len(complete) < len(outcomes[rel]):
+            excluded[rel] = len(outcomes[rel]) - len(complete)
         if complete:
-            per[rel] = sum(all(o.correct for o in f.values()) for f in complete) / len(complete)
+            per[rel] = sum(complete) / len(complete)
             counts[rel] = len(complete)
     return Scores(per, counts, _macro(per), excluded)
 
@@ -159,6 +167,17 @@ def prompt_extremes(per_prompt: Mapping[str, Mapping[str, float]]) -> dict[str, 
         raise ValueError("no relation has a scored prompt")
     return {"min": fmean(min(s.values()) for s in rels), "avg": fmean(fmean(s.values()) for s in rels),
             "max": fmean(max(s.values()) for s in rels)}
+
+
+def prompt_outcomes(instances: Sequence[dict]) -> dict[str, dict[str, dict[str, Outcome]]]:
+    """The `Outcomes` of LAMA records asked under a prompt set: per relation, fact and prompt, the top answer and
+    whether it is right (setting raw: the gold ranked first; exact match for an answer written by generation)."""
+    from eval.answer_text import GENERATED
+
+    return outcomes_from_records(
+        {"relation": r["relation"], "uid": r.get("fact_uid", r["uid"]), "prompt": r.get("prompt_id", "lama"),
+         "top1": r["answers"][0][0] if r["answers"] else None,
+         "correct": r["em_raw"] if GENERATED in r else r["rank_raw"] == 1} for r in instances)
 
 
 def outcomes_from_records(records) -> dict[str, dict[str, dict[str, Outcome]]]:

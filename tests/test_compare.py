@@ -24,7 +24,16 @@ from scipy.stats import binomtest
 
 import kbcompare
 from bridge.run.instances import write_instances
-from eval.compare import Counts, Pair, bootstrap_difference, compare, mcnemar_exact, sign_flip_exact
+from eval.compare import (
+    Counts,
+    Pair,
+    ScoredPair,
+    bootstrap_difference,
+    compare,
+    compare_scores,
+    mcnemar_exact,
+    sign_flip_exact,
+)
 from eval.errors import ConfigError
 
 tiny_models = lm_fixtures.tiny_models
@@ -157,6 +166,20 @@ def test_bootstrap_resamples_within_relations():
     big = {"r": Counts(both=300, only_a=120, only_b=95, neither=485), "s": Counts(only_a=40, only_b=61, neither=99)}
     assert bootstrap_difference(big, seed=5) == bootstrap_difference(big, seed=5)
     assert bootstrap_difference(big, seed=5) != bootstrap_difference(big, seed=6)
+
+
+def test_one_fact_per_relation_gives_no_interval_as_the_summaries():
+    """A relation of one fact resamples to itself: with no relation of two facts, the difference has no interval
+    (the summaries' Total has none either), not a zero-width one that reads as certainty."""
+    single = {rel: Counts(only_b=1) for rel in ("P19", "P36", "P101")}
+    assert bootstrap_difference(single, n_boot=200, seed=0) is None
+    clustered = {"P19": Counts(only_b=3, per_fact=((-3, 3),))}
+    assert bootstrap_difference(clustered, n_boot=200, seed=0) is None
+    low, high = bootstrap_difference({**single, "P20": Counts(only_a=1, neither=1)}, n_boot=200, seed=0)
+    assert low < high  # one relation of two facts gives the others' constants an interval around them
+    res = compare([Pair("P19", "u1", True, False)], n_boot=200, pooled=True)
+    assert res.ci is None and res.to_dict()["ci"] is None
+    assert compare_scores([ScoredPair("r", "u1", 1.0, 0.5)], n_boot=200).ci is None
 
 
 def test_compare_pure_function_lists():

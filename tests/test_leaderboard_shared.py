@@ -342,3 +342,18 @@ def test_report_of_runs_over_different_relations_labels_each_and_says_what_each_
     code, _, err = run_kbc(["report", str(a), "--compare", str(a), "--out", str(tmp_path / "same")], capsys)
     assert code == 0, err
     assert "each run's Total is over its own" not in (tmp_path / "same" / "report.md").read_text(encoding="utf-8")
+
+
+def test_compare_across_runs_without_a_shared_relation_names_the_command(two_runs, lama_dir, tmp_path, capsys):
+    """`kbc compare --b-run` over runs that share no relation is refused in its own name, not the leaderboard's."""
+    a, _ = two_runs
+    c = tmp_path / "c"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P101", "--predictors", "freq",
+                            "--limit", str(LIMIT), "--data-dir", str(lama_dir), "--out", str(c), "--quiet"], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["compare", str(a), "freq", "freq", "--b-run", str(c)], capsys)
+    assert code != 0 and out == ""
+    assert err.strip() == (f"error: trex: no relation is held by every run ({a}: P19, P36; {c}: P101); "
+                           "`kbc compare --b-run` compares runs over the relations they share")
+    code, _, err = run_kbc(["leaderboard", str(a), str(c)], capsys)
+    assert code != 0 and "; a leaderboard compares runs over the relations they share" in err

@@ -205,3 +205,20 @@ def test_the_leaderboard_of_a_prompt_set_run_counts_queries_per_prompt_apart_fro
     assert code == 0, err
     assert f": {len(shared)} of {units['unit'].nunique()} (fact, round, prompt) round trips answered" in out
     assert all("@" in u for u in shared)
+
+
+def test_a_board_of_consistency_counts_prompt_pairs_and_says_it_has_no_interval(prompt_runs):
+    """Consistency's n is its prompt pairs, and it is no mean over facts: the board says both, rather than `#facts`
+    and the resamples that drew no interval."""
+    from bridge.run.leaderboard import intervals_line
+
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["pararel"]), "--metric", "consistency"])
+    assert code == 0, err
+    assert "| 95% CI | #prompt pairs |" in out and "#facts" not in out
+    assert "95% CI: none; consistency is not a mean of per-unit scores." in out and "resamples" not in out
+    code, out, err = run_kbc_captured(["leaderboard", str(prompt_runs["pararel"]), "--metric", "group_accuracy"])
+    assert code == 0, err
+    assert "| 95% CI | #facts |" in out and "95% CI: 1,000 bootstrap resamples, seed 0." in out
+    one_fact = [{"run": "r", "metric": "p@1", "ci_low": None, "bootstrap": 1000, "bootstrap_seed": 0}]
+    assert intervals_line(one_fact) == "95% CI: none; no relation (or group) has two facts or more to resample."
+    assert intervals_line([{**one_fact[0], "bootstrap": 0}]) == "95% CI: no bootstrap interval."

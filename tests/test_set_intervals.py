@@ -91,3 +91,28 @@ def test_a_facts_prompts_are_one_draw():
     assert p.stderr == pytest.approx(100 * math.sqrt(3 / 2 * 2 * 1) / 6, abs=1e-12)  # sums 100, 200, 0 about 100 each
     assert p.stderr != pytest.approx(sem(units))
     assert found["filtered", "set-p"] is found["raw", "set-p"]
+
+
+def test_instances_hold_each_facts_set_scores(lama_dir, tmp_path, monkeypatch, capsys):
+    """`instances.parquet` holds each fact's set, gold set and P/R/F1, so the summaries' set rows are recomputed
+    from it; a 1-1 relation's facts (no set metric) hold their set but no scores."""
+    import pandas as pd
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P530", "P1412", "P36", "--limit", "4",
+                            "--predictors", "top2=freq", "--set", "top2.set=top:2", "--answers", "set",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    facts = pd.read_parquet(out / "instances.parquet")
+    for rel, expected in (("P530", P530), ("P1412", P1412)):
+        mine = facts[facts.relation == rel].set_index("subject")
+        for subject, scores in expected.items():
+            assert tuple(mine.loc[subject, ["set_p", "set_r", "set_f1"]]) == pytest.approx(scores, abs=1e-12)
+            assert len(json.loads(mine.loc[subject, "set"])) == 2 and json.loads(mine.loc[subject, "set_gold"])
+    one_to_one = facts[facts.relation == "P36"]
+    assert len(one_to_one) == 4 and one_to_one.set_f1.isna().all() and one_to_one["set"].notna().all()
+    rows = _rows(out)
+    for metric, column in zip(METRICS, ("set_p", "set_r", "set_f1")):
+        per_relation = facts.groupby("relation")[column].mean().dropna() * 100
+        assert rows["own", "raw", "all", metric]["value"] == pytest.approx(per_relation.mean(), abs=1e-12)

@@ -195,6 +195,38 @@ def test_prompt_set_stderr_counts_facts_not_prompts(lama_dir, tmp_path, capsys, 
     assert (got["all"][3], got["all"][4]) == (pytest.approx(31.666666666666668), pytest.approx(48.333333333333336))
 
 
+def test_group_accuracy_carries_the_interval_of_its_facts(lama_dir, tmp_path, capsys, monkeypatch):
+    """Group accuracy is a mean over facts (right under every prompt, or not): it has a stderr and an interval,
+    recomputed here from `instances.parquet`; consistency and the draws, no means over facts, have none."""
+    import pandas as pd
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P30", "--limit", "30",
+                            "--predictors", "freq", "--prompts", "pararel", "--data-dir", str(lama_dir),
+                            "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((out / "summary.json").read_text())
+    by = {(r["metric"], r["group"]): r for r in rows if r["scope"] == "own" and r["setting"] == "raw"
+          and not r.get("prompt")}
+    facts = pd.read_parquet(out / "instances.parquet")
+    hits = facts.assign(fact=facts.uid.str.split("@").str[0]).groupby(["relation", "fact"]).correct_raw.all() * 100.0
+    errs = []
+    for rel in ("P19", "P30"):
+        mine = hits.loc[rel].to_numpy(dtype=float)
+        row = by["group_accuracy", rel]
+        assert (row["value"], row["n_facts"]) == (pytest.approx(mine.mean()), 30)
+        assert row["stderr"] == pytest.approx(st.sem(mine), rel=1e-12)
+        errs.append(row["stderr"])
+    total = by["group_accuracy", "all"]
+    assert total["stderr"] == pytest.approx(np.hypot(*errs) / 2, rel=1e-12)
+    assert total["ci_low"] < total["value"] < total["ci_high"]
+    # Freq answers alike under every prompt, so a fact's group hit is its P@1 hit: the same draws, the same interval
+    assert (total["ci_low"], total["ci_high"]) == (pytest.approx(by["p@1", "all"]["ci_low"], rel=1e-12),
+                                                   pytest.approx(by["p@1", "all"]["ci_high"], rel=1e-12))
+    assert by["consistency", "all"]["stderr"] is None and by["p@1_random_prompt_avg", "all"]["ci_low"] is None
+
+
 def test_coherency_rounds_of_a_fact_are_one_draw_and_a_one_fact_relation_is_a_constant_in_the_total():
     units = (("P1", "a", 1, True), ("P1", "a", 2, True), ("P1", "b", 1, False), ("P1", "b", 2, True),
              ("P2", "c", 1, True), ("P2", "c", 2, False))

@@ -246,8 +246,10 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     within = sc.unit if sc.pooled else f"{sc.unit} within {groups}"
     if many:
         within += ", a fact's queries drawn together"
+    few = f"fewer than two {sc.unit}" if sc.pooled else f"no {sc.group} of two {sc.unit} or more"
     ci = (f"{res.level:.0%} CI [{res.ci[0]:+.{places}f}, {res.ci[1]:+.{places}f}] (bootstrap over {within}, "
-          f"{res.n_boot} resamples, seed {res.seed})" if res.ci else "no bootstrap interval")
+          f"{res.n_boot} resamples, seed {res.seed})" if res.ci
+          else "no bootstrap interval" if res.n_boot <= 0 else f"no bootstrap interval ({few} to resample)")
     points = "points" if res.scale == 100.0 else f"({ma} as a fraction, 0-1)"
     lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.{places}f} {points}, {ci}")
     if many:

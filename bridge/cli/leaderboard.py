@@ -55,8 +55,9 @@ def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts", warni
             lines.append("")
         lower = "; lower is better" if m in LOWER_IS_BETTER else ""
         scale = "a fraction, 0-1; " if is_fraction(m) else ""
+        counted = "prompt pairs" if m == "consistency" else unit  # consistency's n: the pairs of a fact's prompts
         lines += [f"{corpus}, {m} ({scale}{mine[0]['setting']}, {mine[0]['scope']} {unit}{lower})", "",
-                  MD_HEAD + f" #{unit} |" + (f" own scope (#{unit}) |" if own else ""), "|---" * (11 + own) + "|"]
+                  MD_HEAD + f" #{counted} |" + (f" own scope (#{counted}) |" if own else ""), "|---" * (11 + own) + "|"]
         for r in mine:
             value = _fmt(r["value"], m) + ("" if r["stderr"] is None else f" ± {_fmt(r['stderr'], m)}")
             ci = "-" if r["ci_low"] is None else f"[{_fmt(r['ci_low'], m)}, {_fmt(r['ci_high'], m)}]"

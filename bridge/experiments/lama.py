@@ -345,16 +345,12 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
         consistency,
         draw_rows,
         group_accuracy,
-        outcomes_from_records,
         prompt_accuracy,
+        prompt_outcomes,
         random_prompt_draws,
     )
 
-    flat = [{"relation": r["relation"], "uid": r.get("fact_uid", r["uid"]), "prompt": r.get("prompt_id", "lama"),
-             "top1": r["answers"][0][0] if r["answers"] else None,
-             "correct": r["em_raw"] if GENERATED in r else r["rank_raw"] == 1}
-            for r in instances]
-    outcomes = outcomes_from_records(flat)
+    outcomes = prompt_outcomes(instances)
     rows = []
     for metric, scores in (("consistency", consistency(outcomes)), ("group_accuracy", group_accuracy(outcomes))):
         for rel, value in scores.per_relation.items():
@@ -364,12 +360,10 @@ def prompt_rows(instances: list[dict], draws: int, seed: int) -> list[dict]:
             rows.append({"setting": "raw", "group": "all", "metric": metric, "value": 100.0 * scores.macro,
                          "n_facts": sum(scores.counts.values())})
     per_prompt = {rel: {pid: 100.0 * v for pid, v in by.items()} for rel, by in prompt_accuracy(outcomes).items()}
-    counts: dict[tuple[str, str], int] = {}
-    for r in flat:
-        counts[(r["relation"], r["prompt"])] = counts.get((r["relation"], r["prompt"]), 0) + 1
+    counts = Counter((rel, pid) for rel, facts in outcomes.items() for by_prompt in facts.values() for pid in by_prompt)
     for rel, by_prompt in per_prompt.items():
         for pid, value in by_prompt.items():
             rows.append({"setting": "raw", "group": rel, "metric": "p@1", "prompt": pid, "value": value,
                          "n_facts": counts.get((rel, pid), 0)})
     drawn = random_prompt_draws(per_prompt, draws, seed)
-    return rows + draw_rows("p@1", drawn, len({(r["relation"], r["uid"]) for r in flat}))
+    return rows + draw_rows("p@1", drawn, sum(len(facts) for facts in outcomes.values()))

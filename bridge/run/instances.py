@@ -82,7 +82,36 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
         **{name: [None if v is None else _CELL(v) for v in field(name)] for name in ("parsed", "unlinked")},
         "abstained": field("abstained"),
     }
-    return pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
+    frame = pd.DataFrame(columns, columns=list(COLUMNS)).astype(COLUMNS)
+    if any("set" in r for r in records):  # `--answers set`: each fact's set and its scores beside the ranks
+        types = run.config.get("relation_types") or {}
+        return frame.assign(**_set_columns(records, [types.get(c) or {} for c, _ in owners])).astype(SET_COLUMNS)
+    return frame
+
+
+SET_COLUMNS: dict[str, str] = {
+    "set": "string",  # the answers its set rule kept, as JSON text
+    "set_gold": "string",  # every valid object of its subject, as JSON text
+    "set_p": "Float64",  # LM-KBC's precision, recall and F1 of the two, as fractions 0-1: on N-M relations only,
+    "set_r": "Float64",  # as the summaries' `set-p`, `set-r`, `set-f1` (percent) are the mean of their facts'
+    "set_f1": "Float64",
+}
+
+
+def _set_columns(records: list[dict], types: list[dict]) -> dict[str, list]:
+    """`SET_COLUMNS` of each record: null where it was dropped or has no set; scores null off the N-M relations."""
+    from eval.set_metrics import LAMA_SET_TYPES, score_pair
+
+    out: dict[str, list] = {name: [] for name in SET_COLUMNS}
+    for record, held in zip(records, types):
+        has = "set" in record and record.get("dropped") is None
+        out["set"].append(_CELL(record["set"]) if has else None)
+        out["set_gold"].append(_CELL(record["set_gold"]) if has else None)
+        pair = (score_pair(record["relation"], record["uid"], record["set"], record["set_gold"])
+                if has and held.get(record["relation"]) in LAMA_SET_TYPES else None)
+        for name in ("p", "r", "f1"):
+            out[f"set_{name}"].append(None if pair is None else getattr(pair, name))
+    return out
 
 
 def units_frame(units: list[dict], derived: Callable[[dict], dict] | None = None) -> pd.DataFrame:

@@ -4,7 +4,8 @@ Rows average unit scores: LAMA a fact's P@k hit (100 or 0) or reciprocal rank pe
 `all` macro over relations (`--answers set`: a fact's set P/R/F1 per N-M relation, likewise); coherency a
 (fact, round) unit's verdict per relation (`all_correct`: a fact's), macro likewise; KMIR a question's F1 /
 exact match per kind, `all` pooled over every question. Rows without such a mean (answer_space, n_instances,
-robustness shares, prompt agreement, per-prompt rows) get null fields.
+robustness shares, consistency, the random-prompt draws, per-prompt rows) get null fields; group accuracy
+is a fact's 100 or 0 per relation, macro likewise.
 """
 
 from __future__ import annotations
@@ -82,7 +83,19 @@ def _lama(items: list[dict], types: dict[str, str | None], cutoff: int | None, m
         for metric in metrics:
             cells = table.by_relation(table.unit_scores(setting, metric, cutoff))
             out[(setting, metric)] = (cells, groups, {}, clusters)
-    return out | _lama_sets(items, types)
+    return out | _lama_sets(items, types) | _group_accuracy(items)
+
+
+def _group_accuracy(items: list[dict]) -> UnitSets:
+    """Under a prompt set, `group_accuracy`: per relation a fact's 100 or 0 (right under every prompt, or not),
+    `all` macro over relations, as its rows; setting raw, the only one it has."""
+    if not any("prompt_id" in r for r in items):
+        return {}
+    from eval.consistency import group_hits, prompt_outcomes
+
+    cells = {rel: 100.0 * np.array(hits, dtype=float) for rel, hits in group_hits(prompt_outcomes(items)).items()
+             if hits}
+    return {("raw", "group_accuracy"): (cells, {"all": list(cells)}, {}, {})} if cells else {}
 
 
 def _lama_sets(items: list[dict], types: dict[str, str | None]) -> UnitSets:

@@ -192,7 +192,7 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     shared = [r for r in next(iter(held.values())) if all(r in h for h in held.values())]
     if not shared:
         listed = "; ".join(f"{run}: {', '.join(relation_order(list(h))) or 'none'}" for run, h in held.items())
-        raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); a leaderboard compares runs "
+        raise ConfigError(f"{corpus}: no relation is held by every run ({listed}); {needs} compares runs "
                           "over the relations they share")
     same_data(configs, corpus, shared, needs)
     notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
@@ -518,8 +518,18 @@ def _resamples(n: int | None, seed: int | None) -> str:
     return "no bootstrap interval" if n == 0 else f"{n:,} bootstrap resamples, seed {seed}"
 
 
+# ranked figures that are no mean of per-unit scores, so none has an interval (summary.json holds none either)
+NO_INTERVAL = ("consistency", "micro-p", "micro-r", "micro-f1", "robust_all", "robust_partial", "robust_none")
+
+
 def intervals_line(rows: list[dict]) -> str:
-    """What the 95% intervals of `rows` were drawn with: one setting, or each run's own (scope `own`)."""
+    """What the 95% intervals of `rows` were drawn with: one setting, or each run's own (scope `own`); where no row
+    has one, why not, rather than a setting that drew nothing."""
+    if rows and all(r.get("ci_low") is None for r in rows) and all(r.get("bootstrap") for r in rows):
+        metric = rows[0].get("metric", "")
+        if metric in NO_INTERVAL or "_prompt_" in metric:
+            return f"95% CI: none; {metric} is not a mean of per-unit scores."
+        return "95% CI: none; no relation (or group) has two facts or more to resample."
     drawn = {r["run"]: _resamples(r.get("bootstrap"), r.get("bootstrap_seed")) for r in sorted(rows,
                                                                                              key=lambda r: r["run"])}
     if len(set(drawn.values())) == 1:
