@@ -805,11 +805,16 @@ def _(c: Ctx) -> list[str]:
     return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.tmp / "store")]
 
 
-@case("index --out into the data folder", "is not empty (Google_RE, Squad, TREx, ...) and is not a text index; an "
-      "index is built only into a new or empty folder or over an index built before: pass another --out")
+@case("index --out into the data folder", "/lama is inside the LAMA data directory ")
 def _(c: Ctx) -> list[str]:
     (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
     return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data)]
+
+
+@case("index --out a new folder inside the data folder", "/idx is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data / "idx")]
 
 
 @case("store into a run directory", "is not empty (config.json, summary.json) and holds no kbc graph store "
