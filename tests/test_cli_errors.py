@@ -1219,6 +1219,17 @@ def test_a_device_kbcompare_does_not_run_on_is_refused_first(ctx, capsys, device
     assert not (ctx.tmp / "run").exists()  # nothing read, nothing written, no attempt recorded
 
 
+@pytest.mark.parametrize("command", [["data", "uhn", "--out", "{tmp}/uhn"], ["serve", "--data-dir", "{tmp}/none"],
+                                     ["analyze", "evidence", "{tmp}/none"]])
+def test_every_command_with_a_device_refuses_one_it_does_not_run_on(ctx, capsys, command):
+    argv = [word.format(tmp=ctx.tmp) for word in command]
+    code, _, err = run_kbc([*argv, "--data-dir", str(ctx.data), "--device", "gpu"] if argv[0] == "data"
+                           else [*argv, "--device", "gpu"], capsys)
+    _assert_one_error_line(code, err, "error: --device 'gpu' is not a device kbcompare runs on; use cpu, cuda or "
+                           "cuda:N", False)
+    assert not (ctx.tmp / "uhn").exists()
+
+
 @pytest.mark.parametrize(("gpus", "device", "why"), [
     (0, "cuda", "CUDA is not available on this machine; use --device cpu"),
     (0, "cuda:0", "CUDA is not available on this machine; use --device cpu"),

@@ -7,7 +7,7 @@ import socket
 
 import click
 
-from bridge.cli.options import data_dir_option
+from bridge.cli.options import batch_size_option, data_dir_option, device_option
 from bridge.cli.value_types import IntRange, PathType
 from eval.errors import ConfigError
 
@@ -56,8 +56,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
               help="Show this predictor's round trip (the object, then the subject asked back).")
 @click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
               help="Graph store path, or a SPARQL query endpoint URL.")
-@click.option("--device", default="cpu", show_default=True)
-@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
+@device_option
+@batch_size_option
 def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store, device,
           batch_size) -> None:
     """Every KB and LM answer to one query side by side, and the runs you finished, in the browser.
