@@ -456,9 +456,14 @@ def _(c: Ctx) -> list[str]:
     return ["index", "search", "x", "--backend", "solr"]
 
 
-@case("unknown command", "No such command 'indx'")
+@case("unknown command", "No such command 'indx'. Did you mean 'index'?")
 def _(c: Ctx) -> list[str]:
     return ["indx"]
+
+
+@case("unknown subcommand", "No such command 'lamma'. Did you mean 'lama'?")
+def _(c: Ctx) -> list[str]:
+    return ["run", "lamma"]
 
 
 @case("k out of range", "1<=x<=10000")

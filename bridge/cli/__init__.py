@@ -59,7 +59,14 @@ class LazyGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context,
                         args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
-        """The subcommand, once no single-value option of it is given twice (`refuse_repeats`)."""
+        """The subcommand, once no single-value option of it is given twice (`refuse_repeats`); a name that is
+        none, with the nearest one (click matches against loaded commands, and these load only when named)."""
+        word = args[0] if args else ""
+        if word and not word.startswith("-") and word not in SUBCOMMANDS and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(word, sorted(SUBCOMMANDS), n=1)
+            ctx.fail(f"No such command {word!r}." + (f" Did you mean {close[0]!r}?" if close else ""))
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None and name is not None and not ctx.resilient_parsing:
             from bridge.cli.repeats import refuse_repeats
