@@ -1,6 +1,7 @@
 """The `kbc` CLI: the LAMA table, and one-line errors with exit status 2 for bad input."""
 
 import json
+import logging
 
 import pytest
 from cli_support import run_kbc
@@ -121,6 +122,18 @@ def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
                                             "(--limit 5, seed 0)\n") in err
     code, _, err = run_kbc(["-q", *argv, "--out", str(tmp_path / "b")], capsys)
     assert code == 0 and err == ""  # warnings and errors only: no info lines, no bars
+
+
+@pytest.mark.parametrize(("flags", "level"), [([], logging.INFO), (["-q"], logging.WARNING), (["-v"], logging.DEBUG),
+                                              (["-v", "-v"], logging.DEBUG)])
+def test_verbose_adds_debug_messages_and_quiet_drops_info(capsys, flags, level):
+    logger = logging.getLogger("kbc")
+    before = logger.level
+    try:
+        code, _, _ = run_kbc([*flags, "ls"], capsys)
+        assert code == 0 and logger.level == level
+    finally:
+        logger.setLevel(before)
 
 
 @pytest.mark.parametrize("content,message", [

@@ -103,11 +103,11 @@ class StderrHandler(logging.Handler):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})
 @click.version_option(package_name="kbcompare")
-@click.option("-v", "--verbose", count=True, help="More messages (-vv: debug).")
+@click.option("-v", "--verbose", count=True, help="Debug messages too (e.g. why a cache was not used).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
 def cli(verbose: int, quiet: bool) -> None:
     """kbcompare: knowledge bases and language models side by side on the same factual queries."""
-    level = logging.WARNING if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO  # INFO is the default
     logger = logging.getLogger("kbc")
     logger.setLevel(level)
     if not logger.handlers:
