@@ -253,6 +253,12 @@ def _(c: Ctx) -> list[str]:
             "--store", str(c.tmp / "store")]
 
 
+@case("run --relations given empty", "error: --relations names no relation; give relation ids")
+def _(c: Ctx) -> list[str]:
+    return ["run", "lama", "--corpus", "trex", "--relations", "", "--predictors", "freq", "--data-dir", str(c.data),
+            "--out", str(c.tmp / "run"), "--quiet"]
+
+
 @case("store inside the data directory", "is inside the LAMA data directory")
 def _(c: Ctx) -> list[str]:
     return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.data / "store")]

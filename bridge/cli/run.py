@@ -364,6 +364,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
             flag = "--corpus" if required == "corpora" else "--predictors"
             choose = f"; choose one or more of {', '.join(accepted)}" if required == "corpora" and accepted else ""
             raise ConfigError(f"missing {flag} (on the command line or in --config){choose}")
+    if params["relations"] and not _split(params["relations"]):  # `--relations "$EMPTY"` would ask every one
+        raise ConfigError("--relations names no relation; give relation ids (e.g. --relations P19 P36), or leave "
+                          "it out to ask every relation")
     cfg = RunConfig(
         corpora=_split(params["corpora"]), predictors=predictor_items(_values(params["predictors"])),
         out=Path(params["out"]),
