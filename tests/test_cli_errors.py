@@ -357,6 +357,12 @@ def _(c: Ctx) -> list[str]:
     return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("2 3\nParis 1 two 3\n"))]
 
 
+@case("word2vec text without numbers", "w2v.txt:1: 'hello' has no vector; a wikipedia2vec text file holds NAME and "
+      "its numbers on each line")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("hello\nworld\n"))]
+
+
 @case("word2vec header promises more vectors", "w2v.txt: the header (line 1) promises 3 vectors but the file holds 2 "
       "(lines 2-3); is it cut off? Copy or convert it again")
 def _(c: Ctx) -> list[str]:
