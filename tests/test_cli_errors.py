@@ -1620,6 +1620,16 @@ def test_show_on_a_run_without_records_is_one_error_line(tmp_path, capsys, exper
     assert err.splitlines()[-1] == f"error: no fact with uid 'u1' in {tmp_path} (corpora none)"
 
 
+@pytest.mark.parametrize("beside", [["--relation", "P36"], ["--subject", "Mark Strong", "--relation", "P19"]])
+def test_show_refuses_a_uid_with_a_subject_or_relation_beside_it(tmp_path, capsys, beside):
+    from bridge.run.config import new_config
+
+    (tmp_path / "config.json").write_text(json.dumps(new_config("lama")))
+    code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1", *beside], capsys)
+    _assert_one_error_line(code, err, "error: --uid names the fact alone: give --uid, or --subject with --relation, "
+                           "not both", False)
+
+
 def test_show_of_a_pair_an_lmkbc_run_lacks_is_one_error_line(tmp_path, capsys):
     from bridge.run.config import new_config
 
