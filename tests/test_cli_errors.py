@@ -548,6 +548,11 @@ def _(c: Ctx) -> list[str]:
     return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
 
 
+@case("leaderboard --out a new file in the data folder", "/board.md is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    return ["leaderboard", str(_finished_run(c)), "--out", str(c.data / "board.md")]
+
+
 @case("leaderboard --out a run's summary.json", "is inside the run directory")
 def _(c: Ctx) -> list[str]:
     run = _finished_run(c)
