@@ -357,6 +357,12 @@ def _(c: Ctx) -> list[str]:
     return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("2 3\nParis 1 two 3\n"))]
 
 
+@case("entities map --out inside the data folder", "/map.npz is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "map", "--model", str(c.models("bert-cased")), "--wikipedia2vec", str(c.w2v()), "--out",
+            str(c.data / "map.npz")]
+
+
 @case("word2vec text without numbers", "w2v.txt:1: 'hello' has no vector; a wikipedia2vec text file holds NAME and "
       "its numbers on each line")
 def _(c: Ctx) -> list[str]:
