@@ -839,6 +839,11 @@ def _(c: Ctx) -> list[str]:
     return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data)]
 
 
+@case("index build --input that does not exist", "Invalid value for '--input': File '")
+def _(c: Ctx) -> list[str]:
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "none.jsonl"), "--out", str(c.tmp / "idx")]
+
+
 @case("index --out a new folder inside the data folder", "/idx is inside the LAMA data directory ")
 def _(c: Ctx) -> list[str]:
     (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
