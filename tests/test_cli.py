@@ -284,3 +284,37 @@ def test_a_run_where_nothing_was_answered_says_so(tmp_path, lama_dir, capsys):
     assert code == 0
     assert out.splitlines()[0] == ("nothing scored: no predictor answered any fact it was asked; why each was dropped "
                                    f"is in {out_dir / 'dropped.json'}")
+
+
+def _commands(command, path=("kbc",)):
+    """Every leaf command of the `kbc` tree with its path."""
+    import click
+
+    if isinstance(command, click.Group):
+        ctx = click.Context(command, info_name=path[-1])
+        for name in command.list_commands(ctx):
+            yield from _commands(command.get_command(ctx, name), (*path, name))
+    else:
+        yield path, command
+
+
+@pytest.mark.parametrize(("flag", "metavar"), [("--store", "PATH|URL"), ("--store-update", "URL")])
+def test_a_flag_shows_one_metavar_in_every_command(flag, metavar):
+    import click
+
+    from bridge.cli import cli
+
+    shown = {" ".join(path[1:]): param.make_metavar(click.Context(command, info_name=path[-1]))
+             for path, command in _commands(cli) for param in command.params if flag in getattr(param, "opts", ())}
+    assert shown and {k: v for k, v in shown.items() if v != metavar} == {}
+
+
+def test_the_predictors_of_kbc_run_and_kbc_serve_read_name_equals_spec():
+    import click
+
+    from bridge.cli import cli
+
+    shown = {" ".join(path[1:]): param.make_metavar(click.Context(command, info_name=path[-1]))
+             for path, command in _commands(cli) if path[1] in ("run", "serve")
+             for param in command.params if "--predictors" in getattr(param, "opts", ())}
+    assert len(shown) == 8 and set(shown.values()) == {"NAME=SPEC"}, shown

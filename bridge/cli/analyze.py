@@ -258,7 +258,8 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 @data_dir_option
 @device_option
 @batch_size_option
-@click.option("--store", type=PathType(), default=None, metavar="PATH", help="Graph store path (default: the cache's).")
+@click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
+              help="Graph store path (default: the cache's), or a SPARQL query endpoint URL.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:

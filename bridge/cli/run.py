@@ -252,7 +252,7 @@ def run_options(default_out: str):
     options = [
         click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
                      help="Corpora to probe (several values after one flag, or the flag repeated)."),
-        click.option("--predictors", multiple=True,
+        click.option("--predictors", multiple=True, metavar="NAME=SPEC",
                      help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
                           "NAME is the column."),
         data_dir_option,
@@ -278,7 +278,8 @@ def run_options(default_out: str):
                           "2048 for a masked LM in bfloat16."),
         click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                      help="Graph store path, or a SPARQL query endpoint URL."),
-        click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store."),
+        click.option("--store-update", default=None, metavar="URL",
+                     help="SPARQL 1.1 Update endpoint URL of a remote --store."),
         click.option("--store-timeout", type=FloatRange(min=0.1), default=30.0, show_default=True,
                      help="Seconds a remote store may take per request."),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
