@@ -318,3 +318,14 @@ def test_the_predictors_of_kbc_run_and_kbc_serve_read_name_equals_spec():
              for path, command in _commands(cli) if path[1] in ("run", "serve")
              for param in command.params if "--predictors" in getattr(param, "opts", ())}
     assert len(shown) == 8 and set(shown.values()) == {"NAME=SPEC"}, shown
+
+
+@pytest.mark.parametrize(("experiment", "default"), [("lama", None), ("coherency", None), ("kmir", None),
+                                                      ("negated", None), ("bear", "bear"), ("lmkbc", "lmkbc2024"),
+                                                      ("fewrel", "fewrel")])
+def test_run_help_says_whether_corpus_and_predictors_are_required(capsys, experiment, default):
+    code, out, _ = run_kbc(["run", experiment, "--help"], capsys)
+    text = " ".join(out.partition("Options:")[2].split())
+    corpus = text[text.index("--corpus"):text.index("--predictors")]
+    assert code == 0 and (f"default: {default}." if default else "required, here or in --config.") in corpus
+    assert "the column; required, here or in --config." in text

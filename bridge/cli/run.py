@@ -247,14 +247,17 @@ def run() -> None:
     """Run experiments."""
 
 
-def run_options(default_out: str):
-    """The options every experiment takes (one place, so `kbc run X` commands agree)."""
+def run_options(default_out: str, default_corpus: str | None = None):
+    """The options every experiment takes (one place, so `kbc run X` commands agree). `default_corpus`: the corpus
+    asked when none is given (the command sets it); without one, --corpus is required."""
+    needed = "required, here or in --config"
+    corpus = f"default: {default_corpus}" if default_corpus else needed
     options = [
         click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
-                     help="Corpora to probe (several values after one flag, or the flag repeated)."),
+                     help=f"Corpora to probe (several values after one flag, or the flag repeated); {corpus}."),
         click.option("--predictors", multiple=True, metavar="NAME=SPEC",
                      help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
-                          "NAME is the column."),
+                          f"NAME is the column; {needed}."),
         data_dir_option,
         click.option("--out", type=PathType(file_okay=False), default=default_out, show_default=True,
                      help="Output directory; rerunning into it resumes and adds predictors, corpora, relations."),
@@ -468,7 +471,7 @@ def run_lama(ctx: click.Context, **params) -> None:
 
 
 @run.command("bear", short_help="BEAR: each fact's answer options ranked; accuracy.")
-@run_options("runs/bear")
+@run_options("runs/bear", default_corpus="bear")
 @ANSWERS
 def run_bear(ctx: click.Context, **params) -> None:
     """BEAR (lm-pub-quiz): each fact's answer options ranked, accuracy per relation; the same run as
@@ -567,7 +570,7 @@ def run_coherency(ctx: click.Context, **params) -> None:
 
 
 @run.command("lmkbc", short_help="LM-KBC 2024: object sets, macro/micro P, R, F1.")
-@run_options("runs/lmkbc")
+@run_options("runs/lmkbc", default_corpus="lmkbc2024")
 @click.option("--split", default="val", show_default=True,
               help="The split asked: train, val, or a split file of the challenge's format; one without objects "
               "(the test file) is answered and written to submission/<predictor>.jsonl, and scores nothing.")
@@ -597,7 +600,7 @@ for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no
 
 
 @run.command("fewrel", short_help="FewRel relation classification (E-BERT Table 2).")
-@run_options("runs/fewrel")
+@run_options("runs/fewrel", default_corpus="fewrel")
 def run_fewrel(ctx: click.Context, **params) -> None:
     """FewRel relation classification (E-BERT Table 2): fine-tuned BERT, E-BERT, AVG and CONCAT, and the KB.
 
