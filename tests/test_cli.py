@@ -1,6 +1,7 @@
 """The `kbc` CLI: the LAMA table, and one-line errors with exit status 2 for bad input."""
 
 import json
+import logging
 
 import pytest
 from cli_support import run_kbc
@@ -121,6 +122,18 @@ def test_progress_bars_unless_quiet(tmp_path, lama_dir, capsys, monkeypatch):
                                             "(--limit 5, seed 0)\n") in err
     code, _, err = run_kbc(["-q", *argv, "--out", str(tmp_path / "b")], capsys)
     assert code == 0 and err == ""  # warnings and errors only: no info lines, no bars
+
+
+@pytest.mark.parametrize(("flags", "level"), [([], logging.INFO), (["-q"], logging.WARNING), (["-v"], logging.DEBUG),
+                                              (["-v", "-v"], logging.DEBUG)])
+def test_verbose_adds_debug_messages_and_quiet_drops_info(capsys, flags, level):
+    logger = logging.getLogger("kbc")
+    before = logger.level
+    try:
+        code, _, _ = run_kbc([*flags, "ls"], capsys)
+        assert code == 0 and logger.level == level
+    finally:
+        logger.setLevel(before)
 
 
 @pytest.mark.parametrize("content,message", [
@@ -271,3 +284,48 @@ def test_a_run_where_nothing_was_answered_says_so(tmp_path, lama_dir, capsys):
     assert code == 0
     assert out.splitlines()[0] == ("nothing scored: no predictor answered any fact it was asked; why each was dropped "
                                    f"is in {out_dir / 'dropped.json'}")
+
+
+def _commands(command, path=("kbc",)):
+    """Every leaf command of the `kbc` tree with its path."""
+    import click
+
+    if isinstance(command, click.Group):
+        ctx = click.Context(command, info_name=path[-1])
+        for name in command.list_commands(ctx):
+            yield from _commands(command.get_command(ctx, name), (*path, name))
+    else:
+        yield path, command
+
+
+@pytest.mark.parametrize(("flag", "metavar"), [("--store", "PATH|URL"), ("--store-update", "URL")])
+def test_a_flag_shows_one_metavar_in_every_command(flag, metavar):
+    import click
+
+    from bridge.cli import cli
+
+    shown = {" ".join(path[1:]): param.make_metavar(click.Context(command, info_name=path[-1]))
+             for path, command in _commands(cli) for param in command.params if flag in getattr(param, "opts", ())}
+    assert shown and {k: v for k, v in shown.items() if v != metavar} == {}
+
+
+def test_the_predictors_of_kbc_run_and_kbc_serve_read_name_equals_spec():
+    import click
+
+    from bridge.cli import cli
+
+    shown = {" ".join(path[1:]): param.make_metavar(click.Context(command, info_name=path[-1]))
+             for path, command in _commands(cli) if path[1] in ("run", "serve")
+             for param in command.params if "--predictors" in getattr(param, "opts", ())}
+    assert len(shown) == 8 and set(shown.values()) == {"NAME=SPEC"}, shown
+
+
+@pytest.mark.parametrize(("experiment", "default"), [("lama", None), ("coherency", None), ("kmir", None),
+                                                      ("negated", None), ("bear", "bear"), ("lmkbc", "lmkbc2024"),
+                                                      ("fewrel", "fewrel")])
+def test_run_help_says_whether_corpus_and_predictors_are_required(capsys, experiment, default):
+    code, out, _ = run_kbc(["run", experiment, "--help"], capsys)
+    text = " ".join(out.partition("Options:")[2].split())
+    corpus = text[text.index("--corpus"):text.index("--predictors")]
+    assert code == 0 and (f"default: {default}." if default else "required, here or in --config.") in corpus
+    assert "the column; required, here or in --config." in text

@@ -253,6 +253,12 @@ def _(c: Ctx) -> list[str]:
             "--store", str(c.tmp / "store")]
 
 
+@case("run --relations given empty", "error: --relations names no relation; give relation ids")
+def _(c: Ctx) -> list[str]:
+    return ["run", "lama", "--corpus", "trex", "--relations", "", "--predictors", "freq", "--data-dir", str(c.data),
+            "--out", str(c.tmp / "run"), "--quiet"]
+
+
 @case("store inside the data directory", "is inside the LAMA data directory")
 def _(c: Ctx) -> list[str]:
     return ["kb", "load", "--corpus", "google_re", "--data-dir", str(c.data), "--store", str(c.data / "store")]
@@ -349,6 +355,18 @@ def _(c: Ctx) -> list[str]:
 @case("word2vec text with a word", "w2v.txt:2: the vector of 'Paris' holds a non-number")
 def _(c: Ctx) -> list[str]:
     return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("2 3\nParis 1 two 3\n"))]
+
+
+@case("entities map --out inside the data folder", "/map.npz is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "map", "--model", str(c.models("bert-cased")), "--wikipedia2vec", str(c.w2v()), "--out",
+            str(c.data / "map.npz")]
+
+
+@case("word2vec text without numbers", "w2v.txt:1: 'hello' has no vector; a wikipedia2vec text file holds NAME and "
+      "its numbers on each line")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "search", "Paris", "--wikipedia2vec", str(c.w2v("hello\nworld\n"))]
 
 
 @case("word2vec header promises more vectors", "w2v.txt: the header (line 1) promises 3 vectors but the file holds 2 "
@@ -456,9 +474,14 @@ def _(c: Ctx) -> list[str]:
     return ["index", "search", "x", "--backend", "solr"]
 
 
-@case("unknown command", "No such command 'indx'")
+@case("unknown command", "No such command 'indx'. Did you mean 'index'?")
 def _(c: Ctx) -> list[str]:
     return ["indx"]
+
+
+@case("unknown subcommand", "No such command 'lamma'. Did you mean 'lama'?")
+def _(c: Ctx) -> list[str]:
+    return ["run", "lamma"]
 
 
 @case("k out of range", "1<=x<=10000")
@@ -529,6 +552,11 @@ def _(c: Ctx) -> list[str]:
     (run / "summary.json").write_text(json.dumps(rows))
     # an unknown relation stops the server from starting should the run be let through
     return ["serve", "--run", str(run), "--port", "0", "--data-dir", str(c.data), "--relations", "P999"]
+
+
+@case("leaderboard --out a new file in the data folder", "/board.md is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    return ["leaderboard", str(_finished_run(c)), "--out", str(c.data / "board.md")]
 
 
 @case("leaderboard --out a run's summary.json", "is inside the run directory")
@@ -805,11 +833,21 @@ def _(c: Ctx) -> list[str]:
     return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.tmp / "store")]
 
 
-@case("index --out into the data folder", "is not empty (Google_RE, Squad, TREx, ...) and is not a text index; an "
-      "index is built only into a new or empty folder or over an index built before: pass another --out")
+@case("index --out into the data folder", "/lama is inside the LAMA data directory ")
 def _(c: Ctx) -> list[str]:
     (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
     return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data)]
+
+
+@case("index build --input that does not exist", "Invalid value for '--input': File '")
+def _(c: Ctx) -> list[str]:
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "none.jsonl"), "--out", str(c.tmp / "idx")]
+
+
+@case("index --out a new folder inside the data folder", "/idx is inside the LAMA data directory ")
+def _(c: Ctx) -> list[str]:
+    (c.tmp / "p.jsonl").write_text(json.dumps(PARAGRAPHS[0]) + "\n")
+    return ["index", "build", "--source", "jsonl", "--input", str(c.tmp / "p.jsonl"), "--out", str(c.data / "idx")]
 
 
 @case("store into a run directory", "is not empty (config.json, summary.json) and holds no kbc graph store "
@@ -1214,6 +1252,17 @@ def test_a_device_kbcompare_does_not_run_on_is_refused_first(ctx, capsys, device
     assert not (ctx.tmp / "run").exists()  # nothing read, nothing written, no attempt recorded
 
 
+@pytest.mark.parametrize("command", [["data", "uhn", "--out", "{tmp}/uhn"], ["serve", "--data-dir", "{tmp}/none"],
+                                     ["analyze", "evidence", "{tmp}/none"]])
+def test_every_command_with_a_device_refuses_one_it_does_not_run_on(ctx, capsys, command):
+    argv = [word.format(tmp=ctx.tmp) for word in command]
+    code, _, err = run_kbc([*argv, "--data-dir", str(ctx.data), "--device", "gpu"] if argv[0] == "data"
+                           else [*argv, "--device", "gpu"], capsys)
+    _assert_one_error_line(code, err, "error: --device 'gpu' is not a device kbcompare runs on; use cpu, cuda or "
+                           "cuda:N", False)
+    assert not (ctx.tmp / "uhn").exists()
+
+
 @pytest.mark.parametrize(("gpus", "device", "why"), [
     (0, "cuda", "CUDA is not available on this machine; use --device cpu"),
     (0, "cuda:0", "CUDA is not available on this machine; use --device cpu"),
@@ -1585,6 +1634,16 @@ def test_show_on_a_run_without_records_is_one_error_line(tmp_path, capsys, exper
     code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1"], capsys)
     _assert_one_error_line(code, err, "", True)
     assert err.splitlines()[-1] == f"error: no fact with uid 'u1' in {tmp_path} (corpora none)"
+
+
+@pytest.mark.parametrize("beside", [["--relation", "P36"], ["--subject", "Mark Strong", "--relation", "P19"]])
+def test_show_refuses_a_uid_with_a_subject_or_relation_beside_it(tmp_path, capsys, beside):
+    from bridge.run.config import new_config
+
+    (tmp_path / "config.json").write_text(json.dumps(new_config("lama")))
+    code, _, err = run_kbc(["show", str(tmp_path), "--uid", "u1", *beside], capsys)
+    _assert_one_error_line(code, err, "error: --uid names the fact alone: give --uid, or --subject with --relation, "
+                           "not both", False)
 
 
 def test_show_of_a_pair_an_lmkbc_run_lacks_is_one_error_line(tmp_path, capsys):

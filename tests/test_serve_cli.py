@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,3 +58,23 @@ def test_serve_rejects_bad_options_with_one_line(lama_dir, tmp_path, capsys, mon
         code, out, err = run_kbc(["serve", "--data-dir", str(lama_dir), *argv], capsys)
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
+
+
+def test_serve_listens_before_it_prints_the_url(lama_dir, tmp_path, capsys, monkeypatch):
+    """A client that connects as soon as it reads the URL is answered, not refused."""
+    import uvicorn
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    reached = []
+
+    def run(self, sockets):  # in place of serving: connect as a client would on seeing the URL
+        host, port = sockets[0].getsockname()[:2]
+        with socket.create_connection((host, port), timeout=5):
+            reached.append(port)
+        self.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    code, out, err = run_kbc(["serve", "--port", "0", "--data-dir", str(lama_dir), "--relations", "P36",
+                              "--predictors", "freq"], capsys)
+    assert code == 0 and len(reached) == 1, err
+    assert f"open http://127.0.0.1:{reached[0]}/ " in out

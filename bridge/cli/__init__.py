@@ -59,7 +59,14 @@ class LazyGroup(click.Group):
 
     def resolve_command(self, ctx: click.Context,
                         args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
-        """The subcommand, once no single-value option of it is given twice (`refuse_repeats`)."""
+        """The subcommand, once no single-value option of it is given twice (`refuse_repeats`); a name that is
+        none, with the nearest one (click matches against loaded commands, and these load only when named)."""
+        word = args[0] if args else ""
+        if word and not word.startswith("-") and word not in SUBCOMMANDS and not ctx.resilient_parsing:
+            import difflib
+
+            close = difflib.get_close_matches(word, sorted(SUBCOMMANDS), n=1)
+            ctx.fail(f"No such command {word!r}." + (f" Did you mean {close[0]!r}?" if close else ""))
         name, command, rest = super().resolve_command(ctx, args)
         if command is not None and name is not None and not ctx.resilient_parsing:
             from bridge.cli.repeats import refuse_repeats
@@ -96,11 +103,11 @@ class StderrHandler(logging.Handler):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})
 @click.version_option(package_name="kbcompare")
-@click.option("-v", "--verbose", count=True, help="More messages (-vv: debug).")
+@click.option("-v", "--verbose", count=True, help="Debug messages too (e.g. why a cache was not used).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors.")
 def cli(verbose: int, quiet: bool) -> None:
     """kbcompare: knowledge bases and language models side by side on the same factual queries."""
-    level = logging.WARNING if quiet else logging.DEBUG if verbose > 1 else logging.INFO
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO  # INFO is the default
     logger = logging.getLogger("kbc")
     logger.setLevel(level)
     if not logger.handlers:

@@ -12,7 +12,14 @@ from pathlib import Path
 import click
 
 from bridge.cli.index import backend_option, index_option
-from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_progress
+from bridge.cli.options import (
+    batch_size_option,
+    data_dir_option,
+    device_option,
+    es_timeout,
+    es_url_option,
+    show_progress,
+)
 from bridge.cli.value_types import Int, IntRange, PathType
 from eval.datadir import ENV_VAR
 from eval.errors import ConfigError, DataError, KbcError
@@ -245,13 +252,14 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 @click.option("--limit", type=IntRange(min=1), default=100, show_default=True,
               help="A seeded sample of at most N facts per relation (LAMA Fig. 4: 100); facts with fewer "
                    "than --min-evidences sentences are then left out.")
-@click.option("--seed", type=Int(), default=0, show_default=True)
+@click.option("--seed", type=Int(), default=0, show_default=True, help="Seed of the --limit sample.")
 @click.option("--min-evidences", type=IntRange(min=2), default=2, show_default=True)
 @click.option("--max-evidences", type=IntRange(min=2), default=10, show_default=True)
 @data_dir_option
-@click.option("--device", default="cpu", show_default=True)
-@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
-@click.option("--store", type=PathType(), default=None, metavar="PATH", help="Graph store path (default: the cache's).")
+@device_option
+@batch_size_option
+@click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
+              help="Graph store path (default: the cache's), or a SPARQL query endpoint URL.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:

@@ -892,7 +892,9 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
       kbc show runs/coherency --subject Iran --relation P47
       kbc show runs/lama/analysis/evidence-run --uid 9b7c0b0e-...:e0
     """
-    if (uid is None) == (subject is None):
+    if uid is not None and (subject is not None or relation is not None):  # a --relation beside it would hide it
+        raise ConfigError("--uid names the fact alone: give --uid, or --subject with --relation, not both")
+    if uid is None and subject is None:
         raise ConfigError("show needs --uid, or --subject with --relation")
     if subject is not None and relation is None:
         raise ConfigError("--subject needs --relation (e.g. --relation P19)")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.options import batch_size_option, data_dir_option, device_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.corpora import CORPORA, corpus_outline
@@ -206,9 +206,9 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
               help=f"Masked LM for the person-name filter (local dir or hub id; default: ${UHN_MODEL_ENV}).")
 @click.option("--top-k", type=IntRange(min=1), default=3, show_default=True,
               help="Person-name filter: delete when the gold object is in the top k for a name token.")
-@click.option("--device", default="cpu", show_default=True)
+@device_option
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
-@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
+@batch_size_option
 @data_dir_option
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def uhn(out, filters, model, top_k, device, dtype, batch_size, data_dir, quiet) -> None:

@@ -7,6 +7,7 @@ holds when loaded, so it is refused with a pointer to `kbc entities convert --tr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -14,6 +15,15 @@ from bridge.cli.index import MAX_K
 from bridge.cli.options import data_dir_option
 from bridge.cli.value_types import Float, IntRange, PathType
 from eval.errors import ConfigError
+
+
+def _outside_data(out: str | Path) -> None:
+    """Refuse an output file inside a data folder (an input, often shared), before any work."""
+    from eval.out_folders import in_data
+
+    where = in_data(out)
+    if where is not None:
+        raise ConfigError(f"--out {out} {where}; write it outside the data")
 
 
 @click.group()
@@ -54,6 +64,7 @@ def train(dump, out, dim, iterations, window, negative, word_neg_power, entity_n
         settings.pool_size = pool_size
     if not out.endswith((".pkl", ".npz")):
         raise ConfigError(f"--out {out}: name the model file .pkl (the .npz is written beside it)")
+    _outside_data(out)
     path = train_(dump, out, settings)
     click.echo(f"wrote {path}: {json.dumps(load_embeddings(path).describe())}")
 
@@ -69,6 +80,7 @@ def convert(model, out, trust_pickle) -> None:
     from lm.entities.convert import convert as convert_
     from lm.entities.embeddings import load_embeddings
 
+    _outside_data(out or Path(model).with_suffix(".npz"))
     path = convert_(model, out, trust_pickle=trust_pickle)
     emb = load_embeddings(path)
     links = emb.links
@@ -87,6 +99,7 @@ def map_(model, w2v, kind, out) -> None:
     from lm.entities.mapping import fit_to_embeddings
     from lm.entities.model import load_masked_lm
 
+    _outside_data(out)
     emb = load_embeddings(w2v)
     lm = load_masked_lm(model)
     lmap = fit_to_embeddings(emb.word_vectors, emb.words, emb.lowercase, lm.tokenizer.get_vocab(),

@@ -48,7 +48,7 @@ def index() -> None:
 @click.option("--source", type=click.Choice(["lama", "dump", "jsonl"]), default="lama", show_default=True,
               help="lama: the LAMA evidence text (T-REx, Google-RE); dump: a MediaWiki XML dump; "
                    "jsonl: paragraphs.")
-@click.option("--input", "input_path", type=PathType(dir_okay=False), default=None,
+@click.option("--input", "input_path", type=PathType(exists=True, dir_okay=False), default=None,
               help="The dump (.xml, .xml.bz2, .xml.gz) or JSONL file (for --source dump|jsonl).")
 @click.option("--out", "location", type=PathType(), default=None, metavar="DIR|NAME",
               help="Index directory (tantivy) or index name (Elasticsearch); default as for --index.")

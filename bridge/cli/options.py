@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bridge.cli.value_types import FloatRange, PathType
+from bridge.cli.value_types import FloatRange, IntRange, PathType
 from eval.errors import ConfigError
 from kb.text.index import ES_TIMEOUT
 
@@ -17,6 +17,22 @@ data_dir_option = click.option(
     default=None,
     help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
 )
+
+
+
+def _checked_device(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """`--device` refused as it is read, before any data or model is (`lm.loading.check_device`)."""
+    if value is not None and not ctx.resilient_parsing:
+        from lm.loading import check_device
+
+        check_device(value)
+    return value
+
+
+device_option = click.option("--device", default="cpu", show_default=True, callback=_checked_device,
+                             help="cpu, cuda or cuda:N (local language models).")
+batch_size_option = click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True,
+                                 help="Inputs per forward pass of a local language model.")
 
 
 def show_progress(quiet: bool) -> bool:

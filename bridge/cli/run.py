@@ -247,14 +247,17 @@ def run() -> None:
     """Run experiments."""
 
 
-def run_options(default_out: str):
-    """The options every experiment takes (one place, so `kbc run X` commands agree)."""
+def run_options(default_out: str, default_corpus: str | None = None):
+    """The options every experiment takes (one place, so `kbc run X` commands agree). `default_corpus`: the corpus
+    asked when none is given (the command sets it); without one, --corpus is required."""
+    needed = "required, here or in --config"
+    corpus = f"default: {default_corpus}" if default_corpus else needed
     options = [
         click.option("--corpus", "corpora", multiple=True, type=NamedChoice(CORPORA),
-                     help="Corpora to probe (several values after one flag, or the flag repeated)."),
-        click.option("--predictors", multiple=True,
+                     help=f"Corpora to probe (several values after one flag, or the flag repeated); {corpus}."),
+        click.option("--predictors", multiple=True, metavar="NAME=SPEC",
                      help="NAME=SPEC or SPEC: registry names (`kbc ls`), local model paths or hub ids; "
-                          "NAME is the column."),
+                          f"NAME is the column; {needed}."),
         data_dir_option,
         click.option("--out", type=PathType(file_okay=False), default=default_out, show_default=True,
                      help="Output directory; rerunning into it resumes and adds predictors, corpora, relations."),
@@ -278,7 +281,8 @@ def run_options(default_out: str):
                           "2048 for a masked LM in bfloat16."),
         click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
                      help="Graph store path, or a SPARQL query endpoint URL."),
-        click.option("--store-update", default=None, help="SPARQL 1.1 Update endpoint URL of a remote --store."),
+        click.option("--store-update", default=None, metavar="URL",
+                     help="SPARQL 1.1 Update endpoint URL of a remote --store."),
         click.option("--store-timeout", type=FloatRange(min=0.1), default=30.0, show_default=True,
                      help="Seconds a remote store may take per request."),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
@@ -364,6 +368,9 @@ def execute(ctx: click.Context, make_experiment, params: dict, headline: tuple[s
             flag = "--corpus" if required == "corpora" else "--predictors"
             choose = f"; choose one or more of {', '.join(accepted)}" if required == "corpora" and accepted else ""
             raise ConfigError(f"missing {flag} (on the command line or in --config){choose}")
+    if params["relations"] and not _split(params["relations"]):  # `--relations "$EMPTY"` would ask every one
+        raise ConfigError("--relations names no relation; give relation ids (e.g. --relations P19 P36), or leave "
+                          "it out to ask every relation")
     cfg = RunConfig(
         corpora=_split(params["corpora"]), predictors=predictor_items(_values(params["predictors"])),
         out=Path(params["out"]),
@@ -464,7 +471,7 @@ def run_lama(ctx: click.Context, **params) -> None:
 
 
 @run.command("bear", short_help="BEAR: each fact's answer options ranked; accuracy.")
-@run_options("runs/bear")
+@run_options("runs/bear", default_corpus="bear")
 @ANSWERS
 def run_bear(ctx: click.Context, **params) -> None:
     """BEAR (lm-pub-quiz): each fact's answer options ranked, accuracy per relation; the same run as
@@ -563,7 +570,7 @@ def run_coherency(ctx: click.Context, **params) -> None:
 
 
 @run.command("lmkbc", short_help="LM-KBC 2024: object sets, macro/micro P, R, F1.")
-@run_options("runs/lmkbc")
+@run_options("runs/lmkbc", default_corpus="lmkbc2024")
 @click.option("--split", default="val", show_default=True,
               help="The split asked: train, val, or a split file of the challenge's format; one without objects "
               "(the test file) is answered and written to submission/<predictor>.jsonl, and scores nothing.")
@@ -593,7 +600,7 @@ for _option in run_lmkbc.params:  # LM-KBC asks each relation's own template; no
 
 
 @run.command("fewrel", short_help="FewRel relation classification (E-BERT Table 2).")
-@run_options("runs/fewrel")
+@run_options("runs/fewrel", default_corpus="fewrel")
 def run_fewrel(ctx: click.Context, **params) -> None:
     """FewRel relation classification (E-BERT Table 2): fine-tuned BERT, E-BERT, AVG and CONCAT, and the KB.
 

@@ -7,7 +7,7 @@ import socket
 
 import click
 
-from bridge.cli.options import data_dir_option
+from bridge.cli.options import batch_size_option, data_dir_option, device_option
 from bridge.cli.value_types import IntRange, PathType
 from eval.errors import ConfigError
 
@@ -16,7 +16,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
     """A socket bound to host:port (not yet listening), or a one-line error saying why it cannot be.
 
     Bound before the models load and before the URL is printed, and then handed to the server, so a
-    port in use is reported at once and nothing can take it in between.
+    port in use is reported at once and nothing can take it in between. It listens once the models are
+    loaded, before the URL is printed: a client that connects on seeing the URL is then answered, not refused.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -56,8 +57,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
               help="Show this predictor's round trip (the object, then the subject asked back).")
 @click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
               help="Graph store path, or a SPARQL query endpoint URL.")
-@click.option("--device", default="cpu", show_default=True)
-@click.option("--batch-size", type=IntRange(min=1), default=32, show_default=True)
+@device_option
+@batch_size_option
 def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store, device,
           batch_size) -> None:
     """Every KB and LM answer to one query side by side, and the runs you finished, in the browser.
@@ -93,6 +94,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
         sock.close()
         raise
     app = create_app(explorer, browsed)
+    sock.listen(socket.SOMAXCONN)  # the server accepts what connects from here on (uvicorn listens again)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"kbc serve: {explorer.corpus.name}, {len(explorer.relations)} relations, "
                f"{len(explorer.columns)} predictors, ready in {explorer.startup_seconds} s", err=True)

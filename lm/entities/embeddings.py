@@ -232,7 +232,10 @@ def load_text(path: Path) -> EntityEmbeddings:
                 raise DataError(f"{path}:{lineno}: the vector of {token!r} holds a non-number") from None
             if dim is None:
                 dim = len(vec)
-            if len(vec) != dim or dim == 0:
+            if not len(vec):  # no numbers: not a vector file at all, or a line cut short
+                raise DataError(f"{path}:{lineno}: {token!r} has no vector; a wikipedia2vec text file holds NAME "
+                                "and its numbers on each line (after an optional 'COUNT DIM' header)")
+            if len(vec) != dim:
                 raise DataError(f"{path}:{lineno}: expected {dim} numbers after {token!r}, got {len(vec)}")
             if not np.isfinite(vec).all():  # a NaN scores below everything: the entity would silently never rank
                 raise DataError(f"{path}:{lineno}: the vector of {token!r} holds nan or inf")
