@@ -51,11 +51,10 @@ from eval.types import (
     CHOICE_SCORES,
     CHOICE_SCORING,
     QUERIES_PER_CALL,
-    Answer,
     Fact,
     Prediction,
     Query,
-    answers_of,
+    RankedAnswers,
     ranked_prediction,
 )
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
@@ -871,7 +870,7 @@ class MaskedLMPredictor:
             asked = [queries[i] for i in idx]
             texts = [self.model_input(q) for q in asked]
             where = [target_positions(q.targets, cands, self.uncased) for q in asked]
-            answers: dict[int, tuple[Answer, ...]] = {}  # identical inputs share their answers
+            answers: dict[int, RankedAnswers] = {}  # identical inputs share their answers
 
             def fill(cols: ScoredColumns, units: np.ndarray, idx=idx, asked=asked, where=where, cands=cands,
                      answers=answers) -> None:
@@ -888,7 +887,7 @@ class MaskedLMPredictor:
         return out  # type: ignore[return-value]
 
     def _fill(self, out: list, idx: list[int], asked: list[Query], where: list[dict[str, int]], cands: CandidateSet,
-              cols: ScoredColumns, sel: np.ndarray, answers: dict[int, tuple[Answer, ...]]) -> None:
+              cols: ScoredColumns, sel: np.ndarray, answers: dict[int, RankedAnswers]) -> None:
         """The predictions of `asked[sel]` (at `idx[sel]` of `out`) from their scores, whose rows of `cols` are
         final: the labels, ranks and gold log-probs of all of them are looked up at once, then each prediction is
         put together. `answers` holds each unit's answers once made (identical inputs share them)."""
@@ -918,10 +917,10 @@ class MaskedLMPredictor:
             i, r = idx[j], row_of[u]
             got = answers.get(u)
             if got is None:
-                got = answers[u] = answers_of(label_rows[r], score_rows[r])
+                got = answers[u] = RankedAnswers(label_rows[r], score_rows[r])
             extra = {"n_tokens": n_tokens[r]}
             if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
-                hit = next((a.score for a in got if a.label == gold), None) if gold else None
+                hit = got.scores[got.labels.index(gold)] if gold and gold in got.labels else None
             if hit is not None:
                 extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
             end = start + len(tpos)
