@@ -215,17 +215,23 @@ def answers_of(labels: Iterable[str], scores: Iterable[float]) -> tuple[Answer, 
     return tuple(out)
 
 
+TOP_SAVED = 10  # answers a record keeps, unless its verdict uses one further down (`saved_answers`)
+SCORE_DIGITS = 6  # a record's scores are rounded to this many decimal places
+
+
 class RankedAnswers(Sequence):
     """Answers `(label, score)` with no id, held as a list of labels and a list of scores, made into `Answer`s only
     when one is read: a masked LM ranks ~110 answers per query, and a run's record needs their labels and its top
     ten alone (`answer_labels`, `answer_rows`). Reads as the tuple of those `Answer`s: equal to it, hashed, sliced
-    (into a tuple), copied and pickled (as a tuple) alike."""
+    (into a tuple), copied and pickled (as a tuple) alike. `rounded`, where given, holds the first scores (any
+    number of them) already rounded to `SCORE_DIGITS` places, as `round` gives them."""
 
-    __slots__ = ("labels", "scores", "_made")
+    __slots__ = ("labels", "scores", "rounded", "_made")
 
-    def __init__(self, labels: list[str], scores: list[float]) -> None:
+    def __init__(self, labels: list[str], scores: list[float], rounded: list[float] | None = None) -> None:
         self.labels = labels
         self.scores = scores
+        self.rounded = rounded
         self._made: tuple[Answer, ...] | None = None
 
     def answers(self) -> tuple[Answer, ...]:
@@ -282,8 +288,12 @@ def answer_rows(answers: Sequence[Answer], top: int) -> list[list]:
     """`[label, score rounded to 6 places, id]` of the first `top` answers, as a record keeps them (read off
     `RankedAnswers` without making its `Answer`s)."""
     if type(answers) is RankedAnswers:
-        return [[label, round(score, 6), None] for label, score in zip(answers.labels[:top], answers.scores[:top])]
-    return [[a.label, round(a.score, 6), a.id] for a in answers[:top]]
+        labels = answers.labels[:top]
+        scores = answers.rounded
+        if scores is None or len(scores) < len(labels):
+            scores = [round(score, SCORE_DIGITS) for score in answers.scores[:top]]
+        return [[label, score, None] for label, score in zip(labels, scores)]
+    return [[a.label, round(a.score, SCORE_DIGITS), a.id] for a in answers[:top]]
 
 
 @dataclass(frozen=True, slots=True)

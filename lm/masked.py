@@ -51,6 +51,8 @@ from eval.types import (
     CHOICE_SCORES,
     CHOICE_SCORING,
     QUERIES_PER_CALL,
+    SCORE_DIGITS,
+    TOP_SAVED,
     Fact,
     Prediction,
     Query,
@@ -184,6 +186,19 @@ class ScoredColumns:
         wanted = units * n_candidates + positions
         at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         return np.where(keys[at] == wanted, at, -1)
+
+
+def rounded_scores(scores: np.ndarray) -> np.ndarray:
+    """float32 scores rounded to `SCORE_DIGITS` places in one go, each the very float `round(float(s), SCORE_DIGITS)`
+    gives: a float32 times 10**6 is exact in float64 (24 + 14 significant bits), so `rint` rounds that exact value
+    half to even, as `round` does, and the division gives the float nearest the rounded decimal, as `round` does."""
+    if scores.dtype != np.float32:
+        raise TypeError(f"rounded_scores takes float32 scores, not {scores.dtype}")
+    return np.rint(scores.astype(np.float64) * _SCALE) / _SCALE
+
+
+_SCALE = 10.0 ** SCORE_DIGITS
+assert SCORE_DIGITS <= 6  # `rounded_scores` is exact while a float32 times the scale fits float64's 53 bits
 
 
 CHOICE_LOGPROB = "log-probability of the choice's token at the answer slot, over the model's whole vocabulary"
@@ -899,7 +914,9 @@ class MaskedLMPredictor:
         rows = np.unique(units)
         row_of = dict(zip(rows.tolist(), range(len(rows))))
         label_rows = self._label_array(cands)[cols.pos[rows]].tolist()
-        score_rows = cols.logp[rows].tolist()
+        top = cols.logp[rows]
+        score_rows = top.tolist()
+        rounded_rows = rounded_scores(top[:, :TOP_SAVED]).tolist()  # what a record saves, rounded at once
         n_tokens = cols.n_tokens[rows].tolist()
         counts = np.fromiter(map(len, where), dtype=np.int64, count=len(where))
         flat = np.fromiter((p for t in where for p in t.values()), dtype=np.int64, count=int(counts.sum()))
@@ -910,19 +927,19 @@ class MaskedLMPredictor:
         gpos = np.fromiter((cands.index.get(g, -1) if g else -1 for g in golds), dtype=np.int64, count=len(golds))
         at = np.where(gpos >= 0, cols.find(units, np.maximum(gpos, 0), n), -1)
         gold_logp = np.full(len(at), np.nan)
-        gold_logp[at >= 0] = cols.target_logp[at[at >= 0]]
+        gold_logp[at >= 0] = rounded_scores(cols.target_logp[at[at >= 0]])
         gold_logp = gold_logp.tolist()
         start = 0
         for j, q, u, tpos, gold, hit in zip(picked, asked, units.tolist(), where, golds, gold_logp):
             i, r = idx[j], row_of[u]
             got = answers.get(u)
             if got is None:
-                got = answers[u] = RankedAnswers(label_rows[r], score_rows[r])
+                got = answers[u] = RankedAnswers(label_rows[r], score_rows[r], rounded_rows[r])
             extra = {"n_tokens": n_tokens[r]}
             if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
-                hit = got.scores[got.labels.index(gold)] if gold and gold in got.labels else None
+                hit = round(got.scores[got.labels.index(gold)], SCORE_DIGITS) if gold and gold in got.labels else None
             if hit is not None:
-                extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
+                extra["gold_logprob"] = hit  # LAMA Table 3 reports it
             end = start + len(tpos)
             if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
                 extra[CHOICE_SCORES] = dict(zip(tpos, target_logp[start:end]))

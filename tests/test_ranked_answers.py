@@ -139,3 +139,31 @@ def test_answers_travel_to_and_from_ray_workers_as_lists():
     assert got == sent
     assert [type(p.answers) for p in got] == [RankedAnswers, tuple, RankedAnswers]
     assert [answer_rows(p.answers, 10) for p in got] == [answer_rows(tuple(p.answers), 10) for p in sent]
+
+
+def test_float32_scores_round_in_one_go_as_round_does():
+    """Random log-probs, tiny and huge values, exact halves (multiples of 2**-7 are ties at 6 places), signed zeros
+    and non-finite ones: each rounds to the very float `round` gives, so a record's bytes do not change."""
+    import numpy as np
+
+    from lm.masked import rounded_scores
+
+    rng = np.random.default_rng(7)
+    scores = np.concatenate([rng.uniform(-60, 0, 200_000), -np.exp(rng.uniform(-30, 5, 100_000)),
+                             np.arange(-40 * 128, 128) / 128, np.arange(-4000, 4000) / 2 ** 20,
+                             [0.0, -0.0, 1e-8, -1e-8, 5e-7, -5e-7, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan]])
+    scores = scores.astype(np.float32)
+    assert [repr(s) for s in rounded_scores(scores).tolist()] == [repr(round(s, 6)) for s in scores.tolist()]
+    assert round(0.0078125, 6) == rounded_scores(np.float32([2 ** -7]))[0] == 0.007812  # a tie, kept even
+    with pytest.raises(TypeError):
+        rounded_scores(scores.astype(np.float64))
+
+
+def test_rounded_scores_given_or_not_save_the_same_rows():
+    """`rounded` holds the first scores rounded: rows read it as far as it reaches, and round the scores where it
+    does not reach as far as the rows asked."""
+    labels, scores = ["a", "b", "c", "d"], [-0.12345678, -1.00000049, -2.5, -3.0000005]
+    want = answer_rows(answers_of(labels, scores), 10)
+    for rounded in (None, *([round(s, 6) for s in scores[:k]] for k in (0, 1, 4))):
+        for top in (0, 1, 3, 10):
+            assert answer_rows(RankedAnswers(labels, scores, rounded), top) == want[:top]

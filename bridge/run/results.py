@@ -12,9 +12,7 @@ from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
-from eval.types import Answer, answer_rows
-
-TOP_SAVED = 10
+from eval.types import TOP_SAVED, Answer, answer_rows
 
 
 def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), shared_ties: bool = False,
