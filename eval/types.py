@@ -285,7 +285,7 @@ def answer_labels(answers: Sequence[Answer]) -> list[str]:
 
 
 def answer_rows(answers: Sequence[Answer], top: int) -> list[list]:
-    """`[label, score rounded to 6 places, id]` of the first `top` answers, as a record keeps them (read off
+    """`[label, score rounded to SCORE_DIGITS places, id]` of the first `top` answers, as a record keeps them (read off
     `RankedAnswers` without making its `Answer`s)."""
     if type(answers) is RankedAnswers:
         labels = answers.labels[:top]
@@ -298,7 +298,8 @@ def answer_rows(answers: Sequence[Answer], top: int) -> list[list]:
 
 @dataclass(frozen=True, slots=True)
 class Prediction(_Pickled):
-    """Ranked answers, best first. `lowercased` marks answers from an uncased model."""
+    """Ranked answers, best first. `lowercased` marks answers from an uncased model. `answers` is a tuple, or a
+    masked LM's `RankedAnswers`, which reads as one."""
 
     query_uid: str
     answers: tuple[Answer, ...]
@@ -317,7 +318,7 @@ assert tuple(f.name for f in fields(Prediction)) == ("query_uid", "answers", "lo
                                                     "shared_ties")  # `ranked_prediction` sets every field
 
 
-def ranked_prediction(query_uid: str, answers: tuple[Answer, ...], lowercased: bool, extra: dict,
+def ranked_prediction(query_uid: str, answers: Sequence[Answer], lowercased: bool, extra: dict,
                       target_ranks: dict[str, int] | None) -> Prediction:
     """`Prediction(query_uid, answers, lowercased, extra, target_ranks)`, made without the frozen dataclass's
     constructor (as `answers_of`): a masked LM makes one per query."""

@@ -32,7 +32,8 @@ padding (and need no attention mask); the encoder runs under `torch.inference_mo
 transformer layer runs only at mask positions (its keys and values still see every token), and so
 does the MLM head, in float32 even when the encoder runs in bfloat16. On the host a chunk's results stay arrays
 (`ScoredColumns`, one row per distinct prompt and targets) until each prediction is put together, so that a GPU
-waits as little as possible on Python.
+waits as little as possible on Python; a prediction's answers stay a list of labels and one of scores
+(`RankedAnswers`), the scores a record saves rounded for all queries at once (`rounded_scores`).
 """
 
 from __future__ import annotations
