@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eval.relations import summary_groups
-from eval.types import Answer
+from eval.types import Answer, answer_labels
 
 SETTINGS = ("raw", "filtered")
 METRICS = ("p@1", "p@10", "mrr")
@@ -55,6 +55,12 @@ def _norm(label: str, lowercased: bool) -> str:
     return label.lower() if lowercased else label
 
 
+def _labels(answers: Sequence[Answer], lowercased: bool) -> list[str]:
+    """The answers' labels as ranks compare them (lower-cased for an uncased model); not to be changed in place."""
+    labels = answer_labels(answers)
+    return [label.lower() for label in labels] if lowercased else labels
+
+
 def gold_rank(
     answers: Sequence[Answer], gold: str, exclude: Iterable[str] = (), lowercased: bool = False,
     shared_ties: bool = False,
@@ -67,10 +73,12 @@ def gold_rank(
     """
     gold_n = _norm(gold, lowercased)
     skip = {_norm(e, lowercased) for e in exclude} - {gold_n}
-    labels = [a.label.lower() for a in answers] if lowercased else [a.label for a in answers]
+    labels = _labels(answers, lowercased)
     if skip:
         kept = [i for i, label in enumerate(labels) if label not in skip]
-        answers, labels = [answers[i] for i in kept], [labels[i] for i in kept]
+        labels = [labels[i] for i in kept]
+        if shared_ties:
+            answers = [answers[i] for i in kept]
     try:
         at = labels.index(gold_n)
     except ValueError:
@@ -91,7 +99,7 @@ def gold_ranks(
         return (gold_rank(answers, gold, (), lowercased, shared_ties),
                 gold_rank(answers, gold, exclude, lowercased, shared_ties))
     gold_n = _norm(gold, lowercased)
-    labels = [a.label.lower() for a in answers] if lowercased else [a.label for a in answers]
+    labels = _labels(answers, lowercased)
     try:
         at = labels.index(gold_n)
     except ValueError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Literal
@@ -215,9 +215,91 @@ def answers_of(labels: Iterable[str], scores: Iterable[float]) -> tuple[Answer, 
     return tuple(out)
 
 
+TOP_SAVED = 10  # answers a record keeps, unless its verdict uses one further down (`saved_answers`)
+SCORE_DIGITS = 6  # a record's scores are rounded to this many decimal places
+
+
+class RankedAnswers(Sequence):
+    """Answers `(label, score)` with no id, held as a list of labels and a list of scores, made into `Answer`s only
+    when one is read: a masked LM ranks ~110 answers per query, and a run's record needs their labels and its top
+    ten alone (`answer_labels`, `answer_rows`). Reads as the tuple of those `Answer`s: equal to it, hashed, sliced
+    (into a tuple), copied and pickled (as a tuple) alike. `rounded`, where given, holds the first scores (any
+    number of them) already rounded to `SCORE_DIGITS` places, as `round` gives them."""
+
+    __slots__ = ("labels", "scores", "rounded", "_made")
+
+    def __init__(self, labels: list[str], scores: list[float], rounded: list[float] | None = None) -> None:
+        self.labels = labels
+        self.scores = scores
+        self.rounded = rounded
+        self._made: tuple[Answer, ...] | None = None
+
+    def answers(self) -> tuple[Answer, ...]:
+        """The tuple of `Answer`s, made on the first read."""
+        made = self._made
+        if made is None:
+            made = self._made = answers_of(self.labels, self.scores)
+        return made
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, at):
+        return self.answers()[at]
+
+    def __iter__(self):
+        return iter(self.answers())
+
+    def __reversed__(self):
+        return reversed(self.answers())
+
+    def __contains__(self, answer) -> bool:
+        return answer in self.answers()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, RankedAnswers):
+            other = other.answers()
+        return self.answers() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.answers())
+
+    def __add__(self, other):
+        return self.answers() + (other.answers() if isinstance(other, RankedAnswers) else other)
+
+    def __radd__(self, other):
+        return other + self.answers()
+
+    def __repr__(self) -> str:
+        return repr(self.answers())
+
+    def __reduce__(self):
+        return tuple, (self.answers(),)
+
+
+def answer_labels(answers: Sequence[Answer]) -> list[str]:
+    """Each answer's label, best first, read off `RankedAnswers` without making its `Answer`s."""
+    if type(answers) is RankedAnswers:
+        return answers.labels
+    return [a.label for a in answers]
+
+
+def answer_rows(answers: Sequence[Answer], top: int) -> list[list]:
+    """`[label, score rounded to SCORE_DIGITS places, id]` of the first `top` answers, as a record keeps them (read off
+    `RankedAnswers` without making its `Answer`s)."""
+    if type(answers) is RankedAnswers:
+        labels = answers.labels[:top]
+        scores = answers.rounded
+        if scores is None or len(scores) < len(labels):
+            scores = [round(score, SCORE_DIGITS) for score in answers.scores[:top]]
+        return [[label, score, None] for label, score in zip(labels, scores)]
+    return [[a.label, round(a.score, SCORE_DIGITS), a.id] for a in answers[:top]]
+
+
 @dataclass(frozen=True, slots=True)
 class Prediction(_Pickled):
-    """Ranked answers, best first. `lowercased` marks answers from an uncased model."""
+    """Ranked answers, best first. `lowercased` marks answers from an uncased model. `answers` is a tuple, or a
+    masked LM's `RankedAnswers`, which reads as one."""
 
     query_uid: str
     answers: tuple[Answer, ...]
@@ -236,7 +318,7 @@ assert tuple(f.name for f in fields(Prediction)) == ("query_uid", "answers", "lo
                                                     "shared_ties")  # `ranked_prediction` sets every field
 
 
-def ranked_prediction(query_uid: str, answers: tuple[Answer, ...], lowercased: bool, extra: dict,
+def ranked_prediction(query_uid: str, answers: Sequence[Answer], lowercased: bool, extra: dict,
                       target_ranks: dict[str, int] | None) -> Prediction:
     """`Prediction(query_uid, answers, lowercased, extra, target_ranks)`, made without the frozen dataclass's
     constructor (as `answers_of`): a masked LM makes one per query."""

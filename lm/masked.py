@@ -32,7 +32,8 @@ padding (and need no attention mask); the encoder runs under `torch.inference_mo
 transformer layer runs only at mask positions (its keys and values still see every token), and so
 does the MLM head, in float32 even when the encoder runs in bfloat16. On the host a chunk's results stay arrays
 (`ScoredColumns`, one row per distinct prompt and targets) until each prediction is put together, so that a GPU
-waits as little as possible on Python.
+waits as little as possible on Python; a prediction's answers stay a list of labels and one of scores
+(`RankedAnswers`), the scores a record saves rounded for all queries at once (`rounded_scores`).
 """
 
 from __future__ import annotations
@@ -51,11 +52,12 @@ from eval.types import (
     CHOICE_SCORES,
     CHOICE_SCORING,
     QUERIES_PER_CALL,
-    Answer,
+    SCORE_DIGITS,
+    TOP_SAVED,
     Fact,
     Prediction,
     Query,
-    answers_of,
+    RankedAnswers,
     ranked_prediction,
 )
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
@@ -185,6 +187,19 @@ class ScoredColumns:
         wanted = units * n_candidates + positions
         at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
         return np.where(keys[at] == wanted, at, -1)
+
+
+def rounded_scores(scores: np.ndarray) -> np.ndarray:
+    """float32 scores rounded to `SCORE_DIGITS` places in one go, each the very float `round(float(s), SCORE_DIGITS)`
+    gives: a float32 times 10**6 is exact in float64 (24 + 14 significant bits), so `rint` rounds that exact value
+    half to even, as `round` does, and the division gives the float nearest the rounded decimal, as `round` does."""
+    if scores.dtype != np.float32:
+        raise TypeError(f"rounded_scores takes float32 scores, not {scores.dtype}")
+    return np.rint(scores.astype(np.float64) * _SCALE) / _SCALE
+
+
+_SCALE = 10.0 ** SCORE_DIGITS
+assert SCORE_DIGITS <= 6  # `rounded_scores` is exact while a float32 times the scale fits float64's 53 bits
 
 
 CHOICE_LOGPROB = "log-probability of the choice's token at the answer slot, over the model's whole vocabulary"
@@ -871,7 +886,7 @@ class MaskedLMPredictor:
             asked = [queries[i] for i in idx]
             texts = [self.model_input(q) for q in asked]
             where = [target_positions(q.targets, cands, self.uncased) for q in asked]
-            answers: dict[int, tuple[Answer, ...]] = {}  # identical inputs share their answers
+            answers: dict[int, RankedAnswers] = {}  # identical inputs share their answers
 
             def fill(cols: ScoredColumns, units: np.ndarray, idx=idx, asked=asked, where=where, cands=cands,
                      answers=answers) -> None:
@@ -888,7 +903,7 @@ class MaskedLMPredictor:
         return out  # type: ignore[return-value]
 
     def _fill(self, out: list, idx: list[int], asked: list[Query], where: list[dict[str, int]], cands: CandidateSet,
-              cols: ScoredColumns, sel: np.ndarray, answers: dict[int, tuple[Answer, ...]]) -> None:
+              cols: ScoredColumns, sel: np.ndarray, answers: dict[int, RankedAnswers]) -> None:
         """The predictions of `asked[sel]` (at `idx[sel]` of `out`) from their scores, whose rows of `cols` are
         final: the labels, ranks and gold log-probs of all of them are looked up at once, then each prediction is
         put together. `answers` holds each unit's answers once made (identical inputs share them)."""
@@ -900,7 +915,9 @@ class MaskedLMPredictor:
         rows = np.unique(units)
         row_of = dict(zip(rows.tolist(), range(len(rows))))
         label_rows = self._label_array(cands)[cols.pos[rows]].tolist()
-        score_rows = cols.logp[rows].tolist()
+        top = cols.logp[rows]
+        score_rows = top.tolist()
+        rounded_rows = rounded_scores(top[:, :TOP_SAVED]).tolist()  # what a record saves, rounded at once
         n_tokens = cols.n_tokens[rows].tolist()
         counts = np.fromiter(map(len, where), dtype=np.int64, count=len(where))
         flat = np.fromiter((p for t in where for p in t.values()), dtype=np.int64, count=int(counts.sum()))
@@ -911,19 +928,19 @@ class MaskedLMPredictor:
         gpos = np.fromiter((cands.index.get(g, -1) if g else -1 for g in golds), dtype=np.int64, count=len(golds))
         at = np.where(gpos >= 0, cols.find(units, np.maximum(gpos, 0), n), -1)
         gold_logp = np.full(len(at), np.nan)
-        gold_logp[at >= 0] = cols.target_logp[at[at >= 0]]
+        gold_logp[at >= 0] = rounded_scores(cols.target_logp[at[at >= 0]])
         gold_logp = gold_logp.tolist()
         start = 0
         for j, q, u, tpos, gold, hit in zip(picked, asked, units.tolist(), where, golds, gold_logp):
             i, r = idx[j], row_of[u]
             got = answers.get(u)
             if got is None:
-                got = answers[u] = answers_of(label_rows[r], score_rows[r])
+                got = answers[u] = RankedAnswers(label_rows[r], score_rows[r], rounded_rows[r])
             extra = {"n_tokens": n_tokens[r]}
             if hit != hit:  # NaN: the gold is no target of this input; it may still be among the answers
-                hit = next((a.score for a in got if a.label == gold), None) if gold else None
+                hit = round(got.scores[got.labels.index(gold)], SCORE_DIGITS) if gold and gold in got.labels else None
             if hit is not None:
-                extra["gold_logprob"] = round(hit, 6)  # LAMA Table 3 reports it
+                extra["gold_logprob"] = hit  # LAMA Table 3 reports it
             end = start + len(tpos)
             if getattr(q, "choices", ()):  # a closed question: each choice's score, which its rank orders
                 extra[CHOICE_SCORES] = dict(zip(tpos, target_logp[start:end]))

@@ -80,7 +80,7 @@ from eval.kmir import (
     summarize_kmir,
 )
 from eval.relations import relation_id
-from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, Entity, Fact, Prediction, Query
+from eval.types import CHOICE_SCORES, CHOICE_SCORING, OBJECT_SLOT, Entity, Fact, Prediction, Query, answer_rows
 
 DEFAULT_PER_RELATION = 20
 NO_CHOICE = "ranks none of the choices"
@@ -367,7 +367,7 @@ class KmirExperiment:
             if given is None and not pred.extra.get(CLOSED_WORLD):
                 return {"uid": query.uid, "relation": relation_id(question.relation), "subject": fact.subject.label,
                         "subject_id": fact.subject.id, "gold": question.answer, "dropped": NO_CHOICE,
-                        "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]}
+                        "answers": answer_rows(pred.answers, TOP_SAVED)}
         else:
             given = pred.answers[0].label if pred.answers else None
         scored = score(question, given)
@@ -375,7 +375,7 @@ class KmirExperiment:
                "kind": question.kind, "knowledge_type": question.knowledge_type, "qset_id": question.qset_id,
                "question": question.text,
                "answer": given, "gold": question.answer, "f1": scored.f1, "em": scored.em,
-               "answers": [[a.label, round(a.score, 6), a.id] for a in pred.answers[:TOP_SAVED]]}
+               "answers": answer_rows(pred.answers, TOP_SAVED)}
         if question.alternatives:
             out["alternatives"] = list(question.alternatives)
         if question.choices:

@@ -36,7 +36,7 @@ from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
-from eval.types import Answer, Entity, Fact, Prediction, Query, asked_prompt, entity_ids
+from eval.types import Answer, Entity, Fact, Prediction, Query, answer_rows, asked_prompt, entity_ids
 from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -112,7 +112,7 @@ def ranked_record(query: Query, fact: Fact, pred: Prediction, rel_valid: dict[st
         "rank_raw": raw,
         "rank_filtered": filtered,
         # a closed answer space (BEAR) is kept whole: `kbc show` lists every option's score
-        "answers": ([[a.label, round(a.score, 6), a.id] for a in pred.answers] if fact.answer_idx is not None
+        "answers": (answer_rows(pred.answers, len(pred.answers)) if fact.answer_idx is not None
                     else saved_answers(pred.answers, used, pred.shared_ties)),
     }
     if pred.target_ranks is not None:

@@ -24,12 +24,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import fields, replace
-from itertools import repeat
 
 from bridge.predictors.base import parameter_count
 from bridge.run.executors import RAY_MISSING, Chunk, ExecutorSettings, Recorder, implicit_cluster
 from eval.errors import ConfigError, KbcError
-from eval.types import Answer, Prediction
+from eval.types import Answer, Prediction, RankedAnswers
 
 try:
     import ray
@@ -72,9 +71,12 @@ def pack(predictions: Iterable[Prediction]) -> tuple[list, list[tuple]]:
     rows = []
     for p in predictions:
         answers = p.answers
-        labels = [a.label for a in answers]
-        scores = [a.score for a in answers]
-        ids = [a.id for a in answers]
+        if type(answers) is RankedAnswers:  # a masked LM's: two lists already, no ids
+            labels, scores, ids = answers.labels, answers.scores, [None]
+        else:
+            labels = [a.label for a in answers]
+            scores = [a.score for a in answers]
+            ids = [a.id for a in answers]
         floats = all(type(s) is float for s in scores)
         strings = all(type(label) is str for label in labels)
         row = [getattr(p, name) for name in PREDICTION_FIELDS]
@@ -90,7 +92,8 @@ def unpack(packed: tuple[list, list[tuple]]) -> list[Prediction]:
     for row in rows:
         where, scores, ids = row[ANSWERS_AT]
         names = [labels[i] for i in where] if isinstance(where, array) else where
-        answers = tuple(map(Answer, names, scores, ids if ids is not None else repeat(None, len(names))))
+        # with no ids, the answers stay two lists until read (`RankedAnswers`), as a local run holds a masked LM's
+        answers = RankedAnswers(names, list(scores)) if ids is None else tuple(map(Answer, names, scores, ids))
         out.append(Prediction(*row[:ANSWERS_AT], answers, *row[ANSWERS_AT + 1:]))
     return out
 

@@ -12,9 +12,7 @@ from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
 from eval.relations import slug
-from eval.types import Answer
-
-TOP_SAVED = 10
+from eval.types import TOP_SAVED, Answer, answer_rows
 
 
 def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), shared_ties: bool = False,
@@ -28,7 +26,7 @@ def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), sh
     No answer moves above one of a higher score and no score changes."""
     picked = list(dict.fromkeys(u for u in used if u is not None and 0 <= u < len(answers)))
     if not picked:  # the top as ranked (a run writes one list per query)
-        return [[a.label, round(a.score, 6), a.id] for a in answers[:top]]
+        return answer_rows(answers, top)
     order = list(range(len(answers)))
     if shared_ties and picked:
         first_of_group: list[int] = []
