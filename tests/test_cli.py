@@ -329,3 +329,21 @@ def test_run_help_says_whether_corpus_and_predictors_are_required(capsys, experi
     corpus = text[text.index("--corpus"):text.index("--predictors")]
     assert code == 0 and (f"default: {default}." if default else "required, here or in --config.") in corpus
     assert "the column; required, here or in --config." in text
+
+
+def test_a_closed_stdout_pipe_ends_quietly_with_the_status_of_a_broken_pipe():
+    """`kbc ls | head -1` ends as `yes | head -1` does: no traceback, no error line, status 141 (SIGPIPE); a reader
+    that closed the pipe before anything was written stands for `head` gone after its first line."""
+    import os
+    import subprocess
+    import sys
+
+    for argv in (["ls"], ["--help"]):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            done = subprocess.run([sys.executable, "-m", "bridge.cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                                  text=True, timeout=300)
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (141, ""), argv
