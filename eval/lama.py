@@ -187,7 +187,8 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
         corpus.reports.append(report)
     if no_data and not relations:
         note = LoadReport(NO_DATA_SOURCE)
-        note.notes.append(f"{len(no_data)} relations have no data file: {', '.join(no_data)}")
+        n = len(no_data)
+        note.notes.append(f"{n} relation{'s have' if n > 1 else ' has'} no data file: {', '.join(no_data)}")
         corpus.reports.append(note)
     unlisted = _unlisted_files(root, all_rel)
     if unlisted and not relations:

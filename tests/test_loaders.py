@@ -173,3 +173,15 @@ def test_a_relation_in_both_trex_folders_names_the_file_left_unread(lama_dir, tm
         assert note in corpus.summary()
     (data / "TREx_reconstructed" / "P47.jsonl").unlink()
     assert "is not read" not in load_corpus("trex", data, ["P47"]).summary()
+
+
+def test_one_relation_without_a_data_file_is_counted_in_the_singular(lama_dir, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    (data / "TREx").mkdir(parents=True)
+    listed = [line for line in (lama_dir / "relations.jsonl").read_text(encoding="utf-8").splitlines()
+              if json.loads(line)["relation"] in ("P47", "P19")]
+    (data / "relations.jsonl").write_text("\n".join(listed) + "\n", encoding="utf-8")
+    shutil.copy(lama_dir / "TREx_reconstructed" / "P47.jsonl", data / "TREx" / "P47.jsonl")
+    assert "1 relation has no data file: P19" in load_trex(data).summary()
