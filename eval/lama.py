@@ -134,6 +134,12 @@ def _trex_file(root: Path, rel: str) -> Path | None:
     return optional_file([root / sub / f"{rel}.jsonl" for sub in TREX_FOLDERS], f"data file of relation {rel}")
 
 
+def _shadowed_files(root: Path, rel: str, read: Path) -> list[Path]:
+    """The relation's files in the later folders, not read since `read` (an earlier folder's) comes first: named in
+    the load report, so that two copies of a relation do not pass unseen."""
+    return [path for sub in TREX_FOLDERS if (path := root / sub / f"{rel}.jsonl") != read and path.is_file()]
+
+
 def _unlisted_files(root: Path, listed: Iterable[str]) -> list[Path]:
     """T-REx data files whose relation `relations.jsonl` does not list, so that no run asks them."""
     known = set(listed)
@@ -176,10 +182,13 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             corpus.facts.append(Fact(uid, "trex", rel, sub, obj, evidences))
             report.kept += 1
         report.notes += _label_notes(object_labels)
+        report.notes += [f"{p.parent.name}/{p.name} is not read: {path.parent.name}/{path.name} comes first (keep one "
+                         "of them)" for p in _shadowed_files(root, rel, path)]
         corpus.reports.append(report)
     if no_data and not relations:
         note = LoadReport(NO_DATA_SOURCE)
-        note.notes.append(f"{len(no_data)} relations have no data file: {', '.join(no_data)}")
+        n = len(no_data)
+        note.notes.append(f"{n} relation{'s have' if n > 1 else ' has'} no data file: {', '.join(no_data)}")
         corpus.reports.append(note)
     unlisted = _unlisted_files(root, all_rel)
     if unlisted and not relations:
@@ -356,8 +365,9 @@ def source_files(name: str, root: Path) -> list[Path]:
     files `relations.jsonl` does not list): a snapshot is current only while all of them are what it was made of."""
     if name == "trex":
         listed = load_relations(root / "relations.jsonl")
-        return [root / "relations.jsonl", *(p for r in listed if (p := _trex_file(root, r))),
-                *_unlisted_files(root, listed)]
+        read = {r: p for r in listed if (p := _trex_file(root, r))}
+        return [root / "relations.jsonl", *read.values(), *_unlisted_files(root, listed),
+                *(p for r, path in read.items() for p in _shadowed_files(root, r, path))]
     if name == "google_re":
         return [root / "Google_RE" / f"{rel}_test.jsonl" for rel in GOOGLE_RE_RELATIONS]
     return [root / ("Squad/test.jsonl" if name == "squad" else "ConceptNet/test.jsonl")]

@@ -286,6 +286,18 @@ def test_a_run_where_nothing_was_answered_says_so(tmp_path, lama_dir, capsys):
                                    f"is in {out_dir / 'dropped.json'}")
 
 
+def test_data_dir_help_says_the_data_folder_holding_lama_is_accepted():
+    """BEAR, FewRel, LM-KBC and negated examples pass the folder holding lama/ and their own folders: every command's
+    --data-dir help says it takes that folder, not a LAMA copy only."""
+    from bridge.cli import cli
+
+    helps = {" ".join(path): next(p.help for p in command.params if p.name == "data_dir")
+             for path, command in _commands(cli) if any(p.name == "data_dir" for p in command.params)}
+    assert {"kbc run bear", "kbc run fewrel", "kbc run lmkbc", "kbc run negated", "kbc data stats"} <= set(helps)
+    for path, text in helps.items():
+        assert text.startswith("A LAMA copy, the data folder holding it (with bear/, fewrel/"), path
+
+
 def _commands(command, path=("kbc",)):
     """Every leaf command of the `kbc` tree with its path."""
     import click
@@ -329,3 +341,21 @@ def test_run_help_says_whether_corpus_and_predictors_are_required(capsys, experi
     corpus = text[text.index("--corpus"):text.index("--predictors")]
     assert code == 0 and (f"default: {default}." if default else "required, here or in --config.") in corpus
     assert "the column; required, here or in --config." in text
+
+
+def test_a_closed_stdout_pipe_ends_quietly_with_the_status_of_a_broken_pipe():
+    """`kbc ls | head -1` ends as `yes | head -1` does: no traceback, no error line, status 141 (SIGPIPE); a reader
+    that closed the pipe before anything was written stands for `head` gone after its first line."""
+    import os
+    import subprocess
+    import sys
+
+    for argv in (["ls"], ["--help"]):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            done = subprocess.run([sys.executable, "-m", "bridge.cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                                  text=True, timeout=300)
+        finally:
+            os.close(write)
+        assert (done.returncode, done.stderr) == (141, ""), argv

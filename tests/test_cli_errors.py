@@ -1375,6 +1375,16 @@ def test_a_run_into_a_folder_of_other_files_is_refused(ctx, capsys):
     assert sorted(p.name for p in notes.iterdir()) == ["a.txt", "b.txt", "c.txt", "d.txt"]
 
 
+def test_a_run_into_a_new_folder_inside_another_run_is_refused(ctx, capsys):
+    run = ctx.tmp / "run"
+    assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0
+    for inner in (run / "again", run / "predictions" / "again"):
+        code, _, err = run_kbc([*ctx.run_freq(out=inner), "--limit", "5"], capsys)
+        _assert_one_error_line(code, err, f"error: --out {inner} is inside the run directory {run.resolve()}; pass a "
+                               "folder outside it (a run writes only into a folder of its own)", False)
+        assert not inner.exists()
+
+
 def test_a_run_into_a_report_folder_is_refused_and_a_run_resumes(ctx, capsys):
     run = ctx.tmp / "run"
     assert run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)[0] == 0

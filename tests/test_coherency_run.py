@@ -214,3 +214,16 @@ def test_the_left_out_note_counts_every_fact_of_the_directory(lama_dir, tmp_path
                      "below)."]
     assert [(d["predictor"], d["n"]) for d in json.loads((out / "dropped.json").read_text())] == [
         ("freq", 155), ("freq", 15), ("late", 6)]
+
+
+def test_one_fact_left_out_is_counted_in_the_singular():
+    from types import SimpleNamespace
+
+    from bridge.run.summaries import left_out_notes
+
+    experiment = SimpleNamespace(name="coherency", left_out_record=lambda unit: "one label contains the other")
+    units = [{"corpus": "trex", "uid": "P19:1", "dropped": "one label contains the other"},
+             {"corpus": "trex", "uid": "P19:2", "dropped": None}]
+    assert left_out_notes(experiment, units) == [
+        "trex: 1 fact is no coherency instance (one label contains the other: 1): every predictor drops it, not scored "
+        "(see the dropped facts below)."]

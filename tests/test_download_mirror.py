@@ -317,8 +317,19 @@ def test_list_without_dest_or_kbc_data_looks_in_data(tmp_path, capsys, monkeypat
     monkeypatch.delenv("KBC_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_kbc(["data", "list"], capsys)
-    assert (code, out.splitlines()[-1]) == (0, f"listed {tmp_path / 'data'} (--dest default; KBC_DATA is not set)")
+    assert (code, out.splitlines()[-1]) == (0, f"listed {tmp_path / 'data'} (--dest default; KBC_DATA is not set): no "
+                                               "such folder yet, so nothing is in it; `kbc data download` makes it")
     assert out.splitlines()[1].split()[:4] == ["lama", "459", "kB+zip", "missing"]
+
+
+def test_list_of_a_dest_that_does_not_exist_says_so(tmp_path, capsys):
+    """As `kbc data download --dest` takes it: a folder not made yet, which holds nothing."""
+    dest = tmp_path / "nonexist"
+    code, out, err = run_kbc(["data", "list", "--dest", str(dest)], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == (f"listed {dest} (--dest): no such folder yet, so nothing is in it; `kbc data "
+                                    f"download --dest {dest}` makes it")
+    assert not dest.exists()
 
 
 def test_a_run_finds_what_the_default_download_put_in_data(mirror, tmp_path, capsys, monkeypatch):

@@ -150,3 +150,21 @@ def test_a_map_cached_by_an_earlier_fitting_rule_is_fitted_again(tmp_path):
     )
     lmap = _map_for(ctx, lm, load_embeddings(path), "model", str(path))
     assert np.allclose(lmap.W, W, atol=1e-4)
+
+
+def test_map_out_overwrites_only_a_map(tmp_path, capsys):
+    """An existing --out that is not a map is refused before any model loads; one written before may be redone."""
+    from cli_support import run_kbc
+
+    from bridge.cli.entities import _map_or_new
+
+    notes = tmp_path / "notes.npz"
+    notes.write_text("mine\n")
+    code, _, err = run_kbc(["entities", "map", "--model", str(tmp_path / "no-model"), "--wikipedia2vec",
+                            str(tmp_path / "no-vectors.npz"), "--out", str(notes)], capsys)
+    assert (code, err) == (2, f"error: --out {notes} exists and is not an entity map; `kbc entities map` overwrites "
+                              "only its own outputs: name a new file\n")
+    assert notes.read_text() == "mine\n"
+    earlier = tmp_path / "map.npz"
+    LinearMap(np.eye(2, dtype=np.float32), "lstsq", 1.0, 2, {}).save(earlier)
+    _map_or_new(str(earlier))  # no error: its own output

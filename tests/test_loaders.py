@@ -153,3 +153,35 @@ def test_trex_evidence_fields_empty_missing_or_of_another_type(tmp_path):
         with pytest.raises(DataError) as caught:
             load_trex(tmp_path / "lama")
         assert str(caught.value) == f"{tmp_path / 'lama' / 'TREx' / 'P19.jsonl'}:1: {message}"
+
+
+def test_a_relation_in_both_trex_folders_names_the_file_left_unread(lama_dir, tmp_path, monkeypatch):
+    """T-REx/ comes first; its twin in TREx_reconstructed/ is named in the load report, through the snapshot too."""
+    import shutil
+
+    from eval.corpora import load_corpus
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    for folder in ("TREx", "TREx_reconstructed"):
+        (data / folder).mkdir(parents=True)
+        shutil.copy(lama_dir / "TREx_reconstructed" / "P47.jsonl", data / folder / "P47.jsonl")
+    shutil.copy(lama_dir / "relations.jsonl", data / "relations.jsonl")
+    note = "TREx_reconstructed/P47.jsonl is not read: TREx/P47.jsonl comes first (keep one of them)"
+    for _ in range(2):  # parsed, then as cached
+        corpus = load_corpus("trex", data, ["P47"])
+        assert note in corpus.summary()
+    (data / "TREx_reconstructed" / "P47.jsonl").unlink()
+    assert "is not read" not in load_corpus("trex", data, ["P47"]).summary()
+
+
+def test_one_relation_without_a_data_file_is_counted_in_the_singular(lama_dir, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    (data / "TREx").mkdir(parents=True)
+    listed = [line for line in (lama_dir / "relations.jsonl").read_text(encoding="utf-8").splitlines()
+              if json.loads(line)["relation"] in ("P47", "P19")]
+    (data / "relations.jsonl").write_text("\n".join(listed) + "\n", encoding="utf-8")
+    shutil.copy(lama_dir / "TREx_reconstructed" / "P47.jsonl", data / "TREx" / "P47.jsonl")
+    assert "1 relation has no data file: P19" in load_trex(data).summary()

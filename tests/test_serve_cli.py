@@ -78,3 +78,14 @@ def test_serve_listens_before_it_prints_the_url(lama_dir, tmp_path, capsys, monk
                               "--predictors", "freq"], capsys)
     assert code == 0 and len(reached) == 1, err
     assert f"open http://127.0.0.1:{reached[0]}/ " in out
+
+
+def test_serve_counts_one_relation_and_one_predictor_in_the_singular(lama_dir, tmp_path, capsys, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: setattr(self, "started", True))
+    code, _, err = run_kbc(["serve", "--port", "0", "--data-dir", str(lama_dir), "--relations", "P36",
+                            "--predictors", "freq"], capsys)
+    assert code == 0, err
+    assert re.search(r"kbc serve: trex, 1 relation, 1 predictor, ready in ", err), err

@@ -2,7 +2,8 @@
 
 User errors (`KbcError`), usage errors and operating-system failures (a permission denied, a
 full disk) print one `error:` line and exit with status 2; Ctrl-C keeps what was written, and so does
-SIGTERM (`kill`, `timeout`, a job scheduler), which stops a command the same way.
+SIGTERM (`kill`, `timeout`, a job scheduler), which stops a command the same way; output cut short by its reader
+(`| head`) ends quietly with status 141, as a broken pipe ends Unix tools.
 """
 
 from __future__ import annotations
@@ -74,10 +75,59 @@ class LazyGroup(click.Group):
             refuse_repeats(ctx, name, command, rest)
         return name, command, rest
 
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        with _stdout_pipe_guard():  # `kbc --help | head -1`
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context):
+        with _stdout_pipe_guard():
+            return super().invoke(ctx)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, help_) in sorted(SUBCOMMANDS.items())]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away (`kbc data stats | head -1`): not an OSError, which click would end as
+    status 1 on its own."""
+
+
+@contextmanager
+def _stdout_pipe_guard() -> Iterator[None]:
+    """A broken pipe on stdout raised as `StdoutClosed`; one elsewhere (a socket) stays the OSError it is."""
+    try:
+        yield
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            raise StdoutClosed from exc
+        raise
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on it)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture), or no poll
+        return False
+
+
+# The status a shell reports for a process that SIGPIPE ended, as `yes | head -1` reports for `yes`
+BROKEN_PIPE_STATUS = 128 + signal.SIGPIPE
+
+
+def end_on_closed_stdout() -> None:
+    """End quietly: later writes (the flush at exit included) go to /dev/null, as the Python docs advise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    sys.exit(BROKEN_PIPE_STATUS)
 
 
 class StderrHandler(logging.Handler):
@@ -282,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except StdoutClosed:
+        end_on_closed_stdout()
     except OSError as exc:
         click.echo(os_error_line(exc), err=True)
         sys.exit(2)

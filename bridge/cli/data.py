@@ -106,7 +106,18 @@ def list_sources(dest) -> None:
     files = {f for s in SOURCES for f in s.files()}  # a file two corpora share counts once
     click.echo(f"total {_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
                "plus LAMA's release archive")
-    click.echo(f"listed {absolute_path(dest)} ({source})")
+    click.echo(f"listed {absolute_path(dest)} ({source})" + _not_made_yet(dest, source))
+
+
+def _not_made_yet(dest: str, source: str) -> str:
+    """A folder that does not exist holds nothing yet, as `kbc data download` (which makes it) takes it; said, so
+    that a mistyped --dest does not read as a folder whose corpora are all missing."""
+    if Path(dest).exists():
+        return ""
+    import shlex
+
+    fetch = f"kbc data download --dest {shlex.quote(str(dest))}" if source == "--dest" else "kbc data download"
+    return f": no such folder yet, so nothing is in it; `{fetch}` makes it"
 
 
 def _list_folder(dest: str | None) -> tuple[str, str]:

@@ -26,6 +26,21 @@ def _outside_data(out: str | Path) -> None:
         raise ConfigError(f"--out {out} {where}; write it outside the data")
 
 
+def _map_or_new(out: str) -> None:
+    """`kbc entities map --out` may be a new file or a map written before, nothing else: the command overwrites only
+    its own outputs (as `kbc leaderboard --out` does)."""
+    from eval.errors import DataError
+    from lm.entities.mapping import LinearMap
+
+    if not Path(out).exists():
+        return
+    try:
+        LinearMap.load(out)
+    except DataError:
+        raise ConfigError(f"--out {out} exists and is not an entity map; `kbc entities map` overwrites only its own "
+                          "outputs: name a new file") from None
+
+
 @click.group()
 def entities() -> None:
     """Entity embeddings: train wikipedia2vec, fit the E-BERT map, link subjects, search entities."""
@@ -100,6 +115,7 @@ def map_(model, w2v, kind, out) -> None:
     from lm.entities.model import load_masked_lm
 
     _outside_data(out)
+    _map_or_new(out)
     emb = load_embeddings(w2v)
     lm = load_masked_lm(model)
     lmap = fit_to_embeddings(emb.word_vectors, emb.words, emb.lowercase, lm.tokenizer.get_vocab(),

@@ -100,10 +100,12 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
                           progress=show_progress(quiet), es_timeout=es_timeout())
         click.echo(report.summary())
     stats = idx.stats()
+    n = stats["paragraphs"]
+    held = f"index: {n} paragraph{'' if n == 1 else 's'} in {stats['location']} ({backend})"
     if idx.built:
-        click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend}), built")
+        click.echo(f"{held}, built")
     else:
-        click.echo(f"index: {stats['paragraphs']} paragraphs in {stats['location']} ({backend}), already built "
+        click.echo(f"{held}, already built "
                    "from this data, kept as it is (--force rebuilds it)")
     idx.close()
 

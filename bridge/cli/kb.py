@@ -30,8 +30,9 @@ def load(corpora, data_dir, store) -> None:
         for name in corpora:
             corpus = load_corpus(name, data_dir)
             graph, added = st.sync_corpus(corpus.name, corpus.version, corpus.facts)
-            click.echo(f"{name}: {len(corpus.facts)} facts {'loaded' if added else 'already in the store'} "
-                       f"(graph {graph}: {st.count(graph)} triples in {st.location})")
+            n, triples = len(corpus.facts), st.count(graph)
+            click.echo(f"{name}: {n} fact{'' if n == 1 else 's'} {'loaded' if added else 'already in the store'} "
+                       f"(graph {graph}: {triples} triple{'' if triples == 1 else 's'} in {st.location})")
 
 
 @kb.command("types", short_help="Cardinality types and symmetry from the data.")
@@ -112,7 +113,9 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
                                      max_derived=max_derived)
         except ClosureExploded as exc:
             raise DataError(f"{exc}, or raise --max-derived") from None
-        click.echo(f"{ontology.path}: {len(ontology.axioms)} axioms over {graph} ({len(c.facts)} facts)")
+        n_ax, n = len(ontology.axioms), len(c.facts)
+        click.echo(f"{ontology.path}: {n_ax} axiom{'' if n_ax == 1 else 's'} over {graph} "
+                   f"({n} fact{'' if n == 1 else 's'})")
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
             click.echo(f"  {report.kinds.get(name, ''):16s} {name:44s} {n:9d}")
@@ -172,10 +175,11 @@ def drop(graphs, all_closures, store) -> None:
             for name in chosen:
                 triples = st.count(name)
                 st.drop_graph(name)
-                said = f"dropped {name} ({triples} triples"
+                said = f"dropped {name} ({triples} triple{'' if triples == 1 else 's'}"
                 if name in closures:
                     derivations = provenance_graph(name)
-                    said += f"; its derivations {derivations}, {st.count(derivations)} triples"
+                    n = st.count(derivations)
+                    said += f"; its derivations {derivations}, {n} triple{'' if n == 1 else 's'}"
                     st.drop_graph(derivations)
                 click.echo(said + ")")
 

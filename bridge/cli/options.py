@@ -11,11 +11,13 @@ from bridge.cli.value_types import FloatRange, IntRange, PathType
 from eval.errors import ConfigError
 from kb.text.index import ES_TIMEOUT
 
+# every command reads a corpus in and beside the folder given (`eval.datadir`), so one text says what each accepts
 data_dir_option = click.option(
     "--data-dir",
     type=PathType(file_okay=False),
     default=None,
-    help="LAMA data directory (default: $KBC_DATA, else ./data/lama).",
+    help="A LAMA copy, the data folder holding it (with bear/, fewrel/, lmkbc2024/, negated_misprimed_lama/ beside "
+         "it), or a corpus's own folder (default: $KBC_DATA, else ./data/lama).",
 )
 
 

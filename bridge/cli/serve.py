@@ -96,8 +96,9 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     app = create_app(explorer, browsed)
     sock.listen(socket.SOMAXCONN)  # the server accepts what connects from here on (uvicorn listens again)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"kbc serve: {explorer.corpus.name}, {len(explorer.relations)} relations, "
-               f"{len(explorer.columns)} predictors, ready in {explorer.startup_seconds} s", err=True)
+    n_rel, n_pred = len(explorer.relations), len(explorer.columns)
+    click.echo(f"kbc serve: {explorer.corpus.name}, {n_rel} relation{'' if n_rel == 1 else 's'}, "
+               f"{n_pred} predictor{'' if n_pred == 1 else 's'}, ready in {explorer.startup_seconds} s", err=True)
     click.echo(f"open http://{shown}:{port}/  (API: http://{shown}:{port}/docs; Ctrl-C stops)")
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     try:

@@ -72,6 +72,7 @@ def check_out(out: Path, data_dirs: list[Path]) -> None:
                           "data")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a directory")
+    _outside_other_runs(out)
     if not out.is_dir() or (out / "config.json").is_file():
         return
     others = sorted(p.name for p in out.iterdir() if p.name not in OWN_BEFORE_CONFIG)
@@ -82,6 +83,19 @@ def check_out(out: Path, data_dirs: list[Path]) -> None:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise ConfigError(f"--out {out} holds files but no run (no config.json; {shown}); name a new or empty "
                           "folder, or a run directory of `kbc run`")
+
+
+def _outside_other_runs(out: Path) -> None:
+    """Refuse a new `out` inside another run's folder: that folder is the other run's, and its readers (`kbc report`,
+    `kbc leaderboard`) would meet a second run's files in it."""
+    from bridge.run.directory import run_dir_holding
+
+    if (out / "config.json").is_file():  # a run of its own already: a rerun
+        return
+    holder = run_dir_holding(out.parent)
+    if holder is not None:
+        raise ConfigError(f"--out {out} is inside the run directory {holder}; pass a folder outside it (a run "
+                          "writes only into a folder of its own)")
 
 
 def _now() -> str:

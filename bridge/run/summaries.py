@@ -387,8 +387,10 @@ def left_out_notes(experiment, units: list[dict]) -> list[str]:
     for corpus, facts in per.items():
         tally = Counter(facts.values())
         why = "; ".join(f"{reason}: {n}" for reason, n in tally.most_common())
-        notes.append(f"{corpus}: {len(facts)} facts are no {experiment.name} instances ({why}): every "
-                     "predictor drops them, not scored (see the dropped facts below).")
+        one = len(facts) == 1
+        notes.append(f"{corpus}: {len(facts)} {'fact is no' if one else 'facts are no'} {experiment.name} "
+                     f"instance{'' if one else 's'} ({why}): every predictor drops {'it' if one else 'them'}, not "
+                     "scored (see the dropped facts below).")
     return notes
 
 
