@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 import kbcompare
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-data.md"
@@ -35,8 +37,10 @@ def _stated(example: str, start: str, end: str) -> dict[tuple[str, str], float]:
     return stated
 
 
-def test_the_worked_example_gives_the_figures_the_page_states(tmp_path, monkeypatch):
-    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory) -> tuple[str, kbcompare.Run]:
+    """The page's example paragraph and a Freq run over its facts."""
+    tmp_path = tmp_path_factory.mktemp("own-data")
     example = _example()
     data = tmp_path / "own"
     (data / "TREx").mkdir(parents=True)
@@ -51,7 +55,14 @@ def test_the_worked_example_gives_the_figures_the_page_states(tmp_path, monkeypa
         for i, (s, o) in enumerate(capitals, 1)), encoding="utf-8")
     (data / "TREx" / "X1.jsonl").write_text(
         "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in likes), encoding="utf-8")
-    run = kbcompare.run("lama", corpus="trex", predictors=["freq"], data_dir=str(data), out=str(tmp_path / "run"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+        run = kbcompare.run("lama", corpus="trex", predictors=["freq"], data_dir=str(data), out=str(tmp_path / "run"))
+    return example, run
+
+
+def test_the_worked_example_gives_the_figures_the_page_states(example_run):
+    example, run = example_run
     rows = run.summary[run.summary["scope"] == "own"]
     total = example[example.index("The Total"):]
     stated_total = {(setting, metric.lower()): float(value) for metric, raw, filtered in
@@ -65,3 +76,11 @@ def test_the_worked_example_gives_the_figures_the_page_states(tmp_path, monkeypa
             got = rows[(rows["group"] == relation) & (rows["setting"] == setting) & (rows["metric"] == metric)]["value"]
             digits = 4 if metric == "mrr" else 2
             assert round(float(got.iloc[0]), digits) == value, (relation, setting, metric)
+
+
+def test_a_mean_answer_space_is_shown_unrounded(example_run):
+    """Freq ranks 6 capitals for P36 and 3 drinks for X1: the table's mean is 4.5, not 4 (rounded half to even)."""
+    _, run = example_run
+    table = (run.run_dir / "summary.md").read_text(encoding="utf-8")
+    row = next(line for line in table.splitlines() if line.startswith("| trex | freq |"))
+    assert "| answer space (mean) |" in table and row.split(" | ")[2] == "4.5"
