@@ -38,8 +38,8 @@ def _stated(example: str, start: str, end: str) -> dict[tuple[str, str], float]:
 
 
 @pytest.fixture(scope="module")
-def example_run(tmp_path_factory) -> tuple[str, kbcompare.Run]:
-    """The page's example paragraph and a Freq run over its facts."""
+def example_run(tmp_path_factory) -> tuple[str, kbcompare.Run, Path]:
+    """The page's example paragraph, a Freq run over its facts and their folder."""
     tmp_path = tmp_path_factory.mktemp("own-data")
     example = _example()
     data = tmp_path / "own"
@@ -58,11 +58,11 @@ def example_run(tmp_path_factory) -> tuple[str, kbcompare.Run]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KBC_CACHE", str(tmp_path / "cache"))
         run = kbcompare.run("lama", corpus="trex", predictors=["freq"], data_dir=str(data), out=str(tmp_path / "run"))
-    return example, run
+    return example, run, data
 
 
 def test_the_worked_example_gives_the_figures_the_page_states(example_run):
-    example, run = example_run
+    example, run, _ = example_run
     rows = run.summary[run.summary["scope"] == "own"]
     total = example[example.index("The Total"):]
     stated_total = {(setting, metric.lower()): float(value) for metric, raw, filtered in
@@ -80,7 +80,28 @@ def test_the_worked_example_gives_the_figures_the_page_states(example_run):
 
 def test_a_mean_answer_space_is_shown_unrounded(example_run):
     """Freq ranks 6 capitals for P36 and 3 drinks for X1: the table's mean is 4.5, not 4 (rounded half to even)."""
-    _, run = example_run
+    _, run, _ = example_run
     table = (run.run_dir / "summary.md").read_text(encoding="utf-8")
     row = next(line for line in table.splitlines() if line.startswith("| trex | freq |"))
     assert "| answer space (mean) |" in table and row.split(" | ")[2] == "4.5"
+
+
+def test_axioms_over_own_relations_name_them_as_the_page_says(example_run, tmp_path, capsys, monkeypatch):
+    """The page's prefix for your own relations, in an axioms file, reaches the example's `X1` facts."""
+    from cli_support import run_kbc
+
+    _, _, data = example_run
+    text = PAGE.read_text(encoding="utf-8")
+    prefix = re.search(r"`(@prefix kbc: <[^>]+> \.)`", text)[1]
+    assert "naming your relation `X1` as `kbc:X1`" in " ".join(text.split())
+    axioms = tmp_path / "axioms.ttl"
+    axioms.write_text(f"""{prefix}
+@prefix owl: <http://www.w3.org/2002/07/owl#> .
+@prefix kbcv: <urn:kbc:> .
+kbc:likedBy a owl:ObjectProperty ; kbcv:template "[X] is liked by [Y] ." .
+kbc:X1 owl:inverseOf kbc:likedBy .
+""", encoding="utf-8")
+    code, out, err = run_kbc(["kb", "infer", "--axioms", str(axioms), "--corpus", "trex", "--data-dir", str(data),
+                              "--store", str(tmp_path / "store")], capsys)
+    assert code == 0, err
+    assert "7 distinct new facts" in out  # X1's seven facts, each inverted
