@@ -244,7 +244,7 @@ def test_relations_a_prompt_set_lacks_are_named_once(lama_dir, tmp_path, capsys,
     out = tmp_path / "run"
     err = _trex_run(lama_dir, out, capsys, "--relations", "P31", "P103", "P527", "--limit", "3", "--predictors",
                     "freq", "--prompts", "pararel")
-    line = "trex: prompt set pararel has no prompt for P31, P527; asked with their LAMA template"
+    line = "trex: prompt set pararel has no prompt for P31, P527; asked with the template of relations.jsonl"
     assert err.splitlines().count(line) == 1
     assert {r["uid"].rsplit("@", 1)[1] for r in _records(out / "predictions/trex/freq/P31.jsonl")} == {"lama"}
 
