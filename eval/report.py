@@ -144,8 +144,8 @@ def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> lis
 
 
 def _fmt(value: float, metric: str) -> str:
-    if metric == "answer_space":
-        return f"{value:,.0f}"
+    if metric == "answer_space":  # a mean over relations of different spaces is shown as one, not rounded away
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
     return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
 
 

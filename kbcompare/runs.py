@@ -257,7 +257,15 @@ class Run:
             asked = [r for r in asked_rows if r["corpus"] == c]
             if not mine and not asked:
                 raise ConfigError(f"{self.run_dir} has no corpus {c!r} (it has {', '.join(self.corpora)})")
-            groups = table_groups(asked or mine, c, info.get(c, {}))
+            # the columns `kbc run` prints: a relation no fact of which every predictor answered is one, NaN
+            groups = table_groups([r for r in self._data.summary if not r.get("prompt")], c, info.get(c, {}))
+            if scope == "shared" and metric not in SUBSET_METRICS:
+                unshared = [g for g in groups if all(r["group"] != g for r in mine)]
+                if unshared and len(unshared) < len(groups):
+                    notes.append("{}: {} {} NaN for every predictor: no fact of {} was answered by every predictor "
+                                 "(scope='own' has each one's)".format(
+                                     c, ", ".join(unshared), "is" if len(unshared) == 1 else "are",
+                                     "it" if len(unshared) == 1 else "them"))
             if asked:  # a relation answered but with no fact the metric is taken over: NaN, said
                 empty = [g for g in groups if all(r["group"] != g for r in mine)]
                 if empty:

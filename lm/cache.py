@@ -106,6 +106,10 @@ def _shared_lock(path: Path):
 
 
 class ResultCache:
+    # bound here, not looked up in `sqlite3` when closing: a cache collected at interpreter exit may close after
+    # the sqlite3 module's names are cleared, and an `except` naming a cleared class raises TypeError
+    _CLOSE_ERRORS: tuple[type[Exception], ...] = (sqlite3.ProgrammingError,)
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.hits = 0
@@ -399,7 +403,7 @@ class ResultCache:
         if db is not None:
             try:
                 db.close()
-            except sqlite3.ProgrammingError:
+            except self._CLOSE_ERRORS:  # another thread's connection: SQLite frees it with the object
                 pass
 
     def close(self) -> None:

@@ -236,7 +236,7 @@ def test_template_all_counts_facts_not_queries(bear_root, tmp_path, monkeypatch,
                                                      sum(facts[r] * templates[r] for r in rels)), row
     head = ("| corpus | predictor | answer space (mean) | #facts | P19 place of birth (n=5) | P36 capital (n=5) | "
             "Total | Total 95% CI |")
-    assert head in stdout and "| bear | freq | 42 | 10 | " in stdout
+    assert head in stdout and "| bear | freq | 42.5 | 10 | " in stdout
     md = (out / "summary.md").read_text()
     assert head in md and "(bear: 10 (30 queries) answered by freq)" in md
 

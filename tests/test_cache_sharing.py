@@ -230,3 +230,25 @@ def test_a_cache_this_process_stopped_writing_and_then_finds_damaged_is_left_alo
         "results are computed without the cache until a kbc run that uses it alone rebuilds it"
     ]
     mine.close()
+
+
+def test_cache_opened_in_another_thread_closes_after_sqlite_names_are_cleared(tmp_path, monkeypatch):
+    """A cache a server or `kbcompare.Sides` opened in a worker thread may be collected at interpreter exit, after
+    the sqlite3 module's names are cleared: closing it then prints no `Exception ignored ... TypeError`."""
+    import threading
+    import types
+
+    import lm.cache
+
+    held: list[ResultCache] = []
+
+    def open_and_use() -> None:
+        held.append(ResultCache(tmp_path / "results.sqlite"))
+        assert len(held[0]) == 0  # a connection of this thread, which SQLite refuses to close from another
+
+    worker = threading.Thread(target=open_and_use)
+    worker.start()
+    worker.join()
+    monkeypatch.setattr(lm.cache, "sqlite3", types.SimpleNamespace(ProgrammingError=None))
+    held[0].close()
+    assert held[0]._db is None

@@ -68,9 +68,9 @@ def test_gold_and_freq_scores(lama_dir, tmp_path, monkeypatch, capsys):
         "| corpus | predictor | answer space (mean) | #pairs | awardWonBy (n=10) | "
         "companyTradesAtStockExchange (n=100) | countryLandBordersCountry (n=68) | personHasCityOfDeath (n=100) | "
         "seriesHasNumberOfEpisodes (n=100) | Total | Total 95% CI |"]
-    assert "| lmkbc2024 | freq | 187 | 378 | 0.000 ± 0.000 | 0.166 ± 0.036 | 0.039 ± 0.018 | 0.010 ± 0.010 | " \
+    assert "| lmkbc2024 | freq | 186.8 | 378 | 0.000 ± 0.000 | 0.166 ± 0.036 | 0.039 ± 0.018 | 0.010 ± 0.010 | " \
            "0.040 ± 0.020 | 0.064 ± 0.012 | [0.042, 0.088] |" in stdout
-    assert "| lmkbc2024 | tuned | 187 | 378 | 0.006 ± 0.005 | 0.350 ± 0.048 | 0.250 ± 0.053 | 0.450 ± 0.050 | " \
+    assert "| lmkbc2024 | tuned | 186.8 | 378 | 0.006 ± 0.005 | 0.350 ± 0.048 | 0.250 ± 0.053 | 0.450 ± 0.050 | " \
            "0.053 ± 0.018 | 0.271 ± 0.023 | [0.225, 0.311] |" in stdout
     # the macro over pairs is a mean of pair scores: its stderr is theirs, recomputed here from the records
     from eval.set_metrics import pair_from_record

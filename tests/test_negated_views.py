@@ -64,7 +64,7 @@ def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     assert shared.splitlines() == [  # BERT got no fact right: none was right for both, so no shared drop
         "| corpus | predictor | answer space (mean) | #facts | P19 | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
-        "| negated-trex | freq | 152 | 0 | - | - | - | - |",
+        "| negated-trex | freq | 152.5 | 0 | - | - | - | - |",
         f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
         "",
         "- `-` under P19, P36, Total for every predictor: no fact of them was right without the prime for all "
@@ -74,7 +74,7 @@ def test_p1_drop_table_says_why_a_cell_is_empty(negated_run):
     assert own.splitlines() == [
         "| corpus | predictor | answer space (mean) | #facts | P19 (n=6) | P36 | Total | Total 95% CI |",
         "|---|---|---|---|---|---|---|---|",
-        "| negated-trex | freq | 152 | 6 | 0.00 ± 0.00 | - | 0.00 ± 0.00 | [0.00, 0.00] |",
+        "| negated-trex | freq | 152.5 | 6 | 0.00 ± 0.00 | - | 0.00 ± 0.00 | [0.00, 0.00] |",
         f"| negated-trex | bert | {space} | 0 | - | - | - | - |",
         "",
         "- `-` under P36 for every predictor: no fact of it was right without the prime (the drop is taken over "

@@ -148,7 +148,7 @@ class CoherencyExperiment:
         for name, prompts in loaded.items():
             fell_back = fallback_relations(prompts)
             if fell_back:  # asked once, with the LAMA template: one prompt in the draws
-                log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
+                log.warning("%s: prompt set %s has no prompt for %s; asked with the template of relations.jsonl", name,
                             self.prompts, ", ".join(fell_back))
 
     def _templates(self, given: StageInput) -> dict[str, list[tuple[str, str]]]:

@@ -247,8 +247,8 @@ class LamaExperiment:
                     self.settings[END_MARKER_RULE] = END_MARKER_RULE_NOW  # such folders of older versions differ
                 fell_back = fallback_relations(prompts)
                 if fell_back:  # asked once, with the LAMA template: no consistency, one prompt in the draws
-                    log.warning("%s: prompt set %s has no prompt for %s; asked with their LAMA template", name,
-                                self.prompts, ", ".join(fell_back))
+                    log.warning("%s: prompt set %s has no prompt for %s; asked with the template of relations.jsonl",
+                                name, self.prompts, ", ".join(fell_back))
 
     @property
     def set_rules(self) -> bool:
