@@ -87,13 +87,15 @@ def check_out(out: Path, data_dirs: list[Path]) -> None:
 
 def _outside_other_runs(out: Path) -> None:
     """Refuse a new `out` inside another run's folder: that folder is the other run's, and its readers (`kbc report`,
-    `kbc leaderboard`) would meet a second run's files in it."""
+    `kbc leaderboard`) would meet a second run's files in it. Its `analysis/` folder is the exception: `kbc analyze`
+    writes the runs it makes of a run there (`evidence-run`)."""
     from bridge.run.directory import run_dir_holding
+    from bridge.run.fact_columns import ANALYSIS
 
     if (out / "config.json").is_file():  # a run of its own already: a rerun
         return
     holder = run_dir_holding(out.parent)
-    if holder is not None:
+    if holder is not None and out.resolve().relative_to(holder).parts[:1] != (ANALYSIS,):
         raise ConfigError(f"--out {out} is inside the run directory {holder}; pass a folder outside it (a run "
                           "writes only into a folder of its own)")
 
