@@ -207,3 +207,16 @@ def test_two_facts_given_one_uuid_stay_two_facts_under_a_prompt_set(tmp_path, ca
     group = [r for r in rows
              if r["metric"] == "group_accuracy" and r["group"] == "X1" and r.get("scope", "own") == "own"]
     assert [(r["value"], r["n_facts"]) for r in group] == [(50.0, 2)]
+
+
+def test_a_uhn_build_writes_the_facts_its_report_keeps_where_labels_have_spaces(tmp_path):
+    """The loader drops the spaces around a label; the filtered files drop the rows of the facts it deleted all
+    the same (`tea ` is in `Alice tea` as `tea` is)."""
+    from eval.uhn import build_uhn
+
+    root = _lama(tmp_path / "data")
+    rows = [{"sub_label": "Alice tea", "obj_label": "tea "}, {"sub_label": "Bob", "obj_label": "coffee"}]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    deletions = build_uhn(root, tmp_path / "uhn", ("string",))
+    assert deletions["X1"]["deleted_string"] == 1
+    assert [f.subject.label for f in load_trex(tmp_path / "uhn").facts] == ["Bob"]
