@@ -158,6 +158,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
     wanted = select_relations({r: all_rel[r] for r in with_data}, list(relations or []), "T-REx")
     corpus = Corpus("trex", {r: all_rel[r] for r in wanted}, [], files=[rel_path])
     no_data = sorted(set(all_rel) - set(with_data))
+    uids: set[str] = set()
     for rel in wanted:
         path = with_data[rel]
         corpus.files.append(path)
@@ -178,7 +179,7 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
                 report.drop("duplicate rows (same ids)")
                 continue
             evidences = _trex_evidences(row, obj.label, where)
-            uid = opt_str(row, "uuid", where) or f"{rel}:{lineno}"
+            uid = _unique_uid(opt_str(row, "uuid", where) or f"{rel}:{lineno}", uids)
             corpus.facts.append(Fact(uid, "trex", rel, sub, obj, evidences))
             report.kept += 1
         report.notes += _label_notes(object_labels)
@@ -199,6 +200,17 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
                           + ", ".join(f"{p.parent.name}/{p.name}" for p in unlisted))
         corpus.reports.append(note)
     return corpus
+
+
+def _unique_uid(uid: str, seen: set[str]) -> str:
+    """`uid`, or `<uid>#2` (`#3`, ...) where a fact before it has it: a fact's prompts, its gold and its records are
+    found by its uid, so two facts given one uuid would be taken for one (as `eval.queries` numbers query uids)."""
+    given, n = uid, 1
+    while uid in seen:
+        n += 1
+        uid = f"{given}#{n}"
+    seen.add(uid)
+    return uid
 
 
 def _label_notes(object_labels: dict[str, dict[str, None]]) -> list[str]:
@@ -259,6 +271,7 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
     root = resolve_data_dir(data_dir)
     wanted = select_relations(GOOGLE_RE_RELATIONS, list(relations or []), "Google-RE")
     corpus = Corpus("google_re", {r: GOOGLE_RE_RELATIONS[r] for r in wanted}, [])
+    uids: set[str] = set()
     for rel in wanted:
         path = root / "Google_RE" / f"{rel}_test.jsonl"
         corpus.files.append(path)
@@ -283,7 +296,7 @@ def load_google_re(data_dir: str | Path | None = None, relations: Iterable[str] 
                 for i, ev in enumerate(opt_list(row, "evidences", where, dict), 1)
                 if (snippet := opt_str(ev, "snippet", f"{where}: evidence {i}"))
             )
-            uid = opt_str(row, "uuid", where) or f"{rel}:{lineno}"
+            uid = _unique_uid(opt_str(row, "uuid", where) or f"{rel}:{lineno}", uids)
             corpus.facts.append(Fact(uid, "google_re", rel, sub, obj, evidences))
             report.kept += 1
         corpus.reports.append(report)

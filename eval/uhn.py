@@ -247,6 +247,7 @@ def _write_filtered(src: Path, dst: Path, relation: str, chosen: tuple[str, ...]
             row = json.loads(raw)
             sub, obj = row.get("sub_label"), row.get("obj_label")
             if isinstance(sub, str) and isinstance(obj, str):
+                sub, obj = sub.strip(), obj.strip()  # the labels as the loader reads them (`eval.lama._label`)
                 if "string" in chosen and string_match(sub, obj):
                     continue
                 if (relation, sub, obj) in name_keys:

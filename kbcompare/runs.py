@@ -260,7 +260,10 @@ class Run:
             # the columns `kbc run` prints: a relation no fact of which every predictor answered is one, NaN
             groups = table_groups([r for r in self._data.summary if not r.get("prompt")], c, info.get(c, {}))
             if scope == "shared" and metric not in SUBSET_METRICS:
-                unshared = [g for g in groups if all(r["group"] != g for r in mine)]
+                # only a group some predictor has an own score of: a 1-1 relation has no set-f1 in either scope
+                owned = {r["group"] for r in self._data.summary if r.get("metric") == metric and r["corpus"] == c
+                         and r.get("setting") == setting and r.get("scope", "own") == "own" and not r.get("prompt")}
+                unshared = [g for g in groups if g in owned and all(r["group"] != g for r in mine)]
                 if unshared and len(unshared) < len(groups):
                     notes.append("{}: {} {} NaN for every predictor: no fact of {} was answered by every predictor "
                                  "(scope='own' has each one's)".format(

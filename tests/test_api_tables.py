@@ -59,3 +59,18 @@ def test_a_relation_no_fact_of_which_every_predictor_answered_is_a_nan_column(tm
                                     "predictor (scope='own' has each one's)"]
     own = result.table(scope="own")
     assert own.loc[("trex", "freq"), "my:likes"] == 50.0 and own.attrs["notes"] == []
+
+
+def test_a_relation_without_the_metric_is_not_said_to_be_unshared(lama_dir, tmp_path, monkeypatch, capsys):
+    """A 1-1 relation has no set F1 in any scope: its NaN column is no relation that some predictor missed."""
+    from cli_support import run_kbc
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P530", "P36", "--limit", "4",
+                            "--predictors", "top2=freq", "--set", "top2.set=top:2", "--answers", "set",
+                            "--data-dir", str(lama_dir), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    table = kbcompare.load_run(out).table("set-f1")
+    assert table["P530"].notna().all()
+    assert not any("P36" in note for note in table.attrs["notes"]), table.attrs["notes"]

@@ -187,3 +187,36 @@ def test_a_data_file_added_unlisted_is_named_after_a_snapshot_was_made(tmp_path)
     assert "not asked" in load_corpus("trex", root, cache_dir=cache).summary()
     (root / "TREx" / "X2.jsonl").unlink()
     assert "not asked" not in load_corpus("trex", root, cache_dir=cache).summary()
+
+
+def test_two_facts_given_one_uuid_stay_two_facts_under_a_prompt_set(tmp_path, capsys):
+    """A uuid given twice: the second fact's uid is `<uuid>#2`, so consistency and group accuracy, which group a
+    fact's prompts by its uid, count two facts, not one of them twice."""
+    root = _lama(tmp_path / "data")
+    rows = [{"sub_label": s, "obj_label": o, "uuid": "same"} for s, o in (("Alice", "tea"), ("Bob", "coffee"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [f.uid for f in load_trex(root).facts] == ["same", "same#2"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"relation": "X1", "template": t, "id": i}) + "\n"
+                               for t, i in (("[X] likes [Y] .", "likes"), ("[X] enjoys [Y] .", "enjoys"))))
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--prompts", str(prompts),
+                            "--data-dir", str(root), "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    group = [r for r in rows
+             if r["metric"] == "group_accuracy" and r["group"] == "X1" and r.get("scope", "own") == "own"]
+    assert [(r["value"], r["n_facts"]) for r in group] == [(50.0, 2)]
+
+
+def test_a_uhn_build_writes_the_facts_its_report_keeps_where_labels_have_spaces(tmp_path):
+    """The loader drops the spaces around a label; the filtered files drop the rows of the facts it deleted all
+    the same (`tea ` is in `Alice tea` as `tea` is)."""
+    from eval.uhn import build_uhn
+
+    root = _lama(tmp_path / "data")
+    rows = [{"sub_label": "Alice tea", "obj_label": "tea "}, {"sub_label": "Bob", "obj_label": "coffee"}]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    deletions = build_uhn(root, tmp_path / "uhn", ("string",))
+    assert deletions["X1"]["deleted_string"] == 1
+    assert [f.subject.label for f in load_trex(tmp_path / "uhn").facts] == ["Bob"]

@@ -14,7 +14,7 @@ from bridge.run.runner import RunConfig, run_lama
 from eval.datadir import fingerprint, hash_files
 from eval.snapshot import read_sources, snapshot_path
 
-NOTE = "trex relations.jsonl: 1 relations have no data file: P36"
+NOTE = "trex relations.jsonl: 1 relation has no data file: P36"
 
 
 def _rows(out: Path) -> dict[tuple, dict]:
@@ -45,7 +45,7 @@ def test_predictors_answering_alike_under_other_names_get_identical_intervals(la
         pytest.approx(8.319123819517314), pytest.approx(0.6322974746681672), pytest.approx(7.155246534138404),
         pytest.approx(9.57537915503228))
     for name in ("a", "b"):
-        assert f"| trex | {name} | 280 | 1897 | 6.25 ± 0.79 | 10.39 ± 0.99 | 8.32 ± 0.63 | [7.16, 9.58] |" in printed
+        assert f"| trex | {name} | 280.5 | 1897 | 6.25 ± 0.79 | 10.39 ± 0.99 | 8.32 ± 0.63 | [7.16, 9.58] |" in printed
 
 
 def test_relations_that_all_have_data_files_get_no_missing_file_note(lama_dir, tmp_path, capsys, monkeypatch):

@@ -61,7 +61,7 @@ def test_the_snapshot_gives_what_parsing_gives(data):
     assert again.facts[1].evidences[0].text == "Bob, born in the Eternal City"
     report = next(r for r in again.reports if r.relation == "P19")
     assert (report.read, report.kept, dict(report.dropped)) == (3, 2, {"duplicate rows (same ids)": 1})
-    assert again.reports[-1].notes == ["1 relations have no data file: P36"]
+    assert again.reports[-1].notes == ["1 relation has no data file: P36"]
 
 
 def test_the_snapshot_is_used(data, monkeypatch):
@@ -163,7 +163,7 @@ def test_the_outline_counts_without_the_facts(data):
     assert outline.summary(verbose=True, n_facts=n) == full.summary(verbose=True) == (
         "trex: 1 relation, read 3, kept 2, dropped 1\n"
         "  trex/P19 (TREx/P19.jsonl): read 3, kept 2, dropped 1 (1 duplicate rows (same ids))\n"
-        "  trex relations.jsonl: 1 relations have no data file: P36")
+        "  trex relations.jsonl: 1 relation has no data file: P36")
     assert (outline.relations, outline.files, outline.version) == (full.relations, full.files, full.version)
 
 
