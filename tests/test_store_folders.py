@@ -54,7 +54,7 @@ def test_an_index_is_built_into_an_empty_folder_and_over_its_own(tmp_path, capsy
     for _ in range(2):
         code, out, err = run_kbc(argv, capsys)
         assert code == 0, err
-        assert out.splitlines()[-1] == f"index: 1 paragraphs in {tmp_path / 'idx'} (tantivy), built"
+        assert out.splitlines()[-1] == f"index: 1 paragraph in {tmp_path / 'idx'} (tantivy), built"
     assert [p.name for p in (tmp_path / "idx").iterdir() if p.is_dir()] == [(tmp_path / "idx" / "CURRENT").read_text()]
 
 
