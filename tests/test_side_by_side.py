@@ -9,6 +9,7 @@ from pathlib import Path
 import lm_fixtures
 import pytest
 from cli_support import run_kbc
+from re_kb_support import seed_extraction
 from test_entities_support import tiny_bert, trained_w2v
 
 tiny_models = lm_fixtures.tiny_models
@@ -211,8 +212,10 @@ def test_second_run_into_the_same_out_is_refused(lama_dir, tmp_path):
 def test_kb_and_lm_predictors_over_the_same_facts(tiny_models, lama_dir, tmp_path, capsys, monkeypatch):
     """The full line-up: freq, re-oracle (its KB built from the whole Google-RE corpus) and a BERT; then coherency
     over the same store and cache, where the extraction KB is read, not built again, and a GPT-2 and a T5 beside
-    them."""
+    them. The cache starts with the run's one Google-RE extraction (`re_kb_support`): the first run fills the store
+    from it, which is what the second must find."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    seed_extraction(lama_dir, tmp_path / "cache")
     store = ["--store", str(tmp_path / "store"), "--data-dir", str(lama_dir), "--quiet"]
     models = [f"bert={tiny_models('bert-cased')}", f"gpt2={tiny_models('gpt2')}"]
     out = tmp_path / "run"
