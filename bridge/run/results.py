@@ -12,7 +12,7 @@ from eval.answer_text import GENERATED
 from eval.errors import DataError
 from eval.metrics import Ranked
 from eval.relations import slug
-from eval.types import TOP_SAVED, Answer, answer_rows
+from eval.types import SCORE_DIGITS, TOP_SAVED, Answer, answer_rows
 
 
 def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), shared_ties: bool = False,
@@ -36,7 +36,7 @@ def saved_answers(answers: Sequence[Answer], used: Iterable[int | None] = (), sh
         order.sort(key=lambda i: (first_of_group[i], i not in pinned, pinned.get(i, i)))
     at = {i: k for k, i in enumerate(order)}
     keep = max(top, *(at[u] + 1 for u in picked))
-    return [[answers[i].label, round(answers[i].score, 6), answers[i].id] for i in order[:keep]]
+    return [[answers[i].label, round(answers[i].score, SCORE_DIGITS), answers[i].id] for i in order[:keep]]
 
 
 def predictions_path(out: Path, corpus: str, predictor: str, relation: str, stage: str = "") -> Path:
