@@ -222,3 +222,39 @@ def test_a_board_of_consistency_counts_prompt_pairs_and_says_it_has_no_interval(
     one_fact = [{"run": "r", "metric": "p@1", "ci_low": None, "bootstrap": 1000, "bootstrap_seed": 0}]
     assert intervals_line(one_fact) == "95% CI: none; no relation (or group) has two facts or more to resample."
     assert intervals_line([{**one_fact[0], "bootstrap": 0}]) == "95% CI: no bootstrap interval."
+
+
+def test_group_accuracy_shows_the_stderr_of_summary_json_in_every_view(client, prompt_runs, tmp_path):
+    """summary.md, `kbc report` and the explorer's API and page give group accuracy as `value ± stderr`, the stderr
+    summary.json holds; a summary without one (an older run) shows the value alone."""
+    from bridge.serve.across_prompts import across_prompts
+    from eval.report import prompt_table
+
+    run = prompt_runs["pararel"]
+    summary = json.loads((run / "summary.json").read_text())
+    held = {r["predictor"]: r for r in summary if (r["metric"], r["group"], r["scope"], r["setting"])
+            == ("group_accuracy", "all", "shared", "raw") and not r.get("prompt")}
+    assert set(held) == {"freq", "bert"} and all(r["stderr"] is not None for r in held.values())
+    shown = {p: f"{r['value']:.2f} ± {r['stderr']:.2f}" for p, r in held.items()}
+    md = _md_across_prompts(run)
+    column = md[0].index("group accuracy")
+    assert {row[1]: row[column] for row in md[1:]} == shown
+    body = client.get("/api/runs/pararel").json()["across_prompts"]
+    assert {r["predictor"]: (r["group_accuracy"], r["group_accuracy_stderr"]) for r in body["agreement"]} == {
+        p: (r["value"], r["stderr"]) for p, r in held.items()}
+    per_relation = {(r["group"], r["predictor"]): r["stderr"] for r in summary if r["metric"] == "group_accuracy"
+                    and r["scope"] == "shared" and r["group"] != "all" and not r.get("prompt")}
+    assert {(r["relation"], p): e for r in body["relations"] for p, e in r["group_accuracy_stderr"].items()} == (
+        per_relation)
+    page = client.get("/runs/pararel").text
+    table = page.split('<table id="prompt-agreement">', 1)[1].split("</table>", 1)[0]
+    assert [re.findall(r"<t[hd]>(.*?)</t[hd]>", row) for row in re.findall(r"<tr>(.*?)</tr>", table)] == md
+    code, _, err = run_kbc_captured(["report", str(run), "--out", str(tmp_path / "report")])
+    assert code == 0, err
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert all(f"| {p} |" in report and f" {cell} |" in report for p, cell in shown.items())
+    # an older summary.json, without the stderr: the value alone in every view
+    older = [{k: v for k, v in r.items() if k != "stderr"} for r in summary]
+    assert "±" not in prompt_table(older)
+    agreement = across_prompts(older, ["freq", "bert"])["agreement"]
+    assert {r["predictor"]: r["group_accuracy_stderr"] for r in agreement} == {"freq": None, "bert": None}

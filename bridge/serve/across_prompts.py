@@ -65,12 +65,14 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
     """The run's agreement across prompts and its score per prompt, or None for a run asked one prompt per relation.
 
     `metric`: what each prompt scores (`p@1` in a LAMA run, `coherency` in a coherency run); `agreement`: per
-    (corpus, predictor) over all relations, the `metrics` of summary.md's table (column names `names`);
-    `relations`: per relation, consistency and group accuracy (a LAMA run; none in a coherency run, whose draws are
-    over every relation at once); `prompts`: per (corpus, relation, prompt id) each predictor's score (under the key
-    `metric`) and the facts it is over (`facts` where every predictor's number is the same), with the prompt as a
-    template where the run's fact table, or a coherency run's first steps, (`facts`, read only for a run over a
-    prompt set) holds its sentences."""
+    (corpus, predictor) over all relations, the `metrics` of summary.md's table (column names `names`), each with
+    its standard error under `<metric>_stderr` as summary.json holds it (null where it has none: every metric but
+    group accuracy, and older runs); `relations`: per relation, consistency and group accuracy, with their
+    `_stderr` likewise (a LAMA run; none in a coherency run, whose draws are over every relation at once);
+    `prompts`: per (corpus, relation, prompt id) each predictor's score (under the key `metric`) and the facts it
+    is over (`facts` where every predictor's number is the same), with the prompt as a template where the run's
+    fact table, or a coherency run's first steps, (`facts`, read only for a run over a prompt set) holds its
+    sentences."""
     raw = [r for r in summary if r.get("setting", SETTING) == SETTING]
     metric, metrics, names = next(((m, ms, ns) for m, ms, ns in KINDS
                                    if any(r.get("prompt") and r.get("metric") == m for r in raw)), (None, (), ()))
@@ -83,8 +85,11 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
     held = _scope(agreeing)
     agreeing = [r for r in agreeing if r.get("scope", "own") == held]
     cells = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("value") for r in agreeing}
+    errors = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("stderr")
+              for r in agreeing}
     corpora = list(dict.fromkeys(r.get("corpus") for r in per_prompt))
-    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in metrics}}
+    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in metrics},
+                  **{f"{m}_stderr": errors.get((c, "all", p, m)) for m in metrics}}
                  for c in corpora for p in predictors if any((c, "all", p, m) in cells for m in metrics)]
     relations = sorted({(r.get("corpus"), r.get("group")) for r in per_prompt})
     labels = labels or {}
@@ -95,7 +100,9 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
 
     by_relation = [] if metric != "p@1" else [
         {"corpus": c, "relation": rel, "label": label(c, rel),
-         **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}} for c, rel in relations]
+         **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION},
+         **{f"{m}_stderr": {p: errors.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}}
+        for c, rel in relations]
     grouped: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in per_prompt:
         grouped.setdefault((r.get("corpus"), r.get("group"), r["prompt"]), {})[r.get("predictor")] = r
