@@ -410,13 +410,6 @@ COHERENCY_PROMPT_METRICS = ("coherency_random_prompt_min", "coherency_random_pro
 COHERENCY_PROMPT_NAMES = ("coherency random prompt min", "avg", "max", "worst drawn prompt", "best drawn prompt")
 
 
-def prompt_cell(row: dict) -> str:
-    """`12.50 ± 3.10`: an Across prompts value with its standard error where summary.json holds one (group
-    accuracy; older runs, and the draws and consistency, which have none: the value alone)."""
-    value = f"{row['value']:.2f}"
-    return value if row.get("stderr") is None else f"{value} ± {row['stderr']:.2f}"
-
-
 def prompt_table(rows: list[dict]) -> str:
     """Consistency, group accuracy and the random-prompt draws (of P@1, or of coherency), one row per (corpus,
     predictor)."""
@@ -430,7 +423,8 @@ def prompt_table(rows: list[dict]) -> str:
         return ""
     lines = ["| corpus | predictor | " + " | ".join(names) + " |", "|" + "---|" * (2 + len(names))]
     for corpus, predictor in dict.fromkeys((c, p) for c, p, _ in picked):
-        cells = [prompt_cell(picked[(corpus, predictor, m)]) if (corpus, predictor, m) in picked else "-"
+        # group accuracy with its stderr (value alone in older runs; consistency and the draws have none)
+        cells = [_cell(picked[(corpus, predictor, m)], m) if (corpus, predictor, m) in picked else "-"
                  for m in metrics]
         lines.append(md_row([corpus, predictor, *cells]))
     return "\n".join(lines)
