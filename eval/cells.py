@@ -39,6 +39,14 @@ def parameters_text(n: int | None) -> str:
     return str(n)
 
 
+def count_of(n: int, unit: str) -> str:
+    """'1 fact', '2 queries': a count with its unit, given in the plural (facts, queries, relations), in the right
+    number."""
+    if n != 1:
+        return f"{n} {unit}"
+    return f"1 {unit[:-3]}y" if unit.endswith("ies") else f"1 {unit[:-1]}"
+
+
 def tsv_cell(value) -> str:
     """A tab-separated cell: `csv_cell`, with tabs and line breaks (which would split the row) as spaces."""
     text = "" if value is None else str(value)

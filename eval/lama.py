@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.cells import count_of
 from eval.datadir import fingerprint, optional_file, resolve_data_dir
 from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
@@ -93,11 +94,11 @@ class Corpus:
         if whole is not None:  # a file split whole, one part asked (FewRel); per-relation reports break it down
             split = ", ".join(f"{k} {name}" for name, k in whole.parts.items())
             others = f" ({whole.kept - kept} of other relations)" if whole.kept != kept else ""
-            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {whole.read}: {split}, "
+            lines = [f"{self.name}: {count_of(n, 'relations')}, read {whole.read}: {split}, "
                      f"{whole.n_dropped} dropped; asked: {kept} of the {self.asked_part or 'kept part'}'s "
                      f"{whole.kept}{others}{dedup}"]
         else:
-            lines = [f"{self.name}: {n} relation{'' if n == 1 else 's'}, read {read}, {part}{other}kept {kept}, "
+            lines = [f"{self.name}: {count_of(n, 'relations')}, read {read}, {part}{other}kept {kept}, "
                      f"dropped {dropped}{dedup}"]
         lines += ["  " + r.summary() for r in self.reports if verbose or r.n_dropped or r.notes]
         return "\n".join(lines)

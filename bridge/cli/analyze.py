@@ -21,6 +21,7 @@ from bridge.cli.options import (
     show_progress,
 )
 from bridge.cli.value_types import Int, IntRange, PathType
+from eval.cells import count_of
 from eval.datadir import ENV_VAR
 from eval.errors import ConfigError, DataError, KbcError
 
@@ -132,7 +133,7 @@ def stats_cmd(run_dir, location, backend, es_url, data_dir, tokenizer, embedding
     run_dir = Path(run_dir)
     seconds, n, table = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings,
                                       wikipedia2vec, quiet)
-    click.echo(f"{n} fact{'' if n == 1 else 's'} in {seconds:.1f} s ({n / max(seconds, 1e-9):.0f} facts/s)")
+    click.echo(f"{count_of(n, 'facts')} in {seconds:.1f} s ({n / max(seconds, 1e-9):.0f} facts/s)")
     click.echo(f"written: {analysis_dir(run_dir) / FACT_STATS}"
                + (f", {run_dir / 'instances.parquet'} (stat columns)" if table else ""))
 
@@ -218,7 +219,7 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
     if recompute or not st.covers(fc.read_fact_stats(run_dir), frame):
         seconds, n, _ = compute_stats(run_dir, location, backend, es_url, data_dir, tokenizer, embeddings,
                                       wikipedia2vec, quiet)
-        click.echo(f"statistics: {n} fact{'' if n == 1 else 's'} in {seconds:.1f} s", err=True)
+        click.echo(f"statistics: {count_of(n, 'facts')} in {seconds:.1f} s", err=True)
     frame = fc.with_fact_stats(st.run_instances(run_dir), run_dir)
     frame = _with_compared(run_dir, frame, tuple(compare))
     have = st.available(frame)

@@ -11,6 +11,7 @@ from bridge.cli.choices import NamedChoice
 from bridge.cli.options import batch_size_option, data_dir_option, device_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
+from eval.cells import count_of
 from eval.corpora import CORPORA, corpus_outline
 from eval.datadir import ENV_VAR, absolute_path, resolve_data_dir
 from eval.errors import ConfigError, DataError
@@ -66,7 +67,7 @@ def _download_each(chosen: list[str], dest: str, mirror: str | None, quiet: bool
             click.echo(f"{name}: not downloaded: {exc}", err=True)
             continue
         n = len(BY_NAME[name].files())
-        click.echo(f"{name}: ready in {path} ({n} file{'' if n == 1 else 's'}, SHA-256 checked"
+        click.echo(f"{name}: ready in {path} ({count_of(n, 'files')}, SHA-256 checked"
                    + (_archive_note(path, sha256) if BY_NAME[name].archive else "") + ")")
     if failed:
         ready = len(chosen) - len(failed)
@@ -156,7 +157,7 @@ def stats(corpora, data_dir) -> None:
             raise DataError(f"{exc.args[0].split('; ')[0]}; {hint}") from None
         read = True
         n_rel = len(corpus.relations)
-        click.echo(f"# {name}: {n_facts} facts, {n_rel} relation{'' if n_rel == 1 else 's'}, version {corpus.version}")
+        click.echo(f"# {name}: {n_facts} facts, {count_of(n_rel, 'relations')}, version {corpus.version}")
         click.echo(corpus.summary(n_facts=n_facts).splitlines()[0])
         for report in _in_relation_order(corpus):
             click.echo("  " + report.summary())

@@ -10,6 +10,7 @@ import click
 
 from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
+from eval.cells import count_of
 from eval.errors import ConfigError
 from eval.out_folders import removed_if_left_empty
 
@@ -101,7 +102,7 @@ def _build(source: str, input_path: str | None, location: str, min_words: int, b
         click.echo(report.summary())
     stats = idx.stats()
     n = stats["paragraphs"]
-    held = f"index: {n} paragraph{'' if n == 1 else 's'} in {stats['location']} ({backend})"
+    held = f"index: {count_of(n, 'paragraphs')} in {stats['location']} ({backend})"
     if idx.built:
         click.echo(f"{held}, built")
     else:

@@ -8,6 +8,7 @@ import click
 
 from bridge.cli.options import data_dir_option, open_cli_store, store_option
 from bridge.cli.value_types import IntRange, PathType
+from eval.cells import count_of
 from eval.corpora import load_corpus
 from eval.errors import ConfigError, DataError
 
@@ -31,8 +32,8 @@ def load(corpora, data_dir, store) -> None:
             corpus = load_corpus(name, data_dir)
             graph, added = st.sync_corpus(corpus.name, corpus.version, corpus.facts)
             n, triples = len(corpus.facts), st.count(graph)
-            click.echo(f"{name}: {n} fact{'' if n == 1 else 's'} {'loaded' if added else 'already in the store'} "
-                       f"(graph {graph}: {triples} triple{'' if triples == 1 else 's'} in {st.location})")
+            click.echo(f"{name}: {count_of(n, 'facts')} {'loaded' if added else 'already in the store'} "
+                       f"(graph {graph}: {count_of(triples, 'triples')} in {st.location})")
 
 
 @kb.command("types", short_help="Cardinality types and symmetry from the data.")
@@ -114,8 +115,8 @@ def infer(axioms, corpus, data_dir, store, force, with_owlrl, max_derived) -> No
         except ClosureExploded as exc:
             raise DataError(f"{exc}, or raise --max-derived") from None
         n_ax, n = len(ontology.axioms), len(c.facts)
-        click.echo(f"{ontology.path}: {n_ax} axiom{'' if n_ax == 1 else 's'} over {graph} "
-                   f"({n} fact{'' if n == 1 else 's'})")
+        click.echo(f"{ontology.path}: {count_of(n_ax, 'axioms')} over {graph} "
+                   f"({count_of(n, 'facts')})")
         click.echo(f"  {'axiom':16s} {'rule':44s} {'new facts':>9s}")
         for name, n in report.counts.items():
             click.echo(f"  {report.kinds.get(name, ''):16s} {name:44s} {n:9d}")
@@ -175,11 +176,11 @@ def drop(graphs, all_closures, store) -> None:
             for name in chosen:
                 triples = st.count(name)
                 st.drop_graph(name)
-                said = f"dropped {name} ({triples} triple{'' if triples == 1 else 's'}"
+                said = f"dropped {name} ({count_of(triples, 'triples')}"
                 if name in closures:
                     derivations = provenance_graph(name)
                     n = st.count(derivations)
-                    said += f"; its derivations {derivations}, {n} triple{'' if n == 1 else 's'}"
+                    said += f"; its derivations {derivations}, {count_of(n, 'triples')}"
                     st.drop_graph(derivations)
                 click.echo(said + ")")
 

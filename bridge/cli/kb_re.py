@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from bridge.cli.options import data_dir_option, open_cli_store, show_progress, store_option
+from eval.cells import count_of
 from eval.corpora import load_corpus
 
 
@@ -78,7 +79,7 @@ def register(kb: click.Group) -> None:
                 )
                 versions = sorted(st.loaded_versions(graph))
                 total = sum(int(n) for _, n in rows)
-                n_rel = f"{len(rows)} relation{'' if len(rows) == 1 else 's'}"
+                n_rel = count_of(len(rows), "relations")
                 click.echo(f"{graph}: {total} fact triples, {n_rel} (labels and provenance not counted); "
                            f"built from {', '.join(versions) or '-'}")
                 if graph in closures:

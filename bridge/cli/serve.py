@@ -9,6 +9,7 @@ import click
 
 from bridge.cli.options import batch_size_option, data_dir_option, device_option
 from bridge.cli.value_types import IntRange, PathType
+from eval.cells import count_of
 from eval.errors import ConfigError
 
 
@@ -97,8 +98,8 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     sock.listen(socket.SOMAXCONN)  # the server accepts what connects from here on (uvicorn listens again)
     shown = f"[{host}]" if ":" in host else host
     n_rel, n_pred = len(explorer.relations), len(explorer.columns)
-    click.echo(f"kbc serve: {explorer.corpus.name}, {n_rel} relation{'' if n_rel == 1 else 's'}, "
-               f"{n_pred} predictor{'' if n_pred == 1 else 's'}, ready in {explorer.startup_seconds} s", err=True)
+    click.echo(f"kbc serve: {explorer.corpus.name}, {count_of(n_rel, 'relations')}, "
+               f"{count_of(n_pred, 'predictors')}, ready in {explorer.startup_seconds} s", err=True)
     click.echo(f"open http://{shown}:{port}/  (API: http://{shown}:{port}/docs; Ctrl-C stops)")
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     try:

@@ -42,6 +42,7 @@ from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.run_lock import LOCK, RunLock
 from bridge.run.summaries import collect
+from eval.cells import count_of
 from eval.corpora import resolve_run_data_dir
 from eval.datadir import ENV_VAR as DATA_ENV
 from eval.errors import ConfigError, KbcError
@@ -754,7 +755,7 @@ def left_out_note(experiment, facts: list[Fact]) -> str:
     why = "; ".join(f"{reason}: {n}" for reason, n in reasons.most_common())
     n = sum(reasons.values())
     return (f"; {experiment.name} leaves out {n} of them ({why}), dropped for every predictor: "
-            f"{_count(len(facts) - n, 'facts')} remain")
+            f"{count_of(len(facts) - n, 'facts')} remain")
 
 
 def _drop_unsuitable(experiment, predictor, todo: list) -> tuple[list, dict[str, list]]:
@@ -813,15 +814,8 @@ def _dropped_line(where: str, gone: dict[str, list], unit: str) -> str:
     queries = sum(len(items) for items in gone.values())
     facts = len({f.uid for items in gone.values() for _, f, _ in items})
     other, named = (queries, "queries") if unit == "facts" else (facts, "facts")
-    beside = f" ({_count(other, named)})" if other != n else ""
-    return f"{where}: dropped {_count(n, unit)}{beside} it cannot answer ({why}); per relation: {listed}"
-
-
-def _count(n: int, unit: str) -> str:
-    """'1 fact', '2 queries': a count with its unit (facts, queries, questions, pairs) in the right number."""
-    if n != 1:
-        return f"{n} {unit}"
-    return f"1 {unit[:-3]}y" if unit.endswith("ies") else f"1 {unit[:-1]}"
+    beside = f" ({count_of(other, named)})" if other != n else ""
+    return f"{where}: dropped {count_of(n, unit)}{beside} it cannot answer ({why}); per relation: {listed}"
 
 
 def _dropped_record(query, fact, reason: str) -> dict:

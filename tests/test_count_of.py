@@ -1,0 +1,15 @@
+"""Counts in messages name their unit in the right number: '1 relation', '2 relations', '1 query'."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.cells import count_of
+
+
+@pytest.mark.parametrize(("n", "unit", "said"), [
+    (1, "relations", "1 relation"), (0, "relations", "0 relations"), (2, "facts", "2 facts"),
+    (1, "queries", "1 query"), (3, "queries", "3 queries"), (1, "triples", "1 triple"), (1, "axioms", "1 axiom"),
+])
+def test_count_of_names_its_unit_in_the_right_number(n, unit, said):
+    assert count_of(n, unit) == said
