@@ -49,6 +49,14 @@ def in_data(path: str | Path, data_dirs: Iterable[Path] = (), replaced: bool = F
     return None
 
 
+def refuse_in_data(out: str | Path, fix: str, data_dirs: Iterable[Path] = (), replaced: bool = False) -> None:
+    """Refuse `out` where it sits among data folders (`in_data`): `--out OUT <where><fix>`, `fix` saying what to
+    pass instead."""
+    where = in_data(out, data_dirs, replaced)
+    if where is not None:
+        raise ConfigError(f"--out {out} {where}{fix}")
+
+
 def check_own_folder(out: Path, marker: str, refusal: str) -> None:
     """Refuse `out` (with `refusal`, which names the fix) unless it is new, empty, or holds `marker`."""
     out = Path(out)

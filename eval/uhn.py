@@ -41,7 +41,7 @@ from eval.checked_json import read_checked, write_checked
 from eval.datadir import ENV_VAR, cache_root, fingerprint, resolve_data_dir
 from eval.errors import ConfigError, DataError
 from eval.file_digests import file_sha256
-from eval.out_folders import check_own_folder, in_data
+from eval.out_folders import check_own_folder, refuse_in_data
 from eval.report_counts import LoadReport
 from eval.types import Fact
 
@@ -272,9 +272,8 @@ def check_out(out: Path, data_dir: str | Path | None) -> None:
     An earlier build elsewhere is replaced whole, its own `relations.jsonl` notwithstanding."""
     given = data_dir or os.environ.get(ENV_VAR)
     read = [resolve_data_dir(data_dir), *([Path(given)] if given else [])]
-    where = in_data(out, read, replaced=(Path(out).expanduser() / META_FILE).is_file())
-    if where is not None:
-        raise ConfigError(f"--out {out} {where}, and LAMA-UHN is written into --out; pass a folder outside the data")
+    refuse_in_data(out, ", and LAMA-UHN is written into --out; pass a folder outside the data", read,
+                   replaced=(Path(out).expanduser() / META_FILE).is_file())
 
 
 def build_uhn(data_dir: str | Path | None, out: str | Path, filters: Iterable[str] = ("string",),

@@ -19,11 +19,9 @@ from eval.errors import ConfigError
 
 def _outside_data(out: str | Path) -> None:
     """Refuse an output file inside a data folder (an input, often shared), before any work."""
-    from eval.out_folders import in_data
+    from eval.out_folders import refuse_in_data
 
-    where = in_data(out)
-    if where is not None:
-        raise ConfigError(f"--out {out} {where}; write it outside the data")
+    refuse_in_data(out, "; write it outside the data")
 
 
 def _map_or_new(out: str) -> None:

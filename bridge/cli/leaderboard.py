@@ -109,11 +109,9 @@ def check_out(out: Path) -> None:
     """`--out` may be a new file or a leaderboard written before, never a file of a run directory or a data
     folder, nor any other file: the command owns only its own outputs."""
     from bridge.run.directory import run_dir_holding
-    from eval.out_folders import in_data
+    from eval.out_folders import refuse_in_data
 
-    where = in_data(out)
-    if where is not None:
-        raise ConfigError(f"--out {out} {where}; write the leaderboard outside the data")
+    refuse_in_data(out, "; write the leaderboard outside the data")
     holder = run_dir_holding(out)
     if holder is not None:
         raise ConfigError(f"--out {out} is inside the run directory {holder}; write the leaderboard elsewhere")

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from eval.errors import ConfigError
-from eval.out_folders import check_own_folder, in_data
+from eval.out_folders import check_own_folder, refuse_in_data
 
 MARKER = ".kbc-report.json"
 PAGES = ("report.html", "report.md")
@@ -30,10 +30,8 @@ def check_out(target: Path, run: Path) -> None:
         raise ConfigError(f"--out {target}: exists and is not a directory")
     if target.resolve() == default.resolve():
         return  # the run's own report folder
-    where = in_data(target)
-    if where is not None:
-        raise ConfigError(f"--out {target} {where}; write the report to a folder outside the data, or leave --out "
-                          f"out (it writes {default})")
+    refuse_in_data(target, f"; write the report to a folder outside the data, or leave --out out (it writes "
+                           f"{default})")
     holder = run_dir_holding(target)
     if holder is not None:
         raise ConfigError(f"--out {target} is inside the run directory {holder}; write the report to a new folder, "

@@ -65,12 +65,9 @@ def check_out(out: Path, data_dirs: list[Path]) -> None:
     """Refuse an `out` the run does not own: inside the data it reads (or any data folder), or a folder of other
     files (a `kbc report` output, someone's notes): a run writes only into a new or empty folder, or its own."""
     from bridge.report.out_dir import MARKER
-    from eval.out_folders import in_data
+    from eval.out_folders import refuse_in_data
 
-    where = in_data(out, data_dirs)
-    if where is not None:
-        raise ConfigError(f"--out {out} {where}, and a run writes its files into --out; pass a folder outside the "
-                          "data")
+    refuse_in_data(out, ", and a run writes its files into --out; pass a folder outside the data", data_dirs)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: exists and is not a directory")
     _outside_other_runs(out)

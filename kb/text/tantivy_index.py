@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from eval.errors import ConfigError, DataError
-from eval.out_folders import in_data
+from eval.errors import DataError
+from eval.out_folders import refuse_in_data
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
 from kb.text.base import Hit, Mention
@@ -110,10 +110,8 @@ def _check_own(root: Path) -> None:
     """A build writes only into a new or empty folder or an index folder (`CURRENT`, its lock and `gen-*`
     folders): its `CURRENT` would replace another tool's file of that name, and old generations are deleted. Nor
     into a data folder, a new subfolder included: data folders are inputs, often shared."""
-    where = in_data(root)
-    if where is not None:
-        raise ConfigError(f"--out {root} {where}, and a build writes its index files into --out; pass a folder "
-                          "outside the data, or leave --out out to use the cache")
+    refuse_in_data(root, ", and a build writes its index files into --out; pass a folder outside the data, or leave "
+                   "--out out to use the cache")
     if not root.is_dir():
         return
     foreign = sorted(p.name for p in root.iterdir()
