@@ -13,3 +13,12 @@ from eval.cells import count_of
 ])
 def test_count_of_names_its_unit_in_the_right_number(n, unit, said):
     assert count_of(n, unit) == said
+
+
+def test_the_leaderboards_weights_note_names_one_prompted_query_in_the_singular():
+    """A relation of one (fact, prompt) query in the shared scope: 'query weighs', not 'querie weighs'."""
+    from bridge.run.leaderboard import _weights_note
+
+    records = {"a@1": {"relation": "P19"}, "b@1": {"relation": "P36"}, "c@1": {"relation": "P36"}}
+    note, = _weights_note("trex", set(records), records, "(fact, prompt) queries")
+    assert note.endswith("so P19's 1 (fact, prompt) query weighs 1/2 of it"), note

@@ -262,7 +262,7 @@ def test_a_runs_pages_say_what_the_run_asked_and_the_live_page_what_it_asks(worl
         assert f"{header}run gen-run: kbc run lama, trex: 1 relation, a sample (--limit 6, seed 0)</span>" in \
             client.get(path).text, path
     facts = len(world["explorer"].corpus.facts)
-    assert f"{header}trex: 1 relations, {facts} facts</span>" in client.get("/").text
+    assert f"{header}trex: 1 relation, {facts} facts</span>" in client.get("/").text
 
 
 def test_the_header_of_a_bear_or_coherency_run_names_its_corpus_and_relations():

@@ -28,7 +28,7 @@ from bridge.run.summaries import (
     shown_extra,
     unranked_note,
 )
-from eval.cells import csv_cell
+from eval.cells import count_of, csv_cell
 from eval.kmir import KINDS
 from eval.report import (
     METRIC_NAMES,
@@ -310,7 +310,7 @@ class Builder:
             dropped[key] = dropped.get(key, 0) + int(d.get("n") or 0)
         if dropped:
             s.tables.append(Table(["corpus", "predictor", "reason", unit or "dropped"],
-                                  [[c, p, why, str(n) if unit else f"{n} {u}"]
+                                  [[c, p, why, str(n) if unit else count_of(n, u)]
                                    for (c, p, why, u), n in dropped.items()],
                                   f"{(unit or 'what').capitalize()} a predictor could not answer (not scored)"))
         return s

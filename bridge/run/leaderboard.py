@@ -42,6 +42,7 @@ from bridge.run.summaries import (
     scored_rows,
     silent_note,
 )
+from eval.cells import count_of
 from eval.errors import ConfigError, DataError
 from eval.generated_scores import GENERATED_METRICS, rates_in_percent
 from eval.metrics import DESCRIPTIVE, LOWER_IS_BETTER
@@ -198,7 +199,7 @@ def shared_relations(configs: dict[Path, dict], corpus: str, needs: str = "a lea
     notes = [f"{corpus}: left out {', '.join(relation_order(extra))} of {run} (not held by every run)"
              for run, h in held.items() if (extra := [r for r in h if r not in shared])]
     if notes:
-        notes.insert(0, f"{corpus}: scored over the {len(shared)} relation{'' if len(shared) == 1 else 's'} every "
+        notes.insert(0, f"{corpus}: scored over the {count_of(len(shared), 'relations')} every "
                         f"run holds: {', '.join(relation_order(shared))}")
     return relation_order(shared), notes
 
@@ -476,8 +477,8 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
                                            seed)
                 row = _total(scored, metric, setting)
                 if row is None:
-                    raise ConfigError(f"{c}: {run}/{name} has no {metric} ({setting}) over the {len(shared)} {unit} "
-                                      "every ranked predictor answered; try --scope own")
+                    raise ConfigError(f"{c}: {run}/{name} has no {metric} ({setting}) over the "
+                                      f"{count_of(len(shared), unit)} every ranked predictor answered; try --scope own")
             for key in VALUES:
                 value = row.get(key)
                 if (value is None and key != "value") or (not isinstance(value, bool) and isinstance(
@@ -623,7 +624,7 @@ def _weights_note(corpus: str, shared: set, records: dict[str, dict], unit: str)
     return [f"{corpus}: the {len(shared)} shared {unit} per relation: "
             + ", ".join(f"{r} {counts[r]}" for r in order)
             + f"; the Total is the mean over the {len(counts)} relations, so {least}'s {counts[least]} "
-              f"{unit[:-1] + ' weighs' if counts[least] == 1 else unit + ' weigh'} 1/{len(counts)} of it"]
+              f"{one_unit(unit) + ' weighs' if counts[least] == 1 else unit + ' weigh'} 1/{len(counts)} of it"]
 
 
 def _shared_notes(corpus: str, shared: set, units: dict, rows: list[dict], unit: str, metric: str) -> list[str]:

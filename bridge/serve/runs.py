@@ -24,6 +24,7 @@ from bridge.run.freshness import check_scored, files_state, read_steadily, score
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts, coherency_prompts
+from eval.cells import count_of
 from eval.errors import ConfigError, DataError
 from eval.types import RELATION_TYPES
 
@@ -543,8 +544,8 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
     total = len(frame)  # rows: queries, one per fact and prompt where the run asked a prompt set
     pages = max(1, -(-total // per_page))
     if page > pages:  # an empty page "999 of 8" reads as a table with nothing in it
-        raise ConfigError(f"page={page}: past the last page; these {total} rows fill {pages} page"
-                          f"{'' if pages == 1 else 's'} of {per_page}")
+        raise ConfigError(f"page={page}: past the last page; these {count_of(total, 'rows')} fill "
+                          f"{count_of(pages, 'pages')} of {per_page}")
     chunk = frame.iloc[(page - 1) * per_page: page * per_page]
     from bridge.run.fact_columns import fact_uid, prompt_of
 
@@ -586,7 +587,7 @@ def asked_line(loaded: LoadedRun) -> str:
     for attempt in attempts:
         for corpus, rels in (attempt.get("asked") or {}).items():
             relations.setdefault(corpus, []).extend(r for r in rels if r not in relations[corpus])
-    corpora = ", ".join(f"{c}: {len(r)} relation{'' if len(r) == 1 else 's'}" if r else c
+    corpora = ", ".join(f"{c}: {count_of(len(r), 'relations')}" if r else c
                         for c, r in relations.items())
     samples = dict.fromkeys(attempt_sample(a) for a in attempts)
     sample = "; ".join(f"a sample (--limit {limit}, seed {seed})" for limit, seed in samples if limit)

@@ -22,6 +22,7 @@ from bridge.analysis.retrieved import from_hits, marks, read_paragraphs, window
 from bridge.predictors.registry import UPPER_BOUNDS
 from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
+from eval.cells import count_of
 from eval.errors import ConfigError, KbcError
 from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
@@ -396,7 +397,7 @@ def _coverage_note(explorer: Explorer) -> str:
     which = ""
     if coverage is not None and found.candidates > 1:
         which = (f"{found.candidates} closures in the store hold these facts; this one ({found.graph}) was computed "
-                 f"from {len(coverage.relations)} relation{'' if len(coverage.relations) == 1 else 's'} with "
+                 f"from {count_of(len(coverage.relations), 'relations')} with "
                  f"{coverage.axioms.rpartition(' ')[0]}")
     corpus = relation_ids(explorer.corpus.name, explorer.data_dir) or explorer.relations
     if coverage is None or len(coverage.relations) >= len(corpus):
@@ -404,9 +405,9 @@ def _coverage_note(explorer: Explorer) -> str:
     lacking = sorted(r for r in corpus if r in coverage.named and r not in coverage.relations)
     named = f"; its axioms also name {', '.join(lacking)}, whose facts it lacks" if lacking else ""
     return _joined(which, f"the inferred graph was built from {len(coverage.relations)} of the corpus's "
-                          f"{len(corpus)} relations ({', '.join(sorted(coverage.relations))}){named}: objects the "
-                          f"other relations derive are not in it (kbc kb infer --corpus {explorer.corpus.name} "
-                          "builds it from all)")
+                          f"{count_of(len(corpus), 'relations')} ({', '.join(sorted(coverage.relations))}){named}: "
+                          "objects the other relations derive are not in it "
+                          f"(kbc kb infer --corpus {explorer.corpus.name} builds it from all)")
 
 
 def _sentence(explorer: Explorer, subject: str, obj: str) -> str | None:
