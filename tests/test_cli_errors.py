@@ -341,7 +341,13 @@ def _(c: Ctx) -> list[str]:
 
 @case("convert without --trust-pickle", "refusing to unpickle")
 def _(c: Ctx) -> list[str]:
+    (c.tmp / "m.pkl").write_bytes(b"x")
     return ["entities", "convert", str(c.tmp / "m.pkl")]
+
+
+@case("convert of a missing file", "missing.pkl: no such wikipedia2vec model file")
+def _(c: Ctx) -> list[str]:
+    return ["entities", "convert", str(c.tmp / "missing.pkl")]
 
 
 @case("mentions .pkl", "m_mention.pkl is a pickle; loading one runs any code it holds, so a mention dictionary is "

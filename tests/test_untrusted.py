@@ -155,10 +155,14 @@ def test_a_link_table_given_as_a_side_file_names_the_model_to_convert(tmp_path, 
         read_redirects(tmp_path / side)
 
 
-def test_convert_refuses_without_trust_even_for_a_missing_file(tmp_path):
+def test_convert_names_a_missing_file_before_asking_for_trust(tmp_path):
+    """Nothing to vouch for: --trust-pickle would only lead to the missing file's error."""
     from lm.entities.convert import convert
 
-    with pytest.raises(ConfigError, match="refusing to unpickle .*--trust-pickle"):
+    with pytest.raises(DataError, match="none.pkl: no such wikipedia2vec model file"):
         convert(tmp_path / "none.pkl")
+    (tmp_path / "some.pkl").write_bytes(b"x")
+    with pytest.raises(ConfigError, match="refusing to unpickle .*--trust-pickle"):
+        convert(tmp_path / "some.pkl")
     with pytest.raises(ConfigError, match="written as .npz"):
         convert(tmp_path / "none.pkl", tmp_path / "out.txt", trust_pickle=True)

@@ -28,10 +28,10 @@ def convert(pkl: str | Path, out: str | Path | None = None, *, trust_pickle: boo
     out = Path(out) if out else pkl.with_suffix(".npz")
     if out.suffix != ".npz":
         raise ConfigError(f"--out {out}: the converted model is written as .npz")
+    if not pkl.is_file():  # named before the trust question: there is nothing to vouch for
+        raise DataError(f"{pkl}: no such wikipedia2vec model file")
     if not trust_pickle:
         raise untrusted(pkl, out)
-    if not pkl.is_file():
-        raise DataError(f"{pkl}: no such wikipedia2vec model file")
     model = _load_model(pkl)
     emb = _embeddings(model, pkl)
     emb.links = _link_tables(pkl, model)
