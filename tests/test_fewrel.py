@@ -235,3 +235,16 @@ def test_kbc_ls_lists_what_kbc_run_fewrel_takes_of_a_predictor_it_fine_tunes(cap
                                             "mentions", "lr", "train_batch", "epochs", "train_seed")]
     code, text, err = run_kbc(["ls", "freq"], capsys)
     assert code == 0 and "kbc run fewrel" not in text
+
+
+def test_fewrel_help_says_limit_and_relations_narrow_the_test_sentences_not_training(capsys):
+    """A quick check with --limit still fine-tunes on the whole train part: the help says so where it is read."""
+    from cli_support import run_kbc
+
+    code, out, _ = run_kbc(["run", "fewrel", "--help"], capsys)
+    text = " ".join(out.split())
+    assert code == 0
+    assert "at most N test sentences per relation is asked; training still reads the whole train and dev parts" in text
+    assert "Only these relations' test sentences are asked; every model still trains" in text
+    code, out, _ = run_kbc(["run", "lama", "--help"], capsys)
+    assert "training" not in " ".join(out.split())  # the other experiments train nothing

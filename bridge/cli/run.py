@@ -621,9 +621,17 @@ def run_fewrel(ctx: click.Context, **params) -> None:
             ("f1-macro", "FewRel F1 (%) (Total: macro over relations)"))
 
 
+# a quick check must not take them for a smaller training: they narrow what is asked, never what is trained on
+FEWREL_NARROWING = {
+    "relations": "Only these relations' test sentences are asked; every model still trains and is selected on the "
+                 "train and dev parts of every relation in the file.",
+    "limit": "A seeded sample of at most N test sentences per relation is asked; training still reads the whole "
+             "train and dev parts (`--set epochs=1` shortens it).",
+}
 for _option in run_fewrel.params:
     if _option.name in ("prompts", "context", "prompt_draws", "template", "compat", "depth"):
         _option.hidden = True
+    _option.help = FEWREL_NARROWING.get(_option.name, _option.help)
 
 
 @run.command("negated", short_help="Negated and misprimed LAMA: top-1 overlap.")
