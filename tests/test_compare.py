@@ -125,6 +125,17 @@ def test_counts_per_relation_and_overall(run_dir, capsys):
     assert res["macro_p1_b"] == pytest.approx((500 / 7 + 400 / 6) / 2)
 
 
+def test_the_all_row_says_its_shares_are_macro_and_its_counts_pooled(run_dir, capsys):
+    """Relations of 7 and 6 facts: the `all` row's P@1 is the summaries' Total (the mean over relations), which
+    differs from its own counts' share right (4 of 13); the footnote tells the two apart."""
+    code, out, err = run_kbc(["compare", str(run_dir), "alpha", "beta"], capsys)
+    assert code == 0, err
+    row = next(line.split() for line in out.splitlines() if line.startswith("all "))
+    assert row[1:6] == ["13", "3", "1", "6", "3"] and row[6] == f"{(300 / 7 + 100 / 6) / 2:.2f}" != f"{400 / 13:.2f}"
+    assert ("(`all` row: P@1 macro over relations, as the summaries' Total; its facts, both, only A, only B and "
+            "neither pool the facts; McNemar on the pooled facts)") in out
+
+
 def test_filtered_setting_uses_filtered_ranks(run_dir, capsys):
     res = _compare(run_dir, capsys, "--setting", "filtered")
     assert _cells(res["relations"]["P19"]) == (2, 2, 3, 0)  # p19-7: alpha right once p19-7's other object is removed

@@ -261,7 +261,8 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
                      f"where it scores higher, both: equal above 0, neither: both 0; p: exact sign test of those "
                      "leads)")
     else:
-        lines.append(f"(`all` row: {ma} {over}, as the summaries' Total; McNemar on "
+        counts = "" if sc.pooled else f"; its {sc.unit}, both, only A, only B and neither pool the {sc.unit}"
+        lines.append(f"(`all` row: {ma} {over}, as the summaries' Total{counts}; McNemar on "
                      f"the pooled {sc.unit})")
     return lines
 
