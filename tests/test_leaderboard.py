@@ -63,6 +63,19 @@ def test_two_runs_ranked_with_csv_and_json(runs, capsys):
     assert f"| 3 | {a} | freq | kb | freq | - | - | - | 8.71 ± 6.17 | [0.00, 21.97] | 23 |" in out
 
 
+def test_json_is_spelt_as_other_commands_spell_it(runs, capsys):
+    """`--json` (kbc compare, show, ls, kb types, index search) prints what `--format json` prints."""
+    a, b = runs
+    args = ["leaderboard", str(a), str(b), "--corpus", "trex"]
+    code, by_format, err = run_kbc([*args, "--format", "json"], capsys)
+    assert code == 0, err
+    for flags in (["--json"], ["--json", "--format", "json"]):
+        code, out, err = run_kbc([*args, *flags], capsys)
+        assert code == 0 and out == by_format, (flags, err)
+    code, out, err = run_kbc([*args, "--json", "--format", "csv"], capsys)
+    assert code == 2 and err == "error: --json and --format csv ask for two formats; give one\n" and not out
+
+
 def test_runs_that_measure_other_things_are_refused(runs, capsys):
     a, b = runs
     config = json.loads((b / "config.json").read_text(encoding="utf-8"))

@@ -140,13 +140,16 @@ def check_out(out: Path) -> None:
               "those left out, without the metric or an answer, restrict nothing), each predictor's own beside it "
               "where that keeps less than half; own: each predictor's.")
 @click.option("--sort", type=click.Choice(["value", "predictor", "run"]), default="value", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True,
+              help="A Markdown table, CSV rows or JSON (rows, notes, warnings).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: --format json, spelt as other commands spell it.")
 @click.option("--bootstrap", type=IntRange(min=0, max=MAX_BOOTSTRAP), default=None,
               help=f"Resamples behind each shared-scope 95% interval (0: stderr only) [default: the runs' own "
               f"setting where they agree, else {DEFAULT_BOOTSTRAP}]; --scope own reads each run's summary.json.")
 @click.option("--bootstrap-seed", type=Int(), default=None, help="[default: the runs' own where they agree, else 0]")
 @click.option("--out", type=PathType(dir_okay=False), default=None, help="Write to this file, not stdout.")
-def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap, bootstrap_seed, out) -> None:
+def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, as_json, bootstrap, bootstrap_seed,
+                out) -> None:
     """Every predictor of RUN_DIR... ranked on one metric, with stderr and 95% bootstrap interval.
 
     \b
@@ -157,6 +160,11 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, bootstrap,
 
     if len(corpora) > 1:
         raise ConfigError("--corpus: name one corpus (or none for every corpus of the runs)")
+    if as_json:
+        given = click.get_current_context().get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT
+        if given and fmt != "json":
+            raise ConfigError(f"--json and --format {fmt} ask for two formats; give one")
+        fmt = "json"
     if out is not None:
         check_out(Path(out))
     found = board(run_dirs, corpora[0] if corpora else None, metric, setting, scope, bootstrap, bootstrap_seed, sort)
