@@ -89,3 +89,29 @@ def test_serve_counts_one_relation_and_one_predictor_in_the_singular(lama_dir, t
                             "--predictors", "freq"], capsys)
     assert code == 0, err
     assert re.search(r"kbc serve: trex, 1 relation, 1 predictor, ready in ", err), err
+
+
+def test_serve_takes_index_and_store_timeout_as_other_commands_spell_them(lama_dir, tmp_path, capsys, monkeypatch):
+    """`--index` (kbc index, kbc analyze) names the text index as `--text-index` does; `--store-timeout` (kbc run,
+    kbc kb) reaches the store the explorer opens."""
+    import uvicorn
+
+    import bridge.serve.explorer as explorer
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    missing = tmp_path / "no-index"
+    code, _, err = run_kbc(["serve", "--data-dir", str(lama_dir), "--relations", "P36", "--index", str(missing)],
+                           capsys)
+    assert code == 2 and err.startswith(f"error: {missing}: no text index there"), err
+    timeouts = []
+
+    def opened(*args, **kwargs):
+        timeouts.append(args[3])
+        return opening(*args, **kwargs)
+
+    opening = explorer.open_store
+    monkeypatch.setattr(explorer, "open_store", opened)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: setattr(self, "started", True))
+    code, _, err = run_kbc(["serve", "--port", "0", "--data-dir", str(lama_dir), "--relations", "P36",
+                            "--predictors", "freq", "--store-timeout", "7.5"], capsys)
+    assert code == 0 and timeouts == [7.5], err

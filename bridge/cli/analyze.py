@@ -13,6 +13,7 @@ import click
 
 from bridge.cli.index import backend_option, index_option
 from bridge.cli.options import (
+    STORE_HELP,
     batch_size_option,
     data_dir_option,
     device_option,
@@ -259,8 +260,7 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 @data_dir_option
 @device_option
 @batch_size_option
-@click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
-              help="Graph store path (default: the cache's), or a SPARQL query endpoint URL.")
+@click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP)
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:

@@ -83,6 +83,12 @@ def _remember(key: str):
     return callback
 
 
+# one wording wherever a command takes a store (kbc run, kb, serve, analyze evidence)
+STORE_HELP = "Graph store path (default: the cache's), or a SPARQL query endpoint URL."
+STORE_UPDATE_HELP = "SPARQL 1.1 Update endpoint URL of a remote --store (needed to load facts into it)."
+STORE_TIMEOUT_HELP = "Seconds one request to a SPARQL endpoint may take in all (answer included)."
+
+
 def store_option(func):
     """`--store`, plus `--store-update` and `--store-timeout`, which `open_cli_store` reads from the context.
 
@@ -90,12 +96,12 @@ def store_option(func):
     """
     func = click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=30.0,
                         show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
-                        help="Seconds one request to a SPARQL endpoint may take in all (answer included).")(func)
+                        help=STORE_TIMEOUT_HELP)(func)
     func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
                         callback=_remember(_UPDATE_KEY),
-                        help="SPARQL 1.1 Update URL of the --store endpoint (needed to load facts into it).")(func)
+                        help=STORE_UPDATE_HELP)(func)
     return click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
-                        help="Graph store path (default: the cache), or a SPARQL query URL.")(func)
+                        help=STORE_HELP)(func)
 
 
 def es_url_option(func):

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.cli.options import data_dir_option, show_progress
+from bridge.cli.options import STORE_HELP, STORE_TIMEOUT_HELP, STORE_UPDATE_HELP, data_dir_option, show_progress
 from bridge.cli.value_types import FloatRange, Int, IntRange, PathType
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
@@ -279,12 +279,10 @@ def run_options(default_out: str, default_corpus: str | None = None):
                      help="Inputs per forward pass of local LM predictors. On a CPU 32 to 128 (128 scored 5-23% "
                           "faster than 32 with 2- and 4-layer BERTs, 256 no faster than 128); on a GPU 512, and "
                           "2048 for a masked LM in bfloat16."),
-        click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
-                     help="Graph store path, or a SPARQL query endpoint URL."),
-        click.option("--store-update", default=None, metavar="URL",
-                     help="SPARQL 1.1 Update endpoint URL of a remote --store."),
+        click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP),
+        click.option("--store-update", default=None, metavar="URL", help=STORE_UPDATE_HELP),
         click.option("--store-timeout", type=FloatRange(min=0.1), default=30.0, show_default=True,
-                     help="Seconds a remote store may take per request."),
+                     help=STORE_TIMEOUT_HELP),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
                      help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys)."),
         click.option("--prompts", default="lama", show_default=True,
@@ -505,7 +503,7 @@ def _split(values) -> list[str]:
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def ls(name: str | None, as_json: bool) -> None:
     """List the registered predictors, or the options one accepts (NAME: a registry name or model path)."""
     from bridge.predictors.registry import available, resolve

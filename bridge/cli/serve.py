@@ -7,8 +7,8 @@ import socket
 
 import click
 
-from bridge.cli.options import batch_size_option, data_dir_option, device_option
-from bridge.cli.value_types import IntRange, PathType
+from bridge.cli.options import STORE_HELP, STORE_TIMEOUT_HELP, batch_size_option, data_dir_option, device_option
+from bridge.cli.value_types import FloatRange, IntRange, PathType
 from eval.cells import count_of
 from eval.errors import ConfigError
 
@@ -52,16 +52,17 @@ def listen_socket(host: str, port: int) -> socket.socket:
 @click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE", help="Predictor option (repeatable).")
 @click.option("--run", "runs", multiple=True, type=PathType(file_okay=False),
               help="A finished `kbc run` directory to browse (repeatable).")
-@click.option("--text-index", default=None,
+@click.option("--text-index", "--index", "text_index", default=None,
               help="Evidence paragraphs: 'lama' (the LAMA evidence index, built on first use) or a tantivy index path.")
 @click.option("--coherency", default=None, metavar="NAME",
               help="Show this predictor's round trip (the object, then the subject asked back).")
-@click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
-              help="Graph store path, or a SPARQL query endpoint URL.")
+@click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP)
+@click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help=STORE_TIMEOUT_HELP)
 @device_option
 @batch_size_option
-def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store, device,
-          batch_size) -> None:
+def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store,
+          store_timeout, device, batch_size) -> None:
     """Every KB and LM answer to one query side by side, and the runs you finished, in the browser.
 
     Models load once at start-up; then each query asks the gold KB (SPARQL), the inferred graph,
@@ -84,8 +85,8 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
 
     rels = [v for value in relations for v in value.split()]
     cfg = ExplorerConfig(data_dir=data_dir, corpus=corpus, relations=rels, predictors=predictor_items(predictors),
-                         options=parse_sets(sets), store=store, text_index=text_index, coherency=coherency,
-                         runs=[Path(r) for r in runs], device=device, batch_size=batch_size)
+                         options=parse_sets(sets), store=store, store_timeout=store_timeout, text_index=text_index,
+                         coherency=coherency, runs=[Path(r) for r in runs], device=device, batch_size=batch_size)
     sock = listen_socket(host, port)
     port = sock.getsockname()[1]  # the port chosen when --port 0
     try:

@@ -37,6 +37,7 @@ class ExplorerConfig:
     options: dict[str, str] = field(default_factory=dict)  # --set [NAME.]KEY=VALUE
     cache_dir: Path | None = None
     store: str | None = None
+    store_timeout: float = 30.0  # seconds per request to a SPARQL endpoint
     text_index: str | None = None  # "lama" (the cached evidence index, built on first use) or a tantivy path
     coherency: str | None = None  # the predictor whose round trip is shown
     runs: list[Path] = field(default_factory=list)
@@ -119,7 +120,7 @@ class Explorer:
         self.relations = corpus.relations
         self._versions: dict = {}  # per --compat (and --misprimes of a negated corpus), as `data_versions` gives them
         self._versions_lock = threading.Lock()
-        self.store: GraphStore = open_store(cfg.store, None, self.cache / "store")
+        self.store: GraphStore = open_store(cfg.store, None, self.cache / "store", cfg.store_timeout)
         ctx = PredictorContext(corpus, self.store, self.cache, self.data_dir, cfg.device, "float32", cfg.batch_size,
                                {}, progress=True)
         from bridge.predictors.kb import is_set_corpus, make_gold
