@@ -84,12 +84,15 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
     agreeing = [r for r in raw if r.get("metric") in metrics and not r.get("prompt")]
     held = _scope(agreeing)
     agreeing = [r for r in agreeing if r.get("scope", "own") == held]
-    cells = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("value") for r in agreeing}
-    errors = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r.get("stderr")
-              for r in agreeing}
+    cells = {(r.get("corpus"), r.get("group"), r.get("predictor"), r.get("metric")): r for r in agreeing}
+
+    def cell(corpus: str, group: str, predictor: str, m: str, key: str = "value"):
+        """A summary row's value (or its `stderr`), None where the run has no such row."""
+        return (cells.get((corpus, group, predictor, m)) or {}).get(key)
+
     corpora = list(dict.fromkeys(r.get("corpus") for r in per_prompt))
-    agreement = [{"corpus": c, "predictor": p, **{m: cells.get((c, "all", p, m)) for m in metrics},
-                  **{f"{m}_stderr": errors.get((c, "all", p, m)) for m in metrics}}
+    agreement = [{"corpus": c, "predictor": p, **{m: cell(c, "all", p, m) for m in metrics},
+                  **{f"{m}_stderr": cell(c, "all", p, m, "stderr") for m in metrics}}
                  for c in corpora for p in predictors if any((c, "all", p, m) in cells for m in metrics)]
     relations = sorted({(r.get("corpus"), r.get("group")) for r in per_prompt})
     labels = labels or {}
@@ -100,8 +103,8 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
 
     by_relation = [] if metric != "p@1" else [
         {"corpus": c, "relation": rel, "label": label(c, rel),
-         **{m: {p: cells.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION},
-         **{f"{m}_stderr": {p: errors.get((c, rel, p, m)) for p in predictors} for m in PER_RELATION}}
+         **{m: {p: cell(c, rel, p, m) for p in predictors} for m in PER_RELATION},
+         **{f"{m}_stderr": {p: cell(c, rel, p, m, "stderr") for p in predictors} for m in PER_RELATION}}
         for c, rel in relations]
     grouped: dict[tuple[str, str, str], dict[str, dict]] = {}
     for r in per_prompt:
