@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eval.cells import count_of
 from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, resolve_data_dir
 from eval.errors import DataError, KbcError
 from eval.jsonl import json_type, read_jsonl, req_str
@@ -126,7 +127,8 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
             out.facts.append(probe)
             report.kept += 1
         if no_negation:
-            report.notes.append(f"{no_negation} facts have no negated sentence (it equals the positive one)")
+            report.notes.append(f"{count_of(no_negation, 'facts')} {'has' if no_negation == 1 else 'have'} no negated "
+                                "sentence (it equals the positive one)")
         out.reports.append(report)
         out.files.append(path)
     unknown = sorted(wanted - seen_rel)

@@ -22,3 +22,10 @@ def test_the_leaderboards_weights_note_names_one_prompted_query_in_the_singular(
     records = {"a@1": {"relation": "P19"}, "b@1": {"relation": "P36"}, "c@1": {"relation": "P36"}}
     note, = _weights_note("trex", set(records), records, "(fact, prompt) queries")
     assert note.endswith("so P19's 1 (fact, prompt) query weighs 1/2 of it"), note
+
+
+def test_a_fewrel_run_of_one_relation_says_its_macro_scores_are_over_1_relation():
+    from bridge.experiments.fewrel import asked_note
+
+    assert asked_note(["P177"]).startswith("Macro P/R/F1 are means over the 1 relation asked (P177), ")
+    assert asked_note(["P177", "P361"]).startswith("Macro P/R/F1 are means over the 2 relations asked (P177, P361)")

@@ -40,7 +40,7 @@ def test_loader_reads_the_three_clozes(tmp_path):
     # a negation equal to the positive sentence is no negated query; a stray "?" of the prime is dropped
     assert (second.negated, second.prime) == (None, "Ibm")
     assert second.fact.uid == "trex/P19:line2"  # the uuid repeats: the line tells them apart
-    assert corpus.reports[0].notes == ["1 facts have no negated sentence (it equals the positive one)"]
+    assert corpus.reports[0].notes == ["1 fact has no negated sentence (it equals the positive one)"]
 
 
 @pytest.mark.parametrize(("row", "message"), [

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
+from eval.cells import count_of
 from eval.classification import MACRO, bootstrap_intervals, confusion, macro_scores, per_class
 from eval.types import Fact, Prediction, Query
 from eval.uncertainty import rng_for
@@ -199,10 +200,10 @@ def asked_relations(rows: list[dict]) -> list[str]:
 
 def asked_note(relations: list[str]) -> str:
     """Why macro scores and a relation's own precision and F1 hold only for the relations asked."""
-    return (f"Macro P/R/F1 are means over the {len(relations)} relations asked ({', '.join(relations)}), and a "
-            "relation's precision counts only the sentences asked: a prediction of a relation on a sentence of one "
-            "not asked is never scored. With other `--relations` both change for the same predictions, so compare "
-            "these scores only between runs that asked the same relations.")
+    return (f"Macro P/R/F1 are means over the {count_of(len(relations), 'relations')} asked "
+            f"({', '.join(relations)}), and a relation's precision counts only the sentences asked: a prediction of "
+            "a relation on a sentence of one not asked is never scored. With other `--relations` both change for the "
+            "same predictions, so compare these scores only between runs that asked the same relations.")
 
 
 def asked_differ(runs: list[tuple[str, list[str]]]) -> str | None:
