@@ -74,7 +74,7 @@ def test_run_page_filters(browser, base_url, serve_run):
     page.select_option("#f-outcome", "a-right-b-wrong")
     page.click("#f-go")
     page.wait_for_url("**outcome=a-right-b-wrong**")
-    assert page.inner_text("#fact-count").startswith(f"{expected} facts")
+    assert page.inner_text("#fact-count").startswith(f"{expected} fact{'' if expected == 1 else 's'} ")
     rows = page.locator("#facts tr[data-relation]")
     assert rows.count() == min(expected, 50) and expected > 0
     assert set(rows.evaluate_all("rs => rs.map(r => r.dataset.relation)")) == {"P36"}
