@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -160,9 +159,11 @@ def public_url(url: str) -> str:
 class ServedGenerator:
     """Sends prompts (text or chat turns) to one server and model; counts what it sent and what it cost."""
 
-    def __init__(self, settings: ServerSettings, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, settings: ServerSettings, sleep: Callable[[float], object] | None = None) -> None:
         self.settings = settings
-        self.sleep = sleep
+        # set when a run stops: a request in flight then gets no retry, and a backoff being waited ends at once
+        self._stopping = threading.Event()
+        self.sleep = sleep or self._stopping.wait
         self.key = None
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
@@ -210,10 +211,9 @@ class ServedGenerator:
                 break
             except urllib.error.HTTPError as exc:
                 detail = server_message(exc.read(8192))
-                if exc.code in RETRY_STATUS and attempt < s.retries:
+                if exc.code in RETRY_STATUS and attempt < s.retries and not self._stopping.is_set() and self._backoff(
+                        self._wait(attempt, exc.code, exc.headers.get("Retry-After") if exc.headers else None, shown)):
                     count("retried")
-                    self.sleep(self._wait(attempt, exc.code, exc.headers.get("Retry-After") if exc.headers else None,
-                                          shown))
                     continue
                 count("failed")
                 if body is None and exc.code not in (401, 403):
@@ -230,9 +230,9 @@ class ServedGenerator:
                 reason = getattr(exc, "reason", exc)
                 timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
                 dropped = isinstance(reason, DROPPED)
-                if (timed_out or dropped) and attempt < s.retries:
+                if (timed_out or dropped) and attempt < s.retries and not self._stopping.is_set() and self._backoff(
+                        s.backoff * 2 ** attempt):
                     count("retried")
-                    self.sleep(s.backoff * 2 ** attempt)
                     continue
                 count("failed")
                 if timed_out:
@@ -252,6 +252,12 @@ class ServedGenerator:
                 raise _Unlisted from None
             raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
                               "server?") from None
+
+    def _backoff(self, seconds: float) -> bool:
+        """Wait `seconds` before a retry; False where the run stopped meanwhile, so that no request goes out after
+        the stop and a stopping run waits for no backoff."""
+        self.sleep(seconds)
+        return not self._stopping.is_set()
 
     def _wait(self, attempt: int, code: int, after: str | None, shown: str) -> float:
         """Seconds before retry `attempt + 1`: what the server's `Retry-After` asks (at most `RETRY_AFTER_MAX`, said
@@ -376,6 +382,7 @@ class ServedGenerator:
         out: list[Generated | None] = [None] * len(prompts)
         if not prompts:
             return []
+        self._stopping.clear()
         pool = ThreadPoolExecutor(max(1, min(self.settings.concurrency, len(prompts))))
         futures: dict[Future, int] = {}  # every request handed to the pool, in flight or done
         waiting = iter(enumerate(prompts))
@@ -411,6 +418,7 @@ class ServedGenerator:
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
         except BaseException as exc:
+            self._stopping.set()  # the requests in flight end with the try they are on
             self._await_in_flight(pool, [f for f in running if not f.done()], exc)
             with interrupts_held():
                 for future, i in futures.items():

@@ -4,6 +4,7 @@ a bare HTTP 500 on chat turns is said to mean once others were answered."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 from cli_support import run_kbc
@@ -134,3 +135,34 @@ def test_a_429_with_an_empty_json_body_names_no_empty_message(serve):
     with pytest.raises(ServerUnavailable) as caught:
         client(server.url, [], retries=0).generate(["q"], PARAMS)
     assert str(caught.value) == f"{server.url}/chat/completions: HTTP 429 (no detail)"
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "failure"])
+def test_a_request_in_flight_when_the_run_stops_gets_no_retry(serve, monkeypatch, stop):
+    """A request in flight when the run stops ends with the try it is on: retrying it would send requests after
+    the stop and keep a Ctrl-C waiting through every backoff and timeout."""
+    stopped = threading.Event()  # the run is awaiting its requests in flight
+    script = {"a": (200, completion("Rome", "chat")) if stop == "ctrl-c" else (500, {"error": "broken"}),
+              "b": (503, {"error": "busy"})}
+
+    def reply(path, body, n):
+        prompt = body["messages"][-1]["content"]
+        if prompt == "b":
+            assert stopped.wait(5)
+        return script[prompt]
+
+    server = serve(reply)
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=3, concurrency=2)
+    awaiting = gen._await_in_flight
+    monkeypatch.setattr(gen, "_await_in_flight", lambda *a: (stopped.set(), awaiting(*a)))
+    kept: list[int] = []
+
+    def keep(i, response) -> None:
+        kept.append(i)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else ServerError):
+        gen.generate(["a", "b"], PARAMS, kept=keep)
+    assert sorted(body["messages"][-1]["content"] for body in server.bodies) == ["a", "b"]
+    assert sleeps == [] and gen.retried == 0 and kept == ([0] if stop == "ctrl-c" else [])
