@@ -8,8 +8,10 @@ requests use once the time is up. A client takes part by building its connection
 
 from __future__ import annotations
 
+import http.client
 import socket
 import threading
+from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, build_opener
 
 _active = threading.local()  # .deadline: the Deadline of the request this thread is making, if any
 
@@ -83,3 +85,21 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def _opener() -> OpenerDirector:
+    """A urllib opener whose connections report their sockets to the request's `Deadline`."""
+    http_conn, https_conn = watching(http.client.HTTPConnection), watching(http.client.HTTPSConnection)
+
+    class HttpHandler(HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(http_conn, req)
+
+    class HttpsHandler(HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(https_conn, req, context=self._context)
+
+    return build_opener(HttpHandler, HttpsHandler)
+
+
+OPENER = _opener()  # `OPENER.open(request)` inside `with Deadline(seconds):` is bounded as a whole

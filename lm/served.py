@@ -17,6 +17,7 @@ with the weights.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import logging
 import math
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 
 from eval.errors import KbcError
 from eval.jsonl import json_type
+from kb.deadline import OPENER, Deadline
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
@@ -206,8 +208,7 @@ class ServedGenerator:
                                              method="GET" if body is None else "POST")
             count("sent")
             try:
-                with urllib.request.urlopen(request, timeout=s.timeout) as response:
-                    raw = response.read()
+                raw = _within(request, s.timeout)
                 break
             except urllib.error.HTTPError as exc:
                 detail = server_message(exc.read(8192))
@@ -457,6 +458,29 @@ def interrupts_held() -> Iterator[None]:
                 previous[signum](signum, frame)
             elif previous[signum] != signal.SIG_IGN:
                 signal.raise_signal(signum)
+
+
+def _within(request: urllib.request.Request, seconds: float) -> bytes:
+    """The body of `request`'s answer, from connecting to its last byte within `seconds` (`TimeoutError` past
+    them): a socket timeout bounds each read only, so a server or gateway sending a byte now and then (whitespace
+    to keep a connection open) would hold a run far past its `timeout`. An HTTP error is raised with its body (up
+    to 8 KiB) read within the same time."""
+    deadline = Deadline(seconds)
+    try:
+        with deadline:
+            try:
+                with OPENER.open(request, timeout=seconds) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(exc.read(8192))
+                                             ) from None
+    except Exception:
+        if deadline.expired:
+            raise TimeoutError from None
+        raise
+    if deadline.expired:  # the shutdown may end a body without a length early: never read part of it
+        raise TimeoutError
+    return raw
 
 
 def _token_count(value: object) -> int | None:

@@ -3,8 +3,11 @@ a bare HTTP 500 on chat turns is said to mean once others were answered."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from cli_support import run_kbc
@@ -166,3 +169,38 @@ def test_a_request_in_flight_when_the_run_stops_gets_no_retry(serve, monkeypatch
         gen.generate(["a", "b"], PARAMS, kept=keep)
     assert sorted(body["messages"][-1]["content"] for body in server.bodies) == ["a", "b"]
     assert sleeps == [] and gen.retried == 0 and kept == ([0] if stop == "ctrl-c" else [])
+
+
+def test_a_server_trickling_its_answer_is_timed_out_as_a_whole():
+    """A socket timeout bounds each read only: a gateway that sends a byte now and then (whitespace keeping the
+    connection open) must not hold a request past `timeout`."""
+    answer = json.dumps(completion("Rome", "chat")).encode() + b" " * 60
+
+    class Trickling(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            try:
+                for i in range(len(answer)):  # 0.05 s a byte: each read well within the timeout, the whole not
+                    self.wfile.write(answer[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:  # the client gave up
+                pass
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickling)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        gen = client(f"http://127.0.0.1:{server.server_address[1]}/v1", [], retries=0, timeout=0.5)
+        with pytest.raises(ServerUnavailable) as caught:
+            gen.generate(["q"], PARAMS)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "no answer within 0.5 s (1 try)" in str(caught.value) and caught.value.resumable
