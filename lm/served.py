@@ -251,8 +251,17 @@ class ServedGenerator:
             count("failed")
             if body is None:
                 raise _Unlisted from None
-            raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
-                              "server?") from None
+            raise self._garbled(f"{shown}: the answer is not JSON ({raw[:80]!r})") from None
+
+    def _garbled(self, message: str) -> ServerError:
+        """The error of an answer that is no completion. Before any request of the run was answered, the URL likely
+        names no OpenAI-compatible server; after, the server (or a gateway or proxy in its place: a login page, a
+        reply cut short) failed, and the run resumes once it answers again."""
+        if not self.answered:
+            return ServerError(f"{message}; is this an OpenAI-compatible server?")
+        told = "1 request of this run was" if self.answered == 1 else f"{self.answered:,} requests of this run were"
+        return ServerUnavailable(f"{message}, though {told} answered: the server, or a gateway or proxy before it, "
+                                 "failed")
 
     def _backoff(self, seconds: float) -> bool:
         """Wait `seconds` before a retry; False where the run stopped meanwhile, so that no request goes out after
@@ -324,14 +333,13 @@ class ServedGenerator:
                                     f"{server_message(json.dumps(answer).encode())} (HTTP 200, no completion)")
         if isinstance(choices, list) and not choices:
             self._count("failed")
-            raise ServerError(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]}); is this an "
-                              "OpenAI-compatible server?")
+            raise self._garbled(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]})")
         try:
             choice, text = _completion_text(answer, s.api == "chat")
         except _Missing as exc:
             self._count("failed")
-            raise ServerError(f"{s.shown}: the answer holds no completion text: {exc} "
-                              f"({json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
+            raise self._garbled(f"{s.shown}: the answer holds no completion text: {exc} "
+                                f"({json.dumps(answer)[:120]})") from None
         self._count("answered")
         self._named(shown, answer.get("model"))
         usage = answer.get("usage")

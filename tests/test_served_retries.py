@@ -204,3 +204,22 @@ def test_a_server_trickling_its_answer_is_timed_out_as_a_whole():
         server.shutdown()
         server.server_close()
     assert "no answer within 0.5 s (1 try)" in str(caught.value) and caught.value.resumable
+
+
+@pytest.mark.parametrize("reply", [b"<html><body>Sign in to continue</body></html>", b'{"choices": [{"index": 0, "te',
+                                   {"choices": []}, {"choices": [{"index": 0, "text": None}]}])
+def test_an_answer_that_is_no_completion_after_others_were_answered_stops_the_run_resumably(serve, reply):
+    """Hours into a run, a gateway's login page or a reply cut short is the server failing, not a URL naming no
+    OpenAI-compatible server: the run says that its answers are kept and that rerunning resumes it."""
+    server = serve(lambda path, body, n: (200, completion("Rome", "completions")) if n < 3 else (200, reply))
+    gen = client(server.url, [], api="completions", concurrency=1)
+    kept: list[int] = []
+    with pytest.raises(ServerUnavailable) as caught:
+        gen.generate(["a", "b", "c"], PARAMS, kept=lambda i, response: kept.append(i))
+    assert caught.value.resumable and kept == [0, 1]
+    assert str(caught.value).startswith((f"{server.url}/completions: the answer ", f"{server.url}: the answer "))
+    assert str(caught.value).endswith(", though 2 requests of this run were answered: the server, or a gateway or "
+                                      "proxy before it, failed")
+    with pytest.raises(ServerError) as first:  # no request answered yet: the URL may name another kind of server
+        client(server.url, [], api="completions").generate(["d"], PARAMS)
+    assert type(first.value) is ServerError and str(first.value).endswith("; is this an OpenAI-compatible server?")
