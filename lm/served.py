@@ -651,4 +651,9 @@ def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings, answ
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
                 f"--set {s.option_prefix}model={s.model}")
+    if code == 429:  # the run asks faster than the server allows, each try of a request refused
+        return (f"{endpoint}: HTTP 429 ({detail or 'no detail'}) on {s.retries + 1} "
+                f"{'try' if s.retries == 0 else 'tries'}; the server limits the requests: ask fewer at once "
+                f"(--set {s.option_prefix}concurrency=N, now {s.concurrency}) or retry more "
+                f"(--set {s.option_prefix}retries=N, now {s.retries})")
     return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s, answered, asked)}"

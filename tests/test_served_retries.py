@@ -69,7 +69,9 @@ def test_retries_after_429s_stay_bounded_and_the_last_failure_says_the_run_resum
     gen = client(server.url, sleeps, retries=2)
     with pytest.raises(ServerUnavailable) as caught:
         gen.generate(["q"], PARAMS)
-    assert str(caught.value) == f"{server.url}/chat/completions: HTTP 429 (rate limited)"
+    assert str(caught.value) == (
+        f"{server.url}/chat/completions: HTTP 429 (rate limited) on 3 tries; the server limits the requests: "
+        "ask fewer at once (--set concurrency=N, now 4) or retry more (--set retries=N, now 2)")
     assert caught.value.resumable and sleeps == [1.0, 1.0] and len(server.bodies) == 3
 
 
@@ -137,7 +139,7 @@ def test_a_429_with_an_empty_json_body_names_no_empty_message(serve):
     server = serve(lambda path, body, n: (429, {}))
     with pytest.raises(ServerUnavailable) as caught:
         client(server.url, [], retries=0).generate(["q"], PARAMS)
-    assert str(caught.value) == f"{server.url}/chat/completions: HTTP 429 (no detail)"
+    assert str(caught.value).startswith(f"{server.url}/chat/completions: HTTP 429 (no detail) on 1 try; ")
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "failure"])
