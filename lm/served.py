@@ -43,6 +43,7 @@ RETRY_AFTER_MAX = 60.0  # seconds: the longest wait a server's `Retry-After` get
 # a connection the server closed or reset without an answer (a restart, a proxy's idle cut): asked again
 DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
            http.client.IncompleteRead)
+FAILED_ENDS = frozenset({"error", "abort"})  # finish reasons of a generation that failed: no answer, asked again
 SHOWN = 200  # characters of a server's message in an error line
 LISTED = 10  # model names of a server's list in an error line
 
@@ -324,8 +325,24 @@ class ServedGenerator:
             body["messages"] = list(prompt) if not isinstance(prompt, str) else [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
-        answer = self._post(body)
         shown = recorded_url(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"))
+        for attempt in range(s.retries + 1):
+            answer = self._post(body)
+            ended = _failed_end(answer)
+            if ended is None:
+                return self._read(answer, params, shown)
+            if attempt < s.retries and not self._stopping.is_set() and self._backoff(s.backoff * 2 ** attempt):
+                self._count("retried")
+                continue
+            self._count("failed")
+            tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+            raise ServerUnavailable(f"{shown}: the server ended the generation with finish_reason {ended!r} "
+                                    f"({tries}): it failed, and wrote no answer to score")
+        raise AssertionError("unreachable")
+
+    def _read(self, answer: object, params: GenerationParams, shown: str) -> Generated:
+        """The response held by `answer`, a completion's JSON."""
+        s = self.settings
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if isinstance(answer, dict) and not choices and answer.get("error"):  # a gateway's failure, sent as a 200
             self._count("failed")
@@ -491,6 +508,23 @@ def _within(request: urllib.request.Request, seconds: float) -> bytes:
     return raw
 
 
+def _failed_end(answer: object) -> str | None:
+    """The `finish_reason` of the first choice where it says the generation failed (a gateway's `error`, vLLM's
+    `abort`): what such a choice holds is no answer, and scored it would count as a wrong one."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[_chosen(choices)], dict):
+        return None
+    ended = choices[_chosen(choices)].get("finish_reason")
+    return ended if isinstance(ended, str) and ended.strip().lower() in FAILED_ENDS else None
+
+
+def _chosen(choices: list) -> int:
+    """Where the choice read is: one completion is asked (no `n`); where several come, the one numbered 0,
+    wherever it is listed."""
+    return next((k for k, c in enumerate(choices) if isinstance(c, dict) and c.get("index") == 0), 0) \
+        if len(choices) > 1 else 0
+
+
 def _token_count(value: object) -> int | None:
     """A usage count as the server wrote it, or None where it wrote none a count can be (null, "n/a", 2.5, -1): the
     answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
@@ -516,8 +550,7 @@ def _completion_text(answer: object, chat: bool) -> tuple[dict, str]:
     if not isinstance(choices, list):
         raise _Missing(f"its choices is {json_type(choices)}, not a list")
     # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
-    at = next((k for k, c in enumerate(choices) if isinstance(c, dict) and c.get("index") == 0), 0) \
-        if len(choices) > 1 else 0
+    at = _chosen(choices)
     choice, where = choices[at], f"choices[{at}]"
     if not isinstance(choice, dict):
         raise _Missing(f"its {where} is {json_type(choice)}, not an object")

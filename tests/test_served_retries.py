@@ -225,3 +225,20 @@ def test_an_answer_that_is_no_completion_after_others_were_answered_stops_the_ru
     with pytest.raises(ServerError) as first:  # no request answered yet: the URL may name another kind of server
         client(server.url, [], api="completions").generate(["d"], PARAMS)
     assert type(first.value) is ServerError and str(first.value).endswith("; is this an OpenAI-compatible server?")
+
+
+@pytest.mark.parametrize("ended", ["error", "abort"])
+def test_a_generation_the_server_ended_as_failed_is_asked_again_never_scored_as_an_empty_answer(serve, ended):
+    """A gateway ends a failed upstream generation with `finish_reason: "error"` (vLLM an aborted one with
+    "abort"), its text empty or cut: recorded, it would be scored as a wrong answer."""
+    failed = {"choices": [{"index": 0, "text": "", "finish_reason": ended}]}
+    server = serve(lambda path, body, n: (200, failed) if n in (1, 3, 4) else (200, completion("Rome", "completions")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, api="completions", concurrency=1, retries=1)
+    assert [g.text for g in gen.generate(["a"], PARAMS)] == ["Rome"]  # asked again, as after a 503
+    assert sleeps == [1.0] and (gen.sent, gen.retried, gen.failed) == (2, 1, 0)
+    with pytest.raises(ServerUnavailable) as caught:  # failed on every try: the run stops, resumably
+        gen.generate(["b"], PARAMS)
+    assert str(caught.value) == (f"{server.url}/completions: the server ended the generation with finish_reason "
+                                 f"{ended!r} (2 tries): it failed, and wrote no answer to score")
+    assert caught.value.resumable and gen.failed == 1
