@@ -11,8 +11,11 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, build_opener
 
+T = TypeVar("T")
 _active = threading.local()  # .deadline: the Deadline of the request this thread is making, if any
 
 
@@ -51,6 +54,23 @@ class Deadline:
             self.expired = True
             for sock in self._sockets:
                 _shut(sock)
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """What `call()` returns, its requests (made through `watching` connections, as `OPENER`'s) bounded as a whole
+    by `seconds`: `TimeoutError` past them, also where the call ended, since the shutdown may end a body without a
+    length early and part of it must never be used."""
+    deadline = Deadline(seconds)
+    try:
+        with deadline:
+            result = call()
+    except Exception:
+        if deadline.expired:
+            raise TimeoutError from None
+        raise
+    if deadline.expired:
+        raise TimeoutError
+    return result
 
 
 def watching(connection_class: type) -> type:

@@ -34,7 +34,7 @@ from rdflib.query import Result
 from eval.errors import ConfigError, KbcError
 from eval.out_folders import in_data
 from eval.types import Entity, Fact
-from kb.deadline import OPENER, Deadline
+from kb.deadline import OPENER, within
 from kb.store_disk import GRAPH_NS, StoreFolder
 
 WD = "http://www.wikidata.org/entity/"
@@ -480,17 +480,11 @@ class SparqlEndpoint:
         A socket timeout bounds each read only, so a server that sends a byte now and then would
         never time out: the `Deadline` shuts the connection down when the whole request is late.
         """
-        deadline = Deadline(self.timeout)
-        try:
-            with deadline, OPENER.open(request, timeout=self.timeout) as answer:
-                ctype, body = answer.headers.get("Content-Type", ""), answer.read()
-        except Exception:
-            if deadline.expired:
-                raise TimeoutError from None
-            raise
-        if deadline.expired:  # the shutdown may end a body without a length early: never return part of it
-            raise TimeoutError
-        return ctype, body
+        def read() -> tuple[str, bytes]:
+            with OPENER.open(request, timeout=self.timeout) as answer:
+                return answer.headers.get("Content-Type", ""), answer.read()
+
+        return within(self.timeout, read)
 
     def _wait(self, attempt: int) -> None:
         time.sleep(self.backoff * 2 ** attempt)

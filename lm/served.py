@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from eval.errors import KbcError
 from eval.jsonl import json_type
-from kb.deadline import OPENER, Deadline
+from kb.deadline import OPENER, within
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
@@ -490,22 +490,14 @@ def _within(request: urllib.request.Request, seconds: float) -> bytes:
     them): a socket timeout bounds each read only, so a server or gateway sending a byte now and then (whitespace
     to keep a connection open) would hold a run far past its `timeout`. An HTTP error is raised with its body (up
     to 8 KiB) read within the same time."""
-    deadline = Deadline(seconds)
-    try:
-        with deadline:
-            try:
-                with OPENER.open(request, timeout=seconds) as response:
-                    raw = response.read()
-            except urllib.error.HTTPError as exc:
-                raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(exc.read(8192))
-                                             ) from None
-    except Exception:
-        if deadline.expired:
-            raise TimeoutError from None
-        raise
-    if deadline.expired:  # the shutdown may end a body without a length early: never read part of it
-        raise TimeoutError
-    return raw
+    def read() -> bytes:
+        try:
+            with OPENER.open(request, timeout=seconds) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(exc.read(8192))) from None
+
+    return within(seconds, read)
 
 
 def _failed_end(answer: object) -> str | None:
