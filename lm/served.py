@@ -340,6 +340,22 @@ class ServedGenerator:
                                     f"({tries}): it failed, and wrote no answer to score")
         raise AssertionError("unreachable")
 
+    def _keyless(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
+        """`_one`, whose error never holds the API key: a server's message may quote the key it was sent (a proxy
+        naming the key it refuses), and the line is shown, logged and kept in the run's `config.json`."""
+        try:
+            return self._one(prompt, params)
+        except ServerError as exc:
+            key = self.key
+            if key:
+                def hidden(items: tuple) -> tuple:
+                    return tuple(a.replace(key, "***") if isinstance(a, str) else a for a in items)
+
+                exc.args = hidden(exc.args)
+                if exc.failure is not None:
+                    exc.failure = hidden(exc.failure)
+            raise
+
     def _read(self, answer: object, params: GenerationParams, shown: str) -> Generated:
         """The response held by `answer`, a completion's JSON."""
         s = self.settings
@@ -417,7 +433,7 @@ class ServedGenerator:
 
         def send() -> None:  # the next prompt, if any: a request goes out only while nothing has failed
             for i, prompt in waiting:
-                future = pool.submit(self._one, prompt, params)
+                future = pool.submit(self._keyless, prompt, params)
                 futures[future] = i
                 running.add(future)
                 if handed is not None:

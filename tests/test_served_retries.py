@@ -242,3 +242,25 @@ def test_a_generation_the_server_ended_as_failed_is_asked_again_never_scored_as_
     assert str(caught.value) == (f"{server.url}/completions: the server ended the generation with finish_reason "
                                  f"{ended!r} (2 tries): it failed, and wrote no answer to score")
     assert caught.value.resumable and gen.failed == 1
+
+
+@pytest.mark.parametrize("reply", [(400, {"error": {"message": "invalid key sk-live-7f3a9c2e for this model"}}),
+                                   (503, {"error": {"message": "upstream refused sk-live-7f3a9c2e"}}),
+                                   (200, {"error": {"message": "key sk-live-7f3a9c2e has no quota"}}),
+                                   (200, b"<html>key sk-live-7f3a9c2e expired</html>")])
+def test_a_server_message_quoting_the_api_key_is_shown_without_it(serve, monkeypatch, lama_dir, tmp_path, capsys,
+                                                                   reply):
+    """A proxy may quote the key it refuses in its message: the error line, which the run also keeps in its
+    `config.json`, never holds it."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SERVED_KEY", "sk-live-7f3a9c2e")
+    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None,))  # no real waits
+    server = serve(lambda path, body, n: (200, completion("Paris", "chat")) if n < 2 else reply)
+    out = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",
+                            f"llm={server.url}", "--set", "llm.model=tiny", "--set", "llm.key_env=SERVED_KEY",
+                            "--set", "llm.concurrency=1", "--limit", "3", "--data-dir", str(lama_dir), "--out",
+                            str(out), "--quiet", "--bootstrap", "50"], capsys)
+    assert code == 2 and server.bodies[0]["_auth"] == "Bearer sk-live-7f3a9c2e"
+    assert "***" in err.splitlines()[-1] and "7f3a9c2e" not in err, err
+    assert not [f for f in out.rglob("*") if f.is_file() and b"7f3a9c2e" in f.read_bytes()]
