@@ -38,7 +38,9 @@ from kb.deadline import OPENER, within
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
-RETRY_STATUS = frozenset({429, 502, 503, 504})  # busy, or a gateway before it: the same request may work later
+# busy, or a gateway before it: the same request may work later (408: a proxy's request timeout; 520-524: Cloudflare's
+# origin errors and timeouts, 524 a reply slower than its 100 s; 529: overloaded, as Anthropic's API says it)
+RETRY_STATUS = frozenset({408, 429, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 RETRY_AFTER_MAX = 60.0  # seconds: the longest wait a server's `Retry-After` gets
 # a connection the server closed or reset without an answer (a restart, a proxy's idle cut): asked again
 DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
@@ -223,7 +225,8 @@ class ServedGenerator:
                 served = self._other_models() if exc.code in (400, 404) else ""
                 asked = _asked_length(body)
                 # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
-                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s, self.answered, asked)
+                failed = (exc.code >= 500 or exc.code in (408, 429)) and not _hint(exc.code, detail, s, self.answered,
+                                                                                    asked)
                 kind = ServerUnavailable if failed else ServerError
                 error = kind(_http_message(shown, exc.code, detail, s, self.answered, asked) + served)
                 error.failure = (shown, exc.code, detail, asked, served)

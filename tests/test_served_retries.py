@@ -264,3 +264,18 @@ def test_a_server_message_quoting_the_api_key_is_shown_without_it(serve, monkeyp
     assert code == 2 and server.bodies[0]["_auth"] == "Bearer sk-live-7f3a9c2e"
     assert "***" in err.splitlines()[-1] and "7f3a9c2e" not in err, err
     assert not [f for f in out.rglob("*") if f.is_file() and b"7f3a9c2e" in f.read_bytes()]
+
+
+@pytest.mark.parametrize("code", [408, 520, 524, 529])
+def test_a_gateways_timeout_or_overload_is_asked_again_and_stops_the_run_resumably(serve, code):
+    """A proxy's 408, Cloudflare's 520-524 (524: the origin took more than its 100 s) and an overloaded API's 529
+    say nothing of the request: the same request may well be answered a moment later."""
+    server = serve(lambda path, body, n: (code, {"error": "try later"}) if n in (1, 3, 4) else
+                   (200, completion("Rome", "chat")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, retries=1)
+    assert [g.text for g in gen.generate(["a"], PARAMS)] == ["Rome"]
+    assert sleeps == [1.0] and (gen.sent, gen.retried, gen.failed) == (2, 1, 0)
+    with pytest.raises(ServerUnavailable) as caught:
+        gen.generate(["b"], PARAMS)
+    assert caught.value.resumable and str(caught.value).startswith(f"{server.url}/chat/completions: HTTP {code} (")
