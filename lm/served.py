@@ -242,7 +242,9 @@ class ServedGenerator:
                 count("failed")
                 if timed_out:
                     raise ServerUnavailable(f"{shown}: no answer within {s.timeout:g} s ({tries}); raise --set "
-                                            f"{s.option_prefix}timeout=SECONDS or ask a less busy server") from None
+                                            f"{s.option_prefix}timeout=SECONDS, or send fewer requests at once "
+                                            f"(--set {s.option_prefix}concurrency=N, now {s.concurrency}): a server "
+                                            "answering fewer at a time keeps the others waiting") from None
                 if dropped:
                     raise ServerUnavailable(f"{shown}: the server closed the connection without an answer "
                                             f"({_reason_text(reason)}; {tries}); check that it is still running"
