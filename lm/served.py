@@ -166,9 +166,7 @@ class ServedGenerator:
 
     def __init__(self, settings: ServerSettings, sleep: Callable[[float], object] | None = None) -> None:
         self.settings = settings
-        # set when a run stops: a request in flight then gets no retry, and a backoff being waited ends at once
-        self._stopping = threading.Event()
-        self.sleep = sleep or self._stopping.wait
+        self.sleep = sleep  # None: a backoff waits on the stop of its `generate`, which ends it at once
         self.key = None
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
@@ -192,13 +190,16 @@ class ServedGenerator:
         digest = query_digest(self.settings.url)
         return f"{self.settings.shown}|{self.settings.api}" + (f"|query:{digest}" if digest else "")
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict, stopping: threading.Event) -> dict:
         s = self.settings
-        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body)
+        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body,
+                             stopping)
 
-    def _request(self, endpoint: str, body: dict | None = None) -> dict:
-        """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None."""
+    def _request(self, endpoint: str, body: dict | None = None, stopping: threading.Event | None = None) -> dict:
+        """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None. Once
+        `stopping` is set (the run stops), a failed try is not retried."""
         s = self.settings
+        stopping = stopping or threading.Event()
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
@@ -215,8 +216,9 @@ class ServedGenerator:
                 break
             except urllib.error.HTTPError as exc:
                 detail = server_message(exc.read(8192))
-                if exc.code in RETRY_STATUS and attempt < s.retries and not self._stopping.is_set() and self._backoff(
-                        self._wait(attempt, exc.code, exc.headers.get("Retry-After") if exc.headers else None, shown)):
+                after = exc.headers.get("Retry-After") if exc.headers else None
+                if exc.code in RETRY_STATUS and attempt < s.retries and not stopping.is_set() and self._backoff(
+                        self._wait(attempt, exc.code, after, shown), stopping):
                     count("retried")
                     continue
                 count("failed")
@@ -235,8 +237,8 @@ class ServedGenerator:
                 reason = getattr(exc, "reason", exc)
                 timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
                 dropped = isinstance(reason, DROPPED)
-                if (timed_out or dropped) and attempt < s.retries and not self._stopping.is_set() and self._backoff(
-                        s.backoff * 2 ** attempt):
+                if (timed_out or dropped) and attempt < s.retries and not stopping.is_set() and self._backoff(
+                        s.backoff * 2 ** attempt, stopping):
                     count("retried")
                     continue
                 count("failed")
@@ -269,11 +271,11 @@ class ServedGenerator:
         return ServerUnavailable(f"{message}, though {told} answered: the server, or a gateway or proxy before it, "
                                  "failed")
 
-    def _backoff(self, seconds: float) -> bool:
+    def _backoff(self, seconds: float, stopping: threading.Event) -> bool:
         """Wait `seconds` before a retry; False where the run stopped meanwhile, so that no request goes out after
         the stop and a stopping run waits for no backoff."""
-        self.sleep(seconds)
-        return not self._stopping.is_set()
+        (self.sleep or stopping.wait)(seconds)
+        return not stopping.is_set()
 
     def _wait(self, attempt: int, code: int, after: str | None, shown: str) -> float:
         """Seconds before retry `attempt + 1`: what the server's `Retry-After` asks (at most `RETRY_AFTER_MAX`, said
@@ -320,7 +322,7 @@ class ServedGenerator:
         return f"; the server lists no model {self.settings.model}, it serves {shown}: " \
             f"--set {self.settings.option_prefix}model=NAME"
 
-    def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
+    def _one(self, prompt: str | Sequence[dict], params: GenerationParams, stopping: threading.Event) -> Generated:
         s = self.settings
         body: dict = {"model": s.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
                       "top_p": params.top_p, "seed": params.seed}
@@ -332,11 +334,11 @@ class ServedGenerator:
             body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
         shown = recorded_url(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"))
         for attempt in range(s.retries + 1):
-            answer = self._post(body)
+            answer = self._post(body, stopping)
             ended = _failed_end(answer)
             if ended is None:
                 return self._read(answer, params, shown)
-            if attempt < s.retries and not self._stopping.is_set() and self._backoff(s.backoff * 2 ** attempt):
+            if attempt < s.retries and not stopping.is_set() and self._backoff(s.backoff * 2 ** attempt, stopping):
                 self._count("retried")
                 continue
             self._count("failed")
@@ -345,11 +347,12 @@ class ServedGenerator:
                                     f"({tries}): it failed, and wrote no answer to score")
         raise AssertionError("unreachable")
 
-    def _keyless(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
+    def _keyless(self, prompt: str | Sequence[dict], params: GenerationParams,
+                 stopping: threading.Event) -> Generated:
         """`_one`, whose error never holds the API key: a server's message may quote the key it was sent (a proxy
         naming the key it refuses), and the line is shown, logged and kept in the run's `config.json`."""
         try:
-            return self._one(prompt, params)
+            return self._one(prompt, params, stopping)
         except ServerError as exc:
             key = self.key
             if key:
@@ -429,7 +432,7 @@ class ServedGenerator:
         out: list[Generated | None] = [None] * len(prompts)
         if not prompts:
             return []
-        self._stopping.clear()
+        stopping = threading.Event()  # set when this call stops: its requests in flight end with the try they are on
         pool = ThreadPoolExecutor(max(1, min(self.settings.concurrency, len(prompts))))
         futures: dict[Future, int] = {}  # every request handed to the pool, in flight or done
         waiting = iter(enumerate(prompts))
@@ -438,7 +441,7 @@ class ServedGenerator:
 
         def send() -> None:  # the next prompt, if any: a request goes out only while nothing has failed
             for i, prompt in waiting:
-                future = pool.submit(self._keyless, prompt, params)
+                future = pool.submit(self._keyless, prompt, params, stopping)
                 futures[future] = i
                 running.add(future)
                 if handed is not None:
@@ -465,7 +468,7 @@ class ServedGenerator:
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
         except BaseException as exc:
-            self._stopping.set()  # the requests in flight end with the try they are on
+            stopping.set()
             self._await_in_flight(pool, [f for f in running if not f.done()], exc)
             with interrupts_held():
                 for future, i in futures.items():

@@ -282,3 +282,31 @@ def test_a_gateways_timeout_or_overload_is_asked_again_and_stops_the_run_resumab
     with pytest.raises(ServerUnavailable) as caught:
         gen.generate(["b"], PARAMS)
     assert caught.value.resumable and str(caught.value).startswith(f"{server.url}/chat/completions: HTTP {code} (")
+
+
+def test_a_call_that_stops_leaves_the_retries_of_another_call_alone(serve):
+    """The explorer asks one generator from several request threads at once: one query's failure stops its own
+    requests' retries, never those of another query."""
+    a_failed = threading.Event()
+    tries_of_b: list[int] = []
+
+    def reply(path, body, n):
+        prompt = body["messages"][-1]["content"]
+        if prompt == "a":
+            return 500, {"error": "broken"}
+        tries_of_b.append(n)
+        if len(tries_of_b) == 1:  # b's first try, answered once a's call has stopped
+            assert a_failed.wait(5)
+            return 503, {"error": "busy"}
+        return 200, completion("Rome", "chat")
+
+    server = serve(reply)
+    gen = client(server.url, [], retries=1)
+    answers: list = []
+    other = threading.Thread(target=lambda: answers.extend(g.text for g in gen.generate(["b"], PARAMS)))
+    other.start()
+    with pytest.raises(ServerError):
+        gen.generate(["a"], PARAMS)
+    a_failed.set()
+    other.join(10)
+    assert answers == ["Rome"] and gen.retried == 1 and len(tries_of_b) == 2
