@@ -13,7 +13,7 @@ import socket
 import threading
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, build_opener
+from urllib.request import HTTPHandler, HTTPRedirectHandler, HTTPSHandler, OpenerDirector, build_opener
 
 T = TypeVar("T")
 _active = threading.local()  # .deadline: the Deadline of the request this thread is making, if any
@@ -107,8 +107,10 @@ def _shut(sock: socket.socket) -> None:
         pass
 
 
-def _opener() -> OpenerDirector:
-    """A urllib opener whose connections report their sockets to the request's `Deadline`."""
+def opener(follow_redirects: bool = True) -> OpenerDirector:
+    """A urllib opener whose connections report their sockets to the request's `Deadline`; without
+    `follow_redirects`, a redirect is raised as the `HTTPError` it is (urllib would ask a POST's new address with a
+    GET, without its body)."""
     http_conn, https_conn = watching(http.client.HTTPConnection), watching(http.client.HTTPSConnection)
 
     class HttpHandler(HTTPHandler):
@@ -119,7 +121,11 @@ def _opener() -> OpenerDirector:
         def https_open(self, req):
             return self.do_open(https_conn, req, context=self._context)
 
-    return build_opener(HttpHandler, HttpsHandler)
+    class Unfollowed(HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs) -> None:
+            return None
+
+    return build_opener(HttpHandler, HttpsHandler, *([] if follow_redirects else [Unfollowed]))
 
 
-OPENER = _opener()  # `OPENER.open(request)` inside `with Deadline(seconds):` is bounded as a whole
+OPENER = opener()  # `OPENER.open(request)` inside `with Deadline(seconds):` is bounded as a whole

@@ -31,10 +31,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from eval.errors import KbcError
 from eval.jsonl import json_type
-from kb.deadline import OPENER, within
+from kb.deadline import opener, within
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
@@ -46,6 +47,7 @@ RETRY_AFTER_MAX = 60.0  # seconds: the longest wait a server's `Retry-After` get
 DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
            http.client.IncompleteRead)
 FAILED_ENDS = frozenset({"error", "abort"})  # finish reasons of a generation that failed: no answer, asked again
+_OPENER = opener(follow_redirects=False)  # a redirect is said, never asked with a GET in the POST's place
 SHOWN = 200  # characters of a server's message in an error line
 LISTED = 10  # model names of a server's list in an error line
 
@@ -224,6 +226,11 @@ class ServedGenerator:
                 count("failed")
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
+                if 300 <= exc.code < 400:
+                    moved = exc.headers.get("Location") if exc.headers else None
+                    raise ServerError(f"{shown}: the server redirects the request (HTTP {exc.code}) to "
+                                      f"{public_url(urljoin(endpoint, moved)) if moved else 'no address'}: give the "
+                                      "URL it names as the predictor's spec") from None
                 served = self._other_models() if exc.code in (400, 404) else ""
                 asked = _asked_length(body)
                 # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
@@ -516,7 +523,7 @@ def _within(request: urllib.request.Request, seconds: float) -> bytes:
     to 8 KiB) read within the same time."""
     def read() -> bytes:
         try:
-            with OPENER.open(request, timeout=seconds) as response:
+            with _OPENER.open(request, timeout=seconds) as response:
                 return response.read()
         except urllib.error.HTTPError as exc:
             raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(exc.read(8192))) from None

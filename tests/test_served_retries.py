@@ -310,3 +310,16 @@ def test_a_call_that_stops_leaves_the_retries_of_another_call_alone(serve):
     a_failed.set()
     other.join(10)
     assert answers == ["Rome"] and gen.retried == 1 and len(tries_of_b) == 2
+
+
+@pytest.mark.parametrize("code", [301, 302, 307, 308])
+def test_a_redirect_is_said_with_its_address_never_followed_with_a_get(serve, code):
+    """urllib would ask a POST's new address with a GET and no body (an http:// URL of an https-only server), and the
+    run would then stop on that GET's 404 or 405, naming the URL it was given as not found."""
+    server = serve(lambda path, body, n: (code, b"", {"Location": "https://user:pw@llm.example/v1/completions?k=s"}))
+    with pytest.raises(ServerError) as caught:
+        client(server.url, [], api="completions").generate(["q"], PARAMS)
+    assert str(caught.value) == (
+        f"{server.url}/completions: the server redirects the request (HTTP {code}) to "
+        "https://llm.example/v1/completions: give the URL it names as the predictor's spec")
+    assert len(server.bodies) == 1
