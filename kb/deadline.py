@@ -8,9 +8,14 @@ requests use once the time is up. A client takes part by building its connection
 
 from __future__ import annotations
 
+import http.client
 import socket
 import threading
+from collections.abc import Callable
+from typing import TypeVar
+from urllib.request import HTTPHandler, HTTPRedirectHandler, HTTPSHandler, OpenerDirector, build_opener
 
+T = TypeVar("T")
 _active = threading.local()  # .deadline: the Deadline of the request this thread is making, if any
 
 
@@ -51,6 +56,23 @@ class Deadline:
                 _shut(sock)
 
 
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """What `call()` returns, its requests (made through `watching` connections, as `OPENER`'s) bounded as a whole
+    by `seconds`: `TimeoutError` past them, also where the call ended, since the shutdown may end a body without a
+    length early and part of it must never be used."""
+    deadline = Deadline(seconds)
+    try:
+        with deadline:
+            result = call()
+    except Exception:
+        if deadline.expired:
+            raise TimeoutError from None
+        raise
+    if deadline.expired:
+        raise TimeoutError
+    return result
+
+
 def watching(connection_class: type) -> type:
     """`connection_class` reporting its socket to the deadline of the request that uses it.
 
@@ -83,3 +105,27 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+def opener(follow_redirects: bool = True) -> OpenerDirector:
+    """A urllib opener whose connections report their sockets to the request's `Deadline`; without
+    `follow_redirects`, a redirect is raised as the `HTTPError` it is (urllib would ask a POST's new address with a
+    GET, without its body)."""
+    http_conn, https_conn = watching(http.client.HTTPConnection), watching(http.client.HTTPSConnection)
+
+    class HttpHandler(HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(http_conn, req)
+
+    class HttpsHandler(HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(https_conn, req, context=self._context)
+
+    class Unfollowed(HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs) -> None:
+            return None
+
+    return build_opener(HttpHandler, HttpsHandler, *([] if follow_redirects else [Unfollowed]))
+
+
+OPENER = opener()  # `OPENER.open(request)` inside `with Deadline(seconds):` is bounded as a whole

@@ -24,7 +24,7 @@ from io import BytesIO
 from pathlib import Path
 from urllib.error import HTTPError, URLError
 from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
-from urllib.request import HTTPHandler, HTTPSHandler, OpenerDirector, Request, build_opener
+from urllib.request import Request
 
 import pyoxigraph as ox
 from rdflib import RDFS, Dataset, Literal, URIRef
@@ -34,7 +34,7 @@ from rdflib.query import Result
 from eval.errors import ConfigError, KbcError
 from eval.out_folders import in_data
 from eval.types import Entity, Fact
-from kb.deadline import Deadline, watching
+from kb.deadline import OPENER, within
 from kb.store_disk import GRAPH_NS, StoreFolder
 
 WD = "http://www.wikidata.org/entity/"
@@ -480,17 +480,11 @@ class SparqlEndpoint:
         A socket timeout bounds each read only, so a server that sends a byte now and then would
         never time out: the `Deadline` shuts the connection down when the whole request is late.
         """
-        deadline = Deadline(self.timeout)
-        try:
-            with deadline, _OPENER.open(request, timeout=self.timeout) as answer:
-                ctype, body = answer.headers.get("Content-Type", ""), answer.read()
-        except Exception:
-            if deadline.expired:
-                raise TimeoutError from None
-            raise
-        if deadline.expired:  # the shutdown may end a body without a length early: never return part of it
-            raise TimeoutError
-        return ctype, body
+        def read() -> tuple[str, bytes]:
+            with OPENER.open(request, timeout=self.timeout) as answer:
+                return answer.headers.get("Content-Type", ""), answer.read()
+
+        return within(self.timeout, read)
 
     def _wait(self, attempt: int) -> None:
         time.sleep(self.backoff * 2 ** attempt)
@@ -511,22 +505,6 @@ class SparqlEndpoint:
             raise KbcError(f"{bad} (unreadable {base}: {_one_line(str(exc).encode(), 120)})") from None
 
 
-def _opener() -> OpenerDirector:
-    """A urllib opener whose connections report their sockets to the request's `Deadline`."""
-    http_conn, https_conn = watching(http.client.HTTPConnection), watching(http.client.HTTPSConnection)
-
-    class HttpHandler(HTTPHandler):
-        def http_open(self, req):
-            return self.do_open(http_conn, req)
-
-    class HttpsHandler(HTTPSHandler):
-        def https_open(self, req):
-            return self.do_open(https_conn, req, context=self._context)
-
-    return build_opener(HttpHandler, HttpsHandler)
-
-
-_OPENER = _opener()
 
 
 def _read_quietly(exc: HTTPError) -> bytes:

@@ -17,6 +17,7 @@ with the weights.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import logging
 import math
@@ -24,24 +25,29 @@ import os
 import re
 import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from eval.errors import KbcError
 from eval.jsonl import json_type
+from kb.deadline import opener, within
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")
-RETRY_STATUS = frozenset({429, 502, 503, 504})  # busy, or a gateway before it: the same request may work later
+# busy, or a gateway before it: the same request may work later (408: a proxy's request timeout; 520-524: Cloudflare's
+# origin errors and timeouts, 524 a reply slower than its 100 s; 529: overloaded, as Anthropic's API says it)
+RETRY_STATUS = frozenset({408, 429, 502, 503, 504, 520, 521, 522, 523, 524, 529})
 RETRY_AFTER_MAX = 60.0  # seconds: the longest wait a server's `Retry-After` gets
 # a connection the server closed or reset without an answer (a restart, a proxy's idle cut): asked again
 DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
            http.client.IncompleteRead)
+FAILED_ENDS = frozenset({"error", "abort"})  # finish reasons of a generation that failed: no answer, asked again
+_OPENER = opener(follow_redirects=False)  # a redirect is said, never asked with a GET in the POST's place
 SHOWN = 200  # characters of a server's message in an error line
 LISTED = 10  # model names of a server's list in an error line
 
@@ -160,9 +166,9 @@ def public_url(url: str) -> str:
 class ServedGenerator:
     """Sends prompts (text or chat turns) to one server and model; counts what it sent and what it cost."""
 
-    def __init__(self, settings: ServerSettings, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, settings: ServerSettings, sleep: Callable[[float], object] | None = None) -> None:
         self.settings = settings
-        self.sleep = sleep
+        self.sleep = sleep  # None: a backoff waits on the stop of its `generate`, which ends it at once
         self.key = None
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
@@ -186,13 +192,16 @@ class ServedGenerator:
         digest = query_digest(self.settings.url)
         return f"{self.settings.shown}|{self.settings.api}" + (f"|query:{digest}" if digest else "")
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict, stopping: threading.Event) -> dict:
         s = self.settings
-        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body)
+        return self._request(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"), body,
+                             stopping)
 
-    def _request(self, endpoint: str, body: dict | None = None) -> dict:
-        """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None."""
+    def _request(self, endpoint: str, body: dict | None = None, stopping: threading.Event | None = None) -> dict:
+        """The JSON answer of a POST of `body` (every try counted as sent), or of a GET where `body` is None. Once
+        `stopping` is set (the run stops), a failed try is not retried."""
         s = self.settings
+        stopping = stopping or threading.Event()
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
@@ -205,23 +214,28 @@ class ServedGenerator:
                                              method="GET" if body is None else "POST")
             count("sent")
             try:
-                with urllib.request.urlopen(request, timeout=s.timeout) as response:
-                    raw = response.read()
+                raw = _within(request, s.timeout)
                 break
             except urllib.error.HTTPError as exc:
                 detail = server_message(exc.read(8192))
-                if exc.code in RETRY_STATUS and attempt < s.retries:
+                after = exc.headers.get("Retry-After") if exc.headers else None
+                if exc.code in RETRY_STATUS and attempt < s.retries and not stopping.is_set() and self._backoff(
+                        self._wait(attempt, exc.code, after, shown), stopping):
                     count("retried")
-                    self.sleep(self._wait(attempt, exc.code, exc.headers.get("Retry-After") if exc.headers else None,
-                                          shown))
                     continue
                 count("failed")
                 if body is None and exc.code not in (401, 403):
                     raise _Unlisted from None
+                if 300 <= exc.code < 400:
+                    moved = exc.headers.get("Location") if exc.headers else None
+                    raise ServerError(f"{shown}: the server redirects the request (HTTP {exc.code}) to "
+                                      f"{public_url(urljoin(endpoint, moved)) if moved else 'no address'}: give the "
+                                      "URL it names as the predictor's spec") from None
                 served = self._other_models() if exc.code in (400, 404) else ""
                 asked = _asked_length(body)
                 # a failure of the server's own, with no fix of the run's to name, may pass: rerun, the run resumes
-                failed = (exc.code >= 500 or exc.code == 429) and not _hint(exc.code, detail, s, self.answered, asked)
+                failed = (exc.code >= 500 or exc.code in (408, 429)) and not _hint(exc.code, detail, s, self.answered,
+                                                                                    asked)
                 kind = ServerUnavailable if failed else ServerError
                 error = kind(_http_message(shown, exc.code, detail, s, self.answered, asked) + served)
                 error.failure = (shown, exc.code, detail, asked, served)
@@ -230,14 +244,16 @@ class ServedGenerator:
                 reason = getattr(exc, "reason", exc)
                 timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
                 dropped = isinstance(reason, DROPPED)
-                if (timed_out or dropped) and attempt < s.retries:
+                if (timed_out or dropped) and attempt < s.retries and not stopping.is_set() and self._backoff(
+                        s.backoff * 2 ** attempt, stopping):
                     count("retried")
-                    self.sleep(s.backoff * 2 ** attempt)
                     continue
                 count("failed")
                 if timed_out:
                     raise ServerUnavailable(f"{shown}: no answer within {s.timeout:g} s ({tries}); raise --set "
-                                            f"{s.option_prefix}timeout=SECONDS or ask a less busy server") from None
+                                            f"{s.option_prefix}timeout=SECONDS, or send fewer requests at once "
+                                            f"(--set {s.option_prefix}concurrency=N, now {s.concurrency}): a server "
+                                            "answering fewer at a time keeps the others waiting") from None
                 if dropped:
                     raise ServerUnavailable(f"{shown}: the server closed the connection without an answer "
                                             f"({_reason_text(reason)}; {tries}); check that it is still running"
@@ -250,8 +266,23 @@ class ServedGenerator:
             count("failed")
             if body is None:
                 raise _Unlisted from None
-            raise ServerError(f"{shown}: the answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible "
-                              "server?") from None
+            raise self._garbled(f"{shown}: the answer is not JSON ({raw[:80]!r})") from None
+
+    def _garbled(self, message: str) -> ServerError:
+        """The error of an answer that is no completion. Before any request of the run was answered, the URL likely
+        names no OpenAI-compatible server; after, the server (or a gateway or proxy in its place: a login page, a
+        reply cut short) failed, and the run resumes once it answers again."""
+        if not self.answered:
+            return ServerError(f"{message}; is this an OpenAI-compatible server?")
+        told = "1 request of this run was" if self.answered == 1 else f"{self.answered:,} requests of this run were"
+        return ServerUnavailable(f"{message}, though {told} answered: the server, or a gateway or proxy before it, "
+                                 "failed")
+
+    def _backoff(self, seconds: float, stopping: threading.Event) -> bool:
+        """Wait `seconds` before a retry; False where the run stopped meanwhile, so that no request goes out after
+        the stop and a stopping run waits for no backoff."""
+        (self.sleep or stopping.wait)(seconds)
+        return not stopping.is_set()
 
     def _wait(self, attempt: int, code: int, after: str | None, shown: str) -> float:
         """Seconds before retry `attempt + 1`: what the server's `Retry-After` asks (at most `RETRY_AFTER_MAX`, said
@@ -298,7 +329,7 @@ class ServedGenerator:
         return f"; the server lists no model {self.settings.model}, it serves {shown}: " \
             f"--set {self.settings.option_prefix}model=NAME"
 
-    def _one(self, prompt: str | Sequence[dict], params: GenerationParams) -> Generated:
+    def _one(self, prompt: str | Sequence[dict], params: GenerationParams, stopping: threading.Event) -> Generated:
         s = self.settings
         body: dict = {"model": s.model, "max_tokens": params.max_new_tokens, "temperature": params.temperature,
                       "top_p": params.top_p, "seed": params.seed}
@@ -308,8 +339,41 @@ class ServedGenerator:
             body["messages"] = list(prompt) if not isinstance(prompt, str) else [{"role": "user", "content": prompt}]
         else:
             body["prompt"] = prompt if isinstance(prompt, str) else _plain(prompt)
-        answer = self._post(body)
         shown = recorded_url(endpoint_of(s.url, "chat/completions" if s.api == "chat" else "completions"))
+        for attempt in range(s.retries + 1):
+            answer = self._post(body, stopping)
+            ended = _failed_end(answer)
+            if ended is None:
+                return self._read(answer, params, shown)
+            if attempt < s.retries and not stopping.is_set() and self._backoff(s.backoff * 2 ** attempt, stopping):
+                self._count("retried")
+                continue
+            self._count("failed")
+            tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+            raise ServerUnavailable(f"{shown}: the server ended the generation with finish_reason {ended!r} "
+                                    f"({tries}): it failed, and wrote no answer to score")
+        raise AssertionError("unreachable")
+
+    def _keyless(self, prompt: str | Sequence[dict], params: GenerationParams,
+                 stopping: threading.Event) -> Generated:
+        """`_one`, whose error never holds the API key: a server's message may quote the key it was sent (a proxy
+        naming the key it refuses), and the line is shown, logged and kept in the run's `config.json`."""
+        try:
+            return self._one(prompt, params, stopping)
+        except ServerError as exc:
+            key = self.key
+            if key:
+                def hidden(items: tuple) -> tuple:
+                    return tuple(a.replace(key, "***") if isinstance(a, str) else a for a in items)
+
+                exc.args = hidden(exc.args)
+                if exc.failure is not None:
+                    exc.failure = hidden(exc.failure)
+            raise
+
+    def _read(self, answer: object, params: GenerationParams, shown: str) -> Generated:
+        """The response held by `answer`, a completion's JSON."""
+        s = self.settings
         choices = answer.get("choices") if isinstance(answer, dict) else None
         if isinstance(answer, dict) and not choices and answer.get("error"):  # a gateway's failure, sent as a 200
             self._count("failed")
@@ -317,14 +381,13 @@ class ServedGenerator:
                                     f"{server_message(json.dumps(answer).encode())} (HTTP 200, no completion)")
         if isinstance(choices, list) and not choices:
             self._count("failed")
-            raise ServerError(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]}); is this an "
-                              "OpenAI-compatible server?")
+            raise self._garbled(f"{shown}: the answer holds no choice ({json.dumps(answer)[:120]})")
         try:
             choice, text = _completion_text(answer, s.api == "chat")
         except _Missing as exc:
             self._count("failed")
-            raise ServerError(f"{s.shown}: the answer holds no completion text: {exc} "
-                              f"({json.dumps(answer)[:120]}); is this an OpenAI-compatible server?") from None
+            raise self._garbled(f"{s.shown}: the answer holds no completion text: {exc} "
+                                f"({json.dumps(answer)[:120]})") from None
         self._count("answered")
         self._named(shown, answer.get("model"))
         usage = answer.get("usage")
@@ -376,6 +439,7 @@ class ServedGenerator:
         out: list[Generated | None] = [None] * len(prompts)
         if not prompts:
             return []
+        stopping = threading.Event()  # set when this call stops: its requests in flight end with the try they are on
         pool = ThreadPoolExecutor(max(1, min(self.settings.concurrency, len(prompts))))
         futures: dict[Future, int] = {}  # every request handed to the pool, in flight or done
         waiting = iter(enumerate(prompts))
@@ -384,7 +448,7 @@ class ServedGenerator:
 
         def send() -> None:  # the next prompt, if any: a request goes out only while nothing has failed
             for i, prompt in waiting:
-                future = pool.submit(self._one, prompt, params)
+                future = pool.submit(self._keyless, prompt, params, stopping)
                 futures[future] = i
                 running.add(future)
                 if handed is not None:
@@ -411,6 +475,7 @@ class ServedGenerator:
                     with interrupts_held():  # after a Ctrl-C that came while keeping, nothing more is sent
                         send()
         except BaseException as exc:
+            stopping.set()
             self._await_in_flight(pool, [f for f in running if not f.done()], exc)
             with interrupts_held():
                 for future, i in futures.items():
@@ -451,6 +516,38 @@ def interrupts_held() -> Iterator[None]:
                 signal.raise_signal(signum)
 
 
+def _within(request: urllib.request.Request, seconds: float) -> bytes:
+    """The body of `request`'s answer, from connecting to its last byte within `seconds` (`TimeoutError` past
+    them): a socket timeout bounds each read only, so a server or gateway sending a byte now and then (whitespace
+    to keep a connection open) would hold a run far past its `timeout`. An HTTP error is raised with its body (up
+    to 8 KiB) read within the same time."""
+    def read() -> bytes:
+        try:
+            with _OPENER.open(request, timeout=seconds) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            raise urllib.error.HTTPError(exc.url, exc.code, exc.msg, exc.headers, io.BytesIO(exc.read(8192))) from None
+
+    return within(seconds, read)
+
+
+def _failed_end(answer: object) -> str | None:
+    """The `finish_reason` of the first choice where it says the generation failed (a gateway's `error`, vLLM's
+    `abort`): what such a choice holds is no answer, and scored it would count as a wrong one."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[_chosen(choices)], dict):
+        return None
+    ended = choices[_chosen(choices)].get("finish_reason")
+    return ended if isinstance(ended, str) and ended.strip().lower() in FAILED_ENDS else None
+
+
+def _chosen(choices: list) -> int:
+    """Where the choice read is: one completion is asked (no `n`); where several come, the one numbered 0,
+    wherever it is listed."""
+    return next((k for k, c in enumerate(choices) if isinstance(c, dict) and c.get("index") == 0), 0) \
+        if len(choices) > 1 else 0
+
+
 def _token_count(value: object) -> int | None:
     """A usage count as the server wrote it, or None where it wrote none a count can be (null, "n/a", 2.5, -1): the
     answer's text stands whatever its bookkeeping says, so a server's odd usage never stops a run."""
@@ -476,8 +573,7 @@ def _completion_text(answer: object, chat: bool) -> tuple[dict, str]:
     if not isinstance(choices, list):
         raise _Missing(f"its choices is {json_type(choices)}, not a list")
     # one completion is asked (no `n`): where several come, the one numbered 0, wherever it is listed
-    at = next((k for k, c in enumerate(choices) if isinstance(c, dict) and c.get("index") == 0), 0) \
-        if len(choices) > 1 else 0
+    at = _chosen(choices)
     choice, where = choices[at], f"choices[{at}]"
     if not isinstance(choice, dict):
         raise _Missing(f"its {where} is {json_type(choice)}, not an object")
@@ -611,4 +707,9 @@ def _http_message(endpoint: str, code: int, detail: str, s: ServerSettings, answ
     if code == 404:
         return (f"{endpoint}: not found (HTTP 404: {detail or 'no detail'}); check the URL (it ends in /v1) and "
                 f"--set {s.option_prefix}model={s.model}")
+    if code == 429:  # the run asks faster than the server allows, each try of a request refused
+        return (f"{endpoint}: HTTP 429 ({detail or 'no detail'}) on {s.retries + 1} "
+                f"{'try' if s.retries == 0 else 'tries'}; the server limits the requests: ask fewer at once "
+                f"(--set {s.option_prefix}concurrency=N, now {s.concurrency}) or retry more "
+                f"(--set {s.option_prefix}retries=N, now {s.retries})")
     return f"{endpoint}: HTTP {code} ({detail or 'no detail'}){_hint(code, detail, s, answered, asked)}"

@@ -943,13 +943,13 @@ def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(ser
     calls = {"n": 0}
     real_one = ServedGenerator._one
 
-    def one(self, prompt, params):
+    def one(self, prompt, params, *rest):
         with server.lock:
             calls["n"] += 1
             now = calls["n"]
         if stop == "interrupt" and now == 5:
             raise KeyboardInterrupt
-        return real_one(self, prompt, params)
+        return real_one(self, prompt, params, *rest)
 
     monkeypatch.setattr(ServedGenerator, "_one", one)
     argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3")

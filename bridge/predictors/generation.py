@@ -59,7 +59,8 @@ SERVER_OPTIONS = (
            "chat"),
     Option("key_env", "environment variable holding the API key (the key is never written anywhere)", "str",
            identity=False),
-    Option("timeout", "seconds to wait for one response", "float", default="60", minimum=0.1, identity=False),
+    Option("timeout", "seconds one request may take, from connecting to the last byte of its response", "float",
+           default="60", minimum=0.1, identity=False),
     Option("concurrency", "requests in flight at once", "int", default="4", minimum=1, maximum=256, identity=False),
     Option("retries", "retries of a request answered 429, 502, 503 or 504, timed out or dropped by the server, with "
            "exponential backoff or after the Retry-After it names (at most 60 s)", "int", default="3", minimum=0,
