@@ -59,3 +59,36 @@ def test_an_earlier_set_table_is_read_with_its_set_columns(set_run, tmp_path, mo
     for row in rows.itertuples():
         assert means[row.predictor, row.group] == pytest.approx(row.value, abs=1e-9)
 
+
+
+def test_a_run_of_an_earlier_reading_is_not_told_its_data_files_changed(tmp_path, monkeypatch, capsys):
+    """Own data an earlier kbc read otherwise (a label's trailing space kept, a repeated uuid not numbered): the same
+    files give other facts now, so resuming its run is refused, saying the reading may be what changed; a run this
+    version wrote and whose files were edited is told the files changed."""
+    from cli_support import run_kbc
+
+    data = tmp_path / "data"
+    (data / "TREx").mkdir(parents=True)
+    (data / "relations.jsonl").write_text(json.dumps({"relation": "X1", "template": "[X] likes [Y] ."}) + "\n")
+    facts = data / "TREx" / "X1.jsonl"
+    facts.write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n"
+                             for s, o in (("Alice", "tea"), ("Bob", "coffee "), ("Carol", "coffee"))))
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    argv = ["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data), "--out", str(out),
+            "--quiet"]
+    assert run_kbc(argv, capsys)[0] == 0
+    config = json.loads((out / "config.json").read_text())
+    earlier = dict(config, data_versions={"trex": {"X1": "0123456789abcdef"}})  # its facts as that version read them
+    earlier.pop("data_reading", None)
+    (out / "config.json").write_text(json.dumps(earlier))
+    code, _, err = run_kbc(argv, capsys)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds trex results of other data for X1 (the data files changed, or this kbc reads them "
+           "otherwise than the earlier version that wrote it: labels lose surrounding spaces, a uuid given twice is "
+           "numbered); use another --out")
+    (out / "config.json").write_text(json.dumps(config))
+    facts.write_text(facts.read_text() + json.dumps({"sub_label": "Dan", "obj_label": "tea"}) + "\n")
+    code, _, err = run_kbc(argv, capsys)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"error: {out} holds trex results of other data for X1 (the data files changed); use another --out")
