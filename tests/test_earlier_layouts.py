@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+from lm_fixtures import kbc_log  # noqa: F401  (pytest finds the fixture by name)
 
 from bridge.run.freshness import rewrite_recorded
 from bridge.run.instances import FILENAME, SET_COLUMNS
@@ -92,3 +93,30 @@ def test_a_run_of_an_earlier_reading_is_not_told_its_data_files_changed(tmp_path
     code, _, err = run_kbc(argv, capsys)
     assert (code, err.splitlines()[-1]) == (
         2, f"error: {out} holds trex results of other data for X1 (the data files changed); use another --out")
+
+
+def test_a_snapshot_of_an_earlier_schema_is_parsed_again_saying_so(tmp_path, kbc_log):  # noqa: F811
+    """A parsed-corpus snapshot an earlier version wrote: its facts may be of another reading, so the data is
+    parsed again, the snapshot rewritten in this schema, and one line says why."""
+    import logging
+
+    from eval.corpora import load_corpus
+    from eval.snapshot import SCHEMA, forget_recent
+
+    data = tmp_path / "data"
+    (data / "TREx").mkdir(parents=True)
+    (data / "relations.jsonl").write_text(json.dumps({"relation": "X1", "template": "[X] likes [Y] ."}) + "\n")
+    (data / "TREx" / "X1.jsonl").write_text(json.dumps({"sub_label": "Alice", "obj_label": "tea"}) + "\n")
+    cache = tmp_path / "cache"
+    load_corpus("trex", data, cache_dir=cache)
+    [snapshot] = (cache / "snapshots").glob("trex-*.json")
+    head, _, body = snapshot.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    snapshot.write_bytes(json.dumps(dict(header, schema=SCHEMA - 1)).encode() + b"\n" + body)
+    forget_recent()
+    kbc_log.clear()
+    assert [f.subject.label for f in load_corpus("trex", data, cache_dir=cache).facts] == ["Alice"]
+    said = [m for level, m in kbc_log if level == logging.INFO and str(snapshot) in m]
+    assert said == [f"{snapshot}: a snapshot an earlier kbc version wrote (schema {SCHEMA - 1}, now {SCHEMA}: the "
+                    "data files are read otherwise since); parsing the data again"]
+    assert json.loads(snapshot.read_bytes().partition(b"\n")[0])["schema"] == SCHEMA
