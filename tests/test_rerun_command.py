@@ -62,3 +62,15 @@ def test_a_run_made_otherwise_is_rerun_by_the_same_command():
     assert rerun_hint({}, Path("runs/x")) == "rerun the same `kbc run` command"
     config["runs"][0]["argv"] = ["kbc", "run", "lama", "--out=runs/old dir", "--predictors", "freq"]
     assert rerun_hint(config, Path("runs/a b")) == "rerun `kbc run lama '--out=runs/a b' --predictors freq`"
+
+
+def test_the_command_names_the_kbc_running_now(monkeypatch):
+    """A run an earlier installation made (its `kbc` elsewhere, perhaps gone) is finished by the `kbc` reading it."""
+    from bridge.run.attempts import rerun_hint
+
+    config = {"runs": [{"argv": ["/old env/bin/kbc", "run", "lama", "--predictors", "freq", "--out", "runs/x"],
+                        "corpora": ["trex"], "predictors": ["freq"]}]}
+    monkeypatch.setattr(sys, "argv", ["/new/bin/kbc", "leaderboard", "runs/x"])
+    assert rerun_hint(config, Path("runs/x")) == "rerun `/new/bin/kbc run lama --predictors freq --out runs/x`"
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/python", "notebook.py"])  # not a `kbc`: the one recorded
+    assert rerun_hint(config, Path("runs/x")) == "rerun `'/old env/bin/kbc' run lama --predictors freq --out runs/x`"

@@ -10,6 +10,7 @@ readers refuse its summaries, each naming the command that finishes it.
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,7 @@ def attempt_command(attempt: dict, config: dict, out: Path | None = None) -> str
     through the Python API): the flags that choose what it asks."""
     argv = typed_argv(attempt)
     if argv is not None:
+        argv = [_this_kbc(argv[0]), *argv[1:]]
         return shlex.join(argv if out is None else _out_as(argv, out))
     specs = config.get("predictor_specs") or {}
     words = ["kbc", "run", str(config.get("experiment", "lama")), "--corpus", *(attempt.get("corpora") or [])]
@@ -148,6 +150,13 @@ def typed_argv(attempt: dict) -> list[str] | None:
             and "run" in argv[1:]):
         return argv
     return None
+
+
+def _this_kbc(recorded: str) -> str:
+    """The `kbc` to type: the one running now where this process is a `kbc` (a run another installation made, an
+    earlier version's, is finished by the version that reads it), else the one the run recorded."""
+    running = sys.argv[0] if sys.argv else ""
+    return running if Path(running).name == "kbc" else recorded
 
 
 def _out_as(argv: list[str], out: Path) -> list[str]:
