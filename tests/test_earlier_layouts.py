@@ -120,3 +120,29 @@ def test_a_snapshot_of_an_earlier_schema_is_parsed_again_saying_so(tmp_path, kbc
     assert said == [f"{snapshot}: a snapshot an earlier kbc version wrote (schema {SCHEMA - 1}, now {SCHEMA}: the "
                     "data files are read otherwise since); parsing the data again"]
     assert json.loads(snapshot.read_bytes().partition(b"\n")[0])["schema"] == SCHEMA
+
+
+def test_group_accuracy_an_earlier_version_scored_without_stderr_is_named():
+    """The across-prompts table of a summary an earlier version wrote (group accuracy without its stderr), alone or
+    beside a run this one scored: a note names the cells without ± and how to rescore them."""
+    from eval.report import prompt_table
+
+    def row(predictor: str, metric: str, value: float, stderr: float | None, group: str = "all", n: int = 30) -> dict:
+        return {"corpus": "trex", "predictor": predictor, "metric": metric, "group": group, "scope": "shared",
+                "setting": "raw", "value": value, "n_facts": n, "stderr": stderr}
+
+    now = [row("B:freq", "consistency", 100.0, None), row("B:freq", "group_accuracy", 1.67, 1.67),
+           row("B:freq", "group_accuracy", 1.67, 1.67, "P19", 30)]
+    assert "- group accuracy" not in prompt_table(now)
+    # relations of one fact each: no stderr from this version either, and no note
+    single = [row("C:freq", "group_accuracy", 50.0, None, "all", 2),
+              row("C:freq", "group_accuracy", 0.0, None, "P19", 1),
+              row("C:freq", "group_accuracy", 100.0, None, "P36", 1)]
+    assert "- group accuracy" not in prompt_table(single)
+    both = [row("A:freq", "consistency", 100.0, None), row("A:freq", "group_accuracy", 1.67, None),
+            row("A:freq", "group_accuracy", 1.67, None, "P19", 30), *now]
+    table = prompt_table(both)
+    assert "| A:freq | 100.00 | 1.67 |" in table and "| B:freq | 100.00 | 1.67 ± 1.67 |" in table
+    assert table.splitlines()[-1] == ("- group accuracy with no standard error (A:freq): scored by an earlier kbc "
+                                      "version, which gave it none; rerun the run's `kbc run` command into it to "
+                                      "rescore it")
