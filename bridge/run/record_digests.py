@@ -96,7 +96,8 @@ def check_lines(path: Path, lines: Sequence[tuple[int, bytes]]) -> None:
         if root not in _WARNED:
             _WARNED.add(root)
             log.warning("warning: %s: its prediction records were written without record digests (by an older kbc, "
-                        "or by hand), so they are read unchecked; rerun into a new --out to have them checked", root)
+                        "or by hand), so they are read unchecked, with the ranks that version gave; rerun its command "
+                        "into a new --out to have them checked and ranked by this one", root)
         return
     sums = folder / under.with_suffix(SUFFIX)
     digests = _read(sums)  # read after the lines: the runner writes it first
