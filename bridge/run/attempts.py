@@ -213,16 +213,23 @@ def rerun_hint(config: dict, out: Path | None = None) -> str:
     """How to complete or rescore a run: the command of its last attempt that did not finish, named and dated where
     the runs log holds more than one command; else the command its last attempt was typed as (`runs[].argv`),
     writing to `out`; else, for a run made through the Python API, `the same kbc run command`."""
+    from bridge.run.record_digests import held_without_digests
+
     attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
     open_ones = [a for a in attempts if not a.get("finished")]
+    elsewhere = ""
+    if out is not None and held_without_digests(out) is not None:  # `kbc run` would refuse to add there
+        out, elsewhere = out.with_name(f"{out.name}-2"), (" (a new --out: kbc run does not add to records an older "
+                                                          "kbc kept without digests)")
     commands = {attempt_command(a, config, out) for a in attempts}
     if open_ones and len(commands) > 1:
         last = open_ones[-1]
-        return f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+        return (f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+                f"{elsewhere}")
     last = (open_ones or attempts or [{}])[-1]
     if typed_argv(last) is not None:
-        return f"rerun `{attempt_command(last, config, out)}`"
-    return "rerun the same `kbc run` command"
+        return f"rerun `{attempt_command(last, config, out)}`{elsewhere}"
+    return "rerun the same `kbc run` command" + (" into a new --out" if elsewhere else "")
 
 
 def samples(config: dict) -> list[tuple[int | None, int | None]]:
