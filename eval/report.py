@@ -427,6 +427,15 @@ def prompt_table(rows: list[dict]) -> str:
         cells = [_cell(picked[(corpus, predictor, m)], m) if (corpus, predictor, m) in picked else "-"
                  for m in metrics]
         lines.append(md_row([corpus, predictor, *cells]))
+    # a relation of two facts or more has a stderr now: where none does, an earlier version scored the run, and
+    # beside runs this version scored the missing ± would read as none there
+    sized = {(r["corpus"], r["predictor"]) for r in rows if r["metric"] == "group_accuracy" and r["group"] != "all"
+             and r.get("scope") == "shared" and not r.get("prompt") and (r.get("n_facts") or 0) >= 2}
+    bare = [p for (c, p, m), r in picked.items()
+            if m == "group_accuracy" and r.get("stderr") is None and (c, p) in sized]
+    if bare:
+        lines.append(f"- group accuracy with no standard error ({', '.join(dict.fromkeys(bare))}): scored by an "
+                     "earlier kbc version, which gave it none; rerun the run's `kbc run` command into it to rescore it")
     return "\n".join(lines)
 
 

@@ -173,7 +173,11 @@ def _read(path: Path) -> tuple[dict, bytes] | None:
         head, _, body = path.read_bytes().partition(b"\n")
         header = json.loads(head)
         if not isinstance(header, dict) or header.get("schema") != SCHEMA:
-            return None  # another schema: rewritten, as for other data
+            schema = header.get("schema") if isinstance(header, dict) else None
+            if isinstance(schema, int) and schema < SCHEMA:  # rewritten, as for other data, saying why
+                log.info("%s: a snapshot an earlier kbc version wrote (schema %d, now %d: the data files are read "
+                         "otherwise since); parsing the data again", path, schema, SCHEMA)
+            return None
         sources = [tuple(s) for s in header["sources"]]
         if not all(len(s) == 4 and isinstance(s[0], str) and isinstance(s[3], str) for s in sources):
             raise ValueError("its list of data files is malformed")

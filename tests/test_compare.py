@@ -295,7 +295,8 @@ def test_a_damaged_line_of_a_run_without_digests_is_named_too(run_dir, capsys, d
     shutil.rmtree(run_dir / ".kbc-records")
     path = _damage(run_dir, damage)
     warning = (f"warning: {run_dir}: its prediction records were written without record digests (by an older kbc, "
-               "or by hand), so they are read unchecked; rerun into a new --out to have them checked")
+               "or by hand), so they are read unchecked, with the ranks that version gave; rerun its command into a "
+               "new --out to have them checked and ranked by this one")
     for argv, said in ((["compare", str(run_dir), "alpha", "beta"], [warning]),
                        (["show", str(run_dir), "--uid", "p19-6"], [])):
         code, out, err = run_kbc(argv, capsys)

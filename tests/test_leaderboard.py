@@ -121,8 +121,9 @@ def test_own_scope_keeps_the_runs_bootstrap_setting(runs, capsys):
     assert [(r["ci_low"], r["ci_high"]) for r in shared[:2]] == [(want["ci_low"], want["ci_high"])] * 2
     (a / "summary.json").unlink()
     code, _, err = run_kbc(["leaderboard", str(a), "--scope", "own"], capsys)
-    assert (code, err) == (2, f"error: {a}: its summary.json is missing; rerun the same `kbc run` command to rescore "
-                              "it\n")
+    # the golden run keeps no record digests, as an older kbc's: `kbc run` writes its scores into a new --out
+    assert (code, err) == (2, f"error: {a}: its summary.json is missing; rerun the same `kbc run` command into a new "
+                              "--out to rescore it\n")
 
 
 def test_upper_bounds_are_marked_and_run_names_are_the_paths_given(runs, capsys):
@@ -327,7 +328,7 @@ def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
         path.write_text(json.dumps(edited, indent=1, ensure_ascii=False), encoding="utf-8")
         code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)
         assert (code, err) == (2, f"error: {a}: its summary.json is not the one its scoring wrote (edited or "
-                                  "replaced); rerun the same `kbc run` command to rescore it\n"), edit
+                                  "replaced); rerun the same `kbc run` command into a new --out to rescore it\n"), edit
     path.write_text(original, encoding="utf-8")
     assert run_kbc(["leaderboard", str(a), str(b), "--scope", "own"], capsys)[0] == 0
     cut = b / "predictions" / "trex" / "freq" / "P19.jsonl"
@@ -336,7 +337,7 @@ def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
         code, _, err = run_kbc(["leaderboard", str(a), str(b), "--scope", scope], capsys)
         assert (code, err) == (2, f"error: {b}: its prediction files changed since its summaries were written: "
                                   "predictions/trex/freq/P19.jsonl (cut or edited); rerun the same `kbc run` command "
-                                  "to rescore it\n"), scope
+                                  "into a new --out to rescore it\n"), scope
     collect(b)  # rescored: the board reads the run again, over the facts left
     rows = leaderboard_rows([a, b], "trex", "p@1", scope="own")
     assert {(Path(r["run"]).name, r["predictor"]): r["n_facts"] for r in rows if r["predictor"] == "freq"} == \
@@ -346,7 +347,7 @@ def test_a_summary_not_scored_from_the_runs_files_is_refused(runs, capsys):
     (a / "config.json").write_text(json.dumps(config), encoding="utf-8")
     code, _, err = run_kbc(["leaderboard", str(a), "--scope", "own"], capsys)
     assert (code, err) == (2, f"error: {a}: its config.json changed since its summaries were written; rerun the same "
-                              "`kbc run` command to rescore it\n")
+                              "`kbc run` command into a new --out to rescore it\n")
 
 
 def test_out_never_overwrites_a_run_or_a_foreign_file(runs, tmp_path, capsys):

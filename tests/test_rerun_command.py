@@ -62,3 +62,33 @@ def test_a_run_made_otherwise_is_rerun_by_the_same_command():
     assert rerun_hint({}, Path("runs/x")) == "rerun the same `kbc run` command"
     config["runs"][0]["argv"] = ["kbc", "run", "lama", "--out=runs/old dir", "--predictors", "freq"]
     assert rerun_hint(config, Path("runs/a b")) == "rerun `kbc run lama '--out=runs/a b' --predictors freq`"
+
+
+def test_the_command_names_the_kbc_running_now(monkeypatch):
+    """A run an earlier installation made (its `kbc` elsewhere, perhaps gone) is finished by the `kbc` reading it."""
+    from bridge.run.attempts import rerun_hint
+
+    config = {"runs": [{"argv": ["/old env/bin/kbc", "run", "lama", "--predictors", "freq", "--out", "runs/x"],
+                        "corpora": ["trex"], "predictors": ["freq"]}]}
+    monkeypatch.setattr(sys, "argv", ["/new/bin/kbc", "leaderboard", "runs/x"])
+    assert rerun_hint(config, Path("runs/x")) == "rerun `/new/bin/kbc run lama --predictors freq --out runs/x`"
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/python", "notebook.py"])  # not a `kbc`: the one recorded
+    assert rerun_hint(config, Path("runs/x")) == "rerun `'/old env/bin/kbc' run lama --predictors freq --out runs/x`"
+
+
+def test_a_run_an_older_kbc_kept_without_digests_is_rerun_into_a_new_out(tmp_path, monkeypatch):
+    """Records written before record digests: `kbc run` adds nothing to them, so the command printed writes to a
+    new --out (which reads the scores of language models back from the LM result cache)."""
+    from bridge.run.attempts import rerun_hint
+
+    run = tmp_path / "old run"
+    (run / "predictions" / "trex" / "freq").mkdir(parents=True)
+    (run / "predictions" / "trex" / "freq" / "P19.jsonl").write_text('{"uid": "a"}\n')
+    config = {"runs": [{"argv": ["kbc", "run", "lama", "--predictors", "freq", "--out", str(run)],
+                        "corpora": ["trex"], "predictors": ["freq"]}]}
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/python", "notebook.py"])
+    new = shlex.quote(str(tmp_path / "old run-2"))
+    assert rerun_hint(config, run) == (f"rerun `kbc run lama --predictors freq --out {new}` (a new --out: kbc run "
+                                       "does not add to records an older kbc kept without digests)")
+    (run / ".kbc-records").mkdir()  # a run that keeps them is finished where it lies
+    assert rerun_hint(config, run) == f"rerun `kbc run lama --predictors freq --out {shlex.quote(str(run))}`"

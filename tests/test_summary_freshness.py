@@ -166,7 +166,8 @@ def test_compare_refuses_records_changed_since_the_table_until_rescored(tmp_path
     code, out, err = run_kbc(["compare", str(run), "freq", "bert", "--json"], capsys)
     assert (code, out, err.splitlines()[-1]) == (2, "", f"error: {run}: its prediction files changed since its "
                                                  "summaries were written: predictions/trex/bert/P19.jsonl "
-                                                 "(cut or edited); rerun the same `kbc run` command to rescore it")
+                                                 "(cut or edited); rerun the same `kbc run` command into a new "
+                                                 "--out to rescore it")  # the golden run keeps no record digests
     collect(run)  # as the rerun the message names scores them
     counts = json.loads(_compare_json(run, capsys))["corpora"]["trex"]["overall"]
     assert (counts["both"], counts["only_a"], counts["only_b"], counts["neither"]) == (0, 15, 1, 29)

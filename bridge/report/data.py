@@ -141,7 +141,10 @@ class RunData:
     def instances(self) -> pd.DataFrame | None:
         """The per-fact table (`instances.parquet`), read once on first use."""
         if not self._read_instances:
-            self._instances = _parquet(self.path / "instances.parquet", ())
+            from bridge.run.instances import in_current_layout
+
+            frame = _parquet(self.path / "instances.parquet", ())
+            self._instances = None if frame is None else in_current_layout(frame, self.path, self.config)
             self._read_instances = True
         return self._instances
 

@@ -10,6 +10,7 @@ readers refuse its summaries, each naming the command that finishes it.
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,6 +126,7 @@ def attempt_command(attempt: dict, config: dict, out: Path | None = None) -> str
     through the Python API): the flags that choose what it asks."""
     argv = typed_argv(attempt)
     if argv is not None:
+        argv = [_this_kbc(argv[0]), *argv[1:]]
         return shlex.join(argv if out is None else _out_as(argv, out))
     specs = config.get("predictor_specs") or {}
     words = ["kbc", "run", str(config.get("experiment", "lama")), "--corpus", *(attempt.get("corpora") or [])]
@@ -148,6 +150,13 @@ def typed_argv(attempt: dict) -> list[str] | None:
             and "run" in argv[1:]):
         return argv
     return None
+
+
+def _this_kbc(recorded: str) -> str:
+    """The `kbc` to type: the one running now where this process is a `kbc` (a run another installation made, an
+    earlier version's, is finished by the version that reads it), else the one the run recorded."""
+    running = sys.argv[0] if sys.argv else ""
+    return running if Path(running).name == "kbc" else recorded
 
 
 def _out_as(argv: list[str], out: Path) -> list[str]:
@@ -204,16 +213,23 @@ def rerun_hint(config: dict, out: Path | None = None) -> str:
     """How to complete or rescore a run: the command of its last attempt that did not finish, named and dated where
     the runs log holds more than one command; else the command its last attempt was typed as (`runs[].argv`),
     writing to `out`; else, for a run made through the Python API, `the same kbc run command`."""
+    from bridge.run.record_digests import held_without_digests
+
     attempts = [a for a in config.get("runs") or [] if isinstance(a, dict)]
     open_ones = [a for a in attempts if not a.get("finished")]
+    elsewhere = ""
+    if out is not None and held_without_digests(out) is not None:  # `kbc run` would refuse to add there
+        out, elsewhere = out.with_name(f"{out.name}-2"), (" (a new --out: kbc run does not add to records an older "
+                                                          "kbc kept without digests)")
     commands = {attempt_command(a, config, out) for a in attempts}
     if open_ones and len(commands) > 1:
         last = open_ones[-1]
-        return f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+        return (f"rerun `{attempt_command(last, config, out)}` (the attempt started {last.get('started', '?')})"
+                f"{elsewhere}")
     last = (open_ones or attempts or [{}])[-1]
     if typed_argv(last) is not None:
-        return f"rerun `{attempt_command(last, config, out)}`"
-    return "rerun the same `kbc run` command"
+        return f"rerun `{attempt_command(last, config, out)}`{elsewhere}"
+    return "rerun the same `kbc run` command" + (" into a new --out" if elsewhere else "")
 
 
 def samples(config: dict) -> list[tuple[int | None, int | None]]:

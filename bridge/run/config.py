@@ -21,7 +21,7 @@ from eval.bear import BEAR_CORPORA
 from eval.corpora import CORPORA, LMKBC, close_hint, load_corpus
 from eval.datadir import cache_root
 from eval.errors import ConfigError, DataError
-from eval.lama import Corpus, relation_versions, version_choices
+from eval.lama import READING, Corpus, relation_versions, version_choices
 from eval.relations import stored_type
 from eval.types import Fact
 
@@ -557,8 +557,8 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         chosen = config.setdefault("version_choices", {}).setdefault(corpus, {})
         now = plan.choices.get(corpus, {})
         if changed:
-            raise ConfigError(f"{cfg.out} holds {corpus} results {version_change(chosen, now, changed)}; "
-                              "use another --out")
+            raise ConfigError(f"{cfg.out} holds {corpus} results "
+                              f"{version_change(chosen, now, changed, earlier_reading(config))}; use another --out")
         seen.update(versions)
         chosen.update({r: now[r] for r in versions if r in now})
         types = config["relation_types"].setdefault(corpus, {})
@@ -567,6 +567,7 @@ def merge_config(old: dict | None, cfg: RunConfig, plan: Plan, experiment: str =
         labels.update({r: rel.label for r, rel in plan.corpora[corpus].relations.items()})
     config["corpora"] = list(dict.fromkeys(config["corpora"] + list(plan.corpora)))
     config["predictors"] = list(dict.fromkeys(config["predictors"] + [p.name for p in plan.predictors]))
+    config["data_reading"] = READING
     return config
 
 
@@ -740,9 +741,17 @@ def changed_choices(before: dict[str, dict], now: dict[str, dict], changed: list
                      for key, (b, n) in sorted(differ.items())) or None
 
 
-def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[str]) -> str:
+def earlier_reading(config: dict) -> bool:
+    """Whether a run config was written by a kbc that read data files otherwise (`eval.lama.READING`), or by one
+    from before that was recorded: the same files may then have given it other facts."""
+    return config.get("data_reading") != READING
+
+
+def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[str],
+                   earlier: bool = False) -> str:
     """Why `changed` relations are other questions, for "... holds results <this>": a choice of the run where
-    one differs, else the data files; where the earlier choices were not recorded, either."""
+    one differs, else the data files; where the earlier choices were not recorded, either. `earlier`: the run was
+    written by a kbc that read the data otherwise (`earlier_reading`), which may be the cause instead."""
     rels = ", ".join(changed[:5])
     choices = changed_choices(before, now, changed)
     before = _recorded(before)
@@ -752,6 +761,9 @@ def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[
     if unknown:
         return (f"of other data for {rels} (the data files or the "
                 f"{' or '.join(CHOICE_NAMES.get(k, k) for k in unknown)} changed)")
+    if earlier:
+        return (f"of other data for {rels} (the data files changed, or this kbc reads them otherwise than the "
+                "earlier version that wrote it: labels lose surrounding spaces, a uuid given twice is numbered)")
     return f"of other data for {rels} (the data files changed)"
 
 

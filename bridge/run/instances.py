@@ -8,6 +8,7 @@ a walk over JSONL folders. Dropped facts are rows too (with their reason, no ran
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from bridge.run.directory import open_run
 from bridge.run.results import complete_records, right
 
 FILENAME = "instances.parquet"
+log = logging.getLogger("kbc")
 # `json.dumps(value, ensure_ascii=False)`, from one encoder made once: a run has a line per query (the values are
 # parsed records, trees without cycles)
 _CELL = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
@@ -144,6 +146,23 @@ def write_instances(run_dir: Path, units: list[dict] | None = None,
     else:
         frame = units_frame(units, derived)
     return atomic_parquet(frame, run_dir / FILENAME)
+
+
+def in_current_layout(frame: pd.DataFrame, run_dir: Path, config: dict) -> pd.DataFrame:
+    """A LAMA run's `instances.parquet` as this kbc writes it: one an earlier version wrote lacks columns added
+    since (`--answers set`'s set columns), so it is built again from the prediction records, which hold them, as a
+    rescoring would write it; a note says so. Other tables are returned as read."""
+    if config.get("experiment", "lama") != "lama":
+        return frame
+    wanted = [*COLUMNS, *(SET_COLUMNS if (config.get("settings") or {}).get("answers") == "set" else ())]
+    missing = [c for c in wanted if c not in frame.columns]
+    if not missing:
+        return frame
+    from bridge.run.fact_columns import with_fact_stats
+
+    log.info("%s: written by an earlier kbc version, without %s; built again from the prediction records "
+             "(rerun the run's command into it to rewrite the file)", Path(run_dir) / FILENAME, ", ".join(missing))
+    return with_fact_stats(instances_frame(run_dir), run_dir)
 
 
 def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:

@@ -96,7 +96,8 @@ def check_lines(path: Path, lines: Sequence[tuple[int, bytes]]) -> None:
         if root not in _WARNED:
             _WARNED.add(root)
             log.warning("warning: %s: its prediction records were written without record digests (by an older kbc, "
-                        "or by hand), so they are read unchecked; rerun into a new --out to have them checked", root)
+                        "or by hand), so they are read unchecked, with the ranks that version gave; rerun its command "
+                        "into a new --out to have them checked and ranked by this one", root)
         return
     sums = folder / under.with_suffix(SUFFIX)
     digests = _read(sums)  # read after the lines: the runner writes it first
@@ -130,6 +131,15 @@ def damage(sums: Path, digests: bytes, path: Path, lines: int) -> str | None:
             "recomputes it and its digests, or use a new --out")
 
 
+def held_without_digests(out: Path) -> Path | None:
+    """A prediction file of run directory `out` holding records while `out` keeps no digests (an older kbc's run,
+    to which `kbc run` does not add), else None."""
+    predictions = out / "predictions"
+    if (out / FOLDER).is_dir() or not predictions.is_dir():
+        return None
+    return next((p for p in sorted(predictions.rglob("*.jsonl")) if p.stat().st_size), None)
+
+
 def claim(out: Path) -> None:
     """Keep record digests in run directory `out` from now on; refuse one holding records written without them,
     which a rerun could neither check nor tell from its own."""
@@ -137,8 +147,7 @@ def claim(out: Path) -> None:
     if folder.is_dir():
         return
     predictions = out / "predictions"
-    held = next((p for p in sorted(predictions.rglob("*.jsonl")) if p.stat().st_size), None) \
-        if predictions.is_dir() else None
+    held = held_without_digests(out)
     if held is not None:
         raise ConfigError(f"{out} holds prediction records written without record digests (by an older kbc, or by "
                           f"hand; {held.relative_to(out)} is one), which a rerun cannot check; use a new --out, or "

@@ -201,7 +201,7 @@ def other_data(loaded: LoadedRun, explorer) -> dict | None:
     """Where the run was made from other data (or other questions) than the live view reads for relations the live
     view asks: the run's recorded `data_versions` against `explorer.data_versions` under the run's `--compat`, the
     check a rerun of `kbc run` makes. None where every such relation is the same, or the live view asks none."""
-    from bridge.run.config import version_change
+    from bridge.run.config import earlier_reading, version_change
     from eval.lama import version_choices
 
     config = loaded.run.config
@@ -216,7 +216,7 @@ def other_data(loaded: LoadedRun, explorer) -> dict | None:
     if not changed:
         return None
     chosen = (config.get("version_choices") or {}).get(corpus) or {}
-    why = version_change(chosen, version_choices(explorer.corpus), changed)
+    why = version_change(chosen, version_choices(explorer.corpus), changed, earlier_reading(config))
     return {"corpus": corpus, "relations": changed,
             "message": f"run {loaded.name} was made from other {corpus} data than the live view reads "
                        f"({explorer.data_dir}): it holds results {why}; there the live gold and answers are not "
