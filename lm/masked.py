@@ -128,6 +128,12 @@ def _split_last_layer(base):
     return trunk, last
 
 
+def _plus_bias(logits, bias):
+    """`logits + bias`, added in place where that gives the same tensor (the same dtype): no second [B, V] tensor,
+    which on a CPU is fresh memory whose pages the kernel faults in, batch after batch."""
+    return logits.add_(bias) if bias.dtype == logits.dtype else logits + bias
+
+
 def _last_layer_at(layer, hidden, mask_pos, attention_mask):
     """The last layer's output at the mask positions only ([B, H]); keys/values cover all tokens."""
     import torch
@@ -419,7 +425,7 @@ class MaskedLMScorer:
         h = self.transform(hidden)
         logits = h @ self.weight.T
         if self.bias is not None:
-            logits = logits + self.bias
+            logits = _plus_bias(logits, self.bias)
         return logits if logits.dtype == torch.float32 else logits.float()
 
     def _mask_hidden(self, input_ids, attention_mask, mask_pos):
@@ -446,9 +452,9 @@ class MaskedLMScorer:
         h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())
         if rows is None:
             logits = h @ self.weight.T
-            return logits + self.bias if self.bias is not None else logits
+            return _plus_bias(logits, self.bias) if self.bias is not None else logits
         logits = h @ self.weight[rows].T
-        return logits + self.bias[rows] if self.bias is not None else logits
+        return _plus_bias(logits, self.bias[rows]) if self.bias is not None else logits
 
     # --- tokenization and batching ---------------------------------------------------------------
     def _plain(self, texts: list[str]) -> list[list[int]]:

@@ -87,6 +87,21 @@ def test_exact_ranks_where_few_rows_hold_ties():
     assert ranks.tolist() == [3, 1, 9, 8, 1] == [exact_rank(wide[r].numpy(), p) for r, p in where.tolist()]
 
 
+def test_bias_added_in_place_only_where_the_sum_keeps_its_dtype():
+    import torch
+
+    from lm.masked import _plus_bias
+
+    gen = torch.Generator().manual_seed(5)
+    logits, bias = torch.randn(4, 9, generator=gen), torch.randn(9, generator=gen)
+    want = logits + bias
+    got = _plus_bias(logits.clone(), bias)
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    low = logits.bfloat16()  # a float32 bias would round into bfloat16 in place: added out of place, as `+` does
+    assert _plus_bias(low, bias).dtype == torch.float32 and torch.equal(_plus_bias(low.clone(), bias), low + bias)
+    assert torch.equal(low, logits.bfloat16())
+
+
 def _gold_rank_by_definition(answers, gold, exclude, lowercased, shared_ties):
     norm = (lambda s: s.lower()) if lowercased else (lambda s: s)
     kept = [a for a in answers if norm(a.label) == norm(gold) or norm(a.label) not in {norm(e) for e in exclude}]
