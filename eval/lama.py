@@ -20,7 +20,7 @@ from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
-from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation
+from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_evidence
 
 LAMA_CORPORA = ("trex", "google_re", "squad", "conceptnet")  # every corpus: eval.corpora
 MASK = "[MASK]"
@@ -253,8 +253,7 @@ def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ..
                 at = f"{where}: evidence {i}"
                 surface, sub_surface = opt_str(ev, "obj_surface", at), opt_str(ev, "sub_surface", at)
             surface, sub_surface = surface or None, sub_surface or None
-            out.append(Evidence(masked.replace(MASK, surface or obj_label), masked=masked, sub_surface=sub_surface,
-                                obj_surface=surface))
+            out.append(new_evidence(masked.replace(MASK, surface or obj_label), masked, sub_surface, surface, None))
     return tuple(out)
 
 

@@ -32,14 +32,17 @@ class RankTable:
     def from_records(cls, records: Sequence[dict]) -> RankTable:
         """From prediction records (`relation`, `rank_raw`, `rank_filtered`, optional `rank_exact_*`)."""
         index: dict[str, int] = {}
-        codes = np.fromiter((index.setdefault(r["relation"], len(index)) for r in records), dtype=np.int64,
-                            count=len(records))
+        n = len(records)
+        codes = np.fromiter((index.setdefault(r["relation"], len(index)) for r in records), dtype=np.int64, count=n)
         list_ranks, mrr_ranks = {}, {}
         for setting in SETTINGS:
-            listed = [r[f"rank_{setting}"] for r in records]
-            exact = [r.get(f"rank_exact_{setting}") for r in records]
-            list_ranks[setting] = _floats([y if y is not None else x for x, y in zip(exact, listed)])
-            mrr_ranks[setting] = _floats([x if x is not None else y for x, y in zip(exact, listed)])
+            key, exact_key = f"rank_{setting}", f"rank_exact_{setting}"
+            listed = np.fromiter((math.nan if (v := r[key]) is None else v for r in records), dtype=float, count=n)
+            exact = np.fromiter((math.nan if (v := r.get(exact_key)) is None else v for r in records), dtype=float,
+                                count=n)
+            # a rank is a whole number or missing (NaN): each column takes the other where its own is missing
+            list_ranks[setting] = np.where(np.isnan(listed), exact, listed)
+            mrr_ranks[setting] = np.where(np.isnan(exact), listed, exact)
         return cls(list(index), codes, list_ranks, mrr_ranks)
 
     def sizes(self) -> np.ndarray:
@@ -89,10 +92,6 @@ class RankTable:
             mine = ranks[self.codes == code]
             counts[code] = np.searchsorted(np.sort(mine[~np.isnan(mine)]), wanted, side="right")
         return counts
-
-
-def _floats(values: list) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 def summarize_table(table: RankTable, relation_types: dict[str, str | None], metrics: Sequence[str] = METRICS,

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Literal
 
 Slot = Literal["object", "subject"]
@@ -18,10 +19,13 @@ _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
 
 
 @lru_cache(maxsize=65536)
-def _template_parts(template: str) -> tuple[str, ...]:
-    """A template split at its slot markers (kept, at the odd positions): a corpus has few templates and asks
-    each of them thousands of times."""
-    return tuple(_SLOTS.split(template))
+def _template_format(template: str) -> str:
+    """A template as a `str.format` pattern, made once per template (a corpus asks each thousands of times): its
+    text with braces doubled, `{0}` at [X] and `{1}` at [Y]. `format` inserts its arguments as they are, so a label
+    holding a slot marker, a mask token or a brace is plain text."""
+    # re.split with one capture group puts the slot markers at the odd positions
+    return "".join(("{0}" if part == SUBJECT_SLOT else "{1}") if i % 2 else part.replace("{", "{{").replace("}", "}}")
+                   for i, part in enumerate(_SLOTS.split(template)))
 
 
 class _Pickled:
@@ -83,8 +87,9 @@ _SET_EVIDENCE = tuple(getattr(Evidence, f.name).__set__ for f in fields(Evidence
 assert len(_SET_EVIDENCE) == 5
 
 
-def _evidence(text: str, masked: str | None, sub_surface: str | None, obj_surface: str | None,
-              url: str | None) -> Evidence:
+def new_evidence(text: str, masked: str | None, sub_surface: str | None, obj_surface: str | None,
+                 url: str | None) -> Evidence:
+    """`Evidence(...)` at half the cost of the frozen dataclass's `__init__` (a corpus loads hundreds of thousands)."""
     evidence = object.__new__(Evidence)
     set_text, set_masked, set_sub, set_obj, set_url = _SET_EVIDENCE
     set_text(evidence, text)
@@ -97,7 +102,7 @@ def _evidence(text: str, masked: str | None, sub_surface: str | None, obj_surfac
 
 def evidences_of(*columns: Iterable) -> list[Evidence]:
     """`Evidence(*fields)` of each row of the columns, at half the cost of `__init__` (T-REx has 178K of them)."""
-    return list(map(_evidence, *columns))
+    return list(map(new_evidence, *columns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +172,26 @@ class Query(_Pickled):
         Both slots are filled in one pass over the template, so a label that itself contains
         `[X]`, `[Y]` or a mask token is inserted as plain text and never read as a slot.
         """
-        fill = {SUBJECT_SLOT: self.known.label, OBJECT_SLOT: mask} if self.slot == "object" else \
-            {SUBJECT_SLOT: mask, OBJECT_SLOT: self.known.label}
-        parts = _template_parts(self.template)
-        # re.split with one capture group puts the slot markers at the odd positions
-        return "".join([fill[part] if i % 2 else part for i, part in enumerate(parts)])
+        if self.slot == "object":
+            return _template_format(self.template).format(self.known.label, mask)
+        return _template_format(self.template).format(mask, self.known.label)
+
+
+_QUERY_FIELDS = attrgetter(*(f.name for f in fields(Query)))  # a query's field values, in field order
+_QUERY_SETS = tuple(getattr(Query, f.name).__set__ for f in fields(Query))
+_SET_TARGETS = Query.targets.__set__  # type: ignore[attr-defined]
+
+
+def with_targets(query: Query, targets: tuple[str, ...]) -> Query:
+    """`dataclasses.replace(query, targets=targets)`: a plain `Query` is copied field by field without the frozen
+    dataclass's constructor (half the time; a run asks tens of thousands of queries), another kind by `replace`."""
+    if type(query) is not Query:
+        return replace(query, targets=targets)
+    new = object.__new__(Query)
+    for put, value in zip(_QUERY_SETS, _QUERY_FIELDS(query)):
+        put(new, value)
+    _SET_TARGETS(new, targets)
+    return new
 
 
 @dataclass(frozen=True, slots=True)

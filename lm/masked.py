@@ -128,6 +128,12 @@ def _split_last_layer(base):
     return trunk, last
 
 
+def _plus_bias(logits, bias):
+    """`logits + bias`, added in place where that gives the same tensor (the same dtype): no second [B, V] tensor,
+    which on a CPU is fresh memory whose pages the kernel faults in, batch after batch."""
+    return logits.add_(bias) if bias.dtype == logits.dtype else logits + bias
+
+
 def _last_layer_at(layer, hidden, mask_pos, attention_mask):
     """The last layer's output at the mask positions only ([B, H]); keys/values cover all tokens."""
     import torch
@@ -304,13 +310,20 @@ def _exact_ranks(logp, rows, positions):
     n_cand = logp.shape[1]
     step = max(1, (1 << 25) // max(1, n_cand))  # pairs per chunk: bounds the [pairs, C] comparisons
     order = torch.arange(n_cand, device=logp.device)
+    on_card = logp.device.type != "cpu"
     for start in range(0, len(rows), step):
         block = logp[rows[start:start + step]]
         pos = positions[start:start + step]
         score = block.gather(1, pos[:, None])  # [P, 1]
-        higher = (block > score).sum(dim=-1)
-        tied = ((block == score) & (order[None, :] < pos[:, None])).sum(dim=-1)
-        ranks.append(1 + higher + tied)
+        if on_card:  # the host does not wait for the card to learn which rows hold ties
+            rank = 1 + (block > score).sum(dim=-1) + ((block == score) & (order[None, :] < pos[:, None])).sum(dim=-1)
+        else:  # equal scores before the candidate, looked for only where another candidate has its score (rare)
+            higher = torch.count_nonzero(block > score, dim=-1)
+            rank = 1 + higher
+            tied = torch.nonzero(torch.count_nonzero(block >= score, dim=-1) - higher > 1).flatten()
+            if len(tied):
+                rank[tied] += ((block[tied] == score[tied]) & (order[None, :] < pos[tied, None])).sum(dim=-1)
+        ranks.append(rank)
         scores.append(score[:, 0])
     if not ranks:
         return rows.new_zeros(0), logp.new_zeros(0)
@@ -412,7 +425,7 @@ class MaskedLMScorer:
         h = self.transform(hidden)
         logits = h @ self.weight.T
         if self.bias is not None:
-            logits = logits + self.bias
+            logits = _plus_bias(logits, self.bias)
         return logits if logits.dtype == torch.float32 else logits.float()
 
     def _mask_hidden(self, input_ids, attention_mask, mask_pos):
@@ -435,13 +448,13 @@ class MaskedLMScorer:
         if self.encoder is None:
             out = self.model(input_ids=input_ids, attention_mask=encoder_mask(self.model, attention_mask)).logits
             logits = out[torch.arange(len(mask_pos), device=out.device), mask_pos.to(out.device)].float()
-            return logits if rows is None else logits[:, rows]
+            return logits if rows is None else logits.index_select(1, rows)
         h = self.transform(self._mask_hidden(input_ids, attention_mask, mask_pos).float())
         if rows is None:
             logits = h @ self.weight.T
-            return logits + self.bias if self.bias is not None else logits
+            return _plus_bias(logits, self.bias) if self.bias is not None else logits
         logits = h @ self.weight[rows].T
-        return logits + self.bias[rows] if self.bias is not None else logits
+        return _plus_bias(logits, self.bias[rows]) if self.bias is not None else logits
 
     # --- tokenization and batching ---------------------------------------------------------------
     def _plain(self, texts: list[str]) -> list[list[int]]:
@@ -699,8 +712,8 @@ class MaskedLMScorer:
         or over the candidates alone (`normalize="candidates"`)."""
         import torch
 
-        if self.normalize == "full":
-            return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1)[:, rows]
+        if self.normalize == "full":  # candidate columns by `index_select`: the same copy, 2/3 of the time on a CPU
+            return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos), dim=-1).index_select(1, rows)
         return torch.log_softmax(self._mask_logits(input_ids, attention, mask_pos, rows), dim=-1)
 
     def _pack(self, rows: list[list[int]]):

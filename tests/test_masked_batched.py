@@ -61,6 +61,47 @@ def test_exact_ranks_are_the_metrics_ranks():
     assert none[0].tolist() == [] and none[1].tolist() == []
 
 
+def test_exact_ranks_where_few_rows_hold_ties():
+    """On a CPU only the pairs whose score another candidate shares count ties: rows of distinct scores beside
+    rows of ties, -inf ties, and more pairs than one comparison block holds."""
+    import torch
+
+    from lm.masked import _exact_ranks
+
+    gen = torch.Generator().manual_seed(3)
+    logp = torch.randn(6, 50, generator=gen)
+    logp[1] = _scores(4, 1, 50)[0]  # ties everywhere
+    logp[3, 10:20] = logp[3, 5]  # one run of ties, and the candidate before it
+    logp[4, ::7] = float("-inf")
+    pairs = [(r, p) for r in range(6) for p in range(50)] * 2
+    where = torch.tensor(pairs)
+    want = [exact_rank(logp[r].numpy(), p) for r, p in pairs]
+    ranks, scores = _exact_ranks(logp, where[:, 0], where[:, 1])
+    assert ranks.tolist() == want and ranks.dtype == torch.int64
+    assert scores.tolist() == [float(logp[r, p]) for r, p in pairs]
+    wide = torch.full((2, 1 << 20), -1.0)  # one pair per comparison block: the blocks are put together in order
+    wide[0, 3:9] = 0.0
+    wide[1, 1:] = -2.0
+    where = torch.tensor([[0, 5], [1, 0], [0, 2], [1, 7], [0, 3]])
+    ranks, _ = _exact_ranks(wide, where[:, 0], where[:, 1])
+    assert ranks.tolist() == [3, 1, 9, 8, 1] == [exact_rank(wide[r].numpy(), p) for r, p in where.tolist()]
+
+
+def test_bias_added_in_place_only_where_the_sum_keeps_its_dtype():
+    import torch
+
+    from lm.masked import _plus_bias
+
+    gen = torch.Generator().manual_seed(5)
+    logits, bias = torch.randn(4, 9, generator=gen), torch.randn(9, generator=gen)
+    want = logits + bias
+    got = _plus_bias(logits.clone(), bias)
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    low = logits.bfloat16()  # a float32 bias would round into bfloat16 in place: added out of place, as `+` does
+    assert _plus_bias(low, bias).dtype == torch.float32 and torch.equal(_plus_bias(low.clone(), bias), low + bias)
+    assert torch.equal(low, logits.bfloat16())
+
+
 def _gold_rank_by_definition(answers, gold, exclude, lowercased, shared_ties):
     norm = (lambda s: s.lower()) if lowercased else (lambda s: s)
     kept = [a for a in answers if norm(a.label) == norm(gold) or norm(a.label) not in {norm(e) for e in exclude}]

@@ -20,6 +20,7 @@ from eval.types import (
     SetFact,
     answers_of,
     ranked_prediction,
+    with_targets,
 )
 
 
@@ -65,3 +66,20 @@ def test_ranked_prediction_is_the_prediction_the_constructor_makes():
     assert repr(pickle.loads(pickle.dumps(made))) == repr(want)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.lowercased = False
+
+
+def test_with_targets_is_replace_for_queries_and_their_subclasses():
+    """`with_targets` skips the frozen `__init__` for a plain Query but makes what `replace` makes; a subclass keeps
+    its own fields and type."""
+    paris = Entity("Paris", "Q90", ("City of Light",))
+    plain = Query("q1", "u1", "trex", "P1376", paris, "subject", "[X] is the capital of [Y] .", "ctx", ("old",), "p2")
+    made = with_targets(plain, ("France", "Italy"))
+    want = dataclasses.replace(plain, targets=("France", "Italy"))
+    assert type(made) is Query and repr(made) == repr(want) and made == want and hash(made) == hash(want)
+    assert plain.targets == ("old",)  # the query it copies is left as it was
+    assert repr(pickle.loads(pickle.dumps(made))) == repr(want)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.targets = ()
+    kmir = KmirQuery("q2", "u1", "trex", "P1376", paris, "object", "[X] ? [Y]", None, (), "lama", None, ("yes", "no"))
+    assert with_targets(kmir, ("yes",)) == dataclasses.replace(kmir, targets=("yes",))
+    assert type(with_targets(kmir, ("yes",))) is KmirQuery and with_targets(kmir, ("yes",)).choices == ("yes", "no")

@@ -39,6 +39,15 @@ def test_query_text_fills_every_slot_once_in_both_directions():
     assert _query("[Y]", "[X] and [X] in [Y]").text("[X]") == "[Y] and [Y] in [X]"
 
 
+@pytest.mark.parametrize("label", ["{0}", "{1} {}", "{x}", "}{", "{{0}}", "a {0!r:>9} b"])
+def test_query_text_keeps_braces_in_labels_and_templates(label):
+    # a template becomes a format pattern once: its braces are text, and a label's braces are never read as fields
+    template = "{[X]} said {0} {} }{ [Y] {{1}} ."
+    assert _query(label, template).text("[MASK]") == "{" + label + "} said {0} {} }{ [MASK] {{1}} ."
+    assert _query(label, template, slot="subject").text("{1}") == "{{1}} said {0} {} }{ " + label + " {{1}} ."
+    assert _query(label, "no slot {here}").text("[MASK]") == "no slot {here}"
+
+
 def _fact(uid: str, subject: str, obj: str = "Paris") -> Fact:
     return Fact(uid, "trex", "P19", Entity(subject, f"Q{uid}"), Entity(obj, "Q90"))
 

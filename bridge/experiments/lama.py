@@ -36,7 +36,7 @@ from eval.relations import summary_groups
 from eval.set_answers import label_set
 from eval.set_metrics import LAMA_SET_METRICS, LAMA_SET_TYPES, distinct, lama_set_pairs, macro_rows
 from eval.set_rules import SetRule, parse_set_rule
-from eval.types import Answer, Entity, Fact, Prediction, Query, answer_rows, asked_prompt, entity_ids
+from eval.types import Answer, Entity, Fact, Prediction, Query, answer_rows, asked_prompt, entity_ids, with_targets
 from eval.user_values import strict_int
 
 CONTEXTS = ("none", "gold", "retrieved")
@@ -81,7 +81,7 @@ def object_queries(given: StageInput) -> dict[str, list[tuple[Query, Fact]]]:
     out = {}
     for rel, pairs in make_queries(given.corpus).items():
         rel_valid = given.valid.get(rel, {})
-        out[rel] = [(dataclasses.replace(q, targets=targets(f, rel_valid)), f) for q, f in pairs if id(f) in asked]
+        out[rel] = [(with_targets(q, targets(f, rel_valid)), f) for q, f in pairs if id(f) in asked]
     return out
 
 

@@ -50,6 +50,10 @@ COLUMNS: dict[str, str] = {
 }
 
 
+_FIELDS = ("dropped", "answers", "subject", "subject_id", "gold", "gold_id", "prompt", "rank_raw", "rank_filtered",
+           "rank_exact_raw", "rank_exact_filtered", "generation", "parsed", "unlinked", "abstained")
+
+
 def instances_frame(run_dir: Path) -> pd.DataFrame:
     """The long table of a run directory (what `write_instances` stores), built column by column."""
     run = open_run(run_dir)
@@ -62,9 +66,10 @@ def instances_frame(run_dir: Path) -> pd.DataFrame:
                 records += mine
                 owners += [(corpus, predictor)] * len(mine)
 
-    def field(name: str) -> list:
-        return [r.get(name) for r in records]
-
+    # the optional fields of every record in one pass over the records, a column each
+    got = dict(zip(_FIELDS, map(list, zip(*[tuple(map(r.get, _FIELDS)) for r in records])))) if records \
+        else dict.fromkeys(_FIELDS, [])
+    field = got.__getitem__
     dropped, answers = field("dropped"), field("answers")
     columns = {
         "corpus": [c for c, _ in owners],
