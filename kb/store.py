@@ -31,10 +31,10 @@ from rdflib import RDFS, Dataset, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.query import Result
 
+from eval.deadline import OPENER, within
 from eval.errors import ConfigError, KbcError
 from eval.out_folders import in_data
 from eval.types import Entity, Fact
-from kb.deadline import OPENER, within
 from kb.store_disk import GRAPH_NS, StoreFolder
 
 WD = "http://www.wikidata.org/entity/"

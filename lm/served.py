@@ -33,9 +33,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
+from eval.deadline import opener, within
 from eval.errors import KbcError
 from eval.jsonl import json_type
-from kb.deadline import opener, within
 from lm.generation import Generated, GenerationParams, cut_at_stop
 
 APIS = ("chat", "completions")

@@ -7,7 +7,7 @@ concrete index and swaps the alias in one `_aliases` call, so readers never see 
 Builds of one alias on one server run one at a time (`build_lock`, a file in the cache), as tantivy
 builds of one folder do: two at once would each read the old alias and one would fail at its swap.
 An unreachable server gives one clear line, after the client's retries; every request ends
-within its timeout, answer included (`kb.deadline`), however slowly a server trickles bytes.
+within its timeout, answer included (`eval.deadline`), however slowly a server trickles bytes.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from eval.deadline import Deadline, watching
 from eval.errors import ConfigError, DataError, KbcError
-from kb.deadline import Deadline, watching
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, es_analysis, term_counts
 from kb.text.base import Hit, Mention
