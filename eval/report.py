@@ -427,16 +427,28 @@ def prompt_table(rows: list[dict]) -> str:
         cells = [_cell(picked[(corpus, predictor, m)], m) if (corpus, predictor, m) in picked else "-"
                  for m in metrics]
         lines.append(md_row([corpus, predictor, *cells]))
-    # a relation of two facts or more has a stderr now: where none does, an earlier version scored the run, and
-    # beside runs this version scored the missing ± would read as none there
-    sized = {(r["corpus"], r["predictor"]) for r in rows if r["metric"] == "group_accuracy" and r["group"] != "all"
-             and r.get("scope") == "shared" and not r.get("prompt") and (r.get("n_facts") or 0) >= 2}
-    bare = [p for (c, p, m), r in picked.items()
-            if m == "group_accuracy" and r.get("stderr") is None and (c, p) in sized]
+    bare = unrated_group_accuracy(rows)
     if bare:
-        lines.append(f"- group accuracy with no standard error ({', '.join(dict.fromkeys(bare))}): scored by an "
-                     "earlier kbc version, which gave it none; rerun the run's `kbc run` command into it to rescore it")
+        lines.append(f"- {unrated_group_accuracy_note(bare)}")
     return "\n".join(lines)
+
+
+def unrated_group_accuracy(rows: list[dict], scope: str = "shared") -> list[str]:
+    """The predictors whose group accuracy over all relations has no stderr though a relation of theirs has two
+    facts or more: this version gives such a relation a stderr, so an earlier one scored the run, and beside runs
+    this version scored the missing ± would read as none there (`kbc report` and the explorer say so alike)."""
+    held = [r for r in rows if r.get("metric") == "group_accuracy" and r.get("scope", "own") == scope
+            and not r.get("prompt")]
+    sized = {(r.get("corpus"), r.get("predictor")) for r in held
+             if r.get("group") != "all" and (r.get("n_facts") or 0) >= 2}
+    return list(dict.fromkeys(r.get("predictor") for r in held if r.get("group") == "all" and r.get("stderr") is None
+                              and (r.get("corpus"), r.get("predictor")) in sized))
+
+
+def unrated_group_accuracy_note(predictors: list[str]) -> str:
+    """The note under an across-prompts table naming `unrated_group_accuracy`'s predictors and how to rescore."""
+    return (f"group accuracy with no standard error ({', '.join(predictors)}): scored by an earlier kbc version, "
+            "which gave it none; rerun the run's `kbc run` command into it to rescore it")
 
 
 def counted_unit(dropped: list[dict]) -> str | None:

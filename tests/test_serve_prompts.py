@@ -258,3 +258,33 @@ def test_group_accuracy_shows_the_stderr_of_summary_json_in_every_view(client, p
     assert "±" not in prompt_table(older)
     agreement = across_prompts(older, ["freq", "bert"])["agreement"]
     assert {r["predictor"]: r["group_accuracy_stderr"] for r in agreement} == {"freq": None, "bert": None}
+
+
+def test_group_accuracy_an_earlier_version_scored_without_stderr_is_named_in_the_explorer(serve_explorer, prompt_runs,
+                                                                                          tmp_path):
+    """A run an earlier version scored, its group accuracy without a stderr: the explorer's API and page say so, in
+    the words of `kbc report`'s note; a run this version scored has no such note."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+    from markupsafe import escape
+
+    from bridge.run.freshness import rewrite_recorded
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+    from eval.report import prompt_table
+
+    run = tmp_path / "pararel"
+    shutil.copytree(prompt_runs["pararel"], run)
+    summary = json.loads((run / "summary.json").read_text())
+    older = [{k: v for k, v in r.items() if not (k == "stderr" and r["metric"] == "group_accuracy")} for r in summary]
+    config = json.loads((run / "config.json").read_text())
+    assert rewrite_recorded(run, config, lambda: (run / "summary.json").write_text(json.dumps(older))) is None
+    note = prompt_table(older).splitlines()[-1].removeprefix("- ")
+    assert note.startswith("group accuracy with no standard error (freq, bert): scored by an earlier kbc version")
+    with TestClient(create_app(serve_explorer, Runs([run, prompt_runs["coherency"]]))) as c:
+        assert c.get("/api/runs/pararel").json()["across_prompts"]["notes"] == [note]
+        page = c.get("/runs/pararel").text
+        assert f'<p class="note" id="prompt-agreement-note-1">{escape(note)}</p>' in page
+        assert c.get("/api/runs/coherency").json()["across_prompts"]["notes"] == []
+        assert "prompt-agreement-note" not in c.get("/runs/coherency").text

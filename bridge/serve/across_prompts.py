@@ -13,7 +13,15 @@ from collections.abc import Callable
 import pandas as pd
 
 from bridge.run.directory import RunDir, read_records
-from eval.report import COHERENCY_PROMPT_METRICS, COHERENCY_PROMPT_NAMES, PROMPT_METRICS, PROMPT_NAMES, prompt_order
+from eval.report import (
+    COHERENCY_PROMPT_METRICS,
+    COHERENCY_PROMPT_NAMES,
+    PROMPT_METRICS,
+    PROMPT_NAMES,
+    prompt_order,
+    unrated_group_accuracy,
+    unrated_group_accuracy_note,
+)
 
 PER_RELATION = ("consistency", "group_accuracy")  # the draws are over every relation at once
 SETTING = "raw"  # the runner scores prompts in the raw setting only, as summary.md says
@@ -67,7 +75,8 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
     `metric`: what each prompt scores (`p@1` in a LAMA run, `coherency` in a coherency run); `agreement`: per
     (corpus, predictor) over all relations, the `metrics` of summary.md's table (column names `names`), each with
     its standard error under `<metric>_stderr` as summary.json holds it (null where it has none: every metric but
-    group accuracy, and older runs); `relations`: per relation, consistency and group accuracy, with their
+    group accuracy, and older runs; `notes` names a group accuracy an earlier version scored without one, as
+    `kbc report` does); `relations`: per relation, consistency and group accuracy, with their
     `_stderr` likewise (a LAMA run; none in a coherency run, whose draws are over every relation at once);
     `prompts`: per (corpus, relation, prompt id) each predictor's score (under the key `metric`) and the facts it
     is over (`facts` where every predictor's number is the same), with the prompt as a template where the run's
@@ -117,5 +126,7 @@ def across_prompts(summary: list[dict], predictors: list[str], labels: dict | No
                         "template": examples.get((corpus, rel, pid)),
                         metric: {p: by[p].get("value") for p in predictors if p in by}, "n": counts,
                         "facts": next(iter(counts.values())) if len(set(counts.values())) == 1 else None})
+    unrated = unrated_group_accuracy(agreeing, held)
     return {"setting": SETTING, "scope": scope, "metric": metric, "metrics": list(metrics), "names": list(names),
-            "agreement": agreement, "relations": by_relation, "prompts": prompts}
+            "agreement": agreement, "notes": [unrated_group_accuracy_note(unrated)] if unrated else [],
+            "relations": by_relation, "prompts": prompts}
