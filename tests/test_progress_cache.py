@@ -50,14 +50,41 @@ def test_a_run_read_back_from_the_cache_moves_no_bar(tmp_path, lama_dir, monkeyp
     model = lm_fixtures.tiny_model_dir(kind, tmp_path)
 
     def run(out: str) -> tuple[Bar, int]:
+        """The bar and the work it counts: queries asked, or for typed querying one sentence per candidate."""
         Bar.made = []
         run_lama(RunConfig(["trex"], [f"lm={model}"], tmp_path / out, str(lama_dir), relations=["P140"], limit=12,
                            batch_size=4, cache_dir=tmp_path / "cache"), progress=True)
         lines = (tmp_path / out / "predictions/trex/lm/P140.jsonl").read_text().splitlines()
-        return Bar.made[-1], sum("dropped" not in json.loads(x) for x in lines)
+        asked = sum("dropped" not in json.loads(x) for x in lines)
+        space = json.loads((tmp_path / out / "config.json").read_text())["answer_space"]["trex"]["lm"]["P140"]
+        return Bar.made[-1], asked * space if kind == "gpt2" else asked
 
-    first, asked = run("one")
-    assert asked > 0 and first.n == asked and first.total == asked and first.postfix == ""
-    again, asked_again = run("two")
-    assert asked_again == asked
-    assert again.n == 0 and again.total == 0 and again.postfix == f"{asked} from the cache"
+    first, work = run("one")
+    assert work > 0 and first.n == work and first.total == work and first.postfix == ""
+    again, work_again = run("two")
+    assert work_again == work
+    assert again.n == 0 and again.total == 0 and again.postfix == f"{work:,} from the cache"
+
+
+def test_typed_querying_counts_sentences_across_relations_of_unlike_candidates(tmp_path, lama_dir, monkeypatch):
+    """A causal LM's cost per query is its relation's candidates (P36's and P19's differ): the bar counts sentences,
+    its total the sum over relations of queries x candidates, and it ends there."""
+    import lm_fixtures
+
+    from bridge.run import runner
+
+    monkeypatch.setattr(runner, "tqdm", Bar)
+    Bar.made = []
+    model = lm_fixtures.tiny_model_dir("gpt2", tmp_path)
+    out = tmp_path / "out"
+    run_lama(RunConfig(["trex"], [f"lm={model}"], out, str(lama_dir), relations=["P36", "P19"], limit=3,
+                       cache_dir=tmp_path / "cache", options={"cache": "off"}), progress=True)
+    space = json.loads((out / "config.json").read_text())["answer_space"]["trex"]["lm"]
+    asked = {rel: sum("dropped" not in json.loads(x)
+                      for x in (out / f"predictions/trex/lm/{rel}.jsonl").read_text().splitlines())
+             for rel in ("P36", "P19")}
+    assert space["P36"] != space["P19"] and all(asked.values())
+    sentences = sum(asked[rel] * space[rel] for rel in asked)
+    bar = Bar.made[-1]
+    assert (bar.total, bar.n, sorted(bar.steps)) == (sentences, sentences, sorted(n * space[r] for r, n in
+                                                                                  asked.items()))

@@ -14,10 +14,11 @@ from tqdm import tqdm
 
 
 class QueryBar:
-    """tqdm over a stage's queries: `computed(n)` moves it, `from_cache(n)` takes n from its total."""
+    """tqdm over a stage's queries (or the sentences they score): `computed(n)` moves it, `from_cache(n)` takes n
+    from its total."""
 
-    def __init__(self, total: int, desc: str, disable: bool, bar=tqdm) -> None:
-        self.bar = bar(total=total, desc=desc, unit="query", disable=disable, file=sys.stderr)
+    def __init__(self, total: int, desc: str, disable: bool, bar=tqdm, unit: str = "query") -> None:
+        self.bar = bar(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr)
         self.cached = 0
 
     def computed(self, n: int) -> None:

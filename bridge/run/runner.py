@@ -639,9 +639,14 @@ class Job:
         if fits and total:
             fits([q for _, rest, _ in todo for q, _ in rest])
         chunk_size = getattr(predictor, "chunk_size", QUERIES_PER_CALL)
-        bar = QueryBar(total, where.replace(" / ", " "), not self.progress, tqdm)
-        moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
         scorer = progress_hook(predictor)
+        # where a query's cost is its candidates' sentences (or statements), from 6 to hundreds by relation, the bar
+        # counts those: counted in queries, its rate and time left would follow the relation it is on
+        work = getattr(predictor, "work", None) if scorer is None else None
+        weigh = (lambda pairs: sum(work(q) for q, _ in pairs)) if work is not None else len
+        bar = QueryBar(sum(weigh(rest) for _, rest, _ in todo), where.replace(" / ", " "), not self.progress, tqdm,
+                       getattr(predictor, "work_unit", "query") if work is not None else "query")
+        moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
         if scorer is not None:
             def step(n: int) -> None:
                 moved[0] += n
@@ -670,14 +675,15 @@ class Job:
         try:
             for rel, _rest, path in todo:
                 with RecordAppender(path) as handle:
-                    for _chunk in chunks[rel]:
+                    for chunk in chunks[rel]:
                         moved[0] = 0
                         looked = (cache.hits, cache.misses) if cache is not None else (0, 0)
                         written = handle.write(next(lines))  # a chunk's records are made together: on disk as
-                        # they come; batches count prompts, the rest per record, the result cache's apart
-                        cached = cached_part(written, *((cache.hits - looked[0], cache.misses - looked[1])
-                                                        if cache is not None else (0, 0)))
-                        rest = max(0, written - moved[0])
+                        # they come; batches count prompts, the rest per record (or its work), the cache's apart
+                        done = weigh(chunk) if work is not None and written == len(chunk) else written
+                        cached = cached_part(done, *((cache.hits - looked[0], cache.misses - looked[1])
+                                                     if cache is not None else (0, 0)))
+                        rest = max(0, done - moved[0])
                         bar.from_cache(min(cached, rest))
                         bar.computed(rest - min(cached, rest))
                 mark([rel])
