@@ -500,6 +500,12 @@ class CausalTypedPredictor:
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self.by_slot[slot].get(relation, ()))
 
+    work_unit = "sentence"  # what the run's progress bar counts: a query's cost is its candidates' sentences
+
+    def work(self, query: Query) -> int:
+        """The sentences typed querying scores for `query`: one per candidate (its relation's, or its choices)."""
+        return len(self._candidates(query))
+
     def cost(self, queries: Sequence[Query]) -> str:
         """Said before starting: typed querying scores one sentence per candidate and query. A relation's candidates
         are all its entities in the corpus (or the vocabulary file's words), however few of its facts a run asks."""

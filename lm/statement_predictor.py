@@ -84,6 +84,12 @@ class StatementPredictor:
     def answer_space_size(self, relation: str, slot: str = "object") -> int:
         return len(self._spaces.get(slot, {}).get(relation, ()))
 
+    work_unit = "statement"  # what the run's progress bar counts: a query's cost is its answer space's statements
+
+    def work(self, query: Query) -> int:
+        """The statements scored for `query`: one per option of its answer space."""
+        return len(self._options(query))
+
     def cost(self, queries: Sequence[Query]) -> str:
         n = sum(len(self._options(q)) for q in queries)
         return f"statement scoring will score {n:,} statements ({len(queries):,} queries x their answer space)"

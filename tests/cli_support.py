@@ -32,16 +32,21 @@ def run_kbc_captured(argv: list[str], one_stream: bool = False) -> tuple[int, st
 
 
 class Bar:
-    """A stand-in for the runner's progress bar (`bridge.run.runner.tqdm`) that notes each step it is moved."""
+    """A stand-in for the runner's progress bar (`bridge.run.runner.tqdm`) that notes each step it is moved, and
+    the note of answers read from the cache (which leave its total instead)."""
 
     moves: list = []
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, total: int = 0, **kwargs) -> None:
         Bar.moves = []
+        self.total = total
 
     def update(self, n: int = 1) -> None:
         if n:
             Bar.moves.append(n)
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        Bar.moves.append(s)
 
     def close(self) -> None:
         pass

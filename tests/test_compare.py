@@ -403,7 +403,10 @@ def test_one_model_in_two_precisions_is_compared_with_the_difference_said(tiny_m
     assert "note:" not in err  # two finished runs: nothing said of how they stand
     lines = out.splitlines()
     assert lines[1] == "note: A and B differ in dtype: float32 against bfloat16"
-    assert lines[2].startswith("trex: 10 facts answered by both (left out: 0 answered only by A (bert), 0 only by B ")
+    drawn = ("Sample: at most 10 facts per relation, drawn with seed 0 (`--limit 10 --seed 0`), not every fact of "
+             "the data.")
+    assert lines[2:4] == [f"{tmp_path / dtype}: {drawn}" for dtype in ("float32", "bfloat16")]
+    assert lines[4].startswith("trex: 10 facts answered by both (left out: 0 answered only by A (bert), 0 only by B ")
 
 
 def test_a_one_prompt_comparison_gives_the_numbers_it_always_gave(run_dir, capsys):
@@ -503,9 +506,11 @@ def test_a_prompt_set_is_compared_fact_by_fact(tiny_models, lama_dir, tmp_path, 
 
     code, text, err = run_kbc(["compare", str(out), "freq", "bert", "--bootstrap", "2000"], capsys)
     assert code == 0, err
-    assert text.splitlines()[1].startswith(f"trex: 30 facts answered by both, asked with {res['overall']['queries']} "
-                                           "queries (left out: 0 queries answered only by freq, 0 only by bert)")
-    assert text.splitlines()[2].split()[1:3] == ["facts", "queries"] and text.splitlines()[2].endswith("p sign-flip")
+    lines = text.splitlines()
+    assert lines[1].startswith("Sample: at most 15 facts per relation")
+    assert lines[2].startswith(f"trex: 30 facts answered by both, asked with {res['overall']['queries']} "
+                               "queries (left out: 0 queries answered only by freq, 0 only by bert)")
+    assert lines[3].split()[1:3] == ["facts", "queries"] and lines[3].endswith("p sign-flip")
     assert f"95% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] (bootstrap over facts within relations, a fact's queries drawn " \
            "together, 2000 resamples, seed 0)" in text
 

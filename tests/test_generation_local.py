@@ -128,8 +128,9 @@ def test_lama_records_hold_the_exact_prompt_the_raw_generation_and_exact_match(g
     assert text.splitlines()[0] == (f"A = llm of {out}, B = llm of {tmp_path / 'again'}, setting raw; a fact is right "
                                     "when the gold is ranked 1st (answered by generation: when its answer is the gold)")
     lines = text.splitlines()
-    assert lines[2].split()[-6:] == ["EM", "A", "EM", "B", "p", "McNemar"]
-    assert lines[5].startswith("EM llm - llm, macro over relations: +0.00 points")
+    assert [line.split(": Sample: ")[0] for line in lines[1:3]] == [str(out), str(tmp_path / "again")]
+    assert lines[4].split()[-6:] == ["EM", "A", "EM", "B", "p", "McNemar"]
+    assert lines[7].startswith("EM llm - llm, macro over relations: +0.00 points")
     code, text, err = run_kbc(["compare", str(out), "llm", "llm", "--b-run", str(tmp_path / "again"), "--json"],
                               capsys)
     assert code == 0 and json.loads(text)["metric"] == "EM"  # what its shares right (`p1_a`, `p1_b`) measure

@@ -206,7 +206,8 @@ def test_compare_says_a_run_is_unfinished_only_when_its_stopped_attempt_left_it_
     assert json.loads((out / "config.json").read_text())["runs"][-1]["error"] == "interrupted"
     code, text, err = run_kbc(["compare", str(out), "freq", "random"], capsys)
     assert (code, err) == (0, "")
-    assert text.splitlines()[1].startswith("google_re: 60 facts answered by both")
+    assert text.splitlines()[1].startswith("Sample: at most 20 facts per relation")
+    assert text.splitlines()[2].startswith("google_re: 60 facts answered by both")
     assert run_kbc([*argv[:7], "loading", *argv[7:]], capsys)[0] == 130
     code, _, err = run_kbc(["compare", str(out), "freq", "random"], capsys)
     started = json.loads((out / "config.json").read_text())["runs"][-1]["started"]

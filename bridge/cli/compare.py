@@ -37,7 +37,7 @@ from bridge.run.attempts import rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run, read_records
 from bridge.run.freshness import check_readable, fresh_instances, read_steadily, unscored_change
 from bridge.run.results import right, slug
-from bridge.run.summaries import generating, relation_info
+from bridge.run.summaries import generating, relation_info, sample_note
 from eval.answer_text import GENERATED, generation_fields
 from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
@@ -385,6 +385,10 @@ def _comparison(run_dir, a: str, b: str, setting: str, corpora: Iterable[str], l
                 *(f"note: {n}" for n in notes)]
     else:
         text = [f"{run.path}: A = {a}, B = {b}, setting {setting}; {rule}"]
+    samples = {str(source.path): note for source in (run, other or run) if (note := sample_note(source.config))}
+    if samples:  # a sample's counts are never to be read as every fact's
+        result["samples"] = samples
+        text += [note if other is None else f"{path}: {note}" for path, note in samples.items()]
     for corpus in wanted:
         _one_measure(scoring, corpus, (run, a), (other or run, b))
     named, top = str, scoring.top

@@ -505,10 +505,16 @@ def _split(values) -> list[str]:
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def ls(name: str | None, as_json: bool) -> None:
-    """List the registered predictors, or the options one accepts (NAME: a registry name or model path)."""
+    """List the registered predictors, or the options one accepts (NAME: a registry name or model path); NAME a
+    `kbc run` directory: where it stands (a run writing it now, records per predictor), from another terminal."""
     from bridge.predictors.registry import available, resolve
     from bridge.run.options import accepted, default_name
+    from bridge.run.status import read_config, status_lines
 
+    config = read_config(Path(name)) if name is not None and Path(name).is_dir() else None
+    if config is not None:
+        click.echo("\n".join(status_lines(Path(name), config)))
+        return
     if name is None:
         entries = available()
         if as_json:

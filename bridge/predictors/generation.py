@@ -307,6 +307,7 @@ class GenerationPredictor:
         self._keep_first: tuple[Path, object] | None = None  # where the first answer goes, and the prompt preferred
         self._kept_other = False  # an answer to another prompt is kept there until the preferred one comes
         self.on_batch: Callable[[int], None] | None = None  # told of the queries each response answers (progress)
+        self.on_cached: Callable[[int], None] | None = None  # told of those the cache answers, apart (progress)
 
     @property
     def parameter_count(self) -> int | None:
@@ -401,7 +402,7 @@ class GenerationPredictor:
                         found[key] = hit
                         how[key] = ("shared" if key in self._answered else
                                     "resumed" if self.run and hit.run == self.run else "cached")
-                self._moved(sum(per_key[k] for k in how if how[k] != "asked"))  # the cache's answers at once
+                self._moved(sum(per_key[k] for k in how if how[k] != "asked"), cached=True)  # at once
             if self.anchors is not None:
                 self._same_server(sent[0])
             missing = [k for k in distinct if k not in found]
@@ -446,9 +447,10 @@ class GenerationPredictor:
                 c["queries"] -= 1
             seen.add(key)
 
-    def _moved(self, n: int) -> None:
-        if self.on_batch is not None and n:
-            self.on_batch(n)
+    def _moved(self, n: int, cached: bool = False) -> None:
+        tell = self.on_cached if cached and self.on_cached is not None else self.on_batch
+        if tell is not None and n:
+            tell(n)
 
     def _kept_first(self, prompt, response: Generated | None) -> None:
         """Keep the run's first answer (`_same_server`) as soon as one has come, before it is cached and before a

@@ -37,6 +37,7 @@ from bridge.run.config import (
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.inputs import prompt_file_name
+from bridge.run.progress import QueryBar, cached_part
 from bridge.run.prompt_models import check_prompt_models
 from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
@@ -301,6 +302,15 @@ def cache_line(predictor) -> str | None:
     """How many of a language model's scored results came from its result cache, when any did: a rerun that reads
     them is seconds where the first run took minutes, and the line says why (None under Ray, whose workers hold
     the cache, and where nothing was read)."""
+    cache = result_cache(predictor)
+    if cache is None or not cache.hits:
+        return None
+    return (f"{cache.hits:,} of {cache.hits + cache.misses:,} scored results read from the result cache "
+            f"({cache.path}), {cache.misses:,} computed")
+
+
+def result_cache(predictor):
+    """A language model's result cache (`lm.cache.ResultCache`), where it keeps one in this process; else None."""
     from lm.cache import ResultCache
 
     cache, held = None, predictor
@@ -309,10 +319,7 @@ def cache_line(predictor) -> str | None:
         if held is None or isinstance(cache, ResultCache):
             break
         held = getattr(held, "scorer", None)
-    if not isinstance(cache, ResultCache) or not cache.hits:
-        return None
-    return (f"{cache.hits:,} of {cache.hits + cache.misses:,} scored results read from the result cache "
-            f"({cache.path}), {cache.misses:,} computed")
+    return cache if isinstance(cache, ResultCache) else None
 
 
 def sample_tally(spent: dict[str, int], sampled: dict[str, int]) -> dict[str, int]:
@@ -632,16 +639,27 @@ class Job:
         if fits and total:
             fits([q for _, rest, _ in todo for q, _ in rest])
         chunk_size = getattr(predictor, "chunk_size", QUERIES_PER_CALL)
-        bar = tqdm(total=total, desc=where.replace(" / ", " "), unit="query", disable=not self.progress,
-                   file=sys.stderr)
-        moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
         scorer = progress_hook(predictor)
+        # where a query's cost is its candidates' sentences (or statements), from 6 to hundreds by relation, the bar
+        # counts those: counted in queries, its rate and time left would follow the relation it is on
+        work = getattr(predictor, "work", None) if scorer is None else None
+        weigh = (lambda pairs: sum(work(q) for q, _ in pairs)) if work is not None else len
+        bar = QueryBar(sum(weigh(rest) for _, rest, _ in todo), where.replace(" / ", " "), not self.progress, tqdm,
+                       getattr(predictor, "work_unit", "query") if work is not None else "query")
+        moved = [0]  # bar steps already made inside the current chunk by the scorer's batches or the answers come
         if scorer is not None:
             def step(n: int) -> None:
                 moved[0] += n
-                bar.update(n)
+                bar.computed(n)
+
+            def skip(n: int) -> None:
+                moved[0] += n
+                bar.from_cache(n)
 
             scorer.on_batch = step
+            if hasattr(scorer, "on_cached"):
+                scorer.on_cached = skip
+        cache = result_cache(predictor)
         chunks = {rel: [rest[start:start + chunk_size] for start in range(0, len(rest), chunk_size)]
                   for rel, rest, _ in todo}
         depths = {rel: self.cfg.depth + max((len(v) for v in self.valid.get(rel, {}).values()), default=0)
@@ -657,10 +675,17 @@ class Job:
         try:
             for rel, _rest, path in todo:
                 with RecordAppender(path) as handle:
-                    for _chunk in chunks[rel]:
+                    for chunk in chunks[rel]:
                         moved[0] = 0
+                        looked = (cache.hits, cache.misses) if cache is not None else (0, 0)
                         written = handle.write(next(lines))  # a chunk's records are made together: on disk as
-                        bar.update(max(0, written - moved[0]))  # they come; batches count prompts, the rest per record
+                        # they come; batches count prompts, the rest per record (or its work), the cache's apart
+                        done = weigh(chunk) if work is not None and written == len(chunk) else written
+                        cached = cached_part(done, *((cache.hits - looked[0], cache.misses - looked[1])
+                                                     if cache is not None else (0, 0)))
+                        rest = max(0, done - moved[0])
+                        bar.from_cache(min(cached, rest))
+                        bar.computed(rest - min(cached, rest))
                 mark([rel])
             mark(list(queries))
         finally:
@@ -668,6 +693,8 @@ class Job:
             bar.close()
             if scorer is not None:
                 scorer.on_batch = None
+                if hasattr(scorer, "on_cached"):
+                    scorer.on_cached = None
 
 
 def resume_line(where: str, asked: int, recorded: int) -> str | None:

@@ -1,0 +1,43 @@
+"""A run's progress bar over queries, honest about what it still has to compute.
+
+Answers read back from a result cache come at once, thousands a second where a model computes a few: counted as
+progress, they would make the rate and the time left look far better than the work left is (a resume or a run into
+a new `--out` whose first answers the cache holds). They leave the bar's total instead and are shown beside it, so
+its count, rate and time left are those of the answers computed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+
+class QueryBar:
+    """tqdm over a stage's queries (or the sentences they score): `computed(n)` moves it, `from_cache(n)` takes n
+    from its total."""
+
+    def __init__(self, total: int, desc: str, disable: bool, bar=tqdm, unit: str = "query") -> None:
+        self.bar = bar(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr)
+        self.cached = 0
+
+    def computed(self, n: int) -> None:
+        if n > 0:
+            self.bar.update(n)
+
+    def from_cache(self, n: int) -> None:
+        if n <= 0:
+            return
+        self.cached += n
+        self.bar.total = max(self.bar.total - n, 0)
+        self.bar.set_postfix_str(f"{self.cached:,} from the cache")
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def cached_part(written: int, hits: int, misses: int) -> int:
+    """How many of a chunk's `written` queries a result cache answered, from its hits and misses while the chunk
+    was answered (a cache keyed per sentence or statement counts those: the share is carried over to queries)."""
+    looked = hits + misses
+    return round(written * hits / looked) if looked > 0 and written > 0 else 0
