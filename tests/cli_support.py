@@ -62,3 +62,10 @@ def board_csv(text: str) -> list[dict]:
 def board_comments(text: str) -> list[str]:
     """The `# ...` comment lines that lead a CSV board (its warnings and notes), without the `# `."""
     return [line[2:] for line in text.splitlines() if line.startswith("# ")]
+
+
+def one_sample_note(limit: int, seed: int = 0, runs: int = 1) -> str:
+    """The leaderboard's note where every run asked the one `--limit` sample."""
+    who = "the run" if runs == 1 else f"all {runs} runs"
+    return (f"a sample, not every fact: {who} asked `--limit {limit} --seed {seed}` (at most --limit facts per "
+            "relation, drawn with --seed)")

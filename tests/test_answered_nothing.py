@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from cli_support import run_kbc
+from cli_support import one_sample_note, run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 VOCAB_REASON = "object is not in the candidate vocabulary"
@@ -65,8 +65,9 @@ def _readers_accept(out: Path, other: str, reason: str, metric: str, capsys, tmp
     assert ranked == [other]
     code, stdout, err = run_kbc(["leaderboard", str(out)], capsys)  # shared: bert left out restricts nothing
     assert code == 0, err
-    assert stdout.splitlines()[:2] == [
-        f"note: trex: {out}/bert answered nothing (5 dropped: {reason}); not ranked (no score)", ""]
+    assert stdout.splitlines()[:3] == [
+        f"note: trex: {out}/bert answered nothing (5 dropped: {reason}); not ranked (no score)",
+        f"note: {one_sample_note(5)}", ""]
     boards = {}
     for scope in ("shared", "own"):
         code, stdout, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--format", "json"], capsys)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import board_csv, run_kbc
+from cli_support import board_csv, one_sample_note, run_kbc
 
 from bridge.run.leaderboard import leaderboard_rows
 from bridge.run.summaries import collect
@@ -204,8 +204,9 @@ def test_default_metric_is_the_experiments_headline(lama_dir, tmp_path, capsys, 
     lines = text.splitlines()
     assert lines[1] == (f"note: trex: the shared scope keeps less than half of what {out}/kb (16 of 52) answered; "
                         "their own-scope values are shown beside")
-    assert lines[5].endswith("| 95% CI | #questions | own scope (#questions) |")
-    assert lines[7].endswith("| 87.50 ± 8.54 | [68.75, 100.00] | 16 | 84.62 (52) |")
+    assert lines[2] == f"note: {one_sample_note(6)}"
+    assert lines[6].endswith("| 95% CI | #questions | own scope (#questions) |")
+    assert lines[8].endswith("| 87.50 ± 8.54 | [68.75, 100.00] | 16 | 84.62 (52) |")
     from bridge.serve.runs import Runs
     from bridge.serve.runs import leaderboard as explorer_board
 
@@ -258,7 +259,8 @@ def test_kmir_runs_of_other_question_settings_are_left_out_alike_everywhere(lama
     assert [(r["run"], r["predictor"], round(r["value"], 2), r["n_facts"]) for r in cli] == [
         (str(a), "kb", 87.5, 16), (str(a), "freq", 12.5, 16)]
     notes = [line.removeprefix("note: ") for line in err.splitlines() if line.startswith("note: ")]
-    assert notes[0] == note and len(notes) == 3  # then the shared scope's own notes, as for one run
+    # then the shared scope's own notes, as for one run, and the sample the run left asked
+    assert notes[0] == note and len(notes) == 4 and notes[3] == one_sample_note(6)
     frame = leaderboard(a, b)
     assert [(r["run"], r["predictor"], r["value"], r["n_facts"]) for r in frame.to_dict("records")] == \
         [(r["run"], r["predictor"], r["value"], r["n_facts"]) for r in cli]
@@ -438,11 +440,12 @@ def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_di
     for scope in ("shared", "own"):
         code, text, err = run_kbc(["leaderboard", str(out), "--scope", scope], capsys)
         assert code == 0, err
-        assert text.splitlines()[:3] == [f"note: {gen_note}", "", f"google_re, p@1 (raw, {scope} facts)"]
+        assert text.splitlines()[:4] == [f"note: {gen_note}", f"note: {one_sample_note(6)}", "",
+                                         f"google_re, p@1 (raw, {scope} facts)"]
         code, text, err = run_kbc(["leaderboard", str(out), "--scope", scope, "--metric", "em", "--format", "json"],
                                   capsys)
         assert code == 0, err
-        assert err == f"note: {freq_note}\n"
+        assert err == f"note: {freq_note}\nnote: {one_sample_note(6)}\n"
         rows = json.loads(text)["rows"]
         want = summary[("gen", scope, "em")]
         assert [(r["rank"], r["predictor"], r["value"], r["stderr"], r["n_facts"]) for r in rows] == \
@@ -455,7 +458,7 @@ def test_a_generating_predictor_beside_a_ranking_one_is_named_not_ranked(lama_di
     board = explorer_board(Runs([out]))
     # the explorer names its own `metric=` field
     assert [r["predictor"] for r in board["rows"]] == ["freq"] and board["notes"] == [
-        gen_note.replace(str(out), "gen").replace("--metric em", "metric='em'")]
+        gen_note.replace(str(out), "gen").replace("--metric em", "metric='em'"), one_sample_note(6)]
     code, _, err = run_kbc(["leaderboard", str(out), "--metric", "p@100"], capsys)
     assert (code, err) == (2, "error: --metric p@100: no metric of that name in these runs (did you mean p@10?); "
                               "rank by --metric abstain, em, mrr, p@1, p@10 or unlinked\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import board_comments, board_csv, run_kbc
+from cli_support import board_comments, board_csv, one_sample_note, run_kbc
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 RELATION = "P463"  # member of: 225 facts, so the samples of 30 of seeds 0 and 1 share 3
@@ -75,7 +75,7 @@ def _samples(*drawn: tuple[Path | str, int, int]) -> str:
 def test_a_generating_run_beside_a_ranking_one_moves_no_number(runs, capsys):
     rank, gen = runs["rank"], runs["gen"]
     alone, notes = _json_board([rank], capsys)
-    assert notes == []
+    assert notes == [f"note: {one_sample_note(LIMIT)}"]
     want = _shared_totals(rank, "p@1")  # the board of one run is its shared-scope summary
     assert {r["predictor"]: (r["value"], r["stderr"], r["ci_low"], r["ci_high"], r["n_facts"]) for r in alone} == want
     assert [(r["rank"], r["predictor"], round(r["value"], 2), r["n_facts"]) for r in alone] == [
@@ -86,9 +86,10 @@ def test_a_generating_run_beside_a_ranking_one_moves_no_number(runs, capsys):
         rows, notes = _json_board(order, capsys)
         assert (rows, notes) == (alone, [f"note: {_samples(*(drawn[r] for r in order))}", f"note: {gen_note}"])
     code, table, err = run_kbc(["leaderboard", str(rank)], capsys)
-    assert (code, err) == (0, "")
+    one = f"note: {one_sample_note(LIMIT)}\n\n"
+    assert (code, err) == (0, "") and table.startswith(one)
     assert run_kbc(["leaderboard", str(rank), str(gen)], capsys) == (
-        0, f"note: {_samples(drawn[rank], drawn[gen])}\nnote: {gen_note}\n\n" + table, "")
+        0, f"note: {_samples(drawn[rank], drawn[gen])}\nnote: {gen_note}\n\n" + table.removeprefix(one), "")
 
     written, notes = _json_board([gen], capsys, "--metric", "em")
     assert [(r["predictor"], r["value"], r["n_facts"]) for r in written] == [("gen", 0.0, LIMIT)]
@@ -141,11 +142,12 @@ def test_a_predictor_that_answered_nothing_is_named_and_restricts_nothing(runs, 
     rank, silent = runs["rank"], runs["silent"]
     note = f"trex: {silent}/bert answered nothing (3 dropped: {VOCAB_REASON}); not ranked (no score)"
     code, alone, err = run_kbc(["leaderboard", str(rank), "--format", "csv"], capsys)
-    assert code == 0 and err == ""
+    assert code == 0 and err == f"note: {one_sample_note(LIMIT)}\n"
     code, out, err = run_kbc(["leaderboard", str(silent), str(rank), "--format", "csv"], capsys)
     drawn = _samples((silent, 3, 0), (rank, LIMIT, 0))
     assert (code, board_csv(out), err) == (0, board_csv(alone), f"note: {drawn}\nnote: {note}\n")
-    assert board_comments(out) == [f"note: {drawn}", f"note: {note}"] and board_comments(alone) == []
+    assert board_comments(out) == [f"note: {drawn}", f"note: {note}"]
+    assert board_comments(alone) == [f"note: {one_sample_note(LIMIT)}"]
     assert [(r["predictor"], r["value"][:5], r["n_facts"]) for r in board_csv(out)] == [
         ("freq", "46.66", str(LIMIT)), ("bert", "0.0", str(LIMIT))]
     assert kbcompare.leaderboard(silent, rank).to_dict("records") == kbcompare.leaderboard(rank).to_dict("records")

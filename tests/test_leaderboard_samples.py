@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import run_kbc, run_kbc_captured
+from cli_support import one_sample_note, run_kbc, run_kbc_captured
 
 import kbcompare
 from bridge.run.leaderboard import board
@@ -92,8 +92,9 @@ def test_runs_of_other_samples_say_each_sample_and_the_facts_per_relation(runs, 
     code, out, err = run_kbc(["leaderboard", str(s1), str(s2)], capsys)
     assert code == 0 and out.startswith(f"WARNING: {found.warnings[0]}\n"
                                         + "".join(f"note: {note}\n" for note in found.notes) + "\n"), err
-    # one run, or runs of one sample, ask the same facts: nothing to say
-    assert not any(n.startswith("samples") or "per relation" in n for n in board([s1]).notes + board([s1, s1]).notes)
+    # one run, or runs of one sample, ask the same facts: the board says which sample, and no count per relation
+    for alone in (board([s1]), board([s1, s1])):
+        assert [n for n in alone.notes if "sample" in n or "per relation" in n] == [one_sample_note(LIMIT, seed=1)]
 
 
 def test_every_format_says_the_resamples_and_seed_behind_the_intervals(runs, capsys):

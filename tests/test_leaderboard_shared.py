@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import serve_support
-from cli_support import board_csv, run_kbc
+from cli_support import board_csv, one_sample_note, run_kbc
 
 from bridge.run.leaderboard import board
 
@@ -52,7 +52,8 @@ def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_
     found = board([a, b])
     assert found.notes == ["trex: scored over the 1 relation every run holds: P36",
                            f"trex: left out P19 of {a} (not held by every run)",
-                           f"trex: left out P101 of {b} (not held by every run)"]
+                           f"trex: left out P101 of {b} (not held by every run)",
+                           one_sample_note(LIMIT, runs=2)]
     got = {(Path(r["run"]).name, r["predictor"]): r for r in found.rows}
     assert sorted(got) == [("a", "freq"), ("a", "gold"), ("b", "freq"), ("b", "random")]
     for (run, name), row in got.items():  # each value is that run's own P36 score: P36 alone is scored
@@ -65,8 +66,8 @@ def test_leaderboard_scores_the_shared_relations_and_says_what_was_left_out(two_
     code, out, err = run_kbc(["leaderboard", str(a), str(b)], capsys)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[:4] == [f"note: {n}" for n in found.notes] + [""]
-    assert lines[6] == ("| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | "
+    assert lines[:5] == [f"note: {n}" for n in found.notes] + [""]
+    assert lines[7] == ("| rank | run | predictor | side | spec | params | dtype | device | value ± stderr | 95% CI | "
                         "#facts |")
     assert any(line.startswith(f"| 1 | {a} | gold | reference | gold | - | - | - | 100.00 ") for line in lines)
     code, out, err = run_kbc(["leaderboard", str(a), str(b), "--format", "csv"], capsys)
@@ -140,7 +141,7 @@ def test_explorer_board_of_runs_over_different_relations(two_runs, serve_explore
         page.uncheck('#run-picker input[value="b"]')
         page.click("#board-submit")
         page.wait_for_url("**run=a**")
-        assert page.locator("[id^=board-note]").count() == 0
+        assert page.locator("[id^=board-note]").all_inner_texts() == [one_sample_note(LIMIT)]
         rows = page.locator("#leaderboard tr").all_inner_texts()[1:]
         assert {tuple(r.split("\t")[2:4]) for r in rows} == {("a", "gold"), ("a", "freq")}
         assert {r.split("\t")[12] for r in rows} == {str(2 * LIMIT)}

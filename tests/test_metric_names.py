@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from cli_support import run_kbc
+from cli_support import one_sample_note, run_kbc
 
 import kbcompare
 
@@ -24,7 +24,8 @@ def test_leaderboard_takes_a_metric_in_any_case(run_dir, capsys, typed, stored):
     assert code == 0, err
     code, out, err = run_kbc(["leaderboard", str(run_dir), "--metric", typed, "--format", "csv"], capsys)
     assert code == 0, err
-    assert out == expected and f",{stored}," in out.splitlines()[1]
+    assert out.splitlines()[0] == f"# note: {one_sample_note(20)}"
+    assert out == expected and f",{stored}," in out.splitlines()[2]
     assert kbcompare.leaderboard(run_dir, metric=typed).equals(kbcompare.leaderboard(run_dir, metric=stored))
 
 

@@ -509,6 +509,7 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
         key = {"value": lambda r: (r["rank"], r["run"], r["predictor"]),
                "predictor": lambda r: (r["predictor"], r["run"]), "run": lambda r: (r["run"], r["predictor"])}[sort]
         out += sorted(rows, key=key)
+    notes += _one_sample_note(configs)
     return Board(out, notes, counted(experiment, metric), warnings)
 
 
@@ -603,6 +604,17 @@ def _samples_note(configs: dict[Path, dict]) -> list[str]:
         return []
     listed = "; ".join(f"{run} `{f}`" if f else f"{run} every fact" for run, f in flags.items())
     return [f"samples, not every fact: {listed} (at most --limit facts per relation, drawn with --seed)"]
+
+
+def _one_sample_note(configs: dict[Path, dict]) -> list[str]:
+    """Where every run asked the one `--limit` sample: that the board is over it, so that it is never read as every
+    fact's (`_samples_note` names each run's where they differ)."""
+    flags = {sample_flags(config) for config in configs.values()}
+    if len(flags) != 1 or not (shared := flags.pop()):
+        return []
+    who = "the run" if len(configs) == 1 else f"all {len(configs)} runs"
+    return [f"a sample, not every fact: {who} asked `{shared}` (at most --limit facts per relation, drawn with "
+            "--seed)"]
 
 
 def _every(units: dict) -> int:
