@@ -9,7 +9,7 @@ import os
 
 import pytest
 import serve_support
-from cli_support import run_kbc
+from cli_support import one_sample_note, run_kbc
 from lm_fixtures import tiny_model_dir, tiny_t5_dir
 
 RELATIONS = ("place_of_birth", "place_of_death")
@@ -253,7 +253,7 @@ def test_the_leaderboard_of_a_run_where_every_predictor_generates_ranks_exact_ma
     run = runs / "written"
     rows = _rows(run)
     code, out, err = run_kbc(["leaderboard", str(run), "--format", "json"], capsys)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"note: {one_sample_note(4)}\n")
     got = [(r["predictor"], r["metric"], r["value"], r["stderr"], r["n_facts"]) for r in json.loads(out)["rows"]]
     want = [(p, "em", row["value"], row["stderr"], 8) for p in ("gpt", "t5")
             for row in [rows[(p, "shared", "raw", "all", "em")]]]

@@ -229,7 +229,7 @@ def test_the_board_of_runs_over_different_corpora_ranks_the_runs_holding_the_cho
         serve_explorer, lama_dir, shared_data, tmp_path, monkeypatch, capsys):
     """A T-REx run and a BEAR run share no corpus: the board defaults to the first run's corpus and ranks the runs
     that hold it, `?corpus=bear` ranks the BEAR run; each names the run left out, and the picker what each holds."""
-    from cli_support import run_kbc
+    from cli_support import one_sample_note, run_kbc
     from fastapi.testclient import TestClient
 
     from bridge.serve.app import create_app
@@ -255,12 +255,13 @@ def test_the_board_of_runs_over_different_corpora_ranks_the_runs_holding_the_cho
             assert {(r["run"], r["corpus"], r["predictor"]): r["value"] for r in body["rows"]} == {
                 (run, corpus, p): v for p, v in totals[corpus].items()}
             assert body["notes"] == [f"{corpus}: left out {left} (no {corpus} results; the corpus picker shows what "
-                                     "each run holds)"]
+                                     "each run holds)", one_sample_note(4)]
             page = c.get("/leaderboard", params=params)
             assert page.status_code == 200 and 'id="leaderboard"' in page.text
             assert f'<option value="{corpus}" selected>{corpus} ({run})</option>' in page.text
         body = c.get("/api/leaderboard", params={"run": "lm"}).json()  # one run: its own board, nothing left out
-        assert body["corpus"] is None and body["notes"] == [] and {r["run"] for r in body["rows"]} == {"lm"}
+        assert body["corpus"] is None and body["notes"] == [one_sample_note(4)]
+        assert {r["run"] for r in body["rows"]} == {"lm"}
         bad = c.get("/api/leaderboard", params={"corpus": "bear", "run": "lm"})
         assert (bad.status_code, bad.json()["detail"]) == (400, "corpus='bear': no chosen run holds it; pick one of "
                                                                  "trex")
