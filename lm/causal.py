@@ -64,6 +64,7 @@ from eval.types import (
 from lm.batches import pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores
+from lm.heap import keep_batch_memory
 from lm.precision import agreement_tolerance
 from lm.token_ids import token_ids
 
@@ -72,6 +73,7 @@ SUBJECT_NOT_IN_SET = "subject is not in the candidate set"
 ROW_TOKENS = 256  # tokens per packed row: attention within a row costs its length squared
 FORWARD_TOKENS = 1024  # tokens per pass: bounds the [tokens, vocab] logits, amortises reading the weights
 GPU_FORWARD_TOKENS = 32768  # on a GPU: enough rows per pass to fill the card (the logits stay on it)
+SENTENCE_TOKENS = 32  # a LAMA sentence's tokens, about: what a pass of whole sentences holds per row
 CHECK_TEXTS = ("Paris is the capital of France .", "Paris is the capital of Ulaanbaatar Province .",
                "Paris is the capital of")
 
@@ -93,6 +95,9 @@ class CausalLMScorer:
         self.forward_calls = 0
         self.tokens_run = 0  # token positions sent through the model (both paths)
         self.forward_tokens = FORWARD_TOKENS if self.device.type == "cpu" else GPU_FORWARD_TOKENS
+        if self.device.type == "cpu":  # a pass's [tokens, vocabulary] float32 logits and log-probs reuse memory
+            vocab = getattr(getattr(model, "config", None), "vocab_size", None) or len(tokenizer)
+            keep_batch_memory(max(self.forward_tokens, self.batch_size * SENTENCE_TOKENS) * vocab * 4, 4)
         self.check_gap: float | None = None  # largest shared-prefix vs whole-sentence difference in the check
         self.shared_prefix = shared_prefix and self._shared_prefix_agrees()
 

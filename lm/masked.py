@@ -63,6 +63,7 @@ from eval.types import (
 from lm.batches import ToHost, encoder_mask, length_batches, pad_rows, to_device
 from lm.cache import ResultCache
 from lm.finite import NonFiniteScores, text_of
+from lm.heap import keep_batch_memory
 from lm.precision import agreement_tolerance
 from lm.token_ids import WordIds, token_ids
 from lm.vocab import AnswerSpace, CandidateSet, drop_reason, full_vocab, normalize, target_positions
@@ -392,6 +393,8 @@ class MaskedLMScorer:
         self.forward_calls = 0
         self._rows: dict[tuple[str, str, int], object] = {}  # candidate set -> its ids on the device
         self.on_batch = None  # optional callable(n): told after each batch of n prompts (progress bars)
+        if self.device.type == "cpu":  # a batch's [batch, vocabulary] float32 logits, log-probs, candidate
+            keep_batch_memory(self.batch_size * self.vocab_size * 4, 8)  # columns and rank comparisons reuse memory
         said = (self.name, dtype, str(self.device), self.path, pll)
         if said not in _PATHS_SAID:
             _PATHS_SAID.add(said)

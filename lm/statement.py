@@ -37,12 +37,14 @@ import numpy as np
 from eval.errors import ConfigError, KbcError
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT
 from lm.batches import length_batches, map_passes, pad_rows, to_device
+from lm.heap import keep_batch_memory
 from lm.token_ids import encodings
 
 PLL_VARIANTS = ("within_word_l2r", "original", "sentence_l2r", "answer_l2r+word_l2r")
 REDUCTIONS = ("sum", "mean")
 COMPAT = "lm-pub-quiz"
 _SLOTS = re.compile(f"({re.escape(SUBJECT_SLOT)}|{re.escape(OBJECT_SLOT)})")
+SHORT_STATEMENT = 8  # tokens: a pass of copies this short holds the most copies (COPY_TOKENS // 8)
 COPY_TOKENS = 8192  # tokens per forward pass of masked copies: bounds activations, amortises the weights
 # on a GPU, padded tokens per pass: few passes. Passes of 8,192 pad less (BEAR's sorted copies: 5% of the tokens
 # against 13%) yet ran no faster on an H200 (float32 0.36 s against 0.35, bfloat16 0.13 against 0.10)
@@ -113,6 +115,8 @@ class MaskedStatementScorer:
         self.bucketing = bool(getattr(scorer, "bucketing", False)) if bucketing is None else bucketing
         self.copies_run = 0  # masked copies sent through the model (after sharing)
         self.copies_asked = 0  # masked copies the statements needed
+        if getattr(scorer.device, "type", None) == "cpu":  # a pass's [copies, vocabulary] logits and log-probs
+            keep_batch_memory((batch_size or COPY_TOKENS // SHORT_STATEMENT) * scorer.vocab_size * 4, 4)
 
     def _copies(self, ids: list[int], scored: list[int], word: list[int | None], answer: list[int],
                 mask_id: int) -> list[tuple[tuple[int, ...], int]]:
