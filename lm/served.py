@@ -1,17 +1,18 @@
 """A client of any OpenAI-compatible server (vLLM, TGI, llama.cpp, Ollama, `transformers serve`, OpenAI).
 
 `/v1/chat/completions` takes chat turns, `/v1/completions` plain text. Requests go out concurrently (at most
-`concurrency` at a time), each with a timeout; timeouts, connections the server closed without answering and the
-answers of a busy server or a gateway (429, 502, 503, 504) are retried with exponential backoff, or after the
-`Retry-After` the server names (at most `RETRY_AFTER_MAX` seconds). A server that cannot be reached, refuses the key
-(401/403), does not know the model (400 or 404: the names it lists are given), fails on the request itself (500: the
-same request fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's
+`concurrency` at a time), each with a timeout; timeouts, connections the server closed without answering and the answers
+of a busy server or a gateway (429, 502, 503, 504) are retried with jittered exponential backoff (a random wait between
+half and all of the doubled one, so that clients and threads failing together do not retry together), or after the
+`Retry-After` the server names (as given, at most `RETRY_AFTER_MAX` seconds). A server that cannot be reached, refuses
+the key (401/403), does not know the model (400 or 404: the names it lists are given), fails on the request itself (500:
+the same request fails again, e.g. chat turns for a model without a chat template, a prompt longer than the model's
 context) or answers something that is not a completion stops the run with one `ServerError` line naming the URL, the
 server's own message and the fix. A Ctrl-C is taken while waiting for answers only: every answer that came is handed
-over. The key is read from the environment variable named by the user and only ever sent in the Authorization
-header. What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
-`system_fingerprint`) is read for a response cache shared across runs; many servers say nothing there that changes
-with the weights.
+over. The key is read from the environment variable named by the user and only ever sent in the Authorization header.
+What a server says of a model (its `GET /v1/models` entry) and of the weights that answered (a response's
+`system_fingerprint`) is read for a response cache shared across runs; many servers say nothing there that changes with
+the weights.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import logging
 import math
 import os
+import random
 import re
 import signal
 import threading
@@ -166,9 +168,11 @@ def public_url(url: str) -> str:
 class ServedGenerator:
     """Sends prompts (text or chat turns) to one server and model; counts what it sent and what it cost."""
 
-    def __init__(self, settings: ServerSettings, sleep: Callable[[float], object] | None = None) -> None:
+    def __init__(self, settings: ServerSettings, sleep: Callable[[float], object] | None = None,
+                 uniform: Callable[[], float] | None = None) -> None:
         self.settings = settings
         self.sleep = sleep  # None: a backoff waits on the stop of its `generate`, which ends it at once
+        self.uniform = uniform or random.Random().random  # the jitter of a backoff: a number in [0, 1)
         self.key = None
         if settings.key_env:
             self.key = os.environ.get(settings.key_env)
@@ -245,7 +249,7 @@ class ServedGenerator:
                 timed_out = isinstance(reason, TimeoutError) or "timed out" in str(reason)
                 dropped = isinstance(reason, DROPPED)
                 if (timed_out or dropped) and attempt < s.retries and not stopping.is_set() and self._backoff(
-                        s.backoff * 2 ** attempt, stopping):
+                        self._delay(attempt), stopping):
                     count("retried")
                     continue
                 count("failed")
@@ -284,12 +288,19 @@ class ServedGenerator:
         (self.sleep or stopping.wait)(seconds)
         return not stopping.is_set()
 
+    def _delay(self, attempt: int) -> float:
+        """Seconds before retry `attempt + 1` where the server names none: "equal jitter" of the doubled backoff,
+        between half and all of it, so that requests failing at once (the `concurrency` threads, other clients of
+        the server) spread their retries rather than hitting a busy server again together."""
+        doubled = self.settings.backoff * 2 ** attempt
+        return doubled / 2 + doubled / 2 * min(max(self.uniform(), 0.0), 1.0)
+
     def _wait(self, attempt: int, code: int, after: str | None, shown: str) -> float:
         """Seconds before retry `attempt + 1`: what the server's `Retry-After` asks (at most `RETRY_AFTER_MAX`, said
-        on stderr once per generator), else the exponential backoff."""
+        on stderr once per generator), else the jittered exponential backoff."""
         asked = retry_after(after)
         if asked is None:
-            return self.settings.backoff * 2 ** attempt
+            return self._delay(attempt)
         wait = min(asked, RETRY_AFTER_MAX)
         with self._lock:
             told, self._waits_told = self._waits_told, True
@@ -345,7 +356,7 @@ class ServedGenerator:
             ended = _failed_end(answer)
             if ended is None:
                 return self._read(answer, params, shown)
-            if attempt < s.retries and not stopping.is_set() and self._backoff(s.backoff * 2 ** attempt, stopping):
+            if attempt < s.retries and not stopping.is_set() and self._backoff(self._delay(attempt), stopping):
                 self._count("retried")
                 continue
             self._count("failed")

@@ -50,7 +50,9 @@ def serve():
 
 
 def client(url: str, sleeps: list | None = None, **kw) -> ServedGenerator:
-    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=(sleeps.append if sleeps is not None else None))
+    # the top of each jittered backoff: the doubled wait itself
+    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=(sleeps.append if sleeps is not None else None),
+                           uniform=lambda: 1.0)
 
 
 def test_chat_and_completions_requests_and_usage(serve):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -32,8 +34,10 @@ def serve():
         server.close()
 
 
-def client(url: str, sleeps: list, **kw) -> ServedGenerator:
-    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=sleeps.append)
+def client(url: str, sleeps: list, uniform: Callable[[], float] = lambda: 1.0, **kw) -> ServedGenerator:
+    """A generator whose backoffs are recorded, not waited; by default each at the top of its jitter (the doubled
+    wait itself)."""
+    return ServedGenerator(ServerSettings(url, "tiny", **kw), sleep=sleeps.append, uniform=uniform)
 
 
 def test_a_429_waits_as_long_as_its_retry_after_asks_within_a_bound_and_says_so_once(serve, caplog):
@@ -75,6 +79,39 @@ def test_retries_after_429s_stay_bounded_and_the_last_failure_says_the_run_resum
     assert caught.value.resumable and sleeps == [1.0, 1.0] and len(server.bodies) == 3
 
 
+def test_requests_failing_together_retry_after_different_waits_within_the_doubled_one(serve):
+    """Four threads hit by one 503 draw four waits between half and all of the first backoff, not four equal ones."""
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def script(path, body, n):
+        with lock:
+            first = body["messages"][0]["content"] not in seen
+            seen.add(body["messages"][0]["content"])
+        return (503, {"error": "busy"}) if first else (200, completion(body["messages"][0]["content"], "chat"))
+
+    server = serve(script)
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, uniform=random.Random(7).random, retries=2, concurrency=4)
+    assert [g.text for g in gen.generate(["a", "b", "c", "d"], PARAMS)] == ["a", "b", "c", "d"]
+    draws = random.Random(7)
+    assert sorted(sleeps) == sorted(0.5 + 0.5 * draws.random() for _ in range(4))
+    assert len(set(sleeps)) == 4 and all(0.5 <= s < 1.0 for s in sleeps)
+    assert (gen.sent, gen.retried, gen.failed) == (8, 4, 0)
+
+
+def test_a_jittered_wait_never_drops_below_half_the_doubled_one_nor_a_retry_after(serve):
+    """At the bottom of the jitter a backoff still waits half its doubled wait, and a server's Retry-After is
+    waited in full."""
+    after = iter([None, "3", None])
+    server = serve(lambda path, body, n: (503, {"error": "busy"}, {"Retry-After": a} if (a := next(after)) else {})
+                   if n < 4 else (200, completion("Rome", "chat")))
+    sleeps: list[float] = []
+    gen = client(server.url, sleeps, uniform=lambda: 0.0, retries=3, backoff=2.0)
+    assert [g.text for g in gen.generate(["q"], PARAMS)] == ["Rome"]
+    assert sleeps == [1.0, 3.0, 4.0]  # 2 s halved, 3 s as asked, 8 s halved
+
+
 @pytest.mark.parametrize(("value", "seconds"), [("3", 3.0), (" 2.5 ", 2.5), ("0", 0.0), ("-4", 0.0), ("", None),
                                                 ("soon", None), ("nan", None),
                                                 ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)])  # a date past: at once
@@ -93,7 +130,7 @@ def test_a_connection_dropped_without_an_answer_is_retried_like_a_timeout(serve)
 def test_a_server_that_keeps_dropping_the_connection_stops_the_run_resumably(serve, lama_dir, tmp_path, capsys,
                                                                            monkeypatch):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None,))  # no real waits
+    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None, None))  # no real waits
     server = serve(lambda path, body, n: (200, completion("Paris", "chat")) if n < 3 else (DROP, None))
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",
@@ -257,7 +294,7 @@ def test_a_server_message_quoting_the_api_key_is_shown_without_it(serve, monkeyp
     `config.json`, never holds it."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SERVED_KEY", "sk-live-7f3a9c2e")
-    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None,))  # no real waits
+    monkeypatch.setattr(ServedGenerator.__init__, "__defaults__", (lambda seconds: None, None))  # no real waits
     server = serve(lambda path, body, n: (200, completion("Paris", "chat")) if n < 2 else reply)
     out = tmp_path / "run"
     code, _, err = run_kbc(["run", "lama", "--corpus", "google_re", "--relations", "place_of_birth", "--predictors",

@@ -63,8 +63,8 @@ SERVER_OPTIONS = (
            default="60", minimum=0.1, identity=False),
     Option("concurrency", "requests in flight at once", "int", default="4", minimum=1, maximum=256, identity=False),
     Option("retries", "retries of a request answered 429, 502, 503 or 504, timed out or dropped by the server, with "
-           "exponential backoff or after the Retry-After it names (at most 60 s)", "int", default="3", minimum=0,
-           maximum=20, identity=False),
+           "jittered exponential backoff or after the Retry-After it names (at most 60 s)", "int", default="3",
+           minimum=0, maximum=20, identity=False),
     Option("max_new_tokens", "longest answer, in tokens", "int", default=str(MAX_NEW_TOKENS), minimum=1),
 )
 # the max_new_tokens a local model's generation took by default before it was MAX_NEW_TOKENS (a server's: 64): a run's
