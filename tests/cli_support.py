@@ -33,13 +33,23 @@ def run_kbc_captured(argv: list[str], one_stream: bool = False) -> tuple[int, st
 
 class Bar:
     """A stand-in for the runner's progress bar (`bridge.run.runner.tqdm`) that notes each step it is moved, and
-    the note of answers read from the cache (which leave its total instead)."""
+    the note of answers read from the cache (which leave its total instead); `shown`: the words of a bar the cache
+    answered whole, which replace its count."""
 
     moves: list = []
+    shown: str | None = None
 
     def __init__(self, *args, total: int = 0, **kwargs) -> None:
-        Bar.moves = []
+        Bar.moves, Bar.shown = [], None
         self.total = total
+
+    @property
+    def bar_format(self) -> str | None:
+        return Bar.shown
+
+    @bar_format.setter
+    def bar_format(self, value: str) -> None:
+        Bar.shown = value.removeprefix("{desc}: ")
 
     def update(self, n: int = 1) -> None:
         if n:

@@ -306,6 +306,12 @@ def test_the_progress_bar_moves_as_each_batch_is_generated(gpt2_dir, lama_dir, t
                                       "llm.max_new_tokens=3", "--batch-size", "2", limit=5), capsys)
     assert code == 0, err
     assert Bar.moves == ["batch", 1, 1, "batch", 1, 1, "batch", 1]  # each answer as its batch is done
+    assert Bar.shown is None
+    # into another directory every answer comes from the cache: the bar says so in words, with no count of nothing
+    code, _, err = run_kbc(local_args(gpt2_dir, lama_dir, tmp_path / "again", tmp_path, "--set",
+                                      "llm.max_new_tokens=3", "--batch-size", "2", limit=5), capsys)
+    assert code == 0, err
+    assert Bar.moves == ["5 queries from the cache"] and Bar.shown == "5 queries, all from the cache"
 
 
 def test_the_counts_of_a_local_run_stopped_in_its_second_batch(gpt2_dir, lama_dir, tmp_path, capsys, monkeypatch):

@@ -4,6 +4,7 @@ count as progress, so its rate and time left are those of the work still compute
 import json
 
 import pytest
+from tqdm import tqdm
 
 from bridge.run.progress import QueryBar, cached_part
 from bridge.run.runner import RunConfig, run_lama
@@ -15,7 +16,7 @@ class Bar:
     made: list["Bar"] = []
 
     def __init__(self, total, **kwargs) -> None:
-        self.total, self.n, self.steps, self.postfix = total, 0, [], ""
+        self.total, self.n, self.steps, self.postfix, self.bar_format = total, 0, [], "", None
         Bar.made.append(self)
 
     def update(self, n: int = 1) -> None:
@@ -34,8 +35,35 @@ def test_cached_answers_leave_the_total_and_computed_ones_move_the_bar():
     bar.computed(10)
     bar.from_cache(60)
     bar.computed(5)
-    assert (bar.bar.n, bar.bar.total, bar.bar.postfix) == (15, 40, "60 from the cache")
+    assert (bar.bar.n, bar.bar.total, bar.bar.postfix) == (15, 40, "60 queries from the cache")
     assert cached_part(8, 0, 0) == 0 and cached_part(8, 300, 100) == 6 and cached_part(0, 5, 0) == 0
+
+
+def shown(err: str) -> str:
+    """The last line tqdm drew on stderr (each redraw starts with a carriage return)."""
+    return err.replace("\n", "\r").rstrip("\r").split("\r")[-1].rstrip()
+
+
+def test_a_stage_the_cache_answered_whole_says_so_rather_than_a_zero_count(capsys):
+    bar = QueryBar(40, "trex gpt2", False, tqdm, "sentence")
+    bar.from_cache(30)
+    bar.from_cache(10)
+    bar.close()
+    assert shown(capsys.readouterr().err) == "trex gpt2: 40 sentences, all from the cache"
+    one = QueryBar(1, "trex bert", False, tqdm)
+    one.from_cache(1)
+    one.close()
+    assert shown(capsys.readouterr().err) == "trex bert: 1 query, all from the cache"
+
+
+def test_a_partly_cached_stage_counts_what_it_computed_and_names_the_cached_in_their_unit(capsys):
+    bar = QueryBar(40, "trex gpt2", False, tqdm, "sentence")
+    bar.computed(10)
+    bar.from_cache(30)
+    bar.close()
+    line = shown(capsys.readouterr().err)
+    assert line.startswith("trex gpt2: 100%|") and "| 10/10 [" in line, line
+    assert line.endswith("sentence/s, 30 sentences from the cache]"), line
 
 
 @pytest.mark.parametrize("kind", ["bert-cased", "gpt2"])
@@ -63,7 +91,9 @@ def test_a_run_read_back_from_the_cache_moves_no_bar(tmp_path, lama_dir, monkeyp
     assert work > 0 and first.n == work and first.total == work and first.postfix == ""
     again, work_again = run("two")
     assert work_again == work
-    assert again.n == 0 and again.total == 0 and again.postfix == f"{work:,} from the cache"
+    unit = "sentences" if kind == "gpt2" else "queries"
+    assert again.n == 0 and again.total == 0 and again.postfix == f"{work:,} {unit} from the cache"
+    assert again.bar_format == "{desc}: " + f"{work:,} {unit}, all from the cache"
 
 
 def test_typed_querying_counts_sentences_across_relations_of_unlike_candidates(tmp_path, lama_dir, monkeypatch):

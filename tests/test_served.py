@@ -1375,7 +1375,7 @@ def test_the_progress_bar_moves_per_answer_and_sets_apart_what_the_cache_holds(s
     failing["at"] = 0
     code, _, err = run_kbc(argv, capsys)
     assert code == 0, err
-    assert Bar.moves == ["5 from the cache", 1, 1, 1, 1]  # the cache's answers leave the total, at once
+    assert Bar.moves == ["5 queries from the cache", 1, 1, 1, 1]  # the cache's answers leave the total, at once
 
 
 def _evaluate_py(predictions: list[dict], gold: list[dict]) -> dict[str, dict[str, float]]:
