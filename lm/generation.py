@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from eval.errors import ConfigError
+from lm.heap import keep_batch_memory
 
 # the longest answer written by default, local or served: LM-KBC's baseline writes 64 tokens, room for a list of
 # objects; one answer stops at its first line (`eval.answer_text`), so a longer cap costs it nothing
@@ -150,6 +151,9 @@ class LocalGenerator:
         sampled = params.temperature > 0
         per_prompt = sampled  # sampling draws per prompt alone, so that a text never depends on its batch
         size = 1 if per_prompt else self.batch_size
+        if self.device.type == "cpu":  # each step's [batch x beams, vocabulary] float32 logits and log-probs reuse
+            vocab = getattr(getattr(self.model, "config", None), "vocab_size", None) or len(self.tokenizer)
+            keep_batch_memory(size * params.beams * vocab * 4, 4)
         out: dict[str, Generated] = {}
         ends = self._ends
         with torch.inference_mode():

@@ -23,6 +23,7 @@ from eval.errors import KbcError
 from eval.set_rules import LOG_NORM, log_norm
 from eval.types import Answer, Prediction, Query
 from lm.finite import NonFiniteScores
+from lm.heap import keep_batch_memory
 
 SENTINEL = "<extra_id_{}>"
 MAX_SENTINELS = 100
@@ -72,6 +73,10 @@ class Seq2SeqSpanPredictor:
         self.stops = set(sentinels[1:]) | {i for i in (tokenizer.eos_token_id, tokenizer.pad_token_id) if i is not None}
         self.device = next(model.parameters()).device
         self.generate_calls = 0
+        if self.device.type == "cpu":  # each step's [batch x beams, vocabulary] float32 logits and log-probs, and the
+            # log-probs of every step kept for the beams' scores, freed together when the batch is done: reused
+            vocab = getattr(getattr(model, "config", None), "vocab_size", None) or len(tokenizer)
+            keep_batch_memory(self.batch_size * self.beams * vocab * 4, self.max_new_tokens + 4)
 
     def describe(self) -> dict:
         return {"kind": "seq2seq-span", "model": self.name, "fingerprint": self.fingerprint, "dtype": self.dtype,

@@ -95,6 +95,37 @@ def test_lms_on_the_cpu_size_them_by_their_passes(tiny_models, monkeypatch):
     assert sizes[-1] == (64 * lm.causal.SENTENCE_TOKENS * 50257 * 4, 4)
 
 
+def test_generating_lms_on_the_cpu_size_them_by_their_steps_and_answer_the_same(tiny_models, tmp_path, monkeypatch):
+    """Span filling by each step's [batch x beams, vocabulary] logits, with every step's log-probs kept for the beams'
+    scores; local generation by its batch and beams. The answers are those of a run that leaves malloc alone."""
+    import lm.generation
+    import lm.seq2seq
+    from lm.loading import load
+
+    sizes: list[tuple[int, int]] = []
+    monkeypatch.setattr(lm.seq2seq, "keep_batch_memory", lambda size, tensors: sizes.append((size, tensors)))
+    monkeypatch.setattr(lm.generation, "keep_batch_memory", lambda size, tensors: sizes.append((size, tensors)))
+    t5 = load(str(lm_fixtures.tiny_t5_dir(tmp_path)), "seq2seq", "cpu")
+    span = lm.seq2seq.Seq2SeqSpanPredictor("t5", t5.model, t5.tokenizer, fingerprint=t5.fingerprint, beams=3,
+                                           max_new_tokens=5, batch_size=16)
+    assert sizes == [(16 * 3 * 384 * 4, 5 + 4)] and t5.model.config.vocab_size == 384
+    gpt2 = load(str(tiny_models("gpt2")), "causal", "cpu")
+    local = lm.generation.LocalGenerator(gpt2.model, gpt2.tokenizer, fingerprint=gpt2.fingerprint, name="gpt2",
+                                         seq2seq=False, batch_size=6)
+    params = lm.generation.GenerationParams(max_new_tokens=3, beams=2)
+    prompts = ["Dante was born in", "The capital of Italy is"]
+    spans = ["Dante was born in <extra_id_0>.", "<extra_id_0> is the capital of Italy."]
+    stubbed = (span.generate(spans), local.generate(prompts, params))
+    assert sizes[-1] == (6 * 2 * 50257 * 4, 4)
+    assert local.generate(prompts, lm.generation.GenerationParams(max_new_tokens=3, temperature=0.5)) and \
+        sizes[-1] == (1 * 1 * 50257 * 4, 4)  # sampling draws per prompt alone
+    monkeypatch.setattr(lm.seq2seq, "keep_batch_memory", heap.keep_batch_memory)
+    monkeypatch.setattr(lm.generation, "keep_batch_memory", heap.keep_batch_memory)
+    span = lm.seq2seq.Seq2SeqSpanPredictor("t5", t5.model, t5.tokenizer, fingerprint=t5.fingerprint, beams=3,
+                                           max_new_tokens=5, batch_size=16)
+    assert (span.generate(spans), local.generate(prompts, params)) == stubbed
+
+
 REUSE = """
 import ctypes, resource, sys
 from lm import heap
