@@ -13,13 +13,14 @@ import click
 
 from bridge.cli.index import backend_option, index_option
 from bridge.cli.options import (
-    STORE_HELP,
     batch_size_option,
     data_dir_option,
     device_option,
     es_timeout,
     es_url_option,
     show_progress,
+    store_option,
+    store_settings,
 )
 from bridge.cli.value_types import Int, IntRange, PathType
 from eval.cells import count_of
@@ -260,7 +261,7 @@ def correlation_cmd(run_dir, statistics, setting, target, compare, recompute, lo
 @data_dir_option
 @device_option
 @batch_size_option
-@click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP)
+@store_option
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max_evidences, data_dir, device,
                  batch_size, store, quiet) -> None:
@@ -278,6 +279,7 @@ def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max
     from bridge.run.runner import RunConfig, run_experiment
 
     run_dir = Path(run_dir)
+    store_update, store_timeout = store_settings()
     run = open_run(run_dir)
     if min_evidences > max_evidences:
         raise ConfigError(f"--min-evidences {min_evidences} is above --max-evidences {max_evidences}")
@@ -296,7 +298,8 @@ def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max
     cfg = RunConfig(corpora=corpora, predictors=[f"{n}={specs.get(n, {}).get('spec', n)}" for n in names],
                     out=analysis_dir(run_dir) / ev.RUN_FOLDER, data_dir=data_dir or run.config.get("data_dir"),
                     relations=asked, device=device,
-                    batch_size=batch_size, options=options, store=store, limit=limit, seed=seed)
+                    batch_size=batch_size, options=options, store=store, store_update=store_update,
+                    store_timeout=store_timeout, limit=limit, seed=seed)
     run_experiment(cfg, EvidenceExperiment(min_evidences, max_evidences), progress=show_progress(quiet))
     frame = ev.evidence_frame(cfg.out)
     rows = ev.summary_rows(frame)

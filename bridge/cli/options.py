@@ -68,8 +68,14 @@ def open_cli_store(path: str | None, filled_by: str | None = None):
                                   "check the --store path)")
             raise ConfigError(f"no graph store at {folder} (the cache's); fill one with `{filled_by}`, or name "
                               "one with --store DIR")
+    update, timeout = store_settings()
+    return open_store(path, update, default, timeout=timeout)
+
+
+def store_settings() -> tuple[str | None, float]:
+    """This command's `--store-update` and `--store-timeout` (`store_option`), for a command that hands them on."""
     meta = click.get_current_context().meta
-    return open_store(path, meta.get(_UPDATE_KEY), default, timeout=meta.get(_TIMEOUT_KEY, 30.0))
+    return meta.get(_UPDATE_KEY), meta.get(_TIMEOUT_KEY, STORE_TIMEOUT)
 
 
 _UPDATE_KEY, _TIMEOUT_KEY, _ES_TIMEOUT_KEY = "kbc.store_update", "kbc.store_timeout", "kbc.es_timeout"
@@ -89,19 +95,35 @@ STORE_UPDATE_HELP = "SPARQL 1.1 Update endpoint URL of a remote --store (needed 
 STORE_TIMEOUT_HELP = "Seconds one request to a SPARQL endpoint may take in all (answer included)."
 
 
+STORE_TIMEOUT = 30.0  # seconds, the default of --store-timeout
+
+
+def store_timeout_option(exposed: bool = False):
+    """`--store-timeout`, any number of seconds above 0 wherever a command takes it; `exposed`: as the command's
+    `store_timeout` argument, else kept for `store_settings`."""
+    kept = {} if exposed else {"expose_value": False, "callback": _remember(_TIMEOUT_KEY)}
+    return click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=STORE_TIMEOUT,
+                        show_default=True, help=STORE_TIMEOUT_HELP, **kept)
+
+
+def store_update_option(exposed: bool = False):
+    """`--store-update`; `exposed`: as the command's `store_update` argument, else kept for `store_settings`."""
+    kept = {} if exposed else {"expose_value": False, "callback": _remember(_UPDATE_KEY)}
+    return click.option("--store-update", default=None, metavar="URL", help=STORE_UPDATE_HELP, **kept)
+
+
+def store_path_option(func):
+    """`--store` alone, for a command that reads no remote store's update endpoint."""
+    return click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP)(func)
+
+
 def store_option(func):
-    """`--store`, plus `--store-update` and `--store-timeout`, which `open_cli_store` reads from the context.
+    """`--store`, plus `--store-update` and `--store-timeout`, which `open_cli_store` and `store_settings` read from
+    the context.
 
     The last two do not reach the command's arguments, so commands take a single `store` argument.
     """
-    func = click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=30.0,
-                        show_default=True, expose_value=False, callback=_remember(_TIMEOUT_KEY),
-                        help=STORE_TIMEOUT_HELP)(func)
-    func = click.option("--store-update", default=None, metavar="URL", expose_value=False,
-                        callback=_remember(_UPDATE_KEY),
-                        help=STORE_UPDATE_HELP)(func)
-    return click.option("--store", type=PathType(), default=None, metavar="PATH|URL",
-                        help=STORE_HELP)(func)
+    return store_path_option(store_update_option()(store_timeout_option()(func)))
 
 
 def es_url_option(func):

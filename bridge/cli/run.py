@@ -10,7 +10,13 @@ from pathlib import Path
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.cli.options import STORE_HELP, STORE_TIMEOUT_HELP, STORE_UPDATE_HELP, data_dir_option, show_progress
+from bridge.cli.options import (
+    data_dir_option,
+    show_progress,
+    store_path_option,
+    store_timeout_option,
+    store_update_option,
+)
 from bridge.cli.value_types import FloatRange, Int, IntRange, PathType
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
@@ -33,7 +39,7 @@ FILE_KEYS = {
 # the type each --config value must have (a file skips click's conversion, so it is checked here)
 INT_KEYS = {"depth": 1, "limit": 1, "seed": None, "batch_size": 1, "prompt_draws": 1, "bootstrap": 0,
             "bootstrap_seed": None, "workers": 1, "threads_per_worker": 1}  # key -> least value
-FLOAT_KEYS = {"store_timeout": 0.1, "gpus_per_worker": 0.0}
+FLOAT_KEYS = {"store_timeout": (0.0, True), "gpus_per_worker": (0.0, False)}  # key -> (least value, excluded)
 STR_KEYS = ("data_dir", "out", "device", "store", "store_update", "prompts", "context", "ray_address")
 PATH_KEYS = ("data_dir", "out", "store", "store_update")
 CHOICE_KEYS = {"dtype": DTYPES, "compat": ("lama", "lm-pub-quiz"), "setting": ("raw", "filtered"),
@@ -76,8 +82,9 @@ def check_file_value(path: Path, key: str, param: str, value):
     elif param in FLOAT_KEYS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise bad("a number")
-        if not value >= FLOAT_KEYS[param] or value == float("inf"):  # also refuses nan
-            raise bad(f"a finite number of at least {FLOAT_KEYS[param]}")
+        low, excluded = FLOAT_KEYS[param]
+        if not (value > low if excluded else value >= low) or value == float("inf"):  # also refuses nan
+            raise bad(f"a finite number {'above' if excluded else 'of at least'} {low:g}")
         value = float(value)
     elif param in STR_KEYS:
         if not isinstance(value, str):
@@ -279,10 +286,9 @@ def run_options(default_out: str, default_corpus: str | None = None):
                      help="Inputs per forward pass of local LM predictors. On a CPU 32 to 128 (128 scored 5-23% "
                           "faster than 32 with 2- and 4-layer BERTs, 256 no faster than 128); on a GPU 512, and "
                           "2048 for a masked LM in bfloat16."),
-        click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP),
-        click.option("--store-update", default=None, metavar="URL", help=STORE_UPDATE_HELP),
-        click.option("--store-timeout", type=FloatRange(min=0.1), default=30.0, show_default=True,
-                     help=STORE_TIMEOUT_HELP),
+        store_path_option,
+        store_update_option(exposed=True),
+        store_timeout_option(exposed=True),
         click.option("--set", "sets", multiple=True, metavar="[NAME.]KEY=VALUE",
                      help="Predictor option; NAME. scopes it to one predictor (repeatable; `kbc ls NAME` lists keys)."),
         click.option("--prompts", default="lama", show_default=True,

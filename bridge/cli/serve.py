@@ -7,8 +7,14 @@ import socket
 
 import click
 
-from bridge.cli.options import STORE_HELP, STORE_TIMEOUT_HELP, batch_size_option, data_dir_option, device_option
-from bridge.cli.value_types import FloatRange, IntRange, PathType
+from bridge.cli.options import (
+    batch_size_option,
+    data_dir_option,
+    device_option,
+    store_path_option,
+    store_timeout_option,
+)
+from bridge.cli.value_types import IntRange, PathType
 from eval.cells import count_of
 from eval.errors import ConfigError
 
@@ -56,9 +62,8 @@ def listen_socket(host: str, port: int) -> socket.socket:
               help="Evidence paragraphs: 'lama' (the LAMA evidence index, built on first use) or a tantivy index path.")
 @click.option("--coherency", default=None, metavar="NAME",
               help="Show this predictor's round trip (the object, then the subject asked back).")
-@click.option("--store", type=PathType(), default=None, metavar="PATH|URL", help=STORE_HELP)
-@click.option("--store-timeout", type=FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help=STORE_TIMEOUT_HELP)
+@store_path_option
+@store_timeout_option(exposed=True)
 @device_option
 @batch_size_option
 def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_index, coherency, store,
