@@ -18,6 +18,7 @@ from eval.cells import count_of
 from eval.datadir import fingerprint, optional_file, resolve_data_dir
 from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
+from eval.labels import clean_label
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_evidence
@@ -232,9 +233,13 @@ def _label_notes(object_labels: dict[str, dict[str, None]]) -> list[str]:
 
 
 def _label(row: dict, key: str, where: str) -> str:
-    """An entity label without surrounding spaces: a space a spreadsheet left would make "tea " another answer than
-    "tea" (Freq counting them apart, a KB answering the one label of its id and missing the other)."""
-    return req_str(row, key, where).strip()
+    """An entity label without surrounding spaces, in NFC (`clean_label`): a space a spreadsheet left would make
+    "tea " another answer than "tea" (Freq counting them apart, a KB answering the one label of its id and missing
+    the other)."""
+    label = clean_label(req_str(row, key, where))
+    if not label:
+        raise DataError(f"{where}: field {key!r} must be a non-empty string, got only invisible characters")
+    return label
 
 
 def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ...]:

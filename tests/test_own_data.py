@@ -166,6 +166,31 @@ def test_labels_lose_the_spaces_around_them(tmp_path):
     assert [(f.subject.label, f.object.label) for f in facts] == [("Dan", "tea"), ("Eve", "tea")]
 
 
+def test_one_label_in_two_unicode_spellings_is_one_answer(tmp_path, capsys):
+    """"café" typed as one code point (NFC) and as "e" with a combining accent (NFD), or with a zero-width space
+    copied from a web page, looks the same to a reader: Freq counted three objects and answered "tea" (P@1 40), and a
+    KB or LM answering one spelling missed gold written in the other."""
+    root = _lama(tmp_path / "lama")
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    rows = [{"sub_label": s, "obj_label": o} for s, o in
+            (("S1", nfd), ("S2", "tea"), ("S3", nfc), ("S4", "tea"), ("S5", "\u200b" + nfc + "\ufeff"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert {f.object.label for f in load_trex(root).facts} == {nfc, "tea"}
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    wanted = ("X1", "p@1", "raw", "own")
+    p1 = [r["value"] for r in rows if (r["group"], r["metric"], r["setting"], r["scope"]) == wanted]
+    assert p1 == [60.0]  # café on 3 of the 5 facts
+
+
+def test_a_vocabulary_file_in_nfd_gives_the_words_in_nfc(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("cafe\u0301\ntea\u200b\n", encoding="utf-8")
+    assert read_vocab_file(path) == ["caf\u00e9", "tea"]
+
+
 def test_an_object_id_written_with_two_labels_is_named(tmp_path):
     root = _lama(tmp_path)
     rows = [{"sub_label": "Dan", "obj_label": "Tea", "sub_uri": "Q4", "obj_uri": "Q100"},

@@ -47,3 +47,10 @@ def test_the_docs_example_asks_a_subject_of_the_corpus(lama_dir, cache):
     subject, relation = re.search(r'kbcompare\.ask\("([^"]+)", "(P\d+)"', text).groups()
     answers = kbcompare.ask(subject, relation, predictors=["freq"], data_dir=str(lama_dir))
     assert answers.body["subject"]["in_corpus"] is True and answers.gold == ["Rome"]
+
+
+def test_a_subject_typed_in_another_unicode_spelling_is_the_corpus_label():
+    """"José" pasted with a combining accent (NFD, as macOS copies it) was another subject: no gold, no answers."""
+    explorer = _explorer("Jos\u00e9 Saramago", "Josh Groban")
+    assert subject_label(explorer, "Jose\u0301 Saramago\u200b") == ("Jos\u00e9 Saramago", [])
+    assert subject_label(explorer, "jose\u0301 saramago") == ("Jos\u00e9 Saramago", [])

@@ -24,6 +24,7 @@ from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
 from eval.cells import count_of
 from eval.errors import ConfigError, KbcError
+from eval.labels import clean_label
 from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
@@ -90,7 +91,9 @@ SUGGESTIONS = 5
 
 def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
     """The corpus's own spelling of a typed subject (matched case-insensitively), and close labels to suggest
-    when the corpus has no subject of that name: close spellings first, then labels sharing a word."""
+    when the corpus has no subject of that name: close spellings first, then labels sharing a word. The typed text is
+    cleaned as the corpus's labels are (`clean_label`: NFC), so "Jose\u0301" pasted from macOS finds "Jos\u00e9"."""
+    typed = clean_label(typed)
     if typed in explorer.subjects:
         return typed, []
     folded = getattr(explorer, "folded_subjects", None)

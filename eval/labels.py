@@ -1,0 +1,18 @@
+"""Labels as the tool compares them: answers match gold by label text, so two spellings a reader cannot tell apart
+must be one label. `é` typed as one code point (NFC, what most editors write) and as `e` plus a combining accent
+(NFD, what macOS file names and some exports give) are one label in Unicode NFC; a zero-width space, word joiner or
+byte-order mark at either end of a cell (left by copying from a web page or a spreadsheet) shows nothing. Without
+this, Freq counts the spellings as two objects and a KB or LM answer in one spelling misses gold in the other."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# whitespace and the invisible format characters that carry no meaning at a label's ends
+_ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\u2060\ufeff]+$")
+
+
+def clean_label(text: str) -> str:
+    """`text` in NFC without surrounding spaces or zero-width characters."""
+    return _ENDS.sub("", unicodedata.normalize("NFC", text))
