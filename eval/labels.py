@@ -16,3 +16,16 @@ _ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\
 def clean_label(text: str) -> str:
     """`text` in NFC without surrounding spaces or zero-width characters."""
     return _ENDS.sub("", unicodedata.normalize("NFC", text))
+
+
+def nfc(text: str) -> str:
+    """`text` in NFC only, where spaces are part of what a model is asked (BEAR's labels, as lm-pub-quiz reads them)."""
+    return unicodedata.normalize("NFC", text)
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of `text` as `U+001B`, or None. A label holding one prints as another label
+    ("tea" and "tea\\x1b[8m" look alike; "\\r" hides what comes before it) and an escape sequence reaches the
+    terminal of whoever reads `kbc show` or a table."""
+    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    return None if bad is None else f"U+{ord(bad):04X}"

@@ -18,7 +18,7 @@ from eval.cells import count_of
 from eval.datadir import fingerprint, optional_file, resolve_data_dir
 from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
-from eval.labels import clean_label
+from eval.labels import clean_label, control_character
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_evidence
@@ -239,6 +239,9 @@ def _label(row: dict, key: str, where: str) -> str:
     label = clean_label(req_str(row, key, where))
     if not label:
         raise DataError(f"{where}: field {key!r} must be a non-empty string, got only invisible characters")
+    if bad := control_character(label):
+        raise DataError(f"{where}: field {key!r} holds the control character {bad} (a tab, line break, escape or "
+                        "NUL): a label is one line of printable text")
     return label
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
+from eval.labels import control_character
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 MASK_TOKEN = "[MASK]"  # the mask as data files write it: no slot of a template (eval.lama.MASK)
@@ -36,6 +37,9 @@ def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]
     if rel_id.split() != [rel_id]:
         raise DataError(f"{where}: relation id {rel_id!r} holds a space, which --relations would split; "
                         f"give it an id without one ({slug(rel_id)!r})")
+    if "/" in rel_id or "\\" in rel_id or rel_id in (".", "..") or control_character(rel_id):
+        raise DataError(f"{where}: relation id {rel_id!r} names its data file (TREx/<id>.jsonl), so it cannot hold "
+                        f"a / or \\, be . or .., or hold a control character; give it another id ({slug(rel_id)!r})")
     stem = slug(rel_id)
     if stem in files:
         other, at = files[stem]
@@ -61,6 +65,16 @@ def check_template(template: str, where: str) -> None:
                             "once each")
 
 
+def _relation_label(row: dict, where: str) -> str | None:
+    """The `label` field; one holding a control character (an escape sequence) would reach the terminal of whoever
+    reads a table that names the relation."""
+    label = opt_str(row, "label", where)
+    if label and (bad := control_character(label)):
+        raise DataError(f"{where}: field 'label' holds the control character {bad}: a label is one line of printable "
+                        "text")
+    return label
+
+
 def load_relations(path: Path) -> dict[str, Relation]:
     relations: dict[str, Relation] = {}
     files: dict[str, tuple[str, str]] = {}
@@ -76,7 +90,7 @@ def load_relations(path: Path) -> dict[str, Relation]:
             raise DataError(f"{where}: unknown relation type {rtype!r} (expected one of {RELATION_TYPES})")
         rel = Relation(
             id=rel_id,
-            label=opt_str(row, "label", where) or rel_id,
+            label=_relation_label(row, where) or rel_id,
             template=template,
             type=rtype,
             description=opt_str(row, "description", where) or "",

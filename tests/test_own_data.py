@@ -48,6 +48,18 @@ def test_bear_metadata_with_a_byte_order_mark(tmp_path):
     assert [(f.subject.label, f.object.label) for f in corpus.facts] == [("Alice", "coffee")]
 
 
+def test_bear_labels_in_two_unicode_spellings_are_one_answer(tmp_path):
+    """Without an answer space, "café" in NFC and in NFD were two answers of one look: Freq ranked them apart."""
+    folder = tmp_path / "BEAR"
+    folder.mkdir()
+    (folder / "metadata_relations.json").write_text(json.dumps({"X1": {"templates": ["[X] likes [Y]."]}}))
+    rows = [("Alice", "cafe\u0301"), ("Bob", "caf\u00e9"), ("Jose\u0301", "tea")]
+    (folder / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in rows))
+    corpus = load_bear("bear", tmp_path)
+    assert [e.label for e in corpus.relations["X1"].answer_space] == ["caf\u00e9", "tea"]
+    assert [(f.subject.label, f.answer_idx) for f in corpus.facts] == [("Alice", 0), ("Bob", 0), ("Jos\u00e9", 1)]
+
+
 def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
     path = tmp_path / "masked_prompts.csv"
     path.write_text(f"{BOM}Relation,PromptTemplate\r\npersonHasCityOfDeath,{{subject_entity}} died in "
@@ -109,7 +121,7 @@ def test_a_data_file_the_relation_list_lacks_is_named(tmp_path):
 
 @pytest.mark.parametrize(("second", "message"), [
     ("a_b", "relations 'a:b' .* and 'a_b' would share the prediction file a_b.jsonl"),
-    ("a/b", "relations 'a:b' .* and 'a/b' would share the prediction file a_b.jsonl"),
+    ("a::b", "relations 'a:b' .* and 'a::b' would share the prediction file a_b.jsonl"),
 ])
 def test_relation_ids_sharing_a_prediction_file_are_refused(tmp_path, second, message):
     root = _lama(tmp_path)
@@ -126,6 +138,33 @@ def test_a_relation_id_that_relations_could_not_name_is_refused(tmp_path, rel_id
     (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
     with pytest.raises(DataError, match=r"relations.jsonl:1: relation id .* holds a space"):
         load_trex(root)
+
+
+@pytest.mark.parametrize("rel_id", ["../X1", "a/b", "a\\b", "..", "a\x1b]0;t\x07"])
+def test_a_relation_id_that_cannot_name_its_data_file_is_refused(tmp_path, rel_id):
+    """"../X1" read DIR/X1.jsonl, outside TREx/, and "a/b" a file in a folder of TREx/ that no listing names."""
+    root = _lama(tmp_path)
+    (root / "X1.jsonl").write_text((root / "TREx" / "X1.jsonl").read_text())
+    (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
+    with pytest.raises(DataError, match=r"relations.jsonl:1: relation id .* names its data file"):
+        load_trex(root)
+
+
+@pytest.mark.parametrize(("field", "text"), [("sub_label", "Al\x1b[8mice"), ("obj_label", "tea\x00"),
+                                             ("obj_label", "co\rffee"), ("sub_label", "Bo\tb")])
+def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, capsys, field, text):
+    """"tea\\x1b[8m" printed as "tea" beside the other "tea" (two answers of one look) and sent its escape sequence
+    to the terminal of whoever read `kbc show`; "co\\rffee" printed as "ffee"."""
+    root = _lama(tmp_path / "lama")
+    rows = [json.loads(line) for line in (root / "TREx" / "X1.jsonl").read_text().splitlines()]
+    rows[1][field] = text
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    bad = next(c for c in text if ord(c) < 32)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {root / 'TREx' / 'X1.jsonl'}:2: field {field!r} holds the control character "
+                          f"U+{ord(bad):04X} ")
 
 
 def test_an_own_vocabulary_file_made_on_windows(tiny_models, tmp_path, capsys):  # noqa: F811
