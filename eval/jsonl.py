@@ -81,6 +81,9 @@ def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
+                if "\r" in line.rstrip("\r\n"):  # lines ending in CR alone (classic Mac OS) read as one line
+                    raise DataError(f"{path}:{lineno}: malformed JSON: lines end in a carriage return alone; save "
+                                    "the file with LF (or CRLF) line ends") from None
                 raise DataError(f"{path}:{lineno}: malformed JSON ({json_error(exc, line)})") from None
             except RecursionError:
                 raise DataError(f"{path}:{lineno}: malformed JSON (nested too deeply)") from None

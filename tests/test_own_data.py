@@ -224,6 +224,29 @@ def test_one_label_in_two_unicode_spellings_is_one_answer(tmp_path, capsys):
     assert p1 == [60.0]  # café on 3 of the 5 facts
 
 
+def test_a_data_file_with_classic_mac_line_ends_is_named_with_the_fix(tmp_path):
+    """Lines ending in a carriage return alone are one line to a reader: the error said "Extra data at column 41"."""
+    root = _lama(tmp_path)
+    path = root / "TREx" / "X1.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    with pytest.raises(DataError, match=r"X1.jsonl:1: malformed JSON: lines end in a carriage return alone; save the "
+                                        r"file with LF \(or CRLF\) line ends"):
+        load_trex(root)
+
+
+def test_kbc_show_finds_a_subject_typed_with_a_combining_accent(tmp_path, capsys):
+    """`--subject` pasted from macOS (NFD) found no fact and suggested the subject as written: "did you mean 'José'"."""
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text(json.dumps({"sub_label": "Jos\u00e9", "obj_label": "tea"}) + "\n")
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", run, "--quiet"], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["show", run, "--subject", "Jose\u0301", "--relation", "X1"], capsys)
+    assert code == 0, err
+    assert out.startswith("trex / X1 / uid X1:1")
+
+
 def test_a_vocabulary_file_in_nfd_gives_the_words_in_nfc(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("cafe\u0301\ntea\u200b\n", encoding="utf-8")
