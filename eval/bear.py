@@ -21,7 +21,7 @@ from pathlib import Path
 
 from eval.datadir import absolute_path, data_root, no_data
 from eval.errors import DataError
-from eval.jsonl import json_type, opt_list, opt_str, read_jsonl, read_text, req_str
+from eval.jsonl import check_no_lone_surrogate, json_type, opt_list, opt_str, read_jsonl, read_text, req_str
 from eval.labels import nfc
 from eval.lama import Corpus
 from eval.relations import check_template, select_relations
@@ -58,10 +58,12 @@ def _subfolder(corpus: str) -> str:
 
 
 def _read_json(path: Path) -> dict:
+    text = read_text(path, str(path))
     try:
-        data = json.loads(read_text(path, str(path)))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+    check_no_lone_surrogate(data, text, str(path))
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object, got {json_type(data)}")
     return data

@@ -247,6 +247,28 @@ def test_kbc_show_finds_a_subject_typed_with_a_combining_accent(tmp_path, capsys
     assert out.startswith("trex / X1 / uid X1:1")
 
 
+@pytest.mark.parametrize("where", ["TREx/X1.jsonl", "relations.jsonl"])
+def test_a_lone_surrogate_escape_is_refused_with_its_line(tmp_path, capsys, where):
+    """`"\\ud800"` parses to a string no UTF-8 file can hold: the run ended in a UnicodeEncodeError traceback."""
+    root = _lama(tmp_path / "lama")
+    path = root / where
+    lines = path.read_text().splitlines()
+    field = '"template": "' if where == "relations.jsonl" else '"sub_label": "'
+    lines[0] = lines[0].replace(field, field + "\\ud800")
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {path}:1: '\\ud800' escapes half of a UTF-16 surrogate pair, which is no character; write the "
+        "character itself (or both halves of its pair)"]
+
+
+def test_an_emoji_written_as_an_escaped_pair_is_read(tmp_path):
+    root = _lama(tmp_path)
+    (root / "TREx" / "X1.jsonl").write_text('{"sub_label": "Al", "obj_label": "\\ud83c\\udf75"}\n')
+    assert [f.object.label for f in load_trex(root).facts] == ["\U0001F375"]
+
+
 def test_a_vocabulary_file_in_nfd_gives_the_words_in_nfc(tmp_path):
     path = tmp_path / "vocab.txt"
     path.write_text("cafe\u0301\ntea\u200b\n", encoding="utf-8")
