@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 import kbcompare
-from bridge.serve.sides import subject_label
+from bridge.serve.sides import subject_label, suggest
 
 
 def _explorer(*labels: str) -> SimpleNamespace:
@@ -54,3 +54,9 @@ def test_a_subject_typed_in_another_unicode_spelling_is_the_corpus_label():
     explorer = _explorer("Jos\u00e9 Saramago", "Josh Groban")
     assert subject_label(explorer, "Jose\u0301 Saramago\u200b") == ("Jos\u00e9 Saramago", [])
     assert subject_label(explorer, "jose\u0301 saramago") == ("Jos\u00e9 Saramago", [])
+
+
+def test_a_prefix_typed_with_a_combining_accent_suggests_the_label():
+    explorer = SimpleNamespace(subjects={"Jos\u00e9 Saramago": [], "Josh Groban": []}, set_valued=True,
+                               cloze_facts=False)
+    assert suggest(explorer, "jose\u0301") == ["Jos\u00e9 Saramago"]

@@ -280,8 +280,9 @@ def entity_iris(explorer: Explorer, label: str, more: Sequence[str] = ()) -> lis
 
 
 def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
-    """Subject labels of the gold graphs starting with `prefix` (case-insensitive), shortest first."""
-    prefix = prefix.strip()
+    """Subject labels of the gold graphs starting with `prefix` (case-insensitive, in NFC as the labels are),
+    shortest first."""
+    prefix = clean_label(prefix)
     if not prefix:
         return []
     if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
