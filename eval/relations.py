@@ -31,6 +31,9 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
 
 
+MAX_STEM = 200  # a file name holds at most 255 bytes on common file systems, less the suffixes a run adds
+
+
 def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]) -> None:
     """A relation id `--relations` can name (it splits its values on spaces) and whose prediction files no other
     relation of the list shares (`files`: each file name so far -> its relation and line, updated)."""
@@ -41,6 +44,10 @@ def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]
         raise DataError(f"{where}: relation id {rel_id!r} names its data file (TREx/<id>.jsonl), so it cannot hold "
                         f"a / or \\, be . or .., or hold a control character; give it another id ({slug(rel_id)!r})")
     stem = slug(rel_id)
+    if len(stem.encode()) > MAX_STEM:
+        raise DataError(f"{where}: relation id {rel_id[:40]!r}... is {len(rel_id)} characters long; its run "
+                        f"files (<id>.jsonl, <id>.digests) need a name of at most {MAX_STEM} characters: give it a "
+                        "shorter id")
     if stem in files:
         other, at = files[stem]
         raise DataError(f"{where}: relations {other!r} ({at}) and {rel_id!r} would share the prediction file "

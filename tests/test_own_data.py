@@ -150,6 +150,20 @@ def test_a_relation_id_that_cannot_name_its_data_file_is_refused(tmp_path, rel_i
         load_trex(root)
 
 
+def test_a_relation_id_too_long_to_name_its_run_files_is_refused_before_the_run(tmp_path, capsys):
+    """An id of 248 characters named its data file, but not its digests file (255 bytes at most): the run stopped
+    after asking it, with "File name too long"."""
+    rel_id = "a" * 248
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").rename(root / "TREx" / f"{rel_id}.jsonl")
+    (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "relations.jsonl:1: relation id 'aaaa" in err and "is 248 characters long" in err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(("field", "text"), [("sub_label", "Al\x1b[8mice"), ("obj_label", "tea\x00"),
                                              ("obj_label", "co\rffee"), ("sub_label", "Bo\tb")])
 def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, capsys, field, text):
