@@ -23,9 +23,13 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+# bidirectional embeddings, overrides and isolates: "\u202eaet" shows as "tea" (labels of other scripts need none)
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def control_character(text: str) -> str | None:
-    """The first control character of `text` as `U+001B`, or None. A label holding one prints as another label
-    ("tea" and "tea\\x1b[8m" look alike; "\\r" hides what comes before it) and an escape sequence reaches the
-    terminal of whoever reads `kbc show` or a table."""
-    bad = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    """The first control character of `text` as `U+001B`, or None: a C0/C1 control or a bidirectional override. A
+    label holding one prints as another label ("tea" and "tea\\x1b[8m" or "\\u202eaet" look alike; "\\r" hides what
+    comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
+    bad = next((c for c in text if c in BIDI_CONTROLS or unicodedata.category(c) == "Cc"), None)
     return None if bad is None else f"U+{ord(bad):04X}"

@@ -240,8 +240,8 @@ def _label(row: dict, key: str, where: str) -> str:
     if not label:
         raise DataError(f"{where}: field {key!r} must be a non-empty string, got only invisible characters")
     if bad := control_character(label):
-        raise DataError(f"{where}: field {key!r} holds the control character {bad} (a tab, line break, escape or "
-                        "NUL): a label is one line of printable text")
+        raise DataError(f"{where}: field {key!r} holds the control character {bad} (a tab, line break, escape, NUL "
+                        "or bidirectional override): a label is one line of printable text")
     return label
 
 
