@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import kbcompare
-from bridge.serve.sides import subject_label, suggest
+from bridge.serve.sides import Ask, check, subject_label, suggest
+from eval.errors import ConfigError
 
 
 def _explorer(*labels: str) -> SimpleNamespace:
@@ -60,3 +61,10 @@ def test_a_prefix_typed_with_a_combining_accent_suggests_the_label():
     explorer = SimpleNamespace(subjects={"Jos\u00e9 Saramago": [], "Josh Groban": []}, set_valued=True,
                                cloze_facts=False)
     assert suggest(explorer, "jose\u0301") == ["Jos\u00e9 Saramago"]
+
+
+@pytest.mark.parametrize("subject", ["\x1b[31mBob", "Bo\x00b", "\u202eboB"])
+def test_a_subject_holding_a_control_character_is_refused(subject):
+    """An escape sequence or NUL typed into the explorer went into every model's prompt and the server's logs."""
+    with pytest.raises(ConfigError, match=r"the subject holds the control character U\+"):
+        check(Ask(subject=subject, relation="P19"), SimpleNamespace(relations={"P19": None}, cloze_facts=()))

@@ -24,7 +24,7 @@ from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
 from eval.cells import count_of
 from eval.errors import ConfigError, KbcError
-from eval.labels import clean_label
+from eval.labels import clean_label, control_character
 from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
@@ -68,6 +68,8 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
         raise ConfigError("empty subject: type a subject and pick a relation, or write a cloze with [MASK]")
     if len(subject) > MAX_SUBJECT_CHARS:
         raise ConfigError(f"the subject has {len(subject)} characters; at most {MAX_SUBJECT_CHARS} are taken")
+    if bad := control_character(subject):  # no label holds one (the loaders refuse them); a prompt would carry it
+        raise ConfigError(f"the subject holds the control character {bad}; type the subject as text")
     if any(mask in subject for mask in MASK_SPELLINGS):
         raise ConfigError(f"the subject holds a mask token ({', '.join(MASK_SPELLINGS)}); the mask marks the answer "
                           "slot only (write a cloze to place it yourself)")
