@@ -131,6 +131,7 @@ def _templates(meta: dict, where: str) -> tuple[str, ...]:
     templates = opt_list(meta, "templates", where)
     if not templates:
         raise DataError(f"{where}: no templates")
+    templates = [nfc(template) for template in templates]  # as labels: one spelling of an accent
     for i, template in enumerate(templates):
         check_template(template, f"{where}: template {i}")
     return tuple(templates)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
-from eval.labels import control_character
+from eval.labels import control_character, nfc
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 MASK_TOKEN = "[MASK]"  # the mask as data files write it: no slot of a template (eval.lama.MASK)
@@ -90,7 +90,7 @@ def load_relations(path: Path) -> dict[str, Relation]:
         rel_id = req_str(row, "relation", where)
         if rel_id not in relations:  # a second definition is named as such below
             check_relation_id(rel_id, where, files)
-        template = req_str(row, "template", where)
+        template = nfc(req_str(row, "template", where))  # "né" typed as n, e, accent: [UNK] to a BERT
         check_template(template, where)
         rtype = opt_str(row, "type", where)
         if rtype is not None and rtype not in RELATION_TYPES:

@@ -67,6 +67,26 @@ def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
     assert load_templates(path)["personHasCityOfDeath"].template == "[X] died in [Y]."
 
 
+NE_NFD, NE_NFC = "[X] est ne\u0301 a\u0300 [Y] .", "[X] est n\u00e9 \u00e0 [Y] ."
+
+
+def test_templates_written_in_nfd_are_asked_in_nfc(tmp_path):
+    """A template saved on macOS (e and a combining accent) reached the tokenizer so: a BERT read "à" as [UNK] and
+    "né" as "ne" and an accent, and scored other sentences than the same template typed elsewhere."""
+    root = _lama(tmp_path / "lama", NE_NFD)
+    assert load_trex(root).relations["X1"].template == NE_NFC
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text(json.dumps({"relation": "X1", "template": NE_NFD, "id": "ne"}) + "\n")
+    assert [p.template for p in load_prompts(str(prompts), root, ["X1"])["X1"]] == [NE_NFC]
+    (tmp_path / "BEAR").mkdir()
+    (tmp_path / "BEAR" / "metadata_relations.json").write_text(json.dumps({"X1": {"templates": [NE_NFD]}}))
+    (tmp_path / "BEAR" / "X1.jsonl").write_text(json.dumps({"sub_label": "Al", "obj_label": "Paris"}) + "\n")
+    assert load_bear("bear", tmp_path).relations["X1"].templates == (NE_NFC,)
+    csv = tmp_path / "masked_prompts.csv"
+    csv.write_text("Relation,PromptTemplate\npersonHasCityOfDeath,{subject_entity} est mort a\u0300 {mask_token}.\n")
+    assert load_templates(csv)["personHasCityOfDeath"].template == "[X] est mort \u00e0 [Y]."
+
+
 @pytest.mark.parametrize("template", ["[X] likes [MASK] .", "[X] likes [MASK] and [Y] ."])
 def test_a_template_holding_a_mask_is_refused_with_its_line(tmp_path, template):
     root = _lama(tmp_path, template)
