@@ -15,6 +15,8 @@ _ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\
 
 def clean_label(text: str) -> str:
     """`text` in NFC without surrounding spaces or zero-width characters."""
+    if text.isascii():  # most labels: already NFC, and no zero-width character to strip
+        return text.strip()
     return _ENDS.sub("", unicodedata.normalize("NFC", text))
 
 
@@ -27,9 +29,13 @@ def nfc(text: str) -> str:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+# the C0 and C1 controls (Unicode category Cc) and the bidirectional controls, one pattern searched in C
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "]")
+
+
 def control_character(text: str) -> str | None:
     """The first control character of `text` as `U+001B`, or None: a C0/C1 control or a bidirectional override. A
     label holding one prints as another label ("tea" and "tea\\x1b[8m" or "\\u202eaet" look alike; "\\r" hides what
     comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
-    bad = next((c for c in text if c in BIDI_CONTROLS or unicodedata.category(c) == "Cc"), None)
-    return None if bad is None else f"U+{ord(bad):04X}"
+    bad = _CONTROL.search(text)
+    return None if bad is None else f"U+{ord(bad.group()):04X}"
