@@ -21,7 +21,8 @@ from pathlib import Path
 
 from eval.datadir import absolute_path, data_root, no_data
 from eval.errors import DataError
-from eval.jsonl import json_type, opt_list, opt_str, read_jsonl, read_text, req_str
+from eval.jsonl import check_no_lone_surrogate, json_type, opt_list, opt_str, read_jsonl, read_text, req_str
+from eval.labels import nfc
 from eval.lama import Corpus
 from eval.relations import check_template, select_relations
 from eval.report_counts import LoadReport
@@ -57,10 +58,12 @@ def _subfolder(corpus: str) -> str:
 
 
 def _read_json(path: Path) -> dict:
+    text = read_text(path, str(path))
     try:
-        data = json.loads(read_text(path, str(path)))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: malformed JSON ({exc.msg} at line {exc.lineno})") from None
+    check_no_lone_surrogate(data, text, str(path))
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object, got {json_type(data)}")
     return data
@@ -109,7 +112,7 @@ def _answer_space(meta: dict, where: str) -> tuple[Entity, ...] | None:
         raise DataError(f"{where}: the answer space is empty (answer_space_labels)")
     if len(ids) != len(labels):
         raise DataError(f"{where}: {len(labels)} answer_space_labels but {len(ids)} answer_space_ids")
-    space = tuple(Entity(label, oid or None) for label, oid in zip(labels, ids))
+    space = tuple(Entity(nfc(label), oid or None) for label, oid in zip(labels, ids))
     _check_unique(space, where)
     return space
 
@@ -128,6 +131,7 @@ def _templates(meta: dict, where: str) -> tuple[str, ...]:
     templates = opt_list(meta, "templates", where)
     if not templates:
         raise DataError(f"{where}: no templates")
+    templates = [nfc(template) for template in templates]  # as labels: one spelling of an accent
     for i, template in enumerate(templates):
         check_template(template, f"{where}: template {i}")
     return tuple(templates)
@@ -140,6 +144,8 @@ def _rows(path: Path) -> list[tuple[str, dict]]:
         if not isinstance(row["sub_label"], str):  # may be empty: lm-pub-quiz scores such rows too
             raise DataError(f"{where}: field 'sub_label' must be a string, got {json_type(row['sub_label'])}")
         req_str(row, "obj_label", where)
+        # one spelling of a label (NFC), so that "café" written two ways is one answer, as the LAMA layout reads it
+        row.update(sub_label=nfc(row["sub_label"]), obj_label=nfc(row["obj_label"]))
         rows.append((where, row))
     return rows
 

@@ -54,9 +54,10 @@ def tsv_cell(value) -> str:
 
 
 def md_cell(value) -> str:
-    """A Markdown table cell: one line, `|` escaped, `&`, `<` and `>` as entities (HTML shows as text)."""
+    """A Markdown table cell: one line, `|` escaped, `&`, `<` and `>` as entities (HTML shows as text), and no link:
+    a label `[x](javascript:...)` or `![x](https://tracker)` shows as written, not as a link or a fetched image."""
     text = html.escape(re.sub(r"[\r\n]+", " ", str(value)), quote=False)
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("](", "]\\(")
 
 
 def md_row(cells) -> str:
@@ -69,4 +70,5 @@ def md_cells(line: str) -> list[str]:
     inner = line.strip()
     inner = inner[1:] if inner.startswith("|") else inner
     inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return [html.unescape(c.strip().replace("\\|", "|").replace("\\\\", "\\")) for c in UNESCAPED_PIPE.split(inner)]
+    return [html.unescape(c.strip().replace("]\\(", "](").replace("\\|", "|").replace("\\\\", "\\"))
+            for c in UNESCAPED_PIPE.split(inner)]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import QID, read_text
+from eval.labels import nfc
 
 SHORT = 3
 
@@ -32,7 +33,7 @@ class LabelIndex:
         alias_forms = {qid: [a for a in forms if a and a != labels.get(qid) and not (len(a) <= SHORT and a.islower())]
                        for qid, forms in (aliases or {}).items()}
         # other forms naming entities, under the aliases' rules: short ones only as written, lower-case short never
-        kept = [n for n in known if n and not (len(n) <= SHORT and n.islower())]
+        kept = [nfc(n) for n in known if n and not (len(n) <= SHORT and n.islower())]
         self._names = (frozenset(kept), frozenset(n.casefold() for n in kept if len(n) > SHORT))
         for folded in (False, True):
             for is_alias, names in ((False, {qid: [label] for qid, label in labels.items()}), (True, alias_forms)):
@@ -41,6 +42,7 @@ class LabelIndex:
                     for form in forms:
                         if folded and is_alias and len(form) <= SHORT:
                             continue
+                        form = nfc(form)  # "José" in the data and in a model's text, whichever way each spells é
                         table.setdefault(form.casefold() if folded else form, set()).add(qid)
                 self._tables.append((table, folded))
         # no text longer than every form names an entity: a text matches a form as written or case-folded, and
@@ -50,7 +52,7 @@ class LabelIndex:
 
     def ids(self, text: str) -> set[str]:
         """The ids `text` names at the first step that finds any (several: an ambiguous label); empty when none."""
-        text = text.strip()
+        text = nfc(text.strip())
         for table, folded in self._tables:
             ids = table.get(text.casefold() if folded else text)
             if ids:
@@ -68,7 +70,7 @@ class LabelIndex:
     def names(self, text: str) -> bool:
         """Whether `text` is a label or alias of some entity: one, or several ("Lincoln"); never where `text`
         stripped is longer than `longest`."""
-        text = text.strip()
+        text = nfc(text.strip())
         exact, folded = self._names
         return bool(self.ids(text)) or text in exact or text.casefold() in folded
 

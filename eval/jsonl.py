@@ -81,17 +81,43 @@ def read_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
+                if "\r" in line.rstrip("\r\n"):  # lines ending in CR alone (classic Mac OS) read as one line
+                    raise DataError(f"{path}:{lineno}: malformed JSON: lines end in a carriage return alone; save "
+                                    "the file with LF (or CRLF) line ends") from None
                 raise DataError(f"{path}:{lineno}: malformed JSON ({json_error(exc, line)})") from None
             except RecursionError:
                 raise DataError(f"{path}:{lineno}: malformed JSON (nested too deeply)") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {json_type(row)}")
+            check_no_lone_surrogate(row, line, f"{path}:{lineno}")
             missing = [k for k in required if k not in row]
             if missing:
                 raise DataError(f"{path}:{lineno}: missing field(s) {', '.join(missing)}")
             yield lineno, row
     if empty:
         raise DataError(f"{path}: file is empty")
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_no_lone_surrogate(value: Any, text: str, where: str) -> None:
+    """A DataError where JSON `text` escapes half of a UTF-16 pair (`\\ud800` without its partner): Python reads it as
+    a string no UTF-8 file can hold, so writing a record, a digest or a page of it would fail midway. Only text
+    holding such an escape is walked."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str) and (found := _SURROGATE.search(item)):
+            raise DataError(f"{where}: {found.group()!r} escapes half of a UTF-16 surrogate pair, which is no "
+                            "character; write the character itself (or both halves of its pair)")
 
 
 def opt_str(row: dict, key: str, where: str) -> str | None:

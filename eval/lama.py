@@ -18,6 +18,7 @@ from eval.cells import count_of
 from eval.datadir import fingerprint, optional_file, resolve_data_dir
 from eval.errors import DataError
 from eval.jsonl import opt_list, opt_qid, opt_str, read_jsonl, req_str
+from eval.labels import clean_label, control_character
 from eval.relations import load_relations, select_relations
 from eval.report_counts import LoadReport
 from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_evidence
@@ -25,9 +26,9 @@ from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_eviden
 LAMA_CORPORA = ("trex", "google_re", "squad", "conceptnet")  # every corpus: eval.corpora
 MASK = "[MASK]"
 # How the loaders read a data file, recorded in each run config (`data_reading`): bumped when the same bytes give
-# other facts (labels stripped of surrounding spaces; a uuid given twice numbered), so that a run an earlier
-# version wrote is not told its data files changed where only the reading did
-READING = 1
+# other facts (labels stripped of surrounding spaces; a uuid given twice numbered; labels and templates in NFC), so
+# that a run an earlier version wrote is not told its data files changed where only the reading did
+READING = 2
 
 # LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
 GOOGLE_RE_RELATIONS = {
@@ -232,9 +233,16 @@ def _label_notes(object_labels: dict[str, dict[str, None]]) -> list[str]:
 
 
 def _label(row: dict, key: str, where: str) -> str:
-    """An entity label without surrounding spaces: a space a spreadsheet left would make "tea " another answer than
-    "tea" (Freq counting them apart, a KB answering the one label of its id and missing the other)."""
-    return req_str(row, key, where).strip()
+    """An entity label without surrounding spaces, in NFC (`clean_label`): a space a spreadsheet left would make
+    "tea " another answer than "tea" (Freq counting them apart, a KB answering the one label of its id and missing
+    the other)."""
+    label = clean_label(req_str(row, key, where))
+    if not label:
+        raise DataError(f"{where}: field {key!r} must be a non-empty string, got only invisible characters")
+    if bad := control_character(label):
+        raise DataError(f"{where}: field {key!r} holds the control character {bad} (a tab, line break, escape, NUL "
+                        "or bidirectional override): a label is one line of printable text")
+    return label
 
 
 def _trex_evidences(row: dict, obj_label: str, where: str) -> tuple[Evidence, ...]:

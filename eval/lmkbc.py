@@ -19,6 +19,7 @@ from pathlib import Path
 from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
 from eval.errors import DataError
 from eval.jsonl import QID, json_type, read_jsonl, read_text, req_str, write_jsonl_line
+from eval.labels import nfc
 from eval.lama import Corpus
 from eval.relations import check_template, select_relations
 from eval.report_counts import LoadReport
@@ -84,7 +85,7 @@ def load_templates(path: Path) -> dict[str, Relation]:
     out: dict[str, Relation] = {}
     for where, rel, raw in template_rows(path, "prompt template file not found (the challenge's data has it at "
                                                f"{TEMPLATES})"):
-        template = raw.replace("{subject_entity}", SUBJECT_SLOT).replace("{mask_token}", OBJECT_SLOT)
+        template = nfc(raw).replace("{subject_entity}", SUBJECT_SLOT).replace("{mask_token}", OBJECT_SLOT)
         check_template(template, where)
         out[rel] = Relation(rel, rel, template)
     return out

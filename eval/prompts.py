@@ -32,6 +32,7 @@ from pathlib import Path
 
 from eval.errors import ConfigError, DataError
 from eval.jsonl import read_jsonl, read_text, req_str
+from eval.labels import nfc
 from eval.relations import check_template, load_relations
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Relation
 
@@ -168,7 +169,7 @@ def _read_rows(path: Path, source: str, wanted: Mapping[str, Relation], known: M
     for lineno, row in read_jsonl(path, required=("relation", "template")):
         where = f"{path}:{lineno}"
         rel = req_str(row, "relation", where)
-        template = req_str(row, "template", where)
+        template = nfc(req_str(row, "template", where))  # in NFC, as relations.jsonl's templates
         if rel not in known and rel not in wanted:
             raise DataError(f"{where}: " + _unknown(rel, set(known) | set(wanted), "relation"))
         if rel not in wanted:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
+from eval.labels import control_character, nfc
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 MASK_TOKEN = "[MASK]"  # the mask as data files write it: no slot of a template (eval.lama.MASK)
@@ -30,13 +31,23 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
 
 
+MAX_STEM = 200  # a file name holds at most 255 bytes on common file systems, less the suffixes a run adds
+
+
 def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]) -> None:
     """A relation id `--relations` can name (it splits its values on spaces) and whose prediction files no other
     relation of the list shares (`files`: each file name so far -> its relation and line, updated)."""
     if rel_id.split() != [rel_id]:
         raise DataError(f"{where}: relation id {rel_id!r} holds a space, which --relations would split; "
                         f"give it an id without one ({slug(rel_id)!r})")
+    if "/" in rel_id or "\\" in rel_id or rel_id in (".", "..") or control_character(rel_id):
+        raise DataError(f"{where}: relation id {rel_id!r} names its data file (TREx/<id>.jsonl), so it cannot hold "
+                        f"a / or \\, be . or .., or hold a control character; give it another id ({slug(rel_id)!r})")
     stem = slug(rel_id)
+    if len(stem.encode()) > MAX_STEM:
+        raise DataError(f"{where}: relation id {rel_id[:40]!r}... is {len(rel_id)} characters long; its run "
+                        f"files (<id>.jsonl, <id>.digests) need a name of at most {MAX_STEM} characters: give it a "
+                        "shorter id")
     if stem in files:
         other, at = files[stem]
         raise DataError(f"{where}: relations {other!r} ({at}) and {rel_id!r} would share the prediction file "
@@ -61,6 +72,16 @@ def check_template(template: str, where: str) -> None:
                             "once each")
 
 
+def _relation_label(row: dict, where: str) -> str | None:
+    """The `label` field; one holding a control character (an escape sequence) would reach the terminal of whoever
+    reads a table that names the relation."""
+    label = opt_str(row, "label", where)
+    if label and (bad := control_character(label)):
+        raise DataError(f"{where}: field 'label' holds the control character {bad}: a label is one line of printable "
+                        "text")
+    return label
+
+
 def load_relations(path: Path) -> dict[str, Relation]:
     relations: dict[str, Relation] = {}
     files: dict[str, tuple[str, str]] = {}
@@ -69,14 +90,14 @@ def load_relations(path: Path) -> dict[str, Relation]:
         rel_id = req_str(row, "relation", where)
         if rel_id not in relations:  # a second definition is named as such below
             check_relation_id(rel_id, where, files)
-        template = req_str(row, "template", where)
+        template = nfc(req_str(row, "template", where))  # "né" typed as n, e, accent: [UNK] to a BERT
         check_template(template, where)
         rtype = opt_str(row, "type", where)
         if rtype is not None and rtype not in RELATION_TYPES:
             raise DataError(f"{where}: unknown relation type {rtype!r} (expected one of {RELATION_TYPES})")
         rel = Relation(
             id=rel_id,
-            label=opt_str(row, "label", where) or rel_id,
+            label=_relation_label(row, where) or rel_id,
             template=template,
             type=rtype,
             description=opt_str(row, "description", where) or "",

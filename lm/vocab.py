@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import read_text
+from eval.labels import clean_label
 
 COMMON_CASED = "common_vocab_cased.txt"
 COMMON_LOWER = "common_vocab_lowercased.txt"
@@ -129,13 +130,14 @@ def normalize(label: str, uncased: bool) -> str:
 
 
 def read_vocab_file(path: str | Path) -> list[str]:
-    """One token per line (LAMA's common vocabulary format); blank lines are ignored."""
+    """One token per line (LAMA's common vocabulary format); blank lines are ignored. Words are compared with gold
+    labels, so they are cleaned as labels are (`clean_label`: NFC, no zero-width characters at the ends)."""
     path = Path(path).expanduser()
     if path.is_dir():
         raise DataError(f"vocabulary file {path} is a directory; pass a file with one word per line")
     if not path.is_file():
         raise DataError(f"vocabulary file {path} does not exist")
-    words = [line.strip() for line in read_text(path, f"vocabulary file {path}").splitlines()]
+    words = [clean_label(line) for line in read_text(path, f"vocabulary file {path}").splitlines()]
     words = [w for w in words if w]
     if not words:
         raise DataError(f"vocabulary file {path} is empty")

@@ -58,6 +58,14 @@ def test_linking_by_label_then_alias_then_case():
                                         ("Trinidad and Tobago", "Q754"), ("Atlantis", None)]
 
 
+def test_linking_ignores_how_an_accent_is_spelled():
+    """LM-KBC's gold labels written in NFD (e with a combining accent) never linked the NFC text models write: an
+    answer naming the gold entity scored as unlinked, and F1 fell."""
+    index = LabelIndex({"Q1": "Jose\u0301 Saramago", "Q2": "S\u00e3o Paulo"}, {"Q2": ["Sa\u0303o Paulo city"]})
+    items = ("Jos\u00e9 Saramago", "jos\u00e9 saramago", "Sa\u0303o Paulo", "S\u00e3o Paulo city")
+    assert link_items(items, index) == [(items[0], "Q1"), (items[1], "Q1"), (items[2], "Q2"), (items[3], "Q2")]
+
+
 @pytest.mark.parametrize("many", [False, True])
 def test_text_that_holds_no_answer_is_an_answer_naming_no_entity(many):
     """"::::" is neither an abstention nor nothing: it is kept as the answer, so the unlinked rate counts it."""

@@ -48,11 +48,43 @@ def test_bear_metadata_with_a_byte_order_mark(tmp_path):
     assert [(f.subject.label, f.object.label) for f in corpus.facts] == [("Alice", "coffee")]
 
 
+def test_bear_labels_in_two_unicode_spellings_are_one_answer(tmp_path):
+    """Without an answer space, "café" in NFC and in NFD were two answers of one look: Freq ranked them apart."""
+    folder = tmp_path / "BEAR"
+    folder.mkdir()
+    (folder / "metadata_relations.json").write_text(json.dumps({"X1": {"templates": ["[X] likes [Y]."]}}))
+    rows = [("Alice", "cafe\u0301"), ("Bob", "caf\u00e9"), ("Jose\u0301", "tea")]
+    (folder / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in rows))
+    corpus = load_bear("bear", tmp_path)
+    assert [e.label for e in corpus.relations["X1"].answer_space] == ["caf\u00e9", "tea"]
+    assert [(f.subject.label, f.answer_idx) for f in corpus.facts] == [("Alice", 0), ("Bob", 0), ("Jos\u00e9", 1)]
+
+
 def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
     path = tmp_path / "masked_prompts.csv"
     path.write_text(f"{BOM}Relation,PromptTemplate\r\npersonHasCityOfDeath,{{subject_entity}} died in "
                     "{mask_token}.\r\n", encoding="utf-8")
     assert load_templates(path)["personHasCityOfDeath"].template == "[X] died in [Y]."
+
+
+NE_NFD, NE_NFC = "[X] est ne\u0301 a\u0300 [Y] .", "[X] est n\u00e9 \u00e0 [Y] ."
+
+
+def test_templates_written_in_nfd_are_asked_in_nfc(tmp_path):
+    """A template saved on macOS (e and a combining accent) reached the tokenizer so: a BERT read "à" as [UNK] and
+    "né" as "ne" and an accent, and scored other sentences than the same template typed elsewhere."""
+    root = _lama(tmp_path / "lama", NE_NFD)
+    assert load_trex(root).relations["X1"].template == NE_NFC
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text(json.dumps({"relation": "X1", "template": NE_NFD, "id": "ne"}) + "\n")
+    assert [p.template for p in load_prompts(str(prompts), root, ["X1"])["X1"]] == [NE_NFC]
+    (tmp_path / "BEAR").mkdir()
+    (tmp_path / "BEAR" / "metadata_relations.json").write_text(json.dumps({"X1": {"templates": [NE_NFD]}}))
+    (tmp_path / "BEAR" / "X1.jsonl").write_text(json.dumps({"sub_label": "Al", "obj_label": "Paris"}) + "\n")
+    assert load_bear("bear", tmp_path).relations["X1"].templates == (NE_NFC,)
+    csv = tmp_path / "masked_prompts.csv"
+    csv.write_text("Relation,PromptTemplate\npersonHasCityOfDeath,{subject_entity} est mort a\u0300 {mask_token}.\n")
+    assert load_templates(csv)["personHasCityOfDeath"].template == "[X] est mort \u00e0 [Y]."
 
 
 @pytest.mark.parametrize("template", ["[X] likes [MASK] .", "[X] likes [MASK] and [Y] ."])
@@ -109,7 +141,7 @@ def test_a_data_file_the_relation_list_lacks_is_named(tmp_path):
 
 @pytest.mark.parametrize(("second", "message"), [
     ("a_b", "relations 'a:b' .* and 'a_b' would share the prediction file a_b.jsonl"),
-    ("a/b", "relations 'a:b' .* and 'a/b' would share the prediction file a_b.jsonl"),
+    ("a::b", "relations 'a:b' .* and 'a::b' would share the prediction file a_b.jsonl"),
 ])
 def test_relation_ids_sharing_a_prediction_file_are_refused(tmp_path, second, message):
     root = _lama(tmp_path)
@@ -126,6 +158,48 @@ def test_a_relation_id_that_relations_could_not_name_is_refused(tmp_path, rel_id
     (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
     with pytest.raises(DataError, match=r"relations.jsonl:1: relation id .* holds a space"):
         load_trex(root)
+
+
+@pytest.mark.parametrize("rel_id", ["../X1", "a/b", "a\\b", "..", "a\x1b]0;t\x07"])
+def test_a_relation_id_that_cannot_name_its_data_file_is_refused(tmp_path, rel_id):
+    """"../X1" read DIR/X1.jsonl, outside TREx/, and "a/b" a file in a folder of TREx/ that no listing names."""
+    root = _lama(tmp_path)
+    (root / "X1.jsonl").write_text((root / "TREx" / "X1.jsonl").read_text())
+    (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
+    with pytest.raises(DataError, match=r"relations.jsonl:1: relation id .* names its data file"):
+        load_trex(root)
+
+
+def test_a_relation_id_too_long_to_name_its_run_files_is_refused_before_the_run(tmp_path, capsys):
+    """An id of 248 characters named its data file, but not its digests file (255 bytes at most): the run stopped
+    after asking it, with "File name too long"."""
+    rel_id = "a" * 248
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").rename(root / "TREx" / f"{rel_id}.jsonl")
+    (root / "relations.jsonl").write_text(json.dumps({"relation": rel_id, "template": "[X] a [Y] ."}) + "\n")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "relations.jsonl:1: relation id 'aaaa" in err and "is 248 characters long" in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("field", "text"), [("sub_label", "Al\x1b[8mice"), ("obj_label", "tea\x00"),
+                                             ("obj_label", "co\rffee"), ("sub_label", "Bo\tb"),
+                                             ("obj_label", "\u202eaet")])
+def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, capsys, field, text):
+    """"tea\\x1b[8m" printed as "tea" beside the other "tea" (two answers of one look) and sent its escape sequence
+    to the terminal of whoever read `kbc show`; "co\\rffee" printed as "ffee"."""
+    root = _lama(tmp_path / "lama")
+    rows = [json.loads(line) for line in (root / "TREx" / "X1.jsonl").read_text().splitlines()]
+    rows[1][field] = text
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    bad = next(c for c in text if ord(c) < 32 or c == "\u202e")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {root / 'TREx' / 'X1.jsonl'}:2: field {field!r} holds the control character "
+                          f"U+{ord(bad):04X} ")
 
 
 def test_an_own_vocabulary_file_made_on_windows(tiny_models, tmp_path, capsys):  # noqa: F811
@@ -164,6 +238,76 @@ def test_labels_lose_the_spaces_around_them(tmp_path):
     (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     facts = load_trex(root).facts
     assert [(f.subject.label, f.object.label) for f in facts] == [("Dan", "tea"), ("Eve", "tea")]
+
+
+def test_one_label_in_two_unicode_spellings_is_one_answer(tmp_path, capsys):
+    """"café" typed as one code point (NFC) and as "e" with a combining accent (NFD), or with a zero-width space
+    copied from a web page, looks the same to a reader: Freq counted three objects and answered "tea" (P@1 40), and a
+    KB or LM answering one spelling missed gold written in the other."""
+    root = _lama(tmp_path / "lama")
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    rows = [{"sub_label": s, "obj_label": o} for s, o in
+            (("S1", nfd), ("S2", "tea"), ("S3", nfc), ("S4", "tea"), ("S5", "\u200b" + nfc + "\ufeff"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert {f.object.label for f in load_trex(root).facts} == {nfc, "tea"}
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    wanted = ("X1", "p@1", "raw", "own")
+    p1 = [r["value"] for r in rows if (r["group"], r["metric"], r["setting"], r["scope"]) == wanted]
+    assert p1 == [60.0]  # café on 3 of the 5 facts
+
+
+def test_a_data_file_with_classic_mac_line_ends_is_named_with_the_fix(tmp_path):
+    """Lines ending in a carriage return alone are one line to a reader: the error said "Extra data at column 41"."""
+    root = _lama(tmp_path)
+    path = root / "TREx" / "X1.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r"))
+    with pytest.raises(DataError, match=r"X1.jsonl:1: malformed JSON: lines end in a carriage return alone; save the "
+                                        r"file with LF \(or CRLF\) line ends"):
+        load_trex(root)
+
+
+def test_kbc_show_finds_a_subject_typed_with_a_combining_accent(tmp_path, capsys):
+    """`--subject` pasted from macOS (NFD) found no fact and suggested the subject as written: "did you mean 'José'"."""
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text(json.dumps({"sub_label": "Jos\u00e9", "obj_label": "tea"}) + "\n")
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", run, "--quiet"], capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["show", run, "--subject", "Jose\u0301", "--relation", "X1"], capsys)
+    assert code == 0, err
+    assert out.startswith("trex / X1 / uid X1:1")
+
+
+@pytest.mark.parametrize("where", ["TREx/X1.jsonl", "relations.jsonl"])
+def test_a_lone_surrogate_escape_is_refused_with_its_line(tmp_path, capsys, where):
+    """`"\\ud800"` parses to a string no UTF-8 file can hold: the run ended in a UnicodeEncodeError traceback."""
+    root = _lama(tmp_path / "lama")
+    path = root / where
+    lines = path.read_text().splitlines()
+    field = '"template": "' if where == "relations.jsonl" else '"sub_label": "'
+    lines[0] = lines[0].replace(field, field + "\\ud800")
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {path}:1: '\\ud800' escapes half of a UTF-16 surrogate pair, which is no character; write the "
+        "character itself (or both halves of its pair)"]
+
+
+def test_an_emoji_written_as_an_escaped_pair_is_read(tmp_path):
+    root = _lama(tmp_path)
+    (root / "TREx" / "X1.jsonl").write_text('{"sub_label": "Al", "obj_label": "\\ud83c\\udf75"}\n')
+    assert [f.object.label for f in load_trex(root).facts] == ["\U0001F375"]
+
+
+def test_a_vocabulary_file_in_nfd_gives_the_words_in_nfc(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("cafe\u0301\ntea\u200b\n", encoding="utf-8")
+    assert read_vocab_file(path) == ["caf\u00e9", "tea"]
 
 
 def test_an_object_id_written_with_two_labels_is_named(tmp_path):

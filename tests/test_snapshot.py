@@ -167,15 +167,15 @@ def test_the_outline_counts_without_the_facts(data):
     assert (outline.relations, outline.files, outline.version) == (full.relations, full.files, full.version)
 
 
-def test_a_lone_surrogate_escaped_in_the_data_is_kept_and_read_back(data):
-    """JSON may escape half of a surrogate pair (`\\ud800`): the loader keeps it in the label, and the snapshot,
-    ASCII JSON, holds and gives back the same string instead of stopping the command."""
+def test_a_lone_surrogate_escaped_in_the_data_is_refused_and_no_snapshot_is_kept(data):
+    """JSON may escape half of a surrogate pair (`\\ud800`): kept in the label, it reached the run's digests and
+    records, which no UTF-8 file can hold, and the run stopped in a traceback; it is refused with its line."""
+    from eval.errors import DataError
+
     _write_jsonl(data / "TREx" / "P19.jsonl", [{**P19[0], "sub_label": "Ada\ud800"}])
-    first = load_corpus("trex", data)
-    assert first.facts[0].subject.label == "Ada\ud800" and _snapshot(data).is_file()
-    again = load_corpus("trex", data)
-    _same(again, first)
-    assert _snapshot(data).read_bytes().isascii()
+    with pytest.raises(DataError, match=r"P19.jsonl:1: '\\ud800' escapes half of a UTF-16 surrogate pair"):
+        load_corpus("trex", data)
+    assert not _snapshot(data).is_file()
 
 
 @pytest.mark.parametrize("fails", [False, True])

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import kbcompare
-from bridge.serve.sides import subject_label
+from bridge.serve.sides import Ask, check, subject_label, suggest
+from eval.errors import ConfigError
 
 
 def _explorer(*labels: str) -> SimpleNamespace:
@@ -47,3 +48,23 @@ def test_the_docs_example_asks_a_subject_of_the_corpus(lama_dir, cache):
     subject, relation = re.search(r'kbcompare\.ask\("([^"]+)", "(P\d+)"', text).groups()
     answers = kbcompare.ask(subject, relation, predictors=["freq"], data_dir=str(lama_dir))
     assert answers.body["subject"]["in_corpus"] is True and answers.gold == ["Rome"]
+
+
+def test_a_subject_typed_in_another_unicode_spelling_is_the_corpus_label():
+    """"José" pasted with a combining accent (NFD, as macOS copies it) was another subject: no gold, no answers."""
+    explorer = _explorer("Jos\u00e9 Saramago", "Josh Groban")
+    assert subject_label(explorer, "Jose\u0301 Saramago\u200b") == ("Jos\u00e9 Saramago", [])
+    assert subject_label(explorer, "jose\u0301 saramago") == ("Jos\u00e9 Saramago", [])
+
+
+def test_a_prefix_typed_with_a_combining_accent_suggests_the_label():
+    explorer = SimpleNamespace(subjects={"Jos\u00e9 Saramago": [], "Josh Groban": []}, set_valued=True,
+                               cloze_facts=False)
+    assert suggest(explorer, "jose\u0301") == ["Jos\u00e9 Saramago"]
+
+
+@pytest.mark.parametrize("subject", ["\x1b[31mBob", "Bo\x00b", "\u202eboB"])
+def test_a_subject_holding_a_control_character_is_refused(subject):
+    """An escape sequence or NUL typed into the explorer went into every model's prompt and the server's logs."""
+    with pytest.raises(ConfigError, match=r"the subject holds the control character U\+"):
+        check(Ask(subject=subject, relation="P19"), SimpleNamespace(relations={"P19": None}, cloze_facts=()))

@@ -43,6 +43,7 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.labels import clean_label
 from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
@@ -918,6 +919,8 @@ def shown_facts(run_dir, uid: str | None, subject: str | None, relation: str | N
                 ) -> tuple[str, list[dict], Callable[[dict], list[str]], str | None]:
     """What `kbc show` prints, read once: the run's path, its facts as `--json` objects with their text view, and
     a note to print beside them (or None)."""
+    if subject is not None:  # as the data's labels are read: "José" typed with a combining accent is the same subject
+        subject = clean_label(subject)
     run = open_run(run_dir)
     experiment = str(run.config.get("experiment", "lama"))
     from bridge.cli.show_queries import asked_view

@@ -70,11 +70,13 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
 
 def write_tables(sections: list, target: Path) -> set[Path]:
     """Each table of the page as CSV (head, then rows, cells as shown) under `target/tables/`, named by its section
-    and place there: `by_relation_1.csv`; returns the paths."""
+    and place there: `by_relation_1.csv`; returns the paths. Relation labels and subjects come from the data, so a
+    cell a spreadsheet would run as a formula (`=HYPERLINK(...)`) gets a leading `'`, as `kbc leaderboard` writes."""
     import csv
     import io
 
     from bridge.report.out_dir import TABLES, write_text
+    from eval.cells import csv_cell
 
     folder = target / TABLES
     written = set()
@@ -82,7 +84,8 @@ def write_tables(sections: list, target: Path) -> set[Path]:
         for i, table in enumerate(s.tables, 1):
             folder.mkdir(exist_ok=True)
             buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerows([table.head, *table.rows])
+            csv.writer(buf, lineterminator="\n").writerows([csv_cell(c) for c in row]
+                                                            for row in [table.head, *table.rows])
             path = folder / f"{s.key}_{i}.csv"
             write_text(path, buf.getvalue())
             written.add(path)

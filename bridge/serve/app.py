@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -60,6 +60,8 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     batcher = Batcher(explorer, lambda asks: answer_many(explorer, asks))
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # autoescapes .html
     templates.env.filters["qs"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    # one path segment: Jinja's urlencode keeps "/", so a uid from the data ("a/b", "../x") made another path
+    templates.env.filters["segment"] = lambda value: quote(str(value), safe="")
     templates.env.filters["params"] = parameters_text
     templates.env.filters["gold_ranks"] = gold_ranks_text  # the words `kbc show` prints: exact ranks too
     templates.env.filters["count_of"] = count_of  # `{{ n|count_of('relations') }}`: '1 relation', '2 relations'
@@ -164,7 +166,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         return steadily(loaded, lambda: run_views.fact_page(loaded, relation or None, outcome, a or None, b or None,
                                                             page, per_page))
 
-    @app.get("/api/runs/{name}/facts/{uid}", summary="One fact of a run across every predictor")
+    @app.get("/api/runs/{name}/facts/{uid:path}", summary="One fact of a run across every predictor")
     def api_run_fact(name: str, uid: str) -> dict:
         loaded = app.state.runs.get(name)
         return steadily(loaded, lambda: with_other_data(loaded, run_views.fact_detail(loaded, uid)))
@@ -239,7 +241,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         return page(request, "run.html", info=info, facts=facts, filters=filters, error=None, name=name,
                     run_asked=run_views.asked_line(loaded))
 
-    @app.get("/runs/{name}/facts/{uid}", response_class=HTMLResponse, include_in_schema=False)
+    @app.get("/runs/{name}/facts/{uid:path}", response_class=HTMLResponse, include_in_schema=False)
     def fact_page(request: Request, name: str, uid: str):
         loaded = app.state.runs.get(name)
         fact = steadily(loaded, lambda: with_other_data(loaded, run_views.fact_detail(loaded, uid)))

@@ -24,6 +24,7 @@ from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
 from eval.cells import count_of
 from eval.errors import ConfigError, KbcError
+from eval.labels import clean_label, control_character
 from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
@@ -67,6 +68,8 @@ def check(ask: Ask, explorer: Explorer) -> Ask:
         raise ConfigError("empty subject: type a subject and pick a relation, or write a cloze with [MASK]")
     if len(subject) > MAX_SUBJECT_CHARS:
         raise ConfigError(f"the subject has {len(subject)} characters; at most {MAX_SUBJECT_CHARS} are taken")
+    if bad := control_character(subject):  # no label holds one (the loaders refuse them); a prompt would carry it
+        raise ConfigError(f"the subject holds the control character {bad}; type the subject as text")
     if any(mask in subject for mask in MASK_SPELLINGS):
         raise ConfigError(f"the subject holds a mask token ({', '.join(MASK_SPELLINGS)}); the mask marks the answer "
                           "slot only (write a cloze to place it yourself)")
@@ -90,7 +93,9 @@ SUGGESTIONS = 5
 
 def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
     """The corpus's own spelling of a typed subject (matched case-insensitively), and close labels to suggest
-    when the corpus has no subject of that name: close spellings first, then labels sharing a word."""
+    when the corpus has no subject of that name: close spellings first, then labels sharing a word. The typed text is
+    cleaned as the corpus's labels are (`clean_label`: NFC), so "Jose\u0301" pasted from macOS finds "Jos\u00e9"."""
+    typed = clean_label(typed)
     if typed in explorer.subjects:
         return typed, []
     folded = getattr(explorer, "folded_subjects", None)
@@ -277,8 +282,9 @@ def entity_iris(explorer: Explorer, label: str, more: Sequence[str] = ()) -> lis
 
 
 def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
-    """Subject labels of the gold graphs starting with `prefix` (case-insensitive), shortest first."""
-    prefix = prefix.strip()
+    """Subject labels of the gold graphs starting with `prefix` (case-insensitive, in NFC as the labels are),
+    shortest first."""
+    prefix = clean_label(prefix)
     if not prefix:
         return []
     if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts

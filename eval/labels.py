@@ -1,0 +1,41 @@
+"""Labels as the tool compares them: answers match gold by label text, so two spellings a reader cannot tell apart
+must be one label. `é` typed as one code point (NFC, what most editors write) and as `e` plus a combining accent
+(NFD, what macOS file names and some exports give) are one label in Unicode NFC; a zero-width space, word joiner or
+byte-order mark at either end of a cell (left by copying from a web page or a spreadsheet) shows nothing. Without
+this, Freq counts the spellings as two objects and a KB or LM answer in one spelling misses gold in the other."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# whitespace and the invisible format characters that carry no meaning at a label's ends
+_ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\u2060\ufeff]+$")
+
+
+def clean_label(text: str) -> str:
+    """`text` in NFC without surrounding spaces or zero-width characters."""
+    if text.isascii():  # most labels: already NFC, and no zero-width character to strip
+        return text.strip()
+    return _ENDS.sub("", unicodedata.normalize("NFC", text))
+
+
+def nfc(text: str) -> str:
+    """`text` in NFC only, where spaces are part of what a model is asked (BEAR's labels, as lm-pub-quiz reads them)."""
+    return unicodedata.normalize("NFC", text)
+
+
+# bidirectional embeddings, overrides and isolates: "\u202eaet" shows as "tea" (labels of other scripts need none)
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+# the C0 and C1 controls (Unicode category Cc) and the bidirectional controls, one pattern searched in C
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "]")
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of `text` as `U+001B`, or None: a C0/C1 control or a bidirectional override. A
+    label holding one prints as another label ("tea" and "tea\\x1b[8m" or "\\u202eaet" look alike; "\\r" hides what
+    comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
+    bad = _CONTROL.search(text)
+    return None if bad is None else f"U+{ord(bad.group()):04X}"

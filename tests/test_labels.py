@@ -1,0 +1,22 @@
+"""`eval.labels`: the one reading of a label that every loader shares."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from eval.labels import BIDI_CONTROLS, clean_label, control_character
+
+
+def test_control_characters_are_the_unicode_controls_and_the_bidirectional_ones():
+    """Every code point: refused exactly where Unicode calls it a control (Cc) or it is a bidirectional control."""
+    wrong = [cp for cp in range(0x110000)
+             if (control_character(f"a{chr(cp)}b") is not None)
+             != (chr(cp) in BIDI_CONTROLS or unicodedata.category(chr(cp)) == "Cc")]
+    assert wrong == []
+    assert control_character("tea\x1b[8m") == "U+001B" and control_character("\u202eaet") == "U+202E"
+
+
+def test_clean_label_is_one_spelling_whether_or_not_the_text_is_ascii():
+    assert clean_label(" tea\t") == "tea" == clean_label("\u200btea\ufeff")
+    assert clean_label("cafe\u0301 ") == "caf\u00e9" == clean_label("\u00a0caf\u00e9")
+    assert clean_label("New  York") == "New  York"  # spaces inside a label are kept as written

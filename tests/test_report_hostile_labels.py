@@ -1,0 +1,103 @@
+"""Labels from the data reach `kbc report`'s page and its CSV tables as text: HTML in a relation's label is shown,
+never run, and a label a spreadsheet would run as a formula is written so that it is not one."""
+
+from __future__ import annotations
+
+import csv
+import json
+from html.parser import HTMLParser
+
+from cli_support import run_kbc
+
+from eval.cells import NUMBER
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(1)>'
+FORMULA = '=HYPERLINK("x","y")'
+
+
+class _Tags(HTMLParser):
+    """The tags and event-handler attributes a browser would build from the page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list = []
+        self.handlers: list = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "script":
+            self.scripts.append(attrs)
+        self.handlers += [(tag, k) for k, _ in attrs if k.startswith("on")]
+
+
+def test_labels_with_html_and_formulas_are_text_on_the_page_and_in_the_csv_tables(tmp_path, capsys):
+    data = tmp_path / "lama"
+    (data / "TREx").mkdir(parents=True)
+    relations = [{"relation": "X1", "template": "[X] likes [Y] .", "label": IMG, "type": "N-M"},
+                 {"relation": FORMULA, "template": "[X] drinks [Y] .", "label": "@SUM(A1)", "type": "N-1"}]
+    (data / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in relations))
+    facts = [(SCRIPT, "tea"), ("@SUM(A1)", "tea"), ("+cmd", "coffee"), ("-2+3", FORMULA)]
+    for r in relations:
+        (data / "TREx" / f"{r['relation']}.jsonl").write_text(
+            "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in facts))
+    run = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
+                            "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    code, _, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    page = _Tags()
+    page.feed((run / "report" / "report.html").read_text(encoding="utf-8"))
+    assert page.scripts == [] and page.handlers == []
+    cells = [cell for path in sorted((run / "report" / "tables").glob("*.csv"))
+             for row in csv.reader(path.open(encoding="utf-8", newline="")) for cell in row]
+    assert any(FORMULA in cell for cell in cells)
+    formulas = [c for c in cells if c.startswith(("=", "+", "-", "@")) and not NUMBER.fullmatch(c)]
+    assert formulas == []
+    assert any(c.startswith("'" + FORMULA) for c in cells)
+
+
+def test_a_label_written_as_a_markdown_link_is_text_in_the_markdown_tables(tmp_path, capsys):
+    """`summary.md` and `report.md` are opened in Markdown viewers: a relation label `[x](javascript:...)` was a
+    link there, and `![x](https://...)` an image fetched from that server when the file was opened."""
+    import markdown
+
+    data = tmp_path / "lama"
+    (data / "TREx").mkdir(parents=True)
+    link, image = "[x](javascript:alert(1))", "![t](https://example.com/pixel.png)"
+    relations = [{"relation": "X1", "template": "[X] likes [Y] .", "label": link},
+                 {"relation": "X2", "template": "[X] drinks [Y] .", "label": image}]
+    (data / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in relations))
+    for r in relations:
+        (data / "TREx" / f"{r['relation']}.jsonl").write_text(json.dumps({"sub_label": "A", "obj_label": "b"}) + "\n")
+    run = tmp_path / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
+                            "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    code, _, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    for path in (run / "summary.md", run / "report" / "report.md"):
+        rendered = _Rendered()
+        rendered.feed(markdown.markdown(path.read_text(encoding="utf-8"), extensions=["tables"]))
+        assert link in rendered.text and image in rendered.text, path
+        # the report links its own figures by relative path; nothing else is a link or an image
+        assert [h for h in rendered.links + rendered.images if not h.startswith("figures/")] == [], path
+
+
+class _Rendered(HTMLParser):
+    """Links and image sources of rendered Markdown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.text = ""
+
+    def handle_data(self, data):
+        self.text += data
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self.links.append(dict(attrs).get("href", ""))
+        if tag == "img":
+            self.images.append(dict(attrs).get("src", ""))
