@@ -91,6 +91,27 @@ def _built_once_per_run(tmp_path_factory) -> None:
     test_entities_support.share_builds_in(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
+def pytest_configure(config) -> None:
+    """One cache root (`KBC_CACHE`: snapshots, graph stores, LM results) for the whole run, new and removed after it,
+    shared by the `-n` workers and every `kbc` they start (they inherit it). Without it the suite would read and fill
+    the user's own `~/.cache/kbcompare` (or their KBC_CACHE): a test's output would depend on what earlier runs or
+    versions left there, and the suite would write into a folder it does not own. A test about the cache sets its own.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: the controller has set it
+        return
+    import tempfile
+
+    os.environ["KBC_CACHE"] = config._kbc_cache = tempfile.mkdtemp(prefix="kbc-test-cache-")
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_kbc_cache", None)
+    if folder:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """With KBC_DATA set, a skipped data test is a failure (CI must run them all)."""
     if not os.environ.get("KBC_DATA"):
