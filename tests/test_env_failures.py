@@ -19,7 +19,8 @@ tiny_models = lm_fixtures.tiny_models
 
 
 def _one_error(code: int, err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
+    """The one `error:` line of a failed command (`note:` lines a command prints on its way before it aside)."""
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("note: ")]
     assert code == 2 and "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error:"), err
     return lines[0]
 
@@ -182,3 +183,46 @@ def test_a_full_disk_under_a_report_figure_names_the_file(lama_dir, tmp_path, mo
     report = tmp_path / "report"
     line = _one_error(*run_kbc(["report", str(run), "--out", str(report)], capsys)[::2])
     assert line.startswith(f"error: No space left on device: {report / 'figures'}/") and line.endswith(".png"), line
+
+
+def test_a_full_disk_leaves_the_earlier_leaderboard_file_whole(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    assert run_kbc(_run(run, lama_dir), capsys)[0] == 0
+    board = tmp_path / "board.csv"
+    assert run_kbc(["leaderboard", str(run), "--format", "csv", "--out", str(board)], capsys)[0] == 0
+    before = board.read_bytes()
+    real = Path.write_text
+
+    def full(self: Path, text: str, *args, **kwargs):
+        real(self, text[: len(text) // 2], *args, **kwargs)  # what fitted
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    line = _one_error(*run_kbc(["leaderboard", str(run), "--format", "csv", "--bootstrap", "50", "--out", str(board)],
+                               capsys)[::2])
+    assert line == f"error: cannot write --out {board}: No space left on device"
+    assert board.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["board.csv"]
+
+
+def test_a_full_disk_under_summary_md_leaves_no_half_a_summary(lama_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    assert run_kbc(_run(whole, lama_dir), capsys)[0] == 0
+    assert run_kbc(_run(out, lama_dir, "--bootstrap", "50"), capsys)[0] == 0
+    before = (out / "summary.md").read_bytes()
+    real = Path.write_text
+
+    def full(self: Path, text: str, *args, **kwargs):
+        if "summary.md" in self.name:
+            real(self, text[: len(text) // 2], *args, **kwargs)  # what fitted
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])  # rescored: another --bootstrap
+    assert line.startswith("error: No space left on device: ") and "summary.md" in line, line
+    assert (out / "summary.md").read_bytes() == before
+    monkeypatch.setattr(Path, "write_text", real)
+    assert run_kbc(_run(out, lama_dir), capsys)[0] == 0
+    assert (out / "summary.md").read_bytes() == (whole / "summary.md").read_bytes()
