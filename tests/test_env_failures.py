@@ -226,3 +226,29 @@ def test_a_full_disk_under_summary_md_leaves_no_half_a_summary(lama_dir, tmp_pat
     monkeypatch.setattr(Path, "write_text", real)
     assert run_kbc(_run(out, lama_dir), capsys)[0] == 0
     assert (out / "summary.md").read_bytes() == (whole / "summary.md").read_bytes()
+
+
+def test_a_full_disk_under_a_prediction_file_names_it(lama_dir, tmp_path, monkeypatch, capsys):
+    """A file object's write fails with `[Errno 28]` and no name: the line names the prediction file."""
+    import io
+
+    from bridge.run import record_digests
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+
+    class Full(io.BufferedWriter):
+        def flush(self):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real_init = record_digests.RecordAppender.__init__
+
+    def opened(self, path):
+        real_init(self, path)
+        self.data.close()
+        self.data = Full(io.FileIO(path, "ab"))
+
+    monkeypatch.setattr(record_digests.RecordAppender, "__init__", opened)
+    out = tmp_path / "out"
+    line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])
+    assert line.startswith(f"error: No space left on device: {out / 'predictions' / 'trex' / 'freq'}/"), line
+    assert line.endswith(".jsonl"), line
