@@ -252,3 +252,38 @@ def test_a_full_disk_under_a_prediction_file_names_it(lama_dir, tmp_path, monkey
     line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])
     assert line.startswith(f"error: No space left on device: {out / 'predictions' / 'trex' / 'freq'}/"), line
     assert line.endswith(".jsonl"), line
+
+
+def test_a_full_disk_under_a_text_index_build_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """tantivy's writer threads report a failed write as a ValueError naming no file: one line naming the index
+    folder and the disk's state, and nothing of the build kept."""
+    import tantivy
+
+    real = tantivy.Index
+
+    class Writer:
+        def add_document(self, doc):
+            raise ValueError("An error occurred in a thread: 'An index writer was killed.. A worker thread "
+                             "encountered an error (io::Error most likely) or panicked.'")
+
+        def rollback(self):
+            raise ValueError("An index writer was killed")
+
+    class Index:
+        def __init__(self, schema, path):
+            self.index = real(schema, path=path)
+
+        def register_tokenizer(self, *args):
+            self.index.register_tokenizer(*args)
+
+        def writer(self, **kwargs):
+            return Writer()
+
+    monkeypatch.setattr(tantivy, "Index", Index)
+    (tmp_path / "p.jsonl").write_text('{"title": "A", "text": "Dante was born in Florence"}\n')
+    out = tmp_path / "index"
+    line = _one_error(*run_kbc(["-q", "index", "build", "--source", "jsonl", "--input", str(tmp_path / "p.jsonl"),
+                                "--out", str(out)], capsys)[::2])
+    assert line.startswith(f"error: {out}: the text index could not be written (") and "io::Error" in line, line
+    assert line.endswith("; nothing of it was kept"), line
+    assert not out.exists() or not list(out.glob("gen-*"))
