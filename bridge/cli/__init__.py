@@ -282,8 +282,8 @@ def out_folder(argv: list[str]) -> Path | None:
     words do not parse."""
     command, path = _command_of(argv)
     words = list(argv)
-    for name in path[1:]:
-        words.remove(name)
+    for name in path[1:]:  # the command's own words follow its name; kbc's options (-q, -v) come before
+        words = words[words.index(name) + 1:]
     try:
         ctx = command.make_context(path[-1], words, resilient_parsing=True, help_option_names=HELP_OPTIONS)
     except (click.ClickException, click.exceptions.Exit, ValueError, TypeError):
@@ -336,6 +336,16 @@ def main(argv: list[str] | None = None) -> None:
         end_on_closed_stdout()
     except OSError as exc:
         click.echo(os_error_line(exc), err=True)
+        sys.exit(2)
+    except (MemoryError, RuntimeError) as exc:  # memory ran out, a symlink loop; any other is a defect: shown
+        from bridge.cli.environment import environment_line
+
+        line = environment_line(exc)
+        if line is None:
+            raise
+        if line.startswith("error: out of memory") and out is not None and out.exists():
+            line += f"; {RESUMABLE}"
+        click.echo(line, err=True)
         sys.exit(2)
     finally:
         if command:  # done, stopped (Ctrl-C) or refused: the process ends now

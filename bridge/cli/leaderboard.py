@@ -180,8 +180,10 @@ def leaderboard(run_dirs, corpora, metric, setting, scope, sort, fmt, as_json, b
     if out is None:
         click.echo(text, nl=False)
         return
+    from bridge.report.out_dir import write_text
+
     try:
-        Path(out).write_text(text, encoding="utf-8")
+        write_text(Path(out), text)  # aside, then switched in: a full disk leaves the earlier file, not half a board
     except OSError as exc:
         raise ConfigError(f"cannot write --out {out}: {exc.strerror}") from None
     click.echo(f"written: {out}", err=True)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.errors import naming
+
 
 def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[str], matrix: np.ndarray) -> None:
     """The counts (`gold` rows, `labels` then no answer as columns) always; the figure where matplotlib is
@@ -37,7 +39,9 @@ def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[st
                     color="white" if n > matrix.max() / 2 else "black")
     fig.colorbar(shown, ax=ax, fraction=0.04)
     fig.tight_layout()
-    fig.savefig(stem.with_suffix(".png"), dpi=100, metadata={"Software": None})
-    with matplotlib.rc_context({"svg.hashsalt": "kbcompare"}):  # no random ids or date: a rescore writes the same
+    with naming(stem.with_suffix(".png")):
+        fig.savefig(stem.with_suffix(".png"), dpi=100, metadata={"Software": None})
+    # no random ids or date: a rescore writes the same
+    with matplotlib.rc_context({"svg.hashsalt": "kbcompare"}), naming(stem.with_suffix(".svg")):
         fig.savefig(stem.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
     plt.close(fig)

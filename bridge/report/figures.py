@@ -16,6 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from eval.errors import naming  # noqa: E402
+
 matplotlib.rcParams.update({"svg.hashsalt": "kbcompare", "font.size": 9, "axes.titlesize": 10,
                             "axes.spines.top": False, "axes.spines.right": False})
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -49,8 +51,10 @@ def save(fig, out: Path, key: str) -> list[Path]:
     """PNG and SVG of `fig` under `out`, without timestamps (the same data draws the same files)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{key}.png", out / f"{key}.svg"]
-    fig.savefig(paths[0], dpi=DPI, metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Date": None, "Creator": None})
+    with naming(paths[0]):
+        fig.savefig(paths[0], dpi=DPI, metadata={"Software": None})
+    with naming(paths[1]):
+        fig.savefig(paths[1], metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return paths
 

@@ -8,6 +8,7 @@ different identity or data under the same name is refused.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import random
@@ -31,6 +32,21 @@ ALL_ANSWERS = "all answers, whatever the depth"  # an LM-KBC set without a rule 
 
 def default_cache_dir() -> Path:
     return cache_root()
+
+
+def check_cache(cache: Path) -> None:
+    """A cache folder that cannot be one (a file, a symlink loop) refused in one line naming it, rather than
+    failing later on a file kbc would write inside it."""
+    try:
+        cache.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"the cache {cache} is a symlink loop; point KBC_CACHE at a directory") from None
+        if exc.errno == errno.ENOTDIR:
+            raise ConfigError(f"the cache {cache} lies under a file; point KBC_CACHE at a directory") from None
+        return  # absent: made on first use
+    if not cache.is_dir():
+        raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")
 
 
 @dataclass
@@ -201,6 +217,8 @@ def plan_predictors(cfg: RunConfig, resolver=None, data_dir: Path | None = None)
 def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
     """Validate everything and load the data; no predictor is built and nothing is scored yet."""
     cfg.check_values()
+    cache = cfg.cache_dir or default_cache_dir()
+    check_cache(cache)  # before loading: a corpus's snapshot is the first thing kept there
     predictors = plan_predictors(cfg, resolver, data_dir)
     loaded = {name: _load(name, data_dir, cfg) for name in cfg.corpora}
     corpora = {name: restrict_relations(c, cfg.relations, loaded, data_dir) for name, c in loaded.items()}
@@ -212,9 +230,6 @@ def plan_run(cfg: RunConfig, data_dir: Path, resolver=None) -> Plan:
             corpus.facts, removed[name] = lama_dedup(corpus.facts)
     asked = {name: sample(c.facts, cfg.limit, cfg.seed) for name, c in corpora.items()}
     versions = {name: relation_versions(c) for name, c in corpora.items()}
-    cache = cfg.cache_dir or default_cache_dir()
-    if cache.exists() and not cache.is_dir():
-        raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")
     sources = {}
     for name, corpus in corpora.items():
         if name.endswith("-uhn"):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from bridge.run.directory import open_run
 from bridge.run.results import complete_records, right
+from eval.errors import naming
 
 FILENAME = "instances.parquet"
 log = logging.getLogger("kbc")
@@ -175,7 +176,8 @@ def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     try:
-        frame.to_parquet(tmp, index=False, engine="pyarrow")
+        with naming(target):
+            frame.to_parquet(tmp, index=False, engine="pyarrow")
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

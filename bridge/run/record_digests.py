@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from eval.errors import ConfigError, DataError
+from eval.errors import ConfigError, DataError, naming
 
 FOLDER = ".kbc-records"  # beside `.kbc-summaries`, the digests of the summaries
 SUFFIX = ".digests"
@@ -211,18 +211,22 @@ class RecordAppender:
         if not raw:
             return
         if self.sums is not None:
-            self.sums.write(b"".join(line_digest(r, self.key) for r in raw))
-            self.sums.flush()
-            os.fsync(self.sums.fileno())
-        self.data.write(b"".join(raw))
-        self.data.flush()
+            with naming(self.sums.name):  # a full disk: the line names the file, as a file object's error does not
+                self.sums.write(b"".join(line_digest(r, self.key) for r in raw))
+                self.sums.flush()
+                os.fsync(self.sums.fileno())
+        with naming(self.path):
+            self.data.write(b"".join(raw))
+            self.data.flush()
 
     def close(self) -> None:
         try:
-            self.data.close()
+            with naming(self.path):
+                self.data.close()
         finally:
             if self.sums is not None:
-                self.sums.close()
+                with naming(self.sums.name):
+                    self.sums.close()
 
     def __enter__(self) -> RecordAppender:
         return self

@@ -257,7 +257,13 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 if scoring:
                     config = read_config(config_path) or config
                 config["runs"][-1].update(ended)
-                write_json(config_path, config)
+                try:
+                    write_json(config_path, config)
+                except OSError:
+                    if "failed" not in ended:
+                        raise
+                    # the full or read-only disk that stopped the attempt refuses its record too: the line names
+                    # the write that failed first; the attempt is left with no end recorded, as after a kill
             return rows
 
 
@@ -578,6 +584,9 @@ class Job:
             if own is not None:  # per relation, how many of its facts have evidence of their own to read or leave out
                 self.config.setdefault("own_evidence", {}).setdefault(self.corpus.name, {}).setdefault(
                     self.p.name, {}).update(own(self.corpus.facts))
+            # on disk before its first record: a rerun that finds every query recorded builds no predictor, so a
+            # description written only after the job (lost to a full disk or a kill) would be missing for good
+            write_json(cfg.out / "config.json", self.config)
         return self.predictor
 
     def _stage(self, experiment: Experiment, stage: str, queries: dict[str, list[tuple[Query, Fact]]],

@@ -317,8 +317,10 @@ def collect(out: Path, setting: str = "raw", bootstrap: int = DEFAULT_BOOTSTRAP,
     from_config = getattr(experiment, "config_section", None)  # what the run's config says (FewRel's training)
     if from_config is not None:
         md = from_config(md, config)
-    (out / "summary.md").write_text(md, encoding="utf-8")
+    from bridge.report.out_dir import write_text
     from bridge.run.instances import write_instances
+
+    write_text(out / "summary.md", md)  # aside, then switched in: a full disk leaves no half a summary
 
     write_instances(out, None if experiment.name == "lama" else all_units, getattr(experiment, "unit_columns", None))
     scored = run_config(out)

@@ -42,6 +42,8 @@ LOCK = "build.lock"
 LOCK_INFO = "build.json"
 _GENERATION = re.compile(r"gen-[0-9]+(\.building)?")
 META = "kbc-meta.json"
+# tantivy reports a failed write of its worker threads (a full or read-only disk) as a ValueError naming no file
+_IO_FAILURE = re.compile(r"io::Error|IoError|index writer was killed|No space left|Read-only file system")
 TANTIVY_META = "meta.json"
 HEAP = 256 * 1024 * 1024
 PAGE = 10_000
@@ -128,6 +130,24 @@ def writer_lock(root: Path) -> WriterLock:
     return WriterLock(root / LOCK, root / LOCK_INFO, f"the text index {root} is being built",
                       "or use another index folder, or another cache: KBC_CACHE=DIR",
                       "wait for it to finish, or use another index folder, or another cache: KBC_CACHE=DIR kbc ...")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _disk_state(root: Path) -> str:
+    """What the disk under `root` says of a failed write: full, or read-only, else what to check."""
+    try:
+        stats = os.statvfs(root)
+    except OSError:
+        return "check that its disk is writable and has room"
+    if stats.f_flag & os.ST_RDONLY:
+        return "its disk is read-only; build it in a writable folder"
+    if stats.f_bavail * stats.f_frsize < HEAP:
+        return (f"its disk has {stats.f_bavail * stats.f_frsize / 2**20:.1f} MiB free; free space there or build it "
+                "on a larger disk (--out, or KBC_CACHE for the LAMA evidence index)")
+    return "check that its disk is writable and has room"
 
 
 class TantivyIndex:
@@ -287,7 +307,8 @@ class TantivyIndex:
             tmp = root / f"{CURRENT}.tmp"
             tmp.write_text(name)
             os.replace(tmp, root / CURRENT)
-        except BaseException:
+        except BaseException as exc:
+            disk = _disk_state(root) if isinstance(exc, ValueError) else ""  # before the folder goes
             if writer is not None:
                 try:
                     writer.rollback()
@@ -295,6 +316,9 @@ class TantivyIndex:
                     pass
             writer = index = None
             _remove_tree(generation)
+            if isinstance(exc, ValueError) and _IO_FAILURE.search(str(exc)):
+                raise DataError(f"{root}: the text index could not be written ({_one_line(exc)}): "
+                                f"{disk}; nothing of it was kept") from None
             raise
         for old in root.iterdir():
             if old.is_dir() and old.name.startswith("gen-") and old.name != name:

@@ -1,0 +1,28 @@
+"""Failures of the machine rather than of the input that surface as other exceptions than OSError: memory running
+out (Python's MemoryError, torch's allocators raising RuntimeError) and a symlink loop (pathlib's RuntimeError on
+Python < 3.13). Each becomes one `error:` line saying what to change, never a traceback."""
+
+from __future__ import annotations
+
+import re
+
+_ALLOCATION = re.compile(r"(?:allocate|Tried to allocate) ([0-9.]+ ?[KMGT]?i?B|[0-9]+ bytes)")
+_OUT_OF_MEMORY = ("can't allocate memory", "out of memory", "Cannot allocate memory")
+MEMORY_FIX = "a smaller --batch-size asks for less memory at once (or free memory, or use a larger machine)"
+
+
+def environment_line(exc: BaseException) -> str | None:
+    """The `error:` line of a memory or symlink-loop failure; None for any other exception (a defect: let it show)."""
+    text = str(exc)
+    if isinstance(exc, MemoryError):
+        return f"error: out of memory; {MEMORY_FIX}"
+    if not isinstance(exc, RuntimeError):
+        return None
+    if text.startswith("Symlink loop from "):  # pathlib's resolve() before Python 3.13
+        path = text.removeprefix("Symlink loop from ").strip("'\"")
+        return f"error: a symlink loop (links that point at each other): {path}; point the path at a real folder"
+    if any(mark in text for mark in _OUT_OF_MEMORY):  # torch: DefaultCPUAllocator, CUDA out of memory
+        size = _ALLOCATION.search(text)
+        what = f" (could not allocate {size.group(1)})" if size else ""
+        return f"error: out of memory{what}; {MEMORY_FIX}"
+    return None
