@@ -293,6 +293,9 @@ def _decode(meta: dict, cols: dict | None, name: str) -> Corpus:
     return Corpus(name, relations, facts, reports, files)
 
 
+_UNWRITABLE: set[str] = set()  # snapshot folders this process could not write, said once each
+
+
 def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
     """Write the snapshot aside, then switch it in; a cache that cannot be written is skipped, not an error."""
     parts = _encode(corpus)
@@ -309,6 +312,10 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
             handle.write(body)
         os.replace(tmp, path)
     except OSError as exc:
-        log.debug("%s: snapshot not written (%s)", path, exc)
+        folder = str(path.parent)
+        if folder not in _UNWRITABLE:  # said once a process: each run parses the data again, and its user wonders why
+            _UNWRITABLE.add(folder)
+            log.warning("%s: cannot keep the data's parsed copy (%s); each run parses the data files again (free space "
+                        "or make it writable, or set KBC_CACHE to a writable folder)", folder, exc.strerror or exc)
     finally:
         tmp.unlink(missing_ok=True)

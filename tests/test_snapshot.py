@@ -225,3 +225,26 @@ def test_a_process_decodes_a_corpus_once_while_its_files_keep_their_bytes(data, 
     changed = load_corpus("trex", data)
     assert [f.object.label for f in changed.facts] == ["Paris", "Roma"]
     _same(changed, lama.load_trex(data))
+
+
+def test_a_cache_that_cannot_keep_the_snapshot_is_said_once(data, tmp_path, monkeypatch, caplog):
+    """A full or read-only cache: the corpus is parsed as ever, and one warning says why every run parses again."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "full"))
+    monkeypatch.setattr(snapshot, "_UNWRITABLE", set())
+    real_open = Path.open
+
+    def full(self, mode="r", *args, **kwargs):
+        if "w" in mode and self.name.endswith(".tmp"):
+            raise OSError(28, os.strerror(28), str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full)
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        for _ in range(2):
+            forget_recent()
+            _same(load_corpus("trex", data), lama.load_trex(data))
+    said = [r.getMessage() for r in caplog.records if "parsed copy" in r.getMessage()]
+    assert said == [f"{tmp_path / 'full' / 'snapshots'}: cannot keep the data's parsed copy (No space left on device); "
+                    "each run parses the data files again (free space or make it writable, or set KBC_CACHE to a "
+                    "writable folder)"]
+    assert not _snapshot(data).exists()
