@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pandas as pd
+import pytest
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 import kbcompare
@@ -56,3 +57,33 @@ def test_two_runs_from_two_threads_of_a_fresh_process(lama_dir, tiny_models, tmp
         assert (threaded / "summary.json").read_bytes() == (alone / "summary.json").read_bytes()
         pd.testing.assert_frame_equal(pd.read_parquet(threaded / "instances.parquet"),
                                       pd.read_parquet(alone / "instances.parquet"))
+
+
+def test_a_run_into_an_out_another_thread_writes_names_this_process(lama_dir, tmp_path, monkeypatch):
+    """The refusal names the holder as what it is, a run of this Python process (a notebook, a script), not as a
+    `kbc` command line made of the script's arguments."""
+    from bridge.run.run_lock import RunLock
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "argv", ["/srv/kernel/ipykernel_launcher.py", "-f", "/srv/kernel-1.json"])
+    out = tmp_path / "run"
+    out.mkdir()
+    with RunLock(out), pytest.raises(kbcompare.ConfigError) as refused:
+        kbcompare.run("lama", corpus="trex", relations=["P19"], limit=2, predictors=["freq"], data_dir=lama_dir,
+                      out=out)
+    message = str(refused.value)
+    assert f"process {os.getpid()} (`python /srv/kernel/ipykernel_launcher.py -f /srv/kernel-1.json`" in message
+    assert message.endswith("in another thread of this process; wait for it or use another --out")
+    assert "`kbc" not in message
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["/venv/bin/kbc", "run", "lama"], "kbc run lama"),
+    (["/src/bridge/cli/__main__.py", "serve"], "kbc serve"),
+    (["sweep.py", "--n", "3"], "python sweep.py --n 3"),
+    ([], "python"),
+])
+def test_the_command_line_a_lock_names(argv, command):
+    from kb.writer_lock import command_line
+
+    assert command_line(argv) == command
