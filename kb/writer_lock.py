@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,10 +42,25 @@ def writer_wait() -> float:
     return value
 
 
+# tells this process's own records from another's: a process id alone may be another container's (a forked child
+# keeps the token, not the id)
+PROCESS_TOKEN = uuid.uuid4().hex
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """How this process was started: `kbc ARGS` for the command, else the Python program and its arguments (a
+    script or a notebook kernel calling the Python API), which would read as some `kbc` command otherwise."""
+    argv = sys.argv if argv is None else argv
+    program = Path(argv[0]) if argv and argv[0] else Path("python")
+    if program.name == "kbc" or program.parts[-3:] == ("bridge", "cli", "__main__.py"):
+        return " ".join(["kbc", *argv[1:]])
+    return " ".join(["python", *argv])
+
+
 def this_process() -> dict:
     """This process as a message names it to another: its id, its command line and since when."""
-    return {"pid": os.getpid(), "command": " ".join(["kbc", *sys.argv[1:]]),
-            "since": datetime.now(UTC).isoformat(timespec="seconds")}
+    return {"pid": os.getpid(), "command": command_line(), "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            "token": PROCESS_TOKEN}
 
 
 def process_text(info: object) -> str | None:
@@ -53,6 +69,15 @@ def process_text(info: object) -> str | None:
         return f"process {int(info['pid'])} (`{info['command']}`, since {info['since']})"  # type: ignore[index]
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def holder_text(info: object) -> str | None:
+    """The holder of a lock as a refusal names it: `process_text`, saying so where it is this very process (another
+    run of the Python API, in another thread)."""
+    text = process_text(info)
+    if text and info.get("token") == PROCESS_TOKEN and info["pid"] == os.getpid():  # type: ignore[index,union-attr]
+        return f"{text}, in another thread of this process"
+    return text
 
 
 class WriterLock:
@@ -109,7 +134,7 @@ class WriterLock:
             info = json.loads(self.info.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return "another process"
-        return process_text(info) or "another process"
+        return holder_text(info) or "another process"
 
     def release(self, remove: bool = False) -> None:
         """Let the next writer in; `remove`: delete the lock file too (while still holding it)."""

@@ -18,6 +18,7 @@ import pandas as pd
 from bridge.cli import HELP_OPTIONS
 from bridge.cli.run import ROWS_ONLY, option_text, predictor_table
 from bridge.cli.run import run as run_group
+from bridge.run.results import forget_records
 from eval.corpora import close_hint
 from eval.errors import ConfigError
 
@@ -118,6 +119,10 @@ def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None,
             command.invoke(ctx)
     except click.UsageError as exc:
         raise ConfigError(" ".join(exc.format_message().split())) from None
+    finally:  # the run's records, parsed while it ran, are not kept for the next run of this process
+        written = ctx.meta.get(ROWS_ONLY) or (None, ctx.params.get("out"))
+        if written[1] is not None:
+            forget_records(written[1])
     _rows, run_dir = ctx.meta[ROWS_ONLY]
     return load_run(run_dir)
 

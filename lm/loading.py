@@ -12,6 +12,7 @@ import os
 import pickle
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -232,8 +233,19 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+# one load at a time in a process: transformers' lazy first import of its classes is not thread-safe (a second
+# thread gets an ImportError), and `quiet_transformers` saves and restores process-wide verbosity and bars
+_LOADING = threading.RLock()
+
+
 def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> Loaded:
-    """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`."""
+    """Model and tokenizer for `name` (local dir or hub id), in eval mode on `device` in `dtype`; runs in other
+    threads of the process load one after another."""
+    with _LOADING:
+        return _load(name, kind, device, dtype)
+
+
+def _load(name: str, kind: Kind, device: str, dtype: str) -> Loaded:
     from huggingface_hub.errors import StrictDataclassError
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoTokenizer
@@ -279,13 +291,13 @@ def load(name: str, kind: Kind, device: str = "cpu", dtype: str = "float32") -> 
 def load_tokenizer(name: str):
     """The tokenizer of `name` (local dir or hub id) alone, without the weights: what can be checked of it before any
     model loads (its casing). None where it cannot be read here: loading the model reports why."""
-    from transformers import AutoTokenizer
-
     local = Path(name).expanduser()
     is_local = local.is_dir()
     offline = not is_local and (_try_cached(name) is not None or not hub_reachable())
     try:
-        with quiet_transformers():
+        with _LOADING, quiet_transformers():
+            from transformers import AutoTokenizer
+
             return AutoTokenizer.from_pretrained(str(local) if is_local else name, local_files_only=offline)
     except (OSError, ValueError, KeyError, RuntimeError):
         return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 from cli_support import run_kbc
@@ -20,6 +19,7 @@ from kb.extraction.kb_build import CONFIDENCE, GRAPHS, cache_path, ensure_re_kb,
 from kb.extraction.linking import LabelIndex, ScoredTriple, merge, naive_triples, oracle_triples
 from kb.extraction.predictor import ExtractedKBPredictor
 from kb.store import GraphStore, entity_iri, graph_iri, relation_iri
+from kb.writer_lock import command_line
 
 DANTE, FLORENCE, RAVENNA, RAVENNA2, ITALY = (Entity("Dante", "Q1"), Entity("Florence", "Q2"),
                                              Entity("Ravenna", "Q3"), Entity("Ravenna", "Q5"), Entity("Italy", "Q4"))
@@ -287,7 +287,7 @@ def test_build_re_on_a_built_store_reports_no_work(tmp_path, capsys, monkeypatch
     corpus = load_corpus("trex", tmp_path / "data")
     report = read_checked(cache_path(default_cache_dir(), corpus, "report"), "build report")
     by = report["built_by"]
-    assert by["pid"] == os.getpid() and by["command"] == " ".join(["kbc", *sys.argv[1:]])
+    assert by["pid"] == os.getpid() and by["command"] == command_line()
     code, out, err = run_kbc(argv, capsys)
     assert code == 0, err
     tag = build_tag(corpus)

@@ -192,19 +192,18 @@ def test_bad_run_input_is_one_line_before_any_work(tiny_models, lama_dir, tmp_pa
 def test_second_run_into_the_same_out_is_refused(lama_dir, tmp_path):
     import json
     import os
-    import sys
 
     from bridge.run.runner import RunConfig, RunLock, run_lama
     from eval.errors import ConfigError
+    from kb.writer_lock import command_line
 
     out = tmp_path / "o"
     out.mkdir()
     with RunLock(out), pytest.raises(ConfigError) as caught:
         since = json.loads((out / ".kbc.lock").read_text())["since"]
         run_lama(RunConfig(["google_re"], ["freq"], out, str(lama_dir), cache_dir=tmp_path / "c"), progress=False)
-    command = " ".join(["kbc", *sys.argv[1:]])
-    assert str(caught.value) == (f"another kbc run is writing to {out}: process {os.getpid()} (`{command}`, since "
-                                 f"{since}); wait for it or use another --out")
+    assert str(caught.value) == (f"another kbc run is writing to {out}: process {os.getpid()} (`{command_line()}`, "
+                                 f"since {since}), in another thread of this process; wait for it or use another --out")
     assert (out / ".kbc.lock").read_text() == ""  # released: no holder named
 
 

@@ -21,6 +21,7 @@ from eval.errors import KbcError
 from eval.types import Entity
 from kb.store import GraphStore
 from kb.store_disk import LIVE, WRITER_INFO
+from kb.writer_lock import command_line
 
 PARIS, FRANCE = Entity("Paris", "Q90"), Entity("France", "Q142")
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,13 +82,13 @@ def test_a_writer_waits_then_names_the_holder_and_other_caches(tmp_path, capsys,
                                 "--store", str(path)], capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2
-    command = " ".join(["kbc", *sys.argv[1:]])  # empty under xdist workers
-    assert lines[-2] == (f"the graph store {path} is being written by process {os.getpid()} (`{command}`, "
-                         f"since {since}); waiting up to 0.3 s ($KBC_STORE_WAIT) for it (or use another cache: "
-                         "KBC_CACHE=DIR, or --store DIR)")
-    assert lines[-1] == (f"error: the graph store {path} is being written by process {os.getpid()} (`{command}`, "
-                         f"since {since}), still after 0.3 s; wait for it to finish, or give this command its own "
-                         "store: KBC_CACHE=DIR kbc ... (another cache) or --store DIR")
+    command = command_line()
+    holder = f"process {os.getpid()} (`{command}`, since {since}), in another thread of this process"
+    assert lines[-2] == (f"the graph store {path} is being written by {holder}; waiting up to 0.3 s ($KBC_STORE_WAIT) "
+                         "for it (or use another cache: KBC_CACHE=DIR, or --store DIR)")
+    assert lines[-1] == (f"error: the graph store {path} is being written by {holder}, still after 0.3 s; wait for it "
+                         "to finish, or give this command its own store: KBC_CACHE=DIR kbc ... (another cache) or "
+                         "--store DIR")
     assert not (path / WRITER_INFO).exists()  # released with the lock
 
 

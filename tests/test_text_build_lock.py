@@ -19,6 +19,7 @@ from cli_support import run_kbc
 
 from kb.text.index import build_index, open_index
 from kb.text.paragraphs import Paragraph
+from kb.writer_lock import command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST = [Paragraph(f"A#{i}", "A", i, f"alpha text number {i}") for i in range(4)]
@@ -152,7 +153,7 @@ def test_a_waiting_lama_build_uses_the_index_the_other_process_built(tiny, tmp_p
 
     waiting, code, out, err = _build_behind(lock, ["--data-dir", str(tiny), "--out", str(root)], tmp_path / "cache",
                                             publish)
-    command = " ".join(["kbc", *sys.argv[1:]])
+    command = command_line()
     assert waiting == (
         f"the text index {root} is being built by process {os.getpid()} (`{command}`, since {since}); waiting up "
         "to 1800 s ($KBC_STORE_WAIT) for it (or use another index folder, or another cache: KBC_CACHE=DIR)")
@@ -254,7 +255,7 @@ def test_a_build_waits_a_bounded_time_and_names_the_build_it_waited_for(tmp_path
                                 "--quiet"], capsys)
     finally:
         lock.release()
-    holder = f"process {os.getpid()} (`{' '.join(['kbc', *sys.argv[1:]])}`, since {since})"
+    holder = f"process {os.getpid()} (`{command_line()}`, since {since}), in another thread of this process"
     assert (code, err.splitlines()[-1]) == (2, (
         f"error: the text index {root} is being built by {holder}, still after 0.3 s; wait for it to finish, or use "
         "another index folder, or another cache: KBC_CACHE=DIR kbc ..."))
@@ -300,7 +301,7 @@ def test_a_waiting_elasticsearch_lama_build_keeps_the_index_the_other_process_bu
     waiting, code, out, err = _build_behind(lock, ["--backend", "elasticsearch", "--es-url", emulator_url,
                                                    "--data-dir", str(tiny), "--out", name], tmp_path / "cache",
                                             publish)
-    command = " ".join(["kbc", *sys.argv[1:]])
+    command = command_line()
     assert waiting == (
         f"the text index {emulator_url}/{name} is being built by process {os.getpid()} (`{command}`, since {since}); "
         "waiting up to 1800 s ($KBC_STORE_WAIT) for it (or use another index name)")

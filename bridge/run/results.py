@@ -172,10 +172,20 @@ def _parsed(path: Path) -> tuple[dict[str, dict], int, int]:
             first[uid] = lineno
         done[uid] = record
         good_bytes += len(raw)
-    if sum(len(v[1]) for v in _PARSED.values()) + len(done) > _PARSED_MAX_RECORDS:
+    if sum(len(v[1]) for v in list(_PARSED.values())) + len(done) > _PARSED_MAX_RECORDS:  # runs in other threads add
         _PARSED.clear()
     _PARSED[str(path)] = (key, done, good_bytes)
     return done, good_bytes, key[0][1]
+
+
+def forget_records(out: str | Path) -> None:
+    """Drop what was parsed of the run directory `out`'s predictions: a process that goes on to other runs (the
+    Python API in a notebook or a sweep) would otherwise keep every run's records, up to `_PARSED_MAX_RECORDS` (about
+    5 GB of them)."""
+    root = Path(out).resolve()
+    for key in list(_PARSED):
+        if Path(key).resolve().is_relative_to(root):
+            _PARSED.pop(key, None)
 
 
 def complete_records(path: Path) -> dict[str, dict]:

@@ -49,10 +49,10 @@ class RunLock:
 def holder_text(out: Path) -> str | None:
     """The process holding `out`'s lock, as a message names it ("process 123 (`kbc run ...`, since ...)"); None
     where the lock file holds no such record (a run of an earlier kbc, or one that is just taking the lock)."""
-    from kb.writer_lock import process_text
+    from kb.writer_lock import holder_text as process_holder
 
     try:
-        return process_text(json.loads((out / LOCK).read_text(encoding="utf-8")))
+        return process_holder(json.loads((out / LOCK).read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
 
