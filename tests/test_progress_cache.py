@@ -56,6 +56,15 @@ def test_a_stage_the_cache_answered_whole_says_so_rather_than_a_zero_count(capsy
     assert shown(capsys.readouterr().err) == "trex bert: 1 query, all from the cache"
 
 
+def test_a_stage_with_nothing_to_ask_says_so_rather_than_a_zero_count(capsys):
+    bar = QueryBar(0, "trex bert coherency", False, tqdm)
+    bar.close()
+    assert shown(capsys.readouterr().err) == "trex bert coherency: nothing to ask"
+    typed = QueryBar(0, "trex gpt2", False, tqdm, "sentence")
+    typed.close()
+    assert shown(capsys.readouterr().err) == "trex gpt2: nothing to ask"
+
+
 def test_a_partly_cached_stage_counts_what_it_computed_and_names_the_cached_in_their_unit(capsys):
     bar = QueryBar(40, "trex gpt2", False, tqdm, "sentence")
     bar.computed(10)

@@ -4,7 +4,8 @@ Answers read back from a result cache come at once, thousands a second where a m
 progress, they would make the rate and the time left look far better than the work left is (a resume or a run into
 a new `--out` whose first answers the cache holds). They leave the bar's total instead and are shown beside it, so
 its count, rate and time left are those of the answers computed. A stage the cache answered whole has nothing to
-count: its bar says so in words, not as tqdm's count of a bar without a total (`0sentence [00:00, ?sentence/s]`).
+count: its bar says so in words, not as tqdm's count of a bar without a total (`0sentence [00:00, ?sentence/s]`),
+and so does a stage left with nothing to ask (every query dropped or unanswerable).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class QueryBar:
         self.bar = bar(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr)
         self.cached = 0
         self.unit = unit
+        if total <= 0:  # no count, rate nor time left to show: one line saying so
+            self.bar.bar_format = "{desc}: nothing to ask"
 
     def computed(self, n: int) -> None:
         if n > 0:
