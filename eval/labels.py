@@ -39,3 +39,20 @@ def control_character(text: str) -> str | None:
     comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
     bad = _CONTROL.search(text)
     return None if bad is None else f"U+{ord(bad.group()):04X}"
+
+
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escaped(match: re.Match) -> str:
+    char = match.group()
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}")
+
+
+def printable(text: str, lines: bool = False) -> str:
+    """`text` with its control characters shown escaped (`\\x1b`, `\\r`, `\\u202e`), as a text view prints data: a
+    template or generated answer may hold them (only labels are refused with them), and printed raw an escape
+    sequence or `\\r` rewrites the reader's terminal. With `lines`, newlines stay: the view's own line breaks."""
+    if lines:
+        return "\n".join(_CONTROL.sub(_escaped, line) for line in text.split("\n"))
+    return _CONTROL.sub(_escaped, text)

@@ -264,6 +264,24 @@ def test_reading_leaves_a_torn_line_in_place(run_dir, capsys):
     assert path.read_bytes() == before
 
 
+def test_show_prints_a_prompts_control_characters_escaped_and_json_keeps_them(tmp_path, capsys):
+    """A template may hold control characters (labels may not): the text view shows them, `--json` keeps them."""
+    run = make_run(tmp_path)
+    prompt = "subject p19-2 was born in\x1b[2J [MASK] .\rhidden\u202e"
+    for name in ("alpha", "beta"):
+        path = run / "predictions" / "trex" / name / "P19.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(r | ({"prompt": prompt} if r["uid"] == "p19-2" else {})) + "\n"
+                                for r in records))
+    seal_records(run)
+    code, out, err = run_kbc(["show", str(run), "--uid", "p19-2"], capsys)
+    assert code == 0, err
+    assert "prompt:      subject p19-2 was born in\\x1b[2J [MASK] .\\rhidden\\u202e\n" in out, out
+    assert "\x1b" not in out and "\r" not in out and "\u202e" not in out
+    code, out, err = run_kbc(["show", str(run), "--uid", "p19-2", "--json"], capsys)
+    assert code == 0 and json.loads(out)["facts"][0]["prompt"] == prompt
+
+
 DAMAGE = [
     (b"{garbage\n", ":3: malformed JSON"),
     (json.dumps(record("p19-3", "P19", 1) | {"rank_raw": "one"}).encode() + b"\n",

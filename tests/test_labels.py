@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from eval.labels import BIDI_CONTROLS, clean_label, control_character
+from eval.labels import BIDI_CONTROLS, clean_label, control_character, printable
 
 
 def test_control_characters_are_the_unicode_controls_and_the_bidirectional_ones():
@@ -20,3 +20,9 @@ def test_clean_label_is_one_spelling_whether_or_not_the_text_is_ascii():
     assert clean_label(" tea\t") == "tea" == clean_label("\u200btea\ufeff")
     assert clean_label("cafe\u0301 ") == "caf\u00e9" == clean_label("\u00a0caf\u00e9")
     assert clean_label("New  York") == "New  York"  # spaces inside a label are kept as written
+
+
+def test_printable_shows_control_characters_escaped_and_keeps_the_rest():
+    assert printable("[X] is\x1b[8m a\r[Y]\u202e\tz\x85") == "[X] is\\x1b[8m a\\r[Y]\\u202e\\tz\\x85"
+    assert printable("one\ntwo\x07", lines=True) == "one\ntwo\\x07" and printable("a\nb") == "a\\nb"
+    assert printable("José née Ω") == "José née Ω"

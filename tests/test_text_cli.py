@@ -46,6 +46,18 @@ def test_build_stats_search_and_cooccur(tmp_path, capsys):
     assert code == 0 and "A='Dante': 2  B='Florence': 2  both: 1  of 3 paragraphs" in out
 
 
+def test_search_shows_a_paragraphs_control_characters_escaped(tmp_path, capsys):
+    """A paragraph's text is data: an escape sequence or carriage return in it is printed visibly, not obeyed."""
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"title": "Dante", "text": "Dante was born\x1b[2J in Florence\rgone"}) + "\n")
+    loc = str(tmp_path / "idx")
+    assert _kbc(capsys, "index", "build", "--source", "jsonl", "--input", str(src), "--out", loc, "--quiet")[0] == 0
+    code, out, _ = _kbc(capsys, "index", "search", "Florence", "--index", loc)
+    assert code == 0 and out.rstrip("\n").endswith("Dante#0: Dante was born\\x1b[2J in Florence\\rgone"), out
+    code, out, _ = _kbc(capsys, "index", "search", "Florence", "--index", loc, "--json")
+    assert json.loads(out)["text"] == "Dante was born\x1b[2J in Florence\rgone"
+
+
 def test_errors_are_one_line(tmp_path, capsys):
     code, _, err = _kbc(capsys, "index", "stats", "--index", str(tmp_path / "none"))
     assert code == 2 and err.startswith("error: ") and "no text index there" in err and err.count("\n") == 1

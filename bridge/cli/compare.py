@@ -43,7 +43,7 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
-from eval.labels import clean_label
+from eval.labels import clean_label, printable
 from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
@@ -517,7 +517,7 @@ def compare(run_dir, a, b, setting, corpora, list_, n_boot, seed, b_run, as_json
             click.echo("\t".join(tsv_cell(row[k] or "") for k in ("corpus", "relation", "uid", "subject", "gold",
                                                                    "top_a", "top_b")))
     else:
-        click.echo("\n".join(text).rstrip())
+        click.echo(printable("\n".join(text).rstrip(), lines=True))
 
 
 def _matches_subject(record: dict, subject: str) -> bool:
@@ -912,7 +912,8 @@ def show(run_dir, uid, subject, relation, corpora, as_json) -> None:
     if as_json:
         click.echo(json.dumps({"run": path, "facts": shown}, indent=1, ensure_ascii=False))
         return
-    click.echo("\n\n".join("\n".join(as_text(fact)) for fact in shown))
+    # data text (a template, a generated answer) may hold control characters: shown escaped, not sent to the terminal
+    click.echo(printable("\n\n".join("\n".join(as_text(fact)) for fact in shown), lines=True))
 
 
 def shown_facts(run_dir, uid: str | None, subject: str | None, relation: str | None, corpora: Iterable[str]

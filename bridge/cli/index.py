@@ -12,6 +12,7 @@ from bridge.cli.options import data_dir_option, es_timeout, es_url_option, show_
 from bridge.cli.value_types import IntRange, PathType
 from eval.cells import count_of
 from eval.errors import ConfigError
+from eval.labels import printable
 from eval.out_folders import removed_if_left_empty
 
 DEFAULT_NAME = "lama-evidence"
@@ -162,7 +163,7 @@ def search(query, k, location, backend, es_url, as_json) -> None:
         if as_json:
             click.echo(json.dumps({"rank": rank, "score": hit.score, **p.to_dict()}, ensure_ascii=False))
         else:
-            click.echo(f"{rank:3d} {hit.score:8.3f} {p.pid}: {p.text[:160]}")
+            click.echo(f"{rank:3d} {hit.score:8.3f} {p.pid}: {printable(p.text[:160])}")
     idx.close()
 
 
