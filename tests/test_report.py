@@ -680,6 +680,29 @@ def test_out_refuses_folders_it_does_not_own(runs, tmp_path, capsys):
         assert _files(watched) == kept
 
 
+def test_a_report_failing_midway_leaves_the_earlier_one_whole(runs, tmp_path, capsys, monkeypatch):
+    """A disk filling up after the first figure of a second report: one error line, and the folder holds the first
+    report as it was (no page beside a figure of the second, nothing half written left in it)."""
+    folder = tmp_path / "mine"
+    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(folder)], capsys)
+    assert code == 0, err
+    kept = _files(folder)
+    real, saved = figures.save, []
+
+    def fill_up(fig, out, key):
+        if saved:
+            raise OSError(28, "No space left on device")
+        fig.suptitle("drawn by the second report")  # unlike the first report's figure, whatever the data
+        saved.append(key)
+        return real(fig, out, key)
+
+    monkeypatch.setattr(figures, "save", fill_up)
+    code, out, err = run_kbc(["report", str(runs / "lama"), "--out", str(folder)], capsys)
+    assert (code, out) == (2, "") and err.startswith("error: ") and err.count("\n") == 1, err
+    assert saved and _files(folder) == kept
+    assert sorted(p.name for p in folder.iterdir()) == sorted({name.split("/")[0] for name in kept})
+
+
 def test_out_cleans_only_what_the_report_wrote(runs, tmp_path, capsys):
     """A second report into a folder of its own removes the figures and tables of the first that it does not draw,
     and keeps every file it did not write; so does a report into the run's own `report/` folder."""

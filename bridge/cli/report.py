@@ -19,7 +19,18 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
                 setting: str = "raw", delta: tuple[str, str] | None = None) -> Path:
     """Write the report of a run (beside a second run with `compare`); returns the HTML path."""
     from bridge.report.data import check_comparable, combine, delta_pairs, load_run
-    from bridge.report.out_dir import PAGES, TABLES, check_out, record, remove_stale, write_text, written_before
+    from bridge.report.out_dir import (
+        MARKER,
+        PAGES,
+        TABLES,
+        check_out,
+        record,
+        remove_stale,
+        staging,
+        switch_in,
+        write_text,
+        written_before,
+    )
     from bridge.report.page import render_html, render_markdown
     from bridge.report.sections import Builder
     from bridge.run.summaries import headline_metric
@@ -45,26 +56,29 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     check_out(target, runs[0].path)
     target.mkdir(parents=True, exist_ok=True)
     before = written_before(target)
-    record(target, before | set(PAGES))  # the folder is the report's from here on, should drawing fail
-    builder = Builder(view, target, pairs, asked=delta is not None)
-    sections = builder.sections()
-    drawn = {p for s in sections for f in s.figures for p in (f.png, f.svg)}
-    drawn |= {path for s in sections for _, path in s.links}
-    drawn |= write_tables(sections, target)
-    written = {p.relative_to(target).as_posix() for p in drawn} | set(PAGES)
-    record(target, before | written)
+    if not (target / MARKER).is_file():  # the folder is the report's from here on, should drawing fail
+        record(target, before | set(PAGES))
+    with staging(target) as stage:  # drawn whole aside: a failure midway leaves the earlier report as it was
+        builder = Builder(view, stage, pairs, asked=delta is not None)
+        sections = builder.sections()
+        drawn = {p for s in sections for f in s.figures for p in (f.png, f.svg)}
+        drawn |= {path for s in sections for _, path in s.links}
+        drawn |= write_tables(sections, stage)
+        written = {p.relative_to(stage).as_posix() for p in drawn} | set(PAGES)
+        title = f"kbcompare report: {runs[0].label}" + (f" vs {runs[1].label}" if len(runs) > 1 else "")
+        meta = [f"Run `{r.path}`: experiment `{r.command}`, corpora {', '.join(r.corpora)}, predictors "
+                f"{', '.join(r.predictors)}" for r in runs]
+        meta.append(f"Setting `{setting}`; written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by "
+                    f"`kbc report`; every table as CSV in `{TABLES}/` (`<section>_<n>.csv`, in page order).")
+        for warned in builder.warnings:
+            click.echo(f"warning: {warned}", err=True)
+        write_text(stage / "report.html", render_html(title, meta, sections, stage, builder.warnings))
+        write_text(stage / "report.md", render_markdown(title, meta, sections, stage, builder.warnings))
+        record(target, before | written)
+        switch_in(stage, target, written)
     remove_stale(target, before, written)
-    title = f"kbcompare report: {runs[0].label}" + (f" vs {runs[1].label}" if len(runs) > 1 else "")
-    meta = [f"Run `{r.path}`: experiment `{r.command}`, corpora {', '.join(r.corpora)}, predictors "
-            f"{', '.join(r.predictors)}" for r in runs]
-    meta.append(f"Setting `{setting}`; written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by "
-                f"`kbc report`; every table as CSV in `{TABLES}/` (`<section>_<n>.csv`, in page order).")
-    for warned in builder.warnings:
-        click.echo(f"warning: {warned}", err=True)
-    html_path = target / "report.html"
-    write_text(html_path, render_html(title, meta, sections, target, builder.warnings))
-    write_text(target / "report.md", render_markdown(title, meta, sections, target, builder.warnings))
     record(target, written, runs[0].path)
+    html_path = target / "report.html"
     return html_path
 
 

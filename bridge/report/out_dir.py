@@ -3,6 +3,9 @@
 The report writes into a folder it made (or an empty one, or one it wrote before), never into a folder of other
 files, a data folder or a run directory other than its run's own `report/`. It lists what it wrote in `MARKER`,
 and removes only files of that list that a later report no longer writes (a figure of a predictor left out).
+A report is drawn whole in a folder of its own inside it (`staging`) and only then switched in file by file: a
+report that fails midway (a full disk, a figure that cannot be drawn) leaves the earlier one as it was, never a page
+beside figures of another run.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from eval.errors import ConfigError
@@ -107,3 +113,31 @@ def remove_stale(target: Path, before: set[str], written: set[str]) -> None:
     """Remove the files an earlier report wrote there that this one did not."""
     for name in sorted(before - written):
         (target / name).unlink(missing_ok=True)
+
+
+@contextmanager
+def staging(target: Path) -> Iterator[Path]:
+    """A new folder inside `target` to draw a whole report in; removed with what is left in it when the block ends
+    (what `switch_in` moved is in `target` by then). A failure naming a file in it names the file's place in
+    `target`."""
+    stage = target / f".kbc-report-staging.{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)  # one a killed report of the same process id left
+    stage.mkdir()
+    try:
+        yield stage
+    except OSError as exc:  # named where the file goes (`figures/p_at_k.png`), not by the folder it was drawn in
+        for attr in ("filename", "filename2"):
+            name = getattr(exc, attr)
+            if isinstance(name, (str, os.PathLike)) and Path(name).is_relative_to(stage):
+                setattr(exc, attr, str(target / Path(name).relative_to(stage)))
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def switch_in(stage: Path, target: Path, files: set[str]) -> None:
+    """Move `files` (relative names) from `stage` into `target`, the pages last: renames in one file system, which
+    need no room on a full disk, so the switch does not stop halfway where drawing would have."""
+    for name in sorted(files, key=lambda n: (n in PAGES, n)):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / name, target / name)
