@@ -309,6 +309,10 @@ def main(argv: list[str] | None = None) -> None:
     """Run kbc: user errors, usage errors and operating-system failures end as one `error:` line, status 2."""
     gc.set_threshold(*GC_THRESHOLD)
     command = argv is None  # this process is the `kbc` command (not a caller passing arguments)
+    if command:
+        from bridge.cli.streams import escape_unencodable
+
+        escape_unencodable()
     argv = expand_multi(list(sys.argv[1:] if argv is None else argv))
     out = out_folder(argv)
     out_existed = out is None or out.exists()
