@@ -196,7 +196,9 @@ def write_json(path: Path, obj) -> None:
     """Write JSON atomically: a reader sees the old file or the new one, never half of it."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+        # a path named outside ASCII under a C locale holds its bytes as surrogates: they are written back as
+        # those bytes, the name as the file system has it
+        tmp.write_bytes(json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8", "surrogateescape"))
         os.replace(tmp, path)
     except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None

@@ -30,6 +30,7 @@ from bridge.run.fact_columns import (
     predictor_kinds,
 )
 from bridge.run.instances import atomic_parquet
+from bridge.run.parquet_files import read_frame
 from eval.errors import ConfigError, DataError
 from eval.types import Fact
 
@@ -43,7 +44,7 @@ Note = Callable[[str], None]
 def atomic_json(obj, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8", errors="surrogateescape")
     os.replace(tmp, target)
     return target
 
@@ -63,7 +64,7 @@ def read_instances(path: Path) -> pd.DataFrame:
     import pyarrow as pa
 
     try:
-        return pd.read_parquet(path)
+        return read_frame(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
         first = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise DataError(f"{path}: unreadable ({first}); delete it: `kbc analyze` rebuilds it from the "

@@ -186,10 +186,10 @@ def table_pairs(path: Path, corpus: str, a: str, b: str, setting: str) -> tuple[
     """`paired` for a LAMA run that asks each fact once, read from its per-fact table, where that was written from
     the prediction files there now (`bridge.run.freshness.fresh_instances`): the same pairs in the same order,
     without the records. (The table names no query's fact: a prompt set's run is read from its records.)"""
-    import pyarrow.parquet as pq
+    from bridge.run.parquet_files import read_table
 
     columns = ("corpus", "predictor", "relation", "uid", "dropped", f"correct_{setting}")
-    table = pq.read_table(path, columns=list(columns))
+    table = read_table(path, columns=list(columns))
     rows = zip(*(table.column(c).to_pylist() for c in columns))
     answered: dict[str, dict[str, tuple[str, bool]]] = {a: {}, b: {}}
     for c, name, relation, uid, dropped, correct in rows:

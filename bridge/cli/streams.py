@@ -1,6 +1,8 @@
 """Output that the terminal's encoding cannot hold: under a Latin-1 or other non-UTF-8 locale a label such as
 "Kyōto" would end a command with UnicodeEncodeError. Such characters are written as JSON escapes instead (`\\u014d`,
-a surrogate pair past U+FFFF), so a text line stays readable and `--json` output stays valid JSON of the same value."""
+a surrogate pair past U+FFFF), so a text line stays readable and `--json` output stays valid JSON of the same value.
+A file name Python read under a C locale holds the bytes it could not decode as surrogates (U+DC80-U+DCFF): those
+go out as the bytes they stand for, the name as the file system has it."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import sys
 ERRORS = "kbc-json-escape"
 
 
-def _json_escape(exc: UnicodeError) -> tuple[str, int]:
-    """The characters the codec could not encode, as JSON writes them with `ensure_ascii`."""
+def _json_escape(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """The characters the codec could not encode, as JSON writes them with `ensure_ascii`; escaped bytes as such."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
+    text = exc.object[exc.start:exc.end]
+    if all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+        return bytes(ord(ch) - 0xDC00 for ch in text), exc.end
     out = []
-    for ch in exc.object[exc.start:exc.end]:
+    for ch in text:
         code = ord(ch)
         if code > 0xFFFF:
             code -= 0x10000
@@ -30,7 +35,8 @@ codecs.register_error(ERRORS, _json_escape)
 
 
 def escape_unencodable() -> None:
-    """Let stdout and stderr escape what their encoding cannot hold, instead of raising (UTF-8 streams hold all)."""
+    """Let stdout and stderr escape what their encoding cannot hold, instead of raising."""
     for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
-            stream.reconfigure(errors=ERRORS)
+        if isinstance(stream, io.TextIOWrapper):
+            ascii_only = codecs.lookup(stream.encoding).name == "ascii"  # click would swap in its own UTF-8 writer
+            stream.reconfigure(encoding="utf-8" if ascii_only else None, errors=ERRORS)

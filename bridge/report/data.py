@@ -15,6 +15,7 @@ import pandas as pd
 
 from bridge.predictors.registry import REFERENCE, side_of, spec_of
 from bridge.run.directory import RunDir, open_run
+from bridge.run.parquet_files import read_frame
 from eval.errors import ConfigError, DataError
 from eval.relations import DOMAIN_PREFIX
 from eval.report import NOT_RELATIONS
@@ -61,7 +62,7 @@ def _parquet(path: Path, needs: tuple[str, ...]) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     try:
-        frame = pd.read_parquet(path)
+        frame = read_frame(path)
     except Exception as exc:  # pyarrow raises several kinds for a damaged file
         raise DataError(f"{path} cannot be read as parquet ({type(exc).__name__}: {exc})") from None
     missing = [c for c in needs if c not in frame.columns]

@@ -73,7 +73,7 @@ def write_text(path: Path, text: str) -> None:
     """Write aside, then switch in: a reader never sees half a page."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8", errors="surrogateescape")  # a path named under a C locale
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

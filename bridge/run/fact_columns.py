@@ -40,10 +40,10 @@ def read_fact_stats(run_dir: Path) -> pd.DataFrame | None:
     path = analysis_dir(run_dir) / FACT_STATS
     if not path.exists():
         return None
-    import pandas as pd
+    from bridge.run.parquet_files import read_frame
 
     try:
-        return pd.read_parquet(path)
+        return read_frame(path)
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: unreadable ({exc}); delete it and run `kbc analyze stats` again") from None
 

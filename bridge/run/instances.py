@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from bridge.run.directory import open_run
+from bridge.run.parquet_files import write_frame
 from bridge.run.results import complete_records, right
 from eval.errors import naming
 
@@ -177,7 +178,7 @@ def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     try:
         with naming(target):
-            frame.to_parquet(tmp, index=False, engine="pyarrow")
+            write_frame(frame, tmp)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

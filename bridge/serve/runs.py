@@ -22,6 +22,7 @@ from bridge.run.attempts import attempt_sample
 from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refusal
 from bridge.run.freshness import check_scored, files_state, read_steadily, scored_bytes
 from bridge.run.instances import FILENAME, instances_frame
+from bridge.run.parquet_files import read_frame
 from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts, coherency_prompts
 from eval.cells import count_of
@@ -136,7 +137,7 @@ class LoadedRun:
             raise DataError(f"run {self.name} is a `kbc run {experiment}` run: its scored units are not facts; "
                             "the fact table reads `kbc run lama` runs (see its summary, or `kbc report`)")
         path = self.run.path / FILENAME
-        frame = pd.read_parquet(path) if path.exists() else instances_frame(self.run.path)
+        frame = read_frame(path) if path.exists() else instances_frame(self.run.path)
         missing = {"corpus", "uid", "predictor", "relation", "top1", "correct_raw"} - set(frame.columns)
         if missing:
             raise DataError(f"{path}: not a per-fact table of `kbc run lama` (no {', '.join(sorted(missing))})")

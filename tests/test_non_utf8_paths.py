@@ -1,0 +1,36 @@
+"""Folders named outside ASCII (`données`) under a locale whose file names are not UTF-8 (`LANG=C` with Python's
+UTF-8 mode off, a Latin-1 locale): the per-fact table is written and read there like every other file of the run,
+and the folder's name is recorded and printed as the file system has it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+
+# file names in ASCII, surrogate-escaped past it: what Python does under a C locale not coerced to UTF-8
+ASCII_NAMES = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+
+
+def _kbc(argv: list[str], cache) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if k != "LANG"}, **ASCII_NAMES, "KBC_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-m", "bridge.cli", *argv], capture_output=True, timeout=300, env=env)
+
+
+def test_run_and_compare_in_a_folder_named_outside_ascii(lama_dir, tmp_path):
+    out = tmp_path / "données é" / "run"
+    done = _kbc(["-q", "run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "30", "--predictors",
+                 "freq", "again=freq", "--data-dir", str(lama_dir), "--out", str(out)], tmp_path / "cache")
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"written: {out}/summary.md".encode() in done.stdout
+    assert str(out) in json.loads((out / "config.json").read_text(encoding="utf-8"))["runs"][0]["argv"]
+    frame = pd.read_parquet(out / "instances.parquet")
+    assert len(frame) == 60 and frame.loc[frame.predictor == "freq", "correct_raw"].sum() > 0
+    done = _kbc(["compare", str(out), "freq", "again", "--json"], tmp_path / "cache")
+    assert done.returncode == 0, done.stderr.decode()
+    done = _kbc(["report", str(out), "--out", str(tmp_path / "données é" / "report")], tmp_path / "cache")
+    assert done.returncode == 0, done.stderr.decode()
+    assert str(out) in (tmp_path / "données é" / "report" / "report.md").read_text(encoding="utf-8")
