@@ -18,6 +18,9 @@ def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[st
     stem.with_suffix(".json").write_text(json.dumps(
         {"predictor": predictor, "gold": gold, "predicted": [*labels, "none"], "counts": matrix.tolist()},
         indent=1), encoding="utf-8")
+    from bridge.report.mpl_config import use_kbc_cache
+
+    use_kbc_cache()
     try:
         import matplotlib
     except ImportError:

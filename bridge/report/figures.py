@@ -11,7 +11,10 @@ import math
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-import matplotlib
+from bridge.report.mpl_config import use_kbc_cache
+
+use_kbc_cache()
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -1,0 +1,29 @@
+"""With KBC_CACHE set, a run and its report write nothing into HOME (read-only on many clusters): matplotlib's
+font list and settings folder live in kbc's cache, so a user's matplotlibrc there cannot change the figures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+DROPPED = ("MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+
+
+def _kbc(argv: list[str], home, cache) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if k not in DROPPED}, "HOME": str(home), "KBC_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-m", "bridge.cli", *argv], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_run_and_report_leave_home_alone(lama_dir, tmp_path):
+    home, cache, out = tmp_path / "home", tmp_path / "cache", tmp_path / "run"
+    home.mkdir()
+    done = _kbc(["-q", "run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "30", "--predictors",
+                 "freq", "--data-dir", str(lama_dir), "--out", str(out)], home, cache)
+    assert done.returncode == 0, done.stderr
+    done = _kbc(["report", str(out), "--out", str(tmp_path / "report")], home, cache)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "report.html").is_file()
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+    assert (cache / "matplotlib").is_dir()
