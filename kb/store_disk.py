@@ -25,6 +25,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from eval.errors import ConfigError, DataError, KbcError
+from eval.native_paths import check_native_path
 from kb.writer_lock import WriterLock, writer_wait
 
 GRAPH_NS = "urn:kbc:graph:"  # every graph kbc writes is named under it
@@ -66,6 +67,8 @@ class StoreFolder:
 
     def __init__(self, root: Path, wait: float | None = None) -> None:
         self.root = Path(root)
+        check_native_path(self.root, "the graph store",
+                          "give the store a folder named in ASCII: KBC_CACHE=DIR or --store DIR")
         self.wait = writer_wait() if wait is None else wait
         self.live: str | None = None  # the generation read
         self.view: ox.Store = ox.Store()

@@ -34,3 +34,12 @@ def test_run_and_compare_in_a_folder_named_outside_ascii(lama_dir, tmp_path):
     done = _kbc(["report", str(out), "--out", str(tmp_path / "données é" / "report")], tmp_path / "cache")
     assert done.returncode == 0, done.stderr.decode()
     assert str(out) in (tmp_path / "données é" / "report" / "report.md").read_text(encoding="utf-8")
+
+
+def test_graph_store_in_such_a_folder_is_refused_on_one_line(lama_dir, tmp_path):
+    """Oxigraph takes its folder's name as UTF-8 text: it would look elsewhere (a store reported damaged) or fail."""
+    done = _kbc(["run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "10", "--predictors", "kb",
+                 "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], tmp_path / "cache é")
+    assert done.returncode == 2, done.stderr.decode()
+    (line,) = [x for x in done.stderr.decode("utf-8", "replace").splitlines() if x.startswith(("error", "Trace"))]
+    assert line.startswith("error: the graph store ") and "LANG=C.UTF-8" in line and "KBC_CACHE=DIR" in line

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eval.errors import DataError
+from eval.native_paths import check_native_path
 from eval.out_folders import refuse_in_data
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
@@ -171,6 +172,7 @@ class TantivyIndex:
     @classmethod
     def open(cls, root: Path) -> TantivyIndex:
         """The live generation of `root`, checked: a damaged index is a DataError, not an empty index."""
+        check_native_path(root, "the text index", "move the index to a folder named in ASCII")
         pointer = root / CURRENT
         if root.is_file():
             kind = "dump" if ".xml" in root.suffixes else "jsonl"
@@ -231,6 +233,7 @@ class TantivyIndex:
         """
         if root.exists() and not root.is_dir():
             raise DataError(f"{root} is a file; pass a directory (new or holding a text index) as --out")
+        check_native_path(root, "the text index", "give --out a folder named in ASCII")
         _check_own(root)
         lock = writer_lock(root)
         for _ in range(100):  # a failed build elsewhere may remove the folder it made while we waited
