@@ -40,3 +40,18 @@ def test_set_adds_to_the_run_files_options_and_wins_key_by_key(tiny_models, lama
     code, _, err = run_kbc([*base, "--out", str(tmp_path / "fixed"), "--set", "b.candidates=full"], capsys)
     assert code == 0, err
     assert _options(tmp_path / "fixed")["b"] == {"candidates": "full"}
+
+
+def test_a_run_files_home_folder_is_expanded(lama_dir, tmp_path, capsys, monkeypatch):
+    """No shell expands `~` in a file: `out = "~/runs/x"` is the home folder's, not a folder named `~` here."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    run_file = tmp_path / "run.toml"
+    run_file.write_text(f'corpus = "google_re"\nrelations = "place_of_death"\nlimit = 2\ndata_dir = "{lama_dir}"\n'
+                        'out = "~/runs/x"\n[predictors]\nfreq = "freq"\n')
+    code, out, err = run_kbc(["run", "lama", "--config", str(run_file), "--quiet"], capsys)
+    assert code == 0, err
+    assert (tmp_path / "home" / "runs" / "x" / "summary.json").is_file()
+    assert not (tmp_path / "~").exists()
+    assert f"written: {tmp_path / 'home' / 'runs' / 'x'}/summary.md" in out

@@ -194,6 +194,9 @@ def read_run_file(path: Path) -> dict:
     for param in ("corpora", "relations", "sets"):  # predictors: `predictor_items` splits them
         if isinstance(out.get(param), str):
             out[param] = out[param].split()
+    for param in ("out", "store"):  # no shell expands a file's `~/runs`: it would be a folder named `~` here
+        if isinstance(out.get(param), str) and out[param].startswith("~"):
+            out[param] = str(Path(out[param]).expanduser())
     return out
 
 
