@@ -1,4 +1,4 @@
-"""With KBC_CACHE set, a run and its report write nothing into HOME (read-only on many clusters): matplotlib's
+"""Where a run and its report write: with KBC_CACHE set, nothing into HOME (read-only on many clusters): matplotlib's
 font list and settings folder live in kbc's cache, so a user's matplotlibrc there cannot change the figures."""
 
 from __future__ import annotations
@@ -27,3 +27,13 @@ def test_run_and_report_leave_home_alone(lama_dir, tmp_path):
     assert (tmp_path / "report" / "report.html").is_file()
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
     assert (cache / "matplotlib").is_dir()
+
+
+def test_a_file_named_to_the_longest_name_is_written(tmp_path):
+    """`kbc leaderboard --out` and a report's pages are written aside first: the aside name must fit as well."""
+    from bridge.report.out_dir import write_text
+
+    target = tmp_path / ("é" * 126 + "xyz")  # 255 bytes, the longest name the file system takes
+    write_text(target, "| rank |\n")
+    assert target.read_text(encoding="utf-8") == "| rank |\n"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]

@@ -71,7 +71,7 @@ def written_before(target: Path) -> set[str]:
 
 def write_text(path: Path, text: str) -> None:
     """Write aside, then switch in: a reader never sees half a page."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name[:40]}.{os.getpid()}.tmp")  # a name near 255 bytes leaves no room for more
     try:
         tmp.write_text(text, encoding="utf-8", errors="surrogateescape")  # a path named under a C locale
         os.replace(tmp, path)
