@@ -14,12 +14,14 @@ import logging
 import os
 from pathlib import Path
 
+from eval.file_names import NAME_BYTES
+
 log = logging.getLogger("kbc")
 
 
 def write_checked(path: Path, obj: object) -> None:
     """Write `obj` aside, then switch it in, so a reader never sees half a file."""
-    body = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogateescape")  # a path named under a C locale
+    body = json.dumps(obj, ensure_ascii=False).encode("utf-8", NAME_BYTES)  # eval.file_names
     data = json.dumps({"sha256": hashlib.sha256(body).hexdigest()}).encode() + b"\n" + body
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

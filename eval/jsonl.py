@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.errors import DataError, KbcError
+from eval.file_names import NAME_BYTES
 
 QID = re.compile(r"Q[1-9][0-9]*")  # a Wikidata item id
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "an array",
@@ -196,9 +197,8 @@ def write_json(path: Path, obj) -> None:
     """Write JSON atomically: a reader sees the old file or the new one, never half of it."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        # a path named outside ASCII under a C locale holds its bytes as surrogates: they are written back as
-        # those bytes, the name as the file system has it
-        tmp.write_bytes(json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8", "surrogateescape"))
+        # a path Python could not decode (eval.file_names) stays UTF-8 JSON
+        tmp.write_bytes(json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8", NAME_BYTES))
         os.replace(tmp, path)
     except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None

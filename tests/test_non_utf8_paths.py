@@ -15,8 +15,8 @@ import pandas as pd
 ASCII_NAMES = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
 
 
-def _kbc(argv: list[str], cache) -> subprocess.CompletedProcess:
-    env = {**{k: v for k, v in os.environ.items() if k != "LANG"}, **ASCII_NAMES, "KBC_CACHE": str(cache)}
+def _kbc(argv: list[str], cache, names: dict[str, str] = ASCII_NAMES) -> subprocess.CompletedProcess:
+    env = {**{k: v for k, v in os.environ.items() if k != "LANG"}, **names, "KBC_CACHE": str(cache)}
     return subprocess.run([sys.executable, "-m", "bridge.cli", *argv], capture_output=True, timeout=300, env=env)
 
 
@@ -43,3 +43,17 @@ def test_graph_store_in_such_a_folder_is_refused_on_one_line(lama_dir, tmp_path)
     assert done.returncode == 2, done.stderr.decode()
     (line,) = [x for x in done.stderr.decode("utf-8", "replace").splitlines() if x.startswith(("error", "Trace"))]
     assert line.startswith("error: the graph store ") and "LANG=C.UTF-8" in line and "KBC_CACHE=DIR" in line
+
+
+def test_a_folder_named_in_latin1_under_a_utf8_locale(lama_dir, tmp_path):
+    """A name that is not UTF-8 (copied from an older system): config.json stays UTF-8 JSON that reads back as the
+    name Python has for it, and a rerun resumes."""
+    out = tmp_path / os.fsdecode(b"caf\xe9") / "run"
+    argv = ["-q", "run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "20", "--predictors", "freq",
+            "--data-dir", str(lama_dir), "--out", str(out)]
+    for _ in range(2):
+        done = _kbc(argv, tmp_path / "cache", {"LC_ALL": "C.UTF-8"})
+        assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+        assert os.fsencode(f"written: {out}/summary.md") in done.stdout
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert [run["argv"][-1] for run in config["runs"]] == [str(out), str(out)]

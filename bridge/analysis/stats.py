@@ -32,6 +32,7 @@ from bridge.run.fact_columns import (
 from bridge.run.instances import atomic_parquet
 from bridge.run.parquet_files import read_frame
 from eval.errors import ConfigError, DataError
+from eval.file_names import NAME_BYTES
 from eval.types import Fact
 
 FACT_COLUMNS: dict[str, str] = {"corpus": "string", "uid": "string", "relation": "string",
@@ -44,7 +45,7 @@ Note = Callable[[str], None]
 def atomic_json(obj, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8", errors="surrogateescape")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8", errors=NAME_BYTES)
     os.replace(tmp, target)
     return target
 

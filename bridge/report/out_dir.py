@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from eval.errors import ConfigError
+from eval.file_names import NAME_BYTES
 from eval.out_folders import check_own_folder, refuse_in_data
 
 MARKER = ".kbc-report.json"
@@ -73,7 +74,7 @@ def write_text(path: Path, text: str) -> None:
     """Write aside, then switch in: a reader never sees half a page."""
     tmp = path.with_name(f".{path.name[:40]}.{os.getpid()}.tmp")  # a name near 255 bytes leaves no room for more
     try:
-        tmp.write_text(text, encoding="utf-8", errors="surrogateescape")  # a path named under a C locale
+        tmp.write_text(text, encoding="utf-8", errors=NAME_BYTES)  # eval.file_names
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -1,0 +1,30 @@
+"""Text holding a file name Python could not decode, written into UTF-8 files (config.json, caches, report pages).
+
+Python keeps the bytes of such a name as surrogates (U+DC80-U+DCFF): under a C locale without UTF-8 mode every
+byte past ASCII, under any locale a byte that is not UTF-8 (a folder named in Latin-1). Strict UTF-8 refuses them;
+written raw, the file would no longer be UTF-8. The `NAME_BYTES` error handler writes bytes that spell UTF-8 text
+as that text (`donn\\udcc3\\udca9es` -> `données`, the name the file system has) and any other byte as a JSON
+escape (`\\udce9`), which `json.loads` reads back as the same surrogate and the file stays UTF-8."""
+
+from __future__ import annotations
+
+import codecs
+
+NAME_BYTES = "kbc-name-bytes"
+
+
+def _name_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    if all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+        raw = bytes(ord(ch) - 0xDC00 for ch in text)
+        try:
+            raw.decode("utf-8")
+            return raw, exc.end
+        except UnicodeDecodeError:
+            pass
+    return "".join(f"\\u{ord(ch):04x}" for ch in text), exc.end
+
+
+codecs.register_error(NAME_BYTES, _name_bytes)
