@@ -5,6 +5,7 @@ UTF-8 mode off, a Latin-1 locale) a folder named outside ASCII would be looked u
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from pathlib import Path
@@ -19,7 +20,11 @@ def check_native_path(path: Path, what: str, fix: str) -> None:
         same = os.fsencode(text) == text.encode("utf-8")
     except UnicodeEncodeError:  # bytes of a name this locale could not decode
         same = False
-    if not same:
-        raise ConfigError(f"{what} {path} cannot be opened under this locale, whose file names are "
-                          f"{sys.getfilesystemencoding()}, not UTF-8: its name holds characters outside ASCII; run "
-                          f"under a UTF-8 locale (LANG=C.UTF-8) or {fix}")
+    if same:
+        return
+    encoding = codecs.lookup(sys.getfilesystemencoding()).name
+    if encoding == "utf-8":  # the name's own bytes are not UTF-8 (a folder named under another encoding)
+        raise ConfigError(f"{what} {path} cannot be opened: its name is not UTF-8 text; rename the folder or {fix}")
+    raise ConfigError(f"{what} {path} cannot be opened under this locale, whose file names are {encoding}, not "
+                      f"UTF-8: its name holds characters outside ASCII; run under a UTF-8 locale (LANG=C.UTF-8) "
+                      f"or {fix}")

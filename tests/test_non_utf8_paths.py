@@ -57,3 +57,12 @@ def test_a_folder_named_in_latin1_under_a_utf8_locale(lama_dir, tmp_path):
         assert os.fsencode(f"written: {out}/summary.md") in done.stdout
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert [run["argv"][-1] for run in config["runs"]] == [str(out), str(out)]
+
+
+def test_graph_store_in_a_folder_named_in_latin1_is_refused_on_one_line(lama_dir, tmp_path):
+    cache = tmp_path / os.fsdecode(b"cach\xe9")
+    done = _kbc(["run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "10", "--predictors", "kb",
+                 "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], cache, {"LC_ALL": "C.UTF-8"})
+    assert done.returncode == 2, done.stderr.decode("utf-8", "replace")
+    (line,) = [x for x in done.stderr.decode("utf-8", "replace").splitlines() if x.startswith(("error", "Trace"))]
+    assert line.startswith("error: the graph store ") and "its name is not UTF-8 text; rename the folder" in line
