@@ -90,7 +90,11 @@ class StoreFolder:
         root = self.root
         if root.exists() and not root.is_dir():
             raise ConfigError(f"--store {root} is a file; pass a directory (new, empty, or a kbc graph store)")
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only HOME holding the default cache, a full disk
+            raise ConfigError(f"cannot make the graph store {root} ({exc.strerror or exc}); set KBC_CACHE to a "
+                              "writable folder, or give --store DIR") from None
         if (root / MARK).is_file():
             return
         entries = sorted(p.name for p in root.iterdir())

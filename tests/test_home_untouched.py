@@ -37,3 +37,27 @@ def test_a_file_named_to_the_longest_name_is_written(tmp_path):
     write_text(target, "| rank |\n")
     assert target.read_text(encoding="utf-8") == "| rank |\n"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_graph_store_home_cannot_hold_says_what_to_set(lama_dir, tmp_path, capsys, monkeypatch):
+    """No KBC_CACHE and a read-only HOME (simulated: root writes anywhere): one line naming the fix."""
+    from pathlib import Path
+
+    from cli_support import run_kbc
+
+    home, mkdir = tmp_path / "home", Path.mkdir
+
+    def read_only_home(self, *args, **kwargs):
+        if self.is_relative_to(home / ".cache" / "kbcompare" / "store"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.delenv("KBC_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(Path, "mkdir", read_only_home)
+    code, _, err = run_kbc(["-q", "run", "lama", "--corpus", "trex", "--relations", "P103", "--limit", "5",
+                            "--predictors", "kb", "--data-dir", str(lama_dir), "--out", str(tmp_path / "run")], capsys)
+    assert code == 2
+    (line,) = [x for x in err.splitlines() if x.startswith("error")]
+    assert line == (f"error: cannot make the graph store {home}/.cache/kbcompare/store (Permission denied); "
+                    "set KBC_CACHE to a writable folder, or give --store DIR")
