@@ -1,7 +1,8 @@
 """Folders handed to libraries written in Rust (Oxigraph's graph store, tantivy's text index): they take a path as
 UTF-8 text, while Python names files in the locale's encoding. Under a non-UTF-8 locale (`LANG=C` with Python's
 UTF-8 mode off, a Latin-1 locale) a folder named outside ASCII would be looked up under other bytes: "damaged",
-"no such file", or a traceback. Such a path is refused on one line saying what to change."""
+"no such file", or a traceback; so would a folder whose own name is not UTF-8 under any locale. Such a path is
+refused on one line saying what to change."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from eval.errors import ConfigError
 
 
 def check_native_path(path: Path, what: str, fix: str) -> None:
-    """Refuse `path` where its UTF-8 text is not the name the file system has (only outside UTF-8 locales)."""
+    """Refuse `path` where its UTF-8 text is not the name the file system has: a non-UTF-8 locale's name outside
+    ASCII, or a name whose own bytes are not UTF-8."""
     text = str(path)
     try:
         same = os.fsencode(text) == text.encode("utf-8")
