@@ -113,8 +113,11 @@ def test_a_full_disk_under_instances_parquet_names_the_file(lama_dir, tmp_path, 
 
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
 
-    def full(self, path, *args, **kwargs):
-        Path(path).write_bytes(b"PAR1")  # a partial copy, as a full disk leaves it
+    def full(self, path, *args, **kwargs):  # `path`: the file opened for it, or a path
+        if hasattr(path, "write"):
+            path.write(b"PAR1")  # a partial copy, as a full disk leaves it
+        else:
+            Path(path).write_bytes(b"PAR1")
         raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", full)

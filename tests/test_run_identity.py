@@ -168,16 +168,19 @@ def test_instance_of_file_edited_between_reruns_is_refused(lama_dir, tmp_path):
 def test_a_full_disk_names_config_json_and_leaves_no_tmp_file(lama_dir, tmp_path, monkeypatch, capsys):
     """The disk fills while config.json is written: one line naming it, and no config.json.tmp behind."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    real = Path.write_text
+    real = {"write_text": Path.write_text, "write_bytes": Path.write_bytes}
 
-    def full(self: Path, *args, **kwargs):
-        if self.name == "config.json.tmp":
-            with self.open("w") as handle:
-                handle.write("{")  # a partial copy, as a full disk leaves it
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, *args, **kwargs)
+    def filling(how: str):
+        def full(self: Path, *args, **kwargs):
+            if self.name == "config.json.tmp":
+                with self.open("w") as handle:
+                    handle.write("{")  # a partial copy, as a full disk leaves it
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real[how](self, *args, **kwargs)
+        return full
 
-    monkeypatch.setattr(Path, "write_text", full)
+    for how in real:  # however config.json is written
+        monkeypatch.setattr(Path, how, filling(how))
     out = tmp_path / "run"
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
     assert _one_error(code, err) == f"error: No space left on device: {out / 'config.json'}"
