@@ -13,12 +13,19 @@ import codecs
 NAME_BYTES = "kbc-name-bytes"
 
 
+def escaped_bytes(text: str) -> bytes | None:
+    """The bytes `text` stands for where it is all surrogates Python made of undecodable bytes, else None."""
+    if all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
+        return bytes(ord(ch) - 0xDC00 for ch in text)
+    return None
+
+
 def _name_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     text = exc.object[exc.start:exc.end]
-    if all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
-        raw = bytes(ord(ch) - 0xDC00 for ch in text)
+    raw = escaped_bytes(text)
+    if raw is not None:
         try:
             raw.decode("utf-8")
             return raw, exc.end

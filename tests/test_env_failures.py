@@ -30,6 +30,15 @@ def _run(out: Path, lama_dir: Path, *args: str) -> list[str]:
             "freq", "--data-dir", str(lama_dir), "--out", str(out), *args]
 
 
+def _full_once(full: list, real_write):
+    """`runner.write_json` on a disk that is full once `full` holds anything."""
+    def write(path, data):
+        if full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_write(path, data)
+    return write
+
+
 def test_a_disk_full_after_the_last_record_keeps_what_the_summary_reads(lama_dir, tmp_path, monkeypatch, capsys):
     """Every record is on disk when the disk fills (or the process is killed) before config.json is written again:
     the rerun, which asks nothing, still summarises the predictor as an uninterrupted run does (its answer space)."""
@@ -42,13 +51,8 @@ def test_a_disk_full_after_the_last_record_keeps_what_the_summary_reads(lama_dir
         real_run(self, experiment)
         full.append(True)  # the disk is full from here on: config.json is never written again
 
-    def write(path, data):
-        if full:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        real_write(path, data)
-
     monkeypatch.setattr(runner.Job, "run", then_full)
-    monkeypatch.setattr(runner, "write_json", write)
+    monkeypatch.setattr(runner, "write_json", _full_once(full, real_write))
     out = tmp_path / "out"
     _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])
     monkeypatch.setattr(runner.Job, "run", real_run)
@@ -155,13 +159,8 @@ def test_the_line_names_the_write_that_failed_first(lama_dir, tmp_path, monkeypa
         full.append(self.path)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
 
-    def write(path, data):
-        if full:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        real_write(path, data)
-
     monkeypatch.setattr(record_digests.RecordAppender, "_append", append)
-    monkeypatch.setattr(runner, "write_json", write)
+    monkeypatch.setattr(runner, "write_json", _full_once(full, real_write))
     out = tmp_path / "out"
     line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])
     assert line == f"error: No space left on device: {full[0]}" and full[0].suffix == ".jsonl", line

@@ -40,12 +40,7 @@ def test_labels_with_html_and_formulas_are_text_on_the_page_and_in_the_csv_table
     for r in relations:
         (data / "TREx" / f"{r['relation']}.jsonl").write_text(
             "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in facts))
-    run = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
-                            "--out", str(run), "--quiet"], capsys)
-    assert code == 0, err
-    code, _, err = run_kbc(["report", str(run)], capsys)
-    assert code == 0, err
+    run = _run_and_report(data, tmp_path / "run", capsys)
     page = _Tags()
     page.feed((run / "report" / "report.html").read_text(encoding="utf-8"))
     assert page.scripts == [] and page.handlers == []
@@ -70,12 +65,7 @@ def test_a_label_written_as_a_markdown_link_is_text_in_the_markdown_tables(tmp_p
     (data / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in relations))
     for r in relations:
         (data / "TREx" / f"{r['relation']}.jsonl").write_text(json.dumps({"sub_label": "A", "obj_label": "b"}) + "\n")
-    run = tmp_path / "run"
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
-                            "--out", str(run), "--quiet"], capsys)
-    assert code == 0, err
-    code, _, err = run_kbc(["report", str(run)], capsys)
-    assert code == 0, err
+    run = _run_and_report(data, tmp_path / "run", capsys)
     for path in (run / "summary.md", run / "report" / "report.md"):
         rendered = _Rendered()
         rendered.feed(markdown.markdown(path.read_text(encoding="utf-8"), extensions=["tables"]))
@@ -101,3 +91,13 @@ class _Rendered(HTMLParser):
             self.links.append(dict(attrs).get("href", ""))
         if tag == "img":
             self.images.append(dict(attrs).get("src", ""))
+
+
+def _run_and_report(data, run, capsys):
+    """`kbc run` (freq) over the corpus in `data`, then `kbc report` of it; the run folder."""
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
+                            "--out", str(run), "--quiet"], capsys)
+    assert code == 0, err
+    code, _, err = run_kbc(["report", str(run)], capsys)
+    assert code == 0, err
+    return run

@@ -10,6 +10,8 @@ import codecs
 import io
 import sys
 
+from eval.file_names import escaped_bytes
+
 ERRORS = "kbc-json-escape"
 
 
@@ -18,8 +20,9 @@ def _json_escape(exc: UnicodeError) -> tuple[str | bytes, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     text = exc.object[exc.start:exc.end]
-    if all(0xDC80 <= ord(ch) <= 0xDCFF for ch in text):
-        return bytes(ord(ch) - 0xDC00 for ch in text), exc.end
+    raw = escaped_bytes(text)
+    if raw is not None:
+        return raw, exc.end
     out = []
     for ch in text:
         code = ord(ch)
