@@ -39,6 +39,14 @@ def parameters_text(n: int | None) -> str:
     return str(n)
 
 
+def byte_size(n: int) -> str:
+    """A size as `ls -h --si` and download pages give it: 640 B, 12 kB, 43.1 MB, 3.9 GB (powers of 1,000)."""
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n / 1e3:.0f} kB" if n >= 1e3 else f"{n} B"
+
+
 def count_of(n: int, unit: str) -> str:
     """'1 fact', '2 queries': a count with its unit, given in the plural (facts, queries, relations), in the right
     number."""

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -81,3 +82,25 @@ def _remember(key: tuple, hexdigest: str) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.json")  # `_entry`'s names
+ENTRY_TMP = re.compile(r"[0-9a-f]{32}\.json\.[0-9]+\.tmp")  # `_remember`'s, while it writes
+
+
+def why_dead(entry: Path) -> str | None:
+    """Why the remembered digest `entry` can never be recalled again (None where it may be): its file is gone, or
+    is no longer the one hashed (another inode, size, mtime or ctime: an edit sets the ctime, which no one can set
+    back), or the entry is damaged (recall refuses it)."""
+    try:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        key = data["key"]
+        if data["check"] != _check(tuple(key), data["sha256"]) or len(key) != 6:
+            return "damaged"
+        try:
+            now = _key(Path(key[0]), os.stat(key[0]))
+        except (FileNotFoundError, NotADirectoryError):
+            return f"its file {key[0]} is gone"
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return "damaged"
+    return None if list(now) == key else f"its file {key[0]} changed"

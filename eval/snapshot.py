@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
@@ -319,3 +320,35 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
                         "or make it writable, or set KBC_CACHE to a writable folder)", folder, exc.strerror or exc)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json")  # `snapshot_path`'s names
+SNAPSHOT_TMP = re.compile(r"\.[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json\.[0-9]+\.tmp")  # `_write`'s, while it writes
+
+
+def why_dead(path: Path) -> str | None:
+    """Why the snapshot at `path` can never be read again (None where it may be): its header names data files that
+    are gone or whose size or mtime changed (it is read only where they hold the recorded bytes), an earlier
+    schema, or it is damaged. Only the header is read: a whole T-REx snapshot is tens of MB."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.readline(1 << 24)
+        header = json.loads(head)
+        if not isinstance(header, dict):
+            raise ValueError("no header")
+        schema = header.get("schema")
+        if isinstance(schema, int) and schema < SCHEMA:  # never read again; a later version's may be read by it
+            return f"written by an earlier kbc version (schema {schema}, now {SCHEMA})"
+        if schema != SCHEMA:
+            return None
+        sources = header["sources"]
+        for source, size, mtime, _ in sources:
+            try:
+                st = os.stat(source)
+            except (FileNotFoundError, NotADirectoryError):
+                return f"its data file {source} is gone"
+            if (st.st_size, st.st_mtime_ns) != (size, mtime):
+                return f"its data file {source} changed"
+    except (ValueError, KeyError, TypeError):
+        return "damaged"
+    return None

@@ -20,11 +20,14 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pyoxigraph as ox
 
 from eval.errors import ConfigError, DataError, KbcError
+from eval.lock_holders import holders_text
 from eval.native_paths import check_native_path
 from kb.writer_lock import WriterLock, writer_wait
 
@@ -314,3 +317,34 @@ class StoreFolder:
             self.abandon()
         self._release()
         self._close_view()
+
+
+@contextmanager
+def store_alone(root: Path) -> Iterator[WriterLock | None]:
+    """The store folder `root` held against every other kbc process while the block runs: its writer lock, and each
+    generation's readers' lock taken exclusively (so no process reads or writes it, and one that comes waits); a
+    KbcError naming who uses it where one does. Gives the writer lock (None where there is no store folder), to be
+    released with the lock file removed once the folder is emptied (`WriterLock.release(remove=True)`)."""
+    root = Path(root)
+    if root.is_symlink() or not root.is_dir():
+        yield None
+        return
+    lock = WriterLock(root / WRITER_LOCK, root / WRITER_INFO, f"the graph store {root} is being written", "", "", 0)
+    if not lock.try_acquire():
+        raise KbcError(f"the graph store {root} is being written by {lock.holder()}")
+    with ExitStack() as held:
+        held.callback(lock.release)
+        for generation in sorted(root.iterdir()):
+            if not _GENERATION.fullmatch(generation.name) or generation.is_symlink():
+                continue
+            try:
+                fd = os.open(generation / READERS, os.O_RDONLY)
+            except OSError:
+                continue  # never published: no reader ever opened it
+            held.callback(os.close, fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise KbcError(f"the graph store {root} is being read by {holders_text(generation / READERS)}") \
+                    from None
+        yield lock

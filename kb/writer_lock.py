@@ -121,6 +121,23 @@ class WriterLock:
         self.fd = fd
         self.info.write_text(json.dumps(this_process()), encoding="utf-8")
 
+    def try_acquire(self) -> bool:
+        """Take the lock where no other process holds it, without waiting; False where one does (`holder` names
+        it). For a command that must not wait on others' work (`kbc cache clear`)."""
+        while self.fd is None:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            if not self._still_named(fd):
+                os.close(fd)
+                continue
+            self.fd = fd
+            self.info.write_text(json.dumps(this_process()), encoding="utf-8")
+        return True
+
     def _still_named(self, fd: int) -> bool:
         try:
             st = os.stat(self.lock)

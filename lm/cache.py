@@ -30,12 +30,14 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from eval.errors import DataError
+from eval.errors import DataError, KbcError
+from eval.lock_holders import holders_text
 
 log = logging.getLogger("kbc")
 
@@ -86,7 +88,7 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     return any(why in str(exc) for why in ("readonly", "unable to open", "locked", "full", "disk I/O"))
 
 
-def _shared_lock(path: Path):
+def shared_lock(path: Path):
     """`<path>.lock`, held shared while this process uses the cache (None where it cannot be made or locked)."""
     lock = Path(f"{path}.lock")
     try:
@@ -105,6 +107,27 @@ def _shared_lock(path: Path):
     return handle
 
 
+@contextmanager
+def caches_alone(folder: Path) -> Iterator[list[Path]]:
+    """Every SQLite cache in `folder` (`*.sqlite`: result and response caches) held against every other kbc process
+    while the block runs: the exclusive lock on each one's `<file>.lock`, which each process using it holds shared
+    (one that comes waits). Gives the caches' files; a KbcError naming who uses one where one does."""
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        yield []
+        return
+    with ExitStack() as held:
+        files = sorted(p for p in folder.glob("*.sqlite") if p.is_file() and not p.is_symlink())
+        for path in files:
+            lock = Path(f"{path}.lock")
+            handle = held.enter_context(lock.open("a"))
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise KbcError(f"the LM cache {path} is in use by {holders_text(lock)}") from None
+        yield files
+
+
 class ResultCache:
     # bound here, not looked up in `sqlite3` when closing: a cache collected at interpreter exit may close after
     # the sqlite3 module's names are cleared, and an `except` naming a cleared class raises TypeError
@@ -120,7 +143,7 @@ class ResultCache:
         self._rechecked = False
         self._stopped = False  # computing without the cache (told once)
         self._db: sqlite3.Connection | None = None
-        self._lock = _shared_lock(self.path)
+        self._lock = shared_lock(self.path)
         self._open()
 
     # --- opening ---------------------------------------------------------------------------------

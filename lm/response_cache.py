@@ -14,6 +14,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from lm.cache import shared_lock
 from lm.generation import Generated, GenerationParams
 
 
@@ -32,6 +33,8 @@ class ResponseCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        # held while the file is open, as a result cache holds its own: `kbc cache clear` refuses while it is
+        self._lock = shared_lock(path)
         self.db = sqlite3.connect(path, timeout=60, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
@@ -68,3 +71,6 @@ class ResponseCache:
 
     def close(self) -> None:
         self.db.close()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None

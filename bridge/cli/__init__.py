@@ -27,6 +27,8 @@ from eval.errors import KbcError
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bridge.cli.run:run", "Run experiments over KB and LM predictors (LAMA, BEAR, LM-KBC, negated, "
                                   "coherency, KMIR, FewRel)."),
+    "cache": ("bridge.cli.cache:cache", "kbc's cache: what it holds (info), what can never be used again (prune), "
+                                        "whole kinds (clear)."),
     "data": ("bridge.cli.data:data", "Get, locate and describe the evaluation data."),
     "kb": ("bridge.cli.kb:kb", "The graph store: load facts, relation statistics and types."),
     "ls": ("bridge.cli.run:ls", "List the registered predictors."),

@@ -11,7 +11,7 @@ from bridge.cli.choices import NamedChoice
 from bridge.cli.options import batch_size_option, data_dir_option, device_option, show_progress
 from bridge.cli.value_types import IntRange, PathType
 from eval.bear import BEAR_CORPORA, resolve_bear_dir
-from eval.cells import count_of
+from eval.cells import byte_size, count_of
 from eval.corpora import CORPORA, corpus_outline
 from eval.datadir import ENV_VAR, absolute_path, resolve_data_dir
 from eval.errors import ConfigError, DataError
@@ -98,14 +98,14 @@ def list_sources(dest) -> None:
     from eval.download import status
 
     dest, source = _list_folder(dest)
-    rows = [(s.name, _size(s.size) + ("+zip" if s.archive else ""), status(s, dest), str(Path(dest) / s.where),
+    rows = [(s.name, byte_size(s.size) + ("+zip" if s.archive else ""), status(s, dest), str(Path(dest) / s.where),
              s.licence, s.what) for s in SOURCES]
     head = ("name", "size", "status", "where", "licence", "what")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     for row in [head, *rows]:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + f"  {row[4]}: {row[5]}")
     files = {f for s in SOURCES for f in s.files()}  # a file two corpora share counts once
-    click.echo(f"total {_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
+    click.echo(f"total {byte_size(sum(f.size for f in files))} in {len(files)} files of {len(SOURCES)} corpora, "
                "plus LAMA's release archive")
     click.echo(f"listed {absolute_path(dest)} ({source})" + _not_made_yet(dest, source))
 
@@ -134,10 +134,6 @@ def _list_folder(dest: str | None) -> tuple[str, str]:
     except DataError:  # no LAMA copy yet: $KBC_DATA names the folder it would be in
         lama = absolute_path(given)
     return str(lama.parent), f"from {ENV_VAR}={given}"
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 @data.command("stats", short_help="Rows read, kept and dropped per relation.")

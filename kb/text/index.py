@@ -12,10 +12,11 @@ Builds are atomic: a new index is built aside and switched in only when complete
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from eval.errors import ConfigError
+from eval.errors import ConfigError, KbcError
 from kb.text.base import Hit, Mention, TextIndex
 from kb.text.paragraphs import Paragraph
 
@@ -71,3 +72,35 @@ def _need_url(es_url: str | None) -> str:
     if not es_url:
         raise ConfigError("the elasticsearch backend needs --es-url (or KBC_ES_URL), e.g. http://127.0.0.1:9200")
     return es_url
+
+
+ES_BUILDS = "elasticsearch-builds"  # `<cache>/index/` folder of the locks of Elasticsearch builds
+
+
+@contextmanager
+def builds_alone(folder: Path) -> Iterator[list]:
+    """Every build lock under `folder` (`<cache>/index`: each tantivy index folder's, and those of Elasticsearch
+    builds in `elasticsearch-builds/`) taken without waiting while the block runs; a KbcError naming the builder
+    where a build runs. Gives the locks, to be released with their files removed once the folder is emptied."""
+    from kb.text import tantivy_index
+    from kb.writer_lock import WriterLock
+
+    folder = Path(folder)
+    if folder.is_symlink() or not folder.is_dir():
+        yield []
+        return
+    locks: list[tuple[WriterLock, str]] = []
+    for sub in sorted(folder.iterdir()):
+        if sub.is_symlink() or not sub.is_dir():
+            continue
+        if sub.name == ES_BUILDS:
+            locks += [(WriterLock(lock, lock.with_suffix(".json"), "", "", "", 0), "an Elasticsearch index")
+                      for lock in sorted(sub.glob("*.lock")) if not lock.is_symlink()]
+        else:  # locked even before its first build made the lock file: a build starting now waits
+            locks.append((tantivy_index.writer_lock(sub), f"the text index {sub}"))
+    with ExitStack() as held:
+        for lock, what in locks:
+            if not lock.try_acquire():
+                raise KbcError(f"{what} is being built by {lock.holder()}")
+            held.callback(lock.release)
+        yield [lock for lock, _ in locks]

@@ -1,0 +1,257 @@
+"""What kbc keeps in its cache (`eval.datadir.cache_root`), and removing it without harm: `kbc cache`.
+
+Each kind of cache is a folder of the root (`KINDS`). Pruning removes only what can never be read again: a snapshot
+whose data files are gone or changed (`eval.snapshot.why_dead`), a remembered digest of a file gone or changed
+(`eval.file_digests.why_dead`), and the temporary file of a writer killed mid-write (a name only kbc's writers give,
+untouched for `STALE_AFTER`). Clearing removes whole kinds, holding the locks the graph store, the LM caches and
+text index builds take (`kb.store_disk.store_alone`, `lm.cache.caches_alone`, `kb.text.index.builds_alone`), so
+it refuses, naming the process, while another kbc uses them. Nothing here follows a symbolic link (kbc makes none:
+a link is reported and left), nor touches an entry of the root that is no kind's or a file in `snapshots/` or
+`digests/` that is no name kbc gives: those are reported as not kbc's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval import file_digests, snapshot
+from eval.datadir import cache_root
+
+# kind -> what it holds, in the order `kbc cache info` lists them
+KINDS: dict[str, str] = {
+    "store": "graph store (gold, inferred and extracted-KB graphs)",
+    "lm": "LM result and response caches",
+    "index": "text indexes (tantivy), Elasticsearch build locks",
+    "entities": "E-BERT entity maps",
+    "re": "extracted KB (relation-extraction triples)",
+    "snapshots": "parsed corpora",
+    "digests": "remembered file digests (model weights, data files)",
+    "uhn": "LAMA-UHN data",
+    "matplotlib": "matplotlib's font list and settings (kbc report)",
+}
+STALE_AFTER = 30 * 60  # seconds a temporary file is left untouched before it counts as a killed writer's
+# temporary names kbc's writers give, per kind (a path under the kind's folder; a folder for LAMA-UHN's builds)
+TEMPORARY: dict[str, re.Pattern] = {
+    "snapshots": snapshot.SNAPSHOT_TMP,
+    "digests": file_digests.ENTRY_TMP,
+    "re": re.compile(r"[^/]+\.[0-9]+\.tmp"),  # eval.checked_json.write_checked
+    "entities": re.compile(r"map-[0-9a-f]{16}\.npz\.tmp\.npz"),  # lm.entities.mapping.LinearMap.save
+    "uhn": re.compile(r"\.[0-9a-f]{16}\.(tmp|old)-[0-9a-f]{8}"),  # eval.uhn.build_uhn
+    "lm": re.compile(r"served_first_answers/[0-9a-f]{64}\.json\.tmp"),  # eval.jsonl.write_json
+}
+# the only names kbc gives in these kinds: anything else there is reported, never removed
+NAMED = {"snapshots": snapshot.SNAPSHOT_NAME, "digests": file_digests.ENTRY_NAME}
+
+
+def root_source() -> str:
+    """Why the cache is where it is."""
+    return "from KBC_CACHE" if os.environ.get("KBC_CACHE") else "the default; KBC_CACHE is not set"
+
+
+@dataclass
+class Usage:
+    """Bytes and files of a tree, and the links in it (not followed)."""
+    bytes: int = 0
+    files: int = 0
+    links: list[Path] = field(default_factory=list)
+
+    def add(self, other: Usage) -> None:
+        self.bytes += other.bytes
+        self.files += other.files
+        self.links += other.links
+
+
+def usage(path: Path) -> Usage:
+    """What the tree at `path` holds, its links counted but not followed."""
+    found = Usage()
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return found
+    if stat.S_ISLNK(st.st_mode):
+        found.links.append(path)
+    elif stat.S_ISDIR(st.st_mode):
+        for entry in _entries(path):
+            found.add(usage(entry))
+    else:
+        found.bytes, found.files = st.st_size, 1
+    return found
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return sorted(Path(e.path) for e in os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+@dataclass
+class Inventory:
+    root: Path
+    kinds: dict[str, Usage]
+    foreign: list[Path]  # entries of the root that are no kind's
+
+    @property
+    def links(self) -> list[Path]:
+        return [link for u in self.kinds.values() for link in u.links]
+
+
+def inventory(root: Path | None = None) -> Inventory:
+    root = cache_root() if root is None else root
+    kinds = {kind: usage(root / kind) for kind in KINDS}
+    foreign = [p for p in _entries(root) if p.name not in KINDS]
+    return Inventory(root, kinds, foreign)
+
+
+@dataclass
+class Dead:
+    """An entry that can never be used again: its path, size and why."""
+    path: Path
+    kind: str
+    bytes: int
+    why: str
+    identity: tuple[int, int, int]  # inode, size, mtime when judged: removed only if still the same
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list[Path]]:
+    """What pruning removes, and the entries of `snapshots/` and `digests/` that are not kbc's (links among them:
+    left alone, never followed)."""
+    now = time.time() if now is None else now
+    dead: list[Dead] = []
+    foreign: list[Path] = []
+    for kind, why_dead in (("snapshots", snapshot.why_dead), ("digests", file_digests.why_dead)):
+        if (root / kind).is_symlink():
+            continue  # kbc makes no link: one is reported, never followed
+        for path in _entries(root / kind):
+            st = path.lstat()
+            if TEMPORARY[kind].fullmatch(path.name):
+                continue  # judged below, by its age
+            if not (stat.S_ISREG(st.st_mode) and NAMED[kind].fullmatch(path.name)):
+                foreign.append(path)  # a link too: kbc makes none
+                continue
+            try:
+                why = why_dead(path)
+            except OSError:
+                continue  # unreadable here: whether it is used cannot be told, so it stays
+            if why is not None:
+                dead.append(Dead(path, kind, st.st_size, why, _identity(st)))
+    dead += _stale_temporaries(root, now)
+    return dead, foreign
+
+
+def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
+    for kind, pattern in TEMPORARY.items():
+        folder = root / kind
+        if folder.is_symlink():
+            continue
+        for path in _walk(folder):
+            if not pattern.fullmatch(path.relative_to(folder).as_posix()):
+                continue
+            st = path.lstat()
+            age = now - _newest(path)
+            if age >= STALE_AFTER and not stat.S_ISLNK(st.st_mode):
+                yield Dead(path, kind, usage(path).bytes, f"a killed writer's temporary file, untouched for "
+                           f"{_duration(age)}", _identity(st))
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every entry under `folder`, its links not followed; a matched temporary folder is not entered."""
+    for path in _entries(folder):
+        yield path
+        if path.is_dir() and not path.is_symlink() and not path.name.startswith("."):
+            yield from _walk(path)
+
+
+def _newest(path: Path) -> float:
+    """The last time anything in the tree at `path` was written (a writer may still be filling a folder)."""
+    newest = path.lstat().st_mtime
+    if path.is_dir() and not path.is_symlink():
+        for entry in _entries(path):
+            newest = max(newest, _newest(entry))
+    return newest
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def remove_dead(found: list[Dead]) -> list[Dead]:
+    """Remove each entry that is still what was judged (a writer may have replaced it since); the ones removed."""
+    removed = []
+    for entry in found:
+        try:
+            if _identity(entry.path.lstat()) != entry.identity:
+                continue
+            if entry.path.is_dir():
+                empty(entry.path, set())
+                entry.path.rmdir()
+            else:
+                entry.path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def empty(folder: Path, keep: set[Path]) -> Usage:
+    """Remove what `folder` holds but `keep` and links (reported in what is returned, as the bytes and files
+    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed."""
+    removed = Usage()
+    entries = _entries(folder)
+    for path in sorted(entries, key=lambda p: p.name not in ("LIVE", "CURRENT")):
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            removed.links.append(path)
+        elif path in keep:
+            continue
+        elif stat.S_ISDIR(st.st_mode):
+            removed.add(empty(path, keep))
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # holds a link or a kept file
+        else:
+            path.unlink(missing_ok=True)
+            removed.bytes += st.st_size
+            removed.files += 1
+    return removed
+
+
+def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, Usage]:
+    """Empty each kind's folder (the folder stays), holding the locks of those other kbc processes take; a KbcError
+    naming the process that uses one, before anything is removed. `check_only`: take the locks and let go."""
+    from kb.store_disk import store_alone
+    from kb.text.index import builds_alone
+    from lm.cache import caches_alone
+
+    with ExitStack() as held:
+        keep: set[Path] = set()
+        owned = []  # writer locks whose files go once their folder is emptied
+        if "store" in kinds and (lock := held.enter_context(store_alone(root / "store"))) is not None:
+            owned.append(lock)
+        if "lm" in kinds:
+            keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
+        if "index" in kinds:
+            owned += held.enter_context(builds_alone(root / "index"))
+        if check_only:
+            return {}
+        keep |= {lock.lock for lock in owned}
+        done = {kind: empty(root / kind, keep) if not (root / kind).is_symlink() else Usage(links=[root / kind])
+                for kind in kinds}
+        for lock in owned:
+            lock.release(remove=True)
+        return done

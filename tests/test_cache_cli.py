@@ -1,0 +1,357 @@
+"""`kbc cache info|prune|clear`: exact sizes, only what can never be used again pruned, whole kinds cleared on
+request, nothing removed under another kbc's feet, nothing that is not kbc's touched, no link followed, and a run
+after a clear gives the same results."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import lm_fixtures
+import pytest
+from cli_support import run_kbc
+
+from eval import file_digests, lama
+from eval.corpora import load_corpus
+from eval.snapshot import forget_recent, snapshot_path
+
+tiny_models = lm_fixtures.tiny_models
+
+RELATIONS = [{"relation": "P19", "template": "[X] was born in [Y] .", "label": "place of birth", "type": "N-1"}]
+P19 = [{"uuid": "u1", "sub_label": "Ada", "sub_uri": "Q1", "obj_label": "Paris", "obj_uri": "Q90"}]
+HOUR_AGO = time.time() - 3600
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("KBC_CACHE", str(root))
+    return root
+
+
+def _data(folder: Path) -> Path:
+    (folder / "TREx").mkdir(parents=True)
+    (folder / "relations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RELATIONS), encoding="utf-8")
+    (folder / "TREx" / "P19.jsonl").write_text("".join(json.dumps(r) + "\n" for r in P19), encoding="utf-8")
+    return folder
+
+
+def _file(path: Path, size: int, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def _answer(monkeypatch, text: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+
+
+# -- info --------------------------------------------------------------------------------------
+def test_info_gives_each_kind_its_exact_size_and_files_and_names_what_is_not_kbcs(cache, tmp_path, capsys):
+    _file(cache / "snapshots" / "trex-0123456789abcdef.json", 1500)
+    _file(cache / "snapshots" / "google_re-0123456789abcdef.json", 250)
+    _file(cache / "digests" / ("a" * 32 + ".json"), 300)
+    _file(cache / "uhn" / "0123456789abcdef" / "TREx" / "P19.jsonl", 2_000_000)
+    _file(cache / "notes.txt", 7)
+    outside = _file(tmp_path / "outside" / "big.bin", 5_000_000)
+    (cache / "entities").mkdir()
+    (cache / "entities" / "map-link.npz").symlink_to(outside)
+    code, out, err = run_kbc(["cache", "info", "--json"], capsys)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["root"] == str(cache) and shown["source"] == "from KBC_CACHE"
+    sizes = {k: (v["bytes"], v["files"]) for k, v in shown["kinds"].items()}
+    assert sizes == {"store": (0, 0), "lm": (0, 0), "index": (0, 0), "entities": (0, 0), "re": (0, 0),
+                     "snapshots": (1750, 2), "digests": (300, 1), "uhn": (2_000_000, 1), "matplotlib": (0, 0)}
+    assert shown["total"] == {"bytes": 2_002_050, "files": 4}
+    assert shown["not_kbc"] == [str(cache / "notes.txt")]
+    assert shown["links"] == [str(cache / "entities" / "map-link.npz")]
+    code, out, _ = run_kbc(["cache"], capsys)  # alone: info, as text
+    lines = out.splitlines()
+    assert lines[0] == f"cache: {cache} (from KBC_CACHE)"
+    assert "snapshots      1750 B        2  parsed corpora" not in out  # sizes are human-readable
+    assert any(line.split()[:3] == ["snapshots", "2", "kB"] and line.split()[3] == "2" for line in lines)
+    assert any(line.split()[:3] == ["uhn", "2.0", "MB"] for line in lines)
+    assert any(line.split()[:4] == ["total", "2.0", "MB", "4"] for line in lines)
+    assert f"left alone: {cache / 'notes.txt'} (not kbc's: never removed)" in lines
+
+
+def test_info_says_where_the_default_cache_is_and_that_it_is_not_made_yet(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("KBC_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, out, _ = run_kbc(["cache", "info"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == (f"cache: {tmp_path / '.cache' / 'kbcompare'} (the default; KBC_CACHE is not "
+                                   "set); not made yet: nothing is cached")
+    assert not (tmp_path / ".cache").exists()
+
+
+def test_a_cache_that_is_a_file_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", str(_file(tmp_path / "file", 1)))
+    code, _, err = run_kbc(["cache", "prune"], capsys)
+    assert code == 2 and err == f"error: the cache {tmp_path / 'file'} is a file; point KBC_CACHE at a directory\n"
+
+
+# -- prune -------------------------------------------------------------------------------------
+def test_prune_removes_the_snapshot_of_data_gone_and_keeps_the_live_one_which_is_still_read(
+        cache, tmp_path, monkeypatch, capsys):
+    live, gone = _data(tmp_path / "live"), _data(tmp_path / "gone")
+    load_corpus("trex", live)
+    load_corpus("trex", gone)
+    kept, dead = snapshot_path("trex", live.resolve(), {}), snapshot_path("trex", gone.resolve(), {})
+    assert kept.is_file() and dead.is_file()
+    shutil.rmtree(gone)
+    code, out, err = run_kbc(["cache", "prune", "--dry-run"], capsys)
+    assert code == 0, err
+    assert f"would remove snapshots/{dead.name} (" in out and kept.name not in out
+    assert dead.is_file()  # a dry run removes nothing
+    code, out, err = run_kbc(["cache", "prune"], capsys)
+    assert code == 0, err
+    size = dead.stat().st_size if dead.exists() else None
+    assert size is None and kept.is_file()
+    assert f"removed snapshots/{dead.name} (" in out
+    assert f"its data file {gone.resolve() / 'TREx' / 'P19.jsonl'} is gone" in out
+    assert out.splitlines()[-1].startswith("freed ")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed again")
+
+    forget_recent()
+    monkeypatch.setitem(lama.LOADERS, "trex", refuse)
+    assert [f.uid for f in load_corpus("trex", live).facts] == ["u1"]  # read from the snapshot kept
+
+
+def test_prune_removes_a_snapshot_whose_data_changed_or_of_an_earlier_version(cache, tmp_path, capsys):
+    data = _data(tmp_path / "lama")
+    load_corpus("trex", data)
+    path = snapshot_path("trex", data.resolve(), {})
+    old = _file(cache / "snapshots" / "trex-00000000000000aa.json", 0)
+    old.write_text(json.dumps({"schema": 2, "sources": []}) + "\n{}\n")
+    later = cache / "snapshots" / "trex-00000000000000bb.json"  # a later kbc's: it may read it
+    later.write_text(json.dumps({"schema": 999, "sources": []}) + "\n{}\n")
+    with (data / "TREx" / "P19.jsonl").open("a") as handle:
+        handle.write("\n")
+    code, out, _ = run_kbc(["cache", "prune"], capsys)
+    assert code == 0
+    assert not path.exists() and not old.exists() and later.exists()
+    assert f"its data file {data.resolve() / 'TREx' / 'P19.jsonl'} changed" in out
+    assert "written by an earlier kbc version (schema 2, now" in out
+
+
+def test_prune_removes_digests_of_files_gone_and_keeps_the_others(cache, tmp_path, capsys):
+    here, gone = _file(tmp_path / "here.bin", 10), _file(tmp_path / "gone.bin", 10)
+    for path in (here, gone):
+        file_digests._remember(file_digests._key(path, os.stat(path)), "ab" * 32)
+    gone.unlink()
+    code, out, _ = run_kbc(["cache", "prune"], capsys)
+    assert code == 0
+    assert len(list((cache / "digests").iterdir())) == 1
+    assert f"its file {gone.resolve()} is gone" in out and "digests: removed 1 entry, " in out
+    file_digests._MEMO.clear()
+    assert file_digests._recall(file_digests._key(here, os.stat(here))) == "ab" * 32
+
+
+def test_prune_removes_stale_temporary_files_of_kbc_only(cache, tmp_path, capsys):
+    stale = _file(cache / "snapshots" / ".trex-0123456789abcdef.json.4242.tmp", 100, HOUR_AGO)
+    fresh = _file(cache / "snapshots" / ".trex-0123456789abcdef.json.4243.tmp", 100)
+    entity = _file(cache / "entities" / "map-0123456789abcdef.npz.tmp.npz", 100, HOUR_AGO)
+    uhn = cache / "uhn" / ".0123456789abcdef.tmp-deadbeef"
+    _file(uhn / "TREx" / "P19.jsonl", 100, HOUR_AGO)
+    os.utime(uhn / "TREx", (HOUR_AGO, HOUR_AGO))
+    os.utime(uhn, (HOUR_AGO, HOUR_AGO))
+    building = cache / "uhn" / ".0123456789abcdef.tmp-cafecafe"  # a build still writing into it
+    _file(building / "TREx" / "P19.jsonl", 100)
+    os.utime(building, (HOUR_AGO, HOUR_AGO))
+    mine = _file(cache / "snapshots" / "notes.txt", 5, HOUR_AGO)
+    code, out, _ = run_kbc(["cache", "prune"], capsys)
+    assert code == 0
+    assert not stale.exists() and not entity.exists() and not uhn.exists()
+    assert fresh.exists() and building.exists() and mine.exists()
+    assert "a killed writer's temporary file, untouched for 1 hours" in out
+    assert f"left alone: {mine} (not kbc's: never removed)" in out
+
+
+def test_prune_follows_no_link(cache, tmp_path, capsys):
+    outside = tmp_path / "outside"
+    dead = _file(outside / "trex-00000000000000aa.json", 0)
+    dead.write_text(json.dumps({"schema": 2, "sources": []}) + "\n{}\n")
+    tmp_dir = outside / "build"
+    _file(tmp_dir / "P19.jsonl", 10, HOUR_AGO)
+    os.utime(tmp_dir, (HOUR_AGO, HOUR_AGO))
+    (cache / "snapshots").mkdir(parents=True)
+    (cache / "snapshots" / dead.name).symlink_to(dead)
+    (cache / "uhn").mkdir()
+    (cache / "uhn" / ".0123456789abcdef.tmp-deadbeef").symlink_to(tmp_dir)
+    (cache / "digests").symlink_to(outside)
+    code, out, _ = run_kbc(["cache", "prune"], capsys)
+    assert code == 0 and out == (f"left alone: {cache / 'snapshots' / dead.name} (a link: never followed nor "
+                                 f"removed)\nleft alone: {cache / 'digests'} (a link: never followed nor removed)\n"
+                                 f"nothing to remove in {cache}\n")
+    assert dead.read_text().startswith('{"schema": 2') and (tmp_dir / "P19.jsonl").is_file()
+    assert (cache / "snapshots" / dead.name).is_symlink()
+
+
+# -- clear -------------------------------------------------------------------------------------
+def _filled(cache: Path) -> None:
+    _file(cache / "snapshots" / "trex-0123456789abcdef.json", 1000)
+    _file(cache / "digests" / ("a" * 32 + ".json"), 300)
+    _file(cache / "lm" / "served_first_answers" / ("b" * 64 + ".json"), 20)
+    _file(cache / "notes.txt", 7)
+
+
+def test_clear_asks_first_and_removes_nothing_when_told_no(cache, monkeypatch, capsys):
+    _filled(cache)
+    _answer(monkeypatch, "n\n")
+    code, out, err = run_kbc(["cache", "clear"], capsys)
+    assert code == 0 and out == "nothing removed\n"
+    assert f"remove 3 files (1 kB) of every kind from {cache}? [y/N]" in err
+    assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()
+    _answer(monkeypatch, "")  # no answer (not a terminal): refused, not taken for yes
+    code, out, err = run_kbc(["cache", "clear"], capsys)
+    assert code == 2 and err.splitlines()[-1] == ("error: kbc cache clear asks before removing, and got no answer; "
+                                                  "nothing removed: pass --yes to clear without asking")
+    assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()
+
+
+def test_clear_removes_the_kinds_asked_and_never_what_is_not_kbcs(cache, monkeypatch, capsys):
+    _filled(cache)
+    _answer(monkeypatch, "y\n")
+    code, out, _ = run_kbc(["cache", "clear", "snapshots"], capsys)
+    assert code == 0
+    assert out.splitlines() == ["snapshots: removed 1 file (1 kB)", f"freed 1 kB in {cache}"]
+    assert not any((cache / "snapshots").iterdir()) and (cache / "digests").is_dir()
+    code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0
+    assert f"left alone: {cache / 'notes.txt'} (not kbc's: never removed)" in out
+    assert sorted(p.name for p in cache.rglob("*") if not p.is_dir()) == ["notes.txt"]
+    code, _, err = run_kbc(["cache", "clear", "snapshot", "--yes"], capsys)
+    assert code == 2 and "(did you mean 'snapshots'?)" in err
+
+
+def test_clear_follows_no_link(cache, tmp_path, capsys):
+    outside = _file(tmp_path / "outside" / "kept.json", 10)
+    _file(cache / "snapshots" / "trex-0123456789abcdef.json", 10)
+    (cache / "snapshots" / "link.json").symlink_to(outside)
+    (cache / "digests").symlink_to(outside.parent)
+    code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0
+    assert outside.is_file() and (cache / "snapshots" / "link.json").is_symlink()
+    assert f"left alone: {cache / 'digests'} (a link: never followed nor removed)" in out
+    assert f"left alone: {cache / 'snapshots' / 'link.json'} (a link: never followed nor removed)" in out
+
+
+def test_clear_is_refused_while_another_kbc_writes_the_store(cache, capsys):
+    from kb.store_disk import StoreFolder, store_alone  # noqa: F401
+    from kb.writer_lock import WriterLock
+
+    store = cache / "store"
+    StoreFolder(store).close()
+    _filled(cache)
+    lock = WriterLock(store / "writer.lock", store / "writer.json", "", "", "", 0)
+    lock.acquire()
+    try:
+        code, _, err = run_kbc(["cache", "clear", "--yes"], capsys)
+    finally:
+        lock.release()
+    assert code == 2
+    assert err.startswith(f"error: the graph store {store} is being written by process {os.getpid()} (`")
+    assert len(err.splitlines()) == 1
+    assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()  # nothing removed, of any kind
+
+
+def test_clear_is_refused_while_another_kbc_reads_the_store(cache, capsys):
+    import pyoxigraph as ox
+
+    from kb.store_disk import StoreFolder
+
+    store = cache / "store"
+    writer = StoreFolder(store)
+    writer.claim()
+    writer.writable().add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.NamedNode("urn:o"),
+                                  ox.NamedNode("urn:kbc:graph:g")))
+    writer.publish()
+    writer.close()
+    reader = StoreFolder(store)
+    try:
+        code, _, err = run_kbc(["cache", "clear", "store", "--yes"], capsys)
+    finally:
+        reader.close()
+    assert code == 2 and err.startswith(f"error: the graph store {store} is being read by process {os.getpid()}")
+    assert (store / "LIVE").is_file()
+    code, out, _ = run_kbc(["cache", "clear", "store", "--yes"], capsys)
+    assert code == 0 and not any(store.iterdir())
+    again = StoreFolder(store)  # an empty store, as a new one
+    assert len(again.current()) == 0
+    again.close()
+
+
+@pytest.mark.parametrize("kind", ["results", "responses"])
+def test_clear_is_refused_while_another_kbc_has_an_lm_cache_open(cache, kind, capsys):
+    from lm.cache import ResultCache
+    from lm.response_cache import ResponseCache
+
+    path = cache / "lm" / f"{kind}.sqlite"
+    opened = ResultCache(path) if kind == "results" else ResponseCache(path)
+    try:
+        code, _, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    finally:
+        opened.close()
+    assert code == 2 and err == f"error: the LM cache {path} is in use by process {os.getpid()} (`" \
+        + err.split("(`", 1)[1]
+    assert path.is_file()
+    code, _, _ = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    assert code == 0 and not path.exists()
+
+
+def test_clear_is_refused_while_a_text_index_is_built(cache, capsys):
+    from kb.text.tantivy_index import writer_lock
+
+    folder = cache / "index" / "lama-evidence"
+    folder.mkdir(parents=True)
+    lock = writer_lock(folder)
+    lock.acquire()
+    try:
+        code, _, err = run_kbc(["cache", "clear", "index", "--yes"], capsys)
+    finally:
+        lock.release()
+    assert code == 2 and err.startswith(f"error: the text index {folder} is being built by process {os.getpid()}")
+
+
+# -- a run after a clear or a prune ------------------------------------------------------------
+def test_a_run_after_clear_and_prune_gives_the_same_summary(cache, lama_dir, tiny_models, tmp_path, capsys):
+    def run(out: Path) -> bytes:  # the summary's bytes: nothing in it names the folder or the time
+        code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "P36", "--limit", "5",
+                                "--predictors", "freq", "gold", f"bert={tiny_models('bert-cased')}", "--data-dir",
+                                str(lama_dir), "--out", str(out), "--quiet", "--bootstrap", "0"], capsys)
+        assert code == 0, err
+        return (out / "summary.json").read_bytes()
+
+    first = run(tmp_path / "first")
+    assert (cache / "lm" / "results.sqlite").is_file() and (cache / "store" / "LIVE").is_file()
+    code, _, _ = run_kbc(["cache", "prune"], capsys)
+    assert code == 0
+    assert run(tmp_path / "pruned") == first
+    code, _, _ = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0 and not (cache / "lm" / "results.sqlite").exists()
+    forget_recent()
+    assert run(tmp_path / "cleared") == first
+    assert (cache / "lm" / "results.sqlite").is_file()  # computed again, and kept again
+
+
+def test_prune_keeps_an_entry_a_writer_replaced_after_it_was_judged(cache, tmp_path):
+    from bridge.run.cache_admin import dead_entries, remove_dead
+
+    old = _file(cache / "snapshots" / "trex-00000000000000aa.json", 0)
+    old.write_text(json.dumps({"schema": 2, "sources": []}) + "\n{}\n")
+    dead, _ = dead_entries(cache)
+    assert [d.path for d in dead] == [old]
+    fresh = _file(tmp_path / "fresh.json", 10)
+    os.replace(fresh, old)  # a run wrote it again meanwhile
+    assert remove_dead(dead) == [] and old.read_bytes() == b"x" * 10
