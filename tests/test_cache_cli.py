@@ -355,3 +355,35 @@ def test_prune_keeps_an_entry_a_writer_replaced_after_it_was_judged(cache, tmp_p
     fresh = _file(tmp_path / "fresh.json", 10)
     os.replace(fresh, old)  # a run wrote it again meanwhile
     assert remove_dead(dead) == [] and old.read_bytes() == b"x" * 10
+
+
+def test_the_refusal_names_the_other_process_and_its_command(cache, capsys):
+    import subprocess
+
+    path = cache / "lm" / "results.sqlite"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from lm.cache import ResultCache; c = ResultCache(sys.argv[1]); "
+                               "print('open', flush=True); sys.stdin.read()", str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert holder.stdout.readline() == "open\n"
+        code, _, err = run_kbc(["cache", "clear", "--yes"], capsys)
+    finally:
+        holder.communicate("")
+    assert code == 2
+    assert err.startswith(f"error: the LM cache {path} is in use by process {holder.pid} (`")
+    assert "from lm.cache import ResultCache" in err and path.is_file()
+
+
+def test_clear_is_refused_while_an_elasticsearch_index_is_built(cache, capsys):
+    from kb.text.es_index import build_lock
+
+    lock = build_lock("http://127.0.0.1:9200", "lama-evidence")
+    lock.acquire()
+    try:
+        code, _, err = run_kbc(["cache", "clear", "index", "--yes"], capsys)
+    finally:
+        lock.release()
+    assert code == 2 and err.startswith(f"error: an Elasticsearch index is being built by process {os.getpid()}")
+    code, _, _ = run_kbc(["cache", "clear", "index", "--yes"], capsys)
+    assert code == 0 and not any((cache / "index" / "elasticsearch-builds").iterdir())
