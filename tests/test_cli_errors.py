@@ -2006,3 +2006,11 @@ def test_a_folder_whose_name_starts_with_a_dash_is_refused_naming_how_to_give_it
     for named in (["./-o2"], ["--", "-o2"]):
         code, _, err = run_kbc([*words, *named], capsys)
         assert code == 2 and "option" not in err, err  # read as the folder
+
+
+def test_a_command_naming_no_folder_by_position_points_at_its_help_whatever_folders_are_there(tmp_path, capsys,
+                                                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-o2").mkdir()
+    code, _, err = run_kbc(["run", "lama", "-o2"], capsys)
+    assert (code, err) == (2, "error: No such option '-o'. (see `kbc run lama --help`)\n")

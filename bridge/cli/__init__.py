@@ -215,7 +215,8 @@ def usage_error_line(exc: click.UsageError, argv: list[str] = ()) -> str:
 def _dash_folder(exc: click.UsageError, argv: list[str]) -> str | None:
     """The word of `argv` that click read as the unknown option of `exc` and that names a file or folder here."""
     name = getattr(exc, "option_name", None) if isinstance(exc, click.NoSuchOption) else None
-    if not name:
+    takes = exc.ctx is not None and any(isinstance(p, click.Argument) for p in exc.ctx.command.params)
+    if not name or not takes:  # a command that names no folder by position: the option is mistyped
         return None
     for word in argv:
         if word == "--":
