@@ -9,6 +9,7 @@ escape (`\\udce9`), which `json.loads` reads back as the same surrogate and the 
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterable
 
 NAME_BYTES = "kbc-name-bytes"
 
@@ -35,3 +36,24 @@ def _name_bytes(exc: UnicodeError) -> tuple[str | bytes, int]:
 
 
 codecs.register_error(NAME_BYTES, _name_bytes)
+
+
+# names Windows keeps for devices: `CON.jsonl` or `nul.txt` cannot be a file there, whatever the suffix or case
+WINDOWS_DEVICES = frozenset(["CON", "PRN", "AUX", "NUL", *(f"{port}{n}" for port in ("COM", "LPT")
+                                                          for n in "123456789¹²³")])
+
+
+def windows_device(name: str) -> bool:
+    """Whether a file or folder named `name` (with any suffix) would name a device on Windows, not a file."""
+    return name.split(".")[0].rstrip(" ").upper() in WINDOWS_DEVICES
+
+
+def case_clash(names: Iterable[str]) -> tuple[str, str] | None:
+    """The first two of `names` that differ only in case, which a case-insensitive file system (macOS, Windows)
+    takes for one file; None where there are none."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.casefold(), name)
+        if other != name:
+            return other, name
+    return None

@@ -1988,3 +1988,29 @@ def test_ray_missing_is_said_before_the_cluster_is_tried(ctx, capsys, monkeypatc
     _assert_one_error_line(code, err, "", False)
     assert err.strip() == ("error: --executor ray needs Ray, which is not installed: pip install -e '.[ray]' in the "
                            "kbcompare checkout")
+
+
+@pytest.mark.parametrize("command", ["show", "report", "compare", "analyze stats"])
+def test_a_folder_whose_name_starts_with_a_dash_is_refused_naming_how_to_give_it(command, tmp_path, capsys,
+                                                                                monkeypatch):
+    """Click reads `-o2` as options; where a folder is named so, the line says how to name it. An unknown option
+    that names nothing here points at the command's help, as before."""
+    monkeypatch.chdir(tmp_path)
+    words = command.split()
+    code, _, err = run_kbc([*words, "-x2"], capsys)
+    assert (code, err) == (2, f"error: No such option '-x'. (see `kbc {command} --help`)\n")
+    (tmp_path / "-o2").mkdir()
+    code, _, err = run_kbc([*words, "-o2"], capsys)
+    assert (code, err) == (2, f"error: -o2 was read as options (`kbc {command}` has no option -o); to name the "
+                              "folder -o2, write ./-o2 (or put -- before it)\n")
+    for named in (["./-o2"], ["--", "-o2"]):
+        code, _, err = run_kbc([*words, *named], capsys)
+        assert code == 2 and "option" not in err, err  # read as the folder
+
+
+def test_a_command_naming_no_folder_by_position_points_at_its_help_whatever_folders_are_there(tmp_path, capsys,
+                                                                                              monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-o2").mkdir()
+    code, _, err = run_kbc(["run", "lama", "-o2"], capsys)
+    assert (code, err) == (2, "error: No such option '-o'. (see `kbc run lama --help`)\n")

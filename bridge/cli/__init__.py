@@ -12,6 +12,7 @@ import gc
 import importlib
 import logging
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -205,7 +206,27 @@ def usage_error_line(exc: click.UsageError, argv: list[str] = ()) -> str:
     """Click's message with a pointer to the command's help, as one line: the command click names, else the one
     `argv` names (an option missing its value is refused before click knows the command)."""
     path = exc.ctx.command_path if exc.ctx is not None else command_path(argv)
+    folder = _dash_folder(exc, argv)
+    if folder is not None:  # a folder named `-o2` (a run's, a report's) read as options
+        kind = "folder" if os.path.isdir(folder) else "file"
+        return (f"error: {folder} was read as options (`{path}` has no option {exc.option_name}); to name the {kind} "
+                f"{folder}, write {shlex.quote('./' + folder)} (or put -- before it)")
     return f"error: {_one_line(exc.format_message())} (see `{path} --help`)"
+
+
+def _dash_folder(exc: click.UsageError, argv: list[str]) -> str | None:
+    """The word of `argv` that click read as the unknown option of `exc` and that names a file or folder here."""
+    name = getattr(exc, "option_name", None) if isinstance(exc, click.NoSuchOption) else None
+    takes = exc.ctx is not None and any(isinstance(p, click.Argument) for p in exc.ctx.command.params)
+    if not name or not takes:  # a command that names no folder by position: the option is mistyped
+        return None
+    for word in argv:
+        if word == "--":
+            break
+        short = not name.startswith("--") and word.startswith(name) and not word.startswith("--")
+        if (word == name or short) and os.path.lexists(word):
+            return word
+    return None
 
 
 def command_path(argv: list[str]) -> str:

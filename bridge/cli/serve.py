@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import socket
 
@@ -86,7 +87,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     from bridge.run.options import parse_sets, predictor_items
     from bridge.serve.app import create_app
     from bridge.serve.explorer import Explorer, ExplorerConfig
-    from bridge.serve.runs import Runs
+    from bridge.serve.runs import Runs, recorded_data_dir, refuse_other_data
 
     rels = [v for value in relations for v in value.split()]
     cfg = ExplorerConfig(data_dir=data_dir, corpus=corpus, relations=rels, predictors=predictor_items(predictors),
@@ -96,7 +97,16 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     port = sock.getsockname()[1]  # the port chosen when --port 0
     try:
         browsed = Runs(cfg.runs)
+        recorded = None if data_dir else recorded_data_dir(browsed, corpus)
+        if recorded:
+            cfg = dataclasses.replace(cfg, data_dir=recorded)
         explorer = Explorer.start(cfg)
+        if recorded:
+            try:
+                refuse_other_data(browsed, explorer, recorded)
+            except BaseException:
+                explorer.close()
+                raise
     except BaseException:
         sock.close()
         raise

@@ -18,7 +18,7 @@ def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[st
     stem.with_suffix(".json").write_text(json.dumps(
         {"predictor": predictor, "gold": gold, "predicted": [*labels, "none"], "counts": matrix.tolist()},
         indent=1), encoding="utf-8")
-    from bridge.report.mpl_config import use_kbc_cache
+    from bridge.report.mpl_config import report_style, use_kbc_cache
 
     use_kbc_cache()
     try:
@@ -28,23 +28,24 @@ def write_confusion(stem: Path, predictor: str, gold: list[str], labels: list[st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    size = 2 + 0.45 * len(labels)
-    fig, ax = plt.subplots(figsize=(size + 1, 2 + 0.45 * len(gold)))
-    shown = ax.imshow(matrix, cmap="Blues")
-    ax.set_xticks(range(len(labels) + 1), [*labels, "none"], rotation=90)
-    ax.set_yticks(range(len(gold)), gold)
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("gold")
-    ax.set_title(f"{predictor}: confusion matrix")
-    for (i, j), n in np.ndenumerate(matrix):
-        if n:
-            ax.text(j, i, str(n), ha="center", va="center", fontsize=6,
-                    color="white" if n > matrix.max() / 2 else "black")
-    fig.colorbar(shown, ax=ax, fraction=0.04)
-    fig.tight_layout()
-    with naming(stem.with_suffix(".png")):
-        fig.savefig(stem.with_suffix(".png"), dpi=100, metadata={"Software": None})
-    # no random ids or date: a rescore writes the same
-    with matplotlib.rc_context({"svg.hashsalt": "kbcompare"}), naming(stem.with_suffix(".svg")):
-        fig.savefig(stem.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
-    plt.close(fig)
+    # matplotlib's defaults whatever matplotlibrc it read; no random ids or date: a rescore writes the same
+    with report_style({"svg.hashsalt": "kbcompare"}):
+        size = 2 + 0.45 * len(labels)
+        fig, ax = plt.subplots(figsize=(size + 1, 2 + 0.45 * len(gold)))
+        shown = ax.imshow(matrix, cmap="Blues")
+        ax.set_xticks(range(len(labels) + 1), [*labels, "none"], rotation=90)
+        ax.set_yticks(range(len(gold)), gold)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+        ax.set_title(f"{predictor}: confusion matrix")
+        for (i, j), n in np.ndenumerate(matrix):
+            if n:
+                ax.text(j, i, str(n), ha="center", va="center", fontsize=6,
+                        color="white" if n > matrix.max() / 2 else "black")
+        fig.colorbar(shown, ax=ax, fraction=0.04)
+        fig.tight_layout()
+        with naming(stem.with_suffix(".png")):
+            fig.savefig(stem.with_suffix(".png"), dpi=100, metadata={"Software": None})
+        with naming(stem.with_suffix(".svg")):
+            fig.savefig(stem.with_suffix(".svg"), metadata={"Date": None, "Creator": None})
+        plt.close(fig)

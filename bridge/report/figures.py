@@ -7,11 +7,12 @@ share an axis.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
-from bridge.report.mpl_config import use_kbc_cache
+from bridge.report.mpl_config import report_style, use_kbc_cache
 
 use_kbc_cache()
 import matplotlib  # noqa: E402
@@ -21,8 +22,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from eval.errors import naming  # noqa: E402
 
-matplotlib.rcParams.update({"svg.hashsalt": "kbcompare", "font.size": 9, "axes.titlesize": 10,
-                            "axes.spines.top": False, "axes.spines.right": False})
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
 # for labels the view does not list (predictors of another run joined by `kbc analyze --compare`)
@@ -32,6 +31,16 @@ DPI = 110
 STAT_TICKS = {"sm": "SM", "om": "OM", "cooc_paragraphs": "co-occ.\nparagraphs", "cooc_sentences": "co-occ.\nsentences",
               "st": "ST", "swp": "SWP", "socs": "SOCS", "lpfp": "LPFP"}
 MAX_WIDTH = 26.0
+
+
+def styled(draw: Callable[..., list[Path]]) -> Callable[..., list[Path]]:
+    """`draw` in the report's style (`report_style`), whatever matplotlibrc was read."""
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs) -> list[Path]:
+        with report_style():
+            return draw(*args, **kwargs)
+
+    return drawn
 
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:
@@ -107,6 +116,7 @@ def _legend(fig, names: list[str], colour: dict[str, str], upper: Collection[str
     fig.tight_layout(rect=(0, 0, 1, 1 - strip))
 
 
+@styled
 def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[str, str], out: Path,
            key: str = "p_at_k", upper: Collection[str] = ()) -> list[Path]:
     """LAMA Fig. 2: macro P@k against k (log scale), one line per predictor, one panel per corpus."""
@@ -131,6 +141,7 @@ def p_at_k(curves: dict[str, dict[str, list[tuple[int, float]]]], colour: dict[s
     return save(fig, out, key)
 
 
+@styled
 def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[str, str], ylabel: str, out: Path,
                  key: str, labels: dict[str, str] | None = None, ylim: float | None = 100.0,
                  upper: Collection[str] = (),
@@ -188,6 +199,7 @@ def grouped_bars(panels: dict[str, dict[str, dict[str, float]]], colour: dict[st
     return save(fig, out, key)
 
 
+@styled
 def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], baseline: str, colour: dict[str, str],
            out: Path, key: str, labels: dict[str, str] | None = None, metric: str = "P@1",
            upper: Collection[str] = ()) -> list[Path]:
@@ -241,6 +253,7 @@ def deltas(panels: dict[str, list[tuple[str, dict[str, float], float | None]]], 
     return save(fig, out, key)
 
 
+@styled
 def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | None]]], colour: dict[str, str],
                      out: Path, key: str = "correlation", upper: Collection[str] = ()) -> list[Path]:
     """LAMA Fig. 3: correlation of per-fact P@1 with each statistic, bars per predictor.
@@ -274,6 +287,7 @@ def correlation_bars(panels: dict[tuple[str, str], dict[str, dict[str, float | N
     return save(fig, out, key)
 
 
+@styled
 def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | None]]]], colour: dict[str, str],
            out: Path, key: str = "cooccurrence_bins", upper: Collection[str] = ()) -> list[Path]:
     """KMIR Fig. 2: P@1 per bin of a count statistic, a line per predictor, facts per bin above the axis.
@@ -311,6 +325,7 @@ def binned(panels: dict[tuple[str, str], dict[str, list[tuple[str, int, float | 
     return save(fig, out, key)
 
 
+@styled
 def rank_boxes(panels: dict[str, dict[str, dict[str, list[float]]]], colour: dict[str, str], out: Path,
                key: str = "rank_variation", labels: dict[str, str] | None = None,
                upper: Collection[str] = ()) -> list[Path]:

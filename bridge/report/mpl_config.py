@@ -1,11 +1,15 @@
 """matplotlib's folder (its font list, its matplotlibrc) inside kbc's cache, `$KBC_CACHE/matplotlib`, unless
 MPLCONFIGDIR names one. By default matplotlib writes into HOME: where HOME is read-only (many clusters) it warns
 on every report and lists the fonts anew, and a user's `~/.config/matplotlib/matplotlibrc` would change the
-figures a report draws from the same run."""
+figures a report draws from the same run. The figures are drawn with matplotlib's own defaults and the report's
+few settings (`report_style`), whatever matplotlibrc matplotlib read: `./matplotlibrc` of the folder kbc runs in,
+`$MATPLOTLIBRC`, one in MPLCONFIGDIR, or rcParams a notebook set."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from eval.datadir import cache_root
 
@@ -14,3 +18,20 @@ def use_kbc_cache() -> None:
     """Point matplotlib at kbc's cache; call before matplotlib is first imported (later it has no effect)."""
     if not os.environ.get("MPLCONFIGDIR"):
         os.environ["MPLCONFIGDIR"] = str(cache_root() / "matplotlib")
+
+
+# the report's own settings over matplotlib's defaults; the salt keeps SVG ids the same from one drawing to the next
+REPORT_RC = {"svg.hashsalt": "kbcompare", "font.size": 9, "axes.titlesize": 10, "axes.spines.top": False,
+             "axes.spines.right": False}
+
+
+@contextmanager
+def report_style(rc: dict | None = None) -> Iterator[None]:
+    """matplotlib's defaults and `rc` (`REPORT_RC` unless given) while a figure is drawn and saved, the settings
+    before it afterwards: a figure depends on its run alone, not on the folder or session it is made in."""
+    import matplotlib
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()  # all but the backend and the like, which draw nothing
+        matplotlib.rcParams.update(REPORT_RC if rc is None else rc)
+        yield

@@ -5,7 +5,7 @@ files, a data folder or a run directory other than its run's own `report/`. It l
 and removes only files of that list that a later report no longer writes (a figure of a predictor left out).
 A report is drawn whole in a folder of its own inside it (`staging`) and only then switched in file by file: a
 report that fails midway (a full disk, a figure that cannot be drawn) leaves the earlier one as it was, never a page
-beside figures of another run.
+beside figures of another run; one killed midway leaves that folder, which the next report there removes.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,14 +117,73 @@ def remove_stale(target: Path, before: set[str], written: set[str]) -> None:
         (target / name).unlink(missing_ok=True)
 
 
+STAGE = re.compile(r"\.kbc-report-staging\.(\d+)")  # `staging`'s folder, named by the process drawing in it
+
+
+def _held(stage: Path) -> int | None:
+    """An open descriptor of `stage` holding its lock (flock), taken without waiting; None where another process
+    holds it (a report drawing there now)."""
+    import fcntl
+
+    from bridge.run.run_lock import BUSY
+
+    fd = os.open(stage, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in BUSY:
+            return None
+        raise
+    return fd
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of that id runs on this machine (one of another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def remove_left_stages(target: Path) -> None:
+    """Remove the staging folders a killed report left in `target` (SIGKILL, a power cut: its `finally` never ran):
+    those named as `staging` names them whose process is gone and whose lock nobody holds. Another report drawing
+    there now holds its lock (a kbc from before the lock: its process runs), and is left alone."""
+    try:
+        entries = list(os.scandir(target))
+    except OSError:
+        return
+    for entry in entries:
+        found = STAGE.fullmatch(entry.name)
+        if found is None or not entry.is_dir(follow_symlinks=False) or int(found.group(1)) == os.getpid() \
+                or _alive(int(found.group(1))):
+            continue
+        try:
+            fd = _held(Path(entry.path))
+        except OSError:
+            continue
+        if fd is not None:
+            try:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            finally:
+                os.close(fd)
+
+
 @contextmanager
 def staging(target: Path) -> Iterator[Path]:
-    """A new folder inside `target` to draw a whole report in; removed with what is left in it when the block ends
-    (what `switch_in` moved is in `target` by then). A failure naming a file in it names the file's place in
-    `target`."""
+    """A new folder inside `target` to draw a whole report in, locked while it is drawn in; removed with what is
+    left in it when the block ends (what `switch_in` moved is in `target` by then), and, where a killed report
+    left one, by the next report there (`remove_left_stages`). A failure naming a file in it names the file's
+    place in `target`."""
     stage = target / f".kbc-report-staging.{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)  # one a killed report of the same process id left
+    remove_left_stages(target)
     stage.mkdir()
+    fd = _held(stage)
     try:
         yield stage
     except OSError as exc:  # named where the file goes (`figures/p_at_k.png`), not by the folder it was drawn in
@@ -134,6 +194,8 @@ def staging(target: Path) -> Iterator[Path]:
         raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        if fd is not None:
+            os.close(fd)
 
 
 def switch_in(stage: Path, target: Path, files: set[str]) -> None:

@@ -37,6 +37,7 @@ from bridge.run.config import (
 )
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.inputs import prompt_file_name
+from bridge.run.name_clashes import check_file_names
 from bridge.run.progress import QueryBar, cached_part
 from bridge.run.prompt_models import check_prompt_models
 from bridge.run.record_digests import RecordAppender, claim
@@ -139,6 +140,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_out(cfg.out, [Path(given)] if given else [data_dir])
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
+    check_file_names(cfg.out, [p.name for p in plan.predictors],
+                     {name: list(corpus.relations) for name, corpus in plan.corpora.items()})
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
     check_prompt_models(getattr(experiment, "settings", {}).get("prompts"), plan.predictors, data_dir)
     check_dtype(cfg.dtype, plan.predictors, list(plan.corpora))

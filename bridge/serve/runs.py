@@ -638,3 +638,36 @@ def _plain(value):
     if hasattr(value, "item"):
         return value.item()
     return value
+
+
+def recorded_data_dir(runs: Runs, corpus: str) -> str | None:
+    """The data folder the browsed runs of `corpus` recorded (config.json `data_dir`), which the live view reads when
+    no --data-dir is given: their facts are then shown beside the gold they were scored on, whatever folder the
+    command runs in. None where no browsed run asked `corpus`; one `error:` where they name different folders or
+    the folder is gone."""
+    made: dict[str, str] = {}  # folder -> the first run made from it
+    for name, loaded in runs.runs.items():
+        where = loaded.run.config.get("data_dir")
+        if isinstance(where, str) and where and corpus in loaded.run.corpora:
+            made.setdefault(where, name)
+    if not made:
+        return None
+    if len(made) > 1:
+        shown = ", ".join(f"run {name} from {where}" for where, name in made.items())
+        raise ConfigError(f"the --run directories were made from different data folders ({shown}); pass --data-dir "
+                          "with the one the live view should read")
+    where, name = next(iter(made.items()))
+    if not Path(where).is_dir():
+        raise DataError(f"run {name} was made from data in {where}, which is gone; pass --data-dir with the data "
+                        "folder it was made from (or another, to browse it beside other data)")
+    return where
+
+
+def refuse_other_data(runs: Runs, explorer, where: str) -> None:
+    """One `error:` where the data folder the runs recorded (`where`) now holds other data than they were made from
+    (`other_data`): read without --data-dir, its live gold would be taken for the one they were scored on."""
+    for loaded in runs.runs.values():
+        other = other_data(loaded, explorer) if loaded.run.config.get("data_dir") == where else None
+        if other is not None:
+            raise DataError(f"{other['message']}; pass --data-dir {shlex.quote(str(explorer.data_dir))} to browse "
+                            "it beside that data anyway, or --data-dir with the data it was made from")
