@@ -9,12 +9,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# whitespace and the invisible format characters that carry no meaning at a label's ends
-_ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\u2060\ufeff]+$")
+# whitespace and the invisible format characters that carry no meaning at a label's ends: zero-width space, joiners
+# (meaningful inside a Persian or Hindi word, joining nothing at its ends), word joiner, byte-order mark, and the
+# directional marks LRM, RLM and ALM that right-to-left keyboards and editors type around a word (kept inside)
+_INVISIBLE = "\\s\u200b\u200c\u200d\u2060\ufeff\u200e\u200f\u061c"
+_ENDS = re.compile(f"^[{_INVISIBLE}]+|[{_INVISIBLE}]+$")
 
 
 def clean_label(text: str) -> str:
-    """`text` in NFC without surrounding spaces or zero-width characters."""
+    """`text` in NFC without surrounding spaces, zero-width characters or directional marks."""
     if text.isascii():  # most labels: already NFC, and no zero-width character to strip
         return text.strip()
     return _ENDS.sub("", unicodedata.normalize("NFC", text))

@@ -26,3 +26,13 @@ def test_printable_shows_control_characters_escaped_and_keeps_the_rest():
     assert printable("[X] is\x1b[8m a\r[Y]\u202e\tz\x85") == "[X] is\\x1b[8m a\\r[Y]\\u202e\\tz\\x85"
     assert printable("one\ntwo\x07", lines=True) == "one\ntwo\\x07" and printable("a\nb") == "a\\nb"
     assert printable("José née Ω") == "José née Ω"
+
+
+def test_directional_marks_at_the_ends_are_dropped_and_joiners_inside_kept():
+    """A right-to-left keyboard types RLM (or Arabic's ALM) around a word: "دمشق" with and without one looked
+    alike and were two labels. Inside a word a zero-width non-joiner is spelling (Persian "اسلام‌آباد" is drawn
+    otherwise than "اسلامآباد"), and so are a joiner in a Devanagari conjunct and in an emoji sequence."""
+    assert clean_label("\u200fدمشق\u200f") == "دمشق" == clean_label("\u061cدمشق ") == clean_label("دمشق\u200e")
+    assert clean_label("اسلام\u200cآباد\u200c") == "اسلام\u200cآباد" != clean_label("اسلامآباد")
+    assert clean_label("क्\u200dष") == "क्\u200dष" and clean_label("👨\u200d👩\u200d👧") == "👨\u200d👩\u200d👧"
+    assert clean_label("تهران \u200f(ایران)") == "تهران \u200f(ایران)"  # inside, a mark orders the brackets

@@ -259,6 +259,22 @@ def test_one_label_in_two_unicode_spellings_is_one_answer(tmp_path, capsys):
     assert p1 == [60.0]  # café on 3 of the 5 facts
 
 
+def test_a_label_typed_with_a_directional_mark_is_one_answer(tmp_path, capsys):
+    """Persian and Arabic keyboards type RLM / ALM beside a word: "دمشق" with a trailing RLM and without look the
+    same, yet Freq counted two objects (P@1 25 instead of 50) and a KB or LM answer missed gold in the other."""
+    root = _lama(tmp_path / "lama")
+    rows = [{"sub_label": s, "obj_label": o} for s, o in
+            (("سوریه", "دمشق\u200f"), ("ایران", "تهران"), ("\u200fشام", "\u061cدمشق"), ("ری", "تهران"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [(f.subject.label, f.object.label) for f in load_trex(root).facts][2] == ("شام", "دمشق")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    wanted = ("X1", "p@1", "raw", "own")
+    assert [r["value"] for r in rows if (r["group"], r["metric"], r["setting"], r["scope"]) == wanted] == [50.0]
+
+
 def test_a_data_file_with_classic_mac_line_ends_is_named_with_the_fix(tmp_path):
     """Lines ending in a carriage return alone are one line to a reader: the error said "Extra data at column 41"."""
     root = _lama(tmp_path)
