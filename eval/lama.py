@@ -26,9 +26,10 @@ from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_eviden
 LAMA_CORPORA = ("trex", "google_re", "squad", "conceptnet")  # every corpus: eval.corpora
 MASK = "[MASK]"
 # How the loaders read a data file, recorded in each run config (`data_reading`): bumped when the same bytes give
-# other facts (labels stripped of surrounding spaces; a uuid given twice numbered; labels and templates in NFC), so
-# that a run an earlier version wrote is not told its data files changed where only the reading did
-READING = 2
+# other facts (labels stripped of surrounding spaces; a uuid given twice numbered; labels and templates in NFC;
+# directional marks dropped around labels), so that a run an earlier version wrote is not told its data files changed
+# where only the reading did
+READING = 3
 
 # LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
 GOOGLE_RE_RELATIONS = {
