@@ -8,7 +8,11 @@ share an axis.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+import re
+import unicodedata
+import warnings
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from bridge.report.mpl_config import use_kbc_cache
@@ -32,6 +36,37 @@ DPI = 110
 STAT_TICKS = {"sm": "SM", "om": "OM", "cooc_paragraphs": "co-occ.\nparagraphs", "cooc_sentences": "co-occ.\nsentences",
               "st": "ST", "swp": "SWP", "socs": "SOCS", "lpfp": "LPFP"}
 MAX_WIDTH = 26.0
+
+
+# matplotlib's warning for each character of a label that the font lacks (drawn as a box)
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font\(s\) (.+?)\.?$")
+
+
+@contextmanager
+def noting_glyphs(missing: dict[str, set[str]]) -> Iterator[None]:
+    """Draws under it add each character a label needs that the font lacks to `missing` (font -> characters), where
+    matplotlib would warn once per character and figure, with its own source lines: a report of Japanese, Hindi and
+    Korean relations printed dozens of such warnings. Other warnings pass as they are."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        found = _GLYPH.match(str(w.message))
+        if found:
+            missing.setdefault(found.group(2), set()).add(chr(int(found.group(1))))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def missing_glyphs_note(missing: dict[str, set[str]]) -> str:
+    """One line for the characters the figures could not draw: which scripts, which characters, what draws them."""
+    chars = sorted(set().union(*missing.values()))
+    scripts = sorted({w if (w := unicodedata.name(c, "UNKNOWN").split()[0]) == "CJK" else w.title() for c in chars})
+    shown = " ".join(chars[:12]) + (f" and {len(chars) - 12} more" if len(chars) > 12 else "")
+    return (f"the figures' font ({', '.join(sorted(missing))}) has no glyph for {len(chars)} "
+            f"character{'s' if len(chars) > 1 else ''} of the labels drawn ({', '.join(scripts)}: {shown}); they "
+            "show as boxes in the figures (the tables show them); install a font covering these scripts where "
+            "matplotlib finds it, e.g. Noto Sans CJK or Noto Sans Devanagari, to draw them")
 
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:
