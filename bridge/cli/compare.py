@@ -43,6 +43,7 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
+from eval.graphemes import columns, ljust, rjust
 from eval.labels import clean_label, printable
 from eval.report import relation_order
 from eval.set_metrics import pair_from_record
@@ -238,9 +239,9 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
             for c in [res.by_relation[rel]]]
     body.append(row("all", o, res.macro_p1_a, res.macro_p1_b))
     cells = [[str(x) for x in row] for row in [head, *body]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    widths = [max(columns(row[i]) for row in cells) for i in range(len(head))]  # a CJK label's characters take two
     for cell_row in cells:
-        padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cell_row, widths))]
+        padded = [ljust(cell, w) if i == 0 else rjust(cell, w) for i, (cell, w) in enumerate(zip(cell_row, widths))]
         lines.append("  ".join(padded))
     groups = f"{sc.group}s"
     over = f"over all {sc.unit}" if sc.pooled else f"macro over {groups}"

@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from eval.errors import naming  # noqa: E402
+from eval.graphemes import shorten  # noqa: E402
 
 matplotlib.rcParams.update({"svg.hashsalt": "kbcompare", "font.size": 9, "axes.titlesize": 10,
                             "axes.spines.top": False, "axes.spines.right": False})
@@ -122,7 +123,8 @@ def _wrapped(panels: dict[str, dict]) -> list[tuple[str, str, dict]]:
 
 
 def _short(text: str, limit: int = 26) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A tick label cut between the characters a reader sees, never inside an emoji sequence or a conjunct."""
+    return shorten(text, limit)
 
 
 def legend_label(name: str, upper: Collection[str] = ()) -> str:
