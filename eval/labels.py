@@ -59,3 +59,17 @@ def printable(text: str, lines: bool = False) -> str:
     if lines:
         return "\n".join(_CONTROL.sub(_escaped, line) for line in text.split("\n"))
     return _CONTROL.sub(_escaped, text)
+
+
+# the accents of Latin, Greek and Cyrillic letters (Combining Diacritical Marks); the marks of other scripts (a
+# Devanagari virama, a kana voicing mark) make other letters and are kept
+_ACCENTS = re.compile("[\u0300-\u036f]")
+
+
+def search_key(text: str) -> str:
+    """How a subject typed into a search is matched when no label is the same text in another case: case and width
+    folded and without accents, so the capitals a language writes find the label: Greek drops accents on capitals
+    (ΚΥΠΡΟΥ is Κύπρου) and Turkish dots its capital I (İZMİR, and IĞDIR for Iğdır: `casefold` alone keeps ı and
+    the dot of İ apart from i)."""
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", folded).replace("ı", "i"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from eval.labels import BIDI_CONTROLS, clean_label, control_character, printable
+from eval.labels import BIDI_CONTROLS, clean_label, control_character, printable, search_key
 
 
 def test_control_characters_are_the_unicode_controls_and_the_bidirectional_ones():
@@ -36,3 +36,9 @@ def test_directional_marks_at_the_ends_are_dropped_and_joiners_inside_kept():
     assert clean_label("اسلام\u200cآباد\u200c") == "اسلام\u200cآباد" != clean_label("اسلامآباد")
     assert clean_label("क्\u200dष") == "क्\u200dष" and clean_label("👨\u200d👩\u200d👧") == "👨\u200d👩\u200d👧"
     assert clean_label("تهران \u200f(ایران)") == "تهران \u200f(ایران)"  # inside, a mark orders the brackets
+
+
+def test_search_key_folds_case_accents_and_width_but_keeps_other_scripts_marks():
+    assert search_key("ΚΥΠΡΟΥ") == search_key("Κύπρου") and search_key("IĞDIR") == search_key("Iğdır")
+    assert search_key("ISTANBUL") == search_key("İstanbul") and search_key("イギリス") == search_key("ｲｷﾞﾘｽ")
+    assert search_key("キリス") != search_key("ギリス") and search_key("क्षेत्र") != search_key("कषेत्र")

@@ -380,3 +380,17 @@ def test_a_uhn_build_writes_the_facts_its_report_keeps_where_labels_have_spaces(
     deletions = build_uhn(root, tmp_path / "uhn", ("string",))
     assert deletions["X1"]["deleted_string"] == 1
     assert [f.subject.label for f in load_trex(tmp_path / "uhn").facts] == ["Bob"]
+
+
+def test_kbc_show_suggests_the_subject_of_greek_or_turkish_capitals(tmp_path, capsys):
+    """`--subject ΚΥΠΡΟΥ` (Κύπρου as Greek capitals write it, without accents) got no "did you mean"."""
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": "tea"}) + "\n"
+                                                    for s in ("Κύπρου", "Iğdır")), encoding="utf-8")
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", run, "--quiet"], capsys)
+    assert code == 0, err
+    for typed, label in (("ΚΥΠΡΟΥ", "Κύπρου"), ("IĞDIR", "Iğdır")):
+        code, _, err = run_kbc(["show", run, "--subject", typed, "--relation", "X1"], capsys)
+        assert code == 2 and err.rstrip().endswith(f"did you mean {label!r}?"), err

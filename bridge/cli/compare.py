@@ -44,7 +44,7 @@ from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, co
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
 from eval.graphemes import columns, ljust, rjust
-from eval.labels import clean_label, printable
+from eval.labels import clean_label, printable, search_key
 from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
@@ -533,7 +533,9 @@ def _close_subject(run: RunDir, corpora: list[str], relation: str, subject: str,
 
     labels = {str(r.get("subject") or "").strip() for c in corpora for name in run.predictors for stage in stages
               for p in run.relation_files(c, name, stage) if p.stem == slug(relation) for r in read_records(p)}
-    close = difflib.get_close_matches(subject.strip(), sorted(labels - {""}), n=1)
+    key = search_key(subject)  # Greek or Turkish capitals (ΚΥΠΡΟΥ, IĞDIR) are too far for difflib
+    close = sorted(label for label in labels if label and search_key(label) == key)[:1] or difflib.get_close_matches(
+        subject.strip(), sorted(labels - {""}), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
