@@ -60,6 +60,24 @@ def test_bear_labels_in_two_unicode_spellings_are_one_answer(tmp_path):
     assert [(f.subject.label, f.answer_idx) for f in corpus.facts] == [("Alice", 0), ("Bob", 0), ("Jos\u00e9", 1)]
 
 
+def test_a_bear_row_whose_label_differs_by_a_directional_mark_is_read(tmp_path):
+    """A row's object typed with a trailing RLM, as Persian editors do, was refused: "answer_idx 1 names 'دمشق' but
+    the row's object is 'دمشق\u200f'", though its id and what a reader sees are the answer's."""
+    folder = tmp_path / "BEAR"
+    folder.mkdir()
+    meta = {"X1": {"templates": ["پایتخت [X] [Y] است."], "answer_space_labels": ["تهران", "دمشق"],
+                   "answer_space_ids": ["Q1", "Q2"]}}
+    (folder / "metadata_relations.json").write_text(json.dumps(meta), encoding="utf-8")
+    rows = [("ایران", "تهران", "Q1", 0), ("سوریه", "دمشق\u200f", "Q2", 1)]
+    (folder / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o, "obj_id": i,
+                                                         "answer_idx": x}) + "\n" for s, o, i, x in rows))
+    assert [(f.object.label, f.answer_idx) for f in load_bear("bear", tmp_path).facts] == [("تهران", 0), ("دمشق", 1)]
+    (folder / "X1.jsonl").write_text(json.dumps({"sub_label": "سوریه", "obj_label": "تهران", "obj_id": "Q2",
+                                                 "answer_idx": 1}) + "\n")
+    with pytest.raises(DataError, match="answer_idx 1 names"):
+        load_bear("bear", tmp_path)
+
+
 def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
     path = tmp_path / "masked_prompts.csv"
     path.write_text(f"{BOM}Relation,PromptTemplate\r\npersonHasCityOfDeath,{{subject_entity}} died in "
