@@ -117,16 +117,17 @@ class _Deduper:
         self._ids: set[tuple[str, str]] = set()
         self._labels: dict[tuple[str, str], list[tuple[str | None, str | None]]] = {}
 
-    def seen(self, sub: Entity, obj: Entity) -> bool:
+    def seen(self, sub: Entity, obj: Entity) -> str | None:
+        """Why the fact repeats an earlier row (`same ids`, or `same labels` where an id is missing), or None."""
         if sub.id and obj.id and (sub.id, obj.id) in self._ids:
-            return True
+            return "same ids"
         for sid, oid in self._labels.get((sub.label, obj.label), []):
             if _compatible(sid, sub.id) and _compatible(oid, obj.id):
-                return True
+                return "same labels"
         if sub.id and obj.id:
             self._ids.add((sub.id, obj.id))
         self._labels.setdefault((sub.label, obj.label), []).append((sub.id, obj.id))
-        return False
+        return None
 
 
 def _compatible(a: str | None, b: str | None) -> bool:
@@ -182,8 +183,9 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
             if obj.id:
                 object_labels.setdefault(obj.id, {})[obj.label] = None
-            if dedup.seen(sub, obj):
-                report.drop("duplicate rows (same ids)")
+            repeated = dedup.seen(sub, obj)
+            if repeated:
+                report.drop(f"duplicate rows ({repeated})")
                 continue
             evidences = _trex_evidences(row, obj.label, where)
             uid = _unique_uid(opt_str(row, "uuid", where) or f"{rel}:{lineno}", uids)
