@@ -412,3 +412,21 @@ def test_kbc_show_suggests_the_subject_of_greek_or_turkish_capitals(tmp_path, ca
     for typed, label in (("ΚΥΠΡΟΥ", "Κύπρου"), ("IĞDIR", "Iğdır")):
         code, _, err = run_kbc(["show", run, "--subject", typed, "--relation", "X1"], capsys)
         assert code == 2 and err.rstrip().endswith(f"did you mean {label!r}?"), err
+
+
+def test_kbc_show_marks_the_gold_an_uncased_model_answers_in_lower_case(tmp_path, capsys, tiny_models):
+    """An uncased BERT answers "paris" for gold "Paris": its rank said 1 while no answer was marked gold."""
+    root = _lama(tmp_path / "lama")
+    rows = [("France", "Paris"), ("England", "London"), ("Germany", "Berlin")]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n"
+                                                    for s, o in rows))
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", f"bu={tiny_models('bert-uncased')}",
+                            "--set", "bu.candidates=relation", "--data-dir", str(root), "--out", run, "--quiet"],
+                           capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["show", run, "--uid", "X1:1"], capsys)
+    assert code == 0, err
+    assert [line.split()[1] for line in out.splitlines() if line.endswith("<- gold")] == ["paris"]
+    code, out, err = run_kbc(["show", run, "--uid", "X1:1", "--json"], capsys)
+    assert json.loads(out)["facts"][0]["predictors"]["bu"]["gold_as_answered"] == "paris"

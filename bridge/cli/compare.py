@@ -632,7 +632,7 @@ def _fact_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {gold_ranks_text(entry)}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
-        lines += ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
+        lines += ranked_lines(entry["answers"], {entry.get("gold_as_answered", fact["gold"])}, f"  {' ' * width}    ")
         lines += read_lines(entry, f"  {' ' * width}    ")
     return lines
 
