@@ -299,26 +299,27 @@ def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
     key = search_key(clean_label(prefix))
     if not key:
         return []
-    if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
-        labels = list(explorer.subjects)
-    elif explorer.gold_graphs:
-        labels = _gold_subject_labels(explorer)
-    else:
-        return []
-    return sorted((label for label in labels if search_key(label).startswith(key)),
+    return sorted((label for folded, label in _subject_keys(explorer) if folded.startswith(key)),
                   key=lambda label: (len(label), label))[:int(limit)]
 
 
-def _gold_subject_labels(explorer: Explorer) -> list[str]:
-    """The labels of the gold graphs' subjects, read from the store once: the store is read as it was at start-up."""
-    labels = getattr(explorer, "gold_subject_labels", None)
-    if labels is None:
-        allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
-        rows = explorer.store.select(
-            f"SELECT DISTINCT ?l WHERE {{ GRAPH ?g {{ ?s ?p ?o . ?s rdfs:label ?l }} FILTER(?g IN ({allowed})) "
-            "FILTER(?p != rdfs:label) }")
-        labels = explorer.gold_subject_labels = [str(label) for (label,) in rows]
-    return labels
+def _subject_keys(explorer: Explorer) -> list[tuple[str, str]]:
+    """(`search_key`, label) of each subject a prefix is matched against, computed once: the subjects of the gold
+    sets or cloze facts, else the labels of the gold graphs' subjects as the store held them at start-up."""
+    keyed = getattr(explorer, "subject_keys", None)
+    if keyed is None:
+        if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
+            labels = list(explorer.subjects)
+        elif explorer.gold_graphs:
+            allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
+            rows = explorer.store.select(
+                f"SELECT DISTINCT ?l WHERE {{ GRAPH ?g {{ ?s ?p ?o . ?s rdfs:label ?l }} FILTER(?g IN ({allowed})) "
+                "FILTER(?p != rdfs:label) }")
+            labels = [str(label) for (label,) in rows]
+        else:
+            labels = []
+        keyed = explorer.subject_keys = [(search_key(label), label) for label in labels]
+    return keyed
 
 
 INFERRED_QUERY = """
