@@ -4,10 +4,11 @@ written in a template, a folder where a file belongs, a data file its relation l
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from cli_support import run_kbc
+from cli_support import run_kbc, run_kbc_captured
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 from eval.bear import load_bear
@@ -414,7 +415,7 @@ def test_kbc_show_suggests_the_subject_of_greek_or_turkish_capitals(tmp_path, ca
         assert code == 2 and err.rstrip().endswith(f"did you mean {label!r}?"), err
 
 
-def test_kbc_show_marks_the_gold_an_uncased_model_answers_in_lower_case(tmp_path, capsys, tiny_models):
+def test_kbc_show_marks_the_gold_an_uncased_model_answers_in_lower_case(tmp_path, capsys, tiny_models):  # noqa: F811
     """An uncased BERT answers "paris" for gold "Paris": its rank said 1 while no answer was marked gold."""
     root = _lama(tmp_path / "lama")
     rows = [("France", "Paris"), ("England", "London"), ("Germany", "Berlin")]
@@ -430,3 +431,29 @@ def test_kbc_show_marks_the_gold_an_uncased_model_answers_in_lower_case(tmp_path
     assert [line.split()[1] for line in out.splitlines() if line.endswith("<- gold")] == ["paris"]
     code, out, err = run_kbc(["show", run, "--uid", "X1:1", "--json"], capsys)
     assert json.loads(out)["facts"][0]["predictors"]["bu"]["gold_as_answered"] == "paris"
+
+
+def test_the_explorer_fact_page_marks_the_gold_of_an_uncased_model(tmp_path, tiny_models, monkeypatch):  # noqa: F811
+    """The run's fact page compared an uncased model's answers ("paris") with the gold as written ("Paris")."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text(json.dumps({"sub_label": "France", "obj_label": "Paris"}) + "\n"
+                                            + json.dumps({"sub_label": "England", "obj_label": "London"}) + "\n")
+    run = tmp_path / "run"
+    code, _, err = run_kbc_captured(["run", "lama", "--corpus", "trex", "--predictors",
+                                     f"bu={tiny_models('bert-uncased')}", "--set", "bu.candidates=relation",
+                                     "--data-dir", str(root), "--out", str(run), "--quiet"])
+    assert code == 0, err
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(root), predictors=["freq"], cache_dir=tmp_path / "cache"))
+    try:
+        with TestClient(create_app(explorer, Runs([run]))) as client:
+            page = client.get("/runs/run/facts/X1:1").text
+    finally:
+        explorer.close()
+    assert re.findall(r'<li class="gold"><span class="label">([^<]*)', page) == ["paris"]
