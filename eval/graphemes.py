@@ -37,24 +37,39 @@ def _hangul(char: str) -> str | None:
     return "S" if 0xAC00 <= code <= 0xD7A3 else None
 
 
+def _joined(text: str, i: int) -> bool:
+    """Whether `text[i]` belongs to the character a reader sees before it (no cluster boundary before index i)."""
+    if i <= 0 or i >= len(text):
+        return False
+    char, prev = text[i], text[i - 1]
+    if _regional(char) and _regional(prev):
+        run = 0  # regional indicators before this one: two make one flag
+        while i - run - 1 >= 0 and _regional(text[i - run - 1]):
+            run += 1
+        return run % 2 == 1
+    return (_is_extend(char) or prev == ZWJ
+            or (unicodedata.combining(prev) == _VIRAMA and unicodedata.category(char) == "Lo")
+            or (_hangul(char) in ("V", "T") and _hangul(prev) is not None)
+            or (_hangul(prev) == "L" and _hangul(char) in ("L", "S")))
+
+
 def clusters(text: str) -> list[str]:
     """`text` as the characters a reader sees (extended grapheme clusters, closely)."""
     out: list[str] = []
-    regional = 0  # regional indicators in a row: two make one flag
     for i, char in enumerate(text):
-        prev = text[i - 1] if i else ""
-        joined = bool(prev) and (
-            _is_extend(char) or prev == ZWJ
-            or (unicodedata.combining(prev) == _VIRAMA and unicodedata.category(char) == "Lo")
-            or (_regional(char) and _regional(prev) and regional % 2 == 1)
-            or (_hangul(char) in ("V", "T") and _hangul(prev) is not None)
-            or (_hangul(prev) == "L" and _hangul(char) in ("L", "S")))
-        regional = regional + 1 if _regional(char) else 0
-        if joined:
+        if out and _joined(text, i):
             out[-1] += char
         else:
             out.append(char)
     return out
+
+
+def boundary(text: str, i: int) -> int:
+    """The nearest index at or before `i` where `text` may be cut without splitting what a reader sees as one
+    character (an emoji sequence, a Devanagari conjunct, a letter and its accent)."""
+    while _joined(text, i):
+        i -= 1
+    return i
 
 
 def shorten(text: str, limit: int) -> str:

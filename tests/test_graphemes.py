@@ -8,7 +8,7 @@ import unicodedata
 from cli_support import run_kbc
 
 from bridge.report.figures import _short
-from eval.graphemes import clusters, columns, ljust, shorten
+from eval.graphemes import boundary, clusters, columns, ljust, shorten
 
 FAMILY, THUMB, FLAGS = "👨\u200d👩\u200d👧", "👍\U0001F3FD", "\U0001F1EF\U0001F1F5\U0001F1EB\U0001F1F7"
 
@@ -54,3 +54,16 @@ def test_kbc_compare_aligns_columns_after_a_cjk_relation_label(tmp_path, capsys)
     rows = [line for line in out.splitlines() if line.startswith(("relation ", "de ", "ja ", "all "))]
     wide = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in rows]
     assert len(rows) == 4 and len(set(wide)) == 1, rows
+
+
+def test_an_evidence_window_in_a_script_without_spaces_is_cut_between_what_a_reader_sees():
+    """Text without spaces was cut where the width fell: a window began with the ष of a क्ष conjunct, or split a
+    flag into two letters."""
+    from bridge.analysis.retrieved import window
+
+    text = "あ" * 100 + "क्षेत्र" * 50 + "東京" + FAMILY * 40
+    shown = window(text, "東京", 41).strip("…")
+    assert clusters(shown)[0] in ("क्षे", "त्र") and shown.endswith(FAMILY)
+    flags = FLAGS * 30
+    for i in range(len(flags)):
+        assert boundary(flags, i) % 2 == 0 and boundary(FAMILY + "x", i % 7) in (0, 5, 6)
