@@ -32,12 +32,17 @@ def nfc(text: str) -> str:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-# the C0 and C1 controls (Unicode category Cc) and the bidirectional controls, one pattern searched in C
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "]")
+# the line and paragraph separators (categories Zl, Zp): line breaks as much as "\n" to an editor or a terminal
+LINE_SEPARATORS = frozenset("\u2028\u2029")
+
+# the C0 and C1 controls (Unicode category Cc), the line separators and the bidirectional controls, one pattern
+# searched in C
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(LINE_SEPARATORS | BIDI_CONTROLS)) + "]")
 
 
 def control_character(text: str) -> str | None:
-    """The first control character of `text` as `U+001B`, or None: a C0/C1 control or a bidirectional override. A
+    """The first control character of `text` as `U+001B`, or None: a C0/C1 control, a line or paragraph separator
+    (U+2028, U+2029) or a bidirectional override. A
     label holding one prints as another label ("tea" and "tea\\x1b[8m" or "\\u202eaet" look alike; "\\r" hides what
     comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
     bad = _CONTROL.search(text)

@@ -11,9 +11,10 @@ def test_control_characters_are_the_unicode_controls_and_the_bidirectional_ones(
     """Every code point: refused exactly where Unicode calls it a control (Cc) or it is a bidirectional control."""
     wrong = [cp for cp in range(0x110000)
              if (control_character(f"a{chr(cp)}b") is not None)
-             != (chr(cp) in BIDI_CONTROLS or unicodedata.category(chr(cp)) == "Cc")]
+             != (chr(cp) in BIDI_CONTROLS or unicodedata.category(chr(cp)) in ("Cc", "Zl", "Zp"))]
     assert wrong == []
     assert control_character("tea\x1b[8m") == "U+001B" and control_character("\u202eaet") == "U+202E"
+    assert control_character("c\u2028d") == "U+2028"  # a line separator breaks the line as "\n" does
 
 
 def test_clean_label_is_one_spelling_whether_or_not_the_text_is_ascii():

@@ -205,7 +205,7 @@ def test_a_relation_id_too_long_to_name_its_run_files_is_refused_before_the_run(
 
 @pytest.mark.parametrize(("field", "text"), [("sub_label", "Al\x1b[8mice"), ("obj_label", "tea\x00"),
                                              ("obj_label", "co\rffee"), ("sub_label", "Bo\tb"),
-                                             ("obj_label", "\u202eaet")])
+                                             ("obj_label", "\u202eaet"), ("sub_label", "Al\u2028ice")])
 def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, capsys, field, text):
     """"tea\\x1b[8m" printed as "tea" beside the other "tea" (two answers of one look) and sent its escape sequence
     to the terminal of whoever read `kbc show`; "co\\rffee" printed as "ffee"."""
@@ -215,7 +215,7 @@ def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, 
     (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
                             "--out", str(tmp_path / "run"), "--quiet"], capsys)
-    bad = next(c for c in text if ord(c) < 32 or c == "\u202e")
+    bad = next(c for c in text if ord(c) < 32 or c in "\u202e\u2028")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: {root / 'TREx' / 'X1.jsonl'}:2: field {field!r} holds the control character "
                           f"U+{ord(bad):04X} ")
