@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import unicodedata
 
-from cli_support import run_kbc
+from cli_support import run_kbc, run_labelled
 
 from bridge.report.figures import _short
 from eval.graphemes import boundary, clusters, columns, ljust, shorten
@@ -37,18 +36,9 @@ def test_columns_count_wide_characters_twice_and_marks_not_at_all():
 def test_kbc_compare_aligns_columns_after_a_cjk_relation_label(tmp_path, capsys):
     """The relation column was padded by code points: each row with a Japanese or Korean label ran two columns
     per character past the others."""
-    data = tmp_path / "lama"
-    (data / "TREx").mkdir(parents=True)
     relations = [{"relation": "ja", "template": "[X]の首都は[Y]です。", "label": "首都"},
                  {"relation": "de", "template": "Die Hauptstadt von [X] ist [Y] .", "label": "Hauptstadt"}]
-    (data / "relations.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in relations),
-                                          encoding="utf-8")
-    for r in relations:
-        (data / "TREx" / f"{r['relation']}.jsonl").write_text(
-            "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in (("a", "b"), ("c", "d"))))
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "kb", "--data-dir", str(data),
-                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
-    assert code == 0, err
+    run_labelled(tmp_path, relations, [("a", "b"), ("c", "d")], ["freq", "kb"], capsys)
     code, out, err = run_kbc(["compare", str(tmp_path / "run"), "freq", "kb"], capsys)
     assert code == 0, err
     rows = [line for line in out.splitlines() if line.startswith(("relation ", "de ", "ja ", "all "))]

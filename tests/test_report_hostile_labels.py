@@ -7,7 +7,7 @@ import csv
 import json
 from html.parser import HTMLParser
 
-from cli_support import run_kbc
+from cli_support import run_kbc, run_labelled
 
 from eval.cells import NUMBER
 
@@ -106,18 +106,9 @@ def _run_and_report(data, run, capsys):
 def test_labels_in_scripts_the_font_lacks_give_one_warning(tmp_path, capsys, recwarn):
     """Relation labels in Japanese and Korean drew as boxes, and matplotlib warned once per character and figure
     (with its own source lines): the report says once which characters its figures could not draw and why."""
-    data = tmp_path / "lama"
-    (data / "TREx").mkdir(parents=True)
     relations = [{"relation": "ja", "template": "[X]の首都は[Y]です。", "label": "首都"},
                  {"relation": "ko", "template": "[X]의 수도는 [Y]이다 .", "label": "수도"}]
-    (data / "relations.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in relations),
-                                          encoding="utf-8")
-    for r in relations:
-        (data / "TREx" / f"{r['relation']}.jsonl").write_text(
-            "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in (("a", "b"), ("c", "b"))))
-    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(data),
-                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
-    assert code == 0, err
+    run_labelled(tmp_path, relations, [("a", "b"), ("c", "b")], ["freq"], capsys)
     code, _, err = run_kbc(["report", str(tmp_path / "run")], capsys)
     assert code == 0, err
     said = [line for line in err.splitlines() if "has no glyph" in line]
