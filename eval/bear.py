@@ -22,7 +22,7 @@ from pathlib import Path
 from eval.datadir import absolute_path, data_root, no_data
 from eval.errors import DataError
 from eval.jsonl import check_no_lone_surrogate, json_type, opt_list, opt_str, read_jsonl, read_text, req_str
-from eval.labels import nfc
+from eval.labels import clean_label, nfc
 from eval.lama import Corpus
 from eval.relations import check_template, select_relations
 from eval.report_counts import LoadReport
@@ -176,7 +176,9 @@ def _gold_index(row: dict, at: str, space: tuple[Entity, ...], position: dict[st
         raise DataError(f"{at}: answer_idx {idx} is out of range (the answer space has {len(space)} answers, "
                         f"0 to {len(space) - 1})")
     gold = space[idx]
-    if gold.label != label or (oid and gold.id and gold.id != oid):
+    # the answer space's label is the one asked: the row's may differ only by what shows nothing at its ends (a space,
+    # a right-to-left mark its editor typed)
+    if clean_label(gold.label) != clean_label(label) or (oid and gold.id and gold.id != oid):
         raise DataError(f"{at}: answer_idx {idx} names {gold.label!r} ({gold.id}) but the row's object is "
                         f"{label!r} ({oid})")
     return idx

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from eval.errors import DataError
+from eval.errors import DataError, MissingData
 
 ENV_VAR = "KBC_DATA"
 DOWNLOAD_DIR = Path("data")  # `kbc data download --dest`'s default
@@ -29,7 +29,7 @@ def no_data(what: str, tried: Iterable[Path], name: str, fix: str) -> DataError:
     """The error of a corpus found in none of the folders `tried`: they are named, with the download that puts
     it where it is looked for, and `fix` (the flag or variable that points at a copy)."""
     where = ", ".join(str(p) for p in dict.fromkeys(tried))
-    return DataError(f"no {what} found (looked in {where}); run `kbc data download {name}` (into ./{DOWNLOAD_DIR}/) "
+    return MissingData(f"no {what} found (looked in {where}); run `kbc data download {name}` (into ./{DOWNLOAD_DIR}/) "
                      f"or {fix}")
 
 
@@ -52,8 +52,8 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     if found is not None:
         return absolute_path(found)
     if not root.exists():
-        raise DataError(f"LAMA data directory {root} does not exist; {HOW_TO_GET}")
-    raise DataError(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")
+        raise MissingData(f"LAMA data directory {root} does not exist; {HOW_TO_GET}")
+    raise MissingData(f"{root} holds no LAMA data (no relations.jsonl); {HOW_TO_GET}")
 
 
 def optional_file(candidates: Iterable[Path], what: str) -> Path | None:

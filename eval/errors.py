@@ -15,6 +15,11 @@ class DataError(KbcError):
     """Input data is missing or malformed; the message names the file (and line) or the fix."""
 
 
+class MissingData(DataError):
+    """A corpus, folder or file that is not there (as against one that is there and malformed): where a command can
+    tell which flag reads the folder given, it says so beside it."""
+
+
 class ConfigError(KbcError):
     """A command-line or run configuration that cannot work."""
 

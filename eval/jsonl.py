@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eval.errors import DataError, KbcError
+from eval.errors import DataError, KbcError, MissingData
 from eval.file_names import NAME_BYTES
 
 QID = re.compile(r"Q[1-9][0-9]*")  # a Wikidata item id
@@ -39,7 +39,7 @@ def open_binary(path: Path, what: str = "file"):
     try:
         return path.open("rb")
     except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
+        raise MissingData(f"{path}: file not found") from None
     except IsADirectoryError:
         raise DataError(f"{path}: is a directory, expected a {what}") from None
     except OSError as exc:

@@ -9,12 +9,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# whitespace and the invisible format characters that carry no meaning at a label's ends
-_ENDS = re.compile(r"^[\s\u200b\u200c\u200d\u2060\ufeff]+|[\s\u200b\u200c\u200d\u2060\ufeff]+$")
+# whitespace and the invisible format characters that carry no meaning at a label's ends: zero-width space, joiners
+# (meaningful inside a Persian or Hindi word, joining nothing at its ends), word joiner, byte-order mark, and the
+# directional marks LRM, RLM and ALM that right-to-left keyboards and editors type around a word (kept inside)
+_INVISIBLE = "\\s\u200b\u200c\u200d\u2060\ufeff\u200e\u200f\u061c"
+_ENDS = re.compile(f"^[{_INVISIBLE}]+|[{_INVISIBLE}]+$")
 
 
 def clean_label(text: str) -> str:
-    """`text` in NFC without surrounding spaces or zero-width characters."""
+    """`text` in NFC without surrounding spaces, zero-width characters or directional marks."""
     if text.isascii():  # most labels: already NFC, and no zero-width character to strip
         return text.strip()
     return _ENDS.sub("", unicodedata.normalize("NFC", text))
@@ -29,12 +32,17 @@ def nfc(text: str) -> str:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-# the C0 and C1 controls (Unicode category Cc) and the bidirectional controls, one pattern searched in C
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "]")
+# the line and paragraph separators (categories Zl, Zp): line breaks as much as "\n" to an editor or a terminal
+LINE_SEPARATORS = frozenset("\u2028\u2029")
+
+# the C0 and C1 controls (Unicode category Cc), the line separators and the bidirectional controls, one pattern
+# searched in C
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(LINE_SEPARATORS | BIDI_CONTROLS)) + "]")
 
 
 def control_character(text: str) -> str | None:
-    """The first control character of `text` as `U+001B`, or None: a C0/C1 control or a bidirectional override. A
+    """The first control character of `text` as `U+001B`, or None: a C0/C1 control, a line or paragraph separator
+    (U+2028, U+2029) or a bidirectional override. A
     label holding one prints as another label ("tea" and "tea\\x1b[8m" or "\\u202eaet" look alike; "\\r" hides what
     comes before it) and an escape sequence reaches the terminal of whoever reads `kbc show` or a table."""
     bad = _CONTROL.search(text)
@@ -56,3 +64,17 @@ def printable(text: str, lines: bool = False) -> str:
     if lines:
         return "\n".join(_CONTROL.sub(_escaped, line) for line in text.split("\n"))
     return _CONTROL.sub(_escaped, text)
+
+
+# the accents of Latin, Greek and Cyrillic letters (Combining Diacritical Marks); the marks of other scripts (a
+# Devanagari virama, a kana voicing mark) make other letters and are kept
+_ACCENTS = re.compile("[\u0300-\u036f]")
+
+
+def search_key(text: str) -> str:
+    """How a subject typed into a search is matched when no label is the same text in another case: case and width
+    folded and without accents, so the capitals a language writes find the label: Greek drops accents on capitals
+    (ΚΥΠΡΟΥ is Κύπρου) and Turkish dots its capital I (İZMİR, and IĞDIR for Iğdır: `casefold` alone keeps ı and
+    the dot of İ apart from i)."""
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", folded).replace("ı", "i"))

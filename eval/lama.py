@@ -26,9 +26,10 @@ from eval.types import OBJECT_SLOT, Entity, Evidence, Fact, Relation, new_eviden
 LAMA_CORPORA = ("trex", "google_re", "squad", "conceptnet")  # every corpus: eval.corpora
 MASK = "[MASK]"
 # How the loaders read a data file, recorded in each run config (`data_reading`): bumped when the same bytes give
-# other facts (labels stripped of surrounding spaces; a uuid given twice numbered; labels and templates in NFC), so
-# that a run an earlier version wrote is not told its data files changed where only the reading did
-READING = 2
+# other facts (labels stripped of surrounding spaces; a uuid given twice numbered; labels and templates in NFC;
+# directional marks dropped around labels), so that a run an earlier version wrote is not told its data files changed
+# where only the reading did
+READING = 3
 
 # LAMA §4.1.1: one manual template per Google-RE relation (as in LAMA's released scripts).
 GOOGLE_RE_RELATIONS = {
@@ -116,16 +117,17 @@ class _Deduper:
         self._ids: set[tuple[str, str]] = set()
         self._labels: dict[tuple[str, str], list[tuple[str | None, str | None]]] = {}
 
-    def seen(self, sub: Entity, obj: Entity) -> bool:
+    def seen(self, sub: Entity, obj: Entity) -> str | None:
+        """Why the fact repeats an earlier row (`same ids`, or `same labels` where an id is missing), or None."""
         if sub.id and obj.id and (sub.id, obj.id) in self._ids:
-            return True
+            return "same ids"
         for sid, oid in self._labels.get((sub.label, obj.label), []):
             if _compatible(sid, sub.id) and _compatible(oid, obj.id):
-                return True
+                return "same labels"
         if sub.id and obj.id:
             self._ids.add((sub.id, obj.id))
         self._labels.setdefault((sub.label, obj.label), []).append((sub.id, obj.id))
-        return False
+        return None
 
 
 def _compatible(a: str | None, b: str | None) -> bool:
@@ -181,8 +183,9 @@ def load_trex(data_dir: str | Path | None = None, relations: Iterable[str] | Non
             obj = Entity(_label(row, "obj_label", where), opt_qid(row, "obj_uri", where))
             if obj.id:
                 object_labels.setdefault(obj.id, {})[obj.label] = None
-            if dedup.seen(sub, obj):
-                report.drop("duplicate rows (same ids)")
+            repeated = dedup.seen(sub, obj)
+            if repeated:
+                report.drop(f"duplicate rows ({repeated})")
                 continue
             evidences = _trex_evidences(row, obj.label, where)
             uid = _unique_uid(opt_str(row, "uuid", where) or f"{rel}:{lineno}", uids)

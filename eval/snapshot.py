@@ -32,10 +32,11 @@ from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
 from eval.types import Entity, Fact, Relation, evidences_of
 
-SCHEMA = 9  # 3: T-REx and Google-RE labels stripped, load notes on labels and unlisted files; 4: T-REx uids unique;
+SCHEMA = 11  # 3: T-REx and Google-RE labels stripped, load notes on labels and unlisted files; 4: T-REx uids unique;
 #           5: labels in NFC without zero-width characters at the ends; 6: labels with control characters refused;
 #           7: lone surrogate escapes refused; 8: labels with bidirectional overrides refused;
-#           9: templates in NFC
+#           9: templates in NFC; 10: directional marks dropped at the ends of labels, label duplicates named so;
+#           11: labels with a line or paragraph separator refused
 log = logging.getLogger("kbc")
 
 Sources = list[tuple[str, int, int, str]]  # (path, size, mtime_ns, sha256) per data file, in path order

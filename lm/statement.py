@@ -86,7 +86,10 @@ def fill(template: str, subject: str, answer: str, compat: str | None = None, as
         text += value
     opens_with_template = bool(parts[0])
     if text and (compat == COMPAT or opens_with_template):
-        text = text[0].upper() + text[1:]
+        first = text[0].upper()  # one character may upper-case to more: Armenian "և" to "ԵՒ", "ß" to "SS"
+        text, grown = first + text[1:], len(first) - 1
+        if grown and span != (0, 0):  # the span stays on its slot: after the opening character, or over it
+            span = (span[0] + grown if span[0] else 0, span[1] + grown)
     return Statement(text, span)
 
 

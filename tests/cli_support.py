@@ -79,3 +79,21 @@ def one_sample_note(limit: int, seed: int = 0, runs: int = 1) -> str:
     who = "the run" if runs == 1 else f"all {runs} runs"
     return (f"a sample, not every fact: {who} asked `--limit {limit} --seed {seed}` (at most --limit facts per "
             "relation, drawn with --seed)")
+
+
+def run_labelled(tmp_path, relations: list[dict], rows: list[tuple[str, str]], predictors: list[str], capsys):
+    """`kbc run lama` over a LAMA folder of `relations` (relations.jsonl rows, labels in any script), each holding
+    `rows` (subject, object); the run folder `tmp_path/run`."""
+    import json
+
+    data = tmp_path / "lama"
+    (data / "TREx").mkdir(parents=True)
+    (data / "relations.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in relations),
+                                          encoding="utf-8")
+    for r in relations:
+        (data / "TREx" / f"{r['relation']}.jsonl").write_text(
+            "".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n" for s, o in rows))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", *predictors, "--data-dir", str(data),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    return tmp_path / "run"

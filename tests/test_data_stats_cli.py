@@ -49,3 +49,30 @@ def test_fewrel_lists_each_relation_with_its_split(shared_data, capsys):
     assert len(lines) == 3 + 16
     assert lines[3] == "  fewrel/P25 mother: read 700: 560 train, 70 dev, 70 test, 0 dropped"
     assert lines[-1] == "  fewrel/P2094 competition class: read 700: 560 train, 70 dev, 70 test, 0 dropped"
+
+
+def _own_lama(root, line: str):
+    """A LAMA-layout folder of one relation X1 whose data file holds `line`, with a BEAR copy beside it."""
+    (root / "lama" / "TREx").mkdir(parents=True)
+    (root / "lama" / "relations.jsonl").write_text('{"relation": "X1", "template": "[X] likes [Y] ."}\n')
+    (root / "lama" / "TREx" / "X1.jsonl").write_text(line)
+    (root / "bear" / "BEAR").mkdir(parents=True)
+    (root / "bear" / "BEAR" / "metadata_relations.json").write_text('{"X1": {"templates": ["[X] likes [Y]."]}}')
+    return root / "lama"
+
+
+def test_a_malformed_file_keeps_its_own_fix_not_a_corpus_hint(tmp_path, monkeypatch, capsys):
+    """A data file with classic Mac line ends was told "it holds BEAR data: add --corpus bear" in place of its fix
+    (save the file with LF line ends), because a BEAR copy lay beside the folder."""
+    monkeypatch.delenv("KBC_BEAR", raising=False)
+    lama = _own_lama(tmp_path, '{"sub_label": "a", "obj_label": "b"}\r{"sub_label": "c", "obj_label": "d"}\r')
+    code, _, err = run_kbc(["data", "stats", "--data-dir", str(lama), "--corpus", "trex"], capsys)
+    assert (code, err.splitlines()[-1]) == (2, f"error: {lama / 'TREx' / 'X1.jsonl'}:1: malformed JSON: lines end in a "
+                                               "carriage return alone; save the file with LF (or CRLF) line ends")
+
+
+def test_a_bear_copy_beside_the_folder_is_not_said_to_be_in_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("KBC_BEAR", raising=False)
+    lama = _own_lama(tmp_path, '{"sub_label": "a", "obj_label": "b"}\n')
+    code, _, err = run_kbc(["data", "stats", "--data-dir", str(lama)], capsys)
+    assert code == 2 and "holds BEAR data" not in err and "--corpus was not given" in err, err

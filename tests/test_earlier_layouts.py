@@ -86,8 +86,8 @@ def test_a_run_of_an_earlier_reading_is_not_told_its_data_files_changed(tmp_path
     code, _, err = run_kbc(argv, capsys)
     assert (code, err.splitlines()[-1]) == (
         2, f"error: {out} holds trex results of other data for X1 (the data files changed, or this kbc reads them "
-           "otherwise than the earlier version that wrote it: labels lose surrounding spaces, a uuid given twice is "
-           "numbered); use another --out")
+           "otherwise than the earlier version that wrote it: labels lose surrounding spaces and directional marks, a "
+           "uuid given twice is numbered); use another --out")
     (out / "config.json").write_text(json.dumps(config))
     facts.write_text(facts.read_text() + json.dumps({"sub_label": "Dan", "obj_label": "tea"}) + "\n")
     code, _, err = run_kbc(argv, capsys)

@@ -94,6 +94,14 @@ def test_identical_ids_are_duplicates(tmp_path):
     assert corpus.reports[0].dropped == {"duplicate rows (same ids)": 1}
 
 
+def test_rows_without_ids_repeating_labels_are_named_as_such(tmp_path):
+    """A repeated row without ids was counted as "duplicate rows (same ids)": it holds no id to be the same."""
+    bare = {k: v for k, v in ROW.items() if k not in ("sub_uri", "obj_uri")}
+    rows = "".join(json.dumps(r) + "\n" for r in (ROW, ROW, bare))
+    corpus = load_trex(_lama_copy(tmp_path, [REL], rows))
+    assert corpus.reports[0].dropped == {"duplicate rows (same ids)": 1, "duplicate rows (same labels)": 1}
+
+
 def test_relations_type_checked(tmp_path):
     path = tmp_path / "relations.jsonl"
     path.write_text(json.dumps({**REL, "type": "1-N-1"}) + "\n")

@@ -4,10 +4,11 @@ written in a template, a folder where a file belongs, a data file its relation l
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from cli_support import run_kbc
+from cli_support import run_kbc, run_kbc_captured
 from lm_fixtures import tiny_models  # noqa: F401  (pytest finds the fixture by name)
 
 from eval.bear import load_bear
@@ -58,6 +59,24 @@ def test_bear_labels_in_two_unicode_spellings_are_one_answer(tmp_path):
     corpus = load_bear("bear", tmp_path)
     assert [e.label for e in corpus.relations["X1"].answer_space] == ["caf\u00e9", "tea"]
     assert [(f.subject.label, f.answer_idx) for f in corpus.facts] == [("Alice", 0), ("Bob", 0), ("Jos\u00e9", 1)]
+
+
+def test_a_bear_row_whose_label_differs_by_a_directional_mark_is_read(tmp_path):
+    """A row's object typed with a trailing RLM, as Persian editors do, was refused: "answer_idx 1 names 'دمشق' but
+    the row's object is 'دمشق\u200f'", though its id and what a reader sees are the answer's."""
+    folder = tmp_path / "BEAR"
+    folder.mkdir()
+    meta = {"X1": {"templates": ["پایتخت [X] [Y] است."], "answer_space_labels": ["تهران", "دمشق"],
+                   "answer_space_ids": ["Q1", "Q2"]}}
+    (folder / "metadata_relations.json").write_text(json.dumps(meta), encoding="utf-8")
+    rows = [("ایران", "تهران", "Q1", 0), ("سوریه", "دمشق\u200f", "Q2", 1)]
+    (folder / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o, "obj_id": i,
+                                                         "answer_idx": x}) + "\n" for s, o, i, x in rows))
+    assert [(f.object.label, f.answer_idx) for f in load_bear("bear", tmp_path).facts] == [("تهران", 0), ("دمشق", 1)]
+    (folder / "X1.jsonl").write_text(json.dumps({"sub_label": "سوریه", "obj_label": "تهران", "obj_id": "Q2",
+                                                 "answer_idx": 1}) + "\n")
+    with pytest.raises(DataError, match="answer_idx 1 names"):
+        load_bear("bear", tmp_path)
 
 
 def test_lmkbc_templates_with_a_byte_order_mark(tmp_path):
@@ -186,7 +205,7 @@ def test_a_relation_id_too_long_to_name_its_run_files_is_refused_before_the_run(
 
 @pytest.mark.parametrize(("field", "text"), [("sub_label", "Al\x1b[8mice"), ("obj_label", "tea\x00"),
                                              ("obj_label", "co\rffee"), ("sub_label", "Bo\tb"),
-                                             ("obj_label", "\u202eaet")])
+                                             ("obj_label", "\u202eaet"), ("sub_label", "Al\u2028ice")])
 def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, capsys, field, text):
     """"tea\\x1b[8m" printed as "tea" beside the other "tea" (two answers of one look) and sent its escape sequence
     to the terminal of whoever read `kbc show`; "co\\rffee" printed as "ffee"."""
@@ -196,7 +215,7 @@ def test_a_label_holding_a_control_character_is_refused_with_its_line(tmp_path, 
     (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
                             "--out", str(tmp_path / "run"), "--quiet"], capsys)
-    bad = next(c for c in text if ord(c) < 32 or c == "\u202e")
+    bad = next(c for c in text if ord(c) < 32 or c in "\u202e\u2028")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: {root / 'TREx' / 'X1.jsonl'}:2: field {field!r} holds the control character "
                           f"U+{ord(bad):04X} ")
@@ -257,6 +276,22 @@ def test_one_label_in_two_unicode_spellings_is_one_answer(tmp_path, capsys):
     wanted = ("X1", "p@1", "raw", "own")
     p1 = [r["value"] for r in rows if (r["group"], r["metric"], r["setting"], r["scope"]) == wanted]
     assert p1 == [60.0]  # café on 3 of the 5 facts
+
+
+def test_a_label_typed_with_a_directional_mark_is_one_answer(tmp_path, capsys):
+    """Persian and Arabic keyboards type RLM / ALM beside a word: "دمشق" with a trailing RLM and without look the
+    same, yet Freq counted two objects (P@1 25 instead of 50) and a KB or LM answer missed gold in the other."""
+    root = _lama(tmp_path / "lama")
+    rows = [{"sub_label": s, "obj_label": o} for s, o in
+            (("سوریه", "دمشق\u200f"), ("ایران", "تهران"), ("\u200fشام", "\u061cدمشق"), ("ری", "تهران"))]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [(f.subject.label, f.object.label) for f in load_trex(root).facts][2] == ("شام", "دمشق")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert code == 0, err
+    rows = json.loads((tmp_path / "run" / "summary.json").read_text())
+    wanted = ("X1", "p@1", "raw", "own")
+    assert [r["value"] for r in rows if (r["group"], r["metric"], r["setting"], r["scope"]) == wanted] == [50.0]
 
 
 def test_a_data_file_with_classic_mac_line_ends_is_named_with_the_fix(tmp_path):
@@ -364,3 +399,61 @@ def test_a_uhn_build_writes_the_facts_its_report_keeps_where_labels_have_spaces(
     deletions = build_uhn(root, tmp_path / "uhn", ("string",))
     assert deletions["X1"]["deleted_string"] == 1
     assert [f.subject.label for f in load_trex(tmp_path / "uhn").facts] == ["Bob"]
+
+
+def test_kbc_show_suggests_the_subject_of_greek_or_turkish_capitals(tmp_path, capsys):
+    """`--subject ΚΥΠΡΟΥ` (Κύπρου as Greek capitals write it, without accents) got no "did you mean"."""
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": "tea"}) + "\n"
+                                                    for s in ("Κύπρου", "Iğdır")), encoding="utf-8")
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", "freq", "--data-dir", str(root),
+                            "--out", run, "--quiet"], capsys)
+    assert code == 0, err
+    for typed, label in (("ΚΥΠΡΟΥ", "Κύπρου"), ("IĞDIR", "Iğdır")):
+        code, _, err = run_kbc(["show", run, "--subject", typed, "--relation", "X1"], capsys)
+        assert code == 2 and err.rstrip().endswith(f"did you mean {label!r}?"), err
+
+
+def test_kbc_show_marks_the_gold_an_uncased_model_answers_in_lower_case(tmp_path, capsys, tiny_models):  # noqa: F811
+    """An uncased BERT answers "paris" for gold "Paris": its rank said 1 while no answer was marked gold."""
+    root = _lama(tmp_path / "lama")
+    rows = [("France", "Paris"), ("England", "London"), ("Germany", "Berlin")]
+    (root / "TREx" / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n"
+                                                    for s, o in rows))
+    run = str(tmp_path / "run")
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--predictors", f"bu={tiny_models('bert-uncased')}",
+                            "--set", "bu.candidates=relation", "--data-dir", str(root), "--out", run, "--quiet"],
+                           capsys)
+    assert code == 0, err
+    code, out, err = run_kbc(["show", run, "--uid", "X1:1"], capsys)
+    assert code == 0, err
+    assert [line.split()[1] for line in out.splitlines() if line.endswith("<- gold")] == ["paris"]
+    code, out, err = run_kbc(["show", run, "--uid", "X1:1", "--json"], capsys)
+    assert json.loads(out)["facts"][0]["predictors"]["bu"]["gold_as_answered"] == "paris"
+
+
+def test_the_explorer_fact_page_marks_the_gold_of_an_uncased_model(tmp_path, tiny_models, monkeypatch):  # noqa: F811
+    """The run's fact page compared an uncased model's answers ("paris") with the gold as written ("Paris")."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.runs import Runs
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    root = _lama(tmp_path / "lama")
+    (root / "TREx" / "X1.jsonl").write_text(json.dumps({"sub_label": "France", "obj_label": "Paris"}) + "\n"
+                                            + json.dumps({"sub_label": "England", "obj_label": "London"}) + "\n")
+    run = tmp_path / "run"
+    code, _, err = run_kbc_captured(["run", "lama", "--corpus", "trex", "--predictors",
+                                     f"bu={tiny_models('bert-uncased')}", "--set", "bu.candidates=relation",
+                                     "--data-dir", str(root), "--out", str(run), "--quiet"])
+    assert code == 0, err
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(root), predictors=["freq"], cache_dir=tmp_path / "cache"))
+    try:
+        with TestClient(create_app(explorer, Runs([run]))) as client:
+            page = client.get("/runs/run/facts/X1:1").text
+    finally:
+        explorer.close()
+    assert re.findall(r'<li class="gold"><span class="label">([^<]*)', page) == ["paris"]

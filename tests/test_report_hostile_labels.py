@@ -7,7 +7,7 @@ import csv
 import json
 from html.parser import HTMLParser
 
-from cli_support import run_kbc
+from cli_support import run_kbc, run_labelled
 
 from eval.cells import NUMBER
 
@@ -101,3 +101,20 @@ def _run_and_report(data, run, capsys):
     code, _, err = run_kbc(["report", str(run)], capsys)
     assert code == 0, err
     return run
+
+
+def test_labels_in_scripts_the_font_lacks_give_one_warning(tmp_path, capsys, recwarn):
+    """Relation labels in Japanese and Korean drew as boxes, and matplotlib warned once per character and figure
+    (with its own source lines): the report says once which characters its figures could not draw and why."""
+    relations = [{"relation": "ja", "template": "[X]の首都は[Y]です。", "label": "首都"},
+                 {"relation": "ko", "template": "[X]의 수도는 [Y]이다 .", "label": "수도"}]
+    run_labelled(tmp_path, relations, [("a", "b"), ("c", "b")], ["freq"], capsys)
+    code, _, err = run_kbc(["report", str(tmp_path / "run")], capsys)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "has no glyph" in line]
+    assert said == ["warning: the figures' font (DejaVu Sans) has no glyph for 4 characters of the labels drawn (CJK, "
+                    "Hangul: 都 首 도 수); they show as boxes in the figures (the tables show them); install a font "
+                    "covering these scripts where matplotlib finds it, e.g. Noto Sans CJK or Noto Sans Devanagari, "
+                    "to draw them"]
+    assert [w for w in recwarn if "missing from font" in str(w.message)] == []
+    assert "has no glyph for 4 characters" in (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")

@@ -76,3 +76,12 @@ def test_no_stale_hits(tmp_path, passes):
     for setting in ((0, "original", "sum"), (1, "within_word_l2r", "sum")):
         assert scores(*setting, True) == fresh[setting] and passes, setting  # another variant or model: a miss
     assert len(cache) == 3 * 3
+
+
+def test_the_answer_span_stays_on_the_answer_when_the_opening_letter_upper_cases_to_two():
+    """Armenian "և" upper-cases to "ԵՒ" and "ß" to "SS": the answer's span, taken before, then covered the letter
+    before it and lost its last, so answer_l2r+word_l2r scored the wrong characters."""
+    armenian = fill("և [X]ը [Y] է։", "Սևան", "ծով")
+    assert armenian.text[slice(*armenian.answer)] == "ծով"
+    opening = fill("[Y] is [X].", "a", "ßig", compat="lm-pub-quiz")
+    assert opening.text[slice(*opening.answer)] == "SSig"

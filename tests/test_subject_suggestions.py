@@ -68,3 +68,33 @@ def test_a_subject_holding_a_control_character_is_refused(subject):
     """An escape sequence or NUL typed into the explorer went into every model's prompt and the server's logs."""
     with pytest.raises(ConfigError, match=r"the subject holds the control character U\+"):
         check(Ask(subject=subject, relation="P19"), SimpleNamespace(relations={"P19": None}, cloze_facts=()))
+
+
+def test_greek_and_turkish_capitals_find_the_subject():
+    """Greek capitals drop accents and Turkish has a dotless ı: ΚΥΠΡΟΥ (Κύπρου) and IĞDIR (Iğdır) found nothing,
+    `casefold` keeping them apart, and `istanbul` typed without the Turkish dot only a suggestion."""
+    explorer = _explorer("Κύπρου", "Iğdır", "İstanbul", "ｲｷﾞﾘｽ", "کره\u200cی جنوبی")
+    assert [subject_label(explorer, typed)[0] for typed in ("ΚΥΠΡΟΥ", "IĞDIR", "istanbul", "ISTANBUL", "イギリス")] == [
+        "Κύπρου", "Iğdır", "İstanbul", "İstanbul", "ｲｷﾞﾘｽ"]
+    # a zero-width non-joiner is spelling: the word without it is another word, suggested, not taken for it
+    assert subject_label(explorer, "کرهی جنوبی") == ("کرهی جنوبی", ["کره\u200cی جنوبی"])
+
+
+def test_prefixes_in_greek_and_turkish_capitals_suggest_the_store_labels(tmp_path):
+    """The store's LCASE kept "ΚΥ" from Κύπρου and "ı" from Iğdır: no suggestion while typing."""
+    import json
+
+    from bridge.serve.explorer import Explorer, ExplorerConfig
+
+    data = tmp_path / "lama"
+    (data / "TREx").mkdir(parents=True)
+    (data / "relations.jsonl").write_text(json.dumps({"relation": "X1", "template": "[X] in [Y] ."}) + "\n")
+    rows = [("Κύπρου", "Λευκωσία"), ("Iğdır", "Doğu Anadolu"), ("İstanbul", "Marmara"), ("Island", "x")]
+    (data / "TREx" / "X1.jsonl").write_text("".join(json.dumps({"sub_label": s, "obj_label": o}) + "\n"
+                                                    for s, o in rows), encoding="utf-8")
+    explorer = Explorer.start(ExplorerConfig(data_dir=str(data), predictors=["freq"], cache_dir=tmp_path / "cache"))
+    try:
+        assert suggest(explorer, "ΚΥ") == ["Κύπρου"] and suggest(explorer, "ığ") == ["Iğdır"]
+        assert suggest(explorer, "is") == ["Island", "İstanbul"]
+    finally:
+        explorer.close()

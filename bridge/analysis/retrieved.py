@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from eval.graphemes import boundary
 from kb.text.analyzer import surface_tokens
 
 SENTENCE_CHARS = 240
@@ -31,6 +32,8 @@ def window(text: str, phrase: str, width: int = SENTENCE_CHARS) -> str:
         start = _next_word(text, start, at)
     if end < len(text) and not text[end].isspace():  # a word cut at the end: stop before it
         end = _previous_word_end(text, end, at + len(phrase))
+    # a script without spaces (Japanese, Thai) is cut where the width falls: between the characters a reader sees
+    start, end = boundary(text, start), boundary(text, end)
     return ("…" if start else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 

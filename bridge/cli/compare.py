@@ -43,7 +43,8 @@ from eval.cells import tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
-from eval.labels import clean_label, printable
+from eval.graphemes import columns, ljust, rjust
+from eval.labels import clean_label, printable, search_key
 from eval.report import relation_order
 from eval.set_metrics import pair_from_record
 from eval.user_values import strict_float
@@ -238,9 +239,9 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
             for c in [res.by_relation[rel]]]
     body.append(row("all", o, res.macro_p1_a, res.macro_p1_b))
     cells = [[str(x) for x in row] for row in [head, *body]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    widths = [max(columns(row[i]) for row in cells) for i in range(len(head))]  # a CJK label's characters take two
     for cell_row in cells:
-        padded = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(cell_row, widths))]
+        padded = [ljust(cell, w) if i == 0 else rjust(cell, w) for i, (cell, w) in enumerate(zip(cell_row, widths))]
         lines.append("  ".join(padded))
     groups = f"{sc.group}s"
     over = f"over all {sc.unit}" if sc.pooled else f"macro over {groups}"
@@ -532,7 +533,9 @@ def _close_subject(run: RunDir, corpora: list[str], relation: str, subject: str,
 
     labels = {str(r.get("subject") or "").strip() for c in corpora for name in run.predictors for stage in stages
               for p in run.relation_files(c, name, stage) if p.stem == slug(relation) for r in read_records(p)}
-    close = difflib.get_close_matches(subject.strip(), sorted(labels - {""}), n=1)
+    key = search_key(subject)  # Greek or Turkish capitals (ΚΥΠΡΟΥ, IĞDIR) are too far for difflib
+    close = sorted(label for label in labels if label and search_key(label) == key)[:1] or difflib.get_close_matches(
+        subject.strip(), sorted(labels - {""}), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -629,7 +632,7 @@ def _fact_text(fact: dict) -> list[str]:
         lines.append(f"  {name.ljust(width)}  {gold_ranks_text(entry)}")
         if "predicted" in entry:  # a classifier's answer (FewRel): its top class, or none
             lines.append(f"  {' ' * width}    predicted: {entry['predicted'] or '- (no answer)'}")
-        lines += ranked_lines(entry["answers"], {fact["gold"]}, f"  {' ' * width}    ")
+        lines += ranked_lines(entry["answers"], {entry.get("gold_as_answered", fact["gold"])}, f"  {' ' * width}    ")
         lines += read_lines(entry, f"  {' ' * width}    ")
     return lines
 

@@ -14,7 +14,7 @@ from eval.bear import BEAR_CORPORA, resolve_bear_dir
 from eval.cells import byte_size, count_of
 from eval.corpora import CORPORA, corpus_outline
 from eval.datadir import ENV_VAR, absolute_path, resolve_data_dir
-from eval.errors import ConfigError, DataError
+from eval.errors import ConfigError, DataError, MissingData
 from eval.out_folders import removed_if_left_empty
 from eval.sources import BY_NAME, MIRROR_ENV, SOURCES
 from lm.name_ranker import UHN_MODEL_ENV, uhn_name_ranker
@@ -146,8 +146,8 @@ def stats(corpora, data_dir) -> None:
     for name in corpora:
         try:
             corpus, n_facts = corpus_outline(name, data_dir)  # the counts, without decoding the facts of a snapshot
-        except DataError as exc:
-            hint = _bear_hint(name, data_dir) or (_default_hint(corpora) if read else None)
+        except MissingData as exc:  # a malformed file keeps its own fix: no hint about which corpus to read
+            hint = (_default_hint(corpora) if read else None) or _bear_hint(name, data_dir)
             if hint is None:
                 raise
             raise DataError(f"{exc.args[0].split('; ')[0]}; {hint}") from None
@@ -193,12 +193,14 @@ def _bear_hint(name: str, data_dir: str | None) -> str | None:
     """When a non-BEAR corpus is asked of a folder that holds BEAR data: the flag that reads it."""
     if name in BEAR_CORPORA or not data_dir:
         return None
+    root = absolute_path(data_dir)
     for bear in BEAR_CORPORA:
         try:
-            resolve_bear_dir(bear, data_dir)
+            found = resolve_bear_dir(bear, data_dir)
         except DataError:
             continue
-        return f"it holds BEAR data: add --corpus {bear}"
+        if found.is_relative_to(root):  # not a BEAR copy beside the folder, which --corpus bear reads as well
+            return f"it holds BEAR data: add --corpus {bear}"
     return None
 
 

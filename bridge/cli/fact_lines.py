@@ -23,6 +23,8 @@ def ranked_entry(run: RunDir, corpus: str, name: str, record: dict) -> dict:
     if scale is not None:
         entry["score_scale"] = scale
     entry["answers"] = answer_dicts(record)
+    if _described(run, corpus, name).get("lowercased") is True and isinstance(record.get("gold"), str):
+        entry["gold_as_answered"] = record["gold"].lower()  # an uncased model answers "wien" for gold "Wien"
     from bridge.analysis.retrieved import read_of_record
 
     read = read_of_record(run.config, corpus, name, record)
@@ -37,10 +39,15 @@ def answer_dicts(record: dict) -> list[dict]:
             for ans in record.get("answers") or []]
 
 
+def _described(run: RunDir, corpus: str, predictor: str) -> dict:
+    """What the run config recorded of a predictor on a corpus (`predictor_configs`), {} where nothing."""
+    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
+    return described if isinstance(described, dict) else {}
+
+
 def _score_scale(run: RunDir, corpus: str, predictor: str) -> str | None:
     """The scale a predictor declared its scores on (`score_scale`, recorded as `scores`), None where unrecorded."""
-    described = ((run.config.get("predictor_configs") or {}).get(corpus) or {}).get(predictor)
-    scale = described.get("scores") if isinstance(described, dict) else None
+    scale = _described(run, corpus, predictor).get("scores")
     return scale if isinstance(scale, str) else None
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Collection, Sequence
+import re
+import unicodedata
+import warnings
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from bridge.report.mpl_config import report_style, use_kbc_cache
@@ -21,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from eval.errors import naming  # noqa: E402
+from eval.graphemes import shorten  # noqa: E402
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -41,6 +46,37 @@ def styled(draw: Callable[..., list[Path]]) -> Callable[..., list[Path]]:
             return draw(*args, **kwargs)
 
     return drawn
+
+
+# matplotlib's warning for each character of a label that the font lacks (drawn as a box)
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font\(s\) (.+?)\.?$")
+
+
+@contextmanager
+def noting_glyphs(missing: dict[str, set[str]]) -> Iterator[None]:
+    """Draws under it add each character a label needs that the font lacks to `missing` (font -> characters), where
+    matplotlib would warn once per character and figure, with its own source lines: a report of Japanese, Hindi and
+    Korean relations printed dozens of such warnings. Other warnings pass as they are."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        found = _GLYPH.match(str(w.message))
+        if found:
+            missing.setdefault(found.group(2), set()).add(chr(int(found.group(1))))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def missing_glyphs_note(missing: dict[str, set[str]]) -> str:
+    """One line for the characters the figures could not draw: which scripts, which characters, what draws them."""
+    chars = sorted(set().union(*missing.values()))
+    scripts = sorted({w if (w := unicodedata.name(c, "UNKNOWN").split()[0]) == "CJK" else w.title() for c in chars})
+    shown = " ".join(chars[:12]) + (f" and {len(chars) - 12} more" if len(chars) > 12 else "")
+    return (f"the figures' font ({', '.join(sorted(missing))}) has no glyph for {len(chars)} "
+            f"character{'s' if len(chars) > 1 else ''} of the labels drawn ({', '.join(scripts)}: {shown}); they "
+            "show as boxes in the figures (the tables show them); install a font covering these scripts where "
+            "matplotlib finds it, e.g. Noto Sans CJK or Noto Sans Devanagari, to draw them")
 
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:
@@ -96,7 +132,8 @@ def _wrapped(panels: dict[str, dict]) -> list[tuple[str, str, dict]]:
 
 
 def _short(text: str, limit: int = 26) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A tick label cut between the characters a reader sees, never inside an emoji sequence or a conjunct."""
+    return shorten(text, limit)
 
 
 def legend_label(name: str, upper: Collection[str] = ()) -> str:

@@ -123,6 +123,7 @@ class Builder:
         # the gold KB scores 100 by construction: kept in the tables, left out of the figures
         self.hidden = reference if view.experiment != "kmir" and len(reference) < len(view.predictors) else set()
         self.warnings: list[str] = []  # said above every section, and on stderr (`bridge.run.overlap`)
+        self.missing_glyphs: dict[str, set[str]] = {}  # font -> characters of labels it could not draw
 
     # helpers -----------------------------------------------------------------------------------
     def _scope_rows(self, scope: str) -> list[dict]:
@@ -134,7 +135,8 @@ class Builder:
         return self.facts if scope == self.scope else f"{scope} facts"
 
     def _figure(self, key: str, caption: str, draw: Callable[[Path, str], list[Path]]) -> Figure:
-        png, svg = draw(self.fig_dir, key)
+        with figures.noting_glyphs(self.missing_glyphs):
+            png, svg = draw(self.fig_dir, key)
         return Figure(key, caption, png, svg)
 
     def _values(self, metric: str, scope: str | None = None) -> dict[str, dict[str, dict[str, float]]]:
@@ -943,6 +945,13 @@ class Builder:
         return lines
 
     def sections(self) -> list[Section]:
+        """The sections that fit the run's experiment, and a warning where the figures lacked glyphs for labels."""
+        parts = self._sections()
+        if self.missing_glyphs:
+            self.warnings.append(figures.missing_glyphs_note(self.missing_glyphs))
+        return parts
+
+    def _sections(self) -> list[Section]:
         """The sections that fit the run's experiment: a coherency or KMIR run has no P@k curves or fact
         statistics, and deltas there are drawn only when asked for."""
         if self.view.experiment == "coherency":

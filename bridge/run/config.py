@@ -778,7 +778,8 @@ def version_change(before: dict[str, dict], now: dict[str, dict], changed: list[
                 f"{' or '.join(CHOICE_NAMES.get(k, k) for k in unknown)} changed)")
     if earlier:
         return (f"of other data for {rels} (the data files changed, or this kbc reads them otherwise than the "
-                "earlier version that wrote it: labels lose surrounding spaces, a uuid given twice is numbered)")
+                "earlier version that wrote it: labels lose surrounding spaces and directional marks, a uuid given "
+                "twice is numbered)")
     return f"of other data for {rels} (the data files changed)"
 
 

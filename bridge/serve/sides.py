@@ -24,7 +24,7 @@ from bridge.serve.explorer import Column, Explorer
 from eval.answer_text import generation_fields
 from eval.cells import count_of
 from eval.errors import ConfigError, KbcError
-from eval.labels import clean_label, control_character
+from eval.labels import clean_label, control_character, search_key
 from eval.lama import MASK, SQUAD_RELATION
 from eval.metrics import gold_rank
 from eval.types import OBJECT_SLOT, Answer, Entity, Query
@@ -104,7 +104,7 @@ def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
         for label in explorer.subjects:
             folded.setdefault(label.casefold(), []).append(label)
         explorer.folded_subjects = folded
-    same = folded.get(typed.casefold(), [])
+    same = folded.get(typed.casefold(), []) or _loosely(explorer, typed)
     if len(same) == 1:
         return same[0], []
     if same:
@@ -114,6 +114,18 @@ def subject_label(explorer: Explorer, typed: str) -> tuple[str, list[str]]:
     if len(found) < SUGGESTIONS:
         found += [label for label in _sharing_words(explorer, folded, typed.casefold()) if label not in found]
     return typed, found[:SUGGESTIONS]
+
+
+def _loosely(explorer: Explorer, typed: str) -> list[str]:
+    """The subjects whose `search_key` is the typed text's: ΚΥΠΡΟΥ finds Κύπρου and IĞDIR Iğdır, which `casefold`
+    keeps apart (Greek capitals drop accents, Turkish has a dotless ı and a dotted İ)."""
+    loose = getattr(explorer, "loose_subjects", None)
+    if loose is None:
+        loose = {}
+        for label in explorer.subjects:
+            loose.setdefault(search_key(label), []).append(label)
+        explorer.loose_subjects = loose
+    return loose.get(search_key(typed), [])
 
 
 WORD = re.compile(r"\w+")
@@ -282,23 +294,32 @@ def entity_iris(explorer: Explorer, label: str, more: Sequence[str] = ()) -> lis
 
 
 def suggest(explorer: Explorer, prefix: str, limit: int = 10) -> list[str]:
-    """Subject labels of the gold graphs starting with `prefix` (case-insensitive, in NFC as the labels are),
-    shortest first."""
-    prefix = clean_label(prefix)
-    if not prefix:
+    """Subject labels of the gold graphs starting with `prefix` (case-insensitive, in NFC as the labels are, and as
+    `search_key` folds them: "ΚΥ" finds Κύπρου, "ığ" Iğdır, which SPARQL's LCASE kept apart), shortest first."""
+    key = search_key(clean_label(prefix))
+    if not key:
         return []
-    if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
-        folded = prefix.casefold()
-        return sorted((label for label in explorer.subjects if label.casefold().startswith(folded)),
-                      key=lambda label: (len(label), label))[:int(limit)]
-    if not explorer.gold_graphs:
-        return []
-    allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
-    rows = explorer.store.select(
-        f"SELECT DISTINCT ?l WHERE {{ GRAPH ?g {{ ?s ?p ?o . ?s rdfs:label ?l }} FILTER(?g IN ({allowed})) "
-        f"FILTER(?p != rdfs:label) FILTER(STRSTARTS(LCASE(STR(?l)), LCASE({Literal(prefix).n3()}))) }} "
-        f"ORDER BY STRLEN(STR(?l)) ?l LIMIT {int(limit)}")
-    return [str(label) for (label,) in rows]
+    return sorted((label for folded, label in _subject_keys(explorer) if folded.startswith(key)),
+                  key=lambda label: (len(label), label))[:int(limit)]
+
+
+def _subject_keys(explorer: Explorer) -> list[tuple[str, str]]:
+    """(`search_key`, label) of each subject a prefix is matched against, computed once: the subjects of the gold
+    sets or cloze facts, else the labels of the gold graphs' subjects as the store held them at start-up."""
+    keyed = getattr(explorer, "subject_keys", None)
+    if keyed is None:
+        if explorer.set_valued or explorer.cloze_facts:  # no graphs: the subjects of the gold sets or cloze facts
+            labels = list(explorer.subjects)
+        elif explorer.gold_graphs:
+            allowed = ", ".join(f"<{graph_iri(g)}>" for g in explorer.gold_graphs)
+            rows = explorer.store.select(
+                f"SELECT DISTINCT ?l WHERE {{ GRAPH ?g {{ ?s ?p ?o . ?s rdfs:label ?l }} FILTER(?g IN ({allowed})) "
+                "FILTER(?p != rdfs:label) }")
+            labels = [str(label) for (label,) in rows]
+        else:
+            labels = []
+        keyed = explorer.subject_keys = [(search_key(label), label) for label in labels]
+    return keyed
 
 
 INFERRED_QUERY = """
