@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -87,12 +90,54 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def file_key(path: Path, stat: os.stat_result) -> tuple:
+    """What changes whenever a file's bytes may have: its path, device, inode, size, mtime and ctime (every write
+    sets the ctime to the current time, and setting the mtime back sets it too)."""
+    return (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def writer_id() -> str:
+    """`<pid>-<thread>`: a temporary file's name part no other writer, in this process or another, shares."""
+    return f"{os.getpid()}-{threading.get_ident()}"
+
+
+SETTLED_NS = 2_000_000_000  # a file changed more recently than this may change again within its time's tick
+KEEP_HASHED = 64
+_HASHED: OrderedDict[tuple, tuple[str, list[str]]] = OrderedDict()  # this process's `hash_files`, by file keys
+_HASHED_LOCK = threading.Lock()
+
+
+def _keys(paths: list[Path]) -> tuple | None:
+    """The `file_key` of each file, where every one has settled (None where one has not)."""
+    keys = tuple(file_key(p, p.stat()) for p in paths)
+    now = time.time_ns()
+    return keys if all(now - max(k[-2], k[-1]) > SETTLED_NS for k in keys) else None
+
+
 def hash_files(paths: list[Path], each: bool = False) -> tuple[str, list[str]]:
     """The `fingerprint` of `paths` (file names and bytes, in path order) and, with `each`, every file's own
-    SHA-256 in that order, from one streamed read of each file."""
+    SHA-256 in that order, from one streamed read of each file. A process asked again about the same files, each
+    with the same `file_key` as when read and settled, is answered from memory: a command or notebook that loads a
+    corpus several times reads its bytes once."""
+    ordered = sorted(paths)
+    keys = _keys(ordered)
+    with _HASHED_LOCK:
+        known = _HASHED.get((keys, each)) if keys is not None else None
+    if known is not None:
+        return known[0], list(known[1])
+    found = _hash_files(ordered, each)
+    if keys is not None and _keys(ordered) == keys:  # unchanged while read
+        with _HASHED_LOCK:
+            _HASHED[(keys, each)] = (found[0], list(found[1]))
+            while len(_HASHED) > KEEP_HASHED:
+                _HASHED.popitem(last=False)
+    return found
+
+
+def _hash_files(paths: list[Path], each: bool) -> tuple[str, list[str]]:
     digest = hashlib.sha256()
     digests: list[str] = []
-    for path in sorted(paths):
+    for path in paths:
         digest.update(path.name.encode())
         mine = hashlib.sha256() if each else None
         with path.open("rb") as handle:

@@ -19,7 +19,7 @@ import re
 import time
 from pathlib import Path
 
-from eval.datadir import cache_root
+from eval.datadir import cache_root, file_key, writer_id
 
 RACY_NS = 2_000_000_000  # files changed more recently than this are not remembered
 BLOCK = 1 << 20
@@ -46,7 +46,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def _key(path: Path, stat: os.stat_result) -> tuple:
-    return (str(path.resolve()), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    return file_key(path.resolve(), stat)
 
 
 def _check(key: tuple, hexdigest: str) -> str:
@@ -73,7 +73,7 @@ def _recall(key: tuple) -> str | None:
 def _remember(key: tuple, hexdigest: str) -> None:
     """Best effort: a cache that cannot be written only costs the next process a read of the file."""
     path = _entry(key)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.name}.{writer_id()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps({"key": list(key), "sha256": hexdigest, "check": _check(key, hexdigest)}),
@@ -85,7 +85,7 @@ def _remember(key: tuple, hexdigest: str) -> None:
 
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.json")  # `_entry`'s names
-ENTRY_TMP = re.compile(r"[0-9a-f]{32}\.json\.[0-9]+\.tmp")  # `_remember`'s, while it writes
+ENTRY_TMP = re.compile(r"[0-9a-f]{32}\.json\.[0-9]+(-[0-9]+)?\.tmp")  # `_remember`'s, while it writes
 
 
 def why_dead(entry: Path) -> str | None:

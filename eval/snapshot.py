@@ -26,7 +26,7 @@ from dataclasses import replace
 from operator import attrgetter
 from pathlib import Path
 
-from eval.datadir import cache_root, hash_files
+from eval.datadir import cache_root, hash_files, writer_id
 from eval.errors import KbcError
 from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
@@ -306,7 +306,7 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
     # ASCII JSON: the encoder's fast path, and a lone surrogate the data escaped (`\ud800`) is written as it came
     body = b"\n".join(json.dumps(part, separators=(",", ":")).encode("ascii") for part in parts)
     header = {"schema": SCHEMA, "size": len(body), "crc32": zlib.crc32(body), "sources": sources}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{writer_id()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tmp.open("wb") as handle:
@@ -324,7 +324,7 @@ def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
 
 
 SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json")  # `snapshot_path`'s names
-SNAPSHOT_TMP = re.compile(r"\.[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json\.[0-9]+\.tmp")  # `_write`'s, while it writes
+SNAPSHOT_TMP = re.compile(r"\.[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json\.[0-9]+(-[0-9]+)?\.tmp")  # `_write`'s, while it writes
 
 
 def why_dead(path: Path) -> str | None:

@@ -248,3 +248,74 @@ def test_a_cache_that_cannot_keep_the_snapshot_is_said_once(data, tmp_path, monk
                     "each run parses the data files again (free space or make it writable, or set KBC_CACHE to a "
                     "writable folder)"]
     assert not _snapshot(data).exists()
+
+
+def test_two_threads_writing_one_snapshot_each_write_their_own_copy(data, monkeypatch, caplog):
+    """Two threads of one process parsing the same corpus into an empty cache: neither loses its copy to the
+    other (both were named by the process alone, and the second switch-in found no file)."""
+    import threading
+
+    monkeypatch.setattr(snapshot, "_UNWRITABLE", set())
+    both_written = threading.Barrier(2, timeout=30)
+    real_replace = os.replace
+
+    def replace_when_both_wrote(src, dst, *args, **kwargs):
+        if Path(dst) == _snapshot(data):
+            both_written.wait()
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot.os, "replace", replace_when_both_wrote)
+    loaded: list = []
+    with caplog.at_level(logging.WARNING, logger="kbc"):
+        threads = [threading.Thread(target=lambda: loaded.append(load_corpus("trex", data))) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(loaded) == 2
+    assert [r.getMessage() for r in caplog.records] == []
+    assert not [p.name for p in _snapshot(data).parent.iterdir() if p.name.endswith(".tmp")]
+    monkeypatch.setattr(snapshot.os, "replace", real_replace)
+    forget_recent()
+    _same(load_corpus("trex", data), lama.load_trex(data))
+
+
+def test_a_process_reads_settled_data_files_once_and_an_edit_again(data, monkeypatch):
+    """Loading a corpus again hashes its files again only where one may have changed: an edit that keeps the size
+    and sets the mtime back still changes the ctime, so it is read."""
+    from eval import datadir
+
+    reads: list[int] = []
+    real = datadir._hash_files
+
+    def counted(paths, each):
+        reads.append(len(paths))
+        return real(paths, each)
+
+    monkeypatch.setattr(datadir, "_hash_files", counted)
+    monkeypatch.setattr(datadir, "_HASHED", datadir.OrderedDict())
+    monkeypatch.setattr(datadir, "SETTLED_NS", -1)  # the files just written count as settled
+    first = load_corpus("trex", data)
+    assert reads == [2]
+    _same(load_corpus("trex", data), first)
+    assert reads == [2]  # remembered: the same files with the same keys
+    path = data / "TREx" / "P19.jsonl"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b'"Rome"', b'"Roma"'))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    changed = load_corpus("trex", data)
+    assert [f.object.label for f in changed.facts] == ["Paris", "Roma"]
+    assert changed.version != first.version and len(reads) > 1
+
+
+def test_files_changed_within_the_last_ticks_are_hashed_every_time(data, monkeypatch):
+    from eval import datadir
+
+    reads: list[int] = []
+    real = datadir._hash_files
+    monkeypatch.setattr(datadir, "_hash_files", lambda paths, each: reads.append(1) or real(paths, each))
+    monkeypatch.setattr(datadir, "_HASHED", datadir.OrderedDict())
+    files = sorted((data / "TREx").glob("*.jsonl"))
+    assert datadir.hash_files(files) == datadir.hash_files(files)
+    assert reads == [1, 1] and not datadir._HASHED  # written just now: not remembered
