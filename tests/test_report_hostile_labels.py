@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 
 from cli_support import run_kbc, run_labelled
 
+from bridge.report import mpl_config
 from eval.cells import NUMBER
 
 SCRIPT = "<script>alert(1)</script>"
@@ -103,9 +104,10 @@ def _run_and_report(data, run, capsys):
     return run
 
 
-def test_labels_in_scripts_the_font_lacks_give_one_warning(tmp_path, capsys, recwarn):
+def test_labels_in_scripts_the_font_lacks_give_one_warning(tmp_path, capsys, recwarn, monkeypatch):
     """Relation labels in Japanese and Korean drew as boxes, and matplotlib warned once per character and figure
     (with its own source lines): the report says once which characters its figures could not draw and why."""
+    monkeypatch.setattr(mpl_config, "font_families", lambda: ["DejaVu Sans"])  # a machine without Noto fonts
     relations = [{"relation": "ja", "template": "[X]の首都は[Y]です。", "label": "首都"},
                  {"relation": "ko", "template": "[X]의 수도는 [Y]이다 .", "label": "수도"}]
     run_labelled(tmp_path, relations, [("a", "b"), ("c", "b")], ["freq"], capsys)
@@ -113,8 +115,25 @@ def test_labels_in_scripts_the_font_lacks_give_one_warning(tmp_path, capsys, rec
     assert code == 0, err
     said = [line for line in err.splitlines() if "has no glyph" in line]
     assert said == ["warning: the figures' font (DejaVu Sans) has no glyph for 4 characters of the labels drawn (CJK, "
-                    "Hangul: 都 首 도 수); they show as boxes in the figures (the tables show them); install a font "
-                    "covering these scripts where matplotlib finds it, e.g. Noto Sans CJK or Noto Sans Devanagari, "
-                    "to draw them"]
+                    "Hangul: 都 首 도 수); they show as boxes in the figures (the tables show them); install a Noto "
+                    "Sans font covering these scripts (e.g. Noto Sans CJK JP, Noto Sans Devanagari: the fonts-noto "
+                    "packages), then run `kbc cache clear matplotlib` so that the next report lists the fonts again"]
     assert [w for w in recwarn if "missing from font" in str(w.message)] == []
     assert "has no glyph for 4 characters" in (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
+
+
+def test_installed_noto_fonts_draw_what_dejavu_sans_lacks(monkeypatch):
+    """The figures' fonts: DejaVu Sans first, so labels it covers draw as ever, then every installed Noto Sans
+    family (not its monospaced ones) for the characters it lacks."""
+    from types import SimpleNamespace
+
+    import matplotlib
+    from matplotlib import font_manager
+
+    fonts = [SimpleNamespace(name=n) for n in ("Noto Sans Mono", "DejaVu Sans", "Noto Sans Devanagari",
+                                                "Noto Sans CJK JP", "Liberation Sans", "Noto Sans CJK JP")]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", fonts)
+    assert mpl_config.font_families() == ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Devanagari"]
+    with mpl_config.report_style():
+        assert matplotlib.rcParams["font.family"] == ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Devanagari"]
+    assert matplotlib.rcParams["font.family"] != ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Devanagari"]

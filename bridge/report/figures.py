@@ -75,8 +75,9 @@ def missing_glyphs_note(missing: dict[str, set[str]]) -> str:
     shown = " ".join(chars[:12]) + (f" and {len(chars) - 12} more" if len(chars) > 12 else "")
     return (f"the figures' font ({', '.join(sorted(missing))}) has no glyph for {len(chars)} "
             f"character{'s' if len(chars) > 1 else ''} of the labels drawn ({', '.join(scripts)}: {shown}); they "
-            "show as boxes in the figures (the tables show them); install a font covering these scripts where "
-            "matplotlib finds it, e.g. Noto Sans CJK or Noto Sans Devanagari, to draw them")
+            "show as boxes in the figures (the tables show them); install a Noto Sans font covering these scripts "
+            "(e.g. Noto Sans CJK JP, Noto Sans Devanagari: the fonts-noto packages), then run `kbc cache "
+            "clear matplotlib` so that the next report lists the fonts again")
 
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:

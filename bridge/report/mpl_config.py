@@ -34,4 +34,19 @@ def report_style(rc: dict | None = None) -> Iterator[None]:
     with matplotlib.rc_context():
         matplotlib.rcdefaults()  # all but the backend and the like, which draw nothing
         matplotlib.rcParams.update(REPORT_RC if rc is None else rc)
+        matplotlib.rcParams["font.family"] = font_families()
         yield
+
+
+FALLBACK_PREFIX = "Noto Sans"  # families drawing the scripts DejaVu Sans lacks (CJK, Devanagari, Hangul, Thai...)
+
+
+def font_families() -> list[str]:
+    """matplotlib's default font, then each installed Noto Sans family (by name) for the characters it lacks: a
+    label in Japanese or Hindi draws as boxes without one, and a machine that has such fonts draws it. Labels
+    DejaVu Sans covers draw as with DejaVu Sans alone."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    fallback = sorted(n for n in installed if n.startswith(FALLBACK_PREFIX) and "Mono" not in n)
+    return ["DejaVu Sans", *fallback]
