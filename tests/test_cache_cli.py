@@ -387,3 +387,74 @@ def test_clear_is_refused_while_an_elasticsearch_index_is_built(cache, capsys):
     assert code == 2 and err.startswith(f"error: an Elasticsearch index is being built by process {os.getpid()}")
     code, _, _ = run_kbc(["cache", "clear", "index", "--yes"], capsys)
     assert code == 0 and not any((cache / "index" / "elasticsearch-builds").iterdir())
+
+
+# -- what a clear asks about is what it removes, and it leaves no file of its own -------------------
+def _store_with_one_graph(store: Path) -> None:
+    import pyoxigraph as ox
+
+    from kb.store_disk import StoreFolder
+
+    writer = StoreFolder(store)
+    writer.claim()
+    writer.writable().add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.NamedNode("urn:o"),
+                                  ox.NamedNode("urn:kbc:graph:g")))
+    writer.publish()
+    writer.close()
+
+
+def test_a_declined_clear_of_an_empty_store_leaves_nothing_that_stops_a_run(cache, monkeypatch, capsys):
+    from kb.store_disk import StoreFolder, holds_nothing
+
+    store = cache / "store"
+    store.mkdir(parents=True)
+    _answer(monkeypatch, "n\n")
+    code, out, _ = run_kbc(["cache", "clear", "store"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n"
+    _answer(monkeypatch, "")
+    code, out, _ = run_kbc(["cache", "clear", "store"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n"
+    assert list(store.iterdir()) == [] and holds_nothing(store)
+    StoreFolder(store).close()  # a run opens it as a new store
+
+
+def test_a_store_folder_holding_only_its_writer_lock_is_an_empty_store(cache):
+    from kb.store_disk import WRITER_LOCK, StoreFolder, holds_nothing
+
+    store = cache / "store"  # as a clear leaves it for a moment, or a clear killed before letting go
+    _file(store / WRITER_LOCK, 0)
+    assert holds_nothing(store)
+    StoreFolder(store).close()
+
+
+@pytest.mark.parametrize("kinds", [["store"], []])
+def test_clear_removes_the_files_and_bytes_it_asked_about(cache, kinds, monkeypatch, capsys):
+    _store_with_one_graph(cache / "store")
+    _filled(cache)
+    listed = json.loads(run_kbc(["cache", "info", "--json"], capsys)[1])["kinds"]
+    asked = kinds or list(listed)
+    files = sum(listed[k]["files"] for k in asked)
+    size = sum(listed[k]["bytes"] for k in asked)
+    _answer(monkeypatch, "y\n")
+    code, out, err = run_kbc(["cache", "clear", *kinds], capsys)
+    assert code == 0, err
+    from eval.cells import byte_size, count_of
+
+    assert f"remove {count_of(files, 'files')} ({byte_size(size)}) of " in err
+    removed = [line.split(": removed ")[1] for line in out.splitlines() if ": removed " in line]
+    counted = [int(r.split()[0]) for r in removed]
+    assert sum(counted) == files and out.splitlines()[-1] == f"freed {byte_size(size)} in {cache}"
+    assert not any((cache / "store").iterdir())
+
+
+def test_clear_keeps_the_lock_of_an_lm_cache_being_opened(cache, capsys):
+    from lm.cache import shared_lock
+
+    path = cache / "lm" / "results.sqlite"
+    held = shared_lock(path)  # a process between locking the cache and making its file
+    try:
+        code, _, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    finally:
+        held.close()
+    assert code == 2 and err.startswith(f"error: the LM cache {path} is in use by process {os.getpid()}")
+    assert Path(f"{path}.lock").is_file()

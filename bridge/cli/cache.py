@@ -99,11 +99,11 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
     graph store, an LM cache or a text index build among them."""
     root = _root()
     chosen = list(dict.fromkeys(kinds)) or list(KINDS)
-    clear(root, chosen, check_only=True)  # refused before asking, not after
+    would = clear(root, chosen, check_only=True)  # refused before asking, not after
     found = inventory(root)
     size = Usage()
     for kind in chosen:
-        size.add(found.kinds[kind])
+        size.add(would[kind])
     what = ", ".join(chosen) if kinds else "every kind"
     if not size.files and not size.links:
         click.echo(f"nothing to remove in {root}")

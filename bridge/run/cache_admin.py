@@ -207,9 +207,10 @@ def remove_dead(found: list[Dead]) -> list[Dead]:
     return removed
 
 
-def empty(folder: Path, keep: set[Path]) -> Usage:
+def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
     """Remove what `folder` holds but `keep` and links (reported in what is returned, as the bytes and files
-    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed."""
+    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed.
+    `dry`: remove nothing, say what would go."""
     removed = Usage()
     entries = _entries(folder)
     for path in sorted(entries, key=lambda p: p.name not in ("LIVE", "CURRENT")):
@@ -219,13 +220,15 @@ def empty(folder: Path, keep: set[Path]) -> Usage:
         elif path in keep:
             continue
         elif stat.S_ISDIR(st.st_mode):
-            removed.add(empty(path, keep))
-            try:
-                path.rmdir()
-            except OSError:
-                pass  # holds a link or a kept file
+            removed.add(empty(path, keep, dry))
+            if not dry:
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass  # holds a link or a kept file
         else:
-            path.unlink(missing_ok=True)
+            if not dry:
+                path.unlink(missing_ok=True)
             removed.bytes += st.st_size
             removed.files += 1
     return removed
@@ -233,11 +236,15 @@ def empty(folder: Path, keep: set[Path]) -> Usage:
 
 def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, Usage]:
     """Empty each kind's folder (the folder stays), holding the locks of those other kbc processes take; a KbcError
-    naming the process that uses one, before anything is removed. `check_only`: take the locks and let go."""
+    naming the process that uses one, before anything is removed. `check_only`: take the locks, let go, and say
+    what clearing would remove. Either way the counts leave out the files clearing keeps (the LM caches' lock
+    files) and those it makes itself (a writer lock taken where none was, the holder's record): what is asked
+    about is what is removed, and a declined clear leaves no file of its own."""
     from kb.store_disk import store_alone
     from kb.text.index import builds_alone
     from lm.cache import caches_alone
 
+    existed = _sizes([root / kind for kind in ("store", "index") if kind in kinds])
     with ExitStack() as held:
         keep: set[Path] = set()
         owned = []  # writer locks whose files go once their folder is emptied
@@ -247,11 +254,27 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
             keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
         if "index" in kinds:
             owned += held.enter_context(builds_alone(root / "index"))
-        if check_only:
-            return {}
-        keep |= {lock.lock for lock in owned}
-        done = {kind: empty(root / kind, keep) if not (root / kind).is_symlink() else Usage(links=[root / kind])
-                for kind in kinds}
+        keep |= {path for lock in owned for path in (lock.lock, lock.info)}
+        done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
+                else Usage(links=[root / kind]) for kind in kinds}
         for lock in owned:
-            lock.release(remove=True)
+            kind = lock.lock.relative_to(root).parts[0]
+            if lock.lock in existed:  # removed with the lock let go: one of the files the kind held
+                done[kind].files += 1
+                done[kind].bytes += existed[lock.lock]
+            if not check_only or lock.lock not in existed:
+                lock.release(remove=True)
         return done
+
+
+
+def _sizes(folders: list[Path]) -> dict[Path, int]:
+    """Each file under `folders` and its size (one another process removes meanwhile left out)."""
+    sizes = {}
+    for folder in folders:
+        for path in _walk(folder):
+            try:
+                sizes[path] = path.lstat().st_size
+            except FileNotFoundError:
+                continue
+    return sizes
