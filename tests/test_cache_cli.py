@@ -458,3 +458,19 @@ def test_clear_keeps_the_lock_of_an_lm_cache_being_opened(cache, capsys):
         held.close()
     assert code == 2 and err.startswith(f"error: the LM cache {path} is in use by process {os.getpid()}")
     assert Path(f"{path}.lock").is_file()
+
+
+def test_clear_leaves_a_file_of_snapshots_or_digests_under_a_name_kbc_does_not_give(cache, monkeypatch, capsys):
+    _filled(cache)
+    mine = _file(cache / "snapshots" / "my-notes.json", 40)
+    also = _file(cache / "digests" / "keep.txt", 5)
+    code, out, _ = run_kbc(["cache", "info", "--json"], capsys)
+    assert json.loads(out)["not_kbc"] == [str(cache / "notes.txt"), str(mine), str(also)]
+    _answer(monkeypatch, "n\n")
+    code, _, err = run_kbc(["cache", "clear", "snapshots", "digests"], capsys)
+    assert "remove 2 files (1 kB) of snapshots, digests" in err  # the two kbc wrote, not the user's
+    code, out, _ = run_kbc(["cache", "clear", "snapshots", "digests", "--yes"], capsys)
+    assert code == 0 and mine.read_bytes() == b"x" * 40 and also.read_bytes() == b"x" * 5
+    assert out.splitlines()[:2] == ["snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]
+    assert f"left alone: {mine} (not kbc's: never removed)" in out
+    assert sorted(p.name for p in (cache / "snapshots").iterdir()) == ["my-notes.json"]

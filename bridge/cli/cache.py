@@ -7,7 +7,16 @@ import json
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.run.cache_admin import KINDS, Usage, clear, dead_entries, inventory, remove_dead, root_source
+from bridge.run.cache_admin import (
+    KINDS,
+    Usage,
+    clear,
+    dead_entries,
+    inventory,
+    not_kbcs,
+    remove_dead,
+    root_source,
+)
 from eval.cells import byte_size, count_of
 from eval.datadir import cache_root
 from eval.errors import ConfigError
@@ -48,12 +57,13 @@ def info(as_json: bool) -> None:
     total = Usage()
     for u in found.kinds.values():
         total.add(u)
+    foreign = found.foreign + not_kbcs(root, list(KINDS))
     if as_json:
         click.echo(json.dumps({"root": str(root), "source": root_source(), "exists": root.is_dir(),
                                "kinds": {k: {"bytes": u.bytes, "files": u.files, "what": KINDS[k]}
                                          for k, u in found.kinds.items()},
                                "total": {"bytes": total.bytes, "files": total.files},
-                               "not_kbc": [str(p) for p in found.foreign],
+                               "not_kbc": [str(p) for p in foreign],
                                "links": [str(p) for p in found.links]}, indent=1))
         return
     click.echo(f"cache: {root} ({root_source()})" + ("" if root.is_dir() else "; not made yet: nothing is cached"))
@@ -61,7 +71,7 @@ def info(as_json: bool) -> None:
     for kind, u in found.kinds.items():
         click.echo(f"{kind:10s} {byte_size(u.bytes):>9s} {u.files:>8,}  {KINDS[kind]}")
     click.echo(f"{'total':10s} {byte_size(total.bytes):>9s} {total.files:>8,}")
-    _left_alone(found.foreign, "not kbc's: never removed")
+    _left_alone(foreign, "not kbc's: never removed")
     _left_alone(found.links, "a link: never followed nor removed")
 
 
@@ -123,5 +133,5 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
     for kind, removed in done.items():
         click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
         _left_alone(removed.links, "a link: never followed nor removed")
-    _left_alone(found.foreign if not kinds else [], "not kbc's: never removed")
+    _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
     click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")

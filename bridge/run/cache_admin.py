@@ -137,7 +137,7 @@ def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list
             st = path.lstat()
             if TEMPORARY[kind].fullmatch(path.name):
                 continue  # judged below, by its age
-            if not (stat.S_ISREG(st.st_mode) and NAMED[kind].fullmatch(path.name)):
+            if not _named_by_kbc(kind, path, st):
                 foreign.append(path)  # a link too: kbc makes none
                 continue
             try:
@@ -148,6 +148,28 @@ def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list
                 dead.append(Dead(path, kind, st.st_size, why, _identity(st)))
     dead += _stale_temporaries(root, now)
     return dead, foreign
+
+
+def _named_by_kbc(kind: str, path: Path, st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and bool(NAMED[kind].fullmatch(path.name))
+
+
+def not_kbcs(root: Path, kinds: list[str]) -> list[Path]:
+    """The files in `snapshots/` and `digests/` (of `kinds`) under names kbc neither gives nor writes aside: a
+    clear leaves them, as a prune does (links are reported as links)."""
+    found = []
+    for kind in NAMED:
+        if kind not in kinds or (root / kind).is_symlink():
+            continue
+        for path in _entries(root / kind):
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if not (stat.S_ISLNK(st.st_mode) or TEMPORARY[kind].fullmatch(path.name)
+                    or _named_by_kbc(kind, path, st)):
+                found.append(path)
+    return found
 
 
 def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
@@ -254,7 +276,7 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
             keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
         if "index" in kinds:
             owned += held.enter_context(builds_alone(root / "index"))
-        keep |= {path for lock in owned for path in (lock.lock, lock.info)}
+        keep |= {path for lock in owned for path in (lock.lock, lock.info)} | set(not_kbcs(root, kinds))
         done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
                 else Usage(links=[root / kind]) for kind in kinds}
         for lock in owned:
