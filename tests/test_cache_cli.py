@@ -474,3 +474,11 @@ def test_clear_leaves_a_file_of_snapshots_or_digests_under_a_name_kbc_does_not_g
     assert out.splitlines()[:2] == ["snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]
     assert f"left alone: {mine} (not kbc's: never removed)" in out
     assert sorted(p.name for p in (cache / "snapshots").iterdir()) == ["my-notes.json"]
+
+
+def test_clearing_every_kind_lists_only_the_kinds_that_held_something(cache, capsys):
+    _filled(cache)
+    code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0
+    assert [line for line in out.splitlines() if ": removed " in line] == [
+        "lm: removed 1 file (20 B)", "snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]

@@ -131,7 +131,8 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
             return
     done = clear(root, chosen)
     for kind, removed in done.items():
-        click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
+        if kinds or removed.files:  # every kind cleared: only those that held something are listed
+            click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
         _left_alone(removed.links, "a link: never followed nor removed")
     _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
     click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
