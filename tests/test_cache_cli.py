@@ -482,3 +482,22 @@ def test_clearing_every_kind_lists_only_the_kinds_that_held_something(cache, cap
     assert code == 0
     assert [line for line in out.splitlines() if ": removed " in line] == [
         "lm: removed 1 file (20 B)", "snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]
+
+
+def test_an_entry_a_writer_renames_away_while_it_is_listed_stops_neither_prune_nor_clear(cache, monkeypatch, capsys):
+    from bridge.run import cache_admin
+
+    _filled(cache)
+    listed = cache_admin._entries
+
+    def with_ghosts(folder: Path) -> list[Path]:  # a snapshot and a digest written aside, renamed in since listed
+        ghosts = {"snapshots": ".trex-0123456789abcdef.json.77.tmp", "digests": "a" * 32 + ".json.77.tmp"}
+        return listed(folder) + ([folder / ghosts[folder.name]] if folder.name in ghosts else [])
+
+    monkeypatch.setattr(cache_admin, "_entries", with_ghosts)
+    code, out, err = run_kbc(["cache", "prune", "--dry-run"], capsys)
+    assert code == 0 and out.splitlines()[-1] == f"would free 1 kB in {cache}", err  # the two damaged entries
+    code, out, err = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0 and out.splitlines()[-1] == f"freed 1 kB in {cache}", err
+    code, out, err = run_kbc(["cache", "prune"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n", err

@@ -85,6 +85,14 @@ def usage(path: Path) -> Usage:
     return found
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    """`path`'s own status; None where it is gone: another kbc renames its entries in and out while this looks."""
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        return None
+
+
 def _entries(folder: Path) -> list[Path]:
     try:
         return sorted(Path(e.path) for e in os.scandir(folder))
@@ -134,7 +142,8 @@ def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list
         if (root / kind).is_symlink():
             continue  # kbc makes no link: one is reported, never followed
         for path in _entries(root / kind):
-            st = path.lstat()
+            if (st := _lstat(path)) is None:
+                continue
             if TEMPORARY[kind].fullmatch(path.name):
                 continue  # judged below, by its age
             if not _named_by_kbc(kind, path, st):
@@ -180,7 +189,8 @@ def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
         for path in _walk(folder):
             if not pattern.fullmatch(path.relative_to(folder).as_posix()):
                 continue
-            st = path.lstat()
+            if (st := _lstat(path)) is None:
+                continue
             age = now - _newest(path)
             if age >= STALE_AFTER and not stat.S_ISLNK(st.st_mode):
                 yield Dead(path, kind, usage(path).bytes, f"a killed writer's temporary file, untouched for "
@@ -197,7 +207,8 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 def _newest(path: Path) -> float:
     """The last time anything in the tree at `path` was written (a writer may still be filling a folder)."""
-    newest = path.lstat().st_mtime
+    st = _lstat(path)
+    newest = st.st_mtime if st is not None else 0.0
     if path.is_dir() and not path.is_symlink():
         for entry in _entries(path):
             newest = max(newest, _newest(entry))
@@ -236,7 +247,8 @@ def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
     removed = Usage()
     entries = _entries(folder)
     for path in sorted(entries, key=lambda p: p.name not in ("LIVE", "CURRENT")):
-        st = path.lstat()
+        if (st := _lstat(path)) is None:
+            continue  # renamed or removed by its writer since it was listed
         if stat.S_ISLNK(st.st_mode):
             removed.links.append(path)
         elif path in keep:
