@@ -501,3 +501,11 @@ def test_an_entry_a_writer_renames_away_while_it_is_listed_stops_neither_prune_n
     assert code == 0 and out.splitlines()[-1] == f"freed 1 kB in {cache}", err
     code, out, err = run_kbc(["cache", "prune"], capsys)
     assert code == 0 and out == f"nothing to remove in {cache}\n", err
+
+
+def test_a_relative_kbc_cache_is_shown_as_the_folder_it_names_here(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", "rel-cache")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_kbc(["cache", "info"], capsys)
+    assert code == 0 and out.splitlines()[0] == (f"cache: {tmp_path / 'rel-cache'} (from KBC_CACHE); not made yet: "
+                                                 "nothing is cached")

@@ -25,7 +25,7 @@ from eval.errors import ConfigError
 def _root():
     from bridge.run.config import check_cache
 
-    root = cache_root()
+    root = cache_root().absolute()  # a relative KBC_CACHE names another folder from each folder kbc runs in
     check_cache(root)
     return root
 
