@@ -509,3 +509,10 @@ def test_a_relative_kbc_cache_is_shown_as_the_folder_it_names_here(tmp_path, mon
     code, out, _ = run_kbc(["cache", "info"], capsys)
     assert code == 0 and out.splitlines()[0] == (f"cache: {tmp_path / 'rel-cache'} (from KBC_CACHE); not made yet: "
                                                  "nothing is cached")
+
+
+def test_an_interrupted_clear_or_prune_says_what_it_leaves_not_that_a_run_resumes():
+    from bridge.cli import interrupted_line
+
+    assert interrupted_line(["cache", "clear", "-y"]).startswith("interrupted: part of what was asked may be removed")
+    assert interrupted_line(["cache", "prune"]).startswith("interrupted: some of what can never be used again")

@@ -136,3 +136,10 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
         _left_alone(removed.links, "a link: never followed nor removed")
     _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
     click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
+
+
+# what a Ctrl-C leaves: not a run's "results kept, resume"
+clear_kinds.interrupted = ("interrupted: part of what was asked may be removed, the rest is kept whole (what is gone "
+                           "is computed again when next needed); rerun the same command to finish")
+prune.interrupted = ("interrupted: some of what can never be used again may be left (never anything else removed); "
+                     "rerun the same command to finish")
