@@ -211,7 +211,7 @@ def test_clear_asks_first_and_removes_nothing_when_told_no(cache, monkeypatch, c
     _answer(monkeypatch, "n\n")
     code, out, err = run_kbc(["cache", "clear"], capsys)
     assert code == 0 and out == "nothing removed\n"
-    assert f"remove 3 files (1 kB) of every kind from {cache}? [y/N]" in err
+    assert f"remove 2 files (1 kB) of every kind from {cache}? [y/N]" in err  # a served run's first answer stays
     assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()
     _answer(monkeypatch, "")  # no answer (not a terminal): refused, not taken for yes
     code, out, err = run_kbc(["cache", "clear"], capsys)
@@ -230,7 +230,7 @@ def test_clear_removes_the_kinds_asked_and_never_what_is_not_kbcs(cache, monkeyp
     code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
     assert code == 0
     assert f"left alone: {cache / 'notes.txt'} (not kbc's: never removed)" in out
-    assert sorted(p.name for p in cache.rglob("*") if not p.is_dir()) == ["notes.txt"]
+    assert sorted(p.name for p in cache.rglob("*") if not p.is_dir()) == ["b" * 64 + ".json", "notes.txt"]
     code, _, err = run_kbc(["cache", "clear", "snapshot", "--yes"], capsys)
     assert code == 2 and "(did you mean 'snapshots'?)" in err
 
@@ -429,17 +429,19 @@ def test_a_store_folder_holding_only_its_writer_lock_is_an_empty_store(cache):
 
 @pytest.mark.parametrize("kinds", [["store"], []])
 def test_clear_removes_the_files_and_bytes_it_asked_about(cache, kinds, monkeypatch, capsys):
+    from bridge.run.cache_admin import FIRST_ANSWERS
+    from eval.cells import byte_size, count_of
+
     _store_with_one_graph(cache / "store")
     _filled(cache)
     listed = json.loads(run_kbc(["cache", "info", "--json"], capsys)[1])["kinds"]
     asked = kinds or list(listed)
-    files = sum(listed[k]["files"] for k in asked)
-    size = sum(listed[k]["bytes"] for k in asked)
+    stays = list((cache / "lm" / FIRST_ANSWERS).iterdir()) if "lm" in asked else []
+    files = sum(listed[k]["files"] for k in asked) - len(stays)
+    size = sum(listed[k]["bytes"] for k in asked) - sum(p.stat().st_size for p in stays)
     _answer(monkeypatch, "y\n")
     code, out, err = run_kbc(["cache", "clear", *kinds], capsys)
     assert code == 0, err
-    from eval.cells import byte_size, count_of
-
     assert f"remove {count_of(files, 'files')} ({byte_size(size)}) of " in err
     removed = [line.split(": removed ")[1] for line in out.splitlines() if ": removed " in line]
     counted = [int(r.split()[0]) for r in removed]
@@ -481,7 +483,7 @@ def test_clearing_every_kind_lists_only_the_kinds_that_held_something(cache, cap
     code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
     assert code == 0
     assert [line for line in out.splitlines() if ": removed " in line] == [
-        "lm: removed 1 file (20 B)", "snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]
+        "snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]  # lm holds only a first answer
 
 
 def test_an_entry_a_writer_renames_away_while_it_is_listed_stops_neither_prune_nor_clear(cache, monkeypatch, capsys):
@@ -516,3 +518,19 @@ def test_an_interrupted_clear_or_prune_says_what_it_leaves_not_that_a_run_resume
 
     assert interrupted_line(["cache", "clear", "-y"]).startswith("interrupted: part of what was asked may be removed")
     assert interrupted_line(["cache", "prune"]).startswith("interrupted: some of what can never be used again")
+
+
+
+def test_clear_leaves_the_first_answers_a_resumed_served_run_checks_its_server_against(cache, capsys):
+    from bridge.run.cache_admin import FIRST_ANSWERS
+
+    first = _file(cache / "lm" / FIRST_ANSWERS / ("c" * 64 + ".json"), 90)
+    results = _file(cache / "lm" / "results.sqlite", 50)
+    code, out, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    assert code == 0, err
+    assert first.read_bytes() == b"x" * 90 and not results.exists()
+    assert out.splitlines() == [
+        "lm: removed 1 file (50 B)",
+        f"left alone: {cache / 'lm' / FIRST_ANSWERS} (1 file: the first answers of served-model runs, which a "
+        "resumed run asks its server again to tell other weights; remove it by hand once those runs are done)",
+        f"freed 50 B in {cache}"]

@@ -8,10 +8,12 @@ import click
 
 from bridge.cli.choices import NamedChoice
 from bridge.run.cache_admin import (
+    FIRST_ANSWERS,
     KINDS,
     Usage,
     clear,
     dead_entries,
+    first_answers,
     inventory,
     not_kbcs,
     remove_dead,
@@ -135,6 +137,10 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
             click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
         _left_alone(removed.links, "a link: never followed nor removed")
     _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
+    if kept := first_answers(root, chosen):
+        click.echo(f"left alone: {root / 'lm' / FIRST_ANSWERS} ({count_of(len(kept), 'files')}: the first answers "
+                   "of served-model runs, which a resumed run asks its server again to tell other weights; remove "
+                   "it by hand once those runs are done)")
     click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
 
 

@@ -46,6 +46,9 @@ TEMPORARY: dict[str, re.Pattern] = {
     "uhn": re.compile(r"\.[0-9a-f]{16}\.(tmp|old)-[0-9a-f]{8}"),  # eval.uhn.build_uhn
     "lm": re.compile(r"served_first_answers/[0-9a-f]{64}\.json\.tmp"),  # eval.jsonl.write_json
 }
+# a served model's first answer per run (`bridge.predictors.generation`): what a resumed run checks the server
+# against, so that it never scores other weights as the same model; not computed again, so never cleared
+FIRST_ANSWERS = "served_first_answers"
 # the only names kbc gives in these kinds: anything else there is reported, never removed
 NAMED = {"snapshots": snapshot.SNAPSHOT_NAME, "digests": file_digests.ENTRY_NAME}
 
@@ -181,6 +184,15 @@ def not_kbcs(root: Path, kinds: list[str]) -> list[Path]:
     return found
 
 
+def first_answers(root: Path, kinds: list[str]) -> list[Path]:
+    """The served runs' first answers (`FIRST_ANSWERS`) a clear of `kinds` leaves: a run resumed after it still
+    checks that its server answers as when it started."""
+    folder = root / "lm" / FIRST_ANSWERS
+    if "lm" not in kinds or (root / "lm").is_symlink() or folder.is_symlink():
+        return []
+    return [p for p in _walk(folder) if p.is_file() and not p.is_symlink()]
+
+
 def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
     for kind, pattern in TEMPORARY.items():
         folder = root / kind
@@ -289,6 +301,7 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
         if "index" in kinds:
             owned += held.enter_context(builds_alone(root / "index"))
         keep |= {path for lock in owned for path in (lock.lock, lock.info)} | set(not_kbcs(root, kinds))
+        keep |= set(first_answers(root, kinds))
         done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
                 else Usage(links=[root / kind]) for kind in kinds}
         for lock in owned:
