@@ -57,12 +57,18 @@ def _one_line(exc: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _held_only(root: Path) -> list[str]:
+    """The names in the folder `root` but its writer lock and the lock holder's record: a folder holding only
+    these holds no store (`kbc cache clear` empties a store while holding the lock)."""
+    return sorted(p.name for p in root.iterdir() if p.name not in (WRITER_LOCK, WRITER_INFO))
+
+
 def holds_nothing(root: Path) -> bool:
     """No store at `root` yet: no folder there, or an empty one (a new store's first file is its mark)."""
     root = Path(root)
     if root.is_symlink() and not root.exists():
         return False  # a dangling link: opening it says what is wrong
-    return not root.exists() or (root.is_dir() and not any(root.iterdir()))
+    return not root.exists() or (root.is_dir() and not _held_only(root))
 
 
 class StoreFolder:
@@ -100,7 +106,7 @@ class StoreFolder:
                               "writable folder, or give --store DIR") from None
         if (root / MARK).is_file():
             return
-        entries = sorted(p.name for p in root.iterdir())
+        entries = _held_only(root)
         if entries and not (root / MARK).is_file():  # the mark is the first file a new store gets
             if "CURRENT" in entries and all(_ROCKSDB.fullmatch(n) or _OURS.fullmatch(n) for n in entries):
                 self._migrate()

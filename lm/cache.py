@@ -117,7 +117,10 @@ def caches_alone(folder: Path) -> Iterator[list[Path]]:
         yield []
         return
     with ExitStack() as held:
-        files = sorted(p for p in folder.glob("*.sqlite") if p.is_file() and not p.is_symlink())
+        files = {p for p in folder.glob("*.sqlite") if p.is_file() and not p.is_symlink()}
+        # a lock alone: a process locked it and has yet to make the cache file (or could not make it)
+        files |= {p.with_suffix("") for p in folder.glob("*.sqlite.lock") if p.is_file() and not p.is_symlink()}
+        files = sorted(files)
         for path in files:
             lock = Path(f"{path}.lock")
             handle = held.enter_context(lock.open("a"))

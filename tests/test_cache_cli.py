@@ -211,7 +211,7 @@ def test_clear_asks_first_and_removes_nothing_when_told_no(cache, monkeypatch, c
     _answer(monkeypatch, "n\n")
     code, out, err = run_kbc(["cache", "clear"], capsys)
     assert code == 0 and out == "nothing removed\n"
-    assert f"remove 3 files (1 kB) of every kind from {cache}? [y/N]" in err
+    assert f"remove 2 files (1 kB) of every kind from {cache}? [y/N]" in err  # a served run's first answer stays
     assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()
     _answer(monkeypatch, "")  # no answer (not a terminal): refused, not taken for yes
     code, out, err = run_kbc(["cache", "clear"], capsys)
@@ -230,7 +230,7 @@ def test_clear_removes_the_kinds_asked_and_never_what_is_not_kbcs(cache, monkeyp
     code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
     assert code == 0
     assert f"left alone: {cache / 'notes.txt'} (not kbc's: never removed)" in out
-    assert sorted(p.name for p in cache.rglob("*") if not p.is_dir()) == ["notes.txt"]
+    assert sorted(p.name for p in cache.rglob("*") if not p.is_dir()) == ["b" * 64 + ".json", "notes.txt"]
     code, _, err = run_kbc(["cache", "clear", "snapshot", "--yes"], capsys)
     assert code == 2 and "(did you mean 'snapshots'?)" in err
 
@@ -387,3 +387,150 @@ def test_clear_is_refused_while_an_elasticsearch_index_is_built(cache, capsys):
     assert code == 2 and err.startswith(f"error: an Elasticsearch index is being built by process {os.getpid()}")
     code, _, _ = run_kbc(["cache", "clear", "index", "--yes"], capsys)
     assert code == 0 and not any((cache / "index" / "elasticsearch-builds").iterdir())
+
+
+# -- what a clear asks about is what it removes, and it leaves no file of its own -------------------
+def _store_with_one_graph(store: Path) -> None:
+    import pyoxigraph as ox
+
+    from kb.store_disk import StoreFolder
+
+    writer = StoreFolder(store)
+    writer.claim()
+    writer.writable().add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.NamedNode("urn:o"),
+                                  ox.NamedNode("urn:kbc:graph:g")))
+    writer.publish()
+    writer.close()
+
+
+def test_a_declined_clear_of_an_empty_store_leaves_nothing_that_stops_a_run(cache, monkeypatch, capsys):
+    from kb.store_disk import StoreFolder, holds_nothing
+
+    store = cache / "store"
+    store.mkdir(parents=True)
+    _answer(monkeypatch, "n\n")
+    code, out, _ = run_kbc(["cache", "clear", "store"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n"
+    _answer(monkeypatch, "")
+    code, out, _ = run_kbc(["cache", "clear", "store"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n"
+    assert list(store.iterdir()) == [] and holds_nothing(store)
+    StoreFolder(store).close()  # a run opens it as a new store
+
+
+def test_a_store_folder_holding_only_its_writer_lock_is_an_empty_store(cache):
+    from kb.store_disk import WRITER_LOCK, StoreFolder, holds_nothing
+
+    store = cache / "store"  # as a clear leaves it for a moment, or a clear killed before letting go
+    _file(store / WRITER_LOCK, 0)
+    assert holds_nothing(store)
+    StoreFolder(store).close()
+
+
+@pytest.mark.parametrize("kinds", [["store"], []])
+def test_clear_removes_the_files_and_bytes_it_asked_about(cache, kinds, monkeypatch, capsys):
+    from bridge.run.cache_admin import FIRST_ANSWERS
+    from eval.cells import byte_size, count_of
+
+    _store_with_one_graph(cache / "store")
+    _filled(cache)
+    listed = json.loads(run_kbc(["cache", "info", "--json"], capsys)[1])["kinds"]
+    asked = kinds or list(listed)
+    stays = list((cache / "lm" / FIRST_ANSWERS).iterdir()) if "lm" in asked else []
+    files = sum(listed[k]["files"] for k in asked) - len(stays)
+    size = sum(listed[k]["bytes"] for k in asked) - sum(p.stat().st_size for p in stays)
+    _answer(monkeypatch, "y\n")
+    code, out, err = run_kbc(["cache", "clear", *kinds], capsys)
+    assert code == 0, err
+    assert f"remove {count_of(files, 'files')} ({byte_size(size)}) of " in err
+    removed = [line.split(": removed ")[1] for line in out.splitlines() if ": removed " in line]
+    counted = [int(r.split()[0]) for r in removed]
+    assert sum(counted) == files and out.splitlines()[-1] == f"freed {byte_size(size)} in {cache}"
+    assert not any((cache / "store").iterdir())
+
+
+def test_clear_keeps_the_lock_of_an_lm_cache_being_opened(cache, capsys):
+    from lm.cache import shared_lock
+
+    path = cache / "lm" / "results.sqlite"
+    held = shared_lock(path)  # a process between locking the cache and making its file
+    try:
+        code, _, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    finally:
+        held.close()
+    assert code == 2 and err.startswith(f"error: the LM cache {path} is in use by process {os.getpid()}")
+    assert Path(f"{path}.lock").is_file()
+
+
+def test_clear_leaves_a_file_of_snapshots_or_digests_under_a_name_kbc_does_not_give(cache, monkeypatch, capsys):
+    _filled(cache)
+    mine = _file(cache / "snapshots" / "my-notes.json", 40)
+    also = _file(cache / "digests" / "keep.txt", 5)
+    code, out, _ = run_kbc(["cache", "info", "--json"], capsys)
+    assert json.loads(out)["not_kbc"] == [str(cache / "notes.txt"), str(mine), str(also)]
+    _answer(monkeypatch, "n\n")
+    code, _, err = run_kbc(["cache", "clear", "snapshots", "digests"], capsys)
+    assert "remove 2 files (1 kB) of snapshots, digests" in err  # the two kbc wrote, not the user's
+    code, out, _ = run_kbc(["cache", "clear", "snapshots", "digests", "--yes"], capsys)
+    assert code == 0 and mine.read_bytes() == b"x" * 40 and also.read_bytes() == b"x" * 5
+    assert out.splitlines()[:2] == ["snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]
+    assert f"left alone: {mine} (not kbc's: never removed)" in out
+    assert sorted(p.name for p in (cache / "snapshots").iterdir()) == ["my-notes.json"]
+
+
+def test_clearing_every_kind_lists_only_the_kinds_that_held_something(cache, capsys):
+    _filled(cache)
+    code, out, _ = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0
+    assert [line for line in out.splitlines() if ": removed " in line] == [
+        "snapshots: removed 1 file (1 kB)", "digests: removed 1 file (300 B)"]  # lm holds only a first answer
+
+
+def test_an_entry_a_writer_renames_away_while_it_is_listed_stops_neither_prune_nor_clear(cache, monkeypatch, capsys):
+    from bridge.run import cache_admin
+
+    _filled(cache)
+    listed = cache_admin._entries
+
+    def with_ghosts(folder: Path) -> list[Path]:  # a snapshot and a digest written aside, renamed in since listed
+        ghosts = {"snapshots": ".trex-0123456789abcdef.json.77.tmp", "digests": "a" * 32 + ".json.77.tmp"}
+        return listed(folder) + ([folder / ghosts[folder.name]] if folder.name in ghosts else [])
+
+    monkeypatch.setattr(cache_admin, "_entries", with_ghosts)
+    code, out, err = run_kbc(["cache", "prune", "--dry-run"], capsys)
+    assert code == 0 and out.splitlines()[-1] == f"would free 1 kB in {cache}", err  # the two damaged entries
+    code, out, err = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 0 and out.splitlines()[-1] == f"freed 1 kB in {cache}", err
+    code, out, err = run_kbc(["cache", "prune"], capsys)
+    assert code == 0 and out == f"nothing to remove in {cache}\n", err
+
+
+def test_a_relative_kbc_cache_is_shown_as_the_folder_it_names_here(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KBC_CACHE", "rel-cache")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_kbc(["cache", "info"], capsys)
+    assert code == 0 and out.splitlines()[0] == (f"cache: {tmp_path / 'rel-cache'} (from KBC_CACHE); not made yet: "
+                                                 "nothing is cached")
+
+
+def test_an_interrupted_clear_or_prune_says_what_it_leaves_not_that_a_run_resumes():
+    from bridge.cli import interrupted_line
+
+    assert interrupted_line(["cache", "clear", "-y"]).startswith("interrupted: part of what was asked may be removed")
+    assert interrupted_line(["cache", "prune"]).startswith("interrupted: some of what can never be used again")
+
+
+
+def test_clear_leaves_the_first_answers_a_resumed_served_run_checks_its_server_against(cache, capsys):
+    from bridge.run.cache_admin import FIRST_ANSWERS
+
+    first = _file(cache / "lm" / FIRST_ANSWERS / ("c" * 64 + ".json"), 90)
+    results = _file(cache / "lm" / "results.sqlite", 50)
+    code, out, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    assert code == 0, err
+    assert first.read_bytes() == b"x" * 90 and not results.exists()
+    assert out.splitlines() == [
+        "lm: removed 1 file (50 B)",
+        f"left alone: {cache / 'lm' / FIRST_ANSWERS} (1 file: the first answers of served-model runs, which a "
+        "resumed run asks its server again to tell other weights; remove it by hand once those runs are done)",
+        f"freed 50 B in {cache}"]

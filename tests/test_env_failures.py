@@ -72,6 +72,17 @@ def test_a_symlink_loop_is_one_error_line(lama_dir, tmp_path, monkeypatch, capsy
         assert str(tmp_path / "a") in line and ("symbolic links" in line or "symlink loop" in line), line
 
 
+def test_a_cache_that_is_a_link_to_a_folder_not_there_is_one_error_line(lama_dir, tmp_path, monkeypatch, capsys):
+    cache = tmp_path / "cache"  # as a link to a drive that is not mounted
+    cache.symlink_to(tmp_path / "drive" / "kbc")
+    monkeypatch.setenv("KBC_CACHE", str(cache))
+    for args in (_run(tmp_path / "run", lama_dir), ["cache", "info"]):
+        line = _one_error(*run_kbc(args, capsys)[::2])
+        assert line == (f"error: the cache {cache} is a symbolic link to {tmp_path / 'drive' / 'kbc'}, which does "
+                        "not exist; make that folder, or point KBC_CACHE at a directory"), line
+    assert not (tmp_path / "drive").exists() and not (tmp_path / "run").exists()
+
+
 ALLOCATOR = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
              "allocate 62509056 bytes. Error code 12 (Cannot allocate memory)")
 

@@ -84,3 +84,14 @@ def test_relations_differing_only_in_case_or_named_as_a_device_are_refused(lama_
     code, _, err = run_kbc([*base, str(tmp_path / "one"), "--relations", "p19"], capsys)
     assert "'P19' and 'p19' differ only in case" in _one_error(code, err)
     assert not (tmp_path / "both").exists() and not (tmp_path / "device").exists()
+
+
+def test_two_predictors_of_one_run_named_apart_only_by_case_are_named_each_as_given(lama_dir, tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--data-dir", str(lama_dir),
+                            "--out", str(tmp_path / "run"), "--predictors", "a=freq", "A=random"], capsys)
+    assert _one_error(code, err) == ("error: --predictors: predictors 'a' (freq) and 'A' (random) differ only in "
+                                     "case, which case-insensitive file systems (macOS, Windows) take for one "
+                                     "folder; name them apart with NAME=SPEC")
+    assert not (tmp_path / "run").exists()

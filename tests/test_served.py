@@ -886,6 +886,36 @@ def test_a_resumed_run_refuses_a_server_that_now_answers_otherwise(serve, lama_d
 
 
 
+@pytest.mark.parametrize("cache", ["deleted", "another", "kept there by an earlier version"])
+def test_a_run_keeps_its_first_answer_itself_so_a_cache_deleted_or_changed_still_checks(serve, lama_dir, tmp_path,
+                                                                                         capsys, monkeypatch, cache):
+    """The first answer that tells other weights is the run's own: kept in its folder, a resume adding relations
+    after the cache was deleted (or under another KBC_CACHE) still asks it again and refuses other weights, where
+    it would have answered the new relations with them and scored two models as one."""
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    now = {"text": "Melbourne"}
+    server = serve(lambda path, body, n: (200, completion(now["text"], "chat")))
+    argv = lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=1")
+    code, _, err = run_kbc(argv, capsys)
+    assert code == 0, err
+    assert len(list((tmp_path / "run" / "served_first_answers").glob("*.json"))) == 1
+    if cache == "deleted":
+        shutil.rmtree(tmp_path / "cache")
+    elif cache.startswith("kept"):  # where runs kept it before: the cache alone
+        shutil.move(tmp_path / "run" / "served_first_answers", tmp_path / "cache" / "lm" / "served_first_answers")
+    else:
+        monkeypatch.setenv("KBC_CACHE", str(tmp_path / "another-cache"))
+    now["text"] = "Paris"  # other weights behind the same URL and name
+    more = [w for a in argv for w in (["place_of_birth", "place_of_death"] if a == "place_of_birth" else [a])]
+    code, _, err = run_kbc(more, capsys)
+    assert code == 2 and "answers differently than when this run started" in err, err
+    death = tmp_path / "run" / "predictions" / "google_re" / "llm" / "place_of_death.jsonl"
+    assert not death.is_file() or death.read_text() == ""  # nothing of the other model was written
+    now["text"] = "Melbourne"  # the same weights again: the run goes on
+    code, _, err = run_kbc(more, capsys)
+    assert code == 0, err
+
+
 def test_a_run_stopped_before_its_first_prompt_was_answered_still_checks_the_answers_it_kept(serve, lama_dir,
                                                                                               tmp_path, capsys,
                                                                                               monkeypatch):

@@ -7,7 +7,18 @@ import json
 import click
 
 from bridge.cli.choices import NamedChoice
-from bridge.run.cache_admin import KINDS, Usage, clear, dead_entries, inventory, remove_dead, root_source
+from bridge.run.cache_admin import (
+    FIRST_ANSWERS,
+    KINDS,
+    Usage,
+    clear,
+    dead_entries,
+    first_answers,
+    inventory,
+    not_kbcs,
+    remove_dead,
+    root_source,
+)
 from eval.cells import byte_size, count_of
 from eval.datadir import cache_root
 from eval.errors import ConfigError
@@ -16,7 +27,7 @@ from eval.errors import ConfigError
 def _root():
     from bridge.run.config import check_cache
 
-    root = cache_root()
+    root = cache_root().absolute()  # a relative KBC_CACHE names another folder from each folder kbc runs in
     check_cache(root)
     return root
 
@@ -48,12 +59,13 @@ def info(as_json: bool) -> None:
     total = Usage()
     for u in found.kinds.values():
         total.add(u)
+    foreign = found.foreign + not_kbcs(root, list(KINDS))
     if as_json:
         click.echo(json.dumps({"root": str(root), "source": root_source(), "exists": root.is_dir(),
                                "kinds": {k: {"bytes": u.bytes, "files": u.files, "what": KINDS[k]}
                                          for k, u in found.kinds.items()},
                                "total": {"bytes": total.bytes, "files": total.files},
-                               "not_kbc": [str(p) for p in found.foreign],
+                               "not_kbc": [str(p) for p in foreign],
                                "links": [str(p) for p in found.links]}, indent=1))
         return
     click.echo(f"cache: {root} ({root_source()})" + ("" if root.is_dir() else "; not made yet: nothing is cached"))
@@ -61,7 +73,7 @@ def info(as_json: bool) -> None:
     for kind, u in found.kinds.items():
         click.echo(f"{kind:10s} {byte_size(u.bytes):>9s} {u.files:>8,}  {KINDS[kind]}")
     click.echo(f"{'total':10s} {byte_size(total.bytes):>9s} {total.files:>8,}")
-    _left_alone(found.foreign, "not kbc's: never removed")
+    _left_alone(foreign, "not kbc's: never removed")
     _left_alone(found.links, "a link: never followed nor removed")
 
 
@@ -99,11 +111,11 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
     graph store, an LM cache or a text index build among them."""
     root = _root()
     chosen = list(dict.fromkeys(kinds)) or list(KINDS)
-    clear(root, chosen, check_only=True)  # refused before asking, not after
+    would = clear(root, chosen, check_only=True)  # refused before asking, not after
     found = inventory(root)
     size = Usage()
     for kind in chosen:
-        size.add(found.kinds[kind])
+        size.add(would[kind])
     what = ", ".join(chosen) if kinds else "every kind"
     if not size.files and not size.links:
         click.echo(f"nothing to remove in {root}")
@@ -121,7 +133,19 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
             return
     done = clear(root, chosen)
     for kind, removed in done.items():
-        click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
+        if kinds or removed.files:  # every kind cleared: only those that held something are listed
+            click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
         _left_alone(removed.links, "a link: never followed nor removed")
-    _left_alone(found.foreign if not kinds else [], "not kbc's: never removed")
+    _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
+    if kept := first_answers(root, chosen):
+        click.echo(f"left alone: {root / 'lm' / FIRST_ANSWERS} ({count_of(len(kept), 'files')}: the first answers "
+                   "of served-model runs, which a resumed run asks its server again to tell other weights; remove "
+                   "it by hand once those runs are done)")
     click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
+
+
+# what a Ctrl-C leaves: not a run's "results kept, resume"
+clear_kinds.interrupted = ("interrupted: part of what was asked may be removed, the rest is kept whole (what is gone "
+                           "is computed again when next needed); rerun the same command to finish")
+prune.interrupted = ("interrupted: some of what can never be used again may be left (never anything else removed); "
+                     "rerun the same command to finish")

@@ -288,7 +288,7 @@ class GenerationPredictor:
     def __init__(self, name: str, backend, prompter: Prompter, indexes: RelationIndexes | OneIndex,
                  labels: dict[str, str], *,
                  many: bool, params: GenerationParams, model: str, cache=None, scope: str | None = None,
-                 extra: dict | None = None, anchors: Path | None = None, run: str | None = None,
+                 extra: dict | None = None, anchors: tuple[Path, ...] | None = None, run: str | None = None,
                  attempt: str | None = None, one_turn: bool = False, option: str = "") -> None:
         self.name, self.backend, self.prompter, self.indexes, self.labels = name, backend, prompter, indexes, labels
         self.option = option  # how the run writes this predictor's options ("llm." of --set llm.max_new_tokens=N)
@@ -480,12 +480,16 @@ class GenerationPredictor:
         if self.params.temperature > 0:
             return
         what = json.dumps([self.scope, self.backend.fingerprint, self.model, self.params.describe()], sort_keys=True)
-        path = anchors / f"{hashlib.sha256(what.encode()).hexdigest()}.json"
-        try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
-            prompt, text = kept["prompt"], kept["text"]
-        except (OSError, ValueError, KeyError, TypeError):
-            kept = None
+        name = f"{hashlib.sha256(what.encode()).hexdigest()}.json"
+        path = anchors[0] / name  # where it is kept from now on; read from the first place that has it
+        kept = None
+        for folder in anchors:
+            try:
+                kept = json.loads((folder / name).read_text(encoding="utf-8"))
+                prompt, text = kept["prompt"], kept["text"]
+                break
+            except (OSError, ValueError, KeyError, TypeError):
+                kept = None
         if kept is None:  # the run's first ask: its first answer is kept once it has come (`_ask`)
             self._keep_first = (path, first)
             return
@@ -501,6 +505,7 @@ class GenerationPredictor:
                               f"{json.dumps(response.text[:60], ensure_ascii=False)} now, to the run's first "
                               "prompt): it may serve other weights under this name, and the run would score two "
                               "models as one; start a new --out")
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {"prompt": prompt, "text": text, "attempt": self.attempt})  # checked: once an attempt
 
     def _prompt(self, query: Query) -> Prompt:
@@ -649,6 +654,16 @@ def _cache(ctx: PredictorContext):
         else None
 
 
+FIRST_ANSWERS = "served_first_answers"
+
+
+def _anchors(ctx: PredictorContext) -> tuple[Path, ...]:
+    """Where a served run's first answer is kept: its own folder, so that deleting the cache or resuming under
+    another one keeps the check (`_same_server`); then the cache, where runs of earlier versions kept it."""
+    cached = Path(ctx.cache_dir) / "lm" / FIRST_ANSWERS
+    return (Path(ctx.out) / FIRST_ANSWERS, cached) if ctx.out is not None else (cached,)
+
+
 def _entity_labels(index_ctx: PredictorContext) -> dict[str, str]:
     from bridge.predictors.kb import is_set_corpus
 
@@ -666,7 +681,7 @@ def build(name: str, ctx: PredictorContext, backend, *, chat: bool, model: str, 
                                _entity_labels(ctx),
                                many=is_set_corpus(ctx.corpus), params=params_of(ctx), model=model,
                                cache=_cache(ctx), scope=scope, extra=extra,
-                               anchors=Path(ctx.cache_dir) / "lm" / "served_first_answers", run=ctx.scope,
+                               anchors=_anchors(ctx), run=ctx.scope,
                                attempt=ctx.attempt, one_turn=one_turn, option=f"{ctx.name}." if ctx.name else "")
 
 

@@ -41,6 +41,7 @@ class PredictorContext:
     name: str | None = None  # the predictor's given name: how its options are written (`--set NAME.KEY=VALUE`)
     axioms: str | None = None  # the run's axioms file (`kbc run kmir --axioms`); None: the shipped kb/axioms.ttl
     asked: list | None = None  # the facts this run asks of the corpus (its --limit sample); None: not known
+    out: Path | None = None  # the run's folder: what a run keeps of its own there (a server's first answer)
 
 
 Factory = Callable[[str, PredictorContext], "Predictor"]

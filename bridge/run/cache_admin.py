@@ -46,6 +46,9 @@ TEMPORARY: dict[str, re.Pattern] = {
     "uhn": re.compile(r"\.[0-9a-f]{16}\.(tmp|old)-[0-9a-f]{8}"),  # eval.uhn.build_uhn
     "lm": re.compile(r"served_first_answers/[0-9a-f]{64}\.json\.tmp"),  # eval.jsonl.write_json
 }
+# a served model's first answer per run (`bridge.predictors.generation`): what a resumed run checks the server
+# against, so that it never scores other weights as the same model; not computed again, so never cleared
+FIRST_ANSWERS = "served_first_answers"
 # the only names kbc gives in these kinds: anything else there is reported, never removed
 NAMED = {"snapshots": snapshot.SNAPSHOT_NAME, "digests": file_digests.ENTRY_NAME}
 
@@ -83,6 +86,14 @@ def usage(path: Path) -> Usage:
     else:
         found.bytes, found.files = st.st_size, 1
     return found
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    """`path`'s own status; None where it is gone: another kbc renames its entries in and out while this looks."""
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        return None
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -134,10 +145,11 @@ def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list
         if (root / kind).is_symlink():
             continue  # kbc makes no link: one is reported, never followed
         for path in _entries(root / kind):
-            st = path.lstat()
+            if (st := _lstat(path)) is None:
+                continue
             if TEMPORARY[kind].fullmatch(path.name):
                 continue  # judged below, by its age
-            if not (stat.S_ISREG(st.st_mode) and NAMED[kind].fullmatch(path.name)):
+            if not _named_by_kbc(kind, path, st):
                 foreign.append(path)  # a link too: kbc makes none
                 continue
             try:
@@ -150,6 +162,37 @@ def dead_entries(root: Path, now: float | None = None) -> tuple[list[Dead], list
     return dead, foreign
 
 
+def _named_by_kbc(kind: str, path: Path, st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and bool(NAMED[kind].fullmatch(path.name))
+
+
+def not_kbcs(root: Path, kinds: list[str]) -> list[Path]:
+    """The files in `snapshots/` and `digests/` (of `kinds`) under names kbc neither gives nor writes aside: a
+    clear leaves them, as a prune does (links are reported as links)."""
+    found = []
+    for kind in NAMED:
+        if kind not in kinds or (root / kind).is_symlink():
+            continue
+        for path in _entries(root / kind):
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            if not (stat.S_ISLNK(st.st_mode) or TEMPORARY[kind].fullmatch(path.name)
+                    or _named_by_kbc(kind, path, st)):
+                found.append(path)
+    return found
+
+
+def first_answers(root: Path, kinds: list[str]) -> list[Path]:
+    """The served runs' first answers (`FIRST_ANSWERS`) a clear of `kinds` leaves: a run resumed after it still
+    checks that its server answers as when it started."""
+    folder = root / "lm" / FIRST_ANSWERS
+    if "lm" not in kinds or (root / "lm").is_symlink() or folder.is_symlink():
+        return []
+    return [p for p in _walk(folder) if p.is_file() and not p.is_symlink()]
+
+
 def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
     for kind, pattern in TEMPORARY.items():
         folder = root / kind
@@ -158,7 +201,8 @@ def _stale_temporaries(root: Path, now: float) -> Iterator[Dead]:
         for path in _walk(folder):
             if not pattern.fullmatch(path.relative_to(folder).as_posix()):
                 continue
-            st = path.lstat()
+            if (st := _lstat(path)) is None:
+                continue
             age = now - _newest(path)
             if age >= STALE_AFTER and not stat.S_ISLNK(st.st_mode):
                 yield Dead(path, kind, usage(path).bytes, f"a killed writer's temporary file, untouched for "
@@ -175,7 +219,8 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 def _newest(path: Path) -> float:
     """The last time anything in the tree at `path` was written (a writer may still be filling a folder)."""
-    newest = path.lstat().st_mtime
+    st = _lstat(path)
+    newest = st.st_mtime if st is not None else 0.0
     if path.is_dir() and not path.is_symlink():
         for entry in _entries(path):
             newest = max(newest, _newest(entry))
@@ -207,25 +252,29 @@ def remove_dead(found: list[Dead]) -> list[Dead]:
     return removed
 
 
-def empty(folder: Path, keep: set[Path]) -> Usage:
+def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
     """Remove what `folder` holds but `keep` and links (reported in what is returned, as the bytes and files
-    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed."""
+    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed.
+    `dry`: remove nothing, say what would go."""
     removed = Usage()
     entries = _entries(folder)
     for path in sorted(entries, key=lambda p: p.name not in ("LIVE", "CURRENT")):
-        st = path.lstat()
+        if (st := _lstat(path)) is None:
+            continue  # renamed or removed by its writer since it was listed
         if stat.S_ISLNK(st.st_mode):
             removed.links.append(path)
         elif path in keep:
             continue
         elif stat.S_ISDIR(st.st_mode):
-            removed.add(empty(path, keep))
-            try:
-                path.rmdir()
-            except OSError:
-                pass  # holds a link or a kept file
+            removed.add(empty(path, keep, dry))
+            if not dry:
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass  # holds a link or a kept file
         else:
-            path.unlink(missing_ok=True)
+            if not dry:
+                path.unlink(missing_ok=True)
             removed.bytes += st.st_size
             removed.files += 1
     return removed
@@ -233,11 +282,15 @@ def empty(folder: Path, keep: set[Path]) -> Usage:
 
 def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, Usage]:
     """Empty each kind's folder (the folder stays), holding the locks of those other kbc processes take; a KbcError
-    naming the process that uses one, before anything is removed. `check_only`: take the locks and let go."""
+    naming the process that uses one, before anything is removed. `check_only`: take the locks, let go, and say
+    what clearing would remove. Either way the counts leave out the files clearing keeps (the LM caches' lock
+    files) and those it makes itself (a writer lock taken where none was, the holder's record): what is asked
+    about is what is removed, and a declined clear leaves no file of its own."""
     from kb.store_disk import store_alone
     from kb.text.index import builds_alone
     from lm.cache import caches_alone
 
+    existed = _sizes([root / kind for kind in ("store", "index") if kind in kinds])
     with ExitStack() as held:
         keep: set[Path] = set()
         owned = []  # writer locks whose files go once their folder is emptied
@@ -247,11 +300,28 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
             keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
         if "index" in kinds:
             owned += held.enter_context(builds_alone(root / "index"))
-        if check_only:
-            return {}
-        keep |= {lock.lock for lock in owned}
-        done = {kind: empty(root / kind, keep) if not (root / kind).is_symlink() else Usage(links=[root / kind])
-                for kind in kinds}
+        keep |= {path for lock in owned for path in (lock.lock, lock.info)} | set(not_kbcs(root, kinds))
+        keep |= set(first_answers(root, kinds))
+        done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
+                else Usage(links=[root / kind]) for kind in kinds}
         for lock in owned:
-            lock.release(remove=True)
+            kind = lock.lock.relative_to(root).parts[0]
+            if lock.lock in existed:  # removed with the lock let go: one of the files the kind held
+                done[kind].files += 1
+                done[kind].bytes += existed[lock.lock]
+            if not check_only or lock.lock not in existed:
+                lock.release(remove=True)
         return done
+
+
+
+def _sizes(folders: list[Path]) -> dict[Path, int]:
+    """Each file under `folders` and its size (one another process removes meanwhile left out)."""
+    sizes = {}
+    for folder in folders:
+        for path in _walk(folder):
+            try:
+                sizes[path] = path.lstat().st_size
+            except FileNotFoundError:
+                continue
+    return sizes

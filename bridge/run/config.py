@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,9 @@ def check_cache(cache: Path) -> None:
             raise ConfigError(f"the cache {cache} is a symlink loop; point KBC_CACHE at a directory") from None
         if exc.errno == errno.ENOTDIR:
             raise ConfigError(f"the cache {cache} lies under a file; point KBC_CACHE at a directory") from None
+        if cache.is_symlink():  # a drive not mounted, say: its folder is not made in the mount point's place
+            raise ConfigError(f"the cache {cache} is a symbolic link to {os.readlink(cache)}, which does not exist; "
+                              "make that folder, or point KBC_CACHE at a directory") from None
         return  # absent: made on first use
     if not cache.is_dir():
         raise ConfigError(f"the cache {cache} is a file; point KBC_CACHE at a directory")

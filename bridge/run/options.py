@@ -201,14 +201,21 @@ def parse_predictors(values: Iterable[str]) -> list[NamedSpec]:
 
             spec = api_root(spec)
         out.append(NamedSpec(name, spec))
-    seen: dict[str, str] = {}
+    seen: dict[str, NamedSpec] = {}
     for p in out:
         folded = p.name.lower()  # case-insensitive file systems would merge Bert and bert
         if folded in seen:
-            raise ConfigError(f"--predictors: two predictors are named {p.name!r} ({shown(seen[folded])} and "
+            first = seen[folded]
+            if first.name != p.name:
+                from bridge.run.name_clashes import CASE
+
+                raise ConfigError(f"--predictors: predictors {first.name!r} ({shown(first.spec)}) and {p.name!r} "
+                                  f"({shown(p.spec)}) differ only in case, {CASE} folder; name them apart with "
+                                  "NAME=SPEC")
+            raise ConfigError(f"--predictors: two predictors are named {p.name!r} ({shown(first.spec)} and "
                               f"{shown(p.spec)}); "
                               f"name them apart with NAME=SPEC")
-        seen[folded] = p.spec
+        seen[folded] = p
     return out
 
 

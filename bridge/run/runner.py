@@ -563,7 +563,7 @@ class Job:
                                    cfg.batch_size, dict(self.p.options), self.progress, cfg.compat,
                                    self.config["cache_scope"],
                                    f"{self.config['cache_scope']}/{len(self.config['runs'])}", self.p.name,
-                                   self.axioms, self.facts)
+                                   self.axioms, self.facts, Path(cfg.out))
             predictor = self.executor.build(self.p.factory, self.p.spec, ctx, self.p.name)
             described = {**predictor.describe(), "slots": list(_slots(predictor))}
             before = self.config["predictor_configs"].get(self.corpus.name, {}).get(self.p.name)
