@@ -124,18 +124,18 @@ def test_the_out_folder_is_read_after_kbc_own_options(argv):
 
 def test_a_full_disk_under_instances_parquet_names_the_file(lama_dir, tmp_path, monkeypatch, capsys):
     """pyarrow's own error names no file: the line names the one being written, and no `.tmp` copy stays."""
-    import pandas as pd
+    import pyarrow.parquet as pq
 
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
 
-    def full(self, path, *args, **kwargs):  # `path`: the file opened for it, or a path
+    def full(table, path, *args, **kwargs):  # `path`: the file opened for it, or a path
         if hasattr(path, "write"):
             path.write(b"PAR1")  # a partial copy, as a full disk leaves it
         else:
             Path(path).write_bytes(b"PAR1")
         raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    monkeypatch.setattr(pq, "write_table", full)
     out = tmp_path / "out"
     line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])
     assert line == f"error: No space left on device: {out / 'instances.parquet'}"

@@ -66,3 +66,27 @@ def test_graph_store_in_a_folder_named_in_latin1_is_refused_on_one_line(lama_dir
     assert done.returncode == 2, done.stderr.decode("utf-8", "replace")
     (line,) = [x for x in done.stderr.decode("utf-8", "replace").splitlines() if x.startswith(("error", "Trace"))]
     assert line.startswith("error: the graph store ") and "its name is not UTF-8 text; rename the folder" in line
+
+
+def test_the_per_fact_table_is_written_through_the_open_file_whatever_pandas_does_with_it(tmp_path, monkeypatch):
+    """pandas 2.1 hands pyarrow an open file's name rather than the file: a name with bytes outside UTF-8 (what a
+    C locale gives) then fails to encode. The table is written through the file, with the bytes pandas writes."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bridge.run.parquet_files import read_frame, write_frame
+
+    frame = pd.DataFrame({"uid": ["a", "b"], "p@1": [1.0, 0.0]})
+    expected = io.BytesIO()
+    frame.to_parquet(expected, index=False, engine="pyarrow")
+
+    def by_name(self, handle, **kwargs):  # pandas 2.1's write: the name of an open file, not the file
+        pq.write_table(pa.Table.from_pandas(self, preserve_index=False), getattr(handle, "name", handle))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", by_name)
+    path = tmp_path / os.fsdecode(b"donn\xe9es.parquet")
+    write_frame(frame, path)
+    assert path.read_bytes() == expected.getvalue()
+    assert read_frame(path).equals(frame)

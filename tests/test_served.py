@@ -576,7 +576,7 @@ def test_compare_and_the_fact_table_judge_a_written_answer_by_exact_match(serve,
     frame = pd.read_parquet(out / "instances.parquet")
     mine = frame[frame.predictor == "llm"].set_index("uid")
     assert {u: bool(mine.loc[u, "correct_raw"]) for u in recs} == {u: r["em_raw"] for u, r in recs.items()}
-    assert (mine["generation"] == pd.Series({u: r["generation"] for u, r in recs.items()})).all()
+    assert {u: mine.loc[u, "generation"] for u in recs} == {u: r["generation"] for u, r in recs.items()}
     pairs, _, _, _ = paired(open_run(out), "google_re", "freq", "llm", "raw")
     assert {p.uid: p.b for p in pairs} == {u: r["em_raw"] for u, r in recs.items()}
     from_table = table_pairs(out / "instances.parquet", "google_re", "freq", "llm", "raw")[0]

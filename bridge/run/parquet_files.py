@@ -30,6 +30,10 @@ def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
 
 
 def write_frame(frame: pd.DataFrame, path: Path) -> None:
-    """`frame.to_parquet(path)` (no index column) for any path this process can write."""
+    """`frame.to_parquet(path)` (no index column) for any path this process can write: the same bytes, written by
+    pyarrow itself, since pandas 2.1 swaps an open file for its name and pyarrow then encodes that name."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     with open(path, "wb") as handle:
-        frame.to_parquet(handle, index=False, engine="pyarrow")
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), handle)
