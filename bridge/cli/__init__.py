@@ -364,6 +364,14 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         click.echo(os_error_line(exc), err=True)
         sys.exit(2)
+    except ModuleNotFoundError as exc:  # a package of an extra not installed; any other is a defect: shown
+        from bridge.cli.environment import missing_extra_line
+
+        line = missing_extra_line(exc)
+        if line is None:
+            raise
+        click.echo(line, err=True)
+        sys.exit(2)
     except (MemoryError, RuntimeError) as exc:  # memory ran out, a symlink loop; any other is a defect: shown
         from bridge.cli.environment import environment_line
 

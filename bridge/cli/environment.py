@@ -1,6 +1,7 @@
 """Failures of the machine rather than of the input that surface as other exceptions than OSError: memory running
-out (Python's MemoryError, torch's allocators raising RuntimeError) and a symlink loop (pathlib's RuntimeError on
-Python < 3.13). Each becomes one `error:` line saying what to change, never a traceback."""
+out (Python's MemoryError, torch's allocators raising RuntimeError), a symlink loop (pathlib's RuntimeError on
+Python < 3.13) and a package of an extra not installed. Each becomes one `error:` line saying what to change, never
+a traceback."""
 
 from __future__ import annotations
 
@@ -26,3 +27,20 @@ def environment_line(exc: BaseException) -> str | None:
         what = f" (could not allocate {size.group(1)})" if size else ""
         return f"error: out of memory{what}; {MEMORY_FIX}"
     return None
+
+
+# the optional packages each extra of pyproject.toml brings, by the name they are imported as
+EXTRAS = {"torch": "lm", "transformers": "lm", "huggingface_hub": "lm", "tokenizers": "lm", "safetensors": "lm",
+          "matplotlib": "report", "fastapi": "serve", "uvicorn": "serve", "jinja2": "serve", "tantivy": "text",
+          "elasticsearch": "text", "mwxml": "text", "mwparserfromhell": "text", "sklearn": "re",
+          "wikipedia2vec": "entities", "faiss": "entities", "owlrl": "reason", "ray": "ray"}
+
+
+def missing_extra_line(exc: ModuleNotFoundError) -> str | None:
+    """The `error:` line naming the extra to install when a command needs a package of one (`kbc report` without
+    matplotlib); None for any other missing module (a defect: let it show)."""
+    package = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(package)
+    if extra is None:
+        return None
+    return f"error: this command needs {package}, which is not installed: pip install 'kbcompare[{extra}]'"
