@@ -267,17 +267,10 @@ def test_clear_is_refused_while_another_kbc_writes_the_store(cache, capsys):
 
 
 def test_clear_is_refused_while_another_kbc_reads_the_store(cache, capsys):
-    import pyoxigraph as ox
-
     from kb.store_disk import StoreFolder
 
     store = cache / "store"
-    writer = StoreFolder(store)
-    writer.claim()
-    writer.writable().add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), ox.NamedNode("urn:o"),
-                                  ox.NamedNode("urn:kbc:graph:g")))
-    writer.publish()
-    writer.close()
+    _store_with_one_graph(store)
     reader = StoreFolder(store)
     try:
         code, _, err = run_kbc(["cache", "clear", "store", "--yes"], capsys)
