@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,13 @@ def test_serve_refuses_a_recorded_data_folder_that_is_gone_or_changed(made_elsew
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "run run was made from other trex data" in lines[0], err
     assert f"pass --data-dir {data} to browse it beside that data anyway" in lines[0], err
+
+
+def test_serve_names_data_dir_where_the_recorded_folder_lost_a_corpus_file(made_elsewhere, capsys):
+    data, run = made_elsewhere
+    shutil.rmtree(data / "TREx")  # the folder stays, the corpus it held is gone
+    code, _, err = run_kbc(["serve", "--port", "0", "--run", str(run)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "TREx" in lines[0] and f"the data folder the --run directories recorded, {data}" in lines[0], err
+    assert "pass --data-dir" in lines[0], err

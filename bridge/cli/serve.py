@@ -17,7 +17,7 @@ from bridge.cli.options import (
 )
 from bridge.cli.value_types import IntRange, PathType
 from eval.cells import count_of
-from eval.errors import ConfigError
+from eval.errors import ConfigError, DataError
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -86,7 +86,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
 
     from bridge.run.options import parse_sets, predictor_items
     from bridge.serve.app import create_app
-    from bridge.serve.explorer import Explorer, ExplorerConfig
+    from bridge.serve.explorer import ExplorerConfig
     from bridge.serve.runs import Runs, recorded_data_dir, refuse_other_data
 
     rels = [v for value in relations for v in value.split()]
@@ -100,7 +100,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
         recorded = None if data_dir else recorded_data_dir(browsed, corpus)
         if recorded:
             cfg = dataclasses.replace(cfg, data_dir=recorded)
-        explorer = Explorer.start(cfg)
+        explorer = start_on(cfg, recorded)
         if recorded:
             try:
                 refuse_other_data(browsed, explorer, recorded)
@@ -127,3 +127,17 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
         sock.close()
     if not server.started:
         raise SystemExit(3)
+
+
+def start_on(cfg, recorded: str | None):
+    """`Explorer.start`, its data `error:` naming the folder the runs recorded where that is what it read: the user
+    named no folder, so the line says where it came from and that --data-dir names another."""
+    from bridge.serve.explorer import Explorer
+
+    try:
+        return Explorer.start(cfg)
+    except DataError as exc:
+        if not recorded:
+            raise
+        raise DataError(f"{exc} (in the data folder the --run directories recorded, {recorded}); pass --data-dir "
+                        "with the data they were made from") from exc
