@@ -137,3 +137,18 @@ def test_installed_noto_fonts_draw_what_dejavu_sans_lacks(monkeypatch):
     with mpl_config.report_style():
         assert matplotlib.rcParams["font.family"] == ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Devanagari"]
     assert matplotlib.rcParams["font.family"] != ["DejaVu Sans", "Noto Sans CJK JP", "Noto Sans Devanagari"]
+
+
+def test_missing_glyphs_note_names_the_font_list_matplotlib_reads(tmp_path, monkeypatch):
+    """`kbc cache clear matplotlib` makes matplotlib list the fonts again only where its folder is kbc's: with
+    MPLCONFIGDIR naming another, the note names that folder's font list instead."""
+    from bridge.report import figures
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "cache" / "matplotlib"))
+    assert figures.missing_glyphs_note({"DejaVu Sans": {"首"}}).endswith(
+        "then run `kbc cache clear matplotlib` so that the next report lists the fonts again")
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mine"))
+    note = figures.missing_glyphs_note({"DejaVu Sans": {"首"}})
+    assert note.endswith(f"then delete the fontlist-*.json files in MPLCONFIGDIR ({tmp_path / 'mine'}) so that the "
+                         "next report lists the fonts again"), note

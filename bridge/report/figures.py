@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from bridge.report.mpl_config import report_style, use_kbc_cache
+from bridge.report.mpl_config import relist_fonts_step, report_style, use_kbc_cache
 
 use_kbc_cache()
 import matplotlib  # noqa: E402
@@ -76,8 +76,8 @@ def missing_glyphs_note(missing: dict[str, set[str]]) -> str:
     return (f"the figures' font ({', '.join(sorted(missing))}) has no glyph for {len(chars)} "
             f"character{'s' if len(chars) > 1 else ''} of the labels drawn ({', '.join(scripts)}: {shown}); they "
             "show as boxes in the figures (the tables show them); install a Noto Sans font covering these scripts "
-            "(e.g. Noto Sans CJK JP, Noto Sans Devanagari: the fonts-noto packages), then run `kbc cache "
-            "clear matplotlib` so that the next report lists the fonts again")
+            f"(e.g. Noto Sans CJK JP, Noto Sans Devanagari: the fonts-noto packages), then {relist_fonts_step()} "
+            "so that the next report lists the fonts again")
 
 
 def colours(predictors: Sequence[str]) -> dict[str, str]:

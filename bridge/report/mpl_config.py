@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from eval.datadir import cache_root
 
@@ -18,6 +19,15 @@ def use_kbc_cache() -> None:
     """Point matplotlib at kbc's cache; call before matplotlib is first imported (later it has no effect)."""
     if not os.environ.get("MPLCONFIGDIR"):
         os.environ["MPLCONFIGDIR"] = str(cache_root() / "matplotlib")
+
+
+def relist_fonts_step() -> str:
+    """What makes matplotlib list the installed fonts again: clearing kbc's `matplotlib` kind, unless MPLCONFIGDIR
+    names another folder, where matplotlib keeps its font list (`fontlist-*.json`) instead."""
+    mine = os.environ.get("MPLCONFIGDIR")
+    if mine and Path(mine) != cache_root() / "matplotlib":
+        return f"delete the fontlist-*.json files in MPLCONFIGDIR ({mine})"
+    return "run `kbc cache clear matplotlib`"
 
 
 # the report's own settings over matplotlib's defaults; the salt keeps SVG ids the same from one drawing to the next
