@@ -185,6 +185,7 @@ class ServedGenerator:
         self._answered_as: set[str] = set()  # model names answers came under other than the one asked, each said once
         self._lock = threading.Lock()  # the counters are bumped from the request threads
         self.slice = 4 * settings.concurrency  # prompts handed over at once by a caller that caches as it goes
+        self.keeps = True  # the caller keeps each answer as it comes (a response cache); False: cache=off
         self._listed: tuple[dict | None] | None = None  # `listed()`, once asked
 
     def _count(self, name: str) -> None:
@@ -428,9 +429,11 @@ class ServedGenerator:
         wait for them at its exit anyway: a Ctrl-C in this wait is taken (the run stops as it was stopping) and
         the wait goes on; stderr says what it waits for, which a stop by Ctrl-C would leave silent."""
         if in_flight and isinstance(stop, KeyboardInterrupt):
+            fate = "whose answers are kept" if self.keeps else \
+                "whose answers are not kept (cache=off: a resumed run asks them again)"
             logging.getLogger("kbc").warning("stopping: waiting for the %d request%s in flight (a try waits at most "
-                                             "%g s), whose answers are kept", len(in_flight),
-                                             "" if len(in_flight) == 1 else "s", self.settings.timeout)
+                                             "%g s), %s", len(in_flight), "" if len(in_flight) == 1 else "s",
+                                             self.settings.timeout, fate)
         while True:
             try:
                 pool.shutdown(wait=True)

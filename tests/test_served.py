@@ -1618,3 +1618,31 @@ def test_a_server_error_names_the_answers_that_came_while_it_was_handled(serve, 
     asked = int(re.search(r"google_re / llm: 9 queries: (\d+) asked", err).group(1))
     said = int(re.search(r"\((\d+) chat requests? of this run (?:was|were) answered", err.splitlines()[-1]).group(1))
     assert asked == said == len(server.bodies) - 1 >= 3, err
+
+
+def test_a_stop_under_cache_off_says_the_answers_in_flight_are_not_kept(serve, lama_dir, tmp_path, capsys,
+                                                                        monkeypatch):
+    """With cache=off the answers of the requests awaited at a stop are not kept (records are written per chunk):
+    the stop line says they are asked again on resume, not that they are kept."""
+    import time
+
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    server = serve(lambda path, body, n: (time.sleep(0.3), by_prompt(path, body, n))[1])
+    real_one = ServedGenerator._one
+    calls = {"n": 0}
+
+    def one(self, prompt, params, *rest):
+        with server.lock:
+            calls["n"] += 1
+            now = calls["n"]
+        if now == 3:
+            raise KeyboardInterrupt
+        return real_one(self, prompt, params, *rest)
+
+    monkeypatch.setattr(ServedGenerator, "_one", one)
+    code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run", "--set", "llm.concurrency=3",
+                                     "--set", "llm.cache=off"), capsys)
+    assert code == 130, err
+    said = [line for line in err.splitlines() if line.startswith("stopping: waiting for")]
+    assert len(said) == 1 and said[0].endswith("whose answers are not kept (cache=off: a resumed run asks them "
+                                               "again)"), err

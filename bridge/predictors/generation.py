@@ -716,7 +716,9 @@ def make_served(name: str, ctx: PredictorContext) -> GenerationPredictor:
     chat = api == "chat" and o.get("chat", "auto") != "off"
     # a server's weights can change under the same URL and name: its cache is this run's unless asked for shared
     scope = "shared" if o.get("cache") == "shared" else f"run:{ctx.scope or uuid.uuid4().hex}"
-    return build(name, ctx, ServedGenerator(settings), chat=chat, model=o["model"],
+    generator = ServedGenerator(settings)
+    generator.keeps = o.get("cache", "on") != "off"  # what the stop line says of the answers still in flight
+    return build(name, ctx, generator, chat=chat, model=o["model"],
                  extra={"backend": "server", **settings.describe()}, scope=scope, one_turn=api == "chat" and not chat)
 
 
