@@ -24,6 +24,7 @@ def _kbc_without(module: str, *args: str, cwd: Path) -> subprocess.CompletedProc
 @pytest.mark.parametrize(("module", "args", "extra"), [
     ("matplotlib", ("report", "."), "report"),
     ("fastapi", ("serve", "--predictors", "freq", "--port", "0"), "serve"),
+    ("jinja2", ("serve", "--predictors", "freq", "--port", "0"), "serve"),  # starlette raises its own ImportError
 ])
 def test_a_command_needing_an_extra_not_installed_names_it(tmp_path, module, args, extra):
     done = _kbc_without(module, *args, cwd=tmp_path)

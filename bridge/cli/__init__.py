@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:
         click.echo(os_error_line(exc), err=True)
         sys.exit(2)
-    except ModuleNotFoundError as exc:  # a package of an extra not installed; any other is a defect: shown
+    except ImportError as exc:  # a package of an extra not installed; any other is a defect: shown
         from bridge.cli.environment import missing_extra_line
 
         line = missing_extra_line(exc)

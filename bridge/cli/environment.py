@@ -36,11 +36,15 @@ EXTRAS = {"torch": "lm", "transformers": "lm", "huggingface_hub": "lm", "tokeniz
           "wikipedia2vec": "entities", "faiss": "entities", "owlrl": "reason", "ray": "ray"}
 
 
-def missing_extra_line(exc: ModuleNotFoundError) -> str | None:
+def missing_extra_line(exc: ImportError) -> str | None:
     """The `error:` line naming the extra to install when a command needs a package of one (`kbc report` without
-    matplotlib); None for any other missing module (a defect: let it show)."""
-    package = (exc.name or "").split(".")[0]
-    extra = EXTRAS.get(package)
-    if extra is None:
-        return None
-    return f"error: this command needs {package}, which is not installed: pip install 'kbcompare[{extra}]'"
+    matplotlib), also where a library raised its own ImportError over the missing module (starlette's "jinja2 must
+    be installed"); None for any other missing module (a defect: let it show)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError):
+            package = (seen.name or "").split(".")[0]
+            if (extra := EXTRAS.get(package)) is not None:
+                return f"error: this command needs {package}, which is not installed: pip install 'kbcompare[{extra}]'"
+        seen = seen.__cause__ or seen.__context__
+    return None
