@@ -277,6 +277,7 @@ def test_clear_is_refused_while_another_kbc_reads_the_store(cache, capsys):
     finally:
         reader.close()
     assert code == 2 and err.startswith(f"error: the graph store {store} is being read by process {os.getpid()}")
+    assert err.endswith("; nothing removed: clear again once it ends\n") and len(err.splitlines()) == 1, err
     assert (store / "LIVE").is_file()
     code, out, _ = run_kbc(["cache", "clear", "store", "--yes"], capsys)
     assert code == 0 and not any(store.iterdir())
@@ -298,6 +299,7 @@ def test_clear_is_refused_while_another_kbc_has_an_lm_cache_open(cache, kind, ca
         opened.close()
     assert code == 2 and err == f"error: the LM cache {path} is in use by process {os.getpid()} (`" \
         + err.split("(`", 1)[1]
+    assert err.endswith("; nothing removed: clear again once it ends\n"), err
     assert path.is_file()
     code, _, _ = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
     assert code == 0 and not path.exists()

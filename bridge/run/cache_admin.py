@@ -23,6 +23,7 @@ from pathlib import Path
 
 from eval import file_digests, snapshot
 from eval.datadir import cache_root
+from eval.errors import KbcError
 
 # kind -> what it holds, in the order `kbc cache info` lists them
 KINDS: dict[str, str] = {
@@ -294,12 +295,15 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
     with ExitStack() as held:
         keep: set[Path] = set()
         owned = []  # writer locks whose files go once their folder is emptied
-        if "store" in kinds and (lock := held.enter_context(store_alone(root / "store"))) is not None:
-            owned.append(lock)
-        if "lm" in kinds:
-            keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
-        if "index" in kinds:
-            owned += held.enter_context(builds_alone(root / "index"))
+        try:
+            if "store" in kinds and (lock := held.enter_context(store_alone(root / "store"))) is not None:
+                owned.append(lock)
+            if "lm" in kinds:
+                keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
+            if "index" in kinds:
+                owned += held.enter_context(builds_alone(root / "index"))
+        except KbcError as exc:  # another process uses one: the user learns that nothing went, and when to retry
+            raise KbcError(f"{exc}; nothing removed: clear again once it ends") from None
         keep |= {path for lock in owned for path in (lock.lock, lock.info)} | set(not_kbcs(root, kinds))
         keep |= set(first_answers(root, kinds))
         done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
