@@ -170,12 +170,14 @@ def test_prune_removes_stale_temporary_files_of_kbc_only(cache, tmp_path, capsys
     _file(building / "TREx" / "P19.jsonl", 100)
     os.utime(building, (HOUR_AGO, HOUR_AGO))
     mine = _file(cache / "snapshots" / "notes.txt", 5, HOUR_AGO)
+    other = _file(cache / "other" / "f.txt", 5)  # a folder of the cache that is no kind's
     code, out, _ = run_kbc(["cache", "prune"], capsys)
     assert code == 0
     assert not stale.exists() and not entity.exists() and not uhn.exists()
-    assert fresh.exists() and building.exists() and mine.exists()
-    assert "a killed writer's temporary file, untouched for 1 hours" in out
+    assert fresh.exists() and building.exists() and mine.exists() and other.exists()
+    assert "a killed writer's temporary file, untouched for 1 hour\n" in out
     assert f"left alone: {mine} (not kbc's: never removed)" in out
+    assert f"left alone: {other.parent} (not kbc's: never removed)" in out
 
 
 def test_prune_follows_no_link(cache, tmp_path, capsys):
@@ -497,7 +499,8 @@ def test_an_entry_a_writer_renames_away_while_it_is_listed_stops_neither_prune_n
     code, out, err = run_kbc(["cache", "clear", "--yes"], capsys)
     assert code == 0 and out.splitlines()[-1] == f"freed 1 kB in {cache}", err
     code, out, err = run_kbc(["cache", "prune"], capsys)
-    assert code == 0 and out == f"nothing to remove in {cache}\n", err
+    assert code == 0 and out == f"left alone: {cache / 'notes.txt'} (not kbc's: never removed)\n" \
+        f"nothing to remove in {cache}\n", err
 
 
 def test_a_relative_kbc_cache_is_shown_as_the_folder_it_names_here(tmp_path, monkeypatch, capsys):

@@ -16,6 +16,7 @@ from bridge.run.cache_admin import (
     first_answers,
     inventory,
     not_kbcs,
+    not_kinds,
     remove_dead,
     root_source,
 )
@@ -82,9 +83,10 @@ def info(as_json: bool) -> None:
 def prune(dry_run: bool) -> None:
     """Remove what can never be used again: parsed-corpus snapshots whose data files are gone or changed (or of an
     earlier kbc version), remembered digests of files gone or changed, and temporary files of writers killed
-    mid-write (kbc's own names only, untouched for 30 minutes: `STALE_AFTER`). Safe while other kbc commands run."""
+    mid-write (kbc's own names only, untouched for 30 minutes). Safe while other kbc commands run."""
     root = _root()
     dead, foreign = dead_entries(root)
+    foreign = not_kinds(root) + foreign
     removed = dead if dry_run else remove_dead(dead)
     verb = "would remove" if dry_run else "removed"
     for entry in removed:

@@ -118,8 +118,12 @@ class Inventory:
 def inventory(root: Path | None = None) -> Inventory:
     root = cache_root() if root is None else root
     kinds = {kind: usage(root / kind) for kind in KINDS}
-    foreign = [p for p in _entries(root) if p.name not in KINDS]
-    return Inventory(root, kinds, foreign)
+    return Inventory(root, kinds, not_kinds(root))
+
+
+def not_kinds(root: Path) -> list[Path]:
+    """The entries of the cache folder that are no kind's: named by every command, never removed."""
+    return [p for p in _entries(root) if p.name not in KINDS]
 
 
 @dataclass
@@ -229,9 +233,10 @@ def _newest(path: Path) -> float:
 
 
 def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
+            n = round(seconds / size)
+            return f"{n} {unit}" + ("" if n == 1 else "s")
     return f"{seconds:.0f} s"
 
 
