@@ -74,3 +74,14 @@ def test_serve_names_data_dir_where_the_recorded_folder_lost_a_corpus_file(made_
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
     assert "TREx" in lines[0] and f"the data folder the --run directories recorded, {data}" in lines[0], err
     assert "pass --data-dir" in lines[0], err
+
+
+def test_serve_names_the_corpus_of_runs_that_asked_another(made_elsewhere, capsys):
+    """Runs of trex served with --corpus google_re: no folder is recorded for it, and ./data/lama is not there; the
+    line names the --corpus whose recorded folder would be read."""
+    data, run = made_elsewhere
+    code, _, err = run_kbc(["serve", "--port", "0", "--run", str(run), "--corpus", "google_re"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert lines[0].endswith("; the --run directories asked trex, not google_re: pass --corpus trex to read the data "
+                             "folder they recorded"), err

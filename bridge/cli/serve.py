@@ -100,7 +100,9 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
         recorded = None if data_dir else recorded_data_dir(browsed, corpus)
         if recorded:
             cfg = dataclasses.replace(cfg, data_dir=recorded)
-        explorer = start_on(cfg, recorded)
+        other = [] if data_dir or recorded else \
+            list(dict.fromkeys(c for r in browsed.runs.values() for c in r.run.corpora))
+        explorer = start_on(cfg, recorded, other)
         if recorded:
             try:
                 refuse_other_data(browsed, explorer, recorded)
@@ -129,15 +131,19 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
         raise SystemExit(3)
 
 
-def start_on(cfg, recorded: str | None):
+def start_on(cfg, recorded: str | None, other: list[str] | None = None):
     """`Explorer.start`, its data `error:` naming the folder the runs recorded where that is what it read: the user
-    named no folder, so the line says where it came from and that --data-dir names another."""
+    named no folder, so the line says where it came from and that --data-dir names another. `other`: the corpora
+    of the --run directories where none asked --corpus (no folder recorded for it): the line names --corpus."""
     from bridge.serve.explorer import Explorer
 
     try:
         return Explorer.start(cfg)
     except DataError as exc:
-        if not recorded:
-            raise
-        raise DataError(f"{exc} (in the data folder the --run directories recorded, {recorded}); pass --data-dir "
-                        "with the data they were made from") from exc
+        if recorded:
+            raise DataError(f"{exc} (in the data folder the --run directories recorded, {recorded}); pass "
+                            "--data-dir with the data they were made from") from exc
+        if other:
+            raise DataError(f"{exc}; the --run directories asked {', '.join(other)}, not {cfg.corpus}: pass "
+                            f"--corpus {other[0]} to read the data folder they recorded") from exc
+        raise
