@@ -7,7 +7,7 @@ from pathlib import Path
 
 from eval.errors import DataError
 from eval.jsonl import opt_str, read_jsonl, req_str
-from eval.labels import control_character, nfc
+from eval.labels import clean_label, control_character, nfc
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
 
 MASK_TOKEN = "[MASK]"  # the mask as data files write it: no slot of a template (eval.lama.MASK)
@@ -73,13 +73,14 @@ def check_template(template: str, where: str) -> None:
 
 
 def _relation_label(row: dict, where: str) -> str | None:
-    """The `label` field; one holding a control character (an escape sequence) would reach the terminal of whoever
-    reads a table that names the relation."""
+    """The `label` field, cleaned as entity labels are (`clean_label`: NFC, no spaces or directional marks at its
+    ends, which would head a column with an invisible character); one holding a control character (an escape
+    sequence) would reach the terminal of whoever reads a table that names the relation."""
     label = opt_str(row, "label", where)
     if label and (bad := control_character(label)):
         raise DataError(f"{where}: field 'label' holds the control character {bad}: a label is one line of printable "
                         "text")
-    return label
+    return clean_label(label) if label else label
 
 
 def load_relations(path: Path) -> dict[str, Relation]:

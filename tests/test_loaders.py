@@ -193,3 +193,15 @@ def test_one_relation_without_a_data_file_is_counted_in_the_singular(lama_dir, t
     (data / "relations.jsonl").write_text("\n".join(listed) + "\n", encoding="utf-8")
     shutil.copy(lama_dir / "TREx_reconstructed" / "P47.jsonl", data / "TREx" / "P47.jsonl")
     assert "1 relation has no data file: P19" in load_trex(data).summary()
+
+
+def test_relation_labels_are_cleaned_as_entity_labels_are(tmp_path):
+    """Directional marks and spaces at a relation label's ends head its column invisibly; NFD is NFC; a label of
+    spaces alone is no label: the id heads the column."""
+    path = tmp_path / "relations.jsonl"
+    rows = [{"relation": "a", "template": "[X] likes [Y] .", "label": "\u200flikes\u200e "},
+            {"relation": "b", "template": "[X] hates [Y] .", "label": "caf" + "e\u0301"},
+            {"relation": "c", "template": "[X] sees [Y] .", "label": "  "}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    relations = load_relations(path)
+    assert [relations[r].label for r in "abc"] == ["likes", "caf\u00e9", "c"]
