@@ -75,9 +75,7 @@ class Usage:
 def usage(path: Path) -> Usage:
     """What the tree at `path` holds, its links counted but not followed."""
     found = Usage()
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
+    if (st := _lstat(path)) is None:
         return found
     if stat.S_ISLNK(st.st_mode):
         found.links.append(path)
@@ -179,9 +177,7 @@ def not_kbcs(root: Path, kinds: list[str]) -> list[Path]:
         if kind not in kinds or (root / kind).is_symlink():
             continue
         for path in _entries(root / kind):
-            try:
-                st = path.lstat()
-            except FileNotFoundError:
+            if (st := _lstat(path)) is None:
                 continue
             if not (stat.S_ISLNK(st.st_mode) or TEMPORARY[kind].fullmatch(path.name)
                     or _named_by_kbc(kind, path, st)):
