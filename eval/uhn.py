@@ -24,6 +24,7 @@ so edited data or another model builds anew. Without a name ranker only the stri
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -42,6 +43,7 @@ from eval.datadir import ENV_VAR, cache_root, fingerprint, resolve_data_dir
 from eval.errors import ConfigError, DataError
 from eval.file_digests import file_sha256
 from eval.out_folders import check_own_folder, refuse_in_data
+from eval.readers_lock import READERS_LOCK, hold_shared
 from eval.report_counts import LoadReport
 from eval.types import Fact
 
@@ -335,11 +337,29 @@ def uhn_data_dir(data_dir: str | Path | None = None, ranker: NameRanker | None =
                        getattr(ranker, "fingerprint", "") or ""])
     version = hashlib.sha256(key.encode()).hexdigest()[:16]
     out = cache_root(cache_dir) / "uhn" / version
+    _hold_readers_lock(out.parent)
     if not (out / META_FILE).is_file():
         build_uhn(root, out, filters, ranker, k, replace_existing=False)
     elif not _intact(out):
         build_uhn(root, out, filters, ranker, k)
     return out
+
+
+# the cache's LAMA-UHN folders this process read, each one's readers' lock held until the process ends (a run may
+# hash its data files again, for their version, well after loading them), so `kbc cache clear uhn` refuses meanwhile
+_READING: dict[Path, io.FileIO] = {}
+
+
+def _hold_readers_lock(folder: Path) -> None:
+    folder = folder.absolute()
+    if folder in _READING:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # no cache to build in: the build says why
+    if (handle := hold_shared(folder / READERS_LOCK)) is not None:
+        _READING[folder] = handle
 
 
 def _digests(folder: Path) -> dict[str, str]:

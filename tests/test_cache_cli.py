@@ -532,3 +532,119 @@ def test_clear_leaves_the_first_answers_a_resumed_served_run_checks_its_server_a
         f"left alone: {cache / 'lm' / FIRST_ANSWERS} (1 file: the first answers of served-model runs, which a "
         "resumed run asks its server again to tell other weights; remove it by hand once those runs are done)",
         f"freed 50 B in {cache}"]
+
+
+# -- readers of a text index and of the LAMA-UHN data hold a lock a clear respects --------------------
+def _holder(code: str, *args: str):
+    """Another Python process that runs `code`, prints `held`, and keeps what it opened until its stdin ends."""
+    import subprocess
+
+    holder = subprocess.Popen([sys.executable, "-c", f"{code}; print('held', flush=True); sys.stdin.read()", *args],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parents[1])
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_clear_is_refused_while_a_text_index_is_searched_and_readers_do_not_block_each_other(cache, capsys):
+    import fcntl
+
+    from eval.lock_holders import command_of
+    from eval.readers_lock import READERS_LOCK
+    from kb.text.index import build_index, open_index
+    from kb.text.paragraphs import Paragraph
+
+    folder = cache / "index" / "lama-evidence"
+    build_index([Paragraph("p1", "Ada", 0, "Ada was born in Paris")], "tantivy", folder).close()
+    first = open_index("tantivy", folder)
+    second = open_index("tantivy", folder)  # a second reader opens while the first holds its lock
+    try:
+        with open(folder / READERS_LOCK, "rb") as probe:
+            fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # shared: a third one is not kept waiting either
+        code, _, err = run_kbc(["cache", "clear", "index", "--yes"], capsys)
+        assert [h.paragraph.pid for h in first.search("Paris")] == ["p1"]  # nothing removed under its feet
+    finally:
+        first.close()
+        second.close()
+    assert code == 2 and err.startswith(f"error: the text index {folder} is being read by process {os.getpid()} "
+                                        f"(`{command_of(os.getpid())}`)"), err
+    assert err.endswith("; nothing removed: clear again once it ends\n") and len(err.splitlines()) == 1
+    assert (folder / "CURRENT").is_file()
+    code, out, err = run_kbc(["cache", "clear", "index", "--yes"], capsys)
+    assert code == 0, err
+    assert not [p for p in (cache / "index").rglob("*") if not p.is_dir()]  # the readers' lock file too
+
+
+def test_clear_is_refused_while_another_kbc_reads_the_lama_uhn_data(cache, tmp_path, capsys):
+    data = _data(tmp_path / "lama")
+    holder = _holder("import sys; from eval.corpora import load_corpus; load_corpus('trex-uhn', sys.argv[1])",
+                     str(data))
+    try:
+        code, _, err = run_kbc(["cache", "clear", "uhn", "--yes"], capsys)
+    finally:
+        holder.communicate("")
+    assert code == 2 and err.startswith(f"error: the LAMA-UHN data {cache / 'uhn'} is being read by process "
+                                        f"{holder.pid} (`"), err
+    assert "from eval.corpora import load_corpus" in err
+    assert err.endswith("; nothing removed: clear again once it ends\n")
+    built = [p for p in (cache / "uhn").iterdir() if p.is_dir()]
+    assert len(built) == 1 and (built[0] / "TREx" / "P19.jsonl").is_file()
+    code, out, err = run_kbc(["cache", "clear", "uhn", "--yes"], capsys)
+    assert code == 0 and list((cache / "uhn").iterdir()) == [], err
+    assert [f.uid for f in load_corpus("trex-uhn", data).facts] == ["u1"]  # built again
+
+
+def test_a_clear_of_lm_stopped_midway_leaves_no_sqlite_log_beside_a_missing_database(cache, monkeypatch):
+    from bridge.run.cache_admin import clear
+
+    db = cache / "lm" / "results.sqlite"
+    unlink = Path.unlink
+    for stop_after in range(4):
+        for name in ("results.sqlite", "results.sqlite-wal", "results.sqlite-shm", "results.sqlite-journal"):
+            _file(cache / "lm" / name, 10)
+        removed: list[str] = []
+
+        def stopping(path: Path, missing_ok: bool = False) -> None:
+            if len(removed) == stop_after:  # noqa: B023
+                raise KeyboardInterrupt  # killed here
+            unlink(path, missing_ok=missing_ok)
+            removed.append(path.name)  # noqa: B023
+
+        monkeypatch.setattr(Path, "unlink", stopping)
+        with pytest.raises(KeyboardInterrupt):
+            clear(cache, ["lm"])
+        monkeypatch.setattr(Path, "unlink", unlink)
+        left = sorted(p.name for p in (cache / "lm").iterdir() if p.name.startswith("results.sqlite-"))
+        assert db.is_file() or left == [], (stop_after, removed, left)  # a log left beside no database
+
+
+def test_info_counts_a_file_that_is_not_kbcs_apart_from_its_folders_kind(cache, capsys):
+    _filled(cache)
+    _file(cache / "snapshots" / "my-notes.json", 40)
+    _file(cache / "digests" / "keep.txt", 5)
+    code, out, err = run_kbc(["cache", "info", "--json"], capsys)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert (shown["kinds"]["snapshots"]["bytes"], shown["kinds"]["snapshots"]["files"]) == (1000, 1)
+    assert (shown["kinds"]["digests"]["bytes"], shown["kinds"]["digests"]["files"]) == (300, 1)
+    assert shown["total"] == {"bytes": sum(k["bytes"] for k in shown["kinds"].values()),
+                              "files": sum(k["files"] for k in shown["kinds"].values())} == {"bytes": 1320, "files": 3}
+    assert shown["not_kbc_total"] == {"bytes": 7 + 40 + 5, "files": 3} and len(shown["not_kbc"]) == 3
+    code, out, _ = run_kbc(["cache", "info"], capsys)
+    rows = [line.split() for line in out.splitlines()]
+    assert next(r for r in rows if r[0] == "snapshots")[:4] == ["snapshots", "1", "kB", "1"]  # files: 1, not 2
+    at = rows.index(next(r for r in rows if r[0] == "total"))
+    assert rows[at][:4] == ["total", "1", "kB", "3"] and rows[at + 1][:5] == ["not", "kbc", "52", "B", "3"]
+
+
+def test_a_clear_of_lm_that_leaves_only_first_answers_names_them_and_why(cache, capsys):
+    from bridge.run.cache_admin import FIRST_ANSWERS
+
+    first = _file(cache / "lm" / FIRST_ANSWERS / ("c" * 64 + ".json"), 90)
+    code, out, err = run_kbc(["cache", "clear", "lm", "--yes"], capsys)
+    assert code == 0, err
+    assert first.is_file()
+    assert out.splitlines() == [
+        f"left alone: {cache / 'lm' / FIRST_ANSWERS} (1 file: the first answers of served-model runs, which a "
+        "resumed run asks its server again to tell other weights; remove it by hand once those runs are done)",
+        f"nothing to remove in {cache}"]

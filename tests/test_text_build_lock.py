@@ -129,7 +129,7 @@ def test_a_second_build_waits_for_the_first_instead_of_deleting_its_work(tmp_pat
     assert waited  # the second one waited for the first
     with open_index("tantivy", root) as idx:  # the second build ran after the first, and is the live one
         assert (idx.meta["source"], len(idx)) == ("jsonl:second.jsonl", 3)
-    assert sorted(p.name for p in root.iterdir()) == sorted(["CURRENT", _live(root), "build.lock"])
+    assert sorted(p.name for p in root.iterdir()) == sorted(["CURRENT", _live(root), "build.lock", "kbc-readers.lock"])
 
 
 def test_a_waiting_lama_build_uses_the_index_the_other_process_built(tiny, tmp_path):
@@ -197,7 +197,7 @@ def test_build_says_whether_it_built_and_force_and_verify_catch_unseen_damage(ti
     code, out, _ = run_kbc([*build, "--force"], capsys)
     assert code == 0 and out.splitlines()[-1] == f"index: 32 paragraphs in {root} (tantivy), built"
     assert _live(root) != first
-    assert sorted(p.name for p in root.iterdir()) == sorted(["CURRENT", _live(root), "build.lock"])
+    assert sorted(p.name for p in root.iterdir()) == sorted(["CURRENT", _live(root), "build.lock", "kbc-readers.lock"])
     files = len(json.loads((root / _live(root) / "kbc-meta.json").read_text())["files"])
     code, out, _ = run_kbc(["index", "verify", "--index", str(root)], capsys)
     assert (code, out) == (0, f"index {root}: all {files} files match the SHA-256 digests recorded when it was built\n")

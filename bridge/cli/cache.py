@@ -54,19 +54,20 @@ def cache(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (sizes in bytes).")
 def info(as_json: bool) -> None:
     """The cache folder (and why it is that one), and the size and files of each kind of cache in it; entries
-    kbc did not make and links (never followed) are named."""
+    kbc did not make (counted apart, in no kind) and links (never followed) are named."""
     root = _root()
     found = inventory(root)
     total = Usage()
     for u in found.kinds.values():
         total.add(u)
-    foreign = found.foreign + not_kbcs(root, list(KINDS))
+    foreign, others = found.foreign + found.not_kbcs, found.others
     if as_json:
         click.echo(json.dumps({"root": str(root), "source": root_source(), "exists": root.is_dir(),
                                "kinds": {k: {"bytes": u.bytes, "files": u.files, "what": KINDS[k]}
                                          for k, u in found.kinds.items()},
                                "total": {"bytes": total.bytes, "files": total.files},
                                "not_kbc": [str(p) for p in foreign],
+                               "not_kbc_total": {"bytes": others.bytes, "files": others.files},
                                "links": [str(p) for p in found.links]}, indent=1))
         return
     click.echo(f"cache: {root} ({root_source()})" + ("" if root.is_dir() else "; not made yet: nothing is cached"))
@@ -74,6 +75,9 @@ def info(as_json: bool) -> None:
     for kind, u in found.kinds.items():
         click.echo(f"{kind:10s} {byte_size(u.bytes):>9s} {u.files:>8,}  {KINDS[kind]}")
     click.echo(f"{'total':10s} {byte_size(total.bytes):>9s} {total.files:>8,}")
+    if foreign:
+        click.echo(f"{'not kbc':10s} {byte_size(others.bytes):>9s} {others.files:>8,}  in no kind nor the total: the "
+                   "entries named below")
     _left_alone(foreign, "not kbc's: never removed")
     _left_alone(found.links, "a link: never followed nor removed")
 
@@ -120,6 +124,7 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
         size.add(would[kind])
     what = ", ".join(chosen) if kinds else "every kind"
     if not size.files and not size.links:
+        _first_answers_kept(root, chosen)
         click.echo(f"nothing to remove in {root}")
         return
     if not yes:
@@ -139,11 +144,17 @@ def clear_kinds(kinds: tuple[str, ...], yes: bool) -> None:
             click.echo(f"{kind}: removed {count_of(removed.files, 'files')} ({byte_size(removed.bytes)})")
         _left_alone(removed.links, "a link: never followed nor removed")
     _left_alone((found.foreign if not kinds else []) + not_kbcs(root, chosen), "not kbc's: never removed")
+    _first_answers_kept(root, chosen)
+    click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
+
+
+def _first_answers_kept(root, chosen: list[str]) -> None:
+    """The line naming the served runs' first answers a clear of `chosen` leaves, and why (none where it leaves
+    none)."""
     if kept := first_answers(root, chosen):
         click.echo(f"left alone: {root / 'lm' / FIRST_ANSWERS} ({count_of(len(kept), 'files')}: the first answers "
                    "of served-model runs, which a resumed run asks its server again to tell other weights; remove "
                    "it by hand once those runs are done)")
-    click.echo(f"freed {byte_size(sum(u.bytes for u in done.values()))} in {root}")
 
 
 # what a Ctrl-C leaves: not a run's "results kept, resume"

@@ -3,9 +3,10 @@
 Each kind of cache is a folder of the root (`KINDS`). Pruning removes only what can never be read again: a snapshot
 whose data files are gone or changed (`eval.snapshot.why_dead`), a remembered digest of a file gone or changed
 (`eval.file_digests.why_dead`), and the temporary file of a writer killed mid-write (a name only kbc's writers give,
-untouched for `STALE_AFTER`). Clearing removes whole kinds, holding the locks the graph store, the LM caches and
-text index builds take (`kb.store_disk.store_alone`, `lm.cache.caches_alone`, `kb.text.index.builds_alone`), so
-it refuses, naming the process, while another kbc uses them. Nothing here follows a symbolic link (kbc makes none:
+untouched for `STALE_AFTER`). Clearing removes whole kinds, holding the locks the graph store, the LM caches, text
+index builds and the readers of a text index or of the LAMA-UHN data take (`kb.store_disk.store_alone`,
+`lm.cache.caches_alone`, `kb.text.index.builds_alone`, `eval.readers_lock`), so it refuses, naming the process,
+while another kbc uses them. Nothing here follows a symbolic link (kbc makes none:
 a link is reported and left), nor touches an entry of the root that is no kind's or a file in `snapshots/` or
 `digests/` that is no name kbc gives: those are reported as not kbc's.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from eval import file_digests, snapshot
 from eval.datadir import cache_root
 from eval.errors import KbcError
+from eval.readers_lock import READERS_LOCK, ReadersLock
 
 # kind -> what it holds, in the order `kbc cache info` lists them
 KINDS: dict[str, str] = {
@@ -50,6 +52,7 @@ TEMPORARY: dict[str, re.Pattern] = {
 # a served model's first answer per run (`bridge.predictors.generation`): what a resumed run checks the server
 # against, so that it never scores other weights as the same model; not computed again, so never cleared
 FIRST_ANSWERS = "served_first_answers"
+SQLITE_SIDE = ("-wal", "-shm", "-journal")  # what SQLite keeps beside a database `X`: `X-wal`, `X-shm`, `X-journal`
 # the only names kbc gives in these kinds: anything else there is reported, never removed
 NAMED = {"snapshots": snapshot.SNAPSHOT_NAME, "digests": file_digests.ENTRY_NAME}
 
@@ -72,8 +75,8 @@ class Usage:
         self.links += other.links
 
 
-def usage(path: Path) -> Usage:
-    """What the tree at `path` holds, its links counted but not followed."""
+def usage(path: Path, apart: frozenset[Path] = frozenset()) -> Usage:
+    """What the tree at `path` holds, its links counted but not followed, the entries `apart` left out."""
     found = Usage()
     if (st := _lstat(path)) is None:
         return found
@@ -81,7 +84,8 @@ def usage(path: Path) -> Usage:
         found.links.append(path)
     elif stat.S_ISDIR(st.st_mode):
         for entry in _entries(path):
-            found.add(usage(entry))
+            if entry not in apart:
+                found.add(usage(entry, apart))
     else:
         found.bytes, found.files = st.st_size, 1
     return found
@@ -105,8 +109,10 @@ def _entries(folder: Path) -> list[Path]:
 @dataclass
 class Inventory:
     root: Path
-    kinds: dict[str, Usage]
+    kinds: dict[str, Usage]  # what kbc made, each kind's
     foreign: list[Path]  # entries of the root that are no kind's
+    not_kbcs: list[Path] = field(default_factory=list)  # files of `snapshots/` and `digests/` kbc does not name
+    others: Usage = field(default_factory=Usage)  # what `foreign` and `not_kbcs` hold: counted in no kind
 
     @property
     def links(self) -> list[Path]:
@@ -114,9 +120,13 @@ class Inventory:
 
 
 def inventory(root: Path | None = None) -> Inventory:
+    """What each kind holds, and apart from them what is not kbc's (so that the kinds' sizes are what kbc made)."""
     root = cache_root() if root is None else root
-    kinds = {kind: usage(root / kind) for kind in KINDS}
-    return Inventory(root, kinds, not_kinds(root))
+    foreign, others = not_kinds(root), not_kbcs(root, list(KINDS))
+    found = Inventory(root, {kind: usage(root / kind, frozenset(others)) for kind in KINDS}, foreign, others)
+    for path in foreign + others:
+        found.others.add(usage(path))
+    return found
 
 
 def not_kinds(root: Path) -> list[Path]:
@@ -256,11 +266,12 @@ def remove_dead(found: list[Dead]) -> list[Dead]:
 
 def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
     """Remove what `folder` holds but `keep` and links (reported in what is returned, as the bytes and files
-    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed.
-    `dry`: remove nothing, say what would go."""
+    removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed, then
+    SQLite's files beside a database (`SQLITE_SIDE`) before it: stopped in between, a log left beside no database
+    would be replayed into the next one made under its name. `dry`: remove nothing, say what would go."""
     removed = Usage()
     entries = _entries(folder)
-    for path in sorted(entries, key=lambda p: p.name not in ("LIVE", "CURRENT")):
+    for path in sorted(entries, key=lambda p: (p.name not in ("LIVE", "CURRENT"), not p.name.endswith(SQLITE_SIDE))):
         if (st := _lstat(path)) is None:
             continue  # renamed or removed by its writer since it was listed
         if stat.S_ISLNK(st.st_mode):
@@ -292,10 +303,10 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
     from kb.text.index import builds_alone
     from lm.cache import caches_alone
 
-    existed = _sizes([root / kind for kind in ("store", "index") if kind in kinds])
+    existed = _sizes([root / kind for kind in ("store", "index", "uhn") if kind in kinds])
     with ExitStack() as held:
         keep: set[Path] = set()
-        owned = []  # writer locks whose files go once their folder is emptied
+        owned: list = []  # writer and readers' locks whose files go once their folder is emptied
         try:
             if "store" in kinds and (lock := held.enter_context(store_alone(root / "store"))) is not None:
                 owned.append(lock)
@@ -303,9 +314,16 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
                 keep |= {Path(f"{p}.lock") for p in held.enter_context(caches_alone(root / "lm"))}
             if "index" in kinds:
                 owned += held.enter_context(builds_alone(root / "index"))
+            if "uhn" in kinds and (root / "uhn").is_dir() and not (root / "uhn").is_symlink():
+                uhn = ReadersLock(root / "uhn" / READERS_LOCK, f"the LAMA-UHN data {root / 'uhn'}")
+                uhn.acquire()
+                held.callback(uhn.release)
+                owned.append(uhn)
         except KbcError as exc:  # another process uses one: the user learns that nothing went, and when to retry
             raise KbcError(f"{exc}; nothing removed: clear again once it ends") from None
-        keep |= {path for lock in owned for path in (lock.lock, lock.info)} | set(not_kbcs(root, kinds))
+        # a writer lock's file and its holder's record; a readers' lock keeps no record (the kernel names readers)
+        keep |= {path for lock in owned for path in (lock.lock, getattr(lock, "info", lock.lock))}
+        keep |= set(not_kbcs(root, kinds))
         keep |= set(first_answers(root, kinds))
         done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
                 else Usage(links=[root / kind]) for kind in kinds}

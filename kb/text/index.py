@@ -80,8 +80,10 @@ ES_BUILDS = "elasticsearch-builds"  # `<cache>/index/` folder of the locks of El
 @contextmanager
 def builds_alone(folder: Path) -> Iterator[list]:
     """Every build lock under `folder` (`<cache>/index`: each tantivy index folder's, and those of Elasticsearch
-    builds in `elasticsearch-builds/`) taken without waiting while the block runs; a KbcError naming the builder
-    where a build runs. Gives the locks, to be released with their files removed once the folder is emptied."""
+    builds in `elasticsearch-builds/`), and each tantivy index's readers' lock, taken without waiting while the
+    block runs; a KbcError naming the builder where a build runs, or the readers where a process searches one.
+    Gives the locks, to be released with their files removed once the folder is emptied."""
+    from eval.readers_lock import READERS_LOCK, ReadersLock
     from kb.text import tantivy_index
     from kb.writer_lock import WriterLock
 
@@ -90,6 +92,7 @@ def builds_alone(folder: Path) -> Iterator[list]:
         yield []
         return
     locks: list[tuple[WriterLock, str]] = []
+    readers: list[ReadersLock] = []  # taken after the build locks: a build is named before the readers it serves
     for sub in sorted(folder.iterdir()):
         if sub.is_symlink() or not sub.is_dir():
             continue
@@ -98,9 +101,13 @@ def builds_alone(folder: Path) -> Iterator[list]:
                       for lock in sorted(sub.glob("*.lock")) if not lock.is_symlink()]
         else:  # locked even before its first build made the lock file: a build starting now waits
             locks.append((tantivy_index.writer_lock(sub), f"the text index {sub}"))
+            readers.append(ReadersLock(sub / READERS_LOCK, f"the text index {sub}"))
     with ExitStack() as held:
         for lock, what in locks:
             if not lock.try_acquire():
                 raise KbcError(f"{what} is being built by {lock.holder()}")
             held.callback(lock.release)
-        yield [lock for lock, _ in locks]
+        for reader in readers:
+            reader.acquire()
+            held.callback(reader.release)
+        yield [*(lock for lock, _ in locks), *readers]

@@ -19,6 +19,7 @@ there are paragraphs (tantivy allocates the requested size up front, and aborts 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from pathlib import Path
 from eval.errors import DataError
 from eval.native_paths import check_native_path
 from eval.out_folders import refuse_in_data
+from eval.readers_lock import READERS_LOCK, hold_shared
 from kb.text.analyzer import NAME as ANALYZER
 from kb.text.analyzer import PATTERN, tantivy_analyzer, term_counts
 from kb.text.base import Hit, Mention
@@ -118,7 +120,7 @@ def _check_own(root: Path) -> None:
     if not root.is_dir():
         return
     foreign = sorted(p.name for p in root.iterdir()
-                     if not (p.name in (CURRENT, f"{CURRENT}.tmp", LOCK, LOCK_INFO)
+                     if not (p.name in (CURRENT, f"{CURRENT}.tmp", LOCK, LOCK_INFO, READERS_LOCK)
                              or p.is_dir() and _GENERATION.fullmatch(p.name)))
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
@@ -155,11 +157,13 @@ class TantivyIndex:
     backend = "tantivy"
     built = False  # True on the index a `build` made (False: opened as it was)
 
-    def __init__(self, root: Path, generation: Path) -> None:
+    def __init__(self, root: Path, generation: Path, reader: io.FileIO | None = None) -> None:
         import tantivy
 
         self.root = root
         self.generation = generation
+        # held while open, so that `kbc cache clear index` refuses rather than remove the files searched
+        self._reader = reader if reader is not None else hold_shared(root / READERS_LOCK)
         self.meta = _read_meta(root, generation)
         self._schema = _schema()
         self._index = tantivy.Index(self._schema, path=str(generation), reuse=True)
@@ -171,8 +175,19 @@ class TantivyIndex:
     # -- opening and building -------------------------------------------------------------------
     @classmethod
     def open(cls, root: Path) -> TantivyIndex:
-        """The live generation of `root`, checked: a damaged index is a DataError, not an empty index."""
+        """The live generation of `root`, checked: a damaged index is a DataError, not an empty index. Its readers'
+        lock is taken before `CURRENT` is read and held until `close`."""
         check_native_path(root, "the text index", "move the index to a folder named in ASCII")
+        reader = hold_shared(root / READERS_LOCK) if (root / CURRENT).is_file() else None
+        try:
+            return cls._open(root, reader)
+        except BaseException:
+            if reader is not None:
+                reader.close()
+            raise
+
+    @classmethod
+    def _open(cls, root: Path, reader: io.FileIO | None) -> TantivyIndex:
         pointer = root / CURRENT
         if root.is_file():
             kind = "dump" if ".xml" in root.suffixes else "jsonl"
@@ -180,7 +195,7 @@ class TantivyIndex:
                             f"index them first with `kbc index build --source {kind} --input {root} --out DIR` "
                             "and name that DIR instead")
         if not pointer.exists():
-            if root.is_dir() and any(root.iterdir()):  # a build refuses a folder holding other files
+            if root.is_dir() and any(p.name != READERS_LOCK for p in root.iterdir()):  # a build refuses other files
                 raise DataError(f"{root}: no text index there (the folder holds other files); name the folder of "
                                 "one, or build one into a new folder with `kbc index build --out DIR ...`")
             raise DataError(f"{root}: no text index there; build one with `kbc index build --out {root} ...`")
@@ -202,7 +217,7 @@ class TantivyIndex:
         if mismatch:
             raise damaged(root, mismatch, meta)
         try:
-            index = cls(root, generation)
+            index = cls(root, generation, reader)
         except BaseException as exc:
             if not _is_tantivy_failure(exc):
                 raise
@@ -427,6 +442,9 @@ class TantivyIndex:
 
     def close(self) -> None:
         self._searcher = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def __enter__(self) -> TantivyIndex:
         return self
