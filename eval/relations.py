@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from eval.errors import DataError
+from eval.file_names import ascii_stem
 from eval.jsonl import opt_str, read_jsonl, req_str
 from eval.labels import clean_label, control_character, nfc
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
@@ -27,8 +28,21 @@ def relation_id(rel: str) -> str:
 
 
 def slug(name: str) -> str:
-    """A file-system-safe relation id, its prediction files' name (predictor names are checked to be safe already)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
+    """A file-system-safe relation id, its prediction files' name (predictor names are checked to be safe already):
+    each run of characters other than ASCII letters, digits, `.`, `_` and `-` as one `_`, and for an id holding
+    any other character a hash of the id besides (`ascii_stem`), so that ids in another script have names apart
+    (and `é` in either Unicode spelling one name)."""
+    return ascii_stem(name, _ascii_part(nfc(name))) or "predictor"
+
+
+def older_slug(name: str) -> str:
+    """The name an older kbc gave a relation's prediction files, without the hash `slug` adds to an id holding
+    characters past ASCII (every ASCII id's name is the same): `首都` -> `predictor`, `café` -> `caf`."""
+    return _ascii_part(name) or "predictor"
+
+
+def _ascii_part(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
 
 
 MAX_STEM = 200  # a file name holds at most 255 bytes on common file systems, less the suffixes a run adds
