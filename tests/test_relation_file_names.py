@@ -159,3 +159,8 @@ def test_a_file_of_an_ascii_id_under_the_older_name_stays_its_own(tmp_path):
         assert older_file(present, "café") == expected
         assert recorded_path(tmp_path, "trex", "freq", "café") == (expected or present)
     assert recorded_path(tmp_path, "trex", "freq", "caf") == folder / "caf.jsonl"
+    assert attempts._has_records(tmp_path, "trex", "freq", "café")  # a relation left part-asked is found so
+    (folder / "caf.jsonl").write_text(json.dumps({"uid": "caf:1", "relation": "caf"}) + "\n", encoding="utf-8")
+    forget_records(tmp_path)
+    assert attempts._has_records(tmp_path, "trex", "freq", "caf")
+    assert not attempts._has_records(tmp_path, "trex", "freq", "café")
