@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from cli_support import run_kbc
 
 from bridge.report.sections import _slug
@@ -15,6 +16,7 @@ from bridge.run import attempts, directory, name_clashes, results
 from bridge.run.older_names import older_file, recorded_path
 from bridge.run.results import forget_records
 from eval import relations
+from eval.errors import DataError
 from eval.relations import check_relation_id, older_slug, slug
 
 RELATIONS = {
@@ -164,3 +166,10 @@ def test_a_file_of_an_ascii_id_under_the_older_name_stays_its_own(tmp_path):
     forget_records(tmp_path)
     assert attempts._has_records(tmp_path, "trex", "freq", "caf")
     assert not attempts._has_records(tmp_path, "trex", "freq", "café")
+
+
+def test_a_refused_id_in_another_script_is_told_an_id_to_type():
+    """The suggestion was the id's file name: `predictor` for `首 都` (now a hash), no id anyone meant."""
+    for rel, suggested in (("首 都", "首_都"), ("首/都", "首_都"), ("a b", "a_b"), ("a\x1bb", "a_b"), ("..", "X1")):
+        with pytest.raises(DataError, match=re.escape(f"({suggested!r})")):
+            check_relation_id(rel, "relations.jsonl:1", {})
