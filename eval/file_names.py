@@ -9,7 +9,10 @@ escape (`\\udce9`), which `json.loads` reads back as the same surrogate and the 
 from __future__ import annotations
 
 import codecs
+import hashlib
 from collections.abc import Iterable
+
+from eval.labels import nfc
 
 NAME_BYTES = "kbc-name-bytes"
 
@@ -57,3 +60,18 @@ def case_clash(names: Iterable[str]) -> tuple[str, str] | None:
         if other != name:
             return other, name
     return None
+
+
+def ascii_stem(text: str, kept: str) -> str:
+    """A file name stem for `text`, given `kept`, what is left of it once each run of characters a name may not hold
+    is replaced: `kept` itself where `text` is ASCII, else `kept` (perhaps empty) and 8 hex digits of the SHA-256
+    of `text` in NFC, joined by `_` (`首都` -> `<8 hex digits>`, `café` -> `caf_<8 hex digits>`).
+
+    Names in other scripts would all be left as one (`首都` and `出身地` as nothing); kept in their own script they
+    would reach file systems that list them decomposed (macOS), archives and links that mangle them. An ASCII stem
+    needs none of that, and every ASCII text keeps the stem it always had. NFC: `é` typed as one character or as
+    `e` and an accent is one name, as it is one file on macOS."""
+    if text.isascii():
+        return kept
+    digest = hashlib.sha256(nfc(text).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{kept}_{digest}" if kept else digest

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from eval.errors import DataError
+from eval.file_names import ascii_stem
 from eval.jsonl import opt_str, read_jsonl, req_str
 from eval.labels import clean_label, control_character, nfc
 from eval.types import OBJECT_SLOT, RELATION_TYPES, SUBJECT_SLOT, Relation
@@ -27,8 +28,28 @@ def relation_id(rel: str) -> str:
 
 
 def slug(name: str) -> str:
-    """A file-system-safe relation id, its prediction files' name (predictor names are checked to be safe already)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "predictor"
+    """A file-system-safe relation id, its prediction files' name (predictor names are checked to be safe already):
+    each run of characters other than ASCII letters, digits, `.`, `_` and `-` as one `_`, and for an id holding
+    any other character a hash of the id besides (`ascii_stem`), so that ids in another script have names apart
+    (and `é` in either Unicode spelling one name)."""
+    return ascii_stem(name, _ascii_part(nfc(name))) or "predictor"
+
+
+def older_slug(name: str) -> str:
+    """The name an older kbc gave a relation's prediction files, without the hash `slug` adds to an id holding
+    characters past ASCII (every ASCII id's name is the same): `首都` -> `predictor`, `café` -> `caf`."""
+    return _ascii_part(name) or "predictor"
+
+
+def _ascii_part(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")
+
+
+def _suggested(rel_id: str) -> str:
+    """An id to name in place of one refused for its spaces, slashes or control characters: those as `_` (its
+    file name, `slug`, is no id to type: a hash for an id in another script)."""
+    kept = "".join("_" if control_character(ch) else ch for ch in rel_id)
+    return re.sub(r"[\s/\\_]*[\s/\\][\s/\\_]*", "_", kept).strip("_.") or "X1"
 
 
 MAX_STEM = 200  # a file name holds at most 255 bytes on common file systems, less the suffixes a run adds
@@ -39,10 +60,11 @@ def check_relation_id(rel_id: str, where: str, files: dict[str, tuple[str, str]]
     relation of the list shares (`files`: each file name so far -> its relation and line, updated)."""
     if rel_id.split() != [rel_id]:
         raise DataError(f"{where}: relation id {rel_id!r} holds a space, which --relations would split; "
-                        f"give it an id without one ({slug(rel_id)!r})")
+                        f"give it an id without one ({_suggested(rel_id)!r})")
     if "/" in rel_id or "\\" in rel_id or rel_id in (".", "..") or control_character(rel_id):
         raise DataError(f"{where}: relation id {rel_id!r} names its data file (TREx/<id>.jsonl), so it cannot hold "
-                        f"a / or \\, be . or .., or hold a control character; give it another id ({slug(rel_id)!r})")
+                        "a / or \\, be . or .., or hold a control character; give it another id "
+                        f"({_suggested(rel_id)!r})")
     stem = slug(rel_id)
     if len(stem.encode()) > MAX_STEM:
         raise DataError(f"{where}: relation id {rel_id[:40]!r}... is {len(rel_id)} characters long; its run "

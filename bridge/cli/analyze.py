@@ -286,11 +286,9 @@ def evidence_cmd(run_dir, predictors, relations, limit, seed, min_evidences, max
     if not any(run.relation_files(c, p) for c in run.corpora for p in run.predictors):
         raise DataError(f"{run_dir} holds no predictions yet; run `kbc run lama ... --out {run_dir}` first")
     names = [run.predictor(p) for value in predictors for p in value.split()] or run.predictors
-    from bridge.run.results import slug
-
-    in_run = {c: {path.stem for p in run.predictors for path in run.relation_files(c, p)} for c in run.corpora}
+    in_run = {c: run.relations(c) for c in run.corpora}
     asked = [r for value in relations for r in value.split()] or sorted(set().union(*in_run.values()))
-    corpora = [c for c in run.corpora if any(slug(r) in in_run[c] for r in asked)]
+    corpora = [c for c in run.corpora if any(r in in_run[c] for r in asked)]
     if not corpora:
         raise ConfigError(f"--relations {' '.join(asked)}: none of them was run in {run_dir}")
     specs = run.config.get("predictor_specs", {})

@@ -36,7 +36,7 @@ from bridge.experiments.lama import LamaExperiment
 from bridge.run.attempts import rerun_hint
 from bridge.run.directory import RunDir, did_you_mean, incomplete, open_run, read_records
 from bridge.run.freshness import check_readable, fresh_instances, read_steadily, unscored_change
-from bridge.run.results import right, slug
+from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info, sample_note
 from eval.answer_text import GENERATED, generation_fields
 from eval.cells import tsv_cell
@@ -532,7 +532,7 @@ def _close_subject(run: RunDir, corpora: list[str], relation: str, subject: str,
     import difflib
 
     labels = {str(r.get("subject") or "").strip() for c in corpora for name in run.predictors for stage in stages
-              for p in run.relation_files(c, name, stage) if p.stem == slug(relation) for r in read_records(p)}
+              for r in read_records(run.relation_file(c, name, relation, stage))}
     key = search_key(subject)  # Greek or Turkish capitals (ΚΥΠΡΟΥ, IĞDIR) are too far for difflib
     close = sorted(label for label in labels if label and search_key(label) == key)[:1] or difflib.get_close_matches(
         subject.strip(), sorted(labels - {""}), n=1)
@@ -558,9 +558,10 @@ def find_facts(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
         return _wanted(record, None if record.get("fact_uid") == uid else uid, subject, relation)
 
     for corpus in corpora:
-        file = f"{slug(relation)}.jsonl" if relation is not None else None
+        file = None
         for name in run.predictors:
-            for path in [run.folder(corpus, name) / file] if file else run.relation_files(corpus, name):
+            for path in ([run.folder(corpus, name) / file] if file else [run.relation_file(corpus, name, relation)]
+                         if relation is not None else run.relation_files(corpus, name)):
                 matching = [r for r in read_records(path) if wanted(r)]
                 for record in matching:
                     fact = found.setdefault((corpus, record["uid"]), {"corpus": corpus, "uid": record["uid"],
@@ -582,8 +583,7 @@ def find_asked(run: RunDir, corpora: list[str], uid: str | None, subject: str | 
     is found by its fact."""
     found: dict[tuple[str, str], dict] = {}
     for corpus in corpora:
-        file = f"{slug(relation)}.jsonl" if relation is not None else None
-        files = {(name, stage): [run.folder(corpus, name) / stage / file] if file
+        files = {(name, stage): [run.relation_file(corpus, name, relation, stage)] if relation is not None
                  else run.relation_files(corpus, name, stage) for name in run.predictors for stage in stages}
         facts, hit = set(), set()
         for paths in files.values():
@@ -945,8 +945,7 @@ def shown_facts(run_dir, uid: str | None, subject: str | None, relation: str | N
         where = f"{run.path} (corpora {', '.join(corpus_list) or 'none'})"
         if uid is not None:
             raise DataError(f"no fact with uid {uid!r} in {where}")
-        known = sorted({p.stem for c in corpus_list for name in run.predictors for stage in written
-                        for p in run.relation_files(c, name, stage)})
+        known = sorted({rel for c in corpus_list for rel in run.relations(c, written)})
         if relation not in known:
             raise ConfigError(f"{run.path} has no relation {relation!r}{did_you_mean(relation, known)}")
         raise DataError(f"no fact with subject {subject!r} and relation {relation!r} in {where}"

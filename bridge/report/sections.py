@@ -29,6 +29,7 @@ from bridge.run.summaries import (
     unranked_note,
 )
 from eval.cells import count_of, csv_cell
+from eval.file_names import ascii_stem
 from eval.kmir import KINDS
 from eval.report import (
     METRIC_NAMES,
@@ -72,7 +73,9 @@ def _fmt_p(value: float | None) -> str:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text.replace("@", "_at_")).strip("_").lower() or "x"
+    """A figure's name for a metric or shown predictor name; one in another script (a run folder named `実験`) with
+    a hash of it besides, so that two such names do not draw into one file (`ascii_stem`)."""
+    return ascii_stem(text, re.sub(r"[^A-Za-z0-9]+", "_", text.replace("@", "_at_")).strip("_").lower()) or "x"
 
 
 class _Grid:

@@ -14,7 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.run.older_names import older_file
 from bridge.run.results import slug
+from eval.relations import older_slug
 
 DONE = "done"  # per attempt: corpus -> predictor -> the relations whose queries it recorded whole
 FRESH = "fresh"  # per attempt: corpus -> predictor -> relations an earlier attempt planned, unrecorded at its start
@@ -86,8 +88,12 @@ def fresh(out: Path, config: dict, asks: set[tuple[str, str, str]]) -> dict[str,
 
 
 def _has_records(out: Path, corpus: str, predictor: str, relation: str) -> bool:
+    """Whether the predictor's files of the relation (of any stage) hold a record, under the name an older kbc gave
+    them too (`bridge.run.older_names`): a relation it left part-asked is still found so."""
     folder = out / "predictions" / corpus / slug(predictor)
-    return any(f.is_file() and f.stat().st_size for f in folder.glob(f"**/{slug(relation)}.jsonl"))
+    older = [f for f in folder.glob(f"**/{older_slug(relation)}.jsonl")
+             if older_file(f.with_name(f"{slug(relation)}.jsonl"), relation)]
+    return any(f.is_file() and f.stat().st_size for f in [*folder.glob(f"**/{slug(relation)}.jsonl"), *older])
 
 
 def part_asked(out: Path, config: dict) -> list[PartAsked]:

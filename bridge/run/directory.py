@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.run.older_names import recorded_path
 from bridge.run.results import complete_records, slug
 from eval.errors import ConfigError, DataError
 
@@ -67,10 +68,26 @@ class RunDir:
         folder = self.folder(corpus, predictor) / stage
         return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
+    def relation_file(self, corpus: str, predictor: str, relation: str, stage: str = "") -> Path:
+        """A relation's prediction file (perhaps not there), by its present name or the one an older kbc gave it
+        (`bridge.run.older_names`)."""
+        return recorded_path(self.path, corpus, predictor, relation, stage)
+
+    def relations(self, corpus: str, stages: tuple[str, ...] = ("",)) -> list[str]:
+        """The ids of the relations whose prediction files the run holds for `corpus` (in `stages`), sorted: the
+        ids `config.json` names, as a file's name is no id (`schema_birthPlace`, or a hash for `首都`); the name of
+        a file no id of it names, as it is."""
+        stems = {p.stem for name in self.predictors for stage in stages
+                 for p in self.relation_files(corpus, name, stage)}
+        found = {rel: stems & {self.relation_file(corpus, name, rel, stage).stem for name in self.predictors
+                               for stage in stages}
+                 for rel in (self.config.get("relation_types") or {}).get(corpus) or {}}
+        return sorted({rel for rel, held in found.items() if held} | (stems - set().union(*found.values())))
+
     def records(self, corpus: str, predictor: str, relation: str | None = None) -> Iterator[dict]:
         """Records of one predictor on one corpus (one relation, or all in file-name order)."""
         if relation is not None:
-            yield from read_records(self.folder(corpus, predictor) / f"{slug(relation)}.jsonl")
+            yield from read_records(self.relation_file(corpus, predictor, relation))
             return
         for path in self.relation_files(corpus, predictor):
             yield from read_records(path)

@@ -158,6 +158,28 @@ def claim(out: Path) -> None:
     os.replace(made, folder)
 
 
+def move_records(old: Path, new: Path) -> None:
+    """Move prediction file `old` to `new` in the same run, its digests rewritten under `new`'s key (they are keyed
+    by the file's place): each complete line is checked against its digest at `old` first, so no line the runner
+    did not write gets one. The new digests are in place before the file is: a crash between leaves digests that
+    the next append cuts back to the lines its file holds."""
+    data = old.read_bytes()
+    lines = [(i, raw) for i, raw in enumerate(data.splitlines(keepends=True), 1) if raw.endswith(b"\n")]
+    check_lines(old, lines)
+    found, sums = _located(new), digests_path(new)
+    if found is not None and sums is not None and (found[0] / FOLDER).is_dir():
+        key = file_key(*found)
+        sums.parent.mkdir(parents=True, exist_ok=True)
+        made = sums.with_name(f".{sums.name}.{os.getpid()}.tmp")
+        made.write_bytes(b"".join(line_digest(raw, key) for _, raw in lines))
+        os.replace(made, sums)
+    new.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(old, new)
+    held = digests_path(old)
+    if held is not None:
+        held.unlink(missing_ok=True)
+
+
 class RecordAppender:
     """Appends lines to one prediction file for the runner: their digests first, synced to disk, then the lines.
 

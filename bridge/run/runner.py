@@ -38,6 +38,7 @@ from bridge.run.config import (
 from bridge.run.executors import Chunk, ExecutorSettings, LocalExecutor, Recorder
 from bridge.run.inputs import prompt_file_name
 from bridge.run.name_clashes import check_file_names
+from bridge.run.older_names import rename_older_files
 from bridge.run.progress import QueryBar, cached_part
 from bridge.run.prompt_models import check_prompt_models
 from bridge.run.record_digests import RecordAppender, claim
@@ -190,6 +191,9 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
         cache = cfg.cache_dir or default_cache_dir()
         with RunLock(out):
             claim(out)  # digests of every record line from here on (`bridge.run.record_digests`)
+            rename_older_files(out, [p.name for p in plan.predictors],
+                               {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
+                               experiment.stages)
             config_path = out / "config.json"
             earlier = read_config(config_path)
             started_afresh = {}

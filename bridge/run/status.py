@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bridge.run.results import predictions_path
+from bridge.run.older_names import recorded_path
 from bridge.run.run_lock import holder_text, writing
 
 
@@ -46,7 +46,7 @@ def status_lines(out: Path, config: dict) -> list[str]:
     done = last.get("done") or {}
     for corpus, relations in asked.items():
         for predictor in last.get("predictors", []):
-            counts = {rel: _records(predictions_path(out, corpus, predictor, rel, "")) for rel in relations}
+            counts = {rel: _records(recorded_path(out, corpus, predictor, rel)) for rel in relations}
             whole = done.get(corpus, {}).get(predictor, [])
             lines.append(f"  {corpus} / {predictor}: {sum(counts.values()):,} records; "
                          f"{len([r for r in relations if r in whole])} of {len(relations)} relations recorded whole")

@@ -20,7 +20,8 @@ from bridge.run.attempts import samples
 from bridge.run.depth import cut_note, list_depth, within_depth
 from bridge.run.freshness import STAMP, files_digest, fresh_rows, inputs_digest, stated_samples, write_stamp
 from bridge.run.intervals import Found, interval_table, unit_sets, with_intervals
-from bridge.run.results import predictions_path, read_done
+from bridge.run.older_names import recorded_path
+from bridge.run.results import read_done
 from eval.bear import BEAR_CORPORA
 from eval.cells import parameters_text
 from eval.errors import DataError
@@ -71,7 +72,7 @@ def answered_units(out: Path, config: dict, experiment, corpus: str, unscored: b
     all_units: list[dict] = []
     for name in config["predictors"]:
         records = {stage: {uid: r for rel in types
-                           for uid, r in read_done(predictions_path(out, corpus, name, rel, stage)).items()}
+                           for uid, r in read_done(recorded_path(out, corpus, name, rel, stage)).items()}
                    for stage in experiment.stages}
         units = experiment.instances(records)
         all_units += [{"corpus": corpus, "predictor": name, **u} for u in units.values()]
