@@ -44,6 +44,18 @@ def command_of(pid: int, limit: int = 100) -> str | None:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def started_at(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22): with its id, what names one
+    process, where an id alone may since belong to another; None where unknown (no /proc, e.g. macOS, or no such
+    process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 1:].split()  # after the command's name, which may hold spaces and ")"
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
 def holders_text(path: Path) -> str:
     """"process 123 (`kbc run ...`)" for each holder of a lock on `path`, else "another process"."""
     named = []
