@@ -5,6 +5,7 @@ where the list names no one (another PID namespace), a refusal says "another pro
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 LOCKS = Path("/proc/locks")
@@ -29,19 +30,47 @@ def lock_holders(path: Path) -> list[int]:
     return pids
 
 
+def kbc_command(argv: Sequence[str]) -> str:
+    """A command line (the interpreter first, as /proc/PID/cmdline has it) as a refusal names it: `kbc ARGS` where it
+    runs kbc (`kbc`, `python .venv/bin/kbc`, `python -m bridge.cli`, `python .../bridge/cli/__main__.py`), else
+    as it is (a script or a notebook kernel calling the Python API, which would read as some `kbc` command
+    otherwise)."""
+    words = [w for w in argv if w]
+
+    def runs_kbc(word: str) -> bool:
+        return Path(word).name == "kbc" or Path(word).parts[-3:] == ("bridge", "cli", "__main__.py")
+
+    if words and runs_kbc(words[0]):
+        return " ".join(["kbc", *words[1:]])
+    if len(words) > 1 and runs_kbc(words[1]):
+        return " ".join(["kbc", *words[2:]])
+    if words[1:3] == ["-m", "bridge.cli"]:
+        return " ".join(["kbc", *words[3:]])
+    return " ".join(words)
+
+
 def command_of(pid: int, limit: int = 100) -> str | None:
     """How process `pid` was started (`kbc run ...` for the command), cut at `limit` characters; None where unknown."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
     except OSError:
         return None
-    words = [os.fsdecode(a) for a in argv if a]
-    if not words:
+    if not any(argv):
         return None
-    if Path(words[0]).name == "kbc" or (len(words) > 1 and Path(words[1]).name == "kbc"):
-        words = ["kbc", *words[words.index(next(w for w in words if Path(w).name == "kbc")) + 1:]]
-    text = " ".join(words)
+    text = kbc_command([os.fsdecode(a) for a in argv])
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def started_at(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22): with its id, what names one
+    process, where an id alone may since belong to another; None where unknown (no /proc, e.g. macOS, or no such
+    process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 1:].split()  # after the command's name, which may hold spaces and ")"
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
 
 
 def holders_text(path: Path) -> str:

@@ -172,10 +172,10 @@ class Ontology:
     def check(self, known_relations: Iterable[str]) -> None:
         """Every named property is a relation of the data or declared; else a one-line `DataError`."""
         for axiom, prop in self.unknown(known_relations)[:1]:
-            raise DataError(f"{self._where(prop)}: axiom {axiom.name} names {relation_key(prop)} ({prop}), which is "
+            raise DataError(f"{self.where(prop)}: axiom {axiom.name} names {relation_key(prop)} ({prop}), which is "
                             "neither a relation of the data nor declared `a owl:ObjectProperty` in the file")
 
-    def _where(self, iri: str) -> str:
+    def where(self, iri: str) -> str:
         line = _line_of(self.text, iri)
         return f"{self.path}:{line}" if line else self.path
 
@@ -232,7 +232,7 @@ def load_axioms(path: str | Path | None = None) -> Ontology:
             continue
         else:
             what = f"a {_short(graph, o)}" if p == RDF.type else _short(graph, p)
-            raise DataError(f"{onto._where(str(s)) if isinstance(s, URIRef) else path}: unsupported statement "
+            raise DataError(f"{onto.where(str(s)) if isinstance(s, URIRef) else path}: unsupported statement "
                             f"({what}); axioms are owl:SymmetricProperty, owl:TransitiveProperty, owl:inverseOf, "
                             "owl:equivalentProperty, rdfs:subPropertyOf and owl:propertyChainAxiom")
     for iri in onto.declared:
@@ -240,7 +240,7 @@ def load_axioms(path: str | Path | None = None) -> Ontology:
         label = graph.value(node, RDFS.label)
         template = graph.value(node, TEMPLATE)
         if template is not None and ("[X]" not in str(template) or "[Y]" not in str(template)):
-            raise DataError(f"{onto._where(iri)}: the template of {relation_key(iri)} needs [X] and [Y]: {template}")
+            raise DataError(f"{onto.where(iri)}: the template of {relation_key(iri)} needs [X] and [Y]: {template}")
         onto.declared[iri] = (str(label) if label is not None else "", str(template) if template is not None else "")
     if not axioms:
         raise DataError(f"{path}: no property axioms (owl:SymmetricProperty, owl:TransitiveProperty, owl:inverseOf, "
@@ -263,7 +263,7 @@ def _prop(onto: Ontology, node) -> str:
 
 
 def _chain(onto: Ontology, graph: Graph, target, head) -> Axiom:
-    where = onto._where(str(target)) if isinstance(target, URIRef) else onto.path
+    where = onto.where(str(target)) if isinstance(target, URIRef) else onto.path
     if not isinstance(head, BNode) and head != RDF.nil:
         raise DataError(f"{where}: owl:propertyChainAxiom needs a list ( r1 r2 ... ), not {head}")
     members = list(Collection(graph, head))

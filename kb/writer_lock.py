@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from eval.errors import ConfigError, KbcError
+from eval.lock_holders import kbc_command
 
 log = logging.getLogger("kbc")
 
@@ -50,11 +51,7 @@ PROCESS_TOKEN = uuid.uuid4().hex
 def command_line(argv: list[str] | None = None) -> str:
     """How this process was started: `kbc ARGS` for the command, else the Python program and its arguments (a
     script or a notebook kernel calling the Python API), which would read as some `kbc` command otherwise."""
-    argv = sys.argv if argv is None else argv
-    program = Path(argv[0]) if argv and argv[0] else Path("python")
-    if program.name == "kbc" or program.parts[-3:] == ("bridge", "cli", "__main__.py"):
-        return " ".join(["kbc", *argv[1:]])
-    return " ".join(["python", *argv])
+    return kbc_command(["python", *(sys.argv if argv is None else argv)])  # sys.argv lacks the interpreter
 
 
 def this_process() -> dict:

@@ -21,6 +21,7 @@ from bridge.cli.run import run as run_group
 from bridge.run.results import forget_records
 from eval.corpora import close_hint
 from eval.errors import ConfigError
+from lm.batches import callers_threads
 
 if TYPE_CHECKING:
     from bridge.report.data import RunData
@@ -115,7 +116,7 @@ def run(experiment: str = "lama", *, corpus: str | Iterable[str] | None = None,
     command, ctx = command_context(experiment, given)
     ctx.params["quiet"] = not progress
     try:
-        with ctx, console_bars():
+        with ctx, console_bars(), callers_threads():  # the caller's torch threads kept: they are the process's
             command.invoke(ctx)
     except click.UsageError as exc:
         raise ConfigError(" ".join(exc.format_message().split())) from None

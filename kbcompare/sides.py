@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from lm.batches import callers_threads
+
 ANSWER_COLUMNS = ("side", "name", "status", "rank", "label", "score", "id", "gold")
 
 
@@ -124,5 +126,5 @@ def ask(subject: str = "", relation: str = "", *, cloze: str = "", k: int = 10,
         relations = [relation]  # only the asked relation's facts are loaded
     from kbcompare.runs import console_bars
 
-    with console_bars(), Sides(predictors, relations=relations or (), **options) as sides:
+    with console_bars(), callers_threads(), Sides(predictors, relations=relations or (), **options) as sides:
         return sides.ask(subject, relation, cloze=cloze, k=k)

@@ -11,8 +11,12 @@ thread whatever the order the passes finish in, so a result does not depend on s
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -21,20 +25,69 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def map_passes(fn: Callable[[T], R], items: Sequence[T], device) -> Iterator[R]:
-    """`fn` of each item, in order. `fn` must enter `torch.inference_mode()` itself: the mode is per thread."""
+class _CallersThreads:
+    """The thread count torch was given is each thread's once it ran torch, and a new thread's is the last one set
+    anywhere: runs side by side in threads of one process (and the caller's own work) change each other's. The
+    first of overlapping blocks records the count the caller set; each block sets it back in its thread when it
+    ends (then also the count threads started later take), on an exception too."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blocks = 0
+        self.saved: int | None = None  # None: torch was not imported when the first block began
+
+    @contextmanager
+    def kept(self) -> Iterator[int | None]:
+        torch = sys.modules.get("torch")
+        with self.lock:
+            if self.saved is None and torch is not None:
+                self.saved = torch.get_num_threads()
+            self.blocks += 1
+            saved = self.saved
+        try:
+            yield saved
+        finally:
+            with self.lock:
+                self.blocks -= 1
+                if self.saved is not None:
+                    sys.modules["torch"].set_num_threads(self.saved)
+                if self.blocks == 0:
+                    self.saved = None
+
+
+_THREADS = _CallersThreads()
+
+
+def callers_threads() -> AbstractContextManager[int | None]:
+    """Around in-process work (`kbcompare.run`): torch's thread count, which passes change meanwhile, is the
+    caller's again in the caller's thread when it ends, on an exception too, and where runs of several threads
+    overlap. Yields the caller's count (None where torch was not imported)."""
+    return _THREADS.kept()
+
+
+def _one_thread(fn: Callable[[T], R], item: T) -> R:
+    """`fn(item)` on this thread alone: a pass thread's count is set to 1 before its first pass, whatever count it
+    started with (one another run set back meanwhile)."""
     import torch
 
-    threads = torch.get_num_threads()
-    if getattr(device, "type", str(device)) != "cpu" or threads < 2 or len(items) < 2:
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+    return fn(item)
+
+
+def map_passes(fn: Callable[[T], R], items: Sequence[T], device) -> Iterator[R]:
+    """`fn` of each item, in order. `fn` must enter `torch.inference_mode()` itself: the mode is per thread."""
+    import torch  # noqa: F401  (before `_THREADS` reads its count)
+
+    if getattr(device, "type", str(device)) != "cpu" or len(items) < 2:
         yield from map(fn, items)
         return
-    torch.set_num_threads(1)
-    try:
+    with _THREADS.kept() as threads:  # the caller's count, not the 1 another run's passes set
+        if threads is None or threads < 2:
+            yield from map(fn, items)
+            return
         with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="kbc-pass") as pool:
-            yield from pool.map(fn, items)
-    finally:
-        torch.set_num_threads(threads)
+            yield from pool.map(partial(_one_thread, fn), items)
 
 
 def pad_rows(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray | None]:

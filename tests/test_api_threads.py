@@ -87,3 +87,46 @@ def test_the_command_line_a_lock_names(argv, command):
     from kb.writer_lock import command_line
 
     assert command_line(argv) == command
+
+
+def test_a_run_leaves_the_caller_s_torch_threads_and_gives_the_command_s_numbers(lama_dir, tiny_models, tmp_path,  # noqa: F811
+                                                                                 capsys, monkeypatch):
+    """A notebook's `torch.set_num_threads(3)` holds after a run whose passes ran side by side on one thread each,
+    and after one that failed in a pass; the run's numbers are those `kbc run` writes."""
+    import torch
+    from cli_support import run_kbc
+
+    import lm.statement
+
+    bert = tiny_models("bert-cased")
+    asked = {"corpus": "trex", "relations": ["P19"], "limit": 6, "predictors": {"m": str(bert)},
+             "settings": {"m.scoring": "statement"}, "data_dir": lama_dir}
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache-api"))
+        kbcompare.run("lama", out=tmp_path / "api", **asked)
+        assert torch.get_num_threads() == 3
+        passes = lm.statement.map_passes
+
+        def failing(fn, items, device):
+            def fail(item):
+                raise RuntimeError("a pass failed")
+
+            return passes(fail, items, device)
+
+        monkeypatch.setattr(lm.statement, "map_passes", failing)
+        monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache-failed"))
+        with pytest.raises(RuntimeError, match="a pass failed"):
+            kbcompare.run("lama", out=tmp_path / "failed", **asked)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(lm.statement, "map_passes", passes)
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache-cli"))
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "6", "--predictors",
+                            f"m={bert}", "--set", "m.scoring=statement", "--data-dir", str(lama_dir), "--out",
+                            str(tmp_path / "cli"), "--quiet"], capsys)
+    assert code == 0, err
+    assert (json.loads((tmp_path / "api" / "summary.json").read_text())
+            == json.loads((tmp_path / "cli" / "summary.json").read_text()))

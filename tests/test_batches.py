@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -51,3 +53,41 @@ def test_one_thread_or_one_pass_runs_here(two_threads):
     assert list(map_passes(lambda n: torch.get_num_threads(), [7], "cpu")) == [2]
     torch.set_num_threads(1)
     assert list(map_passes(lambda n: torch.get_num_threads(), [1, 2], "cpu")) == [1, 1]
+
+
+def test_passes_of_runs_side_by_side_each_take_one_thread_and_leave_the_caller_s_count(two_threads):
+    """Runs in two threads of one process (a notebook's background job): the second's passes take the caller's count
+    of threads, not the 1 the first's passes set, and run on one thread each though the first's end meanwhile; the
+    count of the thread that called the second is the one it set."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(n):
+        if n == 0:
+            inside.set()
+            release.wait()
+        return n
+
+    first = threading.Thread(target=lambda: list(map_passes(hold, [0, 1], "cpu")))
+    seen: list[tuple[int, str]] = []
+    after: list[int] = []
+
+    def second(n):
+        if n == 1:
+            release.set()
+            first.join()  # the first's passes end while this one runs
+        seen.append((torch.get_num_threads(), threading.current_thread().name))
+        return n
+
+    def caller():
+        torch.set_num_threads(2)
+        first.start()
+        inside.wait()
+        assert list(map_passes(second, [0, 1], "cpu")) == [0, 1]
+        after.append(torch.get_num_threads())
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join()
+    assert [threads for threads, _ in seen] == [1, 1]
+    assert all(name.startswith("kbc-pass") for _, name in seen)  # side by side, as alone
+    assert after == [2]

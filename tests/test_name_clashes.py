@@ -95,3 +95,25 @@ def test_two_predictors_of_one_run_named_apart_only_by_case_are_named_each_as_gi
                                      "case, which case-insensitive file systems (macOS, Windows) take for one "
                                      "folder; name them apart with NAME=SPEC")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("derived", "said"), [
+    ("p36", "relation 'p36', which the trex questions ask beside the corpus's own, and trex relation 'P36' differ "
+            "only in case, which case-insensitive file systems (macOS, Windows) take for one file name; give one of "
+            "them another id"),
+    ("NUL", "relation 'NUL', which the trex questions ask beside the corpus's own, is a device name on Windows (CON, "
+            "PRN, AUX, NUL, COM1-9, LPT1-9), where no file can be named so (a relation id names the relation's "
+            "files); give it another id")])
+def test_kmir_relations_the_axioms_derive_are_checked_as_the_corpus_s_are(derived, said, lama_dir, tmp_path, capsys,
+                                                                         monkeypatch):
+    monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
+    axioms = tmp_path / "axioms.ttl"
+    axioms.write_text("@prefix owl: <http://www.w3.org/2002/07/owl#> .\n"
+                      "@prefix wdt: <http://www.wikidata.org/prop/direct/> .\n"
+                      f"wdt:{derived} a owl:ObjectProperty .\n"
+                      f"wdt:P36 owl:inverseOf wdt:{derived} .\n", encoding="utf-8")
+    code, _, err = run_kbc(["run", "kmir", "--corpus", "trex", "--relations", "P36", "--limit", "3",
+                            "--questions-per-relation", "1", "--predictors", "kb", "--axioms", str(axioms),
+                            "--data-dir", str(lama_dir), "--out", str(tmp_path / "run"), "--quiet"], capsys)
+    assert _one_error(code, err) == f"error: {axioms}:3: {said}"
+    assert not (tmp_path / "run").exists()

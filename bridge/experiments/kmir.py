@@ -261,6 +261,14 @@ class KmirExperiment:
         self.settings[QUESTION_FACTS] = {name: {"relations": sorted(corpus.relations), "limit": self.limit}
                                          for name, corpus in corpora.items()}
 
+    def extra_relations(self) -> dict[str, str]:
+        """Relation ids the questions may ask beyond the corpus's own, each -> where the axioms name it: every property
+        an axiom names (P1376 from P36's inverse), which records and tables name beside the corpus's relations and
+        `bridge.run.name_clashes` checks with them."""
+        from kb.store import relation_key
+
+        return {relation_id(relation_key(p)): self.ontology.where(p) for p in sorted(self.ontology.properties())}
+
     def _check_axioms(self, name: str, corpus, data_dir) -> None:
         """The axioms name relations the corpus holds (or declare them), checked before anything is written."""
         from bridge.predictors.kmir import default_axioms_problem, known_relations

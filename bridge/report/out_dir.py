@@ -21,6 +21,7 @@ from pathlib import Path
 
 from eval.errors import ConfigError
 from eval.file_names import NAME_BYTES
+from eval.lock_holders import started_at
 from eval.out_folders import check_own_folder, refuse_in_data
 
 MARKER = ".kbc-report.json"
@@ -117,7 +118,8 @@ def remove_stale(target: Path, before: set[str], written: set[str]) -> None:
         (target / name).unlink(missing_ok=True)
 
 
-STAGE = re.compile(r"\.kbc-report-staging\.(\d+)")  # `staging`'s folder, named by the process drawing in it
+# `staging`'s folder, named by the process drawing in it: its id and, where /proc tells it, its start (`started_at`)
+STAGE = re.compile(r"\.kbc-report-staging\.(\d+)(?:\.(\d+))?")
 
 
 def _held(stage: Path) -> int | None:
@@ -149,18 +151,35 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stage_name() -> str:
+    """This process's staging folder's name: its id and its start, by which a later report tells this process from
+    another given the same id after it ended; the id alone where the start is unknown (no /proc)."""
+    start = started_at(os.getpid())
+    return f".kbc-report-staging.{os.getpid()}" + (f".{start}" if start is not None else "")
+
+
+def _drawing(pid: int, start: str | None) -> bool:
+    """Whether the report that named a staging folder `pid` (and `start`) may still be drawing in it: its process
+    runs, the same one where the name and /proc tell its start (not another given its id since; this process's
+    folder is named with its start where /proc tells it); only where they do not, any process of that id."""
+    now = started_at(pid)
+    if now is not None and (start is not None or pid == os.getpid()):
+        return start == str(now)
+    return _alive(pid)
+
+
 def remove_left_stages(target: Path) -> None:
     """Remove the staging folders a killed report left in `target` (SIGKILL, a power cut: its `finally` never ran):
-    those named as `staging` names them whose process is gone and whose lock nobody holds. Another report drawing
-    there now holds its lock (a kbc from before the lock: its process runs), and is left alone."""
+    those named as `staging` names them whose process is gone (its id maybe another's now) and whose lock nobody
+    holds. Another report drawing there now holds its lock (a kbc from before the lock: its process runs), and is
+    left alone."""
     try:
         entries = list(os.scandir(target))
     except OSError:
         return
     for entry in entries:
         found = STAGE.fullmatch(entry.name)
-        if found is None or not entry.is_dir(follow_symlinks=False) or int(found.group(1)) == os.getpid() \
-                or _alive(int(found.group(1))):
+        if found is None or not entry.is_dir(follow_symlinks=False) or _drawing(int(found.group(1)), found.group(2)):
             continue
         try:
             fd = _held(Path(entry.path))
@@ -179,8 +198,8 @@ def staging(target: Path) -> Iterator[Path]:
     left in it when the block ends (what `switch_in` moved is in `target` by then), and, where a killed report
     left one, by the next report there (`remove_left_stages`). A failure naming a file in it names the file's
     place in `target`."""
-    stage = target / f".kbc-report-staging.{os.getpid()}"
-    shutil.rmtree(stage, ignore_errors=True)  # one a killed report of the same process id left
+    stage = target / _stage_name()
+    shutil.rmtree(stage, ignore_errors=True)  # one a killed report of the same process id (and start) left
     remove_left_stages(target)
     stage.mkdir()
     fd = _held(stage)

@@ -6,7 +6,7 @@ work; runs already written are read as they are."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from eval.errors import ConfigError
@@ -26,9 +26,11 @@ def _on_disk(folder: Path, pattern: str) -> list[str]:
     return [p.name if pattern == "*" else p.stem for p in found if (p.is_dir() if pattern == "*" else p.is_file())]
 
 
-def check_file_names(out: Path, predictors: Iterable[str], corpora: dict[str, Iterable[str]]) -> None:
-    """Refuse predictor names and relation ids (`corpora`: each corpus's relations asked) whose prediction files would
-    clash there with each other or with those `out` already holds, or that Windows cannot name a file with."""
+def check_file_names(out: Path, predictors: Iterable[str], corpora: dict[str, Iterable[str]],
+                     extra: Mapping[str, str] | None = None) -> None:
+    """Refuse predictor names and relation ids (`corpora`: each corpus's relations asked; `extra`: those an experiment
+    asks beyond them, KMIR's derived ones, each -> where it is named) whose prediction files would clash there with
+    each other or with those `out` already holds, or that Windows cannot name a file with."""
     predictors = list(predictors)
     for name in predictors:
         if windows_device(slug(name)):
@@ -45,7 +47,19 @@ def check_file_names(out: Path, predictors: Iterable[str], corpora: dict[str, It
             if windows_device(slug(rel)):
                 raise ConfigError(f"{corpus} relation {rel!r}: its prediction file would be named {slug(rel)}.jsonl, "
                                   f"{DEVICE}; leave it out with --relations, or give it another id in the data")
-        clash = case_clash([*dict.fromkeys(_on_disk(folder, "**/*.jsonl")), *(slug(r) for r in relations)])
+        derived = {slug(rel): (rel, where) for rel, where in (extra or {}).items() if rel not in relations}
+        for rel, where in derived.values():
+            if windows_device(slug(rel)):
+                raise ConfigError(f"{where}: relation {rel!r}, which the {corpus} questions ask beside the corpus's "
+                                  f"own, is {DEVICE} (a relation id names the relation's files); give it another id")
+        clash = case_clash([*dict.fromkeys(_on_disk(folder, "**/*.jsonl")), *(slug(r) for r in relations),
+                            *(name for name in derived if name not in map(slug, relations))])
+        if clash is not None and (clash[0] in derived or clash[1] in derived):
+            named, other = (clash[1], clash[0]) if clash[1] in derived else clash
+            rel, where = derived[named]
+            them = f"relation {derived[other][0]!r}" if other in derived else f"{corpus} relation {other!r}"
+            raise ConfigError(f"{where}: relation {rel!r}, which the {corpus} questions ask beside the corpus's own, "
+                              f"and {them} differ only in case, {CASE} file name; give one of them another id")
         if clash is not None:
             raise ConfigError(f"{corpus} relations {clash[0]!r} and {clash[1]!r} differ only in case, {CASE} "
                               f"prediction file ({clash[0]}.jsonl); ask one of them (--relations), or give one "

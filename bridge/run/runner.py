@@ -142,7 +142,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     check_relations(cfg, data_dir)
     plan = plan_run(cfg, data_dir, getattr(experiment, "resolve", None))
     check_file_names(cfg.out, [p.name for p in plan.predictors],
-                     {name: list(corpus.relations) for name, corpus in plan.corpora.items()})
+                     {name: list(corpus.relations) for name, corpus in plan.corpora.items()},
+                     getattr(experiment, "extra_relations", dict)())
     check_generation(plan.predictors, experiment.name, getattr(experiment, "settings", {}).get("context", "none"))
     check_prompt_models(getattr(experiment, "settings", {}).get("prompts"), plan.predictors, data_dir)
     check_dtype(cfg.dtype, plan.predictors, list(plan.corpora))
