@@ -14,19 +14,20 @@ import logging
 import os
 from pathlib import Path
 
+from eval.durable import write_atomic
 from eval.file_names import NAME_BYTES
 
 log = logging.getLogger("kbc")
 
 
 def write_checked(path: Path, obj: object) -> None:
-    """Write `obj` aside, then switch it in, so a reader never sees half a file."""
+    """Write `obj` aside, then switch it in, so a reader never sees half a file (not synced: a file a power cut
+    damaged fails its check and is computed again)."""
     body = json.dumps(obj, ensure_ascii=False).encode("utf-8", NAME_BYTES)  # eval.file_names
     data = json.dumps({"sha256": hashlib.sha256(body).hexdigest()}).encode() + b"\n" + body
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
-    tmp.replace(path)
+    write_atomic(path, gzip.compress(data, mtime=0) if path.suffix == ".gz" else data,
+                 path.with_name(f"{path.name}.{os.getpid()}.tmp"), durable=False)
 
 
 def read_checked(path: Path, what: str = "cache file") -> object | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from eval.datadir import absolute_path, sha256_file
+from eval.durable import fsync_dir, fsync_file, fsync_tree, make_dirs
 from eval.errors import DataError
 from eval.sources import BY_NAME, LAMA_URL, PinnedFile, Source
 
@@ -204,8 +205,10 @@ def _install(pinned: PinnedFile, dest: Path, mirror: str | None, bar: tqdm, fold
         part.unlink()
         raise DataError(f"{url} is not the pinned file (SHA-256 {got}, {size} bytes; expected {pinned.sha256}, "
                         f"{pinned.size} bytes); nothing was put in place: check the source or the mirror")
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(final.parent)
+    fsync_file(part)  # the checked bytes reach the disk before their name does
     os.replace(part, final)
+    fsync_dir(final.parent)
 
 
 def _check_present(pinned: PinnedFile, dest: Path) -> bool:
@@ -295,7 +298,9 @@ def download_lama(dest: str | Path, url: str = LAMA_URL, sha256: str | None = LA
                 raise DataError(f"{url}: archive holds no relations.jsonl")
             staged = roots[0].parent
             (staged / "SHA256").write_text(got + "\n")
+            fsync_tree(staged)  # a power cut keeps the whole unpacked copy or none of it
             staged.rename(final)
+            fsync_dir(dest)
         part.unlink()
     finally:
         _prune(dest)

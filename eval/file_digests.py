@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from eval.datadir import cache_root, file_key, writer_id
+from eval.durable import write_atomic
 
 RACY_NS = 2_000_000_000  # files changed more recently than this are not remembered
 BLOCK = 1 << 20
@@ -73,15 +74,10 @@ def _recall(key: tuple) -> str | None:
 def _remember(key: tuple, hexdigest: str) -> None:
     """Best effort: a cache that cannot be written only costs the next process a read of the file."""
     path = _entry(key)
-    tmp = path.with_name(f"{path.name}.{writer_id()}.tmp")
-    try:
+    entry = json.dumps({"key": list(key), "sha256": hexdigest, "check": _check(key, hexdigest)})
+    with contextlib.suppress(OSError):  # not synced: an entry a power cut damaged is not recalled, only hashed again
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"key": list(key), "sha256": hexdigest, "check": _check(key, hexdigest)}),
-                       encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        write_atomic(path, entry.encode("utf-8"), path.with_name(f"{path.name}.{writer_id()}.tmp"), durable=False)
 
 
 ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.json")  # `_entry`'s names

@@ -7,12 +7,12 @@ the wrong JSON type) is a DataError naming the file and, where there is one, the
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from eval.durable import write_atomic
 from eval.errors import DataError, KbcError, MissingData
 from eval.file_names import NAME_BYTES
 
@@ -194,13 +194,11 @@ def write_jsonl_line(handle, row: dict) -> None:
 
 
 def write_json(path: Path, obj) -> None:
-    """Write JSON atomically: a reader sees the old file or the new one, never half of it."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    """Write JSON atomically and durably: a reader, and the disk after a power cut, hold the old file or the new one,
+    never half of it."""
     try:
         # a path Python could not decode (eval.file_names) stays UTF-8 JSON
-        tmp.write_bytes(json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8", NAME_BYTES))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False, default=str).encode("utf-8", NAME_BYTES),
+                     path.with_suffix(path.suffix + ".tmp"))
     except OSError as exc:  # a full or read-only disk: name the file, leave no half-written copy
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
-    finally:
-        tmp.unlink(missing_ok=True)

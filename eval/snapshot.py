@@ -27,6 +27,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from eval.datadir import cache_root, hash_files, writer_id
+from eval.durable import write_atomic
 from eval.errors import KbcError
 from eval.lama import MASK, Corpus
 from eval.report_counts import LoadReport
@@ -299,28 +300,24 @@ _UNWRITABLE: set[str] = set()  # snapshot folders this process could not write, 
 
 
 def _write(path: Path, corpus: Corpus, sources: Sources) -> None:
-    """Write the snapshot aside, then switch it in; a cache that cannot be written is skipped, not an error."""
+    """Write the snapshot aside, then switch it in; a cache that cannot be written is skipped, not an error. Not
+    synced: a snapshot a power cut damaged fails its size and CRC check, and the data is parsed again."""
     parts = _encode(corpus)
     if parts is None:
         return
     # ASCII JSON: the encoder's fast path, and a lone surrogate the data escaped (`\ud800`) is written as it came
     body = b"\n".join(json.dumps(part, separators=(",", ":")).encode("ascii") for part in parts)
     header = {"schema": SCHEMA, "size": len(body), "crc32": zlib.crc32(body), "sources": sources}
-    tmp = path.with_name(f".{path.name}.{writer_id()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tmp.open("wb") as handle:
-            handle.write(json.dumps(header).encode() + b"\n")
-            handle.write(body)
-        os.replace(tmp, path)
+        tmp = path.with_name(f".{path.name}.{writer_id()}.tmp")
+        write_atomic(path, (json.dumps(header).encode() + b"\n", body), tmp, durable=False)
     except OSError as exc:
         folder = str(path.parent)
         if folder not in _UNWRITABLE:  # said once a process: each run parses the data again, and its user wonders why
             _UNWRITABLE.add(folder)
             log.warning("%s: cannot keep the data's parsed copy (%s); each run parses the data files again (free space "
                         "or make it writable, or set KBC_CACHE to a writable folder)", folder, exc.strerror or exc)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 SNAPSHOT_NAME = re.compile(r"[A-Za-z0-9_.-]+-[0-9a-f]{16}\.json")  # `snapshot_path`'s names

@@ -40,6 +40,7 @@ from tqdm import tqdm
 
 from eval.checked_json import read_checked, write_checked
 from eval.datadir import ENV_VAR, cache_root, fingerprint, resolve_data_dir
+from eval.durable import fsync_dir, fsync_tree
 from eval.errors import ConfigError, DataError
 from eval.file_digests import file_sha256
 from eval.out_folders import check_own_folder, refuse_in_data
@@ -258,14 +259,16 @@ def _write_filtered(src: Path, dst: Path, relation: str, chosen: tuple[str, ...]
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
-    """Put the finished `tmp` at `out`; a previous build there is swapped out, then removed."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{uuidlib.uuid4().hex[:8]}")
+    """Put the finished `tmp` at `out`, synced (a power cut keeps the old build or the new one, whole); a previous
+    build there is swapped out, then removed."""
+    fsync_tree(tmp)
+    old = out.with_name(f".{out.name}.old-{uuidlib.uuid4().hex[:8]}") if out.exists() else None
+    if old is not None:
         os.replace(out, old)
-        os.replace(tmp, out)
+    os.replace(tmp, out)
+    fsync_dir(out.parent)
+    if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, out)
 
 
 def check_out(out: Path, data_dir: str | Path | None) -> None:

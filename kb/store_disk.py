@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
+from eval.durable import fsync_tree, write_atomic
 from eval.errors import ConfigError, DataError, KbcError
 from eval.lock_holders import holders_text
 from eval.native_paths import check_native_path
@@ -279,9 +280,8 @@ class StoreFolder:
             shutil.rmtree(generation, ignore_errors=True)
             raise self.damaged(exc) from None
         (generation / READERS).touch()
-        tmp = self.root / f"{LIVE}.tmp"
-        tmp.write_text(generation.name, encoding="utf-8")
-        os.replace(tmp, self.root / LIVE)
+        fsync_tree(generation)  # on disk before the pointer names it: a power cut keeps the old generation or this
+        write_atomic(self.root / LIVE, generation.name.encode("utf-8"), self.root / f"{LIVE}.tmp")
         return generation
 
     def abandon(self) -> None:

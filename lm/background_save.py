@@ -12,32 +12,28 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 from eval.datadir import sha256_file
+from eval.durable import replacing, write_atomic
 from eval.errors import DataError
 
 
 def atomic_save(obj, path: Path, digest: bool = False) -> None:
-    """`torch.save` to `path.tmp`, then renamed: `path` holds either the old state or the new one, never a part.
-    `digest`: the file's SHA-256 is kept beside it (`digest_path`), so that a resume refuses a file changed since
-    (a flipped bit in a weight still loads, and would train on from it)."""
+    """`torch.save` to `path.tmp`, synced, then renamed: `path` holds either the old state or the new one, never a
+    part, after a power cut too. `digest`: the file's SHA-256 is kept beside it (`digest_path`), so that a resume
+    refuses a file changed since (a flipped bit in a weight still loads, and would train on from it)."""
     import torch
 
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    if digest:
+    with replacing(path, path.with_suffix(path.suffix + ".tmp")) as tmp:
+        torch.save(obj, tmp)
+        kept = sha256_file(tmp) if digest else None
+    if kept is not None:
         side = digest_path(path)
-        side_tmp = side.with_suffix(side.suffix + ".tmp")
-        side_tmp.write_text(sha256_file(tmp), encoding="utf-8")
-        os.replace(tmp, path)
-        os.replace(side_tmp, side)
-        return
-    os.replace(tmp, path)
+        write_atomic(side, kept.encode("utf-8"), side.with_suffix(side.suffix + ".tmp"))
 
 
 def digest_path(path: Path) -> Path:

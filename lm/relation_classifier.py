@@ -18,7 +18,6 @@ its tokenizer), `head.pt` and `classifier.json` (classes, input form, settings, 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.classification import macro_scores
+from eval.durable import fsync_tree, write_atomic
 from eval.errors import ConfigError, DataError
 from lm.background_save import BackgroundSaver, atomic_save, check_digest, digest_path
 from lm.batches import encoder_mask, pad_rows, to_device
@@ -403,9 +403,8 @@ def _finish(folder: Path, encoder, head, tokenizer, classes, identity, history, 
     atomic_save(head.state_dict(), folder / "head.pt")
     info = {"identity": identity, "classes": classes, "history": history, "best": best, "finished": True,
             "dropout": identity["settings"]["dropout"], "weights": _weights(folder)}
-    tmp = folder / (DONE + ".tmp")
-    tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
-    os.replace(tmp, folder / DONE)
+    fsync_tree(folder / "encoder")  # on disk before the marker that says the model is finished
+    write_atomic(folder / DONE, json.dumps(info, indent=1).encode("utf-8"), folder / (DONE + ".tmp"))
     for name in (CHECKPOINT, "best.pt"):
         (folder / name).unlink(missing_ok=True)
         digest_path(folder / name).unlink(missing_ok=True)

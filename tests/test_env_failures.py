@@ -198,6 +198,36 @@ def test_a_full_disk_under_a_report_figure_names_the_file(lama_dir, tmp_path, mo
     assert line.startswith(f"error: No space left on device: {report / 'figures'}/") and line.endswith(".png"), line
 
 
+def _full_disk(monkeypatch, hit):
+    """A disk that fills up while a file whose name `hit` accepts is written: half its bytes, then ENOSPC. Returns
+    the real `Path.open`."""
+    real = Path.open
+
+    class Full:
+        def __init__(self, handle, path: Path) -> None:
+            self.handle, self.path = handle, path
+
+        def write(self, data):
+            self.handle.write(data[: len(data) // 2])  # what fitted
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.handle.close()
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    def opened(self: Path, mode: str = "r", *args, **kwargs):
+        handle = real(self, mode, *args, **kwargs)
+        return Full(handle, self) if "w" in mode and hit(self.name) else handle
+
+    monkeypatch.setattr(Path, "open", opened)
+    return real
+
+
 def test_a_full_disk_leaves_the_earlier_leaderboard_file_whole(lama_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
@@ -205,13 +235,7 @@ def test_a_full_disk_leaves_the_earlier_leaderboard_file_whole(lama_dir, tmp_pat
     board = tmp_path / "board.csv"
     assert run_kbc(["leaderboard", str(run), "--format", "csv", "--out", str(board)], capsys)[0] == 0
     before = board.read_bytes()
-    real = Path.write_text
-
-    def full(self: Path, text: str, *args, **kwargs):
-        real(self, text[: len(text) // 2], *args, **kwargs)  # what fitted
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
-
-    monkeypatch.setattr(Path, "write_text", full)
+    _full_disk(monkeypatch, lambda name: True)
     line = _one_error(*run_kbc(["leaderboard", str(run), "--format", "csv", "--bootstrap", "50", "--out", str(board)],
                                capsys)[::2])
     assert line == f"error: cannot write --out {board}: No space left on device"
@@ -224,19 +248,11 @@ def test_a_full_disk_under_summary_md_leaves_no_half_a_summary(lama_dir, tmp_pat
     assert run_kbc(_run(whole, lama_dir), capsys)[0] == 0
     assert run_kbc(_run(out, lama_dir, "--bootstrap", "50"), capsys)[0] == 0
     before = (out / "summary.md").read_bytes()
-    real = Path.write_text
-
-    def full(self: Path, text: str, *args, **kwargs):
-        if "summary.md" in self.name:
-            real(self, text[: len(text) // 2], *args, **kwargs)  # what fitted
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
-        return real(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "write_text", full)
+    real = _full_disk(monkeypatch, lambda name: "summary.md" in name)
     line = _one_error(*run_kbc(_run(out, lama_dir), capsys)[::2])  # rescored: another --bootstrap
     assert line.startswith("error: No space left on device: ") and "summary.md" in line, line
     assert (out / "summary.md").read_bytes() == before
-    monkeypatch.setattr(Path, "write_text", real)
+    monkeypatch.setattr(Path, "open", real)
     assert run_kbc(_run(out, lama_dir), capsys)[0] == 0
     assert (out / "summary.md").read_bytes() == (whole / "summary.md").read_bytes()
 

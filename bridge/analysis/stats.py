@@ -31,6 +31,7 @@ from bridge.run.fact_columns import (
 )
 from bridge.run.instances import atomic_parquet
 from bridge.run.parquet_files import read_frame
+from eval.durable import write_atomic
 from eval.errors import ConfigError, DataError
 from eval.file_names import NAME_BYTES
 from eval.types import Fact
@@ -43,10 +44,10 @@ Note = Callable[[str], None]
 
 
 def atomic_json(obj, target: Path) -> Path:
+    """Write JSON whole, synced: a reader, and the disk after a power cut, never holds half of it."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False), encoding="utf-8", errors=NAME_BYTES)
-    os.replace(tmp, target)
+    write_atomic(target, json.dumps(obj, indent=1, ensure_ascii=False).encode("utf-8", NAME_BYTES),
+                 target.parent / f".{target.name}.{os.getpid()}.tmp")
     return target
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from eval.durable import fsync_dir, fsync_file, make_dirs, write_atomic
 from eval.errors import ConfigError
 from eval.file_names import NAME_BYTES
 from eval.lock_holders import started_at
@@ -73,13 +74,9 @@ def written_before(target: Path) -> set[str]:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write aside, then switch in: a reader never sees half a page."""
+    """Write aside, then switch in: a reader, and the disk after a power cut, never holds half a page."""
     tmp = path.with_name(f".{path.name[:40]}.{os.getpid()}.tmp")  # a name near 255 bytes leaves no room for more
-    try:
-        tmp.write_text(text, encoding="utf-8", errors=NAME_BYTES)  # eval.file_names
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(path, text.encode("utf-8", NAME_BYTES), tmp)  # eval.file_names
 
 
 def record(target: Path, files: set[str], made_from: Path | None = None) -> None:
@@ -221,5 +218,8 @@ def switch_in(stage: Path, target: Path, files: set[str]) -> None:
     """Move `files` (relative names) from `stage` into `target`, the pages last: renames in one file system, which
     need no room on a full disk, so the switch does not stop halfway where drawing would have."""
     for name in sorted(files, key=lambda n: (n in PAGES, n)):
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        make_dirs((target / name).parent)
+        fsync_file(stage / name)  # a power cut keeps the old file or this one, whole
         os.replace(stage / name, target / name)
+    for folder in sorted({(target / name).parent for name in files}):
+        fsync_dir(folder)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TypeVar
 
 from bridge.run.attempts import samples
 from bridge.run.run_lock import BeingWritten, writing_now
+from eval.durable import write_atomic
 from eval.errors import DataError
 
 T = TypeVar("T")
@@ -367,11 +367,10 @@ def write_stamp(out: Path, inputs: str, files: str, asked: list[list] | None = N
     if outputs is None:
         path.unlink(missing_ok=True)
         return
-    tmp = path.with_name(path.name + ".tmp")
     predictions, each = _digests(out)
     stamp = {"inputs": inputs, "files": files, "predictions": predictions, "prediction_files": each,
              "code": code_digest(), "outputs": outputs[0], "output_files": outputs[1]}
     if asked is not None:
         stamp["samples"] = asked
-    tmp.write_text(json.dumps(stamp), encoding="utf-8")
-    os.replace(tmp, path)
+    # synced as the outputs it names are: without it, readers refuse the run until it is scored again
+    write_atomic(path, json.dumps(stamp).encode("utf-8"), path.with_name(path.name + ".tmp"))

@@ -18,6 +18,7 @@ import pandas as pd
 from bridge.run.directory import open_run
 from bridge.run.parquet_files import write_frame
 from bridge.run.results import complete_records, right
+from eval.durable import replacing
 from eval.errors import naming
 
 FILENAME = "instances.parquet"
@@ -173,13 +174,8 @@ def in_current_layout(frame: pd.DataFrame, run_dir: Path, config: dict) -> pd.Da
 
 
 def atomic_parquet(frame: pd.DataFrame, target: Path) -> Path:
-    """Write `frame` aside, then switch it in: a reader never sees half a file."""
+    """Write `frame` aside, then switch it in: a reader, and the disk after a power cut, never holds half a file."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
-    try:
-        with naming(target):
-            write_frame(frame, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replacing(target, target.parent / f".{target.name}.{os.getpid()}.tmp") as tmp, naming(target):
+        write_frame(frame, tmp)
     return target

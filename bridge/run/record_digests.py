@@ -3,10 +3,11 @@ write (appended, edited or pasted in by hand).
 
 For `RUN/predictions/<corpus>/<predictor>/[<stage>/]<relation>.jsonl` the runner keeps
 `RUN/.kbc-records/<corpus>/<predictor>/[<stage>/]<relation>.digests`: one fixed-width digest per line, in line order,
-appended and synced to disk before the lines themselves. After a crash or Ctrl-C the digests therefore cover every
-complete line of the file, and perhaps lines never written, which the next append drops (their queries are asked
-again). Every reader checks each line against its digest: a line without one, or with another, is refused naming
-the line. Checking costs a SHA-256 per line, far less than parsing it.
+appended and synced to disk before the lines themselves, which are synced in turn once per chunk. After a crash,
+Ctrl-C or a power cut the digests therefore cover every complete line of the file, and perhaps lines never written,
+which the next append drops (their queries are asked again); every chunk appended before the last is on disk. Every
+reader checks each line against its digest: a line without one, or with another, is refused naming the line.
+Checking costs a SHA-256 per line, far less than parsing it.
 
 Each digest is keyed by the run directory's own random key (`.kbc-records/key`, made with the folder) and the file's
 place under `predictions/`: a prediction file copied in with its digests from another run (other data, another
@@ -26,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from eval.durable import fsync_dir, fsync_tree, make_dirs
 from eval.errors import ConfigError, DataError, naming
 
 FOLDER = ".kbc-records"  # beside `.kbc-summaries`, the digests of the summaries
@@ -155,7 +157,19 @@ def claim(out: Path) -> None:
     made = out / f".{FOLDER}.{os.getpid()}.tmp"  # the folder appears with its key, never without
     made.mkdir()
     (made / KEY).write_text(os.urandom(16).hex(), encoding="ascii")
+    fsync_tree(made)  # synced: records written under a lost key could never be checked
     os.replace(made, folder)
+    fsync_dir(out)
+
+
+def _open_synced(path: Path):
+    """`path` opened to append, its name (and any folder made for it) synced into its folder when it is new."""
+    new = not path.exists()
+    make_dirs(path.parent)
+    handle = path.open("ab")
+    if new:
+        fsync_dir(path.parent)
+    return handle
 
 
 def move_records(old: Path, new: Path) -> None:
@@ -187,9 +201,8 @@ class RecordAppender:
     line number; the file itself must already be checked (`bridge.run.results.done_uids`) and end in a newline."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.data = path.open("ab")
+        self.data = _open_synced(path)
         self.sums = None
         self.key = b""
         found = _located(path)
@@ -197,8 +210,7 @@ class RecordAppender:
             if found is not None and (found[0] / FOLDER).is_dir():
                 self.key = file_key(*found)
                 sums = found[0] / FOLDER / found[1].with_suffix(SUFFIX)
-                sums.parent.mkdir(parents=True, exist_ok=True)
-                self.sums = sums.open("ab")
+                self.sums = _open_synced(sums)
                 self._align(sums)
         except BaseException:
             self.close()
@@ -240,6 +252,7 @@ class RecordAppender:
         with naming(self.path):
             self.data.write(b"".join(raw))
             self.data.flush()
+            os.fsync(self.data.fileno())  # once per chunk: a resume trusts every chunk before the last
 
     def close(self) -> None:
         try:

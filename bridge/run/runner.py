@@ -48,6 +48,7 @@ from bridge.run.summaries import collect
 from eval.cells import count_of
 from eval.corpora import resolve_run_data_dir
 from eval.datadir import ENV_VAR as DATA_ENV
+from eval.durable import make_dirs
 from eval.errors import ConfigError, KbcError
 from eval.jsonl import jsonl_text, write_json
 from eval.lama import Corpus, joined_versions
@@ -186,7 +187,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
     with open_executor(executor) as pool:
         out = cfg.out
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            make_dirs(out)  # synced into its parent: a power cut loses no run folder with the records in it
         except OSError as exc:
             raise ConfigError(f"cannot create --out {out}: {exc.strerror}") from None
         cache = cfg.cache_dir or default_cache_dir()

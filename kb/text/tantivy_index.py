@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from eval.durable import fsync_tree, write_atomic
 from eval.errors import DataError
 from eval.native_paths import check_native_path
 from eval.out_folders import refuse_in_data
@@ -320,11 +321,10 @@ class TantivyIndex:
                     "paragraphs_with_facts": content.with_facts, "files": files}
             (generation / META).write_text(json.dumps(info, indent=1, ensure_ascii=False))
             record_verified(generation, files)
+            fsync_tree(generation)  # on disk before the pointer names it: a power cut keeps the old index or this
             final = root / name
             os.replace(generation, final)
-            tmp = root / f"{CURRENT}.tmp"
-            tmp.write_text(name)
-            os.replace(tmp, root / CURRENT)
+            write_atomic(root / CURRENT, name.encode(), root / f"{CURRENT}.tmp")
         except BaseException as exc:
             disk = _disk_state(root) if isinstance(exc, ValueError) else ""  # before the folder goes
             if writer is not None:

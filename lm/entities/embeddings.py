@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from eval.durable import replacing
 from eval.errors import ConfigError, DataError
 
 ENTITY_PREFIX = "ENTITY/"
@@ -149,10 +149,8 @@ def save_npz(emb: EntityEmbeddings, path: str | Path) -> Path:
             mentions_case_sensitive=np.array(bool(emb.links.case_sensitive)),
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    with tmp.open("wb") as handle:
+    with replacing(path, path.with_name(path.name + ".part")) as tmp, tmp.open("wb") as handle:
         np.savez(handle, **arrays)
-    os.replace(tmp, path)
     return path
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from eval.durable import fsync_file, write_atomic
 from eval.errors import DataError
 
 VERSION = 1
@@ -80,12 +80,12 @@ class Manifest:
         file.unlink(missing_ok=True)
 
     def record(self, file: Path, settings: dict | None = None) -> None:
+        fsync_file(file)  # on disk before the manifest vouches for it: a power cut costs no finished step
         self.files[file.name] = sha256(file)
         self.settings[file.name] = dict(settings or {})
         self._save()
 
     def _save(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
         data = {"version": VERSION, "files": self.files, "settings": self.settings}
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_atomic(self.path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"),
+                     self.path.with_name(self.path.name + ".tmp"))

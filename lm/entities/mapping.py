@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eval.durable import replacing
 from eval.errors import DataError
 
 KINDS = ("lstsq", "procrustes")
@@ -45,9 +46,8 @@ class LinearMap:
         path.parent.mkdir(parents=True, exist_ok=True)
         fields = {"kind": self.kind, "r2": self.r2, "n_words": self.n_words, "info": self.info}
         meta = json.dumps({**fields, "sha256": _checksum(self.W, fields)})
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, W=self.W, meta=np.array(meta))
-        tmp.replace(path)
+        with replacing(path, path.with_name(path.name + ".tmp.npz")) as tmp:
+            np.savez(tmp, W=self.W, meta=np.array(meta))
 
     @classmethod
     def load(cls, path: str | Path, checked: bool = False) -> LinearMap:

@@ -17,6 +17,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eval.durable import fsync_dir, fsync_file
 from eval.errors import DataError
 from lm.entities.manifest import Manifest
 
@@ -143,7 +144,9 @@ def train(dump: str | Path, out: str | Path, settings: TrainSettings | None = No
     if not reuse(db, steps["db"]):
         part = Path(f"{db}.part")
         _run("build-dump-db", [str(dump), str(part), *pool])
+        fsync_file(part)  # on disk before its name, which the manifest then vouches for
         os.replace(part, db)
+        fsync_dir(db.parent)
         Path(f"{part}-lock").unlink(missing_ok=True)
         manifest.record(db, steps["db"])
     if not reuse(dic, steps["dic"]):
