@@ -168,19 +168,29 @@ def test_instance_of_file_edited_between_reruns_is_refused(lama_dir, tmp_path):
 def test_a_full_disk_names_config_json_and_leaves_no_tmp_file(lama_dir, tmp_path, monkeypatch, capsys):
     """The disk fills while config.json is written: one line naming it, and no config.json.tmp behind."""
     monkeypatch.setenv("KBC_CACHE", str(tmp_path / "cache"))
-    real = {"write_text": Path.write_text, "write_bytes": Path.write_bytes}
+    real = Path.open
 
-    def filling(how: str):
-        def full(self: Path, *args, **kwargs):
-            if self.name == "config.json.tmp":
-                with self.open("w") as handle:
-                    handle.write("{")  # a partial copy, as a full disk leaves it
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return real[how](self, *args, **kwargs)
-        return full
+    class Full:
+        """A handle on a disk that fills: a partial copy, then ENOSPC."""
 
-    for how in real:  # however config.json is written
-        monkeypatch.setattr(Path, how, filling(how))
+        def __init__(self, handle) -> None:
+            self.handle = handle
+
+        def write(self, data):
+            self.handle.write(data[:1])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.handle.close()
+
+    def opened(self: Path, mode: str = "r", *args, **kwargs):  # however config.json is written
+        handle = real(self, mode, *args, **kwargs)
+        return Full(handle) if "w" in mode and self.name.startswith("config.json") else handle
+
+    monkeypatch.setattr(Path, "open", opened)
     out = tmp_path / "run"
     code, _, err = run_kbc(_run(out, lama_dir, "--relations", "P19", "--predictors", "freq"), capsys)
     assert _one_error(code, err) == f"error: No space left on device: {out / 'config.json'}"
