@@ -29,6 +29,6 @@ def usage_table(usage: list[tuple[str, str, dict]], unrecorded: dict[str, int] |
     if missing:
         listed = ", ".join(f"{shown} {n}" for shown, n in missing.items())
         caption += (f". Attempts killed before they could add their counts (config.json's runs log records no end "
-                    f"for them) are left out, so these rows count less than the run asked, sent and answered: "
+                    f"for them) are left out, so these rows may count less than the run asked, sent and answered: "
                     f"{listed}")
     return Table(["predictor", "corpus", "queries answered", *(head for _, head in COLUMNS)], rows, caption)
