@@ -94,7 +94,11 @@ class FormModel:
 
 
 class ClassifierPredictor:
-    """Answers each sentence with every class, ranked by the (averaged) class probabilities."""
+    """Answers each sentence with every class, ranked by the (averaged) class probabilities.
+
+    A sentence's probabilities are computed with every test sentence of its relation, in the test part's order,
+    whichever of them a call asks: batches (and their padding) then hold the same sentences in a run, a resume
+    asking only what is left, and a `--limit` sample alike, so a resumed run records the very same numbers."""
 
     ranks = "list"
     slots = ("object",)
@@ -103,6 +107,7 @@ class ClassifierPredictor:
                  described: dict, batch_size: int) -> None:
         self.name, self.models, self.sentences, self.classes = name, models, sentences, classes
         self.described, self.batch_size = described, batch_size
+        self._by_relation: dict[str, tuple[dict[str, int], np.ndarray, np.ndarray, list[str]]] = {}
 
     def describe(self) -> dict:
         return self.described
@@ -111,23 +116,32 @@ class ClassifierPredictor:
         """Every sentence is ranked over all classes."""
         return len(self.classes)
 
-    def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
-        from lm.relation_classifier import predict_proba
+    def _relation(self, relation: str) -> tuple[dict[str, int], np.ndarray, np.ndarray, list[str]]:
+        """(row by sentence uid, mean probabilities, fallbacks, inputs shown) of every test sentence of `relation`."""
+        if relation not in self._by_relation:
+            from lm.relation_classifier import predict_proba
 
-        sentences = [self.sentences[q.fact_uid] for q in queries]
-        total = np.zeros((len(queries), len(self.classes)), dtype=np.float64)
-        fallback = np.zeros(len(queries), dtype=np.int64)
-        shown: list[str] = []
-        for m in self.models:
-            inputs = m.builder.build(sentences, m.form)
-            t = m.trained
-            total += predict_proba(t.encoder, t.head, t.batcher(m.mapped), inputs, self.batch_size)
-            fallback += [x.fallback for x in inputs]
-            if not shown:
-                shown = [" ".join(m.builder.view(x, m.titles)) for x in inputs]
-        total /= len(self.models)
+            sentences = [s for s in self.sentences.values() if s.relation == relation]
+            total = np.zeros((len(sentences), len(self.classes)), dtype=np.float64)
+            fallback = np.zeros(len(sentences), dtype=np.int64)
+            shown: list[str] = []
+            for m in self.models:
+                inputs = m.builder.build(sentences, m.form)
+                t = m.trained
+                total += predict_proba(t.encoder, t.head, t.batcher(m.mapped), inputs, self.batch_size)
+                fallback += [x.fallback for x in inputs]
+                if not shown:
+                    shown = [" ".join(m.builder.view(x, m.titles)) for x in inputs]
+            total /= len(self.models)
+            self._by_relation[relation] = ({s.uid: k for k, s in enumerate(sentences)}, total, fallback, shown)
+        return self._by_relation[relation]
+
+    def predict(self, queries: list[Query], depth: int) -> list[Prediction]:
         out = []
-        for k, q in enumerate(queries):
+        for q in queries:
+            sentence = self.sentences[q.fact_uid]
+            rows, total, fallback, shown = self._relation(sentence.relation)
+            k = rows[sentence.uid]
             order = sorted(range(len(self.classes)), key=lambda c: (-total[k, c], c))
             answers = tuple(Answer(self.classes[c], float(total[k, c])) for c in order)
             out.append(Prediction(q.uid, answers, extra={"input": shown[k], "fallback": int(fallback[k])}))

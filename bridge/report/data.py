@@ -163,6 +163,13 @@ class RunData:
         found = self.config.get("usage")
         return found if isinstance(found, dict) else {}
 
+    def unrecorded_attempts(self, predictor: str) -> int:
+        """Attempts that asked `predictor` and recorded no end (killed, as by SIGKILL or a power cut): their cost
+        is added to `usage` when an attempt ends, so it is missing from it."""
+        runs = self.config.get("runs")
+        return sum(1 for a in runs if isinstance(a, dict) and predictor in (a.get("predictors") or [])
+                   and not a.get("finished") and not a.get("failed")) if isinstance(runs, list) else 0
+
 
 def _has_predictions(run: RunDir) -> bool:
     folder = run.path / "predictions"
@@ -337,6 +344,11 @@ class View:
         """(shown name, corpus, usage) of each generating predictor that recorded what asking cost."""
         return [(shown, corpus, per[name]) for shown, (run, name) in self.origin.items()
                 for corpus, per in run.usage().items() if isinstance(per, dict) and isinstance(per.get(name), dict)]
+
+    def unrecorded_usage(self) -> dict[str, int]:
+        """Shown name -> attempts of its run that asked it and were killed before adding their cost to `usage`."""
+        out = {shown: run.unrecorded_attempts(name) for shown, (run, name) in self.origin.items()}
+        return {shown: n for shown, n in out.items() if n}
 
 
 def _renamed_rows(rows: list[dict] | None, names: dict[str, str]) -> list[dict] | None:

@@ -307,7 +307,7 @@ class Builder:
             s.text.append("The run's config.json records no seconds per predictor.")
         usage = view.usage()
         if usage:
-            s.tables.append(usage_table(usage))
+            s.tables.append(usage_table(usage, view.unrecorded_usage()))
         unit = counted_unit(view.dropped)  # runs side by side may count different things: each cell says
         dropped: dict[tuple[str, str, str, str], int] = {}
         for d in view.dropped:
