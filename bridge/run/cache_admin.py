@@ -274,9 +274,13 @@ def remove_failed(path: Path, error: OSError, removed: str, command: str) -> Rem
     return RemoveFailed(f"cannot remove {path} ({_reason(error)}); {removed}; {_fix(path, command)}")
 
 
-def _unlink(path: Path) -> None:
+def _unlink(path: Path, missing_ok: bool = True) -> None:
+    """Remove file `path`; one that cannot be removed is an `_Unremovable` (one gone is a FileNotFoundError unless
+    `missing_ok`)."""
     try:
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=missing_ok)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise _Unremovable(path, exc) from None
 
@@ -293,7 +297,7 @@ def remove_dead(found: list[Dead]) -> list[Dead]:
                 empty(entry.path, set())
                 entry.path.rmdir()
             else:
-                _unlink(entry.path)
+                _unlink(entry.path, missing_ok=False)
         except FileNotFoundError:
             continue
         except _Unremovable as exc:
