@@ -13,13 +13,14 @@ data) whose message is the one line `kbc` prints after `error:`.
 
 from __future__ import annotations
 
+from bridge.run.reading import EarlierReadingWarning
 from eval.errors import ConfigError, DataError, KbcError
 from kbcompare.boards import FewSharedWarning, compare, leaderboard
 from kbcompare.runs import Run, experiments, load_run, run
 from kbcompare.sides import Answers, Sides, ask
 
-__all__ = ["Answers", "ConfigError", "DataError", "FewSharedWarning", "KbcError", "ProbeCallback", "Run", "Sides",
-           "ask", "compare", "experiments", "leaderboard", "load_run", "run"]
+__all__ = ["Answers", "ConfigError", "DataError", "EarlierReadingWarning", "FewSharedWarning", "KbcError",
+           "ProbeCallback", "Run", "Sides", "ask", "compare", "experiments", "leaderboard", "load_run", "run"]
 
 
 def __getattr__(name: str):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from kbcompare.runs import Run
+from bridge.run.reading import gathered_notes
+from kbcompare.runs import Run, warn_readings
 
 # the leaderboard's numeric columns as nullable dtypes: a missing value (a KB's parameters, the own value of scope
 # `own`) is <NA>, and the column stays numeric
@@ -49,8 +50,9 @@ def compare(run: Run | str | Path, a: str, b: str, *, setting: str = "raw", corp
     from bridge.cli.compare import comparison
 
     corpora = [corpus] if isinstance(corpus, str) else list(corpus)
-    result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed,
-                                        None if b_run is None else _path(b_run), keyword=True)
+    with gathered_notes() as readings:
+        result, _text, _listed = comparison(_path(run), a, b, setting, corpora, None, bootstrap, seed,
+                                            None if b_run is None else _path(b_run), keyword=True)
     rows = []
     for name, found in result["corpora"].items():
         if not found["overall"]["n"]:
@@ -69,9 +71,10 @@ def compare(run: Run | str | Path, a: str, b: str, *, setting: str = "raw", corp
                         "test": {name: found["test"] for name, found in result["corpora"].items() if "test" in found},
                         "b_run": result.get("b_run", result["run"]),
                         "notes": [*(f"warning: {w}" for w in result.get("warnings", [])), *result.get("notes", []),
-                                  *result.get("incomplete", [])]})
+                                  *result.get("incomplete", []), *readings.values()]})
     for warned in result.get("warnings", []):
         warnings.warn(warned, FewSharedWarning, stacklevel=2)
+    warn_readings(readings.values())
     return frame
 
 
@@ -89,12 +92,14 @@ def leaderboard(*runs: Run | str | Path, corpus: str | None = None, metric: str 
     from bridge.run.leaderboard import FIELDS, board
 
     paths = [_path(r) for item in runs for r in (item if isinstance(item, list | tuple) else [item])]
-    found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort, flag="metric=")
+    with gathered_notes() as readings:
+        found = board(paths, corpus, metric, setting, scope, bootstrap, seed, sort, flag="metric=")
     frame = pd.DataFrame(found.rows, columns=list(FIELDS))
     for column in FIELDS:  # numbers as numbers, a missing one <NA> (a KB has no parameter count); text as text
         values = [r[column] for r in found.rows]
         frame[column] = pd.Series(values, index=frame.index, dtype=BOARD_DTYPES.get(column, object))
-    frame.attrs["notes"] = [*(f"warning: {w}" for w in found.warnings), *found.notes]
+    frame.attrs["notes"] = [*(f"warning: {w}" for w in found.warnings), *found.notes, *readings.values()]
     for warned in found.warnings:
         warnings.warn(warned, FewSharedWarning, stacklevel=2)
+    warn_readings(readings.values())
     return frame

@@ -154,10 +154,27 @@ def console_bars():
 
 
 def load_run(path: str | Path) -> Run:
-    """A finished run directory (from `run` or `kbc run`), or a DataError saying what it lacks."""
+    """A finished run directory (from `run` or `kbc run`), or a DataError saying what it lacks. One an earlier kbc
+    version scored under another reading of the data files is read as it was scored, with an
+    `EarlierReadingWarning` saying so and how to rescore it."""
     from bridge.report.data import load_run as report_run
+    from bridge.run.reading import gathered_notes
 
-    return Run(report_run(path))
+    with gathered_notes() as notes:
+        data = report_run(path)
+    warn_readings(notes.values())
+    return Run(data)
+
+
+def warn_readings(notes: Iterable[str]) -> None:
+    """Each note on a run scored under another reading of the data (`bridge.run.reading`), as a Python warning
+    pointing at the caller of the API function that read it."""
+    import warnings
+
+    from bridge.run.reading import EarlierReadingWarning
+
+    for note in notes:
+        warnings.warn(note, EarlierReadingWarning, stacklevel=3)
 
 
 class Run:

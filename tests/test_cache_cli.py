@@ -648,3 +648,65 @@ def test_a_clear_of_lm_that_leaves_only_first_answers_names_them_and_why(cache, 
         f"left alone: {cache / 'lm' / FIRST_ANSWERS} (1 file: the first answers of served-model runs, which a "
         "resumed run asks its server again to tell other weights; remove it by hand once those runs are done)",
         f"nothing to remove in {cache}"]
+
+
+# -- what cannot be removed ----------------------------------------------------------------------
+def _refusing(monkeypatch, name: str) -> None:
+    """`Path.unlink` refused (as in a folder made read-only) for the file called `name`."""
+    unlink = Path.unlink
+
+    def refused(path: Path, missing_ok: bool = False) -> None:
+        if path.name == name:
+            raise PermissionError(13, "Permission denied", str(path))
+        unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refused)
+
+
+def test_a_file_clear_cannot_remove_is_one_error_line_saying_what_went_before_and_the_fix(cache, monkeypatch,
+                                                                                         capsys):
+    _filled(cache)
+    stuck = cache / "snapshots" / "trex-0123456789abcdef.json"
+    _refusing(monkeypatch, stuck.name)
+    code, out, err = run_kbc(["cache", "clear", "digests", "snapshots", "--yes"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines() == [
+        f"error: cannot remove {stuck} (Permission denied); removed before it: digests 1 file (300 bytes); make "
+        f"{stuck.parent} writable (`chmod u+w {stuck.parent}`) or remove {stuck} by hand, then run `kbc cache "
+        "clear` again (what is removed is computed again when next needed)"]
+    assert stuck.is_file() and not any((cache / "digests").iterdir())
+
+
+def test_a_lock_file_clear_cannot_make_is_one_error_line_and_nothing_is_removed(cache, monkeypatch, capsys):
+    _filled(cache)
+    _file(cache / "lm" / "results.sqlite", 10)
+    opened = Path.open
+
+    def refused(path: Path, *args, **kwargs):
+        if path.name.endswith(".lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refused)
+    lock = cache / "lm" / "results.sqlite.lock"
+    code, out, err = run_kbc(["cache", "clear", "--yes"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines() == [
+        f"error: cannot make the lock file {lock} (Permission denied), which keeps other kbc processes out while "
+        f"the cache is cleared; nothing removed; make {lock.parent} writable (`chmod u+w {lock.parent}`) or remove "
+        f"{lock} by hand, then run `kbc cache clear` again (what is removed is computed again when next needed)"]
+    assert (cache / "snapshots" / "trex-0123456789abcdef.json").is_file()
+    assert (cache / "lm" / "results.sqlite").is_file()
+
+
+def test_an_entry_prune_cannot_remove_is_one_error_line_saying_what_went_before(cache, tmp_path, monkeypatch,
+                                                                                capsys):
+    stale = [_file(cache / "snapshots" / f".trex-0123456789abcdef.json.424{i}.tmp", 100, HOUR_AGO) for i in (1, 2)]
+    _refusing(monkeypatch, stale[1].name)
+    code, out, err = run_kbc(["cache", "prune"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines() == [
+        f"error: cannot remove {stale[1]} (Permission denied); removed before it: 1 entry (100 bytes); make "
+        f"{stale[1].parent} writable (`chmod u+w {stale[1].parent}`) or remove {stale[1]} by hand, then run `kbc "
+        "cache prune` again (what is removed is computed again when next needed)"]
+    assert not stale[0].exists() and stale[1].exists()

@@ -35,6 +35,7 @@ from eval.compare import (
     sign_flip_exact,
 )
 from eval.errors import ConfigError
+from eval.lama import READING
 
 tiny_models = lm_fixtures.tiny_models
 SUBJECTS = {"p19-1": ("Ada Lovelace", "Q7259")}
@@ -83,7 +84,8 @@ BETA = {
 def make_run(root: Path) -> Path:
     """The hand-made run directory described in the module docstring."""
     run = root / "run"
-    config = {"corpora": ["trex"], "predictors": ["alpha", "beta", "gamma"], "settings": {"depth": 100}}
+    config = {"corpora": ["trex"], "predictors": ["alpha", "beta", "gamma"], "settings": {"depth": 100},
+              "data_reading": READING}  # this kbc's reading of the data files
     (run / "predictions").mkdir(parents=True)
     (run / "config.json").write_text(json.dumps(config))
     for name, files in (("alpha", ALPHA), ("beta", BETA)):

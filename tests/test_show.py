@@ -9,6 +9,8 @@ from cli_support import run_kbc
 from records_support import seal_records
 from test_compare import make_run
 
+from eval.lama import READING
+
 
 @pytest.fixture
 def run_dir(tmp_path):
@@ -94,7 +96,8 @@ def test_a_prompt_of_several_lines_stays_under_its_field(tmp_path, capsys):
     run = tmp_path / "run"
     folder = run / "predictions" / "trex" / "gen"
     folder.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"corpora": ["trex"], "predictors": ["gen"]}))
+    (run / "config.json").write_text(json.dumps({"corpora": ["trex"], "predictors": ["gen"],
+                                                 "data_reading": READING}))
     record = {"uid": "p19-1", "relation": "P19", "subject": "Ada Lovelace", "subject_id": "Q7259", "gold": "London",
               "gold_id": "Q84", "other_valid": [], "prompt": "Q: Where was Ada Lovelace born?\nA:",
               "generation": " London\nQ: Where", "parsed": ["London"], "answers": [["London", 1.0, "Q84"]],

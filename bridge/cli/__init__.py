@@ -22,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from bridge.run.reading import gathered_notes
 from eval.errors import KbcError
 
 # name -> ("module:attribute", help); each is a click command or group
@@ -340,8 +341,10 @@ def main(argv: list[str] | None = None) -> None:
     out = out_folder(argv)
     out_existed = out is None or out.exists()
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), gathered_notes() as noted:
             cli.main(args=argv, prog_name="kbc", standalone_mode=False)
+        for note in noted.values():  # each run read under another reading, once; none where the command failed
+            click.echo(f"note: {note}", err=True)
     except KbcError as exc:
         line = _one_line(str(exc))
         if getattr(exc, "resumable", False) and out is not None and out.exists():  # a run stopped by a failure

@@ -296,7 +296,8 @@ def _across(run: RunDir, run_b: RunDir, corpora: list[str], setting: str) -> tup
 def _how_they_differ(run: RunDir, other: RunDir, corpora: list[str], a: str, b: str) -> list[str]:
     """How A and B of two runs differ in what they are (model, dtype, device) and, generating, in how they were
     asked (prompt, shots, chat, max_new_tokens, sampling), so that a difference between the two is read with that
-    in mind: the same name in both runs need not be the same predictor."""
+    in mind: the same name in both runs need not be the same predictor; and where the runs were scored under
+    different readings of the data files (`bridge.run.reading`), that too."""
     from bridge.predictors.registry import generation_settings, setting_text, settings_apart
     from bridge.run.leaderboard import describe_predictor
 
@@ -308,6 +309,10 @@ def _how_they_differ(run: RunDir, other: RunDir, corpora: list[str], a: str, b: 
                 notes.append(f"A and B differ in {key}: {da.get(key) or '-'} against {db.get(key) or '-'}")
         if notes:
             break  # one corpus says it: the predictors are the same in every corpus of a run
+    from bridge.run.reading import readings_apart
+
+    if apart := readings_apart((run.path, run.config), (other.path, other.config)):
+        notes.append(apart)
     sa, sb = generation_settings(run.config, a), generation_settings(other.config, b)
     if sa and sb:
         notes += [f"A and B differ in {key}: {setting_text(sa.get(key))} against {setting_text(sb.get(key))}"

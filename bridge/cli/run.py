@@ -522,6 +522,9 @@ def ls(name: str | None, as_json: bool) -> None:
 
     config = read_config(Path(name)) if name is not None and Path(name).is_dir() else None
     if config is not None:
+        from bridge.run.reading import note_reading
+
+        note_reading(Path(name), config)
         click.echo("\n".join(status_lines(Path(name), config)))
         return
     if name is None:

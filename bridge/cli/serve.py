@@ -85,6 +85,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     import uvicorn
 
     from bridge.run.options import parse_sets, predictor_items
+    from bridge.run.reading import say_gathered
     from bridge.serve.app import create_app
     from bridge.serve.explorer import ExplorerConfig
     from bridge.serve.runs import Runs, recorded_data_dir, refuse_other_data
@@ -97,6 +98,7 @@ def serve(host, port, data_dir, corpus, relations, predictors, sets, runs, text_
     port = sock.getsockname()[1]  # the port chosen when --port 0
     try:
         browsed = Runs(cfg.runs)
+        say_gathered()  # the runs of another reading, said before it serves (their pages say it too)
         recorded = None if data_dir else recorded_data_dir(browsed, corpus)
         if recorded:
             cfg = dataclasses.replace(cfg, data_dir=recorded)

@@ -246,9 +246,49 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+class RemoveFailed(KbcError):
+    """An entry of the cache that could not be removed, or a lock file that could not be made: the one line naming
+    the path, what was removed before it and the fix, so that a user knows what is gone and how to finish."""
+
+
+class _Unremovable(Exception):
+    """`path` could not be removed (or listed) while a folder was emptied: made into a `RemoveFailed` by the caller,
+    which knows what went before it."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(str(path))
+        self.path, self.error = path, error
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _fix(path: Path, command: str) -> str:
+    return (f"make {path.parent} writable (`chmod u+w {path.parent}`) or remove {path} by hand, then run "
+            f"`kbc cache {command}` again (what is removed is computed again when next needed)")
+
+
+def remove_failed(path: Path, error: OSError, removed: str, command: str) -> RemoveFailed:
+    """The refusal of an entry that could not be removed: `removed` says what was, before it."""
+    return RemoveFailed(f"cannot remove {path} ({_reason(error)}); {removed}; {_fix(path, command)}")
+
+
+def _unlink(path: Path, missing_ok: bool = True) -> None:
+    """Remove file `path`; one that cannot be removed is an `_Unremovable` (one gone is a FileNotFoundError unless
+    `missing_ok`)."""
+    try:
+        path.unlink(missing_ok=missing_ok)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _Unremovable(path, exc) from None
+
+
 def remove_dead(found: list[Dead]) -> list[Dead]:
-    """Remove each entry that is still what was judged (a writer may have replaced it since); the ones removed."""
-    removed = []
+    """Remove each entry that is still what was judged (a writer may have replaced it since); the ones removed. An
+    entry that cannot be removed is a `RemoveFailed` saying what was removed before it."""
+    removed: list[Dead] = []
     for entry in found:
         try:
             if _identity(entry.path.lstat()) != entry.identity:
@@ -257,20 +297,37 @@ def remove_dead(found: list[Dead]) -> list[Dead]:
                 empty(entry.path, set())
                 entry.path.rmdir()
             else:
-                entry.path.unlink()
+                _unlink(entry.path, missing_ok=False)
         except FileNotFoundError:
             continue
+        except _Unremovable as exc:
+            raise remove_failed(exc.path, exc.error, _pruned(removed), "prune") from None
+        except OSError as exc:
+            raise remove_failed(entry.path, exc, _pruned(removed), "prune") from None
         removed.append(entry)
     return removed
 
 
-def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
+def _pruned(removed: list[Dead]) -> str:
+    """What a prune stopped by a failure removed before it."""
+    if not removed:
+        return "nothing was removed before it"
+    size = sum(e.bytes for e in removed)
+    return f"removed before it: {len(removed)} {'entry' if len(removed) == 1 else 'entries'} ({size:,} bytes)"
+
+
+def empty(folder: Path, keep: set[Path], dry: bool = False, removed: Usage | None = None) -> Usage:
     """Remove what `folder` holds but `keep` and links (reported in what is returned, as the bytes and files
     removed); pointers to a published version (`LIVE`, `CURRENT`) first, so no reader finds one half removed, then
     SQLite's files beside a database (`SQLITE_SIDE`) before it: stopped in between, a log left beside no database
-    would be replayed into the next one made under its name. `dry`: remove nothing, say what would go."""
-    removed = Usage()
-    entries = _entries(folder)
+    would be replayed into the next one made under its name. `dry`: remove nothing, say what would go. A file that
+    cannot be removed, or a folder that cannot be listed, is an `_Unremovable`; `removed` gathers what was removed
+    before it."""
+    removed = Usage() if removed is None else removed
+    try:
+        entries = _entries(folder)
+    except OSError as exc:
+        raise _Unremovable(folder, exc) from None
     for path in sorted(entries, key=lambda p: (p.name not in ("LIVE", "CURRENT"), not p.name.endswith(SQLITE_SIDE))):
         if (st := _lstat(path)) is None:
             continue  # renamed or removed by its writer since it was listed
@@ -279,7 +336,7 @@ def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
         elif path in keep:
             continue
         elif stat.S_ISDIR(st.st_mode):
-            removed.add(empty(path, keep, dry))
+            empty(path, keep, dry, removed)
             if not dry:
                 try:
                     path.rmdir()
@@ -287,7 +344,7 @@ def empty(folder: Path, keep: set[Path], dry: bool = False) -> Usage:
                     pass  # holds a link or a kept file
         else:
             if not dry:
-                path.unlink(missing_ok=True)
+                _unlink(path)
             removed.bytes += st.st_size
             removed.files += 1
     return removed
@@ -321,20 +378,40 @@ def clear(root: Path, kinds: list[str], check_only: bool = False) -> dict[str, U
                 owned.append(uhn)
         except KbcError as exc:  # another process uses one: the user learns that nothing went, and when to retry
             raise KbcError(f"{exc}; nothing removed: clear again once it ends") from None
+        except OSError as exc:  # a lock file that cannot be made (a read-only folder): nothing went yet
+            path = Path(exc.filename) if exc.filename else root
+            raise RemoveFailed(f"cannot make the lock file {path} ({_reason(exc)}), which keeps other kbc processes "
+                               f"out while the cache is cleared; nothing removed; {_fix(path, 'clear')}") from None
         # a writer lock's file and its holder's record; a readers' lock keeps no record (the kernel names readers)
         keep |= {path for lock in owned for path in (lock.lock, getattr(lock, "info", lock.lock))}
         keep |= set(not_kbcs(root, kinds))
         keep |= set(first_answers(root, kinds))
-        done = {kind: empty(root / kind, keep, check_only) if not (root / kind).is_symlink()
-                else Usage(links=[root / kind]) for kind in kinds}
+        done: dict[str, Usage] = {}
+        try:
+            for kind in kinds:
+                done[kind] = Usage(links=[root / kind]) if (root / kind).is_symlink() else Usage()
+                if not (root / kind).is_symlink():
+                    empty(root / kind, keep, check_only, done[kind])
+        except _Unremovable as exc:
+            raise remove_failed(exc.path, exc.error, cleared(done), "clear") from None
         for lock in owned:
             kind = lock.lock.relative_to(root).parts[0]
+            if not check_only or lock.lock not in existed:
+                try:
+                    lock.release(remove=True)
+                except OSError as exc:
+                    raise remove_failed(lock.lock, exc, cleared(done), "clear") from None
             if lock.lock in existed:  # removed with the lock let go: one of the files the kind held
                 done[kind].files += 1
                 done[kind].bytes += existed[lock.lock]
-            if not check_only or lock.lock not in existed:
-                lock.release(remove=True)
         return done
+
+
+def cleared(done: dict[str, Usage]) -> str:
+    """What a clear stopped by a failure removed before it, kind by kind."""
+    held = [f"{kind} {u.files} {'file' if u.files == 1 else 'files'} ({u.bytes:,} bytes)"
+            for kind, u in done.items() if u.files]
+    return f"removed before it: {', '.join(held)}" if held else "nothing was removed before it"
 
 
 

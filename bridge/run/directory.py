@@ -108,7 +108,8 @@ def run_dir_holding(path: Path) -> Path | None:
 
 
 def open_run(path: str | Path) -> RunDir:
-    """Open a run directory, or say exactly what is wrong with it."""
+    """Open a run directory, or say exactly what is wrong with it; a run an earlier version scored under another
+    reading of the data files is noted once (`bridge.run.reading`)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"run directory {path} does not exist")
@@ -127,6 +128,9 @@ def open_run(path: str | Path) -> RunDir:
         value = config.get(key)
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise DataError(f"{config_path} needs {key!r} as a list of names")
+    from bridge.run.reading import note_reading
+
+    note_reading(path, config)  # scored under another reading of the data: said once, the scores left as they are
     return RunDir(path, config)
 
 

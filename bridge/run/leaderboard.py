@@ -26,6 +26,7 @@ from bridge.predictors.registry import REFERENCE, apart_briefs, shown_spec, side
 from bridge.run.config import ALL_ANSWERS, changed_choices
 from bridge.run.depth import list_depth, past_depth, same_depth, within_depth
 from bridge.run.freshness import check_scored, read_steadily
+from bridge.run.reading import note_reading
 from bridge.run.summaries import (
     answered_none,
     answered_nothing,
@@ -371,6 +372,7 @@ def _board(run_dirs: Sequence[Path | str], corpus: str | None, metric: str | Non
         notes += left
     for run, config in configs.items():  # what is read below is what each run scored, or no board
         check_scored(run, config)
+        note_reading(run, config)
     first = next(iter(configs.values()))
     experiment = get(first.get("experiment", "lama"))
     check_setting(experiment, setting)

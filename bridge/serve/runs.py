@@ -23,6 +23,7 @@ from bridge.run.directory import RunDir, did_you_mean, open_run, unfinished_refu
 from bridge.run.freshness import check_scored, files_state, read_steadily, scored_bytes
 from bridge.run.instances import FILENAME, instances_frame
 from bridge.run.parquet_files import read_frame
+from bridge.run.reading import reading_note
 from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts, coherency_prompts
 from eval.cells import count_of
@@ -307,6 +308,7 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
             "predictors": loaded.run.predictors, "sides": loaded.sides(), "setting": setting,
             "default_pair": [a, b], "summary": overall, "per_relation": per_relation, "groups": groups,
             "table": table, "relation_table": relation_table, "relation_tables": relation_tables, "notes": notes,
+            "reading": reading_note(loaded.run.path, loaded.run.config),
             "written": written, "written_table": written_table,
             "relations": relations, "names": COLUMN_NAMES,
             "outcomes": list(OUTCOMES),
@@ -512,8 +514,11 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
                                 "places": 3 if is_fraction(metric) else 2,
                                 "scale": "a fraction, 0-1" if is_fraction(metric) else "",
                                 "intervals": intervals_line(rows)}
+    # runs an earlier version scored under another reading of the data: each row of theirs is marked, and why said
+    readings = {r.name: note for r in mine if (note := reading_note(r.run.path, r.run.config))}
+    found = runs.boards[key]
     return {**choices, "chosen": names, "corpus": corpus, "metric": metric, "setting": setting, "scope": scope,
-            **runs.boards[key]}
+            **found, "notes": [*found["notes"], *readings.values()], "readings": readings}
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,
