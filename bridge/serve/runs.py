@@ -286,7 +286,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     labels = loaded.run.config.get("relation_labels") or {}
     relation_scopes = [scope for scope in ("shared", "own") if any(
         r.get("scope", "own") == scope and r.get("metric") == metric and r.get("group") in relations for r in every)]
-    relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels)}
+    order = _relation_order(loaded.run.config, loaded.run.corpora)
+    relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels, order)}
                        for scope in relation_scopes]
     relation_table = relation_tables[0]["rows"] if relation_tables else []
     # the exact match per relation of predictors that wrote their answers, where the run leads with a ranked metric
@@ -298,7 +299,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     written_table = [] if not written else [
         {"corpus": c, "relation": rel, "em": {r.get("predictor"): r.get("value") for r in per_relation_em
                                               if (r.get("corpus"), r.get("group"), r.get("metric")) == (c, rel, "em")}}
-        for c, rel in sorted({(r.get("corpus"), r.get("group")) for r in per_relation_em if r.get("metric") == "em"})]
+        for c, rel in order(list({(r.get("corpus"), r.get("group")) for r in per_relation_em
+                                   if r.get("metric") == "em"}))]
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
             "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
             "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
@@ -335,15 +337,32 @@ def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
     return sorted(held)
 
 
-def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict) -> list[dict]:
-    """Per (corpus, relation) of one scope: its label, `metric` per predictor and the facts it is over (`n`, one
-    number where every predictor's is the same, as the shared scope's are)."""
+def _relation_order(config: dict, corpora: list[str]) -> Callable[[list[tuple[str, str]]], list[tuple[str, str]]]:
+    """(corpus, relation) pairs as summary.md and `kbc compare` list them: corpora in run order, relations by type,
+    then by id with numbers as numbers (P36, P19, P1303), so every view reads in one order."""
+    from bridge.run.summaries import relation_info
+    from eval.report import relation_order
+
+    info = relation_info(config)
+
+    def order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        held = list(dict.fromkeys([c for c in corpora if any(k[0] == c for k in keys)] + sorted(k[0] for k in keys)))
+        return [(corpus, rel) for corpus in held
+                for rel in relation_order([r for c, r in keys if c == corpus], info.get(corpus))]
+    return order
+
+
+def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict,
+                   order: Callable[[list[tuple[str, str]]], list[tuple[str, str]]]) -> list[dict]:
+    """Per (corpus, relation) of one scope, in `order`: its label, `metric` per predictor and the facts it is over
+    (`n`, one number where every predictor's is the same, as the shared scope's are)."""
     cells: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
         if r.get("metric") == metric and r.get("group") in relations and r.get("scope", "own") == scope:
             cells.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r
     out = []
-    for (corpus, rel), by in sorted(cells.items()):
+    for corpus, rel in order(list(cells)):
+        by = cells[(corpus, rel)]
         counts = {p: r.get("n_facts") for p, r in by.items()}
         label = (labels.get(corpus) or {}).get(rel, "")
         out.append({"corpus": corpus, "relation": rel, "label": "" if label == rel else label,  # ids as labels: none
