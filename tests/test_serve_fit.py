@@ -414,3 +414,20 @@ def test_run_page_lists_relations_in_the_order_of_summary_md(serve_explorer, ser
         assert [(r["corpus"], r["relation"]) for r in table["rows"]] == [
             ("trex", "P36"), ("trex", "P19"), ("trex", "P47"), ("trex", "P530"), ("trex", "P1303"),
             ("google_re", "date_of_birth"), ("google_re", "place_of_birth")]
+
+
+def test_run_page_lists_knowledge_domains_as_summary_md_does(serve_explorer, serve_run, tmp_path):
+    """BEAR's domain columns in summary.md and `kbc report` go by name (Arts, ..., Sports); the run page listed
+    them in the order summary.json happened to hold them."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    groups = ("all", "domain:Political", "domain:Arts", "domain:Sports", "domain:Biographical", "P6")
+    rows = [{"corpus": "bear", "predictor": "freq", "scope": scope, "setting": "raw", "group": g,
+             "metric": "coherency", "value": 1.0, "n_facts": 4} for scope in ("own", "shared") for g in groups]
+    run = _hand_run(tmp_path / "domains", {"bear": {"P6": None}}, rows)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        body = c.get("/api/runs/domains").json()
+    assert body["groups"] == ["all", "domain:Arts", "domain:Biographical", "domain:Political", "domain:Sports"]

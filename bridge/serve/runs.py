@@ -27,6 +27,7 @@ from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts, coherency_prompts
 from eval.cells import count_of
 from eval.errors import ConfigError, DataError
+from eval.report import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 TYPE_GROUPS = (*RELATION_TYPES, "all")
@@ -248,7 +249,11 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     per_relation = [r for r in rows if r.get("group") in relations]
     a, b = loaded.default_pair()
     found = list(dict.fromkeys(r.get("group") for r in overall if r.get("metric") == metric))
-    groups = [g for g in ("all", "1-1", "N-1", "N-M") if g in found] + [g for g in found if g not in TYPE_GROUPS]
+    # as summary.md's columns: types in their order, other groups as found, knowledge domains by name
+    others = [g for g in found if g not in TYPE_GROUPS]
+    groups = ([g for g in ("all", "1-1", "N-1", "N-M") if g in found]
+              + [g for g in others if not str(g).startswith(DOMAIN_PREFIX)]
+              + sorted(g for g in others if str(g).startswith(DOMAIN_PREFIX)))
     upper = loaded.upper_bounds()
     silent = silent_in(every)  # predictors that answered nothing: a row of 0 facts, no score, their reasons
     table = []  # one row per (corpus, predictor): the metric per group, then the others over all facts
