@@ -431,3 +431,44 @@ def test_run_page_lists_knowledge_domains_as_summary_md_does(serve_explorer, ser
     with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
         body = c.get("/api/runs/domains").json()
     assert body["groups"] == ["all", "domain:Arts", "domain:Biographical", "domain:Political", "domain:Sports"]
+
+
+def test_run_page_facts_follow_the_setting_of_its_summary(serve_explorer, serve_run, tmp_path):
+    """`/runs/RUN?setting=filtered` shows filtered P@1 above a fact table whose right and wrong were the raw
+    setting's: "A right, B wrong" then counted other facts than the P@1 beside it. The table follows the setting,
+    and its filter and page links keep it."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    run = tmp_path / "filtered"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({
+        "experiment": "lama", "corpora": ["trex"], "predictors": ["freq", "bert"],
+        "predictor_specs": {"freq": {"spec": "freq"}, "bert": {"spec": "bert"}},
+        "relation_types": {"trex": {"P530": "N-M"}}}))
+    (run / "summary.json").write_text(json.dumps([
+        {"corpus": "trex", "predictor": p, "scope": scope, "setting": setting, "group": g, "metric": "p@1",
+         "value": 50.0 if (p, setting) == ("freq", "filtered") else 0.0, "n_facts": 2}
+        for p in ("freq", "bert") for scope in ("own", "shared") for setting in ("raw", "filtered")
+        for g in ("all", "N-M", "P530")]))
+    # Iceland: freq's first answer, Germany, is another valid object: wrong raw, right filtered
+    pd.DataFrame([{"corpus": "trex", "predictor": p, "relation": "P530", "uid": uid, "subject": subject,
+                   "subject_id": None, "gold": gold, "prompt": f"{subject} maintains diplomatic relations with "
+                   "[MASK] .", "top1": top1, "correct_raw": False, "correct_filtered": p == "freq" and uid == "u1"}
+                  for p in ("freq", "bert")
+                  for uid, subject, gold, top1 in (("u1", "Iceland", "Italy", "Germany"),
+                                                   ("u2", "Chad", "Niger", "Germany"))]
+                 ).to_parquet(run / "instances.parquet")
+    serve_support.seal(run)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        ask = {"outcome": "a-right-b-wrong", "a": "freq", "b": "bert"}
+        assert c.get("/api/runs/filtered/facts", params=ask).json()["total"] == 0
+        body = c.get("/api/runs/filtered/facts", params={**ask, "setting": "filtered"}).json()
+        assert body["total"] == 1 and body["setting"] == "filtered" and body["facts"][0]["uid"] == "u1"
+        assert body["facts"][0]["predictors"]["freq"]["correct"] is True
+        text = c.get("/runs/filtered", params={**ask, "setting": "filtered", "per_page": 1}).text
+    assert '1 facts' in text or "1 fact " in text or "1 fact<" in text
+    form = text[text.index('<form id="filter"'):]
+    assert '<input type="hidden" name="setting" value="filtered">' in form[:form.index("</form>")]

@@ -145,8 +145,13 @@ class LoadedRun:
         return frame
 
 
+SETTINGS = ("raw", "filtered")
+_CORRECT = {"raw": "correct:", "filtered": "correct_filtered:"}  # column prefix of each setting's right or wrong
+
+
 def _pivot(long: pd.DataFrame) -> pd.DataFrame:
-    """One row per (corpus, uid): subject, relation, gold, and per predictor `top1:<p>` and `correct:<p>`."""
+    """One row per (corpus, uid): subject, relation, gold, and per predictor `top1:<p>`, `correct:<p>` (raw) and
+    `correct_filtered:<p>`."""
     keys = ["corpus", "uid"]
     if long.empty:
         return pd.DataFrame(columns=[*keys, "relation", "subject", "gold"])
@@ -156,10 +161,14 @@ def _pivot(long: pd.DataFrame) -> pd.DataFrame:
     # each predictor's own prompt: a generating one was sent a question, not the cloze a masked LM fills
     asked = long.pivot_table(index=keys, columns="predictor", values="prompt", aggfunc="first", dropna=False)
     asked.columns = [f"prompt:{c}" for c in asked.columns]
-    right = long.assign(correct=long["correct_raw"].astype("object")).pivot_table(
-        index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
-    right.columns = [f"correct:{c}" for c in right.columns]
-    out = base.set_index(keys).join(top).join(asked).join(right).reset_index()
+    out = base.set_index(keys).join(top).join(asked)
+    for setting in SETTINGS:  # right or wrong in each setting, as the summaries of that setting count it
+        column = f"correct_{setting}" if f"correct_{setting}" in long.columns else "correct_raw"
+        right = long.assign(correct=long[column].astype("object")).pivot_table(
+            index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
+        right.columns = [f"{_CORRECT[setting]}{c}" for c in right.columns]
+        out = out.join(right)
+    out = out.reset_index()
     return out.sort_values(["corpus", "relation", "uid"], kind="stable").reset_index(drop=True)
 
 
@@ -541,8 +550,9 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,
-              b: str | None = None, page: int = 1, per_page: int = 50) -> dict:
-    """One page of the fact table, filtered by relation and by who was right (A vs B)."""
+              b: str | None = None, page: int = 1, per_page: int = 50, setting: str = "raw") -> dict:
+    """One page of the fact table, filtered by relation and by who was right (A vs B) in `setting`, the setting
+    of the summary shown above it."""
     if outcome not in OUTCOMES:
         raise ConfigError(f"outcome={outcome!r}: use one of {', '.join(OUTCOMES)}")
     if page < 1:
@@ -559,8 +569,8 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
             raise UnknownRelation(f"the run has no relation {relation!r}{did_you_mean(relation, sorted(known))}")
         frame = frame[frame["relation"] == relation]
     if outcome != "all":
-        ra = frame.get(f"correct:{a}", pd.Series(None, index=frame.index)).astype("object")
-        rb = frame.get(f"correct:{b}", pd.Series(None, index=frame.index)).astype("object")
+        ra = frame.get(f"{_CORRECT[setting]}{a}", pd.Series(None, index=frame.index)).astype("object")
+        rb = frame.get(f"{_CORRECT[setting]}{b}", pd.Series(None, index=frame.index)).astype("object")
         wa, wb = ra.eq(True), rb.eq(True)
         la, lb = ra.eq(False), rb.eq(False)
         mask = {"a-right-b-wrong": wa & lb, "b-right-a-wrong": la & wb, "both-right": wa & wb,
@@ -582,10 +592,12 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         row = {k: _plain(rec.get(k)) for k in ("corpus", "uid", "relation", "subject", "subject_id", "gold")}
         # a prompt set asks each fact once per prompt: the row says which (its id and the sentence asked)
         row["prompt_id"], row["prompt"] = prompt_of(str(row["uid"])), _plain(rec.get("prompt"))
-        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}")),
+        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")),
+                                 "correct": _plain(rec.get(f"{_CORRECT[setting]}{p}")),
                                  "prompt": _plain(rec.get(f"prompt:{p}"))} for p in preds}
         rows.append(row)
-    return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
+    return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "setting": setting,
+            "page": page,
             "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
             "pages": pages, "predictors": preds,
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
