@@ -472,3 +472,12 @@ def test_each_unit_the_notes_count_is_named_as_one_where_an_error_names_one():
     assert named == {"facts": "fact", "round trips": "round trip", "questions": "question", "pairs": "pair",
                      "sentences": "sentence", "(fact, prompt) queries": "(fact, prompt) query",
                      "(fact, round, prompt) round trips": "(fact, round, prompt) round trip"}
+
+
+def test_corpora_come_in_the_order_the_run_asked_them(runs, capsys):
+    """summary.md, `kbc run` and `kbc compare` show T-REx before Google-RE, as `--corpus trex google_re` asked them;
+    the board listed them by name, Google-RE first."""
+    code, text, err = run_kbc(["leaderboard", str(runs[0]), str(runs[1]), "--format", "json"], capsys)
+    assert code == 0, err
+    corpora = list(dict.fromkeys(r["corpus"] for r in json.loads(text)["rows"]))
+    assert corpora == json.loads((runs[0] / "config.json").read_text())["corpora"] == ["trex", "google_re"]

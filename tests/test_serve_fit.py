@@ -109,7 +109,7 @@ def test_coherency_run_page_is_browsed(serve_explorer, serve_run, tmp_path):
         assert page.status_code == 200
         text = page.text
         assert "shared facts" in text and "own facts" in text and 'id="no-facts"' in text
-        assert text.count("upper bound</span>") == 1 and "[5.0, 15.0]" in text
+        assert text.count("upper bound</span>") == 1 and "[5.00, 15.00]" in text
         assert c.get("/api/runs/coh/facts").status_code == 400  # the per-fact table stays a LAMA view
 
 
@@ -362,3 +362,113 @@ def test_a_causal_lm_asked_a_free_cloze_says_why_it_does_not_answer(lama_dir, tm
     assert "a cloze names no relation" in column["message"]
     answered = next(c for c in asked["columns"] if c["name"] == "gpt2")
     assert answered["status"] == "ok" and len(answered["answers"]) == 3
+
+
+def _hand_run(root, corpora: dict[str, dict[str, str]], rows: list[dict]):
+    """A coherency run directory written by hand (its relation types per corpus, its summary rows), sealed."""
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({
+        "experiment": "coherency", "corpora": list(corpora), "predictors": ["freq"],
+        "predictor_specs": {"freq": {"spec": "freq"}}, "relation_types": corpora}))
+    (root / "summary.json").write_text(json.dumps(rows))
+    serve_support.seal(root)
+    return root
+
+
+def test_run_page_intervals_keep_the_digits_of_its_values(serve_explorer, serve_run, tmp_path):
+    """summary.md prints `[5.00, 12.01]`; the run page beside its `8.50` showed `[5.0, 12.0]`, another upper
+    bound than every other view gives."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    rows = [{"corpus": "trex", "predictor": "freq", "scope": scope, "setting": "raw", "group": g,
+             "metric": "coherency", "value": 8.5, "n_facts": 40, "ci_low": 5.0, "ci_high": 12.0125}
+            for scope in ("own", "shared") for g in ("all", "N-1", "P19")]
+    run = _hand_run(tmp_path / "ci", {"trex": {"P19": "N-1"}}, rows)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        text = c.get("/runs/ci").text
+    summary = text[text.index('<table id="summary"'):]
+    summary = summary[:summary.index("</table>")]
+    assert "[5.00, 12.01]" in summary and "[5.0, 12.0]" not in summary
+
+
+def test_run_page_lists_relations_in_the_order_of_summary_md(serve_explorer, serve_run, tmp_path):
+    """summary.md and `kbc compare` list a run's corpora in run order and its relations by type, then by id with
+    numbers as numbers (P36 1-1, P19 N-1, P47, P530, P1303 N-M); the run page's per-relation tables too."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    types = {"trex": {"P1303": "N-M", "P19": "N-1", "P36": "1-1", "P530": "N-M", "P47": "N-M"},
+             "google_re": {"place_of_birth": "N-1", "date_of_birth": "N-1"}}
+    rows = [{"corpus": corpus, "predictor": "freq", "scope": scope, "setting": "raw", "group": g,
+             "metric": "coherency", "value": 1.0, "n_facts": 4}
+            for corpus, rels in types.items() for scope in ("own", "shared") for g in ("all", *rels)]
+    run = _hand_run(tmp_path / "order", types, rows)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        body = c.get("/api/runs/order").json()
+    for table in body["relation_tables"]:
+        assert [(r["corpus"], r["relation"]) for r in table["rows"]] == [
+            ("trex", "P36"), ("trex", "P19"), ("trex", "P47"), ("trex", "P530"), ("trex", "P1303"),
+            ("google_re", "date_of_birth"), ("google_re", "place_of_birth")]
+
+
+def test_run_page_lists_knowledge_domains_as_summary_md_does(serve_explorer, serve_run, tmp_path):
+    """BEAR's domain columns in summary.md and `kbc report` go by name (Arts, ..., Sports); the run page listed
+    them in the order summary.json happened to hold them."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    groups = ("all", "domain:Political", "domain:Arts", "domain:Sports", "domain:Biographical", "P6")
+    rows = [{"corpus": "bear", "predictor": "freq", "scope": scope, "setting": "raw", "group": g,
+             "metric": "coherency", "value": 1.0, "n_facts": 4} for scope in ("own", "shared") for g in groups]
+    run = _hand_run(tmp_path / "domains", {"bear": {"P6": None}}, rows)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        body = c.get("/api/runs/domains").json()
+    assert body["groups"] == ["all", "domain:Arts", "domain:Biographical", "domain:Political", "domain:Sports"]
+
+
+def test_run_page_facts_follow_the_setting_of_its_summary(serve_explorer, serve_run, tmp_path):
+    """`/runs/RUN?setting=filtered` shows filtered P@1 above a fact table whose right and wrong were the raw
+    setting's: "A right, B wrong" then counted other facts than the P@1 beside it. The table follows the setting,
+    and its filter and page links keep it."""
+    from fastapi.testclient import TestClient
+
+    from bridge.serve.app import create_app
+    from bridge.serve.runs import Runs
+
+    run = tmp_path / "filtered"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({
+        "experiment": "lama", "corpora": ["trex"], "predictors": ["freq", "bert"],
+        "predictor_specs": {"freq": {"spec": "freq"}, "bert": {"spec": "bert"}},
+        "relation_types": {"trex": {"P530": "N-M"}}}))
+    (run / "summary.json").write_text(json.dumps([
+        {"corpus": "trex", "predictor": p, "scope": scope, "setting": setting, "group": g, "metric": "p@1",
+         "value": 50.0 if (p, setting) == ("freq", "filtered") else 0.0, "n_facts": 2}
+        for p in ("freq", "bert") for scope in ("own", "shared") for setting in ("raw", "filtered")
+        for g in ("all", "N-M", "P530")]))
+    # Iceland: freq's first answer, Germany, is another valid object: wrong raw, right filtered
+    pd.DataFrame([{"corpus": "trex", "predictor": p, "relation": "P530", "uid": uid, "subject": subject,
+                   "subject_id": None, "gold": gold, "prompt": f"{subject} maintains diplomatic relations with "
+                   "[MASK] .", "top1": top1, "correct_raw": False, "correct_filtered": p == "freq" and uid == "u1"}
+                  for p in ("freq", "bert")
+                  for uid, subject, gold, top1 in (("u1", "Iceland", "Italy", "Germany"),
+                                                   ("u2", "Chad", "Niger", "Germany"))]
+                 ).to_parquet(run / "instances.parquet")
+    serve_support.seal(run)
+    with TestClient(create_app(serve_explorer, Runs([serve_run, run]))) as c:
+        ask = {"outcome": "a-right-b-wrong", "a": "freq", "b": "bert"}
+        assert c.get("/api/runs/filtered/facts", params=ask).json()["total"] == 0
+        body = c.get("/api/runs/filtered/facts", params={**ask, "setting": "filtered"}).json()
+        assert body["total"] == 1 and body["setting"] == "filtered" and body["facts"][0]["uid"] == "u1"
+        assert body["facts"][0]["predictors"]["freq"]["correct"] is True
+        text = c.get("/runs/filtered", params={**ask, "setting": "filtered", "per_page": 1}).text
+    assert '1 facts' in text or "1 fact " in text or "1 fact<" in text
+    form = text[text.index('<form id="filter"'):]
+    assert '<input type="hidden" name="setting" value="filtered">' in form[:form.index("</form>")]

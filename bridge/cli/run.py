@@ -518,14 +518,15 @@ def ls(name: str | None, as_json: bool) -> None:
     `kbc run` directory: where it stands (a run writing it now, records per predictor), from another terminal."""
     from bridge.predictors.registry import available, resolve
     from bridge.run.options import accepted, default_name
-    from bridge.run.status import read_config, status_lines
+    from bridge.run.status import read_config, run_status, status_lines
 
     config = read_config(Path(name)) if name is not None and Path(name).is_dir() else None
     if config is not None:
         from bridge.run.reading import note_reading
 
         note_reading(Path(name), config)
-        click.echo("\n".join(status_lines(Path(name), config)))
+        click.echo(json.dumps(run_status(Path(name), config), indent=1) if as_json
+                   else "\n".join(status_lines(Path(name), config)))
         return
     if name is None:
         entries = available()

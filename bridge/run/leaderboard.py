@@ -176,7 +176,8 @@ def _corpora(configs: dict[Path, dict], corpus: str | None) -> tuple[list[str], 
                 raise ConfigError(f"{run} holds no {corpus} results (it has {', '.join(config['corpora'])})")
         return [corpus], []
     first = next(iter(configs.values()))["corpora"]
-    every = sorted(set.union(*held), key=lambda c: (c not in first, c))
+    # the first run's corpora in the order it asked them (as its summary.md), then the others by name
+    every = sorted(set.union(*held), key=lambda c: (c not in first, first.index(c) if c in first else 0, c))
     wanted = [c for c in every if all(c in h for h in held)]
     if not wanted:
         listed = "; ".join(f"{run}: {', '.join(c['corpora']) or 'none'}" for run, c in configs.items())

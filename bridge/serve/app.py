@@ -161,10 +161,10 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
 
     @app.get("/api/runs/{name}/facts", summary="One page of a run's facts, filtered by relation and outcome")
     def api_run_facts(name: str, relation: str = "", outcome: str = "all", a: str = "", b: str = "",
-                      page: WholeNumber = 1, per_page: WholeNumber = 50) -> dict:
+                      page: WholeNumber = 1, per_page: WholeNumber = 50, setting: str = "raw") -> dict:
         loaded = app.state.runs.get(name)
         return steadily(loaded, lambda: run_views.fact_page(loaded, relation or None, outcome, a or None, b or None,
-                                                            page, per_page))
+                                                            page, per_page, _setting(setting)))
 
     @app.get("/api/runs/{name}/facts/{uid:path}", summary="One fact of a run across every predictor")
     def api_run_fact(name: str, uid: str) -> dict:
@@ -227,7 +227,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
         def read() -> tuple[dict, dict | None]:
             info = with_other_data(loaded, run_views.overview(loaded, _setting(setting)))
             return info, (run_views.fact_page(loaded, relation or None, outcome, a or None, b or None, page_no,
-                                              per_page) if info["has_facts"] else None)
+                                              per_page, info["setting"]) if info["has_facts"] else None)
 
         try:
             info, facts = steadily(loaded, read)

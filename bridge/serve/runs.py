@@ -28,6 +28,7 @@ from bridge.run.run_lock import BeingWritten, writing_now
 from bridge.serve.across_prompts import across_prompts, coherency_prompts
 from eval.cells import count_of
 from eval.errors import ConfigError, DataError
+from eval.report import DOMAIN_PREFIX
 from eval.types import RELATION_TYPES
 
 TYPE_GROUPS = (*RELATION_TYPES, "all")
@@ -145,8 +146,13 @@ class LoadedRun:
         return frame
 
 
+SETTINGS = ("raw", "filtered")
+_CORRECT = {"raw": "correct:", "filtered": "correct_filtered:"}  # column prefix of each setting's right or wrong
+
+
 def _pivot(long: pd.DataFrame) -> pd.DataFrame:
-    """One row per (corpus, uid): subject, relation, gold, and per predictor `top1:<p>` and `correct:<p>`."""
+    """One row per (corpus, uid): subject, relation, gold, and per predictor `top1:<p>`, `correct:<p>` (raw) and
+    `correct_filtered:<p>`."""
     keys = ["corpus", "uid"]
     if long.empty:
         return pd.DataFrame(columns=[*keys, "relation", "subject", "gold"])
@@ -156,10 +162,14 @@ def _pivot(long: pd.DataFrame) -> pd.DataFrame:
     # each predictor's own prompt: a generating one was sent a question, not the cloze a masked LM fills
     asked = long.pivot_table(index=keys, columns="predictor", values="prompt", aggfunc="first", dropna=False)
     asked.columns = [f"prompt:{c}" for c in asked.columns]
-    right = long.assign(correct=long["correct_raw"].astype("object")).pivot_table(
-        index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
-    right.columns = [f"correct:{c}" for c in right.columns]
-    out = base.set_index(keys).join(top).join(asked).join(right).reset_index()
+    out = base.set_index(keys).join(top).join(asked)
+    for setting in SETTINGS:  # right or wrong in each setting, as the summaries of that setting count it
+        column = f"correct_{setting}" if f"correct_{setting}" in long.columns else "correct_raw"
+        right = long.assign(correct=long[column].astype("object")).pivot_table(
+            index=keys, columns="predictor", values="correct", aggfunc="first", dropna=False)
+        right.columns = [f"{_CORRECT[setting]}{c}" for c in right.columns]
+        out = out.join(right)
+    out = out.reset_index()
     return out.sort_values(["corpus", "relation", "uid"], kind="stable").reset_index(drop=True)
 
 
@@ -249,7 +259,11 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     per_relation = [r for r in rows if r.get("group") in relations]
     a, b = loaded.default_pair()
     found = list(dict.fromkeys(r.get("group") for r in overall if r.get("metric") == metric))
-    groups = [g for g in ("all", "1-1", "N-1", "N-M") if g in found] + [g for g in found if g not in TYPE_GROUPS]
+    # as summary.md's columns: types in their order, other groups as found, knowledge domains by name
+    others = [g for g in found if g not in TYPE_GROUPS]
+    groups = ([g for g in ("all", "1-1", "N-1", "N-M") if g in found]
+              + [g for g in others if not str(g).startswith(DOMAIN_PREFIX)]
+              + sorted(g for g in others if str(g).startswith(DOMAIN_PREFIX)))
     upper = loaded.upper_bounds()
     silent = silent_in(every)  # predictors that answered nothing: a row of 0 facts, no score, their reasons
     table = []  # one row per (corpus, predictor): the metric per group, then the others over all facts
@@ -287,7 +301,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     labels = loaded.run.config.get("relation_labels") or {}
     relation_scopes = [scope for scope in ("shared", "own") if any(
         r.get("scope", "own") == scope and r.get("metric") == metric and r.get("group") in relations for r in every)]
-    relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels)}
+    order = _relation_order(loaded.run.config, loaded.run.corpora)
+    relation_tables = [{"scope": scope, "rows": _relation_rows(every, relations, metric, scope, labels, order)}
                        for scope in relation_scopes]
     relation_table = relation_tables[0]["rows"] if relation_tables else []
     # the exact match per relation of predictors that wrote their answers, where the run leads with a ranked metric
@@ -299,7 +314,8 @@ def overview(loaded: LoadedRun, setting: str = "raw") -> dict:
     written_table = [] if not written else [
         {"corpus": c, "relation": rel, "em": {r.get("predictor"): r.get("value") for r in per_relation_em
                                               if (r.get("corpus"), r.get("group"), r.get("metric")) == (c, rel, "em")}}
-        for c, rel in sorted({(r.get("corpus"), r.get("group")) for r in per_relation_em if r.get("metric") == "em"})]
+        for c, rel in order(list({(r.get("corpus"), r.get("group")) for r in per_relation_em
+                                   if r.get("metric") == "em"}))]
     return {"name": loaded.name, "path": str(loaded.run.path), "corpora": loaded.run.corpora,
             "experiment": loaded.experiment, "metric": metric, "extra_metrics": list(extra),
             "upper_bounds": upper, "has_facts": loaded.experiment == "lama",
@@ -337,15 +353,32 @@ def _relations(loaded: LoadedRun, rows: list[dict]) -> list[str]:
     return sorted(held)
 
 
-def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict) -> list[dict]:
-    """Per (corpus, relation) of one scope: its label, `metric` per predictor and the facts it is over (`n`, one
-    number where every predictor's is the same, as the shared scope's are)."""
+def _relation_order(config: dict, corpora: list[str]) -> Callable[[list[tuple[str, str]]], list[tuple[str, str]]]:
+    """(corpus, relation) pairs as summary.md and `kbc compare` list them: corpora in run order, relations by type,
+    then by id with numbers as numbers (P36, P19, P1303), so every view reads in one order."""
+    from bridge.run.summaries import relation_info
+    from eval.report import relation_order
+
+    info = relation_info(config)
+
+    def order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        held = list(dict.fromkeys([c for c in corpora if any(k[0] == c for k in keys)] + sorted(k[0] for k in keys)))
+        return [(corpus, rel) for corpus in held
+                for rel in relation_order([r for c, r in keys if c == corpus], info.get(corpus))]
+    return order
+
+
+def _relation_rows(rows: list[dict], relations: list[str], metric: str, scope: str, labels: dict,
+                   order: Callable[[list[tuple[str, str]]], list[tuple[str, str]]]) -> list[dict]:
+    """Per (corpus, relation) of one scope, in `order`: its label, `metric` per predictor and the facts it is over
+    (`n`, one number where every predictor's is the same, as the shared scope's are)."""
     cells: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
         if r.get("metric") == metric and r.get("group") in relations and r.get("scope", "own") == scope:
             cells.setdefault((r.get("corpus"), r.get("group")), {})[r.get("predictor")] = r
     out = []
-    for (corpus, rel), by in sorted(cells.items()):
+    for corpus, rel in order(list(cells)):
+        by = cells[(corpus, rel)]
         counts = {p: r.get("n_facts") for p, r in by.items()}
         label = (labels.get(corpus) or {}).get(rel, "")
         out.append({"corpus": corpus, "relation": rel, "label": "" if label == rel else label,  # ids as labels: none
@@ -522,8 +555,9 @@ def leaderboard(runs: Runs, corpus: str | None = None, metric: str | None = None
 
 
 def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "all", a: str | None = None,
-              b: str | None = None, page: int = 1, per_page: int = 50) -> dict:
-    """One page of the fact table, filtered by relation and by who was right (A vs B)."""
+              b: str | None = None, page: int = 1, per_page: int = 50, setting: str = "raw") -> dict:
+    """One page of the fact table, filtered by relation and by who was right (A vs B) in `setting`, the setting
+    of the summary shown above it."""
     if outcome not in OUTCOMES:
         raise ConfigError(f"outcome={outcome!r}: use one of {', '.join(OUTCOMES)}")
     if page < 1:
@@ -540,8 +574,8 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
             raise UnknownRelation(f"the run has no relation {relation!r}{did_you_mean(relation, sorted(known))}")
         frame = frame[frame["relation"] == relation]
     if outcome != "all":
-        ra = frame.get(f"correct:{a}", pd.Series(None, index=frame.index)).astype("object")
-        rb = frame.get(f"correct:{b}", pd.Series(None, index=frame.index)).astype("object")
+        ra = frame.get(f"{_CORRECT[setting]}{a}", pd.Series(None, index=frame.index)).astype("object")
+        rb = frame.get(f"{_CORRECT[setting]}{b}", pd.Series(None, index=frame.index)).astype("object")
         wa, wb = ra.eq(True), rb.eq(True)
         la, lb = ra.eq(False), rb.eq(False)
         mask = {"a-right-b-wrong": wa & lb, "b-right-a-wrong": la & wb, "both-right": wa & wb,
@@ -563,10 +597,12 @@ def fact_page(loaded: LoadedRun, relation: str | None = None, outcome: str = "al
         row = {k: _plain(rec.get(k)) for k in ("corpus", "uid", "relation", "subject", "subject_id", "gold")}
         # a prompt set asks each fact once per prompt: the row says which (its id and the sentence asked)
         row["prompt_id"], row["prompt"] = prompt_of(str(row["uid"])), _plain(rec.get("prompt"))
-        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")), "correct": _plain(rec.get(f"correct:{p}")),
+        row["predictors"] = {p: {"top1": _plain(rec.get(f"top1:{p}")),
+                                 "correct": _plain(rec.get(f"{_CORRECT[setting]}{p}")),
                                  "prompt": _plain(rec.get(f"prompt:{p}"))} for p in preds}
         rows.append(row)
-    return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "page": page,
+    return {"run": loaded.name, "relation": relation, "outcome": outcome, "a": a, "b": b, "setting": setting,
+            "page": page,
             "per_page": per_page, "total": total, "queries": total, "n_facts": len(facts),
             "pages": pages, "predictors": preds,
             "prompted": any(prompt_of(str(u)) for u in frame["uid"]), "facts": rows}
