@@ -107,6 +107,14 @@ def test_a_local_generating_run_killed_mid_chunk_counts_each_query_once(lama_dir
                for line in p.read_text().splitlines()}
     assert row["queries answered"] == str(recorded(out)) == "8"
     assert row["requests sent (local: generations)"] == str(len(prompts))
+    # what an attempt of an earlier version added to config.json as it ended is counted too
+    config = json.loads((out / "config.json").read_text())
+    config["usage"] = {"google_re": {"llm": {"asked": 2, "sent": 5}}}
+    (out / "config.json").write_text(json.dumps(config))
+    code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "both")], capsys)
+    assert code == 0, err
+    both = usage_row(tmp_path / "both" / "report.md")
+    assert (both["queries answered"], both["requests sent (local: generations)"]) == ("10", str(len(prompts) + 5))
 
 
 def _run_with_usage(tmp_path: Path, lines: bytes) -> Path:
