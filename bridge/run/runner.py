@@ -532,10 +532,10 @@ class Job:
         finally:
             if self.predictor is not None:
                 tally = getattr(self.predictor, "tally", None)  # what a predictor asking a model cost
+                spent = None
                 if tally is not None:
                     spent = sample_tally(tally(), self.sampled)
                     log.info("%s / %s: %s", self.corpus.name, self.p.name, self.predictor.report_line(spent))
-                    self._log_usage(spent, durable=True)
                 if hasattr(self.predictor, "on_spent"):
                     self.predictor.on_spent = None
                 cached = cache_line(self.predictor)
@@ -544,6 +544,8 @@ class Job:
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
+                if spent is not None:  # last: a disk that refuses it leaves the rest done
+                    self._log_usage(spent, durable=True)
 
     def _log_usage(self, spent: dict[str, int] | None = None, durable: bool = False) -> None:
         """Append what asking cost since the last line (`spent`, else the predictor's tally now) to this attempt's
