@@ -7,7 +7,8 @@ before the rename and its folder after it, so that what a user computed is on di
 
 Durable (synced), as each took long to compute or is what a resume trusts: a run's summaries (`summary.json`,
 `curves.json`, `dropped.json`, `config.json`, `summary.md`, `instances.parquet`) and the stamp of what they were
-scored from, its prediction records (synced per chunk, `bridge.run.record_digests`), cached LLM answers
+scored from, its prediction records (synced per chunk, `bridge.run.record_digests`) and the usage counts of a
+generating predictor (with them, `bridge.run.usage_log`), cached LLM answers
 (`eval.jsonl.write_json`), training checkpoints and the markers that finish a model, built entity files and their
 manifest, a graph store's and a text index's live generation, downloaded and derived data, report pages and analysis
 outputs. Not synced (`durable=False`): caches that carry their own check and are computed again when they fail it

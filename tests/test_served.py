@@ -14,6 +14,8 @@ import pytest
 from cli_support import Bar, run_kbc
 from served_support import Scripted, completion
 
+from bridge.run.usage_log import FOLDER as USAGE_FOLDER
+from bridge.run.usage_log import read_usage
 from lm.generation import GenerationParams
 from lm.served import ServedGenerator, ServerError, ServerSettings
 
@@ -781,7 +783,7 @@ def test_answers_cut_at_the_token_limit_are_counted_with_the_option_that_gives_m
             "llm.max_new_tokens=N")
     line = next(x for x in err.splitlines() if x.startswith(f"google_re / llm: {ALL_ASKED}"))
     assert line.endswith(said), line
-    assert json.loads((tmp_path / "a" / "config.json").read_text())["usage"]["google_re"]["llm"]["cut"] == n
+    assert read_usage(tmp_path / "a")["google_re"]["llm"]["cut"] == n
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "b", *shared), capsys)
     assert code == 0, err
     line = next(x for x in err.splitlines() if x.startswith("google_re / llm: 9 queries: 1 asked, 8 from the cache"))
@@ -1002,11 +1004,11 @@ def test_a_run_stopped_mid_slice_resumes_asking_only_what_was_never_answered(ser
     assert (f"google_re / llm: 9 queries: {9 - k} asked, {k} from the cache ({k} asked before the run was resumed), "
             f"0 sharing another query's prompt, 0 unanswered; requests sent {10 - k}, failed 0") in err, err
     assert records(tmp_path / "run") == records(tmp_path / "whole")
-    usage = json.loads((tmp_path / "run" / "config.json").read_text())["usage"]
+    usage = read_usage(tmp_path / "run")
     assert usage == {"google_re": {"llm": {
         "asked": 9, "cached": 0, "shared": 0, "sent": tried + 10 - k, "retried": 0, "failed": tried - k,
         "prompt_tokens": 3 * 10, "completion_tokens": 2 * 10, "damaged": 0, "empty": 0, "cut": 0}}}
-    assert json.loads((tmp_path / "whole" / "config.json").read_text())["usage"]["google_re"]["llm"] == {
+    assert read_usage(tmp_path / "whole")["google_re"]["llm"] == {
         "asked": 9, "cached": 0, "shared": 0, "sent": 9, "retried": 0, "failed": 0, "prompt_tokens": 27,
         "completion_tokens": 18, "damaged": 0, "empty": 0, "cut": 0}
 
@@ -1027,7 +1029,7 @@ def test_queries_sharing_a_prompt_are_counted_so_that_the_counts_add_up(serve, l
     recs = [json.loads(line) for rel in ("P190", "P530")
             for line in (out / "predictions" / "trex" / "llm" / f"{rel}.jsonl").read_text().splitlines()]
     assert len(recs) == 20 and len({json.dumps(r["prompt"]) for r in recs}) == 17
-    assert json.loads((out / "config.json").read_text())["usage"]["trex"]["llm"]["shared"] == 3
+    assert read_usage(out)["trex"]["llm"]["shared"] == 3
 
 
 # -- the report and the leaderboard name the served model and say what asking it cost --
@@ -1071,7 +1073,7 @@ def test_the_report_counts_the_answers_that_were_empty_text_or_cut_at_the_token_
     server = serve(script)
     code, _, err = run_kbc(lama_args(server.url, lama_dir, tmp_path / "run"), capsys)
     assert code == 0, err
-    usage = json.loads((tmp_path / "run/config.json").read_text())["usage"]["google_re"]["llm"]
+    usage = read_usage(tmp_path / "run")["google_re"]["llm"]
     assert (usage["sent"], usage["empty"], usage["cut"]) == (9, 3, 3)
     code, _, err = run_kbc(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")], capsys)
     assert code == 0, err
@@ -1086,9 +1088,13 @@ def test_a_report_of_a_run_that_kept_no_empty_or_cut_count_shows_zeros(serve, la
     run = tmp_path / "run"
     code, _, err = run_kbc(lama_args(server.url, lama_dir, run), capsys)
     assert code == 0, err
-    config = json.loads((run / "config.json").read_text())
-    for key in ("empty", "cut"):  # as a run made before they were counted
+    config = json.loads((run / "config.json").read_text())  # as a run made before they were counted, which
+    config["usage"] = read_usage(run)  # added its counts to config.json as each attempt ended
+    for key in ("empty", "cut"):
         del config["usage"]["google_re"]["llm"][key]
+    for attempt in config["runs"]:
+        del attempt["usage_log"]
+    shutil.rmtree(run / USAGE_FOLDER)
     (run / "config.json").write_text(json.dumps(config))
     code, _, err = run_kbc(["report", str(run), "--out", str(tmp_path / "report")], capsys)
     assert code == 0, err

@@ -1,6 +1,7 @@
-"""The report's usage table of a run resumed after a kill: an attempt adds what it asked, sent and answered when it
-ends, so one killed first (SIGKILL, a power cut: config.json's runs log records no end for it) adds nothing, and
-the table says whose counts leave it out rather than show them as the whole run's."""
+"""The report's usage table of a run resumed after a kill: an attempt of an earlier version (or under Ray) added what
+it asked, sent and answered when it ended, so one killed first (SIGKILL, a power cut: config.json's runs log records
+no end for it) added nothing, and the table says whose counts leave it out rather than show them as the whole run's
+(`test_usage_log`: attempts now keep their counts as they go)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def test_counts_that_leave_out_a_killed_attempt_say_so(gpt2_dir, lama_dir, tmp_p
     assert code == 0, err
     assert "killed" not in _usage_caption((tmp_path / "whole" / "report.md").read_text())
 
-    # what a SIGKILL leaves in the runs log: an attempt that started and recorded no end (nor its usage)
+    # what a SIGKILL left in the runs log of an earlier version, which kept no usage file: an attempt that started
+    # and recorded no end (nor its usage)
     config = json.loads((out / "config.json").read_text())
-    killed = {k: v for k, v in config["runs"][0].items() if k not in ("finished", "failed", "error")}
+    killed = {k: v for k, v in config["runs"][0].items() if k not in ("finished", "failed", "error", "usage_log")}
     config["runs"].insert(0, killed)
     (out / "config.json").write_text(json.dumps(config, indent=1))
     code, _, err = run_kbc(["report", str(out), "--out", str(tmp_path / "after")], capsys)

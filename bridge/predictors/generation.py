@@ -99,7 +99,7 @@ def recorded_before(seen: dict) -> tuple[dict, list[str]]:
 # query of the attempt, answered by the same request) or unanswered (handed to the model: a failure or an
 # interrupt came before its answer); a query whose prompt was never sent is none of these (`_tally_queries`)
 QUERIES = ("asked", "cached", "resumed", "shared", "unanswered")
-# what adds up over the attempts that make a run (config.json's `usage`): each query's answer counted by the attempt
+# what adds up over the attempts that make a run (`bridge.run.usage_log`): each query's answer counted by the attempt
 # that asked or read it from another run's cache, each request and token paid once
 # the rest of an attempt's sample, as the runner counts it (`bridge.run.runner.sample_tally`): never handed over
 SAMPLE = {"recorded": "recorded before the run was resumed", "left_out": "left out unasked",
@@ -308,6 +308,7 @@ class GenerationPredictor:
         self._kept_other = False  # an answer to another prompt is kept there until the preferred one comes
         self.on_batch: Callable[[int], None] | None = None  # told of the queries each response answers (progress)
         self.on_cached: Callable[[int], None] | None = None  # told of those the cache answers, apart (progress)
+        self.on_spent: Callable[[], None] | None = None  # told of each response counted (the run's usage file)
 
     @property
     def parameter_count(self) -> int | None:
@@ -322,11 +323,19 @@ class GenerationPredictor:
                 "answers": "a set" if self.many else "one answer", **self.prompter.describe(),
                 **self.params.describe(), **self.extra}
 
-    def _count(self, response: Generated) -> None:
+    def _count(self, response: Generated, told: bool = True) -> None:
         self.counts["sent"] += 1
         self.counts["prompt_tokens"] += response.prompt_tokens
         self.counts["completion_tokens"] += response.completion_tokens
         self.counts["unreported"] += not response.usage_reported
+        if told:
+            self._spent()
+
+    def _spent(self) -> None:
+        """Tell `on_spent` of what was counted, before the answer is cached: a kill between counts the request, and
+        its asking again when the run resumes, as a server charges both."""
+        if self.on_spent is not None:
+            self.on_spent()
 
     def _settle(self, first, sending: Callable[[], None]) -> Generated | None:
         """Settle what the cache keys start with: a local model's weights fingerprint; a server's URL and API with
@@ -386,6 +395,8 @@ class GenerationPredictor:
             def keep(key: str, response: Generated) -> None:
                 """A response asked for a query: kept as the run's first answer where it is one, then cached."""
                 found[key], how[key] = response, "asked"
+                self.counts["asked"] += 1  # counted as it comes (`_tally_queries` counts the rest as the ask ends)
+                self._spent()
                 self._answered.add(key)
                 self._kept_first(prompt_of[key], response)
                 if self.cache is not None:
@@ -416,7 +427,7 @@ class GenerationPredictor:
                 part = missing[start:start + step]
 
                 def came(i: int, response: Generated, part: list[str] = part) -> None:
-                    self._count(response)
+                    self._count(response, told=False)  # told with the query it answers
                     keep(part[i], response)
 
                 def went(done: Sequence[int], part: list[str] = part) -> None:
@@ -440,7 +451,8 @@ class GenerationPredictor:
         seen: set[str] = set()
         for key in keys:
             if key in found:
-                c["shared" if key in seen else how[key]] += 1
+                if key in seen or how[key] != "asked":  # an asked one was counted as its answer came (`_ask`)
+                    c["shared" if key in seen else how[key]] += 1
             elif key in handed:
                 c["unanswered"] += 1
             else:

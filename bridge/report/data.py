@@ -159,16 +159,29 @@ class RunData:
 
     def usage(self) -> dict[str, dict[str, dict]]:
         """What asking a model by generation cost, per corpus and predictor (queries, requests, tokens), summed over
-        the run's attempts (empty where it recorded none)."""
+        the run's attempts: those of earlier versions added theirs to config.json as they ended, the others keep
+        theirs as they go (`bridge.run.usage_log`); empty where it recorded none."""
+        from bridge.run.usage_log import read_usage
+
         found = self.config.get("usage")
-        return found if isinstance(found, dict) else {}
+        total = {c: {p: dict(v) for p, v in per.items() if isinstance(v, dict)}
+                 for c, per in (found if isinstance(found, dict) else {}).items() if isinstance(per, dict)}
+        for corpus, per in read_usage(self.path).items():
+            for name, counts in per.items():
+                mine = total.setdefault(corpus, {}).setdefault(name, {})
+                for key, n in counts.items():
+                    mine[key] = int(mine.get(key) or 0) + n
+        return total
 
     def unrecorded_attempts(self, predictor: str) -> int:
-        """Attempts that asked `predictor` and recorded no end (killed, as by SIGKILL or a power cut): their cost
-        is added to `usage` when an attempt ends, so it is missing from it."""
+        """Attempts that asked `predictor`, recorded no end (killed, as by SIGKILL or a power cut) and kept no
+        counts as they went (made by an earlier version, or under Ray, whose actors hold the counts until the job
+        ends): their cost was to be added when they ended, so it is missing from `usage`."""
         runs = self.config.get("runs")
         return sum(1 for a in runs if isinstance(a, dict) and predictor in (a.get("predictors") or [])
-                   and not a.get("finished") and not a.get("failed")) if isinstance(runs, list) else 0
+                   and not a.get("finished") and not a.get("failed")
+                   and (not a.get("usage_log") or (a.get("executor") or {}).get("kind") == "ray")
+                   ) if isinstance(runs, list) else 0
 
 
 def _has_predictions(run: RunDir) -> bool:

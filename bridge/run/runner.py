@@ -45,6 +45,7 @@ from bridge.run.record_digests import RecordAppender, claim
 from bridge.run.results import done_uids, predictions_path, read_done
 from bridge.run.run_lock import LOCK, RunLock
 from bridge.run.summaries import collect
+from bridge.run.usage_log import UsageLog, log_path
 from eval.cells import count_of
 from eval.corpora import resolve_run_data_dir
 from eval.datadir import ENV_VAR as DATA_ENV
@@ -228,6 +229,8 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
             _note_other_relations(config["runs"], {n: list(c.relations) for n, c in plan.corpora.items()}, cfg.out)
             config.setdefault("cache_scope", uuid.uuid4().hex)  # this directory's own: a resume finds its responses
             config["runs"].append(run)
+            usage = UsageLog(log_path(out, len(config["runs"])))  # what asking a model costs, kept as it is spent
+            run["usage_log"] = usage.path.name
             config["data_dir"] = str(data_dir)
             if cfg.compat:
                 config.setdefault("compat_removed", {}).update(plan.removed)
@@ -246,7 +249,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                         valid = _valid_objects(source)
                         for p in plan.predictors:
                             job = Job(p, corpus, plan.asked[name], valid, cfg, store, cache, data_dir, config, progress,
-                                      pool)
+                                      pool, usage=usage)
                             job.run(experiment)
                             _add_relation_labels(config, name, experiment)
                             write_json(config_path, config)
@@ -263,6 +266,7 @@ def run_experiment(cfg: RunConfig, experiment: Experiment, progress: bool = True
                 if stale:
                     log.warning(stale)
             finally:
+                usage.close()
                 if scoring:
                     config = read_config(config_path) or config
                 config["runs"][-1].update(ended)
@@ -300,17 +304,6 @@ def _add_relation_labels(config: dict, corpus: str, experiment: Experiment) -> N
     labels = config.setdefault("relation_labels", {}).setdefault(corpus, {})
     for rel, label in made(corpus).items():
         labels.setdefault(rel, label)
-
-
-def add_usage(config: dict, corpus: str, name: str, spent: dict[str, int]) -> None:
-    """Add what one attempt of a predictor cost (the `RUN_TOTALS` of its tally: queries asked, requests, tokens) to
-    the run's `usage`, summed over the attempts that made the run as `seconds` are: each request and token once, a
-    query a resumed attempt read back from the run's own cache not again."""
-    from bridge.predictors.generation import RUN_TOTALS
-
-    usage = config.setdefault("usage", {}).setdefault(corpus, {}).setdefault(name, {})
-    for key in RUN_TOTALS:
-        usage[key] = int(usage.get(key, 0)) + int(spent.get(key, 0))
 
 
 def cache_line(predictor) -> str | None:
@@ -521,6 +514,7 @@ class Job:
     # this attempt's sample of queries (the stages reached): recorded before it, recorded without asking, the rest
     # handed to the predictor or left when it stopped (`sample_tally`)
     sampled: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("sample", "recorded", "left_out"), 0))
+    usage: UsageLog | None = None  # where what asking a model cost is kept as it grows (`bridge.run.usage_log`)
 
     def run(self, experiment: Experiment) -> None:
         started = time.monotonic()
@@ -538,16 +532,29 @@ class Job:
         finally:
             if self.predictor is not None:
                 tally = getattr(self.predictor, "tally", None)  # what a predictor asking a model cost
+                spent = None
                 if tally is not None:
                     spent = sample_tally(tally(), self.sampled)
                     log.info("%s / %s: %s", self.corpus.name, self.p.name, self.predictor.report_line(spent))
-                    add_usage(self.config, self.corpus.name, self.p.name, spent)
+                if hasattr(self.predictor, "on_spent"):
+                    self.predictor.on_spent = None
                 cached = cache_line(self.predictor)
                 if cached:
                     log.info("%s / %s: %s", self.corpus.name, self.p.name, cached)
                 self.executor.release(self.predictor)
                 seconds = self.config["seconds"].setdefault(self.corpus.name, {})
                 seconds[self.p.name] = round(seconds.get(self.p.name, 0.0) + time.monotonic() - started, 3)
+                if spent is not None:  # last: a disk that refuses it leaves the rest done
+                    self._log_usage(spent, durable=True)
+
+    def _log_usage(self, spent: dict[str, int] | None = None, durable: bool = False) -> None:
+        """Append what asking cost since the last line (`spent`, else the predictor's tally now) to this attempt's
+        usage file: where a predictor asks a model, each response and each chunk's records are counted as they
+        come, so that a kill loses no chunk written before it (`bridge.run.usage_log`)."""
+        tally = getattr(self.predictor, "tally", None)
+        if self.usage is None or tally is None or (spent is None and not hasattr(self.predictor, "on_spent")):
+            return  # under Ray the actors hold the counts, asked once the job ends: a call per chunk would wait
+        self.usage.add(self.corpus.name, self.p.name, spent if spent is not None else tally(), durable)
 
     def _done(self, relations: list[str]) -> None:
         """Note in this attempt's entry of the runs log that these relations' queries are all recorded: what an
@@ -578,6 +585,8 @@ class Job:
                 self.executor.release(predictor)
                 raise ConfigError(f"{cfg.out}: predictor {self.p.name!r} answered {self.corpus.name} there {why}")
             self.predictor = predictor
+            if hasattr(predictor, "on_spent"):  # a model asked in this process: each response counted as it comes
+                predictor.on_spent = self._log_usage
             scale = getattr(self.predictor, "score_scale", None)
             if scale is not None:  # what its answers' scores are, shown beside them (`kbc show`)
                 described["scores"] = scale
@@ -698,6 +707,7 @@ class Job:
                         looked = (cache.hits, cache.misses) if cache is not None else (0, 0)
                         written = handle.write(next(lines))  # a chunk's records are made together: on disk as
                         # they come; batches count prompts, the rest per record (or its work), the cache's apart
+                        self._log_usage(durable=True)  # what they cost, on disk with them
                         done = weigh(chunk) if work is not None and written == len(chunk) else written
                         cached = cached_part(done, *((cache.hits - looked[0], cache.misses - looked[1])
                                                      if cache is not None else (0, 0)))
