@@ -454,7 +454,7 @@ def test_bear_relations_are_named_in_tables(bear_root, tmp_path, monkeypatch, ca
     from bridge.serve.runs import _relation_rows
 
     rows = json.loads((out / "summary.json").read_text())
-    shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"])
+    shown = _relation_rows(rows, ["P30", "P6886"], "p@1", "shared", config["relation_labels"], sorted)
     assert [(r["relation"], r["label"]) for r in shown] == [("P30", "continent"), ("P6886", "")]
 
 

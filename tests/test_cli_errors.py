@@ -1304,7 +1304,7 @@ def test_a_run_that_ends_in_an_error_is_recorded_as_failed(ctx, capsys):
     runs = json.loads((ctx.tmp / "run" / "config.json").read_text())["runs"]
     assert [sorted(r) for r in runs] == [["argv", "asked", "batch_size", "corpora", "device", "done", "error",
                                           "executor", "failed", "limit", "predictors", "relations", "seed", "started",
-                                          "versions"]]
+                                          "usage_log", "versions"]]
     assert runs[0]["done"] == {c: {"freq": relations} for c, relations in runs[0]["asked"].items()}  # bert: none
     assert "error: " + runs[0]["error"] == err.strip().splitlines()[-1]
     code, _, err = run_kbc([*ctx.run_freq(), "--limit", "5"], capsys)  # freq alone: the rerun completes

@@ -147,7 +147,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does(tmp_path, lama_dir, monkeypatch, cap
     finally:
         signal.signal(signal.SIGTERM, previous)
     keys = ["argv", "asked", "batch_size", "corpora", "device", "error", "executor", "failed", "limit", "predictors",
-            "relations", "seed", "started", "versions"]
+            "relations", "seed", "started", "usage_log", "versions"]
     line = "interrupted: results written so far are kept; rerun the same command to resume"
     assert ended == {"ctrl-c": (130, line, keys, "interrupted", CHUNK),
                      "sigterm": (143, line, keys, "interrupted", CHUNK),
