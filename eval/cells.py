@@ -2,13 +2,15 @@
 predictor names, relation labels and subjects from the data.
 
 A spreadsheet runs a CSV cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return as a formula, so such
-a cell gets a leading `'` (OWASP's advice for CSV injection); a negative number stays a number. A Markdown table
+a cell gets a leading `'` (OWASP's advice for CSV injection); a negative number stays a number, and a lone `-`
+(a missing value) stays as it is. A Markdown table
 cell is one line without a bare `|`, and its HTML shows as text.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import re
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -24,9 +26,27 @@ def csv_cell(value):
     a float keeps `SIGNIFICANT` digits, so float noise (28.37499999999996) is written as the number (28.375)."""
     if isinstance(value, float):
         return float(f"{value:.{SIGNIFICANT}g}")
-    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+    if isinstance(value, str) and value.startswith(FORMULA_START) and value != "-" and not NUMBER.fullmatch(value):
         return "'" + value
     return value
+
+
+SMALL_DIGITS = 2  # significant digits a value that is not zero but rounds to zero keeps (0.00027, not 0.000)
+FEWEST = 1e-9  # below it such a value is written in e-notation (2.7e-12)
+
+
+def fixed(value: float, places: int, signed: bool = False) -> str:
+    """`value` to `places` decimals, as every text table shows a score (MRR 0.123, P@1 22.03); a value that is not
+    zero but rounds to zero keeps `SMALL_DIGITS` significant digits (0.00027, not 0.000), so it is not read as a
+    zero, which a table shows only where it is one (a zero-width interval: every fact scored alike). `signed`: with
+    its sign, as a difference (+0.25, -0.0040)."""
+    sign = "+" if signed else ""
+    text = f"{value:{sign}.{places}f}"
+    if value == 0 or not math.isfinite(value) or float(text) != 0:
+        return text
+    if abs(value) < FEWEST:
+        return f"{value:{sign}.{SMALL_DIGITS - 1}e}"
+    return f"{value:{sign}.{SMALL_DIGITS - 1 - math.floor(math.log10(abs(value)))}f}"
 
 
 def parameters_text(n: int | None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from eval.cells import md_row
+from eval.cells import fixed, md_row
 from eval.kmir import KINDS
 from eval.relations import DOMAIN_PREFIX, relation_id
 from eval.set_metrics import FRACTIONS, LAMA_SET_METRICS, LAMA_SET_TYPES
@@ -146,7 +146,7 @@ def table_groups(rows: list[dict], corpus: str, info: dict | None = None) -> lis
 def _fmt(value: float, metric: str) -> str:
     if metric == "answer_space":  # a mean over relations of different spaces is shown as one, not rounded away
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
-    return f"{value:.3f}" if metric == "mrr" or metric in FRACTIONS else f"{value:.2f}"
+    return fixed(value, 3 if metric == "mrr" or metric in FRACTIONS else 2)
 
 
 def _cell(row: dict, metric: str) -> str:

@@ -4,7 +4,7 @@ a run with published figures at a glance."""
 
 from __future__ import annotations
 
-from eval.cells import md_row
+from eval.cells import fixed, md_row
 from eval.report import relation_order
 from eval.set_metrics import ALL, LABEL_HITS, LABEL_METRICS, METRICS
 
@@ -16,7 +16,7 @@ HEADS |= {LABEL_HITS: "answers matched by label only"} | {m: f"kbc {m.removepref
 
 
 def _fmt(metric: str, value: float) -> str:
-    return f"{value:.0f}" if metric in ("empty-preds", LABEL_HITS) else f"{value:.3f}"
+    return f"{value:.0f}" if metric in ("empty-preds", LABEL_HITS) else fixed(value, 3)
 
 
 def lmkbc_table(rows: list[dict], setting: str = "raw", scope: str = "shared",

@@ -310,7 +310,7 @@ def test_csv_cells_keep_numbers_and_markdown_cells_read_back():
     from eval.cells import csv_cell, md_cells, md_row, tsv_cell
 
     assert [csv_cell(v) for v in ("-2.5", "-1e-3", "+3", "-", "-x", "\tx", "\rx", "x=1", -2.5, 3)] == \
-        ["-2.5", "-1e-3", "+3", "'-", "'-x", "'\tx", "'\rx", "x=1", -2.5, 3]
+        ["-2.5", "-1e-3", "+3", "-", "'-x", "'\tx", "'\rx", "x=1", -2.5, 3]
     assert tsv_cell("=a\tb\nc") == "'=a b c"
     cells = ["a|b", "x\\|y", "<i>&</i>", "two\nlines", "12.5"]
     row = md_row(cells)

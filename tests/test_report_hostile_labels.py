@@ -152,3 +152,15 @@ def test_missing_glyphs_note_names_the_font_list_matplotlib_reads(tmp_path, monk
     note = figures.missing_glyphs_note({"DejaVu Sans": {"首"}})
     assert note.endswith(f"then delete the fontlist-*.json files in MPLCONFIGDIR ({tmp_path / 'mine'}) so that the "
                          "next report lists the fonts again"), note
+
+
+def test_a_missing_cell_and_a_negative_number_stay_as_they_are_in_the_csv_tables(tmp_path):
+    """A report table's missing cell is `-` and a delta `-0.50`: neither is a formula a spreadsheet would run, so
+    neither gets the leading `'` that real formula starts get."""
+    from bridge.cli.report import write_tables
+    from bridge.report.page import Section, Table
+
+    table = Table(["relation", "A", "B - A"], [["P19", "-", "-0.50"], ["=1+2", "+0.25", "-x"], ["@cmd", "12.5", "-"]])
+    (path,) = write_tables([Section("deltas", "Deltas", tables=[table])], tmp_path)
+    rows = list(csv.reader(path.open(encoding="utf-8", newline="")))
+    assert rows[1:] == [["P19", "-", "-0.50"], ["'=1+2", "+0.25", "'-x"], ["'@cmd", "12.5", "-"]]

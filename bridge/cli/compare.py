@@ -39,7 +39,7 @@ from bridge.run.freshness import check_readable, fresh_instances, read_steadily,
 from bridge.run.results import right
 from bridge.run.summaries import generating, relation_info, sample_note
 from eval.answer_text import GENERATED, generation_fields
-from eval.cells import tsv_cell
+from eval.cells import fixed, tsv_cell
 from eval.compare import MAX_BOOTSTRAP, Comparison, Counts, Pair, ScoredPair, compare_scores
 from eval.compare import compare as compare_pairs
 from eval.errors import ConfigError, DataError
@@ -232,8 +232,8 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     places = 3 if res.scale == 1.0 else 2  # fractions to three decimals, as the summaries print them
 
     def row(name: str, c: Counts, p1_a: float, p1_b: float) -> list:
-        return [name, c.n, *([c.queries] if many else []), c.both, c.only_a, c.only_b, c.neither, f"{p1_a:.{places}f}",
-                f"{p1_b:.{places}f}", _fmt_p(c.p_value)]
+        return [name, c.n, *([c.queries] if many else []), c.both, c.only_a, c.only_b, c.neither, fixed(p1_a, places),
+                fixed(p1_b, places), _fmt_p(c.p_value)]
 
     body = [row(relation_name(rel, info), c, c.p1_a, c.p1_b) for rel in relation_order(list(res.by_relation), info)
             for c in [res.by_relation[rel]]]
@@ -249,11 +249,11 @@ def _table(corpus: str, a: str, b: str, res: Comparison, left_out: dict[str, int
     if many:
         within += ", a fact's queries drawn together"
     few = f"fewer than two {sc.unit}" if sc.pooled else f"no {sc.group} of two {sc.unit} or more"
-    ci = (f"{res.level:.0%} CI [{res.ci[0]:+.{places}f}, {res.ci[1]:+.{places}f}] (bootstrap over {within}, "
-          f"{res.n_boot} resamples, seed {res.seed})" if res.ci
+    ci = (f"{res.level:.0%} CI [{fixed(res.ci[0], places, True)}, {fixed(res.ci[1], places, True)}] "
+          f"(bootstrap over {within}, {res.n_boot} resamples, seed {res.seed})" if res.ci
           else "no bootstrap interval" if res.n_boot <= 0 else f"no bootstrap interval ({few} to resample)")
     points = "points" if res.scale == 100.0 else f"({ma} as a fraction, 0-1)"
-    lines.append(f"{ma} {a} - {b}, {over}: {res.difference:+.{places}f} {points}, {ci}")
+    lines.append(f"{ma} {a} - {b}, {over}: {fixed(res.difference, places, True)} {points}, {ci}")
     if many:
         lines.append(f"(`all` row: {ma} macro over {groups}, as the summaries' Total, each query of a fact counting; "
                      "both, only A, only B and neither count queries; p: exact sign-flip test of each fact's right "

@@ -11,7 +11,7 @@ import click
 
 from bridge.cli.choices import NamedChoice
 from bridge.cli.value_types import Int, IntRange, PathType
-from eval.cells import csv_cell, md_row, parameters_text
+from eval.cells import csv_cell, fixed, md_row, parameters_text
 from eval.corpora import CORPORA
 from eval.errors import ConfigError
 from eval.uncertainty import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
@@ -34,7 +34,7 @@ def _fmt(value: float | None, metric: str) -> str:
 
     if value is None:
         return "-"
-    return f"{value:.3f}" if is_fraction(metric) else f"{value:.2f}"
+    return fixed(value, 3 if is_fraction(metric) else 2)
 
 
 def markdown(rows: list[dict], notes: list[str] = (), unit: str = "facts", warnings: list[str] = ()) -> str:

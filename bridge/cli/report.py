@@ -33,6 +33,7 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
     )
     from bridge.report.page import render_html, render_markdown
     from bridge.report.sections import Builder
+    from bridge.run.reading import reading_note
     from bridge.run.summaries import headline_metric
 
     runs = [load_run(run_dir)]
@@ -72,8 +73,10 @@ def make_report(run_dir: str | Path, compare: str | Path | None = None, out: str
                     f"`kbc report`; every table as CSV in `{TABLES}/` (`<section>_<n>.csv`, in page order).")
         for warned in builder.warnings:
             click.echo(f"warning: {warned}", err=True)
-        write_text(stage / "report.html", render_html(title, meta, sections, stage, builder.warnings))
-        write_text(stage / "report.md", render_markdown(title, meta, sections, stage, builder.warnings))
+        # a run scored under an earlier data reading: the stderr note, on the page too, once per run
+        notes = list(dict.fromkeys(n for r in runs if (n := reading_note(r.path, r.config))))
+        write_text(stage / "report.html", render_html(title, meta, sections, stage, builder.warnings, notes))
+        write_text(stage / "report.md", render_markdown(title, meta, sections, stage, builder.warnings, notes))
         record(target, before | written)
         switch_in(stage, target, written)
     remove_stale(target, before, written)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.experiments.base import Records, StageInput, StageRecords, single_stage
-from eval.cells import count_of
+from eval.cells import count_of, fixed
 from eval.classification import MACRO, bootstrap_intervals, confusion, macro_scores, per_class
 from eval.types import Fact, Prediction, Query
 from eval.uncertainty import rng_for
@@ -142,7 +142,7 @@ class FewrelExperiment:
                  "| relation | n | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
         for rel in [*rels, "all"]:
             n = next((cell[(p, rel)]["n_facts"] for p in names if (p, rel) in cell), 0)
-            values = [f"{cell[(p, rel)]['value']:.2f}" if (p, rel) in cell else "-" for p in names]
+            values = [fixed(cell[(p, rel)]["value"], 2) if (p, rel) in cell else "-" for p in names]
             lines.append(f"| {'macro' if rel == 'all' else rel} | {n} | " + " | ".join(values) + " |")
         lines += ["", "Confusion matrices (gold rows, predicted columns, a last column for no answer): "
                   + ", ".join(f"[{p}](figures/confusion-{p}.png)" for p in names), ""]
@@ -177,8 +177,8 @@ def precision_rows(rows: list[dict], scope: str = "shared") -> list[list[str]]:
     out = []
     for p in dict.fromkeys(p for p, m in total if m == "precision-macro"):
         cov, acc = total.get((p, "coverage")), total.get((p, "accuracy"))
-        out.append([p, f"{total[(p, 'precision-macro')]:.2f}", f"{cov:.2f}" if cov is not None else "-",
-                    f"{100.0 * acc / cov:.2f}" if cov and acc is not None else "-"])
+        out.append([p, fixed(total[(p, "precision-macro")], 2), fixed(cov, 2) if cov is not None else "-",
+                    fixed(100.0 * acc / cov, 2) if cov and acc is not None else "-"])
     return out
 
 

@@ -96,6 +96,7 @@ figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.86em;color:#3b444d;margin-top:6px}
 .footnote{color:#3b444d;font-size:.86em;margin-top:-6px}
 .warning{background:#fdecea;border-left:4px solid #c62828;padding:8px 12px;font-weight:600}
+.note{background:#eef4fb;border-left:4px solid #3a6ea5;padding:8px 12px;font-size:.92em}
 .skipped{background:#fff8e5;border-left:4px solid #e0a800;padding:8px 12px;font-size:.92em}
 code{background:#eef1f4;padding:1px 4px;border-radius:3px;font-size:.92em}
 """
@@ -124,13 +125,16 @@ def _png_data(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def render_html(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = ()) -> str:
-    """The page; `base` is the folder the HTML is written to (SVG links are relative to it)."""
+def render_html(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = (),
+                notes: list[str] = ()) -> str:
+    """The page; `base` is the folder the HTML is written to (SVG links are relative to it). `notes`: what a reader
+    must know of the runs before reading a number (one scored under an earlier data reading), under the meta lines."""
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{html.escape(title)}</title>", f"<style>{STYLE}</style>", "</head>", "<body>", "<main>",
            f"<h1>{html.escape(title)}</h1>"]
     out += [f'<p class="meta">{_inline(line)}</p>' for line in meta]
+    out += [f'<p class="note">Note: {_inline(n)}</p>' for n in notes]
     out += [f'<p class="warning">Warning: {_inline(w)}</p>' for w in warnings]
     out.append("<nav><ol>" + "".join(f'<li><a href="#{s.key}">{html.escape(s.title)}</a>'
                                      + (" (skipped)" if s.skipped else "") + "</li>" for s in sections)
@@ -165,10 +169,13 @@ def _md_table(table: Table) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = ()) -> str:
+def render_markdown(title: str, meta: list[str], sections: list[Section], base: Path, warnings: list[str] = (),
+                    notes: list[str] = ()) -> str:
     out = [f"# {title}", ""]
     out += [f"{line}  " for line in meta]
     out.append("")
+    for n in notes:
+        out += [f"> **Note:** {n}", ""]
     for w in warnings:
         out += [f"> **Warning:** {w}", ""]
     for s in sections:

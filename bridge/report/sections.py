@@ -28,7 +28,7 @@ from bridge.run.summaries import (
     shown_extra,
     unranked_note,
 )
-from eval.cells import count_of, csv_cell
+from eval.cells import count_of, csv_cell, fixed
 from eval.file_names import ascii_stem
 from eval.kmir import KINDS
 from eval.report import (
@@ -63,7 +63,7 @@ LMKBC_METRICS = ("macro-p", "macro-r", "macro-f1", "micro-p", "micro-r", "micro-
 def _fmt(value: float | None, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:.{digits}f}"
+    return fixed(value, digits)
 
 
 def _fmt_p(value: float | None) -> str:
@@ -620,7 +620,7 @@ class Builder:
             for row in found:
                 panels.setdefault(row.corpus, []).append((row.relation, row.diffs, row.share))
                 rows.append([row.corpus, relation_name(row.relation, info.get(row.corpus, {})), str(row.n),
-                             _fmt(row.base), *[f"{row.diffs[o]:+.2f}" if o in row.diffs else "-" for o in others],
+                             _fmt(row.base), *[fixed(row.diffs[o], 2, True) if o in row.diffs else "-" for o in others],
                              *([_fmt(row.share, 1)] if shares else [])])
             if not panels:
                 s.text.append(f"{base} and {', '.join(others)} share no corpus with two or more relations scored on "

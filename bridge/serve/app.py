@@ -29,7 +29,7 @@ from bridge.serve.batching import Batcher
 from bridge.serve.explorer import Explorer
 from bridge.serve.runs import Runs
 from bridge.serve.sides import K_MAX, Ask, answer_many, check, suggest
-from eval.cells import count_of, parameters_text
+from eval.cells import count_of, fixed, parameters_text
 from eval.errors import KbcError
 from eval.user_values import strict_int
 
@@ -64,6 +64,7 @@ def create_app(explorer: Explorer, runs: Runs | None = None) -> FastAPI:
     templates.env.filters["segment"] = lambda value: quote(str(value), safe="")
     templates.env.filters["params"] = parameters_text
     templates.env.filters["gold_ranks"] = gold_ranks_text  # the words `kbc show` prints: exact ranks too
+    templates.env.filters["fixed"] = fixed  # `{{ v|fixed(3) }}`: a score as every text table shows it
     templates.env.filters["count_of"] = count_of  # `{{ n|count_of('relations') }}`: '1 relation', '2 relations'
     templates.env.filters["short"] = lambda spec: "/".join(str(spec).rstrip("/").split("/")[-2:])
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
