@@ -247,6 +247,12 @@ def test_default_axioms_ship_with_the_package():
     ("kbc:x a owl:ObjectProperty ;\n  owl:propertyChainAxiom ( wdt:P19 ) .\n",
      "bad.ttl:7: the property chain of x has 1 property; a chain needs at least 2"),
     ("wdt:P47 a owl:ReflexiveProperty .\n", "bad.ttl:7: unsupported statement (a owl:ReflexiveProperty)"),
+    ("wdt:P47 a owl:SymmetricProperty .\n\nwdt:P47 a owl:FunctionalProperty .\n",
+     "bad.ttl:9: unsupported statement (a owl:FunctionalProperty)"),
+    ("wdt:P47 a owl:SymmetricProperty .\nkbc:x a owl:ObjectProperty .\nkbc:y owl:inverseOf kbc:x .\n"
+     "kbc:x kbcv:template \"[X] borders .\" .\n", "bad.ttl:10: the template of x needs [X] and [Y]"),
+    ("wdt:P47 a owl:SymmetricProperty ;\n  rdfs:comment \"borders\" ;\n  owl:sameAs wdt:P530 .\n",
+     "bad.ttl:9: unsupported statement (owl:sameAs)"),
     ("wdt:P47 rdfs:label \"shares border with\" .\n", "bad.ttl: no property axioms"),
 ])
 def test_bad_axioms_files(tmp_path, body, message):
