@@ -13,7 +13,7 @@ import csv
 import difflib
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
@@ -61,13 +61,14 @@ def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
     text = read_text(path, str(path)) if path.is_file() else None
     if text is None:
         raise DataError(f"{path}: {missing}")
-    rows = csv.reader(io.StringIO(text))
-    header = next(rows, None)
+    reader = csv.reader(io.StringIO(text))
+    rows = _csv_rows(reader, path)
+    header = next(rows, (1, None))[1]
     if header != ["Relation", "PromptTemplate"]:
         raise DataError(f"{path}:1: expected the header Relation,PromptTemplate, got {','.join(header or [])!r}")
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
-    for lineno, row in enumerate(rows, 2):
+    for lineno, row in rows:
         where = f"{path}:{lineno}"
         if not row:
             continue
@@ -78,6 +79,21 @@ def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
         seen.add(row[0].strip())
         out.append((where, row[0].strip(), row[1]))
     return out
+
+
+def _csv_rows(reader, path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(first line, fields) of each CSV record, line numbers counting a quoted line break; what the csv module
+    cannot read (a field past its size limit, an unclosed quote) is a DataError naming the line."""
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataError(f"{path}:{start}: malformed CSV ({exc})") from None
+        yield start, row
+        start = reader.line_num + 1
 
 
 def load_templates(path: Path) -> dict[str, Relation]:
