@@ -33,6 +33,15 @@ def _lmkbc(shared: Path, tmp: Path) -> Path:
     return root
 
 
+def _google_re(shared: Path, tmp: Path) -> Path:
+    root = tmp / "lama"
+    (root / "Google_RE").mkdir(parents=True)
+    shutil.copy(shared / "lama" / "relations.jsonl", root)
+    for path in (shared / "lama" / "Google_RE").glob("*.jsonl"):
+        (root / "Google_RE" / path.name).write_text("\n".join(path.read_text().splitlines()[:3]) + "\n")
+    return root
+
+
 def _prompts(tmp: Path) -> Path:
     path = tmp / "prompts.jsonl"
     path.write_text(json.dumps({"relation": "P19", "template": "[X] was born in [Y] ."}) + "\n")
@@ -43,6 +52,8 @@ CASES = {
     "bear relation file": lambda s, t: (["run", "bear", "--data-dir", str(_bear(s, t))], _bear_file(t, "P103.jsonl")),
     "bear metadata": lambda s, t: (["run", "bear", "--data-dir", str(_bear(s, t))],
                                    _bear_file(t, "metadata_relations.json")),
+    "google_re file": lambda s, t: (["run", "lama", "--corpus", "google_re", "--data-dir", str(_google_re(s, t))],
+                                    t / "lama" / "Google_RE" / "place_of_birth_test.jsonl"),
     "lmkbc split": lambda s, t: (["run", "lmkbc", "--data-dir", str(_lmkbc(s, t))], t / "lmkbc" / "val.jsonl"),
     "prompt file": lambda s, t: (["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "3", "--data-dir",
                                   str(s / "lama"), "--prompts", str(_prompts(t))], t / "prompts.jsonl"),
@@ -55,15 +66,23 @@ def _bear_file(tmp: Path, name: str) -> Path:
 
 @pytest.fixture
 def pipe_writer():
-    """Opens each pipe it is given for writing (waiting for a reader) and closes it at once; released at the end."""
+    """Opens each pipe it is given for writing (waiting for a reader) and closes it at once; released at the end.
+    The set it returns names each pipe a reader opened."""
     pipes: list[Path] = []
     threads: list[threading.Thread] = []
+    opened: set[Path] = set()
 
-    def start(path: Path) -> None:
+    def write(path: Path) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        opened.add(path)
+        os.close(fd)
+
+    def start(path: Path) -> set[Path]:
         pipes.append(path)
-        thread = threading.Thread(target=lambda: os.close(os.open(path, os.O_WRONLY)), daemon=True)
+        thread = threading.Thread(target=write, args=(path,), daemon=True)
         thread.start()
         threads.append(thread)
+        return opened
 
     yield start
     for path, thread in zip(pipes, threads):
@@ -77,8 +96,9 @@ def test_a_named_pipe_for_a_data_file_is_named(case, shared_data, tmp_path, caps
     argv, target = CASES[case](shared_data, tmp_path)
     target.unlink()
     os.mkfifo(target)
-    pipe_writer(target)
+    opened = pipe_writer(target)
     code, _, err = run_kbc([*argv, "--predictors", "freq", "--out", str(tmp_path / "out"), "--quiet"], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and "Traceback" not in err, err
+    assert target not in opened  # without a writer, that open would have hung the run
     assert lines[-1].startswith(f"error: {target}: ") and "not a regular file" in lines[-1], err
