@@ -63,6 +63,7 @@ from rdflib import OWL, RDF, RDFS, BNode, Graph, Literal, URIRef
 from rdflib.collection import Collection
 
 from eval.errors import ConfigError, DataError
+from eval.jsonl import refuse_special
 from eval.kmir import InferredFact
 from eval.types import Entity, Fact, Relation
 from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri, relation_key
@@ -204,6 +205,7 @@ def _line_of(text: str, iri: str, after: int = 1) -> int | None:
 def load_axioms(path: str | Path | None = None) -> Ontology:
     """Parse an axioms file (default: the one shipped). Malformed input: one-line `DataError` with file and line."""
     path = Path(path) if path is not None else DEFAULT_AXIOMS
+    refuse_special(path, str(path), "Turtle file")  # a pipe would block the read for ever
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -268,6 +270,20 @@ def test_bad_axioms_files(tmp_path, body, message):
 def test_missing_axioms_file(tmp_path):
     with pytest.raises(DataError, match="no such axioms file"):
         load_axioms(tmp_path / "nope.ttl")
+
+
+def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path):
+    pipe = tmp_path / "axioms.ttl"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: os.close(os.open(pipe, os.O_WRONLY)), daemon=True)
+    writer.start()  # lets a loader that opens the pipe read it empty instead of waiting for ever
+    try:
+        with pytest.raises(DataError, match=r"axioms\.ttl: not a regular file \(a named pipe, socket or device\)"):
+            load_axioms(pipe)
+    finally:
+        if writer.is_alive():
+            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join()
 
 
 # --- the CLI on a tiny LAMA copy -------------------------------------------------------------------
