@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, optional_file
 from eval.errors import DataError
 from eval.jsonl import QID, json_type, read_jsonl, read_text, req_str, write_jsonl_line
 from eval.labels import nfc
@@ -58,9 +58,9 @@ def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
 def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
     """(file:line, relation, template) of a `Relation,PromptTemplate` CSV (the challenge's prompt files); a missing
     file is one error saying `missing`, a bad header or row one naming its line."""
-    text = read_text(path, str(path)) if path.is_file() else None
-    if text is None:
+    if optional_file([path], "LM-KBC prompt template file") is None:  # a folder or pipe there is named as such
         raise DataError(f"{path}: {missing}")
+    text = read_text(path, str(path))
     reader = csv.reader(io.StringIO(text))
     rows = _csv_rows(reader, path)
     header = next(rows, (1, None))[1]
@@ -70,7 +70,7 @@ def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
     seen: set[str] = set()
     for lineno, row in rows:
         where = f"{path}:{lineno}"
-        if not row:
+        if not "".join(row).strip():  # a blank line, or one of spaces, as the JSONL files skip it
             continue
         if len(row) != 2 or not row[0].strip():
             raise DataError(f"{where}: expected two fields, Relation and PromptTemplate")

@@ -207,7 +207,7 @@ def load_axioms(path: str | Path | None = None) -> Ontology:
     path = Path(path) if path is not None else DEFAULT_AXIOMS
     refuse_special(path, str(path), "Turtle file")  # a pipe would block the read for ever
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is ignored, as in the data files
     except FileNotFoundError:
         raise DataError(f"{path}: no such axioms file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -176,6 +176,17 @@ def test_malformed_template_csv_names_its_line(tmp_path, extra, message):
         load_lmkbc(root, "val")
 
 
+def test_template_csv_skips_lines_of_spaces_and_names_a_folder_in_its_place(tmp_path):
+    root = write_lmkbc(tmp_path)
+    path = root / "prompt_templates" / "masked_prompts.csv"
+    path.write_text(path.read_text().replace("\n", "\n   \n", 1))
+    assert load_lmkbc(root, "val").facts
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(DataError, match=r"masked_prompts\.csv: the LM-KBC prompt template file is a directory"):
+        load_lmkbc(root, "val")
+
+
 def test_unknown_split(tmp_path):
     with pytest.raises(DataError, match="^--split test: not train, val or a readable split file$"):
         load_lmkbc(write_lmkbc(tmp_path), "test")

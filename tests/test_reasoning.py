@@ -272,6 +272,17 @@ def test_missing_axioms_file(tmp_path):
         load_axioms(tmp_path / "nope.ttl")
 
 
+def test_a_byte_order_mark_in_the_axioms_file_is_ignored(tmp_path):
+    path = tmp_path / "bom.ttl"
+    path.write_text("\ufeff" + TOY_AXIOMS, encoding="utf-8")
+    assert load_axioms(path).axioms == load_axioms(_write(tmp_path / "plain.ttl", TOY_AXIOMS)).axioms
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path):
     pipe = tmp_path / "axioms.ttl"
     os.mkfifo(pipe)
