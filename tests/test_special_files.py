@@ -102,3 +102,16 @@ def test_a_named_pipe_for_a_data_file_is_named(case, shared_data, tmp_path, caps
     assert code == 2 and "Traceback" not in err, err
     assert target not in opened  # without a writer, that open would have hung the run
     assert lines[-1].startswith(f"error: {target}: ") and "not a regular file" in lines[-1], err
+
+
+def test_a_named_pipe_is_not_hashed(tmp_path, pipe_writer):
+    """Model and vocabulary files are identified by their digest: a pipe given as one is named, not read."""
+    from eval.errors import DataError
+    from eval.file_digests import file_sha256
+
+    pipe = tmp_path / "vocab.txt"
+    os.mkfifo(pipe)
+    opened = pipe_writer(pipe)
+    with pytest.raises(DataError, match=r"vocab\.txt: not a regular file \(a named pipe, socket or device\)"):
+        file_sha256(pipe)
+    assert pipe not in opened
