@@ -98,6 +98,15 @@ def test_a_named_pipe_as_the_run_file_is_named(lama_dir, tmp_path, capsys):
     assert not read
 
 
+def test_a_byte_order_mark_before_the_run_file_is_ignored(tmp_path):
+    from bridge.cli.run import read_run_file
+
+    plain = _run_file(tmp_path, "limit = 3")
+    marked = tmp_path / "marked.toml"
+    marked.write_text("\ufeff" + plain.read_text(encoding="utf-8"), encoding="utf-8")
+    assert read_run_file(marked) == read_run_file(plain)
+
+
 @pytest.mark.parametrize(("line", "needle"), [
     ("limit: five", "limit: expected an integer, got 'five'"),
     ("seed:", "seed: expected an integer, got nothing"),

@@ -150,7 +150,7 @@ def read_run_file(path: Path) -> dict:
         if path.stat().st_size > MAX_RUN_FILE:
             raise ConfigError(f"--config {path}: {path.stat().st_size} bytes; a run file holds at most "
                               f"{MAX_RUN_FILE // 1024} KiB of settings")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is ignored, as in the data files
         if path.suffix.lower() in (".yaml", ".yml"):
             data = _load_yaml(text, path) or {}
         else:
