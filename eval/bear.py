@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from eval.datadir import absolute_path, data_root, no_data
+from eval.datadir import absolute_path, data_root, no_data, optional_file
 from eval.errors import DataError
 from eval.jsonl import check_no_lone_surrogate, json_type, opt_list, opt_str, read_jsonl, read_text, req_str
 from eval.labels import clean_label, nfc
@@ -43,7 +43,9 @@ def resolve_bear_dir(corpus: str, data_dir: str | Path | None = None) -> Path:
     tried: list[Path] = []
     for root in given or [data_root()]:
         for cand in (root / sub, root / "bear" / sub, root.parent / "bear" / sub, root):
-            if (cand / METADATA).is_file() and (cand is not root or root.name.lower() == sub.lower()):
+            if cand is root and root.name.lower() != sub.lower():
+                continue
+            if optional_file([cand / METADATA], f"{sub} metadata file") is not None:  # a folder or pipe there: named
                 return absolute_path(cand)
         tried += [root / sub, root / "bear" / sub, root.parent / "bear" / sub]
     raise no_data(f"{sub} data ({METADATA})", tried, corpus,

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from eval.errors import DataError, MissingData
+from eval.jsonl import refuse_special
 
 ENV_VAR = "KBC_DATA"
 DOWNLOAD_DIR = Path("data")  # `kbc data download --dest`'s default
@@ -140,6 +141,7 @@ def _hash_files(paths: list[Path], each: bool) -> tuple[str, list[str]]:
     for path in paths:
         digest.update(path.name.encode())
         mine = hashlib.sha256() if each else None
+        refuse_special(path, str(path), "data file")  # a pipe would block the read for ever
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)

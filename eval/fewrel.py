@@ -14,8 +14,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval.datadir import absolute_path, data_root, no_data, resolve_data_dir
+from eval.datadir import absolute_path, data_root, no_data, optional_file, resolve_data_dir
 from eval.errors import DataError
+from eval.jsonl import read_text
 from eval.lama import Corpus
 from eval.report_counts import LoadReport
 from eval.types import Entity, Evidence, Fact, Relation
@@ -59,7 +60,7 @@ def resolve_fewrel_dir(data_dir: str | Path | None = None) -> Path:
             lama = data_root()
         tried = [lama / CORPUS, lama.parent / CORPUS]
     for folder in tried:
-        if (folder / DATA_FILE).is_file():
+        if optional_file([folder / DATA_FILE], "FewRel data file") is not None:  # a folder or pipe there: named
             return absolute_path(folder)
     raise no_data(f"FewRel data ({DATA_FILE})", tried, CORPUS, "point --data-dir at the folder holding it")
 
@@ -87,10 +88,9 @@ def _entity(value, words: list[str], where: str) -> tuple[Entity, tuple[int, int
 
 def read_sentences(path: Path, relations: list[str] | None = None) -> list[Sentence]:
     """Every sentence of a FewRel file, in file order (relations as listed, rows as given)."""
+    text = read_text(path, str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, dict):
@@ -154,10 +154,11 @@ def check_parts(parts: dict[str, list[Sentence]], path: Path, needed: tuple[str,
 def relation_names(root: Path) -> dict[str, tuple[str, str]]:
     """Property id -> (name, description) from `pid2name.json`, empty where the file is absent."""
     path = root / NAMES_FILE
-    if not path.is_file():
+    if optional_file([path], "FewRel relation names file") is None:
         return {}
+    text = read_text(path, str(path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
         return {k: (str(v[0]), str(v[1]) if len(v) > 1 else "") for k, v in data.items()}
     except (json.JSONDecodeError, TypeError, IndexError, KeyError, AttributeError):
         raise DataError(f"{path}: expected {{property id: [name, description]}}") from None

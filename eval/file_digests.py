@@ -21,6 +21,7 @@ from pathlib import Path
 
 from eval.datadir import cache_root, file_key, writer_id
 from eval.durable import write_atomic
+from eval.jsonl import refuse_special
 
 RACY_NS = 2_000_000_000  # files changed more recently than this are not remembered
 BLOCK = 1 << 20
@@ -30,6 +31,7 @@ _MEMO: dict[tuple, str] = {}  # this process's digests, under the same keys
 def file_sha256(path: str | Path) -> str:
     """Hex SHA-256 of the file's bytes (OSError where it cannot be read)."""
     path = Path(path)
+    refuse_special(path, str(path))  # a pipe (a vocabulary file given as one) would block the read for ever
     key = _key(path, os.stat(path))
     known = _MEMO.get(key) or _recall(key)
     if known:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,20 @@ def json_error(exc: json.JSONDecodeError, line: str) -> str:
     return f"{exc.msg}{at} {where}"
 
 
+def refuse_special(path: Path, where: str, what: str = "file") -> None:
+    """A DataError where `path` is a named pipe, socket or device: reading one waits for a writer that may never
+    come, so a run would hang instead of naming the file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # missing or unreadable: the open that follows names it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise DataError(f"{where}: not a regular file (a named pipe, socket or device), expected a {what}")
+
+
 def open_binary(path: Path, what: str = "file"):
-    """`path` opened for reading; a missing, unreadable or directory path is a one-line DataError."""
+    """`path` opened for reading; a missing, unreadable, special or directory path is a one-line DataError."""
+    refuse_special(path, str(path), what)
     try:
         return path.open("rb")
     except FileNotFoundError:
@@ -49,6 +62,7 @@ def open_binary(path: Path, what: str = "file"):
 def read_text(path: Path, where: str) -> str:
     """A whole UTF-8 text file, less a leading byte-order mark (editors on Windows write one, and it would stick to
     the first word, field or header); bytes that are not UTF-8 or an unreadable file are a DataError naming `where`."""
+    refuse_special(path, where, "text file")
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -13,10 +13,10 @@ import csv
 import difflib
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from eval.datadir import ENV_VAR, absolute_path, data_root, no_data
+from eval.datadir import ENV_VAR, absolute_path, data_root, no_data, optional_file
 from eval.errors import DataError
 from eval.jsonl import QID, json_type, read_jsonl, read_text, req_str, write_jsonl_line
 from eval.labels import nfc
@@ -58,18 +58,19 @@ def resolve_lmkbc_dir(data_dir: str | Path | None = None) -> Path:
 def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
     """(file:line, relation, template) of a `Relation,PromptTemplate` CSV (the challenge's prompt files); a missing
     file is one error saying `missing`, a bad header or row one naming its line."""
-    text = read_text(path, str(path)) if path.is_file() else None
-    if text is None:
+    if optional_file([path], "LM-KBC prompt template file") is None:  # a folder or pipe there is named as such
         raise DataError(f"{path}: {missing}")
-    rows = csv.reader(io.StringIO(text))
-    header = next(rows, None)
+    text = read_text(path, str(path))
+    reader = csv.reader(io.StringIO(text))
+    rows = _csv_rows(reader, path)
+    header = next(rows, (1, None))[1]
     if header != ["Relation", "PromptTemplate"]:
         raise DataError(f"{path}:1: expected the header Relation,PromptTemplate, got {','.join(header or [])!r}")
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
-    for lineno, row in enumerate(rows, 2):
+    for lineno, row in rows:
         where = f"{path}:{lineno}"
-        if not row:
+        if not "".join(row).strip():  # a blank line, or one of spaces, as the JSONL files skip it
             continue
         if len(row) != 2 or not row[0].strip():
             raise DataError(f"{where}: expected two fields, Relation and PromptTemplate")
@@ -78,6 +79,21 @@ def template_rows(path: Path, missing: str) -> list[tuple[str, str, str]]:
         seen.add(row[0].strip())
         out.append((where, row[0].strip(), row[1]))
     return out
+
+
+def _csv_rows(reader, path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(first line, fields) of each CSV record, line numbers counting a quoted line break; what the csv module
+    cannot read (a field past its size limit, an unclosed quote) is a DataError naming the line."""
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataError(f"{path}:{start}: malformed CSV ({exc})") from None
+        yield start, row
+        start = reader.line_num + 1
 
 
 def load_templates(path: Path) -> dict[str, Relation]:

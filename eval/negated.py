@@ -99,6 +99,15 @@ def _files(root: Path, corpus: str, variant: str) -> list[tuple[str, Path]]:
     return out
 
 
+def _without_facts(root: Path, corpus: str, have: set[str]) -> list[str]:
+    """The relations of a variant folder other than random/ that random/ has no file of (TREx, Google-RE)."""
+    if corpus in ("squad", "conceptnet"):
+        return []
+    found = {path.stem for variant in VARIANTS if variant != "random"
+             for path in (root / CORPORA[corpus] / variant).glob("*.jsonl")}
+    return sorted(found - have)
+
+
 def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", variant: str = "random",
                 relations: Iterable[str] | None = None) -> ProbeCorpus:
     """One corpus and misprime variant; every line checked, a bad one is a DataError with file:line."""
@@ -131,7 +140,16 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
                                 "sentence (it equals the positive one)")
         out.reports.append(report)
         out.files.append(path)
+    orphans = _without_facts(root, corpus, seen_rel) if variant == "random" and not wanted else []
+    if orphans:  # facts come from random/ alone: another variant's file without one there would go unnoticed
+        note = LoadReport(f"{corpus}/random")
+        note.notes.append(f"{count_of(len(orphans), 'relations')} {'has' if len(orphans) == 1 else 'have'} "
+                          f"misprime files but no random/ file of facts, so not asked: {', '.join(orphans)}")
+        out.reports.append(note)  # after the reports of the files, which `probe_corpus` pairs with them
     unknown = sorted(wanted - seen_rel)
+    if unknown and variant != "random":  # the facts come from random/: its relations were checked there
+        raise DataError(f"{root / CORPORA[corpus] / variant}: no {variant} file of relation(s) {', '.join(unknown)}, "
+                        "whose facts random/ holds; put the file back or choose another --misprimes")
     if unknown:
         raise DataError(f"unknown relation id(s) {', '.join(unknown)} in negated/misprimed {corpus}; "
                         f"known: {', '.join(sorted(seen_rel))}")

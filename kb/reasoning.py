@@ -63,6 +63,7 @@ from rdflib import OWL, RDF, RDFS, BNode, Graph, Literal, URIRef
 from rdflib.collection import Collection
 
 from eval.errors import ConfigError, DataError
+from eval.jsonl import refuse_special
 from eval.kmir import InferredFact
 from eval.types import Entity, Fact, Relation
 from kb.store import LABEL_NS, GraphStore, entity_iri, entity_key, graph_iri, relation_iri, relation_key
@@ -175,8 +176,11 @@ class Ontology:
             raise DataError(f"{self.where(prop)}: axiom {axiom.name} names {relation_key(prop)} ({prop}), which is "
                             "neither a relation of the data nor declared `a owl:ObjectProperty` in the file")
 
-    def where(self, iri: str) -> str:
+    def where(self, iri: str, term: str | None = None) -> str:
+        """File and line of `iri`; with `term`, of the first line writing `term` from `iri`'s statements on."""
         line = _line_of(self.text, iri)
+        if term is not None:
+            line = _line_of(self.text, term, after=line or 1) or _line_of(self.text, term) or line
         return f"{self.path}:{line}" if line else self.path
 
 
@@ -185,15 +189,15 @@ def property_iri(relation: str) -> URIRef:
     return URIRef(relation) if relation.startswith(("http://", "https://", "urn:")) else relation_iri(relation)
 
 
-def _line_of(text: str, iri: str) -> int | None:
-    """The first line that writes `iri` (in full or as prefix:name under the file's own prefixes)."""
+def _line_of(text: str, iri: str, after: int = 1) -> int | None:
+    """The first line from line `after` on that writes `iri` (in full or as prefix:name under the file's prefixes)."""
     spellings = [f"<{iri}>"]
     for prefix, ns in re.findall(r"@prefix\s+([\w-]*):\s*<([^>]*)>", text, flags=re.IGNORECASE):
         if iri.startswith(ns) and iri != ns:
             spellings.append(f"{prefix}:{iri[len(ns):]}")
     pattern = re.compile("|".join(re.escape(s) + r"(?![\w-])" for s in spellings))
     for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.lstrip().startswith("#") and pattern.search(line):
+        if lineno >= after and not line.lstrip().startswith("#") and pattern.search(line):
             return lineno
     return None
 
@@ -201,8 +205,9 @@ def _line_of(text: str, iri: str) -> int | None:
 def load_axioms(path: str | Path | None = None) -> Ontology:
     """Parse an axioms file (default: the one shipped). Malformed input: one-line `DataError` with file and line."""
     path = Path(path) if path is not None else DEFAULT_AXIOMS
+    refuse_special(path, str(path), "Turtle file")  # a pipe would block the read for ever
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is ignored, as in the data files
     except FileNotFoundError:
         raise DataError(f"{path}: no such axioms file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -232,7 +237,8 @@ def load_axioms(path: str | Path | None = None) -> Ontology:
             continue
         else:
             what = f"a {_short(graph, o)}" if p == RDF.type else _short(graph, p)
-            raise DataError(f"{onto.where(str(s)) if isinstance(s, URIRef) else path}: unsupported statement "
+            term = str(o) if p == RDF.type and isinstance(o, URIRef) else str(p)
+            raise DataError(f"{onto.where(str(s), term) if isinstance(s, URIRef) else path}: unsupported statement "
                             f"({what}); axioms are owl:SymmetricProperty, owl:TransitiveProperty, owl:inverseOf, "
                             "owl:equivalentProperty, rdfs:subPropertyOf and owl:propertyChainAxiom")
     for iri in onto.declared:
@@ -240,7 +246,8 @@ def load_axioms(path: str | Path | None = None) -> Ontology:
         label = graph.value(node, RDFS.label)
         template = graph.value(node, TEMPLATE)
         if template is not None and ("[X]" not in str(template) or "[Y]" not in str(template)):
-            raise DataError(f"{onto.where(iri)}: the template of {relation_key(iri)} needs [X] and [Y]: {template}")
+            raise DataError(f"{onto.where(iri, str(TEMPLATE))}: the template of {relation_key(iri)} needs [X] and "
+                            f"[Y]: {template}")
         onto.declared[iri] = (str(label) if label is not None else "", str(template) if template is not None else "")
     if not axioms:
         raise DataError(f"{path}: no property axioms (owl:SymmetricProperty, owl:TransitiveProperty, owl:inverseOf, "

@@ -4,6 +4,7 @@ scores (against scikit-learn), fine-tuning with resuming, the AVG ensemble, and 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -103,6 +104,30 @@ def test_a_bad_row_is_one_error_naming_it(tmp_path, row, message):
     path.write_text(json.dumps({"P1": [good, row]}))
     with pytest.raises(DataError, match="relation P1, " + message.replace("[", r"\[").replace("]", r"\]")):
         read_sentences(path)
+
+
+def test_a_byte_order_mark_is_ignored(tmp_path):
+    good = {"tokens": ["a", "b"], "h": ["a", "Q1", [[0]]], "t": ["b", "Q2", [[1]]]}
+    path = tmp_path / "val_wiki.json"
+    path.write_text("\ufeff" + json.dumps({"P1": [good]}), encoding="utf-8")
+    assert [s.relation for s in read_sentences(path)] == ["P1"]
+
+
+@pytest.mark.parametrize("name, kind", [("val_wiki.json", "directory"), ("pid2name.json", "directory"),
+                                        ("val_wiki.json", "pipe")])
+def test_a_folder_or_pipe_for_a_file_is_named_not_taken_for_no_data(shared_data, tmp_path, name, kind):
+    folder = fewrel_slice(shared_data, tmp_path, 20)
+    (folder / name).unlink()
+    (folder / name).mkdir() if kind == "directory" else os.mkfifo(folder / name)
+    with pytest.raises(DataError, match=f"^{folder / name}: the FewRel .*is (a directory|not a regular file)"):
+        load_fewrel(folder)
+
+
+def test_pid2name_not_utf8_is_one_error(shared_data, tmp_path):
+    folder = fewrel_slice(shared_data, tmp_path, 20)
+    (folder / "pid2name.json").write_bytes(b'{"P177": ["cr\xffsses", ""]}')
+    with pytest.raises(DataError, match=r"pid2name\.json: not UTF-8 text"):
+        load_fewrel(folder)
 
 
 def test_split_keeps_file_order_within_parts(shared_data, tmp_path):

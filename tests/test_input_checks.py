@@ -3,8 +3,10 @@ reports of correlations joined from another run, `--embeddings` folders that are
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +73,38 @@ def test_run_file_values_of_the_wrong_type(line, needle, lama_dir, tmp_path, mon
     code, _, err = run_kbc(["run", "lama", "--config", str(path), "--data-dir", str(lama_dir), "--quiet"], capsys)
     _one_error(code, err, f"--config {path}: {needle}")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_named_pipe_as_the_run_file_is_named(lama_dir, tmp_path, capsys):
+    pipe = tmp_path / "run.toml"
+    os.mkfifo(pipe)
+    opened = []
+
+    def write() -> None:  # lets a reader that opens the pipe read it empty instead of waiting for ever
+        fd = os.open(pipe, os.O_WRONLY)
+        opened.append(pipe)
+        os.close(fd)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        code, _, err = run_kbc(["run", "lama", "--config", str(pipe), "--data-dir", str(lama_dir), "--quiet"], capsys)
+        read = list(opened)  # before the release below opens it
+    finally:
+        if writer.is_alive():
+            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join()
+    _one_error(code, err, f"--config {pipe}: not a regular file (a named pipe, socket or device)")
+    assert not read
+
+
+def test_a_byte_order_mark_before_the_run_file_is_ignored(tmp_path):
+    from bridge.cli.run import read_run_file
+
+    plain = _run_file(tmp_path, "limit = 3")
+    marked = tmp_path / "marked.toml"
+    marked.write_text("\ufeff" + plain.read_text(encoding="utf-8"), encoding="utf-8")
+    assert read_run_file(marked) == read_run_file(plain)
 
 
 @pytest.mark.parametrize(("line", "needle"), [

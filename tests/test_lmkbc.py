@@ -163,6 +163,30 @@ def test_bad_template_line(tmp_path):
         load_lmkbc(root, "val")
 
 
+@pytest.mark.parametrize("extra,message", [
+    ("awardWonBy,\"" + "x" * 200_000 + "\"\n", r"masked_prompts\.csv:7: malformed CSV \(field larger than field limit"),
+    ("\"a\nb\",x\nawardWonBy,{subject_entity} was given to {mask_token}.\n",
+     r"masked_prompts\.csv:9: relation awardWonBy has a second template"),
+])
+def test_malformed_template_csv_names_its_line(tmp_path, extra, message):
+    root = write_lmkbc(tmp_path)
+    path = root / "prompt_templates" / "masked_prompts.csv"
+    path.write_text(path.read_text() + extra)
+    with pytest.raises(DataError, match=message):
+        load_lmkbc(root, "val")
+
+
+def test_template_csv_skips_lines_of_spaces_and_names_a_folder_in_its_place(tmp_path):
+    root = write_lmkbc(tmp_path)
+    path = root / "prompt_templates" / "masked_prompts.csv"
+    path.write_text(path.read_text().replace("\n", "\n   \n", 1))
+    assert load_lmkbc(root, "val").facts
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(DataError, match=r"masked_prompts\.csv: the LM-KBC prompt template file is a directory"):
+        load_lmkbc(root, "val")
+
+
 def test_unknown_split(tmp_path):
     with pytest.raises(DataError, match="^--split test: not train, val or a readable split file$"):
         load_lmkbc(write_lmkbc(tmp_path), "test")

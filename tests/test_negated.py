@@ -67,6 +67,21 @@ def test_unknown_variant_and_relation(tmp_path):
         load_probes(root, "trex", "random", ["P20"])
 
 
+def test_a_misprime_file_missing_is_named(tmp_path):
+    root = _write(_write(tmp_path, ROWS), ROWS, variant="high_ranked", name="P19.jsonl")
+    _write(root, ROWS, name="P20_random.jsonl")
+    with pytest.raises(DataError, match=r"TREx/high_ranked: no high_ranked file of relation\(s\) P20, whose facts "
+                                        r"random/ holds; put the file back or choose another --misprimes$"):
+        load_probes(root, "trex", "high_ranked", ["P19", "P20"])
+
+
+def test_a_relation_without_a_random_file_is_named(tmp_path):
+    root = _write(_write(tmp_path, ROWS), ROWS, variant="high_ranked", name="P19.jsonl")
+    _write(root, ROWS, variant="low_ranked", name="P20.jsonl")
+    notes = [r.summary() for r in load_probes(root, "trex", "random").reports if not r.read]
+    assert notes == ["trex/random: 1 relation has misprime files but no random/ file of facts, so not asked: P20"]
+
+
 def test_staged_data(shared_data):
     trex = load_probes(shared_data, "trex", "high_ranked")
     per_relation = Counter(p.fact.relation for p in trex.facts)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -247,6 +249,12 @@ def test_default_axioms_ship_with_the_package():
     ("kbc:x a owl:ObjectProperty ;\n  owl:propertyChainAxiom ( wdt:P19 ) .\n",
      "bad.ttl:7: the property chain of x has 1 property; a chain needs at least 2"),
     ("wdt:P47 a owl:ReflexiveProperty .\n", "bad.ttl:7: unsupported statement (a owl:ReflexiveProperty)"),
+    ("wdt:P47 a owl:SymmetricProperty .\n\nwdt:P47 a owl:FunctionalProperty .\n",
+     "bad.ttl:9: unsupported statement (a owl:FunctionalProperty)"),
+    ("wdt:P47 a owl:SymmetricProperty .\nkbc:x a owl:ObjectProperty .\nkbc:y owl:inverseOf kbc:x .\n"
+     "kbc:x kbcv:template \"[X] borders .\" .\n", "bad.ttl:10: the template of x needs [X] and [Y]"),
+    ("wdt:P47 a owl:SymmetricProperty ;\n  rdfs:comment \"borders\" ;\n  owl:sameAs wdt:P530 .\n",
+     "bad.ttl:9: unsupported statement (owl:sameAs)"),
     ("wdt:P47 rdfs:label \"shares border with\" .\n", "bad.ttl: no property axioms"),
 ])
 def test_bad_axioms_files(tmp_path, body, message):
@@ -262,6 +270,31 @@ def test_bad_axioms_files(tmp_path, body, message):
 def test_missing_axioms_file(tmp_path):
     with pytest.raises(DataError, match="no such axioms file"):
         load_axioms(tmp_path / "nope.ttl")
+
+
+def test_a_byte_order_mark_in_the_axioms_file_is_ignored(tmp_path):
+    path = tmp_path / "bom.ttl"
+    path.write_text("\ufeff" + TOY_AXIOMS, encoding="utf-8")
+    assert load_axioms(path).axioms == load_axioms(_write(tmp_path / "plain.ttl", TOY_AXIOMS)).axioms
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path):
+    pipe = tmp_path / "axioms.ttl"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: os.close(os.open(pipe, os.O_WRONLY)), daemon=True)
+    writer.start()  # lets a loader that opens the pipe read it empty instead of waiting for ever
+    try:
+        with pytest.raises(DataError, match=r"axioms\.ttl: not a regular file \(a named pipe, socket or device\)"):
+            load_axioms(pipe)
+    finally:
+        if writer.is_alive():
+            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join()
 
 
 # --- the CLI on a tiny LAMA copy -------------------------------------------------------------------

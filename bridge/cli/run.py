@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -144,10 +145,12 @@ def _load_yaml(text: str, path: Path):
 def read_run_file(path: Path) -> dict:
     """A run file (TOML, or YAML by suffix) as flag values: lists for multi-value flags, `NAME.KEY=V` sets."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():  # a pipe would block the read for ever
+            raise ConfigError(f"--config {path}: not a regular file (a named pipe, socket or device)")
         if path.stat().st_size > MAX_RUN_FILE:
             raise ConfigError(f"--config {path}: {path.stat().st_size} bytes; a run file holds at most "
                               f"{MAX_RUN_FILE // 1024} KiB of settings")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is ignored, as in the data files
         if path.suffix.lower() in (".yaml", ".yml"):
             data = _load_yaml(text, path) or {}
         else:
