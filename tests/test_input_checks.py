@@ -92,7 +92,11 @@ def test_a_named_pipe_as_the_run_file_is_named(lama_dir, tmp_path, capsys):
         read = list(opened)  # before the release below opens it
     finally:
         if writer.is_alive():
-            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
+            try:
+                writer.join()
+            finally:
+                os.close(fd)
         writer.join()
     _one_error(code, err, f"--config {pipe}: not a regular file (a named pipe, socket or device)")
     assert not read

@@ -293,7 +293,11 @@ def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path):
             load_axioms(pipe)
     finally:
         if writer.is_alive():
-            os.close(os.open(pipe, os.O_RDONLY | os.O_NONBLOCK))
+            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
+            try:
+                writer.join()
+            finally:
+                os.close(fd)
         writer.join()
 
 

@@ -87,7 +87,11 @@ def pipe_writer():
     yield start
     for path, thread in zip(pipes, threads):
         if thread.is_alive():  # nobody opened the pipe: a reader that gives up at once lets the writer finish
-            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
+            try:
+                thread.join()
+            finally:
+                os.close(fd)
         thread.join()
 
 
