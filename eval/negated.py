@@ -122,6 +122,7 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
     for rel, path in _files(root, corpus, variant):
         report = LoadReport(f"{corpus}/{variant}/{path.name}", relation=rel or None)
         uids: set[str] = set()
+        rows_seen: set[tuple] = set()
         no_negation = 0
         for lineno, row in read_jsonl(path, required=("obj_label", "masked_sentences", "masked_misprimed")):
             where = f"{path}:{lineno}"
@@ -132,6 +133,12 @@ def load_probes(data_dir: str | Path | None = None, corpus: str = "trex", varian
                 report.drop("not in the selected relations")
                 continue
             probe = _probe(row, corpus, relation, where, lineno, uids)
+            key = (relation, row.get("uuid"), probe.fact.subject.label, probe.fact.object.label, probe.fact.cloze,
+                   probe.negated, probe.misprimed)
+            if key in rows_seen:  # an exact repeat would count its fact twice in the scores
+                report.drop("duplicate rows (identical to an earlier one)")
+                continue
+            rows_seen.add(key)
             no_negation += probe.negated is None
             out.facts.append(probe)
             report.kept += 1

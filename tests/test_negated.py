@@ -43,6 +43,24 @@ def test_loader_reads_the_three_clozes(tmp_path):
     assert corpus.reports[0].notes == ["1 fact has no negated sentence (it equals the positive one)"]
 
 
+@pytest.mark.parametrize("variant", ["random", "high_ranked"])
+def test_an_exact_duplicate_row_is_dropped_and_counted(tmp_path, variant):
+    rows = [ROWS[0], ROWS[1], ROWS[0]]  # rows 1 and 2 share a uuid but differ: both kept, as above
+    root = _write(_write(tmp_path, rows), rows, variant="high_ranked", name="P19.jsonl")
+    corpus = load_probes(root, "trex", variant)
+    assert [p.fact.uid for p in corpus.facts] == ["trex/P19:3", "trex/P19:line2"]
+    report = corpus.reports[0]
+    assert (report.read, report.kept, report.n_dropped) == (3, 2, 1)
+    assert "read 3, kept 2, dropped 1 (1 duplicate rows (identical to an earlier one))" in report.summary()
+
+
+def test_a_duplicate_row_is_counted_on_the_load_line(tmp_path):
+    from eval.negated import probe_corpus
+
+    summary = probe_corpus("negated-trex", _write(tmp_path, [ROWS[0], ROWS[0]])).summary()
+    assert summary.splitlines()[0] == "negated-trex: 1 relation, read 2, kept 1, dropped 1"
+
+
 @pytest.mark.parametrize(("row", "message"), [
     ("{oops\n", r"P19_random\.jsonl:2: malformed JSON"),
     (_row("Cy", "Oslo", "Cy was born in Oslo .", "Cy was not born in [MASK] .", "Bergen"),
