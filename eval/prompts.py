@@ -14,7 +14,7 @@ source)`, in file order with exact duplicate templates kept once. Sets (`spec`):
   (`spoken_template`), as the search read nothing after [Y].
 - `lpaqa`: LPAQA's top-1 prompts for BERT-base (`LPAQA_relations.jsonl`); `lpaqa:MODEL` per model;
   `lpaqa-mine`, `lpaqa-paraphrase`, `lpaqa-manual`: LPAQA's full mined / paraphrased / manual sets.
-- a JSONL file: `{"relation": ..., "template": ..., "id": ...}` rows (`id` optional).
+- a JSONL file: `{"relation": ..., "template": ..., "id": ...}` rows (`id` optional, a non-blank string).
 A relation the set has no prompt for (Google-RE in every T-REx set; P31 and P527 in ParaRel)
 gets its LAMA template, with source `lama-fallback`, so every relation is asked at least once.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval.errors import ConfigError, DataError
-from eval.jsonl import read_jsonl, read_text, req_str
+from eval.jsonl import json_type, read_jsonl, read_text, req_str
 from eval.labels import nfc
 from eval.relations import check_template, load_relations
 from eval.types import OBJECT_SLOT, SUBJECT_SLOT, Relation
@@ -174,14 +174,26 @@ def _read_rows(path: Path, source: str, wanted: Mapping[str, Relation], known: M
             raise DataError(f"{where}: " + _unknown(rel, set(known) | set(wanted), "relation"))
         if rel not in wanted:
             continue
-        raw_id = row.get("id")
-        if raw_id is not None and not isinstance(raw_id, (str, int)):
-            raise DataError(f"{where}: field 'id' must be a string or a number")
+        raw_id = _prompt_id(row, where)
         n = counts.get(rel, 0)
         counts[rel] = n + 1
-        pid = str(raw_id) if raw_id is not None and str(raw_id).strip() else f"{id_prefix}:{n}"
+        pid = raw_id or f"{id_prefix}:{n}"
         _add(out, rel, Prompt(pid, template, source), where)
     return out
+
+
+def _prompt_id(row: dict, where: str) -> str | None:
+    """The row's own prompt id (None: absent, null or empty); ids end query uids, so a number or a blank id is
+    refused rather than read as another id than the one written."""
+    value = row.get("id")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        hint = f' (write "id": "{value}")' if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+        raise DataError(f"{where}: field 'id' must be a string{hint}, got {json_type(value)}")
+    if not value.strip():
+        raise DataError(f"{where}: field 'id' is blank: give the prompt a name or leave 'id' out")
+    return value
 
 
 def _read_per_relation(folder: Path, suffix: str, field: str | None, source: str,

@@ -700,6 +700,22 @@ def _(c: Ctx) -> list[str]:
     return c.run_freq() + ["--prompts", ""]
 
 
+@case("prompt file with a number as id",
+      """prompts.jsonl:1: field 'id' must be a string (write "id": "7"), got a number""")
+def _(c: Ctx) -> list[str]:
+    path = c.tmp / "prompts.jsonl"
+    path.write_text('{"relation": "P19", "template": "[X] was born in [Y] .", "id": 7}\n')
+    return c.run_freq() + ["--prompts", str(path)]
+
+
+@case("prompt file with a blank id", "prompts.jsonl:2: field 'id' is blank: give the prompt a name or leave 'id' out")
+def _(c: Ctx) -> list[str]:
+    path = c.tmp / "prompts.jsonl"
+    path.write_text('{"relation": "P19", "template": "[X] was born in [Y] ."}\n'
+                    '{"relation": "P19", "template": "[X] is from [Y] .", "id": " "}\n')
+    return c.run_freq() + ["--prompts", str(path)]
+
+
 @case("LM-KBC alias list is a directory", "alias_TREx_en.txt: the alias list is a directory; put the file there or "
       "remove it")
 def _(c: Ctx) -> list[str]:

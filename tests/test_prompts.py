@@ -77,6 +77,10 @@ def test_prompt_file(tmp_path, relations, shared_data):
     (["{not json"], r"mine.jsonl:1: malformed JSON"),
     ([{"relation": "P19", "template": "[X] a [Y]", "id": "a"}, {"relation": "P19", "template": "[X] b [Y]", "id": "a"}],
      r"mine.jsonl:2: prompt id 'a' appears twice for relation P19"),
+    ([{"relation": "P19", "template": "[X] a [Y]", "id": 7}],
+     r"""mine.jsonl:1: field 'id' must be a string \(write "id": "7"\), got a number"""),
+    ([{"relation": "P19", "template": "[X] a [Y]"}, {"relation": "P19", "template": "[X] b [Y]", "id": " \t"}],
+     r"mine.jsonl:2: field 'id' is blank: give the prompt a name or leave 'id' out"),
 ])
 def test_prompt_file_errors_name_file_and_line(tmp_path, relations, shared_data, rows, message):
     path = _write(tmp_path / "mine.jsonl", rows)
