@@ -3,6 +3,7 @@ looked for in that folder and beside it, so the default is `./data/`, where `kbc
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
@@ -63,16 +64,26 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
 def optional_file(candidates: Iterable[Path], what: str) -> Path | None:
     """The first of `candidates` that is a file, or None when none exists.
 
-    One that exists but is no file (a folder, a dangling link) is a DataError: taking it for "no
+    One that exists but is no file (a folder, a dangling link, a link loop) is a DataError: taking it for "no
     file" would quietly run without what it should hold.
     """
     for cand in candidates:
         if cand.is_file():
             return cand
         if cand.exists() or cand.is_symlink():
-            kind = "a directory" if cand.is_dir() else "a dangling link" if not cand.exists() else "not a regular file"
+            kind = "a directory" if cand.is_dir() else _broken_link(cand) if not cand.exists() else "not a regular file"
             raise DataError(f"{cand}: the {what} is {kind}; put the file there or remove it")
     return None
+
+
+def _broken_link(path: Path) -> str:
+    """What a link that leads to no file is: one that loops back on itself needs another fix than a missing target."""
+    try:
+        path.stat()
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a link loop"
+    return "a dangling link"
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:

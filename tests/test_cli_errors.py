@@ -726,6 +726,16 @@ def _(c: Ctx) -> list[str]:
     return ["run", "lmkbc", "--predictors", "freq", "--data-dir", str(c.data), "--out", str(c.tmp / "run"), "--quiet"]
 
 
+@case("X-FACTR instance-of list is a link loop", "TREx_instanceof.txt: the instance-of list is a link loop")
+def _(c: Ctx) -> list[str]:
+    (c.data / "xfactr").mkdir()
+    (c.data / "xfactr" / "TREx_instanceof.txt").symlink_to(c.tmp / "loop.txt")
+    (c.tmp / "loop.txt").symlink_to(c.data / "xfactr" / "TREx_instanceof.txt")
+    argv = c.run_freq()
+    argv[1] = "kmir"
+    return argv
+
+
 @case("X-FACTR instance-of list is a dangling link", "TREx_instanceof.txt: the instance-of list is a dangling link")
 def _(c: Ctx) -> list[str]:
     (c.data / "xfactr").mkdir()
