@@ -119,3 +119,29 @@ def test_a_named_pipe_is_not_hashed(tmp_path, pipe_writer):
     with pytest.raises(DataError, match=r"vocab\.txt: not a regular file \(a named pipe, socket or device\)"):
         file_sha256(pipe)
     assert pipe not in opened
+
+
+def _run_with_pipe(shared: Path, tmp: Path, capsys, name: str) -> tuple[Path, Path]:
+    """A finished Freq run whose file `name` (relative to the run folder) is then a named pipe."""
+    out = tmp / "run"
+    code, _, err = run_kbc(["run", "lama", "--corpus", "trex", "--relations", "P19", "--limit", "3", "--data-dir",
+                            str(shared / "lama"), "--predictors", "freq", "--out", str(out), "--quiet"], capsys)
+    assert code == 0, err
+    (out / name).unlink()
+    os.mkfifo(out / name)
+    return out, out / name
+
+
+@pytest.mark.parametrize(("name", "argv"), [
+    ("predictions/trex/freq/P19.jsonl", ["compare", "{out}", "freq", "freq"]),
+    ("config.json", ["show", "{out}", "--uid", "any"]),
+])
+def test_a_named_pipe_in_a_run_folder_is_named(shared_data, tmp_path, capsys, pipe_writer, name, argv):
+    """A file kbc wrote itself, replaced by a pipe: the reading command names it instead of waiting for a writer."""
+    out, target = _run_with_pipe(shared_data, tmp_path, capsys, name)
+    opened = pipe_writer(target)
+    code, _, err = run_kbc([arg.format(out=out) for arg in argv], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err, err
+    assert target not in opened  # without a writer, that open would have hung the command
+    assert lines[-1].startswith(f"error: {target}: ") and "not a regular file" in lines[-1], err

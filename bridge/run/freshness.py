@@ -19,6 +19,7 @@ from bridge.run.attempts import samples
 from bridge.run.run_lock import BeingWritten, writing_now
 from eval.durable import write_atomic
 from eval.errors import DataError
+from eval.jsonl import refuse_special
 
 T = TypeVar("T")
 
@@ -117,6 +118,7 @@ def output_names(out: Path) -> list[str]:
     `own_outputs` patterns: FewRel's confusion matrices), as paths relative to `out`."""
     from bridge.experiments import own_outputs
 
+    refuse_special(out / "config.json", str(out / "config.json"), "run config")  # a pipe would wait for a writer
     try:
         config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -10,6 +10,7 @@ from pathlib import Path
 from bridge.run.record_digests import FIX, check_lines, digests_path
 from eval.answer_text import GENERATED
 from eval.errors import DataError
+from eval.jsonl import refuse_special
 from eval.metrics import Ranked
 from eval.relations import slug
 from eval.types import SCORE_DIGITS, TOP_SAVED, Answer, answer_rows
@@ -138,6 +139,7 @@ def _file_key(path: Path) -> tuple | None:
 def _complete_lines(path: Path) -> list[tuple[int, bytes]]:
     """Each complete line of a predictions file with its number, up to a torn last line (no newline: a crash
     mid-write), which readers cut off; checked against the digests the runner kept of what it wrote."""
+    refuse_special(path, str(path), "predictions file")  # a pipe would wait for a writer: once per file read
     with path.open("rb") as handle:
         lines = list(enumerate(handle, 1))
     if lines and not lines[-1][1].endswith(b"\n"):
