@@ -7,6 +7,7 @@ missing or broken data directory is an error, so CI can never pass by skipping t
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,35 @@ def pytest_xdist_make_scheduler(config, log):
             return module if stem in SET_UP_ONCE else nodeid
 
     return Scheduling(config, log)
+
+
+@pytest.fixture
+def pipe_writer():
+    """Opens each named pipe it is given for writing (waiting for a reader) and closes it at once; released at the
+    end. For tests that a reader never opens a pipe put where a file belongs: one that did would read it empty
+    instead of hanging the test. The set it returns names each pipe a reader opened."""
+    pipes: list[Path] = []
+    threads: list[threading.Thread] = []
+    opened: set[Path] = set()
+
+    def write(path: Path) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        opened.add(path)
+        os.close(fd)
+
+    def start(path: Path) -> set[Path]:
+        pipes.append(path)
+        thread = threading.Thread(target=write, args=(path,), daemon=True)
+        thread.start()
+        threads.append(thread)
+        return opened
+
+    yield start
+    for path, thread in zip(pipes, threads):
+        if thread.is_alive():  # nobody opened the pipe: a reader that gives up at once lets the writer finish
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
+            try:
+                thread.join()
+            finally:
+                os.close(fd)
+        thread.join()

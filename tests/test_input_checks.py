@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import threading
 from pathlib import Path
 
 import pandas as pd
@@ -75,29 +74,12 @@ def test_run_file_values_of_the_wrong_type(line, needle, lama_dir, tmp_path, mon
     assert not (tmp_path / "out").exists()
 
 
-def test_a_named_pipe_as_the_run_file_is_named(lama_dir, tmp_path, capsys):
+def test_a_named_pipe_as_the_run_file_is_named(lama_dir, tmp_path, capsys, pipe_writer):
     pipe = tmp_path / "run.toml"
     os.mkfifo(pipe)
-    opened = []
-
-    def write() -> None:  # lets a reader that opens the pipe read it empty instead of waiting for ever
-        fd = os.open(pipe, os.O_WRONLY)
-        opened.append(pipe)
-        os.close(fd)
-
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
-    try:
-        code, _, err = run_kbc(["run", "lama", "--config", str(pipe), "--data-dir", str(lama_dir), "--quiet"], capsys)
-        read = list(opened)  # before the release below opens it
-    finally:
-        if writer.is_alive():
-            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
-            try:
-                writer.join()
-            finally:
-                os.close(fd)
-        writer.join()
+    opened = pipe_writer(pipe)
+    code, _, err = run_kbc(["run", "lama", "--config", str(pipe), "--data-dir", str(lama_dir), "--quiet"], capsys)
+    read = set(opened)  # before the release at the end opens it
     _one_error(code, err, f"--config {pipe}: not a regular file (a named pipe, socket or device)")
     assert not read
 

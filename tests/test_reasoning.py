@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -283,22 +282,13 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path):
+def test_a_named_pipe_for_the_axioms_file_is_named(tmp_path, pipe_writer):
     pipe = tmp_path / "axioms.ttl"
     os.mkfifo(pipe)
-    writer = threading.Thread(target=lambda: os.close(os.open(pipe, os.O_WRONLY)), daemon=True)
-    writer.start()  # lets a loader that opens the pipe read it empty instead of waiting for ever
-    try:
-        with pytest.raises(DataError, match=r"axioms\.ttl: not a regular file \(a named pipe, socket or device\)"):
-            load_axioms(pipe)
-    finally:
-        if writer.is_alive():
-            fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
-            try:
-                writer.join()
-            finally:
-                os.close(fd)
-        writer.join()
+    opened = pipe_writer(pipe)
+    with pytest.raises(DataError, match=r"axioms\.ttl: not a regular file \(a named pipe, socket or device\)"):
+        load_axioms(pipe)
+    assert not opened
 
 
 # --- the CLI on a tiny LAMA copy -------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -62,37 +61,6 @@ CASES = {
 
 def _bear_file(tmp: Path, name: str) -> Path:
     return tmp / "bear" / "BEAR" / name
-
-
-@pytest.fixture
-def pipe_writer():
-    """Opens each pipe it is given for writing (waiting for a reader) and closes it at once; released at the end.
-    The set it returns names each pipe a reader opened."""
-    pipes: list[Path] = []
-    threads: list[threading.Thread] = []
-    opened: set[Path] = set()
-
-    def write(path: Path) -> None:
-        fd = os.open(path, os.O_WRONLY)
-        opened.add(path)
-        os.close(fd)
-
-    def start(path: Path) -> set[Path]:
-        pipes.append(path)
-        thread = threading.Thread(target=write, args=(path,), daemon=True)
-        thread.start()
-        threads.append(thread)
-        return opened
-
-    yield start
-    for path, thread in zip(pipes, threads):
-        if thread.is_alive():  # nobody opened the pipe: a reader that gives up at once lets the writer finish
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a read end open until the writer's open got through
-            try:
-                thread.join()
-            finally:
-                os.close(fd)
-        thread.join()
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
