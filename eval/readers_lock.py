@@ -33,7 +33,7 @@ def hold_shared(lock: Path) -> io.FileIO | None:
         except OSError:
             handle.close()
             return None
-        if _still_named(lock, handle):
+        if still_named(lock, handle):
             return handle
         handle.close()  # a clear removed it while this waited: lock the one there now
 
@@ -54,7 +54,7 @@ class ReadersLock:
             except BlockingIOError:
                 handle.close()
                 raise KbcError(f"{self.what} is being read by {holders_text(self.lock)}") from None
-            if _still_named(self.lock, handle):
+            if still_named(self.lock, handle):
                 self.handle = handle
             else:
                 handle.close()
@@ -68,10 +68,11 @@ class ReadersLock:
         self.handle = None
 
 
-def _still_named(lock: Path, handle: io.FileIO) -> bool:
+def still_named(lock: Path, handle: io.FileIO | int) -> bool:
+    """Whether `lock` still names the file `handle` (or descriptor) has open: a clear may have removed it meanwhile."""
     try:
         st = os.stat(lock)
     except FileNotFoundError:
         return False
-    held = os.fstat(handle.fileno())
+    held = os.fstat(handle if isinstance(handle, int) else handle.fileno())
     return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)

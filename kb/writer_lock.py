@@ -21,6 +21,7 @@ from pathlib import Path
 
 from eval.errors import ConfigError, KbcError
 from eval.lock_holders import kbc_command
+from eval.readers_lock import still_named
 
 log = logging.getLogger("kbc")
 
@@ -112,7 +113,7 @@ class WriterLock:
                                     self.wait, WAIT_ENV, self.waiting)
                         self.waited = True
                     time.sleep(0.1)
-            if self._still_named(fd):
+            if still_named(self.lock, fd):
                 break
             os.close(fd)  # its holder removed the file before letting go: lock the one there now
         self.fd = fd
@@ -128,20 +129,12 @@ class WriterLock:
             except BlockingIOError:
                 os.close(fd)
                 return False
-            if not self._still_named(fd):
+            if not still_named(self.lock, fd):
                 os.close(fd)
                 continue
             self.fd = fd
             self.info.write_text(json.dumps(this_process()), encoding="utf-8")
         return True
-
-    def _still_named(self, fd: int) -> bool:
-        try:
-            st = os.stat(self.lock)
-        except FileNotFoundError:
-            return False
-        held = os.fstat(fd)
-        return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
 
     def holder(self) -> str:
         try:
